@@ -1,0 +1,14 @@
+"""Human alignment study (paper §3.2, §5.3): annotation sheets for human judges, and the agreement
+between the LLM judge's rubric scores and human ratings.
+
+Modules (all plain, importable; nothing heavy happens at import of this package):
+
+- `common`       metric names, sheet layout, the problem log, atomic output writing
+- `sources`      reading run directories, `scores.jsonl`, wide score CSVs and the paper's run files
+- `annotations`  reading and validating human annotation files (one per judge, or one long file)
+- `export`       selecting tutorials and writing the annotation sheet + its HTML companion
+- `stats`        correlations with bootstrap CIs, descriptives, inter-annotator agreement
+- `figures`      box plots (paper Figures 6/8) and the coefficient heatmap (Figure 7)
+- `report`       the `align` pipeline: compute, render (rich), write CSV/Markdown/figures
+- `command`      thin typer command functions registered by `wikihowagent.cli`
+"""

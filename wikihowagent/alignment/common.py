@@ -1,0 +1,326 @@
+"""Shared names, the problem log and atomic output writing for the alignment study."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import re
+import shutil
+import sys
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+# The 8 rubric metrics, in the order of the paper's §3.1.2 (and of ScoreRecord.metrics).
+METRICS: tuple[str, ...] = (
+    "Clarity",
+    "Truthfulness",
+    "Engagement",
+    "Coherence",
+    "Depth",
+    "Relevance",
+    "Progress",
+    "Naturalness",
+)
+OVERALL = "Overall"  # per-conversation mean of the metrics (see `report.overall_scores`)
+METRIC_BY_KEY = {m.lower(): m for m in METRICS}
+SCORE_MIN, SCORE_MAX = 1.0, 5.0
+
+# The paper's annotation CSV layout (lower-case metric names; `filename` = the run). `tutorial_id` is our
+# extra column at the end.
+SHEET_METRICS: tuple[str, ...] = (
+    "clarity",
+    "engagement",
+    "coherence",
+    "depth",
+    "relevance",
+    "progress",
+    "naturalness",
+    "truthfulness",
+)
+SHEET_COLUMNS: tuple[str, ...] = ("conversation_id", "filename", "title", *SHEET_METRICS, "comment", "tutorial_id")
+
+ID_KEYS = ("conversation_id", "conversationid", "conv_id")
+ANNOTATOR_KEYS = ("annotator", "judge", "rater", "coder", "annotator_id", "judge_id", "rater_id")
+RUN_KEYS = ("filename", "run", "run_name")
+MODEL_KEYS = ("model",)
+# Columns that are known not to be rubric scores: never warned about. Anything else that holds numbers is
+# reported as an "unknown metric column" (see `annotations.classify_columns`).
+KNOWN_META_KEYS = frozenset(
+    {
+        *ID_KEYS,
+        *ANNOTATOR_KEYS,
+        *RUN_KEYS,
+        *MODEL_KEYS,
+        "title",
+        "method_title",
+        "comment",
+        "comments",
+        "note",
+        "notes",
+        "tutorial_id",
+        "doc_id",
+        "method_id",
+        "teacher",
+        "learner",
+        "evaluator",
+        "domain",
+        "categories",
+        "source_tutorial_path",
+        "index",
+        "row",
+        "",
+        # automatic (non-rubric) metrics of the paper's records: numeric but legitimately not rubric scores
+        "question_ratio",
+        "completion_achieved",
+        "diversity_score",
+        "diversity",
+        "question",
+        "completion",
+        "bleu",
+        "meteor",
+        "rouge",
+        "bertscore",
+    }
+)
+
+
+def norm_key(name: str) -> str:
+    """'Conversation ID' -> 'conversation_id'; 'Unnamed: 0' (a pandas index column) -> ''."""
+    key = re.sub(r"[\s\-]+", "_", str(name).strip().lower())
+    return "" if key.startswith("unnamed:") else key
+
+
+def stars(p: float) -> str:
+    if p is None or not math.isfinite(p):
+        return ""
+    return "**" if p < 0.01 else "*" if p < 0.05 else ""
+
+
+def where(path: str | Path, row: int | None = None, column: str | None = None) -> str:
+    """The location prefix of a problem line: `file:ROW: column 'x'`."""
+    out = str(path)
+    if row is not None:
+        out += f":{row}"
+    if column is not None:
+        out += f": column '{column}'"
+    return out
+
+
+@dataclass
+class Problem:
+    kind: str  # short category, used for the summary table ("bad value", "duplicate id", ...)
+    message: str  # full line, with its location first
+
+    def __str__(self) -> str:
+        return self.message
+
+
+@dataclass
+class Problems:
+    """Everything left out, and why. One line each: shown on stderr and written to problems.txt."""
+
+    items: list[Problem] = field(default_factory=list)
+
+    def add(self, kind: str, message: str) -> None:
+        self.items.append(Problem(kind, message))
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self):
+        return iter(self.items)
+
+    def counts(self) -> Counter:
+        return Counter(p.kind for p in self.items)
+
+    def lines(self) -> list[str]:
+        return [p.message for p in self.items]
+
+    def echo(self, limit: int | None = 40, stream=None) -> None:
+        """Print the problem lines to stderr (one line each), at most `limit` of them."""
+        stream = stream or sys.stderr
+        shown = self.items if limit is None else self.items[:limit]
+        for p in shown:
+            print(f"warning: {p.message}", file=stream)
+        rest = len(self.items) - len(shown)
+        if rest > 0:
+            print(f"warning: ... and {rest} more (all of them are in problems.txt)", file=stream)
+
+
+class AlignInputError(Exception):
+    """Input that cannot be used at all (unreadable file, not a table, no id column, ...)."""
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Reading tables
+
+
+def sniff_delimiter(header_line: str, path: Path) -> str:
+    if path.suffix.lower() == ".tsv":
+        return "\t"
+    counts = {d: header_line.count(d) for d in (",", ";", "\t")}
+    best = max(counts, key=lambda d: (counts[d], d == ","))
+    return best if counts[best] else ","
+
+
+def read_table(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """A CSV/TSV file as (header, [(row_number, cells)]). Row numbers are as a spreadsheet shows them
+    (header = row 1; a quoted cell spanning several text lines is still one row). Empty rows are skipped."""
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        raise AlignInputError(f"{path}: file not found") from None
+    except UnicodeDecodeError as exc:
+        raise AlignInputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise AlignInputError(f"{path}: cannot read ({exc.strerror})") from None
+    if not text.strip():
+        raise AlignInputError(f"{path}: empty file")
+    delimiter = sniff_delimiter(text.split("\n", 1)[0], path)
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    try:
+        header = next(reader)
+        rows = [(i + 2, cells) for i, cells in enumerate(reader) if any(c.strip() for c in cells)]
+    except csv.Error as exc:
+        raise AlignInputError(f"{path}:{reader.line_num}: malformed CSV ({exc})") from None
+    return header, rows
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Writing tables and files
+
+
+def fmt(value) -> str:
+    """A cell for CSV output: NaN/None -> empty, floats at full precision."""
+    if value is None:
+        return ""
+    if isinstance(value, float):
+        return "" if math.isnan(value) else repr(round(value, 10))
+    return str(value)
+
+
+def csv_text(columns: Sequence[str], rows: Iterable[Sequence]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(columns)
+    for r in rows:
+        w.writerow([fmt(v) for v in r])
+    return buf.getvalue()
+
+
+def md_table(columns: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    esc = lambda s: str(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    lines = ["| " + " | ".join(esc(c) for c in columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+class StagedOutput:
+    """Write a set of files so that they appear complete or not at all.
+
+    Files are written into a temporary directory beside the destination (same filesystem). `commit()`
+    moves them into place: if the destination does not exist the whole directory is renamed at once;
+    otherwise each file is `os.replace`d (files of a previous run that this run did not produce, listed in
+    `owned`, are removed so the directory stays consistent). Any exception before `commit()` leaves the
+    destination untouched (use as a context manager)."""
+
+    def __init__(self, dest: Path, owned: Iterable[str] = ()):
+        self.dest = Path(dest)
+        self.owned = set(owned)
+        self.dest.parent.mkdir(parents=True, exist_ok=True)
+        self.tmp = Path(tempfile.mkdtemp(prefix=f".{self.dest.name}.tmp-", dir=self.dest.parent))
+        self.written: list[str] = []
+        self.committed = False
+
+    def path(self, rel: str) -> Path:
+        p = self.tmp / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if rel not in self.written:
+            self.written.append(rel)
+        return p
+
+    def write_text(self, rel: str, text: str) -> None:
+        self.path(rel).write_text(text, encoding="utf-8")
+
+    def commit(self) -> list[Path]:
+        if not self.dest.exists():
+            os.rename(self.tmp, self.dest)
+        else:
+            for rel in self.written:
+                target = self.dest / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                os.replace(self.tmp / rel, target)
+            for rel in self.owned - set(self.written):
+                stale = self.dest / rel
+                if stale.is_file():
+                    stale.unlink()
+            shutil.rmtree(self.tmp, ignore_errors=True)
+        self.committed = True
+        return [self.dest / rel for rel in self.written]
+
+    def abort(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self) -> "StagedOutput":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if not self.committed:
+            self.abort()
+
+
+def write_files_atomically(files: dict[Path, str]) -> None:
+    """Write several single files (e.g. a sheet and its companion) all-or-nothing: each goes to a temp
+    name beside its target, and only when all are written are they renamed into place."""
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for target, text in files.items():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+            with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+                fh.write(text)
+            staged.append((Path(tmp), target))
+        for tmp, target in staged:
+            os.replace(tmp, target)
+        staged = []
+    finally:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Score cells
+
+BLANKS = frozenset({"", "na", "n/a", "nan", "none", "null", "-"})
+
+
+def parse_score(raw, loc: str, problems: Problems, *, source_kind: str = "score") -> float:
+    """One rubric score cell -> float in [1, 5], or NaN for a blank / unusable cell (reported)."""
+    if raw is None:
+        return math.nan
+    if isinstance(raw, bool):
+        problems.add("bad value", f"{loc}: {raw!r} is not a number; cell left out")
+        return math.nan
+    if isinstance(raw, (int, float)):
+        value = float(raw)
+    else:
+        text = str(raw).strip()
+        if text.lower() in BLANKS:
+            return math.nan
+        try:
+            value = float(text)
+        except ValueError:
+            problems.add("bad value", f"{loc}: {text[:40]!r} is not a number; cell left out")
+            return math.nan
+    if not math.isfinite(value):
+        return math.nan
+    if not SCORE_MIN <= value <= SCORE_MAX:
+        hint = " (0 is the paper's placeholder for a missing score)" if value == 0 else ""
+        problems.add("out of range", f"{loc}: {value:g} is outside the 1-5 scale{hint}; cell left out")
+        return math.nan
+    return value

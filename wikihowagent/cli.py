@@ -1,0 +1,206 @@
+"""The `wikihowagent` command line (typer). Commands stay thin: each stage lives in its own module."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+app = typer.Typer(
+    help="Simulate teacher-learner conversations grounded in WikiHow tutorials, evaluate their pedagogic "
+    "quality, and align LLM judges with human ratings.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+console = Console(stderr=True)
+
+
+def fail(message: str, code: int = 2) -> None:
+    """Print one clear line and exit (no stack trace for expected problems)."""
+    console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+@app.command()
+def generate(
+    teacher: Annotated[str, typer.Option(help="Teacher model spec: local, an alias (openchat, qwen2, ...), ollama:<tag>, openai:<model>.")] = "local",
+    learner: Annotated[Optional[str], typer.Option(help="Learner model spec (default: the teacher's: homogeneous setup).")] = None,
+    evaluator: Annotated[Optional[str], typer.Option(help="Evaluator spec recorded for `evaluate` (default: the teacher's).")] = None,
+    config: Annotated[Optional[Path], typer.Option(help="YAML config overriding configs/default.yaml.")] = None,
+    tutorials: Annotated[Optional[Path], typer.Option(help="Article directory tree, JSON or JSONL file (default: the bundled sample).")] = None,
+    out: Annotated[Optional[Path], typer.Option(help="Run directory (default: <runs_dir>/T-<teacher>_L-<learner>_E-<evaluator>).")] = None,
+    max_tutorials: Annotated[Optional[int], typer.Option(min=1, help="Use the first N tutorials (deterministic order).")] = None,
+    domain: Annotated[Optional[list[str]], typer.Option(help="Only tutorials of this domain (repeatable).")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Conversations in flight.")] = None,
+    max_interactions: Annotated[Optional[int], typer.Option(min=2, help="Cut a conversation after M messages (paper: 40).")] = None,
+    history: Annotated[Optional[int], typer.Option(min=0, help="Show agents the last N messages (0 = the paper's prompts).")] = None,
+    base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible server URL for openai: specs (e.g. vLLM).")] = None,
+    temperature: Annotated[Optional[float], typer.Option(help="Sampling temperature (default 0).")] = None,
+    seed: Annotated[Optional[int], typer.Option(help="Sampling seed.")] = None,
+    max_tokens: Annotated[Optional[int], typer.Option(min=1, help="Max new tokens per reply.")] = None,
+    timeout: Annotated[Optional[float], typer.Option(help="Request timeout in seconds.")] = None,
+    retries: Annotated[Optional[int], typer.Option(min=0, help="Retries with backoff per request.")] = None,
+    retry_failed: Annotated[bool, typer.Option(help="On resume, run failed conversations again.")] = True,
+    skip_invalid: Annotated[bool, typer.Option(help="Skip (and list) bad articles instead of stopping.")] = False,
+) -> None:
+    """Simulate teacher-learner conversations over tutorials into a resumable run directory."""
+    from wikihowagent.config import ConfigError, load_config
+    from wikihowagent.tutorials import LoadReport, TutorialError, default_tutorials_path, load_tutorials
+
+    learner = learner or teacher
+    overrides = {
+        "concurrency": concurrency,
+        "model": {"temperature": temperature, "seed": seed, "max_tokens": max_tokens, "timeout_s": timeout,
+                  "max_retries": retries},
+        "workflow": {"max_interactions": max_interactions, "history": history},
+    }
+    try:
+        cfg = load_config(config, overrides)
+    except ConfigError as exc:
+        fail(str(exc))
+    source = tutorials or default_tutorials_path()
+    report = LoadReport()
+    try:
+        selected = load_tutorials(source, domains=domain or (), max_tutorials=max_tutorials,
+                                  clean_citations=cfg.workflow.strip_citations, skip_invalid=skip_invalid,
+                                  report=report)
+    except TutorialError as exc:
+        fail(str(exc))
+    for problem in report.invalid:
+        console.print(f"[yellow]skipped:[/] {problem}", highlight=False)
+    if not selected:
+        fail(f"{source}: no tutorials with >= 2 steps" + (f" in domain(s) {', '.join(domain)}" if domain else ""))
+    code = _generate(cfg, teacher, learner, evaluator, selected, str(source), out, base_url, retry_failed,
+                     {"max_tutorials": max_tutorials, "domains": domain or []})
+    raise typer.Exit(code)
+
+
+def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url, retry_failed, filters) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from wikihowagent.backends import BackendError, check_backend, make_chat_model, resolve_spec, shutdown_local_servers
+    from wikihowagent.config import ConfigError
+    from wikihowagent.generate import RunStats, default_run_name, finish_run_info, now, prepare_run_dir, run_conversations, run_info
+    from wikihowagent.runs import CONVERSATIONS, RUN_INFO, RunError, write_json_atomic
+    from wikihowagent.workflow.graph import WorkflowOptions
+    from wikihowagent.workflow.prompts import load_prompts
+
+    try:
+        prompts = load_prompts(cfg.prompts or None)
+        aliases = Path(cfg.models) if cfg.models else None
+        resolved = {}
+        for role, spec in (("teacher", teacher), ("learner", learner)):
+            resolved[role] = resolve_spec(spec, aliases)
+            check_backend(resolved[role], base_url)
+    except (BackendError, ConfigError) as exc:
+        fail(str(exc))
+    options = WorkflowOptions(max_interactions=cfg.workflow.max_interactions, history=cfg.workflow.history,
+                              learner_farewell=cfg.workflow.learner_farewell)
+    name = out.name if out else default_run_name(teacher, learner, evaluator)
+    run_dir = out or Path(cfg.runs_dir) / name
+    fingerprint = {
+        "teacher": teacher, "learner": learner, "evaluator": evaluator or teacher,
+        "model": cfg.model.model_dump(), "workflow": cfg.workflow.model_dump(), "prompts": prompts.model_dump(),
+        "tutorials_source": source,
+    }
+    try:
+        done_ids = prepare_run_dir(run_dir, fingerprint, retry_failed)
+    except RunError as exc:
+        fail(str(exc))
+    todo = [t for t in selected if t.tutorial_id not in done_ids]
+    started = now()
+    info = run_info(name, fingerprint, cfg, {k: v.public_dict() for k, v in resolved.items()}, source, started, filters)
+    write_json_atomic(run_dir / RUN_INFO, info)
+    stats = RunStats(total=len(selected), already_done=len(selected) - len(todo))
+    console.print(f"run [bold]{run_dir}[/]: {len(selected)} tutorials, {stats.already_done} already done, "
+                  f"{len(todo)} to go (teacher={teacher}, learner={learner}, concurrency={cfg.concurrency})",
+                  highlight=False)
+    if todo:
+        try:
+            teacher_model = make_chat_model(teacher, cfg.model, cfg.local, base_url=base_url, aliases_path=aliases)
+            learner_model = (teacher_model if learner == teacher else
+                             make_chat_model(learner, cfg.model, cfg.local, base_url=base_url, aliases_path=aliases))
+        except BackendError as exc:
+            fail(str(exc))
+        progress = Progress(
+            TextColumn("[bold]generate"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("ok {task.fields[ok]} · failed {task.fields[failed]} · {task.fields[tokens]} tokens"),
+            TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console,
+        )
+        with progress:
+            task = progress.add_task("generate", total=len(todo), ok=0, failed=0, tokens=0)
+
+            def on_done(record) -> None:  # `stats` is updated in place before this is called
+                progress.update(task, advance=1, ok=stats.done, failed=stats.failed, tokens=stats.completion_tokens)
+
+            try:
+                asyncio.run(run_conversations(
+                    todo, teacher_model, learner_model, prompts, options, run_dir / CONVERSATIONS,
+                    run_name=name, teacher=teacher, learner=learner, concurrency=cfg.concurrency,
+                    on_done=on_done, stats=stats,
+                ))
+            except KeyboardInterrupt:
+                console.print("interrupted: finished conversations are saved; rerun the same command to resume")
+                return 130
+            finally:
+                shutdown_local_servers()
+    finish_run_info(run_dir, info, stats)
+    for err in stats.errors[:10]:
+        console.print(f"[red]failed:[/] {err}", highlight=False)
+    counts = info["counts"]
+    console.print(
+        f"[bold]{run_dir / CONVERSATIONS}[/]: {counts['conversations']} conversations "
+        f"({counts['finished']} finished, {counts['max_interactions']} cut at {options.max_interactions} messages, "
+        f"{counts['failed']} failed); this run: {stats.done} done, {stats.failed} failed, "
+        f"{stats.completion_tokens} tokens generated", highlight=False)
+    return 1 if counts["failed"] else 0
+
+
+@app.command()
+def graph(
+    max_interactions: Annotated[int, typer.Option(min=2)] = 40,
+) -> None:
+    """Print the conversation graph as a Mermaid diagram."""
+    from wikihowagent.workflow.graph import WorkflowOptions, mermaid
+
+    typer.echo(mermaid(WorkflowOptions(max_interactions=max_interactions)))
+
+
+@app.command("tutorials")
+def list_tutorials(
+    tutorials: Annotated[Optional[Path], typer.Option(help="Article directory tree, JSON or JSONL file.")] = None,
+    domain: Annotated[Optional[list[str]], typer.Option(help="Only this domain (repeatable).")] = None,
+    max_tutorials: Annotated[Optional[int], typer.Option(min=1)] = None,
+) -> None:
+    """List the tutorials an input yields (id, domain, steps, title)."""
+    from rich.table import Table
+
+    from wikihowagent.tutorials import LoadReport, TutorialError, load_tutorials
+
+    report = LoadReport()
+    try:
+        items = load_tutorials(tutorials, domains=domain or (), max_tutorials=max_tutorials, report=report)
+    except TutorialError as exc:
+        fail(str(exc))
+    table = Table("tutorial_id", "domain", "steps", "title / method")
+    for t in items:
+        table.add_row(t.tutorial_id, t.domain, str(len(t.steps)), f"{t.title} / {t.method_title}")
+    Console().print(table)
+    console.print(f"{len(items)} tutorials from {report.articles} articles ({report.methods} methods; "
+                  f"{report.skipped_short} with < 2 steps skipped)", highlight=False)
+
+
+def main() -> None:
+    try:
+        app()
+    except BrokenPipeError:  # `wikihowagent graph | head`
+        sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,114 @@
+"""Run configuration: YAML files under `configs/`, overridden by CLI flags. Nothing is read at import."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, Field, ValidationError
+
+# configs/ and data/ live beside the package (the project is installed editable from its checkout).
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class ModelSettings(BaseModel):
+    """Decoding and transport settings shared by every backend."""
+
+    temperature: float = 0.0
+    seed: int = 42
+    max_tokens: int = 512
+    timeout_s: float = 600.0  # per request
+    max_retries: int = 2  # retries with exponential backoff on transport/server errors
+
+
+class LocalModelSettings(BaseModel):
+    """The embedded llama.cpp server (`local` backend)."""
+
+    n_ctx: int = 8192  # total context, split between the slots
+    n_parallel: int = 2  # server slots: concurrent requests served with continuous batching
+    n_threads: int = 0  # 0 = all cores
+    max_tokens: int = 320  # a cap for the small local model: keeps a turn to ~20-30 s on 2 cores
+
+
+class WorkflowSettings(BaseModel):
+    max_interactions: int = 40  # messages, as in the paper
+    history: int = 0  # 0 = the paper's prompts (last utterance only); N = last N messages as context
+    learner_farewell: bool = True  # the learner answers the teacher's FINISHED (as in the paper's example)
+    strip_citations: bool = True  # remove crawl debris such as "[6]XTrustworthy Source...Go to source"
+
+
+class Config(BaseModel):
+    model: ModelSettings = Field(default_factory=ModelSettings)
+    local: LocalModelSettings = Field(default_factory=LocalModelSettings)
+    workflow: WorkflowSettings = Field(default_factory=WorkflowSettings)
+    concurrency: int = 2
+    runs_dir: str = "runs"
+    prompts: str = ""  # path of a prompts YAML; empty = configs/prompts.yaml
+    models: str = ""  # path of the model alias file; empty = configs/models.yaml
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def default_config_path() -> Path:
+    return resource_path("configs", "default.yaml")
+
+
+def resource_path(*parts: str) -> Path:
+    """A file bundled with the project (configs/, data/)."""
+    return PROJECT_ROOT.joinpath(*parts)
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def read_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}:{where} invalid YAML ({getattr(exc, 'problem', exc)})") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def load_config(path: Path | None = None, overrides: dict[str, Any] | None = None) -> Config:
+    """Defaults <- configs/default.yaml <- the user's file <- CLI overrides (None values ignored)."""
+    data: dict[str, Any] = {}
+    default = default_config_path()
+    if default.exists():
+        data = read_yaml(default)
+    if path is not None:
+        data = _merge(data, read_yaml(Path(path)))
+    if overrides:
+        data = _merge(data, _drop_none(overrides))
+    try:
+        return Config.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"])
+        raise ConfigError(f"{path or default}: {loc}: {err['msg']}") from None
+
+
+def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        if isinstance(v, dict):
+            v = _drop_none(v)
+            if v:
+                out[k] = v
+        elif v is not None:
+            out[k] = v
+    return out

@@ -1,0 +1,168 @@
+"""Run directories and their append-only JSONL files.
+
+A run directory holds `run.json` (what was run, never a key) and `conversations.jsonl` (one record per
+line). Lines are appended whole and fsynced, so a run killed at any moment leaves at most one torn last
+line, which the next writer cuts off before appending: resuming never loses or duplicates a record.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+RUN_INFO = "run.json"
+CONVERSATIONS = "conversations.jsonl"
+
+
+class JsonlError(ValueError):
+    """A bad line in a JSONL file; the message is one line naming the file and line."""
+
+
+class RunError(RuntimeError):
+    """A missing or unreadable run; the message is one line."""
+
+
+def iter_jsonl(
+    path: Path, on_error: Callable[[str], None] | None = None
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, object) for each JSON object line; blank lines are skipped.
+
+    A bad line is reported as "path:LINE: problem" to `on_error` (and skipped) or raised as JsonlError.
+    A torn last line (no trailing newline, from a killed writer) is reported the same way.
+    """
+    path = Path(path)
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            problem = None
+            try:
+                obj = json.loads(raw)
+                if not isinstance(obj, dict):
+                    problem = f"expected a JSON object, got {type(obj).__name__}"
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                torn = not raw.endswith(b"\n")
+                problem = ("incomplete last line (interrupted write)" if torn else f"malformed JSON ({exc})")
+            if problem is not None:
+                msg = f"{path}:{lineno}: {problem}"
+                if on_error is None:
+                    raise JsonlError(msg)
+                on_error(msg)
+                continue
+            yield lineno, obj
+
+
+def read_ids(path: Path, key: str, where: Callable[[dict[str, Any]], bool] | None = None) -> set[str]:
+    """The values of `key` over the good lines of `path` (empty if the file does not exist)."""
+    path = Path(path)
+    if not path.exists():
+        return set()
+    return {
+        str(obj[key])
+        for _, obj in iter_jsonl(path, on_error=lambda _msg: None)
+        if key in obj and (where is None or where(obj))
+    }
+
+
+def repair_torn_tail(path: Path) -> bool:
+    """Cut a trailing partial line left by a killed writer. Returns True if something was cut."""
+    path = Path(path)
+    if not path.exists() or path.stat().st_size == 0:
+        return False
+    with path.open("rb+") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return False
+        # Scan back for the last newline; everything after it is the torn line.
+        pos = size
+        chunk = 65536
+        keep = 0
+        while pos > 0:
+            start = max(0, pos - chunk)
+            fh.seek(start)
+            buf = fh.read(pos - start)
+            idx = buf.rfind(b"\n")
+            if idx >= 0:
+                keep = start + idx + 1
+                break
+            pos = start
+        fh.truncate(keep)
+        return True
+
+
+class JsonlAppender:
+    """Append records to a JSONL file, one whole line each, flushed and fsynced."""
+
+    def __init__(self, path: Path, fsync: bool = True):
+        self.path = Path(path)
+        self.fsync = fsync
+        self._fh = None
+
+    def __enter__(self) -> JsonlAppender:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        repair_torn_tail(self.path)
+        self._fh = self.path.open("ab")
+        return self
+
+    def append(self, record: BaseModel | dict[str, Any]) -> None:
+        assert self._fh is not None, "use JsonlAppender as a context manager"
+        data = record.model_dump(mode="json") if isinstance(record, BaseModel) else record
+        line = json.dumps(data, ensure_ascii=False).encode("utf-8") + b"\n"
+        # One write call per record: a kill leaves a prefix of this line at worst, never a mix.
+        self._fh.write(line)
+        self._fh.flush()
+        if self.fsync:
+            os.fsync(self._fh.fileno())
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+def rewrite_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
+    """Atomically replace `path` with `records` (temp file + rename)."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("wb") as fh:
+        for rec in records:
+            fh.write(json.dumps(rec, ensure_ascii=False).encode("utf-8") + b"\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def read_run_info(run_dir: Path) -> dict[str, Any]:
+    path = Path(run_dir) / RUN_INFO
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunError(f"{run_dir}: not a run directory (no {RUN_INFO})") from None
+    except json.JSONDecodeError as exc:
+        raise RunError(f"{path}: malformed JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise RunError(f"{path}: expected a JSON object")
+    return data
+
+
+def latest_run(runs_dir: Path) -> Path:
+    """The run directory under `runs_dir` whose run.json changed last."""
+    runs_dir = Path(runs_dir)
+    infos = list(runs_dir.glob(f"*/{RUN_INFO}")) if runs_dir.is_dir() else []
+    if not infos:
+        raise RunError(f"{runs_dir}: no runs found; run 'wikihowagent generate' first or name a run directory")
+    return max(infos, key=lambda p: p.stat().st_mtime).parent

@@ -1,0 +1,163 @@
+"""The teacher–learner conversation graph (the paper's Algorithm 1) as a LangGraph `StateGraph`.
+
+Nodes: `teacher` and `learner` produce one message each; `manager` owns the bookkeeping of Algorithm 1
+(advance the step or flag a clarification after each learner message, detect the end) and routes to
+the next node. The agents' chat models are built once per run and closed over; one compiled graph
+serves every tutorial.
+
+Departures from the released code, each a fix of a quirk the paper's own Algorithm does not need:
+- the learner's acknowledgement of the fixed BEGIN turn does not advance the step, so step 1 is taught;
+- a question right after BEGIN is not a "clarification" (no step has been presented yet);
+- `history > 0` shows the agents the last N messages (the paper: only the last utterance).
+"""
+
+from __future__ import annotations
+
+import operator
+import time
+from dataclasses import dataclass
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage
+from langgraph.graph import END, START, StateGraph
+
+from wikihowagent.records import Tutorial, Turn
+from wikihowagent.workflow.prompts import PromptTemplates
+
+NEXT_STEP = "next step"
+
+
+class ConversationState(TypedDict, total=False):
+    messages: Annotated[list[Turn], operator.add]
+    tutorial: Tutorial
+    current_step: int  # 0-based index of the step under discussion
+    step_presented: bool  # the teacher has presented `current_step` (False right after BEGIN / advancing)
+    needs_clarification: bool
+    finished: bool  # the teacher has closed with FINISHED
+    error: str | None
+
+
+@dataclass(frozen=True)
+class WorkflowOptions:
+    max_interactions: int = 40  # messages, teacher and learner together
+    history: int = 0
+    learner_farewell: bool = True
+
+
+def asks_question(text: str) -> bool:
+    """The paper's rule: a question mark and no request for the next step."""
+    return "?" in text and NEXT_STEP not in text.lower()
+
+
+def format_history(turns: list[Turn], n: int, header: str) -> str:
+    if n <= 0 or not turns:
+        return ""
+    lines = "\n".join(f"{t.role.capitalize()}: {t.text}" for t in turns[-n:])
+    return f"{header}{lines}\n\n"
+
+
+async def _call(model: BaseChatModel, prompt: str) -> tuple[str, int, int, float]:
+    start = time.perf_counter()
+    reply = await model.ainvoke([HumanMessage(content=prompt)])
+    latency = time.perf_counter() - start
+    usage = reply.usage_metadata or {}
+    text = reply.content if isinstance(reply.content, str) else str(reply.content)
+    return text.strip(), int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)), latency
+
+
+def build_graph(
+    teacher: BaseChatModel, learner: BaseChatModel, prompts: PromptTemplates, options: WorkflowOptions
+):
+    """Compile the conversation graph. Invoke it with `initial_state(tutorial)`."""
+
+    async def teacher_node(state: ConversationState) -> dict[str, Any]:
+        tut, messages, step = state["tutorial"], state.get("messages", []), state.get("current_step", 0)
+        if not messages:
+            text = prompts.begin.format(method_title=tut.method_title)
+            return {"messages": [Turn(role="teacher", text=text, step=0, kind="begin")]}
+        if step >= len(tut.steps):
+            turn = Turn(role="teacher", text=prompts.finish, step=len(tut.steps) - 1, kind="finish")
+            return {"messages": [turn], "finished": True}
+        last_learner = messages[-1].text if messages[-1].role == "learner" else ""
+        prompt = prompts.teacher_prompt(
+            summary=tut.summary,
+            current_step_index=step + 1,
+            num_steps=len(tut.steps),
+            current_step_content=tut.steps[step],
+            history=format_history(messages[:-1], options.history, prompts.history_header),
+            user_utterance=last_learner,
+        )
+        try:
+            text, p_tok, c_tok, latency = await _call(teacher, prompt)
+        except Exception as exc:  # recorded in the conversation's record; the run goes on
+            return {"error": f"teacher: {type(exc).__name__}: {exc}".splitlines()[0]}
+        kind = "clarification" if state.get("needs_clarification") else "model"
+        turn = Turn(role="teacher", text=text, step=step, kind=kind, prompt_tokens=p_tok,
+                    completion_tokens=c_tok, latency_s=round(latency, 3))
+        return {"messages": [turn], "needs_clarification": False, "step_presented": True}
+
+    async def learner_node(state: ConversationState) -> dict[str, Any]:
+        messages = state["messages"]
+        prompt = prompts.learner_prompt(
+            instruction=messages[-1].text,
+            history=format_history(messages[:-1], options.history, prompts.history_header),
+        )
+        try:
+            text, p_tok, c_tok, latency = await _call(learner, prompt)
+        except Exception as exc:
+            return {"error": f"learner: {type(exc).__name__}: {exc}".splitlines()[0]}
+        turn = Turn(role="learner", text=text, step=min(state.get("current_step", 0), len(state["tutorial"].steps) - 1),
+                    prompt_tokens=p_tok, completion_tokens=c_tok, latency_s=round(latency, 3))
+        return {"messages": [turn]}
+
+    def manager_node(state: ConversationState) -> dict[str, Any]:
+        """Algorithm 1, lines 14-18: after a learner message, flag a clarification or advance."""
+        messages = state.get("messages", [])
+        if state.get("error") or not messages or messages[-1].role != "learner" or state.get("finished"):
+            return {}
+        if not state.get("step_presented"):
+            return {}  # the acknowledgement of BEGIN: the teacher now presents step 1
+        if asks_question(messages[-1].text):
+            return {"needs_clarification": True}
+        return {"current_step": state.get("current_step", 0) + 1, "step_presented": False}
+
+    def route(state: ConversationState) -> str:
+        messages = state.get("messages", [])
+        if state.get("error") or len(messages) >= options.max_interactions:
+            return END
+        last = messages[-1]
+        if state.get("finished"):
+            # The learner may say goodbye to FINISHED; after that, the conversation is over.
+            return "learner" if options.learner_farewell and last.role == "teacher" else END
+        return "learner" if last.role == "teacher" else "teacher"
+
+    graph = StateGraph(ConversationState)
+    graph.add_node("teacher", teacher_node)
+    graph.add_node("learner", learner_node)
+    graph.add_node("manager", manager_node)
+    graph.add_edge(START, "teacher")
+    graph.add_edge("teacher", "manager")
+    graph.add_edge("learner", "manager")
+    graph.add_conditional_edges("manager", route, {"teacher": "teacher", "learner": "learner", END: END})
+    return graph.compile()
+
+
+def initial_state(tutorial: Tutorial) -> ConversationState:
+    return ConversationState(messages=[], tutorial=tutorial, current_step=0, step_presented=False,
+                             needs_clarification=False, finished=False, error=None)
+
+
+def recursion_limit(options: WorkflowOptions) -> int:
+    # Each message is two supersteps (agent + manager); LangGraph's default limit (25) is too low.
+    return 2 * options.max_interactions + 10
+
+
+def mermaid(options: WorkflowOptions | None = None) -> str:
+    """The graph's Mermaid diagram (no model is needed to draw it)."""
+    from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+    from wikihowagent.workflow.prompts import load_prompts
+
+    dummy = FakeListChatModel(responses=[""])
+    return build_graph(dummy, dummy, load_prompts(), options or WorkflowOptions()).get_graph().draw_mermaid()
