@@ -47,6 +47,7 @@ def generate(
     retries: Annotated[Optional[int], typer.Option(min=0, help="Retries with backoff per request.")] = None,
     retry_failed: Annotated[bool, typer.Option(help="On resume, run failed conversations again.")] = True,
     skip_invalid: Annotated[bool, typer.Option(help="Skip (and list) bad articles instead of stopping.")] = False,
+    shard: Annotated[Optional[str], typer.Option(help="K/N: run only every N-th tutorial starting at K (0-based; cluster array jobs) into <run>/shards/K-of-N; join them with `wikihowagent merge`.")] = None,
 ) -> None:
     """Simulate teacher-learner conversations over tutorials into a resumable run directory."""
     from wikihowagent.config import ConfigError, load_config
@@ -75,17 +76,36 @@ def generate(
         console.print(f"[yellow]skipped:[/] {problem}", highlight=False)
     if not selected:
         fail(f"{source}: no tutorials with >= 2 steps" + (f" in domain(s) {', '.join(domain)}" if domain else ""))
+    shard_kn = None
+    if shard:
+        from wikihowagent.generate import parse_shard
+
+        try:
+            shard_kn = parse_shard(shard)
+        except ValueError as exc:
+            fail(str(exc))
+        selected = selected[shard_kn[0]::shard_kn[1]]
     code = _generate(cfg, teacher, learner, evaluator, selected, str(source), out, base_url, retry_failed,
-                     {"max_tutorials": max_tutorials, "domains": domain or []})
+                     {"max_tutorials": max_tutorials, "domains": domain or [], "shard": shard}, shard_kn)
     raise typer.Exit(code)
 
 
-def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url, retry_failed, filters) -> int:
+def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url, retry_failed, filters,
+              shard_kn) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from wikihowagent.backends import BackendError, check_backend, make_chat_model, resolve_spec, shutdown_local_servers
     from wikihowagent.config import ConfigError
-    from wikihowagent.generate import RunStats, default_run_name, finish_run_info, now, prepare_run_dir, run_conversations, run_info
+    from wikihowagent.generate import (
+        RunStats,
+        default_run_name,
+        finish_run_info,
+        now,
+        prepare_run_dir,
+        run_conversations,
+        run_info,
+        shard_dir,
+    )
     from wikihowagent.runs import CONVERSATIONS, RUN_INFO, RunError, write_json_atomic
     from wikihowagent.workflow.graph import WorkflowOptions
     from wikihowagent.workflow.prompts import load_prompts
@@ -103,6 +123,8 @@ def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url,
                               learner_farewell=cfg.workflow.learner_farewell)
     name = out.name if out else default_run_name(teacher, learner, evaluator)
     run_dir = out or Path(cfg.runs_dir) / name
+    if shard_kn is not None:  # shards keep the run's name, so conversation ids do not depend on sharding
+        run_dir = shard_dir(run_dir, *shard_kn)
     fingerprint = {
         "teacher": teacher, "learner": learner, "evaluator": evaluator or teacher,
         "model": cfg.model.model_dump(), "workflow": cfg.workflow.model_dump(), "prompts": prompts.model_dump(),
@@ -114,7 +136,9 @@ def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url,
         fail(str(exc))
     todo = [t for t in selected if t.tutorial_id not in done_ids]
     started = now()
-    info = run_info(name, fingerprint, cfg, {k: v.public_dict() for k, v in resolved.items()}, source, started, filters)
+    endpoints = {k: v.model_dump() | ({"base_url": base_url} if base_url and v.provider == "openai" else {})
+                 for k, v in resolved.items()}
+    info = run_info(name, fingerprint, cfg, endpoints, source, started, filters)
     write_json_atomic(run_dir / RUN_INFO, info)
     stats = RunStats(total=len(selected), already_done=len(selected) - len(todo))
     console.print(f"run [bold]{run_dir}[/]: {len(selected)} tutorials, {stats.already_done} already done, "
@@ -159,6 +183,22 @@ def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url,
         f"{counts['failed']} failed); this run: {stats.done} done, {stats.failed} failed, "
         f"{stats.completion_tokens} tokens generated", highlight=False)
     return 1 if counts["failed"] else 0
+
+
+@app.command()
+def merge(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory whose shards/ were produced with --shard K/N.")],
+) -> None:
+    """Merge the shards of a cluster run into the run's conversations.jsonl (no duplicates)."""
+    from wikihowagent.generate import merge_shards
+    from wikihowagent.runs import RunError
+
+    try:
+        counts = merge_shards(run_dir)
+    except RunError as exc:
+        fail(str(exc))
+    console.print(f"{run_dir}: merged {counts['shards']} shards into {counts['conversations']} conversations "
+                  f"({counts['finished']} finished, {counts['failed']} failed)", highlight=False)
 
 
 @app.command()

@@ -210,6 +210,15 @@ def run_info(name: str, fingerprint: dict[str, Any], config: Config, resolved: d
     }
 
 
+def count_records(records: list[dict[str, Any]]) -> dict[str, int]:
+    return {
+        "conversations": len(records),
+        "finished": sum(1 for r in records if r.get("stop_reason") == "finished"),
+        "max_interactions": sum(1 for r in records if r.get("stop_reason") == "max_interactions"),
+        "failed": sum(1 for r in records if r.get("error")),
+    }
+
+
 def finish_run_info(run_dir: Path, info: dict[str, Any], stats: RunStats) -> None:
     path = run_dir / CONVERSATIONS
     records = [o for _, o in iter_jsonl(path, on_error=lambda _m: None)] if path.exists() else []
@@ -217,10 +226,54 @@ def finish_run_info(run_dir: Path, info: dict[str, Any], stats: RunStats) -> Non
     info["status"] = "complete" if not stats.failed and len(records) >= stats.total else "incomplete"
     info["counts"] = {
         "tutorials": stats.total,
-        "conversations": len(records),
-        "finished": sum(1 for r in records if r.get("stop_reason") == "finished"),
-        "max_interactions": sum(1 for r in records if r.get("stop_reason") == "max_interactions"),
-        "failed": sum(1 for r in records if r.get("error")),
+        **count_records(records),
         "this_invocation": {"done": stats.done, "failed": stats.failed, "skipped_existing": stats.already_done},
     }
     write_json_atomic(run_dir / RUN_INFO, info)
+
+
+def parse_shard(value: str) -> tuple[int, int]:
+    """"K/N" (0-based K, e.g. a SLURM array index) -> (K, N)."""
+    try:
+        k, n = (int(x) for x in value.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard {value!r}: expected K/N, e.g. 0/8") from None
+    if n < 1 or not 0 <= k < n:
+        raise ValueError(f"--shard {value!r}: need 0 <= K < N")
+    return k, n
+
+
+def shard_dir(run_dir: Path, k: int, n: int) -> Path:
+    return run_dir / "shards" / f"{k}-of-{n}"
+
+
+def merge_shards(run_dir: Path) -> dict[str, int]:
+    """Merge `run_dir/shards/*/conversations.jsonl` into `run_dir/conversations.jsonl`.
+
+    One record per tutorial: a successful record beats a failed one, otherwise the later one wins.
+    Shards share the parent's run name, so conversation ids do not depend on the sharding.
+    """
+    shard_dirs = sorted(p for p in (run_dir / "shards").glob("*") if (p / RUN_INFO).exists())
+    if not shard_dirs:
+        raise RunError(f"{run_dir}: no shards to merge (expected {run_dir}/shards/K-of-N/)")
+    sources = [run_dir / CONVERSATIONS] + [d / CONVERSATIONS for d in shard_dirs]
+    merged: dict[str, dict[str, Any]] = {}
+    for src in sources:
+        if not src.exists():
+            continue
+        repair_torn_tail(src)
+        try:
+            for _, obj in iter_jsonl(src):
+                key = str(obj.get("tutorial_id"))
+                if key not in merged or not obj.get("error") or merged[key].get("error"):
+                    merged[key] = obj
+        except JsonlError as exc:
+            raise RunError(str(exc)) from None
+    records = list(merged.values())
+    rewrite_jsonl(run_dir / CONVERSATIONS, records)
+    info = read_run_info(shard_dirs[0])
+    info.update(name=run_dir.name, shards=[d.name for d in shard_dirs], ended_at=now())
+    info["counts"] = count_records(records)
+    info["status"] = "merged"
+    write_json_atomic(run_dir / RUN_INFO, info)
+    return {"shards": len(shard_dirs), **info["counts"]}

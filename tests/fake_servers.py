@@ -1,0 +1,69 @@
+"""A scripted OpenAI-compatible HTTP server on 127.0.0.1 for CLI tests (no network beyond loopback)."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def scripted_reply(prompt: str) -> str:
+    """Teacher prompts get a lesson for the step they name; learner prompts ask for the next step."""
+    m = re.search(r"Step (\d+) of (\d+)", prompt)
+    if m:
+        return f"Step {m.group(1)}: do it carefully."
+    return "Understood, please go to the next step."
+
+
+class FakeOpenAI:
+    """`with FakeOpenAI() as srv:` -> srv.base_url ('http://127.0.0.1:PORT/v1'); srv.requests, srv.auth."""
+
+    def __init__(self, reply=scripted_reply, fail_when=None, models=("fake-model",)):
+        self.reply, self.fail_when, self.models = reply, fail_when, models
+        self.requests: list[dict] = []
+        self.auth: list[str] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                pass
+
+            def _send(self, code, obj):
+                body = json.dumps(obj).encode()
+                self.send_response(code)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_GET(self):
+                self._send(200, {"object": "list", "data": [{"id": m, "object": "model"} for m in outer.models]})
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                outer.requests.append(body)
+                outer.auth.append(self.headers.get("Authorization", ""))
+                prompt = "\n".join(str(m.get("content")) for m in body.get("messages", []))
+                if outer.fail_when and outer.fail_when(prompt):
+                    self._send(500, {"error": {"message": "scripted server error"}})
+                    return
+                text = outer.reply(prompt)
+                self._send(200, {
+                    "id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"),
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": text}}],
+                    "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split()),
+                              "total_tokens": len(prompt.split()) + len(text.split())},
+                })
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self):
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()

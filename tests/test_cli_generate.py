@@ -1,0 +1,115 @@
+"""`wikihowagent generate` through the CLI against a scripted OpenAI-compatible server on loopback."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+from typer.testing import CliRunner
+
+from fake_servers import FakeOpenAI
+from wikihowagent.cli import app
+from wikihowagent.runs import iter_jsonl
+
+runner = CliRunner()
+SECRET = "sk-test-SECRET-never-written-0123456789"
+
+
+def generate(out, base_url, *extra, env=None):
+    args = ["generate", "--teacher", "openai:fake-model", "--base-url", base_url, "--out", str(out),
+            "--max-tutorials", "3", "--concurrency", "2", "--retries", "0", *extra]
+    return runner.invoke(app, args, env={"OPENAI_API_KEY": SECRET, **(env or {})})
+
+
+def test_generate_writes_run_dir_and_resumes(tmp_path):
+    out = tmp_path / "run"
+    with FakeOpenAI() as srv:
+        res = generate(out, srv.base_url)
+        assert res.exit_code == 0, res.output
+        n_requests = len(srv.requests)
+        # Temperature 0 and the seed reach the server.
+        assert srv.requests[0]["temperature"] == 0 and srv.requests[0]["seed"] == 42
+        res2 = generate(out, srv.base_url)
+        assert res2.exit_code == 0, res2.output
+        assert len(srv.requests) == n_requests  # nothing redone
+        assert "3 already done" in res2.output
+    records = [o for _, o in iter_jsonl(out / "conversations.jsonl")]
+    assert len(records) == 3 and all(r["finished"] and r["stop_reason"] == "finished" for r in records)
+    assert records[0]["conversation"][0].startswith("Teacher: Let's begin:")
+    info = json.loads((out / "run.json").read_text())
+    assert info["teacher"] == "openai:fake-model" and info["learner"] == "openai:fake-model"
+    assert info["counts"]["conversations"] == 3 and info["status"] == "complete"
+    assert info["resolved"]["teacher"]["base_url"] == srv.base_url
+    assert "langgraph" in info["versions"]
+    # The key is used for requests but written nowhere.
+    assert srv.auth[0] == f"Bearer {SECRET}"
+    for f in out.iterdir():
+        assert SECRET not in f.read_text(), f
+    assert SECRET not in res.output
+
+
+def test_one_failed_conversation_is_recorded_and_counted(tmp_path):
+    out = tmp_path / "run"
+    with FakeOpenAI(fail_when=lambda p: "Step 2 of" in p and "jump" in p.lower()) as srv:
+        res = generate(out, srv.base_url, "--domain", "Automobiles & Vehicles", "--domain", "Home & Garden")
+    assert res.exit_code == 1
+    records = {o["title"]: o for _, o in iter_jsonl(out / "conversations.jsonl")}
+    failed = [r for r in records.values() if r["error"]]
+    assert len(failed) >= 1 and all(r["stop_reason"] == "error" for r in failed)
+    assert any(r["finished"] for r in records.values())
+    assert "failed" in res.output
+
+
+def test_heterogeneous_setup_uses_two_models(tmp_path):
+    with FakeOpenAI(models=("teacher-model", "learner-model")) as teacher_srv:
+        res = runner.invoke(app, ["generate", "--teacher", "openai:teacher-model", "--learner",
+                                  "openai:learner-model", "--base-url", teacher_srv.base_url, "--out",
+                                  str(tmp_path / "het"), "--max-tutorials", "1"], env={"OPENAI_API_KEY": "x"})
+        assert res.exit_code == 0, res.output
+        models = {r["model"] for r in teacher_srv.requests}
+    assert models == {"teacher-model", "learner-model"}
+
+
+def test_missing_ollama_is_one_clear_line(tmp_path):
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    res = runner.invoke(app, ["generate", "--teacher", "openchat", "--learner", "qwen2", "--out",
+                              str(tmp_path / "r")], env={"OLLAMA_HOST": f"127.0.0.1:{port}"})
+    assert res.exit_code == 2
+    lines = [ln for ln in res.output.strip().splitlines() if ln.strip()]
+    assert len(lines) == 1, res.output
+    assert "ollama serve" in lines[0] and "--teacher local" in lines[0]
+    assert "Traceback" not in res.output
+
+
+def test_bad_tutorial_file_is_one_line(tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"title": "How to X", "methods": []}\n{nope\n')
+    res = runner.invoke(app, ["generate", "--teacher", "openai:m", "--base-url", "http://127.0.0.1:9/v1",
+                              "--tutorials", str(bad)])
+    assert res.exit_code == 2
+    assert f"{bad}:2: malformed JSON" in res.output.replace("\n", "")
+
+
+def test_shards_then_merge(tmp_path):
+    out = tmp_path / "run"
+    with FakeOpenAI() as srv:
+        for k in range(2):
+            res = generate(out, srv.base_url, "--shard", f"{k}/2")
+            assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["merge", str(out)])
+    assert res.exit_code == 0, res.output
+    records = [o for _, o in iter_jsonl(out / "conversations.jsonl")]
+    assert len(records) == 3 and len({r["tutorial_id"] for r in records}) == 3
+    # Ids are those of an unsharded run of the same name.
+    single = tmp_path / "single" / "run"
+    with FakeOpenAI() as srv:
+        generate(single, srv.base_url)
+    assert {r["conversation_id"] for r in records} == {
+        o["conversation_id"] for _, o in iter_jsonl(single / "conversations.jsonl")}
+
+
+def test_graph_command_prints_mermaid():
+    res = runner.invoke(app, ["graph"])
+    assert res.exit_code == 0 and "graph TD" in res.output and "manager" in res.output

@@ -1,0 +1,287 @@
+"""Reading and validating human annotation files.
+
+Accepted layouts (CSV, or TSV / `;`-separated; UTF-8, an Excel BOM is fine):
+
+- **wide, one file per judge** (the paper's format): `conversation_id` plus one column per rubric metric,
+  in any case (`clarity`, `Clarity`, ...). Other columns (`filename`, `title`, `comment`, ...) are ignored.
+  The judge is named after the file (its stem).
+- **wide, one long file**: the same plus an annotator column (`annotator`, `judge`, `rater` or `coder`):
+  one row per judge and conversation.
+- **fully long**: `conversation_id`, an annotator column, `metric` and `score`.
+
+Validation (each problem is reported as `file:ROW: column 'x': ...`, row numbers as a spreadsheet shows
+them, header = row 1; what can still be used, is):
+
+- a blank cell (empty, NA, N/A, nan, -) is a blank: counted, not an error;
+- a non-numeric cell, or a score outside 1-5, is left out (reported);
+- a duplicated conversation id within one judge's ratings: the first row is kept, later ones are left out;
+- an empty conversation id: the row is left out;
+- a metric without a column: reported once; that judge's scores for it count as blanks;
+- **unknown metric columns**: a column that is neither one of the 8 metrics nor a known id/meta column
+  (`filename`, `title`, `comment`, `tutorial_id`, `model`, the paper's automatic metrics, ...) is reported
+  when its name is close to a metric name (a typo such as `clartiy`) or when all its non-blank values are
+  numbers (it looks like a score column); it is never used. Other text columns are ignored silently.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .common import (
+    ANNOTATOR_KEYS,
+    ID_KEYS,
+    KNOWN_META_KEYS,
+    METRIC_BY_KEY,
+    METRICS,
+    RUN_KEYS,
+    AlignInputError,
+    Problems,
+    norm_key,
+    parse_score,
+    where,
+)
+
+
+@dataclass
+class JudgeRatings:
+    """One judge's ratings: conversation id -> 8 scores (NaN = blank or left out)."""
+
+    judge: str
+    source: str
+    scores: dict[str, np.ndarray] = field(default_factory=dict)
+    rows: dict[str, int] = field(default_factory=dict)  # conversation id -> row in `source`
+    runs: dict[str, str] = field(default_factory=dict)  # conversation id -> `filename`/`run` cell
+    titles: dict[str, str] = field(default_factory=dict)
+    missing_metrics: tuple[str, ...] = ()
+
+    def blanks(self) -> np.ndarray:
+        """Blank (or left-out) cells per metric."""
+        if not self.scores:
+            return np.zeros(len(METRICS), dtype=int)
+        return np.isnan(np.stack(list(self.scores.values()))).sum(axis=0)
+
+
+@dataclass
+class Columns:
+    id: int
+    annotator: int | None
+    run: int | None
+    title: int | None
+    metrics: dict[str, int]  # canonical metric name -> column index
+    metric_col: int | None = None  # fully long layout
+    score_col: int | None = None
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def classify_columns(path: Path, header: list[str], rows: list[tuple[int, list[str]]], problems: Problems) -> Columns:
+    keys = [norm_key(h) for h in header]
+    id_col = next((i for i, k in enumerate(keys) if k in ID_KEYS), None)
+    if id_col is None:
+        raise AlignInputError(
+            f"{path}:1: no 'conversation_id' column (columns: {', '.join(repr(h) for h in header)}); file skipped"
+        )
+    annotator = next((i for i, k in enumerate(keys) if k in ANNOTATOR_KEYS), None)
+    run = next((i for i, k in enumerate(keys) if k in RUN_KEYS), None)
+    title = next((i for i, k in enumerate(keys) if k == "title"), None)
+    metric_col = next((i for i, k in enumerate(keys) if k == "metric"), None)
+    score_col = next((i for i, k in enumerate(keys) if k == "score"), None)
+    metrics: dict[str, int] = {}
+    for i, k in enumerate(keys):
+        metric = METRIC_BY_KEY.get(k)
+        if metric is None:
+            continue
+        if metric in metrics:
+            problems.add(
+                "duplicate column",
+                f"{where(path, 1, header[i])}: a second column for {metric} "
+                f"(first: '{header[metrics[metric]]}'); ignored",
+            )
+            continue
+        metrics[metric] = i
+    used = {id_col, annotator, run, title, metric_col, score_col, *metrics.values()}
+    for i, (name, key) in enumerate(zip(header, keys)):
+        if i in used or key in KNOWN_META_KEYS:
+            continue
+        close = difflib.get_close_matches(key, list(METRIC_BY_KEY), n=1, cutoff=0.75)
+        if close:
+            problems.add(
+                "unknown column",
+                f"{where(path, 1, name)}: not one of the 8 rubric metrics (did you mean '{close[0]}'?); column ignored",
+            )
+            continue
+        values = [cells[i].strip() for _, cells in rows if i < len(cells) and cells[i].strip()]
+        if values and all(_is_number(v) for v in values):
+            problems.add(
+                "unknown column",
+                f"{where(path, 1, name)}: holds numbers but is not one of the 8 rubric metrics "
+                f"({', '.join(m.lower() for m in METRICS)}); column ignored",
+            )
+    long_layout = metric_col is not None and score_col is not None and not metrics
+    if not metrics and not long_layout:
+        raise AlignInputError(
+            f"{path}:1: no rubric metric column (expected some of {', '.join(m.lower() for m in METRICS)}); file skipped"
+        )
+    return Columns(id_col, annotator, run, title, metrics, metric_col if long_layout else None,
+                   score_col if long_layout else None)
+
+
+def _cell(cells: list[str], i: int | None) -> str:
+    return cells[i].strip() if i is not None and i < len(cells) else ""
+
+
+def read_human_file(path: Path, problems: Problems) -> list[JudgeRatings]:
+    """Read one annotation file: one JudgeRatings per judge in it. Raises AlignInputError if unusable."""
+    from .common import read_table
+
+    path = Path(path)
+    header, rows = read_table(path)
+    cols = classify_columns(path, header, rows, problems)
+    judges: dict[str, JudgeRatings] = {}
+    first_row: dict[tuple[str, str], int] = {}
+    metric_index = {m: j for j, m in enumerate(METRICS)}
+
+    def judge_for(cells: list[str], row: int) -> JudgeRatings | None:
+        if cols.annotator is None:
+            name = path.stem
+        else:
+            name = _cell(cells, cols.annotator)
+            if not name:
+                col = header[cols.annotator]
+                problems.add("missing id", f"{where(path, row, col)}: empty annotator; row left out")
+                return None
+        if name not in judges:
+            judges[name] = JudgeRatings(judge=name, source=str(path))
+        return judges[name]
+
+    if cols.metric_col is not None:  # fully long: one cell per row
+        for row, cells in rows:
+            cid = _cell(cells, cols.id)
+            if not cid:
+                problems.add("missing id", f"{where(path, row, header[cols.id])}: empty conversation_id; row left out")
+                continue
+            judge = judge_for(cells, row)
+            if judge is None:
+                continue
+            raw_metric = _cell(cells, cols.metric_col)
+            metric = METRIC_BY_KEY.get(norm_key(raw_metric))
+            if metric is None:
+                problems.add(
+                    "unknown metric",
+                    f"{where(path, row, header[cols.metric_col])}: {raw_metric!r} is not one of the 8 rubric metrics; row left out",
+                )
+                continue
+            key = (judge.judge, cid, metric)
+            if key in first_row:
+                problems.add(
+                    "duplicate id",
+                    f"{where(path, row, header[cols.id])}: {cid} / {metric} by {judge.judge} already on row "
+                    f"{first_row[key]}; this row left out",
+                )
+                continue
+            first_row[key] = row
+            value = parse_score(_cell(cells, cols.score_col), where(path, row, header[cols.score_col]), problems)
+            arr = judge.scores.get(cid)
+            if arr is None:
+                arr = judge.scores[cid] = np.full(len(METRICS), np.nan)
+                judge.rows[cid] = row
+                judge.runs[cid] = _cell(cells, cols.run)
+                judge.titles[cid] = _cell(cells, cols.title)
+            arr[metric_index[metric]] = value
+        missing: tuple[str, ...] = ()
+    else:
+        present = [(metric_index[m], i, header[i]) for m, i in cols.metrics.items()]
+        missing = tuple(m for m in METRICS if m not in cols.metrics)
+        for row, cells in rows:
+            cid = _cell(cells, cols.id)
+            if not cid:
+                problems.add("missing id", f"{where(path, row, header[cols.id])}: empty conversation_id; row left out")
+                continue
+            judge = judge_for(cells, row)
+            if judge is None:
+                continue
+            key = (judge.judge, cid, "")
+            if key in first_row:
+                who = f" by {judge.judge}" if cols.annotator is not None else ""
+                problems.add(
+                    "duplicate id",
+                    f"{where(path, row, header[cols.id])}: {cid}{who} already on row {first_row[key]} "
+                    "(duplicate id); this row left out",
+                )
+                continue
+            first_row[key] = row
+            arr = np.full(len(METRICS), np.nan)
+            for j, i, name in present:
+                arr[j] = parse_score(cells[i] if i < len(cells) else "", where(path, row, name), problems)
+            judge.scores[cid] = arr
+            judge.rows[cid] = row
+            judge.runs[cid] = _cell(cells, cols.run)
+            judge.titles[cid] = _cell(cells, cols.title)
+        if missing:
+            problems.add(
+                "missing column",
+                f"{where(path, 1)}: no column for {', '.join(m.lower() for m in missing)}; counted as blank",
+            )
+    for j in judges.values():
+        j.missing_metrics = missing
+    if not judges:
+        raise AlignInputError(f"{path}: no usable rows; file skipped")
+    return list(judges.values())
+
+
+def read_human_files(paths: list[Path], problems: Problems) -> list[JudgeRatings]:
+    """All judges of all files; unusable files are reported and skipped. Judge names are made unique."""
+    judges: list[JudgeRatings] = []
+    seen: dict[str, int] = {}
+    for path in paths:
+        try:
+            found = read_human_file(Path(path), problems)
+        except AlignInputError as exc:
+            problems.add("unusable file", str(exc))
+            continue
+        for j in found:
+            if j.judge in seen:
+                seen[j.judge] += 1
+                new = f"{j.judge}#{seen[j.judge]}"
+                problems.add("judge name", f"{j.source}: judge name '{j.judge}' already used by another file; "
+                                           f"called '{new}' here")
+                j.judge = new
+            else:
+                seen[j.judge] = 1
+            judges.append(j)
+    return judges
+
+
+def human_matrix(judges: list[JudgeRatings]) -> tuple[list[str], np.ndarray]:
+    """(conversation ids in first-seen order, array judges x conversations x metrics, NaN = blank)."""
+    ids: dict[str, int] = {}
+    for j in judges:
+        for cid in j.scores:
+            ids.setdefault(cid, len(ids))
+    H = np.full((len(judges), len(ids), len(METRICS)), np.nan)
+    for a, j in enumerate(judges):
+        if j.scores:
+            idx = np.fromiter((ids[c] for c in j.scores), dtype=np.intp, count=len(j.scores))
+            H[a, idx] = np.stack(list(j.scores.values()))
+    return list(ids), H
+
+
+def average_judges(H: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean of the available judges per conversation and metric (blanks ignored) and how many judges
+    that mean is over (0 -> NaN)."""
+    counts = (~np.isnan(H)).sum(axis=0)
+    sums = np.nansum(H, axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(counts > 0, sums / np.maximum(counts, 1), math.nan)
+    return mean, counts

@@ -1,0 +1,304 @@
+"""Selecting tutorials for human annotation and writing the annotation sheet (+ HTML companion).
+
+Selection, as in the paper (§3.2: "25 tutorials based on the top average LLM-judged scores across all
+metrics", then every model's conversation of them):
+
+- the tutorial key is `tutorial_id` (the paper's records: `title|doc_id|method_id`);
+- a conversation's score is the mean of its available rubric scores (None/unparsed ones are skipped);
+  conversations without any rubric score are not annotated and do not count;
+- a tutorial's score is the mean of its scored conversations' scores across the given runs; only
+  tutorials with at least one scored conversation qualify (with `in_all_runs`, one in every run);
+- `top`: highest score first, `bottom`: lowest first; ties broken by tutorial key (ascending);
+  `random`: a seeded sample (Python `random.Random(seed).sample`) of the qualifying keys in sorted order.
+
+The sheet has one row per scored conversation of the selected tutorials (tutorial by tutorial in selection
+order, runs by name), in the paper's layout: `conversation_id, filename (= run name), title, clarity,
+engagement, coherence, depth, relevance, progress, naturalness, truthfulness, comment` plus `tutorial_id`,
+so a filled-in sheet reads straight back into `wikihowagent align --human`.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .common import METRICS, SHEET_COLUMNS, SHEET_METRICS, AlignInputError, Problems, csv_text, write_files_atomically
+from .sources import discover_runs, iter_jsonl, read_paper_run, read_scores_jsonl, run_name
+
+
+@dataclass
+class Conversation:
+    conversation_id: str
+    run: str
+    tutorial_key: str
+    title: str = ""
+    method_title: str = ""
+    summary: str = ""
+    steps: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    metrics: np.ndarray | None = None
+
+    @property
+    def score(self) -> float:
+        if self.metrics is None or np.all(np.isnan(self.metrics)):
+            return math.nan
+        return float(np.nanmean(self.metrics))
+
+
+@dataclass
+class Selection:
+    mode: str
+    n: int
+    seed: int | None
+    tutorials: list[tuple[str, float, int]]  # (key, mean score, scored conversations)
+    conversations: list[Conversation]
+    runs: list[str]
+    qualifying: int
+
+
+def _key(rec: dict) -> str:
+    tid = rec.get("tutorial_id")
+    if tid:
+        return str(tid)
+    return f"{rec.get('title', '')}|{rec.get('doc_id', '')}|{rec.get('method_id', '')}"
+
+
+def _from_record(rec: dict, run: str) -> Conversation:
+    tut = rec.get("tutorial") if isinstance(rec.get("tutorial"), dict) else {}
+    conv = rec.get("conversation")
+    return Conversation(
+        conversation_id=str(rec.get("conversation_id")),
+        run=run,
+        tutorial_key=_key(rec),
+        title=rec.get("title") or "",
+        method_title=tut.get("title") or "",
+        summary=rec.get("summary") or "",
+        steps=[str(s) for s in tut.get("steps") or []],
+        lines=[str(t) for t in conv] if isinstance(conv, list) else [],
+    )
+
+
+def load_run(path: Path, problems: Problems) -> list[Conversation]:
+    """A run directory (conversations.jsonl + scores.jsonl) or a paper run file: its scored conversations."""
+    path = Path(path)
+    if path.is_file() and path.suffix == ".json":
+        data = json.loads(path.read_text(encoding="utf-8"))
+        scores = {r.conversation_id: r for r in read_paper_run(path, problems)}
+        records = [r for r in data.get("total_conversations", []) if isinstance(r, dict)]
+        run = path.stem
+    elif path.is_dir():
+        score_file = path / "scores.jsonl"
+        if not score_file.is_file():
+            raise AlignInputError(f"{path}: no scores.jsonl (run `wikihowagent evaluate` on it first)")
+        run = run_name(path)
+        scores = {r.conversation_id: r for r in read_scores_jsonl(score_file, problems, default_run=run)}
+        conv_file = path / "conversations.jsonl"
+        if conv_file.is_file():
+            records = [obj for _, obj in iter_jsonl(conv_file, problems)]
+        else:
+            problems.add("missing file", f"{path}: no conversations.jsonl; the companion shows no conversation text")
+            records = []
+    else:
+        raise AlignInputError(f"{path}: not a run directory or a paper run file")
+    out: dict[str, Conversation] = {}
+    for rec in records:
+        cid = rec.get("conversation_id")
+        if cid and cid in scores:
+            out[cid] = _from_record(rec, run)
+    for cid, s in scores.items():
+        conv = out.get(cid)
+        if conv is None:  # scored but no conversation record: still selectable (text missing)
+            conv = out[cid] = Conversation(cid, s.run or run, s.tutorial_id or f"{s.title}||", title=s.title)
+        conv.run = s.run or run
+        conv.metrics = s.values
+    return [c for c in out.values() if math.isfinite(c.score)]
+
+
+def select(
+    run_paths: list[Path],
+    problems: Problems,
+    *,
+    mode: str = "top",
+    n: int = 25,
+    seed: int | None = 0,
+    in_all_runs: bool = False,
+) -> Selection:
+    if mode not in ("top", "bottom", "random"):
+        raise ValueError(f"unknown selection mode {mode!r}")
+    if n < 1:
+        raise AlignInputError(f"the number of tutorials must be at least 1 (got {n})")
+    convs: list[Conversation] = []
+    runs: list[str] = []
+    for p in run_paths:
+        got = load_run(p, problems)
+        convs.extend(got)
+        runs.append(got[0].run if got else run_name(Path(p)) if Path(p).is_dir() else Path(p).stem)
+    if not convs:
+        raise AlignInputError("no scored conversations in the given runs (run `wikihowagent evaluate` first)")
+    by_tut: dict[str, list[Conversation]] = {}
+    for c in convs:
+        by_tut.setdefault(c.tutorial_key, []).append(c)
+    all_runs = {c.run for c in convs}
+    stats = []
+    for key, cs in by_tut.items():
+        if in_all_runs and {c.run for c in cs} != all_runs:
+            continue
+        stats.append((key, float(np.mean([c.score for c in cs])), len(cs)))
+    if not stats:
+        raise AlignInputError("no tutorial has a scored conversation in every run (drop --in-all-runs)")
+    stats.sort(key=lambda t: t[0])
+    if mode == "top":
+        chosen = sorted(stats, key=lambda t: (-t[1], t[0]))[:n]
+    elif mode == "bottom":
+        chosen = sorted(stats, key=lambda t: (t[1], t[0]))[:n]
+    else:
+        chosen = random.Random(seed).sample(stats, min(n, len(stats)))
+    if len(chosen) < n:
+        problems.add("few tutorials", f"only {len(chosen)} tutorials qualify; all of them are selected (asked for {n})")
+    rows = []
+    for key, _, _ in chosen:
+        rows.extend(sorted(by_tut[key], key=lambda c: (c.run, c.conversation_id)))
+    return Selection(mode, n, seed if mode == "random" else None, chosen, rows, sorted(all_runs), len(stats))
+
+
+def sheet_csv(sel: Selection) -> str:
+    rows = []
+    for c in sel.conversations:
+        title = c.title
+        if c.method_title and c.method_title != c.title:
+            title = f"{c.title} — {c.method_title}" if c.title else c.method_title
+        tid = c.tutorial_key if "|" not in c.tutorial_key else ""
+        rows.append([c.conversation_id, c.run, title, *([""] * len(SHEET_METRICS)), "", tid])
+    return csv_text(SHEET_COLUMNS, rows)
+
+
+def load_rubrics(path: Path | None, problems: Problems) -> dict:
+    from ..config import resource_path
+
+    path = path or resource_path("data", "rubrics.json")
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        return data
+    except (OSError, ValueError) as exc:
+        problems.add("rubrics", f"{path}: cannot read the rubrics ({exc}); the companion lists metric names only")
+        return {}
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;
+line-height:1.45;color:#222}
+h1{font-size:1.6rem}h2{margin-top:3rem;border-top:3px solid #888;padding-top:1rem}h3{margin-top:2rem}
+table{border-collapse:collapse;margin:.5rem 0}td,th{border:1px solid #ccc;padding:.3rem .5rem;vertical-align:top;
+font-size:.9rem}th{background:#f3f3f3;text-align:left}
+.tutorial{background:#f7f7fb;border-left:4px solid #669;padding:.5rem 1rem}
+.turn{margin:.4rem 0;padding:.4rem .7rem;border-radius:6px;white-space:pre-wrap}
+.teacher{background:#eef6ee}.learner{background:#eef2fa;margin-left:2rem}
+.cid{font-family:ui-monospace,monospace;font-size:.85rem;background:#f3f3f3;padding:0 .3rem}
+nav ol{columns:2}.meta{color:#666;font-size:.9rem}
+"""
+
+
+def companion_html(sel: Selection, rubrics: dict, sheet_name: str) -> str:
+    e = html.escape
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        "<title>Annotation guide</title>",
+        f"<style>{_CSS}</style></head><body>",
+        "<h1>Annotation guide: teacher–learner conversations</h1>",
+        f"<p>Rate every conversation listed here in <b>{e(sheet_name)}</b> (one row per conversation, "
+        "matched by <span class='cid'>conversation_id</span>). For each of the 8 metrics give a whole score "
+        "from <b>1 (very poor)</b> to <b>5 (excellent)</b> following the rubric below; read the tutorial "
+        "first and use it as the reference. Leave a cell empty if you cannot judge it; use the "
+        "<i>comment</i> column for remarks. Do not change the ids or add columns.</p>",
+        f"<p class='meta'>{len(sel.tutorials)} tutorials, {len(sel.conversations)} conversations "
+        f"from {len(sel.runs)} run(s). Selection: {e(sel.mode)} {sel.n}"
+        + (f" (seed {sel.seed})" if sel.seed is not None else "")
+        + "</p>",
+        "<h2 id='rubric'>Rubric</h2>",
+        "<table><tr><th>Metric</th><th>Rates</th><th>Question</th><th>5 – 1</th></tr>",
+    ]
+    for m in METRICS:
+        r = rubrics.get(m) if isinstance(rubrics.get(m), dict) else {}
+        levels = r.get("rubric") if isinstance(r.get("rubric"), dict) else {}
+        lv = "".join(f"<div><b>{k}</b> – {e(str(levels[k]))}</div>" for k in ("5", "4", "3", "2", "1") if k in levels)
+        ref = " (with the tutorial as reference)" if r.get("reference") == "tutorial" else ""
+        parts.append(
+            f"<tr><td><b>{m}</b><br><span class='meta'>column <code>{m.lower()}</code></span></td>"
+            f"<td>{e(str(r.get('role', '')))}{ref}</td><td>{e(str(r.get('question', '')))}</td><td>{lv}</td></tr>"
+        )
+    parts.append("</table>")
+    parts.append("<nav><h2>Tutorials</h2><ol>")
+    for i, (key, _, _) in enumerate(sel.tutorials, 1):
+        c = next(c for c in sel.conversations if c.tutorial_key == key)
+        parts.append(f"<li><a href='#t{i}'>{e(c.title or key)}{(' — ' + e(c.method_title)) if c.method_title else ''}</a></li>")
+    parts.append("</ol></nav>")
+    for i, (key, _, _) in enumerate(sel.tutorials, 1):
+        cs = [c for c in sel.conversations if c.tutorial_key == key]
+        c0 = cs[0]
+        parts.append(f"<h2 id='t{i}'>Tutorial {i}: {e(c0.title or key)}</h2>")
+        parts.append("<div class='tutorial'>")
+        if c0.method_title:
+            parts.append(f"<h3>{e(c0.method_title)}</h3>")
+        if c0.summary:
+            parts.append(f"<p>{e(c0.summary)}</p>")
+        if c0.steps:
+            parts.append("<ol>" + "".join(f"<li>{e(s)}</li>" for s in c0.steps) + "</ol>")
+        else:
+            parts.append("<p class='meta'>(tutorial text not available)</p>")
+        parts.append("</div>")
+        for j, c in enumerate(cs, 1):
+            parts.append(f"<h3>Conversation {i}.{j} <span class='cid'>{e(c.conversation_id)}</span> "
+                         f"<span class='meta'>run {e(c.run)}</span></h3>")
+            if not c.lines:
+                parts.append("<p class='meta'>(conversation text not available)</p>")
+            for line in c.lines:
+                who, _, text = line.partition(": ")
+                cls = who.lower() if who.lower() in ("teacher", "learner") else "teacher"
+                if cls == who.lower():
+                    parts.append(f"<div class='turn {cls}'><b>{e(who)}:</b> {e(text)}</div>")
+                else:
+                    parts.append(f"<div class='turn'>{e(line)}</div>")
+            parts.append("<p class='meta'>Scores go into the sheet row of this conversation_id: "
+                         + ", ".join(m.lower() for m in METRICS) + ".</p>")
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+def export_sheet(
+    run_paths: list[Path],
+    out: Path,
+    problems: Problems,
+    *,
+    mode: str = "top",
+    n: int = 25,
+    seed: int | None = 0,
+    in_all_runs: bool = False,
+    rubrics_path: Path | None = None,
+    force: bool = False,
+) -> tuple[Selection, Path, Path]:
+    """Select, then write `out` (CSV) and `out` with suffix .html, both or neither."""
+    out = Path(out)
+    companion = out.with_suffix(".html")
+    if not force:
+        for p in (out, companion):
+            if p.exists():
+                raise AlignInputError(f"{p}: already exists (it may hold annotations); use --force to overwrite")
+    sel = select(run_paths, problems, mode=mode, n=n, seed=seed, in_all_runs=in_all_runs)
+    rubrics = load_rubrics(rubrics_path, problems)
+    write_files_atomically({out: sheet_csv(sel), companion: companion_html(sel, rubrics, out.name)})
+    return sel, out, companion
+
+
+def default_run_paths(runs_dir: Path) -> list[Path]:
+    runs = discover_runs(runs_dir)
+    if not runs:
+        raise AlignInputError(f"{runs_dir}: no evaluated runs (directories with scores.jsonl) found; pass RUN_DIR")
+    return runs

@@ -1,0 +1,265 @@
+"""The LLM judge's scores and the runs they belong to.
+
+`--scores` accepts:
+- a run directory (its `scores.jsonl`; `run.json` names the run) or a directory of run directories;
+- a `scores.jsonl` file (ScoreRecord lines; a conversation id seen twice -> the last line wins, as after a
+  resumed `evaluate`);
+- a wide CSV in the annotation format (`conversation_id`, metric columns in any case; `filename`/`run`
+  names the run, an optional `model` column the model), as the paper's study published its model scores;
+- one of the paper's run files (`T-<teacher>_L-<learner>_E-<evaluator>_<job>.json`, `total_conversations`
+  with an `evaluation` dict per record).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from .common import METRIC_BY_KEY, METRICS, AlignInputError, Problems, norm_key, parse_score, where
+
+PAPER_RUN_RE = re.compile(r"^T-(?P<teacher>.+?)_L-(?P<learner>.+?)_E-(?P<evaluator>.+?)(?:_(?P<job>[^_]+))?$")
+RUN_OUTPUT_DIRS = {"alignment"}  # our own output directory under runs/, never a run
+
+
+@dataclass
+class ScoreRow:
+    conversation_id: str
+    values: np.ndarray  # 8 floats, NaN = missing
+    run: str = ""
+    model: str = ""
+    domain: str = ""
+    title: str = ""
+    tutorial_id: str = ""
+    where: str = ""  # path:line it came from
+
+
+@dataclass
+class LLMScores:
+    rows: dict[str, ScoreRow] = field(default_factory=dict)
+    sources: list[str] = field(default_factory=list)
+    by_source: dict[str, list[str]] = field(default_factory=dict)  # source -> ids it contributed
+
+
+def model_label(teacher: str = "", learner: str = "", run: str = "") -> str:
+    """The conversation model of a run: the teacher, or `teacher / learner` when they differ; falls back to
+    the paper's run-file name pattern, then to the run name."""
+    if not (teacher or learner):
+        m = PAPER_RUN_RE.match(run or "")
+        if m:
+            teacher, learner = m["teacher"], m["learner"]
+    if teacher and learner and teacher != learner:
+        return f"{teacher} / {learner}"
+    return teacher or learner or run or "(unknown)"
+
+
+def iter_jsonl(path: Path, problems: Problems) -> Iterator[tuple[int, dict]]:
+    """(line number, object) per non-empty line; bad lines are reported and skipped."""
+    try:
+        fh = path.open(encoding="utf-8")
+    except OSError as exc:
+        raise AlignInputError(f"{path}: cannot read ({exc.strerror})") from None
+    with fh:
+        for n, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                problems.add("bad line", f"{path}:{n}: not valid JSON ({exc.msg}); line skipped")
+                continue
+            if not isinstance(obj, dict):
+                problems.add("bad line", f"{path}:{n}: not a JSON object; line skipped")
+                continue
+            yield n, obj
+
+
+def run_name(run_dir: Path) -> str:
+    meta = run_dir / "run.json"
+    if meta.is_file():
+        try:
+            name = json.loads(meta.read_text(encoding="utf-8")).get("name")
+            if isinstance(name, str) and name:
+                return name
+        except (OSError, json.JSONDecodeError, AttributeError):
+            pass
+    return run_dir.name
+
+
+def discover_runs(runs_dir: Path) -> list[Path]:
+    """Run directories (holding scores.jsonl) directly under `runs_dir`, sorted by name."""
+    if not runs_dir.is_dir():
+        return []
+    return sorted(
+        d for d in runs_dir.iterdir() if d.is_dir() and d.name not in RUN_OUTPUT_DIRS and (d / "scores.jsonl").is_file()
+    )
+
+
+def _metric_values(metrics: dict, loc: str, problems: Problems, missing: list[int]) -> np.ndarray:
+    by_key = {norm_key(k): v for k, v in metrics.items()}
+    out = np.full(len(METRICS), np.nan)
+    for j, m in enumerate(METRICS):
+        raw = by_key.get(m.lower())
+        if raw is None:
+            missing[j] += 1
+            continue
+        out[j] = parse_score(raw, f"{loc}: {m}", problems)
+    return out
+
+
+def _report_missing(source: str, missing: list[int], problems: Problems, what: str) -> None:
+    parts = [f"{m} {n}" for m, n in zip(METRICS, missing) if n]
+    if parts:
+        problems.add("missing llm score", f"{source}: no LLM score ({what}) for: {', '.join(parts)} conversations")
+
+
+def read_scores_jsonl(path: Path, problems: Problems, default_run: str = "") -> list[ScoreRow]:
+    last: dict[str, ScoreRow] = {}
+    missing = [0] * len(METRICS)
+    for n, obj in iter_jsonl(path, problems):
+        cid = obj.get("conversation_id")
+        if not isinstance(cid, str) or not cid:
+            problems.add("missing id", f"{path}:{n}: no conversation_id; line skipped")
+            continue
+        metrics = obj.get("metrics")
+        if not isinstance(metrics, dict):
+            problems.add("bad line", f"{path}:{n}: 'metrics' is not an object; line skipped")
+            continue
+        if cid in last:
+            # a resumed evaluation: the later line replaces the earlier one (not a problem)
+            pass
+        run = obj.get("run") or default_run
+        last[cid] = ScoreRow(
+            conversation_id=cid,
+            values=_metric_values(metrics, f"{path}:{n}", problems, missing),
+            run=run,
+            model=model_label(obj.get("teacher") or "", obj.get("learner") or "", run),
+            domain=obj.get("domain") or "",
+            title=obj.get("title") or "",
+            tutorial_id=obj.get("tutorial_id") or "",
+            where=f"{path}:{n}",
+        )
+    _report_missing(str(path), missing, problems, "judge reply not parsed")
+    return list(last.values())
+
+
+def read_scores_csv(path: Path, problems: Problems) -> list[ScoreRow]:
+    from .annotations import read_human_file
+    from .common import read_table
+
+    judges = read_human_file(path, problems)
+    if len(judges) > 1:
+        raise AlignInputError(f"{path}: has an annotator column with several judges; not an LLM score file")
+    header, rows = read_table(path)
+    keys = [norm_key(h) for h in header]
+    model_col = keys.index("model") if "model" in keys else None
+    models = {}
+    if model_col is not None:
+        id_col = next(i for i, k in enumerate(keys) if k in ("conversation_id", "conversationid", "conv_id"))
+        models = {c[id_col].strip(): c[model_col].strip() for _, c in rows if len(c) > max(id_col, model_col)}
+    j = judges[0]
+    out = []
+    for cid, arr in j.scores.items():
+        run = j.runs.get(cid) or path.stem
+        out.append(
+            ScoreRow(cid, arr, run=run, model=models.get(cid) or model_label(run=run), title=j.titles.get(cid, ""),
+                     where=where(path, j.rows[cid]))
+        )
+    return out
+
+
+def read_paper_run(path: Path, problems: Problems) -> list[ScoreRow]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise AlignInputError(f"{path}: cannot read as JSON ({exc})") from None
+    records = data.get("total_conversations") if isinstance(data, dict) else None
+    if not isinstance(records, list):
+        raise AlignInputError(f"{path}: not a paper run file (no 'total_conversations' list)")
+    run = path.stem
+    last: dict[str, ScoreRow] = {}
+    missing = [0] * len(METRICS)
+    for i, rec in enumerate(records):
+        loc = f"{path}: total_conversations[{i}]"
+        if not isinstance(rec, dict) or not rec.get("conversation_id"):
+            problems.add("missing id", f"{loc}: no conversation_id; record skipped")
+            continue
+        ev = rec.get("evaluation") if isinstance(rec.get("evaluation"), dict) else {}
+        cats = rec.get("categories") or []
+        last[rec["conversation_id"]] = ScoreRow(
+            conversation_id=rec["conversation_id"],
+            values=_metric_values(ev, loc, problems, missing),
+            run=run,
+            model=model_label(run=run),
+            domain=cats[1] if isinstance(cats, list) and len(cats) > 1 else "",
+            title=rec.get("title") or "",
+            tutorial_id=f"{rec.get('title', '')}|{rec.get('doc_id', '')}|{rec.get('method_id', '')}",
+            where=loc,
+        )
+    _report_missing(str(path), missing, problems, "not in the record's evaluation")
+    return list(last.values())
+
+
+def resolve_score_paths(paths: list[Path]) -> list[Path]:
+    """Directories -> their scores.jsonl (a run dir) or the scores.jsonl of each run inside (a runs dir)."""
+    out: list[Path] = []
+    for p in paths:
+        p = Path(p)
+        if p.is_dir():
+            if (p / "scores.jsonl").is_file():
+                out.append(p / "scores.jsonl")
+                continue
+            runs = discover_runs(p)
+            if not runs:
+                has_conv = (p / "conversations.jsonl").is_file()
+                hint = "; run `wikihowagent evaluate` on it first" if has_conv else ""
+                raise AlignInputError(f"{p}: no scores.jsonl in it (nor in any run directory inside){hint}")
+            out.extend(r / "scores.jsonl" for r in runs)
+        elif p.exists():
+            out.append(p)
+        else:
+            raise AlignInputError(f"{p}: not found")
+    return out
+
+
+def read_llm_scores(paths: list[Path], problems: Problems) -> LLMScores:
+    """All LLM scores; a conversation id found in two sources: the later source wins (reported)."""
+    result = LLMScores()
+    for path in resolve_score_paths(paths):
+        suffix = path.suffix.lower()
+        try:
+            if suffix == ".jsonl":
+                rows = read_scores_jsonl(path, problems, default_run=run_name(path.parent))
+            elif suffix in (".csv", ".tsv", ".txt"):
+                rows = read_scores_csv(path, problems)
+            elif suffix == ".json":
+                rows = read_paper_run(path, problems)
+            else:
+                raise AlignInputError(f"{path}: unknown score file type (expected scores.jsonl, .csv or a paper run .json)")
+        except AlignInputError as exc:
+            problems.add("unusable file", str(exc))
+            continue
+        result.sources.append(str(path))
+        result.by_source[str(path)] = [r.conversation_id for r in rows]
+        for r in rows:
+            prev = result.rows.get(r.conversation_id)
+            if prev is not None:
+                problems.add("duplicate id", f"{r.where}: conversation_id {r.conversation_id} already scored at "
+                                             f"{prev.where}; this later score is used")
+            result.rows[r.conversation_id] = r
+    return result
+
+
+def llm_matrix(llm: LLMScores, ids: list[str]) -> np.ndarray:
+    """conversations x metrics of LLM scores for `ids` (NaN where absent)."""
+    out = np.full((len(ids), len(METRICS)), math.nan)
+    for i, cid in enumerate(ids):
+        r = llm.rows.get(cid)
+        if r is not None:
+            out[i] = r.values
+    return out
