@@ -50,16 +50,14 @@ def bench_orchestration(n: int = 1000, concurrency: int = 16) -> dict[str, float
             "ms_per_message": 1000 * wall / messages}
 
 
-async def _raw_throughput(model, prompts: list[str], parallel: int) -> tuple[int, float]:
-    from langchain_core.messages import HumanMessage
-
+async def _raw_throughput(model, prompts: list, parallel: int) -> tuple[int, float]:
     sem = asyncio.Semaphore(parallel)
     tokens = 0
 
     async def one(p: str) -> None:
         nonlocal tokens
         async with sem:
-            reply = await model.ainvoke([HumanMessage(content=p)])
+            reply = await model.ainvoke(p)
             tokens += (reply.usage_metadata or {}).get("output_tokens", 0)
 
     start = time.perf_counter()
@@ -112,11 +110,12 @@ def model_prompts_from(out: Path):
             if t["kind"] in ("begin", "finish"):
                 continue
             if t["role"] == "learner":
-                yield prompts.learner_prompt(instruction=turns[i - 1]["text"], history="")
+                yield prompts.learner_messages(instruction=turns[i - 1]["text"])
             else:
-                yield prompts.teacher_prompt(summary=rec["summary"], current_step_index=t["step"] + 1,
-                                             num_steps=len(steps), current_step_content=steps[t["step"]],
-                                             history="", user_utterance=turns[i - 1]["text"])
+                yield prompts.teacher_messages(summary=rec["summary"], step_index=t["step"] + 1,
+                                               num_steps=len(steps), step_content=steps[t["step"]],
+                                               user_utterance=turns[i - 1]["text"],
+                                               clarification=t["kind"] == "clarification")
 
 
 def main() -> None:

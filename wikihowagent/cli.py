@@ -19,6 +19,14 @@ app = typer.Typer(
 )
 console = Console(stderr=True)
 
+# The evaluation and alignment stages register their own commands (their modules import lazily).
+from wikihowagent.alignment.command import align, annotate_export  # noqa: E402
+
+annotate_app = typer.Typer(help="Annotation sheets for the human alignment study.", no_args_is_help=True)
+annotate_app.command("export")(annotate_export)
+app.add_typer(annotate_app, name="annotate")
+app.command("align")(align)
+
 
 def fail(message: str, code: int = 2) -> None:
     """Print one clear line and exit (no stack trace for expected problems)."""

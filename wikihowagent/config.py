@@ -26,7 +26,7 @@ class LocalModelSettings(BaseModel):
     """The embedded llama.cpp server (`local` backend)."""
 
     n_ctx: int = 8192  # total context, split between the slots
-    n_parallel: int = 2  # server slots: concurrent requests served with continuous batching
+    n_parallel: int = 1  # server slots (continuous batching); >1 makes outputs depend on what runs alongside
     n_threads: int = 0  # 0 = all cores
     max_tokens: int = 320  # a cap for the small local model: keeps a turn to ~20-30 s on 2 cores
 

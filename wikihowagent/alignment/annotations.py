@@ -39,6 +39,7 @@ from .common import (
     METRIC_BY_KEY,
     METRICS,
     RUN_KEYS,
+    _FAST,
     AlignInputError,
     Problems,
     norm_key,
@@ -223,7 +224,9 @@ def read_human_file(path: Path, problems: Problems) -> list[JudgeRatings]:
             first_row[key] = row
             arr = np.full(len(METRICS), np.nan)
             for j, i, name in present:
-                arr[j] = parse_score(cells[i] if i < len(cells) else "", where(path, row, name), problems)
+                cell = cells[i] if i < len(cells) else ""
+                value = _FAST.get(cell)  # the common cells ("4", "", ...) without building a location
+                arr[j] = value if value is not None else parse_score(cell, where(path, row, name), problems)
             judge.scores[cid] = arr
             judge.rows[cid] = row
             judge.runs[cid] = _cell(cells, cols.run)

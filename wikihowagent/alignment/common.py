@@ -171,6 +171,8 @@ def sniff_delimiter(header_line: str, path: Path) -> str:
 def read_table(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
     """A CSV/TSV file as (header, [(row_number, cells)]). Row numbers are as a spreadsheet shows them
     (header = row 1; a quoted cell spanning several text lines is still one row). Empty rows are skipped."""
+    if path.suffix.lower() in (".xlsx", ".xls", ".ods", ".numbers"):
+        raise AlignInputError(f"{path}: spreadsheet files are not read; save the sheet as CSV (UTF-8) and pass that")
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -196,11 +198,11 @@ def read_table(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
 
 
 def fmt(value) -> str:
-    """A cell for CSV output: NaN/None -> empty, floats at full precision."""
+    """A cell for CSV output: NaN/None -> empty, floats with 10 significant digits (tiny p-values survive)."""
     if value is None:
         return ""
     if isinstance(value, float):
-        return "" if math.isnan(value) else repr(round(value, 10))
+        return "" if math.isnan(value) else f"{value:.10g}"
     return str(value)
 
 
@@ -299,8 +301,18 @@ def write_files_atomically(files: dict[Path, str]) -> None:
 BLANKS = frozenset({"", "na", "n/a", "nan", "none", "null", "-"})
 
 
-def parse_score(raw, loc: str, problems: Problems, *, source_kind: str = "score") -> float:
+_FAST = {**{b: math.nan for b in BLANKS}, **{str(i): float(i) for i in range(1, 6)},
+         **{f"{i}.0": float(i) for i in range(1, 6)}, **{f"{i}.5": i + 0.5 for i in range(1, 5)}}
+
+
+def parse_score(raw, loc: str, problems: Problems) -> float:
     """One rubric score cell -> float in [1, 5], or NaN for a blank / unusable cell (reported)."""
+    if type(raw) is str:
+        fast = _FAST.get(raw)
+        if fast is not None:
+            return fast
+    elif type(raw) is float and SCORE_MIN <= raw <= SCORE_MAX:
+        return raw
     if raw is None:
         return math.nan
     if isinstance(raw, bool):

@@ -88,8 +88,8 @@ def load_run(path: Path, problems: Problems) -> list[Conversation]:
     """A run directory (conversations.jsonl + scores.jsonl) or a paper run file: its scored conversations."""
     path = Path(path)
     if path.is_file() and path.suffix == ".json":
+        scores = {r.conversation_id: r for r in read_paper_run(path, problems)}  # validates the file
         data = json.loads(path.read_text(encoding="utf-8"))
-        scores = {r.conversation_id: r for r in read_paper_run(path, problems)}
         records = [r for r in data.get("total_conversations", []) if isinstance(r, dict)]
         run = path.stem
     elif path.is_dir():
@@ -135,7 +135,11 @@ def select(
         raise AlignInputError(f"the number of tutorials must be at least 1 (got {n})")
     convs: list[Conversation] = []
     runs: list[str] = []
-    for p in run_paths:
+    expanded: list[Path] = []
+    for p in map(Path, run_paths):  # a directory of runs stands for every evaluated run in it
+        inner = discover_runs(p) if p.is_dir() and not (p / "scores.jsonl").exists() else []
+        expanded.extend(inner or [p])
+    for p in expanded:
         got = load_run(p, problems)
         convs.extend(got)
         runs.append(got[0].run if got else run_name(Path(p)) if Path(p).is_dir() else Path(p).stem)

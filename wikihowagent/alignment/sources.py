@@ -21,7 +21,7 @@ from typing import Iterator
 
 import numpy as np
 
-from .common import METRIC_BY_KEY, METRICS, AlignInputError, Problems, norm_key, parse_score, where
+from .common import METRICS, AlignInputError, Problems, norm_key, parse_score, where
 
 PAPER_RUN_RE = re.compile(r"^T-(?P<teacher>.+?)_L-(?P<learner>.+?)_E-(?P<evaluator>.+?)(?:_(?P<job>[^_]+))?$")
 RUN_OUTPUT_DIRS = {"alignment"}  # our own output directory under runs/, never a run
@@ -101,10 +101,14 @@ def discover_runs(runs_dir: Path) -> list[Path]:
 
 
 def _metric_values(metrics: dict, loc: str, problems: Problems, missing: list[int]) -> np.ndarray:
-    by_key = {norm_key(k): v for k, v in metrics.items()}
+    by_key = None
     out = np.full(len(METRICS), np.nan)
     for j, m in enumerate(METRICS):
-        raw = by_key.get(m.lower())
+        raw = metrics.get(m)
+        if raw is None and m not in metrics:  # other spellings ("clarity", "CLARITY")
+            if by_key is None:
+                by_key = {norm_key(k): v for k, v in metrics.items()}
+            raw = by_key.get(m.lower())
         if raw is None:
             missing[j] += 1
             continue
@@ -130,9 +134,7 @@ def read_scores_jsonl(path: Path, problems: Problems, default_run: str = "") -> 
         if not isinstance(metrics, dict):
             problems.add("bad line", f"{path}:{n}: 'metrics' is not an object; line skipped")
             continue
-        if cid in last:
-            # a resumed evaluation: the later line replaces the earlier one (not a problem)
-            pass
+        # the same id again = a resumed evaluation: the later line replaces the earlier one (not a problem)
         run = obj.get("run") or default_run
         last[cid] = ScoreRow(
             conversation_id=cid,

@@ -4,7 +4,8 @@
   percentile bootstrap 95 % CIs from resampling conversation pairs.
 - `describe(x, y)`: human vs LLM means/stds/medians, the mean difference and a Wilcoxon signed-rank test.
 - `agreement(R)`: inter-annotator agreement of the human judges on one metric: Krippendorff's alpha
-  (ordinal), quadratic-weighted Cohen's kappa and Pearson r for each pair of judges.
+  (ordinal), quadratic-weighted Cohen's kappa (same formula as scikit-learn's, computed here to avoid a 1 s
+  import) and Pearson r for each pair of judges.
 
 The bootstrap is exact-equivalent and fast for rating data: resampling n pairs with replacement is the same
 as drawing multinomial counts over the distinct (x, y) cells, so each resample is a weighted contingency
@@ -25,7 +26,7 @@ import numpy as np
 COEFFICIENTS = ("pearson", "spearman", "kendall")
 COEF_LABEL = {"pearson": "Pearson r", "spearman": "Spearman ρ", "kendall": "Kendall τ"}
 MAX_TABLE_CELLS = 200_000  # distinct-x x distinct-y above which the bootstrap loops instead
-CHUNK_ELEMENTS = 2_000_000  # resamples x cells held at once
+CHUNK_ELEMENTS = 1_000_000  # resamples x cells held at once
 
 
 @dataclass
@@ -99,16 +100,25 @@ def bootstrap(x: np.ndarray, y: np.ndarray, n_boot: int, rng: np.random.Generato
     counts = np.bincount(cell, minlength=l * m)
     cells = np.flatnonzero(counts)
     p = counts[cells] / n
-    chunk = max(1, CHUNK_ELEMENTS // (l * m))
+    # Drawing the counts: multinomial over the K occupied cells costs ~K binomial draws per resample;
+    # resampling n indices and counting costs ~n cheap operations. Use whichever is cheaper.
+    by_index = cells.size * 15 > n
+    cell32 = cell.astype(np.int32) if by_index and l * m * min(n_boot, CHUNK_ELEMENTS) < 2**31 else cell
+    chunk = max(1, CHUNK_ELEMENTS // max(l * m, n if by_index else 1))
     out = {c: np.empty(n_boot) for c in COEFFICIENTS}
     # centre the values for numerical stability (coefficients are shift-invariant)
     cx = ux - x.mean()
     cy = uy - y.mean()
     for start in range(0, n_boot, chunk):
         b = min(chunk, n_boot - start)
-        W = np.zeros((b, l * m))
-        W[:, cells] = rng.multinomial(n, p, size=b)
-        W = W.reshape(b, l, m)
+        if by_index:
+            drawn = cell32[rng.integers(0, n, size=(b, n), dtype=np.int32)]
+            drawn += (np.arange(b, dtype=drawn.dtype) * (l * m))[:, None]
+            W = np.bincount(drawn.ravel(), minlength=b * l * m).astype(float).reshape(b, l, m)
+        else:
+            W = np.zeros((b, l * m))
+            W[:, cells] = rng.multinomial(n, p, size=b)
+            W = W.reshape(b, l, m)
         r, rho, tau = _table_coefficients(W, cx, cy, n)
         out["pearson"][start : start + b] = r
         out["spearman"][start : start + b] = rho
@@ -280,11 +290,25 @@ def _kappa_codes(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
             "non-integer ratings: kappa weights by rank of the distinct values")
 
 
+def weighted_kappa(a: np.ndarray, b: np.ndarray, labels: list[int]) -> float:
+    """Quadratic-weighted Cohen's kappa of two integer label arrays over `labels` (consecutive integers);
+    the same formula as sklearn.metrics.cohen_kappa_score(weights="quadratic") (tested against it), without
+    importing scikit-learn (>1 s)."""
+    k = len(labels)
+    ia = np.asarray(a) - labels[0]
+    ib = np.asarray(b) - labels[0]
+    O = np.bincount(ia * k + ib, minlength=k * k).reshape(k, k).astype(float)
+    E = np.outer(O.sum(1), O.sum(0)) / O.sum()
+    idx = np.arange(k)
+    w = (idx[:, None] - idx[None, :]) ** 2
+    den = (w * E).sum()
+    return float(1 - (w * O).sum() / den) if den > 0 else math.nan
+
+
 def agreement(R: np.ndarray, judges: list[str]) -> Agreement:
     """R: judges x conversations ratings of one metric (NaN = not rated)."""
     import krippendorff
     from scipy import stats
-    from sklearn.metrics import cohen_kappa_score
 
     rated = ~np.isnan(R)
     units = rated.sum(axis=0) >= 2
@@ -315,7 +339,7 @@ def agreement(R: np.ndarray, judges: list[str]) -> Agreement:
             pair.notes.append(note)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            k = cohen_kappa_score(ca, cb, labels=labels, weights="quadratic")
+            k = weighted_kappa(ca, cb, labels)
             pair.kappa = float(k) if np.isfinite(k) else math.nan
             if not np.isfinite(k):
                 pair.notes.append("kappa undefined (no variation in the ratings)")

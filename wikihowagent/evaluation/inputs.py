@@ -64,20 +64,28 @@ class InputSource:
     n_records: int = 0
     n_failed: int = 0  # records with `error` set (failed conversations, skipped)
     n_invalid: int = 0  # unreadable lines / records without conversation or tutorial
+    n_seen: int = 0  # lines (or list items) consumed so far, good or bad: for progress bars
 
     @property
     def label(self) -> str:
-        return f"T-{self.teacher or '?'} L-{self.learner or '?'}"
+        if not self.teacher:
+            return self.name
+        return f"T-{self.teacher} L-{self.learner or self.teacher}"
 
     def conversations(self, on_error: Callable[[str], None]) -> Iterator[Conversation]:
         """Stream the scorable conversations; failed ones are counted, bad ones reported and skipped."""
-        self.n_records = self.n_failed = self.n_invalid = 0
+        self.n_records = self.n_failed = self.n_invalid = self.n_seen = 0
 
         def bad(msg: str) -> None:
             self.n_invalid += 1
             on_error(msg)
 
-        for where, obj in self._objects(bad):
+        def bad_line(msg: str) -> None:
+            self.n_seen += 1
+            bad(msg)
+
+        for where, obj in self._objects(bad_line):
+            self.n_seen += 1
             self.n_records += 1
             if obj.get("error"):
                 self.n_failed += 1

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import BaseMessage
 from langgraph.graph import END, START, StateGraph
 
 from wikihowagent.records import Tutorial, Turn
@@ -57,9 +57,9 @@ def format_history(turns: list[Turn], n: int, header: str) -> str:
     return f"{header}{lines}\n\n"
 
 
-async def _call(model: BaseChatModel, prompt: str) -> tuple[str, int, int, float]:
+async def _call(model: BaseChatModel, messages: list[BaseMessage]) -> tuple[str, int, int, float]:
     start = time.perf_counter()
-    reply = await model.ainvoke([HumanMessage(content=prompt)])
+    reply = await model.ainvoke(messages)
     latency = time.perf_counter() - start
     usage = reply.usage_metadata or {}
     text = reply.content if isinstance(reply.content, str) else str(reply.content)
@@ -79,27 +79,28 @@ def build_graph(
         if step >= len(tut.steps):
             turn = Turn(role="teacher", text=prompts.finish, step=len(tut.steps) - 1, kind="finish")
             return {"messages": [turn], "finished": True}
-        last_learner = messages[-1].text if messages[-1].role == "learner" else ""
-        prompt = prompts.teacher_prompt(
+        clarification = bool(state.get("needs_clarification"))
+        prompt = prompts.teacher_messages(
             summary=tut.summary,
-            current_step_index=step + 1,
+            step_index=step + 1,
             num_steps=len(tut.steps),
-            current_step_content=tut.steps[step],
+            step_content=tut.steps[step],
+            user_utterance=messages[-1].text,
             history=format_history(messages[:-1], options.history, prompts.history_header),
-            user_utterance=last_learner,
+            clarification=clarification,
         )
         try:
             text, p_tok, c_tok, latency = await _call(teacher, prompt)
         except Exception as exc:  # recorded in the conversation's record; the run goes on
             return {"error": f"teacher: {type(exc).__name__}: {exc}".splitlines()[0]}
-        kind = "clarification" if state.get("needs_clarification") else "model"
+        kind = "clarification" if clarification else "model"
         turn = Turn(role="teacher", text=text, step=step, kind=kind, prompt_tokens=p_tok,
                     completion_tokens=c_tok, latency_s=round(latency, 3))
         return {"messages": [turn], "needs_clarification": False, "step_presented": True}
 
     async def learner_node(state: ConversationState) -> dict[str, Any]:
         messages = state["messages"]
-        prompt = prompts.learner_prompt(
+        prompt = prompts.learner_messages(
             instruction=messages[-1].text,
             history=format_history(messages[:-1], options.history, prompts.history_header),
         )

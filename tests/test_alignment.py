@@ -1,0 +1,200 @@
+"""End to end: the `annotate export` and `align` command functions, outputs, figures, atomic writing."""
+
+from __future__ import annotations
+
+import csv
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import typer
+from typer.testing import CliRunner
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
+from builders import METRICS, make_run, sheet_rows, write_sheet  # noqa: E402
+
+from wikihowagent.alignment import report  # noqa: E402
+from wikihowagent.alignment.command import align, annotate_export  # noqa: E402
+from wikihowagent.alignment.common import Problems  # noqa: E402
+from wikihowagent.alignment.sources import read_llm_scores  # noqa: E402
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def make_app() -> typer.Typer:
+    app = typer.Typer()
+    annotate = typer.Typer()
+    annotate.command("export")(annotate_export)
+    app.add_typer(annotate, name="annotate")
+    app.command("align")(align)
+    return app
+
+
+@pytest.fixture
+def study(tmp_path):
+    """Three runs x 20 tutorials; two judges close to the LLM, one of them with blanks and a bad cell."""
+    rng = np.random.default_rng(42)
+    runs = tmp_path / "runs"
+    tuts = [f"tut{i:02d}" for i in range(20)]
+    for name, model in (("r-qwen", "qwen"), ("r-gemma", "gemma"), ("r-llama", "llama")):
+        make_run(runs, name, tuts, teacher=model, learner=model, rng=rng)
+    llm = read_llm_scores([runs], Problems())
+    cids = list(llm.rows)
+    base = np.stack([llm.rows[c].values for c in cids])
+    runs_of = [llm.rows[c].run for c in cids]
+    j1 = np.clip(base + rng.integers(-1, 2, base.shape), 1, 5).astype(float)
+    j2 = np.clip(base - rng.integers(0, 2, base.shape), 1, 5).astype(float)
+    j2[rng.random(j2.shape) < 0.1] = np.nan
+    rows1 = [r | {"filename": run} for r, run in zip(sheet_rows(cids, j1), runs_of)]
+    rows2 = [r | {"filename": run} for r, run in zip(sheet_rows(cids, j2), runs_of)]
+    rows2[4]["depth"] = "good"
+    h1 = write_sheet(tmp_path / "judge1.csv", rows1)
+    h2 = write_sheet(tmp_path / "judge2.csv", rows2)
+    return tmp_path, runs, h1, h2
+
+
+def assert_png(path: Path):
+    from PIL import Image
+
+    assert path.is_file() and path.read_bytes()[:8] == PNG_MAGIC
+    with Image.open(path) as im:
+        im.verify()
+    with Image.open(path) as im:
+        assert im.size[0] > 300 and im.size[1] > 200
+
+
+def test_align_end_to_end(study):
+    tmp, runs, h1, h2 = study
+    out = tmp / "out"
+    result = CliRunner().invoke(make_app(), ["align", "--human", str(h1), "-H", str(h2), "--scores", str(runs),
+                                             "--out", str(out), "--bootstrap", "300", "--by", "model"])
+    assert result.exit_code == 0, result.output
+    for name in ("correlations.csv", "correlations.md", "descriptives.csv", "agreement.csv", "agreement_pairs.csv",
+                 "paired_scores.csv", "problems.txt"):
+        assert (out / name).is_file(), name
+    for fig in ("score_distributions.png", "correlation_heatmap.png", "correlation_heatmap_by_model.png"):
+        assert_png(out / "figures" / fig)
+    with open(out / "correlations.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [r["group"] for r in rows[:9]] == ["all"] * 9
+    assert {r["group"] for r in rows[9:]} == {"qwen", "gemma", "llama"} and len(rows) == 36
+    clarity = rows[0]
+    assert clarity["metric"] == "Clarity" and int(clarity["n"]) == 60
+    assert float(clarity["pearson_ci_low"]) < float(clarity["pearson_r"]) < float(clarity["pearson_ci_high"])
+    assert clarity["pearson_stars"] == "**"
+    # the written numbers are scipy's on the written paired scores
+    from scipy import stats
+
+    with open(out / "paired_scores.csv", newline="") as fh:
+        paired = list(csv.DictReader(fh))
+    for k, row in enumerate(rows[:9]):
+        m = row["metric"]
+        pairs = [(float(p[f"human_{m}"]), float(p[f"llm_{m}"])) for p in paired if p[f"human_{m}"] and p[f"llm_{m}"]]
+        h, l_ = map(np.array, zip(*pairs))
+        assert int(row["n"]) == len(pairs)
+        for col, fn in (("pearson_r", stats.pearsonr), ("spearman_rho", stats.spearmanr), ("kendall_tau", stats.kendalltau)):
+            ref = fn(h, l_)
+            assert float(row[col]) == pytest.approx(ref.statistic, rel=1e-8)
+            assert float(row[col.split("_")[0] + "_p"]) == pytest.approx(ref.pvalue, rel=1e-8)
+    with open(out / "agreement.csv", newline="") as fh:
+        ag = list(csv.DictReader(fh))
+    assert len(ag) == 8 * 4 and ag[0]["krippendorff_alpha_ordinal"]
+    assert f"{h2}:6: column 'depth': 'good' is not a number; cell left out" in result.stderr
+    assert f"{h2}:6: column 'depth': 'good' is not a number" in (out / "problems.txt").read_text()
+    assert "Pearson r" in result.stdout and "Krippendorff" in result.stdout
+    md = (out / "correlations.md").read_text()
+    assert "## model: qwen" in md and "Krippendorff" in md and "## Left out" in md
+
+
+def test_align_single_judge_no_agreement_and_by_run(study):
+    tmp, runs, h1, _ = study
+    out = tmp / "single"
+    result = CliRunner().invoke(make_app(), ["align", "-H", str(h1), "--runs-dir", str(runs), "--out", str(out),
+                                             "--bootstrap", "0", "--by", "run", "--no-figures"])
+    assert result.exit_code == 0, result.output
+    assert not (out / "agreement.csv").exists() and not (out / "figures").exists()
+    text = (out / "correlations.csv").read_text()
+    assert "run,r-qwen,Clarity,20," in text
+
+
+def test_align_nothing_computable_writes_nothing(tmp_path):
+    sheet = write_sheet(tmp_path / "j.csv", sheet_rows(["x1", "x2", "x3"], np.full((3, 8), 4.0)))
+    make_run(tmp_path / "runs", "r", ["a"])
+    out = tmp_path / "out"
+    result = CliRunner().invoke(make_app(), ["align", "-H", str(sheet), "--scores", str(tmp_path / "runs" / "r"),
+                                             "--out", str(out)])
+    assert result.exit_code == 1
+    assert "nothing could be computed" in result.stderr
+    assert f"{sheet}:2: column 'conversation_id': x1 has no LLM score; left out" in result.stderr
+    assert not out.exists() and not list(tmp_path.glob(".out.tmp-*"))
+
+
+def test_align_bad_option_values(study):
+    tmp, runs, h1, _ = study
+    result = CliRunner().invoke(make_app(), ["align", "-H", str(h1), "--by", "colour"])
+    assert result.exit_code == 2 and "--by" in result.output + result.stderr
+
+
+def test_outputs_complete_or_not_at_all(study, monkeypatch):
+    tmp, runs, h1, h2 = study
+    out = tmp / "out"
+    out.mkdir()
+    (out / "correlations.csv").write_text("previous results\n")
+
+    def boom(*a, **k):
+        raise RuntimeError("figure backend exploded")
+
+    monkeypatch.setattr("wikihowagent.alignment.figures.correlation_heatmap", boom)
+    res = report.compute([h1, h2], [runs], n_boot=0)
+    with pytest.raises(RuntimeError):
+        report.write_outputs(res, out, [h1, h2])
+    assert (out / "correlations.csv").read_text() == "previous results\n"
+    assert sorted(p.name for p in out.iterdir()) == ["correlations.csv"]
+    assert not [p for p in tmp.iterdir() if p.name.startswith(".out.tmp-")]
+    monkeypatch.undo()
+    # a later successful run replaces the files, and removes outputs this run does not produce
+    (out / "agreement.csv").write_text("stale")
+    res = report.compute([h1], [runs], n_boot=0)
+    report.write_outputs(res, out, [h1], figures=False)
+    assert (out / "correlations.csv").read_text().startswith("by,group,metric,n,")
+    assert not (out / "agreement.csv").exists()
+
+
+def test_annotate_export_command(tmp_path):
+    runs = tmp_path / "runs"
+    for name in ("r1", "r2"):
+        make_run(runs, name, [f"t{i}" for i in range(10)], rng=np.random.default_rng(len(name)))
+    out = tmp_path / "sheet.csv"
+    app = make_app()
+    result = CliRunner().invoke(app, ["annotate", "export", str(runs / "r1"), str(runs / "r2"), "--top", "3",
+                                      "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "Selected 3 of 10 tutorials (top 3) from 2 run(s): 6 conversations." in result.stdout
+    assert out.is_file() and out.with_suffix(".html").is_file()
+    result = CliRunner().invoke(app, ["annotate", "export", "--runs-dir", str(runs), "--random", "2", "--seed", "3",
+                                      "--out", str(out)])
+    assert result.exit_code == 1 and "already exists" in result.stderr
+    result = CliRunner().invoke(app, ["annotate", "export", "--runs-dir", str(runs), "--random", "2", "--seed", "3",
+                                      "--out", str(out), "--force"])
+    assert result.exit_code == 0 and "(random 2, seed 3)" in result.stdout
+    result = CliRunner().invoke(app, ["annotate", "export", "--top", "2", "--bottom", "2", "--runs-dir", str(runs)])
+    assert result.exit_code == 2
+
+
+def test_command_module_imports_are_lazy():
+    code = (
+        "import sys; import wikihowagent.alignment.command as c; "
+        "heavy = [m for m in ('numpy', 'scipy', 'pandas', 'matplotlib', 'sklearn', 'krippendorff') if m in sys.modules]; "
+        "print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert out.stdout.strip() == "[]"
+
+
+def test_metrics_order_matches_records_contract():
+    from wikihowagent.alignment.common import METRICS as ours
+
+    assert ours == METRICS

@@ -1,0 +1,253 @@
+"""Reading human annotation files and LLM scores; every bad-input case of issue 4."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
+from builders import METRICS, make_run, sheet_rows, write_sheet  # noqa: E402
+
+from wikihowagent.alignment.annotations import read_human_file, read_human_files  # noqa: E402
+from wikihowagent.alignment.common import AlignInputError, Problems  # noqa: E402
+from wikihowagent.alignment.report import compute  # noqa: E402
+from wikihowagent.alignment.sources import read_llm_scores  # noqa: E402
+
+HEADER = "conversation_id,filename,title,clarity,engagement,coherence,depth,relevance,progress,naturalness,truthfulness,comment\n"
+
+
+def lines_of(problems: Problems) -> str:
+    return "\n".join(problems.lines())
+
+
+def test_paper_layout_any_case_extra_columns_bom_and_semicolons(tmp_path):
+    p = tmp_path / "judge_a.csv"
+    p.write_text(
+        "\ufeffConversation_ID;FileName;Title;Clarity;ENGAGEMENT;coherence;Depth;relevance;progress;naturalness;"
+        "Truthfulness;Comment;Notes\n"
+        "c1;run;t;5;4;3;2;1;2;3;4;fine;free text\n"
+        "c2;run;t;1;;3;;5;NA;n/a;4;;more\n",
+        encoding="utf-8",
+    )
+    problems = Problems()
+    [j] = read_human_file(p, problems)
+    assert j.judge == "judge_a" and list(j.scores) == ["c1", "c2"]
+    np.testing.assert_array_equal(j.scores["c1"], [5, 4, 4, 3, 2, 1, 2, 3])  # METRICS order
+    assert np.isnan(j.scores["c2"]).sum() == 4
+    assert j.runs["c1"] == "run" and j.rows == {"c1": 2, "c2": 3}
+    assert j.blanks().sum() == 4
+    assert len(problems) == 0  # blanks and text columns are not problems
+
+
+def test_long_file_with_annotator_column_and_fully_long(tmp_path):
+    p = tmp_path / "all.csv"
+    p.write_text("annotator,conversation_id,clarity,depth\nann1,c1,4,3\nann2,c1,2,\nann1,c2,5,5\n")
+    problems = Problems()
+    judges = read_human_file(p, problems)
+    assert [j.judge for j in judges] == ["ann1", "ann2"]
+    assert judges[1].scores["c1"][0] == 2 and np.isnan(judges[1].scores["c1"][4])
+    assert "no column for truthfulness, engagement, coherence, relevance, progress, naturalness" in lines_of(problems)
+    q = tmp_path / "long.tsv"
+    q.write_text("judge\tconversation_id\tmetric\tscore\nA\tc1\tClarity\t4\nA\tc1\tdepth\t2\nB\tc1\tCLARITY\t5\n"
+                 "B\tc1\tfluency\t3\nB\tc1\tClarity\t1\n")
+    problems = Problems()
+    judges = read_human_file(q, problems)
+    assert [j.judge for j in judges] == ["A", "B"]
+    assert judges[0].scores["c1"][METRICS.index("Depth")] == 2
+    assert judges[1].scores["c1"][0] == 5  # first of the duplicated (B, c1, Clarity) kept
+    text = lines_of(problems)
+    assert f"{q}:5: column 'metric': 'fluency' is not one of the 8 rubric metrics" in text
+    assert f"{q}:6: column 'conversation_id': c1 / Clarity by B already on row 4" in text
+
+
+def test_bad_cells_named_by_file_row_column(tmp_path):
+    p = tmp_path / "j.csv"
+    p.write_text(
+        HEADER
+        + 'c1,run,t,5,4,3,2,1,2,3,4,"a comment\nover two lines"\n'  # one spreadsheet row, two text lines
+        + "c2,run,t,five,4,3,2,1,2,3,4,\n"
+        + "c3,run,t,6,4,0,2,1,2,3,4.5,\n"
+        + "c1,run,t,1,1,1,1,1,1,1,1,dup\n"
+        + ",run,t,1,1,1,1,1,1,1,1,no id\n"
+        + ",,,,,,,,,,,\n"
+        + "c4,run,t,3,3,3,3,3,3,3,3,\n"
+    )
+    problems = Problems()
+    [j] = read_human_file(p, problems)
+    text = lines_of(problems)
+    assert f"{p}:3: column 'clarity': 'five' is not a number; cell left out" in text
+    assert f"{p}:4: column 'clarity': 6 is outside the 1-5 scale; cell left out" in text
+    assert f"{p}:4: column 'coherence': 0 is outside the 1-5 scale (0 is the paper's placeholder" in text
+    assert f"{p}:5: column 'conversation_id': c1 already on row 2 (duplicate id); this row left out" in text
+    assert f"{p}:6: column 'conversation_id': empty conversation_id; row left out" in text
+    assert len(problems) == 5  # the fully blank row 7 is skipped silently
+    assert j.scores["c1"][0] == 5  # the first c1 row is kept
+    assert j.scores["c3"][METRICS.index("Truthfulness")] == 4.5  # half points are fine
+    assert j.rows["c4"] == 8
+    assert sorted(problems.counts()) == ["bad value", "duplicate id", "missing id", "out of range"]
+
+
+def test_unknown_metric_columns(tmp_path):
+    p = tmp_path / "j.csv"
+    p.write_text("conversation_id,clarity,clartiy,helpfulness,remarks,BLEU,Unnamed: 0\nc1,4,3,5,good,0.3,0\nc2,4,3,2,,0.2,1\n")
+    problems = Problems()
+    [j] = read_human_file(p, problems)
+    text = lines_of(problems)
+    assert f"{p}:1: column 'clartiy': not one of the 8 rubric metrics (did you mean 'clarity'?); column ignored" in text
+    assert f"{p}:1: column 'helpfulness': holds numbers but is not one of the 8 rubric metrics" in text
+    assert "remarks" not in text and "BLEU" not in text and "Unnamed" not in text
+    assert j.scores["c1"][0] == 4
+
+
+def test_unusable_files_are_skipped_with_a_reason(tmp_path):
+    no_id = tmp_path / "no_id.csv"
+    no_id.write_text("id,clarity\nc1,4\n")
+    no_metric = tmp_path / "no_metric.csv"
+    no_metric.write_text("conversation_id,comment\nc1,x\n")
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    good = tmp_path / "good.csv"
+    good.write_text("conversation_id,clarity\nc1,4\n")
+    problems = Problems()
+    judges = read_human_files([no_id, no_metric, empty, tmp_path / "missing.csv", good], problems)
+    assert [j.judge for j in judges] == ["good"]
+    text = lines_of(problems)
+    assert f"{no_id}:1: no 'conversation_id' column" in text
+    assert f"{no_metric}:1: no rubric metric column" in text
+    assert f"{empty}: empty file" in text and "missing.csv: file not found" in text
+
+
+def test_same_judge_name_in_two_files_is_disambiguated(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    for d in ("a", "b"):
+        (tmp_path / d / "judge.csv").write_text("conversation_id,clarity\nc1,4\n")
+    problems = Problems()
+    judges = read_human_files([tmp_path / "a" / "judge.csv", tmp_path / "b" / "judge.csv"], problems)
+    assert [j.judge for j in judges] == ["judge", "judge#2"]
+
+
+def test_scores_jsonl_last_wins_none_and_bad_lines(tmp_path):
+    ids = make_run(tmp_path, "r1", ["t1", "t2"], {"t1": {m: 4.0 for m in METRICS}, "t2": {m: 3.0 for m in METRICS}})
+    with open(tmp_path / "r1" / "scores.jsonl", "a") as fh:
+        fh.write("{not json\n")
+        fh.write(json.dumps({"conversation_id": ids["t1"], "run": "r1", "metrics": {**{m: 2.0 for m in METRICS[1:]},
+                                                                                     "Depth": None, "clarity": 9}}) + "\n")
+    problems = Problems()
+    llm = read_llm_scores([tmp_path / "r1"], problems)
+    row = llm.rows[ids["t1"]]
+    assert row.values[METRICS.index("Coherence")] == 2.0  # the later line replaced the first
+    assert np.isnan(row.values[METRICS.index("Depth")]) and np.isnan(row.values[0])
+    text = lines_of(problems)
+    assert "scores.jsonl:3: not valid JSON" in text
+    assert "scores.jsonl:4: Clarity: 9 is outside the 1-5 scale" in text
+    assert "no LLM score (judge reply not parsed) for: Depth 1 conversations" in text
+
+
+def test_llm_scores_from_wide_csv_and_paper_run_file(tmp_path):
+    csv_path = tmp_path / "model_scores.csv"
+    csv_path.write_text("conversation_id,filename,Clarity,Depth,BLEU\nc1,T-qwen_L-qwen_E-gpt_123,5,4,0.3\n"
+                        "c2,T-qwen_L-gemma_E-gpt_1,0,3,0.1\n")
+    paper = tmp_path / "T-llama_L-llama_E-gpt_9.json"
+    paper.write_text(json.dumps({"total_conversations": [
+        {"conversation_id": "c3", "title": "How to x", "doc_id": 1, "method_id": 0, "categories": ["C", "Health"],
+         "evaluation": {"Clarity": 4, "Engagement": 3, "BLEU": 0.5}}]}))
+    problems = Problems()
+    llm = read_llm_scores([csv_path, paper], problems)
+    assert llm.rows["c1"].values[0] == 5 and llm.rows["c1"].model == "qwen"
+    assert llm.rows["c2"].model == "qwen / gemma" and np.isnan(llm.rows["c2"].values[0])
+    assert llm.rows["c3"].model == "llama" and llm.rows["c3"].domain == "Health"
+    assert llm.rows["c3"].values[METRICS.index("Engagement")] == 3
+    assert f"{csv_path}:3: column 'Clarity': 0 is outside the 1-5 scale" in lines_of(problems)
+
+
+def _judges_and_run(tmp_path, n=12, seed=0):
+    rng = np.random.default_rng(seed)
+    tuts = [f"t{i}" for i in range(n)]
+    ids = make_run(tmp_path / "runs", "r1", tuts, rng=rng)
+    cids = [ids[t] for t in tuts]
+    llm = read_llm_scores([tmp_path / "runs" / "r1"], Problems())
+    base = np.stack([llm.rows[c].values for c in cids])
+    return cids, base, rng
+
+
+def test_unmatched_ids_both_directions_and_too_few_pairs(tmp_path):
+    cids, base, rng = _judges_and_run(tmp_path)
+    vals = np.clip(base + rng.integers(-1, 2, base.shape), 1, 5)
+    vals[:, METRICS.index("Depth")] = np.nan
+    vals[:2, METRICS.index("Depth")] = [3, 4]  # Depth: only 2 paired values
+    rows = sheet_rows(cids[:10], vals[:10], "r1") + sheet_rows(["ghost-1"], vals[:1], "r1")
+    sheet = write_sheet(tmp_path / "j.csv", rows)
+    problems = Problems()
+    res = compute([sheet], [tmp_path / "runs" / "r1"], n_boot=50, problems=problems)
+    text = lines_of(problems)
+    assert f"{sheet}:12: column 'conversation_id': ghost-1 has no LLM score; left out" in text
+    assert "2 of 12 LLM-scored conversations have no human rating" in text
+    assert "Depth: fewer than 3 paired values (n=2); correlations left out" in text
+    g = res.groups[0]
+    assert g.correlations["Depth"].n == 2 and math.isnan(g.correlations["Depth"].coefs["pearson"].value)
+    assert g.correlations["Clarity"].n == 10 and math.isfinite(g.correlations["Clarity"].coefs["pearson"].value)
+    assert res.computed
+
+
+def test_constant_metric_is_reported_not_fatal(tmp_path):
+    cids, base, rng = _judges_and_run(tmp_path)
+    vals = base.copy()
+    vals[:, 0] = 3
+    sheet = write_sheet(tmp_path / "j.csv", sheet_rows(cids, vals, "r1"))
+    problems = Problems()
+    res = compute([sheet], [tmp_path / "runs" / "r1"], n_boot=50, problems=problems)
+    assert "Clarity: human scores are constant (all 3); correlation undefined; correlations left out" in lines_of(problems)
+    assert res.groups[0].correlations["Truthfulness"].coefs["pearson"].value == pytest.approx(1.0)
+
+
+def test_read_table_errors_are_input_errors(tmp_path):
+    p = tmp_path / "bin.csv"
+    p.write_bytes(b"\xff\xfe\x00garbage")
+    with pytest.raises(AlignInputError, match="not UTF-8"):
+        read_human_file(p, Problems())
+
+
+def test_judge_coverage_and_spreadsheet_hint(tmp_path):
+    cids, base, rng = _judges_and_run(tmp_path)
+    a = write_sheet(tmp_path / "a.csv", sheet_rows(cids, base, "r1"))
+    b = write_sheet(tmp_path / "b.csv", sheet_rows(cids[:9], base[:9], "r1"))
+    x = tmp_path / "c.xlsx"
+    x.write_bytes(b"PK\x03\x04")
+    problems = Problems()
+    res = compute([a, b, x], [tmp_path / "runs" / "r1"], n_boot=0, problems=problems)
+    text = lines_of(problems)
+    assert f"{b}: judge 'b' has no row for 3 of the 12 conversations the other judges rated; counted as blank" in text
+    assert f"{x}: spreadsheet files are not read; save the sheet as CSV" in text
+    assert res.groups[0].agreement["Clarity"].n_units == 9
+
+
+def test_problem_lines_are_single_lines_and_duplicate_llm_sources(tmp_path):
+    p = tmp_path / "j.csv"
+    p.write_text('conversation_id,clarity\nc1,"4\nor 5"\n')
+    problems = Problems()
+    read_human_file(p, problems)
+    [line] = [x.message for x in problems if x.kind == "bad value"]
+    assert all("\n" not in x for x in problems.lines())
+    assert "\n" not in line and line.startswith(f"{p}:2: column 'clarity': '4\\nor 5' is not a number")
+    make_run(tmp_path / "runs", "r1", ["t1"])
+    problems = Problems()
+    llm = read_llm_scores([tmp_path / "runs" / "r1", tmp_path / "runs" / "r1" / "scores.jsonl"], problems)
+    assert len(llm.rows) == 1
+    assert "conversation_id r1-t1 already scored at" in lines_of(problems)
+
+
+def test_missing_rubric_file_still_gives_a_companion(tmp_path):
+    from wikihowagent.alignment.export import export_sheet
+
+    make_run(tmp_path / "runs", "r1", ["t1", "t2"])
+    problems = Problems()
+    sel, sheet, page = export_sheet([tmp_path / "runs" / "r1"], tmp_path / "s.csv", problems, n=1,
+                                    rubrics_path=tmp_path / "nope.json")
+    assert "cannot read the rubrics" in lines_of(problems)
+    assert "Naturalness" in page.read_text()

@@ -1,0 +1,539 @@
+"""wikihowagent.backends: spec resolution, Ollama/OpenAI-compatible backends against fake local servers,
+the embedded model's file assembly, and (marked slow) the real embedded llama.cpp server.
+
+All network traffic stays on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from wikihowagent.backends import (
+    BackendError,
+    ResolvedSpec,
+    check_backend,
+    make_chat_model,
+    resolve_spec,
+    shutdown_local_servers,
+)
+from wikihowagent.backends import factory, model_files
+from wikihowagent.config import LocalModelSettings, ModelSettings
+
+SECRET = "sk-test-SECRET-0123456789"
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch):
+    for var in ("OLLAMA_HOST", "OPENAI_API_KEY", "OPENAI_BASE_URL", "WIKIHOWAGENT_LLAMA_LOG"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(factory, "_backoff", lambda attempt: 0.0)
+
+
+def one_line(exc: BaseException) -> str:
+    text = str(exc)
+    assert "\n" not in text and text.strip() == text and text
+    return text
+
+
+def closed_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+# --------------------------------------------------------------------------- fake servers
+
+
+class FakeServer:
+    """A tiny threaded HTTP server on 127.0.0.1; `routes` maps (method, path) -> handler(req) -> (status, body, ctype)."""
+
+    def __init__(self, routes):
+        self.routes = routes
+        self.requests: list[dict] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *a):  # keep pytest output clean
+                pass
+
+            def _handle(self, method):
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                req = {"method": method, "path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
+                       "json": json.loads(raw) if raw else None}
+                outer.requests.append(req)
+                fn = outer.routes.get((method, self.path.split("?")[0]))
+                status, body, ctype = fn(req) if fn else (404, {"error": "not found"}, "application/json")
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self._handle("GET")
+
+            def do_POST(self):
+                self._handle("POST")
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def ollama_routes(tags=("openchat:7b", "llama3:8b"), fail_first_chat: int = 0):
+    state = {"fails": fail_first_chat}
+
+    def api_tags(req):
+        return 200, {"models": [{"name": t, "model": t, "size": 1} for t in tags]}, "application/json"
+
+    def api_chat(req):
+        if state["fails"] > 0:
+            state["fails"] -= 1
+            return 503, {"error": "server busy"}, "application/json"
+        model = req["json"]["model"]
+        base = {"model": model, "created_at": "2026-01-01T00:00:00Z"}
+        if req["json"].get("stream", True):
+            lines = [
+                {**base, "message": {"role": "assistant", "content": "Hello"}, "done": False},
+                {**base, "message": {"role": "assistant", "content": " learner"}, "done": False},
+                {**base, "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop",
+                 "total_duration": 1000, "prompt_eval_count": 11, "eval_count": 5},
+            ]
+            return 200, "".join(json.dumps(x) + "\n" for x in lines).encode(), "application/x-ndjson"
+        return 200, {**base, "message": {"role": "assistant", "content": "Hello learner"}, "done": True,
+                     "done_reason": "stop", "prompt_eval_count": 11, "eval_count": 5}, "application/json"
+
+    return {("GET", "/api/tags"): api_tags, ("POST", "/api/chat"): api_chat}
+
+
+def openai_routes(models=("test-model",), reply="Hi there", status_models=200):
+    def list_models(req):
+        if status_models != 200:
+            return status_models, {"error": {"message": "nope"}}, "application/json"
+        return 200, {"object": "list", "data": [{"id": m, "object": "model", "created": 0, "owned_by": "me"} for m in models]}, "application/json"
+
+    def chat(req):
+        body = req["json"]
+        return 200, {
+            "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+        }, "application/json"
+
+    return {("GET", "/v1/models"): list_models, ("POST", "/v1/chat/completions"): chat}
+
+
+@pytest.fixture
+def fake():
+    servers = []
+
+    def start(routes):
+        s = FakeServer(routes)
+        servers.append(s)
+        return s
+
+    yield start
+    for s in servers:
+        s.close()
+
+
+# --------------------------------------------------------------------------- resolution
+
+
+@pytest.mark.parametrize(
+    "spec,provider,model",
+    [
+        ("local", "local", model_files.MODEL_NAME),
+        ("local:" + model_files.MODEL_NAME, "local", model_files.MODEL_NAME),
+        ("openchat", "ollama", "openchat:7b"),
+        ("qwen2", "ollama", "qwen2:7b"),
+        ("deepseek", "ollama", "deepseek-llm:7b"),
+        ("gemma", "ollama", "gemma:7b"),
+        ("olmo2", "ollama", "olmo2:7b"),
+        ("llama3", "ollama", "llama3:8b"),
+        ("phi4", "ollama", "phi4:14b"),
+        ("gpt-4", "openai", "gpt-4"),
+        ("ollama:mistral:7b-instruct", "ollama", "mistral:7b-instruct"),
+        ("openai:gpt-4o-mini", "openai", "gpt-4o-mini"),
+        ("  OLLAMA:phi4:14b ", "ollama", "phi4:14b"),
+    ],
+)
+def test_resolve_shipped_aliases(spec, provider, model):
+    r = resolve_spec(spec)
+    assert (r.provider, r.model) == (provider, model)
+    assert r.spec == spec.strip()
+    assert r.canonical == f"{provider}:{model}"
+    assert r.canonical in r.display and r.spec in r.display
+    if provider == "ollama":
+        assert r.base_url == "http://127.0.0.1:11434"
+    else:
+        assert r.base_url is None
+
+
+def test_builtin_aliases_match_the_shipped_file():
+    shipped = factory.load_aliases(None).aliases
+    assert shipped == factory.BUILTIN_ALIASES
+
+
+def test_missing_default_alias_file_falls_back(monkeypatch, tmp_path):
+    monkeypatch.setattr(factory, "default_aliases_path", lambda: tmp_path / "nope.yaml")
+    assert resolve_spec("openchat").model == "openchat:7b"
+
+
+def test_custom_alias_file(tmp_path):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "tiny.gguf").write_bytes(b"GGUF")
+    f = tmp_path / "models.yaml"
+    f.write_text(
+        "aliases:\n"
+        "  teacher: ollama:qwen2:7b\n"
+        "  t2: teacher\n"
+        "  vllm: {spec: 'openai:meta/llama', base_url: 'http://127.0.0.1:9/v1'}\n"
+        "local_models:\n"
+        "  tiny: m/tiny.gguf\n"
+    )
+    assert resolve_spec("t2", f).model == "qwen2:7b"
+    v = resolve_spec("vllm", f)
+    assert (v.provider, v.model, v.base_url) == ("openai", "meta/llama", "http://127.0.0.1:9/v1")
+    t = resolve_spec("local:tiny", f)
+    assert t.provider == "local" and t.path == str(tmp_path / "m" / "tiny.gguf")
+    with pytest.raises(BackendError) as ei:
+        resolve_spec("openchat", f)  # not in this file
+    assert "teacher" in one_line(ei.value)
+
+
+def test_alias_file_errors(tmp_path):
+    loop = tmp_path / "loop.yaml"
+    loop.write_text("aliases:\n  a: b\n  b: a\n")
+    with pytest.raises(BackendError, match="alias loop"):
+        resolve_spec("a", loop)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("aliases: [unclosed\n")
+    with pytest.raises(BackendError) as ei:
+        resolve_spec("local", bad)
+    assert "invalid YAML" in one_line(ei.value)
+    with pytest.raises(BackendError, match="not found"):
+        resolve_spec("local", tmp_path / "missing.yaml")
+
+
+@pytest.mark.parametrize("spec", ["gpt4all", "foo:bar", "ollama:", "openai:", "", "local:nope"])
+def test_unknown_spec(spec):
+    with pytest.raises(BackendError) as ei:
+        resolve_spec(spec)
+    msg = one_line(ei.value)
+    if spec != "local:nope":
+        assert "ollama:<tag>" in msg and "openai:<model>" in msg and "local" in msg
+        assert "openchat" in msg and "phi4" in msg and "gpt-4" in msg
+    else:
+        assert model_files.MODEL_NAME in msg
+
+
+def test_unknown_provider_suggests_ollama():
+    with pytest.raises(BackendError) as ei:
+        resolve_spec("openchat:7b")
+    assert "did you mean ollama:openchat:7b" in one_line(ei.value)
+
+
+@pytest.mark.parametrize(
+    "value,expected",
+    [
+        ("", "http://127.0.0.1:11434"),
+        ("127.0.0.1", "http://127.0.0.1:11434"),
+        ("0.0.0.0:1234", "http://127.0.0.1:1234"),
+        ("http://gpu-box:8080", "http://gpu-box:8080"),
+        ("https://ollama.example.org", "https://ollama.example.org:443"),
+        (":5000", "http://127.0.0.1:5000"),
+    ],
+)
+def test_ollama_host_forms(monkeypatch, value, expected):
+    monkeypatch.setenv("OLLAMA_HOST", value)
+    assert factory.normalize_ollama_host() == expected
+    assert resolve_spec("openchat").base_url == expected
+
+
+def test_key_never_in_resolved_spec(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    for spec in ("gpt-4", "openai:gpt-4o", "openchat", "local"):
+        r = resolve_spec(spec)
+        for text in (repr(r), str(r), r.model_dump_json(), json.dumps(r.model_dump()), r.display):
+            assert SECRET not in text
+    model = make_chat_model("gpt-4", ModelSettings(), LocalModelSettings())
+    assert SECRET not in repr(model)
+
+
+def test_import_has_no_side_effects():
+    code = (
+        "import sys, wikihowagent.backends as b\n"
+        "heavy = [m for m in ('xllamacpp', 'langchain_openai', 'langchain_ollama') if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+        "assert 'wikihowagent.backends.local' not in sys.modules\n"
+        "b.shutdown_local_servers()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, timeout=30)
+
+
+# --------------------------------------------------------------------------- Ollama
+
+
+def test_ollama_chat_against_fake_server(fake):
+    srv = fake(ollama_routes())
+    r = resolve_spec("openchat")
+    check_backend(r, base_url=srv.url)
+    settings = ModelSettings(temperature=0.0, seed=7, max_tokens=99, timeout_s=5, max_retries=0)
+    model = make_chat_model("openchat", settings, LocalModelSettings(), base_url=srv.url)
+    msg = model.invoke("Teach me to boil an egg.")
+    assert msg.content == "Hello learner"
+    assert msg.usage_metadata["input_tokens"] == 11 and msg.usage_metadata["output_tokens"] == 5
+    body = [q for q in srv.requests if q["path"] == "/api/chat"][-1]["json"]
+    assert body["model"] == "openchat:7b"
+    assert body["options"]["temperature"] == 0.0 and body["options"]["seed"] == 7 and body["options"]["num_predict"] == 99
+    out = asyncio.run(model.abatch(["a", "b"]))
+    assert [m.content for m in out] == ["Hello learner"] * 2
+    assert hasattr(model, "with_structured_output")
+
+
+def test_ollama_host_env_is_honoured(fake, monkeypatch):
+    srv = fake(ollama_routes())
+    monkeypatch.setenv("OLLAMA_HOST", srv.url.removeprefix("http://"))
+    r = resolve_spec("llama3")
+    assert r.base_url == srv.url
+    check_backend(r)
+    model = make_chat_model("llama3", ModelSettings(max_retries=0), LocalModelSettings())
+    assert asyncio.run(model.ainvoke("hi")).usage_metadata["total_tokens"] == 16
+
+
+def test_ollama_retries_server_errors(fake):
+    srv = fake(ollama_routes(fail_first_chat=1))
+    model = make_chat_model("openchat", ModelSettings(max_retries=1), LocalModelSettings(), base_url=srv.url)
+    assert model.invoke("hi").content == "Hello learner"
+    assert sum(q["path"] == "/api/chat" for q in srv.requests) == 2
+    srv2 = fake(ollama_routes(fail_first_chat=5))
+    model = make_chat_model("openchat", ModelSettings(max_retries=1), LocalModelSettings(), base_url=srv2.url)
+    with pytest.raises(Exception):
+        asyncio.run(model.ainvoke("hi"))
+    assert sum(q["path"] == "/api/chat" for q in srv2.requests) == 2
+
+
+def test_ollama_unreachable_is_one_line():
+    url = f"http://127.0.0.1:{closed_port()}"
+    with pytest.raises(BackendError) as ei:
+        check_backend(resolve_spec("openchat"), base_url=url)
+    msg = one_line(ei.value)
+    assert "not reachable" in msg and url in msg
+    assert "ollama serve" in msg and "ollama pull openchat:7b" in msg and "--teacher local" in msg
+    assert "'openchat' = ollama:openchat:7b" in msg
+
+
+def test_ollama_model_not_pulled(fake):
+    srv = fake(ollama_routes(tags=("openchat:7b",)))
+    with pytest.raises(BackendError) as ei:
+        check_backend(resolve_spec("phi4"), base_url=srv.url)
+    assert "ollama pull phi4:14b" in one_line(ei.value)
+    srv2 = fake(ollama_routes(tags=("mistral:latest",)))
+    check_backend(resolve_spec("ollama:mistral"), base_url=srv2.url)  # untagged = :latest
+
+
+# --------------------------------------------------------------------------- OpenAI-compatible
+
+
+def test_openai_compatible_base_url_override(fake):
+    srv = fake(openai_routes())
+    base = srv.url + "/v1"
+    r = resolve_spec("openai:test-model")
+    check_backend(r, base_url=base)  # no key needed for a custom server
+    settings = ModelSettings(temperature=0.0, seed=3, max_tokens=21, timeout_s=5, max_retries=0)
+    model = make_chat_model("openai:test-model", settings, LocalModelSettings(), base_url=base)
+    msg = model.invoke("hello")
+    assert msg.content == "Hi there"
+    assert msg.usage_metadata["input_tokens"] == 7 and msg.usage_metadata["output_tokens"] == 3
+    req = [q for q in srv.requests if q["path"] == "/v1/chat/completions"][-1]
+    assert req["json"]["seed"] == 3 and req["json"]["temperature"] == 0.0
+    assert req["json"].get("max_tokens", req["json"].get("max_completion_tokens")) == 21
+    assert req["headers"]["authorization"] == "Bearer EMPTY"
+
+
+def test_openai_base_url_env_and_key(fake, monkeypatch):
+    srv = fake(openai_routes())
+    monkeypatch.setenv("OPENAI_BASE_URL", srv.url + "/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    r = resolve_spec("openai:test-model")
+    assert r.base_url == srv.url + "/v1"
+    check_backend(r)
+    msg = asyncio.run(make_chat_model("openai:test-model", ModelSettings(max_retries=0), LocalModelSettings()).ainvoke("x"))
+    assert msg.usage_metadata["total_tokens"] == 10
+    assert all(q["headers"].get("authorization") == f"Bearer {SECRET}" for q in srv.requests)
+
+
+def test_openai_missing_key():
+    r = resolve_spec("gpt-4")
+    with pytest.raises(BackendError) as ei:
+        check_backend(r)
+    msg = one_line(ei.value)
+    assert "OPENAI_API_KEY" in msg and "gpt-4" in msg
+    with pytest.raises(BackendError) as ei:
+        make_chat_model("gpt-4", ModelSettings(), LocalModelSettings())
+    assert "OPENAI_API_KEY" in one_line(ei.value)
+
+
+def test_openai_compatible_unreachable_and_wrong_model(fake):
+    base = f"http://127.0.0.1:{closed_port()}/v1"
+    with pytest.raises(BackendError) as ei:
+        check_backend(resolve_spec("openai:test-model"), base_url=base)
+    msg = one_line(ei.value)
+    assert "not reachable" in msg and base in msg
+    srv = fake(openai_routes(models=("other-model",)))
+    with pytest.raises(BackendError) as ei:
+        check_backend(resolve_spec("openai:test-model"), base_url=srv.url + "/v1")
+    assert "other-model" in one_line(ei.value)
+    srv401 = fake(openai_routes(status_models=401))
+    with pytest.raises(BackendError) as ei:
+        check_backend(resolve_spec("openai:test-model"), base_url=srv401.url + "/v1")
+    assert "API key" in one_line(ei.value)
+
+
+# --------------------------------------------------------------------------- model file
+
+
+@pytest.fixture
+def fake_chunks(tmp_path, monkeypatch):
+    """Three fake chunk packages on sys.path + pinned size/hash patched to match them."""
+    root = tmp_path / "site"
+    chunks = [os.urandom(1000 + 37 * i) for i in range(3)]
+    for n, data in enumerate(chunks, 1):
+        pkg = root / f"fakechunk_part{n}"
+        (pkg / "data").mkdir(parents=True)
+        (pkg / "__init__.py").write_text("")
+        (pkg / "data" / f"part{n:02d}.bin").write_bytes(data)
+    monkeypatch.syspath_prepend(str(root))
+    blob = b"".join(chunks)
+    monkeypatch.setattr(model_files, "N_CHUNKS", 3)
+    monkeypatch.setattr(model_files, "CHUNK_MODULE", "fakechunk_part{n}")
+    monkeypatch.setattr(model_files, "CHUNK_DIST", "fakechunk-part{n}")
+    monkeypatch.setattr(model_files, "MODEL_SIZE", len(blob))
+    monkeypatch.setattr(model_files, "MODEL_SHA256", hashlib.sha256(blob).hexdigest())
+    monkeypatch.setenv("WIKIHOWAGENT_HOME", str(tmp_path / "home"))
+    return blob
+
+
+def test_assemble_verify_and_stamp(fake_chunks, tmp_path, monkeypatch):
+    path = model_files.ensure_local_model()
+    assert path == tmp_path / "home" / "models" / model_files.MODEL_FILENAME
+    assert path.read_bytes() == fake_chunks
+    assert [p.name for p in path.parent.iterdir() if "partial" in p.name] == []
+    check_backend(resolve_spec("local"))  # verified file: ok
+
+    calls = []
+    real_sha = model_files.sha256_file
+    monkeypatch.setattr(model_files, "sha256_file", lambda p, progress=None: calls.append(p) or real_sha(p))
+    monkeypatch.setattr(model_files, "assemble", lambda *a, **k: pytest.fail("re-assembled"))
+    assert model_files.ensure_local_model() == path
+    assert calls == []  # the stamp avoids rehashing
+    os.utime(path, ns=(1, 1))  # the file changed (mtime): hash again, once
+    assert model_files.ensure_local_model() == path
+    assert len(calls) == 1
+    assert model_files.ensure_local_model() == path
+    assert len(calls) == 1
+
+
+def test_corrupt_cached_file_is_rebuilt(fake_chunks):
+    path = model_files.ensure_local_model()
+    path.write_bytes(b"x" * len(fake_chunks))  # same size, wrong bytes, new mtime
+    assert model_files.ensure_local_model().read_bytes() == fake_chunks
+
+
+def test_sha_mismatch(fake_chunks, monkeypatch):
+    monkeypatch.setattr(model_files, "MODEL_SHA256", "0" * 64)
+    with pytest.raises(BackendError) as ei:
+        model_files.ensure_local_model()
+    msg = one_line(ei.value)
+    assert "sha256" in msg and "pip install" in msg
+    assert not model_files.model_path().exists()
+
+
+def test_missing_chunk_package(fake_chunks, monkeypatch):
+    monkeypatch.setattr(model_files, "N_CHUNKS", 4)
+    with pytest.raises(BackendError) as ei:
+        model_files.ensure_local_model()
+    msg = one_line(ei.value)
+    assert "fakechunk-part4" in msg and "make install" in msg and "pip install" in msg
+    with pytest.raises(BackendError):
+        check_backend(resolve_spec("local"))
+
+
+def test_missing_local_gguf_path(tmp_path):
+    with pytest.raises(BackendError, match="not found"):
+        check_backend(resolve_spec(f"local:{tmp_path}/none.gguf"))
+
+
+# --------------------------------------------------------------------------- local wiring (no real model)
+
+
+def test_local_model_wiring_with_fake_server(fake, monkeypatch, tmp_path):
+    from wikihowagent.backends import local
+
+    srv = fake(openai_routes(models=(model_files.MODEL_NAME,)))
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    started = []
+    monkeypatch.setattr(local, "ensure_local_model", lambda: gguf)
+    monkeypatch.setattr(local, "_start", lambda *a: started.append(a) or (object(), srv.url, 0.01))
+    try:
+        settings = ModelSettings(max_tokens=512, seed=9, temperature=0.0, max_retries=0)
+        lset = LocalModelSettings(max_tokens=40, n_parallel=2, n_threads=0, n_ctx=2048)
+        teacher = make_chat_model("local", settings, lset)
+        learner = make_chat_model("local", settings, lset)
+        assert len(started) == 1  # one server shared by the roles
+        _, alias, n_ctx, n_parallel, n_threads = started[0]
+        assert (alias, n_ctx, n_parallel) == (model_files.MODEL_NAME, 2048, 2) and n_threads >= 1
+        msg = teacher.invoke("hi")
+        assert msg.usage_metadata["output_tokens"] == 3
+        asyncio.run(learner.abatch(["a", "b"]))
+        body = [q for q in srv.requests if q["path"] == "/v1/chat/completions"][0]["json"]
+        assert body["cache_prompt"] is False and body["seed"] == 9 and body["temperature"] == 0.0
+        assert body.get("max_tokens", body.get("max_completion_tokens")) == 40  # min(model, local)
+        assert local.running_servers()
+    finally:
+        shutdown_local_servers()
+    assert local.running_servers() == []
+    shutdown_local_servers()  # idempotent
+
+
+# --------------------------------------------------------------------------- the real embedded model
+
+
+@pytest.mark.slow
+def test_real_embedded_server_replies():
+    from wikihowagent.backends import local
+
+    try:
+        model = make_chat_model("local", ModelSettings(max_tokens=16), LocalModelSettings(n_parallel=1, n_ctx=1024))
+        msg = model.invoke("Reply with one short greeting.")
+        assert isinstance(msg.content, str) and msg.content.strip()
+        assert "<|im_start|>" not in msg.content  # the GGUF's chat template was applied
+        u = msg.usage_metadata
+        assert u and 0 < u["output_tokens"] <= 16 and u["input_tokens"] > 5
+    finally:
+        shutdown_local_servers()
+    assert local.running_servers() == []

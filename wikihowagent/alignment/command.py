@@ -1,0 +1,131 @@
+"""Typer command functions of the alignment study, registered by `wikihowagent.cli`:
+
+    app_annotate.command("export")(annotate_export)   # wikihowagent annotate export
+    app.command("align")(align)                       # wikihowagent align
+
+Only typer/pathlib are imported here; numpy, scipy, matplotlib, krippendorff and sklearn are imported when
+a command runs, so `wikihowagent --help` stays fast.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+
+def annotate_export(
+    run_dirs: Annotated[
+        Optional[list[Path]],
+        typer.Argument(metavar="[RUN_DIR]...", help="Evaluated run directories (or the paper's run .json files). Default: every "
+                            "evaluated run under --runs-dir.", show_default=False),
+    ] = None,
+    top: Annotated[Optional[int], typer.Option("--top", metavar="N", help="The N tutorials with the highest mean LLM rubric score "
+                                                             "(the paper: 25). Default mode.")] = None,
+    bottom: Annotated[Optional[int], typer.Option("--bottom", metavar="N", help="The N tutorials with the lowest mean score.")] = None,
+    random_n: Annotated[Optional[int], typer.Option("--random", metavar="N", help="N tutorials drawn at random (see --seed).")] = None,
+    seed: Annotated[int, typer.Option(help="Seed for --random.")] = 0,
+    out: Annotated[Path, typer.Option("--out", "-o", metavar="CSV", help="The annotation sheet (CSV); its companion page is written "
+                                                          "beside it with the suffix .html.")] = Path("annotation_sheet.csv"),
+    in_all_runs: Annotated[bool, typer.Option("--in-all-runs", help="Only tutorials with a scored conversation "
+                                                                    "in every given run.")] = False,
+    runs_dir: Annotated[Path, typer.Option(help="Where to look for runs when no RUN_DIR is given.")] = Path("runs"),
+    rubrics: Annotated[Optional[Path], typer.Option(help="Rubric file (default: the bundled data/rubrics.json).",
+                                                    show_default=False)] = None,
+    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing sheet.")] = False,
+) -> None:
+    """Select tutorials for human annotation; write an annotation sheet (CSV) and an HTML guide.
+
+    Tutorials are ranked by the mean LLM rubric score of their conversations across the runs (the paper: top 25). The sheet has one row per conversation in the paper's layout (conversation_id, filename = run, title, the 8 metric columns, comment, tutorial_id); the HTML page beside it shows the rubric, each tutorial and its conversations.
+
+    Give each judge a copy; read the filled copies back with: wikihowagent align -H judge1.csv -H judge2.csv
+    """
+    from rich.console import Console
+
+    from .common import AlignInputError, Problems
+    from .export import default_run_paths, export_sheet
+
+    modes = [(m, n) for m, n in (("top", top), ("bottom", bottom), ("random", random_n)) if n is not None]
+    if len(modes) > 1:
+        raise typer.BadParameter("use only one of --top, --bottom, --random")
+    mode, n = modes[0] if modes else ("top", 25)
+    problems = Problems()
+    console = Console(stderr=True)
+    try:
+        paths = list(run_dirs) if run_dirs else default_run_paths(runs_dir)
+        sel, sheet, companion = export_sheet(paths, out, problems, mode=mode, n=n, seed=seed,
+                                             in_all_runs=in_all_runs, rubrics_path=rubrics, force=force)
+    except AlignInputError as exc:
+        problems.echo(limit=40)
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    problems.echo(limit=40)
+    how = f"{mode} {n}" + (f", seed {seed}" if mode == "random" else "")
+    Console().print(
+        f"Selected {len(sel.tutorials)} of {sel.qualifying} tutorials ({how}) from {len(sel.runs)} run(s): "
+        f"{len(sel.conversations)} conversations.\n  sheet:     {sheet}\n  companion: {companion}",
+        highlight=False,
+    )
+
+
+def align(
+    human: Annotated[
+        list[Path],
+        typer.Option("--human", "-H", metavar="FILE", help="A human annotation file: one per judge (conversation_id + metric columns, "
+                                           "any case), or one file with an annotator column. Repeatable."),
+    ],
+    scores: Annotated[
+        Optional[list[Path]],
+        typer.Option("--scores", "-s", metavar="PATH", help="LLM judge scores: a run directory, a directory of runs, a scores.jsonl, a "
+                                            "wide CSV (the annotation layout) or a paper run .json. Repeatable. "
+                                            "Default: the runs under --runs-dir named in the sheets' filename column.",
+                     show_default=False),
+    ] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="DIR", help="Output directory (default: RUNS_DIR/alignment).",
+                                                show_default=False)] = None,
+    by: Annotated[Optional[str], typer.Option("--by", metavar="run|model|domain", help="Also per group: run, model or domain.",
+                                              show_default=False)] = None,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples for the 95 % CIs (0 = none).")] = 2000,
+    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
+    runs_dir: Annotated[Path, typer.Option(help="Where runs live (default --scores and --out).")] = Path("runs"),
+    figures: Annotated[bool, typer.Option("--figures/--no-figures", help="Write the PNG figures.")] = True,
+) -> None:
+    """Measure how well the LLM judge agrees with human judges (paper §3.2, §5.3).
+
+    Per metric and for the per-conversation mean of the metrics: Pearson r, Spearman ρ, Kendall τ with p-values, stars (* p<0.05, ** p<0.01) and bootstrap 95 % CIs; human vs LLM means and stds; with two or more judges, their agreement (Krippendorff's α, quadratic Cohen's κ, Pearson).
+
+    Writes CSV, Markdown and PNG figures to --out, all or nothing. What was left out (bad cells, unmatched ids, too few pairs) is listed on stderr and in problems.txt.
+    """
+    from rich.console import Console
+
+    from .report import BY_CHOICES, compute, render, write_outputs
+
+    if by is not None and by not in BY_CHOICES:
+        raise typer.BadParameter(f"must be one of: {', '.join(BY_CHOICES)}", param_hint="--by")
+    if bootstrap < 0:
+        raise typer.BadParameter("must be >= 0", param_hint="--bootstrap")
+    from .common import Problems
+
+    if out is not None and out.exists() and not out.is_dir():
+        raise typer.BadParameter(f"{out} exists and is not a directory", param_hint="--out")
+    t0 = time.perf_counter()
+    problems = Problems()
+    res = compute(list(human), list(scores or []), by=by, n_boot=bootstrap, seed=seed, problems=problems,
+                  runs_dir=runs_dir)
+    err = Console(stderr=True)
+    if not res.computed:
+        problems.echo(limit=200)
+        err.print("[red]error:[/red] nothing could be computed (see the warnings above); no output written",
+                  highlight=False)
+        raise typer.Exit(1)
+    out_dir = out or runs_dir / "alignment"
+    written = write_outputs(res, out_dir, list(human), figures=figures)
+    problems.echo(limit=40)
+    if not res.any_correlation:
+        err.print("[yellow]warning:[/yellow] no human–LLM correlation could be computed (only inter-annotator "
+                  "agreement); check --scores", highlight=False)
+    console = Console()
+    render(res, console)
+    console.print(f"Wrote {len(written)} files to {out_dir} in {time.perf_counter() - t0:.1f} s", highlight=False)

@@ -1,0 +1,426 @@
+"""The `align` pipeline: read human and LLM scores, compute, render and write the results.
+
+Definitions:
+- human score of a conversation and metric = mean of the judges' available scores (blanks ignored); the
+  number of judges behind each mean is kept (`paired_scores.csv`, `descriptives.csv`);
+- `Overall` = per conversation, the mean of the metrics available on *both* sides (human mean and LLM
+  score present), computed separately for the human and the LLM side, so both means cover the same metrics;
+- a metric is correlated over the conversations that have both a human and an LLM score for it; fewer
+  than 3 such pairs -> left out (reported);
+- with `by`, everything is also computed per run / model / domain of the conversation (taken from the LLM
+  scores); inter-annotator agreement for the whole set uses every human-rated conversation.
+"""
+
+from __future__ import annotations
+
+import math
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .annotations import JudgeRatings, average_judges, human_matrix, read_human_files
+from .common import METRICS, OVERALL, AlignInputError, Problems, StagedOutput, csv_text, md_table, stars
+from .sources import LLMScores, discover_runs, llm_matrix, read_llm_scores, run_name
+from .stats import COEF_LABEL, COEFFICIENTS, Agreement, CorrelationResult, Descriptives, agreement, correlate, describe
+
+BY_CHOICES = ("run", "model", "domain")
+ALL = "all"
+OUTPUT_FILES = (
+    "correlations.csv",
+    "correlations.md",
+    "descriptives.csv",
+    "agreement.csv",
+    "agreement_pairs.csv",
+    "paired_scores.csv",
+    "problems.txt",
+    "figures/score_distributions.png",
+    "figures/correlation_heatmap.png",
+    *(f"figures/correlation_heatmap_by_{b}.png" for b in BY_CHOICES),
+)
+ROW_NAMES = [*METRICS, OVERALL]
+
+
+@dataclass
+class GroupResult:
+    group: str
+    mask: np.ndarray  # over the human conversation ids
+    correlations: dict[str, CorrelationResult] = field(default_factory=dict)
+    descriptives: dict[str, Descriptives] = field(default_factory=dict)
+    judges_mean: dict[str, float] = field(default_factory=dict)
+    agreement: dict[str, Agreement] = field(default_factory=dict)
+
+
+@dataclass
+class AlignResult:
+    judges: list[JudgeRatings]
+    llm: LLMScores
+    ids: list[str]
+    H: np.ndarray  # judges x conversations x metrics
+    human: np.ndarray  # conversations x (metrics + Overall)
+    human_counts: np.ndarray  # conversations x metrics: judges behind each mean
+    model: np.ndarray  # conversations x (metrics + Overall) LLM scores (NaN = none)
+    matched: np.ndarray
+    groups: list[GroupResult]
+    by: str | None
+    n_boot: int
+    seed: int
+    problems: Problems
+
+    @property
+    def computed(self) -> bool:
+        """Anything at all to report (a correlation or an agreement statistic)."""
+        for g in self.groups:
+            for c in g.correlations.values():
+                if any(math.isfinite(v.value) for v in c.coefs.values()):
+                    return True
+            for a in g.agreement.values():
+                if math.isfinite(a.alpha) or any(math.isfinite(p.kappa) or math.isfinite(p.pearson) for p in a.pairs):
+                    return True
+        return False
+
+    @property
+    def any_correlation(self) -> bool:
+        return any(
+            math.isfinite(v.value) for g in self.groups for c in g.correlations.values() for v in c.coefs.values()
+        )
+
+    def group_meta(self, cid: str) -> dict[str, str]:
+        r = self.llm.rows.get(cid)
+        return {"run": r.run, "model": r.model, "domain": r.domain} if r else {"run": "", "model": "", "domain": ""}
+
+
+def overall_scores(human: np.ndarray, model: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    both = ~np.isnan(human) & ~np.isnan(model)
+    k = both.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        h = np.where(k > 0, np.where(both, human, 0).sum(1) / np.maximum(k, 1), np.nan)
+        m = np.where(k > 0, np.where(both, model, 0).sum(1) / np.maximum(k, 1), np.nan)
+    return h, m
+
+
+def default_score_paths(judges: list[JudgeRatings], runs_dir: Path, problems: Problems) -> list[Path]:
+    """Without --scores: the evaluated runs under `runs_dir` named in the sheets' `filename` column, or else
+    every evaluated run there."""
+    runs = {run_name(d): d for d in discover_runs(runs_dir)}
+    if not runs:
+        problems.add("unusable file", f"{runs_dir}: no evaluated runs found and no --scores given; "
+                                      "no LLM scores to compare with")
+        return []
+    wanted = {r for j in judges for r in j.runs.values() if r}
+    chosen = [runs[n] for n in sorted(wanted) if n in runs]
+    return chosen or list(runs.values())
+
+
+def _seed(seed: int, group: str, metric: str) -> list[int]:
+    return [seed, zlib.crc32(group.encode()), zlib.crc32(metric.encode())]
+
+
+def compute(
+    human_paths: list[Path],
+    score_paths: list[Path],
+    *,
+    by: str | None = None,
+    n_boot: int = 2000,
+    seed: int = 0,
+    problems: Problems | None = None,
+    runs_dir: Path = Path("runs"),
+) -> AlignResult:
+    problems = problems if problems is not None else Problems()
+    if by is not None and by not in BY_CHOICES:
+        raise ValueError(f"--by must be one of {', '.join(BY_CHOICES)}")
+    judges = read_human_files(human_paths, problems)
+    if not score_paths:
+        score_paths = default_score_paths(judges, runs_dir, problems)
+    try:
+        llm = read_llm_scores(score_paths, problems)
+    except AlignInputError as exc:
+        problems.add("unusable file", str(exc))
+        llm = LLMScores()
+    ids, H = human_matrix(judges)
+    human8, counts = average_judges(H) if len(judges) else (np.empty((0, 8)), np.empty((0, 8), int))
+    model8 = llm_matrix(llm, ids)
+    matched = np.fromiter((cid in llm.rows for cid in ids), dtype=bool, count=len(ids))
+
+    # -- matching problems, both directions ------------------------------------------------------------
+    if llm.sources:
+        first_loc: dict[str, str] = {}
+        for j in judges:
+            for cid, row in j.rows.items():
+                first_loc.setdefault(cid, f"{j.source}:{row}")
+        for i in np.flatnonzero(~matched):
+            cid = ids[i]
+            problems.add("no llm score", f"{first_loc[cid]}: column 'conversation_id': {cid} has no LLM score; left out")
+        human_ids = set(ids)
+        for src, src_ids in llm.by_source.items():
+            extra = [c for c in src_ids if c not in human_ids]
+            if extra:
+                listed = ", ".join(extra[:5]) + (", ..." if len(extra) > 5 else "")
+                problems.add("not annotated", f"{src}: {len(extra)} of {len(src_ids)} LLM-scored conversations have "
+                                              f"no human rating ({listed}); not used")
+    if len(judges) >= 2:
+        present = np.zeros((len(judges), len(ids)), dtype=bool)
+        index = {c: i for i, c in enumerate(ids)}
+        for a, j in enumerate(judges):
+            present[a, [index[c] for c in j.scores]] = True
+            absent = int((~present[a]).sum())
+            if absent:
+                problems.add("judge coverage", f"{j.source}: judge '{j.judge}' has no row for {absent} of the "
+                                               f"{len(ids)} conversations the other judges rated; counted as blank")
+    hum_overall, mod_overall = overall_scores(human8, model8)
+    human = np.column_stack([human8, hum_overall]) if len(ids) else np.empty((0, 9))
+    model = np.column_stack([model8, mod_overall]) if len(ids) else np.empty((0, 9))
+
+    # -- groups ------------------------------------------------------------------------------------------
+    groups = [GroupResult(ALL, np.ones(len(ids), dtype=bool))]
+    if by:
+        labels = np.array([(getattr(llm.rows[c], by) or "(none)") if m else "" for c, m in zip(ids, matched)],
+                          dtype=object)
+        for g in sorted({lab for lab in labels if lab}):
+            groups.append(GroupResult(g, labels == g))
+
+    judge_names = [j.judge for j in judges]
+    for g in groups:
+        where_g = f"{by} {g.group}: " if g.group != ALL or by else ""
+        for k, metric in enumerate(ROW_NAMES):
+            ok = g.mask & ~np.isnan(human[:, k]) & ~np.isnan(model[:, k])
+            x, y = human[ok, k], model[ok, k]
+            res = correlate(x, y, n_boot=n_boot, seed=_seed(seed, g.group, metric))
+            g.correlations[metric] = res
+            g.descriptives[metric] = describe(x, y)
+            if k < len(METRICS):
+                g.judges_mean[metric] = float(counts[ok, k].mean()) if ok.any() else math.nan
+            for note in res.notes:  # bootstrap notes are informational: in the note column, not problems
+                if note.startswith("fewer") or "undefined" in note:
+                    kind = "too few" if note.startswith("fewer") else "undefined"
+                    problems.add(kind, f"{where_g}{metric}: {note}; correlations left out")
+        if len(judges) >= 2:
+            units = g.mask if g.group != ALL else np.ones(len(ids), dtype=bool)
+            for k, metric in enumerate(METRICS):
+                ag = agreement(H[:, units, k], judge_names)
+                g.agreement[metric] = ag
+                for note in ag.notes:
+                    problems.add("agreement", f"{where_g}{metric}: inter-annotator agreement: {note}")
+                for p in ag.pairs:
+                    for note in p.notes:
+                        problems.add("agreement", f"{where_g}{metric}: {p.judge_a} vs {p.judge_b}: {note}")
+    return AlignResult(judges, llm, ids, H, human, counts, model, matched, groups, by, n_boot, seed, problems)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Tables
+
+
+def _f(v: float, nd: int = 3) -> str:
+    return "" if v is None or not math.isfinite(v) else f"{v:.{nd}f}"
+
+
+def _p(v: float) -> str:
+    if v is None or not math.isfinite(v):
+        return ""
+    return f"{v:.2e}" if v < 0.001 else f"{v:.3f}"
+
+
+def correlation_rows(res: AlignResult) -> tuple[list[str], list[list]]:
+    cols = ["by", "group", "metric", "n"]
+    for c, short in zip(COEFFICIENTS, ("r", "rho", "tau")):
+        cols += [f"{c}_{short}", f"{c}_p", f"{c}_stars", f"{c}_ci_low", f"{c}_ci_high"]
+    cols.append("note")
+    rows = []
+    for g in res.groups:
+        for metric in ROW_NAMES:
+            cr = g.correlations[metric]
+            row = [res.by if g.group != ALL else ALL, g.group, metric, cr.n]
+            for c in COEFFICIENTS:
+                v = cr.coefs[c]
+                row += [v.value, v.p, stars(v.p), v.ci_low, v.ci_high]
+            row.append("; ".join(cr.notes))
+            rows.append(row)
+    return cols, rows
+
+
+def descriptive_rows(res: AlignResult) -> tuple[list[str], list[list]]:
+    cols = ["by", "group", "metric", "n", "human_mean", "human_std", "human_median", "llm_mean", "llm_std",
+            "llm_median", "diff_mean_llm_minus_human", "share_llm_higher", "share_llm_lower", "wilcoxon_p",
+            "human_judges_per_conversation"]
+    rows = []
+    for g in res.groups:
+        for metric in ROW_NAMES:
+            d = g.descriptives[metric]
+            rows.append([res.by if g.group != ALL else ALL, g.group, metric, d.n, d.human_mean, d.human_std,
+                         d.human_median, d.llm_mean, d.llm_std, d.llm_median, d.diff_mean, d.llm_higher,
+                         d.llm_lower, d.wilcoxon_p, g.judges_mean.get(metric, math.nan)])
+    return cols, rows
+
+
+def agreement_rows(res: AlignResult) -> tuple[list[str], list[list], list[str], list[list]]:
+    cols = ["by", "group", "metric", "n_judges", "n_conversations_rated_by_2plus", "krippendorff_alpha_ordinal",
+            "cohen_kappa_quadratic_mean", "pearson_r_mean", "blank_cells", "note"]
+    pcols = ["by", "group", "metric", "judge_a", "judge_b", "n", "cohen_kappa_quadratic", "pearson_r", "pearson_p",
+             "pearson_stars", "note"]
+    rows, prows = [], []
+    for g in res.groups:
+        units = g.mask
+        for k, metric in enumerate(METRICS):
+            a = g.agreement.get(metric)
+            if a is None:
+                continue
+            by = res.by if g.group != ALL else ALL
+            blanks = int(np.isnan(res.H[:, units, k]).sum())
+            rows.append([by, g.group, metric, a.n_judges, a.n_units, a.alpha, a.kappa_mean, a.pearson_mean, blanks,
+                         "; ".join(a.notes)])
+            for p in a.pairs:
+                prows.append([by, g.group, metric, p.judge_a, p.judge_b, p.n, p.kappa, p.pearson, p.pearson_p,
+                              stars(p.pearson_p), "; ".join(p.notes)])
+    return cols, rows, pcols, prows
+
+
+def paired_rows(res: AlignResult) -> tuple[list[str], list[list]]:
+    cols = ["conversation_id", "run", "model", "domain", *(f"human_{m}" for m in ROW_NAMES),
+            *(f"judges_{m}" for m in METRICS), *(f"llm_{m}" for m in ROW_NAMES)]
+    rows = []
+    for i, cid in enumerate(res.ids):
+        meta = res.group_meta(cid)
+        rows.append([cid, meta["run"], meta["model"], meta["domain"], *res.human[i].tolist(),
+                     *res.human_counts[i].tolist(), *res.model[i].tolist()])
+    return cols, rows
+
+
+def _coef_cell(v, with_ci: bool = True) -> str:
+    if not math.isfinite(v.value):
+        return "n/a"
+    s = f"{v.value:.3f}{stars(v.p)}"
+    if with_ci and math.isfinite(v.ci_low):
+        s += f" [{v.ci_low:.2f}, {v.ci_high:.2f}]"
+    return s
+
+
+def markdown(res: AlignResult, human_paths: list[Path], score_sources: list[str]) -> str:
+    out = ["# Human alignment of the LLM judge\n"]
+    out.append(f"Human files: {', '.join(f'`{p}`' for p in human_paths)} "
+               f"({len(res.judges)} judge(s): {', '.join(j.judge for j in res.judges)}).  ")
+    out.append(f"LLM scores: {', '.join(f'`{s}`' for s in score_sources) or '(none)'}.  ")
+    out.append(f"Conversations rated by humans: {len(res.ids)}; with an LLM score: {int(res.matched.sum())}.  ")
+    out.append(f"Bootstrap: {res.n_boot} resamples of conversation pairs, seed {res.seed}; 95 % percentile CIs "
+               "in brackets. Stars: * p<0.05, ** p<0.01.\n")
+    for g in res.groups:
+        title = "All conversations" if g.group == ALL else f"{res.by}: {g.group}"
+        out.append(f"\n## {title}\n\n### Correlation human (mean of judges) vs LLM judge\n")
+        rows = []
+        for metric in ROW_NAMES:
+            cr = g.correlations[metric]
+            rows.append([metric, str(cr.n), *(_coef_cell(cr.coefs[c]) for c in COEFFICIENTS), "; ".join(cr.notes)])
+        out.append(md_table(["Metric", "n", *(COEF_LABEL[c] for c in COEFFICIENTS), "Note"], rows))
+        out.append("\n### Scores: human vs LLM (same conversations)\n")
+        rows = []
+        for metric in ROW_NAMES:
+            d = g.descriptives[metric]
+            rows.append([metric, str(d.n), f"{_f(d.human_mean, 2)} ± {_f(d.human_std, 2)}",
+                         f"{_f(d.llm_mean, 2)} ± {_f(d.llm_std, 2)}", _f(d.diff_mean, 2),
+                         _f(d.llm_higher * 100 if math.isfinite(d.llm_higher) else math.nan, 0), _p(d.wilcoxon_p)])
+        out.append(md_table(["Metric", "n", "Human mean ± sd", "LLM mean ± sd", "LLM − human", "% LLM higher",
+                             "Wilcoxon p"], rows))
+        if g.agreement:
+            out.append("\n### Agreement between the human judges\n")
+            rows = []
+            for metric in METRICS:
+                a = g.agreement[metric]
+                rows.append([metric, str(a.n_units), _f(a.alpha), _f(a.kappa_mean), _f(a.pearson_mean),
+                             "; ".join(a.notes)])
+            out.append(md_table(["Metric", "n (≥2 judges)", "Krippendorff α (ordinal)", "Cohen κ (quadratic)",
+                                 "Pearson r", "Note"], rows))
+    out.append("\n## Left out\n\n")
+    if len(res.problems):
+        counts = res.problems.counts()
+        out.append(md_table(["Problem", "Count"], [[k, str(v)] for k, v in counts.most_common()]))
+        out.append("\nEvery line is in `problems.txt`.\n")
+    else:
+        out.append("Nothing: every row and cell was used.\n")
+    return "".join(x if x.endswith("\n") else x + "\n" for x in out)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Writing
+
+
+def write_outputs(res: AlignResult, out_dir: Path, human_paths: list[Path], *, figures: bool = True) -> list[Path]:
+    """Everything into `out_dir`, complete or not at all."""
+    with StagedOutput(out_dir, owned=OUTPUT_FILES) as st:
+        cols, rows = correlation_rows(res)
+        st.write_text("correlations.csv", csv_text(cols, rows))
+        cols, rows = descriptive_rows(res)
+        st.write_text("descriptives.csv", csv_text(cols, rows))
+        if len(res.judges) >= 2:
+            cols, rows, pcols, prows = agreement_rows(res)
+            st.write_text("agreement.csv", csv_text(cols, rows))
+            st.write_text("agreement_pairs.csv", csv_text(pcols, prows))
+        cols, rows = paired_rows(res)
+        st.write_text("paired_scores.csv", csv_text(cols, rows))
+        st.write_text("correlations.md", markdown(res, human_paths, res.llm.sources))
+        st.write_text("problems.txt", "\n".join(res.problems.lines()) + "\n" if len(res.problems) else "no problems\n")
+        if figures:
+            write_figures(res, st)
+        return st.commit()
+
+
+def write_figures(res: AlignResult, st: StagedOutput) -> None:
+    from . import figures
+
+    g = res.groups[0]
+    series = []
+    for k, metric in enumerate(ROW_NAMES):
+        ok = ~np.isnan(res.human[:, k]) & ~np.isnan(res.model[:, k])
+        series.append((metric, res.human[ok, k], res.model[ok, k]))
+    figures.score_distributions(st.path("figures/score_distributions.png"), series)
+    vals = np.array([[g.correlations[m].coefs[c].value for c in COEFFICIENTS] for m in ROW_NAMES])
+    ps = np.array([[g.correlations[m].coefs[c].p for c in COEFFICIENTS] for m in ROW_NAMES])
+    labels = [f"{m} (n={g.correlations[m].n})" for m in ROW_NAMES]
+    figures.correlation_heatmap(st.path("figures/correlation_heatmap.png"), labels, vals, ps,
+                                [COEF_LABEL[c] for c in COEFFICIENTS])
+    if res.by and len(res.groups) > 1:
+        gs = res.groups[1:]
+        vals = np.array([[[g.correlations[m].coefs[c].value for g in gs] for m in ROW_NAMES] for c in COEFFICIENTS])
+        ps = np.array([[[g.correlations[m].coefs[c].p for g in gs] for m in ROW_NAMES] for c in COEFFICIENTS])
+        figures.group_heatmap(st.path(f"figures/correlation_heatmap_by_{res.by}.png"), ROW_NAMES,
+                              [g.group for g in gs], vals, ps, [COEF_LABEL[c] for c in COEFFICIENTS], res.by)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Terminal
+
+
+def render(res: AlignResult, console) -> None:
+    from rich.table import Table
+
+    multi = len(res.groups) > 1
+    t = Table(title="Human (mean of judges) vs LLM judge  (* p<0.05, ** p<0.01; CIs in correlations.md)")
+    if multi:
+        t.add_column(res.by or "group", no_wrap=True, overflow="ellipsis", max_width=24)
+    t.add_column("Metric", no_wrap=True)
+    for name in ("n", *(COEF_LABEL[c] for c in COEFFICIENTS), "Human", "LLM"):
+        t.add_column(name, justify="right", no_wrap=True)
+    for g in res.groups:
+        for metric in ROW_NAMES:
+            cr = g.correlations[metric]
+            d = g.descriptives[metric]
+            cells = [metric, str(cr.n), *(_coef_cell(cr.coefs[c], with_ci=False) for c in COEFFICIENTS),
+                     _f(d.human_mean, 2), _f(d.llm_mean, 2)]
+            t.add_row(*([g.group] if multi else []), *cells, end_section=metric == OVERALL)
+    console.print(t)
+    g = res.groups[0]
+    if g.agreement:
+        a = Table(title=f"Agreement between the {len(res.judges)} human judges")
+        for name in ("Metric", "n", "Krippendorff α (ord.)", "Cohen κ (quadr.)", "Pearson r"):
+            a.add_column(name, justify="left" if name == "Metric" else "right")
+        for metric in METRICS:
+            ag = g.agreement[metric]
+            a.add_row(metric, str(ag.n_units), _f(ag.alpha), _f(ag.kappa_mean), _f(ag.pearson_mean))
+        console.print(a)
+    if len(res.problems):
+        p = Table(title="Left out (details: problems.txt)")
+        p.add_column("Problem")
+        p.add_column("Count", justify="right")
+        for k, v in res.problems.counts().most_common():
+            p.add_row(k, str(v))
+        console.print(p)

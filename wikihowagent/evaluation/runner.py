@@ -1,0 +1,251 @@
+"""Scoring runs: stream conversations in chunks, compute the computational metrics of a chunk in one batch,
+judge its conversations concurrently, append one ScoreRecord per conversation (resumable)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wikihowagent.records import ScoreRecord
+
+from .inputs import Conversation, InputSource
+from .metrics import Scorers, computational_metrics
+
+SCORES = "scores.jsonl"
+SCORES_PAPER = "scores-paper.jsonl"
+
+
+class EvaluateError(RuntimeError):
+    """A problem that stops `evaluate`; one line."""
+
+
+@dataclass
+class EvalOptions:
+    mode: str = "default"  # "default" | "paper"
+    metrics: list[str] | None = None  # computational + rubric names; None = all
+    judge: bool = True
+    evaluator: str | None = None
+    base_url: str | None = None
+    rubrics_path: Path | None = None
+    out: Path | None = None
+    concurrency: int = 2
+    retries: int = 2
+    batch_size: int = 32  # texts per forward pass
+    chunk: int = 64  # conversations per scoring chunk (memory is flat in the number of conversations)
+
+
+@dataclass
+class SourceStats:
+    scored: int = 0
+    already: int = 0
+    failed: int = 0
+    invalid: int = 0
+    judge_failures: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def scores_path(src: InputSource, opts: EvalOptions, runs_dir: Path) -> Path:
+    fname = SCORES_PAPER if opts.mode == "paper" else SCORES
+    if opts.out is not None:
+        return Path(opts.out) / src.name / fname
+    if src.kind == "run":
+        return src.path / fname
+    return Path(runs_dir) / "rescored" / src.name / fname
+
+
+def select_metrics(spec: str | None, mode: str, rubric_names: list[str]) -> tuple[list[str], list[str]]:
+    """--metrics "BLEU,METEOR,Clarity" -> (computational, rubric); case-insensitive; groups
+    "computational" and "rubric" allowed."""
+    comp_all = computational_metrics(mode)
+    if not spec:
+        return comp_all, list(rubric_names)
+    by_key = {m.lower(): m for m in comp_all + list(rubric_names)}
+    comp: list[str] = []
+    rub: list[str] = []
+    for raw in spec.split(","):
+        key = raw.strip().lower()
+        if not key:
+            continue
+        if key in ("computational", "computed"):
+            comp += comp_all
+            continue
+        if key in ("rubric", "rubrics", "judge"):
+            rub += list(rubric_names)
+            continue
+        name = by_key.get(key)
+        if name is None:
+            valid = ", ".join(comp_all + list(rubric_names))
+            raise EvaluateError(f"--metrics: unknown metric {raw.strip()!r} in {mode} mode; valid: {valid}")
+        (rub if name in rubric_names else comp).append(name)
+    return [m for m in comp_all if m in comp], [m for m in rubric_names if m in rub]
+
+
+def _chunks(it: Iterator[Conversation], n: int) -> Iterator[list[Conversation]]:
+    buf: list[Conversation] = []
+    for c in it:
+        buf.append(c)
+        if len(buf) >= n:
+            yield buf
+            buf = []
+    if buf:
+        yield buf
+
+
+def count_records(src: InputSource) -> int | None:
+    if src.kind == "paper-json":
+        return None
+    path = src.path / "conversations.jsonl" if src.kind == "run" else src.path
+    n = 0
+    with open(path, "rb") as fh:
+        for line in fh:
+            if line.strip():
+                n += 1
+    return n
+
+
+class Evaluation:
+    """Holds what is loaded once per process: the scorers and one judge per evaluator spec."""
+
+    def __init__(self, opts: EvalOptions, comp: list[str], rubric_names: list[str], rubrics: dict[str, Any] | None,
+                 make_llm: Callable[[str], Any] | None, warn: Callable[[str], None]):
+        self.opts = opts
+        self.comp = comp
+        self.rubric_names = rubric_names if opts.judge else []
+        self.rubrics = rubrics
+        self.make_llm = make_llm
+        self.warn = warn
+        self.scorers = Scorers(opts.mode, comp, batch_size=opts.batch_size) if comp else None
+        self._judges: dict[str, Any] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def evaluator_spec(self, src: InputSource) -> str | None:
+        if not self.rubric_names:
+            return None
+        spec = self.opts.evaluator or src.evaluator or src.teacher
+        if not spec:
+            raise EvaluateError(f"{src.path}: no evaluator known for this input: pass --evaluator SPEC or --no-judge")
+        return spec
+
+    def judge_for(self, spec: str) -> Any:
+        from .judge import Judge
+
+        if spec not in self._judges:
+            assert self.make_llm is not None and self.rubrics is not None
+            llm = self.make_llm(spec)
+            self._judges[spec] = Judge(llm, self.rubrics, self.rubric_names, mode=self.opts.mode,
+                                       retries=self.opts.retries, concurrency=self.opts.concurrency)
+        return self._judges[spec]
+
+    def run_source(self, src: InputSource, out_path: Path, progress: Callable[[int], None] | None = None) -> SourceStats:
+        # One event loop for the whole process: async HTTP clients of a cached judge model are bound to
+        # the loop they were first used on (a fresh asyncio.run per run would find it closed).
+        if self._loop is None or self._loop.is_closed():
+            self._loop = asyncio.new_event_loop()
+        return self._loop.run_until_complete(self._run_source(src, out_path, progress))
+
+    def close(self) -> None:
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            self._loop.close()
+
+    async def _run_source(self, src: InputSource, out_path: Path, progress: Callable[[int], None] | None) -> SourceStats:
+        from wikihowagent.runs import JsonlAppender
+
+        from .summary import read_scores
+
+        stats = SourceStats()
+        existing = read_scores(out_path, on_error=self.warn)
+        wanted = set(self.comp) | set(self.rubric_names)
+        spec = self.evaluator_spec(src)
+        judge = None
+        stream = src.conversations(on_error=self.warn)
+        reported = 0
+
+        def advance(n: int) -> None:
+            nonlocal reported
+            reported += n
+            if progress and n:
+                progress(n)
+
+        with JsonlAppender(out_path) as sink:
+            for chunk in _chunks(stream, self.opts.chunk):
+                todo: list[tuple[Conversation, dict[str, Any] | None]] = []
+                for c in chunk:
+                    old = existing.get(c.conversation_id)
+                    if old is not None and wanted <= set(old.get("metrics") or {}):
+                        stats.already += 1
+                        continue
+                    todo.append((c, old))
+                if not todo:
+                    advance(src.n_seen - reported)
+                    continue
+                convs = [c for c, _ in todo]
+                # Only what is missing is computed (e.g. a judge pass after a --no-judge pass reuses the metrics).
+                need_comp = [i for i, (c, old) in enumerate(todo) if not set(self.comp) <= set((old or {}).get("metrics") or {})]
+                comp: list[Any] = [None] * len(convs)
+                if self.scorers and need_comp:
+                    for i, cs in zip(need_comp, self.scorers.score([convs[i] for i in need_comp])):
+                        comp[i] = cs
+                records = [self._record(src, c, old, cs, spec) for (c, old), cs in zip(todo, comp)]
+                need_judge = [i for i, (c, old) in enumerate(todo)
+                              if self.rubric_names and not set(self.rubric_names) <= set((old or {}).get("metrics") or {})]
+                judged = set(need_judge)
+                for i in range(len(todo)):
+                    if i not in judged:
+                        sink.append(records[i])
+                        stats.scored += 1
+                advance(src.n_seen - reported - len(need_judge))
+                if need_judge:
+                    if judge is None:
+                        judge = self.judge_for(spec)  # type: ignore[arg-type]
+
+                    async def one(i: int, j: Any = judge) -> tuple[int, Any]:
+                        return i, await j.judge(convs[i])
+
+                    tasks = [asyncio.ensure_future(one(i)) for i in need_judge]
+                    try:
+                        for fut in asyncio.as_completed(tasks):
+                            i, jr = await fut
+                            rec = records[i]
+                            rec.metrics.update(jr.scores)
+                            rec.judge_raw = jr.raw
+                            rec.judge_failures = jr.failures
+                            rec.notes.extend(jr.notes)
+                            sink.append(rec)
+                            stats.scored += 1
+                            stats.judge_failures += len(jr.failures)
+                            advance(1)
+                    finally:
+                        for t in tasks:
+                            t.cancel()
+                    if judge.fallback_note and judge.fallback_note not in stats.notes:
+                        stats.notes.append(judge.fallback_note)
+            advance(src.n_seen - reported)
+        stats.failed, stats.invalid = src.n_failed, src.n_invalid
+        return stats
+
+    def _record(self, src: InputSource, c: Conversation, old: dict[str, Any] | None, cs: Any, spec: str | None) -> ScoreRecord:
+        metrics: dict[str, float | None] = {}
+        raw: dict[str, list[str]] = {}
+        failures: list[str] = []
+        notes: list[str] = []
+        if old:  # keep what an earlier pass computed that this one does not recompute
+            metrics.update(old.get("metrics") or {})
+            raw.update(old.get("judge_raw") or {})
+            failures = [f for f in old.get("judge_failures") or [] if f not in self.rubric_names]
+            notes = [n for n in old.get("notes") or [] if not n.startswith("judge:")]
+        if cs is not None:
+            notes = [n for n in notes if n.startswith("judge:")]
+            metrics.update({k: (None if v is None or (isinstance(v, float) and math.isnan(v)) else v) for k, v in cs.metrics.items()})
+            notes.extend(cs.notes)
+        return ScoreRecord(
+            conversation_id=c.conversation_id, run=src.name, tutorial_id=c.tutorial_id, title=c.title,
+            domain=c.domain, teacher=c.teacher, learner=c.learner,
+            evaluator=(spec or (old or {}).get("evaluator") or "") if self.rubric_names else ((old or {}).get("evaluator") or ""),
+            mode="paper" if self.opts.mode == "paper" else "default",
+            metrics=metrics, judge_raw=raw, judge_failures=failures, notes=notes,
+        )

@@ -1,0 +1,369 @@
+"""Summaries of scores.jsonl files: the paper's Table 1 / Table 2 views, the per-domain breakdown
+(Figure 5) and figures (Figures 3/4/5). pandas and matplotlib are imported inside the functions."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .metrics import BERTSCORE, BLEU, COMPLETION, DIVERSITY, EMBEDDING_COSINE, METEOR, QUESTION, ROUGE, ROUGE1, ROUGE2, ROUGEL
+
+PERCENT_METRICS = {QUESTION, COMPLETION, DIVERSITY, BLEU, METEOR, ROUGE, ROUGE1, ROUGE2, ROUGEL, BERTSCORE, EMBEDDING_COSINE}
+# Column order: the paper's Table 1 order first, then ours.
+ORDER = [BERTSCORE, EMBEDDING_COSINE, BLEU, METEOR, ROUGE, ROUGE1, ROUGE2, ROUGEL, DIVERSITY, QUESTION, COMPLETION]
+SHORT = {QUESTION: "Question", EMBEDDING_COSINE: "Emb. Cosine"}
+
+
+@dataclass
+class RunScores:
+    name: str
+    label: str
+    path: Path
+    rows: list[dict[str, Any]] = field(default_factory=list)  # conversation_id, domain, metrics, failures, judged
+    n_failed: int | None = None  # failed conversations skipped (known when scored in this process)
+    n_invalid: int | None = None
+
+
+def read_scores(path: Path, on_error: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
+    """{conversation_id: record} of a scores.jsonl; a later line for the same id replaces an earlier one."""
+    from wikihowagent.runs import iter_jsonl
+
+    out: dict[str, dict[str, Any]] = {}
+    if not Path(path).exists():
+        return out
+    for lineno, obj in iter_jsonl(path, on_error=on_error or (lambda _m: None)):
+        cid = obj.get("conversation_id")
+        if isinstance(cid, str) and isinstance(obj.get("metrics"), dict):
+            out[cid] = obj
+        elif on_error:
+            on_error(f"{path}:{lineno}: not a score record (no conversation_id / metrics)")
+    return out
+
+
+def load_run_scores(name: str, label: str, path: Path, rubric_names: list[str], **kw: Any) -> RunScores:
+    rs = RunScores(name=name, label=label, path=path, **kw)
+    for cid, rec in read_scores(path).items():
+        metrics = rec.get("metrics") or {}
+        rs.rows.append({
+            "conversation_id": cid,
+            "domain": rec.get("domain") or "(none)",
+            "metrics": metrics,
+            "failures": list(rec.get("judge_failures") or []),
+            "judged": [n for n in rubric_names if n in metrics],
+        })
+    return rs
+
+
+def metric_columns(runs: list[RunScores], rubric_names: list[str]) -> list[str]:
+    present = {k for r in runs for row in r.rows for k in row["metrics"]}
+    cols = [m for m in ORDER if m in present]
+    cols += [m for m in rubric_names if m in present]
+    cols += sorted(present - set(cols))
+    return cols
+
+
+def _stats(values: list[float]) -> tuple[float, float, int]:
+    vals = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    n = len(vals)
+    if n == 0:
+        return math.nan, math.nan, 0
+    mean = sum(vals) / n
+    std = math.sqrt(sum((v - mean) ** 2 for v in vals) / (n - 1)) if n > 1 else math.nan
+    return mean, std, n
+
+
+def _scale(metric: str) -> float:
+    return 100.0 if metric in PERCENT_METRICS else 1.0
+
+
+def header(metric: str) -> str:
+    name = SHORT.get(metric, metric)
+    return f"{name} (%)" if metric in PERCENT_METRICS else name
+
+
+@dataclass
+class Summary:
+    columns: list[str]
+    table: list[dict[str, Any]]  # one dict per run (+ "Overall"): display strings and raw numbers
+    baseline: str | None = None
+
+
+def summarize(runs: list[RunScores], rubric_names: list[str], baseline: str | None = None) -> Summary:
+    cols = metric_columns(runs, rubric_names)
+    table: list[dict[str, Any]] = []
+    base_means: dict[str, float] = {}
+    for r in runs:
+        row: dict[str, Any] = {"run": r.name, "label": r.label, "n": len(r.rows),
+                               "failed": r.n_failed, "invalid": r.n_invalid}
+        judged = sum(len(x["judged"]) for x in r.rows)
+        failed = sum(len(x["failures"]) for x in r.rows)
+        row["judge_failure_pct"] = 100.0 * failed / judged if judged else math.nan
+        for m in cols:
+            mean, std, n = _stats([x["metrics"].get(m) for x in r.rows])
+            row[m] = (mean * _scale(m), std * _scale(m), n)
+        table.append(row)
+        if baseline is not None and r.name == baseline:
+            base_means = {m: row[m][0] for m in cols}
+    if len(runs) > 1:
+        over: dict[str, Any] = {"run": "Overall", "label": "Overall (μ±δ over runs)", "n": sum(t["n"] for t in table),
+                                "failed": _sum_known([t["failed"] for t in table]),
+                                "invalid": _sum_known([t["invalid"] for t in table])}
+        judged = sum(len(x["judged"]) for r in runs for x in r.rows)
+        failed = sum(len(x["failures"]) for r in runs for x in r.rows)
+        over["judge_failure_pct"] = 100.0 * failed / judged if judged else math.nan
+        for m in cols:
+            means = [t[m][0] for t in table if not math.isnan(t[m][0])]
+            mean, std, n = _stats(means)
+            over[m] = (mean, std, n)
+        table.append(over)
+    for row in table:
+        row["arrows"] = {}
+        if base_means and row["run"] != baseline:
+            for m in cols:
+                a, b = row[m][0], base_means.get(m, math.nan)
+                if not (math.isnan(a) or math.isnan(b)):
+                    row["arrows"][m] = "↑" if a > b + 1e-12 else ("↓" if a < b - 1e-12 else "=")
+    return Summary(columns=cols, table=table, baseline=baseline)
+
+
+def _sum_known(xs: list[int | None]) -> int | None:
+    known = [x for x in xs if x is not None]
+    return sum(known) if known else None
+
+
+def cell(row: dict[str, Any], m: str) -> str:
+    mean, std, n = row[m]
+    if n == 0 or math.isnan(mean):
+        return "–"
+    digits = 2
+    s = f"{mean:.{digits}f}"
+    if not math.isnan(std):
+        s += f" ± {std:.{digits}f}"
+    return s + (f" {row['arrows'][m]}" if m in row.get("arrows", {}) else "")
+
+
+def _count(x: int | None) -> str:
+    return "?" if x is None else str(x)
+
+
+def display_rows(s: Summary) -> tuple[list[str], list[list[str]]]:
+    heads = ["Run", "n", "Failed"] + [header(m) for m in s.columns] + ["Judge parse failures (%)"]
+    rows = []
+    for row in s.table:
+        jf = row["judge_failure_pct"]
+        rows.append([row["label"] if row["run"] in ("Overall", row["label"]) else f"{row['label']} [{row['run']}]",
+                     str(row["n"]), _count(row["failed"])] + [cell(row, m) for m in s.columns]
+                    + ["–" if math.isnan(jf) else f"{jf:.2f}"])
+    return heads, rows
+
+
+def print_summary(s: Summary, console: Any, title: str = "Evaluation summary") -> None:
+    """Terminal view: one column per run (the paper's rows), one row per metric, so many metrics fit."""
+    from rich.table import Table
+
+    t = Table(title=title + (f" (↑/↓ against {s.baseline})" if s.baseline else ""))
+    t.add_column("Metric", no_wrap=True)
+    labels = [row["label"] for row in s.table]
+    for row in s.table:
+        plain = row["run"] == "Overall" or row["label"] == row["run"] or labels.count(row["label"]) == 1
+        t.add_column(row["label"] if plain else f"{row['label']}\n[{row['run']}]", justify="right", overflow="fold")
+    t.add_row("Conversations", *[str(r["n"]) for r in s.table])
+    t.add_row("Failed (skipped)", *[_count(r["failed"]) for r in s.table], end_section=True)
+    for m in s.columns:
+        cells = []
+        for r in s.table:
+            c = cell(r, m)
+            if c.endswith(" ↑"):
+                c = f"{c[:-2]} [green]↑[/]"
+            elif c.endswith(" ↓"):
+                c = f"{c[:-2]} [red]↓[/]"
+            cells.append(c)
+        t.add_row(header(m), *cells)
+    t.add_row("Judge parse failures (%)", *["–" if math.isnan(r["judge_failure_pct"]) else f"{r['judge_failure_pct']:.2f}"
+                                            for r in s.table], end_section=True)
+    console.print(t)
+
+
+def write_summary(s: Summary, out_dir: Path) -> list[Path]:
+    import pandas as pd
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    recs = []
+    for row in s.table:
+        r: dict[str, Any] = {"run": row["run"], "label": row["label"], "n": row["n"], "failed": row["failed"],
+                             "invalid": row["invalid"], "judge_parse_failures_pct": _round(row["judge_failure_pct"])}
+        for m in s.columns:
+            mean, std, n = row[m]
+            r[f"{header(m)} mean"] = _round(mean)
+            r[f"{header(m)} std"] = _round(std)
+            r[f"{header(m)} n"] = n
+            if m in row["arrows"]:
+                r[f"{header(m)} vs baseline"] = row["arrows"][m]
+        recs.append(r)
+    csv_path = out_dir / "summary.csv"
+    pd.DataFrame(recs).to_csv(csv_path, index=False)
+    heads, rows = display_rows(s)
+    md_path = out_dir / "summary.md"
+    md_path.write_text(markdown_table(heads, rows) + _legend(s), encoding="utf-8")
+    return [csv_path, md_path]
+
+
+def _round(x: float) -> float | None:
+    return None if x is None or math.isnan(x) else round(x, 4)
+
+
+def _legend(s: Summary) -> str:
+    lines = ["", "Computational metrics in %, rubric metrics on 1-5: mean ± sample std over conversations; "
+             "the Overall row is the mean ± std of the run means (as the paper's tables). "
+             "Failed = failed conversations skipped. Judge parse failures = rubric cells without a readable 1-5 score."]
+    if s.baseline:
+        lines.append(f"↑/↓: higher/lower mean than the baseline run {s.baseline}.")
+    return "\n".join(lines) + "\n"
+
+
+def markdown_table(heads: list[str], rows: list[list[str]]) -> str:
+    def esc(c: str) -> str:
+        return c.replace("|", "\\|")
+
+    out = ["| " + " | ".join(esc(h) for h in heads) + " |",
+           "| " + " | ".join(":--" if i == 0 else "--:" for i in range(len(heads))) + " |"]
+    out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
+    return "\n".join(out) + "\n"
+
+
+# --------------------------------------------------------------------------------------------------
+# Per domain (Figure 5)
+# --------------------------------------------------------------------------------------------------
+
+
+def by_domain(runs: list[RunScores], rubric_names: list[str]) -> Any:
+    """DataFrame: one row per (run, domain) with n and the mean of every metric (% / 1-5) and of the rubrics."""
+    import pandas as pd
+
+    cols = metric_columns(runs, rubric_names)
+    recs = []
+    for r in runs:
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for x in r.rows:
+            groups.setdefault(x["domain"], []).append(x)
+        for dom, xs in sorted(groups.items()):
+            rec: dict[str, Any] = {"run": r.name, "label": r.label, "domain": dom, "n": len(xs)}
+            for m in cols:
+                rec[header(m)] = _round(_stats([x["metrics"].get(m) for x in xs])[0] * _scale(m))
+            rub = [_conv_rubric_mean(x, rubric_names) for x in xs]
+            rec["Rubric mean"] = _round(_stats([v for v in rub if v is not None])[0])
+            recs.append(rec)
+    return pd.DataFrame(recs)
+
+
+def _conv_rubric_mean(x: dict[str, Any], rubric_names: list[str]) -> float | None:
+    vals = [x["metrics"][n] for n in rubric_names if x["metrics"].get(n) is not None]
+    return sum(vals) / len(vals) if vals else None
+
+
+def print_by_domain(df: Any, console: Any) -> None:
+    from rich.table import Table
+
+    if df.empty:
+        return
+    value = "Rubric mean" if df["Rubric mean"].notna().any() else None
+    runs = list(dict.fromkeys(df["run"]))
+    t = Table(title="Per domain: " + ("mean rubric score (1-5)" if value else "conversations"))
+    t.add_column("Domain")
+    for r in runs:
+        t.add_column(r, justify="right", overflow="fold")
+    for dom in sorted(set(df["domain"])):
+        cells = []
+        for r in runs:
+            sel = df[(df["run"] == r) & (df["domain"] == dom)]
+            if sel.empty:
+                cells.append("–")
+            elif value:
+                v = sel.iloc[0][value]
+                cells.append("–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.2f} (n={sel.iloc[0]['n']})")
+            else:
+                cells.append(str(sel.iloc[0]["n"]))
+        t.add_row(dom, *cells)
+    console.print(t)
+
+
+# --------------------------------------------------------------------------------------------------
+# Figures
+# --------------------------------------------------------------------------------------------------
+
+
+def _plt() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _bars(plt: Any, s: Summary, metrics: list[str], ylabel: str, path: Path, ylim: tuple[float, float] | None) -> Path:
+    rows = [r for r in s.table if r["run"] != "Overall"]
+    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(metrics) * max(1, len(rows)) ** 0.5 + 3), 4.2))
+    width = 0.8 / max(1, len(rows))
+    for i, r in enumerate(rows):
+        xs = [j + (i - (len(rows) - 1) / 2) * width for j in range(len(metrics))]
+        means = [r[m][0] for m in metrics]
+        stds = [0 if math.isnan(r[m][1]) else r[m][1] for m in metrics]
+        ax.bar(xs, means, width, yerr=stds, capsize=2, label=r["label"])
+    ax.set_xticks(range(len(metrics)))
+    ax.set_xticklabels([SHORT.get(m, m) for m in metrics], rotation=20, ha="right")
+    ax.set_ylabel(ylabel)
+    if ylim:
+        ax.set_ylim(*ylim)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=min(4, len(rows)))
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def write_figures(s: Summary, rubric_names: list[str], out_dir: Path, domain_df: Any | None = None) -> list[Path]:
+    plt = _plt()
+    fig_dir = out_dir / "figures"
+    fig_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    rub = [m for m in s.columns if m in rubric_names]
+    comp = [m for m in s.columns if m in PERCENT_METRICS]
+    if rub:  # Figures 3/4
+        paths.append(_bars(plt, s, rub, "score (1-5), mean ± std", fig_dir / "rubrics.png", (0, 5.5)))
+    if comp:
+        paths.append(_bars(plt, s, comp, "%, mean ± std", fig_dir / "computational.png", (0, 110)))
+    if domain_df is not None and not domain_df.empty:  # Figure 5
+        value = "Rubric mean" if domain_df["Rubric mean"].notna().any() else None
+        if value is None and comp:
+            value = header(comp[0])
+        if value:
+            pivot = domain_df.pivot_table(index="domain", columns="run", values=value, aggfunc="first")
+            fig, ax = plt.subplots(figsize=(max(5, 1.3 * pivot.shape[1] + 3), max(3, 0.45 * pivot.shape[0] + 1.5)))
+            im = ax.imshow(pivot.values.astype(float), cmap="viridis", aspect="auto")
+            ax.set_xticks(range(pivot.shape[1]))
+            ax.set_xticklabels(pivot.columns, rotation=30, ha="right", fontsize=7)
+            ax.set_yticks(range(pivot.shape[0]))
+            ax.set_yticklabels(pivot.index, fontsize=8)
+            for i in range(pivot.shape[0]):
+                for j in range(pivot.shape[1]):
+                    v = pivot.values[i, j]
+                    if v is not None and not (isinstance(v, float) and math.isnan(v)):
+                        ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color="w")
+            fig.colorbar(im, ax=ax, label=value)
+            ax.set_title(f"{value} per domain")
+            fig.tight_layout()
+            p = fig_dir / "by_domain.png"
+            fig.savefig(p, dpi=120)
+            plt.close(fig)
+            paths.append(p)
+    return paths
+
+
+def dump_json(obj: Any) -> str:
+    return json.dumps(obj, ensure_ascii=False, default=str)
