@@ -20,6 +20,7 @@ class ModelSettings(BaseModel):
     max_tokens: int = 512
     timeout_s: float = 600.0  # per request
     max_retries: int = 2  # retries with exponential backoff on transport/server errors
+    num_ctx: int = 8192  # context window requested from Ollama (other backends size it server-side)
 
 
 class LocalModelSettings(BaseModel):

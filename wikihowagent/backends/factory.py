@@ -424,6 +424,7 @@ def make_chat_model(
             temperature=settings.temperature,
             seed=settings.seed,
             num_predict=settings.max_tokens,
+            num_ctx=settings.num_ctx,  # Ollama's default context (2-4k) would silently cut long prompts
             client_kwargs={"timeout": settings.timeout_s},
             max_retries=settings.max_retries,
         )
