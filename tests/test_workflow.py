@@ -145,3 +145,35 @@ def test_mermaid_names_the_nodes():
     diagram = mermaid()
     for node in ("teacher", "learner", "manager"):
         assert node in diagram
+
+
+def test_paper_prompts_are_sent_verbatim_as_one_user_message():
+    from wikihowagent.config import resource_path
+
+    paper = load_prompts(resource_path("configs", "prompts-paper.yaml"))
+    msgs = paper.teacher_messages(summary="S.", step_index=2, num_steps=3, step_content="Do X.",
+                                  user_utterance="Next step please.")
+    assert len(msgs) == 1 and msgs[0].type == "human"
+    assert msgs[0].content.startswith("You are an expert teacher")
+    assert msgs[0].content.endswith("Tutorial Summary: S. Step 2 Do X. Learner: Next step please.; Teacher:")
+    learner = paper.learner_messages(instruction="Let's begin: X. BEGIN")
+    assert len(learner) == 1 and learner[0].content.endswith("Teacher: Let's begin: X. BEGIN; Learner:")
+
+
+def test_default_prompts_put_the_step_in_the_system_message():
+    p = load_prompts()
+    teach = p.teacher_messages(summary="S.", step_index=1, num_steps=2, step_content="Do X.", user_utterance="Ready.")
+    clarify = p.teacher_messages(summary="S.", step_index=1, num_steps=2, step_content="Do X.",
+                                 user_utterance="Why?", clarification=True)
+    assert [m.type for m in teach] == ["system", "human"]
+    assert "Step 1 of 2: Do X." in teach[0].content and teach[1].content.startswith("Ready.")
+    assert "teach Step 1 of 2" in teach[1].content and "answer the learner's question" in clarify[1].content
+
+
+def test_prompt_file_with_unknown_placeholder_is_refused(tmp_path):
+    from wikihowagent.config import ConfigError, resource_path
+
+    bad = tmp_path / "p.yaml"
+    bad.write_text(resource_path("configs", "prompts.yaml").read_text().replace("{summary}", "{summry}"))
+    with pytest.raises(ConfigError, match="teacher_system.*summry"):
+        load_prompts(bad)
