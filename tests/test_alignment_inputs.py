@@ -144,7 +144,7 @@ def test_scores_jsonl_last_wins_none_and_bad_lines(tmp_path):
     assert row.values[METRICS.index("Coherence")] == 2.0  # the later line replaced the first
     assert np.isnan(row.values[METRICS.index("Depth")]) and np.isnan(row.values[0])
     text = lines_of(problems)
-    assert "scores.jsonl:3: not valid JSON" in text
+    assert "scores.jsonl:3: malformed JSON" in text
     assert "scores.jsonl:4: Clarity: 9 is outside the 1-5 scale" in text
     assert "no LLM score (judge reply not parsed) for: Depth 1 conversations" in text
 

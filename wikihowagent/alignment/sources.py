@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import os
 import math
 import re
 from dataclasses import dataclass, field
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Iterator
 
 import numpy as np
+
+from wikihowagent import runs
 
 from .common import METRICS, AlignInputError, Problems, norm_key, parse_score, where
 
@@ -60,23 +63,9 @@ def model_label(teacher: str = "", learner: str = "", run: str = "") -> str:
 
 def iter_jsonl(path: Path, problems: Problems) -> Iterator[tuple[int, dict]]:
     """(line number, object) per non-empty line; bad lines are reported and skipped."""
-    try:
-        fh = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise AlignInputError(f"{path}: cannot read ({exc.strerror})") from None
-    with fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problems.add("bad line", f"{path}:{n}: not valid JSON ({exc.msg}); line skipped")
-                continue
-            if not isinstance(obj, dict):
-                problems.add("bad line", f"{path}:{n}: not a JSON object; line skipped")
-                continue
-            yield n, obj
+    if not os.access(path, os.R_OK):
+        raise AlignInputError(f"{path}: cannot read (no such file or no permission)")
+    yield from runs.iter_jsonl(path, on_error=lambda msg: problems.add("bad line", f"{msg}; line skipped"))
 
 
 def run_name(run_dir: Path) -> str:
