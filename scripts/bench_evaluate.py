@@ -48,7 +48,10 @@ ACKS = ["Got it, thanks. Can we move to the next step?", "That makes sense. Next
         "Okay, I understand. What is next?", "Thanks, I am ready for the next step."]
 
 
-def synth_conversations(n: int, seed: int = 0) -> list[Conversation]:
+def synth_conversations(n: int, seed: int = 0, distinct_refs: bool = True) -> list[Conversation]:
+    """`distinct_refs`: every conversation's reference differs (its method title gets a number), so that
+    nothing can be reused across conversations: the case of one run over distinct tutorials. Without it
+    the 22 bundled tutorials repeat, as the same tutorials do across the runs of one evaluation."""
     from wikihowagent.tutorials import load_tutorials
 
     tutorials = load_tutorials()
@@ -70,7 +73,7 @@ def synth_conversations(n: int, seed: int = 0) -> list[Conversation]:
         msgs.append(Message("learner", "Thank you so much!"))
         lines = [f"{m.role.capitalize()}: {m.text}" for m in msgs]
         convs.append(Conversation(conversation_id=f"bench-{i}", run="bench", where=f"bench:{i}",
-                                  tutorial_title=t.method_title, steps=list(t.steps), lines=lines, messages=msgs,
+                                  tutorial_title=f"{t.method_title} #{i}" if distinct_refs else t.method_title, steps=list(t.steps), lines=lines, messages=msgs,
                                   finished=True, domain=t.domain))
     return convs
 
@@ -130,58 +133,83 @@ def main() -> int:
     hf_logging.set_verbosity_error()
     from wikihowagent.evaluation.metrics import MiniLM, load_wordnet
 
-    convs = synth_conversations(args.n)
+    sets = {"distinct": synth_conversations(args.n, distinct_refs=True),
+            "repeated": synth_conversations(args.n, distinct_refs=False)}
+    convs = sets["distinct"]
     words = sum(len(" ".join(m.text for m in c.messages if m.role == "teacher").split()) for c in convs) / len(convs)
     # Warm-up outside the timings (imports, first model load, WordNet): both sides get it.
     load_wordnet()
-    MiniLM()
+    lm = MiniLM()
+    pieces = sum(len(lm.ids(["\n".join(m.text for m in c.messages if m.role == "teacher")])[0]) for c in convs) / len(convs)
     naive_paper(convs[:1])
-
-    t0 = time.perf_counter()
-    a = naive_paper(convs)
-    ta = time.perf_counter() - t0
-
     import wikihowagent.evaluation.metrics as M
 
-    M.load_wordnet.cache_clear()  # ours starts cold too (its memos are part of what is measured)
-    M._meteor_stemmer.cache_clear()
-    t0 = time.perf_counter()
-    b = ours(convs, "paper")
-    tb = time.perf_counter() - t0
-
+    timing: dict[tuple[str, str], float] = {}
     worst = 0.0
-    for x, y in zip(a, b):
-        for k in x:
-            worst = max(worst, abs(float(x[k]) - float(y[k])))
-    if worst > 1e-3:
-        print(f"MISMATCH between (a) and (b): max |diff| = {worst}", file=sys.stderr)
-        return 1
+    for key, cs in sets.items():
+        t0 = time.perf_counter()
+        a = naive_paper(cs)
+        timing[key, "a"] = time.perf_counter() - t0
+        M.load_wordnet.cache_clear()  # ours starts cold too (its memos are part of what is measured)
+        M._meteor_stemmer.cache_clear()
+        M._rouge_stemmer.cache_clear()
+        t0 = time.perf_counter()
+        b = ours(cs, "paper")
+        timing[key, "b"] = time.perf_counter() - t0
+        for x, y in zip(a, b):
+            for k in x:
+                worst = max(worst, abs(float(x[k]) - float(y[k])))
+        if worst > 1e-3:
+            print(f"MISMATCH between (a) and (b) on the {key} set: max |diff| = {worst}", file=sys.stderr)
+            return 1
+        t0 = time.perf_counter()
+        ours(cs, "default")
+        timing[key, "c"] = time.perf_counter() - t0
 
+    # The floor: the MiniLM forward pass over the texts (b) embeds, which any implementation has to run.
+    seqs = [v for c in convs for v in (lm.truncated(M.reference_text(c))[0], lm.truncated(M.paper_teacher_text(c))[0])]
     t0 = time.perf_counter()
-    ours(convs, "default")
-    tc = time.perf_counter() - t0
+    lm.encode(seqs)
+    forward = time.perf_counter() - t0
 
     n = len(convs)
-    rows = [
-        ("(a) paper's way: per conversation, scorers re-created", ta, n / ta),
-        ("(b) ours, `--compat paper` (same numbers)", tb, n / tb),
-        ("(c) ours, default metrics (full-text BERTScore + cosine, ROUGE-1/2/L)", tc, n / tc),
-    ]
+    names = {"a": "(a) paper's way: per conversation, scorers re-created",
+             "b": "(b) ours, `--compat paper` (same numbers as (a))",
+             "c": "(c) ours, default metrics (full-text BERTScore + cosine, ROUGE-1/2/L)"}
+    da, db, dc = (timing["distinct", v] for v in "abc")
+    ra, rb, rc = (timing["repeated", v] for v in "abc")
     lines = [
         "## evaluate: computational metrics",
         "",
-        f"`scripts/bench_evaluate.py --n {n}`: {n} synthetic conversations over the bundled tutorials' real steps "
-        f"(~{words:.0f} teacher words each; tutorials repeat, as they do across the runs of one evaluation), "
-        f"no LLM judge. Machine: {os.cpu_count()} CPU cores, torch {torch.__version__} CPU ({torch.get_num_threads()} threads), "
-        f"Python {platform.python_version()}. Warm start for both (models and WordNet loaded once before timing).",
+        f"`scripts/bench_evaluate.py --n {n}`: {n} synthetic conversations built from the bundled tutorials' real "
+        f"WikiHow steps (~{words:.0f} teacher words = ~{pieces:.0f} word pieces each), no LLM judge. "
+        f"Machine: {os.cpu_count()} CPU cores, torch {torch.__version__} ({torch.get_num_threads()} threads), "
+        f"Python {platform.python_version()}; warm start for every variant (models and WordNet loaded once before "
+        "timing; the paper's way still re-creates its scorers per conversation, as its code did).",
         "",
-        "| Variant | seconds | conversations/s |",
-        "| :-- | --: | --: |",
-        *[f"| {name} | {t:.1f} | {r:.2f} |" for name, t, r in rows],
+        "Two sets of the same size: *distinct*, every conversation has its own reference (one run over distinct "
+        "tutorials: nothing to reuse); *repeated*, the 22 bundled tutorials recur (as the same tutorials do across "
+        "the runs of one evaluation; ours embeds a repeated text once).",
         "",
-        f"Speed-up (b)/(a), identical outputs (max |diff| {worst:.1e}): **{ta / tb:.1f}x**. "
-        f"Default metrics vs (a): {ta / tc:.1f}x, while computing more (BERTScore over every 256-piece chunk, "
-        "no truncation, and ROUGE-2/L).",
+        "| Variant | distinct: s | distinct: conv/s | repeated: s | repeated: conv/s |",
+        "| :-- | --: | --: | --: | --: |",
+        *[f"| {names[v]} | {timing['distinct', v]:.1f} | {n / timing['distinct', v]:.2f} | "
+          f"{timing['repeated', v]:.1f} | {n / timing['repeated', v]:.2f} |" for v in "abc"],
+        "",
+        f"Speed-up of ours over the paper's way with identical outputs (max |diff| {worst:.1e}): "
+        f"**{da / db:.1f}x** (distinct references), **{ra / rb:.1f}x** (repeated). "
+        f"The default metrics, which do more work (BERTScore over every 256-piece chunk of both texts instead of "
+        f"truncating, plus ROUGE-2/L), run {da / dc:.1f}x / {ra / rc:.1f}x faster than the paper's way.",
+        "",
+        f"Where the time goes: the MiniLM forward pass over the {len(seqs)} texts that (a) and (b) both embed takes "
+        f"{forward:.1f} s here by itself (batched, sorted by length). Batching does not reduce that work on a CPU, "
+        "so it bounds the speed-up: what ours removes is the per-conversation overhead (re-creating the model and "
+        "scorers, one-text forward passes, repeated WordNet/stemmer look-ups, repeated "
+        "tutorials). " + ("The issue's 10x goal is met. " if da / db >= 10 else
+        "The issue's 10x goal is therefore out of reach on this machine for these metrics "
+        "(under CPU contention from other jobs the gap widens: many tiny forward passes suffer most). ") +
+        "In a real evaluation the LLM judge "
+        "(tens of seconds per conversation on the embedded model) dominates either way.",
         "",
     ]
     text = "\n".join(lines)

@@ -384,6 +384,11 @@ def test_missing_and_empty_inputs(tmp_path):
         resolve_inputs([tmp_path / "nope"], tmp_path)
     with pytest.raises(InputError, match="empty file"):
         resolve_inputs([FIX / "empty.jsonl"], tmp_path)
+    skipped: list[str] = []
+    srcs = resolve_inputs([FIX / "empty.jsonl", FIX / "paper_records.jsonl"], tmp_path, on_empty=skipped.append)
+    assert [s.name for s in srcs] == ["paper_records"] and skipped == [f"{FIX / 'empty.jsonl'}: empty file (no conversations)"]
+    with pytest.raises(InputError, match="every input is empty"):
+        resolve_inputs([FIX / "empty.jsonl"], tmp_path, on_empty=skipped.append)
     with pytest.raises(InputError, match="no runs found"):
         resolve_inputs([], tmp_path)
     (tmp_path / "d").mkdir()
@@ -612,3 +617,31 @@ def test_cli_errors_are_one_line(tmp_path):
     bad.write_text("[]")
     res = CliRunner().invoke(app, ["evaluate", str(FIX / "run_small"), "--rubrics", str(bad)])
     assert res.exit_code == 2 and "expected a JSON object keyed by metric name" in res.output
+
+
+def test_cli_paper_mode_latest_run_outputs_in_run_dir(tmp_path):
+    import typer
+    from typer.testing import CliRunner
+
+    from wikihowagent.evaluation.command import evaluate
+
+    app = typer.Typer()
+    app.command("evaluate")(evaluate)
+    app.command("other")(lambda: None)
+    runs = tmp_path / "runs"
+    shutil.copytree(FIX / "run_small", runs / "run_small")
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"runs_dir: {runs}\n")
+    metrics = "Question Ratio,Completion,Diversity,BLEU,METEOR,ROUGE"
+    res = CliRunner().invoke(app, ["evaluate", "--config", str(cfg), "--compat", "paper", "--no-judge",
+                                   "--metrics", metrics, "--no-figures"])
+    assert res.exit_code == 0, res.output
+    run = runs / "run_small"
+    recs = _lines(run / "scores-paper.jsonl")
+    assert len(recs) == 3 and all(r["mode"] == "paper" for r in recs) and not (run / "scores.jsonl").exists()
+    assert recs[0]["metrics"]["Question Ratio"] == 0.2
+    md = (run / "summary.md").read_text()
+    assert "ROUGE (%)" in md and "ROUGE-1" not in md
+    # a second invocation has nothing left to do
+    res = CliRunner().invoke(app, ["evaluate", str(run), "--compat", "paper", "--no-judge", "--metrics", metrics, "--no-figures"])
+    assert res.exit_code == 0 and "0 scored, 3 already scored" in res.output

@@ -11,13 +11,13 @@ import typer
 def evaluate(
     runs: Annotated[Optional[list[Path]], typer.Argument(
         help="Run directories, the paper's run files ({total_conversations: [...]} JSON) or JSONL of records. "
-             "Default: the latest run.", show_default=False)] = None,
-    evaluator: Annotated[Optional[str], typer.Option(help="Judge model spec (default: the run's evaluator, else its teacher: homogeneous).")] = None,
-    metrics: Annotated[Optional[str], typer.Option(help="Comma-separated metric names (or 'computational', 'rubric'). Default: all.")] = None,
+             "Default: the latest run.", show_default=False, metavar="RUN_DIR")] = None,
+    evaluator: Annotated[Optional[str], typer.Option(metavar="SPEC", help="Judge model spec (default: the run's evaluator, else its teacher: homogeneous).")] = None,
+    metrics: Annotated[Optional[str], typer.Option(metavar="LIST", help="Comma-separated metric names (or 'computational', 'rubric'). Default: all.")] = None,
     no_judge: Annotated[bool, typer.Option("--no-judge", help="Computational metrics only (no LLM calls).")] = False,
-    compat: Annotated[Optional[str], typer.Option(help="'paper': the released code's metric definitions, to compare with the paper's tables.")] = None,
+    compat: Annotated[Optional[str], typer.Option(metavar="paper", help="'paper': the released code's metric definitions, to compare with the paper's tables.")] = None,
     baseline: Annotated[Optional[Path], typer.Option(help="Run to compare the others with (Table 2 view, ↑/↓).")] = None,
-    by: Annotated[Optional[str], typer.Option(help="'domain': per-domain breakdown (Figure 5).")] = None,
+    by: Annotated[Optional[str], typer.Option(metavar="domain", help="'domain': per-domain breakdown (Figure 5).")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Output directory: <OUT>/<run>/scores.jsonl and the summary files.")] = None,
     rubrics: Annotated[Optional[Path], typer.Option(help="Rubric JSON file (default: data/rubrics.json).")] = None,
     config: Annotated[Optional[Path], typer.Option(help="YAML config overriding configs/default.yaml.")] = None,
@@ -69,9 +69,11 @@ def _evaluate(console, runs, evaluator, metrics, no_judge, compat, baseline, by,
     if baseline is not None and all(Path(p).resolve() != Path(baseline).resolve() for p in paths):
         paths = [baseline] + paths
     try:
-        sources = resolve_inputs(paths, runs_dir)
+        sources = resolve_inputs(paths, runs_dir, on_empty=lambda m: console.print(f"[yellow]warning:[/] {m}; skipped", highlight=False))
     except InputError as exc:
         return _fail(console, str(exc))
+    if baseline is not None and all(s.path.resolve() != Path(baseline).resolve() for s in sources):
+        return _fail(console, f"--baseline {baseline}: the baseline run has nothing to evaluate")
     base_name = None
     if baseline is not None:
         base_name = next(s.name for s in sources if s.path.resolve() == Path(baseline).resolve())

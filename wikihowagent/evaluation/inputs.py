@@ -215,8 +215,12 @@ def parse_record(obj: dict[str, Any], run: str, where: str) -> tuple[Conversatio
     return conv, None
 
 
-def resolve_inputs(paths: list[Path], runs_dir: Path) -> list[InputSource]:
-    """RUN_DIR / file arguments -> sources; none given -> the latest run under `runs_dir`."""
+def resolve_inputs(paths: list[Path], runs_dir: Path, on_empty: Callable[[str], None] | None = None) -> list[InputSource]:
+    """RUN_DIR / file arguments -> sources; none given -> the latest run under `runs_dir`.
+
+    A missing path raises InputError. An empty file raises too, or, with `on_empty`, is reported there and
+    skipped so that the other inputs are still scored.
+    """
     from wikihowagent.runs import RunError, latest_run
 
     if not paths:
@@ -229,10 +233,14 @@ def resolve_inputs(paths: list[Path], runs_dir: Path) -> list[InputSource]:
         p = Path(p)
         if not p.exists():
             raise InputError(f"{p}: no such run directory or file")
-        if p.is_dir():
-            sources.append(_run_source(p))
-        else:
-            sources.append(_file_source(p))
+        try:
+            sources.append(_run_source(p) if p.is_dir() else _file_source(p))
+        except InputError as exc:
+            if on_empty is None or "empty file" not in str(exc):
+                raise
+            on_empty(str(exc))
+    if not sources:
+        raise InputError("nothing to evaluate: every input is empty")
     names = [s.name for s in sources]
     dups = {n for n in names if names.count(n) > 1}
     if dups:
@@ -245,6 +253,8 @@ def _run_source(path: Path) -> InputSource:
 
     if not (path / CONVERSATIONS).exists():
         raise InputError(f"{path}: not a run directory (no {CONVERSATIONS})")
+    if (path / CONVERSATIONS).stat().st_size == 0:
+        raise InputError(f"{path / CONVERSATIONS}: empty file (no conversations)")
     info: dict[str, Any] = {}
     if (path / "run.json").exists():
         try:

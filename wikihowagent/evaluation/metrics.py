@@ -191,9 +191,9 @@ def nmt_bleu(reference_corpus: list[list[list[str]]], translation_corpus: list[l
 
 def _ngram_counts(tokens: Sequence[str], max_order: int) -> Counter[tuple[str, ...]]:
     c: Counter[tuple[str, ...]] = Counter()
+    toks = list(tokens)
     for n in range(1, max_order + 1):
-        for i in range(len(tokens) - n + 1):
-            c[tuple(tokens[i:i + n])] += 1
+        c.update(zip(*(toks[i:] for i in range(n))))
     return c
 
 
@@ -394,12 +394,16 @@ class MiniLM:
         saved = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
         os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
         verbosity = hf_logging.get_verbosity()
+        bars = hf_logging.is_progress_bar_enabled()
         hf_logging.set_verbosity_error()
+        hf_logging.disable_progress_bar()  # no "Loading weights" bar in the middle of our progress display
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(path)
             self.model = AutoModel.from_pretrained(path).eval()
         finally:
             hf_logging.set_verbosity(verbosity)
+            if bars:
+                hf_logging.enable_progress_bar()
             for k, v in saved.items():
                 if v is None:
                     os.environ.pop(k, None)

@@ -212,9 +212,10 @@ class Evaluation:
                             i, jr = await fut
                             rec = records[i]
                             rec.metrics.update(jr.scores)
-                            rec.judge_raw = jr.raw
-                            rec.judge_failures = jr.failures
-                            rec.notes.extend(jr.notes)
+                            rec.evaluator = spec or ""
+                            rec.judge_raw = {**rec.judge_raw, **jr.raw}
+                            rec.judge_failures = [f for f in rec.judge_failures if f not in jr.scores] + jr.failures
+                            rec.notes = [n for n in rec.notes if not n.startswith("judge:")] + jr.notes
                             sink.append(rec)
                             stats.scored += 1
                             stats.judge_failures += len(jr.failures)
@@ -236,8 +237,8 @@ class Evaluation:
         if old:  # keep what an earlier pass computed that this one does not recompute
             metrics.update(old.get("metrics") or {})
             raw.update(old.get("judge_raw") or {})
-            failures = [f for f in old.get("judge_failures") or [] if f not in self.rubric_names]
-            notes = [n for n in old.get("notes") or [] if not n.startswith("judge:")]
+            failures = list(old.get("judge_failures") or [])
+            notes = list(old.get("notes") or [])
         if cs is not None:
             notes = [n for n in notes if n.startswith("judge:")]
             metrics.update({k: (None if v is None or (isinstance(v, float) and math.isnan(v)) else v) for k, v in cs.metrics.items()})
@@ -245,7 +246,7 @@ class Evaluation:
         return ScoreRecord(
             conversation_id=c.conversation_id, run=src.name, tutorial_id=c.tutorial_id, title=c.title,
             domain=c.domain, teacher=c.teacher, learner=c.learner,
-            evaluator=(spec or (old or {}).get("evaluator") or "") if self.rubric_names else ((old or {}).get("evaluator") or ""),
+            evaluator=(old or {}).get("evaluator") or "",  # set when this pass judges the conversation
             mode="paper" if self.opts.mode == "paper" else "default",
             metrics=metrics, judge_raw=raw, judge_failures=failures, notes=notes,
         )

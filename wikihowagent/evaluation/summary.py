@@ -307,7 +307,7 @@ def _plt() -> Any:
 
 def _bars(plt: Any, s: Summary, metrics: list[str], ylabel: str, path: Path, ylim: tuple[float, float] | None) -> Path:
     rows = [r for r in s.table if r["run"] != "Overall"]
-    fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(metrics) * max(1, len(rows)) ** 0.5 + 3), 4.2))
+    fig, ax = plt.subplots(figsize=(min(14, max(6, 0.9 * len(metrics) + 0.25 * len(metrics) * len(rows) + 2)), 4.5))
     width = 0.8 / max(1, len(rows))
     for i, r in enumerate(rows):
         xs = [j + (i - (len(rows) - 1) / 2) * width for j in range(len(metrics))]
@@ -344,8 +344,13 @@ def write_figures(s: Summary, rubric_names: list[str], out_dir: Path, domain_df:
             value = header(comp[0])
         if value:
             pivot = domain_df.pivot_table(index="domain", columns="run", values=value, aggfunc="first")
+            order = [r for r in dict.fromkeys(domain_df["run"]) if r in pivot.columns]
+            pivot = pivot[order]
             fig, ax = plt.subplots(figsize=(max(5, 1.3 * pivot.shape[1] + 3), max(3, 0.45 * pivot.shape[0] + 1.5)))
-            im = ax.imshow(pivot.values.astype(float), cmap="viridis", aspect="auto")
+            import numpy as np
+
+            vals = pivot.values.astype(float)
+            im = ax.imshow(vals, cmap="viridis", aspect="auto")
             ax.set_xticks(range(pivot.shape[1]))
             ax.set_xticklabels(pivot.columns, rotation=30, ha="right", fontsize=7)
             ax.set_yticks(range(pivot.shape[0]))
@@ -354,7 +359,9 @@ def write_figures(s: Summary, rubric_names: list[str], out_dir: Path, domain_df:
                 for j in range(pivot.shape[1]):
                     v = pivot.values[i, j]
                     if v is not None and not (isinstance(v, float) and math.isnan(v)):
-                        ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color="w")
+                        lo, hi = np.nanmin(vals), np.nanmax(vals)
+                        light = hi > lo and (v - lo) / (hi - lo) > 0.6
+                        ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color="k" if light else "w")
             fig.colorbar(im, ax=ax, label=value)
             ax.set_title(f"{value} per domain")
             fig.tight_layout()
