@@ -21,6 +21,9 @@ console = Console(stderr=True)
 
 # The evaluation and alignment stages register their own commands (their modules import lazily).
 from wikihowagent.alignment.command import align, annotate_export  # noqa: E402
+from wikihowagent.evaluation.command import evaluate  # noqa: E402
+
+app.command("evaluate")(evaluate)
 
 annotate_app = typer.Typer(help="Annotation sheets for the human alignment study.", no_args_is_help=True)
 annotate_app.command("export")(annotate_export)
