@@ -65,11 +65,11 @@ async def _raw_throughput(model, prompts: list, parallel: int) -> tuple[int, flo
     return tokens, time.perf_counter() - start
 
 
-def bench_embedded(n_tutorials: int, max_interactions: int) -> list[dict[str, float]]:
+def bench_embedded(n_tutorials: int, max_interactions: int, slots: int) -> list[dict[str, float]]:
     from wikihowagent.backends import make_chat_model, shutdown_local_servers
 
     cfg = load_config()
-    slots = cfg.local.n_parallel
+    cfg.local.n_parallel = slots
     model = make_chat_model("local", cfg.model, cfg.local)
     prompts = load_prompts()
     tuts: list[Tutorial] = sorted(load_tutorials(), key=lambda t: sum(len(s) for s in t.steps))[:n_tutorials]
@@ -123,6 +123,7 @@ def main() -> None:
     ap.add_argument("--skip-model", action="store_true", help="only (a): no embedded model")
     ap.add_argument("--tutorials", type=int, default=2)
     ap.add_argument("--max-interactions", type=int, default=6)
+    ap.add_argument("--slots", type=int, default=2, help="server slots (n_parallel) for (b)")
     args = ap.parse_args()
     a = bench_orchestration()
     lines = [
@@ -135,10 +136,11 @@ def main() -> None:
         "own cost is negligible.",
     ]
     if not args.skip_model:
-        rows = bench_embedded(args.tutorials, args.max_interactions)
+        rows = bench_embedded(args.tutorials, args.max_interactions, args.slots)
         lines += [
             "",
-            f"**(b) Embedded model** (Qwen2.5-Coder-1.5B-Instruct Q4_K_M via xllamacpp, {args.tutorials} shortest "
+            f"**(b) Embedded model** (Qwen2.5-Coder-1.5B-Instruct Q4_K_M via xllamacpp, {args.slots} server slots, "
+            f"{args.tutorials} shortest "
             f"sample tutorials, conversations cut at {args.max_interactions} messages). Raw = the same prompts "
             "sent straight to the server, the same number at a time:",
             "",

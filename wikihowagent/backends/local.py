@@ -159,7 +159,15 @@ def make_local_chat_model(resolved: ResolvedSpec, settings: ModelSettings, local
     if path is not None and not path.is_file():
         raise BackendError(f"Local model file not found: {path} (needed for '{resolved.display}').")
     srv = get_local_server(local, path, alias=resolved.model)
+    import httpx
+
+    # No keep-alive: an idle pooled connection (e.g. left by a closed event loop) would make the server's
+    # shutdown wait for it to time out. A fresh loopback connection per request costs nothing next to a
+    # multi-second generation, and a client with no pooled connections is usable from any event loop.
+    no_keepalive = httpx.Limits(max_keepalive_connections=0)
     return ChatOpenAI(
+        http_client=httpx.Client(limits=no_keepalive, timeout=settings.timeout_s),
+        http_async_client=httpx.AsyncClient(limits=no_keepalive, timeout=settings.timeout_s),
         model=srv.alias,
         base_url=srv.base_url,
         api_key="unused",

@@ -15,7 +15,7 @@ from typing import Any
 
 from wikihowagent.records import ConversationRecord
 
-# The workflow's fixed texts (no model call): excluded from the default metrics, see METRICS.md.
+# The workflow's fixed texts (no model call): excluded from the default metrics, see README.md, "Metrics".
 BEGIN_RE = re.compile(r"^\s*Let's begin:.*\bBEGIN\W*$", re.S)
 FINISH_TEXT = "We've reached the end of the tutorial. Bye! FINISHED"
 _ROLE_RE = re.compile(r"^\s*(Teacher|Learner)\s*:\s?", re.I)

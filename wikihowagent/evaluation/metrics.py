@@ -1,4 +1,4 @@
-"""Computational metrics (offline). Definitions: METRICS.md beside this file.
+"""Computational metrics (offline). Definitions: README.md, "Metrics".
 
 Two modes:
 - "default": the correct definitions (word-level BLEU, ROUGE-1/2/L, real BERTScore, chunked embeddings).
