@@ -142,7 +142,8 @@ def main() -> None:
             f"**(b) Embedded model** (Qwen2.5-Coder-1.5B-Instruct Q4_K_M via xllamacpp, {args.slots} server slots, "
             f"{args.tutorials} shortest "
             f"sample tutorials, conversations cut at {args.max_interactions} messages). Raw = the same prompts "
-            "sent straight to the server, the same number at a time:",
+            "sent straight to the server, the same number at a time. tok/s = generated tokens / wall time, which "
+            "includes prompt processing (the replies are short, so reading ~300-token prompts dominates):",
             "",
             "| concurrency | pipeline tokens | pipeline s | pipeline tok/s | raw requests | raw tok/s | pipeline / raw |",
             "|---|---|---|---|---|---|---|",

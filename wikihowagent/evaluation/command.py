@@ -78,18 +78,14 @@ def _evaluate(console, runs, evaluator, metrics, no_judge, compat, baseline, by,
     if baseline is not None:
         base_name = next(s.name for s in sources if s.path.resolve() == Path(baseline).resolve())
 
-    rubric_set = None
-    rubric_names: list[str] = []
     try:
-        if not no_judge or rubrics_path is not None:
+        try:
             rubric_set = load_rubrics(rubrics_path)
-            rubric_names = list(rubric_set)
-        else:
-            try:
-                rubric_set = load_rubrics(None)
-                rubric_names = list(rubric_set)
-            except RubricError:
-                rubric_names = []
+        except RubricError:
+            if not no_judge or rubrics_path is not None:
+                raise
+            rubric_set = None  # --no-judge needs no rubric file
+        rubric_names = list(rubric_set or [])
         comp, rub = select_metrics(metrics, mode, rubric_names)
     except (RubricError, EvaluateError) as exc:
         return _fail(console, str(exc))
