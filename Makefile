@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
-# The demo: a few short bundled tutorials on the embedded model (about 10 minutes on 2 cores).
+# The demo: three short bundled tutorials on the embedded model (about 5 minutes on 2 cores).
 DEMO_ARGS ?= --max-tutorials 3 --domain "Home & Garden" --domain "Pets & Animals" --domain "Technology"
 DEMO_OUT  ?= runs/demo
 
