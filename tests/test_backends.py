@@ -35,7 +35,7 @@ SECRET = "sk-test-SECRET-0123456789"
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch):
-    for var in ("OLLAMA_HOST", "OPENAI_API_KEY", "OPENAI_BASE_URL", "WIKIHOWAGENT_LLAMA_LOG"):
+    for var in ("OLLAMA_HOST", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_COMPATIBLE_API_KEY", "WIKIHOWAGENT_LLAMA_LOG"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(factory, "_backoff", lambda attempt: 0.0)
 
@@ -384,6 +384,23 @@ def test_openai_base_url_env_and_key(fake, monkeypatch):
     msg = asyncio.run(make_chat_model("openai:test-model", ModelSettings(max_retries=0), LocalModelSettings()).ainvoke("x"))
     assert msg.usage_metadata["total_tokens"] == 10
     assert all(q["headers"].get("authorization") == f"Bearer {SECRET}" for q in srv.requests)
+
+
+def test_openai_key_never_sent_to_another_host(fake, monkeypatch):
+    """--base-url to a third-party server: OPENAI_API_KEY stays home; OPENAI_COMPATIBLE_API_KEY is used."""
+    srv = fake(openai_routes())
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    r = resolve_spec("openai:test-model")
+    check_backend(r, srv.url + "/v1")
+    asyncio.run(make_chat_model("openai:test-model", ModelSettings(max_retries=0), LocalModelSettings(),
+                                base_url=srv.url + "/v1").ainvoke("x"))
+    assert srv.requests and all(SECRET not in str(q["headers"]) for q in srv.requests)
+    chats = [q for q in srv.requests if q["path"] == "/v1/chat/completions"]
+    assert chats and all(q["headers"].get("authorization") == "Bearer EMPTY" for q in chats)
+    monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "vllm-key")
+    asyncio.run(make_chat_model("openai:test-model", ModelSettings(max_retries=0), LocalModelSettings(),
+                                base_url=srv.url + "/v1").ainvoke("x"))
+    assert srv.requests[-1]["headers"]["authorization"] == "Bearer vllm-key"
 
 
 def test_openai_missing_key():

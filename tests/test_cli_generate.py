@@ -18,7 +18,9 @@ SECRET = "sk-test-SECRET-never-written-0123456789"
 def generate(out, base_url, *extra, env=None):
     args = ["generate", "--teacher", "openai:fake-model", "--base-url", base_url, "--out", str(out),
             "--max-tutorials", "3", "--concurrency", "2", "--retries", "0", *extra]
-    return runner.invoke(app, args, env={"OPENAI_API_KEY": SECRET, **(env or {})})
+    # A key for the compatible server, and a real OpenAI key that must never be sent to it.
+    return runner.invoke(app, args, env={"OPENAI_COMPATIBLE_API_KEY": SECRET, "OPENAI_API_KEY": "sk-real-openai",
+                                         **(env or {})})
 
 
 def test_generate_writes_run_dir_and_resumes(tmp_path):
@@ -41,8 +43,8 @@ def test_generate_writes_run_dir_and_resumes(tmp_path):
     assert info["counts"]["conversations"] == 3 and info["status"] == "complete"
     assert info["resolved"]["teacher"]["base_url"] == srv.base_url
     assert "langgraph" in info["versions"]
-    # The key is used for requests but written nowhere.
-    assert srv.auth[0] == f"Bearer {SECRET}"
+    # The key is used for requests but written nowhere; the OpenAI key is not sent to this server.
+    assert set(srv.auth) == {f"Bearer {SECRET}"}
     for f in out.iterdir():
         assert SECRET not in f.read_text(), f
     assert SECRET not in res.output
@@ -64,7 +66,7 @@ def test_heterogeneous_setup_uses_two_models(tmp_path):
     with FakeOpenAI(models=("teacher-model", "learner-model")) as teacher_srv:
         res = runner.invoke(app, ["generate", "--teacher", "openai:teacher-model", "--learner",
                                   "openai:learner-model", "--base-url", teacher_srv.base_url, "--out",
-                                  str(tmp_path / "het"), "--max-tutorials", "1"], env={"OPENAI_API_KEY": "x"})
+                                  str(tmp_path / "het"), "--max-tutorials", "1"])
         assert res.exit_code == 0, res.output
         models = {r["model"] for r in teacher_srv.requests}
     assert models == {"teacher-model", "learner-model"}
@@ -113,3 +115,39 @@ def test_shards_then_merge(tmp_path):
 def test_graph_command_prints_mermaid():
     res = runner.invoke(app, ["graph"])
     assert res.exit_code == 0 and "graph TD" in res.output and "manager" in res.output
+
+
+def test_base_url_applies_to_openai_roles_only(tmp_path):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with FakeOpenAI() as srv:
+        res = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--learner", "qwen2", "--base-url",
+                                  srv.base_url, "--out", str(tmp_path / "r")], env={"OLLAMA_HOST": f"127.0.0.1:{port}"})
+    assert res.exit_code == 2
+    # The learner is checked against Ollama, not against the OpenAI-compatible URL.
+    assert f"Ollama is not reachable at http://127.0.0.1:{port}" in res.output.replace("\n", "")
+
+
+def test_second_generate_on_the_same_run_dir_is_refused(tmp_path):
+    from wikihowagent.runs import dir_lock
+
+    out = tmp_path / "run"
+    with FakeOpenAI() as srv, dir_lock(out):  # as if another generate held the directory
+        res = generate(out, srv.base_url)
+        assert not srv.requests[1:]  # at most the /models check, no conversation
+    assert res.exit_code == 2 and "in use by another 'wikihowagent generate'" in res.output.replace("\n", " ")
+    assert not (out / "conversations.jsonl").exists()
+
+
+def test_run_json_says_interrupted_after_ctrl_c(tmp_path, monkeypatch):
+    import wikihowagent.generate as gen
+
+    async def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(gen, "run_conversations", interrupted)
+    with FakeOpenAI() as srv:
+        res = generate(tmp_path / "run", srv.base_url)
+    assert res.exit_code == 130
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "interrupted"

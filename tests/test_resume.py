@@ -46,7 +46,7 @@ def test_rerun_skips_done_and_repairs_torn_line(tmp_path):
     generate(tuts[:4], out)
     with out.open("ab") as fh:  # a kill during a write leaves a partial line
         fh.write(b'{"conversation_id": "x", "tutorial_id": "tut0')
-    done = prepare_run_dir(out.parent, FP, retry_failed=True)
+    done, _ = prepare_run_dir(out.parent, FP, retry_failed=True)
     assert done == {f"tut{i:03d}" for i in range(4)}
     generate([t for t in tuts if t.tutorial_id not in done], out)
     assert sorted(ids_in(out)) == [t.tutorial_id for t in tuts]
@@ -67,13 +67,13 @@ def test_failed_conversations_are_recorded_then_retried(tmp_path):
     records = {o["tutorial_id"]: o for _, o in iter_jsonl(out)}
     assert "ConnectionError" in records["tut002"]["error"] and records["tut002"]["stop_reason"] == "error"
     # Rerun: the failure is dropped and done again; nothing is duplicated.
-    done = prepare_run_dir(out.parent, FP, retry_failed=True)
+    done, _ = prepare_run_dir(out.parent, FP, retry_failed=True)
     assert "tut002" not in done and len(done) == 3
     generate([t for t in tuts if t.tutorial_id not in done], out)
     assert sorted(ids_in(out)) == sorted(t.tutorial_id for t in tuts)
     assert all(o["error"] is None for _, o in iter_jsonl(out))
     # --no-retry-failed keeps failures as they are.
-    assert len(prepare_run_dir(out.parent, FP, retry_failed=False)) == 4
+    assert len(prepare_run_dir(out.parent, FP, retry_failed=False)[0]) == 4
 
 
 def test_damaged_middle_line_stops_instead_of_dropping(tmp_path):
@@ -124,7 +124,7 @@ def test_sigkill_midway_then_rerun_completes_without_duplicates(tmp_path):
     n_before = out.read_bytes().count(b"\n")
     assert 5 <= n_before < 40, "the kill should land part-way"
     tuts = tutorials(40)
-    done = prepare_run_dir(out.parent, FP, retry_failed=True)
+    done, _ = prepare_run_dir(out.parent, FP, retry_failed=True)
     generate([t for t in tuts if t.tutorial_id not in done], out)
     ids = ids_in(out)
     assert len(ids) == 40 and sorted(ids) == [t.tutorial_id for t in tuts]

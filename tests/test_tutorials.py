@@ -103,15 +103,29 @@ def test_skip_invalid_keeps_the_good_articles(tmp_path):
     bad = tmp_path / "Cat" / "Bad" / "Bad.json"
     bad.parent.mkdir(parents=True)
     bad.write_text(json.dumps({"title": "Bad"}))
+    (tmp_path / "Cat" / "zz.json").write_text("{broken")
     report = LoadReport()
     tuts = load_tutorials(tmp_path, skip_invalid=True, report=report)
     assert [t.title for t in tuts] == ["How to Knit"]
-    assert len(report.invalid) == 1 and "Bad.json" in report.invalid[0]
+    assert len(report.invalid) == 2 and "Bad.json" in report.invalid[0] and "zz.json" in report.invalid[1]
+    lines = tmp_path / "a.jsonl"
+    lines.write_bytes(json.dumps(article()).encode() + b"\n{oops\n\xff\xfe\n")
+    report = LoadReport()
+    assert len(load_tutorials(lines, skip_invalid=True, report=report)) == 1
+    assert [p.split(": ", 1)[1] for p in report.invalid] == ["malformed JSON (Expecting property name enclosed in double quotes)", "not UTF-8 text"]
 
 
 def test_missing_path(tmp_path):
-    with pytest.raises(TutorialError, match="no such file"):
-        load_tutorials(tmp_path / "nope.json")
+    for name in ("nope.json", "nope.jsonl", "nope"):
+        with pytest.raises(TutorialError, match="no such file"):
+            load_tutorials(tmp_path / name)
+
+
+def test_non_utf8_jsonl_is_one_line(tmp_path):
+    f = tmp_path / "a.jsonl"
+    f.write_bytes(b"\xff\xfe{}\n")
+    with pytest.raises(TutorialError, match=r"a\.jsonl:1: not UTF-8 text"):
+        load_tutorials(f)
 
 
 def test_strip_citations_and_domain():

@@ -177,3 +177,17 @@ def test_prompt_file_with_unknown_placeholder_is_refused(tmp_path):
     bad.write_text(resource_path("configs", "prompts.yaml").read_text().replace("{summary}", "{summry}"))
     with pytest.raises(ConfigError, match="teacher_system.*summry"):
         load_prompts(bad)
+
+
+def test_failed_farewell_keeps_the_conversation_finished():
+    tut = make_tutorial(2)
+
+    def learner(prompt):
+        if "reached the end of the tutorial" in prompt:
+            raise TimeoutError("slow")
+        return "Okay, next step."
+
+    state, _, _ = run(tut, learner)
+    record = to_record(tut, state, "run", "t", "l", "2026-01-01T00:00:00+00:00", WorkflowOptions())
+    assert record.finished and record.stop_reason == "finished" and record.error is None
+    assert record.warnings == ["farewell not generated: learner: TimeoutError: slow"]

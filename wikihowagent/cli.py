@@ -103,21 +103,10 @@ def generate(
 
 def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url, retry_failed, filters,
               shard_kn) -> int:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
     from wikihowagent.backends import BackendError, check_backend, make_chat_model, resolve_spec, shutdown_local_servers
     from wikihowagent.config import ConfigError
-    from wikihowagent.generate import (
-        RunStats,
-        default_run_name,
-        finish_run_info,
-        now,
-        prepare_run_dir,
-        run_conversations,
-        run_info,
-        shard_dir,
-    )
-    from wikihowagent.runs import CONVERSATIONS, RUN_INFO, RunError, write_json_atomic
+    from wikihowagent.generate import default_run_name, shard_dir
+    from wikihowagent.runs import RunError, dir_lock
     from wikihowagent.workflow.graph import WorkflowOptions
     from wikihowagent.workflow.prompts import load_prompts
 
@@ -125,9 +114,11 @@ def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url,
         prompts = load_prompts(cfg.prompts or None)
         aliases = Path(cfg.models) if cfg.models else None
         resolved = {}
+        urls = {}  # --base-url is for openai: specs; an Ollama or local role keeps its own endpoint
         for role, spec in (("teacher", teacher), ("learner", learner)):
             resolved[role] = resolve_spec(spec, aliases)
-            check_backend(resolved[role], base_url)
+            urls[role] = base_url if resolved[role].provider == "openai" else None
+            check_backend(resolved[role], urls[role])
     except (BackendError, ConfigError) as exc:
         fail(str(exc))
     options = WorkflowOptions(max_interactions=cfg.workflow.max_interactions, history=cfg.workflow.history,
@@ -141,50 +132,75 @@ def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url,
         "model": cfg.model.model_dump(), "workflow": cfg.workflow.model_dump(), "prompts": prompts.model_dump(),
         "tutorials_source": source,
     }
+    if any(r.provider == "local" for r in resolved.values()):
+        fingerprint["local"] = cfg.local.model_dump()
+    endpoints = {k: v.model_dump() | ({"base_url": urls[k]} if urls[k] else {}) for k, v in resolved.items()}
     try:
-        done_ids = prepare_run_dir(run_dir, fingerprint, retry_failed)
-    except RunError as exc:
+        # One `generate` per run directory at a time: two appenders (e.g. an overlapping requeue) would
+        # run the same tutorials and lose records when one rewrites the file under the other.
+        with dir_lock(run_dir, blocking=False, what="another 'wikihowagent generate'"):
+            models = {}
+
+            def model_for(role: str):
+                spec = teacher if role == "teacher" else learner
+                if spec not in models:  # homogeneous: one model object for both roles
+                    models[spec] = make_chat_model(spec, cfg.model, cfg.local, base_url=urls[role], aliases_path=aliases)
+                return models[spec]
+
+            try:
+                return _run_generation(cfg, run_dir, name, fingerprint, endpoints, selected, source, filters,
+                                       retry_failed, options, prompts, teacher, learner, model_for)
+            finally:
+                shutdown_local_servers()
+    except (RunError, BackendError) as exc:
         fail(str(exc))
+
+
+def _run_generation(cfg, run_dir, name, fingerprint, endpoints, selected, source, filters, retry_failed, options,
+                    prompts, teacher, learner, model_for) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from wikihowagent.generate import RunStats, finish_run_info, now, prepare_run_dir, run_conversations, run_info
+    from wikihowagent.runs import CONVERSATIONS, RUN_INFO, write_json_atomic
+
+    done_ids, previous = prepare_run_dir(run_dir, fingerprint, retry_failed)
     todo = [t for t in selected if t.tutorial_id not in done_ids]
-    started = now()
-    endpoints = {k: v.model_dump() | ({"base_url": base_url} if base_url and v.provider == "openai" else {})
-                 for k, v in resolved.items()}
-    info = run_info(name, fingerprint, cfg, endpoints, source, started, filters)
-    write_json_atomic(run_dir / RUN_INFO, info)
     stats = RunStats(total=len(selected), already_done=len(selected) - len(todo))
     console.print(f"run [bold]{run_dir}[/]: {len(selected)} tutorials, {stats.already_done} already done, "
                   f"{len(todo)} to go (teacher={teacher}, learner={learner}, concurrency={cfg.concurrency})",
                   highlight=False)
-    if todo:
-        try:
-            teacher_model = make_chat_model(teacher, cfg.model, cfg.local, base_url=base_url, aliases_path=aliases)
-            learner_model = (teacher_model if learner == teacher else
-                             make_chat_model(learner, cfg.model, cfg.local, base_url=base_url, aliases_path=aliases))
-        except BackendError as exc:
-            fail(str(exc))
-        progress = Progress(
-            TextColumn("[bold]generate"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("ok {task.fields[ok]} · failed {task.fields[failed]} · {task.fields[tokens]} tokens"),
-            TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console,
-        )
-        with progress:
-            task = progress.add_task("generate", total=len(todo), ok=0, failed=0, tokens=0)
+    teacher_model, learner_model = (model_for("teacher"), model_for("learner")) if todo else (None, None)
+    info = run_info(name, fingerprint, cfg, endpoints, source, previous.get("started_at") or now(), filters)
+    if previous:
+        info["resumed_at"] = now()
+    write_json_atomic(run_dir / RUN_INFO, info)
+    interrupted = False
+    try:
+        if todo:
+            progress = Progress(
+                TextColumn("[bold]generate"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("ok {task.fields[ok]} · failed {task.fields[failed]} · {task.fields[tokens]} tokens"),
+                TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console,
+            )
+            with progress:
+                task = progress.add_task("generate", total=len(todo), ok=0, failed=0, tokens=0)
 
-            def on_done(record) -> None:  # `stats` is updated in place before this is called
-                progress.update(task, advance=1, ok=stats.done, failed=stats.failed, tokens=stats.completion_tokens)
+                def on_done(record) -> None:  # `stats` is updated in place before this is called
+                    progress.update(task, advance=1, ok=stats.done, failed=stats.failed,
+                                    tokens=stats.completion_tokens)
 
-            try:
                 asyncio.run(run_conversations(
                     todo, teacher_model, learner_model, prompts, options, run_dir / CONVERSATIONS,
                     run_name=name, teacher=teacher, learner=learner, concurrency=cfg.concurrency,
                     on_done=on_done, stats=stats,
                 ))
-            except KeyboardInterrupt:
-                console.print("interrupted: finished conversations are saved; rerun the same command to resume")
-                return 130
-            finally:
-                shutdown_local_servers()
-    finish_run_info(run_dir, info, stats)
+    except KeyboardInterrupt:
+        interrupted = True
+        console.print("interrupted: finished conversations are saved; rerun the same command to resume")
+        return 130
+    finally:
+        # Also after Ctrl-C or an unexpected error: run.json never stays "running".
+        finish_run_info(run_dir, info, stats, interrupted=interrupted)
     for err in stats.errors[:10]:
         console.print(f"[red]failed:[/] {err}", highlight=False)
     counts = info["counts"]

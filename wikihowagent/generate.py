@@ -74,6 +74,9 @@ def to_record(tutorial: Tutorial, state: dict[str, Any], run_name: str, teacher:
     turns = list(state.get("messages", []))
     error = state.get("error")
     finished = bool(state.get("finished"))
+    warnings = []
+    if error and finished:  # only the learner's goodbye after FINISHED failed: the conversation is complete
+        warnings, error = [f"farewell not generated: {error}"], None
     if error:
         stop = "error"
     elif finished:
@@ -98,6 +101,7 @@ def to_record(tutorial: Tutorial, state: dict[str, Any], run_name: str, teacher:
         finished=finished,
         stop_reason=stop,
         error=error,
+        warnings=warnings,
         teacher=teacher,
         learner=learner,
         started_at=started,
@@ -105,15 +109,17 @@ def to_record(tutorial: Tutorial, state: dict[str, Any], run_name: str, teacher:
     )
 
 
-def prepare_run_dir(run_dir: Path, fingerprint: dict[str, Any], retry_failed: bool) -> set[str]:
-    """Check that `run_dir` holds this run (or nothing) and return the tutorial ids already done.
+def prepare_run_dir(run_dir: Path, fingerprint: dict[str, Any], retry_failed: bool) -> tuple[set[str], dict[str, Any]]:
+    """Check that `run_dir` holds this run (or nothing); return the tutorial ids already done and the
+    previous run.json ({} for a new run).
 
     Failed records are dropped (and later re-run) when `retry_failed`; duplicates from any earlier
     crash are collapsed, keeping the last record per tutorial. The file is rewritten atomically.
     """
     run_dir.mkdir(parents=True, exist_ok=True)
-    if (run_dir / RUN_INFO).exists():
-        old = read_run_info(run_dir).get("fingerprint", {})
+    previous = read_run_info(run_dir) if (run_dir / RUN_INFO).exists() else {}
+    if previous:
+        old = previous.get("fingerprint", {})
         changed = [k for k in fingerprint if k in old and old[k] != fingerprint[k]]
         if changed:
             raise RunError(
@@ -122,7 +128,7 @@ def prepare_run_dir(run_dir: Path, fingerprint: dict[str, Any], retry_failed: bo
             )
     path = run_dir / CONVERSATIONS
     if not path.exists():
-        return set()
+        return set(), previous
     repair_torn_tail(path)  # a conversation cut mid-write by a kill is simply run again
     try:
         records = [obj for _, obj in iter_jsonl(path)]
@@ -132,7 +138,7 @@ def prepare_run_dir(run_dir: Path, fingerprint: dict[str, Any], retry_failed: bo
     keep = [o for o in latest.values() if not (retry_failed and o.get("error"))]
     if len(keep) != len(records):
         rewrite_jsonl(path, keep)
-    return {str(o["tutorial_id"]) for o in keep}
+    return {str(o["tutorial_id"]) for o in keep}, previous
 
 
 async def run_conversations(
@@ -219,11 +225,12 @@ def count_records(records: list[dict[str, Any]]) -> dict[str, int]:
     }
 
 
-def finish_run_info(run_dir: Path, info: dict[str, Any], stats: RunStats) -> None:
+def finish_run_info(run_dir: Path, info: dict[str, Any], stats: RunStats, interrupted: bool = False) -> None:
     path = run_dir / CONVERSATIONS
     records = [o for _, o in iter_jsonl(path, on_error=lambda _m: None)] if path.exists() else []
     info["ended_at"] = now()
-    info["status"] = "complete" if not stats.failed and len(records) >= stats.total else "incomplete"
+    complete = not stats.failed and len(records) >= stats.total
+    info["status"] = "interrupted" if interrupted else "complete" if complete else "incomplete"
     info["counts"] = {
         "tutorials": stats.total,
         **count_records(records),

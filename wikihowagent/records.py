@@ -79,15 +79,12 @@ class ConversationRecord(BaseModel):
     turns: list[Turn] = Field(default_factory=list)
     finished: bool = False
     stop_reason: StopReason | None = None
-    error: str | None = None
+    error: str | None = None  # set = a failed conversation (re-run on resume)
+    warnings: list[str] = Field(default_factory=list)  # problems that did not fail the conversation
     teacher: str = ""  # model specs (never keys)
     learner: str = ""
     started_at: str | None = None
     ended_at: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
 
 
 class ScoreRecord(BaseModel):

@@ -7,6 +7,7 @@ line, which the next writer cuts off before appending: resuming never loses or d
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -17,6 +18,29 @@ from pydantic import BaseModel
 
 RUN_INFO = "run.json"
 CONVERSATIONS = "conversations.jsonl"
+
+
+@contextlib.contextmanager
+def dir_lock(directory: Path, blocking: bool = True, what: str = "another process") -> Iterator[None]:
+    """An exclusive POSIX flock on `directory/.lock` for the duration of the block (no-op without fcntl).
+
+    Non-blocking: raise RunError at once if someone else holds it.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".lock", "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        except BlockingIOError:
+            raise RunError(f"{directory}: in use by {what} (wait for it to finish, or use another --out)") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 class JsonlError(ValueError):
@@ -55,18 +79,6 @@ def iter_jsonl(
                 on_error(msg)
                 continue
             yield lineno, obj
-
-
-def read_ids(path: Path, key: str, where: Callable[[dict[str, Any]], bool] | None = None) -> set[str]:
-    """The values of `key` over the good lines of `path` (empty if the file does not exist)."""
-    path = Path(path)
-    if not path.exists():
-        return set()
-    return {
-        str(obj[key])
-        for _, obj in iter_jsonl(path, on_error=lambda _msg: None)
-        if key in obj and (where is None or where(obj))
-    }
 
 
 def repair_torn_tail(path: Path) -> bool:

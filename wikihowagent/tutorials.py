@@ -51,25 +51,33 @@ class LoadReport:
 
 
 def _articles(path: Path) -> Iterator[tuple[str, str, Any]]:
-    """Yield (where, source key, raw article) from any of the three input forms."""
+    """Yield (where, source key, raw article) from any of the three input forms.
+
+    An unreadable file or line is yielded as a TutorialError in place of the article, so that callers
+    can stop or skip it like any other bad article.
+    """
+    if not path.exists():
+        raise TutorialError(f"{path}: no such file or directory")
     if path.is_dir():
         files = sorted(p for p in path.rglob("*.json") if p.is_file())
         if not files:
             raise TutorialError(f"{path}: no *.json article files found")
         for f in files:
-            rel = f.relative_to(path).as_posix()
-            yield str(f), rel, _read_json(f)
+            yield str(f), f.relative_to(path).as_posix(), _read_json(f)
     elif path.suffix == ".jsonl":
-        with path.open(encoding="utf-8") as fh:
-            for lineno, line in enumerate(fh, start=1):
-                if not line.strip():
+        with path.open("rb") as fh:
+            for lineno, raw in enumerate(fh, start=1):
+                if not raw.strip():
                     continue
+                where = f"{path}:{lineno}"
                 try:
-                    obj = json.loads(line)
+                    obj: Any = json.loads(raw.decode("utf-8"))
+                except UnicodeDecodeError:
+                    obj = TutorialError(f"{where}: not UTF-8 text")
                 except json.JSONDecodeError as exc:
-                    raise TutorialError(f"{path}:{lineno}: malformed JSON ({exc.msg})") from None
-                yield f"{path}:{lineno}", f"{path.name}:{lineno}", obj
-    elif path.is_file():
+                    obj = TutorialError(f"{where}: malformed JSON ({exc.msg})")
+                yield where, f"{path.name}:{lineno}", obj
+    else:
         data = _read_json(path)
         if isinstance(data, dict) and "articles" in data:
             data = data["articles"]
@@ -78,20 +86,22 @@ def _articles(path: Path) -> Iterator[tuple[str, str, Any]]:
                 yield f"{path} (article {i})", f"{path.name}#{i}", obj
         else:
             yield str(path), path.name, data
-    else:
-        raise TutorialError(f"{path}: no such file or directory")
 
 
 def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise TutorialError(f"{path}: malformed JSON at line {exc.lineno} ({exc.msg})") from None
+        return TutorialError(f"{path}: malformed JSON at line {exc.lineno} ({exc.msg})")
     except UnicodeDecodeError:
-        raise TutorialError(f"{path}: not UTF-8 text") from None
+        return TutorialError(f"{path}: not UTF-8 text")
+    except OSError as exc:
+        return TutorialError(f"{path}: cannot read ({exc.strerror})")
 
 
 def _validate(where: str, art: Any) -> None:
+    if isinstance(art, TutorialError):
+        raise art
     if not isinstance(art, dict):
         raise TutorialError(f"{where}: expected an article object, got {type(art).__name__}")
     for key, typ in (("title", str), ("methods", list)):

@@ -153,7 +153,12 @@ def read_human_file(path: Path, problems: Problems) -> list[JudgeRatings]:
     first_row: dict[tuple[str, str], int] = {}
     metric_index = {m: j for j, m in enumerate(METRICS)}
 
-    def judge_for(cells: list[str], row: int) -> JudgeRatings | None:
+    def row_owner(cells: list[str], row: int) -> tuple[str, JudgeRatings] | None:
+        """(conversation id, judge) of a row; None (reported) when the id or the annotator cell is empty."""
+        cid = _cell(cells, cols.id)
+        if not cid:
+            problems.add("missing id", f"{where(path, row, header[cols.id])}: empty conversation_id; row left out")
+            return None
         if cols.annotator is None:
             name = path.stem
         else:
@@ -164,17 +169,14 @@ def read_human_file(path: Path, problems: Problems) -> list[JudgeRatings]:
                 return None
         if name not in judges:
             judges[name] = JudgeRatings(judge=name, source=str(path))
-        return judges[name]
+        return cid, judges[name]
 
     if cols.metric_col is not None:  # fully long: one cell per row
         for row, cells in rows:
-            cid = _cell(cells, cols.id)
-            if not cid:
-                problems.add("missing id", f"{where(path, row, header[cols.id])}: empty conversation_id; row left out")
+            owner = row_owner(cells, row)
+            if owner is None:
                 continue
-            judge = judge_for(cells, row)
-            if judge is None:
-                continue
+            cid, judge = owner
             raw_metric = _cell(cells, cols.metric_col)
             metric = METRIC_BY_KEY.get(norm_key(raw_metric))
             if metric is None:
@@ -205,13 +207,10 @@ def read_human_file(path: Path, problems: Problems) -> list[JudgeRatings]:
         present = [(metric_index[m], i, header[i]) for m, i in cols.metrics.items()]
         missing = tuple(m for m in METRICS if m not in cols.metrics)
         for row, cells in rows:
-            cid = _cell(cells, cols.id)
-            if not cid:
-                problems.add("missing id", f"{where(path, row, header[cols.id])}: empty conversation_id; row left out")
+            owner = row_owner(cells, row)
+            if owner is None:
                 continue
-            judge = judge_for(cells, row)
-            if judge is None:
-                continue
+            cid, judge = owner
             key = (judge.judge, cid, "")
             if key in first_row:
                 who = f" by {judge.judge}" if cols.annotator is not None else ""

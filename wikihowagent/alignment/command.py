@@ -15,12 +15,34 @@ from typing import Annotated, Optional
 
 import typer
 
+RUNS_DIR_HELP = ("Where runs live (default: the config's runs_dir, \"runs\"). Evaluated runs are its sub-directories "
+                 "with scores.jsonl or scores-paper.jsonl (scores.jsonl is preferred when a run has both) and the "
+                 "re-scored paper files in rescored/<file stem>/.")
+CONFIG_HELP = "YAML config overriding configs/default.yaml (only its runs_dir is used here)."
+
+
+def resolve_runs_dir(runs_dir: Optional[Path], config: Optional[Path]) -> Path:
+    """--runs-dir, else the project config's runs_dir (`wikihowagent.config.load_config`, the source of truth
+    shared with generate/evaluate). A bad config file -> one error line, exit 1."""
+    if runs_dir is not None and config is None:
+        return runs_dir
+    from rich.console import Console
+
+    from wikihowagent.config import ConfigError, load_config
+
+    try:
+        cfg = load_config(config)
+    except ConfigError as exc:
+        Console(stderr=True).print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from None
+    return runs_dir if runs_dir is not None else Path(cfg.runs_dir)
+
 
 def annotate_export(
     run_dirs: Annotated[
         Optional[list[Path]],
-        typer.Argument(metavar="[RUN_DIR]...", help="Evaluated run directories (or the paper's run .json files). Default: every "
-                            "evaluated run under --runs-dir.", show_default=False),
+        typer.Argument(metavar="[RUN_DIR]...", help="Evaluated run directories (or the paper's run .json files, or a "
+                            "directory of runs). Default: every evaluated run under --runs-dir.", show_default=False),
     ] = None,
     top: Annotated[Optional[int], typer.Option("--top", metavar="N", help="The N tutorials with the highest mean LLM rubric score "
                                                              "(the paper: 25). Default mode.")] = None,
@@ -31,9 +53,11 @@ def annotate_export(
                                                           "beside it with the suffix .html.")] = Path("annotation_sheet.csv"),
     in_all_runs: Annotated[bool, typer.Option("--in-all-runs", help="Only tutorials with a scored conversation "
                                                                     "in every given run.")] = False,
-    runs_dir: Annotated[Path, typer.Option(help="Where to look for runs when no RUN_DIR is given.")] = Path("runs"),
-    rubrics: Annotated[Optional[Path], typer.Option(help="Rubric file (default: the bundled data/rubrics.json).",
-                                                    show_default=False)] = None,
+    runs_dir: Annotated[Optional[Path], typer.Option(help=RUNS_DIR_HELP + " Searched when no RUN_DIR is given.",
+                                                     show_default=False)] = None,
+    config: Annotated[Optional[Path], typer.Option(help=CONFIG_HELP, show_default=False)] = None,
+    rubrics: Annotated[Optional[Path], typer.Option(help="Rubric file, validated as by `evaluate --rubrics` (default: the "
+                                                         "bundled data/rubrics.json).", show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing sheet.")] = False,
 ) -> None:
     """Select tutorials for human annotation; write an annotation sheet (CSV) and an HTML guide.
@@ -54,7 +78,7 @@ def annotate_export(
     problems = Problems()
     console = Console(stderr=True)
     try:
-        paths = list(run_dirs) if run_dirs else default_run_paths(runs_dir)
+        paths = list(run_dirs) if run_dirs else default_run_paths(resolve_runs_dir(runs_dir, config))
         sel, sheet, companion = export_sheet(paths, out, problems, mode=mode, n=n, seed=seed,
                                              in_all_runs=in_all_runs, rubrics_path=rubrics, force=force)
     except AlignInputError as exc:
@@ -83,20 +107,25 @@ def align(
                                             "Default: the runs under --runs-dir named in the sheets' filename column.",
                      show_default=False),
     ] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="DIR", help="Output directory (default: RUNS_DIR/alignment).",
-                                                show_default=False)] = None,
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="DIR", help="Output directory (default: RUNS_DIR/alignment). "
+                                                "It is replaced as a whole; a directory holding files align did not "
+                                                "write is refused.", show_default=False)] = None,
     by: Annotated[Optional[str], typer.Option("--by", metavar="run|model|domain", help="Also per group: run, model or domain.",
                                               show_default=False)] = None,
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples for the 95 % CIs (0 = none).")] = 2000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
-    runs_dir: Annotated[Path, typer.Option(help="Where runs live (default --scores and --out).")] = Path("runs"),
+    runs_dir: Annotated[Optional[Path], typer.Option(help=RUNS_DIR_HELP + " Gives the default --scores and --out.",
+                                                     show_default=False)] = None,
+    config: Annotated[Optional[Path], typer.Option(help=CONFIG_HELP, show_default=False)] = None,
     figures: Annotated[bool, typer.Option("--figures/--no-figures", help="Write the PNG figures.")] = True,
 ) -> None:
     """Measure how well the LLM judge agrees with human judges (paper §3.2, §5.3).
 
     Per metric and for the per-conversation mean of the metrics: Pearson r, Spearman ρ, Kendall τ with p-values, stars (* p<0.05, ** p<0.01) and bootstrap 95 % CIs; human vs LLM means and stds; with two or more judges, their agreement (Krippendorff's α, quadratic Cohen's κ, Pearson).
 
-    Writes CSV, Markdown and PNG figures to --out, all or nothing. What was left out (bad cells, unmatched ids, too few pairs) is listed on stderr and in problems.txt.
+    Only the 8 paper rubrics are aligned (Clarity, Truthfulness, Engagement, Coherence, Depth, Relevance, Progress, Naturalness); other rubric names in the scores (from `evaluate --rubrics`) are ignored, with one warning line listing them.
+
+    Writes CSV, Markdown and PNG figures to --out, all or nothing: --out is replaced as a whole (a directory holding files align did not write is refused). What was left out (bad cells, unmatched ids, too few pairs) is listed on stderr and in problems.txt.
     """
     from rich.console import Console
 
@@ -106,10 +135,18 @@ def align(
         raise typer.BadParameter(f"must be one of: {', '.join(BY_CHOICES)}", param_hint="--by")
     if bootstrap < 0:
         raise typer.BadParameter("must be >= 0", param_hint="--bootstrap")
-    from .common import Problems
+    from .common import OutputDirError, Problems, foreign_entries
+    from .report import OUTPUT_FILES
 
-    if out is not None and out.exists() and not out.is_dir():
-        raise typer.BadParameter(f"{out} exists and is not a directory", param_hint="--out")
+    runs_dir = resolve_runs_dir(runs_dir, config)
+    out_dir = out or runs_dir / "alignment"
+    if out_dir.exists() and not out_dir.is_dir():
+        raise typer.BadParameter(f"{out_dir} exists and is not a directory", param_hint="--out")
+    foreign = foreign_entries(out_dir, OUTPUT_FILES)
+    if foreign:  # checked again when writing; here so that nothing is computed in vain
+        listed = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+        raise typer.BadParameter(f"{out_dir} holds files align did not write ({listed}); it would be replaced as a "
+                                 "whole: choose another directory or empty it", param_hint="--out")
     t0 = time.perf_counter()
     problems = Problems()
     res = compute(list(human), list(scores or []), by=by, n_boot=bootstrap, seed=seed, problems=problems,
@@ -120,8 +157,12 @@ def align(
         err.print("[red]error:[/red] nothing could be computed (see the warnings above); no output written",
                   highlight=False)
         raise typer.Exit(1)
-    out_dir = out or runs_dir / "alignment"
-    written = write_outputs(res, out_dir, list(human), figures=figures)
+    try:
+        written = write_outputs(res, out_dir, list(human), figures=figures)
+    except OutputDirError as exc:  # the directory changed while computing
+        problems.echo(limit=40)
+        err.print(f"[red]error:[/red] {exc}; no output written", highlight=False)
+        raise typer.Exit(1) from None
     problems.echo(limit=40)
     if not res.any_correlation:
         err.print("[yellow]warning:[/yellow] no human–LLM correlation could be computed (only inter-annotator "

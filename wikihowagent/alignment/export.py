@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from .common import METRICS, SHEET_COLUMNS, SHEET_METRICS, AlignInputError, Problems, csv_text, write_files_atomically
-from .sources import discover_runs, iter_jsonl, read_paper_run, read_scores_jsonl, run_name
+from .sources import discover_runs, iter_jsonl, read_paper_run, read_scores_jsonl, run_name, scores_file
 
 
 @dataclass
@@ -85,7 +85,8 @@ def _from_record(rec: dict, run: str) -> Conversation:
 
 
 def load_run(path: Path, problems: Problems) -> list[Conversation]:
-    """A run directory (conversations.jsonl + scores.jsonl) or a paper run file: its scored conversations."""
+    """A run directory (conversations.jsonl + scores.jsonl or scores-paper.jsonl) or a paper run file: its
+    scored conversations."""
     path = Path(path)
     if path.is_file() and path.suffix == ".json":
         scores = {r.conversation_id: r for r in read_paper_run(path, problems)}  # validates the file
@@ -93,9 +94,9 @@ def load_run(path: Path, problems: Problems) -> list[Conversation]:
         records = [r for r in data.get("total_conversations", []) if isinstance(r, dict)]
         run = path.stem
     elif path.is_dir():
-        score_file = path / "scores.jsonl"
-        if not score_file.is_file():
-            raise AlignInputError(f"{path}: no scores.jsonl (run `wikihowagent evaluate` on it first)")
+        score_file = scores_file(path)
+        if score_file is None:
+            raise AlignInputError(f"{path}: no scores.jsonl or scores-paper.jsonl (run `wikihowagent evaluate` on it first)")
         run = run_name(path)
         scores = {r.conversation_id: r for r in read_scores_jsonl(score_file, problems, default_run=run)}
         conv_file = path / "conversations.jsonl"
@@ -134,15 +135,12 @@ def select(
     if n < 1:
         raise AlignInputError(f"the number of tutorials must be at least 1 (got {n})")
     convs: list[Conversation] = []
-    runs: list[str] = []
     expanded: list[Path] = []
     for p in map(Path, run_paths):  # a directory of runs stands for every evaluated run in it
-        inner = discover_runs(p) if p.is_dir() and not (p / "scores.jsonl").exists() else []
+        inner = discover_runs(p) if p.is_dir() and scores_file(p) is None else []
         expanded.extend(inner or [p])
     for p in expanded:
-        got = load_run(p, problems)
-        convs.extend(got)
-        runs.append(got[0].run if got else run_name(Path(p)) if Path(p).is_dir() else Path(p).stem)
+        convs.extend(load_run(p, problems))
     if not convs:
         raise AlignInputError("no scored conversations in the given runs (run `wikihowagent evaluate` first)")
     by_tut: dict[str, list[Conversation]] = {}
@@ -183,17 +181,25 @@ def sheet_csv(sel: Selection) -> str:
 
 
 def load_rubrics(path: Path | None, problems: Problems) -> dict:
-    from ..config import resource_path
+    """The rubric file, validated by `evaluate`'s loader (`wikihowagent.evaluation.judge.load_rubrics`):
+    metric name -> Rubric. An invalid or missing file is an AlignInputError (its one-line message); a
+    paper metric without a rubric in the file is reported, and the guide then shows its name only."""
+    from wikihowagent.evaluation.judge import RubricError, default_rubrics_path
+    from wikihowagent.evaluation.judge import load_rubrics as load_validated
 
-    path = path or resource_path("data", "rubrics.json")
+    path = Path(path) if path else default_rubrics_path()
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-        if not isinstance(data, dict):
-            raise ValueError("not a JSON object")
-        return data
-    except (OSError, ValueError) as exc:
-        problems.add("rubrics", f"{path}: cannot read the rubrics ({exc}); the companion lists metric names only")
-        return {}
+        rubrics = load_validated(path)
+    except RubricError as exc:
+        raise AlignInputError(str(exc)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AlignInputError(f"{path}: cannot read the rubric file ({exc})") from None
+    by_key = {name.lower(): r for name, r in rubrics.items()}
+    absent = [m for m in METRICS if m.lower() not in by_key]
+    if absent:
+        problems.add("rubrics", f"{path}: no rubric for {', '.join(absent)}; the guide shows only the metric name "
+                                "for these")
+    return {m: by_key[m.lower()] for m in METRICS if m.lower() in by_key}
 
 
 _CSS = """
@@ -211,6 +217,8 @@ nav ol{columns:2}.meta{color:#666;font-size:.9rem}
 
 
 def companion_html(sel: Selection, rubrics: dict, sheet_name: str) -> str:
+    """The annotation guide. `rubrics`: metric name -> `wikihowagent.evaluation.judge.Rubric` (see
+    `load_rubrics`); a metric without one is listed by name only."""
     e = html.escape
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
@@ -230,13 +238,12 @@ def companion_html(sel: Selection, rubrics: dict, sheet_name: str) -> str:
         "<table><tr><th>Metric</th><th>Rates</th><th>Question</th><th>5 – 1</th></tr>",
     ]
     for m in METRICS:
-        r = rubrics.get(m) if isinstance(rubrics.get(m), dict) else {}
-        levels = r.get("rubric") if isinstance(r.get("rubric"), dict) else {}
-        lv = "".join(f"<div><b>{k}</b> – {e(str(levels[k]))}</div>" for k in ("5", "4", "3", "2", "1") if k in levels)
-        ref = " (with the tutorial as reference)" if r.get("reference") == "tutorial" else ""
+        r = rubrics.get(m)  # a judge.Rubric, or None (the file has no rubric for m)
+        lv = "".join(f"<div><b>{k}</b> – {e(r.levels[k])}</div>" for k in ("5", "4", "3", "2", "1")) if r else ""
+        ref = " (with the tutorial as reference)" if r and r.reference == "tutorial" else ""
         parts.append(
             f"<tr><td><b>{m}</b><br><span class='meta'>column <code>{m.lower()}</code></span></td>"
-            f"<td>{e(str(r.get('role', '')))}{ref}</td><td>{e(str(r.get('question', '')))}</td><td>{lv}</td></tr>"
+            f"<td>{e(r.role) if r else ''}{ref}</td><td>{e(r.question) if r else ''}</td><td>{lv}</td></tr>"
         )
     parts.append("</table>")
     parts.append("<nav><h2>Tutorials</h2><ol>")
@@ -295,8 +302,8 @@ def export_sheet(
         for p in (out, companion):
             if p.exists():
                 raise AlignInputError(f"{p}: already exists (it may hold annotations); use --force to overwrite")
+    rubrics = load_rubrics(rubrics_path, problems)  # a bad rubric file stops before any work
     sel = select(run_paths, problems, mode=mode, n=n, seed=seed, in_all_runs=in_all_runs)
-    rubrics = load_rubrics(rubrics_path, problems)
     write_files_atomically({out: sheet_csv(sel), companion: companion_html(sel, rubrics, out.name)})
     return sel, out, companion
 
@@ -304,5 +311,6 @@ def export_sheet(
 def default_run_paths(runs_dir: Path) -> list[Path]:
     runs = discover_runs(runs_dir)
     if not runs:
-        raise AlignInputError(f"{runs_dir}: no evaluated runs (directories with scores.jsonl) found; pass RUN_DIR")
+        raise AlignInputError(f"{runs_dir}: no evaluated runs (directories with scores.jsonl or scores-paper.jsonl, "
+                              f"also under {runs_dir / 'rescored'}) found; pass RUN_DIR")
     return runs

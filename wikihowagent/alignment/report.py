@@ -125,13 +125,18 @@ def compute(
     n_boot: int = 2000,
     seed: int = 0,
     problems: Problems | None = None,
-    runs_dir: Path = Path("runs"),
+    runs_dir: Path | None = None,
 ) -> AlignResult:
+    """`runs_dir` (for the default score paths): None = the project config's runs_dir."""
     problems = problems if problems is not None else Problems()
     if by is not None and by not in BY_CHOICES:
         raise ValueError(f"--by must be one of {', '.join(BY_CHOICES)}")
     judges = read_human_files(human_paths, problems)
     if not score_paths:
+        if runs_dir is None:
+            from wikihowagent.config import load_config
+
+            runs_dir = Path(load_config().runs_dir)
         score_paths = default_score_paths(judges, runs_dir, problems)
     try:
         llm = read_llm_scores(score_paths, problems)

@@ -1,7 +1,9 @@
 """The LLM judge's scores and the runs they belong to.
 
 `--scores` accepts:
-- a run directory (its `scores.jsonl`; `run.json` names the run) or a directory of run directories;
+- a run directory (its `scores.jsonl`, or `scores-paper.jsonl` from `evaluate --compat paper` when there is
+  no `scores.jsonl`; `run.json` names the run) or a directory of runs (see `discover_runs`: also the
+  re-scored paper files under `rescored/`);
 - a `scores.jsonl` file (ScoreRecord lines; a conversation id seen twice -> the last line wins, as after a
   resumed `evaluate`);
 - a wide CSV in the annotation format (`conversation_id`, metric columns in any case; `filename`/`run`
@@ -23,11 +25,18 @@ from typing import Iterator
 import numpy as np
 
 from wikihowagent import runs
+from wikihowagent.tutorials import domain_of
 
-from .common import METRICS, AlignInputError, Problems, norm_key, parse_score, where
+from .common import KNOWN_META_KEYS, METRIC_BY_KEY, METRICS, AlignInputError, Problems, norm_key, parse_score, where
 
-PAPER_RUN_RE = re.compile(r"^T-(?P<teacher>.+?)_L-(?P<learner>.+?)_E-(?P<evaluator>.+?)(?:_(?P<job>[^_]+))?$")
-RUN_OUTPUT_DIRS = {"alignment"}  # our own output directory under runs/, never a run
+# The paper's run-file stem. Same pattern as `wikihowagent.evaluation.inputs._PAPER_STEM_RE` (job `[^_]*`), kept
+# as a copy until the two are unified in one place.
+PAPER_RUN_RE = re.compile(r"^T-(?P<teacher>.+?)_L-(?P<learner>.+?)_E-(?P<evaluator>.+?)(?:_(?P<job>[^_]*))?$")
+# Score files of a run directory, preferred first: `evaluate` writes scores.jsonl, `evaluate --compat paper`
+# scores-paper.jsonl (a run evaluated both ways: scores.jsonl is used).
+SCORE_FILES = ("scores.jsonl", "scores-paper.jsonl")
+RESCORED_DIR = "rescored"  # `evaluate` on a paper run file writes <runs_dir>/rescored/<file stem>/scores*.jsonl
+RUN_OUTPUT_DIRS = {"alignment", "summary"}  # output directories under runs/ (align, evaluate), never a run
 
 
 @dataclass
@@ -47,6 +56,21 @@ class LLMScores:
     rows: dict[str, ScoreRow] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
     by_source: dict[str, list[str]] = field(default_factory=dict)  # source -> ids it contributed
+    ignored_metrics: dict[str, list[str]] = field(default_factory=dict)  # custom rubric name -> sources
+
+
+def _computational_metric_names() -> frozenset[str]:
+    """The `evaluate` metrics that are not rubric scores (they share ScoreRecord.metrics with the rubrics)."""
+    from wikihowagent.evaluation.metrics import DEFAULT_METRICS, PAPER_METRICS
+
+    return frozenset(DEFAULT_METRICS) | frozenset(PAPER_METRICS)
+
+
+def is_other_rubric(name: str, computational: frozenset[str]) -> bool:
+    """A ScoreRecord metric that is neither one of the 8 paper rubrics nor a computational metric: a custom
+    rubric (`evaluate --rubrics`), which `align` does not compare."""
+    key = norm_key(name)
+    return key not in METRIC_BY_KEY and name not in computational and key not in KNOWN_META_KEYS
 
 
 def model_label(teacher: str = "", learner: str = "", run: str = "") -> str:
@@ -80,13 +104,27 @@ def run_name(run_dir: Path) -> str:
     return run_dir.name
 
 
+def scores_file(run_dir: Path) -> Path | None:
+    """The score file of a run directory: scores.jsonl, else scores-paper.jsonl, else None."""
+    for name in SCORE_FILES:
+        p = Path(run_dir) / name
+        if p.is_file():
+            return p
+    return None
+
+
 def discover_runs(runs_dir: Path) -> list[Path]:
-    """Run directories (holding scores.jsonl) directly under `runs_dir`, sorted by name."""
-    if not runs_dir.is_dir():
-        return []
-    return sorted(
-        d for d in runs_dir.iterdir() if d.is_dir() and d.name not in RUN_OUTPUT_DIRS and (d / "scores.jsonl").is_file()
-    )
+    """Evaluated run directories under `runs_dir`: `<runs_dir>/*/` and `<runs_dir>/rescored/*/` holding a
+    score file (`scores.jsonl` or `scores-paper.jsonl`, see `scores_file`). Runs sorted by name, then the
+    re-scored ones sorted by name."""
+    runs_dir = Path(runs_dir)
+
+    def evaluated(parent: Path, skip: set[str]) -> list[Path]:
+        if not parent.is_dir():
+            return []
+        return sorted(d for d in parent.iterdir() if d.is_dir() and d.name not in skip and scores_file(d))
+
+    return evaluated(runs_dir, RUN_OUTPUT_DIRS | {RESCORED_DIR}) + evaluated(runs_dir / RESCORED_DIR, set())
 
 
 def _metric_values(metrics: dict, loc: str, problems: Problems, missing: list[int]) -> np.ndarray:
@@ -111,9 +149,14 @@ def _report_missing(source: str, missing: list[int], problems: Problems, what: s
         problems.add("missing llm score", f"{source}: no LLM score ({what}) for: {', '.join(parts)} conversations")
 
 
-def read_scores_jsonl(path: Path, problems: Problems, default_run: str = "") -> list[ScoreRow]:
+def read_scores_jsonl(path: Path, problems: Problems, default_run: str = "",
+                      other_rubrics: set[str] | None = None) -> list[ScoreRow]:
+    """ScoreRecord lines -> rows of the 8 rubric scores. Metric names that are neither those 8 nor
+    computational metrics (custom rubrics) are added to `other_rubrics` when given."""
     last: dict[str, ScoreRow] = {}
     missing = [0] * len(METRICS)
+    computational = _computational_metric_names() if other_rubrics is not None else frozenset()
+    seen_keys: set[str] = set()
     for n, obj in iter_jsonl(path, problems):
         cid = obj.get("conversation_id")
         if not isinstance(cid, str) or not cid:
@@ -123,6 +166,8 @@ def read_scores_jsonl(path: Path, problems: Problems, default_run: str = "") -> 
         if not isinstance(metrics, dict):
             problems.add("bad line", f"{path}:{n}: 'metrics' is not an object; line skipped")
             continue
+        if other_rubrics is not None:
+            seen_keys.update(metrics)
         # the same id again = a resumed evaluation: the later line replaces the earlier one (not a problem)
         run = obj.get("run") or default_run
         last[cid] = ScoreRow(
@@ -136,6 +181,8 @@ def read_scores_jsonl(path: Path, problems: Problems, default_run: str = "") -> 
             where=f"{path}:{n}",
         )
     _report_missing(str(path), missing, problems, "judge reply not parsed")
+    if other_rubrics is not None:
+        other_rubrics.update(k for k in seen_keys if isinstance(k, str) and is_other_rubric(k, computational))
     return list(last.values())
 
 
@@ -181,13 +228,13 @@ def read_paper_run(path: Path, problems: Problems) -> list[ScoreRow]:
             problems.add("missing id", f"{loc}: no conversation_id; record skipped")
             continue
         ev = rec.get("evaluation") if isinstance(rec.get("evaluation"), dict) else {}
-        cats = rec.get("categories") or []
+        cats = rec.get("categories")
         last[rec["conversation_id"]] = ScoreRow(
             conversation_id=rec["conversation_id"],
             values=_metric_values(ev, loc, problems, missing),
             run=run,
             model=model_label(run=run),
-            domain=cats[1] if isinstance(cats, list) and len(cats) > 1 else "",
+            domain=domain_of([str(c) for c in cats]) if isinstance(cats, list) else "",
             title=rec.get("title") or "",
             tutorial_id=f"{rec.get('title', '')}|{rec.get('doc_id', '')}|{rec.get('method_id', '')}",
             where=loc,
@@ -197,20 +244,23 @@ def read_paper_run(path: Path, problems: Problems) -> list[ScoreRow]:
 
 
 def resolve_score_paths(paths: list[Path]) -> list[Path]:
-    """Directories -> their scores.jsonl (a run dir) or the scores.jsonl of each run inside (a runs dir)."""
+    """Directories -> their score file (a run dir) or the score file of each run inside (a runs dir); see
+    `scores_file` and `discover_runs`."""
     out: list[Path] = []
     for p in paths:
         p = Path(p)
         if p.is_dir():
-            if (p / "scores.jsonl").is_file():
-                out.append(p / "scores.jsonl")
+            own = scores_file(p)
+            if own is not None:
+                out.append(own)
                 continue
             runs = discover_runs(p)
             if not runs:
                 has_conv = (p / "conversations.jsonl").is_file()
                 hint = "; run `wikihowagent evaluate` on it first" if has_conv else ""
-                raise AlignInputError(f"{p}: no scores.jsonl in it (nor in any run directory inside){hint}")
-            out.extend(r / "scores.jsonl" for r in runs)
+                raise AlignInputError(f"{p}: no scores.jsonl or scores-paper.jsonl in it (nor in any run directory "
+                                      f"inside){hint}")
+            out.extend(scores_file(r) for r in runs)
         elif p.exists():
             out.append(p)
         else:
@@ -219,13 +269,18 @@ def resolve_score_paths(paths: list[Path]) -> list[Path]:
 
 
 def read_llm_scores(paths: list[Path], problems: Problems) -> LLMScores:
-    """All LLM scores; a conversation id found in two sources: the later source wins (reported)."""
+    """All LLM scores; a conversation id found in two sources: the later source wins (reported). Only the 8
+    paper rubrics are read; other rubric names in scores.jsonl files (`evaluate --rubrics`) are ignored
+    with one warning line listing them."""
     result = LLMScores()
     for path in resolve_score_paths(paths):
         suffix = path.suffix.lower()
         try:
             if suffix == ".jsonl":
-                rows = read_scores_jsonl(path, problems, default_run=run_name(path.parent))
+                others: set[str] = set()
+                rows = read_scores_jsonl(path, problems, default_run=run_name(path.parent), other_rubrics=others)
+                for name in others:
+                    result.ignored_metrics.setdefault(name, []).append(str(path))
             elif suffix in (".csv", ".tsv", ".txt"):
                 rows = read_scores_csv(path, problems)
             elif suffix == ".json":
@@ -243,6 +298,12 @@ def read_llm_scores(paths: list[Path], problems: Problems) -> LLMScores:
                 problems.add("duplicate id", f"{r.where}: conversation_id {r.conversation_id} already scored at "
                                              f"{prev.where}; this later score is used")
             result.rows[r.conversation_id] = r
+    if result.ignored_metrics:
+        names = sorted(result.ignored_metrics, key=str.lower)
+        files = sorted({f for fs in result.ignored_metrics.values() for f in fs})
+        where_ = files[0] if len(files) == 1 else f"{len(files)} score files"
+        problems.add("ignored metric", f"{where_}: rubric(s) other than the 8 paper rubrics ignored (align compares "
+                                       f"only {', '.join(METRICS)}): {', '.join(names)}")
     return result
 
 

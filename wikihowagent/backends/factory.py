@@ -182,6 +182,20 @@ def _is_openai_api(base: str | None) -> bool:
     return base is None or (urlsplit(base).hostname or "").endswith("api.openai.com")
 
 
+COMPAT_KEY_ENV = "OPENAI_COMPATIBLE_API_KEY"
+
+
+def _key_env(base: str | None) -> str:
+    """Which variable holds the key for `base`.
+
+    OPENAI_API_KEY goes only to OpenAI itself or to the server named by OPENAI_BASE_URL (the environment
+    pairs the two, as the openai SDK does). Any other server (--base-url, an alias's base_url) gets
+    OPENAI_COMPATIBLE_API_KEY, so a real OpenAI key exported for other work never reaches a third host.
+    """
+    env_base = _openai_base(None)
+    return "OPENAI_API_KEY" if _is_openai_api(base) or (env_base is not None and base == env_base) else COMPAT_KEY_ENV
+
+
 def resolve_spec(spec: str, aliases_path: Path | None = None) -> ResolvedSpec:
     """Alias lookup then `provider:model` parsing. Raises BackendError for unknown specs."""
     given = (spec or "").strip()
@@ -311,7 +325,8 @@ def check_backend(resolved: ResolvedSpec, base_url: str | None = None) -> None:
         return
 
     base = _openai_base(base_url) if base_url else resolved.base_url
-    key = os.environ.get("OPENAI_API_KEY", "").strip()
+    key_env = _key_env(base)
+    key = os.environ.get(key_env, "").strip()
     if _is_openai_api(base):
         if not key:
             raise BackendError(
@@ -325,7 +340,7 @@ def check_backend(resolved: ResolvedSpec, base_url: str | None = None) -> None:
         listing = _get_json(f"{base}/models", headers)
     except urllib.error.HTTPError as exc:
         if exc.code in (401, 403):
-            raise BackendError(f"The server at {base} rejected the API key (HTTP {exc.code}; {need}): check OPENAI_API_KEY.") from None
+            raise BackendError(f"The server at {base} rejected the API key (HTTP {exc.code}; {need}): check {key_env}.") from None
         raise BackendError(f"The OpenAI-compatible server at {base} answered HTTP {exc.code} on /models ({need}).") from None
     except (OSError, ValueError) as exc:
         raise BackendError(
@@ -432,7 +447,7 @@ def make_chat_model(
     from langchain_openai import ChatOpenAI
 
     base = _openai_base(base_url) if base_url else resolved.base_url
-    key = os.environ.get("OPENAI_API_KEY", "").strip()
+    key = os.environ.get(_key_env(base), "").strip()
     if not key:
         if _is_openai_api(base):
             raise BackendError(

@@ -18,8 +18,10 @@ import importlib.util
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
+
+from wikihowagent.runs import dir_lock
 
 from .factory import BackendError
 
@@ -107,22 +109,6 @@ def _write_stamp(path: Path, sha: str) -> None:
     os.replace(tmp, _stamp_path(path))
 
 
-@contextlib.contextmanager
-def _dir_lock(directory: Path) -> Iterator[None]:
-    """Serialise assembly between processes (POSIX flock; a no-op elsewhere)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    with open(directory / ".lock", "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def assemble(dest: Path, parts: list[Path], progress: Progress | None = None) -> str:
     """Concatenate `parts` into `dest` atomically (temp file + rename); returns the sha256."""
     total = sum(p.stat().st_size for p in parts)
@@ -162,7 +148,7 @@ def ensure_local_model(progress: Progress | None = None, *, force_verify: bool =
         dest.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise BackendError(f"Cannot create the model cache {dest.parent}: {exc.strerror or exc}") from None
-    with _dir_lock(dest.parent):
+    with dir_lock(dest.parent):  # serialise assembly between processes
         if not force_verify and dest.is_file() and _stamp_ok(dest, MODEL_SHA256):
             return dest  # another process finished it while we waited
         if dest.is_file() and dest.stat().st_size == MODEL_SIZE:

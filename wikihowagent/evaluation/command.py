@@ -53,7 +53,7 @@ def _evaluate(console, runs, evaluator, metrics, no_judge, compat, baseline, by,
     from .inputs import InputError, resolve_inputs
     from .judge import RubricError, load_rubrics
     from .metrics import MetricError
-    from .runner import EvalOptions, Evaluation, EvaluateError, count_records, scores_path, select_metrics
+    from .runner import EvalOptions, Evaluation, EvaluateError, select_metrics
 
     if compat not in (None, "paper"):
         return _fail(console, f"--compat: only 'paper' is supported, not {compat!r}")
@@ -129,14 +129,14 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn):
     from .inputs import InputError
     from .judge import JudgeBackendError
     from .metrics import MetricError
-    from .runner import EvaluateError, count_records, scores_path
+    from .runner import EvaluateError, count_input_records, scores_path
 
     results = []
     for src in sources:
         out_path = scores_path(src, opts, runs_dir)
         what = f"{src.name}" + (f" (judge: {specs[src.name]})" if specs[src.name] else "")
         try:
-            total = count_records(src)
+            total = count_input_records(src)
         except OSError as exc:
             return _fail(console, f"{src.path}: {exc.strerror}")
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -149,6 +149,11 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn):
                 return _fail(console, f"{exc} (scores so far are in {out_path}; rerun to resume)")
         console.print(f"{src.name}: {stats.scored} scored, {stats.already} already scored, {stats.failed} failed "
                       f"conversations skipped, {stats.invalid} unreadable records -> {out_path}", highlight=False)
+        rejudged = [(stats.rejudged_evaluator, "the evaluator changed"), (stats.rejudged_rubrics, "the rubric file changed")]
+        for n, why in rejudged:
+            if n:
+                console.print(f"{src.name}: {n} conversation{'s' if n != 1 else ''} re-judged because {why} "
+                              f"(now {specs[src.name]})", highlight=False)
         for note in stats.notes:
             console.print(f"  note: {note}", highlight=False)
         if src.n_records == 0 and src.n_invalid == 0:

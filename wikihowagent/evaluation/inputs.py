@@ -13,15 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wikihowagent.records import ConversationRecord
+from wikihowagent.runs import CONVERSATIONS
+from wikihowagent.tutorials import domain_of
 
 # The workflow's fixed texts (no model call): excluded from the default metrics, see README.md, "Metrics".
 BEGIN_RE = re.compile(r"^\s*Let's begin:.*\bBEGIN\W*$", re.S)
 FINISH_TEXT = "We've reached the end of the tutorial. Bye! FINISHED"
 _ROLE_RE = re.compile(r"^\s*(Teacher|Learner)\s*:\s?", re.I)
 _PAPER_STEM_RE = re.compile(r"^T-(?P<t>.+?)_L-(?P<l>.+?)_E-(?P<e>.+?)(?:_(?P<job>[^_]*))?$")
-
-CONVERSATIONS = "conversations.jsonl"
 
 
 class InputError(ValueError):
@@ -155,10 +154,8 @@ def _infer_kinds(msgs: list[Message]) -> None:
 def _domain(obj: dict[str, Any]) -> str:
     if obj.get("domain"):
         return str(obj["domain"])
-    cats = [c for c in obj.get("categories") or [] if isinstance(c, str)]
-    if cats and cats[0].strip().lower() == "categories":
-        cats = cats[1:]
-    return cats[0] if cats else ""
+    cats = obj.get("categories")
+    return domain_of([c for c in cats if isinstance(c, str)]) if isinstance(cats, list) else ""
 
 
 def parse_record(obj: dict[str, Any], run: str, where: str) -> tuple[Conversation | None, str | None]:
@@ -292,8 +289,3 @@ def _file_source(path: Path) -> InputSource:
     if m:
         src.teacher, src.learner, src.evaluator = m.group("t"), m.group("l"), m.group("e")
     return src
-
-
-def record_from_model(rec: ConversationRecord) -> dict[str, Any]:
-    """For tests and tools: a ConversationRecord as the dict the readers see."""
-    return rec.model_dump(mode="json")

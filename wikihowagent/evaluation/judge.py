@@ -43,9 +43,32 @@ def _is_context_error(exc: BaseException) -> bool:
     return "context" in text and any(w in text for w in ("exceed", "length", "too long", "too many"))
 
 
+_SCHEMA_WORDS = ("response_format", "response format", "json_schema", "json schema", "grammar", "structured output")
+
+
+def _status(exc: BaseException) -> Any:
+    return getattr(exc, "status_code", None) or getattr(getattr(exc, "response", None), "status_code", None)
+
+
+def _is_schema_rejection(exc: BaseException) -> bool:
+    """The server (or client) refuses the JSON-schema request itself, as opposed to a transport failure
+    (timeout, connection error, 5xx): only then is text parsing the right fallback."""
+    if isinstance(exc, NotImplementedError):
+        return True
+    text = str(exc).lower()
+    if any(w in text for w in _SCHEMA_WORDS):
+        return True
+    return type(exc).__name__ in ("BadRequestError", "UnprocessableEntityError") or _status(exc) in (400, 422)
+
+
+def _one_line(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
+
+
 def _is_request_error(exc: BaseException) -> bool:
     name = type(exc).__name__
-    status = getattr(exc, "status_code", None) or getattr(getattr(exc, "response", None), "status_code", None)
+    status = _status(exc)
     return name in ("BadRequestError", "UnprocessableEntityError") or status in (400, 413, 422) or _is_context_error(exc)
 
 
@@ -340,14 +363,21 @@ class Judge:
                     score_schema(self.groups[group]), method="json_schema", include_raw=True)
             except (NotImplementedError, ValueError, TypeError, AttributeError):
                 self._runnables[group] = None
-                self.structured = False
-                self.fallback_note = "structured output not supported by this backend: replies parsed from text"
+                self._disable_structured("structured output not supported by this backend: replies parsed from text")
+                return None
         return self._runnables[group]
+
+    def _disable_structured(self, note: str) -> None:
+        """Switch to text parsing for the rest of the process. Only flags are set (no container is rebuilt):
+        concurrent tasks that already hold a runnable finish their call, and each later call reads the flag."""
+        self.structured = False
+        if self.fallback_note is None:
+            self.fallback_note = note
 
     async def _call(self, group: str, prompt: str) -> tuple[str, dict[str, Any] | None]:
         """-> (raw reply text, parsed JSON object or None)."""
-        runnable = self._structured_runnable(group)
         async with self.sem:
+            runnable = self._structured_runnable(group)  # read after the wait: another call may have switched to text
             if runnable is not None:
                 try:
                     out = await runnable.ainvoke(prompt)
@@ -359,16 +389,16 @@ class Judge:
                     return text, parsed if isinstance(parsed, dict) else None
                 except Exception as exc:  # noqa: BLE001 - e.g. the server rejects response_format
                     if _is_context_error(exc):  # this prompt is too long: not the schema's fault
-                        raise JudgeRequestError(f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}") from exc
-                    self.structured = False
-                    self._runnables = {k: None for k in self.groups}
-                    self.fallback_note = f"structured output failed ({type(exc).__name__}): replies parsed from text"
+                        raise JudgeRequestError(_one_line(exc)[:200]) from exc
+                    if not _is_schema_rejection(exc):  # timeout, connection error, 5xx: the schema is not at fault
+                        raise JudgeBackendError(f"evaluator call failed: {_one_line(exc)}") from exc
+                    self._disable_structured(f"structured output refused ({_one_line(exc)[:120]}): replies parsed from text")
             try:
                 msg = await self.llm.ainvoke(prompt)
             except Exception as exc:  # noqa: BLE001
                 if _is_request_error(exc):
                     raise JudgeRequestError(f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}") from exc
-                raise JudgeBackendError(f"evaluator call failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from exc
+                raise JudgeBackendError(f"evaluator call failed: {_one_line(exc)}") from exc
             return _message_text(msg), None
 
     async def _judge_group(self, conv: Conversation, group: str, res: JudgeResult) -> None:

@@ -11,7 +11,6 @@ that every text of the batch is embedded in one pass (deduplicated, sorted by le
 from __future__ import annotations
 
 import math
-import os
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -35,6 +34,8 @@ EMBEDDING_COSINE = "Embedding Cosine"
 DEFAULT_METRICS = [QUESTION, COMPLETION, DIVERSITY, BLEU, METEOR, ROUGE1, ROUGE2, ROUGEL, BERTSCORE, EMBEDDING_COSINE]
 PAPER_METRICS = [QUESTION, COMPLETION, DIVERSITY, BLEU, METEOR, ROUGE, BERTSCORE]
 EMBEDDING_METRICS = {BERTSCORE, EMBEDDING_COSINE}
+# Every computational metric name of either mode: the other keys of a score record are rubric scores.
+COMPUTATIONAL_NAMES = frozenset(DEFAULT_METRICS) | frozenset(PAPER_METRICS)
 
 WORDNET_HINT = (
     "METEOR needs WordNet, which is not installed: run `sudo scripts/setup_nltk_data.sh .venv` "
@@ -391,24 +392,19 @@ class MiniLM:
         from transformers.utils import logging as hf_logging
 
         path = minilm_path()
-        saved = {k: os.environ.get(k) for k in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")}
-        os.environ.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
         verbosity = hf_logging.get_verbosity()
         bars = hf_logging.is_progress_bar_enabled()
         hf_logging.set_verbosity_error()
         hf_logging.disable_progress_bar()  # no "Loading weights" bar in the middle of our progress display
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(path)
-            self.model = AutoModel.from_pretrained(path).eval()
+            # The packaged files only: never a Hub request (an environment variable set here would come too
+            # late, huggingface_hub reads HF_HUB_OFFLINE when it is imported).
+            self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+            self.model = AutoModel.from_pretrained(path, local_files_only=True).eval()
         finally:
             hf_logging.set_verbosity(verbosity)
             if bars:
                 hf_logging.enable_progress_bar()
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
         self.tokenizer.model_max_length = 1 << 30  # we chunk ourselves; silences the length warning
         self.path = path
         self.torch = torch

@@ -11,9 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.records import ScoreRecord
+from wikihowagent.runs import CONVERSATIONS
 
 from .inputs import Conversation, InputSource
-from .metrics import Scorers, computational_metrics
+from .metrics import COMPUTATIONAL_NAMES, Scorers, computational_metrics
 
 SCORES = "scores.jsonl"
 SCORES_PAPER = "scores-paper.jsonl"
@@ -45,6 +46,8 @@ class SourceStats:
     failed: int = 0
     invalid: int = 0
     judge_failures: int = 0
+    rejudged_evaluator: int = 0  # conversations whose rubric scores were by another evaluator
+    rejudged_rubrics: int = 0  # ... or of rubrics the current rubric file does not define
     notes: list[str] = field(default_factory=list)
 
 
@@ -95,10 +98,11 @@ def _chunks(it: Iterator[Conversation], n: int) -> Iterator[list[Conversation]]:
         yield buf
 
 
-def count_records(src: InputSource) -> int | None:
+def count_input_records(src: InputSource) -> int | None:
+    """Non-empty lines of a JSONL input (the progress bar's total); None for a paper JSON file."""
     if src.kind == "paper-json":
         return None
-    path = src.path / "conversations.jsonl" if src.kind == "run" else src.path
+    path = src.path / CONVERSATIONS if src.kind == "run" else src.path
     n = 0
     with open(path, "rb") as fh:
         for line in fh:
@@ -152,6 +156,19 @@ class Evaluation:
             self._loop.run_until_complete(self._loop.shutdown_asyncgens())
             self._loop.close()
 
+    def _stale_rubrics(self, old: dict[str, Any] | None, spec: str | None) -> str | None:
+        """Why the rubric scores of an earlier line cannot be reused ("evaluator" / "rubrics"), else None."""
+        if not old or not self.rubric_names:
+            return None
+        keys = set(old.get("metrics") or {}) - COMPUTATIONAL_NAMES
+        if not keys:
+            return None  # nothing judged yet (e.g. a --no-judge pass): nothing to compare
+        if (old.get("evaluator") or "") != (spec or ""):
+            return "evaluator"
+        if self.rubrics is not None and not keys <= set(self.rubrics):
+            return "rubrics"  # scores of rubrics the current rubric file does not define: another rubric file
+        return None
+
     async def _run_source(self, src: InputSource, out_path: Path, progress: Callable[[int], None] | None) -> SourceStats:
         from wikihowagent.runs import JsonlAppender
 
@@ -159,11 +176,17 @@ class Evaluation:
 
         stats = SourceStats()
         existing = read_scores(out_path, on_error=self.warn)
-        wanted = set(self.comp) | set(self.rubric_names)
+        comp_names = set(self.comp)
+        rubric_names = set(self.rubric_names)
         spec = self.evaluator_spec(src)
         judge = None
         stream = src.conversations(on_error=self.warn)
         reported = 0
+        pending: set[asyncio.Task[None]] = set()  # judge tasks in flight, across chunks
+        loop = asyncio.get_running_loop()
+
+        def in_flight() -> int:
+            return sum(not t.done() for t in pending)
 
         def advance(n: int) -> None:
             nonlocal reported
@@ -171,74 +194,108 @@ class Evaluation:
             if progress and n:
                 progress(n)
 
+        async def settle(limit: int) -> None:
+            """Wait until at most `limit` judge tasks are in flight; the first failure (e.g. the evaluator is
+            unreachable) is raised here."""
+            while pending:
+                done = {t for t in pending if t.done()}
+                if not done and len(pending) <= limit:
+                    return
+                if not done:
+                    done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                pending.difference_update(done)
+                for t in done:
+                    t.result()
+
         with JsonlAppender(out_path) as sink:
-            for chunk in _chunks(stream, self.opts.chunk):
-                todo: list[tuple[Conversation, dict[str, Any] | None]] = []
-                for c in chunk:
-                    old = existing.get(c.conversation_id)
-                    if old is not None and wanted <= set(old.get("metrics") or {}):
-                        stats.already += 1
+
+            async def judged(rec: ScoreRecord, conv: Conversation, j: Any) -> None:
+                jr = await j.judge(conv)
+                rec.metrics.update(jr.scores)
+                rec.evaluator = spec or ""
+                rec.judge_raw = {**rec.judge_raw, **jr.raw}
+                rec.judge_failures = [f for f in rec.judge_failures if f not in jr.scores] + jr.failures
+                rec.notes = [n for n in rec.notes if not n.startswith("judge:")] + jr.notes
+                sink.append(rec)  # as soon as this conversation is judged (resume keeps every finished one)
+                stats.scored += 1
+                stats.judge_failures += len(jr.failures)
+                advance(1)
+
+            try:
+                for chunk in _chunks(stream, self.opts.chunk):
+                    todo: list[tuple[Conversation, dict[str, Any] | None, str | None]] = []
+                    for c in chunk:
+                        old = existing.get(c.conversation_id)
+                        stale = self._stale_rubrics(old, spec)
+                        have = set((old or {}).get("metrics") or {})
+                        if stale is None and comp_names | rubric_names <= have:
+                            stats.already += 1
+                            continue
+                        todo.append((c, old, stale))
+                    # At most one chunk's judge calls wait while the next chunk's metrics are computed.
+                    await settle(self.opts.chunk)
+                    if not todo:
+                        advance(src.n_seen - reported - in_flight())
                         continue
-                    todo.append((c, old))
-                if not todo:
-                    advance(src.n_seen - reported)
-                    continue
-                convs = [c for c, _ in todo]
-                # Only what is missing is computed (e.g. a judge pass after a --no-judge pass reuses the metrics).
-                need_comp = [i for i, (c, old) in enumerate(todo) if not set(self.comp) <= set((old or {}).get("metrics") or {})]
-                comp: list[Any] = [None] * len(convs)
-                if self.scorers and need_comp:
-                    for i, cs in zip(need_comp, self.scorers.score([convs[i] for i in need_comp])):
-                        comp[i] = cs
-                records = [self._record(src, c, old, cs, spec) for (c, old), cs in zip(todo, comp)]
-                need_judge = [i for i, (c, old) in enumerate(todo)
-                              if self.rubric_names and not set(self.rubric_names) <= set((old or {}).get("metrics") or {})]
-                judged = set(need_judge)
-                for i in range(len(todo)):
-                    if i not in judged:
-                        sink.append(records[i])
-                        stats.scored += 1
-                advance(src.n_seen - reported - len(need_judge))
-                if need_judge:
-                    if judge is None:
-                        judge = self.judge_for(spec)  # type: ignore[arg-type]
-
-                    async def one(i: int, j: Any = judge) -> tuple[int, Any]:
-                        return i, await j.judge(convs[i])
-
-                    tasks = [asyncio.ensure_future(one(i)) for i in need_judge]
-                    try:
-                        for fut in asyncio.as_completed(tasks):
-                            i, jr = await fut
-                            rec = records[i]
-                            rec.metrics.update(jr.scores)
-                            rec.evaluator = spec or ""
-                            rec.judge_raw = {**rec.judge_raw, **jr.raw}
-                            rec.judge_failures = [f for f in rec.judge_failures if f not in jr.scores] + jr.failures
-                            rec.notes = [n for n in rec.notes if not n.startswith("judge:")] + jr.notes
-                            sink.append(rec)
+                    convs = [c for c, _, _ in todo]
+                    # Only what is missing is computed (e.g. a judge pass after a --no-judge pass reuses the metrics).
+                    need_comp = [i for i, (c, old, _) in enumerate(todo) if not comp_names <= set((old or {}).get("metrics") or {})]
+                    comp: list[Any] = [None] * len(convs)
+                    if self.scorers and need_comp:
+                        batch = [convs[i] for i in need_comp]
+                        if pending:  # judge calls are in flight: keep the event loop serving them meanwhile
+                            scored = await loop.run_in_executor(None, self.scorers.score, batch)
+                        else:
+                            scored = self.scorers.score(batch)
+                        for i, cs in zip(need_comp, scored):
+                            comp[i] = cs
+                    records = [self._record(src, c, old, cs, stale) for (c, old, stale), cs in zip(todo, comp)]
+                    need_judge = [i for i, (c, old, stale) in enumerate(todo)
+                                  if rubric_names and (stale or not rubric_names <= set((old or {}).get("metrics") or {}))]
+                    for _, _, stale in todo:
+                        if stale == "evaluator":
+                            stats.rejudged_evaluator += 1
+                        elif stale == "rubrics":
+                            stats.rejudged_rubrics += 1
+                    to_judge = set(need_judge)
+                    for i in range(len(todo)):
+                        if i not in to_judge:
+                            sink.append(records[i])
                             stats.scored += 1
-                            stats.judge_failures += len(jr.failures)
-                            advance(1)
-                    finally:
-                        for t in tasks:
-                            t.cancel()
-                    if judge.fallback_note and judge.fallback_note not in stats.notes:
-                        stats.notes.append(judge.fallback_note)
+                    if need_judge and judge is None:
+                        judge = self.judge_for(spec)  # type: ignore[arg-type]
+                    for i in need_judge:
+                        pending.add(asyncio.ensure_future(judged(records[i], convs[i], judge)))
+                    advance(src.n_seen - reported - in_flight())
+                    await asyncio.sleep(0)  # let the new judge tasks start their calls
+                await settle(0)
+            finally:
+                for t in pending:
+                    t.cancel()
+                if pending:
+                    await asyncio.gather(*pending, return_exceptions=True)
+            if judge is not None and judge.fallback_note and judge.fallback_note not in stats.notes:
+                stats.notes.append(judge.fallback_note)
             advance(src.n_seen - reported)
         stats.failed, stats.invalid = src.n_failed, src.n_invalid
         return stats
 
-    def _record(self, src: InputSource, c: Conversation, old: dict[str, Any] | None, cs: Any, spec: str | None) -> ScoreRecord:
+    def _record(self, src: InputSource, c: Conversation, old: dict[str, Any] | None, cs: Any,
+                stale: str | None = None) -> ScoreRecord:
         metrics: dict[str, float | None] = {}
         raw: dict[str, list[str]] = {}
         failures: list[str] = []
         notes: list[str] = []
+        evaluator = (old or {}).get("evaluator") or ""  # set anew when this pass judges the conversation
         if old:  # keep what an earlier pass computed that this one does not recompute
             metrics.update(old.get("metrics") or {})
             raw.update(old.get("judge_raw") or {})
             failures = list(old.get("judge_failures") or [])
             notes = list(old.get("notes") or [])
+        if stale:  # another judge or rubric file: none of its rubric scores is kept (the computed metrics are)
+            metrics = {k: v for k, v in metrics.items() if k in COMPUTATIONAL_NAMES}
+            raw, failures, evaluator = {}, [], ""
+            notes = [n for n in notes if not n.startswith("judge:")]
         if cs is not None:
             notes = [n for n in notes if n.startswith("judge:")]
             metrics.update({k: (None if v is None or (isinstance(v, float) and math.isnan(v)) else v) for k, v in cs.metrics.items()})
@@ -246,7 +303,7 @@ class Evaluation:
         return ScoreRecord(
             conversation_id=c.conversation_id, run=src.name, tutorial_id=c.tutorial_id, title=c.title,
             domain=c.domain, teacher=c.teacher, learner=c.learner,
-            evaluator=(old or {}).get("evaluator") or "",  # set when this pass judges the conversation
+            evaluator=evaluator,
             mode="paper" if self.opts.mode == "paper" else "default",
             metrics=metrics, judge_raw=raw, judge_failures=failures, notes=notes,
         )

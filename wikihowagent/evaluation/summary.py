@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -370,7 +369,3 @@ def write_figures(s: Summary, rubric_names: list[str], out_dir: Path, domain_df:
             plt.close(fig)
             paths.append(p)
     return paths
-
-
-def dump_json(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False, default=str)
