@@ -154,12 +154,97 @@ def test_outputs_complete_or_not_at_all(study, monkeypatch):
     assert sorted(p.name for p in out.iterdir()) == ["correlations.csv"]
     assert not [p for p in tmp.iterdir() if p.name.startswith(".out.tmp-")]
     monkeypatch.undo()
-    # a later successful run replaces the files, and removes outputs this run does not produce
-    (out / "agreement.csv").write_text("stale")
+    # a later successful run replaces the directory as a whole: exactly the new set of files, none of the old
+    res = report.compute([h1, h2], [runs], n_boot=0)
+    report.write_outputs(res, out, [h1, h2], figures=True)
+    (out / "correlations.csv").write_text("stale")
+    assert (out / "agreement.csv").is_file() and (out / "figures" / "correlation_heatmap.png").is_file()
     res = report.compute([h1], [runs], n_boot=0)
-    report.write_outputs(res, out, [h1], figures=False)
+    written = report.write_outputs(res, out, [h1], figures=False)
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == sorted(
+        p.relative_to(out).as_posix() for p in written) == [
+        "correlations.csv", "correlations.md", "descriptives.csv", "paired_scores.csv", "problems.txt"]
     assert (out / "correlations.csv").read_text().startswith("by,group,metric,n,")
-    assert not (out / "agreement.csv").exists()
+    assert sorted(p.name for p in tmp.iterdir() if p.name.startswith(".")) == []  # no staging/aside folders left
+
+
+def test_output_swap_is_all_or_nothing_and_spares_foreign_files(study, monkeypatch):
+    import os
+
+    from wikihowagent.alignment.common import OutputDirError, StagedOutput
+
+    tmp, runs, h1, _ = study
+    out = tmp / "out"
+    out.mkdir()
+    (out / "correlations.csv").write_text("old")
+    (out / "problems.txt").write_text("old")
+    # the second rename (new folder into place) fails: the old folder is put back, unchanged
+    real_rename, calls = os.rename, []
+
+    def flaky_rename(src, dst):
+        calls.append((src, dst))
+        if len(calls) == 2:
+            raise OSError("disk gone")
+        return real_rename(src, dst)
+
+    st = StagedOutput(out, owned=report.OUTPUT_FILES)
+    st.write_text("correlations.csv", "new")
+    monkeypatch.setattr(os, "rename", flaky_rename)
+    with pytest.raises(OSError, match="disk gone"):
+        with st:
+            st.commit()
+    monkeypatch.undo()
+    assert sorted(p.name for p in out.iterdir()) == ["correlations.csv", "problems.txt"]
+    assert (out / "correlations.csv").read_text() == "old"
+    assert not [p for p in tmp.iterdir() if p.name.startswith(".out.tmp-")]
+    # an --out holding somebody else's files is never replaced, and nothing is staged
+    (out / "notes.txt").write_text("mine")
+    (out / "figures").mkdir()
+    (out / "figures" / "my_plot.png").write_bytes(b"x")
+    with pytest.raises(OutputDirError, match=r"holds files this command did not write \(figures/my_plot.png, notes.txt\)"):
+        StagedOutput(out, owned=report.OUTPUT_FILES)
+    assert not [p for p in tmp.iterdir() if p.name.startswith(".out.")]
+    result = CliRunner().invoke(make_app(), ["align", "-H", str(h1), "--scores", str(runs), "--out", str(out),
+                                             "--bootstrap", "0", "--no-figures"])
+    assert result.exit_code == 2
+    assert f"error: --out {out} holds files align did not write (figures/my_plot.png, notes.txt)" in result.stderr
+    assert (out / "notes.txt").read_text() == "mine" and (out / "correlations.csv").read_text() == "old"
+    result = CliRunner().invoke(make_app(), ["align", "-H", str(h1), "--scores", str(runs), "--out", str(runs),
+                                             "--bootstrap", "0", "--no-figures"])
+    assert result.exit_code == 2 and sorted(p.name for p in runs.iterdir()) == ["r-gemma", "r-llama", "r-qwen"]
+
+
+def test_runs_dir_defaults_to_the_config(study, monkeypatch):
+    from wikihowagent.config import load_config
+
+    tmp, runs, h1, _ = study
+    cfg = tmp / "cfg.yaml"
+    cfg.write_text(f"runs_dir: {runs}\n")
+    result = CliRunner().invoke(make_app(), ["align", "-H", str(h1), "--config", str(cfg), "--bootstrap", "0",
+                                             "--no-figures"])
+    assert result.exit_code == 0, result.output
+    assert (runs / "alignment" / "correlations.csv").is_file()  # --scores and --out from the config's runs_dir
+    sheet = tmp / "sheet.csv"
+    result = CliRunner().invoke(make_app(), ["annotate", "export", "--config", str(cfg), "--top", "2", "--out",
+                                             str(sheet)])
+    assert result.exit_code == 0, result.output
+    assert "from 3 run(s)" in result.stdout
+    # --runs-dir wins over the config
+    result = CliRunner().invoke(make_app(), ["annotate", "export", "--config", str(cfg), "--runs-dir",
+                                             str(tmp / "nowhere"), "--out", str(tmp / "s2.csv")])
+    assert result.exit_code == 1 and "no evaluated runs" in result.stderr
+    # neither given: the default config's runs_dir, relative to the working directory
+    work = tmp / "work"
+    (work / load_config().runs_dir).parent.mkdir(parents=True, exist_ok=True)
+    (runs).rename(work / load_config().runs_dir)
+    monkeypatch.chdir(work)
+    result = CliRunner().invoke(make_app(), ["align", "-H", str(h1), "--bootstrap", "0", "--no-figures"])
+    assert result.exit_code == 0, result.output
+    assert (work / load_config().runs_dir / "alignment" / "correlations.csv").is_file()
+    bad = tmp / "bad.yaml"
+    bad.write_text("runs_dir: [1, 2\n")
+    result = CliRunner().invoke(make_app(), ["align", "-H", str(h1), "--config", str(bad)])
+    assert result.exit_code == 1 and "invalid YAML" in result.stderr
 
 
 def test_annotate_export_command(tmp_path):

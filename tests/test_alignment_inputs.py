@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import sys
@@ -155,13 +156,17 @@ def test_llm_scores_from_wide_csv_and_paper_run_file(tmp_path):
                         "c2,T-qwen_L-gemma_E-gpt_1,0,3,0.1\n")
     paper = tmp_path / "T-llama_L-llama_E-gpt_9.json"
     paper.write_text(json.dumps({"total_conversations": [
-        {"conversation_id": "c3", "title": "How to x", "doc_id": 1, "method_id": 0, "categories": ["C", "Health"],
-         "evaluation": {"Clarity": 4, "Engagement": 3, "BLEU": 0.5}}]}))
+        {"conversation_id": "c3", "title": "How to x", "doc_id": 1, "method_id": 0,
+         "categories": ["WikiHow", "Health", "Diet"], "evaluation": {"Clarity": 4, "Engagement": 3, "BLEU": 0.5}},
+        {"conversation_id": "c4", "categories": ["Food and Entertaining"], "evaluation": {"Clarity": 2}},
+        {"conversation_id": "c5", "categories": [], "evaluation": {"Clarity": 2}}]}))
     problems = Problems()
     llm = read_llm_scores([csv_path, paper], problems)
     assert llm.rows["c1"].values[0] == 5 and llm.rows["c1"].model == "qwen"
     assert llm.rows["c2"].model == "qwen / gemma" and np.isnan(llm.rows["c2"].values[0])
     assert llm.rows["c3"].model == "llama" and llm.rows["c3"].domain == "Health"
+    # the domain is tutorials.domain_of(categories): the first category below the root, if any
+    assert llm.rows["c4"].domain == "Food and Entertaining" and llm.rows["c5"].domain == ""
     assert llm.rows["c3"].values[METRICS.index("Engagement")] == 3
     assert f"{csv_path}:3: column 'Clarity': 0 is outside the 1-5 scale" in lines_of(problems)
 
@@ -242,12 +247,140 @@ def test_problem_lines_are_single_lines_and_duplicate_llm_sources(tmp_path):
     assert "conversation_id r1-t1 already scored at" in lines_of(problems)
 
 
-def test_missing_rubric_file_still_gives_a_companion(tmp_path):
+def test_rubric_file_is_validated_by_the_evaluate_loader(tmp_path):
     from wikihowagent.alignment.export import export_sheet
+    from wikihowagent.config import resource_path
 
     make_run(tmp_path / "runs", "r1", ["t1", "t2"])
+    run = tmp_path / "runs" / "r1"
+    # a missing or invalid rubric file: one error line, nothing written
+    with pytest.raises(AlignInputError, match=r"nope.json: rubric file not found$"):
+        export_sheet([run], tmp_path / "s.csv", Problems(), n=1, rubrics_path=tmp_path / "nope.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"Clarity": {"role": "robot", "reference": "no", "question": "q?",
+                                           "rubric": {k: "x" for k in "54321"}}}))
+    with pytest.raises(AlignInputError, match="rubric 'Clarity': role must be one of") as err:
+        export_sheet([run], tmp_path / "s.csv", Problems(), n=1, rubrics_path=bad)
+    assert "\n" not in str(err.value)
+    assert not (tmp_path / "s.csv").exists() and not (tmp_path / "s.html").exists()
+    # a valid file with only some of the 8 rubrics (plus a custom one): the others are listed by name only
+    full = json.loads(resource_path("data", "rubrics.json").read_text(encoding="utf-8"))
+    part = tmp_path / "part.json"
+    part.write_text(json.dumps({"Clarity": full["Clarity"], "Helpfulness": full["Depth"]}))
     problems = Problems()
-    sel, sheet, page = export_sheet([tmp_path / "runs" / "r1"], tmp_path / "s.csv", problems, n=1,
-                                    rubrics_path=tmp_path / "nope.json")
-    assert "cannot read the rubrics" in lines_of(problems)
-    assert "Naturalness" in page.read_text()
+    sel, sheet, page = export_sheet([run], tmp_path / "s.csv", problems, n=1, rubrics_path=part)
+    assert f"{part}: no rubric for Truthfulness, Engagement, Coherence, Depth" in lines_of(problems)
+    text = page.read_text()
+    assert html.escape(full["Clarity"]["question"]) in text and "Naturalness" in text
+    assert html.escape(full["Depth"]["question"]) not in text and "Helpfulness" not in text
+
+
+def test_empty_id_and_empty_annotator_in_both_layouts(tmp_path):
+    wide = tmp_path / "wide.csv"
+    wide.write_text("annotator,conversation_id,clarity\nA,c1,4\n,c2,3\nB,,5\nB,c2,2\n")
+    long = tmp_path / "long.csv"
+    long.write_text("annotator,conversation_id,metric,score\nA,c1,clarity,4\n,c2,clarity,3\nB,,clarity,5\n"
+                    "B,c2,clarity,2\n")
+    for path in (wide, long):
+        problems = Problems()
+        judges = read_human_file(path, problems)
+        assert [(j.judge, list(j.scores)) for j in judges] == [("A", ["c1"]), ("B", ["c2"])]
+        text = lines_of(problems)
+        assert f"{path}:3: column 'annotator': empty annotator; row left out" in text
+        assert f"{path}:4: column 'conversation_id': empty conversation_id; row left out" in text
+        assert problems.counts()["missing id"] == 2
+
+
+def _score_line(cid: str, run: str, metrics: dict) -> str:
+    return json.dumps({"conversation_id": cid, "run": run, "metrics": metrics}) + "\n"
+
+
+def test_discover_runs_finds_paper_compat_and_rescored_scores(tmp_path):
+    from wikihowagent.alignment.export import select
+    from wikihowagent.alignment.sources import discover_runs, resolve_score_paths, scores_file
+
+    runs = tmp_path / "runs"
+    make_run(runs, "r-default", ["t1"], {"t1": {m: 4.0 for m in METRICS}})
+    # `evaluate --compat paper` only: scores-paper.jsonl
+    make_run(runs, "r-paper", ["t2"], {"t2": {m: 3.0 for m in METRICS}})
+    (runs / "r-paper" / "scores.jsonl").rename(runs / "r-paper" / "scores-paper.jsonl")
+    # evaluated both ways: scores.jsonl is preferred
+    make_run(runs, "r-both", ["t3"], {"t3": {m: 5.0 for m in METRICS}})
+    (runs / "r-both" / "scores-paper.jsonl").write_text(_score_line("r-both-t3", "r-both", {m: 1.0 for m in METRICS}))
+    # a re-scored paper run file: runs/rescored/<stem>/scores*.jsonl (no run.json, no conversations.jsonl)
+    for stem, name in (("T-qwen_L-qwen_E-gpt_1", "scores.jsonl"), ("T-gemma_L-gemma_E-gpt_", "scores-paper.jsonl")):
+        (runs / "rescored" / stem).mkdir(parents=True)
+        (runs / "rescored" / stem / name).write_text(_score_line(f"{stem}-c", "", {m: 2.0 for m in METRICS}))
+    # not runs: our own outputs, a directory without scores, a scores file deeper down
+    (runs / "alignment").mkdir()
+    (runs / "alignment" / "scores.jsonl").write_text("")
+    (runs / "summary").mkdir()
+    (runs / "not-evaluated").mkdir()
+    (runs / "not-evaluated" / "conversations.jsonl").write_text("")
+    (runs / "r-default" / "shards" / "0-of-2").mkdir(parents=True)
+    (runs / "r-default" / "shards" / "0-of-2" / "scores.jsonl").write_text("")
+
+    found = discover_runs(runs)
+    assert [p.relative_to(runs).as_posix() for p in found] == [
+        "r-both", "r-default", "r-paper", "rescored/T-gemma_L-gemma_E-gpt_", "rescored/T-qwen_L-qwen_E-gpt_1"]
+    assert scores_file(runs / "r-both").name == "scores.jsonl"
+    assert scores_file(runs / "r-paper").name == "scores-paper.jsonl"
+    assert [p.name for p in resolve_score_paths([runs / "r-paper"])] == ["scores-paper.jsonl"]
+    assert discover_runs(runs / "rescored") == found[3:]  # the rescored folder is a directory of runs too
+
+    problems = Problems()
+    llm = read_llm_scores([runs], problems)
+    assert set(llm.rows) == {"r-default-t1", "r-paper-t2", "r-both-t3", "T-qwen_L-qwen_E-gpt_1-c",
+                             "T-gemma_L-gemma_E-gpt_-c"}
+    assert llm.rows["r-both-t3"].values[0] == 5.0  # from scores.jsonl, not scores-paper.jsonl
+    assert llm.rows["r-paper-t2"].run == "r-paper"
+    row = llm.rows["T-qwen_L-qwen_E-gpt_1-c"]
+    assert row.run == "T-qwen_L-qwen_E-gpt_1" and row.model == "qwen"  # run named after the rescored folder
+    assert not [p for p in problems if p.kind == "duplicate id"]
+
+    # `annotate export` selects from the same runs (rescored ones have no conversation text)
+    problems = Problems()
+    sel = select([runs], problems, n=10)
+    assert len(sel.conversations) == 5 and "T-gemma_L-gemma_E-gpt_" in sel.runs
+    assert "no conversations.jsonl" in lines_of(problems)
+
+    # without --scores, `align` finds them under the runs dir as well
+    sheet = write_sheet(tmp_path / "j.csv", sheet_rows(["r-paper-t2", "T-qwen_L-qwen_E-gpt_1-c", "r-both-t3"],
+                                                       np.full((3, 8), 3.0)))
+    res = compute([sheet], [], n_boot=0, problems=Problems(), runs_dir=runs)
+    assert res.matched.all()
+
+
+def test_paper_run_name_pattern_allows_an_empty_job():
+    from wikihowagent.alignment.sources import PAPER_RUN_RE, model_label
+
+    assert PAPER_RUN_RE.pattern.endswith(r"(?:_(?P<job>[^_]*))?$")  # as evaluation.inputs._PAPER_STEM_RE
+    m = PAPER_RUN_RE.match("T-qwen_L-gemma_E-gpt_")
+    assert (m["teacher"], m["learner"], m["evaluator"], m["job"]) == ("qwen", "gemma", "gpt", "")
+    m = PAPER_RUN_RE.match("T-a-1_L-b_E-gpt-4o_12345")
+    assert (m["teacher"], m["learner"], m["evaluator"], m["job"]) == ("a-1", "b", "gpt-4o", "12345")
+    assert model_label(run="T-qwen_L-gemma_E-gpt_") == "qwen / gemma"
+
+
+def test_custom_rubric_names_are_ignored_with_one_warning(tmp_path):
+    runs = tmp_path / "runs"
+    extra = {"Helpfulness": 4.0, "politeness": 5.0, "BLEU": 0.3, "Question Ratio": 0.5, "ROUGE-L": 0.2,
+             "Embedding Cosine": 0.9, "clarity": 4.0}
+    make_run(runs, "r1", ["t1", "t2"], {t: {**{m: 3.0 for m in METRICS[1:]}, **extra} for t in ("t1", "t2")})
+    make_run(runs, "r2", ["t1"], {"t1": {**{m: 3.0 for m in METRICS}, "Helpfulness": 2.0}})
+    make_run(runs, "r3", ["t1"], {"t1": {m: 3.0 for m in METRICS}})
+    problems = Problems()
+    llm = read_llm_scores([runs], problems)
+    assert llm.rows["r1-t1"].values[0] == 4.0  # "clarity" is Clarity in another case, not a custom rubric
+    [line] = [p.message for p in problems if p.kind == "ignored metric"]
+    assert line.startswith("2 score files: rubric(s) other than the 8 paper rubrics ignored")
+    assert line.endswith(": Helpfulness, politeness")
+    assert "BLEU" not in line.split("ignored")[1] and "Question Ratio" not in line
+    assert sorted(llm.ignored_metrics) == ["Helpfulness", "politeness"]
+    problems = Problems()
+    read_llm_scores([runs / "r3"], problems)
+    assert not [p for p in problems if p.kind == "ignored metric"]
+    problems = Problems()
+    read_llm_scores([runs / "r2"], problems)
+    assert [p.message for p in problems if p.kind == "ignored metric"][0].startswith(
+        f"{runs / 'r2' / 'scores.jsonl'}: rubric(s) other")

@@ -645,3 +645,204 @@ def test_cli_paper_mode_latest_run_outputs_in_run_dir(tmp_path):
     # a second invocation has nothing left to do
     res = CliRunner().invoke(app, ["evaluate", str(run), "--compat", "paper", "--no-judge", "--metrics", metrics, "--no-figures"])
     assert res.exit_code == 0 and "0 scored, 3 already scored" in res.output
+
+
+# ------------------------------------------------------------------- review fixes: judge, re-judge, streaming
+
+
+def test_domain_skips_the_root_categories():
+    base = {"conversation_id": "a", "tutorial": {"title": "t", "steps": ["s"]}, "conversation": ["Teacher: hi"]}
+    for cats, want in ((["Categories", "Food and Entertaining", "Cooking"], "Food and Entertaining"),
+                       (["WikiHow", "Travel"], "Travel"), (["Health"], "Health"), ([], ""), (None, "")):
+        assert parse_record({**base, "categories": cats}, "r", "w")[0].domain == want
+    assert parse_record({**base, "domain": "Pets", "categories": ["wikihow", "Travel"]}, "r", "w")[0].domain == "Pets"
+
+
+def _structured_model(fail):
+    """A chat model whose structured-output runnable raises `fail()`; its text replies are valid scores."""
+    from langchain_core.runnables import RunnableLambda
+
+    class Model(ScriptedChatModel):
+        def with_structured_output(self, schema, **kw):
+            def boom(_p):
+                raise fail()
+            return RunnableLambda(boom)
+
+    return Model(script=lambda p: json.dumps({n: 4 for n in RUBRIC_NAMES}), prompts=[])
+
+
+@pytest.mark.parametrize("make_exc", [
+    lambda: TimeoutError("timed out"),
+    lambda: ConnectionError("connection reset by peer"),
+    lambda: type("InternalServerError", (Exception,), {"status_code": 503})("server overloaded"),
+])
+def test_judge_transport_error_in_structured_mode_is_a_backend_error(make_exc):
+    from wikihowagent.evaluation.judge import JudgeBackendError
+
+    llm = _structured_model(make_exc)
+    judge = Judge(llm, RUBRICS, retries=0, concurrency=2)
+    with pytest.raises(JudgeBackendError, match="^evaluator call failed: "):
+        asyncio.run(judge.judge(fixture_convs("run_small")[0]))
+    assert judge.structured is True and judge.fallback_note is None  # the schema is not blamed
+    assert llm.prompts == []  # no silent text call either
+
+
+@pytest.mark.parametrize("make_exc", [
+    lambda: type("BadRequestError", (Exception,), {"status_code": 400})("invalid request"),
+    lambda: type("APIStatusError", (Exception,), {"status_code": 422})("unprocessable"),
+    lambda: NotImplementedError(),
+    lambda: RuntimeError("failed to parse grammar"),
+])
+def test_judge_schema_rejection_switches_to_text_once_for_concurrent_calls(make_exc):
+    llm = _structured_model(make_exc)
+    judge = Judge(llm, RUBRICS, retries=0, concurrency=4)
+
+    async def many():
+        return await asyncio.gather(*(judge.judge(c) for c in fixture_convs("run_small") * 3))
+
+    results = asyncio.run(many())
+    assert all(not r.failures and r.scores["Clarity"] == 4 for r in results)
+    assert judge.structured is False and "parsed from text" in judge.fallback_note
+    assert len(llm.prompts) == 2 * 9  # every prompt answered once, as text
+
+
+def _judges_by_spec(scores: dict[str, int], made: list[str]):
+    def make(spec):
+        made.append(spec)
+        return ScriptedChatModel(script=lambda p: json.dumps({n: scores[spec] for n in RUBRIC_NAMES + ["Patience"]}), prompts=[])
+    return make
+
+
+def test_rescoring_with_another_judge_rejudges_and_reuses_metrics(tmp_path):
+    from wikihowagent.evaluation.summary import read_scores
+
+    run = tmp_path / "run"
+    shutil.copytree(FIX / "run_small", run)
+    src = resolve_inputs([run], tmp_path)[0]
+    out = run / "scores.jsonl"
+    made: list[str] = []
+    make = _judges_by_spec({"A": 5, "B": 2}, made)
+
+    def evaluation(spec, rubrics=RUBRICS):
+        opts = EvalOptions(judge=True, evaluator=spec, chunk=2, retries=0)
+        return Evaluation(opts, NO_EMBED, list(rubrics), rubrics, make, warn=lambda m: None)
+
+    ev = evaluation("A")
+    stats = ev.run_source(src, out)
+    assert (stats.scored, stats.rejudged_evaluator) == (3, 0)
+    bleu = read_scores(out)["c1"]["metrics"][M.BLEU]
+    ev = evaluation("B")
+    ev.scorers.score = lambda convs: pytest.fail("computational metrics are reused, not recomputed")
+    stats = ev.run_source(src, out)
+    assert (stats.scored, stats.already, stats.rejudged_evaluator) == (3, 0, 3)
+    final = read_scores(out)
+    assert all(r["evaluator"] == "B" and r["metrics"]["Clarity"] == 2 for r in final.values())
+    assert final["c1"]["metrics"][M.BLEU] == bleu
+    s = summarize([load_run_scores("run", "run", out, RUBRIC_NAMES)], RUBRIC_NAMES)
+    assert s.table[0]["Clarity"][0] == pytest.approx(2.0) and s.table[0]["Truthfulness"][0] == pytest.approx(2.0)
+    # the same judge again: nothing to do
+    stats = evaluation("B").run_source(src, out)
+    assert (stats.scored, stats.already, stats.rejudged_evaluator) == (0, 3, 0)
+    assert made == ["A", "B"]  # the third pass had nothing to judge: no model made
+
+    # another rubric file (other rubric names): the old rubric scores are dropped and the new ones judged
+    from dataclasses import replace
+
+    other = {"Patience": replace(RUBRICS["Clarity"], name="Patience")}
+    stats = evaluation("B", other).run_source(src, out)
+    assert (stats.scored, stats.rejudged_rubrics, stats.rejudged_evaluator) == (3, 3, 0)
+    rec = read_scores(out)["c2"]
+    assert rec["metrics"]["Patience"] == 2 and "Clarity" not in rec["metrics"] and M.BLEU in rec["metrics"]
+    assert set(rec["judge_raw"]) == {"conversation"} and rec["judge_failures"] == []
+    assert evaluation("B", other).run_source(src, out).already == 3
+    # a --metrics subset of the same rubric file reuses the scores
+    opts = EvalOptions(judge=True, evaluator="B", chunk=2, retries=0)
+    assert Evaluation(opts, [], ["Patience"], other, make, warn=lambda m: None).run_source(src, out).already == 3
+
+
+def test_cli_rescoring_with_another_judge_says_so(tmp_path, monkeypatch):
+    import typer
+    from typer.testing import CliRunner
+
+    import wikihowagent.backends as backends
+    from wikihowagent.evaluation.command import evaluate
+
+    scores = {"judge-a": 5, "judge-b": 2}
+    monkeypatch.setattr(backends, "make_chat_model", lambda spec, *a, **k: ScriptedChatModel(
+        script=lambda p: json.dumps({n: scores[spec] for n in RUBRIC_NAMES}), prompts=[]))
+    monkeypatch.setattr(backends, "check_backend", lambda *a, **k: None)
+    monkeypatch.setattr(backends, "resolve_spec", lambda spec, *a, **k: spec)
+    app = typer.Typer()
+    app.command("evaluate")(evaluate)
+    app.command("other")(lambda: None)
+    run = tmp_path / "run_small"
+    shutil.copytree(FIX / "run_small", run)
+    args = ["evaluate", str(run), "--metrics", "Question Ratio,rubric", "--no-figures"]
+    res = CliRunner().invoke(app, args + ["--evaluator", "judge-a"])
+    assert res.exit_code == 0, res.output
+    assert "5.00 ± 0.00" in (run / "summary.md").read_text() and "re-judged" not in res.output
+    res = CliRunner().invoke(app, args + ["--evaluator", "judge-b"])
+    assert res.exit_code == 0, res.output
+    assert "run_small: 3 conversations re-judged because the evaluator changed (now judge-b)" in res.output
+    md = (run / "summary.md").read_text()
+    assert "2.00 ± 0.00" in md and "5.00" not in md
+
+
+def test_slow_judge_call_does_not_hold_up_the_next_chunks(tmp_path):
+    """Judge calls stream across chunks: a slow call for c1 (chunk 1) lets c2 and c3 (chunks 2, 3) be
+    scored and written first; each record is appended as soon as its own judge calls finish."""
+    from langchain_core.messages import BaseMessage
+
+    class SlowOnSalt(ScriptedChatModel):
+        async def _agenerate(self, messages: list[BaseMessage], stop=None, run_manager=None, **kw):
+            if any("Color Salt" in str(m.content) for m in messages):
+                await asyncio.sleep(0.5)
+            return self._reply(messages)
+
+    run = tmp_path / "run"
+    shutil.copytree(FIX / "run_small", run)
+    src = resolve_inputs([run], tmp_path)[0]
+    out = run / "scores.jsonl"
+    opts = EvalOptions(judge=True, evaluator="slow", chunk=1, retries=0, concurrency=4)
+    make = lambda spec: SlowOnSalt(script=lambda p: json.dumps({n: 3 for n in RUBRIC_NAMES}), prompts=[])  # noqa: E731
+    ev = Evaluation(opts, [M.QUESTION], RUBRIC_NAMES, RUBRICS, make, warn=lambda m: None)
+    progress: list[int] = []
+    try:
+        stats = ev.run_source(src, out, progress=progress.append)
+    finally:
+        ev.close()
+    assert stats.scored == 3 and stats.judge_failures == 0
+    assert [r["conversation_id"] for r in _lines(out)] == ["c2", "c3", "c1"]
+    assert all(n > 0 for n in progress) and sum(progress) == src.n_seen
+
+
+def test_unreachable_judge_mid_stream_stops_and_the_rerun_resumes(tmp_path):
+    from wikihowagent.evaluation.judge import JudgeBackendError
+
+    run = tmp_path / "run"
+    shutil.copytree(FIX / "run_small", run)
+    src = resolve_inputs([run], tmp_path)[0]
+    out = run / "scores.jsonl"
+    down = {"on": True}
+
+    def script(p):
+        if down["on"] and "Water a Plant" in p:
+            raise ConnectionError("connection refused")
+        return json.dumps({n: 4 for n in RUBRIC_NAMES})
+
+    opts = EvalOptions(judge=True, evaluator="x", chunk=1, retries=0)
+    ev = Evaluation(opts, [M.QUESTION], RUBRIC_NAMES, RUBRICS,
+                    lambda spec: ScriptedChatModel(script=script, prompts=[]), warn=lambda m: None)
+    try:
+        with pytest.raises(JudgeBackendError, match="connection refused"):
+            ev.run_source(src, out)
+        done = [r["conversation_id"] for r in _lines(out)]
+        assert "c1" in done and "c2" not in done
+        down["on"] = False
+        stats = ev.run_source(src, out)
+    finally:
+        ev.close()
+    assert stats.already == len(done) and stats.scored == 3 - len(done)
+    from wikihowagent.evaluation.summary import read_scores
+
+    assert sorted(read_scores(out)) == ["c1", "c2", "c3"]

@@ -33,7 +33,7 @@ def resolve_runs_dir(runs_dir: Optional[Path], config: Optional[Path]) -> Path:
     try:
         cfg = load_config(config)
     except ConfigError as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {exc}", highlight=False)
+        Console(stderr=True).print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     return runs_dir if runs_dir is not None else Path(cfg.runs_dir)
 
@@ -83,7 +83,7 @@ def annotate_export(
                                              in_all_runs=in_all_runs, rubrics_path=rubrics, force=force)
     except AlignInputError as exc:
         problems.echo(limit=40)
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     problems.echo(limit=40)
     how = f"{mode} {n}" + (f", seed {seed}" if mode == "random" else "")
@@ -102,7 +102,7 @@ def align(
     ],
     scores: Annotated[
         Optional[list[Path]],
-        typer.Option("--scores", "-s", metavar="PATH", help="LLM judge scores: a run directory, a directory of runs, a scores.jsonl, a "
+        typer.Option("--scores", "-s", metavar="PATH", help="LLM judge scores: a run directory, a directory of runs, a scores(-paper).jsonl, a "
                                             "wide CSV (the annotation layout) or a paper run .json. Repeatable. "
                                             "Default: the runs under --runs-dir named in the sheets' filename column.",
                      show_default=False),
@@ -142,16 +142,17 @@ def align(
     out_dir = out or runs_dir / "alignment"
     if out_dir.exists() and not out_dir.is_dir():
         raise typer.BadParameter(f"{out_dir} exists and is not a directory", param_hint="--out")
+    err = Console(stderr=True)
     foreign = foreign_entries(out_dir, OUTPUT_FILES)
-    if foreign:  # checked again when writing; here so that nothing is computed in vain
+    if foreign:  # checked again when writing; here so that nothing is computed in vain (a usage error: exit 2)
         listed = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-        raise typer.BadParameter(f"{out_dir} holds files align did not write ({listed}); it would be replaced as a "
-                                 "whole: choose another directory or empty it", param_hint="--out")
+        err.print(f"[red]error:[/red] --out {out_dir} holds files align did not write ({listed}); it would be "
+                  "replaced as a whole: choose another directory or empty it", highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
     t0 = time.perf_counter()
     problems = Problems()
     res = compute(list(human), list(scores or []), by=by, n_boot=bootstrap, seed=seed, problems=problems,
                   runs_dir=runs_dir)
-    err = Console(stderr=True)
     if not res.computed:
         problems.echo(limit=200)
         err.print("[red]error:[/red] nothing could be computed (see the warnings above); no output written",
@@ -161,7 +162,7 @@ def align(
         written = write_outputs(res, out_dir, list(human), figures=figures)
     except OutputDirError as exc:  # the directory changed while computing
         problems.echo(limit=40)
-        err.print(f"[red]error:[/red] {exc}; no output written", highlight=False)
+        err.print(f"[red]error:[/red] {exc}; no output written", highlight=False, soft_wrap=True)
         raise typer.Exit(1) from None
     problems.echo(limit=40)
     if not res.any_correlation:

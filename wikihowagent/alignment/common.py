@@ -301,6 +301,7 @@ class StagedOutput:
                 os.rename(self.tmp, self.dest)
             except BaseException:
                 os.rename(aside / self.dest.name, self.dest)  # put the previous results back
+                aside.rmdir()
                 raise
             shutil.rmtree(aside, ignore_errors=True)
         self.committed = True

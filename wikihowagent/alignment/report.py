@@ -102,15 +102,18 @@ def overall_scores(human: np.ndarray, model: np.ndarray) -> tuple[np.ndarray, np
 
 def default_score_paths(judges: list[JudgeRatings], runs_dir: Path, problems: Problems) -> list[Path]:
     """Without --scores: the evaluated runs under `runs_dir` named in the sheets' `filename` column, or else
-    every evaluated run there."""
-    runs = {run_name(d): d for d in discover_runs(runs_dir)}
-    if not runs:
+    every evaluated run there (see `sources.discover_runs`: also scores-paper.jsonl and runs_dir/rescored/)."""
+    found = discover_runs(runs_dir)
+    if not found:
         problems.add("unusable file", f"{runs_dir}: no evaluated runs found and no --scores given; "
                                       "no LLM scores to compare with")
         return []
+    runs: dict[str, list[Path]] = {}  # a run and a re-scored paper file may share a name: keep both
+    for d in found:
+        runs.setdefault(run_name(d), []).append(d)
     wanted = {r for j in judges for r in j.runs.values() if r}
-    chosen = [runs[n] for n in sorted(wanted) if n in runs]
-    return chosen or list(runs.values())
+    chosen = [d for n in sorted(wanted) if n in runs for d in runs[n]]
+    return chosen or found
 
 
 def _seed(seed: int, group: str, metric: str) -> list[int]:

@@ -1,5 +1,10 @@
 """Scoring runs: stream conversations in chunks, compute the computational metrics of a chunk in one batch,
-judge its conversations concurrently, append one ScoreRecord per conversation (resumable)."""
+judge conversations concurrently (judge calls stream across chunks, bounded by the judge's semaphore and one
+chunk of backlog), append one ScoreRecord per conversation as soon as it is complete (resumable).
+
+A scores line is reused only if it has every wanted metric and its rubric scores come from this
+invocation's evaluator and rubric file; otherwise its rubric scores are re-judged (its computational
+metrics are kept) and a new line is appended (readers keep the last line per conversation)."""
 
 from __future__ import annotations
 
@@ -154,6 +159,7 @@ class Evaluation:
     def close(self) -> None:
         if self._loop is not None and not self._loop.is_closed():
             self._loop.run_until_complete(self._loop.shutdown_asyncgens())
+            self._loop.run_until_complete(self._loop.shutdown_default_executor())  # the metrics' worker thread
             self._loop.close()
 
     def _stale_rubrics(self, old: dict[str, Any] | None, spec: str | None) -> str | None:
@@ -204,8 +210,9 @@ class Evaluation:
                 if not done:
                     done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                 pending.difference_update(done)
-                for t in done:
-                    t.result()
+                errors = [t.exception() for t in done if not t.cancelled() and t.exception() is not None]
+                if errors:
+                    raise errors[0]
 
         with JsonlAppender(out_path) as sink:
 

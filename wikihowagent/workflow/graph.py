@@ -22,7 +22,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langgraph.graph import END, START, StateGraph
 
-from wikihowagent.records import Tutorial, Turn
+from wikihowagent.records import Tutorial, Turn, conversation_lines
 from wikihowagent.workflow.prompts import PromptTemplates
 
 NEXT_STEP = "next step"
@@ -53,7 +53,7 @@ def asks_question(text: str) -> bool:
 def format_history(turns: list[Turn], n: int, header: str) -> str:
     if n <= 0 or not turns:
         return ""
-    lines = "\n".join(f"{t.role.capitalize()}: {t.text}" for t in turns[-n:])
+    lines = "\n".join(conversation_lines(turns[-n:]))
     return f"{header}{lines}\n\n"
 
 
