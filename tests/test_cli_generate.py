@@ -151,3 +151,12 @@ def test_run_json_says_interrupted_after_ctrl_c(tmp_path, monkeypatch):
         res = generate(tmp_path / "run", srv.base_url)
     assert res.exit_code == 130
     assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "interrupted"
+
+
+def test_resume_with_a_longer_timeout_is_allowed_but_other_settings_are_refused(tmp_path):
+    out = tmp_path / "run"
+    with FakeOpenAI() as srv:
+        assert generate(out, srv.base_url).exit_code == 0
+        assert generate(out, srv.base_url, "--timeout", "900", "--retries", "3").exit_code == 0
+        res = generate(out, srv.base_url, "--max-interactions", "10")
+    assert res.exit_code == 2 and "different workflow" in res.output.replace("\n", " ")

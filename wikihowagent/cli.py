@@ -127,13 +127,15 @@ def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url,
     run_dir = out or Path(cfg.runs_dir) / name
     if shard_kn is not None:  # shards keep the run's name, so conversation ids do not depend on sharding
         run_dir = shard_dir(run_dir, *shard_kn)
+    # What the conversations depend on; transport settings (timeout, retries, slots, concurrency) may change
+    # between invocations, e.g. a longer --timeout to finish the conversations that timed out.
     fingerprint = {
         "teacher": teacher, "learner": learner, "evaluator": evaluator or teacher,
-        "model": cfg.model.model_dump(), "workflow": cfg.workflow.model_dump(), "prompts": prompts.model_dump(),
-        "tutorials_source": source,
+        "model": cfg.model.model_dump(exclude={"timeout_s", "max_retries"}), "workflow": cfg.workflow.model_dump(),
+        "prompts": prompts.model_dump(), "tutorials_source": source,
     }
     if any(r.provider == "local" for r in resolved.values()):
-        fingerprint["local"] = cfg.local.model_dump()
+        fingerprint["local"] = cfg.local.model_dump(include={"max_tokens", "n_ctx"})
     endpoints = {k: v.model_dump() | ({"base_url": urls[k]} if urls[k] else {}) for k, v in resolved.items()}
     try:
         # One `generate` per run directory at a time: two appenders (e.g. an overlapping requeue) would
