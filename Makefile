@@ -38,8 +38,8 @@ test-fast: install
 
 bench: install
 	$(BIN)/python scripts/bench_generate.py
-	$(BIN)/python scripts/bench_evaluate.py
-	$(BIN)/python scripts/bench_align.py
+	$(BIN)/python scripts/bench_evaluate.py --write-md
+	$(BIN)/python scripts/bench_align.py --write-md
 
 clean:
 	rm -rf $(VENV) runs/demo .pytest_cache

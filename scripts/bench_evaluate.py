@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Benchmark of the computational metrics of `wikihowagent evaluate` (no LLM judge).
 
-    .venv/bin/python scripts/bench_evaluate.py [--n 200] [--write BENCHMARKS.md]
+    .venv/bin/python scripts/bench_evaluate.py [--n 200] [--write-md]
 
 The same N conversations (synthetic, deterministic, built from the bundled tutorials' real WikiHow steps)
 are scored
@@ -120,7 +120,7 @@ def ours(convs: list[Conversation], mode: str, chunk: int = 64) -> list[dict[str
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=200)
-    ap.add_argument("--write", type=Path, help="append/replace the evaluate section of this Markdown file")
+    ap.add_argument("--write-md", action="store_true", help='rewrite the "evaluate" section of BENCHMARKS.md')
     args = ap.parse_args()
     import warnings
 
@@ -179,8 +179,6 @@ def main() -> int:
     da, db, dc = (timing["distinct", v] for v in "abc")
     ra, rb, rc = (timing["repeated", v] for v in "abc")
     lines = [
-        "## evaluate: computational metrics",
-        "",
         f"`scripts/bench_evaluate.py --n {n}`: {n} synthetic conversations built from the bundled tutorials' real "
         f"WikiHow steps (~{words:.0f} teacher words = ~{pieces:.0f} word pieces each), no LLM judge. "
         f"Machine: {os.cpu_count()} CPU cores, torch {torch.__version__} ({torch.get_num_threads()} threads), "
@@ -214,21 +212,12 @@ def main() -> int:
     ]
     text = "\n".join(lines)
     print(text)
-    if args.write:
-        _write_section(args.write, text)
+    if args.write_md:
+        sys.path.insert(0, str(ROOT / "scripts"))
+        from benchmarks_md import write_section
+
+        write_section("evaluate: computational metrics", text)
     return 0
-
-
-def _write_section(path: Path, text: str) -> None:
-    head = "## evaluate: computational metrics"
-    old = path.read_text(encoding="utf-8") if path.exists() else "# Benchmarks\n\n"
-    if head in old:
-        start = old.index(head)
-        nxt = old.find("\n## ", start + len(head))
-        old = old[:start] + (old[nxt + 1:] if nxt >= 0 else "")
-    if not old.endswith("\n"):
-        old += "\n"
-    path.write_text(old.rstrip("\n") + "\n\n" + text, encoding="utf-8")
 
 
 if __name__ == "__main__":
