@@ -89,7 +89,7 @@ def naive_paper(convs: list[Conversation]) -> list[dict[str, float]]:
     out = []
     for c in convs:
         st = SentenceTransformer(M.minilm_path(), device="cpu")  # ConversationEvaluator.__init__, per conversation
-        rouge = rouge_scorer.RougeScorer(["rouge1"])  # evaluate.load("rouge"): rouge1, no stemmer
+        rouge = rouge_scorer.RougeScorer(["rouge1"])  # the released code's HF "rouge" metric: rouge1, no stemmer
         reference = M.reference_text(c)
         generated = "\n".join(line for line in c.lines if "Teacher:" in line)
         r = {

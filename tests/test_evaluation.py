@@ -42,6 +42,22 @@ def fixture_convs(name: str) -> list[Conversation]:
 # ----------------------------------------------------------------------------------------- metrics
 
 
+
+def evaluate_app(monkeypatch, make_chat_model):
+    """A typer app with `evaluate` whose judge is `make_chat_model` (no backend checks)."""
+    import typer
+
+    import wikihowagent.backends as backends
+    from wikihowagent.evaluation.command import evaluate
+
+    monkeypatch.setattr(backends, "make_chat_model", make_chat_model)
+    monkeypatch.setattr(backends, "check_backend", lambda *a, **k: None)
+    monkeypatch.setattr(backends, "resolve_spec", lambda spec, *a, **k: spec)
+    app = typer.Typer()
+    app.command("evaluate")(evaluate)
+    app.command("other")(lambda: None)  # a second command keeps `evaluate` as a subcommand
+    return app
+
 def test_question_ratio_excludes_begin_and_farewell_replies():
     c1 = fixture_convs("run_small")[0]  # 5 learner turns: ack of BEGIN, 1 question, 2 acks, farewell
     assert M.question_ratio(c1) == pytest.approx(1 / 3)
@@ -565,11 +581,7 @@ def test_by_domain(tmp_path):
 
 
 def test_cli_end_to_end_with_fake_judge(tmp_path, monkeypatch):
-    import typer
     from typer.testing import CliRunner
-
-    import wikihowagent.backends as backends
-    from wikihowagent.evaluation.command import evaluate
 
     seen = []
 
@@ -577,12 +589,7 @@ def test_cli_end_to_end_with_fake_judge(tmp_path, monkeypatch):
         seen.append(spec)
         return ScriptedChatModel(script=lambda p: json.dumps({n: 3 for n in RUBRIC_NAMES}), prompts=[])
 
-    monkeypatch.setattr(backends, "make_chat_model", fake_make)
-    monkeypatch.setattr(backends, "check_backend", lambda *a, **k: None)
-    monkeypatch.setattr(backends, "resolve_spec", lambda spec, *a, **k: spec)
-    app = typer.Typer()
-    app.command("evaluate")(evaluate)
-    app.command("other")(lambda: None)
+    app = evaluate_app(monkeypatch, fake_make)
     run = tmp_path / "run_small"
     shutil.copytree(FIX / "run_small", run)
     args = ["evaluate", str(run), str(FIX / "T-llama3_L-llama3_E-llama3_123.json"), "--metrics", "computational,rubric",
@@ -761,20 +768,11 @@ def test_rescoring_with_another_judge_rejudges_and_reuses_metrics(tmp_path):
 
 
 def test_cli_rescoring_with_another_judge_says_so(tmp_path, monkeypatch):
-    import typer
     from typer.testing import CliRunner
 
-    import wikihowagent.backends as backends
-    from wikihowagent.evaluation.command import evaluate
-
     scores = {"judge-a": 5, "judge-b": 2}
-    monkeypatch.setattr(backends, "make_chat_model", lambda spec, *a, **k: ScriptedChatModel(
+    app = evaluate_app(monkeypatch, lambda spec, *a, **k: ScriptedChatModel(
         script=lambda p: json.dumps({n: scores[spec] for n in RUBRIC_NAMES}), prompts=[]))
-    monkeypatch.setattr(backends, "check_backend", lambda *a, **k: None)
-    monkeypatch.setattr(backends, "resolve_spec", lambda spec, *a, **k: spec)
-    app = typer.Typer()
-    app.command("evaluate")(evaluate)
-    app.command("other")(lambda: None)
     run = tmp_path / "run_small"
     shutil.copytree(FIX / "run_small", run)
     args = ["evaluate", str(run), "--metrics", "Question Ratio,rubric", "--no-figures"]
