@@ -844,3 +844,18 @@ def test_unreachable_judge_mid_stream_stops_and_the_rerun_resumes(tmp_path):
     from wikihowagent.evaluation.summary import read_scores
 
     assert sorted(read_scores(out)) == ["c1", "c2", "c3"]
+
+
+def test_second_evaluate_on_the_same_scores_file_is_refused(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from wikihowagent.runs import dir_lock
+
+    app = evaluate_app(monkeypatch, lambda *a, **k: None)
+    run = tmp_path / "run_small"
+    shutil.copytree(FIX / "run_small", run)
+    with dir_lock(run, name=".scores.jsonl.lock"):  # as if another evaluate were scoring this run
+        res = CliRunner().invoke(app, ["evaluate", str(run), "--no-judge", "--metrics", "Question Ratio"])
+    assert res.exit_code == 2
+    assert "in use by another 'wikihowagent evaluate'" in res.output.replace("\n", " ")
+    assert not (run / "scores.jsonl").exists()

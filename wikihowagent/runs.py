@@ -21,8 +21,9 @@ CONVERSATIONS = "conversations.jsonl"
 
 
 @contextlib.contextmanager
-def dir_lock(directory: Path, blocking: bool = True, what: str = "another process") -> Iterator[None]:
-    """An exclusive POSIX flock on `directory/.lock` for the duration of the block (no-op without fcntl).
+def dir_lock(directory: Path, blocking: bool = True, what: str = "another process",
+             name: str = ".lock") -> Iterator[None]:
+    """An exclusive POSIX flock on `directory/name` for the duration of the block (no-op without fcntl).
 
     Non-blocking: raise RunError at once if someone else holds it.
     """
@@ -32,7 +33,7 @@ def dir_lock(directory: Path, blocking: bool = True, what: str = "another proces
         yield
         return
     directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / ".lock", "a+") as fh:
+    with open(directory / name, "a+") as fh:
         try:
             fcntl.flock(fh, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
         except BlockingIOError:

@@ -129,6 +129,8 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn):
     from .inputs import InputError
     from .judge import JudgeBackendError
     from .metrics import MetricError
+    from wikihowagent.runs import RunError, dir_lock
+
     from .runner import EvaluateError, count_input_records, scores_path
 
     results = []
@@ -143,8 +145,11 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn):
                       TimeRemainingColumn(), console=console, transient=False) as prog:
             task = prog.add_task(f"scoring {what}", total=total)
             try:
-                stats = ev.run_source(src, out_path, progress=lambda n: prog.advance(task, n))
-            except (EvaluateError, MetricError, JudgeBackendError, InputError) as exc:
+                # One evaluation per scores file at a time (two appenders would score the same conversations).
+                with dir_lock(out_path.parent, blocking=False, what="another 'wikihowagent evaluate'",
+                              name=f".{out_path.name}.lock"):
+                    stats = ev.run_source(src, out_path, progress=lambda n: prog.advance(task, n))
+            except (EvaluateError, MetricError, JudgeBackendError, InputError, RunError) as exc:
                 prog.stop()
                 return _fail(console, f"{exc} (scores so far are in {out_path}; rerun to resume)")
         console.print(f"{src.name}: {stats.scored} scored, {stats.already} already scored, {stats.failed} failed "
