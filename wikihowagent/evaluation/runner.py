@@ -230,7 +230,8 @@ class Evaluation:
 
             try:
                 for chunk in _chunks(stream, self.opts.chunk):
-                    todo: list[tuple[Conversation, dict[str, Any] | None, str | None]] = []
+                    # (conversation, its earlier scores line, why its rubric scores are stale, metrics it has)
+                    todo: list[tuple[Conversation, dict[str, Any] | None, str | None, set[str]]] = []
                     for c in chunk:
                         old = existing.get(c.conversation_id)
                         stale = self._stale_rubrics(old, spec)
@@ -238,15 +239,15 @@ class Evaluation:
                         if stale is None and comp_names | rubric_names <= have:
                             stats.already += 1
                             continue
-                        todo.append((c, old, stale))
+                        todo.append((c, old, stale, have))
                     # At most one chunk's judge calls wait while the next chunk's metrics are computed.
                     await settle(self.opts.chunk)
                     if not todo:
                         advance(src.n_seen - reported - in_flight())
                         continue
-                    convs = [c for c, _, _ in todo]
+                    convs = [c for c, _, _, _ in todo]
                     # Only what is missing is computed (e.g. a judge pass after a --no-judge pass reuses the metrics).
-                    need_comp = [i for i, (c, old, _) in enumerate(todo) if not comp_names <= set((old or {}).get("metrics") or {})]
+                    need_comp = [i for i, (_, _, _, have) in enumerate(todo) if not comp_names <= have]
                     comp: list[Any] = [None] * len(convs)
                     if self.scorers and need_comp:
                         batch = [convs[i] for i in need_comp]
@@ -256,10 +257,10 @@ class Evaluation:
                             scored = self.scorers.score(batch)
                         for i, cs in zip(need_comp, scored):
                             comp[i] = cs
-                    records = [self._record(src, c, old, cs, stale) for (c, old, stale), cs in zip(todo, comp)]
-                    need_judge = [i for i, (c, old, stale) in enumerate(todo)
-                                  if rubric_names and (stale or not rubric_names <= set((old or {}).get("metrics") or {}))]
-                    for _, _, stale in todo:
+                    records = [self._record(src, c, old, cs, stale) for (c, old, stale, _), cs in zip(todo, comp)]
+                    need_judge = [i for i, (_, _, stale, have) in enumerate(todo)
+                                  if rubric_names and (stale or not rubric_names <= have)]
+                    for _, _, stale, _ in todo:
                         if stale == "evaluator":
                             stats.rejudged_evaluator += 1
                         elif stale == "rubrics":
