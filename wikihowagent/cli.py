@@ -10,6 +10,8 @@ from typing import Annotated, Optional
 import typer
 from rich.console import Console
 
+from wikihowagent.console import print_error
+
 app = typer.Typer(
     help="Simulate teacher-learner conversations grounded in WikiHow tutorials, evaluate their pedagogic "
     "quality, and align LLM judges with human ratings.",
@@ -33,7 +35,7 @@ app.command("align")(align)
 
 def fail(message: str, code: int = 2) -> None:
     """Print one clear line and exit (no stack trace for expected problems)."""
-    console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    print_error(message, console)
     raise typer.Exit(code)
 
 

@@ -15,6 +15,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from wikihowagent.console import print_error
+
 RUNS_DIR_HELP = ("Where runs live (default: the config's runs_dir, \"runs\"). Evaluated runs are its sub-directories "
                  "with scores.jsonl or scores-paper.jsonl (scores.jsonl is preferred when a run has both) and the "
                  "re-scored paper files in rescored/<file stem>/.")
@@ -26,14 +28,12 @@ def resolve_runs_dir(runs_dir: Optional[Path], config: Optional[Path]) -> Path:
     shared with generate/evaluate). A bad config file -> one error line, exit 1."""
     if runs_dir is not None and config is None:
         return runs_dir
-    from rich.console import Console
-
     from wikihowagent.config import ConfigError, load_config
 
     try:
         cfg = load_config(config)
     except ConfigError as exc:
-        Console(stderr=True).print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        print_error(str(exc))
         raise typer.Exit(1) from None
     return runs_dir if runs_dir is not None else Path(cfg.runs_dir)
 
@@ -83,7 +83,7 @@ def annotate_export(
                                              in_all_runs=in_all_runs, rubrics_path=rubrics, force=force)
     except AlignInputError as exc:
         problems.echo(limit=40)
-        console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        print_error(str(exc), console)
         raise typer.Exit(1) from None
     problems.echo(limit=40)
     how = f"{mode} {n}" + (f", seed {seed}" if mode == "random" else "")
@@ -146,8 +146,8 @@ def align(
     foreign = foreign_entries(out_dir, OUTPUT_FILES)
     if foreign:  # checked again when writing; here so that nothing is computed in vain (a usage error: exit 2)
         listed = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-        err.print(f"[red]error:[/red] --out {out_dir} holds files align did not write ({listed}); it would be "
-                  "replaced as a whole: choose another directory or empty it", highlight=False, soft_wrap=True)
+        print_error(f"--out {out_dir} holds files align did not write ({listed}); it would be "
+                    "replaced as a whole: choose another directory or empty it", err)
         raise typer.Exit(2)
     t0 = time.perf_counter()
     problems = Problems()
@@ -155,14 +155,13 @@ def align(
                   runs_dir=runs_dir)
     if not res.computed:
         problems.echo(limit=200)
-        err.print("[red]error:[/red] nothing could be computed (see the warnings above); no output written",
-                  highlight=False)
+        print_error("nothing could be computed (see the warnings above); no output written", err)
         raise typer.Exit(1)
     try:
         written = write_outputs(res, out_dir, list(human), figures=figures)
     except OutputDirError as exc:  # the directory changed while computing
         problems.echo(limit=40)
-        err.print(f"[red]error:[/red] {exc}; no output written", highlight=False, soft_wrap=True)
+        print_error(f"{exc}; no output written", err)
         raise typer.Exit(1) from None
     problems.echo(limit=40)
     if not res.any_correlation:

@@ -42,7 +42,9 @@ def evaluate(
 
 
 def _fail(console: Any, msg: str) -> int:
-    console.print(f"[bold red]error:[/] {msg}", highlight=False, soft_wrap=True)
+    from wikihowagent.console import print_error
+
+    print_error(msg, console)
     return 2
 
 
