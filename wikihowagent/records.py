@@ -103,6 +103,10 @@ class ScoreRecord(BaseModel):
     judge_raw: dict[str, list[str]] = Field(default_factory=dict)  # prompt name -> raw replies (all tries)
     judge_failures: list[str] = Field(default_factory=list)  # rubric names whose reply could not be parsed
     notes: list[str] = Field(default_factory=list)  # e.g. "BERTScore: teacher text chunked (3 chunks)"
+    judge_scoring: str = ""  # --judge-scoring mode of the rubric scores ("weighted", "json", "sampled[+rationale]")
+    judge_dist: dict[str, list[float]] = Field(default_factory=dict)  # rubric -> p(1..5) (weighted / sampled)
+    judge_argmax: dict[str, int] = Field(default_factory=dict)  # rubric -> most likely score
+    judge_spread: dict[str, float] = Field(default_factory=dict)  # rubric -> std of that distribution
 
 
 def conversation_lines(turns: list[Turn]) -> list[str]:

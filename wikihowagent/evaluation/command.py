@@ -26,6 +26,9 @@ def evaluate(
     retries: Annotated[int, typer.Option(min=0, help="Re-asks of the judge when a reply cannot be parsed.")] = 2,
     batch_size: Annotated[int, typer.Option(min=1, help="Texts per embedding forward pass.")] = 32,
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the PNG figures.")] = False,
+    judge_scoring: Annotated[Optional[str], typer.Option(metavar="weighted|json|sampled", help="How rubric scores are read: 'weighted' (probability-weighted mean over the score digits; default where the backend returns log-probabilities), 'json' (structured output, integers), 'sampled' (5 samples at temperature 0.7).")] = None,
+    judge_rationale: Annotated[bool, typer.Option("--judge-rationale", help="The judge writes its analysis first, then 'Score: k' (weighted/sampled; read at the final score token).")] = False,
+    retry_failed: Annotated[bool, typer.Option(help="Judge rubrics that failed in an earlier pass again.")] = True,
 ) -> None:
     """Score conversations: computational metrics and the LLM rubric judge; summary table, CSV, Markdown, figures."""
     from rich.console import Console
@@ -33,7 +36,8 @@ def evaluate(
     console = Console(stderr=True)
     try:
         code = _evaluate(console, runs or [], evaluator, metrics, no_judge, compat, baseline, by, out, rubrics,
-                         config, base_url, concurrency, retries, batch_size, no_figures)
+                         config, base_url, concurrency, retries, batch_size, no_figures,
+                         judge_scoring, judge_rationale, retry_failed)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: scores written so far are kept; rerun the same command to resume")
         raise typer.Exit(130) from None
@@ -48,8 +52,26 @@ def _fail(console: Any, msg: str) -> int:
     return 2
 
 
+def judge_llm_factory(cfg: Any, base_url: str | None) -> Any:
+    """spec -> the judge's chat model (temperature 0); EvaluateError naming the spec if it cannot be made."""
+    from .runner import EvaluateError
+
+    def make_llm(spec: str) -> Any:
+        from wikihowagent.backends import BackendError, check_backend, make_chat_model, resolve_spec
+
+        judge_settings = cfg.model.model_copy(update={"temperature": 0.0})
+        try:
+            check_backend(resolve_spec(spec), base_url)
+            return make_chat_model(spec, judge_settings, cfg.local, base_url=base_url)
+        except BackendError as exc:
+            raise EvaluateError(f"evaluator {spec!r}: {exc} (choose another with --evaluator SPEC, or --no-judge)") from None
+
+    return make_llm
+
+
 def _evaluate(console, runs, evaluator, metrics, no_judge, compat, baseline, by, out, rubrics_path, config,
-              base_url, concurrency, retries, batch_size, no_figures) -> int:
+              base_url, concurrency, retries, batch_size, no_figures, judge_scoring=None, judge_rationale=False,
+              retry_failed=True) -> int:
     from wikihowagent.config import ConfigError, load_config
 
     from .inputs import InputError, resolve_inputs
@@ -59,6 +81,12 @@ def _evaluate(console, runs, evaluator, metrics, no_judge, compat, baseline, by,
 
     if compat not in (None, "paper"):
         return _fail(console, f"--compat: only 'paper' is supported, not {compat!r}")
+    from .scoring import SCORING_MODES
+
+    if judge_scoring is not None and judge_scoring not in SCORING_MODES:
+        return _fail(console, f"--judge-scoring: unknown mode {judge_scoring!r}; valid: {', '.join(SCORING_MODES)}")
+    if judge_rationale and judge_scoring == "json":
+        return _fail(console, "--judge-rationale applies to --judge-scoring weighted or sampled, not json")
     if by not in (None, "domain"):
         return _fail(console, f"--by: only 'domain' is supported, not {by!r}")
     mode = "paper" if compat == "paper" else "default"
@@ -94,25 +122,18 @@ def _evaluate(console, runs, evaluator, metrics, no_judge, compat, baseline, by,
     judge_on = bool(rub) and not no_judge
     opts = EvalOptions(mode=mode, metrics=comp + rub, judge=judge_on, evaluator=evaluator, base_url=base_url,
                        rubrics_path=rubrics_path, out=out, concurrency=concurrency or cfg.concurrency,
-                       retries=retries, batch_size=batch_size)
+                       retries=retries, batch_size=batch_size, scoring=judge_scoring, rationale=judge_rationale,
+                       retry_failed=retry_failed)
 
     def warn(msg: str) -> None:
         console.print(f"[yellow]warning:[/] {msg}", highlight=False, soft_wrap=True)
 
-    def make_llm(spec: str) -> Any:
-        from wikihowagent.backends import BackendError, check_backend, make_chat_model, resolve_spec
-
-        judge_settings = cfg.model.model_copy(update={"temperature": 0.0})
-        try:
-            check_backend(resolve_spec(spec), base_url)
-            return make_chat_model(spec, judge_settings, cfg.local, base_url=base_url)
-        except BackendError as exc:
-            raise EvaluateError(f"evaluator {spec!r}: {exc} (choose another with --evaluator SPEC, or --no-judge)") from None
-
+    make_llm = judge_llm_factory(cfg, base_url)
     try:
         ev = Evaluation(opts, comp, rub if judge_on else [], rubric_set, make_llm if judge_on else None, warn)
         # Every input's evaluator is known before any work starts.
         specs = {s.name: ev.evaluator_spec(s) for s in sources}
+        ev.prepare(list(specs.values()))  # a --judge-scoring mode the backend cannot serve fails here
     except (EvaluateError, MetricError) as exc:
         return _fail(console, str(exc))
 
@@ -122,7 +143,15 @@ def _evaluate(console, runs, evaluator, metrics, no_judge, compat, baseline, by,
         ev.close()
     if isinstance(results, int):
         return results
-    return _summarize(console, results, rubric_names, base_name, mode, out, runs_dir, by, no_figures)
+    code = _summarize(console, results, rubric_names, base_name, mode, out, runs_dir, by, no_figures)
+    all_failed = [src.name for src, _, stats in results if stats.judged and stats.judge_failures == stats.judged]
+    if all_failed:
+        from wikihowagent.console import print_error
+
+        print_error(f"the judge failed on every rubric it was asked in {', '.join(all_failed)}: no rubric score was "
+                    "produced (see the notes above; rerun to judge them again)", console)
+        return code or 1
+    return code
 
 
 def _score_all(console, ev, sources, specs, opts, runs_dir, warn):
@@ -156,16 +185,24 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn):
                 return _fail(console, f"{exc} (scores so far are in {out_path}; rerun to resume)")
         console.print(f"{src.name}: {stats.scored} scored, {stats.already} already scored, {stats.failed} failed "
                       f"conversations skipped, {stats.invalid} unreadable records -> {out_path}", highlight=False)
-        rejudged = [(stats.rejudged_evaluator, "the evaluator changed"), (stats.rejudged_rubrics, "the rubric file changed")]
+        rejudged = [(stats.rejudged_evaluator, "the evaluator changed"), (stats.rejudged_rubrics, "the rubric file changed"),
+                    (stats.rejudged_scoring, "the --judge-scoring mode changed")]
         for n, why in rejudged:
             if n:
                 console.print(f"{src.name}: {n} conversation{'s' if n != 1 else ''} re-judged because {why} "
                               f"(now {specs[src.name]})", highlight=False)
+        if stats.judged:
+            kinds = ", ".join(f"{n} {k}" for k, n in sorted(stats.failure_kinds.items()))
+            console.print(f"{src.name}: judge ({ev.scoring_label(specs[src.name])}): {stats.judged - stats.judge_failures} "
+                          f"of {stats.judged} rubric scores read, {stats.judge_failures} failed"
+                          + (f" ({kinds})" if kinds else "")
+                          + (f"; {stats.retried} conversations' failed rubrics judged again" if stats.retried else ""),
+                          highlight=False, markup=False)
         for note in stats.notes:
             console.print(f"  note: {note}", highlight=False)
         if src.n_records == 0 and src.n_invalid == 0:
             warn(f"{src.path}: no conversations")
-        results.append((src, out_path))
+        results.append((src, out_path, stats))
     return results
 
 
@@ -173,7 +210,7 @@ def _summarize(console, results, rubric_names, base_name, mode, out, runs_dir, b
     from .summary import by_domain, load_run_scores, print_by_domain, print_summary, summarize, write_figures, write_summary
 
     run_scores = [load_run_scores(src.name, src.label, p, rubric_names, n_failed=src.n_failed, n_invalid=src.n_invalid)
-                  for src, p in results]
+                  for src, p, _ in results]
     summary = summarize(run_scores, rubric_names, baseline=base_name)
     if out is not None:
         out_dir = Path(out)

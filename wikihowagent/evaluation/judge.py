@@ -207,6 +207,7 @@ def score_schema(rubrics: list[Rubric]) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------------
 
 _THINK_RE = re.compile(r"<think>.*?(</think>|$)", re.S | re.I)
+_LEVEL_ECHO_RE = re.compile(r"^[ \t>-]*[1-5][ \t]*[-–—:=][ \t]*[A-Za-z].*$", re.M)
 _NUM_RE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:(?:/|out of)\s*(\d+))?\s*$", re.I)
 
 
@@ -298,18 +299,22 @@ def parse_scores(text: str, names: list[str]) -> tuple[dict[str, float], dict[st
                 problems.pop(name, None)
             else:
                 problems[name] = why
-    # 2. "Name: 4", "**Name** (question...): 4/5", "Name - 4" lines.
-    clean = re.sub(r"[*#`_]", "", text)
+    # 2. "Name: 4", "**Name** (question...): 4/5", "Name - 4" lines. A rubric level the judge repeats
+    # ("5 - Excellent ...") is not its score: such lines are dropped, and a label's score must be on its line.
+    clean = _LEVEL_ECHO_RE.sub("", re.sub(r"[*#`_]", "", text))
     for key, name in wanted.items():
         if name in found:
             continue
         label = r"[\s\-]*".join(re.escape(part) for part in re.findall(r"[A-Za-z0-9]+", name))
         pat = re.compile(
-            rf"(?<![A-Za-z]){label}(?![A-Za-z])\s*(?:score)?\s*(?:\([^)\n]*\))?\s*(?:score)?\s*[:=\-–—]+\s*"
-            rf"\"?(-?\d+(?:\.\d+)?(?:\s*(?:/|out of)\s*\d+)?)", re.I)
+            rf"(?<![A-Za-z]){label}(?![A-Za-z])[ \t]*(?:score)?[ \t]*(?:\([^)\n]*\))?[ \t]*(?:score)?[ \t]*[:=\-–—]+[ \t]*"
+            rf"\"?(-?\d+(?:\.\d+)?(?:[ \t]*(?:/|out of)[ \t]*\d+)?)", re.I)
         hits = pat.findall(clean)
         if not hits:
             problems.setdefault(name, "no score found")
+            continue
+        if len({re.sub(r"\s+", "", h) for h in hits}) > 1:
+            problems[name] = f"ambiguous reply: several scores ({', '.join(hits)})"
             continue
         val, why = check_value(hits[-1])
         if why is None:
@@ -331,6 +336,10 @@ class JudgeResult:
     raw: dict[str, list[str]] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    kinds: dict[str, str] = field(default_factory=dict)  # failed rubric -> "call" | "parse" | "low-mass"
+    dist: dict[str, list[float]] = field(default_factory=dict)  # rubric -> p(1..5) (weighted / sampled)
+    argmax: dict[str, int] = field(default_factory=dict)
+    spread: dict[str, float] = field(default_factory=dict)
 
 
 class Judge:
@@ -401,8 +410,11 @@ class Judge:
                 raise JudgeBackendError(f"evaluator call failed: {_one_line(exc)}") from exc
             return _message_text(msg), None
 
-    async def _judge_group(self, conv: Conversation, group: str, res: JudgeResult) -> None:
-        rubrics = self.groups[group]
+    async def _judge_group(self, conv: Conversation, group: str, res: JudgeResult, only: list[str] | None = None,
+                           variant: int = 0) -> None:
+        rubrics = [r for r in self.groups[group] if only is None or r.name in only]
+        if variant:
+            rubrics.reverse()
         names = [r.name for r in rubrics]
         prompt = build_prompt(conv, group, rubrics, self.mode)
         got: dict[str, float] = {}
@@ -415,6 +427,7 @@ class Judge:
                 for n in names:
                     if n not in got:
                         problems[n] = f"request refused by the evaluator ({exc})"
+                        res.kinds[n] = "call"
                 break
             raws.append(text)
             missing = [n for n in names if n not in got]
@@ -433,11 +446,14 @@ class Judge:
             else:
                 res.scores[n] = None
                 res.failures.append(n)
+                res.kinds.setdefault(n, "parse")
                 res.notes.append(f"judge: {n}: {problems.get(n, 'no score found')} after {len(raws)} replies")
 
-    async def judge(self, conv: Conversation) -> JudgeResult:
+    async def judge(self, conv: Conversation, names: list[str] | None = None, variant: int = 0) -> JudgeResult:
+        """Score `names` (default: all); `variant` 1 = the rubrics listed in reverse order (self-consistency)."""
         res = JudgeResult()
-        await asyncio.gather(*(self._judge_group(conv, g, res) for g in self.groups))
+        groups = [g for g in self.groups if names is None or any(r.name in names for r in self.groups[g])]
+        await asyncio.gather(*(self._judge_group(conv, g, res, names, variant) for g in groups))
         order = {n: i for i, n in enumerate(self.names)}
         res.failures.sort(key=order.get)
         res.scores = {n: res.scores[n] for n in self.names if n in res.scores}

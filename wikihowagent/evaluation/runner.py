@@ -41,6 +41,9 @@ class EvalOptions:
     concurrency: int = 2
     retries: int = 2
     batch_size: int = 32  # texts per forward pass
+    scoring: str | None = None  # --judge-scoring: None = weighted where the backend has logprobs, else json
+    rationale: bool = False  # --judge-rationale
+    retry_failed: bool = True  # judge rubrics that failed in an earlier pass again
     chunk: int = 64  # conversations per scoring chunk (memory is flat in the number of conversations)
 
 
@@ -51,6 +54,10 @@ class SourceStats:
     failed: int = 0
     invalid: int = 0
     judge_failures: int = 0
+    judged: int = 0  # rubric scores asked of the judge in this pass
+    failure_kinds: dict[str, int] = field(default_factory=dict)  # "call" | "parse" | "low-mass" -> count
+    retried: int = 0  # conversations whose failed rubrics were judged again
+    rejudged_scoring: int = 0  # ... whose rubric scores came from another --judge-scoring mode
     rejudged_evaluator: int = 0  # conversations whose rubric scores were by another evaluator
     rejudged_rubrics: int = 0  # ... or of rubrics the current rubric file does not define
     notes: list[str] = field(default_factory=list)
@@ -140,14 +147,30 @@ class Evaluation:
         return spec
 
     def judge_for(self, spec: str) -> Any:
-        from .judge import Judge
+        """The scorer of `spec` in the chosen --judge-scoring mode (built once; EvaluateError if the mode
+        cannot work with that backend)."""
+        from .scoring import ScoringError, make_scorer, resolve_mode
 
         if spec not in self._judges:
             assert self.make_llm is not None and self.rubrics is not None
             llm = self.make_llm(spec)
-            self._judges[spec] = Judge(llm, self.rubrics, self.rubric_names, mode=self.opts.mode,
-                                       retries=self.opts.retries, concurrency=self.opts.concurrency)
+            try:
+                mode = resolve_mode(self.opts.scoring, llm, self.opts.mode)
+                self._judges[spec] = make_scorer(mode, llm, self.rubrics, self.rubric_names, compat=self.opts.mode,
+                                                 rationale=self.opts.rationale, retries=self.opts.retries,
+                                                 concurrency=self.opts.concurrency)
+            except ScoringError as exc:
+                raise EvaluateError(f"evaluator {spec!r}: {exc}") from None
         return self._judges[spec]
+
+    def prepare(self, specs: list[str | None]) -> None:
+        """Build every judge before any work, so a mode the backend cannot serve fails first."""
+        for spec in specs:
+            if spec and self.rubric_names:
+                self.judge_for(spec)
+
+    def scoring_label(self, spec: str | None) -> str:
+        return self._judges[spec].label if spec in self._judges else ""
 
     def run_source(self, src: InputSource, out_path: Path, progress: Callable[[int], None] | None = None) -> SourceStats:
         # One event loop for the whole process: async HTTP clients of a cached judge model are bound to
@@ -163,7 +186,8 @@ class Evaluation:
             self._loop.close()
 
     def _stale_rubrics(self, old: dict[str, Any] | None, spec: str | None) -> str | None:
-        """Why the rubric scores of an earlier line cannot be reused ("evaluator" / "rubrics"), else None."""
+        """Why the rubric scores of an earlier line cannot be reused ("evaluator" / "rubrics" / "scoring"),
+        else None."""
         if not old or not self.rubric_names:
             return None
         keys = set(old.get("metrics") or {}) - COMPUTATIONAL_NAMES
@@ -173,6 +197,9 @@ class Evaluation:
             return "evaluator"
         if self.rubrics is not None and not keys <= set(self.rubrics):
             return "rubrics"  # scores of rubrics the current rubric file does not define: another rubric file
+        label = self.scoring_label(spec)
+        if label and (old.get("judge_scoring") or "json") != label:
+            return "scoring"  # lines written before --judge-scoring existed were json-scored
         return None
 
     async def _run_source(self, src: InputSource, out_path: Path, progress: Callable[[int], None] | None) -> SourceStats:
@@ -216,16 +243,25 @@ class Evaluation:
 
         with JsonlAppender(out_path) as sink:
 
-            async def judged(rec: ScoreRecord, conv: Conversation, j: Any) -> None:
-                jr = await j.judge(conv)
+            async def judged(rec: ScoreRecord, conv: Conversation, j: Any, names: list[str] | None) -> None:
+                jr = await j.judge(conv, names)
                 rec.metrics.update(jr.scores)
                 rec.evaluator = spec or ""
+                rec.judge_scoring = j.label
                 rec.judge_raw = {**rec.judge_raw, **jr.raw}
                 rec.judge_failures = [f for f in rec.judge_failures if f not in jr.scores] + jr.failures
-                rec.notes = [n for n in rec.notes if not n.startswith("judge:")] + jr.notes
+                done = set(jr.scores)
+                rec.notes = [n for n in rec.notes if not (n.startswith("judge:") and
+                                                          n.split(":")[1].strip() in done | {""})] + jr.notes
+                for attr in ("judge_dist", "judge_argmax", "judge_spread"):
+                    new = getattr(jr, attr.removeprefix("judge_"))
+                    setattr(rec, attr, {**{k: v for k, v in getattr(rec, attr).items() if k not in done}, **new})
                 sink.append(rec)  # as soon as this conversation is judged (resume keeps every finished one)
                 stats.scored += 1
+                stats.judged += len(jr.scores)
                 stats.judge_failures += len(jr.failures)
+                for kind in jr.kinds.values():
+                    stats.failure_kinds[kind] = stats.failure_kinds.get(kind, 0) + 1
                 advance(1)
 
             try:
@@ -236,6 +272,8 @@ class Evaluation:
                         old = existing.get(c.conversation_id)
                         stale = self._stale_rubrics(old, spec)
                         have = set((old or {}).get("metrics") or {})
+                        if self.opts.retry_failed and not stale:  # failed rubrics count as not judged yet
+                            have -= set((old or {}).get("judge_failures") or []) & rubric_names
                         if stale is None and comp_names | rubric_names <= have:
                             stats.already += 1
                             continue
@@ -260,11 +298,15 @@ class Evaluation:
                     records = [self._record(src, c, old, cs, stale) for (c, old, stale, _), cs in zip(todo, comp)]
                     need_judge = [i for i, (_, _, stale, have) in enumerate(todo)
                                   if rubric_names and (stale or not rubric_names <= have)]
-                    for _, _, stale, _ in todo:
+                    for _, old, stale, have in todo:
                         if stale == "evaluator":
                             stats.rejudged_evaluator += 1
                         elif stale == "rubrics":
                             stats.rejudged_rubrics += 1
+                        elif stale == "scoring":
+                            stats.rejudged_scoring += 1
+                        elif old and set((old or {}).get("judge_failures") or []) & rubric_names - have:
+                            stats.retried += 1
                     to_judge = set(need_judge)
                     for i in range(len(todo)):
                         if i not in to_judge:
@@ -273,7 +315,9 @@ class Evaluation:
                     if need_judge and judge is None:
                         judge = self.judge_for(spec)  # type: ignore[arg-type]
                     for i in need_judge:
-                        pending.add(asyncio.ensure_future(judged(records[i], convs[i], judge)))
+                        _, _, stale, have = todo[i]
+                        names = None if stale else [n for n in self.rubric_names if n not in have]
+                        pending.add(asyncio.ensure_future(judged(records[i], convs[i], judge, names)))
                     advance(src.n_seen - reported - in_flight())
                     await asyncio.sleep(0)  # let the new judge tasks start their calls
                 await settle(0)
@@ -300,9 +344,12 @@ class Evaluation:
             raw.update(old.get("judge_raw") or {})
             failures = list(old.get("judge_failures") or [])
             notes = list(old.get("notes") or [])
+        judge_extra: dict[str, Any] = {k: (old or {}).get(k) or {} for k in ("judge_dist", "judge_argmax", "judge_spread")}
+        scoring = (old or {}).get("judge_scoring") or ""
         if stale:  # another judge or rubric file: none of its rubric scores is kept (the computed metrics are)
             metrics = {k: v for k, v in metrics.items() if k in COMPUTATIONAL_NAMES}
-            raw, failures, evaluator = {}, [], ""
+            raw, failures, evaluator, scoring = {}, [], "", ""
+            judge_extra = {k: {} for k in judge_extra}
             notes = [n for n in notes if not n.startswith("judge:")]
         if cs is not None:
             notes = [n for n in notes if n.startswith("judge:")]
@@ -313,5 +360,5 @@ class Evaluation:
             domain=c.domain, teacher=c.teacher, learner=c.learner,
             evaluator=evaluator,
             mode="paper" if self.opts.mode == "paper" else "default",
-            metrics=metrics, judge_raw=raw, judge_failures=failures, notes=notes,
+            metrics=metrics, judge_raw=raw, judge_failures=failures, notes=notes, judge_scoring=scoring, **judge_extra,
         )

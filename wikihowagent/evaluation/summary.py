@@ -53,6 +53,7 @@ def load_run_scores(name: str, label: str, path: Path, rubric_names: list[str], 
             "metrics": metrics,
             "failures": list(rec.get("judge_failures") or []),
             "judged": [n for n in rubric_names if n in metrics],
+            "scoring": rec.get("judge_scoring") or ("json" if any(n in metrics for n in rubric_names) else ""),
         })
     return rs
 
@@ -101,6 +102,7 @@ def summarize(runs: list[RunScores], rubric_names: list[str], baseline: str | No
         judged = sum(len(x["judged"]) for x in r.rows)
         failed = sum(len(x["failures"]) for x in r.rows)
         row["judge_failure_pct"] = 100.0 * failed / judged if judged else math.nan
+        row["scoring"] = ",".join(sorted({x["scoring"] for x in r.rows if x.get("scoring")})) or "–"
         for m in cols:
             mean, std, n = _stats([x["metrics"].get(m) for x in r.rows])
             row[m] = (mean * _scale(m), std * _scale(m), n)
@@ -114,6 +116,7 @@ def summarize(runs: list[RunScores], rubric_names: list[str], baseline: str | No
         judged = sum(len(x["judged"]) for r in runs for x in r.rows)
         failed = sum(len(x["failures"]) for r in runs for x in r.rows)
         over["judge_failure_pct"] = 100.0 * failed / judged if judged else math.nan
+        over["scoring"] = ",".join(sorted({m for t in table for m in t["scoring"].split(",") if m != "–"})) or "–"
         for m in cols:
             means = [t[m][0] for t in table if not math.isnan(t[m][0])]
             mean, std, n = _stats(means)
@@ -183,7 +186,8 @@ def print_summary(s: Summary, console: Any, title: str = "Evaluation summary") -
             cells.append(c)
         t.add_row(header(m), *cells)
     t.add_row("Judge parse failures (%)", *["–" if math.isnan(r["judge_failure_pct"]) else f"{r['judge_failure_pct']:.2f}"
-                                            for r in s.table], end_section=True)
+                                            for r in s.table])
+    t.add_row("Judge scoring", *[r.get("scoring", "–") for r in s.table], end_section=True)
     console.print(t)
 
 
@@ -194,7 +198,8 @@ def write_summary(s: Summary, out_dir: Path) -> list[Path]:
     recs = []
     for row in s.table:
         r: dict[str, Any] = {"run": row["run"], "label": row["label"], "n": row["n"], "failed": row["failed"],
-                             "invalid": row["invalid"], "judge_parse_failures_pct": _round(row["judge_failure_pct"])}
+                             "invalid": row["invalid"], "judge_parse_failures_pct": _round(row["judge_failure_pct"]),
+                             "judge_scoring": row.get("scoring", "–")}
         for m in s.columns:
             mean, std, n = row[m]
             r[f"{header(m)} mean"] = _round(mean)

@@ -1,0 +1,371 @@
+"""How the rubric judge turns a model's reply into a score: the `--judge-scoring` modes (a registry).
+
+- `json`: the structured-output judge of `judge.py` (two prompts per conversation, integer scores).
+- `weighted`: one request per rubric whose answer is one score token; the score is sum k * p(k) over the
+  digit tokens 1..5 at that position (token log-probabilities), renormalised over the digits (G-Eval).
+  Tokens such as " 4" count as 4. If the digits hold less than `DIGIT_MASS_MIN` of the probability at
+  that position, the rubric is a failure ("below the digit-probability threshold"), never a score.
+- `sampled`: `SAMPLES` replies at temperature `SAMPLE_TEMPERATURE` (seeds seed..seed+n-1); the mean of the
+  digits read, their spread. For backends without log-probabilities.
+
+With `rationale=True` the judge writes its analysis first and ends with `Score: k`; the score is read at
+the *final* `Score: k` token, never at an earlier digit of the analysis.
+
+Prompts put [instructions + conversation (+ tutorial)] first and the rubric last, so consecutive calls
+for one conversation share a prefix the server can cache (llama.cpp's prompt cache, vLLM's prefix cache,
+OpenAI's prompt caching); the embedded server's judge calls turn its prompt cache on.
+
+Adding a mode = one `Scorer` subclass and one `SCORING_MODES` entry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from .inputs import Conversation
+from .judge import (ROLE_TEXT, Judge, JudgeBackendError, JudgeRequestError, JudgeResult, Rubric, _is_request_error,
+                    _one_line, _tutorial_block, prompt_groups)
+
+DIGITS = (1, 2, 3, 4, 5)
+DIGIT_MASS_MIN = 0.5  # below this share of probability on "1".."5" the rubric is a failure
+TOP_LOGPROBS = 20  # the OpenAI API's maximum
+SAMPLES = 5
+SAMPLE_TEMPERATURE = 0.7
+SCORE_TOKENS = 4  # room for a leading space/newline token before the digit
+RATIONALE_TOKENS = 256
+
+
+class ScoringError(ValueError):
+    """A scoring mode that cannot work with this judge; one line naming the backend and the modes that do."""
+
+
+@dataclass
+class Distribution:
+    probs: list[float]  # p(1)..p(5), renormalised over the digits
+    mass: float  # the digits' share of the probability before renormalising (1.0 for samples)
+
+    @property
+    def mean(self) -> float:
+        return sum(k * p for k, p in zip(DIGITS, self.probs))
+
+    @property
+    def argmax(self) -> int:
+        return DIGITS[max(range(len(DIGITS)), key=lambda i: self.probs[i])]
+
+    @property
+    def spread(self) -> float:
+        m = self.mean
+        return math.sqrt(max(0.0, sum(p * (k - m) ** 2 for k, p in zip(DIGITS, self.probs))))
+
+
+# --------------------------------------------------------------------------------------------------
+# Reading log-probabilities
+# --------------------------------------------------------------------------------------------------
+
+_DIGIT_TOKEN = re.compile(r"^\s*([1-5])[\s.,)*]*$")
+_SCORE_LABEL = re.compile(r"score\s*\**\s*[:=]\s*\**\s*$", re.I)
+_SHORT_LABEL = re.compile(r"^[^\n]{0,40}[:=]\s*\**\s*$")
+
+
+def token_entries(meta: Any) -> list[dict[str, Any]]:
+    """The per-token entries of a reply's `logprobs` (OpenAI/llama.cpp `{"content": [...]}` or a plain list)."""
+    if isinstance(meta, dict):
+        meta = meta.get("content")
+    if not isinstance(meta, list):
+        return []
+    return [e for e in meta if isinstance(e, dict) and isinstance(e.get("token"), str)]
+
+
+def digit_of(token: str) -> int | None:
+    m = _DIGIT_TOKEN.match(token)
+    return int(m.group(1)) if m else None
+
+
+def distribution_at(entry: dict[str, Any]) -> Distribution:
+    """p(1..5) at one token position from its top log-probabilities (" 4" and "4" both count as 4)."""
+    mass = dict.fromkeys(DIGITS, 0.0)
+    seen: set[str] = set()
+    cands = list(entry.get("top_logprobs") or [])
+    if not any(c.get("token") == entry.get("token") for c in cands):
+        cands.append(entry)  # the chosen token itself, if the server left it out of the top list
+    for c in cands:
+        tok, lp = c.get("token"), c.get("logprob")
+        if not isinstance(tok, str) or tok in seen or not isinstance(lp, (int, float)):
+            continue
+        seen.add(tok)
+        k = digit_of(tok)
+        if k is not None:
+            mass[k] += math.exp(lp)
+    total = sum(mass.values())
+    probs = [mass[k] / total if total > 0 else 0.0 for k in DIGITS]
+    return Distribution(probs=probs, mass=min(1.0, total))
+
+
+def score_position(tokens: list[str], rationale: bool) -> int | None:
+    """Index of the score token: the first digit (after nothing but whitespace or a short label such as
+    "Score:"), or with a rationale the digit of the *last* "Score: k"."""
+    text_before = ""
+    found: int | None = None
+    for i, tok in enumerate(tokens):
+        k = digit_of(tok)
+        if k is not None:
+            if rationale:
+                if _SCORE_LABEL.search(text_before + tok[: len(tok) - len(tok.lstrip())]):
+                    found = i
+            else:
+                head = text_before.strip()
+                if not head or _SHORT_LABEL.match(head):
+                    return i
+                return None
+        text_before += tok
+    return found
+
+
+def weighted_score(meta: Any, rationale: bool, threshold: float = DIGIT_MASS_MIN) -> tuple[Distribution | None, str | None]:
+    """A reply's logprobs -> (distribution, None) or (None, why it is not a score)."""
+    entries = token_entries(meta)
+    if not entries:
+        return None, "no token log-probabilities in the reply"
+    pos = score_position([e["token"] for e in entries], rationale)
+    if pos is None:
+        text = "".join(e["token"] for e in entries)
+        want = "a final 'Score: k'" if rationale else "a single score digit"
+        return None, f"no {want} in the reply ({text.strip()[:40]!r})"
+    dist = distribution_at(entries[pos])
+    if dist.mass < threshold:
+        return None, f"below the digit-probability threshold (p(1..5) = {dist.mass:.2f} < {threshold:g})"
+    return dist, None
+
+
+def text_score(text: str, rationale: bool) -> int | None:
+    """A sampled reply's digit: the whole reply (or a short label + digit), or the last 'Score: k'."""
+    text = (text or "").strip()
+    if rationale:
+        hits = re.findall(r"score\s*\**\s*[:=]\s*\**\s*([1-5])(?![\d.])", text, re.I)
+        return int(hits[-1]) if hits else None
+    m = re.fullmatch(r"(?:[^\n]{0,40}[:=]\s*)?\**\s*([1-5])\s*[.*]*", text)
+    return int(m.group(1)) if m else None
+
+
+# --------------------------------------------------------------------------------------------------
+# Prompts: shared prefix first, rubric last
+# --------------------------------------------------------------------------------------------------
+
+
+def conversation_prefix(conv: Conversation, with_tutorial: bool) -> str:
+    convo = "\n".join(f"{m.role.capitalize()}: {m.text}" for m in conv.messages)
+    parts = ["You are an expert in pedagogy. Judge the teacher-learner conversation below on one criterion.",
+             f"Conversation:\n{convo}"]
+    if with_tutorial:
+        parts.append(f"Reference tutorial:\n{_tutorial_block(conv)}")
+    return "\n\n".join(parts)
+
+
+def rubric_prompt(conv: Conversation, rubric: Rubric, rationale: bool) -> str:
+    levels = "\n".join(f"{k} - {rubric.levels[k]}" for k in ("5", "4", "3", "2", "1"))
+    crit = f"Criterion: {rubric.name} (judge {ROLE_TEXT[rubric.role]}): {rubric.question}\n{levels}"
+    if rationale:
+        ask = ("First explain your judgement in at most three sentences. Then end with a last line "
+               "'Score: k', where k is one digit from 1 to 5.")
+    else:
+        ask = f"Answer with the {rubric.name} score only: one digit from 1 to 5."
+    return f"{conversation_prefix(conv, rubric.reference == 'tutorial')}\n\n{crit}\n\n{ask}"
+
+
+# --------------------------------------------------------------------------------------------------
+# Capabilities
+# --------------------------------------------------------------------------------------------------
+
+
+def backend_name(llm: Any) -> str:
+    return type(llm).__name__
+
+
+def supports_logprobs(llm: Any) -> bool:
+    """OpenAI-compatible clients (the embedded llama.cpp server, vLLM, OpenAI) and Ollama's client return
+    token log-probabilities; other chat models say so with a `supports_logprobs` attribute."""
+    declared = getattr(llm, "supports_logprobs", None)
+    if isinstance(declared, bool):
+        return declared
+    fields = getattr(type(llm), "model_fields", {}) or {}
+    return "logprobs" in fields and "top_logprobs" in fields
+
+
+def default_mode(llm: Any, compat: str) -> str:
+    if compat == "paper":
+        return "json"
+    return "weighted" if supports_logprobs(llm) else "json"
+
+
+def resolve_mode(requested: str | None, llm: Any, compat: str) -> str:
+    if requested is None:
+        return default_mode(llm, compat)
+    if requested not in SCORING_MODES:
+        raise ScoringError(f"--judge-scoring: unknown mode {requested!r}; valid: {', '.join(SCORING_MODES)}")
+    if compat == "paper" and requested != "json":
+        raise ScoringError("--compat paper keeps the paper's prompts and parsing: only --judge-scoring json applies")
+    if requested == "weighted" and not supports_logprobs(llm):
+        works = ", ".join(m for m in SCORING_MODES if m != "weighted")
+        raise ScoringError(f"--judge-scoring weighted needs token log-probabilities, which backend "
+                           f"{backend_name(llm)} does not return; use one of: {works}")
+    return requested
+
+
+def _cache_kwargs(llm: Any) -> dict[str, Any]:
+    """The embedded server sends `cache_prompt: false` (reproducible generations); judge calls of one
+    conversation share their prefix, so they turn llama.cpp's prompt cache on."""
+    extra = getattr(llm, "extra_body", None)
+    if isinstance(extra, dict) and extra.get("cache_prompt") is False:
+        return {"extra_body": {**extra, "cache_prompt": True}}
+    return {}
+
+
+# --------------------------------------------------------------------------------------------------
+# Scorers (same interface as judge.Judge: .names, .judge(conv, names, variant), .fallback_note)
+# --------------------------------------------------------------------------------------------------
+
+
+class Scorer:
+    """One call per rubric; the calls of one conversation run one after another (they share a prefix)."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, llm: Any, rubrics: dict[str, Rubric], names: list[str] | None = None, *, rationale: bool = False,
+                 retries: int = 2, concurrency: int = 2, seed: int | None = None):
+        self.llm = llm
+        self.rubrics = {n: r for n, r in rubrics.items() if names is None or n in names}
+        self.groups = prompt_groups(rubrics, names)
+        self.rationale = rationale
+        self.retries = max(0, retries)
+        self.sem = asyncio.Semaphore(max(1, concurrency))
+        self.seed = seed if seed is not None else getattr(llm, "seed", None)
+        self.fallback_note: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.name + ("+rationale" if self.rationale else "")
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.rubrics)
+
+    async def _invoke(self, prompt: str, **bind: Any) -> Any:
+        try:
+            return await self.llm.bind(**bind).ainvoke(prompt)
+        except Exception as exc:  # noqa: BLE001
+            if _is_request_error(exc):
+                raise JudgeRequestError(_one_line(exc)[:200]) from exc
+            raise JudgeBackendError(f"evaluator call failed: {_one_line(exc)}") from exc
+
+    async def score(self, conv: Conversation, rubric: Rubric, variant: int) -> tuple[Distribution | None, str | None, list[str]]:
+        """-> (distribution, problem, raw replies)."""
+        raise NotImplementedError
+
+    async def judge(self, conv: Conversation, names: list[str] | None = None, variant: int = 0) -> JudgeResult:
+        """Score `names` (default: all); `variant` 1 = reversed rubric order and seed + 1 (self-consistency)."""
+        res = JudgeResult()
+        order = [n for n in self.names if names is None or n in names]
+        if variant:
+            order.reverse()
+        async with self.sem:
+            for n in order:
+                try:
+                    dist, problem, raws = await self.score(conv, self.rubrics[n], variant)
+                except JudgeRequestError as exc:
+                    dist, problem, raws = None, f"request refused by the evaluator ({exc})", []
+                    res.kinds[n] = "call"
+                res.raw[n] = raws
+                if dist is None:
+                    res.scores[n] = None
+                    res.failures.append(n)
+                    res.kinds.setdefault(n, "low-mass" if "threshold" in (problem or "") else "parse")
+                    res.notes.append(f"judge: {n}: {problem} after {max(1, len(raws))} replies")
+                else:
+                    res.scores[n] = round(dist.mean, 4)
+                    res.dist[n] = [round(p, 4) for p in dist.probs]
+                    res.argmax[n] = dist.argmax
+                    res.spread[n] = round(dist.spread, 4)
+        keep = [n for n in self.names if n in res.scores]
+        res.scores = {n: res.scores[n] for n in keep}
+        res.failures = [n for n in keep if n in res.failures]
+        return res
+
+
+class WeightedScorer(Scorer):
+    name = "weighted"
+
+    async def score(self, conv: Conversation, rubric: Rubric, variant: int) -> tuple[Distribution | None, str | None, list[str]]:
+        prompt = rubric_prompt(conv, rubric, self.rationale)
+        bind: dict[str, Any] = {"logprobs": True, "top_logprobs": TOP_LOGPROBS,
+                                "max_tokens": RATIONALE_TOKENS if self.rationale else SCORE_TOKENS, **_cache_kwargs(self.llm)}
+        if variant and self.seed is not None:
+            bind["seed"] = self.seed + variant
+        raws: list[str] = []
+        problem: str | None = None
+        for _ in range(1 + self.retries):
+            msg = await self._invoke(prompt, **bind)
+            meta = (getattr(msg, "response_metadata", None) or {}).get("logprobs")
+            raws.append(str(getattr(msg, "content", "") or ""))
+            if not token_entries(meta):
+                raise JudgeBackendError(f"the evaluator ({backend_name(self.llm)}) returned no token log-probabilities "
+                                        "for --judge-scoring weighted; use --judge-scoring json or sampled")
+            dist, problem = weighted_score(meta, self.rationale)
+            if dist is not None:
+                return dist, None, raws
+            if "threshold" in (problem or ""):
+                break  # the model's own uncertainty: asking again at temperature 0 gives the same answer
+        return None, problem, raws
+
+
+class SampledScorer(Scorer):
+    name = "sampled"
+
+    async def score(self, conv: Conversation, rubric: Rubric, variant: int) -> tuple[Distribution | None, str | None, list[str]]:
+        prompt = rubric_prompt(conv, rubric, self.rationale)
+        base = (self.seed or 0) + 1000 * variant
+        raws: list[str] = []
+        counts = dict.fromkeys(DIGITS, 0)
+        for i in range(SAMPLES):
+            msg = await self._invoke(prompt, temperature=SAMPLE_TEMPERATURE, seed=base + i,
+                                     max_tokens=RATIONALE_TOKENS if self.rationale else SCORE_TOKENS, **_cache_kwargs(self.llm))
+            text = str(getattr(msg, "content", "") or "")
+            raws.append(text)
+            k = text_score(text, self.rationale)
+            if k is not None:
+                counts[k] += 1
+        n = sum(counts.values())
+        if n * 2 < SAMPLES:
+            return None, f"only {n} of {SAMPLES} samples gave a score", raws
+        return Distribution(probs=[counts[k] / n for k in DIGITS], mass=n / SAMPLES), None, raws
+
+
+class JsonScorer(Judge):
+    """Today's structured-output judge (`judge.Judge`), unchanged; --compat paper replays the paper's prompts."""
+
+    name = "json"
+
+    def __init__(self, llm: Any, rubrics: dict[str, Rubric], names: list[str] | None = None, *, rationale: bool = False,
+                 retries: int = 2, concurrency: int = 2, mode: str = "default", seed: int | None = None):
+        if rationale:
+            raise ScoringError("--judge-rationale applies to --judge-scoring weighted or sampled, not json")
+        super().__init__(llm, rubrics, names, mode=mode, retries=retries, concurrency=concurrency)
+
+    @property
+    def label(self) -> str:
+        return "json"
+
+
+SCORING_MODES: dict[str, type] = {"weighted": WeightedScorer, "json": JsonScorer, "sampled": SampledScorer}
+
+
+def make_scorer(mode: str, llm: Any, rubrics: dict[str, Rubric], names: list[str] | None, *, compat: str = "default",
+                rationale: bool = False, retries: int = 2, concurrency: int = 2) -> Any:
+    cls = SCORING_MODES[mode]
+    kw: dict[str, Any] = {"rationale": rationale, "retries": retries, "concurrency": concurrency}
+    if cls is JsonScorer:
+        kw["mode"] = compat
+    return cls(llm, rubrics, names, **kw)
