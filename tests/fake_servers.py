@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -19,8 +20,10 @@ def scripted_reply(prompt: str) -> str:
 class FakeOpenAI:
     """`with FakeOpenAI() as srv:` -> srv.base_url ('http://127.0.0.1:PORT/v1'); srv.requests, srv.auth."""
 
-    def __init__(self, reply=scripted_reply, fail_when=None, models=("fake-model",)):
-        self.reply, self.fail_when, self.models = reply, fail_when, models
+    def __init__(self, reply=scripted_reply, fail_when=None, models=("fake-model",), logprobs=None):
+        """`logprobs(prompt)` -> [(token, {candidate: probability})] makes the server answer requests that ask
+        for `logprobs` with that reply, OpenAI-style (`choices[0].logprobs.content`)."""
+        self.reply, self.fail_when, self.models, self.logprobs = reply, fail_when, models, logprobs
         self.requests: list[dict] = []
         self.auth: list[str] = []
         outer = self
@@ -48,11 +51,20 @@ class FakeOpenAI:
                 if outer.fail_when and outer.fail_when(prompt):
                     self._send(500, {"error": {"message": "scripted server error"}})
                     return
-                text = outer.reply(prompt)
+                choice = {"index": 0, "finish_reason": "stop"}
+                if body.get("logprobs") and outer.logprobs is not None:
+                    entries = outer.logprobs(prompt)
+                    text = "".join(tok for tok, _ in entries)
+                    choice["logprobs"] = {"content": [
+                        {"token": tok, "logprob": math.log(top.get(tok, 1e-9)), "bytes": None,
+                         "top_logprobs": [{"token": t, "logprob": math.log(p), "bytes": None} for t, p in top.items()]}
+                        for tok, top in entries]}
+                else:
+                    text = outer.reply(prompt)
+                choice["message"] = {"role": "assistant", "content": text}
                 self._send(200, {
                     "id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"),
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": text}}],
+                    "choices": [choice],
                     "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split()),
                               "total_tokens": len(prompt.split()) + len(text.split())},
                 })

@@ -111,3 +111,16 @@ class ScoreRecord(BaseModel):
 
 def conversation_lines(turns: list[Turn]) -> list[str]:
     return [f"{t.role.capitalize()}: {t.text}" for t in turns]
+
+
+class JudgmentRecord(BaseModel):
+    """One line of `judge-check`'s `judgments.jsonl`: one judge pass over an original or perturbed copy."""
+
+    conversation_id: str
+    run: str = ""
+    variant: str  # "original" | "original-2" (rubric order reversed, seed + 1) | a perturbation name
+    evaluator: str = ""
+    judge_scoring: str = ""
+    scores: dict[str, float | None] = Field(default_factory=dict)  # None = failed (call, parse, low digit mass)
+    judge_failures: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)

@@ -30,9 +30,12 @@ ROUGE = "ROUGE"  # paper mode: ROUGE-1 F
 ROUGE1, ROUGE2, ROUGEL = "ROUGE-1", "ROUGE-2", "ROUGE-L"
 BERTSCORE = "BERTScore"
 EMBEDDING_COSINE = "Embedding Cosine"
+STEP_COVERAGE = "Step Coverage"  # evaluation/coverage.py
+ECHO_RATE = "Echo Rate"
 
-DEFAULT_METRICS = [QUESTION, COMPLETION, DIVERSITY, BLEU, METEOR, ROUGE1, ROUGE2, ROUGEL, BERTSCORE, EMBEDDING_COSINE]
-PAPER_METRICS = [QUESTION, COMPLETION, DIVERSITY, BLEU, METEOR, ROUGE, BERTSCORE]
+DEFAULT_METRICS = [QUESTION, COMPLETION, DIVERSITY, BLEU, METEOR, ROUGE1, ROUGE2, ROUGEL, BERTSCORE, EMBEDDING_COSINE,
+                   STEP_COVERAGE, ECHO_RATE]
+PAPER_METRICS = [QUESTION, COMPLETION, DIVERSITY, BLEU, METEOR, ROUGE, BERTSCORE, STEP_COVERAGE, ECHO_RATE]
 EMBEDDING_METRICS = {BERTSCORE, EMBEDDING_COSINE}
 # Every computational metric name of either mode: the other keys of a score record are rubric scores.
 COMPUTATIONAL_NAMES = frozenset(DEFAULT_METRICS) | frozenset(PAPER_METRICS)
@@ -508,6 +511,15 @@ def pooled_cosine(ref_vecs: list[tuple[Any, int]], hyp_vecs: list[tuple[Any, int
 # --------------------------------------------------------------------------------------------------
 
 
+def _coverage(c: Conversation, m: dict[str, float | None], want: set[str]) -> None:
+    from .coverage import echo_rate, step_coverage
+
+    if STEP_COVERAGE in want:
+        m[STEP_COVERAGE] = step_coverage(c)
+    if ECHO_RATE in want:
+        m[ECHO_RATE] = echo_rate(c)
+
+
 @dataclass
 class ConvScores:
     metrics: dict[str, float | None] = field(default_factory=dict)
@@ -558,6 +570,7 @@ class Scorers:
                 m[COMPLETION] = completion(c)
             if DIVERSITY in want:
                 m[DIVERSITY] = diversity(c)
+            _coverage(c, m, want)
             if not hyp.strip():
                 for k in (BLEU, METEOR, ROUGE1, ROUGE2, ROUGEL, BERTSCORE, EMBEDDING_COSINE):
                     if k in want:
@@ -615,6 +628,7 @@ class Scorers:
                 m[COMPLETION] = paper_completion(c)
             if DIVERSITY in want:
                 m[DIVERSITY] = paper_diversity(c)
+            _coverage(c, m, want)
             if BLEU in want:
                 m[BLEU] = paper_bleu(ref, hyp)
             if METEOR in want:

@@ -1,0 +1,140 @@
+"""judge-check: each perturbation on a fixed conversation, the analysis, end to end against a fake
+OpenAI-compatible server returning logprobs; step coverage and echo rate."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from fake_servers import FakeOpenAI
+from typer.testing import CliRunner
+
+from wikihowagent.evaluation.coverage import echo_rate, step_coverage
+from wikihowagent.evaluation.inputs import Conversation, Message
+from wikihowagent.judgecheck import perturbations as P
+from wikihowagent.judgecheck.core import bootstrap_ci, win
+
+FIXTURES = Path(__file__).parent / "fixtures" / "evaluation"
+RUBRICS = ["Clarity", "Truthfulness", "Engagement", "Coherence", "Depth", "Relevance", "Progress", "Naturalness"]
+
+
+def conv(cid="c1", title="Boil an Egg", turns=None, steps=None) -> Conversation:
+    turns = turns or [
+        ("teacher", "Let's begin: Boil an Egg. BEGIN", "begin"), ("learner", "I am ready.", "model"),
+        ("teacher", "Put 2 eggs in a pot. Always use cold water.", "model"), ("learner", "How much water?", "model"),
+        ("teacher", "Cover the eggs with 3 cm of water. Do not use hot water.", "model"), ("learner", "Next step please.", "model"),
+        ("teacher", "Boil for 10 minutes before cooling them.", "model"), ("learner", "Done, thanks.", "model"),
+        ("teacher", "We've reached the end of the tutorial. Bye! FINISHED", "finish"), ("learner", "Bye!", "model"),
+    ]
+    msgs = [Message(r, t, k) for r, t, k in turns]
+    return Conversation(conversation_id=cid, run="r", where="x", tutorial_title=title,
+                        steps=steps or ["Put the eggs in a pot. Use a pot large enough.", "Cover the eggs with water.",
+                                        "Boil for 10 minutes."],
+                        lines=[f"{m.role.capitalize()}: {m.text}" for m in msgs], messages=msgs)
+
+
+OTHER = conv("c2", "Water a Plant", [("teacher", "Check the soil with a finger.", "model"), ("learner", "OK", "model"),
+                                     ("teacher", "Water until it drains.", "model")])
+
+
+def teacher(c):
+    return [m.text for m in c.messages if m.role == "teacher" and m.kind == "model"]
+
+
+def learner(c):
+    return [m.text for m in c.messages if m.role == "learner"]
+
+
+def perts():
+    return {p.name: p for p in P.load_perturbations(None, RUBRICS)}
+
+
+def test_each_perturbation_changes_what_it_names():
+    c, ps = conv(), perts()
+    out = {name: P.perturb(p, c, [c, OTHER]) for name, p in ps.items()}
+    # fixed texts stay everywhere
+    for name, pc in out.items():
+        assert pc.messages[0].kind == "begin" and pc.messages[-2].kind == "finish", name
+        assert pc.lines == [f"{m.role.capitalize()}: {m.text}" for m in pc.messages]
+    assert teacher(out["skip_steps"]) == [teacher(c)[0], teacher(c)[2]]
+    assert "Next step please." not in learner(out["skip_steps"])  # the reply to the skipped turn goes too
+    assert teacher(out["wrong_facts"]) == ["Put 13 eggs in a pot. Never use hot water.",
+                                           "Cover the eggs with 16 cm of water. Do use cold water.",
+                                           "Boil for 37 minutes after cooling them."]
+    assert teacher(out["off_topic"]) == ["Check the soil with a finger.", "Water until it drains.", "Check the soil with a finger."]
+    assert teacher(out["terse"]) == ["Put 2 eggs in.", "Cover the eggs with.", "Boil for 10 minutes."]
+    assert learner(out["passive_learner"])[:-1] == ["OK."] * 4 and learner(out["passive_learner"])[-1] == "OK."
+    assert sorted(teacher(out["shuffled"])) == sorted(teacher(c)) and teacher(out["shuffled"]) != teacher(c)
+    assert teacher(out["repeat"]) == ["Put 2 eggs in a pot."] * 3
+    # the learner side is untouched except by passive_learner
+    assert learner(out["terse"]) == learner(c)
+
+
+def test_perturbation_not_applicable_and_file_errors(tmp_path):
+    c = conv(turns=[("teacher", "Hello there.", "model"), ("learner", "Hi", "model")])
+    ps = perts()
+    assert P.perturb(ps["wrong_facts"], c, [c]) is None  # nothing to falsify
+    assert P.perturb(ps["off_topic"], c, [c]) is None  # no other tutorial
+    bad = tmp_path / "p.json"
+    bad.write_text(json.dumps({"x": {"kind": "nope", "targets": ["Clarity"]}}))
+    with pytest.raises(P.PerturbationError, match=r"p\.json: perturbation 'x': unknown kind 'nope'"):
+        P.load_perturbations(bad, RUBRICS)
+    bad.write_text(json.dumps({"x": {"kind": "terse", "targets": ["Wit"]}}))
+    with pytest.raises(P.PerturbationError, match="targets Wit are not rubrics"):
+        P.load_perturbations(bad, RUBRICS)
+
+
+def test_win_and_bootstrap():
+    assert (win(4.2, 3.0), win(3.0, 3.0), win(2.0, 3.5)) == (1.0, 0.5, 0.0)
+    lo, hi = bootstrap_ci([1.0] * 10)
+    assert lo == hi == 1.0
+    lo, hi = bootstrap_ci([1.0, 0.0] * 10)
+    assert lo < 0.5 < hi
+
+
+def test_step_coverage_sees_an_echoing_teacher():
+    good = conv()
+    assert step_coverage(good) == 1.0 and echo_rate(good) == 0.0
+    echo = conv(turns=[("teacher", "Put the eggs in a pot.", "model"),
+                       ("learner", "Thank you for the instruction. I will begin by stating my goals.", "model"),
+                       ("teacher", "Thank you for the instruction. I will begin by stating the goals.", "model"),
+                       ("learner", "OK", "model"), ("teacher", "Boil for 10 minutes.", "model")])
+    assert step_coverage(echo) == pytest.approx(2 / 3)  # step 2 (cover with water) never taught
+    assert echo_rate(echo) == pytest.approx(1 / 2)
+
+
+def _fake_judge(prompt: str):
+    """p(5) grows with the length of the conversation shown: shortened lessons score lower."""
+    convo = prompt.split("Conversation:")[-1].split("Criterion:")[0]
+    q = min(0.9, len(convo) / 600)
+    return [("4", {"5": q, "4": 0.9 - q, "3": 0.05, "Hmm": 0.05})]
+
+
+def test_judge_check_end_to_end_against_fake_server(tmp_path):
+    from wikihowagent.cli import app
+
+    run = tmp_path / "run_small"
+    shutil.copytree(FIXTURES / "run_small", run)
+    out = tmp_path / "check"
+    with FakeOpenAI(logprobs=_fake_judge) as srv:
+        args = ["judge-check", str(run), "--out", str(out), "--evaluator", "openai:fake-model", "--base-url", srv.base_url]
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 0, res.output
+        n_requests = len(srv.requests)
+        rows = list(csv.DictReader((out / "sensitivity.csv").open()))
+        assert set(rows[0]) >= {"rubric", "perturbation", "n", "accuracy", "ci_low", "ci_high"}
+        cells = {(r["rubric"], r["perturbation"]) for r in rows}
+        assert ("Engagement", "passive_learner") in cells and ("Clarity", "terse") in cells
+        terse = next(r for r in rows if (r["rubric"], r["perturbation"]) == ("Clarity", "terse"))
+        assert float(terse["accuracy"]) == 1.0 and int(terse["n"]) == 3
+        cons = list(csv.DictReader((out / "consistency.csv").open()))
+        assert [r["rubric"] for r in cons] == RUBRICS and all(int(r["n"]) == 3 for r in cons)
+        assert (out / "summary.md").read_text().startswith("# judge-check: openai:fake-model (weighted)")
+        assert (out / "sensitivity.png").stat().st_size > 0
+        # resumable: a rerun asks nothing again and writes the same table
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 0 and len(srv.requests) == n_requests, res.output
+        assert "0 judge passes made" in " ".join(res.output.split())

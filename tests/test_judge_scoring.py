@@ -1,0 +1,219 @@
+"""--judge-scoring weighted|json|sampled, --judge-rationale, the parser's echo rule, re-judging failed rubrics."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from fake_servers import FakeOpenAI
+from typer.testing import CliRunner
+
+from wikihowagent.evaluation.judge import parse_scores
+from wikihowagent.evaluation.scoring import text_score, weighted_score
+from wikihowagent.testing import ScriptedChatModel
+
+FIXTURES = Path(__file__).parent / "fixtures" / "evaluation"
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def entries(*positions):
+    """[(token, {candidate: p})] -> OpenAI logprobs content."""
+    return {"content": [{"token": tok, "logprob": math.log(top.get(tok, 1e-9)),
+                         "top_logprobs": [{"token": t, "logprob": math.log(p)} for t, p in top.items()]}
+                        for tok, top in positions]}
+
+
+def test_weighted_mean_renormalised_over_digits():
+    dist, why = weighted_score(entries(("4", {"4": 0.5, "5": 0.3, "3": 0.1, "The": 0.1})), rationale=False)
+    assert why is None
+    assert dist.mass == pytest.approx(0.9)
+    assert dist.probs == pytest.approx([0, 0, 0.1 / 0.9, 0.5 / 0.9, 0.3 / 0.9])
+    assert dist.mean == pytest.approx((3 * 0.1 + 4 * 0.5 + 5 * 0.3) / 0.9)
+    assert dist.argmax == 4
+
+
+def test_weighted_split_tokenisation_and_space_prefixed_digits():
+    # a separate whitespace token first, then " 4" and "4" both counted as 4
+    dist, why = weighted_score(entries((" ", {" ": 0.9, "4": 0.1}), ("4", {" 4": 0.4, "4": 0.2, " 5": 0.4})), rationale=False)
+    assert why is None
+    assert dist.probs == pytest.approx([0, 0, 0, 0.6, 0.4])
+    assert dist.mean == pytest.approx(4.4)
+    # a short label before the digit is allowed ("Clarity: 3")
+    dist, _ = weighted_score(entries(("Cl", {"Cl": 1.0}), ("arity", {"arity": 1.0}), (":", {":": 1.0}),
+                                     (" 3", {" 3": 0.5, " 2": 0.5})), rationale=False)
+    assert dist.mean == pytest.approx(2.5)
+
+
+def test_weighted_rationale_reads_the_final_score_token():
+    reply = [("The", {"The": 1.0}), (" teacher", {" teacher": 1.0}), (" gave", {" gave": 1.0}),
+             (" 5", {" 5": 0.9, " 4": 0.1}), (" steps", {" steps": 1.0}), (".", {".": 1.0}), ("\n", {"\n": 1.0}),
+             ("Score", {"Score": 1.0}), (":", {":": 1.0}), (" ", {" ": 1.0}), ("2", {"2": 0.8, "3": 0.2})]
+    dist, why = weighted_score(entries(*reply), rationale=True)
+    assert why is None and dist.mean == pytest.approx(2.2) and dist.argmax == 2
+    # without a final "Score: k" the earlier digit is not taken
+    dist, why = weighted_score(entries(*reply[:6]), rationale=True)
+    assert dist is None and "Score: k" in why
+
+
+def test_weighted_low_digit_mass_and_prose_are_failures():
+    dist, why = weighted_score(entries(("4", {"4": 0.2, "The": 0.8})), rationale=False)
+    assert dist is None and "threshold" in why
+    dist, why = weighted_score(entries(("The", {"The": 1.0}), (" score", {" score": 1.0}), (" is", {" is": 1.0}),
+                                       (" 4", {" 4": 1.0})), rationale=False)
+    assert dist is None and "single score digit" in why
+
+
+def test_sampled_reply_parsing():
+    assert text_score(" 4", False) == 4 and text_score("Score: 3", False) == 3
+    assert text_score("I think 4 or 5", False) is None
+    assert text_score("The teacher gave 5 steps.\nScore: 2", True) == 2
+
+
+# ---------------------------------------------------------------------------- issue 7, item 4
+
+
+def test_parser_ignores_echoed_rubric_levels():
+    reply = "Clarity:\n5 - Excellent\n1 - Very poor\nI would rate Clarity as 2 overall."
+    found, problems = parse_scores(reply, ["Clarity", "Depth"])
+    assert found == {} and set(problems) == {"Clarity", "Depth"}
+
+
+def test_parser_ambiguous_reply_is_a_failure_but_numbered_lists_still_parse():
+    found, problems = parse_scores("Clarity: 5\nOn reflection, Clarity: 2", ["Clarity"])
+    assert found == {} and "ambiguous" in problems["Clarity"]
+    found, _ = parse_scores("1. Clarity: 4\n2. Depth: 3", ["Clarity", "Depth"])
+    assert found == {"Clarity": 4, "Depth": 3}
+
+
+# ---------------------------------------------------------------------------- evaluate, end to end
+
+
+def _run(tmp_path):
+    run = tmp_path / "run_small"
+    shutil.copytree(FIXTURES / "run_small", run)
+    return run
+
+
+def _fake_judge(prompt: str):
+    """Weighted judge: p(5) grows with the conversation's length, always two tokens (" ", digit)."""
+    convo = prompt.split("Conversation:")[-1].split("Criterion:")[0]
+    q = min(0.9, len(convo) / 2000)
+    return [(" ", {" ": 1.0}), ("4", {"5": q, "4": 0.9 - q, "3": 0.05, "Sure": 0.05})]
+
+
+def _evaluate(args):
+    from wikihowagent.cli import app
+
+    return CliRunner().invoke(app, ["evaluate", *args])
+
+
+def test_evaluate_weighted_default_on_openai_compatible_server(tmp_path):
+    run = _run(tmp_path)
+    with FakeOpenAI(logprobs=_fake_judge) as srv:
+        res = _evaluate([str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures",
+                         "--metrics", "Clarity,Truthfulness,Engagement"])
+        assert res.exit_code == 0, res.output
+        assert all(r.get("logprobs") and r.get("top_logprobs") == 20 for r in srv.requests)
+        assert all((r.get("max_completion_tokens") or r.get("max_tokens")) == 4 for r in srv.requests)
+    recs = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
+    assert {r["judge_scoring"] for r in recs} == {"weighted"}
+    for r in recs:
+        for n in ("Clarity", "Truthfulness", "Engagement"):
+            v = r["metrics"][n]
+            assert 4 < v < 5 and not float(v).is_integer()
+            assert sum(r["judge_dist"][n]) == pytest.approx(1, abs=1e-3) and r["judge_argmax"][n] in (4, 5)
+    # prompts: the conversation first, the rubric last (a shared prefix)
+    prompt = srv.requests[0]["messages"][-1]["content"]
+    assert prompt.index("Conversation:") < prompt.index("Criterion:")
+    assert "judge (weighted): 9 of 9 rubric scores read, 0 failed" in flat(res.output), res.output
+    summary = (run / "summary.csv").read_text()
+    assert "weighted" in summary
+
+
+def test_weighted_below_threshold_counted_and_not_scored(tmp_path):
+    run = _run(tmp_path)
+    with FakeOpenAI(logprobs=lambda p: [("Sure", {"Sure": 0.7, "4": 0.3})]) as srv:
+        res = _evaluate([str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures",
+                         "--metrics", "Clarity"])
+    recs = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
+    assert all(r["metrics"]["Clarity"] is None and r["judge_failures"] == ["Clarity"] for r in recs)
+    assert "0 of 3 rubric scores read, 3 failed" in flat(res.output)
+    assert res.exit_code == 1  # every rubric failed: loud, non-zero
+
+
+def test_weighted_on_backend_without_logprobs_fails_before_any_work(tmp_path, monkeypatch):
+    from test_evaluation import evaluate_app
+
+    run = _run(tmp_path)
+    app = evaluate_app(monkeypatch, lambda spec, *a, **k: ScriptedChatModel(script=lambda p: "4", prompts=[]))
+    res = CliRunner().invoke(app, ["evaluate", str(run), "--judge-scoring", "weighted", "--no-figures"])
+    assert res.exit_code == 2
+    lines = [ln for ln in flat(res.output).splitlines() if ln.strip()]
+    assert len(lines) == 1 and "ScriptedChatModel" in lines[0] and "json, sampled" in lines[0], res.output
+    assert not (run / "scores.jsonl").exists()
+
+
+def test_sampled_mode_mean_and_spread(tmp_path, monkeypatch):
+    from test_evaluation import evaluate_app
+
+    run = _run(tmp_path)
+    seen: list[str] = []
+
+    class Seeded(ScriptedChatModel):
+        def bind(self, **kw):  # record the sampling parameters of each call
+            seen.append(json.dumps({k: kw[k] for k in ("temperature", "seed")}))
+            return self
+
+    answers = iter(["4", "5", "4", "hmm", "4"] * 100)
+    app = evaluate_app(monkeypatch, lambda spec, *a, **k: Seeded(script=lambda p: next(answers), prompts=[]))
+    res = CliRunner().invoke(app, ["evaluate", str(run), "--judge-scoring", "sampled", "--metrics", "Clarity",
+                                   "--no-figures"])
+    assert res.exit_code == 0, res.output
+    recs = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
+    for r in recs:
+        assert r["judge_scoring"] == "sampled"
+        assert r["metrics"]["Clarity"] == pytest.approx(4.25) and r["judge_dist"]["Clarity"] == [0, 0, 0, 0.75, 0.25]
+        assert r["judge_spread"]["Clarity"] == pytest.approx(math.sqrt(0.1875), abs=1e-3)
+    assert len({json.loads(s)["seed"] for s in seen}) == 5 and all(json.loads(s)["temperature"] > 0 for s in seen)
+
+
+# ---------------------------------------------------------------------------- issue 7, item 5
+
+
+def test_failed_rubrics_are_judged_again_and_all_failed_exits_nonzero(tmp_path, monkeypatch):
+    from test_evaluation import evaluate_app
+
+    run = _run(tmp_path)
+    prose = evaluate_app(monkeypatch, lambda spec, *a, **k: ScriptedChatModel(
+        script=lambda p: "What a lovely conversation.", prompts=[]))
+    res = CliRunner().invoke(prose, ["evaluate", str(run), "--judge-scoring", "json", "--no-figures"])
+    assert res.exit_code == 1 and "failed on every rubric" in flat(res.output), res.output
+    assert "error" in flat(res.output)
+    recs = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
+    assert all(len(r["judge_failures"]) == 8 for r in recs)
+
+    def good(p: str) -> str:
+        names = re.findall(r'"([A-Za-z]+)": <score>', p)
+        return json.dumps({n: 3 for n in names})
+
+    works = evaluate_app(monkeypatch, lambda spec, *a, **k: ScriptedChatModel(script=good, prompts=[]))
+    # --no-retry-failed keeps earlier failures as they are
+    res = CliRunner().invoke(works, ["evaluate", str(run), "--judge-scoring", "json", "--no-figures", "--no-retry-failed"])
+    assert "0 scored, 3 already scored" in flat(res.output), res.output
+    res = CliRunner().invoke(works, ["evaluate", str(run), "--judge-scoring", "json", "--no-figures"])
+    assert res.exit_code == 0, res.output
+    assert "3 conversations' failed rubrics judged again" in flat(res.output)
+    from wikihowagent.evaluation.summary import read_scores
+
+    final = read_scores(run / "scores.jsonl")
+    assert all(not r["judge_failures"] and r["metrics"]["Clarity"] == 3 for r in final.values())
+    assert all(not any(n.startswith("judge:") for n in r["notes"]) for r in final.values())
+    res = CliRunner().invoke(works, ["evaluate", str(run), "--judge-scoring", "json", "--no-figures"])
+    assert "0 scored, 3 already scored" in flat(res.output) and res.exit_code == 0

@@ -1,0 +1,1 @@
+"""`judge-check`: meta-evaluation of the rubric judge (perturbations, self-consistency)."""

@@ -1,0 +1,128 @@
+"""`wikihowagent judge-check`: the typer command (registered by wikihowagent/cli.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+
+def judge_check(
+    runs: Annotated[list[Path], typer.Argument(help="Run directories, paper run files or JSONL of records.",
+                                               show_default=False, metavar="RUN")],
+    out: Annotated[Path, typer.Option(help="Output directory: judgments.jsonl, sensitivity.csv, consistency.csv, summary.md, sensitivity.png.")],
+    evaluator: Annotated[Optional[str], typer.Option(metavar="SPEC", help="Judge model spec (default: as `evaluate`: the run's evaluator, else its teacher).")] = None,
+    judge_scoring: Annotated[Optional[str], typer.Option(metavar="weighted|json|sampled", help="Scoring mode (default: as `evaluate`).")] = None,
+    judge_rationale: Annotated[bool, typer.Option("--judge-rationale", help="The judge writes its analysis first (weighted/sampled).")] = False,
+    perturbations: Annotated[Optional[Path], typer.Option(help="Perturbation file (default: data/perturbations.json).")] = None,
+    rubrics: Annotated[Optional[Path], typer.Option(help="Rubric JSON file (default: data/rubrics.json).")] = None,
+    max_conversations: Annotated[Optional[int], typer.Option(min=2, help="Use the first N conversations.")] = None,
+    config: Annotated[Optional[Path], typer.Option(help="YAML config overriding configs/default.yaml.")] = None,
+    base_url: Annotated[Optional[str], typer.Option(help="Ollama host / OpenAI-compatible base URL for the evaluator.")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Judge passes in flight (default: the config's concurrency).")] = None,
+    retries: Annotated[int, typer.Option(min=0, help="Re-asks of the judge when a reply cannot be parsed.")] = 2,
+    no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the heatmap.")] = False,
+) -> None:
+    """Meta-evaluate the rubric judge without human labels: perturbed conversations that should score lower
+    (sensitivity) and the originals judged twice (self-consistency)."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    try:
+        code = _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, perturbations, rubrics,
+                            max_conversations, config, base_url, concurrency, retries, no_figures)
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/]: judgments written so far are kept; rerun the same command to resume")
+        raise typer.Exit(130) from None
+    if code:
+        raise typer.Exit(code)
+
+
+def _fail(console: Any, msg: str) -> int:
+    from wikihowagent.console import print_error
+
+    print_error(msg, console)
+    return 2
+
+
+def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, perturbations_path, rubrics_path,
+                 max_conversations, config, base_url, concurrency, retries, no_figures) -> int:
+    import asyncio
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from wikihowagent.config import ConfigError, load_config
+    from wikihowagent.evaluation.command import judge_llm_factory
+    from wikihowagent.evaluation.inputs import InputError, resolve_inputs
+    from wikihowagent.evaluation.judge import JudgeBackendError, RubricError, load_rubrics
+    from wikihowagent.evaluation.runner import EvalOptions, Evaluation, EvaluateError
+    from wikihowagent.evaluation.scoring import SCORING_MODES
+    from wikihowagent.runs import RunError, dir_lock
+
+    from .core import JUDGMENTS, CheckStats, analyse, plan, run_jobs
+    from .perturbations import PerturbationError, load_perturbations
+
+    if judge_scoring is not None and judge_scoring not in SCORING_MODES:
+        return _fail(console, f"--judge-scoring: unknown mode {judge_scoring!r}; valid: {', '.join(SCORING_MODES)}")
+    try:
+        cfg = load_config(config)
+        rubric_set = load_rubrics(rubrics_path)
+        perts = load_perturbations(perturbations_path, list(rubric_set))
+        sources = resolve_inputs(list(runs), Path(cfg.runs_dir))
+    except (ConfigError, RubricError, PerturbationError, InputError) as exc:
+        return _fail(console, str(exc))
+
+    def warn(msg: str) -> None:
+        console.print("warning: " + msg, highlight=False, soft_wrap=True, markup=False)
+
+    convs = []
+    for src in sources:
+        for c in src.conversations(on_error=warn):
+            convs.append((src, c))
+            if max_conversations and len(convs) >= max_conversations:
+                break
+        if max_conversations and len(convs) >= max_conversations:
+            break
+    if len(convs) < 2:
+        return _fail(console, f"{', '.join(str(s.path) for s in sources)}: judge-check needs at least 2 conversations "
+                              f"(found {len(convs)})")
+    opts = EvalOptions(judge=True, evaluator=evaluator, base_url=base_url, concurrency=concurrency or cfg.concurrency,
+                       retries=retries, scoring=judge_scoring, rationale=judge_rationale)
+    ev = Evaluation(opts, [], list(rubric_set), rubric_set, judge_llm_factory(cfg, base_url), warn)
+    try:
+        specs = {ev.evaluator_spec(s) for s in sources}
+        if len(specs) != 1:
+            return _fail(console, f"the inputs name different evaluators ({', '.join(sorted(map(str, specs)))}): "
+                                  "pass --evaluator SPEC")
+        spec = specs.pop()
+        judge = ev.judge_for(spec)
+    except EvaluateError as exc:
+        return _fail(console, str(exc))
+    out = Path(out)
+    stats = CheckStats()
+    jobs = plan([c for _, c in convs], perts, list(rubric_set), stats)
+    console.print(f"judge-check: {len(convs)} conversations, {len(perts)} perturbations, judge {spec} ({judge.label}): "
+                  f"{len(jobs)} judge passes", highlight=False, markup=False)
+    loop = asyncio.new_event_loop()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with dir_lock(out, blocking=False, what="another 'wikihowagent judge-check'", name=".judge-check.lock"), \
+                Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                         TimeRemainingColumn(), console=console) as prog:
+            task = prog.add_task("judging originals and perturbed copies", total=len(jobs))
+            loop.run_until_complete(run_jobs(jobs, judge, spec, out / JUDGMENTS, lambda n: prog.advance(task, n), stats))
+    except (JudgeBackendError, RunError, OSError) as exc:
+        return _fail(console, f"{exc} (judgments so far are in {out / JUDGMENTS}; rerun to resume)")
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+    res = analyse(out, perts, list(rubric_set), spec, judge.label, {c.conversation_id for _, c in convs}, stats,
+                  figures=not no_figures)
+    console.print(f"{stats.judged} judge passes made, {stats.already} already done; {stats.failures} of "
+                  f"{stats.rubric_scores} rubric scores failed (calls, parse, low digit mass); "
+                  f"mean accuracy over targeted cells: {res.mean_accuracy:.3f}", highlight=False, markup=False)
+    console.print("wrote " + ", ".join(str(p) for p in res.written), highlight=False, markup=False)
+    if stats.rubric_scores and stats.failures == stats.rubric_scores:
+        return _fail(console, "the judge failed on every rubric: no sensitivity could be measured")
+    return 0

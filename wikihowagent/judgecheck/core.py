@@ -1,0 +1,288 @@
+"""`judge-check`: meta-evaluation of a rubric judge without human labels.
+
+For each conversation: the original is judged twice (the second time with the rubric order reversed and
+the seed + 1: self-consistency), and each perturbation of `data/perturbations.json` is judged on its
+target rubrics. Judgments are appended to `judgments.jsonl` as they finish (a rerun resumes); the
+analysis reads that file:
+
+- `sensitivity.csv`: per rubric x perturbation (targeted cells), how often the original scores higher
+  than the perturbed copy (ties count half), with a bootstrap 95 % CI over conversations.
+- `consistency.csv`: per rubric, Krippendorff's alpha (interval) between the two judgings of the
+  originals, their mean absolute difference, and the mean and spread of scores across conversations.
+- `summary.md` and `sensitivity.png` (heatmap).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wikihowagent.evaluation.inputs import Conversation
+from wikihowagent.records import JudgmentRecord
+
+from .perturbations import Perturbation, perturb
+
+JUDGMENTS = "judgments.jsonl"
+ORIGINAL, ORIGINAL_2 = "original", "original-2"
+BOOTSTRAP = 2000
+
+
+@dataclass
+class CheckStats:
+    judged: int = 0  # judge passes made in this invocation
+    already: int = 0  # found in judgments.jsonl
+    not_applicable: int = 0  # perturbations that cannot change a conversation (e.g. no numbers to alter)
+    rubric_scores: int = 0
+    failures: int = 0
+
+
+@dataclass
+class Job:
+    conv: Conversation
+    variant: str
+    names: list[str]
+    seed_variant: int = 0
+
+
+@dataclass
+class CheckResult:
+    sensitivity: Any  # pandas DataFrame
+    consistency: Any
+    written: list[Path] = field(default_factory=list)
+    mean_accuracy: float = math.nan
+
+
+def plan(convs: list[Conversation], perturbations: list[Perturbation], rubric_names: list[str],
+         stats: CheckStats) -> list[Job]:
+    jobs: list[Job] = []
+    for c in convs:
+        jobs.append(Job(c, ORIGINAL, list(rubric_names)))
+        jobs.append(Job(c, ORIGINAL_2, list(rubric_names), seed_variant=1))
+        for p in perturbations:
+            pc = perturb(p, c, convs)
+            if pc is None:
+                stats.not_applicable += 1
+                continue
+            jobs.append(Job(pc, p.name, [t for t in p.targets if t in rubric_names]))
+    return jobs
+
+
+def read_judgments(path: Path, evaluator: str, scoring: str) -> dict[tuple[str, str], dict[str, Any]]:
+    """{(conversation_id, variant): record} of this judge (evaluator + scoring mode); later lines win."""
+    from wikihowagent.runs import iter_jsonl
+
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    if not path.exists():
+        return out
+    for _lineno, obj in iter_jsonl(path, on_error=lambda _m: None):
+        if obj.get("evaluator") == evaluator and obj.get("judge_scoring") == scoring and "variant" in obj:
+            out[(obj.get("conversation_id"), obj["variant"])] = obj
+    return out
+
+
+async def run_jobs(jobs: list[Job], judge: Any, evaluator: str, path: Path, progress: Callable[[int], None],
+                   stats: CheckStats) -> None:
+    from wikihowagent.runs import JsonlAppender
+
+    done = read_judgments(path, evaluator, judge.label)
+    todo = []
+    for j in jobs:
+        old = done.get((j.conv.conversation_id, j.variant))
+        if old is not None and set(j.names) <= {k for k, v in (old.get("scores") or {}).items() if v is not None}:
+            stats.already += 1
+            progress(1)
+        else:
+            todo.append(j)
+    with JsonlAppender(path) as sink:
+
+        async def one(j: Job) -> None:
+            res = await judge.judge(j.conv, j.names, j.seed_variant)
+            sink.append(JudgmentRecord(conversation_id=j.conv.conversation_id, run=j.conv.run, variant=j.variant,
+                                       evaluator=evaluator, judge_scoring=judge.label, scores=res.scores,
+                                       judge_failures=res.failures, notes=res.notes))
+            stats.judged += 1
+            stats.rubric_scores += len(res.scores)
+            stats.failures += len(res.failures)
+            progress(1)
+
+        tasks = [asyncio.ensure_future(one(j)) for j in todo]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+# --------------------------------------------------------------------------------------------------
+# Analysis
+# --------------------------------------------------------------------------------------------------
+
+
+def win(orig: float, pert: float) -> float:
+    """1 if the original scores higher, 0.5 for a tie, 0 if the perturbed copy scores higher."""
+    if abs(orig - pert) <= 1e-9:
+        return 0.5
+    return 1.0 if orig > pert else 0.0
+
+
+def bootstrap_ci(values: list[float], n_boot: int = BOOTSTRAP, seed: int = 0) -> tuple[float, float]:
+    import numpy as np
+
+    if not values:
+        return math.nan, math.nan
+    arr = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = arr[rng.integers(0, len(arr), size=(n_boot, len(arr)))].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def sensitivity_table(records: dict[tuple[str, str], dict[str, Any]], perturbations: list[Perturbation],
+                      rubric_names: list[str]) -> Any:
+    import pandas as pd
+
+    rows = []
+    originals = {cid: r for (cid, v), r in records.items() if v == ORIGINAL}
+    for p in perturbations:
+        for rubric in p.targets:
+            if rubric not in rubric_names:
+                continue
+            wins, o_scores, p_scores = [], [], []
+            failed = 0
+            for (cid, v), rec in records.items():
+                if v != p.name or cid not in originals:
+                    continue
+                o = (originals[cid].get("scores") or {}).get(rubric)
+                q = (rec.get("scores") or {}).get(rubric)
+                if o is None or q is None:
+                    failed += 1
+                    continue
+                wins.append(win(o, q))
+                o_scores.append(o)
+                p_scores.append(q)
+            lo, hi = bootstrap_ci(wins)
+            rows.append({"rubric": rubric, "perturbation": p.name, "n": len(wins),
+                         "accuracy": _r(sum(wins) / len(wins)) if wins else None, "ci_low": _r(lo), "ci_high": _r(hi),
+                         "mean_original": _r(_mean(o_scores)), "mean_perturbed": _r(_mean(p_scores)),
+                         "ties": sum(w == 0.5 for w in wins), "failed": failed})
+    return pd.DataFrame(rows, columns=["rubric", "perturbation", "n", "accuracy", "ci_low", "ci_high",
+                                       "mean_original", "mean_perturbed", "ties", "failed"])
+
+
+def consistency_table(records: dict[tuple[str, str], dict[str, Any]], rubric_names: list[str]) -> Any:
+    import krippendorff
+    import numpy as np
+    import pandas as pd
+
+    first = {cid: r.get("scores") or {} for (cid, v), r in records.items() if v == ORIGINAL}
+    second = {cid: r.get("scores") or {} for (cid, v), r in records.items() if v == ORIGINAL_2}
+    rows = []
+    for rubric in rubric_names:
+        pairs = [(first[c].get(rubric), second[c].get(rubric)) for c in first if c in second]
+        pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
+        scores = [s.get(rubric) for s in first.values() if s.get(rubric) is not None]
+        alpha = math.nan
+        if len(pairs) >= 2:
+            data = np.array(pairs, dtype=float).T
+            if np.ptp(data) > 0:
+                alpha = float(krippendorff.alpha(reliability_data=data, level_of_measurement="interval"))
+        rows.append({"rubric": rubric, "n": len(pairs), "alpha": _r(alpha),
+                     "mean_abs_diff": _r(_mean([abs(a - b) for a, b in pairs])),
+                     "mean": _r(_mean(scores)), "sd_across_conversations": _r(_sd(scores)),
+                     "distinct_scores": len({round(s, 4) for s in scores})})
+    return pd.DataFrame(rows)
+
+
+def _mean(xs: list[float]) -> float:
+    return sum(xs) / len(xs) if xs else math.nan
+
+
+def _sd(xs: list[float]) -> float:
+    if len(xs) < 2:
+        return math.nan
+    m = _mean(xs)
+    return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+
+
+def _r(x: float) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), 4)
+
+
+def heatmap(sens: Any, rubric_names: list[str], perturbations: list[Perturbation], path: Path, title: str) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    rubrics = [r for r in rubric_names if r in set(sens["rubric"])]
+    cols = [p.name for p in perturbations]
+    grid = np.full((len(rubrics), len(cols)), np.nan)
+    for _, row in sens.iterrows():
+        if row["accuracy"] is not None and not (isinstance(row["accuracy"], float) and math.isnan(row["accuracy"])):
+            grid[rubrics.index(row["rubric"]), cols.index(row["perturbation"])] = row["accuracy"]
+    fig, ax = plt.subplots(figsize=(1.2 * len(cols) + 2.5, 0.55 * len(rubrics) + 1.8))
+    im = ax.imshow(grid, vmin=0, vmax=1, cmap="RdYlGn")
+    ax.set_xticks(range(len(cols)), cols, rotation=35, ha="right")
+    ax.set_yticks(range(len(rubrics)), rubrics)
+    for i in range(len(rubrics)):
+        for j in range(len(cols)):
+            if not np.isnan(grid[i, j]):
+                ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=8)
+    fig.colorbar(im, ax=ax, label="P(original scores higher)")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def markdown_summary(sens: Any, cons: Any, perturbations: list[Perturbation], judge_desc: str, stats: CheckStats,
+                     n_convs: int) -> str:
+    from wikihowagent.evaluation.summary import markdown_table
+
+    acc = [a for a in sens["accuracy"] if a is not None and not (isinstance(a, float) and math.isnan(a))]
+    mean_acc = _mean(acc)
+    lines = [f"# judge-check: {judge_desc}", "",
+             f"{n_convs} conversations; mean accuracy over the {len(acc)} targeted rubric x perturbation cells: "
+             f"**{mean_acc:.3f}** (1 = the judge always scores the original higher, 0.5 = chance).", "",
+             f"Judge failures (calls, parse failures, rubrics below the digit-probability threshold): {stats.failures} "
+             f"of {stats.rubric_scores} rubric scores asked in this invocation; {stats.not_applicable} perturbed "
+             "copies not applicable (nothing to change).", "", "## Sensitivity", ""]
+
+    def fmt(v: Any) -> str:
+        return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else (f"{v:.3f}" if isinstance(v, float) else str(v))
+
+    lines.append(markdown_table(list(sens.columns), [[fmt(v) for v in row] for row in sens.itertuples(index=False)]))
+    lines += ["", "## Self-consistency (originals judged twice: rubric order reversed, seed + 1)", ""]
+    lines.append(markdown_table(list(cons.columns), [[fmt(v) for v in row] for row in cons.itertuples(index=False)]))
+    lines += ["", "## Perturbations", ""]
+    lines += [f"- `{p.name}` ({', '.join(p.targets)}): {p.description}" for p in perturbations]
+    return "\n".join(lines) + "\n"
+
+
+def analyse(out_dir: Path, perturbations: list[Perturbation], rubric_names: list[str], evaluator: str, scoring: str,
+            conv_ids: set[str], stats: CheckStats, figures: bool = True) -> CheckResult:
+    records = {k: v for k, v in read_judgments(out_dir / JUDGMENTS, evaluator, scoring).items() if k[0] in conv_ids}
+    sens = sensitivity_table(records, perturbations, rubric_names)
+    cons = consistency_table(records, rubric_names)
+    written = []
+    p = out_dir / "sensitivity.csv"
+    sens.to_csv(p, index=False)
+    written.append(p)
+    p = out_dir / "consistency.csv"
+    cons.to_csv(p, index=False)
+    written.append(p)
+    desc = f"{evaluator} ({scoring})"
+    p = out_dir / "summary.md"
+    p.write_text(markdown_summary(sens, cons, perturbations, desc, stats, len(conv_ids)), encoding="utf-8")
+    written.append(p)
+    if figures and len(sens):
+        written.append(heatmap(sens, rubric_names, perturbations, out_dir / "sensitivity.png", f"judge-check: {desc}"))
+    acc = [a for a in sens["accuracy"] if a is not None and not (isinstance(a, float) and math.isnan(a))]
+    return CheckResult(sensitivity=sens, consistency=cons, written=written, mean_accuracy=_mean(acc))
