@@ -31,3 +31,21 @@ def test_generate_with_embedded_model(tmp_path):
     assert "soil" in teacher_text or "water" in teacher_text  # grounded in the tutorial
     info = json.loads((out / "run.json").read_text())
     assert info["resolved"]["teacher"]["provider"] == "local" and info["status"] == "complete"
+
+
+def test_weighted_judge_with_embedded_model(tmp_path):
+    """The embedded server returns top log-probabilities: weighted scores are not integers and their
+    distributions sum to 1 (one rubric, the fixture's short conversations)."""
+    import shutil
+    from pathlib import Path
+
+    run = tmp_path / "run_small"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "evaluation" / "run_small", run)
+    res = CliRunner().invoke(app, ["evaluate", str(run), "--metrics", "Clarity", "--no-figures"])
+    assert res.exit_code == 0, res.output
+    recs = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
+    assert recs and all(r["judge_scoring"] == "weighted" for r in recs)
+    for r in recs:
+        v = r["metrics"]["Clarity"]
+        assert 1 <= v <= 5 and not float(v).is_integer()
+        assert abs(sum(r["judge_dist"]["Clarity"]) - 1) < 1e-3

@@ -7,7 +7,7 @@
 - **Echo Rate**: the share of teacher turns that follow a learner turn and repeat it: ROUGE-L F1 of the
   two (stemmed words) >= `ECHO_MIN` (0.5). A teacher answering "Thank you for the instruction. I will
   begin by stating..." to the learner's own words is an echo, not teaching; Completion cannot see it.
-Both work on our records and the paper's (messages are read from the "Teacher:"/"Learner:" lines).
+Default mode; both work on our records and the paper's (messages read from the "Teacher:"/"Learner:" lines).
 """
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ ECHO_RATE = "Echo Rate"
 
 DEFAULT_METRICS = [QUESTION, COMPLETION, DIVERSITY, BLEU, METEOR, ROUGE1, ROUGE2, ROUGEL, BERTSCORE, EMBEDDING_COSINE,
                    STEP_COVERAGE, ECHO_RATE]
-PAPER_METRICS = [QUESTION, COMPLETION, DIVERSITY, BLEU, METEOR, ROUGE, BERTSCORE, STEP_COVERAGE, ECHO_RATE]
+PAPER_METRICS = [QUESTION, COMPLETION, DIVERSITY, BLEU, METEOR, ROUGE, BERTSCORE]
 EMBEDDING_METRICS = {BERTSCORE, EMBEDDING_COSINE}
 # Every computational metric name of either mode: the other keys of a score record are rubric scores.
 COMPUTATIONAL_NAMES = frozenset(DEFAULT_METRICS) | frozenset(PAPER_METRICS)
@@ -628,7 +628,6 @@ class Scorers:
                 m[COMPLETION] = paper_completion(c)
             if DIVERSITY in want:
                 m[DIVERSITY] = paper_diversity(c)
-            _coverage(c, m, want)
             if BLEU in want:
                 m[BLEU] = paper_bleu(ref, hyp)
             if METEOR in want:
