@@ -66,7 +66,7 @@ def bench_conversations(n: int, steps: int) -> list[Conversation]:
     return convs
 
 
-def run_mode(mode: str, convs: list[Conversation], llm, rubrics, perts, out: Path, check_n: int) -> dict:
+def run_mode(mode: str, convs: list[Conversation], llm, rubrics, perts, out: Path, check_n: int, timing: bool = True) -> dict:
     """(a) fresh timing of the originals (all 8 rubrics) on every conversation; (b) judge-check on the
     first `check_n` of them (resumable in `out`)."""
     from wikihowagent.evaluation.scoring import make_scorer
@@ -78,12 +78,12 @@ def run_mode(mode: str, convs: list[Conversation], llm, rubrics, perts, out: Pat
     failures = asked = 0
     try:
         t0 = time.perf_counter()
-        for c in convs:
+        for c in convs if timing else []:
             res = loop.run_until_complete(judge.judge(c))
             orig += [v for v in res.scores.values() if v is not None]
             failures += len(res.failures)
             asked += len(res.scores)
-        per_conv = (time.perf_counter() - t0) / len(convs)
+        per_conv = (time.perf_counter() - t0) / len(convs) if timing else math.nan
         print(f"{mode}: {per_conv:.1f} s per conversation (8 rubrics)", flush=True)
         stats = CheckStats()
         sub = convs[:check_n]
@@ -137,6 +137,7 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--modes", default="weighted,json")
     ap.add_argument("--check-n", default="10,10", help="judge-check conversations per mode (0 = skip), e.g. 10,0")
+    ap.add_argument("--no-timing", action="store_true", help="skip (a) and (c): judge-check only")
     ap.add_argument("--out", type=Path, default=None, help="keep judgments here (default: a temporary directory)")
     ap.add_argument("--write-md", action="store_true")
     args = ap.parse_args()
@@ -158,11 +159,12 @@ def main() -> int:
     for i, mode in enumerate(args.modes.split(",")):
         out = base / mode
         out.mkdir(parents=True, exist_ok=True)
-        results.append(run_mode(mode, convs, llm, rubrics, perts, out, check[min(i, len(check) - 1)]))
+        results.append(run_mode(mode, convs, llm, rubrics, perts, out, check[min(i, len(check) - 1)], not args.no_timing))
         md = markdown(results, args.n, args.steps)
         print(md, flush=True)
         if args.write_md:
-            write_section("judge: scoring modes (cost, sensitivity)", md)
+            part = "sensitivity" if args.no_timing else "cost" if not any(check) else "cost, sensitivity"
+            write_section(f"judge: scoring modes ({part})", md)
     return 0
 
 
