@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
+from rich.text import Text
 
-from wikihowagent.console import print_error
+from wikihowagent.console import make_console, print_error, print_labeled
 
 app = typer.Typer(
     help="Simulate teacher-learner conversations grounded in WikiHow tutorials, evaluate their pedagogic "
@@ -19,7 +19,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-console = Console(stderr=True)
+console = make_console()
 
 # The evaluation and alignment stages register their own commands (their modules import lazily).
 from wikihowagent.alignment.command import align, annotate_export  # noqa: E402
@@ -86,7 +86,7 @@ def generate(
     except TutorialError as exc:
         fail(str(exc))
     for problem in report.invalid:
-        console.print(f"[yellow]skipped:[/] {problem}", highlight=False)
+        print_labeled(console, "skipped:", "yellow", problem)
     if not selected:
         fail(f"{source}: no tutorials with >= 2 steps" + (f" in domain(s) {', '.join(domain)}" if domain else ""))
     shard_kn = None
@@ -170,9 +170,9 @@ def _run_generation(cfg, run_dir, name, fingerprint, endpoints, selected, source
     done_ids, previous = prepare_run_dir(run_dir, fingerprint, retry_failed)
     todo = [t for t in selected if t.tutorial_id not in done_ids]
     stats = RunStats(total=len(selected), already_done=len(selected) - len(todo))
-    console.print(f"run [bold]{run_dir}[/]: {len(selected)} tutorials, {stats.already_done} already done, "
-                  f"{len(todo)} to go (teacher={teacher}, learner={learner}, concurrency={cfg.concurrency})",
-                  highlight=False)
+    console.print(Text.assemble("run ", (str(run_dir), "bold"), f": {len(selected)} tutorials, {stats.already_done} "
+                                f"already done, {len(todo)} to go (teacher={teacher}, learner={learner}, "
+                                f"concurrency={cfg.concurrency})"))
     teacher_model, learner_model = (model_for("teacher"), model_for("learner")) if todo else (None, None)
     info = run_info(name, fingerprint, cfg, endpoints, source, previous.get("started_at") or now(), filters)
     if previous:
@@ -206,13 +206,14 @@ def _run_generation(cfg, run_dir, name, fingerprint, endpoints, selected, source
         # Also after Ctrl-C or an unexpected error: run.json never stays "running".
         finish_run_info(run_dir, info, stats, interrupted=interrupted)
     for err in stats.errors[:10]:
-        console.print(f"[red]failed:[/] {err}", highlight=False)
+        print_labeled(console, "failed:", "red", err)
     counts = info["counts"]
-    console.print(
-        f"[bold]{run_dir / CONVERSATIONS}[/]: {counts['conversations']} conversations "
+    console.print(Text.assemble(
+        (str(run_dir / CONVERSATIONS), "bold"),
+        f": {counts['conversations']} conversations "
         f"({counts['finished']} finished, {counts['max_interactions']} cut at {options.max_interactions} messages, "
         f"{counts['failed']} failed); this run: {stats.done} done, {stats.failed} failed, "
-        f"{stats.completion_tokens} tokens generated", highlight=False)
+        f"{stats.completion_tokens} tokens generated"))
     return 1 if counts["failed"] else 0
 
 
@@ -261,7 +262,7 @@ def list_tutorials(
     table = Table("tutorial_id", "domain", "steps", "title / method")
     for t in items:
         table.add_row(t.tutorial_id, t.domain, str(len(t.steps)), f"{t.title} / {t.method_title}")
-    Console().print(table)
+    make_console(stderr=False).print(table)
     console.print(f"{len(items)} tutorials from {report.articles} articles ({report.methods} methods; "
                   f"{report.skipped_short} with < 2 steps skipped)", highlight=False)
 

@@ -15,7 +15,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from wikihowagent.console import print_error
+from wikihowagent.console import make_console, print_error, print_labeled
 
 RUNS_DIR_HELP = ("Where runs live (default: the config's runs_dir, \"runs\"). Evaluated runs are its sub-directories "
                  "with scores.jsonl or scores-paper.jsonl (scores.jsonl is preferred when a run has both) and the "
@@ -66,8 +66,6 @@ def annotate_export(
 
     Give each judge a copy; read the filled copies back with: wikihowagent align -H judge1.csv -H judge2.csv
     """
-    from rich.console import Console
-
     from .common import AlignInputError, Problems
     from .export import default_run_paths, export_sheet
 
@@ -76,7 +74,7 @@ def annotate_export(
         raise typer.BadParameter("use only one of --top, --bottom, --random")
     mode, n = modes[0] if modes else ("top", 25)
     problems = Problems()
-    console = Console(stderr=True)
+    console = make_console()
     try:
         paths = list(run_dirs) if run_dirs else default_run_paths(resolve_runs_dir(runs_dir, config))
         sel, sheet, companion = export_sheet(paths, out, problems, mode=mode, n=n, seed=seed,
@@ -87,7 +85,7 @@ def annotate_export(
         raise typer.Exit(1) from None
     problems.echo(limit=40)
     how = f"{mode} {n}" + (f", seed {seed}" if mode == "random" else "")
-    Console().print(
+    make_console(stderr=False).print(
         f"Selected {len(sel.tutorials)} of {sel.qualifying} tutorials ({how}) from {len(sel.runs)} run(s): "
         f"{len(sel.conversations)} conversations.\n  sheet:     {sheet}\n  companion: {companion}",
         highlight=False,
@@ -127,8 +125,6 @@ def align(
 
     Writes CSV, Markdown and PNG figures to --out, all or nothing: --out is replaced as a whole (a directory holding files align did not write is refused). What was left out (bad cells, unmatched ids, too few pairs) is listed on stderr and in problems.txt.
     """
-    from rich.console import Console
-
     from .report import BY_CHOICES, compute, render, write_outputs
 
     if by is not None and by not in BY_CHOICES:
@@ -142,7 +138,7 @@ def align(
     out_dir = out or runs_dir / "alignment"
     if out_dir.exists() and not out_dir.is_dir():
         raise typer.BadParameter(f"{out_dir} exists and is not a directory", param_hint="--out")
-    err = Console(stderr=True)
+    err = make_console()
     foreign = foreign_entries(out_dir, OUTPUT_FILES)
     if foreign:  # checked again when writing; here so that nothing is computed in vain (a usage error: exit 2)
         listed = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
@@ -165,8 +161,8 @@ def align(
         raise typer.Exit(1) from None
     problems.echo(limit=40)
     if not res.any_correlation:
-        err.print("[yellow]warning:[/yellow] no human–LLM correlation could be computed (only inter-annotator "
-                  "agreement); check --scores", highlight=False)
-    console = Console()
+        print_labeled(err, "warning:", "yellow", "no human–LLM correlation could be computed (only inter-annotator "
+                      "agreement); check --scores")
+    console = make_console(stderr=False)
     render(res, console)
     console.print(f"Wrote {len(written)} files to {out_dir} in {time.perf_counter() - t0:.1f} s", highlight=False)

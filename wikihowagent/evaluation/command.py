@@ -7,6 +7,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from wikihowagent.console import print_labeled
+
 
 def evaluate(
     runs: Annotated[Optional[list[Path]], typer.Argument(
@@ -28,14 +30,14 @@ def evaluate(
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the PNG figures.")] = False,
 ) -> None:
     """Score conversations: computational metrics and the LLM rubric judge; summary table, CSV, Markdown, figures."""
-    from rich.console import Console
+    from wikihowagent.console import make_console
 
-    console = Console(stderr=True)
+    console = make_console()
     try:
         code = _evaluate(console, runs or [], evaluator, metrics, no_judge, compat, baseline, by, out, rubrics,
                          config, base_url, concurrency, retries, batch_size, no_figures)
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted[/]: scores written so far are kept; rerun the same command to resume")
+        print_labeled(console, "interrupted:", "yellow", "scores written so far are kept; rerun the same command to resume")
         raise typer.Exit(130) from None
     if code:
         raise typer.Exit(code)
@@ -71,7 +73,7 @@ def _evaluate(console, runs, evaluator, metrics, no_judge, compat, baseline, by,
     if baseline is not None and all(Path(p).resolve() != Path(baseline).resolve() for p in paths):
         paths = [baseline] + paths
     try:
-        sources = resolve_inputs(paths, runs_dir, on_empty=lambda m: console.print(f"[yellow]warning:[/] {m}; skipped", highlight=False))
+        sources = resolve_inputs(paths, runs_dir, on_empty=lambda m: print_labeled(console, "warning:", "yellow", f"{m}; skipped"))
     except InputError as exc:
         return _fail(console, str(exc))
     if baseline is not None and all(s.path.resolve() != Path(baseline).resolve() for s in sources):
@@ -97,7 +99,7 @@ def _evaluate(console, runs, evaluator, metrics, no_judge, compat, baseline, by,
                        retries=retries, batch_size=batch_size)
 
     def warn(msg: str) -> None:
-        console.print(f"[yellow]warning:[/] {msg}", highlight=False, soft_wrap=True)
+        print_labeled(console, "warning:", "yellow", msg)
 
     def make_llm(spec: str) -> Any:
         from wikihowagent.backends import BackendError, check_backend, make_chat_model, resolve_spec
@@ -143,7 +145,7 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn):
             total = count_input_records(src)
         except OSError as exc:
             return _fail(console, f"{src.path}: {exc.strerror}")
-        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        with Progress(TextColumn("{task.description}", markup=False, style="bold"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TimeRemainingColumn(), console=console, transient=False) as prog:
             task = prog.add_task(f"scoring {what}", total=total)
             try:
@@ -181,9 +183,9 @@ def _summarize(console, results, rubric_names, base_name, mode, out, runs_dir, b
         out_dir = results[0][1].parent
     else:
         out_dir = runs_dir / "summary"
-    from rich.console import Console
+    from wikihowagent.console import make_console
 
-    print_summary(summary, Console(), title="Evaluation summary" + (" (--compat paper)" if mode == "paper" else ""))
+    print_summary(summary, make_console(stderr=False), title="Evaluation summary" + (" (--compat paper)" if mode == "paper" else ""))
     written = write_summary(summary, out_dir)
     domain_df = None
     if by == "domain":
@@ -191,7 +193,7 @@ def _summarize(console, results, rubric_names, base_name, mode, out, runs_dir, b
         p = out_dir / "by_domain.csv"
         domain_df.to_csv(p, index=False)
         written.append(p)
-        print_by_domain(domain_df, Console())
+        print_by_domain(domain_df, make_console(stderr=False))
     if not no_figures:
         written += write_figures(summary, rubric_names, out_dir, domain_df)
     console.print("wrote " + ", ".join(str(p) for p in written), highlight=False)
