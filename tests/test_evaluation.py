@@ -585,7 +585,7 @@ def test_cli_end_to_end_with_fake_judge(tmp_path, monkeypatch):
 
     seen = []
 
-    def fake_make(spec, settings, local, base_url=None):
+    def fake_make(spec, settings, local, base_url=None, **kw):
         seen.append(spec)
         return ScriptedChatModel(script=lambda p: json.dumps({n: 3 for n in RUBRIC_NAMES}), prompts=[])
 
@@ -857,5 +857,5 @@ def test_second_evaluate_on_the_same_scores_file_is_refused(tmp_path, monkeypatc
     with dir_lock(run, name=".scores.jsonl.lock"):  # as if another evaluate were scoring this run
         res = CliRunner().invoke(app, ["evaluate", str(run), "--no-judge", "--metrics", "Question Ratio"])
     assert res.exit_code == 2
-    assert "in use by another 'wikihowagent evaluate'" in res.output.replace("\n", " ")
+    assert "another evaluate is running" in res.output.replace("\n", " ")
     assert not (run / "scores.jsonl").exists()

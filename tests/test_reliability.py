@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from fake_servers import FakeOpenAI
@@ -97,3 +98,98 @@ def test_evaluate_prints_bad_lines_and_run_names_literally(tmp_path):
     assert res.exit_code == 0, res.output
     assert f"{bad}:100: malformed JSON" in res.output and "💯" not in res.output
     assert "runs [old] :100:" in res.output  # the run's name in the summary table
+
+
+# ------------------------------------------------------------------ 10. evaluate lock before any model
+
+
+def test_second_evaluate_is_refused_before_any_model_is_loaded(tmp_path, monkeypatch):
+    import wikihowagent.backends as backends
+    import wikihowagent.evaluation.runner as runner_mod
+    from wikihowagent.runs import dir_lock
+
+    loaded = []
+    monkeypatch.setattr(backends, "check_backend", lambda *a, **k: None)
+    monkeypatch.setattr(backends, "make_chat_model", lambda *a, **k: loaded.append("judge"))
+    real_scorers = runner_mod.Scorers
+    monkeypatch.setattr(runner_mod, "Scorers", lambda *a, **k: loaded.append("scorers") or real_scorers(*a, **k))
+    runs = []
+    for name in ("A", "B"):
+        shutil.copytree(FIX / "evaluation" / "run_small", tmp_path / name)
+        info = json.loads((tmp_path / name / "run.json").read_text())
+        (tmp_path / name / "run.json").write_text(json.dumps({**info, "name": name}))
+        runs.append(str(tmp_path / name))
+    with dir_lock(tmp_path / "B", name=".scores.jsonl.lock"):  # another evaluate is scoring run B
+        res = runner.invoke(app, ["evaluate", *runs, "--metrics", "BLEU,Clarity", "--no-figures"])
+    assert res.exit_code == 2, res.output
+    lines = [line for line in res.output.splitlines() if line.strip()]
+    assert lines == [f"error: {tmp_path / 'B' / 'scores.jsonl'}: another evaluate is running on this scores file; "
+                     "wait for it to finish (or use another --out)"], res.output
+    assert loaded == [] and not (tmp_path / "A" / "scores.jsonl").exists()
+
+
+# ------------------------------------------------------------------ 2. the judge asks the run's own server
+
+
+def judge_or_teach(prompt: str) -> str:
+    from fake_servers import scripted_reply
+    from wikihowagent.evaluation.judge import load_rubrics
+
+    if "Evaluate the following" in prompt:
+        return json.dumps({name: 4 for name in load_rubrics()})
+    return scripted_reply(prompt)
+
+
+KEYS = {"OPENAI_API_KEY": "sk-real-openai-key", "OPENAI_COMPATIBLE_API_KEY": "compat", "OPENAI_BASE_URL": None}
+
+
+def test_evaluate_uses_the_endpoint_recorded_in_run_json(tmp_path):
+    out = tmp_path / "run"
+    with FakeOpenAI(reply=judge_or_teach, models=("fake-model", "judge-model")) as srv:
+        res = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--evaluator", "openai:judge-model",
+                                  "--base-url", srv.base_url, "--out", str(out), "--max-tutorials", "1"], env=KEYS)
+        assert res.exit_code == 0, res.output
+        info = json.loads((out / "run.json").read_text())
+        assert info["resolved"]["evaluator"]["base_url"] == srv.base_url
+        n = len(srv.requests)
+        res = runner.invoke(app, ["evaluate", str(out), "--metrics", "rubric", "--no-figures"], env=KEYS)
+        assert res.exit_code == 0, res.output
+        judged = srv.requests[n:]
+    assert judged and {r["model"] for r in judged} == {"judge-model"}
+    assert "Bearer sk-real-openai-key" not in srv.auth  # the OpenAI key never reaches this server
+    scores = [json.loads(line) for line in (out / "scores.jsonl").read_text().splitlines()]
+    assert scores[0]["metrics"]["Clarity"] == 4 and scores[0]["evaluator"] == "openai:judge-model"
+
+
+def test_evaluate_resolves_evaluator_aliases_from_the_config_models_file(tmp_path):
+    run = tmp_path / "run_small"
+    shutil.copytree(FIX / "evaluation" / "run_small", run)
+    with FakeOpenAI(reply=judge_or_teach, models=("judge-model",)) as srv:
+        models = tmp_path / "models.yaml"
+        models.write_text(f"aliases:\n  myjudge:\n    spec: openai:judge-model\n    base_url: {srv.base_url}\n")
+        cfg = tmp_path / "cfg.yaml"
+        cfg.write_text(f"models: {models}\n")
+        res = runner.invoke(app, ["evaluate", str(run), "--evaluator", "myjudge", "--config", str(cfg),
+                                  "--metrics", "rubric", "--no-figures"], env=KEYS)
+        assert res.exit_code == 0, res.output
+        assert srv.requests and {r["model"] for r in srv.requests} == {"judge-model"}
+
+
+def test_evaluate_refuses_a_judge_that_now_resolves_to_another_provider(tmp_path, monkeypatch):
+    import wikihowagent.backends as backends
+
+    monkeypatch.setattr(backends, "make_chat_model", lambda *a, **k: pytest.fail("no judge may be built"))
+    run = tmp_path / "run_small"
+    shutil.copytree(FIX / "evaluation" / "run_small", run)
+    info = json.loads((run / "run.json").read_text())
+    info.update(evaluator="judge", resolved={"evaluator": {"spec": "judge", "provider": "openai", "model": "m",
+                                                           "base_url": "http://127.0.0.1:9/v1"}})
+    (run / "run.json").write_text(json.dumps(info))
+    models = tmp_path / "models.yaml"
+    models.write_text("aliases:\n  judge: ollama:other:7b\n")
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(f"models: {models}\n")
+    res = runner.invoke(app, ["evaluate", str(run), "--config", str(cfg), "--metrics", "rubric"], env=KEYS)
+    assert res.exit_code == 2
+    assert ("evaluator 'judge' was openai:m at http://127.0.0.1:9/v1 when it was generated but now resolves to "
+            "ollama:other:7b") in one_line(res.output)

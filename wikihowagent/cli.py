@@ -121,6 +121,8 @@ def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url,
             resolved[role] = resolve_spec(spec, aliases)
             urls[role] = base_url if resolved[role].provider == "openai" else None
             check_backend(resolved[role], urls[role])
+        # Recorded in run.json so that `evaluate` asks the same server (not checked: it is not used here).
+        judge = resolve_spec(evaluator or teacher, aliases)
     except (BackendError, ConfigError) as exc:
         fail(str(exc))
     options = WorkflowOptions(max_interactions=cfg.workflow.max_interactions, history=cfg.workflow.history,
@@ -139,6 +141,7 @@ def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url,
     if any(r.provider == "local" for r in resolved.values()):
         fingerprint["local"] = cfg.local.model_dump(include={"max_tokens", "n_ctx"})
     endpoints = {k: v.model_dump() | ({"base_url": urls[k]} if urls[k] else {}) for k, v in resolved.items()}
+    endpoints["evaluator"] = judge.model_dump() | ({"base_url": base_url} if base_url and judge.provider == "openai" else {})
     try:
         # One `generate` per run directory at a time: two appenders (e.g. an overlapping requeue) would
         # run the same tutorials and lose records when one rewrites the file under the other.

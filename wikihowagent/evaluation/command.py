@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -55,6 +56,7 @@ def _evaluate(console, runs, evaluator, metrics, no_judge, compat, baseline, by,
     from wikihowagent.config import ConfigError, load_config
 
     from .inputs import InputError, resolve_inputs
+    from .endpoints import judge_base_urls
     from .judge import RubricError, load_rubrics
     from .metrics import MetricError
     from .runner import EvalOptions, Evaluation, EvaluateError, select_metrics
@@ -97,6 +99,8 @@ def _evaluate(console, runs, evaluator, metrics, no_judge, compat, baseline, by,
     opts = EvalOptions(mode=mode, metrics=comp + rub, judge=judge_on, evaluator=evaluator, base_url=base_url,
                        rubrics_path=rubrics_path, out=out, concurrency=concurrency or cfg.concurrency,
                        retries=retries, batch_size=batch_size)
+    aliases = Path(cfg.models) if cfg.models else None  # --config's model alias file, as for generate
+    judge_urls: dict[str, str | None] = {}  # judge spec -> base URL (run.json's endpoint unless --base-url)
 
     def warn(msg: str) -> None:
         print_labeled(console, "warning:", "yellow", msg)
@@ -105,26 +109,50 @@ def _evaluate(console, runs, evaluator, metrics, no_judge, compat, baseline, by,
         from wikihowagent.backends import BackendError, check_backend, make_chat_model, resolve_spec
 
         judge_settings = cfg.model.model_copy(update={"temperature": 0.0})
+        url = judge_urls.get(spec, base_url)
         try:
-            check_backend(resolve_spec(spec), base_url)
-            return make_chat_model(spec, judge_settings, cfg.local, base_url=base_url)
+            check_backend(resolve_spec(spec, aliases), url)
+            return make_chat_model(spec, judge_settings, cfg.local, base_url=url, aliases_path=aliases)
         except BackendError as exc:
             raise EvaluateError(f"evaluator {spec!r}: {exc} (choose another with --evaluator SPEC, or --no-judge)") from None
 
-    try:
-        ev = Evaluation(opts, comp, rub if judge_on else [], rubric_set, make_llm if judge_on else None, warn)
-        # Every input's evaluator is known before any work starts.
-        specs = {s.name: ev.evaluator_spec(s) for s in sources}
-    except (EvaluateError, MetricError) as exc:
-        return _fail(console, str(exc))
+    with contextlib.ExitStack() as locks:
+        # One evaluation per scores file at a time, decided before any model is loaded.
+        busy = _lock_scores_files(locks, sources, opts, runs_dir)
+        if busy is not None:
+            return _fail(console, busy)
+        try:
+            ev = Evaluation(opts, comp, rub if judge_on else [], rubric_set, make_llm if judge_on else None, warn)
+            # Every input's evaluator (and the server it is asked on) is known before any work starts.
+            specs = {s.name: ev.evaluator_spec(s) for s in sources}
+            judge_urls.update(judge_base_urls(specs, sources, base_url, aliases))
+        except (EvaluateError, MetricError) as exc:
+            return _fail(console, str(exc))
 
-    try:
-        results = _score_all(console, ev, sources, specs, opts, runs_dir, warn)
-    finally:
-        ev.close()
+        try:
+            results = _score_all(console, ev, sources, specs, opts, runs_dir, warn)
+        finally:
+            ev.close()
     if isinstance(results, int):
         return results
     return _summarize(console, results, rubric_names, base_name, mode, out, runs_dir, by, no_figures)
+
+
+def _lock_scores_files(locks: contextlib.ExitStack, sources, opts, runs_dir) -> str | None:
+    """Lock every scores file this invocation writes; the message if another evaluate holds one."""
+    from wikihowagent.runs import RunError, dir_lock
+
+    from .runner import scores_path
+
+    for src in sources:
+        out_path = scores_path(src, opts, runs_dir)
+        try:
+            locks.enter_context(dir_lock(out_path.parent, blocking=False, what="another 'wikihowagent evaluate'",
+                                         name=f".{out_path.name}.lock"))
+        except RunError:
+            return (f"{out_path}: another evaluate is running on this scores file; wait for it to finish "
+                    "(or use another --out)")
+    return None
 
 
 def _score_all(console, ev, sources, specs, opts, runs_dir, warn):
@@ -133,7 +161,7 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn):
     from .inputs import InputError
     from .judge import JudgeBackendError
     from .metrics import MetricError
-    from wikihowagent.runs import RunError, dir_lock
+    from wikihowagent.runs import RunError
 
     from .runner import EvaluateError, count_input_records, scores_path
 
@@ -149,10 +177,7 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn):
                       TimeRemainingColumn(), console=console, transient=False) as prog:
             task = prog.add_task(f"scoring {what}", total=total)
             try:
-                # One evaluation per scores file at a time (two appenders would score the same conversations).
-                with dir_lock(out_path.parent, blocking=False, what="another 'wikihowagent evaluate'",
-                              name=f".{out_path.name}.lock"):
-                    stats = ev.run_source(src, out_path, progress=lambda n: prog.advance(task, n))
+                stats = ev.run_source(src, out_path, progress=lambda n: prog.advance(task, n))
             except (EvaluateError, MetricError, JudgeBackendError, InputError, RunError) as exc:
                 prog.stop()
                 return _fail(console, f"{exc} (scores so far are in {out_path}; rerun to resume)")
