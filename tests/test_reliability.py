@@ -80,14 +80,21 @@ def test_long_skipped_lines_are_not_wrapped_when_stderr_is_not_a_terminal(tmp_pa
     assert f"{tutorials}:1:" in skipped[0]
 
 
-def test_evaluate_prints_bad_lines_and_run_names_literally(tmp_path):
-    src = FIX / "evaluation" / "run_small" / "conversations.jsonl"
-    good = []
-    for line in src.read_text().splitlines():
+def valid_records(path: Path) -> list[dict]:
+    """The fixture's scorable records (it also holds deliberately broken lines)."""
+    out = []
+    for line in path.read_text().splitlines():
         try:
-            good.append(json.loads(line))
+            obj = json.loads(line)
         except json.JSONDecodeError:
-            pass
+            continue
+        if isinstance(obj, dict) and obj.get("tutorial") and not obj.get("error"):
+            out.append(obj)
+    return out
+
+
+def test_evaluate_prints_bad_lines_and_run_names_literally(tmp_path):
+    good = valid_records(FIX / "evaluation" / "run_small" / "conversations.jsonl")
     lines = []
     for i in range(99):
         lines.append(json.dumps({**good[0], "conversation_id": f"c{i}", "error": None}))
@@ -193,3 +200,60 @@ def test_evaluate_refuses_a_judge_that_now_resolves_to_another_provider(tmp_path
     assert res.exit_code == 2
     assert ("evaluator 'judge' was openai:m at http://127.0.0.1:9/v1 when it was generated but now resolves to "
             "ollama:other:7b") in one_line(res.output)
+
+
+# ------------------------------------------------------------------ 6. judge-server failure: one line, no noise
+
+
+def test_judge_server_failure_is_one_line_without_event_loop_noise(tmp_path):
+    import subprocess
+    import sys
+
+    run = tmp_path / "run"
+    shutil.copytree(FIX / "evaluation" / "run_small", run)
+    good = valid_records(run / "conversations.jsonl")
+    (run / "conversations.jsonl").write_text("".join(
+        json.dumps({**good[i % len(good)], "conversation_id": f"c{i}"}) + "\n" for i in range(16)))
+    repo = Path(__file__).resolve().parents[1]
+    code = "import sys; from wikihowagent.cli import main; sys.argv[0] = 'wikihowagent'; main()"
+    with FakeOpenAI(fail_when=lambda p: True) as srv:  # every judge call: HTTP 500 (after the client's retries)
+        proc = subprocess.run(
+            [sys.executable, "-c", code, "evaluate", str(run), "--evaluator", "openai:fake-model", "--base-url",
+             srv.base_url, "--metrics", "rubric", "--no-figures", "--concurrency", "8"],
+            cwd=repo, capture_output=True, text=True, timeout=300,
+            env={**__import__("os").environ, "OPENAI_COMPATIBLE_API_KEY": "k", "COLUMNS": "200"})
+    assert proc.returncode == 2, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("error:")]
+    assert len(errors) == 1 and "scripted server error" in errors[0], proc.stderr
+    noise = [line for line in lines if not line.startswith(("error:", "warning:", "scoring "))]
+    assert noise == [], proc.stderr
+
+
+def test_a_judge_failure_leaves_no_task_running_when_the_loop_closes(tmp_path):
+    """The deterministic core of the noise above: a conversation's other rubric group is still waiting on
+    the server when its reference group fails; closing must cancel and await it."""
+    import asyncio
+
+    from wikihowagent.evaluation.inputs import resolve_inputs
+    from wikihowagent.evaluation.judge import JudgeBackendError, load_rubrics
+    from wikihowagent.evaluation.runner import EvalOptions, Evaluation
+    from wikihowagent.testing import ScriptedChatModel
+
+    class HalfBroken(ScriptedChatModel):
+        async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
+            if "Reference tutorial:" in "\n".join(str(m.content) for m in messages):
+                raise ConnectionError("judge server went away")
+            await asyncio.sleep(60)  # cancelled by the shutdown long before
+            return self._reply(messages)
+
+    rubrics = load_rubrics()
+    [src] = resolve_inputs([FIX / "evaluation" / "run_small"], tmp_path)
+    opts = EvalOptions(judge=True, evaluator="x", chunk=4, retries=0, concurrency=4)
+    ev = Evaluation(opts, [], list(rubrics), rubrics, lambda spec: HalfBroken(script=str, prompts=[]),
+                    warn=lambda m: None)
+    with pytest.raises(JudgeBackendError):
+        ev.run_source(src, tmp_path / "scores.jsonl")
+    loop = ev._loop
+    ev.close()
+    assert loop.is_closed() and [t for t in asyncio.all_tasks(loop) if not t.done()] == []
