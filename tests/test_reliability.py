@@ -257,3 +257,79 @@ def test_a_judge_failure_leaves_no_task_running_when_the_loop_closes(tmp_path):
     loop = ev._loop
     ev.close()
     assert loop.is_closed() and [t for t in asyncio.all_tasks(loop) if not t.done()] == []
+
+
+# ------------------------------------------------------------------ 8. disk full
+
+
+def full_disk(monkeypatch, names: tuple[str, ...], after: int = 0):
+    """Make fsync of files whose name ends with one of `names` fail with ENOSPC after `after` good calls
+    (the data was written, as when the disk fills up mid-line: the writer must cut it off)."""
+    import errno
+    import os
+
+    real = os.fsync
+    calls = {"n": 0}
+
+    def fsync(fd):
+        path = os.readlink(f"/proc/self/fd/{fd}")
+        if path.endswith(names):
+            calls["n"] += 1
+            if calls["n"] > after:
+                raise OSError(errno.ENOSPC, "No space left on device")
+        return real(fd)
+
+    if not Path("/proc/self/fd").is_dir():
+        pytest.skip("needs /proc to map file descriptors to paths")
+    monkeypatch.setattr(os, "fsync", fsync)
+
+
+def test_disk_full_during_generate_is_one_line_and_the_run_resumes(tmp_path, monkeypatch):
+    out = tmp_path / "run"
+    args = ["generate", "--teacher", "openai:fake-model", "--out", str(out), "--max-tutorials", "3",
+            "--concurrency", "1", "--retries", "0"]
+    with FakeOpenAI() as srv:
+        with monkeypatch.context() as m:
+            # The second conversation does not fit, nor does a temp file for run.json.
+            full_disk(m, ("conversations.jsonl",), after=1)
+            full_disk(m, ("run.json.tmp",), after=1)
+            res = runner.invoke(app, [*args, "--base-url", srv.base_url], env=KEYS)
+        assert res.exit_code == 1, res.output
+        assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+        errors = [line for line in res.output.splitlines() if line.startswith("error:")]
+        assert errors == [line for line in res.output.splitlines() if line.startswith(("error", "Traceback"))]
+        assert len(errors) == 1 and f"{out / 'conversations.jsonl'}: no space left on device" in errors[0]
+        assert "more free space needed" in errors[0]
+        assert json.loads((out / "run.json").read_text())["status"] == "interrupted"
+        assert not list(out.glob("*.tmp"))
+        kept = [json.loads(line) for line in (out / "conversations.jsonl").read_text().splitlines()]
+        assert len(kept) == 1 and kept[0]["finished"]  # the record written before survives, whole
+        res = runner.invoke(app, [*args, "--base-url", srv.base_url], env=KEYS)  # space freed: resume
+    assert res.exit_code == 0, res.output
+    records = [json.loads(line) for line in (out / "conversations.jsonl").read_text().splitlines()]
+    assert len(records) == 3 and len({r["tutorial_id"] for r in records}) == 3
+    assert json.loads((out / "run.json").read_text())["status"] == "complete"
+
+
+def test_disk_full_leaves_no_temp_file_and_the_old_file_intact(tmp_path, monkeypatch):
+    from wikihowagent.runs import DiskFullError, write_json_atomic
+
+    target = tmp_path / "run.json"
+    write_json_atomic(target, {"status": "running"})
+    full_disk(monkeypatch, ("run.json.tmp",))
+    with pytest.raises(DiskFullError, match=r"run\.json: no space left on device: .* more free space needed"):
+        write_json_atomic(target, {"status": "complete", "counts": {"conversations": 10 ** 6}})
+    assert json.loads(target.read_text()) == {"status": "running"} and not list(tmp_path.glob("*.tmp"))
+
+
+def test_disk_full_during_evaluate_is_one_line(tmp_path, monkeypatch):
+    run = tmp_path / "run"
+    shutil.copytree(FIX / "evaluation" / "run_small", run)
+    full_disk(monkeypatch, ("scores.jsonl",), after=1)
+    res = runner.invoke(app, ["evaluate", str(run), "--no-judge", "--metrics", "BLEU", "--no-figures"])
+    assert res.exit_code == 2, res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
+    errors = [line for line in res.output.splitlines() if line.startswith(("error", "Traceback"))]
+    assert len(errors) == 1 and f"{run / 'scores.jsonl'}: no space left on device" in errors[0]
+    lines = (run / "scores.jsonl").read_text().splitlines()
+    assert len(lines) == 1 and json.loads(lines[0])["metrics"]["BLEU"] is not None

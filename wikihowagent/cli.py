@@ -168,7 +168,7 @@ def _run_generation(cfg, run_dir, name, fingerprint, endpoints, selected, source
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from wikihowagent.generate import RunStats, finish_run_info, now, prepare_run_dir, run_conversations, run_info
-    from wikihowagent.runs import CONVERSATIONS, RUN_INFO, write_json_atomic
+    from wikihowagent.runs import CONVERSATIONS, RUN_INFO, DiskFullError, write_json_atomic
 
     done_ids, previous = prepare_run_dir(run_dir, fingerprint, retry_failed)
     todo = [t for t in selected if t.tutorial_id not in done_ids]
@@ -182,6 +182,7 @@ def _run_generation(cfg, run_dir, name, fingerprint, endpoints, selected, source
         info["resumed_at"] = now()
     write_json_atomic(run_dir / RUN_INFO, info)
     interrupted = False
+    disk_full: DiskFullError | None = None
     try:
         if todo:
             progress = Progress(
@@ -205,9 +206,17 @@ def _run_generation(cfg, run_dir, name, fingerprint, endpoints, selected, source
         interrupted = True
         console.print("interrupted: finished conversations are saved; rerun the same command to resume")
         return 130
+    except DiskFullError as exc:  # the records written so far are whole; a rerun resumes
+        interrupted, disk_full = True, exc
     finally:
-        # Also after Ctrl-C or an unexpected error: run.json never stays "running".
-        finish_run_info(run_dir, info, stats, interrupted=interrupted)
+        # Also after Ctrl-C, a full disk or an unexpected error: run.json never stays "running".
+        try:
+            finish_run_info(run_dir, info, stats, interrupted=interrupted)
+        except DiskFullError as exc:
+            disk_full = disk_full or exc
+    if disk_full is not None:
+        print_error(str(disk_full), console)
+        return 1
     for err in stats.errors[:10]:
         print_labeled(console, "failed:", "red", err)
     counts = info["counts"]

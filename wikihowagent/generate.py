@@ -236,7 +236,7 @@ def finish_run_info(run_dir: Path, info: dict[str, Any], stats: RunStats, interr
         **count_records(records),
         "this_invocation": {"done": stats.done, "failed": stats.failed, "skipped_existing": stats.already_done},
     }
-    write_json_atomic(run_dir / RUN_INFO, info)
+    write_json_atomic(run_dir / RUN_INFO, info, in_place_if_full=True)
 
 
 def parse_shard(value: str) -> tuple[int, int]:
