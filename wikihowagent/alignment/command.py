@@ -147,11 +147,17 @@ def align(
         raise typer.Exit(2)
     t0 = time.perf_counter()
     problems = Problems()
+    from .named import unused_inputs
+
     res = compute(list(human), list(scores or []), by=by, n_boot=bootstrap, seed=seed, problems=problems,
                   runs_dir=runs_dir)
+    unused = unused_inputs(list(human), list(scores or []), res)  # named files that gave nothing: exit 1
+    unused_line = (unused[0] if len(unused) == 1 else f"{len(unused)} named files contribute nothing: "
+                   + "; ".join(unused)) if unused else ""
     if not res.computed:
         problems.echo(limit=200)
-        print_error("nothing could be computed (see the warnings above); no output written", err)
+        print_error((unused_line + "; " if unused else "") + "nothing could be computed (see the warnings above); "
+                    "no output written", err)
         raise typer.Exit(1)
     try:
         written = write_outputs(res, out_dir, list(human), figures=figures)
@@ -166,3 +172,6 @@ def align(
     console = make_console(stderr=False)
     render(res, console)
     console.print(f"Wrote {len(written)} files to {out_dir} in {time.perf_counter() - t0:.1f} s", highlight=False)
+    if unused:
+        print_error(f"{unused_line} (the results written leave it out)", err)
+        raise typer.Exit(1)

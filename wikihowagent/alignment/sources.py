@@ -193,7 +193,7 @@ def read_scores_csv(path: Path, problems: Problems) -> list[ScoreRow]:
     judges = read_human_file(path, problems)
     if len(judges) > 1:
         raise AlignInputError(f"{path}: has an annotator column with several judges; not an LLM score file")
-    header, rows = read_table(path)
+    header, rows = read_table(path)  # already reported by read_human_file
     keys = [norm_key(h) for h in header]
     model_col = keys.index("model") if "model" in keys else None
     models = {}
