@@ -333,3 +333,17 @@ def test_disk_full_during_evaluate_is_one_line(tmp_path, monkeypatch):
     assert len(errors) == 1 and f"{run / 'scores.jsonl'}: no space left on device" in errors[0]
     lines = (run / "scores.jsonl").read_text().splitlines()
     assert len(lines) == 1 and json.loads(lines[0])["metrics"]["BLEU"] is not None
+
+
+def test_runs_recorded_before_the_evaluator_endpoint_use_their_openai_server(tmp_path):
+    run = tmp_path / "run_small"
+    shutil.copytree(FIX / "evaluation" / "run_small", run)
+    with FakeOpenAI(reply=judge_or_teach, models=("fake-model", "judge-model")) as srv:
+        info = json.loads((run / "run.json").read_text())
+        teacher = {"spec": "openai:fake-model", "provider": "openai", "model": "fake-model", "base_url": srv.base_url}
+        info.update(teacher="openai:fake-model", learner="openai:fake-model", evaluator="openai:judge-model",
+                    resolved={"teacher": teacher, "learner": teacher})
+        (run / "run.json").write_text(json.dumps(info))
+        res = runner.invoke(app, ["evaluate", str(run), "--metrics", "rubric", "--no-figures"], env=KEYS)
+        assert res.exit_code == 0, res.output
+        assert srv.requests and {r["model"] for r in srv.requests} == {"judge-model"}

@@ -39,7 +39,8 @@ def judge_base_url(spec: str, info: dict[str, Any], where: str, base_url: str | 
     if base_url:
         return base_url
     ep = recorded_endpoint(info, spec)
-    if ep is None:
+    legacy = _legacy_openai_base(info) if ep is None else None
+    if ep is None and legacy is None:
         return None
     from wikihowagent.backends import BackendError, resolve_spec
 
@@ -47,6 +48,8 @@ def judge_base_url(spec: str, info: dict[str, Any], where: str, base_url: str | 
         now = resolve_spec(spec, aliases)
     except BackendError as exc:
         raise EvaluateError(f"evaluator {spec!r}: {exc}") from None
+    if ep is None:  # generate's --base-url applied to every openai: role, the evaluator's included
+        return legacy if now.provider == "openai" and now.base_url is None else None
     then = f"{ep.get('provider')}:{ep.get('model')}"
     if (ep.get("provider"), ep.get("model")) != (now.provider, now.model):
         at = f" at {ep['base_url']}" if ep.get("base_url") else ""
@@ -54,6 +57,16 @@ def judge_base_url(spec: str, info: dict[str, Any], where: str, base_url: str | 
             f"{where}: the run's evaluator {spec!r} was {then}{at} when it was generated but now resolves to "
             f"{now.canonical}; pass --evaluator SPEC (and --base-url URL) to choose the judge explicitly")
     return ep.get("base_url") or None
+
+
+def _legacy_openai_base(info: dict[str, Any]) -> str | None:
+    """For runs recorded before the evaluator's endpoint was: the server their openai: roles used."""
+    resolved = info.get("resolved") if isinstance(info, dict) else None
+    if not isinstance(resolved, dict) or "evaluator" in resolved:
+        return None
+    urls = {ep.get("base_url") for ep in resolved.values() if isinstance(ep, dict) and ep.get("provider") == "openai"}
+    urls.discard(None)
+    return urls.pop() if len(urls) == 1 else None
 
 
 def judge_base_urls(specs: dict[str, str | None], sources: list[Any], base_url: str | None,
