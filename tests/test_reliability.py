@@ -347,3 +347,24 @@ def test_runs_recorded_before_the_evaluator_endpoint_use_their_openai_server(tmp
         res = runner.invoke(app, ["evaluate", str(run), "--metrics", "rubric", "--no-figures"], env=KEYS)
         assert res.exit_code == 0, res.output
         assert srv.requests and {r["model"] for r in srv.requests} == {"judge-model"}
+
+
+def test_disk_full_writing_a_summary_is_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    # A full disk in any other write (here: the summary CSV) ends the process in one line, via cli.main.
+    code = ("import errno, sys, pandas\n"
+            "def full(self, path, *a, **k): raise OSError(errno.ENOSPC, 'No space left on device', str(path))\n"
+            "pandas.DataFrame.to_csv = full\n"
+            "from wikihowagent.cli import main; sys.argv[0] = 'wikihowagent'; main()\n")
+    run = tmp_path / "run"
+    shutil.copytree(FIX / "evaluation" / "run_small", run)
+    proc = subprocess.run([sys.executable, "-c", code, "evaluate", str(run), "--no-judge", "--metrics", "BLEU",
+                           "--no-figures"], cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 1, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith(("error", "Traceback"))]
+    assert len(errors) == 1, proc.stderr
+    assert errors[0].startswith(f"error: {run / 'summary.csv'}: no space left on device: more free space needed (")
+    assert len((run / "scores.jsonl").read_text().splitlines()) == 3  # the scores are kept

@@ -284,6 +284,14 @@ def main() -> None:
         app()
     except BrokenPipeError:  # `wikihowagent graph | head`
         sys.exit(0)
+    except OSError as exc:  # a full disk anywhere else (summaries, figures, alignment outputs): one line
+        from wikihowagent.runs import DiskFullError, disk_full_error
+
+        full = disk_full_error(Path(exc.filename or "."), None, exc)
+        if not isinstance(full, DiskFullError):
+            raise
+        print_error(str(full), console)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -68,7 +68,7 @@ def _size(n: int | None) -> str:
     return f"{n} bytes"  # pragma: no cover
 
 
-def disk_full_error(path: Path, needed: int, exc: OSError) -> OSError | DiskFullError:
+def disk_full_error(path: Path, needed: int | None, exc: OSError) -> OSError | DiskFullError:
     """`exc` as a one-line DiskFullError if it says the disk (or quota) is full, else `exc` itself."""
     if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
         return exc
@@ -76,8 +76,9 @@ def disk_full_error(path: Path, needed: int, exc: OSError) -> OSError | DiskFull
         free: int | None = shutil.disk_usage(Path(path).parent).free
     except OSError:
         free = None
-    return DiskFullError(f"{path}: no space left on device: {_size(needed)} more free space needed "
-                         f"({_size(free)} free); free some space and rerun the same command to resume")
+    need = f"{_size(needed)} more free space needed" if needed is not None else "more free space needed"
+    return DiskFullError(f"{path}: no space left on device: {need} ({_size(free)} free); free some space and "
+                         "rerun the same command to resume")
 
 
 def iter_jsonl(

@@ -24,7 +24,7 @@ def evaluate(
     out: Annotated[Optional[Path], typer.Option(help="Output directory: <OUT>/<run>/scores.jsonl and the summary files.")] = None,
     rubrics: Annotated[Optional[Path], typer.Option(help="Rubric JSON file (default: data/rubrics.json).")] = None,
     config: Annotated[Optional[Path], typer.Option(help="YAML config overriding configs/default.yaml.")] = None,
-    base_url: Annotated[Optional[str], typer.Option(help="Ollama host / OpenAI-compatible base URL for the evaluator.")] = None,
+    base_url: Annotated[Optional[str], typer.Option(help="Ollama host / OpenAI-compatible base URL for the evaluator (default: the one recorded in run.json for its spec).")] = None,
     concurrency: Annotated[Optional[int], typer.Option(min=1, help="Judge calls in flight (default: the config's concurrency).")] = None,
     retries: Annotated[int, typer.Option(min=0, help="Re-asks of the judge when a reply cannot be parsed.")] = 2,
     batch_size: Annotated[int, typer.Option(min=1, help="Texts per embedding forward pass.")] = 32,
@@ -161,7 +161,7 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn):
     from .inputs import InputError
     from .judge import JudgeBackendError
     from .metrics import MetricError
-    from wikihowagent.runs import RunError
+    from wikihowagent.runs import DiskFullError, RunError
 
     from .runner import EvaluateError, count_input_records, scores_path
 
@@ -180,6 +180,8 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn):
                 stats = ev.run_source(src, out_path, progress=lambda n: prog.advance(task, n))
             except (EvaluateError, MetricError, JudgeBackendError, InputError, RunError) as exc:
                 prog.stop()
+                if isinstance(exc, DiskFullError):  # its message says what to do
+                    return _fail(console, str(exc))
                 return _fail(console, f"{exc} (scores so far are in {out_path}; rerun to resume)")
         console.print(f"{src.name}: {stats.scored} scored, {stats.already} already scored, {stats.failed} failed "
                       f"conversations skipped, {stats.invalid} unreadable records -> {out_path}", highlight=False)
