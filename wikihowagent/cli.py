@@ -148,7 +148,7 @@ def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url,
             def model_for(role: str):
                 spec = teacher if role == "teacher" else learner
                 if spec not in models:  # homogeneous: one model object for both roles
-                    models[spec] = make_chat_model(spec, cfg.model, cfg.local, base_url=urls[role], aliases_path=aliases)
+                    models[spec] = make_chat_model(resolved[role], cfg.model, cfg.local, base_url=urls[role])
                 return models[spec]
 
             try:

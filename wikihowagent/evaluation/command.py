@@ -104,8 +104,9 @@ def _evaluate(console, runs, evaluator, metrics, no_judge, compat, baseline, by,
 
         judge_settings = cfg.model.model_copy(update={"temperature": 0.0})
         try:
-            check_backend(resolve_spec(spec), base_url)
-            return make_chat_model(spec, judge_settings, cfg.local, base_url=base_url)
+            resolved = resolve_spec(spec)
+            check_backend(resolved, base_url)
+            return make_chat_model(resolved, judge_settings, cfg.local, base_url=base_url)
         except BackendError as exc:
             raise EvaluateError(f"evaluator {spec!r}: {exc} (choose another with --evaluator SPEC, or --no-judge)") from None
 
