@@ -165,7 +165,7 @@ def _run_generation(cfg, run_dir, name, fingerprint, endpoints, selected, source
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from wikihowagent.generate import RunStats, finish_run_info, now, prepare_run_dir, run_conversations, run_info
-    from wikihowagent.runs import CONVERSATIONS, RUN_INFO, write_json_atomic
+    from wikihowagent.runs import CONVERSATIONS, write_run_info
 
     done_ids, previous = prepare_run_dir(run_dir, fingerprint, retry_failed)
     todo = [t for t in selected if t.tutorial_id not in done_ids]
@@ -174,10 +174,10 @@ def _run_generation(cfg, run_dir, name, fingerprint, endpoints, selected, source
                   f"{len(todo)} to go (teacher={teacher}, learner={learner}, concurrency={cfg.concurrency})",
                   highlight=False)
     teacher_model, learner_model = (model_for("teacher"), model_for("learner")) if todo else (None, None)
-    info = run_info(name, fingerprint, cfg, endpoints, source, previous.get("started_at") or now(), filters)
-    if previous:
-        info["resumed_at"] = now()
-    write_json_atomic(run_dir / RUN_INFO, info)
+    info = run_info(name, fingerprint, cfg, endpoints, source, (previous and previous.started_at) or now(), filters)
+    if previous is not None:
+        info.resumed_at = now()
+    write_run_info(run_dir, info)
     interrupted = False
     try:
         if todo:
@@ -207,7 +207,7 @@ def _run_generation(cfg, run_dir, name, fingerprint, endpoints, selected, source
         finish_run_info(run_dir, info, stats, interrupted=interrupted)
     for err in stats.errors[:10]:
         console.print(f"[red]failed:[/] {err}", highlight=False)
-    counts = info["counts"]
+    counts = info.counts
     console.print(
         f"[bold]{run_dir / CONVERSATIONS}[/]: {counts['conversations']} conversations "
         f"({counts['finished']} finished, {counts['max_interactions']} cut at {options.max_interactions} messages, "

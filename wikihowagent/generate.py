@@ -24,14 +24,18 @@ from wikihowagent.records import ConversationRecord, Tutorial, TutorialRef, conv
 from wikihowagent.runs import (
     CONVERSATIONS,
     RUN_INFO,
+    SHARDS_DIR,
     JsonlAppender,
     JsonlError,
     RunError,
-    iter_jsonl,
+    RunInfo,
+    read_records,
     read_run_info,
     repair_torn_tail,
-    rewrite_jsonl,
-    write_json_atomic,
+    rewrite_records,
+    shard_dir,
+    shard_dirs,
+    write_run_info,
 )
 from wikihowagent.workflow.graph import WorkflowOptions, build_graph, initial_state, recursion_limit
 from wikihowagent.workflow.prompts import PromptTemplates
@@ -109,17 +113,17 @@ def to_record(tutorial: Tutorial, state: dict[str, Any], run_name: str, teacher:
     )
 
 
-def prepare_run_dir(run_dir: Path, fingerprint: dict[str, Any], retry_failed: bool) -> tuple[set[str], dict[str, Any]]:
+def prepare_run_dir(run_dir: Path, fingerprint: dict[str, Any], retry_failed: bool) -> tuple[set[str], RunInfo | None]:
     """Check that `run_dir` holds this run (or nothing); return the tutorial ids already done and the
-    previous run.json ({} for a new run).
+    previous run.json (None for a new run).
 
     Failed records are dropped (and later re-run) when `retry_failed`; duplicates from any earlier
     crash are collapsed, keeping the last record per tutorial. The file is rewritten atomically.
     """
     run_dir.mkdir(parents=True, exist_ok=True)
-    previous = read_run_info(run_dir) if (run_dir / RUN_INFO).exists() else {}
-    if previous:
-        old = previous.get("fingerprint", {})
+    previous = read_run_info(run_dir) if (run_dir / RUN_INFO).exists() else None
+    if previous is not None:
+        old = previous.fingerprint
         changed = [k for k in fingerprint if k in old and old[k] != fingerprint[k]]
         if changed:
             raise RunError(
@@ -131,14 +135,14 @@ def prepare_run_dir(run_dir: Path, fingerprint: dict[str, Any], retry_failed: bo
         return set(), previous
     repair_torn_tail(path)  # a conversation cut mid-write by a kill is simply run again
     try:
-        records = [obj for _, obj in iter_jsonl(path)]
+        records = [rec for _, rec in read_records(path)]
     except JsonlError as exc:  # damage other than a torn tail: stop rather than drop records
         raise RunError(f"{exc}; fix or remove that line, then rerun") from None
-    latest = {str(obj.get("tutorial_id")): obj for obj in records}  # the last record per tutorial wins
-    keep = [o for o in latest.values() if not (retry_failed and o.get("error"))]
+    latest = {rec.tutorial_id: rec for rec in records}  # the last record per tutorial wins
+    keep = [r for r in latest.values() if not (retry_failed and r.error)]
     if len(keep) != len(records):
-        rewrite_jsonl(path, keep)
-    return {str(o["tutorial_id"]) for o in keep}, previous
+        rewrite_records(path, keep)
+    return {r.tutorial_id for r in keep}, previous
 
 
 async def run_conversations(
@@ -197,46 +201,55 @@ async def run_conversations(
 
 
 def run_info(name: str, fingerprint: dict[str, Any], config: Config, resolved: dict[str, Any],
-             tutorials_source: str, started: str, filters: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "name": name,
-        "teacher": fingerprint["teacher"],
-        "learner": fingerprint["learner"],
-        "evaluator": fingerprint.get("evaluator"),
-        "resolved": resolved,  # provider/model/base_url of each role; never a key
-        "fingerprint": fingerprint,
-        "config": config.model_dump(mode="json"),
-        "tutorials_source": tutorials_source,
-        "filters": filters,
-        "started_at": started,
-        "ended_at": None,
-        "status": "running",
-        "counts": {},
-        "versions": package_versions(),
-    }
+             tutorials_source: str, started: str, filters: dict[str, Any]) -> RunInfo:
+    return RunInfo(
+        name=name,
+        teacher=fingerprint["teacher"],
+        learner=fingerprint["learner"],
+        evaluator=fingerprint.get("evaluator"),
+        resolved=resolved,  # provider/model/base_url of each role; never a key
+        fingerprint=fingerprint,
+        config=config.model_dump(mode="json"),
+        tutorials_source=tutorials_source,
+        filters=filters,
+        started_at=started,
+        versions=package_versions(),
+    )
 
 
-def count_records(records: list[dict[str, Any]]) -> dict[str, int]:
+def count_records(records: list[ConversationRecord]) -> dict[str, int]:
     return {
         "conversations": len(records),
-        "finished": sum(1 for r in records if r.get("stop_reason") == "finished"),
-        "max_interactions": sum(1 for r in records if r.get("stop_reason") == "max_interactions"),
-        "failed": sum(1 for r in records if r.get("error")),
+        "finished": sum(1 for r in records if r.stop_reason == "finished"),
+        "max_interactions": sum(1 for r in records if r.stop_reason == "max_interactions"),
+        "failed": sum(1 for r in records if r.error),
     }
 
 
-def finish_run_info(run_dir: Path, info: dict[str, Any], stats: RunStats, interrupted: bool = False) -> None:
-    path = run_dir / CONVERSATIONS
-    records = [o for _, o in iter_jsonl(path, on_error=lambda _m: None)] if path.exists() else []
-    info["ended_at"] = now()
+def _readable_records(path: Path) -> list[ConversationRecord]:
+    """The records of a conversations file for counting; a damaged line is left out here (resume reports it)."""
+    if not path.exists():
+        return []
+    out = []
+    try:
+        for _, rec in read_records(path):
+            out.append(rec)
+    except JsonlError:
+        pass
+    return out
+
+
+def finish_run_info(run_dir: Path, info: RunInfo, stats: RunStats, interrupted: bool = False) -> None:
+    records = _readable_records(run_dir / CONVERSATIONS)
+    info.ended_at = now()
     complete = not stats.failed and len(records) >= stats.total
-    info["status"] = "interrupted" if interrupted else "complete" if complete else "incomplete"
-    info["counts"] = {
+    info.status = "interrupted" if interrupted else "complete" if complete else "incomplete"
+    info.counts = {
         "tutorials": stats.total,
         **count_records(records),
         "this_invocation": {"done": stats.done, "failed": stats.failed, "skipped_existing": stats.already_done},
     }
-    write_json_atomic(run_dir / RUN_INFO, info)
+    write_run_info(run_dir, info)
 
 
 def parse_shard(value: str) -> tuple[int, int]:
@@ -250,37 +263,32 @@ def parse_shard(value: str) -> tuple[int, int]:
     return k, n
 
 
-def shard_dir(run_dir: Path, k: int, n: int) -> Path:
-    return run_dir / "shards" / f"{k}-of-{n}"
-
-
 def merge_shards(run_dir: Path) -> dict[str, int]:
     """Merge `run_dir/shards/*/conversations.jsonl` into `run_dir/conversations.jsonl`.
 
     One record per tutorial: a successful record beats a failed one, otherwise the later one wins.
     Shards share the parent's run name, so conversation ids do not depend on the sharding.
     """
-    shard_dirs = sorted(p for p in (run_dir / "shards").glob("*") if (p / RUN_INFO).exists())
-    if not shard_dirs:
-        raise RunError(f"{run_dir}: no shards to merge (expected {run_dir}/shards/K-of-N/)")
-    sources = [run_dir / CONVERSATIONS] + [d / CONVERSATIONS for d in shard_dirs]
-    merged: dict[str, dict[str, Any]] = {}
+    shards = shard_dirs(run_dir)
+    if not shards:
+        raise RunError(f"{run_dir}: no shards to merge (expected {run_dir / SHARDS_DIR}/K-of-N/)")
+    sources = [run_dir / CONVERSATIONS] + [d / CONVERSATIONS for d in shards]
+    merged: dict[str, ConversationRecord] = {}
     for src in sources:
         if not src.exists():
             continue
         repair_torn_tail(src)
         try:
-            for _, obj in iter_jsonl(src):
-                key = str(obj.get("tutorial_id"))
-                if key not in merged or not obj.get("error") or merged[key].get("error"):
-                    merged[key] = obj
+            for _, rec in read_records(src):
+                key = rec.tutorial_id
+                if key not in merged or not rec.error or merged[key].error:
+                    merged[key] = rec
         except JsonlError as exc:
             raise RunError(str(exc)) from None
     records = list(merged.values())
-    rewrite_jsonl(run_dir / CONVERSATIONS, records)
-    info = read_run_info(shard_dirs[0])
-    info.update(name=run_dir.name, shards=[d.name for d in shard_dirs], ended_at=now())
-    info["counts"] = count_records(records)
-    info["status"] = "merged"
-    write_json_atomic(run_dir / RUN_INFO, info)
-    return {"shards": len(shard_dirs), **info["counts"]}
+    rewrite_records(run_dir / CONVERSATIONS, records)
+    info = read_run_info(shards[0])
+    info = info.model_copy(update={"name": run_dir.name, "shards": [d.name for d in shards], "ended_at": now(),
+                                   "counts": count_records(records), "status": "merged"})
+    write_run_info(run_dir, info)
+    return {"shards": len(shards), **info.counts}

@@ -171,6 +171,8 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn):
 
 
 def _summarize(console, results, rubric_names, base_name, mode, out, runs_dir, by, no_figures) -> int:
+    from wikihowagent.runs import SUMMARY_DIR
+
     from .summary import by_domain, load_run_scores, print_by_domain, print_summary, summarize, write_figures, write_summary
 
     run_scores = [load_run_scores(src.name, src.label, p, rubric_names, n_failed=src.n_failed, n_invalid=src.n_invalid)
@@ -181,7 +183,7 @@ def _summarize(console, results, rubric_names, base_name, mode, out, runs_dir, b
     elif len(results) == 1:
         out_dir = results[0][1].parent
     else:
-        out_dir = runs_dir / "summary"
+        out_dir = runs_dir / SUMMARY_DIR
     from rich.console import Console
 
     print_summary(summary, Console(), title="Evaluation summary" + (" (--compat paper)" if mode == "paper" else ""))
