@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from helpers import make_tutorial, teacher_script
-from wikihowagent.generate import prepare_run_dir, run_conversations
+from wikihowagent.generation.core import prepare_run_dir, run_conversations
 from wikihowagent.runs import RunError, iter_jsonl
 from wikihowagent.testing import ScriptedChatModel
 from wikihowagent.workflow.graph import WorkflowOptions
@@ -104,7 +104,7 @@ KILLABLE = textwrap.dedent("""
     import asyncio, sys
     sys.path.insert(0, {tests!r})
     from helpers import make_tutorial, teacher_script
-    from wikihowagent.generate import run_conversations
+    from wikihowagent.generation.core import run_conversations
     from wikihowagent.testing import ScriptedChatModel
     from wikihowagent.workflow.graph import WorkflowOptions
     from wikihowagent.workflow.prompts import load_prompts

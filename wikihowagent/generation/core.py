@@ -1,5 +1,8 @@
 """`wikihowagent generate`: run the conversation graph over tutorials into a resumable run directory.
 
+`run_generation(GenerateRequest) -> GenerateSummary` owns the whole stage: config, tutorial selection and
+sharding, backend checks, the run fingerprint, the run-directory lock and run.json.
+
 Conversations stream through a bounded pool of asyncio workers (no lockstep batches: a slow one never
 holds up the others). Each finished conversation is appended as one fsynced line, so a killed run loses
 at most the conversations in flight; rerunning the same command skips what is done and retries failures.
@@ -19,7 +22,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from wikihowagent.config import Config
+from wikihowagent.config import Config, ConfigError
 from wikihowagent.records import ConversationRecord, Tutorial, TutorialRef, conversation_lines, make_conversation_id
 from wikihowagent.runs import (
     CONVERSATIONS,
@@ -292,3 +295,197 @@ def merge_shards(run_dir: Path) -> dict[str, int]:
                                    "counts": count_records(records), "status": "merged"})
     write_run_info(run_dir, info)
     return {"shards": len(shards), **info.counts}
+
+
+# --------------------------------------------------------------------------- the stage
+
+
+class GenerateError(RuntimeError):
+    """A problem that stops `generate` before or around the work (config, tutorials, backend, run dir); one line."""
+
+
+@dataclass(frozen=True)
+class GenerateRequest:
+    """What `wikihowagent generate` was asked to do (None = the config's value)."""
+
+    teacher: str = "local"
+    learner: str | None = None  # default: the teacher (homogeneous)
+    evaluator: str | None = None  # recorded for `evaluate` (default: the teacher)
+    config: Path | None = None
+    tutorials: Path | None = None  # default: the bundled sample
+    out: Path | None = None  # default: <runs_dir>/T-<teacher>_L-<learner>_E-<evaluator>
+    max_tutorials: int | None = None
+    domains: tuple[str, ...] = ()
+    shard: str | None = None  # "K/N"
+    retry_failed: bool = True
+    skip_invalid: bool = False
+    base_url: str | None = None  # for openai: specs only
+    concurrency: int | None = None
+    max_interactions: int | None = None
+    history: int | None = None
+    temperature: float | None = None
+    seed: int | None = None
+    max_tokens: int | None = None
+    timeout: float | None = None
+    retries: int | None = None
+
+    def config_overrides(self) -> dict[str, Any]:
+        return {
+            "concurrency": self.concurrency,
+            "model": {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens,
+                      "timeout_s": self.timeout, "max_retries": self.retries},
+            "workflow": {"max_interactions": self.max_interactions, "history": self.history},
+        }
+
+
+@dataclass
+class GenerateSummary:
+    run_dir: Path
+    stats: RunStats
+    counts: dict[str, Any] = field(default_factory=dict)  # run.json's counts (whole run, not just this call)
+    max_interactions: int = 0
+    interrupted: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return 130
+        return 1 if self.counts.get("failed") else 0
+
+
+def _select_tutorials(req: GenerateRequest, cfg: Config, warn: Callable[[str], None]) -> tuple[list[Tutorial], str]:
+    from wikihowagent.tutorials import LoadReport, TutorialError, default_tutorials_path, load_tutorials
+
+    source = req.tutorials or default_tutorials_path()
+    report = LoadReport()
+    try:
+        selected = load_tutorials(source, domains=req.domains, max_tutorials=req.max_tutorials,
+                                  clean_citations=cfg.workflow.strip_citations, skip_invalid=req.skip_invalid,
+                                  report=report)
+    except TutorialError as exc:
+        raise GenerateError(str(exc)) from None
+    for problem in report.invalid:
+        warn(problem)
+    if not selected:
+        raise GenerateError(f"{source}: no tutorials with >= 2 steps"
+                            + (f" in domain(s) {', '.join(req.domains)}" if req.domains else ""))
+    return selected, str(source)
+
+
+def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
+    """Run (or resume) one run directory. `console` (rich) shows the plan, skipped articles and the progress
+    bar. Raises GenerateError (one line) for anything that stops the stage; a conversation's failure does not."""
+    from wikihowagent.backends import BackendError, check_backend, make_chat_model, resolve_spec, shutdown_local_servers
+    from wikihowagent.config import load_config
+    from wikihowagent.runs import RunError, dir_lock
+    from wikihowagent.workflow.prompts import load_prompts
+
+    learner = req.learner or req.teacher
+    try:
+        cfg = load_config(req.config, req.config_overrides())
+    except ConfigError as exc:
+        raise GenerateError(str(exc)) from None
+    selected, source = _select_tutorials(
+        req, cfg, lambda problem: console.print(f"[yellow]skipped:[/] {problem}", highlight=False))
+    shard_kn = None
+    if req.shard:
+        try:
+            shard_kn = parse_shard(req.shard)
+        except ValueError as exc:
+            raise GenerateError(str(exc)) from None
+        selected = selected[shard_kn[0]::shard_kn[1]]
+    filters = {"max_tutorials": req.max_tutorials, "domains": list(req.domains), "shard": req.shard}
+
+    try:
+        prompts = load_prompts(cfg.prompts or None)
+        aliases = Path(cfg.models) if cfg.models else None
+        roles = {"teacher": req.teacher, "learner": learner}
+        resolved = {}
+        urls = {}  # --base-url is for openai: specs; an Ollama or local role keeps its own endpoint
+        for role, spec in roles.items():
+            resolved[role] = resolve_spec(spec, aliases)
+            urls[role] = req.base_url if resolved[role].provider == "openai" else None
+            check_backend(resolved[role], urls[role])
+    except (BackendError, ConfigError) as exc:
+        raise GenerateError(str(exc)) from None
+    options = WorkflowOptions(max_interactions=cfg.workflow.max_interactions, history=cfg.workflow.history,
+                              learner_farewell=cfg.workflow.learner_farewell)
+    name = req.out.name if req.out else default_run_name(req.teacher, learner, req.evaluator)
+    run_dir = req.out or Path(cfg.runs_dir) / name
+    if shard_kn is not None:  # shards keep the run's name, so conversation ids do not depend on sharding
+        run_dir = shard_dir(run_dir, *shard_kn)
+    # What the conversations depend on; transport settings (timeout, retries, slots, concurrency) may change
+    # between invocations, e.g. a longer --timeout to finish the conversations that timed out.
+    fingerprint = {
+        "teacher": req.teacher, "learner": learner, "evaluator": req.evaluator or req.teacher,
+        "model": cfg.model.model_dump(exclude={"timeout_s", "max_retries"}), "workflow": cfg.workflow.model_dump(),
+        "prompts": prompts.model_dump(), "tutorials_source": source,
+    }
+    if any(r.provider == "local" for r in resolved.values()):
+        fingerprint["local"] = cfg.local.model_dump(include={"max_tokens", "n_ctx"})
+    endpoints = {k: v.model_dump() | ({"base_url": urls[k]} if urls[k] else {}) for k, v in resolved.items()}
+    try:
+        # One `generate` per run directory at a time: two appenders (e.g. an overlapping requeue) would
+        # run the same tutorials and lose records when one rewrites the file under the other.
+        with dir_lock(run_dir, blocking=False, what="another 'wikihowagent generate'"):
+            models: dict[str, BaseChatModel] = {}
+
+            def model_for(role: str) -> BaseChatModel:
+                spec = roles[role]
+                if spec not in models:  # homogeneous: one model object for both roles
+                    models[spec] = make_chat_model(resolved[role], cfg.model, cfg.local, base_url=urls[role])
+                return models[spec]
+
+            try:
+                return _run(cfg, run_dir, name, fingerprint, endpoints, selected, source, filters, req.retry_failed,
+                            options, prompts, roles, model_for, console)
+            finally:
+                shutdown_local_servers()
+    except (RunError, BackendError) as exc:
+        raise GenerateError(str(exc)) from None
+
+
+def _run(cfg: Config, run_dir: Path, name: str, fingerprint: dict[str, Any], endpoints: dict[str, Any],
+         selected: list[Tutorial], source: str, filters: dict[str, Any], retry_failed: bool, options: WorkflowOptions,
+         prompts: PromptTemplates, roles: dict[str, str], model_for: Callable[[str], BaseChatModel],
+         console: Any) -> GenerateSummary:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    done_ids, previous = prepare_run_dir(run_dir, fingerprint, retry_failed)
+    todo = [t for t in selected if t.tutorial_id not in done_ids]
+    stats = RunStats(total=len(selected), already_done=len(selected) - len(todo))
+    console.print(f"run [bold]{run_dir}[/]: {len(selected)} tutorials, {stats.already_done} already done, "
+                  f"{len(todo)} to go (teacher={roles['teacher']}, learner={roles['learner']}, "
+                  f"concurrency={cfg.concurrency})", highlight=False)
+    teacher_model, learner_model = (model_for("teacher"), model_for("learner")) if todo else (None, None)
+    info = run_info(name, fingerprint, cfg, endpoints, source, (previous and previous.started_at) or now(), filters)
+    if previous is not None:
+        info.resumed_at = now()
+    write_run_info(run_dir, info)
+    summary = GenerateSummary(run_dir=run_dir, stats=stats, max_interactions=options.max_interactions)
+    try:
+        if todo:
+            progress = Progress(
+                TextColumn("[bold]generate"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("ok {task.fields[ok]} · failed {task.fields[failed]} · {task.fields[tokens]} tokens"),
+                TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console,
+            )
+            with progress:
+                task = progress.add_task("generate", total=len(todo), ok=0, failed=0, tokens=0)
+
+                def on_done(record: ConversationRecord) -> None:  # `stats` is updated in place before this is called
+                    progress.update(task, advance=1, ok=stats.done, failed=stats.failed,
+                                    tokens=stats.completion_tokens)
+
+                asyncio.run(run_conversations(
+                    todo, teacher_model, learner_model, prompts, options, run_dir / CONVERSATIONS,
+                    run_name=name, teacher=roles["teacher"], learner=roles["learner"], concurrency=cfg.concurrency,
+                    on_done=on_done, stats=stats,
+                ))
+    except KeyboardInterrupt:
+        summary.interrupted = True
+    finally:
+        # Also after Ctrl-C or an unexpected error: run.json never stays "running".
+        finish_run_info(run_dir, info, stats, interrupted=summary.interrupted)
+    summary.counts = info.counts
+    return summary
