@@ -165,7 +165,7 @@ def test_evaluate_uses_the_endpoint_recorded_in_run_json(tmp_path):
     assert judged and {r["model"] for r in judged} == {"judge-model"}
     assert "Bearer sk-real-openai-key" not in srv.auth  # the OpenAI key never reaches this server
     scores = [json.loads(line) for line in (out / "scores.jsonl").read_text().splitlines()]
-    assert scores[0]["metrics"]["Clarity"] == 4 and scores[0]["evaluator"] == "openai:judge-model"
+    assert scores[0]["metrics"]["Clarity"] == 4 and scores[0]["judge"]["evaluator"] == "openai:judge-model"
 
 
 def test_evaluate_resolves_evaluator_aliases_from_the_config_models_file(tmp_path):

@@ -17,10 +17,16 @@ from .runner import EvaluateError
 ROLES = ("evaluator", "teacher", "learner")
 
 
-def recorded_endpoint(info: dict[str, Any], spec: str) -> dict[str, Any] | None:
+def _resolved_of(info: Any) -> dict[str, Any] | None:
+    """run.json's `resolved` (role -> provider/model/base_url), from a RunInfo or a dict; None if absent."""
+    resolved = info.get("resolved") if isinstance(info, dict) else getattr(info, "resolved", None)
+    return resolved if isinstance(resolved, dict) and resolved else None
+
+
+def recorded_endpoint(info: Any, spec: str) -> dict[str, Any] | None:
     """What `spec` resolved to when the run was generated (run.json `resolved`), or None if not recorded."""
-    resolved = info.get("resolved") if isinstance(info, dict) else None
-    if not isinstance(resolved, dict):
+    resolved = _resolved_of(info)
+    if resolved is None:
         return None
     for role in ROLES:
         ep = resolved.get(role)
@@ -29,7 +35,7 @@ def recorded_endpoint(info: dict[str, Any], spec: str) -> dict[str, Any] | None:
     return None
 
 
-def judge_base_url(spec: str, info: dict[str, Any], where: str, base_url: str | None,
+def judge_base_url(spec: str, info: Any, where: str, base_url: str | None,
                    aliases: Path | None) -> str | None:
     """The base URL for the judge `spec` of the run described by `info` (None: the spec's own default).
 
@@ -59,10 +65,10 @@ def judge_base_url(spec: str, info: dict[str, Any], where: str, base_url: str | 
     return ep.get("base_url") or None
 
 
-def _legacy_openai_base(info: dict[str, Any]) -> str | None:
+def _legacy_openai_base(info: Any) -> str | None:
     """For runs recorded before the evaluator's endpoint was: the server their openai: roles used."""
-    resolved = info.get("resolved") if isinstance(info, dict) else None
-    if not isinstance(resolved, dict) or "evaluator" in resolved:
+    resolved = _resolved_of(info)
+    if resolved is None or "evaluator" in resolved:
         return None
     urls = {ep.get("base_url") for ep in resolved.values() if isinstance(ep, dict) and ep.get("provider") == "openai"}
     urls.discard(None)
