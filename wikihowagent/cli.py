@@ -23,6 +23,9 @@ console = Console(stderr=True)
 
 # The evaluation and alignment stages register their own commands (their modules import lazily).
 from wikihowagent.alignment.command import align, annotate_export  # noqa: E402
+from wikihowagent.corpus.command import (  # noqa: E402
+    DomainOpt, DomainsFileOpt, PerOpt, SampleOpt, SampleSeedOpt, TopicOpt, print_load_warnings, stats, tutorials,
+)
 from wikihowagent.evaluation.command import evaluate  # noqa: E402
 
 app.command("evaluate")(evaluate)
@@ -31,6 +34,8 @@ annotate_app = typer.Typer(help="Annotation sheets for the human alignment study
 annotate_app.command("export")(annotate_export)
 app.add_typer(annotate_app, name="annotate")
 app.command("align")(align)
+app.command("tutorials")(tutorials)
+app.command("stats")(stats)
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -48,7 +53,12 @@ def generate(
     tutorials: Annotated[Optional[Path], typer.Option(help="Article directory tree, JSON or JSONL file (default: the bundled sample).")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Run directory (default: <runs_dir>/T-<teacher>_L-<learner>_E-<evaluator>).")] = None,
     max_tutorials: Annotated[Optional[int], typer.Option(min=1, help="Use the first N tutorials (deterministic order).")] = None,
-    domain: Annotated[Optional[list[str]], typer.Option(help="Only tutorials of this domain (repeatable).")] = None,
+    domain: DomainOpt = None,
+    topic: TopicOpt = None,
+    domains: DomainsFileOpt = None,
+    sample: SampleOpt = None,
+    per: PerOpt = "domain",
+    sample_seed: SampleSeedOpt = 0,
     concurrency: Annotated[Optional[int], typer.Option(min=1, help="Conversations in flight.")] = None,
     max_interactions: Annotated[Optional[int], typer.Option(min=2, help="Cut a conversation after M messages (paper: 40).")] = None,
     history: Annotated[Optional[int], typer.Option(min=0, help="Show agents the last N messages (0 = the paper's prompts).")] = None,
@@ -64,7 +74,8 @@ def generate(
 ) -> None:
     """Simulate teacher-learner conversations over tutorials into a resumable run directory."""
     from wikihowagent.config import ConfigError, load_config
-    from wikihowagent.tutorials import LoadReport, TutorialError, default_tutorials_path, load_tutorials
+    from wikihowagent.corpus.core import LoadReport, TutorialError, default_tutorials_path
+    from wikihowagent.corpus.sampling import select_tutorials
 
     learner = learner or teacher
     overrides = {
@@ -80,15 +91,16 @@ def generate(
     source = tutorials or default_tutorials_path()
     report = LoadReport()
     try:
-        selected = load_tutorials(source, domains=domain or (), max_tutorials=max_tutorials,
-                                  clean_citations=cfg.workflow.strip_citations, skip_invalid=skip_invalid,
-                                  report=report)
-    except TutorialError as exc:
+        selected = select_tutorials(source, domains=domain or (), topics=topic or (), domains_file=domains,
+                                    sample=sample, per=per, seed=sample_seed, max_tutorials=max_tutorials,
+                                    clean_citations=cfg.workflow.strip_citations, skip_invalid=skip_invalid,
+                                    report=report)
+    except (TutorialError, ValueError) as exc:
         fail(str(exc))
-    for problem in report.invalid:
-        console.print(f"[yellow]skipped:[/] {problem}", highlight=False)
+    print_load_warnings(console, report)
     if not selected:
-        fail(f"{source}: no tutorials with >= 2 steps" + (f" in domain(s) {', '.join(domain)}" if domain else ""))
+        fail(f"{source}: no tutorials with >= 2 steps" + (f" in domain(s) {', '.join(domain)}" if domain else "")
+             + (f" in topic(s) {', '.join(topic)}" if topic else ""))
     shard_kn = None
     if shard:
         from wikihowagent.generate import parse_shard
@@ -99,7 +111,9 @@ def generate(
             fail(str(exc))
         selected = selected[shard_kn[0]::shard_kn[1]]
     code = _generate(cfg, teacher, learner, evaluator, selected, str(source), out, base_url, retry_failed,
-                     {"max_tutorials": max_tutorials, "domains": domain or [], "shard": shard}, shard_kn)
+                     {"max_tutorials": max_tutorials, "domains": domain or [], "shard": shard, "topics": topic or [],
+                      "domains_file": str(domains) if domains else None,
+                      "sample": {"n": sample, "per": per, "seed": sample_seed} if sample else None}, shard_kn)
     raise typer.Exit(code)
 
 
@@ -240,30 +254,6 @@ def graph(
     from wikihowagent.workflow.graph import WorkflowOptions, mermaid
 
     typer.echo(mermaid(WorkflowOptions(max_interactions=max_interactions)))
-
-
-@app.command("tutorials")
-def list_tutorials(
-    tutorials: Annotated[Optional[Path], typer.Option(help="Article directory tree, JSON or JSONL file.")] = None,
-    domain: Annotated[Optional[list[str]], typer.Option(help="Only this domain (repeatable).")] = None,
-    max_tutorials: Annotated[Optional[int], typer.Option(min=1)] = None,
-) -> None:
-    """List the tutorials an input yields (id, domain, steps, title)."""
-    from rich.table import Table
-
-    from wikihowagent.tutorials import LoadReport, TutorialError, load_tutorials
-
-    report = LoadReport()
-    try:
-        items = load_tutorials(tutorials, domains=domain or (), max_tutorials=max_tutorials, report=report)
-    except TutorialError as exc:
-        fail(str(exc))
-    table = Table("tutorial_id", "domain", "steps", "title / method")
-    for t in items:
-        table.add_row(t.tutorial_id, t.domain, str(len(t.steps)), f"{t.title} / {t.method_title}")
-    Console().print(table)
-    console.print(f"{len(items)} tutorials from {report.articles} articles ({report.methods} methods; "
-                  f"{report.skipped_short} with < 2 steps skipped)", highlight=False)
 
 
 def main() -> None:

@@ -93,6 +93,7 @@ def to_record(tutorial: Tutorial, state: dict[str, Any], run_name: str, teacher:
         source_tutorial_path=tutorial.source_tutorial_path,
         title=tutorial.title,
         categories=tutorial.categories,
+        topic=tutorial.topic,
         domain=tutorial.domain,
         summary=tutorial.summary,
         tutorial=TutorialRef(title=tutorial.method_title, steps=tutorial.steps),

@@ -25,7 +25,7 @@ from typing import Iterator
 import numpy as np
 
 from wikihowagent import runs
-from wikihowagent.tutorials import domain_of
+from wikihowagent.corpus.domains import record_domain
 
 from .common import KNOWN_META_KEYS, METRIC_BY_KEY, METRICS, AlignInputError, Problems, norm_key, parse_score, where
 
@@ -234,7 +234,8 @@ def read_paper_run(path: Path, problems: Problems) -> list[ScoreRow]:
             values=_metric_values(ev, loc, problems, missing),
             run=run,
             model=model_label(run=run),
-            domain=domain_of([str(c) for c in cats]) if isinstance(cats, list) else "",
+            domain=record_domain([str(c) for c in cats], str(rec.get("source_tutorial_path") or ""))
+            if isinstance(cats, list) else "",
             title=rec.get("title") or "",
             tutorial_id=f"{rec.get('title', '')}|{rec.get('doc_id', '')}|{rec.get('method_id', '')}",
             where=loc,

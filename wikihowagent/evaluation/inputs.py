@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.runs import CONVERSATIONS
-from wikihowagent.tutorials import domain_of
+from wikihowagent.corpus.domains import record_domain
 
 # The workflow's fixed texts (no model call): excluded from the default metrics, see README.md, "Metrics".
 BEGIN_RE = re.compile(r"^\s*Let's begin:.*\bBEGIN\W*$", re.S)
@@ -155,7 +155,8 @@ def _domain(obj: dict[str, Any]) -> str:
     if obj.get("domain"):
         return str(obj["domain"])
     cats = obj.get("categories")
-    return domain_of([c for c in cats if isinstance(c, str)]) if isinstance(cats, list) else ""
+    cats = [c for c in cats if isinstance(c, str)] if isinstance(cats, list) else []
+    return record_domain(cats, str(obj.get("source_tutorial_path") or "")) if cats else ""
 
 
 def parse_record(obj: dict[str, Any], run: str, where: str) -> tuple[Conversation | None, str | None]:
