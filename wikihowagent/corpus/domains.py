@@ -102,7 +102,7 @@ class DomainTable:
         if crumbs and crumbs[0].lower() in ROOT_CATEGORIES:
             crumbs = crumbs[1:]
         specific_first = crumbs[::-1]
-        folder_domain = self.domain_name(folder) if folder else None
+        folder_domain = self.domain_name(folder) if folder and not self.topic_entry(folder) else None
         if folder and folder_domain is None:
             entry = self.topic_entry(folder)
             topic = entry[0] if entry else folder

@@ -36,7 +36,8 @@ class GraphBuilder:
         chain = [ROOT, self._node("domain", art.domain or "(none)"), self._node("topic", art.topic or "(none)")]
         crumbs = [c for c in art.raw.get("categories", []) if c.strip() and c.strip().lower() not in ROOT_CATEGORIES]
         keys = [norm(c) for c in crumbs]
-        below = keys.index(norm(art.topic)) + 1 if norm(art.topic) in keys else len(crumbs)  # categories under the topic
+        # The breadcrumb below the topic; a topic not in it (a folder) takes what is below the domain-level crumb.
+        below = keys.index(norm(art.topic)) + 1 if norm(art.topic) in keys else 1
         for c in crumbs[below:]:
             chain.append(self._node("category", c))
         if self.with_articles:
