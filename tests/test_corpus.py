@@ -106,7 +106,7 @@ def test_topic_and_domain_filters_and_domains_file(tmp_path):
     assert [t.title for t in load_tutorials(tmp_path / "c", domains=["hobbies & leisure"])] == ["How to Sketch"]
     custom = tmp_path / "mine.csv"
     custom.write_text("Domain,Topic\nLove Life,Dating\n", encoding="utf-8")
-    tuts = select_tutorials(tmp_path / "c", domains_file=custom)
+    tuts = list(select_tutorials(tmp_path / "c", domains_file=custom))
     assert {t.title: t.domain for t in tuts} == {"How to Flirt": "Love Life", "How to Sketch": "Hobbies and Crafts"}
 
 
@@ -120,7 +120,7 @@ def test_bad_domains_file_is_one_line_naming_it(tmp_path, content, needle):
     f = tmp_path / "d [x].csv"
     f.write_text(content, encoding="utf-8")
     with pytest.raises(TutorialError) as err:
-        select_tutorials(None, domains_file=f)
+        list(select_tutorials(None, domains_file=f))
     assert str(f) in str(err.value) and needle in str(err.value) and "\n" not in str(err.value)
 
 
@@ -205,8 +205,8 @@ def test_balanced_sample_per_domain_and_topic_is_seeded(tmp_path):
     by_topic = balanced_sample(tuts, 2, "topic", seed=3)
     assert Counter(t.topic for t in by_topic) == {"Dogs": 2, "Dating": 2, "Love": 2, "Cakes": 1}
     # Sample, then cap; the same call gives the same tutorials.
-    picked = select_tutorials(tmp_path, sample=1, per="topic", seed=5, max_tutorials=3)
-    assert len(picked) == 3 and picked == select_tutorials(tmp_path, sample=1, per="topic", seed=5, max_tutorials=3)
+    picked = list(select_tutorials(tmp_path, sample=1, per="topic", seed=5, max_tutorials=3))
+    assert len(picked) == 3 and picked == list(select_tutorials(tmp_path, sample=1, per="topic", seed=5, max_tutorials=3))
     with pytest.raises(ValueError, match="--per"):
         balanced_sample(tuts, 1, "colour")  # type: ignore[arg-type]
 
@@ -321,6 +321,7 @@ def test_tutorials_skip_invalid_and_literal_warnings(tmp_path):
     assert "skipped: " in result.output and "a.jsonl:2: malformed JSON" in result.output
     assert "duplicate: " in result.output and "(path a[/b]/How to Knit.json)" in result.output
     assert "1 tutorials from 1 articles" in result.output
+    assert "\tHobbies & Leisure\tCrafts\t2\tHow to Knit / Main\n" in result.stdout  # tab-separated when piped
 
 
 def test_stats_on_the_bundled_sample_and_a_crawl_tree(tmp_path):

@@ -24,7 +24,8 @@ console = Console(stderr=True)
 # The evaluation and alignment stages register their own commands (their modules import lazily).
 from wikihowagent.alignment.command import align, annotate_export  # noqa: E402
 from wikihowagent.corpus.command import (  # noqa: E402
-    DomainOpt, DomainsFileOpt, PerOpt, SampleOpt, SampleSeedOpt, TopicOpt, print_load_warnings, stats, tutorials,
+    DomainOpt, DomainsFileOpt, PerOpt, SampleOpt, SampleSeedOpt, TopicOpt, empty_message, print_load_warnings, stats,
+    tutorials,
 )
 from wikihowagent.evaluation.command import evaluate  # noqa: E402
 
@@ -91,16 +92,15 @@ def generate(
     source = tutorials or default_tutorials_path()
     report = LoadReport()
     try:
-        selected = select_tutorials(source, domains=domain or (), topics=topic or (), domains_file=domains,
+        selected = list(select_tutorials(source, domains=domain or (), topics=topic or (), domains_file=domains,
                                     sample=sample, per=per, seed=sample_seed, max_tutorials=max_tutorials,
                                     clean_citations=cfg.workflow.strip_citations, skip_invalid=skip_invalid,
-                                    report=report)
+                                    report=report))
     except (TutorialError, ValueError) as exc:
         fail(str(exc))
     print_load_warnings(console, report)
     if not selected:
-        fail(f"{source}: no tutorials with >= 2 steps" + (f" in domain(s) {', '.join(domain)}" if domain else "")
-             + (f" in topic(s) {', '.join(topic)}" if topic else ""))
+        fail(empty_message(source, domain, topic))
     shard_kn = None
     if shard:
         from wikihowagent.generate import parse_shard

@@ -34,7 +34,7 @@ def _fail(console, message: str) -> None:
     raise typer.Exit(2)
 
 
-def _empty_message(source: Path, domain, topic, sample) -> str:
+def empty_message(source: Path, domain, topic) -> str:
     where = [f"domain(s) {', '.join(domain)}"] if domain else []
     where += [f"topic(s) {', '.join(topic)}"] if topic else []
     return f"{source}: no tutorials with >= 2 steps" + (f" in {' and '.join(where)}" if where else "")
@@ -51,7 +51,10 @@ def tutorials(
     sample_seed: SampleSeedOpt = 0,
     skip_invalid: SkipInvalidOpt = False,
 ) -> None:
-    """List the tutorials an input yields (id, domain, topic, steps, title)."""
+    """List the tutorials an input yields (id, domain, topic, steps, title): a table on a terminal, else
+    tab-separated lines as they are read (a 20,000-article crawl streams)."""
+    import sys
+
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -62,20 +65,30 @@ def tutorials(
     console = Console(stderr=True)
     report = LoadReport()
     source = tutorials or default_tutorials_path()
+    heads = ("tutorial_id", "domain", "topic", "steps", "title / method")
+    table = Table(*heads) if sys.stdout.isatty() else None
+    n = 0
     try:
-        items = select_tutorials(source, domains=domain or (), topics=topic or (), domains_file=domains, sample=sample,
-                                 per=per, seed=sample_seed, max_tutorials=max_tutorials, skip_invalid=skip_invalid,
-                                 report=report)
+        for t in select_tutorials(source, domains=domain or (), topics=topic or (), domains_file=domains,
+                                  sample=sample, per=per, seed=sample_seed, max_tutorials=max_tutorials,
+                                  skip_invalid=skip_invalid, report=report):
+            cells = (t.tutorial_id, t.domain, t.topic, str(len(t.steps)), f"{t.title} / {t.method_title}")
+            if table is not None:
+                table.add_row(*map(Text, cells))
+            else:
+                if not n:
+                    sys.stdout.write("\t".join(heads) + "\n")
+                sys.stdout.write("\t".join(c.replace("\t", " ") for c in cells) + "\n")
+            n += 1
     except (TutorialError, ValueError) as exc:
+        print_load_warnings(console, report)
         _fail(console, str(exc))
     print_load_warnings(console, report)
-    if not items:
-        _fail(console, _empty_message(source, domain, topic, sample))
-    table = Table("tutorial_id", "domain", "topic", "steps", "title / method")
-    for t in items:
-        table.add_row(*map(Text, (t.tutorial_id, t.domain, t.topic, str(len(t.steps)), f"{t.title} / {t.method_title}")))
-    Console().print(table)
-    console.print(f"{len(items)} tutorials from {report.summary()}", highlight=False, markup=False)
+    if not n:
+        _fail(console, empty_message(source, domain, topic))
+    if table is not None:
+        Console().print(table)
+    console.print(f"{n} tutorials from {report.summary()}", highlight=False, markup=False)
 
 
 def stats(

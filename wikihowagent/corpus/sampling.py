@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from itertools import islice
 from pathlib import Path
 from typing import Literal
 
-from wikihowagent.corpus.core import LoadReport, TutorialError, load_tutorials
+from wikihowagent.corpus.core import LoadReport, TutorialError, iter_tutorials
 from wikihowagent.corpus.domains import DomainTable, DomainTableError
 from wikihowagent.records import Tutorial
 
@@ -51,18 +52,18 @@ def select_tutorials(
     clean_citations: bool = True,
     skip_invalid: bool = False,
     report: LoadReport | None = None,
-) -> list[Tutorial]:
+) -> Iterator[Tutorial]:
     """What `generate` / `tutorials` run on: load with the filters, then the balanced sample, then the cap.
 
-    Raises TutorialError (bad input or --domains file, one line) or ValueError (bad --sample / --per).
+    Streams unless sampling (a sample needs every candidate). Raises TutorialError (bad input or --domains
+    file, one line) or ValueError (bad --sample / --per) while iterating.
     """
     try:
         table = DomainTable.read(domains_file) if domains_file is not None else None
     except DomainTableError as exc:
         raise TutorialError(str(exc)) from None
-    cap = None if sample is not None else max_tutorials
-    items = load_tutorials(path, domains=domains, topics=topics, max_tutorials=cap, clean_citations=clean_citations,
-                           skip_invalid=skip_invalid, report=report, table=table)
+    items: Iterable[Tutorial] = iter_tutorials(path, domains=domains, topics=topics, clean_citations=clean_citations,
+                                               skip_invalid=skip_invalid, report=report, table=table)
     if sample is not None:
-        items = balanced_sample(items, sample, per, seed)[:max_tutorials]
-    return items
+        items = balanced_sample(list(items), sample, per, seed)
+    yield from islice(items, max_tutorials)
