@@ -346,3 +346,24 @@ def test_domain_table_normalises_names():
     t = DomainTable([("Health", "Men's-Health")], "x")
     assert t.place(["Categories", "Men's Health"], None).domain == "Health"
     assert t.place([], "men's health").topic == "Men's-Health"
+
+
+def test_generate_runs_a_balanced_sample_and_resumes_it(tmp_path):
+    from fake_servers import FakeOpenAI
+
+    from wikihowagent.runs import iter_jsonl
+
+    out = tmp_path / "run"
+    args = ["generate", "--teacher", "openai:fake-model", "--out", str(out), "--retries", "0",
+            "--sample", "1", "--per", "domain", "--sample-seed", "3", "--domain", "Food & Cooking", "--domain", "Health"]
+    with FakeOpenAI() as srv:
+        env = {"OPENAI_COMPATIBLE_API_KEY": "sk-x"}
+        res = CliRunner().invoke(app, [*args, "--base-url", srv.base_url], env=env)
+        assert res.exit_code == 0, res.output
+        again = CliRunner().invoke(app, [*args, "--base-url", srv.base_url], env=env)
+        assert again.exit_code == 0 and "2 already done, 0 to go" in again.output
+    records = [o for _, o in iter_jsonl(out / "conversations.jsonl")]
+    assert sorted(r["domain"] for r in records) == ["Food & Cooking", "Health"]
+    assert all(r["topic"] for r in records)
+    info = json.loads((out / "run.json").read_text())
+    assert info["filters"]["sample"] == {"n": 1, "per": "domain", "seed": 3}
