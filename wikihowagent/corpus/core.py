@@ -63,13 +63,11 @@ class LoadReport:
     duplicates: list[str] = field(default_factory=list)  # one-line warnings; the first occurrence is kept
     unmapped: Counter = field(default_factory=Counter)  # topic -> articles whose domain fell back to categories[1]
 
-    @property
-    def skipped_short(self) -> int:
-        return sum(self.skipped.values())
-
     def summary(self) -> str:
         skips = ", ".join(f"{n} {why}" for why, n in sorted(self.skipped.items())) or "none"
         parts = [f"{self.articles} articles, {self.methods} methods; methods skipped: {skips}"]
+        if self.filtered:
+            parts.append(f"{self.filtered} tutorials left out by --domain/--topic")
         if self.empty_steps:
             parts.append(f"{self.empty_steps} empty steps dropped")
         if self.duplicates:
