@@ -367,3 +367,34 @@ def test_generate_runs_a_balanced_sample_and_resumes_it(tmp_path):
     assert all(r["topic"] for r in records)
     info = json.loads((out / "run.json").read_text())
     assert info["filters"]["sample"] == {"n": 1, "per": "domain", "seed": 3}
+
+
+def test_graph_html_works_in_a_browser_with_the_network_cut(tmp_path):
+    """Opened in Chromium with every non-file request refused: no request, no script error; the filter works.
+    Needs Playwright and Debian's chromium (see the browser-testing notes); skipped without them."""
+    sync_api = pytest.importorskip("playwright.sync_api")
+    chromium = Path("/usr/bin/chromium")
+    if not chromium.exists():
+        pytest.skip("no /usr/bin/chromium")
+    src = stats_corpus(tmp_path / "c")
+    result = CliRunner().invoke(app, ["stats", "--tutorials", str(src), "--out", str(tmp_path / "o"), "--graph",
+                                      "--graph-articles", "--no-figures"])
+    assert result.exit_code == 0, result.output
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(chromium), args=["--no-sandbox"])
+        page = browser.new_page()
+        errors, remote = [], []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:")
+                   else (remote.append(r.request.url), r.abort()))
+        page.goto((tmp_path / "o" / "graph.html").as_uri())
+        assert page.locator("details.domain:visible").count() == 2  # the root is open
+        page.fill("#q", "walk a dog")
+        shown = page.locator("li.article:not(.hidden)")
+        assert shown.count() == 1 and "How to Walk a Dog" in shown.inner_text()
+        assert page.locator("details.topic:not(.hidden)").count() == 1
+        page.fill("#q", "")
+        assert page.locator("details.topic:not(.hidden)").count() == 3
+        browser.close()
+    assert errors == [] and remote == []

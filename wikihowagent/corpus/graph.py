@@ -114,7 +114,7 @@ document.getElementById('q').oninput = (e) => {{
     const own = (n.dataset.label || '').includes(q);
     const kid = Array.from(n.querySelectorAll(':scope > details, :scope > ul > li.article')).some(c => !c.classList.contains('hidden'));
     n.classList.toggle('hidden', q !== '' && !own && !kid);
-    if (n.tagName === 'DETAILS') n.open = q !== '' && kid;
+    if (n.tagName === 'DETAILS') n.open = q === '' ? n.classList.contains('root') : kid;
   }});
 }};
 </script></body></html>
@@ -135,7 +135,9 @@ def _html(g: nx.DiGraph) -> str:
                 f'<li class="article" data-label="{html.escape(g.nodes[c]["label"].lower())}">'
                 f'{html.escape(g.nodes[c]["label"])}</li>' for c in arts) + "</ul>"
         data = html.escape(d["label"].lower())
-        return f'<details class="{d["kind"]}" data-label="{data}"><summary>{label} {counts}</summary>{inner}</details>'
+        opened = " open" if d["kind"] == "root" else ""
+        return (f'<details class="{d["kind"]}" data-label="{data}"{opened}><summary>{label} {counts}</summary>'
+                f'{inner}</details>')
 
     tree = render(ROOT, set())
     return _PAGE.format(title="WikiHow topic knowledge graph", nodes=g.number_of_nodes(), edges=g.number_of_edges(),
