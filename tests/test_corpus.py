@@ -321,7 +321,11 @@ def test_tutorials_skip_invalid_and_literal_warnings(tmp_path):
     assert "skipped: " in result.output and "a.jsonl:2: malformed JSON" in result.output
     assert "duplicate: " in result.output and "(path a[/b]/How to Knit.json)" in result.output
     assert "1 tutorials from 1 articles" in result.output
+    assert "unmapped topic: " not in result.output
     assert "\tHobbies & Leisure\tCrafts\t2\tHow to Knit / Main\n" in result.stdout  # tab-separated when piped
+    f.write_text(json.dumps(art("How to Weave", ["Crafty [b]Things", "Baskets"])) + "\n")
+    result = CliRunner().invoke(app, ["tutorials", "--tutorials", str(f)])
+    assert result.exit_code == 0 and "unmapped topic: Baskets: 1 articles, domain = categories[1]" in result.output
 
 
 def test_stats_on_the_bundled_sample_and_a_crawl_tree(tmp_path):

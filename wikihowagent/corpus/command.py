@@ -19,10 +19,15 @@ SkipInvalidOpt = Annotated[bool, typer.Option(help="Skip (and list) bad articles
 
 
 def print_load_warnings(console, report) -> None:
-    """Bad articles skipped and duplicates ignored, one literal line each (never read as markup)."""
+    """Bad articles skipped, duplicates ignored and the (first 10) unmapped topics, one literal line each
+    (never read as markup)."""
     from rich.text import Text
 
-    for label, items in (("skipped: ", report.invalid), ("duplicate: ", report.duplicates)):
+    unmapped = [f"{t}: {n} articles, domain = categories[1]" for t, n in report.unmapped.most_common(10)]
+    if len(report.unmapped) > 10:
+        unmapped.append(f"... and {len(report.unmapped) - 10} more topics (all in `wikihowagent stats`)")
+    for label, items in (("skipped: ", report.invalid), ("duplicate: ", report.duplicates),
+                         ("unmapped topic: ", unmapped)):
         for problem in items:
             console.print(Text.assemble((label, "yellow"), problem), highlight=False, soft_wrap=True)
 
