@@ -156,8 +156,11 @@ def markdown(stats: CorpusStats, source: str, report: LoadReport, sample: str = 
     return "\n".join(lines)
 
 
-def sunburst(stats: CorpusStats, path: Path) -> None:
-    """Fig. 2: inner ring domains, outer ring their topics, sized by articles."""
+def sunburst(stats: CorpusStats, path: Path, max_topic_labels: int = 150) -> None:
+    """Fig. 2: inner ring domains (by their paper ID, named in the legend), outer ring their topics, sized by
+    articles; topic names written radially outside the ring."""
+    import math
+
     import matplotlib
 
     matplotlib.use("Agg")
@@ -165,8 +168,7 @@ def sunburst(stats: CorpusStats, path: Path) -> None:
 
     domains = sorted(stats.domains, key=lambda d: (stats.domain_ids.get(d, 10**6), d))
     cmap = plt.get_cmap("tab20")
-    inner, inner_colors, outer, outer_colors, outer_labels = [], [], [], [], []
-    total = max(stats.total.articles, 1)
+    inner, inner_colors, outer, outer_colors, outer_names = [], [], [], [], []
     for i, d in enumerate(domains):
         color = cmap(i % 20)
         inner.append(stats.domains[d].articles)
@@ -175,14 +177,25 @@ def sunburst(stats: CorpusStats, path: Path) -> None:
         for t, g in topics:
             outer.append(g.articles)
             outer_colors.append((*color[:3], 0.55))
-            outer_labels.append(f"{t} ({g.articles})" if g.articles / total >= 0.02 else "")
-    fig, ax = plt.subplots(figsize=(11, 11))
-    ax.pie(outer, radius=1.0, colors=outer_colors, labels=outer_labels, labeldistance=1.03, textprops={"fontsize": 7},
-           wedgeprops={"width": 0.3, "edgecolor": "white"}, startangle=90, counterclock=False)
-    ax.pie(inner, radius=0.7, colors=inner_colors, labels=[f"{d}\n({stats.domains[d].articles})" for d in domains],
-           labeldistance=0.55, textprops={"fontsize": 7}, wedgeprops={"width": 0.4, "edgecolor": "white"},
-           startangle=90, counterclock=False)
-    ax.set_title(f"{len(domains)} domains (inner) and {len(stats.topics)} topics (outer), by articles")
+            outer_names.append(f"{t} ({g.articles})")
+    fig, ax = plt.subplots(figsize=(13, 11))
+    wedges, _ = ax.pie(outer, radius=1.0, colors=outer_colors, wedgeprops={"width": 0.3, "edgecolor": "white"},
+                       startangle=90, counterclock=False)
+    if len(outer) <= max_topic_labels:
+        size = 7 if len(outer) <= 40 else 5
+        for w, name in zip(wedges, outer_names):
+            mid = (w.theta1 + w.theta2) / 2
+            x, y = math.cos(math.radians(mid)), math.sin(math.radians(mid))
+            flip = 90 < mid % 360 < 270
+            ax.text(1.02 * x, 1.02 * y, name, rotation=mid + 180 if flip else mid, rotation_mode="anchor",
+                    ha="right" if flip else "left", va="center", fontsize=size)
+    ids = [str(stats.domain_ids.get(d, "-")) for d in domains]
+    inner_wedges, _ = ax.pie(inner, radius=0.7, colors=inner_colors, labels=ids, labeldistance=0.72,
+                             textprops={"fontsize": 8}, wedgeprops={"width": 0.4, "edgecolor": "white"},
+                             startangle=90, counterclock=False)
+    ax.legend(inner_wedges, [f"{i} {d} ({stats.domains[d].articles})" for i, d in zip(ids, domains)],
+              loc="center left", bbox_to_anchor=(1.15, 0.5), fontsize=8, frameon=False, title="domain (articles)")
+    ax.set_title(f"{len(domains)} domains (inner) and {len(stats.topics)} topics (outer), by articles", pad=60)
     ax.set(aspect="equal")
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
