@@ -4,7 +4,7 @@ and the corpus options `generate` shares."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Literal, Optional
 
 import typer
 
@@ -13,7 +13,7 @@ DomainOpt = Annotated[Optional[list[str]], typer.Option(help="Only tutorials of 
 TopicOpt = Annotated[Optional[list[str]], typer.Option(help="Only tutorials of this topic (crawl folder, e.g. Relationship-Issues; repeatable).")]
 DomainsFileOpt = Annotated[Optional[Path], typer.Option("--domains", metavar="FILE", help="Topic -> domain CSV (columns Domain,Topic) replacing data/domains.csv.")]
 SampleOpt = Annotated[Optional[int], typer.Option(min=1, metavar="N", help="A balanced sample: N tutorials per domain (or per topic with --per topic).")]
-PerOpt = Annotated[str, typer.Option(metavar="domain|topic", help="What --sample balances over.")]
+PerOpt = Annotated[Literal["domain", "topic"], typer.Option(help="What --sample balances over.")]
 SampleSeedOpt = Annotated[int, typer.Option(help="Seed of the --sample draw (same seed, same sample).")]
 SkipInvalidOpt = Annotated[bool, typer.Option(help="Skip (and list) bad articles instead of stopping.")]
 
