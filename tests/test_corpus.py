@@ -308,6 +308,11 @@ def test_tutorials_exits_2_on_an_empty_file_like_generate(tmp_path):
         result = CliRunner().invoke(app, [*cmd, "--tutorials", str(empty)])
         assert result.exit_code == 2, (cmd, result.output)
         assert f"{empty}: no tutorials with >= 2 steps" in result.output
+    result = CliRunner().invoke(app, ["stats", "--tutorials", str(empty), "--out", str(tmp_path / "o")])
+    assert result.exit_code == 2 and f"{empty}: no articles to describe" in result.output
+    (tmp_path / "file").write_text("")
+    result = CliRunner().invoke(app, ["stats", "--out", str(tmp_path / "file" / "o"), "--no-figures"])
+    assert result.exit_code == 2 and "cannot write" in result.output and "Traceback" not in result.output
 
 
 def test_tutorials_skip_invalid_and_literal_warnings(tmp_path):

@@ -124,6 +124,8 @@ def stats(
                            skip_invalid=skip_invalid, report=report, console=console)
     except (TutorialError, ValueError) as exc:
         _fail(console, str(exc))
+    except OSError as exc:  # reading errors are TutorialErrors: this is the output directory
+        _fail(console, f"{exc.filename or out}: cannot write ({exc.strerror})")
     print_load_warnings(console, report)
     Console().print(result.table)
     console.print(report.summary(), highlight=False, markup=False)
