@@ -108,6 +108,12 @@ def test_topic_and_domain_filters_and_domains_file(tmp_path):
     custom.write_text("Domain,Topic\nLove Life,Dating\n", encoding="utf-8")
     tuts = list(select_tutorials(tmp_path / "c", domains_file=custom))
     assert {t.title: t.domain for t in tuts} == {"How to Flirt": "Love Life", "How to Sketch": "Hobbies and Crafts"}
+    # A --domains file that places no article contributes nothing: an error, for tutorials and stats.
+    custom.write_text("Domain,Topic\nSpace,Rockets\n", encoding="utf-8")
+    for cmd in (["tutorials"], ["stats", "--no-figures", "--out", str(tmp_path / "o")]):
+        result = CliRunner().invoke(app, [*cmd, "--tutorials", str(tmp_path / "c"), "--domains", str(custom)])
+        assert result.exit_code == 2, result.output
+        assert f"{custom}: none of its topics or domains matches any of the 2 articles" in result.output
 
 
 @pytest.mark.parametrize("content,needle", [

@@ -62,8 +62,18 @@ def select_tutorials(
         table = DomainTable.read(domains_file) if domains_file is not None else None
     except DomainTableError as exc:
         raise TutorialError(str(exc)) from None
+    report = report if report is not None else LoadReport()
     items: Iterable[Tutorial] = iter_tutorials(path, domains=domains, topics=topics, clean_citations=clean_citations,
                                                skip_invalid=skip_invalid, report=report, table=table)
     if sample is not None:
         items = balanced_sample(list(items), sample, per, seed)
     yield from islice(items, max_tutorials)
+    if domains_file is not None and max_tutorials is None:
+        check_domains_file_used(domains_file, report)
+
+
+def check_domains_file_used(domains_file: Path, report: LoadReport) -> None:
+    """A --domains file that places no article (every one fell back to categories[1]) is an error."""
+    if report.articles and sum(report.unmapped.values()) == report.articles:
+        raise TutorialError(f"{domains_file}: none of its topics or domains matches any of the {report.articles} "
+                            f"articles (all fell back to categories[1])")

@@ -243,7 +243,7 @@ def run_stats(source: Path, out: Path, *, domains_file: Path | None = None, grap
     from wikihowagent.corpus.core import TutorialError, iter_articles
     from wikihowagent.corpus.domains import DomainTableError
     from wikihowagent.corpus.graph import GraphBuilder, write_graph
-    from wikihowagent.corpus.sampling import balanced_sample
+    from wikihowagent.corpus.sampling import balanced_sample, check_domains_file_used
     from wikihowagent.records import make_tutorial_id
 
     report = report if report is not None else LoadReport()
@@ -278,6 +278,8 @@ def run_stats(source: Path, out: Path, *, domains_file: Path | None = None, grap
                 builder.add(art, len(methods))
     if not stats.total.articles:
         raise TutorialError(f"{source}: no articles to describe")
+    if domains_file is not None:
+        check_domains_file_used(domains_file, report)
     out.mkdir(parents=True, exist_ok=True)
     written = [out / "domains.csv", out / "topics.csv", out / "stats.md", out / "problems.txt"]
     write_csv(written[0], stats.domain_rows())
