@@ -93,9 +93,9 @@ def generate(
     report = LoadReport()
     try:
         selected = list(select_tutorials(source, domains=domain or (), topics=topic or (), domains_file=domains,
-                                    sample=sample, per=per, seed=sample_seed, max_tutorials=max_tutorials,
-                                    clean_citations=cfg.workflow.strip_citations, skip_invalid=skip_invalid,
-                                    report=report))
+                                         sample=sample, per=per, seed=sample_seed, max_tutorials=max_tutorials,
+                                         clean_citations=cfg.workflow.strip_citations, skip_invalid=skip_invalid,
+                                         report=report))
     except (TutorialError, ValueError) as exc:
         fail(str(exc))
     print_load_warnings(console, report)
