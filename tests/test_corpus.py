@@ -295,9 +295,9 @@ def test_graph_files_load_back_and_the_html_is_offline(tmp_path):
     j = nx.node_link_graph(json.loads((out / "graph.json").read_text(encoding="utf-8")), edges="edges")
     assert set(g.nodes) == set(j.nodes) and set(g.edges) == set(j.edges)
     assert nx.is_directed_acyclic_graph(g) and nx.is_tree(g)
-    assert ("root", "domain:pets-&-animals") in g.edges and ("domain:pets-&-animals", "topic:dogs") in g.edges
+    assert ("root", "domain:pets-and-animals") in g.edges and ("domain:pets-and-animals", "topic:dogs") in g.edges
     assert ("topic:house-training-cats", "category:cats") in g.edges  # the breadcrumb below the topic
-    assert g.nodes["root"]["articles"] == 3 and g.nodes["domain:pets-&-animals"]["tutorials"] == 3
+    assert g.nodes["root"]["articles"] == 3 and g.nodes["domain:pets-and-animals"]["tutorials"] == 3
     assert sum(1 for _, k in g.nodes(data="kind") if k == "article") == 3
     html = (out / "graph.html").read_text(encoding="utf-8")
     assert "How to Walk a Dog" in html and "<script>" in html
@@ -361,6 +361,7 @@ def test_domain_table_normalises_names():
     t = DomainTable([("Health", "Men's-Health")], "x")
     assert t.place(["Categories", "Men's Health"], None).domain == "Health"
     assert t.place([], "men's health").topic == "Men's-Health"
+    assert DomainTable.read().place(["Categories", "Cars and Other Vehicles"], None).domain == "Automobiles & Vehicles"
 
 
 def test_generate_runs_a_balanced_sample_and_resumes_it(tmp_path):

@@ -30,8 +30,9 @@ def default_domains_path() -> Path:
 
 
 def norm(name: str) -> str:
-    """`Relationship Issues`, `relationship-issues` and ` Relationship-Issues ` are one topic."""
-    return "-".join(name.replace("_", " ").replace("-", " ").split()).casefold()
+    """`Relationship Issues`, `relationship-issues` and ` Relationship-Issues ` are one topic; so are
+    `Cars & Other Vehicles` and `Cars and Other Vehicles`."""
+    return "-".join(name.replace("_", " ").replace("-", " ").replace("&", " and ").split()).casefold()
 
 
 def domain_of(categories: list[str]) -> str:
@@ -102,7 +103,15 @@ class DomainTable:
         if crumbs and crumbs[0].lower() in ROOT_CATEGORIES:
             crumbs = crumbs[1:]
         specific_first = crumbs[::-1]
-        folder_domain = self.domain_name(folder) if folder and not self.topic_entry(folder) else None
+        # A folder named after a domain is a domain folder (the bundled sample's layout), unless it names a topic
+        # as well: spelled as that topic ("Health", "Relationships"), or not spelled as the domain
+        # ("Pets-and-Animals" is a topic, "Pets & Animals" the domain).
+        folder_domain = None
+        if folder and (d := self.domain_name(folder)):
+            entry = self.topic_entry(folder)
+            spelled = folder.strip().casefold()
+            if entry is None or (spelled == d.casefold() and spelled != entry[0].casefold()):
+                folder_domain = d
         if folder and folder_domain is None:
             entry = self.topic_entry(folder)
             topic = entry[0] if entry else folder
