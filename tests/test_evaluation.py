@@ -432,7 +432,7 @@ def test_paper_files_are_read():
     a = list(srcs[0].conversations(print))
     b = list(srcs[1].conversations(print))
     assert [c.conversation_id for c in a] == [c.conversation_id for c in b] == ["p1", "p2"]
-    assert a[0].domain == "Hobbies and Crafts"
+    assert a[0].domain == "Hobbies & Leisure"  # the paper's domain of its breadcrumb (data/domains.csv)
 
 
 def test_record_problems():
@@ -669,8 +669,10 @@ def test_cli_paper_mode_latest_run_outputs_in_run_dir(tmp_path):
 
 def test_domain_skips_the_root_categories():
     base = {"conversation_id": "a", "tutorial": {"title": "t", "steps": ["s"]}, "conversation": ["Teacher: hi"]}
-    for cats, want in ((["Categories", "Food and Entertaining", "Cooking"], "Food and Entertaining"),
-                       (["WikiHow", "Travel"], "Travel"), (["Health"], "Health"), ([], ""), (None, "")):
+    # The paper's domain (data/domains.csv) of the breadcrumb below the root; categories[1] when unmapped.
+    for cats, want in ((["Categories", "Food and Entertaining", "Cooking"], "Food & Cooking"),
+                       (["WikiHow", "Travel"], "Travel & Leisure"), (["Health"], "Health"), ([], ""), (None, ""),
+                       (["Categories", "Hobbies", "Knots"], "Hobbies")):
         assert to_conversation({**base, "categories": cats}, "r", "w").domain == want
     assert to_conversation({**base, "domain": "Pets", "categories": ["wikihow", "Travel"]}, "r", "w").domain == "Pets"
 

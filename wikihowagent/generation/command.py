@@ -8,6 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from wikihowagent.corpus.command import DomainOpt, DomainsFileOpt, PerOpt, SampleOpt, SampleSeedOpt, TopicOpt
+
 
 def _fail(message: str, code: int = 2) -> None:
     from wikihowagent.console import print_error
@@ -24,7 +26,12 @@ def generate(
     tutorials: Annotated[Optional[Path], typer.Option(help="Article directory tree, JSON or JSONL file (default: the bundled sample).")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Run directory (default: <runs_dir>/T-<teacher>_L-<learner>_E-<evaluator>).")] = None,
     max_tutorials: Annotated[Optional[int], typer.Option(min=1, help="Use the first N tutorials (deterministic order).")] = None,
-    domain: Annotated[Optional[list[str]], typer.Option(help="Only tutorials of this domain (repeatable).")] = None,
+    domain: DomainOpt = None,
+    topic: TopicOpt = None,
+    domains: DomainsFileOpt = None,
+    sample: SampleOpt = None,
+    per: PerOpt = "domain",
+    sample_seed: SampleSeedOpt = 0,
     concurrency: Annotated[Optional[int], typer.Option(min=1, help="Conversations in flight.")] = None,
     max_interactions: Annotated[Optional[int], typer.Option(min=2, help="Cut a conversation after M messages (paper: 40).")] = None,
     history: Annotated[Optional[int], typer.Option(min=0, help="Show agents the last N messages (0 = the paper's prompts).")] = None,
@@ -49,7 +56,8 @@ def generate(
     console = make_console()
     request = GenerateRequest(
         teacher=teacher, learner=learner, evaluator=evaluator, config=config, tutorials=tutorials, out=out,
-        max_tutorials=max_tutorials, domains=tuple(domain or ()), shard=shard, retry_failed=retry_failed,
+        max_tutorials=max_tutorials, domains=tuple(domain or ()), topics=tuple(topic or ()), domains_file=domains,
+        sample=sample, per=per, sample_seed=sample_seed, shard=shard, retry_failed=retry_failed,
         skip_invalid=skip_invalid, base_url=base_url, concurrency=concurrency, max_interactions=max_interactions,
         history=history, temperature=temperature, seed=seed, max_tokens=max_tokens, timeout=timeout, retries=retries,
     )

@@ -100,6 +100,7 @@ def to_record(tutorial: Tutorial, state: dict[str, Any], run_name: str, teacher:
         source_tutorial_path=tutorial.source_tutorial_path,
         title=tutorial.title,
         categories=tutorial.categories,
+        topic=tutorial.topic,
         domain=tutorial.domain,
         summary=tutorial.summary,
         tutorial=TutorialRef(title=tutorial.method_title, steps=tutorial.steps),
@@ -316,6 +317,11 @@ class GenerateRequest:
     out: Path | None = None  # default: <runs_dir>/T-<teacher>_L-<learner>_E-<evaluator>
     max_tutorials: int | None = None
     domains: tuple[str, ...] = ()
+    topics: tuple[str, ...] = ()
+    domains_file: Path | None = None  # topic -> domain CSV replacing data/domains.csv
+    sample: int | None = None  # a balanced sample: N tutorials per `per` (domain | topic)
+    per: str = "domain"
+    sample_seed: int = 0
     shard: str | None = None  # "K/N"
     retry_failed: bool = True
     skip_invalid: bool = False
@@ -356,22 +362,24 @@ class GenerateSummary:
         return 1 if self.counts.get("failed") else 0
 
 
-def _select_tutorials(req: GenerateRequest, cfg: Config, warn: Callable[[str], None]) -> tuple[list[Tutorial], str]:
-    from wikihowagent.tutorials import LoadReport, TutorialError, default_tutorials_path, load_tutorials
+def _select_tutorials(req: GenerateRequest, cfg: Config, console: Any) -> tuple[list[Tutorial], str]:
+    from wikihowagent.corpus.command import empty_message, print_load_warnings
+    from wikihowagent.corpus.core import LoadReport, TutorialError, default_tutorials_path
+    from wikihowagent.corpus.sampling import select_tutorials
 
     source = req.tutorials or default_tutorials_path()
     report = LoadReport()
     try:
-        selected = load_tutorials(source, domains=req.domains, max_tutorials=req.max_tutorials,
-                                  clean_citations=cfg.workflow.strip_citations, skip_invalid=req.skip_invalid,
-                                  report=report)
-    except TutorialError as exc:
+        with console.status("reading tutorials", spinner="dots"):  # a 20,000-article crawl takes ~15 s
+            selected = list(select_tutorials(
+                source, domains=req.domains, topics=req.topics, domains_file=req.domains_file, sample=req.sample,
+                per=req.per, seed=req.sample_seed, max_tutorials=req.max_tutorials,  # type: ignore[arg-type]
+                clean_citations=cfg.workflow.strip_citations, skip_invalid=req.skip_invalid, report=report))
+    except (TutorialError, ValueError) as exc:
         raise GenerateError(str(exc)) from None
-    for problem in report.invalid:
-        warn(problem)
+    print_load_warnings(console, report)
     if not selected:
-        raise GenerateError(f"{source}: no tutorials with >= 2 steps"
-                            + (f" in domain(s) {', '.join(req.domains)}" if req.domains else ""))
+        raise GenerateError(empty_message(source, req.domains, req.topics))
     return selected, str(source)
 
 
@@ -389,7 +397,7 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
         cfg = load_config(req.config, req.config_overrides())
     except ConfigError as exc:
         raise GenerateError(str(exc)) from None
-    selected, source = _select_tutorials(req, cfg, lambda problem: print_labeled(console, "skipped:", "yellow", problem))
+    selected, source = _select_tutorials(req, cfg, console)
     shard_kn = None
     if req.shard:
         try:
@@ -397,7 +405,9 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
         except ValueError as exc:
             raise GenerateError(str(exc)) from None
         selected = selected[shard_kn[0]::shard_kn[1]]
-    filters = {"max_tutorials": req.max_tutorials, "domains": list(req.domains), "shard": req.shard}
+    filters = {"max_tutorials": req.max_tutorials, "domains": list(req.domains), "shard": req.shard,
+               "topics": list(req.topics), "domains_file": str(req.domains_file) if req.domains_file else None,
+               "sample": {"n": req.sample, "per": req.per, "seed": req.sample_seed} if req.sample else None}
 
     try:
         prompts = load_prompts(cfg.prompts or None)
