@@ -24,6 +24,7 @@ console = Console(stderr=True)
 # The evaluation and alignment stages register their own commands (their modules import lazily).
 from wikihowagent.alignment.command import align, annotate_export  # noqa: E402
 from wikihowagent.evaluation.command import evaluate  # noqa: E402
+from wikihowagent.report.command import report  # noqa: E402
 
 app.command("evaluate")(evaluate)
 
@@ -31,6 +32,7 @@ annotate_app = typer.Typer(help="Annotation sheets for the human alignment study
 annotate_app.command("export")(annotate_export)
 app.add_typer(annotate_app, name="annotate")
 app.command("align")(align)
+app.command("report")(report)
 
 
 def fail(message: str, code: int = 2) -> None:
