@@ -117,3 +117,24 @@ def test_filled_sheet_reads_back_into_align(runs, tmp_path):
     assert len(res.ids) == 7 and res.matched.all()  # a, b, c in both runs; e only in r1
     assert not [p for p in problems if p.kind not in ("not annotated", "undefined", "agreement", "missing llm score")]
     assert res.groups[0].correlations["Clarity"].n == 7
+
+
+def test_export_of_a_no_judge_run_says_no_judge_ran(tmp_path):
+    """A run evaluated with --no-judge has no rubric keys at all: not "judge reply not parsed" (issue 7)."""
+    from typer.testing import CliRunner
+
+    from wikihowagent.cli import app
+
+    root = tmp_path / "runs"
+    make_run(root, "r1", ["a", "b"], {"a": {"BLEU": 0.3, "METEOR": 0.2}, "b": {"BLEU": 0.1, "METEOR": 0.4}})
+    result = CliRunner().invoke(app, ["annotate", "export", str(root / "r1"), "--out", str(tmp_path / "s.csv")])
+    assert result.exit_code == 1
+    assert "not parsed" not in result.output
+    assert "no LLM score (not judged: evaluated without a judge, e.g. --no-judge) for: Clarity 2" in result.output
+    assert ("error: no conversation has a rubric score in the given runs (evaluated with --no-judge? run "
+            "`wikihowagent evaluate RUN` with a judge)") in result.output
+    # a judge that ran but whose reply could not be parsed is still reported as such
+    make_run(root, "r2", ["a"], {"a": {**flat(4.0), "Depth": None}})
+    problems = Problems()
+    select([root / "r2"], problems)
+    assert any("no LLM score (judge reply not parsed) for: Depth 1 conversations" in line for line in problems.lines())

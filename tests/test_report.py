@@ -16,7 +16,7 @@ from wikihowagent.report.core import ReportError, build_report
 from wikihowagent.report.sources import Problems, ReportInputError
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "report"))
-from builders import make_run  # noqa: E402
+from report_builders import make_run  # noqa: E402
 
 FIXTURE_RUN = Path(__file__).parent / "fixtures" / "evaluation" / "run_small"
 

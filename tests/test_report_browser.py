@@ -17,7 +17,7 @@ import pytest
 from wikihowagent.report.core import build_report
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "report"))
-from builders import make_run  # noqa: E402
+from report_builders import make_run  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 

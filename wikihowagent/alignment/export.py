@@ -142,6 +142,9 @@ def select(
     for p in expanded:
         convs.extend(load_run(p, problems))
     if not convs:
+        if any("not judged: evaluated without a judge" in line for line in problems.lines()):
+            raise AlignInputError("no conversation has a rubric score in the given runs (evaluated with --no-judge? "
+                                  "run `wikihowagent evaluate RUN` with a judge)")
         raise AlignInputError("no scored conversations in the given runs (run `wikihowagent evaluate` first)")
     by_tut: dict[str, list[Conversation]] = {}
     for c in convs:
