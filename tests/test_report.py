@@ -159,3 +159,21 @@ def test_cli_prints_problems_literally_and_fails_in_one_line(tmp_path):
     result = CliRunner().invoke(app, ["report", str(tmp_path / "nope"), "--out", str(tmp_path / "site")])
     assert result.exit_code == 1
     assert result.output.strip() == f"error: {tmp_path / 'nope'}: no such run directory"
+
+
+def test_persona_and_extra_score_fields_are_shown_when_present(tmp_path):
+    run = make_run(tmp_path / "runs", "T-a_L-a", 4)
+    convs = [json.loads(x) for x in (run / "conversations.jsonl").read_text().splitlines()]
+    for i, c in enumerate(convs):
+        c["persona"] = "novice" if i % 2 else "expert"
+    (run / "conversations.jsonl").write_text("".join(json.dumps(c) + "\n" for c in convs))
+    scores = [json.loads(x) for x in (run / "scores.jsonl").read_text().splitlines()]
+    scores[0]["distributions"] = {"Clarity": {"4": 0.7, "5": 0.3}}
+    (run / "scores.jsonl").write_text("".join(json.dumps(s) + "\n" for s in scores))
+    res = build_report([run], tmp_path / "site")
+    idx = _index(res.out)
+    assert idx["personas"] == ["expert", "novice"]
+    assert [idx["personas"][r[4]] for r in idx["rows"]] == [c["persona"] for c in convs]
+    assert "<td>expert, novice</td>" in (res.out / "index.html").read_text()
+    conv = _chunk(res.out, 0)[scores[0]["conversation_id"]]
+    assert conv["score_extra"] == {"distributions": {"Clarity": {"4": 0.7, "5": 0.3}}}

@@ -90,7 +90,8 @@ def test_report_in_chromium(site, browser, tmp_path):
     assert top == round(100 * max(s["metrics"]["BLEU"] for s in scores), 2)
     page.click(f"#conv-table thead th >> nth={col}")
     assert float(_rows(page)[0][col]) == round(100 * min(s["metrics"]["BLEU"] for s in scores), 2)
-    page.locator("#browser").screenshot(path=str(shots / "report-browser.png"))
+    page.evaluate("document.getElementById('browser').scrollIntoView()")
+    page.screenshot(path=str(shots / "report-browser.png"))
 
     # open the first conversation of the sorted table
     first = page.locator("#conv-table tbody tr >> nth=0")
