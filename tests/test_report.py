@@ -177,3 +177,14 @@ def test_persona_and_extra_score_fields_are_shown_when_present(tmp_path):
     assert "<td>expert, novice</td>" in (res.out / "index.html").read_text()
     conv = _chunk(res.out, 0)[scores[0]["conversation_id"]]
     assert conv["score_extra"] == {"distributions": {"Clarity": {"4": 0.7, "5": 0.3}}}
+
+
+def test_scores_only_directory_is_a_run_shown_without_text(tmp_path):
+    run = make_run(tmp_path / "runs", "T-a_L-a", 3)
+    (run / "conversations.jsonl").unlink()
+    (run / "run.json").unlink()
+    problems = Problems()
+    res = build_report([run], tmp_path / "site", problems=problems)
+    assert res.conversations == sum(1 for _ in (run / "scores.jsonl").open())
+    assert f"{run}: no conversations.jsonl (the conversation text is missing)" in problems.lines
+    assert any("score record(s) without a conversation in conversations.jsonl" in p for p in problems.lines)

@@ -111,7 +111,7 @@ def expand(paths: list[Path], problems: Problems) -> list[Path]:
             raise ReportInputError(f"{p}: no such run directory")
         if not p.is_dir():
             raise ReportInputError(f"{p}: not a run directory (expected a directory with run.json and conversations.jsonl)")
-        if (p / "run.json").exists() or (p / "conversations.jsonl").exists():
+        if any((p / f).exists() for f in ("run.json", "conversations.jsonl", *SCORE_FILES)):
             out.append(p)
             continue
         cells = sorted(d for d in p.iterdir() if d.is_dir() and not d.name.startswith("."))
