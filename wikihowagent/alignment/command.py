@@ -50,7 +50,8 @@ def annotate_export(
     random_n: Annotated[Optional[int], typer.Option("--random", metavar="N", help="N tutorials drawn at random (see --seed).")] = None,
     seed: Annotated[int, typer.Option(help="Seed for --random and for the blind order and ids.")] = 0,
     out: Annotated[Path, typer.Option("--out", "-o", metavar="CSV", help="The annotation sheet (CSV); its companion page is written "
-                                                          "beside it with the suffix .html.")] = Path("annotation_sheet.csv"),
+                                                          "beside it with the suffix .html, and (blind) the key file "
+                                                          "<stem>.key.csv.")] = Path("annotation_sheet.csv"),
     in_all_runs: Annotated[bool, typer.Option("--in-all-runs", help="Only tutorials with a scored conversation "
                                                                     "in every given run.")] = False,
     runs_dir: Annotated[Optional[Path], typer.Option(help=RUNS_DIR_HELP + " Searched when no RUN_DIR is given.",

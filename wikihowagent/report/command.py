@@ -47,6 +47,9 @@ def report(
 
             result = build_report(runs, out, cases=cases, alignment=alignment, problems=problems,
                                   on_record=lambda: progress.advance(read), on_chunk=on_chunk)
+    except KeyboardInterrupt:
+        err.print(f"interrupted: nothing written; {escape(str(out))} is as it was", highlight=False)
+        raise typer.Exit(130) from None
     except (ReportInputError, ReportError) as exc:
         for line in problems.lines[:20]:
             err.print(f"[yellow]missing:[/] {escape(line)}", highlight=False, soft_wrap=True)
