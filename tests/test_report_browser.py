@@ -11,6 +11,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
@@ -96,7 +97,7 @@ def test_report_in_chromium(site, browser, tmp_path):
     # open the first conversation of the sorted table
     first = page.locator("#conv-table tbody tr >> nth=0")
     link = first.locator("a")
-    cid = link.get_attribute("href").split("/", 1)[1]
+    cid = unquote(link.get_attribute("href").split("/", 1)[1])
     link.click()
     page.wait_for_selector(".turn")
     rec = next(r for r in records if r["conversation_id"] == cid)
@@ -109,9 +110,16 @@ def test_report_in_chromium(site, browser, tmp_path):
     assert bleu == f"{score['metrics']['BLEU']:.4f}"
     page.screenshot(path=str(shots / "report-conversation.png"), full_page=True)
     # same tutorial in the other run
-    page.locator("text=Same tutorial in other runs").locator("a", has_text="T-qwen2_L-qwen2").first.click()
-    page.wait_for_function("document.title.includes('T-qwen2_L-qwen2')")
-    assert page.locator(".turn").count() > 0
+    other_run = "T-gemma_L-gemma" if rec["teacher"] == "qwen2" else "T-qwen2_L-qwen2"
+    other = page.locator("text=Same tutorial in other runs").locator("a", has_text=other_run).first
+    other_id = unquote(other.get_attribute("href").split("/", 1)[1])
+    assert other_id != cid
+    other.click()
+    page.wait_for_function("id => Array.from(document.querySelectorAll('td')).some(td => td.textContent === id)",
+                           arg=other_id)
+    other_rec = next(r for r in records if r["conversation_id"] == other_id)
+    assert other_rec["tutorial_id"] == rec["tutorial_id"] and other_rec["teacher"] != rec["teacher"]
+    assert page.locator(".turn").count() == len(other_rec["turns"])
     page.goto((site_dir / "cases.html").as_uri())
     assert page.locator("h2", has_text="Clarity").count() == 1
     assert errors == [] and remote == []
