@@ -33,6 +33,7 @@ browser:
 demo: install
 	$(BIN)/wikihowagent generate --teacher local --learner local --out $(DEMO_OUT) $(DEMO_ARGS)
 	$(BIN)/wikihowagent evaluate $(DEMO_OUT)
+	$(BIN)/wikihowagent report $(DEMO_OUT) --out $(DEMO_OUT)/report --cases 1
 
 test: install browser
 	$(BIN)/python -m pytest -q
