@@ -114,12 +114,12 @@ def _metric_order(runs: list[ReportRun]) -> tuple[list[str], list[str]]:
     present = {k for r in runs for c in r.conversations for k in c.metrics}
     comp = [m for m in ORDER if m in present]
     rubrics = sorted(m for m in present if m not in PERCENT_METRICS)
-    try:
-        from wikihowagent.evaluation.judge import load_rubrics
+    from wikihowagent.evaluation.judge import RubricError, load_rubrics
 
+    try:  # the bundled rubric file's order (Table 5), then any other rubric by name
         known = list(load_rubrics())
         rubrics = [m for m in known if m in present] + [m for m in rubrics if m not in known]
-    except Exception:  # noqa: BLE001 - the order of an unreadable rubric file does not matter here
+    except (RubricError, OSError):  # only the column order depends on it
         pass
     rest = sorted(present - set(comp) - set(rubrics))
     return comp + rubrics + rest, rubrics
@@ -171,7 +171,7 @@ def _write_site(d: Path, runs: list[ReportRun], problems: Problems, cases: int |
     convs = [c for r in runs for c in r.conversations]
     chunk_of = {id(c): i // CHUNK for i, c in enumerate(convs)}
     n_chunks = _write_chunks(d, convs, chunk_of, metrics, on_chunk)
-    _write_index_data(d, runs, convs, chunk_of, metrics, rubrics, n_chunks)
+    _write_index_data(d, runs, convs, chunk_of, metrics, n_chunks)
     figures, tables = _write_figures(d, runs, metrics, rubrics, problems)
     align_html = _copy_alignment(d, alignment, problems) if alignment else ""
     cases_link = ""
@@ -180,9 +180,8 @@ def _write_site(d: Path, runs: list[ReportRun], problems: Problems, cases: int |
 
         write_cases(d, convs, chunk_of, metrics, cases)
         cases_link = "<a href='cases.html'>Case study</a>"
-    (d / "index.html").write_text(_index_html(runs, metrics, rubrics, figures, tables, align_html, cases_link,
-                                                              problems),
-                                  encoding="utf-8")
+    index = _index_html(runs, metrics, rubrics, figures, tables, align_html, cases_link, problems)
+    (d / "index.html").write_text(index, encoding="utf-8")
     (d / "conversation.html").write_text(_conversation_html(), encoding="utf-8")
     (d / "problems.txt").write_text("".join(line + "\n" for line in problems.lines), encoding="utf-8")
     return len(convs)
@@ -223,7 +222,7 @@ def _conversation_data(c: ReportConversation, metrics: list[str], others: list[d
 
 
 def _write_index_data(d: Path, runs: list[ReportRun], convs: list[ReportConversation], chunk_of: dict[int, int],
-                      metrics: list[str], rubrics: list[str], n_chunks: int) -> None:
+                      metrics: list[str], n_chunks: int) -> None:
     from wikihowagent.evaluation.summary import PERCENT_METRICS
 
     run_names = [r.name for r in runs]
