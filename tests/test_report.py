@@ -154,7 +154,7 @@ def test_cli_prints_problems_literally_and_fails_in_one_line(tmp_path):
     run = make_run(tmp_path / "runs", "odd[red]name", 3, scores=False)
     result = CliRunner().invoke(app, ["report", str(run), "--out", str(tmp_path / "site")])
     assert result.exit_code == 0, result.output
-    assert f"missing: {run}: no scores.jsonl" in result.output  # "[red]" shown, not taken as markup
+    assert f"warning: {run}: no scores.jsonl" in result.output  # "[red]" shown, not taken as markup
     assert "index.html: 1 run(s), 3 conversations" in result.output
     result = CliRunner().invoke(app, ["report", str(tmp_path / "nope"), "--out", str(tmp_path / "site")])
     assert result.exit_code == 1

@@ -52,14 +52,15 @@ def report(
         raise typer.Exit(130) from None
     except (ReportInputError, ReportError) as exc:
         for line in problems.lines[:20]:
-            err.print(f"[yellow]missing:[/] {escape(line)}", highlight=False, soft_wrap=True)
+            err.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
         print_error(str(exc), err)
         raise typer.Exit(1) from None
     for line in problems.lines[:20]:
-        err.print(f"[yellow]missing:[/] {escape(line)}", highlight=False, soft_wrap=True)
+        err.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
     if len(problems.lines) > 20:
         err.print(f"… {len(problems.lines) - 20} more in {escape(str(result.out / 'problems.txt'))}", highlight=False)
     Console().print(f"{escape(str(result.out / 'index.html'))}: {result.runs} run(s), {result.conversations} "
-                    f"conversations, {result.files} files, {result.bytes / 1e6:.1f} MB"
+                    f"conversations, {result.files} files, "
+                    + (f"{result.bytes / 1e6:.1f} MB" if result.bytes >= 1e6 else f"{result.bytes / 1e3:.0f} kB")
                     + (f"; {len(problems.lines)} problem(s), see problems.txt" if problems.lines else ""),
                     highlight=False, soft_wrap=True)
