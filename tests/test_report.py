@@ -85,12 +85,14 @@ def test_run_without_scores_and_record_with_missing_field_still_build(tmp_path):
     res = build_report([run], tmp_path / "site", problems=problems)
     text = "\n".join(problems.lines)
     assert f"{run}: no scores.jsonl (not evaluated" in text
-    assert f"{run / 'conversations.jsonl'}:2: record lacks tutorial; shown without it" in text
+    assert f"{run / 'conversations.jsonl'}:2: record has no tutorial (expected {{\"title\", \"steps\"}}); shown without it" in text
     assert f"{run / 'conversations.jsonl'}:4: malformed JSON" in text
     assert res.conversations == 5  # the malformed line is the only one left out
+    partial = _chunk(res.out, 0)[rec["conversation_id"]]
+    assert partial["missing"] == ["tutorial"] and [t[1] for t in partial["turns"]] == [t["text"] for t in rec["turns"]]
     assert (res.out / "problems.txt").read_text() == text + "\n"
     page = (res.out / "index.html").read_text()
-    assert "What is missing" in page and "record lacks tutorial" in page and "No figures: no run has scores" in page
+    assert "What is missing" in page and "record has no tutorial" in page and "No figures: no run has scores" in page
 
 
 def test_sweep_with_a_failed_cell_builds_and_says_so(sweep, tmp_path):
@@ -161,7 +163,16 @@ def test_cli_prints_problems_literally_and_fails_in_one_line(tmp_path):
     assert result.output.strip() == f"error: {tmp_path / 'nope'}: no such run directory"
 
 
-def test_persona_and_extra_score_fields_are_shown_when_present(tmp_path):
+def test_persona_and_later_score_fields_are_shown_when_present(tmp_path, monkeypatch):
+    """Personas (records that carry one) and score fields the typed record gains later (e.g. distributions)
+    show up without the report knowing them by name."""
+    import wikihowagent.runs as runs_mod
+    from wikihowagent.records import ScoreRecord
+
+    class LaterScoreRecord(ScoreRecord):
+        distributions: dict[str, dict[str, float]] = {}
+
+    monkeypatch.setattr(runs_mod, "ScoreRecord", LaterScoreRecord)
     run = make_run(tmp_path / "runs", "T-a_L-a", 4)
     convs = [json.loads(x) for x in (run / "conversations.jsonl").read_text().splitlines()]
     for i, c in enumerate(convs):
@@ -177,6 +188,7 @@ def test_persona_and_extra_score_fields_are_shown_when_present(tmp_path):
     assert "<td>expert, novice</td>" in (res.out / "index.html").read_text()
     conv = _chunk(res.out, 0)[scores[0]["conversation_id"]]
     assert conv["score_extra"] == {"distributions": {"Clarity": {"4": 0.7, "5": 0.3}}}
+    assert _chunk(res.out, 0)[scores[1]["conversation_id"]]["score_extra"] == {}
 
 
 def test_scores_only_directory_is_a_run_shown_without_text(tmp_path):

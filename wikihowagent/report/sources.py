@@ -1,13 +1,15 @@
 """The report's one adapter to the run readers.
 
 Everything the report knows about a run comes through `load_inputs`: it reads run directories (or sweep
-directories of runs) with the project's readers (`wikihowagent.runs.read_run_info` / `iter_jsonl`,
-`wikihowagent.evaluation.summary.read_scores`) and returns typed `ReportRun`s. When the readers change,
-only this module changes.
+directories of runs) with the project's readers — `wikihowagent.runs.read_run_info` (RunInfo),
+`iter_jsonl` + `wikihowagent.paper_format.to_conversation` (typed `Conversation`s, ours or the paper's
+records), `wikihowagent.runs.read_scores` (typed `ScoreRecord`s) — and returns `ReportRun`s. When the
+readers change, only this module changes.
 
 Bad input never stops the report: a cell of a sweep that cannot be read, a run without scores, a record
 with a missing field are reported (one line each, naming the file and line) and left out or shown as
-missing. A path the user named that yields nothing at all is an error (`ReportInputError`).
+missing. A path the user named that yields nothing at all is an error (`ReportInputError`). Fields the
+typed records gain later (e.g. personas, score distributions) are shown as they are.
 """
 
 from __future__ import annotations
@@ -18,28 +20,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-SCORE_FILES = ("scores.jsonl", "scores-paper.jsonl")
-# Score-record fields shown as such; any other field (e.g. score distributions) is shown as "extra".
-_KNOWN_SCORE_FIELDS = {"conversation_id", "run", "tutorial_id", "title", "domain", "teacher", "learner", "evaluator",
-                       "mode", "metrics", "judge_raw", "judge_failures", "notes"}
-_KNOWN_CONV_FIELDS = {"conversation_id", "tutorial_id", "doc_id", "method_id", "source_tutorial_path", "title",
-                      "categories", "domain", "summary", "tutorial", "conversation", "turns", "finished", "stop_reason",
-                      "error", "warnings", "teacher", "learner", "started_at", "ended_at"}
+from wikihowagent.records import Conversation, ScoreRecord, Turn
+from wikihowagent.runs import CONVERSATIONS, OUTPUT_DIRS, RESCORED_DIR, RUN_INFO, SCORE_FILES
+
+# Fields shown as such; any other (later) field of a record is shown as it is.
+_KNOWN_SCORE_FIELDS = set(ScoreRecord.model_fields)
+_KNOWN_CONV_FIELDS = set(Conversation.model_fields) | {"persona"}
 
 
 class ReportInputError(ValueError):
     """A path the user named is missing or yields nothing; the message is one line naming it."""
-
-
-@dataclass
-class ReportTurn:
-    role: str
-    text: str
-    step: int | None = None
-    kind: str = "model"
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_s: float = 0.0
 
 
 @dataclass
@@ -52,7 +42,7 @@ class ReportConversation:
     method_title: str = ""
     domain: str = ""
     steps: list[str] = field(default_factory=list)
-    turns: list[ReportTurn] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
     status: str = "unknown"  # finished | cut | failed | unknown
     error: str = ""
     warnings: list[str] = field(default_factory=list)
@@ -110,13 +100,13 @@ def expand(paths: list[Path], problems: Problems) -> list[Path]:
         if not p.exists():
             raise ReportInputError(f"{p}: no such run directory")
         if not p.is_dir():
-            raise ReportInputError(f"{p}: not a run directory (expected a directory with run.json and conversations.jsonl)")
-        if any((p / f).exists() for f in ("run.json", "conversations.jsonl", *SCORE_FILES)):
+            raise ReportInputError(f"{p}: not a run directory (expected a directory with {RUN_INFO} and {CONVERSATIONS})")
+        if any((p / f).exists() for f in (RUN_INFO, CONVERSATIONS, *SCORE_FILES)):
             out.append(p)
             continue
         cells = sorted(d for d in p.iterdir() if d.is_dir() and not d.name.startswith("."))
-        cells = [d for d in cells if any((d / f).exists() for f in ("run.json", "conversations.jsonl", *SCORE_FILES))
-                 or d.name not in ("summary", "alignment", "rescored", "figures")]
+        cells = [d for d in cells if any((d / f).exists() for f in (RUN_INFO, CONVERSATIONS, *SCORE_FILES))
+                 or d.name not in (*OUTPUT_DIRS, RESCORED_DIR, "figures")]
         if not cells:
             raise ReportInputError(f"{p}: not a run directory and no runs below it")
         out.extend(cells)
@@ -125,19 +115,20 @@ def expand(paths: list[Path], problems: Problems) -> list[Path]:
 
 def load_run(path: Path, problems: Problems, on_record: Callable[[], None] | None = None) -> ReportRun | None:
     """One run directory -> ReportRun, or None (reported) when it holds nothing readable."""
-    from wikihowagent.runs import RunError, iter_jsonl, read_run_info
+    from wikihowagent.runs import RunError, iter_jsonl, read_run_info, scores_file
 
-    info: dict[str, Any] = {}
+    teacher = learner = evaluator = persona = status = ""
+    name = path.name
     try:
         info = read_run_info(path)
+        name, teacher, learner = info.name or path.name, info.teacher, info.learner or info.teacher
+        evaluator, status = info.evaluator or "", info.status
+        persona = str((info.model_extra or {}).get("persona") or "")
     except RunError as exc:
         problems.add(str(exc))
-    name = str(info.get("name") or path.name)
-    teacher, learner = str(info.get("teacher") or ""), str(info.get("learner") or info.get("teacher") or "")
     run = ReportRun(name=name, path=path, model=_model_label(teacher, learner, name), teacher=teacher,
-                    learner=learner, evaluator=str(info.get("evaluator") or ""), persona=str(info.get("persona") or ""),
-                    status=str(info.get("status") or ""))
-    conv_file = path / "conversations.jsonl"
+                    learner=learner, evaluator=evaluator, persona=persona, status=status)
+    conv_file = path / CONVERSATIONS
     by_id: dict[str, ReportConversation] = {}
     if conv_file.is_file():
         for lineno, obj in iter_jsonl(conv_file, on_error=problems.add):
@@ -147,11 +138,11 @@ def load_run(path: Path, problems: Problems, on_record: Callable[[], None] | Non
             if on_record:
                 on_record()
     else:
-        problems.add(f"{path}: no conversations.jsonl (the conversation text is missing)")
-    score_file = next((path / f for f in SCORE_FILES if (path / f).is_file()), None)
+        problems.add(f"{path}: no {CONVERSATIONS} (the conversation text is missing)")
+    score_file = scores_file(path)
     if score_file is None:
         if by_id:
-            problems.add(f"{path}: no scores.jsonl (not evaluated: run `wikihowagent evaluate {path}`); "
+            problems.add(f"{path}: no {SCORE_FILES[0]} (not evaluated: run `wikihowagent evaluate {path}`); "
                          "shown without metrics")
     else:
         run.scores_path = score_file
@@ -170,117 +161,122 @@ def load_run(path: Path, problems: Problems, on_record: Callable[[], None] | Non
     return run
 
 
+def _later_fields(record: Any, known: set[str]) -> dict[str, Any]:
+    """A typed record's fields the report does not know by name (e.g. added by a later change), non-empty."""
+    return {k: v for k, v in record.model_dump(mode="json").items() if k not in known and v not in (None, "", [], {})}
+
+
 def _attach_scores(run: ReportRun, by_id: dict[str, ReportConversation], score_file: Path, problems: Problems) -> None:
-    from wikihowagent.evaluation.summary import read_scores
+    from wikihowagent.runs import read_scores
 
     modes: set[str] = set()
-    scores = read_scores(score_file, on_error=problems.add)
     orphans = 0
-    for cid, rec in scores.items():
+    for cid, rec in read_scores(score_file, on_error=problems.add).items():
         conv = by_id.get(cid)
         if conv is None:  # scored, but its conversation record is missing: shown from the score record
             orphans += 1
             conv = by_id[cid] = ReportConversation(
-                conversation_id=cid, run=run.name, where=str(score_file), tutorial_id=str(rec.get("tutorial_id") or ""),
-                title=str(rec.get("title") or ""), domain=str(rec.get("domain") or ""),
-                teacher=str(rec.get("teacher") or ""), learner=str(rec.get("learner") or ""),
+                conversation_id=cid, run=run.name, where=str(score_file), tutorial_id=rec.tutorial_id,
+                title=rec.title, domain=rec.domain, teacher=rec.teacher, learner=rec.learner,
                 missing=["conversation record"])
         conv.scored = True
-        conv.metrics = {str(k): (float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None)
-                        for k, v in (rec.get("metrics") or {}).items()}
-        raw = rec.get("judge_raw")
-        conv.judge_raw = {str(k): [str(x) for x in v] for k, v in raw.items() if isinstance(v, list)} \
-            if isinstance(raw, dict) else {}
-        conv.judge_failures = [str(x) for x in rec.get("judge_failures") or []]
-        conv.notes = [str(x) for x in rec.get("notes") or []]
-        conv.score_extra = {k: v for k, v in rec.items() if k not in _KNOWN_SCORE_FIELDS}
-        if not run.evaluator and rec.get("evaluator"):
-            run.evaluator = str(rec["evaluator"])
-        modes.add(str(rec.get("mode") or "default"))
+        conv.metrics = dict(rec.metrics)
+        judge = rec.judge
+        if judge is not None:
+            conv.judge_raw = dict(judge.raw)
+            conv.judge_failures = list(judge.failures)
+            conv.notes = list(rec.notes) + [f"judge: {n}" for n in judge.notes]
+            if not run.evaluator and judge.evaluator:
+                run.evaluator = judge.evaluator
+        else:
+            conv.notes = list(rec.notes)
+        conv.score_extra = _later_fields(rec, _KNOWN_SCORE_FIELDS)
+        modes.add(rec.mode)
     run.mode = ", ".join(sorted(modes))
     if orphans:
-        problems.add(f"{score_file}: {orphans} score record(s) without a conversation in conversations.jsonl "
+        problems.add(f"{score_file}: {orphans} score record(s) without a conversation in {CONVERSATIONS} "
                      "(shown without text)")
 
 
+def _status(obj: dict[str, Any]) -> str:
+    if obj.get("error"):
+        return "failed"
+    if obj.get("stop_reason") == "finished" or obj.get("finished") is True:
+        return "finished"
+    if "stop_reason" in obj or "finished" in obj:
+        return "cut"
+    return "unknown"  # the paper's records say neither
+
+
+def _persona(obj: dict[str, Any]) -> str:
+    persona = obj.get("persona")
+    if isinstance(persona, dict):
+        persona = persona.get("name") or persona.get("id") or json.dumps(persona, sort_keys=True)
+    return str(persona or "")
+
+
 def _conversation(obj: dict[str, Any], run: ReportRun, where: str, problems: Problems) -> ReportConversation | None:
+    """One record -> ReportConversation: through the project's record adapter (`to_conversation`); a record
+    it refuses is shown with what it has, and what it lacks is reported (not for failed conversations,
+    which may lack their turns)."""
+    from wikihowagent.paper_format import RecordError, to_conversation
+
     cid = obj.get("conversation_id")
     if not isinstance(cid, str) or not cid.strip():
         problems.add(f"{where}: record has no conversation_id; left out")
         return None
+    try:
+        conv = to_conversation(obj, run.name, where)
+    except RecordError as exc:
+        conv = None
+        if not obj.get("error"):
+            problems.add(f"{where}: {exc}; shown without it")
+    if conv is None:
+        return _partial(obj, run, where, cid)
+    extra = _later_fields(conv, _KNOWN_CONV_FIELDS)
+    extra.update({k: v for k, v in obj.items() if k not in _KNOWN_CONV_FIELDS and k not in extra})
+    return ReportConversation(
+        conversation_id=cid, run=run.name, where=where, tutorial_id=conv.tutorial_id, title=conv.title,
+        method_title=conv.tutorial_title, domain=conv.domain, steps=list(conv.steps), turns=list(conv.turns),
+        status=_status(obj), error=conv.error or "", warnings=list(conv.warnings),
+        teacher=conv.teacher or run.teacher, learner=conv.learner or run.learner or conv.teacher or run.teacher,
+        persona=_persona(obj), extra=extra)
+
+
+def _partial(obj: dict[str, Any], run: ReportRun, where: str, cid: str) -> ReportConversation:
+    """What can be shown of a record the record adapter refuses (e.g. no tutorial, or a failed one)."""
+    from wikihowagent.paper_format import split_lines
+    from wikihowagent.tutorials import domain_of
+
     missing: list[str] = []
-    tut = obj.get("tutorial")
-    if not isinstance(tut, dict):
+    tut = obj.get("tutorial") if isinstance(obj.get("tutorial"), dict) else None
+    if tut is None:
         missing.append("tutorial")
         tut = {}
     steps = [s for s in tut.get("steps") or [] if isinstance(s, str)] if isinstance(tut.get("steps"), list) else []
     if tut and not steps:
         missing.append("tutorial.steps")
-    turns = _turns(obj)
+    turns: list[Turn] = []
+    for t in obj.get("turns") if isinstance(obj.get("turns"), list) else []:
+        try:
+            turns.append(Turn.model_validate(t))
+        except ValueError:
+            continue
+    if not turns and isinstance(obj.get("conversation"), list):
+        turns = split_lines([x for x in obj["conversation"] if isinstance(x, str)])
     if not turns:
         missing.append("conversation")
-    if obj.get("error"):
-        status = "failed"
-    elif obj.get("stop_reason") == "max_interactions":
-        status = "cut"
-    elif obj.get("stop_reason") == "finished" or obj.get("finished") is True:
-        status = "finished"
-    elif "stop_reason" in obj or "finished" in obj:
-        status = "cut"
-    else:
-        status = "unknown"
-    if missing:
-        problems.add(f"{where}: record lacks {', '.join(missing)}; shown without it")
-    persona = obj.get("persona")
-    if isinstance(persona, dict):
-        persona = persona.get("name") or persona.get("id") or json.dumps(persona, sort_keys=True)
+    cats = obj.get("categories")
+    domain = str(obj.get("domain") or (domain_of([c for c in cats if isinstance(c, str)]) if isinstance(cats, list) else ""))
     teacher = str(obj.get("teacher") or run.teacher)
-    learner = str(obj.get("learner") or run.learner or teacher)
+    warnings = obj.get("warnings")
     return ReportConversation(
         conversation_id=cid, run=run.name, where=where, tutorial_id=str(obj.get("tutorial_id") or ""),
-        title=str(obj.get("title") or ""), method_title=str(tut.get("title") or ""), domain=_domain(obj),
-        steps=steps, turns=turns, status=status, error=str(obj.get("error") or ""),
-        warnings=[str(w) for w in obj.get("warnings") or []] if isinstance(obj.get("warnings"), list) else [],
-        teacher=teacher, learner=learner, persona=str(persona or ""),
-        extra={k: v for k, v in obj.items() if k not in _KNOWN_CONV_FIELDS and k != "persona"}, missing=missing)
-
-
-def _domain(obj: dict[str, Any]) -> str:
-    from wikihowagent.tutorials import domain_of
-
-    if obj.get("domain"):
-        return str(obj["domain"])
-    cats = obj.get("categories")
-    return domain_of([c for c in cats if isinstance(c, str)]) if isinstance(cats, list) else ""
-
-
-def _turns(obj: dict[str, Any]) -> list[ReportTurn]:
-    out: list[ReportTurn] = []
-    turns = obj.get("turns")
-    if isinstance(turns, list) and turns:
-        for t in turns:
-            if isinstance(t, dict) and isinstance(t.get("text"), str):
-                out.append(ReportTurn(
-                    role=str(t.get("role") or "?"), text=t["text"],
-                    step=t["step"] if isinstance(t.get("step"), int) else None, kind=str(t.get("kind") or "model"),
-                    prompt_tokens=_int(t.get("prompt_tokens")), completion_tokens=_int(t.get("completion_tokens")),
-                    latency_s=float(t["latency_s"]) if isinstance(t.get("latency_s"), (int, float)) else 0.0))
-        return out
-    lines = obj.get("conversation")
-    if isinstance(lines, list):  # the paper's records: "Teacher: ..." lines, no steps or tokens
-        for line in lines:
-            if not isinstance(line, str):
-                continue
-            who, sep, text = line.partition(":")
-            if sep and who.strip().lower() in ("teacher", "learner"):
-                out.append(ReportTurn(role=who.strip().lower(), text=text.strip()))
-            elif out:
-                out[-1].text += "\n" + line
-    return out
-
-
-def _int(x: Any) -> int:
-    return int(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else 0
+        title=str(obj.get("title") or ""), method_title=str(tut.get("title") or ""), domain=domain, steps=steps,
+        turns=turns, status=_status(obj), error=str(obj.get("error") or ""),
+        warnings=[str(w) for w in warnings] if isinstance(warnings, list) else [], teacher=teacher,
+        learner=str(obj.get("learner") or run.learner or teacher), persona=_persona(obj),
+        extra={k: v for k, v in obj.items() if k not in _KNOWN_CONV_FIELDS}, missing=missing)
 
 
 def load_inputs(paths: list[Path], problems: Problems,
@@ -312,7 +308,7 @@ def count_lines(paths: list[Path]) -> int:
     """Conversation records to read (for the progress bar)."""
     total = 0
     for p in paths:
-        f = Path(p) / "conversations.jsonl"
+        f = Path(p) / CONVERSATIONS
         if f.is_file():
             with f.open("rb") as fh:
                 total += sum(1 for _ in fh)
