@@ -60,6 +60,8 @@ def generate(
     retries: Annotated[Optional[int], typer.Option(min=0, help="Retries with backoff per request.")] = None,
     retry_failed: Annotated[bool, typer.Option(help="On resume, run failed conversations again.")] = True,
     skip_invalid: Annotated[bool, typer.Option(help="Skip (and list) bad articles instead of stopping.")] = False,
+    learner_persona: Annotated[Optional[list[str]], typer.Option(help="Learner persona from configs/personas.yaml: paper (default), curious, novice, passive, skeptical, distracted, expert. Repeat to mix personas (round-robin over the tutorials).")] = None,
+    max_clarifications: Annotated[Optional[int], typer.Option(min=0, help="Learner questions answered per step before moving on (default 2).")] = None,
     shard: Annotated[Optional[str], typer.Option(help="K/N: run only every N-th tutorial starting at K (0-based; cluster array jobs) into <run>/shards/K-of-N; join them with `wikihowagent merge`.")] = None,
 ) -> None:
     """Simulate teacher-learner conversations over tutorials into a resumable run directory."""
@@ -71,7 +73,8 @@ def generate(
         "concurrency": concurrency,
         "model": {"temperature": temperature, "seed": seed, "max_tokens": max_tokens, "timeout_s": timeout,
                   "max_retries": retries},
-        "workflow": {"max_interactions": max_interactions, "history": history},
+        "workflow": {"max_interactions": max_interactions, "history": history, "learner_personas": learner_persona,
+                     "max_clarifications_per_step": max_clarifications},
     }
     try:
         cfg = load_config(config, overrides)
@@ -89,6 +92,13 @@ def generate(
         console.print(f"[yellow]skipped:[/] {problem}", highlight=False)
     if not selected:
         fail(f"{source}: no tutorials with >= 2 steps" + (f" in domain(s) {', '.join(domain)}" if domain else ""))
+    from wikihowagent.generate import assign_personas
+    from wikihowagent.workflow.personas import select_personas
+
+    try:
+        personas = assign_personas(selected, select_personas(cfg.workflow.learner_personas, cfg.personas or None))
+    except ConfigError as exc:
+        fail(str(exc))
     shard_kn = None
     if shard:
         from wikihowagent.generate import parse_shard
@@ -99,12 +109,12 @@ def generate(
             fail(str(exc))
         selected = selected[shard_kn[0]::shard_kn[1]]
     code = _generate(cfg, teacher, learner, evaluator, selected, str(source), out, base_url, retry_failed,
-                     {"max_tutorials": max_tutorials, "domains": domain or [], "shard": shard}, shard_kn)
+                     {"max_tutorials": max_tutorials, "domains": domain or [], "shard": shard}, shard_kn, personas)
     raise typer.Exit(code)
 
 
 def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url, retry_failed, filters,
-              shard_kn) -> int:
+              shard_kn, personas) -> int:
     from wikihowagent.backends import BackendError, check_backend, make_chat_model, resolve_spec, shutdown_local_servers
     from wikihowagent.config import ConfigError
     from wikihowagent.generate import default_run_name, shard_dir
@@ -124,7 +134,9 @@ def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url,
     except (BackendError, ConfigError) as exc:
         fail(str(exc))
     options = WorkflowOptions(max_interactions=cfg.workflow.max_interactions, history=cfg.workflow.history,
-                              learner_farewell=cfg.workflow.learner_farewell)
+                              learner_farewell=cfg.workflow.learner_farewell,
+                              max_clarifications_per_step=cfg.workflow.max_clarifications_per_step,
+                              seed=cfg.model.seed)
     name = out.name if out else default_run_name(teacher, learner, evaluator)
     run_dir = out or Path(cfg.runs_dir) / name
     if shard_kn is not None:  # shards keep the run's name, so conversation ids do not depend on sharding
@@ -135,6 +147,7 @@ def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url,
         "teacher": teacher, "learner": learner, "evaluator": evaluator or teacher,
         "model": cfg.model.model_dump(exclude={"timeout_s", "max_retries"}), "workflow": cfg.workflow.model_dump(),
         "prompts": prompts.model_dump(), "tutorials_source": source,
+        "personas": {p.name: p.model_dump() for p in personas.values()},
     }
     if any(r.provider == "local" for r in resolved.values()):
         fingerprint["local"] = cfg.local.model_dump(include={"max_tokens", "n_ctx"})
@@ -153,7 +166,7 @@ def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url,
 
             try:
                 return _run_generation(cfg, run_dir, name, fingerprint, endpoints, selected, source, filters,
-                                       retry_failed, options, prompts, teacher, learner, model_for)
+                                       retry_failed, options, prompts, teacher, learner, model_for, personas)
             finally:
                 shutdown_local_servers()
     except (RunError, BackendError) as exc:
@@ -161,7 +174,7 @@ def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url,
 
 
 def _run_generation(cfg, run_dir, name, fingerprint, endpoints, selected, source, filters, retry_failed, options,
-                    prompts, teacher, learner, model_for) -> int:
+                    prompts, teacher, learner, model_for, personas) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from wikihowagent.generate import RunStats, finish_run_info, now, prepare_run_dir, run_conversations, run_info
@@ -196,7 +209,7 @@ def _run_generation(cfg, run_dir, name, fingerprint, endpoints, selected, source
                 asyncio.run(run_conversations(
                     todo, teacher_model, learner_model, prompts, options, run_dir / CONVERSATIONS,
                     run_name=name, teacher=teacher, learner=learner, concurrency=cfg.concurrency,
-                    on_done=on_done, stats=stats,
+                    on_done=on_done, stats=stats, personas=personas,
                 ))
     except KeyboardInterrupt:
         interrupted = True
@@ -212,7 +225,8 @@ def _run_generation(cfg, run_dir, name, fingerprint, endpoints, selected, source
         f"[bold]{run_dir / CONVERSATIONS}[/]: {counts['conversations']} conversations "
         f"({counts['finished']} finished, {counts['max_interactions']} cut at {options.max_interactions} messages, "
         f"{counts['failed']} failed); this run: {stats.done} done, {stats.failed} failed, "
-        f"{stats.completion_tokens} tokens generated", highlight=False)
+        f"{stats.completion_tokens} tokens generated; turn checks: {counts['turn_retries']} replies retried, "
+        f"{counts['turn_warnings']} turns kept with a warning", highlight=False)
     return 1 if counts["failed"] else 0
 
 

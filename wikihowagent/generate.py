@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import platform
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
@@ -34,6 +34,7 @@ from wikihowagent.runs import (
     write_json_atomic,
 )
 from wikihowagent.workflow.graph import WorkflowOptions, build_graph, initial_state, recursion_limit
+from wikihowagent.workflow.personas import Persona
 from wikihowagent.workflow.prompts import PromptTemplates
 
 VERSIONED_PACKAGES = ("langgraph", "langchain-core", "langchain-openai", "langchain-ollama", "xllamacpp", "pydantic")
@@ -66,6 +67,8 @@ class RunStats:
     done: int = 0  # finished now (ok)
     failed: int = 0  # finished now with an error
     completion_tokens: int = 0
+    turn_warnings: int = 0  # turns kept with a turn-check warning (echo, wrong role)
+    turn_retries: int = 0  # replies retried after a turn check
     errors: list[str] = field(default_factory=list)
 
 
@@ -74,9 +77,9 @@ def to_record(tutorial: Tutorial, state: dict[str, Any], run_name: str, teacher:
     turns = list(state.get("messages", []))
     error = state.get("error")
     finished = bool(state.get("finished"))
-    warnings = []
+    warnings = [f"turn {i} ({t.role}): {w}" for i, t in enumerate(turns) for w in t.warnings]
     if error and finished:  # only the learner's goodbye after FINISHED failed: the conversation is complete
-        warnings, error = [f"farewell not generated: {error}"], None
+        warnings, error = [*warnings, f"farewell not generated: {error}"], None
     if error:
         stop = "error"
     elif finished:
@@ -104,6 +107,7 @@ def to_record(tutorial: Tutorial, state: dict[str, Any], run_name: str, teacher:
         warnings=warnings,
         teacher=teacher,
         learner=learner,
+        persona=persona.name if (persona := state.get("persona")) is not None else "",
         started_at=started,
         ended_at=now(),
     )
@@ -155,10 +159,12 @@ async def run_conversations(
     concurrency: int,
     on_done: Callable[[ConversationRecord], None] | None = None,
     stats: RunStats | None = None,
+    personas: Mapping[str, Persona] | None = None,
 ) -> RunStats:
     """Run `tutorials` through the graph with at most `concurrency` conversations in flight.
 
     `stats` (updated in place, so progress displays can read it) defaults to a fresh RunStats.
+    `personas` maps a tutorial id to its learner persona (default: the prompts file's learner).
     """
     graph = build_graph(teacher_model, learner_model, prompts, options)
     stats = stats if stats is not None else RunStats(total=len(tutorials))
@@ -177,7 +183,9 @@ async def run_conversations(
                     return
                 started = now()
                 try:
-                    state = await graph.ainvoke(initial_state(tutorial), config=config)
+                    cid = make_conversation_id(run_name, tutorial.tutorial_id)
+                    persona = (personas or {}).get(tutorial.tutorial_id)
+                    state = await graph.ainvoke(initial_state(tutorial, cid, persona), config=config)
                 except Exception as exc:  # a graph-level failure still yields a record
                     state = {"messages": [], "error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
                 record = to_record(tutorial, state, run_name, teacher, learner, started, options)
@@ -189,6 +197,8 @@ async def run_conversations(
                 else:
                     stats.done += 1
                 stats.completion_tokens += sum(t.completion_tokens for t in record.turns)
+                stats.turn_warnings += sum(len(t.warnings) for t in record.turns)
+                stats.turn_retries += sum(len(t.retried) for t in record.turns)
                 if on_done is not None:
                     on_done(record)
 
@@ -222,6 +232,8 @@ def count_records(records: list[dict[str, Any]]) -> dict[str, int]:
         "finished": sum(1 for r in records if r.get("stop_reason") == "finished"),
         "max_interactions": sum(1 for r in records if r.get("stop_reason") == "max_interactions"),
         "failed": sum(1 for r in records if r.get("error")),
+        "turn_warnings": sum(len(t.get("warnings") or []) for r in records for t in r.get("turns") or []),
+        "turn_retries": sum(len(t.get("retried") or []) for r in records for t in r.get("turns") or []),
     }
 
 
@@ -284,3 +296,8 @@ def merge_shards(run_dir: Path) -> dict[str, int]:
     info["status"] = "merged"
     write_json_atomic(run_dir / RUN_INFO, info)
     return {"shards": len(shard_dirs), **info["counts"]}
+
+
+def assign_personas(tutorials: list[Tutorial], personas: list[Persona]) -> dict[str, Persona]:
+    """Round-robin over the selected tutorials (before sharding), so a resume or a shard assigns alike."""
+    return {t.tutorial_id: personas[i % len(personas)] for i, t in enumerate(tutorials)}

@@ -53,6 +53,11 @@ class Turn(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    # The learner persona's intent for this turn ("ask", "acknowledge", "drift", "free", "farewell");
+    # None on teacher turns and in records made before personas.
+    intent: str | None = None
+    retried: list[str] = Field(default_factory=list)  # turn-check problems that caused a retry
+    warnings: list[str] = Field(default_factory=list)  # turn-check problems the retry did not fix
 
 
 class TutorialRef(BaseModel):
@@ -83,6 +88,7 @@ class ConversationRecord(BaseModel):
     warnings: list[str] = Field(default_factory=list)  # problems that did not fail the conversation
     teacher: str = ""  # model specs (never keys)
     learner: str = ""
+    persona: str = ""  # learner persona (configs/personas.yaml); "" in records made before personas
     started_at: str | None = None
     ended_at: str | None = None
 
@@ -97,6 +103,7 @@ class ScoreRecord(BaseModel):
     domain: str = ""
     teacher: str = ""
     learner: str = ""
+    persona: str = ""
     evaluator: str = ""
     mode: Literal["default", "paper"] = "default"
     metrics: dict[str, float | None] = Field(default_factory=dict)  # None = not computable / failed
