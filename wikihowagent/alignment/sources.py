@@ -46,6 +46,7 @@ class ScoreRow:
     run: str = ""
     model: str = ""
     domain: str = ""
+    persona: str = ""  # learner persona ("" before personas)
     title: str = ""
     tutorial_id: str = ""
     where: str = ""  # path:line it came from
@@ -176,6 +177,7 @@ def read_scores_jsonl(path: Path, problems: Problems, default_run: str = "",
             run=run,
             model=model_label(obj.get("teacher") or "", obj.get("learner") or "", run),
             domain=obj.get("domain") or "",
+            persona=obj.get("persona") or "",
             title=obj.get("title") or "",
             tutorial_id=obj.get("tutorial_id") or "",
             where=f"{path}:{n}",

@@ -17,7 +17,7 @@ def evaluate(
     no_judge: Annotated[bool, typer.Option("--no-judge", help="Computational metrics only (no LLM calls).")] = False,
     compat: Annotated[Optional[str], typer.Option(metavar="paper", help="'paper': the released code's metric definitions, to compare with the paper's tables.")] = None,
     baseline: Annotated[Optional[Path], typer.Option(help="Run to compare the others with (Table 2 view, ↑/↓).")] = None,
-    by: Annotated[Optional[str], typer.Option(metavar="domain", help="'domain': per-domain breakdown (Figure 5).")] = None,
+    by: Annotated[Optional[str], typer.Option(metavar="domain|persona", help="'domain': per-domain breakdown (Figure 5); 'persona': per learner persona (by_persona.csv).")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Output directory: <OUT>/<run>/scores.jsonl and the summary files.")] = None,
     rubrics: Annotated[Optional[Path], typer.Option(help="Rubric JSON file (default: data/rubrics.json).")] = None,
     config: Annotated[Optional[Path], typer.Option(help="YAML config overriding configs/default.yaml.")] = None,
@@ -59,8 +59,8 @@ def _evaluate(console, runs, evaluator, metrics, no_judge, compat, baseline, by,
 
     if compat not in (None, "paper"):
         return _fail(console, f"--compat: only 'paper' is supported, not {compat!r}")
-    if by not in (None, "domain"):
-        return _fail(console, f"--by: only 'domain' is supported, not {by!r}")
+    if by not in (None, "domain", "persona"):
+        return _fail(console, f"--by: only 'domain' or 'persona' is supported, not {by!r}")
     mode = "paper" if compat == "paper" else "default"
     try:
         cfg = load_config(config)
@@ -192,6 +192,12 @@ def _summarize(console, results, rubric_names, base_name, mode, out, runs_dir, b
         domain_df.to_csv(p, index=False)
         written.append(p)
         print_by_domain(domain_df, Console())
+    elif by == "persona":
+        persona_df = by_domain(run_scores, rubric_names, key="persona")
+        p = out_dir / "by_persona.csv"
+        persona_df.to_csv(p, index=False)
+        written.append(p)
+        print_by_domain(persona_df, Console(), key="persona")
     if not no_figures:
         written += write_figures(summary, rubric_names, out_dir, domain_df)
     console.print("wrote " + ", ".join(str(p) for p in written), highlight=False)

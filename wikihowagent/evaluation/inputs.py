@@ -49,6 +49,7 @@ class Conversation:
     domain: str = ""
     teacher: str = ""
     learner: str = ""
+    persona: str = ""  # learner persona ("" in records made before personas)
 
 
 @dataclass
@@ -208,6 +209,7 @@ def parse_record(obj: dict[str, Any], run: str, where: str) -> tuple[Conversatio
         domain=_domain(obj),
         teacher=str(obj.get("teacher") or ""),
         learner=str(obj.get("learner") or ""),
+        persona=str(obj.get("persona") or ""),
     )
     return conv, None
 

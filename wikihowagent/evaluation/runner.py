@@ -310,7 +310,7 @@ class Evaluation:
             notes.extend(cs.notes)
         return ScoreRecord(
             conversation_id=c.conversation_id, run=src.name, tutorial_id=c.tutorial_id, title=c.title,
-            domain=c.domain, teacher=c.teacher, learner=c.learner,
+            domain=c.domain, teacher=c.teacher, learner=c.learner, persona=c.persona,
             evaluator=evaluator,
             mode="paper" if self.opts.mode == "paper" else "default",
             metrics=metrics, judge_raw=raw, judge_failures=failures, notes=notes,
