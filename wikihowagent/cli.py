@@ -62,6 +62,8 @@ def generate(
     skip_invalid: Annotated[bool, typer.Option(help="Skip (and list) bad articles instead of stopping.")] = False,
     learner_persona: Annotated[Optional[list[str]], typer.Option(help="Learner persona from configs/personas.yaml: paper (default), curious, novice, passive, skeptical, distracted, expert. Repeat to mix personas (round-robin over the tutorials).")] = None,
     max_clarifications: Annotated[Optional[int], typer.Option(min=0, help="Learner questions answered per step before moving on (default 2).")] = None,
+    manager: Annotated[Optional[str], typer.Option(help="Who classifies learner messages: rules (Algorithm 1, default) or llm (a model: question / understood / off-topic / wants-to-stop, rules on a parse failure).")] = None,
+    manager_model: Annotated[Optional[str], typer.Option(help="Model spec of --manager llm (default: the teacher's).")] = None,
     shard: Annotated[Optional[str], typer.Option(help="K/N: run only every N-th tutorial starting at K (0-based; cluster array jobs) into <run>/shards/K-of-N; join them with `wikihowagent merge`.")] = None,
 ) -> None:
     """Simulate teacher-learner conversations over tutorials into a resumable run directory."""
@@ -74,7 +76,8 @@ def generate(
         "model": {"temperature": temperature, "seed": seed, "max_tokens": max_tokens, "timeout_s": timeout,
                   "max_retries": retries},
         "workflow": {"max_interactions": max_interactions, "history": history, "learner_personas": learner_persona,
-                     "max_clarifications_per_step": max_clarifications},
+                     "max_clarifications_per_step": max_clarifications, "manager": manager,
+                     "manager_model": manager_model},
     }
     try:
         cfg = load_config(config, overrides)
@@ -93,12 +96,15 @@ def generate(
     if not selected:
         fail(f"{source}: no tutorials with >= 2 steps" + (f" in domain(s) {', '.join(domain)}" if domain else ""))
     from wikihowagent.generate import assign_personas
+    from wikihowagent.workflow.manager import MANAGERS
     from wikihowagent.workflow.personas import select_personas
 
     try:
         personas = assign_personas(selected, select_personas(cfg.workflow.learner_personas, cfg.personas or None))
     except ConfigError as exc:
         fail(str(exc))
+    if cfg.workflow.manager not in MANAGERS:
+        fail(f"--manager {cfg.workflow.manager!r}: expected one of {', '.join(MANAGERS)}")
     shard_kn = None
     if shard:
         from wikihowagent.generate import parse_shard
@@ -127,7 +133,10 @@ def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url,
         aliases = Path(cfg.models) if cfg.models else None
         resolved = {}
         urls = {}  # --base-url is for openai: specs; an Ollama or local role keeps its own endpoint
-        for role, spec in (("teacher", teacher), ("learner", learner)):
+        specs = {"teacher": teacher, "learner": learner}
+        if cfg.workflow.manager == "llm":
+            specs["manager"] = cfg.workflow.manager_model or teacher
+        for role, spec in specs.items():
             resolved[role] = resolve_spec(spec, aliases)
             urls[role] = base_url if resolved[role].provider == "openai" else None
             check_backend(resolved[role], urls[role])
@@ -159,7 +168,7 @@ def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url,
             models = {}
 
             def model_for(role: str):
-                spec = teacher if role == "teacher" else learner
+                spec = specs[role]
                 if spec not in models:  # homogeneous: one model object for both roles
                     models[spec] = make_chat_model(spec, cfg.model, cfg.local, base_url=urls[role], aliases_path=aliases)
                 return models[spec]
@@ -186,7 +195,12 @@ def _run_generation(cfg, run_dir, name, fingerprint, endpoints, selected, source
     console.print(f"run [bold]{run_dir}[/]: {len(selected)} tutorials, {stats.already_done} already done, "
                   f"{len(todo)} to go (teacher={teacher}, learner={learner}, concurrency={cfg.concurrency})",
                   highlight=False)
+    from wikihowagent.workflow.manager import MANAGERS
+
     teacher_model, learner_model = (model_for("teacher"), model_for("learner")) if todo else (None, None)
+    llm_manager = cfg.workflow.manager == "llm"
+    manager = MANAGERS[cfg.workflow.manager](model_for("manager") if llm_manager and todo else None)
+    manager_spec = f"llm:{cfg.workflow.manager_model or teacher}" if llm_manager else cfg.workflow.manager
     info = run_info(name, fingerprint, cfg, endpoints, source, previous.get("started_at") or now(), filters)
     if previous:
         info["resumed_at"] = now()
@@ -209,7 +223,7 @@ def _run_generation(cfg, run_dir, name, fingerprint, endpoints, selected, source
                 asyncio.run(run_conversations(
                     todo, teacher_model, learner_model, prompts, options, run_dir / CONVERSATIONS,
                     run_name=name, teacher=teacher, learner=learner, concurrency=cfg.concurrency,
-                    on_done=on_done, stats=stats, personas=personas,
+                    on_done=on_done, stats=stats, personas=personas, manager=manager, manager_spec=manager_spec,
                 ))
     except KeyboardInterrupt:
         interrupted = True
@@ -226,7 +240,9 @@ def _run_generation(cfg, run_dir, name, fingerprint, endpoints, selected, source
         f"({counts['finished']} finished, {counts['max_interactions']} cut at {options.max_interactions} messages, "
         f"{counts['failed']} failed); this run: {stats.done} done, {stats.failed} failed, "
         f"{stats.completion_tokens} tokens generated; turn checks: {counts['turn_retries']} replies retried, "
-        f"{counts['turn_warnings']} turns kept with a warning", highlight=False)
+        f"{counts['turn_warnings']} turns kept with a warning"
+        + (f"; llm manager: {counts['manager_fallbacks']} fallbacks to the rules" if llm_manager else ""),
+        highlight=False)
     return 1 if counts["failed"] else 0
 
 

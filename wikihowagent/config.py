@@ -39,6 +39,8 @@ class WorkflowSettings(BaseModel):
     strip_citations: bool = True  # remove crawl debris such as "[6]XTrustworthy Source...Go to source"
     learner_personas: list[str] = Field(default_factory=lambda: ["paper"])  # several: assigned round-robin
     max_clarifications_per_step: int = Field(default=2, ge=0)  # then the manager moves on to the next step
+    manager: str = "rules"  # workflow/manager.py MANAGERS: rules (Algorithm 1) | llm (a model classifies)
+    manager_model: str = ""  # spec of the llm manager's model; "" = the teacher's
 
 
 class Config(BaseModel):

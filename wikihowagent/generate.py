@@ -34,6 +34,7 @@ from wikihowagent.runs import (
     write_json_atomic,
 )
 from wikihowagent.workflow.graph import WorkflowOptions, build_graph, initial_state, recursion_limit
+from wikihowagent.workflow.manager import Manager
 from wikihowagent.workflow.personas import Persona
 from wikihowagent.workflow.prompts import PromptTemplates
 
@@ -69,12 +70,15 @@ class RunStats:
     completion_tokens: int = 0
     turn_warnings: int = 0  # turns kept with a turn-check warning (echo, wrong role)
     turn_retries: int = 0  # replies retried after a turn check
+    manager_fallbacks: int = 0  # learner turns the llm manager could not classify (the rules decided)
     errors: list[str] = field(default_factory=list)
 
 
 def to_record(tutorial: Tutorial, state: dict[str, Any], run_name: str, teacher: str, learner: str,
-              started: str, options: WorkflowOptions) -> ConversationRecord:
+              started: str, options: WorkflowOptions, manager: str = "rules") -> ConversationRecord:
     turns = list(state.get("messages", []))
+    for index, label, fell_back in state.get("labels", []):
+        turns[index] = turns[index].model_copy(update={"manager_label": label, "manager_fallback": fell_back})
     error = state.get("error")
     finished = bool(state.get("finished"))
     warnings = [f"turn {i} ({t.role}): {w}" for i, t in enumerate(turns) for w in t.warnings]
@@ -84,6 +88,8 @@ def to_record(tutorial: Tutorial, state: dict[str, Any], run_name: str, teacher:
         stop = "error"
     elif finished:
         stop = "finished"
+    elif state.get("stopped"):
+        stop = "learner_stopped"
     elif len(turns) >= options.max_interactions:
         stop = "max_interactions"
     else:  # cannot happen with the graph's routing; say so rather than guess
@@ -108,6 +114,7 @@ def to_record(tutorial: Tutorial, state: dict[str, Any], run_name: str, teacher:
         teacher=teacher,
         learner=learner,
         persona=persona.name if (persona := state.get("persona")) is not None else "",
+        manager=manager,
         started_at=started,
         ended_at=now(),
     )
@@ -160,13 +167,15 @@ async def run_conversations(
     on_done: Callable[[ConversationRecord], None] | None = None,
     stats: RunStats | None = None,
     personas: Mapping[str, Persona] | None = None,
+    manager: Manager | None = None,
+    manager_spec: str = "rules",
 ) -> RunStats:
     """Run `tutorials` through the graph with at most `concurrency` conversations in flight.
 
     `stats` (updated in place, so progress displays can read it) defaults to a fresh RunStats.
     `personas` maps a tutorial id to its learner persona (default: the prompts file's learner).
     """
-    graph = build_graph(teacher_model, learner_model, prompts, options)
+    graph = build_graph(teacher_model, learner_model, prompts, options, manager)
     stats = stats if stats is not None else RunStats(total=len(tutorials))
     queue: asyncio.Queue[Tutorial] = asyncio.Queue()
     for t in tutorials:
@@ -188,7 +197,7 @@ async def run_conversations(
                     state = await graph.ainvoke(initial_state(tutorial, cid, persona), config=config)
                 except Exception as exc:  # a graph-level failure still yields a record
                     state = {"messages": [], "error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
-                record = to_record(tutorial, state, run_name, teacher, learner, started, options)
+                record = to_record(tutorial, state, run_name, teacher, learner, started, options, manager_spec)
                 # Single-threaded event loop: appends never interleave.
                 sink.append(record)
                 if record.error:
@@ -199,6 +208,7 @@ async def run_conversations(
                 stats.completion_tokens += sum(t.completion_tokens for t in record.turns)
                 stats.turn_warnings += sum(len(t.warnings) for t in record.turns)
                 stats.turn_retries += sum(len(t.retried) for t in record.turns)
+                stats.manager_fallbacks += sum(t.manager_fallback for t in record.turns)
                 if on_done is not None:
                     on_done(record)
 
@@ -234,6 +244,8 @@ def count_records(records: list[dict[str, Any]]) -> dict[str, int]:
         "failed": sum(1 for r in records if r.get("error")),
         "turn_warnings": sum(len(t.get("warnings") or []) for r in records for t in r.get("turns") or []),
         "turn_retries": sum(len(t.get("retried") or []) for r in records for t in r.get("turns") or []),
+        "manager_fallbacks": sum(bool(t.get("manager_fallback")) for r in records for t in r.get("turns") or []),
+        "learner_stopped": sum(1 for r in records if r.get("stop_reason") == "learner_stopped"),
     }
 
 

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 CONVERSATION_NAMESPACE = uuid.UUID("6f1d6a52-4c8e-4a8f-9a57-0e7f2b1c9d31")
 
 Role = Literal["teacher", "learner"]
-StopReason = Literal["finished", "max_interactions", "error"]
+StopReason = Literal["finished", "max_interactions", "error", "learner_stopped"]
 
 
 class Tutorial(BaseModel):
@@ -58,6 +58,10 @@ class Turn(BaseModel):
     intent: str | None = None
     retried: list[str] = Field(default_factory=list)  # turn-check problems that caused a retry
     warnings: list[str] = Field(default_factory=list)  # turn-check problems the retry did not fix
+    # The manager's classification of a learner turn: question / understood / off-topic / wants-to-stop
+    # (None: not classified, e.g. the reply to BEGIN); manager_fallback = the llm manager failed, rules decided.
+    manager_label: str | None = None
+    manager_fallback: bool = False
 
 
 class TutorialRef(BaseModel):
@@ -89,6 +93,7 @@ class ConversationRecord(BaseModel):
     teacher: str = ""  # model specs (never keys)
     learner: str = ""
     persona: str = ""  # learner persona (configs/personas.yaml); "" in records made before personas
+    manager: str = ""  # "rules" or "llm:<spec>"; "" in records made before managers
     started_at: str | None = None
     ended_at: str | None = None
 

@@ -29,10 +29,10 @@ from langgraph.graph import END, START, StateGraph
 
 from wikihowagent.records import Tutorial, Turn, conversation_lines
 from wikihowagent.workflow.checks import EMPTY, check_turn, reminder
+from wikihowagent.workflow.manager import Manager, RulesManager, asks_question  # noqa: F401 (re-exported)
 from wikihowagent.workflow.personas import Persona
 from wikihowagent.workflow.prompts import PromptTemplates
 
-NEXT_STEP = "next step"
 
 
 class ConversationState(TypedDict, total=False):
@@ -46,6 +46,8 @@ class ConversationState(TypedDict, total=False):
     conversation_id: str  # seeds the persona's question policy
     persona: Persona | None  # None = the prompts file's learner (the paper)
     clarifications: int  # questions answered at `current_step`
+    labels: Annotated[list[tuple[int, str, bool]], operator.add]  # (message index, manager label, fell back)
+    stopped: bool  # the manager classified a learner message as wants-to-stop
 
 
 @dataclass(frozen=True)
@@ -55,11 +57,6 @@ class WorkflowOptions:
     learner_farewell: bool = True
     max_clarifications_per_step: int = 2
     seed: int = 42  # of the personas' question policy
-
-
-def asks_question(text: str) -> bool:
-    """The paper's rule: a question mark and no request for the next step."""
-    return "?" in text and NEXT_STEP not in text.lower()
 
 
 def format_history(turns: list[Turn], n: int, header: str) -> str:
@@ -112,9 +109,13 @@ def _failure(role: str, exc: Exception) -> str:
 
 
 def build_graph(
-    teacher: BaseChatModel, learner: BaseChatModel, prompts: PromptTemplates, options: WorkflowOptions
+    teacher: BaseChatModel, learner: BaseChatModel, prompts: PromptTemplates, options: WorkflowOptions,
+    manager: Manager | None = None,
 ):
-    """Compile the conversation graph. Invoke it with `initial_state(tutorial)`."""
+    """Compile the conversation graph. Invoke it with `initial_state(tutorial)`.
+
+    `manager` classifies each learner message (workflow/manager.py; default: the paper's rules)."""
+    manager = manager or RulesManager()
 
     async def teacher_node(state: ConversationState) -> dict[str, Any]:
         tut, messages, step = state["tutorial"], state.get("messages", []), state.get("current_step", 0)
@@ -159,21 +160,30 @@ def build_graph(
             return {"error": _failure("learner", exc)}
         return {"messages": [Turn(role="learner", text=text, step=step, intent=intent, **fields)]}
 
-    def manager_node(state: ConversationState) -> dict[str, Any]:
-        """Algorithm 1, lines 14-18: after a learner message, flag a clarification or advance."""
+    async def manager_node(state: ConversationState) -> dict[str, Any]:
+        """Algorithm 1, lines 14-18: after a learner message, flag a clarification or advance.
+
+        A question (or an off-topic message, which the teacher answers by teaching the step again) is
+        answered at most `max_clarifications_per_step` times per step; wants-to-stop ends the conversation."""
         messages = state.get("messages", [])
         if state.get("error") or not messages or messages[-1].role != "learner" or state.get("finished"):
             return {}
         if not state.get("step_presented"):
             return {}  # the acknowledgement of BEGIN: the teacher now presents step 1
+        step = state.get("current_step", 0)
+        label, fell_back = await manager.classify(state["tutorial"].steps[step], messages[-2].text,
+                                                  messages[-1].text)
+        out: dict[str, Any] = {"labels": [(len(messages) - 1, label, fell_back)]}
         asked = state.get("clarifications", 0)
-        if asks_question(messages[-1].text) and asked < options.max_clarifications_per_step:
-            return {"needs_clarification": True, "clarifications": asked + 1}
-        return {"current_step": state.get("current_step", 0) + 1, "step_presented": False, "clarifications": 0}
+        if label == "wants-to-stop":
+            return {**out, "stopped": True}
+        if label in ("question", "off-topic") and asked < options.max_clarifications_per_step:
+            return {**out, "needs_clarification": label == "question", "clarifications": asked + 1}
+        return {**out, "current_step": step + 1, "step_presented": False, "clarifications": 0}
 
     def route(state: ConversationState) -> str:
         messages = state.get("messages", [])
-        if state.get("error") or len(messages) >= options.max_interactions:
+        if state.get("error") or state.get("stopped") or len(messages) >= options.max_interactions:
             return END
         last = messages[-1]
         if state.get("finished"):
@@ -209,7 +219,8 @@ def learner_intent(state: ConversationState, options: WorkflowOptions) -> str:
 def initial_state(tutorial: Tutorial, conversation_id: str = "", persona: Persona | None = None) -> ConversationState:
     return ConversationState(messages=[], tutorial=tutorial, current_step=0, step_presented=False,
                              needs_clarification=False, finished=False, error=None,
-                             conversation_id=conversation_id, persona=persona, clarifications=0)
+                             conversation_id=conversation_id, persona=persona, clarifications=0, labels=[],
+                             stopped=False)
 
 
 def recursion_limit(options: WorkflowOptions) -> int:
