@@ -31,6 +31,9 @@ annotate_app = typer.Typer(help="Annotation sheets for the human alignment study
 annotate_app.command("export")(annotate_export)
 app.add_typer(annotate_app, name="annotate")
 app.command("align")(align)
+from wikihowagent.chat.command import chat  # noqa: E402
+
+app.command("chat")(chat)
 
 
 def fail(message: str, code: int = 2) -> None:

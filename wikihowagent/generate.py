@@ -90,6 +90,8 @@ def to_record(tutorial: Tutorial, state: dict[str, Any], run_name: str, teacher:
         stop = "finished"
     elif state.get("stopped"):
         stop = "learner_stopped"
+    elif state.get("quit"):
+        stop = "quit"
     elif len(turns) >= options.max_interactions:
         stop = "max_interactions"
     else:  # cannot happen with the graph's routing; say so rather than guess

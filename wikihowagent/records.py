@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 CONVERSATION_NAMESPACE = uuid.UUID("6f1d6a52-4c8e-4a8f-9a57-0e7f2b1c9d31")
 
 Role = Literal["teacher", "learner"]
-StopReason = Literal["finished", "max_interactions", "error", "learner_stopped"]
+StopReason = Literal["finished", "max_interactions", "error", "learner_stopped", "quit"]  # quit: a person left `chat`
 
 
 class Tutorial(BaseModel):
@@ -94,6 +94,7 @@ class ConversationRecord(BaseModel):
     learner: str = ""
     persona: str = ""  # learner persona (configs/personas.yaml); "" in records made before personas
     manager: str = ""  # "rules" or "llm:<spec>"; "" in records made before managers
+    human: str = ""  # the role a person played (`wikihowagent chat`): "teacher" | "learner"; "" = none
     started_at: str | None = None
     ended_at: str | None = None
 

@@ -26,6 +26,7 @@ from typing import Annotated, Any, TypedDict
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
 
 from wikihowagent.records import Tutorial, Turn, conversation_lines
 from wikihowagent.workflow.checks import EMPTY, check_turn, reminder
@@ -57,6 +58,7 @@ class WorkflowOptions:
     learner_farewell: bool = True
     max_clarifications_per_step: int = 2
     seed: int = 42  # of the personas' question policy
+    human: str | None = None  # "teacher" | "learner": a person plays that role (`wikihowagent chat`)
 
 
 def format_history(turns: list[Turn], n: int, header: str) -> str:
@@ -108,13 +110,24 @@ def _failure(role: str, exc: Exception) -> str:
     return f"{role}: {type(exc).__name__}: {exc}".splitlines()[0]
 
 
+def human_turn(state: ConversationState, role: str, kind: str = "model") -> Turn:
+    """A person's turn: LangGraph's interrupt hands the request out and resumes with the typed text."""
+    tut, messages = state["tutorial"], state.get("messages", [])
+    step = min(state.get("current_step", 0), len(tut.steps) - 1)
+    text = interrupt({"role": role, "step": step, "num_steps": len(tut.steps), "step_text": tut.steps[step],
+                      "clarification": bool(state.get("needs_clarification")),
+                      "last": messages[-1].text if messages else ""})
+    return Turn(role=role, text=str(text).strip(), step=step, kind=kind, intent="human" if role == "learner" else None)
+
+
 def build_graph(
-    teacher: BaseChatModel, learner: BaseChatModel, prompts: PromptTemplates, options: WorkflowOptions,
-    manager: Manager | None = None,
+    teacher: BaseChatModel | None, learner: BaseChatModel | None, prompts: PromptTemplates, options: WorkflowOptions,
+    manager: Manager | None = None, checkpointer: Any = None,
 ):
     """Compile the conversation graph. Invoke it with `initial_state(tutorial)`.
 
-    `manager` classifies each learner message (workflow/manager.py; default: the paper's rules)."""
+    `manager` classifies each learner message (workflow/manager.py; default: the paper's rules). With
+    `options.human`, that role's node interrupts for a person's text (needs a `checkpointer`)."""
     manager = manager or RulesManager()
 
     async def teacher_node(state: ConversationState) -> dict[str, Any]:
@@ -126,6 +139,9 @@ def build_graph(
             turn = Turn(role="teacher", text=prompts.finish, step=len(tut.steps) - 1, kind="finish")
             return {"messages": [turn], "finished": True}
         clarification = bool(state.get("needs_clarification"))
+        if options.human == "teacher":
+            turn = human_turn(state, "teacher", "clarification" if clarification else "model")
+            return {"messages": [turn], "needs_clarification": False, "step_presented": True}
         prompt = prompts.teacher_messages(
             summary=tut.summary,
             step_index=step + 1,
@@ -144,6 +160,8 @@ def build_graph(
         return {"messages": [turn], "needs_clarification": False, "step_presented": True}
 
     async def learner_node(state: ConversationState) -> dict[str, Any]:
+        if options.human == "learner":
+            return {"messages": [human_turn(state, "learner")]}
         messages, tut = state["messages"], state["tutorial"]
         step = min(state.get("current_step", 0), len(tut.steps) - 1)
         history = format_history(messages[:-1], options.history, prompts.history_header)
@@ -199,7 +217,7 @@ def build_graph(
     graph.add_edge("teacher", "manager")
     graph.add_edge("learner", "manager")
     graph.add_conditional_edges("manager", route, {"teacher": "teacher", "learner": "learner", END: END})
-    return graph.compile()
+    return graph.compile(checkpointer=checkpointer)
 
 
 def learner_intent(state: ConversationState, options: WorkflowOptions) -> str:
