@@ -99,11 +99,16 @@ def _chat(console, err, role, model, tutorial_id, tutorials, pick, out, config, 
         llm = make_chat_model(model, cfg.model, cfg.local, base_url=url,
                               aliases_path=Path(cfg.models) if cfg.models else None)
         session = ChatSession(chosen, role, llm, prompts, options, cid, console, read=input)
+        # Not asyncio.run: its SIGINT handler only cancels the task, which cannot interrupt a blocking
+        # input(); with Python's default handler Ctrl-C raises KeyboardInterrupt at the prompt or mid-reply.
+        loop = asyncio.new_event_loop()
         try:
-            asyncio.run(session.run())
+            loop.run_until_complete(session.run())
         except KeyboardInterrupt:
             session.quit = True
             console.print("\ninterrupted: saving what was said", markup=False)
+        finally:
+            loop.close()
         state = session.state()
     except BackendError as exc:
         return _fail(err, str(exc))
