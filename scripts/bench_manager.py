@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench_personas import ORDER, cli, measure  # noqa: E402
+from bench_personas import DEMO_DOMAINS, ORDER, cli, measure  # noqa: E402
 from benchmarks_md import write_section  # noqa: E402
 
 
@@ -82,6 +82,7 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "bench-personas")
     ap.add_argument("--persona", default="curious")
     ap.add_argument("--tutorials", type=int, default=3)
+    ap.add_argument("--max-tokens", type=int, default=96)  # as the persona runs
     ap.add_argument("--skip-generate", action="store_true")
     ap.add_argument("--write-md", action="store_true")
     args = ap.parse_args()
@@ -98,8 +99,10 @@ def main() -> None:
              + ", ".join(f"{k} {v}" for k, v in sorted(a["labels"].items())) + "."]
     rules_run, llm_run = args.out / args.persona, args.out / f"{args.persona}-llm-manager"
     if not args.skip_generate and (rules_run / "scores.jsonl").exists():
+        domains = [x for d in DEMO_DOMAINS for x in ("--domain", d)]
         code = cli("generate", "--teacher", "local", "--learner-persona", args.persona, "--manager", "llm",
-                   "--max-tutorials", str(args.tutorials), "--out", str(llm_run))
+                   "--max-tutorials", str(args.tutorials), "--max-tokens", str(args.max_tokens), *domains,
+                   "--out", str(llm_run))
         if code not in (0, 1):
             sys.exit(f"generate: exit {code}")
         if cli("evaluate", str(llm_run), "--no-judge", "--metrics", "Question Ratio,Completion", "--no-figures") != 0:
@@ -109,8 +112,8 @@ def main() -> None:
         fb = sum(bool(t.get("manager_fallback")) for x in (llm_run / "conversations.jsonl").open(encoding="utf-8")
                  for t in json.loads(x)["turns"])
         parts.append(
-            f"**(b) Effect** (`generate --learner-persona {args.persona} --max-tutorials {args.tutorials}`, embedded "
-            f"model, same seed; `--manager llm` fell back to the rules {fb} times):\n\n"
+            f"**(b) Effect** (`generate --learner-persona {args.persona} --max-tutorials {args.tutorials} --max-tokens "
+            f"{args.max_tokens}` on the `make demo` tutorials, embedded model, same seed; `--manager llm` fell back to the rules {fb} times):\n\n"
             "| manager | Question Ratio % | clarifications / conv | Completion % | messages / conv |\n"
             "|---|--:|--:|--:|--:|\n"
             + "\n".join(f"| {name} | {r['question_ratio']:.1f} | {r['clarifications']:.2f} | {r['completion']:.0f} | "
