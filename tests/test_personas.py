@@ -133,6 +133,13 @@ def test_mixed_personas_round_robin():
     assert [got[t.tutorial_id].name for t in tuts] == ["curious", "passive", "curious", "passive", "curious"]
 
 
+def test_default_run_name_names_the_personas():
+    from wikihowagent.generate import default_run_name
+
+    assert default_run_name("local", "local", None) == default_run_name("local", "local", None, ["paper"])
+    assert default_run_name("local", "local", None, ["curious", "passive"]) == "T-local_L-local_E-local_P-curious+passive"
+
+
 def test_old_records_without_persona_still_read():
     old = {"conversation_id": "x", "tutorial": {"title": "T", "steps": ["a", "b"]},
            "turns": [{"role": "learner", "text": "hi", "step": 0}]}

@@ -149,7 +149,7 @@ def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url,
                               learner_farewell=cfg.workflow.learner_farewell,
                               max_clarifications_per_step=cfg.workflow.max_clarifications_per_step,
                               seed=cfg.model.seed)
-    name = out.name if out else default_run_name(teacher, learner, evaluator)
+    name = out.name if out else default_run_name(teacher, learner, evaluator, cfg.workflow.learner_personas)
     run_dir = out or Path(cfg.runs_dir) / name
     if shard_kn is not None:  # shards keep the run's name, so conversation ids do not depend on sharding
         run_dir = shard_dir(run_dir, *shard_kn)

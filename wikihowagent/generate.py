@@ -45,9 +45,12 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def default_run_name(teacher: str, learner: str, evaluator: str | None) -> str:
-    """The paper's run naming, T-<teacher>_L-<learner>_E-<evaluator>, made filesystem-safe."""
+def default_run_name(teacher: str, learner: str, evaluator: str | None, personas: list[str] | None = None) -> str:
+    """The paper's run naming, T-<teacher>_L-<learner>_E-<evaluator>, made filesystem-safe; learner personas
+    other than the paper's add _P-<persona>[+<persona>...]."""
     name = f"T-{teacher}_L-{learner}_E-{evaluator or teacher}"
+    if personas and personas != ["paper"]:
+        name += "_P-" + "+".join(personas)
     return re.sub(r"[^A-Za-z0-9._+=-]+", "-", name)
 
 
