@@ -82,7 +82,8 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "bench-personas")
     ap.add_argument("--persona", default="curious")
     ap.add_argument("--tutorials", type=int, default=3)
-    ap.add_argument("--max-tokens", type=int, default=96)  # as the persona runs
+    ap.add_argument("--max-tokens", type=int, default=64)  # as the persona runs
+    ap.add_argument("--max-interactions", type=int, default=10)
     ap.add_argument("--skip-generate", action="store_true")
     ap.add_argument("--write-md", action="store_true")
     args = ap.parse_args()
@@ -101,7 +102,7 @@ def main() -> None:
     if not args.skip_generate and (rules_run / "scores.jsonl").exists():
         domains = [x for d in DEMO_DOMAINS for x in ("--domain", d)]
         code = cli("generate", "--teacher", "local", "--learner-persona", args.persona, "--manager", "llm",
-                   "--max-tutorials", str(args.tutorials), "--max-tokens", str(args.max_tokens), *domains,
+                   "--max-tutorials", str(args.tutorials), "--max-tokens", str(args.max_tokens), "--max-interactions", str(args.max_interactions), *domains,
                    "--out", str(llm_run))
         if code not in (0, 1):
             sys.exit(f"generate: exit {code}")
@@ -113,7 +114,7 @@ def main() -> None:
                  for t in json.loads(x)["turns"])
         parts.append(
             f"**(b) Effect** (`generate --learner-persona {args.persona} --max-tutorials {args.tutorials} --max-tokens "
-            f"{args.max_tokens}` on the `make demo` tutorials, embedded model, same seed; `--manager llm` fell back to the rules {fb} times):\n\n"
+            f"{args.max_tokens} --max-interactions {args.max_interactions}` on the `make demo` tutorials, embedded model, same seed; `--manager llm` fell back to the rules {fb} times):\n\n"
             "| manager | Question Ratio % | clarifications / conv | Completion % | messages / conv |\n"
             "|---|--:|--:|--:|--:|\n"
             + "\n".join(f"| {name} | {r['question_ratio']:.1f} | {r['clarifications']:.2f} | {r['completion']:.0f} | "

@@ -2,13 +2,14 @@
 
 For each persona, `wikihowagent generate --learner-persona P --max-tutorials N` (by default the three
 `make demo` tutorials: domains Home & Garden, Pets & Animals, Technology; embedded model, default seed,
-replies capped at --max-tokens) into OUT/P, then `wikihowagent evaluate OUT/P --no-judge` for the
+replies capped at --max-tokens, conversations cut at --max-interactions messages: the shared 2-core machine
+allows no more) into OUT/P, then `wikihowagent evaluate OUT/P --no-judge` for the
 Question Ratio and Completion, plus counts read from the records: clarifications and messages per
 conversation, how many clarification answers stay on their step (the step's words overlap the answer more
 than any other step's), turn-check retries and turn warnings. Runs are resumable: rerunning skips what is
 done, so personas can be measured in several sittings; the table covers every persona found under OUT.
 
-    python scripts/bench_personas.py [--personas curious,passive] [--tutorials 3] [--max-tokens 96]
+    python scripts/bench_personas.py [--personas curious,passive] [--tutorials 3] [--max-tokens 64] [--max-interactions 10]
                                      [--out runs/bench-personas] [--write-md]
 """
 
@@ -75,14 +76,16 @@ def main() -> None:
     ap.add_argument("--personas", default=",".join(ORDER))
     ap.add_argument("--tutorials", type=int, default=3)
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "bench-personas")
-    ap.add_argument("--max-tokens", type=int, default=96)
+    ap.add_argument("--max-tokens", type=int, default=64)
+    ap.add_argument("--max-interactions", type=int, default=10)
     ap.add_argument("--write-md", action="store_true")
     args = ap.parse_args()
     domains = [x for d in DEMO_DOMAINS for x in ("--domain", d)]
     for p in [x for x in args.personas.split(",") if x]:
         run = args.out / p
         code = cli("generate", "--teacher", "local", "--learner-persona", p, "--max-tutorials", str(args.tutorials),
-                   "--max-tokens", str(args.max_tokens), *domains, "--out", str(run))
+                   "--max-tokens", str(args.max_tokens), "--max-interactions", str(args.max_interactions), *domains,
+                   "--out", str(run))
         if code not in (0, 1):
             sys.exit(f"generate {p}: exit {code}")
         if cli("evaluate", str(run), "--no-judge", "--metrics", "Question Ratio,Completion", "--no-figures") != 0:
@@ -99,7 +102,8 @@ def main() -> None:
     print(table)
     if args.write_md:
         body = (f"Measured by `scripts/bench_personas.py`: `wikihowagent generate --teacher local --learner-persona P "
-                f"--max-tutorials {args.tutorials} --max-tokens {args.max_tokens}` on the `make demo` tutorials (domains "
+                f"--max-tutorials {args.tutorials} --max-tokens {args.max_tokens} --max-interactions {args.max_interactions}` "
+                f"on the `make demo` tutorials (domains "
                 f"{', '.join(DEMO_DOMAINS)}; embedded Qwen2.5-Coder-1.5B-Instruct Q4_K_M, seed 42, temperature 0, "
                 f"max 2 clarifications per step), then `evaluate --no-judge`. Question Ratio: the learner's "
                 f"teaching-phase turns with a '?'; questions drawn: learner turns whose seeded intent was ask/drift; "
