@@ -9,7 +9,7 @@ import pytest
 
 from helpers import make_tutorial, teacher_script
 from wikihowagent.config import ConfigError
-from wikihowagent.generate import assign_personas, to_record
+from wikihowagent.generation.core import assign_personas, to_record
 from wikihowagent.records import ConversationRecord
 from wikihowagent.testing import ScriptedChatModel
 from wikihowagent.workflow.graph import WorkflowOptions, asks_question, build_graph, initial_state, recursion_limit
@@ -134,7 +134,7 @@ def test_mixed_personas_round_robin():
 
 
 def test_default_run_name_names_the_personas():
-    from wikihowagent.generate import default_run_name
+    from wikihowagent.generation.core import default_run_name
 
     assert default_run_name("local", "local", None) == default_run_name("local", "local", None, ["paper"])
     assert default_run_name("local", "local", None, ["curious", "passive"]) == "T-local_L-local_E-local_P-curious+passive"

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from fake_servers import FakeOpenAI, scripted_reply
 from helpers import learner_says, make_tutorial, teacher_script
 from wikihowagent.cli import app
-from wikihowagent.generate import to_record
+from wikihowagent.generation.core import to_record
 from wikihowagent.runs import iter_jsonl
 from wikihowagent.testing import ScriptedChatModel
 from wikihowagent.workflow.checks import ECHO, EMPTY, WRONG_ROLE, check_turn

@@ -42,8 +42,9 @@ def _chat(console, err, role, model, tutorial_id, tutorials, pick, out, config, 
 
     from wikihowagent.backends import BackendError, check_backend, make_chat_model, resolve_spec, shutdown_local_servers
     from wikihowagent.config import ConfigError, load_config
-    from wikihowagent.generate import now, package_versions, to_record
+    from wikihowagent.generation.core import now, package_versions, to_record
     from wikihowagent.records import make_conversation_id
+    from wikihowagent.runs import RunInfo
     from wikihowagent.tutorials import TutorialError, default_tutorials_path, load_tutorials
     from wikihowagent.workflow.graph import WorkflowOptions
     from wikihowagent.workflow.prompts import load_prompts
@@ -116,10 +117,11 @@ def _chat(console, err, role, model, tutorial_id, tutorials, pick, out, config, 
         shutdown_local_servers()
     record = to_record(chosen, state, name, teacher, learner, started, options).model_copy(
         update={"conversation_id": cid, "human": role})
-    info = {"name": name, "teacher": teacher, "learner": learner, "evaluator": model, "human": role,
-            "resolved": {"model": resolved.model_dump() | ({"base_url": url} if url else {})},
-            "tutorials_source": str(tutorials or default_tutorials_path()), "started_at": started,
-            "ended_at": now(), "status": "complete", "versions": package_versions()}
+    info = RunInfo(name=name, teacher=teacher, learner=learner, evaluator=model, human=role,
+                   resolved={"teacher" if role == "learner" else "learner":
+                             resolved.model_dump() | ({"base_url": url} if url else {})},
+                   tutorials_source=str(tutorials or default_tutorials_path()), started_at=started,
+                   ended_at=now(), status="complete", versions=package_versions())
     path = save_chat(run_dir, record, info)
     console.print(f"saved {len(record.turns)} messages ({record.stop_reason}) to {path}; "
                   f"score it with: wikihowagent evaluate {run_dir}", markup=False, highlight=False)

@@ -23,6 +23,7 @@ from rich.panel import Panel
 from rich.text import Text
 
 from wikihowagent.records import ConversationRecord, Tutorial
+from wikihowagent.runs import CONVERSATIONS, JsonlAppender, RunInfo, write_run_info
 from wikihowagent.workflow.graph import WorkflowOptions, build_graph, initial_state, recursion_limit
 from wikihowagent.workflow.prompts import PromptTemplates
 
@@ -130,12 +131,10 @@ class ChatSession:
             return text
 
 
-def save_chat(run_dir: Path, record: ConversationRecord, info: dict[str, Any]) -> Path:
+def save_chat(run_dir: Path, record: ConversationRecord, info: RunInfo) -> Path:
     """Append the record to `run_dir/conversations.jsonl` and write run.json (a normal run directory)."""
-    from wikihowagent.runs import CONVERSATIONS, RUN_INFO, JsonlAppender, write_json_atomic
-
     run_dir.mkdir(parents=True, exist_ok=True)
     with JsonlAppender(run_dir / CONVERSATIONS) as sink:
         sink.append(record)
-    write_json_atomic(run_dir / RUN_INFO, info)
+    write_run_info(run_dir, info)
     return run_dir / CONVERSATIONS
