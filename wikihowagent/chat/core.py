@@ -138,3 +138,121 @@ def save_chat(run_dir: Path, record: ConversationRecord, info: RunInfo) -> Path:
         sink.append(record)
     write_run_info(run_dir, info)
     return run_dir / CONVERSATIONS
+
+
+# --------------------------------------------------------------------------- the stage
+
+
+class ChatError(RuntimeError):
+    """A problem that stops `chat` before the conversation (role, tutorial, config, backend); one line."""
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    role: str = "learner"
+    model: str = "local"
+    tutorial: str | None = None
+    tutorials: Path | None = None
+    pick: bool = False
+    out: Path | None = None
+    config: Path | None = None
+    base_url: str | None = None
+
+
+@dataclass
+class ChatSummary:
+    record: ConversationRecord
+    path: Path
+
+
+def _choose(req: ChatRequest, items: list[Tutorial], console: Console, read: Callable[[str], str]) -> Tutorial:
+    from rich.table import Table
+
+    if req.tutorial:
+        chosen = next((t for t in items if t.tutorial_id == req.tutorial), None)
+        if chosen is None:
+            raise ChatError(f"--tutorial {req.tutorial}: no such tutorial (list them with `wikihowagent tutorials`)")
+        return chosen
+    if not req.pick:
+        raise ChatError("choose a tutorial: --tutorial ID or --pick")
+    table = Table("#", "tutorial_id", "steps", "title / method")
+    for i, t in enumerate(items, 1):
+        table.add_row(str(i), t.tutorial_id, str(len(t.steps)), f"{t.title} / {t.method_title}")
+    console.print(table)
+    try:
+        answer = read(f"tutorial number (1-{len(items)}) > ").strip()
+    except (EOFError, KeyboardInterrupt):
+        raise ChatError("no tutorial chosen") from None
+    if not answer.isdigit() or not 1 <= int(answer) <= len(items):
+        raise ChatError(f"{answer!r}: expected a number from 1 to {len(items)}")
+    return items[int(answer) - 1]
+
+
+def run_chat(req: ChatRequest, console: Console, read: Callable[[str], str]) -> ChatSummary:
+    """One chat session: choose the tutorial, run the graph with the person in `req.role`, save the record.
+    Raises ChatError (one line) for anything that stops it before the conversation."""
+    import asyncio
+
+    from wikihowagent.backends import BackendError, check_backend, make_chat_model, resolve_spec, shutdown_local_servers
+    from wikihowagent.config import ConfigError, load_config
+    from wikihowagent.generation.core import now, package_versions, to_record
+    from wikihowagent.records import make_conversation_id
+    from wikihowagent.tutorials import TutorialError, default_tutorials_path, load_tutorials
+    from wikihowagent.workflow.prompts import load_prompts
+
+    if req.role not in ROLES:
+        raise ChatError(f"--role {req.role!r}: expected learner or teacher")
+    source = req.tutorials or default_tutorials_path()
+    try:
+        cfg = load_config(req.config)
+        prompts = load_prompts(cfg.prompts or None)
+        items = load_tutorials(source, clean_citations=cfg.workflow.strip_citations)
+    except (ConfigError, TutorialError) as exc:
+        raise ChatError(str(exc)) from None
+    if not items:
+        raise ChatError(f"{source}: no tutorials with >= 2 steps")
+    chosen = _choose(req, items, console, read)
+    aliases = Path(cfg.models) if cfg.models else None
+    try:
+        resolved = resolve_spec(req.model, aliases)
+        url = req.base_url if resolved.provider == "openai" else None
+        check_backend(resolved, url)
+    except (BackendError, ConfigError) as exc:
+        raise ChatError(str(exc)) from None
+    run_dir = req.out or Path(cfg.runs_dir) / f"chat-{req.role}-{chosen.tutorial_id}"
+    name = run_dir.name
+    other = "learner" if req.role == "teacher" else "teacher"
+    teacher, learner = ("human", req.model) if req.role == "teacher" else (req.model, "human")
+    options = WorkflowOptions(max_interactions=cfg.workflow.max_interactions, history=cfg.workflow.history,
+                              learner_farewell=cfg.workflow.learner_farewell,
+                              max_clarifications_per_step=cfg.workflow.max_clarifications_per_step,
+                              seed=cfg.model.seed, human=req.role)
+    started = now()
+    cid = make_conversation_id(name, f"{chosen.tutorial_id}/{started}")  # one record per session
+    console.print(f"You are the {req.role}; the model ({req.model}) is the {other}. " + HELP,
+                  markup=False, highlight=False)
+    try:
+        llm = make_chat_model(resolved, cfg.model, cfg.local, base_url=url)
+        session = ChatSession(chosen, req.role, llm, prompts, options, cid, console, read=read)
+        # Not asyncio.run: its SIGINT handler only cancels the task, which cannot interrupt a blocking
+        # input(); with Python's default handler Ctrl-C raises KeyboardInterrupt at the prompt or mid-reply.
+        loop = asyncio.new_event_loop()
+        try:
+            loop.run_until_complete(session.run())
+        except KeyboardInterrupt:
+            session.quit = True
+            console.print("\ninterrupted: saving what was said", markup=False)
+        finally:
+            loop.close()
+        state = session.state()
+    except BackendError as exc:
+        raise ChatError(str(exc)) from None
+    finally:
+        shutdown_local_servers()
+    record = to_record(chosen, state, name, teacher, learner, started, options).model_copy(
+        update={"conversation_id": cid, "human": req.role})
+    info = RunInfo(name=name, teacher=teacher, learner=learner, evaluator=req.model, human=req.role,
+                   resolved={other: resolved.model_dump() | ({"base_url": url} if url else {})},
+                   tutorials_source=str(source), started_at=started, ended_at=now(), status="complete",
+                   versions=package_versions())
+    return ChatSummary(record=record, path=save_chat(run_dir, record, info))
