@@ -116,7 +116,7 @@ def align(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="DIR", help="Output directory (default: RUNS_DIR/alignment). "
                                                 "It is replaced as a whole; a directory holding files align did not "
                                                 "write is refused.", show_default=False)] = None,
-    by: Annotated[Optional[str], typer.Option("--by", metavar="run|model|domain", help="Also per group: run, model or domain.",
+    by: Annotated[Optional[str], typer.Option("--by", metavar="run|model|domain|persona", help="Also per group: run, model, domain or learner persona.",
                                               show_default=False)] = None,
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples for the 95 % CIs (0 = none).")] = 2000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,

@@ -36,6 +36,7 @@ class ScoreRow:
     run: str = ""
     model: str = ""
     domain: str = ""
+    persona: str = ""  # learner persona ("" before personas)
     title: str = ""
     tutorial_id: str = ""
     where: str = ""  # path:line it came from
@@ -139,6 +140,7 @@ def read_scores_jsonl(path: Path, problems: Problems, default_run: str = "",
             run=run,
             model=model_label(rec.teacher, rec.learner, run),
             domain=rec.domain,
+            persona=rec.persona,
             title=rec.title,
             tutorial_id=rec.tutorial_id,
             where=f"{path}:{n}",
