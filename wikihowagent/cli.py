@@ -32,6 +32,10 @@ annotate_app.command("export")(annotate_export)
 app.add_typer(annotate_app, name="annotate")
 app.command("align")(align)
 
+from wikihowagent.sweep.command import sweep_app  # noqa: E402
+
+app.add_typer(sweep_app, name="sweep")
+
 
 def fail(message: str, code: int = 2) -> None:
     """Print one clear line and exit (no stack trace for expected problems)."""
