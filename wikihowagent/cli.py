@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from wikihowagent.console import print_error
 
@@ -224,16 +225,25 @@ def _run_generation(cfg, run_dir, name, fingerprint, endpoints, selected, source
 def merge(
     run_dir: Annotated[Path, typer.Argument(help="A run directory whose shards/ were produced with --shard K/N.")],
 ) -> None:
-    """Merge the shards of a cluster run into the run's conversations.jsonl (no duplicates)."""
+    """Merge the shards of a cluster run (conversations, and scores of `evaluate --shard`; no duplicates).
+
+    Refuses in one line if a shard 0..N-1 is missing or was made with other settings."""
+    from wikihowagent.evaluation.shards import SHARDS_DIR, merge_score_shards
     from wikihowagent.generate import merge_shards
     from wikihowagent.runs import RunError
 
+    scores = (run_dir / SHARDS_DIR).is_dir()
     try:
-        counts = merge_shards(run_dir)
+        if (run_dir / "shards").is_dir() or not scores:
+            counts = merge_shards(run_dir)
+            console.print(f"{run_dir}: merged {counts['shards']} shards into {counts['conversations']} conversations "
+                          f"({counts['finished']} finished, {counts['failed']} failed)", highlight=False, markup=False)
+        if scores:
+            counts = merge_score_shards(run_dir)
+            console.print(f"{run_dir}: merged {counts['shards']} score shards into {counts['scores']} score records",
+                          highlight=False, markup=False)
     except RunError as exc:
-        fail(str(exc))
-    console.print(f"{run_dir}: merged {counts['shards']} shards into {counts['conversations']} conversations "
-                  f"({counts['finished']} finished, {counts['failed']} failed)", highlight=False)
+        fail(escape(str(exc)))
 
 
 @app.command()

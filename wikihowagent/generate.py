@@ -263,6 +263,12 @@ def merge_shards(run_dir: Path) -> dict[str, int]:
     shard_dirs = sorted(p for p in (run_dir / "shards").glob("*") if (p / RUN_INFO).exists())
     if not shard_dirs:
         raise RunError(f"{run_dir}: no shards to merge (expected {run_dir}/shards/K-of-N/)")
+    from wikihowagent.shards import ShardError, check_shards
+
+    try:  # every shard 0..N-1 there, all made with the same settings
+        check_shards(shard_dirs, lambda d: read_run_info(d).get("fingerprint"), run_dir)
+    except ShardError as exc:
+        raise RunError(str(exc)) from None
     sources = [run_dir / CONVERSATIONS] + [d / CONVERSATIONS for d in shard_dirs]
     merged: dict[str, dict[str, Any]] = {}
     for src in sources:

@@ -26,6 +26,8 @@ def evaluate(
     retries: Annotated[int, typer.Option(min=0, help="Re-asks of the judge when a reply cannot be parsed.")] = 2,
     batch_size: Annotated[int, typer.Option(min=1, help="Texts per embedding forward pass.")] = 32,
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the PNG figures.")] = False,
+    tables: Annotated[bool, typer.Option("--tables", help="The paper's Table 1 (homogeneous runs) and Table 2 (heterogeneous, ↑/↓ against the teacher's homogeneous run); automatic for a sweep directory.")] = False,
+    shard: Annotated[Optional[str], typer.Option(metavar="K/N", help="Score only shard K of N of the conversations into <scores dir>/score-shards/K-of-N/ (cluster array jobs); join with `wikihowagent merge`.")] = None,
 ) -> None:
     """Score conversations: computational metrics and the LLM rubric judge; summary table, CSV, Markdown, figures."""
     from rich.console import Console
@@ -33,7 +35,7 @@ def evaluate(
     console = Console(stderr=True)
     try:
         code = _evaluate(console, runs or [], evaluator, metrics, no_judge, compat, baseline, by, out, rubrics,
-                         config, base_url, concurrency, retries, batch_size, no_figures)
+                         config, base_url, concurrency, retries, batch_size, no_figures, shard, tables)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: scores written so far are kept; rerun the same command to resume")
         raise typer.Exit(130) from None
@@ -49,7 +51,7 @@ def _fail(console: Any, msg: str) -> int:
 
 
 def _evaluate(console, runs, evaluator, metrics, no_judge, compat, baseline, by, out, rubrics_path, config,
-              base_url, concurrency, retries, batch_size, no_figures) -> int:
+              base_url, concurrency, retries, batch_size, no_figures, shard=None, tables=False) -> int:
     from wikihowagent.config import ConfigError, load_config
 
     from .inputs import InputError, resolve_inputs
@@ -62,12 +64,28 @@ def _evaluate(console, runs, evaluator, metrics, no_judge, compat, baseline, by,
     if by not in (None, "domain"):
         return _fail(console, f"--by: only 'domain' is supported, not {by!r}")
     mode = "paper" if compat == "paper" else "default"
+    shard_kn = None
+    if shard:
+        from wikihowagent.generate import parse_shard
+
+        try:
+            shard_kn = parse_shard(shard)
+        except ValueError as exc:
+            return _fail(console, str(exc))
     try:
         cfg = load_config(config)
     except ConfigError as exc:
         return _fail(console, str(exc))
     runs_dir = Path(cfg.runs_dir)
-    paths = list(runs)
+    from .tables import expand_sweep_dirs
+
+    paths, from_sweep = expand_sweep_dirs(list(runs), lambda m: console.print(f"warning: {m}", highlight=False, markup=False))
+    if from_sweep:
+        tables = True
+        if out is None and len(runs) == 1:  # the tables of a sweep go into the sweep's directory
+            out = Path(runs[0])
+    if not paths:
+        return _fail(console, f"{runs[0]}: no cell of this sweep has conversations yet (wikihowagent sweep run FILE)")
     if baseline is not None and all(Path(p).resolve() != Path(baseline).resolve() for p in paths):
         paths = [baseline] + paths
     try:
@@ -94,7 +112,7 @@ def _evaluate(console, runs, evaluator, metrics, no_judge, compat, baseline, by,
     judge_on = bool(rub) and not no_judge
     opts = EvalOptions(mode=mode, metrics=comp + rub, judge=judge_on, evaluator=evaluator, base_url=base_url,
                        rubrics_path=rubrics_path, out=out, concurrency=concurrency or cfg.concurrency,
-                       retries=retries, batch_size=batch_size)
+                       retries=retries, batch_size=batch_size, shard=shard_kn)
 
     def warn(msg: str) -> None:
         console.print(f"[yellow]warning:[/] {msg}", highlight=False, soft_wrap=True)
@@ -122,7 +140,33 @@ def _evaluate(console, runs, evaluator, metrics, no_judge, compat, baseline, by,
         ev.close()
     if isinstance(results, int):
         return results
-    return _summarize(console, results, rubric_names, base_name, mode, out, runs_dir, by, no_figures)
+    if shard_kn is not None:  # a summary needs every shard: `wikihowagent merge DIR`, then evaluate again
+        console.print(f"shard {shard_kn[0]}/{shard_kn[1]} scored; once all {shard_kn[1]} shards are: "
+                      "wikihowagent merge " + " ".join(str(p.parent.parent.parent) for _, p in results),
+                      highlight=False, markup=False)
+        return 0
+    code = _summarize(console, results, rubric_names, base_name, mode, out, runs_dir, by, no_figures)
+    if tables and not code:
+        code = _paper_tables(console, results, rubric_names, out, runs_dir)
+    return code
+
+
+def _paper_tables(console, results, rubric_names, out, runs_dir) -> int:
+    from rich.console import Console
+
+    from .summary import load_run_scores, print_summary, write_summary
+    from .tables import paper_tables
+
+    run_scores = [load_run_scores(src.name, src.label, p, rubric_names, n_failed=src.n_failed, n_invalid=src.n_invalid)
+                  for src, p in results]
+    setups = {src.name: (src.teacher, src.learner or src.teacher) for src, _ in results}
+    out_dir = Path(out) if out is not None else (results[0][1].parent if len(results) == 1 else runs_dir / "summary")
+    written = []
+    for stem, title, summary in paper_tables(run_scores, setups, rubric_names):
+        print_summary(summary, Console(), title=title)
+        written += write_summary(summary, out_dir / stem)
+    console.print("wrote " + ", ".join(str(p) for p in written), highlight=False, markup=False)
+    return 0
 
 
 def _score_all(console, ev, sources, specs, opts, runs_dir, warn):
@@ -165,6 +209,11 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn):
             console.print(f"  note: {note}", highlight=False)
         if src.n_records == 0 and src.n_invalid == 0:
             warn(f"{src.path}: no conversations")
+        if opts.shard is not None:
+            from .shards import scores_fingerprint, write_shard_info
+
+            write_shard_info(out_path, opts.shard, scores_fingerprint(opts.mode, opts.metrics or [], specs[src.name],
+                                                                     opts.rubrics_path, src.path))
         results.append((src, out_path))
     return results
 
