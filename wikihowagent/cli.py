@@ -66,6 +66,7 @@ def generate(
     retry_failed: Annotated[bool, typer.Option(help="On resume, run failed conversations again.")] = True,
     skip_invalid: Annotated[bool, typer.Option(help="Skip (and list) bad articles instead of stopping.")] = False,
     shard: Annotated[Optional[str], typer.Option(help="K/N: run only every N-th tutorial starting at K (0-based; cluster array jobs) into <run>/shards/K-of-N; join them with `wikihowagent merge`.")] = None,
+    preset: Annotated[Optional[str], typer.Option(help="'paper': the paper's prompts verbatim and decoding (max tokens 4096, temperature 0), under --config and flags.")] = None,
 ) -> None:
     """Simulate teacher-learner conversations over tutorials into a resumable run directory."""
     from wikihowagent.config import ConfigError, load_config
@@ -78,9 +79,11 @@ def generate(
                   "max_retries": retries},
         "workflow": {"max_interactions": max_interactions, "history": history},
     }
+    from wikihowagent.presets import PresetError, preset_config
+
     try:
-        cfg = load_config(config, overrides)
-    except ConfigError as exc:
+        cfg = load_config(config, overrides, preset=preset_config(preset))
+    except (ConfigError, PresetError) as exc:
         fail(str(exc))
     source = tutorials or default_tutorials_path()
     report = LoadReport()

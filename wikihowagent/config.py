@@ -85,12 +85,15 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def load_config(path: Path | None = None, overrides: dict[str, Any] | None = None) -> Config:
-    """Defaults <- configs/default.yaml <- the user's file <- CLI overrides (None values ignored)."""
+def load_config(path: Path | None = None, overrides: dict[str, Any] | None = None,
+                preset: dict[str, Any] | None = None) -> Config:
+    """Defaults <- configs/default.yaml <- a preset's layer <- the user's file <- CLI overrides (None ignored)."""
     data: dict[str, Any] = {}
     default = default_config_path()
     if default.exists():
         data = read_yaml(default)
+    if preset:
+        data = _merge(data, preset)
     if path is not None:
         data = _merge(data, read_yaml(Path(path)))
     if overrides:

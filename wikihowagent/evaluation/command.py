@@ -26,6 +26,7 @@ def evaluate(
     retries: Annotated[int, typer.Option(min=0, help="Re-asks of the judge when a reply cannot be parsed.")] = 2,
     batch_size: Annotated[int, typer.Option(min=1, help="Texts per embedding forward pass.")] = 32,
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the PNG figures.")] = False,
+    preset: Annotated[Optional[str], typer.Option(help="'paper': --compat paper and the paper's decoding for the judge (max tokens 4096, temperature 0).")] = None,
     tables: Annotated[bool, typer.Option("--tables", help="The paper's Table 1 (homogeneous runs) and Table 2 (heterogeneous, ↑/↓ against the teacher's homogeneous run); automatic for a sweep directory.")] = False,
     shard: Annotated[Optional[str], typer.Option(metavar="K/N", help="Score only shard K of N of the conversations into <scores dir>/score-shards/K-of-N/ (cluster array jobs); join with `wikihowagent merge`.")] = None,
 ) -> None:
@@ -35,7 +36,7 @@ def evaluate(
     console = Console(stderr=True)
     try:
         code = _evaluate(console, runs or [], evaluator, metrics, no_judge, compat, baseline, by, out, rubrics,
-                         config, base_url, concurrency, retries, batch_size, no_figures, shard, tables)
+                         config, base_url, concurrency, retries, batch_size, no_figures, shard, tables, preset)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: scores written so far are kept; rerun the same command to resume")
         raise typer.Exit(130) from None
@@ -51,7 +52,7 @@ def _fail(console: Any, msg: str) -> int:
 
 
 def _evaluate(console, runs, evaluator, metrics, no_judge, compat, baseline, by, out, rubrics_path, config,
-              base_url, concurrency, retries, batch_size, no_figures, shard=None, tables=False) -> int:
+              base_url, concurrency, retries, batch_size, no_figures, shard=None, tables=False, preset=None) -> int:
     from wikihowagent.config import ConfigError, load_config
 
     from .inputs import InputError, resolve_inputs
@@ -59,6 +60,13 @@ def _evaluate(console, runs, evaluator, metrics, no_judge, compat, baseline, by,
     from .metrics import MetricError
     from .runner import EvalOptions, Evaluation, EvaluateError, select_metrics
 
+    from wikihowagent.presets import PresetError, get_preset, preset_config
+
+    try:
+        preset_layer, chosen = preset_config(preset), get_preset(preset)
+    except PresetError as exc:
+        return _fail(console, str(exc))
+    compat = compat or (chosen.compat if chosen else None)
     if compat not in (None, "paper"):
         return _fail(console, f"--compat: only 'paper' is supported, not {compat!r}")
     if by not in (None, "domain"):
@@ -73,7 +81,7 @@ def _evaluate(console, runs, evaluator, metrics, no_judge, compat, baseline, by,
         except ValueError as exc:
             return _fail(console, str(exc))
     try:
-        cfg = load_config(config)
+        cfg = load_config(config, preset=preset_layer)
     except ConfigError as exc:
         return _fail(console, str(exc))
     runs_dir = Path(cfg.runs_dir)
