@@ -57,7 +57,7 @@ def generate(
     concurrency: Annotated[Optional[int], typer.Option(min=1, help="Conversations in flight.")] = None,
     max_interactions: Annotated[Optional[int], typer.Option(min=2, help="Cut a conversation after M messages (paper: 40).")] = None,
     history: Annotated[Optional[int], typer.Option(min=0, help="Show agents the last N messages (0 = the paper's prompts).")] = None,
-    base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible server URL for openai: specs (e.g. vLLM).")] = None,
+    base_url: Annotated[Optional[list[str]], typer.Option(help="OpenAI-compatible server URL for openai: specs (e.g. vLLM); repeat for replicas of the model (least-busy routing).")] = None,
     temperature: Annotated[Optional[float], typer.Option(help="Sampling temperature (default 0).")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Sampling seed.")] = None,
     max_tokens: Annotated[Optional[int], typer.Option(min=1, help="Max new tokens per reply.")] = None,
@@ -113,7 +113,8 @@ def generate(
 
 def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url, retry_failed, filters,
               shard_kn) -> int:
-    from wikihowagent.backends import BackendError, check_backend, make_chat_model, resolve_spec, shutdown_local_servers
+    from wikihowagent.backends import BackendError, resolve_spec, shutdown_local_servers
+    from wikihowagent.backends.replicas import make_pooled_chat_model, role_endpoints
     from wikihowagent.config import ConfigError
     from wikihowagent.generate import default_run_name, shard_dir
     from wikihowagent.runs import RunError, dir_lock
@@ -124,11 +125,11 @@ def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url,
         prompts = load_prompts(cfg.prompts or None)
         aliases = Path(cfg.models) if cfg.models else None
         resolved = {}
-        urls = {}  # --base-url is for openai: specs; an Ollama or local role keeps its own endpoint
+        urls = {}  # --base-url is for openai: specs; an Ollama or local role keeps its own endpoint(s)
         for role, spec in (("teacher", teacher), ("learner", learner)):
             resolved[role] = resolve_spec(spec, aliases)
-            urls[role] = base_url if resolved[role].provider == "openai" else None
-            check_backend(resolved[role], urls[role])
+            urls[role] = role_endpoints(spec, base_url, aliases)
+            _check_replicas(resolved[role], urls[role])
     except (BackendError, ConfigError) as exc:
         fail(str(exc))
     options = WorkflowOptions(max_interactions=cfg.workflow.max_interactions, history=cfg.workflow.history,
@@ -146,7 +147,8 @@ def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url,
     }
     if any(r.provider == "local" for r in resolved.values()):
         fingerprint["local"] = cfg.local.model_dump(include={"max_tokens", "n_ctx"})
-    endpoints = {k: v.model_dump() | ({"base_url": urls[k]} if urls[k] else {}) for k, v in resolved.items()}
+    endpoints = {k: v.model_dump() | ({"base_url": urls[k][0]} if urls[k] else {})
+                 | ({"base_urls": urls[k]} if urls[k] and len(urls[k]) > 1 else {}) for k, v in resolved.items()}
     try:
         # One `generate` per run directory at a time: two appenders (e.g. an overlapping requeue) would
         # run the same tutorials and lose records when one rewrites the file under the other.
@@ -156,7 +158,9 @@ def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url,
             def model_for(role: str):
                 spec = teacher if role == "teacher" else learner
                 if spec not in models:  # homogeneous: one model object for both roles
-                    models[spec] = make_chat_model(spec, cfg.model, cfg.local, base_url=urls[role], aliases_path=aliases)
+                    models[spec] = make_pooled_chat_model(
+                        spec, cfg.model, cfg.local, urls[role], aliases_path=aliases, pool_settings=cfg.replicas,
+                        on_event=lambda m: console.print(f"note: {m}", highlight=False, markup=False))
                 return models[spec]
 
             try:
@@ -166,6 +170,24 @@ def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url,
                 shutdown_local_servers()
     except (RunError, BackendError) as exc:
         fail(str(exc))
+
+
+def _check_replicas(resolved, urls) -> None:
+    """Every endpoint is checked; unreachable replicas are reported and left to the pool (it rests them and
+    probes them again), as long as one answers."""
+    from wikihowagent.backends import BackendError, check_backend
+
+    errors = []
+    for url in urls or [None]:
+        try:
+            check_backend(resolved, url)
+        except BackendError as exc:
+            errors.append(exc)
+    if len(errors) == len(urls or [None]):
+        raise errors[0]
+    for exc in errors:
+        console.print(f"warning: a replica is not answering; going on with the others: {exc}", highlight=False,
+                      markup=False)
 
 
 def _run_generation(cfg, run_dir, name, fingerprint, endpoints, selected, source, filters, retry_failed, options,

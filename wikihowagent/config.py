@@ -39,10 +39,20 @@ class WorkflowSettings(BaseModel):
     strip_citations: bool = True  # remove crawl debris such as "[6]XTrustworthy Source...Go to source"
 
 
+class ReplicaSettings(BaseModel):
+    """Server replicas and outages (wikihowagent/backends/replicas.py); transport only, not in a run's fingerprint."""
+
+    fail_threshold: int = 3  # connection errors in a row before a replica is rested
+    rest_s: float = 2.0  # first rest; doubles per failed probe
+    rest_max_s: float = 60.0
+    outage_wait_s: float = 120.0  # with every replica down, requests wait (probing) this long before failing
+
+
 class Config(BaseModel):
     model: ModelSettings = Field(default_factory=ModelSettings)
     local: LocalModelSettings = Field(default_factory=LocalModelSettings)
     workflow: WorkflowSettings = Field(default_factory=WorkflowSettings)
+    replicas: ReplicaSettings = Field(default_factory=ReplicaSettings)
     concurrency: int = 2
     runs_dir: str = "runs"
     prompts: str = ""  # path of a prompts YAML; empty = configs/prompts.yaml
