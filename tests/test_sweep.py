@@ -11,6 +11,11 @@ from wikihowagent.cli import app
 from wikihowagent.runs import iter_jsonl
 
 runner = CliRunner()
+
+
+def flat(res) -> str:
+    """The output with line wrapping undone (rich wraps at 80 columns without a terminal)."""
+    return " ".join(res.output.split())
 FAST_METRICS = "BLEU,ROUGE-1,Diversity,Completion"
 
 
@@ -37,7 +42,7 @@ def test_sweep_2x2_grid_runs_resumes_and_gives_tables(tmp_path):
         f = write_sweep(tmp_path, a.base_url, b.base_url)
         res = runner.invoke(app, ["sweep", "plan", str(f), "--estimate"])
         assert res.exit_code == 0, res.output
-        assert "4 cells x 2 shards = 8 tasks" in res.output and "12 conversations" in res.output
+        assert "4 cells x 2 shards = 8 tasks" in flat(res) and "12 conversations" in flat(res)
         res = runner.invoke(app, ["sweep", "run", str(f)], env={"OPENAI_COMPATIBLE_API_KEY": ""})
         assert res.exit_code == 0, res.output
         # each model's requests went to its own endpoint: both servers served teachers and learners
@@ -53,10 +58,10 @@ def test_sweep_2x2_grid_runs_resumes_and_gives_tables(tmp_path):
         info = json.loads((sweep / cell / "run.json").read_text())
         assert info["status"] == "merged" and info["learner"] in ("a", "b")
     res = runner.invoke(app, ["sweep", "status", str(f)])
-    assert res.exit_code == 0 and "8 tasks: 8 done; 4/4 cells complete" in res.output
+    assert res.exit_code == 0 and "8 tasks: 8 done; 4/4 cells complete" in flat(res)
     res = runner.invoke(app, ["evaluate", str(sweep), "--no-judge", "--no-figures", "--metrics", FAST_METRICS])
     assert res.exit_code == 0, res.output
-    assert "Table 1: homogeneous" in res.output and "Table 2: heterogeneous" in res.output
+    assert "Table 1: homogeneous" in flat(res) and "Table 2: heterogeneous" in flat(res)
     t1 = (sweep / "table1" / "summary.md").read_text()
     t2 = (sweep / "table2" / "summary.md").read_text()
     assert "T-a L-a" in t1 and "T-b L-b" in t1 and "Overall" in t1 and "T-a L-b" not in t1
@@ -77,20 +82,20 @@ def test_sweep_status_counts_failures_and_missing(tmp_path):
         res = runner.invoke(app, ["sweep", "run", str(f), "--task", "0"])  # T-a_L-a: every request fails
         assert res.exit_code == 1
     res = runner.invoke(app, ["sweep", "status", str(f)])
-    assert "1 done, 1 failed, 2 not started" in res.output and "1/4 cells complete" in res.output
+    assert "1 done, 1 failed, 2 not started" in flat(res) and "1/4 cells complete" in flat(res)
 
 
 def test_sweep_bad_files_are_one_line_errors(tmp_path):
     bad = tmp_path / "bad [x].yaml"
     bad.write_text("name: x\ngrid: {teachers: [a]}\nshardz: 2\n")
     res = runner.invoke(app, ["sweep", "plan", str(bad)])
-    assert res.exit_code == 2 and "bad [x].yaml: shardz: Extra inputs are not permitted" in res.output
+    assert res.exit_code == 2 and "bad [x].yaml: shardz: Extra inputs are not permitted" in flat(res)
     empty = tmp_path / "empty.yaml"
     empty.write_text("name: x\n")
     res = runner.invoke(app, ["sweep", "plan", str(empty)])
-    assert res.exit_code == 2 and "no cells" in res.output
+    assert res.exit_code == 2 and "no cells" in flat(res)
     res = runner.invoke(app, ["sweep", "run", str(tmp_path / "missing.yaml")])
-    assert res.exit_code == 2 and "experiment file not found" in res.output
+    assert res.exit_code == 2 and "experiment file not found" in flat(res)
 
 
 def test_paper_sweep_file_lists_the_papers_runs():
@@ -122,8 +127,8 @@ def test_merge_refuses_missing_or_mixed_shards(tmp_path):
         assert generate(out, srv.base_url, "--shard", "0/3").exit_code == 0
         assert generate(out, srv.base_url, "--shard", "2/3").exit_code == 0
         res = runner.invoke(app, ["merge", str(out)])
-        assert res.exit_code == 2 and "1 of 3 shards missing (1-of-3)" in res.output
+        assert res.exit_code == 2 and "1 of 3 shards missing (1-of-3)" in flat(res)
         assert not (out / "conversations.jsonl").exists()
         assert generate(out, srv.base_url, "--shard", "1/3", "--max-interactions", "6").exit_code in (0, 1)
         res = runner.invoke(app, ["merge", str(out)])
-        assert res.exit_code == 2 and "shard 1-of-3 was made with other settings" in res.output
+        assert res.exit_code == 2 and "shard 1-of-3 was made with other settings" in flat(res)

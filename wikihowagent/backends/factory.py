@@ -420,6 +420,7 @@ def make_chat_model(
     *,
     base_url: str | None = None,
     aliases_path: Path | None = None,
+    keepalive: int | None = None,
 ) -> BaseChatModel:
     """A LangChain chat model for `spec` with temperature, seed, max_tokens, timeout and retries set.
 
@@ -461,6 +462,13 @@ def make_chat_model(
     kwargs: dict[str, Any] = {}
     if base is not None:
         kwargs["base_url"] = base
+    if keepalive:  # the openai client keeps 100 idle connections: above that, every request reconnects
+        import openai
+        from openai._constants import DEFAULT_CONNECTION_LIMITS
+
+        limits = type(DEFAULT_CONNECTION_LIMITS)(max_connections=max(keepalive, 1000), max_keepalive_connections=keepalive)
+        kwargs["http_async_client"] = openai.DefaultAsyncHttpxClient(base_url=base or OPENAI_API_BASE,
+                                                                     timeout=settings.timeout_s, limits=limits)
     return ChatOpenAI(
         model=resolved.model,
         api_key=key,

@@ -24,6 +24,9 @@ from langchain_core.outputs import ChatResult
 from pydantic import ConfigDict
 
 
+KEEPALIVE = 1024  # idle connections kept per endpoint: no reconnects at any --concurrency up to this
+
+
 def is_connection_error(exc: BaseException) -> bool:
     """True if the request got no answer from the server at all (safe to send again)."""
     import httpx
@@ -210,7 +213,8 @@ def make_pooled_chat_model(spec: str, settings: Any, local: Any, urls: list[str]
         return make_chat_model(spec, settings, local, aliases_path=aliases_path)
     targets = list(urls) if urls else [None]
     replicas = [Replica(url=u or resolved.base_url or OPENAI_API_BASE,
-                        model=make_chat_model(spec, settings, local, base_url=u, aliases_path=aliases_path))
+                        model=make_chat_model(spec, settings, local, base_url=u, aliases_path=aliases_path,
+                                              keepalive=KEEPALIVE))
                 for u in targets]
     knobs = pool_settings.model_dump() if pool_settings is not None else {}
     pool = ReplicaPool(replicas, probe_path="/api/tags" if resolved.provider == "ollama" else "/models",
