@@ -24,7 +24,10 @@ from langchain_core.outputs import ChatResult
 from pydantic import ConfigDict
 
 
-KEEPALIVE = 1024  # idle connections kept per endpoint: no reconnects at any --concurrency up to this
+KEEPALIVE = 1024  # idle connections kept per client: no reconnects at any --concurrency up to this
+# HTTP clients per endpoint: httpx's connection pool scans all its connections on every request (CPU grows
+# with --concurrency), so requests are spread over several clients, each with a small pool.
+CLIENTS_PER_ENDPOINT = 8
 
 
 def is_connection_error(exc: BaseException) -> bool:
@@ -46,12 +49,25 @@ def is_connection_error(exc: BaseException) -> bool:
 @dataclass
 class Replica:
     url: str
-    model: BaseChatModel
+    model: BaseChatModel  # or several clients of this endpoint (`clients`), each with its own connection pool
+    clients: list[BaseChatModel] = field(default_factory=list)
+    busy: list[int] = field(default_factory=list)  # requests in flight per client
     in_flight: int = 0
     failures: int = 0  # connection errors in a row
     rests: int = 0  # times rested in a row (the backoff exponent)
     rested_until: float = 0.0  # monotonic time; 0 = healthy
     served: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.clients:
+            self.clients = [self.model]
+        self.busy = [0] * len(self.clients)
+
+    def take_client(self) -> int:
+        """The least-busy client of this endpoint (its connection pool scans fewer connections per request)."""
+        i = min(range(len(self.busy)), key=self.busy.__getitem__)
+        self.busy[i] += 1
+        return i
 
 
 @dataclass
@@ -166,14 +182,17 @@ class PooledChatModel(BaseChatModel):
         last: BaseException | None = None
         for _ in range(self.max_resends):
             r = await self.pool.acquire()
+            i = r.take_client()
             try:
-                result = await r.model._agenerate(messages, stop=stop, **kwargs)
+                result = await r.clients[i]._agenerate(messages, stop=stop, **kwargs)
             except Exception as exc:
+                r.busy[i] -= 1
                 self.pool.release(r, exc if is_connection_error(exc) else None)
                 if not is_connection_error(exc):
                     raise
                 last = exc
                 continue
+            r.busy[i] -= 1
             self.pool.release(r, None)
             return result
         assert last is not None
@@ -212,10 +231,14 @@ def make_pooled_chat_model(spec: str, settings: Any, local: Any, urls: list[str]
     if resolved.provider == "local":
         return make_chat_model(spec, settings, local, aliases_path=aliases_path)
     targets = list(urls) if urls else [None]
-    replicas = [Replica(url=u or resolved.base_url or OPENAI_API_BASE,
-                        model=make_chat_model(spec, settings, local, base_url=u, aliases_path=aliases_path,
-                                              keepalive=KEEPALIVE))
-                for u in targets]
+    def client(u: str | None) -> BaseChatModel:
+        return make_chat_model(spec, settings, local, base_url=u, aliases_path=aliases_path, keepalive=KEEPALIVE)
+
+    n_clients = CLIENTS_PER_ENDPOINT if resolved.provider == "openai" else 1
+    replicas = []
+    for u in targets:
+        clients = [client(u) for _ in range(n_clients)]
+        replicas.append(Replica(url=u or resolved.base_url or OPENAI_API_BASE, model=clients[0], clients=clients))
     knobs = pool_settings.model_dump() if pool_settings is not None else {}
     pool = ReplicaPool(replicas, probe_path="/api/tags" if resolved.provider == "ollama" else "/models",
                        on_event=on_event, **knobs)
