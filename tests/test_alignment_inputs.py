@@ -351,10 +351,16 @@ def test_discover_runs_finds_paper_compat_and_rescored_scores(tmp_path):
     assert res.matched.all()
 
 
-def test_paper_run_name_pattern_allows_an_empty_job():
-    from wikihowagent.alignment.sources import PAPER_RUN_RE, model_label
+def test_paper_run_name_pattern_allows_an_empty_job(tmp_path):
+    from wikihowagent.alignment.sources import model_label
+    from wikihowagent.evaluation.inputs import resolve_inputs
+    from wikihowagent.paper_format import PAPER_RUN_RE
 
-    assert PAPER_RUN_RE.pattern.endswith(r"(?:_(?P<job>[^_]*))?$")  # as evaluation.inputs._PAPER_STEM_RE
+    # evaluate and align read the run-file name through the same pattern (wikihowagent.paper_format)
+    paper = tmp_path / "T-qwen_L-gemma_E-gpt_.json"
+    paper.write_text(json.dumps({"total_conversations": []}))
+    src = resolve_inputs([paper], tmp_path)[0]
+    assert (src.teacher, src.learner, src.evaluator) == ("qwen", "gemma", "gpt")
     m = PAPER_RUN_RE.match("T-qwen_L-gemma_E-gpt_")
     assert (m["teacher"], m["learner"], m["evaluator"], m["job"]) == ("qwen", "gemma", "gpt", "")
     m = PAPER_RUN_RE.match("T-a-1_L-b_E-gpt-4o_12345")

@@ -135,11 +135,13 @@ def align(
         raise typer.BadParameter(f"must be one of: {', '.join(BY_CHOICES)}", param_hint="--by")
     if bootstrap < 0:
         raise typer.BadParameter("must be >= 0", param_hint="--bootstrap")
+    from wikihowagent.runs import ALIGNMENT_DIR
+
     from .common import OutputDirError, Problems, foreign_entries
     from .report import OUTPUT_FILES
 
     runs_dir = resolve_runs_dir(runs_dir, config)
-    out_dir = out or runs_dir / "alignment"
+    out_dir = out or runs_dir / ALIGNMENT_DIR
     if out_dir.exists() and not out_dir.is_dir():
         raise typer.BadParameter(f"{out_dir} exists and is not a directory", param_hint="--out")
     err = Console(stderr=True)

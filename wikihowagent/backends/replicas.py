@@ -199,40 +199,61 @@ class PooledChatModel(BaseChatModel):
         raise last
 
 
+OPENAI_API_BASE = "https://api.openai.com/v1"
+
+
 def alias_base_urls(spec: str, aliases_path: Any = None) -> list[str] | None:
     """`base_urls: [...]` of an alias in the alias file (several replicas of one model), else None."""
-    from .factory import load_aliases
+    from .spec import load_aliases
 
     target = load_aliases(aliases_path).aliases.get(spec.strip())
     urls = target.get("base_urls") if isinstance(target, dict) else None
     return [str(u) for u in urls] if isinstance(urls, list) and urls else None
 
 
-def role_endpoints(spec: str, base_urls: list[str] | None, aliases_path: Any = None) -> list[str] | None:
-    """The endpoints of a role: --base-url (openai: specs only), else the alias's base_urls, else None (the
-    spec's own single endpoint)."""
-    from .factory import resolve_spec
-
-    resolved = resolve_spec(spec, aliases_path)
+def role_endpoints(resolved: Any, base_urls: list[str] | None, aliases_path: Any = None) -> list[str] | None:
+    """The endpoints of a role (a ResolvedSpec): --base-url (openai: specs only), else the alias's base_urls,
+    else None (the spec's own single endpoint)."""
     if resolved.provider == "local":
         return None
     if base_urls and resolved.provider == "openai":
         return list(base_urls)
-    return alias_base_urls(spec, aliases_path)
+    return alias_base_urls(resolved.spec, aliases_path)
 
 
-def make_pooled_chat_model(spec: str, settings: Any, local: Any, urls: list[str] | None, *, aliases_path: Any = None,
+def check_replicas(resolved: Any, urls: list[str] | None, warn: Callable[[str], None]) -> None:
+    """Check every endpoint; unreachable replicas are reported (`warn`) and left to the pool, which rests and
+    probes them, as long as one answers. Raises the first BackendError if none does."""
+    from .errors import BackendError
+    from .registry import check_backend
+
+    targets: list[str | None] = list(urls) if urls else [None]
+    errors = []
+    for url in targets:
+        try:
+            check_backend(resolved, url)
+        except BackendError as exc:
+            errors.append(exc)
+    if len(errors) == len(targets):
+        raise errors[0]
+    for exc in errors:
+        warn(f"a replica is not answering; going on with the others: {exc}")
+
+
+def make_pooled_chat_model(resolved: Any, settings: Any, local: Any, urls: list[str] | None, *,
                            pool_settings: Any = None, on_event: Callable[[str], None] | None = None) -> BaseChatModel:
     """The hook where `generate` makes its chat clients: one client per endpoint behind a PooledChatModel
     (also for a single endpoint: it rides out short outages). The embedded model is returned as it is."""
-    from .factory import OPENAI_API_BASE, make_chat_model, resolve_spec
+    from .registry import make_chat_model, provider
 
-    resolved = resolve_spec(spec, aliases_path)
     if resolved.provider == "local":
-        return make_chat_model(spec, settings, local, aliases_path=aliases_path)
-    targets = list(urls) if urls else [None]
+        return make_chat_model(resolved, settings, local)
+    targets: list[str | None] = list(urls) if urls else [None]
+
     def client(u: str | None) -> BaseChatModel:
-        return make_chat_model(spec, settings, local, base_url=u, aliases_path=aliases_path, keepalive=KEEPALIVE)
+        if resolved.provider == "openai":
+            return provider("openai").make(resolved, settings, local, u, keepalive=KEEPALIVE)
+        return make_chat_model(resolved, settings, local, base_url=u)
 
     n_clients = CLIENTS_PER_ENDPOINT if resolved.provider == "openai" else 1
     replicas = []

@@ -15,15 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wikihowagent.records import ScoreRecord
-from wikihowagent.runs import CONVERSATIONS
+from wikihowagent.records import JudgeProvenance, ScoreRecord
+from wikihowagent.runs import RESCORED_DIR, SCORES, SCORES_PAPER
 
-from .inputs import Conversation, InputSource
+from wikihowagent.records import Conversation
+
+from .inputs import InputSource
 from .metrics import COMPUTATIONAL_NAMES, Scorers, computational_metrics
-
-SCORES = "scores.jsonl"
-SCORES_PAPER = "scores-paper.jsonl"
-
 
 class EvaluateError(RuntimeError):
     """A problem that stops `evaluate`; one line."""
@@ -64,7 +62,7 @@ def scores_path(src: InputSource, opts: EvalOptions, runs_dir: Path) -> Path:
     elif src.kind == "run":
         path = src.path / fname
     else:
-        path = Path(runs_dir) / "rescored" / src.name / fname
+        path = Path(runs_dir) / RESCORED_DIR / src.name / fname
     if opts.shard is not None:
         from .shards import shard_scores_path
 
@@ -114,9 +112,8 @@ def count_input_records(src: InputSource) -> int | None:
     """Non-empty lines of a JSONL input (the progress bar's total); None for a paper JSON file."""
     if src.kind == "paper-json":
         return None
-    path = src.path / CONVERSATIONS if src.kind == "run" else src.path
     n = 0
-    with open(path, "rb") as fh:
+    with open(src.records_path, "rb") as fh:
         for line in fh:
             if line.strip():
                 n += 1
@@ -135,6 +132,11 @@ class Evaluation:
         self.make_llm = make_llm
         self.warn = warn
         self.scorers = Scorers(opts.mode, comp, batch_size=opts.batch_size) if comp else None
+        self.rubrics_hash = ""
+        if rubrics is not None:
+            from .judge import rubrics_sha256
+
+            self.rubrics_hash = rubrics_sha256(rubrics)
         self._judges: dict[str, Any] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -169,23 +171,24 @@ class Evaluation:
             self._loop.run_until_complete(self._loop.shutdown_default_executor())  # the metrics' worker thread
             self._loop.close()
 
-    def _stale_rubrics(self, old: dict[str, Any] | None, spec: str | None) -> str | None:
+    def _stale_rubrics(self, old: ScoreRecord | None, spec: str | None) -> str | None:
         """Why the rubric scores of an earlier line cannot be reused ("evaluator" / "rubrics"), else None."""
         if not old or not self.rubric_names:
             return None
-        keys = set(old.get("metrics") or {}) - COMPUTATIONAL_NAMES
+        keys = set(old.metrics) - COMPUTATIONAL_NAMES
         if not keys:
             return None  # nothing judged yet (e.g. a --no-judge pass): nothing to compare
-        if (old.get("evaluator") or "") != (spec or ""):
+        if old.evaluator != (spec or ""):
             return "evaluator"
         if self.rubrics is not None and not keys <= set(self.rubrics):
             return "rubrics"  # scores of rubrics the current rubric file does not define: another rubric file
+        old_hash = old.judge.rubrics_sha256 if old.judge else ""
+        if old_hash and self.rubrics_hash and old_hash != self.rubrics_hash:
+            return "rubrics"  # the same rubric names, other definitions
         return None
 
     async def _run_source(self, src: InputSource, out_path: Path, progress: Callable[[int], None] | None) -> SourceStats:
-        from wikihowagent.runs import JsonlAppender
-
-        from .summary import read_scores
+        from wikihowagent.runs import JsonlAppender, read_scores
 
         stats = SourceStats()
         existing = read_scores(out_path, on_error=self.warn)
@@ -228,10 +231,10 @@ class Evaluation:
             async def judged(rec: ScoreRecord, conv: Conversation, j: Any) -> None:
                 jr = await j.judge(conv)
                 rec.metrics.update(jr.scores)
-                rec.evaluator = spec or ""
-                rec.judge_raw = {**rec.judge_raw, **jr.raw}
-                rec.judge_failures = [f for f in rec.judge_failures if f not in jr.scores] + jr.failures
-                rec.notes = [n for n in rec.notes if not n.startswith("judge:")] + jr.notes
+                prev = rec.judge or JudgeProvenance()
+                rec.judge = JudgeProvenance(
+                    evaluator=spec or "", rubrics_sha256=self.rubrics_hash, raw={**prev.raw, **jr.raw},
+                    failures=[f for f in prev.failures if f not in jr.scores] + jr.failures, notes=jr.notes)
                 sink.append(rec)  # as soon as this conversation is judged (resume keeps every finished one)
                 stats.scored += 1
                 stats.judge_failures += len(jr.failures)
@@ -240,11 +243,11 @@ class Evaluation:
             try:
                 for chunk in _chunks(stream, self.opts.chunk):
                     # (conversation, its earlier scores line, why its rubric scores are stale, metrics it has)
-                    todo: list[tuple[Conversation, dict[str, Any] | None, str | None, set[str]]] = []
+                    todo: list[tuple[Conversation, ScoreRecord | None, str | None, set[str]]] = []
                     for c in chunk:
                         old = existing.get(c.conversation_id)
                         stale = self._stale_rubrics(old, spec)
-                        have = set((old or {}).get("metrics") or {})
+                        have = set(old.metrics) if old else set()
                         if stale is None and comp_names | rubric_names <= have:
                             stats.already += 1
                             continue
@@ -297,30 +300,22 @@ class Evaluation:
         stats.failed, stats.invalid = src.n_failed, src.n_invalid
         return stats
 
-    def _record(self, src: InputSource, c: Conversation, old: dict[str, Any] | None, cs: Any,
+    def _record(self, src: InputSource, c: Conversation, old: ScoreRecord | None, cs: Any,
                 stale: str | None = None) -> ScoreRecord:
-        metrics: dict[str, float | None] = {}
-        raw: dict[str, list[str]] = {}
-        failures: list[str] = []
-        notes: list[str] = []
-        evaluator = (old or {}).get("evaluator") or ""  # set anew when this pass judges the conversation
-        if old:  # keep what an earlier pass computed that this one does not recompute
-            metrics.update(old.get("metrics") or {})
-            raw.update(old.get("judge_raw") or {})
-            failures = list(old.get("judge_failures") or [])
-            notes = list(old.get("notes") or [])
+        # Keep what an earlier pass computed that this one does not recompute; the judge's provenance is set
+        # anew when this pass judges the conversation.
+        metrics: dict[str, float | None] = dict(old.metrics) if old else {}
+        judge = old.judge.model_copy(deep=True) if old and old.judge else None
+        notes = list(old.notes) if old else []
         if stale:  # another judge or rubric file: none of its rubric scores is kept (the computed metrics are)
             metrics = {k: v for k, v in metrics.items() if k in COMPUTATIONAL_NAMES}
-            raw, failures, evaluator = {}, [], ""
-            notes = [n for n in notes if not n.startswith("judge:")]
+            judge = None
         if cs is not None:
-            notes = [n for n in notes if n.startswith("judge:")]
             metrics.update({k: (None if v is None or (isinstance(v, float) and math.isnan(v)) else v) for k, v in cs.metrics.items()})
-            notes.extend(cs.notes)
+            notes = list(cs.notes)
         return ScoreRecord(
             conversation_id=c.conversation_id, run=src.name, tutorial_id=c.tutorial_id, title=c.title,
             domain=c.domain, teacher=c.teacher, learner=c.learner,
-            evaluator=evaluator,
             mode="paper" if self.opts.mode == "paper" else "default",
-            metrics=metrics, judge_raw=raw, judge_failures=failures, notes=notes,
+            metrics=metrics, judge=judge, notes=notes,
         )

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,32 +26,17 @@ class RunScores:
     n_invalid: int | None = None
 
 
-def read_scores(path: Path, on_error: Callable[[str], None] | None = None) -> dict[str, dict[str, Any]]:
-    """{conversation_id: record} of a scores.jsonl; a later line for the same id replaces an earlier one."""
-    from wikihowagent.runs import iter_jsonl
-
-    out: dict[str, dict[str, Any]] = {}
-    if not Path(path).exists():
-        return out
-    for lineno, obj in iter_jsonl(path, on_error=on_error or (lambda _m: None)):
-        cid = obj.get("conversation_id")
-        if isinstance(cid, str) and isinstance(obj.get("metrics"), dict):
-            out[cid] = obj
-        elif on_error:
-            on_error(f"{path}:{lineno}: not a score record (no conversation_id / metrics)")
-    return out
-
-
 def load_run_scores(name: str, label: str, path: Path, rubric_names: list[str], **kw: Any) -> RunScores:
+    from wikihowagent.runs import read_scores
+
     rs = RunScores(name=name, label=label, path=path, **kw)
     for cid, rec in read_scores(path).items():
-        metrics = rec.get("metrics") or {}
         rs.rows.append({
             "conversation_id": cid,
-            "domain": rec.get("domain") or "(none)",
-            "metrics": metrics,
-            "failures": list(rec.get("judge_failures") or []),
-            "judged": [n for n in rubric_names if n in metrics],
+            "domain": rec.domain or "(none)",
+            "metrics": rec.metrics,
+            "failures": list(rec.judge_failures),
+            "judged": [n for n in rubric_names if n in rec.metrics],
         })
     return rs
 

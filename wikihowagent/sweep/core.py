@@ -99,7 +99,7 @@ class Task:
 
     @property
     def run_dir(self) -> Path:
-        from wikihowagent.generate import shard_dir
+        from wikihowagent.runs import shard_dir
 
         return shard_dir(self.cell.run_dir, self.shard, self.shards) if self.shards > 1 else self.cell.run_dir
 
@@ -122,7 +122,7 @@ class Sweep:
 
 
 def load_sweep(path: Path, runs_dir: str | Path = "runs") -> Sweep:
-    from wikihowagent.generate import default_run_name
+    from wikihowagent.generation.core import default_run_name
 
     path = Path(path)
     try:
@@ -241,8 +241,8 @@ def task_state(task: Task) -> TaskState:
         info = read_run_info(d)
     except RunError:
         return TaskState(task, "unreadable")
-    counts = info.get("counts") or {}
-    status = {"complete": "done", "incomplete": "failed", "merged": "done"}.get(info.get("status", ""), info.get("status", "?"))
+    counts = info.counts or {}
+    status = {"complete": "done", "incomplete": "failed", "merged": "done"}.get(info.status, info.status)
     return TaskState(task, status, int(counts.get("conversations", 0)), int(counts.get("failed", 0)),
                      counts.get("tutorials"))
 
@@ -256,12 +256,12 @@ def cell_merged(cell: Cell, shards: int) -> bool:
         info = read_run_info(cell.run_dir)
     except RunError:
         return False
-    return info.get("status") == "merged" and len(info.get("shards") or []) == shards
+    return info.status == "merged" and len(info.shards or []) == shards
 
 
 def merge_cell_if_complete(sweep: Sweep, cell: Cell) -> bool:
     """Merge a sharded cell once every shard is done (under a lock: two array tasks may finish together)."""
-    from wikihowagent.generate import merge_shards
+    from wikihowagent.generation.core import merge_shards
     from wikihowagent.runs import dir_lock
 
     n = sweep.spec.shards

@@ -1,0 +1,505 @@
+"""`wikihowagent generate`: run the conversation graph over tutorials into a resumable run directory.
+
+`run_generation(GenerateRequest) -> GenerateSummary` owns the whole stage: config, tutorial selection and
+sharding, backend checks, the run fingerprint, the run-directory lock and run.json.
+
+Conversations stream through a bounded pool of asyncio workers (no lockstep batches: a slow one never
+holds up the others). Each finished conversation is appended as one fsynced line, so a killed run loses
+at most the conversations in flight; rerunning the same command skips what is done and retries failures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import platform
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from wikihowagent.config import Config, ConfigError
+from wikihowagent.records import ConversationRecord, Tutorial, TutorialRef, conversation_lines, make_conversation_id
+from wikihowagent.runs import (
+    CONVERSATIONS,
+    RUN_INFO,
+    SHARDS_DIR,
+    JsonlAppender,
+    JsonlError,
+    RunError,
+    RunInfo,
+    read_records,
+    read_run_info,
+    repair_torn_tail,
+    rewrite_records,
+    shard_dir,
+    shard_dirs,
+    write_run_info,
+)
+from wikihowagent.workflow.graph import WorkflowOptions, build_graph, initial_state, recursion_limit
+from wikihowagent.workflow.prompts import PromptTemplates
+
+VERSIONED_PACKAGES = ("langgraph", "langchain-core", "langchain-openai", "langchain-ollama", "xllamacpp", "pydantic")
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def default_run_name(teacher: str, learner: str, evaluator: str | None) -> str:
+    """The paper's run naming, T-<teacher>_L-<learner>_E-<evaluator>, made filesystem-safe."""
+    name = f"T-{teacher}_L-{learner}_E-{evaluator or teacher}"
+    return re.sub(r"[^A-Za-z0-9._+=-]+", "-", name)
+
+
+def package_versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for pkg in ("wikihowagent", *VERSIONED_PACKAGES):
+        try:
+            out[pkg] = metadata.version(pkg)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
+@dataclass
+class RunStats:
+    total: int = 0  # tutorials selected
+    already_done: int = 0  # finished in an earlier invocation
+    done: int = 0  # finished now (ok)
+    failed: int = 0  # finished now with an error
+    completion_tokens: int = 0
+    errors: list[str] = field(default_factory=list)
+
+
+def to_record(tutorial: Tutorial, state: dict[str, Any], run_name: str, teacher: str, learner: str,
+              started: str, options: WorkflowOptions) -> ConversationRecord:
+    turns = list(state.get("messages", []))
+    error = state.get("error")
+    finished = bool(state.get("finished"))
+    warnings = []
+    if error and finished:  # only the learner's goodbye after FINISHED failed: the conversation is complete
+        warnings, error = [f"farewell not generated: {error}"], None
+    if error:
+        stop = "error"
+    elif finished:
+        stop = "finished"
+    elif len(turns) >= options.max_interactions:
+        stop = "max_interactions"
+    else:  # cannot happen with the graph's routing; say so rather than guess
+        stop, error = "error", "conversation ended without FINISHED or the interaction limit"
+    return ConversationRecord(
+        conversation_id=make_conversation_id(run_name, tutorial.tutorial_id),
+        tutorial_id=tutorial.tutorial_id,
+        doc_id=tutorial.doc_id,
+        method_id=tutorial.method_id,
+        source_tutorial_path=tutorial.source_tutorial_path,
+        title=tutorial.title,
+        categories=tutorial.categories,
+        domain=tutorial.domain,
+        summary=tutorial.summary,
+        tutorial=TutorialRef(title=tutorial.method_title, steps=tutorial.steps),
+        conversation=conversation_lines(turns),
+        turns=turns,
+        finished=finished,
+        stop_reason=stop,
+        error=error,
+        warnings=warnings,
+        teacher=teacher,
+        learner=learner,
+        started_at=started,
+        ended_at=now(),
+    )
+
+
+def prepare_run_dir(run_dir: Path, fingerprint: dict[str, Any], retry_failed: bool) -> tuple[set[str], RunInfo | None]:
+    """Check that `run_dir` holds this run (or nothing); return the tutorial ids already done and the
+    previous run.json (None for a new run).
+
+    Failed records are dropped (and later re-run) when `retry_failed`; duplicates from any earlier
+    crash are collapsed, keeping the last record per tutorial. The file is rewritten atomically.
+    """
+    run_dir.mkdir(parents=True, exist_ok=True)
+    previous = read_run_info(run_dir) if (run_dir / RUN_INFO).exists() else None
+    if previous is not None:
+        old = previous.fingerprint
+        changed = [k for k in fingerprint if k in old and old[k] != fingerprint[k]]
+        if changed:
+            raise RunError(
+                f"{run_dir}: holds a run with different {', '.join(changed)}; "
+                "use --out for a new run directory (or remove this one)"
+            )
+    path = run_dir / CONVERSATIONS
+    if not path.exists():
+        return set(), previous
+    repair_torn_tail(path)  # a conversation cut mid-write by a kill is simply run again
+    try:
+        records = [rec for _, rec in read_records(path)]
+    except JsonlError as exc:  # damage other than a torn tail: stop rather than drop records
+        raise RunError(f"{exc}; fix or remove that line, then rerun") from None
+    latest = {rec.tutorial_id: rec for rec in records}  # the last record per tutorial wins
+    keep = [r for r in latest.values() if not (retry_failed and r.error)]
+    if len(keep) != len(records):
+        rewrite_records(path, keep)
+    return {r.tutorial_id for r in keep}, previous
+
+
+async def run_conversations(
+    tutorials: list[Tutorial],
+    teacher_model: BaseChatModel,
+    learner_model: BaseChatModel,
+    prompts: PromptTemplates,
+    options: WorkflowOptions,
+    out_path: Path,
+    *,
+    run_name: str,
+    teacher: str,
+    learner: str,
+    concurrency: int,
+    on_done: Callable[[ConversationRecord], None] | None = None,
+    stats: RunStats | None = None,
+) -> RunStats:
+    """Run `tutorials` through the graph with at most `concurrency` conversations in flight.
+
+    `stats` (updated in place, so progress displays can read it) defaults to a fresh RunStats.
+    """
+    graph = build_graph(teacher_model, learner_model, prompts, options)
+    stats = stats if stats is not None else RunStats(total=len(tutorials))
+    queue: asyncio.Queue[Tutorial] = asyncio.Queue()
+    for t in tutorials:
+        queue.put_nowait(t)
+    config = {"recursion_limit": recursion_limit(options)}
+
+    with JsonlAppender(out_path) as sink:
+
+        async def worker() -> None:
+            while True:
+                try:
+                    tutorial = queue.get_nowait()
+                except asyncio.QueueEmpty:
+                    return
+                started = now()
+                try:
+                    state = await graph.ainvoke(initial_state(tutorial), config=config)
+                except Exception as exc:  # a graph-level failure still yields a record
+                    state = {"messages": [], "error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
+                record = to_record(tutorial, state, run_name, teacher, learner, started, options)
+                # Single-threaded event loop: appends never interleave.
+                sink.append(record)
+                if record.error:
+                    stats.failed += 1
+                    stats.errors.append(f"{tutorial.tutorial_id} ({tutorial.title}): {record.error}")
+                else:
+                    stats.done += 1
+                stats.completion_tokens += sum(t.completion_tokens for t in record.turns)
+                if on_done is not None:
+                    on_done(record)
+
+        await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
+    return stats
+
+
+def run_info(name: str, fingerprint: dict[str, Any], config: Config, resolved: dict[str, Any],
+             tutorials_source: str, started: str, filters: dict[str, Any]) -> RunInfo:
+    return RunInfo(
+        name=name,
+        teacher=fingerprint["teacher"],
+        learner=fingerprint["learner"],
+        evaluator=fingerprint.get("evaluator"),
+        resolved=resolved,  # provider/model/base_url of each role; never a key
+        fingerprint=fingerprint,
+        config=config.model_dump(mode="json"),
+        tutorials_source=tutorials_source,
+        filters=filters,
+        started_at=started,
+        versions=package_versions(),
+    )
+
+
+def count_records(records: list[ConversationRecord]) -> dict[str, int]:
+    return {
+        "conversations": len(records),
+        "finished": sum(1 for r in records if r.stop_reason == "finished"),
+        "max_interactions": sum(1 for r in records if r.stop_reason == "max_interactions"),
+        "failed": sum(1 for r in records if r.error),
+    }
+
+
+def _readable_records(path: Path) -> list[ConversationRecord]:
+    """The records of a conversations file for counting; a damaged line is left out here (resume reports it)."""
+    if not path.exists():
+        return []
+    out = []
+    try:
+        for _, rec in read_records(path):
+            out.append(rec)
+    except JsonlError:
+        pass
+    return out
+
+
+def finish_run_info(run_dir: Path, info: RunInfo, stats: RunStats, interrupted: bool = False) -> None:
+    records = _readable_records(run_dir / CONVERSATIONS)
+    info.ended_at = now()
+    complete = not stats.failed and len(records) >= stats.total
+    info.status = "interrupted" if interrupted else "complete" if complete else "incomplete"
+    info.counts = {
+        "tutorials": stats.total,
+        **count_records(records),
+        "this_invocation": {"done": stats.done, "failed": stats.failed, "skipped_existing": stats.already_done},
+    }
+    write_run_info(run_dir, info)
+
+
+def parse_shard(value: str) -> tuple[int, int]:
+    """"K/N" (0-based K, e.g. a SLURM array index) -> (K, N)."""
+    try:
+        k, n = (int(x) for x in value.split("/"))
+    except ValueError:
+        raise ValueError(f"--shard {value!r}: expected K/N, e.g. 0/8") from None
+    if n < 1 or not 0 <= k < n:
+        raise ValueError(f"--shard {value!r}: need 0 <= K < N")
+    return k, n
+
+
+def merge_shards(run_dir: Path) -> dict[str, int]:
+    """Merge `run_dir/shards/*/conversations.jsonl` into `run_dir/conversations.jsonl`.
+
+    One record per tutorial: a successful record beats a failed one, otherwise the later one wins.
+    Shards share the parent's run name, so conversation ids do not depend on the sharding.
+    """
+    shards = shard_dirs(run_dir)
+    if not shards:
+        raise RunError(f"{run_dir}: no shards to merge (expected {run_dir / SHARDS_DIR}/K-of-N/)")
+    from wikihowagent.shards import ShardError, check_shards
+
+    try:  # every shard 0..N-1 there, all made with the same settings
+        check_shards(shards, lambda d: read_run_info(d).fingerprint, run_dir)
+    except ShardError as exc:
+        raise RunError(str(exc)) from None
+    sources = [run_dir / CONVERSATIONS] + [d / CONVERSATIONS for d in shards]
+    merged: dict[str, ConversationRecord] = {}
+    for src in sources:
+        if not src.exists():
+            continue
+        repair_torn_tail(src)
+        try:
+            for _, rec in read_records(src):
+                key = rec.tutorial_id
+                if key not in merged or not rec.error or merged[key].error:
+                    merged[key] = rec
+        except JsonlError as exc:
+            raise RunError(str(exc)) from None
+    records = list(merged.values())
+    rewrite_records(run_dir / CONVERSATIONS, records)
+    info = read_run_info(shards[0])
+    info = info.model_copy(update={"name": run_dir.name, "shards": [d.name for d in shards], "ended_at": now(),
+                                   "counts": count_records(records), "status": "merged"})
+    write_run_info(run_dir, info)
+    return {"shards": len(shards), **info.counts}
+
+
+# --------------------------------------------------------------------------- the stage
+
+
+class GenerateError(RuntimeError):
+    """A problem that stops `generate` before or around the work (config, tutorials, backend, run dir); one line."""
+
+
+@dataclass(frozen=True)
+class GenerateRequest:
+    """What `wikihowagent generate` was asked to do (None = the config's value)."""
+
+    teacher: str = "local"
+    learner: str | None = None  # default: the teacher (homogeneous)
+    evaluator: str | None = None  # recorded for `evaluate` (default: the teacher)
+    config: Path | None = None
+    tutorials: Path | None = None  # default: the bundled sample
+    out: Path | None = None  # default: <runs_dir>/T-<teacher>_L-<learner>_E-<evaluator>
+    max_tutorials: int | None = None
+    domains: tuple[str, ...] = ()
+    shard: str | None = None  # "K/N"
+    retry_failed: bool = True
+    skip_invalid: bool = False
+    base_url: str | tuple[str, ...] | None = None  # for openai: specs only; several = replicas
+    concurrency: int | None = None
+    max_interactions: int | None = None
+    history: int | None = None
+    temperature: float | None = None
+    seed: int | None = None
+    max_tokens: int | None = None
+    timeout: float | None = None
+    retries: int | None = None
+    preset: str | None = None  # presets.py: a config layer under --config and the flags
+
+    def config_overrides(self) -> dict[str, Any]:
+        return {
+            "concurrency": self.concurrency,
+            "model": {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens,
+                      "timeout_s": self.timeout, "max_retries": self.retries},
+            "workflow": {"max_interactions": self.max_interactions, "history": self.history},
+        }
+
+
+@dataclass
+class GenerateSummary:
+    run_dir: Path
+    stats: RunStats
+    counts: dict[str, Any] = field(default_factory=dict)  # run.json's counts (whole run, not just this call)
+    max_interactions: int = 0
+    interrupted: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return 130
+        return 1 if self.counts.get("failed") else 0
+
+
+def _select_tutorials(req: GenerateRequest, cfg: Config, warn: Callable[[str], None]) -> tuple[list[Tutorial], str]:
+    from wikihowagent.tutorials import LoadReport, TutorialError, default_tutorials_path, load_tutorials
+
+    source = req.tutorials or default_tutorials_path()
+    report = LoadReport()
+    try:
+        selected = load_tutorials(source, domains=req.domains, max_tutorials=req.max_tutorials,
+                                  clean_citations=cfg.workflow.strip_citations, skip_invalid=req.skip_invalid,
+                                  report=report)
+    except TutorialError as exc:
+        raise GenerateError(str(exc)) from None
+    for problem in report.invalid:
+        warn(problem)
+    if not selected:
+        raise GenerateError(f"{source}: no tutorials with >= 2 steps"
+                            + (f" in domain(s) {', '.join(req.domains)}" if req.domains else ""))
+    return selected, str(source)
+
+
+def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
+    """Run (or resume) one run directory. `console` (rich) shows the plan, skipped articles and the progress
+    bar. Raises GenerateError (one line) for anything that stops the stage; a conversation's failure does not."""
+    from wikihowagent.backends import BackendError, resolve_spec, shutdown_local_servers
+    from wikihowagent.backends.replicas import check_replicas, make_pooled_chat_model, role_endpoints
+    from wikihowagent.config import load_config
+    from wikihowagent.presets import PresetError, preset_config
+    from wikihowagent.runs import RunError, dir_lock
+    from wikihowagent.workflow.prompts import load_prompts
+
+    learner = req.learner or req.teacher
+    try:
+        cfg = load_config(req.config, req.config_overrides(), preset=preset_config(req.preset))
+    except (ConfigError, PresetError) as exc:
+        raise GenerateError(str(exc)) from None
+    selected, source = _select_tutorials(
+        req, cfg, lambda problem: console.print(f"[yellow]skipped:[/] {problem}", highlight=False))
+    shard_kn = None
+    if req.shard:
+        try:
+            shard_kn = parse_shard(req.shard)
+        except ValueError as exc:
+            raise GenerateError(str(exc)) from None
+        selected = selected[shard_kn[0]::shard_kn[1]]
+    filters = {"max_tutorials": req.max_tutorials, "domains": list(req.domains), "shard": req.shard}
+
+    try:
+        prompts = load_prompts(cfg.prompts or None)
+        aliases = Path(cfg.models) if cfg.models else None
+        roles = {"teacher": req.teacher, "learner": learner}
+        resolved = {}
+        urls = {}  # --base-url is for openai: specs; an Ollama or local role keeps its own endpoint(s)
+        given = [req.base_url] if isinstance(req.base_url, str) else list(req.base_url or ())
+        for role, spec in roles.items():
+            resolved[role] = resolve_spec(spec, aliases)
+            urls[role] = role_endpoints(resolved[role], given, aliases)
+            check_replicas(resolved[role], urls[role],
+                           lambda m: console.print(f"warning: {m}", highlight=False, markup=False))
+    except (BackendError, ConfigError) as exc:
+        raise GenerateError(str(exc)) from None
+    options = WorkflowOptions(max_interactions=cfg.workflow.max_interactions, history=cfg.workflow.history,
+                              learner_farewell=cfg.workflow.learner_farewell)
+    name = req.out.name if req.out else default_run_name(req.teacher, learner, req.evaluator)
+    run_dir = req.out or Path(cfg.runs_dir) / name
+    if shard_kn is not None:  # shards keep the run's name, so conversation ids do not depend on sharding
+        run_dir = shard_dir(run_dir, *shard_kn)
+    # What the conversations depend on; transport settings (timeout, retries, slots, concurrency) may change
+    # between invocations, e.g. a longer --timeout to finish the conversations that timed out.
+    fingerprint = {
+        "teacher": req.teacher, "learner": learner, "evaluator": req.evaluator or req.teacher,
+        "model": cfg.model.model_dump(exclude={"timeout_s", "max_retries"}), "workflow": cfg.workflow.model_dump(),
+        "prompts": prompts.model_dump(), "tutorials_source": source,
+    }
+    if any(r.provider == "local" for r in resolved.values()):
+        fingerprint["local"] = cfg.local.model_dump(include={"max_tokens", "n_ctx"})
+    endpoints = {k: v.model_dump() | ({"base_url": urls[k][0]} if urls[k] else {})
+                 | ({"base_urls": urls[k]} if urls[k] and len(urls[k]) > 1 else {}) for k, v in resolved.items()}
+    try:
+        # One `generate` per run directory at a time: two appenders (e.g. an overlapping requeue) would
+        # run the same tutorials and lose records when one rewrites the file under the other.
+        with dir_lock(run_dir, blocking=False, what="another 'wikihowagent generate'"):
+            models: dict[str, BaseChatModel] = {}
+
+            def model_for(role: str) -> BaseChatModel:
+                spec = roles[role]
+                if spec not in models:  # homogeneous: one model object for both roles
+                    models[spec] = make_pooled_chat_model(  # replicas, least-busy routing, outage pause
+                        resolved[role], cfg.model, cfg.local, urls[role], pool_settings=cfg.replicas,
+                        on_event=lambda m: console.print(f"note: {m}", highlight=False, markup=False))
+                return models[spec]
+
+            try:
+                return _run(cfg, run_dir, name, fingerprint, endpoints, selected, source, filters, req.retry_failed,
+                            options, prompts, roles, model_for, console)
+            finally:
+                shutdown_local_servers()
+    except (RunError, BackendError) as exc:
+        raise GenerateError(str(exc)) from None
+
+
+def _run(cfg: Config, run_dir: Path, name: str, fingerprint: dict[str, Any], endpoints: dict[str, Any],
+         selected: list[Tutorial], source: str, filters: dict[str, Any], retry_failed: bool, options: WorkflowOptions,
+         prompts: PromptTemplates, roles: dict[str, str], model_for: Callable[[str], BaseChatModel],
+         console: Any) -> GenerateSummary:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    done_ids, previous = prepare_run_dir(run_dir, fingerprint, retry_failed)
+    todo = [t for t in selected if t.tutorial_id not in done_ids]
+    stats = RunStats(total=len(selected), already_done=len(selected) - len(todo))
+    console.print(f"run [bold]{run_dir}[/]: {len(selected)} tutorials, {stats.already_done} already done, "
+                  f"{len(todo)} to go (teacher={roles['teacher']}, learner={roles['learner']}, "
+                  f"concurrency={cfg.concurrency})", highlight=False)
+    teacher_model, learner_model = (model_for("teacher"), model_for("learner")) if todo else (None, None)
+    info = run_info(name, fingerprint, cfg, endpoints, source, (previous and previous.started_at) or now(), filters)
+    if previous is not None:
+        info.resumed_at = now()
+    write_run_info(run_dir, info)
+    summary = GenerateSummary(run_dir=run_dir, stats=stats, max_interactions=options.max_interactions)
+    try:
+        if todo:
+            progress = Progress(
+                TextColumn("[bold]generate"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("ok {task.fields[ok]} · failed {task.fields[failed]} · {task.fields[tokens]} tokens"),
+                TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console,
+            )
+            with progress:
+                task = progress.add_task("generate", total=len(todo), ok=0, failed=0, tokens=0)
+
+                def on_done(record: ConversationRecord) -> None:  # `stats` is updated in place before this is called
+                    progress.update(task, advance=1, ok=stats.done, failed=stats.failed,
+                                    tokens=stats.completion_tokens)
+
+                asyncio.run(run_conversations(
+                    todo, teacher_model, learner_model, prompts, options, run_dir / CONVERSATIONS,
+                    run_name=name, teacher=roles["teacher"], learner=roles["learner"], concurrency=cfg.concurrency,
+                    on_done=on_done, stats=stats,
+                ))
+    except KeyboardInterrupt:
+        summary.interrupted = True
+    finally:
+        # Also after Ctrl-C or an unexpected error: run.json never stays "running".
+        finish_run_info(run_dir, info, stats, interrupted=summary.interrupted)
+    summary.counts = info.counts
+    return summary
