@@ -27,6 +27,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from wikihowagent.runs import RUN_INFO, SCORES  # noqa: E402
+
 METRICS = ("Clarity", "Truthfulness", "Engagement", "Coherence", "Depth", "Relevance", "Progress", "Naturalness")
 SHEET = ("conversation_id", "filename", "title", "clarity", "engagement", "coherence", "depth", "relevance",
          "progress", "naturalness", "truthfulness", "comment")
@@ -43,17 +45,18 @@ def build(tmp: Path, n: int, judges: int, runs: int, seed: int = 0) -> tuple[lis
         name = f"T-model{r}_L-model{r}_E-judge_{r}"
         d = tmp / "runs" / name
         d.mkdir(parents=True)
-        (d / "run.json").write_text(json.dumps({"name": name}))
-        with open(d / "scores.jsonl", "w") as fh:
+        (d / RUN_INFO).write_text(json.dumps({"name": name}))
+        with open(d / SCORES, "w") as fh:
             for i in range(r * per_run, min(n, (r + 1) * per_run)):
                 cid = f"{name}-{i:06d}"
                 ids.append(cid)
                 run_of.append(name)
                 rec = {"conversation_id": cid, "run": name, "tutorial_id": f"{i % (per_run):016x}",
                        "title": f"How to do thing {i}", "domain": f"Domain {i % 17}", "teacher": f"model{r}",
-                       "learner": f"model{r}", "evaluator": "judge", "mode": "default",
+                       "learner": f"model{r}", "mode": "default",
                        "metrics": dict(zip(METRICS, llm[i].tolist())),
-                       "judge_raw": {"rubric": [RAW], "truthfulness": [RAW[:300]]}, "judge_failures": [], "notes": []}
+                       "judge": {"evaluator": "judge", "raw": {"rubric": [RAW], "truthfulness": [RAW[:300]]},
+                                 "failures": [], "notes": []}, "notes": []}
                 fh.write(json.dumps(rec) + "\n")
     sheets = []
     order = [METRICS.index(m.capitalize()) for m in SHEET[3:11]]
@@ -102,7 +105,7 @@ def bench_once(args, by: str | None) -> str:
         t = time.perf_counter()
         sheets, runs = build(tmp, args.n, args.judges, args.runs)
         t_build = time.perf_counter() - t
-        size_mb = sum(p.stat().st_size for p in runs.rglob("scores.jsonl")) / 1e6
+        size_mb = sum(p.stat().st_size for p in runs.rglob(SCORES)) / 1e6
 
         # 1. the command end to end in a fresh process (imports included)
         cmd = [sys.executable, "-c",

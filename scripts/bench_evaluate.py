@@ -28,7 +28,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from wikihowagent.evaluation.inputs import Conversation, Message  # noqa: E402
+from wikihowagent.records import BEGIN_TEXT, FINISH_TEXT, Conversation, Turn  # noqa: E402
+
+
+def turn(role: str, text: str, kind: str = "model") -> Turn:
+    return Turn(role=role, text=text, kind=kind)
 
 FILLERS = [
     "Take your time with this part, since it sets up everything that follows.",
@@ -52,29 +56,28 @@ def synth_conversations(n: int, seed: int = 0, distinct_refs: bool = True) -> li
     """`distinct_refs`: every conversation's reference differs (its method title gets a number), so that
     nothing can be reused across conversations: the case of one run over distinct tutorials. Without it
     the 22 bundled tutorials repeat, as the same tutorials do across the runs of one evaluation."""
-    from wikihowagent.tutorials import load_tutorials
+    from wikihowagent.corpus.core import load_tutorials
 
     tutorials = load_tutorials()
     rng = random.Random(seed)
     convs = []
     for i in range(n):
         t = tutorials[i % len(tutorials)]
-        msgs = [Message("teacher", f"Let's begin: {t.method_title}. BEGIN", "begin"), Message("learner", "Okay, I am ready to start.")]
+        msgs = [turn("teacher", BEGIN_TEXT.format(method_title=t.method_title), "begin"), turn("learner", "Okay, I am ready to start.")]
         for k, step in enumerate(t.steps, 1):
             sents = [s for s in step.replace("\n", " ").split(". ") if s]
             rng.shuffle(sents)
             body = ". ".join(sents[: max(1, len(sents) - rng.randint(0, 1))])
-            msgs.append(Message("teacher", f"Step {k}: {body} {rng.choice(FILLERS)} {rng.choice(FILLERS)}"))
+            msgs.append(turn("teacher", f"Step {k}: {body} {rng.choice(FILLERS)} {rng.choice(FILLERS)}"))
             if rng.random() < 0.4:
-                msgs.append(Message("learner", rng.choice(QUESTIONS)))
-                msgs.append(Message("teacher", f"Good question. {rng.choice(FILLERS)} {sents[0]}.", "clarification"))
-            msgs.append(Message("learner", rng.choice(ACKS)))
-        msgs.append(Message("teacher", "We've reached the end of the tutorial. Bye! FINISHED", "finish"))
-        msgs.append(Message("learner", "Thank you so much!"))
-        lines = [f"{m.role.capitalize()}: {m.text}" for m in msgs]
-        convs.append(Conversation(conversation_id=f"bench-{i}", run="bench", where=f"bench:{i}",
-                                  tutorial_title=f"{t.method_title} #{i}" if distinct_refs else t.method_title, steps=list(t.steps), lines=lines, messages=msgs,
-                                  finished=True, domain=t.domain))
+                msgs.append(turn("learner", rng.choice(QUESTIONS)))
+                msgs.append(turn("teacher", f"Good question. {rng.choice(FILLERS)} {sents[0]}.", "clarification"))
+            msgs.append(turn("learner", rng.choice(ACKS)))
+        msgs.append(turn("teacher", FINISH_TEXT, "finish"))
+        msgs.append(turn("learner", "Thank you so much!"))
+        title = f"{t.method_title} #{i}" if distinct_refs else t.method_title
+        convs.append(Conversation.from_turns(msgs, list(t.steps), title, completed=True, conversation_id=f"bench-{i}",
+                                             run="bench", where=f"bench:{i}", domain=t.domain))
     return convs
 
 

@@ -20,10 +20,12 @@ def scripted_reply(prompt: str) -> str:
 class FakeOpenAI:
     """`with FakeOpenAI() as srv:` -> srv.base_url ('http://127.0.0.1:PORT/v1'); srv.requests, srv.auth."""
 
-    def __init__(self, reply=scripted_reply, fail_when=None, models=("fake-model",), logprobs=None):
+    def __init__(self, reply=scripted_reply, fail_when=None, models=("fake-model",),
+                 error_message="scripted server error", logprobs=None):
         """`logprobs(prompt)` -> [(token, {candidate: probability})] makes the server answer requests that ask
         for `logprobs` with that reply, OpenAI-style (`choices[0].logprobs.content`)."""
         self.reply, self.fail_when, self.models, self.logprobs = reply, fail_when, models, logprobs
+        self.error_message = error_message
         self.requests: list[dict] = []
         self.auth: list[str] = []
         outer = self
@@ -49,7 +51,7 @@ class FakeOpenAI:
                 outer.auth.append(self.headers.get("Authorization", ""))
                 prompt = "\n".join(str(m.get("content")) for m in body.get("messages", []))
                 if outer.fail_when and outer.fail_when(prompt):
-                    self._send(500, {"error": {"message": "scripted server error"}})
+                    self._send(500, {"error": {"message": outer.error_message}})
                     return
                 choice = {"index": 0, "finish_reason": "stop"}
                 if body.get("logprobs") and outer.logprobs is not None:
@@ -60,13 +62,13 @@ class FakeOpenAI:
                          "top_logprobs": [{"token": t, "logprob": math.log(p), "bytes": None} for t, p in top.items()]}
                         for tok, top in entries]}
                 else:
-                    text = outer.reply(prompt)
+                    text = outer.reply(prompt)  # None -> "content": null
                 choice["message"] = {"role": "assistant", "content": text}
                 self._send(200, {
                     "id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"),
                     "choices": [choice],
-                    "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split()),
-                              "total_tokens": len(prompt.split()) + len(text.split())},
+                    "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": len((text or "").split()),
+                              "total_tokens": len(prompt.split()) + len((text or "").split())},
                 })
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

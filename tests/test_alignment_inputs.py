@@ -165,8 +165,8 @@ def test_llm_scores_from_wide_csv_and_paper_run_file(tmp_path):
     assert llm.rows["c1"].values[0] == 5 and llm.rows["c1"].model == "qwen"
     assert llm.rows["c2"].model == "qwen / gemma" and np.isnan(llm.rows["c2"].values[0])
     assert llm.rows["c3"].model == "llama" and llm.rows["c3"].domain == "Health"
-    # the domain is tutorials.domain_of(categories): the first category below the root, if any
-    assert llm.rows["c4"].domain == "Food and Entertaining" and llm.rows["c5"].domain == ""
+    # the paper's domain of the breadcrumb (corpus.domains.record_domain), else the first category below the root
+    assert llm.rows["c4"].domain == "Food & Cooking" and llm.rows["c5"].domain == ""
     assert llm.rows["c3"].values[METRICS.index("Engagement")] == 3
     assert f"{csv_path}:3: column 'Clarity': 0 is outside the 1-5 scale" in lines_of(problems)
 
@@ -351,10 +351,16 @@ def test_discover_runs_finds_paper_compat_and_rescored_scores(tmp_path):
     assert res.matched.all()
 
 
-def test_paper_run_name_pattern_allows_an_empty_job():
-    from wikihowagent.alignment.sources import PAPER_RUN_RE, model_label
+def test_paper_run_name_pattern_allows_an_empty_job(tmp_path):
+    from wikihowagent.alignment.sources import model_label
+    from wikihowagent.evaluation.inputs import resolve_inputs
+    from wikihowagent.paper_format import PAPER_RUN_RE
 
-    assert PAPER_RUN_RE.pattern.endswith(r"(?:_(?P<job>[^_]*))?$")  # as evaluation.inputs._PAPER_STEM_RE
+    # evaluate and align read the run-file name through the same pattern (wikihowagent.paper_format)
+    paper = tmp_path / "T-qwen_L-gemma_E-gpt_.json"
+    paper.write_text(json.dumps({"total_conversations": []}))
+    src = resolve_inputs([paper], tmp_path)[0]
+    assert (src.teacher, src.learner, src.evaluator) == ("qwen", "gemma", "gpt")
     m = PAPER_RUN_RE.match("T-qwen_L-gemma_E-gpt_")
     assert (m["teacher"], m["learner"], m["evaluator"], m["job"]) == ("qwen", "gemma", "gpt", "")
     m = PAPER_RUN_RE.match("T-a-1_L-b_E-gpt-4o_12345")

@@ -27,7 +27,8 @@ from wikihowagent.backends import (
     resolve_spec,
     shutdown_local_servers,
 )
-from wikihowagent.backends import factory, model_files
+from wikihowagent.backends import model_files, ollama
+from wikihowagent.backends import spec as spec_mod
 from wikihowagent.config import LocalModelSettings, ModelSettings
 
 SECRET = "sk-test-SECRET-0123456789"
@@ -37,7 +38,7 @@ SECRET = "sk-test-SECRET-0123456789"
 def _clean_env(monkeypatch):
     for var in ("OLLAMA_HOST", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_COMPATIBLE_API_KEY", "WIKIHOWAGENT_LLAMA_LOG"):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(factory, "_backoff", lambda attempt: 0.0)
+    monkeypatch.setattr(ollama, "_backoff", lambda attempt: 0.0)
 
 
 def one_line(exc: BaseException) -> str:
@@ -191,12 +192,12 @@ def test_resolve_shipped_aliases(spec, provider, model):
 
 
 def test_builtin_aliases_match_the_shipped_file():
-    shipped = factory.load_aliases(None).aliases
-    assert shipped == factory.BUILTIN_ALIASES
+    shipped = spec_mod.load_aliases(None).aliases
+    assert shipped == spec_mod.BUILTIN_ALIASES
 
 
 def test_missing_default_alias_file_falls_back(monkeypatch, tmp_path):
-    monkeypatch.setattr(factory, "default_aliases_path", lambda: tmp_path / "nope.yaml")
+    monkeypatch.setattr(spec_mod, "default_aliases_path", lambda: tmp_path / "nope.yaml")
     assert resolve_spec("openchat").model == "openchat:7b"
 
 
@@ -267,7 +268,7 @@ def test_unknown_provider_suggests_ollama():
 )
 def test_ollama_host_forms(monkeypatch, value, expected):
     monkeypatch.setenv("OLLAMA_HOST", value)
-    assert factory.normalize_ollama_host() == expected
+    assert ollama.normalize_ollama_host() == expected
     assert resolve_spec("openchat").base_url == expected
 
 

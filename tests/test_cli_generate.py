@@ -141,7 +141,7 @@ def test_second_generate_on_the_same_run_dir_is_refused(tmp_path):
 
 
 def test_run_json_says_interrupted_after_ctrl_c(tmp_path, monkeypatch):
-    import wikihowagent.generate as gen
+    import wikihowagent.generation.core as gen
 
     async def interrupted(*args, **kwargs):
         raise KeyboardInterrupt

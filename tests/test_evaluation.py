@@ -14,8 +14,10 @@ from pathlib import Path
 import pytest
 
 from wikihowagent.evaluation import metrics as M
-from wikihowagent.evaluation.inputs import Conversation, InputError, InputSource, Message, parse_record, resolve_inputs
-from wikihowagent.evaluation.judge import Judge, RubricError, check_value, load_rubrics, parse_scores
+from wikihowagent.evaluation.inputs import InputError, InputSource, resolve_inputs
+from wikihowagent.paper_format import RecordError, to_conversation
+from wikihowagent.records import Conversation, Turn
+from wikihowagent.evaluation.judge import Judge, RubricError, check_value, load_rubrics, parse_scores, rubrics_sha256
 from wikihowagent.evaluation.runner import EvalOptions, Evaluation, EvaluateError, select_metrics
 from wikihowagent.evaluation.summary import load_run_scores, markdown_table, display_rows, summarize
 from wikihowagent.testing import ScriptedChatModel
@@ -28,9 +30,16 @@ NO_EMBED_PAPER = [m for m in M.PAPER_METRICS if m != M.BERTSCORE]
 
 
 def conv_of(msgs: list[tuple[str, str, str]], steps=("Step one.",), title="T", finished=None) -> Conversation:
-    ms = [Message(r, t, k) for r, t, k in msgs]
-    return Conversation(conversation_id="x", run="r", where="w", tutorial_title=title, steps=list(steps),
-                        lines=[f"{m.role.capitalize()}: {m.text}" for m in ms], messages=ms, finished=finished)
+    turns = [Turn(role=r, text=t, kind=k) for r, t, k in msgs]
+    return Conversation.from_turns(turns, list(steps), title, completed=finished, conversation_id="x", run="r", where="w")
+
+
+def record_problem(obj: dict) -> str | None:
+    try:
+        to_conversation(obj, "r", "w")
+    except RecordError as exc:
+        return str(exc)
+    return None
 
 
 def fixture_convs(name: str) -> list[Conversation]:
@@ -72,7 +81,7 @@ def test_completion_structured_then_token():
     c1, c2, c3 = fixture_convs("run_small")
     assert (M.completion(c1), M.completion(c2), M.completion(c3)) == (1.0, 0.0, 1.0)
     p1, p2 = fixture_convs("T-llama3_L-llama3_E-llama3_123.json")
-    assert p1.finished is None and M.completion(p1) == 1.0 and M.completion(p2) == 0.0
+    assert p1.completed is None and M.completion(p1) == 1.0 and M.completion(p2) == 0.0
     # a structured record that stopped at the limit is not complete even if the text says FINISHED
     c = conv_of([("teacher", "FINISHED", "model")], finished=False)
     assert M.completion(c) == 0.0 and M.paper_completion(c) == 1.0
@@ -423,15 +432,15 @@ def test_paper_files_are_read():
     a = list(srcs[0].conversations(print))
     b = list(srcs[1].conversations(print))
     assert [c.conversation_id for c in a] == [c.conversation_id for c in b] == ["p1", "p2"]
-    assert a[0].domain == "Hobbies and Crafts"
+    assert a[0].domain == "Hobbies & Leisure"  # the paper's domain of its breadcrumb (data/domains.csv)
 
 
 def test_record_problems():
     ok = {"conversation_id": "a", "tutorial": {"title": "t", "steps": ["s"]}, "conversation": ["Teacher: hi"]}
-    assert parse_record(ok, "r", "w")[1] is None
-    assert "no conversation" in parse_record({**ok, "conversation": []}, "r", "w")[1]
-    assert "no steps" in parse_record({**ok, "tutorial": {"title": "t", "steps": []}}, "r", "w")[1]
-    assert "conversation_id" in parse_record({k: v for k, v in ok.items() if k != "conversation_id"}, "r", "w")[1]
+    assert record_problem(ok) is None
+    assert "no conversation" in record_problem({**ok, "conversation": []})
+    assert "no steps" in record_problem({**ok, "tutorial": {"title": "t", "steps": []}})
+    assert "conversation_id" in record_problem({k: v for k, v in ok.items() if k != "conversation_id"})
 
 
 def test_select_metrics():
@@ -492,11 +501,12 @@ def test_judge_added_to_earlier_computational_scores(tmp_path):
     ev.scorers.score = no_recompute
     stats = ev.run_source(src, out)
     assert stats.scored == 3
-    from wikihowagent.evaluation.summary import read_scores
+    from wikihowagent.runs import read_scores
 
     final = read_scores(out)
-    assert len(final) == 3 and final["c1"]["metrics"]["Clarity"] == 4 and final["c1"]["metrics"][M.BLEU] > 0
-    assert final["c1"]["evaluator"] == "local" and set(final["c1"]["judge_raw"]) == {"conversation", "reference"}
+    assert len(final) == 3 and final["c1"].metrics["Clarity"] == 4 and final["c1"].metrics[M.BLEU] > 0
+    assert final["c1"].judge.evaluator == "local" and set(final["c1"].judge.raw) == {"conversation", "reference"}
+    assert final["c1"].judge.rubrics_sha256 == rubrics_sha256(RUBRICS)
 
 
 def test_one_judge_serves_several_runs_in_one_process(tmp_path):
@@ -585,7 +595,7 @@ def test_cli_end_to_end_with_fake_judge(tmp_path, monkeypatch):
 
     seen = []
 
-    def fake_make(spec, settings, local, base_url=None):
+    def fake_make(spec, settings, local, base_url=None, **kw):
         seen.append(spec)
         return ScriptedChatModel(script=lambda p: json.dumps({n: 3 for n in RUBRIC_NAMES}), prompts=[])
 
@@ -659,10 +669,12 @@ def test_cli_paper_mode_latest_run_outputs_in_run_dir(tmp_path):
 
 def test_domain_skips_the_root_categories():
     base = {"conversation_id": "a", "tutorial": {"title": "t", "steps": ["s"]}, "conversation": ["Teacher: hi"]}
-    for cats, want in ((["Categories", "Food and Entertaining", "Cooking"], "Food and Entertaining"),
-                       (["WikiHow", "Travel"], "Travel"), (["Health"], "Health"), ([], ""), (None, "")):
-        assert parse_record({**base, "categories": cats}, "r", "w")[0].domain == want
-    assert parse_record({**base, "domain": "Pets", "categories": ["wikihow", "Travel"]}, "r", "w")[0].domain == "Pets"
+    # The paper's domain (data/domains.csv) of the breadcrumb below the root; categories[1] when unmapped.
+    for cats, want in ((["Categories", "Food and Entertaining", "Cooking"], "Food & Cooking"),
+                       (["WikiHow", "Travel"], "Travel & Leisure"), (["Health"], "Health"), ([], ""), (None, ""),
+                       (["Categories", "Hobbies", "Knots"], "Hobbies")):
+        assert to_conversation({**base, "categories": cats}, "r", "w").domain == want
+    assert to_conversation({**base, "domain": "Pets", "categories": ["wikihow", "Travel"]}, "r", "w").domain == "Pets"
 
 
 def _structured_model(fail):
@@ -721,7 +733,7 @@ def _judges_by_spec(scores: dict[str, int], made: list[str]):
 
 
 def test_rescoring_with_another_judge_rejudges_and_reuses_metrics(tmp_path):
-    from wikihowagent.evaluation.summary import read_scores
+    from wikihowagent.runs import read_scores
 
     run = tmp_path / "run"
     shutil.copytree(FIX / "run_small", run)
@@ -737,14 +749,14 @@ def test_rescoring_with_another_judge_rejudges_and_reuses_metrics(tmp_path):
     ev = evaluation("A")
     stats = ev.run_source(src, out)
     assert (stats.scored, stats.rejudged_evaluator) == (3, 0)
-    bleu = read_scores(out)["c1"]["metrics"][M.BLEU]
+    bleu = read_scores(out)["c1"].metrics[M.BLEU]
     ev = evaluation("B")
     ev.scorers.score = lambda convs: pytest.fail("computational metrics are reused, not recomputed")
     stats = ev.run_source(src, out)
     assert (stats.scored, stats.already, stats.rejudged_evaluator) == (3, 0, 3)
     final = read_scores(out)
-    assert all(r["evaluator"] == "B" and r["metrics"]["Clarity"] == 2 for r in final.values())
-    assert final["c1"]["metrics"][M.BLEU] == bleu
+    assert all(r.evaluator == "B" and r.metrics["Clarity"] == 2 for r in final.values())
+    assert final["c1"].metrics[M.BLEU] == bleu
     s = summarize([load_run_scores("run", "run", out, RUBRIC_NAMES)], RUBRIC_NAMES)
     assert s.table[0]["Clarity"][0] == pytest.approx(2.0) and s.table[0]["Truthfulness"][0] == pytest.approx(2.0)
     # the same judge again: nothing to do
@@ -759,8 +771,8 @@ def test_rescoring_with_another_judge_rejudges_and_reuses_metrics(tmp_path):
     stats = evaluation("B", other).run_source(src, out)
     assert (stats.scored, stats.rejudged_rubrics, stats.rejudged_evaluator) == (3, 3, 0)
     rec = read_scores(out)["c2"]
-    assert rec["metrics"]["Patience"] == 2 and "Clarity" not in rec["metrics"] and M.BLEU in rec["metrics"]
-    assert set(rec["judge_raw"]) == {"conversation"} and rec["judge_failures"] == []
+    assert rec.metrics["Patience"] == 2 and "Clarity" not in rec.metrics and M.BLEU in rec.metrics
+    assert set(rec.judge.raw) == {"conversation"} and rec.judge.failures == []
     assert evaluation("B", other).run_source(src, out).already == 3
     # a --metrics subset of the same rubric file reuses the scores
     opts = EvalOptions(judge=True, evaluator="B", chunk=2, retries=0)
@@ -841,7 +853,7 @@ def test_unreachable_judge_mid_stream_stops_and_the_rerun_resumes(tmp_path):
     finally:
         ev.close()
     assert stats.already == len(done) and stats.scored == 3 - len(done)
-    from wikihowagent.evaluation.summary import read_scores
+    from wikihowagent.runs import read_scores
 
     assert sorted(read_scores(out)) == ["c1", "c2", "c3"]
 
@@ -857,5 +869,5 @@ def test_second_evaluate_on_the_same_scores_file_is_refused(tmp_path, monkeypatc
     with dir_lock(run, name=".scores.jsonl.lock"):  # as if another evaluate were scoring this run
         res = CliRunner().invoke(app, ["evaluate", str(run), "--no-judge", "--metrics", "Question Ratio"])
     assert res.exit_code == 2
-    assert "in use by another 'wikihowagent evaluate'" in res.output.replace("\n", " ")
+    assert "another evaluate is running" in res.output.replace("\n", " ")
     assert not (run / "scores.jsonl").exists()

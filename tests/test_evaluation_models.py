@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from wikihowagent.evaluation import metrics as M
-from wikihowagent.evaluation.inputs import Conversation, InputSource, Message
+from wikihowagent.evaluation.inputs import InputSource
+from wikihowagent.records import Conversation, Turn
 
 FIX = Path(__file__).parent / "fixtures" / "evaluation"
 SHORT_REF = "Fill a container with salt.\nSqueeze a little tempera paint into the salt. Mix it well."
@@ -20,9 +21,8 @@ LONG = " ".join(["Squeeze a little tempera paint into the salt and mix it with a
 
 
 def conv(ref_steps: list[str], teacher: str, title: str = "") -> Conversation:
-    msgs = [Message("teacher", teacher), Message("learner", "Next step please.")]
-    return Conversation(conversation_id="x", run="r", where="w", tutorial_title=title, steps=ref_steps,
-                        lines=[f"{m.role.capitalize()}: {m.text}" for m in msgs], messages=msgs)
+    turns = [Turn(role="teacher", text=teacher), Turn(role="learner", text="Next step please.")]
+    return Conversation.from_turns(turns, ref_steps, title, conversation_id="x", run="r", where="w")
 
 
 @pytest.fixture(scope="module")

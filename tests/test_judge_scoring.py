@@ -123,12 +123,12 @@ def test_evaluate_weighted_default_on_openai_compatible_server(tmp_path):
         assert all(r.get("logprobs") and r.get("top_logprobs") == 20 for r in srv.requests)
         assert all((r.get("max_completion_tokens") or r.get("max_tokens")) == 4 for r in srv.requests)
     recs = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
-    assert {r["judge_scoring"] for r in recs} == {"weighted"}
+    assert {r["judge"]["scoring"] for r in recs} == {"weighted"}
     for r in recs:
         for n in ("Clarity", "Truthfulness", "Engagement"):
             v = r["metrics"][n]
             assert 4 < v < 5 and not float(v).is_integer()
-            assert sum(r["judge_dist"][n]) == pytest.approx(1, abs=1e-3) and r["judge_argmax"][n] in (4, 5)
+            assert sum(r["judge"]["dist"][n]) == pytest.approx(1, abs=1e-3) and r["judge"]["argmax"][n] in (4, 5)
     # prompts: the conversation first, the rubric last (a shared prefix)
     prompt = srv.requests[0]["messages"][-1]["content"]
     assert prompt.index("Conversation:") < prompt.index("Criterion:")
@@ -143,7 +143,7 @@ def test_weighted_below_threshold_counted_and_not_scored(tmp_path):
         res = _evaluate([str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures",
                          "--metrics", "Clarity"])
     recs = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
-    assert all(r["metrics"]["Clarity"] is None and r["judge_failures"] == ["Clarity"] for r in recs)
+    assert all(r["metrics"]["Clarity"] is None and r["judge"]["failures"] == ["Clarity"] for r in recs)
     assert "0 of 3 rubric scores read, 3 failed" in flat(res.output)
     assert res.exit_code == 1  # every rubric failed: loud, non-zero
 
@@ -178,9 +178,9 @@ def test_sampled_mode_mean_and_spread(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     recs = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
     for r in recs:
-        assert r["judge_scoring"] == "sampled"
-        assert r["metrics"]["Clarity"] == pytest.approx(4.25) and r["judge_dist"]["Clarity"] == [0, 0, 0, 0.75, 0.25]
-        assert r["judge_spread"]["Clarity"] == pytest.approx(math.sqrt(0.1875), abs=1e-3)
+        assert r["judge"]["scoring"] == "sampled"
+        assert r["metrics"]["Clarity"] == pytest.approx(4.25) and r["judge"]["dist"]["Clarity"] == [0, 0, 0, 0.75, 0.25]
+        assert r["judge"]["spread"]["Clarity"] == pytest.approx(math.sqrt(0.1875), abs=1e-3)
     assert len({json.loads(s)["seed"] for s in seen}) == 5 and all(json.loads(s)["temperature"] > 0 for s in seen)
 
 
@@ -197,7 +197,7 @@ def test_failed_rubrics_are_judged_again_and_all_failed_exits_nonzero(tmp_path, 
     assert res.exit_code == 1 and "failed on every rubric" in flat(res.output), res.output
     assert "error" in flat(res.output)
     recs = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
-    assert all(len(r["judge_failures"]) == 8 for r in recs)
+    assert all(len(r["judge"]["failures"]) == 8 for r in recs)
 
     def good(p: str) -> str:
         names = re.findall(r'"([A-Za-z]+)": <score>', p)
@@ -210,10 +210,10 @@ def test_failed_rubrics_are_judged_again_and_all_failed_exits_nonzero(tmp_path, 
     res = CliRunner().invoke(works, ["evaluate", str(run), "--judge-scoring", "json", "--no-figures"])
     assert res.exit_code == 0, res.output
     assert "3 conversations' failed rubrics judged again" in flat(res.output)
-    from wikihowagent.evaluation.summary import read_scores
+    from wikihowagent.runs import read_scores
 
     final = read_scores(run / "scores.jsonl")
-    assert all(not r["judge_failures"] and r["metrics"]["Clarity"] == 3 for r in final.values())
-    assert all(not any(n.startswith("judge:") for n in r["notes"]) for r in final.values())
+    assert all(not r.judge_failures and r.metrics["Clarity"] == 3 for r in final.values())
+    assert all(not r.judge.notes for r in final.values())
     res = CliRunner().invoke(works, ["evaluate", str(run), "--judge-scoring", "json", "--no-figures"])
     assert "0 scored, 3 already scored" in flat(res.output) and res.exit_code == 0

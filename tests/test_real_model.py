@@ -44,8 +44,8 @@ def test_weighted_judge_with_embedded_model(tmp_path):
     res = CliRunner().invoke(app, ["evaluate", str(run), "--metrics", "Clarity", "--no-figures"])
     assert res.exit_code == 0, res.output
     recs = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
-    assert recs and all(r["judge_scoring"] == "weighted" for r in recs)
+    assert recs and all(r["judge"]["scoring"] == "weighted" for r in recs)
     for r in recs:
         v = r["metrics"]["Clarity"]
         assert 1 <= v <= 5 and not float(v).is_integer()
-        assert abs(sum(r["judge_dist"]["Clarity"]) - 1) < 1e-3
+        assert abs(sum(r["judge"]["dist"]["Clarity"]) - 1) < 1e-3

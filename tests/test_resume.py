@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from helpers import make_tutorial, teacher_script
-from wikihowagent.generate import prepare_run_dir, run_conversations
+from wikihowagent.generation.core import prepare_run_dir, run_conversations
 from wikihowagent.runs import RunError, iter_jsonl
 from wikihowagent.testing import ScriptedChatModel
 from wikihowagent.workflow.graph import WorkflowOptions
@@ -79,10 +79,17 @@ def test_failed_conversations_are_recorded_then_retried(tmp_path):
 def test_damaged_middle_line_stops_instead_of_dropping(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
-    (run / "conversations.jsonl").write_text('{"tutorial_id": "a"}\n{broken\n{"tutorial_id": "b"}\n')
+    def rec(tid: str) -> str:
+        return json.dumps({"conversation_id": tid, "tutorial_id": tid, "tutorial": {"title": "t", "steps": ["s"]}})
+
+    (run / "conversations.jsonl").write_text(f'{rec("a")}\n{{broken\n{rec("b")}\n')
     with pytest.raises(RunError, match=r"conversations\.jsonl:2: malformed JSON"):
         prepare_run_dir(run, FP, retry_failed=True)
     assert (run / "conversations.jsonl").read_text().count("\n") == 3  # untouched
+    # A line that is JSON but not a conversation record stops the run too, naming its line.
+    (run / "conversations.jsonl").write_text(f'{rec("a")}\n{{"tutorial_id": "b"}}\n')
+    with pytest.raises(RunError, match=r"conversations\.jsonl:2: not a conversation record"):
+        prepare_run_dir(run, FP, retry_failed=True)
 
 
 def test_run_dir_with_other_settings_is_refused(tmp_path):
@@ -97,7 +104,7 @@ KILLABLE = textwrap.dedent("""
     import asyncio, sys
     sys.path.insert(0, {tests!r})
     from helpers import make_tutorial, teacher_script
-    from wikihowagent.generate import run_conversations
+    from wikihowagent.generation.core import run_conversations
     from wikihowagent.testing import ScriptedChatModel
     from wikihowagent.workflow.graph import WorkflowOptions
     from wikihowagent.workflow.prompts import load_prompts

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from helpers import learner_says, make_tutorial, teacher_script
-from wikihowagent.generate import to_record
+from wikihowagent.generation.core import to_record
 from wikihowagent.records import ConversationRecord
 from wikihowagent.testing import ScriptedChatModel
 from wikihowagent.workflow.graph import WorkflowOptions, asks_question, build_graph, initial_state, mermaid, recursion_limit

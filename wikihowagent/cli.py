@@ -1,16 +1,13 @@
-"""The `wikihowagent` command line (typer). Commands stay thin: each stage lives in its own module."""
+"""The `wikihowagent` command line (typer). Commands stay thin: each parses, calls one function of its stage
+(corpus/, generation/, evaluation/, alignment/) and prints."""
 
 from __future__ import annotations
 
-import asyncio
 import sys
-from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
-from rich.console import Console
-
-from wikihowagent.console import print_error
+from wikihowagent.console import disk_full_message, make_console, print_error
 
 app = typer.Typer(
     help="Simulate teacher-learner conversations grounded in WikiHow tutorials, evaluate their pedagogic "
@@ -19,220 +16,32 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-console = Console(stderr=True)
+console = make_console()
 
-# The evaluation and alignment stages register their own commands (their modules import lazily).
+# Each stage registers its own commands (their modules import the stage's core lazily).
 from wikihowagent.alignment.command import align, annotate_export  # noqa: E402
+from wikihowagent.corpus.command import stats, tutorials  # noqa: E402
 from wikihowagent.evaluation.command import evaluate  # noqa: E402
+from wikihowagent.generation.command import generate, merge  # noqa: E402
+from wikihowagent.report.command import report  # noqa: E402
+from wikihowagent.chat.command import chat  # noqa: E402
+from wikihowagent.sweep.command import sweep_app  # noqa: E402
+from wikihowagent.judgecheck.command import judge_check  # noqa: E402
 
+app.command("generate")(generate)
+app.command("merge")(merge)
 app.command("evaluate")(evaluate)
 
 annotate_app = typer.Typer(help="Annotation sheets for the human alignment study.", no_args_is_help=True)
 annotate_app.command("export")(annotate_export)
 app.add_typer(annotate_app, name="annotate")
 app.command("align")(align)
-from wikihowagent.judgecheck.command import judge_check  # noqa: E402
-
 app.command("judge-check")(judge_check)
-
-
-def fail(message: str, code: int = 2) -> None:
-    """Print one clear line and exit (no stack trace for expected problems)."""
-    print_error(message, console)
-    raise typer.Exit(code)
-
-
-@app.command()
-def generate(
-    teacher: Annotated[str, typer.Option(help="Teacher model spec: local, an alias (openchat, qwen2, ...), ollama:<tag>, openai:<model>.")] = "local",
-    learner: Annotated[Optional[str], typer.Option(help="Learner model spec (default: the teacher's: homogeneous setup).")] = None,
-    evaluator: Annotated[Optional[str], typer.Option(help="Evaluator spec recorded for `evaluate` (default: the teacher's).")] = None,
-    config: Annotated[Optional[Path], typer.Option(help="YAML config overriding configs/default.yaml.")] = None,
-    tutorials: Annotated[Optional[Path], typer.Option(help="Article directory tree, JSON or JSONL file (default: the bundled sample).")] = None,
-    out: Annotated[Optional[Path], typer.Option(help="Run directory (default: <runs_dir>/T-<teacher>_L-<learner>_E-<evaluator>).")] = None,
-    max_tutorials: Annotated[Optional[int], typer.Option(min=1, help="Use the first N tutorials (deterministic order).")] = None,
-    domain: Annotated[Optional[list[str]], typer.Option(help="Only tutorials of this domain (repeatable).")] = None,
-    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Conversations in flight.")] = None,
-    max_interactions: Annotated[Optional[int], typer.Option(min=2, help="Cut a conversation after M messages (paper: 40).")] = None,
-    history: Annotated[Optional[int], typer.Option(min=0, help="Show agents the last N messages (0 = the paper's prompts).")] = None,
-    base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible server URL for openai: specs (e.g. vLLM).")] = None,
-    temperature: Annotated[Optional[float], typer.Option(help="Sampling temperature (default 0).")] = None,
-    seed: Annotated[Optional[int], typer.Option(help="Sampling seed.")] = None,
-    max_tokens: Annotated[Optional[int], typer.Option(min=1, help="Max new tokens per reply.")] = None,
-    timeout: Annotated[Optional[float], typer.Option(help="Request timeout in seconds.")] = None,
-    retries: Annotated[Optional[int], typer.Option(min=0, help="Retries with backoff per request.")] = None,
-    retry_failed: Annotated[bool, typer.Option(help="On resume, run failed conversations again.")] = True,
-    skip_invalid: Annotated[bool, typer.Option(help="Skip (and list) bad articles instead of stopping.")] = False,
-    shard: Annotated[Optional[str], typer.Option(help="K/N: run only every N-th tutorial starting at K (0-based; cluster array jobs) into <run>/shards/K-of-N; join them with `wikihowagent merge`.")] = None,
-) -> None:
-    """Simulate teacher-learner conversations over tutorials into a resumable run directory."""
-    from wikihowagent.config import ConfigError, load_config
-    from wikihowagent.tutorials import LoadReport, TutorialError, default_tutorials_path, load_tutorials
-
-    learner = learner or teacher
-    overrides = {
-        "concurrency": concurrency,
-        "model": {"temperature": temperature, "seed": seed, "max_tokens": max_tokens, "timeout_s": timeout,
-                  "max_retries": retries},
-        "workflow": {"max_interactions": max_interactions, "history": history},
-    }
-    try:
-        cfg = load_config(config, overrides)
-    except ConfigError as exc:
-        fail(str(exc))
-    source = tutorials or default_tutorials_path()
-    report = LoadReport()
-    try:
-        selected = load_tutorials(source, domains=domain or (), max_tutorials=max_tutorials,
-                                  clean_citations=cfg.workflow.strip_citations, skip_invalid=skip_invalid,
-                                  report=report)
-    except TutorialError as exc:
-        fail(str(exc))
-    for problem in report.invalid:
-        console.print(f"[yellow]skipped:[/] {problem}", highlight=False)
-    if not selected:
-        fail(f"{source}: no tutorials with >= 2 steps" + (f" in domain(s) {', '.join(domain)}" if domain else ""))
-    shard_kn = None
-    if shard:
-        from wikihowagent.generate import parse_shard
-
-        try:
-            shard_kn = parse_shard(shard)
-        except ValueError as exc:
-            fail(str(exc))
-        selected = selected[shard_kn[0]::shard_kn[1]]
-    code = _generate(cfg, teacher, learner, evaluator, selected, str(source), out, base_url, retry_failed,
-                     {"max_tutorials": max_tutorials, "domains": domain or [], "shard": shard}, shard_kn)
-    raise typer.Exit(code)
-
-
-def _generate(cfg, teacher, learner, evaluator, selected, source, out, base_url, retry_failed, filters,
-              shard_kn) -> int:
-    from wikihowagent.backends import BackendError, check_backend, make_chat_model, resolve_spec, shutdown_local_servers
-    from wikihowagent.config import ConfigError
-    from wikihowagent.generate import default_run_name, shard_dir
-    from wikihowagent.runs import RunError, dir_lock
-    from wikihowagent.workflow.graph import WorkflowOptions
-    from wikihowagent.workflow.prompts import load_prompts
-
-    try:
-        prompts = load_prompts(cfg.prompts or None)
-        aliases = Path(cfg.models) if cfg.models else None
-        resolved = {}
-        urls = {}  # --base-url is for openai: specs; an Ollama or local role keeps its own endpoint
-        for role, spec in (("teacher", teacher), ("learner", learner)):
-            resolved[role] = resolve_spec(spec, aliases)
-            urls[role] = base_url if resolved[role].provider == "openai" else None
-            check_backend(resolved[role], urls[role])
-    except (BackendError, ConfigError) as exc:
-        fail(str(exc))
-    options = WorkflowOptions(max_interactions=cfg.workflow.max_interactions, history=cfg.workflow.history,
-                              learner_farewell=cfg.workflow.learner_farewell)
-    name = out.name if out else default_run_name(teacher, learner, evaluator)
-    run_dir = out or Path(cfg.runs_dir) / name
-    if shard_kn is not None:  # shards keep the run's name, so conversation ids do not depend on sharding
-        run_dir = shard_dir(run_dir, *shard_kn)
-    # What the conversations depend on; transport settings (timeout, retries, slots, concurrency) may change
-    # between invocations, e.g. a longer --timeout to finish the conversations that timed out.
-    fingerprint = {
-        "teacher": teacher, "learner": learner, "evaluator": evaluator or teacher,
-        "model": cfg.model.model_dump(exclude={"timeout_s", "max_retries"}), "workflow": cfg.workflow.model_dump(),
-        "prompts": prompts.model_dump(), "tutorials_source": source,
-    }
-    if any(r.provider == "local" for r in resolved.values()):
-        fingerprint["local"] = cfg.local.model_dump(include={"max_tokens", "n_ctx"})
-    endpoints = {k: v.model_dump() | ({"base_url": urls[k]} if urls[k] else {}) for k, v in resolved.items()}
-    try:
-        # One `generate` per run directory at a time: two appenders (e.g. an overlapping requeue) would
-        # run the same tutorials and lose records when one rewrites the file under the other.
-        with dir_lock(run_dir, blocking=False, what="another 'wikihowagent generate'"):
-            models = {}
-
-            def model_for(role: str):
-                spec = teacher if role == "teacher" else learner
-                if spec not in models:  # homogeneous: one model object for both roles
-                    models[spec] = make_chat_model(spec, cfg.model, cfg.local, base_url=urls[role], aliases_path=aliases)
-                return models[spec]
-
-            try:
-                return _run_generation(cfg, run_dir, name, fingerprint, endpoints, selected, source, filters,
-                                       retry_failed, options, prompts, teacher, learner, model_for)
-            finally:
-                shutdown_local_servers()
-    except (RunError, BackendError) as exc:
-        fail(str(exc))
-
-
-def _run_generation(cfg, run_dir, name, fingerprint, endpoints, selected, source, filters, retry_failed, options,
-                    prompts, teacher, learner, model_for) -> int:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-    from wikihowagent.generate import RunStats, finish_run_info, now, prepare_run_dir, run_conversations, run_info
-    from wikihowagent.runs import CONVERSATIONS, RUN_INFO, write_json_atomic
-
-    done_ids, previous = prepare_run_dir(run_dir, fingerprint, retry_failed)
-    todo = [t for t in selected if t.tutorial_id not in done_ids]
-    stats = RunStats(total=len(selected), already_done=len(selected) - len(todo))
-    console.print(f"run [bold]{run_dir}[/]: {len(selected)} tutorials, {stats.already_done} already done, "
-                  f"{len(todo)} to go (teacher={teacher}, learner={learner}, concurrency={cfg.concurrency})",
-                  highlight=False)
-    teacher_model, learner_model = (model_for("teacher"), model_for("learner")) if todo else (None, None)
-    info = run_info(name, fingerprint, cfg, endpoints, source, previous.get("started_at") or now(), filters)
-    if previous:
-        info["resumed_at"] = now()
-    write_json_atomic(run_dir / RUN_INFO, info)
-    interrupted = False
-    try:
-        if todo:
-            progress = Progress(
-                TextColumn("[bold]generate"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("ok {task.fields[ok]} · failed {task.fields[failed]} · {task.fields[tokens]} tokens"),
-                TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console,
-            )
-            with progress:
-                task = progress.add_task("generate", total=len(todo), ok=0, failed=0, tokens=0)
-
-                def on_done(record) -> None:  # `stats` is updated in place before this is called
-                    progress.update(task, advance=1, ok=stats.done, failed=stats.failed,
-                                    tokens=stats.completion_tokens)
-
-                asyncio.run(run_conversations(
-                    todo, teacher_model, learner_model, prompts, options, run_dir / CONVERSATIONS,
-                    run_name=name, teacher=teacher, learner=learner, concurrency=cfg.concurrency,
-                    on_done=on_done, stats=stats,
-                ))
-    except KeyboardInterrupt:
-        interrupted = True
-        console.print("interrupted: finished conversations are saved; rerun the same command to resume")
-        return 130
-    finally:
-        # Also after Ctrl-C or an unexpected error: run.json never stays "running".
-        finish_run_info(run_dir, info, stats, interrupted=interrupted)
-    for err in stats.errors[:10]:
-        console.print(f"[red]failed:[/] {err}", highlight=False)
-    counts = info["counts"]
-    console.print(
-        f"[bold]{run_dir / CONVERSATIONS}[/]: {counts['conversations']} conversations "
-        f"({counts['finished']} finished, {counts['max_interactions']} cut at {options.max_interactions} messages, "
-        f"{counts['failed']} failed); this run: {stats.done} done, {stats.failed} failed, "
-        f"{stats.completion_tokens} tokens generated", highlight=False)
-    return 1 if counts["failed"] else 0
-
-
-@app.command()
-def merge(
-    run_dir: Annotated[Path, typer.Argument(help="A run directory whose shards/ were produced with --shard K/N.")],
-) -> None:
-    """Merge the shards of a cluster run into the run's conversations.jsonl (no duplicates)."""
-    from wikihowagent.generate import merge_shards
-    from wikihowagent.runs import RunError
-
-    try:
-        counts = merge_shards(run_dir)
-    except RunError as exc:
-        fail(str(exc))
-    console.print(f"{run_dir}: merged {counts['shards']} shards into {counts['conversations']} conversations "
-                  f"({counts['finished']} finished, {counts['failed']} failed)", highlight=False)
+app.command("tutorials")(tutorials)
+app.command("stats")(stats)
+app.command("report")(report)
+app.command("chat")(chat)
+app.add_typer(sweep_app, name="sweep")
 
 
 @app.command()
@@ -245,35 +54,17 @@ def graph(
     typer.echo(mermaid(WorkflowOptions(max_interactions=max_interactions)))
 
 
-@app.command("tutorials")
-def list_tutorials(
-    tutorials: Annotated[Optional[Path], typer.Option(help="Article directory tree, JSON or JSONL file.")] = None,
-    domain: Annotated[Optional[list[str]], typer.Option(help="Only this domain (repeatable).")] = None,
-    max_tutorials: Annotated[Optional[int], typer.Option(min=1)] = None,
-) -> None:
-    """List the tutorials an input yields (id, domain, steps, title)."""
-    from rich.table import Table
-
-    from wikihowagent.tutorials import LoadReport, TutorialError, load_tutorials
-
-    report = LoadReport()
-    try:
-        items = load_tutorials(tutorials, domains=domain or (), max_tutorials=max_tutorials, report=report)
-    except TutorialError as exc:
-        fail(str(exc))
-    table = Table("tutorial_id", "domain", "steps", "title / method")
-    for t in items:
-        table.add_row(t.tutorial_id, t.domain, str(len(t.steps)), f"{t.title} / {t.method_title}")
-    Console().print(table)
-    console.print(f"{len(items)} tutorials from {report.articles} articles ({report.methods} methods; "
-                  f"{report.skipped_short} with < 2 steps skipped)", highlight=False)
-
-
 def main() -> None:
     try:
         app()
     except BrokenPipeError:  # `wikihowagent graph | head`
         sys.exit(0)
+    except OSError as exc:  # a full disk anywhere else (summaries, figures, alignment outputs): one line
+        message = disk_full_message(exc.filename or ".", None, exc)
+        if message is None:
+            raise
+        print_error(message, console)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

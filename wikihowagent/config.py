@@ -37,16 +37,31 @@ class WorkflowSettings(BaseModel):
     history: int = 0  # 0 = the paper's prompts (last utterance only); N = last N messages as context
     learner_farewell: bool = True  # the learner answers the teacher's FINISHED (as in the paper's example)
     strip_citations: bool = True  # remove crawl debris such as "[6]XTrustworthy Source...Go to source"
+    learner_personas: list[str] = Field(default_factory=lambda: ["paper"])  # several: assigned round-robin
+    max_clarifications_per_step: int = Field(default=2, ge=0)  # then the manager moves on to the next step
+    manager: str = "rules"  # workflow/manager.py MANAGERS: rules (Algorithm 1) | llm (a model classifies)
+    manager_model: str = ""  # spec of the llm manager's model; "" = the teacher's
+
+
+class ReplicaSettings(BaseModel):
+    """Server replicas and outages (wikihowagent/backends/replicas.py); transport only, not in a run's fingerprint."""
+
+    fail_threshold: int = 3  # connection errors in a row before a replica is rested
+    rest_s: float = 2.0  # first rest; doubles per failed probe
+    rest_max_s: float = 60.0
+    outage_wait_s: float = 120.0  # with every replica down, requests wait (probing) this long before failing
 
 
 class Config(BaseModel):
     model: ModelSettings = Field(default_factory=ModelSettings)
     local: LocalModelSettings = Field(default_factory=LocalModelSettings)
     workflow: WorkflowSettings = Field(default_factory=WorkflowSettings)
+    replicas: ReplicaSettings = Field(default_factory=ReplicaSettings)
     concurrency: int = 2
     runs_dir: str = "runs"
     prompts: str = ""  # path of a prompts YAML; empty = configs/prompts.yaml
     models: str = ""  # path of the model alias file; empty = configs/models.yaml
+    personas: str = ""  # path of the learner personas YAML; empty = configs/personas.yaml
 
 
 class ConfigError(ValueError):
@@ -85,12 +100,15 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def load_config(path: Path | None = None, overrides: dict[str, Any] | None = None) -> Config:
-    """Defaults <- configs/default.yaml <- the user's file <- CLI overrides (None values ignored)."""
+def load_config(path: Path | None = None, overrides: dict[str, Any] | None = None,
+                preset: dict[str, Any] | None = None) -> Config:
+    """Defaults <- configs/default.yaml <- a preset's layer <- the user's file <- CLI overrides (None ignored)."""
     data: dict[str, Any] = {}
     default = default_config_path()
     if default.exists():
         data = read_yaml(default)
+    if preset:
+        data = _merge(data, preset)
     if path is not None:
         data = _merge(data, read_yaml(Path(path)))
     if overrides:

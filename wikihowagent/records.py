@@ -1,24 +1,32 @@
-"""Typed records passed between the pipeline stages.
+"""Typed records passed between the pipeline stages: the contract.
 
 One record format everyone reads: `generate` writes `ConversationRecord`s (one JSON line each) to a run's
-`conversations.jsonl`; `evaluate` reads them (or the paper's released records, which are a subset of the
-same fields) and writes `ScoreRecord`s to `scores.jsonl`; `align` reads those.
+`conversations.jsonl`; `evaluate`, `annotate export` and `align` read them back as `Conversation`s (the
+same record plus the run it belongs to and where it was read; the paper's released records are turned
+into the same type once, at the edge: `wikihowagent.paper_format`). `evaluate` writes `ScoreRecord`s to
+`scores.jsonl` (the judge's provenance in `ScoreRecord.judge`); `align` reads those. Reading and writing
+the files: `wikihowagent.runs`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import uuid
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 # Namespace for deterministic conversation ids: uuid5(namespace, run_name + tutorial_id). The paper used
 # uuid4; a deterministic uuid keeps the same shape and makes resumed runs reproducible.
 CONVERSATION_NAMESPACE = uuid.UUID("6f1d6a52-4c8e-4a8f-9a57-0e7f2b1c9d31")
 
 Role = Literal["teacher", "learner"]
-StopReason = Literal["finished", "max_interactions", "error"]
+TurnKind = str  # "begin" | "finish" (the fixed texts below, no model call) | "model" | "clarification"
+
+# The workflow's fixed texts (no model call); the defaults of the prompt file, recognised in the paper's records.
+BEGIN_TEXT = "Let's begin: {method_title}. BEGIN"
+FINISH_TEXT = "We've reached the end of the tutorial. Bye! FINISHED"
+StopReason = Literal["finished", "max_interactions", "error", "learner_stopped", "quit"]  # quit: a person left `chat`
 
 
 class Tutorial(BaseModel):
@@ -31,7 +39,8 @@ class Tutorial(BaseModel):
     title: str  # the article title, "How to ..."
     method_title: str  # e.g. "Part 2 of 3:Writing the Body of the Speech"
     categories: list[str] = Field(default_factory=list)  # breadcrumb, root first
-    domain: str = ""  # first category after the root
+    topic: str = ""  # the crawl folder (e.g. "Relationship-Issues") or the most specific category
+    domain: str = ""  # one of the paper's 17 domains (data/domains.csv), else the first category after the root
     summary: str = ""  # the article introduction
     steps: list[str]
 
@@ -48,11 +57,20 @@ def make_conversation_id(run_name: str, tutorial_id: str) -> str:
 class Turn(BaseModel):
     role: Role
     text: str
-    step: int  # 0-based index of the tutorial step under discussion when the turn was produced
-    kind: str = "model"  # "begin" | "finish" (fixed texts, no model call) | "model" | "clarification"
+    step: int | None = None  # 0-based index of the tutorial step under discussion (None: unknown, paper records)
+    kind: TurnKind = "model"
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    # The learner persona's intent for this turn ("ask", "acknowledge", "drift", "free", "farewell");
+    # None on teacher turns and in records made before personas.
+    intent: str | None = None
+    retried: list[str] = Field(default_factory=list)  # turn-check problems that caused a retry
+    warnings: list[str] = Field(default_factory=list)  # turn-check problems the retry did not fix
+    # The manager's classification of a learner turn: question / understood / off-topic / wants-to-stop
+    # (None: not classified, e.g. the reply to BEGIN); manager_fallback = the llm manager failed, rules decided.
+    manager_label: str | None = None
+    manager_fallback: bool = False
 
 
 class TutorialRef(BaseModel):
@@ -72,6 +90,7 @@ class ConversationRecord(BaseModel):
     source_tutorial_path: str = ""
     title: str = ""
     categories: list[str] = Field(default_factory=list)
+    topic: str = ""
     domain: str = ""
     summary: str = ""
     tutorial: TutorialRef
@@ -83,12 +102,81 @@ class ConversationRecord(BaseModel):
     warnings: list[str] = Field(default_factory=list)  # problems that did not fail the conversation
     teacher: str = ""  # model specs (never keys)
     learner: str = ""
+    persona: str = ""  # learner persona (configs/personas.yaml); "" in records made before personas
+    manager: str = ""  # "rules" or "llm:<spec>"; "" in records made before managers
+    human: str = ""  # the role a person played (`wikihowagent chat`): "teacher" | "learner"; "" = none
     started_at: str | None = None
     ended_at: str | None = None
 
 
+class Conversation(ConversationRecord):
+    """A ConversationRecord as a stage reads it back: plus its run and where it was read (not serialised)."""
+
+    run: str = Field(default="", exclude=True)  # run name (directory name, or the paper's run-file stem)
+    where: str = Field(default="", exclude=True)  # "file:LINE" (or "file: total_conversations[i]"), for messages
+    paper_format: bool = Field(default=False, exclude=True)  # read from the paper's shape (no structured turns)
+
+    @classmethod
+    def from_turns(cls, turns: list[Turn], steps: list[str], tutorial_title: str = "", *,
+                   completed: bool | None = None, **fields: Any) -> Conversation:
+        """A conversation built in code (benchmarks, tests): the lines follow the turns; `completed` None =
+        not recorded (as in the paper's records)."""
+        stop = None if completed is None else "finished" if completed else "max_interactions"
+        return cls(tutorial=TutorialRef(title=tutorial_title, steps=list(steps)), turns=list(turns),
+                   conversation=conversation_lines(turns), finished=bool(completed), stop_reason=stop,
+                   paper_format=completed is None, **fields)
+
+    @property
+    def messages(self) -> list[Turn]:
+        return self.turns
+
+    @property
+    def lines(self) -> list[str]:
+        """"Teacher: ..." / "Learner: ..." as the paper stored them."""
+        return self.conversation
+
+    @property
+    def steps(self) -> list[str]:
+        return self.tutorial.steps
+
+    @property
+    def tutorial_title(self) -> str:
+        return self.tutorial.title
+
+    @property
+    def tutorial_key(self) -> str:
+        """The tutorial's id; for the paper's records (no tutorial_id) `title|doc_id|method_id`."""
+        return self.tutorial_id or paper_tutorial_key(self.title, self.doc_id, self.method_id)
+
+    @property
+    def completed(self) -> bool | None:
+        """Did the conversation reach the end of the tutorial? None = not recorded (the paper's records)."""
+        if self.stop_reason is not None:
+            return self.stop_reason == "finished" or self.finished
+        return None if self.paper_format else self.finished
+
+
+class JudgeProvenance(BaseModel):
+    """Who judged a ScoreRecord's rubric metrics, with what, and what came back."""
+
+    evaluator: str = ""  # the judge's model spec
+    rubrics_sha256: str = ""  # of the rubric file (its canonical JSON); "" = not recorded (older files)
+    raw: dict[str, list[str]] = Field(default_factory=dict)  # prompt name -> raw replies (all tries)
+    failures: list[str] = Field(default_factory=list)  # rubric names whose reply could not be parsed
+    notes: list[str] = Field(default_factory=list)  # e.g. "Depth: no score found after 3 replies"
+    scoring: str = ""  # --judge-scoring mode: "weighted", "json", "sampled" (+ "+rationale"); "" = json (older files)
+    dist: dict[str, list[float]] = Field(default_factory=dict)  # rubric -> p(1..5) (weighted / sampled)
+    argmax: dict[str, int] = Field(default_factory=dict)  # rubric -> most likely score
+    spread: dict[str, float] = Field(default_factory=dict)  # rubric -> standard deviation of that distribution
+
+
+# Files written before JudgeProvenance kept these at the top level, and the judge's notes as "judge: ..." notes.
+_LEGACY_JUDGE_KEYS = {"evaluator": "evaluator", "judge_raw": "raw", "judge_failures": "failures"}
+_LEGACY_JUDGE_NOTE = "judge: "
+
+
 class ScoreRecord(BaseModel):
-    """One line of `scores.jsonl`: every metric of one conversation plus the judge's raw replies."""
+    """One line of `scores.jsonl`: every metric of one conversation plus the judge's provenance."""
 
     conversation_id: str
     run: str = ""  # run name (directory name, or the paper's run-file stem)
@@ -97,20 +185,52 @@ class ScoreRecord(BaseModel):
     domain: str = ""
     teacher: str = ""
     learner: str = ""
-    evaluator: str = ""
+    persona: str = ""
     mode: Literal["default", "paper"] = "default"
     metrics: dict[str, float | None] = Field(default_factory=dict)  # None = not computable / failed
-    judge_raw: dict[str, list[str]] = Field(default_factory=dict)  # prompt name -> raw replies (all tries)
-    judge_failures: list[str] = Field(default_factory=list)  # rubric names whose reply could not be parsed
-    notes: list[str] = Field(default_factory=list)  # e.g. "BERTScore: teacher text chunked (3 chunks)"
-    judge_scoring: str = ""  # --judge-scoring mode of the rubric scores ("weighted", "json", "sampled[+rationale]")
-    judge_dist: dict[str, list[float]] = Field(default_factory=dict)  # rubric -> p(1..5) (weighted / sampled)
-    judge_argmax: dict[str, int] = Field(default_factory=dict)  # rubric -> most likely score
-    judge_spread: dict[str, float] = Field(default_factory=dict)  # rubric -> std of that distribution
+    judge: JudgeProvenance | None = None  # None = no rubric metric judged yet
+    notes: list[str] = Field(default_factory=list)  # the computational metrics' notes, e.g. "BERTScore: ... chunked"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_legacy(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or not (set(data) & set(_LEGACY_JUDGE_KEYS) or any(
+                isinstance(n, str) and n.startswith(_LEGACY_JUDGE_NOTE) for n in data.get("notes") or [])):
+            return data
+        data = dict(data)
+        judge = dict(data.get("judge") or {})
+        for old, new in _LEGACY_JUDGE_KEYS.items():
+            value = data.pop(old, None)
+            if value is not None:
+                judge.setdefault(new, value)
+        notes = [n for n in data.get("notes") or [] if isinstance(n, str)]
+        judge.setdefault("notes", [n[len(_LEGACY_JUDGE_NOTE):] for n in notes if n.startswith(_LEGACY_JUDGE_NOTE)])
+        data["notes"] = [n for n in notes if not n.startswith(_LEGACY_JUDGE_NOTE)]
+        has_judge = judge.get("evaluator") or judge.get("raw") or judge.get("failures") or judge.get("notes")
+        data["judge"] = judge if has_judge or data.get("judge") else None
+        return data
+
+    @property
+    def evaluator(self) -> str:
+        return self.judge.evaluator if self.judge else ""
+
+    @property
+    def judge_failures(self) -> list[str]:
+        return self.judge.failures if self.judge else []
+
+
+def paper_tutorial_key(title: str | None, doc_id: int | None, method_id: int | None) -> str:
+    """The key of a tutorial in the paper's records (which have no tutorial_id): `title|doc_id|method_id`."""
+    return "|".join("" if x is None else str(x) for x in (title, doc_id, method_id))
+
+
+def turn_line(role: str, text: str) -> str:
+    """One message as the paper's records store it: "Teacher: ..." / "Learner: ..."."""
+    return f"{role.capitalize()}: {text}"
 
 
 def conversation_lines(turns: list[Turn]) -> list[str]:
-    return [f"{t.role.capitalize()}: {t.text}" for t in turns]
+    return [turn_line(t.role, t.text) for t in turns]
 
 
 class JudgmentRecord(BaseModel):

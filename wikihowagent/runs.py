@@ -1,8 +1,10 @@
-"""Run directories and their append-only JSONL files.
+"""Run directories and their files: the only module that knows their names and reads or writes them.
 
-A run directory holds `run.json` (what was run, never a key) and `conversations.jsonl` (one record per
-line). Lines are appended whole and fsynced, so a run killed at any moment leaves at most one torn last
+A run directory holds `run.json` (`RunInfo`: what was run, never a key), `conversations.jsonl` (one
+`ConversationRecord` per line) and, once evaluated, `scores.jsonl` / `scores-paper.jsonl` (one `ScoreRecord`
+per line). Lines are appended whole and fsynced, so a run killed at any moment leaves at most one torn last
 line, which the next writer cuts off before appending: resuming never loses or duplicates a record.
+Readers hand out typed records (`read_conversations`, `read_records`, `read_scores`, `read_run_info`).
 """
 
 from __future__ import annotations
@@ -10,14 +12,25 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from wikihowagent.records import Conversation, ConversationRecord, ScoreRecord
 
 RUN_INFO = "run.json"
 CONVERSATIONS = "conversations.jsonl"
+SCORES = "scores.jsonl"  # `evaluate`
+SCORES_PAPER = "scores-paper.jsonl"  # `evaluate --compat paper`
+SCORE_FILES = (SCORES, SCORES_PAPER)  # a run directory's score files, preferred first
+SHARDS_DIR = "shards"  # <run>/shards/K-of-N/ (`generate --shard K/N`)
+RESCORED_DIR = "rescored"  # <runs_dir>/rescored/<paper file stem>/ (`evaluate` on a paper run file)
+SUMMARY_DIR = "summary"  # <runs_dir>/summary/ (`evaluate` on several runs)
+ALIGNMENT_DIR = "alignment"  # <runs_dir>/alignment/ (`align`)
+OUTPUT_DIRS = frozenset({SUMMARY_DIR, ALIGNMENT_DIR})  # output directories under runs/, never a run
 
 
 @contextlib.contextmanager
@@ -50,6 +63,18 @@ class JsonlError(ValueError):
 
 class RunError(RuntimeError):
     """A missing or unreadable run; the message is one line."""
+
+
+class DiskFullError(RunError):
+    """A write failed for lack of space; the message names the file and the free space it needed."""
+
+
+def disk_full_error(path: Path, needed: int | None, exc: OSError) -> OSError | DiskFullError:
+    """`exc` as a one-line DiskFullError if it says the disk (or quota) is full, else `exc` itself."""
+    from wikihowagent.console import disk_full_message
+
+    message = disk_full_message(path, needed, exc)
+    return exc if message is None else DiskFullError(message)
 
 
 def iter_jsonl(
@@ -128,11 +153,28 @@ class JsonlAppender:
         assert self._fh is not None, "use JsonlAppender as a context manager"
         data = record.model_dump(mode="json") if isinstance(record, BaseModel) else record
         line = json.dumps(data, ensure_ascii=False).encode("utf-8") + b"\n"
-        # One write call per record: a kill leaves a prefix of this line at worst, never a mix.
-        self._fh.write(line)
-        self._fh.flush()
-        if self.fsync:
-            os.fsync(self._fh.fileno())
+        start = self._fh.tell()
+        try:
+            # One write call per record: a kill leaves a prefix of this line at worst, never a mix.
+            self._fh.write(line)
+            self._fh.flush()
+            if self.fsync:
+                os.fsync(self._fh.fileno())
+        except OSError as exc:
+            self._cut_back(start)
+            raise disk_full_error(self.path, len(line), exc) from None
+
+    def _cut_back(self, size: int) -> None:
+        """After a failed write (e.g. disk full): drop what is still buffered, cut the partial line off, and
+        reopen, so the file holds exactly the records appended before and later appends start clean."""
+        fh, self._fh = self._fh, None
+        try:
+            fh.close()  # flushing the rest may fail again: nothing of it is kept
+        except OSError:
+            pass
+        with contextlib.suppress(OSError):
+            os.truncate(self.path, size)
+        self._fh = self.path.open("ab")
 
     def __exit__(self, *exc: object) -> None:
         if self._fh is not None:
@@ -140,26 +182,71 @@ class JsonlAppender:
             self._fh = None
 
 
+def _replace_atomically(path: Path, payload: bytes) -> None:
+    """Write `payload` to a temp file, fsync, rename over `path`. On failure the temp file is removed and
+    `path` is untouched; a full disk raises DiskFullError."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with tmp.open("wb") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise disk_full_error(path, len(payload), exc) from None
+
+
 def rewrite_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
     """Atomically replace `path` with `records` (temp file + rename)."""
+    payload = b"".join(json.dumps(rec, ensure_ascii=False).encode("utf-8") + b"\n" for rec in records)
+    _replace_atomically(Path(path), payload)
+
+
+def write_json_atomic(path: Path, data: dict[str, Any], in_place_if_full: bool = False) -> None:
+    """Replace `path` atomically. With `in_place_if_full`, a disk too full for the temp file gets the new
+    content written compactly over the old file's own space instead, if it fits there (padded with spaces): a
+    final status update (e.g. "interrupted") then still lands when the disk has just filled up."""
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("wb") as fh:
-        for rec in records:
-            fh.write(json.dumps(rec, ensure_ascii=False).encode("utf-8") + b"\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    payload = (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    try:
+        _replace_atomically(path, payload)
+    except DiskFullError:
+        old = path.stat().st_size if in_place_if_full and path.exists() else -1
+        compact = (json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        if len(compact) > old:
+            raise
+        with path.open("r+b") as fh:
+            fh.write(compact + b" " * (old - len(compact)))  # same size: no new block is needed
+            fh.flush()
+            os.fsync(fh.fileno())
 
 
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+class RunInfo(BaseModel):
+    """`run.json`: what a run is (written by `generate`, read by every later stage). Unknown keys are kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str = ""
+    teacher: str = ""
+    learner: str = ""
+    evaluator: str | None = None
+    resolved: dict[str, Any] = Field(default_factory=dict)  # role -> provider/model/base_url; never a key
+    fingerprint: dict[str, Any] = Field(default_factory=dict)  # what the conversations depend on
+    config: dict[str, Any] = Field(default_factory=dict)
+    tutorials_source: str = ""
+    filters: dict[str, Any] = Field(default_factory=dict)
+    started_at: str | None = None
+    resumed_at: str | None = None
+    ended_at: str | None = None
+    status: str = "running"  # running | complete | incomplete | interrupted | merged
+    counts: dict[str, Any] = Field(default_factory=dict)
+    versions: dict[str, str] = Field(default_factory=dict)
+    shards: list[str] | None = None  # set by `merge`
 
 
-def read_run_info(run_dir: Path) -> dict[str, Any]:
+def read_run_info(run_dir: Path) -> RunInfo:
     path = Path(run_dir) / RUN_INFO
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -169,7 +256,169 @@ def read_run_info(run_dir: Path) -> dict[str, Any]:
         raise RunError(f"{path}: malformed JSON ({exc})") from None
     if not isinstance(data, dict):
         raise RunError(f"{path}: expected a JSON object")
-    return data
+    try:
+        return RunInfo.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise RunError(f"{path}: field {'.'.join(map(str, err['loc']))!r}: {err['msg']}") from None
+
+
+def write_run_info(run_dir: Path, info: RunInfo, in_place_if_full: bool = False) -> None:
+    unset = {k for k in ("resumed_at", "shards") if getattr(info, k) is None}  # only written when they happen
+    write_json_atomic(Path(run_dir) / RUN_INFO, info.model_dump(mode="json", exclude=unset),
+                      in_place_if_full=in_place_if_full)
+
+
+def run_name(run_dir: Path) -> str:
+    """The name in run.json, else the directory's name (an unreadable run.json is not an error here)."""
+    try:
+        return read_run_info(run_dir).name or Path(run_dir).name
+    except (RunError, OSError):
+        return Path(run_dir).name
+
+
+def scores_file(run_dir: Path) -> Path | None:
+    """The score file of a run directory: scores.jsonl, else scores-paper.jsonl, else None."""
+    for name in SCORE_FILES:
+        p = Path(run_dir) / name
+        if p.is_file():
+            return p
+    return None
+
+
+def shard_dir(run_dir: Path, k: int, n: int) -> Path:
+    return Path(run_dir) / SHARDS_DIR / f"{k}-of-{n}"
+
+
+def shard_dirs(run_dir: Path) -> list[Path]:
+    return sorted(p for p in (Path(run_dir) / SHARDS_DIR).glob("*") if (p / RUN_INFO).exists())
+
+
+# --------------------------------------------------------------------------- typed readers
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    return f"field {'.'.join(map(str, err['loc']))!r}: {err['msg']}"
+
+
+def read_records(path: Path) -> Iterator[tuple[int, ConversationRecord]]:
+    """(line, record) of one of our conversations.jsonl files, failed records included; a bad line raises
+    JsonlError naming file and line (a torn last line included: call `repair_torn_tail` first)."""
+    for lineno, obj in iter_jsonl(path):
+        try:
+            yield lineno, ConversationRecord.model_validate(obj)
+        except ValidationError as exc:
+            raise JsonlError(f"{path}:{lineno}: not a conversation record ({_first_error(exc)})") from None
+
+
+def rewrite_records(path: Path, records: Iterable[BaseModel]) -> None:
+    rewrite_jsonl(path, [r.model_dump(mode="json") for r in records])
+
+
+@dataclass
+class ReadCounts:
+    """What `read_conversations` saw (updated while it streams, e.g. for progress bars)."""
+
+    records: int = 0  # records read, good or failed
+    failed: int = 0  # records with `error` set (failed conversations; skipped)
+    invalid: int = 0  # unreadable lines / records without conversation or tutorial (reported, skipped)
+    seen: int = 0  # lines (or list items) consumed, good or bad
+
+
+def conversations_file(source: Path) -> Path:
+    """A run directory's conversations.jsonl; a file as is."""
+    source = Path(source)
+    return source / CONVERSATIONS if source.is_dir() else source
+
+
+def is_paper_file(path: Path) -> bool:
+    """A JSON file of records (the paper's `{"total_conversations": [...]}` or a list) rather than JSONL.
+    A `.json` file whose first line is a complete object other than the paper's is JSONL. ValueError (one
+    line) if the file is neither JSON nor JSONL."""
+    from wikihowagent.paper_format import PAPER_RECORDS_KEY
+
+    if path.suffix.lower() == ".jsonl":
+        return False
+    with path.open("rb") as fh:
+        head = fh.read(1 << 16).lstrip()
+    if not head.startswith((b"{", b"[")):
+        raise ValueError(f"{path}: not a JSON or JSONL file of conversations")
+    try:
+        obj = json.loads(head.split(b"\n", 1)[0])
+    except json.JSONDecodeError:
+        return True
+    return not (isinstance(obj, dict) and PAPER_RECORDS_KEY not in obj)
+
+
+def read_conversations(source: Path, run: str = "", on_error: Callable[[str], None] | None = None,
+                       counts: ReadCounts | None = None, paper: bool | None = None) -> Iterator[Conversation]:
+    """The scorable conversations of a run directory, a conversations JSONL file (our records or the
+    paper's) or a paper run file, as `Conversation`s of run `run`.
+
+    Failed conversations (`error` set) are counted and skipped. A bad line or record is reported as
+    "FILE:LINE: problem" to `on_error` and skipped, or raised as JsonlError without `on_error`.
+    """
+    from wikihowagent.paper_format import RecordError, load_paper_file, to_conversation
+
+    counts = counts if counts is not None else ReadCounts()
+
+    def bad(msg: str) -> None:
+        counts.invalid += 1
+        if on_error is None:
+            raise JsonlError(msg)
+        on_error(msg)
+
+    def bad_line(msg: str) -> None:
+        counts.seen += 1
+        bad(msg)
+
+    path = conversations_file(source)
+    if paper is None:
+        paper = path.suffix.lower() != ".jsonl" and is_paper_file(path)
+    if paper:
+        items, name = load_paper_file(path)
+        objects: Iterator[tuple[str, Any]] = ((name.format(i=i), obj) for i, obj in enumerate(items))
+    else:
+        objects = ((f"{path}:{lineno}", obj) for lineno, obj in iter_jsonl(path, on_error=bad_line))
+    for where, obj in objects:
+        if not isinstance(obj, dict):
+            bad_line(f"{where}: expected a JSON object, got {type(obj).__name__}")
+            continue
+        counts.seen += 1
+        counts.records += 1
+        if obj.get("error"):
+            counts.failed += 1
+            continue
+        try:
+            yield to_conversation(obj, run, where)
+        except RecordError as exc:
+            bad(f"{where}: {exc}")
+
+
+def iter_scores(path: Path, on_error: Callable[[str], None] | None = None) -> Iterator[tuple[int, ScoreRecord]]:
+    """(line, record) of a scores file, in file order. A line that is not a score record is reported to
+    `on_error` ("FILE:LINE: problem") and skipped."""
+    report = on_error or (lambda _m: None)
+    for lineno, obj in iter_jsonl(path, on_error=report):
+        if not isinstance(obj.get("conversation_id"), str) or not obj["conversation_id"]:
+            report(f"{path}:{lineno}: no conversation_id")
+            continue
+        if not isinstance(obj.get("metrics"), dict):
+            report(f"{path}:{lineno}: 'metrics' is not an object")
+            continue
+        try:
+            yield lineno, ScoreRecord.model_validate(obj)
+        except ValidationError as exc:
+            report(f"{path}:{lineno}: not a score record ({_first_error(exc)})")
+
+
+def read_scores(path: Path, on_error: Callable[[str], None] | None = None) -> dict[str, ScoreRecord]:
+    """{conversation_id: record} of a scores file; a later line for the same id replaces an earlier one
+    (a resumed or re-judged evaluation). A missing file is empty."""
+    if not Path(path).exists():
+        return {}
+    return {rec.conversation_id: rec for _, rec in iter_scores(path, on_error)}
 
 
 def latest_run(runs_dir: Path) -> Path:

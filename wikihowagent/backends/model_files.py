@@ -23,7 +23,7 @@ from pathlib import Path
 
 from wikihowagent.runs import dir_lock
 
-from .factory import BackendError
+from .errors import BackendError
 
 MODEL_FILENAME = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 MODEL_NAME = "qwen2.5-coder-1.5b-instruct"  # the name `local:<name>` and the server's model alias use

@@ -1,9 +1,10 @@
-"""`wikihowagent evaluate`: the typer command (registered by wikihowagent/cli.py)."""
+"""`wikihowagent evaluate`: the typer command (registered by wikihowagent/cli.py). It parses, calls
+`core.run_evaluation` and prints."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 
@@ -17,219 +18,62 @@ def evaluate(
     no_judge: Annotated[bool, typer.Option("--no-judge", help="Computational metrics only (no LLM calls).")] = False,
     compat: Annotated[Optional[str], typer.Option(metavar="paper", help="'paper': the released code's metric definitions, to compare with the paper's tables.")] = None,
     baseline: Annotated[Optional[Path], typer.Option(help="Run to compare the others with (Table 2 view, ↑/↓).")] = None,
-    by: Annotated[Optional[str], typer.Option(metavar="domain", help="'domain': per-domain breakdown (Figure 5).")] = None,
+    by: Annotated[Optional[str], typer.Option(metavar="domain|persona", help="'domain': per-domain breakdown (Figure 5); 'persona': per learner persona (by_persona.csv).")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Output directory: <OUT>/<run>/scores.jsonl and the summary files.")] = None,
     rubrics: Annotated[Optional[Path], typer.Option(help="Rubric JSON file (default: data/rubrics.json).")] = None,
     config: Annotated[Optional[Path], typer.Option(help="YAML config overriding configs/default.yaml.")] = None,
-    base_url: Annotated[Optional[str], typer.Option(help="Ollama host / OpenAI-compatible base URL for the evaluator.")] = None,
+    base_url: Annotated[Optional[str], typer.Option(help="Ollama host / OpenAI-compatible base URL for the evaluator (default: the one recorded in run.json for its spec).")] = None,
     concurrency: Annotated[Optional[int], typer.Option(min=1, help="Judge calls in flight (default: the config's concurrency).")] = None,
     retries: Annotated[int, typer.Option(min=0, help="Re-asks of the judge when a reply cannot be parsed.")] = 2,
     batch_size: Annotated[int, typer.Option(min=1, help="Texts per embedding forward pass.")] = 32,
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the PNG figures.")] = False,
+    preset: Annotated[Optional[str], typer.Option(help="'paper': --compat paper and the paper's decoding for the judge (max tokens 4096, temperature 0).")] = None,
+    tables: Annotated[bool, typer.Option("--tables", help="The paper's Table 1 (homogeneous runs) and Table 2 (heterogeneous, ↑/↓ against the teacher's homogeneous run); automatic for a sweep directory.")] = False,
+    shard: Annotated[Optional[str], typer.Option(metavar="K/N", help="Score only shard K of N of the conversations into <scores dir>/score-shards/K-of-N/ (cluster array jobs); join with `wikihowagent merge`.")] = None,
     judge_scoring: Annotated[Optional[str], typer.Option(metavar="weighted|json|sampled", help="How rubric scores are read: 'weighted' (probability-weighted mean over the score digits; default where the backend returns log-probabilities), 'json' (structured output, integers), 'sampled' (5 samples at temperature 0.7).")] = None,
     judge_rationale: Annotated[bool, typer.Option("--judge-rationale", help="The judge writes its analysis first, then 'Score: k' (weighted/sampled; read at the final score token).")] = False,
     retry_failed: Annotated[bool, typer.Option(help="Judge rubrics that failed in an earlier pass again.")] = True,
 ) -> None:
     """Score conversations: computational metrics and the LLM rubric judge; summary table, CSV, Markdown, figures."""
-    from rich.console import Console
+    from wikihowagent.console import make_console, print_error, print_labeled
 
-    console = Console(stderr=True)
-    try:
-        code = _evaluate(console, runs or [], evaluator, metrics, no_judge, compat, baseline, by, out, rubrics,
-                         config, base_url, concurrency, retries, batch_size, no_figures,
-                         judge_scoring, judge_rationale, retry_failed)
-    except KeyboardInterrupt:
-        console.print("[yellow]interrupted[/]: scores written so far are kept; rerun the same command to resume")
-        raise typer.Exit(130) from None
-    if code:
-        raise typer.Exit(code)
-
-
-def _fail(console: Any, msg: str) -> int:
-    from wikihowagent.console import print_error
-
-    print_error(msg, console)
-    return 2
-
-
-def judge_llm_factory(cfg: Any, base_url: str | None) -> Any:
-    """spec -> the judge's chat model (temperature 0); EvaluateError naming the spec if it cannot be made."""
+    from .core import EvaluateRequest, run_evaluation
     from .runner import EvaluateError
+    from .summary import print_by_domain, print_summary
 
-    def make_llm(spec: str) -> Any:
-        from wikihowagent.backends import BackendError, check_backend, make_chat_model, resolve_spec
-
-        judge_settings = cfg.model.model_copy(update={"temperature": 0.0})
-        try:
-            check_backend(resolve_spec(spec), base_url)
-            return make_chat_model(spec, judge_settings, cfg.local, base_url=base_url)
-        except BackendError as exc:
-            raise EvaluateError(f"evaluator {spec!r}: {exc} (choose another with --evaluator SPEC, or --no-judge)") from None
-
-    return make_llm
-
-
-def _evaluate(console, runs, evaluator, metrics, no_judge, compat, baseline, by, out, rubrics_path, config,
-              base_url, concurrency, retries, batch_size, no_figures, judge_scoring=None, judge_rationale=False,
-              retry_failed=True) -> int:
-    from wikihowagent.config import ConfigError, load_config
-
-    from .inputs import InputError, resolve_inputs
-    from .judge import RubricError, load_rubrics
-    from .metrics import MetricError
-    from .runner import EvalOptions, Evaluation, EvaluateError, select_metrics
-
-    if compat not in (None, "paper"):
-        return _fail(console, f"--compat: only 'paper' is supported, not {compat!r}")
-    from .scoring import SCORING_MODES
-
-    if judge_scoring is not None and judge_scoring not in SCORING_MODES:
-        return _fail(console, f"--judge-scoring: unknown mode {judge_scoring!r}; valid: {', '.join(SCORING_MODES)}")
-    if judge_rationale and judge_scoring == "json":
-        return _fail(console, "--judge-rationale applies to --judge-scoring weighted or sampled, not json")
-    if by not in (None, "domain"):
-        return _fail(console, f"--by: only 'domain' is supported, not {by!r}")
-    mode = "paper" if compat == "paper" else "default"
+    console = make_console()
+    request = EvaluateRequest(
+        runs=tuple(runs or ()), evaluator=evaluator, metrics=metrics, judge=not no_judge, compat=compat,
+        baseline=baseline, by=by, out=out, rubrics=rubrics, config=config, base_url=base_url,
+        concurrency=concurrency, retries=retries, batch_size=batch_size, figures=not no_figures,
+        preset=preset, tables=tables, shard=shard, judge_scoring=judge_scoring, judge_rationale=judge_rationale,
+        retry_failed=retry_failed,
+    )
     try:
-        cfg = load_config(config)
-    except ConfigError as exc:
-        return _fail(console, str(exc))
-    runs_dir = Path(cfg.runs_dir)
-    paths = list(runs)
-    if baseline is not None and all(Path(p).resolve() != Path(baseline).resolve() for p in paths):
-        paths = [baseline] + paths
-    try:
-        sources = resolve_inputs(paths, runs_dir, on_empty=lambda m: console.print(f"[yellow]warning:[/] {m}; skipped", highlight=False))
-    except InputError as exc:
-        return _fail(console, str(exc))
-    if baseline is not None and all(s.path.resolve() != Path(baseline).resolve() for s in sources):
-        return _fail(console, f"--baseline {baseline}: the baseline run has nothing to evaluate")
-    base_name = None
-    if baseline is not None:
-        base_name = next(s.name for s in sources if s.path.resolve() == Path(baseline).resolve())
-
-    try:
-        try:
-            rubric_set = load_rubrics(rubrics_path)
-        except RubricError:
-            if not no_judge or rubrics_path is not None:
-                raise
-            rubric_set = None  # --no-judge needs no rubric file
-        rubric_names = list(rubric_set or [])
-        comp, rub = select_metrics(metrics, mode, rubric_names)
-    except (RubricError, EvaluateError) as exc:
-        return _fail(console, str(exc))
-    judge_on = bool(rub) and not no_judge
-    opts = EvalOptions(mode=mode, metrics=comp + rub, judge=judge_on, evaluator=evaluator, base_url=base_url,
-                       rubrics_path=rubrics_path, out=out, concurrency=concurrency or cfg.concurrency,
-                       retries=retries, batch_size=batch_size, scoring=judge_scoring, rationale=judge_rationale,
-                       retry_failed=retry_failed)
-
-    def warn(msg: str) -> None:
-        console.print(f"[yellow]warning:[/] {msg}", highlight=False, soft_wrap=True)
-
-    make_llm = judge_llm_factory(cfg, base_url)
-    try:
-        ev = Evaluation(opts, comp, rub if judge_on else [], rubric_set, make_llm if judge_on else None, warn)
-        # Every input's evaluator is known before any work starts.
-        specs = {s.name: ev.evaluator_spec(s) for s in sources}
-        ev.prepare(list(specs.values()))  # a --judge-scoring mode the backend cannot serve fails here
-    except (EvaluateError, MetricError) as exc:
-        return _fail(console, str(exc))
-
-    try:
-        results = _score_all(console, ev, sources, specs, opts, runs_dir, warn)
-    finally:
-        ev.close()
-    if isinstance(results, int):
-        return results
-    code = _summarize(console, results, rubric_names, base_name, mode, out, runs_dir, by, no_figures)
-    all_failed = [src.name for src, _, stats in results if stats.judged and stats.judge_failures == stats.judged]
-    if all_failed:
-        from wikihowagent.console import print_error
-
-        print_error(f"the judge failed on every rubric it was asked in {', '.join(all_failed)}: no rubric score was "
-                    "produced (see the notes above; rerun to judge them again)", console)
-        return code or 1
-    return code
+        result = run_evaluation(request, console)
+    except EvaluateError as exc:
+        print_error(str(exc), console)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        print_labeled(console, "interrupted:", "yellow", "scores written so far are kept; rerun the same command to resume")
+        raise typer.Exit(130) from None
+    if result.shard is not None:
+        k, n = result.shard
+        console.print(f"shard {k}/{n} scored; once all {n} shards are: wikihowagent merge "
+                      + " ".join(str(d) for d in result.merge_dirs), highlight=False, markup=False)
+        return
+    stdout = make_console(stderr=False)
+    print_summary(result.summary, stdout, title="Evaluation summary" + (" (--compat paper)" if request.mode == "paper" else ""))
+    if result.domain_table is not None:
+        print_by_domain(result.domain_table, stdout)
+    if result.persona_table is not None:
+        print_by_domain(result.persona_table, stdout, key="persona")
+    for _, title, table in result.tables:
+        print_summary(table, stdout, title=title)
+    console.print("wrote " + ", ".join(str(p) for p in result.written), highlight=False, markup=False)
+    if result.judge_all_failed:
+        print_error(f"the judge failed on every rubric it was asked in {', '.join(result.judge_all_failed)}: no rubric "
+                    "score was produced (see the notes above; rerun to judge them again)", console)
+        raise typer.Exit(1)
 
 
-def _score_all(console, ev, sources, specs, opts, runs_dir, warn):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-    from .inputs import InputError
-    from .judge import JudgeBackendError
-    from .metrics import MetricError
-    from wikihowagent.runs import RunError, dir_lock
-
-    from .runner import EvaluateError, count_input_records, scores_path
-
-    results = []
-    for src in sources:
-        out_path = scores_path(src, opts, runs_dir)
-        what = f"{src.name}" + (f" (judge: {specs[src.name]})" if specs[src.name] else "")
-        try:
-            total = count_input_records(src)
-        except OSError as exc:
-            return _fail(console, f"{src.path}: {exc.strerror}")
-        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      TimeRemainingColumn(), console=console, transient=False) as prog:
-            task = prog.add_task(f"scoring {what}", total=total)
-            try:
-                # One evaluation per scores file at a time (two appenders would score the same conversations).
-                with dir_lock(out_path.parent, blocking=False, what="another 'wikihowagent evaluate'",
-                              name=f".{out_path.name}.lock"):
-                    stats = ev.run_source(src, out_path, progress=lambda n: prog.advance(task, n))
-            except (EvaluateError, MetricError, JudgeBackendError, InputError, RunError) as exc:
-                prog.stop()
-                return _fail(console, f"{exc} (scores so far are in {out_path}; rerun to resume)")
-        console.print(f"{src.name}: {stats.scored} scored, {stats.already} already scored, {stats.failed} failed "
-                      f"conversations skipped, {stats.invalid} unreadable records -> {out_path}", highlight=False)
-        rejudged = [(stats.rejudged_evaluator, "the evaluator changed"), (stats.rejudged_rubrics, "the rubric file changed"),
-                    (stats.rejudged_scoring, "the --judge-scoring mode changed")]
-        for n, why in rejudged:
-            if n:
-                console.print(f"{src.name}: {n} conversation{'s' if n != 1 else ''} re-judged because {why} "
-                              f"(now {specs[src.name]})", highlight=False)
-        if stats.judged:
-            kinds = ", ".join(f"{n} {k}" for k, n in sorted(stats.failure_kinds.items()))
-            console.print(f"{src.name}: judge ({ev.scoring_label(specs[src.name])}): {stats.judged - stats.judge_failures} "
-                          f"of {stats.judged} rubric scores read, {stats.judge_failures} failed"
-                          + (f" ({kinds})" if kinds else "")
-                          + (f"; {stats.retried} conversations' failed rubrics judged again" if stats.retried else ""),
-                          highlight=False, markup=False)
-        for note in stats.notes:
-            console.print(f"  note: {note}", highlight=False)
-        if src.n_records == 0 and src.n_invalid == 0:
-            warn(f"{src.path}: no conversations")
-        results.append((src, out_path, stats))
-    return results
-
-
-def _summarize(console, results, rubric_names, base_name, mode, out, runs_dir, by, no_figures) -> int:
-    from .summary import by_domain, load_run_scores, print_by_domain, print_summary, summarize, write_figures, write_summary
-
-    run_scores = [load_run_scores(src.name, src.label, p, rubric_names, n_failed=src.n_failed, n_invalid=src.n_invalid)
-                  for src, p, _ in results]
-    summary = summarize(run_scores, rubric_names, baseline=base_name)
-    if out is not None:
-        out_dir = Path(out)
-    elif len(results) == 1:
-        out_dir = results[0][1].parent
-    else:
-        out_dir = runs_dir / "summary"
-    from rich.console import Console
-
-    print_summary(summary, Console(), title="Evaluation summary" + (" (--compat paper)" if mode == "paper" else ""))
-    written = write_summary(summary, out_dir)
-    domain_df = None
-    if by == "domain":
-        domain_df = by_domain(run_scores, rubric_names)
-        p = out_dir / "by_domain.csv"
-        domain_df.to_csv(p, index=False)
-        written.append(p)
-        print_by_domain(domain_df, Console())
-    if not no_figures:
-        written += write_figures(summary, rubric_names, out_dir, domain_df)
-    console.print("wrote " + ", ".join(str(p) for p in written), highlight=False)
-    return 0

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .inputs import Conversation
+from wikihowagent.records import Conversation, turn_line
 from .metrics import reference_text
 
 ROLES = ("teacher", "learner", "conversation")
@@ -87,6 +87,15 @@ def default_rubrics_path() -> Path:
     return resource_path("data", "rubrics.json")
 
 
+def rubrics_sha256(rubrics: dict[str, Rubric]) -> str:
+    """A fingerprint of a rubric set (its canonical JSON), recorded with every judged ScoreRecord."""
+    import dataclasses
+    import hashlib
+
+    canon = json.dumps({n: dataclasses.asdict(r) for n, r in rubrics.items()}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(canon.encode("utf-8")).hexdigest()
+
+
 def load_rubrics(path: Path | None = None) -> dict[str, Rubric]:
     path = Path(path) if path else default_rubrics_path()
     try:
@@ -146,7 +155,7 @@ def _tutorial_block(conv: Conversation) -> str:
 def build_prompt(conv: Conversation, group: str, rubrics: list[Rubric], mode: str = "default") -> str:
     if mode == "paper":
         return _paper_prompt(conv, group, rubrics)
-    convo = "\n".join(f"{m.role.capitalize()}: {m.text}" for m in conv.messages)
+    convo = "\n".join(turn_line(m.role, m.text) for m in conv.messages)
     parts = [f"Evaluate the following teacher-learner conversation:\n{convo}"]
     if group == "reference":
         parts.append(f"Reference tutorial:\n{_tutorial_block(conv)}")
@@ -447,7 +456,7 @@ class Judge:
                 res.scores[n] = None
                 res.failures.append(n)
                 res.kinds.setdefault(n, "parse")
-                res.notes.append(f"judge: {n}: {problems.get(n, 'no score found')} after {len(raws)} replies")
+                res.notes.append(f"{n}: {problems.get(n, 'no score found')} after {len(raws)} replies")
 
     async def judge(self, conv: Conversation, names: list[str] | None = None, variant: int = 0) -> JudgeResult:
         """Score `names` (default: all); `variant` 1 = the rubrics listed in reverse order (self-consistency)."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from .inputs import Conversation
+from wikihowagent.records import Conversation
 
 # Metric names (keys of ScoreRecord.metrics).
 QUESTION = "Question Ratio"
@@ -107,8 +107,8 @@ def completion(conv: Conversation) -> float:
 
     Structured records: their `stop_reason`/`finished`; paper records: a teacher message with the token.
     """
-    if conv.finished is not None:
-        return 1.0 if conv.finished else 0.0
+    if conv.completed is not None:
+        return 1.0 if conv.completed else 0.0
     return 1.0 if any(m.role == "teacher" and _FINISHED_RE.search(m.text) for m in conv.messages) else 0.0
 
 

@@ -15,15 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wikihowagent.records import ScoreRecord
-from wikihowagent.runs import CONVERSATIONS
+from wikihowagent.records import JudgeProvenance, ScoreRecord
+from wikihowagent.runs import RESCORED_DIR, SCORES, SCORES_PAPER
 
-from .inputs import Conversation, InputSource
+from wikihowagent.records import Conversation
+
+from .inputs import InputSource
 from .metrics import COMPUTATIONAL_NAMES, Scorers, computational_metrics
-
-SCORES = "scores.jsonl"
-SCORES_PAPER = "scores-paper.jsonl"
-
 
 class EvaluateError(RuntimeError):
     """A problem that stops `evaluate`; one line."""
@@ -45,6 +43,7 @@ class EvalOptions:
     rationale: bool = False  # --judge-rationale
     retry_failed: bool = True  # judge rubrics that failed in an earlier pass again
     chunk: int = 64  # conversations per scoring chunk (memory is flat in the number of conversations)
+    shard: tuple[int, int] | None = None  # (K, N): only the conversations of shard K (see shards.py)
 
 
 @dataclass
@@ -66,10 +65,16 @@ class SourceStats:
 def scores_path(src: InputSource, opts: EvalOptions, runs_dir: Path) -> Path:
     fname = SCORES_PAPER if opts.mode == "paper" else SCORES
     if opts.out is not None:
-        return Path(opts.out) / src.name / fname
-    if src.kind == "run":
-        return src.path / fname
-    return Path(runs_dir) / "rescored" / src.name / fname
+        path = Path(opts.out) / src.name / fname
+    elif src.kind == "run":
+        path = src.path / fname
+    else:
+        path = Path(runs_dir) / RESCORED_DIR / src.name / fname
+    if opts.shard is not None:
+        from .shards import shard_scores_path
+
+        path = shard_scores_path(path, opts.shard)
+    return path
 
 
 def select_metrics(spec: str | None, mode: str, rubric_names: list[str]) -> tuple[list[str], list[str]]:
@@ -114,13 +119,24 @@ def count_input_records(src: InputSource) -> int | None:
     """Non-empty lines of a JSONL input (the progress bar's total); None for a paper JSON file."""
     if src.kind == "paper-json":
         return None
-    path = src.path / CONVERSATIONS if src.kind == "run" else src.path
     n = 0
-    with open(path, "rb") as fh:
+    with open(src.records_path, "rb") as fh:
         for line in fh:
             if line.strip():
                 n += 1
     return n
+
+
+def cancel_leftover_tasks(loop: asyncio.AbstractEventLoop, rounds: int = 5) -> None:
+    """Cancel and await every unfinished task of `loop` (not running). Cancellation handlers may start new
+    tasks (LangChain schedules its error callbacks), hence a few bounded rounds."""
+    for _ in range(rounds):
+        tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        if not tasks:
+            return
+        for t in tasks:
+            t.cancel()
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
 
 
 class Evaluation:
@@ -135,6 +151,11 @@ class Evaluation:
         self.make_llm = make_llm
         self.warn = warn
         self.scorers = Scorers(opts.mode, comp, batch_size=opts.batch_size) if comp else None
+        self.rubrics_hash = ""
+        if rubrics is not None:
+            from .judge import rubrics_sha256
+
+            self.rubrics_hash = rubrics_sha256(rubrics)
         self._judges: dict[str, Any] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -180,32 +201,40 @@ class Evaluation:
         return self._loop.run_until_complete(self._run_source(src, out_path, progress))
 
     def close(self) -> None:
-        if self._loop is not None and not self._loop.is_closed():
-            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
-            self._loop.run_until_complete(self._loop.shutdown_default_executor())  # the metrics' worker thread
-            self._loop.close()
+        """Shut the event loop down cleanly, also after a failure: tasks still running (a judge call's inner
+        tasks, LangChain's error callbacks) are cancelled and awaited first, so nothing is left to complain
+        at exit ("Task was destroyed but it is pending", "no running event loop")."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            cancel_leftover_tasks(loop)
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())  # the metrics' worker thread
+        finally:
+            loop.close()
 
-    def _stale_rubrics(self, old: dict[str, Any] | None, spec: str | None) -> str | None:
-        """Why the rubric scores of an earlier line cannot be reused ("evaluator" / "rubrics" / "scoring"),
-        else None."""
+    def _stale_rubrics(self, old: ScoreRecord | None, spec: str | None) -> str | None:
+        """Why the rubric scores of an earlier line cannot be reused ("evaluator" / "rubrics"), else None."""
         if not old or not self.rubric_names:
             return None
-        keys = set(old.get("metrics") or {}) - COMPUTATIONAL_NAMES
+        keys = set(old.metrics) - COMPUTATIONAL_NAMES
         if not keys:
             return None  # nothing judged yet (e.g. a --no-judge pass): nothing to compare
-        if (old.get("evaluator") or "") != (spec or ""):
+        if old.evaluator != (spec or ""):
             return "evaluator"
         if self.rubrics is not None and not keys <= set(self.rubrics):
             return "rubrics"  # scores of rubrics the current rubric file does not define: another rubric file
+        old_hash = old.judge.rubrics_sha256 if old.judge else ""
+        if old_hash and self.rubrics_hash and old_hash != self.rubrics_hash:
+            return "rubrics"  # the same rubric names, other definitions
         label = self.scoring_label(spec)
-        if label and (old.get("judge_scoring") or "json") != label:
+        if label and ((old.judge.scoring if old.judge else "") or "json") != label:
             return "scoring"  # lines written before --judge-scoring existed were json-scored
         return None
 
     async def _run_source(self, src: InputSource, out_path: Path, progress: Callable[[int], None] | None) -> SourceStats:
-        from wikihowagent.runs import JsonlAppender
-
-        from .summary import read_scores
+        from wikihowagent.runs import JsonlAppender, read_scores
 
         stats = SourceStats()
         existing = read_scores(out_path, on_error=self.warn)
@@ -213,7 +242,9 @@ class Evaluation:
         rubric_names = set(self.rubric_names)
         spec = self.evaluator_spec(src)
         judge = None
-        stream = src.conversations(on_error=self.warn)
+        from .shards import shard_filter
+
+        stream = shard_filter(src.conversations(on_error=self.warn), self.opts.shard, self.opts.chunk)
         reported = 0
         pending: set[asyncio.Task[None]] = set()  # judge tasks in flight, across chunks
         loop = asyncio.get_running_loop()
@@ -246,16 +277,18 @@ class Evaluation:
             async def judged(rec: ScoreRecord, conv: Conversation, j: Any, names: list[str] | None) -> None:
                 jr = await j.judge(conv, names)
                 rec.metrics.update(jr.scores)
-                rec.evaluator = spec or ""
-                rec.judge_scoring = j.label
-                rec.judge_raw = {**rec.judge_raw, **jr.raw}
-                rec.judge_failures = [f for f in rec.judge_failures if f not in jr.scores] + jr.failures
+                prev = rec.judge or JudgeProvenance()
                 done = set(jr.scores)
-                rec.notes = [n for n in rec.notes if not (n.startswith("judge:") and
-                                                          n.split(":")[1].strip() in done | {""})] + jr.notes
-                for attr in ("judge_dist", "judge_argmax", "judge_spread"):
-                    new = getattr(jr, attr.removeprefix("judge_"))
-                    setattr(rec, attr, {**{k: v for k, v in getattr(rec, attr).items() if k not in done}, **new})
+
+                def keep(d: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+                    return {**{k: v for k, v in d.items() if k not in done}, **new}
+
+                rec.judge = JudgeProvenance(
+                    evaluator=spec or "", rubrics_sha256=self.rubrics_hash, raw={**prev.raw, **jr.raw},
+                    failures=[f for f in prev.failures if f not in done] + jr.failures,
+                    notes=[n for n in prev.notes if n.split(":")[0] not in done] + jr.notes,
+                    scoring=j.label, dist=keep(prev.dist, jr.dist), argmax=keep(prev.argmax, jr.argmax),
+                    spread=keep(prev.spread, jr.spread))
                 sink.append(rec)  # as soon as this conversation is judged (resume keeps every finished one)
                 stats.scored += 1
                 stats.judged += len(jr.scores)
@@ -267,13 +300,13 @@ class Evaluation:
             try:
                 for chunk in _chunks(stream, self.opts.chunk):
                     # (conversation, its earlier scores line, why its rubric scores are stale, metrics it has)
-                    todo: list[tuple[Conversation, dict[str, Any] | None, str | None, set[str]]] = []
+                    todo: list[tuple[Conversation, ScoreRecord | None, str | None, set[str]]] = []
                     for c in chunk:
                         old = existing.get(c.conversation_id)
                         stale = self._stale_rubrics(old, spec)
-                        have = set((old or {}).get("metrics") or {})
-                        if self.opts.retry_failed and not stale:  # failed rubrics count as not judged yet
-                            have -= set((old or {}).get("judge_failures") or []) & rubric_names
+                        have = set(old.metrics) if old else set()
+                        if old and self.opts.retry_failed and not stale:  # failed rubrics count as not judged yet
+                            have -= set(old.judge_failures) & rubric_names
                         if stale is None and comp_names | rubric_names <= have:
                             stats.already += 1
                             continue
@@ -305,7 +338,7 @@ class Evaluation:
                             stats.rejudged_rubrics += 1
                         elif stale == "scoring":
                             stats.rejudged_scoring += 1
-                        elif old and set((old or {}).get("judge_failures") or []) & rubric_names - have:
+                        elif old and set(old.judge_failures) & (rubric_names - have):
                             stats.retried += 1
                     to_judge = set(need_judge)
                     for i in range(len(todo)):
@@ -332,33 +365,22 @@ class Evaluation:
         stats.failed, stats.invalid = src.n_failed, src.n_invalid
         return stats
 
-    def _record(self, src: InputSource, c: Conversation, old: dict[str, Any] | None, cs: Any,
+    def _record(self, src: InputSource, c: Conversation, old: ScoreRecord | None, cs: Any,
                 stale: str | None = None) -> ScoreRecord:
-        metrics: dict[str, float | None] = {}
-        raw: dict[str, list[str]] = {}
-        failures: list[str] = []
-        notes: list[str] = []
-        evaluator = (old or {}).get("evaluator") or ""  # set anew when this pass judges the conversation
-        if old:  # keep what an earlier pass computed that this one does not recompute
-            metrics.update(old.get("metrics") or {})
-            raw.update(old.get("judge_raw") or {})
-            failures = list(old.get("judge_failures") or [])
-            notes = list(old.get("notes") or [])
-        judge_extra: dict[str, Any] = {k: (old or {}).get(k) or {} for k in ("judge_dist", "judge_argmax", "judge_spread")}
-        scoring = (old or {}).get("judge_scoring") or ""
+        # Keep what an earlier pass computed that this one does not recompute; the judge's provenance is set
+        # anew when this pass judges the conversation.
+        metrics: dict[str, float | None] = dict(old.metrics) if old else {}
+        judge = old.judge.model_copy(deep=True) if old and old.judge else None
+        notes = list(old.notes) if old else []
         if stale:  # another judge or rubric file: none of its rubric scores is kept (the computed metrics are)
             metrics = {k: v for k, v in metrics.items() if k in COMPUTATIONAL_NAMES}
-            raw, failures, evaluator, scoring = {}, [], "", ""
-            judge_extra = {k: {} for k in judge_extra}
-            notes = [n for n in notes if not n.startswith("judge:")]
+            judge = None
         if cs is not None:
-            notes = [n for n in notes if n.startswith("judge:")]
             metrics.update({k: (None if v is None or (isinstance(v, float) and math.isnan(v)) else v) for k, v in cs.metrics.items()})
-            notes.extend(cs.notes)
+            notes = list(cs.notes)
         return ScoreRecord(
             conversation_id=c.conversation_id, run=src.name, tutorial_id=c.tutorial_id, title=c.title,
-            domain=c.domain, teacher=c.teacher, learner=c.learner,
-            evaluator=evaluator,
+            domain=c.domain, teacher=c.teacher, learner=c.learner, persona=c.persona,
             mode="paper" if self.opts.mode == "paper" else "default",
-            metrics=metrics, judge_raw=raw, judge_failures=failures, notes=notes, judge_scoring=scoring, **judge_extra,
+            metrics=metrics, judge=judge, notes=notes,
         )

@@ -283,7 +283,7 @@ class Scorer:
                     res.scores[n] = None
                     res.failures.append(n)
                     res.kinds.setdefault(n, "low-mass" if "threshold" in (problem or "") else "parse")
-                    res.notes.append(f"judge: {n}: {problem} after {max(1, len(raws))} replies")
+                    res.notes.append(f"{n}: {problem} after {max(1, len(raws))} replies")
                 else:
                     res.scores[n] = round(dist.mean, 4)
                     res.dist[n] = [round(p, 4) for p in dist.probs]

@@ -26,14 +26,14 @@ def judge_check(
 ) -> None:
     """Meta-evaluate the rubric judge without human labels: perturbed conversations that should score lower
     (sensitivity) and the originals judged twice (self-consistency)."""
-    from rich.console import Console
+    from wikihowagent.console import make_console, print_labeled
 
-    console = Console(stderr=True)
+    console = make_console()
     try:
         code = _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, perturbations, rubrics,
                             max_conversations, config, base_url, concurrency, retries, no_figures)
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted[/]: judgments written so far are kept; rerun the same command to resume")
+        print_labeled(console, "interrupted:", "yellow", "judgments written so far are kept; rerun the same command to resume")
         raise typer.Exit(130) from None
     if code:
         raise typer.Exit(code)
@@ -53,7 +53,8 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from wikihowagent.config import ConfigError, load_config
-    from wikihowagent.evaluation.command import judge_llm_factory
+    from wikihowagent.evaluation.core import judge_llm_factory
+    from wikihowagent.evaluation.endpoints import judge_base_urls
     from wikihowagent.evaluation.inputs import InputError, resolve_inputs
     from wikihowagent.evaluation.judge import JudgeBackendError, RubricError, load_rubrics
     from wikihowagent.evaluation.runner import EvalOptions, Evaluation, EvaluateError
@@ -89,9 +90,13 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
                               f"(found {len(convs)})")
     opts = EvalOptions(judge=True, evaluator=evaluator, base_url=base_url, concurrency=concurrency or cfg.concurrency,
                        retries=retries, scoring=judge_scoring, rationale=judge_rationale)
-    ev = Evaluation(opts, [], list(rubric_set), rubric_set, judge_llm_factory(cfg, base_url), warn)
+    aliases = Path(cfg.models) if cfg.models else None
+    judge_urls: dict[str, str | None] = {}
+    ev = Evaluation(opts, [], list(rubric_set), rubric_set, judge_llm_factory(cfg, base_url, aliases, judge_urls), warn)
     try:
-        specs = {ev.evaluator_spec(s) for s in sources}
+        by_source = {s.name: ev.evaluator_spec(s) for s in sources}
+        judge_urls.update(judge_base_urls(by_source, sources, base_url, aliases))
+        specs = set(by_source.values())
         if len(specs) != 1:
             return _fail(console, f"the inputs name different evaluators ({', '.join(sorted(map(str, specs)))}): "
                                   "pass --evaluator SPEC")
@@ -108,7 +113,7 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
     try:
         out.mkdir(parents=True, exist_ok=True)
         with dir_lock(out, blocking=False, what="another 'wikihowagent judge-check'", name=".judge-check.lock"), \
-                Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                Progress(TextColumn("{task.description}", markup=False, style="bold"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                          TimeRemainingColumn(), console=console) as prog:
             task = prog.add_task("judging originals and perturbed copies", total=len(jobs))
             loop.run_until_complete(run_jobs(jobs, judge, spec, out / JUDGMENTS, lambda n: prog.advance(task, n), stats))

@@ -8,6 +8,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ValidationError
 
 from wikihowagent.config import ConfigError, read_yaml, resource_path
+from wikihowagent.records import BEGIN_TEXT, FINISH_TEXT
 
 
 class PromptTemplates(BaseModel):
@@ -20,8 +21,8 @@ class PromptTemplates(BaseModel):
     learner_system: str
     learner_user: str
     history_header: str = "Conversation so far:\n"
-    begin: str = "Let's begin: {method_title}. BEGIN"
-    finish: str = "We've reached the end of the tutorial. Bye! FINISHED"
+    begin: str = BEGIN_TEXT
+    finish: str = FINISH_TEXT
 
     def teacher_messages(self, *, summary: str, step_index: int, num_steps: int, step_content: str,
                          user_utterance: str, history: str = "", clarification: bool = False) -> list[BaseMessage]:

@@ -1,0 +1,13 @@
+"""The backends' error type: one line a user can act on."""
+
+from __future__ import annotations
+
+# Appended to "cannot reach / no key" errors of the remote providers.
+FALLBACK_HINT = "or use --teacher local"
+
+
+class BackendError(RuntimeError):
+    """A backend problem the user can fix; str(exc) is one line, fit to print as is."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(" ".join(str(message).split()))

@@ -1,0 +1,318 @@
+"""`evaluate` as one call: `run_evaluation(EvaluateRequest, console) -> EvaluationSummary`.
+
+Resolves the inputs, the rubric file and the metrics, checks every input's evaluator before any work, scores
+each input (runner.Evaluation; one process per scores file: a lock), then builds the summary tables and
+figures. Raises EvaluateError (one line) for anything that stops the stage.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from .runner import EvaluateError
+
+
+@dataclass(frozen=True)
+class EvaluateRequest:
+    """What `wikihowagent evaluate` was asked to do."""
+
+    runs: tuple[Path, ...] = ()  # run directories / files; () = the latest run
+    evaluator: str | None = None
+    metrics: str | None = None  # "BLEU,METEOR,Clarity", "computational", "rubric"; None = all
+    judge: bool = True  # False = --no-judge
+    compat: str | None = None  # "paper"
+    baseline: Path | None = None
+    by: str | None = None  # "domain" | "persona"
+    out: Path | None = None
+    rubrics: Path | None = None
+    config: Path | None = None
+    base_url: str | None = None
+    concurrency: int | None = None  # None = the config's
+    retries: int = 2
+    batch_size: int = 32
+    figures: bool = True
+    shard: str | None = None  # "K/N": score shard K of N only (shards.py)
+    tables: bool = False  # the paper's Table 1 / Table 2 (automatic for a sweep directory)
+    preset: str | None = None  # presets.py: a config layer, and --compat
+    judge_scoring: str | None = None  # scoring.py: "weighted" | "json" | "sampled"; None = by backend
+    judge_rationale: bool = False
+    retry_failed: bool = True  # rubrics that failed in an earlier pass are judged again
+
+    @property
+    def mode(self) -> str:
+        from wikihowagent.presets import get_preset
+
+        preset = get_preset(self.preset)
+        compat = self.compat or (preset.compat if preset else None)
+        return "paper" if compat == "paper" else "default"
+
+
+@dataclass
+class EvaluationSummary:
+    summary: Any  # summary.Summary
+    domain_table: Any = None  # pandas DataFrame with --by domain
+    persona_table: Any = None  # pandas DataFrame with --by persona
+    written: list[Path] = field(default_factory=list)
+    tables: list[tuple[str, str, Any]] = field(default_factory=list)  # (file stem, title, Summary): Tables 1/2
+    shard: tuple[int, int] | None = None  # --shard K/N: scores of one shard, no summary (summary is None)
+    merge_dirs: list[Path] = field(default_factory=list)  # where `wikihowagent merge` joins the shards
+    judge_all_failed: list[str] = field(default_factory=list)  # inputs whose judge failed on every rubric asked
+
+
+def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
+    """Score every input and summarise. `console` (rich, stderr) shows warnings, progress and per-input lines."""
+    from wikihowagent.config import ConfigError, load_config
+    from wikihowagent.console import print_labeled
+
+    from .endpoints import judge_base_urls
+    from .inputs import InputError, resolve_inputs
+    from .judge import RubricError, load_rubrics
+    from .metrics import MetricError
+    from .runner import EvalOptions, Evaluation, select_metrics
+
+    from wikihowagent.presets import PresetError, get_preset, preset_config
+
+    try:
+        preset = get_preset(req.preset)
+    except PresetError as exc:
+        raise EvaluateError(str(exc)) from None
+    if req.compat not in (None, "paper"):
+        raise EvaluateError(f"--compat: only 'paper' is supported, not {req.compat!r}")
+    from .scoring import SCORING_MODES
+
+    if req.judge_scoring is not None and req.judge_scoring not in SCORING_MODES:
+        raise EvaluateError(f"--judge-scoring: unknown mode {req.judge_scoring!r}; valid: {', '.join(SCORING_MODES)}")
+    if req.judge_rationale and req.judge_scoring == "json":
+        raise EvaluateError("--judge-rationale applies to --judge-scoring weighted or sampled, not json")
+    if req.by not in (None, "domain", "persona"):
+        raise EvaluateError(f"--by: only 'domain' or 'persona' is supported, not {req.by!r}")
+    mode = req.mode
+    try:
+        cfg = load_config(req.config, preset=preset_config(req.preset) if preset else None)
+    except ConfigError as exc:
+        raise EvaluateError(str(exc)) from None
+    runs_dir = Path(cfg.runs_dir)
+    from wikihowagent.generation.core import parse_shard
+
+    from .tables import expand_sweep_dirs
+
+    shard = None
+    if req.shard:
+        try:
+            shard = parse_shard(req.shard)
+        except ValueError as exc:
+            raise EvaluateError(str(exc)) from None
+    paths, from_sweep = expand_sweep_dirs(list(req.runs), lambda m: console.print(f"warning: {m}", highlight=False,
+                                                                                     markup=False))
+    if from_sweep and not paths:
+        raise EvaluateError(f"{req.runs[0]}: no cell of this sweep has conversations yet (wikihowagent sweep run FILE)")
+    if from_sweep and req.out is None and len(req.runs) == 1:  # a sweep's tables go into the sweep directory
+        req = replace(req, out=Path(req.runs[0]))
+    tables = req.tables or from_sweep
+    baseline = req.baseline
+    if baseline is not None and all(Path(p).resolve() != Path(baseline).resolve() for p in paths):
+        paths = [baseline] + paths
+    try:
+        sources = resolve_inputs(paths, runs_dir, on_empty=lambda m: print_labeled(console, "warning:", "yellow", f"{m}; skipped"))
+    except InputError as exc:
+        raise EvaluateError(str(exc)) from None
+    if baseline is not None and all(s.path.resolve() != Path(baseline).resolve() for s in sources):
+        raise EvaluateError(f"--baseline {baseline}: the baseline run has nothing to evaluate")
+    base_name = None
+    if baseline is not None:
+        base_name = next(s.name for s in sources if s.path.resolve() == Path(baseline).resolve())
+
+    try:
+        try:
+            rubric_set = load_rubrics(req.rubrics)
+        except RubricError:
+            if req.judge or req.rubrics is not None:
+                raise
+            rubric_set = None  # --no-judge needs no rubric file
+        rubric_names = list(rubric_set or [])
+        comp, rub = select_metrics(req.metrics, mode, rubric_names)
+    except RubricError as exc:
+        raise EvaluateError(str(exc)) from None
+    judge_on = bool(rub) and req.judge
+    opts = EvalOptions(mode=mode, metrics=comp + rub, judge=judge_on, evaluator=req.evaluator, base_url=req.base_url,
+                       rubrics_path=req.rubrics, out=req.out, concurrency=req.concurrency or cfg.concurrency,
+                       retries=req.retries, batch_size=req.batch_size, shard=shard, scoring=req.judge_scoring,
+                       rationale=req.judge_rationale, retry_failed=req.retry_failed)
+    aliases = Path(cfg.models) if cfg.models else None  # --config's model alias file, as for generate
+    judge_urls: dict[str, str | None] = {}  # judge spec -> base URL (run.json's endpoint unless --base-url)
+
+    def warn(msg: str) -> None:
+        print_labeled(console, "warning:", "yellow", msg)
+
+    make_llm = judge_llm_factory(cfg, req.base_url, aliases, judge_urls)
+
+    with contextlib.ExitStack() as locks:
+        # One evaluation per scores file at a time, decided before any model is loaded.
+        _lock_scores_files(locks, sources, opts, runs_dir)
+        try:
+            ev = Evaluation(opts, comp, rub if judge_on else [], rubric_set, make_llm if judge_on else None, warn)
+            # Every input's evaluator (and the server it is asked on) is known before any work starts.
+            specs = {s.name: ev.evaluator_spec(s) for s in sources}
+            judge_urls.update(judge_base_urls(specs, sources, req.base_url, aliases))
+            ev.prepare(list(specs.values()))  # a --judge-scoring mode the backend cannot serve fails here
+        except MetricError as exc:
+            raise EvaluateError(str(exc)) from None
+        all_failed: list[str] = []
+        try:
+            results = _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed)
+        finally:
+            ev.close()
+    if shard is not None:  # a summary needs every shard: `wikihowagent merge DIR`, then evaluate again
+        from .shards import SHARDS_DIR, scores_fingerprint, write_shard_info
+
+        for src, p in results:
+            write_shard_info(p, shard, scores_fingerprint(opts.mode, opts.metrics or [], specs[src.name],
+                                                          opts.rubrics_path, src.path))
+        return EvaluationSummary(summary=None, shard=shard, merge_dirs=[
+            p.parent.parent.parent for _, p in results if p.parent.parent.name == SHARDS_DIR])
+    result = _summarize(results, rubric_names, base_name, req, runs_dir)
+    result.judge_all_failed = all_failed
+    if tables:
+        _paper_tables(result, results, rubric_names, req, runs_dir)
+    return result
+
+
+def judge_llm_factory(cfg: Any, base_url: str | None, aliases: Path | None = None,
+                      judge_urls: dict[str, str | None] | None = None) -> Any:
+    """spec -> the judge's chat model (temperature 0) on `judge_urls[spec]` (else `base_url`); EvaluateError
+    naming the spec if it cannot be made. Shared by `evaluate` and `judge-check`."""
+    urls = judge_urls if judge_urls is not None else {}
+
+    def make_llm(spec: str) -> Any:
+        from wikihowagent.backends import BackendError, check_backend, make_chat_model, resolve_spec
+
+        judge_settings = cfg.model.model_copy(update={"temperature": 0.0})
+        url = urls.get(spec, base_url)
+        try:
+            resolved = resolve_spec(spec, aliases)
+            check_backend(resolved, url)
+            return make_chat_model(resolved, judge_settings, cfg.local, base_url=url)
+        except BackendError as exc:
+            raise EvaluateError(f"evaluator {spec!r}: {exc} (choose another with --evaluator SPEC, or --no-judge)") from None
+
+    return make_llm
+
+
+def _paper_tables(result: EvaluationSummary, results, rubric_names, req: EvaluateRequest, runs_dir: Path) -> None:
+    from wikihowagent.runs import SUMMARY_DIR
+
+    from .summary import load_run_scores, write_summary
+    from .tables import paper_tables
+
+    run_scores = [load_run_scores(src.name, src.label, p, rubric_names, n_failed=src.n_failed, n_invalid=src.n_invalid)
+                  for src, p in results]
+    setups = {src.name: (src.teacher, src.learner or src.teacher) for src, _ in results}
+    out_dir = Path(req.out) if req.out is not None else (
+        results[0][1].parent if len(results) == 1 else runs_dir / SUMMARY_DIR)
+    result.tables = paper_tables(run_scores, setups, rubric_names)
+    for stem, _, summary in result.tables:
+        result.written += write_summary(summary, out_dir / stem)
+
+
+def _lock_scores_files(locks: contextlib.ExitStack, sources, opts, runs_dir) -> None:
+    """Lock every scores file this invocation writes; EvaluateError if another evaluate holds one."""
+    from wikihowagent.runs import RunError, dir_lock
+
+    from .runner import scores_path
+
+    for src in sources:
+        out_path = scores_path(src, opts, runs_dir)
+        try:
+            locks.enter_context(dir_lock(out_path.parent, blocking=False, what="another 'wikihowagent evaluate'",
+                                         name=f".{out_path.name}.lock"))
+        except RunError:
+            raise EvaluateError(f"{out_path}: another evaluate is running on this scores file; wait for it to "
+                                "finish (or use another --out)") from None
+
+
+def _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed: list[str]):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from wikihowagent.runs import DiskFullError, RunError
+
+    from .inputs import InputError
+    from .judge import JudgeBackendError
+    from .metrics import MetricError
+    from .runner import count_input_records, scores_path
+
+    results = []
+    for src in sources:
+        out_path = scores_path(src, opts, runs_dir)
+        what = f"{src.name}" + (f" (judge: {specs[src.name]})" if specs[src.name] else "")
+        try:
+            total = count_input_records(src)
+        except OSError as exc:
+            raise EvaluateError(f"{src.path}: {exc.strerror}") from None
+        with Progress(TextColumn("{task.description}", markup=False, style="bold"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      TimeRemainingColumn(), console=console, transient=False) as prog:
+            task = prog.add_task(f"scoring {what}", total=total)
+            try:
+                stats = ev.run_source(src, out_path, progress=lambda n: prog.advance(task, n))
+            except (EvaluateError, MetricError, JudgeBackendError, InputError, RunError) as exc:
+                prog.stop()
+                if isinstance(exc, DiskFullError):  # its message says what to do
+                    raise EvaluateError(str(exc)) from None
+                raise EvaluateError(f"{exc} (scores so far are in {out_path}; rerun to resume)") from None
+        console.print(f"{src.name}: {stats.scored} scored, {stats.already} already scored, {stats.failed} failed "
+                      f"conversations skipped, {stats.invalid} unreadable records -> {out_path}", highlight=False)
+        rejudged = [(stats.rejudged_evaluator, "the evaluator changed"), (stats.rejudged_rubrics, "the rubric file changed"),
+                    (stats.rejudged_scoring, "the --judge-scoring mode changed")]
+        for n, why in rejudged:
+            if n:
+                console.print(f"{src.name}: {n} conversation{'s' if n != 1 else ''} re-judged because {why} "
+                              f"(now {specs[src.name]})", highlight=False)
+        if stats.judged:  # failed calls, parse failures and low digit mass: counted, never scored
+            kinds = ", ".join(f"{n} {k}" for k, n in sorted(stats.failure_kinds.items()))
+            console.print(f"{src.name}: judge ({ev.scoring_label(specs[src.name])}): {stats.judged - stats.judge_failures} "
+                          f"of {stats.judged} rubric scores read, {stats.judge_failures} failed"
+                          + (f" ({kinds})" if kinds else "")
+                          + (f"; {stats.retried} conversations' failed rubrics judged again" if stats.retried else ""),
+                          highlight=False, markup=False)
+            if stats.judge_failures == stats.judged:
+                all_failed.append(src.name)
+        for note in stats.notes:
+            console.print(f"  note: {note}", highlight=False)
+        if src.n_records == 0 and src.n_invalid == 0:
+            warn(f"{src.path}: no conversations")
+        results.append((src, out_path))
+    return results
+
+
+def _summarize(results, rubric_names, base_name, req: EvaluateRequest, runs_dir: Path) -> EvaluationSummary:
+    from wikihowagent.runs import SUMMARY_DIR
+
+    from .summary import by_domain, load_run_scores, summarize, write_figures, write_summary
+
+    run_scores = [load_run_scores(src.name, src.label, p, rubric_names, n_failed=src.n_failed, n_invalid=src.n_invalid)
+                  for src, p in results]
+    summary = summarize(run_scores, rubric_names, baseline=base_name)
+    if req.out is not None:
+        out_dir = Path(req.out)
+    elif len(results) == 1:
+        out_dir = results[0][1].parent
+    else:
+        out_dir = runs_dir / SUMMARY_DIR
+    written = write_summary(summary, out_dir)
+    domain_df = None
+    if req.by == "domain":
+        domain_df = by_domain(run_scores, rubric_names)
+        p = out_dir / "by_domain.csv"
+        domain_df.to_csv(p, index=False)
+        written.append(p)
+    persona_df = None
+    if req.by == "persona":
+        persona_df = by_domain(run_scores, rubric_names, key="persona")
+        p = out_dir / "by_persona.csv"
+        persona_df.to_csv(p, index=False)
+        written.append(p)
+    if req.figures:
+        written += write_figures(summary, rubric_names, out_dir, domain_df)
+    return EvaluationSummary(summary=summary, domain_table=domain_df, persona_table=persona_df, written=written)

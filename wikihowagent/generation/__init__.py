@@ -1,0 +1,1 @@
+"""The `generate` stage: command.py (the typer commands `generate`, `merge`), core.py (`run_generation`)."""

@@ -1,0 +1,128 @@
+"""The paper's released run files, at the edge: turned into `Conversation`s once, here.
+
+A paper run file is `T-<teacher>_L-<learner>_E-<evaluator>_<job>.json` holding `{"total_conversations":
+[...]}`; each record has `conversation` ("Teacher: ..." / "Learner: ..." lines), `tutorial`
+(`title`, `steps`), `title`, `doc_id`, `method_id`, `categories` and, once judged, `evaluation` (rubric
+name -> score). Our own records (`ConversationRecord`, with structured `turns`) are read by the same
+function, so every stage sees one type whichever shape it was given.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from wikihowagent.records import BEGIN_TEXT, FINISH_TEXT, Conversation, Turn, turn_line
+from wikihowagent.corpus.domains import record_domain
+
+# The paper's run-file stem: T-<teacher>_L-<learner>_E-<evaluator>[_<job>].
+PAPER_RUN_RE = re.compile(r"^T-(?P<teacher>.+?)_L-(?P<learner>.+?)_E-(?P<evaluator>.+?)(?:_(?P<job>[^_]*))?$")
+PAPER_RECORDS_KEY = "total_conversations"
+# BEGIN_TEXT with any method title; FINISH_TEXT exactly (the workflow's fixed texts, see records.py).
+BEGIN_RE = re.compile("^\\s*" + re.escape(BEGIN_TEXT.split("{method_title}")[0]) + ".*\\bBEGIN\\W*$", re.S)
+_ROLE_RE = re.compile(r"^\s*(Teacher|Learner)\s*:\s?", re.I)
+
+
+class RecordError(ValueError):
+    """A record that cannot be read as a conversation; str(exc) is the problem (the caller adds where)."""
+
+
+def parse_run_stem(stem: str) -> dict[str, str] | None:
+    """`T-a_L-b_E-c_123` -> {"teacher": "a", "learner": "b", "evaluator": "c", "job": "123"}; else None."""
+    m = PAPER_RUN_RE.match(stem or "")
+    return {k: v or "" for k, v in m.groupdict().items()} if m else None
+
+
+def load_paper_file(path: Path) -> tuple[list[Any], str]:
+    """The records of a paper run file (or a plain JSON list of records) and how to name item i
+    (`"{path}: total_conversations[{i}]"` or `"{path}: [{i}]"`). ValueError (one line) if it is neither."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
+    except UnicodeDecodeError:
+        raise ValueError(f"{path}: not a UTF-8 text file") from None
+    if isinstance(data, dict) and isinstance(data.get(PAPER_RECORDS_KEY), list):
+        return data[PAPER_RECORDS_KEY], f"{path}: {PAPER_RECORDS_KEY}[{{i}}]"
+    if isinstance(data, list):
+        return data, f"{path}: [{{i}}]"
+    raise ValueError(f"{path}: expected the paper's run file ({{\"{PAPER_RECORDS_KEY}\": [...]}}) or a list of records")
+
+
+def split_lines(lines: list[str]) -> list[Turn]:
+    """The paper's "Role: text" lines -> turns; the fixed BEGIN/FINISHED texts get their kinds."""
+    turns: list[Turn] = []
+    for line in lines:
+        m = _ROLE_RE.match(line)
+        if m:
+            turns.append(Turn(role=m.group(1).lower(), text=line[m.end():].strip()))
+        elif turns:  # a line without a role prefix continues the previous message
+            turns[-1].text += "\n" + line.strip()
+    teachers = [t for t in turns if t.role == "teacher"]
+    if teachers and BEGIN_RE.match(teachers[0].text):
+        teachers[0].kind = "begin"
+    for t in teachers:
+        if t.text.strip() == FINISH_TEXT:
+            t.kind = "finish"
+    return turns
+
+
+def _domain(obj: dict[str, Any]) -> str:
+    if obj.get("domain"):
+        return str(obj["domain"])
+    cats = obj.get("categories")
+    cats = [c for c in cats if isinstance(c, str)] if isinstance(cats, list) else []
+    return record_domain(cats, str(obj.get("source_tutorial_path") or "")) if cats else ""
+
+
+def to_conversation(obj: dict[str, Any], run: str, where: str) -> Conversation:
+    """A record of ours (ConversationRecord, structured turns) or of the paper (conversation lines) ->
+    Conversation. Raises RecordError naming the problem."""
+    tut = obj.get("tutorial")
+    if not isinstance(tut, dict):
+        raise RecordError("record has no tutorial (expected {\"title\", \"steps\"})")
+    steps = tut.get("steps")
+    if not isinstance(steps, list) or not steps or not all(isinstance(s, str) for s in steps):
+        raise RecordError("record's tutorial has no steps (expected a list of strings)")
+    cid = obj.get("conversation_id")
+    if not isinstance(cid, str) or not cid.strip():
+        raise RecordError("record has no conversation_id")
+
+    turns_in, lines = obj.get("turns"), obj.get("conversation")
+    paper = not (isinstance(turns_in, list) and turns_in)
+    if not paper:
+        for t in turns_in:
+            if not isinstance(t, dict) or t.get("role") not in ("teacher", "learner") or not isinstance(t.get("text"), str):
+                raise RecordError("record has a malformed turn (expected {\"role\": teacher|learner, \"text\"})")
+        turns: list[Any] = turns_in
+    elif isinstance(lines, list) and lines:
+        if not all(isinstance(x, str) for x in lines):
+            raise RecordError("record's conversation is not a list of strings")
+        turns = split_lines(lines)
+    else:
+        turns = []
+    if not turns:
+        raise RecordError("record has no conversation")
+    if not isinstance(lines, list) or not lines:
+        lines = [turn_line(t["role"], t["text"]) for t in turns]
+
+    fields = {k: obj[k] for k in Conversation.model_fields if k in obj and obj[k] is not None}
+    fields.update(
+        tutorial={"title": tut.get("title") if isinstance(tut.get("title"), str) else "", "steps": steps},
+        turns=turns, conversation=[str(x) for x in lines], domain=_domain(obj),
+        title=str(obj.get("title") or ""), tutorial_id=str(obj.get("tutorial_id") or ""),
+        teacher=str(obj.get("teacher") or ""), learner=str(obj.get("learner") or ""),
+        run=run, where=where, paper_format=paper,
+    )
+    if not isinstance(fields.get("categories"), list):
+        fields.pop("categories", None)
+    try:
+        return Conversation.model_validate(fields)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"])
+        raise RecordError(f"record field {loc!r}: {err['msg']}") from None
