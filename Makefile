@@ -55,6 +55,7 @@ bench: install
 	$(BIN)/python scripts/bench_personas.py --write-md
 	$(BIN)/python scripts/bench_manager.py --write-md
 	$(BIN)/python scripts/bench_scale.py --write-md
+	$(BIN)/python scripts/bench_judge.py --write-md
 
 clean:
 	rm -rf $(VENV) runs/demo .pytest_cache

@@ -32,7 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from wikihowagent.evaluation.inputs import Conversation, Message  # noqa: E402
+from wikihowagent.records import Conversation, Turn  # noqa: E402
 
 ACKS = ["Got it, thanks. What is next?", "Okay, I understand. Next step, please.", "That makes sense. What comes next?"]
 QUESTIONS = ["Why is this step important?", "What should I watch out for here?", "How long should this take?"]
@@ -50,23 +50,26 @@ def bench_conversations(n: int, steps: int) -> list[Conversation]:
     convs = []
     for i in range(n):
         t = tutorials[i % len(tutorials)]
-        msgs = [Message("teacher", f"Let's begin: {t.method_title}. BEGIN", "begin"), Message("learner", "Okay, I am ready to start.")]
+        def msg(role: str, text: str, kind: str = "model") -> Turn:
+            return Turn(role=role, text=text, kind=kind)
+
+        msgs = [msg("teacher", f"Let's begin: {t.method_title}. BEGIN", "begin"), msg("learner", "Okay, I am ready to start.")]
         for k, step in enumerate(t.steps[:steps], 1):
-            msgs.append(Message("teacher", f"Step {k}: {_first_sentences(step)}"))
-            msgs.append(Message("learner", QUESTIONS[(i + k) % 3] if (i + k) % 2 else ACKS[(i + k) % 3]))
+            msgs.append(msg("teacher", f"Step {k}: {_first_sentences(step)}"))
+            msgs.append(msg("learner", QUESTIONS[(i + k) % 3] if (i + k) % 2 else ACKS[(i + k) % 3]))
             if (i + k) % 2:
-                msgs.append(Message("teacher", f"Good question. {_first_sentences(step, 1)} Take your time with it.", "clarification"))
-                msgs.append(Message("learner", ACKS[k % 3]))
-        msgs.append(Message("teacher", "We've reached the end of the tutorial. Bye! FINISHED", "finish"))
-        msgs.append(Message("learner", "Thank you so much!"))
-        convs.append(Conversation(conversation_id=f"bench-{i}", run="bench", where=f"bench:{i}",
-                                  tutorial_title=t.method_title, steps=list(t.steps[:steps]),
-                                  lines=[f"{m.role.capitalize()}: {m.text}" for m in msgs], messages=msgs,
-                                  finished=True, domain=t.domain, title=t.title))
+                msgs.append(msg("teacher", f"Good question. {_first_sentences(step, 1)} Take your time with it.", "clarification"))
+                msgs.append(msg("learner", ACKS[k % 3]))
+        msgs.append(msg("teacher", "We've reached the end of the tutorial. Bye! FINISHED", "finish"))
+        msgs.append(msg("learner", "Thank you so much!"))
+        convs.append(Conversation.from_turns(msgs, list(t.steps[:steps]), t.method_title, completed=True,
+                                             conversation_id=f"bench-{i}", run="bench", where=f"bench:{i}",
+                                             domain=t.domain, title=t.title))
     return convs
 
 
-def run_mode(mode: str, convs: list[Conversation], llm, rubrics, perts, out: Path, check_n: int, timing: bool = True) -> dict:
+def run_mode(mode: str, convs: list[Conversation], llm, rubrics, perts, out: Path, check_n: int, timing: bool = True,
+             judging: bool = True) -> dict:
     """(a) fresh timing of the originals (all 8 rubrics) on every conversation; (b) judge-check on the
     first `check_n` of them (resumable in `out`)."""
     from wikihowagent.evaluation.scoring import make_scorer
@@ -87,7 +90,7 @@ def run_mode(mode: str, convs: list[Conversation], llm, rubrics, perts, out: Pat
         print(f"{mode}: {per_conv:.1f} s per conversation (8 rubrics)", flush=True)
         stats = CheckStats()
         sub = convs[:check_n]
-        if sub:
+        if sub and judging:
             loop.run_until_complete(run_jobs(plan(sub, perts, list(rubrics), stats), judge, "local", out / JUDGMENTS,
                                              lambda n: None, stats))
     finally:
@@ -138,6 +141,7 @@ def main() -> int:
     ap.add_argument("--modes", default="weighted,json")
     ap.add_argument("--check-n", default="10,10", help="judge-check conversations per mode (0 = skip), e.g. 10,0")
     ap.add_argument("--no-timing", action="store_true", help="skip (a) and (c): judge-check only")
+    ap.add_argument("--report-only", action="store_true", help="no judging: report the judgments already in --out")
     ap.add_argument("--out", type=Path, default=None, help="keep judgments here (default: a temporary directory)")
     ap.add_argument("--write-md", action="store_true")
     args = ap.parse_args()
@@ -149,7 +153,7 @@ def main() -> int:
     from wikihowagent.judgecheck.perturbations import load_perturbations
 
     cfg = load_config(None)
-    llm = make_chat_model("local", cfg.model.model_copy(update={"temperature": 0.0}), cfg.local)
+    llm = None if args.report_only else make_chat_model("local", cfg.model.model_copy(update={"temperature": 0.0}), cfg.local)
     rubrics = load_rubrics()
     perts = load_perturbations(None, list(rubrics))
     convs = bench_conversations(args.n, args.steps)
@@ -159,7 +163,8 @@ def main() -> int:
     for i, mode in enumerate(args.modes.split(",")):
         out = base / mode
         out.mkdir(parents=True, exist_ok=True)
-        results.append(run_mode(mode, convs, llm, rubrics, perts, out, check[min(i, len(check) - 1)], not args.no_timing))
+        results.append(run_mode(mode, convs, llm, rubrics, perts, out, check[min(i, len(check) - 1)],
+                                not (args.no_timing or args.report_only), not args.report_only))
         md = markdown(results, args.n, args.steps)
         print(md, flush=True)
         if args.write_md:

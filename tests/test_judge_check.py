@@ -13,7 +13,7 @@ from fake_servers import FakeOpenAI
 from typer.testing import CliRunner
 
 from wikihowagent.evaluation.coverage import echo_rate, step_coverage
-from wikihowagent.evaluation.inputs import Conversation, Message
+from wikihowagent.records import Conversation, Turn
 from wikihowagent.judgecheck import perturbations as P
 from wikihowagent.judgecheck.core import bootstrap_ci, win
 
@@ -29,11 +29,10 @@ def conv(cid="c1", title="Boil an Egg", turns=None, steps=None) -> Conversation:
         ("teacher", "Boil for 10 minutes before cooling them.", "model"), ("learner", "Done, thanks.", "model"),
         ("teacher", "We've reached the end of the tutorial. Bye! FINISHED", "finish"), ("learner", "Bye!", "model"),
     ]
-    msgs = [Message(r, t, k) for r, t, k in turns]
-    return Conversation(conversation_id=cid, run="r", where="x", tutorial_title=title,
-                        steps=steps or ["Put the eggs in a pot. Use a pot large enough.", "Cover the eggs with water.",
-                                        "Boil for 10 minutes."],
-                        lines=[f"{m.role.capitalize()}: {m.text}" for m in msgs], messages=msgs)
+    msgs = [Turn(role=r, text=t, kind=k) for r, t, k in turns]
+    return Conversation.from_turns(msgs, steps or ["Put the eggs in a pot. Use a pot large enough.",
+                                                   "Cover the eggs with water.", "Boil for 10 minutes."],
+                                   title, completed=True, conversation_id=cid, run="r", where="x")
 
 
 OTHER = conv("c2", "Water a Plant", [("teacher", "Check the soil with a finger.", "model"), ("learner", "OK", "model"),

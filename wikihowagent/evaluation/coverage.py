@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from .inputs import Conversation
+from wikihowagent.records import Conversation
 
 COVER_MIN = 0.5
 ECHO_MIN = 0.5

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .inputs import Conversation
+from wikihowagent.records import Conversation
 from .judge import (ROLE_TEXT, Judge, JudgeBackendError, JudgeRequestError, JudgeResult, Rubric, _is_request_error,
                     _one_line, _tutorial_block, prompt_groups)
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wikihowagent.evaluation.inputs import Conversation
+from wikihowagent.records import Conversation
 from wikihowagent.records import JudgmentRecord
 
 from .perturbations import Perturbation, perturb

@@ -13,11 +13,11 @@ import json
 import random
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wikihowagent.evaluation.inputs import Conversation, Message
+from wikihowagent.records import Conversation, Turn, conversation_lines
 
 
 class PerturbationError(ValueError):
@@ -33,19 +33,23 @@ class Perturbation:
     params: dict[str, Any]
 
 
-def _is_model(m: Message, role: str) -> bool:
+def _is_model(m: Turn, role: str) -> bool:
     return m.role == role and m.kind not in ("begin", "finish")
 
 
-def _with_messages(conv: Conversation, msgs: list[Message]) -> Conversation:
-    return replace(conv, messages=msgs, lines=[f"{m.role.capitalize()}: {m.text}" for m in msgs])
+def _with_messages(conv: Conversation, msgs: list[Turn]) -> Conversation:
+    return conv.model_copy(update={"turns": msgs, "conversation": conversation_lines(msgs)})
+
+
+def _retext(m: Turn, text: str) -> Turn:
+    return m.model_copy(update={"text": text})
 
 
 def _map_teacher(conv: Conversation, fn: Callable[[int, str], str]) -> Conversation | None:
     out, i = [], 0
     for m in conv.messages:
         if _is_model(m, "teacher"):
-            out.append(replace(m, text=fn(i, m.text)))
+            out.append(_retext(m, fn(i, m.text)))
             i += 1
         else:
             out.append(m)
@@ -55,7 +59,7 @@ def _map_teacher(conv: Conversation, fn: Callable[[int, str], str]) -> Conversat
 def skip_steps(conv: Conversation, others: list[Conversation], params: dict[str, Any]) -> Conversation | None:
     """Remove every `every`-th teaching turn (starting with the second) and the learner turn after it."""
     every = max(2, int(params.get("every", 2)))
-    out: list[Message] = []
+    out: list[Turn] = []
     i, dropping, dropped = 0, False, 0
     for m in conv.messages:
         if _is_model(m, "teacher"):
@@ -124,7 +128,7 @@ def terse(conv: Conversation, others: list[Conversation], params: dict[str, Any]
 
 def passive_learner(conv: Conversation, others: list[Conversation], params: dict[str, Any]) -> Conversation | None:
     text = str(params.get("text", "OK."))
-    msgs = [replace(m, text=text) if _is_model(m, "learner") else m for m in conv.messages]
+    msgs = [_retext(m, text) if _is_model(m, "learner") else m for m in conv.messages]
     return _with_messages(conv, msgs) if any(_is_model(m, "learner") for m in conv.messages) else None
 
 
