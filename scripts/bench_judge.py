@@ -44,7 +44,7 @@ def _first_sentences(text: str, n: int = 2) -> str:
 
 
 def bench_conversations(n: int, steps: int) -> list[Conversation]:
-    from wikihowagent.tutorials import load_tutorials
+    from wikihowagent.corpus.core import load_tutorials
 
     tutorials = load_tutorials()
     convs = []
@@ -147,7 +147,7 @@ def main() -> int:
     args = ap.parse_args()
     from benchmarks_md import write_section
 
-    from wikihowagent.backends.factory import make_chat_model
+    from wikihowagent.backends import make_chat_model
     from wikihowagent.config import load_config
     from wikihowagent.evaluation.judge import load_rubrics
     from wikihowagent.judgecheck.perturbations import load_perturbations
