@@ -136,8 +136,8 @@ def run(
             continue
         err.print(f"[{i}/{len(tasks)}] {t.label} -> {t.run_dir}", highlight=False, markup=False)
         code = run_task(sweep, t, config_path, invoke)
-        if code == 2:  # a problem that stops this task before any work (one line printed above)
-            raise typer.Exit(2)
+        if code in (2, 130):  # a problem that stops this task before any work (one line printed above), Ctrl-C
+            raise typer.Exit(code)
         if code:
             failed += 1
     err.print(f"sweep {sweep.spec.name}: {len(tasks) - failed} of {len(tasks)} tasks complete; "
