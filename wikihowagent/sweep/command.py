@@ -7,6 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+
+from wikihowagent.console import make_console
 from rich.table import Table
 
 sweep_app = typer.Typer(help="Experiment sweeps over a YAML file: teacher x learner x evaluator cells, shards, Slurm.",
@@ -16,16 +18,14 @@ ConfigOpt = Annotated[Optional[Path], typer.Option(help="YAML config (for runs_d
 
 
 def _err() -> Console:
-    return Console(stderr=True)
+    return make_console()
 
 
 def _fail(message: str) -> None:
     """One error line, printed literally (paths and messages may contain [brackets])."""
-    from rich.markup import escape
-
     from wikihowagent.console import print_error
 
-    print_error(escape(message), _err())
+    print_error(message, _err())
     raise typer.Exit(2)
 
 
@@ -42,7 +42,7 @@ def _load(file: Path, config: Path | None):
 
 
 def _tutorials(sweep, cfg):
-    from wikihowagent.tutorials import TutorialError, default_tutorials_path, load_tutorials
+    from wikihowagent.corpus.core import TutorialError, default_tutorials_path, load_tutorials
 
     try:
         return load_tutorials(Path(sweep.spec.tutorials) if sweep.spec.tutorials else default_tutorials_path(),
@@ -67,8 +67,8 @@ def plan(
     for i, c in enumerate(sweep.cells):
         table.add_row(str(i), c.teacher, c.learner, c.evaluator, "homogeneous" if c.homogeneous else "heterogeneous",
                       str(c.run_dir))
-    Console().print(table)
-    out = Console()
+    make_console(stderr=False).print(table)
+    out = make_console(stderr=False)
     out.print(f"{len(sweep.cells)} cells x {sweep.spec.shards} shards = {len(sweep.tasks)} tasks; "
               f"{len(tutorials)} tutorials per cell", highlight=False, markup=False)
     if estimate:
@@ -96,10 +96,10 @@ def status(file: FileArg, config: ConfigOpt = None) -> None:
         s = task_state(t)
         counts[s.status] = counts.get(s.status, 0) + 1
         table.add_row(str(t.index), t.cell.name, f"{t.shard}/{t.shards}", s.status, str(s.conversations), str(s.failed))
-    Console().print(table)
+    make_console(stderr=False).print(table)
     merged = sum(cell_merged(c, sweep.spec.shards) and all(
         task_state(t).status == "done" for t in sweep.tasks if t.cell == c) for c in sweep.cells)
-    Console().print(f"{len(sweep.tasks)} tasks: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+    make_console(stderr=False).print(f"{len(sweep.tasks)} tasks: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
                     + f"; {merged}/{len(sweep.cells)} cells complete", highlight=False, markup=False)
 
 
@@ -162,5 +162,5 @@ def slurm(
         files = write_slurm(sweep, out)
     except SweepError as exc:
         _fail(str(exc))
-    Console().print(f"wrote {', '.join(str(p) for p in files)}\nsubmit: sbatch {files[0]}   "
+    make_console(stderr=False).print(f"wrote {', '.join(str(p) for p in files)}\nsubmit: sbatch {files[0]}   "
                     f"(then: wikihowagent sweep status {file})", highlight=False, markup=False)
