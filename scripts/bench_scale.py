@@ -216,7 +216,11 @@ def main() -> None:
             f"| {r['variant']} | {r['concurrency']} | {r['tutorials']:,} | {r['requests']:,} | "
             f"{r['cpu_ms_per_message']:.2f} | {r['utilisation']:.3f} | {r['tail_s']:.0f} s at {r['tail_utilisation']:.2f} | "
             f"{r['peak_rss_mb']:.0f} MB |" for r in sorted(results, key=lambda r: (r["concurrency"], r["variant"] != "before")))
-        write_section("scale", SCALE_MD.format(latency=args.latency, rows=rows))
+        load = os.getloadavg()[0]
+        write_section("scale", SCALE_MD.format(latency=args.latency, rows=rows)
+                      + f"\nLoad average when written: {load:.1f} on {os.cpu_count()} cores (shared machine). "
+                      "Slot utilisation needs a free core: with the client starved of CPU it measures the "
+                      "machine's load, not the pipeline; client CPU per message is the robust figure.\n")
 
 
 SCALE_MD = """`scripts/bench_scale.py`: `generate`'s real client path (graph, runner, fsynced JSONL, langchain-openai over
