@@ -45,7 +45,10 @@ bench: install
 	$(BIN)/python scripts/bench_generate.py
 	$(BIN)/python scripts/bench_evaluate.py --write-md
 	$(BIN)/python scripts/bench_align.py --write-md
+	$(BIN)/python scripts/bench_corpus.py --write-md
 	$(BIN)/python scripts/bench_report.py --write-md
+	$(BIN)/python scripts/bench_personas.py --write-md
+	$(BIN)/python scripts/bench_manager.py --write-md
 
 clean:
 	rm -rf $(VENV) runs/demo .pytest_cache

@@ -57,6 +57,10 @@ def test_site_has_every_conversation_its_data_and_figures(sweep, tmp_path):
     assert [t[1] for t in conv["turns"]] == [t["text"] for t in src["turns"]]
     assert [t[2] for t in conv["turns"]] == [t["step"] for t in src["turns"]]
     assert conv["steps"] == src["tutorial"]["steps"]
+    asked = next(c for c in conv_lines if any(t.get("intent") for t in c["turns"]))
+    row = next(r for r in idx["rows"] if r[0] == asked["conversation_id"])
+    turns = _chunk(site, row[7])[asked["conversation_id"]]["turns"]
+    assert [t[7] for t in turns] == [{"intent": t["intent"]} if t.get("intent") else {} for t in asked["turns"]]
     assert {o["run"] for o in conv["others"]} == {"T-qwen2_L-qwen2", "T-gemma_L-gemma"}  # same tutorial elsewhere
     assert conv["judge_raw"]["rubric"][0].startswith("Clarity:")
     for name in ("radar_rubrics.png", "radar_computational.png", "by_domain.png", "domain_bars.png"):

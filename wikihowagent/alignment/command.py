@@ -15,7 +15,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from wikihowagent.console import print_error
+from wikihowagent.console import make_console, print_error, print_labeled
 
 RUNS_DIR_HELP = ("Where runs live (default: the config's runs_dir, \"runs\"). Evaluated runs are its sub-directories "
                  "with scores.jsonl or scores-paper.jsonl (scores.jsonl is preferred when a run has both) and the "
@@ -71,8 +71,6 @@ def annotate_export(
 
     Give each judge a copy; read the filled copies back with: wikihowagent align -H judge1.csv -H judge2.csv
     """
-    from rich.console import Console
-
     from .common import AlignInputError, Problems
     from .blind import key_path
     from .export import default_run_paths, export_sheet
@@ -82,7 +80,7 @@ def annotate_export(
         raise typer.BadParameter("use only one of --top, --bottom, --random")
     mode, n = modes[0] if modes else ("top", 25)
     problems = Problems()
-    console = Console(stderr=True)
+    console = make_console()
     try:
         paths = list(run_dirs) if run_dirs else default_run_paths(resolve_runs_dir(runs_dir, config))
         sel, sheet, companion = export_sheet(paths, out, problems, mode=mode, n=n, seed=seed,
@@ -94,7 +92,7 @@ def annotate_export(
         raise typer.Exit(1) from None
     problems.echo(limit=40)
     how = f"{mode} {n}" + (f", seed {seed}" if mode == "random" else "")
-    Console().print(
+    make_console(stderr=False).print(
         f"Selected {len(sel.tutorials)} of {sel.qualifying} tutorials ({how}) from {len(sel.runs)} run(s): "
         f"{len(sel.conversations)} conversations.\n  sheet:     {sheet}\n  companion: {companion}"
         + ("" if unblind else f"\n  key:       {key_path(sheet)} (blind ids -> conversations; not for the judges)"),
@@ -118,7 +116,7 @@ def align(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="DIR", help="Output directory (default: RUNS_DIR/alignment). "
                                                 "It is replaced as a whole; a directory holding files align did not "
                                                 "write is refused.", show_default=False)] = None,
-    by: Annotated[Optional[str], typer.Option("--by", metavar="run|model|domain", help="Also per group: run, model or domain.",
+    by: Annotated[Optional[str], typer.Option("--by", metavar="run|model|domain|persona", help="Also per group: run, model, domain or learner persona.",
                                               show_default=False)] = None,
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples for the 95 % CIs (0 = none).")] = 2000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
@@ -139,8 +137,6 @@ def align(
 
     Writes CSV, Markdown and PNG figures to --out, all or nothing: --out is replaced as a whole (a directory holding files align did not write is refused). What was left out (bad cells, unmatched ids, too few pairs) is listed on stderr and in problems.txt.
     """
-    from rich.console import Console
-
     from .report import BY_CHOICES, compute, render, write_outputs
 
     if by is not None and by not in BY_CHOICES:
@@ -156,7 +152,7 @@ def align(
     out_dir = out or runs_dir / ALIGNMENT_DIR
     if out_dir.exists() and not out_dir.is_dir():
         raise typer.BadParameter(f"{out_dir} exists and is not a directory", param_hint="--out")
-    err = Console(stderr=True)
+    err = make_console()
     foreign = foreign_entries(out_dir, OUTPUT_FILES)
     if foreign:  # checked again when writing; here so that nothing is computed in vain (a usage error: exit 2)
         listed = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
@@ -165,11 +161,17 @@ def align(
         raise typer.Exit(2)
     t0 = time.perf_counter()
     problems = Problems()
+    from .named import unused_inputs
+
     res = compute(list(human), list(scores or []), by=by, n_boot=bootstrap, seed=seed, problems=problems,
                   runs_dir=runs_dir, keys=list(key or []))
+    unused = unused_inputs(list(human), list(scores or []), res)  # named files that gave nothing: exit 1
+    unused_line = (unused[0] if len(unused) == 1 else f"{len(unused)} named files contribute nothing: "
+                   + "; ".join(unused)) if unused else ""
     if not res.computed:
         problems.echo(limit=200)
-        print_error("nothing could be computed (see the warnings above); no output written", err)
+        print_error((unused_line + "; " if unused else "") + "nothing could be computed (see the warnings above); "
+                    "no output written", err)
         raise typer.Exit(1)
     try:
         written = write_outputs(res, out_dir, list(human), figures=figures)
@@ -179,8 +181,11 @@ def align(
         raise typer.Exit(1) from None
     problems.echo(limit=40)
     if not res.any_correlation:
-        err.print("[yellow]warning:[/yellow] no human–LLM correlation could be computed (only inter-annotator "
-                  "agreement); check --scores", highlight=False)
-    console = Console()
+        print_labeled(err, "warning:", "yellow", "no human–LLM correlation could be computed (only inter-annotator "
+                      "agreement); check --scores")
+    console = make_console(stderr=False)
     render(res, console)
     console.print(f"Wrote {len(written)} files to {out_dir} in {time.perf_counter() - t0:.1f} s", highlight=False)
+    if unused:
+        print_error(f"{unused_line} (the results written leave it out)", err)
+        raise typer.Exit(1)

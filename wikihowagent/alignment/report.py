@@ -26,7 +26,7 @@ from .common import METRICS, OVERALL, AlignInputError, Problems, StagedOutput, c
 from .sources import LLMScores, discover_runs, llm_matrix, read_llm_scores, run_name
 from .stats import COEF_LABEL, COEFFICIENTS, Agreement, CorrelationResult, Descriptives, agreement, correlate, describe
 
-BY_CHOICES = ("run", "model", "domain")
+BY_CHOICES = ("run", "model", "domain", "persona")
 ALL = "all"
 OUTPUT_FILES = (
     "correlations.csv",
@@ -89,7 +89,8 @@ class AlignResult:
 
     def group_meta(self, cid: str) -> dict[str, str]:
         r = self.llm.rows.get(cid)
-        return {"run": r.run, "model": r.model, "domain": r.domain} if r else {"run": "", "model": "", "domain": ""}
+        return ({"run": r.run, "model": r.model, "domain": r.domain, "persona": r.persona} if r
+                else {"run": "", "model": "", "domain": "", "persona": ""})
 
 
 def overall_scores(human: np.ndarray, model: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -29,6 +29,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.records import Turn
+
 from .page import page
 from .sources import Problems, ReportConversation, ReportRun, load_inputs
 
@@ -208,12 +210,20 @@ def _write_chunks(d: Path, convs: list[ReportConversation], chunk_of: dict[int, 
     return n_chunks
 
 
+_TURN_FIELDS = {"role", "text", "step", "kind", "prompt_tokens", "completion_tokens", "latency_s"}
+
+
+def _turn_extra(t: Turn) -> dict[str, Any]:
+    """A turn's other fields (e.g. the persona's intent, the manager's label, turn-check warnings), non-empty."""
+    return {k: v for k, v in t.model_dump(mode="json").items() if k not in _TURN_FIELDS and v not in (None, "", [], {}, False)}
+
+
 def _conversation_data(c: ReportConversation, metrics: list[str], others: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "run": c.run, "where": c.where, "tutorial_id": c.tutorial_id, "title": c.title,
         "method_title": c.method_title, "domain": c.domain, "steps": c.steps,
-        "turns": [[t.role, t.text, t.step, t.kind, t.prompt_tokens, t.completion_tokens, round(t.latency_s, 3)]
-                  for t in c.turns],
+        "turns": [[t.role, t.text, t.step, t.kind, t.prompt_tokens, t.completion_tokens, round(t.latency_s, 3),
+                   _turn_extra(t)] for t in c.turns],
         "status": c.status, "error": c.error, "warnings": c.warnings, "teacher": c.teacher, "learner": c.learner,
         "persona": c.persona, "extra": c.extra, "missing": c.missing, "scored": c.scored,
         "metrics": [[m, c.metrics[m]] for m in metrics if m in c.metrics], "judge_raw": c.judge_raw,

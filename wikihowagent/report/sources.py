@@ -246,7 +246,7 @@ def _conversation(obj: dict[str, Any], run: ReportRun, where: str, problems: Pro
 def _partial(obj: dict[str, Any], run: ReportRun, where: str, cid: str) -> ReportConversation:
     """What can be shown of a record the record adapter refuses (e.g. no tutorial, or a failed one)."""
     from wikihowagent.paper_format import split_lines
-    from wikihowagent.tutorials import domain_of
+    from wikihowagent.corpus.domains import domain_of
 
     missing: list[str] = []
     tut = obj.get("tutorial") if isinstance(obj.get("tutorial"), dict) else None
