@@ -61,4 +61,4 @@ def report(
                     f"conversations, {result.files} files, "
                     + (f"{result.bytes / 1e6:.1f} MB" if result.bytes >= 1e6 else f"{result.bytes / 1e3:.0f} kB")
                     + (f"; {len(problems.lines)} problem(s), see problems.txt" if problems.lines else ""),
-                    highlight=False, soft_wrap=True)
+                    soft_wrap=True)
