@@ -21,11 +21,12 @@ from pathlib import Path
 import numpy as np
 
 from .annotations import JudgeRatings, average_judges, human_matrix, read_human_files
+from .blind import unblind
 from .common import METRICS, OVERALL, AlignInputError, Problems, StagedOutput, csv_text, md_table, stars
 from .sources import LLMScores, discover_runs, llm_matrix, read_llm_scores, run_name
 from .stats import COEF_LABEL, COEFFICIENTS, Agreement, CorrelationResult, Descriptives, agreement, correlate, describe
 
-BY_CHOICES = ("run", "model", "domain")
+BY_CHOICES = ("run", "model", "domain", "persona")
 ALL = "all"
 OUTPUT_FILES = (
     "correlations.csv",
@@ -88,7 +89,8 @@ class AlignResult:
 
     def group_meta(self, cid: str) -> dict[str, str]:
         r = self.llm.rows.get(cid)
-        return {"run": r.run, "model": r.model, "domain": r.domain} if r else {"run": "", "model": "", "domain": ""}
+        return ({"run": r.run, "model": r.model, "domain": r.domain, "persona": r.persona} if r
+                else {"run": "", "model": "", "domain": "", "persona": ""})
 
 
 def overall_scores(human: np.ndarray, model: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -129,12 +131,15 @@ def compute(
     seed: int = 0,
     problems: Problems | None = None,
     runs_dir: Path | None = None,
+    keys: list[Path] | None = None,
 ) -> AlignResult:
-    """`runs_dir` (for the default score paths): None = the project config's runs_dir."""
+    """`runs_dir` (for the default score paths): None = the project config's runs_dir. `keys`: key files of
+    blind sheets (default: the `*.key.csv` beside each human file that knows its ids)."""
     problems = problems if problems is not None else Problems()
     if by is not None and by not in BY_CHOICES:
         raise ValueError(f"--by must be one of {', '.join(BY_CHOICES)}")
     judges = read_human_files(human_paths, problems)
+    unblind(judges, list(keys or []), problems)
     if not score_paths:
         if runs_dir is None:
             from wikihowagent.config import load_config
