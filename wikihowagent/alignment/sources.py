@@ -51,9 +51,9 @@ class LLMScores:
 
 def _computational_metric_names() -> frozenset[str]:
     """The `evaluate` metrics that are not rubric scores (they share ScoreRecord.metrics with the rubrics)."""
-    from wikihowagent.evaluation.metrics import DEFAULT_METRICS, PAPER_METRICS
+    from wikihowagent.evaluation.metrics import COMPUTATIONAL_NAMES
 
-    return frozenset(DEFAULT_METRICS) | frozenset(PAPER_METRICS)
+    return COMPUTATIONAL_NAMES
 
 
 def is_other_rubric(name: str, computational: frozenset[str]) -> bool:

@@ -8,9 +8,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .metrics import BERTSCORE, BLEU, COMPLETION, DIVERSITY, EMBEDDING_COSINE, METEOR, QUESTION, ROUGE, ROUGE1, ROUGE2, ROUGEL
+from .metrics import (
+    BERTSCORE,
+    BLEU,
+    COMPLETION,
+    DIVERSITY,
+    EMBEDDING_COSINE,
+    METEOR,
+    PERCENT_METRICS,
+    QUESTION,
+    ROUGE,
+    ROUGE1,
+    ROUGE2,
+    ROUGEL,
+)
 
-PERCENT_METRICS = {QUESTION, COMPLETION, DIVERSITY, BLEU, METEOR, ROUGE, ROUGE1, ROUGE2, ROUGEL, BERTSCORE, EMBEDDING_COSINE}
 # Column order: the paper's Table 1 order first, then ours.
 ORDER = [BERTSCORE, EMBEDDING_COSINE, BLEU, METEOR, ROUGE, ROUGE1, ROUGE2, ROUGEL, DIVERSITY, QUESTION, COMPLETION]
 SHORT = {QUESTION: "Question", EMBEDDING_COSINE: "Emb. Cosine"}
