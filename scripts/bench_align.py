@@ -130,7 +130,7 @@ def bench_once(args, by: str | None) -> str:
 
         from wikihowagent.alignment import report
         from wikihowagent.alignment.annotations import read_human_files
-        from wikihowagent.alignment.common import Problems
+        from wikihowagent.alignment.problems import Problems
         from wikihowagent.alignment.sources import read_llm_scores
 
         t = time.perf_counter()

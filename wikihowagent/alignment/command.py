@@ -68,7 +68,7 @@ def annotate_export(
     """
     from rich.console import Console
 
-    from .common import AlignInputError, Problems
+    from .problems import AlignInputError, Problems
     from .export import default_run_paths, export_sheet
 
     modes = [(m, n) for m, n in (("top", top), ("bottom", bottom), ("random", random_n)) if n is not None]
@@ -137,7 +137,8 @@ def align(
         raise typer.BadParameter("must be >= 0", param_hint="--bootstrap")
     from wikihowagent.runs import ALIGNMENT_DIR
 
-    from .common import OutputDirError, Problems, foreign_entries
+    from .output import OutputDirError, foreign_entries
+    from .problems import Problems
     from .report import OUTPUT_FILES
 
     runs_dir = resolve_runs_dir(runs_dir, config)

@@ -20,8 +20,13 @@ from pathlib import Path
 
 import numpy as np
 
+from wikihowagent.markdown import markdown_table
+
 from .annotations import JudgeRatings, average_judges, human_matrix, read_human_files
-from .common import METRICS, OVERALL, AlignInputError, Problems, StagedOutput, csv_text, md_table, stars
+from .output import StagedOutput
+from .problems import AlignInputError, Problems
+from .schema import METRICS, OVERALL
+from .tables import csv_text, stars
 from .sources import LLMScores, discover_runs, llm_matrix, read_llm_scores, run_name
 from .stats import COEF_LABEL, COEFFICIENTS, Agreement, CorrelationResult, Descriptives, agreement, correlate, describe
 
@@ -319,7 +324,7 @@ def markdown(res: AlignResult, human_paths: list[Path], score_sources: list[str]
         for metric in ROW_NAMES:
             cr = g.correlations[metric]
             rows.append([metric, str(cr.n), *(_coef_cell(cr.coefs[c]) for c in COEFFICIENTS), "; ".join(cr.notes)])
-        out.append(md_table(["Metric", "n", *(COEF_LABEL[c] for c in COEFFICIENTS), "Note"], rows))
+        out.append(markdown_table(["Metric", "n", *(COEF_LABEL[c] for c in COEFFICIENTS), "Note"], rows))
         out.append("\n### Scores: human vs LLM (same conversations)\n")
         rows = []
         for metric in ROW_NAMES:
@@ -327,7 +332,7 @@ def markdown(res: AlignResult, human_paths: list[Path], score_sources: list[str]
             rows.append([metric, str(d.n), f"{_f(d.human_mean, 2)} ± {_f(d.human_std, 2)}",
                          f"{_f(d.llm_mean, 2)} ± {_f(d.llm_std, 2)}", _f(d.diff_mean, 2),
                          _f(d.llm_higher * 100 if math.isfinite(d.llm_higher) else math.nan, 0), _p(d.wilcoxon_p)])
-        out.append(md_table(["Metric", "n", "Human mean ± sd", "LLM mean ± sd", "LLM − human", "% LLM higher",
+        out.append(markdown_table(["Metric", "n", "Human mean ± sd", "LLM mean ± sd", "LLM − human", "% LLM higher",
                              "Wilcoxon p"], rows))
         if g.agreement:
             out.append("\n### Agreement between the human judges\n")
@@ -336,12 +341,12 @@ def markdown(res: AlignResult, human_paths: list[Path], score_sources: list[str]
                 a = g.agreement[metric]
                 rows.append([metric, str(a.n_units), _f(a.alpha), _f(a.kappa_mean), _f(a.pearson_mean),
                              "; ".join(a.notes)])
-            out.append(md_table(["Metric", "n (≥2 judges)", "Krippendorff α (ordinal)", "Cohen κ (quadratic)",
+            out.append(markdown_table(["Metric", "n (≥2 judges)", "Krippendorff α (ordinal)", "Cohen κ (quadratic)",
                                  "Pearson r", "Note"], rows))
     out.append("\n## Left out\n\n")
     if len(res.problems):
         counts = res.problems.counts()
-        out.append(md_table(["Problem", "Count"], [[k, str(v)] for k, v in counts.most_common()]))
+        out.append(markdown_table(["Problem", "Count"], [[k, str(v)] for k, v in counts.most_common()]))
         out.append("\nEvery line is in `problems.txt`.\n")
     else:
         out.append("Nothing: every row and cell was used.\n")

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.markdown import markdown_table
+
 from .metrics import (
     BERTSCORE,
     BLEU,
@@ -218,16 +220,6 @@ def _legend(s: Summary) -> str:
     if s.baseline:
         lines.append(f"↑/↓: higher/lower mean than the baseline run {s.baseline}.")
     return "\n".join(lines) + "\n"
-
-
-def markdown_table(heads: list[str], rows: list[list[str]]) -> str:
-    def esc(c: str) -> str:
-        return c.replace("|", "\\|")
-
-    out = ["| " + " | ".join(esc(h) for h in heads) + " |",
-           "| " + " | ".join(":--" if i == 0 else "--:" for i in range(len(heads))) + " |"]
-    out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
-    return "\n".join(out) + "\n"
 
 
 # --------------------------------------------------------------------------------------------------
