@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
 from builders import METRICS, make_run, sheet_rows, write_sheet  # noqa: E402
 
-from wikihowagent.alignment import report  # noqa: E402
+from wikihowagent.alignment import core as report  # noqa: E402
 from wikihowagent.alignment.command import align, annotate_export  # noqa: E402
 from wikihowagent.alignment.problems import Problems  # noqa: E402
 from wikihowagent.alignment.sources import read_llm_scores  # noqa: E402

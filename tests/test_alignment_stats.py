@@ -11,7 +11,7 @@ from scipy import stats
 from wikihowagent.alignment import stats as S
 from wikihowagent.alignment.annotations import average_judges
 from wikihowagent.alignment.tables import stars
-from wikihowagent.alignment.report import overall_scores
+from wikihowagent.alignment.core import overall_scores
 
 
 def _ratings(rng, n, halves=False):

@@ -13,6 +13,6 @@ Modules (all plain, importable; nothing heavy happens at import of this package)
 - `export`       selecting tutorials and writing the annotation sheet + its HTML companion
 - `stats`        correlations with bootstrap CIs, descriptives, inter-annotator agreement
 - `figures`      box plots (paper Figures 6/8) and the coefficient heatmap (Figure 7)
-- `report`       the `align` pipeline: compute, render (rich), write CSV/Markdown/figures
+- `core`         the `align` stage: `run_alignment` (compute, write CSV/Markdown/figures), render (rich)
 - `command`      thin typer command functions registered by `wikihowagent.cli`
 """

@@ -129,18 +129,16 @@ def align(
     """
     from rich.console import Console
 
-    from .report import BY_CHOICES, compute, render, write_outputs
+    from wikihowagent.runs import ALIGNMENT_DIR
+
+    from .core import BY_CHOICES, OUTPUT_FILES, AlignRequest, render, run_alignment
+    from .output import OutputDirError, foreign_entries
+    from .problems import Problems
 
     if by is not None and by not in BY_CHOICES:
         raise typer.BadParameter(f"must be one of: {', '.join(BY_CHOICES)}", param_hint="--by")
     if bootstrap < 0:
         raise typer.BadParameter("must be >= 0", param_hint="--bootstrap")
-    from wikihowagent.runs import ALIGNMENT_DIR
-
-    from .output import OutputDirError, foreign_entries
-    from .problems import Problems
-    from .report import OUTPUT_FILES
-
     runs_dir = resolve_runs_dir(runs_dir, config)
     out_dir = out or runs_dir / ALIGNMENT_DIR
     if out_dir.exists() and not out_dir.is_dir():
@@ -153,23 +151,24 @@ def align(
                     "replaced as a whole: choose another directory or empty it", err)
         raise typer.Exit(2)
     t0 = time.perf_counter()
+    request = AlignRequest(human=tuple(human), out_dir=out_dir, runs_dir=runs_dir, scores=tuple(scores or ()), by=by,
+                           bootstrap=bootstrap, seed=seed, figures=figures)
     problems = Problems()
-    res = compute(list(human), list(scores or []), by=by, n_boot=bootstrap, seed=seed, problems=problems,
-                  runs_dir=runs_dir)
-    if not res.computed:
-        problems.echo(limit=200)
-        print_error("nothing could be computed (see the warnings above); no output written", err)
-        raise typer.Exit(1)
     try:
-        written = write_outputs(res, out_dir, list(human), figures=figures)
+        outcome = run_alignment(request, problems)
     except OutputDirError as exc:  # the directory changed while computing
         problems.echo(limit=40)
         print_error(f"{exc}; no output written", err)
         raise typer.Exit(1) from None
+    res = outcome.result
+    if not outcome.written:
+        problems.echo(limit=200)
+        print_error("nothing could be computed (see the warnings above); no output written", err)
+        raise typer.Exit(1)
     problems.echo(limit=40)
     if not res.any_correlation:
         err.print("[yellow]warning:[/yellow] no human–LLM correlation could be computed (only inter-annotator "
                   "agreement); check --scores", highlight=False)
     console = Console()
     render(res, console)
-    console.print(f"Wrote {len(written)} files to {out_dir} in {time.perf_counter() - t0:.1f} s", highlight=False)
+    console.print(f"Wrote {len(outcome.written)} files to {out_dir} in {time.perf_counter() - t0:.1f} s", highlight=False)

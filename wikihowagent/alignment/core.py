@@ -1,4 +1,4 @@
-"""The `align` pipeline: read human and LLM scores, compute, render and write the results.
+"""The `align` stage: read human and LLM scores, compute, render and write the results (`run_alignment`).
 
 Definitions:
 - human score of a conversation and metric = mean of the judges' available scores (blanks ignored); the
@@ -437,3 +437,36 @@ def render(res: AlignResult, console) -> None:
         for k, v in res.problems.counts().most_common():
             p.add_row(k, str(v))
         console.print(p)
+
+
+# --------------------------------------------------------------------------- the stage
+
+
+@dataclass(frozen=True)
+class AlignRequest:
+    """What `wikihowagent align` was asked to do (paths already resolved by the command)."""
+
+    human: tuple[Path, ...]
+    out_dir: Path
+    runs_dir: Path
+    scores: tuple[Path, ...] = ()  # () = the runs under runs_dir named in the sheets
+    by: str | None = None
+    bootstrap: int = 2000
+    seed: int = 0
+    figures: bool = True
+
+
+@dataclass
+class AlignOutcome:
+    result: AlignResult
+    written: list[Path] = field(default_factory=list)  # empty: nothing could be computed, nothing written
+
+
+def run_alignment(req: AlignRequest, problems: Problems) -> AlignOutcome:
+    """Read, compute and write all-or-nothing; what was left out goes to `problems`. Raises OutputDirError if
+    --out changed under us (nothing written); nothing is written either when nothing could be computed."""
+    res = compute(list(req.human), list(req.scores), by=req.by, n_boot=req.bootstrap, seed=req.seed,
+                  problems=problems, runs_dir=req.runs_dir)
+    if not res.computed:
+        return AlignOutcome(res)
+    return AlignOutcome(res, write_outputs(res, req.out_dir, list(req.human), figures=req.figures))
