@@ -40,6 +40,7 @@ bench: install
 	$(BIN)/python scripts/bench_generate.py
 	$(BIN)/python scripts/bench_evaluate.py --write-md
 	$(BIN)/python scripts/bench_align.py --write-md
+	$(BIN)/python scripts/bench_corpus.py --write-md
 
 clean:
 	rm -rf $(VENV) runs/demo .pytest_cache

@@ -56,7 +56,7 @@ def synth_conversations(n: int, seed: int = 0, distinct_refs: bool = True) -> li
     """`distinct_refs`: every conversation's reference differs (its method title gets a number), so that
     nothing can be reused across conversations: the case of one run over distinct tutorials. Without it
     the 22 bundled tutorials repeat, as the same tutorials do across the runs of one evaluation."""
-    from wikihowagent.tutorials import load_tutorials
+    from wikihowagent.corpus.core import load_tutorials
 
     tutorials = load_tutorials()
     rng = random.Random(seed)

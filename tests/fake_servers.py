@@ -19,8 +19,10 @@ def scripted_reply(prompt: str) -> str:
 class FakeOpenAI:
     """`with FakeOpenAI() as srv:` -> srv.base_url ('http://127.0.0.1:PORT/v1'); srv.requests, srv.auth."""
 
-    def __init__(self, reply=scripted_reply, fail_when=None, models=("fake-model",)):
+    def __init__(self, reply=scripted_reply, fail_when=None, models=("fake-model",),
+                 error_message="scripted server error"):
         self.reply, self.fail_when, self.models = reply, fail_when, models
+        self.error_message = error_message
         self.requests: list[dict] = []
         self.auth: list[str] = []
         outer = self
@@ -46,7 +48,7 @@ class FakeOpenAI:
                 outer.auth.append(self.headers.get("Authorization", ""))
                 prompt = "\n".join(str(m.get("content")) for m in body.get("messages", []))
                 if outer.fail_when and outer.fail_when(prompt):
-                    self._send(500, {"error": {"message": "scripted server error"}})
+                    self._send(500, {"error": {"message": outer.error_message}})
                     return
                 text = outer.reply(prompt)
                 self._send(200, {

@@ -1,16 +1,13 @@
 """The `wikihowagent` command line (typer). Commands stay thin: each parses, calls one function of its stage
-(generation/, evaluation/, alignment/) and prints."""
+(corpus/, generation/, evaluation/, alignment/) and prints."""
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
-from rich.console import Console
-
-from wikihowagent.console import print_error
+from wikihowagent.console import disk_full_message, make_console, print_error
 
 app = typer.Typer(
     help="Simulate teacher-learner conversations grounded in WikiHow tutorials, evaluate their pedagogic "
@@ -19,10 +16,11 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-console = Console(stderr=True)
+console = make_console()
 
 # Each stage registers its own commands (their modules import the stage's core lazily).
 from wikihowagent.alignment.command import align, annotate_export  # noqa: E402
+from wikihowagent.corpus.command import stats, tutorials  # noqa: E402
 from wikihowagent.evaluation.command import evaluate  # noqa: E402
 from wikihowagent.generation.command import generate, merge  # noqa: E402
 
@@ -34,12 +32,8 @@ annotate_app = typer.Typer(help="Annotation sheets for the human alignment study
 annotate_app.command("export")(annotate_export)
 app.add_typer(annotate_app, name="annotate")
 app.command("align")(align)
-
-
-def fail(message: str, code: int = 2) -> None:
-    """Print one clear line and exit (no stack trace for expected problems)."""
-    print_error(message, console)
-    raise typer.Exit(code)
+app.command("tutorials")(tutorials)
+app.command("stats")(stats)
 
 
 @app.command()
@@ -52,35 +46,17 @@ def graph(
     typer.echo(mermaid(WorkflowOptions(max_interactions=max_interactions)))
 
 
-@app.command("tutorials")
-def list_tutorials(
-    tutorials: Annotated[Optional[Path], typer.Option(help="Article directory tree, JSON or JSONL file.")] = None,
-    domain: Annotated[Optional[list[str]], typer.Option(help="Only this domain (repeatable).")] = None,
-    max_tutorials: Annotated[Optional[int], typer.Option(min=1)] = None,
-) -> None:
-    """List the tutorials an input yields (id, domain, steps, title)."""
-    from rich.table import Table
-
-    from wikihowagent.tutorials import LoadReport, TutorialError, load_tutorials
-
-    report = LoadReport()
-    try:
-        items = load_tutorials(tutorials, domains=domain or (), max_tutorials=max_tutorials, report=report)
-    except TutorialError as exc:
-        fail(str(exc))
-    table = Table("tutorial_id", "domain", "steps", "title / method")
-    for t in items:
-        table.add_row(t.tutorial_id, t.domain, str(len(t.steps)), f"{t.title} / {t.method_title}")
-    Console().print(table)
-    console.print(f"{len(items)} tutorials from {report.articles} articles ({report.methods} methods; "
-                  f"{report.skipped_short} with < 2 steps skipped)", highlight=False)
-
-
 def main() -> None:
     try:
         app()
     except BrokenPipeError:  # `wikihowagent graph | head`
         sys.exit(0)
+    except OSError as exc:  # a full disk anywhere else (summaries, figures, alignment outputs): one line
+        message = disk_full_message(exc.filename or ".", None, exc)
+        if message is None:
+            raise
+        print_error(message, console)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from wikihowagent.records import BEGIN_TEXT, FINISH_TEXT, Conversation, Turn, turn_line
-from wikihowagent.tutorials import domain_of
+from wikihowagent.corpus.domains import record_domain
 
 # The paper's run-file stem: T-<teacher>_L-<learner>_E-<evaluator>[_<job>].
 PAPER_RUN_RE = re.compile(r"^T-(?P<teacher>.+?)_L-(?P<learner>.+?)_E-(?P<evaluator>.+?)(?:_(?P<job>[^_]*))?$")
@@ -75,7 +75,8 @@ def _domain(obj: dict[str, Any]) -> str:
     if obj.get("domain"):
         return str(obj["domain"])
     cats = obj.get("categories")
-    return domain_of([c for c in cats if isinstance(c, str)]) if isinstance(cats, list) else ""
+    cats = [c for c in cats if isinstance(c, str)] if isinstance(cats, list) else []
+    return record_domain(cats, str(obj.get("source_tutorial_path") or "")) if cats else ""
 
 
 def to_conversation(obj: dict[str, Any], run: str, where: str) -> Conversation:

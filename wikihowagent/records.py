@@ -39,7 +39,8 @@ class Tutorial(BaseModel):
     title: str  # the article title, "How to ..."
     method_title: str  # e.g. "Part 2 of 3:Writing the Body of the Speech"
     categories: list[str] = Field(default_factory=list)  # breadcrumb, root first
-    domain: str = ""  # first category after the root
+    topic: str = ""  # the crawl folder (e.g. "Relationship-Issues") or the most specific category
+    domain: str = ""  # one of the paper's 17 domains (data/domains.csv), else the first category after the root
     summary: str = ""  # the article introduction
     steps: list[str]
 
@@ -80,6 +81,7 @@ class ConversationRecord(BaseModel):
     source_tutorial_path: str = ""
     title: str = ""
     categories: list[str] = Field(default_factory=list)
+    topic: str = ""
     domain: str = ""
     summary: str = ""
     tutorial: TutorialRef

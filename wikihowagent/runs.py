@@ -65,6 +65,18 @@ class RunError(RuntimeError):
     """A missing or unreadable run; the message is one line."""
 
 
+class DiskFullError(RunError):
+    """A write failed for lack of space; the message names the file and the free space it needed."""
+
+
+def disk_full_error(path: Path, needed: int | None, exc: OSError) -> OSError | DiskFullError:
+    """`exc` as a one-line DiskFullError if it says the disk (or quota) is full, else `exc` itself."""
+    from wikihowagent.console import disk_full_message
+
+    message = disk_full_message(path, needed, exc)
+    return exc if message is None else DiskFullError(message)
+
+
 def iter_jsonl(
     path: Path, on_error: Callable[[str], None] | None = None
 ) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -141,11 +153,28 @@ class JsonlAppender:
         assert self._fh is not None, "use JsonlAppender as a context manager"
         data = record.model_dump(mode="json") if isinstance(record, BaseModel) else record
         line = json.dumps(data, ensure_ascii=False).encode("utf-8") + b"\n"
-        # One write call per record: a kill leaves a prefix of this line at worst, never a mix.
-        self._fh.write(line)
-        self._fh.flush()
-        if self.fsync:
-            os.fsync(self._fh.fileno())
+        start = self._fh.tell()
+        try:
+            # One write call per record: a kill leaves a prefix of this line at worst, never a mix.
+            self._fh.write(line)
+            self._fh.flush()
+            if self.fsync:
+                os.fsync(self._fh.fileno())
+        except OSError as exc:
+            self._cut_back(start)
+            raise disk_full_error(self.path, len(line), exc) from None
+
+    def _cut_back(self, size: int) -> None:
+        """After a failed write (e.g. disk full): drop what is still buffered, cut the partial line off, and
+        reopen, so the file holds exactly the records appended before and later appends start clean."""
+        fh, self._fh = self._fh, None
+        try:
+            fh.close()  # flushing the rest may fail again: nothing of it is kept
+        except OSError:
+            pass
+        with contextlib.suppress(OSError):
+            os.truncate(self.path, size)
+        self._fh = self.path.open("ab")
 
     def __exit__(self, *exc: object) -> None:
         if self._fh is not None:
@@ -153,23 +182,45 @@ class JsonlAppender:
             self._fh = None
 
 
+def _replace_atomically(path: Path, payload: bytes) -> None:
+    """Write `payload` to a temp file, fsync, rename over `path`. On failure the temp file is removed and
+    `path` is untouched; a full disk raises DiskFullError."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with tmp.open("wb") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise disk_full_error(path, len(payload), exc) from None
+
+
 def rewrite_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
     """Atomically replace `path` with `records` (temp file + rename)."""
-    path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("wb") as fh:
-        for rec in records:
-            fh.write(json.dumps(rec, ensure_ascii=False).encode("utf-8") + b"\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    payload = b"".join(json.dumps(rec, ensure_ascii=False).encode("utf-8") + b"\n" for rec in records)
+    _replace_atomically(Path(path), payload)
 
 
-def write_json_atomic(path: Path, data: dict[str, Any]) -> None:
+def write_json_atomic(path: Path, data: dict[str, Any], in_place_if_full: bool = False) -> None:
+    """Replace `path` atomically. With `in_place_if_full`, a disk too full for the temp file gets the new
+    content written compactly over the old file's own space instead, if it fits there (padded with spaces): a
+    final status update (e.g. "interrupted") then still lands when the disk has just filled up."""
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    payload = (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    try:
+        _replace_atomically(path, payload)
+    except DiskFullError:
+        old = path.stat().st_size if in_place_if_full and path.exists() else -1
+        compact = (json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        if len(compact) > old:
+            raise
+        with path.open("r+b") as fh:
+            fh.write(compact + b" " * (old - len(compact)))  # same size: no new block is needed
+            fh.flush()
+            os.fsync(fh.fileno())
 
 
 class RunInfo(BaseModel):
@@ -212,9 +263,10 @@ def read_run_info(run_dir: Path) -> RunInfo:
         raise RunError(f"{path}: field {'.'.join(map(str, err['loc']))!r}: {err['msg']}") from None
 
 
-def write_run_info(run_dir: Path, info: RunInfo) -> None:
+def write_run_info(run_dir: Path, info: RunInfo, in_place_if_full: bool = False) -> None:
     unset = {k for k in ("resumed_at", "shards") if getattr(info, k) is None}  # only written when they happen
-    write_json_atomic(Path(run_dir) / RUN_INFO, info.model_dump(mode="json", exclude=unset))
+    write_json_atomic(Path(run_dir) / RUN_INFO, info.model_dump(mode="json", exclude=unset),
+                      in_place_if_full=in_place_if_full)
 
 
 def run_name(run_dir: Path) -> str:

@@ -1,6 +1,7 @@
 """Reading and validating human annotation files.
 
-Accepted layouts (CSV, or TSV / `;`-separated; UTF-8, an Excel BOM is fine):
+Accepted layouts (CSV, or TSV / `;`-separated; UTF-8 with or without BOM, UTF-16 with BOM, or a legacy encoding
+such as Excel's cp1252, reported; decimal commas in `;`-separated files):
 
 - **wide, one file per judge** (the paper's format): `conversation_id` plus one column per rubric metric,
   in any case (`clarity`, `Clarity`, ...). Other columns (`filename`, `title`, `comment`, ...) are ignored.
@@ -136,7 +137,7 @@ def read_human_file(path: Path, problems: Problems) -> list[JudgeRatings]:
     from .tables import read_table
 
     path = Path(path)
-    header, rows = read_table(path)
+    header, rows = read_table(path, problems)
     cols = classify_columns(path, header, rows, problems)
     judges: dict[str, JudgeRatings] = {}
     first_row: dict[tuple[str, str], int] = {}

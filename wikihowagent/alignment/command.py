@@ -15,7 +15,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from wikihowagent.console import print_error
+from wikihowagent.console import make_console, print_error, print_labeled
 
 RUNS_DIR_HELP = ("Where runs live (default: the config's runs_dir, \"runs\"). Evaluated runs are its sub-directories "
                  "with scores.jsonl or scores-paper.jsonl (scores.jsonl is preferred when a run has both) and the "
@@ -66,8 +66,6 @@ def annotate_export(
 
     Give each judge a copy; read the filled copies back with: wikihowagent align -H judge1.csv -H judge2.csv
     """
-    from rich.console import Console
-
     from .problems import AlignInputError, Problems
     from .export import default_run_paths, export_sheet
 
@@ -76,7 +74,7 @@ def annotate_export(
         raise typer.BadParameter("use only one of --top, --bottom, --random")
     mode, n = modes[0] if modes else ("top", 25)
     problems = Problems()
-    console = Console(stderr=True)
+    console = make_console()
     try:
         paths = list(run_dirs) if run_dirs else default_run_paths(resolve_runs_dir(runs_dir, config))
         sel, sheet, companion = export_sheet(paths, out, problems, mode=mode, n=n, seed=seed,
@@ -87,7 +85,7 @@ def annotate_export(
         raise typer.Exit(1) from None
     problems.echo(limit=40)
     how = f"{mode} {n}" + (f", seed {seed}" if mode == "random" else "")
-    Console().print(
+    make_console(stderr=False).print(
         f"Selected {len(sel.tutorials)} of {sel.qualifying} tutorials ({how}) from {len(sel.runs)} run(s): "
         f"{len(sel.conversations)} conversations.\n  sheet:     {sheet}\n  companion: {companion}",
         highlight=False,
@@ -127,8 +125,6 @@ def align(
 
     Writes CSV, Markdown and PNG figures to --out, all or nothing: --out is replaced as a whole (a directory holding files align did not write is refused). What was left out (bad cells, unmatched ids, too few pairs) is listed on stderr and in problems.txt.
     """
-    from rich.console import Console
-
     from wikihowagent.runs import ALIGNMENT_DIR
 
     from .core import BY_CHOICES, OUTPUT_FILES, AlignRequest, render, run_alignment
@@ -143,7 +139,7 @@ def align(
     out_dir = out or runs_dir / ALIGNMENT_DIR
     if out_dir.exists() and not out_dir.is_dir():
         raise typer.BadParameter(f"{out_dir} exists and is not a directory", param_hint="--out")
-    err = Console(stderr=True)
+    err = make_console()
     foreign = foreign_entries(out_dir, OUTPUT_FILES)
     if foreign:  # checked again when writing; here so that nothing is computed in vain (a usage error: exit 2)
         listed = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
@@ -160,15 +156,21 @@ def align(
         problems.echo(limit=40)
         print_error(f"{exc}; no output written", err)
         raise typer.Exit(1) from None
-    res = outcome.result
+    res, unused = outcome.result, outcome.unused  # named files that gave nothing: exit 1
+    unused_line = (unused[0] if len(unused) == 1 else f"{len(unused)} named files contribute nothing: "
+                   + "; ".join(unused)) if unused else ""
     if not outcome.written:
         problems.echo(limit=200)
-        print_error("nothing could be computed (see the warnings above); no output written", err)
+        print_error((unused_line + "; " if unused else "") + "nothing could be computed (see the warnings above); "
+                    "no output written", err)
         raise typer.Exit(1)
     problems.echo(limit=40)
     if not res.any_correlation:
-        err.print("[yellow]warning:[/yellow] no human–LLM correlation could be computed (only inter-annotator "
-                  "agreement); check --scores", highlight=False)
-    console = Console()
+        print_labeled(err, "warning:", "yellow", "no human–LLM correlation could be computed (only inter-annotator "
+                      "agreement); check --scores")
+    console = make_console(stderr=False)
     render(res, console)
     console.print(f"Wrote {len(outcome.written)} files to {out_dir} in {time.perf_counter() - t0:.1f} s", highlight=False)
+    if unused:
+        print_error(f"{unused_line} (the results written leave it out)", err)
+        raise typer.Exit(1)

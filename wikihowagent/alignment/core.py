@@ -460,6 +460,7 @@ class AlignRequest:
 class AlignOutcome:
     result: AlignResult
     written: list[Path] = field(default_factory=list)  # empty: nothing could be computed, nothing written
+    unused: list[str] = field(default_factory=list)  # named files that contributed nothing, one line each
 
 
 def run_alignment(req: AlignRequest, problems: Problems) -> AlignOutcome:
@@ -467,6 +468,9 @@ def run_alignment(req: AlignRequest, problems: Problems) -> AlignOutcome:
     --out changed under us (nothing written); nothing is written either when nothing could be computed."""
     res = compute(list(req.human), list(req.scores), by=req.by, n_boot=req.bootstrap, seed=req.seed,
                   problems=problems, runs_dir=req.runs_dir)
+    from .named import unused_inputs
+
+    unused = unused_inputs(list(req.human), list(req.scores), res)
     if not res.computed:
-        return AlignOutcome(res)
-    return AlignOutcome(res, write_outputs(res, req.out_dir, list(req.human), figures=req.figures))
+        return AlignOutcome(res, unused=unused)
+    return AlignOutcome(res, write_outputs(res, req.out_dir, list(req.human), figures=req.figures), unused)

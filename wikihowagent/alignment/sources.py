@@ -24,7 +24,7 @@ import numpy as np
 from wikihowagent.paper_format import PAPER_RECORDS_KEY, load_paper_file, parse_run_stem
 from wikihowagent.records import paper_tutorial_key
 from wikihowagent.runs import CONVERSATIONS, OUTPUT_DIRS, RESCORED_DIR, SCORE_FILES, iter_scores, run_name, scores_file
-from wikihowagent.tutorials import domain_of
+from wikihowagent.corpus.domains import record_domain
 
 from .problems import AlignInputError, Problems, where
 from .schema import KNOWN_META_KEYS, METRIC_BY_KEY, METRICS, norm_key
@@ -151,7 +151,7 @@ def read_scores_csv(path: Path, problems: Problems) -> list[ScoreRow]:
     judges = read_human_file(path, problems)
     if len(judges) > 1:
         raise AlignInputError(f"{path}: has an annotator column with several judges; not an LLM score file")
-    header, rows = read_table(path)
+    header, rows = read_table(path)  # already reported by read_human_file
     keys = [norm_key(h) for h in header]
     model_col = keys.index("model") if "model" in keys else None
     models = {}
@@ -194,7 +194,8 @@ def read_paper_run(path: Path, problems: Problems) -> list[ScoreRow]:
             values=_metric_values(ev, loc, problems, missing),
             run=run,
             model=model_label(run=run),
-            domain=domain_of([str(c) for c in cats]) if isinstance(cats, list) else "",
+            domain=record_domain([str(c) for c in cats], str(rec.get("source_tutorial_path") or ""))
+            if isinstance(cats, list) else "",
             title=rec.get("title") or "",
             tutorial_id=paper_tutorial_key(rec.get("title"), rec.get("doc_id"), rec.get("method_id")),
             where=loc,

@@ -6,10 +6,11 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from .problems import AlignInputError
+from .problems import AlignInputError, Problems
 
 def sniff_delimiter(header_line: str, path: Path) -> str:
     if path.suffix.lower() == ".tsv":
@@ -19,19 +20,63 @@ def sniff_delimiter(header_line: str, path: Path) -> str:
     return best if counts[best] else ","
 
 
-def read_table(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
+LEGACY_ENCODING = "cp1252"  # what Excel on Windows writes for "CSV" (the paper's published judge sheet)
+_DECIMAL_COMMA = re.compile(r"^\s*[-+]?\d+,\d+\s*$")
+
+
+def decode_table(data: bytes, path: Path) -> tuple[str, str | None]:
+    """Bytes of a CSV -> (text, None if it was UTF-8, else the encoding it was read as). Order: a byte-order
+    mark (UTF-8 or UTF-16), UTF-8, cp1252, then the legacy encoding charset-normalizer detects."""
+    import codecs
+
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):  # Excel's "Unicode text"
+        try:
+            text = data.decode("utf-16")
+        except UnicodeDecodeError:
+            text = ""
+        head = text.split("\n", 1)[0]
+        if head and sum(c.isascii() for c in head) * 2 >= len(head):  # a header of column names, not noise
+            return text, "UTF-16"
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise AlignInputError(f"{path}: not UTF-8 text (a binary file: NUL byte at byte {nul})")
+    try:
+        return data.decode("utf-8-sig"), None
+    except UnicodeDecodeError as exc:
+        utf8_error = exc
+    if data.startswith(codecs.BOM_UTF8):  # says UTF-8 but is not
+        raise AlignInputError(f"{path}: not UTF-8 text ({utf8_error.reason} at byte {utf8_error.start})")
+    try:
+        return data.decode(LEGACY_ENCODING), LEGACY_ENCODING
+    except UnicodeDecodeError:
+        pass
+    from charset_normalizer import from_bytes
+
+    best = from_bytes(data).best()
+    if best is None or best.encoding in ("utf_8", "ascii"):
+        raise AlignInputError(f"{path}: not UTF-8 text ({utf8_error.reason} at byte {utf8_error.start}) and no "
+                              "other encoding recognised; save it as CSV UTF-8")
+    return str(best), best.encoding
+
+
+def read_table(path: Path, problems: Problems | None = None) -> tuple[list[str], list[tuple[int, list[str]]]]:
     """A CSV/TSV file as (header, [(row_number, cells)]). Row numbers are as a spreadsheet shows them
-    (header = row 1; a quoted cell spanning several text lines is still one row). Empty rows are skipped."""
+    (header = row 1; a quoted cell spanning several text lines is still one row). Empty rows are skipped.
+
+    Text that is not UTF-8 is decoded as `decode_table` finds (reported to `problems`). In a `;`-separated
+    file, numbers with a decimal comma ("4,5", as a German or French Excel writes them) are read as 4.5."""
     if path.suffix.lower() in (".xlsx", ".xls", ".ods", ".numbers"):
         raise AlignInputError(f"{path}: spreadsheet files are not read; save the sheet as CSV (UTF-8) and pass that")
     try:
-        text = path.read_text(encoding="utf-8-sig")
+        data = path.read_bytes()
     except FileNotFoundError:
         raise AlignInputError(f"{path}: file not found") from None
-    except UnicodeDecodeError as exc:
-        raise AlignInputError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise AlignInputError(f"{path}: cannot read ({exc.strerror})") from None
+    text, encoding = decode_table(data, path)
+    if encoding is not None and encoding != "UTF-16" and problems is not None:
+        problems.add("encoding", f"{path}: not UTF-8; read as {encoding} (a legacy encoding, e.g. Excel's "
+                                 "\"CSV\"); check that names with accents look right")
     if not text.strip():
         raise AlignInputError(f"{path}: empty file")
     delimiter = sniff_delimiter(text.split("\n", 1)[0], path)
@@ -41,6 +86,8 @@ def read_table(path: Path) -> tuple[list[str], list[tuple[int, list[str]]]]:
         rows = [(i + 2, cells) for i, cells in enumerate(reader) if any(c.strip() for c in cells)]
     except csv.Error as exc:
         raise AlignInputError(f"{path}:{reader.line_num}: malformed CSV ({exc})") from None
+    if delimiter == ";":
+        rows = [(n, [c.replace(",", ".") if _DECIMAL_COMMA.match(c) else c for c in cells]) for n, cells in rows]
     return header, rows
 
 

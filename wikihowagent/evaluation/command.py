@@ -22,22 +22,20 @@ def evaluate(
     out: Annotated[Optional[Path], typer.Option(help="Output directory: <OUT>/<run>/scores.jsonl and the summary files.")] = None,
     rubrics: Annotated[Optional[Path], typer.Option(help="Rubric JSON file (default: data/rubrics.json).")] = None,
     config: Annotated[Optional[Path], typer.Option(help="YAML config overriding configs/default.yaml.")] = None,
-    base_url: Annotated[Optional[str], typer.Option(help="Ollama host / OpenAI-compatible base URL for the evaluator.")] = None,
+    base_url: Annotated[Optional[str], typer.Option(help="Ollama host / OpenAI-compatible base URL for the evaluator (default: the one recorded in run.json for its spec).")] = None,
     concurrency: Annotated[Optional[int], typer.Option(min=1, help="Judge calls in flight (default: the config's concurrency).")] = None,
     retries: Annotated[int, typer.Option(min=0, help="Re-asks of the judge when a reply cannot be parsed.")] = 2,
     batch_size: Annotated[int, typer.Option(min=1, help="Texts per embedding forward pass.")] = 32,
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the PNG figures.")] = False,
 ) -> None:
     """Score conversations: computational metrics and the LLM rubric judge; summary table, CSV, Markdown, figures."""
-    from rich.console import Console
-
-    from wikihowagent.console import print_error
+    from wikihowagent.console import make_console, print_error, print_labeled
 
     from .core import EvaluateRequest, run_evaluation
     from .runner import EvaluateError
     from .summary import print_by_domain, print_summary
 
-    console = Console(stderr=True)
+    console = make_console()
     request = EvaluateRequest(
         runs=tuple(runs or ()), evaluator=evaluator, metrics=metrics, judge=not no_judge, compat=compat,
         baseline=baseline, by=by, out=out, rubrics=rubrics, config=config, base_url=base_url,
@@ -49,9 +47,9 @@ def evaluate(
         print_error(str(exc), console)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
-        console.print("[yellow]interrupted[/]: scores written so far are kept; rerun the same command to resume")
+        print_labeled(console, "interrupted:", "yellow", "scores written so far are kept; rerun the same command to resume")
         raise typer.Exit(130) from None
-    stdout = Console()
+    stdout = make_console(stderr=False)
     print_summary(result.summary, stdout, title="Evaluation summary" + (" (--compat paper)" if request.mode == "paper" else ""))
     if result.domain_table is not None:
         print_by_domain(result.domain_table, stdout)

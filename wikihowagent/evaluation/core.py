@@ -7,6 +7,7 @@ figures. Raises EvaluateError (one line) for anything that stops the stage.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,7 +50,9 @@ class EvaluationSummary:
 def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     """Score every input and summarise. `console` (rich, stderr) shows warnings, progress and per-input lines."""
     from wikihowagent.config import ConfigError, load_config
+    from wikihowagent.console import print_labeled
 
+    from .endpoints import judge_base_urls
     from .inputs import InputError, resolve_inputs
     from .judge import RubricError, load_rubrics
     from .metrics import MetricError
@@ -70,7 +73,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     if baseline is not None and all(Path(p).resolve() != Path(baseline).resolve() for p in paths):
         paths = [baseline] + paths
     try:
-        sources = resolve_inputs(paths, runs_dir, on_empty=lambda m: console.print(f"[yellow]warning:[/] {m}; skipped", highlight=False))
+        sources = resolve_inputs(paths, runs_dir, on_empty=lambda m: print_labeled(console, "warning:", "yellow", f"{m}; skipped"))
     except InputError as exc:
         raise EvaluateError(str(exc)) from None
     if baseline is not None and all(s.path.resolve() != Path(baseline).resolve() for s in sources):
@@ -94,39 +97,62 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     opts = EvalOptions(mode=mode, metrics=comp + rub, judge=judge_on, evaluator=req.evaluator, base_url=req.base_url,
                        rubrics_path=req.rubrics, out=req.out, concurrency=req.concurrency or cfg.concurrency,
                        retries=req.retries, batch_size=req.batch_size)
+    aliases = Path(cfg.models) if cfg.models else None  # --config's model alias file, as for generate
+    judge_urls: dict[str, str | None] = {}  # judge spec -> base URL (run.json's endpoint unless --base-url)
 
     def warn(msg: str) -> None:
-        console.print(f"[yellow]warning:[/] {msg}", highlight=False, soft_wrap=True)
+        print_labeled(console, "warning:", "yellow", msg)
 
     def make_llm(spec: str) -> Any:
         from wikihowagent.backends import BackendError, check_backend, make_chat_model, resolve_spec
 
         judge_settings = cfg.model.model_copy(update={"temperature": 0.0})
+        url = judge_urls.get(spec, req.base_url)
         try:
-            resolved = resolve_spec(spec)
-            check_backend(resolved, req.base_url)
-            return make_chat_model(resolved, judge_settings, cfg.local, base_url=req.base_url)
+            resolved = resolve_spec(spec, aliases)
+            check_backend(resolved, url)
+            return make_chat_model(resolved, judge_settings, cfg.local, base_url=url)
         except BackendError as exc:
             raise EvaluateError(f"evaluator {spec!r}: {exc} (choose another with --evaluator SPEC, or --no-judge)") from None
 
-    try:
-        ev = Evaluation(opts, comp, rub if judge_on else [], rubric_set, make_llm if judge_on else None, warn)
-        # Every input's evaluator is known before any work starts.
-        specs = {s.name: ev.evaluator_spec(s) for s in sources}
-    except MetricError as exc:
-        raise EvaluateError(str(exc)) from None
+    with contextlib.ExitStack() as locks:
+        # One evaluation per scores file at a time, decided before any model is loaded.
+        _lock_scores_files(locks, sources, opts, runs_dir)
+        try:
+            ev = Evaluation(opts, comp, rub if judge_on else [], rubric_set, make_llm if judge_on else None, warn)
+            # Every input's evaluator (and the server it is asked on) is known before any work starts.
+            specs = {s.name: ev.evaluator_spec(s) for s in sources}
+            judge_urls.update(judge_base_urls(specs, sources, req.base_url, aliases))
+        except MetricError as exc:
+            raise EvaluateError(str(exc)) from None
 
-    try:
-        results = _score_all(console, ev, sources, specs, opts, runs_dir, warn)
-    finally:
-        ev.close()
+        try:
+            results = _score_all(console, ev, sources, specs, opts, runs_dir, warn)
+        finally:
+            ev.close()
     return _summarize(results, rubric_names, base_name, req, runs_dir)
+
+
+def _lock_scores_files(locks: contextlib.ExitStack, sources, opts, runs_dir) -> None:
+    """Lock every scores file this invocation writes; EvaluateError if another evaluate holds one."""
+    from wikihowagent.runs import RunError, dir_lock
+
+    from .runner import scores_path
+
+    for src in sources:
+        out_path = scores_path(src, opts, runs_dir)
+        try:
+            locks.enter_context(dir_lock(out_path.parent, blocking=False, what="another 'wikihowagent evaluate'",
+                                         name=f".{out_path.name}.lock"))
+        except RunError:
+            raise EvaluateError(f"{out_path}: another evaluate is running on this scores file; wait for it to "
+                                "finish (or use another --out)") from None
 
 
 def _score_all(console, ev, sources, specs, opts, runs_dir, warn):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    from wikihowagent.runs import RunError, dir_lock
+    from wikihowagent.runs import DiskFullError, RunError
 
     from .inputs import InputError
     from .judge import JudgeBackendError
@@ -141,16 +167,15 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn):
             total = count_input_records(src)
         except OSError as exc:
             raise EvaluateError(f"{src.path}: {exc.strerror}") from None
-        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        with Progress(TextColumn("{task.description}", markup=False, style="bold"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       TimeRemainingColumn(), console=console, transient=False) as prog:
             task = prog.add_task(f"scoring {what}", total=total)
             try:
-                # One evaluation per scores file at a time (two appenders would score the same conversations).
-                with dir_lock(out_path.parent, blocking=False, what="another 'wikihowagent evaluate'",
-                              name=f".{out_path.name}.lock"):
-                    stats = ev.run_source(src, out_path, progress=lambda n: prog.advance(task, n))
+                stats = ev.run_source(src, out_path, progress=lambda n: prog.advance(task, n))
             except (EvaluateError, MetricError, JudgeBackendError, InputError, RunError) as exc:
                 prog.stop()
+                if isinstance(exc, DiskFullError):  # its message says what to do
+                    raise EvaluateError(str(exc)) from None
                 raise EvaluateError(f"{exc} (scores so far are in {out_path}; rerun to resume)") from None
         console.print(f"{src.name}: {stats.scored} scored, {stats.already} already scored, {stats.failed} failed "
                       f"conversations skipped, {stats.invalid} unreadable records -> {out_path}", highlight=False)

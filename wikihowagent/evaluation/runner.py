@@ -113,6 +113,18 @@ def count_input_records(src: InputSource) -> int | None:
     return n
 
 
+def cancel_leftover_tasks(loop: asyncio.AbstractEventLoop, rounds: int = 5) -> None:
+    """Cancel and await every unfinished task of `loop` (not running). Cancellation handlers may start new
+    tasks (LangChain schedules its error callbacks), hence a few bounded rounds."""
+    for _ in range(rounds):
+        tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        if not tasks:
+            return
+        for t in tasks:
+            t.cancel()
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+
+
 class Evaluation:
     """Holds what is loaded once per process: the scorers and one judge per evaluator spec."""
 
@@ -159,10 +171,18 @@ class Evaluation:
         return self._loop.run_until_complete(self._run_source(src, out_path, progress))
 
     def close(self) -> None:
-        if self._loop is not None and not self._loop.is_closed():
-            self._loop.run_until_complete(self._loop.shutdown_asyncgens())
-            self._loop.run_until_complete(self._loop.shutdown_default_executor())  # the metrics' worker thread
-            self._loop.close()
+        """Shut the event loop down cleanly, also after a failure: tasks still running (a judge call's inner
+        tasks, LangChain's error callbacks) are cancelled and awaited first, so nothing is left to complain
+        at exit ("Task was destroyed but it is pending", "no running event loop")."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            cancel_leftover_tasks(loop)
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.run_until_complete(loop.shutdown_default_executor())  # the metrics' worker thread
+        finally:
+            loop.close()
 
     def _stale_rubrics(self, old: ScoreRecord | None, spec: str | None) -> str | None:
         """Why the rubric scores of an earlier line cannot be reused ("evaluator" / "rubrics"), else None."""

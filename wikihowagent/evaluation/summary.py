@@ -161,6 +161,7 @@ def display_rows(s: Summary) -> tuple[list[str], list[list[str]]]:
 def print_summary(s: Summary, console: Any, title: str = "Evaluation summary") -> None:
     """Terminal view: one column per run (the paper's rows), one row per metric, so many metrics fit."""
     from rich.table import Table
+    from rich.text import Text
 
     t = Table(title=title + (f" (↑/↓ against {s.baseline})" if s.baseline else ""))
     t.add_column("Metric", no_wrap=True)
@@ -174,11 +175,10 @@ def print_summary(s: Summary, console: Any, title: str = "Evaluation summary") -
         cells = []
         for r in s.table:
             c = cell(r, m)
-            if c.endswith(" ↑"):
-                c = f"{c[:-2]} [green]↑[/]"
-            elif c.endswith(" ↓"):
-                c = f"{c[:-2]} [red]↓[/]"
-            cells.append(c)
+            if c.endswith((" ↑", " ↓")):  # a styled arrow; run names and values stay literal text
+                cells.append(Text.assemble(c[:-1], (c[-1], "green" if c[-1] == "↑" else "red")))
+            else:
+                cells.append(c)
         t.add_row(header(m), *cells)
     t.add_row("Judge parse failures (%)", *["–" if math.isnan(r["judge_failure_pct"]) else f"{r['judge_failure_pct']:.2f}"
                                             for r in s.table], end_section=True)

@@ -8,13 +8,13 @@ from typing import Annotated, Optional
 
 import typer
 
+from wikihowagent.corpus.command import DomainOpt, DomainsFileOpt, PerOpt, SampleOpt, SampleSeedOpt, TopicOpt
+
 
 def _fail(message: str, code: int = 2) -> None:
-    from rich.console import Console
-
     from wikihowagent.console import print_error
 
-    print_error(message, Console(stderr=True))
+    print_error(message)
     raise typer.Exit(code)
 
 
@@ -26,7 +26,12 @@ def generate(
     tutorials: Annotated[Optional[Path], typer.Option(help="Article directory tree, JSON or JSONL file (default: the bundled sample).")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Run directory (default: <runs_dir>/T-<teacher>_L-<learner>_E-<evaluator>).")] = None,
     max_tutorials: Annotated[Optional[int], typer.Option(min=1, help="Use the first N tutorials (deterministic order).")] = None,
-    domain: Annotated[Optional[list[str]], typer.Option(help="Only tutorials of this domain (repeatable).")] = None,
+    domain: DomainOpt = None,
+    topic: TopicOpt = None,
+    domains: DomainsFileOpt = None,
+    sample: SampleOpt = None,
+    per: PerOpt = "domain",
+    sample_seed: SampleSeedOpt = 0,
     concurrency: Annotated[Optional[int], typer.Option(min=1, help="Conversations in flight.")] = None,
     max_interactions: Annotated[Optional[int], typer.Option(min=2, help="Cut a conversation after M messages (paper: 40).")] = None,
     history: Annotated[Optional[int], typer.Option(min=0, help="Show agents the last N messages (0 = the paper's prompts).")] = None,
@@ -41,16 +46,18 @@ def generate(
     shard: Annotated[Optional[str], typer.Option(help="K/N: run only every N-th tutorial starting at K (0-based; cluster array jobs) into <run>/shards/K-of-N; join them with `wikihowagent merge`.")] = None,
 ) -> None:
     """Simulate teacher-learner conversations over tutorials into a resumable run directory."""
-    from rich.console import Console
+    from rich.text import Text
 
+    from wikihowagent.console import make_console, print_error, print_labeled
     from wikihowagent.runs import CONVERSATIONS
 
     from .core import GenerateError, GenerateRequest, run_generation
 
-    console = Console(stderr=True)
+    console = make_console()
     request = GenerateRequest(
         teacher=teacher, learner=learner, evaluator=evaluator, config=config, tutorials=tutorials, out=out,
-        max_tutorials=max_tutorials, domains=tuple(domain or ()), shard=shard, retry_failed=retry_failed,
+        max_tutorials=max_tutorials, domains=tuple(domain or ()), topics=tuple(topic or ()), domains_file=domains,
+        sample=sample, per=per, sample_seed=sample_seed, shard=shard, retry_failed=retry_failed,
         skip_invalid=skip_invalid, base_url=base_url, concurrency=concurrency, max_interactions=max_interactions,
         history=history, temperature=temperature, seed=seed, max_tokens=max_tokens, timeout=timeout, retries=retries,
     )
@@ -58,17 +65,21 @@ def generate(
         summary = run_generation(request, console)
     except GenerateError as exc:
         _fail(str(exc))
+    if summary.disk_full:  # the records written so far are whole; the same command resumes
+        print_error(summary.disk_full, console)
+        raise typer.Exit(summary.exit_code)
     if summary.interrupted:
         console.print("interrupted: finished conversations are saved; rerun the same command to resume")
         raise typer.Exit(summary.exit_code)
     stats, counts = summary.stats, summary.counts
     for err in stats.errors[:10]:
-        console.print(f"[red]failed:[/] {err}", highlight=False)
-    console.print(
-        f"[bold]{summary.run_dir / CONVERSATIONS}[/]: {counts['conversations']} conversations "
+        print_labeled(console, "failed:", "red", err)
+    console.print(Text.assemble(
+        (str(summary.run_dir / CONVERSATIONS), "bold"),
+        f": {counts['conversations']} conversations "
         f"({counts['finished']} finished, {counts['max_interactions']} cut at {summary.max_interactions} messages, "
         f"{counts['failed']} failed); this run: {stats.done} done, {stats.failed} failed, "
-        f"{stats.completion_tokens} tokens generated", highlight=False)
+        f"{stats.completion_tokens} tokens generated"))
     raise typer.Exit(summary.exit_code)
 
 
@@ -76,8 +87,7 @@ def merge(
     run_dir: Annotated[Path, typer.Argument(help="A run directory whose shards/ were produced with --shard K/N.")],
 ) -> None:
     """Merge the shards of a cluster run into the run's conversations.jsonl (no duplicates)."""
-    from rich.console import Console
-
+    from wikihowagent.console import make_console
     from wikihowagent.runs import RunError
 
     from .core import merge_shards
@@ -86,5 +96,5 @@ def merge(
         counts = merge_shards(run_dir)
     except RunError as exc:
         _fail(str(exc))
-    Console(stderr=True).print(f"{run_dir}: merged {counts['shards']} shards into {counts['conversations']} "
+    make_console().print(f"{run_dir}: merged {counts['shards']} shards into {counts['conversations']} "
                                f"conversations ({counts['finished']} finished, {counts['failed']} failed)", highlight=False)

@@ -100,6 +100,7 @@ def to_record(tutorial: Tutorial, state: dict[str, Any], run_name: str, teacher:
         source_tutorial_path=tutorial.source_tutorial_path,
         title=tutorial.title,
         categories=tutorial.categories,
+        topic=tutorial.topic,
         domain=tutorial.domain,
         summary=tutorial.summary,
         tutorial=TutorialRef(title=tutorial.method_title, steps=tutorial.steps),
@@ -252,7 +253,7 @@ def finish_run_info(run_dir: Path, info: RunInfo, stats: RunStats, interrupted: 
         **count_records(records),
         "this_invocation": {"done": stats.done, "failed": stats.failed, "skipped_existing": stats.already_done},
     }
-    write_run_info(run_dir, info)
+    write_run_info(run_dir, info, in_place_if_full=True)
 
 
 def parse_shard(value: str) -> tuple[int, int]:
@@ -316,6 +317,11 @@ class GenerateRequest:
     out: Path | None = None  # default: <runs_dir>/T-<teacher>_L-<learner>_E-<evaluator>
     max_tutorials: int | None = None
     domains: tuple[str, ...] = ()
+    topics: tuple[str, ...] = ()
+    domains_file: Path | None = None  # topic -> domain CSV replacing data/domains.csv
+    sample: int | None = None  # a balanced sample: N tutorials per `per` (domain | topic)
+    per: str = "domain"
+    sample_seed: int = 0
     shard: str | None = None  # "K/N"
     retry_failed: bool = True
     skip_invalid: bool = False
@@ -345,30 +351,35 @@ class GenerateSummary:
     counts: dict[str, Any] = field(default_factory=dict)  # run.json's counts (whole run, not just this call)
     max_interactions: int = 0
     interrupted: bool = False
+    disk_full: str | None = None  # the one-line message when the disk filled up (the run is "interrupted")
 
     @property
     def exit_code(self) -> int:
+        if self.disk_full:
+            return 1
         if self.interrupted:
             return 130
         return 1 if self.counts.get("failed") else 0
 
 
-def _select_tutorials(req: GenerateRequest, cfg: Config, warn: Callable[[str], None]) -> tuple[list[Tutorial], str]:
-    from wikihowagent.tutorials import LoadReport, TutorialError, default_tutorials_path, load_tutorials
+def _select_tutorials(req: GenerateRequest, cfg: Config, console: Any) -> tuple[list[Tutorial], str]:
+    from wikihowagent.corpus.command import empty_message, print_load_warnings
+    from wikihowagent.corpus.core import LoadReport, TutorialError, default_tutorials_path
+    from wikihowagent.corpus.sampling import select_tutorials
 
     source = req.tutorials or default_tutorials_path()
     report = LoadReport()
     try:
-        selected = load_tutorials(source, domains=req.domains, max_tutorials=req.max_tutorials,
-                                  clean_citations=cfg.workflow.strip_citations, skip_invalid=req.skip_invalid,
-                                  report=report)
-    except TutorialError as exc:
+        with console.status("reading tutorials", spinner="dots"):  # a 20,000-article crawl takes ~15 s
+            selected = list(select_tutorials(
+                source, domains=req.domains, topics=req.topics, domains_file=req.domains_file, sample=req.sample,
+                per=req.per, seed=req.sample_seed, max_tutorials=req.max_tutorials,  # type: ignore[arg-type]
+                clean_citations=cfg.workflow.strip_citations, skip_invalid=req.skip_invalid, report=report))
+    except (TutorialError, ValueError) as exc:
         raise GenerateError(str(exc)) from None
-    for problem in report.invalid:
-        warn(problem)
+    print_load_warnings(console, report)
     if not selected:
-        raise GenerateError(f"{source}: no tutorials with >= 2 steps"
-                            + (f" in domain(s) {', '.join(req.domains)}" if req.domains else ""))
+        raise GenerateError(empty_message(source, req.domains, req.topics))
     return selected, str(source)
 
 
@@ -377,6 +388,7 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
     bar. Raises GenerateError (one line) for anything that stops the stage; a conversation's failure does not."""
     from wikihowagent.backends import BackendError, check_backend, make_chat_model, resolve_spec, shutdown_local_servers
     from wikihowagent.config import load_config
+    from wikihowagent.console import print_labeled
     from wikihowagent.runs import RunError, dir_lock
     from wikihowagent.workflow.prompts import load_prompts
 
@@ -385,8 +397,7 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
         cfg = load_config(req.config, req.config_overrides())
     except ConfigError as exc:
         raise GenerateError(str(exc)) from None
-    selected, source = _select_tutorials(
-        req, cfg, lambda problem: console.print(f"[yellow]skipped:[/] {problem}", highlight=False))
+    selected, source = _select_tutorials(req, cfg, console)
     shard_kn = None
     if req.shard:
         try:
@@ -394,7 +405,9 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
         except ValueError as exc:
             raise GenerateError(str(exc)) from None
         selected = selected[shard_kn[0]::shard_kn[1]]
-    filters = {"max_tutorials": req.max_tutorials, "domains": list(req.domains), "shard": req.shard}
+    filters = {"max_tutorials": req.max_tutorials, "domains": list(req.domains), "shard": req.shard,
+               "topics": list(req.topics), "domains_file": str(req.domains_file) if req.domains_file else None,
+               "sample": {"n": req.sample, "per": req.per, "seed": req.sample_seed} if req.sample else None}
 
     try:
         prompts = load_prompts(cfg.prompts or None)
@@ -406,6 +419,8 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
             resolved[role] = resolve_spec(spec, aliases)
             urls[role] = req.base_url if resolved[role].provider == "openai" else None
             check_backend(resolved[role], urls[role])
+        # Recorded in run.json so that `evaluate` asks the same server (not checked: it is not used here).
+        judge = resolve_spec(req.evaluator or req.teacher, aliases)
     except (BackendError, ConfigError) as exc:
         raise GenerateError(str(exc)) from None
     options = WorkflowOptions(max_interactions=cfg.workflow.max_interactions, history=cfg.workflow.history,
@@ -424,6 +439,7 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
     if any(r.provider == "local" for r in resolved.values()):
         fingerprint["local"] = cfg.local.model_dump(include={"max_tokens", "n_ctx"})
     endpoints = {k: v.model_dump() | ({"base_url": urls[k]} if urls[k] else {}) for k, v in resolved.items()}
+    endpoints["evaluator"] = judge.model_dump() | ({"base_url": req.base_url} if req.base_url and judge.provider == "openai" else {})
     try:
         # One `generate` per run directory at a time: two appenders (e.g. an overlapping requeue) would
         # run the same tutorials and lose records when one rewrites the file under the other.
@@ -450,13 +466,16 @@ def _run(cfg: Config, run_dir: Path, name: str, fingerprint: dict[str, Any], end
          prompts: PromptTemplates, roles: dict[str, str], model_for: Callable[[str], BaseChatModel],
          console: Any) -> GenerateSummary:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.text import Text
+
+    from wikihowagent.runs import DiskFullError
 
     done_ids, previous = prepare_run_dir(run_dir, fingerprint, retry_failed)
     todo = [t for t in selected if t.tutorial_id not in done_ids]
     stats = RunStats(total=len(selected), already_done=len(selected) - len(todo))
-    console.print(f"run [bold]{run_dir}[/]: {len(selected)} tutorials, {stats.already_done} already done, "
-                  f"{len(todo)} to go (teacher={roles['teacher']}, learner={roles['learner']}, "
-                  f"concurrency={cfg.concurrency})", highlight=False)
+    console.print(Text.assemble("run ", (str(run_dir), "bold"), f": {len(selected)} tutorials, {stats.already_done} "
+                                f"already done, {len(todo)} to go (teacher={roles['teacher']}, "
+                                f"learner={roles['learner']}, concurrency={cfg.concurrency})"))
     teacher_model, learner_model = (model_for("teacher"), model_for("learner")) if todo else (None, None)
     info = run_info(name, fingerprint, cfg, endpoints, source, (previous and previous.started_at) or now(), filters)
     if previous is not None:
@@ -484,8 +503,13 @@ def _run(cfg: Config, run_dir: Path, name: str, fingerprint: dict[str, Any], end
                 ))
     except KeyboardInterrupt:
         summary.interrupted = True
+    except DiskFullError as exc:  # the records written so far are whole; a rerun resumes
+        summary.interrupted, summary.disk_full = True, str(exc)
     finally:
-        # Also after Ctrl-C or an unexpected error: run.json never stays "running".
-        finish_run_info(run_dir, info, stats, interrupted=summary.interrupted)
+        # Also after Ctrl-C, a full disk or an unexpected error: run.json never stays "running".
+        try:
+            finish_run_info(run_dir, info, stats, interrupted=summary.interrupted)
+        except DiskFullError as exc:
+            summary.disk_full = summary.disk_full or str(exc)
     summary.counts = info.counts
     return summary
