@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 DEMO_ARGS ?= --max-tutorials 3 --domain "Home & Garden" --domain "Pets & Animals" --domain "Technology"
 DEMO_OUT  ?= runs/demo
 
-.PHONY: install demo test test-fast bench clean
+.PHONY: install browser demo test test-fast bench clean
 
 install: $(STAMP)
 
@@ -26,14 +26,19 @@ $(STAMP): requirements.txt requirements-model.txt constraints.txt pyproject.toml
 	$(BIN)/python -m wikihowagent.backends --prepare
 	touch $(STAMP)
 
+# Debian's Chromium for the report's browser test (Playwright drives it; no browser download).
+browser:
+	bash scripts/setup_browser.sh
+
 demo: install
 	$(BIN)/wikihowagent generate --teacher local --learner local --out $(DEMO_OUT) $(DEMO_ARGS)
 	$(BIN)/wikihowagent evaluate $(DEMO_OUT)
+	$(BIN)/wikihowagent report $(DEMO_OUT) --out $(DEMO_OUT)/report --cases 1
 
-test: install
+test: install browser
 	$(BIN)/python -m pytest -q
 
-test-fast: install
+test-fast: install browser
 	$(BIN)/python -m pytest -q -m "not slow"
 
 bench: install
@@ -41,6 +46,9 @@ bench: install
 	$(BIN)/python scripts/bench_evaluate.py --write-md
 	$(BIN)/python scripts/bench_align.py --write-md
 	$(BIN)/python scripts/bench_corpus.py --write-md
+	$(BIN)/python scripts/bench_report.py --write-md
+	$(BIN)/python scripts/bench_personas.py --write-md
+	$(BIN)/python scripts/bench_manager.py --write-md
 
 clean:
 	rm -rf $(VENV) runs/demo .pytest_cache

@@ -50,13 +50,13 @@ class FakeOpenAI:
                 if outer.fail_when and outer.fail_when(prompt):
                     self._send(500, {"error": {"message": outer.error_message}})
                     return
-                text = outer.reply(prompt)
+                text = outer.reply(prompt)  # None -> "content": null
                 self._send(200, {
                     "id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"),
                     "choices": [{"index": 0, "finish_reason": "stop",
                                  "message": {"role": "assistant", "content": text}}],
-                    "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split()),
-                              "total_tokens": len(prompt.split()) + len(text.split())},
+                    "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": len((text or "").split()),
+                              "total_tokens": len(prompt.split()) + len((text or "").split())},
                 })
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -67,7 +67,8 @@ def test_random_selection_is_reproducible(runs):
 
 def test_sheet_layout_and_companion(runs, tmp_path):
     out = tmp_path / "sheets" / "sheet.csv"
-    sel, sheet, companion = export_sheet(runs, out, Problems(), n=2)
+    sel, sheet, companion = export_sheet(runs, out, Problems(), n=2, blind=False)
+    assert not (tmp_path / "sheets" / "sheet.key.csv").exists()
     with open(sheet, newline="") as fh:
         rows = list(csv.reader(fh))
     assert tuple(rows[0]) == (*SHEET, "tutorial_id")
@@ -117,3 +118,59 @@ def test_filled_sheet_reads_back_into_align(runs, tmp_path):
     assert len(res.ids) == 7 and res.matched.all()  # a, b, c in both runs; e only in r1
     assert not [p for p in problems if p.kind not in ("not annotated", "undefined", "agreement", "missing llm score")]
     assert res.groups[0].correlations["Clarity"].n == 7
+
+
+def test_blind_sheet_hides_runs_and_key_maps_back(runs, tmp_path):
+    out = tmp_path / "study" / "sheet.csv"
+    sel, sheet, companion = export_sheet(runs, out, Problems(), n=4, seed=3)
+    rows = list(csv.reader(open(sheet, newline="")))
+    key = list(csv.DictReader(open(tmp_path / "study" / "sheet.key.csv", newline="")))
+    real = [c.conversation_id for c in sel.conversations]
+    assert sorted(k["conversation_id"] for k in key) == sorted(real)
+    assert [r[0] for r in rows[1:]] == [k["blind_id"] for k in key]  # the key lists the sheet's order
+    assert {k["run"] for k in key} == {"r1", "r2"}
+    text = sheet.read_text() + companion.read_text()
+    for leak in ("r1", "r2", "qwen", "gemma", *real):  # no run, model, file name or real id
+        assert leak not in text, leak
+    assert all(r[1] == "" for r in rows[1:])
+    assert [k["conversation_id"] for k in key] != real  # shuffled, not in selection order
+    # seeded: the same seed gives the same order and ids, another seed another order
+    again = export_sheet(runs, tmp_path / "again.csv", Problems(), n=4, seed=3)[1]
+    assert again.read_text() == sheet.read_text()
+    other = [r[2] for r in csv.reader(open(export_sheet(runs, tmp_path / "o.csv", Problems(), n=4, seed=4)[1]))]
+    assert other != [r[2] for r in rows]
+    # a judge's filled copy elsewhere reads back with --key; without it, align says what is wrong
+    judge_dir = tmp_path / "judges"
+    judge_dir.mkdir()
+    for r in rows[1:]:
+        r[3:11] = ["4"] * 8
+    with open(judge_dir / "alice.csv", "w", newline="") as fh:
+        csv.writer(fh).writerows(rows)
+    problems = Problems()
+    res = compute([judge_dir / "alice.csv"], [], n_boot=0, problems=problems, runs_dir=runs[0].parent)
+    assert not res.matched.any()
+    assert any("ids look blind but no key file beside it knows them; pass --key" in line for line in problems.lines())
+    res = compute([judge_dir / "alice.csv"], [], n_boot=0, problems=Problems(), runs_dir=runs[0].parent,
+                  keys=[tmp_path / "study" / "sheet.key.csv"])
+    assert sorted(res.ids) == sorted(real) and res.matched.all()
+
+
+def test_export_of_a_no_judge_run_says_no_judge_ran(tmp_path):
+    """A run evaluated with --no-judge has no rubric keys at all: not "judge reply not parsed" (issue 7)."""
+    from typer.testing import CliRunner
+
+    from wikihowagent.cli import app
+
+    root = tmp_path / "runs"
+    make_run(root, "r1", ["a", "b"], {"a": {"BLEU": 0.3, "METEOR": 0.2}, "b": {"BLEU": 0.1, "METEOR": 0.4}})
+    result = CliRunner().invoke(app, ["annotate", "export", str(root / "r1"), "--out", str(tmp_path / "s.csv")])
+    assert result.exit_code == 1
+    assert "not parsed" not in result.output
+    assert "no LLM score (not judged: evaluated without a judge, e.g. --no-judge) for: Clarity 2" in result.output
+    assert ("error: no conversation has a rubric score in the given runs (evaluated with --no-judge? run "
+            "`wikihowagent evaluate RUN` with a judge)") in result.output
+    # a judge that ran but whose reply could not be parsed is still reported as such
+    make_run(root, "r2", ["a"], {"a": {**flat(4.0), "Depth": None}})
+    problems = Problems()
+    select([root / "r2"], problems)
+    assert any("no LLM score (judge reply not parsed) for: Depth 1 conversations" in line for line in problems.lines())

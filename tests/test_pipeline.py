@@ -55,15 +55,17 @@ def test_generate_evaluate_export_align_chained(tmp_path):
         assert s.judge is not None and s.judge.evaluator == "openai:fake-model" and not s.judge.failures
         assert set(RUBRICS) | {"BLEU"} == set(s.metrics) and all(1 <= s.metrics[r] <= 5 for r in RUBRICS)
 
-    # the annotation sheet: the 6 best tutorials of this run (one conversation each)
+    # the (blind) annotation sheet: the 6 best tutorials of this run (one conversation each), and its key
     sheet = study / "sheet.csv"
     res = runner.invoke(app, ["annotate", "export", str(run), "--top", "6", "--out", str(sheet)])
     assert res.exit_code == 0, res.output
     assert sheet.with_suffix(".html").exists()
     with sheet.open(newline="") as fh:
         rows = list(csv.DictReader(fh))
-    assert len(rows) == 6 and {r["filename"] for r in rows} == {info.name}
-    assert {r["conversation_id"] for r in rows} <= set(scores)
+    with (study / "sheet.key.csv").open(newline="") as fh:
+        key = {r["blind_id"]: r["conversation_id"] for r in csv.DictReader(fh)}
+    assert len(rows) == 6 and {r["filename"] for r in rows} == {""}  # blind: no run name
+    assert set(key) == {r["conversation_id"] for r in rows} and set(key.values()) <= set(scores)
 
     # two judges fill in copies: Alice agrees with the LLM judge, Bob is one point harsher except on Depth
     for name, shift in (("alice", 0), ("bob", -1)):
@@ -71,7 +73,7 @@ def test_generate_evaluate_export_align_chained(tmp_path):
             w = csv.DictWriter(fh, fieldnames=list(rows[0]))
             w.writeheader()
             for r in rows:
-                llm = scores[r["conversation_id"]].metrics
+                llm = scores[key[r["conversation_id"]]].metrics
                 filled = {m.lower(): str(max(1, int(llm[m]) + (0 if m == "Depth" else shift))) for m in RUBRICS}
                 w.writerow({**r, **filled})
     out = study / "alignment"

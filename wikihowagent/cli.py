@@ -23,6 +23,8 @@ from wikihowagent.alignment.command import align, annotate_export  # noqa: E402
 from wikihowagent.corpus.command import stats, tutorials  # noqa: E402
 from wikihowagent.evaluation.command import evaluate  # noqa: E402
 from wikihowagent.generation.command import generate, merge  # noqa: E402
+from wikihowagent.report.command import report  # noqa: E402
+from wikihowagent.chat.command import chat  # noqa: E402
 
 app.command("generate")(generate)
 app.command("merge")(merge)
@@ -34,6 +36,8 @@ app.add_typer(annotate_app, name="annotate")
 app.command("align")(align)
 app.command("tutorials")(tutorials)
 app.command("stats")(stats)
+app.command("report")(report)
+app.command("chat")(chat)
 
 
 @app.command()

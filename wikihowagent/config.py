@@ -37,6 +37,10 @@ class WorkflowSettings(BaseModel):
     history: int = 0  # 0 = the paper's prompts (last utterance only); N = last N messages as context
     learner_farewell: bool = True  # the learner answers the teacher's FINISHED (as in the paper's example)
     strip_citations: bool = True  # remove crawl debris such as "[6]XTrustworthy Source...Go to source"
+    learner_personas: list[str] = Field(default_factory=lambda: ["paper"])  # several: assigned round-robin
+    max_clarifications_per_step: int = Field(default=2, ge=0)  # then the manager moves on to the next step
+    manager: str = "rules"  # workflow/manager.py MANAGERS: rules (Algorithm 1) | llm (a model classifies)
+    manager_model: str = ""  # spec of the llm manager's model; "" = the teacher's
 
 
 class Config(BaseModel):
@@ -47,6 +51,7 @@ class Config(BaseModel):
     runs_dir: str = "runs"
     prompts: str = ""  # path of a prompts YAML; empty = configs/prompts.yaml
     models: str = ""  # path of the model alias file; empty = configs/models.yaml
+    personas: str = ""  # path of the learner personas YAML; empty = configs/personas.yaml
 
 
 class ConfigError(ValueError):

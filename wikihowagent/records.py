@@ -26,7 +26,7 @@ TurnKind = str  # "begin" | "finish" (the fixed texts below, no model call) | "m
 # The workflow's fixed texts (no model call); the defaults of the prompt file, recognised in the paper's records.
 BEGIN_TEXT = "Let's begin: {method_title}. BEGIN"
 FINISH_TEXT = "We've reached the end of the tutorial. Bye! FINISHED"
-StopReason = Literal["finished", "max_interactions", "error"]
+StopReason = Literal["finished", "max_interactions", "error", "learner_stopped", "quit"]  # quit: a person left `chat`
 
 
 class Tutorial(BaseModel):
@@ -62,6 +62,15 @@ class Turn(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    # The learner persona's intent for this turn ("ask", "acknowledge", "drift", "free", "farewell");
+    # None on teacher turns and in records made before personas.
+    intent: str | None = None
+    retried: list[str] = Field(default_factory=list)  # turn-check problems that caused a retry
+    warnings: list[str] = Field(default_factory=list)  # turn-check problems the retry did not fix
+    # The manager's classification of a learner turn: question / understood / off-topic / wants-to-stop
+    # (None: not classified, e.g. the reply to BEGIN); manager_fallback = the llm manager failed, rules decided.
+    manager_label: str | None = None
+    manager_fallback: bool = False
 
 
 class TutorialRef(BaseModel):
@@ -93,6 +102,9 @@ class ConversationRecord(BaseModel):
     warnings: list[str] = Field(default_factory=list)  # problems that did not fail the conversation
     teacher: str = ""  # model specs (never keys)
     learner: str = ""
+    persona: str = ""  # learner persona (configs/personas.yaml); "" in records made before personas
+    manager: str = ""  # "rules" or "llm:<spec>"; "" in records made before managers
+    human: str = ""  # the role a person played (`wikihowagent chat`): "teacher" | "learner"; "" = none
     started_at: str | None = None
     ended_at: str | None = None
 
@@ -169,6 +181,7 @@ class ScoreRecord(BaseModel):
     domain: str = ""
     teacher: str = ""
     learner: str = ""
+    persona: str = ""
     mode: Literal["default", "paper"] = "default"
     metrics: dict[str, float | None] = Field(default_factory=dict)  # None = not computable / failed
     judge: JudgeProvenance | None = None  # None = no rubric metric judged yet

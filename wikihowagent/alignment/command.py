@@ -48,9 +48,10 @@ def annotate_export(
                                                              "(the paper: 25). Default mode.")] = None,
     bottom: Annotated[Optional[int], typer.Option("--bottom", metavar="N", help="The N tutorials with the lowest mean score.")] = None,
     random_n: Annotated[Optional[int], typer.Option("--random", metavar="N", help="N tutorials drawn at random (see --seed).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed for --random.")] = 0,
+    seed: Annotated[int, typer.Option(help="Seed for --random and for the blind order and ids.")] = 0,
     out: Annotated[Path, typer.Option("--out", "-o", metavar="CSV", help="The annotation sheet (CSV); its companion page is written "
-                                                          "beside it with the suffix .html.")] = Path("annotation_sheet.csv"),
+                                                          "beside it with the suffix .html, and (blind) the key file "
+                                                          "<stem>.key.csv.")] = Path("annotation_sheet.csv"),
     in_all_runs: Annotated[bool, typer.Option("--in-all-runs", help="Only tutorials with a scored conversation "
                                                                     "in every given run.")] = False,
     runs_dir: Annotated[Optional[Path], typer.Option(help=RUNS_DIR_HELP + " Searched when no RUN_DIR is given.",
@@ -59,13 +60,18 @@ def annotate_export(
     rubrics: Annotated[Optional[Path], typer.Option(help="Rubric file, validated as by `evaluate --rubrics` (default: the "
                                                          "bundled data/rubrics.json).", show_default=False)] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing sheet.")] = False,
+    unblind: Annotated[bool, typer.Option("--unblind", help="The old layout: real conversation ids, the run name in "
+                                          "the filename column and the companion, selection order; no key file.")] = False,
 ) -> None:
     """Select tutorials for human annotation; write an annotation sheet (CSV) and an HTML guide.
 
-    Tutorials are ranked by the mean LLM rubric score of their conversations across the runs (the paper: top 25). The sheet has one row per conversation in the paper's layout (conversation_id, filename = run, title, the 8 metric columns, comment, tutorial_id); the HTML page beside it shows the rubric, each tutorial and its conversations.
+    Tutorials are ranked by the mean LLM rubric score of their conversations across the runs (the paper: top 25). The sheet has one row per conversation in the paper's layout (conversation_id, filename, title, the 8 metric columns, comment, tutorial_id); the HTML page beside it shows the rubric, each tutorial and its conversations.
+
+    Blind by default: blind ids, no run, model or file name in the sheet or the page, rows in a random order (--seed); the key file SHEET.key.csv beside them maps the ids back (keep it from the judges; align finds it beside the filled sheets, or pass --key).
 
     Give each judge a copy; read the filled copies back with: wikihowagent align -H judge1.csv -H judge2.csv
     """
+    from .blind import key_path
     from .problems import AlignInputError, Problems
     from .export import default_run_paths, export_sheet
 
@@ -78,7 +84,8 @@ def annotate_export(
     try:
         paths = list(run_dirs) if run_dirs else default_run_paths(resolve_runs_dir(runs_dir, config))
         sel, sheet, companion = export_sheet(paths, out, problems, mode=mode, n=n, seed=seed,
-                                             in_all_runs=in_all_runs, rubrics_path=rubrics, force=force)
+                                             in_all_runs=in_all_runs, rubrics_path=rubrics, force=force,
+                                             blind=not unblind)
     except AlignInputError as exc:
         problems.echo(limit=40)
         print_error(str(exc), console)
@@ -87,7 +94,8 @@ def annotate_export(
     how = f"{mode} {n}" + (f", seed {seed}" if mode == "random" else "")
     make_console(stderr=False).print(
         f"Selected {len(sel.tutorials)} of {sel.qualifying} tutorials ({how}) from {len(sel.runs)} run(s): "
-        f"{len(sel.conversations)} conversations.\n  sheet:     {sheet}\n  companion: {companion}",
+        f"{len(sel.conversations)} conversations.\n  sheet:     {sheet}\n  companion: {companion}"
+        + ("" if unblind else f"\n  key:       {key_path(sheet)} (blind ids -> conversations; not for the judges)"),
         highlight=False,
     )
 
@@ -108,7 +116,7 @@ def align(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="DIR", help="Output directory (default: RUNS_DIR/alignment). "
                                                 "It is replaced as a whole; a directory holding files align did not "
                                                 "write is refused.", show_default=False)] = None,
-    by: Annotated[Optional[str], typer.Option("--by", metavar="run|model|domain", help="Also per group: run, model or domain.",
+    by: Annotated[Optional[str], typer.Option("--by", metavar="run|model|domain|persona", help="Also per group: run, model, domain or learner persona.",
                                               show_default=False)] = None,
     bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples for the 95 % CIs (0 = none).")] = 2000,
     seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
@@ -116,6 +124,10 @@ def align(
                                                      show_default=False)] = None,
     config: Annotated[Optional[Path], typer.Option(help=CONFIG_HELP, show_default=False)] = None,
     figures: Annotated[bool, typer.Option("--figures/--no-figures", help="Write the PNG figures.")] = True,
+    key: Annotated[Optional[list[Path]], typer.Option("--key", metavar="FILE", help="Key file of a blind sheet "
+                                                      "(SHEET.key.csv from `annotate export`). Default: the key file "
+                                                      "beside each human file that knows its ids.",
+                                                      show_default=False)] = None,
 ) -> None:
     """Measure how well the LLM judge agrees with human judges (paper §3.2, §5.3).
 
@@ -148,7 +160,7 @@ def align(
         raise typer.Exit(2)
     t0 = time.perf_counter()
     request = AlignRequest(human=tuple(human), out_dir=out_dir, runs_dir=runs_dir, scores=tuple(scores or ()), by=by,
-                           bootstrap=bootstrap, seed=seed, figures=figures)
+                           bootstrap=bootstrap, seed=seed, figures=figures, keys=tuple(key or ()))
     problems = Problems()
     try:
         outcome = run_alignment(request, problems)

@@ -23,6 +23,7 @@ import numpy as np
 from wikihowagent.markdown import markdown_table
 
 from .annotations import JudgeRatings, average_judges, human_matrix, read_human_files
+from .blind import unblind
 from .output import StagedOutput
 from .problems import AlignInputError, Problems
 from .schema import METRICS, OVERALL
@@ -30,7 +31,7 @@ from .tables import csv_text, stars
 from .sources import LLMScores, discover_runs, llm_matrix, read_llm_scores, run_name
 from .stats import COEF_LABEL, COEFFICIENTS, Agreement, CorrelationResult, Descriptives, agreement, correlate, describe
 
-BY_CHOICES = ("run", "model", "domain")
+BY_CHOICES = ("run", "model", "domain", "persona")
 ALL = "all"
 OUTPUT_FILES = (
     "correlations.csv",
@@ -93,7 +94,8 @@ class AlignResult:
 
     def group_meta(self, cid: str) -> dict[str, str]:
         r = self.llm.rows.get(cid)
-        return {"run": r.run, "model": r.model, "domain": r.domain} if r else {"run": "", "model": "", "domain": ""}
+        return ({"run": r.run, "model": r.model, "domain": r.domain, "persona": r.persona} if r
+                else {"run": "", "model": "", "domain": "", "persona": ""})
 
 
 def overall_scores(human: np.ndarray, model: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -134,12 +136,15 @@ def compute(
     seed: int = 0,
     problems: Problems | None = None,
     runs_dir: Path | None = None,
+    keys: list[Path] | None = None,
 ) -> AlignResult:
-    """`runs_dir` (for the default score paths): None = the project config's runs_dir."""
+    """`runs_dir` (for the default score paths): None = the project config's runs_dir. `keys`: key files of
+    blind sheets (default: the `*.key.csv` beside each human file that knows its ids)."""
     problems = problems if problems is not None else Problems()
     if by is not None and by not in BY_CHOICES:
         raise ValueError(f"--by must be one of {', '.join(BY_CHOICES)}")
     judges = read_human_files(human_paths, problems)
+    unblind(judges, list(keys or []), problems)
     if not score_paths:
         if runs_dir is None:
             from wikihowagent.config import load_config
@@ -454,6 +459,7 @@ class AlignRequest:
     bootstrap: int = 2000
     seed: int = 0
     figures: bool = True
+    keys: tuple[Path, ...] = ()  # key files of blind sheets (`annotate export --blind`)
 
 
 @dataclass
@@ -467,7 +473,7 @@ def run_alignment(req: AlignRequest, problems: Problems) -> AlignOutcome:
     """Read, compute and write all-or-nothing; what was left out goes to `problems`. Raises OutputDirError if
     --out changed under us (nothing written); nothing is written either when nothing could be computed."""
     res = compute(list(req.human), list(req.scores), by=req.by, n_boot=req.bootstrap, seed=req.seed,
-                  problems=problems, runs_dir=req.runs_dir)
+                  problems=problems, runs_dir=req.runs_dir, keys=list(req.keys))
     from .named import unused_inputs
 
     unused = unused_inputs(list(req.human), list(req.scores), res)

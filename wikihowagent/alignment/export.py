@@ -30,6 +30,7 @@ import numpy as np
 from wikihowagent.records import Conversation, TutorialRef
 from wikihowagent.runs import CONVERSATIONS, RESCORED_DIR, SCORE_FILES, read_conversations, run_name, scores_file
 
+from .blind import blind_id, key_csv, key_path
 from .output import write_files_atomically
 from .problems import AlignInputError, Problems
 from .schema import METRICS, SHEET_COLUMNS, SHEET_METRICS
@@ -113,6 +114,9 @@ def select(
     for p in expanded:
         convs.extend(load_run(p, problems))
     if not convs:
+        if any("not judged: evaluated without a judge" in line for line in problems.lines()):
+            raise AlignInputError("no conversation has a rubric score in the given runs (evaluated with --no-judge? "
+                                  "run `wikihowagent evaluate RUN` with a judge)")
         raise AlignInputError("no scored conversations in the given runs (run `wikihowagent evaluate` first)")
     by_tut: dict[str, list[tuple[Conversation, float]]] = {}
     for c, score in convs:
@@ -140,15 +144,33 @@ def select(
     return Selection(mode, n, seed if mode == "random" else None, chosen, rows, sorted(all_runs), len(stats))
 
 
-def sheet_csv(sel: Selection) -> str:
+def _sheet_title(c: Conversation) -> str:
+    if c.tutorial_title and c.tutorial_title != c.title:
+        return f"{c.title} — {c.tutorial_title}" if c.title else c.tutorial_title
+    return c.title
+
+
+def blind_order(sel: Selection, seed: int | None) -> list[Conversation]:
+    """The conversations in a seeded random order (`random.Random(seed).shuffle`)."""
+    order = list(sel.conversations)
+    random.Random(seed).shuffle(order)
+    return order
+
+
+def sheet_csv(sel: Selection, blind: bool = False, seed: int | None = 0) -> str:
+    """The sheet. Blind: blind ids, no run name, seeded random order (see `blind.py`)."""
     rows = []
-    for c in sel.conversations:
-        title = c.title
-        if c.tutorial_title and c.tutorial_title != c.title:
-            title = f"{c.title} — {c.tutorial_title}" if c.title else c.tutorial_title
+    for c in blind_order(sel, seed) if blind else sel.conversations:
         tid = c.tutorial_key if "|" not in c.tutorial_key else ""
-        rows.append([c.conversation_id, c.run, title, *([""] * len(SHEET_METRICS)), "", tid])
+        cid, run = (blind_id(seed, c.run, c.conversation_id), "") if blind else (c.conversation_id, c.run)
+        rows.append([cid, run, _sheet_title(c), *([""] * len(SHEET_METRICS)), "", tid])
     return csv_text(SHEET_COLUMNS, rows)
+
+
+def key_file_csv(sel: Selection, seed: int | None) -> str:
+    return key_csv([(blind_id(seed, c.run, c.conversation_id), c.conversation_id, c.run,
+                     c.tutorial_key if "|" not in c.tutorial_key else "", _sheet_title(c))
+                    for c in blind_order(sel, seed)])
 
 
 def load_rubrics(path: Path | None, problems: Problems) -> dict:
@@ -187,9 +209,10 @@ nav ol{columns:2}.meta{color:#666;font-size:.9rem}
 """
 
 
-def companion_html(sel: Selection, rubrics: dict, sheet_name: str) -> str:
+def companion_html(sel: Selection, rubrics: dict, sheet_name: str, blind: bool = False, seed: int | None = 0) -> str:
     """The annotation guide. `rubrics`: metric name -> `wikihowagent.evaluation.judge.Rubric` (see
-    `load_rubrics`); a metric without one is listed by name only."""
+    `load_rubrics`); a metric without one is listed by name only. Blind: tutorials and conversations in the
+    sheet's seeded random order, blind ids, no run name or count of runs."""
     e = html.escape
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
@@ -201,9 +224,9 @@ def companion_html(sel: Selection, rubrics: dict, sheet_name: str) -> str:
         "from <b>1 (very poor)</b> to <b>5 (excellent)</b> following the rubric below; read the tutorial "
         "first and use it as the reference. Leave a cell empty if you cannot judge it; use the "
         "<i>comment</i> column for remarks. Do not change the ids or add columns.</p>",
-        f"<p class='meta'>{len(sel.tutorials)} tutorials, {len(sel.conversations)} conversations "
-        f"from {len(sel.runs)} run(s). Selection: {e(sel.mode)} {sel.n}"
-        + (f" (seed {sel.seed})" if sel.seed is not None else "")
+        f"<p class='meta'>{len(sel.tutorials)} tutorials, {len(sel.conversations)} conversations"
+        + ("." if blind else f" from {len(sel.runs)} run(s). Selection: {e(sel.mode)} {sel.n}"
+           + (f" (seed {sel.seed})" if sel.seed is not None else ""))
         + "</p>",
         "<h2 id='rubric'>Rubric</h2>",
         "<table><tr><th>Metric</th><th>Rates</th><th>Question</th><th>5 – 1</th></tr>",
@@ -217,13 +240,15 @@ def companion_html(sel: Selection, rubrics: dict, sheet_name: str) -> str:
             f"<td>{e(r.role) if r else ''}{ref}</td><td>{e(r.question) if r else ''}</td><td>{lv}</td></tr>"
         )
     parts.append("</table>")
+    convs = blind_order(sel, seed) if blind else sel.conversations
+    keys = list(dict.fromkeys(c.tutorial_key for c in convs)) if blind else [k for k, _, _ in sel.tutorials]
     parts.append("<nav><h2>Tutorials</h2><ol>")
-    for i, (key, _, _) in enumerate(sel.tutorials, 1):
-        c = next(c for c in sel.conversations if c.tutorial_key == key)
+    for i, key in enumerate(keys, 1):
+        c = next(c for c in convs if c.tutorial_key == key)
         parts.append(f"<li><a href='#t{i}'>{e(c.title or key)}{(' — ' + e(c.tutorial_title)) if c.tutorial_title else ''}</a></li>")
     parts.append("</ol></nav>")
-    for i, (key, _, _) in enumerate(sel.tutorials, 1):
-        cs = [c for c in sel.conversations if c.tutorial_key == key]
+    for i, key in enumerate(keys, 1):
+        cs = [c for c in convs if c.tutorial_key == key]
         c0 = cs[0]
         parts.append(f"<h2 id='t{i}'>Tutorial {i}: {e(c0.title or key)}</h2>")
         parts.append("<div class='tutorial'>")
@@ -237,8 +262,12 @@ def companion_html(sel: Selection, rubrics: dict, sheet_name: str) -> str:
             parts.append("<p class='meta'>(tutorial text not available)</p>")
         parts.append("</div>")
         for j, c in enumerate(cs, 1):
-            parts.append(f"<h3>Conversation {i}.{j} <span class='cid'>{e(c.conversation_id)}</span> "
-                         f"<span class='meta'>run {e(c.run)}</span></h3>")
+            if blind:
+                parts.append(f"<h3>Conversation {i}.{j} <span class='cid'>{e(blind_id(seed, c.run, c.conversation_id))}"
+                             "</span></h3>")
+            else:
+                parts.append(f"<h3>Conversation {i}.{j} <span class='cid'>{e(c.conversation_id)}</span> "
+                             f"<span class='meta'>run {e(c.run)}</span></h3>")
             if not c.lines:
                 parts.append("<p class='meta'>(conversation text not available)</p>")
             for line in c.lines:
@@ -265,17 +294,23 @@ def export_sheet(
     in_all_runs: bool = False,
     rubrics_path: Path | None = None,
     force: bool = False,
+    blind: bool = True,
 ) -> tuple[Selection, Path, Path]:
-    """Select, then write `out` (CSV) and `out` with suffix .html, both or neither."""
+    """Select, then write `out` (CSV), `out` with suffix .html and, blind, the key file `<out stem>.key.csv`:
+    all or none. The blind order and ids use `seed`."""
     out = Path(out)
     companion = out.with_suffix(".html")
+    key = key_path(out)
     if not force:
-        for p in (out, companion):
+        for p in (out, companion, *((key,) if blind else ())):
             if p.exists():
                 raise AlignInputError(f"{p}: already exists (it may hold annotations); use --force to overwrite")
     rubrics = load_rubrics(rubrics_path, problems)  # a bad rubric file stops before any work
     sel = select(run_paths, problems, mode=mode, n=n, seed=seed, in_all_runs=in_all_runs)
-    write_files_atomically({out: sheet_csv(sel), companion: companion_html(sel, rubrics, out.name)})
+    files = {out: sheet_csv(sel, blind, seed), companion: companion_html(sel, rubrics, out.name, blind, seed)}
+    if blind:
+        files[key] = key_file_csv(sel, seed)
+    write_files_atomically(files)
     return sel, out, companion
 
 

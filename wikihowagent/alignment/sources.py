@@ -38,6 +38,7 @@ class ScoreRow:
     run: str = ""
     model: str = ""
     domain: str = ""
+    persona: str = ""  # learner persona ("" before personas)
     title: str = ""
     tutorial_id: str = ""
     where: str = ""  # path:line it came from
@@ -91,7 +92,10 @@ def discover_runs(runs_dir: Path) -> list[Path]:
     return evaluated(runs_dir, set(OUTPUT_DIRS) | {RESCORED_DIR}) + evaluated(runs_dir / RESCORED_DIR, set())
 
 
-def _metric_values(metrics: dict, loc: str, problems: Problems, missing: list[int]) -> np.ndarray:
+def _metric_values(metrics: dict, loc: str, problems: Problems, missing: list[int],
+                   unjudged: list[int] | None = None) -> np.ndarray:
+    """The 8 rubric scores; a metric stored as null counts in `missing` (the judge ran, its reply was not
+    parsed), a metric absent from the record in `unjudged` (no judge ran, e.g. `evaluate --no-judge`)."""
     by_key = None
     out = np.full(len(METRICS), np.nan)
     for j, m in enumerate(METRICS):
@@ -100,6 +104,9 @@ def _metric_values(metrics: dict, loc: str, problems: Problems, missing: list[in
             if by_key is None:
                 by_key = {norm_key(k): v for k, v in metrics.items()}
             raw = by_key.get(m.lower())
+            if raw is None and unjudged is not None and m.lower() not in by_key:
+                unjudged[j] += 1
+                continue
         if raw is None:
             missing[j] += 1
             continue
@@ -119,6 +126,7 @@ def read_scores_jsonl(path: Path, problems: Problems, default_run: str = "",
     computational metrics (custom rubrics) are added to `other_rubrics` when given."""
     last: dict[str, ScoreRow] = {}
     missing = [0] * len(METRICS)
+    unjudged = [0] * len(METRICS)
     computational = _computational_metric_names() if other_rubrics is not None else frozenset()
     seen_keys: set[str] = set()
     if not os.access(path, os.R_OK):
@@ -130,15 +138,17 @@ def read_scores_jsonl(path: Path, problems: Problems, default_run: str = "",
         run = rec.run or default_run
         last[rec.conversation_id] = ScoreRow(
             conversation_id=rec.conversation_id,
-            values=_metric_values(rec.metrics, f"{path}:{n}", problems, missing),
+            values=_metric_values(rec.metrics, f"{path}:{n}", problems, missing, unjudged),
             run=run,
             model=model_label(rec.teacher, rec.learner, run),
             domain=rec.domain,
+            persona=rec.persona,
             title=rec.title,
             tutorial_id=rec.tutorial_id,
             where=f"{path}:{n}",
         )
     _report_missing(str(path), missing, problems, "judge reply not parsed")
+    _report_missing(str(path), unjudged, problems, "not judged: evaluated without a judge, e.g. --no-judge")
     if other_rubrics is not None:
         other_rubrics.update(k for k in seen_keys if isinstance(k, str) and is_other_rubric(k, computational))
     return list(last.values())

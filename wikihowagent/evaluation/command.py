@@ -18,7 +18,7 @@ def evaluate(
     no_judge: Annotated[bool, typer.Option("--no-judge", help="Computational metrics only (no LLM calls).")] = False,
     compat: Annotated[Optional[str], typer.Option(metavar="paper", help="'paper': the released code's metric definitions, to compare with the paper's tables.")] = None,
     baseline: Annotated[Optional[Path], typer.Option(help="Run to compare the others with (Table 2 view, ↑/↓).")] = None,
-    by: Annotated[Optional[str], typer.Option(metavar="domain", help="'domain': per-domain breakdown (Figure 5).")] = None,
+    by: Annotated[Optional[str], typer.Option(metavar="domain|persona", help="'domain': per-domain breakdown (Figure 5); 'persona': per learner persona (by_persona.csv).")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Output directory: <OUT>/<run>/scores.jsonl and the summary files.")] = None,
     rubrics: Annotated[Optional[Path], typer.Option(help="Rubric JSON file (default: data/rubrics.json).")] = None,
     config: Annotated[Optional[Path], typer.Option(help="YAML config overriding configs/default.yaml.")] = None,
@@ -53,6 +53,8 @@ def evaluate(
     print_summary(result.summary, stdout, title="Evaluation summary" + (" (--compat paper)" if request.mode == "paper" else ""))
     if result.domain_table is not None:
         print_by_domain(result.domain_table, stdout)
+    if result.persona_table is not None:
+        print_by_domain(result.persona_table, stdout, key="persona")
     console.print("wrote " + ", ".join(str(p) for p in result.written), highlight=False)
 
 

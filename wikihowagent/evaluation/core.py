@@ -25,7 +25,7 @@ class EvaluateRequest:
     judge: bool = True  # False = --no-judge
     compat: str | None = None  # "paper"
     baseline: Path | None = None
-    by: str | None = None  # "domain"
+    by: str | None = None  # "domain" | "persona"
     out: Path | None = None
     rubrics: Path | None = None
     config: Path | None = None
@@ -44,6 +44,7 @@ class EvaluateRequest:
 class EvaluationSummary:
     summary: Any  # summary.Summary
     domain_table: Any = None  # pandas DataFrame with --by domain
+    persona_table: Any = None  # pandas DataFrame with --by persona
     written: list[Path] = field(default_factory=list)
 
 
@@ -60,8 +61,8 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
 
     if req.compat not in (None, "paper"):
         raise EvaluateError(f"--compat: only 'paper' is supported, not {req.compat!r}")
-    if req.by not in (None, "domain"):
-        raise EvaluateError(f"--by: only 'domain' is supported, not {req.by!r}")
+    if req.by not in (None, "domain", "persona"):
+        raise EvaluateError(f"--by: only 'domain' or 'persona' is supported, not {req.by!r}")
     mode = req.mode
     try:
         cfg = load_config(req.config)
@@ -213,6 +214,12 @@ def _summarize(results, rubric_names, base_name, req: EvaluateRequest, runs_dir:
         p = out_dir / "by_domain.csv"
         domain_df.to_csv(p, index=False)
         written.append(p)
+    persona_df = None
+    if req.by == "persona":
+        persona_df = by_domain(run_scores, rubric_names, key="persona")
+        p = out_dir / "by_persona.csv"
+        persona_df.to_csv(p, index=False)
+        written.append(p)
     if req.figures:
         written += write_figures(summary, rubric_names, out_dir, domain_df)
-    return EvaluationSummary(summary=summary, domain_table=domain_df, written=written)
+    return EvaluationSummary(summary=summary, domain_table=domain_df, persona_table=persona_df, written=written)

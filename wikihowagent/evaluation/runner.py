@@ -326,7 +326,7 @@ class Evaluation:
             notes = list(cs.notes)
         return ScoreRecord(
             conversation_id=c.conversation_id, run=src.name, tutorial_id=c.tutorial_id, title=c.title,
-            domain=c.domain, teacher=c.teacher, learner=c.learner,
+            domain=c.domain, teacher=c.teacher, learner=c.learner, persona=c.persona,
             mode="paper" if self.opts.mode == "paper" else "default",
             metrics=metrics, judge=judge, notes=notes,
         )

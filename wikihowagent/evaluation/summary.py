@@ -48,6 +48,7 @@ def load_run_scores(name: str, label: str, path: Path, rubric_names: list[str], 
         rs.rows.append({
             "conversation_id": cid,
             "domain": rec.domain or "(none)",
+            "persona": rec.persona or "(none)",
             "metrics": rec.metrics,
             "failures": list(rec.judge_failures),
             "judged": [n for n in rubric_names if n in rec.metrics],
@@ -227,8 +228,10 @@ def _legend(s: Summary) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
-def by_domain(runs: list[RunScores], rubric_names: list[str]) -> Any:
-    """DataFrame: one row per (run, domain) with n and the mean of every metric (% / 1-5) and of the rubrics."""
+def by_domain(runs: list[RunScores], rubric_names: list[str], key: str = "domain") -> Any:
+    """DataFrame: one row per (run, domain) with n and the mean of every metric (% / 1-5) and of the rubrics.
+
+    `key="persona"` groups by the learner persona instead (`evaluate --by persona`)."""
     import pandas as pd
 
     cols = metric_columns(runs, rubric_names)
@@ -236,9 +239,9 @@ def by_domain(runs: list[RunScores], rubric_names: list[str]) -> Any:
     for r in runs:
         groups: dict[str, list[dict[str, Any]]] = {}
         for x in r.rows:
-            groups.setdefault(x["domain"], []).append(x)
+            groups.setdefault(x[key], []).append(x)
         for dom, xs in sorted(groups.items()):
-            rec: dict[str, Any] = {"run": r.name, "label": r.label, "domain": dom, "n": len(xs)}
+            rec: dict[str, Any] = {"run": r.name, "label": r.label, key: dom, "n": len(xs)}
             for m in cols:
                 rec[header(m)] = _round(_stats([x["metrics"].get(m) for x in xs])[0] * _scale(m))
             rub = [_conv_rubric_mean(x, rubric_names) for x in xs]
@@ -252,21 +255,24 @@ def _conv_rubric_mean(x: dict[str, Any], rubric_names: list[str]) -> float | Non
     return sum(vals) / len(vals) if vals else None
 
 
-def print_by_domain(df: Any, console: Any) -> None:
+def print_by_domain(df: Any, console: Any, key: str = "domain") -> None:
     from rich.table import Table
 
     if df.empty:
         return
     value = "Rubric mean" if df["Rubric mean"].notna().any() else None
+    what = "mean rubric score (1-5)"
+    if value is None and key == "persona" and "Question (%)" in df and df["Question (%)"].notna().any():
+        value, what = "Question (%)", "Question Ratio (%)"  # what a persona changes first
     runs = list(dict.fromkeys(df["run"]))
-    t = Table(title="Per domain: " + ("mean rubric score (1-5)" if value else "conversations"))
-    t.add_column("Domain")
+    t = Table(title=f"Per {key}: " + (what if value else "conversations"))
+    t.add_column(key.capitalize())
     for r in runs:
         t.add_column(r, justify="right", overflow="fold")
-    for dom in sorted(set(df["domain"])):
+    for dom in sorted(set(df[key])):
         cells = []
         for r in runs:
-            sel = df[(df["run"] == r) & (df["domain"] == dom)]
+            sel = df[(df["run"] == r) & (df[key] == dom)]
             if sel.empty:
                 cells.append("–")
             elif value:

@@ -43,6 +43,10 @@ def generate(
     retries: Annotated[Optional[int], typer.Option(min=0, help="Retries with backoff per request.")] = None,
     retry_failed: Annotated[bool, typer.Option(help="On resume, run failed conversations again.")] = True,
     skip_invalid: Annotated[bool, typer.Option(help="Skip (and list) bad articles instead of stopping.")] = False,
+    learner_persona: Annotated[Optional[list[str]], typer.Option(help="Learner persona from configs/personas.yaml: paper (default), curious, novice, passive, skeptical, distracted, expert. Repeat to mix personas (round-robin over the tutorials).")] = None,
+    max_clarifications: Annotated[Optional[int], typer.Option(min=0, help="Learner questions answered per step before moving on (default 2).")] = None,
+    manager: Annotated[Optional[str], typer.Option(help="Who classifies learner messages: rules (Algorithm 1, default) or llm (a model: question / understood / off-topic / wants-to-stop, rules on a parse failure).")] = None,
+    manager_model: Annotated[Optional[str], typer.Option(help="Model spec of --manager llm (default: the teacher's).")] = None,
     shard: Annotated[Optional[str], typer.Option(help="K/N: run only every N-th tutorial starting at K (0-based; cluster array jobs) into <run>/shards/K-of-N; join them with `wikihowagent merge`.")] = None,
 ) -> None:
     """Simulate teacher-learner conversations over tutorials into a resumable run directory."""
@@ -60,6 +64,8 @@ def generate(
         sample=sample, per=per, sample_seed=sample_seed, shard=shard, retry_failed=retry_failed,
         skip_invalid=skip_invalid, base_url=base_url, concurrency=concurrency, max_interactions=max_interactions,
         history=history, temperature=temperature, seed=seed, max_tokens=max_tokens, timeout=timeout, retries=retries,
+        learner_personas=tuple(learner_persona or ()), max_clarifications=max_clarifications, manager=manager,
+        manager_model=manager_model,
     )
     try:
         summary = run_generation(request, console)
@@ -79,7 +85,9 @@ def generate(
         f": {counts['conversations']} conversations "
         f"({counts['finished']} finished, {counts['max_interactions']} cut at {summary.max_interactions} messages, "
         f"{counts['failed']} failed); this run: {stats.done} done, {stats.failed} failed, "
-        f"{stats.completion_tokens} tokens generated"))
+        f"{stats.completion_tokens} tokens generated; turn checks: {counts['turn_retries']} replies retried, "
+        f"{counts['turn_warnings']} turns kept with a warning"
+        + (f"; llm manager: {counts['manager_fallbacks']} fallbacks to the rules" if summary.llm_manager else "")))
     raise typer.Exit(summary.exit_code)
 
 

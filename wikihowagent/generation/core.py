@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import platform
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import metadata
@@ -41,6 +41,8 @@ from wikihowagent.runs import (
     write_run_info,
 )
 from wikihowagent.workflow.graph import WorkflowOptions, build_graph, initial_state, recursion_limit
+from wikihowagent.workflow.manager import Manager
+from wikihowagent.workflow.personas import Persona
 from wikihowagent.workflow.prompts import PromptTemplates
 
 VERSIONED_PACKAGES = ("langgraph", "langchain-core", "langchain-openai", "langchain-ollama", "xllamacpp", "pydantic")
@@ -50,9 +52,12 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-def default_run_name(teacher: str, learner: str, evaluator: str | None) -> str:
-    """The paper's run naming, T-<teacher>_L-<learner>_E-<evaluator>, made filesystem-safe."""
+def default_run_name(teacher: str, learner: str, evaluator: str | None, personas: list[str] | None = None) -> str:
+    """The paper's run naming, T-<teacher>_L-<learner>_E-<evaluator>, made filesystem-safe; learner personas
+    other than the paper's add _P-<persona>[+<persona>...]."""
     name = f"T-{teacher}_L-{learner}_E-{evaluator or teacher}"
+    if personas and personas != ["paper"]:
+        name += "_P-" + "+".join(personas)
     return re.sub(r"[^A-Za-z0-9._+=-]+", "-", name)
 
 
@@ -73,21 +78,30 @@ class RunStats:
     done: int = 0  # finished now (ok)
     failed: int = 0  # finished now with an error
     completion_tokens: int = 0
+    turn_warnings: int = 0  # turns kept with a turn-check warning (echo, wrong role)
+    turn_retries: int = 0  # replies retried after a turn check
+    manager_fallbacks: int = 0  # learner turns the llm manager could not classify (the rules decided)
     errors: list[str] = field(default_factory=list)
 
 
 def to_record(tutorial: Tutorial, state: dict[str, Any], run_name: str, teacher: str, learner: str,
-              started: str, options: WorkflowOptions) -> ConversationRecord:
+              started: str, options: WorkflowOptions, manager: str = "rules") -> ConversationRecord:
     turns = list(state.get("messages", []))
+    for index, label, fell_back in state.get("labels", []):
+        turns[index] = turns[index].model_copy(update={"manager_label": label, "manager_fallback": fell_back})
     error = state.get("error")
     finished = bool(state.get("finished"))
-    warnings = []
+    warnings = [f"turn {i} ({t.role}): {w}" for i, t in enumerate(turns) for w in t.warnings]
     if error and finished:  # only the learner's goodbye after FINISHED failed: the conversation is complete
-        warnings, error = [f"farewell not generated: {error}"], None
+        warnings, error = [*warnings, f"farewell not generated: {error}"], None
     if error:
         stop = "error"
     elif finished:
         stop = "finished"
+    elif state.get("stopped"):
+        stop = "learner_stopped"
+    elif state.get("quit"):
+        stop = "quit"
     elif len(turns) >= options.max_interactions:
         stop = "max_interactions"
     else:  # cannot happen with the graph's routing; say so rather than guess
@@ -112,6 +126,8 @@ def to_record(tutorial: Tutorial, state: dict[str, Any], run_name: str, teacher:
         warnings=warnings,
         teacher=teacher,
         learner=learner,
+        persona=persona.name if (persona := state.get("persona")) is not None else "",
+        manager=manager,
         started_at=started,
         ended_at=now(),
     )
@@ -163,12 +179,17 @@ async def run_conversations(
     concurrency: int,
     on_done: Callable[[ConversationRecord], None] | None = None,
     stats: RunStats | None = None,
+    personas: Mapping[str, Persona] | None = None,
+    manager: Manager | None = None,
+    manager_spec: str = "rules",
 ) -> RunStats:
     """Run `tutorials` through the graph with at most `concurrency` conversations in flight.
 
     `stats` (updated in place, so progress displays can read it) defaults to a fresh RunStats.
+    `personas` maps a tutorial id to its learner persona (default: the prompts file's learner); `manager`
+    classifies learner messages (default: the rules), recorded as `manager_spec`.
     """
-    graph = build_graph(teacher_model, learner_model, prompts, options)
+    graph = build_graph(teacher_model, learner_model, prompts, options, manager)
     stats = stats if stats is not None else RunStats(total=len(tutorials))
     queue: asyncio.Queue[Tutorial] = asyncio.Queue()
     for t in tutorials:
@@ -185,10 +206,12 @@ async def run_conversations(
                     return
                 started = now()
                 try:
-                    state = await graph.ainvoke(initial_state(tutorial), config=config)
+                    cid = make_conversation_id(run_name, tutorial.tutorial_id)
+                    persona = (personas or {}).get(tutorial.tutorial_id)
+                    state = await graph.ainvoke(initial_state(tutorial, cid, persona), config=config)
                 except Exception as exc:  # a graph-level failure still yields a record
                     state = {"messages": [], "error": f"{type(exc).__name__}: {exc}".splitlines()[0]}
-                record = to_record(tutorial, state, run_name, teacher, learner, started, options)
+                record = to_record(tutorial, state, run_name, teacher, learner, started, options, manager_spec)
                 # Single-threaded event loop: appends never interleave.
                 sink.append(record)
                 if record.error:
@@ -197,6 +220,9 @@ async def run_conversations(
                 else:
                     stats.done += 1
                 stats.completion_tokens += sum(t.completion_tokens for t in record.turns)
+                stats.turn_warnings += sum(len(t.warnings) for t in record.turns)
+                stats.turn_retries += sum(len(t.retried) for t in record.turns)
+                stats.manager_fallbacks += sum(t.manager_fallback for t in record.turns)
                 if on_done is not None:
                     on_done(record)
 
@@ -227,6 +253,10 @@ def count_records(records: list[ConversationRecord]) -> dict[str, int]:
         "finished": sum(1 for r in records if r.stop_reason == "finished"),
         "max_interactions": sum(1 for r in records if r.stop_reason == "max_interactions"),
         "failed": sum(1 for r in records if r.error),
+        "turn_warnings": sum(len(t.warnings) for r in records for t in r.turns),
+        "turn_retries": sum(len(t.retried) for r in records for t in r.turns),
+        "manager_fallbacks": sum(t.manager_fallback for r in records for t in r.turns),
+        "learner_stopped": sum(1 for r in records if r.stop_reason == "learner_stopped"),
     }
 
 
@@ -334,13 +364,20 @@ class GenerateRequest:
     max_tokens: int | None = None
     timeout: float | None = None
     retries: int | None = None
+    learner_personas: tuple[str, ...] = ()  # configs/personas.yaml names; () = the config's (paper)
+    max_clarifications: int | None = None
+    manager: str | None = None  # workflow/manager.py MANAGERS: rules | llm
+    manager_model: str | None = None  # the llm manager's spec (default: the teacher's)
 
     def config_overrides(self) -> dict[str, Any]:
         return {
             "concurrency": self.concurrency,
             "model": {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens,
                       "timeout_s": self.timeout, "max_retries": self.retries},
-            "workflow": {"max_interactions": self.max_interactions, "history": self.history},
+            "workflow": {"max_interactions": self.max_interactions, "history": self.history,
+                         "learner_personas": list(self.learner_personas) or None,
+                         "max_clarifications_per_step": self.max_clarifications, "manager": self.manager,
+                         "manager_model": self.manager_model},
         }
 
 
@@ -352,6 +389,7 @@ class GenerateSummary:
     max_interactions: int = 0
     interrupted: bool = False
     disk_full: str | None = None  # the one-line message when the disk filled up (the run is "interrupted")
+    llm_manager: bool = False
 
     @property
     def exit_code(self) -> int:
@@ -398,6 +436,15 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
     except ConfigError as exc:
         raise GenerateError(str(exc)) from None
     selected, source = _select_tutorials(req, cfg, console)
+    from wikihowagent.workflow.manager import MANAGERS
+    from wikihowagent.workflow.personas import select_personas
+
+    try:  # assigned before sharding, so every shard (and a resume) assigns alike
+        personas = assign_personas(selected, select_personas(cfg.workflow.learner_personas, cfg.personas or None))
+    except ConfigError as exc:
+        raise GenerateError(str(exc)) from None
+    if cfg.workflow.manager not in MANAGERS:
+        raise GenerateError(f"--manager {cfg.workflow.manager!r}: expected one of {', '.join(MANAGERS)}")
     shard_kn = None
     if req.shard:
         try:
@@ -413,6 +460,8 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
         prompts = load_prompts(cfg.prompts or None)
         aliases = Path(cfg.models) if cfg.models else None
         roles = {"teacher": req.teacher, "learner": learner}
+        if cfg.workflow.manager == "llm":
+            roles["manager"] = cfg.workflow.manager_model or req.teacher
         resolved = {}
         urls = {}  # --base-url is for openai: specs; an Ollama or local role keeps its own endpoint
         for role, spec in roles.items():
@@ -424,8 +473,11 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
     except (BackendError, ConfigError) as exc:
         raise GenerateError(str(exc)) from None
     options = WorkflowOptions(max_interactions=cfg.workflow.max_interactions, history=cfg.workflow.history,
-                              learner_farewell=cfg.workflow.learner_farewell)
-    name = req.out.name if req.out else default_run_name(req.teacher, learner, req.evaluator)
+                              learner_farewell=cfg.workflow.learner_farewell,
+                              max_clarifications_per_step=cfg.workflow.max_clarifications_per_step,
+                              seed=cfg.model.seed)
+    name = req.out.name if req.out else default_run_name(req.teacher, learner, req.evaluator,
+                                                           cfg.workflow.learner_personas)
     run_dir = req.out or Path(cfg.runs_dir) / name
     if shard_kn is not None:  # shards keep the run's name, so conversation ids do not depend on sharding
         run_dir = shard_dir(run_dir, *shard_kn)
@@ -435,6 +487,7 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
         "teacher": req.teacher, "learner": learner, "evaluator": req.evaluator or req.teacher,
         "model": cfg.model.model_dump(exclude={"timeout_s", "max_retries"}), "workflow": cfg.workflow.model_dump(),
         "prompts": prompts.model_dump(), "tutorials_source": source,
+        "personas": {p.name: p.model_dump() for p in personas.values()},
     }
     if any(r.provider == "local" for r in resolved.values()):
         fingerprint["local"] = cfg.local.model_dump(include={"max_tokens", "n_ctx"})
@@ -454,7 +507,7 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
 
             try:
                 return _run(cfg, run_dir, name, fingerprint, endpoints, selected, source, filters, req.retry_failed,
-                            options, prompts, roles, model_for, console)
+                            options, prompts, roles, model_for, console, personas)
             finally:
                 shutdown_local_servers()
     except (RunError, BackendError) as exc:
@@ -464,7 +517,9 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
 def _run(cfg: Config, run_dir: Path, name: str, fingerprint: dict[str, Any], endpoints: dict[str, Any],
          selected: list[Tutorial], source: str, filters: dict[str, Any], retry_failed: bool, options: WorkflowOptions,
          prompts: PromptTemplates, roles: dict[str, str], model_for: Callable[[str], BaseChatModel],
-         console: Any) -> GenerateSummary:
+         console: Any, personas: Mapping[str, Persona]) -> GenerateSummary:
+    from wikihowagent.workflow.manager import MANAGERS
+
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
     from rich.text import Text
 
@@ -477,11 +532,15 @@ def _run(cfg: Config, run_dir: Path, name: str, fingerprint: dict[str, Any], end
                                 f"already done, {len(todo)} to go (teacher={roles['teacher']}, "
                                 f"learner={roles['learner']}, concurrency={cfg.concurrency})"))
     teacher_model, learner_model = (model_for("teacher"), model_for("learner")) if todo else (None, None)
+    llm_manager = "manager" in roles
+    manager = MANAGERS[cfg.workflow.manager](model_for("manager") if llm_manager and todo else None)
+    manager_spec = f"llm:{roles['manager']}" if llm_manager else cfg.workflow.manager
     info = run_info(name, fingerprint, cfg, endpoints, source, (previous and previous.started_at) or now(), filters)
     if previous is not None:
         info.resumed_at = now()
     write_run_info(run_dir, info)
-    summary = GenerateSummary(run_dir=run_dir, stats=stats, max_interactions=options.max_interactions)
+    summary = GenerateSummary(run_dir=run_dir, stats=stats, max_interactions=options.max_interactions,
+                              llm_manager=llm_manager)
     try:
         if todo:
             progress = Progress(
@@ -499,7 +558,7 @@ def _run(cfg: Config, run_dir: Path, name: str, fingerprint: dict[str, Any], end
                 asyncio.run(run_conversations(
                     todo, teacher_model, learner_model, prompts, options, run_dir / CONVERSATIONS,
                     run_name=name, teacher=roles["teacher"], learner=roles["learner"], concurrency=cfg.concurrency,
-                    on_done=on_done, stats=stats,
+                    on_done=on_done, stats=stats, personas=personas, manager=manager, manager_spec=manager_spec,
                 ))
     except KeyboardInterrupt:
         summary.interrupted = True
@@ -513,3 +572,8 @@ def _run(cfg: Config, run_dir: Path, name: str, fingerprint: dict[str, Any], end
             summary.disk_full = summary.disk_full or str(exc)
     summary.counts = info.counts
     return summary
+
+
+def assign_personas(tutorials: list[Tutorial], personas: list[Persona]) -> dict[str, Persona]:
+    """Round-robin over the selected tutorials (before sharding), so a resume or a shard assigns alike."""
+    return {t.tutorial_id: personas[i % len(personas)] for i, t in enumerate(tutorials)}

@@ -9,6 +9,11 @@ Departures from the released code, each a fix of a quirk the paper's own Algorit
 - the learner's acknowledgement of the fixed BEGIN turn does not advance the step, so step 1 is taught;
 - a question right after BEGIN is not a "clarification" (no step has been presented yet);
 - `history > 0` shows the agents the last N messages (the paper: only the last utterance).
+
+Additions: the learner's persona (workflow/personas.py) decides each learner turn's intent with a seeded
+policy; at most `max_clarifications_per_step` questions are answered per step; every model reply passes the
+turn checks (workflow/checks.py: empty, echo, wrong role), retried once with a reminder, then an empty reply
+fails the conversation and the other problems stay as a warning on the turn.
 """
 
 from __future__ import annotations
@@ -19,13 +24,16 @@ from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.graph import END, START, StateGraph
+from langgraph.types import interrupt
 
 from wikihowagent.records import Tutorial, Turn, conversation_lines
+from wikihowagent.workflow.checks import EMPTY, check_turn, reminder
+from wikihowagent.workflow.manager import Manager, RulesManager, asks_question  # noqa: F401 (re-exported)
+from wikihowagent.workflow.personas import Persona
 from wikihowagent.workflow.prompts import PromptTemplates
 
-NEXT_STEP = "next step"
 
 
 class ConversationState(TypedDict, total=False):
@@ -36,6 +44,11 @@ class ConversationState(TypedDict, total=False):
     needs_clarification: bool
     finished: bool  # the teacher has closed with FINISHED
     error: str | None
+    conversation_id: str  # seeds the persona's question policy
+    persona: Persona | None  # None = the prompts file's learner (the paper)
+    clarifications: int  # questions answered at `current_step`
+    labels: Annotated[list[tuple[int, str, bool]], operator.add]  # (message index, manager label, fell back)
+    stopped: bool  # the manager classified a learner message as wants-to-stop
 
 
 @dataclass(frozen=True)
@@ -43,11 +56,9 @@ class WorkflowOptions:
     max_interactions: int = 40  # messages, teacher and learner together
     history: int = 0
     learner_farewell: bool = True
-
-
-def asks_question(text: str) -> bool:
-    """The paper's rule: a question mark and no request for the next step."""
-    return "?" in text and NEXT_STEP not in text.lower()
+    max_clarifications_per_step: int = 2
+    seed: int = 42  # of the personas' question policy
+    human: str | None = None  # "teacher" | "learner": a person plays that role (`wikihowagent chat`)
 
 
 def format_history(turns: list[Turn], n: int, header: str) -> str:
@@ -66,10 +77,58 @@ async def _call(model: BaseChatModel, messages: list[BaseMessage]) -> tuple[str,
     return text.strip(), int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)), latency
 
 
+class EmptyReplyError(RuntimeError):
+    pass
+
+
+async def checked_call(model: BaseChatModel, messages: list[BaseMessage], role: str,
+                       other_last: str | None) -> tuple[str, dict[str, Any]]:
+    """`_call` plus the turn checks: one retry with a reminder; returns the text and the Turn fields.
+
+    Raises EmptyReplyError if the reply is still empty after the retry.
+    """
+    text, p_tok, c_tok, latency = await _call(model, messages)
+    problem = check_turn(role, text, other_last)
+    retried, warnings = [], []
+    if problem is not None:
+        last = messages[-1]
+        nudged = [*messages[:-1], HumanMessage(content=f"{last.content}\n\n{reminder(role, problem)}")]
+        text, p2, c2, l2 = await _call(model, nudged)
+        p_tok, c_tok, latency = p_tok + p2, c_tok + c2, latency + l2
+        retried = [problem]
+        again = check_turn(role, text, other_last)
+        if again == EMPTY:
+            raise EmptyReplyError(f"{role}: empty reply (also after a retry)")
+        warnings = [again] if again else []
+    return text, dict(prompt_tokens=p_tok, completion_tokens=c_tok, latency_s=round(latency, 3),
+                      retried=retried, warnings=warnings)
+
+
+def _failure(role: str, exc: Exception) -> str:
+    if isinstance(exc, EmptyReplyError):
+        return str(exc)
+    return f"{role}: {type(exc).__name__}: {exc}".splitlines()[0]
+
+
+def human_turn(state: ConversationState, role: str, kind: str = "model") -> Turn:
+    """A person's turn: LangGraph's interrupt hands the request out and resumes with the typed text."""
+    tut, messages = state["tutorial"], state.get("messages", [])
+    step = min(state.get("current_step", 0), len(tut.steps) - 1)
+    text = interrupt({"role": role, "step": step, "num_steps": len(tut.steps), "step_text": tut.steps[step],
+                      "clarification": bool(state.get("needs_clarification")),
+                      "last": messages[-1].text if messages else ""})
+    return Turn(role=role, text=str(text).strip(), step=step, kind=kind, intent="human" if role == "learner" else None)
+
+
 def build_graph(
-    teacher: BaseChatModel, learner: BaseChatModel, prompts: PromptTemplates, options: WorkflowOptions
+    teacher: BaseChatModel | None, learner: BaseChatModel | None, prompts: PromptTemplates, options: WorkflowOptions,
+    manager: Manager | None = None, checkpointer: Any = None,
 ):
-    """Compile the conversation graph. Invoke it with `initial_state(tutorial)`."""
+    """Compile the conversation graph. Invoke it with `initial_state(tutorial)`.
+
+    `manager` classifies each learner message (workflow/manager.py; default: the paper's rules). With
+    `options.human`, that role's node interrupts for a person's text (needs a `checkpointer`)."""
+    manager = manager or RulesManager()
 
     async def teacher_node(state: ConversationState) -> dict[str, Any]:
         tut, messages, step = state["tutorial"], state.get("messages", []), state.get("current_step", 0)
@@ -80,6 +139,9 @@ def build_graph(
             turn = Turn(role="teacher", text=prompts.finish, step=len(tut.steps) - 1, kind="finish")
             return {"messages": [turn], "finished": True}
         clarification = bool(state.get("needs_clarification"))
+        if options.human == "teacher":
+            turn = human_turn(state, "teacher", "clarification" if clarification else "model")
+            return {"messages": [turn], "needs_clarification": False, "step_presented": True}
         prompt = prompts.teacher_messages(
             summary=tut.summary,
             step_index=step + 1,
@@ -90,42 +152,56 @@ def build_graph(
             clarification=clarification,
         )
         try:
-            text, p_tok, c_tok, latency = await _call(teacher, prompt)
+            text, fields = await checked_call(teacher, prompt, "teacher", messages[-1].text)
         except Exception as exc:  # recorded in the conversation's record; the run goes on
-            return {"error": f"teacher: {type(exc).__name__}: {exc}".splitlines()[0]}
+            return {"error": _failure("teacher", exc)}
         kind = "clarification" if clarification else "model"
-        turn = Turn(role="teacher", text=text, step=step, kind=kind, prompt_tokens=p_tok,
-                    completion_tokens=c_tok, latency_s=round(latency, 3))
+        turn = Turn(role="teacher", text=text, step=step, kind=kind, **fields)
         return {"messages": [turn], "needs_clarification": False, "step_presented": True}
 
     async def learner_node(state: ConversationState) -> dict[str, Any]:
-        messages = state["messages"]
-        prompt = prompts.learner_messages(
-            instruction=messages[-1].text,
-            history=format_history(messages[:-1], options.history, prompts.history_header),
-        )
+        if options.human == "learner":
+            return {"messages": [human_turn(state, "learner")]}
+        messages, tut = state["messages"], state["tutorial"]
+        step = min(state.get("current_step", 0), len(tut.steps) - 1)
+        history = format_history(messages[:-1], options.history, prompts.history_header)
+        persona = state.get("persona")
+        intent = learner_intent(state, options)
+        if intent == "free":
+            prompt = prompts.learner_messages(instruction=messages[-1].text, history=history)
+        else:
+            prompt = persona.messages(intent, instruction=messages[-1].text, history=history,
+                                      step_index=step + 1, num_steps=len(tut.steps))
         try:
-            text, p_tok, c_tok, latency = await _call(learner, prompt)
+            text, fields = await checked_call(learner, prompt, "learner", messages[-1].text)
         except Exception as exc:
-            return {"error": f"learner: {type(exc).__name__}: {exc}".splitlines()[0]}
-        turn = Turn(role="learner", text=text, step=min(state.get("current_step", 0), len(state["tutorial"].steps) - 1),
-                    prompt_tokens=p_tok, completion_tokens=c_tok, latency_s=round(latency, 3))
-        return {"messages": [turn]}
+            return {"error": _failure("learner", exc)}
+        return {"messages": [Turn(role="learner", text=text, step=step, intent=intent, **fields)]}
 
-    def manager_node(state: ConversationState) -> dict[str, Any]:
-        """Algorithm 1, lines 14-18: after a learner message, flag a clarification or advance."""
+    async def manager_node(state: ConversationState) -> dict[str, Any]:
+        """Algorithm 1, lines 14-18: after a learner message, flag a clarification or advance.
+
+        A question (or an off-topic message, which the teacher answers by teaching the step again) is
+        answered at most `max_clarifications_per_step` times per step; wants-to-stop ends the conversation."""
         messages = state.get("messages", [])
         if state.get("error") or not messages or messages[-1].role != "learner" or state.get("finished"):
             return {}
         if not state.get("step_presented"):
             return {}  # the acknowledgement of BEGIN: the teacher now presents step 1
-        if asks_question(messages[-1].text):
-            return {"needs_clarification": True}
-        return {"current_step": state.get("current_step", 0) + 1, "step_presented": False}
+        step = state.get("current_step", 0)
+        label, fell_back = await manager.classify(state["tutorial"].steps[step], messages[-2].text,
+                                                  messages[-1].text)
+        out: dict[str, Any] = {"labels": [(len(messages) - 1, label, fell_back)]}
+        asked = state.get("clarifications", 0)
+        if label == "wants-to-stop":
+            return {**out, "stopped": True}
+        if label in ("question", "off-topic") and asked < options.max_clarifications_per_step:
+            return {**out, "needs_clarification": label == "question", "clarifications": asked + 1}
+        return {**out, "current_step": step + 1, "step_presented": False, "clarifications": 0}
 
     def route(state: ConversationState) -> str:
         messages = state.get("messages", [])
-        if state.get("error") or len(messages) >= options.max_interactions:
+        if state.get("error") or state.get("stopped") or len(messages) >= options.max_interactions:
             return END
         last = messages[-1]
         if state.get("finished"):
@@ -141,12 +217,28 @@ def build_graph(
     graph.add_edge("teacher", "manager")
     graph.add_edge("learner", "manager")
     graph.add_conditional_edges("manager", route, {"teacher": "teacher", "learner": "learner", END: END})
-    return graph.compile()
+    return graph.compile(checkpointer=checkpointer)
 
 
-def initial_state(tutorial: Tutorial) -> ConversationState:
+def learner_intent(state: ConversationState, options: WorkflowOptions) -> str:
+    """The intent of the next learner turn (see workflow/personas.py)."""
+    persona = state.get("persona")
+    if persona is None or not persona.has_policy:
+        return "free"
+    if state.get("finished"):
+        return "farewell"
+    if not state.get("step_presented"):
+        return "begin"
+    return persona.intent(seed=options.seed, conversation_id=state.get("conversation_id", ""),
+                          step=state.get("current_step", 0), asked_at_step=state.get("clarifications", 0),
+                          limit=options.max_clarifications_per_step)
+
+
+def initial_state(tutorial: Tutorial, conversation_id: str = "", persona: Persona | None = None) -> ConversationState:
     return ConversationState(messages=[], tutorial=tutorial, current_step=0, step_presented=False,
-                             needs_clarification=False, finished=False, error=None)
+                             needs_clarification=False, finished=False, error=None,
+                             conversation_id=conversation_id, persona=persona, clarifications=0, labels=[],
+                             stopped=False)
 
 
 def recursion_limit(options: WorkflowOptions) -> int:

@@ -1,0 +1,129 @@
+"""`--manager rules` vs `--manager llm` on the embedded model: BENCHMARKS.md section "manager".
+
+(a) Agreement: every learner message the manager classified in the persona runs (scripts/bench_personas.py,
+    OUT/<persona>/conversations.jsonl) is classified again by the llm manager (the embedded model); we report
+    how often it agrees with the rules (question vs not), how often each agrees with the turn's seeded
+    intent (ask/drift = a question was meant), and the llm manager's parse fallbacks.
+(b) Effect on a conversation: `generate --learner-persona P --manager llm` on the same tutorials as the rules
+    run OUT/P, both evaluated with `--no-judge`: Question Ratio, clarifications, Completion, fallbacks.
+
+    python scripts/bench_manager.py [--out runs/bench-personas] [--persona curious] [--tutorials 3] [--write-md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from bench_personas import DEMO_DOMAINS, ORDER, cli, measure  # noqa: E402
+from benchmarks_md import write_section  # noqa: E402
+
+
+def learner_messages(out: Path) -> list[dict]:
+    """(step text, teacher text, learner text, intent) of every learner turn a manager classified."""
+    items = []
+    for persona in ORDER:
+        path = out / persona / "conversations.jsonl"
+        if not path.exists():
+            continue
+        for line in path.open(encoding="utf-8"):
+            rec = json.loads(line)
+            turns = rec["turns"]
+            for i, t in enumerate(turns):
+                if t["role"] == "learner" and t.get("manager_label") and i > 0:
+                    items.append({"persona": persona, "step": rec["tutorial"]["steps"][t["step"]],
+                                  "teacher": turns[i - 1]["text"], "learner": t["text"], "intent": t.get("intent"),
+                                  "rules": t["manager_label"]})
+    return items
+
+
+async def classify_all(items: list[dict]) -> None:
+    from wikihowagent.backends import make_chat_model, shutdown_local_servers
+    from wikihowagent.config import load_config
+    from wikihowagent.workflow.manager import MANAGERS
+
+    cfg = load_config()
+    manager = MANAGERS["llm"](make_chat_model("local", cfg.model, cfg.local))
+    try:
+        for it in items:
+            it["llm"], it["fallback"] = await manager.classify(it["step"], it["teacher"], it["learner"])
+    finally:
+        shutdown_local_servers()
+
+
+def agreement(items: list[dict]) -> dict[str, float]:
+    q = lambda label: label in ("question", "off-topic")  # noqa: E731 - both are answered without advancing
+    meant = [it for it in items if it["intent"] in ("ask", "drift", "acknowledge")]
+    labels = {}
+    for it in items:
+        labels[it["llm"]] = labels.get(it["llm"], 0) + 1
+    return {
+        "n": len(items),
+        "agree": 100 * sum(q(it["llm"]) == q(it["rules"]) for it in items) / len(items),
+        "rules_vs_intent": 100 * sum(q(it["rules"]) == (it["intent"] != "acknowledge") for it in meant) / len(meant)
+        if meant else float("nan"),
+        "llm_vs_intent": 100 * sum(q(it["llm"]) == (it["intent"] != "acknowledge") for it in meant) / len(meant)
+        if meant else float("nan"),
+        "n_intent": len(meant),
+        "fallbacks": sum(it["fallback"] for it in items),
+        "labels": labels,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, default=ROOT / "runs" / "bench-personas")
+    ap.add_argument("--persona", default="curious")
+    ap.add_argument("--tutorials", type=int, default=3)
+    ap.add_argument("--max-tokens", type=int, default=64)  # as the persona runs
+    ap.add_argument("--max-interactions", type=int, default=10)
+    ap.add_argument("--skip-generate", action="store_true")
+    ap.add_argument("--write-md", action="store_true")
+    args = ap.parse_args()
+    items = learner_messages(args.out)
+    if not items:
+        sys.exit(f"{args.out}: no persona runs; run scripts/bench_personas.py first")
+    asyncio.run(classify_all(items))
+    a = agreement(items)
+    parts = [f"**(a) Agreement** on {a['n']} learner messages of the persona runs (`scripts/bench_personas.py`), "
+             f"classified again by the llm manager (embedded model): question-or-not agreement with the rules "
+             f"**{a['agree']:.1f} %**; against the turn's seeded intent (ask/drift = a question meant, "
+             f"acknowledge = not; {a['n_intent']} turns): rules {a['rules_vs_intent']:.1f} %, llm "
+             f"{a['llm_vs_intent']:.1f} %; llm parse fallbacks {a['fallbacks']}; llm labels "
+             + ", ".join(f"{k} {v}" for k, v in sorted(a["labels"].items())) + "."]
+    rules_run, llm_run = args.out / args.persona, args.out / f"{args.persona}-llm-manager"
+    if not args.skip_generate and (rules_run / "scores.jsonl").exists():
+        domains = [x for d in DEMO_DOMAINS for x in ("--domain", d)]
+        code = cli("generate", "--teacher", "local", "--learner-persona", args.persona, "--manager", "llm",
+                   "--max-tutorials", str(args.tutorials), "--max-tokens", str(args.max_tokens), "--max-interactions", str(args.max_interactions), *domains,
+                   "--out", str(llm_run))
+        if code not in (0, 1):
+            sys.exit(f"generate: exit {code}")
+        if cli("evaluate", str(llm_run), "--no-judge", "--metrics", "Question Ratio,Completion", "--no-figures") != 0:
+            sys.exit("evaluate: failed")
+    if (llm_run / "scores.jsonl").exists():
+        rows = [("rules", measure(rules_run)), ("llm", measure(llm_run))]
+        fb = sum(bool(t.get("manager_fallback")) for x in (llm_run / "conversations.jsonl").open(encoding="utf-8")
+                 for t in json.loads(x)["turns"])
+        parts.append(
+            f"**(b) Effect** (`generate --learner-persona {args.persona} --max-tutorials {args.tutorials} --max-tokens "
+            f"{args.max_tokens} --max-interactions {args.max_interactions}` on the `make demo` tutorials, embedded model, same seed; `--manager llm` fell back to the rules {fb} times):\n\n"
+            "| manager | Question Ratio % | clarifications / conv | Completion % | messages / conv |\n"
+            "|---|--:|--:|--:|--:|\n"
+            + "\n".join(f"| {name} | {r['question_ratio']:.1f} | {r['clarifications']:.2f} | {r['completion']:.0f} | "
+                        f"{r['messages']:.1f} |" for name, r in rows) + "\n")
+    body = "Measured by `scripts/bench_manager.py`.\n\n" + "\n\n".join(parts)
+    print(body)
+    if args.write_md:
+        write_section("manager", body)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+"""`wikihowagent report`: the site's files and data, bad input, the output directory (no browser here;
+see test_report_browser.py)."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from wikihowagent.cli import app
+from wikihowagent.report.core import ReportError, build_report
+from wikihowagent.report.sources import Problems, ReportInputError
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "report"))
+from report_builders import make_run  # noqa: E402
+
+FIXTURE_RUN = Path(__file__).parent / "fixtures" / "evaluation" / "run_small"
+
+
+def _index(site: Path) -> dict:
+    text = (site / "data" / "index.js").read_text(encoding="utf-8")
+    return json.loads(text[len("window.REPORT_INDEX = "):].rstrip().rstrip(";"))
+
+
+def _chunk(site: Path, k: int) -> dict:
+    text = (site / "data" / f"conv-{k:04d}.js").read_text(encoding="utf-8")
+    m = re.fullmatch(rf"reportChunk\({k}, (.*)\);\n", text, re.S)
+    assert m, text[:80]
+    return json.loads(m.group(1))
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("sweep")
+    make_run(root, "T-qwen2_L-qwen2", 30, teacher="qwen2", tutorials=10)
+    make_run(root, "T-gemma_L-gemma", 30, teacher="gemma", tutorials=10, seed=1, bias=-0.5)
+    return root
+
+
+def test_site_has_every_conversation_its_data_and_figures(sweep, tmp_path):
+    res = build_report([sweep], tmp_path / "site", cases=2)
+    site = res.out
+    assert res.runs == 2 and res.conversations == 60
+    idx = _index(site)
+    assert idx["runs"] == ["T-gemma_L-gemma", "T-qwen2_L-qwen2"] and len(idx["rows"]) == 60
+    assert "Clarity" in idx["metrics"] and "BLEU" in idx["metrics"]
+    statuses = [idx["statuses"][r[5]] for r in idx["rows"]]
+    conv_lines = [json.loads(x) for f in sweep.glob("*/conversations.jsonl") for x in f.read_text().splitlines()]
+    assert statuses.count("failed") == sum(1 for c in conv_lines if c["error"])
+    row = next(r for r in idx["rows"] if r[0] == "T-qwen2_L-qwen2-000003")
+    conv = _chunk(site, row[7])["T-qwen2_L-qwen2-000003"]
+    src = next(c for c in conv_lines if c["conversation_id"] == "T-qwen2_L-qwen2-000003")
+    assert [t[1] for t in conv["turns"]] == [t["text"] for t in src["turns"]]
+    assert [t[2] for t in conv["turns"]] == [t["step"] for t in src["turns"]]
+    assert conv["steps"] == src["tutorial"]["steps"]
+    assert {o["run"] for o in conv["others"]} == {"T-qwen2_L-qwen2", "T-gemma_L-gemma"}  # same tutorial elsewhere
+    assert conv["judge_raw"]["rubric"][0].startswith("Clarity:")
+    for name in ("radar_rubrics.png", "radar_computational.png", "by_domain.png", "domain_bars.png"):
+        assert (site / "figures" / name).stat().st_size > 1000
+    html = (site / "index.html").read_text()
+    assert "Table 1: computational metrics" in html and "Table 2: rubric metrics" in html
+    # nothing remote: every src/href is relative
+    for page in ("index.html", "conversation.html", "cases.html"):
+        refs = re.findall(r"(?:src|href)=['\"]([^'\"]+)", (site / page).read_text())
+        assert refs and not [r for r in refs if re.match(r"[a-z]+:|//", r)], refs
+    cases = (site / "cases.md").read_text()
+    scores = [json.loads(x) for f in sweep.glob("*/scores.jsonl") for x in f.read_text().splitlines()]
+    best = max(s["metrics"]["BLEU"] for s in scores)
+    assert f"## BLEU\n\n### best\n\n| # | value | run | title | conversation |\n| --: | --: | :-- | :-- | :-- |\n| 1 | {best:.4f} |" in cases
+
+
+def test_run_without_scores_and_record_with_missing_field_still_build(tmp_path):
+    run = make_run(tmp_path / "runs", "unscored", 5, scores=False)
+    lines = (run / "conversations.jsonl").read_text().splitlines()
+    rec = json.loads(lines[1])
+    del rec["tutorial"]
+    lines[1] = json.dumps(rec)
+    lines.insert(3, "{not json")
+    (run / "conversations.jsonl").write_text("\n".join(lines) + "\n")
+    problems = Problems()
+    res = build_report([run], tmp_path / "site", problems=problems)
+    text = "\n".join(problems.lines)
+    assert f"{run}: no scores.jsonl (not evaluated" in text
+    assert f"{run / 'conversations.jsonl'}:2: record has no tutorial (expected {{\"title\", \"steps\"}}); shown without it" in text
+    assert f"{run / 'conversations.jsonl'}:4: malformed JSON" in text
+    assert res.conversations == 5  # the malformed line is the only one left out
+    partial = _chunk(res.out, 0)[rec["conversation_id"]]
+    assert partial["missing"] == ["tutorial"] and [t[1] for t in partial["turns"]] == [t["text"] for t in rec["turns"]]
+    assert (res.out / "problems.txt").read_text() == text + "\n"
+    page = (res.out / "index.html").read_text()
+    assert "What is missing" in page and "record has no tutorial" in page and "No figures: no run has scores" in page
+
+
+def test_sweep_with_a_failed_cell_builds_and_says_so(sweep, tmp_path):
+    import shutil
+
+    root = tmp_path / "sweep"
+    shutil.copytree(sweep, root)
+    (root / "T-broken_L-broken").mkdir()
+    (root / "T-broken_L-broken" / "run.json").write_text("{oops")
+    problems = Problems()
+    res = build_report([root], tmp_path / "site", problems=problems)
+    assert res.runs == 2
+    assert any(p.startswith(f"{root / 'T-broken_L-broken' / 'run.json'}: malformed JSON") for p in problems.lines)
+    assert f"{root / 'T-broken_L-broken'}: nothing to show (no readable conversation or score record)" in problems.lines
+
+
+def test_named_run_that_contributes_nothing_is_an_error(sweep, tmp_path):
+    empty = tmp_path / "empty_run"
+    empty.mkdir()
+    (empty / "run.json").write_text(json.dumps({"name": "empty_run"}))
+    with pytest.raises(ReportInputError, match=r"empty_run: nothing to show"):
+        build_report([sweep / "T-qwen2_L-qwen2", empty], tmp_path / "site")
+    assert not (tmp_path / "site").exists()
+
+
+def test_out_dir_with_other_files_is_refused_and_a_previous_report_replaced(sweep, tmp_path):
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("keep me")
+    with pytest.raises(ReportError, match="not a wikihowagent report"):
+        build_report([sweep], out)
+    assert (out / "notes.txt").read_text() == "keep me"
+    site = tmp_path / "site"
+    build_report([sweep / "T-qwen2_L-qwen2"], site)
+    build_report([sweep / "T-gemma_L-gemma"], site)  # a rerun replaces the report as a whole
+    assert _index(site)["runs"] == ["T-gemma_L-gemma"]
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp dirs left
+
+
+def test_fixture_run_without_scores_and_alignment_dir(tmp_path):
+    align = tmp_path / "alignment"
+    (align / "figures").mkdir(parents=True)
+    (align / "correlations.csv").write_text("metric,n,pearson_r\nClarity,25,0.41\n")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.plot([1, 2])
+    plt.savefig(align / "figures" / "correlation_heatmap.png")
+    plt.close("all")
+    res = build_report([FIXTURE_RUN], tmp_path / "site", alignment=align)
+    page = (res.out / "index.html").read_text()
+    assert "Correlation heatmap (Fig. 7)" in page and "<td>0.41</td>" in page
+    assert (res.out / "alignment" / "correlation_heatmap.png").is_file()
+    with pytest.raises(ReportError, match="not an `align` output"):
+        build_report([FIXTURE_RUN], tmp_path / "site2", alignment=tmp_path)
+
+
+def test_cli_prints_problems_literally_and_fails_in_one_line(tmp_path):
+    run = make_run(tmp_path / "runs", "odd[red]name", 3, scores=False)
+    result = CliRunner().invoke(app, ["report", str(run), "--out", str(tmp_path / "site")])
+    assert result.exit_code == 0, result.output
+    assert f"warning: {run}: no scores.jsonl" in result.output  # "[red]" shown, not taken as markup
+    assert "index.html: 1 run(s), 3 conversations" in result.output
+    result = CliRunner().invoke(app, ["report", str(tmp_path / "nope"), "--out", str(tmp_path / "site")])
+    assert result.exit_code == 1
+    assert result.output.strip() == f"error: {tmp_path / 'nope'}: no such run directory"
+
+
+def test_persona_and_later_score_fields_are_shown_when_present(tmp_path, monkeypatch):
+    """Personas (records that carry one) and score fields the typed record gains later (e.g. distributions)
+    show up without the report knowing them by name."""
+    import wikihowagent.runs as runs_mod
+    from wikihowagent.records import ScoreRecord
+
+    class LaterScoreRecord(ScoreRecord):
+        distributions: dict[str, dict[str, float]] = {}
+
+    monkeypatch.setattr(runs_mod, "ScoreRecord", LaterScoreRecord)
+    run = make_run(tmp_path / "runs", "T-a_L-a", 4)
+    convs = [json.loads(x) for x in (run / "conversations.jsonl").read_text().splitlines()]
+    for i, c in enumerate(convs):
+        c["persona"] = "novice" if i % 2 else "expert"
+    (run / "conversations.jsonl").write_text("".join(json.dumps(c) + "\n" for c in convs))
+    scores = [json.loads(x) for x in (run / "scores.jsonl").read_text().splitlines()]
+    scores[0]["distributions"] = {"Clarity": {"4": 0.7, "5": 0.3}}
+    (run / "scores.jsonl").write_text("".join(json.dumps(s) + "\n" for s in scores))
+    res = build_report([run], tmp_path / "site")
+    idx = _index(res.out)
+    assert idx["personas"] == ["expert", "novice"]
+    assert [idx["personas"][r[4]] for r in idx["rows"]] == [c["persona"] for c in convs]
+    assert "<td>expert, novice</td>" in (res.out / "index.html").read_text()
+    conv = _chunk(res.out, 0)[scores[0]["conversation_id"]]
+    assert conv["score_extra"] == {"distributions": {"Clarity": {"4": 0.7, "5": 0.3}}}
+    assert _chunk(res.out, 0)[scores[1]["conversation_id"]]["score_extra"] == {}
+
+
+def test_scores_only_directory_is_a_run_shown_without_text(tmp_path):
+    run = make_run(tmp_path / "runs", "T-a_L-a", 3)
+    (run / "conversations.jsonl").unlink()
+    (run / "run.json").unlink()
+    problems = Problems()
+    res = build_report([run], tmp_path / "site", problems=problems)
+    assert res.conversations == sum(1 for _ in (run / "scores.jsonl").open())
+    assert f"{run}: no conversations.jsonl (the conversation text is missing)" in problems.lines
+    assert any("score record(s) without a conversation in conversations.jsonl" in p for p in problems.lines)

@@ -1,0 +1,126 @@
+"""The report in a real browser: Debian's Chromium driven by Playwright (see README, `report`).
+
+Opens index.html from file://, checks there are no console errors and no request leaving file:/data:,
+filters and sorts the conversation table, opens a conversation and finds its turns and scores. Saves
+screenshots to the test's temp dir, or to $WIKIHOWAGENT_SCREENSHOTS when set (README's images)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+from wikihowagent.report.core import build_report
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "report"))
+from report_builders import make_run  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("runs")
+    make_run(root, "T-qwen2_L-qwen2", 40, teacher="qwen2", tutorials=20)
+    make_run(root, "T-gemma_L-gemma", 40, teacher="gemma", tutorials=20, seed=1, bias=-0.5)
+    return build_report([root], tmp_path_factory.mktemp("site") / "report", cases=2).out, root
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+def _rows(page) -> list[list[str]]:
+    return page.eval_on_selector_all("#conv-table tbody tr",
+                                     "trs => trs.map(tr => Array.from(tr.cells, td => td.textContent))")
+
+
+def test_report_in_chromium(site, browser, tmp_path):
+    site_dir, runs = site
+    shots = Path(os.environ.get("WIKIHOWAGENT_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    records = [json.loads(x) for f in runs.glob("*/conversations.jsonl") for x in f.read_text().splitlines()]
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors, remote = [], []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: remote.append(r.url) if not r.url.startswith(("file:", "data:")) else None)
+    page.goto((site_dir / "index.html").as_uri())
+    page.wait_for_selector("#conv-table tbody tr")
+    assert page.text_content("#count") == "80 of 80 conversations"
+    assert page.locator("#runs tbody tr").count() == 2
+    page.screenshot(path=str(shots / "report-overview.png"))
+
+    # filter: status failed
+    page.select_option("#f-status", label="failed")
+    failed = sum(1 for r in records if r["error"])
+    assert page.text_content("#count") == f"{failed} of 80 conversations"
+    heads = page.eval_on_selector_all("#conv-table thead th", "ths => ths.map(t => t.textContent)")
+    assert "Persona" not in heads  # no persona in these records: no empty column
+    assert {r[heads.index("Status")] for r in _rows(page)} == {"failed"}
+    page.select_option("#f-status", label="all")
+    # filter: model + text search
+    page.select_option("#f-model", label="T-gemma L-gemma")
+    page.fill("#f-text", "thing 7")
+    want = sum(1 for r in records if r["teacher"] == "gemma" and r["title"] == "How to Do Thing 7")
+    assert page.text_content("#count") == f"{want} of 80 conversations"
+    page.fill("#f-text", "")
+    page.select_option("#f-model", label="all")
+    # filter: metric range (Clarity >= 4)
+    page.select_option("#f-metric", label="Clarity")
+    page.fill("#f-min", "4")
+    scores = [json.loads(x) for f in runs.glob("*/scores.jsonl") for x in f.read_text().splitlines()]
+    want = sum(1 for s in scores if (s["metrics"]["Clarity"] or 0) >= 4)
+    assert page.text_content("#count") == f"{want} of 80 conversations"
+    page.fill("#f-min", "")
+    # sort by BLEU (descending first, then ascending)
+    col = heads.index("BLEU %")
+    page.click(f"#conv-table thead th >> nth={col}")
+    top = float(_rows(page)[0][col])
+    assert top == round(100 * max(s["metrics"]["BLEU"] for s in scores), 2)
+    page.click(f"#conv-table thead th >> nth={col}")
+    assert float(_rows(page)[0][col]) == round(100 * min(s["metrics"]["BLEU"] for s in scores), 2)
+    page.evaluate("document.getElementById('browser').scrollIntoView()")
+    page.screenshot(path=str(shots / "report-browser.png"))
+
+    # open the first conversation of the sorted table
+    first = page.locator("#conv-table tbody tr >> nth=0")
+    link = first.locator("a")
+    cid = unquote(link.get_attribute("href").split("/", 1)[1])
+    link.click()
+    page.wait_for_selector(".turn")
+    rec = next(r for r in records if r["conversation_id"] == cid)
+    assert page.locator(".turn").count() == len(rec["turns"])
+    assert page.locator(".turn >> nth=1").text_content().endswith(rec["turns"][1]["text"])
+    assert page.locator(".steps li").count() == len(rec["tutorial"]["steps"])
+    assert page.locator(".turn.clarification").count() == sum(t["kind"] == "clarification" for t in rec["turns"])
+    score = next(s for s in scores if s["conversation_id"] == cid)
+    bleu = page.locator("table.metrics tr", has_text="BLEU").locator("td").text_content()
+    assert bleu == f"{score['metrics']['BLEU']:.4f}"
+    page.screenshot(path=str(shots / "report-conversation.png"), full_page=True)
+    # same tutorial in the other run
+    other_run = "T-gemma_L-gemma" if rec["teacher"] == "qwen2" else "T-qwen2_L-qwen2"
+    other = page.locator("text=Same tutorial in other runs").locator("a", has_text=other_run).first
+    other_id = unquote(other.get_attribute("href").split("/", 1)[1])
+    assert other_id != cid
+    other.click()
+    page.wait_for_function("id => Array.from(document.querySelectorAll('td')).some(td => td.textContent === id)",
+                           arg=other_id)
+    other_rec = next(r for r in records if r["conversation_id"] == other_id)
+    assert other_rec["tutorial_id"] == rec["tutorial_id"] and other_rec["teacher"] != rec["teacher"]
+    assert page.locator(".turn").count() == len(other_rec["turns"])
+    page.goto((site_dir / "cases.html").as_uri())
+    assert page.locator("h2", has_text="Clarity").count() == 1
+    assert errors == [] and remote == []
+    page.close()

@@ -1,0 +1,40 @@
+"""`wikihowagent chat`: the typer command (registered by wikihowagent/cli.py). It parses, calls the stage
+(core.py, imported lazily) and prints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+
+def chat(
+    role: Annotated[str, typer.Option(metavar="learner|teacher", help="The role you play; the model plays the other.")] = "learner",
+    model: Annotated[str, typer.Option(help="Model spec of the other role: local (default), an alias, ollama:<tag>, openai:<model>.")] = "local",
+    tutorial: Annotated[Optional[str], typer.Option(help="Tutorial id (see `wikihowagent tutorials`).")] = None,
+    tutorials: Annotated[Optional[Path], typer.Option(help="Article directory tree, JSON or JSONL file (default: the bundled sample).")] = None,
+    pick: Annotated[bool, typer.Option("--pick", help="Choose the tutorial from a numbered list.")] = False,
+    out: Annotated[Optional[Path], typer.Option(help="Run directory for the record (default: <runs_dir>/chat-<role>-<tutorial id>).")] = None,
+    config: Annotated[Optional[Path], typer.Option(help="YAML config overriding configs/default.yaml.")] = None,
+    base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible server URL for openai: specs.")] = None,
+) -> None:
+    """Play the learner or the teacher yourself against the model, on one tutorial; the conversation is saved as a normal run record (/next, /step, /quit)."""
+    from rich.console import Console
+
+    from wikihowagent.console import print_error
+
+    from .core import ChatError, ChatRequest, run_chat
+
+    console = Console()
+    request = ChatRequest(role=role, model=model, tutorial=tutorial, tutorials=tutorials, pick=pick, out=out,
+                          config=config, base_url=base_url)
+    try:
+        summary = run_chat(request, console, read=input)
+    except ChatError as exc:
+        print_error(str(exc), Console(stderr=True))
+        raise typer.Exit(2) from None
+    record = summary.record
+    console.print(f"saved {len(record.turns)} messages ({record.stop_reason}) to {summary.path}; "
+                  f"score it with: wikihowagent evaluate {summary.path.parent}", markup=False, highlight=False)
+    raise typer.Exit(1 if record.error else 0)

@@ -1,0 +1,258 @@
+"""A person in the loop: the conversation graph with the human's role answered through `interrupt`.
+
+The graph is compiled with an in-memory checkpointer; each time the human's node runs, it interrupts with a
+request (role, step, the other agent's last message) and the session resumes it with the typed text
+(`Command(resume=text)`). Commands: `/next` (learner: ask for the next step; teacher: give the step's own
+text), `/step` (show the step being taught), `/help`, `/quit` (or Ctrl-C, or end of input: the conversation
+so far is saved). The record goes to a run directory like `generate`'s, with the human's role marked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.types import Command
+from rich.console import Console
+from rich.panel import Panel
+from rich.text import Text
+
+from wikihowagent.records import ConversationRecord, Tutorial
+from wikihowagent.runs import CONVERSATIONS, JsonlAppender, RunInfo, write_run_info
+from wikihowagent.workflow.graph import WorkflowOptions, build_graph, initial_state, recursion_limit
+from wikihowagent.workflow.prompts import PromptTemplates
+
+ROLES = ("learner", "teacher")
+HELP = "/next  move on (learner: ask for the next step; teacher: give the step's text)  ·  /step  show the step  ·  /quit  save and leave"
+LEARNER_NEXT = "Thanks, I understand. Let's go to the next step."
+# The record types the checkpointer stores between interrupts (LangGraph refuses unlisted types).
+CHECKPOINT_TYPES = [("wikihowagent.records", "Turn"), ("wikihowagent.records", "Tutorial"),
+                    ("wikihowagent.workflow.personas", "Persona")]
+
+
+@dataclass
+class ChatSession:
+    """One conversation with a person in `role`; `read(prompt)` returns one typed line (EOFError = leave)."""
+
+    tutorial: Tutorial
+    role: str
+    model: BaseChatModel
+    prompts: PromptTemplates
+    options: WorkflowOptions
+    conversation_id: str
+    console: Console
+    read: Callable[[str], str]
+    quit: bool = False
+    shown: int = 0  # messages already on the screen
+    step_shown: int = 0  # the step whose panel was shown last
+    graph: Any = field(init=False)
+    config: dict[str, Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        teacher, learner = (None, self.model) if self.role == "teacher" else (self.model, None)
+        self.graph = build_graph(teacher, learner, self.prompts, self.options, checkpointer=InMemorySaver(
+            serde=JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES)))
+        self.config = {"configurable": {"thread_id": self.conversation_id},
+                       "recursion_limit": recursion_limit(self.options)}
+
+    async def run(self) -> None:
+        self.show_step(0)
+        await self.graph.ainvoke(initial_state(self.tutorial, self.conversation_id), self.config)
+        while True:
+            snap = await self.graph.aget_state(self.config)
+            self.show_messages(snap.values.get("messages", []))
+            if not snap.interrupts:
+                return  # the graph reached its end
+            text = self.ask(snap.interrupts[0].value)
+            if text is None:
+                self.quit = True
+                return
+            await self.graph.ainvoke(Command(resume=text), self.config)
+
+    def state(self) -> dict[str, Any]:
+        """What was said so far (also after Ctrl-C), for the record."""
+        values = dict(self.graph.get_state(self.config).values)
+        if self.quit:
+            values["quit"] = True
+        return values
+
+    # -- terminal ---------------------------------------------------------------------------------------
+
+    def show_step(self, step: int) -> None:
+        n = len(self.tutorial.steps)
+        body = Text(self.tutorial.steps[step])
+        self.console.print(Panel(body, title=Text(f"{self.tutorial.title} · Step {step + 1} of {n}"),
+                                 border_style="cyan"))
+
+    def show_messages(self, messages: list) -> None:
+        for turn in messages[self.shown:]:
+            if self.role == "learner" and turn.role == "teacher" and turn.kind == "model" and turn.step != self.step_shown:
+                self.step_shown = turn.step
+                self.show_step(turn.step)
+            who = "You" if turn.role == self.role else turn.role.capitalize()
+            style = "bold green" if turn.role == self.role else "bold"
+            line = Text(f"{who}: ", style=style)
+            line.append(turn.text)  # model output: printed literally, never as markup
+            self.console.print(line)
+        self.shown = len(messages)
+
+    def ask(self, request: dict[str, Any]) -> str | None:
+        label = "your answer" if request.get("clarification") else "you"
+        if self.role == "teacher" and request["step"] != self.step_shown:  # the step you are to teach now
+            self.step_shown = request["step"]
+            self.show_step(request["step"])
+        while True:
+            try:
+                text = self.read(f"{label} ({self.role}) > ").strip()
+            except (EOFError, KeyboardInterrupt):
+                return None
+            if not text:
+                continue
+            cmd = text.lower()
+            if cmd == "/quit":
+                return None
+            if cmd == "/step":
+                self.show_step(request["step"])
+                continue
+            if cmd in ("/help", "/?"):
+                self.console.print(HELP, markup=False, highlight=False)
+                continue
+            if cmd == "/next":
+                return LEARNER_NEXT if self.role == "learner" else f"Step {request['step'] + 1}: {request['step_text']}"
+            if text.startswith("/"):
+                self.console.print(f"unknown command {text}; {HELP}", markup=False, highlight=False)
+                continue
+            self.shown += 1  # the person's own line is already on the screen
+            return text
+
+
+def save_chat(run_dir: Path, record: ConversationRecord, info: RunInfo) -> Path:
+    """Append the record to `run_dir/conversations.jsonl` and write run.json (a normal run directory)."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with JsonlAppender(run_dir / CONVERSATIONS) as sink:
+        sink.append(record)
+    write_run_info(run_dir, info)
+    return run_dir / CONVERSATIONS
+
+
+# --------------------------------------------------------------------------- the stage
+
+
+class ChatError(RuntimeError):
+    """A problem that stops `chat` before the conversation (role, tutorial, config, backend); one line."""
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    role: str = "learner"
+    model: str = "local"
+    tutorial: str | None = None
+    tutorials: Path | None = None
+    pick: bool = False
+    out: Path | None = None
+    config: Path | None = None
+    base_url: str | None = None
+
+
+@dataclass
+class ChatSummary:
+    record: ConversationRecord
+    path: Path
+
+
+def _choose(req: ChatRequest, items: list[Tutorial], console: Console, read: Callable[[str], str]) -> Tutorial:
+    from rich.table import Table
+
+    if req.tutorial:
+        chosen = next((t for t in items if t.tutorial_id == req.tutorial), None)
+        if chosen is None:
+            raise ChatError(f"--tutorial {req.tutorial}: no such tutorial (list them with `wikihowagent tutorials`)")
+        return chosen
+    if not req.pick:
+        raise ChatError("choose a tutorial: --tutorial ID or --pick")
+    table = Table("#", "tutorial_id", "steps", "title / method")
+    for i, t in enumerate(items, 1):
+        table.add_row(str(i), t.tutorial_id, str(len(t.steps)), f"{t.title} / {t.method_title}")
+    console.print(table)
+    try:
+        answer = read(f"tutorial number (1-{len(items)}) > ").strip()
+    except (EOFError, KeyboardInterrupt):
+        raise ChatError("no tutorial chosen") from None
+    if not answer.isdigit() or not 1 <= int(answer) <= len(items):
+        raise ChatError(f"{answer!r}: expected a number from 1 to {len(items)}")
+    return items[int(answer) - 1]
+
+
+def run_chat(req: ChatRequest, console: Console, read: Callable[[str], str]) -> ChatSummary:
+    """One chat session: choose the tutorial, run the graph with the person in `req.role`, save the record.
+    Raises ChatError (one line) for anything that stops it before the conversation."""
+    import asyncio
+
+    from wikihowagent.backends import BackendError, check_backend, make_chat_model, resolve_spec, shutdown_local_servers
+    from wikihowagent.config import ConfigError, load_config
+    from wikihowagent.generation.core import now, package_versions, to_record
+    from wikihowagent.records import make_conversation_id
+    from wikihowagent.corpus.core import TutorialError, default_tutorials_path, load_tutorials
+    from wikihowagent.workflow.prompts import load_prompts
+
+    if req.role not in ROLES:
+        raise ChatError(f"--role {req.role!r}: expected learner or teacher")
+    source = req.tutorials or default_tutorials_path()
+    try:
+        cfg = load_config(req.config)
+        prompts = load_prompts(cfg.prompts or None)
+        items = load_tutorials(source, clean_citations=cfg.workflow.strip_citations)
+    except (ConfigError, TutorialError) as exc:
+        raise ChatError(str(exc)) from None
+    if not items:
+        raise ChatError(f"{source}: no tutorials with >= 2 steps")
+    chosen = _choose(req, items, console, read)
+    aliases = Path(cfg.models) if cfg.models else None
+    try:
+        resolved = resolve_spec(req.model, aliases)
+        url = req.base_url if resolved.provider == "openai" else None
+        check_backend(resolved, url)
+    except (BackendError, ConfigError) as exc:
+        raise ChatError(str(exc)) from None
+    run_dir = req.out or Path(cfg.runs_dir) / f"chat-{req.role}-{chosen.tutorial_id}"
+    name = run_dir.name
+    other = "learner" if req.role == "teacher" else "teacher"
+    teacher, learner = ("human", req.model) if req.role == "teacher" else (req.model, "human")
+    options = WorkflowOptions(max_interactions=cfg.workflow.max_interactions, history=cfg.workflow.history,
+                              learner_farewell=cfg.workflow.learner_farewell,
+                              max_clarifications_per_step=cfg.workflow.max_clarifications_per_step,
+                              seed=cfg.model.seed, human=req.role)
+    started = now()
+    cid = make_conversation_id(name, f"{chosen.tutorial_id}/{started}")  # one record per session
+    console.print(f"You are the {req.role}; the model ({req.model}) is the {other}. " + HELP,
+                  markup=False, highlight=False)
+    try:
+        llm = make_chat_model(resolved, cfg.model, cfg.local, base_url=url)
+        session = ChatSession(chosen, req.role, llm, prompts, options, cid, console, read=read)
+        # Not asyncio.run: its SIGINT handler only cancels the task, which cannot interrupt a blocking
+        # input(); with Python's default handler Ctrl-C raises KeyboardInterrupt at the prompt or mid-reply.
+        loop = asyncio.new_event_loop()
+        try:
+            loop.run_until_complete(session.run())
+        except KeyboardInterrupt:
+            session.quit = True
+            console.print("\ninterrupted: saving what was said", markup=False)
+        finally:
+            loop.close()
+        state = session.state()
+    except BackendError as exc:
+        raise ChatError(str(exc)) from None
+    finally:
+        shutdown_local_servers()
+    record = to_record(chosen, state, name, teacher, learner, started, options).model_copy(
+        update={"conversation_id": cid, "human": req.role})
+    info = RunInfo(name=name, teacher=teacher, learner=learner, evaluator=req.model, human=req.role,
+                   resolved={other: resolved.model_dump() | ({"base_url": url} if url else {})},
+                   tutorials_source=str(source), started_at=started, ended_at=now(), status="complete",
+                   versions=package_versions())
+    return ChatSummary(record=record, path=save_chat(run_dir, record, info))

@@ -1,0 +1,52 @@
+"""`report --cases N`: the best and worst N conversations per metric (the paper's Table 6 case study),
+as cases.md and cases.html, each conversation linked to its page in the report."""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+
+from .page import page
+from .sources import ReportConversation
+
+EXCERPT_TURNS = 6
+
+
+def pick(convs: list[ReportConversation], metric: str, n: int) -> tuple[list[ReportConversation], list[ReportConversation]]:
+    """(best n, worst n) by `metric`; ties by run then conversation id; conversations without a value are left out."""
+    have = [c for c in convs if c.metrics.get(metric) is not None]
+    best = sorted(have, key=lambda c: (-c.metrics[metric], c.run, c.conversation_id))[:n]
+    worst = sorted(have, key=lambda c: (c.metrics[metric], c.run, c.conversation_id))[:n]
+    return best, worst
+
+
+def write_cases(d: Path, convs: list[ReportConversation], chunk_of: dict[int, int], metrics: list[str], n: int) -> None:
+    e = html.escape
+    md = [f"# Case study: the best and worst {n} conversations per metric", ""]
+    body = ["<nav><b>wikihowagent report</b> <a href='index.html'>‹ overview</a></nav><main>",
+            f"<h1>Case study: the best and worst {n} conversations per metric</h1>"]
+    for m in metrics:
+        best, worst = pick(convs, m, n)
+        if not best:
+            continue
+        md += [f"## {m}", ""]
+        body.append(f"<h2 id='{e(m)}'>{e(m)}</h2>")
+        for label, chosen in (("best", best), ("worst", worst)):
+            md += [f"### {label}", "", "| # | value | run | title | conversation |", "| --: | --: | :-- | :-- | :-- |"]
+            body.append(f"<h3>{label}</h3><table class='summary'><tr><th>#</th><th>value</th><th>run</th>"
+                        "<th>title</th><th>excerpt</th></tr>")
+            for i, c in enumerate(chosen, 1):
+                href = f"conversation.html#{chunk_of[id(c)]}/{c.conversation_id}"
+                title = (c.title or c.method_title or c.conversation_id).replace("|", "\\|")
+                md.append(f"| {i} | {c.metrics[m]:.4f} | {c.run} | {title} | [{c.conversation_id}]({href}) |")
+                excerpt = "".join(f"<div class='turn {e(t.role)}'><b>{e(t.role.capitalize())}:</b> {e(t.text)}</div>"
+                                  for t in c.turns[:EXCERPT_TURNS])
+                more = f"<p class='meta'>… {len(c.turns) - EXCERPT_TURNS} more turns</p>" if len(c.turns) > EXCERPT_TURNS else ""
+                body.append(f"<tr><td>{i}</td><td class='num'>{c.metrics[m]:.4f}</td><td>{e(c.run)}</td>"
+                            f"<td><a href='{e(href)}'>{e(c.title or c.method_title or c.conversation_id)}</a></td>"
+                            f"<td>{excerpt}{more}</td></tr>")
+            md.append("")
+            body.append("</table>")
+    body.append("</main>")
+    (d / "cases.md").write_text("\n".join(md) + "\n", encoding="utf-8")
+    (d / "cases.html").write_text(page("Case study", "\n".join(body), []), encoding="utf-8")

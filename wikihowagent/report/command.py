@@ -1,0 +1,66 @@
+"""`wikihowagent report RUN_OR_SWEEP... --out DIR`: registered by `wikihowagent.cli`. Heavy imports
+(pandas, matplotlib) happen when the command runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from wikihowagent.console import print_error
+
+
+def report(
+    runs: Annotated[list[Path], typer.Argument(metavar="RUN_OR_SWEEP...", help="Run directories, or directories of "
+                                               "runs (a sweep: every sub-directory is one run).")],
+    out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="Output directory (replaced as a whole; "
+                                      "a directory holding anything but a previous report is refused).")],
+    cases: Annotated[Optional[int], typer.Option("--cases", metavar="N", min=1, help="Also write cases.md/.html: "
+                                                 "the best and worst N conversations per metric (Table 6 style).",
+                                                 show_default=False)] = None,
+    alignment: Annotated[Optional[Path], typer.Option("--alignment", metavar="DIR", help="An `align --out` directory: "
+                                                      "add its correlations and figures (Figs. 6-8).",
+                                                      show_default=False)] = None,
+) -> None:
+    """Write a static, offline HTML report of runs: overview, tables, figures, a conversation browser.
+
+    Open DIR/index.html in a browser (file://, no server, no network)."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .core import ReportError, build_report
+    from .sources import Problems, ReportInputError, count_lines, expand
+
+    err = Console(stderr=True)
+    problems = Problems()
+    try:
+        total = count_lines(expand(runs, Problems()))
+        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=err, transient=True) as progress:
+            read = progress.add_task("read", total=total or None)
+            write = progress.add_task("write", total=None, visible=False)
+
+            def on_chunk() -> None:
+                progress.update(write, advance=1, visible=True)
+
+            result = build_report(runs, out, cases=cases, alignment=alignment, problems=problems,
+                                  on_record=lambda: progress.advance(read), on_chunk=on_chunk)
+    except KeyboardInterrupt:
+        err.print(f"interrupted: nothing written; {escape(str(out))} is as it was", highlight=False)
+        raise typer.Exit(130) from None
+    except (ReportInputError, ReportError) as exc:
+        for line in problems.lines[:20]:
+            err.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
+        print_error(str(exc), err)
+        raise typer.Exit(1) from None
+    for line in problems.lines[:20]:
+        err.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
+    if len(problems.lines) > 20:
+        err.print(f"… {len(problems.lines) - 20} more in {escape(str(result.out / 'problems.txt'))}", highlight=False)
+    Console().print(f"{escape(str(result.out / 'index.html'))}: {result.runs} run(s), {result.conversations} "
+                    f"conversations, {result.files} files, "
+                    + (f"{result.bytes / 1e6:.1f} MB" if result.bytes >= 1e6 else f"{result.bytes / 1e3:.0f} kB")
+                    + (f"; {len(problems.lines)} problem(s), see problems.txt" if problems.lines else ""),
+                    highlight=False, soft_wrap=True)

@@ -1,0 +1,425 @@
+"""Build the static report site of one or more runs.
+
+Layout of the output directory (opens from file://, no server, no network):
+
+    index.html           overview, Table 1/2, figures, the conversation browser
+    conversation.html    one conversation: `conversation.html#<chunk>/<conversation_id>`
+    cases.html/.md       with `--cases N`: best and worst conversations per metric
+    assets/              the page's CSS and JavaScript (bundled with the package)
+    data/index.js        one row per conversation for the browser table
+    data/conv-NNNN.js    the conversations themselves, in chunks of CHUNK (loaded on demand)
+    figures/*.png        matplotlib figures; alignment/ with `--alignment DIR`
+    problems.txt         what is missing or was left out, one line each
+
+Data files are JavaScript (`window.REPORT_INDEX = ...`, `reportChunk(n, ...)`), not JSON: a page opened
+from file:// may load scripts but not fetch files.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .page import page
+from .sources import Problems, ReportConversation, ReportRun, load_inputs
+
+CHUNK = 250
+MARKER = ".wikihowagent-report"
+ASSETS = ("report.css", "report.js", "conversation.js")
+STATUSES = ("finished", "cut", "failed", "unknown")
+
+
+class ReportError(ValueError):
+    """The output cannot be written (e.g. the directory holds other files); one line."""
+
+
+@dataclass
+class ReportResult:
+    out: Path
+    runs: int
+    conversations: int
+    files: int
+    bytes: int
+    problems: list[str] = field(default_factory=list)
+
+
+def build_report(paths: list[Path], out: Path, *, cases: int | None = None, alignment: Path | None = None,
+                 problems: Problems | None = None, on_record: Callable[[], None] | None = None,
+                 on_chunk: Callable[[], None] | None = None) -> ReportResult:
+    """Read the runs and write the site to `out` (replaced as a whole; a directory that is not a previous
+    report and holds files is refused). Raises ReportInputError / ReportError with one-line messages."""
+    problems = problems or Problems()
+    out = Path(out)
+    _check_out(out)
+    if alignment is not None:
+        _check_alignment(Path(alignment))
+    runs = load_inputs(paths, problems, on_record=on_record)
+    parent = out.resolve().parent
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
+    try:
+        n = _write_site(tmp, runs, problems, cases, Path(alignment) if alignment else None, on_chunk)
+        _swap_into_place(tmp, out)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    files = [p for p in out.rglob("*") if p.is_file()]
+    return ReportResult(out=out, runs=len(runs), conversations=n, files=len(files),
+                        bytes=sum(p.stat().st_size for p in files), problems=list(problems.lines))
+
+
+def _check_out(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise ReportError(f"{out}: exists and is not a directory")
+    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists():
+        raise ReportError(f"{out}: holds files that are not a wikihowagent report; choose another --out")
+
+
+def _check_alignment(path: Path) -> None:
+    if not path.is_dir():
+        raise ReportError(f"{path}: no such alignment directory (an `wikihowagent align --out` directory)")
+    if not (path / "correlations.csv").is_file() and not list((path / "figures").glob("*.png")):
+        raise ReportError(f"{path}: no correlations.csv and no figures/*.png (not an `align` output)")
+
+
+def _swap_into_place(tmp: Path, out: Path) -> None:
+    old = None
+    if out.exists():
+        old = out.with_name(f".{out.name}.old")
+        if old.exists():
+            shutil.rmtree(old)
+        os.replace(out, old)
+    os.replace(tmp, out)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------------------------------------
+# Metrics and the overview
+
+
+def _metric_order(runs: list[ReportRun]) -> tuple[list[str], list[str]]:
+    """(all metrics in display order, the rubric metrics among them)."""
+    from wikihowagent.evaluation.summary import ORDER, PERCENT_METRICS
+
+    present = {k for r in runs for c in r.conversations for k in c.metrics}
+    comp = [m for m in ORDER if m in present]
+    rubrics = sorted(m for m in present if m not in PERCENT_METRICS)
+    from wikihowagent.evaluation.judge import RubricError, load_rubrics
+
+    try:  # the bundled rubric file's order (Table 5), then any other rubric by name
+        known = list(load_rubrics())
+        rubrics = [m for m in known if m in present] + [m for m in rubrics if m not in known]
+    except (RubricError, OSError):  # only the column order depends on it
+        pass
+    rest = sorted(present - set(comp) - set(rubrics))
+    return comp + rubrics + rest, rubrics
+
+
+def _run_scores(runs: list[ReportRun], rubrics: list[str]) -> list[Any]:
+    from wikihowagent.evaluation.summary import RunScores
+
+    out = []
+    for r in runs:
+        rows = [{"conversation_id": c.conversation_id, "domain": c.domain or "(none)", "metrics": c.metrics,
+                 "failures": c.judge_failures, "judged": [n for n in rubrics if n in c.metrics]}
+                for c in r.conversations if c.scored]
+        out.append(RunScores(name=r.name, label=r.model, path=r.path, rows=rows,
+                             n_failed=sum(c.status == "failed" for c in r.conversations)))
+    return out
+
+
+def _overview_rows(runs: list[ReportRun], rubrics: list[str]) -> list[dict[str, Any]]:
+    rows = []
+    for r in runs:
+        cs = r.conversations
+        judged = sum(len([n for n in rubrics if n in c.metrics]) for c in cs)
+        failed = sum(len(c.judge_failures) for c in cs)
+        rows.append({
+            "run": r.name, "model": r.model, "persona": r.persona or "–", "conversations": len(cs),
+            **{s: sum(c.status == s for c in cs) for s in STATUSES},
+            "tokens": sum(c.tokens for c in cs), "scored": sum(c.scored for c in cs),
+            "evaluator": r.evaluator or "–", "mode": r.mode or "–",
+            "parse_failures": (f"{100.0 * failed / judged:.2f} % ({failed} of {judged})" if judged else "–"),
+        })
+    return rows
+
+
+# ------------------------------------------------------------------------------------------------------
+# Writing the site
+
+
+def _write_site(d: Path, runs: list[ReportRun], problems: Problems, cases: int | None, alignment: Path | None,
+                on_chunk: Callable[[], None] | None) -> int:
+    (d / "assets").mkdir()
+    (d / "data").mkdir()
+    (d / "figures").mkdir()
+    (d / MARKER).write_text("written by `wikihowagent report`; this directory is replaced as a whole\n")
+    pkg = resources.files("wikihowagent.report") / "assets"
+    for name in ASSETS:
+        (d / "assets" / name).write_text(pkg.joinpath(name).read_text(encoding="utf-8"), encoding="utf-8")
+    metrics, rubrics = _metric_order(runs)
+    convs = [c for r in runs for c in r.conversations]
+    chunk_of = {id(c): i // CHUNK for i, c in enumerate(convs)}
+    n_chunks = _write_chunks(d, convs, chunk_of, metrics, on_chunk)
+    _write_index_data(d, runs, convs, chunk_of, metrics, n_chunks)
+    figures, tables = _write_figures(d, runs, metrics, rubrics, problems)
+    align_html = _copy_alignment(d, alignment, problems) if alignment else ""
+    cases_link = ""
+    if cases:
+        from .cases import write_cases
+
+        write_cases(d, convs, chunk_of, metrics, cases)
+        cases_link = "<a href='cases.html'>Case study</a>"
+    index = _index_html(runs, metrics, rubrics, figures, tables, align_html, cases_link, problems)
+    (d / "index.html").write_text(index, encoding="utf-8")
+    (d / "conversation.html").write_text(_conversation_html(), encoding="utf-8")
+    (d / "problems.txt").write_text("".join(line + "\n" for line in problems.lines), encoding="utf-8")
+    return len(convs)
+
+
+def _write_chunks(d: Path, convs: list[ReportConversation], chunk_of: dict[int, int], metrics: list[str],
+                  on_chunk: Callable[[], None] | None) -> int:
+    by_tutorial: dict[str, list[ReportConversation]] = {}
+    for c in convs:
+        if c.tutorial_id:
+            by_tutorial.setdefault(c.tutorial_id, []).append(c)
+    n_chunks = -(-len(convs) // CHUNK)
+    for k in range(n_chunks):
+        part = convs[k * CHUNK:(k + 1) * CHUNK]
+        data = {}
+        for c in part:
+            others = [{"run": o.run, "id": o.conversation_id, "chunk": chunk_of[id(o)]}
+                      for o in by_tutorial.get(c.tutorial_id, []) if o is not c]
+            data[c.conversation_id] = _conversation_data(c, metrics, others)
+        (d / "data" / f"conv-{k:04d}.js").write_text(
+            f"reportChunk({k}, {json.dumps(data, ensure_ascii=False, separators=(',', ':'))});\n", encoding="utf-8")
+        if on_chunk:
+            on_chunk()
+    return n_chunks
+
+
+def _conversation_data(c: ReportConversation, metrics: list[str], others: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "run": c.run, "where": c.where, "tutorial_id": c.tutorial_id, "title": c.title,
+        "method_title": c.method_title, "domain": c.domain, "steps": c.steps,
+        "turns": [[t.role, t.text, t.step, t.kind, t.prompt_tokens, t.completion_tokens, round(t.latency_s, 3)]
+                  for t in c.turns],
+        "status": c.status, "error": c.error, "warnings": c.warnings, "teacher": c.teacher, "learner": c.learner,
+        "persona": c.persona, "extra": c.extra, "missing": c.missing, "scored": c.scored,
+        "metrics": [[m, c.metrics[m]] for m in metrics if m in c.metrics], "judge_raw": c.judge_raw,
+        "judge_failures": c.judge_failures, "notes": c.notes, "score_extra": c.score_extra, "others": others,
+    }
+
+
+def _write_index_data(d: Path, runs: list[ReportRun], convs: list[ReportConversation], chunk_of: dict[int, int],
+                      metrics: list[str], n_chunks: int) -> None:
+    from wikihowagent.evaluation.summary import PERCENT_METRICS
+
+    run_names = [r.name for r in runs]
+    models = sorted({r.model for r in runs})
+    model_of = {r.name: r.model for r in runs}
+    domains = sorted({c.domain or "(none)" for c in convs})
+    personas = sorted({c.persona for c in convs if c.persona})
+    ri, mi = {n: i for i, n in enumerate(run_names)}, {n: i for i, n in enumerate(models)}
+    di, pi = {n: i for i, n in enumerate(domains)}, {n: i for i, n in enumerate(personas)}
+    rows = []
+    for c in convs:
+        vals = []
+        for m in metrics:
+            v = c.metrics.get(m)
+            vals.append(None if v is None or math.isnan(v) else round(v * (100.0 if m in PERCENT_METRICS else 1.0), 2))
+        rows.append([c.conversation_id, ri[c.run], mi[model_of[c.run]], di[c.domain or "(none)"],
+                     pi.get(c.persona, -1), STATUSES.index(c.status), c.title or c.method_title, chunk_of[id(c)],
+                     c.tokens, len(c.turns), vals])
+    data = {"runs": run_names, "models": models, "domains": domains, "personas": personas, "statuses": STATUSES,
+            "metrics": metrics, "percent": [m in PERCENT_METRICS for m in metrics], "chunks": n_chunks,
+            "rows": rows}
+    (d / "data" / "index.js").write_text("window.REPORT_INDEX = " + json.dumps(data, ensure_ascii=False,
+                                         separators=(",", ":")) + ";\n", encoding="utf-8")
+
+
+def _write_figures(d: Path, runs: list[ReportRun], metrics: list[str], rubrics: list[str],
+                   problems: Problems) -> tuple[list[tuple[str, str]], str]:
+    """([(caption, relative path)] of the figures written, the HTML of Tables 1/2)."""
+    from wikihowagent.evaluation.summary import PERCENT_METRICS, by_domain, summarize, write_figures
+
+    from .figures import domain_bars, radar
+
+    scored = [r for r in runs if any(c.scored for c in r.conversations)]
+    if not scored:
+        problems.add("no run has scores: no tables or figures (run `wikihowagent evaluate` on the runs)")
+        return [], ""
+    rs = _run_scores(scored, rubrics)
+    summary = summarize(rs, rubrics)
+    out: list[tuple[str, str]] = []
+    comp = [m for m in metrics if m in PERCENT_METRICS]
+    by_model: dict[str, list[ReportConversation]] = {}
+    for r in scored:
+        by_model.setdefault(r.model, []).extend(c for c in r.conversations if c.scored)
+
+    def means(ms: list[str], scale: float) -> dict[str, dict[str, float]]:
+        res = {}
+        for model, cs in by_model.items():
+            res[model] = {}
+            for m in ms:
+                vals = [c.metrics[m] for c in cs if c.metrics.get(m) is not None]
+                res[model][m] = scale * sum(vals) / len(vals) if vals else math.nan
+        return res
+
+    p = radar(means(rubrics, 1.0), rubrics, d / "figures" / "radar_rubrics.png",
+              "Rubric means per model (1-5)", rmax=5.0, rmin=1.0)
+    if p:
+        out.append(("Radar: rubric means per model (Figs. 3-4)", "figures/radar_rubrics.png"))
+    p = radar(means(comp, 100.0), comp, d / "figures" / "radar_computational.png",
+              "Computational metrics per model (%)", rmax=100.0)
+    if p:
+        out.append(("Radar: computational metrics per model (%)", "figures/radar_computational.png"))
+    dom_df = by_domain(rs, rubrics)
+    for path in write_figures(summary, rubrics, d, dom_df):
+        caption = {"rubrics.png": "Rubric means ± std per run (Table 2)",
+                   "computational.png": "Computational metrics ± std per run (Table 1)",
+                   "by_domain.png": "Per-domain heatmap (Fig. 5)"}.get(path.name, path.name)
+        out.append((caption, f"figures/{path.name}"))
+    bar_metrics = rubrics or comp
+    scale = 1.0 if rubrics else 100.0
+    values: dict[str, dict[str, dict[str, float]]] = {}
+    for m in bar_metrics:
+        values[m] = {}
+        for model, cs in by_model.items():
+            per: dict[str, list[float]] = {}
+            for c in cs:
+                if c.metrics.get(m) is not None:
+                    per.setdefault(c.domain or "(none)", []).append(c.metrics[m])
+            values[m][model] = {k: scale * sum(v) / len(v) for k, v in per.items()}
+    p = domain_bars(values, bar_metrics, d / "figures" / "domain_bars.png", "1-5" if rubrics else "%")
+    if p:
+        out.append(("Per-metric means per domain and model (Fig. 5)", "figures/domain_bars.png"))
+    return out, _summary_tables(summary)
+
+
+def _summary_tables(summary: Any) -> str:
+    from wikihowagent.evaluation.summary import PERCENT_METRICS, cell, header
+
+    e = html.escape
+    parts = []
+    for title, ms in (("Table 1: computational metrics (%)", [m for m in summary.columns if m in PERCENT_METRICS]),
+                      ("Table 2: rubric metrics (1-5)", [m for m in summary.columns if m not in PERCENT_METRICS])):
+        if not ms:
+            continue
+        parts.append(f"<h3>{e(title)}</h3><div class='scroll'><table class='summary'><thead><tr><th>Run</th><th>n</th>"
+                     + "".join(f"<th>{e(header(m))}</th>" for m in ms) + "</tr></thead><tbody>")
+        for row in summary.table:
+            label = row["label"] if row["run"] in ("Overall", row["label"]) else f"{row['label']} [{row['run']}]"
+            parts.append(f"<tr><td>{e(label)}</td><td>{row['n']}</td>"
+                         + "".join(f"<td>{e(cell(row, m))}</td>" for m in ms) + "</tr>")
+        parts.append("</tbody></table></div>")
+    return "\n".join(parts)
+
+
+def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
+    import csv
+
+    e = html.escape
+    target = d / "alignment"
+    target.mkdir()
+    parts = ["<section id='alignment'><h2>Judge vs human (alignment)</h2>",
+             f"<p class='meta'>From <code>{e(str(alignment))}</code>.</p>"]
+    corr = alignment / "correlations.csv"
+    if corr.is_file():
+        with corr.open(encoding="utf-8", newline="") as fh:
+            rows = list(csv.reader(fh))
+        if rows:
+            parts.append("<div class='scroll'><table class='summary'><thead><tr>"
+                         + "".join(f"<th>{e(h)}</th>" for h in rows[0]) + "</tr></thead><tbody>")
+            parts += ["<tr>" + "".join(f"<td>{e(x)}</td>" for x in r) + "</tr>" for r in rows[1:]]
+            parts.append("</tbody></table></div>")
+    else:
+        problems.add(f"{alignment}: no correlations.csv; the alignment section shows the figures only")
+    captions = {"score_distributions.png": "Human vs LLM score distributions per model (Figs. 6/8)",
+                "correlation_heatmap.png": "Correlation heatmap (Fig. 7)"}
+    for png in sorted((alignment / "figures").glob("*.png")):
+        shutil.copyfile(png, target / png.name)
+        cap = captions.get(png.name, png.stem.replace("_", " "))
+        parts.append(f"<figure><img src='alignment/{e(png.name)}' alt='{e(cap)}'><figcaption>{e(cap)}</figcaption></figure>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+# ------------------------------------------------------------------------------------------------------
+# HTML
+
+
+def _index_html(runs: list[ReportRun], metrics: list[str], rubrics: list[str], figures: list[tuple[str, str]],
+                tables: str, align_html: str, cases_link: str, problems: Problems) -> str:
+    e = html.escape
+    rows = _overview_rows(runs, rubrics)
+    nav = ("<nav><b>wikihowagent report</b> <a href='#overview'>Overview</a> <a href='#figures'>Figures</a> "
+           "<a href='#browser'>Conversations</a>" + (" <a href='#alignment'>Alignment</a>" if align_html else "")
+           + (f" {cases_link}" if cases_link else "") + (" <a href='#problems'>Missing</a>" if problems.lines else "")
+           + "</nav>")
+    heads = ["Run", "Model", "Persona", "Conversations", "Finished", "Cut", "Failed", "Tokens", "Scored",
+             "Judge", "Scoring mode", "Judge parse failures"]
+    keys = ["run", "model", "persona", "conversations", "finished", "cut", "failed", "tokens", "scored",
+            "evaluator", "mode", "parse_failures"]
+    table = ("<div class='scroll'><table id='runs' class='summary'><thead><tr>" + "".join(f"<th>{h}</th>" for h in heads)
+             + "</tr></thead><tbody>"
+             + "".join("<tr>" + "".join(f"<td>{e(str(r[k]))}</td>" for k in keys) + "</tr>" for r in rows)
+             + "</tbody></table></div>")
+    n = sum(r["conversations"] for r in rows)
+    parts = [nav, "<main>", "<section id='overview'><h1>Runs</h1>",
+             f"<p class='meta'>{len(runs)} run(s), {n} conversations, {len(metrics)} metrics.</p>", table]
+    parts.append(f"<div id='summary-tables'>{tables}</div></section>")
+    parts.append("<section id='figures'><h2>Figures</h2>")
+    if figures:
+        parts += [f"<figure><img src='{e(p)}' alt='{e(c)}'><figcaption>{e(c)}</figcaption></figure>" for c, p in figures]
+    else:
+        parts.append("<p class='meta'>No figures: no run has scores.</p>")
+    parts.append("</section>")
+    if align_html:
+        parts.append(align_html)
+    parts.append(_browser_html())
+    if problems.lines:
+        parts.append("<section id='problems'><h2>What is missing</h2><ul class='problems'>"
+                     + "".join(f"<li>{e(p)}</li>" for p in problems.lines[:500]) + "</ul>"
+                     + (f"<p class='meta'>… and {len(problems.lines) - 500} more in problems.txt</p>"
+                        if len(problems.lines) > 500 else "") + "</section>")
+    parts.append("</main>")
+    return page("wikihowagent report", "\n".join(parts), ["data/index.js", "assets/report.js"])
+
+
+def _browser_html() -> str:
+    return """<section id='browser'><h2>Conversations</h2>
+<form id='filters' onsubmit='return false'>
+<label>Run <select id='f-run'><option value=''>all</option></select></label>
+<label>Model <select id='f-model'><option value=''>all</option></select></label>
+<label>Domain <select id='f-domain'><option value=''>all</option></select></label>
+<label id='l-persona'>Persona <select id='f-persona'><option value=''>all</option></select></label>
+<label>Status <select id='f-status'><option value=''>all</option></select></label>
+<label>Metric <select id='f-metric'><option value=''>–</option></select></label>
+<label>min <input id='f-min' type='number' step='any' size='5'></label>
+<label>max <input id='f-max' type='number' step='any' size='5'></label>
+<label>Search <input id='f-text' type='search' placeholder='title, domain or id'></label>
+</form>
+<p id='count' class='meta'></p>
+<div class='scroll'><table id='conv-table'><thead></thead><tbody></tbody></table></div>
+<p id='pager'><button id='prev' type='button'>‹ previous</button> <span id='page'></span>
+<button id='next' type='button'>next ›</button></p>
+<p class='meta'>Click a column head to sort (again to reverse). Computational metrics in %, rubric metrics 1-5;
+– = not computable or not judged.</p>
+</section>"""
+
+
+def _conversation_html() -> str:
+    body = """<nav><b>wikihowagent report</b> <a href='index.html#browser'>‹ all conversations</a></nav>
+<main id='conversation'><p class='meta' id='loading'>Loading…</p></main>"""
+    return page("Conversation", body, ["assets/conversation.js"])

@@ -1,0 +1,315 @@
+"""The report's one adapter to the run readers.
+
+Everything the report knows about a run comes through `load_inputs`: it reads run directories (or sweep
+directories of runs) with the project's readers — `wikihowagent.runs.read_run_info` (RunInfo),
+`iter_jsonl` + `wikihowagent.paper_format.to_conversation` (typed `Conversation`s, ours or the paper's
+records), `wikihowagent.runs.read_scores` (typed `ScoreRecord`s) — and returns `ReportRun`s. When the
+readers change, only this module changes.
+
+Bad input never stops the report: a cell of a sweep that cannot be read, a run without scores, a record
+with a missing field are reported (one line each, naming the file and line) and left out or shown as
+missing. A path the user named that yields nothing at all is an error (`ReportInputError`). Fields the
+typed records gain later (e.g. personas, score distributions) are shown as they are.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wikihowagent.records import Conversation, ScoreRecord, Turn
+from wikihowagent.runs import CONVERSATIONS, OUTPUT_DIRS, RESCORED_DIR, RUN_INFO, SCORE_FILES
+
+# Fields shown as such; any other (later) field of a record is shown as it is.
+_KNOWN_SCORE_FIELDS = set(ScoreRecord.model_fields)
+_KNOWN_CONV_FIELDS = set(Conversation.model_fields) | {"persona"}
+
+
+class ReportInputError(ValueError):
+    """A path the user named is missing or yields nothing; the message is one line naming it."""
+
+
+@dataclass
+class ReportConversation:
+    conversation_id: str
+    run: str
+    where: str  # "file:LINE"
+    tutorial_id: str = ""
+    title: str = ""
+    method_title: str = ""
+    domain: str = ""
+    steps: list[str] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
+    status: str = "unknown"  # finished | cut | failed | unknown
+    error: str = ""
+    warnings: list[str] = field(default_factory=list)
+    teacher: str = ""
+    learner: str = ""
+    persona: str = ""  # shown when the records carry one (issue 10); never required
+    extra: dict[str, Any] = field(default_factory=dict)  # other record fields, shown as they are
+    missing: list[str] = field(default_factory=list)  # fields the record lacks
+    # from scores.jsonl (empty when the run is not evaluated)
+    scored: bool = False
+    metrics: dict[str, float | None] = field(default_factory=dict)
+    judge_raw: dict[str, list[str]] = field(default_factory=dict)
+    judge_failures: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    score_extra: dict[str, Any] = field(default_factory=dict)  # e.g. weighted-score distributions (issue 9)
+
+    @property
+    def tokens(self) -> int:
+        return sum(t.prompt_tokens + t.completion_tokens for t in self.turns)
+
+
+@dataclass
+class ReportRun:
+    name: str
+    path: Path
+    model: str  # "T-<teacher> L-<learner>"
+    teacher: str = ""
+    learner: str = ""
+    evaluator: str = ""
+    persona: str = ""
+    status: str = ""  # run.json status
+    scores_path: Path | None = None
+    mode: str = ""  # judge scoring mode(s) of the score records
+    conversations: list[ReportConversation] = field(default_factory=list)
+
+
+@dataclass
+class Problems:
+    lines: list[str] = field(default_factory=list)
+
+    def add(self, line: str) -> None:
+        self.lines.append(line)
+
+
+def _model_label(teacher: str, learner: str, fallback: str) -> str:
+    if not teacher:
+        return fallback
+    return f"T-{teacher} L-{learner or teacher}"
+
+
+def expand(paths: list[Path], problems: Problems) -> list[Path]:
+    """Run directories; a sweep directory (no run.json, runs below it) stands for its runs."""
+    out: list[Path] = []
+    for p in map(Path, paths):
+        if not p.exists():
+            raise ReportInputError(f"{p}: no such run directory")
+        if not p.is_dir():
+            raise ReportInputError(f"{p}: not a run directory (expected a directory with {RUN_INFO} and {CONVERSATIONS})")
+        if any((p / f).exists() for f in (RUN_INFO, CONVERSATIONS, *SCORE_FILES)):
+            out.append(p)
+            continue
+        cells = sorted(d for d in p.iterdir() if d.is_dir() and not d.name.startswith("."))
+        cells = [d for d in cells if any((d / f).exists() for f in (RUN_INFO, CONVERSATIONS, *SCORE_FILES))
+                 or d.name not in (*OUTPUT_DIRS, RESCORED_DIR, "figures")]
+        if not cells:
+            raise ReportInputError(f"{p}: not a run directory and no runs below it")
+        out.extend(cells)
+    return out
+
+
+def load_run(path: Path, problems: Problems, on_record: Callable[[], None] | None = None) -> ReportRun | None:
+    """One run directory -> ReportRun, or None (reported) when it holds nothing readable."""
+    from wikihowagent.runs import RunError, iter_jsonl, read_run_info, scores_file
+
+    teacher = learner = evaluator = persona = status = ""
+    name = path.name
+    try:
+        info = read_run_info(path)
+        name, teacher, learner = info.name or path.name, info.teacher, info.learner or info.teacher
+        evaluator, status = info.evaluator or "", info.status
+        persona = str((info.model_extra or {}).get("persona") or "")
+    except RunError as exc:
+        problems.add(str(exc))
+    run = ReportRun(name=name, path=path, model=_model_label(teacher, learner, name), teacher=teacher,
+                    learner=learner, evaluator=evaluator, persona=persona, status=status)
+    conv_file = path / CONVERSATIONS
+    by_id: dict[str, ReportConversation] = {}
+    if conv_file.is_file():
+        for lineno, obj in iter_jsonl(conv_file, on_error=problems.add):
+            conv = _conversation(obj, run, f"{conv_file}:{lineno}", problems)
+            if conv is not None:
+                by_id[conv.conversation_id] = conv  # a rerun's later line replaces the earlier one
+            if on_record:
+                on_record()
+    else:
+        problems.add(f"{path}: no {CONVERSATIONS} (the conversation text is missing)")
+    score_file = scores_file(path)
+    if score_file is None:
+        if by_id:
+            problems.add(f"{path}: no {SCORE_FILES[0]} (not evaluated: run `wikihowagent evaluate {path}`); "
+                         "shown without metrics")
+    else:
+        run.scores_path = score_file
+        _attach_scores(run, by_id, score_file, problems)
+    if not by_id:
+        problems.add(f"{path}: nothing to show (no readable conversation or score record)")
+        return None
+    run.conversations = list(by_id.values())
+    if not run.teacher:  # paper-style runs: take the model from the records
+        t = next((c.teacher for c in run.conversations if c.teacher), "")
+        lr = next((c.learner for c in run.conversations if c.learner), "")
+        run.model = _model_label(t, lr, name)
+    if not run.persona:
+        personas = sorted({c.persona for c in run.conversations if c.persona})
+        run.persona = ", ".join(personas)
+    return run
+
+
+def _later_fields(record: Any, known: set[str]) -> dict[str, Any]:
+    """A typed record's fields the report does not know by name (e.g. added by a later change), non-empty."""
+    return {k: v for k, v in record.model_dump(mode="json").items() if k not in known and v not in (None, "", [], {})}
+
+
+def _attach_scores(run: ReportRun, by_id: dict[str, ReportConversation], score_file: Path, problems: Problems) -> None:
+    from wikihowagent.runs import read_scores
+
+    modes: set[str] = set()
+    orphans = 0
+    for cid, rec in read_scores(score_file, on_error=problems.add).items():
+        conv = by_id.get(cid)
+        if conv is None:  # scored, but its conversation record is missing: shown from the score record
+            orphans += 1
+            conv = by_id[cid] = ReportConversation(
+                conversation_id=cid, run=run.name, where=str(score_file), tutorial_id=rec.tutorial_id,
+                title=rec.title, domain=rec.domain, teacher=rec.teacher, learner=rec.learner,
+                missing=["conversation record"])
+        conv.scored = True
+        conv.metrics = dict(rec.metrics)
+        judge = rec.judge
+        if judge is not None:
+            conv.judge_raw = dict(judge.raw)
+            conv.judge_failures = list(judge.failures)
+            conv.notes = list(rec.notes) + [f"judge: {n}" for n in judge.notes]
+            if not run.evaluator and judge.evaluator:
+                run.evaluator = judge.evaluator
+        else:
+            conv.notes = list(rec.notes)
+        conv.score_extra = _later_fields(rec, _KNOWN_SCORE_FIELDS)
+        modes.add(rec.mode)
+    run.mode = ", ".join(sorted(modes))
+    if orphans:
+        problems.add(f"{score_file}: {orphans} score record(s) without a conversation in {CONVERSATIONS} "
+                     "(shown without text)")
+
+
+def _status(obj: dict[str, Any]) -> str:
+    if obj.get("error"):
+        return "failed"
+    if obj.get("stop_reason") == "finished" or obj.get("finished") is True:
+        return "finished"
+    if "stop_reason" in obj or "finished" in obj:
+        return "cut"
+    return "unknown"  # the paper's records say neither
+
+
+def _persona(obj: dict[str, Any]) -> str:
+    persona = obj.get("persona")
+    if isinstance(persona, dict):
+        persona = persona.get("name") or persona.get("id") or json.dumps(persona, sort_keys=True)
+    return str(persona or "")
+
+
+def _conversation(obj: dict[str, Any], run: ReportRun, where: str, problems: Problems) -> ReportConversation | None:
+    """One record -> ReportConversation: through the project's record adapter (`to_conversation`); a record
+    it refuses is shown with what it has, and what it lacks is reported (not for failed conversations,
+    which may lack their turns)."""
+    from wikihowagent.paper_format import RecordError, to_conversation
+
+    cid = obj.get("conversation_id")
+    if not isinstance(cid, str) or not cid.strip():
+        problems.add(f"{where}: record has no conversation_id; left out")
+        return None
+    try:
+        conv = to_conversation(obj, run.name, where)
+    except RecordError as exc:
+        conv = None
+        if not obj.get("error"):
+            problems.add(f"{where}: {exc}; shown without it")
+    if conv is None:
+        return _partial(obj, run, where, cid)
+    extra = _later_fields(conv, _KNOWN_CONV_FIELDS)
+    extra.update({k: v for k, v in obj.items() if k not in _KNOWN_CONV_FIELDS and k not in extra})
+    return ReportConversation(
+        conversation_id=cid, run=run.name, where=where, tutorial_id=conv.tutorial_id, title=conv.title,
+        method_title=conv.tutorial_title, domain=conv.domain, steps=list(conv.steps), turns=list(conv.turns),
+        status=_status(obj), error=conv.error or "", warnings=list(conv.warnings),
+        teacher=conv.teacher or run.teacher, learner=conv.learner or run.learner or conv.teacher or run.teacher,
+        persona=_persona(obj), extra=extra)
+
+
+def _partial(obj: dict[str, Any], run: ReportRun, where: str, cid: str) -> ReportConversation:
+    """What can be shown of a record the record adapter refuses (e.g. no tutorial, or a failed one)."""
+    from wikihowagent.paper_format import split_lines
+    from wikihowagent.corpus.domains import domain_of
+
+    missing: list[str] = []
+    tut = obj.get("tutorial") if isinstance(obj.get("tutorial"), dict) else None
+    if tut is None:
+        missing.append("tutorial")
+        tut = {}
+    steps = [s for s in tut.get("steps") or [] if isinstance(s, str)] if isinstance(tut.get("steps"), list) else []
+    if tut and not steps:
+        missing.append("tutorial.steps")
+    turns: list[Turn] = []
+    for t in obj.get("turns") if isinstance(obj.get("turns"), list) else []:
+        try:
+            turns.append(Turn.model_validate(t))
+        except ValueError:
+            continue
+    if not turns and isinstance(obj.get("conversation"), list):
+        turns = split_lines([x for x in obj["conversation"] if isinstance(x, str)])
+    if not turns:
+        missing.append("conversation")
+    cats = obj.get("categories")
+    domain = str(obj.get("domain") or (domain_of([c for c in cats if isinstance(c, str)]) if isinstance(cats, list) else ""))
+    teacher = str(obj.get("teacher") or run.teacher)
+    warnings = obj.get("warnings")
+    return ReportConversation(
+        conversation_id=cid, run=run.name, where=where, tutorial_id=str(obj.get("tutorial_id") or ""),
+        title=str(obj.get("title") or ""), method_title=str(tut.get("title") or ""), domain=domain, steps=steps,
+        turns=turns, status=_status(obj), error=str(obj.get("error") or ""),
+        warnings=[str(w) for w in warnings] if isinstance(warnings, list) else [], teacher=teacher,
+        learner=str(obj.get("learner") or run.learner or teacher), persona=_persona(obj),
+        extra={k: v for k, v in obj.items() if k not in _KNOWN_CONV_FIELDS}, missing=missing)
+
+
+def load_inputs(paths: list[Path], problems: Problems,
+                on_record: Callable[[], None] | None = None) -> list[ReportRun]:
+    """Every named run (sweeps expanded). A named run directory that yields nothing is a ReportInputError;
+    a sweep cell that yields nothing is reported and skipped."""
+    named = {Path(p).resolve() for p in paths}
+    runs: list[ReportRun] = []
+    for p in expand(paths, problems):
+        before = len(problems.lines)
+        run = load_run(p, problems, on_record)
+        if run is None:
+            if p.resolve() in named:
+                raise ReportInputError(problems.lines[-1] if len(problems.lines) > before else f"{p}: nothing to show")
+            continue
+        runs.append(run)
+    if not runs:
+        raise ReportInputError("nothing to show: no run with a readable conversation or score record")
+    names = [r.name for r in runs]
+    for r in runs:
+        if names.count(r.name) > 1:  # two sweeps with the same cell name: keep them apart
+            r.name = f"{r.path.parent.name}/{r.path.name}"
+            for c in r.conversations:
+                c.run = r.name
+    return runs
+
+
+def count_lines(paths: list[Path]) -> int:
+    """Conversation records to read (for the progress bar)."""
+    total = 0
+    for p in paths:
+        f = Path(p) / CONVERSATIONS
+        if f.is_file():
+            with f.open("rb") as fh:
+                total += sum(1 for _ in fh)
+    return total
