@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 DEMO_ARGS ?= --max-tutorials 3 --domain "Home & Garden" --domain "Pets & Animals" --domain "Technology"
 DEMO_OUT  ?= runs/demo
 
-.PHONY: install browser demo test test-fast bench clean
+.PHONY: install install-slurm browser demo test test-fast bench clean
 
 install: $(STAMP)
 
@@ -30,6 +30,11 @@ $(STAMP): requirements.txt requirements-model.txt constraints.txt pyproject.toml
 browser:
 	bash scripts/setup_browser.sh
 
+# Debian's single-node Slurm + munge for tests/test_slurm.py (a real sbatch; needs root and apt-get).
+install-slurm:
+	command -v slurmctld >/dev/null && command -v munged >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge; }
+
 demo: install
 	$(BIN)/wikihowagent generate --teacher local --learner local --out $(DEMO_OUT) $(DEMO_ARGS)
 	$(BIN)/wikihowagent evaluate $(DEMO_OUT)
@@ -49,6 +54,7 @@ bench: install
 	$(BIN)/python scripts/bench_report.py --write-md
 	$(BIN)/python scripts/bench_personas.py --write-md
 	$(BIN)/python scripts/bench_manager.py --write-md
+	$(BIN)/python scripts/bench_scale.py --write-md
 
 clean:
 	rm -rf $(VENV) runs/demo .pytest_cache

@@ -25,6 +25,7 @@ from wikihowagent.evaluation.command import evaluate  # noqa: E402
 from wikihowagent.generation.command import generate, merge  # noqa: E402
 from wikihowagent.report.command import report  # noqa: E402
 from wikihowagent.chat.command import chat  # noqa: E402
+from wikihowagent.sweep.command import sweep_app  # noqa: E402
 
 app.command("generate")(generate)
 app.command("merge")(merge)
@@ -38,6 +39,7 @@ app.command("tutorials")(tutorials)
 app.command("stats")(stats)
 app.command("report")(report)
 app.command("chat")(chat)
+app.add_typer(sweep_app, name="sweep")
 
 
 @app.command()

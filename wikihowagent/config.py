@@ -43,10 +43,20 @@ class WorkflowSettings(BaseModel):
     manager_model: str = ""  # spec of the llm manager's model; "" = the teacher's
 
 
+class ReplicaSettings(BaseModel):
+    """Server replicas and outages (wikihowagent/backends/replicas.py); transport only, not in a run's fingerprint."""
+
+    fail_threshold: int = 3  # connection errors in a row before a replica is rested
+    rest_s: float = 2.0  # first rest; doubles per failed probe
+    rest_max_s: float = 60.0
+    outage_wait_s: float = 120.0  # with every replica down, requests wait (probing) this long before failing
+
+
 class Config(BaseModel):
     model: ModelSettings = Field(default_factory=ModelSettings)
     local: LocalModelSettings = Field(default_factory=LocalModelSettings)
     workflow: WorkflowSettings = Field(default_factory=WorkflowSettings)
+    replicas: ReplicaSettings = Field(default_factory=ReplicaSettings)
     concurrency: int = 2
     runs_dir: str = "runs"
     prompts: str = ""  # path of a prompts YAML; empty = configs/prompts.yaml
@@ -90,12 +100,15 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def load_config(path: Path | None = None, overrides: dict[str, Any] | None = None) -> Config:
-    """Defaults <- configs/default.yaml <- the user's file <- CLI overrides (None values ignored)."""
+def load_config(path: Path | None = None, overrides: dict[str, Any] | None = None,
+                preset: dict[str, Any] | None = None) -> Config:
+    """Defaults <- configs/default.yaml <- a preset's layer <- the user's file <- CLI overrides (None ignored)."""
     data: dict[str, Any] = {}
     default = default_config_path()
     if default.exists():
         data = read_yaml(default)
+    if preset:
+        data = _merge(data, preset)
     if path is not None:
         data = _merge(data, read_yaml(Path(path)))
     if overrides:

@@ -89,7 +89,8 @@ def check(resolved: ResolvedSpec, base_url: str | None, need: str) -> None:
         raise BackendError(f"The server at {base} does not serve model '{resolved.model}' ({need}); it serves: {shown}.")
 
 
-def make(resolved: ResolvedSpec, settings: ModelSettings, local: LocalModelSettings, base_url: str | None) -> BaseChatModel:
+def make(resolved: ResolvedSpec, settings: ModelSettings, local: LocalModelSettings, base_url: str | None,
+         keepalive: int | None = None) -> BaseChatModel:
     from langchain_openai import ChatOpenAI
 
     base = _base(resolved, base_url)
@@ -101,6 +102,13 @@ def make(resolved: ResolvedSpec, settings: ModelSettings, local: LocalModelSetti
     kwargs: dict[str, Any] = {}
     if base is not None:
         kwargs["base_url"] = base
+    if keepalive:  # the openai client keeps 100 idle connections: above that, every request reconnects
+        import openai
+        from openai._constants import DEFAULT_CONNECTION_LIMITS
+
+        limits = type(DEFAULT_CONNECTION_LIMITS)(max_connections=max(keepalive, 1000), max_keepalive_connections=keepalive)
+        kwargs["http_async_client"] = openai.DefaultAsyncHttpxClient(base_url=base or OPENAI_API_BASE,
+                                                                     timeout=settings.timeout_s, limits=limits)
     return ChatOpenAI(
         model=resolved.model,
         api_key=key,

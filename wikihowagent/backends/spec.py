@@ -106,7 +106,10 @@ def load_aliases(aliases_path: Path | str | None = None) -> AliasFile:
         if isinstance(target, dict):
             if not isinstance(target.get("spec"), str):
                 raise BackendError(f"{path}: alias '{name}' needs a 'spec:' string")
-            clean[str(name)] = {k: str(v) for k, v in target.items() if v is not None}
+            clean[str(name)] = {k: ([str(x) for x in v] if isinstance(v, list) else str(v))
+                                for k, v in target.items() if v is not None}
+            if isinstance(clean[str(name)].get("base_urls"), list) and "base_url" not in clean[str(name)]:
+                clean[str(name)]["base_url"] = clean[str(name)]["base_urls"][0]  # replicas: the first one
         elif isinstance(target, str):
             clean[str(name)] = target.strip()
         else:

@@ -27,6 +27,9 @@ def evaluate(
     retries: Annotated[int, typer.Option(min=0, help="Re-asks of the judge when a reply cannot be parsed.")] = 2,
     batch_size: Annotated[int, typer.Option(min=1, help="Texts per embedding forward pass.")] = 32,
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the PNG figures.")] = False,
+    preset: Annotated[Optional[str], typer.Option(help="'paper': --compat paper and the paper's decoding for the judge (max tokens 4096, temperature 0).")] = None,
+    tables: Annotated[bool, typer.Option("--tables", help="The paper's Table 1 (homogeneous runs) and Table 2 (heterogeneous, ↑/↓ against the teacher's homogeneous run); automatic for a sweep directory.")] = False,
+    shard: Annotated[Optional[str], typer.Option(metavar="K/N", help="Score only shard K of N of the conversations into <scores dir>/score-shards/K-of-N/ (cluster array jobs); join with `wikihowagent merge`.")] = None,
 ) -> None:
     """Score conversations: computational metrics and the LLM rubric judge; summary table, CSV, Markdown, figures."""
     from wikihowagent.console import make_console, print_error, print_labeled
@@ -40,6 +43,7 @@ def evaluate(
         runs=tuple(runs or ()), evaluator=evaluator, metrics=metrics, judge=not no_judge, compat=compat,
         baseline=baseline, by=by, out=out, rubrics=rubrics, config=config, base_url=base_url,
         concurrency=concurrency, retries=retries, batch_size=batch_size, figures=not no_figures,
+        preset=preset, tables=tables, shard=shard,
     )
     try:
         result = run_evaluation(request, console)
@@ -49,12 +53,19 @@ def evaluate(
     except KeyboardInterrupt:
         print_labeled(console, "interrupted:", "yellow", "scores written so far are kept; rerun the same command to resume")
         raise typer.Exit(130) from None
+    if result.shard is not None:
+        k, n = result.shard
+        console.print(f"shard {k}/{n} scored; once all {n} shards are: wikihowagent merge "
+                      + " ".join(str(d) for d in result.merge_dirs), highlight=False, markup=False)
+        return
     stdout = make_console(stderr=False)
     print_summary(result.summary, stdout, title="Evaluation summary" + (" (--compat paper)" if request.mode == "paper" else ""))
     if result.domain_table is not None:
         print_by_domain(result.domain_table, stdout)
     if result.persona_table is not None:
         print_by_domain(result.persona_table, stdout, key="persona")
-    console.print("wrote " + ", ".join(str(p) for p in result.written), highlight=False)
+    for _, title, table in result.tables:
+        print_summary(table, stdout, title=title)
+    console.print("wrote " + ", ".join(str(p) for p in result.written), highlight=False, markup=False)
 
 

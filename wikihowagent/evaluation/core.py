@@ -8,7 +8,7 @@ figures. Raises EvaluateError (one line) for anything that stops the stage.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +34,17 @@ class EvaluateRequest:
     retries: int = 2
     batch_size: int = 32
     figures: bool = True
+    shard: str | None = None  # "K/N": score shard K of N only (shards.py)
+    tables: bool = False  # the paper's Table 1 / Table 2 (automatic for a sweep directory)
+    preset: str | None = None  # presets.py: a config layer, and --compat
 
     @property
     def mode(self) -> str:
-        return "paper" if self.compat == "paper" else "default"
+        from wikihowagent.presets import get_preset
+
+        preset = get_preset(self.preset)
+        compat = self.compat or (preset.compat if preset else None)
+        return "paper" if compat == "paper" else "default"
 
 
 @dataclass
@@ -46,6 +53,9 @@ class EvaluationSummary:
     domain_table: Any = None  # pandas DataFrame with --by domain
     persona_table: Any = None  # pandas DataFrame with --by persona
     written: list[Path] = field(default_factory=list)
+    tables: list[tuple[str, str, Any]] = field(default_factory=list)  # (file stem, title, Summary): Tables 1/2
+    shard: tuple[int, int] | None = None  # --shard K/N: scores of one shard, no summary (summary is None)
+    merge_dirs: list[Path] = field(default_factory=list)  # where `wikihowagent merge` joins the shards
 
 
 def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
@@ -59,17 +69,39 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     from .metrics import MetricError
     from .runner import EvalOptions, Evaluation, select_metrics
 
+    from wikihowagent.presets import PresetError, get_preset, preset_config
+
+    try:
+        preset = get_preset(req.preset)
+    except PresetError as exc:
+        raise EvaluateError(str(exc)) from None
     if req.compat not in (None, "paper"):
         raise EvaluateError(f"--compat: only 'paper' is supported, not {req.compat!r}")
     if req.by not in (None, "domain", "persona"):
         raise EvaluateError(f"--by: only 'domain' or 'persona' is supported, not {req.by!r}")
     mode = req.mode
     try:
-        cfg = load_config(req.config)
+        cfg = load_config(req.config, preset=preset_config(req.preset) if preset else None)
     except ConfigError as exc:
         raise EvaluateError(str(exc)) from None
     runs_dir = Path(cfg.runs_dir)
-    paths = list(req.runs)
+    from wikihowagent.generation.core import parse_shard
+
+    from .tables import expand_sweep_dirs
+
+    shard = None
+    if req.shard:
+        try:
+            shard = parse_shard(req.shard)
+        except ValueError as exc:
+            raise EvaluateError(str(exc)) from None
+    paths, from_sweep = expand_sweep_dirs(list(req.runs), lambda m: console.print(f"warning: {m}", highlight=False,
+                                                                                     markup=False))
+    if from_sweep and not paths:
+        raise EvaluateError(f"{req.runs[0]}: no cell of this sweep has conversations yet (wikihowagent sweep run FILE)")
+    if from_sweep and req.out is None and len(req.runs) == 1:  # a sweep's tables go into the sweep directory
+        req = replace(req, out=Path(req.runs[0]))
+    tables = req.tables or from_sweep
     baseline = req.baseline
     if baseline is not None and all(Path(p).resolve() != Path(baseline).resolve() for p in paths):
         paths = [baseline] + paths
@@ -97,7 +129,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     judge_on = bool(rub) and req.judge
     opts = EvalOptions(mode=mode, metrics=comp + rub, judge=judge_on, evaluator=req.evaluator, base_url=req.base_url,
                        rubrics_path=req.rubrics, out=req.out, concurrency=req.concurrency or cfg.concurrency,
-                       retries=req.retries, batch_size=req.batch_size)
+                       retries=req.retries, batch_size=req.batch_size, shard=shard)
     aliases = Path(cfg.models) if cfg.models else None  # --config's model alias file, as for generate
     judge_urls: dict[str, str | None] = {}  # judge spec -> base URL (run.json's endpoint unless --base-url)
 
@@ -126,12 +158,38 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
             judge_urls.update(judge_base_urls(specs, sources, req.base_url, aliases))
         except MetricError as exc:
             raise EvaluateError(str(exc)) from None
-
         try:
             results = _score_all(console, ev, sources, specs, opts, runs_dir, warn)
         finally:
             ev.close()
-    return _summarize(results, rubric_names, base_name, req, runs_dir)
+    if shard is not None:  # a summary needs every shard: `wikihowagent merge DIR`, then evaluate again
+        from .shards import SHARDS_DIR, scores_fingerprint, write_shard_info
+
+        for src, p in results:
+            write_shard_info(p, shard, scores_fingerprint(opts.mode, opts.metrics or [], specs[src.name],
+                                                          opts.rubrics_path, src.path))
+        return EvaluationSummary(summary=None, shard=shard, merge_dirs=[
+            p.parent.parent.parent for _, p in results if p.parent.parent.name == SHARDS_DIR])
+    result = _summarize(results, rubric_names, base_name, req, runs_dir)
+    if tables:
+        _paper_tables(result, results, rubric_names, req, runs_dir)
+    return result
+
+
+def _paper_tables(result: EvaluationSummary, results, rubric_names, req: EvaluateRequest, runs_dir: Path) -> None:
+    from wikihowagent.runs import SUMMARY_DIR
+
+    from .summary import load_run_scores, write_summary
+    from .tables import paper_tables
+
+    run_scores = [load_run_scores(src.name, src.label, p, rubric_names, n_failed=src.n_failed, n_invalid=src.n_invalid)
+                  for src, p in results]
+    setups = {src.name: (src.teacher, src.learner or src.teacher) for src, _ in results}
+    out_dir = Path(req.out) if req.out is not None else (
+        results[0][1].parent if len(results) == 1 else runs_dir / SUMMARY_DIR)
+    result.tables = paper_tables(run_scores, setups, rubric_names)
+    for stem, _, summary in result.tables:
+        result.written += write_summary(summary, out_dir / stem)
 
 
 def _lock_scores_files(locks: contextlib.ExitStack, sources, opts, runs_dir) -> None:

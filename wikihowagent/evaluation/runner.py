@@ -40,6 +40,7 @@ class EvalOptions:
     retries: int = 2
     batch_size: int = 32  # texts per forward pass
     chunk: int = 64  # conversations per scoring chunk (memory is flat in the number of conversations)
+    shard: tuple[int, int] | None = None  # (K, N): only the conversations of shard K (see shards.py)
 
 
 @dataclass
@@ -57,10 +58,16 @@ class SourceStats:
 def scores_path(src: InputSource, opts: EvalOptions, runs_dir: Path) -> Path:
     fname = SCORES_PAPER if opts.mode == "paper" else SCORES
     if opts.out is not None:
-        return Path(opts.out) / src.name / fname
-    if src.kind == "run":
-        return src.path / fname
-    return Path(runs_dir) / RESCORED_DIR / src.name / fname
+        path = Path(opts.out) / src.name / fname
+    elif src.kind == "run":
+        path = src.path / fname
+    else:
+        path = Path(runs_dir) / RESCORED_DIR / src.name / fname
+    if opts.shard is not None:
+        from .shards import shard_scores_path
+
+        path = shard_scores_path(path, opts.shard)
+    return path
 
 
 def select_metrics(spec: str | None, mode: str, rubric_names: list[str]) -> tuple[list[str], list[str]]:
@@ -209,7 +216,9 @@ class Evaluation:
         rubric_names = set(self.rubric_names)
         spec = self.evaluator_spec(src)
         judge = None
-        stream = src.conversations(on_error=self.warn)
+        from .shards import shard_filter
+
+        stream = shard_filter(src.conversations(on_error=self.warn), self.opts.shard, self.opts.chunk)
         reported = 0
         pending: set[asyncio.Task[None]] = set()  # judge tasks in flight, across chunks
         loop = asyncio.get_running_loop()

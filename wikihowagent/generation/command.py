@@ -35,7 +35,7 @@ def generate(
     concurrency: Annotated[Optional[int], typer.Option(min=1, help="Conversations in flight.")] = None,
     max_interactions: Annotated[Optional[int], typer.Option(min=2, help="Cut a conversation after M messages (paper: 40).")] = None,
     history: Annotated[Optional[int], typer.Option(min=0, help="Show agents the last N messages (0 = the paper's prompts).")] = None,
-    base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible server URL for openai: specs (e.g. vLLM).")] = None,
+    base_url: Annotated[Optional[list[str]], typer.Option(help="OpenAI-compatible server URL for openai: specs (e.g. vLLM); repeat for replicas of the model (least-busy routing).")] = None,
     temperature: Annotated[Optional[float], typer.Option(help="Sampling temperature (default 0).")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Sampling seed.")] = None,
     max_tokens: Annotated[Optional[int], typer.Option(min=1, help="Max new tokens per reply.")] = None,
@@ -48,6 +48,7 @@ def generate(
     manager: Annotated[Optional[str], typer.Option(help="Who classifies learner messages: rules (Algorithm 1, default) or llm (a model: question / understood / off-topic / wants-to-stop, rules on a parse failure).")] = None,
     manager_model: Annotated[Optional[str], typer.Option(help="Model spec of --manager llm (default: the teacher's).")] = None,
     shard: Annotated[Optional[str], typer.Option(help="K/N: run only every N-th tutorial starting at K (0-based; cluster array jobs) into <run>/shards/K-of-N; join them with `wikihowagent merge`.")] = None,
+    preset: Annotated[Optional[str], typer.Option(help="'paper': the paper's prompts verbatim and decoding (max tokens 4096, temperature 0), under --config and flags.")] = None,
 ) -> None:
     """Simulate teacher-learner conversations over tutorials into a resumable run directory."""
     from rich.text import Text
@@ -62,7 +63,8 @@ def generate(
         teacher=teacher, learner=learner, evaluator=evaluator, config=config, tutorials=tutorials, out=out,
         max_tutorials=max_tutorials, domains=tuple(domain or ()), topics=tuple(topic or ()), domains_file=domains,
         sample=sample, per=per, sample_seed=sample_seed, shard=shard, retry_failed=retry_failed,
-        skip_invalid=skip_invalid, base_url=base_url, concurrency=concurrency, max_interactions=max_interactions,
+        skip_invalid=skip_invalid, base_url=tuple(base_url or ()), preset=preset, concurrency=concurrency,
+        max_interactions=max_interactions,
         history=history, temperature=temperature, seed=seed, max_tokens=max_tokens, timeout=timeout, retries=retries,
         learner_personas=tuple(learner_persona or ()), max_clarifications=max_clarifications, manager=manager,
         manager_model=manager_model,
@@ -94,15 +96,25 @@ def generate(
 def merge(
     run_dir: Annotated[Path, typer.Argument(help="A run directory whose shards/ were produced with --shard K/N.")],
 ) -> None:
-    """Merge the shards of a cluster run into the run's conversations.jsonl (no duplicates)."""
+    """Merge the shards of a cluster run (conversations, and scores of `evaluate --shard`; no duplicates).
+
+    Refuses in one line if a shard 0..N-1 is missing or was made with other settings."""
     from wikihowagent.console import make_console
-    from wikihowagent.runs import RunError
+    from wikihowagent.evaluation.shards import SHARDS_DIR as SCORE_SHARDS, merge_score_shards
+    from wikihowagent.runs import SHARDS_DIR, RunError
 
     from .core import merge_shards
 
+    console = make_console()
+    scores = (run_dir / SCORE_SHARDS).is_dir()
     try:
-        counts = merge_shards(run_dir)
+        if (run_dir / SHARDS_DIR).is_dir() or not scores:
+            counts = merge_shards(run_dir)
+            console.print(f"{run_dir}: merged {counts['shards']} shards into {counts['conversations']} conversations "
+                          f"({counts['finished']} finished, {counts['failed']} failed)", highlight=False, markup=False)
+        if scores:
+            counts = merge_score_shards(run_dir)
+            console.print(f"{run_dir}: merged {counts['shards']} score shards into {counts['scores']} score records",
+                          highlight=False, markup=False)
     except RunError as exc:
         _fail(str(exc))
-    make_console().print(f"{run_dir}: merged {counts['shards']} shards into {counts['conversations']} "
-                               f"conversations ({counts['finished']} finished, {counts['failed']} failed)", highlight=False)

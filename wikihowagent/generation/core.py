@@ -306,6 +306,12 @@ def merge_shards(run_dir: Path) -> dict[str, int]:
     shards = shard_dirs(run_dir)
     if not shards:
         raise RunError(f"{run_dir}: no shards to merge (expected {run_dir / SHARDS_DIR}/K-of-N/)")
+    from wikihowagent.shards import ShardError, check_shards
+
+    try:  # every shard 0..N-1 there, all made with the same settings
+        check_shards(shards, lambda d: read_run_info(d).fingerprint, run_dir)
+    except ShardError as exc:
+        raise RunError(str(exc)) from None
     sources = [run_dir / CONVERSATIONS] + [d / CONVERSATIONS for d in shards]
     merged: dict[str, ConversationRecord] = {}
     for src in sources:
@@ -355,7 +361,7 @@ class GenerateRequest:
     shard: str | None = None  # "K/N"
     retry_failed: bool = True
     skip_invalid: bool = False
-    base_url: str | None = None  # for openai: specs only
+    base_url: str | tuple[str, ...] | None = None  # for openai: specs only; several = replicas
     concurrency: int | None = None
     max_interactions: int | None = None
     history: int | None = None
@@ -368,6 +374,7 @@ class GenerateRequest:
     max_clarifications: int | None = None
     manager: str | None = None  # workflow/manager.py MANAGERS: rules | llm
     manager_model: str | None = None  # the llm manager's spec (default: the teacher's)
+    preset: str | None = None  # presets.py: a config layer under --config and the flags
 
     def config_overrides(self) -> dict[str, Any]:
         return {
@@ -424,16 +431,18 @@ def _select_tutorials(req: GenerateRequest, cfg: Config, console: Any) -> tuple[
 def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
     """Run (or resume) one run directory. `console` (rich) shows the plan, skipped articles and the progress
     bar. Raises GenerateError (one line) for anything that stops the stage; a conversation's failure does not."""
-    from wikihowagent.backends import BackendError, check_backend, make_chat_model, resolve_spec, shutdown_local_servers
+    from wikihowagent.backends import BackendError, resolve_spec, shutdown_local_servers
+    from wikihowagent.backends.replicas import check_replicas, make_pooled_chat_model, role_endpoints
     from wikihowagent.config import load_config
     from wikihowagent.console import print_labeled
+    from wikihowagent.presets import PresetError, preset_config
     from wikihowagent.runs import RunError, dir_lock
     from wikihowagent.workflow.prompts import load_prompts
 
     learner = req.learner or req.teacher
     try:
-        cfg = load_config(req.config, req.config_overrides())
-    except ConfigError as exc:
+        cfg = load_config(req.config, req.config_overrides(), preset=preset_config(req.preset))
+    except (ConfigError, PresetError) as exc:
         raise GenerateError(str(exc)) from None
     selected, source = _select_tutorials(req, cfg, console)
     from wikihowagent.workflow.manager import MANAGERS
@@ -463,13 +472,16 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
         if cfg.workflow.manager == "llm":
             roles["manager"] = cfg.workflow.manager_model or req.teacher
         resolved = {}
-        urls = {}  # --base-url is for openai: specs; an Ollama or local role keeps its own endpoint
+        urls = {}  # --base-url is for openai: specs; an Ollama or local role keeps its own endpoint(s)
+        given = [req.base_url] if isinstance(req.base_url, str) else list(req.base_url or ())
         for role, spec in roles.items():
             resolved[role] = resolve_spec(spec, aliases)
-            urls[role] = req.base_url if resolved[role].provider == "openai" else None
-            check_backend(resolved[role], urls[role])
+            urls[role] = role_endpoints(resolved[role], given, aliases)
+            check_replicas(resolved[role], urls[role],
+                           lambda m: console.print(f"warning: {m}", highlight=False, markup=False))
         # Recorded in run.json so that `evaluate` asks the same server (not checked: it is not used here).
         judge = resolve_spec(req.evaluator or req.teacher, aliases)
+        judge_urls = role_endpoints(judge, given, aliases)
     except (BackendError, ConfigError) as exc:
         raise GenerateError(str(exc)) from None
     options = WorkflowOptions(max_interactions=cfg.workflow.max_interactions, history=cfg.workflow.history,
@@ -491,8 +503,8 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
     }
     if any(r.provider == "local" for r in resolved.values()):
         fingerprint["local"] = cfg.local.model_dump(include={"max_tokens", "n_ctx"})
-    endpoints = {k: v.model_dump() | ({"base_url": urls[k]} if urls[k] else {}) for k, v in resolved.items()}
-    endpoints["evaluator"] = judge.model_dump() | ({"base_url": req.base_url} if req.base_url and judge.provider == "openai" else {})
+    endpoints = {k: _endpoint(v, urls[k]) for k, v in resolved.items()}
+    endpoints["evaluator"] = _endpoint(judge, judge_urls)
     try:
         # One `generate` per run directory at a time: two appenders (e.g. an overlapping requeue) would
         # run the same tutorials and lose records when one rewrites the file under the other.
@@ -502,7 +514,9 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
             def model_for(role: str) -> BaseChatModel:
                 spec = roles[role]
                 if spec not in models:  # homogeneous: one model object for both roles
-                    models[spec] = make_chat_model(resolved[role], cfg.model, cfg.local, base_url=urls[role])
+                    models[spec] = make_pooled_chat_model(  # replicas, least-busy routing, outage pause
+                        resolved[role], cfg.model, cfg.local, urls[role], pool_settings=cfg.replicas,
+                        on_event=lambda m: console.print(f"note: {m}", highlight=False, markup=False))
                 return models[spec]
 
             try:
@@ -572,6 +586,12 @@ def _run(cfg: Config, run_dir: Path, name: str, fingerprint: dict[str, Any], end
             summary.disk_full = summary.disk_full or str(exc)
     summary.counts = info.counts
     return summary
+
+
+def _endpoint(resolved: Any, urls: list[str] | None) -> dict[str, Any]:
+    """run.json's record of one role's model: the resolved spec, its endpoint and any further replicas."""
+    return (resolved.model_dump() | ({"base_url": urls[0]} if urls else {})
+            | ({"base_urls": urls} if urls and len(urls) > 1 else {}))
 
 
 def assign_personas(tutorials: list[Tutorial], personas: list[Persona]) -> dict[str, Persona]:

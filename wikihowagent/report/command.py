@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from wikihowagent.console import print_error
+from wikihowagent.console import make_console, print_error, print_labeled
 
 
 def report(
@@ -26,14 +26,12 @@ def report(
     """Write a static, offline HTML report of runs: overview, tables, figures, a conversation browser.
 
     Open DIR/index.html in a browser (file://, no server, no network)."""
-    from rich.console import Console
-    from rich.markup import escape
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from .core import ReportError, build_report
     from .sources import Problems, ReportInputError, count_lines, expand
 
-    err = Console(stderr=True)
+    err = make_console()
     problems = Problems()
     try:
         total = count_lines(expand(runs, Problems()))
@@ -48,19 +46,19 @@ def report(
             result = build_report(runs, out, cases=cases, alignment=alignment, problems=problems,
                                   on_record=lambda: progress.advance(read), on_chunk=on_chunk)
     except KeyboardInterrupt:
-        err.print(f"interrupted: nothing written; {escape(str(out))} is as it was", highlight=False)
+        err.print(f"interrupted: nothing written; {out} is as it was")
         raise typer.Exit(130) from None
     except (ReportInputError, ReportError) as exc:
         for line in problems.lines[:20]:
-            err.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
+            print_labeled(err, "warning:", "yellow", line)
         print_error(str(exc), err)
         raise typer.Exit(1) from None
     for line in problems.lines[:20]:
-        err.print(f"[yellow]warning:[/] {escape(line)}", highlight=False, soft_wrap=True)
+        print_labeled(err, "warning:", "yellow", line)
     if len(problems.lines) > 20:
-        err.print(f"… {len(problems.lines) - 20} more in {escape(str(result.out / 'problems.txt'))}", highlight=False)
-    Console().print(f"{escape(str(result.out / 'index.html'))}: {result.runs} run(s), {result.conversations} "
+        err.print(f"… {len(problems.lines) - 20} more in {result.out / 'problems.txt'}")
+    make_console(stderr=False).print(f"{result.out / 'index.html'}: {result.runs} run(s), {result.conversations} "
                     f"conversations, {result.files} files, "
                     + (f"{result.bytes / 1e6:.1f} MB" if result.bytes >= 1e6 else f"{result.bytes / 1e3:.0f} kB")
                     + (f"; {len(problems.lines)} problem(s), see problems.txt" if problems.lines else ""),
-                    highlight=False, soft_wrap=True)
+                    soft_wrap=True)

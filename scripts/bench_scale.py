@@ -1,0 +1,228 @@
+"""Benchmark the client side of `generate` at scale and write BENCHMARKS.md (section "scale").
+
+A fake OpenAI-compatible server runs in a child process on 127.0.0.1 (asyncio, keep-alive) and answers
+every chat request after `--latency` seconds; it accounts the requests in flight on its side. The client
+is `generate`'s real path in this process: the LangGraph graph, the runner with fsynced JSONL, and the
+chat clients made by `make_pooled_chat_model` (langchain-openai over HTTP). Measured:
+
+* client CPU per message: this process's CPU time (user + system) / chat requests served;
+* slot utilisation: the server's mean requests in flight / `--concurrency`, over the steady part of the
+  run (first request -> the moment the last conversation starts; the tail, where fewer conversations than
+  slots remain, is reported separately);
+* peak RSS of the client.
+
+    python scripts/bench_scale.py [--write-md] [--latency 1.0] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+
+# --------------------------------------------------------------------------- the fake server (child process)
+
+
+def serve(port_file: str, latency: float) -> None:
+    events: list[tuple[float, int]] = []  # (monotonic time, +1 / -1)
+    reply = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "bench",
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                                     "message": {"role": "assistant", "content": "Step done. Next step please."}}],
+                        "usage": {"prompt_tokens": 50, "completion_tokens": 6, "total_tokens": 56}}).encode()
+    models = json.dumps({"object": "list", "data": [{"id": "bench", "object": "model"}]}).encode()
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = lines[0].split(" ", 2)
+                length = 0
+                for h in lines[1:]:
+                    if h.lower().startswith("content-length:"):
+                        length = int(h.split(":", 1)[1])
+                if length:
+                    await reader.readexactly(length)
+                if method == "POST" and path.endswith("/chat/completions"):
+                    events.append((time.monotonic(), 1))
+                    await asyncio.sleep(latency)
+                    events.append((time.monotonic(), -1))
+                    body = reply
+                elif path.startswith("/stats"):
+                    body = json.dumps(events).encode()
+                    events.clear() if "reset" in path else None
+                else:
+                    body = models
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                             + str(len(body)).encode() + b"\r\n\r\n" + body)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=4096)
+        Path(port_file).write_text(str(server.sockets[0].getsockname()[1]))
+        async with server:
+            await server.serve_forever()
+
+    asyncio.run(main())
+
+
+def start_server(latency: float) -> tuple[subprocess.Popen, str]:
+    port_file = tempfile.mktemp(prefix="bench-scale-port-")
+    proc = subprocess.Popen([sys.executable, __file__, "--serve", port_file, "--latency", str(latency)])
+    for _ in range(200):
+        if os.path.exists(port_file) and Path(port_file).read_text():
+            break
+        time.sleep(0.05)
+    port = Path(port_file).read_text()
+    os.unlink(port_file)
+    return proc, f"http://127.0.0.1:{port}/v1"
+
+
+def server_events(base_url: str, reset: bool = False) -> list[tuple[float, int]]:
+    import urllib.request
+
+    with urllib.request.urlopen(base_url.rsplit("/v1", 1)[0] + ("/stats/reset" if reset else "/stats")) as r:
+        return [tuple(e) for e in json.loads(r.read())]
+
+
+def mean_in_flight(events: list[tuple[float, int]], start: float, end: float) -> float:
+    """Time-weighted mean of requests in flight over [start, end]."""
+    if end <= start:
+        return float("nan")
+    level, area, t_prev = 0, 0.0, start
+    for t, d in sorted(events):
+        if t > start:
+            area += level * (min(t, end) - t_prev)
+            t_prev = min(t, end)
+        if t >= end:
+            break
+        level += d
+    area += level * max(0.0, end - t_prev)
+    return area / (end - start)
+
+
+# --------------------------------------------------------------------------- the client
+
+
+def tutorials(n: int, steps: int = 4):
+    from wikihowagent.records import Tutorial
+
+    return [Tutorial(tutorial_id=f"t{i:06d}", doc_id=i, method_id=0, source_tutorial_path="bench", title=f"How to {i}",
+                     method_title=f"Method {i}", steps=[f"Do part {k} of task {i} carefully." for k in range(steps)])
+            for i in range(n)]
+
+
+def run_client(base_url: str, n: int, concurrency: int, pooled: bool) -> dict[str, float]:
+    from wikihowagent.backends import make_chat_model, resolve_spec
+    from wikihowagent.backends.replicas import make_pooled_chat_model
+    from wikihowagent.config import load_config
+    from wikihowagent.generation.core import RunStats, run_conversations
+    from wikihowagent.workflow.graph import WorkflowOptions
+    from wikihowagent.workflow.prompts import load_prompts
+
+    cfg = load_config(None, {"model": {"max_retries": 0, "timeout_s": 120}})
+    if pooled:
+        model = make_pooled_chat_model(resolve_spec("openai:bench"), cfg.model, cfg.local, [base_url],
+                                       pool_settings=cfg.replicas)
+    else:
+        model = make_chat_model("openai:bench", cfg.model, cfg.local, base_url=base_url)
+    tuts = tutorials(n)
+    stats = RunStats(total=n)
+    finished: list[float] = []
+
+    def on_done(_rec) -> None:
+        finished.append(time.monotonic())
+
+    server_events(base_url, reset=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        cpu0, t0 = time.process_time(), time.monotonic()
+        asyncio.run(run_conversations(tuts, model, model, load_prompts(), WorkflowOptions(), Path(tmp) / "c.jsonl",
+                                      run_name="bench", teacher="openai:bench", learner="openai:bench",
+                                      concurrency=concurrency, on_done=on_done, stats=stats))
+        cpu, wall, t_end = time.process_time() - cpu0, time.monotonic() - t0, time.monotonic()
+    assert stats.failed == 0, stats.errors[:3]
+    events = server_events(base_url)
+    requests = sum(1 for _, d in events if d == 1)
+    first = min(t for t, d in events if d == 1)
+    # the last conversation starts when the (n - concurrency)-th one finishes; after that, the tail
+    steady_end = finished[n - concurrency - 1] if n > concurrency else first
+    return {
+        "tutorials": n, "concurrency": concurrency, "requests": requests, "wall_s": wall, "cpu_s": cpu,
+        "cpu_ms_per_message": 1000 * cpu / requests,
+        "utilisation": mean_in_flight(events, first, steady_end) / concurrency,
+        "tail_s": t_end - steady_end, "tail_utilisation": mean_in_flight(events, steady_end, t_end) / concurrency,
+        "steady_s": steady_end - first, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--serve")
+    ap.add_argument("--latency", type=float, default=1.0)
+    ap.add_argument("--write-md", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run; not for BENCHMARKS.md)")
+    ap.add_argument("--plain", action="store_true", help="the chat client without the replica pool")
+    ap.add_argument("--only", choices=["64", "256"])
+    args = ap.parse_args()
+    if args.serve:
+        serve(args.serve, args.latency)
+        return
+    sizes = [(64, 300), (256, 2000)] if not args.quick else [(16, 40), (64, 200)]
+    if args.only:
+        sizes = [s for s in sizes if str(s[0]) == args.only]
+    results = []
+    if args.only:  # one size per process: the HTTP clients are bound to their event loop
+        proc, url = start_server(args.latency)
+        try:
+            conc, n = sizes[0]
+            print(json.dumps(run_client(url, n, conc, pooled=not args.plain)), flush=True)
+        finally:
+            proc.terminate()
+            proc.wait()
+        return
+    for conc, _ in sizes:
+        argv = [sys.executable, __file__, "--only", str(conc), "--latency", str(args.latency)]
+        argv += ["--quick"] * args.quick + ["--plain"] * args.plain
+        out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+        results.append(json.loads(out.strip().splitlines()[-1]))
+        print(json.dumps(results[-1]), flush=True)
+    if args.write_md:
+        from benchmarks_md import write_section
+
+        rows = "\n".join(
+            f"| {r['concurrency']} | {r['tutorials']:,} | {r['requests']:,} | {r['cpu_ms_per_message']:.2f} | "
+            f"{r['utilisation']:.3f} | {r['tail_s']:.1f} s at {r['tail_utilisation']:.2f} | {r['peak_rss_mb']:.0f} MB |"
+            for r in results)
+        write_section("scale", SCALE_MD.format(latency=args.latency, rows=rows))
+
+
+SCALE_MD = """`scripts/bench_scale.py`: `generate`'s real client path (graph, runner, fsynced JSONL, langchain-openai over
+HTTP through the replica pool) against a fake OpenAI-compatible server in another process on 127.0.0.1 that
+answers every request after {latency:g} s and counts the requests in flight on its side. Four-step tutorials.
+Utilisation = the server's mean requests in flight / concurrency from the first request until the last
+conversation starts; the tail after that is reported separately.
+
+| concurrency | tutorials | requests | client CPU ms / message | slot utilisation | tail | peak RSS |
+| --: | --: | --: | --: | --: | :-- | --: |
+{rows}
+"""
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""`sweep slurm` + real `sbatch` on a single-node Slurm: a sharded cell completes; a killed array task,
+resubmitted as it was, completes with no duplicate. The model is a scripted server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import slurm_cluster
+from fake_servers import FakeOpenAI, scripted_reply
+from wikihowagent.cli import app
+from wikihowagent.runs import iter_jsonl
+
+pytestmark = pytest.mark.skipif(slurm_cluster.available() is not None, reason=str(slurm_cluster.available()))
+runner = CliRunner()
+
+
+def flat(res) -> str:
+    """The output with line wrapping undone (rich wraps at 80 columns without a terminal)."""
+    return " ".join(res.output.split())
+REPO = Path(__file__).resolve().parent.parent
+
+
+def slow_reply(prompt: str) -> str:
+    time.sleep(0.4)  # slow enough to kill a task mid-shard
+    return scripted_reply(prompt)
+
+
+def lines(path: Path) -> list[dict]:
+    return [o for _, o in iter_jsonl(path)] if path.exists() else []
+
+
+def test_sbatch_array_sharded_cell_kill_and_resubmit(tmp_path, monkeypatch):
+    monkeypatch.chdir(REPO)  # the array script cd's here and runs `python -m wikihowagent`
+    with FakeOpenAI(reply=slow_reply) as srv, slurm_cluster.SlurmCluster(tmp_path / "slurm") as cluster:
+        sweep_file = tmp_path / "exp.yaml"
+        out = tmp_path / "sweep"
+        sweep_file.write_text("\n".join([
+            "name: slurmtest", "max_tutorials: 6", f"out: {out}", "shards: 2", "concurrency: 1",
+            "models:", f"  m: {{spec: 'openai:fake-model', base_url: '{srv.base_url}'}}",
+            "homogeneous: [m]", ""]))
+        res = runner.invoke(app, ["sweep", "slurm", str(sweep_file), "--out", str(tmp_path / "job")])
+        assert res.exit_code == 0, res.output
+        script = tmp_path / "job" / "sweep.sbatch"
+        before = script.read_text()
+        job = cluster.sbatch(script)
+        shard1 = out / "T-m_L-m_E-m" / "shards" / "1-of-2" / "conversations.jsonl"
+        deadline = time.monotonic() + 180
+        while not lines(shard1) and time.monotonic() < deadline:  # task 1 is mid-shard: kill it
+            time.sleep(0.2)
+        assert lines(shard1), "task 1 never wrote a record"
+        cluster.scancel(f"{job}_1")
+        cluster.wait(job)
+        done_before = len(lines(shard1))
+        assert done_before < 3  # killed before the end of its shard
+        cell = out / "T-m_L-m_E-m"
+        assert not (cell / "conversations.jsonl").exists()  # not merged: a shard is incomplete
+        res = runner.invoke(app, ["sweep", "status", str(sweep_file)])
+        assert "0/1 cells complete" in flat(res) and "1 done" in flat(res)
+
+        assert script.read_text() == before
+        job2 = cluster.sbatch(script)  # resubmitted as it is
+        cluster.wait(job2)
+        logs = "\n".join(p.read_text() for p in sorted((tmp_path / "job" / "logs").glob("*.out")))
+        recs = lines(cell / "conversations.jsonl")
+        assert len(recs) == 6, logs
+        assert len({r["tutorial_id"] for r in recs}) == 6 and all(r["finished"] for r in recs)
+        shard_recs = lines(shard1)
+        assert len(shard_recs) == 3 and len({r["tutorial_id"] for r in shard_recs}) == 3  # no duplicate
+        assert json.loads((cell / "run.json").read_text())["status"] == "merged"
+        res = runner.invoke(app, ["sweep", "status", str(sweep_file)])
+        assert "1/1 cells complete" in flat(res), res.output
+        assert "already done" in logs  # task 0 of the resubmission found its shard complete
+    assert os.path.exists(tmp_path / "slurm" / "slurmctld.log")

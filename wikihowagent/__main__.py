@@ -1,0 +1,5 @@
+"""`python -m wikihowagent ...` = the `wikihowagent` command."""
+
+from wikihowagent.cli import main
+
+main()

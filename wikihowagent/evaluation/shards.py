@@ -1,0 +1,84 @@
+"""`evaluate --shard K/N` and merging score shards (`wikihowagent merge`).
+
+Shard K of N scores the blocks number K, K+N, K+2N, ... of `chunk` (64) consecutive scorable
+conversations. A block is exactly what an unsharded evaluation scores in one batch, so sharded scores are
+bit-for-bit those of an unsharded run (the embedding model's CPU kernels round differently when the texts
+batched together differ, so a finer split would not be). Shard K of a scores file `<dir>/scores.jsonl` is
+written to `<dir>/score-shards/K-of-N/scores.jsonl` with a `shard.json` holding what the scores depend on
+(mode, metrics, evaluator, rubric file, input); merging refuses missing shards and shards made with other
+settings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+SHARDS_DIR = "score-shards"
+SHARD_INFO = "shard.json"
+
+
+def shard_filter(stream: Iterator[Any], shard: tuple[int, int] | None, chunk: int) -> Iterator[Any]:
+    """The conversations of shard K of N: blocks number K, K+N, K+2N, ... of `chunk` consecutive ones."""
+    if shard is None:
+        return stream
+    k, n = shard
+    return (c for i, c in enumerate(stream) if (i // chunk) % n == k)
+
+
+def shard_scores_path(path: Path, shard: tuple[int, int]) -> Path:
+    k, n = shard
+    return path.parent / SHARDS_DIR / f"{k}-of-{n}" / path.name
+
+
+def write_shard_info(out_path: Path, shard: tuple[int, int], fingerprint: dict[str, Any]) -> None:
+    from wikihowagent.runs import write_json_atomic
+
+    write_json_atomic(out_path.parent / SHARD_INFO, {"shard": list(shard), "fingerprint": fingerprint})
+
+
+def scores_fingerprint(mode: str, metrics: list[str], evaluator: str | None, rubrics_path: Path | None,
+                       source: Path) -> dict[str, Any]:
+    from .judge import default_rubrics_path
+
+    rubric_file = Path(rubrics_path) if rubrics_path else default_rubrics_path()
+    digest = hashlib.sha256(rubric_file.read_bytes()).hexdigest()[:16] if rubric_file.exists() else None
+    return {"mode": mode, "metrics": sorted(metrics), "evaluator": evaluator, "rubrics_sha256": digest,
+            "input": str(Path(source).resolve())}
+
+
+def merge_score_shards(directory: Path) -> dict[str, int]:
+    """Merge `<directory>/score-shards/K-of-N/<scores file>` into `<directory>/<scores file>`.
+
+    Raises RunError (one line) if a shard is missing or was made with other settings.
+    """
+    import json
+
+    from wikihowagent.runs import RunError, iter_jsonl, rewrite_jsonl
+    from wikihowagent.shards import ShardError, check_shards
+
+    shard_dirs = sorted(p for p in (directory / SHARDS_DIR).glob("*") if (p / SHARD_INFO).exists())
+    if not shard_dirs:
+        raise RunError(f"{directory}: no score shards to merge (expected {directory}/{SHARDS_DIR}/K-of-N/)")
+
+    def fingerprint(d: Path) -> Any:
+        return json.loads((d / SHARD_INFO).read_text(encoding="utf-8")).get("fingerprint")
+
+    try:
+        n = check_shards(shard_dirs, fingerprint, directory / SHARDS_DIR)
+    except ShardError as exc:
+        raise RunError(str(exc)) from None
+    names = sorted({p.name for d in shard_dirs for p in d.glob("scores*.jsonl")})
+    total = 0
+    for name in names:
+        merged: dict[str, dict[str, Any]] = {}
+        for src in [directory / name] + [d / name for d in shard_dirs]:  # shards' lines win over older ones
+            if src.exists():
+                for _, obj in iter_jsonl(src, on_error=lambda _m: None):
+                    if isinstance(obj.get("conversation_id"), str):
+                        merged[obj["conversation_id"]] = obj  # the last line per conversation wins
+        rewrite_jsonl(directory / name, list(merged.values()))
+        total += len(merged)
+    return {"shards": n, "scores": total}

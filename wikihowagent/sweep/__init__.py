@@ -1,0 +1,1 @@
+"""Experiment sweeps (`wikihowagent sweep`): cells x shards over `generate`, locally or as a Slurm array."""
