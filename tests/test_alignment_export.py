@@ -174,3 +174,21 @@ def test_export_of_a_no_judge_run_says_no_judge_ran(tmp_path):
     problems = Problems()
     select([root / "r2"], problems)
     assert any("no LLM score (judge reply not parsed) for: Depth 1 conversations" in line for line in problems.lines())
+
+
+def test_cli_export_is_blind_by_default_and_unblind_keeps_the_old_layout(runs, tmp_path):
+    from typer.testing import CliRunner
+
+    from wikihowagent.cli import app
+
+    out = tmp_path / "study" / "sheet.csv"
+    result = CliRunner().invoke(app, ["annotate", "export", *map(str, runs), "--top", "2", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    key = out.with_name("sheet.key.csv")
+    assert f"key:       {key} (blind ids -> conversations; not for the judges)" in result.output
+    assert key.is_file() and "r1" not in out.read_text()
+    plain = tmp_path / "plain.csv"
+    result = CliRunner().invoke(app, ["annotate", "export", *map(str, runs), "--top", "2", "--out", str(plain),
+                                      "--unblind"])
+    assert result.exit_code == 0 and "key:" not in result.output
+    assert not (tmp_path / "plain.key.csv").exists() and ",r1," in plain.read_text()

@@ -57,12 +57,16 @@ def test_site_has_every_conversation_its_data_and_figures(sweep, tmp_path):
     assert [t[1] for t in conv["turns"]] == [t["text"] for t in src["turns"]]
     assert [t[2] for t in conv["turns"]] == [t["step"] for t in src["turns"]]
     assert conv["steps"] == src["tutorial"]["steps"]
+    asked = next(c for c in conv_lines if any(t.get("intent") for t in c["turns"]))
+    row = next(r for r in idx["rows"] if r[0] == asked["conversation_id"])
+    turns = _chunk(site, row[7])[asked["conversation_id"]]["turns"]
+    assert [t[7] for t in turns] == [{"intent": t["intent"]} if t.get("intent") else {} for t in asked["turns"]]
     assert {o["run"] for o in conv["others"]} == {"T-qwen2_L-qwen2", "T-gemma_L-gemma"}  # same tutorial elsewhere
     assert conv["judge_raw"]["rubric"][0].startswith("Clarity:")
     for name in ("radar_rubrics.png", "radar_computational.png", "by_domain.png", "domain_bars.png"):
         assert (site / "figures" / name).stat().st_size > 1000
     html = (site / "index.html").read_text()
-    assert "Table 1: computational metrics" in html and "Table 2: rubric metrics" in html
+    assert "Table 1: homogeneous" in html and "Clarity" in html and "BLEU (%)" in html
     # nothing remote: every src/href is relative
     for page in ("index.html", "conversation.html", "cases.html"):
         refs = re.findall(r"(?:src|href)=['\"]([^'\"]+)", (site / page).read_text())
@@ -107,6 +111,27 @@ def test_sweep_with_a_failed_cell_builds_and_says_so(sweep, tmp_path):
     assert res.runs == 2
     assert any(p.startswith(f"{root / 'T-broken_L-broken' / 'run.json'}: malformed JSON") for p in problems.lines)
     assert f"{root / 'T-broken_L-broken'}: nothing to show (no readable conversation or score record)" in problems.lines
+
+
+def test_sweep_json_cells_failed_and_missing_cells_and_paper_tables(tmp_path):
+    """A `wikihowagent sweep` directory: cells from sweep.json; a cell not generated yet and failed
+    conversations are reported; Table 2 compares the heterogeneous run with its teacher's homogeneous run."""
+    sweep = tmp_path / "sweeps" / "grid"
+    make_run(sweep, "T-qwen2_L-qwen2_E-qwen2", 60, teacher="qwen2", tutorials=20)
+    make_run(sweep, "T-qwen2_L-gemma_E-qwen2", 60, teacher="qwen2", learner="gemma", tutorials=20, seed=2)
+    cells = [{"run": n} for n in ("T-qwen2_L-qwen2_E-qwen2", "T-qwen2_L-gemma_E-qwen2", "T-gemma_L-gemma_E-gemma")]
+    (sweep / "sweep.json").write_text(json.dumps({"name": "grid", "cells": cells}))
+    problems = Problems()
+    res = build_report([sweep], tmp_path / "site", problems=problems)
+    assert res.runs == 2
+    assert f"{sweep / 'T-gemma_L-gemma_E-gemma'}: sweep cell not generated (or its shards not merged) yet; left out" \
+        in problems.lines
+    failed = sum(1 for x in (sweep / "T-qwen2_L-qwen2_E-qwen2" / "conversations.jsonl").read_text().splitlines()
+                 if json.loads(x)["error"])
+    assert failed and any(line.startswith(f"{sweep / 'T-qwen2_L-qwen2_E-qwen2'}: {failed} failed conversation(s)")
+                          for line in problems.lines)
+    html = (res.out / "index.html").read_text()
+    assert "Table 1: homogeneous" in html and "Table 2: heterogeneous" in html and ("↑" in html or "↓" in html)
 
 
 def test_named_run_that_contributes_nothing_is_an_error(sweep, tmp_path):

@@ -105,6 +105,8 @@ def test_report_in_chromium(site, browser, tmp_path):
     assert page.locator(".turn >> nth=1").text_content().endswith(rec["turns"][1]["text"])
     assert page.locator(".steps li").count() == len(rec["tutorial"]["steps"])
     assert page.locator(".turn.clarification").count() == sum(t["kind"] == "clarification" for t in rec["turns"])
+    assert page.locator(".badge.extra", has_text="intent: ask").count() == sum(
+        t.get("intent") == "ask" for t in rec["turns"])  # a turn's later fields (personas' intents) are shown
     score = next(s for s in scores if s["conversation_id"] == cid)
     bleu = page.locator("table.metrics tr", has_text="BLEU").locator("td").text_content()
     assert bleu == f"{score['metrics']['BLEU']:.4f}"

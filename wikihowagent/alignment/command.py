@@ -96,7 +96,7 @@ def annotate_export(
         f"Selected {len(sel.tutorials)} of {sel.qualifying} tutorials ({how}) from {len(sel.runs)} run(s): "
         f"{len(sel.conversations)} conversations.\n  sheet:     {sheet}\n  companion: {companion}"
         + ("" if unblind else f"\n  key:       {key_path(sheet)} (blind ids -> conversations; not for the judges)"),
-        highlight=False,
+        highlight=False, soft_wrap=True,
     )
 
 

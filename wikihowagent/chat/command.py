@@ -20,19 +20,17 @@ def chat(
     base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible server URL for openai: specs.")] = None,
 ) -> None:
     """Play the learner or the teacher yourself against the model, on one tutorial; the conversation is saved as a normal run record (/next, /step, /quit)."""
-    from rich.console import Console
-
-    from wikihowagent.console import print_error
+    from wikihowagent.console import make_console, print_error
 
     from .core import ChatError, ChatRequest, run_chat
 
-    console = Console()
+    console = make_console(stderr=False)  # tutorial titles and model output print literally
     request = ChatRequest(role=role, model=model, tutorial=tutorial, tutorials=tutorials, pick=pick, out=out,
                           config=config, base_url=base_url)
     try:
         summary = run_chat(request, console, read=input)
     except ChatError as exc:
-        print_error(str(exc), Console(stderr=True))
+        print_error(str(exc))
         raise typer.Exit(2) from None
     record = summary.record
     console.print(f"saved {len(record.turns)} messages ({record.stop_reason}) to {summary.path}; "

@@ -60,14 +60,14 @@ def tutorials(
     tab-separated lines as they are read (a 20,000-article crawl streams)."""
     import sys
 
-    from rich.console import Console
+    from wikihowagent.console import make_console
     from rich.table import Table
     from rich.text import Text
 
     from wikihowagent.corpus.core import LoadReport, TutorialError, default_tutorials_path
     from wikihowagent.corpus.sampling import select_tutorials
 
-    console = Console(stderr=True)
+    console = make_console()
     report = LoadReport()
     source = tutorials or default_tutorials_path()
     heads = ("tutorial_id", "domain", "topic", "steps", "title / method")
@@ -92,7 +92,7 @@ def tutorials(
     if not n:
         _fail(console, empty_message(source, domain, topic))
     if table is not None:
-        Console().print(table)
+        make_console(stderr=False).print(table)
     console.print(f"{n} tutorials from {report.summary()}", highlight=False, markup=False)
 
 
@@ -110,12 +110,12 @@ def stats(
 ) -> None:
     """Describe a corpus: the paper's Table 4 per domain and topic (CSV, Markdown, terminal), the sunburst of
     domains and topics (Fig. 2), the steps histogram, and with --graph the topic knowledge graph."""
-    from rich.console import Console
+    from wikihowagent.console import make_console
 
     from wikihowagent.corpus.core import LoadReport, TutorialError, default_tutorials_path
     from wikihowagent.corpus.stats import run_stats
 
-    console = Console(stderr=True)
+    console = make_console()
     source = tutorials or default_tutorials_path()
     report = LoadReport()
     try:
@@ -127,7 +127,7 @@ def stats(
     except OSError as exc:  # reading errors are TutorialErrors: this is the output directory
         _fail(console, f"{exc.filename or out}: cannot write ({exc.strerror})")
     print_load_warnings(console, report)
-    Console().print(result.table)
+    make_console(stderr=False).print(result.table)
     console.print(report.summary(), highlight=False, markup=False)
     for path in result.written:
         console.print(f"wrote {path}", highlight=False, markup=False)

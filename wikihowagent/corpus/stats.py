@@ -261,7 +261,7 @@ def run_stats(source: Path, out: Path, *, domains_file: Path | None = None, grap
         sample_note = f"{len(keep)} tutorials, up to {sample} per {per}, seed {seed}"
     stats = CorpusStats.for_table(table)
     builder = GraphBuilder(graph_articles) if graph else None
-    progress = Progress(SpinnerColumn(), TextColumn("[bold]stats"), TextColumn("{task.completed} articles"),
+    progress = Progress(SpinnerColumn(), TextColumn("stats", style="bold"), TextColumn("{task.completed} articles"),
                         TimeElapsedColumn(), console=console, transient=True)
     with progress:
         task = progress.add_task("stats", total=None)

@@ -35,7 +35,7 @@ def report(
     problems = Problems()
     try:
         total = count_lines(expand(runs, Problems()))
-        with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        with Progress(TextColumn("{task.description}", markup=False, style="bold"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                       console=err, transient=True) as progress:
             read = progress.add_task("read", total=total or None)
             write = progress.add_task("write", total=None, visible=False)

@@ -29,6 +29,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.records import Turn
+
 from .page import page
 from .sources import Problems, ReportConversation, ReportRun, load_inputs
 
@@ -208,12 +210,20 @@ def _write_chunks(d: Path, convs: list[ReportConversation], chunk_of: dict[int, 
     return n_chunks
 
 
+_TURN_FIELDS = {"role", "text", "step", "kind", "prompt_tokens", "completion_tokens", "latency_s"}
+
+
+def _turn_extra(t: Turn) -> dict[str, Any]:
+    """A turn's other fields (e.g. the persona's intent, the manager's label, turn-check warnings), non-empty."""
+    return {k: v for k, v in t.model_dump(mode="json").items() if k not in _TURN_FIELDS and v not in (None, "", [], {}, False)}
+
+
 def _conversation_data(c: ReportConversation, metrics: list[str], others: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "run": c.run, "where": c.where, "tutorial_id": c.tutorial_id, "title": c.title,
         "method_title": c.method_title, "domain": c.domain, "steps": c.steps,
-        "turns": [[t.role, t.text, t.step, t.kind, t.prompt_tokens, t.completion_tokens, round(t.latency_s, 3)]
-                  for t in c.turns],
+        "turns": [[t.role, t.text, t.step, t.kind, t.prompt_tokens, t.completion_tokens, round(t.latency_s, 3),
+                   _turn_extra(t)] for t in c.turns],
         "status": c.status, "error": c.error, "warnings": c.warnings, "teacher": c.teacher, "learner": c.learner,
         "persona": c.persona, "extra": c.extra, "missing": c.missing, "scored": c.scored,
         "metrics": [[m, c.metrics[m]] for m in metrics if m in c.metrics], "judge_raw": c.judge_raw,
@@ -260,7 +270,7 @@ def _write_figures(d: Path, runs: list[ReportRun], metrics: list[str], rubrics: 
         problems.add("no run has scores: no tables or figures (run `wikihowagent evaluate` on the runs)")
         return [], ""
     rs = _run_scores(scored, rubrics)
-    summary = summarize(rs, rubrics)
+    summary = summarize(rs, rubrics)  # all runs: the figures' bars
     out: list[tuple[str, str]] = []
     comp = [m for m in metrics if m in PERCENT_METRICS]
     by_model: dict[str, list[ReportConversation]] = {}
@@ -304,25 +314,34 @@ def _write_figures(d: Path, runs: list[ReportRun], metrics: list[str], rubrics: 
     p = domain_bars(values, bar_metrics, d / "figures" / "domain_bars.png", "1-5" if rubrics else "%")
     if p:
         out.append(("Per-metric means per domain and model (Fig. 5)", "figures/domain_bars.png"))
-    return out, _summary_tables(summary)
+    from wikihowagent.evaluation.tables import paper_tables
+
+    setups = {r.name: (r.teacher or r.model, r.learner or r.teacher or r.model) for r in scored}
+    return out, _summary_tables([(title, t) for _, title, t in paper_tables(rs, setups, rubrics)])
 
 
-def _summary_tables(summary: Any) -> str:
+def _summary_tables(tables: list[tuple[str, Any]]) -> str:
+    """The paper's Table 1 (homogeneous runs) / Table 2 (heterogeneous, ↑/↓ against the teacher's homogeneous
+    run) as `evaluate --tables` computes them, each as a computational (%) and a rubric (1-5) table."""
     from wikihowagent.evaluation.summary import PERCENT_METRICS, cell, header
 
     e = html.escape
     parts = []
-    for title, ms in (("Table 1: computational metrics (%)", [m for m in summary.columns if m in PERCENT_METRICS]),
-                      ("Table 2: rubric metrics (1-5)", [m for m in summary.columns if m not in PERCENT_METRICS])):
-        if not ms:
-            continue
-        parts.append(f"<h3>{e(title)}</h3><div class='scroll'><table class='summary'><thead><tr><th>Run</th><th>n</th>"
-                     + "".join(f"<th>{e(header(m))}</th>" for m in ms) + "</tr></thead><tbody>")
-        for row in summary.table:
-            label = row["label"] if row["run"] in ("Overall", row["label"]) else f"{row['label']} [{row['run']}]"
-            parts.append(f"<tr><td>{e(label)}</td><td>{row['n']}</td>"
-                         + "".join(f"<td>{e(cell(row, m))}</td>" for m in ms) + "</tr>")
-        parts.append("</tbody></table></div>")
+    for title, summary in tables:
+        parts.append(f"<h3>{e(title)}</h3>")
+        if summary.baseline:
+            parts.append(f"<p class='meta'>↑/↓: against {e(summary.baseline)}.</p>")
+        for ms in ([m for m in summary.columns if m in PERCENT_METRICS],
+                   [m for m in summary.columns if m not in PERCENT_METRICS]):
+            if not ms:
+                continue
+            parts.append("<div class='scroll'><table class='summary'><thead><tr><th>Run</th><th>n</th>"
+                         + "".join(f"<th>{e(header(m))}</th>" for m in ms) + "</tr></thead><tbody>")
+            for row in summary.table:
+                label = row["label"] if row["run"] in ("Overall", row["label"]) else f"{row['label']} [{row['run']}]"
+                parts.append(f"<tr><td>{e(label)}</td><td>{row['n']}</td>"
+                             + "".join(f"<td>{e(cell(row, m))}</td>" for m in ms) + "</tr>")
+            parts.append("</tbody></table></div>")
     return "\n".join(parts)
 
 

@@ -94,7 +94,11 @@ def _model_label(teacher: str, learner: str, fallback: str) -> str:
 
 
 def expand(paths: list[Path], problems: Problems) -> list[Path]:
-    """Run directories; a sweep directory (no run.json, runs below it) stands for its runs."""
+    """Run directories. A sweep directory (`sweep.json` from `wikihowagent sweep`) stands for its cells, a cell
+    not generated or not merged yet is reported; any other directory without run files stands for the
+    directories below it."""
+    from wikihowagent.sweep.core import SWEEP_INFO
+
     out: list[Path] = []
     for p in map(Path, paths):
         if not p.exists():
@@ -103,6 +107,20 @@ def expand(paths: list[Path], problems: Problems) -> list[Path]:
             raise ReportInputError(f"{p}: not a run directory (expected a directory with {RUN_INFO} and {CONVERSATIONS})")
         if any((p / f).exists() for f in (RUN_INFO, CONVERSATIONS, *SCORE_FILES)):
             out.append(p)
+            continue
+        if (p / SWEEP_INFO).is_file():
+            try:
+                cells = json.loads((p / SWEEP_INFO).read_text(encoding="utf-8")).get("cells") or []
+            except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as exc:
+                raise ReportInputError(f"{p / SWEEP_INFO}: not a sweep file ({exc})") from None
+            for c in cells:
+                d = p / str(c.get("run") if isinstance(c, dict) else c)
+                if (d / CONVERSATIONS).exists():
+                    out.append(d)
+                else:
+                    problems.add(f"{d}: sweep cell not generated (or its shards not merged) yet; left out")
+            if not out:
+                raise ReportInputError(f"{p}: no cell of this sweep has conversations yet")
             continue
         cells = sorted(d for d in p.iterdir() if d.is_dir() and not d.name.startswith("."))
         cells = [d for d in cells if any((d / f).exists() for f in (RUN_INFO, CONVERSATIONS, *SCORE_FILES))
@@ -151,6 +169,10 @@ def load_run(path: Path, problems: Problems, on_record: Callable[[], None] | Non
         problems.add(f"{path}: nothing to show (no readable conversation or score record)")
         return None
     run.conversations = list(by_id.values())
+    failed = sum(c.status == "failed" for c in run.conversations)
+    if failed:
+        problems.add(f"{path}: {failed} failed conversation(s) (run status {run.status or 'unknown'}); shown as failed, "
+                     "without scores (rerun `wikihowagent generate` to retry them)")
     if not run.teacher:  # paper-style runs: take the model from the records
         t = next((c.teacher for c in run.conversations if c.teacher), "")
         lr = next((c.learner for c in run.conversations if c.learner), "")

@@ -76,6 +76,12 @@
       if (t[4] || t[5] || t[6]) {
         add(head, el("span", "meta", " · " + t[4] + " prompt + " + t[5] + " completion tokens · " + t[6] + " s"));
       }
+      var more = t[7] || {};
+      Object.keys(more).forEach(function (k) {
+        var v = more[k];
+        add(head, el("span", "badge extra", k.replace(/_/g, " ") + (v === true ? "" : ": " +
+          (Array.isArray(v) ? v.join("; ") : typeof v === "object" ? JSON.stringify(v) : v))));
+      });
       div.appendChild(document.createTextNode(text));
       if (step !== null && step !== undefined && items[step]) {
         div.addEventListener("mouseenter", function () { items[step].classList.add("active"); });
