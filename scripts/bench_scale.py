@@ -171,55 +171,68 @@ def run_client(base_url: str, n: int, concurrency: int, pooled: bool) -> dict[st
     }
 
 
+VARIANTS = {"before": ["--plain"], "after": []}  # before = one ChatOpenAI per role, as generate made them before
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--serve")
     ap.add_argument("--latency", type=float, default=1.0)
     ap.add_argument("--write-md", action="store_true")
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run; not for BENCHMARKS.md)")
-    ap.add_argument("--plain", action="store_true", help="the chat client without the replica pool")
+    ap.add_argument("--plain", action="store_true", help="the chat client without the replica pool (before)")
     ap.add_argument("--only", choices=["64", "256"])
+    ap.add_argument("--tutorials", type=int, help="tutorials for the --only size (default: 300 at 64, 2,000 at 256)")
+    ap.add_argument("--results", nargs="*", help="write BENCHMARKS.md from these JSON results (variant key set)")
     args = ap.parse_args()
     if args.serve:
         serve(args.serve, args.latency)
         return
     sizes = [(64, 300), (256, 2000)] if not args.quick else [(16, 40), (64, 200)]
-    if args.only:
-        sizes = [s for s in sizes if str(s[0]) == args.only]
-    results = []
     if args.only:  # one size per process: the HTTP clients are bound to their event loop
+        conc, n = next(s for s in sizes if str(s[0]) == args.only)
         proc, url = start_server(args.latency)
         try:
-            conc, n = sizes[0]
-            print(json.dumps(run_client(url, n, conc, pooled=not args.plain)), flush=True)
+            r = run_client(url, args.tutorials or n, conc, pooled=not args.plain)
+            r["variant"] = "before" if args.plain else "after"
+            print(json.dumps(r), flush=True)
         finally:
             proc.terminate()
             proc.wait()
         return
-    for conc, _ in sizes:
-        argv = [sys.executable, __file__, "--only", str(conc), "--latency", str(args.latency)]
-        argv += ["--quick"] * args.quick + ["--plain"] * args.plain
-        out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
-        results.append(json.loads(out.strip().splitlines()[-1]))
-        print(json.dumps(results[-1]), flush=True)
+    results = [json.loads(Path(f).read_text().strip().splitlines()[-1]) for f in args.results or []]
+    if not results:
+        for conc, _ in sizes:
+            for variant, flags in VARIANTS.items():
+                argv = [sys.executable, __file__, "--only", str(conc), "--latency", str(args.latency), *flags]
+                argv += ["--quick"] * args.quick
+                out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
+                results.append(json.loads(out.strip().splitlines()[-1]))
+                print(json.dumps(results[-1]), flush=True)
     if args.write_md:
         from benchmarks_md import write_section
 
         rows = "\n".join(
-            f"| {r['concurrency']} | {r['tutorials']:,} | {r['requests']:,} | {r['cpu_ms_per_message']:.2f} | "
-            f"{r['utilisation']:.3f} | {r['tail_s']:.1f} s at {r['tail_utilisation']:.2f} | {r['peak_rss_mb']:.0f} MB |"
-            for r in results)
-        write_section("scale", SCALE_MD.format(latency=args.latency, rows=rows))
+            f"| {r['variant']} | {r['concurrency']} | {r['tutorials']:,} | {r['requests']:,} | "
+            f"{r['cpu_ms_per_message']:.2f} | {r['utilisation']:.3f} | {r['tail_s']:.0f} s at {r['tail_utilisation']:.2f} | "
+            f"{r['peak_rss_mb']:.0f} MB |" for r in sorted(results, key=lambda r: (r["concurrency"], r["variant"] != "before")))
+        load = os.getloadavg()[0]
+        write_section("scale", SCALE_MD.format(latency=args.latency, rows=rows)
+                      + f"\nLoad average when written: {load:.1f} on {os.cpu_count()} cores (shared machine). "
+                      "Slot utilisation needs a free core: with the client starved of CPU it measures the "
+                      "machine's load, not the pipeline; client CPU per message is the robust figure.\n")
 
 
 SCALE_MD = """`scripts/bench_scale.py`: `generate`'s real client path (graph, runner, fsynced JSONL, langchain-openai over
-HTTP through the replica pool) against a fake OpenAI-compatible server in another process on 127.0.0.1 that
-answers every request after {latency:g} s and counts the requests in flight on its side. Four-step tutorials.
-Utilisation = the server's mean requests in flight / concurrency from the first request until the last
-conversation starts; the tail after that is reported separately.
+HTTP) against a fake OpenAI-compatible server in another process on 127.0.0.1 that answers every request
+after {latency:g} s and counts the requests in flight on its side; four-step tutorials. *before*: one
+ChatOpenAI per role (how `generate` made its clients before the replica pool); *after*: the replica pool
+(8 HTTP clients per endpoint, keep-alive for every connection). Client CPU = this process's CPU time /
+requests. Utilisation = the server's mean requests in flight / concurrency from the first request until
+the last conversation starts; the tail after that is reported separately.
 
-| concurrency | tutorials | requests | client CPU ms / message | slot utilisation | tail | peak RSS |
-| --: | --: | --: | --: | --: | :-- | --: |
+| variant | concurrency | tutorials | requests | client CPU ms / message | slot utilisation | tail | peak RSS |
+| :-- | --: | --: | --: | --: | --: | :-- | --: |
 {rows}
 """
 

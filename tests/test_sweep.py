@@ -111,8 +111,11 @@ def test_paper_sweep_file_lists_the_papers_runs():
 
 def test_sweep_slurm_writes_a_resubmittable_array_script(tmp_path):
     f = write_sweep(tmp_path, "http://127.0.0.1:9/v1", "http://127.0.0.1:9/v1", slurm="{partition: gpu, server: vllm}")
-    res = runner.invoke(app, ["sweep", "slurm", str(f), "--out", str(tmp_path / "slurm")])
+    res = runner.invoke(app, ["sweep", "slurm", str(f), "--out", str(tmp_path / "slurm"), "--preset", "paper"])
     assert res.exit_code == 0, res.output
+    assert '--preset paper --task "$SLURM_ARRAY_TASK_ID"' in (tmp_path / "slurm" / "sweep.sbatch").read_text()
+    res = runner.invoke(app, ["sweep", "run", str(f), "--preset", "nope"])
+    assert res.exit_code == 2 and "unknown preset" in flat(res)
     script = (tmp_path / "slurm" / "sweep.sbatch").read_text()
     assert "#SBATCH --array=0-7" in script and "#SBATCH --partition=gpu" in script
     assert "sweep run" in script and '--task "$SLURM_ARRAY_TASK_ID"' in script and "start-vllm.sh" in script

@@ -15,6 +15,7 @@ sweep_app = typer.Typer(help="Experiment sweeps over a YAML file: teacher x lear
                         no_args_is_help=True)
 FileArg = Annotated[Path, typer.Argument(help="Experiment file (YAML), e.g. configs/sweeps/paper.yaml.", metavar="FILE")]
 ConfigOpt = Annotated[Optional[Path], typer.Option(help="YAML config (for runs_dir).")]
+PresetOpt = Annotated[Optional[str], typer.Option(help="'paper': the paper's settings for every task (overrides the file's preset:).")]
 
 
 def _err() -> Console:
@@ -29,15 +30,21 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
-def _load(file: Path, config: Path | None):
+def _load(file: Path, config: Path | None, preset: str | None = None):
     from wikihowagent.config import ConfigError, load_config
 
     from .core import SweepError, load_sweep
 
     try:
         cfg = load_config(config)
-        return load_sweep(file, cfg.runs_dir), cfg
-    except (SweepError, ConfigError) as exc:
+        sweep = load_sweep(file, cfg.runs_dir)
+        if preset is not None:
+            from wikihowagent.presets import get_preset
+
+            get_preset(preset)  # an unknown name is a one-line error here, not in every task
+            sweep.spec.preset = preset
+        return sweep, cfg
+    except (SweepError, ConfigError, ValueError) as exc:
         _fail(str(exc))
 
 
@@ -109,11 +116,12 @@ def run(
     file: FileArg,
     task: Annotated[Optional[int], typer.Option(min=0, help="Run only this task (cell x shard; the Slurm array index).")] = None,
     config: ConfigOpt = None,
+    preset: PresetOpt = None,
 ) -> None:
     """Run every task (or one, --task) locally, one after another; resumable (done tasks are skipped)."""
     from .core import run_task, task_state, write_task_files
 
-    sweep, _ = _load(file, config)
+    sweep, _ = _load(file, config, preset)
     err = _err()
     tasks = sweep.tasks
     if task is not None:
@@ -136,8 +144,8 @@ def run(
             continue
         err.print(f"[{i}/{len(tasks)}] {t.label} -> {t.run_dir}", highlight=False, markup=False)
         code = run_task(sweep, t, config_path, invoke)
-        if code == 2:  # a problem that stops this task before any work (one line printed above)
-            raise typer.Exit(2)
+        if code in (2, 130):  # a problem that stops this task before any work (one line printed above), Ctrl-C
+            raise typer.Exit(code)
         if code:
             failed += 1
     err.print(f"sweep {sweep.spec.name}: {len(tasks) - failed} of {len(tasks)} tasks complete; "
@@ -151,15 +159,16 @@ def slurm(
     file: FileArg,
     out: Annotated[Path, typer.Option(help="Directory for sweep.sbatch, the server templates and logs/.")],
     config: ConfigOpt = None,
+    preset: PresetOpt = None,
 ) -> None:
     """Write an sbatch array script (one task per cell x shard, resubmittable as it is) + server templates."""
     from .core import SweepError, write_task_files
     from .slurm import write_slurm
 
-    sweep, _ = _load(file, config)
+    sweep, _ = _load(file, config, preset)
     try:
         write_task_files(sweep)
-        files = write_slurm(sweep, out)
+        files = write_slurm(sweep, out, preset=preset)
     except SweepError as exc:
         _fail(str(exc))
     make_console(stderr=False).print(f"wrote {', '.join(str(p) for p in files)}\nsubmit: sbatch {files[0]}   "

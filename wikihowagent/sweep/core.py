@@ -9,8 +9,6 @@ resumable and the same on a laptop (`sweep run`) and in a Slurm array task (`swe
 
 from __future__ import annotations
 
-import json
-import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -321,11 +319,3 @@ def sampled_tokens_per_message(sweep: Sweep, sample: int = 200) -> float | None:
                 if seen >= sample:
                     return tokens / msgs if msgs else None
     return tokens / msgs if msgs else None
-
-
-def quote(argv: list[str]) -> str:
-    return " ".join(shlex.quote(a) for a in argv)
-
-
-def dumps(obj: Any) -> str:
-    return json.dumps(obj, ensure_ascii=False)

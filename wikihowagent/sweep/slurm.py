@@ -55,7 +55,7 @@ SBATCH_KEYS = {"partition": "partition", "time": "time", "gres": "gres", "cpus":
                "mem": "mem", "account": "account", "qos": "qos", "max_parallel": None}
 
 
-def write_slurm(sweep: Sweep, out: Path, python: str | None = None) -> list[Path]:
+def write_slurm(sweep: Sweep, out: Path, python: str | None = None, preset: str | None = None) -> list[Path]:
     """Write `<out>/sweep.sbatch` and the server templates; returns the files written."""
     out.mkdir(parents=True, exist_ok=True)
     (out / "logs").mkdir(exist_ok=True)
@@ -96,7 +96,7 @@ def write_slurm(sweep: Sweep, out: Path, python: str | None = None) -> list[Path
     if server:
         lines.append(f"source {shlex.quote(str((out / f'start-{server}.sh').resolve()))}")
     lines.append(f"{shlex.quote(py)} -m wikihowagent sweep run {shlex.quote(str(sweep.path.resolve()))} "
-                 "--task \"$SLURM_ARRAY_TASK_ID\"")
+                 + (f"--preset {shlex.quote(preset)} " if preset else "") + "--task \"$SLURM_ARRAY_TASK_ID\"")
     script = out / "sweep.sbatch"
     script.write_text("\n".join(lines) + "\n", encoding="utf-8")
     for p in [script, *written]:
