@@ -128,9 +128,9 @@ def bench_once(args, by: str | None) -> str:
         import matplotlib.pyplot  # noqa: F401
         import scipy.stats  # noqa: F401
 
-        from wikihowagent.alignment import report
+        from wikihowagent.alignment import core as report
         from wikihowagent.alignment.annotations import read_human_files
-        from wikihowagent.alignment.common import Problems
+        from wikihowagent.alignment.problems import Problems
         from wikihowagent.alignment.sources import read_llm_scores
 
         t = time.perf_counter()

@@ -103,6 +103,7 @@ def main() -> None:
         domains = [x for d in DEMO_DOMAINS for x in ("--domain", d)]
         code = cli("generate", "--teacher", "local", "--learner-persona", args.persona, "--manager", "llm",
                    "--max-tutorials", str(args.tutorials), "--max-tokens", str(args.max_tokens), "--max-interactions", str(args.max_interactions), *domains,
+                   "--concurrency", "1", "--timeout", "1800",
                    "--out", str(llm_run))
         if code not in (0, 1):
             sys.exit(f"generate: exit {code}")

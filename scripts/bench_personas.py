@@ -85,7 +85,7 @@ def main() -> None:
         run = args.out / p
         code = cli("generate", "--teacher", "local", "--learner-persona", p, "--max-tutorials", str(args.tutorials),
                    "--max-tokens", str(args.max_tokens), "--max-interactions", str(args.max_interactions), *domains,
-                   "--out", str(run))
+                   "--concurrency", "1", "--timeout", "1800", "--out", str(run))
         if code not in (0, 1):
             sys.exit(f"generate {p}: exit {code}")
         if cli("evaluate", str(run), "--no-judge", "--metrics", "Question Ratio,Completion", "--no-figures") != 0:

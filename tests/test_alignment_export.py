@@ -14,10 +14,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
 from builders import METRICS, SHEET, make_run  # noqa: E402
 
-from wikihowagent.alignment.common import AlignInputError, Problems  # noqa: E402
+from wikihowagent.alignment.problems import AlignInputError, Problems  # noqa: E402
 from wikihowagent.config import resource_path  # noqa: E402
 from wikihowagent.alignment.export import export_sheet, select  # noqa: E402
-from wikihowagent.alignment.report import compute  # noqa: E402
+from wikihowagent.alignment.core import compute  # noqa: E402
 
 
 def flat(v):

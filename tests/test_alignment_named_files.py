@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
 from builders import SHEET, make_run, sheet_rows, write_sheet  # noqa: E402
 
-from wikihowagent.alignment.common import Problems  # noqa: E402
+from wikihowagent.alignment.problems import Problems  # noqa: E402
 from wikihowagent.alignment.sources import read_llm_scores  # noqa: E402
 from wikihowagent.cli import app  # noqa: E402
 
@@ -114,7 +114,7 @@ def test_the_only_scores_file_unreadable_is_an_error(study):
 
 
 def test_other_legacy_encodings_are_detected(tmp_path):
-    from wikihowagent.alignment.common import decode_table
+    from wikihowagent.alignment.tables import decode_table
 
     text = "conversation_id,comment\nc1,Ѓ ђ Привет, это тест на кодировку файла\n"
     data = text.encode("cp1251")

@@ -414,3 +414,21 @@ def test_graph_html_works_in_a_browser_with_the_network_cut(tmp_path):
         assert page.locator("details.topic:not(.hidden)").count() == 3
         browser.close()
     assert errors == [] and remote == []
+
+
+def test_sweep_plans_and_runs_the_same_balanced_sample(tmp_path):
+    from wikihowagent.sweep.core import generate_argv, load_sweep
+
+    f = tmp_path / "s.yaml"
+    f.write_text("name: s\nsample: 1\nper: domain\nsample_seed: 4\ndomains: [Food & Cooking, Health]\n"
+                 f"out: {tmp_path / 'sw'}\nhomogeneous: ['openai:m']\n", encoding="utf-8")
+    res = CliRunner().invoke(app, ["sweep", "plan", str(f)])
+    assert res.exit_code == 0, res.output
+    assert "2 tutorials per cell" in " ".join(res.output.split())
+    sweep = load_sweep(f)
+    argv = generate_argv(sweep, sweep.tasks[0], tmp_path / "c.yaml")
+    assert argv[argv.index("--sample"):argv.index("--sample") + 6] == ["--sample", "1", "--per", "domain",
+                                                                         "--sample-seed", "4"]
+    f.write_text(f.read_text() + "per: colour\n", encoding="utf-8")
+    res = CliRunner().invoke(app, ["sweep", "plan", str(f)])
+    assert res.exit_code == 2

@@ -604,7 +604,7 @@ def test_cli_end_to_end_with_fake_judge(tmp_path, monkeypatch):
     shutil.copytree(FIX / "run_small", run)
     args = ["evaluate", str(run), str(FIX / "T-llama3_L-llama3_E-llama3_123.json"), "--metrics", "computational,rubric",
             "--by", "domain", "--out", str(tmp_path / "out"), "--baseline", str(run)]
-    monkeypatch.setattr(M, "DEFAULT_METRICS", NO_EMBED)  # no model load in the fast suite
+    monkeypatch.setattr(M, "REGISTRY", tuple(m for m in M.REGISTRY if not m.batch))  # no model load in the fast suite
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     assert seen == ["local", "llama3"]  # homogeneous: each run's own teacher/evaluator
@@ -871,3 +871,28 @@ def test_second_evaluate_on_the_same_scores_file_is_refused(tmp_path, monkeypatc
     assert res.exit_code == 2
     assert "another evaluate is running" in res.output.replace("\n", " ")
     assert not (run / "scores.jsonl").exists()
+
+
+def test_same_rubric_names_with_other_definitions_are_rejudged(tmp_path):
+    """The rubric set's hash is recorded with the scores: editing a rubric's text re-judges, as another file does."""
+    from dataclasses import replace
+
+    from wikihowagent.runs import read_scores
+
+    run = tmp_path / "run"
+    shutil.copytree(FIX / "run_small", run)
+    src = resolve_inputs([run], tmp_path)[0]
+    out = run / "scores.jsonl"
+    make = _judges_by_spec({"A": 4}, [])
+    edited = {**RUBRICS, "Clarity": replace(RUBRICS["Clarity"], question=RUBRICS["Clarity"].question + " Be strict.")}
+
+    def evaluation(rubrics):
+        opts = EvalOptions(judge=True, evaluator="A", chunk=2, retries=0)
+        return Evaluation(opts, NO_EMBED, list(rubrics), rubrics, make, warn=lambda m: None)
+
+    assert evaluation(RUBRICS).run_source(src, out).scored == 3
+    assert {r.judge.rubrics_sha256 for r in read_scores(out).values()} == {rubrics_sha256(RUBRICS)}
+    assert evaluation(RUBRICS).run_source(src, out).already == 3  # the same definitions: nothing to do
+    stats = evaluation(edited).run_source(src, out)
+    assert (stats.scored, stats.rejudged_rubrics) == (3, 3)
+    assert {r.judge.rubrics_sha256 for r in read_scores(out).values()} == {rubrics_sha256(edited)} != {rubrics_sha256(RUBRICS)}

@@ -90,8 +90,18 @@ def test_cli_only_registers_the_stages_commands():
 
 def test_stage_commands_reach_their_core_lazily():
     g = import_graph()
-    for stage in ("generation", "evaluation", "corpus", "report", "chat", "sweep"):
+    for stage in ("generation", "evaluation", "alignment", "corpus", "report", "chat", "sweep"):
         assert g.has_edge(f"wikihowagent.{stage}.command", f"wikihowagent.{stage}.core")
         tree = ast.parse((PKG / stage / "command.py").read_text(encoding="utf-8"))
         top = [n for n in tree.body if isinstance(n, ast.ImportFrom)]
         assert all((n.module or "") not in ("core", f"wikihowagent.{stage}.core") for n in top), stage
+
+
+def test_readme_layout_names_every_module():
+    readme = (PKG.parent / "README.md").read_text(encoding="utf-8")
+    layout = readme.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    missing = [str(p.relative_to(PKG)) for p in sorted(PKG.rglob("*.py"))
+               if p.name != "__init__.py" and p.name not in layout]
+    missing += [d.name + "/" for d in sorted(PKG.iterdir()) if d.is_dir() and d.name != "__pycache__"
+                and f"{d.name}/" not in layout]
+    assert not missing, f"README Layout does not mention: {missing}"

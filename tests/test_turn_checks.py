@@ -35,6 +35,10 @@ def run(teacher_script_fn, learner_script_fn, n_steps=2):
     ("teacher", "Could you explain why step one matters?", "Could you explain why step one matters?", ECHO),
     ("teacher", "could you explain why step 1 matters", "Could you explain why step one matters?", ECHO),
     ("teacher", "Thank you for the instruction.", "Okay, next step please.", WRONG_ROLE),
+    # seen on the embedded model: the teacher repeats the next step the learner made up
+    ("teacher", "Next, observe the color of the soil.",
+     "Thank you for the instruction. Next step, observe the color of the soil.", ECHO),
+    ("teacher", "Yes, next.", "Yes, next. What else?", None),
     ("teacher", "Learner: sounds good", "Ready.", WRONG_ROLE),
     ("learner", "Teacher: now do step 2.", "Do step 1.", WRONG_ROLE),
     ("learner", "Thank you for the instruction.", "Do step 1 with care.", None),

@@ -33,20 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .common import (
-    ANNOTATOR_KEYS,
-    ID_KEYS,
-    KNOWN_META_KEYS,
-    METRIC_BY_KEY,
-    METRICS,
-    RUN_KEYS,
-    _FAST,
-    AlignInputError,
-    Problems,
-    norm_key,
-    parse_score,
-    where,
-)
+from .problems import AlignInputError, Problems, where
+from .schema import ANNOTATOR_KEYS, ID_KEYS, KNOWN_META_KEYS, METRIC_BY_KEY, METRICS, RUN_KEYS, norm_key
+from .score_cells import _FAST, parse_score
 
 
 @dataclass
@@ -145,7 +134,7 @@ def _cell(cells: list[str], i: int | None) -> str:
 
 def read_human_file(path: Path, problems: Problems) -> list[JudgeRatings]:
     """Read one annotation file: one JudgeRatings per judge in it. Raises AlignInputError if unusable."""
-    from .common import read_table
+    from .tables import read_table
 
     path = Path(path)
     header, rows = read_table(path, problems)

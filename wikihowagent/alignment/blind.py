@@ -13,7 +13,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from .common import AlignInputError, Problems, csv_text, norm_key, read_table, where
+from .problems import AlignInputError, Problems, where
+from .schema import norm_key
+from .tables import csv_text, read_table
 
 KEY_COLUMNS = ("blind_id", "conversation_id", "run", "tutorial_id", "title")
 KEY_SUFFIX = ".key.csv"

@@ -71,8 +71,8 @@ def annotate_export(
 
     Give each judge a copy; read the filled copies back with: wikihowagent align -H judge1.csv -H judge2.csv
     """
-    from .common import AlignInputError, Problems
     from .blind import key_path
+    from .problems import AlignInputError, Problems
     from .export import default_run_paths, export_sheet
 
     modes = [(m, n) for m, n in (("top", top), ("bottom", bottom), ("random", random_n)) if n is not None]
@@ -137,17 +137,16 @@ def align(
 
     Writes CSV, Markdown and PNG figures to --out, all or nothing: --out is replaced as a whole (a directory holding files align did not write is refused). What was left out (bad cells, unmatched ids, too few pairs) is listed on stderr and in problems.txt.
     """
-    from .report import BY_CHOICES, compute, render, write_outputs
+    from wikihowagent.runs import ALIGNMENT_DIR
+
+    from .core import BY_CHOICES, OUTPUT_FILES, AlignRequest, render, run_alignment
+    from .output import OutputDirError, foreign_entries
+    from .problems import Problems
 
     if by is not None and by not in BY_CHOICES:
         raise typer.BadParameter(f"must be one of: {', '.join(BY_CHOICES)}", param_hint="--by")
     if bootstrap < 0:
         raise typer.BadParameter("must be >= 0", param_hint="--bootstrap")
-    from wikihowagent.runs import ALIGNMENT_DIR
-
-    from .common import OutputDirError, Problems, foreign_entries
-    from .report import OUTPUT_FILES
-
     runs_dir = resolve_runs_dir(runs_dir, config)
     out_dir = out or runs_dir / ALIGNMENT_DIR
     if out_dir.exists() and not out_dir.is_dir():
@@ -160,32 +159,30 @@ def align(
                     "replaced as a whole: choose another directory or empty it", err)
         raise typer.Exit(2)
     t0 = time.perf_counter()
+    request = AlignRequest(human=tuple(human), out_dir=out_dir, runs_dir=runs_dir, scores=tuple(scores or ()), by=by,
+                           bootstrap=bootstrap, seed=seed, figures=figures, keys=tuple(key or ()))
     problems = Problems()
-    from .named import unused_inputs
-
-    res = compute(list(human), list(scores or []), by=by, n_boot=bootstrap, seed=seed, problems=problems,
-                  runs_dir=runs_dir, keys=list(key or []))
-    unused = unused_inputs(list(human), list(scores or []), res)  # named files that gave nothing: exit 1
-    unused_line = (unused[0] if len(unused) == 1 else f"{len(unused)} named files contribute nothing: "
-                   + "; ".join(unused)) if unused else ""
-    if not res.computed:
-        problems.echo(limit=200)
-        print_error((unused_line + "; " if unused else "") + "nothing could be computed (see the warnings above); "
-                    "no output written", err)
-        raise typer.Exit(1)
     try:
-        written = write_outputs(res, out_dir, list(human), figures=figures)
+        outcome = run_alignment(request, problems)
     except OutputDirError as exc:  # the directory changed while computing
         problems.echo(limit=40)
         print_error(f"{exc}; no output written", err)
         raise typer.Exit(1) from None
+    res, unused = outcome.result, outcome.unused  # named files that gave nothing: exit 1
+    unused_line = (unused[0] if len(unused) == 1 else f"{len(unused)} named files contribute nothing: "
+                   + "; ".join(unused)) if unused else ""
+    if not outcome.written:
+        problems.echo(limit=200)
+        print_error((unused_line + "; " if unused else "") + "nothing could be computed (see the warnings above); "
+                    "no output written", err)
+        raise typer.Exit(1)
     problems.echo(limit=40)
     if not res.any_correlation:
         print_labeled(err, "warning:", "yellow", "no human–LLM correlation could be computed (only inter-annotator "
                       "agreement); check --scores")
     console = make_console(stderr=False)
     render(res, console)
-    console.print(f"Wrote {len(written)} files to {out_dir} in {time.perf_counter() - t0:.1f} s", highlight=False)
+    console.print(f"Wrote {len(outcome.written)} files to {out_dir} in {time.perf_counter() - t0:.1f} s", highlight=False)
     if unused:
         print_error(f"{unused_line} (the results written leave it out)", err)
         raise typer.Exit(1)

@@ -31,8 +31,11 @@ from wikihowagent.records import Conversation, TutorialRef
 from wikihowagent.runs import CONVERSATIONS, RESCORED_DIR, SCORE_FILES, read_conversations, run_name, scores_file
 
 from .blind import blind_id, key_csv, key_path
-from .common import METRICS, SHEET_COLUMNS, SHEET_METRICS, AlignInputError, Problems, csv_text, write_files_atomically
+from .output import write_files_atomically
+from .problems import AlignInputError, Problems
+from .schema import METRICS, SHEET_COLUMNS, SHEET_METRICS
 from .sources import discover_runs, read_paper_run, read_scores_jsonl
+from .tables import csv_text
 
 
 @dataclass

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .common import AlignInputError, Problems
+from .problems import AlignInputError, Problems
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .report import AlignResult
+    from .core import AlignResult
 
 
 def _reason(path: Path | str, problems: Problems, default: str) -> str:

@@ -26,7 +26,9 @@ from wikihowagent.records import paper_tutorial_key
 from wikihowagent.runs import CONVERSATIONS, OUTPUT_DIRS, RESCORED_DIR, SCORE_FILES, iter_scores, run_name, scores_file
 from wikihowagent.corpus.domains import record_domain
 
-from .common import KNOWN_META_KEYS, METRIC_BY_KEY, METRICS, AlignInputError, Problems, norm_key, parse_score, where
+from .problems import AlignInputError, Problems, where
+from .schema import KNOWN_META_KEYS, METRIC_BY_KEY, METRICS, norm_key
+from .score_cells import parse_score
 
 
 @dataclass
@@ -52,9 +54,9 @@ class LLMScores:
 
 def _computational_metric_names() -> frozenset[str]:
     """The `evaluate` metrics that are not rubric scores (they share ScoreRecord.metrics with the rubrics)."""
-    from wikihowagent.evaluation.metrics import DEFAULT_METRICS, PAPER_METRICS
+    from wikihowagent.evaluation.metrics import COMPUTATIONAL_NAMES
 
-    return frozenset(DEFAULT_METRICS) | frozenset(PAPER_METRICS)
+    return COMPUTATIONAL_NAMES
 
 
 def is_other_rubric(name: str, computational: frozenset[str]) -> bool:
@@ -154,7 +156,7 @@ def read_scores_jsonl(path: Path, problems: Problems, default_run: str = "",
 
 def read_scores_csv(path: Path, problems: Problems) -> list[ScoreRow]:
     from .annotations import read_human_file
-    from .common import read_table
+    from .tables import read_table
 
     judges = read_human_file(path, problems)
     if len(judges) > 1:

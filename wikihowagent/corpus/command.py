@@ -21,15 +21,15 @@ SkipInvalidOpt = Annotated[bool, typer.Option(help="Skip (and list) bad articles
 def print_load_warnings(console, report) -> None:
     """Bad articles skipped, duplicates ignored and the (first 10) unmapped topics, one literal line each
     (never read as markup)."""
-    from rich.text import Text
+    from wikihowagent.console import print_labeled
 
     unmapped = [f"{t}: {n} articles, domain = categories[1]" for t, n in report.unmapped.most_common(10)]
     if len(report.unmapped) > 10:
         unmapped.append(f"... and {len(report.unmapped) - 10} more topics (all in `wikihowagent stats`)")
-    for label, items in (("skipped: ", report.invalid), ("duplicate: ", report.duplicates),
-                         ("unmapped topic: ", unmapped)):
+    for label, items in (("skipped:", report.invalid), ("duplicate:", report.duplicates),
+                         ("unmapped topic:", unmapped)):
         for problem in items:
-            console.print(Text.assemble((label, "yellow"), problem), highlight=False, soft_wrap=True)
+            print_labeled(console, label, "yellow", problem)
 
 
 def _fail(console, message: str) -> None:
@@ -60,10 +60,10 @@ def tutorials(
     tab-separated lines as they are read (a 20,000-article crawl streams)."""
     import sys
 
-    from wikihowagent.console import make_console
     from rich.table import Table
     from rich.text import Text
 
+    from wikihowagent.console import make_console
     from wikihowagent.corpus.core import LoadReport, TutorialError, default_tutorials_path
     from wikihowagent.corpus.sampling import select_tutorials
 
@@ -93,7 +93,7 @@ def tutorials(
         _fail(console, empty_message(source, domain, topic))
     if table is not None:
         make_console(stderr=False).print(table)
-    console.print(f"{n} tutorials from {report.summary()}", highlight=False, markup=False)
+    console.print(f"{n} tutorials from {report.summary()}")
 
 
 def stats(
@@ -111,7 +111,6 @@ def stats(
     """Describe a corpus: the paper's Table 4 per domain and topic (CSV, Markdown, terminal), the sunburst of
     domains and topics (Fig. 2), the steps histogram, and with --graph the topic knowledge graph."""
     from wikihowagent.console import make_console
-
     from wikihowagent.corpus.core import LoadReport, TutorialError, default_tutorials_path
     from wikihowagent.corpus.stats import run_stats
 
@@ -128,6 +127,6 @@ def stats(
         _fail(console, f"{exc.filename or out}: cannot write ({exc.strerror})")
     print_load_warnings(console, report)
     make_console(stderr=False).print(result.table)
-    console.print(report.summary(), highlight=False, markup=False)
+    console.print(report.summary())
     for path in result.written:
-        console.print(f"wrote {path}", highlight=False, markup=False)
+        console.print(f"wrote {path}")

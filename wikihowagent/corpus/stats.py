@@ -137,7 +137,7 @@ MD_HEADS = [("id", "ID"), ("domain", "Domain"), ("topics", "Topics"), ("articles
 
 
 def markdown(stats: CorpusStats, source: str, report: LoadReport, sample: str = "") -> str:
-    from wikihowagent.evaluation.summary import markdown_table
+    from wikihowagent.markdown import markdown_table
 
     def table(rows, heads):
         return markdown_table([h for _, h in heads], [[str(r[k]) for k, _ in heads] for r in rows])

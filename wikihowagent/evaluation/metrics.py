@@ -13,10 +13,10 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
+from typing import Any, Literal
 
 from wikihowagent.records import Conversation
 
@@ -33,12 +33,6 @@ EMBEDDING_COSINE = "Embedding Cosine"
 STEP_COVERAGE = "Step Coverage"  # evaluation/coverage.py
 ECHO_RATE = "Echo Rate"
 
-DEFAULT_METRICS = [QUESTION, COMPLETION, DIVERSITY, BLEU, METEOR, ROUGE1, ROUGE2, ROUGEL, BERTSCORE, EMBEDDING_COSINE,
-                   STEP_COVERAGE, ECHO_RATE]
-PAPER_METRICS = [QUESTION, COMPLETION, DIVERSITY, BLEU, METEOR, ROUGE, BERTSCORE]
-EMBEDDING_METRICS = {BERTSCORE, EMBEDDING_COSINE}
-# Every computational metric name of either mode: the other keys of a score record are rubric scores.
-COMPUTATIONAL_NAMES = frozenset(DEFAULT_METRICS) | frozenset(PAPER_METRICS)
 
 WORDNET_HINT = (
     "METEOR needs WordNet, which is not installed: run `sudo scripts/setup_nltk_data.sh .venv` "
@@ -48,10 +42,6 @@ WORDNET_HINT = (
 
 class MetricError(RuntimeError):
     """A metric cannot run at all (missing data or model); one-line message."""
-
-
-def computational_metrics(mode: str) -> list[str]:
-    return list(PAPER_METRICS if mode == "paper" else DEFAULT_METRICS)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -507,17 +497,103 @@ def pooled_cosine(ref_vecs: list[tuple[Any, int]], hyp_vecs: list[tuple[Any, int
 
 
 # --------------------------------------------------------------------------------------------------
-# Batch scoring
+# The registry: every computational metric of every mode, in scoring order
 # --------------------------------------------------------------------------------------------------
 
 
-def _coverage(c: Conversation, m: dict[str, float | None], want: set[str]) -> None:
-    from .coverage import echo_rate, step_coverage
+@dataclass
+class MetricInput:
+    """What a per-conversation scorer sees: the conversation, its reference and hypothesis texts, and the
+    Scorers (for shared, cached resources)."""
 
-    if STEP_COVERAGE in want:
-        m[STEP_COVERAGE] = step_coverage(c)
-    if ECHO_RATE in want:
-        m[ECHO_RATE] = echo_rate(c)
+    conv: Conversation
+    ref: str
+    hyp: str
+    scorers: Scorers
+    _rouge: tuple[list[str], list[str]] | None = None
+
+    def rouge_pair(self) -> tuple[list[str], list[str]]:
+        """Stemmed ROUGE tokens of (reference, hypothesis), computed once for ROUGE-1/2/L."""
+        if self._rouge is None:
+            rt = self.scorers.cached(("rouge", self.ref), lambda: rouge_tokens(self.ref, stem=True))
+            self._rouge = (rt, rouge_tokens(self.hyp, stem=True))
+        return self._rouge
+
+
+def _coverage() -> Any:
+    from . import coverage
+
+    return coverage
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One computational metric of one mode (`default` or `paper`, see README "Metrics").
+
+    `score` computes it for one conversation; metrics with `batch` set are computed together for a chunk
+    by `Scorers.<batch>` (the embedding model's forward passes). Values are fractions in [0, 1] (`scale`),
+    shown as percentages in the summary; None = not computable."""
+
+    name: str
+    mode: Literal["default", "paper"]
+    score: Callable[[MetricInput], float | None] | None = None
+    batch: str | None = None
+    needs_hypothesis: bool = False  # None when the conversation has no generated teacher text
+    needs_wordnet: bool = False
+    scale: Literal["fraction"] = "fraction"
+
+
+REGISTRY: tuple[Metric, ...] = (
+    # default: the correct definitions
+    Metric(QUESTION, "default", lambda x: question_ratio(x.conv)),
+    Metric(COMPLETION, "default", lambda x: completion(x.conv)),
+    Metric(DIVERSITY, "default", lambda x: diversity(x.conv)),
+    Metric(BLEU, "default", lambda x: x.scorers.sacrebleu().sentence_score(x.hyp, [x.ref]).score / 100.0,
+           needs_hypothesis=True),
+    Metric(METEOR, "default", lambda x: meteor(x.scorers.cached(("meteor", x.ref), lambda: meteor_tokens(x.ref)),
+                                               meteor_tokens(x.hyp)), needs_hypothesis=True, needs_wordnet=True),
+    Metric(ROUGE1, "default", lambda x: rouge_n(*x.rouge_pair(), 1), needs_hypothesis=True),
+    Metric(ROUGE2, "default", lambda x: rouge_n(*x.rouge_pair(), 2), needs_hypothesis=True),
+    Metric(ROUGEL, "default", lambda x: rouge_l(*x.rouge_pair()), needs_hypothesis=True),
+    Metric(BERTSCORE, "default", batch="embed_default", needs_hypothesis=True),
+    Metric(EMBEDDING_COSINE, "default", batch="embed_default", needs_hypothesis=True),
+    Metric(STEP_COVERAGE, "default", lambda x: _coverage().step_coverage(x.conv)),
+    Metric(ECHO_RATE, "default", lambda x: _coverage().echo_rate(x.conv)),
+    # paper: the released code's definitions, reproduced exactly
+    Metric(QUESTION, "paper", lambda x: paper_question_ratio(x.conv)),
+    Metric(COMPLETION, "paper", lambda x: paper_completion(x.conv)),
+    Metric(DIVERSITY, "paper", lambda x: paper_diversity(x.conv)),
+    Metric(BLEU, "paper", lambda x: paper_bleu(x.ref, x.hyp)),
+    Metric(METEOR, "paper", lambda x: round(meteor(meteor_tokens(x.ref), meteor_tokens(x.hyp)), 4), needs_wordnet=True),
+    Metric(ROUGE, "paper", lambda x: round(rouge_n(rouge_tokens(x.ref, stem=False), rouge_tokens(x.hyp, stem=False), 1), 4)),
+    Metric(BERTSCORE, "paper", batch="embed_paper"),
+)
+# What each mode compares the reference (the tutorial) with.
+HYPOTHESIS: dict[str, Callable[[Conversation], str]] = {
+    "default": lambda c: "\n".join(teacher_messages(c)),
+    "paper": paper_teacher_text,
+}
+
+
+def metrics_of(mode: str) -> list[Metric]:
+    return [m for m in REGISTRY if m.mode == mode]
+
+
+def computational_metrics(mode: str) -> list[str]:
+    return [m.name for m in metrics_of(mode)]
+
+
+DEFAULT_METRICS = computational_metrics("default")
+PAPER_METRICS = computational_metrics("paper")
+EMBEDDING_METRICS = frozenset(m.name for m in REGISTRY if m.batch)
+# Every computational metric name of either mode: the other keys of a score record are rubric scores.
+COMPUTATIONAL_NAMES = frozenset(m.name for m in REGISTRY)
+PERCENT_METRICS = frozenset(m.name for m in REGISTRY if m.scale == "fraction")
+
+
+# --------------------------------------------------------------------------------------------------
+# Batch scoring
+# --------------------------------------------------------------------------------------------------
 
 
 @dataclass
@@ -527,16 +603,17 @@ class ConvScores:
 
 
 class Scorers:
-    """Every computational scorer, created once per process; `score` handles a batch of conversations."""
+    """Every computational scorer of a mode, created once per process; `score` handles a batch of conversations."""
 
     def __init__(self, mode: str = "default", metrics: Iterable[str] | None = None, batch_size: int = 32):
         self.mode = mode
-        allowed = computational_metrics(mode)
-        self.metrics = [m for m in allowed if metrics is None or m in set(metrics)]
+        wanted = None if metrics is None else set(metrics)
+        self.selected = [m for m in metrics_of(mode) if wanted is None or m.name in wanted]
+        self.metrics = [m.name for m in self.selected]
         self.batch_size = batch_size
         self._minilm: MiniLM | None = None
         self._bleu: Any = None
-        if METEOR in self.metrics:
+        if any(m.needs_wordnet for m in self.selected):
             load_wordnet()  # fail early with the fix, before any work
         self._ref_cache: dict[str, Any] = {}  # reference text -> prepared tokens (tutorials repeat across runs)
 
@@ -546,7 +623,7 @@ class Scorers:
             self._minilm = MiniLM(batch_size=self.batch_size)
         return self._minilm
 
-    def _sacrebleu(self) -> Any:
+    def sacrebleu(self) -> Any:
         if self._bleu is None:
             from sacrebleu.metrics import BLEU as SacreBLEU
 
@@ -554,52 +631,31 @@ class Scorers:
         return self._bleu
 
     def score(self, convs: list[Conversation]) -> list[ConvScores]:
-        return self._score_paper(convs) if self.mode == "paper" else self._score_default(convs)
-
-    # ---------------------------------------------------------------------------------------- default
-    def _score_default(self, convs: list[Conversation]) -> list[ConvScores]:
-        want = set(self.metrics)
         results = [ConvScores() for _ in convs]
         refs = [reference_text(c) for c in convs]
-        hyps = ["\n".join(teacher_messages(c)) for c in convs]
+        hyps = [HYPOTHESIS[self.mode](c) for c in convs]
+        per_conv = [m for m in self.selected if m.score is not None]
+        guard = any(m.needs_hypothesis for m in metrics_of(self.mode))
         for c, res, ref, hyp in zip(convs, results, refs, hyps):
-            m = res.metrics
-            if QUESTION in want:
-                m[QUESTION] = question_ratio(c)
-            if COMPLETION in want:
-                m[COMPLETION] = completion(c)
-            if DIVERSITY in want:
-                m[DIVERSITY] = diversity(c)
-            _coverage(c, m, want)
-            if not hyp.strip():
-                for k in (BLEU, METEOR, ROUGE1, ROUGE2, ROUGEL, BERTSCORE, EMBEDDING_COSINE):
-                    if k in want:
-                        m[k] = None
+            x = MetricInput(c, ref, hyp, self)
+            empty = guard and not hyp.strip()
+            for m in per_conv:
+                res.metrics[m.name] = None if empty and m.needs_hypothesis else m.score(x)  # type: ignore[misc]
+            if empty:
+                for m in self.selected:
+                    if m.batch:
+                        res.metrics[m.name] = None
                 res.notes.append("no generated teacher turn: overlap and similarity metrics not computable")
-                continue
-            if BLEU in want:
-                m[BLEU] = self._sacrebleu().sentence_score(hyp, [ref]).score / 100.0
-            if METEOR in want:
-                m[METEOR] = meteor(self._cached(("meteor", ref), lambda: meteor_tokens(ref)), meteor_tokens(hyp))
-            if want & {ROUGE1, ROUGE2, ROUGEL}:
-                rt = self._cached(("rouge", ref), lambda: rouge_tokens(ref, stem=True))
-                ht = rouge_tokens(hyp, stem=True)
-                if ROUGE1 in want:
-                    m[ROUGE1] = rouge_n(rt, ht, 1)
-                if ROUGE2 in want:
-                    m[ROUGE2] = rouge_n(rt, ht, 2)
-                if ROUGEL in want:
-                    m[ROUGEL] = rouge_l(rt, ht)
-        if want & EMBEDDING_METRICS:
-            self._embed_default(convs, refs, hyps, results, want)
+        for batch in dict.fromkeys(m.batch for m in self.selected if m.batch):
+            getattr(self, batch)(convs, refs, hyps, results, {m.name for m in self.selected})
         return results
 
-    def _embed_default(self, convs, refs, hyps, results, want) -> None:
+    def embed_default(self, convs, refs, hyps, results, want) -> None:
         todo = [i for i, h in enumerate(hyps) if h.strip()]
         if not todo:
             return
         lm = self.minilm
-        rchunks = {i: self._cached(("chunks", refs[i]), lambda i=i: lm.chunks(refs[i])) for i in todo}
+        rchunks = {i: self.cached(("chunks", refs[i]), lambda i=i: lm.chunks(refs[i])) for i in todo}
         hchunks = {i: lm.chunks(hyps[i]) for i in todo}
         enc = lm.encode([s for i in todo for s in (*rchunks[i], *hchunks[i])])
         for i in todo:
@@ -614,38 +670,17 @@ class Scorers:
                 res.metrics[EMBEDDING_COSINE] = pooled_cosine(
                     [(enc[s][1], len(s) + 2) for s in rc], [(enc[s][1], len(s) + 2) for s in hc])
 
-    # ------------------------------------------------------------------------------------------ paper
-    def _score_paper(self, convs: list[Conversation]) -> list[ConvScores]:
-        want = set(self.metrics)
-        results = [ConvScores() for _ in convs]
-        refs = [reference_text(c) for c in convs]
-        hyps = [paper_teacher_text(c) for c in convs]
-        for c, res, ref, hyp in zip(convs, results, refs, hyps):
-            m = res.metrics
-            if QUESTION in want:
-                m[QUESTION] = paper_question_ratio(c)
-            if COMPLETION in want:
-                m[COMPLETION] = paper_completion(c)
-            if DIVERSITY in want:
-                m[DIVERSITY] = paper_diversity(c)
-            if BLEU in want:
-                m[BLEU] = paper_bleu(ref, hyp)
-            if METEOR in want:
-                m[METEOR] = round(meteor(meteor_tokens(ref), meteor_tokens(hyp)), 4)
-            if ROUGE in want:
-                m[ROUGE] = round(rouge_n(rouge_tokens(ref, stem=False), rouge_tokens(hyp, stem=False), 1), 4)
-        if BERTSCORE in want:
-            lm = self.minilm
-            views = [(lm.truncated(r), lm.truncated(h)) for r, h in zip(refs, hyps)]
-            enc = lm.encode([s for (r, _), (h, _) in views for s in (r, h)])
-            for res, ((r, rn), (h, hn)) in zip(results, views):
-                for what, n in (("tutorial", rn), ("teacher text", hn)):
-                    if n > lm.MAX_LEN - 2:
-                        res.notes.append(f"BERTScore (paper): {what} truncated to {lm.MAX_LEN} of {n + 2} word pieces, as the released code did")
-                res.metrics[BERTSCORE] = round(pooled_cosine([(enc[r][1], 1)], [(enc[h][1], 1)]), 4)
-        return results
+    def embed_paper(self, convs, refs, hyps, results, want) -> None:
+        lm = self.minilm
+        views = [(lm.truncated(r), lm.truncated(h)) for r, h in zip(refs, hyps)]
+        enc = lm.encode([s for (r, _), (h, _) in views for s in (r, h)])
+        for res, ((r, rn), (h, hn)) in zip(results, views):
+            for what, n in (("tutorial", rn), ("teacher text", hn)):
+                if n > lm.MAX_LEN - 2:
+                    res.notes.append(f"BERTScore (paper): {what} truncated to {lm.MAX_LEN} of {n + 2} word pieces, as the released code did")
+            res.metrics[BERTSCORE] = round(pooled_cosine([(enc[r][1], 1)], [(enc[h][1], 1)]), 4)
 
-    def _cached(self, key: tuple[str, str], make: Any) -> Any:
+    def cached(self, key: tuple[str, str], make: Any) -> Any:
         v = self._ref_cache.get(key)  # type: ignore[arg-type]
         if v is None:
             if len(self._ref_cache) > 20_000:

@@ -8,11 +8,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .metrics import (BERTSCORE, BLEU, COMPLETION, DIVERSITY, ECHO_RATE, EMBEDDING_COSINE, METEOR, QUESTION, ROUGE, ROUGE1,
-                      ROUGE2, ROUGEL, STEP_COVERAGE)
+from wikihowagent.markdown import markdown_table
 
-PERCENT_METRICS = {QUESTION, COMPLETION, DIVERSITY, BLEU, METEOR, ROUGE, ROUGE1, ROUGE2, ROUGEL, BERTSCORE, EMBEDDING_COSINE,
-                   STEP_COVERAGE, ECHO_RATE}
+from .metrics import (
+    BERTSCORE,
+    BLEU,
+    COMPLETION,
+    DIVERSITY,
+    ECHO_RATE,
+    EMBEDDING_COSINE,
+    METEOR,
+    PERCENT_METRICS,
+    QUESTION,
+    ROUGE,
+    ROUGE1,
+    ROUGE2,
+    ROUGEL,
+    STEP_COVERAGE,
+)
+
 # Column order: the paper's Table 1 order first, then ours.
 ORDER = [BERTSCORE, EMBEDDING_COSINE, BLEU, METEOR, ROUGE, ROUGE1, ROUGE2, ROUGEL, DIVERSITY, QUESTION, COMPLETION,
          STEP_COVERAGE, ECHO_RATE]
@@ -215,16 +229,6 @@ def _legend(s: Summary) -> str:
     if s.baseline:
         lines.append(f"↑/↓: higher/lower mean than the baseline run {s.baseline}.")
     return "\n".join(lines) + "\n"
-
-
-def markdown_table(heads: list[str], rows: list[list[str]]) -> str:
-    def esc(c: str) -> str:
-        return c.replace("|", "\\|")
-
-    out = ["| " + " | ".join(esc(h) for h in heads) + " |",
-           "| " + " | ".join(":--" if i == 0 else "--:" for i in range(len(heads))) + " |"]
-    out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
-    return "\n".join(out) + "\n"
 
 
 # --------------------------------------------------------------------------------------------------

@@ -268,7 +268,7 @@ def _conversation(obj: dict[str, Any], run: ReportRun, where: str, problems: Pro
 def _partial(obj: dict[str, Any], run: ReportRun, where: str, cid: str) -> ReportConversation:
     """What can be shown of a record the record adapter refuses (e.g. no tutorial, or a failed one)."""
     from wikihowagent.paper_format import split_lines
-    from wikihowagent.corpus.domains import domain_of
+    from wikihowagent.corpus.domains import record_domain
 
     missing: list[str] = []
     tut = obj.get("tutorial") if isinstance(obj.get("tutorial"), dict) else None
@@ -289,7 +289,9 @@ def _partial(obj: dict[str, Any], run: ReportRun, where: str, cid: str) -> Repor
     if not turns:
         missing.append("conversation")
     cats = obj.get("categories")
-    domain = str(obj.get("domain") or (domain_of([c for c in cats if isinstance(c, str)]) if isinstance(cats, list) else ""))
+    cats = [c for c in cats if isinstance(c, str)] if isinstance(cats, list) else []
+    # as the record adapter does (paper_format): the paper's domain of the breadcrumb
+    domain = str(obj.get("domain") or (record_domain(cats, str(obj.get("source_tutorial_path") or "")) if cats else ""))
     teacher = str(obj.get("teacher") or run.teacher)
     warnings = obj.get("warnings")
     return ReportConversation(

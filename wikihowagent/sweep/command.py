@@ -49,13 +49,17 @@ def _load(file: Path, config: Path | None, preset: str | None = None):
 
 
 def _tutorials(sweep, cfg):
-    from wikihowagent.corpus.core import TutorialError, default_tutorials_path, load_tutorials
+    from wikihowagent.corpus.core import TutorialError, default_tutorials_path
+    from wikihowagent.corpus.sampling import select_tutorials
 
-    try:
-        return load_tutorials(Path(sweep.spec.tutorials) if sweep.spec.tutorials else default_tutorials_path(),
-                              domains=sweep.spec.domains, max_tutorials=sweep.spec.max_tutorials,
-                              clean_citations=cfg.workflow.strip_citations, skip_invalid=True)
-    except TutorialError as exc:
+    s = sweep.spec
+    try:  # what each task's `generate` selects (the same filters and seeded sample)
+        return list(select_tutorials(
+            Path(s.tutorials) if s.tutorials else default_tutorials_path(), domains=s.domains, topics=s.topics,
+            domains_file=Path(s.domains_file) if s.domains_file else None, sample=s.sample, per=s.per,
+            seed=s.sample_seed, max_tutorials=s.max_tutorials, clean_citations=cfg.workflow.strip_citations,
+            skip_invalid=True))
+    except (TutorialError, ValueError) as exc:
         _fail(str(exc))
 
 

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -51,6 +51,11 @@ class SweepSpec(BaseModel):
     name: str
     tutorials: str | None = None  # default: the bundled sample
     domains: list[str] = Field(default_factory=list)
+    topics: list[str] = Field(default_factory=list)
+    domains_file: str | None = None  # a topic -> domain CSV replacing data/domains.csv
+    sample: int | None = Field(default=None, ge=1)  # a balanced sample: N tutorials per domain (or topic)
+    per: Literal["domain", "topic"] = "domain"
+    sample_seed: int = 0
     max_tutorials: int | None = Field(default=None, ge=1)
     out: str | None = None  # default: <runs_dir>/sweeps/<name>
     shards: int = Field(default=1, ge=1)
@@ -208,6 +213,12 @@ def generate_argv(sweep: Sweep, task: Task, config_path: Path) -> list[str]:
         argv += ["--max-tutorials", str(s.max_tutorials)]
     for d in s.domains:
         argv += ["--domain", d]
+    for t in s.topics:
+        argv += ["--topic", t]
+    if s.domains_file:
+        argv += ["--domains", s.domains_file]
+    if s.sample:
+        argv += ["--sample", str(s.sample), "--per", s.per, "--sample-seed", str(s.sample_seed)]
     if s.concurrency:
         argv += ["--concurrency", str(s.concurrency)]
     if s.preset:

@@ -34,7 +34,11 @@ def is_echo(reply: str, other: str) -> bool:
         return False
     if a == b or (len(b) >= 20 and b in a and len(a) <= 1.3 * len(b)):
         return True
-    return SequenceMatcher(None, a, b, autojunk=False).ratio() >= ECHO_SIMILARITY
+    matcher = SequenceMatcher(None, a, b, autojunk=False)
+    if len(a.split()) >= 4:  # the reply is mostly a piece of the other's message (e.g. a step it made up)
+        if matcher.find_longest_match(0, len(a), 0, len(b)).size >= ECHO_SIMILARITY * len(a):
+            return True
+    return matcher.ratio() >= ECHO_SIMILARITY
 
 
 def wrong_role(role: str, reply: str) -> bool:

@@ -1,4 +1,4 @@
-"""The `align` pipeline: read human and LLM scores, compute, render and write the results.
+"""The `align` stage: read human and LLM scores, compute, render and write the results (`run_alignment`).
 
 Definitions:
 - human score of a conversation and metric = mean of the judges' available scores (blanks ignored); the
@@ -20,9 +20,14 @@ from pathlib import Path
 
 import numpy as np
 
+from wikihowagent.markdown import markdown_table
+
 from .annotations import JudgeRatings, average_judges, human_matrix, read_human_files
 from .blind import unblind
-from .common import METRICS, OVERALL, AlignInputError, Problems, StagedOutput, csv_text, md_table, stars
+from .output import StagedOutput
+from .problems import AlignInputError, Problems
+from .schema import METRICS, OVERALL
+from .tables import csv_text, stars
 from .sources import LLMScores, discover_runs, llm_matrix, read_llm_scores, run_name
 from .stats import COEF_LABEL, COEFFICIENTS, Agreement, CorrelationResult, Descriptives, agreement, correlate, describe
 
@@ -324,7 +329,7 @@ def markdown(res: AlignResult, human_paths: list[Path], score_sources: list[str]
         for metric in ROW_NAMES:
             cr = g.correlations[metric]
             rows.append([metric, str(cr.n), *(_coef_cell(cr.coefs[c]) for c in COEFFICIENTS), "; ".join(cr.notes)])
-        out.append(md_table(["Metric", "n", *(COEF_LABEL[c] for c in COEFFICIENTS), "Note"], rows))
+        out.append(markdown_table(["Metric", "n", *(COEF_LABEL[c] for c in COEFFICIENTS), "Note"], rows))
         out.append("\n### Scores: human vs LLM (same conversations)\n")
         rows = []
         for metric in ROW_NAMES:
@@ -332,7 +337,7 @@ def markdown(res: AlignResult, human_paths: list[Path], score_sources: list[str]
             rows.append([metric, str(d.n), f"{_f(d.human_mean, 2)} ± {_f(d.human_std, 2)}",
                          f"{_f(d.llm_mean, 2)} ± {_f(d.llm_std, 2)}", _f(d.diff_mean, 2),
                          _f(d.llm_higher * 100 if math.isfinite(d.llm_higher) else math.nan, 0), _p(d.wilcoxon_p)])
-        out.append(md_table(["Metric", "n", "Human mean ± sd", "LLM mean ± sd", "LLM − human", "% LLM higher",
+        out.append(markdown_table(["Metric", "n", "Human mean ± sd", "LLM mean ± sd", "LLM − human", "% LLM higher",
                              "Wilcoxon p"], rows))
         if g.agreement:
             out.append("\n### Agreement between the human judges\n")
@@ -341,12 +346,12 @@ def markdown(res: AlignResult, human_paths: list[Path], score_sources: list[str]
                 a = g.agreement[metric]
                 rows.append([metric, str(a.n_units), _f(a.alpha), _f(a.kappa_mean), _f(a.pearson_mean),
                              "; ".join(a.notes)])
-            out.append(md_table(["Metric", "n (≥2 judges)", "Krippendorff α (ordinal)", "Cohen κ (quadratic)",
+            out.append(markdown_table(["Metric", "n (≥2 judges)", "Krippendorff α (ordinal)", "Cohen κ (quadratic)",
                                  "Pearson r", "Note"], rows))
     out.append("\n## Left out\n\n")
     if len(res.problems):
         counts = res.problems.counts()
-        out.append(md_table(["Problem", "Count"], [[k, str(v)] for k, v in counts.most_common()]))
+        out.append(markdown_table(["Problem", "Count"], [[k, str(v)] for k, v in counts.most_common()]))
         out.append("\nEvery line is in `problems.txt`.\n")
     else:
         out.append("Nothing: every row and cell was used.\n")
@@ -437,3 +442,41 @@ def render(res: AlignResult, console) -> None:
         for k, v in res.problems.counts().most_common():
             p.add_row(k, str(v))
         console.print(p)
+
+
+# --------------------------------------------------------------------------- the stage
+
+
+@dataclass(frozen=True)
+class AlignRequest:
+    """What `wikihowagent align` was asked to do (paths already resolved by the command)."""
+
+    human: tuple[Path, ...]
+    out_dir: Path
+    runs_dir: Path
+    scores: tuple[Path, ...] = ()  # () = the runs under runs_dir named in the sheets
+    by: str | None = None
+    bootstrap: int = 2000
+    seed: int = 0
+    figures: bool = True
+    keys: tuple[Path, ...] = ()  # key files of blind sheets (`annotate export --blind`)
+
+
+@dataclass
+class AlignOutcome:
+    result: AlignResult
+    written: list[Path] = field(default_factory=list)  # empty: nothing could be computed, nothing written
+    unused: list[str] = field(default_factory=list)  # named files that contributed nothing, one line each
+
+
+def run_alignment(req: AlignRequest, problems: Problems) -> AlignOutcome:
+    """Read, compute and write all-or-nothing; what was left out goes to `problems`. Raises OutputDirError if
+    --out changed under us (nothing written); nothing is written either when nothing could be computed."""
+    res = compute(list(req.human), list(req.scores), by=req.by, n_boot=req.bootstrap, seed=req.seed,
+                  problems=problems, runs_dir=req.runs_dir, keys=list(req.keys))
+    from .named import unused_inputs
+
+    unused = unused_inputs(list(req.human), list(req.scores), res)
+    if not res.computed:
+        return AlignOutcome(res, unused=unused)
+    return AlignOutcome(res, write_outputs(res, req.out_dir, list(req.human), figures=req.figures), unused)

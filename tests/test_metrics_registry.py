@@ -1,0 +1,49 @@
+"""The computational metrics are one registry (name -> scorer, mode, scale); modes are entries, not ladders."""
+
+from __future__ import annotations
+
+import pytest
+
+from wikihowagent.evaluation import metrics as M
+from wikihowagent.evaluation.summary import header
+from wikihowagent.records import Conversation, Turn
+
+
+def conv() -> Conversation:
+    turns = [Turn(role="teacher", text="Fill the pot with water."), Turn(role="learner", text="Why cold water?"),
+             Turn(role="teacher", text="Cold water heats the egg evenly.")]
+    return Conversation.from_turns(turns, ["Fill a pot with cold water.", "Boil the egg."], "Boil", completed=True,
+                                   conversation_id="c")
+
+
+def test_every_entry_is_computable_and_the_lists_derive_from_it():
+    for m in M.REGISTRY:
+        assert (m.score is None) != (m.batch is None), m
+        assert m.batch is None or callable(getattr(M.Scorers, m.batch)), m
+        assert m.mode in M.HYPOTHESIS
+    assert M.DEFAULT_METRICS == [m.name for m in M.REGISTRY if m.mode == "default"]
+    assert M.PAPER_METRICS == [m.name for m in M.REGISTRY if m.mode == "paper"]
+    assert M.COMPUTATIONAL_NAMES == {m.name for m in M.REGISTRY}
+    for mode in ("default", "paper"):
+        names = M.computational_metrics(mode)
+        assert len(names) == len(set(names)), mode  # one entry per name and mode
+        assert all(header(n).endswith("(%)") for n in names)  # fractions, shown as percentages
+
+
+def test_a_new_metric_is_one_registry_entry(monkeypatch):
+    extra = M.Metric("Teacher Words", "default", lambda x: len(x.hyp.split()) / 100, needs_hypothesis=True)
+    monkeypatch.setattr(M, "REGISTRY", (*M.REGISTRY, extra))
+    (res,) = M.Scorers("default", [M.QUESTION, "Teacher Words"]).score([conv()])
+    assert res.metrics == {M.QUESTION: pytest.approx(1.0), "Teacher Words": pytest.approx(0.11)}
+    empty = Conversation.from_turns([Turn(role="learner", text="hi?")], ["s"], completed=False, conversation_id="e")
+    (res,) = M.Scorers("default", ["Teacher Words"]).score([empty])
+    assert res.metrics == {"Teacher Words": None} and res.notes  # no teacher text: not computable, said so
+
+
+def test_modes_score_with_their_own_definitions():
+    c = conv()
+    (d,) = M.Scorers("default", [M.QUESTION, M.COMPLETION, M.ROUGE1]).score([c])
+    (p,) = M.Scorers("paper", [M.QUESTION, M.COMPLETION, M.ROUGE]).score([c])
+    assert list(d.metrics) == [M.QUESTION, M.COMPLETION, M.ROUGE1] and list(p.metrics) == [M.QUESTION, M.COMPLETION, M.ROUGE]
+    assert d.metrics[M.QUESTION] == M.question_ratio(c) and p.metrics[M.QUESTION] == M.paper_question_ratio(c)
+    assert d.metrics[M.COMPLETION] == 1.0 and p.metrics[M.COMPLETION] == M.paper_completion(c)
