@@ -41,7 +41,7 @@ def test_generate_evaluate_export_align_chained(tmp_path):
                                   "--concurrency", "2", "--retries", "0"], env=env)
         assert res.exit_code == 0, res.output
         n_generate = len(srv.requests)
-        res = runner.invoke(app, ["evaluate", str(run), "--base-url", srv.base_url, "--metrics", "rubric,BLEU",
+        res = runner.invoke(app, ["evaluate", str(run), "--base-url", srv.base_url, "--metrics", "rubric,BLEU", "--judge-scoring", "json",
                                   "--retries", "0", "--no-figures"], env=env)
         assert res.exit_code == 0, res.output
         judge_calls = len(srv.requests) - n_generate
