@@ -41,7 +41,7 @@ def test_sharded_scores_merged_equal_unsharded(tmp_path, monkeypatch):
         res = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url,
                                   "--out", str(run), "--max-tutorials", "13", "--concurrency", "4"])
         assert res.exit_code == 0, res.output
-        common = ["--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures"]
+        common = ["--judge-scoring", "json", "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures"]
         for k in range(3):
             res = runner.invoke(app, ["evaluate", str(run), "--shard", f"{k}/3", *common])
             assert res.exit_code == 0, res.output

@@ -127,7 +127,7 @@ def test_second_evaluate_is_refused_before_any_model_is_loaded(tmp_path, monkeyp
         (tmp_path / name / "run.json").write_text(json.dumps({**info, "name": name}))
         runs.append(str(tmp_path / name))
     with dir_lock(tmp_path / "B", name=".scores.jsonl.lock"):  # another evaluate is scoring run B
-        res = runner.invoke(app, ["evaluate", *runs, "--metrics", "BLEU,Clarity", "--no-figures"])
+        res = runner.invoke(app, ["evaluate", "--judge-scoring", "json", *runs, "--metrics", "BLEU,Clarity", "--no-figures"])
     assert res.exit_code == 2, res.output
     lines = [line for line in res.output.splitlines() if line.strip()]
     assert lines == [f"error: {tmp_path / 'B' / 'scores.jsonl'}: another evaluate is running on this scores file; "
@@ -159,7 +159,7 @@ def test_evaluate_uses_the_endpoint_recorded_in_run_json(tmp_path):
         info = json.loads((out / "run.json").read_text())
         assert info["resolved"]["evaluator"]["base_url"] == srv.base_url
         n = len(srv.requests)
-        res = runner.invoke(app, ["evaluate", str(out), "--metrics", "rubric", "--no-figures"], env=KEYS)
+        res = runner.invoke(app, ["evaluate", "--judge-scoring", "json", str(out), "--metrics", "rubric", "--no-figures"], env=KEYS)
         assert res.exit_code == 0, res.output
         judged = srv.requests[n:]
     assert judged and {r["model"] for r in judged} == {"judge-model"}
@@ -176,7 +176,7 @@ def test_evaluate_resolves_evaluator_aliases_from_the_config_models_file(tmp_pat
         models.write_text(f"aliases:\n  myjudge:\n    spec: openai:judge-model\n    base_url: {srv.base_url}\n")
         cfg = tmp_path / "cfg.yaml"
         cfg.write_text(f"models: {models}\n")
-        res = runner.invoke(app, ["evaluate", str(run), "--evaluator", "myjudge", "--config", str(cfg),
+        res = runner.invoke(app, ["evaluate", "--judge-scoring", "json", str(run), "--evaluator", "myjudge", "--config", str(cfg),
                                   "--metrics", "rubric", "--no-figures"], env=KEYS)
         assert res.exit_code == 0, res.output
         assert srv.requests and {r["model"] for r in srv.requests} == {"judge-model"}
@@ -196,7 +196,7 @@ def test_evaluate_refuses_a_judge_that_now_resolves_to_another_provider(tmp_path
     models.write_text("aliases:\n  judge: ollama:other:7b\n")
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(f"models: {models}\n")
-    res = runner.invoke(app, ["evaluate", str(run), "--config", str(cfg), "--metrics", "rubric"], env=KEYS)
+    res = runner.invoke(app, ["evaluate", "--judge-scoring", "json", str(run), "--config", str(cfg), "--metrics", "rubric"], env=KEYS)
     assert res.exit_code == 2
     assert ("evaluator 'judge' was openai:m at http://127.0.0.1:9/v1 when it was generated but now resolves to "
             "ollama:other:7b") in one_line(res.output)
@@ -218,7 +218,7 @@ def test_judge_server_failure_is_one_line_without_event_loop_noise(tmp_path):
     code = "import sys; from wikihowagent.cli import main; sys.argv[0] = 'wikihowagent'; main()"
     with FakeOpenAI(fail_when=lambda p: True) as srv:  # every judge call: HTTP 500 (after the client's retries)
         proc = subprocess.run(
-            [sys.executable, "-c", code, "evaluate", str(run), "--evaluator", "openai:fake-model", "--base-url",
+            [sys.executable, "-c", code, "evaluate", "--judge-scoring", "json", str(run), "--evaluator", "openai:fake-model", "--base-url",
              srv.base_url, "--metrics", "rubric", "--no-figures", "--concurrency", "8"],
             cwd=repo, capture_output=True, text=True, timeout=300,
             env={**__import__("os").environ, "OPENAI_COMPATIBLE_API_KEY": "k", "COLUMNS": "200"})
@@ -344,7 +344,7 @@ def test_runs_recorded_before_the_evaluator_endpoint_use_their_openai_server(tmp
         info.update(teacher="openai:fake-model", learner="openai:fake-model", evaluator="openai:judge-model",
                     resolved={"teacher": teacher, "learner": teacher})
         (run / "run.json").write_text(json.dumps(info))
-        res = runner.invoke(app, ["evaluate", str(run), "--metrics", "rubric", "--no-figures"], env=KEYS)
+        res = runner.invoke(app, ["evaluate", "--judge-scoring", "json", str(run), "--metrics", "rubric", "--no-figures"], env=KEYS)
         assert res.exit_code == 0, res.output
         assert srv.requests and {r["model"] for r in srv.requests} == {"judge-model"}
 
