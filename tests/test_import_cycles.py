@@ -82,7 +82,7 @@ def test_cli_only_registers_the_stages_commands():
     the backends or the config (orchestration lives in each stage's core)."""
     allowed = {"wikihowagent.console", "wikihowagent.workflow.graph"}
     imported = set(import_graph().successors("wikihowagent.cli"))
-    assert imported - allowed == {"wikihowagent.generation.command", "wikihowagent.evaluation.command",
+    assert imported - allowed == {"wikihowagent.generation.command", "wikihowagent.judgecheck.command", "wikihowagent.evaluation.command",
                                   "wikihowagent.alignment.command", "wikihowagent.corpus.command",
                                   "wikihowagent.report.command", "wikihowagent.chat.command",
                                   "wikihowagent.sweep.command"}

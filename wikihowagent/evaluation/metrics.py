@@ -521,9 +521,9 @@ class MetricInput:
 
 
 def _coverage() -> Any:
-    from . import coverage
+    import importlib
 
-    return coverage
+    return importlib.import_module("wikihowagent.evaluation.coverage")  # coverage.py uses this module's tokenisers
 
 
 @dataclass(frozen=True)
