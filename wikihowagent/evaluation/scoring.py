@@ -20,6 +20,8 @@ Adding a mode = one `Scorer` subclass and one `SCORING_MODES` entry.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
+
 import asyncio
 import math
 import re
@@ -229,7 +231,7 @@ def _cache_kwargs(llm: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------------
 
 
-class Scorer:
+class Scorer(ABC):
     """One call per rubric; the calls of one conversation run one after another (they share a prefix)."""
 
     name: ClassVar[str] = ""
@@ -261,9 +263,9 @@ class Scorer:
                 raise JudgeRequestError(_one_line(exc)[:200]) from exc
             raise JudgeBackendError(f"evaluator call failed: {_one_line(exc)}") from exc
 
+    @abstractmethod
     async def score(self, conv: Conversation, rubric: Rubric, variant: int) -> tuple[Distribution | None, str | None, list[str]]:
-        """-> (distribution, problem, raw replies)."""
-        raise NotImplementedError
+        """-> (distribution, problem, raw replies); each scoring mode implements it."""
 
     async def judge(self, conv: Conversation, names: list[str] | None = None, variant: int = 0) -> JudgeResult:
         """Score `names` (default: all); `variant` 1 = reversed rubric order and seed + 1 (self-consistency)."""
