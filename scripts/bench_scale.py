@@ -171,7 +171,9 @@ def run_client(base_url: str, n: int, concurrency: int, pooled: bool) -> dict[st
     }
 
 
-VARIANTS = {"before": ["--plain"], "after": []}  # before = one ChatOpenAI per role, as generate made them before
+# before = the openai SDK transport (ChatOpenAI over httpx, 8 clients per endpoint), as `generate` was before the
+# lean transport; after = what `generate` does now (LeanChatOpenAI, backends/lean_openai.py)
+VARIANTS = {"before": ["--transport", "sdk"], "after": ["--transport", "lean"]}
 
 
 def main() -> None:
@@ -181,6 +183,8 @@ def main() -> None:
     ap.add_argument("--write-md", action="store_true")
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run; not for BENCHMARKS.md)")
     ap.add_argument("--plain", action="store_true", help="the chat client without the replica pool (before)")
+    ap.add_argument("--transport", choices=["lean", "sdk"], default="lean",
+                    help="the chat-completion transport (WIKIHOWAGENT_OPENAI_TRANSPORT)")
     ap.add_argument("--only", choices=["64", "256"])
     ap.add_argument("--tutorials", type=int, help="tutorials for the --only size (default: 300 at 64, 2,000 at 256)")
     ap.add_argument("--results", nargs="*", help="write BENCHMARKS.md from these JSON results (variant key set)")
@@ -190,11 +194,12 @@ def main() -> None:
         return
     sizes = [(64, 300), (256, 2000)] if not args.quick else [(16, 40), (64, 200)]
     if args.only:  # one size per process: the HTTP clients are bound to their event loop
+        os.environ["WIKIHOWAGENT_OPENAI_TRANSPORT"] = args.transport
         conc, n = next(s for s in sizes if str(s[0]) == args.only)
         proc, url = start_server(args.latency)
         try:
             r = run_client(url, args.tutorials or n, conc, pooled=not args.plain)
-            r["variant"] = "before" if args.plain else "after"
+            r["variant"] = "plain" if args.plain else "before" if args.transport == "sdk" else "after"
             print(json.dumps(r), flush=True)
         finally:
             proc.terminate()

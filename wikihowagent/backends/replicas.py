@@ -25,8 +25,9 @@ from pydantic import ConfigDict
 
 
 KEEPALIVE = 1024  # idle connections kept per client: no reconnects at any --concurrency up to this
-# HTTP clients per endpoint: httpx's connection pool scans all its connections on every request (CPU grows
-# with --concurrency), so requests are spread over several clients, each with a small pool.
+# HTTP clients per endpoint with the SDK transport: httpx's connection pool scans all its connections on every
+# request (CPU grows with --concurrency), so requests are spread over several clients, each with a small pool.
+# The lean transport (lean_openai.py) needs one.
 CLIENTS_PER_ENDPOINT = 8
 
 
@@ -258,7 +259,9 @@ def make_pooled_chat_model(resolved: Any, settings: Any, local: Any, urls: list[
     n_clients = CLIENTS_PER_ENDPOINT if resolved.provider == "openai" else 1
     replicas = []
     for u in targets:
-        clients = [client(u) for _ in range(n_clients)]
+        clients = [client(u)]
+        if not getattr(clients[0], "one_client_per_endpoint", False):  # httpx clients: spread the pool scans
+            clients += [client(u) for _ in range(n_clients - 1)]
         replicas.append(Replica(url=u or resolved.base_url or OPENAI_API_BASE, model=clients[0], clients=clients))
     knobs = pool_settings.model_dump() if pool_settings is not None else {}
     pool = ReplicaPool(replicas, probe_path="/api/tags" if resolved.provider == "ollama" else "/models",
