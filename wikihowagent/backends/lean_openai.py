@@ -46,6 +46,7 @@ class LeanChatOpenAI(ChatOpenAI):
     _http: Http1Client | None = PrivateAttr(default=None)
     # One object serves any concurrency cheaply (no connection-pool scan): the replica pool needs no more.
     one_client_per_endpoint: ClassVar[bool] = True
+    direct_calls: ClassVar[bool] = True  # backends/calls.py may call _agenerate directly
 
     @property
     def _llm_type(self) -> str:

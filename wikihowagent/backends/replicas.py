@@ -17,7 +17,7 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.outputs import ChatResult
@@ -169,6 +169,7 @@ class PooledChatModel(BaseChatModel):
 
     pool: Any  # ReplicaPool
     max_resends: int = 1000  # bounded anyway by the pool's outage_wait_s
+    direct_calls: ClassVar[bool] = True  # backends/calls.py may call _agenerate directly
 
     @property
     def _llm_type(self) -> str:
