@@ -19,8 +19,9 @@ from langchain_core.messages import BaseMessage
 
 
 def _observed(model: BaseChatModel) -> bool:
-    """True if a direct call could skip something: tracing, callbacks, a cache or a rate limiter."""
-    if model.callbacks or model.cache not in (None, False) or getattr(model, "rate_limiter", None) is not None:
+    """True if a direct call could skip something: tracing, callbacks, a cache, a rate limiter, v1 output."""
+    if model.callbacks or model.cache not in (None, False) or getattr(model, "rate_limiter", None) is not None \
+            or getattr(model, "output_version", None) == "v1":
         return True
     from langchain_core.globals import get_llm_cache
 
@@ -42,9 +43,13 @@ async def achat(model: BaseChatModel, messages: list[BaseMessage]) -> BaseMessag
     """`model`'s reply to `messages` (see the module docstring)."""
     if not getattr(model, "direct_calls", False) or _observed(model):
         return await model.ainvoke(messages)
+    from langchain_core.language_models.chat_models import _gen_info_and_msg_metadata
+
     result = await model._agenerate(messages)
     generation = result.generations[0]
     message = generation.message
-    if generation.generation_info:
-        message.response_metadata = {**generation.generation_info, **message.response_metadata}
+    # as BaseChatModel._agenerate_with_cache: the generation info, then the run's llm_output
+    message.response_metadata = _gen_info_and_msg_metadata(generation)
+    if len(result.generations) == 1 and result.llm_output is not None:
+        message.response_metadata = {**result.llm_output, **message.response_metadata}
     return message
