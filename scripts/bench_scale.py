@@ -168,12 +168,16 @@ def run_client(base_url: str, n: int, concurrency: int, pooled: bool) -> dict[st
         "utilisation": mean_in_flight(events, first, steady_end) / concurrency,
         "tail_s": t_end - steady_end, "tail_utilisation": mean_in_flight(events, steady_end, t_end) / concurrency,
         "steady_s": steady_end - first, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "load_1min": os.getloadavg()[0],
     }
 
 
-# before = the openai SDK transport (ChatOpenAI over httpx, 8 clients per endpoint), as `generate` was before the
-# lean transport; after = what `generate` does now (LeanChatOpenAI, backends/lean_openai.py)
-VARIANTS = {"before": ["--transport", "sdk"], "after": ["--transport", "lean"]}
+# before: `--before-root DIR`'s own bench (a checkout of the code before the change, e.g. main: ChatOpenAI over the
+# openai SDK + httpx, 8 clients per endpoint, LangChain's ainvoke, two graph supersteps per message);
+# sdk: this code with the SDK transport (WIKIHOWAGENT_OPENAI_TRANSPORT=sdk), to split the gain;
+# after: what `generate` does now (LeanChatOpenAI + direct calls).
+VARIANTS = {"before": [], "sdk": ["--transport", "sdk"], "after": ["--transport", "lean"]}
+ORDER = {"before": 0, "plain": 0, "sdk": 1, "after": 2}
 
 
 def main() -> None:
@@ -188,6 +192,8 @@ def main() -> None:
     ap.add_argument("--only", choices=["64", "256"])
     ap.add_argument("--tutorials", type=int, help="tutorials for the --only size (default: 300 at 64, 2,000 at 256)")
     ap.add_argument("--results", nargs="*", help="write BENCHMARKS.md from these JSON results (variant key set)")
+    ap.add_argument("--before-root", type=Path, help="a checkout of the code before the change: its bench_scale.py "
+                    "gives the 'before' rows (without it: no 'before' rows)")
     args = ap.parse_args()
     if args.serve:
         serve(args.serve, args.latency)
@@ -209,10 +215,16 @@ def main() -> None:
     if not results:
         for conc, _ in sizes:
             for variant, flags in VARIANTS.items():
-                argv = [sys.executable, __file__, "--only", str(conc), "--latency", str(args.latency), *flags]
+                script = __file__
+                if variant == "before":
+                    if args.before_root is None:
+                        continue
+                    script = str(args.before_root / "scripts" / "bench_scale.py")
+                argv = [sys.executable, script, "--only", str(conc), "--latency", str(args.latency), *flags]
                 argv += ["--quick"] * args.quick
-                out = subprocess.run(argv, capture_output=True, text=True, check=True).stdout
-                results.append(json.loads(out.strip().splitlines()[-1]))
+                out = subprocess.run(argv, capture_output=True, text=True, check=True,
+                                     cwd=Path(script).resolve().parent.parent).stdout
+                results.append(json.loads(out.strip().splitlines()[-1]) | {"variant": variant})
                 print(json.dumps(results[-1]), flush=True)
     if args.write_md:
         from benchmarks_md import write_section
@@ -220,7 +232,7 @@ def main() -> None:
         rows = "\n".join(
             f"| {r['variant']} | {r['concurrency']} | {r['tutorials']:,} | {r['requests']:,} | "
             f"{r['cpu_ms_per_message']:.2f} | {r['utilisation']:.3f} | {r['tail_s']:.0f} s at {r['tail_utilisation']:.2f} | "
-            f"{r['peak_rss_mb']:.0f} MB |" for r in sorted(results, key=lambda r: (r["concurrency"], r["variant"] != "before")))
+            f"{r['peak_rss_mb']:.0f} MB | {r.get('load_1min', float('nan')):.1f} |" for r in sorted(results, key=lambda r: (r["concurrency"], ORDER.get(r["variant"], 9))))
         load = os.getloadavg()[0]
         write_section("scale", SCALE_MD.format(latency=args.latency, rows=rows)
                       + f"\nLoad average when written: {load:.1f} on {os.cpu_count()} cores (shared machine). "
@@ -228,16 +240,20 @@ def main() -> None:
                       "machine's load, not the pipeline; client CPU per message is the robust figure.\n")
 
 
-SCALE_MD = """`scripts/bench_scale.py`: `generate`'s real client path (graph, runner, fsynced JSONL, langchain-openai over
-HTTP) against a fake OpenAI-compatible server in another process on 127.0.0.1 that answers every request
-after {latency:g} s and counts the requests in flight on its side; four-step tutorials. *before*: one
-ChatOpenAI per role (how `generate` made its clients before the replica pool); *after*: the replica pool
-(8 HTTP clients per endpoint, keep-alive for every connection). Client CPU = this process's CPU time /
-requests. Utilisation = the server's mean requests in flight / concurrency from the first request until
-the last conversation starts; the tail after that is reported separately.
+SCALE_MD = """`scripts/bench_scale.py`: `generate`'s real client path (graph, runner, fsynced JSONL, the chat clients of
+the replica pool over HTTP) against a fake OpenAI-compatible server in another process on 127.0.0.1 that
+answers every request after {latency:g} s and counts the requests in flight on its side; four-step tutorials
+(18 requests each). *before*: the code before the lean transport (`--before-root`: ChatOpenAI over the openai
+SDK + httpx, 8 clients per endpoint, LangChain's `ainvoke` per call, two graph supersteps per message);
+*sdk*: this code with `WIKIHOWAGENT_OPENAI_TRANSPORT=sdk` (direct calls and the shorter graph, SDK transport);
+*after*: `generate` as it is now (`LeanChatOpenAI`: ChatOpenAI's payload and result over a small keep-alive
+HTTP/1.1 client; direct `_agenerate` calls when nothing traces; the manager only after learner messages).
+Client CPU = this process's CPU time / requests. Utilisation = the server's mean requests in flight /
+concurrency from the first request until the last conversation starts; the tail after that is reported
+separately. Load = the machine's 1-minute load average at the end of the run (2 cores, shared).
 
-| variant | concurrency | tutorials | requests | client CPU ms / message | slot utilisation | tail | peak RSS |
-| :-- | --: | --: | --: | --: | --: | :-- | --: |
+| variant | concurrency | tutorials | requests | client CPU ms / message | slot utilisation | tail | peak RSS | load |
+| :-- | --: | --: | --: | --: | --: | :-- | --: | --: |
 {rows}
 """
 
