@@ -5,7 +5,7 @@ header normalisation, anyio stream wrappers, a connection-pool scan), which caps
 requests/s. This client writes a request in one `transport.write` and parses the response in the protocol's
 `data_received` (Content-Length, chunked, or until close), ~50 us per request.
 
-Scope: what an OpenAI-compatible server needs. http and https (the default SSL context), no proxies (the
+Scope: what an OpenAI-compatible server needs. http and https (CAs as httpx: SSL_CERT_FILE/DIR or certifi), no proxies (the
 caller falls back to the openai SDK when a proxy applies), no redirects (a 3xx is returned as it is, so
 headers such as Authorization never follow a redirect to another host), no compression (no
 Accept-Encoding is sent). Connections are bound to the event loop that opened them: a pool used from a new
@@ -183,6 +183,20 @@ class _Connection(asyncio.Protocol):
         return self._waiter
 
 
+def _ssl_context() -> _ssl.SSLContext:
+    """As httpx verifies: SSL_CERT_FILE / SSL_CERT_DIR if set, else certifi's CA bundle (else the system's)."""
+    import os
+
+    if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
+        return _ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE") or None,
+                                           capath=os.environ.get("SSL_CERT_DIR") or None)
+    try:
+        import certifi
+    except ImportError:  # pragma: no cover - certifi comes with httpx
+        return _ssl.create_default_context()
+    return _ssl.create_default_context(cafile=certifi.where())
+
+
 class Http1Client:
     """POSTs to one origin (scheme://host:port) over pooled keep-alive connections.
 
@@ -206,7 +220,7 @@ class Http1Client:
         self.max_idle = max_idle
         self._idle: deque[_Connection] = deque()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._ssl: _ssl.SSLContext | None = _ssl.create_default_context() if self.scheme == "https" else None
+        self._ssl: _ssl.SSLContext | None = _ssl_context() if self.scheme == "https" else None
 
     def __repr__(self) -> str:  # never the headers (they may carry a key)
         return f"Http1Client({self.scheme}://{self.host_header}{self.base_path})"
