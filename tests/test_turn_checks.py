@@ -104,3 +104,32 @@ def test_empty_server_reply_is_not_a_complete_run(tmp_path, empty):
     assert info["status"] == "incomplete" and info["counts"]["failed"] == 1
     assert info["counts"]["turn_retries"] == 0  # the failed turn is not in the record; the error is
     assert "empty reply" in again.output
+
+
+def test_echo_check_shortcut_gives_the_same_answers_as_the_full_matching():
+    """is_echo skips the quadratic matching when too few characters are shared: never a different answer."""
+    import random
+    from difflib import SequenceMatcher
+
+    from wikihowagent.workflow.checks import ECHO_SIMILARITY, _norm, is_echo
+
+    def full(reply, other):
+        a, b = _norm(reply), _norm(other)
+        if not a or not b:
+            return False
+        if a == b or (len(b) >= 20 and b in a and len(a) <= 1.3 * len(b)):
+            return True
+        m = SequenceMatcher(None, a, b, autojunk=False)
+        if len(a.split()) >= 4 and m.find_longest_match(0, len(a), 0, len(b)).size >= ECHO_SIMILARITY * len(a):
+            return True
+        return m.ratio() >= ECHO_SIMILARITY
+
+    rng = random.Random(7)
+    words = "step water boil the a to of and pan heat salt add stir wait next please thanks done why".split()
+    pairs = []
+    for _ in range(3000):
+        x = " ".join(rng.choice(words) for _ in range(rng.randint(0, 30)))
+        y = rng.choice([x, x[: rng.randint(0, len(x))], " ".join(rng.choice(words) for _ in range(rng.randint(0, 30)))])
+        pairs += [(x, y), (y, x)]
+    assert [is_echo(x, y) for x, y in pairs] == [full(x, y) for x, y in pairs]
+    assert any(full(x, y) for x, y in pairs) and not all(full(x, y) for x, y in pairs)
