@@ -128,6 +128,52 @@ def tutorials(n: int, steps: int = 4):
             for i in range(n)]
 
 
+def run_in_process(n: int, concurrency: int, latency: float) -> dict[str, float]:
+    """The same graph and runner with an in-process model answering after `latency` (no HTTP, no server): the
+    client CPU per message that is not the transport's."""
+    from typing import ClassVar
+
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    from wikihowagent.generation.core import RunStats, run_conversations
+    from wikihowagent.workflow.graph import WorkflowOptions
+    from wikihowagent.workflow.prompts import load_prompts
+
+    class InProcess(BaseChatModel):
+        direct_calls: ClassVar[bool] = True  # as the replica pool
+        calls: int = 0
+
+        @property
+        def _llm_type(self) -> str:
+            return "bench-in-process"
+
+        def _generate(self, *a, **k):  # pragma: no cover - the pipeline is asynchronous
+            raise NotImplementedError
+
+        async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+            self.calls += 1
+            await asyncio.sleep(latency)
+            usage = {"input_tokens": 50, "output_tokens": 6, "total_tokens": 56}
+            msg = AIMessage(content="Step done. Next step please.", usage_metadata=usage)
+            return ChatResult(generations=[ChatGeneration(message=msg, generation_info={"finish_reason": "stop"})])
+
+    model = InProcess()
+    stats = RunStats(total=n)
+    with tempfile.TemporaryDirectory() as tmp:
+        cpu0, t0 = time.process_time(), time.monotonic()
+        asyncio.run(run_conversations(tutorials(n), model, model, load_prompts(), WorkflowOptions(),
+                                      Path(tmp) / "c.jsonl", run_name="bench", teacher="m", learner="m",
+                                      concurrency=concurrency, stats=stats))
+        cpu, wall = time.process_time() - cpu0, time.monotonic() - t0
+    assert stats.failed == 0, stats.errors[:3]
+    return {"tutorials": n, "concurrency": concurrency, "requests": model.calls, "wall_s": wall, "cpu_s": cpu,
+            "cpu_ms_per_message": 1000 * cpu / model.calls, "utilisation": float("nan"), "tail_s": float("nan"),
+            "tail_utilisation": float("nan"), "steady_s": float("nan"),
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "load_1min": os.getloadavg()[0]}
+
+
 def run_client(base_url: str, n: int, concurrency: int, pooled: bool) -> dict[str, float]:
     from wikihowagent.backends import make_chat_model, resolve_spec
     from wikihowagent.backends.replicas import make_pooled_chat_model
@@ -176,8 +222,9 @@ def run_client(base_url: str, n: int, concurrency: int, pooled: bool) -> dict[st
 # openai SDK + httpx, 8 clients per endpoint, LangChain's ainvoke, two graph supersteps per message);
 # sdk: this code with the SDK transport (WIKIHOWAGENT_OPENAI_TRANSPORT=sdk), to split the gain;
 # after: what `generate` does now (LeanChatOpenAI + direct calls).
-VARIANTS = {"before": [], "sdk": ["--transport", "sdk"], "after": ["--transport", "lean"]}
-ORDER = {"before": 0, "plain": 0, "sdk": 1, "after": 2}
+VARIANTS = {"before": [], "sdk": ["--transport", "sdk"], "after": ["--transport", "lean"],
+            "after, no HTTP": ["--in-process"]}
+ORDER = {"before": 0, "plain": 0, "sdk": 1, "after": 2, "after, no HTTP": 3}
 
 
 def main() -> None:
@@ -190,6 +237,7 @@ def main() -> None:
     ap.add_argument("--transport", choices=["lean", "sdk"], default="lean",
                     help="the chat-completion transport (WIKIHOWAGENT_OPENAI_TRANSPORT)")
     ap.add_argument("--only", choices=["64", "256"])
+    ap.add_argument("--in-process", action="store_true", help="with --only: an in-process model, no HTTP")
     ap.add_argument("--tutorials", type=int, help="tutorials for the --only size (default: 300 at 64, 2,000 at 256)")
     ap.add_argument("--results", nargs="*", help="write BENCHMARKS.md from these JSON results (variant key set)")
     ap.add_argument("--before-root", type=Path, help="a checkout of the code before the change: its bench_scale.py "
@@ -202,6 +250,10 @@ def main() -> None:
     if args.only:  # one size per process: the HTTP clients are bound to their event loop
         os.environ["WIKIHOWAGENT_OPENAI_TRANSPORT"] = args.transport
         conc, n = next(s for s in sizes if str(s[0]) == args.only)
+        if args.in_process:
+            r = run_in_process(args.tutorials or n, conc, args.latency) | {"variant": "after, no HTTP"}
+            print(json.dumps(r), flush=True)
+            return
         proc, url = start_server(args.latency)
         try:
             r = run_client(url, args.tutorials or n, conc, pooled=not args.plain)
@@ -213,7 +265,7 @@ def main() -> None:
         return
     results = [json.loads(Path(f).read_text().strip().splitlines()[-1]) for f in args.results or []]
     if not results:
-        for conc, _ in sizes:
+        for conc, n in sizes:
             for variant, flags in VARIANTS.items():
                 script = __file__
                 if variant == "before":
@@ -221,18 +273,33 @@ def main() -> None:
                         continue
                     script = str(args.before_root / "scripts" / "bench_scale.py")
                 argv = [sys.executable, script, "--only", str(conc), "--latency", str(args.latency), *flags]
+                if variant == "after, no HTTP":  # CPU per message only: fewer tutorials do
+                    argv += ["--tutorials", str(min(n, 300))]
                 argv += ["--quick"] * args.quick
                 out = subprocess.run(argv, capture_output=True, text=True, check=True,
                                      cwd=Path(script).resolve().parent.parent).stdout
-                results.append(json.loads(out.strip().splitlines()[-1]) | {"variant": variant})
+                r = json.loads(out.strip().splitlines()[-1])
+                results.append(r | {"variant": variant, "load_1min": r.get("load_1min", os.getloadavg()[0])})
                 print(json.dumps(results[-1]), flush=True)
     if args.write_md:
         from benchmarks_md import write_section
 
-        rows = "\n".join(
-            f"| {r['variant']} | {r['concurrency']} | {r['tutorials']:,} | {r['requests']:,} | "
-            f"{r['cpu_ms_per_message']:.2f} | {r['utilisation']:.3f} | {r['tail_s']:.0f} s at {r['tail_utilisation']:.2f} | "
-            f"{r['peak_rss_mb']:.0f} MB | {r.get('load_1min', float('nan')):.1f} |" for r in sorted(results, key=lambda r: (r["concurrency"], ORDER.get(r["variant"], 9))))
+        def row(r: dict) -> str:
+            util = "–" if r["utilisation"] != r["utilisation"] else f"{r['utilisation']:.3f}"
+            tail = "–" if r["tail_s"] != r["tail_s"] else f"{r['tail_s']:.0f} s at {r['tail_utilisation']:.2f}"
+            return (f"| {r['variant']} | {r['concurrency']} | {r['tutorials']:,} | {r['requests']:,} | "
+                    f"{r['cpu_ms_per_message']:.2f} | {util} | {tail} | {r['peak_rss_mb']:.0f} MB | "
+                    f"{r.get('load_1min', float('nan')):.1f} |")
+
+        ordered = sorted(results, key=lambda r: (r["concurrency"], ORDER.get(r["variant"], 9)))
+        rows = "\n".join(row(r) for r in ordered)
+        goal = [r for r in ordered if r["variant"] == "after" and r["concurrency"] == 256]
+        if goal:
+            g = goal[0]
+            rows += (f"\n\nIssue 11's goal (<= 2 ms of client CPU per message; >= 0.95 of 256 slots busy over >= 2,000 "
+                     f"tutorials): {g['cpu_ms_per_message']:.2f} ms ({'met' if g['cpu_ms_per_message'] <= 2 else 'not met'}), "
+                     f"{g['utilisation']:.3f} of the slots over {g['tutorials']:,} tutorials "
+                     f"({'met' if g['utilisation'] >= 0.95 else 'not met'}) at load {g.get('load_1min', float('nan')):.1f}.")
         load = os.getloadavg()[0]
         write_section("scale", SCALE_MD.format(latency=args.latency, rows=rows)
                       + f"\nLoad average when written: {load:.1f} on {os.cpu_count()} cores (shared machine). "
@@ -251,6 +318,8 @@ HTTP/1.1 client; direct `_agenerate` calls when nothing traces; the manager only
 Client CPU = this process's CPU time / requests. Utilisation = the server's mean requests in flight /
 concurrency from the first request until the last conversation starts; the tail after that is reported
 separately. Load = the machine's 1-minute load average at the end of the run (2 cores, shared).
+*after, no HTTP*: the same graph and runner with an in-process model that answers after the same latency
+(no HTTP, no server): the part of the client CPU that is not the transport.
 
 | variant | concurrency | tutorials | requests | client CPU ms / message | slot utilisation | tail | peak RSS | load |
 | :-- | --: | --: | --: | --: | --: | :-- | --: | --: |

@@ -17,6 +17,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, ValidationError
 
+from wikihowagent.backends.calls import achat
+
 NEXT_STEP = "next step"
 Label = Literal["question", "understood", "off-topic", "wants-to-stop"]
 LABELS: tuple[str, ...] = ("question", "understood", "off-topic", "wants-to-stop")
@@ -72,7 +74,7 @@ class LLMManager:
         user = (f"Step being taught: {step_text}\n\nTeacher: {teacher_text}\n\nLearner: {learner_text}\n\n"
                 "Classify the learner's message. JSON only.")
         try:
-            reply = await self.model.ainvoke([SystemMessage(content=CLASSIFY_SYSTEM), HumanMessage(content=user)])
+            reply = await achat(self.model, [SystemMessage(content=CLASSIFY_SYSTEM), HumanMessage(content=user)])
             content = reply.content if isinstance(reply.content, str) else str(reply.content)
         except Exception:  # the manager must never fail a conversation: the rules decide instead
             return rules_label(learner_text), True
