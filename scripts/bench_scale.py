@@ -304,7 +304,12 @@ def main() -> None:
         write_section("scale", SCALE_MD.format(latency=args.latency, rows=rows)
                       + f"\nLoad average when written: {load:.1f} on {os.cpu_count()} cores (shared machine). "
                       "Slot utilisation needs a free core: with the client starved of CPU it measures the "
-                      "machine's load, not the pipeline; client CPU per message is the robust figure.\n")
+                      "machine's load, not the pipeline; client CPU per message is the robust figure. The fake "
+                      "server answers every request after exactly the same time and every conversation has the "
+                      "same 18 requests, so the conversations stay in step: the replies arrive in waves of up to "
+                      "--concurrency at once, and the last of a wave waits for the client to handle the others "
+                      "(~concurrency x the CPU per message); on a loaded machine that queueing is the idle "
+                      "share.\n")
 
 
 SCALE_MD = """`scripts/bench_scale.py`: `generate`'s real client path (graph, runner, fsynced JSONL, the chat clients of
