@@ -9,7 +9,8 @@ or asks) are judged by the embedded model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, l
 with each `--judge-scoring` mode, in one run:
 
   (a) cost: seconds per conversation to score all 8 rubrics (weighted: 8 one-token calls sharing the
-      conversation prefix; json: 2 structured-output calls);
+      tutorial + conversation prefix; json: 2 structured-output calls), the modes interleaved
+      conversation by conversation; these judgments are (b)'s originals;
   (b) sensitivity: `judge-check`'s perturbations of every conversation (data/perturbations.json), judged
       on their target rubrics; the share of (conversation, targeted rubric) pairs where the original
       scores higher (ties count half), per cell and on average over the targeted cells;
@@ -68,40 +69,59 @@ def bench_conversations(n: int, steps: int) -> list[Conversation]:
     return convs
 
 
-def run_mode(mode: str, convs: list[Conversation], llm, rubrics, perts, out: Path, check_n: int, timing: bool = True,
-             judging: bool = True) -> dict:
-    """(a) fresh timing of the originals (all 8 rubrics) on every conversation; (b) judge-check on the
-    first `check_n` of them (resumable in `out`)."""
+def timing_pass(modes: list[str], convs: list[Conversation], llm, rubrics, perts, base: Path) -> dict[str, float]:
+    """(a) cost: the originals (all 8 rubrics) of every conversation, judged by each mode in turn,
+    conversation by conversation (interleaved, so a change in the machine's load hits every mode alike).
+    The judgments are the judge-check's `original` ones: (b) does not judge them again."""
     from wikihowagent.evaluation.scoring import make_scorer
-    from wikihowagent.judgecheck.core import JUDGMENTS, CheckStats, analyse, plan, run_jobs
+    from wikihowagent.judgecheck.core import JUDGMENTS, ORIGINAL, CheckStats, plan, read_judgments, run_jobs
 
-    judge = make_scorer(mode, llm, rubrics, None, concurrency=1)
+    judges = {m: make_scorer(m, llm, rubrics, None, concurrency=1) for m in modes}
+    originals = [j for j in plan(convs, perts, list(rubrics), CheckStats()) if j.variant == ORIGINAL]
+    spent, count = dict.fromkeys(modes, 0.0), dict.fromkeys(modes, 0)
     loop = asyncio.new_event_loop()
-    orig: list[float] = []
-    failures = asked = 0
     try:
-        t0 = time.perf_counter()
-        for c in convs if timing else []:
-            res = loop.run_until_complete(judge.judge(c))
-            orig += [v for v in res.scores.values() if v is not None]
-            failures += len(res.failures)
-            asked += len(res.scores)
-        per_conv = (time.perf_counter() - t0) / len(convs) if timing else math.nan
-        print(f"{mode}: {per_conv:.1f} s per conversation (8 rubrics)", flush=True)
-        stats = CheckStats()
-        sub = convs[:check_n]
-        if sub and judging:
-            loop.run_until_complete(run_jobs(plan(sub, perts, list(rubrics), stats), judge, "local", out / JUDGMENTS,
-                                             lambda n: None, stats))
+        for j in originals:
+            for m in modes:
+                path = base / m / JUDGMENTS
+                if (j.conv.conversation_id, ORIGINAL) in read_judgments(path, "local", judges[m].label):
+                    continue
+                t0 = time.perf_counter()
+                loop.run_until_complete(run_jobs([j], judges[m], "local", path, lambda n: None, CheckStats()))
+                spent[m] += time.perf_counter() - t0
+                count[m] += 1
+            print(" ".join(f"{m}: {spent[m] / max(1, count[m]):.1f} s/conv ({count[m]})" for m in modes), flush=True)
     finally:
         loop.close()
-    res = analyse(out, perts, list(rubrics), "local", judge.label, {c.conversation_id for c in convs[:check_n]}, stats) \
-        if check_n else None
+    return {m: spent[m] / count[m] if count[m] else math.nan for m in modes}
+
+
+def run_mode(mode: str, convs: list[Conversation], llm, rubrics, perts, out: Path, check_n: int, per_conv: float,
+             judging: bool = True) -> dict:
+    """(b) judge-check on the first `check_n` conversations (resumable in `out`); (c) the originals' spread."""
+    from wikihowagent.evaluation.scoring import make_scorer
+    from wikihowagent.judgecheck.core import JUDGMENTS, ORIGINAL, CheckStats, analyse, plan, read_judgments, run_jobs
+
+    judge = make_scorer(mode, llm, rubrics, None, concurrency=1)
+    keep = {c.conversation_id for c in convs[:check_n]}
+    stats = CheckStats()
+    if judging and keep:
+        loop = asyncio.new_event_loop()
+        try:
+            jobs = [j for j in plan(convs, perts, list(rubrics), stats) if j.conv.conversation_id in keep]
+            loop.run_until_complete(run_jobs(jobs, judge, "local", out / JUDGMENTS, lambda n: None, stats))
+        finally:
+            loop.close()
+    got = read_judgments(out / JUDGMENTS, "local", judge.label)
+    orig = [v for c in convs for v in ((got.get((c.conversation_id, ORIGINAL)) or {}).get("scores") or {}).values()]
+    failures = sum(len((got.get((c.conversation_id, ORIGINAL)) or {}).get("judge_failures") or []) for c in convs)
+    res = analyse(out, perts, list(rubrics), "local", judge.label, keep, stats) if keep else None
+    scored = [v for v in orig if v is not None]
     return {"mode": mode, "per_conv": per_conv, "mean_acc": res.mean_accuracy if res else math.nan,
-            "sens": res.sensitivity if res else None, "check_n": len(convs[:check_n]),
-            "failures": failures, "asked": asked,
-            "n_orig": len(orig), "integers": sum(float(v).is_integer() for v in orig),
-            "distinct": len({round(v, 3) for v in orig}), "orig_mean": sum(orig) / len(orig) if orig else math.nan}
+            "sens": res.sensitivity if res else None, "check_n": len(keep),
+            "failures": failures, "asked": len(orig),
+            "n_orig": len(scored), "integers": sum(float(v).is_integer() for v in scored),
+            "distinct": len({round(v, 3) for v in scored}), "orig_mean": sum(scored) / len(scored) if scored else math.nan}
 
 
 def markdown(results: list[dict], n: int, steps: int) -> str:
@@ -109,8 +129,9 @@ def markdown(results: list[dict], n: int, steps: int) -> str:
 
     cpu = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared)"
     lines = [f"Embedded judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp in-process, n_parallel 1), {cpu}; "
-             f"the same {n} conversations (bundled tutorials, first {steps} steps each) for every mode, one run. "
-             "`scripts/bench_judge.py`.", "",
+             f"the same {n} conversations (bundled tutorials, first {steps} steps each) for every mode, one run; "
+             "cost timed on the originals, the modes interleaved conversation by conversation; "
+             f"load average {os.getloadavg()[0]:.1f} when written. `scripts/bench_judge.py`.", "",
              "| mode | s / conversation (8 rubrics) | failures / rubric scores asked | "
              "originals: distinct scores / integers / n | originals' mean | judge-check: conversations, mean accuracy over targeted cells |",
              "|---|---|---|---|---|---|"]
@@ -140,7 +161,7 @@ def main() -> int:
     ap.add_argument("--steps", type=int, default=3)
     ap.add_argument("--modes", default="weighted,json")
     ap.add_argument("--check-n", default="10,10", help="judge-check conversations per mode (0 = skip), e.g. 10,0")
-    ap.add_argument("--no-timing", action="store_true", help="skip (a) and (c): judge-check only")
+    ap.add_argument("--no-timing", action="store_true", help="skip (a): judge-check only")
     ap.add_argument("--report-only", action="store_true", help="no judging: report the judgments already in --out")
     ap.add_argument("--out", type=Path, default=None, help="keep judgments here (default: a temporary directory)")
     ap.add_argument("--write-md", action="store_true")
@@ -160,15 +181,18 @@ def main() -> int:
     base = args.out or Path(tempfile.mkdtemp(prefix="bench_judge-"))
     results = []
     check = [int(x) for x in args.check_n.split(",")]
-    for i, mode in enumerate(args.modes.split(",")):
-        out = base / mode
-        out.mkdir(parents=True, exist_ok=True)
-        results.append(run_mode(mode, convs, llm, rubrics, perts, out, check[min(i, len(check) - 1)],
-                                not (args.no_timing or args.report_only), not args.report_only))
+    modes = args.modes.split(",")
+    for mode in modes:
+        (base / mode).mkdir(parents=True, exist_ok=True)
+    timing = not (args.no_timing or args.report_only)
+    costs = timing_pass(modes, convs, llm, rubrics, perts, base) if timing else dict.fromkeys(modes, math.nan)
+    for i, mode in enumerate(modes):
+        results.append(run_mode(mode, convs, llm, rubrics, perts, base / mode, check[min(i, len(check) - 1)],
+                                costs[mode], not args.report_only))
         md = markdown(results, args.n, args.steps)
         print(md, flush=True)
         if args.write_md:
-            part = "sensitivity" if args.no_timing else "cost" if not any(check) else "cost, sensitivity"
+            part = "sensitivity" if not timing else "cost" if not any(check) else "cost, sensitivity"
             write_section(f"judge: scoring modes ({part})", md)
     return 0
 

@@ -11,8 +11,8 @@
 With `rationale=True` the judge writes its analysis first and ends with `Score: k`; the score is read at
 the *final* `Score: k` token, never at an earlier digit of the analysis.
 
-Prompts put [instructions + conversation (+ tutorial)] first and the rubric last, so consecutive calls
-for one conversation share a prefix the server can cache (llama.cpp's prompt cache, vLLM's prefix cache,
+Prompts put [instructions + tutorial + conversation] first and the rubric last, so the calls for one
+conversation share one prefix the server can cache (llama.cpp's prompt cache, vLLM's prefix cache,
 OpenAI's prompt caching); the embedded server's judge calls turn its prompt cache on.
 
 Adding a mode = one `Scorer` subclass and one `SCORING_MODES` entry.
@@ -158,13 +158,17 @@ def text_score(text: str, rationale: bool) -> int | None:
 # --------------------------------------------------------------------------------------------------
 
 
-def conversation_prefix(conv: Conversation, with_tutorial: bool) -> str:
+def conversation_prefix(conv: Conversation) -> str:
+    """The part every rubric's prompt shares: instructions, the tutorial, the conversation.
+
+    Every rubric sees the tutorial (not only Truthfulness, as in the `json` judge): a judge cannot tell
+    skipped steps, an off-topic teacher or a wrong order without the lesson the teacher was given. On
+    4 conversations of `scripts/bench_judge.py` this raised the embedded judge's judge-check accuracy
+    from 0.57 to 0.67; it also makes the prefix identical for all eight calls (one cache entry)."""
     convo = "\n".join(f"{m.role.capitalize()}: {m.text}" for m in conv.messages)
-    parts = ["You are an expert in pedagogy. Judge the teacher-learner conversation below on one criterion.",
-             f"Conversation:\n{convo}"]
-    if with_tutorial:
-        parts.append(f"Reference tutorial:\n{_tutorial_block(conv)}")
-    return "\n\n".join(parts)
+    return "\n\n".join(["You are an expert in pedagogy. A teacher was asked to teach the tutorial below to a learner, "
+                        "step by step, in a conversation. Judge the conversation on one criterion.",
+                        f"Tutorial:\n{_tutorial_block(conv)}", f"Conversation:\n{convo}"])
 
 
 def rubric_prompt(conv: Conversation, rubric: Rubric, rationale: bool) -> str:
@@ -175,7 +179,7 @@ def rubric_prompt(conv: Conversation, rubric: Rubric, rationale: bool) -> str:
                "'Score: k', where k is one digit from 1 to 5.")
     else:
         ask = f"Answer with the {rubric.name} score only: one digit from 1 to 5."
-    return f"{conversation_prefix(conv, rubric.reference == 'tutorial')}\n\n{crit}\n\n{ask}"
+    return f"{conversation_prefix(conv)}\n\n{crit}\n\n{ask}"
 
 
 # --------------------------------------------------------------------------------------------------
