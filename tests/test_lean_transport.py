@@ -1,6 +1,7 @@
-"""The lean OpenAI-compatible transport (backends/lean_openai.py + http1.py) and the direct-call hot path
+"""The lean OpenAI-compatible transport (backends/lean_openai.py over aiohttp) and the direct-call hot path
 (backends/calls.py), against fake servers on 127.0.0.1: the same request bodies, replies, logprobs and errors
-as ChatOpenAI through the openai SDK; retries; keep-alive and chunked responses; the key only to its host."""
+as ChatOpenAI through the openai SDK; retries; keep-alive and chunked responses; the key only to its host;
+one session per event loop, closed with its loop."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from langchain_openai import ChatOpenAI
 
 from wikihowagent.backends import lean_openai, make_chat_model, resolve_spec
 from wikihowagent.backends.calls import achat
-from wikihowagent.backends.http1 import Http1Client, HttpConnectionError
 from wikihowagent.backends.lean_openai import LeanChatOpenAI
 from wikihowagent.backends.openai_compat import TRANSPORT_ENV
 from wikihowagent.backends.replicas import is_connection_error, make_pooled_chat_model
@@ -52,14 +52,59 @@ def model(base_url: str, transport: str = "lean", monkeypatch=None, **settings):
             os.environ[TRANSPORT_ENV] = old
 
 
-def test_openai_specs_get_the_lean_client_unless_a_proxy_applies_or_sdk_is_asked(monkeypatch):
+def test_openai_specs_get_the_lean_client_unless_sdk_is_asked_or_the_proxy_is_one_aiohttp_cannot_use(monkeypatch):
     with FakeOpenAI() as srv:
         assert type(model(srv.base_url)) is LeanChatOpenAI
         assert type(model(srv.base_url, "sdk")) is ChatOpenAI
         monkeypatch.setenv("HTTP_PROXY", "http://proxy.invalid:3128")
-        assert type(model(srv.base_url)) is ChatOpenAI  # the SDK honours the proxy; the lean client would not
+        assert type(model(srv.base_url)) is LeanChatOpenAI  # aiohttp takes an http:// proxy
+        monkeypatch.setenv("HTTP_PROXY", "socks5://proxy.invalid:1080")
+        assert type(model(srv.base_url)) is ChatOpenAI  # the SDK's httpx handles the rest
+        monkeypatch.delenv("HTTP_PROXY")
+        monkeypatch.setenv("ALL_PROXY", "http://proxy.invalid:3128")
+        assert type(model(srv.base_url)) is ChatOpenAI
         monkeypatch.setenv("NO_PROXY", "127.0.0.1")
         assert type(model(srv.base_url)) is LeanChatOpenAI
+
+
+def test_requests_go_through_the_proxy_from_the_environment_unless_no_proxy_says_otherwise(monkeypatch):
+    """A forwarding HTTP proxy (absolute-form request line): the lean client sends through it, key included,
+    as the SDK does for an http:// server; NO_PROXY bypasses it."""
+    via_proxy = []
+
+    class Proxy(BaseHTTPRequestHandler):
+        def log_message(self, *a):
+            pass
+
+        def do_POST(self):
+            import urllib.request
+
+            via_proxy.append(self.path)
+            body = self.rfile.read(int(self.headers["Content-Length"]))
+            req = urllib.request.Request(self.path, data=body, method="POST",
+                                         headers={k: v for k, v in self.headers.items() if k.lower() != "host"})
+            with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req) as up:
+                data = up.read()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    proxy = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    threading.Thread(target=proxy.serve_forever, daemon=True).start()
+    try:
+        with FakeOpenAI() as srv:
+            monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.server_address[1]}")
+            m = model(srv.base_url)
+            assert type(m) is LeanChatOpenAI and asyncio.run(m.ainvoke(MSGS)).content
+            assert via_proxy == [srv.base_url + "/chat/completions"] and srv.auth == [f"Bearer {KEY}"]
+            monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+            assert asyncio.run(m.ainvoke(MSGS)).content  # a new loop: the session reads the environment again
+            assert len(via_proxy) == 1 and len(srv.requests) == 2
+    finally:
+        proxy.shutdown()
+        proxy.server_close()
 
 
 def test_same_request_body_and_reply_as_chatopenai():
@@ -212,7 +257,7 @@ def test_the_key_goes_to_the_named_host_only_and_never_into_repr_or_errors():
             rsrv.shutdown()
             rsrv.server_close()
         assert len(seen) == 1 and other.requests == [] and other.auth == []
-        assert KEY not in str(info.value) and KEY not in repr(m) and KEY not in repr(m._http)
+        assert KEY not in str(info.value) and KEY not in repr(m) and m._http is not None and KEY not in repr(m._http)
         asyncio.run(model(srv.base_url).ainvoke(MSGS))
         assert srv.auth == [f"Bearer {KEY}"]
 
@@ -220,7 +265,9 @@ def test_the_key_goes_to_the_named_host_only_and_never_into_repr_or_errors():
 class _RawServer:
     """A keep-alive HTTP/1.1 server on a raw socket: counts connections; answers chunked when asked."""
 
-    def __init__(self, chunked: bool):
+    def __init__(self, chunked: bool, drop_second_request: bool = False):
+        self.drop_second_request = drop_second_request
+        self.requests = 0
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(16)
@@ -252,6 +299,9 @@ class _RawServer:
                 while len(buf) < length:
                     buf += conn.recv(65536)
                 buf = buf[length:]
+                self.requests += 1
+                if self.drop_second_request and self.requests == 2:
+                    return  # closes the connection without a word
                 body = json.dumps(OK).encode()
                 if self.chunked:  # in two chunks, with a chunk extension and a trailer
                     half = len(body) // 2
@@ -286,23 +336,81 @@ def test_keep_alive_connections_are_reused_and_chunked_replies_parsed(chunked):
         srv.close()
 
 
-def test_http1_client_reports_a_server_that_hangs_up():
+def test_a_server_that_hangs_up_mid_reply_is_a_connection_error():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
-    s.listen(1)
+    s.listen(4)
+    served = []
 
     def hang_up():
-        conn, _ = s.accept()
-        conn.recv(65536)
-        conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"partial")
-        conn.close()
+        while True:
+            try:
+                conn, _ = s.accept()
+            except OSError:
+                return
+            served.append(1)
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"partial")
+            conn.close()
 
     threading.Thread(target=hang_up, daemon=True).start()
-    client = Http1Client(f"http://127.0.0.1:{s.getsockname()[1]}/v1", {"Authorization": "Bearer x"})
-    with pytest.raises(HttpConnectionError, match="before the whole response"):
-        asyncio.run(client.post("/chat/completions", b"{}", timeout=5))
+    m = model(f"http://127.0.0.1:{s.getsockname()[1]}/v1", timeout_s=5)
+    with pytest.raises(Exception) as info:
+        asyncio.run(m.ainvoke(MSGS))
     s.close()
-    assert "Bearer" not in repr(client)
+    assert type(info.value).__name__ == "OpenAIConnectionError" and is_connection_error(info.value)
+    assert len(served) == 1  # a cut-off reply is not sent again beyond max_retries (0 here)
+    assert KEY not in str(info.value) and KEY not in repr(m._http)
+
+
+def test_a_stale_keep_alive_connection_is_sent_again_once():
+    """The server closes a kept-alive connection without answering (as when its idle timeout strikes just as
+    the request goes out): sent once more at once, without using up max_retries."""
+    srv = _RawServer(chunked=False, drop_second_request=True)
+    try:
+        m = model(srv.url)
+
+        async def run():
+            return [(await m.ainvoke(MSGS)).content for _ in range(2)]
+
+        assert asyncio.run(run()) == ["fine", "fine"]
+        assert srv.connections == 2
+    finally:
+        srv.close()
+
+
+def test_one_session_per_event_loop_closed_with_its_loop(recwarn):
+    import gc
+
+    with FakeOpenAI() as srv:
+        m = model(srv.base_url)
+        sessions = []
+        for _ in range(3):  # as the CLI and the tests do: several asyncio.run() with one model
+            assert asyncio.run(m.ainvoke(MSGS)).content
+            sessions.append(m._http.session)
+            assert m._http.session.closed  # closed by the loop's shutdown_asyncgens()
+        assert len({id(x) for x in sessions}) == 3
+
+        async def explicit():
+            await m.ainvoke(MSGS)
+            first = m._http.session
+            await m.aclose()
+            assert first.closed and m._http is None
+            await m.ainvoke(MSGS)  # a new session in the same loop
+            return m._http.session
+
+        assert asyncio.run(explicit()).closed
+        loop = asyncio.new_event_loop()  # a loop run by hand (the evaluation runner, chat, judge-check)
+        try:
+            loop.run_until_complete(m.ainvoke(MSGS))
+            session = m._http.session
+        finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+        assert session.closed
+        del sessions, session
+        gc.collect()
+    assert not [w for w in recwarn if "Unclosed" in str(w.message)]
 
 
 def test_retry_after_and_backoff_rules():
@@ -377,3 +485,29 @@ def test_generate_writes_the_same_conversations_with_either_transport(tmp_path, 
     assert [{k: r[k] for k in keep} for r in runs["sdk"]] == [{k: r[k] for k in keep} for r in runs["lean"]]
     tokens = [[(t["prompt_tokens"], t["completion_tokens"]) for t in r["turns"]] for r in runs["sdk"]]
     assert tokens == [[(t["prompt_tokens"], t["completion_tokens"]) for t in r["turns"]] for r in runs["lean"]]
+
+
+def test_https_verifies_the_server_against_ssl_cert_file_else_certifi(tmp_path, monkeypatch):
+    import shutil
+    import ssl
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("no openssl to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
+                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
+                   check=True, capture_output=True)
+    srv = FakeOpenAI()
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    srv.server.socket = ctx.wrap_socket(srv.server.socket, server_side=True)
+    url = srv.base_url.replace("http://", "https://")
+    with srv:
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        assert asyncio.run(model(url).ainvoke(MSGS)).content
+        assert srv.auth == [f"Bearer {KEY}"]
+        monkeypatch.delenv("SSL_CERT_FILE")
+        with pytest.raises(Exception) as info:  # certifi's CAs do not know this self-signed certificate
+            asyncio.run(model(url).ainvoke(MSGS))
+        assert is_connection_error(info.value) and len(srv.requests) == 1

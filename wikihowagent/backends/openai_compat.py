@@ -2,9 +2,10 @@
 OpenAI-compatible server (OPENAI_BASE_URL / --base-url / an alias's base_url), e.g. vLLM.
 
 Transport: async chat completions go through `LeanChatOpenAI` (lean_openai.py: ChatOpenAI's payload and
-result, posted by a small keep-alive HTTP/1.1 client instead of the openai SDK + httpx, ~10x less CPU per
-request), unless a proxy from the environment applies to the server (the SDK honours HTTP(S)_PROXY / NO_PROXY)
-or WIKIHOWAGENT_OPENAI_TRANSPORT=sdk. Everything else (sync calls, structured output, streaming) is ChatOpenAI's.
+result, posted by aiohttp instead of the openai SDK + httpx, several times less CPU per request; it honours
+HTTP(S)_PROXY / NO_PROXY), unless WIKIHOWAGENT_OPENAI_TRANSPORT=sdk or the proxy that applies is one aiohttp
+cannot use (ALL_PROXY only, a SOCKS or https:// proxy URL: the SDK's httpx handles those as before).
+Everything else (sync calls, structured output, streaming) is ChatOpenAI's.
 
 Retries: ChatOpenAI's `max_retries` (the openai client's exponential backoff with jitter on connection
 errors, 408/409/429/5xx; the lean transport follows the same rules). Keys are read from the environment only when a model is built or checked; they
@@ -97,17 +98,19 @@ def check(resolved: ResolvedSpec, base_url: str | None, need: str) -> None:
 
 
 def lean_transport(base: str | None) -> bool:
-    """True if chat completions to `base` may use the lean transport: not disabled by TRANSPORT_ENV and no
-    proxy from the environment applies (the lean client connects directly)."""
+    """True if chat completions to `base` may use the lean transport: not disabled by TRANSPORT_ENV, and no
+    proxy from the environment applies that aiohttp cannot use (it takes an http:// proxy from HTTP(S)_PROXY,
+    as lean_openai does; ALL_PROXY alone, SOCKS or https:// proxies stay with the SDK's httpx)."""
     if os.environ.get(TRANSPORT_ENV, "lean").strip().lower() == "sdk":
         return False
     import urllib.request
 
     parts = urlsplit(base or OPENAI_API_BASE)
     proxies = urllib.request.getproxies()
-    if not (proxies.get(parts.scheme) or proxies.get("all")):
+    proxy = proxies.get(parts.scheme) or proxies.get("all")
+    if not proxy or urllib.request.proxy_bypass(parts.hostname or ""):
         return True
-    return bool(urllib.request.proxy_bypass(parts.hostname or ""))
+    return bool(proxies.get(parts.scheme)) and urlsplit(proxies[parts.scheme]).scheme == "http"
 
 
 def make(resolved: ResolvedSpec, settings: ModelSettings, local: LocalModelSettings, base_url: str | None,
@@ -125,7 +128,7 @@ def make(resolved: ResolvedSpec, settings: ModelSettings, local: LocalModelSetti
         kwargs["base_url"] = base
     cls = ChatOpenAI
     if lean_transport(base):
-        from .lean_openai import LeanChatOpenAI as cls  # keeps its own keep-alive connections
+        from .lean_openai import LeanChatOpenAI as cls  # one aiohttp session per event loop
     elif keepalive:  # the openai client keeps 100 idle connections: above that, every request reconnects
         import openai
         from openai._constants import DEFAULT_CONNECTION_LIMITS

@@ -243,7 +243,10 @@ def run_chat(req: ChatRequest, console: Console, read: Callable[[str], str]) -> 
             session.quit = True
             console.print("\ninterrupted: saving what was said", markup=False)
         finally:
-            loop.close()
+            try:
+                loop.run_until_complete(loop.shutdown_asyncgens())  # as asyncio.run: closes the HTTP sessions
+            finally:
+                loop.close()
         state = session.state()
     except BackendError as exc:
         raise ChatError(str(exc)) from None
