@@ -221,7 +221,7 @@ def run_client(base_url: str, n: int, concurrency: int, pooled: bool) -> dict[st
 # before: `--before-root DIR`'s own bench (a checkout of the code before the change, e.g. main: ChatOpenAI over the
 # openai SDK + httpx, 8 clients per endpoint, LangChain's ainvoke, two graph supersteps per message);
 # sdk: this code with the SDK transport (WIKIHOWAGENT_OPENAI_TRANSPORT=sdk), to split the gain;
-# after: what `generate` does now (LeanChatOpenAI + direct calls).
+# after: what `generate` does now (LeanChatOpenAI over aiohttp + direct calls).
 VARIANTS = {"before": [], "sdk": ["--transport", "sdk"], "after": ["--transport", "lean"],
             "after, no HTTP": ["--in-process"]}
 ORDER = {"before": 0, "plain": 0, "sdk": 1, "after": 2, "after, no HTTP": 3}
@@ -318,8 +318,8 @@ answers every request after {latency:g} s and counts the requests in flight on i
 (18 requests each). *before*: the code before the lean transport (`--before-root`: ChatOpenAI over the openai
 SDK + httpx, 8 clients per endpoint, LangChain's `ainvoke` per call, two graph supersteps per message);
 *sdk*: this code with `WIKIHOWAGENT_OPENAI_TRANSPORT=sdk` (direct calls and the shorter graph, SDK transport);
-*after*: `generate` as it is now (`LeanChatOpenAI`: ChatOpenAI's payload and result over a small keep-alive
-HTTP/1.1 client; direct `_agenerate` calls when nothing traces; the manager only after learner messages).
+*after*: `generate` as it is now (`LeanChatOpenAI`: ChatOpenAI's payload and result over an aiohttp session;
+direct `_agenerate` calls when nothing traces; the manager only after learner messages).
 Client CPU = this process's CPU time / requests. Utilisation = the server's mean requests in flight /
 concurrency from the first request until the last conversation starts; the tail after that is reported
 separately. Load = the machine's 1-minute load average at the end of the run (2 cores, shared).
