@@ -2,8 +2,9 @@
 
 Nodes: `teacher` and `learner` produce one message each; `manager` owns the bookkeeping of Algorithm 1
 (advance the step or flag a clarification after each learner message, detect the end) and routes to
-the next node; after a teacher message the same routing applies directly (there is nothing to manage). The agents' chat models are built once per run and closed over; one compiled graph
-serves every tutorial.
+the next node; after a teacher message the same routing applies directly (there is nothing to manage).
+The agents' chat models are built once per run and closed over; one compiled graph serves every
+tutorial.
 
 Departures from the released code, each a fix of a quirk the paper's own Algorithm does not need:
 - the learner's acknowledgement of the fixed BEGIN turn does not advance the step, so step 1 is taught;
