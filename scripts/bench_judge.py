@@ -79,12 +79,13 @@ def timing_pass(modes: list[str], convs: list[Conversation], llm, rubrics, perts
     judges = {m: make_scorer(m, llm, rubrics, None, concurrency=1) for m in modes}
     originals = [j for j in plan(convs, perts, list(rubrics), CheckStats()) if j.variant == ORIGINAL]
     spent, count = dict.fromkeys(modes, 0.0), dict.fromkeys(modes, 0)
+    done = {m: read_judgments(base / m / JUDGMENTS, "local", judges[m].label) for m in modes}
     loop = asyncio.new_event_loop()
     try:
         for j in originals:
             for m in modes:
                 path = base / m / JUDGMENTS
-                if (j.conv.conversation_id, ORIGINAL) in read_judgments(path, "local", judges[m].label):
+                if (j.conv.conversation_id, ORIGINAL) in done[m]:
                     continue
                 t0 = time.perf_counter()
                 loop.run_until_complete(run_jobs([j], judges[m], "local", path, lambda n: None, CheckStats()))

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from wikihowagent.records import Conversation
+from wikihowagent.records import Conversation, conversation_lines
 from .judge import (ROLE_TEXT, Judge, JudgeBackendError, JudgeRequestError, JudgeResult, Rubric, _is_request_error,
                     _one_line, _tutorial_block, prompt_groups)
 
@@ -165,7 +165,7 @@ def conversation_prefix(conv: Conversation) -> str:
     skipped steps, an off-topic teacher or a wrong order without the lesson the teacher was given. On
     4 conversations of `scripts/bench_judge.py` this raised the embedded judge's judge-check accuracy
     from 0.57 to 0.67; it also makes the prefix identical for all eight calls (one cache entry)."""
-    convo = "\n".join(f"{m.role.capitalize()}: {m.text}" for m in conv.messages)
+    convo = "\n".join(conversation_lines(conv.messages))
     return "\n\n".join(["You are an expert in pedagogy. A teacher was asked to teach the tutorial below to a learner, "
                         "step by step, in a conversation. Judge the conversation on one criterion.",
                         f"Tutorial:\n{_tutorial_block(conv)}", f"Conversation:\n{convo}"])

@@ -37,8 +37,8 @@ def is_echo(reply: str, other: str) -> bool:
     matcher = SequenceMatcher(None, a, b, autojunk=False)
     # Both tests below are bounded by the characters a and b share (as multisets): when too few are shared,
     # neither can pass, and the quadratic matching of two long replies is skipped (same result, less CPU).
-    shared = matcher.quick_ratio() * (len(a) + len(b)) / 2
-    if shared < ECHO_SIMILARITY * len(a) and matcher.quick_ratio() < ECHO_SIMILARITY:
+    quick = matcher.quick_ratio()
+    if quick * (len(a) + len(b)) / 2 < ECHO_SIMILARITY * len(a) and quick < ECHO_SIMILARITY:
         return False
     if len(a.split()) >= 4:  # the reply is mostly a piece of the other's message (e.g. a step it made up)
         if matcher.find_longest_match(0, len(a), 0, len(b)).size >= ECHO_SIMILARITY * len(a):
