@@ -18,6 +18,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -42,6 +43,7 @@ class ScoreRow:
     title: str = ""
     tutorial_id: str = ""
     where: str = ""  # path:line it came from
+    judge: str = ""  # the judge configuration from the scores' provenance: "local (weighted, prompt plain)"
 
 
 @dataclass
@@ -50,6 +52,22 @@ class LLMScores:
     sources: list[str] = field(default_factory=list)
     by_source: dict[str, list[str]] = field(default_factory=dict)  # source -> ids it contributed
     ignored_metrics: dict[str, list[str]] = field(default_factory=dict)  # custom rubric name -> sources
+
+    @property
+    def judges(self) -> list[str]:
+        """The judge configurations the scores come from ("" = not recorded: CSV sheets, paper run files)."""
+        return sorted({r.judge for r in self.rows.values() if r.judge})
+
+
+def judge_label(rec: Any) -> str:
+    """A ScoreRecord's judge configuration: evaluator, scoring mode and prompt variant (from its provenance)."""
+    from wikihowagent.evaluation.judge_prompts import recorded_prompt
+
+    if rec.judge is None:
+        return ""
+    scoring = rec.judge.scoring or "json"
+    prompt = recorded_prompt(rec.judge, scoring)
+    return f"{rec.judge.evaluator} ({scoring}" + (f", prompt {prompt})" if prompt else ")")
 
 
 def _computational_metric_names() -> frozenset[str]:
@@ -146,6 +164,7 @@ def read_scores_jsonl(path: Path, problems: Problems, default_run: str = "",
             title=rec.title,
             tutorial_id=rec.tutorial_id,
             where=f"{path}:{n}",
+            judge=judge_label(rec),
         )
     _report_missing(str(path), missing, problems, "judge reply not parsed")
     _report_missing(str(path), unjudged, problems, "not judged: evaluated without a judge, e.g. --no-judge")
@@ -269,6 +288,12 @@ def read_llm_scores(paths: list[Path], problems: Problems) -> LLMScores:
                 problems.add("duplicate id", f"{r.where}: conversation_id {r.conversation_id} already scored at "
                                              f"{prev.where}; this later score is used")
             result.rows[r.conversation_id] = r
+    if len(result.judges) > 1:
+        counts = {j: sum(r.judge == j for r in result.rows.values()) for j in result.judges}
+        listed = "; ".join(f"{j}: {n} conversations" for j, n in counts.items())
+        where_ = result.sources[0] if len(result.sources) == 1 else f"{len(result.sources)} score files"
+        raise AlignInputError(f"{where_}: LLM scores by {len(counts)} judge configurations ({listed}); a table would "
+                              "mix them: align one configuration's scores at a time")
     if result.ignored_metrics:
         names = sorted(result.ignored_metrics, key=str.lower)
         files = sorted({f for fs in result.ignored_metrics.values() for f in fs})

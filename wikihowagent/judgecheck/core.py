@@ -71,15 +71,20 @@ def plan(convs: list[Conversation], perturbations: list[Perturbation], rubric_na
     return jobs
 
 
-def read_judgments(path: Path, evaluator: str, scoring: str) -> dict[tuple[str, str], dict[str, Any]]:
-    """{(conversation_id, variant): record} of this judge (evaluator + scoring mode); later lines win."""
+def read_judgments(path: Path, evaluator: str, scoring: str, prompt: str = "") -> dict[tuple[str, str], dict[str, Any]]:
+    """{(conversation_id, variant): record} of this judge (evaluator + scoring mode + prompt variant; lines
+    without a prompt were judged with the tutorial-first layout, or json's own); later lines win."""
+    from wikihowagent.evaluation.judge_prompts import LEGACY_PROMPT
     from wikihowagent.runs import iter_jsonl
+
+    legacy = "" if (scoring or "json") == "json" else LEGACY_PROMPT
 
     out: dict[tuple[str, str], dict[str, Any]] = {}
     if not path.exists():
         return out
     for _lineno, obj in iter_jsonl(path, on_error=lambda _m: None):
-        if obj.get("evaluator") == evaluator and obj.get("judge_scoring") == scoring and "variant" in obj:
+        if (obj.get("evaluator") == evaluator and obj.get("judge_scoring") == scoring and "variant" in obj
+                and (obj.get("judge_prompt") or legacy) == (prompt or legacy)):
             out[(obj.get("conversation_id"), obj["variant"])] = obj
     return out
 
@@ -88,7 +93,7 @@ async def run_jobs(jobs: list[Job], judge: Any, evaluator: str, path: Path, prog
                    stats: CheckStats) -> None:
     from wikihowagent.runs import JsonlAppender
 
-    done = read_judgments(path, evaluator, judge.label)
+    done = read_judgments(path, evaluator, judge.label, judge.prompt_name)
     todo = []
     for j in jobs:
         old = done.get((j.conv.conversation_id, j.variant))
@@ -102,7 +107,8 @@ async def run_jobs(jobs: list[Job], judge: Any, evaluator: str, path: Path, prog
         async def one(j: Job) -> None:
             res = await judge.judge(j.conv, j.names, j.seed_variant)
             sink.append(JudgmentRecord(conversation_id=j.conv.conversation_id, run=j.conv.run, variant=j.variant,
-                                       evaluator=evaluator, judge_scoring=judge.label, scores=res.scores,
+                                       evaluator=evaluator, judge_scoring=judge.label,
+                                       judge_prompt=judge.prompt_name, scores=res.scores,
                                        judge_failures=res.failures, notes=res.notes))
             stats.judged += 1
             stats.rubric_scores += len(res.scores)
@@ -267,8 +273,9 @@ def markdown_summary(sens: Any, cons: Any, perturbations: list[Perturbation], ju
 
 
 def analyse(out_dir: Path, perturbations: list[Perturbation], rubric_names: list[str], evaluator: str, scoring: str,
-            conv_ids: set[str], stats: CheckStats, figures: bool = True) -> CheckResult:
-    records = {k: v for k, v in read_judgments(out_dir / JUDGMENTS, evaluator, scoring).items() if k[0] in conv_ids}
+            conv_ids: set[str], stats: CheckStats, figures: bool = True, prompt: str = "") -> CheckResult:
+    records = {k: v for k, v in read_judgments(out_dir / JUDGMENTS, evaluator, scoring, prompt).items()
+               if k[0] in conv_ids}
     sens = sensitivity_table(records, perturbations, rubric_names)
     cons = consistency_table(records, rubric_names)
     written = []
@@ -278,7 +285,7 @@ def analyse(out_dir: Path, perturbations: list[Perturbation], rubric_names: list
     p = out_dir / "consistency.csv"
     cons.to_csv(p, index=False)
     written.append(p)
-    desc = f"{evaluator} ({scoring})"
+    desc = f"{evaluator} ({scoring}" + (f", prompt {prompt})" if prompt else ")")
     p = out_dir / "summary.md"
     p.write_text(markdown_summary(sens, cons, perturbations, desc, stats, len(conv_ids)), encoding="utf-8")
     written.append(p)
