@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from wikihowagent.records import Conversation, ConversationRecord, ScoreRecord
+from wikihowagent.records import Calibration, Conversation, ConversationRecord, ScoreRecord
 
 RUN_INFO = "run.json"
 CONVERSATIONS = "conversations.jsonl"
@@ -428,3 +428,30 @@ def latest_run(runs_dir: Path) -> Path:
     if not infos:
         raise RunError(f"{runs_dir}: no runs found; run 'wikihowagent generate' first or name a run directory")
     return max(infos, key=lambda p: p.stat().st_mtime).parent
+
+
+CALIBRATION = "calibration.json"  # `align --calibrate` -> `evaluate --calibration FILE`
+
+
+def write_calibration(path: Path, cal: Calibration) -> None:
+    write_json_atomic(Path(path), cal.model_dump(mode="json"))
+
+
+def read_calibration(path: Path) -> Calibration:
+    """A calibration file; RunError (one line naming the file) if it is missing or not one."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunError(f"{path}: no such calibration file (write one with `wikihowagent align --calibrate`)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RunError(f"{path}: malformed JSON ({exc})") from None
+    except OSError as exc:
+        raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if not isinstance(data, dict) or data.get("kind") != "wikihowagent-calibration":
+        raise RunError(f"{path}: not a calibration file (no \"kind\": \"wikihowagent-calibration\"; "
+                       "write one with `wikihowagent align --calibrate`)")
+    try:
+        return Calibration.model_validate(data)
+    except ValidationError as exc:
+        raise RunError(f"{path}: {_first_error(exc)}") from None

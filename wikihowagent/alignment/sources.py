@@ -42,6 +42,10 @@ class ScoreRow:
     title: str = ""
     tutorial_id: str = ""
     where: str = ""  # path:line it came from
+    judge: str = ""  # the judge's spec (scores.jsonl); "" = not recorded (a CSV, a paper file)
+    scoring: str = ""  # --judge-scoring mode of that judge ("weighted", "json", ...); "" = not recorded
+    rubrics_sha256: str = ""  # the rubric file the judge was given; "" = not recorded
+    dist: dict[str, list[float]] = field(default_factory=dict)  # rubric -> the judge's p(1..5) (weighted)
 
 
 @dataclass
@@ -146,6 +150,10 @@ def read_scores_jsonl(path: Path, problems: Problems, default_run: str = "",
             title=rec.title,
             tutorial_id=rec.tutorial_id,
             where=f"{path}:{n}",
+            judge=rec.evaluator,
+            scoring=(rec.judge.scoring or "json") if rec.judge else "",
+            rubrics_sha256=rec.judge.rubrics_sha256 if rec.judge else "",
+            dist=dict(rec.judge.dist) if rec.judge else {},
         )
     _report_missing(str(path), missing, problems, "judge reply not parsed")
     _report_missing(str(path), unjudged, problems, "not judged: evaluated without a judge, e.g. --no-judge")
