@@ -433,8 +433,9 @@ def latest_run(runs_dir: Path) -> Path:
 CALIBRATION = "calibration.json"  # `align --calibrate` -> `evaluate --calibration FILE`
 
 
-def write_calibration(path: Path, cal: Calibration) -> None:
-    write_json_atomic(Path(path), cal.model_dump(mode="json"))
+def calibration_text(cal: Calibration) -> str:
+    """The text of a calibration file (written by `align` into its staged output directory)."""
+    return json.dumps(cal.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
 
 
 def read_calibration(path: Path) -> Calibration:
