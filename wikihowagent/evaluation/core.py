@@ -162,6 +162,14 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
         except MetricError as exc:
             raise EvaluateError(str(exc)) from None
         all_failed: list[str] = []
+        states: dict[str, Any] = {}
+        if shard is not None:  # what each shard is scored against, read before scoring (merge compares it)
+            from .shards import input_state
+
+            try:
+                states = {s.name: input_state(s.records_path, s.kind != "paper-json") for s in sources}
+            except OSError as exc:
+                raise EvaluateError(f"{exc.filename}: {exc.strerror}") from None
         try:
             results = _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed)
         finally:
@@ -171,7 +179,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
 
         for src, p in results:
             write_shard_info(p, shard, scores_fingerprint(opts.mode, opts.metrics or [], specs[src.name],
-                                                          opts.rubrics_path, src.path))
+                                                          opts.rubrics_path, src.path), states.get(src.name))
         return EvaluationSummary(summary=None, shard=shard, merge_dirs=[
             p.parent.parent.parent for _, p in results if p.parent.parent.name == SHARDS_DIR])
     result = _summarize(results, rubric_names, base_name, req, runs_dir)
