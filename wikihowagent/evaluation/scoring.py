@@ -221,7 +221,18 @@ def resolve_mode(requested: str | None, llm: Any, compat: str) -> str:
     return requested
 
 
-def _cache_kwargs(llm: Any) -> dict[str, Any]:
+async def invoke(llm: Any, prompt: str, **bind: Any) -> Any:
+    """One judge call; JudgeRequestError when the evaluator refuses this request (e.g. too long),
+    JudgeBackendError when it cannot be reached."""
+    try:
+        return await llm.bind(**bind).ainvoke(prompt)
+    except Exception as exc:  # noqa: BLE001
+        if _is_request_error(exc):
+            raise JudgeRequestError(_one_line(exc)[:200]) from exc
+        raise JudgeBackendError(f"evaluator call failed: {_one_line(exc)}") from exc
+
+
+def cache_kwargs(llm: Any) -> dict[str, Any]:
     """The embedded server sends `cache_prompt: false` (reproducible generations); judge calls of one
     conversation share their prefix, so they turn llama.cpp's prompt cache on."""
     extra = getattr(llm, "extra_body", None)
@@ -260,12 +271,7 @@ class Scorer(ABC):
         return list(self.rubrics)
 
     async def _invoke(self, prompt: str, **bind: Any) -> Any:
-        try:
-            return await self.llm.bind(**bind).ainvoke(prompt)
-        except Exception as exc:  # noqa: BLE001
-            if _is_request_error(exc):
-                raise JudgeRequestError(_one_line(exc)[:200]) from exc
-            raise JudgeBackendError(f"evaluator call failed: {_one_line(exc)}") from exc
+        return await invoke(self.llm, prompt, **bind)
 
     @abstractmethod
     async def score(self, conv: Conversation, rubric: Rubric, variant: int) -> tuple[Distribution | None, str | None, list[str]]:
@@ -307,7 +313,7 @@ class WeightedScorer(Scorer):
     async def score(self, conv: Conversation, rubric: Rubric, variant: int) -> tuple[Distribution | None, str | None, list[str]]:
         prompt = rubric_prompt(conv, rubric, self.rationale)
         bind: dict[str, Any] = {"logprobs": True, "top_logprobs": TOP_LOGPROBS,
-                                "max_tokens": RATIONALE_TOKENS if self.rationale else SCORE_TOKENS, **_cache_kwargs(self.llm)}
+                                "max_tokens": RATIONALE_TOKENS if self.rationale else SCORE_TOKENS, **cache_kwargs(self.llm)}
         if variant and self.seed is not None:
             bind["seed"] = self.seed + variant
         raws: list[str] = []
@@ -337,7 +343,7 @@ class SampledScorer(Scorer):
         counts = dict.fromkeys(DIGITS, 0)
         for i in range(SAMPLES):
             msg = await self._invoke(prompt, temperature=SAMPLE_TEMPERATURE, seed=base + i,
-                                     max_tokens=RATIONALE_TOKENS if self.rationale else SCORE_TOKENS, **_cache_kwargs(self.llm))
+                                     max_tokens=RATIONALE_TOKENS if self.rationale else SCORE_TOKENS, **cache_kwargs(self.llm))
             text = str(getattr(msg, "content", "") or "")
             raws.append(text)
             k = text_score(text, self.rationale)
