@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
@@ -32,7 +30,7 @@ def compare(
 ) -> None:
     """Judge runs head to head: for every tutorial two runs share, which conversation teaches better, per
     rubric, asked in both orders; win rates, position consistency and (3+ runs) a Bradley–Terry ranking."""
-    from wikihowagent.console import make_console, print_error, print_labeled
+    from wikihowagent.console import make_console, print_error, print_labeled, progress_bar
 
     from .core import CompareError, CompareRequest, run_compare
 
@@ -42,7 +40,7 @@ def compare(
                          seed=seed, reading=pairwise_reading, max_tutorials=max_tutorials, figures=not no_figures,
                          retry_failed=retry_failed)
     try:
-        res, stats, desc = run_compare(req, console, lambda total: _progress(console, total))
+        res, stats, desc = run_compare(req, console, lambda total: progress_bar(console, total, "judging pairs (both orders)"))
     except CompareError as exc:
         print_error(str(exc), console)
         raise typer.Exit(2) from None
@@ -61,16 +59,6 @@ def compare(
     if stats.asked and stats.failures == stats.asked:
         print_error("the judge gave no readable verdict: nothing could be compared", console)
         raise typer.Exit(1)
-
-
-@contextlib.contextmanager
-def _progress(console: Any, total: int) -> Iterator[Callable[[int], None]]:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-    with Progress(TextColumn("{task.description}", markup=False, style="bold"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TimeRemainingColumn(), console=console) as prog:
-        task = prog.add_task("judging pairs (both orders)", total=total)
-        yield lambda n: prog.advance(task, n)
 
 
 def print_result(res: Any, desc: str, console: Any) -> None:
