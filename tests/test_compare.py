@@ -20,15 +20,21 @@ RUBRICS = ["Clarity", "Truthfulness", "Engagement", "Coherence", "Depth", "Relev
 
 
 @pytest.mark.parametrize("text,letter", [("A", "A"), (" B.", "B"), ("Conversation B", "B"), ("**A**", "A"),
-                                         ("Answer: A", "A"), ("(B)", "B"), ("A is better", "A")])
+                                         ("Answer: A", "A"), ("(B)", "B"), ("B\nBecause it teaches every step.", "B")])
 def test_read_letter_accepts_one_letter(text, letter):
     assert read_letter(text) == letter
 
 
 @pytest.mark.parametrize("text", ["A and B", "Both", "a", "10", "", "AB", "B, but A is close", "3/10", "Neither",
-                                  "A or B", "Tie"])
+                                  "A or B", "Tie", "A is better", "A2"])
 def test_read_letter_refuses_anything_else(text):
     assert read_letter(text) is None
+
+
+def test_a_letter_cut_off_by_the_token_limit_is_not_a_verdict():
+    assert read_letter("A", complete=False) is None and read_letter("A\n", complete=False) == "A"
+    p, why = letter_probability({"content": [_entry("A", {"A": 0.9, "B": 0.1})]}, complete=False)
+    assert p is None and "cut off" in why
 
 
 def _entry(tok, top):

@@ -9,8 +9,10 @@ Reading the reply:
   failure, never a verdict.
 - `answer` (no log-probabilities): the letter only, P(A) = 1 or 0.
 
-Either way the reply must be unambiguously one letter ("A", "B", "Conversation B", "**A**."); "A and B",
-"Both", "a", "10" or an empty reply are failures (asked again up to `retries` times). Each pair is asked in
+Either way the reply must be unambiguously one letter, as strictly as a score digit is read (scoring.py's
+`digit_closed`): "A", "B.", "Conversation B", "**A**" count; the letter's line must end after it and the
+reply must not be cut off by the token limit right after it, so "A is better", "A and B", "Both", "a",
+"10" or an empty reply are failures (asked again up to `retries` times). Each pair is asked in
 both orders by the caller; `verdict` combines them.
 """
 
@@ -23,8 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wikihowagent.evaluation.judge import ROLE_TEXT, JudgeBackendError, JudgeRequestError, Rubric, _tutorial_block
-from wikihowagent.evaluation.scoring import (TOP_LOGPROBS, backend_name, cache_kwargs, invoke, supports_logprobs,
-                                             token_entries)
+from wikihowagent.evaluation.scoring import (TOP_LOGPROBS, backend_name, cache_kwargs, digit_closed, invoke,
+                                             reply_complete, supports_logprobs, token_entries)
 from wikihowagent.records import Conversation, conversation_lines
 
 READINGS = ("logprobs", "answer")
@@ -32,27 +34,27 @@ LETTERS = ("A", "B")
 LETTER_MASS_MIN = 0.5
 ANSWER_TOKENS = 4
 
-_LETTER_TOKEN = re.compile(r"^\s*\(?\**([AB])[\s.,:)*]*$")
+_LETTER_TOKEN = re.compile(r"^\s*\(?\**([AB])([\s.,:)*]*)$")
 _LABEL = re.compile(r"^\s*\**\s*(?:(?:conversation|answer|option|better)\s*:?\s*)*\**\s*$", re.I)
-_ANSWER = re.compile(r"^\s*\**\s*(?:(?:conversation|answer|option|better)\s*:?\s*)*\**\s*\(?([AB])\)?\**(?![A-Za-z0-9])(.*)$",
+_ANSWER = re.compile(r"^\s*\**\s*(?:(?:conversation|answer|option|better)\s*:?\s*)*\**\s*\(?([AB])(?![A-Za-z0-9])(.*)$",
                      re.S | re.I)
-_OTHER = re.compile(r"(?<![A-Za-z0-9])(?:A|B)(?![A-Za-z0-9])|\b(?:both|neither|tie|equal|equally|same)\b|\d", re.I)
 
 
-def read_letter(text: str) -> str | None:
-    """"A" / "B" when the reply is unambiguously that letter, else None."""
+def read_letter(text: str, complete: bool = True) -> str | None:
+    """"A" / "B" when the reply is unambiguously that letter, else None. `complete`: the reply ended by
+    itself (False when the token limit cut it off)."""
     m = _ANSWER.match(text or "")
     if not m or m.group(1) not in LETTERS:  # a lower-case "a" is an article, not an answer
         return None
-    rest = m.group(2)
-    if _OTHER.search(rest):
+    if digit_closed(m.group(2), complete) is not None:  # "A is better", "A and B", "A" cut off by the limit
         return None
     return m.group(1)
 
 
-def letter_probability(meta: Any) -> tuple[float | None, str | None]:
+def letter_probability(meta: Any, complete: bool = True) -> tuple[float | None, str | None]:
     """A reply's logprobs -> (P(A), None) or (None, why it is not a verdict). The answer token is the first
-    A/B token after nothing but a short label ("Conversation", "Answer:", "**")."""
+    A/B token after nothing but a short label ("Conversation", "Answer:", "**"), and its line must end
+    after it (as a score digit's)."""
     entries = token_entries(meta)
     if not entries:
         return None, "no token log-probabilities in the reply"
@@ -64,9 +66,13 @@ def letter_probability(meta: Any) -> tuple[float | None, str | None]:
                 pos = i
             break
         before += e["token"]
+    text = "".join(e["token"] for e in entries)
     if pos is None:
-        text = "".join(e["token"] for e in entries)
         return None, f"no single letter A or B in the reply ({text.strip()[:40]!r})"
+    m = _LETTER_TOKEN.match(entries[pos]["token"])
+    why = digit_closed((m.group(2) if m else "") + "".join(e["token"] for e in entries[pos + 1:]), complete)
+    if why:
+        return None, f"no single letter A or B in the reply ({text.strip()[:40]!r}: {why.replace('digit', 'letter')})"
     mass = dict.fromkeys(LETTERS, 0.0)
     seen: set[str] = set()
     cands = list(entries[pos].get("top_logprobs") or [])
@@ -161,17 +167,18 @@ class PairwiseJudge:
             msg = await invoke(self.llm, prompt, **bind)
             text = str(getattr(msg, "content", "") or "")
             raws.append(text)
-            letter = read_letter(text)
+            meta = (getattr(msg, "response_metadata", None) or {}).get("logprobs")
+            complete = reply_complete(msg, ANSWER_TOKENS, len(token_entries(meta)) or None)
+            letter = read_letter(text, complete)
             if self.reading == "answer":
                 if letter is not None:
                     return (1.0 if letter == "A" else 0.0), None, raws
                 problem = f"not one letter A or B: {text.strip()[:40]!r}"
                 continue
-            meta = (getattr(msg, "response_metadata", None) or {}).get("logprobs")
             if not token_entries(meta):
                 raise JudgeBackendError(f"the evaluator ({backend_name(self.llm)}) returned no token log-probabilities; "
                                         "use --pairwise-reading answer")
-            p, problem = letter_probability(meta)
+            p, problem = letter_probability(meta, complete)
             if p is not None and letter is None:
                 p, problem = None, f"not one letter A or B: {text.strip()[:40]!r}"
             if p is not None:
