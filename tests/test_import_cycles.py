@@ -83,6 +83,7 @@ def test_cli_only_registers_the_stages_commands():
     allowed = {"wikihowagent.console", "wikihowagent.workflow.graph"}
     imported = set(import_graph().successors("wikihowagent.cli"))
     assert imported - allowed == {"wikihowagent.generation.command", "wikihowagent.judgecheck.command", "wikihowagent.evaluation.command",
+                                  "wikihowagent.compare.command",
                                   "wikihowagent.alignment.command", "wikihowagent.corpus.command",
                                   "wikihowagent.report.command", "wikihowagent.chat.command",
                                   "wikihowagent.sweep.command"}
@@ -90,7 +91,7 @@ def test_cli_only_registers_the_stages_commands():
 
 def test_stage_commands_reach_their_core_lazily():
     g = import_graph()
-    for stage in ("generation", "evaluation", "alignment", "corpus", "report", "chat", "sweep"):
+    for stage in ("generation", "evaluation", "alignment", "corpus", "report", "chat", "sweep", "compare"):
         assert g.has_edge(f"wikihowagent.{stage}.command", f"wikihowagent.{stage}.core")
         tree = ast.parse((PKG / stage / "command.py").read_text(encoding="utf-8"))
         top = [n for n in tree.body if isinstance(n, ast.ImportFrom)]

@@ -276,3 +276,20 @@ class Calibration(BaseModel):
     human_files: list[str] = Field(default_factory=list)
     score_sources: list[str] = Field(default_factory=list)
     out_of_fold: dict[str, dict[str, float | None]] = Field(default_factory=dict)  # rubric -> raw/calibrated r, MAE
+
+
+class PairwiseRecord(BaseModel):
+    """One line of `compare`'s `pairwise.jsonl` (and `judge-check --pairwise`'s `pairwise-judgments.jsonl`):
+    one judge pass over two conversations of one tutorial in one order, the first shown as "A"."""
+
+    tutorial_id: str
+    first: str  # run name (compare) or variant (judge-check) of the conversation shown as A
+    second: str
+    first_conversation: str
+    second_conversation: str
+    evaluator: str = ""
+    reading: str = ""  # "logprobs" (P(A) from the A/B tokens) | "answer" (the letter only)
+    p_first: dict[str, float | None] = Field(default_factory=dict)  # rubric -> P(A better); None = failed
+    failures: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    raw: dict[str, list[str]] = Field(default_factory=dict)  # rubric -> raw replies (all tries)

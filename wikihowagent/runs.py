@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from wikihowagent.records import Calibration, Conversation, ConversationRecord, JudgmentRecord, ScoreRecord
+from wikihowagent.records import Calibration, Conversation, ConversationRecord, JudgmentRecord, PairwiseRecord, ScoreRecord
 from wikihowagent.scoretable import ScoreTable
 
 RUN_INFO = "run.json"
@@ -33,7 +33,9 @@ SHARDS_DIR = "shards"  # <run>/shards/K-of-N/ (`generate --shard K/N`)
 RESCORED_DIR = "rescored"  # <runs_dir>/rescored/<paper file stem>/ (`evaluate` on a paper run file)
 SUMMARY_DIR = "summary"  # <runs_dir>/summary/ (`evaluate` on several runs)
 ALIGNMENT_DIR = "alignment"  # <runs_dir>/alignment/ (`align`)
-OUTPUT_DIRS = frozenset({SUMMARY_DIR, ALIGNMENT_DIR})  # output directories under runs/, never a run
+COMPARE_DIR = "compare"  # <runs_dir>/compare/ (`compare`)
+PAIR_JUDGMENTS = "pair-judgments.jsonl"  # `compare` / `judge-check --pairwise`: one PairwiseRecord per judge pass
+OUTPUT_DIRS = frozenset({SUMMARY_DIR, ALIGNMENT_DIR, COMPARE_DIR})  # output directories under runs/, never a run
 JUDGMENTS = "judgments.jsonl"  # `judge-check --out DIR`
 
 
@@ -535,3 +537,16 @@ def read_calibration(path: Path) -> Calibration:
         return Calibration.model_validate(data)
     except ValidationError as exc:
         raise RunError(f"{path}: {_first_error(exc)}") from None
+
+
+def read_pairwise(path: Path, on_error: Callable[[str], None] | None = None) -> Iterator[PairwiseRecord]:
+    """The PairwiseRecords of a `pair-judgments*.jsonl` file in file order (a missing file is empty); a line
+    that is not one is reported to `on_error` ("FILE:LINE: problem") and skipped."""
+    report = on_error or (lambda _m: None)
+    if not Path(path).exists():
+        return
+    for lineno, obj in iter_jsonl(path, on_error=report):
+        try:
+            yield PairwiseRecord.model_validate(obj)
+        except ValidationError as exc:
+            report(f"{path}:{lineno}: not a pairwise judgment ({_first_error(exc)})")

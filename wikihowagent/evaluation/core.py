@@ -30,7 +30,7 @@ class EvaluateRequest:
     rubrics: Path | None = None
     config: Path | None = None
     base_url: str | None = None
-    concurrency: int | None = None  # None = the config's
+    concurrency: int | None = None  # None = runner.judge_concurrency (embedded judge: its slots; else the config's)
     retries: int = 2
     batch_size: int = 32
     figures: bool = True
@@ -140,7 +140,8 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     judge_on = bool(rub) and req.judge
     calibration = _load_calibration(req)
     opts = EvalOptions(mode=mode, metrics=comp + rub, judge=judge_on, evaluator=req.evaluator, base_url=req.base_url,
-                       rubrics_path=req.rubrics, out=req.out, concurrency=req.concurrency or cfg.concurrency,
+                       rubrics_path=req.rubrics, out=req.out, concurrency=req.concurrency,
+                       default_concurrency=cfg.concurrency,
                        retries=req.retries, batch_size=req.batch_size, shard=shard, scoring=req.judge_scoring,
                        rationale=req.judge_rationale, retry_failed=req.retry_failed)
     aliases = Path(cfg.models) if cfg.models else None  # --config's model alias file, as for generate
@@ -164,6 +165,14 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
         except MetricError as exc:
             raise EvaluateError(str(exc)) from None
         all_failed: list[str] = []
+        states: dict[str, Any] = {}
+        if shard is not None:  # what each shard is scored against, read before scoring (merge compares it)
+            from .shards import input_state
+
+            try:
+                states = {s.name: input_state(s.records_path, s.kind != "paper-json") for s in sources}
+            except OSError as exc:
+                raise EvaluateError(f"{exc.filename}: {exc.strerror}") from None
         try:
             results = _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed)
         finally:
@@ -173,7 +182,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
 
         for src, p in results:
             write_shard_info(p, shard, scores_fingerprint(opts.mode, opts.metrics or [], specs[src.name],
-                                                          opts.rubrics_path, src.path))
+                                                          opts.rubrics_path, src.path), states.get(src.name))
         return EvaluationSummary(summary=None, shard=shard, merge_dirs=[
             p.parent.parent.parent for _, p in results if p.parent.parent.name == SHARDS_DIR])
     result = _summarize(results, rubric_names, base_name, req, runs_dir, calibration)
