@@ -24,6 +24,7 @@ from wikihowagent.markdown import markdown_table
 
 from .annotations import JudgeRatings, average_judges, human_matrix, read_human_files
 from .blind import unblind
+from .named import unused_inputs
 from .output import StagedOutput
 from .problems import AlignInputError, Problems
 from .schema import METRICS, OVERALL
@@ -474,9 +475,7 @@ def run_alignment(req: AlignRequest, problems: Problems) -> AlignOutcome:
     --out changed under us (nothing written); nothing is written either when nothing could be computed."""
     res = compute(list(req.human), list(req.scores), by=req.by, n_boot=req.bootstrap, seed=req.seed,
                   problems=problems, runs_dir=req.runs_dir, keys=list(req.keys))
-    from .named import unused_inputs
-
-    unused = unused_inputs(list(req.human), list(req.scores), res)
+    unused = unused_inputs(list(req.human), list(req.scores), res.judges, res.llm, res.problems)
     if not res.computed:
         return AlignOutcome(res, unused=unused)
     return AlignOutcome(res, write_outputs(res, req.out_dir, list(req.human), figures=req.figures), unused)
