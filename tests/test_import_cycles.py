@@ -122,12 +122,13 @@ def test_cli_only_registers_the_stages_commands():
     allowed = {"wikihowagent.console", "wikihowagent.workflow.graph"}
     imported = set(import_graph().successors("wikihowagent.cli"))
     assert imported - allowed == {"wikihowagent.generation.command", "wikihowagent.judgecheck.command", "wikihowagent.evaluation.command",
+                                  "wikihowagent.compare.command",
                                   "wikihowagent.alignment.command", "wikihowagent.corpus.command",
                                   "wikihowagent.report.command", "wikihowagent.chat.command",
                                   "wikihowagent.sweep.command"}
 
 
-STAGES = ("generation", "evaluation", "alignment", "corpus", "report", "chat", "sweep", "judgecheck")
+STAGES = ("generation", "evaluation", "alignment", "corpus", "report", "chat", "sweep", "judgecheck", "compare")
 
 
 def test_every_stage_is_command_and_core_and_commands_reach_their_core_lazily():

@@ -21,7 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from wikihowagent.records import Conversation, ConversationRecord, JudgmentRecord, ScoreRecord
+from wikihowagent.records import Calibration, Conversation, ConversationRecord, JudgmentRecord, PairwiseRecord, ScoreRecord
 from wikihowagent.scoretable import ScoreTable
 
 RUN_INFO = "run.json"
@@ -33,7 +33,9 @@ SHARDS_DIR = "shards"  # <run>/shards/K-of-N/ (`generate --shard K/N`)
 RESCORED_DIR = "rescored"  # <runs_dir>/rescored/<paper file stem>/ (`evaluate` on a paper run file)
 SUMMARY_DIR = "summary"  # <runs_dir>/summary/ (`evaluate` on several runs)
 ALIGNMENT_DIR = "alignment"  # <runs_dir>/alignment/ (`align`)
-OUTPUT_DIRS = frozenset({SUMMARY_DIR, ALIGNMENT_DIR})  # output directories under runs/, never a run
+COMPARE_DIR = "compare"  # <runs_dir>/compare/ (`compare`)
+PAIR_JUDGMENTS = "pair-judgments.jsonl"  # `compare` / `judge-check --pairwise`: one PairwiseRecord per judge pass
+OUTPUT_DIRS = frozenset({SUMMARY_DIR, ALIGNMENT_DIR, COMPARE_DIR})  # output directories under runs/, never a run
 JUDGMENTS = "judgments.jsonl"  # `judge-check --out DIR`
 
 
@@ -507,3 +509,44 @@ def read_judgment_table(path: Path) -> ScoreTable:
             continue
         last[(rec.evaluator, rec.judge_scoring, rec.conversation_id, rec.variant)] = (f"{path}:{lineno}", rec)
     return ScoreTable.from_judgments(last.values(), source=str(path))
+
+
+CALIBRATION = "calibration.json"  # `align --calibrate` -> `evaluate --calibration FILE`
+
+
+def calibration_text(cal: Calibration) -> str:
+    """The text of a calibration file (written by `align` into its staged output directory)."""
+    return json.dumps(cal.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+
+
+def read_calibration(path: Path) -> Calibration:
+    """A calibration file; RunError (one line naming the file) if it is missing or not one."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunError(f"{path}: no such calibration file (write one with `wikihowagent align --calibrate`)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RunError(f"{path}: malformed JSON ({exc})") from None
+    except OSError as exc:
+        raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if not isinstance(data, dict) or data.get("kind") != "wikihowagent-calibration":
+        raise RunError(f"{path}: not a calibration file (no \"kind\": \"wikihowagent-calibration\"; "
+                       "write one with `wikihowagent align --calibrate`)")
+    try:
+        return Calibration.model_validate(data)
+    except ValidationError as exc:
+        raise RunError(f"{path}: {_first_error(exc)}") from None
+
+
+def read_pairwise(path: Path, on_error: Callable[[str], None] | None = None) -> Iterator[PairwiseRecord]:
+    """The PairwiseRecords of a `pair-judgments*.jsonl` file in file order (a missing file is empty); a line
+    that is not one is reported to `on_error` ("FILE:LINE: problem") and skipped."""
+    report = on_error or (lambda _m: None)
+    if not Path(path).exists():
+        return
+    for lineno, obj in iter_jsonl(path, on_error=report):
+        try:
+            yield PairwiseRecord.model_validate(obj)
+        except ValidationError as exc:
+            report(f"{path}:{lineno}: not a pairwise judgment ({_first_error(exc)})")

@@ -23,7 +23,7 @@ def evaluate(
     rubrics: Annotated[Optional[Path], typer.Option(help="Rubric JSON file (default: data/rubrics.json).")] = None,
     config: Annotated[Optional[Path], typer.Option(help="YAML config overriding configs/default.yaml.")] = None,
     base_url: Annotated[Optional[str], typer.Option(help="Ollama host / OpenAI-compatible base URL for the evaluator (default: the one recorded in run.json for its spec).")] = None,
-    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Judge calls in flight (default: the config's concurrency).")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Conversations at the judge at once (default: the embedded judge's server slots, local.n_parallel; else the config's concurrency).")] = None,
     retries: Annotated[int, typer.Option(min=0, help="Re-asks of the judge when a reply cannot be parsed.")] = 2,
     batch_size: Annotated[int, typer.Option(min=1, help="Texts per embedding forward pass.")] = 32,
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the PNG figures.")] = False,

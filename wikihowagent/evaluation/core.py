@@ -30,7 +30,7 @@ class EvaluateRequest:
     rubrics: Path | None = None
     config: Path | None = None
     base_url: str | None = None
-    concurrency: int | None = None  # None = the config's
+    concurrency: int | None = None  # None = runner.judge_concurrency (embedded judge: its slots; else the config's)
     retries: int = 2
     batch_size: int = 32
     figures: bool = True
@@ -138,7 +138,8 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
         raise EvaluateError(str(exc)) from None
     judge_on = bool(rub) and req.judge
     opts = EvalOptions(mode=mode, metrics=comp + rub, judge=judge_on, evaluator=req.evaluator, base_url=req.base_url,
-                       rubrics_path=req.rubrics, out=req.out, concurrency=req.concurrency or cfg.concurrency,
+                       rubrics_path=req.rubrics, out=req.out, concurrency=req.concurrency,
+                       default_concurrency=cfg.concurrency,
                        retries=req.retries, batch_size=req.batch_size, shard=shard, scoring=req.judge_scoring,
                        rationale=req.judge_rationale, retry_failed=req.retry_failed)
     aliases = Path(cfg.models) if cfg.models else None  # --config's model alias file, as for generate
