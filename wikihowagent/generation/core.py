@@ -408,8 +408,7 @@ class GenerateSummary:
 
 
 def _select_tutorials(req: GenerateRequest, cfg: Config, console: Any) -> tuple[list[Tutorial], str]:
-    from wikihowagent.corpus.command import empty_message, print_load_warnings
-    from wikihowagent.corpus.core import LoadReport, TutorialError, default_tutorials_path
+    from wikihowagent.corpus.core import LoadReport, TutorialError, default_tutorials_path, empty_message, print_load_warnings
     from wikihowagent.corpus.sampling import select_tutorials
 
     source = req.tutorials or default_tutorials_path()
