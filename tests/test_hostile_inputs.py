@@ -5,7 +5,7 @@ line naming the file; `stats --graph` survives control characters and writes its
 from __future__ import annotations
 
 import json
-import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -173,3 +173,20 @@ def test_cases_md_escapes_titles_runs_and_ids(tmp_path):
     for line in md.splitlines():
         if line.startswith("| ") and "conversation.html#" in line:
             assert line.count(" | ") == 4, line  # every row keeps its five cells
+
+
+# ------------------------------------------------------------------ item 13: piped output
+
+
+def test_chat_saved_line_prints_the_path_whole_when_piped(tmp_path):
+    from fake_servers import FakeOpenAI
+
+    out = tmp_path / ("a-long-directory-name-for-the-chat-run-" * 3) / "chat run"
+    with FakeOpenAI() as srv:
+        res = runner.invoke(app, ["chat", "--role", "learner", "--model", "openai:fake-model", "--base-url",
+                                  srv.base_url, "--tutorial", "4f115a7f59dc20db", "--out", str(out)],
+                            input="I'm ready.\n")
+    assert res.exit_code == 0, res.output
+    saved = [ln[ln.index("saved "):] for ln in res.output.splitlines() if "saved " in ln]  # after the prompt
+    assert len(saved) == 1 and f"to {out / 'conversations.jsonl'}; score it with: wikihowagent evaluate" in saved[0]
+    assert saved[0].endswith(f"evaluate {shlex.quote(str(out))}")
