@@ -4,7 +4,9 @@ A run directory holds `run.json` (`RunInfo`: what was run, never a key), `conver
 `ConversationRecord` per line) and, once evaluated, `scores.jsonl` / `scores-paper.jsonl` (one `ScoreRecord`
 per line). Lines are appended whole and fsynced, so a run killed at any moment leaves at most one torn last
 line, which the next writer cuts off before appending: resuming never loses or duplicates a record.
-Readers hand out typed records (`read_conversations`, `read_records`, `read_scores`, `read_run_info`).
+Readers hand out typed records (`read_conversations`, `read_records`, `read_scores`, `read_run_info`) and
+the one score table every stage computes from (`read_score_table`: scores files, the paper's run files,
+`judge-check`'s judgments; see `wikihowagent.scoretable`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from wikihowagent.records import Conversation, ConversationRecord, ScoreRecord
+from wikihowagent.records import Calibration, Conversation, ConversationRecord, JudgmentRecord, PairwiseRecord, ScoreRecord
+from wikihowagent.scoretable import ScoreTable
 
 RUN_INFO = "run.json"
 CONVERSATIONS = "conversations.jsonl"
@@ -30,7 +33,10 @@ SHARDS_DIR = "shards"  # <run>/shards/K-of-N/ (`generate --shard K/N`)
 RESCORED_DIR = "rescored"  # <runs_dir>/rescored/<paper file stem>/ (`evaluate` on a paper run file)
 SUMMARY_DIR = "summary"  # <runs_dir>/summary/ (`evaluate` on several runs)
 ALIGNMENT_DIR = "alignment"  # <runs_dir>/alignment/ (`align`)
-OUTPUT_DIRS = frozenset({SUMMARY_DIR, ALIGNMENT_DIR})  # output directories under runs/, never a run
+COMPARE_DIR = "compare"  # <runs_dir>/compare/ (`compare`)
+PAIR_JUDGMENTS = "pair-judgments.jsonl"  # `compare` / `judge-check --pairwise`: one PairwiseRecord per judge pass
+OUTPUT_DIRS = frozenset({SUMMARY_DIR, ALIGNMENT_DIR, COMPARE_DIR})  # output directories under runs/, never a run
+JUDGMENTS = "judgments.jsonl"  # `judge-check --out DIR`
 
 
 @contextlib.contextmanager
@@ -432,3 +438,119 @@ def latest_run(runs_dir: Path) -> Path:
     if not infos:
         raise RunError(f"{runs_dir}: no runs found; run 'wikihowagent generate' first or name a run directory")
     return max(infos, key=lambda p: p.stat().st_mtime).parent
+
+
+# --------------------------------------------------------------------------- the score table
+
+
+def read_score_table(source: Path, run: str = "", on_error: Callable[[str], None] | None = None,
+                     on_bad_value: Callable[[str], None] | None = None) -> ScoreTable:
+    """The score table of a run directory (its score file, see `scores_file`), a scores JSONL file or one of
+    the paper's run files (the records' `evaluation` scores). A conversation id seen twice: the later line
+    wins, in the earlier one's place. `run` names rows whose record names no run (default: the run
+    directory's name for a scores file, the file's stem for a paper file). A scores file not written yet is
+    empty. A bad line is reported to
+    `on_error` ("FILE:LINE: problem") and left out, a paper record's cell that is not a number to
+    `on_bad_value` (default: `on_error`) and left null; an unreadable file raises RunError (one line)."""
+    source = Path(source)
+    path = scores_file(source) if source.is_dir() else source
+    if path is None:
+        raise RunError(f"{source}: no {' or '.join(SCORE_FILES)} (run `wikihowagent evaluate` on it first)")
+    if path.suffix.lower() == ".json":
+        return _paper_score_table(path, run, on_error, on_bad_value or on_error)
+    run = run or run_name(path.parent)
+    if not path.exists():  # not scored yet
+        return ScoreTable.empty()
+    if not os.access(path, os.R_OK):
+        raise RunError(f"{path}: cannot read (no permission)")
+    last: dict[str, tuple[str, ScoreRecord]] = {}
+    try:
+        for lineno, rec in iter_scores(path, on_error):
+            last[rec.conversation_id] = (f"{path}:{lineno}", rec)
+    except OSError as exc:
+        raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    return ScoreTable.from_records(last.values(), run=run, source=str(path))
+
+
+def _paper_score_table(path: Path, run: str, on_error: Callable[[str], None] | None,
+                       on_bad_value: Callable[[str], None] | None) -> ScoreTable:
+    from wikihowagent.paper_format import PAPER_RECORDS_KEY, RecordError, load_paper_file, paper_score_record
+
+    report = on_error or (lambda _m: None)
+    bad_value = on_bad_value or report
+    try:
+        records, item = load_paper_file(path)
+    except ValueError as exc:
+        raise RunError(str(exc)) from None
+    except OSError as exc:
+        raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if not item.endswith(f"{PAPER_RECORDS_KEY}[{{i}}]"):
+        raise RunError(f"{path}: not a paper run file (no '{PAPER_RECORDS_KEY}' list)")
+    run = run or path.stem
+    last: dict[str, tuple[str, ScoreRecord]] = {}
+    for i, obj in enumerate(records):
+        where = item.format(i=i)
+        try:
+            rec = paper_score_record(obj, run, lambda msg, w=where: bad_value(f"{w}: {msg}"))
+        except RecordError as exc:
+            report(f"{where}: {exc}; record skipped")
+            continue
+        last[rec.conversation_id] = (where, rec)
+    return ScoreTable.from_records(last.values(), run=run, source=str(path))
+
+
+def read_judgment_table(path: Path) -> ScoreTable:
+    """`judge-check`'s judgments.jsonl as a score table (one row per conversation and variant, later lines
+    win); unreadable lines are skipped. A missing file is empty."""
+    path = Path(path)
+    if not path.exists():
+        return ScoreTable.empty()
+    last: dict[tuple[str, str, str, str], tuple[str, JudgmentRecord]] = {}
+    for lineno, obj in iter_jsonl(path, on_error=lambda _m: None):
+        try:
+            rec = JudgmentRecord.model_validate(obj)
+        except ValidationError:
+            continue
+        last[(rec.evaluator, rec.judge_scoring, rec.conversation_id, rec.variant)] = (f"{path}:{lineno}", rec)
+    return ScoreTable.from_judgments(last.values(), source=str(path))
+
+
+CALIBRATION = "calibration.json"  # `align --calibrate` -> `evaluate --calibration FILE`
+
+
+def calibration_text(cal: Calibration) -> str:
+    """The text of a calibration file (written by `align` into its staged output directory)."""
+    return json.dumps(cal.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+
+
+def read_calibration(path: Path) -> Calibration:
+    """A calibration file; RunError (one line naming the file) if it is missing or not one."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunError(f"{path}: no such calibration file (write one with `wikihowagent align --calibrate`)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RunError(f"{path}: malformed JSON ({exc})") from None
+    except OSError as exc:
+        raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if not isinstance(data, dict) or data.get("kind") != "wikihowagent-calibration":
+        raise RunError(f"{path}: not a calibration file (no \"kind\": \"wikihowagent-calibration\"; "
+                       "write one with `wikihowagent align --calibrate`)")
+    try:
+        return Calibration.model_validate(data)
+    except ValidationError as exc:
+        raise RunError(f"{path}: {_first_error(exc)}") from None
+
+
+def read_pairwise(path: Path, on_error: Callable[[str], None] | None = None) -> Iterator[PairwiseRecord]:
+    """The PairwiseRecords of a `pair-judgments*.jsonl` file in file order (a missing file is empty); a line
+    that is not one is reported to `on_error` ("FILE:LINE: problem") and skipped."""
+    report = on_error or (lambda _m: None)
+    if not Path(path).exists():
+        return
+    for lineno, obj in iter_jsonl(path, on_error=report):
+        try:
+            yield PairwiseRecord.model_validate(obj)
+        except ValidationError as exc:
+            report(f"{path}:{lineno}: not a pairwise judgment ({_first_error(exc)})")

@@ -128,6 +128,17 @@ def align(
                                                       "(SHEET.key.csv from `annotate export`). Default: the key file "
                                                       "beside each human file that knows its ids.",
                                                       show_default=False)] = None,
+    calibrate: Annotated[bool, typer.Option("--calibrate", help="Calibrate the judge on the human ratings per rubric "
+                                            "(isotonic on its score; ridge on its p(1..5) when stored), out of fold "
+                                            "by tutorial: raw vs calibrated r, ρ, MAE with CIs (calibration.md/.csv) "
+                                            "and calibration.json for `evaluate --calibration`.")] = False,
+    calibration_method: Annotated[str, typer.Option("--calibration-method", metavar="isotonic|ridge",
+                                                    help="The mapping written to calibration.json (ridge needs the "
+                                                         "weighted judge's distributions).")] = "isotonic",
+    ppi: Annotated[bool, typer.Option("--ppi", help="Prediction-powered mean of the human rating per model (or --by "
+                                      "group) and rubric, from the rated conversations and the judge's scores of "
+                                      "all the others, beside the human-only and judge-only means (ppi.md/.csv, "
+                                      "figures/ppi_*.png). Needs a random rated subset.")] = False,
 ) -> None:
     """Measure how well the LLM judge agrees with human judges (paper §3.2, §5.3).
 
@@ -147,6 +158,10 @@ def align(
         raise typer.BadParameter(f"must be one of: {', '.join(BY_CHOICES)}", param_hint="--by")
     if bootstrap < 0:
         raise typer.BadParameter("must be >= 0", param_hint="--bootstrap")
+    from .calibration import METHODS
+
+    if calibration_method not in METHODS:
+        raise typer.BadParameter(f"must be one of: {', '.join(METHODS)}", param_hint="--calibration-method")
     runs_dir = resolve_runs_dir(runs_dir, config)
     out_dir = out or runs_dir / ALIGNMENT_DIR
     if out_dir.exists() and not out_dir.is_dir():
@@ -160,7 +175,8 @@ def align(
         raise typer.Exit(2)
     t0 = time.perf_counter()
     request = AlignRequest(human=tuple(human), out_dir=out_dir, runs_dir=runs_dir, scores=tuple(scores or ()), by=by,
-                           bootstrap=bootstrap, seed=seed, figures=figures, keys=tuple(key or ()))
+                           bootstrap=bootstrap, seed=seed, figures=figures, keys=tuple(key or ()),
+                           calibrate=calibration_method if calibrate else None, ppi=ppi)
     problems = Problems()
     try:
         outcome = run_alignment(request, problems)

@@ -23,7 +23,7 @@ def evaluate(
     rubrics: Annotated[Optional[Path], typer.Option(help="Rubric JSON file (default: data/rubrics.json).")] = None,
     config: Annotated[Optional[Path], typer.Option(help="YAML config overriding configs/default.yaml.")] = None,
     base_url: Annotated[Optional[str], typer.Option(help="Ollama host / OpenAI-compatible base URL for the evaluator (default: the one recorded in run.json for its spec).")] = None,
-    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Judge calls in flight (default: the config's concurrency).")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Conversations at the judge at once (default: the embedded judge's server slots, local.n_parallel; else the config's concurrency).")] = None,
     retries: Annotated[int, typer.Option(min=0, help="Re-asks of the judge when a reply cannot be parsed.")] = 2,
     batch_size: Annotated[int, typer.Option(min=1, help="Texts per embedding forward pass.")] = 32,
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the PNG figures.")] = False,
@@ -33,6 +33,7 @@ def evaluate(
     judge_scoring: Annotated[Optional[str], typer.Option(metavar="weighted|json|sampled", help="How rubric scores are read: 'weighted' (probability-weighted mean over the score digits; default where the backend returns log-probabilities), 'json' (structured output, integers), 'sampled' (5 samples at temperature 0.7).")] = None,
     judge_rationale: Annotated[bool, typer.Option("--judge-rationale", help="The judge writes its analysis first, then 'Score: k' (weighted/sampled; read at the final score token).")] = False,
     retry_failed: Annotated[bool, typer.Option(help="Judge rubrics that failed in an earlier pass again.")] = True,
+    calibration: Annotated[Optional[Path], typer.Option(metavar="FILE", help="A calibration.json of `align --calibrate`: adds '<rubric> (cal.)' columns (the judge's score mapped to the human scale) to the summary, the tables and calibrated_scores.csv; refused for scores of another judge, scoring mode or rubric file.")] = None,
 ) -> None:
     """Score conversations: computational metrics and the LLM rubric judge; summary table, CSV, Markdown, figures."""
     from wikihowagent.console import make_console, print_error, print_labeled
@@ -47,7 +48,7 @@ def evaluate(
         baseline=baseline, by=by, out=out, rubrics=rubrics, config=config, base_url=base_url,
         concurrency=concurrency, retries=retries, batch_size=batch_size, figures=not no_figures,
         preset=preset, tables=tables, shard=shard, judge_scoring=judge_scoring, judge_rationale=judge_rationale,
-        retry_failed=retry_failed,
+        retry_failed=retry_failed, calibration=calibration,
     )
     try:
         result = run_evaluation(request, console)

@@ -56,7 +56,7 @@ class ReportResult:
 
 def build_report(paths: list[Path], out: Path, *, cases: int | None = None, alignment: Path | None = None,
                  problems: Problems | None = None, on_record: Callable[[], None] | None = None,
-                 on_chunk: Callable[[], None] | None = None) -> ReportResult:
+                 on_chunk: Callable[[], None] | None = None, calibration: Path | None = None) -> ReportResult:
     """Read the runs and write the site to `out` (replaced as a whole; a directory that is not a previous
     report and holds files is refused). Raises ReportInputError / ReportError with one-line messages."""
     problems = problems or Problems()
@@ -64,7 +64,10 @@ def build_report(paths: list[Path], out: Path, *, cases: int | None = None, alig
     _check_out(out)
     if alignment is not None:
         _check_alignment(Path(alignment))
+    cal = _load_calibration(calibration) if calibration is not None else None
     runs = load_inputs(paths, problems, on_record=on_record)
+    if cal is not None:
+        _calibrate_runs(runs, cal, calibration)
     parent = out.resolve().parent
     parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
@@ -77,6 +80,36 @@ def build_report(paths: list[Path], out: Path, *, cases: int | None = None, alig
     files = [p for p in out.rglob("*") if p.is_file()]
     return ReportResult(out=out, runs=len(runs), conversations=n, files=len(files),
                         bytes=sum(p.stat().st_size for p in files), problems=list(problems.lines))
+
+
+def _load_calibration(path: Path) -> Any:
+    from wikihowagent.evaluation.calibrated import CalibrationMismatch, load
+
+    try:
+        return load(path)
+    except CalibrationMismatch as exc:
+        raise ReportError(str(exc)) from None
+
+
+def _calibrate_runs(runs: list[ReportRun], cal: Any, path: Path) -> None:
+    """--calibration: each run's score table gains the `<rubric> (cal.)` columns (refused, as by `evaluate`,
+    for scores of another judge or rubric file)."""
+    from wikihowagent.evaluation.calibrated import CalibrationMismatch, add_calibrated, calibrated_name, check
+
+    for r in runs:
+        try:
+            check(cal, path, r.scores, f"run {r.name}")
+        except CalibrationMismatch as exc:
+            raise ReportError(str(exc)) from None
+        r.scores = add_calibrated(r.scores, cal)
+        ids = r.scores.meta["conversation_id"].tolist()
+        for name in (calibrated_name(m) for m in cal.rubrics):
+            if name not in r.scores.values:
+                continue
+            by_id = {cid: v for cid, v in zip(ids, r.scores.values[name].tolist()) if math.isfinite(v)}
+            for c in r.conversations:  # the browser and the conversation pages
+                if c.conversation_id in by_id:
+                    c.metrics[name] = round(by_id[c.conversation_id], 4)
 
 
 def _check_out(out: Path) -> None:
@@ -130,30 +163,25 @@ def _metric_order(runs: list[ReportRun]) -> tuple[list[str], list[str]]:
     return comp + rubrics + rest, rubrics
 
 
-def _run_scores(runs: list[ReportRun], rubrics: list[str]) -> list[Any]:
+def _run_scores(runs: list[ReportRun]) -> list[Any]:
+    """The runs' rows of the score table, as `evaluate`'s summary reads them."""
     from wikihowagent.evaluation.summary import RunScores
 
-    out = []
-    for r in runs:
-        rows = [{"conversation_id": c.conversation_id, "domain": c.domain or "(none)", "metrics": c.metrics,
-                 "failures": c.judge_failures, "judged": [n for n in rubrics if n in c.metrics]}
-                for c in r.conversations if c.scored]
-        out.append(RunScores(name=r.name, label=r.model, path=r.path, rows=rows,
-                             n_failed=sum(c.status == "failed" for c in r.conversations)))
-    return out
+    return [RunScores(name=r.name, label=r.model, path=r.path, table=r.scores,
+                      n_failed=sum(c.status == "failed" for c in r.conversations)) for r in runs]
 
 
 def _overview_rows(runs: list[ReportRun], rubrics: list[str]) -> list[dict[str, Any]]:
     rows = []
     for r in runs:
         cs = r.conversations
-        judged = sum(len([n for n in rubrics if n in c.metrics]) for c in cs)
-        failed = sum(len(c.judge_failures) for c in cs)
+        judged = sum(r.scores.judged(rubrics))
+        failed = sum(r.scores.failure_counts())
         rows.append({
             "run": r.name, "model": r.model, "persona": r.persona or "–", "conversations": len(cs),
             **{s: sum(c.status == s for c in cs) for s in STATUSES},
             "tokens": sum(c.tokens for c in cs), "scored": sum(c.scored for c in cs),
-            "evaluator": r.evaluator or "–", "mode": r.mode or "–",
+            "evaluator": r.evaluator or "–", "mode": r.mode or "–", "scoring": r.scoring or "–",
             "parse_failures": (f"{100.0 * failed / judged:.2f} % ({failed} of {judged})" if judged else "–"),
         })
     return rows
@@ -272,7 +300,7 @@ def _write_figures(d: Path, runs: list[ReportRun], metrics: list[str], rubrics: 
     if not scored:
         problems.add("no run has scores: no tables or figures (run `wikihowagent evaluate` on the runs)")
         return [], ""
-    rs = _run_scores(scored, rubrics)
+    rs = _run_scores(scored)
     summary = summarize(rs, rubrics)  # all runs: the figures' bars
     out: list[tuple[str, str]] = []
     comp = [m for m in metrics if m in PERCENT_METRICS]
@@ -348,6 +376,15 @@ def _summary_tables(tables: list[tuple[str, Any]]) -> str:
     return "\n".join(parts)
 
 
+def _short_number(x: str) -> str:
+    """A CSV cell for the page: numbers with many digits rounded to 3 decimals."""
+    try:
+        v = float(x)
+    except ValueError:
+        return x
+    return x if "." not in x or len(x.split(".")[1]) <= 3 else f"{v:.3f}"
+
+
 def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
     import csv
 
@@ -375,8 +412,20 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
             parts.append("</tbody></table></div>")
     else:
         problems.add(f"{alignment}: no correlations.csv; the alignment section shows the figures only")
+    for name, title in (("calibration.csv", "Calibration on the human ratings (align --calibrate; out of fold, "
+                                            "GroupKFold by tutorial)"),
+                        ("ppi.csv", "Prediction-powered estimates of the human mean rating (align --ppi)")):
+        if (alignment / name).is_file():
+            with (alignment / name).open(encoding="utf-8", newline="") as fh:
+                rows = list(csv.reader(fh))
+            if rows:
+                parts.append(f"<h3>{e(title)}</h3><div class='scroll'><table class='summary'><thead><tr>"
+                             + "".join(f"<th>{e(h)}</th>" for h in rows[0]) + "</tr></thead><tbody>")
+                parts += ["<tr>" + "".join(f"<td>{e(_short_number(x))}</td>" for x in r) + "</tr>" for r in rows[1:]]
+                parts.append("</tbody></table></div>")
     captions = {"score_distributions.png": "Human vs LLM score distributions per model (Figs. 6/8)",
-                "correlation_heatmap.png": "Correlation heatmap (Fig. 7)"}
+                "correlation_heatmap.png": "Correlation heatmap (Fig. 7)",
+                "calibration.png": "Judge score vs human mean, with the isotonic calibration"}
     for png in sorted((alignment / "figures").glob("*.png")):
         try:
             if not png.is_file():
@@ -404,9 +453,9 @@ def _index_html(runs: list[ReportRun], metrics: list[str], rubrics: list[str], f
            + (f" {cases_link}" if cases_link else "") + (" <a href='#problems'>Missing</a>" if problems.lines else "")
            + "</nav>")
     heads = ["Run", "Model", "Persona", "Conversations", "Finished", "Cut", "Failed", "Tokens", "Scored",
-             "Judge", "Scoring mode", "Judge parse failures"]
+             "Judge", "Mode", "Judge scoring", "Judge parse failures"]
     keys = ["run", "model", "persona", "conversations", "finished", "cut", "failed", "tokens", "scored",
-            "evaluator", "mode", "parse_failures"]
+            "evaluator", "mode", "scoring", "parse_failures"]
     table = ("<div class='scroll'><table id='runs' class='summary'><thead><tr>" + "".join(f"<th>{h}</th>" for h in heads)
              + "</tr></thead><tbody>"
              + "".join("<tr>" + "".join(f"<td>{e(str(r[k]))}</td>" for k in keys) + "</tr>" for r in rows)
