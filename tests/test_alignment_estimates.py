@@ -144,3 +144,86 @@ def test_ppi_without_unrated_conversations_says_so(tmp_path):
     assert "ppi: every judge-scored conversation is rated by humans" in result.stderr
     row = read_csv(tmp_path / "out" / "ppi.csv")[0]
     assert row["ppi_mean"] == "" and row["note"].startswith("no unrated conversation")
+
+
+def evaluated_study(tmp_path):
+    """write_study plus conversations for run0 and a computational metric already scored, so that `evaluate
+    --no-judge --metrics BLEU` has nothing to compute and only summarises."""
+    from builders import make_run
+
+    runs, sheet, sims = write_study(tmp_path)
+    lines = [json.loads(x) for x in (runs / "run0" / "scores.jsonl").read_text().splitlines()]
+    make_run(tmp_path / "tmp", "run0", [x["tutorial_id"] for x in lines])
+    (runs / "run0" / "conversations.jsonl").write_text((tmp_path / "tmp" / "run0" / "conversations.jsonl").read_text())
+    with open(runs / "run0" / "scores.jsonl", "w") as fh:
+        for x in lines:
+            x["metrics"]["BLEU"] = 0.1
+            fh.write(json.dumps(x) + "\n")
+    out = tmp_path / "al"
+    result = CliRunner().invoke(make_app(), ["align", "-H", str(sheet), "--scores", str(runs), "--out", str(out),
+                                             "--bootstrap", "0", "--calibrate", "--ppi"])
+    assert result.exit_code == 0, result.output
+    return runs, out, sims
+
+
+def test_evaluate_and_report_with_calibration(tmp_path):
+    from wikihowagent.cli import app
+
+    runs, al, sims = evaluated_study(tmp_path)
+    cal_file = al / "calibration.json"
+    result = CliRunner().invoke(app, ["evaluate", str(runs / "run0"), "--no-judge", "--metrics", "BLEU",
+                                      "--no-figures", "--calibration", str(cal_file)])
+    assert result.exit_code == 0, result.output
+    assert "Clarity (cal.)" in result.stdout and "Depth (cal.)" in result.stdout
+    summary = read_csv(runs / "run0" / "summary.csv")
+    assert summary and any("Clarity (cal.)" in k for k in summary[0])
+    rows = read_csv(runs / "run0" / "calibrated_scores.csv")
+    assert len(rows) == 60 and list(rows[0])[:5] == ["run", "conversation_id", "tutorial_id", "Clarity",
+                                                     "Clarity (cal.)"]
+    # the calibrated score is the isotonic map of the stored score, close to the simulated truth
+    from wikihowagent.alignment.calibration import predict
+    from wikihowagent.runs import read_calibration
+
+    cal = read_calibration(cal_file)
+    x = np.array([float(r["Clarity"]) for r in rows])
+    np.testing.assert_allclose([float(r["Clarity (cal.)"]) for r in rows], predict(cal.rubrics["Clarity"], x),
+                               atol=1e-4)
+    s = sims["Clarity"]
+    assert np.abs(np.array([float(r["Clarity (cal.)"]) for r in rows]) - s.truth[s.run == 0]).mean() < 0.3
+
+    site = tmp_path / "site"
+    result = CliRunner().invoke(app, ["report", str(runs / "run0"), "--out", str(site), "--alignment", str(al),
+                                      "--calibration", str(cal_file)])
+    assert result.exit_code == 0, result.output
+    index = (site / "index.html").read_text()
+    assert "Calibration on the human ratings" in index and "Prediction-powered estimates" in index
+    assert "alignment/calibration.png" in index and "alignment/ppi_model0.png" in index
+    assert '"Clarity (cal.)"' in (site / "data" / "index.js").read_text()
+
+
+def test_calibration_for_another_judge_or_rubric_file_is_refused(tmp_path):
+    from wikihowagent.cli import app
+
+    runs, al, _ = evaluated_study(tmp_path)
+    cal_file = al / "calibration.json"
+    p = runs / "run0" / "scores.jsonl"
+    p.write_text(p.read_text().replace('"evaluator": "local"', '"evaluator": "ollama:qwen2:7b"'))
+    result = CliRunner().invoke(app, ["evaluate", str(runs / "run0"), "--no-judge", "--metrics", "BLEU",
+                                      "--no-figures", "--calibration", str(cal_file)])
+    assert result.exit_code == 2
+    assert (f"error: {cal_file}: fitted for judge local (weighted), rubric file ffffffffffff; {p} has 60 scores "
+            "from judge ollama:qwen2:7b (weighted), rubric file ffffffffffff") in " ".join(result.stderr.split())
+    assert not (runs / "run0" / "calibrated_scores.csv").exists()
+    p.write_text(p.read_text().replace('"evaluator": "ollama:qwen2:7b"', '"evaluator": "local"').replace(SHA, "e" * 64))
+    result = CliRunner().invoke(app, ["report", str(runs / "run0"), "--out", str(tmp_path / "site"),
+                                      "--calibration", str(cal_file)])
+    assert result.exit_code == 1 and "rubric file eeeeeeeeeeee" in " ".join(result.stderr.split())
+    # a calibration fitted on a CSV of scores (no judge recorded) cannot be applied
+    data = json.loads(cal_file.read_text())
+    cal_file.write_text(json.dumps(data | {"judge": ""}))
+    result = CliRunner().invoke(app, ["evaluate", str(runs / "run0"), "--no-judge", "--metrics", "BLEU",
+                                      "--calibration", str(cal_file)])
+    assert result.exit_code == 2 and "do not record their judge" in result.stderr
+    cal_file.write_text("{}")
+    result = CliRunner().invoke(app, ["evaluate", str(runs / "run0"), "--no-judge", "--calibration", str(cal_file)])
+    assert result.exit_code == 2 and "not a calibration file" in result.stderr

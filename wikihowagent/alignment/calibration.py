@@ -41,9 +41,10 @@ class CalibrationError(ValueError):
 def ridge_features(expected: np.ndarray, dist: np.ndarray) -> np.ndarray:
     """conversations x (p1..p5, expected score, spread); each distribution renormalised to sum 1."""
     p = np.asarray(dist, dtype=float)
-    p = p / p.sum(axis=1, keepdims=True)
-    mean = p @ LEVELS
-    spread = np.sqrt(np.clip((p * (LEVELS[None, :] - mean[:, None]) ** 2).sum(axis=1), 0.0, None))
+    with np.errstate(invalid="ignore", divide="ignore"):  # a missing distribution (NaN row) stays NaN
+        p = p / p.sum(axis=1, keepdims=True)
+        mean = p @ LEVELS
+        spread = np.sqrt(np.clip((p * (LEVELS[None, :] - mean[:, None]) ** 2).sum(axis=1), 0.0, None))
     return np.column_stack([p, np.asarray(expected, dtype=float), spread])
 
 

@@ -26,6 +26,7 @@ from .annotations import JudgeRatings, average_judges, human_matrix, read_human_
 from .blind import unblind
 from . import estimates
 from .estimates import CALIBRATION_FILES, PPI_FILES, CalibrationOutcome, PPIOutcome
+from .named import unused_inputs
 from .output import StagedOutput
 from .problems import AlignInputError, Problems
 from .schema import METRICS, OVERALL
@@ -492,9 +493,7 @@ def run_alignment(req: AlignRequest, problems: Problems) -> AlignOutcome:
     --out changed under us (nothing written); nothing is written either when nothing could be computed."""
     res = compute(list(req.human), list(req.scores), by=req.by, n_boot=req.bootstrap, seed=req.seed,
                   problems=problems, runs_dir=req.runs_dir, keys=list(req.keys))
-    from .named import unused_inputs
-
-    unused = unused_inputs(list(req.human), list(req.scores), res)
+    unused = unused_inputs(list(req.human), list(req.scores), res.judges, res.llm, res.problems)
     if res.computed and req.calibrate:
         res.calibration = estimates.calibrate(res, req.calibrate, n_boot=req.bootstrap, seed=req.seed,
                                               problems=problems, human_paths=list(req.human))

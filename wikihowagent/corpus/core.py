@@ -311,3 +311,23 @@ def load_tutorials(
         if max_tutorials is not None and len(out) >= max_tutorials:
             break
     return out
+
+
+def print_load_warnings(console, report) -> None:
+    """Bad articles skipped, duplicates ignored and the (first 10) unmapped topics, one literal line each
+    (never read as markup)."""
+    from wikihowagent.console import print_labeled
+
+    unmapped = [f"{t}: {n} articles, domain = categories[1]" for t, n in report.unmapped.most_common(10)]
+    if len(report.unmapped) > 10:
+        unmapped.append(f"... and {len(report.unmapped) - 10} more topics (all in `wikihowagent stats`)")
+    for label, items in (("skipped:", report.invalid), ("duplicate:", report.duplicates),
+                         ("unmapped topic:", unmapped)):
+        for problem in items:
+            print_labeled(console, label, "yellow", problem)
+
+
+def empty_message(source: Path, domain, topic) -> str:
+    where = [f"domain(s) {', '.join(domain)}"] if domain else []
+    where += [f"topic(s) {', '.join(topic)}"] if topic else []
+    return f"{source}: no tutorials with >= 2 steps" + (f" in {' and '.join(where)}" if where else "")

@@ -23,7 +23,7 @@ def evaluate(
     rubrics: Annotated[Optional[Path], typer.Option(help="Rubric JSON file (default: data/rubrics.json).")] = None,
     config: Annotated[Optional[Path], typer.Option(help="YAML config overriding configs/default.yaml.")] = None,
     base_url: Annotated[Optional[str], typer.Option(help="Ollama host / OpenAI-compatible base URL for the evaluator (default: the one recorded in run.json for its spec).")] = None,
-    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Judge calls in flight (default: the config's concurrency).")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Conversations at the judge at once (default: the embedded judge's server slots, local.n_parallel; else the config's concurrency).")] = None,
     retries: Annotated[int, typer.Option(min=0, help="Re-asks of the judge when a reply cannot be parsed.")] = 2,
     batch_size: Annotated[int, typer.Option(min=1, help="Texts per embedding forward pass.")] = 32,
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the PNG figures.")] = False,
@@ -35,6 +35,7 @@ def evaluate(
     retry_failed: Annotated[bool, typer.Option(help="Judge rubrics that failed in an earlier pass again.")] = True,
     bootstrap: Annotated[int, typer.Option(min=0, metavar="N", help="Bootstrap resamples (of tutorials) for the 95 % CI in every table cell; 0 = no CIs.")] = 1000,
     seed: Annotated[int, typer.Option(metavar="S", help="Seed of the bootstrap resampling (the tables' CIs).")] = 0,
+    calibration: Annotated[Optional[Path], typer.Option(metavar="FILE", help="A calibration.json of `align --calibrate`: adds '<rubric> (cal.)' columns (the judge's score mapped to the human scale) to the summary, the tables and calibrated_scores.csv; refused for scores of another judge, scoring mode or rubric file.")] = None,
 ) -> None:
     """Score conversations: computational metrics and the LLM rubric judge; summary table, CSV, Markdown, figures."""
     from wikihowagent.console import make_console, print_error, print_labeled
@@ -49,7 +50,7 @@ def evaluate(
         baseline=baseline, by=by, out=out, rubrics=rubrics, config=config, base_url=base_url,
         concurrency=concurrency, retries=retries, batch_size=batch_size, figures=not no_figures,
         preset=preset, tables=tables, shard=shard, judge_scoring=judge_scoring, judge_rationale=judge_rationale,
-        retry_failed=retry_failed, bootstrap=bootstrap, seed=seed,
+        retry_failed=retry_failed, calibration=calibration, bootstrap=bootstrap, seed=seed,
     )
     try:
         result = run_evaluation(request, console)

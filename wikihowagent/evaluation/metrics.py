@@ -20,6 +20,9 @@ from typing import Any, Literal
 
 from wikihowagent.records import Conversation
 
+from . import coverage
+from .rouge import _CachedStemmer, _rouge_stemmer, lcs_length, rouge_l, rouge_n, rouge_tokens  # noqa: F401  (re-exported)
+
 # Metric names (keys of ScoreRecord.metrics).
 QUESTION = "Question Ratio"
 COMPLETION = "Completion"
@@ -210,78 +213,6 @@ def paper_bleu(reference: str, generated: str) -> float:
     ref = tok(" ".join(reference)).split()
     hyp = tok(" ".join(generated)).split()
     return round(nmt_bleu([[ref]], [hyp]), 4)
-
-
-# --------------------------------------------------------------------------------------------------
-# ROUGE (rouge-score's tokenizer and formulas; LCS bit-parallel)
-# --------------------------------------------------------------------------------------------------
-
-
-class _CachedStemmer:
-    """A Porter stemmer with a memo: same output as the wrapped stemmer, computed once per word."""
-
-    def __init__(self, stemmer: Any):
-        self._stemmer = stemmer
-        self._memo: dict[str, str] = {}
-
-    def stem(self, word: str) -> str:
-        s = self._memo.get(word)
-        if s is None:
-            s = self._stemmer.stem(word)
-            if len(self._memo) < 500_000:
-                self._memo[word] = s
-        return s
-
-
-@lru_cache(maxsize=1)
-def _rouge_stemmer() -> _CachedStemmer:
-    from nltk.stem import porter
-
-    return _CachedStemmer(porter.PorterStemmer())  # what rouge-score's DefaultTokenizer uses
-
-
-def rouge_tokens(text: str, stem: bool) -> list[str]:
-    from rouge_score import tokenize
-
-    return tokenize.tokenize(text, _rouge_stemmer() if stem else None)
-
-
-def _fmeasure(p: float, r: float) -> float:
-    return 2 * p * r / (p + r) if p + r > 0 else 0.0
-
-
-def rouge_n(ref: Sequence[str], hyp: Sequence[str], n: int) -> float:
-    rc = Counter(tuple(ref[i:i + n]) for i in range(len(ref) - n + 1))
-    hc = Counter(tuple(hyp[i:i + n]) for i in range(len(hyp) - n + 1))
-    rt, ht = sum(rc.values()), sum(hc.values())
-    overlap = sum((rc & hc).values())
-    return _fmeasure(overlap / max(ht, 1), overlap / max(rt, 1))
-
-
-def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
-    """Length of the longest common subsequence (Hyyrö's bit-parallel algorithm, exact)."""
-    if not a or not b:
-        return 0
-    if len(a) > len(b):
-        a, b = b, a
-    masks: dict[str, int] = {}
-    for i, x in enumerate(a):
-        masks[x] = masks.get(x, 0) | (1 << i)
-    full = (1 << len(a)) - 1
-    v = full
-    for y in b:
-        m = masks.get(y)
-        if m:
-            u = v & m
-            v = ((v + u) | (v - u)) & full
-    return len(a) - bin(v).count("1")
-
-
-def rouge_l(ref: Sequence[str], hyp: Sequence[str]) -> float:
-    if not ref or not hyp:
-        return 0.0
-    lcs = lcs_length(ref, hyp)
-    return _fmeasure(lcs / len(hyp), lcs / len(ref))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -520,10 +451,7 @@ class MetricInput:
         return self._rouge
 
 
-def _coverage() -> Any:
-    import importlib
-
-    return importlib.import_module("wikihowagent.evaluation.coverage")  # coverage.py uses this module's tokenisers
+EmbedBatch = Literal["embed_default", "embed_paper"]  # the Scorers pass that computes a batch metric
 
 
 @dataclass(frozen=True)
@@ -531,13 +459,13 @@ class Metric:
     """One computational metric of one mode (`default` or `paper`, see README "Metrics").
 
     `score` computes it for one conversation; metrics with `batch` set are computed together for a chunk
-    by `Scorers.<batch>` (the embedding model's forward passes). Values are fractions in [0, 1] (`scale`),
+    by that `Scorers` pass (the embedding model's forward passes). Values are fractions in [0, 1] (`scale`),
     shown as percentages in the summary; None = not computable."""
 
     name: str
     mode: Literal["default", "paper"]
     score: Callable[[MetricInput], float | None] | None = None
-    batch: str | None = None
+    batch: EmbedBatch | None = None
     needs_hypothesis: bool = False  # None when the conversation has no generated teacher text
     needs_wordnet: bool = False
     scale: Literal["fraction"] = "fraction"
@@ -557,8 +485,8 @@ REGISTRY: tuple[Metric, ...] = (
     Metric(ROUGEL, "default", lambda x: rouge_l(*x.rouge_pair()), needs_hypothesis=True),
     Metric(BERTSCORE, "default", batch="embed_default", needs_hypothesis=True),
     Metric(EMBEDDING_COSINE, "default", batch="embed_default", needs_hypothesis=True),
-    Metric(STEP_COVERAGE, "default", lambda x: _coverage().step_coverage(x.conv)),
-    Metric(ECHO_RATE, "default", lambda x: _coverage().echo_rate(x.conv)),
+    Metric(STEP_COVERAGE, "default", lambda x: coverage.step_coverage(x.conv)),
+    Metric(ECHO_RATE, "default", lambda x: coverage.echo_rate(x.conv)),
     # paper: the released code's definitions, reproduced exactly
     Metric(QUESTION, "paper", lambda x: paper_question_ratio(x.conv)),
     Metric(COMPLETION, "paper", lambda x: paper_completion(x.conv)),
@@ -646,8 +574,9 @@ class Scorers:
                     if m.batch:
                         res.metrics[m.name] = None
                 res.notes.append("no generated teacher turn: overlap and similarity metrics not computable")
+        passes = {"embed_default": self.embed_default, "embed_paper": self.embed_paper}
         for batch in dict.fromkeys(m.batch for m in self.selected if m.batch):
-            getattr(self, batch)(convs, refs, hyps, results, {m.name for m in self.selected})
+            passes[batch](convs, refs, hyps, results, {m.name for m in self.selected})
         return results
 
     def embed_default(self, convs, refs, hyps, results, want) -> None:

@@ -11,6 +11,8 @@ from typing import Any
 from wikihowagent.markdown import markdown_table
 from wikihowagent.scoretable import ScoreTable
 
+from .calibrated import calibrated_name
+
 from .metrics import (
     BERTSCORE,
     BLEU,
@@ -53,10 +55,33 @@ def load_run_scores(name: str, label: str, path: Path, **kw: Any) -> RunScores:
     return RunScores(name=name, label=label, path=path, table=read_score_table(path, run=name), **kw)
 
 
+CALIBRATED_SCORES = "calibrated_scores.csv"  # evaluate --calibration: per conversation, raw and calibrated
+
+
+def write_calibrated(runs: list[RunScores], calibration: Any, out_dir: Path) -> Path:
+    """Per conversation: run, id, tutorial, and each calibrated rubric's score and `<rubric> (cal.)`."""
+    import pandas as pd
+
+    cols = [c for m in calibration.rubrics for c in (m, calibrated_name(m))]
+    frames = []
+    for r in runs:
+        t = r.table
+        df = t.meta[["run", "conversation_id", "tutorial_id"]].copy()
+        for c in cols:
+            df[c] = t.values[c] if c in t.values else float("nan")
+        frames.append(df)
+    out = Path(out_dir) / CALIBRATED_SCORES
+    out.parent.mkdir(parents=True, exist_ok=True)
+    (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run", "conversation_id", *cols])
+     ).to_csv(out, index=False, float_format="%.4f")
+    return out
+
+
 def metric_columns(runs: list[RunScores], rubric_names: list[str]) -> list[str]:
     present = {k for r in runs for k in r.table.metric_names()}
     cols = [m for m in ORDER if m in present]
     cols += [m for m in rubric_names if m in present]
+    cols += [calibrated_name(m) for m in rubric_names if calibrated_name(m) in present]  # evaluate --calibration
     cols += sorted(present - set(cols))
     return cols
 

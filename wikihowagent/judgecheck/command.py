@@ -20,7 +20,7 @@ def judge_check(
     max_conversations: Annotated[Optional[int], typer.Option(min=2, help="Use the first N conversations.")] = None,
     config: Annotated[Optional[Path], typer.Option(help="YAML config overriding configs/default.yaml.")] = None,
     base_url: Annotated[Optional[str], typer.Option(help="Ollama host / OpenAI-compatible base URL for the evaluator.")] = None,
-    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Judge passes in flight (default: the config's concurrency).")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Judge passes in flight (default: the embedded judge's server slots, local.n_parallel; else the config's concurrency).")] = None,
     retries: Annotated[int, typer.Option(min=0, help="Re-asks of the judge when a reply cannot be parsed.")] = 2,
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the heatmap.")] = False,
     pairwise: Annotated[bool, typer.Option("--pairwise", help="Judge each perturbed copy against its original head to head, in both orders (the `compare` judge), on the perturbation's target rubrics: pairwise_sensitivity.csv, pairwise_summary.md, next to the absolute judge's accuracy when judgments.jsonl has it.")] = False,
@@ -91,7 +91,8 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
     if len(convs) < 2:
         return _fail(console, f"{', '.join(str(s.path) for s in sources)}: judge-check needs at least 2 conversations "
                               f"(found {len(convs)})")
-    opts = EvalOptions(judge=True, evaluator=evaluator, base_url=base_url, concurrency=concurrency or cfg.concurrency,
+    opts = EvalOptions(judge=True, evaluator=evaluator, base_url=base_url, concurrency=concurrency,
+                       default_concurrency=cfg.concurrency,
                        retries=retries, scoring=judge_scoring, rationale=judge_rationale)
     aliases = Path(cfg.models) if cfg.models else None
     judge_urls: dict[str, str | None] = {}
@@ -106,8 +107,11 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
                                   "pass --evaluator SPEC")
         spec = specs.pop()
         if pairwise:
-            return _pairwise(console, [c for _, c in convs], perts, rubric_set, spec, make_llm(spec), Path(out),
-                             pairwise_reading, retries, opts.concurrency, no_figures)
+            from wikihowagent.evaluation.runner import judge_concurrency
+
+            llm = make_llm(spec)
+            return _pairwise(console, [c for _, c in convs], perts, rubric_set, spec, llm, Path(out),
+                             pairwise_reading, retries, judge_concurrency(opts, llm), no_figures)
         judge = ev.judge_for(spec)
     except EvaluateError as exc:
         return _fail(console, str(exc))
