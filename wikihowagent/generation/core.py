@@ -474,11 +474,15 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
         resolved = {}
         urls = {}  # --base-url is for openai: specs; an Ollama or local role keeps its own endpoint(s)
         given = [req.base_url] if isinstance(req.base_url, str) else list(req.base_url or ())
+        checked: set[tuple[str, tuple[str, ...]]] = set()
         for role, spec in roles.items():
             resolved[role] = resolve_spec(spec, aliases)
             urls[role] = role_endpoints(resolved[role], given, aliases)
-            check_replicas(resolved[role], urls[role],
-                           lambda m: console.print(f"warning: {m}", highlight=False, markup=False))
+            key = (resolved[role].spec, tuple(urls[role] or ()))
+            if key not in checked:  # teacher = learner: one check, one warning per dead replica
+                checked.add(key)
+                check_replicas(resolved[role], urls[role],
+                               lambda m: console.print(f"warning: {m}", highlight=False, markup=False))
         # Recorded in run.json so that `evaluate` asks the same server (not checked: it is not used here).
         judge = resolve_spec(req.evaluator or req.teacher, aliases)
         judge_urls = role_endpoints(judge, given, aliases)
