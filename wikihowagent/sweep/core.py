@@ -20,6 +20,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from wikihowagent.errors import WikihowagentError, validation_line
+
 from . import MAX_CELLS
 
 SWEEP_INFO = "sweep.json"  # written into the sweep's out directory: marks it as a sweep for `evaluate`
@@ -29,7 +31,7 @@ CONFIG_FILE = "config.yaml"  # the config every task runs with (the user's confi
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
-class SweepError(ValueError):
+class SweepError(WikihowagentError, ValueError):
     """A bad experiment file or sweep state; one line naming the file."""
 
 
@@ -189,10 +191,7 @@ def load_sweep(path: Path, runs_dir: str | Path = "runs", max_cells: int = MAX_C
     try:
         spec = SweepSpec.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        raise SweepError(f"{path}: {loc}: {msg}") from None
+        raise SweepError(f"{path}: {validation_line(exc).replace(': Value error, ', ': ', 1)}") from None
     n = count_cells(spec)
     if n > max_cells:
         raise SweepError(f"{path}: {n:,} cells (teacher x learner x evaluator), over the limit of {max_cells:,}; "
