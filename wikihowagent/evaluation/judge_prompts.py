@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, turn_line
 from .judge import _tutorial_block
 
@@ -35,7 +36,7 @@ CUT_MARK = " [... cut]"
 _FIELDS = {"description": str, "system": str, "intro": str, "tutorial": str, "order": str, "levels": bool, "ask": str}
 
 
-class PromptError(ValueError):
+class PromptError(WikihowagentError, ValueError):
     """An invalid prompts file or an unknown variant; one line naming the file and the problem."""
 
 
