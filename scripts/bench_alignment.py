@@ -248,6 +248,9 @@ def check_accuracy(variant: str, n: int, out: Path, n_boot: int = 2000) -> tuple
 # --------------------------------------------------------------------------------------------------
 
 
+KEYS = ("n", "pearson_r", "pearson_ci_low", "pearson_ci_high", "spearman_rho", "spearman_ci_low", "spearman_ci_high")
+
+
 def align(scores: list[Path], study: Path, dest: Path) -> dict[str, dict[str, float]]:
     """{rubric or Overall: {pearson_r, pearson_ci_low, ..., spearman_rho, ..., n}} from `align`'s correlations.csv."""
     cmd = [*wikihowagent(), "align", *sum((["-H", str(study / h)] for h in HUMANS), []),
@@ -259,8 +262,7 @@ def align(scores: list[Path], study: Path, dest: Path) -> dict[str, dict[str, fl
     with open(dest / "correlations.csv", encoding="utf-8") as fh:
         for row in csv.DictReader(fh):
             if row["by"] == "all":
-                out[row["metric"]] = {k: float(v) if v not in ("", None) else math.nan for k, v in row.items()
-                                      if k.startswith(("pearson_r", "pearson_ci", "spearman_rho", "spearman_ci", "n"))}
+                out[row["metric"]] = {k: float(row[k]) if row.get(k) not in ("", None) else math.nan for k in KEYS}
     return out
 
 
