@@ -35,7 +35,6 @@ import json
 import math
 import os
 import platform
-import signal
 import subprocess
 import sys
 import time
@@ -122,33 +121,54 @@ def scored_ids(folder: Path, variant: str) -> set[str]:
             and sum(v is not None for k, v in rec.metrics.items() if k in ROWS) + len(rec.judge.failures) >= 8}
 
 
-def judge(variant: str, files: list[Path], out: Path, minutes: float) -> None:
-    folder = out / variant
-    folder.mkdir(parents=True, exist_ok=True)
-    before = scored_ids(folder, variant)
-    todo = set(conversation_ids(files)) - before
-    if not todo:
-        print(f"{variant}: all {len(before)} conversations already judged", flush=True)
-        return
-    cmd = [*wikihowagent(), "evaluate", *map(str, files), "--evaluator", "local", "--metrics", "rubric",
-           "--judge-scoring", "weighted", "--judge-prompt", variant, "--out", str(folder), "--no-figures",
-           "--concurrency", "1"]  # one server slot: conversations one after another keep the prompt cache warm
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT)
-    try:
-        proc.wait(timeout=minutes * 60)
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGINT)  # evaluate keeps what it wrote; the next call resumes
-        proc.wait()
-    secs = time.perf_counter() - t0
-    done = scored_ids(folder, variant) - before
-    with open(folder / TIMING, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps({"conversations": len(done), "seconds": round(secs, 1), "load": os.getloadavg()[0]}) + "\n")
-    print(f"{variant}: {len(done)} conversations judged in {secs:.0f} s; {len(todo) - len(done)} left", flush=True)
+def single_files(files: list[Path], out: Path, per_tutorial: int) -> list[Path]:
+    """One paper run file per conversation, shortest conversation first (characters of its messages; ties in
+    file order), each named like its run file (the run name is the file's stem) under OUT/subset-K/one/<i>/.
+    Shortest first: when the model time runs out, the most conversations have been judged by every variant."""
+    convs = [(f, c) for f in files for c in json.loads(f.read_text(encoding="utf-8"))["total_conversations"]]
+    convs.sort(key=lambda fc: sum(len(str(m)) for m in fc[1].get("conversation") or []))
+    singles = []
+    for i, (f, c) in enumerate(convs):
+        target = out / f"subset-{per_tutorial}" / "one" / c["conversation_id"] / f.name
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(json.dumps({"total_conversations": [c]}, ensure_ascii=False), encoding="utf-8")
+        singles.append(target)
+    return singles
+
+
+def judge(variants: list[str], files: list[Path], out: Path, minutes: float, per_tutorial: int) -> None:
+    """Round robin: conversation 1 with every variant, then conversation 2, ... (so every variant has judged
+    the same conversations whenever the time runs out), in this process (the model is loaded once), through
+    `run_evaluation` (the `evaluate` command's core). Stops starting new work after `minutes`; a conversation
+    already started finishes (its scores are written as soon as it is judged: a rerun resumes)."""
+    from wikihowagent.console import make_console
+    from wikihowagent.evaluation.core import EvaluateRequest, run_evaluation
+
+    console = make_console()
+    deadline = time.perf_counter() + minutes * 60
+    done = {v: scored_ids(out / v, v) for v in variants}
+    for single in single_files(files, out, per_tutorial):
+        cid = conversation_ids([single])[0]
+        for v in variants:
+            if cid in done[v]:
+                continue
+            if time.perf_counter() > deadline:
+                print(f"time is up ({minutes:g} min): rerun to resume", flush=True)
+                return
+            t0 = time.perf_counter()
+            run_evaluation(EvaluateRequest(runs=(single,), evaluator="local", metrics="rubric", judge_scoring="weighted",
+                                           judge_prompt=v, out=out / v, figures=False, concurrency=1, bootstrap=0),
+                           console)
+            secs = time.perf_counter() - t0
+            with open(out / v / TIMING, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"conversation_id": cid, "conversations": 1, "seconds": round(secs, 1),
+                                     "load": round(os.getloadavg()[0], 2)}) + "\n")
+            print(f"{v}: {cid} judged in {secs:.0f} s", flush=True)
 
 
 def seconds_per_conversation(folder: Path) -> tuple[float, int]:
-    """Wall seconds per judged conversation over every call (process start and model load included)."""
+    """Wall seconds per judged conversation (8 rubrics; the model already loaded)."""
     n = secs = 0.0
     path = folder / TIMING
     if path.exists():
@@ -164,7 +184,9 @@ def seconds_per_conversation(folder: Path) -> tuple[float, int]:
 # --------------------------------------------------------------------------------------------------
 
 
-def check(variant: str, n: int, out: Path, minutes: float) -> None:
+def check(variants: list[str], n: int, out: Path, minutes: float) -> None:
+    """judge-check's originals and perturbed copies (target rubrics only), conversation by conversation with
+    every variant in turn (equal n when the time runs out); stops starting new work after `minutes`."""
     from bench_judge import bench_conversations
 
     from wikihowagent.backends import make_chat_model
@@ -180,26 +202,30 @@ def check(variant: str, n: int, out: Path, minutes: float) -> None:
     rubrics = load_rubrics()
     perts = load_perturbations(None, list(rubrics))
     convs = bench_conversations(n, 3)
-    scorer = make_scorer("weighted", llm, rubrics, None, concurrency=1, prompt=get_prompt(variant))
-    folder = out / variant / CHECK_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / JUDGMENTS
     jobs = [j for j in plan(convs, perts, list(rubrics), CheckStats()) if j.variant != ORIGINAL_2]
     deadline = time.perf_counter() + minutes * 60
     loop = asyncio.new_event_loop()
-    judged = 0
     try:
-        for j in jobs:
-            if time.perf_counter() > deadline:
-                break
-            have = read_judgments(path, "local", scorer.label, scorer.prompt_name).get((j.conv.conversation_id, j.variant))
-            if have is not None and set(j.names) <= {k for k, v in (have.get("scores") or {}).items() if v is not None}:
-                continue
-            loop.run_until_complete(run_jobs([j], scorer, "local", path, lambda k: None, CheckStats()))
-            judged += 1
+        for conv in convs:
+            for v in variants:
+                scorer = make_scorer("weighted", llm, rubrics, None, concurrency=1, prompt=get_prompt(v))
+                path = out / v / CHECK_DIR / JUDGMENTS
+                path.parent.mkdir(parents=True, exist_ok=True)
+                have = read_judgments(path, "local", scorer.label, scorer.prompt_name)
+                todo = [j for j in jobs if j.conv.conversation_id == conv.conversation_id and not (
+                    (j.conv.conversation_id, j.variant) in have and set(j.names) <= {
+                        k for k, x in (have[(j.conv.conversation_id, j.variant)].get("scores") or {}).items() if x is not None})]
+                if not todo:
+                    continue
+                if time.perf_counter() > deadline:
+                    print(f"time is up ({minutes:g} min): rerun to resume", flush=True)
+                    return
+                t0 = time.perf_counter()
+                loop.run_until_complete(run_jobs(todo, scorer, "local", path, lambda k: None, CheckStats()))
+                print(f"{v}: judge-check {conv.conversation_id}: {len(todo)} passes in {time.perf_counter() - t0:.0f} s",
+                      flush=True)
     finally:
         loop.close()
-    print(f"{variant}: judge-check {judged} passes judged", flush=True)
 
 
 def check_accuracy(variant: str, n: int, out: Path, n_boot: int = 2000) -> tuple[float, float, float, int]:
@@ -347,17 +373,9 @@ def main() -> int:
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     files = subset_files(args.study, args.out, args.per_tutorial)
     if args.step == "judge":
-        deadline = time.perf_counter() + args.minutes * 60
-        for v in variants:
-            left = (deadline - time.perf_counter()) / 60
-            if left > 0.5:
-                judge(v, files, args.out, left)
+        judge(variants, files, args.out, args.minutes, args.per_tutorial)
     elif args.step == "check":
-        deadline = time.perf_counter() + args.minutes * 60
-        for v in variants:
-            left = (deadline - time.perf_counter()) / 60
-            if left > 0.5:
-                check(v, args.check_n, args.out, left)
+        check(variants, args.check_n, args.out, args.minutes)
     else:
         md = report(variants, files, args.study, args.out, args.check_n, args.per_tutorial)
         print(md)
