@@ -101,7 +101,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     from .tables import expand_sweep_dirs
 
     shard = None
-    if req.shard:
+    if req.shard is not None:  # --shard "" is an error, not unsharded
         try:
             shard = parse_shard(req.shard)
         except ValueError as exc:
