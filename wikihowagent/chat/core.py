@@ -24,6 +24,7 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import ConversationRecord, Tutorial
 from wikihowagent.runs import CONVERSATIONS, JsonlAppender, RunInfo, write_run_info
 from wikihowagent.workflow.graph import WorkflowOptions, build_graph, initial_state, recursion_limit
@@ -183,7 +184,7 @@ def save_chat(run_dir: Path, record: ConversationRecord, info: RunInfo) -> Path:
 # --------------------------------------------------------------------------- the stage
 
 
-class ChatError(RuntimeError):
+class ChatError(WikihowagentError, RuntimeError):
     """A problem that stops `chat` before the conversation (role, tutorial, config, backend); one line."""
 
 

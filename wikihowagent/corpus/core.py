@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.config import resource_path
 from wikihowagent.corpus.domains import DomainTable, default_table, domain_of, folder_of, norm
 from wikihowagent.records import Tutorial, make_tutorial_id
@@ -40,7 +41,7 @@ _CITATION = re.compile(
 )
 
 
-class TutorialError(ValueError):
+class TutorialError(WikihowagentError, ValueError):
     """Bad tutorial input; the message is one line naming the file (and line/record)."""
 
 

@@ -41,6 +41,15 @@ class EvaluateRequest:
     judge_rationale: bool = False
     retry_failed: bool = True  # rubrics that failed in an earlier pass are judged again
     calibration: Path | None = None  # `align --calibrate`'s calibration.json: adds "<rubric> (cal.)" columns
+    bootstrap: int = 1000  # resamples (of tutorials) for the tables' CIs; 0 = no CIs
+    seed: int = 0  # the bootstrap's seed
+
+    @property
+    def table_stats(self) -> Any:
+        """CIs in every cell; arrows from a paired test by tutorial, except in paper mode (the paper's raw arrows)."""
+        from .significance import TableStats
+
+        return TableStats(n_boot=self.bootstrap, seed=self.seed, paired=self.mode != "paper")
 
     @property
     def mode(self) -> str:
@@ -270,7 +279,7 @@ def _paper_tables(result: EvaluationSummary, results, rubric_names, req: Evaluat
     setups = {src.name: (src.teacher, src.learner or src.teacher) for src, _ in results}
     out_dir = Path(req.out) if req.out is not None else (
         results[0][1].parent if len(results) == 1 else runs_dir / SUMMARY_DIR)
-    result.tables = paper_tables(run_scores, setups, rubric_names)
+    result.tables = paper_tables(run_scores, setups, rubric_names, req.table_stats)
     for stem, _, summary in result.tables:
         result.written += write_summary(summary, out_dir / stem)
 
@@ -351,7 +360,7 @@ def _summarize(results, rubric_names, base_name, req: EvaluateRequest, runs_dir:
     from .summary import by_domain, summarize, write_calibrated, write_figures, write_summary
 
     run_scores = _run_scores(results, calibration, req)
-    summary = summarize(run_scores, rubric_names, baseline=base_name)
+    summary = summarize(run_scores, rubric_names, baseline=base_name, stats=req.table_stats)
     if req.out is not None:
         out_dir = Path(req.out)
     elif len(results) == 1:
@@ -363,13 +372,13 @@ def _summarize(results, rubric_names, base_name, req: EvaluateRequest, runs_dir:
         written.append(write_calibrated(run_scores, calibration, out_dir))
     domain_df = None
     if req.by == "domain":
-        domain_df = by_domain(run_scores, rubric_names)
+        domain_df = by_domain(run_scores, rubric_names, stats=req.table_stats)
         p = out_dir / "by_domain.csv"
         domain_df.to_csv(p, index=False)
         written.append(p)
     persona_df = None
     if req.by == "persona":
-        persona_df = by_domain(run_scores, rubric_names, key="persona")
+        persona_df = by_domain(run_scores, rubric_names, key="persona", stats=req.table_stats)
         p = out_dir / "by_persona.csv"
         persona_df.to_csv(p, index=False)
         written.append(p)

@@ -29,6 +29,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Turn
 
 from .page import page
@@ -40,7 +41,7 @@ ASSETS = ("report.css", "report.js", "conversation.js")
 STATUSES = ("finished", "cut", "failed", "unknown")
 
 
-class ReportError(ValueError):
+class ReportError(WikihowagentError, ValueError):
     """The output cannot be written (e.g. the directory holds other files); one line."""
 
 

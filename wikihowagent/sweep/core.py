@@ -18,12 +18,15 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from wikihowagent.errors import WikihowagentError, validation_line
+
+
 SWEEP_INFO = "sweep.json"  # written into the sweep's out directory: marks it as a sweep for `evaluate`
 MODELS_FILE = "models.yaml"  # the sweep's aliases (model -> spec + endpoints), given to every task
 CONFIG_FILE = "config.yaml"  # the config every task runs with (the user's config + the aliases above)
 
 
-class SweepError(ValueError):
+class SweepError(WikihowagentError, ValueError):
     """A bad experiment file or sweep state; one line naming the file."""
 
 
@@ -141,9 +144,7 @@ def load_sweep(path: Path, runs_dir: str | Path = "runs") -> Sweep:
     try:
         spec = SweepSpec.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
-        raise SweepError(f"{path}: {loc}: {err['msg']}") from None
+        raise SweepError(f"{path}: {validation_line(exc)}") from None
     out = Path(spec.out) if spec.out else Path(runs_dir) / "sweeps" / spec.name
     triples: list[tuple[str, str, str]] = [(m, m, m) for m in spec.homogeneous]
     for c in [*spec.heterogeneous, *spec.runs]:
