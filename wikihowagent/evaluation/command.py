@@ -76,7 +76,7 @@ def evaluate(
     console.print("wrote " + ", ".join(str(p) for p in result.written), highlight=False, markup=False)
     if result.judge_all_failed:
         print_error(f"the judge failed on every rubric it was asked in {', '.join(result.judge_all_failed)}: no rubric "
-                    "score was produced (see the notes above; rerun to judge them again)", console)
+                    "score was produced (see the judge failures above; rerun to judge them again)", console)
         raise typer.Exit(1)
 
 

@@ -174,6 +174,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
         except MetricError as exc:
             raise EvaluateError(str(exc)) from None
         all_failed: list[str] = []
+        empty: list[str] = []  # inputs with no scorable conversation
         states: dict[str, Any] = {}
         if shard is not None:  # what each shard is scored against, read before scoring (merge compares it)
             from .shards import input_state
@@ -183,7 +184,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
             except OSError as exc:
                 raise EvaluateError(f"{exc.filename}: {exc.strerror}") from None
         try:
-            results = _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed)
+            results = _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed, empty)
         finally:
             ev.close()
     if shard is not None:  # a summary needs every shard: `wikihowagent merge DIR`, then evaluate again
@@ -194,6 +195,8 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
                                                           opts.rubrics_path, src.path), states.get(src.name))
         return EvaluationSummary(summary=None, shard=shard, merge_dirs=[
             p.parent.parent.parent for _, p in results if p.parent.parent.name == SHARDS_DIR])
+    if len(empty) == len(sources):  # nothing scored and nothing scored before: no summary to write
+        raise EvaluateError("nothing to evaluate: " + "; ".join(empty))
     result = _summarize(results, rubric_names, base_name, req, runs_dir, calibration)
     result.judge_all_failed = all_failed
     if tables:
@@ -300,7 +303,7 @@ def _lock_scores_files(locks: contextlib.ExitStack, sources, opts, runs_dir) -> 
                                 "finish (or use another --out)") from None
 
 
-def _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed: list[str]):
+def _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed: list[str], empty: list[str]):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from wikihowagent.runs import DiskFullError, RunError
@@ -345,10 +348,18 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed: li
                           highlight=False, markup=False)
             if stats.judge_failures == stats.judged:
                 all_failed.append(src.name)
+            for note in stats.failure_notes:  # the first few; every one is in the scores file
+                console.print(f"  judge failure: {note}", highlight=False, markup=False)
+            if stats.judge_failures > len(stats.failure_notes):
+                console.print(f"  ... {stats.judge_failures - len(stats.failure_notes)} more in {out_path} "
+                              "(judge.notes)", highlight=False, markup=False)
         for note in stats.notes:
             console.print(f"  note: {note}", highlight=False)
         if src.n_records == 0 and src.n_invalid == 0:
             warn(f"{src.path}: no conversations")
+        if stats.scored + stats.already == 0:
+            empty.append(f"{src.path}: no scorable conversation ({src.n_invalid} unreadable records, "
+                         f"{src.n_failed} failed conversations)")
         results.append((src, out_path))
     return results
 

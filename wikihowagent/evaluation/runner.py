@@ -62,6 +62,10 @@ class SourceStats:
     rejudged_evaluator: int = 0  # conversations whose rubric scores were by another evaluator
     rejudged_rubrics: int = 0  # ... or of rubrics the current rubric file does not define
     notes: list[str] = field(default_factory=list)
+    failure_notes: list[str] = field(default_factory=list)  # the first FAILURE_NOTES judge failures, "<id>: <note>"
+
+
+FAILURE_NOTES = 3  # judge failures `evaluate` prints (all of them are in scores.jsonl)
 
 
 def scores_path(src: InputSource, opts: EvalOptions, runs_dir: Path) -> Path:
@@ -306,6 +310,8 @@ class Evaluation:
                 stats.scored += 1
                 stats.judged += len(jr.scores)
                 stats.judge_failures += len(jr.failures)
+                for note in jr.notes[:max(0, FAILURE_NOTES - len(stats.failure_notes))]:
+                    stats.failure_notes.append(f"{conv.conversation_id}: {note}")
                 for kind in jr.kinds.values():
                     stats.failure_kinds[kind] = stats.failure_kinds.get(kind, 0) + 1
                 advance(1)
