@@ -261,6 +261,10 @@ def read_run_info(run_dir: Path) -> RunInfo:
         raise RunError(f"{run_dir}: not a run directory (no {RUN_INFO})") from None
     except json.JSONDecodeError as exc:
         raise RunError(f"{path}: malformed JSON ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise RunError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise RunError(f"{path}: cannot read ({exc.strerror})") from None
     if not isinstance(data, dict):
         raise RunError(f"{path}: expected a JSON object")
     try:
