@@ -38,6 +38,55 @@ COMPARE_DIR = "compare"  # <runs_dir>/compare/ (`compare`)
 PAIR_JUDGMENTS = "pair-judgments.jsonl"  # `compare` / `judge-check --pairwise`: one PairwiseRecord per judge pass
 OUTPUT_DIRS = frozenset({SUMMARY_DIR, ALIGNMENT_DIR, COMPARE_DIR})  # output directories under runs/, never a run
 JUDGMENTS = "judgments.jsonl"  # `judge-check --out DIR`
+SCORE_SHARDS_DIR = "score-shards"  # <run>/score-shards/K-of-N/scores.jsonl (`evaluate --shard K/N`)
+SHARD_INFO = "shard.json"  # beside a score shard: its fingerprint
+
+# What the stages write besides the run files: every name spelled here once; the stage that writes a file and
+# any stage that reads it (e.g. `report` reading `align`'s output) use these. Package data (configs/, data/)
+# is named once by its loader (`config.resource_path`).
+FIGURES_DIR = "figures"
+PROBLEMS_TXT = "problems.txt"
+SUMMARY_MD = "summary.md"  # evaluate, judge-check, compare
+# evaluate
+SUMMARY_CSV = "summary.csv"
+BY_DOMAIN_CSV, BY_PERSONA_CSV = "by_domain.csv", "by_persona.csv"
+CALIBRATED_SCORES_CSV = "calibrated_scores.csv"
+RUBRICS_PNG, COMPUTATIONAL_PNG, BY_DOMAIN_PNG = "rubrics.png", "computational.png", "by_domain.png"
+# judge-check
+SENSITIVITY_CSV, CONSISTENCY_CSV, SENSITIVITY_PNG = "sensitivity.csv", "consistency.csv", "sensitivity.png"
+PAIRWISE_SENSITIVITY_CSV, PAIRWISE_SUMMARY_MD = "pairwise_sensitivity.csv", "pairwise_summary.md"
+PAIRWISE_SENSITIVITY_PNG = "pairwise_sensitivity.png"
+JUDGE_CHECK_LOCK = ".judge-check.lock"
+# annotate export / align
+ANNOTATION_SHEET = "annotation_sheet.csv"
+KEY_SUFFIX = ".key.csv"  # a blind sheet's key: <sheet stem>.key.csv
+CORRELATIONS_CSV, CORRELATIONS_MD = "correlations.csv", "correlations.md"
+DESCRIPTIVES_CSV, PAIRED_SCORES_CSV = "descriptives.csv", "paired_scores.csv"
+AGREEMENT_CSV, AGREEMENT_PAIRS_CSV = "agreement.csv", "agreement_pairs.csv"
+SCORE_DISTRIBUTIONS_PNG, CORRELATION_HEATMAP_PNG = "score_distributions.png", "correlation_heatmap.png"
+CALIBRATION_CSV, CALIBRATION_MD, CALIBRATION_JSON = "calibration.csv", "calibration.md", "calibration.json"
+CALIBRATION_PREDICTIONS_CSV, CALIBRATION_PNG = "calibration_predictions.csv", "calibration.png"
+PPI_CSV, PPI_MD = "ppi.csv", "ppi.md"
+# compare
+PAIRWISE_CSV, WIN_RATES_CSV, POSITION_CSV = "pairwise.csv", "win_rates.csv", "position.csv"
+BRADLEY_TERRY_CSV, HEAD_TO_HEAD_PNG = "bradley_terry.csv", "head_to_head.png"
+# stats
+STATS_DOMAINS_CSV, STATS_TOPICS_CSV, STATS_MD = "domains.csv", "topics.csv", "stats.md"
+SUNBURST_PNG, STEPS_HISTOGRAM_PNG = "sunburst.png", "steps_histogram.png"
+# report
+INDEX_HTML, CONVERSATION_HTML = "index.html", "conversation.html"
+CASES_MD, CASES_HTML = "cases.md", "cases.html"
+REPORT_CSS, REPORT_JS, CONVERSATION_JS = "report.css", "report.js", "conversation.js"
+REPORT_ASSETS = (REPORT_CSS, REPORT_JS, CONVERSATION_JS)  # bundled in wikihowagent/report/assets/
+REPORT_INDEX_JS = "index.js"  # data/index.js
+RADAR_RUBRICS_PNG, RADAR_COMPUTATIONAL_PNG, DOMAIN_BARS_PNG = ("radar_rubrics.png", "radar_computational.png",
+                                                               "domain_bars.png")
+# sweep
+SWEEP_INFO = "sweep.json"  # written into the sweep's out directory: marks it as a sweep for `evaluate` / `report`
+SWEEP_MODELS = "models.yaml"  # the sweep's aliases (model -> spec + endpoints), given to every task
+SWEEP_CONFIG = "config.yaml"  # the config every task runs with (the user's config + the aliases above)
+SWEEP_SBATCH = "sweep.sbatch"
+MERGE_LOCK = ".merge.lock"
 
 
 @contextlib.contextmanager

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .runner import EvaluateError
+from wikihowagent.runs import BY_DOMAIN_CSV, BY_PERSONA_CSV
 
 
 @dataclass(frozen=True)
@@ -187,13 +188,15 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
         finally:
             ev.close()
     if shard is not None:  # a summary needs every shard: `wikihowagent merge DIR`, then evaluate again
-        from .shards import SHARDS_DIR, scores_fingerprint, write_shard_info
+        from wikihowagent.runs import SCORE_SHARDS_DIR
+
+        from .shards import scores_fingerprint, write_shard_info
 
         for src, p in results:
             write_shard_info(p, shard, scores_fingerprint(opts.mode, opts.metrics or [], specs[src.name],
                                                           opts.rubrics_path, src.path), states.get(src.name))
         return EvaluationSummary(summary=None, shard=shard, merge_dirs=[
-            p.parent.parent.parent for _, p in results if p.parent.parent.name == SHARDS_DIR])
+            p.parent.parent.parent for _, p in results if p.parent.parent.name == SCORE_SHARDS_DIR])
     result = _summarize(results, rubric_names, base_name, req, runs_dir, calibration)
     result.judge_all_failed = all_failed
     if tables:
@@ -373,13 +376,13 @@ def _summarize(results, rubric_names, base_name, req: EvaluateRequest, runs_dir:
     domain_df = None
     if req.by == "domain":
         domain_df = by_domain(run_scores, rubric_names, stats=req.table_stats)
-        p = out_dir / "by_domain.csv"
+        p = out_dir / BY_DOMAIN_CSV
         domain_df.to_csv(p, index=False)
         written.append(p)
     persona_df = None
     if req.by == "persona":
         persona_df = by_domain(run_scores, rubric_names, key="persona", stats=req.table_stats)
-        p = out_dir / "by_persona.csv"
+        p = out_dir / BY_PERSONA_CSV
         persona_df.to_csv(p, index=False)
         written.append(p)
     if req.figures:

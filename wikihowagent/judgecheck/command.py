@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+from wikihowagent.runs import JUDGE_CHECK_LOCK
 
 
 def judge_check(
@@ -123,7 +124,7 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
     loop = asyncio.new_event_loop()
     try:
         out.mkdir(parents=True, exist_ok=True)
-        with dir_lock(out, blocking=False, what="another 'wikihowagent judge-check'", name=".judge-check.lock"), \
+        with dir_lock(out, blocking=False, what="another 'wikihowagent judge-check'", name=JUDGE_CHECK_LOCK), \
                 Progress(TextColumn("{task.description}", markup=False, style="bold"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                          TimeRemainingColumn(), console=console) as prog:
             task = prog.add_task("judging originals and perturbed copies", total=len(jobs))
@@ -173,7 +174,7 @@ def _pairwise(console, convs, perts, rubric_set, spec, llm, out, reading, retrie
         console.print(reading_note(judge.label), highlight=False, markup=False)
         out.mkdir(parents=True, exist_ok=True)
         path = out / PAIR_JUDGMENTS
-        with dir_lock(out, blocking=False, what="another 'wikihowagent judge-check'", name=".judge-check.lock"):
+        with dir_lock(out, blocking=False, what="another 'wikihowagent judge-check'", name=JUDGE_CHECK_LOCK):
             todo = pending(jobs, read_records([path], spec, judge.label))
             passes.already = len(jobs) - len(todo)
             with progress_bar(console, len(jobs), "judging originals against perturbed copies (both orders)") as advance:

@@ -25,6 +25,8 @@ from wikihowagent.records import Conversation, JudgmentRecord
 from wikihowagent.runs import JUDGMENTS
 
 from .perturbations import Perturbation, perturb
+from wikihowagent.runs import (CONSISTENCY_CSV, PAIRWISE_SENSITIVITY_CSV, PAIRWISE_SENSITIVITY_PNG,
+                               PAIRWISE_SUMMARY_MD, SENSITIVITY_CSV, SENSITIVITY_PNG, SUMMARY_MD)
 
 ORIGINAL, ORIGINAL_2 = "original", "original-2"
 BOOTSTRAP = 2000
@@ -273,18 +275,18 @@ def analyse(out_dir: Path, perturbations: list[Perturbation], rubric_names: list
     sens = sensitivity_table(records, perturbations, rubric_names)
     cons = consistency_table(records, rubric_names)
     written = []
-    p = out_dir / "sensitivity.csv"
+    p = out_dir / SENSITIVITY_CSV
     sens.to_csv(p, index=False)
     written.append(p)
-    p = out_dir / "consistency.csv"
+    p = out_dir / CONSISTENCY_CSV
     cons.to_csv(p, index=False)
     written.append(p)
     desc = f"{evaluator} ({scoring})"
-    p = out_dir / "summary.md"
+    p = out_dir / SUMMARY_MD
     p.write_text(markdown_summary(sens, cons, perturbations, desc, stats, len(conv_ids)), encoding="utf-8")
     written.append(p)
     if figures and len(sens):
-        written.append(heatmap(sens, rubric_names, perturbations, out_dir / "sensitivity.png", f"judge-check: {desc}"))
+        written.append(heatmap(sens, rubric_names, perturbations, out_dir / SENSITIVITY_PNG, f"judge-check: {desc}"))
     acc = [a for a in sens["accuracy"] if a is not None and not (isinstance(a, float) and math.isnan(a))]
     return CheckResult(sensitivity=sens, consistency=cons, written=written, mean_accuracy=_mean(acc))
 
@@ -293,9 +295,9 @@ def analyse(out_dir: Path, perturbations: list[Perturbation], rubric_names: list
 # Pairwise: original vs perturbed copy, judged head to head in both orders
 # --------------------------------------------------------------------------------------------------
 
-PAIRWISE_SENSITIVITY = "pairwise_sensitivity.csv"
-PAIRWISE_SUMMARY = "pairwise_summary.md"
-PAIRWISE_HEATMAP = "pairwise_sensitivity.png"
+PAIRWISE_SENSITIVITY = PAIRWISE_SENSITIVITY_CSV
+PAIRWISE_SUMMARY = PAIRWISE_SUMMARY_MD
+PAIRWISE_HEATMAP = PAIRWISE_SENSITIVITY_PNG
 
 
 def plan_pairwise(convs: list[Conversation], perturbations: list[Perturbation], rubric_names: list[str],
