@@ -39,6 +39,7 @@ class EvaluateRequest:
     preset: str | None = None  # presets.py: a config layer, and --compat
     judge_scoring: str | None = None  # scoring.py: "weighted" | "json" | "sampled"; None = by backend
     judge_rationale: bool = False
+    judge_prompt: str | None = None  # judge_prompts.py: a variant of data/judge_prompts.json; None = the default
     retry_failed: bool = True  # rubrics that failed in an earlier pass are judged again
     calibration: Path | None = None  # `align --calibrate`'s calibration.json: adds "<rubric> (cal.)" columns
     bootstrap: int = 1000  # resamples (of tutorials) for the tables' CIs; 0 = no CIs
@@ -152,7 +153,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
                        rubrics_path=req.rubrics, out=req.out, concurrency=req.concurrency,
                        default_concurrency=cfg.concurrency,
                        retries=req.retries, batch_size=req.batch_size, shard=shard, scoring=req.judge_scoring,
-                       rationale=req.judge_rationale, retry_failed=req.retry_failed)
+                       rationale=req.judge_rationale, retry_failed=req.retry_failed, prompt=req.judge_prompt)
     aliases = Path(cfg.models) if cfg.models else None  # --config's model alias file, as for generate
     judge_urls: dict[str, str | None] = {}  # judge spec -> base URL (run.json's endpoint unless --base-url)
 
@@ -334,14 +335,17 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed: li
         console.print(f"{src.name}: {stats.scored} scored, {stats.already} already scored, {stats.failed} failed "
                       f"conversations skipped, {stats.invalid} unreadable records -> {out_path}", highlight=False)
         rejudged = [(stats.rejudged_evaluator, "the evaluator changed"), (stats.rejudged_rubrics, "the rubric file changed"),
-                    (stats.rejudged_scoring, "the --judge-scoring mode changed")]
+                    (stats.rejudged_scoring, "the --judge-scoring mode changed"),
+                    (stats.rejudged_prompt, "the --judge-prompt variant changed")]
         for n, why in rejudged:
             if n:
                 console.print(f"{src.name}: {n} conversation{'s' if n != 1 else ''} re-judged because {why} "
                               f"(now {specs[src.name]})", highlight=False)
         if stats.judged:  # failed calls, parse failures and low digit mass: counted, never scored
             kinds = ", ".join(f"{n} {k}" for k, n in sorted(stats.failure_kinds.items()))
-            console.print(f"{src.name}: judge ({ev.scoring_label(specs[src.name])}): {stats.judged - stats.judge_failures} "
+            prompt = ev.prompt_name(specs[src.name])
+            label = ev.scoring_label(specs[src.name]) + (f", prompt {prompt}" if prompt else "")
+            console.print(f"{src.name}: judge ({label}): {stats.judged - stats.judge_failures} "
                           f"of {stats.judged} rubric scores read, {stats.judge_failures} failed"
                           + (f" ({kinds})" if kinds else "")
                           + (f"; {stats.retried} conversations' failed rubrics judged again" if stats.retried else ""),
