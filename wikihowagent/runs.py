@@ -310,6 +310,10 @@ def read_run_info(run_dir: Path) -> RunInfo:
         raise RunError(f"{run_dir}: not a run directory (no {RUN_INFO})") from None
     except json.JSONDecodeError as exc:
         raise RunError(f"{path}: malformed JSON ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise RunError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise RunError(f"{path}: cannot read ({exc.strerror})") from None
     if not isinstance(data, dict):
         raise RunError(f"{path}: expected a JSON object")
     try:
@@ -545,13 +549,13 @@ def read_judgment_table(path: Path) -> ScoreTable:
     path = Path(path)
     if not path.exists():
         return ScoreTable.empty()
-    last: dict[tuple[str, str, str, str], tuple[str, JudgmentRecord]] = {}
+    last: dict[tuple[str, str, str, str, str], tuple[str, JudgmentRecord]] = {}
     for lineno, obj in iter_jsonl(path, on_error=lambda _m: None):
         try:
             rec = JudgmentRecord.model_validate(obj)
         except ValidationError:
             continue
-        last[(rec.evaluator, rec.judge_scoring, rec.conversation_id, rec.variant)] = (f"{path}:{lineno}", rec)
+        last[(rec.evaluator, rec.judge_scoring, rec.judge_prompt, rec.conversation_id, rec.variant)] = (f"{path}:{lineno}", rec)
     return ScoreTable.from_judgments(last.values(), source=str(path))
 
 
