@@ -23,7 +23,8 @@ class FakeOpenAI:
     def __init__(self, reply=scripted_reply, fail_when=None, models=("fake-model",),
                  error_message="scripted server error", logprobs=None):
         """`logprobs(prompt)` -> [(token, {candidate: probability})] makes the server answer requests that ask
-        for `logprobs` with that reply, OpenAI-style (`choices[0].logprobs.content`)."""
+        for `logprobs` with that reply, OpenAI-style (`choices[0].logprobs.content`), cut at the request's
+        token limit (finish_reason "length")."""
         self.reply, self.fail_when, self.models, self.logprobs = reply, fail_when, models, logprobs
         self.error_message = error_message
         self.requests: list[dict] = []
@@ -56,6 +57,9 @@ class FakeOpenAI:
                 choice = {"index": 0, "finish_reason": "stop"}
                 if body.get("logprobs") and outer.logprobs is not None:
                     entries = outer.logprobs(prompt)
+                    limit = body.get("max_completion_tokens") or body.get("max_tokens")
+                    if limit and len(entries) > limit:  # as a real server: cut at the token limit
+                        entries, choice["finish_reason"] = entries[:limit], "length"
                     text = "".join(tok for tok, _ in entries)
                     choice["logprobs"] = {"content": [
                         {"token": tok, "logprob": math.log(top.get(tok, 1e-9)), "bytes": None,

@@ -557,7 +557,7 @@ def test_summary_numbers(tmp_path):
         {"conversation_id": "2", "domain": "Health", "metrics": {"BLEU": 0.4, "Clarity": 5, "Depth": None}, "judge_failures": ["Depth"]},
     ])
     _write_scores(b, [{"conversation_id": "1", "domain": "Travel", "metrics": {"BLEU": 0.1, "Clarity": 5, "Depth": 5}, "judge_failures": []}])
-    runs = [load_run_scores("a", "T-x L-x", a, RUBRIC_NAMES, n_failed=1), load_run_scores("b", "T-x L-y", b, RUBRIC_NAMES)]
+    runs = [load_run_scores("a", "T-x L-x", a, n_failed=1), load_run_scores("b", "T-x L-y", b)]
     s = summarize(runs, RUBRIC_NAMES, baseline="a")
     ra, rb, over = s.table
     assert ra["n"] == 2  # the duplicated line counts once
@@ -582,7 +582,7 @@ def test_by_domain(tmp_path):
         {"conversation_id": "1", "domain": "Health", "metrics": {"Clarity": 4, "Depth": 2}},
         {"conversation_id": "2", "domain": "Travel", "metrics": {"Clarity": 5, "Depth": None}},
     ])
-    df = by_domain([load_run_scores("a", "a", a, RUBRIC_NAMES)], RUBRIC_NAMES)
+    df = by_domain([load_run_scores("a", "a", a)], RUBRIC_NAMES)
     h = df[df.domain == "Health"].iloc[0]
     assert h["Clarity"] == 4 and h["Rubric mean"] == 3.0 and df[df.domain == "Travel"].iloc[0]["Rubric mean"] == 5.0
 
@@ -757,7 +757,7 @@ def test_rescoring_with_another_judge_rejudges_and_reuses_metrics(tmp_path):
     final = read_scores(out)
     assert all(r.evaluator == "B" and r.metrics["Clarity"] == 2 for r in final.values())
     assert final["c1"].metrics[M.BLEU] == bleu
-    s = summarize([load_run_scores("run", "run", out, RUBRIC_NAMES)], RUBRIC_NAMES)
+    s = summarize([load_run_scores("run", "run", out)], RUBRIC_NAMES)
     assert s.table[0]["Clarity"][0] == pytest.approx(2.0) and s.table[0]["Truthfulness"][0] == pytest.approx(2.0)
     # the same judge again: nothing to do
     stats = evaluation("B").run_source(src, out)

@@ -13,7 +13,7 @@ from fake_servers import FakeOpenAI
 from typer.testing import CliRunner
 
 from wikihowagent.evaluation.judge import parse_scores
-from wikihowagent.evaluation.scoring import text_score, weighted_score
+from wikihowagent.evaluation.scoring import SCORE_TOKENS, text_score, weighted_score
 from wikihowagent.testing import ScriptedChatModel
 
 FIXTURES = Path(__file__).parent / "fixtures" / "evaluation"
@@ -70,10 +70,80 @@ def test_weighted_low_digit_mass_and_prose_are_failures():
     assert dist is None and "single score digit" in why
 
 
+def _tok(*pieces):
+    """Certain tokens, the first digit with some doubt: [("1", {"1": .9, "2": .1}), ("0", {"0": 1.0})]."""
+    out, doubt = [], True
+    for t in pieces:
+        if doubt and t.strip() in "12345" and t.strip():
+            out.append((t, {t: 0.9, "2" if t.strip() != "2" else "3": 0.1}))
+            doubt = False
+        else:
+            out.append((t, {t: 1.0}))
+    return out
+
+
+@pytest.mark.parametrize("pieces", [("1", "0"), ("3", "/", "1", "0"), ("2", ".", "5"), ("4", " because", " it"),
+                                    ("Clarity", ":", " ", "4", "/", "5"), ("3", "/", "5", ":", " ", "4")])
+def test_weighted_digit_followed_by_more_is_not_a_score(pieces):
+    # a tokenizer that splits numbers into digits (Qwen's) writes "10" as "1", "0": the "1" is not a score
+    dist, why = weighted_score(entries(*_tok(*pieces)), rationale=False)
+    assert dist is None and "single score digit" in why, (pieces, dist)
+
+
+def test_weighted_digit_closed_by_end_of_text_or_line_break():
+    # what the embedded Qwen answers: the digit, then its end-of-text token (an empty string), finish "stop"
+    dist, why = weighted_score(entries(("5", {"5": 0.6, "4": 0.3, "3": 0.1}), ("", {"": 1.0})), rationale=False)
+    assert why is None and dist.argmax == 5
+    # a line break closes the score even when the token limit cut the reply afterwards
+    dist, why = weighted_score(entries(*_tok("4", "\n", "The", " teacher")), rationale=False, complete=False)
+    assert why is None and dist.argmax == 4
+    for ok in (("4", "."), ("**", "4", "**"), ("Clarity", ":", " ", "3")):
+        assert weighted_score(entries(*_tok(*ok)), rationale=False)[1] is None, ok
+    # cut off right after the digit: what followed is unknown, so no score
+    dist, why = weighted_score(entries(*_tok(" ", "4")), rationale=False, complete=False)
+    assert dist is None and "cut off" in why
+    # with a rationale, the final "Score: k" must close its line too
+    dist, why = weighted_score(entries(*_tok("Good", ".", "\n", "Score", ":", " ", "3", "/", "5")), rationale=True)
+    assert dist is None and "Score: k" in why
+
+
+def _rubric_fake(reply):
+    return lambda prompt: [(tok, {tok: 0.9, "5" if tok != "5" else "4": 0.1} if tok.strip().isdigit() else {tok: 1.0})
+                           for tok in reply]
+
+
+@pytest.mark.parametrize("reply", [["1", "0"], ["3", "/", "1", "0"], ["2", ".", "5"]], ids=["10", "3/10", "2.5"])
+def test_evaluate_weighted_counts_number_replies_as_failures_and_asks_again(tmp_path, reply):
+    run = _run(tmp_path)
+    with FakeOpenAI(logprobs=_rubric_fake(reply)) as srv:
+        res = _evaluate([str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures",
+                         "--metrics", "Clarity"])
+        asked = len(srv.requests)
+    recs = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
+    assert all(r["metrics"]["Clarity"] is None and r["judge"]["failures"] == ["Clarity"] for r in recs), recs
+    assert "0 of 3 rubric scores read, 3 failed" in flat(res.output), res.output
+    assert asked == 3 * 3  # each conversation's rubric asked three times (two retries)
+    assert res.exit_code == 1
+
+
+def test_evaluate_weighted_reads_label_digit_end_of_text_within_the_token_limit(tmp_path):
+    run = _run(tmp_path)
+    with FakeOpenAI(logprobs=_rubric_fake(["Clarity", ":", " ", "4", ""])) as srv:
+        res = _evaluate([str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures",
+                         "--metrics", "Clarity"])
+    assert res.exit_code == 0, res.output
+    assert "3 of 3 rubric scores read, 0 failed" in flat(res.output), res.output
+
+
 def test_sampled_reply_parsing():
     assert text_score(" 4", False) == 4 and text_score("Score: 3", False) == 3
     assert text_score("I think 4 or 5", False) is None
     assert text_score("The teacher gave 5 steps.\nScore: 2", True) == 2
+    for bad in ("10", "3/10", "2.5", "4 because it is clear", "Score: 4/5", "3/5: 4"):
+        assert text_score(bad, False) is None, bad
+    assert text_score("Good.\nScore: 3/5", True) is None and text_score("Score: 4.5", True) is None
+    assert text_score("4\nThe teacher", False, complete=False) == 4 and text_score("4.", False) == 4
+    assert text_score("Score: 4", False, complete=False) is None  # cut off: "/5" may have followed
 
 
 # ---------------------------------------------------------------------------- issue 7, item 4
@@ -121,7 +191,7 @@ def test_evaluate_weighted_default_on_openai_compatible_server(tmp_path):
                          "--metrics", "Clarity,Truthfulness,Engagement"])
         assert res.exit_code == 0, res.output
         assert all(r.get("logprobs") and r.get("top_logprobs") == 20 for r in srv.requests)
-        assert all((r.get("max_completion_tokens") or r.get("max_tokens")) == 4 for r in srv.requests)
+        assert all((r.get("max_completion_tokens") or r.get("max_tokens")) == SCORE_TOKENS for r in srv.requests)
     recs = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
     assert {r["judge"]["scoring"] for r in recs} == {"weighted"}
     for r in recs:

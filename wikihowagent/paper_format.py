@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from wikihowagent.records import BEGIN_TEXT, FINISH_TEXT, Conversation, Turn, turn_line
+from wikihowagent.records import BEGIN_TEXT, FINISH_TEXT, Conversation, ScoreRecord, Turn, paper_tutorial_key, turn_line
 from wikihowagent.corpus.domains import record_domain
 
 # The paper's run-file stem: T-<teacher>_L-<learner>_E-<evaluator>[_<job>].
@@ -71,7 +71,9 @@ def split_lines(lines: list[str]) -> list[Turn]:
     return turns
 
 
-def _domain(obj: dict[str, Any]) -> str:
+def domain_of(obj: dict[str, Any]) -> str:
+    """A record's domain: its `domain`, else the paper's domain of its breadcrumb (`categories`, see
+    `corpus.domains.record_domain`), else ""."""
     if obj.get("domain"):
         return str(obj["domain"])
     cats = obj.get("categories")
@@ -113,7 +115,7 @@ def to_conversation(obj: dict[str, Any], run: str, where: str) -> Conversation:
     fields = {k: obj[k] for k in Conversation.model_fields if k in obj and obj[k] is not None}
     fields.update(
         tutorial={"title": tut.get("title") if isinstance(tut.get("title"), str) else "", "steps": steps},
-        turns=turns, conversation=[str(x) for x in lines], domain=_domain(obj),
+        turns=turns, conversation=[str(x) for x in lines], domain=domain_of(obj),
         title=str(obj.get("title") or ""), tutorial_id=str(obj.get("tutorial_id") or ""),
         teacher=str(obj.get("teacher") or ""), learner=str(obj.get("learner") or ""),
         run=run, where=where, paper_format=paper,
@@ -126,3 +128,43 @@ def to_conversation(obj: dict[str, Any], run: str, where: str) -> Conversation:
         err = exc.errors()[0]
         loc = ".".join(str(x) for x in err["loc"])
         raise RecordError(f"record field {loc!r}: {err['msg']}") from None
+
+
+# Cells of an `evaluation` dict that mean "no score".
+_BLANK_CELLS = frozenset({"", "na", "n/a", "nan", "none", "null", "-"})
+
+
+def paper_score_record(obj: Any, run: str, on_bad_value: Any = None) -> ScoreRecord:
+    """A paper record's `evaluation` scores -> ScoreRecord (run = the run file's stem; the model from its
+    name). A number in a string is read as the number, a blank cell as null; any other cell is reported to
+    `on_bad_value` ("Clarity: 'five' is not a number; cell left out") and left null. RecordError without a
+    conversation_id."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("conversation_id"), str) or not obj["conversation_id"]:
+        raise RecordError("no conversation_id")
+    ev = obj.get("evaluation") if isinstance(obj.get("evaluation"), dict) else {}
+    metrics: dict[str, float | None] = {}
+    for name, raw in ev.items():
+        metrics[str(name)] = _cell(raw, str(name), on_bad_value)
+    stem = parse_run_stem(run) or {}
+    return ScoreRecord(
+        conversation_id=obj["conversation_id"], run=run,
+        tutorial_id=paper_tutorial_key(obj.get("title"), obj.get("doc_id"), obj.get("method_id")),
+        title=str(obj.get("title") or ""), domain=domain_of(obj),
+        teacher=str(obj.get("teacher") or stem.get("teacher", "")), learner=str(obj.get("learner") or stem.get("learner", "")),
+        mode="paper", metrics=metrics)
+
+
+def _cell(raw: Any, name: str, on_bad_value: Any) -> float | None:
+    if raw is None:
+        return None
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        return float(raw)
+    text = str(raw).strip()
+    if text.lower() in _BLANK_CELLS:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        if on_bad_value is not None:
+            on_bad_value(f"{name}: {text[:40]!r} is not a number; cell left out")
+        return None

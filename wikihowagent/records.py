@@ -201,6 +201,7 @@ class JudgeProvenance(BaseModel):
     raw: dict[str, list[str]] = Field(default_factory=dict)  # prompt name -> raw replies (all tries)
     failures: list[str] = Field(default_factory=list)  # rubric names whose reply could not be parsed
     notes: list[str] = Field(default_factory=list)  # e.g. "Depth: no score found after 3 replies"
+    prompt: str = ""  # the judge prompt variant; "" = the default layout
     scoring: str = ""  # --judge-scoring mode: "weighted", "json", "sampled" (+ "+rationale"); "" = json (older files)
     dist: dict[str, list[float]] = Field(default_factory=dict)  # rubric -> p(1..5) (weighted / sampled)
     argmax: dict[str, int] = Field(default_factory=dict)  # rubric -> most likely score

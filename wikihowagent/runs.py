@@ -4,7 +4,9 @@ A run directory holds `run.json` (`RunInfo`: what was run, never a key), `conver
 `ConversationRecord` per line), `pretests.jsonl` (the learner's pre-tests, `PretestCache`) and, once evaluated, `scores.jsonl` / `scores-paper.jsonl` (one `ScoreRecord`
 per line). Lines are appended whole and fsynced, so a run killed at any moment leaves at most one torn last
 line, which the next writer cuts off before appending: resuming never loses or duplicates a record.
-Readers hand out typed records (`read_conversations`, `read_records`, `read_scores`, `read_run_info`).
+Readers hand out typed records (`read_conversations`, `read_records`, `read_scores`, `read_run_info`) and
+the one score table every stage computes from (`read_score_table`: scores files, the paper's run files,
+`judge-check`'s judgments; see `wikihowagent.scoretable`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from wikihowagent.records import Conversation, ConversationRecord, PostTest, PreTestRecord, ScoreRecord, TestAnswer
+from wikihowagent.records import (Conversation, ConversationRecord, JudgmentRecord, PostTest, PreTestRecord,
+                                  ScoreRecord, TestAnswer)
+from wikihowagent.scoretable import ScoreTable
 
 RUN_INFO = "run.json"
 CONVERSATIONS = "conversations.jsonl"
@@ -33,6 +37,7 @@ RESCORED_DIR = "rescored"  # <runs_dir>/rescored/<paper file stem>/ (`evaluate` 
 SUMMARY_DIR = "summary"  # <runs_dir>/summary/ (`evaluate` on several runs)
 ALIGNMENT_DIR = "alignment"  # <runs_dir>/alignment/ (`align`)
 OUTPUT_DIRS = frozenset({SUMMARY_DIR, ALIGNMENT_DIR})  # output directories under runs/, never a run
+JUDGMENTS = "judgments.jsonl"  # `judge-check --out DIR`
 
 
 @contextlib.contextmanager
@@ -504,3 +509,78 @@ def read_posttests(path: Path) -> dict[str, PostTest]:
         if isinstance(cid, str) and cid:
             out[cid] = test
     return out
+
+
+# --------------------------------------------------------------------------- the score table
+
+
+def read_score_table(source: Path, run: str = "", on_error: Callable[[str], None] | None = None,
+                     on_bad_value: Callable[[str], None] | None = None) -> ScoreTable:
+    """The score table of a run directory (its score file, see `scores_file`), a scores JSONL file or one of
+    the paper's run files (the records' `evaluation` scores). A conversation id seen twice: the later line
+    wins, in the earlier one's place. `run` names rows whose record names no run (default: the run
+    directory's name for a scores file, the file's stem for a paper file). A scores file not written yet is
+    empty. A bad line is reported to
+    `on_error` ("FILE:LINE: problem") and left out, a paper record's cell that is not a number to
+    `on_bad_value` (default: `on_error`) and left null; an unreadable file raises RunError (one line)."""
+    source = Path(source)
+    path = scores_file(source) if source.is_dir() else source
+    if path is None:
+        raise RunError(f"{source}: no {' or '.join(SCORE_FILES)} (run `wikihowagent evaluate` on it first)")
+    if path.suffix.lower() == ".json":
+        return _paper_score_table(path, run, on_error, on_bad_value or on_error)
+    run = run or run_name(path.parent)
+    if not path.exists():  # not scored yet
+        return ScoreTable.empty()
+    if not os.access(path, os.R_OK):
+        raise RunError(f"{path}: cannot read (no permission)")
+    last: dict[str, tuple[str, ScoreRecord]] = {}
+    try:
+        for lineno, rec in iter_scores(path, on_error):
+            last[rec.conversation_id] = (f"{path}:{lineno}", rec)
+    except OSError as exc:
+        raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    return ScoreTable.from_records(last.values(), run=run, source=str(path))
+
+
+def _paper_score_table(path: Path, run: str, on_error: Callable[[str], None] | None,
+                       on_bad_value: Callable[[str], None] | None) -> ScoreTable:
+    from wikihowagent.paper_format import PAPER_RECORDS_KEY, RecordError, load_paper_file, paper_score_record
+
+    report = on_error or (lambda _m: None)
+    bad_value = on_bad_value or report
+    try:
+        records, item = load_paper_file(path)
+    except ValueError as exc:
+        raise RunError(str(exc)) from None
+    except OSError as exc:
+        raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if not item.endswith(f"{PAPER_RECORDS_KEY}[{{i}}]"):
+        raise RunError(f"{path}: not a paper run file (no '{PAPER_RECORDS_KEY}' list)")
+    run = run or path.stem
+    last: dict[str, tuple[str, ScoreRecord]] = {}
+    for i, obj in enumerate(records):
+        where = item.format(i=i)
+        try:
+            rec = paper_score_record(obj, run, lambda msg, w=where: bad_value(f"{w}: {msg}"))
+        except RecordError as exc:
+            report(f"{where}: {exc}; record skipped")
+            continue
+        last[rec.conversation_id] = (where, rec)
+    return ScoreTable.from_records(last.values(), run=run, source=str(path))
+
+
+def read_judgment_table(path: Path) -> ScoreTable:
+    """`judge-check`'s judgments.jsonl as a score table (one row per conversation and variant, later lines
+    win); unreadable lines are skipped. A missing file is empty."""
+    path = Path(path)
+    if not path.exists():
+        return ScoreTable.empty()
+    last: dict[tuple[str, str, str, str], tuple[str, JudgmentRecord]] = {}
+    for lineno, obj in iter_jsonl(path, on_error=lambda _m: None):
+        try:
+            rec = JudgmentRecord.model_validate(obj)
+        except ValidationError:
+            continue
+        last[(rec.evaluator, rec.judge_scoring, rec.conversation_id, rec.variant)] = (f"{path}:{lineno}", rec)
+    return ScoreTable.from_judgments(last.values(), source=str(path))

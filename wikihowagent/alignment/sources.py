@@ -15,16 +15,15 @@
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from wikihowagent.paper_format import PAPER_RECORDS_KEY, load_paper_file, parse_run_stem
-from wikihowagent.records import paper_tutorial_key
-from wikihowagent.runs import CONVERSATIONS, OUTPUT_DIRS, RESCORED_DIR, SCORE_FILES, iter_scores, run_name, scores_file
-from wikihowagent.corpus.domains import record_domain
+from wikihowagent.paper_format import parse_run_stem
+from wikihowagent.runs import (CONVERSATIONS, OUTPUT_DIRS, RESCORED_DIR, SCORE_FILES, RunError, read_score_table,
+                               run_name, scores_file)
+from wikihowagent.scoretable import ScoreTable
 
 from .problems import AlignInputError, Problems, where
 from .schema import KNOWN_META_KEYS, METRIC_BY_KEY, METRICS, norm_key
@@ -120,38 +119,43 @@ def _report_missing(source: str, missing: list[int], problems: Problems, what: s
         problems.add("missing llm score", f"{source}: no LLM score ({what}) for: {', '.join(parts)} conversations")
 
 
+def _table_rows(table: ScoreTable, problems: Problems, missing: list[int],
+                unjudged: list[int] | None) -> list[ScoreRow]:
+    """Rows of the score table -> rows of the 8 rubric scores (checked against the 1-5 scale)."""
+    meta = table.meta
+    out = []
+    for (cid, run, teacher, learner, domain, persona, title, tut, loc), metrics in zip(
+            zip(meta["conversation_id"], meta["run"], meta["teacher"], meta["learner"], meta["domain"],
+                meta["persona"], meta["title"], meta["tutorial_id"], meta["where"]), table.iter_row_metrics()):
+        out.append(ScoreRow(conversation_id=cid, values=_metric_values(metrics, loc, problems, missing, unjudged),
+                            run=run, model=model_label(teacher, learner, run), domain=domain, persona=persona,
+                            title=title, tutorial_id=tut, where=loc))
+    return out
+
+
+def _read_table(path: Path, problems: Problems, default_run: str = "") -> ScoreTable:
+    try:
+        return read_score_table(path, run=default_run,
+                                on_error=lambda msg: problems.add("bad line", f"{msg}; line skipped"),
+                                on_bad_value=lambda msg: problems.add("bad value", msg))
+    except RunError as exc:
+        raise AlignInputError(str(exc)) from None
+
+
 def read_scores_jsonl(path: Path, problems: Problems, default_run: str = "",
                       other_rubrics: set[str] | None = None) -> list[ScoreRow]:
-    """ScoreRecord lines -> rows of the 8 rubric scores. Metric names that are neither those 8 nor
-    computational metrics (custom rubrics) are added to `other_rubrics` when given."""
-    last: dict[str, ScoreRow] = {}
+    """A scores file's rows of the score table -> rows of the 8 rubric scores. Metric names that are neither
+    those 8 nor computational metrics (custom rubrics) are added to `other_rubrics` when given."""
+    table = _read_table(path, problems, default_run)
     missing = [0] * len(METRICS)
     unjudged = [0] * len(METRICS)
-    computational = _computational_metric_names() if other_rubrics is not None else frozenset()
-    seen_keys: set[str] = set()
-    if not os.access(path, os.R_OK):
-        raise AlignInputError(f"{path}: cannot read (no such file or no permission)")
-    for n, rec in iter_scores(path, on_error=lambda msg: problems.add("bad line", f"{msg}; line skipped")):
-        if other_rubrics is not None:
-            seen_keys.update(rec.metrics)
-        # the same id again = a resumed evaluation: the later line replaces the earlier one (not a problem)
-        run = rec.run or default_run
-        last[rec.conversation_id] = ScoreRow(
-            conversation_id=rec.conversation_id,
-            values=_metric_values(rec.metrics, f"{path}:{n}", problems, missing, unjudged),
-            run=run,
-            model=model_label(rec.teacher, rec.learner, run),
-            domain=rec.domain,
-            persona=rec.persona,
-            title=rec.title,
-            tutorial_id=rec.tutorial_id,
-            where=f"{path}:{n}",
-        )
+    rows = _table_rows(table, problems, missing, unjudged)
     _report_missing(str(path), missing, problems, "judge reply not parsed")
     _report_missing(str(path), unjudged, problems, "not judged: evaluated without a judge, e.g. --no-judge")
     if other_rubrics is not None:
-        other_rubrics.update(k for k in seen_keys if isinstance(k, str) and is_other_rubric(k, computational))
-    return list(last.values())
+        computational = _computational_metric_names()
+        other_rubrics.update(k for k in table.metric_names() if is_other_rubric(k, computational))
+    return rows
 
 
 def read_scores_csv(path: Path, problems: Problems) -> list[ScoreRow]:
@@ -180,38 +184,12 @@ def read_scores_csv(path: Path, problems: Problems) -> list[ScoreRow]:
 
 
 def read_paper_run(path: Path, problems: Problems) -> list[ScoreRow]:
-    """The `evaluation` scores of a paper run file's records."""
-    try:
-        records, item = load_paper_file(path)
-    except ValueError as exc:
-        raise AlignInputError(str(exc)) from None
-    except OSError as exc:
-        raise AlignInputError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if not item.endswith(f"{PAPER_RECORDS_KEY}[{{i}}]"):
-        raise AlignInputError(f"{path}: not a paper run file (no '{PAPER_RECORDS_KEY}' list)")
-    run = path.stem
-    last: dict[str, ScoreRow] = {}
+    """The `evaluation` scores of a paper run file's records (their rows of the score table)."""
+    table = _read_table(path, problems)
     missing = [0] * len(METRICS)
-    for i, rec in enumerate(records):
-        loc = item.format(i=i)
-        if not isinstance(rec, dict) or not rec.get("conversation_id"):
-            problems.add("missing id", f"{loc}: no conversation_id; record skipped")
-            continue
-        ev = rec.get("evaluation") if isinstance(rec.get("evaluation"), dict) else {}
-        cats = rec.get("categories")
-        last[rec["conversation_id"]] = ScoreRow(
-            conversation_id=rec["conversation_id"],
-            values=_metric_values(ev, loc, problems, missing),
-            run=run,
-            model=model_label(run=run),
-            domain=record_domain([str(c) for c in cats], str(rec.get("source_tutorial_path") or ""))
-            if isinstance(cats, list) else "",
-            title=rec.get("title") or "",
-            tutorial_id=paper_tutorial_key(rec.get("title"), rec.get("doc_id"), rec.get("method_id")),
-            where=loc,
-        )
+    rows = _table_rows(table, problems, missing, None)
     _report_missing(str(path), missing, problems, "not in the record's evaluation")
-    return list(last.values())
+    return rows
 
 
 def resolve_score_paths(paths: list[Path]) -> list[Path]:

@@ -207,7 +207,7 @@ def _paper_tables(result: EvaluationSummary, results, rubric_names, req: Evaluat
     from .summary import load_run_scores, write_summary
     from .tables import paper_tables
 
-    run_scores = [load_run_scores(src.name, src.label, p, rubric_names, n_failed=src.n_failed, n_invalid=src.n_invalid)
+    run_scores = [load_run_scores(src.name, src.label, p, n_failed=src.n_failed, n_invalid=src.n_invalid)
                   for src, p in results]
     setups = {src.name: (src.teacher, src.learner or src.teacher) for src, _ in results}
     out_dir = Path(req.out) if req.out is not None else (
@@ -291,7 +291,7 @@ def _summarize(results, rubric_names, base_name, req: EvaluateRequest, runs_dir:
 
     from .summary import by_domain, load_run_scores, summarize, write_figures, write_summary
 
-    run_scores = [load_run_scores(src.name, src.label, p, rubric_names, n_failed=src.n_failed, n_invalid=src.n_invalid)
+    run_scores = [load_run_scores(src.name, src.label, p, n_failed=src.n_failed, n_invalid=src.n_invalid)
                   for src, p in results]
     summary = summarize(run_scores, rubric_names, baseline=base_name)
     if req.out is not None:

@@ -11,6 +11,13 @@
 With `rationale=True` the judge writes its analysis first and ends with `Score: k`; the score is read at
 the *final* `Score: k` token, never at an earlier digit of the analysis.
 
+A digit is a score only when its line ends there: what follows it on the line may be nothing but spaces,
+`.`, `)` or `*`, and the reply must be seen to end or to break the line after it. "10", "3/10", "2.5",
+"4 because ..." are parse failures (counted, asked again), as `json` rejects them. Tokenizers that split
+numbers into digits (Qwen's, Llama 3's) write "10" as "1", "0": the judge generates `SCORE_TOKENS` tokens,
+enough to see the token after the digit (the embedded model answers "4" then its end-of-text token), and a
+reply cut off by the token limit right after the digit is a failure, never a guess.
+
 Prompts put [instructions + tutorial + conversation] first and the rubric last, so the calls for one
 conversation share one prefix the server can cache (llama.cpp's prompt cache, vLLM's prefix cache,
 OpenAI's prompt caching); the embedded server's judge calls turn its prompt cache on.
@@ -37,7 +44,7 @@ DIGIT_MASS_MIN = 0.5  # below this share of probability on "1".."5" the rubric i
 TOP_LOGPROBS = 20  # the OpenAI API's maximum
 SAMPLES = 5
 SAMPLE_TEMPERATURE = 0.7
-SCORE_TOKENS = 4  # room for a leading space/newline token before the digit
+SCORE_TOKENS = 8  # room for a short label ("Clarity: ") before the digit and a token after it
 RATIONALE_TOKENS = 256
 
 
@@ -68,9 +75,23 @@ class Distribution:
 # Reading log-probabilities
 # --------------------------------------------------------------------------------------------------
 
-_DIGIT_TOKEN = re.compile(r"^\s*([1-5])[\s.,)*]*$")
+_DIGIT_TOKEN = re.compile(r"^\s*([1-5])([\s.,)*]*)$")
 _SCORE_LABEL = re.compile(r"score\s*\**\s*[:=]\s*\**\s*$", re.I)
-_SHORT_LABEL = re.compile(r"^[^\n]{0,40}[:=]\s*\**\s*$")
+_SHORT_LABEL = re.compile(r"^[^\n\d]{0,40}[:=]\s*\**\s*$")  # "Clarity:", never "3/5:"
+_LINE_END = re.compile(r"[ \t\r.)*]*")  # what may follow a score digit on its line
+
+
+def digit_closed(tail: str, complete: bool) -> str | None:
+    """None if `tail` (the reply after a score digit) closes the score; else why it does not.
+
+    The rest of the digit's line must be empty (spaces, `.`, `)`, `*`), and the line must be seen to end:
+    a line break, or the end of a reply that was not cut off by the token limit (`complete`)."""
+    line, newline, _ = tail.partition("\n")
+    if not _LINE_END.fullmatch(line):
+        return f"the digit is followed by {line.strip()[:20]!r}"
+    if not newline and not complete:
+        return "the reply was cut off right after the digit"
+    return None
 
 
 def token_entries(meta: Any) -> list[dict[str, Any]]:
@@ -119,7 +140,7 @@ def score_position(tokens: list[str], rationale: bool) -> int | None:
                 if _SCORE_LABEL.search(text_before + tok[: len(tok) - len(tok.lstrip())]):
                     found = i
             else:
-                head = text_before.strip()
+                head = text_before.strip(" \t\r\n*")  # "**4**" is 4
                 if not head or _SHORT_LABEL.match(head):
                     return i
                 return None
@@ -127,30 +148,40 @@ def score_position(tokens: list[str], rationale: bool) -> int | None:
     return found
 
 
-def weighted_score(meta: Any, rationale: bool, threshold: float = DIGIT_MASS_MIN) -> tuple[Distribution | None, str | None]:
-    """A reply's logprobs -> (distribution, None) or (None, why it is not a score)."""
+def weighted_score(meta: Any, rationale: bool, threshold: float = DIGIT_MASS_MIN,
+                   complete: bool = True) -> tuple[Distribution | None, str | None]:
+    """A reply's logprobs -> (distribution, None) or (None, why it is not a score). `complete`: the reply
+    ended by itself (False when the token limit cut it off)."""
     entries = token_entries(meta)
     if not entries:
         return None, "no token log-probabilities in the reply"
-    pos = score_position([e["token"] for e in entries], rationale)
+    tokens = [e["token"] for e in entries]
+    pos = score_position(tokens, rationale)
+    want = "a final 'Score: k'" if rationale else "a single score digit"
     if pos is None:
-        text = "".join(e["token"] for e in entries)
-        want = "a final 'Score: k'" if rationale else "a single score digit"
-        return None, f"no {want} in the reply ({text.strip()[:40]!r})"
+        return None, f"no {want} in the reply ({''.join(tokens).strip()[:40]!r})"
+    m = _DIGIT_TOKEN.match(tokens[pos])
+    why = digit_closed(m.group(2) + "".join(tokens[pos + 1:]), complete) if m else "no digit"
+    if why:
+        return None, f"no {want} in the reply ({''.join(tokens).strip()[:40]!r}: {why})"
     dist = distribution_at(entries[pos])
     if dist.mass < threshold:
         return None, f"below the digit-probability threshold (p(1..5) = {dist.mass:.2f} < {threshold:g})"
     return dist, None
 
 
-def text_score(text: str, rationale: bool) -> int | None:
-    """A sampled reply's digit: the whole reply (or a short label + digit), or the last 'Score: k'."""
-    text = (text or "").strip()
+def text_score(text: str, rationale: bool, complete: bool = True) -> int | None:
+    """A sampled reply's digit: the whole reply (or a short label + digit), or the last 'Score: k'; the
+    digit's line must end after it (`digit_closed`)."""
+    text = text or ""
     if rationale:
-        hits = re.findall(r"score\s*\**\s*[:=]\s*\**\s*([1-5])(?![\d.])", text, re.I)
-        return int(hits[-1]) if hits else None
-    m = re.fullmatch(r"(?:[^\n]{0,40}[:=]\s*)?\**\s*([1-5])\s*[.*]*", text)
-    return int(m.group(1)) if m else None
+        hits = list(re.finditer(r"score\s*\**\s*[:=]\s*\**\s*([1-5])", text, re.I))
+        m = hits[-1] if hits else None
+    else:
+        m = re.match(r"\s*(?:[^\n\d]{0,40}[:=]\s*)?\**\s*([1-5])", text)
+    if m is None or digit_closed(text[m.end():], complete):
+        return None
+    return int(m.group(1))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -219,6 +250,19 @@ def resolve_mode(requested: str | None, llm: Any, compat: str) -> str:
         raise ScoringError(f"--judge-scoring weighted needs token log-probabilities, which backend "
                            f"{backend_name(llm)} does not return; use one of: {works}")
     return requested
+
+
+def reply_complete(msg: Any, max_tokens: int, n_tokens: int | None = None) -> bool:
+    """Did the reply end by itself? The finish reason (OpenAI-compatible `finish_reason`, Ollama's
+    `done_reason`) is "length" when the token limit cut it off; without one, a reply of fewer tokens
+    (`n_tokens`, else its usage's output tokens) than the limit ended by itself."""
+    meta = getattr(msg, "response_metadata", None) or {}
+    reason = meta.get("finish_reason") or meta.get("done_reason")
+    if isinstance(reason, str) and reason:
+        return reason != "length"
+    if n_tokens is None:
+        n_tokens = (getattr(msg, "usage_metadata", None) or {}).get("output_tokens")
+    return isinstance(n_tokens, int) and n_tokens < max_tokens
 
 
 def _cache_kwargs(llm: Any) -> dict[str, Any]:
@@ -306,8 +350,9 @@ class WeightedScorer(Scorer):
 
     async def score(self, conv: Conversation, rubric: Rubric, variant: int) -> tuple[Distribution | None, str | None, list[str]]:
         prompt = rubric_prompt(conv, rubric, self.rationale)
-        bind: dict[str, Any] = {"logprobs": True, "top_logprobs": TOP_LOGPROBS,
-                                "max_tokens": RATIONALE_TOKENS if self.rationale else SCORE_TOKENS, **_cache_kwargs(self.llm)}
+        limit = RATIONALE_TOKENS if self.rationale else SCORE_TOKENS
+        bind: dict[str, Any] = {"logprobs": True, "top_logprobs": TOP_LOGPROBS, "max_tokens": limit,
+                                **_cache_kwargs(self.llm)}
         if variant and self.seed is not None:
             bind["seed"] = self.seed + variant
         raws: list[str] = []
@@ -319,7 +364,8 @@ class WeightedScorer(Scorer):
             if not token_entries(meta):
                 raise JudgeBackendError(f"the evaluator ({backend_name(self.llm)}) returned no token log-probabilities "
                                         "for --judge-scoring weighted; use --judge-scoring json or sampled")
-            dist, problem = weighted_score(meta, self.rationale)
+            dist, problem = weighted_score(meta, self.rationale,
+                                           complete=reply_complete(msg, limit, len(token_entries(meta))))
             if dist is not None:
                 return dist, None, raws
             if "threshold" in (problem or ""):
@@ -335,12 +381,13 @@ class SampledScorer(Scorer):
         base = (self.seed or 0) + 1000 * variant
         raws: list[str] = []
         counts = dict.fromkeys(DIGITS, 0)
+        limit = RATIONALE_TOKENS if self.rationale else SCORE_TOKENS
         for i in range(SAMPLES):
-            msg = await self._invoke(prompt, temperature=SAMPLE_TEMPERATURE, seed=base + i,
-                                     max_tokens=RATIONALE_TOKENS if self.rationale else SCORE_TOKENS, **_cache_kwargs(self.llm))
+            msg = await self._invoke(prompt, temperature=SAMPLE_TEMPERATURE, seed=base + i, max_tokens=limit,
+                                     **_cache_kwargs(self.llm))
             text = str(getattr(msg, "content", "") or "")
             raws.append(text)
-            k = text_score(text, self.rationale)
+            k = text_score(text, self.rationale, complete=reply_complete(msg, limit))
             if k is not None:
                 counts[k] += 1
         n = sum(counts.values())

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.markdown import markdown_table
+from wikihowagent.scoretable import ScoreTable
 
 from .metrics import (
     BERTSCORE,
@@ -35,33 +36,25 @@ SHORT = {QUESTION: "Question", EMBEDDING_COSINE: "Emb. Cosine"}
 
 @dataclass
 class RunScores:
+    """One run's rows of the score table (`wikihowagent.scoretable`) and how the tables name it."""
+
     name: str
     label: str
     path: Path
-    rows: list[dict[str, Any]] = field(default_factory=list)  # conversation_id, domain, metrics, failures, judged
+    table: ScoreTable = field(default_factory=ScoreTable.empty)
     n_failed: int | None = None  # failed conversations skipped (known when scored in this process)
     n_invalid: int | None = None
 
 
-def load_run_scores(name: str, label: str, path: Path, rubric_names: list[str], **kw: Any) -> RunScores:
-    from wikihowagent.runs import read_scores
+def load_run_scores(name: str, label: str, path: Path, **kw: Any) -> RunScores:
+    """A scores file (or run directory) as a RunScores, read by `wikihowagent.runs.read_score_table`."""
+    from wikihowagent.runs import read_score_table
 
-    rs = RunScores(name=name, label=label, path=path, **kw)
-    for cid, rec in read_scores(path).items():
-        rs.rows.append({
-            "conversation_id": cid,
-            "domain": rec.domain or "(none)",
-            "persona": rec.persona or "(none)",
-            "metrics": rec.metrics,
-            "failures": list(rec.judge_failures),
-            "judged": [n for n in rubric_names if n in rec.metrics],
-            "scoring": (rec.judge.scoring or "json") if rec.judge else "",
-        })
-    return rs
+    return RunScores(name=name, label=label, path=path, table=read_score_table(path, run=name), **kw)
 
 
 def metric_columns(runs: list[RunScores], rubric_names: list[str]) -> list[str]:
-    present = {k for r in runs for row in r.rows for k in row["metrics"]}
+    present = {k for r in runs for k in r.table.metric_names()}
     cols = [m for m in ORDER if m in present]
     cols += [m for m in rubric_names if m in present]
     cols += sorted(present - set(cols))
@@ -99,14 +92,14 @@ def summarize(runs: list[RunScores], rubric_names: list[str], baseline: str | No
     table: list[dict[str, Any]] = []
     base_means: dict[str, float] = {}
     for r in runs:
-        row: dict[str, Any] = {"run": r.name, "label": r.label, "n": len(r.rows),
+        row: dict[str, Any] = {"run": r.name, "label": r.label, "n": len(r.table),
                                "failed": r.n_failed, "invalid": r.n_invalid}
-        judged = sum(len(x["judged"]) for x in r.rows)
-        failed = sum(len(x["failures"]) for x in r.rows)
+        judged = sum(r.table.judged(rubric_names))
+        failed = sum(r.table.failure_counts())
         row["judge_failure_pct"] = 100.0 * failed / judged if judged else math.nan
-        row["scoring"] = ",".join(sorted({x["scoring"] for x in r.rows if x.get("scoring")})) or "–"
+        row["scoring"] = ",".join(r.table.scorings()) or "–"
         for m in cols:
-            mean, std, n = _stats([x["metrics"].get(m) for x in r.rows])
+            mean, std, n = _stats(r.table.column(m))
             row[m] = (mean * _scale(m), std * _scale(m), n)
         table.append(row)
         if baseline is not None and r.name == baseline:
@@ -115,8 +108,8 @@ def summarize(runs: list[RunScores], rubric_names: list[str], baseline: str | No
         over: dict[str, Any] = {"run": "Overall", "label": "Overall (μ±δ over runs)", "n": sum(t["n"] for t in table),
                                 "failed": _sum_known([t["failed"] for t in table]),
                                 "invalid": _sum_known([t["invalid"] for t in table])}
-        judged = sum(len(x["judged"]) for r in runs for x in r.rows)
-        failed = sum(len(x["failures"]) for r in runs for x in r.rows)
+        judged = sum(sum(r.table.judged(rubric_names)) for r in runs)
+        failed = sum(sum(r.table.failure_counts()) for r in runs)
         over["judge_failure_pct"] = 100.0 * failed / judged if judged else math.nan
         over["scoring"] = ",".join(sorted({m for t in table for m in t["scoring"].split(",") if m != "–"})) or "–"
         for m in cols:
@@ -245,22 +238,28 @@ def by_domain(runs: list[RunScores], rubric_names: list[str], key: str = "domain
     cols = metric_columns(runs, rubric_names)
     recs = []
     for r in runs:
-        groups: dict[str, list[dict[str, Any]]] = {}
-        for x in r.rows:
-            groups.setdefault(x[key], []).append(x)
-        for dom, xs in sorted(groups.items()):
-            rec: dict[str, Any] = {"run": r.name, "label": r.label, key: dom, "n": len(xs)}
+        t = r.table
+        labels = t.labels(key)
+        rub_cols = [m for m in rubric_names if m in t.values]
+        for dom in sorted(set(labels)):
+            mask = [lab == dom for lab in labels]
+            g = t.select(mask)
+            rec: dict[str, Any] = {"run": r.name, "label": r.label, key: dom, "n": len(g)}
             for m in cols:
-                rec[header(m)] = _round(_stats([x["metrics"].get(m) for x in xs])[0] * _scale(m))
-            rub = [_conv_rubric_mean(x, rubric_names) for x in xs]
+                rec[header(m)] = _round(_stats(g.column(m))[0] * _scale(m))
+            rub = _conv_rubric_means(g, rub_cols)
             rec["Rubric mean"] = _round(_stats([v for v in rub if v is not None])[0])
             recs.append(rec)
     return pd.DataFrame(recs)
 
 
-def _conv_rubric_mean(x: dict[str, Any], rubric_names: list[str]) -> float | None:
-    vals = [x["metrics"][n] for n in rubric_names if x["metrics"].get(n) is not None]
-    return sum(vals) / len(vals) if vals else None
+def _conv_rubric_means(t: ScoreTable, rubric_cols: list[str]) -> list[float | None]:
+    """Per row: the mean of its rubric scores (None without any)."""
+    out = []
+    for i in range(len(t)):
+        vals = [v for v in (t.values.at[i, m] for m in rubric_cols) if not math.isnan(v)]
+        out.append(sum(vals) / len(vals) if vals else None)
+    return out
 
 
 def print_by_domain(df: Any, console: Any, key: str = "domain") -> None:

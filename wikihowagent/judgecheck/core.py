@@ -21,12 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wikihowagent.records import Conversation
-from wikihowagent.records import JudgmentRecord
+from wikihowagent.records import Conversation, JudgmentRecord
+from wikihowagent.runs import JUDGMENTS
 
 from .perturbations import Perturbation, perturb
 
-JUDGMENTS = "judgments.jsonl"
 ORIGINAL, ORIGINAL_2 = "original", "original-2"
 BOOTSTRAP = 2000
 
@@ -72,15 +71,17 @@ def plan(convs: list[Conversation], perturbations: list[Perturbation], rubric_na
 
 
 def read_judgments(path: Path, evaluator: str, scoring: str) -> dict[tuple[str, str], dict[str, Any]]:
-    """{(conversation_id, variant): record} of this judge (evaluator + scoring mode); later lines win."""
-    from wikihowagent.runs import iter_jsonl
+    """{(conversation_id, variant): {"scores", "judge_failures"}} of this judge (evaluator + scoring mode), from
+    the judgments' rows of the score table (`wikihowagent.runs.read_judgment_table`); later lines win."""
+    from wikihowagent.runs import read_judgment_table
 
+    t = read_judgment_table(path)
+    meta = t.meta
     out: dict[tuple[str, str], dict[str, Any]] = {}
-    if not path.exists():
-        return out
-    for _lineno, obj in iter_jsonl(path, on_error=lambda _m: None):
-        if obj.get("evaluator") == evaluator and obj.get("judge_scoring") == scoring and "variant" in obj:
-            out[(obj.get("conversation_id"), obj["variant"])] = obj
+    for cid, variant, ev, sc, failures, scores in zip(meta["conversation_id"], meta["variant"], meta["evaluator"],
+                                                       meta["scoring"], meta["failures"], t.iter_row_metrics()):
+        if ev == evaluator and sc == scoring:
+            out[(cid, variant)] = {"scores": scores, "judge_failures": list(failures)}
     return out
 
 

@@ -127,30 +127,25 @@ def _metric_order(runs: list[ReportRun]) -> tuple[list[str], list[str]]:
     return comp + rubrics + rest, rubrics
 
 
-def _run_scores(runs: list[ReportRun], rubrics: list[str]) -> list[Any]:
+def _run_scores(runs: list[ReportRun]) -> list[Any]:
+    """The runs' rows of the score table, as `evaluate`'s summary reads them."""
     from wikihowagent.evaluation.summary import RunScores
 
-    out = []
-    for r in runs:
-        rows = [{"conversation_id": c.conversation_id, "domain": c.domain or "(none)", "metrics": c.metrics,
-                 "failures": c.judge_failures, "judged": [n for n in rubrics if n in c.metrics]}
-                for c in r.conversations if c.scored]
-        out.append(RunScores(name=r.name, label=r.model, path=r.path, rows=rows,
-                             n_failed=sum(c.status == "failed" for c in r.conversations)))
-    return out
+    return [RunScores(name=r.name, label=r.model, path=r.path, table=r.scores,
+                      n_failed=sum(c.status == "failed" for c in r.conversations)) for r in runs]
 
 
 def _overview_rows(runs: list[ReportRun], rubrics: list[str]) -> list[dict[str, Any]]:
     rows = []
     for r in runs:
         cs = r.conversations
-        judged = sum(len([n for n in rubrics if n in c.metrics]) for c in cs)
-        failed = sum(len(c.judge_failures) for c in cs)
+        judged = sum(r.scores.judged(rubrics))
+        failed = sum(r.scores.failure_counts())
         rows.append({
             "run": r.name, "model": r.model, "persona": r.persona or "–", "conversations": len(cs),
             **{s: sum(c.status == s for c in cs) for s in STATUSES},
             "tokens": sum(c.tokens for c in cs), "scored": sum(c.scored for c in cs),
-            "evaluator": r.evaluator or "–", "mode": r.mode or "–",
+            "evaluator": r.evaluator or "–", "mode": r.mode or "–", "scoring": r.scoring or "–",
             "parse_failures": (f"{100.0 * failed / judged:.2f} % ({failed} of {judged})" if judged else "–"),
         })
     return rows
@@ -269,7 +264,7 @@ def _write_figures(d: Path, runs: list[ReportRun], metrics: list[str], rubrics: 
     if not scored:
         problems.add("no run has scores: no tables or figures (run `wikihowagent evaluate` on the runs)")
         return [], ""
-    rs = _run_scores(scored, rubrics)
+    rs = _run_scores(scored)
     summary = summarize(rs, rubrics)  # all runs: the figures' bars
     out: list[tuple[str, str]] = []
     comp = [m for m in metrics if m in PERCENT_METRICS]
@@ -387,9 +382,9 @@ def _index_html(runs: list[ReportRun], metrics: list[str], rubrics: list[str], f
            + (f" {cases_link}" if cases_link else "") + (" <a href='#problems'>Missing</a>" if problems.lines else "")
            + "</nav>")
     heads = ["Run", "Model", "Persona", "Conversations", "Finished", "Cut", "Failed", "Tokens", "Scored",
-             "Judge", "Scoring mode", "Judge parse failures"]
+             "Judge", "Mode", "Judge scoring", "Judge parse failures"]
     keys = ["run", "model", "persona", "conversations", "finished", "cut", "failed", "tokens", "scored",
-            "evaluator", "mode", "parse_failures"]
+            "evaluator", "mode", "scoring", "parse_failures"]
     table = ("<div class='scroll'><table id='runs' class='summary'><thead><tr>" + "".join(f"<th>{h}</th>" for h in heads)
              + "</tr></thead><tbody>"
              + "".join("<tr>" + "".join(f"<td>{e(str(r[k]))}</td>" for k in keys) + "</tr>" for r in rows)

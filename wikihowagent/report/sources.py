@@ -3,8 +3,9 @@
 Everything the report knows about a run comes through `load_inputs`: it reads run directories (or sweep
 directories of runs) with the project's readers — `wikihowagent.runs.read_run_info` (RunInfo),
 `iter_jsonl` + `wikihowagent.paper_format.to_conversation` (typed `Conversation`s, ours or the paper's
-records), `wikihowagent.runs.read_scores` (typed `ScoreRecord`s) — and returns `ReportRun`s. When the
-readers change, only this module changes.
+records), `wikihowagent.runs.read_score_table` (the score table every stage reads) — and returns
+`ReportRun`s, each with its rows of the score table (`ReportRun.scores`). When the readers change, only this
+module changes.
 
 Bad input never stops the report: a cell of a sweep that cannot be read, a run without scores, a record
 with a missing field are reported (one line each, naming the file and line) and left out or shown as
@@ -22,6 +23,7 @@ from typing import Any
 
 from wikihowagent.records import Conversation, ScoreRecord, Turn
 from wikihowagent.runs import CONVERSATIONS, OUTPUT_DIRS, RESCORED_DIR, RUN_INFO, SCORE_FILES
+from wikihowagent.scoretable import ScoreTable
 
 # Fields shown as such; any other (later) field of a record is shown as it is.
 _KNOWN_SCORE_FIELDS = set(ScoreRecord.model_fields)
@@ -75,8 +77,10 @@ class ReportRun:
     persona: str = ""
     status: str = ""  # run.json status
     scores_path: Path | None = None
-    mode: str = ""  # judge scoring mode(s) of the score records
+    mode: str = ""  # evaluate mode(s) of the score records: default, paper
+    scoring: str = ""  # judge scoring mode(s) of the score records: weighted, json, ...
     conversations: list[ReportConversation] = field(default_factory=list)
+    scores: ScoreTable = field(default_factory=ScoreTable.empty)  # this run's rows of the score table
 
 
 @dataclass
@@ -103,6 +107,9 @@ def expand(paths: list[Path], problems: Problems) -> list[Path]:
     for p in map(Path, paths):
         if not p.exists():
             raise ReportInputError(f"{p}: no such run directory")
+        if p.is_file() and p.suffix.lower() == ".json":  # one of the paper's run files
+            out.append(p)
+            continue
         if not p.is_dir():
             raise ReportInputError(f"{p}: not a run directory (expected a directory with {RUN_INFO} and {CONVERSATIONS})")
         if any((p / f).exists() for f in (RUN_INFO, CONVERSATIONS, *SCORE_FILES)):
@@ -132,8 +139,12 @@ def expand(paths: list[Path], problems: Problems) -> list[Path]:
 
 
 def load_run(path: Path, problems: Problems, on_record: Callable[[], None] | None = None) -> ReportRun | None:
-    """One run directory -> ReportRun, or None (reported) when it holds nothing readable."""
+    """One run directory (or one of the paper's run files) -> ReportRun, or None (reported) when it holds
+    nothing readable."""
     from wikihowagent.runs import RunError, iter_jsonl, read_run_info, scores_file
+
+    if path.is_file():
+        return _load_paper_run(path, problems, on_record)
 
     teacher = learner = evaluator = persona = status = ""
     name = path.name
@@ -183,17 +194,54 @@ def load_run(path: Path, problems: Problems, on_record: Callable[[], None] | Non
     return run
 
 
+def _load_paper_run(path: Path, problems: Problems, on_record: Callable[[], None] | None) -> ReportRun | None:
+    """One of the paper's run files: its records and their `evaluation` scores (the score table's rows)."""
+    from wikihowagent.paper_format import load_paper_file, parse_run_stem
+
+    stem = parse_run_stem(path.stem) or {}
+    teacher, learner = stem.get("teacher", ""), stem.get("learner", "")
+    run = ReportRun(name=path.stem, path=path, model=_model_label(teacher, learner, path.stem), teacher=teacher,
+                    learner=learner, evaluator=stem.get("evaluator", ""))
+    try:
+        items, item = load_paper_file(path)
+    except (ValueError, OSError) as exc:
+        problems.add(str(exc) if isinstance(exc, ValueError) else f"{path}: cannot read ({exc.strerror or exc})")
+        return None
+    by_id: dict[str, ReportConversation] = {}
+    for i, obj in enumerate(items):
+        where = item.format(i=i)
+        if not isinstance(obj, dict):
+            problems.add(f"{where}: expected a JSON object; left out")
+            continue
+        conv = _conversation(obj, run, where, problems)
+        if conv is not None:
+            by_id[conv.conversation_id] = conv
+        if on_record:
+            on_record()
+    run.scores_path = path
+    _attach_scores(run, by_id, path, problems)
+    if not by_id:
+        problems.add(f"{path}: nothing to show (no readable conversation or score record)")
+        return None
+    run.conversations = list(by_id.values())
+    return run
+
+
 def _later_fields(record: Any, known: set[str]) -> dict[str, Any]:
     """A typed record's fields the report does not know by name (e.g. added by a later change), non-empty."""
     return {k: v for k, v in record.model_dump(mode="json").items() if k not in known and v not in (None, "", [], {})}
 
 
 def _attach_scores(run: ReportRun, by_id: dict[str, ReportConversation], score_file: Path, problems: Problems) -> None:
-    from wikihowagent.runs import read_scores
+    from wikihowagent.runs import RunError, read_score_table
 
-    modes: set[str] = set()
+    try:
+        table = read_score_table(score_file, run=run.name, on_error=problems.add)
+    except RunError as exc:
+        problems.add(f"{exc}; shown without metrics")
+        return
     orphans = 0
-    for cid, rec in read_scores(score_file, on_error=problems.add).items():
+    for cid, rec, metrics in zip(table.meta["conversation_id"], table.meta["record"], table.iter_row_metrics()):
         conv = by_id.get(cid)
         if conv is None:  # scored, but its conversation record is missing: shown from the score record
             orphans += 1
@@ -202,7 +250,7 @@ def _attach_scores(run: ReportRun, by_id: dict[str, ReportConversation], score_f
                 title=rec.title, domain=rec.domain, teacher=rec.teacher, learner=rec.learner,
                 missing=["conversation record"])
         conv.scored = True
-        conv.metrics = dict(rec.metrics)
+        conv.metrics = metrics
         judge = rec.judge
         if judge is not None:
             conv.judge_raw = dict(judge.raw)
@@ -213,8 +261,9 @@ def _attach_scores(run: ReportRun, by_id: dict[str, ReportConversation], score_f
         else:
             conv.notes = list(rec.notes)
         conv.score_extra = _later_fields(rec, _KNOWN_SCORE_FIELDS)
-        modes.add(rec.mode)
-    run.mode = ", ".join(sorted(modes))
+    run.scores = table
+    run.mode = ", ".join(table.modes())
+    run.scoring = ", ".join(table.scorings())
     if orphans:
         problems.add(f"{score_file}: {orphans} score record(s) without a conversation in {CONVERSATIONS} "
                      "(shown without text)")
