@@ -40,6 +40,7 @@ class EvaluateRequest:
     judge_scoring: str | None = None  # scoring.py: "weighted" | "json" | "sampled"; None = by backend
     judge_rationale: bool = False
     retry_failed: bool = True  # rubrics that failed in an earlier pass are judged again
+    posttest_learner: str | None = None  # take the post-test of conversations without one with this model
 
     @property
     def mode(self) -> str:
@@ -90,6 +91,8 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     if req.by not in (None, "domain", "persona"):
         raise EvaluateError(f"--by: only 'domain' or 'persona' is supported, not {req.by!r}")
     mode = req.mode
+    if req.posttest_learner and mode == "paper":
+        raise EvaluateError("--posttest-learner: the post-test is not part of the paper's metrics (--compat paper)")
     try:
         cfg = load_config(req.config, preset=preset_config(req.preset) if preset else None)
     except ConfigError as exc:
@@ -140,7 +143,8 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     opts = EvalOptions(mode=mode, metrics=comp + rub, judge=judge_on, evaluator=req.evaluator, base_url=req.base_url,
                        rubrics_path=req.rubrics, out=req.out, concurrency=req.concurrency or cfg.concurrency,
                        retries=req.retries, batch_size=req.batch_size, shard=shard, scoring=req.judge_scoring,
-                       rationale=req.judge_rationale, retry_failed=req.retry_failed)
+                       rationale=req.judge_rationale, retry_failed=req.retry_failed,
+                       posttest_learner=req.posttest_learner)
     aliases = Path(cfg.models) if cfg.models else None  # --config's model alias file, as for generate
     judge_urls: dict[str, str | None] = {}  # judge spec -> base URL (run.json's endpoint unless --base-url)
 
@@ -153,7 +157,8 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
         # One evaluation per scores file at a time, decided before any model is loaded.
         _lock_scores_files(locks, sources, opts, runs_dir)
         try:
-            ev = Evaluation(opts, comp, rub if judge_on else [], rubric_set, make_llm if judge_on else None, warn)
+            ev = Evaluation(opts, comp, rub if judge_on else [], rubric_set, make_llm if judge_on else None, warn,
+                            make_learner=make_llm if req.posttest_learner else None)
             # Every input's evaluator (and the server it is asked on) is known before any work starts.
             specs = {s.name: ev.evaluator_spec(s) for s in sources}
             judge_urls.update(judge_base_urls(specs, sources, req.base_url, aliases))
@@ -278,6 +283,9 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed: li
                           highlight=False, markup=False)
             if stats.judge_failures == stats.judged:
                 all_failed.append(src.name)
+        if stats.posttests:
+            console.print(f"{src.name}: post-tests taken ({opts.posttest_learner}): {stats.posttests}, "
+                          f"{stats.posttest_failures} without a step list", highlight=False, markup=False)
         for note in stats.notes:
             console.print(f"  note: {note}", highlight=False)
         if src.n_records == 0 and src.n_invalid == 0:
