@@ -15,6 +15,17 @@ with each `--judge-scoring` mode, in one run:
       on their target rubrics; the share of (conversation, targeted rubric) pairs where the original
       scores higher (ties count half), per cell and on average over the targeted cells;
   (c) the spread of the originals' scores (distinct values, sd) and how many scores were integers.
+
+    .venv/bin/python scripts/bench_judge.py --throughput [--study DIR] [--k 3] [--cap-min 5,4] [--write-md]
+
+(d) throughput of the embedded judge (one server slot, `local.n_parallel: 1`) on conversations of realistic
+length: the `--k` conversations of the human study's run files (`--study`, default
+/work/shared/human-study/conversations) whose judge prompt is nearest the study's median length (2-8k
+tokens), all 8 rubrics each (`weighted`), all handed to the judge at once with `--concurrency 1` (one
+conversation per slot, evaluate's default for the embedded judge) and then with 2 (the old default: two
+conversations' rubric calls interleave on the one slot, and each call re-reads its whole prefix). Each
+setting stops at its cap (`--cap-min`, minutes); conversations/hour = conversations finished / time to the
+last one finished (or the cap, if not all finished); rubric calls finished are counted too.
 """
 
 from __future__ import annotations
@@ -156,6 +167,99 @@ def markdown(results: list[dict], n: int, steps: int) -> str:
     return "\n".join(lines)
 
 
+STUDY = Path("/work/shared/human-study/conversations")
+
+
+def study_conversations(study: Path, k: int) -> list[Conversation]:
+    """The `k` conversations of the study's run files whose judge prefix is nearest the median length."""
+    from wikihowagent.evaluation.inputs import resolve_inputs
+    from wikihowagent.evaluation.scoring import conversation_prefix
+
+    convs = [c for src in resolve_inputs(sorted(study.glob("*.json")), study) for c in src.conversations(on_error=print)]
+    sizes = sorted(len(conversation_prefix(c)) for c in convs)
+    median = sizes[len(sizes) // 2]
+    return sorted(convs, key=lambda c: (abs(len(conversation_prefix(c)) - median), c.conversation_id))[:k]
+
+
+def prompt_tokens(llm, convs: list[Conversation], rubrics) -> list[int | None]:
+    """The first rubric prompt's length in the embedded model's tokens (llama.cpp's /tokenize)."""
+    import httpx
+
+    from wikihowagent.evaluation.scoring import rubric_prompt
+
+    base = str(llm.openai_api_base).removesuffix("/v1")
+    out: list[int | None] = []
+    for c in convs:
+        try:
+            r = httpx.post(f"{base}/tokenize", json={"content": rubric_prompt(c, next(iter(rubrics.values())), False)},
+                           timeout=60)
+            out.append(len(r.json()["tokens"]))
+        except (httpx.HTTPError, KeyError, ValueError):
+            out.append(None)
+    return out
+
+
+def throughput(llm, rubrics, convs: list[Conversation], concurrency: int, cap_s: float) -> dict:
+    """All `convs` handed to a weighted judge of `concurrency` at once, stopped at `cap_s`."""
+    from wikihowagent.evaluation.scoring import make_scorer
+
+    judge = make_scorer("weighted", llm, rubrics, None, concurrency=concurrency)
+    calls = [0]
+    score = judge.score
+
+    async def counted(*a):
+        res = await score(*a)
+        calls[0] += 1
+        return res
+
+    judge.score = counted
+    finished: list[float] = []
+
+    async def run() -> None:
+        t0 = time.perf_counter()
+
+        async def one(c: Conversation) -> None:
+            await judge.judge(c)
+            finished.append(time.perf_counter() - t0)
+
+        tasks = [asyncio.ensure_future(one(c)) for c in convs]
+        await asyncio.wait(tasks, timeout=cap_s)
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(run())
+    finally:
+        loop.close()
+    span = finished[-1] if len(finished) == len(convs) else cap_s
+    return {"concurrency": concurrency, "cap_s": cap_s, "done": len(finished), "of": len(convs), "calls": calls[0],
+            "span_s": span, "per_hour": len(finished) / span * 3600, "calls_per_hour": calls[0] / span * 3600,
+            "finished_s": [round(x) for x in finished]}
+
+
+def throughput_markdown(rows: list[dict], tokens: list[int | None]) -> str:
+    cpu = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared with other helpers' work)"
+    toks = ", ".join("?" if t is None else f"{t:,}" for t in tokens)
+    lines = [f"Embedded judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp in-process, one slot: `local.n_parallel: 1`), "
+             f"{cpu}; `--judge-scoring weighted`, all 8 rubrics; {len(tokens)} conversations of the human study's run "
+             f"files nearest its median length, judge prompts of {toks} tokens; all handed to the judge at once; "
+             f"one run, the settings one after the other; load average {os.getloadavg()[0]:.1f} when written. "
+             "`scripts/bench_judge.py --throughput`.", "",
+             "| concurrency | cap | conversations finished | finished at (s) | rubric calls finished | conversations / hour | rubric calls / hour |",
+             "|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['concurrency']}{' (before: the old default)' if r['concurrency'] > 1 else ' (after: one per slot, the default)'} "
+                     f"| {r['cap_s'] / 60:.0f} min | {r['done']} of {r['of']} | {', '.join(map(str, r['finished_s'])) or '–'} "
+                     f"| {r['calls']} | {r['per_hour']:.1f} | {r['calls_per_hour']:.0f} |")
+    if len(rows) == 2 and rows[1]["calls_per_hour"]:
+        a, b = rows
+        lines += ["", f"Rubric calls per hour, concurrency {a['concurrency']} / {b['concurrency']}: "
+                      f"**{a['calls_per_hour'] / b['calls_per_hour']:.1f}x**."]
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=10)
@@ -166,6 +270,10 @@ def main() -> int:
     ap.add_argument("--report-only", action="store_true", help="no judging: report the judgments already in --out")
     ap.add_argument("--out", type=Path, default=None, help="keep judgments here (default: a temporary directory)")
     ap.add_argument("--write-md", action="store_true")
+    ap.add_argument("--throughput", action="store_true", help="(d) only: conversations/hour at concurrency 1 vs 2")
+    ap.add_argument("--study", type=Path, default=STUDY, help="run files of realistic conversations for (d)")
+    ap.add_argument("--k", type=int, default=3, help="conversations for (d)")
+    ap.add_argument("--cap-min", default="6,4", help="(d): minutes for concurrency 1, then for 2")
     args = ap.parse_args()
     from benchmarks_md import write_section
 
@@ -177,6 +285,19 @@ def main() -> int:
     cfg = load_config(None)
     llm = None if args.report_only else make_chat_model("local", cfg.model.model_copy(update={"temperature": 0.0}), cfg.local)
     rubrics = load_rubrics()
+    if args.throughput:
+        convs = study_conversations(args.study, args.k)
+        tokens = prompt_tokens(llm, convs, rubrics)
+        print(f"conversations: {[c.conversation_id for c in convs]}, prompt tokens {tokens}", flush=True)
+        rows = []
+        for conc, cap in zip((1, 2), (float(x) * 60 for x in args.cap_min.split(","))):
+            rows.append(throughput(llm, rubrics, convs, conc, cap))
+            print(rows[-1], flush=True)
+        md = throughput_markdown(rows, tokens)
+        print(md, flush=True)
+        if args.write_md:
+            write_section("judge: embedded judge throughput (one conversation per slot)", md)
+        return 0
     perts = load_perturbations(None, list(rubrics))
     convs = bench_conversations(args.n, args.steps)
     base = args.out or Path(tempfile.mkdtemp(prefix="bench_judge-"))

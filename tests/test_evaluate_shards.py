@@ -73,3 +73,28 @@ def test_score_merge_refuses_missing_and_mixed_shards(tmp_path):
     assert res.exit_code == 2 and "shard 1-of-2 was made with other settings" in flat(res)
     res = runner.invoke(app, ["evaluate", str(run), "--shard", "2/2", *common])
     assert res.exit_code == 2 and "need 0 <= K < N" in flat(res)
+
+
+def test_score_merge_refuses_shards_of_another_state_of_the_conversations(tmp_path, monkeypatch):
+    # issue 18 item 4: shard 0 scored 3 conversations, generate added 2, shard 1 scored the 5: merging would
+    # leave the new conversations of shard 0's blocks unscored without a word
+    monkeypatch.setattr(eval_runner, "EvalOptions", functools.partial(eval_runner.EvalOptions, chunk=1))
+    run = tmp_path / "run"
+    common = ["--no-judge", "--no-figures", "--metrics", "BLEU,Completion"]
+    with FakeOpenAI(reply=reply) as srv:
+        gen = ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url, "--out", str(run)]
+        assert runner.invoke(app, [*gen, "--max-tutorials", "3"]).exit_code == 0
+        assert runner.invoke(app, ["evaluate", str(run), "--shard", "0/2", *common]).exit_code == 0
+        res = runner.invoke(app, [*gen, "--max-tutorials", "5"])
+        assert res.exit_code == 0, res.output
+    assert len((run / "conversations.jsonl").read_text().splitlines()) == 5
+    assert runner.invoke(app, ["evaluate", str(run), "--shard", "1/2", *common]).exit_code == 0
+    res = runner.invoke(app, ["merge", str(run)])
+    assert res.exit_code == 2, res.output
+    out = flat(res)
+    assert "score shard 0-of-2 scored another state of" in out and "(3 records then, 5 now)" in out, out
+    assert "--shard 0/2" in out and "1-of-2" not in out
+    assert not (run / "scores.jsonl").exists()
+    assert runner.invoke(app, ["evaluate", str(run), "--shard", "0/2", *common]).exit_code == 0
+    res = runner.invoke(app, ["merge", str(run)])
+    assert res.exit_code == 0 and "merged 2 score shards into 5 score records" in flat(res), res.output

@@ -1,8 +1,10 @@
 """No import cycle inside the wikihowagent package.
 
 Every `import` / `from ... import` counts, including imports deferred into functions (a lazy import
-still ties the two modules together); only `if TYPE_CHECKING:` blocks are left out. A module importing
-a submodule does not count as importing its parent package's __init__.
+still ties the two modules together), imports under `if TYPE_CHECKING:` (a cycle hidden there is still a
+cycle of the design) and `importlib.import_module(...)` calls — with a literal module name, or a value of
+a module-level dict of names (the backends' provider registry). A module importing a submodule does not
+count as importing its parent package's __init__.
 """
 
 from __future__ import annotations
@@ -15,50 +17,73 @@ import networkx as nx
 PKG = Path(__file__).resolve().parent.parent / "wikihowagent"
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(PKG.parent).with_suffix("").parts)
+def module_name(path: Path, pkg: Path = PKG) -> str:
+    parts = list(path.relative_to(pkg.parent).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
 
 
-def _is_type_checking(node: ast.If) -> bool:
-    t = node.test
-    return (isinstance(t, ast.Name) and t.id == "TYPE_CHECKING") or (
-        isinstance(t, ast.Attribute) and t.attr == "TYPE_CHECKING")
+def _absolute(name: str, is_pkg: bool, module: str | None, level: int) -> str:
+    if not level:
+        return module or ""
+    base = name.split(".") if is_pkg else name.split(".")[:-1]
+    base = base[: len(base) - (level - 1)]
+    return ".".join([*base, module] if module else base)
 
 
-def _imports(tree: ast.AST):
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.If) and _is_type_checking(child):
-                stack.extend(child.orelse)
-                continue
-            if isinstance(child, (ast.Import, ast.ImportFrom)):
-                yield child
-            stack.append(child)
+def _string_dicts(tree: ast.Module) -> dict[str, list[str]]:
+    """Module-level `NAME = {...}` / `NAME: T = {...}` dicts whose values are all string literals."""
+    out = {}
+    for node in tree.body:
+        target, value = (node.targets[0], node.value) if isinstance(node, ast.Assign) else \
+            (node.target, node.value) if isinstance(node, ast.AnnAssign) else (None, None)
+        if isinstance(target, ast.Name) and isinstance(value, ast.Dict) and value.values and all(
+                isinstance(v, ast.Constant) and isinstance(v.value, str) for v in value.values):
+            out[target.id] = [v.value for v in value.values]
+    return out
 
 
-def import_graph() -> nx.DiGraph:
-    modules = {module_name(p): p for p in PKG.rglob("*.py")}
+def _import_module_targets(call: ast.Call, dicts: dict[str, list[str]]) -> tuple[list[str], bool]:
+    """(module names, relative to __package__?) of an `importlib.import_module(...)` call."""
+    f = call.func
+    if not (isinstance(f, ast.Attribute) and f.attr == "import_module") and not (
+            isinstance(f, ast.Name) and f.id == "import_module"):
+        return [], False
+    if not call.args:
+        return [], False
+    arg = call.args[0]
+    relative = len(call.args) > 1
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return [arg.value], relative
+    if isinstance(arg, ast.Subscript) and isinstance(arg.value, ast.Name) and arg.value.id in dicts:
+        return dicts[arg.value.id], relative
+    raise AssertionError(f"import_module with a name the architecture test cannot see: {ast.unparse(call)}")
+
+
+def import_graph(pkg: Path = PKG) -> nx.DiGraph:
+    modules = {module_name(p, pkg): p for p in pkg.rglob("*.py")}
     g = nx.DiGraph()
     g.add_nodes_from(modules)
     for name, path in modules.items():
         is_pkg = path.name == "__init__.py"
-        for node in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        dicts = _string_dicts(tree)
+        for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 targets = [a.name for a in node.names]
-            else:
-                base = name.split(".") if is_pkg else name.split(".")[:-1]
-                if node.level:
-                    base = base[: len(base) - (node.level - 1)]
-                    mod = ".".join([*base, node.module] if node.module else base)
-                else:
-                    mod = node.module or ""
+            elif isinstance(node, ast.ImportFrom):
+                mod = _absolute(name, is_pkg, node.module, node.level)
                 # `from pkg import sub` imports the submodule pkg.sub when there is one
                 targets = [f"{mod}.{a.name}" if f"{mod}.{a.name}" in modules else mod for a in node.names]
+            elif isinstance(node, ast.Call):
+                names, relative = _import_module_targets(node, dicts)
+                targets = []
+                for t in names:
+                    level = len(t) - len(t.lstrip(".")) if relative else 0
+                    targets.append(_absolute(name, is_pkg, t.lstrip(".") or None, level) if level else t)
+            else:
+                continue
             for t in targets:
                 if t in modules and t != name:
                     g.add_edge(name, t)
@@ -70,6 +95,20 @@ def test_the_graph_sees_lazy_and_relative_imports():
     assert g.has_edge("wikihowagent.cli", "wikihowagent.evaluation.command")  # module level
     assert g.has_edge("wikihowagent.backends.local", "wikihowagent.backends.model_files")  # relative
     assert g.has_edge("wikihowagent.backends", "wikihowagent.backends.model_files")  # inside a function
+    assert g.has_edge("wikihowagent.backends.registry", "wikihowagent.backends.openai_compat")  # import_module
+    assert g.has_edge("wikihowagent.scoretable", "wikihowagent.records")  # under TYPE_CHECKING
+
+
+def test_the_graph_sees_import_module_and_type_checking(tmp_path):
+    """A cycle made of a lazy `importlib.import_module` and a TYPE_CHECKING import is found."""
+    pkg = tmp_path / "wikihowagent"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "a.py").write_text("def f():\n    import importlib\n    return importlib.import_module('wikihowagent.sub.b')\n")
+    (pkg / "sub" / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import f\n")
+    cycles = list(nx.simple_cycles(import_graph(pkg)))
+    assert len(cycles) == 1 and sorted(cycles[0]) == ["wikihowagent.sub.a", "wikihowagent.sub.b"]
 
 
 def test_no_import_cycle_in_the_package():
@@ -83,18 +122,34 @@ def test_cli_only_registers_the_stages_commands():
     allowed = {"wikihowagent.console", "wikihowagent.workflow.graph"}
     imported = set(import_graph().successors("wikihowagent.cli"))
     assert imported - allowed == {"wikihowagent.generation.command", "wikihowagent.judgecheck.command", "wikihowagent.evaluation.command",
+                                  "wikihowagent.compare.command",
                                   "wikihowagent.alignment.command", "wikihowagent.corpus.command",
                                   "wikihowagent.report.command", "wikihowagent.chat.command",
                                   "wikihowagent.sweep.command"}
 
 
-def test_stage_commands_reach_their_core_lazily():
+STAGES = ("generation", "evaluation", "alignment", "corpus", "report", "chat", "sweep", "judgecheck", "compare")
+
+
+def test_every_stage_is_command_and_core_and_commands_reach_their_core_lazily():
+    found = sorted(d.name for d in PKG.iterdir() if (d / "command.py").is_file())
+    assert found == sorted(STAGES), "a stage package (with command.py) is missing from STAGES, or the reverse"
     g = import_graph()
-    for stage in ("generation", "evaluation", "alignment", "corpus", "report", "chat", "sweep"):
-        assert g.has_edge(f"wikihowagent.{stage}.command", f"wikihowagent.{stage}.core")
+    for stage in STAGES:
+        assert (PKG / stage / "core.py").is_file(), stage
+        assert g.has_edge(f"wikihowagent.{stage}.command", f"wikihowagent.{stage}.core"), stage
         tree = ast.parse((PKG / stage / "command.py").read_text(encoding="utf-8"))
         top = [n for n in tree.body if isinstance(n, ast.ImportFrom)]
         assert all((n.module or "") not in ("core", f"wikihowagent.{stage}.core") for n in top), stage
+
+
+def test_only_commands_import_commands():
+    """Orchestration never reaches back into a command module: only cli.py and other command modules (for
+    shared typer options) import one."""
+    g = import_graph()
+    bad = [(a, b) for a, b in g.edges if b.endswith(".command") and a != "wikihowagent.cli"
+           and not a.endswith(".command")]
+    assert not bad, bad
 
 
 def test_readme_layout_names_every_module():
@@ -105,3 +160,34 @@ def test_readme_layout_names_every_module():
     missing += [d.name + "/" for d in sorted(PKG.iterdir()) if d.is_dir() and d.name != "__pycache__"
                 and f"{d.name}/" not in layout]
     assert not missing, f"README Layout does not mention: {missing}"
+
+
+def test_every_error_class_has_the_one_base():
+    """Every exception class of the package derives from WikihowagentError (errors.py), whose message is one line."""
+    import importlib
+    import inspect
+
+    from wikihowagent.errors import WikihowagentError, validation_line
+
+    missing = []
+    for path in PKG.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = [n.name for n in tree.body if isinstance(n, ast.ClassDef) and n.bases]
+        if not names:
+            continue
+        mod = importlib.import_module(module_name(path))
+        for n in names:
+            cls = getattr(mod, n)
+            if inspect.isclass(cls) and issubclass(cls, BaseException) and not issubclass(cls, WikihowagentError):
+                missing.append(f"{module_name(path)}.{n}")
+    assert not missing, missing
+    assert str(WikihowagentError("a.json:3: bad\nvalue\r\n  here")) == "a.json:3: bad value here"
+    from pydantic import BaseModel, ValidationError
+
+    class M(BaseModel):
+        x: int
+
+    try:
+        M.model_validate({"x": "no"})
+    except ValidationError as exc:
+        assert validation_line(exc, quoted=True).startswith("field 'x': Input should be a valid integer")

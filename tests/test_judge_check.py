@@ -137,3 +137,44 @@ def test_judge_check_end_to_end_against_fake_server(tmp_path):
         res = CliRunner().invoke(app, args)
         assert res.exit_code == 0 and len(srv.requests) == n_requests, res.output
         assert "0 judge passes made" in " ".join(res.output.split())
+
+
+def _fake_both(prompt: str):
+    """The absolute fake judge above, and a pairwise one that prefers the longer conversation."""
+    if "Conversation A:" not in prompt:
+        return _fake_judge(prompt) if "Conversation:" in prompt else [("A", {"A": 0.5, "B": 0.5})]
+    a = prompt.split("Conversation A:")[1].split("Conversation B:")[0]
+    b = prompt.split("Conversation B:")[1].split("Criterion:")[0]
+    pa = 0.8 if len(a) > len(b) else (0.2 if len(a) < len(b) else 0.5)
+    return [("A" if pa >= 0.5 else "B", {"A": pa, "B": 1 - pa})]
+
+
+def test_judge_check_pairwise_next_to_the_absolute_judge(tmp_path):
+    from wikihowagent.cli import app
+
+    run = tmp_path / "run_small"
+    shutil.copytree(FIXTURES / "run_small", run)
+    out = tmp_path / "check"
+    with FakeOpenAI(logprobs=_fake_both) as srv:
+        base = ["judge-check", str(run), "--out", str(out), "--evaluator", "openai:fake-model", "--base-url", srv.base_url]
+        assert CliRunner().invoke(app, base).exit_code == 0
+        res = CliRunner().invoke(app, base + ["--pairwise"])
+        assert res.exit_code == 0, res.output
+        text = " ".join(res.output.split())
+        assert "A/B token log-probabilities" in text and "position consistency" in text
+        n_requests = len(srv.requests)
+        res = CliRunner().invoke(app, base + ["--pairwise"])
+        assert res.exit_code == 0 and len(srv.requests) == n_requests + 1, res.output  # only the reading probe
+    rows = list(csv.DictReader((out / "pairwise_sensitivity.csv").open()))
+    assert set(rows[0]) >= {"rubric", "perturbation", "n", "accuracy", "ci_low", "ci_high", "position_consistency",
+                            "absolute_accuracy"}
+    terse = next(r for r in rows if (r["rubric"], r["perturbation"]) == ("Clarity", "terse"))
+    assert float(terse["accuracy"]) == 1.0 and float(terse["position_consistency"]) == 1.0
+    assert float(terse["absolute_accuracy"]) == 1.0
+    # only the targeted rubrics were asked
+    asked = {(json.loads(x)["second"], k) for x in (out / "pair-judgments.jsonl").read_text().splitlines()
+             for k in json.loads(x)["p_first"] if json.loads(x)["first"] == "original"}
+    assert ("terse", "Clarity") in asked and ("terse", "Engagement") not in asked
+    summary = (out / "pairwise_summary.md").read_text()
+    assert summary.startswith("# judge-check --pairwise: openai:fake-model (pairwise, logprobs)")
+    assert "The absolute judge (weighted) on the same cells" in summary

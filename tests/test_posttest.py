@@ -174,11 +174,12 @@ def test_order_is_one_in_order_and_minus_one_reversed():
 
 def test_detail_recall_counts_numbers_and_things():
     steps = ["Boil the eggs for 12 minutes in a pot.", "Cool them in ice water."]
-    d = P.details("\n".join(steps))
+    wn = M.load_wordnet()
+    d = P.details("\n".join(steps), wn)
     assert {"12 minute", "egg", "pot"} <= d
-    assert P.detail_recall(steps, ["Boil eggs twelve minutes in a pot", "cool in ice water"]) == 1.0
-    assert P.detail_recall(steps, ["Boil for 5 minutes"]) == 0.0
-    assert P.detail_recall(["Be kind."], ["Be kind."]) is None  # no detail to recall
+    assert P.detail_recall(steps, ["Boil eggs twelve minutes in a pot", "cool in ice water"], wn) == 1.0
+    assert P.detail_recall(steps, ["Boil for 5 minutes"], wn) == 0.0
+    assert P.detail_recall(["Be kind."], ["Be kind."], wn) is None  # no detail to recall
 
 
 def conv_with(test: PostTest | None, steps=("Fill a container with salt.", "Squeeze paint into the salt.",

@@ -139,3 +139,39 @@ def test_a_long_outage_still_fails_after_the_wait(tmp_path):
     assert len(recs) == 4 and sum(1 for r in recs if r["error"]) >= 2
     assert any("no replica reachable for 2 s" in (r["error"] or "") for r in recs)
     assert elapsed < 60
+
+
+def test_a_replica_answering_500_is_rested_and_its_requests_go_to_the_others(tmp_path):
+    """Issue 18 item 5: GOOD, DEAD, ERR500, SLOW at --concurrency 8: no conversation fails, the dead replica
+    is warned about once."""
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+
+    def slow(prompt):
+        time.sleep(0.05)
+        return scripted_reply(prompt)
+
+    with FakeOpenAI() as good, FakeOpenAI(fail_when=lambda p: True) as err, FakeOpenAI(reply=slow) as slw:
+        args = ["generate", "--teacher", "openai:fake-model", "--out", str(tmp_path / "run"), "--max-tutorials", "6",
+                "--concurrency", "8", "--config", config(tmp_path, fail_threshold=2, rest_s=30, outage_wait_s=5)]
+        for u in (good.base_url, dead, err.base_url, slw.base_url):
+            args += ["--base-url", u]
+        res = runner.invoke(app, args)
+        assert err.requests  # it was asked, answered 500, and was rested
+        assert len(err.requests) <= 8 + 2  # the requests in flight when it failed, then no more until the rest ends
+    assert res.exit_code == 0, res.output
+    recs = records(tmp_path)
+    assert len(recs) == 6 and all(r["finished"] and not r["error"] for r in recs), [r["error"] for r in recs]
+    out = flat(res)
+    assert out.count("going on with the others") == 1, res.output
+    assert "answers with server errors" in out and "HTTP 500" in out
+
+
+def test_a_request_fails_only_when_every_replica_fails_it(tmp_path):
+    with FakeOpenAI(fail_when=lambda p: True) as a, FakeOpenAI(fail_when=lambda p: True) as b:
+        res = generate(tmp_path, a.base_url, b.base_url,
+                       extra=["--config", config(tmp_path, fail_threshold=100, outage_wait_s=1)])
+        asked = len(a.requests), len(b.requests)
+    assert res.exit_code == 1, res.output
+    recs = records(tmp_path)
+    assert len(recs) == 4 and all(r["error"] and "scripted server error" in r["error"] for r in recs), recs
+    assert asked == (4, 4)  # each conversation's first request: once to each replica, then the conversation fails

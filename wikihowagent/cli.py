@@ -27,6 +27,7 @@ from wikihowagent.report.command import report  # noqa: E402
 from wikihowagent.chat.command import chat  # noqa: E402
 from wikihowagent.sweep.command import sweep_app  # noqa: E402
 from wikihowagent.judgecheck.command import judge_check  # noqa: E402
+from wikihowagent.compare.command import compare  # noqa: E402
 
 app.command("generate")(generate)
 app.command("merge")(merge)
@@ -37,6 +38,7 @@ annotate_app.command("export")(annotate_export)
 app.add_typer(annotate_app, name="annotate")
 app.command("align")(align)
 app.command("judge-check")(judge_check)
+app.command("compare")(compare)
 app.command("tutorials")(tutorials)
 app.command("stats")(stats)
 app.command("report")(report)

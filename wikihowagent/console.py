@@ -8,8 +8,10 @@ never wrapped at the console width (a log file or CI capture keeps one line per 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from rich.console import Console
@@ -58,3 +60,14 @@ def disk_full_message(path: Path | str, needed: int | None, exc: OSError) -> str
         free = None
     need = f"{_size(needed)} more free space needed" if needed is not None else "more free space needed"
     return f"{path}: no space left on device: {need} ({_size(free)} free); free some space and rerun the same command to resume"
+
+
+@contextlib.contextmanager
+def progress_bar(console: Console, total: int, description: str) -> Iterator[Callable[[int], None]]:
+    """A progress bar (done/total, elapsed, ETA) on `console`; yields `advance(n)`."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    with Progress(TextColumn("{task.description}", markup=False, style="bold"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TimeRemainingColumn(), console=console) as prog:
+        task = prog.add_task(description, total=total)
+        yield lambda n: prog.advance(task, n)

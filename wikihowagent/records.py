@@ -282,3 +282,51 @@ class JudgmentRecord(BaseModel):
     scores: dict[str, float | None] = Field(default_factory=dict)  # None = failed (call, parse, low digit mass)
     judge_failures: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+
+
+class RubricCalibration(BaseModel):
+    """One rubric's mapping from the judge's output to the human mean rating (see `alignment.calibration`)."""
+
+    method: Literal["isotonic", "ridge"]
+    n: int  # paired conversations it was fitted on
+    tutorials: int  # distinct tutorials among them
+    x: list[float] = Field(default_factory=list)  # isotonic: the judge's expected score at the knots ...
+    y: list[float] = Field(default_factory=list)  # ... and the human mean there (linear in between, flat outside)
+    features: list[str] = Field(default_factory=list)  # ridge: p1..p5, expected, spread
+    coef: list[float] = Field(default_factory=list)  # ridge: on the raw features
+    intercept: float = 0.0
+    alpha: float | None = None  # ridge: the penalty chosen (leave-one-out within the fit)
+
+
+class Calibration(BaseModel):
+    """`align --calibrate`'s `calibration.json`: per rubric, a mapping fitted for ONE judge (spec and scoring
+    mode) and ONE rubric file (its sha256, as in `JudgeProvenance`); `evaluate --calibration` refuses scores
+    of another judge or rubric file."""
+
+    kind: Literal["wikihowagent-calibration"] = "wikihowagent-calibration"
+    version: int = 1
+    method: Literal["isotonic", "ridge"]
+    judge: str  # the judge's spec; "" = not recorded (e.g. fitted on a CSV of scores): not applicable by evaluate
+    scoring: str = ""
+    rubrics_sha256: str = ""
+    rubrics: dict[str, RubricCalibration] = Field(default_factory=dict)
+    human_files: list[str] = Field(default_factory=list)
+    score_sources: list[str] = Field(default_factory=list)
+    out_of_fold: dict[str, dict[str, float | None]] = Field(default_factory=dict)  # rubric -> raw/calibrated r, MAE
+
+
+class PairwiseRecord(BaseModel):
+    """One line of `compare`'s `pairwise.jsonl` (and `judge-check --pairwise`'s `pairwise-judgments.jsonl`):
+    one judge pass over two conversations of one tutorial in one order, the first shown as "A"."""
+
+    tutorial_id: str
+    first: str  # run name (compare) or variant (judge-check) of the conversation shown as A
+    second: str
+    first_conversation: str
+    second_conversation: str
+    evaluator: str = ""
+    reading: str = ""  # "logprobs" (P(A) from the A/B tokens) | "answer" (the letter only)
+    p_first: dict[str, float | None] = Field(default_factory=dict)  # rubric -> P(A better); None = failed
+    failures: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    raw: dict[str, list[str]] = Field(default_factory=dict)  # rubric -> raw replies (all tries)

@@ -21,8 +21,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from wikihowagent.records import (Conversation, ConversationRecord, JudgmentRecord, PostTest, PreTestRecord,
-                                  ScoreRecord, TestAnswer)
+from wikihowagent.errors import WikihowagentError, validation_line
+from wikihowagent.records import (Calibration, Conversation, ConversationRecord, JudgmentRecord, PairwiseRecord, PostTest,
+                                  PreTestRecord, ScoreRecord, TestAnswer)
 from wikihowagent.scoretable import ScoreTable
 
 RUN_INFO = "run.json"
@@ -36,7 +37,9 @@ SHARDS_DIR = "shards"  # <run>/shards/K-of-N/ (`generate --shard K/N`)
 RESCORED_DIR = "rescored"  # <runs_dir>/rescored/<paper file stem>/ (`evaluate` on a paper run file)
 SUMMARY_DIR = "summary"  # <runs_dir>/summary/ (`evaluate` on several runs)
 ALIGNMENT_DIR = "alignment"  # <runs_dir>/alignment/ (`align`)
-OUTPUT_DIRS = frozenset({SUMMARY_DIR, ALIGNMENT_DIR})  # output directories under runs/, never a run
+COMPARE_DIR = "compare"  # <runs_dir>/compare/ (`compare`)
+PAIR_JUDGMENTS = "pair-judgments.jsonl"  # `compare` / `judge-check --pairwise`: one PairwiseRecord per judge pass
+OUTPUT_DIRS = frozenset({SUMMARY_DIR, ALIGNMENT_DIR, COMPARE_DIR})  # output directories under runs/, never a run
 JUDGMENTS = "judgments.jsonl"  # `judge-check --out DIR`
 
 
@@ -64,11 +67,11 @@ def dir_lock(directory: Path, blocking: bool = True, what: str = "another proces
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-class JsonlError(ValueError):
+class JsonlError(WikihowagentError, ValueError):
     """A bad line in a JSONL file; the message is one line naming the file and line."""
 
 
-class RunError(RuntimeError):
+class RunError(WikihowagentError, RuntimeError):
     """A missing or unreadable run; the message is one line."""
 
 
@@ -261,13 +264,16 @@ def read_run_info(run_dir: Path) -> RunInfo:
         raise RunError(f"{run_dir}: not a run directory (no {RUN_INFO})") from None
     except json.JSONDecodeError as exc:
         raise RunError(f"{path}: malformed JSON ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise RunError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise RunError(f"{path}: cannot read ({exc.strerror})") from None
     if not isinstance(data, dict):
         raise RunError(f"{path}: expected a JSON object")
     try:
         return RunInfo.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise RunError(f"{path}: field {'.'.join(map(str, err['loc']))!r}: {err['msg']}") from None
+        raise RunError(f"{path}: {validation_line(exc, quoted=True)}") from None
 
 
 def write_run_info(run_dir: Path, info: RunInfo, in_place_if_full: bool = False) -> None:
@@ -304,11 +310,6 @@ def shard_dirs(run_dir: Path) -> list[Path]:
 # --------------------------------------------------------------------------- typed readers
 
 
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    return f"field {'.'.join(map(str, err['loc']))!r}: {err['msg']}"
-
-
 def read_records(path: Path) -> Iterator[tuple[int, ConversationRecord]]:
     """(line, record) of one of our conversations.jsonl files, failed records included; a bad line raises
     JsonlError naming file and line (a torn last line included: call `repair_torn_tail` first)."""
@@ -316,7 +317,7 @@ def read_records(path: Path) -> Iterator[tuple[int, ConversationRecord]]:
         try:
             yield lineno, ConversationRecord.model_validate(obj)
         except ValidationError as exc:
-            raise JsonlError(f"{path}:{lineno}: not a conversation record ({_first_error(exc)})") from None
+            raise JsonlError(f"{path}:{lineno}: not a conversation record ({validation_line(exc, quoted=True)})") from None
 
 
 def rewrite_records(path: Path, records: Iterable[BaseModel]) -> None:
@@ -417,7 +418,7 @@ def iter_scores(path: Path, on_error: Callable[[str], None] | None = None) -> It
         try:
             yield lineno, ScoreRecord.model_validate(obj)
         except ValidationError as exc:
-            report(f"{path}:{lineno}: not a score record ({_first_error(exc)})")
+            report(f"{path}:{lineno}: not a score record ({validation_line(exc, quoted=True)})")
 
 
 def read_scores(path: Path, on_error: Callable[[str], None] | None = None) -> dict[str, ScoreRecord]:
@@ -584,3 +585,44 @@ def read_judgment_table(path: Path) -> ScoreTable:
             continue
         last[(rec.evaluator, rec.judge_scoring, rec.conversation_id, rec.variant)] = (f"{path}:{lineno}", rec)
     return ScoreTable.from_judgments(last.values(), source=str(path))
+
+
+CALIBRATION = "calibration.json"  # `align --calibrate` -> `evaluate --calibration FILE`
+
+
+def calibration_text(cal: Calibration) -> str:
+    """The text of a calibration file (written by `align` into its staged output directory)."""
+    return json.dumps(cal.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+
+
+def read_calibration(path: Path) -> Calibration:
+    """A calibration file; RunError (one line naming the file) if it is missing or not one."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunError(f"{path}: no such calibration file (write one with `wikihowagent align --calibrate`)") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RunError(f"{path}: malformed JSON ({exc})") from None
+    except OSError as exc:
+        raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if not isinstance(data, dict) or data.get("kind") != "wikihowagent-calibration":
+        raise RunError(f"{path}: not a calibration file (no \"kind\": \"wikihowagent-calibration\"; "
+                       "write one with `wikihowagent align --calibrate`)")
+    try:
+        return Calibration.model_validate(data)
+    except ValidationError as exc:
+        raise RunError(f"{path}: {validation_line(exc, quoted=True)}") from None
+
+
+def read_pairwise(path: Path, on_error: Callable[[str], None] | None = None) -> Iterator[PairwiseRecord]:
+    """The PairwiseRecords of a `pair-judgments*.jsonl` file in file order (a missing file is empty); a line
+    that is not one is reported to `on_error` ("FILE:LINE: problem") and skipped."""
+    report = on_error or (lambda _m: None)
+    if not Path(path).exists():
+        return
+    for lineno, obj in iter_jsonl(path, on_error=report):
+        try:
+            yield PairwiseRecord.model_validate(obj)
+        except ValidationError as exc:
+            report(f"{path}:{lineno}: not a pairwise judgment ({validation_line(exc, quoted=True)})")

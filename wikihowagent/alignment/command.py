@@ -48,7 +48,12 @@ def annotate_export(
                                                              "(the paper: 25). Default mode.")] = None,
     bottom: Annotated[Optional[int], typer.Option("--bottom", metavar="N", help="The N tutorials with the lowest mean score.")] = None,
     random_n: Annotated[Optional[int], typer.Option("--random", metavar="N", help="N tutorials drawn at random (see --seed).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed for --random and for the blind order and ids.")] = 0,
+    select_: Annotated[tuple[str, int], typer.Option("--select", metavar="uncertain|stratified N",
+                       help="N conversations per run instead of whole tutorials: 'stratified' = drawn at random "
+                            "(the random subset prediction-powered estimates need: align --ppi), 'uncertain' = "
+                            "those whose judge's p(1..5) has the highest entropy (labels where calibration learns "
+                            "most: align --calibrate; not valid for --ppi).", show_default=False)] = ("", 0),
+    seed: Annotated[int, typer.Option(help="Seed for --random, --select stratified and the blind order and ids.")] = 0,
     out: Annotated[Path, typer.Option("--out", "-o", metavar="CSV", help="The annotation sheet (CSV); its companion page is written "
                                                           "beside it with the suffix .html, and (blind) the key file "
                                                           "<stem>.key.csv.")] = Path("annotation_sheet.csv"),
@@ -75,9 +80,15 @@ def annotate_export(
     from .problems import AlignInputError, Problems
     from .export import default_run_paths, export_sheet
 
+    from .export import CONVERSATION_MODES
+
     modes = [(m, n) for m, n in (("top", top), ("bottom", bottom), ("random", random_n)) if n is not None]
+    if select_[0]:
+        if select_[0] not in CONVERSATION_MODES:
+            raise typer.BadParameter(f"must be one of: {', '.join(CONVERSATION_MODES)} (then N)", param_hint="--select")
+        modes.append(select_)
     if len(modes) > 1:
-        raise typer.BadParameter("use only one of --top, --bottom, --random")
+        raise typer.BadParameter("use only one of --top, --bottom, --random, --select")
     mode, n = modes[0] if modes else ("top", 25)
     problems = Problems()
     console = make_console()
@@ -91,10 +102,14 @@ def annotate_export(
         print_error(str(exc), console)
         raise typer.Exit(1) from None
     problems.echo(limit=40)
-    how = f"{mode} {n}" + (f", seed {seed}" if mode == "random" else "")
+    how = f"{mode} {n}" + (" per run" if mode in CONVERSATION_MODES else "") + (
+        f", seed {seed}" if mode in ("random", "stratified") else "")
+    what = (f"{len(sel.conversations)} of {sel.qualifying} scored conversations ({how}) from "
+            f"{len(sel.runs)} run(s), {len(sel.tutorials)} tutorials" if mode in CONVERSATION_MODES else
+            f"{len(sel.tutorials)} of {sel.qualifying} tutorials ({how}) from {len(sel.runs)} run(s): "
+            f"{len(sel.conversations)} conversations")
     make_console(stderr=False).print(
-        f"Selected {len(sel.tutorials)} of {sel.qualifying} tutorials ({how}) from {len(sel.runs)} run(s): "
-        f"{len(sel.conversations)} conversations.\n  sheet:     {sheet}\n  companion: {companion}"
+        f"Selected {what}.\n  sheet:     {sheet}\n  companion: {companion}"
         + ("" if unblind else f"\n  key:       {key_path(sheet)} (blind ids -> conversations; not for the judges)"),
         highlight=False, soft_wrap=True,
     )
@@ -128,6 +143,17 @@ def align(
                                                       "(SHEET.key.csv from `annotate export`). Default: the key file "
                                                       "beside each human file that knows its ids.",
                                                       show_default=False)] = None,
+    calibrate: Annotated[bool, typer.Option("--calibrate", help="Calibrate the judge on the human ratings per rubric "
+                                            "(isotonic on its score; ridge on its p(1..5) when stored), out of fold "
+                                            "by tutorial: raw vs calibrated r, ρ, MAE with CIs (calibration.md/.csv) "
+                                            "and calibration.json for `evaluate --calibration`.")] = False,
+    calibration_method: Annotated[str, typer.Option("--calibration-method", metavar="isotonic|ridge",
+                                                    help="The mapping written to calibration.json (ridge needs the "
+                                                         "weighted judge's distributions).")] = "isotonic",
+    ppi: Annotated[bool, typer.Option("--ppi", help="Prediction-powered mean of the human rating per model (or --by "
+                                      "group) and rubric, from the rated conversations and the judge's scores of "
+                                      "all the others, beside the human-only and judge-only means (ppi.md/.csv, "
+                                      "figures/ppi_*.png). Needs a random rated subset.")] = False,
 ) -> None:
     """Measure how well the LLM judge agrees with human judges (paper §3.2, §5.3).
 
@@ -147,6 +173,10 @@ def align(
         raise typer.BadParameter(f"must be one of: {', '.join(BY_CHOICES)}", param_hint="--by")
     if bootstrap < 0:
         raise typer.BadParameter("must be >= 0", param_hint="--bootstrap")
+    from .calibration import METHODS
+
+    if calibration_method not in METHODS:
+        raise typer.BadParameter(f"must be one of: {', '.join(METHODS)}", param_hint="--calibration-method")
     runs_dir = resolve_runs_dir(runs_dir, config)
     out_dir = out or runs_dir / ALIGNMENT_DIR
     if out_dir.exists() and not out_dir.is_dir():
@@ -160,7 +190,8 @@ def align(
         raise typer.Exit(2)
     t0 = time.perf_counter()
     request = AlignRequest(human=tuple(human), out_dir=out_dir, runs_dir=runs_dir, scores=tuple(scores or ()), by=by,
-                           bootstrap=bootstrap, seed=seed, figures=figures, keys=tuple(key or ()))
+                           bootstrap=bootstrap, seed=seed, figures=figures, keys=tuple(key or ()),
+                           calibrate=calibration_method if calibrate else None, ppi=ppi)
     problems = Problems()
     try:
         outcome = run_alignment(request, problems)

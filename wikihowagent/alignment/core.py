@@ -24,6 +24,9 @@ from wikihowagent.markdown import markdown_table
 
 from .annotations import JudgeRatings, average_judges, human_matrix, read_human_files
 from .blind import unblind
+from . import estimates
+from .estimates import CALIBRATION_FILES, PPI_FILES, CalibrationOutcome, PPIOutcome
+from .named import unused_inputs
 from .output import StagedOutput
 from .problems import AlignInputError, Problems
 from .schema import METRICS, OVERALL
@@ -44,6 +47,8 @@ OUTPUT_FILES = (
     "figures/score_distributions.png",
     "figures/correlation_heatmap.png",
     *(f"figures/correlation_heatmap_by_{b}.png" for b in BY_CHOICES),
+    *CALIBRATION_FILES,
+    *PPI_FILES,
 )
 ROW_NAMES = [*METRICS, OVERALL]
 
@@ -73,6 +78,8 @@ class AlignResult:
     n_boot: int
     seed: int
     problems: Problems
+    calibration: CalibrationOutcome | None = None  # --calibrate
+    ppi: PPIOutcome | None = None  # --ppi
 
     @property
     def computed(self) -> bool:
@@ -379,6 +386,12 @@ def write_outputs(res: AlignResult, out_dir: Path, human_paths: list[Path], *, f
         st.write_text("problems.txt", "\n".join(res.problems.lines()) + "\n" if len(res.problems) else "no problems\n")
         if figures:
             write_figures(res, st)
+        if res.calibration is not None:
+            estimates.write_calibration_outputs(res.calibration, st)
+            if figures:
+                estimates.write_calibration_figure(res.calibration, st)
+        if res.ppi is not None:
+            estimates.write_ppi_outputs(res.ppi, st, figures)
         return st.commit()
 
 
@@ -435,6 +448,10 @@ def render(res: AlignResult, console) -> None:
             ag = g.agreement[metric]
             a.add_row(metric, str(ag.n_units), _f(ag.alpha), _f(ag.kappa_mean), _f(ag.pearson_mean))
         console.print(a)
+    if res.calibration is not None:
+        estimates.render_calibration(res.calibration, console)
+    if res.ppi is not None:
+        estimates.render_ppi(res.ppi, console)
     if len(res.problems):
         p = Table(title="Left out (details: problems.txt)")
         p.add_column("Problem")
@@ -460,6 +477,8 @@ class AlignRequest:
     seed: int = 0
     figures: bool = True
     keys: tuple[Path, ...] = ()  # key files of blind sheets (`annotate export --blind`)
+    calibrate: str | None = None  # --calibrate: the method of calibration.json ("isotonic" | "ridge"); None = off
+    ppi: bool = False  # --ppi: prediction-powered means per --by group (default: model)
 
 
 @dataclass
@@ -474,9 +493,12 @@ def run_alignment(req: AlignRequest, problems: Problems) -> AlignOutcome:
     --out changed under us (nothing written); nothing is written either when nothing could be computed."""
     res = compute(list(req.human), list(req.scores), by=req.by, n_boot=req.bootstrap, seed=req.seed,
                   problems=problems, runs_dir=req.runs_dir, keys=list(req.keys))
-    from .named import unused_inputs
-
-    unused = unused_inputs(list(req.human), list(req.scores), res)
+    unused = unused_inputs(list(req.human), list(req.scores), res.judges, res.llm, res.problems)
+    if res.computed and req.calibrate:
+        res.calibration = estimates.calibrate(res, req.calibrate, n_boot=req.bootstrap, seed=req.seed,
+                                              problems=problems, human_paths=list(req.human))
+    if res.computed and req.ppi:
+        res.ppi = estimates.ppi_estimates(res, req.by or "model", problems)
     if not res.computed:
         return AlignOutcome(res, unused=unused)
     return AlignOutcome(res, write_outputs(res, req.out_dir, list(req.human), figures=req.figures), unused)

@@ -111,3 +111,55 @@ def group_heatmap(path: Path, metrics: list[str], groups: list[str], values: np.
     fig.suptitle(f"Human-LLM correlation by {by} (* p<0.05, ** p<0.01)", fontsize=10)
     fig.savefig(path, dpi=120, bbox_inches="tight")
     plt.close(fig)
+
+
+def ppi_intervals(path: Path, rows: list, title: str = "") -> None:
+    """rows: (metric, ppi.PPIEstimate). Per metric three 95 % intervals: human only (the rated
+    conversations), prediction-powered (PPI++), judge only (all conversations)."""
+    plt = _pyplot()
+    k = len(rows)
+    fig, ax = plt.subplots(figsize=(7.0, 0.55 * k + 1.6))
+    kinds = (("human only", HUMAN_COLOR, "human_mean", "human_low", "human_high", -0.22),
+             ("prediction-powered", "#55A868", "ppi_mean", "ppi_low", "ppi_high", 0.0),
+             ("judge only", LLM_COLOR, "judge_mean", "judge_low", "judge_high", 0.22))
+    for label, color, mean, lo, hi, off in kinds:
+        ys = np.arange(k) + off
+        m = np.array([getattr(e, mean) for _, e in rows])
+        err = np.array([[getattr(e, mean) - getattr(e, lo) for _, e in rows],
+                        [getattr(e, hi) - getattr(e, mean) for _, e in rows]])
+        ax.errorbar(m, ys, xerr=err, fmt="o", color=color, capsize=3, markersize=4, label=label)
+    ax.set_yticks(np.arange(k))
+    ax.set_yticklabels([f"{m} (n={e.n_labeled}, N={e.n_unlabeled})" for m, e in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("mean rating (1-5), 95 % CI")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(fontsize=8, loc="best")
+    ax.set_title(title or "Estimates of the human mean rating", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def calibration_curves(path: Path, panels: list) -> None:
+    """panels: (metric, raw judge scores, human means, out-of-fold isotonic predictions, fitted curve (x, y)
+    or None). One scatter per metric: human mean against the judge's score, the curve fitted on all pairs."""
+    plt = _pyplot()
+    cols = min(4, len(panels))
+    nrows = math.ceil(len(panels) / cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(3.2 * cols, 3.0 * nrows), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, (metric, raw, human, _oof, curve) in zip(axes.flat, panels):
+        ax.scatter(raw, human, s=8, alpha=0.5, color=HUMAN_COLOR)
+        ax.plot([1, 5], [1, 5], color="grey", lw=0.8, ls=":")
+        if curve is not None:
+            ax.plot(curve[0], curve[1], color=LLM_COLOR, lw=1.8)
+        ax.set_xlim(0.8, 5.2)
+        ax.set_ylim(0.8, 5.2)
+        ax.set_title(f"{metric} (n={len(human)})", fontsize=9)
+        ax.set_xlabel("judge score", fontsize=8)
+        ax.set_ylabel("human mean", fontsize=8)
+    fig.suptitle("Judge score vs human mean; line: isotonic calibration (dotted: identity)", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

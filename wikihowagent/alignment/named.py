@@ -7,14 +7,12 @@ files allowed to compute is still written).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from .annotations import JudgeRatings
 from .problems import AlignInputError, Problems
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .core import AlignResult
+from .sources import LLMScores, resolve_score_paths
 
 
 def _reason(path: Path | str, problems: Problems, default: str) -> str:
@@ -25,24 +23,23 @@ def _reason(path: Path | str, problems: Problems, default: str) -> str:
     return f"{path}: {default}"
 
 
-def unused_inputs(human_paths: list[Path], score_paths: list[Path], res: AlignResult) -> list[str]:
+def unused_inputs(human_paths: list[Path], score_paths: list[Path], judges: list[JudgeRatings], llm: LLMScores,
+                  problems: Problems) -> list[str]:
     """One line per named file (or directory) that gave no usable score, with the reason."""
-    from .sources import resolve_score_paths
-
     out: list[str] = []
     for path in human_paths:
-        judges = [j for j in res.judges if j.source == str(path)]
-        if not any(np.isfinite(v).any() for j in judges for v in j.scores.values()):
-            out.append(_reason(path, res.problems, "no usable score in it (every score cell blank or left out)"))
+        mine = [j for j in judges if j.source == str(path)]
+        if not any(np.isfinite(v).any() for j in mine for v in j.scores.values()):
+            out.append(_reason(path, problems, "no usable score in it (every score cell blank or left out)"))
     for path in score_paths:
         try:
             files = resolve_score_paths([path])
         except AlignInputError as exc:
             out.append(str(exc))
             continue
-        ids = [cid for f in files for cid in res.llm.by_source.get(str(f), [])]
-        if not any(cid in res.llm.rows and np.isfinite(res.llm.rows[cid].values).any() for cid in ids):
-            why = _reason(files[0], res.problems, "no usable LLM score in it") if len(files) == 1 else \
+        ids = [cid for f in files for cid in llm.by_source.get(str(f), [])]
+        if not any(cid in llm.rows and np.isfinite(llm.rows[cid].values).any() for cid in ids):
+            why = _reason(files[0], problems, "no usable LLM score in it") if len(files) == 1 else \
                 f"{path}: no usable LLM score in any of its {len(files)} score files"
             out.append(why)
     return out

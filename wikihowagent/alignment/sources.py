@@ -41,6 +41,10 @@ class ScoreRow:
     title: str = ""
     tutorial_id: str = ""
     where: str = ""  # path:line it came from
+    judge: str = ""  # the judge's spec (scores.jsonl); "" = not recorded (a CSV, a paper file)
+    scoring: str = ""  # --judge-scoring mode of that judge ("weighted", "json", ...); "" = not recorded
+    rubrics_sha256: str = ""  # the rubric file the judge was given; "" = not recorded
+    dist: dict[str, list[float]] = field(default_factory=dict)  # rubric -> the judge's p(1..5) (weighted)
 
 
 @dataclass
@@ -124,12 +128,14 @@ def _table_rows(table: ScoreTable, problems: Problems, missing: list[int],
     """Rows of the score table -> rows of the 8 rubric scores (checked against the 1-5 scale)."""
     meta = table.meta
     out = []
-    for (cid, run, teacher, learner, domain, persona, title, tut, loc), metrics in zip(
+    for (cid, run, teacher, learner, domain, persona, title, tut, loc, evaluator, scoring, sha, rec), metrics in zip(
             zip(meta["conversation_id"], meta["run"], meta["teacher"], meta["learner"], meta["domain"],
-                meta["persona"], meta["title"], meta["tutorial_id"], meta["where"]), table.iter_row_metrics()):
+                meta["persona"], meta["title"], meta["tutorial_id"], meta["where"], meta["evaluator"],
+                meta["scoring"], meta["rubrics_sha256"], meta["record"]), table.iter_row_metrics()):
         out.append(ScoreRow(conversation_id=cid, values=_metric_values(metrics, loc, problems, missing, unjudged),
                             run=run, model=model_label(teacher, learner, run), domain=domain, persona=persona,
-                            title=title, tutorial_id=tut, where=loc))
+                            title=title, tutorial_id=tut, where=loc, judge=evaluator, scoring=scoring,
+                            rubrics_sha256=sha, dist=dict(rec.judge.dist) if rec is not None and rec.judge else {}))
     return out
 
 

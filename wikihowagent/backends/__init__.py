@@ -34,6 +34,12 @@ def shutdown_local_servers() -> None:
         mod.shutdown_local_servers()
 
 
+def local_slots(model: object) -> int | None:
+    """The slots of the embedded server `model` talks to (its `local.n_parallel`); None for other backends."""
+    mod = sys.modules.get(f"{__name__}.local")
+    return mod.serving_slots(model) if mod is not None else None
+
+
 def ensure_local_model() -> Path:
     """Assemble and verify the embedded model's GGUF (once); returns its path."""
     from .model_files import ensure_local_model as _ensure
@@ -47,6 +53,7 @@ __all__ = [
     "check_backend",
     "ensure_local_model",
     "load_aliases",
+    "local_slots",
     "make_chat_model",
     "normalize_ollama_host",
     "resolve_spec",

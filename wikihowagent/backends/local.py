@@ -141,6 +141,12 @@ def running_servers() -> list[LocalServer]:
         return list(_SERVERS.values())
 
 
+def serving_slots(model: Any) -> int | None:
+    """The slots (n_parallel) of the embedded server `model` sends its requests to; None for any other model."""
+    url = str(getattr(model, "openai_api_base", "") or "").rstrip("/")
+    return next((srv.n_parallel for srv in running_servers() if srv.base_url == url), None)
+
+
 def shutdown_local_servers() -> None:
     """Stop every embedded server (the C++ destructor joins the server threads). Idempotent."""
     with _LOCK:

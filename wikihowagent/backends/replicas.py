@@ -7,8 +7,13 @@ errors in a row is *rested* with exponential backoff (`rest_s`, doubling up to `
 (`GET <base>/models`, or `/api/tags` for Ollama) before it gets requests again; the run goes on with the
 others. When every replica is resting (a server outage) requests wait and the replicas are probed until
 one answers, for up to `outage_wait_s`; only then do the waiting requests fail (and with them their
-conversations, recorded as failed, to be retried on resume). Server *answers* (HTTP 4xx/5xx after the
-client's own retries) are passed on unchanged.
+conversations, recorded as failed, to be retried on resume).
+
+A server error (HTTP 5xx after the client's own retries) is a failure of that replica too: the request is
+sent to another replica it has not failed on yet, and `fail_threshold` of them in a row rest the replica
+like a dead one (its rests keep doubling while it keeps failing after probes). The request fails, with the
+last server error, only when every replica has failed it (answered 5xx, or is resting). Other answers
+(HTTP 4xx) are passed on unchanged.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.outputs import ChatResult
 from pydantic import ConfigDict
 
+from wikihowagent.errors import WikihowagentError
 
 KEEPALIVE = 1024  # idle connections kept per client: no reconnects at any --concurrency up to this
 # HTTP clients per endpoint with the SDK transport: httpx's connection pool scans all its connections on every
@@ -47,6 +53,16 @@ def is_connection_error(exc: BaseException) -> bool:
     return False
 
 
+def is_server_error(exc: BaseException) -> bool:
+    """True if the server answered with HTTP 5xx (OpenAI SDK / lean client status errors, Ollama's)."""
+    status = getattr(exc, "status_code", None)
+    return isinstance(status, int) and status >= 500
+
+
+class NoReplicaLeft(WikihowagentError):
+    """Every replica has failed this request (answered 5xx or is resting)."""
+
+
 @dataclass
 class Replica:
     url: str
@@ -54,7 +70,8 @@ class Replica:
     clients: list[BaseChatModel] = field(default_factory=list)
     busy: list[int] = field(default_factory=list)  # requests in flight per client
     in_flight: int = 0
-    failures: int = 0  # connection errors in a row
+    failures: int = 0  # connection or server errors in a row
+    last_failure: str = ""  # what the last one was, for the rest note
     rests: int = 0  # times rested in a row (the backoff exponent)
     rested_until: float = 0.0  # monotonic time; 0 = healthy
     served: int = 0
@@ -116,8 +133,8 @@ class ReplicaPool:
             self._probing.pop(r.url, None)
             if r.rested_until == 0.0:
                 continue  # another waiter already handled this probe
-            if ok:
-                r.rested_until, r.failures, r.rests = 0.0, 0, 0
+            if ok:  # the backoff exponent stays until a request succeeds: a replica that answers probes but
+                r.rested_until, r.failures = 0.0, 0  # fails requests with 5xx rests longer each time
                 self._say(f"replica {r.url} answers again")
             else:
                 self._rest(r)
@@ -126,14 +143,20 @@ class ReplicaPool:
         delay = min(self.rest_max_s, self.rest_s * 2**r.rests)
         r.rests += 1
         r.rested_until = time.monotonic() + delay
-        self._say(f"replica {r.url} unreachable ({r.failures} connection errors); resting it {delay:.0f} s")
+        what = r.last_failure or f"{r.failures} connection errors"
+        self._say(f"replica {r.url} {what}; resting it {delay:.0f} s")
 
-    async def acquire(self) -> Replica:
-        """The least-busy healthy replica; during an outage, wait (probing) up to `outage_wait_s`."""
+    async def acquire(self, avoid: frozenset[int] = frozenset()) -> Replica:
+        """The least-busy healthy replica; during an outage, wait (probing) up to `outage_wait_s`. Replicas
+        whose id() is in `avoid` (they failed this request) are not chosen: NoReplicaLeft if no other is healthy."""
         while True:
             now = time.monotonic()
             await self._wake(now)
             healthy = self.healthy(now)
+            if avoid:
+                healthy = [r for r in healthy if id(r) not in avoid]
+                if not healthy:
+                    raise NoReplicaLeft
             if healthy:
                 self._outage_since = None
                 least = min(r.in_flight for r in healthy)
@@ -158,6 +181,8 @@ class ReplicaPool:
             r.served += 1
             return
         r.failures += 1
+        r.last_failure = (f"answers with server errors ({r.failures} in a row, last: HTTP {getattr(error, 'status_code', '5xx')})"
+                          if is_server_error(error) else "")
         if r.failures >= self.fail_threshold and r.rested_until == 0.0:
             self._rest(r)
 
@@ -182,16 +207,24 @@ class PooledChatModel(BaseChatModel):
 
     async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:  # type: ignore[override]
         last: BaseException | None = None
+        failed_on: frozenset[int] = frozenset()  # replicas that answered this request with a server error
         for _ in range(self.max_resends):
-            r = await self.pool.acquire()
+            try:
+                r = await self.pool.acquire(failed_on)
+            except NoReplicaLeft:
+                assert last is not None
+                raise last from None
             i = r.take_client()
             try:
                 result = await r.clients[i]._agenerate(messages, stop=stop, **kwargs)
             except Exception as exc:
                 r.busy[i] -= 1
-                self.pool.release(r, exc if is_connection_error(exc) else None)
-                if not is_connection_error(exc):
+                failed = is_connection_error(exc) or is_server_error(exc)
+                self.pool.release(r, exc if failed else None)
+                if not failed:
                     raise
+                if is_server_error(exc):
+                    failed_on = failed_on | {id(r)}
                 last = exc
                 continue
             r.busy[i] -= 1

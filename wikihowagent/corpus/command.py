@@ -18,31 +18,11 @@ SampleSeedOpt = Annotated[int, typer.Option(help="Seed of the --sample draw (sam
 SkipInvalidOpt = Annotated[bool, typer.Option(help="Skip (and list) bad articles instead of stopping.")]
 
 
-def print_load_warnings(console, report) -> None:
-    """Bad articles skipped, duplicates ignored and the (first 10) unmapped topics, one literal line each
-    (never read as markup)."""
-    from wikihowagent.console import print_labeled
-
-    unmapped = [f"{t}: {n} articles, domain = categories[1]" for t, n in report.unmapped.most_common(10)]
-    if len(report.unmapped) > 10:
-        unmapped.append(f"... and {len(report.unmapped) - 10} more topics (all in `wikihowagent stats`)")
-    for label, items in (("skipped:", report.invalid), ("duplicate:", report.duplicates),
-                         ("unmapped topic:", unmapped)):
-        for problem in items:
-            print_labeled(console, label, "yellow", problem)
-
-
 def _fail(console, message: str) -> None:
     from wikihowagent.console import print_error
 
     print_error(message, console)
     raise typer.Exit(2)
-
-
-def empty_message(source: Path, domain, topic) -> str:
-    where = [f"domain(s) {', '.join(domain)}"] if domain else []
-    where += [f"topic(s) {', '.join(topic)}"] if topic else []
-    return f"{source}: no tutorials with >= 2 steps" + (f" in {' and '.join(where)}" if where else "")
 
 
 def tutorials(
@@ -64,7 +44,7 @@ def tutorials(
     from rich.text import Text
 
     from wikihowagent.console import make_console
-    from wikihowagent.corpus.core import LoadReport, TutorialError, default_tutorials_path
+    from wikihowagent.corpus.core import LoadReport, TutorialError, default_tutorials_path, empty_message, print_load_warnings
     from wikihowagent.corpus.sampling import select_tutorials
 
     console = make_console()
@@ -111,7 +91,7 @@ def stats(
     """Describe a corpus: the paper's Table 4 per domain and topic (CSV, Markdown, terminal), the sunburst of
     domains and topics (Fig. 2), the steps histogram, and with --graph the topic knowledge graph."""
     from wikihowagent.console import make_console
-    from wikihowagent.corpus.core import LoadReport, TutorialError, default_tutorials_path
+    from wikihowagent.corpus.core import LoadReport, TutorialError, default_tutorials_path, empty_message, print_load_warnings
     from wikihowagent.corpus.stats import run_stats
 
     console = make_console()

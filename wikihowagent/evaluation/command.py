@@ -17,13 +17,13 @@ def evaluate(
     metrics: Annotated[Optional[str], typer.Option(metavar="LIST", help="Comma-separated metric names (or 'computational', 'rubric'). Default: all.")] = None,
     no_judge: Annotated[bool, typer.Option("--no-judge", help="Computational metrics only (no LLM calls).")] = False,
     compat: Annotated[Optional[str], typer.Option(metavar="paper", help="'paper': the released code's metric definitions, to compare with the paper's tables.")] = None,
-    baseline: Annotated[Optional[Path], typer.Option(help="Run to compare the others with (Table 2 view, ↑/↓).")] = None,
+    baseline: Annotated[Optional[Path], typer.Option(help="Run to compare the others with (Table 2 view): ↑/↓ where a paired test by tutorial (Wilcoxon, Holm across the metrics) gives p < 0.05, else ≈; --compat paper: the raw difference.")] = None,
     by: Annotated[Optional[str], typer.Option(metavar="domain|persona", help="'domain': per-domain breakdown (Figure 5); 'persona': per learner persona (by_persona.csv).")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Output directory: <OUT>/<run>/scores.jsonl and the summary files.")] = None,
     rubrics: Annotated[Optional[Path], typer.Option(help="Rubric JSON file (default: data/rubrics.json).")] = None,
     config: Annotated[Optional[Path], typer.Option(help="YAML config overriding configs/default.yaml.")] = None,
     base_url: Annotated[Optional[str], typer.Option(help="Ollama host / OpenAI-compatible base URL for the evaluator (default: the one recorded in run.json for its spec).")] = None,
-    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Judge calls in flight (default: the config's concurrency).")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Conversations at the judge at once (default: the embedded judge's server slots, local.n_parallel; else the config's concurrency).")] = None,
     retries: Annotated[int, typer.Option(min=0, help="Re-asks of the judge when a reply cannot be parsed.")] = 2,
     batch_size: Annotated[int, typer.Option(min=1, help="Texts per embedding forward pass.")] = 32,
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the PNG figures.")] = False,
@@ -34,6 +34,9 @@ def evaluate(
     judge_rationale: Annotated[bool, typer.Option("--judge-rationale", help="The judge writes its analysis first, then 'Score: k' (weighted/sampled; read at the final score token).")] = False,
     retry_failed: Annotated[bool, typer.Option(help="Judge rubrics that failed in an earlier pass again.")] = True,
     posttest_learner: Annotated[Optional[str], typer.Option(metavar="SPEC", help="Give conversations without a post-test one, taken by this learner model (and its pre-test per tutorial), stored beside the scores (posttests.jsonl, pretests.jsonl); also the paper's run files. Not with --compat paper.")] = None,
+    bootstrap: Annotated[int, typer.Option(min=0, metavar="N", help="Bootstrap resamples (of tutorials) for the 95 % CI in every table cell; 0 = no CIs.")] = 1000,
+    seed: Annotated[int, typer.Option(metavar="S", help="Seed of the bootstrap resampling (the tables' CIs).")] = 0,
+    calibration: Annotated[Optional[Path], typer.Option(metavar="FILE", help="A calibration.json of `align --calibrate`: adds '<rubric> (cal.)' columns (the judge's score mapped to the human scale) to the summary, the tables and calibrated_scores.csv; refused for scores of another judge, scoring mode or rubric file.")] = None,
 ) -> None:
     """Score conversations: computational metrics and the LLM rubric judge; summary table, CSV, Markdown, figures."""
     from wikihowagent.console import make_console, print_error, print_labeled
@@ -48,7 +51,8 @@ def evaluate(
         baseline=baseline, by=by, out=out, rubrics=rubrics, config=config, base_url=base_url,
         concurrency=concurrency, retries=retries, batch_size=batch_size, figures=not no_figures,
         preset=preset, tables=tables, shard=shard, judge_scoring=judge_scoring, judge_rationale=judge_rationale,
-        retry_failed=retry_failed, posttest_learner=posttest_learner,
+        retry_failed=retry_failed, calibration=calibration, bootstrap=bootstrap, seed=seed,
+        posttest_learner=posttest_learner,
     )
     try:
         result = run_evaluation(request, console)

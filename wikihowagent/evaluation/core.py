@@ -30,7 +30,7 @@ class EvaluateRequest:
     rubrics: Path | None = None
     config: Path | None = None
     base_url: str | None = None
-    concurrency: int | None = None  # None = the config's
+    concurrency: int | None = None  # None = runner.judge_concurrency (embedded judge: its slots; else the config's)
     retries: int = 2
     batch_size: int = 32
     figures: bool = True
@@ -41,6 +41,16 @@ class EvaluateRequest:
     judge_rationale: bool = False
     retry_failed: bool = True  # rubrics that failed in an earlier pass are judged again
     posttest_learner: str | None = None  # take the post-test of conversations without one with this model
+    calibration: Path | None = None  # `align --calibrate`'s calibration.json: adds "<rubric> (cal.)" columns
+    bootstrap: int = 1000  # resamples (of tutorials) for the tables' CIs; 0 = no CIs
+    seed: int = 0  # the bootstrap's seed
+
+    @property
+    def table_stats(self) -> Any:
+        """CIs in every cell; arrows from a paired test by tutorial, except in paper mode (the paper's raw arrows)."""
+        from .significance import TableStats
+
+        return TableStats(n_boot=self.bootstrap, seed=self.seed, paired=self.mode != "paper")
 
     @property
     def mode(self) -> str:
@@ -140,8 +150,10 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     except RubricError as exc:
         raise EvaluateError(str(exc)) from None
     judge_on = bool(rub) and req.judge
+    calibration = _load_calibration(req)
     opts = EvalOptions(mode=mode, metrics=comp + rub, judge=judge_on, evaluator=req.evaluator, base_url=req.base_url,
-                       rubrics_path=req.rubrics, out=req.out, concurrency=req.concurrency or cfg.concurrency,
+                       rubrics_path=req.rubrics, out=req.out, concurrency=req.concurrency,
+                       default_concurrency=cfg.concurrency,
                        retries=req.retries, batch_size=req.batch_size, shard=shard, scoring=req.judge_scoring,
                        rationale=req.judge_rationale, retry_failed=req.retry_failed,
                        posttest_learner=req.posttest_learner)
@@ -161,11 +173,20 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
                             make_learner=make_llm if req.posttest_learner else None)
             # Every input's evaluator (and the server it is asked on) is known before any work starts.
             specs = {s.name: ev.evaluator_spec(s) for s in sources}
+            _check_calibration_judge(calibration, req, specs, ev.rubrics_hash)
             judge_urls.update(judge_base_urls(specs, sources, req.base_url, aliases))
             ev.prepare(list(specs.values()))  # a --judge-scoring mode the backend cannot serve fails here
         except MetricError as exc:
             raise EvaluateError(str(exc)) from None
         all_failed: list[str] = []
+        states: dict[str, Any] = {}
+        if shard is not None:  # what each shard is scored against, read before scoring (merge compares it)
+            from .shards import input_state
+
+            try:
+                states = {s.name: input_state(s.records_path, s.kind != "paper-json") for s in sources}
+            except OSError as exc:
+                raise EvaluateError(f"{exc.filename}: {exc.strerror}") from None
         try:
             results = _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed)
         finally:
@@ -175,14 +196,60 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
 
         for src, p in results:
             write_shard_info(p, shard, scores_fingerprint(opts.mode, opts.metrics or [], specs[src.name],
-                                                          opts.rubrics_path, src.path))
+                                                          opts.rubrics_path, src.path), states.get(src.name))
         return EvaluationSummary(summary=None, shard=shard, merge_dirs=[
             p.parent.parent.parent for _, p in results if p.parent.parent.name == SHARDS_DIR])
-    result = _summarize(results, rubric_names, base_name, req, runs_dir)
+    result = _summarize(results, rubric_names, base_name, req, runs_dir, calibration)
     result.judge_all_failed = all_failed
     if tables:
-        _paper_tables(result, results, rubric_names, req, runs_dir)
+        _paper_tables(result, results, rubric_names, req, runs_dir, calibration)
     return result
+
+
+def _load_calibration(req: EvaluateRequest) -> Any:
+    """--calibration FILE, checked before any work (EvaluateError, one line); None without it."""
+    if req.calibration is None:
+        return None
+    from .calibrated import CalibrationMismatch, load
+
+    try:
+        return load(req.calibration)
+    except CalibrationMismatch as exc:
+        raise EvaluateError(str(exc)) from None
+
+
+def _check_calibration_judge(calibration: Any, req: EvaluateRequest, specs: dict, rubrics_hash: str) -> None:
+    """Before any judge call: the judge and rubric file this evaluate uses are the calibration's."""
+    if calibration is None:
+        return
+    for name, spec in specs.items():
+        if spec and spec != calibration.judge:
+            raise EvaluateError(f"{req.calibration}: fitted for judge {calibration.judge}; {name} would be judged "
+                                f"by {spec}: use --evaluator {calibration.judge}, or calibrate {spec} "
+                                "(`wikihowagent align --calibrate`)")
+        if spec and rubrics_hash and rubrics_hash != calibration.rubrics_sha256:
+            raise EvaluateError(f"{req.calibration}: fitted for the rubric file with sha256 "
+                                f"{calibration.rubrics_sha256[:12]}, this evaluate uses {rubrics_hash[:12]} "
+                                "(--rubrics): calibrate again on scores judged with these rubrics")
+
+
+def _run_scores(results, calibration: Any, req: EvaluateRequest) -> list:
+    """Each scored input's rows of the score table, with the calibrated columns when --calibration is given
+    (EvaluateError if its scores come from another judge or rubric file)."""
+    from .calibrated import CalibrationMismatch, add_calibrated, check
+    from .summary import load_run_scores
+
+    out = []
+    for src, p in results:
+        rs = load_run_scores(src.name, src.label, p, n_failed=src.n_failed, n_invalid=src.n_invalid)
+        if calibration is not None:
+            try:
+                check(calibration, req.calibration, rs.table, f"{p}")
+            except CalibrationMismatch as exc:
+                raise EvaluateError(str(exc)) from None
+            rs.table = add_calibrated(rs.table, calibration)
+        out.append(rs)
+    return out
 
 
 def judge_llm_factory(cfg: Any, base_url: str | None, aliases: Path | None = None,
@@ -206,18 +273,18 @@ def judge_llm_factory(cfg: Any, base_url: str | None, aliases: Path | None = Non
     return make_llm
 
 
-def _paper_tables(result: EvaluationSummary, results, rubric_names, req: EvaluateRequest, runs_dir: Path) -> None:
+def _paper_tables(result: EvaluationSummary, results, rubric_names, req: EvaluateRequest, runs_dir: Path,
+                  calibration: Any = None) -> None:
     from wikihowagent.runs import SUMMARY_DIR
 
-    from .summary import load_run_scores, write_summary
+    from .summary import write_summary
     from .tables import paper_tables
 
-    run_scores = [load_run_scores(src.name, src.label, p, n_failed=src.n_failed, n_invalid=src.n_invalid)
-                  for src, p in results]
+    run_scores = _run_scores(results, calibration, req)
     setups = {src.name: (src.teacher, src.learner or src.teacher) for src, _ in results}
     out_dir = Path(req.out) if req.out is not None else (
         results[0][1].parent if len(results) == 1 else runs_dir / SUMMARY_DIR)
-    result.tables = paper_tables(run_scores, setups, rubric_names)
+    result.tables = paper_tables(run_scores, setups, rubric_names, req.table_stats)
     for stem, _, summary in result.tables:
         result.written += write_summary(summary, out_dir / stem)
 
@@ -294,14 +361,14 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed: li
     return results
 
 
-def _summarize(results, rubric_names, base_name, req: EvaluateRequest, runs_dir: Path) -> EvaluationSummary:
+def _summarize(results, rubric_names, base_name, req: EvaluateRequest, runs_dir: Path,
+               calibration: Any = None) -> EvaluationSummary:
     from wikihowagent.runs import SUMMARY_DIR
 
-    from .summary import by_domain, load_run_scores, summarize, write_figures, write_summary
+    from .summary import by_domain, summarize, write_calibrated, write_figures, write_summary
 
-    run_scores = [load_run_scores(src.name, src.label, p, n_failed=src.n_failed, n_invalid=src.n_invalid)
-                  for src, p in results]
-    summary = summarize(run_scores, rubric_names, baseline=base_name)
+    run_scores = _run_scores(results, calibration, req)
+    summary = summarize(run_scores, rubric_names, baseline=base_name, stats=req.table_stats)
     if req.out is not None:
         out_dir = Path(req.out)
     elif len(results) == 1:
@@ -309,15 +376,17 @@ def _summarize(results, rubric_names, base_name, req: EvaluateRequest, runs_dir:
     else:
         out_dir = runs_dir / SUMMARY_DIR
     written = write_summary(summary, out_dir)
+    if calibration is not None:
+        written.append(write_calibrated(run_scores, calibration, out_dir))
     domain_df = None
     if req.by == "domain":
-        domain_df = by_domain(run_scores, rubric_names)
+        domain_df = by_domain(run_scores, rubric_names, stats=req.table_stats)
         p = out_dir / "by_domain.csv"
         domain_df.to_csv(p, index=False)
         written.append(p)
     persona_df = None
     if req.by == "persona":
-        persona_df = by_domain(run_scores, rubric_names, key="persona")
+        persona_df = by_domain(run_scores, rubric_names, key="persona", stats=req.table_stats)
         p = out_dir / "by_persona.csv"
         persona_df.to_csv(p, index=False)
         written.append(p)

@@ -16,6 +16,8 @@ import re
 
 from wikihowagent.records import Conversation
 
+from .rouge import rouge_l, rouge_tokens
+
 COVER_MIN = 0.5
 ECHO_MIN = 0.5
 STOP = frozenset("""a an the and or but if then so of to in on at by for with from into onto over under up down out
@@ -28,8 +30,6 @@ _SENT_RE = re.compile(r"(?<=[.!?])\s+")
 
 
 def _content(text: str) -> list[str]:
-    from .metrics import rouge_tokens
-
     raw = rouge_tokens(text, stem=False)
     stemmed = rouge_tokens(text, stem=True)
     return [s for w, s in zip(raw, stemmed) if w not in STOP and len(w) > 1] if len(raw) == len(stemmed) else \
@@ -64,8 +64,6 @@ def step_coverage(conv: Conversation) -> float | None:
 
 
 def echo_rate(conv: Conversation) -> float | None:
-    from .metrics import rouge_l, rouge_tokens
-
     pairs = []
     prev = None
     for m in conv.messages:

@@ -18,7 +18,12 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation
+
+from . import coverage, posttest
+from .posttest import DETAIL_RECALL, EXTRANEOUS, LEARNING_GAIN, ORDER, POSTTEST_METRICS, STEP_RECALL  # noqa: F401
+from .rouge import _CachedStemmer, _rouge_stemmer, lcs_length, rouge_l, rouge_n, rouge_tokens  # noqa: F401  (re-exported)
 
 # Metric names (keys of ScoreRecord.metrics).
 QUESTION = "Question Ratio"
@@ -33,12 +38,6 @@ EMBEDDING_COSINE = "Embedding Cosine"
 STEP_COVERAGE = "Step Coverage"  # evaluation/coverage.py
 ECHO_RATE = "Echo Rate"
 # The learner's post-test (evaluation/posttest.py): default mode only, None where no post-test was taken.
-STEP_RECALL = "Step Recall"
-ORDER = "Order"
-EXTRANEOUS = "Extraneous"
-DETAIL_RECALL = "Detail Recall"
-LEARNING_GAIN = "Learning Gain"
-POSTTEST_METRICS = (STEP_RECALL, ORDER, EXTRANEOUS, DETAIL_RECALL, LEARNING_GAIN)
 
 
 WORDNET_HINT = (
@@ -47,7 +46,7 @@ WORDNET_HINT = (
 )
 
 
-class MetricError(RuntimeError):
+class MetricError(WikihowagentError, RuntimeError):
     """A metric cannot run at all (missing data or model); one-line message."""
 
 
@@ -217,78 +216,6 @@ def paper_bleu(reference: str, generated: str) -> float:
     ref = tok(" ".join(reference)).split()
     hyp = tok(" ".join(generated)).split()
     return round(nmt_bleu([[ref]], [hyp]), 4)
-
-
-# --------------------------------------------------------------------------------------------------
-# ROUGE (rouge-score's tokenizer and formulas; LCS bit-parallel)
-# --------------------------------------------------------------------------------------------------
-
-
-class _CachedStemmer:
-    """A Porter stemmer with a memo: same output as the wrapped stemmer, computed once per word."""
-
-    def __init__(self, stemmer: Any):
-        self._stemmer = stemmer
-        self._memo: dict[str, str] = {}
-
-    def stem(self, word: str) -> str:
-        s = self._memo.get(word)
-        if s is None:
-            s = self._stemmer.stem(word)
-            if len(self._memo) < 500_000:
-                self._memo[word] = s
-        return s
-
-
-@lru_cache(maxsize=1)
-def _rouge_stemmer() -> _CachedStemmer:
-    from nltk.stem import porter
-
-    return _CachedStemmer(porter.PorterStemmer())  # what rouge-score's DefaultTokenizer uses
-
-
-def rouge_tokens(text: str, stem: bool) -> list[str]:
-    from rouge_score import tokenize
-
-    return tokenize.tokenize(text, _rouge_stemmer() if stem else None)
-
-
-def _fmeasure(p: float, r: float) -> float:
-    return 2 * p * r / (p + r) if p + r > 0 else 0.0
-
-
-def rouge_n(ref: Sequence[str], hyp: Sequence[str], n: int) -> float:
-    rc = Counter(tuple(ref[i:i + n]) for i in range(len(ref) - n + 1))
-    hc = Counter(tuple(hyp[i:i + n]) for i in range(len(hyp) - n + 1))
-    rt, ht = sum(rc.values()), sum(hc.values())
-    overlap = sum((rc & hc).values())
-    return _fmeasure(overlap / max(ht, 1), overlap / max(rt, 1))
-
-
-def lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
-    """Length of the longest common subsequence (Hyyrö's bit-parallel algorithm, exact)."""
-    if not a or not b:
-        return 0
-    if len(a) > len(b):
-        a, b = b, a
-    masks: dict[str, int] = {}
-    for i, x in enumerate(a):
-        masks[x] = masks.get(x, 0) | (1 << i)
-    full = (1 << len(a)) - 1
-    v = full
-    for y in b:
-        m = masks.get(y)
-        if m:
-            u = v & m
-            v = ((v + u) | (v - u)) & full
-    return len(a) - bin(v).count("1")
-
-
-def rouge_l(ref: Sequence[str], hyp: Sequence[str]) -> float:
-    if not ref or not hyp:
-        return 0.0
-    lcs = lcs_length(ref, hyp)
-    return _fmeasure(lcs / len(hyp), lcs / len(ref))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -527,16 +454,7 @@ class MetricInput:
         return self._rouge
 
 
-def _coverage() -> Any:
-    import importlib
-
-    return importlib.import_module("wikihowagent.evaluation.coverage")  # coverage.py uses this module's tokenisers
-
-
-def _posttest() -> Any:
-    import importlib
-
-    return importlib.import_module("wikihowagent.evaluation.posttest")  # posttest.py uses this module's WordNet
+EmbedBatch = Literal["embed_default", "embed_paper"]  # the Scorers pass that computes a batch metric
 
 
 @dataclass(frozen=True)
@@ -544,13 +462,13 @@ class Metric:
     """One computational metric of one mode (`default` or `paper`, see README "Metrics").
 
     `score` computes it for one conversation; metrics with `batch` set are computed together for a chunk
-    by `Scorers.<batch>` (the embedding model's forward passes). Values are fractions in [0, 1] (`scale`),
+    by that `Scorers` pass (the embedding model's forward passes). Values are fractions in [0, 1] (`scale`),
     shown as percentages in the summary; None = not computable."""
 
     name: str
     mode: Literal["default", "paper"]
     score: Callable[[MetricInput], float | None] | None = None
-    batch: str | None = None
+    batch: EmbedBatch | None = None
     needs_hypothesis: bool = False  # None when the conversation has no generated teacher text
     needs_wordnet: bool = False
     scale: Literal["fraction"] = "fraction"
@@ -570,8 +488,8 @@ REGISTRY: tuple[Metric, ...] = (
     Metric(ROUGEL, "default", lambda x: rouge_l(*x.rouge_pair()), needs_hypothesis=True),
     Metric(BERTSCORE, "default", batch="embed_default", needs_hypothesis=True),
     Metric(EMBEDDING_COSINE, "default", batch="embed_default", needs_hypothesis=True),
-    Metric(STEP_COVERAGE, "default", lambda x: _coverage().step_coverage(x.conv)),
-    Metric(ECHO_RATE, "default", lambda x: _coverage().echo_rate(x.conv)),
+    Metric(STEP_COVERAGE, "default", lambda x: coverage.step_coverage(x.conv)),
+    Metric(ECHO_RATE, "default", lambda x: coverage.echo_rate(x.conv)),
     Metric(STEP_RECALL, "default", batch="posttest"),
     Metric(ORDER, "default", batch="posttest"),
     Metric(EXTRANEOUS, "default", batch="posttest"),
@@ -664,8 +582,9 @@ class Scorers:
                     if m.batch and m.batch != "posttest":  # the post-test does not read the teacher's text
                         res.metrics[m.name] = None
                 res.notes.append("no generated teacher turn: overlap and similarity metrics not computable")
+        passes = {"embed_default": self.embed_default, "embed_paper": self.embed_paper, "posttest": self.posttest}
         for batch in dict.fromkeys(m.batch for m in self.selected if m.batch):
-            getattr(self, batch)(convs, refs, hyps, results, {m.name for m in self.selected})
+            passes[batch](convs, refs, hyps, results, {m.name for m in self.selected})
         return results
 
     def embed_default(self, convs, refs, hyps, results, want) -> None:
@@ -711,14 +630,14 @@ class Scorers:
         return (self.step_vectors(a) @ self.step_vectors(b).T).numpy()
 
     def posttest(self, convs, refs, hyps, results, want) -> None:
-        pt = _posttest()
+        wordnet = load_wordnet() if DETAIL_RECALL in want else None
         tested = [i for i, c in enumerate(convs) if c.posttest is not None]
         texts = [s for i in tested for s in (*convs[i].steps, *convs[i].posttest.post.steps,
                                              *(convs[i].posttest.pre.steps if convs[i].posttest.pre else ()))]
         if texts:
             self.step_vectors(texts)  # one batched pass for the chunk
         for i, (c, res) in enumerate(zip(convs, results)):
-            values, notes = pt.posttest_scores(c, self.step_similarity, want)
+            values, notes = posttest.posttest_scores(c, self.step_similarity, want, wordnet)
             res.metrics.update(values)
             res.notes.extend(notes)
 

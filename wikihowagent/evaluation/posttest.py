@@ -17,19 +17,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from functools import lru_cache
 from typing import Any
 
-from wikihowagent.evaluation.metrics import (
-    DETAIL_RECALL,
-    EXTRANEOUS,
-    LEARNING_GAIN,
-    ORDER,
-    POSTTEST_METRICS,
-    STEP_RECALL,
-    load_wordnet,
-)
 from wikihowagent.records import Conversation, TestAnswer
+
+STEP_RECALL = "Step Recall"
+ORDER = "Order"
+EXTRANEOUS = "Extraneous"
+DETAIL_RECALL = "Detail Recall"
+LEARNING_GAIN = "Learning Gain"
+POSTTEST_METRICS = (STEP_RECALL, ORDER, EXTRANEOUS, DETAIL_RECALL, LEARNING_GAIN)
 
 THRESHOLD = 0.5  # cosine similarity of a match; README "Post-test" (measured table, scripts/bench_posttest.py)
 
@@ -73,11 +70,9 @@ def extraneous(matches: Sequence[tuple[int, int]], n_answer: int) -> float | Non
     return (n_answer - len(matches)) / n_answer if n_answer else None
 
 
-@lru_cache(maxsize=20_000)
-def _is_thing(word: str) -> str | None:
+def _is_thing(wn: Any, word: str) -> str | None:
     """The word's noun lemma if one of its most common noun senses is a physical thing (see _THING_ROOTS)."""
-    wn = load_wordnet()
-    lemma = _lemma(word)
+    lemma = _lemma(wn, word)
     if lemma is None or len(lemma) < 3:
         return None
     for synset in wn.synsets(lemma, "n")[:_SENSES]:
@@ -90,33 +85,33 @@ def _tokens(text: str) -> list[str]:
     return [_NUMBER_WORDS.get(t, t) for t in _TOKEN.findall(text.lower())]
 
 
-def details(text: str) -> set[str]:
-    """The text's details: numbers with the word after them ("3 minutes", "350 degrees"), and things."""
+def details(text: str, wn: Any) -> set[str]:
+    """The text's details: numbers with the word after them ("3 minutes", "350 degrees"), and things.
+    `wn`: WordNet (metrics.load_wordnet())."""
     toks = _tokens(text)
     out: set[str] = set()
     for i, t in enumerate(toks):
         if t[0].isdigit():
             unit = toks[i + 1] if i + 1 < len(toks) and not toks[i + 1][0].isdigit() else ""
-            out.add(f"{t} {_lemma(unit) or unit}".strip())
+            out.add(f"{t} {_lemma(wn, unit) or unit}".strip())
         else:
-            thing = _is_thing(t)
+            thing = _is_thing(wn, t)
             if thing:
                 out.add(thing)
     return out
 
 
-@lru_cache(maxsize=20_000)
-def _lemma(word: str) -> str | None:
+def _lemma(wn: Any, word: str) -> str | None:
     """The shortest noun base form WordNet knows ("eggs" -> "egg", "minutes" -> "minute"), else None."""
-    forms = load_wordnet()._morphy(word, "n") if word else []
+    forms = wn._morphy(word, "n") if word else []
     return min(forms, key=len) if forms else None
 
 
-def detail_recall(tutorial_steps: Sequence[str], answer_steps: Sequence[str]) -> float | None:
-    wanted = details("\n".join(tutorial_steps))
+def detail_recall(tutorial_steps: Sequence[str], answer_steps: Sequence[str], wn: Any) -> float | None:
+    wanted = details("\n".join(tutorial_steps), wn)
     if not wanted:
         return None
-    got = details("\n".join(answer_steps))
+    got = details("\n".join(answer_steps), wn)
     return len(wanted & got) / len(wanted)
 
 
@@ -125,9 +120,10 @@ def usable(answer: TestAnswer | None) -> bool:
 
 
 def posttest_scores(conv: Conversation, similarity: Callable[[Sequence[str], Sequence[str]], Any],
-                    want: set[str], threshold: float = THRESHOLD) -> tuple[dict[str, float | None], list[str]]:
+                    want: set[str], wordnet: Any = None,
+                    threshold: float = THRESHOLD) -> tuple[dict[str, float | None], list[str]]:
     """The post-test metrics of one conversation -> (metrics, notes). `similarity(a, b)` is the cosine
-    matrix of two lists of texts."""
+    matrix of two lists of texts; `wordnet` (metrics.load_wordnet()) is needed for Detail Recall."""
     out: dict[str, float | None] = {m: None for m in POSTTEST_METRICS if m in want}
     test = conv.posttest
     if test is None:
@@ -140,7 +136,7 @@ def posttest_scores(conv: Conversation, similarity: Callable[[Sequence[str], Seq
               EXTRANEOUS: extraneous(matches, len(recalled))}
     notes: list[str] = []
     if DETAIL_RECALL in want:
-        values[DETAIL_RECALL] = detail_recall(steps, recalled)
+        values[DETAIL_RECALL] = detail_recall(steps, recalled, wordnet)
     if LEARNING_GAIN in want:
         if usable(test.pre):
             pre = step_recall(match_steps(similarity(steps, test.pre.steps), threshold), len(steps))  # type: ignore[union-attr]

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import JudgeProvenance, ScoreRecord
 from wikihowagent.runs import RESCORED_DIR, SCORES, SCORES_PAPER
 
@@ -25,7 +26,7 @@ from wikihowagent.workflow.posttest import CALL_FAILED
 from .inputs import InputSource
 from .metrics import COMPUTATIONAL_NAMES, POSTTEST_METRICS, STEP_RECALL, Scorers, computational_metrics
 
-class EvaluateError(RuntimeError):
+class EvaluateError(WikihowagentError, RuntimeError):
     """A problem that stops `evaluate`; one line."""
 
 
@@ -38,7 +39,8 @@ class EvalOptions:
     base_url: str | None = None
     rubrics_path: Path | None = None
     out: Path | None = None
-    concurrency: int = 2
+    concurrency: int | None = None  # conversations at the judge at once (--concurrency); None = judge_concurrency()
+    default_concurrency: int = 2  # the config's concurrency: the default for judges other than the embedded one
     retries: int = 2
     batch_size: int = 32  # texts per forward pass
     scoring: str | None = None  # --judge-scoring: None = weighted where the backend has logprobs, else json
@@ -144,6 +146,17 @@ def cancel_leftover_tasks(loop: asyncio.AbstractEventLoop, rounds: int = 5) -> N
         loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
 
 
+def judge_concurrency(opts: EvalOptions, llm: Any) -> int:
+    """Conversations judged at once: --concurrency if given; for the embedded judge, its server's slots (one
+    conversation per slot: two conversations on one slot interleave their rubric calls, and each call then
+    re-reads its whole prefix instead of reusing the prompt cache); else the config's concurrency."""
+    if opts.concurrency is not None:
+        return opts.concurrency
+    from wikihowagent.backends import local_slots
+
+    return local_slots(llm) or opts.default_concurrency
+
+
 class Evaluation:
     """Holds what is loaded once per process: the scorers and one judge per evaluator spec."""
 
@@ -187,7 +200,7 @@ class Evaluation:
                 mode = resolve_mode(self.opts.scoring, llm, self.opts.mode)
                 self._judges[spec] = make_scorer(mode, llm, self.rubrics, self.rubric_names, compat=self.opts.mode,
                                                  rationale=self.opts.rationale, retries=self.opts.retries,
-                                                 concurrency=self.opts.concurrency)
+                                                 concurrency=judge_concurrency(self.opts, llm))
             except ScoringError as exc:
                 raise EvaluateError(f"evaluator {spec!r}: {exc}") from None
         return self._judges[spec]

@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, conversation_lines
 from .judge import (ROLE_TEXT, Judge, JudgeBackendError, JudgeRequestError, JudgeResult, Rubric, _is_request_error,
                     _one_line, _tutorial_block, prompt_groups)
@@ -48,7 +49,7 @@ SCORE_TOKENS = 8  # room for a short label ("Clarity: ") before the digit and a 
 RATIONALE_TOKENS = 256
 
 
-class ScoringError(ValueError):
+class ScoringError(WikihowagentError, ValueError):
     """A scoring mode that cannot work with this judge; one line naming the backend and the modes that do."""
 
 
@@ -252,6 +253,18 @@ def resolve_mode(requested: str | None, llm: Any, compat: str) -> str:
     return requested
 
 
+async def invoke(llm: Any, prompt: str, **bind: Any) -> Any:
+    """One judge call; JudgeRequestError when the evaluator refuses this request (e.g. too long),
+    JudgeBackendError when it cannot be reached."""
+    try:
+        return await llm.bind(**bind).ainvoke(prompt)
+    except Exception as exc:  # noqa: BLE001
+        if _is_request_error(exc):
+            raise JudgeRequestError(_one_line(exc)[:200]) from exc
+        raise JudgeBackendError(f"evaluator call failed: {_one_line(exc)}") from exc
+
+
+
 def reply_complete(msg: Any, max_tokens: int, n_tokens: int | None = None) -> bool:
     """Did the reply end by itself? The finish reason (OpenAI-compatible `finish_reason`, Ollama's
     `done_reason`) is "length" when the token limit cut it off; without one, a reply of fewer tokens
@@ -265,7 +278,7 @@ def reply_complete(msg: Any, max_tokens: int, n_tokens: int | None = None) -> bo
     return isinstance(n_tokens, int) and n_tokens < max_tokens
 
 
-def _cache_kwargs(llm: Any) -> dict[str, Any]:
+def cache_kwargs(llm: Any) -> dict[str, Any]:
     """The embedded server sends `cache_prompt: false` (reproducible generations); judge calls of one
     conversation share their prefix, so they turn llama.cpp's prompt cache on."""
     extra = getattr(llm, "extra_body", None)
@@ -304,12 +317,7 @@ class Scorer(ABC):
         return list(self.rubrics)
 
     async def _invoke(self, prompt: str, **bind: Any) -> Any:
-        try:
-            return await self.llm.bind(**bind).ainvoke(prompt)
-        except Exception as exc:  # noqa: BLE001
-            if _is_request_error(exc):
-                raise JudgeRequestError(_one_line(exc)[:200]) from exc
-            raise JudgeBackendError(f"evaluator call failed: {_one_line(exc)}") from exc
+        return await invoke(self.llm, prompt, **bind)
 
     @abstractmethod
     async def score(self, conv: Conversation, rubric: Rubric, variant: int) -> tuple[Distribution | None, str | None, list[str]]:
@@ -352,7 +360,7 @@ class WeightedScorer(Scorer):
         prompt = rubric_prompt(conv, rubric, self.rationale)
         limit = RATIONALE_TOKENS if self.rationale else SCORE_TOKENS
         bind: dict[str, Any] = {"logprobs": True, "top_logprobs": TOP_LOGPROBS, "max_tokens": limit,
-                                **_cache_kwargs(self.llm)}
+                                **cache_kwargs(self.llm)}
         if variant and self.seed is not None:
             bind["seed"] = self.seed + variant
         raws: list[str] = []
@@ -384,7 +392,7 @@ class SampledScorer(Scorer):
         limit = RATIONALE_TOKENS if self.rationale else SCORE_TOKENS
         for i in range(SAMPLES):
             msg = await self._invoke(prompt, temperature=SAMPLE_TEMPERATURE, seed=base + i, max_tokens=limit,
-                                     **_cache_kwargs(self.llm))
+                                     **cache_kwargs(self.llm))
             text = str(getattr(msg, "content", "") or "")
             raws.append(text)
             k = text_score(text, self.rationale, complete=reply_complete(msg, limit))

@@ -5,8 +5,10 @@ conversations. A block is exactly what an unsharded evaluation scores in one bat
 bit-for-bit those of an unsharded run (the embedding model's CPU kernels round differently when the texts
 batched together differ, so a finer split would not be). Shard K of a scores file `<dir>/scores.jsonl` is
 written to `<dir>/score-shards/K-of-N/scores.jsonl` with a `shard.json` holding what the scores depend on
-(mode, metrics, evaluator, rubric file, input); merging refuses missing shards and shards made with other
-settings.
+(mode, metrics, evaluator, rubric file, input) and the state of the conversations file it read (sha256,
+records); merging refuses missing shards, shards made with other settings, and shards made against another
+state of the conversations file than the current one (generate added conversations since: the shards no
+longer cover them), naming the shards to run again.
 """
 
 from __future__ import annotations
@@ -33,10 +35,58 @@ def shard_scores_path(path: Path, shard: tuple[int, int]) -> Path:
     return path.parent / SHARDS_DIR / f"{k}-of-{n}" / path.name
 
 
-def write_shard_info(out_path: Path, shard: tuple[int, int], fingerprint: dict[str, Any]) -> None:
+def write_shard_info(out_path: Path, shard: tuple[int, int], fingerprint: dict[str, Any],
+                     state: dict[str, Any] | None = None) -> None:
     from wikihowagent.runs import write_json_atomic
 
-    write_json_atomic(out_path.parent / SHARD_INFO, {"shard": list(shard), "fingerprint": fingerprint})
+    info = {"shard": list(shard), "fingerprint": fingerprint}
+    if state is not None:
+        info["input_state"] = state
+    write_json_atomic(out_path.parent / SHARD_INFO, info)
+
+
+def input_state(records: Path, jsonl: bool = True) -> dict[str, Any]:
+    """What a shard's scores were computed from: the conversations file, its sha256 and (JSONL) its records."""
+    digest = hashlib.sha256()
+    n = 0
+    with open(records, "rb") as fh:
+        for line in fh:
+            digest.update(line)
+            n += bool(line.strip())
+    return {"file": str(Path(records).resolve()), "sha256": digest.hexdigest(), "records": n if jsonl else None}
+
+
+def _stale_shards(directory: Path, shard_dirs: list[Path], info_of: Any) -> str | None:
+    """One line naming the shards whose conversations file has changed since they were scored, or None."""
+    now: dict[str, dict[str, Any] | None] = {}
+    stale: dict[str, list[str]] = {}
+    then_of: dict[str, dict[str, Any]] = {}
+    for d in shard_dirs:
+        then = info_of(d).get("input_state")
+        if not isinstance(then, dict) or not isinstance(then.get("file"), str):
+            continue  # a shard written before input states were recorded
+        f = then["file"]
+        if f not in now:
+            try:
+                now[f] = input_state(Path(f), then.get("records") is not None)
+            except OSError:
+                now[f] = None
+        if now[f] is None or now[f]["sha256"] != then.get("sha256"):
+            stale.setdefault(f, []).append(d.name)
+            then_of.setdefault(f, then)
+    if not stale:
+        return None
+    f, names = next(iter(stale.items()))
+    cur, then = now[f], then_of[f]
+    if cur is None:
+        what = "which is gone now"
+    elif then.get("records") is not None:
+        what = f"{then['records']} records then, {cur['records']} now"
+    else:
+        what = "its content changed"
+    ks = ", ".join(n.replace("-of-", "/") for n in names)
+    return (f"{directory}: score shard{'s' if len(names) > 1 else ''} {', '.join(names)} scored another state of {f} "
+            f"({what}): rerun evaluate with --shard {ks} (same options), then merge again")
 
 
 def scores_fingerprint(mode: str, metrics: list[str], evaluator: str | None, rubrics_path: Path | None,
@@ -63,13 +113,17 @@ def merge_score_shards(directory: Path) -> dict[str, int]:
     if not shard_dirs:
         raise RunError(f"{directory}: no score shards to merge (expected {directory}/{SHARDS_DIR}/K-of-N/)")
 
-    def fingerprint(d: Path) -> Any:
-        return json.loads((d / SHARD_INFO).read_text(encoding="utf-8")).get("fingerprint")
+    def info(d: Path) -> dict[str, Any]:
+        obj = json.loads((d / SHARD_INFO).read_text(encoding="utf-8"))
+        return obj if isinstance(obj, dict) else {}
 
     try:
-        n = check_shards(shard_dirs, fingerprint, directory / SHARDS_DIR)
+        n = check_shards(shard_dirs, lambda d: info(d).get("fingerprint"), directory / SHARDS_DIR)
     except ShardError as exc:
         raise RunError(str(exc)) from None
+    stale = _stale_shards(directory, shard_dirs, info)
+    if stale:
+        raise RunError(stale)
     names = sorted({p.name for d in shard_dirs for p in d.glob("scores*.jsonl")})
     total = 0
     for name in names:

@@ -22,6 +22,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.config import Config, ConfigError
 from wikihowagent.records import ConversationRecord, PostTest, Tutorial, TutorialRef, conversation_lines, make_conversation_id
 from wikihowagent.runs import (
@@ -350,7 +351,7 @@ def merge_shards(run_dir: Path) -> dict[str, int]:
 # --------------------------------------------------------------------------- the stage
 
 
-class GenerateError(RuntimeError):
+class GenerateError(WikihowagentError, RuntimeError):
     """A problem that stops `generate` before or around the work (config, tutorials, backend, run dir); one line."""
 
 
@@ -422,8 +423,7 @@ class GenerateSummary:
 
 
 def _select_tutorials(req: GenerateRequest, cfg: Config, console: Any) -> tuple[list[Tutorial], str]:
-    from wikihowagent.corpus.command import empty_message, print_load_warnings
-    from wikihowagent.corpus.core import LoadReport, TutorialError, default_tutorials_path
+    from wikihowagent.corpus.core import LoadReport, TutorialError, default_tutorials_path, empty_message, print_load_warnings
     from wikihowagent.corpus.sampling import select_tutorials
 
     source = req.tutorials or default_tutorials_path()
@@ -488,11 +488,15 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
         resolved = {}
         urls = {}  # --base-url is for openai: specs; an Ollama or local role keeps its own endpoint(s)
         given = [req.base_url] if isinstance(req.base_url, str) else list(req.base_url or ())
+        checked: set[tuple[str, tuple[str, ...]]] = set()
         for role, spec in roles.items():
             resolved[role] = resolve_spec(spec, aliases)
             urls[role] = role_endpoints(resolved[role], given, aliases)
-            check_replicas(resolved[role], urls[role],
-                           lambda m: console.print(f"warning: {m}", highlight=False, markup=False))
+            key = (resolved[role].spec, tuple(urls[role] or ()))
+            if key not in checked:  # teacher = learner: one check, one warning per dead replica
+                checked.add(key)
+                check_replicas(resolved[role], urls[role],
+                               lambda m: console.print(f"warning: {m}", highlight=False, markup=False))
         # Recorded in run.json so that `evaluate` asks the same server (not checked: it is not used here).
         judge = resolve_spec(req.evaluator or req.teacher, aliases)
         judge_urls = role_endpoints(judge, given, aliases)

@@ -20,9 +20,11 @@ def judge_check(
     max_conversations: Annotated[Optional[int], typer.Option(min=2, help="Use the first N conversations.")] = None,
     config: Annotated[Optional[Path], typer.Option(help="YAML config overriding configs/default.yaml.")] = None,
     base_url: Annotated[Optional[str], typer.Option(help="Ollama host / OpenAI-compatible base URL for the evaluator.")] = None,
-    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Judge passes in flight (default: the config's concurrency).")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Judge passes in flight (default: the embedded judge's server slots, local.n_parallel; else the config's concurrency).")] = None,
     retries: Annotated[int, typer.Option(min=0, help="Re-asks of the judge when a reply cannot be parsed.")] = 2,
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the heatmap.")] = False,
+    pairwise: Annotated[bool, typer.Option("--pairwise", help="Judge each perturbed copy against its original head to head, in both orders (the `compare` judge), on the perturbation's target rubrics: pairwise_sensitivity.csv, pairwise_summary.md, next to the absolute judge's accuracy when judgments.jsonl has it.")] = False,
+    pairwise_reading: Annotated[Optional[str], typer.Option(metavar="logprobs|answer", help="With --pairwise: P(A) from the A/B token log-probabilities (default where available) or the letter only.")] = None,
 ) -> None:
     """Meta-evaluate the rubric judge without human labels: perturbed conversations that should score lower
     (sensitivity) and the originals judged twice (self-consistency)."""
@@ -31,7 +33,7 @@ def judge_check(
     console = make_console()
     try:
         code = _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, perturbations, rubrics,
-                            max_conversations, config, base_url, concurrency, retries, no_figures)
+                            max_conversations, config, base_url, concurrency, retries, no_figures, pairwise, pairwise_reading)
     except KeyboardInterrupt:
         print_labeled(console, "interrupted:", "yellow", "judgments written so far are kept; rerun the same command to resume")
         raise typer.Exit(130) from None
@@ -47,7 +49,8 @@ def _fail(console: Any, msg: str) -> int:
 
 
 def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, perturbations_path, rubrics_path,
-                 max_conversations, config, base_url, concurrency, retries, no_figures) -> int:
+                 max_conversations, config, base_url, concurrency, retries, no_figures, pairwise=False,
+                 pairwise_reading=None) -> int:
     import asyncio
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -88,11 +91,13 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
     if len(convs) < 2:
         return _fail(console, f"{', '.join(str(s.path) for s in sources)}: judge-check needs at least 2 conversations "
                               f"(found {len(convs)})")
-    opts = EvalOptions(judge=True, evaluator=evaluator, base_url=base_url, concurrency=concurrency or cfg.concurrency,
+    opts = EvalOptions(judge=True, evaluator=evaluator, base_url=base_url, concurrency=concurrency,
+                       default_concurrency=cfg.concurrency,
                        retries=retries, scoring=judge_scoring, rationale=judge_rationale)
     aliases = Path(cfg.models) if cfg.models else None
     judge_urls: dict[str, str | None] = {}
-    ev = Evaluation(opts, [], list(rubric_set), rubric_set, judge_llm_factory(cfg, base_url, aliases, judge_urls), warn)
+    make_llm = judge_llm_factory(cfg, base_url, aliases, judge_urls)
+    ev = Evaluation(opts, [], list(rubric_set), rubric_set, make_llm, warn)
     try:
         by_source = {s.name: ev.evaluator_spec(s) for s in sources}
         judge_urls.update(judge_base_urls(by_source, sources, base_url, aliases))
@@ -101,6 +106,12 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
             return _fail(console, f"the inputs name different evaluators ({', '.join(sorted(map(str, specs)))}): "
                                   "pass --evaluator SPEC")
         spec = specs.pop()
+        if pairwise:
+            from wikihowagent.evaluation.runner import judge_concurrency
+
+            llm = make_llm(spec)
+            return _pairwise(console, [c for _, c in convs], perts, rubric_set, spec, llm, Path(out),
+                             pairwise_reading, retries, judge_concurrency(opts, llm), no_figures)
         judge = ev.judge_for(spec)
     except EvaluateError as exc:
         return _fail(console, str(exc))
@@ -130,4 +141,59 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
     console.print("wrote " + ", ".join(str(p) for p in res.written), highlight=False, markup=False)
     if stats.rubric_scores and stats.failures == stats.rubric_scores:
         return _fail(console, "the judge failed on every rubric: no sensitivity could be measured")
+    return 0
+
+
+def _pairwise(console, convs, perts, rubric_set, spec, llm, out, reading, retries, concurrency, no_figures) -> int:
+    """judge-check --pairwise: original vs perturbed copy, both orders, the perturbation's target rubrics."""
+    import asyncio
+
+    from wikihowagent.compare.core import PassStats, pending, read_records, reading_note, run_pair_jobs
+    from wikihowagent.compare.pairwise import PairwiseJudge
+    from wikihowagent.evaluation.judge import JudgeBackendError
+    from wikihowagent.evaluation.runner import cancel_leftover_tasks
+    from wikihowagent.console import progress_bar
+    from wikihowagent.runs import PAIR_JUDGMENTS, RunError, dir_lock
+
+    from .core import CheckStats, analyse_pairwise, plan_pairwise
+
+    try:
+        judge = PairwiseJudge(llm, rubric_set, list(rubric_set), reading=reading, retries=retries, concurrency=concurrency)
+    except ValueError as exc:
+        return _fail(console, f"evaluator {spec!r}: {exc}")
+    stats = CheckStats()
+    jobs = plan_pairwise(convs, perts, list(rubric_set), stats)
+    passes = PassStats()
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(judge.probe())
+        console.print(f"judge-check --pairwise: {len(convs)} conversations, {len(perts)} perturbations, judge {spec} "
+                      f"(pairwise, {judge.label}): {len(jobs)} judge passes (both orders), "
+                      f"{sum(len(j.names) for j in jobs)} verdicts", highlight=False, markup=False)
+        console.print(reading_note(judge.label), highlight=False, markup=False)
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / PAIR_JUDGMENTS
+        with dir_lock(out, blocking=False, what="another 'wikihowagent judge-check'", name=".judge-check.lock"):
+            todo = pending(jobs, read_records([path], spec, judge.label))
+            passes.already = len(jobs) - len(todo)
+            with progress_bar(console, len(jobs), "judging originals against perturbed copies (both orders)") as advance:
+                advance(passes.already)
+                loop.run_until_complete(run_pair_jobs(todo, judge, spec, path, advance, passes))
+    except (JudgeBackendError, RunError, OSError) as exc:
+        return _fail(console, f"{exc} (judgments so far are in {out / PAIR_JUDGMENTS}; rerun to resume)")
+    finally:
+        cancel_leftover_tasks(loop)
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+    stats.rubric_scores, stats.failures = passes.asked, passes.failures
+    res = analyse_pairwise(out, read_records([out / PAIR_JUDGMENTS], spec, judge.label), perts, list(rubric_set), spec,
+                           judge.label, {c.conversation_id for c in convs}, stats, figures=not no_figures)
+    console.print(f"{passes.judged} judge passes made, {passes.already} already done; {passes.failures} of {passes.asked} "
+                  f"verdicts unreadable; mean accuracy over targeted cells: {res.mean_accuracy:.3f}, position "
+                  f"consistency {res.position_consistency:.3f}"
+                  + (f" (absolute judge on the same cells: {res.absolute_mean_accuracy:.3f})"
+                     if res.absolute_mean_accuracy == res.absolute_mean_accuracy else ""), highlight=False, markup=False)
+    console.print("wrote " + ", ".join(str(p) for p in res.written), highlight=False, markup=False)
+    if passes.asked and passes.failures == passes.asked:
+        return _fail(console, "the judge gave no readable verdict: no sensitivity could be measured")
     return 0

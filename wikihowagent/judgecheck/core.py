@@ -287,3 +287,115 @@ def analyse(out_dir: Path, perturbations: list[Perturbation], rubric_names: list
         written.append(heatmap(sens, rubric_names, perturbations, out_dir / "sensitivity.png", f"judge-check: {desc}"))
     acc = [a for a in sens["accuracy"] if a is not None and not (isinstance(a, float) and math.isnan(a))]
     return CheckResult(sensitivity=sens, consistency=cons, written=written, mean_accuracy=_mean(acc))
+
+
+# --------------------------------------------------------------------------------------------------
+# Pairwise: original vs perturbed copy, judged head to head in both orders
+# --------------------------------------------------------------------------------------------------
+
+PAIRWISE_SENSITIVITY = "pairwise_sensitivity.csv"
+PAIRWISE_SUMMARY = "pairwise_summary.md"
+PAIRWISE_HEATMAP = "pairwise_sensitivity.png"
+
+
+def plan_pairwise(convs: list[Conversation], perturbations: list[Perturbation], rubric_names: list[str],
+                  stats: CheckStats) -> list[Any]:
+    """Per conversation: (original, perturbed) for every perturbation, then (perturbed, original); each asked
+    on the perturbation's target rubrics only. The first block shares the prompt prefix up to the original."""
+    from wikihowagent.compare.core import PairJob
+
+    jobs: list[PairJob] = []
+    for c in convs:
+        pairs = []
+        for p in perturbations:
+            pc = perturb(p, c, convs)
+            if pc is None:
+                stats.not_applicable += 1
+                continue
+            pairs.append((p, pc))
+        jobs += [PairJob(c.conversation_id, ORIGINAL, p.name, c, pc, [t for t in p.targets if t in rubric_names])
+                 for p, pc in pairs]
+        jobs += [PairJob(c.conversation_id, p.name, ORIGINAL, pc, c, [t for t in p.targets if t in rubric_names])
+                 for p, pc in pairs]
+    return jobs
+
+
+def pairwise_table(records: dict[tuple[str, ...], Any], perturbations: list[Perturbation], rubric_names: list[str],
+                   absolute: Any | None = None) -> Any:
+    """Per targeted rubric x perturbation: accuracy (the original preferred in both orders = 1, a tie 0.5,
+    the perturbed copy = 0) with a bootstrap CI over conversations, position consistency, mean P(original
+    better) over the two orders; and the absolute judge's accuracy on the same cell where known."""
+    import pandas as pd
+
+    from wikihowagent.compare.core import verdict_rows
+
+    rows = []
+    for p in perturbations:
+        targets = [t for t in p.targets if t in rubric_names]
+        vrows, _ = verdict_rows(records, [(ORIGINAL, p.name)], targets)
+        for rubric in targets:
+            sel = [r for r in vrows if r["rubric"] == rubric]
+            scores = [{"A": 1.0, "B": 0.0}.get(r["verdict"], 0.5) for r in sel]
+            asked = {k[0] for k in records if k[1:3] in ((ORIGINAL, p.name), (p.name, ORIGINAL))}
+            lo, hi = bootstrap_ci(scores)
+            row = {"rubric": rubric, "perturbation": p.name, "n": len(sel),
+                   "accuracy": _r(_mean(scores)), "ci_low": _r(lo), "ci_high": _r(hi),
+                   "position_consistency": _r(_mean([float(r["consistent"]) for r in sel])),
+                   "mean_p_original": _r(_mean([r["p_a"] for r in sel])),
+                   "ties": sum(s == 0.5 for s in scores), "failed": len(asked) - len(sel)}
+            if absolute is not None:
+                hit = absolute[(absolute["rubric"] == rubric) & (absolute["perturbation"] == p.name)]
+                row["absolute_accuracy"] = None if hit.empty else hit.iloc[0]["accuracy"]
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+@dataclass
+class PairwiseCheck:
+    table: Any
+    mean_accuracy: float
+    position_consistency: float
+    absolute_mean_accuracy: float = math.nan
+    written: list[Path] = field(default_factory=list)
+
+
+def analyse_pairwise(out_dir: Path, records: dict[tuple[str, ...], Any], perturbations: list[Perturbation],
+                     rubric_names: list[str], evaluator: str, reading: str, conv_ids: set[str], stats: CheckStats,
+                     figures: bool = True) -> PairwiseCheck:
+    """pairwise_sensitivity.csv / pairwise_summary.md / pairwise_sensitivity.png; next to the absolute judge's
+    accuracy when `judgments.jsonl` holds this evaluator's absolute judgments of the same conversations."""
+    from wikihowagent.compare.core import md_table, people_csv, reading_note
+
+    records = {k: r for k, r in records.items() if k[0] in conv_ids}
+    absolute = None
+    for scoring in ("weighted", "json", "sampled"):
+        absolute_records = {k: v for k, v in read_judgments(out_dir / JUDGMENTS, evaluator, scoring).items()
+                            if k[0] in conv_ids}
+        if absolute_records:
+            absolute = sensitivity_table(absolute_records, perturbations, rubric_names)
+            absolute_mode = scoring
+            break
+    table = pairwise_table(records, perturbations, rubric_names, absolute)
+    acc = [a for a in table["accuracy"] if a is not None and not (isinstance(a, float) and math.isnan(a))]
+    weights = [(n, c) for n, c in zip(table["n"], table["position_consistency"]) if c is not None and not (isinstance(c, float) and math.isnan(c))]
+    consistency = sum(n * c for n, c in weights) / sum(n for n, _ in weights) if weights and sum(n for n, _ in weights) else math.nan
+    res = PairwiseCheck(table, _mean(acc), consistency)
+    lines = [f"# judge-check --pairwise: {evaluator} (pairwise, {reading})", "", reading_note(reading), "",
+             f"{len(conv_ids)} conversations; each perturbed copy judged against its original in both orders on the "
+             "perturbation's target rubrics only. Accuracy: the original preferred in both orders = 1, a tie (the "
+             "orders disagree) = 0.5, the perturbed copy = 0; 95 % bootstrap CI over conversations.", "",
+             f"Mean accuracy over the {len(acc)} targeted cells: **{res.mean_accuracy:.3f}**; position consistency "
+             f"(both orders agree), pooled: **{consistency:.3f}**."]
+    if absolute is not None and "absolute_accuracy" in table:
+        abs_acc = [a for a in table["absolute_accuracy"] if a is not None and not (isinstance(a, float) and math.isnan(a))]
+        res.absolute_mean_accuracy = _mean(abs_acc)
+        lines.append(f"The absolute judge ({absolute_mode}) on the same cells: **{res.absolute_mean_accuracy:.3f}**.")
+    lines += ["", f"Unreadable verdicts (not one letter, low letter probability, refused calls): {stats.failures} of "
+              f"{stats.rubric_scores} asked in this invocation.", "", md_table(table), ""]
+    p = out_dir / PAIRWISE_SUMMARY
+    p.write_text("\n".join(lines), encoding="utf-8")
+    res.written += [people_csv(table, out_dir / PAIRWISE_SENSITIVITY), p]
+    if figures and len(table):
+        res.written.append(heatmap(table, rubric_names, perturbations, out_dir / PAIRWISE_HEATMAP,
+                                   f"judge-check --pairwise: {evaluator} ({reading})"))
+    return res

@@ -22,6 +22,10 @@ def report(
     alignment: Annotated[Optional[Path], typer.Option("--alignment", metavar="DIR", help="An `align --out` directory: "
                                                       "add its correlations and figures (Figs. 6-8).",
                                                       show_default=False)] = None,
+    calibration: Annotated[Optional[Path], typer.Option("--calibration", metavar="FILE", help="A calibration.json "
+                                                        "of `align --calibrate`: add '<rubric> (cal.)' columns to "
+                                                        "the tables and the browser (refused for scores of another "
+                                                        "judge or rubric file).", show_default=False)] = None,
 ) -> None:
     """Write a static, offline HTML report of runs: overview, tables, figures, a conversation browser.
 
@@ -44,7 +48,8 @@ def report(
                 progress.update(write, advance=1, visible=True)
 
             result = build_report(runs, out, cases=cases, alignment=alignment, problems=problems,
-                                  on_record=lambda: progress.advance(read), on_chunk=on_chunk)
+                                  on_record=lambda: progress.advance(read), on_chunk=on_chunk,
+                                  calibration=calibration)
     except KeyboardInterrupt:
         err.print(f"interrupted: nothing written; {out} is as it was")
         raise typer.Exit(130) from None

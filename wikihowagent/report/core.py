@@ -29,6 +29,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Turn
 
 from .page import page
@@ -40,7 +41,7 @@ ASSETS = ("report.css", "report.js", "conversation.js")
 STATUSES = ("finished", "cut", "failed", "unknown")
 
 
-class ReportError(ValueError):
+class ReportError(WikihowagentError, ValueError):
     """The output cannot be written (e.g. the directory holds other files); one line."""
 
 
@@ -56,7 +57,7 @@ class ReportResult:
 
 def build_report(paths: list[Path], out: Path, *, cases: int | None = None, alignment: Path | None = None,
                  problems: Problems | None = None, on_record: Callable[[], None] | None = None,
-                 on_chunk: Callable[[], None] | None = None) -> ReportResult:
+                 on_chunk: Callable[[], None] | None = None, calibration: Path | None = None) -> ReportResult:
     """Read the runs and write the site to `out` (replaced as a whole; a directory that is not a previous
     report and holds files is refused). Raises ReportInputError / ReportError with one-line messages."""
     problems = problems or Problems()
@@ -64,7 +65,10 @@ def build_report(paths: list[Path], out: Path, *, cases: int | None = None, alig
     _check_out(out)
     if alignment is not None:
         _check_alignment(Path(alignment))
+    cal = _load_calibration(calibration) if calibration is not None else None
     runs = load_inputs(paths, problems, on_record=on_record)
+    if cal is not None:
+        _calibrate_runs(runs, cal, calibration)
     parent = out.resolve().parent
     parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
@@ -79,7 +83,40 @@ def build_report(paths: list[Path], out: Path, *, cases: int | None = None, alig
                         bytes=sum(p.stat().st_size for p in files), problems=list(problems.lines))
 
 
+def _load_calibration(path: Path) -> Any:
+    from wikihowagent.evaluation.calibrated import CalibrationMismatch, load
+
+    try:
+        return load(path)
+    except CalibrationMismatch as exc:
+        raise ReportError(str(exc)) from None
+
+
+def _calibrate_runs(runs: list[ReportRun], cal: Any, path: Path) -> None:
+    """--calibration: each run's score table gains the `<rubric> (cal.)` columns (refused, as by `evaluate`,
+    for scores of another judge or rubric file)."""
+    from wikihowagent.evaluation.calibrated import CalibrationMismatch, add_calibrated, calibrated_name, check
+
+    for r in runs:
+        try:
+            check(cal, path, r.scores, f"run {r.name}")
+        except CalibrationMismatch as exc:
+            raise ReportError(str(exc)) from None
+        r.scores = add_calibrated(r.scores, cal)
+        ids = r.scores.meta["conversation_id"].tolist()
+        for name in (calibrated_name(m) for m in cal.rubrics):
+            if name not in r.scores.values:
+                continue
+            by_id = {cid: v for cid, v in zip(ids, r.scores.values[name].tolist()) if math.isfinite(v)}
+            for c in r.conversations:  # the browser and the conversation pages
+                if c.conversation_id in by_id:
+                    c.metrics[name] = round(by_id[c.conversation_id], 4)
+
+
 def _check_out(out: Path) -> None:
+    if not out.resolve().name or Path.cwd().is_relative_to(out.resolve()):  # it is replaced as a whole
+        raise ReportError(f"--out {out}: the current directory (or one above it) cannot be the report directory; "
+                          "name a new one, e.g. --out report")
     if out.exists() and not out.is_dir():
         raise ReportError(f"{out}: exists and is not a directory")
     if out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists():
@@ -340,6 +377,15 @@ def _summary_tables(tables: list[tuple[str, Any]]) -> str:
     return "\n".join(parts)
 
 
+def _short_number(x: str) -> str:
+    """A CSV cell for the page: numbers with many digits rounded to 3 decimals."""
+    try:
+        v = float(x)
+    except ValueError:
+        return x
+    return x if "." not in x or len(x.split(".")[1]) <= 3 else f"{v:.3f}"
+
+
 def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
     import csv
 
@@ -349,9 +395,17 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
     parts = ["<section id='alignment'><h2>Judge vs human (alignment)</h2>",
              f"<p class='meta'>From <code>{e(str(alignment))}</code>.</p>"]
     corr = alignment / "correlations.csv"
+    rows: list[list[str]] = []
     if corr.is_file():
-        with corr.open(encoding="utf-8", newline="") as fh:
-            rows = list(csv.reader(fh))
+        try:
+            with corr.open(encoding="utf-8", newline="") as fh:
+                rows = list(csv.reader(fh))
+        except UnicodeDecodeError as exc:
+            problems.add(f"{corr}: not UTF-8 text ({exc.reason} at byte {exc.start}); the alignment section "
+                         "shows the figures only")
+        except (OSError, csv.Error) as exc:
+            problems.add(f"{corr}: cannot read ({getattr(exc, 'strerror', None) or exc}); the alignment section "
+                         "shows the figures only")
         if rows:
             parts.append("<div class='scroll'><table class='summary'><thead><tr>"
                          + "".join(f"<th>{e(h)}</th>" for h in rows[0]) + "</tr></thead><tbody>")
@@ -359,10 +413,28 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
             parts.append("</tbody></table></div>")
     else:
         problems.add(f"{alignment}: no correlations.csv; the alignment section shows the figures only")
+    for name, title in (("calibration.csv", "Calibration on the human ratings (align --calibrate; out of fold, "
+                                            "GroupKFold by tutorial)"),
+                        ("ppi.csv", "Prediction-powered estimates of the human mean rating (align --ppi)")):
+        if (alignment / name).is_file():
+            with (alignment / name).open(encoding="utf-8", newline="") as fh:
+                rows = list(csv.reader(fh))
+            if rows:
+                parts.append(f"<h3>{e(title)}</h3><div class='scroll'><table class='summary'><thead><tr>"
+                             + "".join(f"<th>{e(h)}</th>" for h in rows[0]) + "</tr></thead><tbody>")
+                parts += ["<tr>" + "".join(f"<td>{e(_short_number(x))}</td>" for x in r) + "</tr>" for r in rows[1:]]
+                parts.append("</tbody></table></div>")
     captions = {"score_distributions.png": "Human vs LLM score distributions per model (Figs. 6/8)",
-                "correlation_heatmap.png": "Correlation heatmap (Fig. 7)"}
+                "correlation_heatmap.png": "Correlation heatmap (Fig. 7)",
+                "calibration.png": "Judge score vs human mean, with the isotonic calibration"}
     for png in sorted((alignment / "figures").glob("*.png")):
-        shutil.copyfile(png, target / png.name)
+        try:
+            if not png.is_file():
+                raise IsADirectoryError(0, "not a file")
+            shutil.copyfile(png, target / png.name)
+        except OSError as exc:
+            problems.add(f"{png}: {exc.strerror or 'cannot read'}; figure left out")
+            continue
         cap = captions.get(png.name, png.stem.replace("_", " "))
         parts.append(f"<figure><img src='alignment/{e(png.name)}' alt='{e(cap)}'><figcaption>{e(cap)}</figcaption></figure>")
     parts.append("</section>")

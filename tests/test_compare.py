@@ -1,0 +1,234 @@
+"""`compare`: the pairwise judge's reading, verdicts from both orders, and the command end to end against a
+fake OpenAI-compatible server (resume, shards, bad input)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import re
+from pathlib import Path
+
+import pytest
+from fake_servers import FakeOpenAI
+from typer.testing import CliRunner
+
+from wikihowagent.compare.pairwise import letter_probability, read_letter, verdict
+from wikihowagent.records import Conversation, Turn
+
+RUBRICS = ["Clarity", "Truthfulness", "Engagement", "Coherence", "Depth", "Relevance", "Progress", "Naturalness"]
+
+
+@pytest.mark.parametrize("text,letter", [("A", "A"), (" B.", "B"), ("Conversation B", "B"), ("**A**", "A"),
+                                         ("Answer: A", "A"), ("(B)", "B"), ("B\nBecause it teaches every step.", "B")])
+def test_read_letter_accepts_one_letter(text, letter):
+    assert read_letter(text) == letter
+
+
+@pytest.mark.parametrize("text", ["A and B", "Both", "a", "10", "", "AB", "B, but A is close", "3/10", "Neither",
+                                  "A or B", "Tie", "A is better", "A2"])
+def test_read_letter_refuses_anything_else(text):
+    assert read_letter(text) is None
+
+
+def test_a_letter_cut_off_by_the_token_limit_is_not_a_verdict():
+    assert read_letter("A", complete=False) is None and read_letter("A\n", complete=False) == "A"
+    p, why = letter_probability({"content": [_entry("A", {"A": 0.9, "B": 0.1})]}, complete=False)
+    assert p is None and "cut off" in why
+
+
+def _entry(tok, top):
+    return {"token": tok, "logprob": math.log(top.get(tok, 1e-9)),
+            "top_logprobs": [{"token": t, "logprob": math.log(p)} for t, p in top.items()]}
+
+
+def test_letter_probability_renormalises_and_refuses_low_mass_and_late_letters():
+    p, why = letter_probability({"content": [_entry("A", {"A": 0.6, " B": 0.2, "The": 0.2})]})
+    assert why is None and p == pytest.approx(0.75)
+    p, why = letter_probability({"content": [_entry("A", {"A": 0.3, "B": 0.1, "Both": 0.6})]})
+    assert p is None and "threshold" in why
+    p, why = letter_probability({"content": [_entry("I", {"I": 0.9}), _entry(" think", {" think": 1.0}), _entry(" A", {" A": 1.0})]})
+    assert p is None and "no single letter" in why
+    p, why = letter_probability({"content": [_entry("Conversation", {"Conversation": 1.0}), _entry(" B", {" B": 0.8, " A": 0.2})]})
+    assert p == pytest.approx(0.2)
+    assert letter_probability({}) == (None, "no token log-probabilities in the reply")
+
+
+def test_verdict_needs_both_orders_to_agree():
+    v = verdict(0.8, 0.3)  # A first: A; B first: B is worse -> A
+    assert (v.winner, v.consistent, v.score) == ("A", True, 1.0) and v.p_a == pytest.approx(0.75)
+    assert verdict(0.2, 0.9).winner == "B"
+    biased = verdict(0.9, 0.8)  # the first shown wins in both orders: position bias
+    assert (biased.winner, biased.consistent, biased.score) == ("tie", False, 0.5)
+    assert biased.order_effect == pytest.approx(0.7)
+
+
+# --------------------------------------------------------------------------------------------------
+# End to end
+# --------------------------------------------------------------------------------------------------
+
+QUALITY = {"strong": 3, "mid": 2, "weak": 1}
+
+
+def _conv(run: str, t: int) -> Conversation:
+    q = QUALITY.get(run, 2)
+    words = " ".join(["detail"] * (4 * q))
+    turns = [Turn(role="teacher", text="Let's begin. BEGIN", kind="begin"), Turn(role="learner", text="Ready.")]
+    for s in range(3):
+        turns += [Turn(role="teacher", text=f"Step {s + 1} of tutorial {t}: {words}."), Turn(role="learner", text="OK")]
+    turns += [Turn(role="teacher", text="We've reached the end. FINISHED", kind="finish")]
+    return Conversation.from_turns(turns, ["Do a.", "Do b.", "Do c."], f"Tutorial {t}", completed=True,
+                                   conversation_id=f"{run}-{t}", tutorial_id=f"tut-{t}", teacher="local", learner="local")
+
+
+def make_run(root: Path, name: str, tutorials, evaluator: str | None = None) -> Path:
+    d = root / name
+    d.mkdir(parents=True)
+    (d / "run.json").write_text(json.dumps({"name": name, "teacher": "local", "learner": "local", "evaluator": evaluator}))
+    with (d / "conversations.jsonl").open("w") as fh:
+        for t in tutorials:
+            fh.write(json.dumps(_conv(name, t).model_dump(mode="json")) + "\n")
+    return d
+
+
+def _length(block: str) -> int:
+    return block.count("detail")
+
+
+def fake_pair_judge(bias: float = 0.0):
+    """P(A) grows with how much more detail A's teacher gives than B's; `bias` favours the first shown."""
+    def logprobs(prompt: str):
+        if "Conversation A:" not in prompt:
+            return [("A", {"A": 0.5, "B": 0.5})]  # the reading probe
+        a = prompt.split("Conversation A:")[1].split("Conversation B:")[0]
+        b = prompt.split("Conversation B:")[1].split("Criterion:")[0]
+        d = (_length(a) - _length(b)) / 12
+        pa = min(0.95, max(0.05, 1 / (1 + math.exp(-d)) + bias))
+        tok = "A" if pa >= 0.5 else "B"
+        return [(tok, {"A": pa * 0.9, "B": (1 - pa) * 0.9, "Hmm": 0.1})]
+    return logprobs
+
+
+def _args(srv, *runs, out):
+    return ["compare", *map(str, runs), "--out", str(out), "--evaluator", "openai:fake-model", "--base-url", srv.base_url,
+            "--bootstrap", "200", "--concurrency", "2"]
+
+
+def test_compare_three_runs_end_to_end_resume_and_shards(tmp_path):
+    from wikihowagent.cli import app
+
+    runs = [make_run(tmp_path, n, range(6)) for n in ("weak", "strong", "mid")]
+    out = tmp_path / "cmp"
+    with FakeOpenAI(logprobs=fake_pair_judge()) as srv:
+        # two shards first, then the whole: nothing is judged twice
+        for k in (0, 1):
+            res = CliRunner().invoke(app, _args(srv, *runs, out=out) + ["--shard", f"{k}/2"])
+            assert res.exit_code == 0, res.output
+            assert "shard judged" in res.output
+        n_shards = len(srv.requests)
+        assert sorted(p.name for p in out.glob("pair-judgments*.jsonl")) == ["pair-judgments-0-of-2.jsonl",
+                                                                            "pair-judgments-1-of-2.jsonl"]
+        res = CliRunner().invoke(app, _args(srv, *runs, out=out))
+        assert res.exit_code == 0, res.output
+        assert len(srv.requests) == n_shards + 1  # only the reading probe
+        assert "A/B token log-probabilities" in res.output
+    rows = list(csv.DictReader((out / "pairwise.csv").open()))
+    assert len(rows) == 3 * 6 * len(RUBRICS)
+    assert set(rows[0]) >= {"tutorial_id", "run_a", "run_b", "rubric", "p_ab", "p_ba", "verdict"}
+    pair = next(r for r in rows if (r["run_a"], r["run_b"]) == ("weak", "strong"))
+    assert pair["verdict"] == "B" and float(pair["p_ab"]) < 0.5 < float(pair["p_ba"])
+    bt = [r for r in csv.DictReader((out / "bradley_terry.csv").open()) if r["rubric"] == "overall"]
+    assert [r["run"] for r in sorted(bt, key=lambda r: int(r["rank"]))] == ["strong", "mid", "weak"]
+    assert all(float(r["ci_low"]) <= float(r["theta"]) <= float(r["ci_high"]) for r in bt)
+    wins = {(r["rubric"], r["run_a"], r["run_b"]): r for r in csv.DictReader((out / "win_rates.csv").open())}
+    assert float(wins[("overall", "weak", "strong")]["win_rate_a"]) == 0.0
+    pos = {r["rubric"]: r for r in csv.DictReader((out / "position.csv").open())}
+    assert float(pos["overall"]["position_consistency"]) == 1.0
+    assert (out / "head_to_head.png").stat().st_size > 0
+    assert "Bradley–Terry" in (out / "summary.md").read_text()
+
+
+def test_compare_interrupted_half_way_resumes_without_duplicates(tmp_path):
+    from wikihowagent.cli import app
+
+    runs = [make_run(tmp_path, n, range(3)) for n in ("weak", "strong")]
+    out = tmp_path / "cmp"
+    with FakeOpenAI(logprobs=fake_pair_judge()) as srv:
+        assert CliRunner().invoke(app, _args(srv, *runs, out=out)).exit_code == 0
+        full = (out / "pair-judgments.jsonl").read_text().splitlines(keepends=True)
+        assert len(full) == 6  # 3 tutorials x 2 orders
+        (out / "pair-judgments.jsonl").write_text("".join(full[:3]) + full[3][:40])  # killed mid-line
+        before = len(srv.requests)
+        res = CliRunner().invoke(app, _args(srv, *runs, out=out))
+        assert res.exit_code == 0, res.output
+        assert len(srv.requests) - before == 1 + 3 * len(RUBRICS)  # the probe + the 3 missing passes
+    lines = (out / "pair-judgments.jsonl").read_text().splitlines()
+    keys = [tuple(json.loads(x)[k] for k in ("tutorial_id", "first", "second")) for x in lines]
+    assert len(keys) == len(set(keys)) == 6
+    assert len(list(csv.DictReader((out / "pairwise.csv").open()))) == 3 * len(RUBRICS)
+
+
+def test_position_bias_is_measured_and_never_a_silent_win(tmp_path):
+    from wikihowagent.cli import app
+
+    runs = [make_run(tmp_path, n, range(4)) for n in ("x", "y")]  # the same quality
+    out = tmp_path / "cmp"
+    with FakeOpenAI(logprobs=fake_pair_judge(bias=0.3)) as srv:
+        res = CliRunner().invoke(app, _args(srv, *runs, out=out, ) + ["--metrics", "Clarity,Depth"])
+        assert res.exit_code == 0, res.output
+    pos = {r["rubric"]: r for r in csv.DictReader((out / "position.csv").open())}
+    assert float(pos["Clarity"]["position_consistency"]) == 0.0 and float(pos["Clarity"]["first_preferred"]) == 1.0
+    rows = list(csv.DictReader((out / "pairwise.csv").open()))
+    assert {r["verdict"] for r in rows} == {"tie"} and {r["rubric"] for r in rows} == {"Clarity", "Depth"}
+    assert not (out / "bradley_terry.csv").exists()  # two runs: win rates only
+
+
+def test_answer_only_mode_is_said(tmp_path):
+    from wikihowagent.cli import app
+
+    runs = [make_run(tmp_path, n, range(2)) for n in ("weak", "strong")]
+
+    def reply(prompt):
+        if "Conversation A:" not in prompt:
+            return "A"
+        a = prompt.split("Conversation A:")[1].split("Conversation B:")[0]
+        return "A" if _length(a) > 20 else "Conversation B"
+
+    with FakeOpenAI(reply=reply) as srv:  # no logprobs
+        res = CliRunner().invoke(app, _args(srv, *runs, out=tmp_path / "cmp") + ["--metrics", "Clarity"])
+        assert res.exit_code == 0, res.output
+    assert "answer-only mode" in " ".join(res.output.split())
+    rows = list(csv.DictReader((tmp_path / "cmp" / "pairwise.csv").open()))
+    assert [(r["p_ab"], r["p_ba"], r["verdict"]) for r in rows] == [("0.0", "1.0", "B")] * 2
+
+
+def test_unreadable_replies_are_failures_not_verdicts(tmp_path):
+    from wikihowagent.cli import app
+
+    runs = [make_run(tmp_path, n, range(2)) for n in ("weak", "strong")]
+    with FakeOpenAI(reply=lambda p: "A" if "Conversation A:" not in p else "Both are good") as srv:
+        res = CliRunner().invoke(app, _args(srv, *runs, out=tmp_path / "cmp") + ["--metrics", "Clarity", "--retries", "0"])
+    assert res.exit_code == 1
+    assert "no readable verdict" in " ".join(res.output.split())
+    assert list(csv.DictReader((tmp_path / "cmp" / "pairwise.csv").open())) == []
+
+
+def test_bad_input_one_line(tmp_path):
+    from wikihowagent.cli import app
+
+    a = make_run(tmp_path, "a", range(2))
+    b = make_run(tmp_path, "b", range(5, 7))
+    c = make_run(tmp_path, "c", range(2), evaluator="ollama:llama3")
+    d = make_run(tmp_path, "d", range(2), evaluator="local")
+
+    def run(*args):
+        res = CliRunner().invoke(app, ["compare", *map(str, args), "--out", str(tmp_path / "o")])
+        return res.exit_code, " ".join(res.output.split())
+
+    code, msg = run(a)
+    assert code == 2 and "at least two runs" in msg
+    code, msg = run(a, b)
+    assert code == 2 and "runs a and b share no tutorial" in msg
+    code, msg = run(c, d)
+    assert code == 2 and "different judges (c: ollama:llama3; d: local)" in msg and "--evaluator" in msg
+    assert not (tmp_path / "o").exists()

@@ -1,0 +1,77 @@
+"""Issue 18 item 15: the embedded judge judges one conversation per server slot (evaluate's and judge-check's
+default concurrency), so the rubric calls of two conversations do not interleave on one slot's prompt cache."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import time
+from pathlib import Path
+
+from fake_servers import FakeOpenAI
+from typer.testing import CliRunner
+
+from wikihowagent.backends import local
+from wikihowagent.evaluation.runner import EvalOptions, judge_concurrency
+
+FIXTURES = Path(__file__).parent / "fixtures" / "evaluation"
+
+
+class InFlight:
+    """A fake judge that answers " 4" slowly and records the most requests it served at once."""
+
+    def __init__(self):
+        self.now = self.most = 0
+        self.lock = threading.Lock()
+
+    def __call__(self, prompt):
+        with self.lock:
+            self.now += 1
+            self.most = max(self.most, self.now)
+        time.sleep(0.15)  # long enough for a second conversation's call to arrive if one is allowed
+        with self.lock:
+            self.now -= 1
+        return [(" ", {" ": 1.0}), ("4", {"4": 0.7, "5": 0.3}), ("", {"": 1.0})]
+
+
+def _embedded(monkeypatch, base_url: str, slots: int) -> None:
+    """Make `base_url` look like the embedded llama.cpp server with `slots` slots."""
+    srv = local.LocalServer(("fake",), Path("fake.gguf"), "fake-model", base_url.removesuffix("/v1"), 4096, slots, 1, 0.0)
+    monkeypatch.setitem(local._SERVERS, srv.key, srv)
+
+
+def _evaluate(run: Path, url: str, *extra: str):
+    from wikihowagent.cli import app
+
+    return CliRunner().invoke(app, ["evaluate", str(run), "--evaluator", "openai:fake-model", "--base-url", url,
+                                    "--no-figures", "--metrics", "Clarity,Depth", *extra])
+
+
+def test_embedded_judge_takes_one_conversation_per_slot(tmp_path, monkeypatch):
+    run = tmp_path / "run_small"
+    shutil.copytree(FIXTURES / "run_small", run)
+    fake = InFlight()
+    with FakeOpenAI(logprobs=fake) as srv:
+        _embedded(monkeypatch, srv.base_url, slots=1)
+        res = _evaluate(run, srv.base_url)
+    assert res.exit_code == 0, res.output
+    assert fake.most == 1  # the config's concurrency is 2: before the fix two conversations interleaved
+
+
+def test_concurrency_flag_and_other_judges_keep_their_concurrency(tmp_path, monkeypatch):
+    run = tmp_path / "run_small"
+    shutil.copytree(FIXTURES / "run_small", run)
+    fake = InFlight()
+    with FakeOpenAI(logprobs=fake) as srv:
+        _embedded(monkeypatch, srv.base_url, slots=1)
+        res = _evaluate(run, srv.base_url, "--concurrency", "3")
+    assert res.exit_code == 0, res.output
+    assert fake.most > 1  # asked for: kept
+
+    class Model:
+        openai_api_base = "http://127.0.0.1:1/v1"
+
+    assert judge_concurrency(EvalOptions(default_concurrency=5), Model()) == 5  # not an embedded server
+    _embedded(monkeypatch, Model.openai_api_base, slots=2)
+    assert judge_concurrency(EvalOptions(default_concurrency=5), Model()) == 2
+    assert judge_concurrency(EvalOptions(concurrency=4, default_concurrency=5), Model()) == 4

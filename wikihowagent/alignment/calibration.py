@@ -1,0 +1,178 @@
+"""Calibrating the judge on the human-rated conversations (`align --calibrate`), out of fold.
+
+Per rubric, a mapping from the judge's output for a conversation to the mean human rating of it:
+
+- `isotonic`: isotonic regression (`sklearn.isotonic.IsotonicRegression`, increasing, clipped to 1-5) on the
+  judge's expected score (the weighted judge's probability-weighted mean of p(1..5); a json judge's integer).
+  It keeps the judge's order and has no shape to overfit; it works on integer scores too;
+- `ridge`: ridge regression (`RidgeCV` on standardised features, the penalty chosen by leave-one-out
+  within the training set) on p(1)..p(5), the expected score and the spread of the distribution: it can use
+  the distribution's shape. It needs the stored distributions (`--judge-scoring weighted` or `sampled`).
+
+Every figure reported is out of fold: `GroupKFold` by tutorial (k = min(5, tutorials)), so each
+conversation is predicted by a mapping fitted on other tutorials only (a tutorial in train and test at
+once would leak its difficulty). Raw and calibrated predictions are compared with the human mean by
+Pearson r, Spearman rho and MAE, with bootstrap 95 % percentile CIs over conversations (the same resamples
+for every predictor, so the CI of a difference is paired). The mapping written to `calibration.json` is
+fitted on all pairs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from wikihowagent.errors import WikihowagentError
+from wikihowagent.records import RubricCalibration
+
+METHODS = ("isotonic", "ridge")
+MIN_PAIRS = 20  # fewer paired conversations: no calibration (the out-of-fold figures would be noise)
+K_FOLDS = 5
+LEVELS = np.arange(1.0, 6.0)
+RIDGE_FEATURES = ("p1", "p2", "p3", "p4", "p5", "expected", "spread")
+RIDGE_ALPHAS = np.logspace(-3, 3, 13)
+STATS = ("r", "rho", "mae")
+
+
+class CalibrationError(WikihowagentError, ValueError):
+    """Calibration is not possible on these data; the message says why and what is possible instead."""
+
+
+def ridge_features(expected: np.ndarray, dist: np.ndarray) -> np.ndarray:
+    """conversations x (p1..p5, expected score, spread); each distribution renormalised to sum 1."""
+    p = np.asarray(dist, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):  # a missing distribution (NaN row) stays NaN
+        p = p / p.sum(axis=1, keepdims=True)
+        mean = p @ LEVELS
+        spread = np.sqrt(np.clip((p * (LEVELS[None, :] - mean[:, None]) ** 2).sum(axis=1), 0.0, None))
+    return np.column_stack([p, np.asarray(expected, dtype=float), spread])
+
+
+def fit(method: str, expected: np.ndarray, dist: np.ndarray | None, y: np.ndarray,
+        groups: np.ndarray | None = None) -> RubricCalibration:
+    """The mapping fitted on these pairs (`dist`: conversations x 5, needed for ridge)."""
+    expected = np.asarray(expected, dtype=float)
+    y = np.asarray(y, dtype=float)
+    n_tut = len(np.unique(groups)) if groups is not None else len(y)
+    if method == "isotonic":
+        from sklearn.isotonic import IsotonicRegression
+
+        iso = IsotonicRegression(y_min=1.0, y_max=5.0, increasing=True, out_of_bounds="clip").fit(expected, y)
+        return RubricCalibration(method="isotonic", n=len(y), tutorials=n_tut,
+                                 x=[float(v) for v in iso.X_thresholds_], y=[float(v) for v in iso.y_thresholds_])
+    if method == "ridge":
+        if dist is None:
+            raise CalibrationError("ridge needs the judge's p(1..5) distributions")
+        from sklearn.linear_model import RidgeCV
+
+        X = ridge_features(expected, dist)
+        mu, sd = X.mean(axis=0), X.std(axis=0)
+        sd = np.where(sd > 1e-12, sd, 1.0)
+        model = RidgeCV(alphas=RIDGE_ALPHAS).fit((X - mu) / sd, y)
+        coef = model.coef_ / sd  # back on the raw features
+        intercept = float(model.intercept_ - (coef * mu).sum())
+        return RubricCalibration(method="ridge", n=len(y), tutorials=n_tut, features=list(RIDGE_FEATURES),
+                                 coef=[float(c) for c in coef], intercept=intercept, alpha=float(model.alpha_))
+    raise ValueError(f"unknown calibration method {method!r} (valid: {', '.join(METHODS)})")
+
+
+def predict(cal: RubricCalibration, expected: np.ndarray, dist: np.ndarray | None = None) -> np.ndarray:
+    """Calibrated scores (1-5); NaN where the judge's output is missing (or, for ridge, its distribution)."""
+    expected = np.asarray(expected, dtype=float)
+    if cal.method == "isotonic":
+        out = np.interp(expected, cal.x, cal.y)  # = IsotonicRegression.predict with out_of_bounds="clip"
+        return np.where(np.isnan(expected), np.nan, out)
+    if dist is None:
+        return np.full(expected.shape, np.nan)
+    X = ridge_features(expected, dist)
+    out = np.clip(X @ np.asarray(cal.coef) + cal.intercept, 1.0, 5.0)
+    return np.where(np.isnan(X).any(axis=1), np.nan, out)
+
+
+def out_of_fold(method: str, expected: np.ndarray, dist: np.ndarray | None, y: np.ndarray,
+                groups: np.ndarray, k: int = K_FOLDS) -> np.ndarray:
+    """Each conversation's calibrated score from a mapping fitted without its tutorial (GroupKFold)."""
+    from sklearn.model_selection import GroupKFold
+
+    groups = np.asarray(groups)
+    n_groups = len(np.unique(groups))
+    if n_groups < 2:
+        raise CalibrationError(f"all {len(y)} paired conversations belong to one tutorial; out-of-fold "
+                               "calibration needs at least 2 tutorials")
+    oof = np.full(len(y), np.nan)
+    for train, test in GroupKFold(n_splits=min(k, n_groups)).split(expected, y, groups):
+        cal = fit(method, expected[train], None if dist is None else dist[train], y[train])
+        oof[test] = predict(cal, expected[test], None if dist is None else dist[test])
+    return oof
+
+
+# --------------------------------------------------------------------------- agreement with the humans
+
+
+def _rowwise_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a = a - a.mean(axis=-1, keepdims=True)
+    b = b - b.mean(axis=-1, keepdims=True)
+    den = np.sqrt((a * a).sum(axis=-1) * (b * b).sum(axis=-1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 1e-12, (a * b).sum(axis=-1) / np.where(den > 1e-12, den, 1.0), np.nan)
+
+
+def _stats(y: np.ndarray, p: np.ndarray) -> dict[str, np.ndarray]:
+    """r, rho, MAE along the last axis (one value per row of a resample matrix)."""
+    from scipy.stats import rankdata
+
+    return {"r": _rowwise_pearson(y, p),
+            "rho": _rowwise_pearson(rankdata(y, axis=-1), rankdata(p, axis=-1)),
+            "mae": np.abs(y - p).mean(axis=-1)}
+
+
+@dataclass
+class Estimate:
+    value: float
+    ci_low: float = float("nan")
+    ci_high: float = float("nan")
+
+
+@dataclass
+class Comparison:
+    """Raw and calibrated predictions against the human mean, over the same conversations."""
+
+    n: int
+    predictors: dict[str, dict[str, Estimate]] = field(default_factory=dict)  # name -> stat -> estimate
+    deltas: dict[str, dict[str, Estimate]] = field(default_factory=dict)  # name -> stat -> (name - raw)
+
+
+def _ci(values: np.ndarray) -> tuple[float, float]:
+    ok = values[np.isfinite(values)]
+    if ok.size < 0.9 * values.size or ok.size == 0:  # mostly undefined (constant resamples): no honest CI
+        return float("nan"), float("nan")
+    lo, hi = np.percentile(ok, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def compare(y: np.ndarray, predictors: dict[str, np.ndarray], *, n_boot: int = 2000, seed: int = 0,
+            baseline: str = "raw") -> Comparison:
+    """Each predictor's r, rho and MAE against `y` with bootstrap CIs (conversations resampled; the same
+    resamples for all predictors), and each one's difference from `baseline` with its paired CI."""
+    y = np.asarray(y, dtype=float)
+    n = len(y)
+    out = Comparison(n=n)
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n)) if n_boot > 0 and n > 1 else None
+    boot: dict[str, dict[str, np.ndarray]] = {}
+    for name, p in predictors.items():
+        p = np.asarray(p, dtype=float)
+        point = _stats(y, p)
+        boot[name] = _stats(y[idx], p[idx]) if idx is not None else {}
+        out.predictors[name] = {s: Estimate(float(point[s]), *(_ci(boot[name][s]) if idx is not None else
+                                                               (float("nan"), float("nan")))) for s in STATS}
+    if baseline in predictors:
+        for name in predictors:
+            if name == baseline:
+                continue
+            out.deltas[name] = {}
+            for s in STATS:
+                d = out.predictors[name][s].value - out.predictors[baseline][s].value
+                ci = _ci(boot[name][s] - boot[baseline][s]) if idx is not None else (float("nan"), float("nan"))
+                out.deltas[name][s] = Estimate(float(d), *ci)
+    return out

@@ -1,0 +1,92 @@
+"""`wikihowagent compare`: the typer command (registered by wikihowagent/cli.py). It parses, calls
+`core.run_compare` and prints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+
+
+def compare(
+    runs: Annotated[list[Path], typer.Argument(help="Two or more run directories (or JSONL of records) that taught the same tutorials.",
+                                               show_default=False, metavar="RUN")],
+    out: Annotated[Optional[Path], typer.Option(help="Output directory (default: <runs_dir>/compare): pair-judgments.jsonl, pairwise.csv, win_rates.csv, position.csv, bradley_terry.csv, summary.md, head_to_head.png.")] = None,
+    evaluator: Annotated[Optional[str], typer.Option(metavar="SPEC", help="Judge model spec (default: the runs' evaluator, which must be the same for all).")] = None,
+    metrics: Annotated[Optional[str], typer.Option(metavar="LIST", help="Comma-separated rubric names to compare on (default: every rubric).")] = None,
+    rubrics: Annotated[Optional[Path], typer.Option(help="Rubric JSON file (default: data/rubrics.json).")] = None,
+    max_tutorials: Annotated[Optional[int], typer.Option(min=1, help="Only the first N tutorials (sorted by id).")] = None,
+    pairwise_reading: Annotated[Optional[str], typer.Option(metavar="logprobs|answer", help="How a verdict is read: P(A) from the A/B token log-probabilities (default where the backend returns them) or the letter only.")] = None,
+    bootstrap: Annotated[int, typer.Option(min=0, help="Bootstrap resamples (of tutorials) for the CIs.")] = 1000,
+    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
+    shard: Annotated[Optional[str], typer.Option(metavar="K/N", help="Judge only every N-th tutorial from K (0-based) into pair-judgments-K-of-N.jsonl; a run without --shard then analyses every shard's judgments.")] = None,
+    config: Annotated[Optional[Path], typer.Option(help="YAML config overriding configs/default.yaml.")] = None,
+    base_url: Annotated[Optional[str], typer.Option(help="Ollama host / OpenAI-compatible base URL for the evaluator.")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Judge passes in flight (default: the config's concurrency).")] = None,
+    retries: Annotated[int, typer.Option(min=0, help="Re-asks of the judge when a reply is not one letter.")] = 2,
+    retry_failed: Annotated[bool, typer.Option(help="Ask again the verdicts that failed in an earlier pass.")] = True,
+    no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the heatmap.")] = False,
+) -> None:
+    """Judge runs head to head: for every tutorial two runs share, which conversation teaches better, per
+    rubric, asked in both orders; win rates, position consistency and (3+ runs) a Bradley–Terry ranking."""
+    from wikihowagent.console import make_console, print_error, print_labeled, progress_bar
+
+    from .core import CompareError, CompareRequest, run_compare
+
+    console = make_console()
+    req = CompareRequest(runs=tuple(runs), out=out, evaluator=evaluator, rubrics=rubrics, metrics=metrics, config=config,
+                         base_url=base_url, concurrency=concurrency, retries=retries, shard=shard, bootstrap=bootstrap,
+                         seed=seed, reading=pairwise_reading, max_tutorials=max_tutorials, figures=not no_figures,
+                         retry_failed=retry_failed)
+    try:
+        res, stats, desc = run_compare(req, console, lambda total: progress_bar(console, total, "judging pairs (both orders)"))
+    except CompareError as exc:
+        print_error(str(exc), console)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        print_labeled(console, "interrupted:", "yellow", "judgments written so far are kept; rerun the same command to resume")
+        raise typer.Exit(130) from None
+    console.print(f"{stats.judged} judge passes made, {stats.already} already done; {stats.failures} of {stats.asked} "
+                  "verdicts asked were not one readable letter", highlight=False, markup=False)
+    if res is None:
+        console.print("shard judged; run compare without --shard (same runs and --out) to analyse every shard",
+                      highlight=False, markup=False)
+        return
+    stdout = make_console(stderr=False)
+    print_result(res, desc, stdout)
+    console.print("wrote " + ", ".join(str(p) for p in res.written), highlight=False, markup=False)
+    if stats.asked and stats.failures == stats.asked:
+        print_error("the judge gave no readable verdict: nothing could be compared", console)
+        raise typer.Exit(1)
+
+
+def print_result(res: Any, desc: str, console: Any) -> None:
+    from rich.table import Table
+
+    from .core import OVERALL, fmt
+
+    if res.bradley_terry is not None and len(res.bradley_terry):
+        t = Table(title=f"Bradley–Terry, overall (log-strength θ, 95 % CI over tutorials): {desc}")
+        for c in ("rank", "run", "θ", "CI"):
+            t.add_column(c, justify="left" if c == "run" else "right")
+        for _, r in res.bradley_terry[res.bradley_terry["rubric"] == OVERALL].sort_values("rank").iterrows():
+            t.add_row(str(r["rank"]), r["run"], fmt(r["theta"]), f"{fmt(r['ci_low'])} – {fmt(r['ci_high'])}")
+        console.print(t)
+    t = Table(title="Win rates, overall (ties half; 95 % CI over tutorials)")
+    for c in ("run A", "run B", "n", "A / tie / B", "win rate A", "CI"):
+        t.add_column(c, justify="left" if c.startswith("run") else "right")
+    for _, r in res.win_rates[res.win_rates["rubric"] == OVERALL].iterrows():
+        t.add_row(r["run_a"], r["run_b"], str(r["n"]), f"{r['wins_a']} / {r['ties']} / {r['wins_b']}",
+                  fmt(r["win_rate_a"]), f"{fmt(r['ci_low'])} – {fmt(r['ci_high'])}")
+    console.print(t)
+    t = Table(title="Position consistency per rubric (both orders prefer the same conversation)")
+    for c in ("rubric", "n", "consistent", "mean order effect", "first shown preferred"):
+        t.add_column(c, justify="left" if c == "rubric" else "right")
+    for _, r in res.position.iterrows():
+        t.add_row(r["rubric"], str(r["n"]), fmt(r["position_consistency"]), fmt(r["mean_order_effect"]),
+                  fmt(r["first_preferred"]))
+    console.print(t)
+    if res.missing:
+        console.print(f"{res.missing} (pair, tutorial, rubric) verdicts left out: an order missing or unreadable "
+                      "(rerun to ask again)", highlight=False, markup=False)

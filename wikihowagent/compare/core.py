@@ -1,0 +1,526 @@
+"""`compare`: runs judged head to head, tutorial by tutorial.
+
+For every tutorial two runs share, the pairwise judge (`pairwise.py`) sees both conversations and says, per
+rubric, which teaches better, once in each order. Judge passes are appended to `pair-judgments.jsonl`
+(`pair-judgments-K-of-N.jsonl` for `--shard K/N`) as they finish, so a rerun resumes and never duplicates a
+verdict; the analysis reads every such file in the output directory:
+
+- `pairwise.csv`: tutorial, run pair, rubric, p_ab, p_ba, the averaged P(A), the order effect and the
+  verdict (A / B / tie; a preference only when both orders agree).
+- `win_rates.csv`: per rubric (and `overall`, every rubric pooled) and pair, wins/ties/losses and the win
+  rate (ties half) with a bootstrap CI over tutorials.
+- `position.csv`: per rubric, the share of position-inconsistent pairs (the orders disagree) and the mean
+  order effect |p_ab − (1 − p_ba)|.
+- `bradley_terry.csv` (≥ 3 runs): per rubric and overall, each run's log-strength θ with a bootstrap CI.
+- `summary.md`, `head_to_head.png` (overall win rates, row beats column).
+
+A run with several conversations of one tutorial (e.g. a resumed run with duplicates) is represented by
+its first conversation (by id).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wikihowagent.errors import WikihowagentError
+from wikihowagent.records import Conversation, PairwiseRecord
+
+from .pairwise import verdict
+
+OVERALL = "overall"
+PAIRWISE_CSV = "pairwise.csv"
+WIN_RATES_CSV = "win_rates.csv"
+POSITION_CSV = "position.csv"
+BT_CSV = "bradley_terry.csv"
+SUMMARY_MD = "summary.md"
+HEATMAP = "head_to_head.png"
+
+
+class CompareError(WikihowagentError, ValueError):
+    """Bad input for `compare`; one line naming the run(s)."""
+
+
+def csv_cell(value: Any) -> Any:
+    """OWASP: a text cell a spreadsheet would run as a formula (=, +, -, @, tab, CR) gets a leading quote."""
+    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+        return "'" + value
+    return value
+
+
+def people_csv(df: Any, path: Path) -> Path:
+    df.map(csv_cell).to_csv(path, index=False)
+    return path
+
+
+# --------------------------------------------------------------------------------------------------
+# Plan and run
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class PairJob:
+    tutorial_id: str
+    first: str  # label of the conversation shown as A (a run name, or a judge-check variant)
+    second: str
+    a: Conversation
+    b: Conversation
+    names: list[str]
+
+    @property
+    def key(self) -> tuple[str, str, str, str, str]:
+        return (self.tutorial_id, self.first, self.second, self.a.conversation_id, self.b.conversation_id)
+
+
+def record_key(r: PairwiseRecord) -> tuple[str, str, str, str, str]:
+    return (r.tutorial_id, r.first, r.second, r.first_conversation, r.second_conversation)
+
+
+@dataclass
+class PassStats:
+    judged: int = 0  # judge passes made in this invocation
+    already: int = 0  # found in the judgments file(s)
+    asked: int = 0  # rubric verdicts asked in this invocation
+    failures: int = 0
+
+
+def judgment_files(out_dir: Path, stem: str) -> list[Path]:
+    """`<stem>.jsonl` and its shards' `<stem>-K-of-N.jsonl` in `out_dir`."""
+    base = stem.removesuffix(".jsonl")
+    return sorted(p for p in Path(out_dir).glob(f"{base}*.jsonl") if p.name == f"{base}.jsonl"
+                  or p.name[len(base):].startswith("-"))
+
+
+def read_records(paths: Iterable[Path], evaluator: str, reading: str,
+                 on_error: Callable[[str], None] | None = None) -> dict[tuple[str, ...], PairwiseRecord]:
+    """{key: record} of this judge (evaluator + reading); a later line for the same key wins, and a rubric
+    it failed keeps an earlier line's verdict."""
+    from wikihowagent.runs import read_pairwise
+
+    out: dict[tuple[str, ...], PairwiseRecord] = {}
+    for path in paths:
+        for rec in read_pairwise(path, on_error):
+            if rec.evaluator != evaluator or rec.reading != reading:
+                continue
+            old = out.get(record_key(rec))
+            if old is not None:
+                merged = {k: v for k, v in old.p_first.items() if v is not None}
+                merged.update({k: v for k, v in rec.p_first.items() if v is not None or k not in merged})
+                rec = rec.model_copy(update={"p_first": merged,
+                                             "failures": [f for f in rec.failures if merged.get(f) is None]})
+            out[record_key(rec)] = rec
+    return out
+
+
+def pending(jobs: list[PairJob], done: dict[tuple[str, ...], PairwiseRecord], retry_failed: bool = True) -> list[PairJob]:
+    """The jobs (narrowed to the rubrics still missing) that `done` does not answer."""
+    todo = []
+    for j in jobs:
+        old = done.get(j.key)
+        have = set() if old is None else {k for k, v in old.p_first.items() if v is not None or not retry_failed}
+        missing = [n for n in j.names if n not in have]
+        if missing:
+            todo.append(PairJob(j.tutorial_id, j.first, j.second, j.a, j.b, missing))
+    return todo
+
+
+async def run_pair_jobs(jobs: list[PairJob], judge: Any, evaluator: str, path: Path, progress: Callable[[int], None],
+                        stats: PassStats) -> None:
+    """Judge every job, appending one PairwiseRecord per pass to `path` as it finishes. Jobs run in the given
+    order under the judge's concurrency (consecutive jobs that share a first conversation share a prefix)."""
+    from wikihowagent.runs import JsonlAppender
+
+    with JsonlAppender(path) as sink:
+
+        async def one(j: PairJob) -> None:
+            res = await judge.judge(j.a, j.b, j.names)
+            sink.append(PairwiseRecord(tutorial_id=j.tutorial_id, first=j.first, second=j.second,
+                                       first_conversation=j.a.conversation_id, second_conversation=j.b.conversation_id,
+                                       evaluator=evaluator, reading=judge.label, p_first=res.p_first,
+                                       failures=res.failures, notes=res.notes, raw=res.raw))
+            stats.judged += 1
+            stats.asked += len(res.p_first)
+            stats.failures += len(res.failures)
+            progress(1)
+
+        tasks = [asyncio.ensure_future(one(j)) for j in jobs]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def first_by_tutorial(convs: Iterable[Conversation]) -> dict[str, Conversation]:
+    out: dict[str, Conversation] = {}
+    for c in sorted(convs, key=lambda c: c.conversation_id):
+        out.setdefault(c.tutorial_key, c)
+    return out
+
+
+def plan_compare(runs: dict[str, dict[str, Conversation]], names: list[str],
+                 shard: tuple[int, int] | None = None) -> list[PairJob]:
+    """Both orders of every pair of runs on every tutorial they share; `shard` (K, N) keeps every N-th
+    tutorial from K (of the sorted union). Jobs come tutorial by tutorial, by first run, so passes that
+    show the same conversation first follow each other (a shared prompt prefix)."""
+    order = list(runs)
+    tutorials = sorted({t for convs in runs.values() for t in convs})
+    jobs = []
+    for i, t in enumerate(tutorials):
+        if shard is not None and i % shard[1] != shard[0]:
+            continue
+        for x in order:
+            for y in order:
+                if x != y and t in runs[x] and t in runs[y]:
+                    jobs.append(PairJob(t, x, y, runs[x][t], runs[y][t], list(names)))
+    return jobs
+
+
+# --------------------------------------------------------------------------------------------------
+# Analysis
+# --------------------------------------------------------------------------------------------------
+
+
+def verdict_rows(records: dict[tuple[str, ...], PairwiseRecord], pairs: list[tuple[str, str]],
+                 rubric_names: list[str]) -> tuple[list[dict[str, Any]], int]:
+    """Rows (tutorial, run_a, run_b, rubric, p_ab, p_ba, p_a, order_effect, verdict, consistent) for every
+    (pair, tutorial, rubric) judged in both orders; and how many lacked an order or a readable reply."""
+    by_order: dict[tuple[str, str, str], PairwiseRecord] = {}
+    for r in records.values():
+        by_order[(r.tutorial_id, r.first, r.second)] = r
+    rows: list[dict[str, Any]] = []
+    missing = 0
+    tutorials = sorted({r.tutorial_id for r in records.values()})
+    for a, b in pairs:
+        for t in tutorials:
+            ab, ba = by_order.get((t, a, b)), by_order.get((t, b, a))
+            if ab is None and ba is None:
+                continue
+            for rubric in rubric_names:
+                p_ab = ab.p_first.get(rubric) if ab else None
+                p_ba = ba.p_first.get(rubric) if ba else None
+                if p_ab is None or p_ba is None:
+                    missing += 1
+                    continue
+                v = verdict(p_ab, p_ba)
+                rows.append({"tutorial_id": t, "run_a": a, "run_b": b, "rubric": rubric, "p_ab": p_ab, "p_ba": p_ba,
+                             "p_a": round(v.p_a, 4), "order_effect": round(v.order_effect, 4),
+                             "verdict": v.winner, "consistent": v.consistent})
+    return rows, missing
+
+
+def _r(x: float) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), 4)
+
+
+def position_table(rows: list[dict[str, Any]], rubric_names: list[str]) -> Any:
+    import pandas as pd
+
+    out = []
+    for rubric in rubric_names + [OVERALL]:
+        sel = [r for r in rows if rubric == OVERALL or r["rubric"] == rubric]
+        n = len(sel)
+        inc = sum(not r["consistent"] for r in sel)
+        out.append({"rubric": rubric, "n": n, "inconsistent": inc,
+                    "position_consistency": _r(1 - inc / n) if n else None,
+                    "mean_order_effect": _r(sum(r["order_effect"] for r in sel) / n) if n else None,
+                    "first_preferred": _r(sum((r["p_ab"] > 0.5) + (r["p_ba"] > 0.5) for r in sel) / (2 * n)) if n else None})
+    return pd.DataFrame(out)
+
+
+def _outcomes(rows: list[dict[str, Any]], index: dict[str, int], rubric: str) -> list[Any]:
+    from wikihowagent.stats.ranking import Outcome
+
+    score = {"A": 1.0, "B": 0.0, "tie": 0.5}
+    return [Outcome(r["tutorial_id"], index[r["run_a"]], index[r["run_b"]], score[r["verdict"]])
+            for r in rows if rubric == OVERALL or r["rubric"] == rubric]
+
+
+def win_rate_table(rows: list[dict[str, Any]], runs: list[str], rubric_names: list[str], n_boot: int, seed: int) -> Any:
+    import pandas as pd
+
+    from wikihowagent.stats.ranking import win_rate
+
+    index = {r: i for i, r in enumerate(runs)}
+    out = []
+    for rubric in rubric_names + [OVERALL]:
+        outs = _outcomes(rows, index, rubric)
+        for i, a in enumerate(runs):
+            for b in runs[i + 1:]:
+                w = win_rate(index[a], index[b], outs, n_boot=n_boot, seed=seed)
+                if w.n:
+                    out.append({"rubric": rubric, "run_a": a, "run_b": b, "n": w.n, "wins_a": w.wins, "ties": w.ties,
+                                "wins_b": w.losses, "win_rate_a": _r(w.rate), "ci_low": _r(w.ci_low), "ci_high": _r(w.ci_high)})
+    return pd.DataFrame(out, columns=["rubric", "run_a", "run_b", "n", "wins_a", "ties", "wins_b", "win_rate_a",
+                                      "ci_low", "ci_high"])
+
+
+def bt_table(rows: list[dict[str, Any]], runs: list[str], rubric_names: list[str], n_boot: int, seed: int) -> Any:
+    import pandas as pd
+
+    from wikihowagent.stats.ranking import bradley_terry
+
+    index = {r: i for i, r in enumerate(runs)}
+    out = []
+    for rubric in rubric_names + [OVERALL]:
+        outs = _outcomes(rows, index, rubric)
+        if not outs:
+            continue
+        for s in bradley_terry(len(runs), outs, n_boot=n_boot, seed=seed):
+            out.append({"rubric": rubric, "run": runs[s.item], "rank": s.rank, "theta": _r(s.theta),
+                        "ci_low": _r(s.ci_low), "ci_high": _r(s.ci_high)})
+    return pd.DataFrame(out, columns=["rubric", "run", "rank", "theta", "ci_low", "ci_high"])
+
+
+def heatmap(wins: Any, runs: list[str], path: Path, title: str) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    grid = np.full((len(runs), len(runs)), np.nan)
+    idx = {r: i for i, r in enumerate(runs)}
+    for _, row in wins[wins["rubric"] == OVERALL].iterrows():
+        i, j = idx[row["run_a"]], idx[row["run_b"]]
+        if row["win_rate_a"] is not None and not pd_isna(row["win_rate_a"]):
+            grid[i, j] = row["win_rate_a"]
+            grid[j, i] = 1 - row["win_rate_a"]
+    fig, ax = plt.subplots(figsize=(1.3 * len(runs) + 3, 1.0 * len(runs) + 2))
+    im = ax.imshow(grid, vmin=0, vmax=1, cmap="RdYlGn")
+    ax.set_xticks(range(len(runs)), runs, rotation=30, ha="right", fontsize=8)
+    ax.set_yticks(range(len(runs)), runs, fontsize=8)
+    for i in range(len(runs)):
+        for j in range(len(runs)):
+            if not np.isnan(grid[i, j]):
+                ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=9)
+    fig.colorbar(im, ax=ax, label="win rate of the row's run (ties half)")
+    ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+def pd_isna(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+@dataclass
+class CompareResult:
+    runs: list[str]
+    pairwise: Any  # DataFrames
+    win_rates: Any
+    position: Any
+    bradley_terry: Any | None
+    missing: int = 0  # (pair, tutorial, rubric) without both orders readable
+    written: list[Path] = field(default_factory=list)
+
+
+def fmt(v: Any) -> str:
+    if pd_isna(v):
+        return "–"
+    return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+def md_table(df: Any) -> str:
+    from wikihowagent.markdown import markdown_table
+
+    return markdown_table(list(df.columns), [[fmt(v) for v in row] for row in df.itertuples(index=False)])
+
+
+def analyse(out_dir: Path, records: dict[tuple[str, ...], PairwiseRecord], runs: list[str], rubric_names: list[str],
+            judge_desc: str, reading_note: str, n_boot: int, seed: int, figures: bool = True) -> CompareResult:
+    import pandas as pd
+
+    pairs = [(a, b) for i, a in enumerate(runs) for b in runs[i + 1:]]
+    rows, missing = verdict_rows(records, pairs, rubric_names)
+    cols = ["tutorial_id", "run_a", "run_b", "rubric", "p_ab", "p_ba", "p_a", "order_effect", "verdict", "consistent"]
+    pw = pd.DataFrame(rows, columns=cols)
+    wins = win_rate_table(rows, runs, rubric_names, n_boot, seed)
+    pos = position_table(rows, rubric_names)
+    bt = bt_table(rows, runs, rubric_names, n_boot, seed) if len(runs) >= 3 else None
+    out_dir = Path(out_dir)
+    res = CompareResult(runs, pw, wins, pos, bt, missing)
+    res.written += [people_csv(pw, out_dir / PAIRWISE_CSV), people_csv(wins, out_dir / WIN_RATES_CSV),
+                    people_csv(pos, out_dir / POSITION_CSV)]
+    if bt is not None:
+        res.written.append(people_csv(bt, out_dir / BT_CSV))
+    lines = [f"# Head to head: {judge_desc}", "", reading_note, "",
+             f"{len(runs)} runs, {pw['tutorial_id'].nunique() if len(pw) else 0} tutorials judged; "
+             f"{len(pw)} (pair, tutorial, rubric) verdicts from both orders"
+             + (f"; {missing} left out (an order missing or unreadable)" if missing else "") + ".",
+             "A preference counts only when both orders agree; otherwise a tie. Win rates count ties as half; "
+             f"95 % CIs resample tutorials ({n_boot} bootstrap resamples).", ""]
+    if bt is not None:
+        lines += ["## Bradley–Terry (log-strength θ, mean 0; θ_i − θ_j = log-odds that i beats j)", "",
+                  md_table(bt[bt["rubric"] == OVERALL].drop(columns="rubric")), "", "Per rubric:", "", md_table(bt), ""]
+    lines += ["## Win rates", "", md_table(wins), "", "## Position consistency", "", md_table(pos), ""]
+    (out_dir / SUMMARY_MD).write_text("\n".join(lines), encoding="utf-8")
+    res.written.append(out_dir / SUMMARY_MD)
+    if figures and len(wins):
+        res.written.append(heatmap(wins, runs, out_dir / HEATMAP, f"head to head: {judge_desc}"))
+    return res
+
+
+# --------------------------------------------------------------------------------------------------
+# The stage as one call
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CompareRequest:
+    runs: tuple[Path, ...]
+    out: Path | None = None  # default <runs_dir>/compare
+    evaluator: str | None = None
+    rubrics: Path | None = None
+    metrics: str | None = None  # comma-separated rubric names; None = every rubric
+    config: Path | None = None
+    base_url: str | None = None
+    concurrency: int | None = None
+    retries: int = 2
+    shard: str | None = None
+    bootstrap: int = 1000
+    seed: int = 0
+    reading: str | None = None  # "logprobs" | "answer"; None = by backend
+    max_tutorials: int | None = None
+    figures: bool = True
+    retry_failed: bool = True
+
+
+def reading_note(reading: str) -> str:
+    if reading == "logprobs":
+        return "Reading: P(A) from the judge's A/B token log-probabilities (renormalised over the two letters)."
+    return ("Reading: answer-only mode: the judge's backend returns no token log-probabilities, so each order gives "
+            "only its letter (P(A) = 1 or 0).")
+
+
+def load_runs(sources: list[Any], warn: Callable[[str], None], max_tutorials: int | None) -> dict[str, dict[str, Conversation]]:
+    names = [s.name for s in sources]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise CompareError(f"two inputs have the same run name {dup[0]!r} ({', '.join(str(s.path) for s in sources if s.name == dup[0])}): "
+                           "rename one run directory")
+    runs = {}
+    for s in sources:
+        convs = first_by_tutorial(s.conversations(on_error=warn))
+        if not convs:
+            raise CompareError(f"{s.path}: no conversations to compare")
+        runs[s.name] = convs
+    if max_tutorials:
+        keep = set(sorted({t for c in runs.values() for t in c})[:max_tutorials])
+        runs = {n: {t: c for t, c in cs.items() if t in keep} for n, cs in runs.items()}
+    order = list(runs)
+    for i, a in enumerate(order):
+        for b in order[i + 1:]:
+            if not set(runs[a]) & set(runs[b]):
+                raise CompareError(f"runs {a} and {b} share no tutorial: nothing to compare (compare runs generated on "
+                                   "the same tutorials)")
+    return runs
+
+
+def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[int], Any]) -> tuple[CompareResult | None, PassStats, str]:
+    """Judge every shared tutorial of every pair in both orders, then analyse (not for a shard).
+
+    -> (result or None for a shard, pass statistics, a line describing the judge and its reading)."""
+    from wikihowagent.config import ConfigError, load_config
+    from wikihowagent.evaluation.core import judge_llm_factory
+    from wikihowagent.evaluation.endpoints import judge_base_urls
+    from wikihowagent.evaluation.inputs import InputError, resolve_inputs
+    from wikihowagent.evaluation.judge import JudgeBackendError, RubricError, load_rubrics
+    from wikihowagent.evaluation.runner import EvalOptions, EvaluateError, Evaluation, judge_concurrency
+    from wikihowagent.generation.core import parse_shard
+    from wikihowagent.runs import COMPARE_DIR, PAIR_JUDGMENTS, RunError, dir_lock
+
+    from .pairwise import PairwiseJudge
+
+    def warn(msg: str) -> None:
+        console.print("warning: " + msg, highlight=False, soft_wrap=True, markup=False)
+
+    try:
+        shard = parse_shard(req.shard) if req.shard else None
+    except ValueError as exc:
+        raise CompareError(str(exc)) from None
+    if len(req.runs) < 2:
+        raise CompareError(f"compare needs at least two runs to judge head to head (got {len(req.runs)}"
+                           + (f": {req.runs[0]}" if req.runs else "") + ")")
+    try:
+        cfg = load_config(req.config)
+        rubric_set = load_rubrics(req.rubrics)
+        sources = resolve_inputs(list(req.runs), Path(cfg.runs_dir))
+    except (ConfigError, RubricError, InputError) as exc:
+        raise CompareError(str(exc)) from None
+    names = list(rubric_set)
+    if req.metrics:
+        asked = [m.strip() for m in req.metrics.split(",") if m.strip()]
+        unknown = [m for m in asked if m not in rubric_set]
+        if unknown:
+            raise CompareError(f"--metrics: unknown rubric {unknown[0]!r}; valid: {', '.join(rubric_set)}")
+        names = [n for n in rubric_set if n in asked]
+    runs = load_runs(sources, warn, req.max_tutorials)
+    opts = EvalOptions(judge=True, evaluator=req.evaluator, base_url=req.base_url, concurrency=req.concurrency,
+                       default_concurrency=cfg.concurrency, retries=req.retries)
+    aliases = Path(cfg.models) if cfg.models else None
+    judge_urls: dict[str, str | None] = {}
+    make_llm = judge_llm_factory(cfg, req.base_url, aliases, judge_urls)
+    ev = Evaluation(opts, [], names, rubric_set, make_llm, warn)
+    try:
+        by_source = {s.name: ev.evaluator_spec(s) for s in sources}
+        if len(set(by_source.values())) != 1:
+            which = "; ".join(f"{n}: {spec}" for n, spec in by_source.items())
+            raise CompareError(f"the runs name different judges ({which}): pass --evaluator SPEC to judge every pair "
+                               "with the same one")
+        judge_urls.update(judge_base_urls(by_source, sources, req.base_url, aliases))
+        spec = next(iter(by_source.values()))
+        llm = make_llm(spec)
+    except EvaluateError as exc:
+        raise CompareError(str(exc)) from None
+    try:
+        judge = PairwiseJudge(llm, rubric_set, names, reading=req.reading, retries=req.retries,
+                              concurrency=judge_concurrency(opts, llm))
+    except ValueError as exc:
+        raise CompareError(f"evaluator {spec!r}: {exc}") from None
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(judge.probe())
+    except JudgeBackendError as exc:
+        loop.close()
+        raise CompareError(str(exc)) from None
+    desc = f"{spec} (pairwise, {judge.label})"
+    out = Path(req.out) if req.out is not None else Path(cfg.runs_dir) / COMPARE_DIR
+    stem = PAIR_JUDGMENTS.removesuffix(".jsonl")
+    path = out / (f"{stem}-{shard[0]}-of-{shard[1]}.jsonl" if shard else PAIR_JUDGMENTS)
+    jobs = plan_compare(runs, names, shard)
+    stats = PassStats()
+    console.print(f"compare: {len(runs)} runs ({', '.join(runs)}), judge {desc}: {len(jobs)} judge passes "
+                  f"(both orders of every shared tutorial) x {len(names)} rubrics", highlight=False, markup=False)
+    console.print(reading_note(judge.label), highlight=False, markup=False)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with dir_lock(out, blocking=False, what="another 'wikihowagent compare'", name=f".{path.name}.lock"):
+            done = read_records(judgment_files(out, PAIR_JUDGMENTS), spec, judge.label, warn)
+            todo = pending(jobs, done, req.retry_failed)
+            stats.already = len(jobs) - len(todo)
+            with progress_factory(len(jobs)) as advance:
+                advance(stats.already)
+                loop.run_until_complete(run_pair_jobs(todo, judge, spec, path, advance, stats))
+    except (JudgeBackendError, RunError, OSError) as exc:
+        raise CompareError(f"{exc} (judgments so far are in {path}; rerun to resume)") from None
+    finally:
+        from wikihowagent.evaluation.runner import cancel_leftover_tasks
+
+        cancel_leftover_tasks(loop)
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+    if shard is not None:
+        return None, stats, desc
+    records = read_records(judgment_files(out, PAIR_JUDGMENTS), spec, judge.label, warn)
+    wanted = {(j.key) for j in plan_compare(runs, names)}
+    records = {k: r for k, r in records.items() if k in wanted}
+    res = analyse(out, records, list(runs), names, desc, reading_note(judge.label), req.bootstrap, req.seed, req.figures)
+    return res, stats, desc

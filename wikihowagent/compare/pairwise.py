@@ -1,0 +1,248 @@
+"""The pairwise judge: two conversations of one tutorial, which teaches better on one rubric?
+
+The prompt puts [instructions + tutorial + conversation A + conversation B] first and the criterion last,
+so the calls for one pair in one order share one prefix (the server's prompt cache), as the weighted judge.
+Reading the reply:
+
+- `logprobs` (backends with token log-probabilities): P(A) = p("A") / (p("A") + p("B")) at the answer
+  token; if the two letters hold less than `LETTER_MASS_MIN` of the probability there, the rubric is a
+  failure, never a verdict.
+- `answer` (no log-probabilities): the letter only, P(A) = 1 or 0.
+
+Either way the reply must be unambiguously one letter, as strictly as a score digit is read (scoring.py's
+`digit_closed`): "A", "B.", "Conversation B", "**A**" count; the letter's line must end after it and the
+reply must not be cut off by the token limit right after it, so "A is better", "A and B", "Both", "a",
+"10" or an empty reply are failures (asked again up to `retries` times). Each pair is asked in
+both orders by the caller; `verdict` combines them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from wikihowagent.evaluation.judge import ROLE_TEXT, JudgeBackendError, JudgeRequestError, Rubric, _tutorial_block
+from wikihowagent.evaluation.scoring import (TOP_LOGPROBS, backend_name, cache_kwargs, digit_closed, invoke,
+                                             reply_complete, supports_logprobs, token_entries)
+from wikihowagent.records import Conversation, conversation_lines
+
+READINGS = ("logprobs", "answer")
+LETTERS = ("A", "B")
+LETTER_MASS_MIN = 0.5
+ANSWER_TOKENS = 4
+
+_LETTER_TOKEN = re.compile(r"^\s*\(?\**([AB])([\s.,:)*]*)$")
+_LABEL = re.compile(r"^\s*\**\s*(?:(?:conversation|answer|option|better)\s*:?\s*)*\**\s*$", re.I)
+_ANSWER = re.compile(r"^\s*\**\s*(?:(?:conversation|answer|option|better)\s*:?\s*)*\**\s*\(?([AB])(?![A-Za-z0-9])(.*)$",
+                     re.S | re.I)
+
+
+def read_letter(text: str, complete: bool = True) -> str | None:
+    """"A" / "B" when the reply is unambiguously that letter, else None. `complete`: the reply ended by
+    itself (False when the token limit cut it off)."""
+    m = _ANSWER.match(text or "")
+    if not m or m.group(1) not in LETTERS:  # a lower-case "a" is an article, not an answer
+        return None
+    if digit_closed(m.group(2), complete) is not None:  # "A is better", "A and B", "A" cut off by the limit
+        return None
+    return m.group(1)
+
+
+def letter_probability(meta: Any, complete: bool = True) -> tuple[float | None, str | None]:
+    """A reply's logprobs -> (P(A), None) or (None, why it is not a verdict). The answer token is the first
+    A/B token after nothing but a short label ("Conversation", "Answer:", "**"), and its line must end
+    after it (as a score digit's)."""
+    entries = token_entries(meta)
+    if not entries:
+        return None, "no token log-probabilities in the reply"
+    before = ""
+    pos = None
+    for i, e in enumerate(entries):
+        if _LETTER_TOKEN.match(e["token"]):
+            if _LABEL.match(before):
+                pos = i
+            break
+        before += e["token"]
+    text = "".join(e["token"] for e in entries)
+    if pos is None:
+        return None, f"no single letter A or B in the reply ({text.strip()[:40]!r})"
+    m = _LETTER_TOKEN.match(entries[pos]["token"])
+    why = digit_closed((m.group(2) if m else "") + "".join(e["token"] for e in entries[pos + 1:]), complete)
+    if why:
+        return None, f"no single letter A or B in the reply ({text.strip()[:40]!r}: {why.replace('digit', 'letter')})"
+    mass = dict.fromkeys(LETTERS, 0.0)
+    seen: set[str] = set()
+    cands = list(entries[pos].get("top_logprobs") or [])
+    if not any(c.get("token") == entries[pos]["token"] for c in cands):
+        cands.append(entries[pos])
+    for c in cands:
+        tok, lp = c.get("token"), c.get("logprob")
+        if not isinstance(tok, str) or tok in seen or not isinstance(lp, (int, float)):
+            continue
+        seen.add(tok)
+        m = _LETTER_TOKEN.match(tok)
+        if m:
+            mass[m.group(1)] += math.exp(lp)
+    total = mass["A"] + mass["B"]
+    if total < LETTER_MASS_MIN:
+        return None, f"below the letter-probability threshold (p(A) + p(B) = {total:.2f} < {LETTER_MASS_MIN:g})"
+    return mass["A"] / total, None
+
+
+def pair_prefix(first: Conversation, second: Conversation) -> str:
+    def convo(c: Conversation) -> str:
+        return "\n".join(conversation_lines(c.messages))
+
+    return "\n\n".join([
+        "You are an expert in pedagogy. A teacher was asked to teach the tutorial below to a learner, step by step, "
+        "in a conversation. Below are two such conversations, A and B. Compare them on one criterion.",
+        f"Tutorial:\n{_tutorial_block(first)}", f"Conversation A:\n{convo(first)}", f"Conversation B:\n{convo(second)}"])
+
+
+def pair_prompt(first: Conversation, second: Conversation, rubric: Rubric) -> str:
+    levels = "\n".join(f"{k} - {rubric.levels[k]}" for k in ("5", "4", "3", "2", "1"))
+    crit = f"Criterion: {rubric.name} (judge {ROLE_TEXT[rubric.role]}): {rubric.question}\n{levels}"
+    ask = f"Which conversation is better on {rubric.name}? Answer with one letter only: A or B."
+    return f"{pair_prefix(first, second)}\n\n{crit}\n\n{ask}"
+
+
+@dataclass
+class PairResult:
+    p_first: dict[str, float | None] = field(default_factory=dict)  # rubric -> P(A better)
+    failures: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    raw: dict[str, list[str]] = field(default_factory=dict)
+
+
+class PairwiseJudge:
+    """Asks one model which of two conversations is better, rubric by rubric (one order per call to
+    `judge`; the rubrics of one pair run one after another: they share the prefix)."""
+
+    def __init__(self, llm: Any, rubrics: dict[str, Rubric], names: list[str] | None = None, *,
+                 reading: str | None = None, retries: int = 2, concurrency: int = 2):
+        self.llm = llm
+        self.rubrics = {n: r for n, r in rubrics.items() if names is None or n in names}
+        has_logprobs = supports_logprobs(llm)
+        auto = reading is None
+        if reading is None:
+            reading = "logprobs" if has_logprobs else "answer"
+        if reading not in READINGS:
+            raise ValueError(f"pairwise reading must be one of {', '.join(READINGS)}, not {reading!r}")
+        if reading == "logprobs" and not has_logprobs:
+            raise ValueError(f"backend {backend_name(llm)} returns no token log-probabilities: use the answer-only reading")
+        self.reading = reading
+        self.auto = auto
+        self.retries = max(0, retries)
+        self.sem = asyncio.Semaphore(max(1, concurrency))
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.rubrics)
+
+    @property
+    def label(self) -> str:
+        return self.reading
+
+    async def probe(self) -> None:
+        """With the reading chosen by backend (no --pairwise-reading): one short call checks that the server
+        really returns log-probabilities; if not, the answer-only reading is used for every verdict."""
+        if not self.auto or self.reading != "logprobs":
+            return
+        msg = await invoke(self.llm, "Answer with one letter only: A or B.", max_tokens=ANSWER_TOKENS, logprobs=True,
+                           top_logprobs=TOP_LOGPROBS, **cache_kwargs(self.llm))
+        if not token_entries((getattr(msg, "response_metadata", None) or {}).get("logprobs")):
+            self.reading = "answer"
+
+    async def _one(self, first: Conversation, second: Conversation, rubric: Rubric) -> tuple[float | None, str | None, list[str]]:
+        prompt = pair_prompt(first, second, rubric)
+        bind: dict[str, Any] = {"max_tokens": ANSWER_TOKENS, **cache_kwargs(self.llm)}
+        if self.reading == "logprobs":
+            bind.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
+        raws: list[str] = []
+        problem: str | None = None
+        for _ in range(1 + self.retries):
+            msg = await invoke(self.llm, prompt, **bind)
+            text = str(getattr(msg, "content", "") or "")
+            raws.append(text)
+            meta = (getattr(msg, "response_metadata", None) or {}).get("logprobs")
+            complete = reply_complete(msg, ANSWER_TOKENS, len(token_entries(meta)) or None)
+            letter = read_letter(text, complete)
+            if self.reading == "answer":
+                if letter is not None:
+                    return (1.0 if letter == "A" else 0.0), None, raws
+                problem = f"not one letter A or B: {text.strip()[:40]!r}"
+                continue
+            if not token_entries(meta):
+                raise JudgeBackendError(f"the evaluator ({backend_name(self.llm)}) returned no token log-probabilities; "
+                                        "use --pairwise-reading answer")
+            p, problem = letter_probability(meta, complete)
+            if p is not None and letter is None:
+                p, problem = None, f"not one letter A or B: {text.strip()[:40]!r}"
+            if p is not None:
+                return p, None, raws
+            if "threshold" in (problem or ""):
+                break  # the model's own uncertainty: asking again at temperature 0 gives the same answer
+        return None, problem, raws
+
+    async def judge(self, first: Conversation, second: Conversation, names: list[str] | None = None) -> PairResult:
+        res = PairResult()
+        async with self.sem:
+            for n in self.names:
+                if names is not None and n not in names:
+                    continue
+                try:
+                    p, problem, raws = await self._one(first, second, self.rubrics[n])
+                except JudgeRequestError as exc:
+                    p, problem, raws = None, f"request refused by the evaluator ({exc})", []
+                res.raw[n] = raws
+                res.p_first[n] = None if p is None else round(p, 4)
+                if p is None:
+                    res.failures.append(n)
+                    res.notes.append(f"{n}: {problem} after {max(1, len(raws))} replies")
+        return res
+
+
+# --------------------------------------------------------------------------------------------------
+# Both orders -> one verdict
+# --------------------------------------------------------------------------------------------------
+
+
+def preference(p: float) -> int:
+    """+1 = the first shown is preferred, -1 = the second, 0 = exactly even."""
+    return 1 if p > 0.5 else (-1 if p < 0.5 else 0)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    p_ab: float  # P(A better) with A shown first
+    p_ba: float  # P(B better) with B shown first
+    winner: str  # "A" | "B" | "tie"
+    consistent: bool  # both orders prefer the same conversation
+
+    @property
+    def p_a(self) -> float:
+        """P(A better) averaged over the two orders."""
+        return (self.p_ab + (1.0 - self.p_ba)) / 2
+
+    @property
+    def order_effect(self) -> float:
+        return abs(self.p_ab - (1.0 - self.p_ba))
+
+    @property
+    def score(self) -> float:
+        """A's outcome: 1 win, 0.5 tie, 0 loss."""
+        return {"A": 1.0, "B": 0.0}.get(self.winner, 0.5)
+
+
+def verdict(p_ab: float, p_ba: float) -> Verdict:
+    """A preference counts only when it survives the swap; otherwise a tie (position-inconsistent unless
+    both orders were exactly even)."""
+    a_first, b_first = preference(p_ab), preference(p_ba)
+    if a_first == 1 and b_first == -1:
+        return Verdict(p_ab, p_ba, "A", True)
+    if a_first == -1 and b_first == 1:
+        return Verdict(p_ab, p_ba, "B", True)
+    return Verdict(p_ab, p_ba, "tie", a_first == 0 and b_first == 0)
