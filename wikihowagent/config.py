@@ -18,7 +18,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 class ModelSettings(BaseModel):
     """Decoding and transport settings shared by every backend."""
 
-    temperature: float = 0.0
+    temperature: float = Field(default=0.0, ge=0.0)  # a negative temperature means nothing to any backend
     seed: int = 42
     max_tokens: int = 512
     timeout_s: float = 600.0  # per request

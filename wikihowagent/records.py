@@ -201,8 +201,8 @@ class JudgeProvenance(BaseModel):
     raw: dict[str, list[str]] = Field(default_factory=dict)  # prompt name -> raw replies (all tries)
     failures: list[str] = Field(default_factory=list)  # rubric names whose reply could not be parsed
     notes: list[str] = Field(default_factory=list)  # e.g. "Depth: no score found after 3 replies"
-    prompt: str = ""  # the judge prompt variant; "" = the default layout
     scoring: str = ""  # --judge-scoring mode: "weighted", "json", "sampled" (+ "+rationale"); "" = json (older files)
+    prompt: str = ""  # --judge-prompt variant (data/judge_prompts.json); "" = json's own layout, or tutorial-first (older files)
     dist: dict[str, list[float]] = Field(default_factory=dict)  # rubric -> p(1..5) (weighted / sampled)
     argmax: dict[str, int] = Field(default_factory=dict)  # rubric -> most likely score
     spread: dict[str, float] = Field(default_factory=dict)  # rubric -> standard deviation of that distribution
@@ -279,6 +279,7 @@ class JudgmentRecord(BaseModel):
     variant: str  # "original" | "original-2" (rubric order reversed, seed + 1) | a perturbation name
     evaluator: str = ""
     judge_scoring: str = ""
+    judge_prompt: str = ""  # --judge-prompt variant; "" = json's own layout, or tutorial-first (older files)
     scores: dict[str, float | None] = Field(default_factory=dict)  # None = failed (call, parse, low digit mass)
     judge_failures: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)

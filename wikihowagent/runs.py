@@ -577,13 +577,13 @@ def read_judgment_table(path: Path) -> ScoreTable:
     path = Path(path)
     if not path.exists():
         return ScoreTable.empty()
-    last: dict[tuple[str, str, str, str], tuple[str, JudgmentRecord]] = {}
+    last: dict[tuple[str, str, str, str, str], tuple[str, JudgmentRecord]] = {}
     for lineno, obj in iter_jsonl(path, on_error=lambda _m: None):
         try:
             rec = JudgmentRecord.model_validate(obj)
         except ValidationError:
             continue
-        last[(rec.evaluator, rec.judge_scoring, rec.conversation_id, rec.variant)] = (f"{path}:{lineno}", rec)
+        last[(rec.evaluator, rec.judge_scoring, rec.judge_prompt, rec.conversation_id, rec.variant)] = (f"{path}:{lineno}", rec)
     return ScoreTable.from_judgments(last.values(), source=str(path))
 
 

@@ -325,7 +325,8 @@ def markdown(res: AlignResult, human_paths: list[Path], score_sources: list[str]
     out = ["# Human alignment of the LLM judge\n"]
     out.append(f"Human files: {', '.join(f'`{p}`' for p in human_paths)} "
                f"({len(res.judges)} judge(s): {', '.join(j.judge for j in res.judges)}).  ")
-    out.append(f"LLM scores: {', '.join(f'`{s}`' for s in score_sources) or '(none)'}.  ")
+    out.append(f"LLM scores: {', '.join(f'`{s}`' for s in score_sources) or '(none)'}"
+               + (f"; judge: {', '.join(res.llm.judges)}" if res.llm.judges else "") + ".  ")
     out.append(f"Conversations rated by humans: {len(res.ids)}; with an LLM score: {int(res.matched.sum())}.  ")
     out.append(f"Bootstrap: {res.n_boot} resamples of conversation pairs, seed {res.seed}; 95 % percentile CIs "
                "in brackets. Stars: * p<0.05, ** p<0.01.\n")

@@ -24,6 +24,7 @@ from wikihowagent.records import Conversation
 from wikihowagent.workflow.posttest import CALL_FAILED
 
 from .inputs import InputSource
+from .judge_prompts import recorded_prompt
 from .metrics import COMPUTATIONAL_NAMES, POSTTEST_METRICS, STEP_RECALL, Scorers, computational_metrics
 
 class EvaluateError(WikihowagentError, RuntimeError):
@@ -45,6 +46,7 @@ class EvalOptions:
     batch_size: int = 32  # texts per forward pass
     scoring: str | None = None  # --judge-scoring: None = weighted where the backend has logprobs, else json
     rationale: bool = False  # --judge-rationale
+    prompt: str | None = None  # --judge-prompt: a variant of data/judge_prompts.json; None = the default
     retry_failed: bool = True  # judge rubrics that failed in an earlier pass again
     chunk: int = 64  # conversations per scoring chunk (memory is flat in the number of conversations)
     shard: tuple[int, int] | None = None  # (K, N): only the conversations of shard K (see shards.py)
@@ -62,11 +64,16 @@ class SourceStats:
     failure_kinds: dict[str, int] = field(default_factory=dict)  # "call" | "parse" | "low-mass" -> count
     retried: int = 0  # conversations whose failed rubrics were judged again
     rejudged_scoring: int = 0  # ... whose rubric scores came from another --judge-scoring mode
+    rejudged_prompt: int = 0  # ... or from another --judge-prompt variant
     rejudged_evaluator: int = 0  # conversations whose rubric scores were by another evaluator
     rejudged_rubrics: int = 0  # ... or of rubrics the current rubric file does not define
     posttests: int = 0  # post-tests taken in this pass (--posttest-learner)
     posttest_failures: int = 0  # ... without a usable answer (not scored)
     notes: list[str] = field(default_factory=list)
+    failure_notes: list[str] = field(default_factory=list)  # the first FAILURE_NOTES judge failures, "<id>: <note>"
+
+
+FAILURE_NOTES = 3  # judge failures `evaluate` prints (all of them are in scores.jsonl)
 
 
 def scores_path(src: InputSource, opts: EvalOptions, runs_dir: Path) -> Path:
@@ -191,6 +198,7 @@ class Evaluation:
     def judge_for(self, spec: str) -> Any:
         """The scorer of `spec` in the chosen --judge-scoring mode (built once; EvaluateError if the mode
         cannot work with that backend)."""
+        from .judge_prompts import PromptError, get_prompt
         from .scoring import ScoringError, make_scorer, resolve_mode
 
         if spec not in self._judges:
@@ -198,9 +206,16 @@ class Evaluation:
             llm = self.make_llm(spec)
             try:
                 mode = resolve_mode(self.opts.scoring, llm, self.opts.mode)
+                prompt = None
+                if mode != "json":
+                    prompt = get_prompt(self.opts.prompt)
+                elif self.opts.prompt is not None:
+                    raise ScoringError("--judge-prompt applies to --judge-scoring weighted or sampled, not json")
                 self._judges[spec] = make_scorer(mode, llm, self.rubrics, self.rubric_names, compat=self.opts.mode,
                                                  rationale=self.opts.rationale, retries=self.opts.retries,
-                                                 concurrency=judge_concurrency(self.opts, llm))
+                                                 concurrency=judge_concurrency(self.opts, llm), prompt=prompt)
+            except PromptError as exc:
+                raise EvaluateError(str(exc)) from None
             except ScoringError as exc:
                 raise EvaluateError(f"evaluator {spec!r}: {exc}") from None
         return self._judges[spec]
@@ -213,6 +228,9 @@ class Evaluation:
 
     def scoring_label(self, spec: str | None) -> str:
         return self._judges[spec].label if spec in self._judges else ""
+
+    def prompt_name(self, spec: str | None) -> str | None:
+        return self._judges[spec].prompt_name if spec in self._judges else None
 
     def run_source(self, src: InputSource, out_path: Path, progress: Callable[[int], None] | None = None) -> SourceStats:
         # One event loop for the whole process: async HTTP clients of a cached judge model are bound to
@@ -252,6 +270,9 @@ class Evaluation:
         label = self.scoring_label(spec)
         if label and ((old.judge.scoring if old.judge else "") or "json") != label:
             return "scoring"  # lines written before --judge-scoring existed were json-scored
+        prompt = self.prompt_name(spec)
+        if prompt is not None and recorded_prompt(old.judge, label) != prompt:
+            return "prompt"  # another --judge-prompt variant
         return None
 
     def learner(self) -> Any:
@@ -358,12 +379,14 @@ class Evaluation:
                     evaluator=spec or "", rubrics_sha256=self.rubrics_hash, raw={**prev.raw, **jr.raw},
                     failures=[f for f in prev.failures if f not in done] + jr.failures,
                     notes=[n for n in prev.notes if n.split(":")[0] not in done] + jr.notes,
-                    scoring=j.label, dist=keep(prev.dist, jr.dist), argmax=keep(prev.argmax, jr.argmax),
+                    scoring=j.label, prompt=j.prompt_name, dist=keep(prev.dist, jr.dist), argmax=keep(prev.argmax, jr.argmax),
                     spread=keep(prev.spread, jr.spread))
                 sink.append(rec)  # as soon as this conversation is judged (resume keeps every finished one)
                 stats.scored += 1
                 stats.judged += len(jr.scores)
                 stats.judge_failures += len(jr.failures)
+                for note in jr.notes[:max(0, FAILURE_NOTES - len(stats.failure_notes))]:
+                    stats.failure_notes.append(f"{conv.conversation_id}: {note}")
                 for kind in jr.kinds.values():
                     stats.failure_kinds[kind] = stats.failure_kinds.get(kind, 0) + 1
                 advance(1)
@@ -414,6 +437,8 @@ class Evaluation:
                             stats.rejudged_rubrics += 1
                         elif stale == "scoring":
                             stats.rejudged_scoring += 1
+                        elif stale == "prompt":
+                            stats.rejudged_prompt += 1
                         elif old and set(old.judge_failures) & (rubric_names - have):
                             stats.retried += 1
                     to_judge = set(need_judge)

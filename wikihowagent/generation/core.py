@@ -469,7 +469,7 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
     if cfg.workflow.manager not in MANAGERS:
         raise GenerateError(f"--manager {cfg.workflow.manager!r}: expected one of {', '.join(MANAGERS)}")
     shard_kn = None
-    if req.shard:
+    if req.shard is not None:  # --shard "" is an error, not unsharded
         try:
             shard_kn = parse_shard(req.shard)
         except ValueError as exc:
