@@ -173,13 +173,16 @@ def compute(
 
     # -- matching problems, both directions ------------------------------------------------------------
     if llm.sources:
-        first_loc: dict[str, str] = {}
+        first_loc: dict[str, tuple[str, int]] = {}
         for j in judges:
             for cid, row in j.rows.items():
-                first_loc.setdefault(cid, f"{j.source}:{row}")
-        for i in np.flatnonzero(~matched):
+                first_loc.setdefault(cid, (str(j.source), row))
+        for i in np.flatnonzero(~matched):  # a judge run still in progress: many, one line per file on screen
             cid = ids[i]
-            problems.add("no llm score", f"{first_loc[cid]}: column 'conversation_id': {cid} has no LLM score; left out")
+            src, row = first_loc[cid]
+            problems.add("no llm score", f"{src}:{row}: column 'conversation_id': {cid} has no LLM score; left out",
+                         group=src, label=cid,
+                         group_text="{n} rated conversations have no LLM score (the first: {first}); left out")
         human_ids = set(ids)
         for src, src_ids in llm.by_source.items():
             extra = [c for c in src_ids if c not in human_ids]
