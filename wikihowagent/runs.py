@@ -31,6 +31,7 @@ SCORES_PAPER = "scores-paper.jsonl"  # `evaluate --compat paper`
 SCORE_FILES = (SCORES, SCORES_PAPER)  # a run directory's score files, preferred first
 SHARDS_DIR = "shards"  # <run>/shards/K-of-N/ (`generate --shard K/N`)
 RESCORED_DIR = "rescored"  # <runs_dir>/rescored/<paper file stem>/ (`evaluate` on a paper run file)
+JUDGES_DIR = "judges"  # <scores dir>/judges/<judge>/scores.jsonl: each judge of a panel (`evaluate --evaluator A --evaluator B`)
 SUMMARY_DIR = "summary"  # <runs_dir>/summary/ (`evaluate` on several runs)
 ALIGNMENT_DIR = "alignment"  # <runs_dir>/alignment/ (`align`)
 COMPARE_DIR = "compare"  # <runs_dir>/compare/ (`compare`)
