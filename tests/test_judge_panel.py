@@ -76,3 +76,56 @@ def test_panel_bad_combinations_are_one_line(tmp_path, panel_app):
     assert res.exit_code == 2 and "a panel of judges" in res.output and "--no-judge" in res.output
     res = CliRunner().invoke(app, ["evaluate", str(run), "--evaluator", "judgeA", "--evaluator", "x", "--shard", "0/2"])
     assert res.exit_code == 2 and "--shard" in res.output
+
+
+def test_align_reports_every_judge_of_a_panel(tmp_path):
+    """Judge A follows the simulated truth, judge B is noise, the run's scores hold their mean: judges.csv has
+    all three; A correlates with the humans and leaves Krippendorff's alpha high, B does neither."""
+    import csv
+
+    import numpy as np
+
+    sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
+    from test_alignment import make_app
+    from test_alignment_estimates import RUBRICS, write_study
+
+    runs, sheet, sims = write_study(tmp_path, n_labeled=40)
+    rng = np.random.default_rng(0)
+    for run in sorted(runs.iterdir()):
+        lines = [json.loads(x) for x in (run / "scores.jsonl").read_text().splitlines()]
+        per = {}
+        for spec, slug in (("judgeA", "judgeA"), ("ollama:noise", "ollama_noise")):
+            d = run / "judges" / slug
+            d.mkdir(parents=True)
+            recs = []
+            for x in lines:
+                r = json.loads(json.dumps(x))
+                if spec != "judgeA":
+                    r["metrics"] = {m: float(rng.uniform(1, 5)) for m in RUBRICS}
+                r["judge"] = {"evaluator": spec, "scoring": "weighted", "rubrics_sha256": "f" * 64}
+                recs.append(r)
+            per[spec] = recs
+            (d / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+        with open(run / "scores.jsonl", "w") as fh:
+            for x, a, b in zip(lines, per["judgeA"], per["ollama:noise"]):
+                x["metrics"] = {m: (a["metrics"][m] + b["metrics"][m]) / 2 for m in RUBRICS}
+                x["judge"] = {"evaluator": "panel:judgeA+ollama:noise", "scoring": "weighted"}
+                fh.write(json.dumps(x) + "\n")
+    out = tmp_path / "out"
+    res = CliRunner().invoke(make_app(), ["align", "-H", str(sheet), "--scores", str(runs), "--out", str(out),
+                                          "--bootstrap", "100"])
+    assert res.exit_code == 0, res.output
+    with open(out / "judges.csv", newline="") as fh:
+        rows = {(r["judge"], r["metric"]): r for r in csv.DictReader(fh)}
+    assert {j for j, _ in rows} == {"panel:judgeA+ollama:noise", "judgeA", "ollama:noise"}
+    for m in RUBRICS:
+        good, noise, panel = (rows[(j, m)] for j in ("judgeA", "ollama:noise", "panel:judgeA+ollama:noise"))
+        assert int(good["n"]) == 160
+        assert float(good["pearson_r"]) > 0.8 and abs(float(noise["pearson_r"])) < 0.25
+        assert float(noise["pearson_r"]) < float(panel["pearson_r"]) < float(good["pearson_r"])
+        assert float(good["alpha_humans_and_judge_interval"]) > 0.5 > float(noise["alpha_humans_and_judge_interval"])
+        assert good["alpha_humans_interval"] == ""  # one human sheet: no alpha among humans alone
+    with open(out / "correlations.csv", newline="") as fh:
+        clarity = next(r for r in csv.DictReader(fh) if r["metric"] == "Clarity")
+    assert float(clarity["pearson_r"]) == pytest.approx(float(rows[("panel:judgeA+ollama:noise", "Clarity")]["pearson_r"]))
+    assert "Every judge and the panel vs the humans" in res.stdout
