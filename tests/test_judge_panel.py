@@ -129,3 +129,34 @@ def test_align_reports_every_judge_of_a_panel(tmp_path):
         clarity = next(r for r in csv.DictReader(fh) if r["metric"] == "Clarity")
     assert float(clarity["pearson_r"]) == pytest.approx(float(rows[("panel:judgeA+ollama:noise", "Clarity")]["pearson_r"]))
     assert "Every judge and the panel vs the humans" in res.stdout
+
+
+def test_judge_check_panel(tmp_path):
+    """Two judges (the same scripted weighted judge under two model names) and their panel, each analysed."""
+    import csv
+
+    from fake_servers import FakeOpenAI
+    from test_judge_check import _fake_judge
+
+    from wikihowagent.cli import app
+
+    run = tmp_path / "run_small"
+    shutil.copytree(FIX / "run_small", run)
+    out = tmp_path / "check"
+    with FakeOpenAI(logprobs=_fake_judge, models=("fake-model", "fake-2")) as srv:
+        args = ["judge-check", str(run), "--out", str(out), "--evaluator", "openai:fake-model", "--evaluator",
+                "openai:fake-2", "--base-url", srv.base_url, "--no-figures"]
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 0, res.output
+        asked = len(srv.requests)
+        res2 = CliRunner().invoke(app, args)  # resumable
+        assert res2.exit_code == 0 and len(srv.requests) == asked, res2.output
+    tables = {}
+    for d in ("openai_fake-model", "openai_fake-2", "panel"):
+        with open(out / d / "sensitivity.csv", newline="") as fh:
+            tables[d] = [(r["rubric"], r["perturbation"], r["n"], r["accuracy"]) for r in csv.DictReader(fh)]
+    assert tables["panel"] and tables["panel"] == tables["openai_fake-model"] == tables["openai_fake-2"]
+    assert (out / "panel" / "summary.md").read_text().startswith(
+        "# judge-check: panel:openai:fake-model+openai:fake-2 (weighted)")
+    text = " ".join(res.output.split())
+    assert "mean accuracy over targeted cells: openai:fake-model " in text and "; panel (mean of 2) " in text
