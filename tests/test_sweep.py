@@ -69,7 +69,7 @@ def test_sweep_2x2_grid_runs_resumes_and_gives_tables(tmp_path):
     # Table 2 compares each heterogeneous run with its teacher's homogeneous run: identical scripted
     # replies give identical means, so every comparison is "="
     t2csv = (sweep / "table2" / "summary.csv").read_text()
-    assert "Completion (%) vs baseline" in t2csv and ",=" in t2csv
+    assert "Completion (%) vs baseline" in t2csv and ",≈" in t2csv and ",↑" not in t2csv and ",↓" not in t2csv  # paired: p = 1
 
 
 def test_sweep_status_counts_failures_and_missing(tmp_path):

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, PairwiseRecord
 
 from .pairwise import verdict
@@ -40,7 +41,7 @@ SUMMARY_MD = "summary.md"
 HEATMAP = "head_to_head.png"
 
 
-class CompareError(ValueError):
+class CompareError(WikihowagentError, ValueError):
     """Bad input for `compare`; one line naming the run(s)."""
 
 
@@ -432,7 +433,7 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
     from wikihowagent.evaluation.endpoints import judge_base_urls
     from wikihowagent.evaluation.inputs import InputError, resolve_inputs
     from wikihowagent.evaluation.judge import JudgeBackendError, RubricError, load_rubrics
-    from wikihowagent.evaluation.runner import EvalOptions, EvaluateError, Evaluation
+    from wikihowagent.evaluation.runner import EvalOptions, EvaluateError, Evaluation, judge_concurrency
     from wikihowagent.generation.core import parse_shard
     from wikihowagent.runs import COMPARE_DIR, PAIR_JUDGMENTS, RunError, dir_lock
 
@@ -462,8 +463,8 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
             raise CompareError(f"--metrics: unknown rubric {unknown[0]!r}; valid: {', '.join(rubric_set)}")
         names = [n for n in rubric_set if n in asked]
     runs = load_runs(sources, warn, req.max_tutorials)
-    opts = EvalOptions(judge=True, evaluator=req.evaluator, base_url=req.base_url,
-                       concurrency=req.concurrency or cfg.concurrency, retries=req.retries)
+    opts = EvalOptions(judge=True, evaluator=req.evaluator, base_url=req.base_url, concurrency=req.concurrency,
+                       default_concurrency=cfg.concurrency, retries=req.retries)
     aliases = Path(cfg.models) if cfg.models else None
     judge_urls: dict[str, str | None] = {}
     make_llm = judge_llm_factory(cfg, req.base_url, aliases, judge_urls)
@@ -481,7 +482,7 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
         raise CompareError(str(exc)) from None
     try:
         judge = PairwiseJudge(llm, rubric_set, names, reading=req.reading, retries=req.retries,
-                              concurrency=opts.concurrency)
+                              concurrency=judge_concurrency(opts, llm))
     except ValueError as exc:
         raise CompareError(f"evaluator {spec!r}: {exc}") from None
     loop = asyncio.new_event_loop()

@@ -17,7 +17,7 @@ def evaluate(
     metrics: Annotated[Optional[str], typer.Option(metavar="LIST", help="Comma-separated metric names (or 'computational', 'rubric'). Default: all.")] = None,
     no_judge: Annotated[bool, typer.Option("--no-judge", help="Computational metrics only (no LLM calls).")] = False,
     compat: Annotated[Optional[str], typer.Option(metavar="paper", help="'paper': the released code's metric definitions, to compare with the paper's tables.")] = None,
-    baseline: Annotated[Optional[Path], typer.Option(help="Run to compare the others with (Table 2 view, ↑/↓).")] = None,
+    baseline: Annotated[Optional[Path], typer.Option(help="Run to compare the others with (Table 2 view): ↑/↓ where a paired test by tutorial (Wilcoxon, Holm across the metrics) gives p < 0.05, else ≈; --compat paper: the raw difference.")] = None,
     by: Annotated[Optional[str], typer.Option(metavar="domain|persona", help="'domain': per-domain breakdown (Figure 5); 'persona': per learner persona (by_persona.csv).")] = None,
     out: Annotated[Optional[Path], typer.Option(help="Output directory: <OUT>/<run>/scores.jsonl and the summary files.")] = None,
     rubrics: Annotated[Optional[Path], typer.Option(help="Rubric JSON file (default: data/rubrics.json).")] = None,
@@ -33,6 +33,8 @@ def evaluate(
     judge_scoring: Annotated[Optional[str], typer.Option(metavar="weighted|json|sampled", help="How rubric scores are read: 'weighted' (probability-weighted mean over the score digits; default where the backend returns log-probabilities), 'json' (structured output, integers), 'sampled' (5 samples at temperature 0.7).")] = None,
     judge_rationale: Annotated[bool, typer.Option("--judge-rationale", help="The judge writes its analysis first, then 'Score: k' (weighted/sampled; read at the final score token).")] = False,
     retry_failed: Annotated[bool, typer.Option(help="Judge rubrics that failed in an earlier pass again.")] = True,
+    bootstrap: Annotated[int, typer.Option(min=0, metavar="N", help="Bootstrap resamples (of tutorials) for the 95 % CI in every table cell; 0 = no CIs.")] = 1000,
+    seed: Annotated[int, typer.Option(metavar="S", help="Seed of the bootstrap resampling (the tables' CIs).")] = 0,
     calibration: Annotated[Optional[Path], typer.Option(metavar="FILE", help="A calibration.json of `align --calibrate`: adds '<rubric> (cal.)' columns (the judge's score mapped to the human scale) to the summary, the tables and calibrated_scores.csv; refused for scores of another judge, scoring mode or rubric file.")] = None,
 ) -> None:
     """Score conversations: computational metrics and the LLM rubric judge; summary table, CSV, Markdown, figures."""
@@ -49,7 +51,7 @@ def evaluate(
         baseline=baseline, by=by, out=out, rubrics=rubrics, config=config, base_url=base_url,
         concurrency=concurrency, retries=retries, batch_size=batch_size, figures=not no_figures,
         preset=preset, tables=tables, shard=shard, judge_scoring=judge_scoring, judge_rationale=judge_rationale,
-        retry_failed=retry_failed, calibration=calibration,
+        retry_failed=retry_failed, calibration=calibration, bootstrap=bootstrap, seed=seed,
     )
     try:
         result = run_evaluation(request, console)
@@ -75,7 +77,7 @@ def evaluate(
     console.print("wrote " + ", ".join(str(p) for p in result.written), highlight=False, markup=False)
     if result.judge_all_failed:
         print_error(f"the judge failed on every rubric it was asked in {', '.join(result.judge_all_failed)}: no rubric "
-                    "score was produced (see the notes above; rerun to judge them again)", console)
+                    "score was produced (see the judge failures above; rerun to judge them again)", console)
         raise typer.Exit(1)
 
 

@@ -42,6 +42,15 @@ class EvaluateRequest:
     judge_rationale: bool = False
     retry_failed: bool = True  # rubrics that failed in an earlier pass are judged again
     calibration: Path | None = None  # `align --calibrate`'s calibration.json: adds "<rubric> (cal.)" columns
+    bootstrap: int = 1000  # resamples (of tutorials) for the tables' CIs; 0 = no CIs
+    seed: int = 0  # the bootstrap's seed
+
+    @property
+    def table_stats(self) -> Any:
+        """CIs in every cell; arrows from a paired test by tutorial, except in paper mode (the paper's raw arrows)."""
+        from .significance import TableStats
+
+        return TableStats(n_boot=self.bootstrap, seed=self.seed, paired=self.mode != "paper")
 
     @property
     def mode(self) -> str:
@@ -104,7 +113,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     from .tables import expand_sweep_dirs
 
     shard = None
-    if req.shard:
+    if req.shard is not None:  # --shard "" is an error, not unsharded
         try:
             shard = parse_shard(req.shard)
         except ValueError as exc:
@@ -185,6 +194,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
         except MetricError as exc:
             raise EvaluateError(str(exc)) from None
         all_failed: list[str] = []
+        empty: list[str] = []  # inputs with no scorable conversation
         states: dict[str, Any] = {}
         if shard is not None:  # what each shard is scored against, read before scoring (merge compares it)
             from .shards import input_state
@@ -194,7 +204,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
             except OSError as exc:
                 raise EvaluateError(f"{exc.filename}: {exc.strerror}") from None
         try:
-            results = _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed)
+            results = _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed, empty)
         finally:
             ev.close()
         for j, sp, o in zip(judges, judge_specs, judge_opts):  # each judge of a panel into its own file
@@ -215,6 +225,8 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
                                                           opts.rubrics_path, src.path), states.get(src.name))
         return EvaluationSummary(summary=None, shard=shard, merge_dirs=[
             p.parent.parent.parent for _, p in results if p.parent.parent.name == SHARDS_DIR])
+    if len(empty) == len(sources):  # nothing scored and nothing scored before: no summary to write
+        raise EvaluateError("nothing to evaluate: " + "; ".join(empty))
     result = _summarize(results, rubric_names, base_name, req, runs_dir, calibration)
     result.judge_all_failed = all_failed
     if tables:
@@ -300,7 +312,7 @@ def _paper_tables(result: EvaluationSummary, results, rubric_names, req: Evaluat
     setups = {src.name: (src.teacher, src.learner or src.teacher) for src, _ in results}
     out_dir = Path(req.out) if req.out is not None else (
         results[0][1].parent if len(results) == 1 else runs_dir / SUMMARY_DIR)
-    result.tables = paper_tables(run_scores, setups, rubric_names)
+    result.tables = paper_tables(run_scores, setups, rubric_names, req.table_stats)
     for stem, _, summary in result.tables:
         result.written += write_summary(summary, out_dir / stem)
 
@@ -321,7 +333,7 @@ def _lock_scores_files(locks: contextlib.ExitStack, sources, opts, runs_dir) -> 
                                 "finish (or use another --out)") from None
 
 
-def _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed: list[str]):
+def _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed: list[str], empty: list[str]):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from wikihowagent.runs import DiskFullError, RunError
@@ -366,10 +378,18 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed: li
                           highlight=False, markup=False)
             if stats.judge_failures == stats.judged:
                 all_failed.append(src.name)
+            for note in stats.failure_notes:  # the first few; every one is in the scores file
+                console.print(f"  judge failure: {note}", highlight=False, markup=False)
+            if stats.judge_failures > len(stats.failure_notes):
+                console.print(f"  ... {stats.judge_failures - len(stats.failure_notes)} more in {out_path} "
+                              "(judge.notes)", highlight=False, markup=False)
         for note in stats.notes:
             console.print(f"  note: {note}", highlight=False)
         if src.n_records == 0 and src.n_invalid == 0:
             warn(f"{src.path}: no conversations")
+        if stats.scored + stats.already == 0:
+            empty.append(f"{src.path}: no scorable conversation ({src.n_invalid} unreadable records, "
+                         f"{src.n_failed} failed conversations)")
         results.append((src, out_path))
     return results
 
@@ -381,7 +401,7 @@ def _summarize(results, rubric_names, base_name, req: EvaluateRequest, runs_dir:
     from .summary import by_domain, summarize, write_calibrated, write_figures, write_summary
 
     run_scores = _run_scores(results, calibration, req)
-    summary = summarize(run_scores, rubric_names, baseline=base_name)
+    summary = summarize(run_scores, rubric_names, baseline=base_name, stats=req.table_stats)
     if req.out is not None:
         out_dir = Path(req.out)
     elif len(results) == 1:
@@ -393,13 +413,13 @@ def _summarize(results, rubric_names, base_name, req: EvaluateRequest, runs_dir:
         written.append(write_calibrated(run_scores, calibration, out_dir))
     domain_df = None
     if req.by == "domain":
-        domain_df = by_domain(run_scores, rubric_names)
+        domain_df = by_domain(run_scores, rubric_names, stats=req.table_stats)
         p = out_dir / "by_domain.csv"
         domain_df.to_csv(p, index=False)
         written.append(p)
     persona_df = None
     if req.by == "persona":
-        persona_df = by_domain(run_scores, rubric_names, key="persona")
+        persona_df = by_domain(run_scores, rubric_names, key="persona", stats=req.table_stats)
         p = out_dir / "by_persona.csv"
         persona_df.to_csv(p, index=False)
         written.append(p)

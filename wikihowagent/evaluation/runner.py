@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import JudgeProvenance, ScoreRecord
 from wikihowagent.runs import RESCORED_DIR, SCORES, SCORES_PAPER
 
@@ -23,7 +24,7 @@ from wikihowagent.records import Conversation
 from .inputs import InputSource
 from .metrics import COMPUTATIONAL_NAMES, Scorers, computational_metrics
 
-class EvaluateError(RuntimeError):
+class EvaluateError(WikihowagentError, RuntimeError):
     """A problem that stops `evaluate`; one line."""
 
 
@@ -62,6 +63,10 @@ class SourceStats:
     rejudged_evaluator: int = 0  # conversations whose rubric scores were by another evaluator
     rejudged_rubrics: int = 0  # ... or of rubrics the current rubric file does not define
     notes: list[str] = field(default_factory=list)
+    failure_notes: list[str] = field(default_factory=list)  # the first FAILURE_NOTES judge failures, "<id>: <note>"
+
+
+FAILURE_NOTES = 3  # judge failures `evaluate` prints (all of them are in scores.jsonl)
 
 
 def scores_path(src: InputSource, opts: EvalOptions, runs_dir: Path) -> Path:
@@ -310,6 +315,8 @@ class Evaluation:
                 stats.scored += 1
                 stats.judged += len(jr.scores)
                 stats.judge_failures += len(jr.failures)
+                for note in jr.notes[:max(0, FAILURE_NOTES - len(stats.failure_notes))]:
+                    stats.failure_notes.append(f"{conv.conversation_id}: {note}")
                 for kind in jr.kinds.values():
                     stats.failure_kinds[kind] = stats.failure_kinds.get(kind, 0) + 1
                 advance(1)

@@ -110,15 +110,24 @@ class Summary:
     columns: list[str]
     table: list[dict[str, Any]]  # one dict per run (+ "Overall"): display strings and raw numbers
     baseline: str | None = None
+    stats: Any = None  # significance.TableStats: CIs and paired arrows; None = neither (the paper's raw arrows)
 
 
-def summarize(runs: list[RunScores], rubric_names: list[str], baseline: str | None = None) -> Summary:
+def summarize(runs: list[RunScores], rubric_names: list[str], baseline: str | None = None, stats: Any = None) -> Summary:
+    """Mean ± sd per run and metric (+ the Overall row over runs). With `stats` (significance.TableStats):
+    a bootstrap CI per cell (resampling tutorials) and, against `baseline`, arrows from a paired test by
+    tutorial (Holm across the metrics) unless `stats.paired` is False (the paper's raw arrows)."""
+    from .significance import TableStats, cell_ci, qualify
+
+    opts = stats if stats is not None else TableStats(n_boot=0, paired=False)
     cols = metric_columns(runs, rubric_names)
+    scales = {m: _scale(m) for m in cols}
     table: list[dict[str, Any]] = []
-    base_means: dict[str, float] = {}
+    base_row: dict[str, Any] | None = None
+    base_run: RunScores | None = None
     for r in runs:
         row: dict[str, Any] = {"run": r.name, "label": r.label, "n": len(r.table),
-                               "failed": r.n_failed, "invalid": r.n_invalid}
+                               "failed": r.n_failed, "invalid": r.n_invalid, "ci": {}}
         judged = sum(r.table.judged(rubric_names))
         failed = sum(r.table.failure_counts())
         row["judge_failure_pct"] = 100.0 * failed / judged if judged else math.nan
@@ -126,13 +135,15 @@ def summarize(runs: list[RunScores], rubric_names: list[str], baseline: str | No
         for m in cols:
             mean, std, n = _stats(r.table.column(m))
             row[m] = (mean * _scale(m), std * _scale(m), n)
+            if opts.n_boot and n:
+                row["ci"][m] = cell_ci([r.table], m, _scale(m), opts)
         table.append(row)
         if baseline is not None and r.name == baseline:
-            base_means = {m: row[m][0] for m in cols}
+            base_row, base_run = row, r
     if len(runs) > 1:
         over: dict[str, Any] = {"run": "Overall", "label": "Overall (μ±δ over runs)", "n": sum(t["n"] for t in table),
                                 "failed": _sum_known([t["failed"] for t in table]),
-                                "invalid": _sum_known([t["invalid"] for t in table])}
+                                "invalid": _sum_known([t["invalid"] for t in table]), "ci": {}}
         judged = sum(sum(r.table.judged(rubric_names)) for r in runs)
         failed = sum(sum(r.table.failure_counts()) for r in runs)
         over["judge_failure_pct"] = 100.0 * failed / judged if judged else math.nan
@@ -141,15 +152,15 @@ def summarize(runs: list[RunScores], rubric_names: list[str], baseline: str | No
             means = [t[m][0] for t in table if not math.isnan(t[m][0])]
             mean, std, n = _stats(means)
             over[m] = (mean, std, n)
+            if opts.n_boot and n:
+                over["ci"][m] = cell_ci([r.table for r in runs], m, _scale(m), opts)
         table.append(over)
-    for row in table:
-        row["arrows"] = {}
-        if base_means and row["run"] != baseline:
-            for m in cols:
-                a, b = row[m][0], base_means.get(m, math.nan)
-                if not (math.isnan(a) or math.isnan(b)):
-                    row["arrows"][m] = "↑" if a > b + 1e-12 else ("↓" if a < b - 1e-12 else "=")
-    return Summary(columns=cols, table=table, baseline=baseline)
+    for row, r in zip(table, [*runs, None]):
+        row["arrows"], row["paired"] = {}, {}
+        if base_row is None or row is base_row or (r is None and opts.paired):
+            continue  # paired: the Overall row (which holds the baseline itself) is not compared with it
+        qualify(row, base_row, [r.table] if r else [], [base_run.table], cols, scales, opts)  # type: ignore[union-attr]
+    return Summary(columns=cols, table=table, baseline=baseline, stats=stats)
 
 
 def _sum_known(xs: list[int | None]) -> int | None:
@@ -165,6 +176,9 @@ def cell(row: dict[str, Any], m: str) -> str:
     s = f"{mean:.{digits}f}"
     if not math.isnan(std):
         s += f" ± {std:.{digits}f}"
+    lo, hi = row.get("ci", {}).get(m, (math.nan, math.nan))
+    if not (math.isnan(lo) or math.isnan(hi)):
+        s += f" [{lo:.{digits}f}, {hi:.{digits}f}]"
     return s + (f" {row['arrows'][m]}" if m in row.get("arrows", {}) else "")
 
 
@@ -225,8 +239,17 @@ def write_summary(s: Summary, out_dir: Path) -> list[Path]:
             r[f"{header(m)} mean"] = _round(mean)
             r[f"{header(m)} std"] = _round(std)
             r[f"{header(m)} n"] = n
+            if s.stats is not None and s.stats.n_boot:
+                lo, hi = row.get("ci", {}).get(m, (math.nan, math.nan))
+                r[f"{header(m)} ci_low"], r[f"{header(m)} ci_high"] = _round(lo), _round(hi)
             if m in row["arrows"]:
                 r[f"{header(m)} vs baseline"] = row["arrows"][m]
+            p = row.get("paired", {}).get(m)
+            if p is not None:  # the effect size and the test behind the arrow
+                r[f"{header(m)} diff"] = _round(p.diff)
+                r[f"{header(m)} diff ci_low"], r[f"{header(m)} diff ci_high"] = _round(p.ci_low), _round(p.ci_high)
+                r[f"{header(m)} p"], r[f"{header(m)} p_holm"] = _round6(p.p), _round6(p.p_holm)
+                r[f"{header(m)} pairs"] = p.n
         recs.append(r)
     csv_path = out_dir / "summary.csv"
     pd.DataFrame(recs).to_csv(csv_path, index=False)
@@ -240,12 +263,25 @@ def _round(x: float) -> float | None:
     return None if x is None or math.isnan(x) else round(x, 4)
 
 
+def _round6(x: float) -> float | None:
+    return None if x is None or math.isnan(x) else float(f"{x:.6g}")
+
+
 def _legend(s: Summary) -> str:
     lines = ["", "Computational metrics in %, rubric metrics on 1-5: mean ± sample std over conversations; "
              "the Overall row is the mean ± std of the run means (as the paper's tables). "
              "Failed = failed conversations skipped. Judge parse failures = rubric cells without a readable 1-5 score."]
-    if s.baseline:
-        lines.append(f"↑/↓: higher/lower mean than the baseline run {s.baseline}.")
+    if s.stats is not None and s.stats.n_boot:
+        lines.append(f"[lo, hi]: 95 % bootstrap CI of the mean, resampling tutorials ({s.stats.n_boot} resamples, "
+                     f"seed {s.stats.seed}); the Overall row's resamples tutorials across every run.")
+    if s.baseline and (s.stats is None or not s.stats.paired):
+        lines.append(f"↑/↓: higher/lower mean than the baseline run {s.baseline} (the raw difference of the means, "
+                     "as the paper's tables).")
+    elif s.baseline:
+        lines.append(f"↑/↓ against the baseline run {s.baseline}: paired by tutorial (the tutorials both runs have), "
+                     "Wilcoxon signed-rank, Holm-corrected across the row's metrics, p < 0.05; ≈ = no significant "
+                     "difference; – = no shared tutorial. The CSV has the mean paired difference with its CI, p and "
+                     "the Holm-corrected p.")
     return "\n".join(lines) + "\n"
 
 
@@ -254,11 +290,17 @@ def _legend(s: Summary) -> str:
 # --------------------------------------------------------------------------------------------------
 
 
-def by_domain(runs: list[RunScores], rubric_names: list[str], key: str = "domain") -> Any:
+def by_domain(runs: list[RunScores], rubric_names: list[str], key: str = "domain", stats: Any = None) -> Any:
     """DataFrame: one row per (run, domain) with n and the mean of every metric (% / 1-5) and of the rubrics.
 
-    `key="persona"` groups by the learner persona instead (`evaluate --by persona`)."""
+    `key="persona"` groups by the learner persona instead (`evaluate --by persona`). With `stats`
+    (significance.TableStats, n_boot > 0) every mean gets `<metric> ci_low` / `ci_high` columns: a bootstrap
+    CI resampling the group's tutorials."""
     import pandas as pd
+
+    from .significance import cell_ci, values_ci
+
+    with_ci = stats is not None and stats.n_boot > 0
 
     cols = metric_columns(runs, rubric_names)
     recs = []
@@ -272,8 +314,14 @@ def by_domain(runs: list[RunScores], rubric_names: list[str], key: str = "domain
             rec: dict[str, Any] = {"run": r.name, "label": r.label, key: dom, "n": len(g)}
             for m in cols:
                 rec[header(m)] = _round(_stats(g.column(m))[0] * _scale(m))
+                if with_ci:
+                    lo, hi = cell_ci([g], m, _scale(m), stats)
+                    rec[f"{header(m)} ci_low"], rec[f"{header(m)} ci_high"] = _round(lo), _round(hi)
             rub = _conv_rubric_means(g, rub_cols)
             rec["Rubric mean"] = _round(_stats([v for v in rub if v is not None])[0])
+            if with_ci:
+                lo, hi = values_ci(g, rub, stats)
+                rec["Rubric mean ci_low"], rec["Rubric mean ci_high"] = _round(lo), _round(hi)
             recs.append(rec)
     return pd.DataFrame(recs)
 
@@ -309,7 +357,9 @@ def print_by_domain(df: Any, console: Any, key: str = "domain") -> None:
                 cells.append("–")
             elif value:
                 v = sel.iloc[0][value]
-                cells.append("–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.2f} (n={sel.iloc[0]['n']})")
+                lo, hi = (sel.iloc[0].get(f"{value} ci_low"), sel.iloc[0].get(f"{value} ci_high"))
+                ci = f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None and lo == lo and hi == hi else ""
+                cells.append("–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.2f}{ci} (n={sel.iloc[0]['n']})")
             else:
                 cells.append(str(sel.iloc[0]["n"]))
         t.add_row(dom, *cells)

@@ -5,11 +5,11 @@ homogeneous run of its teacher, + Overall with ↑/↓ against Table 1's Overall
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .metrics import PERCENT_METRICS
 from .summary import RunScores, Summary, summarize
 
 
@@ -36,34 +36,39 @@ def expand_sweep_dirs(paths: list[Path], warn: Callable[[str], None]) -> tuple[l
     return out, sweep
 
 
-def _arrow(a: float, b: float) -> str | None:
-    if math.isnan(a) or math.isnan(b):
-        return None
-    return "↑" if a > b + 1e-12 else ("↓" if a < b - 1e-12 else "=")
-
-
 def paper_tables(runs: list[RunScores], setups: dict[str, tuple[str, str]],
-                 rubric_names: list[str]) -> list[tuple[str, str, Summary]]:
-    """[(file stem, title, Summary)] for Table 1 and/or Table 2; `setups`: run name -> (teacher, learner)."""
+                 rubric_names: list[str], stats: Any = None) -> list[tuple[str, str, Summary]]:
+    """[(file stem, title, Summary)] for Table 1 and/or Table 2; `setups`: run name -> (teacher, learner).
+
+    `stats` (significance.TableStats): CIs in every cell and Table 2's arrows from a paired test by tutorial
+    with Holm's correction; with `stats.paired` False (or no `stats`) the paper's raw arrows."""
+    from .significance import qualify
+
     homo = [r for r in runs if setups[r.name][0] == setups[r.name][1]]
     hetero = [r for r in runs if setups[r.name][0] != setups[r.name][1]]
     out = []
-    t1 = summarize(homo, rubric_names) if homo else None
+    t1 = summarize(homo, rubric_names, stats=stats) if homo else None
     if t1 is not None:
         out.append(("table1", "Table 1: homogeneous (teacher = learner = evaluator)", t1))
     if hetero:
-        t2 = summarize(hetero, rubric_names)
-        by_teacher = {setups[r.name][0]: row for r, row in zip(homo, t1.table)} if t1 else {}
+        t2 = summarize(hetero, rubric_names, stats=stats)
+        by_teacher = {setups[r.name][0]: (row, r) for r, row in zip(homo, t1.table)} if t1 else {}
         overall1 = next((row for row in t1.table if row["run"] == "Overall"), None) if t1 else None
-        for row in t2.table:
-            base = overall1 if row["run"] == "Overall" else by_teacher.get(setups.get(row["run"], ("", ""))[0])
-            row["arrows"] = {}
-            if base is not None:
-                for m in t2.columns:
-                    if m in base:
-                        a = _arrow(row[m][0], base[m][0])
-                        if a:
-                            row["arrows"][m] = a
+        opts = t2.stats if t2.stats is not None else _raw()
+        scales = {m: 100.0 if m in PERCENT_METRICS else 1.0 for m in t2.columns}
+        for row, r in zip(t2.table, [*hetero, None]):
+            if r is None:  # Overall: the table's runs against Table 1's runs
+                base, tables, base_tables = overall1, [x.table for x in hetero], [x.table for x in homo]
+            else:
+                base, base_run = by_teacher.get(setups.get(r.name, ("", ""))[0], (None, None))
+                tables, base_tables = [r.table], [base_run.table] if base_run is not None else []
+            qualify(row, base, tables, base_tables, t2.columns, scales, opts)
         t2.baseline = "the homogeneous run of the same teacher (Overall: Table 1's Overall)"
         out.append(("table2", "Table 2: heterogeneous (learner ≠ teacher)", t2))
     return out
+
+
+def _raw() -> Any:
+    from .significance import TableStats
+
+    return TableStats(n_boot=0, paired=False)

@@ -36,7 +36,7 @@ def generate(
     max_interactions: Annotated[Optional[int], typer.Option(min=2, help="Cut a conversation after M messages (paper: 40).")] = None,
     history: Annotated[Optional[int], typer.Option(min=0, help="Show agents the last N messages (0 = the paper's prompts).")] = None,
     base_url: Annotated[Optional[list[str]], typer.Option(help="OpenAI-compatible server URL for openai: specs (e.g. vLLM); repeat for replicas of the model (least-busy routing).")] = None,
-    temperature: Annotated[Optional[float], typer.Option(help="Sampling temperature (default 0).")] = None,
+    temperature: Annotated[Optional[float], typer.Option(min=0.0, help="Sampling temperature (default 0).")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Sampling seed.")] = None,
     max_tokens: Annotated[Optional[int], typer.Option(min=1, help="Max new tokens per reply.")] = None,
     timeout: Annotated[Optional[float], typer.Option(help="Request timeout in seconds.")] = None,

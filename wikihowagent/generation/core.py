@@ -22,6 +22,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.config import Config, ConfigError
 from wikihowagent.records import ConversationRecord, Tutorial, TutorialRef, conversation_lines, make_conversation_id
 from wikihowagent.runs import (
@@ -337,7 +338,7 @@ def merge_shards(run_dir: Path) -> dict[str, int]:
 # --------------------------------------------------------------------------- the stage
 
 
-class GenerateError(RuntimeError):
+class GenerateError(WikihowagentError, RuntimeError):
     """A problem that stops `generate` before or around the work (config, tutorials, backend, run dir); one line."""
 
 
@@ -454,7 +455,7 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
     if cfg.workflow.manager not in MANAGERS:
         raise GenerateError(f"--manager {cfg.workflow.manager!r}: expected one of {', '.join(MANAGERS)}")
     shard_kn = None
-    if req.shard:
+    if req.shard is not None:  # --shard "" is an error, not unsharded
         try:
             shard_kn = parse_shard(req.shard)
         except ValueError as exc:

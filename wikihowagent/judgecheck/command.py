@@ -159,8 +159,11 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
                                   "pass --evaluator SPEC")
         spec = specs.pop()
         if pairwise:
-            return _pairwise(console, [c for _, c in convs], perts, rubric_set, spec, make_llm(spec), Path(out),
-                             pairwise_reading, retries, opts.concurrency, no_figures)
+            from wikihowagent.evaluation.runner import judge_concurrency
+
+            llm = make_llm(spec)
+            return _pairwise(console, [c for _, c in convs], perts, rubric_set, spec, llm, Path(out),
+                             pairwise_reading, retries, judge_concurrency(opts, llm), no_figures)
         judge = ev.judge_for(spec)
     except EvaluateError as exc:
         return _fail(console, str(exc))
