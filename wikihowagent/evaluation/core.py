@@ -209,7 +209,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
             ev.close()
         for j, sp, o in zip(judges, judge_specs, judge_opts):  # each judge of a panel into its own file
             try:
-                _score_all(console, j, sources, sp, o, runs_dir, warn, all_failed)
+                _score_all(console, j, sources, sp, o, runs_dir, warn, all_failed, [])
             finally:
                 j.close()
         if panel:
