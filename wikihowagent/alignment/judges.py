@@ -21,13 +21,14 @@ from typing import Any
 import numpy as np
 
 from wikihowagent.markdown import markdown_table
+from wikihowagent.runs import JUDGES_CSV, JUDGES_MD
 
 from .problems import Problems
 from .schema import METRICS
 from .sources import LLMScores, llm_matrix, read_llm_scores, resolve_score_paths
 from .stats import CorrelationResult, correlate
 
-JUDGES_FILES = ("judges.csv", "judges.md")
+JUDGES_FILES = (JUDGES_CSV, JUDGES_MD)
 
 
 def judge_files(score_paths: list[Path]) -> dict[str, list[Path]]:
@@ -142,8 +143,8 @@ def write_judges_outputs(oc: JudgesOutcome, st) -> None:
     from .tables import csv_text
 
     cols, rows = judges_rows(oc)
-    st.write_text("judges.csv", csv_text(cols, rows))
-    st.write_text("judges.md", judges_markdown(oc))
+    st.write_text(JUDGES_CSV, csv_text(cols, rows))
+    st.write_text(JUDGES_MD, judges_markdown(oc))
 
 
 def render_judges(oc: JudgesOutcome, console) -> None:

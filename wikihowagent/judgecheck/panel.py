@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-PANEL_DIR = "panel"
+from wikihowagent.runs import PANEL_DIR
 
 
 def combine_judgments(out: Path, specs: list[str]) -> tuple[str, str, set[str], int]:
