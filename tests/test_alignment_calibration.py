@@ -145,5 +145,9 @@ def test_ppi_reports_the_judge_bias_and_ignores_a_useless_judge():
     junk = np.random.default_rng(0).uniform(1, 5, m.sum())
     useless = ppi.estimate(s.human[lab], junk[: lab.sum()], junk[lab.sum():])
     assert useless.lam < 0.3 and useless.width_ratio > 0.9  # PPI++ falls back towards the human-only mean
+    # a judge with one score for everything (the paper's judges on some models): lambda 0, the human-only mean
+    const = ppi.estimate(s.human[lab], np.full(lab.sum(), 4.5), np.full(unl.sum(), 4.5))
+    assert const.lam == 0 and const.ppi_mean == pytest.approx(s.human[lab].mean())
+    assert (const.ppi_low, const.ppi_high) == pytest.approx((const.human_low, const.human_high))
     with pytest.raises(ValueError, match="unrated"):
         ppi.estimate(s.human[lab], s.expected[lab], np.array([]))

@@ -227,3 +227,52 @@ def test_calibration_for_another_judge_or_rubric_file_is_refused(tmp_path):
     cal_file.write_text("{}")
     result = CliRunner().invoke(app, ["evaluate", str(runs / "run0"), "--no-judge", "--calibration", str(cal_file)])
     assert result.exit_code == 2 and "not a calibration file" in result.stderr
+
+
+def test_annotate_export_select_uncertain_and_stratified(tmp_path):
+    from wikihowagent.alignment.export import select, uncertainty
+    from wikihowagent.alignment.problems import Problems
+    from wikihowagent.alignment.sources import read_llm_scores
+
+    runs, _, sims = write_study(tmp_path)
+    llm = read_llm_scores([runs], Problems())
+    # uncertain: per run the n conversations with the highest mean normalised entropy of p(1..5)
+    sel = select([runs], Problems(), mode="uncertain", n=7)
+    assert len(sel.conversations) == 28 and sel.qualifying == 240
+    for run in ("run0", "run1", "run2", "run3"):
+        mine = {c.conversation_id for c in sel.conversations if c.run == run}
+        ranked = sorted((c for c in llm.rows.values() if c.run == run),
+                        key=lambda r: (-uncertainty(r), r.conversation_id))
+        assert mine == {r.conversation_id for r in ranked[:7]}
+        assert min(uncertainty(llm.rows[c]) for c in mine) >= max(uncertainty(r) for r in ranked[7:])
+    peaked, flat = llm.rows["run0-t000"], llm.rows["run0-t001"]
+    peaked.dist, flat.dist = {"Clarity": [0, 0, 1, 0, 0]}, {}
+    assert uncertainty(peaked) == 0 and np.isnan(uncertainty(flat))
+    peaked.dist = {"Clarity": [0.2] * 5}
+    assert uncertainty(peaked) == pytest.approx(1.0)
+    # stratified: n per run at random, reproducible by seed
+    a = select([runs], Problems(), mode="stratified", n=10, seed=3)
+    b = select([runs], Problems(), mode="stratified", n=10, seed=3)
+    c = select([runs], Problems(), mode="stratified", n=10, seed=4)
+    ids = lambda s: sorted(x.conversation_id for x in s.conversations)  # noqa: E731
+    assert ids(a) == ids(b) != ids(c)
+    assert [sum(x.run == r for x in a.conversations) for r in ("run0", "run1", "run2", "run3")] == [10] * 4
+    big = select([runs], p := Problems(), mode="stratified", n=100)
+    assert len(big.conversations) == 240 and "only 60 conversations qualify" in "\n".join(p.lines())
+    # the command: a sheet of those conversations; json scores: one line saying what works instead
+    out = tmp_path / "sheet.csv"
+    result = CliRunner().invoke(make_app(), ["annotate", "export", str(runs), "--select", "uncertain", "5",
+                                             "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "Selected 20 of 240 scored conversations (uncertain 5 per run) from 4 run(s)" in result.stdout
+    assert len(read_csv(out)) == 20
+    json_runs, _, _ = write_study(tmp_path / "json", dist=False)
+    result = CliRunner().invoke(make_app(), ["annotate", "export", str(json_runs), "--select", "uncertain", "5",
+                                             "--out", str(tmp_path / "s2.csv")])
+    assert result.exit_code == 1
+    assert ("error: the given runs: no p(1..5) distribution in the scores (json scoring); --select uncertain needs the "
+            "weighted judge's (evaluate --judge-scoring weighted); --select stratified works without") in " ".join(
+                result.stderr.split())
+    result = CliRunner().invoke(make_app(), ["annotate", "export", str(runs), "--select", "uncertain", "5",
+                                             "--top", "3", "--out", str(tmp_path / "s3.csv")])
+    assert result.exit_code == 2

@@ -5,12 +5,13 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from fake_servers import FakeOpenAI
+from fake_servers import FakeOpenAI, scripted_reply
 from wikihowagent.runs import iter_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -59,3 +60,40 @@ def test_chat_in_tmux(tmp_path):
     learner = [t["text"] for t in rec["turns"] if t["role"] == "learner"]
     assert learner == ["I'm ready.", "Why switched off?", "Thanks, I understand. Let's go to the next step."]
     assert rec["stop_reason"] == "quit" and rec["human"] == "learner"
+
+
+@pytest.mark.parametrize("role", ["learner", "teacher"])
+def test_ctrl_c_while_the_model_replies_saves_a_clean_quit(tmp_path, role):
+    """Issue 18 item 6: Ctrl-C while the model is writing its reply: no traceback, saved with stop_reason quit."""
+    sock = f"wha-test-{tmp_path.name}"
+    out = tmp_path / "chat"
+    first = "I'm ready." if role == "learner" else "Connect the red clamp first."
+    slow = threading.Event()
+
+    def reply(prompt):
+        if first in prompt:  # the model's reply to the person's line: slow, so that Ctrl-C lands mid-reply
+            slow.set()
+            time.sleep(30)
+        return scripted_reply(prompt)
+
+    with FakeOpenAI(reply=reply) as srv:
+        cmd = [sys.executable, "-c", "from wikihowagent.cli import main; main()", "chat", "--role", role,
+               "--model", "openai:fake-model", "--base-url", srv.base_url, "--tutorial", "4f115a7f59dc20db",
+               "--out", str(out)]
+        shell = " ".join(f"'{c}'" for c in cmd) + "; echo EXIT=$?; sleep 60"
+        tmux(sock, "new-session", "-d", "-s", "chat", "-x", "200", "-y", "50", "-c", str(ROOT), shell)
+        try:
+            wait_for(sock, f"you ({role}) >")
+            tmux(sock, "send-keys", "-t", "chat", first, "Enter")
+            assert slow.wait(30)
+            time.sleep(0.5)
+            tmux(sock, "send-keys", "-t", "chat", "C-c")
+            screen = wait_for(sock, "EXIT=")
+        finally:
+            subprocess.run(["tmux", "-L", sock, "kill-server"], capture_output=True)
+    assert "EXIT=0" in screen and "(quit)" in screen, screen
+    for bad in ("Traceback", "RuntimeError", "never awaited", "Error"):
+        assert bad not in screen, screen
+    rec = [o for _, o in iter_jsonl(out / "conversations.jsonl")][0]
+    assert rec["stop_reason"] == "quit" and rec["error"] is None and rec["human"] == role
+    assert first in [t["text"] for t in rec["turns"]]

@@ -160,3 +160,34 @@ def test_readme_layout_names_every_module():
     missing += [d.name + "/" for d in sorted(PKG.iterdir()) if d.is_dir() and d.name != "__pycache__"
                 and f"{d.name}/" not in layout]
     assert not missing, f"README Layout does not mention: {missing}"
+
+
+def test_every_error_class_has_the_one_base():
+    """Every exception class of the package derives from WikihowagentError (errors.py), whose message is one line."""
+    import importlib
+    import inspect
+
+    from wikihowagent.errors import WikihowagentError, validation_line
+
+    missing = []
+    for path in PKG.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = [n.name for n in tree.body if isinstance(n, ast.ClassDef) and n.bases]
+        if not names:
+            continue
+        mod = importlib.import_module(module_name(path))
+        for n in names:
+            cls = getattr(mod, n)
+            if inspect.isclass(cls) and issubclass(cls, BaseException) and not issubclass(cls, WikihowagentError):
+                missing.append(f"{module_name(path)}.{n}")
+    assert not missing, missing
+    assert str(WikihowagentError("a.json:3: bad\nvalue\r\n  here")) == "a.json:3: bad value here"
+    from pydantic import BaseModel, ValidationError
+
+    class M(BaseModel):
+        x: int
+
+    try:
+        M.model_validate({"x": "no"})
+    except ValidationError as exc:
+        assert validation_line(exc, quoted=True).startswith("field 'x': Input should be a valid integer")

@@ -8,6 +8,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, Field, ValidationError
 
+from wikihowagent.errors import WikihowagentError, validation_line
+
+
 # configs/ and data/ live beside the package (the project is installed editable from its checkout).
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -64,7 +67,7 @@ class Config(BaseModel):
     personas: str = ""  # path of the learner personas YAML; empty = configs/personas.yaml
 
 
-class ConfigError(ValueError):
+class ConfigError(WikihowagentError, ValueError):
     pass
 
 
@@ -116,9 +119,7 @@ def load_config(path: Path | None = None, overrides: dict[str, Any] | None = Non
     try:
         return Config.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
-        raise ConfigError(f"{path or default}: {loc}: {err['msg']}") from None
+        raise ConfigError(f"{path or default}: {validation_line(exc)}") from None
 
 
 def _drop_none(d: dict[str, Any]) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Iterable, Sequence
 
 
@@ -16,3 +18,12 @@ def markdown_table(columns: Sequence[str], rows: Iterable[Sequence[str]]) -> str
            "| " + " | ".join(":--" if i == 0 else "--:" for i in range(len(columns))) + " |"]
     out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
     return "\n".join(out) + "\n"
+
+
+_MD_PUNCTUATION = re.compile(r"([\\`*_\[\]()|~])")
+
+
+def markdown_text(text: object) -> str:
+    """Outside text (a title, a run name) as one line of Markdown: HTML escaped (a renderer that allows HTML
+    shows `<img onerror=...>` as text, never runs it), link, emphasis and table punctuation backslash-escaped."""
+    return _MD_PUNCTUATION.sub(r"\\\1", html.escape(" ".join(str(text).split()), quote=False))

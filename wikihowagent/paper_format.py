@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from wikihowagent.errors import WikihowagentError, validation_line
 from wikihowagent.records import BEGIN_TEXT, FINISH_TEXT, Conversation, ScoreRecord, Turn, paper_tutorial_key, turn_line
 from wikihowagent.corpus.domains import record_domain
 
@@ -27,7 +28,7 @@ BEGIN_RE = re.compile("^\\s*" + re.escape(BEGIN_TEXT.split("{method_title}")[0])
 _ROLE_RE = re.compile(r"^\s*(Teacher|Learner)\s*:\s?", re.I)
 
 
-class RecordError(ValueError):
+class RecordError(WikihowagentError, ValueError):
     """A record that cannot be read as a conversation; str(exc) is the problem (the caller adds where)."""
 
 
@@ -125,9 +126,7 @@ def to_conversation(obj: dict[str, Any], run: str, where: str) -> Conversation:
     try:
         return Conversation.model_validate(fields)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
-        raise RecordError(f"record field {loc!r}: {err['msg']}") from None
+        raise RecordError(f"record {validation_line(exc, quoted=True)}") from None
 
 
 # Cells of an `evaluation` dict that mean "no score".

@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 
+from wikihowagent.errors import WikihowagentError
+
+
 @dataclass(frozen=True)
 class Preset:
     description: str
@@ -28,7 +31,7 @@ PRESETS: dict[str, Preset] = {
 }
 
 
-class PresetError(ValueError):
+class PresetError(WikihowagentError, ValueError):
     pass
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from wikihowagent.errors import WikihowagentError, validation_line
 from wikihowagent.records import Calibration, Conversation, ConversationRecord, JudgmentRecord, PairwiseRecord, ScoreRecord
 from wikihowagent.scoretable import ScoreTable
 
@@ -63,11 +64,11 @@ def dir_lock(directory: Path, blocking: bool = True, what: str = "another proces
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-class JsonlError(ValueError):
+class JsonlError(WikihowagentError, ValueError):
     """A bad line in a JSONL file; the message is one line naming the file and line."""
 
 
-class RunError(RuntimeError):
+class RunError(WikihowagentError, RuntimeError):
     """A missing or unreadable run; the message is one line."""
 
 
@@ -260,13 +261,16 @@ def read_run_info(run_dir: Path) -> RunInfo:
         raise RunError(f"{run_dir}: not a run directory (no {RUN_INFO})") from None
     except json.JSONDecodeError as exc:
         raise RunError(f"{path}: malformed JSON ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise RunError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise RunError(f"{path}: cannot read ({exc.strerror})") from None
     if not isinstance(data, dict):
         raise RunError(f"{path}: expected a JSON object")
     try:
         return RunInfo.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise RunError(f"{path}: field {'.'.join(map(str, err['loc']))!r}: {err['msg']}") from None
+        raise RunError(f"{path}: {validation_line(exc, quoted=True)}") from None
 
 
 def write_run_info(run_dir: Path, info: RunInfo, in_place_if_full: bool = False) -> None:
@@ -303,11 +307,6 @@ def shard_dirs(run_dir: Path) -> list[Path]:
 # --------------------------------------------------------------------------- typed readers
 
 
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    return f"field {'.'.join(map(str, err['loc']))!r}: {err['msg']}"
-
-
 def read_records(path: Path) -> Iterator[tuple[int, ConversationRecord]]:
     """(line, record) of one of our conversations.jsonl files, failed records included; a bad line raises
     JsonlError naming file and line (a torn last line included: call `repair_torn_tail` first)."""
@@ -315,7 +314,7 @@ def read_records(path: Path) -> Iterator[tuple[int, ConversationRecord]]:
         try:
             yield lineno, ConversationRecord.model_validate(obj)
         except ValidationError as exc:
-            raise JsonlError(f"{path}:{lineno}: not a conversation record ({_first_error(exc)})") from None
+            raise JsonlError(f"{path}:{lineno}: not a conversation record ({validation_line(exc, quoted=True)})") from None
 
 
 def rewrite_records(path: Path, records: Iterable[BaseModel]) -> None:
@@ -416,7 +415,7 @@ def iter_scores(path: Path, on_error: Callable[[str], None] | None = None) -> It
         try:
             yield lineno, ScoreRecord.model_validate(obj)
         except ValidationError as exc:
-            report(f"{path}:{lineno}: not a score record ({_first_error(exc)})")
+            report(f"{path}:{lineno}: not a score record ({validation_line(exc, quoted=True)})")
 
 
 def read_scores(path: Path, on_error: Callable[[str], None] | None = None) -> dict[str, ScoreRecord]:
@@ -536,7 +535,7 @@ def read_calibration(path: Path) -> Calibration:
     try:
         return Calibration.model_validate(data)
     except ValidationError as exc:
-        raise RunError(f"{path}: {_first_error(exc)}") from None
+        raise RunError(f"{path}: {validation_line(exc, quoted=True)}") from None
 
 
 def read_pairwise(path: Path, on_error: Callable[[str], None] | None = None) -> Iterator[PairwiseRecord]:
@@ -549,4 +548,4 @@ def read_pairwise(path: Path, on_error: Callable[[str], None] | None = None) -> 
         try:
             yield PairwiseRecord.model_validate(obj)
         except ValidationError as exc:
-            report(f"{path}:{lineno}: not a pairwise judgment ({_first_error(exc)})")
+            report(f"{path}:{lineno}: not a pairwise judgment ({validation_line(exc, quoted=True)})")

@@ -9,10 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.errors import WikihowagentError
+
+
 SHARD_DIR_RE = re.compile(r"^(\d+)-of-(\d+)$")
 
 
-class ShardError(ValueError):
+class ShardError(WikihowagentError, ValueError):
     """Incomplete or mixed shards; one line."""
 
 

@@ -30,7 +30,7 @@ def key_path(sheet: Path) -> Path:
 
 
 def key_csv(rows: list[tuple[str, str, str, str, str]]) -> str:
-    return csv_text(KEY_COLUMNS, rows)
+    return csv_text(KEY_COLUMNS, rows, for_people=True)
 
 
 def read_key(path: Path, problems: Problems) -> dict[str, tuple[str, str]]:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import RubricCalibration
 
 METHODS = ("isotonic", "ridge")
@@ -34,7 +35,7 @@ RIDGE_ALPHAS = np.logspace(-3, 3, 13)
 STATS = ("r", "rho", "mae")
 
 
-class CalibrationError(ValueError):
+class CalibrationError(WikihowagentError, ValueError):
     """Calibration is not possible on these data; the message says why and what is possible instead."""
 
 

@@ -48,7 +48,12 @@ def annotate_export(
                                                              "(the paper: 25). Default mode.")] = None,
     bottom: Annotated[Optional[int], typer.Option("--bottom", metavar="N", help="The N tutorials with the lowest mean score.")] = None,
     random_n: Annotated[Optional[int], typer.Option("--random", metavar="N", help="N tutorials drawn at random (see --seed).")] = None,
-    seed: Annotated[int, typer.Option(help="Seed for --random and for the blind order and ids.")] = 0,
+    select_: Annotated[tuple[str, int], typer.Option("--select", metavar="uncertain|stratified N",
+                       help="N conversations per run instead of whole tutorials: 'stratified' = drawn at random "
+                            "(the random subset prediction-powered estimates need: align --ppi), 'uncertain' = "
+                            "those whose judge's p(1..5) has the highest entropy (labels where calibration learns "
+                            "most: align --calibrate; not valid for --ppi).", show_default=False)] = ("", 0),
+    seed: Annotated[int, typer.Option(help="Seed for --random, --select stratified and the blind order and ids.")] = 0,
     out: Annotated[Path, typer.Option("--out", "-o", metavar="CSV", help="The annotation sheet (CSV); its companion page is written "
                                                           "beside it with the suffix .html, and (blind) the key file "
                                                           "<stem>.key.csv.")] = Path("annotation_sheet.csv"),
@@ -75,9 +80,15 @@ def annotate_export(
     from .problems import AlignInputError, Problems
     from .export import default_run_paths, export_sheet
 
+    from .export import CONVERSATION_MODES
+
     modes = [(m, n) for m, n in (("top", top), ("bottom", bottom), ("random", random_n)) if n is not None]
+    if select_[0]:
+        if select_[0] not in CONVERSATION_MODES:
+            raise typer.BadParameter(f"must be one of: {', '.join(CONVERSATION_MODES)} (then N)", param_hint="--select")
+        modes.append(select_)
     if len(modes) > 1:
-        raise typer.BadParameter("use only one of --top, --bottom, --random")
+        raise typer.BadParameter("use only one of --top, --bottom, --random, --select")
     mode, n = modes[0] if modes else ("top", 25)
     problems = Problems()
     console = make_console()
@@ -91,10 +102,14 @@ def annotate_export(
         print_error(str(exc), console)
         raise typer.Exit(1) from None
     problems.echo(limit=40)
-    how = f"{mode} {n}" + (f", seed {seed}" if mode == "random" else "")
+    how = f"{mode} {n}" + (" per run" if mode in CONVERSATION_MODES else "") + (
+        f", seed {seed}" if mode in ("random", "stratified") else "")
+    what = (f"{len(sel.conversations)} of {sel.qualifying} scored conversations ({how}) from "
+            f"{len(sel.runs)} run(s), {len(sel.tutorials)} tutorials" if mode in CONVERSATION_MODES else
+            f"{len(sel.tutorials)} of {sel.qualifying} tutorials ({how}) from {len(sel.runs)} run(s): "
+            f"{len(sel.conversations)} conversations")
     make_console(stderr=False).print(
-        f"Selected {len(sel.tutorials)} of {sel.qualifying} tutorials ({how}) from {len(sel.runs)} run(s): "
-        f"{len(sel.conversations)} conversations.\n  sheet:     {sheet}\n  companion: {companion}"
+        f"Selected {what}.\n  sheet:     {sheet}\n  companion: {companion}"
         + ("" if unblind else f"\n  key:       {key_path(sheet)} (blind ids -> conversations; not for the judges)"),
         highlight=False, soft_wrap=True,
     )

@@ -34,7 +34,7 @@ from .blind import blind_id, key_csv, key_path
 from .output import write_files_atomically
 from .problems import AlignInputError, Problems
 from .schema import METRICS, SHEET_COLUMNS, SHEET_METRICS
-from .sources import discover_runs, read_paper_run, read_scores_jsonl
+from .sources import ScoreRow, discover_runs, read_paper_run, read_scores_jsonl
 from .tables import csv_text
 
 
@@ -59,6 +59,11 @@ def _mean_score(values: np.ndarray | None) -> float:
 def load_run(path: Path, problems: Problems) -> list[tuple[Conversation, float]]:
     """A run directory (conversations.jsonl + scores.jsonl or scores-paper.jsonl) or a paper run file: its
     scored conversations, each with its score."""
+    return [(c, score) for c, score, _ in load_scored(path, problems)]
+
+
+def load_scored(path: Path, problems: Problems) -> list[tuple[Conversation, float, ScoreRow]]:
+    """`load_run` with each conversation's score row (for the judge's p(1..5))."""
     path = Path(path)
 
     def bad(msg: str) -> None:
@@ -89,8 +94,60 @@ def load_run(path: Path, problems: Problems) -> list[tuple[Conversation, float]]
             conv = Conversation(conversation_id=cid, tutorial_id=s.tutorial_id, title=s.title,
                                 tutorial=TutorialRef(title="", steps=[]))
         conv.run = s.run or run
-        scored.append((conv, _mean_score(s.values)))
-    return [(c, score) for c, score in scored if math.isfinite(score)]
+        scored.append((conv, _mean_score(s.values), s))
+    return [(c, score, s) for c, score, s in scored if math.isfinite(score)]
+
+
+TUTORIAL_MODES = ("top", "bottom", "random")  # N tutorials, every run's conversation of each
+CONVERSATION_MODES = ("uncertain", "stratified")  # N conversations per run (--select MODE N)
+
+
+def uncertainty(row: ScoreRow) -> float:
+    """How unsure the judge is about a conversation: the mean over its rubrics of the entropy of the stored
+    p(1..5), divided by log 5 (0 = all mass on one score, 1 = uniform); NaN without distributions."""
+    hs = []
+    for p in row.dist.values():
+        q = np.asarray(p, dtype=float)
+        if q.shape != (5,) or not np.isfinite(q).all() or q.sum() <= 0:
+            continue
+        q = q / q.sum()
+        nz = q[q > 0]
+        hs.append(float(-(nz * np.log(nz)).sum() / np.log(5)))
+    return float(np.mean(hs)) if hs else math.nan
+
+
+def _select_conversations(scored: list[tuple[Conversation, float, ScoreRow]], problems: Problems, mode: str,
+                          n: int, seed: int | None) -> list[Conversation]:
+    """Per run: `stratified` = n conversations drawn at random (seeded per run), `uncertain` = the n with the
+    highest `uncertainty` (ties by id)."""
+    by_run: dict[str, list[tuple[Conversation, float, ScoreRow]]] = {}
+    for item in scored:
+        by_run.setdefault(item[0].run, []).append(item)
+    chosen: list[Conversation] = []
+    no_dist = []
+    for run in sorted(by_run):
+        items = sorted(by_run[run], key=lambda t: t[0].conversation_id)
+        if mode == "stratified":
+            picked = random.Random(f"{seed}/{run}").sample(items, min(n, len(items)))
+        else:
+            unc = [(uncertainty(s), c.conversation_id, c) for c, _, s in items]
+            known = [u for u in unc if math.isfinite(u[0])]
+            if not known:
+                no_dist.append(run)
+                continue
+            picked = [(c, 0.0, None) for _, _, c in sorted(known, key=lambda u: (-u[0], u[1]))[:n]]
+        if len(picked) < n:
+            problems.add("few conversations", f"run {run}: only {len(picked)} conversations qualify; all of them "
+                                              f"are selected (asked for {n})")
+        chosen.extend(c for c, _, _ in picked)
+    if no_dist:
+        what = (f"run(s) {', '.join(no_dist)}" if len(no_dist) < len(by_run) else "the given runs")
+        line = (f"{what}: no p(1..5) distribution in the scores (json scoring); --select uncertain needs the "
+                "weighted judge's (evaluate --judge-scoring weighted); --select stratified works without")
+        if len(no_dist) == len(by_run):
+            raise AlignInputError(line)
+        problems.add("no distribution", f"{line}; these runs get no conversation")
+    return chosen
 
 
 def select(
@@ -102,17 +159,29 @@ def select(
     seed: int | None = 0,
     in_all_runs: bool = False,
 ) -> Selection:
-    if mode not in ("top", "bottom", "random"):
+    if mode not in TUTORIAL_MODES + CONVERSATION_MODES:
         raise ValueError(f"unknown selection mode {mode!r}")
     if n < 1:
-        raise AlignInputError(f"the number of tutorials must be at least 1 (got {n})")
-    convs: list[tuple[Conversation, float]] = []
+        raise AlignInputError(f"the number of {'conversations' if mode in CONVERSATION_MODES else 'tutorials'} "
+                              f"must be at least 1 (got {n})")
+    scored: list[tuple[Conversation, float, ScoreRow]] = []
     expanded: list[Path] = []
     for p in map(Path, run_paths):  # a directory of runs stands for every evaluated run in it
         inner = discover_runs(p) if p.is_dir() and scores_file(p) is None else []
         expanded.extend(inner or [p])
     for p in expanded:
-        convs.extend(load_run(p, problems))
+        scored.extend(load_scored(p, problems))
+    convs = [(c, score) for c, score, _ in scored]
+    if mode in CONVERSATION_MODES and scored:
+        rows = _select_conversations(scored, problems, mode, n, seed)
+        tut: dict[str, list[float]] = {}
+        score_of = {id(c): score for c, score in convs}
+        for c in rows:
+            tut.setdefault(c.tutorial_key, []).append(score_of[id(c)])
+        rows.sort(key=lambda c: (c.tutorial_key, c.run, c.conversation_id))
+        return Selection(mode, n, seed if mode == "stratified" else None,
+                         sorted((k, float(np.mean(v)), len(v)) for k, v in tut.items()), rows,
+                         sorted({c.run for c, _ in convs}), len(convs))
     if not convs:
         if any("not judged: evaluated without a judge" in line for line in problems.lines()):
             raise AlignInputError("no conversation has a rubric score in the given runs (evaluated with --no-judge? "
@@ -164,7 +233,7 @@ def sheet_csv(sel: Selection, blind: bool = False, seed: int | None = 0) -> str:
         tid = c.tutorial_key if "|" not in c.tutorial_key else ""
         cid, run = (blind_id(seed, c.run, c.conversation_id), "") if blind else (c.conversation_id, c.run)
         rows.append([cid, run, _sheet_title(c), *([""] * len(SHEET_METRICS)), "", tid])
-    return csv_text(SHEET_COLUMNS, rows)
+    return csv_text(SHEET_COLUMNS, rows, for_people=True)
 
 
 def key_file_csv(sel: Selection, seed: int | None) -> str:

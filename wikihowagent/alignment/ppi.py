@@ -72,11 +72,15 @@ def estimate(y: np.ndarray, yhat: np.ndarray, yhat_unlabeled: np.ndarray, alpha:
     y, yhat, yu = (np.asarray(a, dtype=float) for a in (y, yhat, yhat_unlabeled))
     if len(y) < 2 or len(yu) < 1:
         raise ValueError("PPI needs at least 2 rated and 1 unrated conversation")
-    lo, hi = ppi_mean_ci(y, yhat, yu, alpha=alpha)  # lam=None: power-tuned (PPI++)
-    point = float(np.ravel(ppi_mean_pointestimate(y, yhat, yu))[0])
-    hlo, hhi = classical_mean_ci(y, alpha=alpha)
     everything = np.concatenate([yhat, yu])
+    # lam=None: power-tuned (PPI++). A judge that gives every conversation the same score carries nothing
+    # (its tuned lambda would be 0/0): lambda 0, the human-only mean.
+    lam = 0.0 if np.ptp(everything) == 0 else None
+    lo, hi = ppi_mean_ci(y, yhat, yu, alpha=alpha, lam=lam)
+    point = float(np.ravel(ppi_mean_pointestimate(y, yhat, yu, lam=lam))[0])
+    hlo, hhi = classical_mean_ci(y, alpha=alpha)
     jlo, jhi = classical_mean_ci(everything, alpha=alpha)
     return PPIEstimate(len(y), len(yu), float(y.mean()), float(np.ravel(hlo)[0]), float(np.ravel(hhi)[0]),
                        float(everything.mean()), float(np.ravel(jlo)[0]), float(np.ravel(jhi)[0]),
-                       point, float(np.ravel(lo)[0]), float(np.ravel(hi)[0]), _tuned_lambda(y, yhat, yu))
+                       point, float(np.ravel(lo)[0]), float(np.ravel(hi)[0]),
+                       0.0 if lam == 0.0 else _tuned_lambda(y, yhat, yu))

@@ -7,6 +7,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wikihowagent.errors import WikihowagentError
+
+
 def where(path: str | Path, row: int | None = None, column: str | None = None) -> str:
     """The location prefix of a problem line: `file:ROW: column 'x'`."""
     out = str(path)
@@ -58,5 +61,5 @@ class Problems:
             print(f"warning: ... and {rest} more (all of them are in problems.txt)", file=stream)
 
 
-class AlignInputError(Exception):
+class AlignInputError(WikihowagentError):
     """Input that cannot be used at all (unreadable file, not a table, no id column, ...)."""

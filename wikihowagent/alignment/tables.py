@@ -88,6 +88,7 @@ def read_table(path: Path, problems: Problems | None = None) -> tuple[list[str],
         raise AlignInputError(f"{path}:{reader.line_num}: malformed CSV ({exc})") from None
     if delimiter == ";":
         rows = [(n, [c.replace(",", ".") if _DECIMAL_COMMA.match(c) else c for c in cells]) for n, cells in rows]
+    rows = [(n, [unneutralise(c) for c in cells]) for n, cells in rows]  # the ids `annotate export` wrote
     return header, rows
 
 
@@ -100,12 +101,30 @@ def fmt(value) -> str:
     return str(value)
 
 
-def csv_text(columns: Sequence[str], rows: Iterable[Sequence]) -> str:
+# OWASP "CSV injection": a cell starting with one of these is a formula to a spreadsheet.
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise(cell: str) -> str:
+    """A text cell for a sheet people open in a spreadsheet: one that starts a formula (after any leading
+    apostrophes) gets a leading apostrophe, so it is shown as text and never run; `unneutralise` undoes it
+    exactly (an apostrophe already there is doubled, so the two never mix up)."""
+    return "'" + cell if cell.lstrip("'").startswith(FORMULA_START) else cell
+
+
+def unneutralise(cell: str) -> str:
+    """The cell `neutralise` was given: one apostrophe less before a formula start; anything else as is."""
+    return cell[1:] if cell.startswith("'") and cell.lstrip("'").startswith(FORMULA_START) else cell
+
+
+def csv_text(columns: Sequence[str], rows: Iterable[Sequence], for_people: bool = False) -> str:
+    """CSV text. `for_people` (sheets handed to judges): text cells neutralised (see `neutralise`) and CRLF
+    line ends, so a carriage return inside a cell is quoted rather than read as a row end."""
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
+    w = csv.writer(buf, lineterminator="\r\n" if for_people else "\n")
     w.writerow(columns)
     for r in rows:
-        w.writerow([fmt(v) for v in r])
+        w.writerow([neutralise(v) if for_people and isinstance(v, str) else fmt(v) for v in r])
     return buf.getvalue()
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from wikihowagent.errors import WikihowagentError
+
+
 # Appended to "cannot reach / no key" errors of the remote providers.
 FALLBACK_HINT = "or use --teacher local"
 
 
-class BackendError(RuntimeError):
+class BackendError(WikihowagentError, RuntimeError):
     """A backend problem the user can fix; str(exc) is one line, fit to print as is."""
 
     def __init__(self, message: str) -> None:

@@ -28,6 +28,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.outputs import ChatResult
 from pydantic import ConfigDict
 
+from wikihowagent.errors import WikihowagentError
 
 KEEPALIVE = 1024  # idle connections kept per client: no reconnects at any --concurrency up to this
 # HTTP clients per endpoint with the SDK transport: httpx's connection pool scans all its connections on every
@@ -58,7 +59,7 @@ def is_server_error(exc: BaseException) -> bool:
     return isinstance(status, int) and status >= 500
 
 
-class NoReplicaLeft(Exception):
+class NoReplicaLeft(WikihowagentError):
     """Every replica has failed this request (answered 5xx or is resting)."""
 
 

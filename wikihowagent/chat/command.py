@@ -20,6 +20,8 @@ def chat(
     base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible server URL for openai: specs.")] = None,
 ) -> None:
     """Play the learner or the teacher yourself against the model, on one tutorial; the conversation is saved as a normal run record (/next, /step, /quit)."""
+    import shlex
+
     from wikihowagent.console import make_console, print_error
 
     from .core import ChatError, ChatRequest, run_chat
@@ -34,5 +36,5 @@ def chat(
         raise typer.Exit(2) from None
     record = summary.record
     console.print(f"saved {len(record.turns)} messages ({record.stop_reason}) to {summary.path}; "
-                  f"score it with: wikihowagent evaluate {summary.path.parent}", markup=False, highlight=False)
+                  f"score it with: wikihowagent evaluate {shlex.quote(str(summary.path.parent))}", soft_wrap=True)
     raise typer.Exit(1 if record.error else 0)

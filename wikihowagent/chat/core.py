@@ -9,6 +9,8 @@ so far is saved). The record goes to a run directory like `generate`'s, with the
 
 from __future__ import annotations
 
+import asyncio
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +24,7 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import ConversationRecord, Tutorial
 from wikihowagent.runs import CONVERSATIONS, JsonlAppender, RunInfo, write_run_info
 from wikihowagent.workflow.graph import WorkflowOptions, build_graph, initial_state, recursion_limit
@@ -62,8 +65,12 @@ class ChatSession:
 
     async def run(self) -> None:
         self.show_step(0)
-        await self.graph.ainvoke(initial_state(self.tutorial, self.conversation_id), self.config)
+        payload: Any = initial_state(self.tutorial, self.conversation_id)
         while True:
+            if not await self.model_turn(payload):
+                self.quit = True
+                self.console.print("\ninterrupted: saving what was said", markup=False)
+                return
             snap = await self.graph.aget_state(self.config)
             self.show_messages(snap.values.get("messages", []))
             if not snap.interrupts:
@@ -72,7 +79,41 @@ class ChatSession:
             if text is None:
                 self.quit = True
                 return
-            await self.graph.ainvoke(Command(resume=text), self.config)
+            payload = Command(resume=text)
+
+    async def model_turn(self, payload: Any) -> bool:
+        """Run the graph up to the person's next turn; False if Ctrl-C stopped the model mid-reply.
+
+        While the model writes, Ctrl-C cancels this task (the graph, the HTTP request and LangChain's
+        callbacks unwind as for any cancellation; the reply in progress is dropped, what was said before
+        is in the checkpoint). At the prompt, Python's own handler stays: Ctrl-C interrupts input()."""
+        loop = asyncio.get_running_loop()
+        task = asyncio.current_task()
+        stopped = False
+
+        def on_sigint() -> None:
+            nonlocal stopped
+            stopped = True
+            if task is not None:
+                task.cancel()
+
+        try:
+            loop.add_signal_handler(signal.SIGINT, on_sigint)
+            installed = True
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no Unix signals
+            installed = False
+        try:
+            await self.graph.ainvoke(payload, self.config)
+        except asyncio.CancelledError:
+            if not stopped:
+                raise
+            if task is not None:
+                task.uncancel()
+            return False
+        finally:
+            if installed:
+                loop.remove_signal_handler(signal.SIGINT)  # back to Python's KeyboardInterrupt
+        return not stopped
 
     def state(self) -> dict[str, Any]:
         """What was said so far (also after Ctrl-C), for the record."""
@@ -143,7 +184,7 @@ def save_chat(run_dir: Path, record: ConversationRecord, info: RunInfo) -> Path:
 # --------------------------------------------------------------------------- the stage
 
 
-class ChatError(RuntimeError):
+class ChatError(WikihowagentError, RuntimeError):
     """A problem that stops `chat` before the conversation (role, tutorial, config, backend); one line."""
 
 
@@ -188,11 +229,18 @@ def _choose(req: ChatRequest, items: list[Tutorial], console: Console, read: Cal
     return items[int(answer) - 1]
 
 
+def _cancel_tasks(loop: asyncio.AbstractEventLoop) -> None:
+    """As asyncio.run on its way out: cancel what a KeyboardInterrupt left running and let it unwind."""
+    tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
+    for t in tasks:
+        t.cancel()
+    if tasks:
+        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
+
+
 def run_chat(req: ChatRequest, console: Console, read: Callable[[str], str]) -> ChatSummary:
     """One chat session: choose the tutorial, run the graph with the person in `req.role`, save the record.
     Raises ChatError (one line) for anything that stops it before the conversation."""
-    import asyncio
-
     from wikihowagent.backends import BackendError, check_backend, make_chat_model, resolve_spec, shutdown_local_servers
     from wikihowagent.config import ConfigError, load_config
     from wikihowagent.generation.core import now, package_versions, to_record
@@ -239,11 +287,12 @@ def run_chat(req: ChatRequest, console: Console, read: Callable[[str], str]) -> 
         loop = asyncio.new_event_loop()
         try:
             loop.run_until_complete(session.run())
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # at the prompt (or between two model turns)
             session.quit = True
             console.print("\ninterrupted: saving what was said", markup=False)
         finally:
             try:
+                _cancel_tasks(loop)
                 loop.run_until_complete(loop.shutdown_asyncgens())  # as asyncio.run: closes the HTTP sessions
             finally:
                 loop.close()

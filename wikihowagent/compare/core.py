@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, PairwiseRecord
 
 from .pairwise import verdict
@@ -40,7 +41,7 @@ SUMMARY_MD = "summary.md"
 HEATMAP = "head_to_head.png"
 
 
-class CompareError(ValueError):
+class CompareError(WikihowagentError, ValueError):
     """Bad input for `compare`; one line naming the run(s)."""
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.config import resource_path
 from wikihowagent.corpus.domains import DomainTable, default_table, domain_of, folder_of, norm
 from wikihowagent.records import Tutorial, make_tutorial_id
@@ -40,7 +41,7 @@ _CITATION = re.compile(
 )
 
 
-class TutorialError(ValueError):
+class TutorialError(WikihowagentError, ValueError):
     """Bad tutorial input; the message is one line naming the file (and line/record)."""
 
 
@@ -105,14 +106,24 @@ class CorpusArticle:
             )
 
 
-def _walk(root: Path) -> Iterator[Path]:
-    """*.json files under `root` in sorted relative-path order, one directory listing at a time."""
-    with os.scandir(root) as it:
-        entries = sorted(it, key=lambda e: e.name)
-    for e in entries:
-        if e.is_dir():
-            yield from _walk(Path(e.path))
-        elif e.name.endswith(".json") and e.is_file():
+def _walk(root: Path, above: tuple[tuple[int, int], ...] = ()) -> Iterator[Path]:
+    """*.json files under `root` in sorted relative-path order, one directory listing at a time. A directory
+    that cannot be read, or a symbolic link back to a directory above it, is a one-line TutorialError."""
+    try:
+        st = root.stat()
+        if (st.st_dev, st.st_ino) in above:
+            raise TutorialError(f"{root}: symbolic link loop (it leads back to a directory above it); remove the "
+                                "link or pass the folder below it")
+        with os.scandir(root) as it:
+            entries = sorted(it, key=lambda e: e.name)
+        kinds = [(e, e.is_dir(), e.name.endswith(".json") and e.is_file()) for e in entries]
+    except OSError as exc:
+        where = exc.filename or root
+        raise TutorialError(f"{where}: cannot read ({exc.strerror})") from None
+    for e, is_dir, is_json in kinds:
+        if is_dir:
+            yield from _walk(Path(e.path), (*above, (st.st_dev, st.st_ino)))
+        elif is_json:
             yield Path(e.path)
 
 

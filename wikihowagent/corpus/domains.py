@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.config import resource_path
 
 ROOT_CATEGORIES = {"categories", "wikihow"}
 
 
-class DomainTableError(ValueError):
+class DomainTableError(WikihowagentError, ValueError):
     """A bad --domains file; the message is one line naming the file (and row)."""
 
 

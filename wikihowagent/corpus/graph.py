@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import html
 import json
+import os
+import re
+import tempfile
 from pathlib import Path
 
 import networkx as nx
@@ -14,6 +17,14 @@ from wikihowagent.corpus.core import CorpusArticle
 from wikihowagent.corpus.domains import ROOT_CATEGORIES, norm
 
 ROOT = "root"
+# What XML 1.0 (GraphML) cannot hold: control characters but tab/LF/CR, surrogates, U+FFFE/U+FFFF.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff\ufffe\uffff]")
+
+
+def clean_label(text: str) -> str:
+    """A title as a node label: characters XML cannot hold become U+FFFD (shown as �), so one odd article
+    title does not stop the graph."""
+    return _NOT_XML.sub("\ufffd", text)
 
 
 class GraphBuilder:
@@ -26,6 +37,7 @@ class GraphBuilder:
         self.graph.add_node(ROOT, label="WikiHow", kind="root", articles=0, tutorials=0)
 
     def _node(self, kind: str, label: str) -> str:
+        label = clean_label(label)
         nid = f"{kind}:{norm(label)}"
         if nid not in self.graph:
             self.graph.add_node(nid, label=label, kind=kind, articles=0, tutorials=0)
@@ -53,10 +65,26 @@ class GraphBuilder:
 def write_graph(g: nx.DiGraph, out: Path, stem: str = "graph") -> list[Path]:
     """GraphML, JSON (networkx node-link), PNG overview and offline HTML; returns the paths written."""
     paths = [out / f"{stem}.graphml", out / f"{stem}.json", out / f"{stem}.png", out / f"{stem}.html"]
-    nx.write_graphml(g, paths[0])
-    paths[1].write_text(json.dumps(nx.node_link_data(g, edges="edges"), ensure_ascii=False, indent=1), encoding="utf-8")
-    _png(g, paths[2])
-    paths[3].write_text(_html(g), encoding="utf-8")
+    writers = [
+        lambda p: nx.write_graphml(g, p),
+        lambda p: p.write_text(json.dumps(nx.node_link_data(g, edges="edges"), ensure_ascii=False, indent=1),
+                               encoding="utf-8"),
+        lambda p: _png(g, p),
+        lambda p: p.write_text(_html(g), encoding="utf-8"),
+    ]
+    staged: list[Path] = []
+    try:  # all or nothing: each to a temp file beside its target, renamed into place once all are written
+        for path, write in zip(paths, writers):
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=out)
+            os.close(fd)
+            staged.append(Path(tmp))
+            write(staged[-1])
+        for tmp, path in zip(staged, paths):
+            os.replace(tmp, path)
+        staged = []
+    finally:
+        for tmp in staged:
+            tmp.unlink(missing_ok=True)
     return paths
 
 

@@ -247,6 +247,9 @@ def run_stats(source: Path, out: Path, *, domains_file: Path | None = None, grap
     from wikihowagent.records import make_tutorial_id
 
     report = report if report is not None else LoadReport()
+    if source.is_dir() and out.resolve().is_relative_to(source.resolve()):
+        raise TutorialError(f"--out {out}: inside the corpus {source} (its .json files would be read as articles "
+                            "by every later command on it); choose a folder outside it")
     try:
         table = DomainTable.read(domains_file)
     except DomainTableError as exc:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Calibration
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -21,7 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 CAL_SUFFIX = " (cal.)"
 
 
-class CalibrationMismatch(ValueError):
+class CalibrationMismatch(WikihowagentError, ValueError):
     """The calibration does not fit these scores; one line naming the file and what differs."""
 
 

@@ -11,12 +11,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.paper_format import parse_run_stem
 from wikihowagent.records import Conversation
 from wikihowagent.runs import CONVERSATIONS, RUN_INFO, ReadCounts, RunInfo, conversations_file, is_paper_file
 
 
-class InputError(ValueError):
+class InputError(WikihowagentError, ValueError):
     """A missing or unreadable input; the message is one line naming the file."""
 
 

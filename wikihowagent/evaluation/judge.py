@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, turn_line
 from .metrics import reference_text
 
@@ -25,15 +26,15 @@ LEVELS = ("5", "4", "3", "2", "1")
 ROLE_TEXT = {"teacher": "the teacher", "learner": "the learner", "conversation": "the whole conversation"}
 
 
-class RubricError(ValueError):
+class RubricError(WikihowagentError, ValueError):
     """An invalid rubric file; one line naming the file and the problem."""
 
 
-class JudgeBackendError(RuntimeError):
+class JudgeBackendError(WikihowagentError, RuntimeError):
     """The evaluator model could not be reached (after the backend's own retries)."""
 
 
-class JudgeRequestError(RuntimeError):
+class JudgeRequestError(WikihowagentError, RuntimeError):
     """The evaluator refused this one request (e.g. the prompt exceeds its context): a per-conversation
     failure, not a reason to stop the whole evaluation."""
 

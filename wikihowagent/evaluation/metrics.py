@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation
 
 from . import coverage
@@ -43,7 +44,7 @@ WORDNET_HINT = (
 )
 
 
-class MetricError(RuntimeError):
+class MetricError(WikihowagentError, RuntimeError):
     """A metric cannot run at all (missing data or model); one-line message."""
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import JudgeProvenance, ScoreRecord
 from wikihowagent.runs import RESCORED_DIR, SCORES, SCORES_PAPER
 
@@ -23,7 +24,7 @@ from wikihowagent.records import Conversation
 from .inputs import InputSource
 from .metrics import COMPUTATIONAL_NAMES, Scorers, computational_metrics
 
-class EvaluateError(RuntimeError):
+class EvaluateError(WikihowagentError, RuntimeError):
     """A problem that stops `evaluate`; one line."""
 
 

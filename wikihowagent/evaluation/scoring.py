@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, conversation_lines
 from .judge import (ROLE_TEXT, Judge, JudgeBackendError, JudgeRequestError, JudgeResult, Rubric, _is_request_error,
                     _one_line, _tutorial_block, prompt_groups)
@@ -48,7 +49,7 @@ SCORE_TOKENS = 8  # room for a short label ("Clarity: ") before the digit and a 
 RATIONALE_TOKENS = 256
 
 
-class ScoringError(ValueError):
+class ScoringError(WikihowagentError, ValueError):
     """A scoring mode that cannot work with this judge; one line naming the backend and the modes that do."""
 
 

@@ -22,6 +22,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.config import Config, ConfigError
 from wikihowagent.records import ConversationRecord, Tutorial, TutorialRef, conversation_lines, make_conversation_id
 from wikihowagent.runs import (
@@ -337,7 +338,7 @@ def merge_shards(run_dir: Path) -> dict[str, int]:
 # --------------------------------------------------------------------------- the stage
 
 
-class GenerateError(RuntimeError):
+class GenerateError(WikihowagentError, RuntimeError):
     """A problem that stops `generate` before or around the work (config, tutorials, backend, run dir); one line."""
 
 

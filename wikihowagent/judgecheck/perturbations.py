@@ -17,10 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, Turn, conversation_lines
 
 
-class PerturbationError(ValueError):
+class PerturbationError(WikihowagentError, ValueError):
     """An invalid perturbation file; one line naming the file and the entry."""
 
 

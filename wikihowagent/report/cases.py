@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
+from urllib.parse import quote
+
+from wikihowagent.markdown import markdown_text
 
 from .page import page
 from .sources import ReportConversation
@@ -37,8 +40,10 @@ def write_cases(d: Path, convs: list[ReportConversation], chunk_of: dict[int, in
                         "<th>title</th><th>excerpt</th></tr>")
             for i, c in enumerate(chosen, 1):
                 href = f"conversation.html#{chunk_of[id(c)]}/{c.conversation_id}"
-                title = (c.title or c.method_title or c.conversation_id).replace("|", "\\|")
-                md.append(f"| {i} | {c.metrics[m]:.4f} | {c.run} | {title} | [{c.conversation_id}]({href}) |")
+                md_href = f"conversation.html#{chunk_of[id(c)]}/{quote(c.conversation_id, safe='')}"
+                md.append(f"| {i} | {c.metrics[m]:.4f} | {markdown_text(c.run)} | "
+                          f"{markdown_text(c.title or c.method_title or c.conversation_id)} | "
+                          f"[{markdown_text(c.conversation_id)}]({md_href}) |")
                 excerpt = "".join(f"<div class='turn {e(t.role)}'><b>{e(t.role.capitalize())}:</b> {e(t.text)}</div>"
                                   for t in c.turns[:EXCERPT_TURNS])
                 more = f"<p class='meta'>… {len(c.turns) - EXCERPT_TURNS} more turns</p>" if len(c.turns) > EXCERPT_TURNS else ""

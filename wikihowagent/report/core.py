@@ -29,6 +29,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Turn
 
 from .page import page
@@ -40,7 +41,7 @@ ASSETS = ("report.css", "report.js", "conversation.js")
 STATUSES = ("finished", "cut", "failed", "unknown")
 
 
-class ReportError(ValueError):
+class ReportError(WikihowagentError, ValueError):
     """The output cannot be written (e.g. the directory holds other files); one line."""
 
 
@@ -122,6 +123,9 @@ def _calibrate_runs(runs: list[ReportRun], cal: Any, path: Path) -> None:
 
 
 def _check_out(out: Path) -> None:
+    if not out.resolve().name or Path.cwd().is_relative_to(out.resolve()):  # it is replaced as a whole
+        raise ReportError(f"--out {out}: the current directory (or one above it) cannot be the report directory; "
+                          "name a new one, e.g. --out report")
     if out.exists() and not out.is_dir():
         raise ReportError(f"{out}: exists and is not a directory")
     if out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists():
@@ -406,9 +410,17 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
     parts = ["<section id='alignment'><h2>Judge vs human (alignment)</h2>",
              f"<p class='meta'>From <code>{e(str(alignment))}</code>.</p>"]
     corr = alignment / "correlations.csv"
+    rows: list[list[str]] = []
     if corr.is_file():
-        with corr.open(encoding="utf-8", newline="") as fh:
-            rows = list(csv.reader(fh))
+        try:
+            with corr.open(encoding="utf-8", newline="") as fh:
+                rows = list(csv.reader(fh))
+        except UnicodeDecodeError as exc:
+            problems.add(f"{corr}: not UTF-8 text ({exc.reason} at byte {exc.start}); the alignment section "
+                         "shows the figures only")
+        except (OSError, csv.Error) as exc:
+            problems.add(f"{corr}: cannot read ({getattr(exc, 'strerror', None) or exc}); the alignment section "
+                         "shows the figures only")
         parts.append(csv_table(rows))
     else:
         problems.add(f"{alignment}: no correlations.csv; the alignment section shows the figures only")
@@ -424,7 +436,13 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
                 "correlation_heatmap.png": "Correlation heatmap (Fig. 7)",
                 "calibration.png": "Judge score vs human mean, with the isotonic calibration"}
     for png in sorted((alignment / "figures").glob("*.png")):
-        shutil.copyfile(png, target / png.name)
+        try:
+            if not png.is_file():
+                raise IsADirectoryError(0, "not a file")
+            shutil.copyfile(png, target / png.name)
+        except OSError as exc:
+            problems.add(f"{png}: {exc.strerror or 'cannot read'}; figure left out")
+            continue
         cap = captions.get(png.name, png.stem.replace("_", " "))
         parts.append(f"<figure><img src='alignment/{e(png.name)}' alt='{e(cap)}'><figcaption>{e(cap)}</figcaption></figure>")
     parts.append("</section>")

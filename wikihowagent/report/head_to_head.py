@@ -8,12 +8,14 @@ import html
 import shutil
 from pathlib import Path
 
+from wikihowagent.errors import WikihowagentError
+
 from .page import page
 
 PAGE = "head-to-head.html"
 
 
-class CompareDirError(ValueError):
+class CompareDirError(WikihowagentError, ValueError):
     """`--compare DIR` is not a compare output directory; one line."""
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, ScoreRecord, Turn
 from wikihowagent.runs import CONVERSATIONS, OUTPUT_DIRS, RESCORED_DIR, RUN_INFO, SCORE_FILES
 from wikihowagent.scoretable import ScoreTable
@@ -30,7 +31,7 @@ _KNOWN_SCORE_FIELDS = set(ScoreRecord.model_fields)
 _KNOWN_CONV_FIELDS = set(Conversation.model_fields) | {"persona"}
 
 
-class ReportInputError(ValueError):
+class ReportInputError(WikihowagentError, ValueError):
     """A path the user named is missing or yields nothing; the message is one line naming it."""
 
 

@@ -2,20 +2,48 @@
 
 from __future__ import annotations
 
+import shlex
+import sys
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.table import Column, Table
 
 from wikihowagent.console import make_console
-from rich.table import Table
+
+from . import MAX_CELLS
 
 sweep_app = typer.Typer(help="Experiment sweeps over a YAML file: teacher x learner x evaluator cells, shards, Slurm.",
                         no_args_is_help=True)
 FileArg = Annotated[Path, typer.Argument(help="Experiment file (YAML), e.g. configs/sweeps/paper.yaml.", metavar="FILE")]
 ConfigOpt = Annotated[Optional[Path], typer.Option(help="YAML config (for runs_dir).")]
 PresetOpt = Annotated[Optional[str], typer.Option(help="'paper': the paper's settings for every task (overrides the file's preset:).")]
+MaxCellsOpt = Annotated[int, typer.Option(min=1, metavar="N", help="Refuse a file with more cells than this (a typo in a grid multiplies).")]
+TABLE_ROWS = 200  # up to this many rows on a terminal: a table; more, or output not a terminal: tab-separated lines
+
+
+def _print_rows(title: str, heads: Sequence[str], rows: Iterable[Sequence[str]], n: int) -> None:
+    """`rows` (n of them) as a table on a terminal, else as tab-separated lines written as they come (a
+    large sweep streams; a pipe gets every path whole, never cut with '…' or wrapped)."""
+    if sys.stdout.isatty() and n <= TABLE_ROWS:
+        table = Table(*(Column(h, overflow="fold") for h in heads), title=title)
+        for r in rows:
+            table.add_row(*r)
+        make_console(stderr=False).print(table)
+        return
+    write = sys.stdout.write
+    write("\t".join(heads) + "\n")
+    for r in rows:
+        write("\t".join(" ".join(c.split()) if any(x in c for x in "\t\r\n") else c for c in r) + "\n")
+    sys.stdout.flush()
+
+
+def _say(text: str) -> None:
+    """One line on stdout, never wrapped (paths a user copies print whole)."""
+    make_console(stderr=False).print(text, soft_wrap=True)
 
 
 def _err() -> Console:
@@ -30,14 +58,14 @@ def _fail(message: str) -> None:
     raise typer.Exit(2)
 
 
-def _load(file: Path, config: Path | None, preset: str | None = None):
+def _load(file: Path, config: Path | None, preset: str | None = None, max_cells: int = MAX_CELLS):
     from wikihowagent.config import ConfigError, load_config
 
     from .core import SweepError, load_sweep
 
     try:
         cfg = load_config(config)
-        sweep = load_sweep(file, cfg.runs_dir)
+        sweep = load_sweep(file, cfg.runs_dir, max_cells)
         if preset is not None:
             from wikihowagent.presets import get_preset
 
@@ -70,18 +98,16 @@ def plan(
     tokens_per_s: Annotated[float, typer.Option(help="Generated tokens/s of one GPU (for --estimate's GPU-hours).")] = 1000.0,
     tokens_per_message: Annotated[Optional[float], typer.Option(help="Tokens per model message (default: measured on this sweep's finished conversations, else 150).")] = None,
     config: ConfigOpt = None,
+    max_cells: MaxCellsOpt = MAX_CELLS,
 ) -> None:
     """List the cells, their run directories and the tasks (cell x shard) the file defines."""
-    sweep, cfg = _load(file, config)
+    sweep, cfg = _load(file, config, max_cells=max_cells)
     tutorials = _tutorials(sweep, cfg)
-    table = Table("#", "teacher", "learner", "evaluator", "setup", "run directory", title=f"sweep {sweep.spec.name}")
-    for i, c in enumerate(sweep.cells):
-        table.add_row(str(i), c.teacher, c.learner, c.evaluator, "homogeneous" if c.homogeneous else "heterogeneous",
-                      str(c.run_dir))
-    make_console(stderr=False).print(table)
-    out = make_console(stderr=False)
-    out.print(f"{len(sweep.cells)} cells x {sweep.spec.shards} shards = {len(sweep.tasks)} tasks; "
-              f"{len(tutorials)} tutorials per cell", highlight=False, markup=False)
+    _print_rows(f"sweep {sweep.spec.name}", ("#", "teacher", "learner", "evaluator", "setup", "run directory"),
+                ((str(c.index), c.teacher, c.learner, c.evaluator, "homogeneous" if c.homogeneous else "heterogeneous",
+                  str(c.run_dir)) for c in sweep.cells), len(sweep.cells))
+    _say(f"{len(sweep.cells)} cells x {sweep.spec.shards} shards = {len(sweep.cells) * sweep.spec.shards} tasks; "
+         f"{len(tutorials)} tutorials per cell")
     if estimate:
         from .core import estimate as est
         from .core import sampled_tokens_per_message
@@ -90,28 +116,35 @@ def plan(
         tpm = tokens_per_message or measured or 150.0
         how = "given" if tokens_per_message else ("measured on this sweep" if measured else "assumed")
         e = est(sweep, tutorials, tpm, tokens_per_s, cfg.workflow.max_interactions)
-        out.print(f"estimate: {e['conversations']:,} conversations, {e['messages']:,} messages "
-                  f"({e['model_messages']:,} generated), {e['tokens']:,.0f} tokens at {tpm:.0f} tokens/message ({how}); "
-                  f"{e['gpu_hours']:.2f} GPU-hours at {tokens_per_s:g} tokens/s", highlight=False, markup=False)
+        _say(f"estimate: {e['conversations']:,} conversations, {e['messages']:,} messages "
+             f"({e['model_messages']:,} generated), {e['tokens']:,.0f} tokens at {tpm:.0f} tokens/message ({how}); "
+             f"{e['gpu_hours']:.2f} GPU-hours at {tokens_per_s:g} tokens/s")
 
 
 @sweep_app.command("status")
-def status(file: FileArg, config: ConfigOpt = None) -> None:
+def status(file: FileArg, config: ConfigOpt = None, max_cells: MaxCellsOpt = MAX_CELLS) -> None:
     """Done / failed / remaining per cell and shard."""
     from .core import cell_merged, task_state
 
-    sweep, _ = _load(file, config)
-    table = Table("task", "cell", "shard", "status", "conversations", "failed", title=f"sweep {sweep.spec.name}")
+    sweep, _ = _load(file, config, max_cells=max_cells)
     counts: dict[str, int] = {}
-    for t in sweep.tasks:
-        s = task_state(t)
-        counts[s.status] = counts.get(s.status, 0) + 1
-        table.add_row(str(t.index), t.cell.name, f"{t.shard}/{t.shards}", s.status, str(s.conversations), str(s.failed))
-    make_console(stderr=False).print(table)
-    merged = sum(cell_merged(c, sweep.spec.shards) and all(
-        task_state(t).status == "done" for t in sweep.tasks if t.cell == c) for c in sweep.cells)
-    make_console(stderr=False).print(f"{len(sweep.tasks)} tasks: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
-                    + f"; {merged}/{len(sweep.cells)} cells complete", highlight=False, markup=False)
+    merged = 0
+
+    def rows():  # one pass: each task's state read once, a cell's tasks are consecutive
+        nonlocal merged
+        for c in sweep.cells:
+            states = [task_state(t) for t in sweep.cell_tasks(c)]
+            merged += all(s.status == "done" for s in states) and cell_merged(c, sweep.spec.shards)
+            for s in states:
+                counts[s.status] = counts.get(s.status, 0) + 1
+                t = s.task
+                yield str(t.index), c.name, f"{t.shard}/{t.shards}", s.status, str(s.conversations), str(s.failed)
+
+    n_tasks = len(sweep.cells) * sweep.spec.shards
+    _print_rows(f"sweep {sweep.spec.name}", ("task", "cell", "shard", "status", "conversations", "failed"), rows(),
+                n_tasks)
+    _say(f"{n_tasks} tasks: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+         + f"; {merged}/{len(sweep.cells)} cells complete")
 
 
 @sweep_app.command("run")
@@ -121,11 +154,12 @@ def run(
     task: Annotated[Optional[int], typer.Option(min=0, help="Run only this task (cell x shard; the Slurm array index).")] = None,
     config: ConfigOpt = None,
     preset: PresetOpt = None,
+    max_cells: MaxCellsOpt = MAX_CELLS,
 ) -> None:
     """Run every task (or one, --task) locally, one after another; resumable (done tasks are skipped)."""
     from .core import run_task, task_state, write_task_files
 
-    sweep, _ = _load(file, config, preset)
+    sweep, _ = _load(file, config, preset, max_cells)
     err = _err()
     tasks = sweep.tasks
     if task is not None:
@@ -164,16 +198,18 @@ def slurm(
     out: Annotated[Path, typer.Option(help="Directory for sweep.sbatch, the server templates and logs/.")],
     config: ConfigOpt = None,
     preset: PresetOpt = None,
+    max_cells: MaxCellsOpt = MAX_CELLS,
 ) -> None:
     """Write an sbatch array script (one task per cell x shard, resubmittable as it is) + server templates."""
-    from .core import SweepError, write_task_files
-    from .slurm import write_slurm
+    from .core import SweepError, check_models, write_task_files
+    from .slurm import check_slurm, write_slurm
 
-    sweep, _ = _load(file, config, preset)
+    sweep, _ = _load(file, config, preset, max_cells)
     try:
-        write_task_files(sweep)
+        check_slurm(sweep, out)  # before anything is written
+        check_models(sweep, write_task_files(sweep))
         files = write_slurm(sweep, out, preset=preset)
     except SweepError as exc:
         _fail(str(exc))
-    make_console(stderr=False).print(f"wrote {', '.join(str(p) for p in files)}\nsubmit: sbatch {files[0]}   "
-                    f"(then: wikihowagent sweep status {file})", highlight=False, markup=False)
+    _say(f"wrote {', '.join(str(p) for p in files)}")
+    _say(f"submit: sbatch {shlex.quote(str(files[0]))}   (then: wikihowagent sweep status {shlex.quote(str(file))})")

@@ -9,21 +9,29 @@ resumable and the same on a laptop (`sweep run`) and in a Slurm array task (`swe
 
 from __future__ import annotations
 
+import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from wikihowagent.errors import WikihowagentError, validation_line
+
+from . import MAX_CELLS
+
 SWEEP_INFO = "sweep.json"  # written into the sweep's out directory: marks it as a sweep for `evaluate`
 MODELS_FILE = "models.yaml"  # the sweep's aliases (model -> spec + endpoints), given to every task
 CONFIG_FILE = "config.yaml"  # the config every task runs with (the user's config + the aliases above)
+# A sweep's name is a directory name and the Slurm job's name: no '/', no '..', nothing a shell reads.
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
 
-class SweepError(ValueError):
+class SweepError(WikihowagentError, ValueError):
     """A bad experiment file or sweep state; one line naming the file."""
 
 
@@ -69,24 +77,38 @@ class SweepSpec(BaseModel):
     runs: list[CellSpec] = Field(default_factory=list)
     slurm: dict[str, Any] = Field(default_factory=dict)  # sbatch options: partition, time, gres, cpus, server, ...
 
+    @field_validator("name")
+    @classmethod
+    def _name(cls, v: str) -> str:
+        if not NAME_RE.fullmatch(v):
+            raise ValueError(f"{v!r} is not a usable sweep name: 1-100 letters, digits, '.', '_' or '-', "
+                             "starting with a letter or digit (it names the sweep's directory and Slurm job)")
+        return v
+
     @field_validator("heterogeneous", "runs", mode="before")
     @classmethod
     def _pairs(cls, v: Any) -> Any:  # [teacher, learner] or [teacher, learner, evaluator] as a short form
         if isinstance(v, list):
+            for i, x in enumerate(v):
+                if isinstance(x, list) and not 2 <= len(x) <= 3:
+                    raise ValueError(f"entry {i}: [teacher, learner] or [teacher, learner, evaluator] expected, "
+                                     f"got {len(x)} items")
             return [dict(zip(("teacher", "learner", "evaluator"), x)) if isinstance(x, list) else x for x in v]
         return v
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Cell:
     teacher: str
     learner: str
     evaluator: str
-    run_dir: Path
+    out: Path  # the sweep's out directory (shared by every cell: a large grid stays small in memory)
+    name: str
+    index: int  # its place in the sweep: its tasks are index * shards + K
 
     @property
-    def name(self) -> str:
-        return self.run_dir.name
+    def run_dir(self) -> Path:
+        return self.out / self.name
 
     @property
     def homogeneous(self) -> bool:
@@ -118,13 +140,37 @@ class Sweep:
     out: Path
     cells: list[Cell]
 
-    @property
+    @cached_property
     def tasks(self) -> list[Task]:
+        return [t for c in self.cells for t in self.cell_tasks(c)]
+
+    def cell_tasks(self, cell: Cell) -> list[Task]:
         n = self.spec.shards
-        return [Task(i * n + k, c, k, n) for i, c in enumerate(self.cells) for k in range(n)]
+        return [Task(cell.index * n + k, cell, k, n) for k in range(n)]
 
 
-def load_sweep(path: Path, runs_dir: str | Path = "runs") -> Sweep:
+def count_cells(spec: SweepSpec) -> int:
+    """The cells the file lists, before duplicates are merged (an upper bound; exact for a plain grid)."""
+    n = len(spec.homogeneous) + len(spec.heterogeneous) + len(spec.runs)
+    if spec.grid is not None:
+        g = spec.grid
+        n += len(g.teachers) * len(g.learners or g.teachers) * (len(g.evaluators) if g.evaluators else 1)
+    return n
+
+
+def _triples(spec: SweepSpec) -> Iterator[tuple[str, str, str]]:
+    for m in spec.homogeneous:
+        yield m, m, m
+    for c in [*spec.heterogeneous, *spec.runs]:
+        yield c.teacher, c.learner or c.teacher, c.evaluator or c.teacher
+    if spec.grid is not None:
+        for t in spec.grid.teachers:
+            for lrn in spec.grid.learners or spec.grid.teachers:
+                for e in spec.grid.evaluators or [t]:
+                    yield t, lrn, e
+
+
+def load_sweep(path: Path, runs_dir: str | Path = "runs", max_cells: int = MAX_CELLS) -> Sweep:
     from wikihowagent.generation.core import default_run_name
 
     path = Path(path)
@@ -132,6 +178,10 @@ def load_sweep(path: Path, runs_dir: str | Path = "runs") -> Sweep:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise SweepError(f"{path}: experiment file not found") from None
+    except UnicodeDecodeError as exc:
+        raise SweepError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8") from None
+    except OSError as exc:
+        raise SweepError(f"{path}: cannot read ({exc.strerror})") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" line {mark.line + 1}:" if mark is not None else ""
@@ -141,25 +191,19 @@ def load_sweep(path: Path, runs_dir: str | Path = "runs") -> Sweep:
     try:
         spec = SweepSpec.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
-        raise SweepError(f"{path}: {loc}: {err['msg']}") from None
+        raise SweepError(f"{path}: {validation_line(exc).replace(': Value error, ', ': ', 1)}") from None
+    n = count_cells(spec)
+    if n > max_cells:
+        raise SweepError(f"{path}: {n:,} cells (teacher x learner x evaluator), over the limit of {max_cells:,}; "
+                         f"check the grid, or pass --max-cells {n} to allow it")
     out = Path(spec.out) if spec.out else Path(runs_dir) / "sweeps" / spec.name
-    triples: list[tuple[str, str, str]] = [(m, m, m) for m in spec.homogeneous]
-    for c in [*spec.heterogeneous, *spec.runs]:
-        triples.append((c.teacher, c.learner or c.teacher, c.evaluator or c.teacher))
-    if spec.grid is not None:
-        for t in spec.grid.teachers:
-            for lrn in spec.grid.learners or spec.grid.teachers:
-                for e in spec.grid.evaluators or [t]:
-                    triples.append((t, lrn, e))
     cells: list[Cell] = []
     seen: set[str] = set()
-    for t, lrn, e in triples:  # the same cell listed twice (e.g. by a grid and a list) runs once
+    for t, lrn, e in _triples(spec):  # the same cell listed twice (e.g. by a grid and a list) runs once
         name = default_run_name(t, lrn, e)
         if name not in seen:
             seen.add(name)
-            cells.append(Cell(t, lrn, e, out / name))
+            cells.append(Cell(t, lrn, e, out, name, len(cells)))
     if not cells:
         raise SweepError(f"{path}: no cells: give homogeneous:, heterogeneous:, grid: or runs:")
     return Sweep(path=path, spec=spec, out=out, cells=cells)
@@ -192,6 +236,21 @@ def write_task_files(sweep: Sweep) -> Path:
                    "homogeneous": c.homogeneous} for c in sweep.cells],
     })
     return config_path
+
+
+def check_models(sweep: Sweep, config_path: Path) -> None:
+    """Every model of every cell resolves with the task config's aliases (`write_task_files`), else a
+    one-line SweepError: caught before a Slurm array of tasks that would all fail."""
+    from wikihowagent.backends import BackendError, resolve_spec
+    from wikihowagent.config import read_yaml
+
+    aliases = read_yaml(config_path).get("models") or None
+    names = dict.fromkeys(m for c in sweep.cells for m in (c.teacher, c.learner, c.evaluator))
+    for name in names:
+        try:
+            resolve_spec(name, Path(aliases) if aliases else None)
+        except BackendError as exc:
+            raise SweepError(f"{sweep.path}: model {name!r}: {exc}") from None
 
 
 def _write_if_changed(path: Path, text: str) -> None:
@@ -276,7 +335,7 @@ def merge_cell_if_complete(sweep: Sweep, cell: Cell) -> bool:
     n = sweep.spec.shards
     if n == 1:
         return True
-    states = [task_state(t) for t in sweep.tasks if t.cell == cell]
+    states = [task_state(t) for t in sweep.cell_tasks(cell)]
     if any(s.status != "done" for s in states):
         return False
     with dir_lock(cell.run_dir, blocking=True, name=".merge.lock"):

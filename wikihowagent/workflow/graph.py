@@ -29,6 +29,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.backends.calls import achat
 from wikihowagent.records import Tutorial, Turn, conversation_lines
 from wikihowagent.workflow.checks import EMPTY, check_turn, reminder
@@ -79,7 +80,7 @@ async def _call(model: BaseChatModel, messages: list[BaseMessage]) -> tuple[str,
     return text.strip(), int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)), latency
 
 
-class EmptyReplyError(RuntimeError):
+class EmptyReplyError(WikihowagentError, RuntimeError):
     pass
 
 

