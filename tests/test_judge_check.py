@@ -131,7 +131,7 @@ def test_judge_check_end_to_end_against_fake_server(tmp_path):
         assert float(terse["accuracy"]) == 1.0 and int(terse["n"]) == 3
         cons = list(csv.DictReader((out / "consistency.csv").open()))
         assert [r["rubric"] for r in cons] == RUBRICS and all(int(r["n"]) == 3 for r in cons)
-        assert (out / "summary.md").read_text().startswith("# judge-check: openai:fake-model (weighted)")
+        assert (out / "summary.md").read_text().startswith("# judge-check: openai:fake-model (weighted, prompt tutorial-first)")
         assert (out / "sensitivity.png").stat().st_size > 0
         # resumable: a rerun asks nothing again and writes the same table
         res = CliRunner().invoke(app, args)

@@ -202,7 +202,7 @@ def test_evaluate_weighted_default_on_openai_compatible_server(tmp_path):
     # prompts: the conversation first, the rubric last (a shared prefix)
     prompt = srv.requests[0]["messages"][-1]["content"]
     assert prompt.index("Conversation:") < prompt.index("Criterion:")
-    assert "judge (weighted): 9 of 9 rubric scores read, 0 failed" in flat(res.output), res.output
+    assert "judge (weighted, prompt tutorial-first): 9 of 9 rubric scores read, 0 failed" in flat(res.output), res.output
     summary = (run / "summary.csv").read_text()
     assert "weighted" in summary
 

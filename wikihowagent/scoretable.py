@@ -115,7 +115,8 @@ class ScoreTable:
     def from_judgments(cls, records: Iterable[tuple[str, JudgmentRecord]], source: str = "") -> ScoreTable:
         """judge-check's judgments: one row per (conversation, variant), its `scores` as the metrics."""
         return cls.from_rows(({"run": r.run, "conversation_id": r.conversation_id, "evaluator": r.evaluator,
-                               "scoring": r.judge_scoring or "json", "variant": r.variant, "source": source,
+                               "scoring": r.judge_scoring or "json", "prompt": r.judge_prompt,
+                               "variant": r.variant, "source": source,
                                "where": where, "failures": r.judge_failures}, r.scores) for where, r in records)
 
     @classmethod

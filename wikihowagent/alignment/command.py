@@ -16,6 +16,7 @@ from typing import Annotated, Optional
 import typer
 
 from wikihowagent.console import make_console, print_error, print_labeled
+from wikihowagent.runs import ANNOTATION_SHEET
 
 RUNS_DIR_HELP = ("Where runs live (default: the config's runs_dir, \"runs\"). Evaluated runs are its sub-directories "
                  "with scores.jsonl or scores-paper.jsonl (scores.jsonl is preferred when a run has both) and the "
@@ -56,7 +57,7 @@ def annotate_export(
     seed: Annotated[int, typer.Option(help="Seed for --random, --select stratified and the blind order and ids.")] = 0,
     out: Annotated[Path, typer.Option("--out", "-o", metavar="CSV", help="The annotation sheet (CSV); its companion page is written "
                                                           "beside it with the suffix .html, and (blind) the key file "
-                                                          "<stem>.key.csv.")] = Path("annotation_sheet.csv"),
+                                                          "<stem>.key.csv.")] = Path(ANNOTATION_SHEET),
     in_all_runs: Annotated[bool, typer.Option("--in-all-runs", help="Only tutorials with a scored conversation "
                                                                     "in every given run.")] = False,
     runs_dir: Annotated[Optional[Path], typer.Option(help=RUNS_DIR_HELP + " Searched when no RUN_DIR is given.",

@@ -33,19 +33,22 @@ from .schema import METRICS, OVERALL
 from .tables import csv_text, stars
 from .sources import LLMScores, discover_runs, llm_matrix, read_llm_scores, run_name
 from .stats import COEF_LABEL, COEFFICIENTS, Agreement, CorrelationResult, Descriptives, agreement, correlate, describe
+from wikihowagent.runs import (AGREEMENT_CSV, AGREEMENT_PAIRS_CSV, CORRELATIONS_CSV, CORRELATIONS_MD,
+                               CORRELATION_HEATMAP_PNG, DESCRIPTIVES_CSV, FIGURES_DIR, PAIRED_SCORES_CSV,
+                               PROBLEMS_TXT, SCORE_DISTRIBUTIONS_PNG)
 
 BY_CHOICES = ("run", "model", "domain", "persona")
 ALL = "all"
 OUTPUT_FILES = (
-    "correlations.csv",
-    "correlations.md",
-    "descriptives.csv",
-    "agreement.csv",
-    "agreement_pairs.csv",
-    "paired_scores.csv",
-    "problems.txt",
-    "figures/score_distributions.png",
-    "figures/correlation_heatmap.png",
+    CORRELATIONS_CSV,
+    CORRELATIONS_MD,
+    DESCRIPTIVES_CSV,
+    AGREEMENT_CSV,
+    AGREEMENT_PAIRS_CSV,
+    PAIRED_SCORES_CSV,
+    PROBLEMS_TXT,
+    f"{FIGURES_DIR}/{SCORE_DISTRIBUTIONS_PNG}",
+    f"{FIGURES_DIR}/{CORRELATION_HEATMAP_PNG}",
     *(f"figures/correlation_heatmap_by_{b}.png" for b in BY_CHOICES),
     *CALIBRATION_FILES,
     *PPI_FILES,
@@ -325,7 +328,8 @@ def markdown(res: AlignResult, human_paths: list[Path], score_sources: list[str]
     out = ["# Human alignment of the LLM judge\n"]
     out.append(f"Human files: {', '.join(f'`{p}`' for p in human_paths)} "
                f"({len(res.judges)} judge(s): {', '.join(j.judge for j in res.judges)}).  ")
-    out.append(f"LLM scores: {', '.join(f'`{s}`' for s in score_sources) or '(none)'}.  ")
+    out.append(f"LLM scores: {', '.join(f'`{s}`' for s in score_sources) or '(none)'}"
+               + (f"; judge: {', '.join(res.llm.judges)}" if res.llm.judges else "") + ".  ")
     out.append(f"Conversations rated by humans: {len(res.ids)}; with an LLM score: {int(res.matched.sum())}.  ")
     out.append(f"Bootstrap: {res.n_boot} resamples of conversation pairs, seed {res.seed}; 95 % percentile CIs "
                "in brackets. Stars: * p<0.05, ** p<0.01.\n")
@@ -373,17 +377,17 @@ def write_outputs(res: AlignResult, out_dir: Path, human_paths: list[Path], *, f
     """Everything into `out_dir`, complete or not at all."""
     with StagedOutput(out_dir, owned=OUTPUT_FILES) as st:
         cols, rows = correlation_rows(res)
-        st.write_text("correlations.csv", csv_text(cols, rows))
+        st.write_text(CORRELATIONS_CSV, csv_text(cols, rows))
         cols, rows = descriptive_rows(res)
-        st.write_text("descriptives.csv", csv_text(cols, rows))
+        st.write_text(DESCRIPTIVES_CSV, csv_text(cols, rows))
         if len(res.judges) >= 2:
             cols, rows, pcols, prows = agreement_rows(res)
-            st.write_text("agreement.csv", csv_text(cols, rows))
-            st.write_text("agreement_pairs.csv", csv_text(pcols, prows))
+            st.write_text(AGREEMENT_CSV, csv_text(cols, rows))
+            st.write_text(AGREEMENT_PAIRS_CSV, csv_text(pcols, prows))
         cols, rows = paired_rows(res)
-        st.write_text("paired_scores.csv", csv_text(cols, rows))
-        st.write_text("correlations.md", markdown(res, human_paths, res.llm.sources))
-        st.write_text("problems.txt", "\n".join(res.problems.lines()) + "\n" if len(res.problems) else "no problems\n")
+        st.write_text(PAIRED_SCORES_CSV, csv_text(cols, rows))
+        st.write_text(CORRELATIONS_MD, markdown(res, human_paths, res.llm.sources))
+        st.write_text(PROBLEMS_TXT, "\n".join(res.problems.lines()) + "\n" if len(res.problems) else "no problems\n")
         if figures:
             write_figures(res, st)
         if res.calibration is not None:
@@ -403,11 +407,11 @@ def write_figures(res: AlignResult, st: StagedOutput) -> None:
     for k, metric in enumerate(ROW_NAMES):
         ok = ~np.isnan(res.human[:, k]) & ~np.isnan(res.model[:, k])
         series.append((metric, res.human[ok, k], res.model[ok, k]))
-    figures.score_distributions(st.path("figures/score_distributions.png"), series)
+    figures.score_distributions(st.path(f"{FIGURES_DIR}/{SCORE_DISTRIBUTIONS_PNG}"), series)
     vals = np.array([[g.correlations[m].coefs[c].value for c in COEFFICIENTS] for m in ROW_NAMES])
     ps = np.array([[g.correlations[m].coefs[c].p for c in COEFFICIENTS] for m in ROW_NAMES])
     labels = [f"{m} (n={g.correlations[m].n})" for m in ROW_NAMES]
-    figures.correlation_heatmap(st.path("figures/correlation_heatmap.png"), labels, vals, ps,
+    figures.correlation_heatmap(st.path(f"{FIGURES_DIR}/{CORRELATION_HEATMAP_PNG}"), labels, vals, ps,
                                 [COEF_LABEL[c] for c in COEFFICIENTS])
     if res.by and len(res.groups) > 1:
         gs = res.groups[1:]

@@ -25,11 +25,13 @@ from . import calibration as cal_stats
 from . import ppi as ppi_stats
 from .problems import Problems
 from .schema import METRICS, OVERALL
+from wikihowagent.runs import (CALIBRATION_CSV, CALIBRATION_JSON, CALIBRATION_MD, CALIBRATION_PNG,
+                               CALIBRATION_PREDICTIONS_CSV, FIGURES_DIR, PPI_CSV, PPI_MD)
 
 
-CALIBRATION_FILES = ("calibration.csv", "calibration.md", "calibration.json", "calibration_predictions.csv",
-                     "figures/calibration.png")
-PPI_FILES = ("ppi.csv", "ppi.md", "figures/ppi_*.png")
+CALIBRATION_FILES = (CALIBRATION_CSV, CALIBRATION_MD, CALIBRATION_JSON, CALIBRATION_PREDICTIONS_CSV,
+                     f"{FIGURES_DIR}/{CALIBRATION_PNG}")
+PPI_FILES = (PPI_CSV, PPI_MD, "figures/ppi_*.png")
 RAW = "raw"
 
 
@@ -350,10 +352,10 @@ def write_calibration_outputs(oc: CalibrationOutcome, st) -> None:
     from .tables import csv_text
 
     cols, rows = calibration_rows(oc)
-    st.write_text("calibration.csv", csv_text(cols, rows))
+    st.write_text(CALIBRATION_CSV, csv_text(cols, rows))
     cols, rows = prediction_rows(oc)
-    st.write_text("calibration_predictions.csv", csv_text(cols, rows))
-    st.write_text("calibration.md", calibration_markdown(oc))
+    st.write_text(CALIBRATION_PREDICTIONS_CSV, csv_text(cols, rows))
+    st.write_text(CALIBRATION_MD, calibration_markdown(oc))
     if oc.file is not None:
         st.write_text(CALIBRATION, calibration_text(oc.file))
 
@@ -362,8 +364,8 @@ def write_ppi_outputs(oc: PPIOutcome, st, figures: bool) -> None:
     from .tables import csv_text
 
     cols, rows = ppi_rows(oc)
-    st.write_text("ppi.csv", csv_text(cols, rows))
-    st.write_text("ppi.md", ppi_markdown(oc))
+    st.write_text(PPI_CSV, csv_text(cols, rows))
+    st.write_text(PPI_MD, ppi_markdown(oc))
     if figures:
         from .figures import ppi_intervals
 
@@ -389,7 +391,7 @@ def write_calibration_figure(oc: CalibrationOutcome, st) -> None:
                 curve = (grid, cal_stats.predict(oc.file.rubrics[metric], grid))
         panels.append((metric, ro.predictions[RAW], ro.human, ro.predictions["isotonic"], curve))
     if panels:
-        calibration_curves(st.path("figures/calibration.png"), panels)
+        calibration_curves(st.path(f"{FIGURES_DIR}/{CALIBRATION_PNG}"), panels)
 
 
 # --------------------------------------------------------------------------- terminal

@@ -43,8 +43,19 @@ class ScoreRow:
     where: str = ""  # path:line it came from
     judge: str = ""  # the judge's spec (scores.jsonl); "" = not recorded (a CSV, a paper file)
     scoring: str = ""  # --judge-scoring mode of that judge ("weighted", "json", ...); "" = not recorded
+    prompt: str = ""  # --judge-prompt variant of that judge, as recorded ("" = json's layout or an older file)
     rubrics_sha256: str = ""  # the rubric file the judge was given; "" = not recorded
     dist: dict[str, list[float]] = field(default_factory=dict)  # rubric -> the judge's p(1..5) (weighted)
+
+    @property
+    def configuration(self) -> str:
+        """The judge configuration from the scores' provenance: "local (weighted, prompt plain)"; "" = none."""
+        from wikihowagent.evaluation.judge_prompts import recorded_prompt
+
+        if not self.judge:
+            return ""
+        prompt = recorded_prompt(self, self.scoring)
+        return f"{self.judge} ({self.scoring or 'json'}" + (f", prompt {prompt})" if prompt else ")")
 
 
 @dataclass
@@ -53,6 +64,11 @@ class LLMScores:
     sources: list[str] = field(default_factory=list)
     by_source: dict[str, list[str]] = field(default_factory=dict)  # source -> ids it contributed
     ignored_metrics: dict[str, list[str]] = field(default_factory=dict)  # custom rubric name -> sources
+
+    @property
+    def judges(self) -> list[str]:
+        """The judge configurations the scores come from (none recorded: CSV sheets, paper run files)."""
+        return sorted({r.configuration for r in self.rows.values() if r.configuration})
 
 
 def _computational_metric_names() -> frozenset[str]:
@@ -128,13 +144,13 @@ def _table_rows(table: ScoreTable, problems: Problems, missing: list[int],
     """Rows of the score table -> rows of the 8 rubric scores (checked against the 1-5 scale)."""
     meta = table.meta
     out = []
-    for (cid, run, teacher, learner, domain, persona, title, tut, loc, evaluator, scoring, sha, rec), metrics in zip(
+    for (cid, run, teacher, learner, domain, persona, title, tut, loc, evaluator, scoring, prompt, sha, rec), metrics in zip(
             zip(meta["conversation_id"], meta["run"], meta["teacher"], meta["learner"], meta["domain"],
                 meta["persona"], meta["title"], meta["tutorial_id"], meta["where"], meta["evaluator"],
-                meta["scoring"], meta["rubrics_sha256"], meta["record"]), table.iter_row_metrics()):
+                meta["scoring"], meta["prompt"], meta["rubrics_sha256"], meta["record"]), table.iter_row_metrics()):
         out.append(ScoreRow(conversation_id=cid, values=_metric_values(metrics, loc, problems, missing, unjudged),
                             run=run, model=model_label(teacher, learner, run), domain=domain, persona=persona,
-                            title=title, tutorial_id=tut, where=loc, judge=evaluator, scoring=scoring,
+                            title=title, tutorial_id=tut, where=loc, judge=evaluator, scoring=scoring, prompt=prompt,
                             rubrics_sha256=sha, dist=dict(rec.judge.dist) if rec is not None and rec.judge else {}))
     return out
 
@@ -253,6 +269,13 @@ def read_llm_scores(paths: list[Path], problems: Problems) -> LLMScores:
                 problems.add("duplicate id", f"{r.where}: conversation_id {r.conversation_id} already scored at "
                                              f"{prev.where}; this later score is used")
             result.rows[r.conversation_id] = r
+    if len(result.judges) > 1:
+        counts = {j: sum(r.configuration == j for r in result.rows.values()) for j in result.judges}
+        listed = "; ".join(f"{j}: {n} conversations" for j, n in counts.items())
+        where_ = result.sources[0] if len(result.sources) == 1 else f"{len(result.sources)} score files"
+        problems.add("mixed judges", f"{where_}: LLM scores by {len(counts)} judge configurations ({listed}); the "
+                                     "tables mix them (named in correlations.md): align one configuration's scores "
+                                     "at a time, or use --by run")
     if result.ignored_metrics:
         names = sorted(result.ignored_metrics, key=str.lower)
         files = sorted({f for fs in result.ignored_metrics.values() for f in fs})

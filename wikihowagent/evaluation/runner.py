@@ -9,6 +9,7 @@ metrics are kept) and a new line is appended (readers keep the last line per con
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -20,9 +21,11 @@ from wikihowagent.records import JudgeProvenance, ScoreRecord
 from wikihowagent.runs import RESCORED_DIR, SCORES, SCORES_PAPER
 
 from wikihowagent.records import Conversation
+from wikihowagent.workflow.posttest import CALL_FAILED
 
 from .inputs import InputSource
-from .metrics import COMPUTATIONAL_NAMES, Scorers, computational_metrics
+from .judge_prompts import recorded_prompt
+from .metrics import COMPUTATIONAL_NAMES, POSTTEST_METRICS, STEP_RECALL, Scorers, computational_metrics
 
 class EvaluateError(WikihowagentError, RuntimeError):
     """A problem that stops `evaluate`; one line."""
@@ -43,9 +46,11 @@ class EvalOptions:
     batch_size: int = 32  # texts per forward pass
     scoring: str | None = None  # --judge-scoring: None = weighted where the backend has logprobs, else json
     rationale: bool = False  # --judge-rationale
+    prompt: str | None = None  # --judge-prompt: a variant of data/judge_prompts.json; None = the default
     retry_failed: bool = True  # judge rubrics that failed in an earlier pass again
     chunk: int = 64  # conversations per scoring chunk (memory is flat in the number of conversations)
     shard: tuple[int, int] | None = None  # (K, N): only the conversations of shard K (see shards.py)
+    posttest_learner: str | None = None  # --posttest-learner: take the post-test of conversations without one
 
 
 @dataclass
@@ -59,9 +64,16 @@ class SourceStats:
     failure_kinds: dict[str, int] = field(default_factory=dict)  # "call" | "parse" | "low-mass" -> count
     retried: int = 0  # conversations whose failed rubrics were judged again
     rejudged_scoring: int = 0  # ... whose rubric scores came from another --judge-scoring mode
+    rejudged_prompt: int = 0  # ... or from another --judge-prompt variant
     rejudged_evaluator: int = 0  # conversations whose rubric scores were by another evaluator
     rejudged_rubrics: int = 0  # ... or of rubrics the current rubric file does not define
+    posttests: int = 0  # post-tests taken in this pass (--posttest-learner)
+    posttest_failures: int = 0  # ... without a usable answer (not scored)
     notes: list[str] = field(default_factory=list)
+    failure_notes: list[str] = field(default_factory=list)  # the first FAILURE_NOTES judge failures, "<id>: <note>"
+
+
+FAILURE_NOTES = 3  # judge failures `evaluate` prints (all of them are in scores.jsonl)
 
 
 def scores_path(src: InputSource, opts: EvalOptions, runs_dir: Path) -> Path:
@@ -156,8 +168,11 @@ class Evaluation:
     """Holds what is loaded once per process: the scorers and one judge per evaluator spec."""
 
     def __init__(self, opts: EvalOptions, comp: list[str], rubric_names: list[str], rubrics: dict[str, Any] | None,
-                 make_llm: Callable[[str], Any] | None, warn: Callable[[str], None]):
+                 make_llm: Callable[[str], Any] | None, warn: Callable[[str], None],
+                 make_learner: Callable[[str], Any] | None = None):
         self.opts = opts
+        self.make_learner = make_learner  # spec -> chat model, for --posttest-learner
+        self._learner: Any = None
         self.comp = comp
         self.rubric_names = rubric_names if opts.judge else []
         self.rubrics = rubrics
@@ -183,6 +198,7 @@ class Evaluation:
     def judge_for(self, spec: str) -> Any:
         """The scorer of `spec` in the chosen --judge-scoring mode (built once; EvaluateError if the mode
         cannot work with that backend)."""
+        from .judge_prompts import PromptError, get_prompt
         from .scoring import ScoringError, make_scorer, resolve_mode
 
         if spec not in self._judges:
@@ -190,9 +206,16 @@ class Evaluation:
             llm = self.make_llm(spec)
             try:
                 mode = resolve_mode(self.opts.scoring, llm, self.opts.mode)
+                prompt = None
+                if mode != "json":
+                    prompt = get_prompt(self.opts.prompt)
+                elif self.opts.prompt is not None:
+                    raise ScoringError("--judge-prompt applies to --judge-scoring weighted or sampled, not json")
                 self._judges[spec] = make_scorer(mode, llm, self.rubrics, self.rubric_names, compat=self.opts.mode,
                                                  rationale=self.opts.rationale, retries=self.opts.retries,
-                                                 concurrency=judge_concurrency(self.opts, llm))
+                                                 concurrency=judge_concurrency(self.opts, llm), prompt=prompt)
+            except PromptError as exc:
+                raise EvaluateError(str(exc)) from None
             except ScoringError as exc:
                 raise EvaluateError(f"evaluator {spec!r}: {exc}") from None
         return self._judges[spec]
@@ -205,6 +228,9 @@ class Evaluation:
 
     def scoring_label(self, spec: str | None) -> str:
         return self._judges[spec].label if spec in self._judges else ""
+
+    def prompt_name(self, spec: str | None) -> str | None:
+        return self._judges[spec].prompt_name if spec in self._judges else None
 
     def run_source(self, src: InputSource, out_path: Path, progress: Callable[[int], None] | None = None) -> SourceStats:
         # One event loop for the whole process: async HTTP clients of a cached judge model are bound to
@@ -244,12 +270,65 @@ class Evaluation:
         label = self.scoring_label(spec)
         if label and ((old.judge.scoring if old.judge else "") or "json") != label:
             return "scoring"  # lines written before --judge-scoring existed were json-scored
+        prompt = self.prompt_name(spec)
+        if prompt is not None and recorded_prompt(old.judge, label) != prompt:
+            return "prompt"  # another --judge-prompt variant
         return None
 
+    def learner(self) -> Any:
+        if self._learner is None:
+            assert self.make_learner is not None and self.opts.posttest_learner
+            self._learner = self.make_learner(self.opts.posttest_learner)
+        return self._learner
+
     async def _run_source(self, src: InputSource, out_path: Path, progress: Callable[[int], None] | None) -> SourceStats:
+        stats = SourceStats()
+        with contextlib.ExitStack() as files:
+            add_posttests = self._posttests(out_path.parent, files, stats) if self.opts.posttest_learner else None
+            return await self._score_source(src, out_path, progress, stats, add_posttests)
+
+    def _posttests(self, directory: Path, files: contextlib.ExitStack, stats: SourceStats) -> Callable[..., Any]:
+        """-> async fn(conversations): attaches a post-test to each conversation that has none: the one stored
+        in `directory/posttests.jsonl` by an earlier pass, else a new one (appended there at once)."""
+        from wikihowagent.runs import POSTTESTS, JsonlAppender, PretestCache, read_posttests
+        from wikihowagent.workflow.posttest import PostTester
+
+        stored = read_posttests(directory / POSTTESTS)
+        spec = self.opts.posttest_learner or ""
+        pretests = files.enter_context(PretestCache(directory))
+        sink = files.enter_context(JsonlAppender(directory / POSTTESTS))
+        tester: PostTester | None = None
+
+        async def attach(convs: list[Conversation]) -> None:
+            nonlocal tester
+            todo = []
+            for c in convs:
+                if c.posttest is not None:
+                    continue
+                old = stored.get(c.conversation_id)
+                if old is not None and old.model == spec and not (old.post.error or "").startswith(CALL_FAILED):
+                    c.posttest = old
+                else:
+                    todo.append(c)
+            if not todo:
+                return
+            if tester is None:
+                tester = PostTester(self.learner(), spec, pretests)
+
+            async def one(c: Conversation) -> None:
+                c.posttest = await tester.run(c.tutorial_key, c.title, c.tutorial_title, c.turns)  # type: ignore[union-attr]
+                sink.append({"conversation_id": c.conversation_id, "posttest": c.posttest.model_dump(mode="json")})
+                stats.posttests += 1
+                stats.posttest_failures += c.posttest.post.error is not None
+
+            await asyncio.gather(*(one(c) for c in todo))
+
+        return attach
+
+    async def _score_source(self, src: InputSource, out_path: Path, progress: Callable[[int], None] | None,
+                            stats: SourceStats, add_posttests: Callable[..., Any] | None) -> SourceStats:
         from wikihowagent.runs import JsonlAppender, read_scores
 
-        stats = SourceStats()
         existing = read_scores(out_path, on_error=self.warn)
         comp_names = set(self.comp)
         rubric_names = set(self.rubric_names)
@@ -300,24 +379,31 @@ class Evaluation:
                     evaluator=spec or "", rubrics_sha256=self.rubrics_hash, raw={**prev.raw, **jr.raw},
                     failures=[f for f in prev.failures if f not in done] + jr.failures,
                     notes=[n for n in prev.notes if n.split(":")[0] not in done] + jr.notes,
-                    scoring=j.label, dist=keep(prev.dist, jr.dist), argmax=keep(prev.argmax, jr.argmax),
+                    scoring=j.label, prompt=j.prompt_name, dist=keep(prev.dist, jr.dist), argmax=keep(prev.argmax, jr.argmax),
                     spread=keep(prev.spread, jr.spread))
                 sink.append(rec)  # as soon as this conversation is judged (resume keeps every finished one)
                 stats.scored += 1
                 stats.judged += len(jr.scores)
                 stats.judge_failures += len(jr.failures)
+                for note in jr.notes[:max(0, FAILURE_NOTES - len(stats.failure_notes))]:
+                    stats.failure_notes.append(f"{conv.conversation_id}: {note}")
                 for kind in jr.kinds.values():
                     stats.failure_kinds[kind] = stats.failure_kinds.get(kind, 0) + 1
                 advance(1)
 
             try:
                 for chunk in _chunks(stream, self.opts.chunk):
+                    if add_posttests is not None:
+                        await add_posttests(chunk)
                     # (conversation, its earlier scores line, why its rubric scores are stale, metrics it has)
                     todo: list[tuple[Conversation, ScoreRecord | None, str | None, set[str]]] = []
                     for c in chunk:
                         old = existing.get(c.conversation_id)
                         stale = self._stale_rubrics(old, spec)
                         have = set(old.metrics) if old else set()
+                        if old and c.posttest is not None and old.metrics.get(STEP_RECALL) is None \
+                                and c.posttest.post.error is None:
+                            have -= set(POSTTEST_METRICS)  # a post-test taken since that line was written
                         if old and self.opts.retry_failed and not stale:  # failed rubrics count as not judged yet
                             have -= set(old.judge_failures) & rubric_names
                         if stale is None and comp_names | rubric_names <= have:
@@ -351,6 +437,8 @@ class Evaluation:
                             stats.rejudged_rubrics += 1
                         elif stale == "scoring":
                             stats.rejudged_scoring += 1
+                        elif stale == "prompt":
+                            stats.rejudged_prompt += 1
                         elif old and set(old.judge_failures) & (rubric_names - have):
                             stats.retried += 1
                     to_judge = set(need_judge)

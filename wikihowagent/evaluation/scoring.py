@@ -36,9 +36,10 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.records import Conversation, conversation_lines
+from wikihowagent.records import Conversation
 from .judge import (ROLE_TEXT, Judge, JudgeBackendError, JudgeRequestError, JudgeResult, Rubric, _is_request_error,
-                    _one_line, _tutorial_block, prompt_groups)
+                    _one_line, prompt_groups)
+from .judge_prompts import DEFAULT_PROMPT, LEGACY_PROMPT, JudgePrompt, load_prompts, render, shorten, shows_tutorial
 
 DIGITS = (1, 2, 3, 4, 5)
 DIGIT_MASS_MIN = 0.5  # below this share of probability on "1".."5" the rubric is a failure
@@ -190,28 +191,26 @@ def text_score(text: str, rationale: bool, complete: bool = True) -> int | None:
 # --------------------------------------------------------------------------------------------------
 
 
-def conversation_prefix(conv: Conversation) -> str:
-    """The part every rubric's prompt shares: instructions, the tutorial, the conversation.
+def rubric_prompt(conv: Conversation, rubric: Rubric, rationale: bool,
+                  prompt: JudgePrompt | None = None) -> tuple[list[tuple[str, str]], str | None]:
+    """One rubric's chat messages under a prompt variant (default: the tutorial-first layout), and a note
+    when the variant's truncation rule shortened the conversation.
 
-    Every rubric sees the tutorial (not only Truthfulness, as in the `json` judge): a judge cannot tell
-    skipped steps, an off-topic teacher or a wrong order without the lesson the teacher was given. On
-    4 conversations of `scripts/bench_judge.py` this raised the embedded judge's judge-check accuracy
-    from 0.57 to 0.67; it also makes the prefix identical for all eight calls (one cache entry)."""
-    convo = "\n".join(conversation_lines(conv.messages))
-    return "\n\n".join(["You are an expert in pedagogy. A teacher was asked to teach the tutorial below to a learner, "
-                        "step by step, in a conversation. Judge the conversation on one criterion.",
-                        f"Tutorial:\n{_tutorial_block(conv)}", f"Conversation:\n{convo}"])
-
-
-def rubric_prompt(conv: Conversation, rubric: Rubric, rationale: bool) -> str:
-    levels = "\n".join(f"{k} - {rubric.levels[k]}" for k in ("5", "4", "3", "2", "1"))
-    crit = f"Criterion: {rubric.name} (judge {ROLE_TEXT[rubric.role]}): {rubric.question}\n{levels}"
+    The variants keep what the calls of one conversation share first (instructions, conversation; the
+    tutorial too where every rubric sees it) and the rubric last, so the server can cache the prefix."""
+    prompt = prompt or load_prompts()[LEGACY_PROMPT]
+    short = shorten(conv, prompt)
+    crit = f"Criterion: {rubric.name} (judge {ROLE_TEXT[rubric.role]}): {rubric.question}"
+    if prompt.levels:
+        crit += "\n" + "\n".join(f"{k} - {rubric.levels[k]}" for k in ("5", "4", "3", "2", "1"))
     if rationale:
         ask = ("First explain your judgement in at most three sentences. Then end with a last line "
                "'Score: k', where k is one digit from 1 to 5.")
     else:
-        ask = f"Answer with the {rubric.name} score only: one digit from 1 to 5."
-    return f"{conversation_prefix(conv)}\n\n{crit}\n\n{ask}"
+        ask = prompt.ask.replace("{name}", rubric.name)
+    user = render(prompt, conv, short.lines, crit, ask, shows_tutorial(prompt, rubric.reference))
+    messages = ([("system", prompt.system)] if prompt.system else []) + [("human", user)]
+    return messages, short.note
 
 
 # --------------------------------------------------------------------------------------------------
@@ -298,8 +297,9 @@ class Scorer(ABC):
     name: ClassVar[str] = ""
 
     def __init__(self, llm: Any, rubrics: dict[str, Rubric], names: list[str] | None = None, *, rationale: bool = False,
-                 retries: int = 2, concurrency: int = 2, seed: int | None = None):
+                 retries: int = 2, concurrency: int = 2, seed: int | None = None, prompt: JudgePrompt | None = None):
         self.llm = llm
+        self.prompt = prompt or load_prompts()[DEFAULT_PROMPT]
         self.rubrics = {n: r for n, r in rubrics.items() if names is None or n in names}
         self.groups = prompt_groups(rubrics, names)
         self.rationale = rationale
@@ -316,7 +316,12 @@ class Scorer(ABC):
     def names(self) -> list[str]:
         return list(self.rubrics)
 
-    async def _invoke(self, prompt: str, **bind: Any) -> Any:
+    @property
+    def prompt_name(self) -> str:
+        """The prompt variant, recorded with every score (JudgeProvenance.prompt)."""
+        return self.prompt.name
+
+    async def _invoke(self, prompt: Any, **bind: Any) -> Any:
         return await invoke(self.llm, prompt, **bind)
 
     @abstractmethod
@@ -329,6 +334,9 @@ class Scorer(ABC):
         order = [n for n in self.names if names is None or n in names]
         if variant:
             order.reverse()
+        note = shorten(conv, self.prompt).note
+        if note and order:
+            res.notes.append(note)
         async with self.sem:
             for n in order:
                 try:
@@ -357,7 +365,7 @@ class WeightedScorer(Scorer):
     name = "weighted"
 
     async def score(self, conv: Conversation, rubric: Rubric, variant: int) -> tuple[Distribution | None, str | None, list[str]]:
-        prompt = rubric_prompt(conv, rubric, self.rationale)
+        prompt, _ = rubric_prompt(conv, rubric, self.rationale, self.prompt)
         limit = RATIONALE_TOKENS if self.rationale else SCORE_TOKENS
         bind: dict[str, Any] = {"logprobs": True, "top_logprobs": TOP_LOGPROBS, "max_tokens": limit,
                                 **cache_kwargs(self.llm)}
@@ -385,7 +393,7 @@ class SampledScorer(Scorer):
     name = "sampled"
 
     async def score(self, conv: Conversation, rubric: Rubric, variant: int) -> tuple[Distribution | None, str | None, list[str]]:
-        prompt = rubric_prompt(conv, rubric, self.rationale)
+        prompt, _ = rubric_prompt(conv, rubric, self.rationale, self.prompt)
         base = (self.seed or 0) + 1000 * variant
         raws: list[str] = []
         counts = dict.fromkeys(DIGITS, 0)
@@ -409,10 +417,15 @@ class JsonScorer(Judge):
 
     name = "json"
 
+    prompt_name = ""  # its own two-prompt layout (judge.build_prompt), not a prompt variant
+
     def __init__(self, llm: Any, rubrics: dict[str, Rubric], names: list[str] | None = None, *, rationale: bool = False,
-                 retries: int = 2, concurrency: int = 2, mode: str = "default", seed: int | None = None):
+                 retries: int = 2, concurrency: int = 2, mode: str = "default", seed: int | None = None,
+                 prompt: JudgePrompt | None = None):
         if rationale:
             raise ScoringError("--judge-rationale applies to --judge-scoring weighted or sampled, not json")
+        if prompt is not None:
+            raise ScoringError("--judge-prompt applies to --judge-scoring weighted or sampled, not json")
         super().__init__(llm, rubrics, names, mode=mode, retries=retries, concurrency=concurrency)
 
     @property
@@ -424,9 +437,10 @@ SCORING_MODES: dict[str, type] = {"weighted": WeightedScorer, "json": JsonScorer
 
 
 def make_scorer(mode: str, llm: Any, rubrics: dict[str, Rubric], names: list[str] | None, *, compat: str = "default",
-                rationale: bool = False, retries: int = 2, concurrency: int = 2) -> Any:
+                rationale: bool = False, retries: int = 2, concurrency: int = 2, prompt: JudgePrompt | None = None) -> Any:
+    """`prompt` None = the default variant (weighted/sampled); json keeps its own layout."""
     cls = SCORING_MODES[mode]
-    kw: dict[str, Any] = {"rationale": rationale, "retries": retries, "concurrency": concurrency}
+    kw: dict[str, Any] = {"rationale": rationale, "retries": retries, "concurrency": concurrency, "prompt": prompt}
     if cls is JsonScorer:
         kw["mode"] = compat
     return cls(llm, rubrics, names, **kw)

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
+from wikihowagent.runs import JUDGE_CHECK_LOCK
 
 
 def judge_check(
@@ -15,6 +16,7 @@ def judge_check(
     evaluator: Annotated[Optional[str], typer.Option(metavar="SPEC", help="Judge model spec (default: as `evaluate`: the run's evaluator, else its teacher).")] = None,
     judge_scoring: Annotated[Optional[str], typer.Option(metavar="weighted|json|sampled", help="Scoring mode (default: as `evaluate`).")] = None,
     judge_rationale: Annotated[bool, typer.Option("--judge-rationale", help="The judge writes its analysis first (weighted/sampled).")] = False,
+    judge_prompt: Annotated[Optional[str], typer.Option(metavar="NAME", help="Judge prompt variant of data/judge_prompts.json (default: as `evaluate`).")] = None,
     perturbations: Annotated[Optional[Path], typer.Option(help="Perturbation file (default: data/perturbations.json).")] = None,
     rubrics: Annotated[Optional[Path], typer.Option(help="Rubric JSON file (default: data/rubrics.json).")] = None,
     max_conversations: Annotated[Optional[int], typer.Option(min=2, help="Use the first N conversations.")] = None,
@@ -33,7 +35,8 @@ def judge_check(
     console = make_console()
     try:
         code = _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, perturbations, rubrics,
-                            max_conversations, config, base_url, concurrency, retries, no_figures, pairwise, pairwise_reading)
+                            max_conversations, config, base_url, concurrency, retries, no_figures, pairwise, pairwise_reading,
+                            judge_prompt)
     except KeyboardInterrupt:
         print_labeled(console, "interrupted:", "yellow", "judgments written so far are kept; rerun the same command to resume")
         raise typer.Exit(130) from None
@@ -50,7 +53,7 @@ def _fail(console: Any, msg: str) -> int:
 
 def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, perturbations_path, rubrics_path,
                  max_conversations, config, base_url, concurrency, retries, no_figures, pairwise=False,
-                 pairwise_reading=None) -> int:
+                 pairwise_reading=None, judge_prompt=None) -> int:
     import asyncio
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -93,7 +96,7 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
                               f"(found {len(convs)})")
     opts = EvalOptions(judge=True, evaluator=evaluator, base_url=base_url, concurrency=concurrency,
                        default_concurrency=cfg.concurrency,
-                       retries=retries, scoring=judge_scoring, rationale=judge_rationale)
+                       retries=retries, scoring=judge_scoring, rationale=judge_rationale, prompt=judge_prompt)
     aliases = Path(cfg.models) if cfg.models else None
     judge_urls: dict[str, str | None] = {}
     make_llm = judge_llm_factory(cfg, base_url, aliases, judge_urls)
@@ -118,12 +121,13 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
     out = Path(out)
     stats = CheckStats()
     jobs = plan([c for _, c in convs], perts, list(rubric_set), stats)
-    console.print(f"judge-check: {len(convs)} conversations, {len(perts)} perturbations, judge {spec} ({judge.label}): "
+    desc = judge.label + (f", prompt {judge.prompt_name}" if judge.prompt_name else "")
+    console.print(f"judge-check: {len(convs)} conversations, {len(perts)} perturbations, judge {spec} ({desc}): "
                   f"{len(jobs)} judge passes", highlight=False, markup=False)
     loop = asyncio.new_event_loop()
     try:
         out.mkdir(parents=True, exist_ok=True)
-        with dir_lock(out, blocking=False, what="another 'wikihowagent judge-check'", name=".judge-check.lock"), \
+        with dir_lock(out, blocking=False, what="another 'wikihowagent judge-check'", name=JUDGE_CHECK_LOCK), \
                 Progress(TextColumn("{task.description}", markup=False, style="bold"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                          TimeRemainingColumn(), console=console) as prog:
             task = prog.add_task("judging originals and perturbed copies", total=len(jobs))
@@ -134,7 +138,7 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
     res = analyse(out, perts, list(rubric_set), spec, judge.label, {c.conversation_id for _, c in convs}, stats,
-                  figures=not no_figures)
+                  figures=not no_figures, prompt=judge.prompt_name)
     console.print(f"{stats.judged} judge passes made, {stats.already} already done; {stats.failures} of "
                   f"{stats.rubric_scores} rubric scores failed (calls, parse, low digit mass); "
                   f"mean accuracy over targeted cells: {res.mean_accuracy:.3f}", highlight=False, markup=False)
@@ -173,7 +177,7 @@ def _pairwise(console, convs, perts, rubric_set, spec, llm, out, reading, retrie
         console.print(reading_note(judge.label), highlight=False, markup=False)
         out.mkdir(parents=True, exist_ok=True)
         path = out / PAIR_JUDGMENTS
-        with dir_lock(out, blocking=False, what="another 'wikihowagent judge-check'", name=".judge-check.lock"):
+        with dir_lock(out, blocking=False, what="another 'wikihowagent judge-check'", name=JUDGE_CHECK_LOCK):
             todo = pending(jobs, read_records([path], spec, judge.label))
             passes.already = len(jobs) - len(todo)
             with progress_bar(console, len(jobs), "judging originals against perturbed copies (both orders)") as advance:

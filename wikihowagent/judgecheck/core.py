@@ -25,6 +25,8 @@ from wikihowagent.records import Conversation, JudgmentRecord
 from wikihowagent.runs import JUDGMENTS
 
 from .perturbations import Perturbation, perturb
+from wikihowagent.runs import (CONSISTENCY_CSV, PAIRWISE_SENSITIVITY_CSV, PAIRWISE_SENSITIVITY_PNG,
+                               PAIRWISE_SUMMARY_MD, SENSITIVITY_CSV, SENSITIVITY_PNG, SUMMARY_MD)
 
 ORIGINAL, ORIGINAL_2 = "original", "original-2"
 BOOTSTRAP = 2000
@@ -70,17 +72,21 @@ def plan(convs: list[Conversation], perturbations: list[Perturbation], rubric_na
     return jobs
 
 
-def read_judgments(path: Path, evaluator: str, scoring: str) -> dict[tuple[str, str], dict[str, Any]]:
-    """{(conversation_id, variant): {"scores", "judge_failures"}} of this judge (evaluator + scoring mode), from
-    the judgments' rows of the score table (`wikihowagent.runs.read_judgment_table`); later lines win."""
+def read_judgments(path: Path, evaluator: str, scoring: str, prompt: str = "") -> dict[tuple[str, str], dict[str, Any]]:
+    """{(conversation_id, variant): {"scores", "judge_failures"}} of this judge (evaluator + scoring mode + prompt
+    variant; lines without a prompt were judged with the tutorial-first layout, or json's own), from the
+    judgments' rows of the score table (`wikihowagent.runs.read_judgment_table`); later lines win."""
+    from wikihowagent.evaluation.judge_prompts import recorded_prompt
     from wikihowagent.runs import read_judgment_table
 
     t = read_judgment_table(path)
     meta = t.meta
+    want = recorded_prompt(None, scoring) if not prompt else prompt
     out: dict[tuple[str, str], dict[str, Any]] = {}
-    for cid, variant, ev, sc, failures, scores in zip(meta["conversation_id"], meta["variant"], meta["evaluator"],
-                                                       meta["scoring"], meta["failures"], t.iter_row_metrics()):
-        if ev == evaluator and sc == scoring:
+    for cid, variant, ev, sc, pr, failures, scores in zip(meta["conversation_id"], meta["variant"], meta["evaluator"],
+                                                           meta["scoring"], meta["prompt"], meta["failures"],
+                                                           t.iter_row_metrics()):
+        if ev == evaluator and sc == scoring and (pr or recorded_prompt(None, sc)) == want:
             out[(cid, variant)] = {"scores": scores, "judge_failures": list(failures)}
     return out
 
@@ -89,7 +95,7 @@ async def run_jobs(jobs: list[Job], judge: Any, evaluator: str, path: Path, prog
                    stats: CheckStats) -> None:
     from wikihowagent.runs import JsonlAppender
 
-    done = read_judgments(path, evaluator, judge.label)
+    done = read_judgments(path, evaluator, judge.label, judge.prompt_name)
     todo = []
     for j in jobs:
         old = done.get((j.conv.conversation_id, j.variant))
@@ -103,7 +109,8 @@ async def run_jobs(jobs: list[Job], judge: Any, evaluator: str, path: Path, prog
         async def one(j: Job) -> None:
             res = await judge.judge(j.conv, j.names, j.seed_variant)
             sink.append(JudgmentRecord(conversation_id=j.conv.conversation_id, run=j.conv.run, variant=j.variant,
-                                       evaluator=evaluator, judge_scoring=judge.label, scores=res.scores,
+                                       evaluator=evaluator, judge_scoring=judge.label,
+                                       judge_prompt=judge.prompt_name, scores=res.scores,
                                        judge_failures=res.failures, notes=res.notes))
             stats.judged += 1
             stats.rubric_scores += len(res.scores)
@@ -268,23 +275,24 @@ def markdown_summary(sens: Any, cons: Any, perturbations: list[Perturbation], ju
 
 
 def analyse(out_dir: Path, perturbations: list[Perturbation], rubric_names: list[str], evaluator: str, scoring: str,
-            conv_ids: set[str], stats: CheckStats, figures: bool = True) -> CheckResult:
-    records = {k: v for k, v in read_judgments(out_dir / JUDGMENTS, evaluator, scoring).items() if k[0] in conv_ids}
+            conv_ids: set[str], stats: CheckStats, figures: bool = True, prompt: str = "") -> CheckResult:
+    records = {k: v for k, v in read_judgments(out_dir / JUDGMENTS, evaluator, scoring, prompt).items()
+               if k[0] in conv_ids}
     sens = sensitivity_table(records, perturbations, rubric_names)
     cons = consistency_table(records, rubric_names)
     written = []
-    p = out_dir / "sensitivity.csv"
+    p = out_dir / SENSITIVITY_CSV
     sens.to_csv(p, index=False)
     written.append(p)
-    p = out_dir / "consistency.csv"
+    p = out_dir / CONSISTENCY_CSV
     cons.to_csv(p, index=False)
     written.append(p)
-    desc = f"{evaluator} ({scoring})"
-    p = out_dir / "summary.md"
+    desc = f"{evaluator} ({scoring}" + (f", prompt {prompt})" if prompt else ")")
+    p = out_dir / SUMMARY_MD
     p.write_text(markdown_summary(sens, cons, perturbations, desc, stats, len(conv_ids)), encoding="utf-8")
     written.append(p)
     if figures and len(sens):
-        written.append(heatmap(sens, rubric_names, perturbations, out_dir / "sensitivity.png", f"judge-check: {desc}"))
+        written.append(heatmap(sens, rubric_names, perturbations, out_dir / SENSITIVITY_PNG, f"judge-check: {desc}"))
     acc = [a for a in sens["accuracy"] if a is not None and not (isinstance(a, float) and math.isnan(a))]
     return CheckResult(sensitivity=sens, consistency=cons, written=written, mean_accuracy=_mean(acc))
 
@@ -293,9 +301,9 @@ def analyse(out_dir: Path, perturbations: list[Perturbation], rubric_names: list
 # Pairwise: original vs perturbed copy, judged head to head in both orders
 # --------------------------------------------------------------------------------------------------
 
-PAIRWISE_SENSITIVITY = "pairwise_sensitivity.csv"
-PAIRWISE_SUMMARY = "pairwise_summary.md"
-PAIRWISE_HEATMAP = "pairwise_sensitivity.png"
+PAIRWISE_SENSITIVITY = PAIRWISE_SENSITIVITY_CSV
+PAIRWISE_SUMMARY = PAIRWISE_SUMMARY_MD
+PAIRWISE_HEATMAP = PAIRWISE_SENSITIVITY_PNG
 
 
 def plan_pairwise(convs: list[Conversation], perturbations: list[Perturbation], rubric_names: list[str],
@@ -369,8 +377,11 @@ def analyse_pairwise(out_dir: Path, records: dict[tuple[str, ...], Any], perturb
 
     records = {k: r for k, r in records.items() if k[0] in conv_ids}
     absolute = None
+    from wikihowagent.evaluation.judge_prompts import DEFAULT_PROMPT
+
     for scoring in ("weighted", "json", "sampled"):
-        absolute_records = {k: v for k, v in read_judgments(out_dir / JUDGMENTS, evaluator, scoring).items()
+        prompt = "" if scoring == "json" else DEFAULT_PROMPT  # the absolute judge `judge-check` runs by default
+        absolute_records = {k: v for k, v in read_judgments(out_dir / JUDGMENTS, evaluator, scoring, prompt).items()
                             if k[0] in conv_ids}
         if absolute_records:
             absolute = sensitivity_table(absolute_records, perturbations, rubric_names)

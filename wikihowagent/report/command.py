@@ -35,6 +35,8 @@ def report(
     Open DIR/index.html in a browser (file://, no server, no network)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from wikihowagent.runs import INDEX_HTML, PROBLEMS_TXT
+
     from .core import ReportError, build_report
     from .sources import Problems, ReportInputError, count_lines, expand
 
@@ -64,9 +66,9 @@ def report(
     for line in problems.lines[:20]:
         print_labeled(err, "warning:", "yellow", line)
     if len(problems.lines) > 20:
-        err.print(f"… {len(problems.lines) - 20} more in {result.out / 'problems.txt'}")
-    make_console(stderr=False).print(f"{result.out / 'index.html'}: {result.runs} run(s), {result.conversations} "
+        err.print(f"… {len(problems.lines) - 20} more in {result.out / PROBLEMS_TXT}")
+    make_console(stderr=False).print(f"{result.out / INDEX_HTML}: {result.runs} run(s), {result.conversations} "
                     f"conversations, {result.files} files, "
                     + (f"{result.bytes / 1e6:.1f} MB" if result.bytes >= 1e6 else f"{result.bytes / 1e3:.0f} kB")
-                    + (f"; {len(problems.lines)} problem(s), see problems.txt" if problems.lines else ""),
+                    + (f"; {len(problems.lines)} problem(s), see {PROBLEMS_TXT}" if problems.lines else ""),
                     soft_wrap=True)

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 from wikihowagent.errors import WikihowagentError
+from wikihowagent.runs import FIGURES_DIR
 
 from .page import page
 
@@ -78,9 +79,9 @@ def write_page(site: Path, compare_dir: Path, short) -> str:
     else:
         parts.append("<p class='meta'>Two runs: no ranking model (win rates below).</p>")
     if (compare_dir / HEATMAP).is_file():
-        shutil.copyfile(compare_dir / HEATMAP, site / "figures" / HEATMAP)
+        shutil.copyfile(compare_dir / HEATMAP, site / FIGURES_DIR / HEATMAP)
         cap = "Overall win rate of the row's run against the column's (ties half)"
-        parts.append(f"<figure><img src='figures/{e(HEATMAP)}' alt='{e(cap)}'><figcaption>{e(cap)}</figcaption></figure>")
+        parts.append(f"<figure><img src='{FIGURES_DIR}/{e(HEATMAP)}' alt='{e(cap)}'><figcaption>{e(cap)}</figcaption></figure>")
     wins = _rows(compare_dir / WIN_RATES_CSV)
     parts.append("<h2 id='win-rates'>Win rates</h2>" + csv_table(wins, short, "win-rates"))
     parts.append("<h2 id='position'>Position consistency</h2><p class='meta'>Share of pairs whose two orders prefer "

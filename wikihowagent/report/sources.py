@@ -25,6 +25,7 @@ from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, ScoreRecord, Turn
 from wikihowagent.runs import CONVERSATIONS, OUTPUT_DIRS, RESCORED_DIR, RUN_INFO, SCORE_FILES
 from wikihowagent.scoretable import ScoreTable
+from wikihowagent.runs import FIGURES_DIR
 
 # Fields shown as such; any other (later) field of a record is shown as it is.
 _KNOWN_SCORE_FIELDS = set(ScoreRecord.model_fields)
@@ -102,7 +103,7 @@ def expand(paths: list[Path], problems: Problems) -> list[Path]:
     """Run directories. A sweep directory (`sweep.json` from `wikihowagent sweep`) stands for its cells, a cell
     not generated or not merged yet is reported; any other directory without run files stands for the
     directories below it."""
-    from wikihowagent.sweep.core import SWEEP_INFO
+    from wikihowagent.runs import SWEEP_INFO
 
     out: list[Path] = []
     for p in map(Path, paths):
@@ -132,7 +133,7 @@ def expand(paths: list[Path], problems: Problems) -> list[Path]:
             continue
         cells = sorted(d for d in p.iterdir() if d.is_dir() and not d.name.startswith("."))
         cells = [d for d in cells if any((d / f).exists() for f in (RUN_INFO, CONVERSATIONS, *SCORE_FILES))
-                 or d.name not in (*OUTPUT_DIRS, RESCORED_DIR, "figures")]
+                 or d.name not in (*OUTPUT_DIRS, RESCORED_DIR, FIGURES_DIR)]
         if not cells:
             raise ReportInputError(f"{p}: not a run directory and no runs below it")
         out.extend(cells)
