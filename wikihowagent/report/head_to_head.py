@@ -9,11 +9,11 @@ import shutil
 from pathlib import Path
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.runs import FIGURES_DIR
+from wikihowagent.runs import FIGURES_DIR, HEAD_TO_HEAD_HTML
 
 from .page import page
 
-PAGE = "head-to-head.html"
+PAGE = HEAD_TO_HEAD_HTML
 
 
 class CompareDirError(WikihowagentError, ValueError):
