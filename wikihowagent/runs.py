@@ -73,6 +73,7 @@ PPI_CSV, PPI_MD = "ppi.csv", "ppi.md"
 # compare
 PAIRWISE_CSV, WIN_RATES_CSV, POSITION_CSV = "pairwise.csv", "win_rates.csv", "position.csv"
 BRADLEY_TERRY_CSV, HEAD_TO_HEAD_PNG = "bradley_terry.csv", "head_to_head.png"
+HEAD_TO_HEAD_HTML = "head-to-head.html"  # `report --compare DIR`
 # stats
 STATS_DOMAINS_CSV, STATS_TOPICS_CSV, STATS_MD = "domains.csv", "topics.csv", "stats.md"
 SUNBURST_PNG, STEPS_HISTOGRAM_PNG = "sunburst.png", "steps_histogram.png"
