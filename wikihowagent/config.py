@@ -44,6 +44,7 @@ class WorkflowSettings(BaseModel):
     max_clarifications_per_step: int = Field(default=2, ge=0)  # then the manager moves on to the next step
     manager: str = "rules"  # workflow/manager.py MANAGERS: rules (Algorithm 1) | llm (a model classifies)
     manager_model: str = ""  # spec of the llm manager's model; "" = the teacher's
+    posttest: bool = True  # the learner's post-test (and the cached pre-test) after each conversation
 
 
 class ReplicaSettings(BaseModel):

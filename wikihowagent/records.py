@@ -83,6 +83,42 @@ class TutorialRef(BaseModel):
     steps: list[str]
 
 
+class TestAnswer(BaseModel):
+    """The learner model's answer to a procedural test: the method's steps written from memory.
+
+    `steps` is the parsed list (workflow/posttest.py `parse_steps`); `error` set = no usable answer (a failed
+    call, or a reply that is not a step list: empty, one line of prose, hundreds of lines), never scored."""
+
+    __test__ = False  # not a pytest class
+
+    text: str = ""
+    steps: list[str] = Field(default_factory=list)
+    error: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+
+
+class PostTest(BaseModel):
+    """The record's `posttest`: after the conversation, the learner model writes the method's steps from
+    memory (`post`, seeing the conversation from its side, never the tutorial); `pre` is the same model's
+    answer from the method title alone (the run's cached pre-test of this tutorial). Kept out of `turns`."""
+
+    model: str = ""  # the learner model's spec
+    prompt_version: str = ""  # workflow/posttest.py: a hash of the post-/pre-test templates
+    post: TestAnswer = Field(default_factory=TestAnswer)
+    pre: TestAnswer | None = None  # None = not taken (e.g. the pre-test call failed to start)
+
+
+class PreTestRecord(BaseModel):
+    """One line of a run's `pretests.jsonl`: the pre-test cache, one answer per (learner model, tutorial)."""
+
+    learner: str
+    tutorial_key: str
+    prompt_version: str = ""
+    answer: TestAnswer
+
+
 class ConversationRecord(BaseModel):
     """One line of `conversations.jsonl`; a superset of the paper's released record."""
 
@@ -108,6 +144,7 @@ class ConversationRecord(BaseModel):
     persona: str = ""  # learner persona (configs/personas.yaml); "" in records made before personas
     manager: str = ""  # "rules" or "llm:<spec>"; "" in records made before managers
     human: str = ""  # the role a person played (`wikihowagent chat`): "teacher" | "learner"; "" = none
+    posttest: PostTest | None = None  # the learner's post-test (not a turn); None = not taken
     started_at: str | None = None
     ended_at: str | None = None
 

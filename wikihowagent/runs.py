@@ -1,7 +1,7 @@
 """Run directories and their files: the only module that knows their names and reads or writes them.
 
 A run directory holds `run.json` (`RunInfo`: what was run, never a key), `conversations.jsonl` (one
-`ConversationRecord` per line) and, once evaluated, `scores.jsonl` / `scores-paper.jsonl` (one `ScoreRecord`
+`ConversationRecord` per line), `pretests.jsonl` (the learner's pre-tests, `PretestCache`) and, once evaluated, `scores.jsonl` / `scores-paper.jsonl` (one `ScoreRecord`
 per line). Lines are appended whole and fsynced, so a run killed at any moment leaves at most one torn last
 line, which the next writer cuts off before appending: resuming never loses or duplicates a record.
 Readers hand out typed records (`read_conversations`, `read_records`, `read_scores`, `read_run_info`) and
@@ -22,7 +22,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from wikihowagent.errors import WikihowagentError, validation_line
-from wikihowagent.records import Calibration, Conversation, ConversationRecord, JudgmentRecord, PairwiseRecord, ScoreRecord
+from wikihowagent.records import (Calibration, Conversation, ConversationRecord, JudgmentRecord, PairwiseRecord, PostTest,
+                                  PreTestRecord, ScoreRecord, TestAnswer)
 from wikihowagent.scoretable import ScoreTable
 
 RUN_INFO = "run.json"
@@ -30,6 +31,8 @@ CONVERSATIONS = "conversations.jsonl"
 SCORES = "scores.jsonl"  # `evaluate`
 SCORES_PAPER = "scores-paper.jsonl"  # `evaluate --compat paper`
 SCORE_FILES = (SCORES, SCORES_PAPER)  # a run directory's score files, preferred first
+PRETESTS = "pretests.jsonl"  # the pre-test cache: one answer per (learner model, tutorial)
+POSTTESTS = "posttests.jsonl"  # `evaluate --posttest-learner`: post-tests of conversations that had none
 SHARDS_DIR = "shards"  # <run>/shards/K-of-N/ (`generate --shard K/N`)
 RESCORED_DIR = "rescored"  # <runs_dir>/rescored/<paper file stem>/ (`evaluate` on a paper run file)
 SUMMARY_DIR = "summary"  # <runs_dir>/summary/ (`evaluate` on several runs)
@@ -485,6 +488,80 @@ def latest_run(runs_dir: Path) -> Path:
     if not infos:
         raise RunError(f"{runs_dir}: no runs found; run 'wikihowagent generate' first or name a run directory")
     return max(infos, key=lambda p: p.stat().st_mtime).parent
+
+
+# --------------------------------------------------------------------------- post-test files
+
+
+class PretestCache:
+    """A directory's `pretests.jsonl`: the pre-test answer per (learner model, tutorial, prompt version).
+
+    Read once at start; `put` appends one fsynced line, so a resume (or another run of the same directory)
+    reuses every answer already taken. An unreadable line is skipped (that pre-test is simply taken again).
+    Use as a context manager (the file is opened on the first `put`)."""
+
+    def __init__(self, directory: Path):
+        self.path = Path(directory) / PRETESTS
+        self._answers: dict[tuple[str, str, str], TestAnswer] = {}
+        self._sink: JsonlAppender | None = None
+        if self.path.exists():
+            repair_torn_tail(self.path)
+            for _, obj in iter_jsonl(self.path, on_error=lambda _m: None):
+                try:
+                    rec = PreTestRecord.model_validate(obj)
+                except ValidationError:
+                    continue
+                self._answers[(rec.learner, rec.tutorial_key, rec.prompt_version)] = rec.answer
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+    def get(self, learner: str, key: str, version: str) -> TestAnswer | None:
+        return self._answers.get((learner, key, version))
+
+    def put(self, learner: str, key: str, version: str, answer: TestAnswer) -> None:
+        self._answers[(learner, key, version)] = answer
+        if self._sink is None:
+            self._sink = JsonlAppender(self.path).__enter__()
+        self._sink.append(PreTestRecord(learner=learner, tutorial_key=key, prompt_version=version, answer=answer))
+
+    def __enter__(self) -> PretestCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._sink is not None:
+            self._sink.__exit__()
+            self._sink = None
+
+
+def merge_pretests(target: Path, sources: Iterable[Path]) -> int:
+    """Append the pre-tests of `sources` (directories, e.g. shards) that `target` lacks; returns the count."""
+    added = 0
+    with PretestCache(target) as cache:
+        for src in sources:
+            for (learner, key, version), answer in PretestCache(src)._answers.items():
+                if cache.get(learner, key, version) is None:
+                    cache.put(learner, key, version, answer)
+                    added += 1
+    return added
+
+
+def read_posttests(path: Path) -> dict[str, PostTest]:
+    """{conversation_id: PostTest} of a `posttests.jsonl` (`evaluate --posttest-learner`); a later line for
+    the same id wins; an unreadable line is skipped (that post-test is taken again). Missing file: empty."""
+    out: dict[str, PostTest] = {}
+    if not Path(path).exists():
+        return out
+    repair_torn_tail(path)
+    for _, obj in iter_jsonl(path, on_error=lambda _m: None):
+        cid = obj.get("conversation_id")
+        try:
+            test = PostTest.model_validate(obj.get("posttest"))
+        except ValidationError:
+            continue
+        if isinstance(cid, str) and cid:
+            out[cid] = test
+    return out
 
 
 # --------------------------------------------------------------------------- the score table

@@ -42,6 +42,7 @@ class EvaluateRequest:
     judge_rationale: bool = False
     judge_prompt: str | None = None  # judge_prompts.py: a variant of data/judge_prompts.json; None = the default
     retry_failed: bool = True  # rubrics that failed in an earlier pass are judged again
+    posttest_learner: str | None = None  # take the post-test of conversations without one with this model
     calibration: Path | None = None  # `align --calibrate`'s calibration.json: adds "<rubric> (cal.)" columns
     bootstrap: int = 1000  # resamples (of tutorials) for the tables' CIs; 0 = no CIs
     seed: int = 0  # the bootstrap's seed
@@ -102,6 +103,8 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     if req.by not in (None, "domain", "persona"):
         raise EvaluateError(f"--by: only 'domain' or 'persona' is supported, not {req.by!r}")
     mode = req.mode
+    if req.posttest_learner and mode == "paper":
+        raise EvaluateError("--posttest-learner: the post-test is not part of the paper's metrics (--compat paper)")
     try:
         cfg = load_config(req.config, preset=preset_config(req.preset) if preset else None)
     except ConfigError as exc:
@@ -154,7 +157,8 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
                        rubrics_path=req.rubrics, out=req.out, concurrency=req.concurrency,
                        default_concurrency=cfg.concurrency,
                        retries=req.retries, batch_size=req.batch_size, shard=shard, scoring=req.judge_scoring,
-                       rationale=req.judge_rationale, retry_failed=req.retry_failed, prompt=req.judge_prompt)
+                       rationale=req.judge_rationale, retry_failed=req.retry_failed, prompt=req.judge_prompt,
+                       posttest_learner=req.posttest_learner)
     aliases = Path(cfg.models) if cfg.models else None  # --config's model alias file, as for generate
     judge_urls: dict[str, str | None] = {}  # judge spec -> base URL (run.json's endpoint unless --base-url)
 
@@ -167,7 +171,8 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
         # One evaluation per scores file at a time, decided before any model is loaded.
         _lock_scores_files(locks, sources, opts, runs_dir)
         try:
-            ev = Evaluation(opts, comp, rub if judge_on else [], rubric_set, make_llm if judge_on else None, warn)
+            ev = Evaluation(opts, comp, rub if judge_on else [], rubric_set, make_llm if judge_on else None, warn,
+                            make_learner=make_llm if req.posttest_learner else None)
             # Every input's evaluator (and the server it is asked on) is known before any work starts.
             specs = {s.name: ev.evaluator_spec(s) for s in sources}
             _check_calibration_judge(calibration, req, specs, ev.rubrics_hash)
@@ -360,6 +365,9 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed: li
             if stats.judge_failures > len(stats.failure_notes):
                 console.print(f"  ... {stats.judge_failures - len(stats.failure_notes)} more in {out_path} "
                               "(judge.notes)", highlight=False, markup=False)
+        if stats.posttests:
+            console.print(f"{src.name}: post-tests taken ({opts.posttest_learner}): {stats.posttests}, "
+                          f"{stats.posttest_failures} without a step list", highlight=False, markup=False)
         for note in stats.notes:
             console.print(f"  note: {note}", highlight=False)
         if src.n_records == 0 and src.n_invalid == 0:

@@ -48,6 +48,7 @@ def generate(
     manager: Annotated[Optional[str], typer.Option(help="Who classifies learner messages: rules (Algorithm 1, default) or llm (a model: question / understood / off-topic / wants-to-stop, rules on a parse failure).")] = None,
     manager_model: Annotated[Optional[str], typer.Option(help="Model spec of --manager llm (default: the teacher's).")] = None,
     shard: Annotated[Optional[str], typer.Option(help="K/N: run only every N-th tutorial starting at K (0-based; cluster array jobs) into <run>/shards/K-of-N; join them with `wikihowagent merge`.")] = None,
+    posttest: Annotated[Optional[bool], typer.Option("--posttest/--no-posttest", help="After each conversation, the learner model writes the method's steps from memory (post-test; plus one cached pre-test per tutorial). Default: on (off with --preset paper).")] = None,
     preset: Annotated[Optional[str], typer.Option(help="'paper': the paper's prompts verbatim and decoding (max tokens 4096, temperature 0), under --config and flags.")] = None,
 ) -> None:
     """Simulate teacher-learner conversations over tutorials into a resumable run directory."""
@@ -67,7 +68,7 @@ def generate(
         max_interactions=max_interactions,
         history=history, temperature=temperature, seed=seed, max_tokens=max_tokens, timeout=timeout, retries=retries,
         learner_personas=tuple(learner_persona or ()), max_clarifications=max_clarifications, manager=manager,
-        manager_model=manager_model,
+        manager_model=manager_model, posttest=posttest,
     )
     try:
         summary = run_generation(request, console)
@@ -89,6 +90,8 @@ def generate(
         f"{counts['failed']} failed); this run: {stats.done} done, {stats.failed} failed, "
         f"{stats.completion_tokens} tokens generated; turn checks: {counts['turn_retries']} replies retried, "
         f"{counts['turn_warnings']} turns kept with a warning"
+        + (f"; post-tests: {counts['posttests']} taken, {counts['posttest_failures']} without a step list"
+           if counts.get("posttests") else "")
         + (f"; llm manager: {counts['manager_fallbacks']} fallbacks to the rules" if summary.llm_manager else "")))
     raise typer.Exit(summary.exit_code)
 
