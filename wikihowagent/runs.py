@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -283,6 +283,9 @@ def write_json_atomic(path: Path, data: dict[str, Any], in_place_if_full: bool =
             os.fsync(fh.fileno())
 
 
+RunStatus = Literal["running", "complete", "incomplete", "interrupted", "merged"]
+
+
 class RunInfo(BaseModel):
     """`run.json`: what a run is (written by `generate`, read by every later stage). Unknown keys are kept."""
 
@@ -300,7 +303,7 @@ class RunInfo(BaseModel):
     started_at: str | None = None
     resumed_at: str | None = None
     ended_at: str | None = None
-    status: str = "running"  # running | complete | incomplete | interrupted | merged
+    status: RunStatus = "running"  # incomplete = some conversations failed; merged = joined from shards by `merge`
     counts: dict[str, Any] = Field(default_factory=dict)
     versions: dict[str, str] = Field(default_factory=dict)
     shards: list[str] | None = None  # set by `merge`
