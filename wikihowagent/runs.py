@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -76,6 +76,7 @@ JUDGES_CSV, JUDGES_MD = "judges.csv", "judges.md"  # `align`: every judge (a pan
 # compare
 PAIRWISE_CSV, WIN_RATES_CSV, POSITION_CSV = "pairwise.csv", "win_rates.csv", "position.csv"
 BRADLEY_TERRY_CSV, HEAD_TO_HEAD_PNG = "bradley_terry.csv", "head_to_head.png"
+HEAD_TO_HEAD_HTML = "head-to-head.html"  # `report --compare DIR`
 # stats
 STATS_DOMAINS_CSV, STATS_TOPICS_CSV, STATS_MD = "domains.csv", "topics.csv", "stats.md"
 SUNBURST_PNG, STEPS_HISTOGRAM_PNG = "sunburst.png", "steps_histogram.png"
@@ -285,6 +286,9 @@ def write_json_atomic(path: Path, data: dict[str, Any], in_place_if_full: bool =
             os.fsync(fh.fileno())
 
 
+RunStatus = Literal["running", "complete", "incomplete", "interrupted", "merged"]
+
+
 class RunInfo(BaseModel):
     """`run.json`: what a run is (written by `generate`, read by every later stage). Unknown keys are kept."""
 
@@ -302,7 +306,7 @@ class RunInfo(BaseModel):
     started_at: str | None = None
     resumed_at: str | None = None
     ended_at: str | None = None
-    status: str = "running"  # running | complete | incomplete | interrupted | merged
+    status: RunStatus = "running"  # incomplete = some conversations failed; merged = joined from shards by `merge`
     counts: dict[str, Any] = Field(default_factory=dict)
     versions: dict[str, str] = Field(default_factory=dict)
     shards: list[str] | None = None  # set by `merge`

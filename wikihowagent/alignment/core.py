@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from wikihowagent.errors import kind_of
 from wikihowagent.markdown import markdown_table
 
 from .annotations import JudgeRatings, average_judges, human_matrix, read_human_files
@@ -33,7 +34,8 @@ from .problems import AlignInputError, Problems
 from .schema import METRICS, OVERALL
 from .tables import csv_text, stars
 from .sources import LLMScores, discover_runs, llm_matrix, read_llm_scores, run_name
-from .stats import COEF_LABEL, COEFFICIENTS, Agreement, CorrelationResult, Descriptives, agreement, correlate, describe
+from .stats import (COEF_LABEL, COEFFICIENTS, TOO_FEW, UNDEFINED, Agreement, CorrelationResult, Descriptives, agreement,
+                    correlate, describe)
 from wikihowagent.runs import (AGREEMENT_CSV, AGREEMENT_PAIRS_CSV, CORRELATIONS_CSV, CORRELATIONS_MD,
                                CORRELATION_HEATMAP_PNG, DESCRIPTIVES_CSV, FIGURES_DIR, PAIRED_SCORES_CSV,
                                PROBLEMS_TXT, SCORE_DISTRIBUTIONS_PNG)
@@ -223,8 +225,8 @@ def compute(
             if k < len(METRICS):
                 g.judges_mean[metric] = float(counts[ok, k].mean()) if ok.any() else math.nan
             for note in res.notes:  # bootstrap notes are informational: in the note column, not problems
-                if note.startswith("fewer") or "undefined" in note:
-                    kind = "too few" if note.startswith("fewer") else "undefined"
+                kind = kind_of(note, "")
+                if kind in (TOO_FEW, UNDEFINED):
                     problems.add(kind, f"{where_g}{metric}: {note}; correlations left out")
         if len(judges) >= 2:
             units = g.mask if g.group != ALL else np.ones(len(ids), dtype=bool)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.records import JudgeProvenance, ScoreRecord
+from wikihowagent.records import JudgeProvenance, Mode, ScoreRecord
 from wikihowagent.runs import RESCORED_DIR, SCORES, SCORES_PAPER
 
 from wikihowagent.records import Conversation
@@ -33,7 +33,7 @@ class EvaluateError(WikihowagentError, RuntimeError):
 
 @dataclass
 class EvalOptions:
-    mode: str = "default"  # "default" | "paper"
+    mode: Mode = "default"
     metrics: list[str] | None = None  # computational + rubric names; None = all
     judge: bool = True
     evaluator: str | None = None
