@@ -14,7 +14,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, turn_line
@@ -340,13 +340,19 @@ def parse_scores(text: str, names: list[str]) -> tuple[dict[str, float], dict[st
 # --------------------------------------------------------------------------------------------------
 
 
+# Why a rubric got no score: the call failed, the reply held no readable score, or the score digit's (letter's)
+# probability mass was below the threshold (the model's own uncertainty: not asked again).
+FailureKind = Literal["call", "parse", "low-mass"]
+LOW_MASS: FailureKind = "low-mass"
+
+
 @dataclass
 class JudgeResult:
     scores: dict[str, float | None] = field(default_factory=dict)
     raw: dict[str, list[str]] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    kinds: dict[str, str] = field(default_factory=dict)  # failed rubric -> "call" | "parse" | "low-mass"
+    kinds: dict[str, FailureKind] = field(default_factory=dict)  # failed rubric -> why
     dist: dict[str, list[float]] = field(default_factory=dict)  # rubric -> p(1..5) (weighted / sampled)
     argmax: dict[str, int] = field(default_factory=dict)
     spread: dict[str, float] = field(default_factory=dict)

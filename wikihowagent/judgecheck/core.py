@@ -349,6 +349,7 @@ def pairwise_table(records: dict[tuple[str, ...], Any], perturbations: list[Pert
             row = {"rubric": rubric, "perturbation": p.name, "n": len(sel),
                    "accuracy": _r(_mean(scores)), "ci_low": _r(lo), "ci_high": _r(hi),
                    "position_consistency": _r(_mean([float(r["consistent"]) for r in sel])),
+                   "accuracy_averaged": _r(_mean([1.0 if r["p_a"] > 0.5 else 0.0 if r["p_a"] < 0.5 else 0.5 for r in sel])),
                    "mean_p_original": _r(_mean([r["p_a"] for r in sel])),
                    "ties": sum(s == 0.5 for s in scores), "failed": len(asked) - len(sel)}
             if absolute is not None:
@@ -394,7 +395,9 @@ def analyse_pairwise(out_dir: Path, records: dict[tuple[str, ...], Any], perturb
     lines = [f"# judge-check --pairwise: {evaluator} (pairwise, {reading})", "", reading_note(reading), "",
              f"{len(conv_ids)} conversations; each perturbed copy judged against its original in both orders on the "
              "perturbation's target rubrics only. Accuracy: the original preferred in both orders = 1, a tie (the "
-             "orders disagree) = 0.5, the perturbed copy = 0; 95 % bootstrap CI over conversations.", "",
+             "orders disagree) = 0.5, the perturbed copy = 0; 95 % bootstrap CI over conversations. "
+             "accuracy_averaged: the original preferred by P(original better) averaged over the two orders "
+             "(a constant position bias cancels), for comparison.", "",
              f"Mean accuracy over the {len(acc)} targeted cells: **{res.mean_accuracy:.3f}**; position consistency "
              f"(both orders agree), pooled: **{consistency:.3f}**."]
     if absolute is not None and "absolute_accuracy" in table:

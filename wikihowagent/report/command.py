@@ -26,6 +26,9 @@ def report(
                                                         "of `align --calibrate`: add '<rubric> (cal.)' columns to "
                                                         "the tables and the browser (refused for scores of another "
                                                         "judge or rubric file).", show_default=False)] = None,
+    compare: Annotated[Optional[Path], typer.Option("--compare", metavar="DIR", help="A `compare --out` directory: "
+                                                    "add a 'Head to head' page (Bradley–Terry, win rates, position "
+                                                    "consistency, verdicts).", show_default=False)] = None,
 ) -> None:
     """Write a static, offline HTML report of runs: overview, tables, figures, a conversation browser.
 
@@ -51,7 +54,7 @@ def report(
 
             result = build_report(runs, out, cases=cases, alignment=alignment, problems=problems,
                                   on_record=lambda: progress.advance(read), on_chunk=on_chunk,
-                                  calibration=calibration)
+                                  calibration=calibration, compare=compare)
     except KeyboardInterrupt:
         err.print(f"interrupted: nothing written; {out} is as it was")
         raise typer.Exit(130) from None

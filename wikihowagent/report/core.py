@@ -62,7 +62,8 @@ class ReportResult:
 
 def build_report(paths: list[Path], out: Path, *, cases: int | None = None, alignment: Path | None = None,
                  problems: Problems | None = None, on_record: Callable[[], None] | None = None,
-                 on_chunk: Callable[[], None] | None = None, calibration: Path | None = None) -> ReportResult:
+                 on_chunk: Callable[[], None] | None = None, calibration: Path | None = None,
+                 compare: Path | None = None) -> ReportResult:
     """Read the runs and write the site to `out` (replaced as a whole; a directory that is not a previous
     report and holds files is refused). Raises ReportInputError / ReportError with one-line messages."""
     problems = problems or Problems()
@@ -70,6 +71,13 @@ def build_report(paths: list[Path], out: Path, *, cases: int | None = None, alig
     _check_out(out)
     if alignment is not None:
         _check_alignment(Path(alignment))
+    if compare is not None:
+        from .head_to_head import CompareDirError, check_compare_dir
+
+        try:
+            check_compare_dir(Path(compare))
+        except CompareDirError as exc:
+            raise ReportError(str(exc)) from None
     cal = _load_calibration(calibration) if calibration is not None else None
     runs = load_inputs(paths, problems, on_record=on_record)
     if cal is not None:
@@ -78,7 +86,8 @@ def build_report(paths: list[Path], out: Path, *, cases: int | None = None, alig
     parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
     try:
-        n = _write_site(tmp, runs, problems, cases, Path(alignment) if alignment else None, on_chunk)
+        n = _write_site(tmp, runs, problems, cases, Path(alignment) if alignment else None, on_chunk,
+                        Path(compare) if compare else None)
         _swap_into_place(tmp, out)
     finally:
         if tmp.exists():
@@ -198,7 +207,7 @@ def _overview_rows(runs: list[ReportRun], rubrics: list[str]) -> list[dict[str, 
 
 
 def _write_site(d: Path, runs: list[ReportRun], problems: Problems, cases: int | None, alignment: Path | None,
-                on_chunk: Callable[[], None] | None) -> int:
+                on_chunk: Callable[[], None] | None, compare: Path | None = None) -> int:
     (d / "assets").mkdir()
     (d / "data").mkdir()
     (d / FIGURES_DIR).mkdir()
@@ -219,6 +228,10 @@ def _write_site(d: Path, runs: list[ReportRun], problems: Problems, cases: int |
 
         write_cases(d, convs, chunk_of, metrics, cases)
         cases_link = "<a href='cases.html'>Case study</a>"
+    if compare is not None:
+        from .head_to_head import write_page
+
+        cases_link = " ".join(x for x in (cases_link, write_page(d, compare, _short_number)) if x)
     index = _index_html(runs, metrics, rubrics, figures, tables, align_html, cases_link, problems)
     (d / INDEX_HTML).write_text(index, encoding="utf-8")
     (d / CONVERSATION_HTML).write_text(_conversation_html(), encoding="utf-8")
@@ -394,6 +407,8 @@ def _short_number(x: str) -> str:
 def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
     import csv
 
+    from .head_to_head import csv_table
+
     e = html.escape
     target = d / "alignment"
     target.mkdir()
@@ -411,11 +426,7 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
         except (OSError, csv.Error) as exc:
             problems.add(f"{corr}: cannot read ({getattr(exc, 'strerror', None) or exc}); the alignment section "
                          "shows the figures only")
-        if rows:
-            parts.append("<div class='scroll'><table class='summary'><thead><tr>"
-                         + "".join(f"<th>{e(h)}</th>" for h in rows[0]) + "</tr></thead><tbody>")
-            parts += ["<tr>" + "".join(f"<td>{e(x)}</td>" for x in r) + "</tr>" for r in rows[1:]]
-            parts.append("</tbody></table></div>")
+        parts.append(csv_table(rows))
     else:
         problems.add(f"{alignment}: no correlations.csv; the alignment section shows the figures only")
     for name, title in ((CALIBRATION_CSV, "Calibration on the human ratings (align --calibrate; out of fold, "
@@ -425,10 +436,7 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
             with (alignment / name).open(encoding="utf-8", newline="") as fh:
                 rows = list(csv.reader(fh))
             if rows:
-                parts.append(f"<h3>{e(title)}</h3><div class='scroll'><table class='summary'><thead><tr>"
-                             + "".join(f"<th>{e(h)}</th>" for h in rows[0]) + "</tr></thead><tbody>")
-                parts += ["<tr>" + "".join(f"<td>{e(_short_number(x))}</td>" for x in r) + "</tr>" for r in rows[1:]]
-                parts.append("</tbody></table></div>")
+                parts.append(f"<h3>{e(title)}</h3>" + csv_table(rows, _short_number))
     captions = {SCORE_DISTRIBUTIONS_PNG: "Human vs LLM score distributions per model (Figs. 6/8)",
                 CORRELATION_HEATMAP_PNG: "Correlation heatmap (Fig. 7)",
                 CALIBRATION_PNG: "Judge score vs human mean, with the isotonic calibration"}
