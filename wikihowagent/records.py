@@ -312,6 +312,7 @@ class Calibration(BaseModel):
     method: Literal["isotonic", "ridge"]
     judge: str  # the judge's spec; "" = not recorded (e.g. fitted on a CSV of scores): not applicable by evaluate
     scoring: str = ""
+    prompt: str = ""  # the judge's --judge-prompt variant, as `judge_prompts.recorded_prompt` reads it
     rubrics_sha256: str = ""
     rubrics: dict[str, RubricCalibration] = Field(default_factory=dict)
     human_files: list[str] = Field(default_factory=list)

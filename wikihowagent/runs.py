@@ -35,6 +35,8 @@ PRETESTS = "pretests.jsonl"  # the pre-test cache: one answer per (learner model
 POSTTESTS = "posttests.jsonl"  # `evaluate --posttest-learner`: post-tests of conversations that had none
 SHARDS_DIR = "shards"  # <run>/shards/K-of-N/ (`generate --shard K/N`)
 RESCORED_DIR = "rescored"  # <runs_dir>/rescored/<paper file stem>/ (`evaluate` on a paper run file)
+PANEL_DIR = "panel"  # `judge-check --evaluator A --evaluator B --out OUT`: the panel's judgments in OUT/panel/
+JUDGES_DIR = "judges"  # <scores dir>/judges/<judge>/scores.jsonl: each judge of a panel (`evaluate --evaluator A --evaluator B`)
 SUMMARY_DIR = "summary"  # <runs_dir>/summary/ (`evaluate` on several runs)
 ALIGNMENT_DIR = "alignment"  # <runs_dir>/alignment/ (`align`)
 COMPARE_DIR = "compare"  # <runs_dir>/compare/ (`compare`)
@@ -70,6 +72,7 @@ SCORE_DISTRIBUTIONS_PNG, CORRELATION_HEATMAP_PNG = "score_distributions.png", "c
 CALIBRATION_CSV, CALIBRATION_MD, CALIBRATION_JSON = "calibration.csv", "calibration.md", "calibration.json"
 CALIBRATION_PREDICTIONS_CSV, CALIBRATION_PNG = "calibration_predictions.csv", "calibration.png"
 PPI_CSV, PPI_MD = "ppi.csv", "ppi.md"
+JUDGES_CSV, JUDGES_MD = "judges.csv", "judges.md"  # `align`: every judge (a panel's too) beside the humans
 # compare
 PAIRWISE_CSV, WIN_RATES_CSV, POSITION_CSV = "pairwise.csv", "win_rates.csv", "position.csv"
 BRADLEY_TERRY_CSV, HEAD_TO_HEAD_PNG = "bradley_terry.csv", "head_to_head.png"
@@ -638,9 +641,6 @@ def read_judgment_table(path: Path) -> ScoreTable:
             continue
         last[(rec.evaluator, rec.judge_scoring, rec.judge_prompt, rec.conversation_id, rec.variant)] = (f"{path}:{lineno}", rec)
     return ScoreTable.from_judgments(last.values(), source=str(path))
-
-
-CALIBRATION = "calibration.json"  # `align --calibrate` -> `evaluate --calibration FILE`
 
 
 def calibration_text(cal: Calibration) -> str:

@@ -27,6 +27,7 @@ from .annotations import JudgeRatings, average_judges, human_matrix, read_human_
 from .blind import unblind
 from . import estimates
 from .estimates import CALIBRATION_FILES, PPI_FILES, CalibrationOutcome, PPIOutcome
+from .judges import JUDGES_FILES, JudgesOutcome, compare_judges, render_judges, write_judges_outputs
 from .named import unused_inputs
 from .output import StagedOutput
 from .problems import AlignInputError, Problems
@@ -55,6 +56,7 @@ OUTPUT_FILES = (
     *(f"figures/correlation_heatmap_by_{b}.png" for b in BY_CHOICES),
     *CALIBRATION_FILES,
     *PPI_FILES,
+    *JUDGES_FILES,
 )
 
 
@@ -85,6 +87,7 @@ class AlignResult:
     problems: Problems
     calibration: CalibrationOutcome | None = None  # --calibrate
     ppi: PPIOutcome | None = None  # --ppi
+    raters: JudgesOutcome | None = None  # every judge (a panel's too) and alpha with the judge as a rater
 
     @property
     def computed(self) -> bool:
@@ -398,6 +401,8 @@ def write_outputs(res: AlignResult, out_dir: Path, human_paths: list[Path], *, f
                 estimates.write_calibration_figure(res.calibration, st)
         if res.ppi is not None:
             estimates.write_ppi_outputs(res.ppi, st, figures)
+        if res.raters is not None:
+            write_judges_outputs(res.raters, st)
         return st.commit()
 
 
@@ -454,6 +459,8 @@ def render(res: AlignResult, console) -> None:
             ag = g.agreement[metric]
             a.add_row(metric, str(ag.n_units), _f(ag.alpha), _f(ag.kappa_mean), _f(ag.pearson_mean))
         console.print(a)
+    if res.raters is not None:
+        render_judges(res.raters, console)
     if res.calibration is not None:
         estimates.render_calibration(res.calibration, console)
     if res.ppi is not None:
@@ -500,6 +507,8 @@ def run_alignment(req: AlignRequest, problems: Problems) -> AlignOutcome:
     res = compute(list(req.human), list(req.scores), by=req.by, n_boot=req.bootstrap, seed=req.seed,
                   problems=problems, runs_dir=req.runs_dir, keys=list(req.keys))
     unused = unused_inputs(list(req.human), list(req.scores), res.judges, res.llm, res.problems)
+    if res.any_correlation:
+        res.raters = compare_judges(res, [Path(p) for p in res.llm.sources], n_boot=req.bootstrap, seed=req.seed)
     if res.computed and req.calibrate:
         res.calibration = estimates.calibrate(res, req.calibrate, n_boot=req.bootstrap, seed=req.seed,
                                               problems=problems, human_paths=list(req.human))

@@ -93,11 +93,13 @@ def _tutorial_keys(res: Any, ids: list[str]) -> tuple[np.ndarray, int]:
     return np.array(keys, dtype=object), unknown
 
 
-def _judge_of(res: Any, ids: list[str]) -> tuple[list[tuple[str, str, str]], dict]:
-    specs: dict[tuple[str, str, str], int] = {}
+def _judge_of(res: Any, ids: list[str]) -> tuple[list[tuple[str, str, str, str]], dict]:
+    from wikihowagent.evaluation.judge_prompts import recorded_prompt
+
+    specs: dict[tuple[str, str, str, str], int] = {}
     for cid in ids:
         r = res.llm.rows[cid]
-        k = (r.judge, r.scoring, r.rubrics_sha256)
+        k = (r.judge, r.scoring, recorded_prompt(r, r.scoring) if r.judge else "", r.rubrics_sha256)
         specs[k] = specs.get(k, 0) + 1
     return sorted(specs, key=lambda k: -specs[k]), specs
 
@@ -162,18 +164,19 @@ def calibrate(res: Any, method: str, *, n_boot: int, seed: int, problems: Proble
         return out
     judges, counts = _judge_of(res, sorted(paired_ids))
     if len(judges) > 1:
-        listed = ", ".join(f"{j[0] or '(unrecorded)'} {j[1]} ({counts[j]})" for j in judges)
+        listed = ", ".join(f"{j[0] or '(unrecorded)'} {j[1]}{' prompt ' + j[2] if j[2] else ''} ({counts[j]})"
+                           for j in judges)
         out.why_no_file = (f"the paired scores come from {len(judges)} judges ({listed}); calibration.json is for "
                            "one judge: pass one judge's scores with --scores")
         problems.add("calibration", f"calibration: {out.why_no_file}")
         return out
-    judge, scoring, sha = judges[0]
+    judge, scoring, prompt, sha = judges[0]
     if not judge:
         problems.add("calibration", "calibration: the scores do not record their judge (a CSV or a paper file): "
                                     "calibration.json is written but `evaluate --calibration` cannot apply it; "
                                     "calibrate on the scores.jsonl of `evaluate` to apply it")
     out.file = Calibration(
-        method=method, judge=judge, scoring=scoring, rubrics_sha256=sha, rubrics=fitted,
+        method=method, judge=judge, scoring=scoring, prompt=prompt, rubrics_sha256=sha, rubrics=fitted,
         human_files=[str(p) for p in human_paths], score_sources=list(res.llm.sources),
         out_of_fold={m: {"n": float(ro.comparison.n), "raw_r": ro.comparison.predictors[RAW]["r"].value,
                          "calibrated_r": ro.comparison.predictors[method]["r"].value,
@@ -348,7 +351,7 @@ def ppi_markdown(oc: PPIOutcome) -> str:
 
 
 def write_calibration_outputs(oc: CalibrationOutcome, st) -> None:
-    from wikihowagent.runs import CALIBRATION, calibration_text
+    from wikihowagent.runs import calibration_text
 
     from .tables import csv_text
 
@@ -358,7 +361,7 @@ def write_calibration_outputs(oc: CalibrationOutcome, st) -> None:
     st.write_text(CALIBRATION_PREDICTIONS_CSV, csv_text(cols, rows))
     st.write_text(CALIBRATION_MD, calibration_markdown(oc))
     if oc.file is not None:
-        st.write_text(CALIBRATION, calibration_text(oc.file))
+        st.write_text(CALIBRATION_JSON, calibration_text(oc.file))
 
 
 def write_ppi_outputs(oc: PPIOutcome, st, figures: bool) -> None:

@@ -50,6 +50,7 @@ class EvalOptions:
     retry_failed: bool = True  # judge rubrics that failed in an earlier pass again
     chunk: int = 64  # conversations per scoring chunk (memory is flat in the number of conversations)
     shard: tuple[int, int] | None = None  # (K, N): only the conversations of shard K (see shards.py)
+    panel_judge: bool = False  # one judge of a panel: its scores go to <scores dir>/judges/<judge>/ (panel.py)
     posttest_learner: str | None = None  # --posttest-learner: take the post-test of conversations without one
 
 
@@ -88,6 +89,10 @@ def scores_path(src: InputSource, opts: EvalOptions, runs_dir: Path) -> Path:
         from .shards import shard_scores_path
 
         path = shard_scores_path(path, opts.shard)
+    if opts.panel_judge and opts.evaluator:
+        from .panel import judge_scores_path
+
+        path = judge_scores_path(path, opts.evaluator)
     return path
 
 
