@@ -24,7 +24,8 @@ from wikihowagent.records import Calibration
 from . import calibration as cal_stats
 from . import ppi as ppi_stats
 from .problems import Problems
-from .schema import METRICS, OVERALL
+from . import schema
+from .schema import OVERALL
 from wikihowagent.runs import (CALIBRATION_CSV, CALIBRATION_JSON, CALIBRATION_MD, CALIBRATION_PNG,
                                CALIBRATION_PREDICTIONS_CSV, FIGURES_DIR, PPI_CSV, PPI_MD)
 
@@ -109,10 +110,10 @@ def calibrate(res: Any, method: str, *, n_boot: int, seed: int, problems: Proble
     if method not in cal_stats.METHODS:
         raise ValueError(f"unknown calibration method {method!r}")
     out = CalibrationOutcome(method=method, n_boot=n_boot)
-    all_missing = {m for m in METRICS if res.judges and all(m in j.missing_metrics for j in res.judges)}
+    all_missing = {m for m in schema.metrics() if res.judges and all(m in j.missing_metrics for j in res.judges)}
     fitted = {}
     paired_ids: set[str] = set()
-    for k, metric in enumerate(METRICS):
+    for k, metric in enumerate(schema.metrics()):
         where = f"calibration: {metric}"
         if metric in all_missing:
             problems.add("calibration", f"{where}: no human sheet has a {metric.lower()} column; not calibrated "
@@ -275,8 +276,8 @@ def ppi_estimates(res: Any, by: str, problems: Problems) -> PPIOutcome:
     rated = set(res.ids)
     label = {c: (getattr(res.llm.rows[c], by) or "(none)") for c in res.llm.rows}
     unrated = [c for c in res.llm.rows if c not in rated]
-    U = np.array([res.llm.rows[c].values for c in unrated]).reshape(len(unrated), len(METRICS))
-    U = np.column_stack([U, [_overall_judge(u) for u in U]]) if len(unrated) else np.empty((0, len(METRICS) + 1))
+    U = np.array([res.llm.rows[c].values for c in unrated]).reshape(len(unrated), len(schema.metrics()))
+    U = np.column_stack([U, [_overall_judge(u) for u in U]]) if len(unrated) else np.empty((0, len(schema.metrics()) + 1))
     u_group = np.array([label[c] for c in unrated], dtype=object)
     r_group = np.array([label.get(c, "") for c in res.ids], dtype=object)
     groups = ["all", *sorted({g for g in label.values()})]
@@ -286,7 +287,7 @@ def ppi_estimates(res: Any, by: str, problems: Problems) -> PPIOutcome:
     for g in groups:
         rm = np.ones(len(res.ids), bool) if g == "all" else (r_group == g)
         um = np.ones(len(unrated), bool) if g == "all" else (u_group == g)
-        for k, metric in enumerate((*METRICS, OVERALL)):
+        for k, metric in enumerate((*schema.metrics(), OVERALL)):
             ok = rm & ~np.isnan(res.human[:, k]) & ~np.isnan(res.model[:, k])
             uk = U[um, k]
             uk = uk[~np.isnan(uk)]

@@ -80,6 +80,7 @@ class Rubric:
     reference: str
     question: str
     levels: dict[str, str]
+    sheet_column: int | None = None  # its column among the rubrics of the annotation sheet (`annotate export`)
 
 
 def default_rubrics_path() -> Path:
@@ -93,7 +94,8 @@ def rubrics_sha256(rubrics: dict[str, Rubric]) -> str:
     import dataclasses
     import hashlib
 
-    canon = json.dumps({n: dataclasses.asdict(r) for n, r in rubrics.items()}, sort_keys=True, ensure_ascii=False)
+    judged = {n: {k: v for k, v in dataclasses.asdict(r).items() if k != "sheet_column"} for n, r in rubrics.items()}
+    canon = json.dumps(judged, sort_keys=True, ensure_ascii=False)  # what the judge sees: not the sheet layout
     return hashlib.sha256(canon.encode("utf-8")).hexdigest()
 
 
@@ -128,8 +130,11 @@ def load_rubrics(path: Path | None = None) -> dict[str, Rubric]:
             isinstance(levels[k], str) and levels[k].strip() for k in LEVELS
         ):
             raise RubricError(f"{where}: rubric must map each of \"5\"..\"1\" to a description")
+        column = v.get("sheet_column")
+        if column is not None and (not isinstance(column, int) or isinstance(column, bool) or column < 1):
+            raise RubricError(f"{where}: sheet_column must be a positive integer")
         out[name] = Rubric(name=name, role=v["role"], reference=v["reference"], question=v["question"].strip(),
-                           levels={k: levels[k].strip() for k in LEVELS})
+                           levels={k: levels[k].strip() for k in LEVELS}, sheet_column=column)
     return out
 
 
