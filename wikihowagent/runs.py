@@ -17,7 +17,7 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -35,6 +35,8 @@ PRETESTS = "pretests.jsonl"  # the pre-test cache: one answer per (learner model
 POSTTESTS = "posttests.jsonl"  # `evaluate --posttest-learner`: post-tests of conversations that had none
 SHARDS_DIR = "shards"  # <run>/shards/K-of-N/ (`generate --shard K/N`)
 RESCORED_DIR = "rescored"  # <runs_dir>/rescored/<paper file stem>/ (`evaluate` on a paper run file)
+PANEL_DIR = "panel"  # `judge-check --evaluator A --evaluator B --out OUT`: the panel's judgments in OUT/panel/
+JUDGES_DIR = "judges"  # <scores dir>/judges/<judge>/scores.jsonl: each judge of a panel (`evaluate --evaluator A --evaluator B`)
 SUMMARY_DIR = "summary"  # <runs_dir>/summary/ (`evaluate` on several runs)
 ALIGNMENT_DIR = "alignment"  # <runs_dir>/alignment/ (`align`)
 COMPARE_DIR = "compare"  # <runs_dir>/compare/ (`compare`)
@@ -70,6 +72,7 @@ SCORE_DISTRIBUTIONS_PNG, CORRELATION_HEATMAP_PNG = "score_distributions.png", "c
 CALIBRATION_CSV, CALIBRATION_MD, CALIBRATION_JSON = "calibration.csv", "calibration.md", "calibration.json"
 CALIBRATION_PREDICTIONS_CSV, CALIBRATION_PNG = "calibration_predictions.csv", "calibration.png"
 PPI_CSV, PPI_MD = "ppi.csv", "ppi.md"
+JUDGES_CSV, JUDGES_MD = "judges.csv", "judges.md"  # `align`: every judge (a panel's too) beside the humans
 # compare
 PAIRWISE_CSV, WIN_RATES_CSV, POSITION_CSV = "pairwise.csv", "win_rates.csv", "position.csv"
 BRADLEY_TERRY_CSV, HEAD_TO_HEAD_PNG = "bradley_terry.csv", "head_to_head.png"
@@ -283,6 +286,9 @@ def write_json_atomic(path: Path, data: dict[str, Any], in_place_if_full: bool =
             os.fsync(fh.fileno())
 
 
+RunStatus = Literal["running", "complete", "incomplete", "interrupted", "merged"]
+
+
 class RunInfo(BaseModel):
     """`run.json`: what a run is (written by `generate`, read by every later stage). Unknown keys are kept."""
 
@@ -300,7 +306,7 @@ class RunInfo(BaseModel):
     started_at: str | None = None
     resumed_at: str | None = None
     ended_at: str | None = None
-    status: str = "running"  # running | complete | incomplete | interrupted | merged
+    status: RunStatus = "running"  # incomplete = some conversations failed; merged = joined from shards by `merge`
     counts: dict[str, Any] = Field(default_factory=dict)
     versions: dict[str, str] = Field(default_factory=dict)
     shards: list[str] | None = None  # set by `merge`
@@ -635,9 +641,6 @@ def read_judgment_table(path: Path) -> ScoreTable:
             continue
         last[(rec.evaluator, rec.judge_scoring, rec.judge_prompt, rec.conversation_id, rec.variant)] = (f"{path}:{lineno}", rec)
     return ScoreTable.from_judgments(last.values(), source=str(path))
-
-
-CALIBRATION = "calibration.json"  # `align --calibrate` -> `evaluate --calibration FILE`
 
 
 def calibration_text(cal: Calibration) -> str:

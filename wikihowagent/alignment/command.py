@@ -197,14 +197,14 @@ def align(
     try:
         outcome = run_alignment(request, problems)
     except OutputDirError as exc:  # the directory changed while computing
-        problems.echo(limit=40)
+        problems.echo(limit=200, grouped=False)  # no problems.txt
         print_error(f"{exc}; no output written", err)
         raise typer.Exit(1) from None
     res, unused = outcome.result, outcome.unused  # named files that gave nothing: exit 1
     unused_line = (unused[0] if len(unused) == 1 else f"{len(unused)} named files contribute nothing: "
                    + "; ".join(unused)) if unused else ""
     if not outcome.written:
-        problems.echo(limit=200)
+        problems.echo(limit=200, grouped=False)  # no problems.txt: every line on screen
         print_error((unused_line + "; " if unused else "") + "nothing could be computed (see the warnings above); "
                     "no output written", err)
         raise typer.Exit(1)

@@ -22,6 +22,7 @@ class EvaluateRequest:
 
     runs: tuple[Path, ...] = ()  # run directories / files; () = the latest run
     evaluator: str | None = None
+    panel: tuple[str, ...] = ()  # --evaluator given several times: each judges into judges/<judge>/, the mean is kept
     metrics: str | None = None  # "BLEU,METEOR,Clarity", "computational", "rubric"; None = all
     judge: bool = True  # False = --no-judge
     compat: str | None = None  # "paper"
@@ -84,6 +85,8 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     from .inputs import InputError, resolve_inputs
     from .judge import RubricError, load_rubrics
     from .metrics import MetricError
+    from .panel import combine as combine_panel
+    from .panel import panel_spec
     from .runner import EvalOptions, Evaluation, select_metrics
 
     from wikihowagent.presets import PresetError, get_preset, preset_config
@@ -167,17 +170,34 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
 
     make_llm = judge_llm_factory(cfg, req.base_url, aliases, judge_urls)
 
+    panel = list(dict.fromkeys(req.panel))
+    if panel and shard is not None:
+        raise EvaluateError("a panel of judges (--evaluator given several times) cannot be scored by --shard; "
+                            "give one --evaluator per sharded evaluate")
+    if panel and not judge_on:
+        raise EvaluateError("a panel of judges (--evaluator given several times) judges the rubric metrics: drop "
+                            "--no-judge, or ask for a rubric with --metrics")
     with contextlib.ExitStack() as locks:
         # One evaluation per scores file at a time, decided before any model is loaded.
         _lock_scores_files(locks, sources, opts, runs_dir)
+        judge_opts = [replace(opts, evaluator=spec, panel_judge=True) for spec in panel]
+        for o in judge_opts:
+            _lock_scores_files(locks, sources, o, runs_dir)
         try:
-            ev = Evaluation(opts, comp, rub if judge_on else [], rubric_set, make_llm if judge_on else None, warn,
+            ev = Evaluation(opts, comp, rub if judge_on and not panel else [], rubric_set,
+                            make_llm if judge_on and not panel else None, warn,
                             make_learner=make_llm if req.posttest_learner else None)
             # Every input's evaluator (and the server it is asked on) is known before any work starts.
             specs = {s.name: ev.evaluator_spec(s) for s in sources}
-            _check_calibration_judge(calibration, req, specs, ev.rubrics_hash)
-            judge_urls.update(judge_base_urls(specs, sources, req.base_url, aliases))
+            judges = [Evaluation(o, [], rub, rubric_set, make_llm, warn) for o in judge_opts]
+            judge_specs = [{s.name: j.evaluator_spec(s) for s in sources} for j in judges]
+            _check_calibration_judge(calibration, req, {n: panel_spec(panel) for n in specs} if panel else specs,
+                                     ev.rubrics_hash)
+            for sp in (specs, *judge_specs):
+                judge_urls.update(judge_base_urls(sp, sources, req.base_url, aliases))
             ev.prepare(list(specs.values()))  # a --judge-scoring mode the backend cannot serve fails here
+            for j, sp in zip(judges, judge_specs):
+                j.prepare(list(sp.values()))
         except MetricError as exc:
             raise EvaluateError(str(exc)) from None
         all_failed: list[str] = []
@@ -194,6 +214,16 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
             results = _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed, empty)
         finally:
             ev.close()
+        for j, sp, o in zip(judges, judge_specs, judge_opts):  # each judge of a panel into its own file
+            try:
+                _score_all(console, j, sources, sp, o, runs_dir, warn, all_failed, [])
+            finally:
+                j.close()
+        if panel:
+            for src, p in results:
+                n = combine_panel(p, panel, rub, ev.rubrics_hash)
+                console.print(f"{src.name}: panel of {len(panel)} judges ({', '.join(panel)}): mean rubric scores "
+                              f"of {n} conversations -> {p}", highlight=False, markup=False)
     if shard is not None:  # a summary needs every shard: `wikihowagent merge DIR`, then evaluate again
         from wikihowagent.runs import SCORE_SHARDS_DIR
 

@@ -242,6 +242,7 @@ def _attach_scores(run: ReportRun, by_id: dict[str, ReportConversation], score_f
     except RunError as exc:
         problems.add(f"{exc}; shown without metrics")
         return
+    _drop_out_of_range(table, problems)
     orphans = 0
     for cid, rec, metrics in zip(table.meta["conversation_id"], table.meta["record"], table.iter_row_metrics()):
         conv = by_id.get(cid)
@@ -269,6 +270,31 @@ def _attach_scores(run: ReportRun, by_id: dict[str, ReportConversation], score_f
     if orphans:
         problems.add(f"{score_file}: {orphans} score record(s) without a conversation in {CONVERSATIONS} "
                      "(shown without text)")
+
+
+def _drop_out_of_range(table: Any, problems: Problems) -> None:
+    """Values no metric or judge can produce (a hand-edited scores file: Clarity 99, BLEU -7) are reported,
+    one line per metric with the first cell and the count, and left out (null) of every table and figure."""
+    from wikihowagent.evaluation.judge import RubricError, load_rubrics
+    from wikihowagent.evaluation.metrics import value_range
+
+    try:
+        rubric_names = list(load_rubrics())
+    except (RubricError, OSError):
+        rubric_names = []
+    for name in list(table.values.columns):
+        rng = value_range(name, rubric_names)
+        if rng is None:
+            continue
+        col = table.values[name]
+        bad = col.notna() & ((col < rng[0]) | (col > rng[1]))
+        if not bad.any():
+            continue
+        rows = list(bad[bad].index)
+        more = f" (and {len(rows) - 1} more)" if len(rows) > 1 else ""
+        problems.add(f"{table.meta.at[rows[0], 'where']}: {name} = {col[rows[0]]:g} is outside {rng[0]:g} to "
+                     f"{rng[1]:g}{more}; left out")
+        table.values.loc[bad, name] = float("nan")
 
 
 def _status(obj: dict[str, Any]) -> str:
