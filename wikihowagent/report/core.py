@@ -260,6 +260,7 @@ def _conversation_data(c: ReportConversation, metrics: list[str], others: list[d
         "persona": c.persona, "extra": c.extra, "missing": c.missing, "scored": c.scored,
         "metrics": [[m, c.metrics[m]] for m in metrics if m in c.metrics], "judge_raw": c.judge_raw,
         "judge_failures": c.judge_failures, "notes": c.notes, "score_extra": c.score_extra, "others": others,
+        "posttest": c.posttest, "posttest_matches": c.posttest_matches,
     }
 
 
