@@ -299,3 +299,20 @@ def test_generate_evaluate_report_show_the_posttest(tmp_path):
     assert res.exit_code == 0, res.output
     data = (tmp_path / "site" / "data" / "conv-0000.js").read_text()
     assert '"posttest_matches":[[0,0,' in data and "Sing a song to the moon." in data
+
+
+def test_align_correlates_the_posttest_with_the_human_ratings():
+    from wikihowagent.alignment.core import ROW_NAMES, automatic_correlations
+    from wikihowagent.alignment.sources import LLMScores, ScoreRow
+
+    rng = np.random.default_rng(1)
+    ids = [f"c{i}" for i in range(30)]
+    human = rng.uniform(1, 5, size=(30, len(ROW_NAMES)))
+    llm = LLMScores(rows={c: ScoreRow(c, np.full(8, np.nan), automatic={
+        M.STEP_RECALL: float(human[i, 0] / 5),  # known truth: a linear function of the first rubric
+        **({M.LEARNING_GAIN: float(rng.uniform())} if i % 2 else {})}) for i, c in enumerate(ids)})
+    res = automatic_correlations(llm, ids, human, n_boot=200, seed=0)
+    first = res[(M.STEP_RECALL, ROW_NAMES[0])]
+    assert first.n == 30 and first.coefs["pearson"].value == pytest.approx(1.0)
+    assert abs(res[(M.STEP_RECALL, ROW_NAMES[1])].coefs["pearson"].value) < 0.5
+    assert res[(M.LEARNING_GAIN, ROW_NAMES[0])].n == 15  # only where the metric was computed
