@@ -316,3 +316,34 @@ def test_align_correlates_the_posttest_with_the_human_ratings():
     assert first.n == 30 and first.coefs["pearson"].value == pytest.approx(1.0)
     assert abs(res[(M.STEP_RECALL, ROW_NAMES[1])].coefs["pearson"].value) < 0.5
     assert res[(M.LEARNING_GAIN, ROW_NAMES[0])].n == 15  # only where the metric was computed
+
+
+def attentive_reply(prompt):
+    """The post-test recalls every step the teacher taught in the conversation shown."""
+    if "This was your lesson" in prompt:
+        taught = re.findall(r"Teacher: Step \d+: (.*)", prompt)
+        return "\n".join(f"{i}. {t}" for i, t in enumerate(taught, 1)) or "I learned nothing."
+    return classroom_reply(prompt)
+
+
+def test_judge_check_posttest_validity(tmp_path):
+    runner = CliRunner()
+    run = tmp_path / "run"
+    with FakeOpenAI(reply=attentive_reply) as srv:
+        res = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url, "--out",
+                                  str(run), "--max-tutorials", "4", "--retries", "0"])
+        assert res.exit_code == 0, res.output
+        n = len(srv.requests)
+        args = ["judge-check", str(run), "--out", str(tmp_path / "check"), "--posttest-learner", "openai:fake-model",
+                "--base-url", srv.base_url]
+        res = runner.invoke(app, args)
+        assert res.exit_code == 0, res.output
+        # The originals' post-tests come from the records (same model): only the perturbed copies are asked.
+        assert len(srv.requests) - n == 8
+        again = runner.invoke(app, args)
+        assert again.exit_code == 0 and len(srv.requests) - n == 8  # resumed: nothing asked twice
+    table = (tmp_path / "check" / "posttest_validity.csv").read_text().splitlines()
+    assert table[0].startswith("perturbation,n,accuracy")
+    rows = {r.split(",")[0]: r.split(",") for r in table[1:]}
+    assert set(rows) == {"skip_steps", "off_topic"}
+    assert all(float(r[2]) == 1.0 and r[1] == "4" for r in rows.values())

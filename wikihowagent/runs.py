@@ -497,18 +497,24 @@ def merge_pretests(target: Path, sources: Iterable[Path]) -> int:
 def read_posttests(path: Path) -> dict[str, PostTest]:
     """{conversation_id: PostTest} of a `posttests.jsonl` (`evaluate --posttest-learner`); a later line for
     the same id wins; an unreadable line is skipped (that post-test is taken again). Missing file: empty."""
-    out: dict[str, PostTest] = {}
+    return {cid: test for (cid, variant), test in read_posttest_variants(path).items() if not variant}
+
+
+def read_posttest_variants(path: Path) -> dict[tuple[str, str], PostTest]:
+    """{(conversation_id, variant): PostTest} of a `posttests.jsonl`; variant "" = the conversation itself,
+    else a perturbed copy (`judge-check --posttest-learner`)."""
+    out: dict[tuple[str, str], PostTest] = {}
     if not Path(path).exists():
         return out
     repair_torn_tail(path)
     for _, obj in iter_jsonl(path, on_error=lambda _m: None):
-        cid = obj.get("conversation_id")
+        cid, variant = obj.get("conversation_id"), obj.get("variant") or ""
         try:
             test = PostTest.model_validate(obj.get("posttest"))
         except ValidationError:
             continue
-        if isinstance(cid, str) and cid:
-            out[cid] = test
+        if isinstance(cid, str) and cid and isinstance(variant, str):
+            out[(cid, variant)] = test
     return out
 
 
