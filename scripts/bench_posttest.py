@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from wikihowagent.evaluation import posttest as P  # noqa: E402
 from wikihowagent.evaluation.metrics import Scorers  # noqa: E402
 from wikihowagent.evaluation.summary import markdown_table  # noqa: E402
-from wikihowagent.runs import read_conversations, run_name  # noqa: E402
+from wikihowagent.runs import POSTTEST_VALIDITY_CSV, read_conversations, run_name  # noqa: E402
 
 THRESHOLDS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8)
 BOOT = 2000
@@ -114,7 +114,7 @@ def cost_rows(by_run):
 def validity_rows(path: Path):
     import pandas as pd
 
-    t = pd.read_csv(path / "posttest_validity.csv")
+    t = pd.read_csv(path / POSTTEST_VALIDITY_CSV)
     return [[r.perturbation, str(r.n), f"{r.accuracy:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]", str(r.lower),
              str(r.ties), fmt(r.mean_recall_original), fmt(r.mean_recall_perturbed), str(r.failed),
              "–" if r.judge_accuracy != r.judge_accuracy else f"{r.judge_accuracy:.3f}"] for r in t.itertuples()]

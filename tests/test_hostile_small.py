@@ -65,3 +65,31 @@ def test_all_rubrics_failed_prints_the_first_failures(tmp_path, monkeypatch):
     out = flat(res)
     assert out.count("judge failure:") == 3 and "Clarity:" in out, res.output
     assert "3 more in" in out and "see the judge failures above" in out
+
+
+def test_report_leaves_out_values_no_metric_can_have(tmp_path):
+    import json
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "report"))
+    from report_builders import make_run
+
+    from wikihowagent.report.core import build_report
+    from wikihowagent.report.sources import Problems
+
+    run = make_run(tmp_path / "runs", "T-a_L-a", 4)
+    scores = [json.loads(x) for x in (run / "scores.jsonl").read_text().splitlines()]
+    scores[0]["metrics"]["Clarity"], scores[1]["metrics"]["Clarity"], scores[2]["metrics"]["BLEU"] = 99, 0, -7
+    (run / "scores.jsonl").write_text("".join(json.dumps(s) + "\n" for s in scores))
+    problems = Problems()
+    res = build_report([run], tmp_path / "site", problems=problems)
+    assert f"{run / 'scores.jsonl'}:1: Clarity = 99 is outside 1 to 5 (and 1 more); left out" in problems.lines, problems.lines
+    assert f"{run / 'scores.jsonl'}:3: BLEU = -7 is outside 0 to 1; left out" in problems.lines
+    page = (res.out / "index.html").read_text().replace(str(tmp_path), "")
+    tables = page[:page.index("is outside")]  # the overview and summary tables, before the problems list
+    assert "-700" not in tables and "99.0" not in tables and "-7.0" not in tables
+    from test_report import _chunk
+
+    chunk = _chunk(res.out, 0)
+    assert dict(chunk[scores[0]["conversation_id"]]["metrics"])["Clarity"] is None
+    assert dict(chunk[scores[3]["conversation_id"]]["metrics"])["Clarity"] == scores[3]["metrics"]["Clarity"]

@@ -21,7 +21,10 @@ from pydantic import BaseModel, Field, model_validator
 CONVERSATION_NAMESPACE = uuid.UUID("6f1d6a52-4c8e-4a8f-9a57-0e7f2b1c9d31")
 
 Role = Literal["teacher", "learner"]
-TurnKind = str  # "begin" | "finish" (the fixed texts below, no model call) | "model" | "clarification"
+TurnKind = Literal["begin", "finish", "model", "clarification"]  # begin / finish: the fixed texts below, no model call
+# The manager's classification of a learner turn (workflow/manager.py).
+Label = Literal["question", "understood", "off-topic", "wants-to-stop"]
+Mode = Literal["default", "paper"]  # `evaluate`'s metric definitions: ours, or the paper's released code
 
 # The workflow's fixed texts (no model call); the defaults of the prompt file, recognised in the paper's records.
 BEGIN_TEXT = "Let's begin: {method_title}. BEGIN"
@@ -69,7 +72,7 @@ class Turn(BaseModel):
     warnings: list[str] = Field(default_factory=list)  # turn-check problems the retry did not fix
     # The manager's classification of a learner turn: question / understood / off-topic / wants-to-stop
     # (None: not classified, e.g. the reply to BEGIN); manager_fallback = the llm manager failed, rules decided.
-    manager_label: str | None = None
+    manager_label: Label | None = None
     manager_fallback: bool = False
 
 
@@ -224,7 +227,7 @@ class ScoreRecord(BaseModel):
     teacher: str = ""
     learner: str = ""
     persona: str = ""
-    mode: Literal["default", "paper"] = "default"
+    mode: Mode = "default"
     metrics: dict[str, float | None] = Field(default_factory=dict)  # None = not computable / failed
     judge: JudgeProvenance | None = None  # None = no rubric metric judged yet
     notes: list[str] = Field(default_factory=list)  # the computational metrics' notes, e.g. "BERTScore: ... chunked"
@@ -311,6 +314,7 @@ class Calibration(BaseModel):
     method: Literal["isotonic", "ridge"]
     judge: str  # the judge's spec; "" = not recorded (e.g. fitted on a CSV of scores): not applicable by evaluate
     scoring: str = ""
+    prompt: str = ""  # the judge's --judge-prompt variant, as `judge_prompts.recorded_prompt` reads it
     rubrics_sha256: str = ""
     rubrics: dict[str, RubricCalibration] = Field(default_factory=dict)
     human_files: list[str] = Field(default_factory=list)

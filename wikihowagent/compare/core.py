@@ -31,14 +31,16 @@ from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, PairwiseRecord
 
 from .pairwise import verdict
+from wikihowagent.runs import (BRADLEY_TERRY_CSV, HEAD_TO_HEAD_PNG, PAIRWISE_CSV, POSITION_CSV, SUMMARY_MD,
+                               WIN_RATES_CSV)
 
 OVERALL = "overall"
-PAIRWISE_CSV = "pairwise.csv"
-WIN_RATES_CSV = "win_rates.csv"
-POSITION_CSV = "position.csv"
-BT_CSV = "bradley_terry.csv"
-SUMMARY_MD = "summary.md"
-HEATMAP = "head_to_head.png"
+PAIRWISE_CSV = PAIRWISE_CSV
+WIN_RATES_CSV = WIN_RATES_CSV
+POSITION_CSV = POSITION_CSV
+BT_CSV = BRADLEY_TERRY_CSV
+SUMMARY_MD = SUMMARY_MD
+HEATMAP = HEAD_TO_HEAD_PNG
 
 
 class CompareError(WikihowagentError, ValueError):

@@ -13,7 +13,7 @@ def evaluate(
     runs: Annotated[Optional[list[Path]], typer.Argument(
         help="Run directories, the paper's run files ({total_conversations: [...]} JSON) or JSONL of records. "
              "Default: the latest run.", show_default=False, metavar="RUN_DIR")] = None,
-    evaluator: Annotated[Optional[str], typer.Option(metavar="SPEC", help="Judge model spec (default: the run's evaluator, else its teacher: homogeneous).")] = None,
+    evaluator: Annotated[Optional[list[str]], typer.Option(metavar="SPEC", help="Judge model spec (default: the run's evaluator, else its teacher: homogeneous). Repeatable: a panel of judges, each scoring into <scores dir>/judges/<judge>/scores.jsonl, the run's scores holding their mean (evaluator 'panel:A+B').")] = None,
     metrics: Annotated[Optional[str], typer.Option(metavar="LIST", help="Comma-separated metric names (or 'computational', 'rubric'). Default: all.")] = None,
     no_judge: Annotated[bool, typer.Option("--no-judge", help="Computational metrics only (no LLM calls).")] = False,
     compat: Annotated[Optional[str], typer.Option(metavar="paper", help="'paper': the released code's metric definitions, to compare with the paper's tables.")] = None,
@@ -48,7 +48,8 @@ def evaluate(
 
     console = make_console()
     request = EvaluateRequest(
-        runs=tuple(runs or ()), evaluator=evaluator, metrics=metrics, judge=not no_judge, compat=compat,
+        runs=tuple(runs or ()), evaluator=evaluator[0] if evaluator and len(set(evaluator)) == 1 else None,
+        panel=tuple(dict.fromkeys(evaluator)) if evaluator and len(set(evaluator)) > 1 else (), metrics=metrics, judge=not no_judge, compat=compat,
         baseline=baseline, by=by, out=out, rubrics=rubrics, config=config, base_url=base_url,
         concurrency=concurrency, retries=retries, batch_size=batch_size, figures=not no_figures,
         preset=preset, tables=tables, shard=shard, judge_scoring=judge_scoring, judge_rationale=judge_rationale,

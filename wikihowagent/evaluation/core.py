@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .runner import EvaluateError
+from wikihowagent.runs import BY_DOMAIN_CSV, BY_PERSONA_CSV
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,7 @@ class EvaluateRequest:
 
     runs: tuple[Path, ...] = ()  # run directories / files; () = the latest run
     evaluator: str | None = None
+    panel: tuple[str, ...] = ()  # --evaluator given several times: each judges into judges/<judge>/, the mean is kept
     metrics: str | None = None  # "BLEU,METEOR,Clarity", "computational", "rubric"; None = all
     judge: bool = True  # False = --no-judge
     compat: str | None = None  # "paper"
@@ -83,6 +85,8 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     from .inputs import InputError, resolve_inputs
     from .judge import RubricError, load_rubrics
     from .metrics import MetricError
+    from .panel import combine as combine_panel
+    from .panel import panel_spec
     from .runner import EvalOptions, Evaluation, select_metrics
 
     from wikihowagent.presets import PresetError, get_preset, preset_config
@@ -166,17 +170,34 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
 
     make_llm = judge_llm_factory(cfg, req.base_url, aliases, judge_urls)
 
+    panel = list(dict.fromkeys(req.panel))
+    if panel and shard is not None:
+        raise EvaluateError("a panel of judges (--evaluator given several times) cannot be scored by --shard; "
+                            "give one --evaluator per sharded evaluate")
+    if panel and not judge_on:
+        raise EvaluateError("a panel of judges (--evaluator given several times) judges the rubric metrics: drop "
+                            "--no-judge, or ask for a rubric with --metrics")
     with contextlib.ExitStack() as locks:
         # One evaluation per scores file at a time, decided before any model is loaded.
         _lock_scores_files(locks, sources, opts, runs_dir)
+        judge_opts = [replace(opts, evaluator=spec, panel_judge=True) for spec in panel]
+        for o in judge_opts:
+            _lock_scores_files(locks, sources, o, runs_dir)
         try:
-            ev = Evaluation(opts, comp, rub if judge_on else [], rubric_set, make_llm if judge_on else None, warn,
+            ev = Evaluation(opts, comp, rub if judge_on and not panel else [], rubric_set,
+                            make_llm if judge_on and not panel else None, warn,
                             make_learner=make_llm if req.posttest_learner else None)
             # Every input's evaluator (and the server it is asked on) is known before any work starts.
             specs = {s.name: ev.evaluator_spec(s) for s in sources}
-            _check_calibration_judge(calibration, req, specs, ev.rubrics_hash)
-            judge_urls.update(judge_base_urls(specs, sources, req.base_url, aliases))
+            judges = [Evaluation(o, [], rub, rubric_set, make_llm, warn) for o in judge_opts]
+            judge_specs = [{s.name: j.evaluator_spec(s) for s in sources} for j in judges]
+            _check_calibration_judge(calibration, req, {n: panel_spec(panel) for n in specs} if panel else specs,
+                                     ev.rubrics_hash)
+            for sp in (specs, *judge_specs):
+                judge_urls.update(judge_base_urls(sp, sources, req.base_url, aliases))
             ev.prepare(list(specs.values()))  # a --judge-scoring mode the backend cannot serve fails here
+            for j, sp in zip(judges, judge_specs):
+                j.prepare(list(sp.values()))
         except MetricError as exc:
             raise EvaluateError(str(exc)) from None
         all_failed: list[str] = []
@@ -193,14 +214,26 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
             results = _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed, empty)
         finally:
             ev.close()
+        for j, sp, o in zip(judges, judge_specs, judge_opts):  # each judge of a panel into its own file
+            try:
+                _score_all(console, j, sources, sp, o, runs_dir, warn, all_failed, [])
+            finally:
+                j.close()
+        if panel:
+            for src, p in results:
+                n = combine_panel(p, panel, rub, ev.rubrics_hash)
+                console.print(f"{src.name}: panel of {len(panel)} judges ({', '.join(panel)}): mean rubric scores "
+                              f"of {n} conversations -> {p}", highlight=False, markup=False)
     if shard is not None:  # a summary needs every shard: `wikihowagent merge DIR`, then evaluate again
-        from .shards import SHARDS_DIR, scores_fingerprint, write_shard_info
+        from wikihowagent.runs import SCORE_SHARDS_DIR
+
+        from .shards import scores_fingerprint, write_shard_info
 
         for src, p in results:
             write_shard_info(p, shard, scores_fingerprint(opts.mode, opts.metrics or [], specs[src.name],
                                                           opts.rubrics_path, src.path), states.get(src.name))
         return EvaluationSummary(summary=None, shard=shard, merge_dirs=[
-            p.parent.parent.parent for _, p in results if p.parent.parent.name == SHARDS_DIR])
+            p.parent.parent.parent for _, p in results if p.parent.parent.name == SCORE_SHARDS_DIR])
     if len(empty) == len(sources):  # nothing scored and nothing scored before: no summary to write
         raise EvaluateError("nothing to evaluate: " + "; ".join(empty))
     result = _summarize(results, rubric_names, base_name, req, runs_dir, calibration)
@@ -396,13 +429,13 @@ def _summarize(results, rubric_names, base_name, req: EvaluateRequest, runs_dir:
     domain_df = None
     if req.by == "domain":
         domain_df = by_domain(run_scores, rubric_names, stats=req.table_stats)
-        p = out_dir / "by_domain.csv"
+        p = out_dir / BY_DOMAIN_CSV
         domain_df.to_csv(p, index=False)
         written.append(p)
     persona_df = None
     if req.by == "persona":
         persona_df = by_domain(run_scores, rubric_names, key="persona", stats=req.table_stats)
-        p = out_dir / "by_persona.csv"
+        p = out_dir / BY_PERSONA_CSV
         persona_df.to_csv(p, index=False)
         written.append(p)
     if req.figures:

@@ -462,8 +462,8 @@ class Metric:
     """One computational metric of one mode (`default` or `paper`, see README "Metrics").
 
     `score` computes it for one conversation; metrics with `batch` set are computed together for a chunk
-    by that `Scorers` pass (the embedding model's forward passes). Values are fractions in [0, 1] (`scale`),
-    shown as percentages in the summary; None = not computable."""
+    by that `Scorers` pass (the embedding model's forward passes). Values are fractions in [`low`, 1]
+    (`scale`; cosines may be negative), shown as percentages in the summary; None = not computable."""
 
     name: str
     mode: Literal["default", "paper"]
@@ -472,6 +472,7 @@ class Metric:
     needs_hypothesis: bool = False  # None when the conversation has no generated teacher text
     needs_wordnet: bool = False
     scale: Literal["fraction"] = "fraction"
+    low: float = 0.0  # the least value it can take (-1 for cosine similarities)
 
 
 REGISTRY: tuple[Metric, ...] = (
@@ -486,8 +487,8 @@ REGISTRY: tuple[Metric, ...] = (
     Metric(ROUGE1, "default", lambda x: rouge_n(*x.rouge_pair(), 1), needs_hypothesis=True),
     Metric(ROUGE2, "default", lambda x: rouge_n(*x.rouge_pair(), 2), needs_hypothesis=True),
     Metric(ROUGEL, "default", lambda x: rouge_l(*x.rouge_pair()), needs_hypothesis=True),
-    Metric(BERTSCORE, "default", batch="embed_default", needs_hypothesis=True),
-    Metric(EMBEDDING_COSINE, "default", batch="embed_default", needs_hypothesis=True),
+    Metric(BERTSCORE, "default", batch="embed_default", needs_hypothesis=True, low=-1.0),
+    Metric(EMBEDDING_COSINE, "default", batch="embed_default", needs_hypothesis=True, low=-1.0),
     Metric(STEP_COVERAGE, "default", lambda x: coverage.step_coverage(x.conv)),
     Metric(ECHO_RATE, "default", lambda x: coverage.echo_rate(x.conv)),
     Metric(STEP_RECALL, "default", batch="posttest"),
@@ -502,7 +503,7 @@ REGISTRY: tuple[Metric, ...] = (
     Metric(BLEU, "paper", lambda x: paper_bleu(x.ref, x.hyp)),
     Metric(METEOR, "paper", lambda x: round(meteor(meteor_tokens(x.ref), meteor_tokens(x.hyp)), 4), needs_wordnet=True),
     Metric(ROUGE, "paper", lambda x: round(rouge_n(rouge_tokens(x.ref, stem=False), rouge_tokens(x.hyp, stem=False), 1), 4)),
-    Metric(BERTSCORE, "paper", batch="embed_paper"),
+    Metric(BERTSCORE, "paper", batch="embed_paper", low=-1.0),
 )
 # What each mode compares the reference (the tutorial) with.
 HYPOTHESIS: dict[str, Callable[[Conversation], str]] = {
@@ -525,6 +526,16 @@ EMBEDDING_METRICS = frozenset(m.name for m in REGISTRY if m.batch)  # the post-t
 # Every computational metric name of either mode: the other keys of a score record are rubric scores.
 COMPUTATIONAL_NAMES = frozenset(m.name for m in REGISTRY)
 PERCENT_METRICS = frozenset(m.name for m in REGISTRY if m.scale == "fraction")
+RUBRIC_RANGE = (1.0, 5.0)  # a rubric score: a digit 1..5, or a mean of them (weighted, sampled)
+
+
+def value_range(name: str, rubric_names: Iterable[str] = ()) -> tuple[float, float] | None:
+    """The values metric `name` can take: a computational metric's [low, 1], a rubric's 1..5; None if the
+    name is neither (e.g. a column of a paper run file this project does not compute)."""
+    lows = [m.low for m in REGISTRY if m.name == name]
+    if lows:
+        return (min(lows), 1.0)
+    return RUBRIC_RANGE if name in set(rubric_names) else None
 
 
 # --------------------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.records import JudgeProvenance, ScoreRecord
+from wikihowagent.records import JudgeProvenance, Mode, ScoreRecord
 from wikihowagent.runs import RESCORED_DIR, SCORES, SCORES_PAPER
 
 from wikihowagent.records import Conversation
@@ -33,7 +33,7 @@ class EvaluateError(WikihowagentError, RuntimeError):
 
 @dataclass
 class EvalOptions:
-    mode: str = "default"  # "default" | "paper"
+    mode: Mode = "default"
     metrics: list[str] | None = None  # computational + rubric names; None = all
     judge: bool = True
     evaluator: str | None = None
@@ -50,6 +50,7 @@ class EvalOptions:
     retry_failed: bool = True  # judge rubrics that failed in an earlier pass again
     chunk: int = 64  # conversations per scoring chunk (memory is flat in the number of conversations)
     shard: tuple[int, int] | None = None  # (K, N): only the conversations of shard K (see shards.py)
+    panel_judge: bool = False  # one judge of a panel: its scores go to <scores dir>/judges/<judge>/ (panel.py)
     posttest_learner: str | None = None  # --posttest-learner: take the post-test of conversations without one
 
 
@@ -88,6 +89,10 @@ def scores_path(src: InputSource, opts: EvalOptions, runs_dir: Path) -> Path:
         from .shards import shard_scores_path
 
         path = shard_scores_path(path, opts.shard)
+    if opts.panel_judge and opts.evaluator:
+        from .panel import judge_scores_path
+
+        path = judge_scores_path(path, opts.evaluator)
     return path
 
 

@@ -30,6 +30,8 @@ from .metrics import (
     ROUGEL,
     STEP_COVERAGE,
 )
+from wikihowagent.runs import (BY_DOMAIN_PNG, CALIBRATED_SCORES_CSV, COMPUTATIONAL_PNG, FIGURES_DIR, RUBRICS_PNG,
+                               SUMMARY_CSV, SUMMARY_MD)
 
 # Column order: the paper's Table 1 order first, then ours.
 ORDER = [BERTSCORE, EMBEDDING_COSINE, BLEU, METEOR, ROUGE, ROUGE1, ROUGE2, ROUGEL, DIVERSITY, QUESTION, COMPLETION,
@@ -56,7 +58,6 @@ def load_run_scores(name: str, label: str, path: Path, **kw: Any) -> RunScores:
     return RunScores(name=name, label=label, path=path, table=read_score_table(path, run=name), **kw)
 
 
-CALIBRATED_SCORES = "calibrated_scores.csv"  # evaluate --calibration: per conversation, raw and calibrated
 
 
 def write_calibrated(runs: list[RunScores], calibration: Any, out_dir: Path) -> Path:
@@ -71,7 +72,7 @@ def write_calibrated(runs: list[RunScores], calibration: Any, out_dir: Path) -> 
         for c in cols:
             df[c] = t.values[c] if c in t.values else float("nan")
         frames.append(df)
-    out = Path(out_dir) / CALIBRATED_SCORES
+    out = Path(out_dir) / CALIBRATED_SCORES_CSV  # evaluate --calibration: per conversation, raw and calibrated
     out.parent.mkdir(parents=True, exist_ok=True)
     (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run", "conversation_id", *cols])
      ).to_csv(out, index=False, float_format="%.4f")
@@ -254,10 +255,10 @@ def write_summary(s: Summary, out_dir: Path) -> list[Path]:
                 r[f"{header(m)} p"], r[f"{header(m)} p_holm"] = _round6(p.p), _round6(p.p_holm)
                 r[f"{header(m)} pairs"] = p.n
         recs.append(r)
-    csv_path = out_dir / "summary.csv"
+    csv_path = out_dir / SUMMARY_CSV
     pd.DataFrame(recs).to_csv(csv_path, index=False)
     heads, rows = display_rows(s)
-    md_path = out_dir / "summary.md"
+    md_path = out_dir / SUMMARY_MD
     md_path.write_text(markdown_table(heads, rows) + _legend(s), encoding="utf-8")
     return [csv_path, md_path]
 
@@ -407,15 +408,15 @@ def _bars(plt: Any, s: Summary, metrics: list[str], ylabel: str, path: Path, yli
 
 def write_figures(s: Summary, rubric_names: list[str], out_dir: Path, domain_df: Any | None = None) -> list[Path]:
     plt = _plt()
-    fig_dir = out_dir / "figures"
+    fig_dir = out_dir / FIGURES_DIR
     fig_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     rub = [m for m in s.columns if m in rubric_names]
     comp = [m for m in s.columns if m in PERCENT_METRICS]
     if rub:  # Figures 3/4
-        paths.append(_bars(plt, s, rub, "score (1-5), mean ± std", fig_dir / "rubrics.png", (0, 5.5)))
+        paths.append(_bars(plt, s, rub, "score (1-5), mean ± std", fig_dir / RUBRICS_PNG, (0, 5.5)))
     if comp:
-        paths.append(_bars(plt, s, comp, "%, mean ± std", fig_dir / "computational.png", (0, 110)))
+        paths.append(_bars(plt, s, comp, "%, mean ± std", fig_dir / COMPUTATIONAL_PNG, (0, 110)))
     if domain_df is not None and not domain_df.empty:  # Figure 5
         value = "Rubric mean" if domain_df["Rubric mean"].notna().any() else None
         if value is None and comp:
@@ -443,7 +444,7 @@ def write_figures(s: Summary, rubric_names: list[str], out_dir: Path, domain_df:
             fig.colorbar(im, ax=ax, label=value)
             ax.set_title(f"{value} per domain")
             fig.tight_layout()
-            p = fig_dir / "by_domain.png"
+            p = fig_dir / BY_DOMAIN_PNG
             fig.savefig(p, dpi=120)
             plt.close(fig)
             paths.append(p)

@@ -103,8 +103,8 @@ def merge(
 
     Refuses in one line if a shard 0..N-1 is missing or was made with other settings."""
     from wikihowagent.console import make_console
-    from wikihowagent.evaluation.shards import SHARDS_DIR as SCORE_SHARDS, merge_score_shards
-    from wikihowagent.runs import SHARDS_DIR, RunError
+    from wikihowagent.evaluation.shards import merge_score_shards
+    from wikihowagent.runs import SCORE_SHARDS_DIR as SCORE_SHARDS, SHARDS_DIR, RunError
 
     from .core import merge_shards
 

@@ -18,13 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.records import Conversation, PostTest
+from wikihowagent.runs import POSTTEST_VALIDITY_CSV, POSTTEST_VALIDITY_MD, SENSITIVITY_CSV
 
 from .core import ORIGINAL, bootstrap_ci, win
 from .perturbations import Perturbation, perturb
 
 POSTTEST_PERTURBATIONS = ("skip_steps", "off_topic")  # teaching removed: recall must drop
-VALIDITY_CSV = "posttest_validity.csv"
-VALIDITY_MD = "posttest_validity.md"
 
 
 @dataclass
@@ -138,7 +137,7 @@ def judge_accuracy(out_dir: Path) -> dict[str, float]:
     """The rubric judge's mean accuracy per perturbation over its targeted rubrics (sensitivity.csv), if any."""
     import pandas as pd
 
-    path = out_dir / "sensitivity.csv"
+    path = out_dir / SENSITIVITY_CSV
     if not path.exists():
         return {}
     sens = pd.read_csv(path).dropna(subset=["accuracy"])
@@ -148,13 +147,13 @@ def judge_accuracy(out_dir: Path) -> dict[str, float]:
 def write_validity(out_dir: Path, table: Any, spec: str, n_convs: int, check: PostTestCheck) -> list[Path]:
     from wikihowagent.evaluation.summary import markdown_table
 
-    csv = out_dir / VALIDITY_CSV
+    csv = out_dir / POSTTEST_VALIDITY_CSV
     table.to_csv(csv, index=False)
 
     def fmt(v: Any) -> str:
         return "–" if v is None or v != v else (f"{v:.3f}" if isinstance(v, float) else str(v))
 
-    md = out_dir / VALIDITY_MD
+    md = out_dir / POSTTEST_VALIDITY_MD
     md.write_text("\n".join([
         f"# Post-test validity: learner {spec}", "",
         f"{n_convs} conversations. Accuracy = share of pairs where the original conversation's post-test Step Recall "
