@@ -302,13 +302,15 @@ def test_generate_evaluate_report_show_the_posttest(tmp_path):
 
 
 def test_align_correlates_the_posttest_with_the_human_ratings():
-    from wikihowagent.alignment.core import ROW_NAMES, automatic_correlations
+    from wikihowagent.alignment import schema
+    from wikihowagent.alignment.core import automatic_correlations
     from wikihowagent.alignment.sources import LLMScores, ScoreRow
 
     rng = np.random.default_rng(1)
     ids = [f"c{i}" for i in range(30)]
+    ROW_NAMES = schema.row_names()
     human = rng.uniform(1, 5, size=(30, len(ROW_NAMES)))
-    llm = LLMScores(rows={c: ScoreRow(c, np.full(8, np.nan), automatic={
+    llm = LLMScores(rows={c: ScoreRow(c, np.full(schema.n_metrics(), np.nan), automatic={
         M.STEP_RECALL: float(human[i, 0] / 5),  # known truth: a linear function of the first rubric
         **({M.LEARNING_GAIN: float(rng.uniform())} if i % 2 else {})}) for i, c in enumerate(ids)})
     res = automatic_correlations(llm, ids, human, n_boot=200, seed=0)

@@ -256,7 +256,7 @@ def automatic_correlations(llm: LLMScores, ids: list[str], human: np.ndarray, n_
     out: dict[tuple[str, str], CorrelationResult] = {}
     for name in names:
         auto = np.array([llm.rows[c].automatic.get(name, np.nan) if c in llm.rows else np.nan for c in ids])
-        for k, rubric in enumerate(ROW_NAMES):
+        for k, rubric in enumerate(schema.row_names()):
             ok = ~np.isnan(human[:, k]) & ~np.isnan(auto) if len(ids) else np.zeros(0, dtype=bool)
             out[(name, rubric)] = correlate(human[ok, k], auto[ok], n_boot=n_boot, seed=_seed(seed, name, rubric))
     return out
