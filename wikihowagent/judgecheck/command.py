@@ -27,6 +27,7 @@ def judge_check(
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the heatmap.")] = False,
     pairwise: Annotated[bool, typer.Option("--pairwise", help="Judge each perturbed copy against its original head to head, in both orders (the `compare` judge), on the perturbation's target rubrics: pairwise_sensitivity.csv, pairwise_summary.md, next to the absolute judge's accuracy when judgments.jsonl has it.")] = False,
     pairwise_reading: Annotated[Optional[str], typer.Option(metavar="logprobs|answer", help="With --pairwise: P(A) from the A/B token log-probabilities (default where available) or the letter only.")] = None,
+    posttest_learner: Annotated[Optional[str], typer.Option(metavar="SPEC", help="Instead of judging: the post-test's validity. This learner model takes the post-test on each original and its skip_steps / off_topic copies; their Step Recall must drop: posttest_validity.csv/.md (beside the judge's accuracy when this directory has it), posttests.jsonl.")] = None,
 ) -> None:
     """Meta-evaluate the rubric judge without human labels: perturbed conversations that should score lower
     (sensitivity) and the originals judged twice (self-consistency)."""
@@ -42,7 +43,7 @@ def judge_check(
         else:
             code = _judge_check(console, runs, out, specs[0] if specs else None, judge_scoring, judge_rationale,
                                 perturbations, rubrics, max_conversations, config, base_url, concurrency, retries,
-                                no_figures, pairwise, pairwise_reading, judge_prompt)
+                                no_figures, pairwise, pairwise_reading, judge_prompt, posttest_learner)
     except KeyboardInterrupt:
         print_labeled(console, "interrupted:", "yellow", "judgments written so far are kept; rerun the same command to resume")
         raise typer.Exit(130) from None
@@ -106,7 +107,7 @@ def _fail(console: Any, msg: str) -> int:
 
 def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, perturbations_path, rubrics_path,
                  max_conversations, config, base_url, concurrency, retries, no_figures, pairwise=False,
-                 pairwise_reading=None, judge_prompt=None) -> int:
+                 pairwise_reading=None, judge_prompt=None, posttest_learner=None) -> int:
     import asyncio
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -147,6 +148,11 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
     if len(convs) < 2:
         return _fail(console, f"{', '.join(str(s.path) for s in sources)}: judge-check needs at least 2 conversations "
                               f"(found {len(convs)})")
+    if posttest_learner:
+        from wikihowagent.evaluation.core import judge_llm_factory as factory
+
+        make_learner = factory(cfg, base_url, Path(cfg.models) if cfg.models else None)
+        return _posttest_validity(console, [c for _, c in convs], perts, posttest_learner, make_learner, Path(out))
     opts = EvalOptions(judge=True, evaluator=evaluator, base_url=base_url, concurrency=concurrency,
                        default_concurrency=cfg.concurrency,
                        retries=retries, scoring=judge_scoring, rationale=judge_rationale, prompt=judge_prompt)
@@ -253,4 +259,47 @@ def _pairwise(console, convs, perts, rubric_set, spec, llm, out, reading, retrie
     console.print("wrote " + ", ".join(str(p) for p in res.written), highlight=False, markup=False)
     if passes.asked and passes.failures == passes.asked:
         return _fail(console, "the judge gave no readable verdict: no sensitivity could be measured")
+    return 0
+
+
+def _posttest_validity(console, convs, perts, spec, make_learner, out) -> int:
+    """judge-check --posttest-learner: post-tests on originals and skip_steps / off_topic copies."""
+    import asyncio
+
+    from wikihowagent.console import progress_bar
+    from wikihowagent.evaluation.runner import EvaluateError, cancel_leftover_tasks
+    from wikihowagent.runs import POSTTESTS, PretestCache, RunError, dir_lock
+    from wikihowagent.workflow.posttest import PostTester
+
+    from .posttest_check import (PostTestCheck, judge_accuracy, step_recalls, take_posttests, validity_table, variants,
+                                 write_validity)
+
+    check = PostTestCheck()
+    jobs = variants(convs, perts, check)
+    if not any(v != "original" for v, _ in jobs):
+        return _fail(console, "judge-check --posttest-learner: no skip_steps / off_topic perturbation applies "
+                              "(the perturbation file needs one of these kinds)")
+    console.print(f"judge-check --posttest-learner: {len(convs)} conversations, {len(jobs)} post-tests "
+                  f"(originals, skip_steps, off_topic), learner {spec}", highlight=False, markup=False)
+    loop = asyncio.new_event_loop()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with dir_lock(out, blocking=False, what="another 'wikihowagent judge-check'", name=JUDGE_CHECK_LOCK):
+            tester = PostTester(make_learner(spec), spec, PretestCache(out))
+            with progress_bar(console, len(jobs), "post-tests of originals and perturbed copies") as advance:
+                tests = loop.run_until_complete(take_posttests(jobs, tester, spec, out / POSTTESTS, advance, check))
+    except (EvaluateError, RunError, OSError) as exc:
+        return _fail(console, f"{exc} (post-tests so far are in {out / POSTTESTS}; rerun to resume)")
+    finally:
+        cancel_leftover_tasks(loop)
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+    table = validity_table(step_recalls(convs, tests, check), perts, judge_accuracy(out))
+    written = write_validity(out, table, spec, len(convs), check)
+    for row in table.itertuples(index=False):
+        console.print(f"{row.perturbation}: post-test recall lower than the original's in {row.lower} of {row.n} "
+                      f"pairs ({row.ties} ties), accuracy {row.accuracy} [{row.ci_low}, {row.ci_high}]",
+                      highlight=False, markup=False)
+    console.print(f"post-tests: {check.taken} taken, {check.reused} reused, {check.failed} not a step list; wrote "
+                  + ", ".join(str(p) for p in written), highlight=False, markup=False)
     return 0
