@@ -57,6 +57,7 @@ def main() -> int:
     ap.add_argument("--max-minutes", type=float, default=11.0)
     ap.add_argument("--absolute", action="store_true", help="also the absolute weighted judge-check (same directory)")
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated perturbations to judge (default: all; a saving to state)")
     ap.add_argument("--write-md", action="store_true")
     args = ap.parse_args()
 
@@ -77,6 +78,8 @@ def main() -> int:
     cfg = load_config(None)
     rubrics = load_rubrics()
     perts = load_perturbations(None, list(rubrics))
+    if args.only:
+        perts = [p for p in perts if p.name in args.only.split(",")]
     convs = bench_conversations(args.n, args.steps)
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
@@ -123,6 +126,7 @@ def main() -> int:
     cpu = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared with other helpers' jobs)"
     lines = [f"Embedded judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp in-process, n_parallel 1), {cpu}; "
              f"`bench_judge.py`'s {args.n} conversations ({args.steps} steps each), {len(done_convs)} fully judged; "
+             f"perturbations: {', '.join(p.name for p in perts)}; "
              "each perturbed copy against its original in both orders, on the perturbation's target rubrics only "
              f"(a fair saving: the other rubrics are not expected to move). Load average {os.getloadavg()[0]:.1f} "
              "when written. `scripts/bench_pairwise.py`.", "",

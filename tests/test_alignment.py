@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import subprocess
 import sys
 from pathlib import Path
@@ -288,3 +289,28 @@ def test_aligned_rubrics_are_the_shipped_rubric_file():
 
     assert ours == tuple(load_rubrics())
     assert sorted(SHEET_METRICS) == sorted(m.lower() for m in load_rubrics())
+    # the paper's sheet layout, from the rubric file's sheet_column (Truthfulness last)
+    assert SHEET_METRICS == ("clarity", "engagement", "coherence", "depth", "relevance", "progress", "naturalness",
+                             "truthfulness")
+
+
+def test_rubric_names_are_spelled_in_the_rubric_file_only():
+    """No module of the package spells a rubric name (string literals; docstrings and comments aside): they come
+    from data/rubrics.json. The sheet layout is the file's `sheet_column`, which the judge never sees."""
+    import ast
+
+    from wikihowagent.evaluation.judge import load_rubrics, rubrics_sha256
+
+    names = {n.lower() for n in load_rubrics()}
+    pkg = Path(__file__).resolve().parent.parent / "wikihowagent"
+    found = []
+    for path in pkg.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = {id(n.body[0].value) for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef))
+                and n.body and isinstance(n.body[0], ast.Expr)}
+        found += [f"{path.name}:{n.lineno}: {n.value}" for n in ast.walk(tree) if isinstance(n, ast.Constant)
+                  and isinstance(n.value, str) and id(n) not in docs and n.value.lower() in names]
+    assert not found, found
+    rubrics = load_rubrics()
+    moved = {n: dataclasses.replace(r, sheet_column=None) for n, r in rubrics.items()}
+    assert rubrics_sha256(moved) == rubrics_sha256(rubrics)  # the layout is not part of what was judged

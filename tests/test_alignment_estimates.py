@@ -76,6 +76,7 @@ def test_align_calibrate_and_ppi_end_to_end(tmp_path):
     cal = json.loads((out / "calibration.json").read_text())
     assert cal["method"] == "ridge" and cal["judge"] == "local" and cal["scoring"] == "weighted"
     assert cal["rubrics_sha256"] == SHA and set(cal["rubrics"]) == set(RUBRICS)
+    assert cal["prompt"] == "tutorial-first"  # a weighted line without a recorded prompt variant: the old layout
     assert cal["rubrics"]["Clarity"]["features"] == ["p1", "p2", "p3", "p4", "p5", "expected", "spread"]
     assert len(read_csv(out / "calibration_predictions.csv")) == 200
     ppi = read_csv(out / "ppi.csv")
@@ -132,7 +133,8 @@ def test_calibration_of_several_judges_is_refused(tmp_path):
     result = CliRunner().invoke(make_app(), ["align", "-H", str(sheet), "--scores", str(runs), "--out", str(out),
                                              "--bootstrap", "0", "--calibrate"])
     assert result.exit_code == 0, result.output
-    assert "the paired scores come from 2 judges (local weighted (75), ollama:qwen2:7b weighted (25))" in result.stderr
+    assert ("the paired scores come from 2 judges (local weighted prompt tutorial-first (75), ollama:qwen2:7b weighted "
+            "prompt tutorial-first (25))") in result.stderr
     assert not (out / "calibration.json").exists()
 
 
@@ -211,8 +213,9 @@ def test_calibration_for_another_judge_or_rubric_file_is_refused(tmp_path):
     result = CliRunner().invoke(app, ["evaluate", str(runs / "run0"), "--no-judge", "--metrics", "BLEU",
                                       "--no-figures", "--calibration", str(cal_file)])
     assert result.exit_code == 2
-    assert (f"error: {cal_file}: fitted for judge local (weighted), rubric file ffffffffffff; {p} has 60 scores "
-            "from judge ollama:qwen2:7b (weighted), rubric file ffffffffffff") in " ".join(result.stderr.split())
+    assert (f"error: {cal_file}: fitted for judge local (weighted, prompt tutorial-first), rubric file ffffffffffff; "
+            f"{p} has 60 scores from judge ollama:qwen2:7b (weighted, prompt tutorial-first), rubric file "
+            "ffffffffffff") in " ".join(result.stderr.split())
     assert not (runs / "run0" / "calibrated_scores.csv").exists()
     p.write_text(p.read_text().replace('"evaluator": "ollama:qwen2:7b"', '"evaluator": "local"').replace(SHA, "e" * 64))
     result = CliRunner().invoke(app, ["report", str(runs / "run0"), "--out", str(tmp_path / "site"),
@@ -276,3 +279,15 @@ def test_annotate_export_select_uncertain_and_stratified(tmp_path):
     result = CliRunner().invoke(make_app(), ["annotate", "export", str(runs), "--select", "uncertain", "5",
                                              "--top", "3", "--out", str(tmp_path / "s3.csv")])
     assert result.exit_code == 2
+
+
+def test_calibration_for_another_prompt_variant_is_refused(tmp_path):
+    from wikihowagent.cli import app
+
+    runs, al, _ = evaluated_study(tmp_path)
+    p = runs / "run0" / "scores.jsonl"
+    p.write_text(p.read_text().replace('"scoring": "weighted"', '"scoring": "weighted", "prompt": "plain"'))
+    result = CliRunner().invoke(app, ["evaluate", str(runs / "run0"), "--no-judge", "--metrics", "BLEU",
+                                      "--no-figures", "--calibration", str(al / "calibration.json")])
+    assert result.exit_code == 2
+    assert "has 60 scores from judge local (weighted, prompt plain)" in " ".join(result.stderr.split())

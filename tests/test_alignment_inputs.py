@@ -390,3 +390,28 @@ def test_custom_rubric_names_are_ignored_with_one_warning(tmp_path):
     read_llm_scores([runs / "r2"], problems)
     assert [p.message for p in problems if p.kind == "ignored metric"][0].startswith(
         f"{runs / 'r2' / 'scores.jsonl'}: rubric(s) other")
+
+
+def test_partial_score_file_is_one_line_per_human_file(tmp_path):
+    """Issue 18 item 17: a judge run in progress (12 of 42 rated conversations scored): one warning line per
+    human file with the count and the first id, every unmatched id in problems.txt."""
+    from typer.testing import CliRunner
+
+    from wikihowagent.cli import app
+
+    cids, base, rng = _judges_and_run(tmp_path)
+    ghosts = [f"ghost-{i}" for i in range(30)]
+    vals = np.clip(np.vstack([base, np.tile(base[:1], (30, 1))]) + rng.integers(-1, 2, (42, 8)), 1, 5)
+    a = write_sheet(tmp_path / "a.csv", sheet_rows(cids + ghosts, vals, "r1"))
+    b = write_sheet(tmp_path / "b.csv", sheet_rows(cids + ghosts, np.clip(vals + 1, 1, 5), "r1"))
+    out = tmp_path / "out"
+    res = CliRunner().invoke(app, ["align", "-H", str(a), "-H", str(b), "--scores", str(tmp_path / "runs" / "r1"),
+                                   "--out", str(out), "--bootstrap", "0", "--no-figures"])
+    assert res.exit_code == 0, res.output
+    warnings_ = [ln for ln in res.output.splitlines() if ln.startswith("warning:")]
+    unmatched = [ln for ln in warnings_ if "no LLM score" in ln]
+    assert unmatched == [f"warning: {a}: 30 rated conversations have no LLM score (the first: ghost-0); left out "
+                         "(each one is in problems.txt)"], warnings_
+    listed = (out / "problems.txt").read_text().splitlines()
+    assert sum("has no LLM score; left out" in ln for ln in listed) == 30
+    assert f"{a}:14: column 'conversation_id': ghost-0 has no LLM score; left out" in listed

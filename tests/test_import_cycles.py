@@ -10,6 +10,7 @@ count as importing its parent package's __init__.
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import networkx as nx
@@ -191,3 +192,41 @@ def test_every_error_class_has_the_one_base():
         M.model_validate({"x": "no"})
     except ValidationError as exc:
         assert validation_line(exc, quoted=True).startswith("field 'x': Input should be a valid integer")
+
+
+FILE_NAME = re.compile(r"^[\w.*{}\-/]*\w\.(jsonl|json|csv|tsv|md|txt|png|yaml|yml|lock|sbatch|graphml|html|js|css|xlsx)$")
+# Names fixed by something else than this project: the model files' own names.
+FOREIGN_NAMES = {"config.json"}  # a sentence-transformers model directory's config (evaluation/metrics.py)
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    return {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.body
+            and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+
+
+def file_name_literals(pkg: Path = PKG) -> list[str]:
+    """'module:line: literal' for every file-name string outside runs.py, except package data named by its
+    loader (`resource_path(..., "rubrics.json")`) and FOREIGN_NAMES. f-string pieces count."""
+    out = []
+    for path in sorted(pkg.rglob("*.py")):
+        if path == pkg / "runs.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = _docstrings(tree)
+        for call in ast.walk(tree):
+            if isinstance(call, ast.Call) and getattr(call.func, "id", getattr(call.func, "attr", "")) == "resource_path":
+                skip.update(id(a) for a in call.args)
+        for n in ast.walk(tree):
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in skip \
+                    and FILE_NAME.match(n.value.strip()) and n.value.strip() not in FOREIGN_NAMES:
+                out.append(f"{module_name(path, pkg)}:{n.lineno}: {n.value}")
+    return out
+
+
+def test_file_names_are_spelled_in_runs_py_only(tmp_path):
+    assert not file_name_literals(), "file names outside runs.py (add a constant there): " + "; ".join(file_name_literals())
+    (tmp_path / "wikihowagent").mkdir()
+    (tmp_path / "wikihowagent" / "x.py").write_text('"""doc.json"""\nA = "a.csv"\nB = f"{A}/{1}.key.csv"\n'
+                                                    'C = resource_path("data", "rubrics.json")\n')
+    assert [x.split(": ", 1)[1] for x in file_name_literals(tmp_path / "wikihowagent")] == ["a.csv", ".key.csv"]

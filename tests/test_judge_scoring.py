@@ -287,3 +287,18 @@ def test_failed_rubrics_are_judged_again_and_all_failed_exits_nonzero(tmp_path, 
     assert all(not r.judge.notes for r in final.values())
     res = CliRunner().invoke(works, ["evaluate", str(run), "--judge-scoring", "json", "--no-figures"])
     assert "0 scored, 3 already scored" in flat(res.output) and res.exit_code == 0
+
+
+def test_failure_kind_is_typed_not_read_from_the_reply_words(tmp_path):
+    """A reply that says "threshold" is a parse failure (asked again), not the low-mass kind (never asked
+    again): the kind travels with the problem (errors.Note), it is not found by looking for a word."""
+    run = _run(tmp_path)
+    with FakeOpenAI(logprobs=lambda p: [("threshold", {"threshold": 1.0})]) as srv:
+        res = _evaluate([str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures",
+                         "--metrics", "Clarity"])
+        asked = len(srv.requests)
+    assert asked == 3 * 3, asked  # each conversation's rubric asked three times (two retries)
+    assert "(3 parse)" in flat(res.output), res.output
+    from wikihowagent.errors import kind_of
+
+    assert kind_of(weighted_score(entries(("4", {"4": 0.2, "The": 0.8})), rationale=False)[1], "parse") == "low-mass"

@@ -77,3 +77,28 @@ def test_sbatch_array_sharded_cell_kill_and_resubmit(tmp_path, monkeypatch):
         assert "1/1 cells complete" in flat(res), res.output
         assert "already done" in logs  # task 0 of the resubmission found its shard complete
     assert os.path.exists(tmp_path / "slurm" / "slurmctld.log")
+
+
+def test_sbatch_reads_the_quoted_directives(tmp_path, monkeypatch):
+    """The script's #SBATCH values are shlex-quoted (issue 18 item 1): a real sbatch reads them as meant —
+    the log lands in an --out directory with a space, a quote and `$(...)` in its name, the limits apply, and
+    the array task calls Python with exactly the sweep-run arguments (a shim records them), nothing else."""
+    from wikihowagent.sweep.core import load_sweep
+    from wikihowagent.sweep.slurm import write_slurm
+
+    monkeypatch.chdir(tmp_path)
+    record = tmp_path / "argv.txt"
+    shim = tmp_path / "shim-python"
+    shim.write_text(f"#!/usr/bin/env bash\nprintf '%s\\n' \"$@\" > '{record}'\n")
+    shim.chmod(0o755)
+    f = tmp_path / "exp.yaml"
+    f.write_text("name: quoted\nhomogeneous: [m]\nmodels: {m: 'openai:fake-model'}\n"
+                 "slurm: {time: '0:05:00', cpus: 1, max_parallel: 1}\n")
+    out = tmp_path / "job 'x' $(touch MARK)"
+    script, *_ = write_slurm(load_sweep(f, tmp_path / "runs"), out, python=str(shim))
+    with slurm_cluster.SlurmCluster(tmp_path / "slurm") as cluster:
+        job = cluster.sbatch(script)
+        cluster.wait(job)
+    assert (out / "logs" / f"{job}_0.out").is_file(), sorted(p.name for p in out.rglob("*"))
+    assert record.read_text().splitlines() == ["-m", "wikihowagent", "sweep", "run", str(f.resolve()), "--task", "0"]
+    assert not list(tmp_path.rglob("MARK"))

@@ -166,7 +166,7 @@ def test_a_grid_over_the_limit_is_refused_with_its_cell_count(tmp_path):
         res = runner.invoke(app, ["sweep", cmd, str(small), "--max-cells", "26"])
         assert res.exit_code == 2 and "27 cells" in flat(res) and "--max-cells 27" in flat(res)
         res = runner.invoke(app, ["sweep", cmd, str(small), "--max-cells", "27"])
-        assert res.exit_code == 0 and "27 tasks" in flat(res) and "27 cells" in flat(res).replace("27 cells x", "27 cells")
+        assert res.exit_code == 0 and "27 tasks" in flat(res) and "27 cells" in flat(res)
 
 
 def test_status_reads_each_task_once_and_builds_each_task_once(tmp_path, monkeypatch):

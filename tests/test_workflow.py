@@ -143,7 +143,7 @@ def test_question_rule(text, expected):
 
 def test_mermaid_names_the_nodes():
     diagram = mermaid()
-    for node in ("teacher", "learner", "manager"):
+    for node in ("teacher", "learner", "manager", "posttest"):
         assert node in diagram
 
 

@@ -18,7 +18,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 class ModelSettings(BaseModel):
     """Decoding and transport settings shared by every backend."""
 
-    temperature: float = 0.0
+    temperature: float = Field(default=0.0, ge=0.0)  # a negative temperature means nothing to any backend
     seed: int = 42
     max_tokens: int = 512
     timeout_s: float = 600.0  # per request
@@ -44,6 +44,7 @@ class WorkflowSettings(BaseModel):
     max_clarifications_per_step: int = Field(default=2, ge=0)  # then the manager moves on to the next step
     manager: str = "rules"  # workflow/manager.py MANAGERS: rules (Algorithm 1) | llm (a model classifies)
     manager_model: str = ""  # spec of the llm manager's model; "" = the teacher's
+    posttest: bool = True  # the learner's post-test (and the cached pre-test) after each conversation
 
 
 class ReplicaSettings(BaseModel):

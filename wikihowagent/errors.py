@@ -3,13 +3,14 @@
 Stage errors subclass it (keeping the builtin base their callers already catch, e.g. `ValueError`), so a
 command may catch `WikihowagentError` once and print it with `console.print_error`. The message is made
 one line here, once: line breaks (e.g. from a model's reply or a YAML value) become single spaces.
-`validation_line` is the one place where a pydantic ValidationError becomes a message.
+`validation_line` is the one place where a pydantic ValidationError becomes a message. A `Note` is a message
+that also carries its kind, so that no code finds a kind by looking for words in a message.
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
     from pydantic import ValidationError
@@ -34,3 +35,20 @@ def validation_line(exc: ValidationError, quoted: bool = False) -> str:
     err = exc.errors()[0]
     loc = ".".join(str(x) for x in err["loc"])
     return one_line(f"field {loc!r}: {err['msg']}" if quoted else f"{loc}: {err['msg']}")
+
+
+class Note(str):
+    """A message with a kind: it prints (and serialises) as its text, and code branches on `kind`, never on
+    the words (e.g. a judge failure's kind "low-mass" vs "parse", a correlation note's "too few")."""
+
+    kind: str
+
+    def __new__(cls, text: str, kind: str) -> Note:
+        note = super().__new__(cls, text)
+        note.kind = kind
+        return note
+
+
+def kind_of(message: Any, default: str) -> str:
+    """The kind of a `Note`; `default` for a plain message."""
+    return message.kind if isinstance(message, Note) else default

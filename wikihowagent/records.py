@@ -21,7 +21,10 @@ from pydantic import BaseModel, Field, model_validator
 CONVERSATION_NAMESPACE = uuid.UUID("6f1d6a52-4c8e-4a8f-9a57-0e7f2b1c9d31")
 
 Role = Literal["teacher", "learner"]
-TurnKind = str  # "begin" | "finish" (the fixed texts below, no model call) | "model" | "clarification"
+TurnKind = Literal["begin", "finish", "model", "clarification"]  # begin / finish: the fixed texts below, no model call
+# The manager's classification of a learner turn (workflow/manager.py).
+Label = Literal["question", "understood", "off-topic", "wants-to-stop"]
+Mode = Literal["default", "paper"]  # `evaluate`'s metric definitions: ours, or the paper's released code
 
 # The workflow's fixed texts (no model call); the defaults of the prompt file, recognised in the paper's records.
 BEGIN_TEXT = "Let's begin: {method_title}. BEGIN"
@@ -69,7 +72,7 @@ class Turn(BaseModel):
     warnings: list[str] = Field(default_factory=list)  # turn-check problems the retry did not fix
     # The manager's classification of a learner turn: question / understood / off-topic / wants-to-stop
     # (None: not classified, e.g. the reply to BEGIN); manager_fallback = the llm manager failed, rules decided.
-    manager_label: str | None = None
+    manager_label: Label | None = None
     manager_fallback: bool = False
 
 
@@ -78,6 +81,42 @@ class TutorialRef(BaseModel):
 
     title: str
     steps: list[str]
+
+
+class TestAnswer(BaseModel):
+    """The learner model's answer to a procedural test: the method's steps written from memory.
+
+    `steps` is the parsed list (workflow/posttest.py `parse_steps`); `error` set = no usable answer (a failed
+    call, or a reply that is not a step list: empty, one line of prose, hundreds of lines), never scored."""
+
+    __test__ = False  # not a pytest class
+
+    text: str = ""
+    steps: list[str] = Field(default_factory=list)
+    error: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+
+
+class PostTest(BaseModel):
+    """The record's `posttest`: after the conversation, the learner model writes the method's steps from
+    memory (`post`, seeing the conversation from its side, never the tutorial); `pre` is the same model's
+    answer from the method title alone (the run's cached pre-test of this tutorial). Kept out of `turns`."""
+
+    model: str = ""  # the learner model's spec
+    prompt_version: str = ""  # workflow/posttest.py: a hash of the post-/pre-test templates
+    post: TestAnswer = Field(default_factory=TestAnswer)
+    pre: TestAnswer | None = None  # None = not taken (e.g. the pre-test call failed to start)
+
+
+class PreTestRecord(BaseModel):
+    """One line of a run's `pretests.jsonl`: the pre-test cache, one answer per (learner model, tutorial)."""
+
+    learner: str
+    tutorial_key: str
+    prompt_version: str = ""
+    answer: TestAnswer
 
 
 class ConversationRecord(BaseModel):
@@ -105,6 +144,7 @@ class ConversationRecord(BaseModel):
     persona: str = ""  # learner persona (configs/personas.yaml); "" in records made before personas
     manager: str = ""  # "rules" or "llm:<spec>"; "" in records made before managers
     human: str = ""  # the role a person played (`wikihowagent chat`): "teacher" | "learner"; "" = none
+    posttest: PostTest | None = None  # the learner's post-test (not a turn); None = not taken
     started_at: str | None = None
     ended_at: str | None = None
 
@@ -187,10 +227,12 @@ class ScoreRecord(BaseModel):
     teacher: str = ""
     learner: str = ""
     persona: str = ""
-    mode: Literal["default", "paper"] = "default"
+    mode: Mode = "default"
     metrics: dict[str, float | None] = Field(default_factory=dict)  # None = not computable / failed
     judge: JudgeProvenance | None = None  # None = no rubric metric judged yet
     notes: list[str] = Field(default_factory=list)  # the computational metrics' notes, e.g. "BERTScore: ... chunked"
+    # The post-test's matched steps: [tutorial step, recalled step, similarity] (0-based); None = no post-test scored.
+    posttest_matches: list[tuple[int, int, float]] | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -272,6 +314,7 @@ class Calibration(BaseModel):
     method: Literal["isotonic", "ridge"]
     judge: str  # the judge's spec; "" = not recorded (e.g. fitted on a CSV of scores): not applicable by evaluate
     scoring: str = ""
+    prompt: str = ""  # the judge's --judge-prompt variant, as `judge_prompts.recorded_prompt` reads it
     rubrics_sha256: str = ""
     rubrics: dict[str, RubricCalibration] = Field(default_factory=dict)
     human_files: list[str] = Field(default_factory=list)

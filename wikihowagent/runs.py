@@ -1,7 +1,7 @@
 """Run directories and their files: the only module that knows their names and reads or writes them.
 
 A run directory holds `run.json` (`RunInfo`: what was run, never a key), `conversations.jsonl` (one
-`ConversationRecord` per line) and, once evaluated, `scores.jsonl` / `scores-paper.jsonl` (one `ScoreRecord`
+`ConversationRecord` per line), `pretests.jsonl` (the learner's pre-tests, `PretestCache`) and, once evaluated, `scores.jsonl` / `scores-paper.jsonl` (one `ScoreRecord`
 per line). Lines are appended whole and fsynced, so a run killed at any moment leaves at most one torn last
 line, which the next writer cuts off before appending: resuming never loses or duplicates a record.
 Readers hand out typed records (`read_conversations`, `read_records`, `read_scores`, `read_run_info`) and
@@ -17,12 +17,13 @@ import os
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from wikihowagent.errors import WikihowagentError, validation_line
-from wikihowagent.records import Calibration, Conversation, ConversationRecord, JudgmentRecord, PairwiseRecord, ScoreRecord
+from wikihowagent.records import (Calibration, Conversation, ConversationRecord, JudgmentRecord, PairwiseRecord, PostTest,
+                                  PreTestRecord, ScoreRecord, TestAnswer)
 from wikihowagent.scoretable import ScoreTable
 
 RUN_INFO = "run.json"
@@ -30,14 +31,71 @@ CONVERSATIONS = "conversations.jsonl"
 SCORES = "scores.jsonl"  # `evaluate`
 SCORES_PAPER = "scores-paper.jsonl"  # `evaluate --compat paper`
 SCORE_FILES = (SCORES, SCORES_PAPER)  # a run directory's score files, preferred first
+PRETESTS = "pretests.jsonl"  # the pre-test cache: one answer per (learner model, tutorial)
+POSTTESTS = "posttests.jsonl"  # `evaluate --posttest-learner`: post-tests of conversations that had none
 SHARDS_DIR = "shards"  # <run>/shards/K-of-N/ (`generate --shard K/N`)
 RESCORED_DIR = "rescored"  # <runs_dir>/rescored/<paper file stem>/ (`evaluate` on a paper run file)
+PANEL_DIR = "panel"  # `judge-check --evaluator A --evaluator B --out OUT`: the panel's judgments in OUT/panel/
+JUDGES_DIR = "judges"  # <scores dir>/judges/<judge>/scores.jsonl: each judge of a panel (`evaluate --evaluator A --evaluator B`)
 SUMMARY_DIR = "summary"  # <runs_dir>/summary/ (`evaluate` on several runs)
 ALIGNMENT_DIR = "alignment"  # <runs_dir>/alignment/ (`align`)
 COMPARE_DIR = "compare"  # <runs_dir>/compare/ (`compare`)
 PAIR_JUDGMENTS = "pair-judgments.jsonl"  # `compare` / `judge-check --pairwise`: one PairwiseRecord per judge pass
 OUTPUT_DIRS = frozenset({SUMMARY_DIR, ALIGNMENT_DIR, COMPARE_DIR})  # output directories under runs/, never a run
 JUDGMENTS = "judgments.jsonl"  # `judge-check --out DIR`
+SCORE_SHARDS_DIR = "score-shards"  # <run>/score-shards/K-of-N/scores.jsonl (`evaluate --shard K/N`)
+SHARD_INFO = "shard.json"  # beside a score shard: its fingerprint
+
+# What the stages write besides the run files: every name spelled here once; the stage that writes a file and
+# any stage that reads it (e.g. `report` reading `align`'s output) use these. Package data (configs/, data/)
+# is named once by its loader (`config.resource_path`).
+FIGURES_DIR = "figures"
+PROBLEMS_TXT = "problems.txt"
+SUMMARY_MD = "summary.md"  # evaluate, judge-check, compare
+# evaluate
+SUMMARY_CSV = "summary.csv"
+BY_DOMAIN_CSV, BY_PERSONA_CSV = "by_domain.csv", "by_persona.csv"
+CALIBRATED_SCORES_CSV = "calibrated_scores.csv"
+RUBRICS_PNG, COMPUTATIONAL_PNG, BY_DOMAIN_PNG = "rubrics.png", "computational.png", "by_domain.png"
+# judge-check
+SENSITIVITY_CSV, CONSISTENCY_CSV, SENSITIVITY_PNG = "sensitivity.csv", "consistency.csv", "sensitivity.png"
+PAIRWISE_SENSITIVITY_CSV, PAIRWISE_SUMMARY_MD = "pairwise_sensitivity.csv", "pairwise_summary.md"
+PAIRWISE_SENSITIVITY_PNG = "pairwise_sensitivity.png"
+POSTTEST_VALIDITY_CSV, POSTTEST_VALIDITY_MD = "posttest_validity.csv", "posttest_validity.md"  # --posttest-learner
+JUDGE_CHECK_LOCK = ".judge-check.lock"
+# annotate export / align
+ANNOTATION_SHEET = "annotation_sheet.csv"
+KEY_SUFFIX = ".key.csv"  # a blind sheet's key: <sheet stem>.key.csv
+CORRELATIONS_CSV, CORRELATIONS_MD = "correlations.csv", "correlations.md"
+DESCRIPTIVES_CSV, PAIRED_SCORES_CSV = "descriptives.csv", "paired_scores.csv"
+AGREEMENT_CSV, AGREEMENT_PAIRS_CSV = "agreement.csv", "agreement_pairs.csv"
+AUTOMATIC_CSV = "automatic.csv"  # the post-test's metrics vs the human ratings
+SCORE_DISTRIBUTIONS_PNG, CORRELATION_HEATMAP_PNG = "score_distributions.png", "correlation_heatmap.png"
+CALIBRATION_CSV, CALIBRATION_MD, CALIBRATION_JSON = "calibration.csv", "calibration.md", "calibration.json"
+CALIBRATION_PREDICTIONS_CSV, CALIBRATION_PNG = "calibration_predictions.csv", "calibration.png"
+PPI_CSV, PPI_MD = "ppi.csv", "ppi.md"
+JUDGES_CSV, JUDGES_MD = "judges.csv", "judges.md"  # `align`: every judge (a panel's too) beside the humans
+# compare
+PAIRWISE_CSV, WIN_RATES_CSV, POSITION_CSV = "pairwise.csv", "win_rates.csv", "position.csv"
+BRADLEY_TERRY_CSV, HEAD_TO_HEAD_PNG = "bradley_terry.csv", "head_to_head.png"
+HEAD_TO_HEAD_HTML = "head-to-head.html"  # `report --compare DIR`
+# stats
+STATS_DOMAINS_CSV, STATS_TOPICS_CSV, STATS_MD = "domains.csv", "topics.csv", "stats.md"
+SUNBURST_PNG, STEPS_HISTOGRAM_PNG = "sunburst.png", "steps_histogram.png"
+# report
+INDEX_HTML, CONVERSATION_HTML = "index.html", "conversation.html"
+CASES_MD, CASES_HTML = "cases.md", "cases.html"
+REPORT_CSS, REPORT_JS, CONVERSATION_JS = "report.css", "report.js", "conversation.js"
+REPORT_ASSETS = (REPORT_CSS, REPORT_JS, CONVERSATION_JS)  # bundled in wikihowagent/report/assets/
+REPORT_INDEX_JS = "index.js"  # data/index.js
+RADAR_RUBRICS_PNG, RADAR_COMPUTATIONAL_PNG, DOMAIN_BARS_PNG = ("radar_rubrics.png", "radar_computational.png",
+                                                               "domain_bars.png")
+# sweep
+SWEEP_INFO = "sweep.json"  # written into the sweep's out directory: marks it as a sweep for `evaluate` / `report`
+SWEEP_MODELS = "models.yaml"  # the sweep's aliases (model -> spec + endpoints), given to every task
+SWEEP_CONFIG = "config.yaml"  # the config every task runs with (the user's config + the aliases above)
+SWEEP_SBATCH = "sweep.sbatch"
+MERGE_LOCK = ".merge.lock"
 
 
 @contextlib.contextmanager
@@ -230,6 +288,9 @@ def write_json_atomic(path: Path, data: dict[str, Any], in_place_if_full: bool =
             os.fsync(fh.fileno())
 
 
+RunStatus = Literal["running", "complete", "incomplete", "interrupted", "merged"]
+
+
 class RunInfo(BaseModel):
     """`run.json`: what a run is (written by `generate`, read by every later stage). Unknown keys are kept."""
 
@@ -247,7 +308,7 @@ class RunInfo(BaseModel):
     started_at: str | None = None
     resumed_at: str | None = None
     ended_at: str | None = None
-    status: str = "running"  # running | complete | incomplete | interrupted | merged
+    status: RunStatus = "running"  # incomplete = some conversations failed; merged = joined from shards by `merge`
     counts: dict[str, Any] = Field(default_factory=dict)
     versions: dict[str, str] = Field(default_factory=dict)
     shards: list[str] | None = None  # set by `merge`
@@ -435,6 +496,86 @@ def latest_run(runs_dir: Path) -> Path:
     return max(infos, key=lambda p: p.stat().st_mtime).parent
 
 
+# --------------------------------------------------------------------------- post-test files
+
+
+class PretestCache:
+    """A directory's `pretests.jsonl`: the pre-test answer per (learner model, tutorial, prompt version).
+
+    Read once at start; `put` appends one fsynced line, so a resume (or another run of the same directory)
+    reuses every answer already taken. An unreadable line is skipped (that pre-test is simply taken again).
+    Use as a context manager (the file is opened on the first `put`)."""
+
+    def __init__(self, directory: Path):
+        self.path = Path(directory) / PRETESTS
+        self._answers: dict[tuple[str, str, str], TestAnswer] = {}
+        self._sink: JsonlAppender | None = None
+        if self.path.exists():
+            repair_torn_tail(self.path)
+            for _, obj in iter_jsonl(self.path, on_error=lambda _m: None):
+                try:
+                    rec = PreTestRecord.model_validate(obj)
+                except ValidationError:
+                    continue
+                self._answers[(rec.learner, rec.tutorial_key, rec.prompt_version)] = rec.answer
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+    def get(self, learner: str, key: str, version: str) -> TestAnswer | None:
+        return self._answers.get((learner, key, version))
+
+    def put(self, learner: str, key: str, version: str, answer: TestAnswer) -> None:
+        self._answers[(learner, key, version)] = answer
+        if self._sink is None:
+            self._sink = JsonlAppender(self.path).__enter__()
+        self._sink.append(PreTestRecord(learner=learner, tutorial_key=key, prompt_version=version, answer=answer))
+
+    def __enter__(self) -> PretestCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._sink is not None:
+            self._sink.__exit__()
+            self._sink = None
+
+
+def merge_pretests(target: Path, sources: Iterable[Path]) -> int:
+    """Append the pre-tests of `sources` (directories, e.g. shards) that `target` lacks; returns the count."""
+    added = 0
+    with PretestCache(target) as cache:
+        for src in sources:
+            for (learner, key, version), answer in PretestCache(src)._answers.items():
+                if cache.get(learner, key, version) is None:
+                    cache.put(learner, key, version, answer)
+                    added += 1
+    return added
+
+
+def read_posttests(path: Path) -> dict[str, PostTest]:
+    """{conversation_id: PostTest} of a `posttests.jsonl` (`evaluate --posttest-learner`); a later line for
+    the same id wins; an unreadable line is skipped (that post-test is taken again). Missing file: empty."""
+    return {cid: test for (cid, variant), test in read_posttest_variants(path).items() if not variant}
+
+
+def read_posttest_variants(path: Path) -> dict[tuple[str, str], PostTest]:
+    """{(conversation_id, variant): PostTest} of a `posttests.jsonl`; variant "" = the conversation itself,
+    else a perturbed copy (`judge-check --posttest-learner`)."""
+    out: dict[tuple[str, str], PostTest] = {}
+    if not Path(path).exists():
+        return out
+    repair_torn_tail(path)
+    for _, obj in iter_jsonl(path, on_error=lambda _m: None):
+        cid, variant = obj.get("conversation_id"), obj.get("variant") or ""
+        try:
+            test = PostTest.model_validate(obj.get("posttest"))
+        except ValidationError:
+            continue
+        if isinstance(cid, str) and cid and isinstance(variant, str):
+            out[(cid, variant)] = test
+    return out
+
+
 # --------------------------------------------------------------------------- the score table
 
 
@@ -508,9 +649,6 @@ def read_judgment_table(path: Path) -> ScoreTable:
             continue
         last[(rec.evaluator, rec.judge_scoring, rec.judge_prompt, rec.conversation_id, rec.variant)] = (f"{path}:{lineno}", rec)
     return ScoreTable.from_judgments(last.values(), source=str(path))
-
-
-CALIBRATION = "calibration.json"  # `align --calibrate` -> `evaluate --calibration FILE`
 
 
 def calibration_text(cal: Calibration) -> str:

@@ -34,7 +34,8 @@ from pathlib import Path
 import numpy as np
 
 from .problems import AlignInputError, Problems, where
-from .schema import ANNOTATOR_KEYS, ID_KEYS, KNOWN_META_KEYS, METRIC_BY_KEY, METRICS, RUN_KEYS, norm_key
+from . import schema
+from .schema import ANNOTATOR_KEYS, ID_KEYS, KNOWN_META_KEYS, RUN_KEYS, norm_key
 from .score_cells import _FAST, parse_score
 
 
@@ -53,7 +54,7 @@ class JudgeRatings:
     def blanks(self) -> np.ndarray:
         """Blank (or left-out) cells per metric."""
         if not self.scores:
-            return np.zeros(len(METRICS), dtype=int)
+            return np.zeros(len(schema.metrics()), dtype=int)
         return np.isnan(np.stack(list(self.scores.values()))).sum(axis=0)
 
 
@@ -90,7 +91,7 @@ def classify_columns(path: Path, header: list[str], rows: list[tuple[int, list[s
     score_col = next((i for i, k in enumerate(keys) if k == "score"), None)
     metrics: dict[str, int] = {}
     for i, k in enumerate(keys):
-        metric = METRIC_BY_KEY.get(k)
+        metric = schema.metric_by_key().get(k)
         if metric is None:
             continue
         if metric in metrics:
@@ -105,7 +106,7 @@ def classify_columns(path: Path, header: list[str], rows: list[tuple[int, list[s
     for i, (name, key) in enumerate(zip(header, keys)):
         if i in used or key in KNOWN_META_KEYS:
             continue
-        close = difflib.get_close_matches(key, list(METRIC_BY_KEY), n=1, cutoff=0.75)
+        close = difflib.get_close_matches(key, list(schema.metric_by_key()), n=1, cutoff=0.75)
         if close:
             problems.add(
                 "unknown column",
@@ -117,12 +118,12 @@ def classify_columns(path: Path, header: list[str], rows: list[tuple[int, list[s
             problems.add(
                 "unknown column",
                 f"{where(path, 1, name)}: holds numbers but is not one of the 8 rubric metrics "
-                f"({', '.join(m.lower() for m in METRICS)}); column ignored",
+                f"({', '.join(m.lower() for m in schema.metrics())}); column ignored",
             )
     long_layout = metric_col is not None and score_col is not None and not metrics
     if not metrics and not long_layout:
         raise AlignInputError(
-            f"{path}:1: no rubric metric column (expected some of {', '.join(m.lower() for m in METRICS)}); file skipped"
+            f"{path}:1: no rubric metric column (expected some of {', '.join(m.lower() for m in schema.metrics())}); file skipped"
         )
     return Columns(id_col, annotator, run, title, metrics, metric_col if long_layout else None,
                    score_col if long_layout else None)
@@ -141,7 +142,7 @@ def read_human_file(path: Path, problems: Problems) -> list[JudgeRatings]:
     cols = classify_columns(path, header, rows, problems)
     judges: dict[str, JudgeRatings] = {}
     first_row: dict[tuple[str, str], int] = {}
-    metric_index = {m: j for j, m in enumerate(METRICS)}
+    metric_index = {m: j for j, m in enumerate(schema.metrics())}
 
     def row_owner(cells: list[str], row: int) -> tuple[str, JudgeRatings] | None:
         """(conversation id, judge) of a row; None (reported) when the id or the annotator cell is empty."""
@@ -168,7 +169,7 @@ def read_human_file(path: Path, problems: Problems) -> list[JudgeRatings]:
                 continue
             cid, judge = owner
             raw_metric = _cell(cells, cols.metric_col)
-            metric = METRIC_BY_KEY.get(norm_key(raw_metric))
+            metric = schema.metric_by_key().get(norm_key(raw_metric))
             if metric is None:
                 problems.add(
                     "unknown metric",
@@ -187,7 +188,7 @@ def read_human_file(path: Path, problems: Problems) -> list[JudgeRatings]:
             value = parse_score(_cell(cells, cols.score_col), where(path, row, header[cols.score_col]), problems)
             arr = judge.scores.get(cid)
             if arr is None:
-                arr = judge.scores[cid] = np.full(len(METRICS), np.nan)
+                arr = judge.scores[cid] = np.full(len(schema.metrics()), np.nan)
                 judge.rows[cid] = row
                 judge.runs[cid] = _cell(cells, cols.run)
                 judge.titles[cid] = _cell(cells, cols.title)
@@ -195,7 +196,7 @@ def read_human_file(path: Path, problems: Problems) -> list[JudgeRatings]:
         missing: tuple[str, ...] = ()
     else:
         present = [(metric_index[m], i, header[i]) for m, i in cols.metrics.items()]
-        missing = tuple(m for m in METRICS if m not in cols.metrics)
+        missing = tuple(m for m in schema.metrics() if m not in cols.metrics)
         for row, cells in rows:
             owner = row_owner(cells, row)
             if owner is None:
@@ -211,7 +212,7 @@ def read_human_file(path: Path, problems: Problems) -> list[JudgeRatings]:
                 )
                 continue
             first_row[key] = row
-            arr = np.full(len(METRICS), np.nan)
+            arr = np.full(len(schema.metrics()), np.nan)
             for j, i, name in present:
                 cell = cells[i] if i < len(cells) else ""
                 value = _FAST.get(cell)  # the common cells ("4", "", ...) without building a location
@@ -261,7 +262,7 @@ def human_matrix(judges: list[JudgeRatings]) -> tuple[list[str], np.ndarray]:
     for j in judges:
         for cid in j.scores:
             ids.setdefault(cid, len(ids))
-    H = np.full((len(judges), len(ids), len(METRICS)), np.nan)
+    H = np.full((len(judges), len(ids), len(schema.metrics())), np.nan)
     for a, j in enumerate(judges):
         if j.scores:
             idx = np.fromiter((ids[c] for c in j.scores), dtype=np.intp, count=len(j.scores))

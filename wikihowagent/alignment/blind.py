@@ -16,9 +16,9 @@ from pathlib import Path
 from .problems import AlignInputError, Problems, where
 from .schema import norm_key
 from .tables import csv_text, read_table
+from wikihowagent.runs import KEY_SUFFIX
 
 KEY_COLUMNS = ("blind_id", "conversation_id", "run", "tutorial_id", "title")
-KEY_SUFFIX = ".key.csv"
 
 
 def blind_id(seed: int | None, run: str, conversation_id: str) -> str:

@@ -16,6 +16,7 @@ from typing import Annotated, Optional
 import typer
 
 from wikihowagent.console import make_console, print_error, print_labeled
+from wikihowagent.runs import ANNOTATION_SHEET
 
 RUNS_DIR_HELP = ("Where runs live (default: the config's runs_dir, \"runs\"). Evaluated runs are its sub-directories "
                  "with scores.jsonl or scores-paper.jsonl (scores.jsonl is preferred when a run has both) and the "
@@ -56,7 +57,7 @@ def annotate_export(
     seed: Annotated[int, typer.Option(help="Seed for --random, --select stratified and the blind order and ids.")] = 0,
     out: Annotated[Path, typer.Option("--out", "-o", metavar="CSV", help="The annotation sheet (CSV); its companion page is written "
                                                           "beside it with the suffix .html, and (blind) the key file "
-                                                          "<stem>.key.csv.")] = Path("annotation_sheet.csv"),
+                                                          "<stem>.key.csv.")] = Path(ANNOTATION_SHEET),
     in_all_runs: Annotated[bool, typer.Option("--in-all-runs", help="Only tutorials with a scored conversation "
                                                                     "in every given run.")] = False,
     runs_dir: Annotated[Optional[Path], typer.Option(help=RUNS_DIR_HELP + " Searched when no RUN_DIR is given.",
@@ -196,14 +197,14 @@ def align(
     try:
         outcome = run_alignment(request, problems)
     except OutputDirError as exc:  # the directory changed while computing
-        problems.echo(limit=40)
+        problems.echo(limit=200, grouped=False)  # no problems.txt
         print_error(f"{exc}; no output written", err)
         raise typer.Exit(1) from None
     res, unused = outcome.result, outcome.unused  # named files that gave nothing: exit 1
     unused_line = (unused[0] if len(unused) == 1 else f"{len(unused)} named files contribute nothing: "
                    + "; ".join(unused)) if unused else ""
     if not outcome.written:
-        problems.echo(limit=200)
+        problems.echo(limit=200, grouped=False)  # no problems.txt: every line on screen
         print_error((unused_line + "; " if unused else "") + "nothing could be computed (see the warnings above); "
                     "no output written", err)
         raise typer.Exit(1)

@@ -20,37 +20,45 @@ from pathlib import Path
 
 import numpy as np
 
+from wikihowagent.errors import kind_of
 from wikihowagent.markdown import markdown_table
 
 from .annotations import JudgeRatings, average_judges, human_matrix, read_human_files
 from .blind import unblind
 from . import estimates
 from .estimates import CALIBRATION_FILES, PPI_FILES, CalibrationOutcome, PPIOutcome
+from .judges import JUDGES_FILES, JudgesOutcome, compare_judges, render_judges, write_judges_outputs
 from .named import unused_inputs
 from .output import StagedOutput
 from .problems import AlignInputError, Problems
-from .schema import METRICS, OVERALL
+from . import schema
+from .schema import OVERALL
 from .tables import csv_text, stars
 from .sources import LLMScores, discover_runs, llm_matrix, read_llm_scores, run_name
-from .stats import COEF_LABEL, COEFFICIENTS, Agreement, CorrelationResult, Descriptives, agreement, correlate, describe
+from .stats import (COEF_LABEL, COEFFICIENTS, TOO_FEW, UNDEFINED, Agreement, CorrelationResult, Descriptives, agreement,
+                    correlate, describe)
+from wikihowagent.runs import (AGREEMENT_CSV, AGREEMENT_PAIRS_CSV, AUTOMATIC_CSV, CORRELATIONS_CSV, CORRELATIONS_MD,
+                               CORRELATION_HEATMAP_PNG, DESCRIPTIVES_CSV, FIGURES_DIR, PAIRED_SCORES_CSV,
+                               PROBLEMS_TXT, SCORE_DISTRIBUTIONS_PNG)
 
 BY_CHOICES = ("run", "model", "domain", "persona")
 ALL = "all"
 OUTPUT_FILES = (
-    "correlations.csv",
-    "correlations.md",
-    "descriptives.csv",
-    "agreement.csv",
-    "agreement_pairs.csv",
-    "paired_scores.csv",
-    "problems.txt",
-    "figures/score_distributions.png",
-    "figures/correlation_heatmap.png",
+    CORRELATIONS_CSV,
+    AUTOMATIC_CSV,
+    CORRELATIONS_MD,
+    DESCRIPTIVES_CSV,
+    AGREEMENT_CSV,
+    AGREEMENT_PAIRS_CSV,
+    PAIRED_SCORES_CSV,
+    PROBLEMS_TXT,
+    f"{FIGURES_DIR}/{SCORE_DISTRIBUTIONS_PNG}",
+    f"{FIGURES_DIR}/{CORRELATION_HEATMAP_PNG}",
     *(f"figures/correlation_heatmap_by_{b}.png" for b in BY_CHOICES),
     *CALIBRATION_FILES,
     *PPI_FILES,
+    *JUDGES_FILES,
 )
-ROW_NAMES = [*METRICS, OVERALL]
 
 
 @dataclass
@@ -78,8 +86,11 @@ class AlignResult:
     n_boot: int
     seed: int
     problems: Problems
+    # (automatic metric, human rubric or Overall) -> correlation over all conversations (the post-test's metrics)
+    automatic: dict[tuple[str, str], CorrelationResult] = field(default_factory=dict)
     calibration: CalibrationOutcome | None = None  # --calibrate
     ppi: PPIOutcome | None = None  # --ppi
+    raters: JudgesOutcome | None = None  # every judge (a panel's too) and alpha with the judge as a rater
 
     @property
     def computed(self) -> bool:
@@ -164,19 +175,22 @@ def compute(
         problems.add("unusable file", str(exc))
         llm = LLMScores()
     ids, H = human_matrix(judges)
-    human8, counts = average_judges(H) if len(judges) else (np.empty((0, 8)), np.empty((0, 8), int))
+    human8, counts = average_judges(H) if len(judges) else (np.empty((0, schema.n_metrics())), np.empty((0, schema.n_metrics()), int))
     model8 = llm_matrix(llm, ids)
     matched = np.fromiter((cid in llm.rows for cid in ids), dtype=bool, count=len(ids))
 
     # -- matching problems, both directions ------------------------------------------------------------
     if llm.sources:
-        first_loc: dict[str, str] = {}
+        first_loc: dict[str, tuple[str, int]] = {}
         for j in judges:
             for cid, row in j.rows.items():
-                first_loc.setdefault(cid, f"{j.source}:{row}")
-        for i in np.flatnonzero(~matched):
+                first_loc.setdefault(cid, (str(j.source), row))
+        for i in np.flatnonzero(~matched):  # a judge run still in progress: many, one line per file on screen
             cid = ids[i]
-            problems.add("no llm score", f"{first_loc[cid]}: column 'conversation_id': {cid} has no LLM score; left out")
+            src, row = first_loc[cid]
+            problems.add("no llm score", f"{src}:{row}: column 'conversation_id': {cid} has no LLM score; left out",
+                         group=src, label=cid,
+                         group_text="{n} rated conversations have no LLM score (the first: {first}); left out")
         human_ids = set(ids)
         for src, src_ids in llm.by_source.items():
             extra = [c for c in src_ids if c not in human_ids]
@@ -194,8 +208,8 @@ def compute(
                 problems.add("judge coverage", f"{j.source}: judge '{j.judge}' has no row for {absent} of the "
                                                f"{len(ids)} conversations the other judges rated; counted as blank")
     hum_overall, mod_overall = overall_scores(human8, model8)
-    human = np.column_stack([human8, hum_overall]) if len(ids) else np.empty((0, 9))
-    model = np.column_stack([model8, mod_overall]) if len(ids) else np.empty((0, 9))
+    human = np.column_stack([human8, hum_overall]) if len(ids) else np.empty((0, schema.n_metrics() + 1))
+    model = np.column_stack([model8, mod_overall]) if len(ids) else np.empty((0, schema.n_metrics() + 1))
 
     # -- groups ------------------------------------------------------------------------------------------
     groups = [GroupResult(ALL, np.ones(len(ids), dtype=bool))]
@@ -208,21 +222,21 @@ def compute(
     judge_names = [j.judge for j in judges]
     for g in groups:
         where_g = f"{by} {g.group}: " if g.group != ALL or by else ""
-        for k, metric in enumerate(ROW_NAMES):
+        for k, metric in enumerate(schema.row_names()):
             ok = g.mask & ~np.isnan(human[:, k]) & ~np.isnan(model[:, k])
             x, y = human[ok, k], model[ok, k]
             res = correlate(x, y, n_boot=n_boot, seed=_seed(seed, g.group, metric))
             g.correlations[metric] = res
             g.descriptives[metric] = describe(x, y)
-            if k < len(METRICS):
+            if k < len(schema.metrics()):
                 g.judges_mean[metric] = float(counts[ok, k].mean()) if ok.any() else math.nan
             for note in res.notes:  # bootstrap notes are informational: in the note column, not problems
-                if note.startswith("fewer") or "undefined" in note:
-                    kind = "too few" if note.startswith("fewer") else "undefined"
+                kind = kind_of(note, "")
+                if kind in (TOO_FEW, UNDEFINED):
                     problems.add(kind, f"{where_g}{metric}: {note}; correlations left out")
         if len(judges) >= 2:
             units = g.mask if g.group != ALL else np.ones(len(ids), dtype=bool)
-            for k, metric in enumerate(METRICS):
+            for k, metric in enumerate(schema.metrics()):
                 ag = agreement(H[:, units, k], judge_names)
                 g.agreement[metric] = ag
                 for note in ag.notes:
@@ -230,7 +244,37 @@ def compute(
                 for p in ag.pairs:
                     for note in p.notes:
                         problems.add("agreement", f"{where_g}{metric}: {p.judge_a} vs {p.judge_b}: {note}")
-    return AlignResult(judges, llm, ids, H, human, counts, model, matched, groups, by, n_boot, seed, problems)
+    res = AlignResult(judges, llm, ids, H, human, counts, model, matched, groups, by, n_boot, seed, problems)
+    res.automatic = automatic_correlations(llm, ids, human, n_boot, seed)
+    return res
+
+
+def automatic_correlations(llm: LLMScores, ids: list[str], human: np.ndarray, n_boot: int,
+                           seed: int) -> dict[tuple[str, str], CorrelationResult]:
+    """Each automatic metric (the post-test's: what the learner recalled) against each human rubric mean."""
+    names = sorted({m for r in llm.rows.values() for m in r.automatic}, key=str)
+    out: dict[tuple[str, str], CorrelationResult] = {}
+    for name in names:
+        auto = np.array([llm.rows[c].automatic.get(name, np.nan) if c in llm.rows else np.nan for c in ids])
+        for k, rubric in enumerate(schema.row_names()):
+            ok = ~np.isnan(human[:, k]) & ~np.isnan(auto) if len(ids) else np.zeros(0, dtype=bool)
+            out[(name, rubric)] = correlate(human[ok, k], auto[ok], n_boot=n_boot, seed=_seed(seed, name, rubric))
+    return out
+
+
+def automatic_rows(res: AlignResult) -> tuple[list[str], list[list]]:
+    cols = ["metric", "human_rubric", "n"]
+    for c, short in zip(COEFFICIENTS, ("r", "rho", "tau")):
+        cols += [f"{c}_{short}", f"{c}_p", f"{c}_stars", f"{c}_ci_low", f"{c}_ci_high"]
+    cols.append("note")
+    rows = []
+    for (name, rubric), cr in res.automatic.items():
+        row = [name, rubric, cr.n]
+        for c in COEFFICIENTS:
+            v = cr.coefs[c]
+            row += [v.value, v.p, stars(v.p), v.ci_low, v.ci_high]
+        rows.append(row + ["; ".join(cr.notes)])
+    return cols, rows
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -254,7 +298,7 @@ def correlation_rows(res: AlignResult) -> tuple[list[str], list[list]]:
     cols.append("note")
     rows = []
     for g in res.groups:
-        for metric in ROW_NAMES:
+        for metric in schema.row_names():
             cr = g.correlations[metric]
             row = [res.by if g.group != ALL else ALL, g.group, metric, cr.n]
             for c in COEFFICIENTS:
@@ -271,7 +315,7 @@ def descriptive_rows(res: AlignResult) -> tuple[list[str], list[list]]:
             "human_judges_per_conversation"]
     rows = []
     for g in res.groups:
-        for metric in ROW_NAMES:
+        for metric in schema.row_names():
             d = g.descriptives[metric]
             rows.append([res.by if g.group != ALL else ALL, g.group, metric, d.n, d.human_mean, d.human_std,
                          d.human_median, d.llm_mean, d.llm_std, d.llm_median, d.diff_mean, d.llm_higher,
@@ -287,7 +331,7 @@ def agreement_rows(res: AlignResult) -> tuple[list[str], list[list], list[str], 
     rows, prows = [], []
     for g in res.groups:
         units = g.mask
-        for k, metric in enumerate(METRICS):
+        for k, metric in enumerate(schema.metrics()):
             a = g.agreement.get(metric)
             if a is None:
                 continue
@@ -302,8 +346,8 @@ def agreement_rows(res: AlignResult) -> tuple[list[str], list[list], list[str], 
 
 
 def paired_rows(res: AlignResult) -> tuple[list[str], list[list]]:
-    cols = ["conversation_id", "run", "model", "domain", *(f"human_{m}" for m in ROW_NAMES),
-            *(f"judges_{m}" for m in METRICS), *(f"llm_{m}" for m in ROW_NAMES)]
+    cols = ["conversation_id", "run", "model", "domain", *(f"human_{m}" for m in schema.row_names()),
+            *(f"judges_{m}" for m in schema.metrics()), *(f"llm_{m}" for m in schema.row_names())]
     rows = []
     for i, cid in enumerate(res.ids):
         meta = res.group_meta(cid)
@@ -334,13 +378,13 @@ def markdown(res: AlignResult, human_paths: list[Path], score_sources: list[str]
         title = "All conversations" if g.group == ALL else f"{res.by}: {g.group}"
         out.append(f"\n## {title}\n\n### Correlation human (mean of judges) vs LLM judge\n")
         rows = []
-        for metric in ROW_NAMES:
+        for metric in schema.row_names():
             cr = g.correlations[metric]
             rows.append([metric, str(cr.n), *(_coef_cell(cr.coefs[c]) for c in COEFFICIENTS), "; ".join(cr.notes)])
         out.append(markdown_table(["Metric", "n", *(COEF_LABEL[c] for c in COEFFICIENTS), "Note"], rows))
         out.append("\n### Scores: human vs LLM (same conversations)\n")
         rows = []
-        for metric in ROW_NAMES:
+        for metric in schema.row_names():
             d = g.descriptives[metric]
             rows.append([metric, str(d.n), f"{_f(d.human_mean, 2)} ± {_f(d.human_std, 2)}",
                          f"{_f(d.llm_mean, 2)} ± {_f(d.llm_std, 2)}", _f(d.diff_mean, 2),
@@ -350,12 +394,19 @@ def markdown(res: AlignResult, human_paths: list[Path], score_sources: list[str]
         if g.agreement:
             out.append("\n### Agreement between the human judges\n")
             rows = []
-            for metric in METRICS:
+            for metric in schema.metrics():
                 a = g.agreement[metric]
                 rows.append([metric, str(a.n_units), _f(a.alpha), _f(a.kappa_mean), _f(a.pearson_mean),
                              "; ".join(a.notes)])
             out.append(markdown_table(["Metric", "n (≥2 judges)", "Krippendorff α (ordinal)", "Cohen κ (quadratic)",
                                  "Pearson r", "Note"], rows))
+    if res.automatic:
+        out.append("\n## Automatic metrics vs the human ratings (all conversations)\n\n"
+                   "The post-test's metrics (what the learner model could write down afterwards) against each "
+                   "human rubric's mean; also in `automatic.csv`.\n")
+        rows = [[name, rubric, str(cr.n), *(_coef_cell(cr.coefs[c]) for c in COEFFICIENTS), "; ".join(cr.notes)]
+                for (name, rubric), cr in res.automatic.items()]
+        out.append(markdown_table(["Metric", "Human rubric", "n", *(COEF_LABEL[c] for c in COEFFICIENTS), "Note"], rows))
     out.append("\n## Left out\n\n")
     if len(res.problems):
         counts = res.problems.counts()
@@ -374,17 +425,20 @@ def write_outputs(res: AlignResult, out_dir: Path, human_paths: list[Path], *, f
     """Everything into `out_dir`, complete or not at all."""
     with StagedOutput(out_dir, owned=OUTPUT_FILES) as st:
         cols, rows = correlation_rows(res)
-        st.write_text("correlations.csv", csv_text(cols, rows))
+        st.write_text(CORRELATIONS_CSV, csv_text(cols, rows))
         cols, rows = descriptive_rows(res)
-        st.write_text("descriptives.csv", csv_text(cols, rows))
+        st.write_text(DESCRIPTIVES_CSV, csv_text(cols, rows))
+        if res.automatic:
+            cols, rows = automatic_rows(res)
+            st.write_text(AUTOMATIC_CSV, csv_text(cols, rows))
         if len(res.judges) >= 2:
             cols, rows, pcols, prows = agreement_rows(res)
-            st.write_text("agreement.csv", csv_text(cols, rows))
-            st.write_text("agreement_pairs.csv", csv_text(pcols, prows))
+            st.write_text(AGREEMENT_CSV, csv_text(cols, rows))
+            st.write_text(AGREEMENT_PAIRS_CSV, csv_text(pcols, prows))
         cols, rows = paired_rows(res)
-        st.write_text("paired_scores.csv", csv_text(cols, rows))
-        st.write_text("correlations.md", markdown(res, human_paths, res.llm.sources))
-        st.write_text("problems.txt", "\n".join(res.problems.lines()) + "\n" if len(res.problems) else "no problems\n")
+        st.write_text(PAIRED_SCORES_CSV, csv_text(cols, rows))
+        st.write_text(CORRELATIONS_MD, markdown(res, human_paths, res.llm.sources))
+        st.write_text(PROBLEMS_TXT, "\n".join(res.problems.lines()) + "\n" if len(res.problems) else "no problems\n")
         if figures:
             write_figures(res, st)
         if res.calibration is not None:
@@ -393,6 +447,8 @@ def write_outputs(res: AlignResult, out_dir: Path, human_paths: list[Path], *, f
                 estimates.write_calibration_figure(res.calibration, st)
         if res.ppi is not None:
             estimates.write_ppi_outputs(res.ppi, st, figures)
+        if res.raters is not None:
+            write_judges_outputs(res.raters, st)
         return st.commit()
 
 
@@ -401,20 +457,20 @@ def write_figures(res: AlignResult, st: StagedOutput) -> None:
 
     g = res.groups[0]
     series = []
-    for k, metric in enumerate(ROW_NAMES):
+    for k, metric in enumerate(schema.row_names()):
         ok = ~np.isnan(res.human[:, k]) & ~np.isnan(res.model[:, k])
         series.append((metric, res.human[ok, k], res.model[ok, k]))
-    figures.score_distributions(st.path("figures/score_distributions.png"), series)
-    vals = np.array([[g.correlations[m].coefs[c].value for c in COEFFICIENTS] for m in ROW_NAMES])
-    ps = np.array([[g.correlations[m].coefs[c].p for c in COEFFICIENTS] for m in ROW_NAMES])
-    labels = [f"{m} (n={g.correlations[m].n})" for m in ROW_NAMES]
-    figures.correlation_heatmap(st.path("figures/correlation_heatmap.png"), labels, vals, ps,
+    figures.score_distributions(st.path(f"{FIGURES_DIR}/{SCORE_DISTRIBUTIONS_PNG}"), series)
+    vals = np.array([[g.correlations[m].coefs[c].value for c in COEFFICIENTS] for m in schema.row_names()])
+    ps = np.array([[g.correlations[m].coefs[c].p for c in COEFFICIENTS] for m in schema.row_names()])
+    labels = [f"{m} (n={g.correlations[m].n})" for m in schema.row_names()]
+    figures.correlation_heatmap(st.path(f"{FIGURES_DIR}/{CORRELATION_HEATMAP_PNG}"), labels, vals, ps,
                                 [COEF_LABEL[c] for c in COEFFICIENTS])
     if res.by and len(res.groups) > 1:
         gs = res.groups[1:]
-        vals = np.array([[[g.correlations[m].coefs[c].value for g in gs] for m in ROW_NAMES] for c in COEFFICIENTS])
-        ps = np.array([[[g.correlations[m].coefs[c].p for g in gs] for m in ROW_NAMES] for c in COEFFICIENTS])
-        figures.group_heatmap(st.path(f"figures/correlation_heatmap_by_{res.by}.png"), ROW_NAMES,
+        vals = np.array([[[g.correlations[m].coefs[c].value for g in gs] for m in schema.row_names()] for c in COEFFICIENTS])
+        ps = np.array([[[g.correlations[m].coefs[c].p for g in gs] for m in schema.row_names()] for c in COEFFICIENTS])
+        figures.group_heatmap(st.path(f"figures/correlation_heatmap_by_{res.by}.png"), schema.row_names(),
                               [g.group for g in gs], vals, ps, [COEF_LABEL[c] for c in COEFFICIENTS], res.by)
 
 
@@ -433,7 +489,7 @@ def render(res: AlignResult, console) -> None:
     for name in ("n", *(COEF_LABEL[c] for c in COEFFICIENTS), "Human", "LLM"):
         t.add_column(name, justify="right", no_wrap=True)
     for g in res.groups:
-        for metric in ROW_NAMES:
+        for metric in schema.row_names():
             cr = g.correlations[metric]
             d = g.descriptives[metric]
             cells = [metric, str(cr.n), *(_coef_cell(cr.coefs[c], with_ci=False) for c in COEFFICIENTS),
@@ -445,10 +501,12 @@ def render(res: AlignResult, console) -> None:
         a = Table(title=f"Agreement between the {len(res.judges)} human judges")
         for name in ("Metric", "n", "Krippendorff α (ord.)", "Cohen κ (quadr.)", "Pearson r"):
             a.add_column(name, justify="left" if name == "Metric" else "right")
-        for metric in METRICS:
+        for metric in schema.metrics():
             ag = g.agreement[metric]
             a.add_row(metric, str(ag.n_units), _f(ag.alpha), _f(ag.kappa_mean), _f(ag.pearson_mean))
         console.print(a)
+    if res.raters is not None:
+        render_judges(res.raters, console)
     if res.calibration is not None:
         estimates.render_calibration(res.calibration, console)
     if res.ppi is not None:
@@ -495,6 +553,8 @@ def run_alignment(req: AlignRequest, problems: Problems) -> AlignOutcome:
     res = compute(list(req.human), list(req.scores), by=req.by, n_boot=req.bootstrap, seed=req.seed,
                   problems=problems, runs_dir=req.runs_dir, keys=list(req.keys))
     unused = unused_inputs(list(req.human), list(req.scores), res.judges, res.llm, res.problems)
+    if res.any_correlation:
+        res.raters = compare_judges(res, [Path(p) for p in res.llm.sources], n_boot=req.bootstrap, seed=req.seed)
     if res.computed and req.calibrate:
         res.calibration = estimates.calibrate(res, req.calibrate, n_boot=req.bootstrap, seed=req.seed,
                                               problems=problems, human_paths=list(req.human))

@@ -24,12 +24,15 @@ from wikihowagent.records import Calibration
 from . import calibration as cal_stats
 from . import ppi as ppi_stats
 from .problems import Problems
-from .schema import METRICS, OVERALL
+from . import schema
+from .schema import OVERALL
+from wikihowagent.runs import (CALIBRATION_CSV, CALIBRATION_JSON, CALIBRATION_MD, CALIBRATION_PNG,
+                               CALIBRATION_PREDICTIONS_CSV, FIGURES_DIR, PPI_CSV, PPI_MD)
 
 
-CALIBRATION_FILES = ("calibration.csv", "calibration.md", "calibration.json", "calibration_predictions.csv",
-                     "figures/calibration.png")
-PPI_FILES = ("ppi.csv", "ppi.md", "figures/ppi_*.png")
+CALIBRATION_FILES = (CALIBRATION_CSV, CALIBRATION_MD, CALIBRATION_JSON, CALIBRATION_PREDICTIONS_CSV,
+                     f"{FIGURES_DIR}/{CALIBRATION_PNG}")
+PPI_FILES = (PPI_CSV, PPI_MD, f"{FIGURES_DIR}/ppi_*.png")
 RAW = "raw"
 
 
@@ -90,11 +93,13 @@ def _tutorial_keys(res: Any, ids: list[str]) -> tuple[np.ndarray, int]:
     return np.array(keys, dtype=object), unknown
 
 
-def _judge_of(res: Any, ids: list[str]) -> tuple[list[tuple[str, str, str]], dict]:
-    specs: dict[tuple[str, str, str], int] = {}
+def _judge_of(res: Any, ids: list[str]) -> tuple[list[tuple[str, str, str, str]], dict]:
+    from wikihowagent.evaluation.judge_prompts import recorded_prompt
+
+    specs: dict[tuple[str, str, str, str], int] = {}
     for cid in ids:
         r = res.llm.rows[cid]
-        k = (r.judge, r.scoring, r.rubrics_sha256)
+        k = (r.judge, r.scoring, recorded_prompt(r, r.scoring) if r.judge else "", r.rubrics_sha256)
         specs[k] = specs.get(k, 0) + 1
     return sorted(specs, key=lambda k: -specs[k]), specs
 
@@ -105,10 +110,10 @@ def calibrate(res: Any, method: str, *, n_boot: int, seed: int, problems: Proble
     if method not in cal_stats.METHODS:
         raise ValueError(f"unknown calibration method {method!r}")
     out = CalibrationOutcome(method=method, n_boot=n_boot)
-    all_missing = {m for m in METRICS if res.judges and all(m in j.missing_metrics for j in res.judges)}
+    all_missing = {m for m in schema.metrics() if res.judges and all(m in j.missing_metrics for j in res.judges)}
     fitted = {}
     paired_ids: set[str] = set()
-    for k, metric in enumerate(METRICS):
+    for k, metric in enumerate(schema.metrics()):
         where = f"calibration: {metric}"
         if metric in all_missing:
             problems.add("calibration", f"{where}: no human sheet has a {metric.lower()} column; not calibrated "
@@ -159,18 +164,19 @@ def calibrate(res: Any, method: str, *, n_boot: int, seed: int, problems: Proble
         return out
     judges, counts = _judge_of(res, sorted(paired_ids))
     if len(judges) > 1:
-        listed = ", ".join(f"{j[0] or '(unrecorded)'} {j[1]} ({counts[j]})" for j in judges)
+        listed = ", ".join(f"{j[0] or '(unrecorded)'} {j[1]}{' prompt ' + j[2] if j[2] else ''} ({counts[j]})"
+                           for j in judges)
         out.why_no_file = (f"the paired scores come from {len(judges)} judges ({listed}); calibration.json is for "
                            "one judge: pass one judge's scores with --scores")
         problems.add("calibration", f"calibration: {out.why_no_file}")
         return out
-    judge, scoring, sha = judges[0]
+    judge, scoring, prompt, sha = judges[0]
     if not judge:
         problems.add("calibration", "calibration: the scores do not record their judge (a CSV or a paper file): "
                                     "calibration.json is written but `evaluate --calibration` cannot apply it; "
                                     "calibrate on the scores.jsonl of `evaluate` to apply it")
     out.file = Calibration(
-        method=method, judge=judge, scoring=scoring, rubrics_sha256=sha, rubrics=fitted,
+        method=method, judge=judge, scoring=scoring, prompt=prompt, rubrics_sha256=sha, rubrics=fitted,
         human_files=[str(p) for p in human_paths], score_sources=list(res.llm.sources),
         out_of_fold={m: {"n": float(ro.comparison.n), "raw_r": ro.comparison.predictors[RAW]["r"].value,
                          "calibrated_r": ro.comparison.predictors[method]["r"].value,
@@ -270,8 +276,8 @@ def ppi_estimates(res: Any, by: str, problems: Problems) -> PPIOutcome:
     rated = set(res.ids)
     label = {c: (getattr(res.llm.rows[c], by) or "(none)") for c in res.llm.rows}
     unrated = [c for c in res.llm.rows if c not in rated]
-    U = np.array([res.llm.rows[c].values for c in unrated]).reshape(len(unrated), len(METRICS))
-    U = np.column_stack([U, [_overall_judge(u) for u in U]]) if len(unrated) else np.empty((0, len(METRICS) + 1))
+    U = np.array([res.llm.rows[c].values for c in unrated]).reshape(len(unrated), len(schema.metrics()))
+    U = np.column_stack([U, [_overall_judge(u) for u in U]]) if len(unrated) else np.empty((0, len(schema.metrics()) + 1))
     u_group = np.array([label[c] for c in unrated], dtype=object)
     r_group = np.array([label.get(c, "") for c in res.ids], dtype=object)
     groups = ["all", *sorted({g for g in label.values()})]
@@ -281,7 +287,7 @@ def ppi_estimates(res: Any, by: str, problems: Problems) -> PPIOutcome:
     for g in groups:
         rm = np.ones(len(res.ids), bool) if g == "all" else (r_group == g)
         um = np.ones(len(unrated), bool) if g == "all" else (u_group == g)
-        for k, metric in enumerate((*METRICS, OVERALL)):
+        for k, metric in enumerate((*schema.metrics(), OVERALL)):
             ok = rm & ~np.isnan(res.human[:, k]) & ~np.isnan(res.model[:, k])
             uk = U[um, k]
             uk = uk[~np.isnan(uk)]
@@ -345,25 +351,25 @@ def ppi_markdown(oc: PPIOutcome) -> str:
 
 
 def write_calibration_outputs(oc: CalibrationOutcome, st) -> None:
-    from wikihowagent.runs import CALIBRATION, calibration_text
+    from wikihowagent.runs import calibration_text
 
     from .tables import csv_text
 
     cols, rows = calibration_rows(oc)
-    st.write_text("calibration.csv", csv_text(cols, rows))
+    st.write_text(CALIBRATION_CSV, csv_text(cols, rows))
     cols, rows = prediction_rows(oc)
-    st.write_text("calibration_predictions.csv", csv_text(cols, rows))
-    st.write_text("calibration.md", calibration_markdown(oc))
+    st.write_text(CALIBRATION_PREDICTIONS_CSV, csv_text(cols, rows))
+    st.write_text(CALIBRATION_MD, calibration_markdown(oc))
     if oc.file is not None:
-        st.write_text(CALIBRATION, calibration_text(oc.file))
+        st.write_text(CALIBRATION_JSON, calibration_text(oc.file))
 
 
 def write_ppi_outputs(oc: PPIOutcome, st, figures: bool) -> None:
     from .tables import csv_text
 
     cols, rows = ppi_rows(oc)
-    st.write_text("ppi.csv", csv_text(cols, rows))
-    st.write_text("ppi.md", ppi_markdown(oc))
+    st.write_text(PPI_CSV, csv_text(cols, rows))
+    st.write_text(PPI_MD, ppi_markdown(oc))
     if figures:
         from .figures import ppi_intervals
 
@@ -372,7 +378,7 @@ def write_ppi_outputs(oc: PPIOutcome, st, figures: bool) -> None:
             if r.estimate is not None:
                 groups.setdefault(r.group, []).append(r)
         for g, rows in groups.items():
-            ppi_intervals(st.path(f"figures/ppi_{_slug(g)}.png"), [(r.metric, r.estimate) for r in rows],
+            ppi_intervals(st.path(f"{FIGURES_DIR}/ppi_{_slug(g)}.png"), [(r.metric, r.estimate) for r in rows],
                           title=f"{'all conversations' if g == 'all' else f'{oc.by}: {g}'}: human rating estimates")
 
 
@@ -389,7 +395,7 @@ def write_calibration_figure(oc: CalibrationOutcome, st) -> None:
                 curve = (grid, cal_stats.predict(oc.file.rubrics[metric], grid))
         panels.append((metric, ro.predictions[RAW], ro.human, ro.predictions["isotonic"], curve))
     if panels:
-        calibration_curves(st.path("figures/calibration.png"), panels)
+        calibration_curves(st.path(f"{FIGURES_DIR}/{CALIBRATION_PNG}"), panels)
 
 
 # --------------------------------------------------------------------------- terminal

@@ -33,7 +33,7 @@ from wikihowagent.runs import CONVERSATIONS, RESCORED_DIR, SCORE_FILES, read_con
 from .blind import blind_id, key_csv, key_path
 from .output import write_files_atomically
 from .problems import AlignInputError, Problems
-from .schema import METRICS, SHEET_COLUMNS, SHEET_METRICS
+from . import schema
 from .sources import ScoreRow, discover_runs, read_paper_run, read_scores_jsonl
 from .tables import csv_text
 
@@ -232,8 +232,8 @@ def sheet_csv(sel: Selection, blind: bool = False, seed: int | None = 0) -> str:
     for c in blind_order(sel, seed) if blind else sel.conversations:
         tid = c.tutorial_key if "|" not in c.tutorial_key else ""
         cid, run = (blind_id(seed, c.run, c.conversation_id), "") if blind else (c.conversation_id, c.run)
-        rows.append([cid, run, _sheet_title(c), *([""] * len(SHEET_METRICS)), "", tid])
-    return csv_text(SHEET_COLUMNS, rows, for_people=True)
+        rows.append([cid, run, _sheet_title(c), *([""] * len(schema.sheet_metrics())), "", tid])
+    return csv_text(schema.sheet_columns(), rows, for_people=True)
 
 
 def key_file_csv(sel: Selection, seed: int | None) -> str:
@@ -257,11 +257,11 @@ def load_rubrics(path: Path | None, problems: Problems) -> dict:
     except (OSError, UnicodeDecodeError) as exc:
         raise AlignInputError(f"{path}: cannot read the rubric file ({exc})") from None
     by_key = {name.lower(): r for name, r in rubrics.items()}
-    absent = [m for m in METRICS if m.lower() not in by_key]
+    absent = [m for m in schema.metrics() if m.lower() not in by_key]
     if absent:
         problems.add("rubrics", f"{path}: no rubric for {', '.join(absent)}; the guide shows only the metric name "
                                 "for these")
-    return {m: by_key[m.lower()] for m in METRICS if m.lower() in by_key}
+    return {m: by_key[m.lower()] for m in schema.metrics() if m.lower() in by_key}
 
 
 _CSS = """
@@ -300,7 +300,7 @@ def companion_html(sel: Selection, rubrics: dict, sheet_name: str, blind: bool =
         "<h2 id='rubric'>Rubric</h2>",
         "<table><tr><th>Metric</th><th>Rates</th><th>Question</th><th>5 – 1</th></tr>",
     ]
-    for m in METRICS:
+    for m in schema.metrics():
         r = rubrics.get(m)  # a judge.Rubric, or None (the file has no rubric for m)
         lv = "".join(f"<div><b>{k}</b> – {e(r.levels[k])}</div>" for k in ("5", "4", "3", "2", "1")) if r else ""
         ref = " (with the tutorial as reference)" if r and r.reference == "tutorial" else ""
@@ -347,7 +347,7 @@ def companion_html(sel: Selection, rubrics: dict, sheet_name: str, blind: bool =
                 else:
                     parts.append(f"<div class='turn'>{e(line)}</div>")
             parts.append("<p class='meta'>Scores go into the sheet row of this conversation_id: "
-                         + ", ".join(m.lower() for m in METRICS) + ".</p>")
+                         + ", ".join(m.lower() for m in schema.metrics()) + ".</p>")
     parts.append("</body></html>\n")
     return "\n".join(parts)
 

@@ -1,36 +1,55 @@
-"""What the alignment study compares: the 8 paper rubrics, the annotation sheet's layout, column names."""
+"""What the alignment study compares: the rubrics of the rubric file, the annotation sheet's layout, column names.
+
+The rubric names are read from the bundled rubric file (`data/rubrics.json`, paper Table 5) on first use, by
+`evaluate`'s validating loader: they are spelled nowhere else.
+"""
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
-# The 8 rubric metrics, in the order of the paper's §3.1.2 (and of ScoreRecord.metrics).
-METRICS: tuple[str, ...] = (
-    "Clarity",
-    "Truthfulness",
-    "Engagement",
-    "Coherence",
-    "Depth",
-    "Relevance",
-    "Progress",
-    "Naturalness",
-)
 OVERALL = "Overall"  # per-conversation mean of the metrics (see `report.overall_scores`)
-METRIC_BY_KEY = {m.lower(): m for m in METRICS}
 
-# The paper's annotation CSV layout (lower-case metric names; `filename` = the run). `tutorial_id` is our
-# extra column at the end.
-SHEET_METRICS: tuple[str, ...] = (
-    "clarity",
-    "engagement",
-    "coherence",
-    "depth",
-    "relevance",
-    "progress",
-    "naturalness",
-    "truthfulness",
-)
-SHEET_COLUMNS: tuple[str, ...] = ("conversation_id", "filename", "title", *SHEET_METRICS, "comment", "tutorial_id")
+
+@lru_cache(maxsize=1)
+def metrics() -> tuple[str, ...]:
+    """The rubric metrics, in the rubric file's order (the paper's §3.1.2, and ScoreRecord.metrics)."""
+    from wikihowagent.evaluation.judge import load_rubrics
+
+    return tuple(load_rubrics())
+
+
+def n_metrics() -> int:
+    return len(metrics())
+
+
+def row_names() -> list[str]:
+    """The rubrics and Overall: the rows of align's tables."""
+    return [*metrics(), OVERALL]
+
+
+@lru_cache(maxsize=1)
+def metric_by_key() -> dict[str, str]:
+    """Lower-case name -> rubric name."""
+    return {m.lower(): m for m in metrics()}
+
+
+@lru_cache(maxsize=1)
+def sheet_metrics() -> tuple[str, ...]:
+    """The rubric columns of the annotation sheet (lower-case, as the paper's published sheets): in the order of
+    the rubric file's `sheet_column`, rubrics without one after them in the file's order."""
+    from wikihowagent.evaluation.judge import load_rubrics
+
+    rubrics = list(load_rubrics().values())
+    ordered = sorted(rubrics, key=lambda r: (r.sheet_column is None, r.sheet_column or 0))
+    return tuple(r.name.lower() for r in ordered)
+
+
+def sheet_columns() -> tuple[str, ...]:
+    """The paper's annotation CSV layout (`filename` = the run); `tutorial_id` is our extra column at the end."""
+    return ("conversation_id", "filename", "title", *sheet_metrics(), "comment", "tutorial_id")
+
 
 ID_KEYS = ("conversation_id", "conversationid", "conv_id")
 ANNOTATOR_KEYS = ("annotator", "judge", "rater", "coder", "annotator_id", "judge_id", "rater_id")
@@ -81,3 +100,11 @@ def norm_key(name: str) -> str:
     """'Conversation ID' -> 'conversation_id'; 'Unnamed: 0' (a pandas index column) -> ''."""
     key = re.sub(r"[\s\-]+", "_", str(name).strip().lower())
     return "" if key.startswith("unnamed:") else key
+
+
+def __getattr__(name: str):  # METRICS, METRIC_BY_KEY, SHEET_METRICS, SHEET_COLUMNS for scripts: read on first use
+    lazy = {"METRICS": metrics, "METRIC_BY_KEY": metric_by_key, "SHEET_METRICS": sheet_metrics,
+            "SHEET_COLUMNS": sheet_columns}
+    if name in lazy:
+        return lazy[name]()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

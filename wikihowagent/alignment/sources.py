@@ -26,7 +26,8 @@ from wikihowagent.runs import (CONVERSATIONS, OUTPUT_DIRS, RESCORED_DIR, SCORE_F
 from wikihowagent.scoretable import ScoreTable
 
 from .problems import AlignInputError, Problems, where
-from .schema import KNOWN_META_KEYS, METRIC_BY_KEY, METRICS, norm_key
+from . import schema
+from .schema import KNOWN_META_KEYS, norm_key
 from .score_cells import parse_score
 
 
@@ -46,6 +47,7 @@ class ScoreRow:
     prompt: str = ""  # --judge-prompt variant of that judge, as recorded ("" = json's layout or an older file)
     rubrics_sha256: str = ""  # the rubric file the judge was given; "" = not recorded
     dist: dict[str, list[float]] = field(default_factory=dict)  # rubric -> the judge's p(1..5) (weighted)
+    automatic: dict[str, float] = field(default_factory=dict)  # automatic metrics compared too (the post-test's)
 
     @property
     def configuration(self) -> str:
@@ -82,7 +84,7 @@ def is_other_rubric(name: str, computational: frozenset[str]) -> bool:
     """A ScoreRecord metric that is neither one of the 8 paper rubrics nor a computational metric: a custom
     rubric (`evaluate --rubrics`), which `align` does not compare."""
     key = norm_key(name)
-    return key not in METRIC_BY_KEY and name not in computational and key not in KNOWN_META_KEYS
+    return key not in schema.metric_by_key() and name not in computational and key not in KNOWN_META_KEYS
 
 
 def model_label(teacher: str = "", learner: str = "", run: str = "") -> str:
@@ -116,8 +118,8 @@ def _metric_values(metrics: dict, loc: str, problems: Problems, missing: list[in
     """The 8 rubric scores; a metric stored as null counts in `missing` (the judge ran, its reply was not
     parsed), a metric absent from the record in `unjudged` (no judge ran, e.g. `evaluate --no-judge`)."""
     by_key = None
-    out = np.full(len(METRICS), np.nan)
-    for j, m in enumerate(METRICS):
+    out = np.full(len(schema.metrics()), np.nan)
+    for j, m in enumerate(schema.metrics()):
         raw = metrics.get(m)
         if raw is None and m not in metrics:  # other spellings ("clarity", "CLARITY")
             if by_key is None:
@@ -134,9 +136,21 @@ def _metric_values(metrics: dict, loc: str, problems: Problems, missing: list[in
 
 
 def _report_missing(source: str, missing: list[int], problems: Problems, what: str) -> None:
-    parts = [f"{m} {n}" for m, n in zip(METRICS, missing) if n]
+    parts = [f"{m} {n}" for m, n in zip(schema.metrics(), missing) if n]
     if parts:
         problems.add("missing llm score", f"{source}: no LLM score ({what}) for: {', '.join(parts)} conversations")
+
+
+def _automatic(metrics: dict) -> dict[str, float]:
+    """The automatic metrics `align` correlates with the human ratings (the post-test's), where computed."""
+    from wikihowagent.evaluation.metrics import POSTTEST_METRICS
+
+    out = {}
+    for m in POSTTEST_METRICS:
+        v = metrics.get(m)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            out[m] = float(v)
+    return out
 
 
 def _table_rows(table: ScoreTable, problems: Problems, missing: list[int],
@@ -151,7 +165,8 @@ def _table_rows(table: ScoreTable, problems: Problems, missing: list[int],
         out.append(ScoreRow(conversation_id=cid, values=_metric_values(metrics, loc, problems, missing, unjudged),
                             run=run, model=model_label(teacher, learner, run), domain=domain, persona=persona,
                             title=title, tutorial_id=tut, where=loc, judge=evaluator, scoring=scoring, prompt=prompt,
-                            rubrics_sha256=sha, dist=dict(rec.judge.dist) if rec is not None and rec.judge else {}))
+                            rubrics_sha256=sha, dist=dict(rec.judge.dist) if rec is not None and rec.judge else {},
+                            automatic=_automatic(metrics)))
     return out
 
 
@@ -169,8 +184,8 @@ def read_scores_jsonl(path: Path, problems: Problems, default_run: str = "",
     """A scores file's rows of the score table -> rows of the 8 rubric scores. Metric names that are neither
     those 8 nor computational metrics (custom rubrics) are added to `other_rubrics` when given."""
     table = _read_table(path, problems, default_run)
-    missing = [0] * len(METRICS)
-    unjudged = [0] * len(METRICS)
+    missing = [0] * len(schema.metrics())
+    unjudged = [0] * len(schema.metrics())
     rows = _table_rows(table, problems, missing, unjudged)
     _report_missing(str(path), missing, problems, "judge reply not parsed")
     _report_missing(str(path), unjudged, problems, "not judged: evaluated without a judge, e.g. --no-judge")
@@ -208,7 +223,7 @@ def read_scores_csv(path: Path, problems: Problems) -> list[ScoreRow]:
 def read_paper_run(path: Path, problems: Problems) -> list[ScoreRow]:
     """The `evaluation` scores of a paper run file's records (their rows of the score table)."""
     table = _read_table(path, problems)
-    missing = [0] * len(METRICS)
+    missing = [0] * len(schema.metrics())
     rows = _table_rows(table, problems, missing, None)
     _report_missing(str(path), missing, problems, "not in the record's evaluation")
     return rows
@@ -281,13 +296,13 @@ def read_llm_scores(paths: list[Path], problems: Problems) -> LLMScores:
         files = sorted({f for fs in result.ignored_metrics.values() for f in fs})
         where_ = files[0] if len(files) == 1 else f"{len(files)} score files"
         problems.add("ignored metric", f"{where_}: rubric(s) other than the 8 paper rubrics ignored (align compares "
-                                       f"only {', '.join(METRICS)}): {', '.join(names)}")
+                                       f"only {', '.join(schema.metrics())}): {', '.join(names)}")
     return result
 
 
 def llm_matrix(llm: LLMScores, ids: list[str]) -> np.ndarray:
     """conversations x metrics of LLM scores for `ids` (NaN where absent)."""
-    out = np.full((len(ids), len(METRICS)), math.nan)
+    out = np.full((len(ids), len(schema.metrics())), math.nan)
     for i, cid in enumerate(ids):
         r = llm.rows.get(cid)
         if r is not None:

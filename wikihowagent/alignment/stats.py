@@ -23,6 +23,11 @@ from itertools import combinations
 
 import numpy as np
 
+from wikihowagent.errors import Note
+
+# The kinds of a correlation's notes that leave the correlation out (a Note's kind; other notes are informational).
+TOO_FEW, UNDEFINED = "too few", "undefined"
+
 COEFFICIENTS = ("pearson", "spearman", "kendall")
 COEF_LABEL = {"pearson": "Pearson r", "spearman": "Spearman ρ", "kendall": "Kendall τ"}
 MAX_TABLE_CELLS = 200_000  # distinct-x x distinct-y above which the bootstrap loops instead
@@ -57,12 +62,12 @@ def correlate(x, y, *, n_boot: int = 2000, seed: int | np.random.SeedSequence | 
     y = np.asarray(y, dtype=float)
     res = CorrelationResult(n=int(x.size))
     if x.size < 3:
-        res.notes.append(f"fewer than 3 paired values (n={x.size})")
+        res.notes.append(Note(f"fewer than 3 paired values (n={x.size})", TOO_FEW))
         return res
     const = [side for side, a in (("human", x), ("LLM", y)) if _is_constant(a)]
     if const:
-        res.notes.append(f"{' and '.join(const)} scores are constant (all {x[0] if const[0] == 'human' else y[0]:g}); "
-                         "correlation undefined")
+        res.notes.append(Note(f"{' and '.join(const)} scores are constant (all {x[0] if const[0] == 'human' else y[0]:g}); "
+                              "correlation undefined", UNDEFINED))
         return res
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -31,14 +31,16 @@ from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, PairwiseRecord
 
 from .pairwise import verdict
+from wikihowagent.runs import (BRADLEY_TERRY_CSV, HEAD_TO_HEAD_PNG, PAIRWISE_CSV, POSITION_CSV, SUMMARY_MD,
+                               WIN_RATES_CSV)
 
 OVERALL = "overall"
-PAIRWISE_CSV = "pairwise.csv"
-WIN_RATES_CSV = "win_rates.csv"
-POSITION_CSV = "position.csv"
-BT_CSV = "bradley_terry.csv"
-SUMMARY_MD = "summary.md"
-HEATMAP = "head_to_head.png"
+PAIRWISE_CSV = PAIRWISE_CSV
+WIN_RATES_CSV = WIN_RATES_CSV
+POSITION_CSV = POSITION_CSV
+BT_CSV = BRADLEY_TERRY_CSV
+SUMMARY_MD = SUMMARY_MD
+HEATMAP = HEAD_TO_HEAD_PNG
 
 
 class CompareError(WikihowagentError, ValueError):
@@ -132,6 +134,7 @@ async def run_pair_jobs(jobs: list[PairJob], judge: Any, evaluator: str, path: P
                         stats: PassStats) -> None:
     """Judge every job, appending one PairwiseRecord per pass to `path` as it finishes. Jobs run in the given
     order under the judge's concurrency (consecutive jobs that share a first conversation share a prefix)."""
+    from wikihowagent.evaluation.runner import gather_cancelling
     from wikihowagent.runs import JsonlAppender
 
     with JsonlAppender(path) as sink:
@@ -147,13 +150,7 @@ async def run_pair_jobs(jobs: list[PairJob], judge: Any, evaluator: str, path: P
             stats.failures += len(res.failures)
             progress(1)
 
-        tasks = [asyncio.ensure_future(one(j)) for j in jobs]
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await gather_cancelling(one(j) for j in jobs)
 
 
 def first_by_tutorial(convs: Iterable[Conversation]) -> dict[str, Conversation]:

@@ -24,7 +24,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from wikihowagent.evaluation.judge import ROLE_TEXT, JudgeBackendError, JudgeRequestError, Rubric, _tutorial_block
+from wikihowagent.errors import Note, kind_of
+from wikihowagent.evaluation.judge import (LOW_MASS, ROLE_TEXT, JudgeBackendError, JudgeRequestError, Rubric,
+                                         _tutorial_block)
 from wikihowagent.evaluation.scoring import (TOP_LOGPROBS, backend_name, cache_kwargs, digit_closed, invoke,
                                              reply_complete, supports_logprobs, token_entries)
 from wikihowagent.records import Conversation, conversation_lines
@@ -88,7 +90,8 @@ def letter_probability(meta: Any, complete: bool = True) -> tuple[float | None, 
             mass[m.group(1)] += math.exp(lp)
     total = mass["A"] + mass["B"]
     if total < LETTER_MASS_MIN:
-        return None, f"below the letter-probability threshold (p(A) + p(B) = {total:.2f} < {LETTER_MASS_MIN:g})"
+        return None, Note(f"below the letter-probability threshold (p(A) + p(B) = {total:.2f} < {LETTER_MASS_MIN:g})",
+                          LOW_MASS)
     return mass["A"] / total, None
 
 
@@ -183,7 +186,7 @@ class PairwiseJudge:
                 p, problem = None, f"not one letter A or B: {text.strip()[:40]!r}"
             if p is not None:
                 return p, None, raws
-            if "threshold" in (problem or ""):
+            if kind_of(problem, "parse") == LOW_MASS:
                 break  # the model's own uncertainty: asking again at temperature 0 gives the same answer
         return None, problem, raws
 

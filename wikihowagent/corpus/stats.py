@@ -14,6 +14,8 @@ from pathlib import Path
 
 from wikihowagent.corpus.core import SKIP_NO_STEPS, SKIP_ONE_STEP, CorpusArticle, LoadReport
 from wikihowagent.corpus.domains import DomainTable
+from wikihowagent.runs import (PROBLEMS_TXT, STATS_DOMAINS_CSV, STATS_MD, STATS_TOPICS_CSV, STEPS_HISTOGRAM_PNG,
+                               SUNBURST_PNG)
 
 COLUMNS = ["id", "domain", "topics", "articles", "methods", "tutorials", "skipped_no_usable_step",
            "skipped_one_step", "steps", "steps_per_tutorial_mean", "steps_per_tutorial_median",
@@ -284,7 +286,7 @@ def run_stats(source: Path, out: Path, *, domains_file: Path | None = None, grap
     if domains_file is not None:
         check_domains_file_used(domains_file, report)
     out.mkdir(parents=True, exist_ok=True)
-    written = [out / "domains.csv", out / "topics.csv", out / "stats.md", out / "problems.txt"]
+    written = [out / STATS_DOMAINS_CSV, out / STATS_TOPICS_CSV, out / STATS_MD, out / PROBLEMS_TXT]
     write_csv(written[0], stats.domain_rows())
     write_csv(written[1], stats.topic_rows())
     written[2].write_text(markdown(stats, str(source), report, sample_note), encoding="utf-8")
@@ -292,7 +294,7 @@ def run_stats(source: Path, out: Path, *, domains_file: Path | None = None, grap
                                                      for t, n in report.unmapped.most_common()]
     written[3].write_text("".join(p + "\n" for p in problems), encoding="utf-8")
     if figures:
-        written += [out / "sunburst.png", out / "steps_histogram.png"]
+        written += [out / SUNBURST_PNG, out / STEPS_HISTOGRAM_PNG]
         sunburst(stats, written[-2])
         step_histogram(stats, written[-1])
     if builder:

@@ -45,8 +45,9 @@ def load(path: Path) -> Calibration:
     return cal
 
 
-def _judge_text(judge: str, scoring: str, sha: str) -> str:
-    return f"judge {judge or '(not recorded)'} ({scoring or 'scoring not recorded'}), rubric file {sha[:12] or '(not recorded)'}"
+def _judge_text(judge: str, scoring: str, prompt: str, sha: str) -> str:
+    return (f"judge {judge or '(not recorded)'} ({scoring or 'scoring not recorded'}"
+            + (f", prompt {prompt}" if prompt else "") + f"), rubric file {sha[:12] or '(not recorded)'}")
 
 
 def check(cal: Calibration, path: Path, table: ScoreTable, what: str) -> None:
@@ -61,12 +62,19 @@ def check(cal: Calibration, path: Path, table: ScoreTable, what: str) -> None:
             has |= table.present[m].to_numpy(dtype=bool)
     if not has.any():
         return
-    key = (meta["evaluator"].to_numpy()[has], meta["scoring"].to_numpy()[has], meta["rubrics_sha256"].to_numpy()[has])
-    want = (cal.judge, cal.scoring, cal.rubrics_sha256)
-    bad = ~((key[0] == want[0]) & (key[1] == want[1]) & (key[2] == want[2]))
+    from types import SimpleNamespace
+
+    from .judge_prompts import recorded_prompt
+
+    scoring = meta["scoring"].to_numpy()[has]
+    prompts = np.array([recorded_prompt(SimpleNamespace(prompt=p), sc) for p, sc in
+                        zip(meta["prompt"].to_numpy()[has], scoring)], dtype=object)
+    key = (meta["evaluator"].to_numpy()[has], scoring, prompts, meta["rubrics_sha256"].to_numpy()[has])
+    want = (cal.judge, cal.scoring, cal.prompt, cal.rubrics_sha256)
+    bad = ~np.logical_and.reduce([k == w for k, w in zip(key, want)])
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
-        got = (str(key[0][i]), str(key[1][i]), str(key[2][i]))
+        got = tuple(str(k[i]) for k in key)
         raise CalibrationMismatch(f"{path}: fitted for {_judge_text(*want)}; {what} has {int(bad.sum())} scores "
                                   f"from {_judge_text(*got)}: calibrate this judge (`wikihowagent align --calibrate`) "
                                   f"or score with --evaluator {cal.judge}")

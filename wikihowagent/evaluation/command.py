@@ -13,7 +13,7 @@ def evaluate(
     runs: Annotated[Optional[list[Path]], typer.Argument(
         help="Run directories, the paper's run files ({total_conversations: [...]} JSON) or JSONL of records. "
              "Default: the latest run.", show_default=False, metavar="RUN_DIR")] = None,
-    evaluator: Annotated[Optional[str], typer.Option(metavar="SPEC", help="Judge model spec (default: the run's evaluator, else its teacher: homogeneous).")] = None,
+    evaluator: Annotated[Optional[list[str]], typer.Option(metavar="SPEC", help="Judge model spec (default: the run's evaluator, else its teacher: homogeneous). Repeatable: a panel of judges, each scoring into <scores dir>/judges/<judge>/scores.jsonl, the run's scores holding their mean (evaluator 'panel:A+B').")] = None,
     metrics: Annotated[Optional[str], typer.Option(metavar="LIST", help="Comma-separated metric names (or 'computational', 'rubric'). Default: all.")] = None,
     no_judge: Annotated[bool, typer.Option("--no-judge", help="Computational metrics only (no LLM calls).")] = False,
     compat: Annotated[Optional[str], typer.Option(metavar="paper", help="'paper': the released code's metric definitions, to compare with the paper's tables.")] = None,
@@ -34,6 +34,7 @@ def evaluate(
     judge_rationale: Annotated[bool, typer.Option("--judge-rationale", help="The judge writes its analysis first, then 'Score: k' (weighted/sampled; read at the final score token).")] = False,
     judge_prompt: Annotated[Optional[str], typer.Option(metavar="NAME", help="Judge prompt variant of data/judge_prompts.json (weighted/sampled; default: see README 'Choosing the judge prompt'); recorded with every score.")] = None,
     retry_failed: Annotated[bool, typer.Option(help="Judge rubrics that failed in an earlier pass again.")] = True,
+    posttest_learner: Annotated[Optional[str], typer.Option(metavar="SPEC", help="Give conversations without a post-test one, taken by this learner model (and its pre-test per tutorial), stored beside the scores (posttests.jsonl, pretests.jsonl); also the paper's run files. Not with --compat paper.")] = None,
     bootstrap: Annotated[int, typer.Option(min=0, metavar="N", help="Bootstrap resamples (of tutorials) for the 95 % CI in every table cell; 0 = no CIs.")] = 1000,
     seed: Annotated[int, typer.Option(metavar="S", help="Seed of the bootstrap resampling (the tables' CIs).")] = 0,
     calibration: Annotated[Optional[Path], typer.Option(metavar="FILE", help="A calibration.json of `align --calibrate`: adds '<rubric> (cal.)' columns (the judge's score mapped to the human scale) to the summary, the tables and calibrated_scores.csv; refused for scores of another judge, scoring mode or rubric file.")] = None,
@@ -47,11 +48,13 @@ def evaluate(
 
     console = make_console()
     request = EvaluateRequest(
-        runs=tuple(runs or ()), evaluator=evaluator, metrics=metrics, judge=not no_judge, compat=compat,
+        runs=tuple(runs or ()), evaluator=evaluator[0] if evaluator and len(set(evaluator)) == 1 else None,
+        panel=tuple(dict.fromkeys(evaluator)) if evaluator and len(set(evaluator)) > 1 else (), metrics=metrics, judge=not no_judge, compat=compat,
         baseline=baseline, by=by, out=out, rubrics=rubrics, config=config, base_url=base_url,
         concurrency=concurrency, retries=retries, batch_size=batch_size, figures=not no_figures,
         preset=preset, tables=tables, shard=shard, judge_scoring=judge_scoring, judge_rationale=judge_rationale,
         judge_prompt=judge_prompt, retry_failed=retry_failed, calibration=calibration, bootstrap=bootstrap, seed=seed,
+        posttest_learner=posttest_learner,
     )
     try:
         result = run_evaluation(request, console)
@@ -77,7 +80,7 @@ def evaluate(
     console.print("wrote " + ", ".join(str(p) for p in result.written), highlight=False, markup=False)
     if result.judge_all_failed:
         print_error(f"the judge failed on every rubric it was asked in {', '.join(result.judge_all_failed)}: no rubric "
-                    "score was produced (see the notes above; rerun to judge them again)", console)
+                    "score was produced (see the judge failures above; rerun to judge them again)", console)
         raise typer.Exit(1)
 
 

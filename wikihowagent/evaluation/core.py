@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .runner import EvaluateError
+from wikihowagent.runs import BY_DOMAIN_CSV, BY_PERSONA_CSV
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,7 @@ class EvaluateRequest:
 
     runs: tuple[Path, ...] = ()  # run directories / files; () = the latest run
     evaluator: str | None = None
+    panel: tuple[str, ...] = ()  # --evaluator given several times: each judges into judges/<judge>/, the mean is kept
     metrics: str | None = None  # "BLEU,METEOR,Clarity", "computational", "rubric"; None = all
     judge: bool = True  # False = --no-judge
     compat: str | None = None  # "paper"
@@ -41,6 +43,7 @@ class EvaluateRequest:
     judge_rationale: bool = False
     judge_prompt: str | None = None  # judge_prompts.py: a variant of data/judge_prompts.json; None = the default
     retry_failed: bool = True  # rubrics that failed in an earlier pass are judged again
+    posttest_learner: str | None = None  # take the post-test of conversations without one with this model
     calibration: Path | None = None  # `align --calibrate`'s calibration.json: adds "<rubric> (cal.)" columns
     bootstrap: int = 1000  # resamples (of tutorials) for the tables' CIs; 0 = no CIs
     seed: int = 0  # the bootstrap's seed
@@ -82,6 +85,8 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     from .inputs import InputError, resolve_inputs
     from .judge import RubricError, load_rubrics
     from .metrics import MetricError
+    from .panel import combine as combine_panel
+    from .panel import panel_spec
     from .runner import EvalOptions, Evaluation, select_metrics
 
     from wikihowagent.presets import PresetError, get_preset, preset_config
@@ -101,6 +106,8 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     if req.by not in (None, "domain", "persona"):
         raise EvaluateError(f"--by: only 'domain' or 'persona' is supported, not {req.by!r}")
     mode = req.mode
+    if req.posttest_learner and mode == "paper":
+        raise EvaluateError("--posttest-learner: the post-test is not part of the paper's metrics (--compat paper)")
     try:
         cfg = load_config(req.config, preset=preset_config(req.preset) if preset else None)
     except ConfigError as exc:
@@ -111,7 +118,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     from .tables import expand_sweep_dirs
 
     shard = None
-    if req.shard:
+    if req.shard is not None:  # --shard "" is an error, not unsharded
         try:
             shard = parse_shard(req.shard)
         except ValueError as exc:
@@ -153,7 +160,8 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
                        rubrics_path=req.rubrics, out=req.out, concurrency=req.concurrency,
                        default_concurrency=cfg.concurrency,
                        retries=req.retries, batch_size=req.batch_size, shard=shard, scoring=req.judge_scoring,
-                       rationale=req.judge_rationale, retry_failed=req.retry_failed, prompt=req.judge_prompt)
+                       rationale=req.judge_rationale, retry_failed=req.retry_failed, prompt=req.judge_prompt,
+                       posttest_learner=req.posttest_learner)
     aliases = Path(cfg.models) if cfg.models else None  # --config's model alias file, as for generate
     judge_urls: dict[str, str | None] = {}  # judge spec -> base URL (run.json's endpoint unless --base-url)
 
@@ -162,19 +170,38 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
 
     make_llm = judge_llm_factory(cfg, req.base_url, aliases, judge_urls)
 
+    panel = list(dict.fromkeys(req.panel))
+    if panel and shard is not None:
+        raise EvaluateError("a panel of judges (--evaluator given several times) cannot be scored by --shard; "
+                            "give one --evaluator per sharded evaluate")
+    if panel and not judge_on:
+        raise EvaluateError("a panel of judges (--evaluator given several times) judges the rubric metrics: drop "
+                            "--no-judge, or ask for a rubric with --metrics")
     with contextlib.ExitStack() as locks:
         # One evaluation per scores file at a time, decided before any model is loaded.
         _lock_scores_files(locks, sources, opts, runs_dir)
+        judge_opts = [replace(opts, evaluator=spec, panel_judge=True) for spec in panel]
+        for o in judge_opts:
+            _lock_scores_files(locks, sources, o, runs_dir)
         try:
-            ev = Evaluation(opts, comp, rub if judge_on else [], rubric_set, make_llm if judge_on else None, warn)
+            ev = Evaluation(opts, comp, rub if judge_on and not panel else [], rubric_set,
+                            make_llm if judge_on and not panel else None, warn,
+                            make_learner=make_llm if req.posttest_learner else None)
             # Every input's evaluator (and the server it is asked on) is known before any work starts.
             specs = {s.name: ev.evaluator_spec(s) for s in sources}
-            _check_calibration_judge(calibration, req, specs, ev.rubrics_hash)
-            judge_urls.update(judge_base_urls(specs, sources, req.base_url, aliases))
+            judges = [Evaluation(o, [], rub, rubric_set, make_llm, warn) for o in judge_opts]
+            judge_specs = [{s.name: j.evaluator_spec(s) for s in sources} for j in judges]
+            _check_calibration_judge(calibration, req, {n: panel_spec(panel) for n in specs} if panel else specs,
+                                     ev.rubrics_hash)
+            for sp in (specs, *judge_specs):
+                judge_urls.update(judge_base_urls(sp, sources, req.base_url, aliases))
             ev.prepare(list(specs.values()))  # a --judge-scoring mode the backend cannot serve fails here
+            for j, sp in zip(judges, judge_specs):
+                j.prepare(list(sp.values()))
         except MetricError as exc:
             raise EvaluateError(str(exc)) from None
         all_failed: list[str] = []
+        empty: list[str] = []  # inputs with no scorable conversation
         states: dict[str, Any] = {}
         if shard is not None:  # what each shard is scored against, read before scoring (merge compares it)
             from .shards import input_state
@@ -184,17 +211,31 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
             except OSError as exc:
                 raise EvaluateError(f"{exc.filename}: {exc.strerror}") from None
         try:
-            results = _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed)
+            results = _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed, empty)
         finally:
             ev.close()
+        for j, sp, o in zip(judges, judge_specs, judge_opts):  # each judge of a panel into its own file
+            try:
+                _score_all(console, j, sources, sp, o, runs_dir, warn, all_failed, [])
+            finally:
+                j.close()
+        if panel:
+            for src, p in results:
+                n = combine_panel(p, panel, rub, ev.rubrics_hash)
+                console.print(f"{src.name}: panel of {len(panel)} judges ({', '.join(panel)}): mean rubric scores "
+                              f"of {n} conversations -> {p}", highlight=False, markup=False)
     if shard is not None:  # a summary needs every shard: `wikihowagent merge DIR`, then evaluate again
-        from .shards import SHARDS_DIR, scores_fingerprint, write_shard_info
+        from wikihowagent.runs import SCORE_SHARDS_DIR
+
+        from .shards import scores_fingerprint, write_shard_info
 
         for src, p in results:
             write_shard_info(p, shard, scores_fingerprint(opts.mode, opts.metrics or [], specs[src.name],
                                                           opts.rubrics_path, src.path), states.get(src.name))
         return EvaluationSummary(summary=None, shard=shard, merge_dirs=[
-            p.parent.parent.parent for _, p in results if p.parent.parent.name == SHARDS_DIR])
+            p.parent.parent.parent for _, p in results if p.parent.parent.name == SCORE_SHARDS_DIR])
+    if len(empty) == len(sources):  # nothing scored and nothing scored before: no summary to write
+        raise EvaluateError("nothing to evaluate: " + "; ".join(empty))
     result = _summarize(results, rubric_names, base_name, req, runs_dir, calibration)
     result.judge_all_failed = all_failed
     if tables:
@@ -301,7 +342,7 @@ def _lock_scores_files(locks: contextlib.ExitStack, sources, opts, runs_dir) -> 
                                 "finish (or use another --out)") from None
 
 
-def _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed: list[str]):
+def _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed: list[str], empty: list[str]):
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from wikihowagent.runs import DiskFullError, RunError
@@ -349,10 +390,21 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed: li
                           highlight=False, markup=False)
             if stats.judge_failures == stats.judged:
                 all_failed.append(src.name)
+            for note in stats.failure_notes:  # the first few; every one is in the scores file
+                console.print(f"  judge failure: {note}", highlight=False, markup=False)
+            if stats.judge_failures > len(stats.failure_notes):
+                console.print(f"  ... {stats.judge_failures - len(stats.failure_notes)} more in {out_path} "
+                              "(judge.notes)", highlight=False, markup=False)
+        if stats.posttests:
+            console.print(f"{src.name}: post-tests taken ({opts.posttest_learner}): {stats.posttests}, "
+                          f"{stats.posttest_failures} without a step list", highlight=False, markup=False)
         for note in stats.notes:
             console.print(f"  note: {note}", highlight=False)
         if src.n_records == 0 and src.n_invalid == 0:
             warn(f"{src.path}: no conversations")
+        if stats.scored + stats.already == 0:
+            empty.append(f"{src.path}: no scorable conversation ({src.n_invalid} unreadable records, "
+                         f"{src.n_failed} failed conversations)")
         results.append((src, out_path))
     return results
 
@@ -377,13 +429,13 @@ def _summarize(results, rubric_names, base_name, req: EvaluateRequest, runs_dir:
     domain_df = None
     if req.by == "domain":
         domain_df = by_domain(run_scores, rubric_names, stats=req.table_stats)
-        p = out_dir / "by_domain.csv"
+        p = out_dir / BY_DOMAIN_CSV
         domain_df.to_csv(p, index=False)
         written.append(p)
     persona_df = None
     if req.by == "persona":
         persona_df = by_domain(run_scores, rubric_names, key="persona", stats=req.table_stats)
-        p = out_dir / "by_persona.csv"
+        p = out_dir / BY_PERSONA_CSV
         persona_df.to_csv(p, index=False)
         written.append(p)
     if req.figures:

@@ -21,6 +21,10 @@ class InputError(WikihowagentError, ValueError):
     """A missing or unreadable input; the message is one line naming the file."""
 
 
+class EmptyInputError(InputError):
+    """An input with no conversations at all (an empty file)."""
+
+
 @dataclass
 class InputSource:
     path: Path
@@ -92,8 +96,8 @@ def resolve_inputs(paths: list[Path], runs_dir: Path, on_empty: Callable[[str], 
             raise InputError(f"{p}: no such run directory or file")
         try:
             sources.append(_run_source(p) if p.is_dir() else _file_source(p))
-        except InputError as exc:
-            if on_empty is None or "empty file" not in str(exc):
+        except EmptyInputError as exc:
+            if on_empty is None:
                 raise
             on_empty(str(exc))
     if not sources:
@@ -111,7 +115,7 @@ def _run_source(path: Path) -> InputSource:
     if not (path / CONVERSATIONS).exists():
         raise InputError(f"{path}: not a run directory (no {CONVERSATIONS})")
     if (path / CONVERSATIONS).stat().st_size == 0:
-        raise InputError(f"{path / CONVERSATIONS}: empty file (no conversations)")
+        raise EmptyInputError(f"{path / CONVERSATIONS}: empty file (no conversations)")
     info = None
     if (path / RUN_INFO).exists():
         try:
@@ -128,7 +132,7 @@ def _run_source(path: Path) -> InputSource:
 
 def _file_source(path: Path) -> InputSource:
     if path.stat().st_size == 0:
-        raise InputError(f"{path}: empty file (no conversations)")
+        raise EmptyInputError(f"{path}: empty file (no conversations)")
     try:
         kind = "paper-json" if is_paper_file(path) else "jsonl"
     except ValueError as exc:

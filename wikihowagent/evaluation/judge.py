@@ -14,7 +14,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, turn_line
@@ -80,6 +80,7 @@ class Rubric:
     reference: str
     question: str
     levels: dict[str, str]
+    sheet_column: int | None = None  # its column among the rubrics of the annotation sheet (`annotate export`)
 
 
 def default_rubrics_path() -> Path:
@@ -93,7 +94,8 @@ def rubrics_sha256(rubrics: dict[str, Rubric]) -> str:
     import dataclasses
     import hashlib
 
-    canon = json.dumps({n: dataclasses.asdict(r) for n, r in rubrics.items()}, sort_keys=True, ensure_ascii=False)
+    judged = {n: {k: v for k, v in dataclasses.asdict(r).items() if k != "sheet_column"} for n, r in rubrics.items()}
+    canon = json.dumps(judged, sort_keys=True, ensure_ascii=False)  # what the judge sees: not the sheet layout
     return hashlib.sha256(canon.encode("utf-8")).hexdigest()
 
 
@@ -128,8 +130,11 @@ def load_rubrics(path: Path | None = None) -> dict[str, Rubric]:
             isinstance(levels[k], str) and levels[k].strip() for k in LEVELS
         ):
             raise RubricError(f"{where}: rubric must map each of \"5\"..\"1\" to a description")
+        column = v.get("sheet_column")
+        if column is not None and (not isinstance(column, int) or isinstance(column, bool) or column < 1):
+            raise RubricError(f"{where}: sheet_column must be a positive integer")
         out[name] = Rubric(name=name, role=v["role"], reference=v["reference"], question=v["question"].strip(),
-                           levels={k: levels[k].strip() for k in LEVELS})
+                           levels={k: levels[k].strip() for k in LEVELS}, sheet_column=column)
     return out
 
 
@@ -340,13 +345,19 @@ def parse_scores(text: str, names: list[str]) -> tuple[dict[str, float], dict[st
 # --------------------------------------------------------------------------------------------------
 
 
+# Why a rubric got no score: the call failed, the reply held no readable score, or the score digit's (letter's)
+# probability mass was below the threshold (the model's own uncertainty: not asked again).
+FailureKind = Literal["call", "parse", "low-mass"]
+LOW_MASS: FailureKind = "low-mass"
+
+
 @dataclass
 class JudgeResult:
     scores: dict[str, float | None] = field(default_factory=dict)
     raw: dict[str, list[str]] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    kinds: dict[str, str] = field(default_factory=dict)  # failed rubric -> "call" | "parse" | "low-mass"
+    kinds: dict[str, FailureKind] = field(default_factory=dict)  # failed rubric -> why
     dist: dict[str, list[float]] = field(default_factory=dict)  # rubric -> p(1..5) (weighted / sampled)
     argmax: dict[str, int] = field(default_factory=dict)
     spread: dict[str, float] = field(default_factory=dict)

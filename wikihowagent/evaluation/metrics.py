@@ -21,7 +21,8 @@ from typing import Any, Literal
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation
 
-from . import coverage
+from . import coverage, posttest
+from .posttest import DETAIL_RECALL, EXTRANEOUS, LEARNING_GAIN, ORDER, POSTTEST_METRICS, STEP_RECALL  # noqa: F401
 from .rouge import _CachedStemmer, _rouge_stemmer, lcs_length, rouge_l, rouge_n, rouge_tokens  # noqa: F401  (re-exported)
 
 # Metric names (keys of ScoreRecord.metrics).
@@ -36,6 +37,7 @@ BERTSCORE = "BERTScore"
 EMBEDDING_COSINE = "Embedding Cosine"
 STEP_COVERAGE = "Step Coverage"  # evaluation/coverage.py
 ECHO_RATE = "Echo Rate"
+# The learner's post-test (evaluation/posttest.py): default mode only, None where no post-test was taken.
 
 
 WORDNET_HINT = (
@@ -460,8 +462,8 @@ class Metric:
     """One computational metric of one mode (`default` or `paper`, see README "Metrics").
 
     `score` computes it for one conversation; metrics with `batch` set are computed together for a chunk
-    by that `Scorers` pass (the embedding model's forward passes). Values are fractions in [0, 1] (`scale`),
-    shown as percentages in the summary; None = not computable."""
+    by that `Scorers` pass (the embedding model's forward passes). Values are fractions in [`low`, 1]
+    (`scale`; cosines may be negative), shown as percentages in the summary; None = not computable."""
 
     name: str
     mode: Literal["default", "paper"]
@@ -470,6 +472,7 @@ class Metric:
     needs_hypothesis: bool = False  # None when the conversation has no generated teacher text
     needs_wordnet: bool = False
     scale: Literal["fraction"] = "fraction"
+    low: float = 0.0  # the least value it can take (-1 for cosine similarities)
 
 
 REGISTRY: tuple[Metric, ...] = (
@@ -484,10 +487,15 @@ REGISTRY: tuple[Metric, ...] = (
     Metric(ROUGE1, "default", lambda x: rouge_n(*x.rouge_pair(), 1), needs_hypothesis=True),
     Metric(ROUGE2, "default", lambda x: rouge_n(*x.rouge_pair(), 2), needs_hypothesis=True),
     Metric(ROUGEL, "default", lambda x: rouge_l(*x.rouge_pair()), needs_hypothesis=True),
-    Metric(BERTSCORE, "default", batch="embed_default", needs_hypothesis=True),
-    Metric(EMBEDDING_COSINE, "default", batch="embed_default", needs_hypothesis=True),
+    Metric(BERTSCORE, "default", batch="embed_default", needs_hypothesis=True, low=-1.0),
+    Metric(EMBEDDING_COSINE, "default", batch="embed_default", needs_hypothesis=True, low=-1.0),
     Metric(STEP_COVERAGE, "default", lambda x: coverage.step_coverage(x.conv)),
     Metric(ECHO_RATE, "default", lambda x: coverage.echo_rate(x.conv)),
+    Metric(STEP_RECALL, "default", batch="posttest"),
+    Metric(ORDER, "default", batch="posttest"),
+    Metric(EXTRANEOUS, "default", batch="posttest"),
+    Metric(DETAIL_RECALL, "default", batch="posttest", needs_wordnet=True),
+    Metric(LEARNING_GAIN, "default", batch="posttest"),
     # paper: the released code's definitions, reproduced exactly
     Metric(QUESTION, "paper", lambda x: paper_question_ratio(x.conv)),
     Metric(COMPLETION, "paper", lambda x: paper_completion(x.conv)),
@@ -495,7 +503,7 @@ REGISTRY: tuple[Metric, ...] = (
     Metric(BLEU, "paper", lambda x: paper_bleu(x.ref, x.hyp)),
     Metric(METEOR, "paper", lambda x: round(meteor(meteor_tokens(x.ref), meteor_tokens(x.hyp)), 4), needs_wordnet=True),
     Metric(ROUGE, "paper", lambda x: round(rouge_n(rouge_tokens(x.ref, stem=False), rouge_tokens(x.hyp, stem=False), 1), 4)),
-    Metric(BERTSCORE, "paper", batch="embed_paper"),
+    Metric(BERTSCORE, "paper", batch="embed_paper", low=-1.0),
 )
 # What each mode compares the reference (the tutorial) with.
 HYPOTHESIS: dict[str, Callable[[Conversation], str]] = {
@@ -514,10 +522,20 @@ def computational_metrics(mode: str) -> list[str]:
 
 DEFAULT_METRICS = computational_metrics("default")
 PAPER_METRICS = computational_metrics("paper")
-EMBEDDING_METRICS = frozenset(m.name for m in REGISTRY if m.batch)
+EMBEDDING_METRICS = frozenset(m.name for m in REGISTRY if m.batch)  # the post-test's included (step matching)
 # Every computational metric name of either mode: the other keys of a score record are rubric scores.
 COMPUTATIONAL_NAMES = frozenset(m.name for m in REGISTRY)
 PERCENT_METRICS = frozenset(m.name for m in REGISTRY if m.scale == "fraction")
+RUBRIC_RANGE = (1.0, 5.0)  # a rubric score: a digit 1..5, or a mean of them (weighted, sampled)
+
+
+def value_range(name: str, rubric_names: Iterable[str] = ()) -> tuple[float, float] | None:
+    """The values metric `name` can take: a computational metric's [low, 1], a rubric's 1..5; None if the
+    name is neither (e.g. a column of a paper run file this project does not compute)."""
+    lows = [m.low for m in REGISTRY if m.name == name]
+    if lows:
+        return (min(lows), 1.0)
+    return RUBRIC_RANGE if name in set(rubric_names) else None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -529,6 +547,7 @@ PERCENT_METRICS = frozenset(m.name for m in REGISTRY if m.scale == "fraction")
 class ConvScores:
     metrics: dict[str, float | None] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    posttest_matches: list[tuple[int, int, float]] | None = None  # evaluation/posttest.py, for the report
 
 
 class Scorers:
@@ -572,10 +591,10 @@ class Scorers:
                 res.metrics[m.name] = None if empty and m.needs_hypothesis else m.score(x)  # type: ignore[misc]
             if empty:
                 for m in self.selected:
-                    if m.batch:
+                    if m.batch and m.batch != "posttest":  # the post-test does not read the teacher's text
                         res.metrics[m.name] = None
                 res.notes.append("no generated teacher turn: overlap and similarity metrics not computable")
-        passes = {"embed_default": self.embed_default, "embed_paper": self.embed_paper}
+        passes = {"embed_default": self.embed_default, "embed_paper": self.embed_paper, "posttest": self.posttest}
         for batch in dict.fromkeys(m.batch for m in self.selected if m.batch):
             passes[batch](convs, refs, hyps, results, {m.name for m in self.selected})
         return results
@@ -599,6 +618,41 @@ class Scorers:
             if EMBEDDING_COSINE in want:
                 res.metrics[EMBEDDING_COSINE] = pooled_cosine(
                     [(enc[s][1], len(s) + 2) for s in rc], [(enc[s][1], len(s) + 2) for s in hc])
+
+    def step_vectors(self, texts: Sequence[str]) -> Any:
+        """Unit-length sentence embeddings (mean pooling, as sentence-transformers) of short texts, cached."""
+        import torch
+
+        lm = self.minilm
+        vecs = {t: self._ref_cache.get(("step", t)) for t in dict.fromkeys(texts)}  # type: ignore[arg-type]
+        missing = [t for t, v in vecs.items() if v is None]
+        if missing:
+            ids = {t: tuple(i[: lm.MAX_LEN - 2]) for t, i in zip(missing, lm.ids(missing))}
+            enc = lm.encode(ids.values())
+            for t in missing:
+                vecs[t] = self.cached(("step", t), lambda t=t: torch.nn.functional.normalize(enc[ids[t]][1], dim=0))
+        return torch.stack([vecs[t] for t in texts]) if texts else None
+
+    def step_similarity(self, a: Sequence[str], b: Sequence[str]) -> Any:
+        """Cosine similarity matrix (len(a) x len(b)) of two lists of steps, as a numpy array."""
+        import numpy as np
+
+        if not a or not b:
+            return np.zeros((len(a), len(b)))
+        return (self.step_vectors(a) @ self.step_vectors(b).T).numpy()
+
+    def posttest(self, convs, refs, hyps, results, want) -> None:
+        wordnet = load_wordnet() if DETAIL_RECALL in want else None
+        tested = [i for i, c in enumerate(convs) if c.posttest is not None]
+        texts = [s for i in tested for s in (*convs[i].steps, *convs[i].posttest.post.steps,
+                                             *(convs[i].posttest.pre.steps if convs[i].posttest.pre else ()))]
+        if texts:
+            self.step_vectors(texts)  # one batched pass for the chunk
+        for i, (c, res) in enumerate(zip(convs, results)):
+            values, notes, matches = posttest.posttest_scores(c, self.step_similarity, want, wordnet)
+            res.metrics.update(values)
+            res.notes.extend(notes)
+            res.posttest_matches = matches
 
     def embed_paper(self, convs, refs, hyps, results, want) -> None:
         lm = self.minilm

@@ -9,21 +9,23 @@ metrics are kept) and a new line is appended (readers keep the last line per con
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.records import JudgeProvenance, ScoreRecord
+from wikihowagent.records import JudgeProvenance, Mode, ScoreRecord
 from wikihowagent.runs import RESCORED_DIR, SCORES, SCORES_PAPER
 
 from wikihowagent.records import Conversation
+from wikihowagent.workflow.posttest import CALL_FAILED
 
 from .inputs import InputSource
 from .judge_prompts import recorded_prompt
-from .metrics import COMPUTATIONAL_NAMES, Scorers, computational_metrics
+from .metrics import COMPUTATIONAL_NAMES, POSTTEST_METRICS, STEP_RECALL, Scorers, computational_metrics
 
 class EvaluateError(WikihowagentError, RuntimeError):
     """A problem that stops `evaluate`; one line."""
@@ -31,7 +33,7 @@ class EvaluateError(WikihowagentError, RuntimeError):
 
 @dataclass
 class EvalOptions:
-    mode: str = "default"  # "default" | "paper"
+    mode: Mode = "default"
     metrics: list[str] | None = None  # computational + rubric names; None = all
     judge: bool = True
     evaluator: str | None = None
@@ -48,6 +50,8 @@ class EvalOptions:
     retry_failed: bool = True  # judge rubrics that failed in an earlier pass again
     chunk: int = 64  # conversations per scoring chunk (memory is flat in the number of conversations)
     shard: tuple[int, int] | None = None  # (K, N): only the conversations of shard K (see shards.py)
+    panel_judge: bool = False  # one judge of a panel: its scores go to <scores dir>/judges/<judge>/ (panel.py)
+    posttest_learner: str | None = None  # --posttest-learner: take the post-test of conversations without one
 
 
 @dataclass
@@ -64,7 +68,13 @@ class SourceStats:
     rejudged_prompt: int = 0  # ... or from another --judge-prompt variant
     rejudged_evaluator: int = 0  # conversations whose rubric scores were by another evaluator
     rejudged_rubrics: int = 0  # ... or of rubrics the current rubric file does not define
+    posttests: int = 0  # post-tests taken in this pass (--posttest-learner)
+    posttest_failures: int = 0  # ... without a usable answer (not scored)
     notes: list[str] = field(default_factory=list)
+    failure_notes: list[str] = field(default_factory=list)  # the first FAILURE_NOTES judge failures, "<id>: <note>"
+
+
+FAILURE_NOTES = 3  # judge failures `evaluate` prints (all of them are in scores.jsonl)
 
 
 def scores_path(src: InputSource, opts: EvalOptions, runs_dir: Path) -> Path:
@@ -79,6 +89,10 @@ def scores_path(src: InputSource, opts: EvalOptions, runs_dir: Path) -> Path:
         from .shards import shard_scores_path
 
         path = shard_scores_path(path, opts.shard)
+    if opts.panel_judge and opts.evaluator:
+        from .panel import judge_scores_path
+
+        path = judge_scores_path(path, opts.evaluator)
     return path
 
 
@@ -132,6 +146,18 @@ def count_input_records(src: InputSource) -> int | None:
     return n
 
 
+async def gather_cancelling(coros: Iterable[Any]) -> None:
+    """Run the coroutines concurrently; the first failure (or a cancellation) cancels and awaits the rest,
+    so no task is left running."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
 def cancel_leftover_tasks(loop: asyncio.AbstractEventLoop, rounds: int = 5) -> None:
     """Cancel and await every unfinished task of `loop` (not running). Cancellation handlers may start new
     tasks (LangChain schedules its error callbacks), hence a few bounded rounds."""
@@ -159,8 +185,11 @@ class Evaluation:
     """Holds what is loaded once per process: the scorers and one judge per evaluator spec."""
 
     def __init__(self, opts: EvalOptions, comp: list[str], rubric_names: list[str], rubrics: dict[str, Any] | None,
-                 make_llm: Callable[[str], Any] | None, warn: Callable[[str], None]):
+                 make_llm: Callable[[str], Any] | None, warn: Callable[[str], None],
+                 make_learner: Callable[[str], Any] | None = None):
         self.opts = opts
+        self.make_learner = make_learner  # spec -> chat model, for --posttest-learner
+        self._learner: Any = None
         self.comp = comp
         self.rubric_names = rubric_names if opts.judge else []
         self.rubrics = rubrics
@@ -263,10 +292,60 @@ class Evaluation:
             return "prompt"  # another --judge-prompt variant
         return None
 
+    def learner(self) -> Any:
+        if self._learner is None:
+            assert self.make_learner is not None and self.opts.posttest_learner
+            self._learner = self.make_learner(self.opts.posttest_learner)
+        return self._learner
+
     async def _run_source(self, src: InputSource, out_path: Path, progress: Callable[[int], None] | None) -> SourceStats:
+        stats = SourceStats()
+        with contextlib.ExitStack() as files:
+            add_posttests = self._posttests(out_path.parent, files, stats) if self.opts.posttest_learner else None
+            return await self._score_source(src, out_path, progress, stats, add_posttests)
+
+    def _posttests(self, directory: Path, files: contextlib.ExitStack, stats: SourceStats) -> Callable[..., Any]:
+        """-> async fn(conversations): attaches a post-test to each conversation that has none: the one stored
+        in `directory/posttests.jsonl` by an earlier pass, else a new one (appended there at once)."""
+        from wikihowagent.runs import POSTTESTS, JsonlAppender, PretestCache, read_posttests
+        from wikihowagent.workflow.posttest import PostTester
+
+        stored = read_posttests(directory / POSTTESTS)
+        spec = self.opts.posttest_learner or ""
+        pretests = files.enter_context(PretestCache(directory))
+        sink = files.enter_context(JsonlAppender(directory / POSTTESTS))
+        tester: PostTester | None = None
+
+        async def attach(convs: list[Conversation]) -> None:
+            nonlocal tester
+            todo = []
+            for c in convs:
+                if c.posttest is not None:
+                    continue
+                old = stored.get(c.conversation_id)
+                if old is not None and old.model == spec and not (old.post.error or "").startswith(CALL_FAILED):
+                    c.posttest = old
+                else:
+                    todo.append(c)
+            if not todo:
+                return
+            if tester is None:
+                tester = PostTester(self.learner(), spec, pretests)
+
+            async def one(c: Conversation) -> None:
+                c.posttest = await tester.run(c.tutorial_key, c.title, c.tutorial_title, c.turns)  # type: ignore[union-attr]
+                sink.append({"conversation_id": c.conversation_id, "posttest": c.posttest.model_dump(mode="json")})
+                stats.posttests += 1
+                stats.posttest_failures += c.posttest.post.error is not None
+
+            await asyncio.gather(*(one(c) for c in todo))
+
+        return attach
+
+    async def _score_source(self, src: InputSource, out_path: Path, progress: Callable[[int], None] | None,
+                            stats: SourceStats, add_posttests: Callable[..., Any] | None) -> SourceStats:
         from wikihowagent.runs import JsonlAppender, read_scores
 
-        stats = SourceStats()
         existing = read_scores(out_path, on_error=self.warn)
         comp_names = set(self.comp)
         rubric_names = set(self.rubric_names)
@@ -323,18 +402,25 @@ class Evaluation:
                 stats.scored += 1
                 stats.judged += len(jr.scores)
                 stats.judge_failures += len(jr.failures)
+                for note in jr.notes[:max(0, FAILURE_NOTES - len(stats.failure_notes))]:
+                    stats.failure_notes.append(f"{conv.conversation_id}: {note}")
                 for kind in jr.kinds.values():
                     stats.failure_kinds[kind] = stats.failure_kinds.get(kind, 0) + 1
                 advance(1)
 
             try:
                 for chunk in _chunks(stream, self.opts.chunk):
+                    if add_posttests is not None:
+                        await add_posttests(chunk)
                     # (conversation, its earlier scores line, why its rubric scores are stale, metrics it has)
                     todo: list[tuple[Conversation, ScoreRecord | None, str | None, set[str]]] = []
                     for c in chunk:
                         old = existing.get(c.conversation_id)
                         stale = self._stale_rubrics(old, spec)
                         have = set(old.metrics) if old else set()
+                        if old and c.posttest is not None and old.metrics.get(STEP_RECALL) is None \
+                                and c.posttest.post.error is None:
+                            have -= set(POSTTEST_METRICS)  # a post-test taken since that line was written
                         if old and self.opts.retry_failed and not stale:  # failed rubrics count as not judged yet
                             have -= set(old.judge_failures) & rubric_names
                         if stale is None and comp_names | rubric_names <= have:
@@ -415,4 +501,5 @@ class Evaluation:
             domain=c.domain, teacher=c.teacher, learner=c.learner, persona=c.persona,
             mode="paper" if self.opts.mode == "paper" else "default",
             metrics=metrics, judge=judge, notes=notes,
+            posttest_matches=cs.posttest_matches if cs is not None else (old.posttest_matches if old else None),
         )

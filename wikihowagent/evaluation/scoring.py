@@ -35,9 +35,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from wikihowagent.errors import WikihowagentError
+from wikihowagent.errors import Note, WikihowagentError, kind_of
 from wikihowagent.records import Conversation
-from .judge import (ROLE_TEXT, Judge, JudgeBackendError, JudgeRequestError, JudgeResult, Rubric, _is_request_error,
+from .judge import (LOW_MASS, ROLE_TEXT, Judge, JudgeBackendError, JudgeRequestError, JudgeResult, Rubric, _is_request_error,
                     _one_line, prompt_groups)
 from .judge_prompts import DEFAULT_PROMPT, LEGACY_PROMPT, JudgePrompt, load_prompts, render, shorten, shows_tutorial
 
@@ -168,7 +168,8 @@ def weighted_score(meta: Any, rationale: bool, threshold: float = DIGIT_MASS_MIN
         return None, f"no {want} in the reply ({''.join(tokens).strip()[:40]!r}: {why})"
     dist = distribution_at(entries[pos])
     if dist.mass < threshold:
-        return None, f"below the digit-probability threshold (p(1..5) = {dist.mass:.2f} < {threshold:g})"
+        return None, Note(f"below the digit-probability threshold (p(1..5) = {dist.mass:.2f} < {threshold:g})",
+                          LOW_MASS)
     return dist, None
 
 
@@ -348,7 +349,7 @@ class Scorer(ABC):
                 if dist is None:
                     res.scores[n] = None
                     res.failures.append(n)
-                    res.kinds.setdefault(n, "low-mass" if "threshold" in (problem or "") else "parse")
+                    res.kinds.setdefault(n, kind_of(problem, "parse"))
                     res.notes.append(f"{n}: {problem} after {max(1, len(raws))} replies")
                 else:
                     res.scores[n] = round(dist.mean, 4)
@@ -384,7 +385,7 @@ class WeightedScorer(Scorer):
                                            complete=reply_complete(msg, limit, len(token_entries(meta))))
             if dist is not None:
                 return dist, None, raws
-            if "threshold" in (problem or ""):
+            if kind_of(problem, "parse") == LOW_MASS:
                 break  # the model's own uncertainty: asking again at temperature 0 gives the same answer
         return None, problem, raws
 

@@ -17,9 +17,8 @@ import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from wikihowagent.runs import SCORE_FILES, SCORE_SHARDS_DIR, SHARD_INFO
 
-SHARDS_DIR = "score-shards"
-SHARD_INFO = "shard.json"
 
 
 def shard_filter(stream: Iterator[Any], shard: tuple[int, int] | None, chunk: int) -> Iterator[Any]:
@@ -32,7 +31,7 @@ def shard_filter(stream: Iterator[Any], shard: tuple[int, int] | None, chunk: in
 
 def shard_scores_path(path: Path, shard: tuple[int, int]) -> Path:
     k, n = shard
-    return path.parent / SHARDS_DIR / f"{k}-of-{n}" / path.name
+    return path.parent / SCORE_SHARDS_DIR / f"{k}-of-{n}" / path.name
 
 
 def write_shard_info(out_path: Path, shard: tuple[int, int], fingerprint: dict[str, Any],
@@ -67,8 +66,9 @@ def _stale_shards(directory: Path, shard_dirs: list[Path], info_of: Any) -> str 
             continue  # a shard written before input states were recorded
         f = then["file"]
         if f not in now:
+            here = Path(f) if Path(f).exists() else directory / Path(f).name  # the run directory was moved
             try:
-                now[f] = input_state(Path(f), then.get("records") is not None)
+                now[f] = input_state(here, then.get("records") is not None)
             except OSError:
                 now[f] = None
         if now[f] is None or now[f]["sha256"] != then.get("sha256"):
@@ -109,22 +109,22 @@ def merge_score_shards(directory: Path) -> dict[str, int]:
     from wikihowagent.runs import RunError, iter_jsonl, rewrite_jsonl
     from wikihowagent.shards import ShardError, check_shards
 
-    shard_dirs = sorted(p for p in (directory / SHARDS_DIR).glob("*") if (p / SHARD_INFO).exists())
+    shard_dirs = sorted(p for p in (directory / SCORE_SHARDS_DIR).glob("*") if (p / SHARD_INFO).exists())
     if not shard_dirs:
-        raise RunError(f"{directory}: no score shards to merge (expected {directory}/{SHARDS_DIR}/K-of-N/)")
+        raise RunError(f"{directory}: no score shards to merge (expected {directory}/{SCORE_SHARDS_DIR}/K-of-N/)")
 
     def info(d: Path) -> dict[str, Any]:
         obj = json.loads((d / SHARD_INFO).read_text(encoding="utf-8"))
         return obj if isinstance(obj, dict) else {}
 
     try:
-        n = check_shards(shard_dirs, lambda d: info(d).get("fingerprint"), directory / SHARDS_DIR)
+        n = check_shards(shard_dirs, lambda d: info(d).get("fingerprint"), directory / SCORE_SHARDS_DIR)
     except ShardError as exc:
         raise RunError(str(exc)) from None
     stale = _stale_shards(directory, shard_dirs, info)
     if stale:
         raise RunError(stale)
-    names = sorted({p.name for d in shard_dirs for p in d.glob("scores*.jsonl")})
+    names = sorted(n for n in SCORE_FILES if any((d / n).is_file() for d in shard_dirs))
     total = 0
     for name in names:
         merged: dict[str, dict[str, Any]] = {}

@@ -22,6 +22,7 @@ from .metrics import (
     EMBEDDING_COSINE,
     METEOR,
     PERCENT_METRICS,
+    POSTTEST_METRICS,
     QUESTION,
     ROUGE,
     ROUGE1,
@@ -29,10 +30,12 @@ from .metrics import (
     ROUGEL,
     STEP_COVERAGE,
 )
+from wikihowagent.runs import (BY_DOMAIN_PNG, CALIBRATED_SCORES_CSV, COMPUTATIONAL_PNG, FIGURES_DIR, RUBRICS_PNG,
+                               SUMMARY_CSV, SUMMARY_MD)
 
 # Column order: the paper's Table 1 order first, then ours.
 ORDER = [BERTSCORE, EMBEDDING_COSINE, BLEU, METEOR, ROUGE, ROUGE1, ROUGE2, ROUGEL, DIVERSITY, QUESTION, COMPLETION,
-         STEP_COVERAGE, ECHO_RATE]
+         STEP_COVERAGE, ECHO_RATE, *POSTTEST_METRICS]
 SHORT = {QUESTION: "Question", EMBEDDING_COSINE: "Emb. Cosine"}
 
 
@@ -55,7 +58,6 @@ def load_run_scores(name: str, label: str, path: Path, **kw: Any) -> RunScores:
     return RunScores(name=name, label=label, path=path, table=read_score_table(path, run=name), **kw)
 
 
-CALIBRATED_SCORES = "calibrated_scores.csv"  # evaluate --calibration: per conversation, raw and calibrated
 
 
 def write_calibrated(runs: list[RunScores], calibration: Any, out_dir: Path) -> Path:
@@ -70,7 +72,7 @@ def write_calibrated(runs: list[RunScores], calibration: Any, out_dir: Path) -> 
         for c in cols:
             df[c] = t.values[c] if c in t.values else float("nan")
         frames.append(df)
-    out = Path(out_dir) / CALIBRATED_SCORES
+    out = Path(out_dir) / CALIBRATED_SCORES_CSV  # evaluate --calibration: per conversation, raw and calibrated
     out.parent.mkdir(parents=True, exist_ok=True)
     (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run", "conversation_id", *cols])
      ).to_csv(out, index=False, float_format="%.4f")
@@ -79,6 +81,8 @@ def write_calibrated(runs: list[RunScores], calibration: Any, out_dir: Path) -> 
 
 def metric_columns(runs: list[RunScores], rubric_names: list[str]) -> list[str]:
     present = {k for r in runs for k in r.table.metric_names()}
+    # The post-test's columns only where some conversation took one (else every value is null).
+    present -= {m for m in POSTTEST_METRICS if all(math.isnan(v) for r in runs for v in r.table.column(m))}
     cols = [m for m in ORDER if m in present]
     cols += [m for m in rubric_names if m in present]
     cols += [calibrated_name(m) for m in rubric_names if calibrated_name(m) in present]  # evaluate --calibration
@@ -251,10 +255,10 @@ def write_summary(s: Summary, out_dir: Path) -> list[Path]:
                 r[f"{header(m)} p"], r[f"{header(m)} p_holm"] = _round6(p.p), _round6(p.p_holm)
                 r[f"{header(m)} pairs"] = p.n
         recs.append(r)
-    csv_path = out_dir / "summary.csv"
+    csv_path = out_dir / SUMMARY_CSV
     pd.DataFrame(recs).to_csv(csv_path, index=False)
     heads, rows = display_rows(s)
-    md_path = out_dir / "summary.md"
+    md_path = out_dir / SUMMARY_MD
     md_path.write_text(markdown_table(heads, rows) + _legend(s), encoding="utf-8")
     return [csv_path, md_path]
 
@@ -404,15 +408,15 @@ def _bars(plt: Any, s: Summary, metrics: list[str], ylabel: str, path: Path, yli
 
 def write_figures(s: Summary, rubric_names: list[str], out_dir: Path, domain_df: Any | None = None) -> list[Path]:
     plt = _plt()
-    fig_dir = out_dir / "figures"
+    fig_dir = out_dir / FIGURES_DIR
     fig_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     rub = [m for m in s.columns if m in rubric_names]
     comp = [m for m in s.columns if m in PERCENT_METRICS]
     if rub:  # Figures 3/4
-        paths.append(_bars(plt, s, rub, "score (1-5), mean ± std", fig_dir / "rubrics.png", (0, 5.5)))
+        paths.append(_bars(plt, s, rub, "score (1-5), mean ± std", fig_dir / RUBRICS_PNG, (0, 5.5)))
     if comp:
-        paths.append(_bars(plt, s, comp, "%, mean ± std", fig_dir / "computational.png", (0, 110)))
+        paths.append(_bars(plt, s, comp, "%, mean ± std", fig_dir / COMPUTATIONAL_PNG, (0, 110)))
     if domain_df is not None and not domain_df.empty:  # Figure 5
         value = "Rubric mean" if domain_df["Rubric mean"].notna().any() else None
         if value is None and comp:
@@ -440,7 +444,7 @@ def write_figures(s: Summary, rubric_names: list[str], out_dir: Path, domain_df:
             fig.colorbar(im, ax=ax, label=value)
             ax.set_title(f"{value} per domain")
             fig.tight_layout()
-            p = fig_dir / "by_domain.png"
+            p = fig_dir / BY_DOMAIN_PNG
             fig.savefig(p, dpi=120)
             plt.close(fig)
             paths.append(p)

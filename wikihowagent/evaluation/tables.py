@@ -15,8 +15,7 @@ from .summary import RunScores, Summary, summarize
 
 def expand_sweep_dirs(paths: list[Path], warn: Callable[[str], None]) -> tuple[list[Path], bool]:
     """A sweep directory (with sweep.json) -> its cells' run directories. Returns (paths, any sweep given)."""
-    from wikihowagent.runs import CONVERSATIONS
-    from wikihowagent.sweep.core import SWEEP_INFO
+    from wikihowagent.runs import CONVERSATIONS, SWEEP_INFO
 
     out: list[Path] = []
     sweep = False

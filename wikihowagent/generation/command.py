@@ -36,7 +36,7 @@ def generate(
     max_interactions: Annotated[Optional[int], typer.Option(min=2, help="Cut a conversation after M messages (paper: 40).")] = None,
     history: Annotated[Optional[int], typer.Option(min=0, help="Show agents the last N messages (0 = the paper's prompts).")] = None,
     base_url: Annotated[Optional[list[str]], typer.Option(help="OpenAI-compatible server URL for openai: specs (e.g. vLLM); repeat for replicas of the model (least-busy routing).")] = None,
-    temperature: Annotated[Optional[float], typer.Option(help="Sampling temperature (default 0).")] = None,
+    temperature: Annotated[Optional[float], typer.Option(min=0.0, help="Sampling temperature (default 0).")] = None,
     seed: Annotated[Optional[int], typer.Option(help="Sampling seed.")] = None,
     max_tokens: Annotated[Optional[int], typer.Option(min=1, help="Max new tokens per reply.")] = None,
     timeout: Annotated[Optional[float], typer.Option(help="Request timeout in seconds.")] = None,
@@ -48,6 +48,7 @@ def generate(
     manager: Annotated[Optional[str], typer.Option(help="Who classifies learner messages: rules (Algorithm 1, default) or llm (a model: question / understood / off-topic / wants-to-stop, rules on a parse failure).")] = None,
     manager_model: Annotated[Optional[str], typer.Option(help="Model spec of --manager llm (default: the teacher's).")] = None,
     shard: Annotated[Optional[str], typer.Option(help="K/N: run only every N-th tutorial starting at K (0-based; cluster array jobs) into <run>/shards/K-of-N; join them with `wikihowagent merge`.")] = None,
+    posttest: Annotated[Optional[bool], typer.Option("--posttest/--no-posttest", help="After each conversation, the learner model writes the method's steps from memory (post-test; plus one cached pre-test per tutorial). Default: on (off with --preset paper).")] = None,
     preset: Annotated[Optional[str], typer.Option(help="'paper': the paper's prompts verbatim and decoding (max tokens 4096, temperature 0), under --config and flags.")] = None,
 ) -> None:
     """Simulate teacher-learner conversations over tutorials into a resumable run directory."""
@@ -67,7 +68,7 @@ def generate(
         max_interactions=max_interactions,
         history=history, temperature=temperature, seed=seed, max_tokens=max_tokens, timeout=timeout, retries=retries,
         learner_personas=tuple(learner_persona or ()), max_clarifications=max_clarifications, manager=manager,
-        manager_model=manager_model,
+        manager_model=manager_model, posttest=posttest,
     )
     try:
         summary = run_generation(request, console)
@@ -89,6 +90,8 @@ def generate(
         f"{counts['failed']} failed); this run: {stats.done} done, {stats.failed} failed, "
         f"{stats.completion_tokens} tokens generated; turn checks: {counts['turn_retries']} replies retried, "
         f"{counts['turn_warnings']} turns kept with a warning"
+        + (f"; post-tests: {counts['posttests']} taken, {counts['posttest_failures']} without a step list"
+           if counts.get("posttests") else "")
         + (f"; llm manager: {counts['manager_fallbacks']} fallbacks to the rules" if summary.llm_manager else "")))
     raise typer.Exit(summary.exit_code)
 
@@ -100,8 +103,8 @@ def merge(
 
     Refuses in one line if a shard 0..N-1 is missing or was made with other settings."""
     from wikihowagent.console import make_console
-    from wikihowagent.evaluation.shards import SHARDS_DIR as SCORE_SHARDS, merge_score_shards
-    from wikihowagent.runs import SHARDS_DIR, RunError
+    from wikihowagent.evaluation.shards import merge_score_shards
+    from wikihowagent.runs import SCORE_SHARDS_DIR as SCORE_SHARDS, SHARDS_DIR, RunError
 
     from .core import merge_shards
 

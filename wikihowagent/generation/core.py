@@ -24,7 +24,7 @@ from langchain_core.language_models import BaseChatModel
 
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.config import Config, ConfigError
-from wikihowagent.records import ConversationRecord, Tutorial, TutorialRef, conversation_lines, make_conversation_id
+from wikihowagent.records import ConversationRecord, PostTest, Tutorial, TutorialRef, conversation_lines, make_conversation_id
 from wikihowagent.runs import (
     CONVERSATIONS,
     RUN_INFO,
@@ -32,6 +32,7 @@ from wikihowagent.runs import (
     JsonlAppender,
     JsonlError,
     RunError,
+    merge_pretests,
     RunInfo,
     read_records,
     read_run_info,
@@ -44,6 +45,7 @@ from wikihowagent.runs import (
 from wikihowagent.workflow.graph import WorkflowOptions, build_graph, initial_state, recursion_limit
 from wikihowagent.workflow.manager import Manager
 from wikihowagent.workflow.personas import Persona
+from wikihowagent.workflow.posttest import PostTester
 from wikihowagent.workflow.prompts import PromptTemplates
 
 VERSIONED_PACKAGES = ("langgraph", "langchain-core", "langchain-openai", "langchain-ollama", "xllamacpp", "pydantic")
@@ -82,6 +84,8 @@ class RunStats:
     turn_warnings: int = 0  # turns kept with a turn-check warning (echo, wrong role)
     turn_retries: int = 0  # replies retried after a turn check
     manager_fallbacks: int = 0  # learner turns the llm manager could not classify (the rules decided)
+    posttests: int = 0  # post-tests taken
+    posttest_failures: int = 0  # post-tests without a usable answer (failed call, not a step list)
     errors: list[str] = field(default_factory=list)
 
 
@@ -129,6 +133,7 @@ def to_record(tutorial: Tutorial, state: dict[str, Any], run_name: str, teacher:
         learner=learner,
         persona=persona.name if (persona := state.get("persona")) is not None else "",
         manager=manager,
+        posttest=state.get("posttest"),
         started_at=started,
         ended_at=now(),
     )
@@ -183,14 +188,16 @@ async def run_conversations(
     personas: Mapping[str, Persona] | None = None,
     manager: Manager | None = None,
     manager_spec: str = "rules",
+    posttest: PostTester | None = None,
 ) -> RunStats:
     """Run `tutorials` through the graph with at most `concurrency` conversations in flight.
 
     `stats` (updated in place, so progress displays can read it) defaults to a fresh RunStats.
     `personas` maps a tutorial id to its learner persona (default: the prompts file's learner); `manager`
-    classifies learner messages (default: the rules), recorded as `manager_spec`.
+    classifies learner messages (default: the rules), recorded as `manager_spec`; `posttest` gives each
+    conversation the learner's post-test (None: none).
     """
-    graph = build_graph(teacher_model, learner_model, prompts, options, manager)
+    graph = build_graph(teacher_model, learner_model, prompts, options, manager, posttest=posttest)
     stats = stats if stats is not None else RunStats(total=len(tutorials))
     queue: asyncio.Queue[Tutorial] = asyncio.Queue()
     for t in tutorials:
@@ -224,6 +231,9 @@ async def run_conversations(
                 stats.turn_warnings += sum(len(t.warnings) for t in record.turns)
                 stats.turn_retries += sum(len(t.retried) for t in record.turns)
                 stats.manager_fallbacks += sum(t.manager_fallback for t in record.turns)
+                if record.posttest is not None:
+                    stats.posttests += 1
+                    stats.posttest_failures += record.posttest.post.error is not None
                 if on_done is not None:
                     on_done(record)
 
@@ -258,6 +268,8 @@ def count_records(records: list[ConversationRecord]) -> dict[str, int]:
         "turn_retries": sum(len(t.retried) for r in records for t in r.turns),
         "manager_fallbacks": sum(t.manager_fallback for r in records for t in r.turns),
         "learner_stopped": sum(1 for r in records if r.stop_reason == "learner_stopped"),
+        "posttests": sum(1 for r in records if r.posttest is not None),
+        "posttest_failures": sum(1 for r in records if r.posttest is not None and r.posttest.post.error),
     }
 
 
@@ -328,6 +340,7 @@ def merge_shards(run_dir: Path) -> dict[str, int]:
             raise RunError(str(exc)) from None
     records = list(merged.values())
     rewrite_records(run_dir / CONVERSATIONS, records)
+    merge_pretests(run_dir, shards)
     info = read_run_info(shards[0])
     info = info.model_copy(update={"name": run_dir.name, "shards": [d.name for d in shards], "ended_at": now(),
                                    "counts": count_records(records), "status": "merged"})
@@ -376,6 +389,7 @@ class GenerateRequest:
     manager: str | None = None  # workflow/manager.py MANAGERS: rules | llm
     manager_model: str | None = None  # the llm manager's spec (default: the teacher's)
     preset: str | None = None  # presets.py: a config layer under --config and the flags
+    posttest: bool | None = None  # the learner's post-test after each conversation (None: the config's, on)
 
     def config_overrides(self) -> dict[str, Any]:
         return {
@@ -385,7 +399,7 @@ class GenerateRequest:
             "workflow": {"max_interactions": self.max_interactions, "history": self.history,
                          "learner_personas": list(self.learner_personas) or None,
                          "max_clarifications_per_step": self.max_clarifications, "manager": self.manager,
-                         "manager_model": self.manager_model},
+                         "manager_model": self.manager_model, "posttest": self.posttest},
         }
 
 
@@ -455,7 +469,7 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
     if cfg.workflow.manager not in MANAGERS:
         raise GenerateError(f"--manager {cfg.workflow.manager!r}: expected one of {', '.join(MANAGERS)}")
     shard_kn = None
-    if req.shard:
+    if req.shard is not None:  # --shard "" is an error, not unsharded
         try:
             shard_kn = parse_shard(req.shard)
         except ValueError as exc:
@@ -501,7 +515,8 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
     # between invocations, e.g. a longer --timeout to finish the conversations that timed out.
     fingerprint = {
         "teacher": req.teacher, "learner": learner, "evaluator": req.evaluator or req.teacher,
-        "model": cfg.model.model_dump(exclude={"timeout_s", "max_retries"}), "workflow": cfg.workflow.model_dump(),
+        "model": cfg.model.model_dump(exclude={"timeout_s", "max_retries"}), # The post-test does not change the conversations: a run resumes with or without it.
+        "workflow": cfg.workflow.model_dump(exclude={"posttest"}),
         "prompts": prompts.model_dump(), "tutorials_source": source,
         "personas": {p.name: p.model_dump() for p in personas.values()},
     }
@@ -541,7 +556,7 @@ def _run(cfg: Config, run_dir: Path, name: str, fingerprint: dict[str, Any], end
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
     from rich.text import Text
 
-    from wikihowagent.runs import DiskFullError
+    from wikihowagent.runs import DiskFullError, PretestCache
 
     done_ids, previous = prepare_run_dir(run_dir, fingerprint, retry_failed)
     todo = [t for t in selected if t.tutorial_id not in done_ids]
@@ -573,11 +588,14 @@ def _run(cfg: Config, run_dir: Path, name: str, fingerprint: dict[str, Any], end
                     progress.update(task, advance=1, ok=stats.done, failed=stats.failed,
                                     tokens=stats.completion_tokens)
 
-                asyncio.run(run_conversations(
-                    todo, teacher_model, learner_model, prompts, options, run_dir / CONVERSATIONS,
-                    run_name=name, teacher=roles["teacher"], learner=roles["learner"], concurrency=cfg.concurrency,
-                    on_done=on_done, stats=stats, personas=personas, manager=manager, manager_spec=manager_spec,
-                ))
+                with PretestCache(run_dir) as pretests:
+                    tester = PostTester(learner_model, roles["learner"], pretests) if cfg.workflow.posttest else None
+                    asyncio.run(run_conversations(
+                        todo, teacher_model, learner_model, prompts, options, run_dir / CONVERSATIONS,
+                        run_name=name, teacher=roles["teacher"], learner=roles["learner"], concurrency=cfg.concurrency,
+                        on_done=on_done, stats=stats, personas=personas, manager=manager, manager_spec=manager_spec,
+                        posttest=tester,
+                    ))
     except KeyboardInterrupt:
         summary.interrupted = True
     except DiskFullError as exc:  # the records written so far are whole; a rerun resumes

@@ -14,7 +14,6 @@ analysis reads that file:
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +24,8 @@ from wikihowagent.records import Conversation, JudgmentRecord
 from wikihowagent.runs import JUDGMENTS
 
 from .perturbations import Perturbation, perturb
+from wikihowagent.runs import (CONSISTENCY_CSV, PAIRWISE_SENSITIVITY_CSV, PAIRWISE_SENSITIVITY_PNG,
+                               PAIRWISE_SUMMARY_MD, SENSITIVITY_CSV, SENSITIVITY_PNG, SUMMARY_MD)
 
 ORIGINAL, ORIGINAL_2 = "original", "original-2"
 BOOTSTRAP = 2000
@@ -91,6 +92,7 @@ def read_judgments(path: Path, evaluator: str, scoring: str, prompt: str = "") -
 
 async def run_jobs(jobs: list[Job], judge: Any, evaluator: str, path: Path, progress: Callable[[int], None],
                    stats: CheckStats) -> None:
+    from wikihowagent.evaluation.runner import gather_cancelling
     from wikihowagent.runs import JsonlAppender
 
     done = read_judgments(path, evaluator, judge.label, judge.prompt_name)
@@ -115,13 +117,7 @@ async def run_jobs(jobs: list[Job], judge: Any, evaluator: str, path: Path, prog
             stats.failures += len(res.failures)
             progress(1)
 
-        tasks = [asyncio.ensure_future(one(j)) for j in todo]
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await gather_cancelling(one(j) for j in todo)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -279,18 +275,18 @@ def analyse(out_dir: Path, perturbations: list[Perturbation], rubric_names: list
     sens = sensitivity_table(records, perturbations, rubric_names)
     cons = consistency_table(records, rubric_names)
     written = []
-    p = out_dir / "sensitivity.csv"
+    p = out_dir / SENSITIVITY_CSV
     sens.to_csv(p, index=False)
     written.append(p)
-    p = out_dir / "consistency.csv"
+    p = out_dir / CONSISTENCY_CSV
     cons.to_csv(p, index=False)
     written.append(p)
     desc = f"{evaluator} ({scoring}" + (f", prompt {prompt})" if prompt else ")")
-    p = out_dir / "summary.md"
+    p = out_dir / SUMMARY_MD
     p.write_text(markdown_summary(sens, cons, perturbations, desc, stats, len(conv_ids)), encoding="utf-8")
     written.append(p)
     if figures and len(sens):
-        written.append(heatmap(sens, rubric_names, perturbations, out_dir / "sensitivity.png", f"judge-check: {desc}"))
+        written.append(heatmap(sens, rubric_names, perturbations, out_dir / SENSITIVITY_PNG, f"judge-check: {desc}"))
     acc = [a for a in sens["accuracy"] if a is not None and not (isinstance(a, float) and math.isnan(a))]
     return CheckResult(sensitivity=sens, consistency=cons, written=written, mean_accuracy=_mean(acc))
 
@@ -299,9 +295,9 @@ def analyse(out_dir: Path, perturbations: list[Perturbation], rubric_names: list
 # Pairwise: original vs perturbed copy, judged head to head in both orders
 # --------------------------------------------------------------------------------------------------
 
-PAIRWISE_SENSITIVITY = "pairwise_sensitivity.csv"
-PAIRWISE_SUMMARY = "pairwise_summary.md"
-PAIRWISE_HEATMAP = "pairwise_sensitivity.png"
+PAIRWISE_SENSITIVITY = PAIRWISE_SENSITIVITY_CSV
+PAIRWISE_SUMMARY = PAIRWISE_SUMMARY_MD
+PAIRWISE_HEATMAP = PAIRWISE_SENSITIVITY_PNG
 
 
 def plan_pairwise(convs: list[Conversation], perturbations: list[Perturbation], rubric_names: list[str],
@@ -347,6 +343,7 @@ def pairwise_table(records: dict[tuple[str, ...], Any], perturbations: list[Pert
             row = {"rubric": rubric, "perturbation": p.name, "n": len(sel),
                    "accuracy": _r(_mean(scores)), "ci_low": _r(lo), "ci_high": _r(hi),
                    "position_consistency": _r(_mean([float(r["consistent"]) for r in sel])),
+                   "accuracy_averaged": _r(_mean([1.0 if r["p_a"] > 0.5 else 0.0 if r["p_a"] < 0.5 else 0.5 for r in sel])),
                    "mean_p_original": _r(_mean([r["p_a"] for r in sel])),
                    "ties": sum(s == 0.5 for s in scores), "failed": len(asked) - len(sel)}
             if absolute is not None:
@@ -392,7 +389,9 @@ def analyse_pairwise(out_dir: Path, records: dict[tuple[str, ...], Any], perturb
     lines = [f"# judge-check --pairwise: {evaluator} (pairwise, {reading})", "", reading_note(reading), "",
              f"{len(conv_ids)} conversations; each perturbed copy judged against its original in both orders on the "
              "perturbation's target rubrics only. Accuracy: the original preferred in both orders = 1, a tie (the "
-             "orders disagree) = 0.5, the perturbed copy = 0; 95 % bootstrap CI over conversations.", "",
+             "orders disagree) = 0.5, the perturbed copy = 0; 95 % bootstrap CI over conversations. "
+             "accuracy_averaged: the original preferred by P(original better) averaged over the two orders "
+             "(a constant position bias cancels), for comparison.", "",
              f"Mean accuracy over the {len(acc)} targeted cells: **{res.mean_accuracy:.3f}**; position consistency "
              f"(both orders agree), pooled: **{consistency:.3f}**."]
     if absolute is not None and "absolute_accuracy" in table:

@@ -11,6 +11,7 @@ from wikihowagent.markdown import markdown_text
 
 from .page import page
 from .sources import ReportConversation
+from wikihowagent.runs import CASES_HTML, CASES_MD
 
 EXCERPT_TURNS = 6
 
@@ -53,5 +54,5 @@ def write_cases(d: Path, convs: list[ReportConversation], chunk_of: dict[int, in
             md.append("")
             body.append("</table>")
     body.append("</main>")
-    (d / "cases.md").write_text("\n".join(md) + "\n", encoding="utf-8")
-    (d / "cases.html").write_text(page("Case study", "\n".join(body), []), encoding="utf-8")
+    (d / CASES_MD).write_text("\n".join(md) + "\n", encoding="utf-8")
+    (d / CASES_HTML).write_text(page("Case study", "\n".join(body), []), encoding="utf-8")

@@ -26,11 +26,16 @@ def report(
                                                         "of `align --calibrate`: add '<rubric> (cal.)' columns to "
                                                         "the tables and the browser (refused for scores of another "
                                                         "judge or rubric file).", show_default=False)] = None,
+    compare: Annotated[Optional[Path], typer.Option("--compare", metavar="DIR", help="A `compare --out` directory: "
+                                                    "add a 'Head to head' page (Bradley–Terry, win rates, position "
+                                                    "consistency, verdicts).", show_default=False)] = None,
 ) -> None:
     """Write a static, offline HTML report of runs: overview, tables, figures, a conversation browser.
 
     Open DIR/index.html in a browser (file://, no server, no network)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from wikihowagent.runs import INDEX_HTML, PROBLEMS_TXT
 
     from .core import ReportError, build_report
     from .sources import Problems, ReportInputError, count_lines, expand
@@ -49,7 +54,7 @@ def report(
 
             result = build_report(runs, out, cases=cases, alignment=alignment, problems=problems,
                                   on_record=lambda: progress.advance(read), on_chunk=on_chunk,
-                                  calibration=calibration)
+                                  calibration=calibration, compare=compare)
     except KeyboardInterrupt:
         err.print(f"interrupted: nothing written; {out} is as it was")
         raise typer.Exit(130) from None
@@ -61,9 +66,9 @@ def report(
     for line in problems.lines[:20]:
         print_labeled(err, "warning:", "yellow", line)
     if len(problems.lines) > 20:
-        err.print(f"… {len(problems.lines) - 20} more in {result.out / 'problems.txt'}")
-    make_console(stderr=False).print(f"{result.out / 'index.html'}: {result.runs} run(s), {result.conversations} "
+        err.print(f"… {len(problems.lines) - 20} more in {result.out / PROBLEMS_TXT}")
+    make_console(stderr=False).print(f"{result.out / INDEX_HTML}: {result.runs} run(s), {result.conversations} "
                     f"conversations, {result.files} files, "
                     + (f"{result.bytes / 1e6:.1f} MB" if result.bytes >= 1e6 else f"{result.bytes / 1e3:.0f} kB")
-                    + (f"; {len(problems.lines)} problem(s), see problems.txt" if problems.lines else ""),
+                    + (f"; {len(problems.lines)} problem(s), see {PROBLEMS_TXT}" if problems.lines else ""),
                     soft_wrap=True)

@@ -34,10 +34,15 @@ from wikihowagent.records import Turn
 
 from .page import page
 from .sources import Problems, ReportConversation, ReportRun, load_inputs
+from wikihowagent.runs import (BY_DOMAIN_PNG, CALIBRATION_CSV, CALIBRATION_PNG, COMPUTATIONAL_PNG,
+                               CONVERSATION_HTML, CONVERSATION_JS, CORRELATIONS_CSV, CORRELATION_HEATMAP_PNG,
+                               DOMAIN_BARS_PNG, FIGURES_DIR, INDEX_HTML, PPI_CSV, PROBLEMS_TXT,
+                               RADAR_COMPUTATIONAL_PNG, RADAR_RUBRICS_PNG, REPORT_ASSETS, REPORT_INDEX_JS,
+                               REPORT_JS, RUBRICS_PNG, SCORE_DISTRIBUTIONS_PNG)
 
 CHUNK = 250
 MARKER = ".wikihowagent-report"
-ASSETS = ("report.css", "report.js", "conversation.js")
+ASSETS = REPORT_ASSETS
 STATUSES = ("finished", "cut", "failed", "unknown")
 
 
@@ -57,7 +62,8 @@ class ReportResult:
 
 def build_report(paths: list[Path], out: Path, *, cases: int | None = None, alignment: Path | None = None,
                  problems: Problems | None = None, on_record: Callable[[], None] | None = None,
-                 on_chunk: Callable[[], None] | None = None, calibration: Path | None = None) -> ReportResult:
+                 on_chunk: Callable[[], None] | None = None, calibration: Path | None = None,
+                 compare: Path | None = None) -> ReportResult:
     """Read the runs and write the site to `out` (replaced as a whole; a directory that is not a previous
     report and holds files is refused). Raises ReportInputError / ReportError with one-line messages."""
     problems = problems or Problems()
@@ -65,6 +71,13 @@ def build_report(paths: list[Path], out: Path, *, cases: int | None = None, alig
     _check_out(out)
     if alignment is not None:
         _check_alignment(Path(alignment))
+    if compare is not None:
+        from .head_to_head import CompareDirError, check_compare_dir
+
+        try:
+            check_compare_dir(Path(compare))
+        except CompareDirError as exc:
+            raise ReportError(str(exc)) from None
     cal = _load_calibration(calibration) if calibration is not None else None
     runs = load_inputs(paths, problems, on_record=on_record)
     if cal is not None:
@@ -73,7 +86,8 @@ def build_report(paths: list[Path], out: Path, *, cases: int | None = None, alig
     parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
     try:
-        n = _write_site(tmp, runs, problems, cases, Path(alignment) if alignment else None, on_chunk)
+        n = _write_site(tmp, runs, problems, cases, Path(alignment) if alignment else None, on_chunk,
+                        Path(compare) if compare else None)
         _swap_into_place(tmp, out)
     finally:
         if tmp.exists():
@@ -126,7 +140,7 @@ def _check_out(out: Path) -> None:
 def _check_alignment(path: Path) -> None:
     if not path.is_dir():
         raise ReportError(f"{path}: no such alignment directory (an `wikihowagent align --out` directory)")
-    if not (path / "correlations.csv").is_file() and not list((path / "figures").glob("*.png")):
+    if not (path / CORRELATIONS_CSV).is_file() and not list((path / FIGURES_DIR).glob("*.png")):
         raise ReportError(f"{path}: no correlations.csv and no figures/*.png (not an `align` output)")
 
 
@@ -148,9 +162,11 @@ def _swap_into_place(tmp: Path, out: Path) -> None:
 
 def _metric_order(runs: list[ReportRun]) -> tuple[list[str], list[str]]:
     """(all metrics in display order, the rubric metrics among them)."""
-    from wikihowagent.evaluation.summary import ORDER, PERCENT_METRICS
+    from wikihowagent.evaluation.summary import ORDER, PERCENT_METRICS, POSTTEST_METRICS
 
     present = {k for r in runs for c in r.conversations for k in c.metrics}
+    # the post-test's columns only where some conversation took one (as in evaluate's summary)
+    present -= {m for m in POSTTEST_METRICS if all(c.metrics.get(m) is None for r in runs for c in r.conversations)}
     comp = [m for m in ORDER if m in present]
     rubrics = sorted(m for m in present if m not in PERCENT_METRICS)
     from wikihowagent.evaluation.judge import RubricError, load_rubrics
@@ -193,10 +209,10 @@ def _overview_rows(runs: list[ReportRun], rubrics: list[str]) -> list[dict[str, 
 
 
 def _write_site(d: Path, runs: list[ReportRun], problems: Problems, cases: int | None, alignment: Path | None,
-                on_chunk: Callable[[], None] | None) -> int:
+                on_chunk: Callable[[], None] | None, compare: Path | None = None) -> int:
     (d / "assets").mkdir()
     (d / "data").mkdir()
-    (d / "figures").mkdir()
+    (d / FIGURES_DIR).mkdir()
     (d / MARKER).write_text("written by `wikihowagent report`; this directory is replaced as a whole\n")
     pkg = resources.files("wikihowagent.report") / "assets"
     for name in ASSETS:
@@ -214,10 +230,14 @@ def _write_site(d: Path, runs: list[ReportRun], problems: Problems, cases: int |
 
         write_cases(d, convs, chunk_of, metrics, cases)
         cases_link = "<a href='cases.html'>Case study</a>"
+    if compare is not None:
+        from .head_to_head import write_page
+
+        cases_link = " ".join(x for x in (cases_link, write_page(d, compare, _short_number)) if x)
     index = _index_html(runs, metrics, rubrics, figures, tables, align_html, cases_link, problems)
-    (d / "index.html").write_text(index, encoding="utf-8")
-    (d / "conversation.html").write_text(_conversation_html(), encoding="utf-8")
-    (d / "problems.txt").write_text("".join(line + "\n" for line in problems.lines), encoding="utf-8")
+    (d / INDEX_HTML).write_text(index, encoding="utf-8")
+    (d / CONVERSATION_HTML).write_text(_conversation_html(), encoding="utf-8")
+    (d / PROBLEMS_TXT).write_text("".join(line + "\n" for line in problems.lines), encoding="utf-8")
     return len(convs)
 
 
@@ -260,6 +280,7 @@ def _conversation_data(c: ReportConversation, metrics: list[str], others: list[d
         "persona": c.persona, "extra": c.extra, "missing": c.missing, "scored": c.scored,
         "metrics": [[m, c.metrics[m]] for m in metrics if m in c.metrics], "judge_raw": c.judge_raw,
         "judge_failures": c.judge_failures, "notes": c.notes, "score_extra": c.score_extra, "others": others,
+        "posttest": c.posttest, "posttest_matches": c.posttest_matches,
     }
 
 
@@ -286,7 +307,7 @@ def _write_index_data(d: Path, runs: list[ReportRun], convs: list[ReportConversa
     data = {"runs": run_names, "models": models, "domains": domains, "personas": personas, "statuses": STATUSES,
             "metrics": metrics, "percent": [m in PERCENT_METRICS for m in metrics], "chunks": n_chunks,
             "rows": rows}
-    (d / "data" / "index.js").write_text("window.REPORT_INDEX = " + json.dumps(data, ensure_ascii=False,
+    (d / "data" / REPORT_INDEX_JS).write_text("window.REPORT_INDEX = " + json.dumps(data, ensure_ascii=False,
                                          separators=(",", ":")) + ";\n", encoding="utf-8")
 
 
@@ -318,19 +339,19 @@ def _write_figures(d: Path, runs: list[ReportRun], metrics: list[str], rubrics: 
                 res[model][m] = scale * sum(vals) / len(vals) if vals else math.nan
         return res
 
-    p = radar(means(rubrics, 1.0), rubrics, d / "figures" / "radar_rubrics.png",
+    p = radar(means(rubrics, 1.0), rubrics, d / FIGURES_DIR / RADAR_RUBRICS_PNG,
               "Rubric means per model (1-5)", rmax=5.0, rmin=1.0)
     if p:
-        out.append(("Radar: rubric means per model (Figs. 3-4)", "figures/radar_rubrics.png"))
-    p = radar(means(comp, 100.0), comp, d / "figures" / "radar_computational.png",
+        out.append(("Radar: rubric means per model (Figs. 3-4)", f"{FIGURES_DIR}/{RADAR_RUBRICS_PNG}"))
+    p = radar(means(comp, 100.0), comp, d / FIGURES_DIR / RADAR_COMPUTATIONAL_PNG,
               "Computational metrics per model (%)", rmax=100.0)
     if p:
-        out.append(("Radar: computational metrics per model (%)", "figures/radar_computational.png"))
+        out.append(("Radar: computational metrics per model (%)", f"{FIGURES_DIR}/{RADAR_COMPUTATIONAL_PNG}"))
     dom_df = by_domain(rs, rubrics)
     for path in write_figures(summary, rubrics, d, dom_df):
-        caption = {"rubrics.png": "Rubric means ± std per run (Table 2)",
-                   "computational.png": "Computational metrics ± std per run (Table 1)",
-                   "by_domain.png": "Per-domain heatmap (Fig. 5)"}.get(path.name, path.name)
+        caption = {RUBRICS_PNG: "Rubric means ± std per run (Table 2)",
+                   COMPUTATIONAL_PNG: "Computational metrics ± std per run (Table 1)",
+                   BY_DOMAIN_PNG: "Per-domain heatmap (Fig. 5)"}.get(path.name, path.name)
         out.append((caption, f"figures/{path.name}"))
     bar_metrics = rubrics or comp
     scale = 1.0 if rubrics else 100.0
@@ -343,13 +364,17 @@ def _write_figures(d: Path, runs: list[ReportRun], metrics: list[str], rubrics: 
                 if c.metrics.get(m) is not None:
                     per.setdefault(c.domain or "(none)", []).append(c.metrics[m])
             values[m][model] = {k: scale * sum(v) / len(v) for k, v in per.items()}
-    p = domain_bars(values, bar_metrics, d / "figures" / "domain_bars.png", "1-5" if rubrics else "%")
+    p = domain_bars(values, bar_metrics, d / FIGURES_DIR / DOMAIN_BARS_PNG, "1-5" if rubrics else "%")
     if p:
-        out.append(("Per-metric means per domain and model (Fig. 5)", "figures/domain_bars.png"))
+        out.append(("Per-metric means per domain and model (Fig. 5)", f"{FIGURES_DIR}/{DOMAIN_BARS_PNG}"))
     from wikihowagent.evaluation.tables import paper_tables
 
+    from wikihowagent.evaluation.significance import TableStats
+
     setups = {r.name: (r.teacher or r.model, r.learner or r.teacher or r.model) for r in scored}
-    return out, _summary_tables([(title, t) for _, title, t in paper_tables(rs, setups, rubrics)])
+    # as `evaluate --tables`: CIs over tutorials and paired arrows; the paper's raw arrows for paper-mode scores
+    stats = TableStats(paired=not any("paper" in (r.mode or "") for r in scored))
+    return out, _summary_tables([(title, t) for _, title, t in paper_tables(rs, setups, rubrics, stats)])
 
 
 def _summary_tables(tables: list[tuple[str, Any]]) -> str:
@@ -361,8 +386,12 @@ def _summary_tables(tables: list[tuple[str, Any]]) -> str:
     parts = []
     for title, summary in tables:
         parts.append(f"<h3>{e(title)}</h3>")
-        if summary.baseline:
-            parts.append(f"<p class='meta'>↑/↓: against {e(summary.baseline)}.</p>")
+        if summary.baseline and summary.stats is not None and summary.stats.paired:
+            parts.append(f"<p class='meta'>Mean ± sd [95 % bootstrap CI over tutorials]; ↑/↓ against "
+                         f"{e(summary.baseline)}: paired by tutorial (Wilcoxon, Holm across the metrics), p &lt; 0.05; "
+                         "≈ = no significant difference.</p>")
+        elif summary.baseline:
+            parts.append(f"<p class='meta'>↑/↓: against {e(summary.baseline)} (the raw difference of the means).</p>")
         for ms in ([m for m in summary.columns if m in PERCENT_METRICS],
                    [m for m in summary.columns if m not in PERCENT_METRICS]):
             if not ms:
@@ -389,12 +418,14 @@ def _short_number(x: str) -> str:
 def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
     import csv
 
+    from .head_to_head import csv_table
+
     e = html.escape
     target = d / "alignment"
     target.mkdir()
     parts = ["<section id='alignment'><h2>Judge vs human (alignment)</h2>",
              f"<p class='meta'>From <code>{e(str(alignment))}</code>.</p>"]
-    corr = alignment / "correlations.csv"
+    corr = alignment / CORRELATIONS_CSV
     rows: list[list[str]] = []
     if corr.is_file():
         try:
@@ -406,28 +437,21 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
         except (OSError, csv.Error) as exc:
             problems.add(f"{corr}: cannot read ({getattr(exc, 'strerror', None) or exc}); the alignment section "
                          "shows the figures only")
-        if rows:
-            parts.append("<div class='scroll'><table class='summary'><thead><tr>"
-                         + "".join(f"<th>{e(h)}</th>" for h in rows[0]) + "</tr></thead><tbody>")
-            parts += ["<tr>" + "".join(f"<td>{e(x)}</td>" for x in r) + "</tr>" for r in rows[1:]]
-            parts.append("</tbody></table></div>")
+        parts.append(csv_table(rows))
     else:
         problems.add(f"{alignment}: no correlations.csv; the alignment section shows the figures only")
-    for name, title in (("calibration.csv", "Calibration on the human ratings (align --calibrate; out of fold, "
+    for name, title in ((CALIBRATION_CSV, "Calibration on the human ratings (align --calibrate; out of fold, "
                                             "GroupKFold by tutorial)"),
-                        ("ppi.csv", "Prediction-powered estimates of the human mean rating (align --ppi)")):
+                        (PPI_CSV, "Prediction-powered estimates of the human mean rating (align --ppi)")):
         if (alignment / name).is_file():
             with (alignment / name).open(encoding="utf-8", newline="") as fh:
                 rows = list(csv.reader(fh))
             if rows:
-                parts.append(f"<h3>{e(title)}</h3><div class='scroll'><table class='summary'><thead><tr>"
-                             + "".join(f"<th>{e(h)}</th>" for h in rows[0]) + "</tr></thead><tbody>")
-                parts += ["<tr>" + "".join(f"<td>{e(_short_number(x))}</td>" for x in r) + "</tr>" for r in rows[1:]]
-                parts.append("</tbody></table></div>")
-    captions = {"score_distributions.png": "Human vs LLM score distributions per model (Figs. 6/8)",
-                "correlation_heatmap.png": "Correlation heatmap (Fig. 7)",
-                "calibration.png": "Judge score vs human mean, with the isotonic calibration"}
-    for png in sorted((alignment / "figures").glob("*.png")):
+                parts.append(f"<h3>{e(title)}</h3>" + csv_table(rows, _short_number))
+    captions = {SCORE_DISTRIBUTIONS_PNG: "Human vs LLM score distributions per model (Figs. 6/8)",
+                CORRELATION_HEATMAP_PNG: "Correlation heatmap (Fig. 7)",
+                CALIBRATION_PNG: "Judge score vs human mean, with the isotonic calibration"}
+    for png in sorted((alignment / FIGURES_DIR).glob("*.png")):
         try:
             if not png.is_file():
                 raise IsADirectoryError(0, "not a file")
@@ -480,7 +504,7 @@ def _index_html(runs: list[ReportRun], metrics: list[str], rubrics: list[str], f
                      + (f"<p class='meta'>… and {len(problems.lines) - 500} more in problems.txt</p>"
                         if len(problems.lines) > 500 else "") + "</section>")
     parts.append("</main>")
-    return page("wikihowagent report", "\n".join(parts), ["data/index.js", "assets/report.js"])
+    return page("wikihowagent report", "\n".join(parts), [f"data/{REPORT_INDEX_JS}", f"assets/{REPORT_JS}"])
 
 
 def _browser_html() -> str:
@@ -508,4 +532,4 @@ def _browser_html() -> str:
 def _conversation_html() -> str:
     body = """<nav><b>wikihowagent report</b> <a href='index.html#browser'>‹ all conversations</a></nav>
 <main id='conversation'><p class='meta' id='loading'>Loading…</p></main>"""
-    return page("Conversation", body, ["assets/conversation.js"])
+    return page("Conversation", body, [f"assets/{CONVERSATION_JS}"])

@@ -25,6 +25,7 @@ from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, ScoreRecord, Turn
 from wikihowagent.runs import CONVERSATIONS, OUTPUT_DIRS, RESCORED_DIR, RUN_INFO, SCORE_FILES
 from wikihowagent.scoretable import ScoreTable
+from wikihowagent.runs import FIGURES_DIR
 
 # Fields shown as such; any other (later) field of a record is shown as it is.
 _KNOWN_SCORE_FIELDS = set(ScoreRecord.model_fields)
@@ -61,6 +62,8 @@ class ReportConversation:
     judge_failures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     score_extra: dict[str, Any] = field(default_factory=dict)  # e.g. weighted-score distributions (issue 9)
+    posttest: dict[str, Any] | None = None  # the learner's post-test (record field `posttest`), as stored
+    posttest_matches: list[tuple[int, int, float]] = field(default_factory=list)  # from the score record
 
     @property
     def tokens(self) -> int:
@@ -102,7 +105,7 @@ def expand(paths: list[Path], problems: Problems) -> list[Path]:
     """Run directories. A sweep directory (`sweep.json` from `wikihowagent sweep`) stands for its cells, a cell
     not generated or not merged yet is reported; any other directory without run files stands for the
     directories below it."""
-    from wikihowagent.sweep.core import SWEEP_INFO
+    from wikihowagent.runs import SWEEP_INFO
 
     out: list[Path] = []
     for p in map(Path, paths):
@@ -132,7 +135,7 @@ def expand(paths: list[Path], problems: Problems) -> list[Path]:
             continue
         cells = sorted(d for d in p.iterdir() if d.is_dir() and not d.name.startswith("."))
         cells = [d for d in cells if any((d / f).exists() for f in (RUN_INFO, CONVERSATIONS, *SCORE_FILES))
-                 or d.name not in (*OUTPUT_DIRS, RESCORED_DIR, "figures")]
+                 or d.name not in (*OUTPUT_DIRS, RESCORED_DIR, FIGURES_DIR)]
         if not cells:
             raise ReportInputError(f"{p}: not a run directory and no runs below it")
         out.extend(cells)
@@ -234,13 +237,19 @@ def _later_fields(record: Any, known: set[str]) -> dict[str, Any]:
 
 
 def _attach_scores(run: ReportRun, by_id: dict[str, ReportConversation], score_file: Path, problems: Problems) -> None:
-    from wikihowagent.runs import RunError, read_score_table
+    from wikihowagent.runs import POSTTESTS, RunError, read_posttests, read_score_table
+
+    # Post-tests that `evaluate --posttest-learner` took for records that had none are stored beside the scores.
+    for cid, test in read_posttests(score_file.parent / POSTTESTS).items():
+        if cid in by_id and by_id[cid].posttest is None:
+            by_id[cid].posttest = test.model_dump(mode="json")
 
     try:
         table = read_score_table(score_file, run=run.name, on_error=problems.add)
     except RunError as exc:
         problems.add(f"{exc}; shown without metrics")
         return
+    _drop_out_of_range(table, problems)
     orphans = 0
     for cid, rec, metrics in zip(table.meta["conversation_id"], table.meta["record"], table.iter_row_metrics()):
         conv = by_id.get(cid)
@@ -262,12 +271,38 @@ def _attach_scores(run: ReportRun, by_id: dict[str, ReportConversation], score_f
         else:
             conv.notes = list(rec.notes)
         conv.score_extra = _later_fields(rec, _KNOWN_SCORE_FIELDS)
+        conv.posttest_matches = [tuple(m) for m in rec.posttest_matches or []]
     run.scores = table
     run.mode = ", ".join(table.modes())
     run.scoring = ", ".join(table.scorings())
     if orphans:
         problems.add(f"{score_file}: {orphans} score record(s) without a conversation in {CONVERSATIONS} "
                      "(shown without text)")
+
+
+def _drop_out_of_range(table: Any, problems: Problems) -> None:
+    """Values no metric or judge can produce (a hand-edited scores file: Clarity 99, BLEU -7) are reported,
+    one line per metric with the first cell and the count, and left out (null) of every table and figure."""
+    from wikihowagent.evaluation.judge import RubricError, load_rubrics
+    from wikihowagent.evaluation.metrics import value_range
+
+    try:
+        rubric_names = list(load_rubrics())
+    except (RubricError, OSError):
+        rubric_names = []
+    for name in list(table.values.columns):
+        rng = value_range(name, rubric_names)
+        if rng is None:
+            continue
+        col = table.values[name]
+        bad = col.notna() & ((col < rng[0]) | (col > rng[1]))
+        if not bad.any():
+            continue
+        rows = list(bad[bad].index)
+        more = f" (and {len(rows) - 1} more)" if len(rows) > 1 else ""
+        problems.add(f"{table.meta.at[rows[0], 'where']}: {name} = {col[rows[0]]:g} is outside {rng[0]:g} to "
+                     f"{rng[1]:g}{more}; left out")
+        table.values.loc[bad, name] = float("nan")
 
 
 def _status(obj: dict[str, Any]) -> str:
@@ -312,7 +347,8 @@ def _conversation(obj: dict[str, Any], run: ReportRun, where: str, problems: Pro
         method_title=conv.tutorial_title, domain=conv.domain, steps=list(conv.steps), turns=list(conv.turns),
         status=_status(obj), error=conv.error or "", warnings=list(conv.warnings),
         teacher=conv.teacher or run.teacher, learner=conv.learner or run.learner or conv.teacher or run.teacher,
-        persona=_persona(obj), extra=extra)
+        persona=_persona(obj), extra=extra,
+        posttest=conv.posttest.model_dump(mode="json") if conv.posttest is not None else None)
 
 
 def _partial(obj: dict[str, Any], run: ReportRun, where: str, cid: str) -> ReportConversation:

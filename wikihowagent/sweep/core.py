@@ -21,12 +21,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from wikihowagent.errors import WikihowagentError, validation_line
+from wikihowagent.runs import (CONVERSATIONS, MERGE_LOCK, RUN_INFO, SHARDS_DIR, SWEEP_CONFIG, SWEEP_INFO,
+                               SWEEP_MODELS)
 
 from . import MAX_CELLS
 
-SWEEP_INFO = "sweep.json"  # written into the sweep's out directory: marks it as a sweep for `evaluate`
-MODELS_FILE = "models.yaml"  # the sweep's aliases (model -> spec + endpoints), given to every task
-CONFIG_FILE = "config.yaml"  # the config every task runs with (the user's config + the aliases above)
 # A sweep's name is a directory name and the Slurm job's name: no '/', no '..', nothing a shell reads.
 NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 
@@ -221,14 +220,14 @@ def write_task_files(sweep: Sweep) -> Path:
 
         base = load_aliases(cfg.get("models") or None)
         aliases = {**base.aliases, **sweep.spec.models}
-        models_path = sweep.out / MODELS_FILE
+        models_path = sweep.out / SWEEP_MODELS
         _write_if_changed(models_path, yaml.safe_dump({"aliases": aliases, "local_models": base.local_models},
                                                       sort_keys=False))
         cfg["models"] = str(models_path.resolve())
     if cfg.get("prompts") and sweep.spec.config:  # a relative prompts path is relative to the user's config
         p = Path(cfg["prompts"])
         cfg["prompts"] = str(p if p.is_absolute() or p.exists() else (Path(sweep.spec.config).parent / p).resolve())
-    config_path = sweep.out / CONFIG_FILE
+    config_path = sweep.out / SWEEP_CONFIG
     _write_if_changed(config_path, yaml.safe_dump(cfg, sort_keys=False))
     write_json_atomic(sweep.out / SWEEP_INFO, {
         "name": sweep.spec.name, "experiment_file": str(sweep.path.resolve()), "shards": sweep.spec.shards,
@@ -303,7 +302,7 @@ def task_state(task: Task) -> TaskState:
     from wikihowagent.runs import RunError, read_run_info
 
     d = task.run_dir
-    if not (d / "run.json").exists():
+    if not (d / RUN_INFO).exists():
         return TaskState(task, "not started")
     try:
         info = read_run_info(d)
@@ -338,7 +337,7 @@ def merge_cell_if_complete(sweep: Sweep, cell: Cell) -> bool:
     states = [task_state(t) for t in sweep.cell_tasks(cell)]
     if any(s.status != "done" for s in states):
         return False
-    with dir_lock(cell.run_dir, blocking=True, name=".merge.lock"):
+    with dir_lock(cell.run_dir, blocking=True, name=MERGE_LOCK):
         merge_shards(cell.run_dir)
     return True
 
@@ -378,7 +377,7 @@ def sampled_tokens_per_message(sweep: Sweep, sample: int = 200) -> float | None:
 
     tokens = msgs = seen = 0
     for c in sweep.cells:
-        for p in [c.run_dir / "conversations.jsonl", *sorted(c.run_dir.glob("shards/*/conversations.jsonl"))]:
+        for p in [c.run_dir / CONVERSATIONS, *sorted((c.run_dir / SHARDS_DIR).glob(f"*/{CONVERSATIONS}"))]:
             if not p.exists():
                 continue
             for _, rec in iter_jsonl(p, on_error=lambda _m: None):

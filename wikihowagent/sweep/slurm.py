@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .core import Sweep, SweepError
+from wikihowagent.runs import SWEEP_SBATCH
 
 # Start a model server on the task's node and wait until it answers; sourced by the array script when the
 # experiment file says `slurm: {server: NAME}`. They export OPENAI_BASE_URL / OLLAMA_HOST for the task.
@@ -142,7 +143,7 @@ def write_slurm(sweep: Sweep, out: Path, python: str | None = None, preset: str 
         lines.append(f"source {shlex.quote(str((out / f'start-{server}.sh').resolve()))}")
     lines.append(f"{shlex.quote(py)} -m wikihowagent sweep run {shlex.quote(str(sweep.path.resolve()))} "
                  + (f"--preset {shlex.quote(preset)} " if preset else "") + "--task \"$SLURM_ARRAY_TASK_ID\"")
-    script = out / "sweep.sbatch"
+    script = out / SWEEP_SBATCH
     script.write_text("\n".join(lines) + "\n", encoding="utf-8")
     for p in [script, *written]:
         p.chmod(0o755)

@@ -14,7 +14,10 @@ Departures from the released code, each a fix of a quirk the paper's own Algorit
 Additions: the learner's persona (workflow/personas.py) decides each learner turn's intent with a seeded
 policy; at most `max_clarifications_per_step` questions are answered per step; every model reply passes the
 turn checks (workflow/checks.py: empty, echo, wrong role), retried once with a reminder, then an empty reply
-fails the conversation and the other problems stay as a warning on the turn.
+fails the conversation and the other problems stay as a warning on the turn. With a `PostTester`, a
+`posttest` node runs after the conversation's last message (FINISHED and the learner's farewell, or the
+interaction limit / the learner stopping; not after a failure): the learner model writes the method's steps
+from memory (workflow/posttest.py), stored in the state's `posttest`, never as a turn.
 """
 
 from __future__ import annotations
@@ -31,10 +34,11 @@ from langgraph.types import interrupt
 
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.backends.calls import achat
-from wikihowagent.records import Tutorial, Turn, conversation_lines
+from wikihowagent.records import PostTest, Tutorial, Turn, conversation_lines
 from wikihowagent.workflow.checks import EMPTY, check_turn, reminder
 from wikihowagent.workflow.manager import Manager, RulesManager, asks_question  # noqa: F401 (re-exported)
 from wikihowagent.workflow.personas import Persona
+from wikihowagent.workflow.posttest import PostTester
 from wikihowagent.workflow.prompts import PromptTemplates
 
 
@@ -52,6 +56,7 @@ class ConversationState(TypedDict, total=False):
     clarifications: int  # questions answered at `current_step`
     labels: Annotated[list[tuple[int, str, bool]], operator.add]  # (message index, manager label, fell back)
     stopped: bool  # the manager classified a learner message as wants-to-stop
+    posttest: PostTest | None  # the learner's post-test, taken by the `posttest` node (not a turn)
 
 
 @dataclass(frozen=True)
@@ -125,12 +130,13 @@ def human_turn(state: ConversationState, role: str, kind: str = "model") -> Turn
 
 def build_graph(
     teacher: BaseChatModel | None, learner: BaseChatModel | None, prompts: PromptTemplates, options: WorkflowOptions,
-    manager: Manager | None = None, checkpointer: Any = None,
+    manager: Manager | None = None, checkpointer: Any = None, posttest: PostTester | None = None,
 ):
     """Compile the conversation graph. Invoke it with `initial_state(tutorial)`.
 
     `manager` classifies each learner message (workflow/manager.py; default: the paper's rules). With
-    `options.human`, that role's node interrupts for a person's text (needs a `checkpointer`)."""
+    `options.human`, that role's node interrupts for a person's text (needs a `checkpointer`). With
+    `posttest`, the conversation ends in the `posttest` node (None: no post-test)."""
     manager = manager or RulesManager()
 
     async def teacher_node(state: ConversationState) -> dict[str, Any]:
@@ -202,7 +208,18 @@ def build_graph(
             return {**out, "needs_clarification": label == "question", "clarifications": asked + 1}
         return {**out, "current_step": step + 1, "step_presented": False, "clarifications": 0}
 
+    async def posttest_node(state: ConversationState) -> dict[str, Any]:
+        tut = state["tutorial"]
+        assert posttest is not None
+        return {"posttest": await posttest.run(tut.tutorial_id, tut.title, tut.method_title, state["messages"])}
+
     def route(state: ConversationState) -> str:
+        target = next_node(state)
+        if target == END and posttest is not None and not state.get("error") and state.get("messages"):
+            return "posttest"
+        return target
+
+    def next_node(state: ConversationState) -> str:
         messages = state.get("messages", [])
         if state.get("error") or state.get("stopped") or len(messages) >= options.max_interactions:
             return END
@@ -216,12 +233,17 @@ def build_graph(
     graph.add_node("teacher", teacher_node)
     graph.add_node("learner", learner_node)
     graph.add_node("manager", manager_node)
+    ends = {END: END}
+    if posttest is not None:
+        graph.add_node("posttest", posttest_node)
+        graph.add_edge("posttest", END)
+        ends["posttest"] = "posttest"
     graph.add_edge(START, "teacher")
     # The manager acts on learner messages only: after a teacher message the graph routes directly (one
     # LangGraph superstep less per teacher message, ~0.4 ms of client CPU at scale).
-    graph.add_conditional_edges("teacher", route, {"learner": "learner", END: END})
+    graph.add_conditional_edges("teacher", route, {"learner": "learner", **ends})
     graph.add_edge("learner", "manager")
-    graph.add_conditional_edges("manager", route, {"teacher": "teacher", "learner": "learner", END: END})
+    graph.add_conditional_edges("manager", route, {"teacher": "teacher", "learner": "learner", **ends})
     return graph.compile(checkpointer=checkpointer)
 
 
@@ -243,12 +265,12 @@ def initial_state(tutorial: Tutorial, conversation_id: str = "", persona: Person
     return ConversationState(messages=[], tutorial=tutorial, current_step=0, step_presented=False,
                              needs_clarification=False, finished=False, error=None,
                              conversation_id=conversation_id, persona=persona, clarifications=0, labels=[],
-                             stopped=False)
+                             stopped=False, posttest=None)
 
 
 def recursion_limit(options: WorkflowOptions) -> int:
     # At most two supersteps per message (learner + manager); LangGraph's default limit (25) is too low.
-    return 2 * options.max_interactions + 10
+    return 2 * options.max_interactions + 12  # + the post-test node
 
 
 def mermaid(options: WorkflowOptions | None = None) -> str:
@@ -258,4 +280,6 @@ def mermaid(options: WorkflowOptions | None = None) -> str:
     from wikihowagent.workflow.prompts import load_prompts
 
     dummy = FakeListChatModel(responses=[""])
-    return build_graph(dummy, dummy, load_prompts(), options or WorkflowOptions()).get_graph().draw_mermaid()
+    tester = PostTester(dummy, "", cache=None)  # drawn, never run
+    return build_graph(dummy, dummy, load_prompts(), options or WorkflowOptions(),
+                       posttest=tester).get_graph().draw_mermaid()

@@ -11,16 +11,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from typing import Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, ValidationError
 
 from wikihowagent.backends.calls import achat
+from wikihowagent.records import Label
 
 NEXT_STEP = "next step"
-Label = Literal["question", "understood", "off-topic", "wants-to-stop"]
 LABELS: tuple[str, ...] = ("question", "understood", "off-topic", "wants-to-stop")
 
 CLASSIFY_SYSTEM = (

@@ -1,0 +1,351 @@
+"""The learner's post-test: the graph node, the pre-test cache, parsing, the metrics and `evaluate --posttest-learner`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from fake_servers import FakeOpenAI
+from helpers import learner_says, make_tutorial, teacher_script
+from wikihowagent.cli import app
+from wikihowagent.evaluation import metrics as M
+from wikihowagent.evaluation import posttest as P
+from wikihowagent.generation.core import to_record
+from wikihowagent.records import Conversation, PostTest, TestAnswer, Turn
+from wikihowagent.runs import POSTTESTS, PRETESTS, PretestCache, iter_jsonl, read_scores
+from wikihowagent.testing import ScriptedChatModel
+from wikihowagent.workflow.graph import WorkflowOptions, build_graph, initial_state, recursion_limit
+from wikihowagent.workflow.posttest import MAX_STEPS, PostTester, parse_steps
+from wikihowagent.workflow.prompts import load_prompts
+
+FIXTURES = "tests/fixtures/evaluation"
+PAPER_FILE = f"{FIXTURES}/T-llama3_L-llama3_E-llama3_123.json"
+
+
+# ------------------------------------------------------------------------------------------------ parsing
+
+
+@pytest.mark.parametrize("reply, steps, problem", [
+    ("", [], "empty reply"),
+    ("   \n\n  ", [], "empty reply"),
+    ("I really enjoyed the lesson, thank you!", [], "one line without a step list"),
+    ("Sure, here is what I remember:\nIt was about salt and some paint, I think.", [], "one line without a step list"),
+    ("Here are the steps:\n1. Fill a container.\n2. Add paint\n   - stir well\n3. Dry it", ["Fill a container.", "Add paint stir well", "Dry it"], None),
+    ("**1.** Mix\n**2.** Bake", ["Mix", "Bake"], None),
+    ("- Mix\n- Bake", ["Mix", "Bake"], None),
+    ("1. Mix 2. Bake 3. Cool", ["Mix", "Bake", "Cool"], None),
+    ("Sure: 1) mix it 2) bake it", ["mix it", "bake it"], None),
+    ("1. Boil water", ["Boil water"], None),
+    ("Step 1: wash\nStep 2: dry", ["wash", "dry"], None),
+    ("1.5 cups of flour\n2 eggs", ["1.5 cups of flour", "2 eggs"], None),
+    ("\n".join("1. the same step" for _ in range(200)), ["the same step"], None),  # a looping model
+])
+def test_parse_steps(reply, steps, problem):
+    assert parse_steps(reply) == (steps, problem)
+
+
+def test_two_hundred_lines_are_not_a_step_list():
+    steps, problem = parse_steps("\n".join(f"{i}. do thing {i}" for i in range(1, 201)))
+    assert steps == [] and problem == f"200 lines: not a step list (more than {MAX_STEPS})"
+
+
+# ------------------------------------------------------------------------------------------ the graph
+
+
+class MemoryCache:
+    def __init__(self):
+        self.d = {}
+
+    def get(self, learner, key, version):
+        return self.d.get((learner, key, version))
+
+    def put(self, learner, key, version, answer):
+        self.d[(learner, key, version)] = answer
+
+
+def learner_with_test(reply="1. Do step number 1.\n2. Do step number 2.\n3. Do step number 3."):
+    script = learner_says("I'm ready.")
+
+    def answer(prompt):
+        return reply if "write the steps" in prompt else script(prompt)
+    return answer
+
+
+def run_graph(tutorial, tester_reply=None, cache=None, tid="c1"):
+    teacher = ScriptedChatModel(script=teacher_script)
+    learner = ScriptedChatModel(script=learner_with_test(*(() if tester_reply is None else (tester_reply,))))
+    tester = PostTester(learner, "scripted", cache if cache is not None else MemoryCache())
+    options = WorkflowOptions()
+    graph = build_graph(teacher, learner, load_prompts(), options, posttest=tester)
+    state = asyncio.run(graph.ainvoke(initial_state(tutorial, tid), config={"recursion_limit": recursion_limit(options)}))
+    return state, learner
+
+
+def test_posttest_runs_after_the_farewell_and_is_not_a_turn():
+    tut = make_tutorial(3)
+    state, learner = run_graph(tut)
+    # The same turns as without the post-test node.
+    plain = build_graph(ScriptedChatModel(script=teacher_script), ScriptedChatModel(script=learner_with_test()),
+                        load_prompts(), WorkflowOptions())
+    plain_state = asyncio.run(plain.ainvoke(initial_state(tut, "c1"), config={"recursion_limit": 100}))
+    assert [(t.role, t.text) for t in state["messages"]] == [(t.role, t.text) for t in plain_state["messages"]]
+    assert state["messages"][-1].role == "learner" and state["messages"][-2].text.endswith("FINISHED")
+    test = state["posttest"]
+    assert test.post.steps == [f"Do step number {i}." for i in (1, 2, 3)] and test.post.error is None
+    # The post-test sees the conversation from the learner's side, never the tutorial's own step list.
+    post_prompt = next(p for p in learner.prompts if "This was your lesson" in p)
+    assert "You: I'm ready." in post_prompt and "Teacher: Teaching step 1." in post_prompt
+    assert "Do step number 1. It matters." not in post_prompt
+    pre_prompt = next(p for p in learner.prompts if "Before any lesson" in p)
+    assert "Teaching step" not in pre_prompt and "How to Test" in pre_prompt
+    rec = to_record(tut, state, "run", "t", "scripted", "now", WorkflowOptions())
+    assert rec.posttest == test and all("write the steps" not in line for line in rec.conversation)
+
+
+def test_pretest_is_taken_once_per_learner_and_tutorial(tmp_path):
+    tut = make_tutorial(3)
+    with PretestCache(tmp_path) as cache:
+        _, first = run_graph(tut, cache=cache, tid="a")
+        _, second = run_graph(tut, cache=cache, tid="b")  # another conversation of the same tutorial
+    assert sum("Before any lesson" in p for p in first.prompts) == 1
+    assert sum("Before any lesson" in p for p in second.prompts) == 0
+    # Cached in the directory: a resume (a new process) reuses it.
+    assert len(PretestCache(tmp_path)) == 1
+    _, third = run_graph(tut, cache=PretestCache(tmp_path), tid="c")
+    assert sum("Before any lesson" in p for p in third.prompts) == 0
+
+
+@pytest.mark.parametrize("reply", ["", "Thanks, that was a great lesson.", "\n".join(f"{i}. x{i}" for i in range(300))])
+def test_bad_posttest_reply_is_recorded_not_a_crash(reply):
+    state, _ = run_graph(make_tutorial(3), tester_reply=reply)
+    assert state["finished"] and not state.get("error")
+    assert state["posttest"].post.error and state["posttest"].post.steps == []
+
+
+def test_failed_posttest_call_is_recorded_and_not_cached(tmp_path):
+    def script(prompt):
+        if "write the steps" in prompt:
+            raise RuntimeError("server down")
+        return "Understood."
+    tester = PostTester(ScriptedChatModel(script=script), "scripted", PretestCache(tmp_path))
+    test = asyncio.run(tester.run("k", "How to X", "X", [Turn(role="teacher", text="hi")]))
+    assert test.post.error.startswith("call failed: RuntimeError") and test.pre.error.startswith("call failed")
+    assert not (tmp_path / PRETESTS).exists()
+
+
+# ---------------------------------------------------------------------------------------------- metrics
+
+
+def unit(v):
+    return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+
+def test_matching_recovers_a_known_assignment():
+    """Simulation with known truth: the answer recalls a known subset of the steps (paraphrased = noisy copies),
+    in a known order, plus invented steps; recall, extraneous and tau come out exactly."""
+    rng = np.random.default_rng(0)
+    for _ in range(50):
+        n, dim = int(rng.integers(3, 10)), 64
+        tut = unit(rng.normal(size=(n, dim)))
+        k = int(rng.integers(1, n + 1))
+        recalled = rng.choice(n, size=k, replace=False)  # answer position j recalls tutorial step recalled[j]
+        n_extra = int(rng.integers(0, 4))
+        answer = np.vstack([unit(tut[recalled] + 0.05 * rng.normal(size=(k, dim))),
+                            unit(rng.normal(size=(n_extra, dim)))])
+        matches = P.match_steps(tut @ answer.T, threshold=0.5)
+        assert sorted(matches) == sorted((int(t), j) for j, t in enumerate(recalled))
+        assert P.step_recall(matches, n) == k / n
+        assert P.extraneous(matches, k + n_extra) == n_extra / (k + n_extra)
+        if k >= 2:
+            from scipy.stats import kendalltau
+            assert P.order_tau(matches) == pytest.approx(kendalltau(recalled, np.arange(k)).statistic)
+
+
+def test_order_is_one_in_order_and_minus_one_reversed():
+    assert P.order_tau([(0, 0), (1, 1), (2, 2)]) == 1.0
+    assert P.order_tau([(0, 2), (1, 1), (2, 0)]) == -1.0
+    assert P.order_tau([(0, 0)]) is None and P.match_steps(np.zeros((3, 0))) == []
+
+
+def test_detail_recall_counts_numbers_and_things():
+    steps = ["Boil the eggs for 12 minutes in a pot.", "Cool them in ice water."]
+    wn = M.load_wordnet()
+    d = P.details("\n".join(steps), wn)
+    assert {"12 minute", "egg", "pot"} <= d
+    assert P.detail_recall(steps, ["Boil eggs twelve minutes in a pot", "cool in ice water"], wn) == 1.0
+    assert P.detail_recall(steps, ["Boil for 5 minutes"], wn) == 0.0
+    assert P.detail_recall(["Be kind."], ["Be kind."], wn) is None  # no detail to recall
+
+
+def conv_with(test: PostTest | None, steps=("Fill a container with salt.", "Squeeze paint into the salt.",
+                                            "Shake the container.")):
+    turns = [Turn(role="teacher", text="Let's begin. BEGIN", kind="begin"), Turn(role="learner", text="ok"),
+             Turn(role="teacher", text="Fill a container with salt.")]
+    return Conversation.from_turns(turns, list(steps), "Color Salt", completed=True, conversation_id="x",
+                                   posttest=test)
+
+
+def test_posttest_metrics_on_conversations():
+    scorers = M.Scorers("default", list(M.POSTTEST_METRICS))
+    good = PostTest(post=TestAnswer(steps=["Put salt in a container", "Shake the container well", "Make a cake"]),
+                    pre=TestAnswer(steps=["Buy a cake"]))
+    none = conv_with(None)
+    bad = conv_with(PostTest(post=TestAnswer(text="", error="empty reply"), pre=TestAnswer(steps=["x"])))
+    nopre = conv_with(PostTest(post=good.post, pre=TestAnswer(text="I don't know", error="one line without a step list")))
+    r_good, r_none, r_bad, r_nopre = scorers.score([conv_with(good), none, bad, nopre])
+    m = r_good.metrics
+    assert m[M.STEP_RECALL] == pytest.approx(2 / 3) and m[M.EXTRANEOUS] == pytest.approx(1 / 3)
+    assert m[M.ORDER] == 1.0 and m[M.LEARNING_GAIN] == pytest.approx(2 / 3) and 0 < m[M.DETAIL_RECALL] <= 1
+    # No post-test, or an answer that is not a step list: never scored (None, not 0).
+    assert all(v is None for v in r_none.metrics.values()) and not any("test" in n for n in r_none.notes)
+    assert all(v is None for v in r_bad.metrics.values()) and "post-test: empty reply (not scored)" in r_bad.notes
+    assert r_nopre.metrics[M.LEARNING_GAIN] is None and r_nopre.metrics[M.STEP_RECALL] == pytest.approx(2 / 3)
+
+
+def test_posttest_metrics_are_default_mode_only():
+    assert set(M.POSTTEST_METRICS) <= set(M.DEFAULT_METRICS) and not set(M.POSTTEST_METRICS) & set(M.PAPER_METRICS)
+
+
+# ------------------------------------------------------------------------------- evaluate on a paper file
+
+
+def posttest_reply(prompt):
+    if "This was your lesson" in prompt:
+        return "1. Fill a container with salt.\n2. Squeeze paint into it."
+    if "Before any lesson" in prompt:
+        return "1. Buy colored salt."
+    return "Understood."
+
+
+def test_paper_run_file_gets_posttest_metrics_and_nothing_else_changes(tmp_path):
+    runner = CliRunner()
+    base = ["evaluate", PAPER_FILE, "--no-judge", "--no-figures"]
+    plain = runner.invoke(app, [*base, "--out", str(tmp_path / "plain")])
+    assert plain.exit_code == 0, plain.output
+    with FakeOpenAI(reply=posttest_reply) as srv:
+        args = [*base, "--out", str(tmp_path / "pt"), "--posttest-learner", "openai:fake-model", "--base-url", srv.base_url]
+        res = runner.invoke(app, args)
+        assert res.exit_code == 0, res.output
+        n_calls = len(srv.requests)
+        again = runner.invoke(app, args)  # resumed: no post-test is taken twice
+        assert again.exit_code == 0 and len(srv.requests) == n_calls
+    assert n_calls == 4  # 2 post-tests + 2 pre-tests (two tutorials)
+    name = "T-llama3_L-llama3_E-llama3_123"
+    before = read_scores(tmp_path / "plain" / name / "scores.jsonl")
+    after = read_scores(tmp_path / "pt" / name / "scores.jsonl")
+    assert before.keys() == after.keys()
+    for cid, rec in after.items():
+        other = {k: v for k, v in rec.metrics.items() if k not in M.POSTTEST_METRICS}
+        assert other == {k: v for k, v in before[cid].metrics.items() if k not in M.POSTTEST_METRICS}
+        assert all(before[cid].metrics[k] is None for k in M.POSTTEST_METRICS)
+        assert rec.metrics[M.STEP_RECALL] is not None and rec.metrics[M.LEARNING_GAIN] is not None
+    stored = [o for _, o in iter_jsonl(tmp_path / "pt" / name / POSTTESTS)]
+    assert len(stored) == 2 and stored[0]["posttest"]["model"] == "openai:fake-model"
+
+
+def test_posttest_learner_is_refused_in_paper_mode(tmp_path):
+    res = CliRunner().invoke(app, ["evaluate", PAPER_FILE, "--no-judge", "--compat", "paper", "--posttest-learner",
+                                   "local", "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "not part of the paper" in res.output
+
+
+# ------------------------------------------------------------------ generate -> evaluate -> report, scripted
+
+
+def classroom_reply(prompt):
+    """Teacher prompts get a lesson; the post-test recalls the first step only (plus an invented one)."""
+    m = re.search(r"Step (\d+) of (\d+): (.*)", prompt)
+    if m and "This was your lesson" not in prompt:
+        return f"Step {m.group(1)}: {m.group(3)}"
+    if "This was your lesson" in prompt:
+        first = re.search(r"Teacher: Step 1: (.*)", prompt)
+        return f"1. {first.group(1) if first else 'nothing'}\n2. Sing a song to the moon."
+    if "Before any lesson" in prompt:
+        return "I have no idea."
+    return "Understood, please go to the next step."
+
+
+def test_generate_evaluate_report_show_the_posttest(tmp_path):
+    runner = CliRunner()
+    run = tmp_path / "run"
+    with FakeOpenAI(reply=classroom_reply) as srv:
+        res = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url, "--out",
+                                  str(run), "--max-tutorials", "2", "--retries", "0"])
+        assert res.exit_code == 0, res.output
+        assert "post-tests: 2 taken, 0 without a step list" in res.output
+        no = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url, "--out",
+                                 str(tmp_path / "plain"), "--max-tutorials", "2", "--retries", "0", "--no-posttest"])
+        assert no.exit_code == 0, no.output
+    with_test = [o for _, o in iter_jsonl(run / "conversations.jsonl")]
+    without = [o for _, o in iter_jsonl(tmp_path / "plain" / "conversations.jsonl")]
+    assert all(o["posttest"] for o in with_test) and not any(o["posttest"] for o in without)
+    # The post-test changes nothing of the conversation.
+    assert [o["conversation"] for o in with_test] == [o["conversation"] for o in without]
+    assert len([o for _, o in iter_jsonl(run / PRETESTS)]) == 2
+    res = runner.invoke(app, ["evaluate", str(run), "--no-judge", "--no-figures"])
+    assert res.exit_code == 0, res.output
+    scores = read_scores(run / "scores.jsonl")
+    for rec in scores.values():
+        assert rec.metrics[M.STEP_RECALL] > 0 and rec.metrics[M.EXTRANEOUS] == pytest.approx(0.5)
+        assert rec.metrics[M.LEARNING_GAIN] is None  # the pre-test answer is not a step list: no gain
+        assert rec.posttest_matches and rec.posttest_matches[0][:2] == (0, 0)
+    assert "Step Recall" in (run / "summary.md").read_text()
+    res = runner.invoke(app, ["report", str(run), "--out", str(tmp_path / "site")])
+    assert res.exit_code == 0, res.output
+    data = (tmp_path / "site" / "data" / "conv-0000.js").read_text()
+    assert '"posttest_matches":[[0,0,' in data and "Sing a song to the moon." in data
+
+
+def test_align_correlates_the_posttest_with_the_human_ratings():
+    from wikihowagent.alignment import schema
+    from wikihowagent.alignment.core import automatic_correlations
+    from wikihowagent.alignment.sources import LLMScores, ScoreRow
+
+    rng = np.random.default_rng(1)
+    ids = [f"c{i}" for i in range(30)]
+    ROW_NAMES = schema.row_names()
+    human = rng.uniform(1, 5, size=(30, len(ROW_NAMES)))
+    llm = LLMScores(rows={c: ScoreRow(c, np.full(schema.n_metrics(), np.nan), automatic={
+        M.STEP_RECALL: float(human[i, 0] / 5),  # known truth: a linear function of the first rubric
+        **({M.LEARNING_GAIN: float(rng.uniform())} if i % 2 else {})}) for i, c in enumerate(ids)})
+    res = automatic_correlations(llm, ids, human, n_boot=200, seed=0)
+    first = res[(M.STEP_RECALL, ROW_NAMES[0])]
+    assert first.n == 30 and first.coefs["pearson"].value == pytest.approx(1.0)
+    assert abs(res[(M.STEP_RECALL, ROW_NAMES[1])].coefs["pearson"].value) < 0.5
+    assert res[(M.LEARNING_GAIN, ROW_NAMES[0])].n == 15  # only where the metric was computed
+
+
+def attentive_reply(prompt):
+    """The post-test recalls every step the teacher taught in the conversation shown."""
+    if "This was your lesson" in prompt:
+        taught = re.findall(r"Teacher: Step \d+: (.*)", prompt)
+        return "\n".join(f"{i}. {t}" for i, t in enumerate(taught, 1)) or "I learned nothing."
+    return classroom_reply(prompt)
+
+
+def test_judge_check_posttest_validity(tmp_path):
+    runner = CliRunner()
+    run = tmp_path / "run"
+    with FakeOpenAI(reply=attentive_reply) as srv:
+        res = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url, "--out",
+                                  str(run), "--max-tutorials", "4", "--retries", "0"])
+        assert res.exit_code == 0, res.output
+        n = len(srv.requests)
+        args = ["judge-check", str(run), "--out", str(tmp_path / "check"), "--posttest-learner", "openai:fake-model",
+                "--base-url", srv.base_url]
+        res = runner.invoke(app, args)
+        assert res.exit_code == 0, res.output
+        # The originals' post-tests come from the records (same model): only the perturbed copies are asked.
+        assert len(srv.requests) - n == 8
+        again = runner.invoke(app, args)
+        assert again.exit_code == 0 and len(srv.requests) - n == 8  # resumed: nothing asked twice
+    table = (tmp_path / "check" / "posttest_validity.csv").read_text().splitlines()
+    assert table[0].startswith("perturbation,n,accuracy")
+    rows = {r.split(",")[0]: r.split(",") for r in table[1:]}
+    assert set(rows) == {"skip_steps", "off_topic"}
+    assert all(float(r[2]) == 1.0 and r[1] == "4" for r in rows.values())

@@ -1,0 +1,150 @@
+"""Post-test metrics: what the learner can write down after the conversation (README "Post-test").
+
+The tutorial's steps are matched one-to-one to the steps the learner recalled (all-MiniLM-L6-v2 sentence
+embeddings, cosine similarity, `scipy.optimize.linear_sum_assignment` maximising the total similarity; a
+pair counts only at similarity >= THRESHOLD, chosen from the measured table in README). Then:
+- Step Recall: matched tutorial steps / tutorial steps;
+- Order: Kendall tau of the matched steps' positions (tutorial vs answer); None with fewer than 2 matches;
+- Extraneous: recalled steps matching no tutorial step / recalled steps (invented steps; lower is better);
+- Detail Recall: the tutorial's details (numbers with their unit, and the physical things WordNet knows:
+  artifacts, food, substances, body parts, organisms, natural objects) that reappear in the answer;
+- Learning Gain: post-test Step Recall - pre-test Step Recall (the same model from the title alone).
+A conversation without a post-test, or whose answer is not a step list (`TestAnswer.error`), gets None:
+never a recall of 0. Fractions (Order and Learning Gain in [-1, 1]), shown as percentages.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from wikihowagent.records import Conversation, TestAnswer
+
+STEP_RECALL = "Step Recall"
+ORDER = "Order"
+EXTRANEOUS = "Extraneous"
+DETAIL_RECALL = "Detail Recall"
+LEARNING_GAIN = "Learning Gain"
+POSTTEST_METRICS = (STEP_RECALL, ORDER, EXTRANEOUS, DETAIL_RECALL, LEARNING_GAIN)
+
+THRESHOLD = 0.5  # cosine similarity of a match; README "Post-test" (measured table, scripts/bench_posttest.py)
+
+_NUMBER_WORDS = {w: str(i) for i, w in enumerate(
+    "zero one two three four five six seven eight nine ten eleven twelve".split())}
+_TOKEN = re.compile(r"\d+(?:[.,/]\d+)?|[a-z]+")
+# WordNet categories of "named objects": the physical things a procedure handles.
+_THING_ROOTS = frozenset({"artifact.n.01", "food.n.01", "food.n.02", "substance.n.01", "body_part.n.01",
+                          "organism.n.01", "natural_object.n.01"})
+_SENSES = 3  # a word is a thing if one of its 3 most common noun senses is
+
+
+def match_steps(sim: Any, threshold: float = THRESHOLD) -> list[tuple[int, int]]:
+    """(tutorial index, answer index) pairs: the one-to-one assignment of maximal total similarity, keeping
+    the pairs at >= threshold. `sim` is a (tutorial steps x answer steps) array."""
+    import numpy as np
+    from scipy.optimize import linear_sum_assignment
+
+    sim = np.asarray(sim, dtype=float)
+    if sim.size == 0:
+        return []
+    rows, cols = linear_sum_assignment(sim, maximize=True)
+    return sorted((int(r), int(c)) for r, c in zip(rows, cols) if sim[r, c] >= threshold)
+
+
+def step_recall(matches: Sequence[tuple[int, int]], n_tutorial: int) -> float | None:
+    return len(matches) / n_tutorial if n_tutorial else None
+
+
+def order_tau(matches: Sequence[tuple[int, int]]) -> float | None:
+    """Kendall tau between the matched steps' tutorial positions and answer positions (1 = same order)."""
+    if len(matches) < 2:
+        return None
+    from scipy.stats import kendalltau
+
+    tau = kendalltau([t for t, _ in matches], [a for _, a in matches]).statistic
+    return None if tau != tau else float(tau)  # NaN cannot occur one-to-one; kept out anyway
+
+
+def extraneous(matches: Sequence[tuple[int, int]], n_answer: int) -> float | None:
+    return (n_answer - len(matches)) / n_answer if n_answer else None
+
+
+def _is_thing(wn: Any, word: str) -> str | None:
+    """The word's noun lemma if one of its most common noun senses is a physical thing (see _THING_ROOTS)."""
+    lemma = _lemma(wn, word)
+    if lemma is None or len(lemma) < 3:
+        return None
+    for synset in wn.synsets(lemma, "n")[:_SENSES]:
+        if _THING_ROOTS.intersection(s.name() for path in synset.hypernym_paths() for s in path):
+            return lemma
+    return None
+
+
+def _tokens(text: str) -> list[str]:
+    return [_NUMBER_WORDS.get(t, t) for t in _TOKEN.findall(text.lower())]
+
+
+def details(text: str, wn: Any) -> set[str]:
+    """The text's details: numbers with the word after them ("3 minutes", "350 degrees"), and things.
+    `wn`: WordNet (metrics.load_wordnet())."""
+    toks = _tokens(text)
+    out: set[str] = set()
+    for i, t in enumerate(toks):
+        if t[0].isdigit():
+            unit = toks[i + 1] if i + 1 < len(toks) and not toks[i + 1][0].isdigit() else ""
+            out.add(f"{t} {_lemma(wn, unit) or unit}".strip())
+        else:
+            thing = _is_thing(wn, t)
+            if thing:
+                out.add(thing)
+    return out
+
+
+def _lemma(wn: Any, word: str) -> str | None:
+    """The shortest noun base form WordNet knows ("eggs" -> "egg", "minutes" -> "minute"), else None."""
+    forms = wn._morphy(word, "n") if word else []
+    return min(forms, key=len) if forms else None
+
+
+def detail_recall(tutorial_steps: Sequence[str], answer_steps: Sequence[str], wn: Any) -> float | None:
+    wanted = details("\n".join(tutorial_steps), wn)
+    if not wanted:
+        return None
+    got = details("\n".join(answer_steps), wn)
+    return len(wanted & got) / len(wanted)
+
+
+def usable(answer: TestAnswer | None) -> bool:
+    return answer is not None and answer.error is None and bool(answer.steps)
+
+
+def posttest_scores(conv: Conversation, similarity: Callable[[Sequence[str], Sequence[str]], Any],
+                    want: set[str], wordnet: Any = None,
+                    threshold: float = THRESHOLD
+                    ) -> tuple[dict[str, float | None], list[str], list[tuple[int, int, float]] | None]:
+    """The post-test metrics of one conversation -> (metrics, notes, matched pairs (tutorial step, recalled
+    step, similarity) or None). `similarity(a, b)` is the cosine matrix of two lists of texts; `wordnet`
+    (metrics.load_wordnet()) is needed for Detail Recall."""
+    out: dict[str, float | None] = {m: None for m in POSTTEST_METRICS if m in want}
+    test = conv.posttest
+    if test is None:
+        return out, [], None
+    if not usable(test.post):
+        return out, [f"post-test: {test.post.error or 'no step'} (not scored)"], None
+    steps, recalled = list(conv.steps), test.post.steps
+    sim = similarity(steps, recalled)
+    matches = match_steps(sim, threshold)
+    values = {STEP_RECALL: step_recall(matches, len(steps)), ORDER: order_tau(matches),
+              EXTRANEOUS: extraneous(matches, len(recalled))}
+    notes: list[str] = []
+    if DETAIL_RECALL in want:
+        values[DETAIL_RECALL] = detail_recall(steps, recalled, wordnet)
+    if LEARNING_GAIN in want:
+        if usable(test.pre):
+            pre = step_recall(match_steps(similarity(steps, test.pre.steps), threshold), len(steps))  # type: ignore[union-attr]
+            values[LEARNING_GAIN] = None if pre is None or values[STEP_RECALL] is None else values[STEP_RECALL] - pre
+        else:
+            notes.append(f"pre-test: {(test.pre.error if test.pre else None) or 'not taken'} (no Learning Gain)")
+    out.update({k: v for k, v in values.items() if k in want})
+    return out, notes, [(t, a, round(float(sim[t][a]), 4)) for t, a in matches]

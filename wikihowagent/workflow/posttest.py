@@ -1,0 +1,170 @@
+"""The learner's procedural test: after the conversation (post-test) and from the title alone (pre-test).
+
+The learner model is asked to write the method's steps from memory, one per line, in order. The post-test
+shows it the conversation it took part in, from its own side ("Teacher:" / "You:"), and never the tutorial;
+the pre-test shows it the method's title only (what the model already knew). The pre-test is taken once
+per (learner model, tutorial) and cached in the run (`runs.PretestCache`), so resumes and shards do not
+repeat it. Answers are parsed into steps here (`parse_steps`); a reply that is not a step list (empty, one
+line of prose, hundreds of lines) is recorded with an `error` and never scored (evaluation/posttest.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from wikihowagent.backends.calls import achat
+from wikihowagent.records import PostTest, TestAnswer, Turn
+
+MAX_STEPS = 50  # more recalled "steps" than this is not a step list (a looping model, a pasted text)
+CALL_FAILED = "call failed: "  # prefix of a TestAnswer error that a later run should retry (not cached)
+
+SYSTEM = ("You are a student who has just had a lesson with a teacher. You answer from memory, "
+          "with nothing in front of you.")
+POST_USER = ("This was your lesson (you are \"You\"):\n\n{transcript}\n\n"
+             "Now, from memory, write the steps of the method \"{method}\" that you were taught: one step per "
+             "line, in order, numbered 1., 2., 3., ... Write only the steps, nothing else.")
+PRE_USER = ("Before any lesson: from what you already know, write the steps of the method \"{method}\": one "
+            "step per line, in order, numbered 1., 2., 3., ... Write only the steps, nothing else.")
+PROMPT_VERSION = "v1-" + hashlib.sha256("\x00".join((SYSTEM, POST_USER, PRE_USER)).encode()).hexdigest()[:10]
+
+_NUMBERED = re.compile(r"^(?:step\s*)?\(?(\d{1,3})\s*[.):\-](?:\s+|(?=[^\W\d_])|$)(.*)$", re.IGNORECASE)
+_BULLET = re.compile(r"^[-*•·]\s+(.*)$")
+_INLINE = re.compile(r"(?:^|\s)\d{1,2}[.)]\s+")
+_MARKUP = re.compile(r"^[#>\s]+|\*\*|__")
+
+
+def method_name(title: str, method_title: str) -> str:
+    """"How to X: Part 1 of 2:Y" (both when the tutorial is a method of a longer article)."""
+    title, method_title = title.strip(), method_title.strip()
+    if title and method_title and method_title.lower() not in title.lower():
+        return f"{title}: {method_title}"
+    return title or method_title
+
+
+def transcript(turns: Sequence[Turn]) -> str:
+    """The conversation as the learner saw it: the teacher's lines and its own ("You: ...")."""
+    return "\n".join(f"{'Teacher' if t.role == 'teacher' else 'You'}: {t.text}" for t in turns)
+
+
+def posttest_messages(title: str, method_title: str, turns: Sequence[Turn]) -> list[BaseMessage]:
+    user = POST_USER.format(transcript=transcript(turns), method=method_name(title, method_title))
+    return [SystemMessage(content=SYSTEM), HumanMessage(content=user)]
+
+
+def pretest_messages(title: str, method_title: str) -> list[BaseMessage]:
+    return [SystemMessage(content=SYSTEM), HumanMessage(content=PRE_USER.format(method=method_name(title, method_title)))]
+
+
+def _clean(line: str) -> str:
+    return _MARKUP.sub("", line).strip().strip("*_").strip()
+
+
+def parse_steps(text: str) -> tuple[list[str], str | None]:
+    """A reply -> (steps, problem). Numbered lines (or bullets) start steps; other lines after the first
+    one continue it, lines before it (a preamble) are dropped. Without markers: each line is a step if there
+    are several; a single line is split at inline numbering ("1. a 2. b"), is one step if numbered, or else is
+    prose, not a step list.
+    Repeated steps (a looping model) count once; more than MAX_STEPS is not a step list."""
+    lines = [c for c in (_clean(x) for x in (text or "").splitlines()) if c and not c.startswith("```")]
+    if not lines:
+        return [], "empty reply"
+    steps: list[str] = []
+    if len(lines) == 1:
+        parts = [p.strip() for p in _INLINE.split(lines[0])]
+        parts = [p for p in (parts if _INLINE.match(lines[0]) else parts[1:]) if p]  # drop a preamble
+        if len(parts) >= 2 and len(_INLINE.findall(lines[0])) >= 2:
+            lines = [f"{i}. {p}" for i, p in enumerate(parts, 1)]
+        elif not (_NUMBERED.match(lines[0]) or _BULLET.match(lines[0])):
+            return [], "one line without a step list"
+    numbered = any(_NUMBERED.match(x) for x in lines)
+    pattern = _NUMBERED if numbered else _BULLET if any(_BULLET.match(x) for x in lines) else None
+    if pattern is not None:
+        started = False
+        for line in lines:
+            m = pattern.match(line)
+            if m:
+                started = True
+                steps.append(m.group(m.lastindex or 1).strip())
+            elif started:  # a continuation (a sub-bullet, a wrapped line)
+                bullet = _BULLET.match(line)
+                steps[-1] = f"{steps[-1]} {bullet.group(1) if bullet else line}".strip()
+    else:
+        steps = [x for x in lines if not x.endswith(":")]  # headings and preambles
+        if len(steps) < 2:
+            return [], "one line without a step list"
+    unique = list(dict.fromkeys(s for s in steps if s))
+    seen: set[str] = set()
+    steps = []
+    for s in unique:
+        key = " ".join(s.lower().split())
+        if key not in seen:
+            seen.add(key)
+            steps.append(s)
+    if not steps:
+        return [], "no step found"
+    if len(steps) > MAX_STEPS:
+        return [], f"{len(steps)} lines: not a step list (more than {MAX_STEPS})"
+    return steps, None
+
+
+async def take_test(model: BaseChatModel, messages: list[BaseMessage]) -> TestAnswer:
+    """One test call; a failed call or an unparsable reply is an answer with `error`, never an exception."""
+    start = time.perf_counter()
+    try:
+        reply = await achat(model, messages)
+    except Exception as exc:  # recorded; the conversation and the run go on
+        return TestAnswer(error=CALL_FAILED + f"{type(exc).__name__}: {exc}".splitlines()[0],
+                          latency_s=round(time.perf_counter() - start, 3))
+    usage = reply.usage_metadata or {}
+    text = reply.content if isinstance(reply.content, str) else str(reply.content)
+    steps, problem = parse_steps(text)
+    return TestAnswer(text=text.strip(), steps=steps, error=problem, prompt_tokens=int(usage.get("input_tokens", 0)),
+                      completion_tokens=int(usage.get("output_tokens", 0)),
+                      latency_s=round(time.perf_counter() - start, 3))
+
+
+class PostTester:
+    """Takes the post-test of a conversation and the (cached) pre-test of its tutorial with one learner model.
+
+    `cache` is a `runs.PretestCache` (or anything with get(learner, key, version) / put(learner, key, version,
+    answer)); concurrent conversations of the same tutorial share one pre-test call."""
+
+    def __init__(self, model: BaseChatModel, learner: str, cache: Any):
+        self.model, self.learner, self.cache = model, learner, cache
+        self._inflight: dict[str, asyncio.Task[TestAnswer]] = {}
+        self.calls = 0  # model calls made (post + pre)
+
+    async def pretest(self, key: str, title: str, method_title: str) -> TestAnswer:
+        cached = self.cache.get(self.learner, key, PROMPT_VERSION)
+        if cached is not None:
+            return cached
+        task = self._inflight.get(key)
+        if task is None:
+            task = self._inflight[key] = asyncio.ensure_future(self._take_pretest(key, title, method_title))
+        try:
+            return await asyncio.shield(task)
+        finally:
+            if task.done():
+                self._inflight.pop(key, None)
+
+    async def _take_pretest(self, key: str, title: str, method_title: str) -> TestAnswer:
+        self.calls += 1
+        answer = await take_test(self.model, pretest_messages(title, method_title))
+        if not (answer.error or "").startswith(CALL_FAILED):  # a failed call is retried by a later run
+            self.cache.put(self.learner, key, PROMPT_VERSION, answer)
+        return answer
+
+    async def run(self, key: str, title: str, method_title: str, turns: Sequence[Turn],
+                  pretest: bool = True) -> PostTest:
+        self.calls += 1
+        post = await take_test(self.model, posttest_messages(title, method_title, turns))
+        pre = await self.pretest(key, title, method_title) if pretest else None
+        return PostTest(model=self.learner, prompt_version=PROMPT_VERSION, post=post, pre=pre)
