@@ -100,6 +100,12 @@ def subset_files(study: Path, out: Path, per_tutorial: int) -> list[Path]:
     return written
 
 
+def titles(files: list[Path], ids: set[str]) -> list[str]:
+    """The tutorial titles of the conversations `ids` of `files`."""
+    return [c.get("title", "") for f in files for c in json.loads(f.read_text(encoding="utf-8"))["total_conversations"]
+            if c["conversation_id"] in ids]
+
+
 def conversation_ids(files: list[Path]) -> list[str]:
     return [c["conversation_id"] for f in files for c in json.loads(f.read_text(encoding="utf-8"))["total_conversations"]]
 
@@ -167,15 +173,16 @@ def judge(variants: list[str], files: list[Path], out: Path, minutes: float, per
             print(f"{v}: {cid} judged in {secs:.0f} s", flush=True)
 
 
-def seconds_per_conversation(folder: Path) -> tuple[float, int]:
-    """Wall seconds per judged conversation (8 rubrics; the model already loaded)."""
+def seconds_per_conversation(folder: Path, ids: set[str]) -> tuple[float, int]:
+    """Wall seconds per judged conversation of `ids` (8 rubrics; the model already loaded)."""
     n = secs = 0.0
     path = folder / TIMING
     if path.exists():
         for line in path.read_text(encoding="utf-8").splitlines():
             rec = json.loads(line)
-            n += rec["conversations"]
-            secs += rec["seconds"]
+            if rec.get("conversation_id") in ids:
+                n += rec["conversations"]
+                secs += rec["seconds"]
     return (secs / n if n else math.nan), int(n)
 
 
@@ -292,6 +299,22 @@ def align(scores: list[Path], study: Path, dest: Path) -> dict[str, dict[str, fl
     return out
 
 
+def common_scores(folder: Path, ids: set[str]) -> Path:
+    """The last scores line of each conversation in `ids`, from every run of `folder`, in one file (so every
+    variant is aligned on the same conversations)."""
+    from wikihowagent.runs import iter_scores
+
+    last = {}
+    for path in sorted(folder.glob("*/scores.jsonl")):
+        for _n, rec in iter_scores(path, on_error=lambda m: None):
+            if rec.conversation_id in ids:
+                last[rec.conversation_id] = rec
+    dest = folder / "alignment-input" / "scores.jsonl"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text("".join(rec.model_dump_json() + "\n" for rec in last.values()), encoding="utf-8")
+    return dest
+
+
 def paper_subset(study: Path, ids: set[str], dest: Path) -> Path:
     """The paper's judge scores of `ids` only (its bytes, its encoding)."""
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -318,24 +341,27 @@ def report(variants: list[str], files: list[Path], study: Path, out: Path, check
     common = set.intersection(*judged.values()) if judged else set()
     rows, acc = {}, {}
     for v in variants:
-        runs = sorted(p.parent for p in (out / v).glob("*/scores.jsonl"))
-        rows[v] = align(runs, study, out / v / "alignment")
+        rows[v] = align([common_scores(out / v, common)], study, out / v / "alignment")
         acc[v] = check_accuracy(v, check_n, out)
     paper = align([paper_subset(study, common, out / "paper" / PAPER)], study, out / "paper" / "alignment") if common else {}
     n_conv = len(common)
-    what = (f"a fixed subset of {len(ids)} (K = {per_tutorial} per tutorial, the 7 models taken in turn)"
+    pool = (f"a fixed subset of {len(ids)} (K = {per_tutorial} per tutorial, the 7 models taken in turn)"
             if per_tutorial else f"all {len(ids)}")
+    tutorials = len({t for t in titles(files, common)})
     cpu = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores shared with other jobs"
     lines = [
         f"Development split of the paper's human study (`{study.name}/`): 10 tutorials, 70 conversations by seven 7B "
-        f"models, two human judges. Conversations judged: {what}; every column below is on the {n_conv} "
-        "conversations judged by every variant. Embedded judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp "
+        f"models, two human judges. Pool: {pool} conversations, judged shortest first, every variant in turn on "
+        f"each conversation, as far as the model time allowed: every column below is on the **{n_conv} "
+        f"conversations (of {tutorials} tutorials)** judged by every variant — the shortest of the pool, not a "
+        "random sample. Embedded judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp "
         f"in-process, n_ctx 8192, 1 slot), `--judge-scoring weighted`, {cpu}. Correlations: `wikihowagent align` "
         "against the mean of both humans, 95 % bootstrap CIs (2000 resamples of conversations); Overall = mean of "
         "the 8 rubrics. Paper = the paper's own 7B judges (`paper_llm_scores.csv`) on the same conversations. "
         f"judge-check: the first {check_n} synthetic conversations of `bench_judge.py`, accuracy over the targeted "
-        "cells, 95 % CI over conversations. s/conv: wall time per conversation, 8 rubrics, process start and "
-        "model load included, shared machine. `scripts/bench_alignment.py`.", "",
+        "cells, 95 % CI over conversations. s / conversation: wall time to judge one of these conversations on "
+        "8 rubrics (model loaded; consecutive variants share the server's prompt cache where their prompts "
+        f"start alike), on a machine shared with other jobs (load average {os.getloadavg()[0]:.1f} when written). `scripts/bench_alignment.py`.", "",
     ]
     head = ["", *variants, "paper judges"]
     lines.append("| " + " | ".join(head) + " |")
@@ -352,7 +378,7 @@ def report(variants: list[str], files: list[Path], study: Path, out: Path, check
         a, lo, hi, k = acc[v]
         accs.append(f"{a:.3f} [{lo:.2f}, {hi:.2f}] (n {k})" if k else "not run")
     lines.append("| judge-check accuracy | " + " | ".join(accs) + " | – |")
-    spc = [seconds_per_conversation(out / v) for v in variants]
+    spc = [seconds_per_conversation(out / v, common) for v in variants]
     lines.append("| s / conversation | " + " | ".join(f"{s:.0f} (n {k})" if k else "–" for s, k in spc) + " | – |")
     lines += ["", "Variants (data/judge_prompts.json):", ""]
     lines += [f"- `{v}`: {prompts[v].description}" for v in variants if v in prompts]
