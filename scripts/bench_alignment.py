@@ -281,6 +281,7 @@ def check_accuracy(variant: str, n: int, out: Path, n_boot: int = 2000) -> tuple
 # --------------------------------------------------------------------------------------------------
 
 
+CHARS_PER_TOKEN = 4.9  # llama.cpp's token counts of the plain prompts (j1 log: 1912 tokens for ~9,400 characters)
 KEYS = ("n", "pearson_r", "pearson_ci_low", "pearson_ci_high", "spearman_rho", "spearman_ci_low", "spearman_ci_high")
 
 
@@ -385,6 +386,35 @@ def report(variants: list[str], files: list[Path], study: Path, out: Path, check
     return "\n".join(lines)
 
 
+def prompt_sizes(variants: list[str], study: Path) -> str:
+    """What each variant feeds the judge for all 70 conversations (no model): the longest rubric prompt per
+    conversation in characters, how many conversations the truncation rule shortened, and how many would
+    not fit the embedded judge's 8,192-token context (at the characters per token measured below)."""
+    import statistics
+
+    from wikihowagent.evaluation.inputs import resolve_inputs
+    from wikihowagent.evaluation.judge import load_rubrics
+    from wikihowagent.evaluation.judge_prompts import load_prompts, shorten
+    from wikihowagent.evaluation.scoring import rubric_prompt
+
+    rubrics = load_rubrics()
+    prompts = load_prompts()
+    convs = [c for src in resolve_inputs(study_files(study), ROOT) for c in src.conversations(on_error=print)]
+    lines = [f"What each variant sends for the {len(convs)} conversations of the split (longest of the 8 rubric "
+             f"prompts, system message included; no model): characters, and how many prompts exceed the embedded "
+             f"judge's 8,192-token context at {CHARS_PER_TOKEN} characters per token (the ratio llama.cpp counted "
+             "on these prompts; an estimate).", "",
+             "| variant | median chars | max chars | conversations shortened | prompts over 8,192 tokens (est.) |",
+             "|---|---|---|---|---|"]
+    for v in variants:
+        p = prompts[v]
+        longest = [max(sum(len(t) for _, t in rubric_prompt(c, r, False, p)[0]) for r in rubrics.values()) for c in convs]
+        short = sum(shorten(c, p).note is not None for c in convs)
+        over = sum(n / CHARS_PER_TOKEN > 8192 for n in longest)
+        lines.append(f"| {v} | {statistics.median(longest):,.0f} | {max(longest):,} | {short} | {over} |")
+    return "\n".join(lines)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("step", choices=("judge", "check", "report"))
@@ -404,6 +434,7 @@ def main() -> int:
         check(variants, args.check_n, args.out, args.minutes)
     else:
         md = report(variants, files, args.study, args.out, args.check_n, args.per_tutorial)
+        md += "\n\n" + prompt_sizes(variants, args.study)
         print(md)
         if args.write_md:
             from benchmarks_md import write_section
