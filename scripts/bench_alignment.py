@@ -427,7 +427,7 @@ def main() -> int:
     ap.add_argument("--write-md", action="store_true")
     args = ap.parse_args()
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    files = subset_files(args.study, args.out, args.per_tutorial)
+    files = subset_files(args.study, args.out, args.per_tutorial) if args.step != "check" else []
     if args.step == "judge":
         judge(variants, files, args.out, args.minutes, args.per_tutorial)
     elif args.step == "check":
