@@ -270,17 +270,20 @@ def classroom_reply(prompt):
     return "Understood, please go to the next step."
 
 
+def scripted_generate(runner, srv, out, n, *extra):
+    res = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url, "--out",
+                              str(out), "--max-tutorials", str(n), "--retries", "0", *extra])
+    assert res.exit_code == 0, res.output
+    return res
+
+
 def test_generate_evaluate_report_show_the_posttest(tmp_path):
     runner = CliRunner()
     run = tmp_path / "run"
     with FakeOpenAI(reply=classroom_reply) as srv:
-        res = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url, "--out",
-                                  str(run), "--max-tutorials", "2", "--retries", "0"])
-        assert res.exit_code == 0, res.output
+        res = scripted_generate(runner, srv, run, 2)
         assert "post-tests: 2 taken, 0 without a step list" in res.output
-        no = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url, "--out",
-                                 str(tmp_path / "plain"), "--max-tutorials", "2", "--retries", "0", "--no-posttest"])
-        assert no.exit_code == 0, no.output
+        scripted_generate(runner, srv, tmp_path / "plain", 2, "--no-posttest")
     with_test = [o for _, o in iter_jsonl(run / "conversations.jsonl")]
     without = [o for _, o in iter_jsonl(tmp_path / "plain" / "conversations.jsonl")]
     assert all(o["posttest"] for o in with_test) and not any(o["posttest"] for o in without)
@@ -332,9 +335,7 @@ def test_judge_check_posttest_validity(tmp_path):
     runner = CliRunner()
     run = tmp_path / "run"
     with FakeOpenAI(reply=attentive_reply) as srv:
-        res = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url, "--out",
-                                  str(run), "--max-tutorials", "4", "--retries", "0"])
-        assert res.exit_code == 0, res.output
+        scripted_generate(runner, srv, run, 4)
         n = len(srv.requests)
         args = ["judge-check", str(run), "--out", str(tmp_path / "check"), "--posttest-learner", "openai:fake-model",
                 "--base-url", srv.base_url]

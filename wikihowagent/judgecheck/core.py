@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -138,6 +138,22 @@ def win(orig: float, pert: float) -> float:
     return 1.0 if orig > pert else 0.0
 
 
+def paired_wins(pairs: Iterable[tuple[float | None, float | None]]) -> tuple[list[float], list[float], list[float], int]:
+    """(original, perturbed) score pairs -> (wins, original scores, perturbed scores, pairs with a missing side)."""
+    wins: list[float] = []
+    orig: list[float] = []
+    pert: list[float] = []
+    failed = 0
+    for o, q in pairs:
+        if o is None or q is None:
+            failed += 1
+            continue
+        wins.append(win(o, q))
+        orig.append(o)
+        pert.append(q)
+    return wins, orig, pert, failed
+
+
 def bootstrap_ci(values: list[float], n_boot: int = BOOTSTRAP, seed: int = 0) -> tuple[float, float]:
     import numpy as np
 
@@ -160,19 +176,9 @@ def sensitivity_table(records: dict[tuple[str, str], dict[str, Any]], perturbati
         for rubric in p.targets:
             if rubric not in rubric_names:
                 continue
-            wins, o_scores, p_scores = [], [], []
-            failed = 0
-            for (cid, v), rec in records.items():
-                if v != p.name or cid not in originals:
-                    continue
-                o = (originals[cid].get("scores") or {}).get(rubric)
-                q = (rec.get("scores") or {}).get(rubric)
-                if o is None or q is None:
-                    failed += 1
-                    continue
-                wins.append(win(o, q))
-                o_scores.append(o)
-                p_scores.append(q)
+            wins, o_scores, p_scores, failed = paired_wins(
+                ((originals[cid].get("scores") or {}).get(rubric), (rec.get("scores") or {}).get(rubric))
+                for (cid, v), rec in records.items() if v == p.name and cid in originals)
             lo, hi = bootstrap_ci(wins)
             rows.append({"rubric": rubric, "perturbation": p.name, "n": len(wins),
                          "accuracy": _r(sum(wins) / len(wins)) if wins else None, "ci_low": _r(lo), "ci_high": _r(hi),
