@@ -350,3 +350,22 @@ def test_judge_check_posttest_validity(tmp_path):
     rows = {r.split(",")[0]: r.split(",") for r in table[1:]}
     assert set(rows) == {"skip_steps", "off_topic"}
     assert all(float(r[2]) == 1.0 and r[1] == "4" for r in rows.values())
+
+
+def test_shards_keep_their_pretests_and_merge_joins_them(tmp_path):
+    runner = CliRunner()
+    run = tmp_path / "run"
+    with FakeOpenAI(reply=classroom_reply) as srv:
+        for k in range(2):
+            scripted_generate(runner, srv, run, 3, "--shard", f"{k}/2")
+    assert runner.invoke(app, ["merge", str(run)]).exit_code == 0
+    keys = [o["tutorial_key"] for _, o in iter_jsonl(run / PRETESTS)]
+    assert len(keys) == 3 == len(set(keys))
+
+
+def test_paper_preset_leaves_the_posttest_out():
+    from wikihowagent.config import load_config
+    from wikihowagent.presets import preset_config
+
+    assert load_config().workflow.posttest is True
+    assert load_config(preset=preset_config("paper")).workflow.posttest is False
