@@ -369,3 +369,10 @@ def test_paper_preset_leaves_the_posttest_out():
 
     assert load_config().workflow.posttest is True
     assert load_config(preset=preset_config("paper")).workflow.posttest is False
+
+
+def test_unknown_posttest_learner_is_one_line(tmp_path):
+    res = CliRunner().invoke(app, ["evaluate", PAPER_FILE, "--no-judge", "--posttest-learner", "nosuchprovider:x",
+                                   "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "--posttest-learner 'nosuchprovider:x'" in res.output
+    assert "Traceback" not in res.output

@@ -186,7 +186,8 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
         try:
             ev = Evaluation(opts, comp, rub if judge_on and not panel else [], rubric_set,
                             make_llm if judge_on and not panel else None, warn,
-                            make_learner=make_llm if req.posttest_learner else None)
+                            make_learner=judge_llm_factory(cfg, req.base_url, aliases, judge_urls, "--posttest-learner",
+                                                           "choose another model spec") if req.posttest_learner else None)
             # Every input's evaluator (and the server it is asked on) is known before any work starts.
             specs = {s.name: ev.evaluator_spec(s) for s in sources}
             judges = [Evaluation(o, [], rub, rubric_set, make_llm, warn) for o in judge_opts]
@@ -290,9 +291,11 @@ def _run_scores(results, calibration: Any, req: EvaluateRequest) -> list:
 
 
 def judge_llm_factory(cfg: Any, base_url: str | None, aliases: Path | None = None,
-                      judge_urls: dict[str, str | None] | None = None) -> Any:
+                      judge_urls: dict[str, str | None] | None = None,
+                      role: str = "evaluator", hint: str = "choose another with --evaluator SPEC, or --no-judge") -> Any:
     """spec -> the judge's chat model (temperature 0) on `judge_urls[spec]` (else `base_url`); EvaluateError
-    naming the spec if it cannot be made. Shared by `evaluate` and `judge-check`."""
+    naming the spec (as `role`, with `hint`) if it cannot be made. Shared by `evaluate` and `judge-check`
+    (also for the post-test's learner: role "--posttest-learner")."""
     urls = judge_urls if judge_urls is not None else {}
 
     def make_llm(spec: str) -> Any:
@@ -305,7 +308,7 @@ def judge_llm_factory(cfg: Any, base_url: str | None, aliases: Path | None = Non
             check_backend(resolved, url)
             return make_chat_model(resolved, judge_settings, cfg.local, base_url=url)
         except BackendError as exc:
-            raise EvaluateError(f"evaluator {spec!r}: {exc} (choose another with --evaluator SPEC, or --no-judge)") from None
+            raise EvaluateError(f"{role} {spec!r}: {exc} ({hint})") from None
 
     return make_llm
 

@@ -151,7 +151,8 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
     if posttest_learner:
         from wikihowagent.evaluation.core import judge_llm_factory as factory
 
-        make_learner = factory(cfg, base_url, Path(cfg.models) if cfg.models else None)
+        make_learner = factory(cfg, base_url, Path(cfg.models) if cfg.models else None, None, "--posttest-learner",
+                               "choose another model spec")
         return _posttest_validity(console, [c for _, c in convs], perts, posttest_learner, make_learner, Path(out))
     opts = EvalOptions(judge=True, evaluator=evaluator, base_url=base_url, concurrency=concurrency,
                        default_concurrency=cfg.concurrency,
