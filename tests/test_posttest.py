@@ -160,7 +160,7 @@ def test_matching_recovers_a_known_assignment():
         matches = P.match_steps(tut @ answer.T, threshold=0.5)
         assert sorted(matches) == sorted((int(t), j) for j, t in enumerate(recalled))
         assert P.step_recall(matches, n) == k / n
-        assert P.extraneous(matches, k + n_extra) == n_extra / (k + n_extra)
+        assert P.extraneous(tut @ answer.T, threshold=0.5) == pytest.approx(n_extra / (k + n_extra))
         if k >= 2:
             from scipy.stats import kendalltau
             assert P.order_tau(matches) == pytest.approx(kendalltau(recalled, np.arange(k)).statistic)
@@ -170,6 +170,13 @@ def test_order_is_one_in_order_and_minus_one_reversed():
     assert P.order_tau([(0, 0), (1, 1), (2, 2)]) == 1.0
     assert P.order_tau([(0, 2), (1, 1), (2, 0)]) == -1.0
     assert P.order_tau([(0, 0)]) is None and P.match_steps(np.zeros((3, 0))) == []
+
+
+def test_extraneous_counts_invented_steps_not_extra_details():
+    # answer 0 and 1 both restate tutorial step 0 (only one can be its match), answer 2 is invented
+    sim = np.array([[0.9, 0.7, 0.1], [0.2, 0.1, 0.2]])
+    assert P.match_steps(sim) == [(0, 0)] and P.extraneous(sim) == pytest.approx(1 / 3)
+    assert P.extraneous(np.zeros((2, 0))) is None
 
 
 def test_detail_recall_counts_numbers_and_things():
