@@ -14,7 +14,6 @@ analysis reads that file:
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -94,6 +93,7 @@ def read_judgments(path: Path, evaluator: str, scoring: str, prompt: str = "") -
 
 async def run_jobs(jobs: list[Job], judge: Any, evaluator: str, path: Path, progress: Callable[[int], None],
                    stats: CheckStats) -> None:
+    from wikihowagent.evaluation.runner import gather_cancelling
     from wikihowagent.runs import JsonlAppender
 
     done = read_judgments(path, evaluator, judge.label, judge.prompt_name)
@@ -118,13 +118,7 @@ async def run_jobs(jobs: list[Job], judge: Any, evaluator: str, path: Path, prog
             stats.failures += len(res.failures)
             progress(1)
 
-        tasks = [asyncio.ensure_future(one(j)) for j in todo]
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await gather_cancelling(one(j) for j in todo)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -366,8 +366,12 @@ def _write_figures(d: Path, runs: list[ReportRun], metrics: list[str], rubrics: 
         out.append(("Per-metric means per domain and model (Fig. 5)", f"{FIGURES_DIR}/{DOMAIN_BARS_PNG}"))
     from wikihowagent.evaluation.tables import paper_tables
 
+    from wikihowagent.evaluation.significance import TableStats
+
     setups = {r.name: (r.teacher or r.model, r.learner or r.teacher or r.model) for r in scored}
-    return out, _summary_tables([(title, t) for _, title, t in paper_tables(rs, setups, rubrics)])
+    # as `evaluate --tables`: CIs over tutorials and paired arrows; the paper's raw arrows for paper-mode scores
+    stats = TableStats(paired=not any("paper" in (r.mode or "") for r in scored))
+    return out, _summary_tables([(title, t) for _, title, t in paper_tables(rs, setups, rubrics, stats)])
 
 
 def _summary_tables(tables: list[tuple[str, Any]]) -> str:
@@ -379,8 +383,12 @@ def _summary_tables(tables: list[tuple[str, Any]]) -> str:
     parts = []
     for title, summary in tables:
         parts.append(f"<h3>{e(title)}</h3>")
-        if summary.baseline:
-            parts.append(f"<p class='meta'>↑/↓: against {e(summary.baseline)}.</p>")
+        if summary.baseline and summary.stats is not None and summary.stats.paired:
+            parts.append(f"<p class='meta'>Mean ± sd [95 % bootstrap CI over tutorials]; ↑/↓ against "
+                         f"{e(summary.baseline)}: paired by tutorial (Wilcoxon, Holm across the metrics), p &lt; 0.05; "
+                         "≈ = no significant difference.</p>")
+        elif summary.baseline:
+            parts.append(f"<p class='meta'>↑/↓: against {e(summary.baseline)} (the raw difference of the means).</p>")
         for ms in ([m for m in summary.columns if m in PERCENT_METRICS],
                    [m for m in summary.columns if m not in PERCENT_METRICS]):
             if not ms:
