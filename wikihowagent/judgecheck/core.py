@@ -24,12 +24,11 @@ from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, JudgmentRecord
 from wikihowagent.runs import JUDGE_CHECK_LOCK, JUDGMENTS
 
+from .accuracy import BOOTSTRAP, ORIGINAL, ORIGINAL_2, bootstrap_ci, win  # noqa: F401 (re-exported)
 from .perturbations import Perturbation, perturb
 from wikihowagent.runs import (CONSISTENCY_CSV, PAIRWISE_SENSITIVITY_CSV, PAIRWISE_SENSITIVITY_PNG,
                                PAIRWISE_SUMMARY_MD, SENSITIVITY_CSV, SENSITIVITY_PNG, SUMMARY_MD)
 
-ORIGINAL, ORIGINAL_2 = "original", "original-2"
-BOOTSTRAP = 2000
 
 
 @dataclass
@@ -124,25 +123,6 @@ async def run_jobs(jobs: list[Job], judge: Any, evaluator: str, path: Path, prog
 # --------------------------------------------------------------------------------------------------
 # Analysis
 # --------------------------------------------------------------------------------------------------
-
-
-def win(orig: float, pert: float) -> float:
-    """1 if the original scores higher, 0.5 for a tie, 0 if the perturbed copy scores higher."""
-    if abs(orig - pert) <= 1e-9:
-        return 0.5
-    return 1.0 if orig > pert else 0.0
-
-
-def bootstrap_ci(values: list[float], n_boot: int = BOOTSTRAP, seed: int = 0) -> tuple[float, float]:
-    import numpy as np
-
-    if not values:
-        return math.nan, math.nan
-    arr = np.asarray(values, dtype=float)
-    rng = np.random.default_rng(seed)
-    means = arr[rng.integers(0, len(arr), size=(n_boot, len(arr)))].mean(axis=1)
-    lo, hi = np.percentile(means, [2.5, 97.5])
-    return float(lo), float(hi)
 
 
 def sensitivity_table(records: dict[tuple[str, str], dict[str, Any]], perturbations: list[Perturbation],
@@ -439,6 +419,7 @@ class JudgeCheckRequest:
     figures: bool = True
     pairwise: bool = False
     pairwise_reading: str | None = None
+    posttest_learner: str | None = None  # instead of judging: the post-test's validity with this learner
 
 
 def run_judge_check(req: JudgeCheckRequest, console: Any) -> None:
@@ -451,7 +432,8 @@ def run_judge_check(req: JudgeCheckRequest, console: Any) -> None:
     else:
         _judge_check(console, req.runs, req.out, specs[0] if specs else None, req.judge_scoring, req.judge_rationale,
                      req.perturbations, req.rubrics, req.max_conversations, req.config, req.base_url, req.concurrency,
-                     req.retries, not req.figures, req.pairwise, req.pairwise_reading, req.judge_prompt)
+                     req.retries, not req.figures, req.pairwise, req.pairwise_reading, req.judge_prompt,
+                     req.posttest_learner)
 
 
 def _judge_panel(console, specs, runs, out, judge_scoring, judge_rationale, perturbations_path, rubrics_path,
@@ -496,7 +478,7 @@ def _scoring_of(out: Path, spec: str) -> str:
 
 def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, perturbations_path, rubrics_path,
                  max_conversations, config, base_url, concurrency, retries, no_figures, pairwise=False,
-                 pairwise_reading=None, judge_prompt=None) -> None:
+                 pairwise_reading=None, judge_prompt=None, posttest_learner=None) -> None:
     import asyncio
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -532,10 +514,13 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
     if len(convs) < 2:
         raise JudgeCheckError(f"{', '.join(str(s.path) for s in sources)}: judge-check needs at least 2 conversations "
                               f"(found {len(convs)})")
+    endpoints = judge_endpoints(cfg, base_url)  # as `evaluate`: the run's evaluator and endpoint, else --evaluator
+    if posttest_learner:
+        _posttest_validity(console, [c for _, c in convs], perts, posttest_learner, endpoints.make_llm, Path(out))
+        return
     opts = EvalOptions(judge=True, evaluator=evaluator, base_url=base_url, concurrency=concurrency,
                        default_concurrency=cfg.concurrency,
-                       retries=retries, scoring=judge_scoring, rationale=judge_rationale, prompt=judge_prompt)
-    endpoints = judge_endpoints(cfg, base_url)  # as `evaluate`: the run's evaluator and endpoint, else --evaluator
+                       retries=retries, scoring=judge_scoring, rationale=judge_rationale, prompt=judge_prompt)  # as `evaluate`: the run's evaluator and endpoint, else --evaluator
     make_llm = endpoints.make_llm
     ev = Evaluation(opts, [], list(rubric_set), rubric_set, make_llm, warn)
     specs = set(endpoints.resolve(ev, sources).values())
@@ -630,3 +615,45 @@ def _pairwise(console, convs, perts, rubric_set, spec, llm, out, reading, retrie
     console.print("wrote " + ", ".join(str(p) for p in res.written), highlight=False, markup=False)
     if passes.asked and passes.failures == passes.asked:
         raise JudgeCheckError("the judge gave no readable verdict: no sensitivity could be measured")
+
+
+def _posttest_validity(console, convs, perts, spec, make_learner, out) -> None:
+    """judge-check --posttest-learner: post-tests on originals and skip_steps / off_topic copies."""
+    import asyncio
+
+    from wikihowagent.console import progress_bar
+    from wikihowagent.evaluation.runner import EvaluateError, cancel_leftover_tasks
+    from wikihowagent.runs import POSTTESTS, PretestCache, RunError, dir_lock
+    from wikihowagent.workflow.posttest import PostTester
+
+    from .posttest_check import (PostTestCheck, judge_accuracy, step_recalls, take_posttests, validity_table, variants,
+                                 write_validity)
+
+    check = PostTestCheck()
+    jobs = variants(convs, perts, check)
+    if not any(v != "original" for v, _ in jobs):
+        raise JudgeCheckError("judge-check --posttest-learner: no skip_steps / off_topic perturbation applies "
+                              "(the perturbation file needs one of these kinds)")
+    console.print(f"judge-check --posttest-learner: {len(convs)} conversations, {len(jobs)} post-tests "
+                  f"(originals, skip_steps, off_topic), learner {spec}", highlight=False, markup=False)
+    loop = asyncio.new_event_loop()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with dir_lock(out, blocking=False, what="another 'wikihowagent judge-check'", name=JUDGE_CHECK_LOCK):
+            tester = PostTester(make_learner(spec), spec, PretestCache(out))
+            with progress_bar(console, len(jobs), "post-tests of originals and perturbed copies") as advance:
+                tests = loop.run_until_complete(take_posttests(jobs, tester, spec, out / POSTTESTS, advance, check))
+    except (EvaluateError, RunError, OSError) as exc:
+        raise JudgeCheckError(f"{exc} (post-tests so far are in {out / POSTTESTS}; rerun to resume)") from None
+    finally:
+        cancel_leftover_tasks(loop)
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+    table = validity_table(step_recalls(convs, tests, check), perts, judge_accuracy(out))
+    written = write_validity(out, table, spec, len(convs), check)
+    for row in table.itertuples(index=False):
+        console.print(f"{row.perturbation}: post-test recall lower than the original's in {row.lower} of {row.n} "
+                      f"pairs ({row.ties} ties), accuracy {row.accuracy} [{row.ci_low}, {row.ci_high}]",
+                      highlight=False, markup=False)
+    console.print(f"post-tests: {check.taken} taken, {check.reused} reused, {check.failed} not a step list; wrote "
+                  + ", ".join(str(p) for p in written), highlight=False, markup=False)

@@ -162,9 +162,11 @@ def _swap_into_place(tmp: Path, out: Path) -> None:
 
 def _metric_order(runs: list[ReportRun]) -> tuple[list[str], list[str]]:
     """(all metrics in display order, the rubric metrics among them)."""
-    from wikihowagent.evaluation.summary import ORDER, PERCENT_METRICS
+    from wikihowagent.evaluation.summary import ORDER, PERCENT_METRICS, POSTTEST_METRICS
 
     present = {k for r in runs for c in r.conversations for k in c.metrics}
+    # the post-test's columns only where some conversation took one (as in evaluate's summary)
+    present -= {m for m in POSTTEST_METRICS if all(c.metrics.get(m) is None for r in runs for c in r.conversations)}
     comp = [m for m in ORDER if m in present]
     rubrics = sorted(m for m in present if m not in PERCENT_METRICS)
     from wikihowagent.evaluation.judge import RubricError, load_rubrics
@@ -278,6 +280,7 @@ def _conversation_data(c: ReportConversation, metrics: list[str], others: list[d
         "persona": c.persona, "extra": c.extra, "missing": c.missing, "scored": c.scored,
         "metrics": [[m, c.metrics[m]] for m in metrics if m in c.metrics], "judge_raw": c.judge_raw,
         "judge_failures": c.judge_failures, "notes": c.notes, "score_extra": c.score_extra, "others": others,
+        "posttest": c.posttest, "posttest_matches": c.posttest_matches,
     }
 
 
