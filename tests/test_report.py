@@ -131,7 +131,11 @@ def test_sweep_json_cells_failed_and_missing_cells_and_paper_tables(tmp_path):
     assert failed and any(line.startswith(f"{sweep / 'T-qwen2_L-qwen2_E-qwen2'}: {failed} failed conversation(s)")
                           for line in problems.lines)
     html = (res.out / "index.html").read_text()
-    assert "Table 1: homogeneous" in html and "Table 2: heterogeneous" in html and ("↑" in html or "↓" in html)
+    assert "Table 1: homogeneous" in html and "Table 2: heterogeneous" in html
+    # as `evaluate --tables`: paired arrows (random scores of two seeds: no significant difference) and CIs
+    cells = re.findall(r"<td>([^<]*)</td>", html.split("Table 2: heterogeneous")[1].split("</table>")[0])
+    assert any(c.endswith(" ≈") for c in cells) and not any(c.endswith((" ↑", " ↓")) for c in cells)
+    assert re.search(r"\d ± \d+\.\d\d \[\d", html) and "paired by tutorial" in html
 
 
 def test_named_run_that_contributes_nothing_is_an_error(sweep, tmp_path):

@@ -61,6 +61,7 @@ RUBRICS_PNG, COMPUTATIONAL_PNG, BY_DOMAIN_PNG = "rubrics.png", "computational.pn
 SENSITIVITY_CSV, CONSISTENCY_CSV, SENSITIVITY_PNG = "sensitivity.csv", "consistency.csv", "sensitivity.png"
 PAIRWISE_SENSITIVITY_CSV, PAIRWISE_SUMMARY_MD = "pairwise_sensitivity.csv", "pairwise_summary.md"
 PAIRWISE_SENSITIVITY_PNG = "pairwise_sensitivity.png"
+POSTTEST_VALIDITY_CSV, POSTTEST_VALIDITY_MD = "posttest_validity.csv", "posttest_validity.md"  # --posttest-learner
 JUDGE_CHECK_LOCK = ".judge-check.lock"
 # annotate export / align
 ANNOTATION_SHEET = "annotation_sheet.csv"
@@ -68,6 +69,7 @@ KEY_SUFFIX = ".key.csv"  # a blind sheet's key: <sheet stem>.key.csv
 CORRELATIONS_CSV, CORRELATIONS_MD = "correlations.csv", "correlations.md"
 DESCRIPTIVES_CSV, PAIRED_SCORES_CSV = "descriptives.csv", "paired_scores.csv"
 AGREEMENT_CSV, AGREEMENT_PAIRS_CSV = "agreement.csv", "agreement_pairs.csv"
+AUTOMATIC_CSV = "automatic.csv"  # the post-test's metrics vs the human ratings
 SCORE_DISTRIBUTIONS_PNG, CORRELATION_HEATMAP_PNG = "score_distributions.png", "correlation_heatmap.png"
 CALIBRATION_CSV, CALIBRATION_MD, CALIBRATION_JSON = "calibration.csv", "calibration.md", "calibration.json"
 CALIBRATION_PREDICTIONS_CSV, CALIBRATION_PNG = "calibration_predictions.csv", "calibration.png"
@@ -553,18 +555,24 @@ def merge_pretests(target: Path, sources: Iterable[Path]) -> int:
 def read_posttests(path: Path) -> dict[str, PostTest]:
     """{conversation_id: PostTest} of a `posttests.jsonl` (`evaluate --posttest-learner`); a later line for
     the same id wins; an unreadable line is skipped (that post-test is taken again). Missing file: empty."""
-    out: dict[str, PostTest] = {}
+    return {cid: test for (cid, variant), test in read_posttest_variants(path).items() if not variant}
+
+
+def read_posttest_variants(path: Path) -> dict[tuple[str, str], PostTest]:
+    """{(conversation_id, variant): PostTest} of a `posttests.jsonl`; variant "" = the conversation itself,
+    else a perturbed copy (`judge-check --posttest-learner`)."""
+    out: dict[tuple[str, str], PostTest] = {}
     if not Path(path).exists():
         return out
     repair_torn_tail(path)
     for _, obj in iter_jsonl(path, on_error=lambda _m: None):
-        cid = obj.get("conversation_id")
+        cid, variant = obj.get("conversation_id"), obj.get("variant") or ""
         try:
             test = PostTest.model_validate(obj.get("posttest"))
         except ValidationError:
             continue
-        if isinstance(cid, str) and cid:
-            out[cid] = test
+        if isinstance(cid, str) and cid and isinstance(variant, str):
+            out[(cid, variant)] = test
     return out
 
 

@@ -134,6 +134,7 @@ async def run_pair_jobs(jobs: list[PairJob], judge: Any, evaluator: str, path: P
                         stats: PassStats) -> None:
     """Judge every job, appending one PairwiseRecord per pass to `path` as it finishes. Jobs run in the given
     order under the judge's concurrency (consecutive jobs that share a first conversation share a prefix)."""
+    from wikihowagent.evaluation.runner import gather_cancelling
     from wikihowagent.runs import JsonlAppender
 
     with JsonlAppender(path) as sink:
@@ -149,13 +150,7 @@ async def run_pair_jobs(jobs: list[PairJob], judge: Any, evaluator: str, path: P
             stats.failures += len(res.failures)
             progress(1)
 
-        tasks = [asyncio.ensure_future(one(j)) for j in jobs]
-        try:
-            await asyncio.gather(*tasks)
-        finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await gather_cancelling(one(j) for j in jobs)
 
 
 def first_by_tutorial(convs: Iterable[Conversation]) -> dict[str, Conversation]:

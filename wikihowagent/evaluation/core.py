@@ -8,6 +8,7 @@ figures. Raises EvaluateError (one line) for anything that stops the stage.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -81,7 +82,6 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     from wikihowagent.config import ConfigError, load_config
     from wikihowagent.console import print_labeled
 
-    from .endpoints import judge_base_urls
     from .inputs import InputError, resolve_inputs
     from .judge import RubricError, load_rubrics
     from .metrics import MetricError
@@ -162,13 +162,12 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
                        retries=req.retries, batch_size=req.batch_size, shard=shard, scoring=req.judge_scoring,
                        rationale=req.judge_rationale, retry_failed=req.retry_failed, prompt=req.judge_prompt,
                        posttest_learner=req.posttest_learner)
-    aliases = Path(cfg.models) if cfg.models else None  # --config's model alias file, as for generate
-    judge_urls: dict[str, str | None] = {}  # judge spec -> base URL (run.json's endpoint unless --base-url)
 
     def warn(msg: str) -> None:
         print_labeled(console, "warning:", "yellow", msg)
 
-    make_llm = judge_llm_factory(cfg, req.base_url, aliases, judge_urls)
+    endpoints = judge_endpoints(cfg, req.base_url)
+    make_llm = endpoints.make_llm
 
     panel = list(dict.fromkeys(req.panel))
     if panel and shard is not None:
@@ -188,13 +187,11 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
                             make_llm if judge_on and not panel else None, warn,
                             make_learner=make_llm if req.posttest_learner else None)
             # Every input's evaluator (and the server it is asked on) is known before any work starts.
-            specs = {s.name: ev.evaluator_spec(s) for s in sources}
+            specs = endpoints.resolve(ev, sources)
             judges = [Evaluation(o, [], rub, rubric_set, make_llm, warn) for o in judge_opts]
-            judge_specs = [{s.name: j.evaluator_spec(s) for s in sources} for j in judges]
+            judge_specs = [endpoints.resolve(j, sources) for j in judges]
             _check_calibration_judge(calibration, req, {n: panel_spec(panel) for n in specs} if panel else specs,
                                      ev.rubrics_hash)
-            for sp in (specs, *judge_specs):
-                judge_urls.update(judge_base_urls(sp, sources, req.base_url, aliases))
             ev.prepare(list(specs.values()))  # a --judge-scoring mode the backend cannot serve fails here
             for j, sp in zip(judges, judge_specs):
                 j.prepare(list(sp.values()))
@@ -287,6 +284,31 @@ def _run_scores(results, calibration: Any, req: EvaluateRequest) -> list:
             rs.table = add_calibrated(rs.table, calibration)
         out.append(rs)
     return out
+
+
+@dataclass
+class JudgeEndpoints:
+    """Which judge scores each input and on which server, and how its chat model is made: the setup `evaluate`
+    and `judge-check` share (built by `judge_endpoints`)."""
+
+    make_llm: Callable[[str], Any]  # spec -> the judge's chat model (EvaluateError naming the spec)
+    base_url: str | None  # --base-url
+    aliases: Path | None  # --config's model alias file, as for generate
+    urls: dict[str, str | None] = field(default_factory=dict)  # spec -> base URL (run.json's unless --base-url)
+
+    def resolve(self, ev: Any, sources: list[Any]) -> dict[str, str | None]:
+        """{input name: judge spec} of `ev` (an Evaluation), and the server each spec is asked on."""
+        from .endpoints import judge_base_urls
+
+        specs = {s.name: ev.evaluator_spec(s) for s in sources}
+        self.urls.update(judge_base_urls(specs, sources, self.base_url, self.aliases))
+        return specs
+
+
+def judge_endpoints(cfg: Any, base_url: str | None) -> JudgeEndpoints:
+    aliases = Path(cfg.models) if cfg.models else None
+    urls: dict[str, str | None] = {}
+    return JudgeEndpoints(judge_llm_factory(cfg, base_url, aliases, urls), base_url, aliases, urls)
 
 
 def judge_llm_factory(cfg: Any, base_url: str | None, aliases: Path | None = None,

@@ -121,17 +121,20 @@ def usable(answer: TestAnswer | None) -> bool:
 
 def posttest_scores(conv: Conversation, similarity: Callable[[Sequence[str], Sequence[str]], Any],
                     want: set[str], wordnet: Any = None,
-                    threshold: float = THRESHOLD) -> tuple[dict[str, float | None], list[str]]:
-    """The post-test metrics of one conversation -> (metrics, notes). `similarity(a, b)` is the cosine
-    matrix of two lists of texts; `wordnet` (metrics.load_wordnet()) is needed for Detail Recall."""
+                    threshold: float = THRESHOLD
+                    ) -> tuple[dict[str, float | None], list[str], list[tuple[int, int, float]] | None]:
+    """The post-test metrics of one conversation -> (metrics, notes, matched pairs (tutorial step, recalled
+    step, similarity) or None). `similarity(a, b)` is the cosine matrix of two lists of texts; `wordnet`
+    (metrics.load_wordnet()) is needed for Detail Recall."""
     out: dict[str, float | None] = {m: None for m in POSTTEST_METRICS if m in want}
     test = conv.posttest
     if test is None:
-        return out, []
+        return out, [], None
     if not usable(test.post):
-        return out, [f"post-test: {test.post.error or 'no step'} (not scored)"]
+        return out, [f"post-test: {test.post.error or 'no step'} (not scored)"], None
     steps, recalled = list(conv.steps), test.post.steps
-    matches = match_steps(similarity(steps, recalled), threshold)
+    sim = similarity(steps, recalled)
+    matches = match_steps(sim, threshold)
     values = {STEP_RECALL: step_recall(matches, len(steps)), ORDER: order_tau(matches),
               EXTRANEOUS: extraneous(matches, len(recalled))}
     notes: list[str] = []
@@ -144,14 +147,4 @@ def posttest_scores(conv: Conversation, similarity: Callable[[Sequence[str], Seq
         else:
             notes.append(f"pre-test: {(test.pre.error if test.pre else None) or 'not taken'} (no Learning Gain)")
     out.update({k: v for k, v in values.items() if k in want})
-    return out, notes
-
-
-def matched_pairs(conv: Conversation, similarity: Callable[[Sequence[str], Sequence[str]], Any],
-                  threshold: float = THRESHOLD) -> list[tuple[int, int, float]]:
-    """(tutorial step, recalled step, similarity) of the post-test's matches (the report marks them)."""
-    test = conv.posttest
-    if test is None or not usable(test.post):
-        return []
-    sim = similarity(list(conv.steps), test.post.steps)
-    return [(t, a, float(sim[t][a])) for t, a in match_steps(sim, threshold)]
+    return out, notes, [(t, a, round(float(sim[t][a]), 4)) for t, a in matches]

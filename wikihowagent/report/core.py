@@ -162,9 +162,11 @@ def _swap_into_place(tmp: Path, out: Path) -> None:
 
 def _metric_order(runs: list[ReportRun]) -> tuple[list[str], list[str]]:
     """(all metrics in display order, the rubric metrics among them)."""
-    from wikihowagent.evaluation.summary import ORDER, PERCENT_METRICS
+    from wikihowagent.evaluation.summary import ORDER, PERCENT_METRICS, POSTTEST_METRICS
 
     present = {k for r in runs for c in r.conversations for k in c.metrics}
+    # the post-test's columns only where some conversation took one (as in evaluate's summary)
+    present -= {m for m in POSTTEST_METRICS if all(c.metrics.get(m) is None for r in runs for c in r.conversations)}
     comp = [m for m in ORDER if m in present]
     rubrics = sorted(m for m in present if m not in PERCENT_METRICS)
     from wikihowagent.evaluation.judge import RubricError, load_rubrics
@@ -278,6 +280,7 @@ def _conversation_data(c: ReportConversation, metrics: list[str], others: list[d
         "persona": c.persona, "extra": c.extra, "missing": c.missing, "scored": c.scored,
         "metrics": [[m, c.metrics[m]] for m in metrics if m in c.metrics], "judge_raw": c.judge_raw,
         "judge_failures": c.judge_failures, "notes": c.notes, "score_extra": c.score_extra, "others": others,
+        "posttest": c.posttest, "posttest_matches": c.posttest_matches,
     }
 
 
@@ -366,8 +369,12 @@ def _write_figures(d: Path, runs: list[ReportRun], metrics: list[str], rubrics: 
         out.append(("Per-metric means per domain and model (Fig. 5)", f"{FIGURES_DIR}/{DOMAIN_BARS_PNG}"))
     from wikihowagent.evaluation.tables import paper_tables
 
+    from wikihowagent.evaluation.significance import TableStats
+
     setups = {r.name: (r.teacher or r.model, r.learner or r.teacher or r.model) for r in scored}
-    return out, _summary_tables([(title, t) for _, title, t in paper_tables(rs, setups, rubrics)])
+    # as `evaluate --tables`: CIs over tutorials and paired arrows; the paper's raw arrows for paper-mode scores
+    stats = TableStats(paired=not any("paper" in (r.mode or "") for r in scored))
+    return out, _summary_tables([(title, t) for _, title, t in paper_tables(rs, setups, rubrics, stats)])
 
 
 def _summary_tables(tables: list[tuple[str, Any]]) -> str:
@@ -379,8 +386,12 @@ def _summary_tables(tables: list[tuple[str, Any]]) -> str:
     parts = []
     for title, summary in tables:
         parts.append(f"<h3>{e(title)}</h3>")
-        if summary.baseline:
-            parts.append(f"<p class='meta'>↑/↓: against {e(summary.baseline)}.</p>")
+        if summary.baseline and summary.stats is not None and summary.stats.paired:
+            parts.append(f"<p class='meta'>Mean ± sd [95 % bootstrap CI over tutorials]; ↑/↓ against "
+                         f"{e(summary.baseline)}: paired by tutorial (Wilcoxon, Holm across the metrics), p &lt; 0.05; "
+                         "≈ = no significant difference.</p>")
+        elif summary.baseline:
+            parts.append(f"<p class='meta'>↑/↓: against {e(summary.baseline)} (the raw difference of the means).</p>")
         for ms in ([m for m in summary.columns if m in PERCENT_METRICS],
                    [m for m in summary.columns if m not in PERCENT_METRICS]):
             if not ms:

@@ -62,6 +62,8 @@ class ReportConversation:
     judge_failures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     score_extra: dict[str, Any] = field(default_factory=dict)  # e.g. weighted-score distributions (issue 9)
+    posttest: dict[str, Any] | None = None  # the learner's post-test (record field `posttest`), as stored
+    posttest_matches: list[tuple[int, int, float]] = field(default_factory=list)  # from the score record
 
     @property
     def tokens(self) -> int:
@@ -235,7 +237,12 @@ def _later_fields(record: Any, known: set[str]) -> dict[str, Any]:
 
 
 def _attach_scores(run: ReportRun, by_id: dict[str, ReportConversation], score_file: Path, problems: Problems) -> None:
-    from wikihowagent.runs import RunError, read_score_table
+    from wikihowagent.runs import POSTTESTS, RunError, read_posttests, read_score_table
+
+    # Post-tests that `evaluate --posttest-learner` took for records that had none are stored beside the scores.
+    for cid, test in read_posttests(score_file.parent / POSTTESTS).items():
+        if cid in by_id and by_id[cid].posttest is None:
+            by_id[cid].posttest = test.model_dump(mode="json")
 
     try:
         table = read_score_table(score_file, run=run.name, on_error=problems.add)
@@ -264,6 +271,7 @@ def _attach_scores(run: ReportRun, by_id: dict[str, ReportConversation], score_f
         else:
             conv.notes = list(rec.notes)
         conv.score_extra = _later_fields(rec, _KNOWN_SCORE_FIELDS)
+        conv.posttest_matches = [tuple(m) for m in rec.posttest_matches or []]
     run.scores = table
     run.mode = ", ".join(table.modes())
     run.scoring = ", ".join(table.scorings())
@@ -339,7 +347,8 @@ def _conversation(obj: dict[str, Any], run: ReportRun, where: str, problems: Pro
         method_title=conv.tutorial_title, domain=conv.domain, steps=list(conv.steps), turns=list(conv.turns),
         status=_status(obj), error=conv.error or "", warnings=list(conv.warnings),
         teacher=conv.teacher or run.teacher, learner=conv.learner or run.learner or conv.teacher or run.teacher,
-        persona=_persona(obj), extra=extra)
+        persona=_persona(obj), extra=extra,
+        posttest=conv.posttest.model_dump(mode="json") if conv.posttest is not None else None)
 
 
 def _partial(obj: dict[str, Any], run: ReportRun, where: str, cid: str) -> ReportConversation:
