@@ -84,6 +84,7 @@ STATS_DOMAINS_CSV, STATS_TOPICS_CSV, STATS_MD = "domains.csv", "topics.csv", "st
 SUNBURST_PNG, STEPS_HISTOGRAM_PNG = "sunburst.png", "steps_histogram.png"
 # report
 INDEX_HTML, CONVERSATION_HTML = "index.html", "conversation.html"
+PAGE_SUFFIX = ".html"  # a report page added to report.core.PAGES writes <its name>.html
 CASES_MD, CASES_HTML = "cases.md", "cases.html"
 REPORT_CSS, REPORT_JS, CONVERSATION_JS = "report.css", "report.js", "conversation.js"
 REPORT_ASSETS = (REPORT_CSS, REPORT_JS, CONVERSATION_JS)  # bundled in wikihowagent/report/assets/
