@@ -40,10 +40,19 @@ def ci(e) -> str:
     return f"{e.value:.2f} [{e.ci_low:.2f}, {e.ci_high:.2f}]" if np.isfinite(e.value) else "n/a"
 
 
+def _as_estimate(coef):
+    from wikihowagent.alignment.calibration import Estimate
+
+    return Estimate(coef.value, coef.ci_low, coef.ci_high)
+
+
 def calibration_table(res, bootstrap: int, method: str) -> tuple[str, object]:
     oc = estimates.calibrate(res, method, n_boot=bootstrap, seed=0, problems=Problems(), human_paths=[])
     if not oc.rubrics:
-        return f"Not possible: {oc.why_no_file} (calibration needs at least 20 paired conversations per rubric).", oc
+        g = res.groups[0]
+        rows = [[m, str(g.correlations[m].n), ci(_as_estimate(g.correlations[m].coefs["pearson"]))] for m in METRICS]
+        return (f"Not possible: {oc.why_no_file} (calibration needs at least 20 paired conversations per rubric). "
+                "Raw correlations only:\n\n" + markdown_table(["rubric", "n", "raw r"], rows)), oc
     rows = []
     for metric, ro in oc.rubrics.items():
         p = ro.comparison.predictors
@@ -65,8 +74,9 @@ def ppi_table(res, repeats: int, seed: int = 0) -> str:
     rng = np.random.default_rng(seed)
     counts = {m: int((ok & (models == m)).sum()) for m in set(models[ok])}
     groups = ["all", *sorted(m for m, c in counts.items() if c >= 4)]  # half rated, half not: at least 2 + 2
-    if ok.sum() < 4:
-        return f"Not possible: {int(ok.sum())} paired conversations (PPI needs rated and unrated ones)."
+    if ok.sum() < 20:
+        return (f"Not attempted: {int(ok.sum())} paired conversations (half of them rated would say nothing; "
+                "the simulation tests show the method).")
     stats = {g: {"ratio": [], "ppi_cov": [], "hum_cov": [], "n": 0, "N": 0, "bias": []} for g in groups}
     for _ in range(repeats):
         rated = np.zeros(len(res.ids), dtype=bool)
@@ -110,7 +120,7 @@ def main() -> None:
     args = ap.parse_args()
     human = args.human or [STUDY / "judge_1.csv", STUDY / "judge_2.csv"]
     scores = args.scores or [STUDY / "paper_llm_scores.csv"]
-    res = compute(human, scores, n_boot=0, problems=Problems(), runs_dir=Path("."))
+    res = compute(human, scores, n_boot=args.bootstrap, problems=Problems(), runs_dir=Path("."))
     n_pairs = int((~np.isnan(res.human[:, len(METRICS)]) & ~np.isnan(res.model[:, len(METRICS)])).sum())
     cal, oc = calibration_table(res, args.bootstrap, args.method)
     ppi_md = ppi_table(res, args.repeats)
