@@ -2,7 +2,8 @@
 
 Resolves the inputs, the rubric file and the metrics, checks every input's evaluator before any work, scores
 each input (runner.Evaluation; one process per scores file: a lock), then builds the summary tables and
-figures. Raises EvaluateError (one line) for anything that stops the stage.
+figures. Raises a WikihowagentError (one line: EvaluateError, or the config, input, rubric or metric error as it
+is) for anything that stops the stage.
 """
 
 from __future__ import annotations
@@ -79,22 +80,18 @@ class EvaluationSummary:
 
 def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     """Score every input and summarise. `console` (rich, stderr) shows warnings, progress and per-input lines."""
-    from wikihowagent.config import ConfigError, load_config
+    from wikihowagent.config import load_config
     from wikihowagent.console import print_labeled
 
-    from .inputs import InputError, resolve_inputs
+    from .inputs import resolve_inputs
     from .judge import RubricError, load_rubrics
-    from .metrics import MetricError
     from .panel import combine as combine_panel
     from .panel import panel_spec
     from .runner import EvalOptions, Evaluation, select_metrics
 
-    from wikihowagent.presets import PresetError, get_preset, preset_config
+    from wikihowagent.presets import get_preset, preset_config
 
-    try:
-        preset = get_preset(req.preset)
-    except PresetError as exc:
-        raise EvaluateError(str(exc)) from None
+    preset = get_preset(req.preset)
     if req.compat not in (None, "paper"):
         raise EvaluateError(f"--compat: only 'paper' is supported, not {req.compat!r}")
     from .scoring import SCORING_MODES
@@ -108,10 +105,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     mode = req.mode
     if req.posttest_learner and mode == "paper":
         raise EvaluateError("--posttest-learner: the post-test is not part of the paper's metrics (--compat paper)")
-    try:
-        cfg = load_config(req.config, preset=preset_config(req.preset) if preset else None)
-    except ConfigError as exc:
-        raise EvaluateError(str(exc)) from None
+    cfg = load_config(req.config, preset=preset_config(req.preset) if preset else None)
     runs_dir = Path(cfg.runs_dir)
     from wikihowagent.generation.core import parse_shard
 
@@ -133,10 +127,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     baseline = req.baseline
     if baseline is not None and all(Path(p).resolve() != Path(baseline).resolve() for p in paths):
         paths = [baseline] + paths
-    try:
-        sources = resolve_inputs(paths, runs_dir, on_empty=lambda m: print_labeled(console, "warning:", "yellow", f"{m}; skipped"))
-    except InputError as exc:
-        raise EvaluateError(str(exc)) from None
+    sources = resolve_inputs(paths, runs_dir, on_empty=lambda m: print_labeled(console, "warning:", "yellow", f"{m}; skipped"))
     if baseline is not None and all(s.path.resolve() != Path(baseline).resolve() for s in sources):
         raise EvaluateError(f"--baseline {baseline}: the baseline run has nothing to evaluate")
     base_name = None
@@ -144,16 +135,13 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
         base_name = next(s.name for s in sources if s.path.resolve() == Path(baseline).resolve())
 
     try:
-        try:
-            rubric_set = load_rubrics(req.rubrics)
-        except RubricError:
-            if req.judge or req.rubrics is not None:
-                raise
-            rubric_set = None  # --no-judge needs no rubric file
-        rubric_names = list(rubric_set or [])
-        comp, rub = select_metrics(req.metrics, mode, rubric_names)
-    except RubricError as exc:
-        raise EvaluateError(str(exc)) from None
+        rubric_set = load_rubrics(req.rubrics)
+    except RubricError:
+        if req.judge or req.rubrics is not None:
+            raise
+        rubric_set = None  # --no-judge needs no rubric file
+    rubric_names = list(rubric_set or [])
+    comp, rub = select_metrics(req.metrics, mode, rubric_names)
     judge_on = bool(rub) and req.judge
     calibration = _load_calibration(req)
     opts = EvalOptions(mode=mode, metrics=comp + rub, judge=judge_on, evaluator=req.evaluator, base_url=req.base_url,
@@ -182,21 +170,18 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
         judge_opts = [replace(opts, evaluator=spec, panel_judge=True) for spec in panel]
         for o in judge_opts:
             _lock_scores_files(locks, sources, o, runs_dir)
-        try:
-            ev = Evaluation(opts, comp, rub if judge_on and not panel else [], rubric_set,
-                            make_llm if judge_on and not panel else None, warn,
-                            make_learner=make_llm if req.posttest_learner else None)
-            # Every input's evaluator (and the server it is asked on) is known before any work starts.
-            specs = endpoints.resolve(ev, sources)
-            judges = [Evaluation(o, [], rub, rubric_set, make_llm, warn) for o in judge_opts]
-            judge_specs = [endpoints.resolve(j, sources) for j in judges]
-            _check_calibration_judge(calibration, req, {n: panel_spec(panel) for n in specs} if panel else specs,
-                                     ev.rubrics_hash)
-            ev.prepare(list(specs.values()))  # a --judge-scoring mode the backend cannot serve fails here
-            for j, sp in zip(judges, judge_specs):
-                j.prepare(list(sp.values()))
-        except MetricError as exc:
-            raise EvaluateError(str(exc)) from None
+        ev = Evaluation(opts, comp, rub if judge_on and not panel else [], rubric_set,
+                        make_llm if judge_on and not panel else None, warn,
+                        make_learner=make_llm if req.posttest_learner else None)
+        # Every input's evaluator (and the server it is asked on) is known before any work starts.
+        specs = endpoints.resolve(ev, sources)
+        judges = [Evaluation(o, [], rub, rubric_set, make_llm, warn) for o in judge_opts]
+        judge_specs = [endpoints.resolve(j, sources) for j in judges]
+        _check_calibration_judge(calibration, req, {n: panel_spec(panel) for n in specs} if panel else specs,
+                                 ev.rubrics_hash)
+        ev.prepare(list(specs.values()))  # a --judge-scoring mode the backend cannot serve fails here
+        for j, sp in zip(judges, judge_specs):
+            j.prepare(list(sp.values()))
         all_failed: list[str] = []
         empty: list[str] = []  # inputs with no scorable conversation
         states: dict[str, Any] = {}
@@ -246,10 +231,7 @@ def _load_calibration(req: EvaluateRequest) -> Any:
         return None
     from .calibrated import CalibrationMismatch, load
 
-    try:
-        return load(req.calibration)
-    except CalibrationMismatch as exc:
-        raise EvaluateError(str(exc)) from None
+    return load(req.calibration)
 
 
 def _check_calibration_judge(calibration: Any, req: EvaluateRequest, specs: dict, rubrics_hash: str) -> None:
@@ -277,10 +259,7 @@ def _run_scores(results, calibration: Any, req: EvaluateRequest) -> list:
     for src, p in results:
         rs = load_run_scores(src.name, src.label, p, n_failed=src.n_failed, n_invalid=src.n_invalid)
         if calibration is not None:
-            try:
-                check(calibration, req.calibration, rs.table, f"{p}")
-            except CalibrationMismatch as exc:
-                raise EvaluateError(str(exc)) from None
+            check(calibration, req.calibration, rs.table, f"{p}")
             rs.table = add_calibrated(rs.table, calibration)
         out.append(rs)
     return out

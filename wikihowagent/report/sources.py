@@ -120,12 +120,13 @@ def expand(paths: list[Path], problems: Problems) -> list[Path]:
             out.append(p)
             continue
         if (p / SWEEP_INFO).is_file():
+            from wikihowagent.runs import RunError, sweep_cell_dirs
+
             try:
-                cells = json.loads((p / SWEEP_INFO).read_text(encoding="utf-8")).get("cells") or []
-            except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as exc:
-                raise ReportInputError(f"{p / SWEEP_INFO}: not a sweep file ({exc})") from None
-            for c in cells:
-                d = p / str(c.get("run") if isinstance(c, dict) else c)
+                cells = sweep_cell_dirs(p)
+            except RunError as exc:
+                raise ReportInputError(str(exc)) from None
+            for d in cells:
                 if (d / CONVERSATIONS).exists():
                     out.append(d)
                 else:
