@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from wikihowagent.alignment import estimates, ppi  # noqa: E402
 from wikihowagent.alignment.core import compute  # noqa: E402
 from wikihowagent.alignment.problems import Problems  # noqa: E402
-from wikihowagent.alignment.schema import METRICS, OVERALL  # noqa: E402
+from wikihowagent.alignment.schema import METRICS  # noqa: E402
 from wikihowagent.markdown import markdown_table  # noqa: E402
 
 STUDY = ROOT.parent.parent / "shared" / "human-study"
