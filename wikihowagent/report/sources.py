@@ -354,41 +354,18 @@ def _conversation(obj: dict[str, Any], run: ReportRun, where: str, problems: Pro
 
 
 def _partial(obj: dict[str, Any], run: ReportRun, where: str, cid: str) -> ReportConversation:
-    """What can be shown of a record the record adapter refuses (e.g. no tutorial, or a failed one)."""
-    from wikihowagent.paper_format import split_lines
-    from wikihowagent.corpus.domains import record_domain
+    """What can be shown of a record the record adapter refuses (e.g. no tutorial, or a failed one): the
+    lenient reading of `paper_format.partial_record`."""
+    from wikihowagent.paper_format import partial_record
 
-    missing: list[str] = []
-    tut = obj.get("tutorial") if isinstance(obj.get("tutorial"), dict) else None
-    if tut is None:
-        missing.append("tutorial")
-        tut = {}
-    steps = [s for s in tut.get("steps") or [] if isinstance(s, str)] if isinstance(tut.get("steps"), list) else []
-    if tut and not steps:
-        missing.append("tutorial.steps")
-    turns: list[Turn] = []
-    for t in obj.get("turns") if isinstance(obj.get("turns"), list) else []:
-        try:
-            turns.append(Turn.model_validate(t))
-        except ValueError:
-            continue
-    if not turns and isinstance(obj.get("conversation"), list):
-        turns = split_lines([x for x in obj["conversation"] if isinstance(x, str)])
-    if not turns:
-        missing.append("conversation")
-    cats = obj.get("categories")
-    cats = [c for c in cats if isinstance(c, str)] if isinstance(cats, list) else []
-    # as the record adapter does (paper_format): the paper's domain of the breadcrumb
-    domain = str(obj.get("domain") or (record_domain(cats, str(obj.get("source_tutorial_path") or "")) if cats else ""))
-    teacher = str(obj.get("teacher") or run.teacher)
-    warnings = obj.get("warnings")
+    part = partial_record(obj)
+    teacher = part.teacher or run.teacher
     return ReportConversation(
-        conversation_id=cid, run=run.name, where=where, tutorial_id=str(obj.get("tutorial_id") or ""),
-        title=str(obj.get("title") or ""), method_title=str(tut.get("title") or ""), domain=domain, steps=steps,
-        turns=turns, status=_status(obj), error=str(obj.get("error") or ""),
-        warnings=[str(w) for w in warnings] if isinstance(warnings, list) else [], teacher=teacher,
-        learner=str(obj.get("learner") or run.learner or teacher), persona=_persona(obj),
-        extra={k: v for k, v in obj.items() if k not in _KNOWN_CONV_FIELDS}, missing=missing)
+        conversation_id=cid, run=run.name, where=where, tutorial_id=part.tutorial_id, title=part.title,
+        method_title=part.method_title, domain=part.domain, steps=part.steps, turns=part.turns, status=_status(obj),
+        error=part.error, warnings=part.warnings, teacher=teacher, learner=part.learner or run.learner or teacher,
+        persona=_persona(obj), extra={k: v for k, v in obj.items() if k not in _KNOWN_CONV_FIELDS},
+        missing=part.missing)
 
 
 def load_inputs(paths: list[Path], problems: Problems,
