@@ -204,22 +204,29 @@ def throughput(llm, rubrics, convs: list[Conversation], concurrency: int, cap_s:
     from wikihowagent.evaluation.scoring import make_scorer
 
     judge = make_scorer("weighted", llm, rubrics, None, concurrency=concurrency)
-    calls = [0]
+    call_s: list[float] = []  # when each rubric call finished
     score = judge.score
+    t0 = time.perf_counter()
 
     async def counted(*a):
         res = await score(*a)
-        calls[0] += 1
+        call_s.append(time.perf_counter() - t0)
         return res
 
     judge.score = counted
     finished: list[float] = []
+    errors: list[str] = []
 
     async def run() -> None:
+        nonlocal t0
         t0 = time.perf_counter()
 
         async def one(c: Conversation) -> None:
-            await judge.judge(c)
+            try:
+                await judge.judge(c)
+            except Exception as exc:  # noqa: BLE001 - reported, not counted as finished
+                errors.append(f"{type(exc).__name__}: {exc}"[:200])
+                return
             finished.append(time.perf_counter() - t0)
 
         tasks = [asyncio.ensure_future(one(c)) for c in convs]
@@ -234,9 +241,9 @@ def throughput(llm, rubrics, convs: list[Conversation], concurrency: int, cap_s:
     finally:
         loop.close()
     span = finished[-1] if len(finished) == len(convs) else cap_s
-    return {"concurrency": concurrency, "cap_s": cap_s, "done": len(finished), "of": len(convs), "calls": calls[0],
-            "span_s": span, "per_hour": len(finished) / span * 3600, "calls_per_hour": calls[0] / span * 3600,
-            "finished_s": [round(x) for x in finished]}
+    return {"concurrency": concurrency, "cap_s": cap_s, "done": len(finished), "of": len(convs), "calls": len(call_s),
+            "span_s": span, "per_hour": len(finished) / span * 3600, "calls_per_hour": len(call_s) / span * 3600,
+            "finished_s": [round(x) for x in finished], "call_s": [round(x) for x in call_s], "errors": errors}
 
 
 def throughput_markdown(rows: list[dict], tokens: list[int | None]) -> str:
@@ -247,12 +254,14 @@ def throughput_markdown(rows: list[dict], tokens: list[int | None]) -> str:
              f"files nearest its median length, judge prompts of {toks} tokens; all handed to the judge at once; "
              f"one run, the settings one after the other; load average {os.getloadavg()[0]:.1f} when written. "
              "`scripts/bench_judge.py --throughput`.", "",
-             "| concurrency | cap | conversations finished | finished at (s) | rubric calls finished | conversations / hour | rubric calls / hour |",
+             "| concurrency | cap | conversations finished | finished at (s) | rubric calls finished (at s) | conversations / hour | rubric calls / hour |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['concurrency']}{' (before: the old default)' if r['concurrency'] > 1 else ' (after: one per slot, the default)'} "
-                     f"| {r['cap_s'] / 60:.0f} min | {r['done']} of {r['of']} | {', '.join(map(str, r['finished_s'])) or '–'} "
-                     f"| {r['calls']} | {r['per_hour']:.1f} | {r['calls_per_hour']:.0f} |")
+                     f"| {r['cap_s'] / 60:g} min | {r['done']} of {r['of']} | {', '.join(map(str, r['finished_s'])) or '–'} "
+                     f"| {r['calls']} ({', '.join(map(str, r['call_s'])) or '–'}) | {r['per_hour']:.1f} | {r['calls_per_hour']:.0f} |")
+        if r["errors"]:
+            lines.append(f"| | | errors: {'; '.join(r['errors'])} | | | | |")
     if len(rows) == 2 and rows[1]["calls_per_hour"]:
         a, b = rows
         lines += ["", f"Rubric calls per hour, concurrency {a['concurrency']} / {b['concurrency']}: "
