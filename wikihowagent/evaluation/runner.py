@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,6 +144,18 @@ def count_input_records(src: InputSource) -> int | None:
             if line.strip():
                 n += 1
     return n
+
+
+async def gather_cancelling(coros: Iterable[Any]) -> None:
+    """Run the coroutines concurrently; the first failure (or a cancellation) cancels and awaits the rest,
+    so no task is left running."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def cancel_leftover_tasks(loop: asyncio.AbstractEventLoop, rounds: int = 5) -> None:
@@ -489,4 +501,5 @@ class Evaluation:
             domain=c.domain, teacher=c.teacher, learner=c.learner, persona=c.persona,
             mode="paper" if self.opts.mode == "paper" else "default",
             metrics=metrics, judge=judge, notes=notes,
+            posttest_matches=cs.posttest_matches if cs is not None else (old.posttest_matches if old else None),
         )

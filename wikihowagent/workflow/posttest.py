@@ -162,8 +162,9 @@ class PostTester:
             self.cache.put(self.learner, key, PROMPT_VERSION, answer)
         return answer
 
-    async def run(self, key: str, title: str, method_title: str, turns: Sequence[Turn]) -> PostTest:
+    async def run(self, key: str, title: str, method_title: str, turns: Sequence[Turn],
+                  pretest: bool = True) -> PostTest:
         self.calls += 1
         post = await take_test(self.model, posttest_messages(title, method_title, turns))
-        pre = await self.pretest(key, title, method_title)
+        pre = await self.pretest(key, title, method_title) if pretest else None
         return PostTest(model=self.learner, prompt_version=PROMPT_VERSION, post=post, pre=pre)

@@ -1,0 +1,101 @@
+#!/usr/bin/env python
+"""Benchmark of `wikihowagent compare` on runs of the embedded model: the Bradley–Terry table with CIs,
+win rates, position consistency and the cost per comparison.
+
+    modelrun .venv/bin/python scripts/bench_compare.py RUN RUN RUN... --out DIR [--metrics Clarity,Engagement]
+        [--max-tutorials N] [--max-minutes 11] [--report-only] [--write-md]
+
+Judging runs `wikihowagent compare` (the embedded judge, `--concurrency 1`) under `timeout -s INT`, so a
+run cut by `--max-minutes` keeps every pass written and the next invocation resumes it; the seconds and
+passes of each invocation are logged in DIR/timings.jsonl. The analysis reads DIR's pair judgments
+(no model): every tutorial judged in both orders for every pair counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+TIMINGS = "timings.jsonl"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("runs", nargs="+", type=Path)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--metrics", default="")
+    ap.add_argument("--max-tutorials", type=int, default=None)
+    ap.add_argument("--max-minutes", type=float, default=11.0)
+    ap.add_argument("--bootstrap", type=int, default=1000)
+    ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--write-md", action="store_true")
+    args = ap.parse_args()
+
+    from benchmarks_md import write_section
+
+    from wikihowagent.compare.core import OVERALL, analyse, judgment_files, md_table, read_records, reading_note
+    from wikihowagent.evaluation.judge import load_rubrics
+    from wikihowagent.runs import PAIR_JUDGMENTS, run_name
+
+    out = args.out
+    out.mkdir(parents=True, exist_ok=True)
+    names = [m for m in args.metrics.split(",") if m] or list(load_rubrics())
+
+    def n_records() -> int:
+        return sum(len(p.read_text().splitlines()) for p in judgment_files(out, PAIR_JUDGMENTS))
+
+    if not args.report_only:
+        cmd = ["timeout", "-s", "INT", str(int(60 * args.max_minutes)), sys.executable, "-m", "wikihowagent", "compare",
+               *map(str, args.runs), "--out", str(out), "--evaluator", "local", "--concurrency", "1", "--no-figures",
+               "--bootstrap", "0"]
+        if args.metrics:
+            cmd += ["--metrics", args.metrics]
+        if args.max_tutorials:
+            cmd += ["--max-tutorials", str(args.max_tutorials)]
+        print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
+        before, t0 = n_records(), time.perf_counter()
+        rc = subprocess.call(cmd, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        with (out / TIMINGS).open("a") as fh:
+            fh.write(json.dumps({"seconds": time.perf_counter() - t0, "passes": n_records() - before, "rc": rc}) + "\n")
+    runs = [run_name(p) for p in args.runs]
+    records = read_records(judgment_files(out, PAIR_JUDGMENTS), "local", "logprobs")
+    res = analyse(out, records, runs, names, "local (pairwise, logprobs)", reading_note("logprobs"), args.bootstrap, 0)
+    t = [json.loads(x) for x in (out / TIMINGS).read_text().splitlines()] if (out / TIMINGS).exists() else []
+    passes = sum(x["passes"] for x in t)
+    secs = sum(x["seconds"] for x in t)  # includes the model's start and the reading probe per invocation
+    n_tut = res.pairwise["tutorial_id"].nunique() if len(res.pairwise) else 0
+    cpu = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared with other helpers' jobs)"
+    lines = [f"Embedded judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp, n_parallel 1), {cpu}; runs "
+             + ", ".join(f"`{r}`" for r in runs) + f"; rubrics: {', '.join(names)}; {n_tut} tutorials judged by every "
+             f"pair in both orders; {args.bootstrap} bootstrap resamples of tutorials. Load average "
+             f"{os.getloadavg()[0]:.1f} when written. `scripts/bench_compare.py`.", "",
+             f"- cost: {secs / passes:.1f} s per judge pass (one order, {len(names)} rubric(s), incl. the model's start "
+             f"per invocation), {2 * secs / passes:.1f} s per comparison (both orders); {passes} passes timed"
+             if passes else "- cost: not timed", f"- verdicts: {len(res.pairwise)}; left out (an order missing or "
+             f"unreadable): {res.missing}", ""]
+    if res.bradley_terry is not None and len(res.bradley_terry):
+        lines += ["Bradley–Terry, overall (log-strength θ, mean 0; 95 % CI over tutorials):", "",
+                  md_table(res.bradley_terry[res.bradley_terry["rubric"] == OVERALL].drop(columns="rubric")), "",
+                  "Per rubric:", "", md_table(res.bradley_terry), ""]
+    lines += ["Win rates (ties half):", "", md_table(res.win_rates), "", "Position consistency:", "",
+              md_table(res.position)]
+    md = "\n".join(lines)
+    print(md, flush=True)
+    if args.write_md:
+        write_section("compare: head to head on the persona runs (Bradley–Terry, cost)", md)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
