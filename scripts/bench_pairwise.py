@@ -94,6 +94,10 @@ def main() -> int:
         loop = asyncio.new_event_loop()
         try:
             todo = pending(jobs, read_records([out / PAIR_JUDGMENTS], "local", reading))
+            # perturbation by perturbation (both orders of one conversation together): a time limit leaves
+            # whole cells judged on every conversation rather than every cell on a few
+            rank = {p.name: i for i, p in enumerate(perts)}
+            todo.sort(key=lambda j: rank[j.second if j.first == "original" else j.first])
             judge_passes(todo, lambda j: loop.run_until_complete(
                 run_pair_jobs([j], judge, "local", out / PAIR_JUDGMENTS, lambda n: None, PassStats())),
                 deadline, timings, "pairwise")
