@@ -152,17 +152,17 @@ def main() -> None:
     by_run = {run_name(r): [c for c in read_conversations(r) if c.posttest is not None] for r in args.runs}
     scorers = Scorers("default", list(P.POSTTEST_METRICS))
     all_convs = [c for cs in by_run.values() for c in cs]
-    trows, best = threshold_table(all_convs, scorers)
+    hrows, best = headline_table(scorers)
     out = [args.note, "",
-           f"**Threshold** (cosine similarity of a match; {len(all_convs)} post-tests of the runs below): Step Recall "
-           "against the conversation's own tutorial vs against another tutorial of the set (impostor = what "
-           f"matching alone gives). Largest gap at **{best:.2f}**; README uses {P.THRESHOLD:.2f}.", "",
+           "**Threshold** (cosine similarity of a match). Model-free, on the 22 bundled tutorials: a terse but "
+           "perfect recall (each step's first sentence, the WikiHow headline) matched against the tutorial's own "
+           f"full steps vs another article's (impostor = what matching alone gives). Largest gap at **{best:.2f}**; "
+           f"the code uses {P.THRESHOLD:.2f}.", "",
+           markdown_table(["threshold", "recall own (%)", "recall impostor (%)", "gap (pp)", "tutorials"], hrows), "",
+           f"The same on the {len(all_convs)} real post-tests of the runs below (recall of the conversation's own "
+           "tutorial vs a tutorial of another article; Learning Gain at each threshold):", "",
            markdown_table(["threshold", "recall own (%)", "recall impostor (%)", "gap (pp)", "Learning Gain (%)", "n"],
-                          trows), "",
-           "Model-free check on the 22 bundled tutorials: a terse but perfect recall (each step's first sentence, "
-           "the WikiHow headline) against the tutorial's own full steps vs another article's:", "",
-           markdown_table(["threshold", "recall own (%)", "recall impostor (%)", "gap (pp)", "tutorials"],
-                          headline_table(scorers)), "",
+                          threshold_table(all_convs, scorers)), "",
            "**Per run** (Learning Gain = post − pre Step Recall; mean, 95 % bootstrap CI over conversations; "
            "scored = post-tests that are a step list):", "",
            markdown_table(["run", "persona", "conversations", "scored", "Learning Gain (%)", "Step Recall post (%)",
