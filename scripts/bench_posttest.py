@@ -61,7 +61,7 @@ def threshold_table(convs, scorers) -> tuple[list[list[str]], float]:
         for i, c in enumerate(tested):
             steps, recalled = list(c.steps), c.posttest.post.steps
             own.append(P.step_recall(P.match_steps(scorers.step_similarity(steps, recalled), t), len(steps)))
-            imp = next((o for o in tested[i + 1:] + tested[:i] if o.tutorial_key != c.tutorial_key), None)
+            imp = next((o for o in tested[i + 1:] + tested[:i] if o.title != c.title), None)  # another article
             if imp is not None:
                 other.append(P.step_recall(P.match_steps(scorers.step_similarity(list(imp.steps), recalled), t),
                                            len(imp.steps)))

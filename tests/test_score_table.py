@@ -141,3 +141,10 @@ def test_report_says_the_judge_scoring_of_a_weighted_run(tmp_path):
     [row] = [re.findall(r"<td>(.*?)</td>", tr) for tr in re.findall(
         r"<tr>(.*?)</tr>", page.split("id='runs'", 1)[1].split("</table>", 1)[0]) if "<td>" in tr]
     assert dict(zip(heads, row))["Judge scoring"] == "weighted"
+
+
+def test_judge_provenance_columns(mixed):
+    w = read_score_table(mixed[0])
+    assert set(w.meta["evaluator"]) == {"judge"} and w.meta["dist"][0]["Clarity"] == [0.1, 0.2, 0.4, 0.2, 0.1]
+    j = read_score_table(mixed[1])
+    assert j.meta["dist"][0] == {} and all(isinstance(f, tuple) for f in j.meta["failures"])

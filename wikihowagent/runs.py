@@ -586,9 +586,9 @@ def read_score_table(source: Path, run: str = "", on_error: Callable[[str], None
     the paper's run files (the records' `evaluation` scores). A conversation id seen twice: the later line
     wins, in the earlier one's place. `run` names rows whose record names no run (default: the run
     directory's name for a scores file, the file's stem for a paper file). A scores file not written yet is
-    empty. A bad line is reported to
-    `on_error` ("FILE:LINE: problem") and left out, a paper record's cell that is not a number to
-    `on_bad_value` (default: `on_error`) and left null; an unreadable file raises RunError (one line)."""
+    empty. A bad line is reported to `on_error` ("FILE:LINE: problem") and left out, a paper record's cell
+    that is not a number to `on_bad_value` (default: `on_error`) and left null; an unreadable file raises
+    RunError (one line)."""
     source = Path(source)
     path = scores_file(source) if source.is_dir() else source
     if path is None:

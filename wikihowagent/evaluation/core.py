@@ -172,7 +172,8 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
             _lock_scores_files(locks, sources, o, runs_dir)
         ev = Evaluation(opts, comp, rub if judge_on and not panel else [], rubric_set,
                         make_llm if judge_on and not panel else None, warn,
-                        make_learner=make_llm if req.posttest_learner else None)
+                        make_learner=judge_llm_factory(cfg, req.base_url, endpoints.aliases, endpoints.urls,
+                                                       *LEARNER_ROLE) if req.posttest_learner else None)
         # Every input's evaluator (and the server it is asked on) is known before any work starts.
         specs = endpoints.resolve(ev, sources)
         judges = [Evaluation(o, [], rub, rubric_set, make_llm, warn) for o in judge_opts]
@@ -290,10 +291,15 @@ def judge_endpoints(cfg: Any, base_url: str | None) -> JudgeEndpoints:
     return JudgeEndpoints(judge_llm_factory(cfg, base_url, aliases, urls), base_url, aliases, urls)
 
 
+LEARNER_ROLE = ("--posttest-learner", "choose another model spec")  # judge_llm_factory's role + hint for it
+
+
 def judge_llm_factory(cfg: Any, base_url: str | None, aliases: Path | None = None,
-                      judge_urls: dict[str, str | None] | None = None) -> Any:
+                      judge_urls: dict[str, str | None] | None = None,
+                      role: str = "evaluator", hint: str = "choose another with --evaluator SPEC, or --no-judge") -> Any:
     """spec -> the judge's chat model (temperature 0) on `judge_urls[spec]` (else `base_url`); EvaluateError
-    naming the spec if it cannot be made. Shared by `evaluate` and `judge-check`."""
+    naming the spec (as `role`, with `hint`) if it cannot be made. Shared by `evaluate` and `judge-check`, also
+    for the post-test's learner (LEARNER_ROLE)."""
     urls = judge_urls if judge_urls is not None else {}
 
     def make_llm(spec: str) -> Any:
@@ -306,7 +312,7 @@ def judge_llm_factory(cfg: Any, base_url: str | None, aliases: Path | None = Non
             check_backend(resolved, url)
             return make_chat_model(resolved, judge_settings, cfg.local, base_url=url)
         except BackendError as exc:
-            raise EvaluateError(f"evaluator {spec!r}: {exc} (choose another with --evaluator SPEC, or --no-judge)") from None
+            raise EvaluateError(f"{role} {spec!r}: {exc} ({hint})") from None
 
     return make_llm
 

@@ -516,7 +516,10 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
                               f"(found {len(convs)})")
     endpoints = judge_endpoints(cfg, base_url)  # as `evaluate`: the run's evaluator and endpoint, else --evaluator
     if posttest_learner:
-        _posttest_validity(console, [c for _, c in convs], perts, posttest_learner, endpoints.make_llm, Path(out))
+        from wikihowagent.evaluation.core import LEARNER_ROLE, judge_llm_factory
+
+        make_learner = judge_llm_factory(cfg, base_url, endpoints.aliases, endpoints.urls, *LEARNER_ROLE)
+        _posttest_validity(console, [c for _, c in convs], perts, posttest_learner, make_learner, Path(out))
         return
     opts = EvalOptions(judge=True, evaluator=evaluator, base_url=base_url, concurrency=concurrency,
                        default_concurrency=cfg.concurrency,
