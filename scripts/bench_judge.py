@@ -170,29 +170,33 @@ def markdown(results: list[dict], n: int, steps: int) -> str:
 STUDY = Path("/work/shared/human-study/conversations")
 
 
-def study_conversations(study: Path, k: int) -> list[Conversation]:
-    """The `k` conversations of the study's run files whose judge prefix is nearest the median length."""
+def judge_prompt_text(conv: Conversation, rubrics) -> str:
+    """The judge's prompt for the conversation's first rubric (default prompt variant), as one text."""
+    from wikihowagent.evaluation.scoring import rubric_prompt
+
+    messages, _ = rubric_prompt(conv, next(iter(rubrics.values())), False)
+    return "\n".join(text for _, text in messages)
+
+
+def study_conversations(study: Path, k: int, rubrics) -> list[Conversation]:
+    """The `k` conversations of the study's run files whose judge prompt is nearest the median length."""
     from wikihowagent.evaluation.inputs import resolve_inputs
-    from wikihowagent.evaluation.scoring import conversation_prefix
 
     convs = [c for src in resolve_inputs(sorted(study.glob("*.json")), study) for c in src.conversations(on_error=print)]
-    sizes = sorted(len(conversation_prefix(c)) for c in convs)
-    median = sizes[len(sizes) // 2]
-    return sorted(convs, key=lambda c: (abs(len(conversation_prefix(c)) - median), c.conversation_id))[:k]
+    size = {c.conversation_id: len(judge_prompt_text(c, rubrics)) for c in convs}
+    median = sorted(size.values())[len(size) // 2]
+    return sorted(convs, key=lambda c: (abs(size[c.conversation_id] - median), c.conversation_id))[:k]
 
 
 def prompt_tokens(llm, convs: list[Conversation], rubrics) -> list[int | None]:
     """The first rubric prompt's length in the embedded model's tokens (llama.cpp's /tokenize)."""
     import httpx
 
-    from wikihowagent.evaluation.scoring import rubric_prompt
-
     base = str(llm.openai_api_base).removesuffix("/v1")
     out: list[int | None] = []
     for c in convs:
         try:
-            r = httpx.post(f"{base}/tokenize", json={"content": rubric_prompt(c, next(iter(rubrics.values())), False)},
-                           timeout=60)
+            r = httpx.post(f"{base}/tokenize", json={"content": judge_prompt_text(c, rubrics)}, timeout=60)
             out.append(len(r.json()["tokens"]))
         except (httpx.HTTPError, KeyError, ValueError):
             out.append(None)
@@ -204,22 +208,29 @@ def throughput(llm, rubrics, convs: list[Conversation], concurrency: int, cap_s:
     from wikihowagent.evaluation.scoring import make_scorer
 
     judge = make_scorer("weighted", llm, rubrics, None, concurrency=concurrency)
-    calls = [0]
+    call_s: list[float] = []  # when each rubric call finished
     score = judge.score
+    t0 = time.perf_counter()
 
     async def counted(*a):
         res = await score(*a)
-        calls[0] += 1
+        call_s.append(time.perf_counter() - t0)
         return res
 
     judge.score = counted
     finished: list[float] = []
+    errors: list[str] = []
 
     async def run() -> None:
+        nonlocal t0
         t0 = time.perf_counter()
 
         async def one(c: Conversation) -> None:
-            await judge.judge(c)
+            try:
+                await judge.judge(c)
+            except Exception as exc:  # noqa: BLE001 - reported, not counted as finished
+                errors.append(f"{type(exc).__name__}: {exc}"[:200])
+                return
             finished.append(time.perf_counter() - t0)
 
         tasks = [asyncio.ensure_future(one(c)) for c in convs]
@@ -234,9 +245,9 @@ def throughput(llm, rubrics, convs: list[Conversation], concurrency: int, cap_s:
     finally:
         loop.close()
     span = finished[-1] if len(finished) == len(convs) else cap_s
-    return {"concurrency": concurrency, "cap_s": cap_s, "done": len(finished), "of": len(convs), "calls": calls[0],
-            "span_s": span, "per_hour": len(finished) / span * 3600, "calls_per_hour": calls[0] / span * 3600,
-            "finished_s": [round(x) for x in finished]}
+    return {"concurrency": concurrency, "cap_s": cap_s, "done": len(finished), "of": len(convs), "calls": len(call_s),
+            "span_s": span, "per_hour": len(finished) / span * 3600, "calls_per_hour": len(call_s) / span * 3600,
+            "finished_s": [round(x) for x in finished], "call_s": [round(x) for x in call_s], "errors": errors}
 
 
 def throughput_markdown(rows: list[dict], tokens: list[int | None]) -> str:
@@ -247,12 +258,14 @@ def throughput_markdown(rows: list[dict], tokens: list[int | None]) -> str:
              f"files nearest its median length, judge prompts of {toks} tokens; all handed to the judge at once; "
              f"one run, the settings one after the other; load average {os.getloadavg()[0]:.1f} when written. "
              "`scripts/bench_judge.py --throughput`.", "",
-             "| concurrency | cap | conversations finished | finished at (s) | rubric calls finished | conversations / hour | rubric calls / hour |",
+             "| concurrency | cap | conversations finished | finished at (s) | rubric calls finished (at s) | conversations / hour | rubric calls / hour |",
              "|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['concurrency']}{' (before: the old default)' if r['concurrency'] > 1 else ' (after: one per slot, the default)'} "
-                     f"| {r['cap_s'] / 60:.0f} min | {r['done']} of {r['of']} | {', '.join(map(str, r['finished_s'])) or '–'} "
-                     f"| {r['calls']} | {r['per_hour']:.1f} | {r['calls_per_hour']:.0f} |")
+                     f"| {r['cap_s'] / 60:g} min | {r['done']} of {r['of']} | {', '.join(map(str, r['finished_s'])) or '–'} "
+                     f"| {r['calls']} ({', '.join(map(str, r['call_s'])) or '–'}) | {r['per_hour']:.1f} | {r['calls_per_hour']:.0f} |")
+        if r["errors"]:
+            lines.append(f"| | | errors: {'; '.join(r['errors'])} | | | | |")
     if len(rows) == 2 and rows[1]["calls_per_hour"]:
         a, b = rows
         lines += ["", f"Rubric calls per hour, concurrency {a['concurrency']} / {b['concurrency']}: "
@@ -286,7 +299,7 @@ def main() -> int:
     llm = None if args.report_only else make_chat_model("local", cfg.model.model_copy(update={"temperature": 0.0}), cfg.local)
     rubrics = load_rubrics()
     if args.throughput:
-        convs = study_conversations(args.study, args.k)
+        convs = study_conversations(args.study, args.k, rubrics)
         tokens = prompt_tokens(llm, convs, rubrics)
         print(f"conversations: {[c.conversation_id for c in convs]}, prompt tokens {tokens}", flush=True)
         rows = []

@@ -98,3 +98,20 @@ def test_score_merge_refuses_shards_of_another_state_of_the_conversations(tmp_pa
     assert runner.invoke(app, ["evaluate", str(run), "--shard", "0/2", *common]).exit_code == 0
     res = runner.invoke(app, ["merge", str(run)])
     assert res.exit_code == 0 and "merged 2 score shards into 5 score records" in flat(res), res.output
+
+
+def test_score_merge_after_moving_the_run_directory(tmp_path):
+    # shards scored on a cluster path, the run directory copied elsewhere, merged there: not stale
+    run = tmp_path / "run"
+    with FakeOpenAI(reply=reply) as srv:
+        res = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url,
+                                  "--out", str(run), "--max-tutorials", "3"])
+        assert res.exit_code == 0, res.output
+    for k in range(2):
+        assert runner.invoke(app, ["evaluate", str(run), "--shard", f"{k}/2", "--no-judge", "--no-figures",
+                                   "--metrics", "BLEU"]).exit_code == 0
+    moved = tmp_path / "elsewhere" / "run"
+    moved.parent.mkdir()
+    run.rename(moved)
+    res = runner.invoke(app, ["merge", str(moved)])
+    assert res.exit_code == 0 and "merged 2 score shards into 3 score records" in flat(res), res.output

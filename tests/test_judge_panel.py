@@ -160,3 +160,22 @@ def test_judge_check_panel(tmp_path):
         "# judge-check: panel:openai:fake-model+openai:fake-2 (weighted)")
     text = " ".join(res.output.split())
     assert "mean accuracy over targeted cells: openai:fake-model " in text and "; panel (mean of 2) " in text
+
+
+def test_evaluate_refuses_a_calibration_for_another_judge_before_any_call(tmp_path, panel_app):
+    from wikihowagent.records import Calibration, RubricCalibration
+    from wikihowagent.runs import calibration_text
+
+    app, calls = panel_app
+    run = tmp_path / "run_small"
+    shutil.copytree(FIX / "run_small", run)
+    cal = tmp_path / "calibration.json"
+    iso = RubricCalibration(method="isotonic", n=30, tutorials=10, x=[1.0, 5.0], y=[2.0, 4.0])
+    cal.write_text(calibration_text(Calibration(method="isotonic", judge="local", scoring="json",
+                                                rubrics_sha256="a" * 64, rubrics={"Clarity": iso})))
+    for extra in (["--evaluator", "judgeA"], ["--evaluator", "judgeA", "--evaluator", "ollama:judge/B"]):
+        res = CliRunner().invoke(app, ["evaluate", str(run), *extra, "--calibration", str(cal)])
+        assert res.exit_code == 2 and "fitted for judge local" in res.output, res.output
+    res = CliRunner().invoke(app, ["evaluate", str(run), "--evaluator", "local", "--calibration", str(cal)])
+    assert res.exit_code == 2 and "fitted for the rubric file with sha256 aaaaaaaaaaaa" in " ".join(res.output.split())
+    assert calls == {}  # refused before any judge call

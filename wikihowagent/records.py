@@ -231,6 +231,8 @@ class ScoreRecord(BaseModel):
     metrics: dict[str, float | None] = Field(default_factory=dict)  # None = not computable / failed
     judge: JudgeProvenance | None = None  # None = no rubric metric judged yet
     notes: list[str] = Field(default_factory=list)  # the computational metrics' notes, e.g. "BERTScore: ... chunked"
+    # The post-test's matched steps: [tutorial step, recalled step, similarity] (0-based); None = no post-test scored.
+    posttest_matches: list[tuple[int, int, float]] | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -61,6 +61,7 @@ RUBRICS_PNG, COMPUTATIONAL_PNG, BY_DOMAIN_PNG = "rubrics.png", "computational.pn
 SENSITIVITY_CSV, CONSISTENCY_CSV, SENSITIVITY_PNG = "sensitivity.csv", "consistency.csv", "sensitivity.png"
 PAIRWISE_SENSITIVITY_CSV, PAIRWISE_SUMMARY_MD = "pairwise_sensitivity.csv", "pairwise_summary.md"
 PAIRWISE_SENSITIVITY_PNG = "pairwise_sensitivity.png"
+POSTTEST_VALIDITY_CSV, POSTTEST_VALIDITY_MD = "posttest_validity.csv", "posttest_validity.md"  # --posttest-learner
 JUDGE_CHECK_LOCK = ".judge-check.lock"
 # annotate export / align
 ANNOTATION_SHEET = "annotation_sheet.csv"
@@ -68,6 +69,7 @@ KEY_SUFFIX = ".key.csv"  # a blind sheet's key: <sheet stem>.key.csv
 CORRELATIONS_CSV, CORRELATIONS_MD = "correlations.csv", "correlations.md"
 DESCRIPTIVES_CSV, PAIRED_SCORES_CSV = "descriptives.csv", "paired_scores.csv"
 AGREEMENT_CSV, AGREEMENT_PAIRS_CSV = "agreement.csv", "agreement_pairs.csv"
+AUTOMATIC_CSV = "automatic.csv"  # the post-test's metrics vs the human ratings
 SCORE_DISTRIBUTIONS_PNG, CORRELATION_HEATMAP_PNG = "score_distributions.png", "correlation_heatmap.png"
 CALIBRATION_CSV, CALIBRATION_MD, CALIBRATION_JSON = "calibration.csv", "calibration.md", "calibration.json"
 CALIBRATION_PREDICTIONS_CSV, CALIBRATION_PNG = "calibration_predictions.csv", "calibration.png"
@@ -82,6 +84,7 @@ STATS_DOMAINS_CSV, STATS_TOPICS_CSV, STATS_MD = "domains.csv", "topics.csv", "st
 SUNBURST_PNG, STEPS_HISTOGRAM_PNG = "sunburst.png", "steps_histogram.png"
 # report
 INDEX_HTML, CONVERSATION_HTML = "index.html", "conversation.html"
+PAGE_SUFFIX = ".html"  # a report page added to report.core.PAGES writes <its name>.html
 CASES_MD, CASES_HTML = "cases.md", "cases.html"
 REPORT_CSS, REPORT_JS, CONVERSATION_JS = "report.css", "report.js", "conversation.js"
 REPORT_ASSETS = (REPORT_CSS, REPORT_JS, CONVERSATION_JS)  # bundled in wikihowagent/report/assets/
@@ -553,18 +556,24 @@ def merge_pretests(target: Path, sources: Iterable[Path]) -> int:
 def read_posttests(path: Path) -> dict[str, PostTest]:
     """{conversation_id: PostTest} of a `posttests.jsonl` (`evaluate --posttest-learner`); a later line for
     the same id wins; an unreadable line is skipped (that post-test is taken again). Missing file: empty."""
-    out: dict[str, PostTest] = {}
+    return {cid: test for (cid, variant), test in read_posttest_variants(path).items() if not variant}
+
+
+def read_posttest_variants(path: Path) -> dict[tuple[str, str], PostTest]:
+    """{(conversation_id, variant): PostTest} of a `posttests.jsonl`; variant "" = the conversation itself,
+    else a perturbed copy (`judge-check --posttest-learner`)."""
+    out: dict[tuple[str, str], PostTest] = {}
     if not Path(path).exists():
         return out
     repair_torn_tail(path)
     for _, obj in iter_jsonl(path, on_error=lambda _m: None):
-        cid = obj.get("conversation_id")
+        cid, variant = obj.get("conversation_id"), obj.get("variant") or ""
         try:
             test = PostTest.model_validate(obj.get("posttest"))
         except ValidationError:
             continue
-        if isinstance(cid, str) and cid:
-            out[cid] = test
+        if isinstance(cid, str) and cid and isinstance(variant, str):
+            out[(cid, variant)] = test
     return out
 
 
@@ -577,9 +586,9 @@ def read_score_table(source: Path, run: str = "", on_error: Callable[[str], None
     the paper's run files (the records' `evaluation` scores). A conversation id seen twice: the later line
     wins, in the earlier one's place. `run` names rows whose record names no run (default: the run
     directory's name for a scores file, the file's stem for a paper file). A scores file not written yet is
-    empty. A bad line is reported to
-    `on_error` ("FILE:LINE: problem") and left out, a paper record's cell that is not a number to
-    `on_bad_value` (default: `on_error`) and left null; an unreadable file raises RunError (one line)."""
+    empty. A bad line is reported to `on_error` ("FILE:LINE: problem") and left out, a paper record's cell
+    that is not a number to `on_bad_value` (default: `on_error`) and left null; an unreadable file raises
+    RunError (one line)."""
     source = Path(source)
     path = scores_file(source) if source.is_dir() else source
     if path is None:
@@ -679,3 +688,19 @@ def read_pairwise(path: Path, on_error: Callable[[str], None] | None = None) -> 
             yield PairwiseRecord.model_validate(obj)
         except ValidationError as exc:
             report(f"{path}:{lineno}: not a pairwise judgment ({validation_line(exc, quoted=True)})")
+
+
+def sweep_cell_dirs(sweep_dir: Path) -> list[Path]:
+    """The run directories of a sweep's cells, in the order of its sweep.json (`wikihowagent sweep`), generated
+    or not. RunError (one line) if sweep.json is not a sweep file."""
+    path = Path(sweep_dir) / SWEEP_INFO
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        cells = data.get("cells") or []
+        if not isinstance(cells, list):
+            raise TypeError(f"'cells' is a {type(cells).__name__}")
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError, TypeError) as exc:
+        raise RunError(f"{path}: not a sweep file ({exc})") from None
+    except OSError as exc:
+        raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    return [Path(sweep_dir) / str(c.get("run") if isinstance(c, dict) else c) for c in cells]

@@ -37,7 +37,7 @@ from .tables import csv_text, stars
 from .sources import LLMScores, discover_runs, llm_matrix, read_llm_scores, run_name
 from .stats import (COEF_LABEL, COEFFICIENTS, TOO_FEW, UNDEFINED, Agreement, CorrelationResult, Descriptives, agreement,
                     correlate, describe)
-from wikihowagent.runs import (AGREEMENT_CSV, AGREEMENT_PAIRS_CSV, CORRELATIONS_CSV, CORRELATIONS_MD,
+from wikihowagent.runs import (AGREEMENT_CSV, AGREEMENT_PAIRS_CSV, AUTOMATIC_CSV, CORRELATIONS_CSV, CORRELATIONS_MD,
                                CORRELATION_HEATMAP_PNG, DESCRIPTIVES_CSV, FIGURES_DIR, PAIRED_SCORES_CSV,
                                PROBLEMS_TXT, SCORE_DISTRIBUTIONS_PNG)
 
@@ -45,6 +45,7 @@ BY_CHOICES = ("run", "model", "domain", "persona")
 ALL = "all"
 OUTPUT_FILES = (
     CORRELATIONS_CSV,
+    AUTOMATIC_CSV,
     CORRELATIONS_MD,
     DESCRIPTIVES_CSV,
     AGREEMENT_CSV,
@@ -85,6 +86,8 @@ class AlignResult:
     n_boot: int
     seed: int
     problems: Problems
+    # (automatic metric, human rubric or Overall) -> correlation over all conversations (the post-test's metrics)
+    automatic: dict[tuple[str, str], CorrelationResult] = field(default_factory=dict)
     calibration: CalibrationOutcome | None = None  # --calibrate
     ppi: PPIOutcome | None = None  # --ppi
     raters: JudgesOutcome | None = None  # every judge (a panel's too) and alpha with the judge as a rater
@@ -194,7 +197,7 @@ def compute(
             if extra:
                 listed = ", ".join(extra[:5]) + (", ..." if len(extra) > 5 else "")
                 problems.add("not annotated", f"{src}: {len(extra)} of {len(src_ids)} LLM-scored conversations have "
-                                              f"no human rating ({listed}); not used")
+                                              f"no human rating ({listed}); not in the correlations (--ppi uses them)")
     if len(judges) >= 2:
         present = np.zeros((len(judges), len(ids)), dtype=bool)
         index = {c: i for i, c in enumerate(ids)}
@@ -241,7 +244,37 @@ def compute(
                 for p in ag.pairs:
                     for note in p.notes:
                         problems.add("agreement", f"{where_g}{metric}: {p.judge_a} vs {p.judge_b}: {note}")
-    return AlignResult(judges, llm, ids, H, human, counts, model, matched, groups, by, n_boot, seed, problems)
+    res = AlignResult(judges, llm, ids, H, human, counts, model, matched, groups, by, n_boot, seed, problems)
+    res.automatic = automatic_correlations(llm, ids, human, n_boot, seed)
+    return res
+
+
+def automatic_correlations(llm: LLMScores, ids: list[str], human: np.ndarray, n_boot: int,
+                           seed: int) -> dict[tuple[str, str], CorrelationResult]:
+    """Each automatic metric (the post-test's: what the learner recalled) against each human rubric mean."""
+    names = sorted({m for r in llm.rows.values() for m in r.automatic}, key=str)
+    out: dict[tuple[str, str], CorrelationResult] = {}
+    for name in names:
+        auto = np.array([llm.rows[c].automatic.get(name, np.nan) if c in llm.rows else np.nan for c in ids])
+        for k, rubric in enumerate(schema.row_names()):
+            ok = ~np.isnan(human[:, k]) & ~np.isnan(auto) if len(ids) else np.zeros(0, dtype=bool)
+            out[(name, rubric)] = correlate(human[ok, k], auto[ok], n_boot=n_boot, seed=_seed(seed, name, rubric))
+    return out
+
+
+def automatic_rows(res: AlignResult) -> tuple[list[str], list[list]]:
+    cols = ["metric", "human_rubric", "n"]
+    for c, short in zip(COEFFICIENTS, ("r", "rho", "tau")):
+        cols += [f"{c}_{short}", f"{c}_p", f"{c}_stars", f"{c}_ci_low", f"{c}_ci_high"]
+    cols.append("note")
+    rows = []
+    for (name, rubric), cr in res.automatic.items():
+        row = [name, rubric, cr.n]
+        for c in COEFFICIENTS:
+            v = cr.coefs[c]
+            row += [v.value, v.p, stars(v.p), v.ci_low, v.ci_high]
+        rows.append(row + ["; ".join(cr.notes)])
+    return cols, rows
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -367,6 +400,13 @@ def markdown(res: AlignResult, human_paths: list[Path], score_sources: list[str]
                              "; ".join(a.notes)])
             out.append(markdown_table(["Metric", "n (≥2 judges)", "Krippendorff α (ordinal)", "Cohen κ (quadratic)",
                                  "Pearson r", "Note"], rows))
+    if res.automatic:
+        out.append("\n## Automatic metrics vs the human ratings (all conversations)\n\n"
+                   "The post-test's metrics (what the learner model could write down afterwards) against each "
+                   "human rubric's mean; also in `automatic.csv`.\n")
+        rows = [[name, rubric, str(cr.n), *(_coef_cell(cr.coefs[c]) for c in COEFFICIENTS), "; ".join(cr.notes)]
+                for (name, rubric), cr in res.automatic.items()]
+        out.append(markdown_table(["Metric", "Human rubric", "n", *(COEF_LABEL[c] for c in COEFFICIENTS), "Note"], rows))
     out.append("\n## Left out\n\n")
     if len(res.problems):
         counts = res.problems.counts()
@@ -388,6 +428,9 @@ def write_outputs(res: AlignResult, out_dir: Path, human_paths: list[Path], *, f
         st.write_text(CORRELATIONS_CSV, csv_text(cols, rows))
         cols, rows = descriptive_rows(res)
         st.write_text(DESCRIPTIVES_CSV, csv_text(cols, rows))
+        if res.automatic:
+            cols, rows = automatic_rows(res)
+            st.write_text(AUTOMATIC_CSV, csv_text(cols, rows))
         if len(res.judges) >= 2:
             cols, rows, pcols, prows = agreement_rows(res)
             st.write_text(AGREEMENT_CSV, csv_text(cols, rows))

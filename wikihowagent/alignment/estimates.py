@@ -32,7 +32,7 @@ from wikihowagent.runs import (CALIBRATION_CSV, CALIBRATION_JSON, CALIBRATION_MD
 
 CALIBRATION_FILES = (CALIBRATION_CSV, CALIBRATION_MD, CALIBRATION_JSON, CALIBRATION_PREDICTIONS_CSV,
                      f"{FIGURES_DIR}/{CALIBRATION_PNG}")
-PPI_FILES = (PPI_CSV, PPI_MD, "figures/ppi_*.png")
+PPI_FILES = (PPI_CSV, PPI_MD, f"{FIGURES_DIR}/ppi_*.png")
 RAW = "raw"
 
 
@@ -378,7 +378,7 @@ def write_ppi_outputs(oc: PPIOutcome, st, figures: bool) -> None:
             if r.estimate is not None:
                 groups.setdefault(r.group, []).append(r)
         for g, rows in groups.items():
-            ppi_intervals(st.path(f"figures/ppi_{_slug(g)}.png"), [(r.metric, r.estimate) for r in rows],
+            ppi_intervals(st.path(f"{FIGURES_DIR}/ppi_{_slug(g)}.png"), [(r.metric, r.estimate) for r in rows],
                           title=f"{'all conversations' if g == 'all' else f'{oc.by}: {g}'}: human rating estimates")
 
 

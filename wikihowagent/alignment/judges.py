@@ -23,7 +23,7 @@ import numpy as np
 from wikihowagent.markdown import markdown_table
 from wikihowagent.runs import JUDGES_CSV, JUDGES_MD
 
-from .problems import Problems
+from .problems import AlignInputError, Problems
 from .schema import METRICS
 from .sources import LLMScores, llm_matrix, read_llm_scores, resolve_score_paths
 from .stats import CorrelationResult, correlate
@@ -38,7 +38,7 @@ def judge_files(score_paths: list[Path]) -> dict[str, list[Path]]:
     out: dict[str, list[Path]] = {}
     try:
         resolved = resolve_score_paths(score_paths)
-    except Exception:  # noqa: BLE001 - already reported by the main read
+    except (AlignInputError, OSError):  # already reported by the main read
         return out
     for p in resolved:
         d = Path(p).parent / JUDGES_DIR

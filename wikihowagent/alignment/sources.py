@@ -47,6 +47,7 @@ class ScoreRow:
     prompt: str = ""  # --judge-prompt variant of that judge, as recorded ("" = json's layout or an older file)
     rubrics_sha256: str = ""  # the rubric file the judge was given; "" = not recorded
     dist: dict[str, list[float]] = field(default_factory=dict)  # rubric -> the judge's p(1..5) (weighted)
+    automatic: dict[str, float] = field(default_factory=dict)  # automatic metrics compared too (the post-test's)
 
     @property
     def configuration(self) -> str:
@@ -140,6 +141,18 @@ def _report_missing(source: str, missing: list[int], problems: Problems, what: s
         problems.add("missing llm score", f"{source}: no LLM score ({what}) for: {', '.join(parts)} conversations")
 
 
+def _automatic(metrics: dict) -> dict[str, float]:
+    """The automatic metrics `align` correlates with the human ratings (the post-test's), where computed."""
+    from wikihowagent.evaluation.metrics import POSTTEST_METRICS
+
+    out = {}
+    for m in POSTTEST_METRICS:
+        v = metrics.get(m)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            out[m] = float(v)
+    return out
+
+
 def _table_rows(table: ScoreTable, problems: Problems, missing: list[int],
                 unjudged: list[int] | None) -> list[ScoreRow]:
     """Rows of the score table -> rows of the 8 rubric scores (checked against the 1-5 scale)."""
@@ -152,7 +165,8 @@ def _table_rows(table: ScoreTable, problems: Problems, missing: list[int],
         out.append(ScoreRow(conversation_id=cid, values=_metric_values(metrics, loc, problems, missing, unjudged),
                             run=run, model=model_label(teacher, learner, run), domain=domain, persona=persona,
                             title=title, tutorial_id=tut, where=loc, judge=evaluator, scoring=scoring, prompt=prompt,
-                            rubrics_sha256=sha, dist=dict(rec.judge.dist) if rec is not None and rec.judge else {}))
+                            rubrics_sha256=sha, dist=dict(rec.judge.dist) if rec is not None and rec.judge else {},
+                            automatic=_automatic(metrics)))
     return out
 
 

@@ -547,6 +547,7 @@ def value_range(name: str, rubric_names: Iterable[str] = ()) -> tuple[float, flo
 class ConvScores:
     metrics: dict[str, float | None] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    posttest_matches: list[tuple[int, int, float]] | None = None  # evaluation/posttest.py, for the report
 
 
 class Scorers:
@@ -648,9 +649,10 @@ class Scorers:
         if texts:
             self.step_vectors(texts)  # one batched pass for the chunk
         for i, (c, res) in enumerate(zip(convs, results)):
-            values, notes = posttest.posttest_scores(c, self.step_similarity, want, wordnet)
+            values, notes, matches = posttest.posttest_scores(c, self.step_similarity, want, wordnet)
             res.metrics.update(values)
             res.notes.extend(notes)
+            res.posttest_matches = matches
 
     def embed_paper(self, convs, refs, hyps, results, want) -> None:
         lm = self.minilm

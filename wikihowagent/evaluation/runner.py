@@ -501,4 +501,5 @@ class Evaluation:
             domain=c.domain, teacher=c.teacher, learner=c.learner, persona=c.persona,
             mode="paper" if self.opts.mode == "paper" else "default",
             metrics=metrics, judge=judge, notes=notes,
+            posttest_matches=cs.posttest_matches if cs is not None else (old.posttest_matches if old else None),
         )

@@ -66,8 +66,9 @@ def _stale_shards(directory: Path, shard_dirs: list[Path], info_of: Any) -> str 
             continue  # a shard written before input states were recorded
         f = then["file"]
         if f not in now:
+            here = Path(f) if Path(f).exists() else directory / Path(f).name  # the run directory was moved
             try:
-                now[f] = input_state(Path(f), then.get("records") is not None)
+                now[f] = input_state(here, then.get("records") is not None)
             except OSError:
                 now[f] = None
         if now[f] is None or now[f]["sha256"] != then.get("sha256"):

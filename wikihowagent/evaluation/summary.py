@@ -22,6 +22,7 @@ from .metrics import (
     EMBEDDING_COSINE,
     METEOR,
     PERCENT_METRICS,
+    POSTTEST_METRICS,
     QUESTION,
     ROUGE,
     ROUGE1,
@@ -34,7 +35,7 @@ from wikihowagent.runs import (BY_DOMAIN_PNG, CALIBRATED_SCORES_CSV, COMPUTATION
 
 # Column order: the paper's Table 1 order first, then ours.
 ORDER = [BERTSCORE, EMBEDDING_COSINE, BLEU, METEOR, ROUGE, ROUGE1, ROUGE2, ROUGEL, DIVERSITY, QUESTION, COMPLETION,
-         STEP_COVERAGE, ECHO_RATE]
+         STEP_COVERAGE, ECHO_RATE, *POSTTEST_METRICS]
 SHORT = {QUESTION: "Question", EMBEDDING_COSINE: "Emb. Cosine"}
 
 
@@ -80,6 +81,8 @@ def write_calibrated(runs: list[RunScores], calibration: Any, out_dir: Path) -> 
 
 def metric_columns(runs: list[RunScores], rubric_names: list[str]) -> list[str]:
     present = {k for r in runs for k in r.table.metric_names()}
+    # The post-test's columns only where some conversation took one (else every value is null).
+    present -= {m for m in POSTTEST_METRICS if all(math.isnan(v) for r in runs for v in r.table.column(m))}
     cols = [m for m in ORDER if m in present]
     cols += [m for m in rubric_names if m in present]
     cols += [calibrated_name(m) for m in rubric_names if calibrated_name(m) in present]  # evaluate --calibration

@@ -22,6 +22,36 @@
     render(c);
   };
 
+  // The learner's post-test beside the tutorial: matched steps marked on both sides (from the score record).
+  function postTest(parent, c, items) {
+    var box = add(parent, el("div", "posttest"));
+    add(box, el("h2", null, "Post-test"));
+    var pt = c.posttest, post = pt.post || {}, byAnswer = {};
+    add(box, el("p", "meta", "The learner model (" + (pt.model || "?") + ") wrote the steps from memory after " +
+      "the conversation; prompt " + (pt.prompt_version || "?") + "."));
+    (c.posttest_matches || []).forEach(function (m) {
+      byAnswer[m[1]] = m;
+      if (items[m[0]]) {
+        items[m[0]].classList.add("recalled");
+        add(items[m[0]], el("span", "badge recalled", "recalled as " + (m[1] + 1) + " (" + m[2].toFixed(2) + ")"));
+      }
+    });
+    if (post.error) { add(box, el("p", "warn", "Not scored: " + post.error)); }
+    var ol = add(box, el("ol"));
+    (post.steps || []).forEach(function (s, i) {
+      var li = add(ol, el("li", byAnswer[i] ? "recalled" : (c.posttest_matches.length || c.scored ? "extraneous" : null), s));
+      if (byAnswer[i]) { add(li, el("span", "badge recalled", "= step " + (byAnswer[i][0] + 1))); }
+      else if (c.scored && !post.error) { add(li, el("span", "badge extraneous", "no tutorial step")); }
+    });
+    if (post.text && !(post.steps || []).length) { add(box, el("pre", null, post.text)); }
+    if (pt.pre) {
+      var d = add(box, el("details"));
+      add(d, el("summary", null, "Pre-test (title only)" + (pt.pre.error ? ": not scored, " + pt.pre.error : "")));
+      var pre = add(d, el("ol"));
+      (pt.pre.steps || []).forEach(function (s) { add(pre, el("li", null, s)); });
+    }
+  }
+
   function kv(parent, pairs) {
     var t = add(parent, el("table", "summary"));
     pairs.forEach(function (p) {
@@ -63,6 +93,7 @@
     var ol = add(left, el("ol")), items = [];
     c.steps.forEach(function (s) { items.push(add(ol, el("li", null, s))); });
     if (!c.steps.length) { add(left, el("p", "meta", "(tutorial steps not in the record)")); }
+    if (c.posttest) { postTest(left, c, items); }
     var right = add(grid, el("div", "turns"));
     add(right, el("h2", null, "Conversation"));
     if (!c.turns.length) { add(right, el("p", "meta", "(no conversation text)")); }

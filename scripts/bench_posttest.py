@@ -1,0 +1,189 @@
+"""Benchmark of the learner's post-test (README "Post-test") on generated persona runs; writes the
+"post-test" section of BENCHMARKS.md.
+
+    python scripts/bench_posttest.py /work/runs/personas/curious /work/runs/personas/passive \
+        --validity /work/runs/personas/validity --write-md
+
+Reads each run's conversations (with their `posttest`, taken by `generate`) and computes, with no model call:
+- the threshold table: for each similarity threshold, mean post-test Step Recall against the conversation's
+  own tutorial and against another tutorial of the set (an impostor: what matching alone gives), and the
+  mean Learning Gain; the README's threshold is where own - impostor is largest;
+- Learning Gain per persona (mean with a 95 % bootstrap CI over conversations, n), Step Recall post vs pre,
+  Order, Extraneous, Detail Recall;
+- cost: model calls and seconds of the post-test and the pre-test per conversation, against the
+  conversation's own model calls and seconds (latencies recorded in the records);
+- with --validity DIR: the `judge-check --posttest-learner` table (posttest_validity.csv).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from wikihowagent.evaluation import posttest as P  # noqa: E402
+from wikihowagent.evaluation.metrics import Scorers  # noqa: E402
+from wikihowagent.evaluation.summary import markdown_table  # noqa: E402
+from wikihowagent.runs import POSTTEST_VALIDITY_CSV, read_conversations, run_name  # noqa: E402
+
+THRESHOLDS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8)
+BOOT = 2000
+
+
+def boot_ci(xs: list[float], seed: int = 0) -> tuple[float, float]:
+    if len(xs) < 2:
+        return math.nan, math.nan
+    a = np.asarray(xs, dtype=float)
+    means = a[np.random.default_rng(seed).integers(0, len(a), (BOOT, len(a)))].mean(axis=1)
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def fmt(x: float, pct: bool = True) -> str:
+    return "–" if x is None or x != x else (f"{100 * x:.1f}" if pct else f"{x:.2f}")
+
+
+def mean(xs: list[float]) -> float:
+    xs = [x for x in xs if x is not None and x == x]
+    return sum(xs) / len(xs) if xs else math.nan
+
+
+def threshold_table(convs, scorers) -> list[list[str]]:
+    tested = [c for c in convs if P.usable(c.posttest.post)]
+    rows = []
+    for t in THRESHOLDS:
+        own, other, gain = [], [], []
+        for i, c in enumerate(tested):
+            steps, recalled = list(c.steps), c.posttest.post.steps
+            own.append(P.step_recall(P.match_steps(scorers.step_similarity(steps, recalled), t), len(steps)))
+            imp = next((o for o in tested[i + 1:] + tested[:i] if o.title != c.title), None)  # another article
+            if imp is not None:
+                other.append(P.step_recall(P.match_steps(scorers.step_similarity(list(imp.steps), recalled), t),
+                                           len(imp.steps)))
+            if P.usable(c.posttest.pre):
+                pre = P.step_recall(P.match_steps(scorers.step_similarity(steps, c.posttest.pre.steps), t), len(steps))
+                gain.append(own[-1] - pre)
+        rows.append([f"{t:.2f}", fmt(mean(own)), fmt(mean(other)), fmt(mean(own) - mean(other)), fmt(mean(gain)),
+                     str(len(own))])
+    return rows
+
+
+def headline_table(scorers) -> tuple[list[list[str]], float]:
+    """Model-free: every bundled tutorial "recalled" perfectly but tersely (each step's first sentence, the
+    WikiHow headline) against its own full steps vs another article's: how the threshold treats a short
+    correct recall and an unrelated one."""
+    from wikihowagent.corpus.core import default_tutorials_path
+    from wikihowagent.corpus.sampling import select_tutorials
+    from wikihowagent.evaluation.metrics import sentences
+
+    tuts = list(select_tutorials(default_tutorials_path(), skip_invalid=True))
+    rows, best, best_gap = [], P.THRESHOLD, -1.0
+    for t in THRESHOLDS:
+        own, other = [], []
+        for i, tut in enumerate(tuts):
+            recall = [(sentences(s) or [s])[0] for s in tut.steps]
+            own.append(P.step_recall(P.match_steps(scorers.step_similarity(tut.steps, recall), t), len(tut.steps)))
+            imp = next(o for o in tuts[i + 1:] + tuts[:i] if o.title != tut.title)
+            other.append(P.step_recall(P.match_steps(scorers.step_similarity(imp.steps, recall), t), len(imp.steps)))
+        gap = mean(own) - mean(other)
+        if gap > best_gap + 1e-9:
+            best, best_gap = t, gap
+        rows.append([f"{t:.2f}", fmt(mean(own)), fmt(mean(other)), fmt(gap), str(len(tuts))])
+    return rows, best
+
+
+def persona_rows(by_run, scorers):
+    rows = []
+    for name, convs in by_run.items():
+        scores = scorers.score(convs)
+        col = {m: [s.metrics.get(m) for s in scores] for m in P.POSTTEST_METRICS}
+        gains = [g for g in col[P.LEARNING_GAIN] if g is not None]
+        lo, hi = boot_ci(gains)
+        pre = [P.step_recall(P.match_steps(scorers.step_similarity(list(c.steps), c.posttest.pre.steps)), len(c.steps))
+               for c in convs if c.posttest and P.usable(c.posttest.pre)]
+        n_post = sum(1 for c in convs if c.posttest is not None)
+        n_fail = sum(1 for c in convs if c.posttest is not None and not P.usable(c.posttest.post))
+        persona = ",".join(sorted({c.persona or "paper" for c in convs}))
+        rows.append([name, persona, str(len(convs)), f"{n_post - n_fail}/{n_post}",
+                     f"{fmt(mean(gains))} [{fmt(lo)}, {fmt(hi)}] (n={len(gains)})",
+                     fmt(mean(col[P.STEP_RECALL])), fmt(mean(pre)), fmt(mean(col[P.ORDER])),
+                     fmt(mean(col[P.EXTRANEOUS])), fmt(mean(col[P.DETAIL_RECALL])),
+                     fmt(mean([float(c.completed) for c in convs]))])
+    return rows
+
+
+def cost_rows(by_run):
+    rows = []
+    for name, convs in by_run.items():
+        conv_calls = [sum(1 for t in c.turns if t.kind not in ("begin", "finish")) for c in convs]
+        conv_s = [sum(t.latency_s for t in c.turns) for c in convs]
+        post_s = [c.posttest.post.latency_s for c in convs if c.posttest]
+        pre_s = [c.posttest.pre.latency_s for c in convs if c.posttest and c.posttest.pre]
+        tutorials = len({c.tutorial_key for c in convs})
+        extra_calls = (len(post_s) + tutorials) / max(1, len(convs))
+        extra_s = (sum(post_s) + sum(pre_s)) / max(1, len(convs))
+        rows.append([name, str(len(convs)), f"{mean(conv_calls):.1f}", f"{mean(conv_s):.1f}",
+                     f"{extra_calls:.2f}", f"{mean(post_s):.1f}", f"{mean(pre_s):.1f}", f"{extra_s:.1f}",
+                     f"{extra_s / max(1e-9, mean(conv_s)):.2f}"])
+    return rows
+
+
+def validity_rows(path: Path):
+    import pandas as pd
+
+    t = pd.read_csv(path / POSTTEST_VALIDITY_CSV)
+    return [[r.perturbation, str(r.n), f"{r.accuracy:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]", str(r.lower),
+             str(r.ties), fmt(r.mean_recall_original), fmt(r.mean_recall_perturbed), str(r.failed),
+             "–" if r.judge_accuracy != r.judge_accuracy else f"{r.judge_accuracy:.3f}"] for r in t.itertuples()]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", nargs="+", type=Path, help="run directories whose records have post-tests")
+    ap.add_argument("--validity", type=Path, help="a `judge-check --posttest-learner` output directory")
+    ap.add_argument("--note", default="", help="a line on how the runs were made (settings, machine)")
+    ap.add_argument("--write-md", action="store_true", help="write the 'post-test' section of BENCHMARKS.md")
+    args = ap.parse_args()
+    by_run = {run_name(r): [c for c in read_conversations(r) if c.posttest is not None] for r in args.runs}
+    scorers = Scorers("default", list(P.POSTTEST_METRICS))
+    all_convs = [c for cs in by_run.values() for c in cs]
+    hrows, best = headline_table(scorers)
+    out = [args.note, "",
+           "**Threshold** (cosine similarity of a match). Model-free, on the 22 bundled tutorials: a terse but "
+           "perfect recall (each step's first sentence, the WikiHow headline) matched against the tutorial's own "
+           f"full steps vs another article's (impostor = what matching alone gives). Largest gap at **{best:.2f}**; "
+           f"the code uses {P.THRESHOLD:.2f}.", "",
+           markdown_table(["threshold", "recall own (%)", "recall impostor (%)", "gap (pp)", "tutorials"], hrows), "",
+           f"The same on the {len(all_convs)} real post-tests of the runs below (recall of the conversation's own "
+           "tutorial vs a tutorial of another article; Learning Gain at each threshold):", "",
+           markdown_table(["threshold", "recall own (%)", "recall impostor (%)", "gap (pp)", "Learning Gain (%)", "n"],
+                          threshold_table(all_convs, scorers)), "",
+           "**Per run** (Learning Gain = post − pre Step Recall; mean, 95 % bootstrap CI over conversations; "
+           "scored = post-tests that are a step list):", "",
+           markdown_table(["run", "persona", "conversations", "scored", "Learning Gain (%)", "Step Recall post (%)",
+                           "pre (%)", "Order (τ %)", "Extraneous (%)", "Detail Recall (%)", "Completion (%)"],
+                          persona_rows(by_run, scorers)), "",
+           "**Cost** per conversation (latencies as recorded; one pre-test per tutorial, one post-test per "
+           "conversation):", "",
+           markdown_table(["run", "n", "conversation calls", "conversation s", "extra calls", "post-test s",
+                           "pre-test s", "extra s", "extra / conversation time"], cost_rows(by_run))]
+    if args.validity:
+        out += ["", f"**Validity** (`judge-check --posttest-learner`, {args.validity}): share of pairs where the "
+                "original's post-test Step Recall is higher than the perturbed copy's (ties count half):", "",
+                markdown_table(["perturbation", "pairs", "accuracy [95 % CI]", "lower", "ties", "recall original (%)",
+                                "recall perturbed (%)", "not scored", "judge accuracy"], validity_rows(args.validity))]
+    body = "\n".join(out)
+    print(body)
+    if args.write_md:
+        from benchmarks_md import write_section
+
+        write_section("post-test", body)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""`judge-check --posttest-learner SPEC`: is the post-test a valid learning measure?
+
+A conversation whose teacher skipped half the steps (`skip_steps`) or taught another tutorial (`off_topic`)
+must leave the learner recalling fewer of the tutorial's steps than the original. For each conversation the
+learner model takes the post-test on the original (the record's own post-test is reused when the same model
+took it) and on each perturbed copy; Step Recall (evaluation/posttest.py) is compared pairwise: accuracy =
+share of pairs where the original's recall is higher (ties count half), with a bootstrap 95 % CI over
+conversations, beside the rubric judge's accuracy on the same perturbation when judgments.jsonl has it.
+Post-tests are appended to `<out>/posttests.jsonl` as they finish (a rerun resumes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from wikihowagent.records import Conversation, PostTest
+from wikihowagent.runs import POSTTEST_VALIDITY_CSV, POSTTEST_VALIDITY_MD, SENSITIVITY_CSV
+
+from .accuracy import ORIGINAL, bootstrap_ci, paired_wins
+from .perturbations import Perturbation, perturb
+
+POSTTEST_PERTURBATIONS = ("skip_steps", "off_topic")  # teaching removed: recall must drop
+
+
+@dataclass
+class PostTestCheck:
+    taken: int = 0  # post-tests taken in this invocation
+    reused: int = 0  # originals whose record already had one by this model, or found in posttests.jsonl
+    failed: int = 0  # answers that are not a step list (not scored)
+    not_applicable: int = 0
+    written: list[Path] = field(default_factory=list)
+    table: Any = None  # pandas DataFrame
+
+
+def variants(convs: list[Conversation], perturbations: list[Perturbation],
+             check: PostTestCheck) -> list[tuple[str, Conversation]]:
+    """(variant, conversation) to post-test: each original and its skip_steps / off_topic copies."""
+    out: list[tuple[str, Conversation]] = []
+    for c in convs:
+        out.append((ORIGINAL, c))
+        for p in perturbations:
+            if p.kind not in POSTTEST_PERTURBATIONS:
+                continue
+            pc = perturb(p, c, convs)
+            if pc is None:
+                check.not_applicable += 1
+                continue
+            out.append((p.name, pc.model_copy(update={"posttest": None})))  # never the original's answer
+    return out
+
+
+async def take_posttests(jobs: list[tuple[str, Conversation]], tester: Any, spec: str, path: Path,
+                         progress: Callable[[int], None], check: PostTestCheck) -> dict[tuple[str, str], PostTest]:
+    """The post-test of every (variant, conversation): from the record or posttests.jsonl, else taken now."""
+    from wikihowagent.runs import JsonlAppender, read_posttest_variants
+    from wikihowagent.workflow.posttest import CALL_FAILED
+
+    done = {k: v for k, v in read_posttest_variants(path).items()
+            if v.model == spec and not (v.post.error or "").startswith(CALL_FAILED)}
+    out: dict[tuple[str, str], PostTest] = {}
+    todo = []
+    for variant, c in jobs:
+        key = (c.conversation_id, variant)
+        own = c.posttest if variant == ORIGINAL and c.posttest is not None and c.posttest.model == spec else None
+        if own is not None or key in done:
+            out[key] = own or done[key]
+            check.reused += 1
+            progress(1)
+        else:
+            todo.append((variant, c))
+    with JsonlAppender(path) as sink:
+
+        async def one(variant: str, c: Conversation) -> None:
+            test = await tester.run(c.tutorial_key, c.title, c.tutorial_title, c.turns, pretest=False)
+            sink.append({"conversation_id": c.conversation_id, "variant": variant,
+                         "posttest": test.model_dump(mode="json")})
+            out[(c.conversation_id, variant)] = test
+            check.taken += 1
+            progress(1)
+
+        await asyncio.gather(*(one(v, c) for v, c in todo))
+    return out
+
+
+def step_recalls(convs: list[Conversation], tests: dict[tuple[str, str], PostTest],
+                 check: PostTestCheck) -> dict[tuple[str, str], float | None]:
+    """Step Recall of every post-test (None: not a step list)."""
+    from wikihowagent.evaluation.metrics import STEP_RECALL, Scorers
+
+    by_id = {c.conversation_id: c for c in convs}
+    keys = [k for k in tests if k[0] in by_id]
+    scored = Scorers("default", [STEP_RECALL]).score(
+        [by_id[cid].model_copy(update={"posttest": tests[(cid, v)]}) for cid, v in keys])
+    out = {k: s.metrics.get(STEP_RECALL) for k, s in zip(keys, scored)}
+    check.failed = sum(v is None for v in out.values())
+    return out
+
+
+def validity_table(recalls: dict[tuple[str, str], float | None], perturbations: list[Perturbation],
+                   judge_accuracy: dict[str, float] | None = None) -> Any:
+    """Per perturbation: pairs, accuracy (original recall higher; ties half) with a bootstrap CI, mean
+    recalls, ties, pairs left out (an answer not scored), and the judge's mean accuracy there."""
+    import pandas as pd
+
+    rows = []
+    for p in perturbations:
+        if p.kind not in POSTTEST_PERTURBATIONS:
+            continue
+        wins, orig, pert, failed = paired_wins((recalls.get((cid, ORIGINAL)), r)
+                                               for (cid, variant), r in recalls.items() if variant == p.name)
+        lo, hi = bootstrap_ci(wins)
+        rows.append({"perturbation": p.name, "n": len(wins),
+                     "accuracy": round(sum(wins) / len(wins), 4) if wins else None,
+                     "ci_low": round(lo, 4) if wins else None, "ci_high": round(hi, 4) if wins else None,
+                     "lower": sum(w == 1.0 for w in wins), "ties": sum(w == 0.5 for w in wins),
+                     "mean_recall_original": round(sum(orig) / len(orig), 4) if orig else None,
+                     "mean_recall_perturbed": round(sum(pert) / len(pert), 4) if pert else None,
+                     "failed": failed, "judge_accuracy": (judge_accuracy or {}).get(p.name)})
+    return pd.DataFrame(rows, columns=["perturbation", "n", "accuracy", "ci_low", "ci_high", "lower", "ties",
+                                       "mean_recall_original", "mean_recall_perturbed", "failed", "judge_accuracy"])
+
+
+def judge_accuracy(out_dir: Path) -> dict[str, float]:
+    """The rubric judge's mean accuracy per perturbation over its targeted rubrics (sensitivity.csv), if any."""
+    import pandas as pd
+
+    path = out_dir / SENSITIVITY_CSV
+    if not path.exists():
+        return {}
+    sens = pd.read_csv(path).dropna(subset=["accuracy"])
+    return {str(k): round(float(v), 4) for k, v in sens.groupby("perturbation")["accuracy"].mean().items()}
+
+
+def write_validity(out_dir: Path, table: Any, spec: str, n_convs: int, check: PostTestCheck) -> list[Path]:
+    from wikihowagent.evaluation.summary import markdown_table
+
+    csv = out_dir / POSTTEST_VALIDITY_CSV
+    table.to_csv(csv, index=False)
+
+    def fmt(v: Any) -> str:
+        return "–" if v is None or v != v else (f"{v:.3f}" if isinstance(v, float) else str(v))
+
+    md = out_dir / POSTTEST_VALIDITY_MD
+    md.write_text("\n".join([
+        f"# Post-test validity: learner {spec}", "",
+        f"{n_convs} conversations. Accuracy = share of pairs where the original conversation's post-test Step Recall "
+        "is higher than the perturbed copy's (ties count half; 95 % bootstrap CI over conversations). "
+        "`judge_accuracy`: the rubric judge's mean accuracy on the same perturbation (its targeted rubrics), "
+        "when judge-check judged this output directory.", "",
+        f"Post-tests: {check.taken} taken now, {check.reused} reused; {check.failed} answers not a step list "
+        f"(left out); {check.not_applicable} perturbed copies not applicable.", "",
+        markdown_table(list(table.columns), [[fmt(v) for v in row] for row in table.itertuples(index=False)]), ""]),
+        encoding="utf-8")
+    return [csv, md]
