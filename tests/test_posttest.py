@@ -309,6 +309,30 @@ def test_generate_evaluate_report_show_the_posttest(tmp_path):
     assert res.exit_code == 0, res.output
     data = (tmp_path / "site" / "data" / "conv-0000.js").read_text()
     assert '"posttest_matches":[[0,0,' in data and "Sing a song to the moon." in data
+    _check_page_in_chromium(tmp_path / "site", next(iter(scores)))
+
+
+def _check_page_in_chromium(site, cid):
+    """The conversation page shows the post-test beside the tutorial: matched steps marked on both sides."""
+    import shutil
+
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if not __import__("os").path.exists(chromium):
+        pytest.skip("chromium not installed (scripts/setup_browser.sh)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        page, errors = browser.new_page(), []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"file://{site}/conversation.html#0/{cid}")
+        page.wait_for_selector(".posttest")
+        box = page.inner_text(".posttest")
+        assert "Post-test" in box and "= step 1" in box and "no tutorial step" in box
+        assert page.locator(".steps > ol > li.recalled").count() == 1  # tutorial step 1, recalled
+        assert page.locator(".posttest li.extraneous").count() == 1  # the invented step
+        browser.close()
+    assert errors == []
 
 
 def test_align_correlates_the_posttest_with_the_human_ratings():

@@ -41,9 +41,9 @@ def evaluate(
 ) -> None:
     """Score conversations: computational metrics and the LLM rubric judge; summary table, CSV, Markdown, figures."""
     from wikihowagent.console import make_console, print_error, print_labeled
+    from wikihowagent.errors import WikihowagentError
 
     from .core import EvaluateRequest, run_evaluation
-    from wikihowagent.errors import WikihowagentError
     from .summary import print_by_domain, print_summary
 
     console = make_console()

@@ -31,7 +31,6 @@ def judge_check(
     """Meta-evaluate the rubric judge without human labels: perturbed conversations that should score lower
     (sensitivity) and the originals judged twice (self-consistency)."""
     from wikihowagent.console import make_console, print_error, print_labeled
-
     from wikihowagent.errors import WikihowagentError
 
     from .core import JudgeCheckRequest, run_judge_check

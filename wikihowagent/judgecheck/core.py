@@ -24,7 +24,7 @@ from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, JudgmentRecord
 from wikihowagent.runs import JUDGE_CHECK_LOCK, JUDGMENTS
 
-from .accuracy import BOOTSTRAP, ORIGINAL, ORIGINAL_2, bootstrap_ci, win  # noqa: F401 (re-exported)
+from .accuracy import BOOTSTRAP, ORIGINAL, ORIGINAL_2, bootstrap_ci, paired_wins, win  # noqa: F401 (re-exported)
 from .perturbations import Perturbation, perturb
 from wikihowagent.runs import (CONSISTENCY_CSV, PAIRWISE_SENSITIVITY_CSV, PAIRWISE_SENSITIVITY_PNG,
                                PAIRWISE_SUMMARY_MD, SENSITIVITY_CSV, SENSITIVITY_PNG, SUMMARY_MD)
@@ -135,19 +135,9 @@ def sensitivity_table(records: dict[tuple[str, str], dict[str, Any]], perturbati
         for rubric in p.targets:
             if rubric not in rubric_names:
                 continue
-            wins, o_scores, p_scores = [], [], []
-            failed = 0
-            for (cid, v), rec in records.items():
-                if v != p.name or cid not in originals:
-                    continue
-                o = (originals[cid].get("scores") or {}).get(rubric)
-                q = (rec.get("scores") or {}).get(rubric)
-                if o is None or q is None:
-                    failed += 1
-                    continue
-                wins.append(win(o, q))
-                o_scores.append(o)
-                p_scores.append(q)
+            wins, o_scores, p_scores, failed = paired_wins(
+                ((originals[cid].get("scores") or {}).get(rubric), (rec.get("scores") or {}).get(rubric))
+                for (cid, v), rec in records.items() if v == p.name and cid in originals)
             lo, hi = bootstrap_ci(wins)
             rows.append({"rubric": rubric, "perturbation": p.name, "n": len(wins),
                          "accuracy": _r(sum(wins) / len(wins)) if wins else None, "ci_low": _r(lo), "ci_high": _r(hi),

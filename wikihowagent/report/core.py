@@ -36,7 +36,8 @@ from .page import page
 from .sources import Problems, ReportConversation, ReportRun, load_inputs
 from wikihowagent.runs import (BY_DOMAIN_PNG, CALIBRATION_CSV, CALIBRATION_PNG, COMPUTATIONAL_PNG,
                                CONVERSATION_HTML, CONVERSATION_JS, CORRELATIONS_CSV, CORRELATION_HEATMAP_PNG,
-                               DOMAIN_BARS_PNG, FIGURES_DIR, INDEX_HTML, PAGE_SUFFIX, PPI_CSV, PROBLEMS_TXT,
+                               DOMAIN_BARS_PNG, FIGURES_DIR, INDEX_HTML, JUDGES_CSV, PAGE_SUFFIX, PPI_CSV,
+                               PROBLEMS_TXT,
                                RADAR_COMPUTATIONAL_PNG, RADAR_RUBRICS_PNG, REPORT_ASSETS, REPORT_INDEX_JS,
                                REPORT_JS, RUBRICS_PNG, SCORE_DISTRIBUTIONS_PNG)
 
@@ -465,10 +466,15 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
         problems.add(f"{alignment}: no correlations.csv; the alignment section shows the figures only")
     for name, title in ((CALIBRATION_CSV, "Calibration on the human ratings (align --calibrate; out of fold, "
                                             "GroupKFold by tutorial)"),
-                        (PPI_CSV, "Prediction-powered estimates of the human mean rating (align --ppi)")):
+                        (PPI_CSV, "Prediction-powered estimates of the human mean rating (align --ppi)"),
+                        (JUDGES_CSV, "Every judge beside the humans (Krippendorff's α with the judge as a rater)")):
         if (alignment / name).is_file():
-            with (alignment / name).open(encoding="utf-8", newline="") as fh:
-                rows = list(csv.reader(fh))
+            try:
+                with (alignment / name).open(encoding="utf-8", newline="") as fh:
+                    rows = list(csv.reader(fh))
+            except (UnicodeDecodeError, OSError, csv.Error) as exc:
+                problems.add(f"{alignment / name}: cannot read ({getattr(exc, 'strerror', None) or exc}); left out")
+                continue
             if rows:
                 parts.append(f"<h3>{e(title)}</h3>" + csv_table(rows, _short_number))
     captions = {SCORE_DISTRIBUTIONS_PNG: "Human vs LLM score distributions per model (Figs. 6/8)",
