@@ -4,6 +4,11 @@ win rates, position consistency and the cost per comparison.
 
     modelrun .venv/bin/python scripts/bench_compare.py RUN RUN RUN... --out DIR [--metrics Clarity,Engagement]
         [--max-tutorials N] [--max-minutes 11] [--report-only] [--write-md]
+    modelrun .venv/bin/python scripts/bench_compare.py --synthetic 5 --out DIR ...   # runs with a known order
+
+`--synthetic N` writes three runs of `bench_judge.py`'s first N conversations into DIR/runs: `original`,
+`terse` and `skip_steps` (judge-check's perturbations of the same conversations), so the true order is
+known (original above both copies).
 
 Judging runs `wikihowagent compare` (the embedded judge, `--concurrency 1`) under `timeout -s INT`, so a
 run cut by `--max-minutes` keeps every pass written and the next invocation resumes it; the seconds and
@@ -30,9 +35,37 @@ sys.path.insert(0, str(ROOT / "scripts"))
 TIMINGS = "timings.jsonl"
 
 
+def synthetic_runs(root: Path, n: int) -> list[Path]:
+    """original / terse / skip_steps runs of the same n bench conversations (rewritten identically each time)."""
+    from bench_judge import bench_conversations
+
+    from wikihowagent.judgecheck.perturbations import load_perturbations, perturb
+    from wikihowagent.evaluation.judge import load_rubrics
+    from wikihowagent.records import ConversationRecord
+    from wikihowagent.runs import CONVERSATIONS, RUN_INFO
+
+    convs = bench_conversations(n, 3)
+    perts = {p.name: p for p in load_perturbations(None, list(load_rubrics()))}
+    out = []
+    for name in ("original", "terse", "skip_steps"):
+        d = root / name
+        d.mkdir(parents=True, exist_ok=True)
+        (d / RUN_INFO).write_text(json.dumps({"name": name, "teacher": "local", "learner": "local", "evaluator": "local"}))
+        lines = []
+        for c in convs:
+            pc = c if name == "original" else perturb(perts[name], c, convs)
+            rec = ConversationRecord.model_validate(pc.model_dump(mode="json"))
+            rec = rec.model_copy(update={"conversation_id": f"{name}-{c.conversation_id}", "tutorial_id": c.conversation_id})
+            lines.append(json.dumps(rec.model_dump(mode="json")))
+        (d / CONVERSATIONS).write_text("\n".join(lines) + "\n")
+        out.append(d)
+    return out
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("runs", nargs="+", type=Path)
+    ap.add_argument("runs", nargs="*", type=Path)
+    ap.add_argument("--synthetic", type=int, default=0, help="judge three synthetic runs with a known order")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--metrics", default="")
     ap.add_argument("--max-tutorials", type=int, default=None)
@@ -50,6 +83,8 @@ def main() -> int:
 
     out = args.out
     out.mkdir(parents=True, exist_ok=True)
+    if args.synthetic:
+        args.runs = synthetic_runs(out / "runs", args.synthetic)
     names = [m for m in args.metrics.split(",") if m] or list(load_rubrics())
 
     def n_records() -> int:

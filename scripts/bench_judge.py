@@ -170,29 +170,33 @@ def markdown(results: list[dict], n: int, steps: int) -> str:
 STUDY = Path("/work/shared/human-study/conversations")
 
 
-def study_conversations(study: Path, k: int) -> list[Conversation]:
-    """The `k` conversations of the study's run files whose judge prefix is nearest the median length."""
+def judge_prompt_text(conv: Conversation, rubrics) -> str:
+    """The judge's prompt for the conversation's first rubric (default prompt variant), as one text."""
+    from wikihowagent.evaluation.scoring import rubric_prompt
+
+    messages, _ = rubric_prompt(conv, next(iter(rubrics.values())), False)
+    return "\n".join(text for _, text in messages)
+
+
+def study_conversations(study: Path, k: int, rubrics) -> list[Conversation]:
+    """The `k` conversations of the study's run files whose judge prompt is nearest the median length."""
     from wikihowagent.evaluation.inputs import resolve_inputs
-    from wikihowagent.evaluation.scoring import conversation_prefix
 
     convs = [c for src in resolve_inputs(sorted(study.glob("*.json")), study) for c in src.conversations(on_error=print)]
-    sizes = sorted(len(conversation_prefix(c)) for c in convs)
-    median = sizes[len(sizes) // 2]
-    return sorted(convs, key=lambda c: (abs(len(conversation_prefix(c)) - median), c.conversation_id))[:k]
+    size = {c.conversation_id: len(judge_prompt_text(c, rubrics)) for c in convs}
+    median = sorted(size.values())[len(size) // 2]
+    return sorted(convs, key=lambda c: (abs(size[c.conversation_id] - median), c.conversation_id))[:k]
 
 
 def prompt_tokens(llm, convs: list[Conversation], rubrics) -> list[int | None]:
     """The first rubric prompt's length in the embedded model's tokens (llama.cpp's /tokenize)."""
     import httpx
 
-    from wikihowagent.evaluation.scoring import rubric_prompt
-
     base = str(llm.openai_api_base).removesuffix("/v1")
     out: list[int | None] = []
     for c in convs:
         try:
-            r = httpx.post(f"{base}/tokenize", json={"content": rubric_prompt(c, next(iter(rubrics.values())), False)},
-                           timeout=60)
+            r = httpx.post(f"{base}/tokenize", json={"content": judge_prompt_text(c, rubrics)}, timeout=60)
             out.append(len(r.json()["tokens"]))
         except (httpx.HTTPError, KeyError, ValueError):
             out.append(None)
@@ -295,7 +299,7 @@ def main() -> int:
     llm = None if args.report_only else make_chat_model("local", cfg.model.model_copy(update={"temperature": 0.0}), cfg.local)
     rubrics = load_rubrics()
     if args.throughput:
-        convs = study_conversations(args.study, args.k)
+        convs = study_conversations(args.study, args.k, rubrics)
         tokens = prompt_tokens(llm, convs, rubrics)
         print(f"conversations: {[c.conversation_id for c in convs]}, prompt tokens {tokens}", flush=True)
         rows = []

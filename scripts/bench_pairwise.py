@@ -21,6 +21,7 @@ import json
 import math
 import os
 import platform
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -30,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 TIMINGS = "timings.jsonl"
+INVOCATION = time.strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def judge_passes(jobs, run_one, deadline: float, timings: Path, kind: str) -> int:
@@ -43,7 +45,7 @@ def judge_passes(jobs, run_one, deadline: float, timings: Path, kind: str) -> in
         run_one(j)
         dt = time.perf_counter() - t0
         with timings.open("a") as fh:
-            fh.write(json.dumps({"kind": kind, "seconds": dt, "verdicts": len(j.names)}) + "\n")
+            fh.write(json.dumps({"kind": kind, "seconds": dt, "verdicts": len(j.names), "invocation": INVOCATION}) + "\n")
         made += 1
         print(f"{kind}: {made}/{len(jobs)} passes, {dt:.1f} s", flush=True)
     return made
@@ -94,6 +96,10 @@ def main() -> int:
         loop = asyncio.new_event_loop()
         try:
             todo = pending(jobs, read_records([out / PAIR_JUDGMENTS], "local", reading))
+            # perturbation by perturbation (both orders of one conversation together): a time limit leaves
+            # whole cells judged on every conversation rather than every cell on a few
+            rank = {p.name: i for i, p in enumerate(perts)}
+            todo.sort(key=lambda j: rank[j.second if j.first == "original" else j.first])
             judge_passes(todo, lambda j: loop.run_until_complete(
                 run_pair_jobs([j], judge, "local", out / PAIR_JUDGMENTS, lambda n: None, PassStats())),
                 deadline, timings, "pairwise")
@@ -121,6 +127,7 @@ def main() -> int:
     pw = [x for x in t if x["kind"] == "pairwise"]
     ab = [x for x in t if x["kind"] == "absolute"]
     per_pass = sum(x["seconds"] for x in pw) / len(pw) if pw else math.nan
+    median = statistics.median(x["seconds"] for x in pw) if pw else math.nan
     per_verdict = sum(x["seconds"] for x in pw) / sum(x["verdicts"] for x in pw) if pw else math.nan
     abs_per_score = sum(x["seconds"] for x in ab) / sum(x["verdicts"] for x in ab) if ab else math.nan
     cpu = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared with other helpers' jobs)"
@@ -133,8 +140,13 @@ def main() -> int:
              f"- mean accuracy over the {len(res.table)} targeted cells: **{res.mean_accuracy:.3f}** "
              f"(goal ≥ 0.85); position consistency (pooled): **{res.position_consistency:.3f}** (goal ≥ 0.8)",
              f"- unreadable verdicts: {failed} of {asked}",
-             f"- cost: {per_pass:.1f} s per judge pass (one order, its target rubrics; {len(pw)} passes timed), "
-             f"{2 * per_pass:.1f} s per comparison (both orders), {per_verdict:.1f} s per verdict-order"]
+             f"- cost: {per_pass:.1f} s per judge pass on average (median {median:.1f} s; one order, its target "
+             f"rubrics; {len(pw)} passes timed; the first "
+             f"pass of each invocation includes the model's start), {2 * per_pass:.1f} s per comparison (both orders; "
+             f"median {2 * median:.1f} s), {per_verdict:.1f} s per verdict-order. Pass times vary with the "
+             "shared machine's load (load average 2-8 during these runs).",
+             "- the absolute weighted judge on the same 10 conversations and cells: section \"judge: scoring "
+             "modes\" (same judge, temperature 0, measured earlier)"]
     if res.absolute_mean_accuracy == res.absolute_mean_accuracy:
         lines.append(f"- absolute weighted judge on the same cells, same run: {res.absolute_mean_accuracy:.3f}"
                      + (f"; {abs_per_score:.1f} s per rubric score" if ab else ""))

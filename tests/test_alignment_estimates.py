@@ -199,6 +199,7 @@ def test_evaluate_and_report_with_calibration(tmp_path):
     assert result.exit_code == 0, result.output
     index = (site / "index.html").read_text()
     assert "Calibration on the human ratings" in index and "Prediction-powered estimates" in index
+    assert "Every judge beside the humans" in index
     assert "alignment/calibration.png" in index and "alignment/ppi_model0.png" in index
     assert '"Clarity (cal.)"' in (site / "data" / "index.js").read_text()
 

@@ -634,6 +634,11 @@ def test_cli_errors_are_one_line(tmp_path):
     bad.write_text("[]")
     res = CliRunner().invoke(app, ["evaluate", str(FIX / "run_small"), "--rubrics", str(bad)])
     assert res.exit_code == 2 and "expected a JSON object keyed by metric name" in res.output
+    sweep = tmp_path / "sweep"  # a sweep directory whose sweep.json is damaged: one line, no traceback
+    sweep.mkdir()
+    (sweep / "sweep.json").write_text("{not json")
+    res = CliRunner().invoke(app, ["evaluate", str(sweep), "--no-judge"])
+    assert res.exit_code == 2 and "sweep.json: not a sweep file" in res.output, res.output
 
 
 def test_cli_paper_mode_latest_run_outputs_in_run_dir(tmp_path):

@@ -9,11 +9,14 @@ import asyncio
 import json
 import socket
 import threading
+from typing import ClassVar
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from fake_servers import FakeOpenAI
 from langchain_core.callbacks import AsyncCallbackHandler
+from langchain_core.language_models import BaseChatModel
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langchain_openai import ChatOpenAI
 
@@ -511,3 +514,61 @@ def test_https_verifies_the_server_against_ssl_cert_file_else_certifi(tmp_path, 
         with pytest.raises(Exception) as info:  # certifi's CAs do not know this self-signed certificate
             asyncio.run(model(url).ainvoke(MSGS))
         assert is_connection_error(info.value) and len(srv.requests) == 1
+
+
+@pytest.fixture()
+def private_api_cache():
+    from wikihowagent.backends.private_api import private_api_ok
+
+    private_api_ok.cache_clear()
+    yield private_api_ok
+    private_api_ok.cache_clear()
+
+
+def test_without_the_private_api_generate_takes_the_public_path(tmp_path, monkeypatch, private_api_cache):
+    """A LangChain release that drops a private name the hot path uses: `generate` still works, through
+    `ainvoke` and ChatOpenAI's own transport."""
+    import langchain_openai.chat_models.base as openai_base
+    from typer.testing import CliRunner
+
+    from wikihowagent.backends.calls import achat
+    from wikihowagent.backends.openai_compat import lean_transport
+    from wikihowagent.backends.private_api import problems
+    from wikihowagent.cli import app
+
+    assert private_api_cache() and lean_transport(None)  # the pinned versions: the private path
+    monkeypatch.delattr(openai_base, "_handle_openai_bad_request")  # (langchain-openai needs it only on errors)
+    private_api_cache.cache_clear()
+    assert problems() == ["langchain_openai.chat_models.base._handle_openai_bad_request is missing"]
+    assert not private_api_cache() and not lean_transport(None)
+
+    class Direct(BaseChatModel):  # a direct-call model whose _agenerate must not be reached
+        direct_calls: ClassVar[bool] = True
+        calls: ClassVar[list[str]] = []
+
+        @property
+        def _llm_type(self) -> str:
+            return "direct"
+
+        def _generate(self, messages, stop=None, run_manager=None, **kw):
+            return ChatResult(generations=[ChatGeneration(message=AIMessage(content="ok"))])
+
+        async def _agenerate(self, messages, stop=None, run_manager=None, **kw):
+            Direct.calls.append("direct" if run_manager is None else "public")  # ainvoke passes a run manager
+            return self._generate(messages)
+
+    assert asyncio.run(achat(Direct(), MSGS)).content == "ok" and Direct.calls == ["public"]
+    with FakeOpenAI() as srv:
+        res = CliRunner().invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url,
+                                       "--out", str(tmp_path / "run"), "--max-tutorials", "2", "--retries", "0"])
+    assert res.exit_code == 0, res.output
+    recs = [json.loads(line) for line in (tmp_path / "run" / "conversations.jsonl").read_text().splitlines()]
+    assert len(recs) == 2 and all(r["error"] is None and len(r["turns"]) > 2 for r in recs)
+
+
+def test_another_version_takes_the_public_path(monkeypatch, private_api_cache):
+    from wikihowagent.backends import private_api
+
+    monkeypatch.setitem(private_api.TESTED, "langchain-openai", "0.0.1")
+    assert any(p.startswith("langchain-openai 1.") and "0.0.1" in p for p in private_api.problems())
+    assert not private_api_cache()

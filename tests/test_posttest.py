@@ -160,7 +160,7 @@ def test_matching_recovers_a_known_assignment():
         matches = P.match_steps(tut @ answer.T, threshold=0.5)
         assert sorted(matches) == sorted((int(t), j) for j, t in enumerate(recalled))
         assert P.step_recall(matches, n) == k / n
-        assert P.extraneous(matches, k + n_extra) == n_extra / (k + n_extra)
+        assert P.extraneous(tut @ answer.T, threshold=0.5) == pytest.approx(n_extra / (k + n_extra))
         if k >= 2:
             from scipy.stats import kendalltau
             assert P.order_tau(matches) == pytest.approx(kendalltau(recalled, np.arange(k)).statistic)
@@ -170,6 +170,13 @@ def test_order_is_one_in_order_and_minus_one_reversed():
     assert P.order_tau([(0, 0), (1, 1), (2, 2)]) == 1.0
     assert P.order_tau([(0, 2), (1, 1), (2, 0)]) == -1.0
     assert P.order_tau([(0, 0)]) is None and P.match_steps(np.zeros((3, 0))) == []
+
+
+def test_extraneous_counts_invented_steps_not_extra_details():
+    # answer 0 and 1 both restate tutorial step 0 (only one can be its match), answer 2 is invented
+    sim = np.array([[0.9, 0.7, 0.1], [0.2, 0.1, 0.2]])
+    assert P.match_steps(sim) == [(0, 0)] and P.extraneous(sim) == pytest.approx(1 / 3)
+    assert P.extraneous(np.zeros((2, 0))) is None
 
 
 def test_detail_recall_counts_numbers_and_things():
@@ -270,17 +277,20 @@ def classroom_reply(prompt):
     return "Understood, please go to the next step."
 
 
+def scripted_generate(runner, srv, out, n, *extra):
+    res = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url, "--out",
+                              str(out), "--max-tutorials", str(n), "--retries", "0", *extra])
+    assert res.exit_code == 0, res.output
+    return res
+
+
 def test_generate_evaluate_report_show_the_posttest(tmp_path):
     runner = CliRunner()
     run = tmp_path / "run"
     with FakeOpenAI(reply=classroom_reply) as srv:
-        res = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url, "--out",
-                                  str(run), "--max-tutorials", "2", "--retries", "0"])
-        assert res.exit_code == 0, res.output
+        res = scripted_generate(runner, srv, run, 2)
         assert "post-tests: 2 taken, 0 without a step list" in res.output
-        no = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url, "--out",
-                                 str(tmp_path / "plain"), "--max-tutorials", "2", "--retries", "0", "--no-posttest"])
-        assert no.exit_code == 0, no.output
+        scripted_generate(runner, srv, tmp_path / "plain", 2, "--no-posttest")
     with_test = [o for _, o in iter_jsonl(run / "conversations.jsonl")]
     without = [o for _, o in iter_jsonl(tmp_path / "plain" / "conversations.jsonl")]
     assert all(o["posttest"] for o in with_test) and not any(o["posttest"] for o in without)
@@ -299,6 +309,30 @@ def test_generate_evaluate_report_show_the_posttest(tmp_path):
     assert res.exit_code == 0, res.output
     data = (tmp_path / "site" / "data" / "conv-0000.js").read_text()
     assert '"posttest_matches":[[0,0,' in data and "Sing a song to the moon." in data
+    _check_page_in_chromium(tmp_path / "site", next(iter(scores)))
+
+
+def _check_page_in_chromium(site, cid):
+    """The conversation page shows the post-test beside the tutorial: matched steps marked on both sides."""
+    import shutil
+
+    chromium = shutil.which("chromium") or "/usr/bin/chromium"
+    if not __import__("os").path.exists(chromium):
+        pytest.skip("chromium not installed (scripts/setup_browser.sh)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        page, errors = browser.new_page(), []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.goto(f"file://{site}/conversation.html#0/{cid}")
+        page.wait_for_selector(".posttest")
+        box = page.inner_text(".posttest")
+        assert "Post-test" in box and "= step 1" in box and "no tutorial step" in box
+        assert page.locator(".steps > ol > li.recalled").count() == 1  # tutorial step 1, recalled
+        assert page.locator(".posttest li.extraneous").count() == 1  # the invented step
+        browser.close()
+    assert errors == []
 
 
 def test_align_correlates_the_posttest_with_the_human_ratings():
@@ -332,9 +366,7 @@ def test_judge_check_posttest_validity(tmp_path):
     runner = CliRunner()
     run = tmp_path / "run"
     with FakeOpenAI(reply=attentive_reply) as srv:
-        res = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url, "--out",
-                                  str(run), "--max-tutorials", "4", "--retries", "0"])
-        assert res.exit_code == 0, res.output
+        scripted_generate(runner, srv, run, 4)
         n = len(srv.requests)
         args = ["judge-check", str(run), "--out", str(tmp_path / "check"), "--posttest-learner", "openai:fake-model",
                 "--base-url", srv.base_url]
@@ -349,3 +381,29 @@ def test_judge_check_posttest_validity(tmp_path):
     rows = {r.split(",")[0]: r.split(",") for r in table[1:]}
     assert set(rows) == {"skip_steps", "off_topic"}
     assert all(float(r[2]) == 1.0 and r[1] == "4" for r in rows.values())
+
+
+def test_shards_keep_their_pretests_and_merge_joins_them(tmp_path):
+    runner = CliRunner()
+    run = tmp_path / "run"
+    with FakeOpenAI(reply=classroom_reply) as srv:
+        for k in range(2):
+            scripted_generate(runner, srv, run, 3, "--shard", f"{k}/2")
+    assert runner.invoke(app, ["merge", str(run)]).exit_code == 0
+    keys = [o["tutorial_key"] for _, o in iter_jsonl(run / PRETESTS)]
+    assert len(keys) == 3 == len(set(keys))
+
+
+def test_paper_preset_leaves_the_posttest_out():
+    from wikihowagent.config import load_config
+    from wikihowagent.presets import preset_config
+
+    assert load_config().workflow.posttest is True
+    assert load_config(preset=preset_config("paper")).workflow.posttest is False
+
+
+def test_unknown_posttest_learner_is_one_line(tmp_path):
+    res = CliRunner().invoke(app, ["evaluate", PAPER_FILE, "--no-judge", "--posttest-learner", "nosuchprovider:x",
+                                   "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "--posttest-learner 'nosuchprovider:x'" in res.output
+    assert "Traceback" not in res.output

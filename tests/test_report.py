@@ -229,3 +229,22 @@ def test_scores_only_directory_is_a_run_shown_without_text(tmp_path):
     assert res.conversations == sum(1 for _ in (run / "scores.jsonl").open())
     assert f"{run}: no conversations.jsonl (the conversation text is missing)" in problems.lines
     assert any("score record(s) without a conversation in conversations.jsonl" in p for p in problems.lines)
+
+
+def test_a_new_report_page_is_a_module_and_its_entry(sweep, tmp_path, monkeypatch):
+    """README's Layout: a report page = a module with write_page(ctx) + its name in report.core.PAGES."""
+    import sys
+
+    from wikihowagent.report import core
+
+    (tmp_path / "mods").mkdir()
+    (tmp_path / "mods" / "extra_page.py").write_text(
+        "def write_page(ctx):\n"
+        "    ctx.page_path('extra').write_text(f'{len(ctx.convs)} conversations, {len(ctx.runs)} runs')\n"
+        "    return \"<a href='extra.html'>Extra</a>\"\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "mods"))
+    monkeypatch.setattr(core, "PAGES", (*core.PAGES, "extra_page"))
+    site = build_report([sweep], tmp_path / "site").out
+    assert (site / "extra.html").read_text() == "60 conversations, 2 runs"
+    assert "<a href='extra.html'>Extra</a>" in (site / "index.html").read_text()
+    sys.modules.pop("extra_page", None)

@@ -112,9 +112,9 @@ def test_report_evaluate_summary_and_align_agree_per_run(mixed, tmp_path):
     assert overview["J"][11] == "json" and overview[PAPER][10:12] == ["paper", "–"]
     for name, row in expected.items():
         label = next(r.model for r in runs if r.name == name)
-        printed = [re.findall(r"<td>(.*?)</td>", t)[2:] for t in re.findall(
+        printed = [[re.sub(r" \[[^]]*\]", "", x) for x in re.findall(r"<td>(.*?)</td>", t)[2:]] for t in re.findall(
             r"<tr>(.*?)</tr>", page.split("summary-tables", 1)[1].split("</section>", 1)[0]) if f"<td>{label}" in t]
-        assert [cell(row, m) for m in RUBRICS if m in row] in printed, name  # the rubric table's row
+        assert [cell(row, m) for m in RUBRICS if m in row] in printed, name  # the rubric table's row (its CIs aside)
 
     # align: every conversation rated by a person; per run, the LLM side's mean is the summary's mean
     ids, runs_of = [], []
@@ -141,3 +141,10 @@ def test_report_says_the_judge_scoring_of_a_weighted_run(tmp_path):
     [row] = [re.findall(r"<td>(.*?)</td>", tr) for tr in re.findall(
         r"<tr>(.*?)</tr>", page.split("id='runs'", 1)[1].split("</table>", 1)[0]) if "<td>" in tr]
     assert dict(zip(heads, row))["Judge scoring"] == "weighted"
+
+
+def test_judge_provenance_columns(mixed):
+    w = read_score_table(mixed[0])
+    assert set(w.meta["evaluator"]) == {"judge"} and w.meta["dist"][0]["Clarity"] == [0.1, 0.2, 0.4, 0.2, 0.1]
+    j = read_score_table(mixed[1])
+    assert j.meta["dist"][0] == {} and all(isinstance(f, tuple) for f in j.meta["failures"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -127,6 +128,52 @@ def to_conversation(obj: dict[str, Any], run: str, where: str) -> Conversation:
         return Conversation.model_validate(fields)
     except ValidationError as exc:
         raise RecordError(f"record {validation_line(exc, quoted=True)}") from None
+
+
+@dataclass
+class PartialRecord:
+    """What a record the adapter (`to_conversation`) refuses still holds, read leniently, and what it lacks."""
+
+    tutorial_id: str = ""
+    title: str = ""
+    method_title: str = ""
+    domain: str = ""
+    steps: list[str] = field(default_factory=list)
+    turns: list[Turn] = field(default_factory=list)
+    error: str = ""
+    warnings: list[str] = field(default_factory=list)
+    teacher: str = ""
+    learner: str = ""
+    missing: list[str] = field(default_factory=list)  # "tutorial", "tutorial.steps", "conversation"
+
+
+def partial_record(obj: dict[str, Any]) -> PartialRecord:
+    """The one lenient reading of a record: every field that is usable, the rest left empty and named in
+    `missing` (a failed conversation may lack its turns, a damaged one its tutorial)."""
+    part = PartialRecord(tutorial_id=str(obj.get("tutorial_id") or ""), title=str(obj.get("title") or ""),
+                         domain=domain_of(obj), error=str(obj.get("error") or ""),
+                         teacher=str(obj.get("teacher") or ""), learner=str(obj.get("learner") or ""))
+    tut = obj.get("tutorial") if isinstance(obj.get("tutorial"), dict) else None
+    if tut is None:
+        part.missing.append("tutorial")
+        tut = {}
+    part.method_title = str(tut.get("title") or "")
+    steps = tut.get("steps")
+    part.steps = [x for x in steps if isinstance(x, str)] if isinstance(steps, list) else []
+    if tut and not part.steps:
+        part.missing.append("tutorial.steps")
+    for t in obj.get("turns") if isinstance(obj.get("turns"), list) else []:
+        try:
+            part.turns.append(Turn.model_validate(t))
+        except ValueError:
+            continue
+    if not part.turns and isinstance(obj.get("conversation"), list):
+        part.turns = split_lines([x for x in obj["conversation"] if isinstance(x, str)])
+    if not part.turns:
+        part.missing.append("conversation")
+    warnings = obj.get("warnings")
+    part.warnings = [str(w) for w in warnings] if isinstance(warnings, list) else []
+    return part
 
 
 # Cells of an `evaluation` dict that mean "no score".

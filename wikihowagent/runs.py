@@ -84,6 +84,7 @@ STATS_DOMAINS_CSV, STATS_TOPICS_CSV, STATS_MD = "domains.csv", "topics.csv", "st
 SUNBURST_PNG, STEPS_HISTOGRAM_PNG = "sunburst.png", "steps_histogram.png"
 # report
 INDEX_HTML, CONVERSATION_HTML = "index.html", "conversation.html"
+PAGE_SUFFIX = ".html"  # a report page added to report.core.PAGES writes <its name>.html
 CASES_MD, CASES_HTML = "cases.md", "cases.html"
 REPORT_CSS, REPORT_JS, CONVERSATION_JS = "report.css", "report.js", "conversation.js"
 REPORT_ASSETS = (REPORT_CSS, REPORT_JS, CONVERSATION_JS)  # bundled in wikihowagent/report/assets/
@@ -585,9 +586,9 @@ def read_score_table(source: Path, run: str = "", on_error: Callable[[str], None
     the paper's run files (the records' `evaluation` scores). A conversation id seen twice: the later line
     wins, in the earlier one's place. `run` names rows whose record names no run (default: the run
     directory's name for a scores file, the file's stem for a paper file). A scores file not written yet is
-    empty. A bad line is reported to
-    `on_error` ("FILE:LINE: problem") and left out, a paper record's cell that is not a number to
-    `on_bad_value` (default: `on_error`) and left null; an unreadable file raises RunError (one line)."""
+    empty. A bad line is reported to `on_error` ("FILE:LINE: problem") and left out, a paper record's cell
+    that is not a number to `on_bad_value` (default: `on_error`) and left null; an unreadable file raises
+    RunError (one line)."""
     source = Path(source)
     path = scores_file(source) if source.is_dir() else source
     if path is None:
@@ -687,3 +688,19 @@ def read_pairwise(path: Path, on_error: Callable[[str], None] | None = None) -> 
             yield PairwiseRecord.model_validate(obj)
         except ValidationError as exc:
             report(f"{path}:{lineno}: not a pairwise judgment ({validation_line(exc, quoted=True)})")
+
+
+def sweep_cell_dirs(sweep_dir: Path) -> list[Path]:
+    """The run directories of a sweep's cells, in the order of its sweep.json (`wikihowagent sweep`), generated
+    or not. RunError (one line) if sweep.json is not a sweep file."""
+    path = Path(sweep_dir) / SWEEP_INFO
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        cells = data.get("cells") or []
+        if not isinstance(cells, list):
+            raise TypeError(f"'cells' is a {type(cells).__name__}")
+    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError, TypeError) as exc:
+        raise RunError(f"{path}: not a sweep file ({exc})") from None
+    except OSError as exc:
+        raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    return [Path(sweep_dir) / str(c.get("run") if isinstance(c, dict) else c) for c in cells]

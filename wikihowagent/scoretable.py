@@ -10,9 +10,10 @@ resumed or re-judged evaluation), in the earlier one's place.
 Three frames with one index (row i is the same conversation in each), so metadata and metric names never
 share a namespace (a rubric may be called "domain"):
 
-- `table.meta`: the declared `META_COLUMNS` (all `str`, "" = not known), plus `failures` (tuple of rubric
-  names whose judge reply could not be parsed) and `record` (the typed `ScoreRecord` the row came from,
-  for its raw replies and notes; None for rows of an annotation-format CSV);
+- `table.meta`: the declared `META_COLUMNS` (all `str`, "" = not known; the judge's provenance among them:
+  evaluator, scoring, prompt, rubrics_sha256), plus `failures` (tuple of rubric names whose judge reply could
+  not be parsed), `dist` (rubric -> p(1)..p(5) of a weighted / sampled judge; {} otherwise) and `record` (the
+  typed `ScoreRecord` the row came from, for its raw replies and notes);
 - `table.values`: one float column per metric (NaN = null, i.e. not computable or a judge failure, or absent);
 - `table.present`: one bool column per metric: the record has the metric (False = not asked, e.g. `--no-judge`).
 
@@ -54,7 +55,7 @@ META_COLUMNS: tuple[str, ...] = (
     "run", "conversation_id", "tutorial_id", "title", "domain", "teacher", "learner", "persona", "mode",
     "evaluator", "scoring", "prompt", "rubrics_sha256", "variant", "source", "where",
 )
-_OBJECT_COLUMNS = ("failures", "record")
+_OBJECT_COLUMNS = ("failures", "dist", "record")
 NONE = "(none)"  # the group label of an empty domain / persona in tables
 
 
@@ -89,6 +90,7 @@ class ScoreTable:
             for c in META_COLUMNS:
                 meta_cols[c].append(str(meta.get(c) or ""))
             meta_cols["failures"].append(tuple(meta.get("failures") or ()))
+            meta_cols["dist"].append(dict(meta.get("dist") or {}))
             meta_cols["record"].append(meta.get("record"))
             for name, v in metrics.items():
                 if name not in vals:
@@ -231,5 +233,6 @@ def record_meta(rec: ScoreRecord, where: str = "", run: str = "", source: str = 
         "scoring": (judge.scoring or "json") if judge else "",
         "prompt": judge.prompt if judge else "",
         "rubrics_sha256": judge.rubrics_sha256 if judge else "",
-        "source": source, "where": where, "failures": judge.failures if judge else (), "record": rec,
+        "source": source, "where": where, "failures": judge.failures if judge else (),
+        "dist": judge.dist if judge else {}, "record": rec,
     }

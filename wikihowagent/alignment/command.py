@@ -71,7 +71,7 @@ def annotate_export(
 ) -> None:
     """Select tutorials for human annotation; write an annotation sheet (CSV) and an HTML guide.
 
-    Tutorials are ranked by the mean LLM rubric score of their conversations across the runs (the paper: top 25). The sheet has one row per conversation in the paper's layout (conversation_id, filename, title, the 8 metric columns, comment, tutorial_id); the HTML page beside it shows the rubric, each tutorial and its conversations.
+    Tutorials are ranked by the mean LLM rubric score of their conversations across the runs (the paper: top 25); or, with --select stratified|uncertain N, N conversations per run (random: for align --ppi; the judge least sure: for align --calibrate). The sheet has one row per conversation in the paper's layout (conversation_id, filename, title, the 8 metric columns, comment, tutorial_id); the HTML page beside it shows the rubric, each tutorial and its conversations.
 
     Blind by default: blind ids, no run, model or file name in the sheet or the page, rows in a random order (--seed); the key file SHEET.key.csv beside them maps the ids back (keep it from the judges; align finds it beside the filled sheets, or pass --key).
 
@@ -161,6 +161,8 @@ def align(
     Per metric and for the per-conversation mean of the metrics: Pearson r, Spearman ρ, Kendall τ with p-values, stars (* p<0.05, ** p<0.01) and bootstrap 95 % CIs; human vs LLM means and stds; with two or more judges, their agreement (Krippendorff's α, quadratic Cohen's κ, Pearson).
 
     Only the 8 paper rubrics are aligned (Clarity, Truthfulness, Engagement, Coherence, Depth, Relevance, Progress, Naturalness); other rubric names in the scores (from `evaluate --rubrics`) are ignored, with one warning line listing them.
+
+    Also every judge (a panel's members, found in judges/<judge>/ beside the scores) with Krippendorff's α counting the judge as one more rater (judges.md); with --calibrate the judge mapped to the human scale, out of fold by tutorial (calibration.md, calibration.json for `evaluate --calibration`); with --ppi the prediction-powered human mean per model (ppi.md).
 
     Writes CSV, Markdown and PNG figures to --out, all or nothing: --out is replaced as a whole (a directory holding files align did not write is refused). What was left out (bad cells, unmatched ids, too few pairs) is listed on stderr and in problems.txt.
     """

@@ -197,7 +197,7 @@ def compute(
             if extra:
                 listed = ", ".join(extra[:5]) + (", ..." if len(extra) > 5 else "")
                 problems.add("not annotated", f"{src}: {len(extra)} of {len(src_ids)} LLM-scored conversations have "
-                                              f"no human rating ({listed}); not used")
+                                              f"no human rating ({listed}); not in the correlations (--ppi uses them)")
     if len(judges) >= 2:
         present = np.zeros((len(judges), len(ids)), dtype=bool)
         index = {c: i for i, c in enumerate(ids)}

@@ -7,7 +7,8 @@ lean OpenAI-compatible client) are called through their `_agenerate` instead, wh
 difference: no tracing (LangSmith) enabled, no callbacks on the model or in the running graph's config, no
 LLM cache, no rate limiter. The reply carries the same content, usage_metadata and response_metadata
 (generation info such as finish_reason and logprobs merged in, as LangChain does); only the LangChain
-run id in `message.id` is not set.
+run id in `message.id` is not set. The direct call uses LangChain's private API: only with the exact
+versions it was written against (`private_api.private_api_ok()`), else `ainvoke`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
+
+from .private_api import private_api_ok
 
 
 def _observed(model: BaseChatModel) -> bool:
@@ -41,7 +44,7 @@ def _observed(model: BaseChatModel) -> bool:
 
 async def achat(model: BaseChatModel, messages: list[BaseMessage]) -> BaseMessage:
     """`model`'s reply to `messages` (see the module docstring)."""
-    if not getattr(model, "direct_calls", False) or _observed(model):
+    if not getattr(model, "direct_calls", False) or not private_api_ok() or _observed(model):
         return await model.ainvoke(messages)
     from langchain_core.language_models.chat_models import _gen_info_and_msg_metadata
 

@@ -101,6 +101,10 @@ def lean_transport(base: str | None) -> bool:
     """True if chat completions to `base` may use the lean transport: not disabled by TRANSPORT_ENV, and no
     proxy from the environment applies that aiohttp cannot use (it takes an http:// proxy from HTTP(S)_PROXY,
     as lean_openai does; ALL_PROXY alone, SOCKS or https:// proxies stay with the SDK's httpx)."""
+    from .private_api import private_api_ok
+
+    if not private_api_ok():  # the lean transport reuses ChatOpenAI's private API: only on the tested versions
+        return False
     if os.environ.get(TRANSPORT_ENV, "lean").strip().lower() == "sdk":
         return False
     import urllib.request

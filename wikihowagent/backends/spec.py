@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 
 from .errors import BackendError
 
-Provider = Literal["local", "ollama", "openai"]
+Provider = str  # a key of registry.PROVIDERS (an extension point: a new provider is a module and its entry there)
 
 # Used when the alias file is missing (the shipped configs/models.yaml says the same).
 BUILTIN_ALIASES: dict[str, str] = {

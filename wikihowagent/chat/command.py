@@ -24,14 +24,16 @@ def chat(
 
     from wikihowagent.console import make_console, print_error
 
-    from .core import ChatError, ChatRequest, run_chat
+    from wikihowagent.errors import WikihowagentError
+
+    from .core import ChatRequest, run_chat
 
     console = make_console(stderr=False)  # tutorial titles and model output print literally
     request = ChatRequest(role=role, model=model, tutorial=tutorial, tutorials=tutorials, pick=pick, out=out,
                           config=config, base_url=base_url)
     try:
         summary = run_chat(request, console, read=input)
-    except ChatError as exc:
+    except WikihowagentError as exc:  # ChatError, or a config, corpus or backend error as it is
         print_error(str(exc))
         raise typer.Exit(2) from None
     record = summary.record

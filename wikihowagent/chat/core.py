@@ -242,31 +242,25 @@ def run_chat(req: ChatRequest, console: Console, read: Callable[[str], str]) -> 
     """One chat session: choose the tutorial, run the graph with the person in `req.role`, save the record.
     Raises ChatError (one line) for anything that stops it before the conversation."""
     from wikihowagent.backends import BackendError, check_backend, make_chat_model, resolve_spec, shutdown_local_servers
-    from wikihowagent.config import ConfigError, load_config
+    from wikihowagent.config import load_config
     from wikihowagent.generation.core import now, package_versions, to_record
     from wikihowagent.records import make_conversation_id
-    from wikihowagent.corpus.core import TutorialError, default_tutorials_path, load_tutorials
+    from wikihowagent.corpus.core import default_tutorials_path, load_tutorials
     from wikihowagent.workflow.prompts import load_prompts
 
     if req.role not in ROLES:
         raise ChatError(f"--role {req.role!r}: expected learner or teacher")
     source = req.tutorials or default_tutorials_path()
-    try:
-        cfg = load_config(req.config)
-        prompts = load_prompts(cfg.prompts or None)
-        items = load_tutorials(source, clean_citations=cfg.workflow.strip_citations)
-    except (ConfigError, TutorialError) as exc:
-        raise ChatError(str(exc)) from None
+    cfg = load_config(req.config)
+    prompts = load_prompts(cfg.prompts or None)
+    items = load_tutorials(source, clean_citations=cfg.workflow.strip_citations)
     if not items:
         raise ChatError(f"{source}: no tutorials with >= 2 steps")
     chosen = _choose(req, items, console, read)
     aliases = Path(cfg.models) if cfg.models else None
-    try:
-        resolved = resolve_spec(req.model, aliases)
-        url = req.base_url if resolved.provider == "openai" else None
-        check_backend(resolved, url)
-    except (BackendError, ConfigError) as exc:
-        raise ChatError(str(exc)) from None
+    resolved = resolve_spec(req.model, aliases)
+    url = req.base_url if resolved.provider == "openai" else None
+    check_backend(resolved, url)
     run_dir = req.out or Path(cfg.runs_dir) / f"chat-{req.role}-{chosen.tutorial_id}"
     name = run_dir.name
     other = "learner" if req.role == "teacher" else "teacher"

@@ -32,7 +32,9 @@ def compare(
     rubric, asked in both orders; win rates, position consistency and (3+ runs) a Bradley–Terry ranking."""
     from wikihowagent.console import make_console, print_error, print_labeled, progress_bar
 
-    from .core import CompareError, CompareRequest, run_compare
+    from wikihowagent.errors import WikihowagentError
+
+    from .core import CompareRequest, run_compare
 
     console = make_console()
     req = CompareRequest(runs=tuple(runs), out=out, evaluator=evaluator, rubrics=rubrics, metrics=metrics, config=config,
@@ -41,7 +43,7 @@ def compare(
                          retry_failed=retry_failed)
     try:
         res, stats, desc = run_compare(req, console, lambda total: progress_bar(console, total, "judging pairs (both orders)"))
-    except CompareError as exc:
+    except WikihowagentError as exc:  # CompareError, or a config, rubric, input or judge error as it is
         print_error(str(exc), console)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:

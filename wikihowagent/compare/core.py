@@ -425,12 +425,11 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
     """Judge every shared tutorial of every pair in both orders, then analyse (not for a shard).
 
     -> (result or None for a shard, pass statistics, a line describing the judge and its reading)."""
-    from wikihowagent.config import ConfigError, load_config
-    from wikihowagent.evaluation.core import judge_llm_factory
-    from wikihowagent.evaluation.endpoints import judge_base_urls
-    from wikihowagent.evaluation.inputs import InputError, resolve_inputs
-    from wikihowagent.evaluation.judge import JudgeBackendError, RubricError, load_rubrics
-    from wikihowagent.evaluation.runner import EvalOptions, EvaluateError, Evaluation, judge_concurrency
+    from wikihowagent.config import load_config
+    from wikihowagent.evaluation.core import judge_endpoints
+    from wikihowagent.evaluation.inputs import resolve_inputs
+    from wikihowagent.evaluation.judge import JudgeBackendError, load_rubrics
+    from wikihowagent.evaluation.runner import EvalOptions, Evaluation, judge_concurrency
     from wikihowagent.generation.core import parse_shard
     from wikihowagent.runs import COMPARE_DIR, PAIR_JUDGMENTS, RunError, dir_lock
 
@@ -446,12 +445,9 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
     if len(req.runs) < 2:
         raise CompareError(f"compare needs at least two runs to judge head to head (got {len(req.runs)}"
                            + (f": {req.runs[0]}" if req.runs else "") + ")")
-    try:
-        cfg = load_config(req.config)
-        rubric_set = load_rubrics(req.rubrics)
-        sources = resolve_inputs(list(req.runs), Path(cfg.runs_dir))
-    except (ConfigError, RubricError, InputError) as exc:
-        raise CompareError(str(exc)) from None
+    cfg = load_config(req.config)
+    rubric_set = load_rubrics(req.rubrics)
+    sources = resolve_inputs(list(req.runs), Path(cfg.runs_dir))
     names = list(rubric_set)
     if req.metrics:
         asked = [m.strip() for m in req.metrics.split(",") if m.strip()]
@@ -462,21 +458,16 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
     runs = load_runs(sources, warn, req.max_tutorials)
     opts = EvalOptions(judge=True, evaluator=req.evaluator, base_url=req.base_url, concurrency=req.concurrency,
                        default_concurrency=cfg.concurrency, retries=req.retries)
-    aliases = Path(cfg.models) if cfg.models else None
-    judge_urls: dict[str, str | None] = {}
-    make_llm = judge_llm_factory(cfg, req.base_url, aliases, judge_urls)
+    endpoints = judge_endpoints(cfg, req.base_url)  # as `evaluate`: the run's evaluator and endpoint, else --evaluator
+    make_llm = endpoints.make_llm
     ev = Evaluation(opts, [], names, rubric_set, make_llm, warn)
-    try:
-        by_source = {s.name: ev.evaluator_spec(s) for s in sources}
-        if len(set(by_source.values())) != 1:
-            which = "; ".join(f"{n}: {spec}" for n, spec in by_source.items())
-            raise CompareError(f"the runs name different judges ({which}): pass --evaluator SPEC to judge every pair "
-                               "with the same one")
-        judge_urls.update(judge_base_urls(by_source, sources, req.base_url, aliases))
-        spec = next(iter(by_source.values()))
-        llm = make_llm(spec)
-    except EvaluateError as exc:
-        raise CompareError(str(exc)) from None
+    by_source = endpoints.resolve(ev, sources)
+    if len(set(by_source.values())) != 1:
+        which = "; ".join(f"{n}: {spec}" for n, spec in by_source.items())
+        raise CompareError(f"the runs name different judges ({which}): pass --evaluator SPEC to judge every pair "
+                           "with the same one")
+    spec = next(iter(by_source.values()))
+    llm = make_llm(spec)
     try:
         judge = PairwiseJudge(llm, rubric_set, names, reading=req.reading, retries=req.retries,
                               concurrency=judge_concurrency(opts, llm))

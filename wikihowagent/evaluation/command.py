@@ -41,9 +41,9 @@ def evaluate(
 ) -> None:
     """Score conversations: computational metrics and the LLM rubric judge; summary table, CSV, Markdown, figures."""
     from wikihowagent.console import make_console, print_error, print_labeled
+    from wikihowagent.errors import WikihowagentError
 
     from .core import EvaluateRequest, run_evaluation
-    from .runner import EvaluateError
     from .summary import print_by_domain, print_summary
 
     console = make_console()
@@ -58,7 +58,7 @@ def evaluate(
     )
     try:
         result = run_evaluation(request, console)
-    except EvaluateError as exc:
+    except WikihowagentError as exc:  # EvaluateError, or a config, input, rubric or metric error as it is
         print_error(str(exc), console)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:

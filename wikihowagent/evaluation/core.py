@@ -2,12 +2,14 @@
 
 Resolves the inputs, the rubric file and the metrics, checks every input's evaluator before any work, scores
 each input (runner.Evaluation; one process per scores file: a lock), then builds the summary tables and
-figures. Raises EvaluateError (one line) for anything that stops the stage.
+figures. Raises a WikihowagentError (one line: EvaluateError, or the config, input, rubric or metric error as it
+is) for anything that stops the stage.
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -78,23 +80,18 @@ class EvaluationSummary:
 
 def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     """Score every input and summarise. `console` (rich, stderr) shows warnings, progress and per-input lines."""
-    from wikihowagent.config import ConfigError, load_config
+    from wikihowagent.config import load_config
     from wikihowagent.console import print_labeled
 
-    from .endpoints import judge_base_urls
-    from .inputs import InputError, resolve_inputs
+    from .inputs import resolve_inputs
     from .judge import RubricError, load_rubrics
-    from .metrics import MetricError
     from .panel import combine as combine_panel
     from .panel import panel_spec
     from .runner import EvalOptions, Evaluation, select_metrics
 
-    from wikihowagent.presets import PresetError, get_preset, preset_config
+    from wikihowagent.presets import get_preset, preset_config
 
-    try:
-        preset = get_preset(req.preset)
-    except PresetError as exc:
-        raise EvaluateError(str(exc)) from None
+    preset = get_preset(req.preset)
     if req.compat not in (None, "paper"):
         raise EvaluateError(f"--compat: only 'paper' is supported, not {req.compat!r}")
     from .scoring import SCORING_MODES
@@ -108,10 +105,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     mode = req.mode
     if req.posttest_learner and mode == "paper":
         raise EvaluateError("--posttest-learner: the post-test is not part of the paper's metrics (--compat paper)")
-    try:
-        cfg = load_config(req.config, preset=preset_config(req.preset) if preset else None)
-    except ConfigError as exc:
-        raise EvaluateError(str(exc)) from None
+    cfg = load_config(req.config, preset=preset_config(req.preset) if preset else None)
     runs_dir = Path(cfg.runs_dir)
     from wikihowagent.generation.core import parse_shard
 
@@ -133,10 +127,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     baseline = req.baseline
     if baseline is not None and all(Path(p).resolve() != Path(baseline).resolve() for p in paths):
         paths = [baseline] + paths
-    try:
-        sources = resolve_inputs(paths, runs_dir, on_empty=lambda m: print_labeled(console, "warning:", "yellow", f"{m}; skipped"))
-    except InputError as exc:
-        raise EvaluateError(str(exc)) from None
+    sources = resolve_inputs(paths, runs_dir, on_empty=lambda m: print_labeled(console, "warning:", "yellow", f"{m}; skipped"))
     if baseline is not None and all(s.path.resolve() != Path(baseline).resolve() for s in sources):
         raise EvaluateError(f"--baseline {baseline}: the baseline run has nothing to evaluate")
     base_name = None
@@ -144,16 +135,13 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
         base_name = next(s.name for s in sources if s.path.resolve() == Path(baseline).resolve())
 
     try:
-        try:
-            rubric_set = load_rubrics(req.rubrics)
-        except RubricError:
-            if req.judge or req.rubrics is not None:
-                raise
-            rubric_set = None  # --no-judge needs no rubric file
-        rubric_names = list(rubric_set or [])
-        comp, rub = select_metrics(req.metrics, mode, rubric_names)
-    except RubricError as exc:
-        raise EvaluateError(str(exc)) from None
+        rubric_set = load_rubrics(req.rubrics)
+    except RubricError:
+        if req.judge or req.rubrics is not None:
+            raise
+        rubric_set = None  # --no-judge needs no rubric file
+    rubric_names = list(rubric_set or [])
+    comp, rub = select_metrics(req.metrics, mode, rubric_names)
     judge_on = bool(rub) and req.judge
     calibration = _load_calibration(req)
     opts = EvalOptions(mode=mode, metrics=comp + rub, judge=judge_on, evaluator=req.evaluator, base_url=req.base_url,
@@ -162,13 +150,12 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
                        retries=req.retries, batch_size=req.batch_size, shard=shard, scoring=req.judge_scoring,
                        rationale=req.judge_rationale, retry_failed=req.retry_failed, prompt=req.judge_prompt,
                        posttest_learner=req.posttest_learner)
-    aliases = Path(cfg.models) if cfg.models else None  # --config's model alias file, as for generate
-    judge_urls: dict[str, str | None] = {}  # judge spec -> base URL (run.json's endpoint unless --base-url)
 
     def warn(msg: str) -> None:
         print_labeled(console, "warning:", "yellow", msg)
 
-    make_llm = judge_llm_factory(cfg, req.base_url, aliases, judge_urls)
+    endpoints = judge_endpoints(cfg, req.base_url)
+    make_llm = endpoints.make_llm
 
     panel = list(dict.fromkeys(req.panel))
     if panel and shard is not None:
@@ -183,23 +170,19 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
         judge_opts = [replace(opts, evaluator=spec, panel_judge=True) for spec in panel]
         for o in judge_opts:
             _lock_scores_files(locks, sources, o, runs_dir)
-        try:
-            ev = Evaluation(opts, comp, rub if judge_on and not panel else [], rubric_set,
-                            make_llm if judge_on and not panel else None, warn,
-                            make_learner=make_llm if req.posttest_learner else None)
-            # Every input's evaluator (and the server it is asked on) is known before any work starts.
-            specs = {s.name: ev.evaluator_spec(s) for s in sources}
-            judges = [Evaluation(o, [], rub, rubric_set, make_llm, warn) for o in judge_opts]
-            judge_specs = [{s.name: j.evaluator_spec(s) for s in sources} for j in judges]
-            _check_calibration_judge(calibration, req, {n: panel_spec(panel) for n in specs} if panel else specs,
-                                     ev.rubrics_hash)
-            for sp in (specs, *judge_specs):
-                judge_urls.update(judge_base_urls(sp, sources, req.base_url, aliases))
-            ev.prepare(list(specs.values()))  # a --judge-scoring mode the backend cannot serve fails here
-            for j, sp in zip(judges, judge_specs):
-                j.prepare(list(sp.values()))
-        except MetricError as exc:
-            raise EvaluateError(str(exc)) from None
+        ev = Evaluation(opts, comp, rub if judge_on and not panel else [], rubric_set,
+                        make_llm if judge_on and not panel else None, warn,
+                        make_learner=judge_llm_factory(cfg, req.base_url, endpoints.aliases, endpoints.urls,
+                                                       *LEARNER_ROLE) if req.posttest_learner else None)
+        # Every input's evaluator (and the server it is asked on) is known before any work starts.
+        specs = endpoints.resolve(ev, sources)
+        judges = [Evaluation(o, [], rub, rubric_set, make_llm, warn) for o in judge_opts]
+        judge_specs = [endpoints.resolve(j, sources) for j in judges]
+        _check_calibration_judge(calibration, req, {n: panel_spec(panel) for n in specs} if panel else specs,
+                                 ev.rubrics_hash)
+        ev.prepare(list(specs.values()))  # a --judge-scoring mode the backend cannot serve fails here
+        for j, sp in zip(judges, judge_specs):
+            j.prepare(list(sp.values()))
         all_failed: list[str] = []
         empty: list[str] = []  # inputs with no scorable conversation
         states: dict[str, Any] = {}
@@ -249,10 +232,7 @@ def _load_calibration(req: EvaluateRequest) -> Any:
         return None
     from .calibrated import CalibrationMismatch, load
 
-    try:
-        return load(req.calibration)
-    except CalibrationMismatch as exc:
-        raise EvaluateError(str(exc)) from None
+    return load(req.calibration)
 
 
 def _check_calibration_judge(calibration: Any, req: EvaluateRequest, specs: dict, rubrics_hash: str) -> None:
@@ -280,19 +260,46 @@ def _run_scores(results, calibration: Any, req: EvaluateRequest) -> list:
     for src, p in results:
         rs = load_run_scores(src.name, src.label, p, n_failed=src.n_failed, n_invalid=src.n_invalid)
         if calibration is not None:
-            try:
-                check(calibration, req.calibration, rs.table, f"{p}")
-            except CalibrationMismatch as exc:
-                raise EvaluateError(str(exc)) from None
+            check(calibration, req.calibration, rs.table, f"{p}")
             rs.table = add_calibrated(rs.table, calibration)
         out.append(rs)
     return out
 
 
+@dataclass
+class JudgeEndpoints:
+    """Which judge scores each input and on which server, and how its chat model is made: the setup `evaluate`
+    and `judge-check` share (built by `judge_endpoints`)."""
+
+    make_llm: Callable[[str], Any]  # spec -> the judge's chat model (EvaluateError naming the spec)
+    base_url: str | None  # --base-url
+    aliases: Path | None  # --config's model alias file, as for generate
+    urls: dict[str, str | None] = field(default_factory=dict)  # spec -> base URL (run.json's unless --base-url)
+
+    def resolve(self, ev: Any, sources: list[Any]) -> dict[str, str | None]:
+        """{input name: judge spec} of `ev` (an Evaluation), and the server each spec is asked on."""
+        from .endpoints import judge_base_urls
+
+        specs = {s.name: ev.evaluator_spec(s) for s in sources}
+        self.urls.update(judge_base_urls(specs, sources, self.base_url, self.aliases))
+        return specs
+
+
+def judge_endpoints(cfg: Any, base_url: str | None) -> JudgeEndpoints:
+    aliases = Path(cfg.models) if cfg.models else None
+    urls: dict[str, str | None] = {}
+    return JudgeEndpoints(judge_llm_factory(cfg, base_url, aliases, urls), base_url, aliases, urls)
+
+
+LEARNER_ROLE = ("--posttest-learner", "choose another model spec")  # judge_llm_factory's role + hint for it
+
+
 def judge_llm_factory(cfg: Any, base_url: str | None, aliases: Path | None = None,
-                      judge_urls: dict[str, str | None] | None = None) -> Any:
+                      judge_urls: dict[str, str | None] | None = None,
+                      role: str = "evaluator", hint: str = "choose another with --evaluator SPEC, or --no-judge") -> Any:
     """spec -> the judge's chat model (temperature 0) on `judge_urls[spec]` (else `base_url`); EvaluateError
-    naming the spec if it cannot be made. Shared by `evaluate` and `judge-check`."""
+    naming the spec (as `role`, with `hint`) if it cannot be made. Shared by `evaluate` and `judge-check`, also
+    for the post-test's learner (LEARNER_ROLE)."""
     urls = judge_urls if judge_urls is not None else {}
 
     def make_llm(spec: str) -> Any:
@@ -305,7 +312,7 @@ def judge_llm_factory(cfg: Any, base_url: str | None, aliases: Path | None = Non
             check_backend(resolved, url)
             return make_chat_model(resolved, judge_settings, cfg.local, base_url=url)
         except BackendError as exc:
-            raise EvaluateError(f"evaluator {spec!r}: {exc} (choose another with --evaluator SPEC, or --no-judge)") from None
+            raise EvaluateError(f"{role} {spec!r}: {exc} ({hint})") from None
 
     return make_llm
 

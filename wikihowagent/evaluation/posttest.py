@@ -5,7 +5,8 @@ embeddings, cosine similarity, `scipy.optimize.linear_sum_assignment` maximising
 pair counts only at similarity >= THRESHOLD, chosen from the measured table in README). Then:
 - Step Recall: matched tutorial steps / tutorial steps;
 - Order: Kendall tau of the matched steps' positions (tutorial vs answer); None with fewer than 2 matches;
-- Extraneous: recalled steps matching no tutorial step / recalled steps (invented steps; lower is better);
+- Extraneous: recalled steps similar to no tutorial step (below the threshold to every one) / recalled steps
+  (invented steps; lower is better);
 - Detail Recall: the tutorial's details (numbers with their unit, and the physical things WordNet knows:
   artifacts, food, substances, body parts, organisms, natural objects) that reappear in the answer;
 - Learning Gain: post-test Step Recall - pre-test Step Recall (the same model from the title alone).
@@ -28,7 +29,7 @@ DETAIL_RECALL = "Detail Recall"
 LEARNING_GAIN = "Learning Gain"
 POSTTEST_METRICS = (STEP_RECALL, ORDER, EXTRANEOUS, DETAIL_RECALL, LEARNING_GAIN)
 
-THRESHOLD = 0.5  # cosine similarity of a match; README "Post-test" (measured table, scripts/bench_posttest.py)
+THRESHOLD = 0.4  # cosine similarity of a match; README "Post-test" (measured table, scripts/bench_posttest.py)
 
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve".split())}
@@ -66,8 +67,18 @@ def order_tau(matches: Sequence[tuple[int, int]]) -> float | None:
     return None if tau != tau else float(tau)  # NaN cannot occur one-to-one; kept out anyway
 
 
-def extraneous(matches: Sequence[tuple[int, int]], n_answer: int) -> float | None:
-    return (n_answer - len(matches)) / n_answer if n_answer else None
+def extraneous(sim: Any, threshold: float = THRESHOLD) -> float | None:
+    """Share of the recalled steps (columns of `sim`) similar to no tutorial step (>= threshold to none):
+    invented steps. Not one-to-one: a recalled detail of a step that another line already matched is not
+    invented."""
+    import numpy as np
+
+    sim = np.asarray(sim, dtype=float)
+    if sim.shape[1] == 0:
+        return None
+    if sim.shape[0] == 0:
+        return 1.0
+    return float((sim.max(axis=0) < threshold).mean())
 
 
 def _is_thing(wn: Any, word: str) -> str | None:
@@ -136,7 +147,7 @@ def posttest_scores(conv: Conversation, similarity: Callable[[Sequence[str], Seq
     sim = similarity(steps, recalled)
     matches = match_steps(sim, threshold)
     values = {STEP_RECALL: step_recall(matches, len(steps)), ORDER: order_tau(matches),
-              EXTRANEOUS: extraneous(matches, len(recalled))}
+              EXTRANEOUS: extraneous(sim, threshold)}
     notes: list[str] = []
     if DETAIL_RECALL in want:
         values[DETAIL_RECALL] = detail_recall(steps, recalled, wordnet)

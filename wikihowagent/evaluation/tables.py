@@ -4,7 +4,6 @@ homogeneous run of its teacher, + Overall with ↑/↓ against Table 1's Overall
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from .summary import RunScores, Summary, summarize
 
 def expand_sweep_dirs(paths: list[Path], warn: Callable[[str], None]) -> tuple[list[Path], bool]:
     """A sweep directory (with sweep.json) -> its cells' run directories. Returns (paths, any sweep given)."""
-    from wikihowagent.runs import CONVERSATIONS, SWEEP_INFO
+    from wikihowagent.runs import CONVERSATIONS, SWEEP_INFO, sweep_cell_dirs
 
     out: list[Path] = []
     sweep = False
@@ -23,9 +22,7 @@ def expand_sweep_dirs(paths: list[Path], warn: Callable[[str], None]) -> tuple[l
         p = Path(p)
         if p.is_dir() and (p / SWEEP_INFO).exists() and not (p / CONVERSATIONS).exists():
             sweep = True
-            cells = json.loads((p / SWEEP_INFO).read_text(encoding="utf-8")).get("cells") or []
-            for c in cells:
-                d = p / str(c.get("run"))
+            for d in sweep_cell_dirs(p):
                 if (d / CONVERSATIONS).exists():
                     out.append(d)
                 else:

@@ -57,7 +57,9 @@ def generate(
     from wikihowagent.console import make_console, print_error, print_labeled
     from wikihowagent.runs import CONVERSATIONS
 
-    from .core import GenerateError, GenerateRequest, run_generation
+    from wikihowagent.errors import WikihowagentError
+
+    from .core import GenerateRequest, run_generation
 
     console = make_console()
     request = GenerateRequest(
@@ -72,7 +74,7 @@ def generate(
     )
     try:
         summary = run_generation(request, console)
-    except GenerateError as exc:
+    except WikihowagentError as exc:  # GenerateError, or a config, backend or run error as it is
         _fail(str(exc))
     if summary.disk_full:  # the records written so far are whole; the same command resumes
         print_error(summary.disk_full, console)
@@ -104,7 +106,8 @@ def merge(
     Refuses in one line if a shard 0..N-1 is missing or was made with other settings."""
     from wikihowagent.console import make_console
     from wikihowagent.evaluation.shards import merge_score_shards
-    from wikihowagent.runs import SCORE_SHARDS_DIR as SCORE_SHARDS, SHARDS_DIR, RunError
+    from wikihowagent.errors import WikihowagentError
+    from wikihowagent.runs import SCORE_SHARDS_DIR as SCORE_SHARDS, SHARDS_DIR
 
     from .core import merge_shards
 
@@ -119,5 +122,5 @@ def merge(
             counts = merge_score_shards(run_dir)
             console.print(f"{run_dir}: merged {counts['shards']} score shards into {counts['scores']} score records",
                           highlight=False, markup=False)
-    except RunError as exc:
+    except WikihowagentError as exc:  # RunError, ShardError, a bad line (JsonlError)
         _fail(str(exc))

@@ -23,7 +23,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.config import Config, ConfigError
+from wikihowagent.config import Config
 from wikihowagent.records import ConversationRecord, PostTest, Tutorial, TutorialRef, conversation_lines, make_conversation_id
 from wikihowagent.runs import (
     CONVERSATIONS,
@@ -324,7 +324,7 @@ def merge_shards(run_dir: Path) -> dict[str, int]:
     try:  # every shard 0..N-1 there, all made with the same settings
         check_shards(shards, lambda d: read_run_info(d).fingerprint, run_dir)
     except ShardError as exc:
-        raise RunError(str(exc)) from None
+        raise RunError(str(exc)) from None  # merge_shards: RunError, whatever went wrong
     sources = [run_dir / CONVERSATIONS] + [d / CONVERSATIONS for d in shards]
     merged: dict[str, ConversationRecord] = {}
     for src in sources:
@@ -444,28 +444,22 @@ def _select_tutorials(req: GenerateRequest, cfg: Config, console: Any) -> tuple[
 
 def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
     """Run (or resume) one run directory. `console` (rich) shows the plan, skipped articles and the progress
-    bar. Raises GenerateError (one line) for anything that stops the stage; a conversation's failure does not."""
-    from wikihowagent.backends import BackendError, resolve_spec, shutdown_local_servers
+    bar. Raises a WikihowagentError (one line: GenerateError, or the config, corpus, backend or run error as
+    it is) for anything that stops the stage; a conversation's failure does not."""
+    from wikihowagent.backends import resolve_spec, shutdown_local_servers
     from wikihowagent.backends.replicas import check_replicas, make_pooled_chat_model, role_endpoints
     from wikihowagent.config import load_config
-    from wikihowagent.console import print_labeled
-    from wikihowagent.presets import PresetError, preset_config
-    from wikihowagent.runs import RunError, dir_lock
+    from wikihowagent.presets import preset_config
+    from wikihowagent.runs import dir_lock
     from wikihowagent.workflow.prompts import load_prompts
 
     learner = req.learner or req.teacher
-    try:
-        cfg = load_config(req.config, req.config_overrides(), preset=preset_config(req.preset))
-    except (ConfigError, PresetError) as exc:
-        raise GenerateError(str(exc)) from None
+    cfg = load_config(req.config, req.config_overrides(), preset=preset_config(req.preset))
     selected, source = _select_tutorials(req, cfg, console)
     from wikihowagent.workflow.manager import MANAGERS
     from wikihowagent.workflow.personas import select_personas
 
-    try:  # assigned before sharding, so every shard (and a resume) assigns alike
-        personas = assign_personas(selected, select_personas(cfg.workflow.learner_personas, cfg.personas or None))
-    except ConfigError as exc:
-        raise GenerateError(str(exc)) from None
+    personas = assign_personas(selected, select_personas(cfg.workflow.learner_personas, cfg.personas or None))
     if cfg.workflow.manager not in MANAGERS:
         raise GenerateError(f"--manager {cfg.workflow.manager!r}: expected one of {', '.join(MANAGERS)}")
     shard_kn = None
@@ -479,29 +473,26 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
                "topics": list(req.topics), "domains_file": str(req.domains_file) if req.domains_file else None,
                "sample": {"n": req.sample, "per": req.per, "seed": req.sample_seed} if req.sample else None}
 
-    try:
-        prompts = load_prompts(cfg.prompts or None)
-        aliases = Path(cfg.models) if cfg.models else None
-        roles = {"teacher": req.teacher, "learner": learner}
-        if cfg.workflow.manager == "llm":
-            roles["manager"] = cfg.workflow.manager_model or req.teacher
-        resolved = {}
-        urls = {}  # --base-url is for openai: specs; an Ollama or local role keeps its own endpoint(s)
-        given = [req.base_url] if isinstance(req.base_url, str) else list(req.base_url or ())
-        checked: set[tuple[str, tuple[str, ...]]] = set()
-        for role, spec in roles.items():
-            resolved[role] = resolve_spec(spec, aliases)
-            urls[role] = role_endpoints(resolved[role], given, aliases)
-            key = (resolved[role].spec, tuple(urls[role] or ()))
-            if key not in checked:  # teacher = learner: one check, one warning per dead replica
-                checked.add(key)
-                check_replicas(resolved[role], urls[role],
-                               lambda m: console.print(f"warning: {m}", highlight=False, markup=False))
-        # Recorded in run.json so that `evaluate` asks the same server (not checked: it is not used here).
-        judge = resolve_spec(req.evaluator or req.teacher, aliases)
-        judge_urls = role_endpoints(judge, given, aliases)
-    except (BackendError, ConfigError) as exc:
-        raise GenerateError(str(exc)) from None
+    prompts = load_prompts(cfg.prompts or None)
+    aliases = Path(cfg.models) if cfg.models else None
+    roles = {"teacher": req.teacher, "learner": learner}
+    if cfg.workflow.manager == "llm":
+        roles["manager"] = cfg.workflow.manager_model or req.teacher
+    resolved = {}
+    urls = {}  # --base-url is for openai: specs; an Ollama or local role keeps its own endpoint(s)
+    given = [req.base_url] if isinstance(req.base_url, str) else list(req.base_url or ())
+    checked: set[tuple[str, tuple[str, ...]]] = set()
+    for role, spec in roles.items():
+        resolved[role] = resolve_spec(spec, aliases)
+        urls[role] = role_endpoints(resolved[role], given, aliases)
+        key = (resolved[role].spec, tuple(urls[role] or ()))
+        if key not in checked:  # teacher = learner: one check, one warning per dead replica
+            checked.add(key)
+            check_replicas(resolved[role], urls[role],
+                           lambda m: console.print(f"warning: {m}", highlight=False, markup=False))
+    # Recorded in run.json so that `evaluate` asks the same server (not checked: it is not used here).
+    judge = resolve_spec(req.evaluator or req.teacher, aliases)
+    judge_urls = role_endpoints(judge, given, aliases)
     options = WorkflowOptions(max_interactions=cfg.workflow.max_interactions, history=cfg.workflow.history,
                               learner_farewell=cfg.workflow.learner_farewell,
                               max_clarifications_per_step=cfg.workflow.max_clarifications_per_step,
@@ -524,27 +515,22 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
         fingerprint["local"] = cfg.local.model_dump(include={"max_tokens", "n_ctx"})
     endpoints = {k: _endpoint(v, urls[k]) for k, v in resolved.items()}
     endpoints["evaluator"] = _endpoint(judge, judge_urls)
-    try:
-        # One `generate` per run directory at a time: two appenders (e.g. an overlapping requeue) would
-        # run the same tutorials and lose records when one rewrites the file under the other.
-        with dir_lock(run_dir, blocking=False, what="another 'wikihowagent generate'"):
-            models: dict[str, BaseChatModel] = {}
+    with dir_lock(run_dir, blocking=False, what="another 'wikihowagent generate'"):
+        models: dict[str, BaseChatModel] = {}
 
-            def model_for(role: str) -> BaseChatModel:
-                spec = roles[role]
-                if spec not in models:  # homogeneous: one model object for both roles
-                    models[spec] = make_pooled_chat_model(  # replicas, least-busy routing, outage pause
-                        resolved[role], cfg.model, cfg.local, urls[role], pool_settings=cfg.replicas,
-                        on_event=lambda m: console.print(f"note: {m}", highlight=False, markup=False))
-                return models[spec]
+        def model_for(role: str) -> BaseChatModel:
+            spec = roles[role]
+            if spec not in models:  # homogeneous: one model object for both roles
+                models[spec] = make_pooled_chat_model(  # replicas, least-busy routing, outage pause
+                    resolved[role], cfg.model, cfg.local, urls[role], pool_settings=cfg.replicas,
+                    on_event=lambda m: console.print(f"note: {m}", highlight=False, markup=False))
+            return models[spec]
 
-            try:
-                return _run(cfg, run_dir, name, fingerprint, endpoints, selected, source, filters, req.retry_failed,
-                            options, prompts, roles, model_for, console, personas)
-            finally:
-                shutdown_local_servers()
-    except (RunError, BackendError) as exc:
-        raise GenerateError(str(exc)) from None
+        try:
+            return _run(cfg, run_dir, name, fingerprint, endpoints, selected, source, filters, req.retry_failed,
+                        options, prompts, roles, model_for, console, personas)
+        finally:
+            shutdown_local_servers()
 
 
 def _run(cfg: Config, run_dir: Path, name: str, fingerprint: dict[str, Any], endpoints: dict[str, Any],

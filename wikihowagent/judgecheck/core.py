@@ -20,15 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, JudgmentRecord
-from wikihowagent.runs import JUDGMENTS
+from wikihowagent.runs import JUDGE_CHECK_LOCK, JUDGMENTS
 
+from .accuracy import BOOTSTRAP, ORIGINAL, ORIGINAL_2, bootstrap_ci, paired_wins, win  # noqa: F401 (re-exported)
 from .perturbations import Perturbation, perturb
 from wikihowagent.runs import (CONSISTENCY_CSV, PAIRWISE_SENSITIVITY_CSV, PAIRWISE_SENSITIVITY_PNG,
                                PAIRWISE_SUMMARY_MD, SENSITIVITY_CSV, SENSITIVITY_PNG, SUMMARY_MD)
 
-ORIGINAL, ORIGINAL_2 = "original", "original-2"
-BOOTSTRAP = 2000
 
 
 @dataclass
@@ -125,25 +125,6 @@ async def run_jobs(jobs: list[Job], judge: Any, evaluator: str, path: Path, prog
 # --------------------------------------------------------------------------------------------------
 
 
-def win(orig: float, pert: float) -> float:
-    """1 if the original scores higher, 0.5 for a tie, 0 if the perturbed copy scores higher."""
-    if abs(orig - pert) <= 1e-9:
-        return 0.5
-    return 1.0 if orig > pert else 0.0
-
-
-def bootstrap_ci(values: list[float], n_boot: int = BOOTSTRAP, seed: int = 0) -> tuple[float, float]:
-    import numpy as np
-
-    if not values:
-        return math.nan, math.nan
-    arr = np.asarray(values, dtype=float)
-    rng = np.random.default_rng(seed)
-    means = arr[rng.integers(0, len(arr), size=(n_boot, len(arr)))].mean(axis=1)
-    lo, hi = np.percentile(means, [2.5, 97.5])
-    return float(lo), float(hi)
-
-
 def sensitivity_table(records: dict[tuple[str, str], dict[str, Any]], perturbations: list[Perturbation],
                       rubric_names: list[str]) -> Any:
     import pandas as pd
@@ -154,19 +135,9 @@ def sensitivity_table(records: dict[tuple[str, str], dict[str, Any]], perturbati
         for rubric in p.targets:
             if rubric not in rubric_names:
                 continue
-            wins, o_scores, p_scores = [], [], []
-            failed = 0
-            for (cid, v), rec in records.items():
-                if v != p.name or cid not in originals:
-                    continue
-                o = (originals[cid].get("scores") or {}).get(rubric)
-                q = (rec.get("scores") or {}).get(rubric)
-                if o is None or q is None:
-                    failed += 1
-                    continue
-                wins.append(win(o, q))
-                o_scores.append(o)
-                p_scores.append(q)
+            wins, o_scores, p_scores, failed = paired_wins(
+                ((originals[cid].get("scores") or {}).get(rubric), (rec.get("scores") or {}).get(rubric))
+                for (cid, v), rec in records.items() if v == p.name and cid in originals)
             lo, hi = bootstrap_ci(wins)
             rows.append({"rubric": rubric, "perturbation": p.name, "n": len(wins),
                          "accuracy": _r(sum(wins) / len(wins)) if wins else None, "ci_low": _r(lo), "ci_high": _r(hi),
@@ -407,3 +378,275 @@ def analyse_pairwise(out_dir: Path, records: dict[tuple[str, ...], Any], perturb
         res.written.append(heatmap(table, rubric_names, perturbations, out_dir / PAIRWISE_HEATMAP,
                                    f"judge-check --pairwise: {evaluator} ({reading})"))
     return res
+
+
+# --------------------------------------------------------------------------------------------------
+# The stage: run_judge_check (the command parses, calls it, prints its one-line error)
+# --------------------------------------------------------------------------------------------------
+
+
+class JudgeCheckError(WikihowagentError, ValueError):
+    """judge-check cannot run or measured nothing; one line."""
+
+
+@dataclass(frozen=True)
+class JudgeCheckRequest:
+    """What `wikihowagent judge-check` was asked to do."""
+
+    runs: tuple[Path, ...]
+    out: Path
+    evaluators: tuple[str, ...] = ()  # () = as `evaluate`; several = a panel
+    judge_scoring: str | None = None
+    judge_rationale: bool = False
+    judge_prompt: str | None = None
+    perturbations: Path | None = None
+    rubrics: Path | None = None
+    max_conversations: int | None = None
+    config: Path | None = None
+    base_url: str | None = None
+    concurrency: int | None = None
+    retries: int = 2
+    figures: bool = True
+    pairwise: bool = False
+    pairwise_reading: str | None = None
+    posttest_learner: str | None = None  # instead of judging: the post-test's validity with this learner
+
+
+def run_judge_check(req: JudgeCheckRequest, console: Any) -> None:
+    """Judge, resume, analyse and write; progress and results on `console`. Raises JudgeCheckError (one line)."""
+    specs = list(dict.fromkeys(req.evaluators))
+    if len(specs) > 1:
+        _judge_panel(console, specs, req.runs, req.out, req.judge_scoring, req.judge_rationale, req.perturbations,
+                     req.rubrics, req.max_conversations, req.config, req.base_url, req.concurrency, req.retries,
+                     not req.figures, req.pairwise, req.judge_prompt)
+    else:
+        _judge_check(console, req.runs, req.out, specs[0] if specs else None, req.judge_scoring, req.judge_rationale,
+                     req.perturbations, req.rubrics, req.max_conversations, req.config, req.base_url, req.concurrency,
+                     req.retries, not req.figures, req.pairwise, req.pairwise_reading, req.judge_prompt,
+                     req.posttest_learner)
+
+
+def _judge_panel(console, specs, runs, out, judge_scoring, judge_rationale, perturbations_path, rubrics_path,
+                 max_conversations, config, base_url, concurrency, retries, no_figures, pairwise,
+                 judge_prompt=None) -> None:
+    """Each judge into OUT/<judge>/, then the panel of their mean scores into OUT/panel/."""
+    from wikihowagent.evaluation.judge import load_rubrics
+    from wikihowagent.evaluation.panel import judge_slug
+
+    from .panel import PANEL_DIR, combine_judgments
+    from .perturbations import load_perturbations
+
+    if pairwise:
+        raise JudgeCheckError("--pairwise compares one judge's verdicts; give one --evaluator")
+    out = Path(out)
+    accuracy = {}
+    for spec in specs:
+        console.print(f"panel judge {spec} -> {out / judge_slug(spec)}", highlight=False, markup=False)
+        _judge_check(console, runs, out / judge_slug(spec), spec, judge_scoring, judge_rationale,
+                     perturbations_path, rubrics_path, max_conversations, config, base_url, concurrency,
+                     retries, no_figures, judge_prompt=judge_prompt)
+    rubric_set = load_rubrics(rubrics_path)
+    perts = load_perturbations(perturbations_path, list(rubric_set))
+    name, label, ids, n = combine_judgments(out, specs)
+    for spec in specs:
+        accuracy[spec] = analyse(out / judge_slug(spec), perts, list(rubric_set), spec,
+                                 _scoring_of(out / judge_slug(spec), spec), ids, CheckStats(),
+                                 figures=False).mean_accuracy
+    res = analyse(out / PANEL_DIR, perts, list(rubric_set), name, label, ids, CheckStats(), figures=not no_figures)
+    console.print("mean accuracy over targeted cells: " + ", ".join(f"{s} {a:.3f}" for s, a in accuracy.items())
+                  + f"; panel (mean of {len(specs)}) {res.mean_accuracy:.3f}", highlight=False, markup=False)
+    console.print(f"panel: {n} judgments -> " + ", ".join(str(p) for p in res.written), highlight=False, markup=False)
+
+
+def _scoring_of(out: Path, spec: str) -> str:
+    from wikihowagent.runs import JUDGMENTS, read_judgment_table
+
+    m = read_judgment_table(out / JUDGMENTS).meta
+    found = [sc for ev, sc in zip(m["evaluator"], m["scoring"]) if ev == spec]
+    return found[-1] if found else ""
+
+
+def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, perturbations_path, rubrics_path,
+                 max_conversations, config, base_url, concurrency, retries, no_figures, pairwise=False,
+                 pairwise_reading=None, judge_prompt=None, posttest_learner=None) -> None:
+    import asyncio
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+    from wikihowagent.config import load_config
+    from wikihowagent.evaluation.core import judge_endpoints
+    from wikihowagent.evaluation.inputs import resolve_inputs
+    from wikihowagent.evaluation.judge import JudgeBackendError, load_rubrics
+    from wikihowagent.evaluation.runner import EvalOptions, Evaluation
+    from wikihowagent.evaluation.scoring import SCORING_MODES
+    from wikihowagent.runs import RunError, dir_lock
+
+    from .perturbations import load_perturbations
+
+    if judge_scoring is not None and judge_scoring not in SCORING_MODES:
+        raise JudgeCheckError(f"--judge-scoring: unknown mode {judge_scoring!r}; valid: {', '.join(SCORING_MODES)}")
+    cfg = load_config(config)
+    rubric_set = load_rubrics(rubrics_path)
+    perts = load_perturbations(perturbations_path, list(rubric_set))
+    sources = resolve_inputs(list(runs), Path(cfg.runs_dir))
+
+    def warn(msg: str) -> None:
+        console.print("warning: " + msg, highlight=False, soft_wrap=True, markup=False)
+
+    convs = []
+    for src in sources:
+        for c in src.conversations(on_error=warn):
+            convs.append((src, c))
+            if max_conversations and len(convs) >= max_conversations:
+                break
+        if max_conversations and len(convs) >= max_conversations:
+            break
+    if len(convs) < 2:
+        raise JudgeCheckError(f"{', '.join(str(s.path) for s in sources)}: judge-check needs at least 2 conversations "
+                              f"(found {len(convs)})")
+    endpoints = judge_endpoints(cfg, base_url)  # as `evaluate`: the run's evaluator and endpoint, else --evaluator
+    if posttest_learner:
+        from wikihowagent.evaluation.core import LEARNER_ROLE, judge_llm_factory
+
+        make_learner = judge_llm_factory(cfg, base_url, endpoints.aliases, endpoints.urls, *LEARNER_ROLE)
+        _posttest_validity(console, [c for _, c in convs], perts, posttest_learner, make_learner, Path(out))
+        return
+    opts = EvalOptions(judge=True, evaluator=evaluator, base_url=base_url, concurrency=concurrency,
+                       default_concurrency=cfg.concurrency,
+                       retries=retries, scoring=judge_scoring, rationale=judge_rationale, prompt=judge_prompt)  # as `evaluate`: the run's evaluator and endpoint, else --evaluator
+    make_llm = endpoints.make_llm
+    ev = Evaluation(opts, [], list(rubric_set), rubric_set, make_llm, warn)
+    specs = set(endpoints.resolve(ev, sources).values())
+    if len(specs) != 1:
+        raise JudgeCheckError(f"the inputs name different evaluators ({', '.join(sorted(map(str, specs)))}): "
+                              "pass --evaluator SPEC")
+    spec = specs.pop()
+    if pairwise:
+        from wikihowagent.evaluation.runner import judge_concurrency
+
+        llm = make_llm(spec)
+        _pairwise(console, [c for _, c in convs], perts, rubric_set, spec, llm, Path(out),
+                  pairwise_reading, retries, judge_concurrency(opts, llm), no_figures)
+        return
+    judge = ev.judge_for(spec)
+    out = Path(out)
+    stats = CheckStats()
+    jobs = plan([c for _, c in convs], perts, list(rubric_set), stats)
+    desc = judge.label + (f", prompt {judge.prompt_name}" if judge.prompt_name else "")
+    console.print(f"judge-check: {len(convs)} conversations, {len(perts)} perturbations, judge {spec} ({desc}): "
+                  f"{len(jobs)} judge passes", highlight=False, markup=False)
+    loop = asyncio.new_event_loop()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with dir_lock(out, blocking=False, what="another 'wikihowagent judge-check'", name=JUDGE_CHECK_LOCK), \
+                Progress(TextColumn("{task.description}", markup=False, style="bold"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                         TimeRemainingColumn(), console=console) as prog:
+            task = prog.add_task("judging originals and perturbed copies", total=len(jobs))
+            loop.run_until_complete(run_jobs(jobs, judge, spec, out / JUDGMENTS, lambda n: prog.advance(task, n), stats))
+    except (JudgeBackendError, RunError, OSError) as exc:
+        raise JudgeCheckError(f"{exc} (judgments so far are in {out / JUDGMENTS}; rerun to resume)") from None
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+    res = analyse(out, perts, list(rubric_set), spec, judge.label, {c.conversation_id for _, c in convs}, stats,
+                  figures=not no_figures, prompt=judge.prompt_name)
+    console.print(f"{stats.judged} judge passes made, {stats.already} already done; {stats.failures} of "
+                  f"{stats.rubric_scores} rubric scores failed (calls, parse, low digit mass); "
+                  f"mean accuracy over targeted cells: {res.mean_accuracy:.3f}", highlight=False, markup=False)
+    console.print("wrote " + ", ".join(str(p) for p in res.written), highlight=False, markup=False)
+    if stats.rubric_scores and stats.failures == stats.rubric_scores:
+        raise JudgeCheckError("the judge failed on every rubric: no sensitivity could be measured")
+
+
+def _pairwise(console, convs, perts, rubric_set, spec, llm, out, reading, retries, concurrency, no_figures) -> None:
+    """judge-check --pairwise: original vs perturbed copy, both orders, the perturbation's target rubrics."""
+    import asyncio
+
+    from wikihowagent.compare.core import PassStats, pending, read_records, reading_note, run_pair_jobs
+    from wikihowagent.compare.pairwise import PairwiseJudge
+    from wikihowagent.evaluation.judge import JudgeBackendError
+    from wikihowagent.evaluation.runner import cancel_leftover_tasks
+    from wikihowagent.console import progress_bar
+    from wikihowagent.runs import PAIR_JUDGMENTS, RunError, dir_lock
+
+    try:
+        judge = PairwiseJudge(llm, rubric_set, list(rubric_set), reading=reading, retries=retries, concurrency=concurrency)
+    except ValueError as exc:
+        raise JudgeCheckError(f"evaluator {spec!r}: {exc}") from None
+    stats = CheckStats()
+    jobs = plan_pairwise(convs, perts, list(rubric_set), stats)
+    passes = PassStats()
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(judge.probe())
+        console.print(f"judge-check --pairwise: {len(convs)} conversations, {len(perts)} perturbations, judge {spec} "
+                      f"(pairwise, {judge.label}): {len(jobs)} judge passes (both orders), "
+                      f"{sum(len(j.names) for j in jobs)} verdicts", highlight=False, markup=False)
+        console.print(reading_note(judge.label), highlight=False, markup=False)
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / PAIR_JUDGMENTS
+        with dir_lock(out, blocking=False, what="another 'wikihowagent judge-check'", name=JUDGE_CHECK_LOCK):
+            todo = pending(jobs, read_records([path], spec, judge.label))
+            passes.already = len(jobs) - len(todo)
+            with progress_bar(console, len(jobs), "judging originals against perturbed copies (both orders)") as advance:
+                advance(passes.already)
+                loop.run_until_complete(run_pair_jobs(todo, judge, spec, path, advance, passes))
+    except (JudgeBackendError, RunError, OSError) as exc:
+        raise JudgeCheckError(f"{exc} (judgments so far are in {out / PAIR_JUDGMENTS}; rerun to resume)") from None
+    finally:
+        cancel_leftover_tasks(loop)
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+    stats.rubric_scores, stats.failures = passes.asked, passes.failures
+    res = analyse_pairwise(out, read_records([out / PAIR_JUDGMENTS], spec, judge.label), perts, list(rubric_set), spec,
+                           judge.label, {c.conversation_id for c in convs}, stats, figures=not no_figures)
+    console.print(f"{passes.judged} judge passes made, {passes.already} already done; {passes.failures} of {passes.asked} "
+                  f"verdicts unreadable; mean accuracy over targeted cells: {res.mean_accuracy:.3f}, position "
+                  f"consistency {res.position_consistency:.3f}"
+                  + (f" (absolute judge on the same cells: {res.absolute_mean_accuracy:.3f})"
+                     if res.absolute_mean_accuracy == res.absolute_mean_accuracy else ""), highlight=False, markup=False)
+    console.print("wrote " + ", ".join(str(p) for p in res.written), highlight=False, markup=False)
+    if passes.asked and passes.failures == passes.asked:
+        raise JudgeCheckError("the judge gave no readable verdict: no sensitivity could be measured")
+
+
+def _posttest_validity(console, convs, perts, spec, make_learner, out) -> None:
+    """judge-check --posttest-learner: post-tests on originals and skip_steps / off_topic copies."""
+    import asyncio
+
+    from wikihowagent.console import progress_bar
+    from wikihowagent.evaluation.runner import EvaluateError, cancel_leftover_tasks
+    from wikihowagent.runs import POSTTESTS, PretestCache, RunError, dir_lock
+    from wikihowagent.workflow.posttest import PostTester
+
+    from .posttest_check import (PostTestCheck, judge_accuracy, step_recalls, take_posttests, validity_table, variants,
+                                 write_validity)
+
+    check = PostTestCheck()
+    jobs = variants(convs, perts, check)
+    if not any(v != "original" for v, _ in jobs):
+        raise JudgeCheckError("judge-check --posttest-learner: no skip_steps / off_topic perturbation applies "
+                              "(the perturbation file needs one of these kinds)")
+    console.print(f"judge-check --posttest-learner: {len(convs)} conversations, {len(jobs)} post-tests "
+                  f"(originals, skip_steps, off_topic), learner {spec}", highlight=False, markup=False)
+    loop = asyncio.new_event_loop()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with dir_lock(out, blocking=False, what="another 'wikihowagent judge-check'", name=JUDGE_CHECK_LOCK):
+            tester = PostTester(make_learner(spec), spec, PretestCache(out))
+            with progress_bar(console, len(jobs), "post-tests of originals and perturbed copies") as advance:
+                tests = loop.run_until_complete(take_posttests(jobs, tester, spec, out / POSTTESTS, advance, check))
+    except (EvaluateError, RunError, OSError) as exc:
+        raise JudgeCheckError(f"{exc} (post-tests so far are in {out / POSTTESTS}; rerun to resume)") from None
+    finally:
+        cancel_leftover_tasks(loop)
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+    table = validity_table(step_recalls(convs, tests, check), perts, judge_accuracy(out))
+    written = write_validity(out, table, spec, len(convs), check)
+    for row in table.itertuples(index=False):
+        console.print(f"{row.perturbation}: post-test recall lower than the original's in {row.lower} of {row.n} "
+                      f"pairs ({row.ties} ties), accuracy {row.accuracy} [{row.ci_low}, {row.ci_high}]",
+                      highlight=False, markup=False)
+    console.print(f"post-tests: {check.taken} taken, {check.reused} reused, {check.failed} not a step list; wrote "
+                  + ", ".join(str(p) for p in written), highlight=False, markup=False)

@@ -20,7 +20,7 @@ from typing import Any
 from wikihowagent.records import Conversation, PostTest
 from wikihowagent.runs import POSTTEST_VALIDITY_CSV, POSTTEST_VALIDITY_MD, SENSITIVITY_CSV
 
-from .core import ORIGINAL, bootstrap_ci, win
+from .accuracy import ORIGINAL, bootstrap_ci, paired_wins
 from .perturbations import Perturbation, perturb
 
 POSTTEST_PERTURBATIONS = ("skip_steps", "off_topic")  # teaching removed: recall must drop
@@ -110,17 +110,8 @@ def validity_table(recalls: dict[tuple[str, str], float | None], perturbations: 
     for p in perturbations:
         if p.kind not in POSTTEST_PERTURBATIONS:
             continue
-        wins, orig, pert, failed = [], [], [], 0
-        for (cid, variant), r in recalls.items():
-            if variant != p.name:
-                continue
-            o = recalls.get((cid, ORIGINAL))
-            if o is None or r is None:
-                failed += 1
-                continue
-            wins.append(win(o, r))
-            orig.append(o)
-            pert.append(r)
+        wins, orig, pert, failed = paired_wins((recalls.get((cid, ORIGINAL)), r)
+                                               for (cid, variant), r in recalls.items() if variant == p.name)
         lo, hi = bootstrap_ci(wins)
         rows.append({"perturbation": p.name, "n": len(wins),
                      "accuracy": round(sum(wins) / len(wins), 4) if wins else None,

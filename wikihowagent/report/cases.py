@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from wikihowagent.markdown import markdown_text
@@ -22,6 +23,14 @@ def pick(convs: list[ReportConversation], metric: str, n: int) -> tuple[list[Rep
     best = sorted(have, key=lambda c: (-c.metrics[metric], c.run, c.conversation_id))[:n]
     worst = sorted(have, key=lambda c: (c.metrics[metric], c.run, c.conversation_id))[:n]
     return best, worst
+
+
+def write_page(ctx: Any) -> str:
+    """With --cases N: cases.md and cases.html; -> the overview's link (a report page, see report.core.PAGES)."""
+    if not ctx.cases:
+        return ""
+    write_cases(ctx.d, ctx.convs, ctx.chunk_of, ctx.metrics, ctx.cases)
+    return f"<a href='{CASES_HTML}'>Case study</a>"
 
 
 def write_cases(d: Path, convs: list[ReportConversation], chunk_of: dict[int, int], metrics: list[str], n: int) -> None:

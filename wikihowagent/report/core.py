@@ -36,7 +36,8 @@ from .page import page
 from .sources import Problems, ReportConversation, ReportRun, load_inputs
 from wikihowagent.runs import (BY_DOMAIN_PNG, CALIBRATION_CSV, CALIBRATION_PNG, COMPUTATIONAL_PNG,
                                CONVERSATION_HTML, CONVERSATION_JS, CORRELATIONS_CSV, CORRELATION_HEATMAP_PNG,
-                               DOMAIN_BARS_PNG, FIGURES_DIR, INDEX_HTML, PPI_CSV, PROBLEMS_TXT,
+                               DOMAIN_BARS_PNG, FIGURES_DIR, INDEX_HTML, JUDGES_CSV, PAGE_SUFFIX, PPI_CSV,
+                               PROBLEMS_TXT,
                                RADAR_COMPUTATIONAL_PNG, RADAR_RUBRICS_PNG, REPORT_ASSETS, REPORT_INDEX_JS,
                                REPORT_JS, RUBRICS_PNG, SCORE_DISTRIBUTIONS_PNG)
 
@@ -58,6 +59,35 @@ class ReportResult:
     files: int
     bytes: int
     problems: list[str] = field(default_factory=list)
+
+
+# The report's extra pages: modules of this package, each with `write_page(ctx: SiteContext) -> str` (writes its
+# page(s) into ctx.d when its input was given, returns the overview's link to it, "" = no page). A new page is
+# a module and its entry here.
+PAGES: tuple[str, ...] = (".cases", ".head_to_head")
+
+
+@dataclass
+class SiteContext:
+    """What a report page may use."""
+
+    d: Path  # the site directory being written
+    runs: list[ReportRun]
+    convs: list[ReportConversation]
+    chunk_of: dict[int, int]  # id(conversation) -> its data chunk (for links: conversation.html#chunk/id)
+    metrics: list[str]  # every metric, display order
+    rubrics: list[str]
+    problems: Problems
+    cases: int | None = None  # --cases N
+    compare: Path | None = None  # --compare DIR
+
+    def page_path(self, name: str) -> Path:
+        """The file of page `name` (`<name>.html`), for a page whose name is its module's."""
+        return self.d / f"{name}{PAGE_SUFFIX}"
+
+    @staticmethod
+    def short_number(x: str) -> str:
+        return _short_number(x)
 
 
 def build_report(paths: list[Path], out: Path, *, cases: int | None = None, alignment: Path | None = None,
@@ -224,17 +254,11 @@ def _write_site(d: Path, runs: list[ReportRun], problems: Problems, cases: int |
     _write_index_data(d, runs, convs, chunk_of, metrics, n_chunks)
     figures, tables = _write_figures(d, runs, metrics, rubrics, problems)
     align_html = _copy_alignment(d, alignment, problems) if alignment else ""
-    cases_link = ""
-    if cases:
-        from .cases import write_cases
+    import importlib
 
-        write_cases(d, convs, chunk_of, metrics, cases)
-        cases_link = "<a href='cases.html'>Case study</a>"
-    if compare is not None:
-        from .head_to_head import write_page
-
-        cases_link = " ".join(x for x in (cases_link, write_page(d, compare, _short_number)) if x)
-    index = _index_html(runs, metrics, rubrics, figures, tables, align_html, cases_link, problems)
+    ctx = SiteContext(d, runs, convs, chunk_of, metrics, rubrics, problems, cases=cases, compare=compare)
+    links = [importlib.import_module(name, __package__).write_page(ctx) for name in PAGES]
+    index = _index_html(runs, metrics, rubrics, figures, tables, align_html, " ".join(x for x in links if x), problems)
     (d / INDEX_HTML).write_text(index, encoding="utf-8")
     (d / CONVERSATION_HTML).write_text(_conversation_html(), encoding="utf-8")
     (d / PROBLEMS_TXT).write_text("".join(line + "\n" for line in problems.lines), encoding="utf-8")
@@ -442,10 +466,15 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
         problems.add(f"{alignment}: no correlations.csv; the alignment section shows the figures only")
     for name, title in ((CALIBRATION_CSV, "Calibration on the human ratings (align --calibrate; out of fold, "
                                             "GroupKFold by tutorial)"),
-                        (PPI_CSV, "Prediction-powered estimates of the human mean rating (align --ppi)")):
+                        (PPI_CSV, "Prediction-powered estimates of the human mean rating (align --ppi)"),
+                        (JUDGES_CSV, "Every judge beside the humans (Krippendorff's α with the judge as a rater)")):
         if (alignment / name).is_file():
-            with (alignment / name).open(encoding="utf-8", newline="") as fh:
-                rows = list(csv.reader(fh))
+            try:
+                with (alignment / name).open(encoding="utf-8", newline="") as fh:
+                    rows = list(csv.reader(fh))
+            except (UnicodeDecodeError, OSError, csv.Error) as exc:
+                problems.add(f"{alignment / name}: cannot read ({getattr(exc, 'strerror', None) or exc}); left out")
+                continue
             if rows:
                 parts.append(f"<h3>{e(title)}</h3>" + csv_table(rows, _short_number))
     captions = {SCORE_DISTRIBUTIONS_PNG: "Human vs LLM score distributions per model (Figs. 6/8)",

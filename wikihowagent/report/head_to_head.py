@@ -7,6 +7,7 @@ import csv
 import html
 import shutil
 from pathlib import Path
+from typing import Any
 
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.runs import FIGURES_DIR, HEAD_TO_HEAD_HTML
@@ -55,7 +56,14 @@ def _select(rows: list[list[str]], column: str, value: str, drop: bool = True) -
     return [rows[0]] + keep
 
 
-def write_page(site: Path, compare_dir: Path, short) -> str:
+def write_page(ctx: Any) -> str:
+    """With --compare DIR: the head-to-head page; -> the overview's link (a report page, see report.core.PAGES)."""
+    if ctx.compare is None:
+        return ""
+    return write_compare_page(ctx.d, ctx.compare, ctx.short_number)
+
+
+def write_compare_page(site: Path, compare_dir: Path, short) -> str:
     """Write head-to-head.html (and copy the heatmap into figures/); -> the nav link for index.html."""
     from wikihowagent.compare.core import BT_CSV, HEATMAP, OVERALL, PAIRWISE_CSV, POSITION_CSV, SUMMARY_MD, WIN_RATES_CSV
 

@@ -16,7 +16,7 @@ typed records gain later (e.g. personas, score distributions) are shown as they 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,12 +120,13 @@ def expand(paths: list[Path], problems: Problems) -> list[Path]:
             out.append(p)
             continue
         if (p / SWEEP_INFO).is_file():
+            from wikihowagent.runs import RunError, sweep_cell_dirs
+
             try:
-                cells = json.loads((p / SWEEP_INFO).read_text(encoding="utf-8")).get("cells") or []
-            except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as exc:
-                raise ReportInputError(f"{p / SWEEP_INFO}: not a sweep file ({exc})") from None
-            for c in cells:
-                d = p / str(c.get("run") if isinstance(c, dict) else c)
+                cells = sweep_cell_dirs(p)
+            except RunError as exc:
+                raise ReportInputError(str(exc)) from None
+            for d in cells:
                 if (d / CONVERSATIONS).exists():
                     out.append(d)
                 else:
@@ -145,34 +146,17 @@ def expand(paths: list[Path], problems: Problems) -> list[Path]:
 def load_run(path: Path, problems: Problems, on_record: Callable[[], None] | None = None) -> ReportRun | None:
     """One run directory (or one of the paper's run files) -> ReportRun, or None (reported) when it holds
     nothing readable."""
-    from wikihowagent.runs import RunError, iter_jsonl, read_run_info, scores_file
-
-    if path.is_file():
-        return _load_paper_run(path, problems, on_record)
-
-    teacher = learner = evaluator = persona = status = ""
-    name = path.name
-    try:
-        info = read_run_info(path)
-        name, teacher, learner = info.name or path.name, info.teacher, info.learner or info.teacher
-        evaluator, status = info.evaluator or "", info.status
-        persona = str((info.model_extra or {}).get("persona") or "")
-    except RunError as exc:
-        problems.add(str(exc))
-    run = ReportRun(name=name, path=path, model=_model_label(teacher, learner, name), teacher=teacher,
-                    learner=learner, evaluator=evaluator, persona=persona, status=status)
-    conv_file = path / CONVERSATIONS
+    found = _paper_file(path, problems) if path.is_file() else _run_dir(path, problems)
+    if found is None:
+        return None
+    run, records, score_file = found
     by_id: dict[str, ReportConversation] = {}
-    if conv_file.is_file():
-        for lineno, obj in iter_jsonl(conv_file, on_error=problems.add):
-            conv = _conversation(obj, run, f"{conv_file}:{lineno}", problems)
-            if conv is not None:
-                by_id[conv.conversation_id] = conv  # a rerun's later line replaces the earlier one
-            if on_record:
-                on_record()
-    else:
-        problems.add(f"{path}: no {CONVERSATIONS} (the conversation text is missing)")
-    score_file = scores_file(path)
+    for where, obj in records:
+        conv = _conversation(obj, run, where, problems)
+        if conv is not None:
+            by_id[conv.conversation_id] = conv  # a rerun's later line replaces the earlier one
+        if on_record:
+            on_record()
     if score_file is None:
         if by_id:
             problems.add(f"{path}: no {SCORE_FILES[0]} (not evaluated: run `wikihowagent evaluate {path}`); "
@@ -191,15 +175,42 @@ def load_run(path: Path, problems: Problems, on_record: Callable[[], None] | Non
     if not run.teacher:  # paper-style runs: take the model from the records
         t = next((c.teacher for c in run.conversations if c.teacher), "")
         lr = next((c.learner for c in run.conversations if c.learner), "")
-        run.model = _model_label(t, lr, name)
+        run.model = _model_label(t, lr, run.name)
     if not run.persona:
         personas = sorted({c.persona for c in run.conversations if c.persona})
         run.persona = ", ".join(personas)
     return run
 
 
-def _load_paper_run(path: Path, problems: Problems, on_record: Callable[[], None] | None) -> ReportRun | None:
-    """One of the paper's run files: its records and their `evaluation` scores (the score table's rows)."""
+Found = tuple[ReportRun, Iterable[tuple[str, Any]], Path | None]  # the run, its ("where", record) items, its scores
+
+
+def _run_dir(path: Path, problems: Problems) -> Found:
+    """A run directory: run.json, the records of conversations.jsonl, its score file."""
+    from wikihowagent.runs import RunError, iter_jsonl, read_run_info, scores_file
+
+    teacher = learner = evaluator = persona = status = ""
+    name = path.name
+    try:
+        info = read_run_info(path)
+        name, teacher, learner = info.name or path.name, info.teacher, info.learner or info.teacher
+        evaluator, status = info.evaluator or "", info.status
+        persona = str((info.model_extra or {}).get("persona") or "")
+    except RunError as exc:
+        problems.add(str(exc))
+    run = ReportRun(name=name, path=path, model=_model_label(teacher, learner, name), teacher=teacher,
+                    learner=learner, evaluator=evaluator, persona=persona, status=status)
+    conv_file = path / CONVERSATIONS
+    records: Iterable[tuple[str, Any]] = ()
+    if conv_file.is_file():
+        records = ((f"{conv_file}:{lineno}", obj) for lineno, obj in iter_jsonl(conv_file, on_error=problems.add))
+    else:
+        problems.add(f"{path}: no {CONVERSATIONS} (the conversation text is missing)")
+    return run, records, scores_file(path)
+
+
+def _paper_file(path: Path, problems: Problems) -> Found | None:
+    """One of the paper's run files: its records, and itself as the score file (their `evaluation` scores)."""
     from wikihowagent.paper_format import load_paper_file, parse_run_stem
 
     stem = parse_run_stem(path.stem) or {}
@@ -211,24 +222,15 @@ def _load_paper_run(path: Path, problems: Problems, on_record: Callable[[], None
     except (ValueError, OSError) as exc:
         problems.add(str(exc) if isinstance(exc, ValueError) else f"{path}: cannot read ({exc.strerror or exc})")
         return None
-    by_id: dict[str, ReportConversation] = {}
-    for i, obj in enumerate(items):
-        where = item.format(i=i)
-        if not isinstance(obj, dict):
-            problems.add(f"{where}: expected a JSON object; left out")
-            continue
-        conv = _conversation(obj, run, where, problems)
-        if conv is not None:
-            by_id[conv.conversation_id] = conv
-        if on_record:
-            on_record()
-    run.scores_path = path
-    _attach_scores(run, by_id, path, problems)
-    if not by_id:
-        problems.add(f"{path}: nothing to show (no readable conversation or score record)")
-        return None
-    run.conversations = list(by_id.values())
-    return run
+
+    def records() -> Iterator[tuple[str, Any]]:
+        for i, obj in enumerate(items):
+            if isinstance(obj, dict):
+                yield item.format(i=i), obj
+            else:
+                problems.add(f"{item.format(i=i)}: expected a JSON object; left out")
+
+    return run, records(), path
 
 
 def _later_fields(record: Any, known: set[str]) -> dict[str, Any]:
@@ -352,41 +354,18 @@ def _conversation(obj: dict[str, Any], run: ReportRun, where: str, problems: Pro
 
 
 def _partial(obj: dict[str, Any], run: ReportRun, where: str, cid: str) -> ReportConversation:
-    """What can be shown of a record the record adapter refuses (e.g. no tutorial, or a failed one)."""
-    from wikihowagent.paper_format import split_lines
-    from wikihowagent.corpus.domains import record_domain
+    """What can be shown of a record the record adapter refuses (e.g. no tutorial, or a failed one): the
+    lenient reading of `paper_format.partial_record`."""
+    from wikihowagent.paper_format import partial_record
 
-    missing: list[str] = []
-    tut = obj.get("tutorial") if isinstance(obj.get("tutorial"), dict) else None
-    if tut is None:
-        missing.append("tutorial")
-        tut = {}
-    steps = [s for s in tut.get("steps") or [] if isinstance(s, str)] if isinstance(tut.get("steps"), list) else []
-    if tut and not steps:
-        missing.append("tutorial.steps")
-    turns: list[Turn] = []
-    for t in obj.get("turns") if isinstance(obj.get("turns"), list) else []:
-        try:
-            turns.append(Turn.model_validate(t))
-        except ValueError:
-            continue
-    if not turns and isinstance(obj.get("conversation"), list):
-        turns = split_lines([x for x in obj["conversation"] if isinstance(x, str)])
-    if not turns:
-        missing.append("conversation")
-    cats = obj.get("categories")
-    cats = [c for c in cats if isinstance(c, str)] if isinstance(cats, list) else []
-    # as the record adapter does (paper_format): the paper's domain of the breadcrumb
-    domain = str(obj.get("domain") or (record_domain(cats, str(obj.get("source_tutorial_path") or "")) if cats else ""))
-    teacher = str(obj.get("teacher") or run.teacher)
-    warnings = obj.get("warnings")
+    part = partial_record(obj)
+    teacher = part.teacher or run.teacher
     return ReportConversation(
-        conversation_id=cid, run=run.name, where=where, tutorial_id=str(obj.get("tutorial_id") or ""),
-        title=str(obj.get("title") or ""), method_title=str(tut.get("title") or ""), domain=domain, steps=steps,
-        turns=turns, status=_status(obj), error=str(obj.get("error") or ""),
-        warnings=[str(w) for w in warnings] if isinstance(warnings, list) else [], teacher=teacher,
-        learner=str(obj.get("learner") or run.learner or teacher), persona=_persona(obj),
-        extra={k: v for k, v in obj.items() if k not in _KNOWN_CONV_FIELDS}, missing=missing)
+        conversation_id=cid, run=run.name, where=where, tutorial_id=part.tutorial_id, title=part.title,
+        method_title=part.method_title, domain=part.domain, steps=part.steps, turns=part.turns, status=_status(obj),
+        error=part.error, warnings=part.warnings, teacher=teacher, learner=part.learner or run.learner or teacher,
+        persona=_persona(obj), extra={k: v for k, v in obj.items() if k not in _KNOWN_CONV_FIELDS},
+        missing=part.missing)
 
 
 def load_inputs(paths: list[Path], problems: Problems,

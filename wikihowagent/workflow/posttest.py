@@ -140,7 +140,6 @@ class PostTester:
     def __init__(self, model: BaseChatModel, learner: str, cache: Any):
         self.model, self.learner, self.cache = model, learner, cache
         self._inflight: dict[str, asyncio.Task[TestAnswer]] = {}
-        self.calls = 0  # model calls made (post + pre)
 
     async def pretest(self, key: str, title: str, method_title: str) -> TestAnswer:
         cached = self.cache.get(self.learner, key, PROMPT_VERSION)
@@ -156,7 +155,6 @@ class PostTester:
                 self._inflight.pop(key, None)
 
     async def _take_pretest(self, key: str, title: str, method_title: str) -> TestAnswer:
-        self.calls += 1
         answer = await take_test(self.model, pretest_messages(title, method_title))
         if not (answer.error or "").startswith(CALL_FAILED):  # a failed call is retried by a later run
             self.cache.put(self.learner, key, PROMPT_VERSION, answer)
@@ -164,7 +162,6 @@ class PostTester:
 
     async def run(self, key: str, title: str, method_title: str, turns: Sequence[Turn],
                   pretest: bool = True) -> PostTest:
-        self.calls += 1
         post = await take_test(self.model, posttest_messages(title, method_title, turns))
         pre = await self.pretest(key, title, method_title) if pretest else None
         return PostTest(model=self.learner, prompt_version=PROMPT_VERSION, post=post, pre=pre)
