@@ -18,8 +18,9 @@ numbers into digits (Qwen's, Llama 3's) write "10" as "1", "0": the judge genera
 enough to see the token after the digit (the embedded model answers "4" then its end-of-text token), and a
 reply cut off by the token limit right after the digit is a failure, never a guess.
 
-Prompts put [instructions + tutorial + conversation] first and the rubric last, so the calls for one
-conversation share one prefix the server can cache (llama.cpp's prompt cache, vLLM's prefix cache,
+Prompts (a `--judge-prompt` variant of data/judge_prompts.json, see judge_prompts.py) put what the calls
+share first (instructions, conversation, the tutorial where every rubric sees it) and the rubric last, so
+the calls for one conversation share one prefix the server can cache (llama.cpp's prompt cache, vLLM's prefix cache,
 OpenAI's prompt caching); the embedded server's judge calls turn its prompt cache on.
 
 Adding a mode = one `Scorer` subclass and one `SCORING_MODES` entry.
