@@ -35,7 +35,6 @@ import json
 import math
 import os
 import platform
-import signal
 import subprocess
 import sys
 import time
@@ -101,6 +100,12 @@ def subset_files(study: Path, out: Path, per_tutorial: int) -> list[Path]:
     return written
 
 
+def titles(files: list[Path], ids: set[str]) -> list[str]:
+    """The tutorial titles of the conversations `ids` of `files`."""
+    return [c.get("title", "") for f in files for c in json.loads(f.read_text(encoding="utf-8"))["total_conversations"]
+            if c["conversation_id"] in ids]
+
+
 def conversation_ids(files: list[Path]) -> list[str]:
     return [c["conversation_id"] for f in files for c in json.loads(f.read_text(encoding="utf-8"))["total_conversations"]]
 
@@ -122,40 +127,62 @@ def scored_ids(folder: Path, variant: str) -> set[str]:
             and sum(v is not None for k, v in rec.metrics.items() if k in ROWS) + len(rec.judge.failures) >= 8}
 
 
-def judge(variant: str, files: list[Path], out: Path, minutes: float) -> None:
-    folder = out / variant
-    folder.mkdir(parents=True, exist_ok=True)
-    before = scored_ids(folder, variant)
-    todo = set(conversation_ids(files)) - before
-    if not todo:
-        print(f"{variant}: all {len(before)} conversations already judged", flush=True)
-        return
-    cmd = [*wikihowagent(), "evaluate", *map(str, files), "--evaluator", "local", "--metrics", "rubric",
-           "--judge-scoring", "weighted", "--judge-prompt", variant, "--out", str(folder), "--no-figures",
-           "--concurrency", "1"]  # one server slot: conversations one after another keep the prompt cache warm
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=ROOT)
-    try:
-        proc.wait(timeout=minutes * 60)
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGINT)  # evaluate keeps what it wrote; the next call resumes
-        proc.wait()
-    secs = time.perf_counter() - t0
-    done = scored_ids(folder, variant) - before
-    with open(folder / TIMING, "a", encoding="utf-8") as fh:
-        fh.write(json.dumps({"conversations": len(done), "seconds": round(secs, 1), "load": os.getloadavg()[0]}) + "\n")
-    print(f"{variant}: {len(done)} conversations judged in {secs:.0f} s; {len(todo) - len(done)} left", flush=True)
+def single_files(files: list[Path], out: Path, per_tutorial: int) -> list[Path]:
+    """One paper run file per conversation, shortest conversation first (characters of its messages; ties in
+    file order), each named like its run file (the run name is the file's stem) under OUT/subset-K/one/<i>/.
+    Shortest first: when the model time runs out, the most conversations have been judged by every variant."""
+    convs = [(f, c) for f in files for c in json.loads(f.read_text(encoding="utf-8"))["total_conversations"]]
+    convs.sort(key=lambda fc: sum(len(str(m)) for m in fc[1].get("conversation") or []))
+    singles = []
+    for i, (f, c) in enumerate(convs):
+        target = out / f"subset-{per_tutorial}" / "one" / c["conversation_id"] / f.name
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(json.dumps({"total_conversations": [c]}, ensure_ascii=False), encoding="utf-8")
+        singles.append(target)
+    return singles
 
 
-def seconds_per_conversation(folder: Path) -> tuple[float, int]:
-    """Wall seconds per judged conversation over every call (process start and model load included)."""
+def judge(variants: list[str], files: list[Path], out: Path, minutes: float, per_tutorial: int) -> None:
+    """Round robin: conversation 1 with every variant, then conversation 2, ... (so every variant has judged
+    the same conversations whenever the time runs out), in this process (the model is loaded once), through
+    `run_evaluation` (the `evaluate` command's core). Stops starting new work after `minutes`; a conversation
+    already started finishes (its scores are written as soon as it is judged: a rerun resumes)."""
+    from wikihowagent.console import make_console
+    from wikihowagent.evaluation.core import EvaluateRequest, run_evaluation
+
+    console = make_console()
+    deadline = time.perf_counter() + minutes * 60
+    done = {v: scored_ids(out / v, v) for v in variants}
+    for single in single_files(files, out, per_tutorial):
+        cid = conversation_ids([single])[0]
+        for v in variants:
+            if cid in done[v]:
+                continue
+            if time.perf_counter() > deadline:
+                print(f"time is up ({minutes:g} min): rerun to resume", flush=True)
+                return
+            t0 = time.perf_counter()
+            run_evaluation(EvaluateRequest(runs=(single,), evaluator="local", metrics="rubric", judge_scoring="weighted",
+                                           judge_prompt=v, out=out / v, figures=False, concurrency=1, bootstrap=0),
+                           console)
+            secs = time.perf_counter() - t0
+            with open(out / v / TIMING, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"conversation_id": cid, "conversations": 1, "seconds": round(secs, 1),
+                                     "load": round(os.getloadavg()[0], 2)}) + "\n")
+            print(f"{v}: {cid} judged in {secs:.0f} s", flush=True)
+
+
+def seconds_per_conversation(folder: Path, ids: set[str]) -> tuple[float, int]:
+    """Wall seconds per judged conversation of `ids` (8 rubrics; the model already loaded)."""
     n = secs = 0.0
     path = folder / TIMING
     if path.exists():
         for line in path.read_text(encoding="utf-8").splitlines():
             rec = json.loads(line)
-            n += rec["conversations"]
-            secs += rec["seconds"]
+            if rec.get("conversation_id") in ids:
+                n += rec["conversations"]
+                secs += rec["seconds"]
     return (secs / n if n else math.nan), int(n)
 
 
@@ -164,7 +191,9 @@ def seconds_per_conversation(folder: Path) -> tuple[float, int]:
 # --------------------------------------------------------------------------------------------------
 
 
-def check(variant: str, n: int, out: Path, minutes: float) -> None:
+def check(variants: list[str], n: int, out: Path, minutes: float) -> None:
+    """judge-check's originals and perturbed copies (target rubrics only), conversation by conversation with
+    every variant in turn (equal n when the time runs out); stops starting new work after `minutes`."""
     from bench_judge import bench_conversations
 
     from wikihowagent.backends import make_chat_model
@@ -180,26 +209,30 @@ def check(variant: str, n: int, out: Path, minutes: float) -> None:
     rubrics = load_rubrics()
     perts = load_perturbations(None, list(rubrics))
     convs = bench_conversations(n, 3)
-    scorer = make_scorer("weighted", llm, rubrics, None, concurrency=1, prompt=get_prompt(variant))
-    folder = out / variant / CHECK_DIR
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / JUDGMENTS
     jobs = [j for j in plan(convs, perts, list(rubrics), CheckStats()) if j.variant != ORIGINAL_2]
     deadline = time.perf_counter() + minutes * 60
     loop = asyncio.new_event_loop()
-    judged = 0
     try:
-        for j in jobs:
-            if time.perf_counter() > deadline:
-                break
-            have = read_judgments(path, "local", scorer.label, scorer.prompt_name).get((j.conv.conversation_id, j.variant))
-            if have is not None and set(j.names) <= {k for k, v in (have.get("scores") or {}).items() if v is not None}:
-                continue
-            loop.run_until_complete(run_jobs([j], scorer, "local", path, lambda k: None, CheckStats()))
-            judged += 1
+        for conv in convs:
+            for v in variants:
+                scorer = make_scorer("weighted", llm, rubrics, None, concurrency=1, prompt=get_prompt(v))
+                path = out / v / CHECK_DIR / JUDGMENTS
+                path.parent.mkdir(parents=True, exist_ok=True)
+                have = read_judgments(path, "local", scorer.label, scorer.prompt_name)
+                todo = [j for j in jobs if j.conv.conversation_id == conv.conversation_id and not (
+                    (j.conv.conversation_id, j.variant) in have and set(j.names) <= {
+                        k for k, x in (have[(j.conv.conversation_id, j.variant)].get("scores") or {}).items() if x is not None})]
+                if not todo:
+                    continue
+                if time.perf_counter() > deadline:
+                    print(f"time is up ({minutes:g} min): rerun to resume", flush=True)
+                    return
+                t0 = time.perf_counter()
+                loop.run_until_complete(run_jobs(todo, scorer, "local", path, lambda k: None, CheckStats()))
+                print(f"{v}: judge-check {conv.conversation_id}: {len(todo)} passes in {time.perf_counter() - t0:.0f} s",
+                      flush=True)
     finally:
         loop.close()
-    print(f"{variant}: judge-check {judged} passes judged", flush=True)
 
 
 def check_accuracy(variant: str, n: int, out: Path, n_boot: int = 2000) -> tuple[float, float, float, int]:
@@ -248,6 +281,10 @@ def check_accuracy(variant: str, n: int, out: Path, n_boot: int = 2000) -> tuple
 # --------------------------------------------------------------------------------------------------
 
 
+CHARS_PER_TOKEN = 4.9  # llama.cpp's token counts of the plain prompts (j1 log: 1912 tokens for ~9,400 characters)
+KEYS = ("n", "pearson_r", "pearson_ci_low", "pearson_ci_high", "spearman_rho", "spearman_ci_low", "spearman_ci_high")
+
+
 def align(scores: list[Path], study: Path, dest: Path) -> dict[str, dict[str, float]]:
     """{rubric or Overall: {pearson_r, pearson_ci_low, ..., spearman_rho, ..., n}} from `align`'s correlations.csv."""
     cmd = [*wikihowagent(), "align", *sum((["-H", str(study / h)] for h in HUMANS), []),
@@ -259,9 +296,24 @@ def align(scores: list[Path], study: Path, dest: Path) -> dict[str, dict[str, fl
     with open(dest / "correlations.csv", encoding="utf-8") as fh:
         for row in csv.DictReader(fh):
             if row["by"] == "all":
-                out[row["metric"]] = {k: float(v) if v not in ("", None) else math.nan for k, v in row.items()
-                                      if k.startswith(("pearson_r", "pearson_ci", "spearman_rho", "spearman_ci", "n"))}
+                out[row["metric"]] = {k: float(row[k]) if row.get(k) not in ("", None) else math.nan for k in KEYS}
     return out
+
+
+def common_scores(folder: Path, ids: set[str]) -> Path:
+    """The last scores line of each conversation in `ids`, from every run of `folder`, in one file (so every
+    variant is aligned on the same conversations)."""
+    from wikihowagent.runs import iter_scores
+
+    last = {}
+    for path in sorted(folder.glob("*/scores.jsonl")):
+        for _n, rec in iter_scores(path, on_error=lambda m: None):
+            if rec.conversation_id in ids:
+                last[rec.conversation_id] = rec
+    dest = folder / "alignment-input" / "scores.jsonl"
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_text("".join(rec.model_dump_json() + "\n" for rec in last.values()), encoding="utf-8")
+    return dest
 
 
 def paper_subset(study: Path, ids: set[str], dest: Path) -> Path:
@@ -290,24 +342,27 @@ def report(variants: list[str], files: list[Path], study: Path, out: Path, check
     common = set.intersection(*judged.values()) if judged else set()
     rows, acc = {}, {}
     for v in variants:
-        runs = sorted(p.parent for p in (out / v).glob("*/scores.jsonl"))
-        rows[v] = align(runs, study, out / v / "alignment")
+        rows[v] = align([common_scores(out / v, common)], study, out / v / "alignment")
         acc[v] = check_accuracy(v, check_n, out)
     paper = align([paper_subset(study, common, out / "paper" / PAPER)], study, out / "paper" / "alignment") if common else {}
     n_conv = len(common)
-    what = (f"a fixed subset of {len(ids)} (K = {per_tutorial} per tutorial, the 7 models taken in turn)"
+    pool = (f"a fixed subset of {len(ids)} (K = {per_tutorial} per tutorial, the 7 models taken in turn)"
             if per_tutorial else f"all {len(ids)}")
+    tutorials = len({t for t in titles(files, common)})
     cpu = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores shared with other jobs"
     lines = [
         f"Development split of the paper's human study (`{study.name}/`): 10 tutorials, 70 conversations by seven 7B "
-        f"models, two human judges. Conversations judged: {what}; every column below is on the {n_conv} "
-        "conversations judged by every variant. Embedded judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp "
+        f"models, two human judges. Pool: {pool} conversations, judged shortest first, every variant in turn on "
+        f"each conversation, as far as the model time allowed: every column below is on the **{n_conv} "
+        f"conversations (of {tutorials} tutorials)** judged by every variant — the shortest of the pool, not a "
+        "random sample. Embedded judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp "
         f"in-process, n_ctx 8192, 1 slot), `--judge-scoring weighted`, {cpu}. Correlations: `wikihowagent align` "
         "against the mean of both humans, 95 % bootstrap CIs (2000 resamples of conversations); Overall = mean of "
         "the 8 rubrics. Paper = the paper's own 7B judges (`paper_llm_scores.csv`) on the same conversations. "
         f"judge-check: the first {check_n} synthetic conversations of `bench_judge.py`, accuracy over the targeted "
-        "cells, 95 % CI over conversations. s/conv: wall time per conversation, 8 rubrics, process start and "
-        "model load included, shared machine. `scripts/bench_alignment.py`.", "",
+        "cells, 95 % CI over conversations. s / conversation: wall time to judge one of these conversations on "
+        "8 rubrics (model loaded; consecutive variants share the server's prompt cache where their prompts "
+        f"start alike), on a machine shared with other jobs (load average {os.getloadavg()[0]:.1f} when written). `scripts/bench_alignment.py`.", "",
     ]
     head = ["", *variants, "paper judges"]
     lines.append("| " + " | ".join(head) + " |")
@@ -324,10 +379,39 @@ def report(variants: list[str], files: list[Path], study: Path, out: Path, check
         a, lo, hi, k = acc[v]
         accs.append(f"{a:.3f} [{lo:.2f}, {hi:.2f}] (n {k})" if k else "not run")
     lines.append("| judge-check accuracy | " + " | ".join(accs) + " | – |")
-    spc = [seconds_per_conversation(out / v) for v in variants]
+    spc = [seconds_per_conversation(out / v, common) for v in variants]
     lines.append("| s / conversation | " + " | ".join(f"{s:.0f} (n {k})" if k else "–" for s, k in spc) + " | – |")
     lines += ["", "Variants (data/judge_prompts.json):", ""]
     lines += [f"- `{v}`: {prompts[v].description}" for v in variants if v in prompts]
+    return "\n".join(lines)
+
+
+def prompt_sizes(variants: list[str], study: Path) -> str:
+    """What each variant feeds the judge for all 70 conversations (no model): the longest rubric prompt per
+    conversation in characters, how many conversations the truncation rule shortened, and how many would
+    not fit the embedded judge's 8,192-token context (at the characters per token measured below)."""
+    import statistics
+
+    from wikihowagent.evaluation.inputs import resolve_inputs
+    from wikihowagent.evaluation.judge import load_rubrics
+    from wikihowagent.evaluation.judge_prompts import load_prompts, shorten
+    from wikihowagent.evaluation.scoring import rubric_prompt
+
+    rubrics = load_rubrics()
+    prompts = load_prompts()
+    convs = [c for src in resolve_inputs(study_files(study), ROOT) for c in src.conversations(on_error=print)]
+    lines = [f"What each variant sends for the {len(convs)} conversations of the split (longest of the 8 rubric "
+             f"prompts, system message included; no model): characters, and how many prompts exceed the embedded "
+             f"judge's 8,192-token context at {CHARS_PER_TOKEN} characters per token (the ratio llama.cpp counted "
+             "on these prompts; an estimate).", "",
+             "| variant | median chars | max chars | conversations shortened | prompts over 8,192 tokens (est.) |",
+             "|---|---|---|---|---|"]
+    for v in variants:
+        p = prompts[v]
+        longest = [max(sum(len(t) for _, t in rubric_prompt(c, r, False, p)[0]) for r in rubrics.values()) for c in convs]
+        short = sum(shorten(c, p).note is not None for c in convs)
+        over = sum(n / CHARS_PER_TOKEN > 8192 for n in longest)
+        lines.append(f"| {v} | {statistics.median(longest):,.0f} | {max(longest):,} | {short} | {over} |")
     return "\n".join(lines)
 
 
@@ -343,21 +427,14 @@ def main() -> int:
     ap.add_argument("--write-md", action="store_true")
     args = ap.parse_args()
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
-    files = subset_files(args.study, args.out, args.per_tutorial)
+    files = subset_files(args.study, args.out, args.per_tutorial) if args.step != "check" else []
     if args.step == "judge":
-        deadline = time.perf_counter() + args.minutes * 60
-        for v in variants:
-            left = (deadline - time.perf_counter()) / 60
-            if left > 0.5:
-                judge(v, files, args.out, left)
+        judge(variants, files, args.out, args.minutes, args.per_tutorial)
     elif args.step == "check":
-        deadline = time.perf_counter() + args.minutes * 60
-        for v in variants:
-            left = (deadline - time.perf_counter()) / 60
-            if left > 0.5:
-                check(v, args.check_n, args.out, left)
+        check(variants, args.check_n, args.out, args.minutes)
     else:
         md = report(variants, files, args.study, args.out, args.check_n, args.per_tutorial)
+        md += "\n\n" + prompt_sizes(variants, args.study)
         print(md)
         if args.write_md:
             from benchmarks_md import write_section

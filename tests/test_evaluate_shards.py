@@ -56,12 +56,17 @@ def test_sharded_scores_merged_equal_unsharded(tmp_path, monkeypatch):
     assert all(r["metrics"]["Embedding Cosine"] is not None and r["metrics"]["Clarity"] for r in merged.values())
 
 
-def test_score_merge_refuses_missing_and_mixed_shards(tmp_path):
-    run = tmp_path / "run"
+def generated(run, n: int):
+    """A run of `n` conversations made against the scripted fake server."""
     with FakeOpenAI(reply=reply) as srv:
         res = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url,
-                                  "--out", str(run), "--max-tutorials", "3"])
+                                  "--out", str(run), "--max-tutorials", str(n)])
         assert res.exit_code == 0, res.output
+    return run
+
+
+def test_score_merge_refuses_missing_and_mixed_shards(tmp_path):
+    run = generated(tmp_path / "run", 3)
     common = ["--no-judge", "--no-figures", "--metrics", "BLEU,Completion"]
     assert runner.invoke(app, ["evaluate", str(run), "--shard", "0/2", *common]).exit_code == 0
     res = runner.invoke(app, ["merge", str(run)])
@@ -102,11 +107,7 @@ def test_score_merge_refuses_shards_of_another_state_of_the_conversations(tmp_pa
 
 def test_score_merge_after_moving_the_run_directory(tmp_path):
     # shards scored on a cluster path, the run directory copied elsewhere, merged there: not stale
-    run = tmp_path / "run"
-    with FakeOpenAI(reply=reply) as srv:
-        res = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url,
-                                  "--out", str(run), "--max-tutorials", "3"])
-        assert res.exit_code == 0, res.output
+    run = generated(tmp_path / "run", 3)
     for k in range(2):
         assert runner.invoke(app, ["evaluate", str(run), "--shard", f"{k}/2", "--no-judge", "--no-figures",
                                    "--metrics", "BLEU"]).exit_code == 0

@@ -191,3 +191,19 @@ def test_align_reads_the_variant_and_refuses_to_mix_variants(tmp_path):
     assert len(both.rows) == 3 and len(both.judges) == 2
     assert ("2 score files: LLM scores by 2 judge configurations (local (weighted, prompt plain): 2 conversations; "
             "local (weighted, prompt tutorial-first): 1 conversations); the tables mix them") in "\n".join(problems.lines())
+
+
+def test_a_shortened_prompt_is_noted_but_not_printed_as_a_judge_failure(tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(FIXTURES / "run_small", run)
+    lines = (run / "conversations.jsonl").read_text().splitlines()
+    first = json.loads(lines[0])
+    first["turns"][2]["text"] += " More detail." * 80  # over plain's 600 characters
+    first["conversation"][2] += " More detail." * 80
+    (run / "conversations.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
+    with FakeOpenAI(logprobs=_judge) as srv:
+        res = _evaluate([str(run), "--base-url", srv.base_url, "--evaluator", "openai:fake-model", "--no-figures",
+                         "--metrics", "Clarity", "--judge-prompt", "plain"])
+    assert res.exit_code == 0 and "judge failure" not in res.output, res.output
+    rec = next(json.loads(x) for x in (run / "scores.jsonl").read_text().splitlines() if json.loads(x)["conversation_id"] == "c1")
+    assert rec["judge"]["notes"] == ["prompt: 1 message(s) cut"] and rec["judge"]["failures"] == []

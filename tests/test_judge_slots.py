@@ -40,33 +40,28 @@ def _embedded(monkeypatch, base_url: str, slots: int) -> None:
     monkeypatch.setitem(local._SERVERS, srv.key, srv)
 
 
-def _evaluate(run: Path, url: str, *extra: str):
+def _judge_run(tmp_path, monkeypatch, *extra: str) -> int:
+    """Evaluate the fixture run against a fake embedded judge of one slot; the most requests it served at once."""
     from wikihowagent.cli import app
 
-    return CliRunner().invoke(app, ["evaluate", str(run), "--evaluator", "openai:fake-model", "--base-url", url,
-                                    "--no-figures", "--metrics", "Clarity,Depth", *extra])
+    run = tmp_path / "run_small"
+    shutil.copytree(FIXTURES / "run_small", run)
+    fake = InFlight()
+    with FakeOpenAI(logprobs=fake) as srv:
+        _embedded(monkeypatch, srv.base_url, slots=1)
+        res = CliRunner().invoke(app, ["evaluate", str(run), "--evaluator", "openai:fake-model", "--base-url",
+                                       srv.base_url, "--no-figures", "--metrics", "Clarity,Depth", *extra])
+    assert res.exit_code == 0, res.output
+    return fake.most
 
 
 def test_embedded_judge_takes_one_conversation_per_slot(tmp_path, monkeypatch):
-    run = tmp_path / "run_small"
-    shutil.copytree(FIXTURES / "run_small", run)
-    fake = InFlight()
-    with FakeOpenAI(logprobs=fake) as srv:
-        _embedded(monkeypatch, srv.base_url, slots=1)
-        res = _evaluate(run, srv.base_url)
-    assert res.exit_code == 0, res.output
-    assert fake.most == 1  # the config's concurrency is 2: before the fix two conversations interleaved
+    # the config's concurrency is 2: before the fix two conversations interleaved on the one slot
+    assert _judge_run(tmp_path, monkeypatch) == 1
 
 
 def test_concurrency_flag_and_other_judges_keep_their_concurrency(tmp_path, monkeypatch):
-    run = tmp_path / "run_small"
-    shutil.copytree(FIXTURES / "run_small", run)
-    fake = InFlight()
-    with FakeOpenAI(logprobs=fake) as srv:
-        _embedded(monkeypatch, srv.base_url, slots=1)
-        res = _evaluate(run, srv.base_url, "--concurrency", "3")
-    assert res.exit_code == 0, res.output
-    assert fake.most > 1  # asked for: kept
+    assert _judge_run(tmp_path, monkeypatch, "--concurrency", "3") > 1  # asked for: kept
 
     class Model:
         openai_api_base = "http://127.0.0.1:1/v1"

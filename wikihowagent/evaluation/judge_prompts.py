@@ -33,6 +33,7 @@ ORDERS = ("tutorial-first", "conversation-first")
 DEFAULT_PROMPT = "tutorial-first"  # the default changes only on evidence (README: "Choosing the judge prompt")
 LEGACY_PROMPT = "tutorial-first"  # what scores without a recorded prompt were judged with
 CUT_MARK = " [... cut]"
+SHORTENED_NOTE = "prompt: "  # the judge's note that the truncation rule shortened the conversation (not a failure)
 _FIELDS = {"description": str, "system": str, "intro": str, "tutorial": str, "order": str, "levels": bool, "ask": str}
 
 
@@ -132,7 +133,7 @@ class Shortened:
             parts.append(f"{self.cut} message(s) cut")
         if self.left_out:
             parts.append(f"{self.left_out} message(s) left out of the middle")
-        return "prompt: " + ", ".join(parts)
+        return SHORTENED_NOTE + ", ".join(parts)
 
 
 def shorten(conv: Conversation, prompt: JudgePrompt) -> Shortened:

@@ -24,7 +24,7 @@ from wikihowagent.records import Conversation
 from wikihowagent.workflow.posttest import CALL_FAILED
 
 from .inputs import InputSource
-from .judge_prompts import recorded_prompt
+from .judge_prompts import SHORTENED_NOTE, recorded_prompt
 from .metrics import COMPUTATIONAL_NAMES, POSTTEST_METRICS, STEP_RECALL, Scorers, computational_metrics
 
 class EvaluateError(WikihowagentError, RuntimeError):
@@ -395,14 +395,16 @@ class Evaluation:
                 rec.judge = JudgeProvenance(
                     evaluator=spec or "", rubrics_sha256=self.rubrics_hash, raw={**prev.raw, **jr.raw},
                     failures=[f for f in prev.failures if f not in done] + jr.failures,
-                    notes=[n for n in prev.notes if n.split(":")[0] not in done] + jr.notes,
+                    notes=[n for n in prev.notes if n.split(":")[0] not in done and not n.startswith(SHORTENED_NOTE)]
+                    + jr.notes,
                     scoring=j.label, prompt=j.prompt_name, dist=keep(prev.dist, jr.dist), argmax=keep(prev.argmax, jr.argmax),
                     spread=keep(prev.spread, jr.spread))
                 sink.append(rec)  # as soon as this conversation is judged (resume keeps every finished one)
                 stats.scored += 1
                 stats.judged += len(jr.scores)
                 stats.judge_failures += len(jr.failures)
-                for note in jr.notes[:max(0, FAILURE_NOTES - len(stats.failure_notes))]:
+                failed = [n for n in jr.notes if not n.startswith(SHORTENED_NOTE)]  # a shortened prompt is no failure
+                for note in failed[:max(0, FAILURE_NOTES - len(stats.failure_notes))]:
                     stats.failure_notes.append(f"{conv.conversation_id}: {note}")
                 for kind in jr.kinds.values():
                     stats.failure_kinds[kind] = stats.failure_kinds.get(kind, 0) + 1
