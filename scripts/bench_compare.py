@@ -118,7 +118,15 @@ def main() -> int:
              f"- cost: {secs / passes:.1f} s per judge pass (one order, {len(names)} rubric(s), incl. the model's start "
              f"per invocation), {2 * secs / passes:.1f} s per comparison (both orders); {passes} passes timed"
              if passes else "- cost: not timed", f"- verdicts: {len(res.pairwise)}; left out (an order missing or "
-             f"unreadable): {res.missing}", ""]
+             f"unreadable): {res.missing}"]
+    if len(res.pairwise):
+        means = res.pairwise.groupby(["run_a", "run_b"], sort=False)["p_a"].agg(["mean", "min", "max"])
+        lines.append("- P(run_a better) averaged over the two orders, mean [min, max] per pair: " + "; ".join(
+            f"{a} vs {b} {r['mean']:.3f} [{r['min']:.3f}, {r['max']:.3f}]" for (a, b), r in means.iterrows()))
+    if args.synthetic:
+        lines.append(f"- synthetic runs (`--synthetic {args.synthetic}`): the true order is original above terse and "
+                     "skip_steps")
+    lines.append("")
     if res.bradley_terry is not None and len(res.bradley_terry):
         lines += ["Bradley–Terry, overall (log-strength θ, mean 0; 95 % CI over tutorials):", "",
                   md_table(res.bradley_terry[res.bradley_terry["rubric"] == OVERALL].drop(columns="rubric")), "",
@@ -128,7 +136,8 @@ def main() -> int:
     md = "\n".join(lines)
     print(md, flush=True)
     if args.write_md:
-        write_section("compare: head to head on the persona runs (Bradley–Terry, cost)", md)
+        what = "runs with a known order (synthetic)" if args.synthetic else "runs of the embedded model"
+        write_section(f"compare: head to head on {what} (Bradley–Terry, cost)", md)
     return 0
 
 

@@ -154,6 +154,12 @@ def test_choix_fit_agrees_with_a_direct_scipy_maximum_likelihood():
     assert fit_bt(wins, alpha=1e-9) == pytest.approx(ref, abs=1e-3)
 
 
+def test_all_ties_give_equal_strengths_and_a_shared_rank():
+    outs = [Outcome(f"t{t}", i, j, 0.5) for t in range(4) for i in range(3) for j in range(i + 1, 3)]
+    res = bradley_terry(3, outs, n_boot=50)
+    assert [s.rank for s in res] == [1, 1, 1] and all(abs(s.theta) < 1e-9 for s in res)
+
+
 def test_an_item_that_never_loses_stays_finite_and_first():
     outs = [Outcome(f"t{t}", 0, 1, 1.0) for t in range(5)] + [Outcome(f"t{t}", 1, 2, 1.0) for t in range(5)]
     res = bradley_terry(3, outs, n_boot=50)

@@ -77,8 +77,9 @@ def bradley_terry(n_items: int, outcomes: Sequence[Outcome], n_boot: int = BOOTS
             idx = rng.integers(0, len(groups), size=len(groups))
             boots[k] = fit_bt(mats[idx].sum(axis=0), alpha)
         lo, hi = np.percentile(boots, [50 * (1 - level), 100 - 50 * (1 - level)], axis=0)
-    order = sorted((i for i in range(n_items) if seen[i]), key=lambda i: -theta[i])
-    rank = {i: r for r, i in enumerate(order, 1)}
+    # 1 = strongest; equal strengths (e.g. every comparison a tie) share a rank
+    rank = {i: 1 + sum(1 for j in range(n_items) if seen[j] and theta[j] > theta[i] + 1e-9)
+            for i in range(n_items) if seen[i]}
     return [Strength(i, float(theta[i]) if seen[i] else math.nan, float(lo[i]) if seen[i] else math.nan,
                      float(hi[i]) if seen[i] else math.nan, rank.get(i, 0)) for i in range(n_items)]
 
