@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.errors import WikihowagentError
+from wikihowagent.figures import annotated_heatmap
 from wikihowagent.records import Conversation, PairwiseRecord
 
 from .pairwise import verdict
@@ -275,10 +276,6 @@ def bt_table(rows: list[dict[str, Any]], runs: list[str], rubric_names: list[str
 
 
 def heatmap(wins: Any, runs: list[str], path: Path, title: str) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
 
     grid = np.full((len(runs), len(runs)), np.nan)
@@ -288,20 +285,9 @@ def heatmap(wins: Any, runs: list[str], path: Path, title: str) -> Path:
         if row["win_rate_a"] is not None and not pd_isna(row["win_rate_a"]):
             grid[i, j] = row["win_rate_a"]
             grid[j, i] = 1 - row["win_rate_a"]
-    fig, ax = plt.subplots(figsize=(1.3 * len(runs) + 3, 1.0 * len(runs) + 2))
-    im = ax.imshow(grid, vmin=0, vmax=1, cmap="RdYlGn")
-    ax.set_xticks(range(len(runs)), runs, rotation=30, ha="right", fontsize=8)
-    ax.set_yticks(range(len(runs)), runs, fontsize=8)
-    for i in range(len(runs)):
-        for j in range(len(runs)):
-            if not np.isnan(grid[i, j]):
-                ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=9)
-    fig.colorbar(im, ax=ax, label="win rate of the row's run (ties half)")
-    ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return annotated_heatmap(grid, runs, runs, path, title=title, colorbar="win rate of the row's run (ties half)",
+                             figsize=(1.3 * len(runs) + 3, 1.0 * len(runs) + 2), xrotation=30, tick_size=8,
+                             cell_size=9)
 
 
 def pd_isna(v: Any) -> bool:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.figures import annotated_heatmap
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, JudgmentRecord
 from wikihowagent.runs import JUDGE_CHECK_LOCK, JUDGMENTS
@@ -187,10 +188,6 @@ def _r(x: float) -> float | None:
 
 
 def heatmap(sens: Any, rubric_names: list[str], perturbations: list[Perturbation], path: Path, title: str) -> Path:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import numpy as np
 
     rubrics = [r for r in rubric_names if r in set(sens["rubric"])]
@@ -199,20 +196,8 @@ def heatmap(sens: Any, rubric_names: list[str], perturbations: list[Perturbation
     for _, row in sens.iterrows():
         if row["accuracy"] is not None and not (isinstance(row["accuracy"], float) and math.isnan(row["accuracy"])):
             grid[rubrics.index(row["rubric"]), cols.index(row["perturbation"])] = row["accuracy"]
-    fig, ax = plt.subplots(figsize=(1.2 * len(cols) + 2.5, 0.55 * len(rubrics) + 1.8))
-    im = ax.imshow(grid, vmin=0, vmax=1, cmap="RdYlGn")
-    ax.set_xticks(range(len(cols)), cols, rotation=35, ha="right")
-    ax.set_yticks(range(len(rubrics)), rubrics)
-    for i in range(len(rubrics)):
-        for j in range(len(cols)):
-            if not np.isnan(grid[i, j]):
-                ax.text(j, i, f"{grid[i, j]:.2f}", ha="center", va="center", fontsize=8)
-    fig.colorbar(im, ax=ax, label="P(original scores higher)")
-    ax.set_title(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return annotated_heatmap(grid, cols, rubrics, path, title=title, colorbar="P(original scores higher)",
+                             figsize=(1.2 * len(cols) + 2.5, 0.55 * len(rubrics) + 1.8), xrotation=35)
 
 
 def markdown_summary(sens: Any, cons: Any, perturbations: list[Perturbation], judge_desc: str, stats: CheckStats,
