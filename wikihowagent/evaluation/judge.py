@@ -99,16 +99,22 @@ def rubrics_sha256(rubrics: dict[str, Rubric]) -> str:
     return hashlib.sha256(canon.encode("utf-8")).hexdigest()
 
 
-def load_rubrics(path: Path | None = None) -> dict[str, Rubric]:
-    path = Path(path) if path else default_rubrics_path()
+def read_keyed_json(path: Path, error: type[WikihowagentError], file_what: str, key_what: str) -> dict[str, Any]:
+    """A judge data file (rubrics, judge prompts): a non-empty JSON object; else one `error` line naming the file."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise RubricError(f"{path}: rubric file not found") from None
+        raise error(f"{path}: {file_what} not found") from None
     except json.JSONDecodeError as exc:
-        raise RubricError(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
+        raise error(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
     if not isinstance(data, dict) or not data:
-        raise RubricError(f"{path}: expected a JSON object keyed by metric name")
+        raise error(f"{path}: expected a JSON object keyed by {key_what}")
+    return data
+
+
+def load_rubrics(path: Path | None = None) -> dict[str, Rubric]:
+    path = Path(path) if path else default_rubrics_path()
+    data = read_keyed_json(path, RubricError, "rubric file", "metric name")
     out: dict[str, Rubric] = {}
     for name, v in data.items():
         where = f"{path}: rubric {name!r}"

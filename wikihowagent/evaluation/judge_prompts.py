@@ -19,14 +19,13 @@ unlabelled. Adding a variant = one entry in the JSON file.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, turn_line
-from .judge import _tutorial_block
+from .judge import _tutorial_block, read_keyed_json
 
 TUTORIAL_CHOICES = ("all", "reference", "none")
 ORDERS = ("tutorial-first", "conversation-first")
@@ -72,14 +71,7 @@ def _limit(v: Any, where: str, key: str) -> int | None:
 
 def load_prompts(path: Path | None = None) -> dict[str, JudgePrompt]:
     path = Path(path) if path else default_prompts_path()
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise PromptError(f"{path}: judge prompts file not found") from None
-    except json.JSONDecodeError as exc:
-        raise PromptError(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
-    if not isinstance(data, dict) or not data:
-        raise PromptError(f"{path}: expected a JSON object keyed by variant name")
+    data = read_keyed_json(path, PromptError, "judge prompts file", "variant name")
     out: dict[str, JudgePrompt] = {}
     for name, v in data.items():
         where = f"{path}: variant {name!r}"
