@@ -54,6 +54,21 @@ def judge_passes(jobs, run_one, deadline: float, timings: Path, kind: str) -> in
     return made
 
 
+SCORING_MODES = "judge: scoring modes (cost, sensitivity)"
+
+
+def earlier_absolute(section: str, table) -> dict[tuple[str, str], float]:
+    """{(rubric, perturbation): accuracy} of the weighted judge's sensitivity table in `section` (bench_judge.py's
+    BENCHMARKS section) on the cells of `table`."""
+    part = section.split("Sensitivity, weighted", 1)[1].split("Sensitivity, json", 1)[0] if "Sensitivity, weighted" in section else ""
+    found = {}
+    for line in part.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 4 and cells[3].replace(".", "", 1).isdigit():
+            found[(cells[0], cells[1])] = float(cells[3])
+    return {k: found[k] for k in zip(table["rubric"], table["perturbation"]) if k in found}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=10)
@@ -69,7 +84,7 @@ def main() -> int:
     bands = [float(b) for b in args.tie_bands.split(",") if b.strip()]
 
     from bench_judge import bench_conversations
-    from benchmarks_md import write_section
+    from benchmarks_md import read_section, write_section
 
     from wikihowagent.backends import make_chat_model
     from wikihowagent.compare.core import PassStats, md_table, pending, read_records, run_pair_jobs
@@ -170,6 +185,11 @@ def main() -> int:
              "shared machine's load (load average 2-8 during these runs).",
              "- the absolute weighted judge on the same 10 conversations and cells: section \"judge: scoring "
              "modes\" (same judge, temperature 0, measured earlier)"]
+    earlier = earlier_absolute(read_section(SCORING_MODES), res.table)
+    if earlier:
+        lines.append(f"- the absolute weighted judge on these {len(earlier)} cells, from that earlier run: mean "
+                     f"{statistics.mean(earlier.values()):.3f} (" + ", ".join(f"{r}/{p} {a:.2f}" for (r, p), a in earlier.items())
+                     + "; its per-conversation scores were not kept, so no paired CI)")
     if res.absolute_mean_accuracy == res.absolute_mean_accuracy:
         lines.append(f"- absolute weighted judge on the same cells, same run: {res.absolute_mean_accuracy:.3f}"
                      + (f"; {abs_per_score:.1f} s per rubric score" if ab else ""))
