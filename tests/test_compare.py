@@ -262,6 +262,8 @@ def test_average_rule_ranks_runs_a_biased_judge_ties_and_from_judgments_needs_no
     assert res.exit_code == 2 and "unknown verdict rule 'majority'" in res.output
     res = CliRunner().invoke(app, args + ["--shard", "0/2"])
     assert res.exit_code == 2 and "drop --shard" in res.output
+    res = CliRunner().invoke(app, args[:-2] + ["--tie-band", "0.05"])  # the default rule, agree, has no band
+    assert res.exit_code == 2 and "add --verdict-rule average" in " ".join(res.output.split())
     res = CliRunner().invoke(app, [a if a != str(out) else str(tmp_path / "empty") for a in args])
     assert res.exit_code == 2 and "no pair judgments of judge openai:fake-model" in " ".join(res.output.split())
 

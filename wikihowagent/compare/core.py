@@ -33,7 +33,7 @@ from wikihowagent.errors import WikihowagentError
 from wikihowagent.figures import annotated_heatmap
 from wikihowagent.records import Conversation, PairwiseRecord
 
-from .pairwise import DEFAULT_TIE_BAND, verdict, verdict_rule
+from .pairwise import AVERAGE, DEFAULT_TIE_BAND, verdict, verdict_rule
 from wikihowagent.runs import (BRADLEY_TERRY_CSV, HEAD_TO_HEAD_PNG, PAIRWISE_CSV, POSITION_CSV, SUMMARY_MD,
                                WIN_RATES_CSV)
 
@@ -439,10 +439,13 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
 
     try:
         shard = parse_shard(req.shard) if req.shard else None
-        verdict_rule(req.verdict_rule)
+        rule = verdict_rule(req.verdict_rule)
         check_tie_band(req.tie_band)
     except ValueError as exc:
         raise CompareError(str(exc)) from None
+    if req.tie_band and rule.name != AVERAGE:
+        raise CompareError(f"--tie-band is the `{AVERAGE}` rule's: add --verdict-rule {AVERAGE} (the `{rule.name}` "
+                           "rule has no tie band)")
     if shard is not None and req.from_judgments:
         raise CompareError("--from-judgments analyses every shard's judgments: drop --shard")
     if len(req.runs) < 2:

@@ -423,7 +423,7 @@ def analyse_pairwise(out_dir: Path, records: dict[tuple[str, ...], Any], perturb
     modes = {f"pairwise, {agree_label}": [verdict_wins(v) for v in agree.values()],
              f"pairwise, {avg_label}": [verdict_wins(v) for v in averaged.values()]}
     if absolute is not None:
-        cells = {(r, p) for r, p in zip(table["rubric"], table["perturbation"])}
+        cells = {(r, p) for r, p, n in zip(table["rubric"], table["perturbation"], table["n"]) if n}  # judged pairwise
         modes[f"absolute, {absolute_mode}"] = [w for k, w in cell_wins(absolute_records, perturbations,
                                                                         rubric_names).items() if k in cells]
     res.modes, res.recommendation = compare_modes(modes)
@@ -439,7 +439,8 @@ def analyse_pairwise(out_dir: Path, records: dict[tuple[str, ...], Any], perturb
              f"Mean accuracy over the {len(acc)} targeted cells: **{res.mean_accuracy:.3f}**; position consistency "
              f"(both orders agree), pooled: **{consistency:.3f}**."]
     if absolute is not None and "absolute_accuracy" in table:
-        abs_acc = [a for a in table["absolute_accuracy"] if a is not None and not (isinstance(a, float) and math.isnan(a))]
+        abs_acc = [a for a, n in zip(table["absolute_accuracy"], table["n"])
+                   if n and a is not None and not (isinstance(a, float) and math.isnan(a))]  # the cells judged pairwise
         res.absolute_mean_accuracy = _mean(abs_acc)
         lines.append(f"The absolute judge ({absolute_mode}) on the same cells: **{res.absolute_mean_accuracy:.3f}**.")
     lines += ["", "Mean accuracy over the targeted cells, 95 % CI (bootstrap over conversations): "
