@@ -74,10 +74,12 @@ def calibration_table(res, bootstrap: int, method: str) -> tuple[str, object]:
               f" (the paired CI of the difference below 0 on {sum(d['mae'].ci_high < 0 for _, _, d in iso)}); Pearson r "
               f"higher on {sum(c['r'].value > r['r'].value for r, c, _ in iso)} (CI above 0 on "
               f"{sum(d['r'].ci_low > 0 for _, _, d in iso)}). The calibration fixes the judge's scale; it cannot add an "
-              "order the judge does not have. An out-of-fold r below the raw r is what a judge without a usable "
-              "order gives on few tutorials: its out-of-fold predictions stay near each fold's training mean (the "
-              "other tutorials' humans), which is lower where the held-out tutorials' humans are higher "
-              "(`calibration_predictions.csv` shows it); the CIs resample conversations with the folds fixed.")
+              "order the judge does not have.")
+    if any(c["r"].value < r["r"].value for r, c, _ in iso):
+        table += (" An out-of-fold r below the raw r is what a judge without a usable order gives on few tutorials: "
+                  "its out-of-fold predictions stay near each fold's training mean (the other tutorials' humans), "
+                  "which is lower where the held-out tutorials' humans are higher (`calibration_predictions.csv` "
+                  "shows it); the CIs resample conversations with the folds fixed.")
     return table, oc
 
 
