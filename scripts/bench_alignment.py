@@ -331,6 +331,75 @@ def paper_subset(study: Path, ids: set[str], dest: Path) -> Path:
     return dest
 
 
+def overall_pairs(alignment: Path) -> dict[str, tuple[float, float]]:
+    """{conversation id: (human Overall, judge Overall)} from `align`'s paired_scores.csv."""
+    from wikihowagent.runs import PAIRED_SCORES_CSV
+
+    out = {}
+    with open(alignment / PAIRED_SCORES_CSV, encoding="utf-8") as fh:
+        for row in csv.DictReader(fh):
+            try:
+                h, j = float(row["human_Overall"]), float(row["llm_Overall"])
+            except (KeyError, ValueError):
+                continue
+            if math.isfinite(h) and math.isfinite(j):
+                out[row["conversation_id"]] = (h, j)
+    return out
+
+
+def delta_r(base: dict[str, tuple[float, float]], other: dict[str, tuple[float, float]], n_boot: int = 2000,
+            seed: int = 0) -> tuple[float, float, float, int]:
+    """Overall Pearson r of `other` minus `base` on the conversations both have, with a 95 % paired bootstrap
+    CI (the same resampled conversations for both: the difference's own uncertainty, narrower than comparing
+    two independent CIs). (delta, low, high, n)."""
+    import numpy as np
+
+    ids = sorted(set(base) & set(other))
+    if len(ids) < 4:
+        return math.nan, math.nan, math.nan, len(ids)
+    h = np.array([base[i][0] for i in ids])
+    a, b = np.array([base[i][1] for i in ids]), np.array([other[i][1] for i in ids])
+
+    def r(x: np.ndarray, y: np.ndarray) -> float:
+        return float(np.corrcoef(x, y)[0, 1]) if x.std() > 0 and y.std() > 0 else math.nan
+
+    rng = np.random.default_rng(seed)
+    boots = []
+    for _ in range(n_boot):
+        k = rng.integers(0, len(ids), len(ids))
+        boots.append(r(b[k], h[k]) - r(a[k], h[k]))
+    lo, hi = np.nanpercentile(boots, [2.5, 97.5])
+    return r(b, h) - r(a, h), float(lo), float(hi), len(ids)
+
+
+def decision(variants: list[str], deltas: dict[str, tuple[float, float, float, int]],
+             acc: dict[str, tuple[float, float, float, int]], default: str) -> str:
+    """The issue's rule, with "on evidence" made explicit: a variant replaces the default when its judge-check
+    accuracy is not lower than the default's by more than the default's CI half-width, and its Overall r is
+    higher than the default's with the paired 95 % CI of the difference above 0."""
+    a0, lo0, hi0, k0 = acc.get(default, (math.nan, math.nan, math.nan, 0))
+    half = (hi0 - lo0) / 2 if k0 and math.isfinite(lo0) else math.nan
+    eligible, better = [], []
+    for v in variants:
+        if v == default:
+            continue
+        a, _lo, _hi, k = acc[v]
+        ok_acc = bool(k and k0 and math.isfinite(a) and a >= a0 - half)
+        d, dlo, _dhi, _n = deltas[v]
+        if ok_acc:
+            eligible.append(v)
+            if math.isfinite(dlo) and dlo > 0:
+                better.append((d, v))
+    if not k0:
+        return f"Rule not applicable: the default `{default}` has no judge-check accuracy yet."
+    if better:
+        return (f"Rule applied: `{max(better)[1]}` is better than the default `{default}` on evidence (paired Δr CI "
+                f"above 0, judge-check within the default's CI): it becomes the default.")
+    return (f"Rule applied: no variant's Overall r is higher than the default `{default}`'s with a paired 95 % CI "
+            f"above 0 (eligible on judge-check accuracy: {', '.join(f'`{v}`' for v in eligible) or 'none'}): "
+            "the default stays.")
+
+
 def cell(c: dict[str, float], key: str) -> str:
     v = c.get(key, math.nan)
     if not math.isfinite(v):
@@ -340,7 +409,7 @@ def cell(c: dict[str, float], key: str) -> str:
 
 
 def report(variants: list[str], files: list[Path], study: Path, out: Path, check_n: int, per_tutorial: int) -> str:
-    from wikihowagent.evaluation.judge_prompts import load_prompts
+    from wikihowagent.evaluation.judge_prompts import DEFAULT_PROMPT, load_prompts
 
     prompts = load_prompts()
     ids = set(conversation_ids(files))
@@ -351,6 +420,9 @@ def report(variants: list[str], files: list[Path], study: Path, out: Path, check
         rows[v] = align([common_scores(out / v, common)], study, out / v / "alignment")
         acc[v] = check_accuracy(v, check_n, out)
     paper = align([paper_subset(study, common, out / "paper" / PAPER)], study, out / "paper" / "alignment") if common else {}
+    pairs = {v: overall_pairs(out / v / "alignment") for v in variants}
+    base = DEFAULT_PROMPT if DEFAULT_PROMPT in variants else variants[0]
+    deltas = {v: delta_r(pairs[base], pairs[v]) for v in variants}
     n_conv = len(common)
     pool = (f"a fixed subset of {len(ids)} (K = {per_tutorial} per tutorial, the 7 models taken in turn)"
             if per_tutorial else f"all {len(ids)}")
@@ -386,7 +458,11 @@ def report(variants: list[str], files: list[Path], study: Path, out: Path, check
         accs.append(f"{a:.3f} [{lo:.2f}, {hi:.2f}] (n {k})" if k else "not run")
     lines.append("| judge-check accuracy | " + " | ".join(accs) + " | – |")
     spc = [seconds_per_conversation(out / v, common) for v in variants]
+    lines.append(f"| **Overall** r − `{base}`'s, paired bootstrap | " + " | ".join(
+        "–" if v == base else (f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}]" if math.isfinite(d) else "–")
+        for v, (d, lo, hi, _n) in deltas.items()) + " | – |")
     lines.append("| s / conversation | " + " | ".join(f"{s:.0f} (n {k})" if k else "–" for s, k in spc) + " | – |")
+    lines += ["", decision(variants, deltas, acc, base)]
     lines += ["", "Variants (data/judge_prompts.json):", ""]
     lines += [f"- `{v}`: {prompts[v].description}" for v in variants if v in prompts]
     return "\n".join(lines)

@@ -72,7 +72,7 @@ def learner_with_test(reply="1. Do step number 1.\n2. Do step number 2.\n3. Do s
     script = learner_says("I'm ready.")
 
     def answer(prompt):
-        return reply if "write the steps" in prompt else script(prompt)
+        return reply if "steps of the method" in prompt else script(prompt)
     return answer
 
 
@@ -103,8 +103,11 @@ def test_posttest_runs_after_the_farewell_and_is_not_a_turn():
     assert "Do step number 1. It matters." not in post_prompt
     pre_prompt = next(p for p in learner.prompts if "Before any lesson" in p)
     assert "Teaching step" not in pre_prompt and "How to Test" in pre_prompt
+    # Both tests ask for the method's own number of steps: recall is compared at one answer length.
+    assert "write the 3 steps" in post_prompt and "exactly 3 lines" in post_prompt
+    assert "write the 3 steps" in pre_prompt and "exactly 3 lines" in pre_prompt
     rec = to_record(tut, state, "run", "t", "scripted", "now", WorkflowOptions())
-    assert rec.posttest == test and all("write the steps" not in line for line in rec.conversation)
+    assert rec.posttest == test and all("steps of the method" not in line for line in rec.conversation)
 
 
 def test_pretest_is_taken_once_per_learner_and_tutorial(tmp_path):
@@ -129,11 +132,11 @@ def test_bad_posttest_reply_is_recorded_not_a_crash(reply):
 
 def test_failed_posttest_call_is_recorded_and_not_cached(tmp_path):
     def script(prompt):
-        if "write the steps" in prompt:
+        if "steps of the method" in prompt:
             raise RuntimeError("server down")
         return "Understood."
     tester = PostTester(ScriptedChatModel(script=script), "scripted", PretestCache(tmp_path))
-    test = asyncio.run(tester.run("k", "How to X", "X", [Turn(role="teacher", text="hi")]))
+    test = asyncio.run(tester.run("k", "How to X", "X", [Turn(role="teacher", text="hi")], 3))
     assert test.post.error.startswith("call failed: RuntimeError") and test.pre.error.startswith("call failed")
     assert not (tmp_path / PRETESTS).exists()
 

@@ -333,7 +333,7 @@ class Evaluation:
                 tester = PostTester(self.learner(), spec, pretests)
 
             async def one(c: Conversation) -> None:
-                c.posttest = await tester.run(c.tutorial_key, c.title, c.tutorial_title, c.turns)  # type: ignore[union-attr]
+                c.posttest = await tester.run(c.tutorial_key, c.title, c.tutorial_title, c.turns, len(c.steps))  # type: ignore[union-attr]
                 sink.append({"conversation_id": c.conversation_id, "posttest": c.posttest.model_dump(mode="json")})
                 stats.posttests += 1
                 stats.posttest_failures += c.posttest.post.error is not None

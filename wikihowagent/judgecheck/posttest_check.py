@@ -75,7 +75,7 @@ async def take_posttests(jobs: list[tuple[str, Conversation]], tester: Any, spec
     with JsonlAppender(path) as sink:
 
         async def one(variant: str, c: Conversation) -> None:
-            test = await tester.run(c.tutorial_key, c.title, c.tutorial_title, c.turns, pretest=False)
+            test = await tester.run(c.tutorial_key, c.title, c.tutorial_title, c.turns, len(c.steps), pretest=False)
             sink.append({"conversation_id": c.conversation_id, "variant": variant,
                          "posttest": test.model_dump(mode="json")})
             out[(c.conversation_id, variant)] = test

@@ -211,7 +211,8 @@ def build_graph(
     async def posttest_node(state: ConversationState) -> dict[str, Any]:
         tut = state["tutorial"]
         assert posttest is not None
-        return {"posttest": await posttest.run(tut.tutorial_id, tut.title, tut.method_title, state["messages"])}
+        return {"posttest": await posttest.run(tut.tutorial_id, tut.title, tut.method_title, state["messages"],
+                                                   len(tut.steps))}
 
     def route(state: ConversationState) -> str:
         target = next_node(state)

@@ -2,7 +2,11 @@
 
 The learner model is asked to write the method's steps from memory, one per line, in order. The post-test
 shows it the conversation it took part in, from its own side ("Teacher:" / "You:"), and never the tutorial;
-the pre-test shows it the method's title only (what the model already knew). The pre-test is taken once
+the pre-test shows it the method's title only (what the model already knew). Both ask for exactly as many
+steps as the method has (the same instruction before and after): recall is then compared at one answer length,
+so a model cannot gain recall by listing more steps (v1 asked for "the steps": the 1.5B model listed 6-9
+generic steps before the lesson and ~3 after a 10-message lesson, and Learning Gain measured list length,
+BENCHMARKS.md "post-test"). The pre-test is taken once
 per (learner model, tutorial) and cached in the run (`runs.PretestCache`), so resumes and shards do not
 repeat it. Answers are parsed into steps here (`parse_steps`); a reply that is not a step list (empty, one
 line of prose, hundreds of lines) is recorded with an `error` and never scored (evaluation/posttest.py).
@@ -29,11 +33,11 @@ CALL_FAILED = "call failed: "  # prefix of a TestAnswer error that a later run s
 SYSTEM = ("You are a student who has just had a lesson with a teacher. You answer from memory, "
           "with nothing in front of you.")
 POST_USER = ("This was your lesson (you are \"You\"):\n\n{transcript}\n\n"
-             "Now, from memory, write the steps of the method \"{method}\" that you were taught: one step per "
-             "line, in order, numbered 1., 2., 3., ... Write only the steps, nothing else.")
-PRE_USER = ("Before any lesson: from what you already know, write the steps of the method \"{method}\": one "
-            "step per line, in order, numbered 1., 2., 3., ... Write only the steps, nothing else.")
-PROMPT_VERSION = "v1-" + hashlib.sha256("\x00".join((SYSTEM, POST_USER, PRE_USER)).encode()).hexdigest()[:10]
+             "Now, from memory, write the {n} steps of the method \"{method}\" that you were taught: exactly {n} "
+             "lines, one step per line, in order, numbered 1. to {n}. Write only the steps, nothing else.")
+PRE_USER = ("Before any lesson: from what you already know, write the {n} steps of the method \"{method}\": "
+            "exactly {n} lines, one step per line, in order, numbered 1. to {n}. Write only the steps, nothing else.")
+PROMPT_VERSION = "v2-" + hashlib.sha256("\x00".join((SYSTEM, POST_USER, PRE_USER)).encode()).hexdigest()[:10]
 
 _NUMBERED = re.compile(r"^(?:step\s*)?\(?(\d{1,3})\s*[.):\-](?:\s+|(?=[^\W\d_])|$)(.*)$", re.IGNORECASE)
 _BULLET = re.compile(r"^[-*•·]\s+(.*)$")
@@ -54,13 +58,14 @@ def transcript(turns: Sequence[Turn]) -> str:
     return "\n".join(f"{'Teacher' if t.role == 'teacher' else 'You'}: {t.text}" for t in turns)
 
 
-def posttest_messages(title: str, method_title: str, turns: Sequence[Turn]) -> list[BaseMessage]:
-    user = POST_USER.format(transcript=transcript(turns), method=method_name(title, method_title))
+def posttest_messages(title: str, method_title: str, turns: Sequence[Turn], n_steps: int) -> list[BaseMessage]:
+    user = POST_USER.format(transcript=transcript(turns), method=method_name(title, method_title), n=n_steps)
     return [SystemMessage(content=SYSTEM), HumanMessage(content=user)]
 
 
-def pretest_messages(title: str, method_title: str) -> list[BaseMessage]:
-    return [SystemMessage(content=SYSTEM), HumanMessage(content=PRE_USER.format(method=method_name(title, method_title)))]
+def pretest_messages(title: str, method_title: str, n_steps: int) -> list[BaseMessage]:
+    user = PRE_USER.format(method=method_name(title, method_title), n=n_steps)
+    return [SystemMessage(content=SYSTEM), HumanMessage(content=user)]
 
 
 def _clean(line: str) -> str:
@@ -141,27 +146,28 @@ class PostTester:
         self.model, self.learner, self.cache = model, learner, cache
         self._inflight: dict[str, asyncio.Task[TestAnswer]] = {}
 
-    async def pretest(self, key: str, title: str, method_title: str) -> TestAnswer:
+    async def pretest(self, key: str, title: str, method_title: str, n_steps: int) -> TestAnswer:
         cached = self.cache.get(self.learner, key, PROMPT_VERSION)
         if cached is not None:
             return cached
         task = self._inflight.get(key)
         if task is None:
-            task = self._inflight[key] = asyncio.ensure_future(self._take_pretest(key, title, method_title))
+            task = self._inflight[key] = asyncio.ensure_future(self._take_pretest(key, title, method_title, n_steps))
         try:
             return await asyncio.shield(task)
         finally:
             if task.done():
                 self._inflight.pop(key, None)
 
-    async def _take_pretest(self, key: str, title: str, method_title: str) -> TestAnswer:
-        answer = await take_test(self.model, pretest_messages(title, method_title))
+    async def _take_pretest(self, key: str, title: str, method_title: str, n_steps: int) -> TestAnswer:
+        answer = await take_test(self.model, pretest_messages(title, method_title, n_steps))
         if not (answer.error or "").startswith(CALL_FAILED):  # a failed call is retried by a later run
             self.cache.put(self.learner, key, PROMPT_VERSION, answer)
         return answer
 
-    async def run(self, key: str, title: str, method_title: str, turns: Sequence[Turn],
+    async def run(self, key: str, title: str, method_title: str, turns: Sequence[Turn], n_steps: int,
                   pretest: bool = True) -> PostTest:
-        post = await take_test(self.model, posttest_messages(title, method_title, turns))
-        pre = await self.pretest(key, title, method_title) if pretest else None
+        """`n_steps`: the method's step count, asked of both tests."""
+        post = await take_test(self.model, posttest_messages(title, method_title, turns, n_steps))
+        pre = await self.pretest(key, title, method_title, n_steps) if pretest else None
         return PostTest(model=self.learner, prompt_version=PROMPT_VERSION, post=post, pre=pre)
