@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
-from builders import make_run  # noqa: E402
+from builders import is_number as _is_number, make_run  # noqa: E402
 
 from wikihowagent.alignment.core import compute  # noqa: E402
 from wikihowagent.alignment.export import export_sheet  # noqa: E402
@@ -77,14 +77,6 @@ def test_sheet_and_key_cells_never_start_a_formula_and_read_back(tmp_path):
         assert any(cid.startswith("=") for cid in real) and any(cid.startswith("@") for cid in real)
         res = compute([judge], [], n_boot=0, problems=Problems(), runs_dir=tmp_path / "runs")
         assert sorted(res.ids) == real and res.matched.all()
-
-
-def _is_number(cell: str) -> bool:
-    try:
-        float(cell)
-    except ValueError:
-        return False
-    return True
 
 
 def test_align_tables_neutralise_text_keep_numbers_and_the_report_reads_them_back(tmp_path):
