@@ -3,7 +3,8 @@
 win rates, position consistency and the cost per comparison.
 
     modelrun .venv/bin/python scripts/bench_compare.py RUN RUN RUN... --out DIR [--metrics Clarity,Engagement]
-        [--max-tutorials N] [--max-minutes 11] [--report-only] [--write-md]
+        [--max-tutorials N] [--max-minutes 11] [--verdict-rule agree|average] [--tie-band 0]
+        [--report-site SITE] [--report-only] [--write-md]
     modelrun .venv/bin/python scripts/bench_compare.py --synthetic 5 --out DIR ...   # runs with a known order
 
 `--synthetic N` writes three runs of `bench_judge.py`'s first N conversations into DIR/runs: `original`,
@@ -13,7 +14,10 @@ known (original above both copies).
 Judging runs `wikihowagent compare` (the embedded judge, `--concurrency 1`) under `timeout -s INT`, so a
 run cut by `--max-minutes` keeps every pass written and the next invocation resumes it; the seconds and
 passes of each invocation are logged in DIR/timings.jsonl. The analysis reads DIR's pair judgments
-(no model): every tutorial judged in both orders for every pair counts.
+(no model): every tutorial judged in both orders for every pair counts. It is made under both verdict
+rules: `--verdict-rule` (default agree) into DIR (pairwise.csv, bradley_terry.csv, summary.md, ...), the
+other into DIR/<rule>/; both go into the BENCHMARKS section. `--report-site SITE` then builds the report
+of the runs with its "Head to head" page from DIR (`report --compare DIR`, no model).
 """
 
 from __future__ import annotations
@@ -71,6 +75,9 @@ def main() -> int:
     ap.add_argument("--max-tutorials", type=int, default=None)
     ap.add_argument("--max-minutes", type=float, default=11.0)
     ap.add_argument("--bootstrap", type=int, default=1000)
+    ap.add_argument("--verdict-rule", default="agree", help="the rule of DIR's outputs and the report page")
+    ap.add_argument("--tie-band", type=float, default=0.0)
+    ap.add_argument("--report-site", type=Path, default=None, help="build the runs' report with the head-to-head page here")
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--write-md", action="store_true")
     args = ap.parse_args()
@@ -78,6 +85,7 @@ def main() -> int:
     from benchmarks_md import write_section
 
     from wikihowagent.compare.core import OVERALL, analyse, judgment_files, md_table, read_records, reading_note
+    from wikihowagent.compare.pairwise import VERDICT_RULES
     from wikihowagent.evaluation.judge import load_rubrics
     from wikihowagent.runs import PAIR_JUDGMENTS, run_name
 
@@ -105,7 +113,20 @@ def main() -> int:
             fh.write(json.dumps({"seconds": time.perf_counter() - t0, "passes": n_records() - before, "rc": rc}) + "\n")
     runs = [run_name(p) for p in args.runs]
     records = read_records(judgment_files(out, PAIR_JUDGMENTS), "local", "logprobs")
-    res = analyse(out, records, runs, names, "local (pairwise, logprobs)", reading_note("logprobs"), args.bootstrap, 0)
+    desc = "local (pairwise, logprobs)"
+    res = analyse(out, records, runs, names, desc, reading_note("logprobs"), args.bootstrap, 0, rule=args.verdict_rule,
+                  tie_band=args.tie_band)
+    others = {}
+    for rule in VERDICT_RULES:
+        if rule != args.verdict_rule:
+            (out / rule).mkdir(exist_ok=True)
+            others[rule] = analyse(out / rule, records, runs, names, desc, reading_note("logprobs"), args.bootstrap, 0,
+                                   figures=False, rule=rule, tie_band=args.tie_band)
+    site = None
+    if args.report_site is not None:
+        from wikihowagent.report.core import build_report
+
+        site = build_report(list(args.runs), args.report_site, compare=out).out
     t = [json.loads(x) for x in (out / TIMINGS).read_text().splitlines()] if (out / TIMINGS).exists() else []
     passes = sum(x["passes"] for x in t)
     secs = sum(x["seconds"] for x in t)  # includes the model's start and the reading probe per invocation
@@ -126,13 +147,19 @@ def main() -> int:
     if args.synthetic:
         lines.append(f"- synthetic runs (`--synthetic {args.synthetic}`): the true order is original above terse and "
                      "skip_steps")
+    lines.append(f"- outputs: {out / 'pairwise.csv'} (verdict rule {res.rule}), bradley_terry.csv, win_rates.csv, "
+                 "position.csv, summary.md" + "".join(f"; rule {r.rule}: {out / name}/" for name, r in others.items())
+                 + (f"; report: {site / 'head-to-head.html'}" if site else ""))
     lines.append("")
+    for r in [res, *others.values()]:
+        if r.bradley_terry is not None and len(r.bradley_terry):
+            lines += [f"Bradley–Terry, overall, verdict rule {r.rule} (log-strength θ, mean 0; 95 % CI over tutorials):",
+                      "", md_table(r.bradley_terry[r.bradley_terry["rubric"] == OVERALL].drop(columns="rubric")), ""]
     if res.bradley_terry is not None and len(res.bradley_terry):
-        lines += ["Bradley–Terry, overall (log-strength θ, mean 0; 95 % CI over tutorials):", "",
-                  md_table(res.bradley_terry[res.bradley_terry["rubric"] == OVERALL].drop(columns="rubric")), "",
-                  "Per rubric:", "", md_table(res.bradley_terry), ""]
-    lines += ["Win rates (ties half):", "", md_table(res.win_rates), "", "Position consistency:", "",
-              md_table(res.position)]
+        lines += [f"Per rubric (verdict rule {res.rule}):", "", md_table(res.bradley_terry), ""]
+    for r in [res, *others.values()]:
+        lines += [f"Win rates (verdict rule {r.rule}; ties half):", "", md_table(r.win_rates), ""]
+    lines += ["Position consistency (the same under every rule):", "", md_table(res.position)]
     md = "\n".join(lines)
     print(md, flush=True)
     if args.write_md:

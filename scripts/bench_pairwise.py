@@ -3,7 +3,7 @@
 consistency and cost per comparison, next to the absolute weighted judge on the same conversations.
 
     .venv/bin/python scripts/bench_pairwise.py [--n 10] [--steps 3] [--out runs/bench-pairwise]
-        [--max-minutes 11] [--absolute] [--report-only] [--write-md]
+        [--max-minutes 11] [--absolute] [--only skip_steps,terse] [--tie-bands 0,0.01,0.02] [--report-only] [--write-md]
 
 The conversations are `bench_judge.py`'s (deterministic, built from the bundled tutorials' real WikiHow
 steps), so the absolute judge's 0.673 there is on the same conversations. Each perturbed copy is judged
@@ -11,6 +11,9 @@ against its original in both orders on the perturbation's target rubrics only (j
 Resumable: judgments and per-pass timings are kept in --out; `--max-minutes` stops between passes (run it
 again to continue). `--absolute` also runs the absolute weighted judge-check into the same directory.
 A comparison = one (original, perturbed) pair judged in both orders on its target rubrics.
+`--report-only` loads no model: it recomputes everything from the stored judgments (both verdict rules,
+`agree` and `average`, with CIs; the `average` rule's accuracy at each of `--tie-bands`; the first band is
+the table's).
 """
 
 from __future__ import annotations
@@ -51,6 +54,21 @@ def judge_passes(jobs, run_one, deadline: float, timings: Path, kind: str) -> in
     return made
 
 
+SCORING_MODES = "judge: scoring modes (cost, sensitivity)"
+
+
+def earlier_absolute(section: str, table) -> dict[tuple[str, str], float]:
+    """{(rubric, perturbation): accuracy} of the weighted judge's sensitivity table in `section` (bench_judge.py's
+    BENCHMARKS section) on the cells of `table`."""
+    part = section.split("Sensitivity, weighted", 1)[1].split("Sensitivity, json", 1)[0] if "Sensitivity, weighted" in section else ""
+    found = {}
+    for line in part.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 4 and cells[3].replace(".", "", 1).isdigit():
+            found[(cells[0], cells[1])] = float(cells[3])
+    return {k: found[k] for k in zip(table["rubric"], table["perturbation"]) if k in found}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=10)
@@ -60,11 +78,13 @@ def main() -> int:
     ap.add_argument("--absolute", action="store_true", help="also the absolute weighted judge-check (same directory)")
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--only", default="", help="comma-separated perturbations to judge (default: all; a saving to state)")
+    ap.add_argument("--tie-bands", default="0,0.01,0.02", help="the `average` rule's tie bands to report (first: the table's)")
     ap.add_argument("--write-md", action="store_true")
     args = ap.parse_args()
+    bands = [float(b) for b in args.tie_bands.split(",") if b.strip()]
 
     from bench_judge import bench_conversations
-    from benchmarks_md import write_section
+    from benchmarks_md import read_section, write_section
 
     from wikihowagent.backends import make_chat_model
     from wikihowagent.compare.core import PassStats, md_table, pending, read_records, run_pair_jobs
@@ -74,7 +94,8 @@ def main() -> int:
     from wikihowagent.evaluation.scoring import make_scorer
     from wikihowagent.judgecheck.core import (JUDGMENTS, CheckStats, analyse_pairwise, plan, plan_pairwise,
                                               read_judgments, run_jobs)
-    from wikihowagent.judgecheck.perturbations import load_perturbations
+    from wikihowagent.judgecheck.perturbations import load_perturbations, perturb
+    from wikihowagent.records import conversation_lines
     from wikihowagent.runs import PAIR_JUDGMENTS
 
     cfg = load_config(None)
@@ -122,7 +143,16 @@ def main() -> int:
     asked = sum(len(r.p_first) for r in records.values())
     failed = sum(sum(v is None for v in r.p_first.values()) for r in records.values())
     stats.rubric_scores, stats.failures = asked, failed
-    res = analyse_pairwise(out, records, perts, list(rubrics), "local", reading, done_convs, stats)
+    by_band = [(b, analyse_pairwise(out, records, perts, list(rubrics), "local", reading, done_convs, CheckStats(),
+                                    figures=False, tie_band=b).modes[1]) for b in bands[1:]]
+    res = analyse_pairwise(out, records, perts, list(rubrics), "local", reading, done_convs, stats, tie_band=bands[0])
+
+    def chars(c) -> int:
+        return len("\n".join(conversation_lines(c.messages)))
+
+    length = {p.name: statistics.mean(chars(pc) - chars(c) for c in convs if c.conversation_id in done_convs
+                                      for pc in [perturb(p, c, convs)] if pc is not None) for p in perts}
+    lean = [abs(x - 0.5) for x in res.table["mean_p_original"] if x == x and x is not None]
     t = [json.loads(x) for x in timings.read_text().splitlines()] if timings.exists() else []
     pw = [x for x in t if x["kind"] == "pairwise"]
     ab = [x for x in t if x["kind"] == "absolute"]
@@ -137,8 +167,16 @@ def main() -> int:
              "each perturbed copy against its original in both orders, on the perturbation's target rubrics only "
              f"(a fair saving: the other rubrics are not expected to move). Load average {os.getloadavg()[0]:.1f} "
              "when written. `scripts/bench_pairwise.py`.", "",
-             f"- mean accuracy over the {len(res.table)} targeted cells: **{res.mean_accuracy:.3f}** "
-             f"(goal ≥ 0.85); position consistency (pooled): **{res.position_consistency:.3f}** (goal ≥ 0.8)",
+             ("- recomputed without the model from the stored judgments (`--report-only`, "
+              f"{time.strftime('%Y-%m-%d %H:%M')})" if args.report_only else "- judged in this invocation and earlier ones"),
+             f"- mean accuracy over the {len(res.table)} targeted cells (goal ≥ 0.85), 95 % CI (bootstrap over the "
+             f"{len(done_convs)} conversations): " + "; ".join(f"**{m.text()}**" for m in res.modes),
+             f"- position consistency (pooled): **{res.position_consistency:.3f}** (goal ≥ 0.8)",
+             "- the `average` rule at other tie bands: " + ("; ".join(m.text() for _, m in by_band) or "none asked"),
+             f"- order-averaged lean |P(original better) − 0.5| per cell: mean {statistics.mean(lean):.3f}, "
+             f"max {max(lean):.3f}" if lean else "- no lean measured",
+             "- length change of the perturbed copy (characters of the conversation, mean over conversations): "
+             + ", ".join(f"{k} {v:+.0f}" for k, v in length.items()),
              f"- unreadable verdicts: {failed} of {asked}",
              f"- cost: {per_pass:.1f} s per judge pass on average (median {median:.1f} s; one order, its target "
              f"rubrics; {len(pw)} passes timed; the first "
@@ -147,10 +185,15 @@ def main() -> int:
              "shared machine's load (load average 2-8 during these runs).",
              "- the absolute weighted judge on the same 10 conversations and cells: section \"judge: scoring "
              "modes\" (same judge, temperature 0, measured earlier)"]
+    earlier = earlier_absolute(read_section(SCORING_MODES), res.table)
+    if earlier:
+        lines.append(f"- the absolute weighted judge on these {len(earlier)} cells, from that earlier run: mean "
+                     f"{statistics.mean(earlier.values()):.3f} (" + ", ".join(f"{r}/{p} {a:.2f}" for (r, p), a in earlier.items())
+                     + "; its per-conversation scores were not kept, so no paired CI)")
     if res.absolute_mean_accuracy == res.absolute_mean_accuracy:
         lines.append(f"- absolute weighted judge on the same cells, same run: {res.absolute_mean_accuracy:.3f}"
                      + (f"; {abs_per_score:.1f} s per rubric score" if ab else ""))
-    lines += ["", md_table(res.table)]
+    lines += ["", md_table(res.table), "", res.recommendation]
     md = "\n".join(lines)
     print(md, flush=True)
     if args.write_md:

@@ -16,3 +16,10 @@ def write_section(name: str, body: str) -> None:
     pattern = re.compile(rf"^## {re.escape(name)}\n.*?(?=^## |\Z)", re.S | re.M)
     text = pattern.sub(lambda _m: section + "\n", text) if pattern.search(text) else text.rstrip() + "\n\n" + section
     BENCHMARKS.write_text(text, encoding="utf-8")
+
+
+def read_section(name: str) -> str:
+    """The body of section `name` of BENCHMARKS.md ("" if absent)."""
+    text = BENCHMARKS.read_text(encoding="utf-8") if BENCHMARKS.exists() else ""
+    m = re.search(rf"^## {re.escape(name)}\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    return m.group(1) if m else ""

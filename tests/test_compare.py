@@ -63,6 +63,47 @@ def test_verdict_needs_both_orders_to_agree():
     assert biased.order_effect == pytest.approx(0.7)
 
 
+def _biased_judge(preference: float, bias: float, noise: float, rng) -> tuple[float, float]:
+    """(p_ab, p_ba) of a simulated log-probability judge: a real preference for A (log-odds `preference`)
+    plus the same pull towards whichever conversation is shown first (log-odds `bias`) in both orders."""
+    def sig(x: float) -> float:
+        return 1 / (1 + math.exp(-x))
+
+    return sig(preference + bias + rng.normal(0, noise)), sig(-preference + bias + rng.normal(0, noise))
+
+
+def test_the_averaged_rule_recovers_a_preference_a_constant_position_bias_hides():
+    """Known truth: A is better in every pair (log-odds 0.3) and the judge favours the first shown (log-odds
+    1.5, far larger). `agree` sees only position-inconsistent pairs (all ties); `average` recovers A."""
+    import numpy as np
+
+    from wikihowagent.compare.pairwise import VERDICT_RULES, check_tie_band, verdict_rule
+
+    rng = np.random.default_rng(7)
+    pairs = [_biased_judge(0.3, 1.5, 0.05, rng) for _ in range(200)]
+    assert all(p_ab > 0.5 and p_ba > 0.5 for p_ab, p_ba in pairs)  # the first shown always "wins"
+    agree = [verdict(p_ab, p_ba) for p_ab, p_ba in pairs]  # the default rule
+    assert {v.winner for v in agree} == {"tie"} and not any(v.consistent for v in agree)
+    averaged = [verdict(p_ab, p_ba, "average") for p_ab, p_ba in pairs]
+    assert sum(v.winner == "A" for v in averaged) / len(pairs) > 0.95
+    assert not any(v.consistent for v in averaged)  # position consistency does not depend on the rule
+    # no preference at all: the averaged rule leans either way by the noise only, and a tie band absorbs it
+    even = [_biased_judge(0.0, 1.5, 0.01, rng) for _ in range(200)]
+    assert 0.3 < sum(verdict(a, b, "average").winner == "A" for a, b in even) / len(even) < 0.7
+    assert {verdict(a, b, "average", tie_band=0.02).winner for a, b in even} == {"tie"}
+    # a real preference outside the band survives it
+    assert verdict(0.9, 0.6, "average", tie_band=0.1).winner == "A"  # P(A) = 0.65
+    assert verdict(0.6, 0.9, "average", tie_band=0.1).winner == "B"
+    assert verdict(0.7, 0.6, "average", tie_band=0.1).winner == "tie"  # P(A) = 0.55
+    assert verdict(0.6, 0.6, "average").winner == "tie"  # exactly even
+    assert set(VERDICT_RULES) == {"agree", "average"}
+    assert VERDICT_RULES["average"].label(0.01) == "average (tie band 0.01)" and VERDICT_RULES["agree"].label(0.01) == "agree"
+    with pytest.raises(ValueError, match="valid: agree, average"):
+        verdict_rule("majority")
+    with pytest.raises(ValueError, match="tie band"):
+        check_tie_band(0.5)
+
+
 # --------------------------------------------------------------------------------------------------
 # End to end
 # --------------------------------------------------------------------------------------------------
@@ -181,6 +222,48 @@ def test_position_bias_is_measured_and_never_a_silent_win(tmp_path):
     rows = list(csv.DictReader((out / "pairwise.csv").open()))
     assert {r["verdict"] for r in rows} == {"tie"} and {r["rubric"] for r in rows} == {"Clarity", "Depth"}
     assert not (out / "bradley_terry.csv").exists()  # two runs: win rates only
+
+
+def test_average_rule_ranks_runs_a_biased_judge_ties_and_from_judgments_needs_no_judge(tmp_path):
+    """A judge with a strong pull to the first shown (+0.45 on P(A)) and a real preference for more detail:
+    under `agree` every verdict is a tie; `--from-judgments --verdict-rule average` re-reads the same
+    judgments without asking the judge (no server at all) and ranks strong > mid > weak; the rule is written
+    into pairwise.csv and summary.md."""
+    from wikihowagent.cli import app
+
+    runs = [make_run(tmp_path, n, range(5)) for n in ("weak", "strong", "mid")]
+    out = tmp_path / "cmp"
+    with FakeOpenAI(logprobs=fake_pair_judge(bias=0.45)) as srv:
+        res = CliRunner().invoke(app, _args(srv, *runs, out=out) + ["--metrics", "Clarity,Depth"])
+        assert res.exit_code == 0, res.output
+        base_url = srv.base_url
+    rows = list(csv.DictReader((out / "pairwise.csv").open()))
+    assert {r["verdict"] for r in rows} == {"tie"} and {r["verdict_rule"] for r in rows} == {"agree"}
+    assert "Verdict rule `agree`" in (out / "summary.md").read_text()
+    judged = (out / "pair-judgments.jsonl").read_text()
+    # the server is gone: --from-judgments must not need it
+    args = ["compare", *map(str, runs), "--out", str(out), "--evaluator", "openai:fake-model", "--base-url", base_url,
+            "--bootstrap", "200", "--metrics", "Clarity,Depth", "--from-judgments", "--verdict-rule", "average"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "no judge asked" in " ".join(res.output.split())
+    assert (out / "pair-judgments.jsonl").read_text() == judged
+    rows = list(csv.DictReader((out / "pairwise.csv").open()))
+    assert {r["verdict_rule"] for r in rows} == {"average (tie band 0)"}
+    strong_weak = [r for r in rows if {r["run_a"], r["run_b"]} == {"weak", "strong"}]
+    assert all(r["verdict"] == ("B" if r["run_a"] == "weak" else "A") for r in strong_weak)
+    bt = [r for r in csv.DictReader((out / "bradley_terry.csv").open()) if r["rubric"] == "overall"]
+    assert [r["run"] for r in sorted(bt, key=lambda r: int(r["rank"]))] == ["strong", "mid", "weak"]
+    assert "Verdict rule `average`" in (out / "summary.md").read_text()
+    pos = {r["rubric"]: r for r in csv.DictReader((out / "position.csv").open())}
+    assert float(pos["overall"]["position_consistency"]) < 0.5  # the bias is still reported
+    # bad input: one line each
+    res = CliRunner().invoke(app, args[:-1] + ["majority"])
+    assert res.exit_code == 2 and "unknown verdict rule 'majority'" in res.output
+    res = CliRunner().invoke(app, args + ["--shard", "0/2"])
+    assert res.exit_code == 2 and "drop --shard" in res.output
+    res = CliRunner().invoke(app, [a if a != str(out) else str(tmp_path / "empty") for a in args])
+    assert res.exit_code == 2 and "no pair judgments of judge openai:fake-model" in " ".join(res.output.split())
 
 
 def test_answer_only_mode_is_said(tmp_path):

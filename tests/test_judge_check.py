@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -178,3 +179,93 @@ def test_judge_check_pairwise_next_to_the_absolute_judge(tmp_path):
     summary = (out / "pairwise_summary.md").read_text()
     assert summary.startswith("# judge-check --pairwise: openai:fake-model (pairwise, logprobs)")
     assert "The absolute judge (weighted) on the same cells" in summary
+    # both rules and the absolute judge, with CIs, and a recommendation comparing them as the last line
+    last = summary.strip().splitlines()[-1]
+    assert re.fullmatch(r"Recommendation: .*\((pairwise, agree|pairwise, average \(tie band 0\)|absolute, weighted) "
+                        r"[0-9.]+ \[[0-9.]+, [0-9.]+\](; .*){2}; n = 3 conversations\)\.", last), last
+    assert "absolute, weighted" in last and "pairwise, agree" in last and "pairwise, average" in last
+    assert "Recommendation: " in res.output
+
+
+# --------------------------------------------------------------------------------------------------
+# Pairwise: both verdict rules, the modes' mean accuracy with a paired bootstrap, the recommendation
+# --------------------------------------------------------------------------------------------------
+
+
+def _biased_records(n: int, preference: float, bias: float, seed: int = 3) -> dict:
+    """Pair judgments of a simulated judge on `terse` (Clarity, Depth): the original is better by log-odds
+    `preference`, and whichever conversation is shown first gets log-odds `bias` more in both orders."""
+    import math
+
+    import numpy as np
+
+    from wikihowagent.compare.core import record_key
+    from wikihowagent.records import PairwiseRecord
+
+    rng = np.random.default_rng(seed)
+
+    def sig(x):
+        return round(1 / (1 + math.exp(-x)), 4)
+
+    out = {}
+    for i in range(n):
+        cid = f"c{i}"
+        for first, second, sign in (("original", "terse", 1), ("terse", "original", -1)):
+            r = PairwiseRecord(tutorial_id=cid, first=first, second=second, first_conversation=cid,
+                               second_conversation=cid, evaluator="sim", reading="logprobs",
+                               p_first={k: sig(sign * preference + bias + rng.normal(0, 0.02)) for k in ("Clarity", "Depth")})
+            out[record_key(r)] = r
+    return out
+
+
+def test_pairwise_accuracy_under_both_rules_with_a_simulated_position_bias(tmp_path):
+    """Known truth: the original is better (log-odds 0.2) and the judge's pull to the first shown (log-odds
+    1.0) hides it from the `agree` rule (every pair a tie: accuracy 0.5, position consistency 0); the
+    `average` rule recovers it (accuracy 1), with CIs, and the summary ends with a recommendation."""
+    from wikihowagent.judgecheck.core import CheckStats, analyse_pairwise
+
+    terse = [perts()["terse"]]
+    records = _biased_records(12, 0.2, 1.0)
+    res = analyse_pairwise(tmp_path, records, terse, RUBRICS, "sim", "logprobs", {f"c{i}" for i in range(12)},
+                           CheckStats(), figures=False)
+    t = res.table.set_index("rubric")
+    assert list(t.loc[["Clarity", "Depth"], "accuracy"]) == [0.5, 0.5]
+    assert list(t.loc[["Clarity", "Depth"], "accuracy_averaged"]) == [1.0, 1.0]
+    assert res.position_consistency == 0.0
+    assert {"averaged_ci_low", "averaged_ci_high", "ties_averaged"} <= set(res.table.columns)
+    agree, averaged = res.modes
+    assert (agree.mode, agree.mean, agree.ci_low, agree.ci_high) == ("pairwise, agree", 0.5, 0.5, 0.5)
+    assert averaged.mode == "pairwise, average (tie band 0)" and averaged.mean == averaged.ci_low == 1.0
+    last = (tmp_path / "pairwise_summary.md").read_text().strip().splitlines()[-1]
+    assert last.startswith("Recommendation among the pairwise rules") and "use pairwise, average (tie band 0):" in last
+    # a tie band wider than the judge's lean: nothing is left to recover
+    wide = analyse_pairwise(tmp_path, records, terse, RUBRICS, "sim", "logprobs", {f"c{i}" for i in range(12)},
+                            CheckStats(), figures=False, tie_band=0.2)
+    assert wide.modes[1].mean == 0.5 and "no mode is reliably above chance" in wide.recommendation
+
+
+def test_mode_means_share_the_resampled_conversations_and_the_recommendation_follows_the_paired_difference():
+    from wikihowagent.judgecheck.accuracy import mean_accuracy_samples
+    from wikihowagent.judgecheck.core import compare_modes
+
+    convs = [f"c{i}" for i in range(20)]
+    good = [{c: 1.0 for c in convs}, {c: (1.0 if i % 4 else 0.0) for i, c in enumerate(convs)}]  # 1.0 and 0.75
+    chance = [{c: (1.0 if i % 2 else 0.0) for i, c in enumerate(convs)}, {c: 0.5 for c in convs[:10]}]  # missing cells
+    means, samples = mean_accuracy_samples({"good": good, "chance": chance}, n_boot=500)
+    assert means == {"good": 0.875, "chance": 0.5}
+    assert samples["good"].shape == samples["chance"].shape == (500,)
+    accs, line = compare_modes({"absolute, weighted": good, "pairwise, agree": chance})
+    assert [a.mode for a in accs] == ["absolute, weighted", "pairwise, agree"]
+    assert line.startswith("Recommendation: use absolute, weighted: more accurate than pairwise, agree by 0.375")
+    assert line.endswith("(absolute, weighted 0.875 [0.775, 0.975]; pairwise, agree 0.500 "
+                         f"[{accs[1].ci_low:.3f}, {accs[1].ci_high:.3f}]; n = 20 conversations).")
+    # paired: a mode never better on any conversation loses even by a small margin (0.8125 vs 0.875) ...
+    nearly = [{c: (1.0 if i % 4 else 0.5) for i, c in enumerate(convs)}, good[1]]
+    _, line = compare_modes({"absolute, weighted": good, "pairwise, average (tie band 0)": nearly})
+    assert line.startswith("Recommendation: use absolute, weighted: more accurate than pairwise, average (tie band 0) by 0.062")
+    # ... while the same mean, right on other conversations, is no reliable difference
+    other = [{c: (1.0 if (i + 1) % 4 else 0.0) for i, c in enumerate(convs)}, {c: 1.0 for c in convs}]
+    _, line = compare_modes({"absolute, weighted": good, "pairwise, average (tie band 0)": other})
+    assert line.startswith("Recommendation: no reliable difference between") and "(0.000 [" in line
+    _, line = compare_modes({"pairwise, agree": chance})
+    assert "no mode is reliably above chance" in line

@@ -56,6 +56,8 @@ def test_head_to_head_page_in_chromium(site, tmp_path):
             n_verdicts = len(list(csv.DictReader((cmp / "pairwise.csv").open())))
             assert page.eval_on_selector_all("#verdicts tbody tr", "trs => trs.length") == n_verdicts == 3 * 5 * 2
             assert "A/B token log-probabilities" in page.inner_text("#head-to-head")
+            assert "Verdict rule `agree`" in page.inner_text("#head-to-head")  # which rule made the verdicts
+            assert page.eval_on_selector_all("#verdicts thead th", "ths => ths.map(th => th.textContent)")[-1] == "verdict_rule"
             assert page.eval_on_selector_all("#position tbody tr", "trs => trs.length") == 3  # 2 rubrics + overall
             page.screenshot(path=str(tmp_path / "head-to-head.png"), full_page=True)
             assert errors == [] and remote == []

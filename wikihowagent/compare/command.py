@@ -27,6 +27,9 @@ def compare(
     retries: Annotated[int, typer.Option(min=0, help="Re-asks of the judge when a reply is not one letter.")] = 2,
     retry_failed: Annotated[bool, typer.Option(help="Ask again the verdicts that failed in an earlier pass.")] = True,
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the heatmap.")] = False,
+    verdict_rule: Annotated[Optional[str], typer.Option(metavar="agree|average", help="How the two orders make one verdict: agree (default: a preference only when both orders prefer the same conversation) or average (P(A better) averaged over the orders, (p_ab + 1 - p_ba) / 2, outside 0.5 ± --tie-band; cancels a constant position bias). Written into pairwise.csv and summary.md.")] = None,
+    tie_band: Annotated[float, typer.Option(min=0.0, max=0.499, help="With --verdict-rule average: |P(A better) - 0.5| up to this is a tie.")] = 0.0,
+    from_judgments: Annotated[bool, typer.Option("--from-judgments", help="Judge nothing: analyse the pair judgments already in --out (e.g. under another --verdict-rule); no model is loaded.")] = False,
 ) -> None:
     """Judge runs head to head: for every tutorial two runs share, which conversation teaches better, per
     rubric, asked in both orders; win rates, position consistency and (3+ runs) a Bradley–Terry ranking."""
@@ -40,7 +43,8 @@ def compare(
     req = CompareRequest(runs=tuple(runs), out=out, evaluator=evaluator, rubrics=rubrics, metrics=metrics, config=config,
                          base_url=base_url, concurrency=concurrency, retries=retries, shard=shard, bootstrap=bootstrap,
                          seed=seed, reading=pairwise_reading, max_tutorials=max_tutorials, figures=not no_figures,
-                         retry_failed=retry_failed)
+                         retry_failed=retry_failed, verdict_rule=verdict_rule, tie_band=tie_band,
+                         from_judgments=from_judgments)
     try:
         res, stats, desc = run_compare(req, console, lambda total: progress_bar(console, total, "judging pairs (both orders)"))
     except WikihowagentError as exc:  # CompareError, or a config, rubric, input or judge error as it is
@@ -49,8 +53,11 @@ def compare(
     except KeyboardInterrupt:
         print_labeled(console, "interrupted:", "yellow", "judgments written so far are kept; rerun the same command to resume")
         raise typer.Exit(130) from None
-    console.print(f"{stats.judged} judge passes made, {stats.already} already done; {stats.failures} of {stats.asked} "
-                  "verdicts asked were not one readable letter", highlight=False, markup=False)
+    if from_judgments:
+        console.print("analysed the stored pair judgments (no judge asked)", highlight=False, markup=False)
+    else:
+        console.print(f"{stats.judged} judge passes made, {stats.already} already done; {stats.failures} of "
+                      f"{stats.asked} verdicts asked were not one readable letter", highlight=False, markup=False)
     if res is None:
         console.print("shard judged; run compare without --shard (same runs and --out) to analyse every shard",
                       highlight=False, markup=False)
@@ -69,13 +76,13 @@ def print_result(res: Any, desc: str, console: Any) -> None:
     from .core import OVERALL, fmt
 
     if res.bradley_terry is not None and len(res.bradley_terry):
-        t = Table(title=f"Bradley–Terry, overall (log-strength θ, 95 % CI over tutorials): {desc}")
+        t = Table(title=f"Bradley–Terry, overall (log-strength θ, 95 % CI over tutorials; verdict rule {res.rule}): {desc}")
         for c in ("rank", "run", "θ", "CI"):
             t.add_column(c, justify="left" if c == "run" else "right")
         for _, r in res.bradley_terry[res.bradley_terry["rubric"] == OVERALL].sort_values("rank").iterrows():
             t.add_row(str(r["rank"]), r["run"], fmt(r["theta"]), f"{fmt(r['ci_low'])} – {fmt(r['ci_high'])}")
         console.print(t)
-    t = Table(title="Win rates, overall (ties half; 95 % CI over tutorials)")
+    t = Table(title=f"Win rates, overall (verdict rule {res.rule}; ties half; 95 % CI over tutorials)")
     for c in ("run A", "run B", "n", "A / tie / B", "win rate A", "CI"):
         t.add_column(c, justify="left" if c.startswith("run") else "right")
     for _, r in res.win_rates[res.win_rates["rubric"] == OVERALL].iterrows():

@@ -5,8 +5,10 @@ rubric, which teaches better, once in each order. Judge passes are appended to `
 (`pair-judgments-K-of-N.jsonl` for `--shard K/N`) as they finish, so a rerun resumes and never duplicates a
 verdict; the analysis reads every such file in the output directory:
 
-- `pairwise.csv`: tutorial, run pair, rubric, p_ab, p_ba, the averaged P(A), the order effect and the
-  verdict (A / B / tie; a preference only when both orders agree).
+- `pairwise.csv`: tutorial, run pair, rubric, p_ab, p_ba, the averaged P(A), the order effect, the
+  verdict (A / B / tie) and the verdict rule that gave it (`agree`, the default: a preference only when both
+  orders agree; `average`: the order-averaged P(A) outside a tie band; `pairwise.VERDICT_RULES`).
+  `--from-judgments` re-analyses the stored judgments (e.g. under another rule) without the judge.
 - `win_rates.csv`: per rubric (and `overall`, every rubric pooled) and pair, wins/ties/losses and the win
   rate (ties half) with a bootstrap CI over tutorials.
 - `position.csv`: per rubric, the share of position-inconsistent pairs (the orders disagree) and the mean
@@ -31,7 +33,7 @@ from wikihowagent.errors import WikihowagentError
 from wikihowagent.figures import annotated_heatmap
 from wikihowagent.records import Conversation, PairwiseRecord
 
-from .pairwise import verdict
+from .pairwise import DEFAULT_TIE_BAND, verdict, verdict_rule
 from wikihowagent.runs import (BRADLEY_TERRY_CSV, HEAD_TO_HEAD_PNG, PAIRWISE_CSV, POSITION_CSV, SUMMARY_MD,
                                WIN_RATES_CSV)
 
@@ -182,9 +184,12 @@ def plan_compare(runs: dict[str, dict[str, Conversation]], names: list[str],
 
 
 def verdict_rows(records: dict[tuple[str, ...], PairwiseRecord], pairs: list[tuple[str, str]],
-                 rubric_names: list[str]) -> tuple[list[dict[str, Any]], int]:
-    """Rows (tutorial, run_a, run_b, rubric, p_ab, p_ba, p_a, order_effect, verdict, consistent) for every
-    (pair, tutorial, rubric) judged in both orders; and how many lacked an order or a readable reply."""
+                 rubric_names: list[str], rule: str | None = None,
+                 tie_band: float = DEFAULT_TIE_BAND) -> tuple[list[dict[str, Any]], int]:
+    """Rows (tutorial, run_a, run_b, rubric, p_ab, p_ba, p_a, order_effect, verdict, consistent, verdict_rule)
+    for every (pair, tutorial, rubric) judged in both orders, the verdict under `rule` (default `agree`); and
+    how many lacked an order or a readable reply."""
+    label = verdict_rule(rule).label(tie_band)
     by_order: dict[tuple[str, str, str], PairwiseRecord] = {}
     for r in records.values():
         by_order[(r.tutorial_id, r.first, r.second)] = r
@@ -202,10 +207,10 @@ def verdict_rows(records: dict[tuple[str, ...], PairwiseRecord], pairs: list[tup
                 if p_ab is None or p_ba is None:
                     missing += 1
                     continue
-                v = verdict(p_ab, p_ba)
+                v = verdict(p_ab, p_ba, rule, tie_band)
                 rows.append({"tutorial_id": t, "run_a": a, "run_b": b, "rubric": rubric, "p_ab": p_ab, "p_ba": p_ba,
                              "p_a": round(v.p_a, 4), "order_effect": round(v.order_effect, 4),
-                             "verdict": v.winner, "consistent": v.consistent})
+                             "verdict": v.winner, "consistent": v.consistent, "verdict_rule": label})
     return rows, missing
 
 
@@ -299,6 +304,7 @@ class CompareResult:
     position: Any
     bradley_terry: Any | None
     missing: int = 0  # (pair, tutorial, rubric) without both orders readable
+    rule: str = ""  # the verdict rule's label
     written: list[Path] = field(default_factory=list)
 
 
@@ -315,18 +321,20 @@ def md_table(df: Any) -> str:
 
 
 def analyse(out_dir: Path, records: dict[tuple[str, ...], PairwiseRecord], runs: list[str], rubric_names: list[str],
-            judge_desc: str, reading_note: str, n_boot: int, seed: int, figures: bool = True) -> CompareResult:
+            judge_desc: str, reading_note: str, n_boot: int, seed: int, figures: bool = True, rule: str | None = None,
+            tie_band: float = DEFAULT_TIE_BAND) -> CompareResult:
     import pandas as pd
 
     pairs = [(a, b) for i, a in enumerate(runs) for b in runs[i + 1:]]
-    rows, missing = verdict_rows(records, pairs, rubric_names)
-    cols = ["tutorial_id", "run_a", "run_b", "rubric", "p_ab", "p_ba", "p_a", "order_effect", "verdict", "consistent"]
+    rows, missing = verdict_rows(records, pairs, rubric_names, rule, tie_band)
+    cols = ["tutorial_id", "run_a", "run_b", "rubric", "p_ab", "p_ba", "p_a", "order_effect", "verdict", "consistent",
+            "verdict_rule"]
     pw = pd.DataFrame(rows, columns=cols)
     wins = win_rate_table(rows, runs, rubric_names, n_boot, seed)
     pos = position_table(rows, rubric_names)
     bt = bt_table(rows, runs, rubric_names, n_boot, seed) if len(runs) >= 3 else None
     out_dir = Path(out_dir)
-    res = CompareResult(runs, pw, wins, pos, bt, missing)
+    res = CompareResult(runs, pw, wins, pos, bt, missing, verdict_rule(rule).label(tie_band))
     res.written += [people_csv(pw, out_dir / PAIRWISE_CSV), people_csv(wins, out_dir / WIN_RATES_CSV),
                     people_csv(pos, out_dir / POSITION_CSV)]
     if bt is not None:
@@ -335,8 +343,9 @@ def analyse(out_dir: Path, records: dict[tuple[str, ...], PairwiseRecord], runs:
              f"{len(runs)} runs, {pw['tutorial_id'].nunique() if len(pw) else 0} tutorials judged; "
              f"{len(pw)} (pair, tutorial, rubric) verdicts from both orders"
              + (f"; {missing} left out (an order missing or unreadable)" if missing else "") + ".",
-             "A preference counts only when both orders agree; otherwise a tie. Win rates count ties as half; "
-             f"95 % CIs resample tutorials ({n_boot} bootstrap resamples).", ""]
+             verdict_rule(rule).sentence(tie_band) + " Win rates count ties as half; "
+             f"95 % CIs resample tutorials ({n_boot} bootstrap resamples). Position consistency does not depend "
+             "on the rule.", ""]
     if bt is not None:
         lines += ["## Bradley–Terry (log-strength θ, mean 0; θ_i − θ_j = log-odds that i beats j)", "",
                   md_table(bt[bt["rubric"] == OVERALL].drop(columns="rubric")), "", "Per rubric:", "", md_table(bt), ""]
@@ -371,6 +380,9 @@ class CompareRequest:
     max_tutorials: int | None = None
     figures: bool = True
     retry_failed: bool = True
+    verdict_rule: str | None = None  # pairwise.VERDICT_RULES; None = the default (agree)
+    tie_band: float = DEFAULT_TIE_BAND
+    from_judgments: bool = False  # analyse OUT's stored judgments only: no judge, no model
 
 
 def reading_note(reading: str) -> str:
@@ -405,26 +417,31 @@ def load_runs(sources: list[Any], warn: Callable[[str], None], max_tutorials: in
 
 
 def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[int], Any]) -> tuple[CompareResult | None, PassStats, str]:
-    """Judge every shared tutorial of every pair in both orders, then analyse (not for a shard).
+    """Judge every shared tutorial of every pair in both orders, then analyse (not for a shard); with
+    `from_judgments`, only analyse the judgments already in the output directory (no judge is made).
 
     -> (result or None for a shard, pass statistics, a line describing the judge and its reading)."""
     from wikihowagent.config import load_config
     from wikihowagent.evaluation.core import judge_endpoints
     from wikihowagent.evaluation.inputs import resolve_inputs
-    from wikihowagent.evaluation.judge import JudgeBackendError, load_rubrics
-    from wikihowagent.evaluation.runner import EvalOptions, Evaluation, judge_concurrency
+    from wikihowagent.evaluation.judge import load_rubrics
+    from wikihowagent.evaluation.runner import EvalOptions, Evaluation
     from wikihowagent.generation.core import parse_shard
-    from wikihowagent.runs import COMPARE_DIR, PAIR_JUDGMENTS, RunError, dir_lock
+    from wikihowagent.runs import COMPARE_DIR, PAIR_JUDGMENTS
 
-    from .pairwise import PairwiseJudge
+    from .pairwise import check_tie_band
 
     def warn(msg: str) -> None:
         console.print("warning: " + msg, highlight=False, soft_wrap=True, markup=False)
 
     try:
         shard = parse_shard(req.shard) if req.shard else None
+        verdict_rule(req.verdict_rule)
+        check_tie_band(req.tie_band)
     except ValueError as exc:
         raise CompareError(str(exc)) from None
+    if shard is not None and req.from_judgments:
+        raise CompareError("--from-judgments analyses every shard's judgments: drop --shard")
     if len(req.runs) < 2:
         raise CompareError(f"compare needs at least two runs to judge head to head (got {len(req.runs)}"
                            + (f": {req.runs[0]}" if req.runs else "") + ")")
@@ -442,14 +459,59 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
     opts = EvalOptions(judge=True, evaluator=req.evaluator, base_url=req.base_url, concurrency=req.concurrency,
                        default_concurrency=cfg.concurrency, retries=req.retries)
     endpoints = judge_endpoints(cfg, req.base_url)  # as `evaluate`: the run's evaluator and endpoint, else --evaluator
-    make_llm = endpoints.make_llm
-    ev = Evaluation(opts, [], names, rubric_set, make_llm, warn)
+    ev = Evaluation(opts, [], names, rubric_set, endpoints.make_llm, warn)
     by_source = endpoints.resolve(ev, sources)
     if len(set(by_source.values())) != 1:
         which = "; ".join(f"{n}: {spec}" for n, spec in by_source.items())
         raise CompareError(f"the runs name different judges ({which}): pass --evaluator SPEC to judge every pair "
                            "with the same one")
     spec = next(iter(by_source.values()))
+    out = Path(req.out) if req.out is not None else Path(cfg.runs_dir) / COMPARE_DIR
+    stats = PassStats()
+    if req.from_judgments:
+        reading = stored_reading(out, spec, req.reading, warn)
+    else:
+        reading = _judge_pairs(req, console, progress_factory, runs, names, rubric_set, spec, endpoints.make_llm,
+                               opts, out, shard, stats, warn)
+        if shard is not None:
+            return None, stats, f"{spec} (pairwise, {reading})"
+    desc = f"{spec} (pairwise, {reading})"
+    records = read_records(judgment_files(out, PAIR_JUDGMENTS), spec, reading, warn)
+    wanted = {(j.key) for j in plan_compare(runs, names)}
+    records = {k: r for k, r in records.items() if k in wanted}
+    res = analyse(out, records, list(runs), names, desc, reading_note(reading), req.bootstrap, req.seed, req.figures,
+                  req.verdict_rule, req.tie_band)
+    return res, stats, desc
+
+
+def stored_reading(out: Path, spec: str, reading: str | None, warn: Callable[[str], None]) -> str:
+    """--from-judgments: the reading of `spec`'s judgments in `out` (`reading` if given); CompareError when
+    there are none, or both readings and no choice."""
+    from wikihowagent.runs import PAIR_JUDGMENTS, read_pairwise
+
+    files = judgment_files(out, PAIR_JUDGMENTS)
+    found = {r.reading for path in files for r in read_pairwise(path, warn) if r.evaluator == spec}
+    if reading is not None:
+        found &= {reading}
+    if not found:
+        raise CompareError(f"{out}: no pair judgments of judge {spec}" + (f" ({reading})" if reading else "")
+                           + ": run compare without --from-judgments first")
+    if len(found) > 1:
+        raise CompareError(f"{out}: judge {spec} has judgments in both readings ({', '.join(sorted(found))}): "
+                           "pass --pairwise-reading")
+    return found.pop()
+
+
+def _judge_pairs(req: CompareRequest, console: Any, progress_factory: Callable[[int], Any], runs: dict[str, Any],
+                 names: list[str], rubric_set: Any, spec: str, make_llm: Callable[[str], Any], opts: Any, out: Path,
+                 shard: tuple[int, int] | None, stats: PassStats, warn: Callable[[str], None]) -> str:
+    """Make the judge and judge every pending pass into OUT (resumable); -> the judge's reading."""
+    from wikihowagent.evaluation.judge import JudgeBackendError
+    from wikihowagent.evaluation.runner import judge_concurrency
+    from wikihowagent.runs import PAIR_JUDGMENTS, RunError, dir_lock
+
+    from .pairwise import PairwiseJudge
+
     llm = make_llm(spec)
     try:
         judge = PairwiseJudge(llm, rubric_set, names, reading=req.reading, retries=req.retries,
@@ -463,11 +525,9 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
         loop.close()
         raise CompareError(str(exc)) from None
     desc = f"{spec} (pairwise, {judge.label})"
-    out = Path(req.out) if req.out is not None else Path(cfg.runs_dir) / COMPARE_DIR
     stem = PAIR_JUDGMENTS.removesuffix(".jsonl")
     path = out / (f"{stem}-{shard[0]}-of-{shard[1]}.jsonl" if shard else PAIR_JUDGMENTS)
     jobs = plan_compare(runs, names, shard)
-    stats = PassStats()
     console.print(f"compare: {len(runs)} runs ({', '.join(runs)}), judge {desc}: {len(jobs)} judge passes "
                   f"(both orders of every shared tutorial) x {len(names)} rubrics", highlight=False, markup=False)
     console.print(reading_note(judge.label), highlight=False, markup=False)
@@ -488,10 +548,4 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
         cancel_leftover_tasks(loop)
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
-    if shard is not None:
-        return None, stats, desc
-    records = read_records(judgment_files(out, PAIR_JUDGMENTS), spec, judge.label, warn)
-    wanted = {(j.key) for j in plan_compare(runs, names)}
-    records = {k: r for k, r in records.items() if k in wanted}
-    res = analyse(out, records, list(runs), names, desc, reading_note(judge.label), req.bootstrap, req.seed, req.figures)
-    return res, stats, desc
+    return judge.label

@@ -13,7 +13,8 @@ Either way the reply must be unambiguously one letter, as strictly as a score di
 `digit_closed`): "A", "B.", "Conversation B", "**A**" count; the letter's line must end after it and the
 reply must not be cut off by the token limit right after it, so "A is better", "A and B", "Both", "a",
 "10" or an empty reply are failures (asked again up to `retries` times). Each pair is asked in
-both orders by the caller; `verdict` combines them.
+both orders by the caller; `verdict` combines them under a verdict rule (`VERDICT_RULES`: `agree`, the
+default, or `average`, the order-averaged P(A) outside a tie band).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,8 +211,13 @@ class PairwiseJudge:
 
 
 # --------------------------------------------------------------------------------------------------
-# Both orders -> one verdict
+# Both orders -> one verdict: the verdict rules (a registry; `--verdict-rule NAME`)
 # --------------------------------------------------------------------------------------------------
+
+AGREE, AVERAGE = "agree", "average"
+DEFAULT_RULE = AGREE
+DEFAULT_TIE_BAND = 0.0  # |P − 0.5| within it is a tie (the averaged rule); 0 = any lean counts, as the absolute judge's
+_EVEN = 1e-9  # the absolute judge-check's tie tolerance (accuracy.win)
 
 
 def preference(p: float) -> int:
@@ -218,12 +225,70 @@ def preference(p: float) -> int:
     return 1 if p > 0.5 else (-1 if p < 0.5 else 0)
 
 
+def _agree(p_ab: float, p_ba: float, tie_band: float) -> str:
+    """A preference only when it survives the swap (each order prefers the same conversation)."""
+    a_first, b_first = preference(p_ab), preference(p_ba)
+    if a_first == 1 and b_first == -1:
+        return "A"
+    if a_first == -1 and b_first == 1:
+        return "B"
+    return "tie"
+
+
+def _average(p_ab: float, p_ba: float, tie_band: float) -> str:
+    """P(A better) averaged over the two orders, (p_ab + 1 − p_ba) / 2: a constant position bias (the same
+    pull towards the first shown in both orders) cancels; outside 0.5 ± tie_band a preference, else a tie."""
+    lean = (p_ab + (1.0 - p_ba)) / 2 - 0.5
+    if lean > tie_band + _EVEN:
+        return "A"
+    if lean < -tie_band - _EVEN:
+        return "B"
+    return "tie"
+
+
+@dataclass(frozen=True)
+class VerdictRule:
+    name: str
+    winner: Callable[[float, float, float], str]  # (p_ab, p_ba, tie_band) -> "A" | "B" | "tie"
+    text: str  # one sentence for summaries
+
+    def label(self, tie_band: float) -> str:
+        """The rule as written into pairwise.csv and summaries: "agree", "average (tie band 0.01)"."""
+        return self.name if self.name == AGREE else f"{self.name} (tie band {tie_band:g})"
+
+    def sentence(self, tie_band: float) -> str:
+        return self.text.format(band=f"{tie_band:g}")
+
+
+VERDICT_RULES: dict[str, VerdictRule] = {
+    AGREE: VerdictRule(AGREE, _agree, "Verdict rule `agree`: a preference counts only when both orders agree; "
+                                      "otherwise a tie."),
+    AVERAGE: VerdictRule(AVERAGE, _average, "Verdict rule `average`: P(A better) averaged over the two orders, "
+                                            "(p_ab + 1 − p_ba) / 2 (a constant position bias cancels); a preference "
+                                            "when it is outside 0.5 ± {band}, else a tie."),
+}
+
+
+def verdict_rule(name: str | None) -> VerdictRule:
+    """The registered rule (None = the default); ValueError naming the valid ones."""
+    rule = VERDICT_RULES.get(name or DEFAULT_RULE)
+    if rule is None:
+        raise ValueError(f"unknown verdict rule {name!r}; valid: {', '.join(VERDICT_RULES)}")
+    return rule
+
+
+def check_tie_band(tie_band: float) -> float:
+    if not 0.0 <= tie_band < 0.5:
+        raise ValueError(f"tie band must be at least 0 and below 0.5 (got {tie_band:g})")
+    return tie_band
+
+
 @dataclass(frozen=True)
 class Verdict:
     p_ab: float  # P(A better) with A shown first
     p_ba: float  # P(B better) with B shown first
     winner: str  # "A" | "B" | "tie"
-    consistent: bool  # both orders prefer the same conversation
+    consistent: bool  # both orders prefer the same conversation (or both are exactly even), whatever the rule
 
     @property
     def p_a(self) -> float:
@@ -240,12 +305,9 @@ class Verdict:
         return {"A": 1.0, "B": 0.0}.get(self.winner, 0.5)
 
 
-def verdict(p_ab: float, p_ba: float) -> Verdict:
-    """A preference counts only when it survives the swap; otherwise a tie (position-inconsistent unless
-    both orders were exactly even)."""
+def verdict(p_ab: float, p_ba: float, rule: str | None = None, tie_band: float = DEFAULT_TIE_BAND) -> Verdict:
+    """Both orders -> one verdict under `rule` (default `agree`: a preference only when it survives the swap).
+    `consistent` is the position consistency, the same under every rule."""
     a_first, b_first = preference(p_ab), preference(p_ba)
-    if a_first == 1 and b_first == -1:
-        return Verdict(p_ab, p_ba, "A", True)
-    if a_first == -1 and b_first == 1:
-        return Verdict(p_ab, p_ba, "B", True)
-    return Verdict(p_ab, p_ba, "tie", a_first == 0 and b_first == 0)
+    consistent = (a_first, b_first) in ((1, -1), (-1, 1), (0, 0))
+    return Verdict(p_ab, p_ba, verdict_rule(rule).winner(p_ab, p_ba, tie_band), consistent)

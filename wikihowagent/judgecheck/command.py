@@ -26,6 +26,7 @@ def judge_check(
     no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the heatmap.")] = False,
     pairwise: Annotated[bool, typer.Option("--pairwise", help="Judge each perturbed copy against its original head to head, in both orders (the `compare` judge), on the perturbation's target rubrics: pairwise_sensitivity.csv, pairwise_summary.md, next to the absolute judge's accuracy when judgments.jsonl has it.")] = False,
     pairwise_reading: Annotated[Optional[str], typer.Option(metavar="logprobs|answer", help="With --pairwise: P(A) from the A/B token log-probabilities (default where available) or the letter only.")] = None,
+    tie_band: Annotated[float, typer.Option(min=0.0, max=0.499, help="With --pairwise: the `average` verdict rule's tie band (|P(original better) - 0.5| up to this is a tie); accuracy under both rules (`agree`, `average`) is reported.")] = 0.0,
     posttest_learner: Annotated[Optional[str], typer.Option(metavar="SPEC", help="Instead of judging: the post-test's validity. This learner model takes the post-test on each original and its skip_steps / off_topic copies; their Step Recall must drop: posttest_validity.csv/.md (beside the judge's accuracy when this directory has it), posttests.jsonl.")] = None,
 ) -> None:
     """Meta-evaluate the rubric judge without human labels: perturbed conversations that should score lower
@@ -38,7 +39,7 @@ def judge_check(
     console = make_console()
     req = JudgeCheckRequest(tuple(runs), out, tuple(evaluator or ()), judge_scoring, judge_rationale, judge_prompt,
                             perturbations, rubrics, max_conversations, config, base_url, concurrency, retries,
-                            not no_figures, pairwise, pairwise_reading, posttest_learner)
+                            not no_figures, pairwise, pairwise_reading, tie_band, posttest_learner)
     try:
         run_judge_check(req, console)
     except WikihowagentError as exc:  # JudgeCheckError, or the config, rubric, input or backend error as it is

@@ -131,14 +131,11 @@ def sensitivity_table(records: dict[tuple[str, str], dict[str, Any]], perturbati
     import pandas as pd
 
     rows = []
-    originals = {cid: r for (cid, v), r in records.items() if v == ORIGINAL}
     for p in perturbations:
         for rubric in p.targets:
             if rubric not in rubric_names:
                 continue
-            wins, o_scores, p_scores, failed = paired_wins(
-                ((originals[cid].get("scores") or {}).get(rubric), (rec.get("scores") or {}).get(rubric))
-                for (cid, v), rec in records.items() if v == p.name and cid in originals)
+            wins, o_scores, p_scores, failed = paired_wins(_score_pairs(records, p, rubric).values())
             lo, hi = bootstrap_ci(wins)
             rows.append({"rubric": rubric, "perturbation": p.name, "n": len(wins),
                          "accuracy": _r(sum(wins) / len(wins)) if wins else None, "ci_low": _r(lo), "ci_high": _r(hi),
@@ -146,6 +143,22 @@ def sensitivity_table(records: dict[tuple[str, str], dict[str, Any]], perturbati
                          "ties": sum(w == 0.5 for w in wins), "failed": failed})
     return pd.DataFrame(rows, columns=["rubric", "perturbation", "n", "accuracy", "ci_low", "ci_high",
                                        "mean_original", "mean_perturbed", "ties", "failed"])
+
+
+def _score_pairs(records: dict[tuple[str, str], dict[str, Any]], p: Perturbation,
+                 rubric: str) -> dict[str, tuple[float | None, float | None]]:
+    """{conversation id: (original's score, perturbed copy's score)} on one cell."""
+    originals = {cid: r for (cid, v), r in records.items() if v == ORIGINAL}
+    return {cid: ((originals[cid].get("scores") or {}).get(rubric), (rec.get("scores") or {}).get(rubric))
+            for (cid, v), rec in records.items() if v == p.name and cid in originals}
+
+
+def cell_wins(records: dict[tuple[str, str], dict[str, Any]], perturbations: list[Perturbation],
+              rubric_names: list[str]) -> dict[tuple[str, str], dict[str, float]]:
+    """{(rubric, perturbation): {conversation id: win}} of the absolute judge on every targeted cell."""
+    return {(rubric, p.name): {cid: win(o, q) for cid, (o, q) in _score_pairs(records, p, rubric).items()
+                               if o is not None and q is not None}
+            for p in perturbations for rubric in p.targets if rubric in rubric_names}
 
 
 def consistency_table(records: dict[tuple[str, str], dict[str, Any]], rubric_names: list[str]) -> Any:
@@ -278,57 +291,119 @@ def plan_pairwise(convs: list[Conversation], perturbations: list[Perturbation], 
     return jobs
 
 
-def pairwise_table(records: dict[tuple[str, ...], Any], perturbations: list[Perturbation], rubric_names: list[str],
-                   absolute: Any | None = None) -> Any:
-    """Per targeted rubric x perturbation: accuracy (the original preferred in both orders = 1, a tie 0.5,
-    the perturbed copy = 0) with a bootstrap CI over conversations, position consistency, mean P(original
-    better) over the two orders; and the absolute judge's accuracy on the same cell where known."""
-    import pandas as pd
-
+def pairwise_cells(records: dict[tuple[str, ...], Any], perturbations: list[Perturbation], rubric_names: list[str],
+                   rule: str | None = None, tie_band: float = 0.0) -> dict[tuple[str, str], list[dict[str, Any]]]:
+    """{(rubric, perturbation): verdict rows (compare.core.verdict_rows: run_a = the original, so verdict "A" =
+    the original preferred)} of every targeted cell, under one verdict rule."""
     from wikihowagent.compare.core import verdict_rows
 
-    rows = []
+    out = {}
     for p in perturbations:
         targets = [t for t in p.targets if t in rubric_names]
-        vrows, _ = verdict_rows(records, [(ORIGINAL, p.name)], targets)
+        vrows, _ = verdict_rows(records, [(ORIGINAL, p.name)], targets, rule, tie_band)
         for rubric in targets:
-            sel = [r for r in vrows if r["rubric"] == rubric]
-            scores = [{"A": 1.0, "B": 0.0}.get(r["verdict"], 0.5) for r in sel]
-            asked = {k[0] for k in records if k[1:3] in ((ORIGINAL, p.name), (p.name, ORIGINAL))}
-            lo, hi = bootstrap_ci(scores)
-            row = {"rubric": rubric, "perturbation": p.name, "n": len(sel),
-                   "accuracy": _r(_mean(scores)), "ci_low": _r(lo), "ci_high": _r(hi),
-                   "position_consistency": _r(_mean([float(r["consistent"]) for r in sel])),
-                   "accuracy_averaged": _r(_mean([1.0 if r["p_a"] > 0.5 else 0.0 if r["p_a"] < 0.5 else 0.5 for r in sel])),
-                   "mean_p_original": _r(_mean([r["p_a"] for r in sel])),
-                   "ties": sum(s == 0.5 for s in scores), "failed": len(asked) - len(sel)}
-            if absolute is not None:
-                hit = absolute[(absolute["rubric"] == rubric) & (absolute["perturbation"] == p.name)]
-                row["absolute_accuracy"] = None if hit.empty else hit.iloc[0]["accuracy"]
-            rows.append(row)
+            out[(rubric, p.name)] = [r for r in vrows if r["rubric"] == rubric]
+    return out
+
+
+def verdict_wins(rows: list[dict[str, Any]]) -> dict[str, float]:
+    """{conversation id: 1 the original preferred, 0.5 a tie, 0 the perturbed copy} of one cell's rows."""
+    return {r["tutorial_id"]: {"A": 1.0, "B": 0.0}.get(r["verdict"], 0.5) for r in rows}
+
+
+def pairwise_table(records: dict[tuple[str, ...], Any], agree: dict[tuple[str, str], list[dict[str, Any]]],
+                   averaged: dict[tuple[str, str], list[dict[str, Any]]], absolute: Any | None = None) -> Any:
+    """Per targeted rubric x perturbation: accuracy under the `agree` rule (the original preferred in both
+    orders = 1, a tie 0.5, the perturbed copy = 0) and under the `average` rule (the order-averaged P(original
+    better) outside 0.5 ± tie_band), each with a bootstrap CI over conversations; position consistency, mean
+    P(original better) over the two orders; and the absolute judge's accuracy on the same cell where known.
+    `agree`, `averaged`: `pairwise_cells` of `records` under each rule."""
+    import pandas as pd
+
+    rows = []
+    for (rubric, pert), sel in agree.items():
+        scores = list(verdict_wins(sel).values())
+        avg = list(verdict_wins(averaged[(rubric, pert)]).values())
+        asked = {k[0] for k in records if k[1:3] in ((ORIGINAL, pert), (pert, ORIGINAL))}
+        lo, hi = bootstrap_ci(scores)
+        alo, ahi = bootstrap_ci(avg)
+        row = {"rubric": rubric, "perturbation": pert, "n": len(sel),
+               "accuracy": _r(_mean(scores)), "ci_low": _r(lo), "ci_high": _r(hi),
+               "accuracy_averaged": _r(_mean(avg)), "averaged_ci_low": _r(alo), "averaged_ci_high": _r(ahi),
+               "position_consistency": _r(_mean([float(r["consistent"]) for r in sel])),
+               "mean_p_original": _r(_mean([r["p_a"] for r in sel])),
+               "ties": sum(x == 0.5 for x in scores), "ties_averaged": sum(x == 0.5 for x in avg),
+               "failed": len(asked) - len(sel)}
+        if absolute is not None:
+            hit = absolute[(absolute["rubric"] == rubric) & (absolute["perturbation"] == pert)]
+            row["absolute_accuracy"] = None if hit.empty else hit.iloc[0]["accuracy"]
+        rows.append(row)
     return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class ModeAccuracy:
+    """One judging mode's mean accuracy over the targeted cells, with a 95 % bootstrap CI over conversations."""
+    mode: str
+    mean: float
+    ci_low: float
+    ci_high: float
+
+    def text(self) -> str:
+        return f"{self.mode} {self.mean:.3f} [{self.ci_low:.3f}, {self.ci_high:.3f}]"
+
+
+def compare_modes(modes: dict[str, list[dict[str, float]]], n_boot: int = BOOTSTRAP,
+                  seed: int = 0) -> tuple[list[ModeAccuracy], str]:
+    """Each mode's mean accuracy with its CI (the same resampled conversations for all), and a one-line
+    recommendation: the most accurate mode when it is above chance and its paired difference from the
+    runner-up excludes 0; else what the data do not support."""
+    from .accuracy import mean_accuracy_samples, percentile_ci
+
+    means, samples = mean_accuracy_samples(modes, n_boot, seed)
+    accs = [ModeAccuracy(m, means[m], *percentile_ci(samples[m])) for m in modes if means[m] == means[m]]
+    if not accs:
+        return accs, "Recommendation: nothing measured yet."
+    ranked = sorted(accs, key=lambda a: -a.mean)
+    best = ranked[0]
+    n = len({c for cells in modes.values() for cell in cells for c in cell})
+    if not best.ci_low > 0.5:
+        advice = "no mode is reliably above chance (0.5) for this judge; use a stronger judge"
+    elif len(ranked) == 1:
+        advice = f"{best.mode} (the only mode measured)"
+    else:
+        second = ranked[1]
+        lo, hi = percentile_ci(samples[best.mode] - samples[second.mode])
+        diff = f"{best.mean - second.mean:.3f} [{lo:.3f}, {hi:.3f}]"
+        advice = (f"use {best.mode}: more accurate than {second.mode} by {diff}" if lo > 0 else
+                  f"no reliable difference between {best.mode} and {second.mode} ({diff}); measure more conversations "
+                  "before preferring either")
+    return accs, f"Recommendation: {advice} ({'; '.join(a.text() for a in ranked)}; n = {n} conversations)."
 
 
 @dataclass
 class PairwiseCheck:
     table: Any
-    mean_accuracy: float
+    mean_accuracy: float  # the agree rule's
     position_consistency: float
     absolute_mean_accuracy: float = math.nan
+    modes: list[ModeAccuracy] = field(default_factory=list)  # agree, averaged[, absolute]: means with CIs
+    recommendation: str = ""
     written: list[Path] = field(default_factory=list)
 
 
 def analyse_pairwise(out_dir: Path, records: dict[tuple[str, ...], Any], perturbations: list[Perturbation],
                      rubric_names: list[str], evaluator: str, reading: str, conv_ids: set[str], stats: CheckStats,
-                     figures: bool = True) -> PairwiseCheck:
-    """pairwise_sensitivity.csv / pairwise_summary.md / pairwise_sensitivity.png; next to the absolute judge's
-    accuracy when `judgments.jsonl` holds this evaluator's absolute judgments of the same conversations."""
+                     figures: bool = True, tie_band: float = 0.0) -> PairwiseCheck:
+    """pairwise_sensitivity.csv / pairwise_summary.md / pairwise_sensitivity.png: accuracy under both verdict
+    rules with CIs and position consistency; next to the absolute judge's accuracy when `judgments.jsonl`
+    holds this evaluator's absolute judgments of the same conversations; a one-line recommendation last."""
     from wikihowagent.compare.core import md_table, people_csv, reading_note
-
-    records = {k: r for k, r in records.items() if k[0] in conv_ids}
-    absolute = None
+    from wikihowagent.compare.pairwise import AGREE, AVERAGE, VERDICT_RULES
     from wikihowagent.evaluation.judge_prompts import DEFAULT_PROMPT
 
+    records = {k: r for k, r in records.items() if k[0] in conv_ids}
+    absolute = absolute_records = None
     for scoring in ("weighted", "json", "sampled"):
         prompt = "" if scoring == "json" else DEFAULT_PROMPT  # the absolute judge `judge-check` runs by default
         absolute_records = {k: v for k, v in read_judgments(out_dir / JUDGMENTS, evaluator, scoring, prompt).items()
@@ -337,25 +412,44 @@ def analyse_pairwise(out_dir: Path, records: dict[tuple[str, ...], Any], perturb
             absolute = sensitivity_table(absolute_records, perturbations, rubric_names)
             absolute_mode = scoring
             break
-    table = pairwise_table(records, perturbations, rubric_names, absolute)
+    agree = pairwise_cells(records, perturbations, rubric_names, AGREE)
+    averaged = pairwise_cells(records, perturbations, rubric_names, AVERAGE, tie_band)
+    table = pairwise_table(records, agree, averaged, absolute)
     acc = [a for a in table["accuracy"] if a is not None and not (isinstance(a, float) and math.isnan(a))]
     weights = [(n, c) for n, c in zip(table["n"], table["position_consistency"]) if c is not None and not (isinstance(c, float) and math.isnan(c))]
     consistency = sum(n * c for n, c in weights) / sum(n for n, _ in weights) if weights and sum(n for n, _ in weights) else math.nan
     res = PairwiseCheck(table, _mean(acc), consistency)
+    agree_label, avg_label = VERDICT_RULES[AGREE].label(tie_band), VERDICT_RULES[AVERAGE].label(tie_band)
+    modes = {f"pairwise, {agree_label}": [verdict_wins(v) for v in agree.values()],
+             f"pairwise, {avg_label}": [verdict_wins(v) for v in averaged.values()]}
+    if absolute is not None:
+        cells = {(r, p) for r, p in zip(table["rubric"], table["perturbation"])}
+        modes[f"absolute, {absolute_mode}"] = [w for k, w in cell_wins(absolute_records, perturbations,
+                                                                        rubric_names).items() if k in cells]
+    res.modes, res.recommendation = compare_modes(modes)
+    if absolute is None:
+        res.recommendation = res.recommendation.replace(
+            "Recommendation:", "Recommendation among the pairwise rules (no absolute judgments of this judge here):", 1)
     lines = [f"# judge-check --pairwise: {evaluator} (pairwise, {reading})", "", reading_note(reading), "",
              f"{len(conv_ids)} conversations; each perturbed copy judged against its original in both orders on the "
-             "perturbation's target rubrics only. Accuracy: the original preferred in both orders = 1, a tie (the "
-             "orders disagree) = 0.5, the perturbed copy = 0; 95 % bootstrap CI over conversations. "
-             "accuracy_averaged: the original preferred by P(original better) averaged over the two orders "
-             "(a constant position bias cancels), for comparison.", "",
+             "perturbation's target rubrics only. accuracy: verdict rule `agree` (the original preferred in both "
+             "orders = 1, a tie (the orders disagree) = 0.5, the perturbed copy = 0); accuracy_averaged: verdict "
+             f"rule `{avg_label}` (P(original better) averaged over the two orders; a constant position bias "
+             "cancels); 95 % bootstrap CIs over conversations.", "",
              f"Mean accuracy over the {len(acc)} targeted cells: **{res.mean_accuracy:.3f}**; position consistency "
              f"(both orders agree), pooled: **{consistency:.3f}**."]
     if absolute is not None and "absolute_accuracy" in table:
         abs_acc = [a for a in table["absolute_accuracy"] if a is not None and not (isinstance(a, float) and math.isnan(a))]
         res.absolute_mean_accuracy = _mean(abs_acc)
         lines.append(f"The absolute judge ({absolute_mode}) on the same cells: **{res.absolute_mean_accuracy:.3f}**.")
+    lines += ["", "Mean accuracy over the targeted cells, 95 % CI (bootstrap over conversations): "
+              + "; ".join(m.text() for m in res.modes) + "."]
     lines += ["", f"Unreadable verdicts (not one letter, low letter probability, refused calls): {stats.failures} of "
               f"{stats.rubric_scores} asked in this invocation.", "", md_table(table), ""]
+    if absolute is None:
+        lines.append("(No absolute judgments of this judge in this directory: run judge-check without --pairwise into "
+                     "the same --out to compare the modes.)")
+    lines += [res.recommendation, ""]
     p = out_dir / PAIRWISE_SUMMARY
     p.write_text("\n".join(lines), encoding="utf-8")
     res.written += [people_csv(table, out_dir / PAIRWISE_SENSITIVITY), p]
@@ -394,6 +488,7 @@ class JudgeCheckRequest:
     figures: bool = True
     pairwise: bool = False
     pairwise_reading: str | None = None
+    tie_band: float = 0.0  # --pairwise: the `average` verdict rule's tie band
     posttest_learner: str | None = None  # instead of judging: the post-test's validity with this learner
 
 
@@ -408,7 +503,7 @@ def run_judge_check(req: JudgeCheckRequest, console: Any) -> None:
         _judge_check(console, req.runs, req.out, specs[0] if specs else None, req.judge_scoring, req.judge_rationale,
                      req.perturbations, req.rubrics, req.max_conversations, req.config, req.base_url, req.concurrency,
                      req.retries, not req.figures, req.pairwise, req.pairwise_reading, req.judge_prompt,
-                     req.posttest_learner)
+                     req.posttest_learner, tie_band=req.tie_band)
 
 
 def _judge_panel(console, specs, runs, out, judge_scoring, judge_rationale, perturbations_path, rubrics_path,
@@ -453,7 +548,7 @@ def _scoring_of(out: Path, spec: str) -> str:
 
 def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, perturbations_path, rubrics_path,
                  max_conversations, config, base_url, concurrency, retries, no_figures, pairwise=False,
-                 pairwise_reading=None, judge_prompt=None, posttest_learner=None) -> None:
+                 pairwise_reading=None, judge_prompt=None, posttest_learner=None, tie_band=0.0) -> None:
     import asyncio
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -511,7 +606,7 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
 
         llm = make_llm(spec)
         _pairwise(console, [c for _, c in convs], perts, rubric_set, spec, llm, Path(out),
-                  pairwise_reading, retries, judge_concurrency(opts, llm), no_figures)
+                  pairwise_reading, retries, judge_concurrency(opts, llm), no_figures, tie_band)
         return
     judge = ev.judge_for(spec)
     out = Path(out)
@@ -543,18 +638,20 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
         raise JudgeCheckError("the judge failed on every rubric: no sensitivity could be measured")
 
 
-def _pairwise(console, convs, perts, rubric_set, spec, llm, out, reading, retries, concurrency, no_figures) -> None:
+def _pairwise(console, convs, perts, rubric_set, spec, llm, out, reading, retries, concurrency, no_figures,
+              tie_band=0.0) -> None:
     """judge-check --pairwise: original vs perturbed copy, both orders, the perturbation's target rubrics."""
     import asyncio
 
     from wikihowagent.compare.core import PassStats, pending, read_records, reading_note, run_pair_jobs
-    from wikihowagent.compare.pairwise import PairwiseJudge
+    from wikihowagent.compare.pairwise import PairwiseJudge, check_tie_band
     from wikihowagent.evaluation.judge import JudgeBackendError
     from wikihowagent.evaluation.runner import cancel_leftover_tasks
     from wikihowagent.console import progress_bar
     from wikihowagent.runs import PAIR_JUDGMENTS, RunError, dir_lock
 
     try:
+        check_tie_band(tie_band)
         judge = PairwiseJudge(llm, rubric_set, list(rubric_set), reading=reading, retries=retries, concurrency=concurrency)
     except ValueError as exc:
         raise JudgeCheckError(f"evaluator {spec!r}: {exc}") from None
@@ -584,13 +681,14 @@ def _pairwise(console, convs, perts, rubric_set, spec, llm, out, reading, retrie
         loop.close()
     stats.rubric_scores, stats.failures = passes.asked, passes.failures
     res = analyse_pairwise(out, read_records([out / PAIR_JUDGMENTS], spec, judge.label), perts, list(rubric_set), spec,
-                           judge.label, {c.conversation_id for c in convs}, stats, figures=not no_figures)
+                           judge.label, {c.conversation_id for c in convs}, stats, figures=not no_figures,
+                           tie_band=tie_band)
     console.print(f"{passes.judged} judge passes made, {passes.already} already done; {passes.failures} of {passes.asked} "
-                  f"verdicts unreadable; mean accuracy over targeted cells: {res.mean_accuracy:.3f}, position "
-                  f"consistency {res.position_consistency:.3f}"
-                  + (f" (absolute judge on the same cells: {res.absolute_mean_accuracy:.3f})"
-                     if res.absolute_mean_accuracy == res.absolute_mean_accuracy else ""), highlight=False, markup=False)
+                  f"verdicts unreadable; position consistency {res.position_consistency:.3f}; mean accuracy over "
+                  "targeted cells (95 % CI over conversations): " + "; ".join(m.text() for m in res.modes),
+                  highlight=False, markup=False)
     console.print("wrote " + ", ".join(str(p) for p in res.written), highlight=False, markup=False)
+    console.print(res.recommendation, highlight=False, markup=False)
     if passes.asked and passes.failures == passes.asked:
         raise JudgeCheckError("the judge gave no readable verdict: no sensitivity could be measured")
 

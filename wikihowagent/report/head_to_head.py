@@ -96,8 +96,8 @@ def write_compare_page(site: Path, compare_dir: Path, short) -> str:
                  + csv_table(_rows(compare_dir / POSITION_CSV), short, "position"))
     verdicts = _rows(compare_dir / PAIRWISE_CSV)
     parts.append(f"<h2 id='verdicts'>Verdicts ({max(0, len(verdicts) - 1)})</h2><p class='meta'>Per tutorial, run pair "
-                 "and rubric: P(A better) with A shown first (p_ab), P(B better) with B shown first (p_ba); a "
-                 "preference only when both orders agree.</p>" + csv_table(verdicts, short, "verdicts"))
+                 "and rubric: P(A better) with A shown first (p_ab), P(B better) with B shown first (p_ba), and the "
+                 "verdict under the rule named in its verdict_rule column.</p>" + csv_table(verdicts, short, "verdicts"))
     parts.append("</section></main>")
     (site / PAGE).write_text(page("Head to head", "\n".join(parts), []), encoding="utf-8")
     return f"<a href='{PAGE}'>Head to head</a>"
