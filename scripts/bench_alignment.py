@@ -127,14 +127,20 @@ def scored_ids(folder: Path, variant: str) -> set[str]:
             and sum(v is not None for k, v in rec.metrics.items() if k in ROWS) + len(rec.judge.failures) >= 8}
 
 
-def single_files(files: list[Path], out: Path, per_tutorial: int) -> list[Path]:
-    """One paper run file per conversation, shortest conversation first (characters of its messages; ties in
-    file order), each named like its run file (the run name is the file's stem) under OUT/subset-K/one/<i>/.
-    Shortest first: when the model time runs out, the most conversations have been judged by every variant."""
+def shortest_first(files: list[Path]) -> list[tuple[Path, dict]]:
+    """(run file, conversation) of every conversation of `files`, shortest first (characters of its messages;
+    ties in file order): the order `judge` works in."""
     convs = [(f, c) for f in files for c in json.loads(f.read_text(encoding="utf-8"))["total_conversations"]]
     convs.sort(key=lambda fc: sum(len(str(m)) for m in fc[1].get("conversation") or []))
+    return convs
+
+
+def single_files(files: list[Path], out: Path, per_tutorial: int) -> list[Path]:
+    """One paper run file per conversation, in `shortest_first` order, each named like its run file (the run
+    name is the file's stem) under OUT/subset-K/one/<i>/. Shortest first: when the model time runs out, the
+    most conversations have been judged by every variant."""
     singles = []
-    for i, (f, c) in enumerate(convs):
+    for f, c in shortest_first(files):
         target = out / f"subset-{per_tutorial}" / "one" / c["conversation_id"] / f.name
         if not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)

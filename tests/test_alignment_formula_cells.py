@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
-from builders import make_run  # noqa: E402
+from builders import is_number as _is_number, make_run  # noqa: E402
 
 from wikihowagent.alignment.core import compute  # noqa: E402
 from wikihowagent.alignment.export import export_sheet  # noqa: E402
@@ -42,11 +42,11 @@ def cells(path: Path) -> list[list[str]]:
 
 
 def test_neutralise_is_exactly_undone():
-    from wikihowagent.alignment.tables import neutralise, unneutralise
+    from wikihowagent.csvcells import neutralise, unneutralise
 
     for s in [*HOSTILE, "", "'", "''", "'x", "''=x", "=", "-1", "a=b"]:
         n = neutralise(s)
-        assert not n.startswith(DANGER) and unneutralise(n) == s, s
+        assert (not n.startswith(DANGER) or s == "-1") and unneutralise(n) == s, s  # a number is not a formula
     assert neutralise("=1+1") == "'=1+1" and neutralise("plain") == "plain"
 
 
@@ -77,3 +77,47 @@ def test_sheet_and_key_cells_never_start_a_formula_and_read_back(tmp_path):
         assert any(cid.startswith("=") for cid in real) and any(cid.startswith("@") for cid in real)
         res = compute([judge], [], n_boot=0, problems=Problems(), runs_dir=tmp_path / "runs")
         assert sorted(res.ids) == real and res.matched.all()
+
+
+def test_align_tables_neutralise_text_keep_numbers_and_the_report_reads_them_back(tmp_path):
+    """correlations.csv (and every other table `align` writes) is opened by people: a run named like a formula
+    must not run, a negative correlation stays a number, and the report shows the run's real name."""
+    import numpy as np
+
+    from wikihowagent.alignment.core import write_outputs
+    from wikihowagent.csvcells import read_people_csv
+    from wikihowagent.report.core import _copy_alignment
+    from wikihowagent.report.sources import Problems as ReportProblems
+
+    runs = hostile_runs(tmp_path / "runs")
+    out = tmp_path / "sheet.csv"
+    export_sheet(runs, out, Problems(), n=8, blind=False)
+    rows = cells(out)
+    rng = np.random.default_rng(3)
+    for r in rows[1:]:
+        r[3:11] = [str(v) for v in rng.integers(1, 6, 8)]
+    judge = tmp_path / "alice.csv"
+    with open(judge, "w", newline="", encoding="utf-8") as fh:
+        csv.writer(fh).writerows(rows)
+    res = compute([judge], runs, by="run", n_boot=0, problems=Problems())
+    align_out = tmp_path / "alignment"
+    write_outputs(res, align_out, [judge], figures=False)
+
+    negatives = 0
+    for name in ("correlations.csv", "descriptives.csv", "paired_scores.csv"):
+        for row in cells(align_out / name):
+            for c in row:
+                assert _is_number(c) or not c.startswith(DANGER), (name, c)
+                negatives += c.startswith("-") and _is_number(c)
+    assert negatives > 0  # negative numbers are written as numbers, not as text
+    table = read_people_csv(align_out / "correlations.csv")
+    head = table[0]
+    assert {r[head.index("group")] for r in table[1:]} == {"all", "=run", "@run2"}
+    paired = read_people_csv(align_out / "paired_scores.csv")
+    assert {r[0] for r in paired[1:]} == set(res.ids)  # "=run-=a", "@run2-\te", ... read back exactly
+    assert any(cid.startswith("=") for cid in res.ids)
+
+    site = tmp_path / "site"
+    site.mkdir()
+    html_text = _copy_alignment(site, align_out, ReportProblems())
+    assert "<td>=run</td>" in html_text and "<td>@run2</td>" in html_text and "&#x27;=run" not in html_text

@@ -415,3 +415,28 @@ def test_partial_score_file_is_one_line_per_human_file(tmp_path):
     listed = (out / "problems.txt").read_text().splitlines()
     assert sum("has no LLM score; left out" in ln for ln in listed) == 30
     assert f"{a}:14: column 'conversation_id': ghost-0 has no LLM score; left out" in listed
+
+
+def test_a_score_directory_without_scores_loses_only_itself(tmp_path):
+    """A --scores run directory not yet evaluated (a judge loop that has not reached that model) is reported in one
+    line and skipped: the other --scores paths are still read (it used to drop every score of every path, and then
+    blame the good run for 'no usable LLM score in it')."""
+    from wikihowagent.alignment.judges import judge_files
+    from wikihowagent.alignment.named import unused_inputs
+
+    make_run(tmp_path / "runs", "good", ["t1", "t2"])
+    pending = tmp_path / "runs" / "pending"
+    pending.mkdir()
+    problems = Problems()
+    llm = read_llm_scores([tmp_path / "runs" / "good", pending], problems)
+    assert set(llm.rows) == {"good-t1", "good-t2"}
+    unusable = [p.message for p in problems if p.kind == "unusable file"]
+    assert unusable == [f"{pending}: no scores.jsonl or scores-paper.jsonl in it (nor in any run directory inside)"]
+    lines = unused_inputs([], [tmp_path / "runs" / "good", pending], [], llm, problems)
+    assert lines == unusable  # only the empty directory is named as contributing nothing
+    from wikihowagent.runs import JUDGES_DIR
+
+    member = tmp_path / "runs" / "good" / JUDGES_DIR / "judge-a" / "scores.jsonl"
+    member.parent.mkdir(parents=True)
+    member.write_text("")
+    assert judge_files([tmp_path / "runs" / "good", pending]) == {"judge-a": [member]}  # a panel's members too

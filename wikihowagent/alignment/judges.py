@@ -23,7 +23,7 @@ import numpy as np
 from wikihowagent.markdown import markdown_table
 from wikihowagent.runs import JUDGES_CSV, JUDGES_MD
 
-from .problems import AlignInputError, Problems
+from .problems import Problems
 from .schema import METRICS
 from .sources import LLMScores, llm_matrix, read_llm_scores, resolve_score_paths
 from .stats import CorrelationResult, correlate
@@ -37,8 +37,8 @@ def judge_files(score_paths: list[Path]) -> dict[str, list[Path]]:
 
     out: dict[str, list[Path]] = {}
     try:
-        resolved = resolve_score_paths(score_paths)
-    except (AlignInputError, OSError):  # already reported by the main read
+        resolved = resolve_score_paths(score_paths, Problems())  # unusable paths: already reported by the main read
+    except OSError:
         return out
     for p in resolved:
         d = Path(p).parent / JUDGES_DIR

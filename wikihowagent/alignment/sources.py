@@ -229,29 +229,36 @@ def read_paper_run(path: Path, problems: Problems) -> list[ScoreRow]:
     return rows
 
 
-def resolve_score_paths(paths: list[Path]) -> list[Path]:
+def resolve_score_paths(paths: list[Path], problems: Problems | None = None) -> list[Path]:
     """Directories -> their score file (a run dir) or the score file of each run inside (a runs dir); see
-    `scores_file` and `discover_runs`."""
+    `scores_file` and `discover_runs`. A path with no score file raises AlignInputError, or with `problems`
+    is reported there ("unusable file") and skipped, so the other paths are still read."""
     out: list[Path] = []
     for p in paths:
         p = Path(p)
-        if p.is_dir():
-            own = scores_file(p)
-            if own is not None:
-                out.append(own)
-                continue
-            runs = discover_runs(p)
-            if not runs:
-                has_conv = (p / CONVERSATIONS).is_file()
-                hint = "; run `wikihowagent evaluate` on it first" if has_conv else ""
-                raise AlignInputError(f"{p}: no {' or '.join(SCORE_FILES)} in it (nor in any run directory "
-                                      f"inside){hint}")
-            out.extend(scores_file(r) for r in runs)
-        elif p.exists():
-            out.append(p)
-        else:
-            raise AlignInputError(f"{p}: not found")
+        try:
+            out.extend(_score_files_of(p))
+        except AlignInputError as exc:
+            if problems is None:
+                raise
+            problems.add("unusable file", str(exc))
     return out
+
+
+def _score_files_of(p: Path) -> list[Path]:
+    if p.is_dir():
+        own = scores_file(p)
+        if own is not None:
+            return [own]
+        runs = discover_runs(p)
+        if not runs:
+            has_conv = (p / CONVERSATIONS).is_file()
+            hint = "; run `wikihowagent evaluate` on it first" if has_conv else ""
+            raise AlignInputError(f"{p}: no {' or '.join(SCORE_FILES)} in it (nor in any run directory inside){hint}")
+        return [scores_file(r) for r in runs]
+    if p.exists():
+        return [p]
+    raise AlignInputError(f"{p}: not found")
 
 
 def read_llm_scores(paths: list[Path], problems: Problems) -> LLMScores:
@@ -259,7 +266,7 @@ def read_llm_scores(paths: list[Path], problems: Problems) -> LLMScores:
     paper rubrics are read; other rubric names in scores.jsonl files (`evaluate --rubrics`) are ignored
     with one warning line listing them."""
     result = LLMScores()
-    for path in resolve_score_paths(paths):
+    for path in resolve_score_paths(paths, problems):
         suffix = path.suffix.lower()
         try:
             if suffix == ".jsonl":

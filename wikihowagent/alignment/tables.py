@@ -10,7 +10,10 @@ import re
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from wikihowagent.csvcells import neutralise, unneutralise
+
 from .problems import AlignInputError, Problems
+
 
 def sniff_delimiter(header_line: str, path: Path) -> str:
     if path.suffix.lower() == ".tsv":
@@ -101,30 +104,16 @@ def fmt(value) -> str:
     return str(value)
 
 
-# OWASP "CSV injection": a cell starting with one of these is a formula to a spreadsheet.
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
-
-
-def neutralise(cell: str) -> str:
-    """A text cell for a sheet people open in a spreadsheet: one that starts a formula (after any leading
-    apostrophes) gets a leading apostrophe, so it is shown as text and never run; `unneutralise` undoes it
-    exactly (an apostrophe already there is doubled, so the two never mix up)."""
-    return "'" + cell if cell.lstrip("'").startswith(FORMULA_START) else cell
-
-
-def unneutralise(cell: str) -> str:
-    """The cell `neutralise` was given: one apostrophe less before a formula start; anything else as is."""
-    return cell[1:] if cell.startswith("'") and cell.lstrip("'").startswith(FORMULA_START) else cell
-
-
 def csv_text(columns: Sequence[str], rows: Iterable[Sequence], for_people: bool = False) -> str:
-    """CSV text. `for_people` (sheets handed to judges): text cells neutralised (see `neutralise`) and CRLF
-    line ends, so a carriage return inside a cell is quoted rather than read as a row end."""
+    """CSV text; every file `align` and `annotate export` write is opened by people, so text cells and column
+    names are OWASP-neutralised (`wikihowagent.csvcells.neutralise`; numbers are written as numbers).
+    `for_people` (sheets handed to judges): CRLF line ends, so a carriage return inside a cell is quoted rather
+    than read as a row end."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\r\n" if for_people else "\n")
-    w.writerow(columns)
+    w.writerow([neutralise(c) for c in columns])
     for r in rows:
-        w.writerow([neutralise(v) if for_people and isinstance(v, str) else fmt(v) for v in r])
+        w.writerow([neutralise(v) if isinstance(v, str) else fmt(v) for v in r])
     return buf.getvalue()
 
 

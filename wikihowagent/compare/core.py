@@ -50,15 +50,12 @@ class CompareError(WikihowagentError, ValueError):
     """Bad input for `compare`; one line naming the run(s)."""
 
 
-def csv_cell(value: Any) -> Any:
-    """OWASP: a text cell a spreadsheet would run as a formula (=, +, -, @, tab, CR) gets a leading quote."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
-    return value
-
-
 def people_csv(df: Any, path: Path) -> Path:
-    df.map(csv_cell).to_csv(path, index=False)
+    """`df` as a CSV people open: text cells OWASP-neutralised (`wikihowagent.csvcells`; the report's reader
+    undoes it)."""
+    from wikihowagent.csvcells import people_frame
+
+    people_frame(df).to_csv(path, index=False)
     return path
 
 

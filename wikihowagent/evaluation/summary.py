@@ -232,6 +232,8 @@ def print_summary(s: Summary, console: Any, title: str = "Evaluation summary") -
 def write_summary(s: Summary, out_dir: Path) -> list[Path]:
     import pandas as pd
 
+    from wikihowagent.csvcells import people_frame
+
     out_dir.mkdir(parents=True, exist_ok=True)
     recs = []
     for row in s.table:
@@ -256,7 +258,7 @@ def write_summary(s: Summary, out_dir: Path) -> list[Path]:
                 r[f"{header(m)} pairs"] = p.n
         recs.append(r)
     csv_path = out_dir / SUMMARY_CSV
-    pd.DataFrame(recs).to_csv(csv_path, index=False)
+    people_frame(pd.DataFrame(recs)).to_csv(csv_path, index=False)  # run, label and rubric names: OWASP-neutralised
     heads, rows = display_rows(s)
     md_path = out_dir / SUMMARY_MD
     md_path.write_text(markdown_table(heads, rows) + _legend(s), encoding="utf-8")

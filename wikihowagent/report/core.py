@@ -442,6 +442,8 @@ def _short_number(x: str) -> str:
 def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
     import csv
 
+    from wikihowagent.csvcells import read_people_csv
+
     from .head_to_head import csv_table
 
     e = html.escape
@@ -453,8 +455,7 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
     rows: list[list[str]] = []
     if corr.is_file():
         try:
-            with corr.open(encoding="utf-8", newline="") as fh:
-                rows = list(csv.reader(fh))
+            rows = read_people_csv(corr)
         except UnicodeDecodeError as exc:
             problems.add(f"{corr}: not UTF-8 text ({exc.reason} at byte {exc.start}); the alignment section "
                          "shows the figures only")
@@ -470,8 +471,7 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
                         (JUDGES_CSV, "Every judge beside the humans (Krippendorff's α with the judge as a rater)")):
         if (alignment / name).is_file():
             try:
-                with (alignment / name).open(encoding="utf-8", newline="") as fh:
-                    rows = list(csv.reader(fh))
+                rows = read_people_csv(alignment / name)
             except (UnicodeDecodeError, OSError, csv.Error) as exc:
                 problems.add(f"{alignment / name}: cannot read ({getattr(exc, 'strerror', None) or exc}); left out")
                 continue

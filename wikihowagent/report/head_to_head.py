@@ -3,7 +3,6 @@ ranking, win rates, position consistency, heatmap and pairwise verdicts, as `hea
 
 from __future__ import annotations
 
-import csv
 import html
 import shutil
 from pathlib import Path
@@ -29,10 +28,10 @@ def check_compare_dir(path: Path) -> None:
 
 
 def _rows(path: Path) -> list[list[str]]:
-    if not path.is_file():
-        return []
-    with path.open(encoding="utf-8", newline="") as fh:
-        return list(csv.reader(fh))
+    """A compare table's rows, each cell as it was before `people_csv` neutralised it."""
+    from wikihowagent.csvcells import read_people_csv
+
+    return read_people_csv(path) if path.is_file() else []
 
 
 def csv_table(rows: list[list[str]], cell=lambda x: x, table_id: str = "") -> str:
