@@ -117,6 +117,39 @@ def persona_rows(by_run, scorers):
     return rows
 
 
+def paired_rows(by_run, scorers):
+    """Every two runs that share tutorials (e.g. two personas on the same ones): Learning Gain and post-test
+    Step Recall of A minus B, paired by tutorial (each run's mean per tutorial), 95 % bootstrap CI and the
+    Wilcoxon signed-rank p (stats.paired, as Table 2)."""
+    from itertools import combinations
+
+    from wikihowagent.stats.paired import paired_compare
+
+    per = {}
+    for name, convs in by_run.items():
+        scores = scorers.score(convs)
+        for m in (P.LEARNING_GAIN, P.STEP_RECALL):
+            groups: dict[str, list[float]] = {}
+            for c, sc in zip(convs, scores):
+                if sc.metrics.get(m) is not None:
+                    groups.setdefault(c.tutorial_key, []).append(sc.metrics[m])
+            per[(name, m)] = {k: sum(v) / len(v) for k, v in groups.items()}
+    rows = []
+    for a, b in combinations(by_run, 2):
+        for m in (P.LEARNING_GAIN, P.STEP_RECALL):
+            r = paired_compare(per[(a, m)], per[(b, m)])
+            if r.n:
+                rows.append([f"{a} − {b}", m, str(r.n), f"{fmt(r.diff)} [{fmt(r.ci_low)}, {fmt(r.ci_high)}]",
+                             "–" if r.p != r.p else f"{r.p:.3f}"])
+    return rows
+
+
+def labels(runs: list[Path]) -> list[str]:
+    """Each run's name (run.json), with its parent folder when two runs share a name."""
+    names = [run_name(r) for r in runs]
+    return [f"{r.parent.name}/{n}" if names.count(n) > 1 else n for r, n in zip(runs, names)]
+
+
 def cost_rows(by_run):
     rows = []
     for name, convs in by_run.items():
@@ -149,7 +182,8 @@ def main() -> None:
     ap.add_argument("--note", default="", help="a line on how the runs were made (settings, machine)")
     ap.add_argument("--write-md", action="store_true", help="write the 'post-test' section of BENCHMARKS.md")
     args = ap.parse_args()
-    by_run = {run_name(r): [c for c in read_conversations(r) if c.posttest is not None] for r in args.runs}
+    by_run = {label: [c for c in read_conversations(r) if c.posttest is not None]
+              for label, r in zip(labels(args.runs), args.runs)}
     scorers = Scorers("default", list(P.POSTTEST_METRICS))
     all_convs = [c for cs in by_run.values() for c in cs]
     hrows, best = headline_table(scorers)
@@ -168,6 +202,9 @@ def main() -> None:
            markdown_table(["run", "persona", "conversations", "scored", "Learning Gain (%)", "Step Recall post (%)",
                            "pre (%)", "Order (τ %)", "Extraneous (%)", "Detail Recall (%)", "Completion (%)"],
                           persona_rows(by_run, scorers)), "",
+           "**Runs against each other** on the tutorials both have (A − B, paired by tutorial; 95 % bootstrap "
+           "CI; Wilcoxon signed-rank p):", "",
+           markdown_table(["runs", "metric", "tutorials", "A − B (pp)", "p"], paired_rows(by_run, scorers)), "",
            "**Cost** per conversation (latencies as recorded; one pre-test per tutorial, one post-test per "
            "conversation):", "",
            markdown_table(["run", "n", "conversation calls", "conversation s", "extra calls", "post-test s",
