@@ -316,7 +316,8 @@ def common_scores(folder: Path, ids: set[str]) -> Path:
         for _n, rec in iter_scores(path, on_error=lambda m: None):
             if rec.conversation_id in ids:
                 last[rec.conversation_id] = rec
-    dest = folder / "alignment-input" / "scores.jsonl"
+    dest = folder.parent / "alignment-input" / folder.name / "scores.jsonl"  # outside the variant's folder:
+    # `align --scores OUT/VARIANT` then reads each conversation once
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text("".join(rec.model_dump_json() + "\n" for rec in last.values()), encoding="utf-8")
     return dest

@@ -205,6 +205,8 @@ def main() -> None:
             f"{which_conversations(args.study, paired)}; {n_tut} tutorials; {len(per_model)} models ({models}). "
             "A development split (10 of the study's 25 tutorials; the other 15 are held out for acceptance): small, "
             "wide CIs, for choosing methods, not for claims about the judge.\n\n"
+            f"Overall (per conversation, the mean of the 8 rubrics): raw Pearson r with the human mean "
+            f"{ci(_as_estimate(res.groups[0].correlations['Overall'].coefs['pearson']))} (n {n_pairs}).\n\n"
             f"**Calibration** (`align --calibrate`): out of fold, GroupKFold by tutorial (k = min(5, {n_tut})); "
             f"Pearson r and MAE against the human mean with 95 % bootstrap CIs ({args.bootstrap} resamples of "
             "conversations). `scripts/bench_calibration.py`.\n\n" + cal

@@ -53,8 +53,8 @@ def test_summary_csv_neutralises_hostile_run_and_rubric_names_keeps_numbers(tmp_
     assert pd.read_csv(tmp_path / "out" / "summary.csv")[f"'{rubric} mean"].dtype.kind == "f"
 
 
-def test_compare_tables_use_the_same_helper(tmp_path):
-    from wikihowagent.compare.core import people_csv
+def test_people_csv_of_compare_and_judge_check_tables(tmp_path):
+    from wikihowagent.csvcells import people_csv
 
     df = pd.DataFrame({"run_a": ["=a", "'=b", "-0.5", "ok"], "p": [-0.25, 0.5, 1.0, 0.0]})
     people_csv(df, tmp_path / "t.csv")
@@ -62,3 +62,27 @@ def test_compare_tables_use_the_same_helper(tmp_path):
     assert "'=a" in text and "''=b" in text and "\n-0.5," in text and ",-0.25" in text
     assert [r[0] for r in read_people_csv(tmp_path / "t.csv")[1:]] == ["=a", "'=b", "-0.5", "ok"]
     assert people_frame(df).equals(df.assign(run_a=["'=a", "''=b", "-0.5", "ok"]))
+
+
+def test_evaluate_by_domain_and_persona_tables_are_neutralised(tmp_path):
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from wikihowagent.cli import app
+
+    run = tmp_path / "=HYPERLINK(1)"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "evaluation" / "run_small", run)
+    meta = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**meta, "name": "=HYPERLINK(1)"}))
+    for by, name in (("domain", "by_domain.csv"), ("persona", "by_persona.csv")):
+        res = CliRunner().invoke(app, ["evaluate", str(run), "--no-judge", "--metrics", "Completion", "--no-figures",
+                                       "--by", by, "--out", str(tmp_path / by)])
+        assert res.exit_code == 0, res.output
+        with open(tmp_path / by / name, newline="", encoding="utf-8") as fh:
+            table = list(csv.reader(fh))
+        for row in table:
+            for c in row:
+                assert _number(c) or not c.startswith(DANGER), (name, c)
+        back = read_people_csv(tmp_path / by / name)
+        assert "=HYPERLINK(1)" in {r[back[0].index("run")] for r in back[1:]}, back

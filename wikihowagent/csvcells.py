@@ -49,6 +49,12 @@ def people_frame(df: Any) -> Any:
     return out
 
 
+def people_csv(df: Any, path: Path, **to_csv: Any) -> Path:
+    """`df` written as a CSV people open (`people_frame`, no index; `to_csv` e.g. float_format)."""
+    people_frame(df).to_csv(path, index=False, **to_csv)
+    return path
+
+
 def read_people_csv(path: Path) -> list[list[str]]:
     """The rows (header first) of a CSV written with neutralised cells, each cell as it was before."""
     with Path(path).open(encoding="utf-8", newline="") as fh:

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.csvcells import people_csv
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.figures import annotated_heatmap
 from wikihowagent.records import Conversation, PairwiseRecord
@@ -48,15 +49,6 @@ HEATMAP = HEAD_TO_HEAD_PNG
 
 class CompareError(WikihowagentError, ValueError):
     """Bad input for `compare`; one line naming the run(s)."""
-
-
-def people_csv(df: Any, path: Path) -> Path:
-    """`df` as a CSV people open: text cells OWASP-neutralised (`wikihowagent.csvcells`; the report's reader
-    undoes it)."""
-    from wikihowagent.csvcells import people_frame
-
-    people_frame(df).to_csv(path, index=False)
-    return path
 
 
 # --------------------------------------------------------------------------------------------------

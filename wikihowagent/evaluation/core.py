@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .runner import EvaluateError
+from wikihowagent.csvcells import people_csv
 from wikihowagent.runs import BY_DOMAIN_CSV, BY_PERSONA_CSV
 
 
@@ -437,13 +438,13 @@ def _summarize(results, rubric_names, base_name, req: EvaluateRequest, runs_dir:
     if req.by == "domain":
         domain_df = by_domain(run_scores, rubric_names, stats=req.table_stats)
         p = out_dir / BY_DOMAIN_CSV
-        domain_df.to_csv(p, index=False)
+        people_csv(domain_df, p)
         written.append(p)
     persona_df = None
     if req.by == "persona":
         persona_df = by_domain(run_scores, rubric_names, key="persona", stats=req.table_stats)
         p = out_dir / BY_PERSONA_CSV
-        persona_df.to_csv(p, index=False)
+        people_csv(persona_df, p)
         written.append(p)
     if req.figures:
         written += write_figures(summary, rubric_names, out_dir, domain_df)

@@ -64,6 +64,8 @@ def write_calibrated(runs: list[RunScores], calibration: Any, out_dir: Path) -> 
     """Per conversation: run, id, tutorial, and each calibrated rubric's score and `<rubric> (cal.)`."""
     import pandas as pd
 
+    from wikihowagent.csvcells import people_csv
+
     cols = [c for m in calibration.rubrics for c in (m, calibrated_name(m))]
     frames = []
     for r in runs:
@@ -74,9 +76,8 @@ def write_calibrated(runs: list[RunScores], calibration: Any, out_dir: Path) -> 
         frames.append(df)
     out = Path(out_dir) / CALIBRATED_SCORES_CSV  # evaluate --calibration: per conversation, raw and calibrated
     out.parent.mkdir(parents=True, exist_ok=True)
-    (pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run", "conversation_id", *cols])
-     ).to_csv(out, index=False, float_format="%.4f")
-    return out
+    return people_csv(pd.concat(frames, ignore_index=True) if frames else
+                      pd.DataFrame(columns=["run", "conversation_id", *cols]), out, float_format="%.4f")
 
 
 def metric_columns(runs: list[RunScores], rubric_names: list[str]) -> list[str]:
@@ -232,7 +233,7 @@ def print_summary(s: Summary, console: Any, title: str = "Evaluation summary") -
 def write_summary(s: Summary, out_dir: Path) -> list[Path]:
     import pandas as pd
 
-    from wikihowagent.csvcells import people_frame
+    from wikihowagent.csvcells import people_csv
 
     out_dir.mkdir(parents=True, exist_ok=True)
     recs = []
@@ -258,7 +259,7 @@ def write_summary(s: Summary, out_dir: Path) -> list[Path]:
                 r[f"{header(m)} pairs"] = p.n
         recs.append(r)
     csv_path = out_dir / SUMMARY_CSV
-    people_frame(pd.DataFrame(recs)).to_csv(csv_path, index=False)  # run, label and rubric names: OWASP-neutralised
+    people_csv(pd.DataFrame(recs), csv_path)  # run, label and rubric names: OWASP-neutralised
     heads, rows = display_rows(s)
     md_path = out_dir / SUMMARY_MD
     md_path.write_text(markdown_table(heads, rows) + _legend(s), encoding="utf-8")

@@ -398,7 +398,8 @@ def analyse_pairwise(out_dir: Path, records: dict[tuple[str, ...], Any], perturb
     """pairwise_sensitivity.csv / pairwise_summary.md / pairwise_sensitivity.png: accuracy under both verdict
     rules with CIs and position consistency; next to the absolute judge's accuracy when `judgments.jsonl`
     holds this evaluator's absolute judgments of the same conversations; a one-line recommendation last."""
-    from wikihowagent.compare.core import md_table, people_csv, reading_note
+    from wikihowagent.compare.core import md_table, reading_note
+    from wikihowagent.csvcells import people_csv
     from wikihowagent.compare.pairwise import AGREE, AVERAGE, VERDICT_RULES
     from wikihowagent.evaluation.judge_prompts import DEFAULT_PROMPT
 
