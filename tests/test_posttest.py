@@ -215,6 +215,12 @@ def test_posttest_metrics_on_conversations():
     assert all(v is None for v in r_none.metrics.values()) and not any("test" in n for n in r_none.notes)
     assert all(v is None for v in r_bad.metrics.values()) and "post-test: empty reply (not scored)" in r_bad.notes
     assert r_nopre.metrics[M.LEARNING_GAIN] is None and r_nopre.metrics[M.STEP_RECALL] == pytest.approx(2 / 3)
+    assert r_nopre.metrics[M.DETAIL_GAIN] is None and any("no Learning Gain or Detail Gain" in n for n in r_nopre.notes)
+    # Detail Gain: the tutorial's details in the post-test minus those already in the pre-test.
+    assert m[M.DETAIL_GAIN] == pytest.approx(m[M.DETAIL_RECALL])  # "Buy a cake" names none of salt/container/paint
+    knew = conv_with(PostTest(post=good.post, pre=TestAnswer(steps=["Get salt", "Get a container", "Get paint"])))
+    (r_knew,) = scorers.score([knew])
+    assert r_knew.metrics[M.DETAIL_GAIN] < m[M.DETAIL_GAIN] and r_knew.metrics[M.DETAIL_GAIN] <= 0
 
 
 def test_posttest_metrics_are_default_mode_only():

@@ -22,7 +22,8 @@ from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation
 
 from . import coverage, posttest
-from .posttest import DETAIL_RECALL, EXTRANEOUS, LEARNING_GAIN, ORDER, POSTTEST_METRICS, STEP_RECALL  # noqa: F401
+from .posttest import (DETAIL_GAIN, DETAIL_RECALL, EXTRANEOUS, LEARNING_GAIN, ORDER, POSTTEST_METRICS,  # noqa: F401
+                       STEP_RECALL)
 from .rouge import _CachedStemmer, _rouge_stemmer, lcs_length, rouge_l, rouge_n, rouge_tokens  # noqa: F401  (re-exported)
 
 # Metric names (keys of ScoreRecord.metrics).
@@ -496,6 +497,7 @@ REGISTRY: tuple[Metric, ...] = (
     Metric(EXTRANEOUS, "default", batch="posttest"),
     Metric(DETAIL_RECALL, "default", batch="posttest", needs_wordnet=True),
     Metric(LEARNING_GAIN, "default", batch="posttest"),
+    Metric(DETAIL_GAIN, "default", batch="posttest", needs_wordnet=True),
     # paper: the released code's definitions, reproduced exactly
     Metric(QUESTION, "paper", lambda x: paper_question_ratio(x.conv)),
     Metric(COMPLETION, "paper", lambda x: paper_completion(x.conv)),
@@ -642,7 +644,7 @@ class Scorers:
         return (self.step_vectors(a) @ self.step_vectors(b).T).numpy()
 
     def posttest(self, convs, refs, hyps, results, want) -> None:
-        wordnet = load_wordnet() if DETAIL_RECALL in want else None
+        wordnet = load_wordnet() if DETAIL_RECALL in want or DETAIL_GAIN in want else None
         tested = [i for i, c in enumerate(convs) if c.posttest is not None]
         texts = [s for i in tested for s in (*convs[i].steps, *convs[i].posttest.post.steps,
                                              *(convs[i].posttest.pre.steps if convs[i].posttest.pre else ()))]

@@ -9,7 +9,10 @@ pair counts only at similarity >= THRESHOLD, chosen from the measured table in R
   (invented steps; lower is better);
 - Detail Recall: the tutorial's details (numbers with their unit, and the physical things WordNet knows:
   artifacts, food, substances, body parts, organisms, natural objects) that reappear in the answer;
-- Learning Gain: post-test Step Recall - pre-test Step Recall (the same model from the title alone).
+- Learning Gain: post-test Step Recall - pre-test Step Recall (the same model from the title alone);
+- Detail Gain: post-test Detail Recall - pre-test Detail Recall: what the lesson added of this tutorial's
+  own quantities and objects, which a model cannot know from the title (Step Recall's pre-test is high for
+  common procedures: a model knows that eggs are boiled; BENCHMARKS.md "post-test").
 A conversation without a post-test, or whose answer is not a step list (`TestAnswer.error`), gets None:
 never a recall of 0. Fractions (Order and Learning Gain in [-1, 1]), shown as percentages.
 """
@@ -27,7 +30,8 @@ ORDER = "Order"
 EXTRANEOUS = "Extraneous"
 DETAIL_RECALL = "Detail Recall"
 LEARNING_GAIN = "Learning Gain"
-POSTTEST_METRICS = (STEP_RECALL, ORDER, EXTRANEOUS, DETAIL_RECALL, LEARNING_GAIN)
+DETAIL_GAIN = "Detail Gain"
+POSTTEST_METRICS = (STEP_RECALL, ORDER, EXTRANEOUS, DETAIL_RECALL, LEARNING_GAIN, DETAIL_GAIN)
 
 THRESHOLD = 0.4  # cosine similarity of a match; README "Post-test" (measured table, scripts/bench_posttest.py)
 
@@ -149,13 +153,18 @@ def posttest_scores(conv: Conversation, similarity: Callable[[Sequence[str], Seq
     values = {STEP_RECALL: step_recall(matches, len(steps)), ORDER: order_tau(matches),
               EXTRANEOUS: extraneous(sim, threshold)}
     notes: list[str] = []
-    if DETAIL_RECALL in want:
+    if DETAIL_RECALL in want or DETAIL_GAIN in want:
         values[DETAIL_RECALL] = detail_recall(steps, recalled, wordnet)
-    if LEARNING_GAIN in want:
-        if usable(test.pre):
-            pre = step_recall(match_steps(similarity(steps, test.pre.steps), threshold), len(steps))  # type: ignore[union-attr]
+    gains = [m for m in (LEARNING_GAIN, DETAIL_GAIN) if m in want]
+    if gains and usable(test.pre):
+        pre_steps = test.pre.steps  # type: ignore[union-attr]
+        if LEARNING_GAIN in want:
+            pre = step_recall(match_steps(similarity(steps, pre_steps), threshold), len(steps))
             values[LEARNING_GAIN] = None if pre is None or values[STEP_RECALL] is None else values[STEP_RECALL] - pre
-        else:
-            notes.append(f"pre-test: {(test.pre.error if test.pre else None) or 'not taken'} (no Learning Gain)")
+        if DETAIL_GAIN in want:
+            pre_d = detail_recall(steps, pre_steps, wordnet)
+            values[DETAIL_GAIN] = None if pre_d is None or values[DETAIL_RECALL] is None else values[DETAIL_RECALL] - pre_d
+    elif gains:
+        notes.append(f"pre-test: {(test.pre.error if test.pre else None) or 'not taken'} (no {' or '.join(gains)})")
     out.update({k: v for k, v in values.items() if k in want})
     return out, notes, [(t, a, round(float(sim[t][a]), 4)) for t, a in matches]
