@@ -104,6 +104,8 @@ def persona_rows(by_run, scorers):
         col = {m: [s.metrics.get(m) for s in scores] for m in P.POSTTEST_METRICS}
         gains = [g for g in col[P.LEARNING_GAIN] if g is not None]
         lo, hi = boot_ci(gains)
+        dgains = [g for g in col[P.DETAIL_GAIN] if g is not None]
+        dlo, dhi = boot_ci(dgains)
         pre = [P.step_recall(P.match_steps(scorers.step_similarity(list(c.steps), c.posttest.pre.steps)), len(c.steps))
                for c in convs if c.posttest and P.usable(c.posttest.pre)]
         n_post = sum(1 for c in convs if c.posttest is not None)
@@ -111,6 +113,7 @@ def persona_rows(by_run, scorers):
         persona = ",".join(sorted({c.persona or "paper" for c in convs}))
         rows.append([name, persona, str(len(convs)), f"{n_post - n_fail}/{n_post}",
                      f"{fmt(mean(gains))} [{fmt(lo)}, {fmt(hi)}] (n={len(gains)})",
+                     f"{fmt(mean(dgains))} [{fmt(dlo)}, {fmt(dhi)}] (n={len(dgains)})",
                      fmt(mean(col[P.STEP_RECALL])), fmt(mean(pre)), fmt(mean(col[P.ORDER])),
                      fmt(mean(col[P.EXTRANEOUS])), fmt(mean(col[P.DETAIL_RECALL])),
                      fmt(mean([float(c.completed) for c in convs]))])
@@ -118,8 +121,8 @@ def persona_rows(by_run, scorers):
 
 
 def paired_rows(by_run, scorers):
-    """Every two runs that share tutorials (e.g. two personas on the same ones): Learning Gain and post-test
-    Step Recall of A minus B, paired by tutorial (each run's mean per tutorial), 95 % bootstrap CI and the
+    """Every two runs that share tutorials (e.g. two personas on the same ones): Learning Gain and Detail Gain
+    of A minus B, paired by tutorial (each run's mean per tutorial), 95 % bootstrap CI and the
     Wilcoxon signed-rank p (stats.paired, as Table 2)."""
     from itertools import combinations
 
@@ -128,7 +131,7 @@ def paired_rows(by_run, scorers):
     per = {}
     for name, convs in by_run.items():
         scores = scorers.score(convs)
-        for m in (P.LEARNING_GAIN, P.STEP_RECALL):
+        for m in (P.LEARNING_GAIN, P.DETAIL_GAIN):
             groups: dict[str, list[float]] = {}
             for c, sc in zip(convs, scores):
                 if sc.metrics.get(m) is not None:
@@ -136,7 +139,7 @@ def paired_rows(by_run, scorers):
             per[(name, m)] = {k: sum(v) / len(v) for k, v in groups.items()}
     rows = []
     for a, b in combinations(by_run, 2):
-        for m in (P.LEARNING_GAIN, P.STEP_RECALL):
+        for m in (P.LEARNING_GAIN, P.DETAIL_GAIN):
             r = paired_compare(per[(a, m)], per[(b, m)])
             if r.n:
                 rows.append([f"{a} − {b}", m, str(r.n), f"{fmt(r.diff)} [{fmt(r.ci_low)}, {fmt(r.ci_high)}]",
@@ -197,9 +200,9 @@ def main() -> None:
            "tutorial vs a tutorial of another article; Learning Gain at each threshold):", "",
            markdown_table(["threshold", "recall own (%)", "recall impostor (%)", "gap (pp)", "Learning Gain (%)", "n"],
                           threshold_table(all_convs, scorers)), "",
-           "**Per run** (Learning Gain = post − pre Step Recall; mean, 95 % bootstrap CI over conversations; "
+           "**Per run** (Learning Gain = post − pre Step Recall, Detail Gain = post − pre Detail Recall; mean, 95 % bootstrap CI over conversations; "
            "scored = post-tests that are a step list):", "",
-           markdown_table(["run", "persona", "conversations", "scored", "Learning Gain (%)", "Step Recall post (%)",
+           markdown_table(["run", "persona", "conversations", "scored", "Learning Gain (%)", "Detail Gain (%)", "Step Recall post (%)",
                            "pre (%)", "Order (τ %)", "Extraneous (%)", "Detail Recall (%)", "Completion (%)"],
                           persona_rows(by_run, scorers)), "",
            "**Runs against each other** on the tutorials both have (A − B, paired by tutorial; 95 % bootstrap "
