@@ -334,17 +334,18 @@ def paper_subset(study: Path, ids: set[str], dest: Path) -> Path:
 
 def overall_pairs(alignment: Path) -> dict[str, tuple[float, float]]:
     """{conversation id: (human Overall, judge Overall)} from `align`'s paired_scores.csv."""
+    from wikihowagent.csvcells import read_people_csv
     from wikihowagent.runs import PAIRED_SCORES_CSV
 
+    head, *rows = read_people_csv(alignment / PAIRED_SCORES_CSV)  # align's cells, as they were before neutralising
     out = {}
-    with open(alignment / PAIRED_SCORES_CSV, encoding="utf-8") as fh:
-        for row in csv.DictReader(fh):
-            try:
-                h, j = float(row["human_Overall"]), float(row["llm_Overall"])
-            except (KeyError, ValueError):
-                continue
-            if math.isfinite(h) and math.isfinite(j):
-                out[row["conversation_id"]] = (h, j)
+    for row in (dict(zip(head, r)) for r in rows):
+        try:
+            h, j = float(row["human_Overall"]), float(row["llm_Overall"])
+        except (KeyError, ValueError):
+            continue
+        if math.isfinite(h) and math.isfinite(j):
+            out[row["conversation_id"]] = (h, j)
     return out
 
 

@@ -97,10 +97,11 @@ def headline_table(scorers) -> tuple[list[list[str]], float]:
     return rows, best
 
 
-def persona_rows(by_run, scorers):
+def persona_rows(by_run, scored, scorers):
+    """`scored`: {run: the post-test metrics of its conversations (Scorers.score), in by_run's order}."""
     rows = []
     for name, convs in by_run.items():
-        scores = scorers.score(convs)
+        scores = scored[name]
         col = {m: [s.metrics.get(m) for s in scores] for m in P.POSTTEST_METRICS}
         gains = [g for g in col[P.LEARNING_GAIN] if g is not None]
         lo, hi = boot_ci(gains)
@@ -120,7 +121,7 @@ def persona_rows(by_run, scorers):
     return rows
 
 
-def paired_rows(by_run, scorers):
+def paired_rows(by_run, scored):
     """Every two runs that share tutorials (e.g. two personas on the same ones): Learning Gain and Detail Gain
     of A minus B, paired by tutorial (each run's mean per tutorial), 95 % bootstrap CI and the
     Wilcoxon signed-rank p (stats.paired, as Table 2)."""
@@ -130,7 +131,7 @@ def paired_rows(by_run, scorers):
 
     per = {}
     for name, convs in by_run.items():
-        scores = scorers.score(convs)
+        scores = scored[name]
         for m in (P.LEARNING_GAIN, P.DETAIL_GAIN):
             groups: dict[str, list[float]] = {}
             for c, sc in zip(convs, scores):
@@ -189,6 +190,7 @@ def main() -> None:
               for label, r in zip(labels(args.runs), args.runs)}
     scorers = Scorers("default", list(P.POSTTEST_METRICS))
     all_convs = [c for cs in by_run.values() for c in cs]
+    scored = {name: scorers.score(convs) for name, convs in by_run.items()}  # once: both tables below read it
     hrows, best = headline_table(scorers)
     out = [args.note, "",
            "**Threshold** (cosine similarity of a match). Model-free, on the 22 bundled tutorials: a terse but "
@@ -204,10 +206,10 @@ def main() -> None:
            "scored = post-tests that are a step list):", "",
            markdown_table(["run", "persona", "conversations", "scored", "Learning Gain (%)", "Detail Gain (%)", "Step Recall post (%)",
                            "pre (%)", "Order (τ %)", "Extraneous (%)", "Detail Recall (%)", "Completion (%)"],
-                          persona_rows(by_run, scorers)), "",
+                          persona_rows(by_run, scored, scorers)), "",
            "**Runs against each other** on the tutorials both have (A − B, paired by tutorial; 95 % bootstrap "
            "CI; Wilcoxon signed-rank p):", "",
-           markdown_table(["runs", "metric", "tutorials", "A − B (pp)", "p"], paired_rows(by_run, scorers)), "",
+           markdown_table(["runs", "metric", "tutorials", "A − B (pp)", "p"], paired_rows(by_run, scored)), "",
            "**Cost** per conversation (latencies as recorded; one pre-test per tutorial, one post-test per "
            "conversation):", "",
            markdown_table(["run", "n", "conversation calls", "conversation s", "extra calls", "post-test s",

@@ -34,7 +34,7 @@ from wikihowagent.errors import WikihowagentError
 from wikihowagent.figures import annotated_heatmap
 from wikihowagent.records import Conversation, PairwiseRecord
 
-from .pairwise import AVERAGE, DEFAULT_TIE_BAND, verdict, verdict_rule
+from .pairwise import AVERAGE, DEFAULT_TIE_BAND, verdict, verdict_rule, winner_score
 from wikihowagent.runs import (BRADLEY_TERRY_CSV, HEAD_TO_HEAD_PNG, PAIRWISE_CSV, POSITION_CSV, SUMMARY_MD,
                                WIN_RATES_CSV)
 
@@ -228,8 +228,7 @@ def position_table(rows: list[dict[str, Any]], rubric_names: list[str]) -> Any:
 def _outcomes(rows: list[dict[str, Any]], index: dict[str, int], rubric: str) -> list[Any]:
     from wikihowagent.stats.ranking import Outcome
 
-    score = {"A": 1.0, "B": 0.0, "tie": 0.5}
-    return [Outcome(r["tutorial_id"], index[r["run_a"]], index[r["run_b"]], score[r["verdict"]])
+    return [Outcome(r["tutorial_id"], index[r["run_a"]], index[r["run_b"]], winner_score(r["verdict"]))
             for r in rows if rubric == OVERALL or r["rubric"] == rubric]
 
 

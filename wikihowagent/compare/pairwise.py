@@ -301,8 +301,12 @@ class Verdict:
 
     @property
     def score(self) -> float:
-        """A's outcome: 1 win, 0.5 tie, 0 loss."""
-        return {"A": 1.0, "B": 0.0}.get(self.winner, 0.5)
+        return winner_score(self.winner)
+
+
+def winner_score(winner: str) -> float:
+    """The first-named conversation's outcome of a verdict ("A" | "B" | "tie"): 1 win, 0.5 tie, 0 loss."""
+    return {"A": 1.0, "B": 0.0}.get(winner, 0.5)
 
 
 def verdict(p_ab: float, p_ba: float, rule: str | None = None, tie_band: float = DEFAULT_TIE_BAND) -> Verdict:

@@ -644,7 +644,7 @@ class Scorers:
         return (self.step_vectors(a) @ self.step_vectors(b).T).numpy()
 
     def posttest(self, convs, refs, hyps, results, want) -> None:
-        wordnet = load_wordnet() if DETAIL_RECALL in want or DETAIL_GAIN in want else None
+        wordnet = load_wordnet() if any(m.needs_wordnet for m in self.selected if m.name in want) else None
         tested = [i for i, c in enumerate(convs) if c.posttest is not None]
         texts = [s for i in tested for s in (*convs[i].steps, *convs[i].posttest.post.steps,
                                              *(convs[i].posttest.pre.steps if convs[i].posttest.pre else ()))]

@@ -308,7 +308,9 @@ def pairwise_cells(records: dict[tuple[str, ...], Any], perturbations: list[Pert
 
 def verdict_wins(rows: list[dict[str, Any]]) -> dict[str, float]:
     """{conversation id: 1 the original preferred, 0.5 a tie, 0 the perturbed copy} of one cell's rows."""
-    return {r["tutorial_id"]: {"A": 1.0, "B": 0.0}.get(r["verdict"], 0.5) for r in rows}
+    from wikihowagent.compare.pairwise import winner_score
+
+    return {r["tutorial_id"]: winner_score(r["verdict"]) for r in rows}
 
 
 def pairwise_table(records: dict[tuple[str, ...], Any], agree: dict[tuple[str, str], list[dict[str, Any]]],
