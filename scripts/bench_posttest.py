@@ -171,9 +171,9 @@ def cost_rows(by_run):
 
 
 def validity_rows(path: Path):
-    import pandas as pd
+    from wikihowagent.csvcells import read_people_frame
 
-    t = pd.read_csv(path / POSTTEST_VALIDITY_CSV)
+    t = read_people_frame(path / POSTTEST_VALIDITY_CSV)
     return [[r.perturbation, str(r.n), f"{r.accuracy:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]", str(r.lower),
              str(r.ties), fmt(r.mean_recall_original), fmt(r.mean_recall_perturbed), str(r.failed),
              "–" if r.judge_accuracy != r.judge_accuracy else f"{r.judge_accuracy:.3f}"] for r in t.itertuples()]

@@ -269,3 +269,47 @@ def test_mode_means_share_the_resampled_conversations_and_the_recommendation_fol
     assert line.startswith("Recommendation: no reliable difference between") and "(0.000 [" in line
     _, line = compare_modes({"pairwise, agree": chance})
     assert "no mode is reliably above chance" in line
+
+
+def test_skip_steps_drops_every_turn_of_the_skipped_steps_when_turns_carry_step_indices():
+    rows = [("teacher", "Let's begin. BEGIN", "begin", 0), ("learner", "Ready.", "model", 0),
+            ("teacher", "Step A: fill the pot.", "model", 0), ("learner", "How full?", "model", 0),
+            ("teacher", "Half full.", "clarification", 0), ("learner", "Next.", "model", 0),
+            ("teacher", "Step B: add salt.", "model", 1), ("learner", "Why salt?", "model", 1),
+            ("teacher", "For taste.", "clarification", 1), ("learner", "Then step C?", "model", 1),
+            ("teacher", "Step C: heat it.", "model", 2), ("learner", "OK.", "model", 2),
+            ("teacher", "Step D: serve.", "model", 3), ("learner", "Done.", "model", 3),
+            ("teacher", "That's all. FINISHED", "finish", 3), ("learner", "Bye!", "model", 3)]
+    msgs = [Turn(role=r, text=t, kind=k, step=s) for r, t, k, s in rows]
+    c = Conversation.from_turns(msgs, ["A", "B", "C", "D"], "Pot", completed=True, conversation_id="s", run="r", where="x")
+    out = P.perturb(perts()["skip_steps"], c, [c])
+    texts = [m.text for m in out.messages]
+    # steps 1 and 3 vanish entirely (teaching, clarification, the learner's turns); steps 0 and 2 stay whole
+    assert texts == ["Let's begin. BEGIN", "Ready.", "Step A: fill the pot.", "How full?", "Half full.", "Next.",
+                     "Step C: heat it.", "OK.", "That's all. FINISHED", "Bye!"]
+    # a two-step lesson with nothing taught for step 1 cannot be perturbed
+    short = Conversation.from_turns(msgs[:6] + msgs[-2:], ["A", "B"], "Pot", completed=True, conversation_id="t",
+                                    run="r", where="x")
+    assert P.skip_steps(short, [short], {"every": 2}) is None
+
+
+def test_judge_check_tables_neutralise_hostile_names_and_read_them_back(tmp_path):
+    """sensitivity.csv / consistency.csv / posttest_validity.csv are opened in spreadsheets: a perturbation
+    named like a formula is written as text (OWASP), and the post-test check reads the exact name back."""
+    from wikihowagent.cli import app
+    from wikihowagent.judgecheck.posttest_check import judge_accuracy
+
+    run = tmp_path / "run_small"
+    shutil.copytree(FIXTURES / "run_small", run)
+    hostile = "=HYPERLINK(\"http://x\",\"terse\")"
+    pfile = tmp_path / "perturbations.json"
+    pfile.write_text(json.dumps({hostile: {"kind": "terse", "targets": ["Clarity"], "params": {"words": 4}},
+                                 "-2+3": {"kind": "skip_steps", "targets": ["Progress"], "params": {}}}))
+    out = tmp_path / "check"
+    with FakeOpenAI(logprobs=_fake_judge) as srv:
+        res = CliRunner().invoke(app, ["judge-check", str(run), "--out", str(out), "--evaluator", "openai:fake-model",
+                                       "--base-url", srv.base_url, "--perturbations", str(pfile)])
+    assert res.exit_code == 0, res.output
+    cells = [row[1] for row in csv.reader((out / "sensitivity.csv").open())][1:]
+    assert set(cells) == {"'" + hostile, "'-2+3"}  # shown as text, never run
+    assert judge_accuracy(out) == {hostile: 1.0}  # read back exactly ("-2+3" did not apply here: no accuracy)

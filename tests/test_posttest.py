@@ -141,6 +141,42 @@ def test_failed_posttest_call_is_recorded_and_not_cached(tmp_path):
     assert not (tmp_path / PRETESTS).exists()
 
 
+def test_test_replies_are_not_cut_by_the_conversations_reply_cap(tmp_path):
+    """generate --max-tokens 128 cut 4 of 26 six-step post-tests mid-list (BENCHMARKS "post-test"): the test
+    calls get room for N steps whatever the conversation's cap, on the wire."""
+    from wikihowagent.backends.registry import make_chat_model
+    from wikihowagent.config import LocalModelSettings, ModelSettings
+    from wikihowagent.workflow.posttest import REPLY_TOKENS_EXTRA, REPLY_TOKENS_PER_STEP
+
+    with FakeOpenAI(reply=lambda body: "1. a\n2. b") as srv:
+        for cap, want in ((128, REPLY_TOKENS_PER_STEP * 6 + REPLY_TOKENS_EXTRA), (2000, 2000)):
+            model = make_chat_model("openai:fake-model", ModelSettings(max_tokens=cap, max_retries=0),
+                                    LocalModelSettings(), base_url=srv.base_url)
+            srv.requests.clear()
+            tester = PostTester(model, "openai:fake-model", PretestCache(tmp_path / str(cap)))
+            asyncio.run(tester.run("k", "How to X", "X", [Turn(role="teacher", text="hi")], 6))
+            sent = [r.get("max_tokens", r.get("max_completion_tokens")) for r in srv.requests]
+            assert sent == [want, want], cap  # the post-test and the pre-test; a larger cap is never lowered
+            assert model.max_tokens == cap  # the conversation's model is untouched
+
+
+def test_reply_cap_is_raised_on_every_kind_of_model():
+    from langchain_ollama import ChatOllama
+
+    from wikihowagent.backends.calls import with_reply_cap
+    from wikihowagent.backends.replicas import PooledChatModel, ReplicaPool
+
+    ollama = ChatOllama(model="m", num_predict=99)
+    assert with_reply_cap(ollama, 400).num_predict == 400 and ollama.num_predict == 99
+    assert with_reply_cap(ChatOllama(model="m"), 400).num_predict is None  # no cap: nothing to raise
+    scripted = ScriptedChatModel(script=lambda p: "x")
+    assert with_reply_cap(scripted, 400) is scripted
+    pool = PooledChatModel(pool=ReplicaPool([]))
+    raised = with_reply_cap(pool, 400)
+    assert raised.max_tokens == 400 and raised._capped({"stop": None}) == {"max_tokens": 400, "stop": None}
+    assert pool._capped({"stop": None}) == {"stop": None}  # unset: each replica's own cap
+
+
 # ---------------------------------------------------------------------------------------------- metrics
 
 

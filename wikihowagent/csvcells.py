@@ -59,3 +59,14 @@ def read_people_csv(path: Path) -> list[list[str]]:
     """The rows (header first) of a CSV written with neutralised cells, each cell as it was before."""
     with Path(path).open(encoding="utf-8", newline="") as fh:
         return [[unneutralise(c) for c in row] for row in csv.reader(fh)]
+
+
+def read_people_frame(path: Path) -> Any:
+    """A CSV written with `people_csv` as a pandas DataFrame, each text cell and column name as it was before
+    (numbers are never neutralised, so numeric columns read as numbers)."""
+    import pandas as pd
+
+    df = pd.read_csv(path)
+    df.columns = [unneutralise(c) if isinstance(c, str) else c for c in df.columns]
+    return df.map(lambda v: unneutralise(v) if isinstance(v, str) else v)
+

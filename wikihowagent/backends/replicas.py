@@ -195,6 +195,11 @@ class PooledChatModel(BaseChatModel):
     pool: Any  # ReplicaPool
     max_resends: int = 1000  # bounded anyway by the pool's outage_wait_s
     direct_calls: ClassVar[bool] = True  # backends/calls.py may call _agenerate directly
+    max_tokens: int | None = None  # None: each replica's own reply cap; set (calls.with_reply_cap): every call's
+    reply_cap_inherited: ClassVar[bool] = True
+
+    def _capped(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        return {"max_tokens": self.max_tokens, **kwargs} if self.max_tokens is not None else kwargs
 
     @property
     def _llm_type(self) -> str:
@@ -203,7 +208,7 @@ class PooledChatModel(BaseChatModel):
     def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:  # type: ignore[override]
         # The pipeline is asynchronous; a synchronous call simply uses the first healthy replica.
         r = next((x for x in self.pool.replicas if x.rested_until == 0.0), self.pool.replicas[0])
-        return r.model._generate(messages, stop=stop, **kwargs)
+        return r.model._generate(messages, stop=stop, **self._capped(kwargs))
 
     async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:  # type: ignore[override]
         last: BaseException | None = None
@@ -216,7 +221,7 @@ class PooledChatModel(BaseChatModel):
                 raise last from None
             i = r.take_client()
             try:
-                result = await r.clients[i]._agenerate(messages, stop=stop, **kwargs)
+                result = await r.clients[i]._agenerate(messages, stop=stop, **self._capped(kwargs))
             except Exception as exc:
                 r.busy[i] -= 1
                 failed = is_connection_error(exc) or is_server_error(exc)

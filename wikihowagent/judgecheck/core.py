@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.csvcells import people_csv
 from wikihowagent.figures import annotated_heatmap
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, JudgmentRecord
@@ -244,12 +245,8 @@ def analyse(out_dir: Path, perturbations: list[Perturbation], rubric_names: list
     sens = sensitivity_table(records, perturbations, rubric_names)
     cons = consistency_table(records, rubric_names)
     written = []
-    p = out_dir / SENSITIVITY_CSV
-    sens.to_csv(p, index=False)
-    written.append(p)
-    p = out_dir / CONSISTENCY_CSV
-    cons.to_csv(p, index=False)
-    written.append(p)
+    written.append(people_csv(sens, out_dir / SENSITIVITY_CSV))
+    written.append(people_csv(cons, out_dir / CONSISTENCY_CSV))
     desc = f"{evaluator} ({scoring}" + (f", prompt {prompt})" if prompt else ")")
     p = out_dir / SUMMARY_MD
     p.write_text(markdown_summary(sens, cons, perturbations, desc, stats, len(conv_ids)), encoding="utf-8")
@@ -401,7 +398,6 @@ def analyse_pairwise(out_dir: Path, records: dict[tuple[str, ...], Any], perturb
     rules with CIs and position consistency; next to the absolute judge's accuracy when `judgments.jsonl`
     holds this evaluator's absolute judgments of the same conversations; a one-line recommendation last."""
     from wikihowagent.compare.core import md_table, reading_note
-    from wikihowagent.csvcells import people_csv
     from wikihowagent.compare.pairwise import AGREE, AVERAGE, VERDICT_RULES
     from wikihowagent.evaluation.judge_prompts import DEFAULT_PROMPT
 

@@ -58,8 +58,13 @@ def _map_teacher(conv: Conversation, fn: Callable[[int, str], str]) -> Conversat
 
 
 def skip_steps(conv: Conversation, others: list[Conversation], params: dict[str, Any]) -> Conversation | None:
-    """Remove every `every`-th teaching turn (starting with the second) and the learner turn after it."""
+    """The teacher skips steps: with step indices on the turns (this pipeline's records), every turn about
+    every `every`-th tutorial step (starting with the second: teaching, clarifications and the learner's
+    replies) is removed; without them (paper records), every `every`-th teaching turn and the learner turn
+    after it. Turns from the teacher's FINISHED on (the farewell) stay."""
     every = max(2, int(params.get("every", 2)))
+    if any(_is_model(m, "teacher") and m.step is not None for m in conv.messages):
+        return _skip_step_turns(conv, every)
     out: list[Turn] = []
     i, dropping, dropped = 0, False, 0
     for m in conv.messages:
@@ -71,6 +76,19 @@ def skip_steps(conv: Conversation, others: list[Conversation], params: dict[str,
                 continue
         elif _is_model(m, "learner") and dropping:
             dropping = False
+            continue
+        out.append(m)
+    return _with_messages(conv, out) if dropped else None
+
+
+def _skip_step_turns(conv: Conversation, every: int) -> Conversation | None:
+    out: list[Turn] = []
+    finished, dropped = False, False
+    for m in conv.messages:
+        finished = finished or m.kind == "finish"
+        if (not finished and m.step is not None and m.step % every == 1
+                and (_is_model(m, "teacher") or _is_model(m, "learner"))):
+            dropped = dropped or m.role == "teacher"
             continue
         out.append(m)
     return _with_messages(conv, out) if dropped else None

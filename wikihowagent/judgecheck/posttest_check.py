@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.csvcells import people_csv, read_people_frame
 from wikihowagent.records import Conversation, PostTest
 from wikihowagent.runs import POSTTEST_VALIDITY_CSV, POSTTEST_VALIDITY_MD, SENSITIVITY_CSV
 
@@ -126,12 +127,10 @@ def validity_table(recalls: dict[tuple[str, str], float | None], perturbations: 
 
 def judge_accuracy(out_dir: Path) -> dict[str, float]:
     """The rubric judge's mean accuracy per perturbation over its targeted rubrics (sensitivity.csv), if any."""
-    import pandas as pd
-
     path = out_dir / SENSITIVITY_CSV
     if not path.exists():
         return {}
-    sens = pd.read_csv(path).dropna(subset=["accuracy"])
+    sens = read_people_frame(path).dropna(subset=["accuracy"])
     return {str(k): round(float(v), 4) for k, v in sens.groupby("perturbation")["accuracy"].mean().items()}
 
 
@@ -139,7 +138,7 @@ def write_validity(out_dir: Path, table: Any, spec: str, n_convs: int, check: Po
     from wikihowagent.evaluation.summary import markdown_table
 
     csv = out_dir / POSTTEST_VALIDITY_CSV
-    table.to_csv(csv, index=False)
+    people_csv(table, csv)
 
     def fmt(v: Any) -> str:
         return "–" if v is None or v != v else (f"{v:.3f}" if isinstance(v, float) else str(v))

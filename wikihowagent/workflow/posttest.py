@@ -24,10 +24,11 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from wikihowagent.backends.calls import achat
+from wikihowagent.backends.calls import achat, with_reply_cap
 from wikihowagent.records import PostTest, TestAnswer, Turn
 
 MAX_STEPS = 50  # more recalled "steps" than this is not a step list (a looping model, a pasted text)
+REPLY_TOKENS_PER_STEP, REPLY_TOKENS_EXTRA = 64, 32  # a test reply's cap: N steps fit whatever `--max-tokens` is
 CALL_FAILED = "call failed: "  # prefix of a TestAnswer error that a later run should retry (not cached)
 
 SYSTEM = ("You are a student who has just had a lesson with a teacher. You answer from memory, "
@@ -145,6 +146,14 @@ class PostTester:
     def __init__(self, model: BaseChatModel, learner: str, cache: Any):
         self.model, self.learner, self.cache = model, learner, cache
         self._inflight: dict[str, asyncio.Task[TestAnswer]] = {}
+        self._capped: dict[int, BaseChatModel] = {}
+
+    def model_for(self, n_steps: int) -> BaseChatModel:
+        """The learner model with room for an N-step answer (a cap of REPLY_TOKENS_PER_STEP per step + extra,
+        raised above the conversation's reply cap, never lowered): a cut answer would score as forgetting."""
+        if n_steps not in self._capped:
+            self._capped[n_steps] = with_reply_cap(self.model, REPLY_TOKENS_PER_STEP * n_steps + REPLY_TOKENS_EXTRA)
+        return self._capped[n_steps]
 
     async def pretest(self, key: str, title: str, method_title: str, n_steps: int) -> TestAnswer:
         cached = self.cache.get(self.learner, key, PROMPT_VERSION)
@@ -160,7 +169,7 @@ class PostTester:
                 self._inflight.pop(key, None)
 
     async def _take_pretest(self, key: str, title: str, method_title: str, n_steps: int) -> TestAnswer:
-        answer = await take_test(self.model, pretest_messages(title, method_title, n_steps))
+        answer = await take_test(self.model_for(n_steps), pretest_messages(title, method_title, n_steps))
         if not (answer.error or "").startswith(CALL_FAILED):  # a failed call is retried by a later run
             self.cache.put(self.learner, key, PROMPT_VERSION, answer)
         return answer
@@ -168,6 +177,6 @@ class PostTester:
     async def run(self, key: str, title: str, method_title: str, turns: Sequence[Turn], n_steps: int,
                   pretest: bool = True) -> PostTest:
         """`n_steps`: the method's step count, asked of both tests."""
-        post = await take_test(self.model, posttest_messages(title, method_title, turns, n_steps))
+        post = await take_test(self.model_for(n_steps), posttest_messages(title, method_title, turns, n_steps))
         pre = await self.pretest(key, title, method_title, n_steps) if pretest else None
         return PostTest(model=self.learner, prompt_version=PROMPT_VERSION, post=post, pre=pre)
