@@ -2,9 +2,9 @@
 """Judge prompt variants chosen on people: agreement with the human study's development split, judge-check
 accuracy and cost, one table (issue 20).
 
-    # model time (run under `modelrun`; each call stops cleanly after --minutes and resumes where it stopped)
-    modelrun .venv/bin/python scripts/bench_alignment.py judge --variants plain --per-tutorial 2 --minutes 11
-    modelrun .venv/bin/python scripts/bench_alignment.py check --variants plain --check-n 4 --minutes 11
+    # model time (one model process at a time; each call stops cleanly after --minutes and resumes where it stopped)
+    .venv/bin/python scripts/bench_alignment.py judge --variants plain --per-tutorial 2 --minutes 11
+    .venv/bin/python scripts/bench_alignment.py check --variants plain --check-n 4 --minutes 11
     # no model: align every variant's scores against both humans, beside the paper's judges
     .venv/bin/python scripts/bench_alignment.py report --variants tutorial-first,plain --per-tutorial 2 [--write-md]
 

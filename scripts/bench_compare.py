@@ -2,10 +2,10 @@
 """Benchmark of `wikihowagent compare` on runs of the embedded model: the Bradley–Terry table with CIs,
 win rates, position consistency and the cost per comparison.
 
-    modelrun .venv/bin/python scripts/bench_compare.py RUN RUN RUN... --out DIR [--metrics Clarity,Engagement]
+    .venv/bin/python scripts/bench_compare.py RUN RUN RUN... --out DIR [--metrics Clarity,Engagement]
         [--max-tutorials N] [--max-minutes 11] [--verdict-rule agree|average] [--tie-band 0]
         [--report-site SITE] [--report-only] [--write-md]
-    modelrun .venv/bin/python scripts/bench_compare.py --synthetic 5 --out DIR ...   # runs with a known order
+    .venv/bin/python scripts/bench_compare.py --synthetic 5 --out DIR ...   # runs with a known order
 
 `--synthetic N` writes three runs of `bench_judge.py`'s first N conversations into DIR/runs: `original`,
 `terse` and `skip_steps` (judge-check's perturbations of the same conversations), so the true order is

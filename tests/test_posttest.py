@@ -399,6 +399,30 @@ def test_align_correlates_the_posttest_with_the_human_ratings():
     assert res[(M.LEARNING_GAIN, ROW_NAMES[0])].n == 15  # only where the metric was computed
 
 
+def test_align_correlates_a_posttest_without_a_judge_with_the_human_overall(tmp_path):
+    """evaluate --posttest-learner --metrics <post-test> (no judge): the human Overall is the mean of every rated
+    rubric (the judge's Overall covers only rubrics both sides have, none here), and the named scores are used."""
+    from wikihowagent.alignment import schema
+    from wikihowagent.alignment.core import automatic_correlations
+    from wikihowagent.alignment.named import unused_inputs
+    from wikihowagent.alignment.problems import Problems
+    from wikihowagent.alignment.sources import LLMScores, ScoreRow
+
+    rng = np.random.default_rng(2)
+    ids = [f"c{i}" for i in range(20)]
+    k = schema.n_metrics()
+    human = np.full((20, k + 1), np.nan)
+    human[:, :k] = rng.uniform(1, 5, size=(20, k))
+    human[3, 2] = np.nan  # a blank cell: the mean of the others
+    truth = np.nanmean(human[:, :k], axis=1)
+    llm = LLMScores(rows={c: ScoreRow(c, np.full(k, np.nan), automatic={M.LEARNING_GAIN: float(truth[i] / 5)})
+                          for i, c in enumerate(ids)}, by_source={str(tmp_path / "scores.jsonl"): ids})
+    overall = automatic_correlations(llm, ids, human, n_boot=100, seed=0)[(M.LEARNING_GAIN, schema.OVERALL)]
+    assert overall.n == 20 and overall.coefs["pearson"].value == pytest.approx(1.0)
+    (tmp_path / "scores.jsonl").write_text("")
+    assert unused_inputs([], [tmp_path / "scores.jsonl"], [], llm, Problems()) == []
+
+
 def attentive_reply(prompt):
     """The post-test recalls every step the teacher taught in the conversation shown."""
     if "This was your lesson" in prompt:

@@ -251,14 +251,23 @@ def compute(
 
 def automatic_correlations(llm: LLMScores, ids: list[str], human: np.ndarray, n_boot: int,
                            seed: int) -> dict[tuple[str, str], CorrelationResult]:
-    """Each automatic metric (the post-test's: what the learner recalled) against each human rubric mean."""
+    """Each automatic metric (the post-test's: what the learner recalled) against each human rubric mean and
+    the human Overall; that Overall is the mean of every rubric the humans rated (no LLM side to match here,
+    unlike the judge's Overall, which covers the rubrics both sides have)."""
     names = sorted({m for r in llm.rows.values() for m in r.automatic}, key=str)
     out: dict[tuple[str, str], CorrelationResult] = {}
+    n_metrics = len(schema.metrics())
+    people = human.copy()
+    if len(ids):
+        rated = ~np.isnan(human[:, :n_metrics])
+        sums = np.where(rated, human[:, :n_metrics], 0.0).sum(axis=1)
+        counts = rated.sum(axis=1)
+        people[:, n_metrics] = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
     for name in names:
         auto = np.array([llm.rows[c].automatic.get(name, np.nan) if c in llm.rows else np.nan for c in ids])
         for k, rubric in enumerate(schema.row_names()):
-            ok = ~np.isnan(human[:, k]) & ~np.isnan(auto) if len(ids) else np.zeros(0, dtype=bool)
-            out[(name, rubric)] = correlate(human[ok, k], auto[ok], n_boot=n_boot, seed=_seed(seed, name, rubric))
+            ok = ~np.isnan(people[:, k]) & ~np.isnan(auto) if len(ids) else np.zeros(0, dtype=bool)
+            out[(name, rubric)] = correlate(people[ok, k], auto[ok], n_boot=n_boot, seed=_seed(seed, name, rubric))
     return out
 
 

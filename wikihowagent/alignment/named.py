@@ -23,6 +23,12 @@ def _reason(path: Path | str, problems: Problems, default: str) -> str:
     return f"{path}: {default}"
 
 
+def _any_automatic(row) -> bool:
+    """Scores with an automatic metric (a post-test's, e.g. `evaluate --posttest-learner` without a judge)
+    contribute to the automatic correlations."""
+    return any(v is not None and np.isfinite(v) for v in row.automatic.values())
+
+
 def unused_inputs(human_paths: list[Path], score_paths: list[Path], judges: list[JudgeRatings], llm: LLMScores,
                   problems: Problems) -> list[str]:
     """One line per named file (or directory) that gave no usable score, with the reason."""
@@ -38,8 +44,9 @@ def unused_inputs(human_paths: list[Path], score_paths: list[Path], judges: list
             out.append(str(exc))
             continue
         ids = [cid for f in files for cid in llm.by_source.get(str(f), [])]
-        if not any(cid in llm.rows and np.isfinite(llm.rows[cid].values).any() for cid in ids):
-            why = _reason(files[0], problems, "no usable LLM score in it") if len(files) == 1 else \
-                f"{path}: no usable LLM score in any of its {len(files)} score files"
+        if not any(cid in llm.rows and (np.isfinite(llm.rows[cid].values).any() or _any_automatic(llm.rows[cid]))
+                   for cid in ids):
+            why = _reason(files[0], problems, "no usable LLM score or post-test metric in it") if len(files) == 1 \
+                else f"{path}: no usable LLM score or post-test metric in any of its {len(files)} score files"
             out.append(why)
     return out
