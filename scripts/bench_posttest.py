@@ -12,7 +12,9 @@ Reads each run's conversations (with their `posttest`, taken by `generate`) and 
   Order, Extraneous, Detail Recall;
 - cost: model calls and seconds of the post-test and the pre-test per conversation, against the
   conversation's own model calls and seconds (latencies recorded in the records);
-- with --validity DIR: the `judge-check --posttest-learner` table (posttest_validity.csv).
+- with --validity DIR (repeatable): the `judge-check --posttest-learner` table (posttest_validity.csv);
+- with --paper-scores DIR --paper-align DIR: the post-test on the paper's conversations (evaluate
+  --posttest-learner on the human study's run files) per model, beside the people's ratings (align's output).
 """
 
 from __future__ import annotations
@@ -196,11 +198,79 @@ def validity_rows(path: Path):
              "–" if r.judge_accuracy != r.judge_accuracy else f"{r.judge_accuracy:.3f}"] for r in t.itertuples()]
 
 
+def cluster_ci(values: list[float], clusters: list[str], seed: int = 0) -> tuple[float, float]:
+    """95 % bootstrap CI of the mean, resampling clusters (tutorials) with their conversations."""
+    groups: dict[str, list[float]] = {}
+    for v, c in zip(values, clusters):
+        groups.setdefault(c, []).append(v)
+    keys = list(groups)
+    if len(keys) < 2:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    means = []
+    for _ in range(BOOT):
+        pick = [x for k in rng.choice(len(keys), len(keys)) for x in groups[keys[k]]]
+        means.append(sum(pick) / len(pick))
+    lo, hi = np.percentile(means, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def paper_rows(scores_dir: Path, align_dir: Path) -> tuple[list[list[str]], list[str]]:
+    """Post-tests of the paper's conversations (`evaluate FILES --posttest-learner SPEC --metrics <post-test>
+    --out scores_dir`) beside the human ratings (`align ... --out align_dir`: paired_scores.csv, automatic.csv):
+    per model, Learning Gain / Detail Gain with CIs and the people's mean over their rubrics; then how the
+    models' order by Learning Gain matches the people's (Spearman over models) and the conversation-level r."""
+    from scipy.stats import spearmanr
+
+    from wikihowagent.csvcells import read_people_frame
+    from wikihowagent.runs import read_scores
+
+    people = read_people_frame(align_dir / "paired_scores.csv")
+    rubrics = [c for c in people.columns if c.startswith("human_") and c != "human_Overall"]
+    overall = dict(zip(people["conversation_id"], people[rubrics].mean(axis=1, skipna=True)))
+    by_model: dict[str, list] = {}
+    for f in sorted(scores_dir.glob("*/scores.jsonl")):
+        for rec in read_scores(f).values():
+            by_model.setdefault(rec.teacher or f.parent.name, []).append(rec)
+    rows, lg_means, human_means, all_lg, all_tut = [], [], [], [], []
+    for model, recs in sorted(by_model.items()):
+        lg = [(r.metrics.get(P.LEARNING_GAIN), r.title) for r in recs if r.metrics.get(P.LEARNING_GAIN) is not None]
+        dg = [r.metrics[P.DETAIL_GAIN] for r in recs if r.metrics.get(P.DETAIL_GAIN) is not None]
+        hum = [overall[r.conversation_id] for r in recs if r.conversation_id in overall]
+        lo, hi = boot_ci([g for g, _ in lg])
+        dlo, dhi = boot_ci(dg)
+        all_lg += [g for g, _ in lg]
+        all_tut += [t for _, t in lg]
+        lg_means.append(mean([g for g, _ in lg]))
+        human_means.append(mean(hum))
+        rows.append([model, str(len(recs)), f"{fmt(lg_means[-1])} [{fmt(lo)}, {fmt(hi)}]",
+                     f"{fmt(mean(dg))} [{fmt(dlo)}, {fmt(dhi)}]",
+                     fmt(mean([r.metrics.get(P.STEP_RECALL) for r in recs])), f"{human_means[-1]:.2f}"])
+    lo, hi = cluster_ci(all_lg, all_tut)
+    notes = [f"All {len(all_lg)} conversations: Learning Gain {fmt(mean(all_lg))} % [{fmt(lo)}, {fmt(hi)}] "
+             f"(95 % CI resampling the {len(set(all_tut))} tutorials)."]
+    if len(rows) >= 3:
+        rho = spearmanr(lg_means, human_means)
+        notes.append(f"Models ordered by mean Learning Gain vs by the people's mean rating: Spearman ρ "
+                     f"{rho.statistic:.2f} (p {rho.pvalue:.2f}, {len(rows)} models).")
+    auto = read_people_frame(align_dir / "automatic.csv")
+    for metric in (P.LEARNING_GAIN, P.STEP_RECALL, P.DETAIL_GAIN):
+        row = auto[(auto["metric"] == metric) & (auto["human_rubric"] == "Overall")]
+        if len(row) and row.iloc[0]["n"] > 0:
+            r = row.iloc[0]
+            notes.append(f"{metric} vs the people's Overall, per conversation: Pearson r {r.pearson_r:.2f} "
+                         f"[{r.pearson_ci_low:.2f}, {r.pearson_ci_high:.2f}] (n {int(r.n)}).")
+    return rows, notes
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="+", type=Path, help="run directories whose records have post-tests")
-    ap.add_argument("--validity", type=Path, help="a `judge-check --posttest-learner` output directory")
+    ap.add_argument("--validity", type=Path, action="append", default=[],
+                    help="a `judge-check --posttest-learner` output directory (repeatable: one table each)")
     ap.add_argument("--note", default="", help="a line on how the runs were made (settings, machine)")
+    ap.add_argument("--paper-scores", type=Path, help="`evaluate --posttest-learner` output on the paper's run files")
+    ap.add_argument("--paper-align", type=Path, help="`align` output of the human study against --paper-scores")
     ap.add_argument("--write-md", action="store_true", help="write the 'post-test' section of BENCHMARKS.md")
     args = ap.parse_args()
     by_run = {label: [c for c in read_conversations(r) if c.posttest is not None]
@@ -236,11 +306,18 @@ def main() -> None:
            "conversation):", "",
            markdown_table(["run", "n", "conversation calls", "conversation s", "extra calls", "post-test s",
                            "pre-test s", "extra s", "extra / conversation time"], cost_rows(by_run))]
-    if args.validity:
-        out += ["", f"**Validity** (`judge-check --posttest-learner`, {args.validity}): share of pairs where the "
+    for vdir in args.validity:
+        out += ["", f"**Validity** (`judge-check --posttest-learner`, {vdir}): share of pairs where the "
                 "original's post-test Step Recall is higher than the perturbed copy's (ties count half):", "",
                 markdown_table(["perturbation", "pairs", "accuracy [95 % CI]", "lower", "ties", "recall original (%)",
-                                "recall perturbed (%)", "not scored", "judge accuracy"], validity_rows(args.validity))]
+                                "recall perturbed (%)", "not scored", "judge accuracy"], validity_rows(vdir))]
+    if args.paper_scores and args.paper_align:
+        prow, pnotes = paper_rows(args.paper_scores, args.paper_align)
+        out += ["", f"**The paper's conversations** (the human study's development split, {args.paper_scores}): the "
+                "post-test and pre-test taken by the learner model above on conversations between the paper's 7B "
+                "models, beside the two people's ratings (their mean over the 8 rubrics, 1–5):", "",
+                markdown_table(["teacher = learner", "conversations", "Learning Gain (%)", "Detail Gain (%)",
+                                "Step Recall post (%)", "people's mean"], prow), "", *[f"- {n}" for n in pnotes]]
     body = "\n".join(out)
     print(body)
     if args.write_md:
