@@ -198,20 +198,18 @@ def validity_rows(path: Path):
              "–" if r.judge_accuracy != r.judge_accuracy else f"{r.judge_accuracy:.3f}"] for r in t.itertuples()]
 
 
-def cluster_ci(values: list[float], clusters: list[str], seed: int = 0) -> tuple[float, float]:
-    """95 % bootstrap CI of the mean, resampling clusters (tutorials) with their conversations."""
-    groups: dict[str, list[float]] = {}
-    for v, c in zip(values, clusters):
-        groups.setdefault(c, []).append(v)
-    keys = list(groups)
+def cluster_ci(values: list[float], clusters: list[str], seed: int = 0, boot: int = BOOT) -> tuple[float, float]:
+    """95 % bootstrap CI of the mean, resampling clusters (tutorials) with all their conversations."""
+    keys = sorted(set(clusters))
     if len(keys) < 2:
         return math.nan, math.nan
-    rng = np.random.default_rng(seed)
-    means = []
-    for _ in range(BOOT):
-        pick = [x for k in rng.choice(len(keys), len(keys)) for x in groups[keys[k]]]
-        means.append(sum(pick) / len(pick))
-    lo, hi = np.percentile(means, [2.5, 97.5])
+    index = {k: i for i, k in enumerate(keys)}
+    sums, counts = np.zeros(len(keys)), np.zeros(len(keys))
+    for v, c in zip(values, clusters):
+        sums[index[c]] += v
+        counts[index[c]] += 1
+    pick = np.random.default_rng(seed).integers(0, len(keys), (boot, len(keys)))
+    lo, hi = np.percentile(sums[pick].sum(axis=1) / counts[pick].sum(axis=1), [2.5, 97.5])
     return float(lo), float(hi)
 
 
