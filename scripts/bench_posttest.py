@@ -55,6 +55,11 @@ def mean(xs: list[float]) -> float:
     return sum(xs) / len(xs) if xs else math.nan
 
 
+def recall(scorers, tutorial_steps, answer, t: float = P.THRESHOLD) -> float | None:
+    """Step Recall of `answer` against `tutorial_steps` at threshold `t`."""
+    return P.step_recall(P.match_steps(scorers.step_similarity(list(tutorial_steps), answer), t), len(tutorial_steps))
+
+
 def threshold_table(convs, scorers) -> list[list[str]]:
     tested = [c for c in convs if P.usable(c.posttest.post)]
     rows = []
@@ -62,18 +67,15 @@ def threshold_table(convs, scorers) -> list[list[str]]:
         own, other, sibling, gain = [], [], [], []
         for i, c in enumerate(tested):
             steps, recalled = list(c.steps), c.posttest.post.steps
-            own.append(P.step_recall(P.match_steps(scorers.step_similarity(steps, recalled), t), len(steps)))
+            own.append(recall(scorers, steps, recalled, t))
             imp = next((o for o in tested[i + 1:] + tested[:i] if o.title != c.title), None)  # another article
             if imp is not None:
-                other.append(P.step_recall(P.match_steps(scorers.step_similarity(list(imp.steps), recalled), t),
-                                           len(imp.steps)))
+                other.append(recall(scorers, imp.steps, recalled, t))
             sib = next((o for o in tested if o.title == c.title and list(o.steps) != steps), None)  # its other method
             if sib is not None:
-                sibling.append(P.step_recall(P.match_steps(scorers.step_similarity(list(sib.steps), recalled), t),
-                                             len(sib.steps)))
+                sibling.append(recall(scorers, sib.steps, recalled, t))
             if P.usable(c.posttest.pre):
-                pre = P.step_recall(P.match_steps(scorers.step_similarity(steps, c.posttest.pre.steps), t), len(steps))
-                gain.append(own[-1] - pre)
+                gain.append(own[-1] - recall(scorers, steps, c.posttest.pre.steps, t))
         rows.append([f"{t:.2f}", fmt(mean(own)), fmt(mean(other)), fmt(mean(own) - mean(other)),
                      fmt(mean(sibling)) if sibling else "–", fmt(mean(gain)), str(len(own))])
     return rows
@@ -91,21 +93,17 @@ def headline_table(scorers) -> tuple[list[list[str]], float, float]:
 
     tuts = list(select_tutorials(default_tutorials_path(), skip_invalid=True))
     rows, best, best_gap, best_hard, best_hard_gap = [], P.THRESHOLD, -1.0, P.THRESHOLD, -1.0
-
-    def recall(tut_steps, answer, t):
-        return P.step_recall(P.match_steps(scorers.step_similarity(tut_steps, answer), t), len(tut_steps))
-
     for t in THRESHOLDS:
         own, other, own_h, sibling = [], [], [], []
         for i, tut in enumerate(tuts):
             answer = [(sentences(s) or [s])[0] for s in tut.steps]
-            own.append(recall(tut.steps, answer, t))
+            own.append(recall(scorers, tut.steps, answer, t))
             imp = next(o for o in tuts[i + 1:] + tuts[:i] if o.title != tut.title)
-            other.append(recall(imp.steps, answer, t))
+            other.append(recall(scorers, imp.steps, answer, t))
             sib = next((o for o in tuts if o.title == tut.title and o.steps != tut.steps), None)
             if sib is not None:
                 own_h.append(own[-1])
-                sibling.append(recall(sib.steps, answer, t))
+                sibling.append(recall(scorers, sib.steps, answer, t))
         gap, hard_gap = mean(own) - mean(other), mean(own_h) - mean(sibling)
         if gap > best_gap + 1e-9:
             best, best_gap = t, gap
@@ -126,8 +124,7 @@ def persona_rows(by_run, scored, scorers):
         lo, hi = boot_ci(gains)
         dgains = [g for g in col[P.DETAIL_GAIN] if g is not None]
         dlo, dhi = boot_ci(dgains)
-        pre = [P.step_recall(P.match_steps(scorers.step_similarity(list(c.steps), c.posttest.pre.steps)), len(c.steps))
-               for c in convs if c.posttest and P.usable(c.posttest.pre)]
+        pre = [recall(scorers, c.steps, c.posttest.pre.steps) for c in convs if c.posttest and P.usable(c.posttest.pre)]
         n_post = sum(1 for c in convs if c.posttest is not None)
         n_fail = sum(1 for c in convs if c.posttest is not None and not P.usable(c.posttest.post))
         persona = ",".join(sorted({c.persona or "paper" for c in convs}))
@@ -220,14 +217,15 @@ def paper_rows(scores_dir: Path, align_dir: Path) -> tuple[list[list[str]], list
     models' order by Learning Gain matches the people's (Spearman over models) and the conversation-level r."""
     from scipy.stats import spearmanr
 
+    from wikihowagent.alignment.schema import OVERALL
     from wikihowagent.csvcells import read_people_frame
-    from wikihowagent.runs import read_scores
+    from wikihowagent.runs import AUTOMATIC_CSV, PAIRED_SCORES_CSV, SCORES, read_scores
 
-    people = read_people_frame(align_dir / "paired_scores.csv")
-    rubrics = [c for c in people.columns if c.startswith("human_") and c != "human_Overall"]
+    people = read_people_frame(align_dir / PAIRED_SCORES_CSV)
+    rubrics = [c for c in people.columns if c.startswith("human_") and c != f"human_{OVERALL}"]
     overall = dict(zip(people["conversation_id"], people[rubrics].mean(axis=1, skipna=True)))
     by_model: dict[str, list] = {}
-    for f in sorted(scores_dir.glob("*/scores.jsonl")):
+    for f in sorted(scores_dir.glob(f"*/{SCORES}")):
         for rec in read_scores(f).values():
             by_model.setdefault(rec.teacher or f.parent.name, []).append(rec)
     rows, lg_means, human_means, all_lg, all_tut = [], [], [], [], []
@@ -251,9 +249,9 @@ def paper_rows(scores_dir: Path, align_dir: Path) -> tuple[list[list[str]], list
         rho = spearmanr(lg_means, human_means)
         notes.append(f"Models ordered by mean Learning Gain vs by the people's mean rating: Spearman ρ "
                      f"{rho.statistic:.2f} (p {rho.pvalue:.2f}, {len(rows)} models).")
-    auto = read_people_frame(align_dir / "automatic.csv")
+    auto = read_people_frame(align_dir / AUTOMATIC_CSV)
     for metric in (P.LEARNING_GAIN, P.STEP_RECALL, P.DETAIL_GAIN):
-        row = auto[(auto["metric"] == metric) & (auto["human_rubric"] == "Overall")]
+        row = auto[(auto["metric"] == metric) & (auto["human_rubric"] == OVERALL)]
         if len(row) and row.iloc[0]["n"] > 0:
             r = row.iloc[0]
             notes.append(f"{metric} vs the people's Overall, per conversation: Pearson r {r.pearson_r:.2f} "

@@ -3,22 +3,14 @@ with a known truth."""
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
-
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import load_script
 
 
 def bench():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    spec = importlib.util.spec_from_file_location("bench_alignment", ROOT / "scripts" / "bench_alignment.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("bench_alignment")
 
 
 def judged(human: np.ndarray, judge: np.ndarray) -> dict[str, tuple[float, float]]:

@@ -2,21 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
-
-ROOT = Path(__file__).resolve().parent.parent
+from helpers import load_script
 
 
 def bench():
-    sys.path.insert(0, str(ROOT / "scripts"))
-    spec = importlib.util.spec_from_file_location("bench_posttest", ROOT / "scripts" / "bench_posttest.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("bench_posttest")
 
 
 def test_cluster_ci_covers_the_true_mean_of_clustered_data():

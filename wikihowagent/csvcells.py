@@ -69,4 +69,3 @@ def read_people_frame(path: Path) -> Any:
     df = pd.read_csv(path)
     df.columns = [unneutralise(c) if isinstance(c, str) else c for c in df.columns]
     return df.map(lambda v: unneutralise(v) if isinstance(v, str) else v)
-

@@ -67,8 +67,9 @@ def with_reply_cap(model: BaseChatModel, tokens: int) -> BaseChatModel:
     For a call whose answer has a known length (the post-test's N steps) and must not be cut by the
     conversation's reply cap (`--max-tokens`). A model with no cap field (a scripted test model), or whose cap
     is unset (no cap) or already large enough, is returned as it is; for a model whose unset cap means "its
-    parts' caps" (`reply_cap_inherited`, the replica pool) the copy's cap applies to every call. A copy, not `bind`: a binding would hide the
-    model's `direct_calls` path (achat) and Ollama takes no `max_tokens` argument."""
+    parts' caps" (`reply_cap_inherited`, the replica pool) the copy's cap applies to every call. A copy, not
+    `bind`: a binding would hide the model's `direct_calls` path (achat) and Ollama takes no `max_tokens`
+    argument."""
     fields = type(model).model_fields
     name = next((f for f in REPLY_CAP_FIELDS if f in fields), None)
     if name is None:
@@ -79,4 +80,3 @@ def with_reply_cap(model: BaseChatModel, tokens: int) -> BaseChatModel:
     if current is not None and current >= tokens:
         return model
     return model.model_copy(update={name: tokens})
-
