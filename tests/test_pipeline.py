@@ -86,4 +86,4 @@ def test_generate_evaluate_export_align_chained(tmp_path):
     # Depth: both judges gave the LLM's score, so human mean == LLM exactly
     assert float(corr["Depth"]["pearson_r"]) == 1.0
     assert (out / "agreement.csv").exists() and (out / "paired_scores.csv").exists()
-    assert not list(run.glob(f"*{CONVERSATIONS}.tmp")) and (run / RUN_INFO).exists()
+    assert not list(run.glob(f"{CONVERSATIONS}*.tmp")) and (run / RUN_INFO).exists()

@@ -263,9 +263,10 @@ def test_a_judge_failure_leaves_no_task_running_when_the_loop_closes(tmp_path):
 
 
 def full_disk(monkeypatch, names: tuple[str, ...], after: int = 0):
-    """Make fsync of files whose name ends with one of `names` fail with ENOSPC after `after` good calls
-    (the data was written, as when the disk fills up mid-line: the writer must cut it off)."""
+    """Make fsync of files whose name matches one of the glob patterns `names` fail with ENOSPC after `after`
+    good calls (the data was written, as when the disk fills up mid-line: the writer must cut it off)."""
     import errno
+    import fnmatch
     import os
 
     real = os.fsync
@@ -273,7 +274,7 @@ def full_disk(monkeypatch, names: tuple[str, ...], after: int = 0):
 
     def fsync(fd):
         path = os.readlink(f"/proc/self/fd/{fd}")
-        if path.endswith(names):
+        if any(fnmatch.fnmatch(os.path.basename(path), pattern) for pattern in names):
             calls["n"] += 1
             if calls["n"] > after:
                 raise OSError(errno.ENOSPC, "No space left on device")
@@ -292,7 +293,7 @@ def test_disk_full_during_generate_is_one_line_and_the_run_resumes(tmp_path, mon
         with monkeypatch.context() as m:
             # The second conversation does not fit, nor does a temp file for run.json.
             full_disk(m, ("conversations.jsonl",), after=1)
-            full_disk(m, ("run.json.tmp",), after=1)
+            full_disk(m, ("run.json.*.tmp",), after=1)
             res = runner.invoke(app, [*args, "--base-url", srv.base_url], env=KEYS)
         assert res.exit_code == 1, res.output
         assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
@@ -311,12 +312,34 @@ def test_disk_full_during_generate_is_one_line_and_the_run_resumes(tmp_path, mon
     assert json.loads((out / "run.json").read_text())["status"] == "complete"
 
 
+def test_writers_replacing_one_file_at_once_do_not_collide(tmp_path):
+    """A Slurm array's tasks all write the sweep's sweep.json/config at start: with one shared temp name, a
+    writer's rename found its temp file already renamed away by another (FileNotFoundError, CI)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from wikihowagent.runs import write_json_atomic, write_text_atomic
+
+    target = tmp_path / "sweep.json"
+
+    def write(i: int) -> None:
+        for j in range(25):
+            if j % 2:
+                write_text_atomic(target, json.dumps({"writer": i, "n": j}))
+            else:
+                write_json_atomic(target, {"writer": i, "n": j})
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(write, range(8)))  # re-raises any writer's error
+    assert set(json.loads(target.read_text())) == {"writer", "n"}  # whole, one writer's content
+    assert [p.name for p in tmp_path.iterdir()] == ["sweep.json"]  # no temp file left
+
+
 def test_disk_full_leaves_no_temp_file_and_the_old_file_intact(tmp_path, monkeypatch):
     from wikihowagent.runs import DiskFullError, write_json_atomic
 
     target = tmp_path / "run.json"
     write_json_atomic(target, {"status": "running"})
-    full_disk(monkeypatch, ("run.json.tmp",))
+    full_disk(monkeypatch, ("run.json.*.tmp",))
     with pytest.raises(DiskFullError, match=r"run\.json: no space left on device: .* more free space needed"):
         write_json_atomic(target, {"status": "complete", "counts": {"conversations": 10 ** 6}})
     assert json.loads(target.read_text()) == {"status": "running"} and not list(tmp_path.glob("*.tmp"))

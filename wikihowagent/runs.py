@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from dataclasses import dataclass
@@ -250,18 +251,28 @@ class JsonlAppender:
 
 def _replace_atomically(path: Path, payload: bytes) -> None:
     """Write `payload` to a temp file, fsync, rename over `path`. On failure the temp file is removed and
-    `path` is untouched; a full disk raises DiskFullError."""
-    tmp = path.with_name(path.name + ".tmp")
+    `path` is untouched; a full disk raises DiskFullError. The temp name is unique per writer
+    (`NAME.XXXXXXXX.tmp`): processes replacing the same file at once (a Slurm array's tasks writing the
+    sweep's files) must not rename one another's temp file away."""
+    tmp: Path | None = None
     try:
-        with tmp.open("wb") as fh:
+        fd, name = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
+        tmp = Path(name)
+        with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
         raise disk_full_error(path, len(payload), exc) from None
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Replace `path` with `text` (UTF-8) atomically, like `write_json_atomic`."""
+    _replace_atomically(Path(path), text.encode("utf-8"))
 
 
 def rewrite_jsonl(path: Path, records: list[dict[str, Any]]) -> None:

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from wikihowagent.errors import WikihowagentError, validation_line
 from wikihowagent.runs import (CONVERSATIONS, MERGE_LOCK, RUN_INFO, SHARDS_DIR, SWEEP_CONFIG, SWEEP_INFO,
-                               SWEEP_MODELS)
+                               SWEEP_MODELS, write_json_atomic, write_text_atomic)
 
 from . import MAX_CELLS
 
@@ -211,7 +211,6 @@ def load_sweep(path: Path, runs_dir: str | Path = "runs", max_cells: int = MAX_C
 def write_task_files(sweep: Sweep) -> Path:
     """The sweep's aliases and config (what every task runs with) + sweep.json; returns the config path."""
     from wikihowagent.config import read_yaml
-    from wikihowagent.runs import write_json_atomic
 
     sweep.out.mkdir(parents=True, exist_ok=True)
     cfg: dict[str, Any] = read_yaml(Path(sweep.spec.config)) if sweep.spec.config else {}
@@ -254,9 +253,7 @@ def check_models(sweep: Sweep, config_path: Path) -> None:
 
 def _write_if_changed(path: Path, text: str) -> None:
     if not path.exists() or path.read_text(encoding="utf-8") != text:
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(text, encoding="utf-8")
-        tmp.replace(path)
+        write_text_atomic(path, text)
 
 
 def generate_argv(sweep: Sweep, task: Task, config_path: Path) -> list[str]:
