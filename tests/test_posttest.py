@@ -46,11 +46,39 @@ PAPER_FILE = f"{FIXTURES}/T-llama3_L-llama3_E-llama3_123.json"
     ("\n".join("1. the same step" for _ in range(200)), ["the same step"], None),  # a looping model
 ])
 def test_parse_steps(reply, steps, problem):
-    assert parse_steps(reply) == (steps, problem)
+    assert parse_steps(reply)[:2] == (steps, problem)
+
+
+@pytest.mark.parametrize("reply, steps, abstained", [
+    ("1. Boil water\n2. not taught\n3. Not taught.\n4. (don't know)\n5. Add salt", ["Boil water", "Add salt"], 3),
+    ("1. not taught\n2. Not taught\n3. I don't know", [], 3),  # nothing recalled: a step list, scored 0
+    ("1. Do not know when to stop stirring\n2. Mix", ["Do not know when to stop stirring", "Mix"], 0),  # a step
+    ("- unknown\n- Bake", ["Bake"], 1),
+])
+def test_abstentions_are_counted_not_steps(reply, steps, abstained):
+    assert parse_steps(reply) == (steps, None, abstained)
+
+
+def test_two_hundred_abstentions_are_not_a_step_list():
+    steps, problem, _ = parse_steps("\n".join(f"{i}. not taught" for i in range(1, 201)))
+    assert steps == [] and problem == f"200 lines: not a step list (more than {MAX_STEPS})"
+
+
+def test_prompt_registry():
+    from wikihowagent.workflow.posttest import PROMPTS, PostTestPromptError, get_prompt, posttest_messages
+
+    # v2's recorded version is the one every earlier run and pre-test cache carries: unchanged wording.
+    assert get_prompt(None).version == PROMPTS["v2"].version == "v2-f2aaaa2e2f"
+    assert PROMPTS["v3"].version.startswith("v3-") and PROMPTS["v3"].version != PROMPTS["v2"].version
+    with pytest.raises(PostTestPromptError, match=r"--posttest-prompt 'v9': not a post-test prompt \(known: v2, v3\)"):
+        get_prompt("v9")
+    turns = [Turn(role="teacher", text="Step 1: mix."), Turn(role="learner", text="ok")]
+    msgs = posttest_messages("How to Bake", "", turns, 3, PROMPTS["v3"])
+    assert "not taught" in msgs[1].content and "Teacher: Step 1: mix.\nYou: ok" in msgs[1].content
 
 
 def test_two_hundred_lines_are_not_a_step_list():
-    steps, problem = parse_steps("\n".join(f"{i}. do thing {i}" for i in range(1, 201)))
+    steps, problem, _ = parse_steps("\n".join(f"{i}. do thing {i}" for i in range(1, 201)))
     assert steps == [] and problem == f"200 lines: not a step list (more than {MAX_STEPS})"
 
 
@@ -259,6 +287,17 @@ def test_posttest_metrics_on_conversations():
     assert r_knew.metrics[M.DETAIL_GAIN] < m[M.DETAIL_GAIN] and r_knew.metrics[M.DETAIL_GAIN] <= 0
 
 
+def test_abstentions_score_as_not_recalled_never_as_invented():
+    scorers = M.Scorers("default", [M.STEP_RECALL, M.EXTRANEOUS, M.LEARNING_GAIN])
+    pre = TestAnswer(steps=["Put salt in a container"])
+    nothing = conv_with(PostTest(post=TestAnswer(abstained=3), pre=pre))  # "not taught" on every line
+    some = conv_with(PostTest(post=TestAnswer(steps=["Put salt in a container"], abstained=2), pre=pre))
+    r_nothing, r_some = scorers.score([nothing, some])
+    assert r_nothing.metrics[M.STEP_RECALL] == 0.0 and r_nothing.metrics[M.EXTRANEOUS] is None
+    assert r_nothing.metrics[M.LEARNING_GAIN] == pytest.approx(-1 / 3)
+    assert r_some.metrics[M.STEP_RECALL] == pytest.approx(1 / 3) and r_some.metrics[M.EXTRANEOUS] == 0.0
+
+
 def test_posttest_metrics_are_default_mode_only():
     assert set(M.POSTTEST_METRICS) <= set(M.DEFAULT_METRICS) and not set(M.POSTTEST_METRICS) & set(M.PAPER_METRICS)
 
@@ -445,11 +484,57 @@ def test_judge_check_posttest_validity(tmp_path):
         assert len(srv.requests) - n == 8
         again = runner.invoke(app, args)
         assert again.exit_code == 0 and len(srv.requests) - n == 8  # resumed: nothing asked twice
+        # Another wording: the records' v2 post-tests do not count; originals and copies are asked anew.
+        v3 = runner.invoke(app, [*args, "--posttest-prompt", "v3"])
+        assert v3.exit_code == 0 and len(srv.requests) - n == 8 + 12, v3.output
+        prompts = [r["messages"][-1]["content"] for r in srv.requests[-12:]]
+        assert all("not taught" in p for p in prompts)
+    assert "post-test prompt v3" in (tmp_path / "check" / "posttest_validity.md").read_text()
+    versions = {json.loads(line)["posttest"]["prompt_version"][:2]
+                for line in (tmp_path / "check" / POSTTESTS).read_text().splitlines()}
+    assert versions == {"v2", "v3"}
     table = (tmp_path / "check" / "posttest_validity.csv").read_text().splitlines()
     assert table[0].startswith("perturbation,n,accuracy")
     rows = {r.split(",")[0]: r.split(",") for r in table[1:]}
     assert set(rows) == {"skip_steps", "off_topic"}
     assert all(float(r[2]) == 1.0 and r[1] == "4" for r in rows.values())
+    assert table[0].endswith(",abstained_original,abstained_perturbed")
+    assert all(float(r[-1]) == float(r[-2]) == 0.0 for r in rows.values())  # this scripted learner never abstains
+
+
+def test_validity_table_reports_abstentions():
+    from wikihowagent.judgecheck.perturbations import load_perturbations
+    from wikihowagent.judgecheck.posttest_check import abstained_shares, validity_table
+
+    from wikihowagent.evaluation.judge import load_rubrics
+
+    perts = [p for p in load_perturbations(None, list(load_rubrics(None))) if p.name == "skip_steps"]
+    tests = {("a", "original"): PostTest(post=TestAnswer(steps=["x", "y", "z", "w"])),
+             ("a", "skip_steps"): PostTest(post=TestAnswer(steps=["x", "y"], abstained=2)),
+             ("b", "original"): PostTest(post=TestAnswer(steps=["x"], abstained=1)),
+             ("b", "skip_steps"): PostTest(post=TestAnswer(abstained=2)),
+             ("c", "original"): PostTest(post=TestAnswer(error="empty reply")),
+             ("c", "skip_steps"): PostTest(post=TestAnswer(steps=["x"]))}
+    recalls = {("a", "original"): 1.0, ("a", "skip_steps"): 0.5, ("b", "original"): 0.25, ("b", "skip_steps"): 0.0,
+               ("c", "original"): None, ("c", "skip_steps"): 0.25}
+    shares = abstained_shares(tests)
+    assert shares == {("a", "original"): 0.0, ("a", "skip_steps"): 0.5, ("b", "original"): 0.5,
+                      ("b", "skip_steps"): 1.0, ("c", "skip_steps"): 0.0}
+    (row,) = validity_table(recalls, perts, None, shares).to_dict("records")
+    assert row["n"] == 2 and row["accuracy"] == 1.0 and row["failed"] == 1
+    assert row["abstained_original"] == 0.25 and row["abstained_perturbed"] == 0.5
+
+
+@pytest.mark.parametrize("command", [
+    ["generate", "--teacher", "openai:fake-model", "--max-tutorials", "1"],
+    ["evaluate", PAPER_FILE, "--no-judge", "--posttest-learner", "openai:fake-model"],
+    ["judge-check", f"{FIXTURES}/run_small", "--posttest-learner", "openai:fake-model"],
+])
+def test_unknown_posttest_prompt_is_one_line(tmp_path, command):
+    res = CliRunner().invoke(app, [*command, "--posttest-prompt", "v9", "--out", str(tmp_path / "out")],
+                             env={"OPENAI_API_KEY": "unused"})
+    assert res.exit_code != 0 and "--posttest-prompt 'v9': not a post-test prompt (known: v2, v3)" in res.output
+    assert "Traceback" not in res.output and not (tmp_path / "out").exists()
 
 
 def test_shards_keep_their_pretests_and_merge_joins_them(tmp_path):

@@ -94,6 +94,7 @@ class TestAnswer(BaseModel):
     text: str = ""
     steps: list[str] = Field(default_factory=list)
     error: str | None = None
+    abstained: int = 0  # lines saying "not taught" / "don't know" (prompt v3): not steps; all abstained = recall 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0

@@ -35,6 +35,7 @@ def evaluate(
     judge_prompt: Annotated[Optional[str], typer.Option(metavar="NAME", help="Judge prompt variant of data/judge_prompts.json (weighted/sampled; default: see README 'Choosing the judge prompt'); recorded with every score.")] = None,
     retry_failed: Annotated[bool, typer.Option(help="Judge rubrics that failed in an earlier pass again.")] = True,
     posttest_learner: Annotated[Optional[str], typer.Option(metavar="SPEC", help="Give conversations without a post-test one, taken by this learner model (and its pre-test per tutorial), stored beside the scores (posttests.jsonl, pretests.jsonl); also the paper's run files. Not with --compat paper.")] = None,
+    posttest_prompt: Annotated[Optional[str], typer.Option(metavar="NAME", help="Wording of the post-/pre-test that --posttest-learner takes: v2 (default) or v3 (\"not taught\" / \"don't know\" allowed per step).")] = None,
     bootstrap: Annotated[int, typer.Option(min=0, metavar="N", help="Bootstrap resamples (of tutorials) for the 95 % CI in every table cell; 0 = no CIs.")] = 1000,
     seed: Annotated[int, typer.Option(metavar="S", help="Seed of the bootstrap resampling (the tables' CIs).")] = 0,
     calibration: Annotated[Optional[Path], typer.Option(metavar="FILE", help="A calibration.json of `align --calibrate`: adds '<rubric> (cal.)' columns (the judge's score mapped to the human scale) to the summary, the tables and calibrated_scores.csv; refused for scores of another judge, scoring mode or rubric file.")] = None,
@@ -54,7 +55,7 @@ def evaluate(
         concurrency=concurrency, retries=retries, batch_size=batch_size, figures=not no_figures,
         preset=preset, tables=tables, shard=shard, judge_scoring=judge_scoring, judge_rationale=judge_rationale,
         judge_prompt=judge_prompt, retry_failed=retry_failed, calibration=calibration, bootstrap=bootstrap, seed=seed,
-        posttest_learner=posttest_learner,
+        posttest_learner=posttest_learner, posttest_prompt=posttest_prompt,
     )
     try:
         result = run_evaluation(request, console)

@@ -47,6 +47,7 @@ class EvaluateRequest:
     judge_prompt: str | None = None  # judge_prompts.py: a variant of data/judge_prompts.json; None = the default
     retry_failed: bool = True  # rubrics that failed in an earlier pass are judged again
     posttest_learner: str | None = None  # take the post-test of conversations without one with this model
+    posttest_prompt: str | None = None  # --posttest-prompt: workflow/posttest.py PROMPTS; None = the default
     calibration: Path | None = None  # `align --calibrate`'s calibration.json: adds "<rubric> (cal.)" columns
     bootstrap: int = 1000  # resamples (of tutorials) for the tables' CIs; 0 = no CIs
     seed: int = 0  # the bootstrap's seed
@@ -106,6 +107,12 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     mode = req.mode
     if req.posttest_learner and mode == "paper":
         raise EvaluateError("--posttest-learner: the post-test is not part of the paper's metrics (--compat paper)")
+    if req.posttest_prompt is not None:
+        if not req.posttest_learner:
+            raise EvaluateError("--posttest-prompt: give --posttest-learner (the model that takes the test)")
+        from wikihowagent.workflow.posttest import get_prompt
+
+        get_prompt(req.posttest_prompt)  # an unknown name: one line, before any work
     cfg = load_config(req.config, preset=preset_config(req.preset) if preset else None)
     runs_dir = Path(cfg.runs_dir)
     from wikihowagent.generation.core import parse_shard
@@ -150,7 +157,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
                        default_concurrency=cfg.concurrency,
                        retries=req.retries, batch_size=req.batch_size, shard=shard, scoring=req.judge_scoring,
                        rationale=req.judge_rationale, retry_failed=req.retry_failed, prompt=req.judge_prompt,
-                       posttest_learner=req.posttest_learner)
+                       posttest_learner=req.posttest_learner, posttest_prompt=req.posttest_prompt)
 
     def warn(msg: str) -> None:
         print_labeled(console, "warning:", "yellow", msg)

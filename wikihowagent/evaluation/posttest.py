@@ -131,7 +131,8 @@ def detail_recall(tutorial_steps: Sequence[str], answer_steps: Sequence[str], wn
 
 
 def usable(answer: TestAnswer | None) -> bool:
-    return answer is not None and answer.error is None and bool(answer.steps)
+    """A step list: steps, or lines where the learner abstained ("not taught": nothing recalled, scored 0)."""
+    return answer is not None and answer.error is None and bool(answer.steps or answer.abstained)
 
 
 def posttest_scores(conv: Conversation, similarity: Callable[[Sequence[str], Sequence[str]], Any],

@@ -52,6 +52,7 @@ class EvalOptions:
     shard: tuple[int, int] | None = None  # (K, N): only the conversations of shard K (see shards.py)
     panel_judge: bool = False  # one judge of a panel: its scores go to <scores dir>/judges/<judge>/ (panel.py)
     posttest_learner: str | None = None  # --posttest-learner: take the post-test of conversations without one
+    posttest_prompt: str | None = None  # --posttest-prompt (workflow/posttest.py PROMPTS); None = the default
 
 
 @dataclass
@@ -308,10 +309,11 @@ class Evaluation:
         """-> async fn(conversations): attaches a post-test to each conversation that has none: the one stored
         in `directory/posttests.jsonl` by an earlier pass, else a new one (appended there at once)."""
         from wikihowagent.runs import POSTTESTS, JsonlAppender, PretestCache, read_posttests
-        from wikihowagent.workflow.posttest import PostTester
+        from wikihowagent.workflow.posttest import PostTester, get_prompt
 
         stored = read_posttests(directory / POSTTESTS)
         spec = self.opts.posttest_learner or ""
+        prompt = get_prompt(self.opts.posttest_prompt)
         pretests = files.enter_context(PretestCache(directory))
         sink = files.enter_context(JsonlAppender(directory / POSTTESTS))
         tester: PostTester | None = None
@@ -323,14 +325,15 @@ class Evaluation:
                 if c.posttest is not None:
                     continue
                 old = stored.get(c.conversation_id)
-                if old is not None and old.model == spec and not (old.post.error or "").startswith(CALL_FAILED):
+                if (old is not None and old.model == spec and old.prompt_version == prompt.version
+                        and not (old.post.error or "").startswith(CALL_FAILED)):
                     c.posttest = old
                 else:
                     todo.append(c)
             if not todo:
                 return
             if tester is None:
-                tester = PostTester(self.learner(), spec, pretests)
+                tester = PostTester(self.learner(), spec, pretests, prompt)
 
             async def one(c: Conversation) -> None:
                 c.posttest = await tester.run(c.tutorial_key, c.title, c.tutorial_title, c.turns, len(c.steps))  # type: ignore[union-attr]

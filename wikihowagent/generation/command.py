@@ -49,6 +49,7 @@ def generate(
     manager_model: Annotated[Optional[str], typer.Option(help="Model spec of --manager llm (default: the teacher's).")] = None,
     shard: Annotated[Optional[str], typer.Option(help="K/N: run only every N-th tutorial starting at K (0-based; cluster array jobs) into <run>/shards/K-of-N; join them with `wikihowagent merge`.")] = None,
     posttest: Annotated[Optional[bool], typer.Option("--posttest/--no-posttest", help="After each conversation, the learner model writes the method's steps from memory (post-test; plus one cached pre-test per tutorial). Default: on (off with --preset paper).")] = None,
+    posttest_prompt: Annotated[Optional[str], typer.Option(metavar="NAME", help="Wording of the post-/pre-test: v2 (default) or v3 (the learner may answer \"not taught\" / \"don't know\" per step); README 'Post-test'.")] = None,
     preset: Annotated[Optional[str], typer.Option(help="'paper': the paper's prompts verbatim and decoding (max tokens 4096, temperature 0), under --config and flags.")] = None,
 ) -> None:
     """Simulate teacher-learner conversations over tutorials into a resumable run directory."""
@@ -70,7 +71,7 @@ def generate(
         max_interactions=max_interactions,
         history=history, temperature=temperature, seed=seed, max_tokens=max_tokens, timeout=timeout, retries=retries,
         learner_personas=tuple(learner_persona or ()), max_clarifications=max_clarifications, manager=manager,
-        manager_model=manager_model, posttest=posttest,
+        manager_model=manager_model, posttest=posttest, posttest_prompt=posttest_prompt,
     )
     try:
         summary = run_generation(request, console)

@@ -45,7 +45,7 @@ from wikihowagent.runs import (
 from wikihowagent.workflow.graph import WorkflowOptions, build_graph, initial_state, recursion_limit
 from wikihowagent.workflow.manager import Manager
 from wikihowagent.workflow.personas import Persona
-from wikihowagent.workflow.posttest import PostTester
+from wikihowagent.workflow.posttest import PostTester, get_prompt
 from wikihowagent.workflow.prompts import PromptTemplates
 
 VERSIONED_PACKAGES = ("langgraph", "langchain-core", "langchain-openai", "langchain-ollama", "xllamacpp", "pydantic")
@@ -390,6 +390,7 @@ class GenerateRequest:
     manager_model: str | None = None  # the llm manager's spec (default: the teacher's)
     preset: str | None = None  # presets.py: a config layer under --config and the flags
     posttest: bool | None = None  # the learner's post-test after each conversation (None: the config's, on)
+    posttest_prompt: str | None = None  # workflow/posttest.py PROMPTS (None: the config's, v2)
 
     def config_overrides(self) -> dict[str, Any]:
         return {
@@ -399,7 +400,8 @@ class GenerateRequest:
             "workflow": {"max_interactions": self.max_interactions, "history": self.history,
                          "learner_personas": list(self.learner_personas) or None,
                          "max_clarifications_per_step": self.max_clarifications, "manager": self.manager,
-                         "manager_model": self.manager_model, "posttest": self.posttest},
+                         "manager_model": self.manager_model, "posttest": self.posttest,
+                         "posttest_prompt": self.posttest_prompt},
         }
 
 
@@ -462,6 +464,7 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
     personas = assign_personas(selected, select_personas(cfg.workflow.learner_personas, cfg.personas or None))
     if cfg.workflow.manager not in MANAGERS:
         raise GenerateError(f"--manager {cfg.workflow.manager!r}: expected one of {', '.join(MANAGERS)}")
+    get_prompt(cfg.workflow.posttest_prompt)  # an unknown name: one line, before any model loads
     shard_kn = None
     if req.shard is not None:  # --shard "" is an error, not unsharded
         try:
@@ -507,7 +510,7 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
     fingerprint = {
         "teacher": req.teacher, "learner": learner, "evaluator": req.evaluator or req.teacher,
         "model": cfg.model.model_dump(exclude={"timeout_s", "max_retries"}), # The post-test does not change the conversations: a run resumes with or without it.
-        "workflow": cfg.workflow.model_dump(exclude={"posttest"}),
+        "workflow": cfg.workflow.model_dump(exclude={"posttest", "posttest_prompt"}),
         "prompts": prompts.model_dump(), "tutorials_source": source,
         "personas": {p.name: p.model_dump() for p in personas.values()},
     }
@@ -575,7 +578,8 @@ def _run(cfg: Config, run_dir: Path, name: str, fingerprint: dict[str, Any], end
                                     tokens=stats.completion_tokens)
 
                 with PretestCache(run_dir) as pretests:
-                    tester = PostTester(learner_model, roles["learner"], pretests) if cfg.workflow.posttest else None
+                    tester = (PostTester(learner_model, roles["learner"], pretests, get_prompt(cfg.workflow.posttest_prompt))
+                              if cfg.workflow.posttest else None)
                     asyncio.run(run_conversations(
                         todo, teacher_model, learner_model, prompts, options, run_dir / CONVERSATIONS,
                         run_name=name, teacher=roles["teacher"], learner=roles["learner"], concurrency=cfg.concurrency,

@@ -490,6 +490,7 @@ class JudgeCheckRequest:
     pairwise_reading: str | None = None
     tie_band: float = 0.0  # --pairwise: the `average` verdict rule's tie band
     posttest_learner: str | None = None  # instead of judging: the post-test's validity with this learner
+    posttest_prompt: str | None = None  # ... in this wording (workflow/posttest.py PROMPTS); None = the default
 
 
 def run_judge_check(req: JudgeCheckRequest, console: Any) -> None:
@@ -503,7 +504,7 @@ def run_judge_check(req: JudgeCheckRequest, console: Any) -> None:
         _judge_check(console, req.runs, req.out, specs[0] if specs else None, req.judge_scoring, req.judge_rationale,
                      req.perturbations, req.rubrics, req.max_conversations, req.config, req.base_url, req.concurrency,
                      req.retries, not req.figures, req.pairwise, req.pairwise_reading, req.judge_prompt,
-                     req.posttest_learner, tie_band=req.tie_band)
+                     req.posttest_learner, tie_band=req.tie_band, posttest_prompt=req.posttest_prompt)
 
 
 def _judge_panel(console, specs, runs, out, judge_scoring, judge_rationale, perturbations_path, rubrics_path,
@@ -548,7 +549,8 @@ def _scoring_of(out: Path, spec: str) -> str:
 
 def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, perturbations_path, rubrics_path,
                  max_conversations, config, base_url, concurrency, retries, no_figures, pairwise=False,
-                 pairwise_reading=None, judge_prompt=None, posttest_learner=None, tie_band=0.0) -> None:
+                 pairwise_reading=None, judge_prompt=None, posttest_learner=None, tie_band=0.0,
+                 posttest_prompt=None) -> None:
     import asyncio
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -565,6 +567,11 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
 
     if judge_scoring is not None and judge_scoring not in SCORING_MODES:
         raise JudgeCheckError(f"--judge-scoring: unknown mode {judge_scoring!r}; valid: {', '.join(SCORING_MODES)}")
+    if posttest_prompt is not None and not posttest_learner:
+        raise JudgeCheckError("--posttest-prompt: give --posttest-learner (the model that takes the test)")
+    from wikihowagent.workflow.posttest import get_prompt
+
+    test_prompt = get_prompt(posttest_prompt)  # an unknown name: one line, before any work
     cfg = load_config(config)
     rubric_set = load_rubrics(rubrics_path)
     perts = load_perturbations(perturbations_path, list(rubric_set))
@@ -589,7 +596,8 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
         from wikihowagent.evaluation.core import LEARNER_ROLE, judge_llm_factory
 
         make_learner = judge_llm_factory(cfg, base_url, endpoints.aliases, endpoints.urls, *LEARNER_ROLE)
-        _posttest_validity(console, [c for _, c in convs], perts, posttest_learner, make_learner, Path(out))
+        _posttest_validity(console, [c for _, c in convs], perts, posttest_learner, make_learner, Path(out),
+                           test_prompt)
         return
     opts = EvalOptions(judge=True, evaluator=evaluator, base_url=base_url, concurrency=concurrency,
                        default_concurrency=cfg.concurrency,
@@ -693,7 +701,7 @@ def _pairwise(console, convs, perts, rubric_set, spec, llm, out, reading, retrie
         raise JudgeCheckError("the judge gave no readable verdict: no sensitivity could be measured")
 
 
-def _posttest_validity(console, convs, perts, spec, make_learner, out) -> None:
+def _posttest_validity(console, convs, perts, spec, make_learner, out, prompt) -> None:
     """judge-check --posttest-learner: post-tests on originals and skip_steps / off_topic copies."""
     import asyncio
 
@@ -702,7 +710,8 @@ def _posttest_validity(console, convs, perts, spec, make_learner, out) -> None:
     from wikihowagent.runs import POSTTESTS, PretestCache, RunError, dir_lock
     from wikihowagent.workflow.posttest import PostTester
 
-    from .posttest_check import (PostTestCheck, judge_accuracy, step_recalls, take_posttests, validity_table, variants,
+    from .posttest_check import (PostTestCheck, abstained_shares, judge_accuracy, step_recalls, take_posttests,
+                                 validity_table, variants,
                                  write_validity)
 
     check = PostTestCheck()
@@ -711,12 +720,13 @@ def _posttest_validity(console, convs, perts, spec, make_learner, out) -> None:
         raise JudgeCheckError("judge-check --posttest-learner: no skip_steps / off_topic perturbation applies "
                               "(the perturbation file needs one of these kinds)")
     console.print(f"judge-check --posttest-learner: {len(convs)} conversations, {len(jobs)} post-tests "
-                  f"(originals, skip_steps, off_topic), learner {spec}", highlight=False, markup=False)
+                  f"(originals, skip_steps, off_topic), learner {spec}, prompt {prompt.name}", highlight=False,
+                  markup=False)
     loop = asyncio.new_event_loop()
     try:
         out.mkdir(parents=True, exist_ok=True)
         with dir_lock(out, blocking=False, what="another 'wikihowagent judge-check'", name=JUDGE_CHECK_LOCK):
-            tester = PostTester(make_learner(spec), spec, PretestCache(out))
+            tester = PostTester(make_learner(spec), spec, PretestCache(out), prompt)
             with progress_bar(console, len(jobs), "post-tests of originals and perturbed copies") as advance:
                 tests = loop.run_until_complete(take_posttests(jobs, tester, spec, out / POSTTESTS, advance, check))
     except (EvaluateError, RunError, OSError) as exc:
@@ -725,8 +735,8 @@ def _posttest_validity(console, convs, perts, spec, make_learner, out) -> None:
         cancel_leftover_tasks(loop)
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
-    table = validity_table(step_recalls(convs, tests, check), perts, judge_accuracy(out))
-    written = write_validity(out, table, spec, len(convs), check)
+    table = validity_table(step_recalls(convs, tests, check), perts, judge_accuracy(out), abstained_shares(tests))
+    written = write_validity(out, table, f"{spec}, post-test prompt {prompt.name}", len(convs), check)
     for row in table.itertuples(index=False):
         console.print(f"{row.perturbation}: post-test recall lower than the original's in {row.lower} of {row.n} "
                       f"pairs ({row.ties} ties), accuracy {row.accuracy} [{row.ci_low}, {row.ci_high}]",

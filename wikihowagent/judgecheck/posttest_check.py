@@ -60,13 +60,18 @@ async def take_posttests(jobs: list[tuple[str, Conversation]], tester: Any, spec
     from wikihowagent.runs import JsonlAppender, read_posttest_variants
     from wikihowagent.workflow.posttest import CALL_FAILED
 
+    version = tester.prompt.version  # a post-test counts only in the same model and wording
+
+    def same(test: PostTest | None) -> bool:
+        return test is not None and test.model == spec and test.prompt_version == version
+
     done = {k: v for k, v in read_posttest_variants(path).items()
-            if v.model == spec and not (v.post.error or "").startswith(CALL_FAILED)}
+            if same(v) and not (v.post.error or "").startswith(CALL_FAILED)}
     out: dict[tuple[str, str], PostTest] = {}
     todo = []
     for variant, c in jobs:
         key = (c.conversation_id, variant)
-        own = c.posttest if variant == ORIGINAL and c.posttest is not None and c.posttest.model == spec else None
+        own = c.posttest if variant == ORIGINAL and same(c.posttest) else None
         if own is not None or key in done:
             out[key] = own or done[key]
             check.reused += 1
@@ -101,11 +106,25 @@ def step_recalls(convs: list[Conversation], tests: dict[tuple[str, str], PostTes
     return out
 
 
+def abstained_shares(tests: dict[tuple[str, str], PostTest]) -> dict[tuple[str, str], float]:
+    """Share of each answer's lines where the learner wrote "not taught" / "don't know" (prompt v3)."""
+    return {k: t.post.abstained / (len(t.post.steps) + t.post.abstained)
+            for k, t in tests.items() if t.post.error is None and (t.post.steps or t.post.abstained)}
+
+
 def validity_table(recalls: dict[tuple[str, str], float | None], perturbations: list[Perturbation],
-                   judge_accuracy: dict[str, float] | None = None) -> Any:
+                   judge_accuracy: dict[str, float] | None = None,
+                   abstained: dict[tuple[str, str], float] | None = None) -> Any:
     """Per perturbation: pairs, accuracy (original recall higher; ties half) with a bootstrap CI, mean
-    recalls, ties, pairs left out (an answer not scored), and the judge's mean accuracy there."""
+    recalls, ties, pairs left out (an answer not scored), the judge's mean accuracy there, and (`abstained`,
+    abstained_shares) the mean share of "not taught" lines in the original's and the copy's answers."""
     import pandas as pd
+
+    abstained = abstained or {}
+
+    def mean_abstained(keys: list[tuple[str, str]]) -> float | None:
+        vals = [abstained[k] for k in keys if k in abstained]
+        return round(sum(vals) / len(vals), 4) if vals else None
 
     rows = []
     for p in perturbations:
@@ -120,9 +139,12 @@ def validity_table(recalls: dict[tuple[str, str], float | None], perturbations: 
                      "lower": sum(w == 1.0 for w in wins), "ties": sum(w == 0.5 for w in wins),
                      "mean_recall_original": round(sum(orig) / len(orig), 4) if orig else None,
                      "mean_recall_perturbed": round(sum(pert) / len(pert), 4) if pert else None,
-                     "failed": failed, "judge_accuracy": (judge_accuracy or {}).get(p.name)})
+                     "failed": failed, "judge_accuracy": (judge_accuracy or {}).get(p.name),
+                     "abstained_original": mean_abstained([(cid, ORIGINAL) for cid, v in recalls if v == p.name]),
+                     "abstained_perturbed": mean_abstained([k for k in recalls if k[1] == p.name])})
     return pd.DataFrame(rows, columns=["perturbation", "n", "accuracy", "ci_low", "ci_high", "lower", "ties",
-                                       "mean_recall_original", "mean_recall_perturbed", "failed", "judge_accuracy"])
+                                       "mean_recall_original", "mean_recall_perturbed", "failed", "judge_accuracy",
+                                       "abstained_original", "abstained_perturbed"])
 
 
 def judge_accuracy(out_dir: Path) -> dict[str, float]:

@@ -19,12 +19,14 @@ import hashlib
 import re
 import time
 from collections.abc import Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from wikihowagent.backends.calls import achat, with_reply_cap
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import PostTest, TestAnswer, Turn
 
 MAX_STEPS = 50  # more recalled "steps" than this is not a step list (a looping model, a pasted text)
@@ -33,12 +35,66 @@ CALL_FAILED = "call failed: "  # prefix of a TestAnswer error that a later run s
 
 SYSTEM = ("You are a student who has just had a lesson with a teacher. You answer from memory, "
           "with nothing in front of you.")
-POST_USER = ("This was your lesson (you are \"You\"):\n\n{transcript}\n\n"
-             "Now, from memory, write the {n} steps of the method \"{method}\" that you were taught: exactly {n} "
-             "lines, one step per line, in order, numbered 1. to {n}. Write only the steps, nothing else.")
-PRE_USER = ("Before any lesson: from what you already know, write the {n} steps of the method \"{method}\": "
-            "exactly {n} lines, one step per line, in order, numbered 1. to {n}. Write only the steps, nothing else.")
-PROMPT_VERSION = "v2-" + hashlib.sha256("\x00".join((SYSTEM, POST_USER, PRE_USER)).encode()).hexdigest()[:10]
+_LIST = "exactly {n} lines, one step per line, in order, numbered 1. to {n}."
+
+
+@dataclass(frozen=True)
+class TestPrompt:
+    """One wording of the two tests (`--posttest-prompt NAME`): the post-test's user message (with
+    {transcript}, {method}, {n}) and the pre-test's (with {method}, {n}); `version` (name + a hash of the
+    texts) is recorded with every answer and keys the pre-test cache."""
+
+    __test__ = False  # not a pytest class
+
+    name: str
+    system: str
+    post: str
+    pre: str
+
+    @property
+    def version(self) -> str:
+        return f"{self.name}-" + hashlib.sha256("\x00".join((self.system, self.post, self.pre)).encode()).hexdigest()[:10]
+
+
+# README "Post-test": v2 asks both tests for exactly the method's number of steps (v1 asked for "the steps" and
+# measured list length); v3 keeps the length and lets the learner abstain line by line ("not taught" after the
+# lesson, "don't know" before it) instead of filling a line from prior knowledge (BENCHMARKS.md "post-test").
+PROMPTS: dict[str, TestPrompt] = {p.name: p for p in (
+    TestPrompt("v2", SYSTEM,
+               "This was your lesson (you are \"You\"):\n\n{transcript}\n\n"
+               "Now, from memory, write the {n} steps of the method \"{method}\" that you were taught: "
+               + _LIST + " Write only the steps, nothing else.",
+               "Before any lesson: from what you already know, write the {n} steps of the method \"{method}\": "
+               + _LIST + " Write only the steps, nothing else."),
+    TestPrompt("v3", SYSTEM,
+               "This was your lesson (you are \"You\"):\n\n{transcript}\n\n"
+               "Now, from memory, write the {n} steps of the method \"{method}\" as your teacher taught them: "
+               + _LIST + " Write only what this lesson taught you: for a step the lesson did not teach, write "
+               "\"not taught\" on its line instead of guessing. Write only the steps, nothing else.",
+               "Before any lesson: from what you already know, write the {n} steps of the method \"{method}\": "
+               + _LIST + " For a step you do not know, write \"don't know\" on its line instead of guessing. "
+               "Write only the steps, nothing else."),
+)}
+DEFAULT_PROMPT = "v2"
+
+
+class PostTestPromptError(WikihowagentError, ValueError):
+    pass
+
+
+def get_prompt(name: str | None) -> TestPrompt:
+    """The registered test prompt `name` (None: the default); a one-line error names the known ones."""
+    try:
+        return PROMPTS[name or DEFAULT_PROMPT]
+    except KeyError:
+        raise PostTestPromptError(f"--posttest-prompt {name!r}: not a post-test prompt "
+                                  f"(known: {', '.join(PROMPTS)})") from None
+
+
+# A line where the learner says it was not taught / does not know the step: not a recalled step (it neither
+# matches nor counts as invented); counted in TestAnswer.abstained.
+_ABSTAIN = re.compile(r"^\(?\s*(?:not\s+taught|not\s+covered|(?:i\s+)?(?:don'?t|do\s+not)\s+know|unknown)"
+                      r"\s*\)?[\s.!]*$", re.IGNORECASE)
 
 _NUMBERED = re.compile(r"^(?:step\s*)?\(?(\d{1,3})\s*[.):\-](?:\s+|(?=[^\W\d_])|$)(.*)$", re.IGNORECASE)
 _BULLET = re.compile(r"^[-*•·]\s+(.*)$")
@@ -59,29 +115,40 @@ def transcript(turns: Sequence[Turn]) -> str:
     return "\n".join(f"{'Teacher' if t.role == 'teacher' else 'You'}: {t.text}" for t in turns)
 
 
-def posttest_messages(title: str, method_title: str, turns: Sequence[Turn], n_steps: int) -> list[BaseMessage]:
-    user = POST_USER.format(transcript=transcript(turns), method=method_name(title, method_title), n=n_steps)
-    return [SystemMessage(content=SYSTEM), HumanMessage(content=user)]
+def posttest_messages(title: str, method_title: str, turns: Sequence[Turn], n_steps: int,
+                      prompt: TestPrompt | None = None) -> list[BaseMessage]:
+    prompt = prompt or get_prompt(None)
+    user = prompt.post.format(transcript=transcript(turns), method=method_name(title, method_title), n=n_steps)
+    return [SystemMessage(content=prompt.system), HumanMessage(content=user)]
 
 
-def pretest_messages(title: str, method_title: str, n_steps: int) -> list[BaseMessage]:
-    user = PRE_USER.format(method=method_name(title, method_title), n=n_steps)
-    return [SystemMessage(content=SYSTEM), HumanMessage(content=user)]
+def pretest_messages(title: str, method_title: str, n_steps: int, prompt: TestPrompt | None = None) -> list[BaseMessage]:
+    prompt = prompt or get_prompt(None)
+    user = prompt.pre.format(method=method_name(title, method_title), n=n_steps)
+    return [SystemMessage(content=prompt.system), HumanMessage(content=user)]
 
 
 def _clean(line: str) -> str:
     return _MARKUP.sub("", line).strip().strip("*_").strip()
 
 
-def parse_steps(text: str) -> tuple[list[str], str | None]:
-    """A reply -> (steps, problem). Numbered lines (or bullets) start steps; other lines after the first
-    one continue it, lines before it (a preamble) are dropped. Without markers: each line is a step if there
-    are several; a single line is split at inline numbering ("1. a 2. b"), is one step if numbered, or else is
-    prose, not a step list.
+class ParsedAnswer(NamedTuple):
+    steps: list[str]
+    problem: str | None  # set: not a step list (never scored)
+    abstained: int = 0  # lines saying "not taught" / "don't know": the learner's own "I do not have this step"
+
+
+def parse_steps(text: str) -> ParsedAnswer:
+    """A reply -> (steps, problem, abstained). Numbered lines (or bullets) start steps; other lines after the
+    first one continue it, lines before it (a preamble) are dropped. Without markers: each line is a step if
+    there are several; a single line is split at inline numbering ("1. a 2. b"), is one step if numbered, or
+    else is prose, not a step list.
+    A step that only says "not taught" / "don't know" is an abstention, counted, not a step: an answer of
+    abstentions alone is a step list with nothing recalled (scored 0), not a failure.
     Repeated steps (a looping model) count once; more than MAX_STEPS is not a step list."""
     lines = [c for c in (_clean(x) for x in (text or "").splitlines()) if c and not c.startswith("```")]
     if not lines:
-        return [], "empty reply"
+        return ParsedAnswer([], "empty reply")
     steps: list[str] = []
     if len(lines) == 1:
         parts = [p.strip() for p in _INLINE.split(lines[0])]
@@ -89,7 +156,7 @@ def parse_steps(text: str) -> tuple[list[str], str | None]:
         if len(parts) >= 2 and len(_INLINE.findall(lines[0])) >= 2:
             lines = [f"{i}. {p}" for i, p in enumerate(parts, 1)]
         elif not (_NUMBERED.match(lines[0]) or _BULLET.match(lines[0])):
-            return [], "one line without a step list"
+            return ParsedAnswer([], "one line without a step list")
     numbered = any(_NUMBERED.match(x) for x in lines)
     pattern = _NUMBERED if numbered else _BULLET if any(_BULLET.match(x) for x in lines) else None
     if pattern is not None:
@@ -105,8 +172,9 @@ def parse_steps(text: str) -> tuple[list[str], str | None]:
     else:
         steps = [x for x in lines if not x.endswith(":")]  # headings and preambles
         if len(steps) < 2:
-            return [], "one line without a step list"
-    unique = list(dict.fromkeys(s for s in steps if s))
+            return ParsedAnswer([], "one line without a step list")
+    abstained = sum(bool(_ABSTAIN.match(s)) for s in steps)
+    unique = list(dict.fromkeys(s for s in steps if s and not _ABSTAIN.match(s)))
     seen: set[str] = set()
     steps = []
     for s in unique:
@@ -114,11 +182,11 @@ def parse_steps(text: str) -> tuple[list[str], str | None]:
         if key not in seen:
             seen.add(key)
             steps.append(s)
-    if not steps:
-        return [], "no step found"
-    if len(steps) > MAX_STEPS:
-        return [], f"{len(steps)} lines: not a step list (more than {MAX_STEPS})"
-    return steps, None
+    if len(steps) + abstained > MAX_STEPS:
+        return ParsedAnswer([], f"{len(steps) + abstained} lines: not a step list (more than {MAX_STEPS})")
+    if not steps and not abstained:
+        return ParsedAnswer([], "no step found")
+    return ParsedAnswer(steps, None, abstained)
 
 
 async def take_test(model: BaseChatModel, messages: list[BaseMessage]) -> TestAnswer:
@@ -131,9 +199,9 @@ async def take_test(model: BaseChatModel, messages: list[BaseMessage]) -> TestAn
                           latency_s=round(time.perf_counter() - start, 3))
     usage = reply.usage_metadata or {}
     text = reply.content if isinstance(reply.content, str) else str(reply.content)
-    steps, problem = parse_steps(text)
-    return TestAnswer(text=text.strip(), steps=steps, error=problem, prompt_tokens=int(usage.get("input_tokens", 0)),
-                      completion_tokens=int(usage.get("output_tokens", 0)),
+    steps, problem, abstained = parse_steps(text)
+    return TestAnswer(text=text.strip(), steps=steps, error=problem, abstained=abstained,
+                      prompt_tokens=int(usage.get("input_tokens", 0)), completion_tokens=int(usage.get("output_tokens", 0)),
                       latency_s=round(time.perf_counter() - start, 3))
 
 
@@ -143,8 +211,9 @@ class PostTester:
     `cache` is a `runs.PretestCache` (or anything with get(learner, key, version) / put(learner, key, version,
     answer)); concurrent conversations of the same tutorial share one pre-test call."""
 
-    def __init__(self, model: BaseChatModel, learner: str, cache: Any):
+    def __init__(self, model: BaseChatModel, learner: str, cache: Any, prompt: TestPrompt | None = None):
         self.model, self.learner, self.cache = model, learner, cache
+        self.prompt = prompt or get_prompt(None)
         self._inflight: dict[str, asyncio.Task[TestAnswer]] = {}
         self._capped: dict[int, BaseChatModel] = {}
 
@@ -156,7 +225,7 @@ class PostTester:
         return self._capped[n_steps]
 
     async def pretest(self, key: str, title: str, method_title: str, n_steps: int) -> TestAnswer:
-        cached = self.cache.get(self.learner, key, PROMPT_VERSION)
+        cached = self.cache.get(self.learner, key, self.prompt.version)
         if cached is not None:
             return cached
         task = self._inflight.get(key)
@@ -169,14 +238,14 @@ class PostTester:
                 self._inflight.pop(key, None)
 
     async def _take_pretest(self, key: str, title: str, method_title: str, n_steps: int) -> TestAnswer:
-        answer = await take_test(self.model_for(n_steps), pretest_messages(title, method_title, n_steps))
+        answer = await take_test(self.model_for(n_steps), pretest_messages(title, method_title, n_steps, self.prompt))
         if not (answer.error or "").startswith(CALL_FAILED):  # a failed call is retried by a later run
-            self.cache.put(self.learner, key, PROMPT_VERSION, answer)
+            self.cache.put(self.learner, key, self.prompt.version, answer)
         return answer
 
     async def run(self, key: str, title: str, method_title: str, turns: Sequence[Turn], n_steps: int,
                   pretest: bool = True) -> PostTest:
         """`n_steps`: the method's step count, asked of both tests."""
-        post = await take_test(self.model_for(n_steps), posttest_messages(title, method_title, turns, n_steps))
+        post = await take_test(self.model_for(n_steps), posttest_messages(title, method_title, turns, n_steps, self.prompt))
         pre = await self.pretest(key, title, method_title, n_steps) if pretest else None
-        return PostTest(model=self.learner, prompt_version=PROMPT_VERSION, post=post, pre=pre)
+        return PostTest(model=self.learner, prompt_version=self.prompt.version, post=post, pre=pre)
