@@ -368,6 +368,45 @@ def scripted_generate(runner, srv, out, n, *extra):
     return res
 
 
+def abstaining_reply(prompt):
+    """classroom_reply, except that in wording v3 the learner says it was taught nothing."""
+    if "This was your lesson" in prompt and "not taught" in prompt:
+        return "1. not taught\n2. not taught"
+    return classroom_reply(prompt)
+
+
+def test_evaluate_posttest_learner_retests_in_another_wording_and_rescores(tmp_path):
+    runner = CliRunner()
+    run = tmp_path / "run"
+    metrics = ["--no-judge", "--no-figures", "--metrics", "Step Recall,Extraneous,Learning Gain"]
+    with FakeOpenAI(reply=abstaining_reply) as srv:
+        scripted_generate(runner, srv, run, 2)
+        out = tmp_path / "scores"
+        base = ["evaluate", str(run), *metrics, "--out", str(out), "--base-url", srv.base_url]
+        assert runner.invoke(app, base).exit_code == 0
+        scores = out / run.name / "scores.jsonl"
+        v2 = read_scores(scores)
+        assert all(r.metrics[M.STEP_RECALL] > 0 for r in v2.values())
+        n = len(srv.requests)
+        same = runner.invoke(app, [*base, "--posttest-learner", "openai:fake-model"])
+        assert same.exit_code == 0 and len(srv.requests) == n  # the records' own post-tests: same model, wording
+        assert read_scores(scores) == v2
+        args = [*base, "--posttest-learner", "openai:fake-model", "--posttest-prompt", "v3"]
+        res = runner.invoke(app, args)
+        assert res.exit_code == 0, res.output
+        assert len(srv.requests) - n == 4  # 2 post-tests + 2 pre-tests in wording v3
+        v3 = read_scores(scores)
+        for cid, rec in v3.items():  # rescored from the new post-test, not kept from the v2 line
+            assert rec.metrics[M.STEP_RECALL] == 0.0 and rec.metrics[M.EXTRANEOUS] is None
+            assert rec.posttest_source.startswith("openai:fake-model v3-") and v2[cid].posttest_source.startswith(
+                "openai:fake-model v2-")
+        again = runner.invoke(app, args)  # resumed: nothing asked or rescored
+        assert again.exit_code == 0 and len(srv.requests) - n == 4 and read_scores(scores) == v3
+        back = runner.invoke(app, [*base, "--posttest-learner", "openai:fake-model"])  # v2 again: the records'
+        assert back.exit_code == 0 and len(srv.requests) - n == 4
+        assert {k: r.metrics for k, r in read_scores(scores).items()} == {k: r.metrics for k, r in v2.items()}
+
+
 def test_generate_evaluate_report_show_the_posttest(tmp_path):
     runner = CliRunner()
     run = tmp_path / "run"

@@ -110,6 +110,11 @@ class PostTest(BaseModel):
     post: TestAnswer = Field(default_factory=TestAnswer)
     pre: TestAnswer | None = None  # None = not taken (e.g. the pre-test call failed to start)
 
+    @property
+    def source(self) -> str:
+        """Who took it in which wording ("<model spec> <prompt version>"): what a score line was computed from."""
+        return f"{self.model} {self.prompt_version}"
+
 
 class PreTestRecord(BaseModel):
     """One line of a run's `pretests.jsonl`: the pre-test cache, one answer per (learner model, tutorial)."""
@@ -234,6 +239,7 @@ class ScoreRecord(BaseModel):
     notes: list[str] = Field(default_factory=list)  # the computational metrics' notes, e.g. "BERTScore: ... chunked"
     # The post-test's matched steps: [tutorial step, recalled step, similarity] (0-based); None = no post-test scored.
     posttest_matches: list[tuple[int, int, float]] | None = None
+    posttest_source: str = ""  # PostTest.source of the post-test scored; "" = older lines (the record's own)
 
     @model_validator(mode="before")
     @classmethod

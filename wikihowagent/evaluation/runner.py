@@ -302,12 +302,16 @@ class Evaluation:
     async def _run_source(self, src: InputSource, out_path: Path, progress: Callable[[int], None] | None) -> SourceStats:
         stats = SourceStats()
         with contextlib.ExitStack() as files:
-            add_posttests = self._posttests(out_path.parent, files, stats) if self.opts.posttest_learner else None
-            return await self._score_source(src, out_path, progress, stats, add_posttests)
+            add_posttests, own = (self._posttests(out_path.parent, files, stats) if self.opts.posttest_learner
+                                  else (None, {}))
+            return await self._score_source(src, out_path, progress, stats, add_posttests, own)
 
-    def _posttests(self, directory: Path, files: contextlib.ExitStack, stats: SourceStats) -> Callable[..., Any]:
-        """-> async fn(conversations): attaches a post-test to each conversation that has none: the one stored
-        in `directory/posttests.jsonl` by an earlier pass, else a new one (appended there at once)."""
+    def _posttests(self, directory: Path, files: contextlib.ExitStack,
+                   stats: SourceStats) -> tuple[Callable[..., Any], dict[str, str]]:
+        """-> (async fn(conversations), own). The function gives each conversation whose record has no
+        post-test by this learner in this wording one: the one stored in `directory/posttests.jsonl` by an
+        earlier pass, else a new one (appended there at once). `own` maps the conversations it gave one to the
+        `PostTest.source` of the record's own post-test ("" = none): what older score lines were computed from."""
         from wikihowagent.runs import POSTTESTS, JsonlAppender, PretestCache, read_posttests
         from wikihowagent.workflow.posttest import PostTester, get_prompt
 
@@ -317,13 +321,16 @@ class Evaluation:
         pretests = files.enter_context(PretestCache(directory))
         sink = files.enter_context(JsonlAppender(directory / POSTTESTS))
         tester: PostTester | None = None
+        own: dict[str, str] = {}
 
         async def attach(convs: list[Conversation]) -> None:
             nonlocal tester
             todo = []
             for c in convs:
-                if c.posttest is not None:
+                if c.posttest is not None and c.posttest.model == spec and c.posttest.prompt_version == prompt.version:
                     continue
+                own[c.conversation_id] = c.posttest.source if c.posttest is not None else ""
+                c.posttest = None
                 old = stored.get(c.conversation_id)
                 if (old is not None and old.model == spec and old.prompt_version == prompt.version
                         and not (old.post.error or "").startswith(CALL_FAILED)):
@@ -343,10 +350,11 @@ class Evaluation:
 
             await asyncio.gather(*(one(c) for c in todo))
 
-        return attach
+        return attach, own
 
     async def _score_source(self, src: InputSource, out_path: Path, progress: Callable[[int], None] | None,
-                            stats: SourceStats, add_posttests: Callable[..., Any] | None) -> SourceStats:
+                            stats: SourceStats, add_posttests: Callable[..., Any] | None,
+                            own_posttests: dict[str, str]) -> SourceStats:
         from wikihowagent.runs import JsonlAppender, read_scores
 
         existing = read_scores(out_path, on_error=self.warn)
@@ -423,9 +431,12 @@ class Evaluation:
                         old = existing.get(c.conversation_id)
                         stale = self._stale_rubrics(old, spec)
                         have = set(old.metrics) if old else set()
-                        if old and c.posttest is not None and old.metrics.get(STEP_RECALL) is None \
-                                and c.posttest.post.error is None:
-                            have -= set(POSTTEST_METRICS)  # a post-test taken since that line was written
+                        if old and c.posttest is not None and c.posttest.post.error is None and (
+                                old.metrics.get(STEP_RECALL) is None  # a post-test taken since that line was written
+                                # ... or another one (another learner or wording); older lines: the record's own
+                                or (old.posttest_source or own_posttests.get(c.conversation_id, c.posttest.source))
+                                != c.posttest.source):
+                            have -= set(POSTTEST_METRICS)
                         if old and self.opts.retry_failed and not stale:  # failed rubrics count as not judged yet
                             have -= set(old.judge_failures) & rubric_names
                         if stale is None and comp_names | rubric_names <= have:
@@ -507,4 +518,6 @@ class Evaluation:
             mode="paper" if self.opts.mode == "paper" else "default",
             metrics=metrics, judge=judge, notes=notes,
             posttest_matches=cs.posttest_matches if cs is not None else (old.posttest_matches if old else None),
+            posttest_source=(c.posttest.source if c.posttest is not None else "") if cs is not None
+            else (old.posttest_source if old else ""),
         )
