@@ -226,6 +226,7 @@ def test_matching_recovers_a_known_assignment():
                             unit(rng.normal(size=(n_extra, dim)))])
         matches = P.match_steps(tut @ answer.T, threshold=0.5)
         assert sorted(matches) == sorted((int(t), j) for j, t in enumerate(recalled))
+        assert P.match_steps(tut @ answer.T, threshold=0.5, rule="assign") == matches  # clean data: both rules
         assert P.step_recall(matches, n) == k / n
         assert P.extraneous(tut @ answer.T, threshold=0.5) == pytest.approx(n_extra / (k + n_extra))
         if k >= 2:
@@ -237,6 +238,22 @@ def test_order_is_one_in_order_and_minus_one_reversed():
     assert P.order_tau([(0, 0), (1, 1), (2, 2)]) == 1.0
     assert P.order_tau([(0, 2), (1, 1), (2, 0)]) == -1.0
     assert P.order_tau([(0, 0)]) is None and P.match_steps(np.zeros((3, 0))) == []
+
+
+def test_nearest_rule_credits_a_line_only_for_its_own_step():
+    """The steps of one procedure resemble each other: a learner who restates step 0 in three lines (the
+    similarities measured on "Place the eggs in a single layer..." split by the 1.5B learner) recalled one
+    step, not three; the plain assignment credited the extra lines to steps 1 and 2."""
+    sim = np.array([[0.86, 0.85, 0.75],   # tutorial step 0 vs the three lines
+                    [0.67, 0.68, 0.66],   # step 1 (never written)
+                    [0.59, 0.64, 0.44]])  # step 2 (never written)
+    assert P.match_steps(sim, rule="assign") == [(0, 0), (1, 2), (2, 1)]
+    assert P.match_steps(sim) == P.match_steps(sim, rule="nearest") == [(0, 0)]
+    # a line that is nearest to a step another line already took is not pushed onto a third step
+    assert P.match_steps(np.array([[0.9, 0.8], [0.5, 0.6]])) == [(0, 0)]
+    assert P.match_steps(np.array([[0.9, 0.3], [0.5, 0.6]])) == [(0, 0), (1, 1)]
+    with pytest.raises(ValueError, match="matching rule 'best'"):
+        P.match_steps(sim, rule="best")
 
 
 def test_extraneous_counts_invented_steps_not_extra_details():
@@ -386,7 +403,13 @@ def test_evaluate_posttest_learner_retests_in_another_wording_and_rescores(tmp_p
         assert runner.invoke(app, base).exit_code == 0
         scores = out / run.name / "scores.jsonl"
         v2 = read_scores(scores)
-        assert all(r.metrics[M.STEP_RECALL] > 0 for r in v2.values())
+        assert all(r.metrics[M.STEP_RECALL] > 0 and r.posttest_matching == P.MATCHING for r in v2.values())
+        # A line scored under the older matching rule ("" = assign) is rescored once, whatever else matches.
+        first, *rest = scores.read_text().splitlines()
+        old = json.loads(first)
+        old.update(posttest_matching="", metrics={**old["metrics"], "Step Recall": 0.123})
+        scores.write_text("\n".join([json.dumps(old), *rest]) + "\n")
+        assert runner.invoke(app, base).exit_code == 0 and read_scores(scores) == v2
         n = len(srv.requests)
         same = runner.invoke(app, [*base, "--posttest-learner", "openai:fake-model"])
         assert same.exit_code == 0 and len(srv.requests) == n  # the records' own post-tests: same model, wording

@@ -240,6 +240,7 @@ class ScoreRecord(BaseModel):
     # The post-test's matched steps: [tutorial step, recalled step, similarity] (0-based); None = no post-test scored.
     posttest_matches: list[tuple[int, int, float]] | None = None
     posttest_source: str = ""  # PostTest.source of the post-test scored; "" = older lines (the record's own)
+    posttest_matching: str = ""  # evaluation/posttest.py MATCHING rule of those metrics; "" = older lines ("assign")
 
     @model_validator(mode="before")
     @classmethod

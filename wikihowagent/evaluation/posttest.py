@@ -2,7 +2,10 @@
 
 The tutorial's steps are matched one-to-one to the steps the learner recalled (all-MiniLM-L6-v2 sentence
 embeddings, cosine similarity, `scipy.optimize.linear_sum_assignment` maximising the total similarity; a
-pair counts only at similarity >= THRESHOLD, chosen from the measured table in README). Then:
+pair counts only at similarity >= THRESHOLD, chosen from the measured table in README; under the default
+MATCHING rule "nearest" a recalled step may match only the tutorial step it is most similar to: the steps of
+one procedure resemble each other (0.6-0.7 for eggs placed in a pot vs eggs peeled), and the plain
+assignment credited a line about one step to another step the learner never wrote). Then:
 - Step Recall: matched tutorial steps / tutorial steps;
 - Order: Kendall tau of the matched steps' positions (tutorial vs answer); None with fewer than 2 matches;
 - Extraneous: recalled steps similar to no tutorial step (below the threshold to every one) / recalled steps
@@ -34,6 +37,11 @@ DETAIL_GAIN = "Detail Gain"
 POSTTEST_METRICS = (STEP_RECALL, ORDER, EXTRANEOUS, DETAIL_RECALL, LEARNING_GAIN, DETAIL_GAIN)
 
 THRESHOLD = 0.4  # cosine similarity of a match; README "Post-test" (measured table, scripts/bench_posttest.py)
+# How recalled steps are matched to tutorial steps (README "Post-test", BENCHMARKS.md "post-test: matching"):
+# "assign": the one-to-one assignment of maximal total similarity; "nearest": the same, each recalled step
+# allowed only its most similar tutorial step. Recorded in each score line (ScoreRecord.posttest_matching).
+MATCHING_RULES = ("assign", "nearest")
+MATCHING = "nearest"
 
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve".split())}
@@ -44,15 +52,21 @@ _THING_ROOTS = frozenset({"artifact.n.01", "food.n.01", "food.n.02", "substance.
 _SENSES = 3  # a word is a thing if one of its 3 most common noun senses is
 
 
-def match_steps(sim: Any, threshold: float = THRESHOLD) -> list[tuple[int, int]]:
+def match_steps(sim: Any, threshold: float = THRESHOLD, rule: str = MATCHING) -> list[tuple[int, int]]:
     """(tutorial index, answer index) pairs: the one-to-one assignment of maximal total similarity, keeping
-    the pairs at >= threshold. `sim` is a (tutorial steps x answer steps) array."""
+    the pairs at >= threshold; with rule "nearest", an answer step is allowed only its most similar tutorial
+    step. `sim` is a (tutorial steps x answer steps) array."""
     import numpy as np
     from scipy.optimize import linear_sum_assignment
 
+    if rule not in MATCHING_RULES:
+        raise ValueError(f"matching rule {rule!r}: expected one of {', '.join(MATCHING_RULES)}")
     sim = np.asarray(sim, dtype=float)
     if sim.size == 0:
         return []
+    if rule == "nearest":
+        nearest = sim.argmax(axis=0)  # each answer step's most similar tutorial step (the first on a tie)
+        sim = np.where(np.arange(sim.shape[0])[:, None] == nearest[None, :], sim, -1.0)
     rows, cols = linear_sum_assignment(sim, maximize=True)
     return sorted((int(r), int(c)) for r, c in zip(rows, cols) if sim[r, c] >= threshold)
 

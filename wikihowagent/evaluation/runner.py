@@ -26,6 +26,8 @@ from wikihowagent.workflow.posttest import CALL_FAILED
 from .inputs import InputSource
 from .judge_prompts import SHORTENED_NOTE, recorded_prompt
 from .metrics import COMPUTATIONAL_NAMES, POSTTEST_METRICS, STEP_RECALL, Scorers, computational_metrics
+from .posttest import MATCHING
+
 
 class EvaluateError(WikihowagentError, RuntimeError):
     """A problem that stops `evaluate`; one line."""
@@ -435,7 +437,8 @@ class Evaluation:
                                 old.metrics.get(STEP_RECALL) is None  # a post-test taken since that line was written
                                 # ... or another one (another learner or wording); older lines: the record's own
                                 or (old.posttest_source or own_posttests.get(c.conversation_id, c.posttest.source))
-                                != c.posttest.source):
+                                != c.posttest.source
+                                or (old.posttest_matching or "assign") != MATCHING):  # ... or matched otherwise
                             have -= set(POSTTEST_METRICS)
                         if old and self.opts.retry_failed and not stale:  # failed rubrics count as not judged yet
                             have -= set(old.judge_failures) & rubric_names
@@ -520,4 +523,6 @@ class Evaluation:
             posttest_matches=cs.posttest_matches if cs is not None else (old.posttest_matches if old else None),
             posttest_source=(c.posttest.source if c.posttest is not None else "") if cs is not None
             else (old.posttest_source if old else ""),
+            posttest_matching=(MATCHING if c.posttest is not None else "") if cs is not None
+            else (old.posttest_matching if old else ""),
         )
