@@ -115,6 +115,9 @@ class PostTest(BaseModel):
         """Who took it in which wording ("<model spec> <prompt version>"): what a score line was computed from."""
         return f"{self.model} {self.prompt_version}"
 
+    def taken_by(self, model: str, prompt_version: str) -> bool:
+        return self.model == model and self.prompt_version == prompt_version
+
 
 class PreTestRecord(BaseModel):
     """One line of a run's `pretests.jsonl`: the pre-test cache, one answer per (learner model, tutorial)."""

@@ -329,12 +329,12 @@ class Evaluation:
             nonlocal tester
             todo = []
             for c in convs:
-                if c.posttest is not None and c.posttest.model == spec and c.posttest.prompt_version == prompt.version:
+                if c.posttest is not None and c.posttest.taken_by(spec, prompt.version):
                     continue
                 own[c.conversation_id] = c.posttest.source if c.posttest is not None else ""
                 c.posttest = None
                 old = stored.get(c.conversation_id)
-                if (old is not None and old.model == spec and old.prompt_version == prompt.version
+                if (old is not None and old.taken_by(spec, prompt.version)
                         and not (old.post.error or "").startswith(CALL_FAILED)):
                     c.posttest = old
                 else:

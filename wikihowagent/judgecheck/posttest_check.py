@@ -60,18 +60,15 @@ async def take_posttests(jobs: list[tuple[str, Conversation]], tester: Any, spec
     from wikihowagent.runs import JsonlAppender, read_posttest_variants
     from wikihowagent.workflow.posttest import CALL_FAILED
 
-    version = tester.prompt.version  # a post-test counts only in the same model and wording
-
-    def same(test: PostTest | None) -> bool:
-        return test is not None and test.model == spec and test.prompt_version == version
-
+    version = tester.prompt.version  # a post-test counts only by the same model in the same wording
     done = {k: v for k, v in read_posttest_variants(path).items()
-            if same(v) and not (v.post.error or "").startswith(CALL_FAILED)}
+            if v.taken_by(spec, version) and not (v.post.error or "").startswith(CALL_FAILED)}
     out: dict[tuple[str, str], PostTest] = {}
     todo = []
     for variant, c in jobs:
         key = (c.conversation_id, variant)
-        own = c.posttest if variant == ORIGINAL and same(c.posttest) else None
+        mine = variant == ORIGINAL and c.posttest is not None and c.posttest.taken_by(spec, version)
+        own = c.posttest if mine else None
         if own is not None or key in done:
             out[key] = own or done[key]
             check.reused += 1

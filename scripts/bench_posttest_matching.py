@@ -1,0 +1,192 @@
+"""The post-test's matching rules against each other (README "Post-test", evaluation/posttest.py MATCHING):
+writes the "post-test: matching" section of BENCHMARKS.md. No model call: every answer is already stored.
+
+    python scripts/bench_posttest_matching.py --validity /work/runs/s5/curious=/work/runs/s5/check-v2 \
+        --paper /work/shared/human-study/conversations --paper-tests /work/runs/s5/hs-posttest \
+        --paper-align /work/runs/s5/hs-align --write-md
+
+For each rule ("assign": the one-to-one assignment of maximal similarity; "nearest": each recalled step allowed
+only its most similar tutorial step) and threshold:
+- model-free, the 22 bundled tutorials: a terse perfect recall (each step's first sentence) against its own
+  steps, another article's, and the same article's other method (bench_posttest.headline_table's yardstick);
+- validity: `judge-check --posttest-learner` answers (posttests.jsonl) rescored: share of pairs where the
+  original's Step Recall beats the skip_steps / off_topic copy's (ties half), 95 % bootstrap CI; plus the
+  run's own Learning Gain (records' post- and pre-tests);
+- the human yardstick: Learning Gain of the paper's conversations (`evaluate --posttest-learner` answers) against
+  the people's Overall (align's paired_scores.csv, mean of their rubrics): Pearson r per rule with a 95 %
+  bootstrap CI over conversations and the paired difference to "assign".
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import bench_posttest as BP  # noqa: E402
+from wikihowagent.evaluation import posttest as P  # noqa: E402
+from wikihowagent.evaluation.summary import markdown_table  # noqa: E402
+
+THRESHOLDS = (0.35, 0.4, 0.45, 0.5)
+BOOT = 2000
+
+
+def recall(scorers, steps, answer, rule: str, t: float = P.THRESHOLD) -> float | None:
+    return P.step_recall(P.match_steps(scorers.step_similarity(list(steps), list(answer)), t, rule), len(steps))
+
+
+def headline_rows(scorers) -> list[list[str]]:
+    from wikihowagent.corpus.core import default_tutorials_path
+    from wikihowagent.corpus.sampling import select_tutorials
+    from wikihowagent.evaluation.metrics import sentences
+
+    tuts = list(select_tutorials(default_tutorials_path(), skip_invalid=True))
+    rows = []
+    for rule in P.MATCHING_RULES:
+        for t in THRESHOLDS:
+            own, other, own_h, sibling = [], [], [], []
+            for i, tut in enumerate(tuts):
+                answer = [(sentences(s) or [s])[0] for s in tut.steps]
+                own.append(recall(scorers, tut.steps, answer, rule, t))
+                imp = next(o for o in tuts[i + 1:] + tuts[:i] if o.title != tut.title)
+                other.append(recall(scorers, imp.steps, answer, rule, t))
+                sib = next((o for o in tuts if o.title == tut.title and o.steps != tut.steps), None)
+                if sib is not None:
+                    own_h.append(own[-1])
+                    sibling.append(recall(scorers, sib.steps, answer, rule, t))
+            rows.append([rule, f"{t:.2f}", BP.fmt(BP.mean(own)), BP.fmt(BP.mean(other)),
+                         BP.fmt(BP.mean(own) - BP.mean(other)), BP.fmt(BP.mean(sibling)),
+                         BP.fmt(BP.mean(own_h) - BP.mean(sibling)), str(len(tuts))])
+    return rows
+
+
+def win(o: float, q: float) -> float:
+    return 1.0 if o > q + 1e-9 else 0.5 if abs(o - q) <= 1e-9 else 0.0
+
+
+def validity_rows(scorers, run: Path, check: Path) -> list[list[str]]:
+    from wikihowagent.runs import POSTTESTS, read_conversations, read_posttest_variants
+
+    convs = [c for c in read_conversations(run) if c.posttest is not None]
+    tests = read_posttest_variants(check / POSTTESTS)
+    rows = []
+    for rule in P.MATCHING_RULES:
+        for t in THRESHOLDS:
+            row = [rule, f"{t:.2f}"]
+            for pert in ("skip_steps", "off_topic"):
+                wins = []
+                for c in convs:
+                    orig, copy = tests.get((c.conversation_id, "original")) or c.posttest, tests.get((c.conversation_id, pert))
+                    if copy is None or not (P.usable(orig.post) and P.usable(copy.post)):
+                        continue
+                    wins.append(win(recall(scorers, c.steps, orig.post.steps, rule, t),
+                                    recall(scorers, c.steps, copy.post.steps, rule, t)))
+                lo, hi = BP.boot_ci(wins)
+                row.append(f"{BP.mean(wins):.2f} [{lo:.2f}, {hi:.2f}] (n={len(wins)})")
+            gains = [recall(scorers, c.steps, c.posttest.post.steps, rule, t)
+                     - recall(scorers, c.steps, c.posttest.pre.steps, rule, t)
+                     for c in convs if P.usable(c.posttest.post) and P.usable(c.posttest.pre)]
+            lo, hi = BP.boot_ci(gains)
+            rows.append(row + [f"{BP.fmt(BP.mean(gains))} [{BP.fmt(lo)}, {BP.fmt(hi)}] (n={len(gains)})"])
+    return rows
+
+
+def paper_gains(scorers, paper: Path, tests_dir: Path, rule: str) -> dict[str, float]:
+    """conversation id -> Learning Gain of the paper's conversation under `rule` (stored post- and pre-tests)."""
+    from wikihowagent.records import PreTestRecord
+    from wikihowagent.runs import POSTTESTS, PRETESTS, iter_jsonl, read_conversations, read_posttests
+
+    out: dict[str, float] = {}
+    for f in sorted(paper.glob("*.json")):
+        d = tests_dir / f.stem
+        posts = read_posttests(d / POSTTESTS)
+        pres = {(r.tutorial_key, r.prompt_version): r.answer
+                for r in (PreTestRecord.model_validate(o) for _, o in iter_jsonl(d / PRETESTS))}
+        for c in read_conversations(f):
+            test = posts.get(c.conversation_id)
+            pre = pres.get((c.tutorial_key, test.prompt_version)) if test is not None else None
+            if test is not None and P.usable(test.post) and P.usable(pre):
+                out[c.conversation_id] = (recall(scorers, c.steps, test.post.steps, rule)
+                                          - recall(scorers, c.steps, pre.steps, rule))  # type: ignore[union-attr]
+    return out
+
+
+def paper_rows(scorers, paper: Path, tests_dir: Path, align_dir: Path) -> list[list[str]]:
+    from wikihowagent.alignment.schema import OVERALL
+    from wikihowagent.csvcells import read_people_frame
+    from wikihowagent.runs import PAIRED_SCORES_CSV
+
+    people = read_people_frame(align_dir / PAIRED_SCORES_CSV)
+    rubrics = [c for c in people.columns if c.startswith("human_") and c != f"human_{OVERALL}"]
+    overall = dict(zip(people["conversation_id"], people[rubrics].mean(axis=1, skipna=True)))
+    gains = {rule: paper_gains(scorers, paper, tests_dir, rule) for rule in P.MATCHING_RULES}
+    ids = sorted(set(overall).intersection(*gains.values()))
+    h = np.array([overall[i] for i in ids])
+    rng = np.random.default_rng(0)
+    picks = rng.integers(0, len(ids), (BOOT, len(ids)))
+
+    def r_of(x: np.ndarray, idx: np.ndarray) -> float:
+        return float(np.corrcoef(x[idx], h[idx])[0, 1])
+
+    base = np.array([gains["assign"][i] for i in ids])
+    rows = []
+    for rule in P.MATCHING_RULES:
+        x = np.array([gains[rule][i] for i in ids])
+        boots = np.array([r_of(x, p) for p in picks])
+        diffs = boots - np.array([r_of(base, p) for p in picks])
+        lo, hi = np.nanpercentile(boots, [2.5, 97.5])
+        dlo, dhi = np.nanpercentile(diffs, [2.5, 97.5])
+        rows.append([rule, str(len(ids)), BP.fmt(float(x.mean())), f"{r_of(x, np.arange(len(ids))):.2f} [{lo:.2f}, {hi:.2f}]",
+                     "–" if rule == "assign" else f"{r_of(x, np.arange(len(ids))) - r_of(base, np.arange(len(ids))):+.2f} "
+                     f"[{dlo:+.2f}, {dhi:+.2f}]"])
+    return rows
+
+
+def main() -> None:
+    from wikihowagent.evaluation.metrics import Scorers
+
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--validity", action="append", default=[], metavar="RUN=CHECK",
+                    help="a run directory and its `judge-check --posttest-learner` output (repeatable)")
+    ap.add_argument("--paper", type=Path, help="the human study's run files (a directory of *.json)")
+    ap.add_argument("--paper-tests", type=Path, help="`evaluate --posttest-learner` output on --paper")
+    ap.add_argument("--paper-align", type=Path, help="`align` output of the human study (paired_scores.csv)")
+    ap.add_argument("--note", default="", help="a line on how the answers were made (settings, machine)")
+    ap.add_argument("--write-md", action="store_true", help="write the 'post-test: matching' section of BENCHMARKS.md")
+    args = ap.parse_args()
+    scorers = Scorers("default", [P.STEP_RECALL])
+    out = [args.note, "",
+           f"**Model-free** (the 22 bundled tutorials; a terse perfect recall = each step's first sentence; the code "
+           f"uses rule {P.MATCHING!r} at {P.THRESHOLD:.2f}):", "",
+           markdown_table(["rule", "threshold", "recall own (%)", "recall another article (%)", "gap (pp)",
+                           "recall same article's other method (%)", "gap to it (pp)", "tutorials"],
+                          headline_rows(scorers))]
+    for spec in args.validity:
+        run, _, check = spec.partition("=")
+        out += ["", f"**Validity** ({check}: the post-tests of {run}'s originals and perturbed copies, rescored; "
+                "accuracy = share of pairs where the original's Step Recall is higher, ties half, 95 % bootstrap CI) "
+                "and the run's Learning Gain:", "",
+                markdown_table(["rule", "threshold", "skip_steps", "off_topic", "Learning Gain (%)"],
+                               validity_rows(scorers, Path(run), Path(check)))]
+    if args.paper and args.paper_tests and args.paper_align:
+        out += ["", f"**The human yardstick** (the paper's conversations, {args.paper_tests}: Learning Gain at "
+                f"{P.THRESHOLD:.2f} vs the people's Overall, the mean of their rubrics; Pearson r, 95 % bootstrap CI "
+                "over conversations; Δr = the rule's r − assign's on the same resamples):", "",
+                markdown_table(["rule", "conversations", "Learning Gain (%)", "r with people's Overall", "Δr vs assign"],
+                               paper_rows(scorers, args.paper, args.paper_tests, args.paper_align))]
+    body = "\n".join(out)
+    print(body)
+    if args.write_md:
+        from benchmarks_md import write_section
+
+        write_section("post-test: matching", body)
+
+
+if __name__ == "__main__":
+    main()
