@@ -70,25 +70,36 @@ def win(o: float, q: float) -> float:
     return 1.0 if o > q + 1e-9 else 0.5 if abs(o - q) <= 1e-9 else 0.0
 
 
-def validity_rows(scorers, run: Path, check: Path) -> list[list[str]]:
+def wins_of(scorers, run: Path, check: Path, rule: str, t: float, pert: str) -> list[float]:
+    """Per conversation of `run`: 1 / 0.5 / 0 as the original's Step Recall is above / equal to / below the
+    `pert` copy's (the answers `check`'s judge-check stored; the original's own record when it took none)."""
     from wikihowagent.runs import POSTTESTS, read_conversations, read_posttest_variants
 
-    convs = [c for c in read_conversations(run) if c.posttest is not None]
     tests = read_posttest_variants(check / POSTTESTS)
+    wins = []
+    for c in read_conversations(run):
+        orig, copy = tests.get((c.conversation_id, "original")) or c.posttest, tests.get((c.conversation_id, pert))
+        if orig is None or copy is None or not (P.usable(orig.post) and P.usable(copy.post)):
+            continue
+        wins.append(win(recall(scorers, c.steps, orig.post.steps, rule, t),
+                        recall(scorers, c.steps, copy.post.steps, rule, t)))
+    return wins
+
+
+def accuracy_cell(wins: list[float]) -> str:
+    lo, hi = BP.boot_ci(wins)
+    return f"{BP.mean(wins):.2f} [{lo:.2f}, {hi:.2f}] (n={len(wins)})"
+
+
+def validity_rows(scorers, run: Path, check: Path) -> list[list[str]]:
+    from wikihowagent.runs import read_conversations
+
+    convs = [c for c in read_conversations(run) if c.posttest is not None]
     rows = []
     for rule in P.MATCHING_RULES:
         for t in THRESHOLDS:
-            row = [rule, f"{t:.2f}"]
-            for pert in ("skip_steps", "off_topic"):
-                wins = []
-                for c in convs:
-                    orig, copy = tests.get((c.conversation_id, "original")) or c.posttest, tests.get((c.conversation_id, pert))
-                    if copy is None or not (P.usable(orig.post) and P.usable(copy.post)):
-                        continue
-                    wins.append(win(recall(scorers, c.steps, orig.post.steps, rule, t),
-                                    recall(scorers, c.steps, copy.post.steps, rule, t)))
-                lo, hi = BP.boot_ci(wins)
-                row.append(f"{BP.mean(wins):.2f} [{lo:.2f}, {hi:.2f}] (n={len(wins)})")
+            row = [rule, f"{t:.2f}"] + [accuracy_cell(wins_of(scorers, run, check, rule, t, pert))
+                                        for pert in ("skip_steps", "off_topic")]
             gains = [recall(scorers, c.steps, c.posttest.post.steps, rule, t)
                      - recall(scorers, c.steps, c.posttest.pre.steps, rule, t)
                      for c in convs if P.usable(c.posttest.post) and P.usable(c.posttest.pre)]
@@ -167,13 +178,20 @@ def main() -> None:
            markdown_table(["rule", "threshold", "recall own (%)", "recall another article (%)", "gap (pp)",
                            "recall same article's other method (%)", "gap to it (pp)", "tutorials"],
                           headline_rows(scorers))]
-    for spec in args.validity:
-        run, _, check = spec.partition("=")
+    pairs = [(Path(run), Path(check)) for run, _, check in (s.partition("=") for s in args.validity)]
+    for run, check in pairs:
         out += ["", f"**Validity** ({check}: the post-tests of {run}'s originals and perturbed copies, rescored; "
                 "accuracy = share of pairs where the original's Step Recall is higher, ties half, 95 % bootstrap CI) "
-                "and the run's Learning Gain:", "",
+                "and the run's own Learning Gain (its records' post- and pre-tests):", "",
                 markdown_table(["rule", "threshold", "skip_steps", "off_topic", "Learning Gain (%)"],
-                               validity_rows(scorers, Path(run), Path(check)))]
+                               validity_rows(scorers, run, check))]
+    if len(pairs) >= 2:
+        pooled = [[rule, f"{P.THRESHOLD:.2f}"] + [accuracy_cell([w for run, check in pairs
+                                                                 for w in wins_of(scorers, run, check, rule, P.THRESHOLD, pert)])
+                                                  for pert in ("skip_steps", "off_topic")]
+                  for rule in P.MATCHING_RULES]
+        out += ["", f"**Validity, all {len(pairs)} runs pooled** (the code's threshold):", "",
+                markdown_table(["rule", "threshold", "skip_steps", "off_topic"], pooled)]
     if args.paper and args.paper_tests and args.paper_align:
         out += ["", f"**The human yardstick** (the paper's conversations, {args.paper_tests}: Learning Gain at "
                 f"{P.THRESHOLD:.2f} vs the people's Overall, the mean of their rubrics; Pearson r, 95 % bootstrap CI "
