@@ -4,8 +4,8 @@ The tutorial's steps are matched one-to-one to the steps the learner recalled (a
 embeddings, cosine similarity, `scipy.optimize.linear_sum_assignment` maximising the total similarity; a
 pair counts only at similarity >= THRESHOLD, chosen from the measured table in README; MATCHING names the
 rule: "assign" (the default) or "nearest", where a recalled step may match only the tutorial step it is most
-similar to — measured against each other in BENCHMARKS.md "post-test: matching", not better on both
-yardsticks, so not the default). Then:
+similar to — measured against each other in BENCHMARKS.md "post-test: matching": better on no yardstick
+with confidence, so not the default). Then:
 - Step Recall: matched tutorial steps / tutorial steps;
 - Order: Kendall tau of the matched steps' positions (tutorial vs answer); None with fewer than 2 matches;
 - Extraneous: recalled steps similar to no tutorial step (below the threshold to every one) / recalled steps

@@ -578,7 +578,8 @@ def _run(cfg: Config, run_dir: Path, name: str, fingerprint: dict[str, Any], end
                                     tokens=stats.completion_tokens)
 
                 with PretestCache(run_dir) as pretests:
-                    tester = (PostTester(learner_model, roles["learner"], pretests, get_prompt(cfg.workflow.posttest_prompt))
+                    test_prompt = get_prompt(cfg.workflow.posttest_prompt)
+                    tester = (PostTester(learner_model, roles["learner"], pretests, test_prompt)
                               if cfg.workflow.posttest else None)
                     asyncio.run(run_conversations(
                         todo, teacher_model, learner_model, prompts, options, run_dir / CONVERSATIONS,

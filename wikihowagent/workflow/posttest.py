@@ -53,12 +53,14 @@ class TestPrompt:
 
     @property
     def version(self) -> str:
-        return f"{self.name}-" + hashlib.sha256("\x00".join((self.system, self.post, self.pre)).encode()).hexdigest()[:10]
+        digest = hashlib.sha256("\x00".join((self.system, self.post, self.pre)).encode()).hexdigest()
+        return f"{self.name}-{digest[:10]}"
 
 
 # README "Post-test": v2 asks both tests for exactly the method's number of steps (v1 asked for "the steps" and
 # measured list length); v3 keeps the length and lets the learner abstain line by line ("not taught" after the
-# lesson, "don't know" before it) instead of filling a line from prior knowledge (BENCHMARKS.md "post-test").
+# lesson, "don't know" before it) instead of filling a line from prior knowledge; measured no better with the
+# embedded model, so v2 stays the default (BENCHMARKS.md "post-test: wording").
 PROMPTS: dict[str, TestPrompt] = {p.name: p for p in (
     TestPrompt("v2", SYSTEM,
                "This was your lesson (you are \"You\"):\n\n{transcript}\n\n"
@@ -122,7 +124,8 @@ def posttest_messages(title: str, method_title: str, turns: Sequence[Turn], n_st
     return [SystemMessage(content=prompt.system), HumanMessage(content=user)]
 
 
-def pretest_messages(title: str, method_title: str, n_steps: int, prompt: TestPrompt | None = None) -> list[BaseMessage]:
+def pretest_messages(title: str, method_title: str, n_steps: int,
+                     prompt: TestPrompt | None = None) -> list[BaseMessage]:
     prompt = prompt or get_prompt(None)
     user = prompt.pre.format(method=method_name(title, method_title), n=n_steps)
     return [SystemMessage(content=prompt.system), HumanMessage(content=user)]
@@ -173,8 +176,9 @@ def parse_steps(text: str) -> ParsedAnswer:
         steps = [x for x in lines if not x.endswith(":")]  # headings and preambles
         if len(steps) < 2:
             return ParsedAnswer([], "one line without a step list")
-    abstained = sum(bool(_ABSTAIN.match(s)) for s in steps)
-    unique = list(dict.fromkeys(s for s in steps if s and not _ABSTAIN.match(s)))
+    kept = [s for s in steps if not _ABSTAIN.match(s)]
+    abstained = len(steps) - len(kept)
+    unique = list(dict.fromkeys(s for s in kept if s))
     seen: set[str] = set()
     steps = []
     for s in unique:
@@ -201,7 +205,8 @@ async def take_test(model: BaseChatModel, messages: list[BaseMessage]) -> TestAn
     text = reply.content if isinstance(reply.content, str) else str(reply.content)
     steps, problem, abstained = parse_steps(text)
     return TestAnswer(text=text.strip(), steps=steps, error=problem, abstained=abstained,
-                      prompt_tokens=int(usage.get("input_tokens", 0)), completion_tokens=int(usage.get("output_tokens", 0)),
+                      prompt_tokens=int(usage.get("input_tokens", 0)),
+                      completion_tokens=int(usage.get("output_tokens", 0)),
                       latency_s=round(time.perf_counter() - start, 3))
 
 
@@ -238,7 +243,8 @@ class PostTester:
                 self._inflight.pop(key, None)
 
     async def _take_pretest(self, key: str, title: str, method_title: str, n_steps: int) -> TestAnswer:
-        answer = await take_test(self.model_for(n_steps), pretest_messages(title, method_title, n_steps, self.prompt))
+        answer = await take_test(self.model_for(n_steps),
+                                 pretest_messages(title, method_title, n_steps, self.prompt))
         if not (answer.error or "").startswith(CALL_FAILED):  # a failed call is retried by a later run
             self.cache.put(self.learner, key, self.prompt.version, answer)
         return answer
@@ -246,6 +252,7 @@ class PostTester:
     async def run(self, key: str, title: str, method_title: str, turns: Sequence[Turn], n_steps: int,
                   pretest: bool = True) -> PostTest:
         """`n_steps`: the method's step count, asked of both tests."""
-        post = await take_test(self.model_for(n_steps), posttest_messages(title, method_title, turns, n_steps, self.prompt))
+        post = await take_test(self.model_for(n_steps),
+                               posttest_messages(title, method_title, turns, n_steps, self.prompt))
         pre = await self.pretest(key, title, method_title, n_steps) if pretest else None
         return PostTest(model=self.learner, prompt_version=self.prompt.version, post=post, pre=pre)
