@@ -55,9 +55,10 @@ def mean(xs: list[float]) -> float:
     return sum(xs) / len(xs) if xs else math.nan
 
 
-def recall(scorers, tutorial_steps, answer, t: float = P.THRESHOLD) -> float | None:
-    """Step Recall of `answer` against `tutorial_steps` at threshold `t`."""
-    return P.step_recall(P.match_steps(scorers.step_similarity(list(tutorial_steps), answer), t), len(tutorial_steps))
+def recall(scorers, tutorial_steps, answer, t: float = P.THRESHOLD, rule: str = P.MATCHING) -> float | None:
+    """Step Recall of `answer` against `tutorial_steps` at threshold `t` under matching `rule`."""
+    sim = scorers.step_similarity(list(tutorial_steps), list(answer))
+    return P.step_recall(P.match_steps(sim, t, rule), len(tutorial_steps))
 
 
 def threshold_table(convs, scorers) -> list[list[str]]:
@@ -81,7 +82,7 @@ def threshold_table(convs, scorers) -> list[list[str]]:
     return rows
 
 
-def headline_table(scorers) -> tuple[list[list[str]], float, float]:
+def headline_table(scorers, rule: str = P.MATCHING) -> tuple[list[list[str]], float, float]:
     """Model-free: every bundled tutorial "recalled" perfectly but tersely (each step's first sentence, the
     WikiHow headline) against its own full steps, another article's (an easy impostor: what matching alone
     gives) and, where the article has one, its other method's (a hard impostor: the same topic, other steps,
@@ -97,13 +98,13 @@ def headline_table(scorers) -> tuple[list[list[str]], float, float]:
         own, other, own_h, sibling = [], [], [], []
         for i, tut in enumerate(tuts):
             answer = [(sentences(s) or [s])[0] for s in tut.steps]
-            own.append(recall(scorers, tut.steps, answer, t))
+            own.append(recall(scorers, tut.steps, answer, t, rule))
             imp = next(o for o in tuts[i + 1:] + tuts[:i] if o.title != tut.title)
-            other.append(recall(scorers, imp.steps, answer, t))
+            other.append(recall(scorers, imp.steps, answer, t, rule))
             sib = next((o for o in tuts if o.title == tut.title and o.steps != tut.steps), None)
             if sib is not None:
                 own_h.append(own[-1])
-                sibling.append(recall(scorers, sib.steps, answer, t))
+                sibling.append(recall(scorers, sib.steps, answer, t, rule))
         gap, hard_gap = mean(own) - mean(other), mean(own_h) - mean(sibling)
         if gap > best_gap + 1e-9:
             best, best_gap = t, gap

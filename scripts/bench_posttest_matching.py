@@ -37,32 +37,14 @@ THRESHOLDS = (0.35, 0.4, 0.45, 0.5)
 BOOT = 2000
 
 
-def recall(scorers, steps, answer, rule: str, t: float = P.THRESHOLD) -> float | None:
-    return P.step_recall(P.match_steps(scorers.step_similarity(list(steps), list(answer)), t, rule), len(steps))
-
-
 def headline_rows(scorers) -> list[list[str]]:
-    from wikihowagent.corpus.core import default_tutorials_path
-    from wikihowagent.corpus.sampling import select_tutorials
-    from wikihowagent.evaluation.metrics import sentences
-
-    tuts = list(select_tutorials(default_tutorials_path(), skip_invalid=True))
+    """bench_posttest.headline_table under each rule: [rule, threshold, own, another article, gap, the same
+    article's other method, gap to it, tutorials] at THRESHOLDS."""
     rows = []
     for rule in P.MATCHING_RULES:
-        for t in THRESHOLDS:
-            own, other, own_h, sibling = [], [], [], []
-            for i, tut in enumerate(tuts):
-                answer = [(sentences(s) or [s])[0] for s in tut.steps]
-                own.append(recall(scorers, tut.steps, answer, rule, t))
-                imp = next(o for o in tuts[i + 1:] + tuts[:i] if o.title != tut.title)
-                other.append(recall(scorers, imp.steps, answer, rule, t))
-                sib = next((o for o in tuts if o.title == tut.title and o.steps != tut.steps), None)
-                if sib is not None:
-                    own_h.append(own[-1])
-                    sibling.append(recall(scorers, sib.steps, answer, rule, t))
-            rows.append([rule, f"{t:.2f}", BP.fmt(BP.mean(own)), BP.fmt(BP.mean(other)),
-                         BP.fmt(BP.mean(own) - BP.mean(other)), BP.fmt(BP.mean(sibling)),
-                         BP.fmt(BP.mean(own_h) - BP.mean(sibling)), str(len(tuts))])
+        table, _, _ = BP.headline_table(scorers, rule)
+        rows += [[rule, t, own, other, gap, sib, hard_gap, n]
+                 for t, own, other, gap, n, sib, hard_gap, _ in table if float(t) in THRESHOLDS]
     return rows
 
 
@@ -81,8 +63,8 @@ def wins_of(scorers, run: Path, check: Path, rule: str, t: float, pert: str) -> 
         orig, copy = tests.get((c.conversation_id, "original")) or c.posttest, tests.get((c.conversation_id, pert))
         if orig is None or copy is None or not (P.usable(orig.post) and P.usable(copy.post)):
             continue
-        wins.append(win(recall(scorers, c.steps, orig.post.steps, rule, t),
-                        recall(scorers, c.steps, copy.post.steps, rule, t)))
+        wins.append(win(BP.recall(scorers, c.steps, orig.post.steps, t, rule),
+                        BP.recall(scorers, c.steps, copy.post.steps, t, rule)))
     return wins
 
 
@@ -100,8 +82,8 @@ def validity_rows(scorers, run: Path, check: Path) -> list[list[str]]:
         for t in THRESHOLDS:
             row = [rule, f"{t:.2f}"] + [accuracy_cell(wins_of(scorers, run, check, rule, t, pert))
                                         for pert in ("skip_steps", "off_topic")]
-            gains = [recall(scorers, c.steps, c.posttest.post.steps, rule, t)
-                     - recall(scorers, c.steps, c.posttest.pre.steps, rule, t)
+            gains = [BP.recall(scorers, c.steps, c.posttest.post.steps, t, rule)
+                     - BP.recall(scorers, c.steps, c.posttest.pre.steps, t, rule)
                      for c in convs if P.usable(c.posttest.post) and P.usable(c.posttest.pre)]
             lo, hi = BP.boot_ci(gains)
             rows.append(row + [f"{BP.fmt(BP.mean(gains))} [{BP.fmt(lo)}, {BP.fmt(hi)}] (n={len(gains)})"])
@@ -123,8 +105,8 @@ def paper_gains(scorers, paper: Path, tests_dir: Path, rule: str) -> dict[str, f
             test = posts.get(c.conversation_id)
             pre = pres.get((c.tutorial_key, test.prompt_version)) if test is not None else None
             if test is not None and P.usable(test.post) and P.usable(pre):
-                out[c.conversation_id] = (recall(scorers, c.steps, test.post.steps, rule)
-                                          - recall(scorers, c.steps, pre.steps, rule))  # type: ignore[union-attr]
+                out[c.conversation_id] = (BP.recall(scorers, c.steps, test.post.steps, rule=rule)
+                                          - BP.recall(scorers, c.steps, pre.steps, rule=rule))  # type: ignore[union-attr]
     return out
 
 
