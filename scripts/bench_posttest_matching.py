@@ -92,18 +92,16 @@ def validity_rows(scorers, run: Path, check: Path) -> list[list[str]]:
 
 def paper_gains(scorers, paper: Path, tests_dir: Path, rule: str) -> dict[str, float]:
     """conversation id -> Learning Gain of the paper's conversation under `rule` (stored post- and pre-tests)."""
-    from wikihowagent.records import PreTestRecord
-    from wikihowagent.runs import POSTTESTS, PRETESTS, iter_jsonl, read_conversations, read_posttests
+    from wikihowagent.runs import POSTTESTS, PretestCache, read_conversations, read_posttests
 
     out: dict[str, float] = {}
     for f in sorted(paper.glob("*.json")):
         d = tests_dir / f.stem
         posts = read_posttests(d / POSTTESTS)
-        pres = {(r.tutorial_key, r.prompt_version): r.answer
-                for r in (PreTestRecord.model_validate(o) for _, o in iter_jsonl(d / PRETESTS))}
+        pres = PretestCache(d)
         for c in read_conversations(f):
             test = posts.get(c.conversation_id)
-            pre = pres.get((c.tutorial_key, test.prompt_version)) if test is not None else None
+            pre = pres.get(test.model, c.tutorial_key, test.prompt_version) if test is not None else None
             if test is not None and P.usable(test.post) and P.usable(pre):
                 out[c.conversation_id] = (BP.recall(scorers, c.steps, test.post.steps, rule=rule)
                                           - BP.recall(scorers, c.steps, pre.steps, rule=rule))  # type: ignore[union-attr]

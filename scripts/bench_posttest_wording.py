@@ -43,25 +43,21 @@ def labelled(values: list[str]) -> list[tuple[str, Path]]:
 
 
 def abstained_share(answers: list) -> float:
-    """Mean share of an answer's lines that say "not taught" / "don't know" (usable answers only)."""
-    shares = [a.abstained / (len(a.steps) + a.abstained) for a in answers if P.usable(a)]
-    return sum(shares) / len(shares) if shares else math.nan
+    """Mean share of an answer's lines that say "not taught" / "don't know" (step lists only)."""
+    return BP.mean([a.abstained_share for a in answers if a.abstained_share is not None])
 
 
 def scores_of(directory: Path) -> tuple[dict[str, dict[str, float | None]], list, list]:
     """(conversation id -> post-test metrics, post-test answers, pre-test answers) of an evaluate output."""
-    from wikihowagent.records import PreTestRecord
-    from wikihowagent.runs import POSTTESTS, PRETESTS, SCORES, iter_jsonl, read_posttests, read_scores
+    from wikihowagent.runs import POSTTESTS, SCORES, PretestCache, read_posttests, read_scores
 
     metrics: dict[str, dict[str, float | None]] = {}
     posts, pres = [], []
     for f in sorted(directory.glob(f"*/{SCORES}")):
         recs = read_scores(f)
         metrics.update({cid: {m: r.metrics.get(m) for m in METRICS} for cid, r in recs.items()})
-        tests = read_posttests(f.parent / POSTTESTS) if (f.parent / POSTTESTS).exists() else {}
-        posts += [t.post for cid, t in tests.items() if cid in recs]
-        if (f.parent / PRETESTS).exists():
-            pres += [PreTestRecord.model_validate(o).answer for _, o in iter_jsonl(f.parent / PRETESTS)]
+        posts += [t.post for cid, t in read_posttests(f.parent / POSTTESTS).items() if cid in recs]
+        pres += PretestCache(f.parent).answers()
     return metrics, posts, pres
 
 

@@ -99,6 +99,12 @@ class TestAnswer(BaseModel):
     completion_tokens: int = 0
     latency_s: float = 0.0
 
+    @property
+    def abstained_share(self) -> float | None:
+        """Share of the answer's lines that abstained; None for an answer that is not a step list."""
+        lines = len(self.steps) + self.abstained
+        return self.abstained / lines if self.error is None and lines else None
+
 
 class PostTest(BaseModel):
     """The record's `posttest`: after the conversation, the learner model writes the method's steps from
@@ -243,7 +249,7 @@ class ScoreRecord(BaseModel):
     # The post-test's matched steps: [tutorial step, recalled step, similarity] (0-based); None = no post-test scored.
     posttest_matches: list[tuple[int, int, float]] | None = None
     posttest_source: str = ""  # PostTest.source of the post-test scored; "" = older lines (the record's own)
-    posttest_matching: str = ""  # evaluation/posttest.py MATCHING rule of those metrics; "" = older lines ("assign")
+    posttest_matching: str = ""  # evaluation/posttest.py MATCHING rule of those metrics; "" = LEGACY_MATCHING
 
     @model_validator(mode="before")
     @classmethod

@@ -537,6 +537,9 @@ class PretestCache:
     def get(self, learner: str, key: str, version: str) -> TestAnswer | None:
         return self._answers.get((learner, key, version))
 
+    def answers(self) -> list[TestAnswer]:
+        return list(self._answers.values())
+
     def put(self, learner: str, key: str, version: str, answer: TestAnswer) -> None:
         self._answers[(learner, key, version)] = answer
         if self._sink is None:

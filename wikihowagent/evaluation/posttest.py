@@ -42,6 +42,7 @@ THRESHOLD = 0.4  # cosine similarity of a match; README "Post-test" (measured ta
 # allowed only its most similar tutorial step. Recorded in each score line (ScoreRecord.posttest_matching).
 MATCHING_RULES = ("assign", "nearest")
 MATCHING = "assign"
+LEGACY_MATCHING = "assign"  # the rule of score lines written before the rule was recorded
 
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve".split())}

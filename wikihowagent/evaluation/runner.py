@@ -26,7 +26,7 @@ from wikihowagent.workflow.posttest import CALL_FAILED
 from .inputs import InputSource
 from .judge_prompts import SHORTENED_NOTE, recorded_prompt
 from .metrics import COMPUTATIONAL_NAMES, POSTTEST_METRICS, STEP_RECALL, Scorers, computational_metrics
-from .posttest import MATCHING
+from .posttest import LEGACY_MATCHING, MATCHING
 
 
 class EvaluateError(WikihowagentError, RuntimeError):
@@ -438,7 +438,7 @@ class Evaluation:
                                 # ... or another one (another learner or wording); older lines: the record's own
                                 or (old.posttest_source or own_posttests.get(c.conversation_id, c.posttest.source))
                                 != c.posttest.source
-                                or (old.posttest_matching or "assign") != MATCHING):  # ... or matched otherwise
+                                or (old.posttest_matching or LEGACY_MATCHING) != MATCHING):  # ... or matched otherwise
                             have -= set(POSTTEST_METRICS)
                         if old and self.opts.retry_failed and not stale:  # failed rubrics count as not judged yet
                             have -= set(old.judge_failures) & rubric_names

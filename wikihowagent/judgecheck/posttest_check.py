@@ -105,8 +105,7 @@ def step_recalls(convs: list[Conversation], tests: dict[tuple[str, str], PostTes
 
 def abstained_shares(tests: dict[tuple[str, str], PostTest]) -> dict[tuple[str, str], float]:
     """Share of each answer's lines where the learner wrote "not taught" / "don't know" (prompt v3)."""
-    return {k: t.post.abstained / (len(t.post.steps) + t.post.abstained)
-            for k, t in tests.items() if t.post.error is None and (t.post.steps or t.post.abstained)}
+    return {k: t.post.abstained_share for k, t in tests.items() if t.post.abstained_share is not None}
 
 
 def validity_table(recalls: dict[tuple[str, str], float | None], perturbations: list[Perturbation],
