@@ -588,6 +588,13 @@ def test_validity_table_reports_abstentions():
     assert row["abstained_original"] == 0.25 and row["abstained_perturbed"] == 0.5
 
 
+@pytest.mark.parametrize("command", [["evaluate", PAPER_FILE, "--no-judge"], ["judge-check", f"{FIXTURES}/run_small"]])
+def test_posttest_prompt_without_a_learner_is_one_line(tmp_path, command):
+    res = CliRunner().invoke(app, [*command, "--posttest-prompt", "v3", "--out", str(tmp_path / "out")])
+    assert res.exit_code == 2 and "--posttest-prompt: give --posttest-learner" in res.output
+    assert "Traceback" not in res.output and not (tmp_path / "out").exists()
+
+
 @pytest.mark.parametrize("command", [
     ["generate", "--teacher", "openai:fake-model", "--max-tutorials", "1"],
     ["evaluate", PAPER_FILE, "--no-judge", "--posttest-learner", "openai:fake-model"],

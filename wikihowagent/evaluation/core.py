@@ -107,12 +107,9 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     mode = req.mode
     if req.posttest_learner and mode == "paper":
         raise EvaluateError("--posttest-learner: the post-test is not part of the paper's metrics (--compat paper)")
-    if req.posttest_prompt is not None:
-        if not req.posttest_learner:
-            raise EvaluateError("--posttest-prompt: give --posttest-learner (the model that takes the test)")
-        from wikihowagent.workflow.posttest import get_prompt
+    from wikihowagent.workflow.posttest import prompt_option
 
-        get_prompt(req.posttest_prompt)  # an unknown name: one line, before any work
+    prompt_option(req.posttest_prompt, req.posttest_learner)  # a bad --posttest-prompt: one line, before any work
     cfg = load_config(req.config, preset=preset_config(req.preset) if preset else None)
     runs_dir = Path(cfg.runs_dir)
     from wikihowagent.generation.core import parse_shard

@@ -567,11 +567,9 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
 
     if judge_scoring is not None and judge_scoring not in SCORING_MODES:
         raise JudgeCheckError(f"--judge-scoring: unknown mode {judge_scoring!r}; valid: {', '.join(SCORING_MODES)}")
-    if posttest_prompt is not None and not posttest_learner:
-        raise JudgeCheckError("--posttest-prompt: give --posttest-learner (the model that takes the test)")
-    from wikihowagent.workflow.posttest import get_prompt
+    from wikihowagent.workflow.posttest import prompt_option
 
-    test_prompt = get_prompt(posttest_prompt)  # an unknown name: one line, before any work
+    test_prompt = prompt_option(posttest_prompt, posttest_learner)  # a bad --posttest-prompt: one line, first
     cfg = load_config(config)
     rubric_set = load_rubrics(rubrics_path)
     perts = load_perturbations(perturbations_path, list(rubric_set))

@@ -93,6 +93,13 @@ def get_prompt(name: str | None) -> TestPrompt:
                                   f"(known: {', '.join(PROMPTS)})") from None
 
 
+def prompt_option(name: str | None, learner: str | None) -> TestPrompt:
+    """`--posttest-prompt NAME` beside `--posttest-learner SPEC` (evaluate, judge-check): checked before any work."""
+    if name is not None and not learner:
+        raise PostTestPromptError("--posttest-prompt: give --posttest-learner (the model that takes the test)")
+    return get_prompt(name)
+
+
 # A line where the learner says it was not taught / does not know the step: not a recalled step (it neither
 # matches nor counts as invented); counted in TestAnswer.abstained.
 _ABSTAIN = re.compile(r"^\(?\s*(?:not\s+taught|not\s+covered|(?:i\s+)?(?:don'?t|do\s+not)\s+know|unknown)"
