@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 from wikihowagent.console import disk_full_message, make_console, print_error
+from wikihowagent.helpformat import Command, Group
 
 app = typer.Typer(
     help="Simulate teacher-learner conversations grounded in WikiHow tutorials, evaluate their pedagogic "
@@ -15,6 +16,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    cls=Group,  # --help that never cuts an option's name (helpformat.py)
 )
 console = make_console()
 
@@ -29,24 +31,24 @@ from wikihowagent.sweep.command import sweep_app  # noqa: E402
 from wikihowagent.judgecheck.command import judge_check  # noqa: E402
 from wikihowagent.compare.command import compare  # noqa: E402
 
-app.command("generate")(generate)
-app.command("merge")(merge)
-app.command("evaluate")(evaluate)
+app.command("generate", cls=Command)(generate)
+app.command("merge", cls=Command)(merge)
+app.command("evaluate", cls=Command)(evaluate)
 
-annotate_app = typer.Typer(help="Annotation sheets for the human alignment study.", no_args_is_help=True)
-annotate_app.command("export")(annotate_export)
+annotate_app = typer.Typer(help="Annotation sheets for the human alignment study.", no_args_is_help=True, cls=Group)
+annotate_app.command("export", cls=Command)(annotate_export)
 app.add_typer(annotate_app, name="annotate")
-app.command("align")(align)
-app.command("judge-check")(judge_check)
-app.command("compare")(compare)
-app.command("tutorials")(tutorials)
-app.command("stats")(stats)
-app.command("report")(report)
-app.command("chat")(chat)
+app.command("align", cls=Command)(align)
+app.command("judge-check", cls=Command)(judge_check)
+app.command("compare", cls=Command)(compare)
+app.command("tutorials", cls=Command)(tutorials)
+app.command("stats", cls=Command)(stats)
+app.command("report", cls=Command)(report)
+app.command("chat", cls=Command)(chat)
 app.add_typer(sweep_app, name="sweep")
 
 
-@app.command()
+@app.command(cls=Command)
 def graph(
     max_interactions: Annotated[int, typer.Option(min=2)] = 40,
 ) -> None:

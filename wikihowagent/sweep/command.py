@@ -13,11 +13,12 @@ from rich.console import Console
 from rich.table import Column, Table
 
 from wikihowagent.console import make_console
+from wikihowagent.helpformat import Command, Group
 
 from . import MAX_CELLS
 
 sweep_app = typer.Typer(help="Experiment sweeps over a YAML file: teacher x learner x evaluator cells, shards, Slurm.",
-                        no_args_is_help=True)
+                        no_args_is_help=True, cls=Group)
 FileArg = Annotated[Path, typer.Argument(help="Experiment file (YAML), e.g. configs/sweeps/paper.yaml.", metavar="FILE")]
 ConfigOpt = Annotated[Optional[Path], typer.Option(help="YAML config (for runs_dir).")]
 PresetOpt = Annotated[Optional[str], typer.Option(help="'paper': the paper's settings for every task (overrides the file's preset:).")]
@@ -91,7 +92,7 @@ def _tutorials(sweep, cfg):
         _fail(str(exc))
 
 
-@sweep_app.command("plan")
+@sweep_app.command("plan", cls=Command)
 def plan(
     file: FileArg,
     estimate: Annotated[bool, typer.Option("--estimate", help="Also print conversations, messages, tokens and GPU-hours.")] = False,
@@ -121,7 +122,7 @@ def plan(
              f"{e['gpu_hours']:.2f} GPU-hours at {tokens_per_s:g} tokens/s")
 
 
-@sweep_app.command("status")
+@sweep_app.command("status", cls=Command)
 def status(file: FileArg, config: ConfigOpt = None, max_cells: MaxCellsOpt = MAX_CELLS) -> None:
     """Done / failed / remaining per cell and shard."""
     from .core import cell_merged, task_state
@@ -147,7 +148,7 @@ def status(file: FileArg, config: ConfigOpt = None, max_cells: MaxCellsOpt = MAX
          + f"; {merged}/{len(sweep.cells)} cells complete")
 
 
-@sweep_app.command("run")
+@sweep_app.command("run", cls=Command)
 def run(
     ctx: typer.Context,
     file: FileArg,
@@ -192,7 +193,7 @@ def run(
     raise typer.Exit(1 if failed else 0)
 
 
-@sweep_app.command("slurm")
+@sweep_app.command("slurm", cls=Command)
 def slurm(
     file: FileArg,
     out: Annotated[Path, typer.Option(help="Directory for sweep.sbatch, the server templates and logs/.")],
