@@ -18,7 +18,7 @@ from typer.core import TyperArgument, TyperGroup, TyperOption
 from typer.testing import CliRunner
 
 from wikihowagent.cli import app
-from wikihowagent.helpformat import PANELS
+from wikihowagent.console import PANELS
 
 ROOT = Path(__file__).resolve().parents[1]
 

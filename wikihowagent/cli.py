@@ -7,8 +7,7 @@ import sys
 from typing import Annotated
 
 import typer
-from wikihowagent.console import disk_full_message, make_console, print_error
-from wikihowagent.helpformat import Command, Group
+from wikihowagent.console import HelpCommand, HelpGroup, disk_full_message, make_console, print_error
 
 app = typer.Typer(
     help="Simulate teacher-learner conversations grounded in WikiHow tutorials, evaluate their pedagogic "
@@ -16,7 +15,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
-    cls=Group,  # --help that never cuts an option's name (helpformat.py)
+    cls=HelpGroup,  # --help that never cuts an option's name (console.py)
 )
 console = make_console()
 
@@ -31,24 +30,24 @@ from wikihowagent.sweep.command import sweep_app  # noqa: E402
 from wikihowagent.judgecheck.command import judge_check  # noqa: E402
 from wikihowagent.compare.command import compare  # noqa: E402
 
-app.command("generate", cls=Command)(generate)
-app.command("merge", cls=Command)(merge)
-app.command("evaluate", cls=Command)(evaluate)
+app.command("generate", cls=HelpCommand)(generate)
+app.command("merge", cls=HelpCommand)(merge)
+app.command("evaluate", cls=HelpCommand)(evaluate)
 
-annotate_app = typer.Typer(help="Annotation sheets for the human alignment study.", no_args_is_help=True, cls=Group)
-annotate_app.command("export", cls=Command)(annotate_export)
+annotate_app = typer.Typer(help="Annotation sheets for the human alignment study.", no_args_is_help=True, cls=HelpGroup)
+annotate_app.command("export", cls=HelpCommand)(annotate_export)
 app.add_typer(annotate_app, name="annotate")
-app.command("align", cls=Command)(align)
-app.command("judge-check", cls=Command)(judge_check)
-app.command("compare", cls=Command)(compare)
-app.command("tutorials", cls=Command)(tutorials)
-app.command("stats", cls=Command)(stats)
-app.command("report", cls=Command)(report)
-app.command("chat", cls=Command)(chat)
+app.command("align", cls=HelpCommand)(align)
+app.command("judge-check", cls=HelpCommand)(judge_check)
+app.command("compare", cls=HelpCommand)(compare)
+app.command("tutorials", cls=HelpCommand)(tutorials)
+app.command("stats", cls=HelpCommand)(stats)
+app.command("report", cls=HelpCommand)(report)
+app.command("chat", cls=HelpCommand)(chat)
 app.add_typer(sweep_app, name="sweep")
 
 
-@app.command(cls=Command)
+@app.command(cls=HelpCommand)
 def graph(
     max_interactions: Annotated[int, typer.Option(min=2)] = 40,
 ) -> None:

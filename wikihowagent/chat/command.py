@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from wikihowagent.helpformat import INPUTS, MODELS, OUTPUT
+
+from wikihowagent.console import INPUTS, MODELS, OUTPUT
 
 
 def chat(

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
-from wikihowagent.helpformat import CLUSTER, INPUTS, MODELS, OUTPUT, STATISTICS
+
+from wikihowagent.console import CLUSTER, INPUTS, MODELS, OUTPUT, STATISTICS
 
 
 def compare(

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Annotated, Literal, Optional
 
 import typer
-from wikihowagent.helpformat import INPUTS, OUTPUT, SELECTION
+
+from wikihowagent.console import INPUTS, OUTPUT, SELECTION
 
 TutorialsOpt = Annotated[Optional[Path], typer.Option(rich_help_panel=INPUTS, help="Article directory tree, JSON or JSONL file (default: the bundled sample).")]
 DomainOpt = Annotated[Optional[list[str]], typer.Option(rich_help_panel=INPUTS, help="Only tutorials of this domain (one of the paper's 17; repeatable).")]

@@ -7,7 +7,8 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from wikihowagent.helpformat import CLUSTER, INPUTS, METRICS, MODELS, OUTPUT, POSTTEST, STATISTICS
+
+from wikihowagent.console import CLUSTER, INPUTS, METRICS, MODELS, OUTPUT, POSTTEST, STATISTICS
 
 
 def evaluate(

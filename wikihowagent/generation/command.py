@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from wikihowagent.console import CLUSTER, CONVERSATION, INPUTS, MODELS, OUTPUT, POSTTEST, SELECTION
 from wikihowagent.corpus.command import DomainOpt, DomainsFileOpt, PerOpt, SampleOpt, SampleSeedOpt, TopicOpt
-from wikihowagent.helpformat import CLUSTER, CONVERSATION, INPUTS, MODELS, OUTPUT, POSTTEST, SELECTION
 
 
 def _fail(message: str, code: int = 2) -> None:

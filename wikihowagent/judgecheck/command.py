@@ -6,7 +6,8 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from wikihowagent.helpformat import CLUSTER, INPUTS, MODELS, OUTPUT, POSTTEST
+
+from wikihowagent.console import CLUSTER, INPUTS, MODELS, OUTPUT, POSTTEST
 
 
 def judge_check(

@@ -8,8 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from wikihowagent.console import make_console, print_error, print_labeled
-from wikihowagent.helpformat import INPUTS, OUTPUT
+from wikihowagent.console import INPUTS, OUTPUT, make_console, print_error, print_labeled
 
 
 def report(

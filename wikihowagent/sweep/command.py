@@ -12,13 +12,12 @@ import typer
 from rich.console import Console
 from rich.table import Column, Table
 
-from wikihowagent.console import make_console
-from wikihowagent.helpformat import Command, Group
+from wikihowagent.console import HelpCommand, HelpGroup, make_console
 
 from . import MAX_CELLS
 
 sweep_app = typer.Typer(help="Experiment sweeps over a YAML file: teacher x learner x evaluator cells, shards, Slurm.",
-                        no_args_is_help=True, cls=Group)
+                        no_args_is_help=True, cls=HelpGroup)
 FileArg = Annotated[Path, typer.Argument(help="Experiment file (YAML), e.g. configs/sweeps/paper.yaml.", metavar="FILE")]
 ConfigOpt = Annotated[Optional[Path], typer.Option(help="YAML config (for runs_dir).")]
 PresetOpt = Annotated[Optional[str], typer.Option(help="'paper': the paper's settings for every task (overrides the file's preset:).")]
@@ -92,7 +91,7 @@ def _tutorials(sweep, cfg):
         _fail(str(exc))
 
 
-@sweep_app.command("plan", cls=Command)
+@sweep_app.command("plan", cls=HelpCommand)
 def plan(
     file: FileArg,
     estimate: Annotated[bool, typer.Option("--estimate", help="Also print conversations, messages, tokens and GPU-hours.")] = False,
@@ -122,7 +121,7 @@ def plan(
              f"{e['gpu_hours']:.2f} GPU-hours at {tokens_per_s:g} tokens/s")
 
 
-@sweep_app.command("status", cls=Command)
+@sweep_app.command("status", cls=HelpCommand)
 def status(file: FileArg, config: ConfigOpt = None, max_cells: MaxCellsOpt = MAX_CELLS) -> None:
     """Done / failed / remaining per cell and shard."""
     from .core import cell_merged, task_state
@@ -148,7 +147,7 @@ def status(file: FileArg, config: ConfigOpt = None, max_cells: MaxCellsOpt = MAX
          + f"; {merged}/{len(sweep.cells)} cells complete")
 
 
-@sweep_app.command("run", cls=Command)
+@sweep_app.command("run", cls=HelpCommand)
 def run(
     ctx: typer.Context,
     file: FileArg,
@@ -193,7 +192,7 @@ def run(
     raise typer.Exit(1 if failed else 0)
 
 
-@sweep_app.command("slurm", cls=Command)
+@sweep_app.command("slurm", cls=HelpCommand)
 def slurm(
     file: FileArg,
     out: Annotated[Path, typer.Option(help="Directory for sweep.sbatch, the server templates and logs/.")],
