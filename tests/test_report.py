@@ -66,7 +66,8 @@ def test_site_has_every_conversation_its_data_and_figures(sweep, tmp_path):
     for name in ("radar_rubrics.png", "radar_computational.png", "by_domain.png", "domain_bars.png"):
         assert (site / "figures" / name).stat().st_size > 1000
     html = (site / "index.html").read_text()
-    assert "Table 1: homogeneous" in html and "Clarity" in html and "BLEU (%)" in html
+    assert "Table 1: homogeneous" in html and "Clarity" in html and "Computational metrics, %" in html
+    assert "BLEU <span class='dir' title='higher is better'>↑</span>" in html
     # nothing remote: every src/href is relative
     for page in ("index.html", "conversation.html", "cases.html"):
         refs = re.findall(r"(?:src|href)=['\"]([^'\"]+)", (site / page).read_text())
@@ -133,7 +134,8 @@ def test_sweep_json_cells_failed_and_missing_cells_and_paper_tables(tmp_path):
     html = (res.out / "index.html").read_text()
     assert "Table 1: homogeneous" in html and "Table 2: heterogeneous" in html
     # as `evaluate --tables`: paired arrows (random scores of two seeds: no significant difference) and CIs
-    cells = re.findall(r"<td>([^<]*)</td>", html.split("Table 2: heterogeneous")[1].split("</table>")[0])
+    # each cell's whole text (mean ± sd [CI] arrow) is its tooltip
+    cells = re.findall(r"<td class='num[^']*' title='([^']*)'", html.split("Table 2: heterogeneous")[1].split("</table>")[0])
     assert any(c.endswith(" ≈") for c in cells) and not any(c.endswith((" ↑", " ↓")) for c in cells)
     assert re.search(r"\d ± \d+\.\d\d \[\d", html) and "paired by tutorial" in html
 

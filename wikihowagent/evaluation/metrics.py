@@ -474,6 +474,7 @@ class Metric:
     needs_wordnet: bool = False
     scale: Literal["fraction"] = "fraction"
     low: float = 0.0  # the least value it can take (-1 for cosine similarities)
+    better: Literal["higher", "lower"] = "higher"  # which way is better (the report's ↑/↓ and best run)
 
 
 REGISTRY: tuple[Metric, ...] = (
@@ -491,10 +492,10 @@ REGISTRY: tuple[Metric, ...] = (
     Metric(BERTSCORE, "default", batch="embed_default", needs_hypothesis=True, low=-1.0),
     Metric(EMBEDDING_COSINE, "default", batch="embed_default", needs_hypothesis=True, low=-1.0),
     Metric(STEP_COVERAGE, "default", lambda x: coverage.step_coverage(x.conv)),
-    Metric(ECHO_RATE, "default", lambda x: coverage.echo_rate(x.conv)),
+    Metric(ECHO_RATE, "default", lambda x: coverage.echo_rate(x.conv), better="lower"),  # echoing is not teaching
     Metric(STEP_RECALL, "default", batch="posttest"),
     Metric(ORDER, "default", batch="posttest"),
-    Metric(EXTRANEOUS, "default", batch="posttest"),
+    Metric(EXTRANEOUS, "default", batch="posttest", better="lower"),  # invented steps
     Metric(DETAIL_RECALL, "default", batch="posttest", needs_wordnet=True),
     Metric(LEARNING_GAIN, "default", batch="posttest"),
     Metric(DETAIL_GAIN, "default", batch="posttest", needs_wordnet=True),
@@ -529,6 +530,12 @@ EMBEDDING_METRICS = frozenset(m.name for m in REGISTRY if m.batch)  # the post-t
 COMPUTATIONAL_NAMES = frozenset(m.name for m in REGISTRY)
 PERCENT_METRICS = frozenset(m.name for m in REGISTRY if m.scale == "fraction")
 RUBRIC_RANGE = (1.0, 5.0)  # a rubric score: a digit 1..5, or a mean of them (weighted, sampled)
+
+
+def better(name: str) -> Literal["higher", "lower"]:
+    """Which way metric `name` is better: the registry's `better` (Echo Rate and Extraneous: lower); a rubric
+    score (and its calibrated column) or any other name: higher."""
+    return next((m.better for m in REGISTRY if m.name == name), "higher")
 
 
 def value_range(name: str, rubric_names: Iterable[str] = ()) -> tuple[float, float] | None:

@@ -398,36 +398,137 @@ def _write_figures(d: Path, runs: list[ReportRun], metrics: list[str], rubrics: 
     setups = {r.name: (r.teacher or r.model, r.learner or r.teacher or r.model) for r in scored}
     # as `evaluate --tables`: CIs over tutorials and paired arrows; the paper's raw arrows for paper-mode scores
     stats = TableStats(paired=not any("paper" in (r.mode or "") for r in scored))
-    return out, _summary_tables([(title, t) for _, title, t in paper_tables(rs, setups, rubrics, stats)])
+    tables = paper_tables(rs, setups, rubrics, stats)
+    return out, _summary_tables([(title, t) for _, title, t in tables], {r.name: r.table for r in rs})
 
 
-def _summary_tables(tables: list[tuple[str, Any]]) -> str:
+RUNS_AS_COLUMNS = 8  # up to this many columns (runs + Overall): a column per run and a row per metric
+
+
+def _summary_tables(tables: list[tuple[str, Any]], run_tables: dict[str, Any]) -> str:
     """The paper's Table 1 (homogeneous runs) / Table 2 (heterogeneous, ↑/↓ against the teacher's homogeneous
-    run) as `evaluate --tables` computes them, each as a computational (%) and a rubric (1-5) table."""
-    from wikihowagent.evaluation.summary import PERCENT_METRICS, cell, header
+    run) as `evaluate --tables` computes them, laid out to read at a glance: with few runs (the terminal's
+    layout) a row per metric and a column per run, else a row per run; the metrics grouped by scale (% or
+    1-5) with their better direction; each cell the mean (2 decimals, right-aligned), a small ± sd and, on
+    a second small line, the 95 % bootstrap CI (the whole cell as a tooltip). Without a baseline (Table 1),
+    the best run on a metric is marked where a paired test says it beats every other run
+    (significance.best_runs). `run_tables`: run name -> its ScoreTable."""
+    from wikihowagent.evaluation.metrics import better
+    from wikihowagent.evaluation.significance import best_runs
+    from wikihowagent.evaluation.summary import PERCENT_METRICS
 
     e = html.escape
     parts = []
     for title, summary in tables:
         parts.append(f"<h3>{e(title)}</h3>")
-        if summary.baseline and summary.stats is not None and summary.stats.paired:
-            parts.append(f"<p class='meta'>Mean ± sd [95 % bootstrap CI over tutorials]; ↑/↓ against "
-                         f"{e(summary.baseline)}: paired by tutorial (Wilcoxon, Holm across the metrics), p &lt; 0.05; "
-                         "≈ = no significant difference.</p>")
-        elif summary.baseline:
-            parts.append(f"<p class='meta'>↑/↓: against {e(summary.baseline)} (the raw difference of the means).</p>")
-        for ms in ([m for m in summary.columns if m in PERCENT_METRICS],
-                   [m for m in summary.columns if m not in PERCENT_METRICS]):
-            if not ms:
-                continue
-            parts.append("<div class='scroll'><table class='summary'><thead><tr><th>Run</th><th>n</th>"
-                         + "".join(f"<th>{e(header(m))}</th>" for m in ms) + "</tr></thead><tbody>")
-            for row in summary.table:
-                label = row["label"] if row["run"] in ("Overall", row["label"]) else f"{row['label']} [{row['run']}]"
-                parts.append(f"<tr><td>{e(label)}</td><td>{row['n']}</td>"
-                             + "".join(f"<td>{e(cell(row, m))}</td>" for m in ms) + "</tr>")
-            parts.append("</tbody></table></div>")
+        groups = [(name, scale, ms) for name, scale, ms in (
+            ("Computational metrics", "%", [m for m in summary.columns if m in PERCENT_METRICS]),
+            ("Rubric scores (LLM judge)", "1–5", [m for m in summary.columns if m not in PERCENT_METRICS])) if ms]
+        direction = {m: better(m) for m in summary.columns}
+        runs = [row for row in summary.table if row["run"] != "Overall"]
+        best = {} if summary.baseline or summary.stats is None else best_runs(runs, run_tables, summary.columns,
+                                                                               direction, summary.stats)
+        few = len(summary.table) <= RUNS_AS_COLUMNS
+        many = not few or len(summary.table) > 2  # a phone hides their CIs until tapped (report.css, report.js)
+        parts.append(_table_legend(summary, bool(best), many))
+        parts.append((_metric_rows if few else _run_rows)(summary.table, groups, direction, best, many))
     return "\n".join(parts)
+
+
+def _table_legend(summary: Any, best: bool, many: bool) -> str:
+    e = html.escape
+    ci = summary.stats is not None and summary.stats.n_boot > 0
+    text = ("Each cell: the mean ± sd over the run's conversations" + (", under it the 95 % bootstrap CI over "
+            "tutorials" + ("<span class='ci-hint'> (on a narrow screen, tap the table to show them)</span>" if many
+                           else "") if ci else "")
+            + ". ↑ higher is better, ↓ lower is better.")
+    if summary.baseline and summary.stats is not None and summary.stats.paired:
+        text += (f" A ↑/↓ after a mean: against {e(summary.baseline)}, paired by tutorial (Wilcoxon, Holm across "
+                 "the metrics), p &lt; 0.05 (green: for the better, red: for the worse); ≈ = no significant "
+                 "difference.")
+    elif summary.baseline:
+        text += (f" A ↑/↓ after a mean: against {e(summary.baseline)} (the raw difference of the means; green: for "
+                 "the better, red: for the worse).")
+    elif best:
+        text += (" <span class='best-key'>★ Bold on green</span>: the best run on that metric, better than every "
+                 "other run in a paired test by tutorial (Wilcoxon, Holm across the table's tests), p &lt; 0.05.")
+    return f"<p class='meta'>{text}</p>"
+
+
+def _run_label(row: dict[str, Any]) -> str:
+    """A run's column head: its model label (a narrow column breaks it at spaces only, not at `T-`), and its
+    run name under it where that says more."""
+    e = html.escape
+    if row["run"] == "Overall":
+        return "Overall<small>mean ± sd over runs</small>"
+    label = " ".join(f"<span class='w'>{e(w)}</span>" for w in row["label"].split())
+    if row["run"].replace("_", " ") == row["label"].replace("_", " "):  # e.g. T-qwen2 L-qwen2 / T-qwen2_L-qwen2
+        return label
+    return f"{label}<small>{e(row['run'])}</small>"
+
+
+def _metric_head(m: str, direction: dict[str, str]) -> str:
+    from wikihowagent.evaluation.summary import SHORT
+
+    e = html.escape
+    up = direction.get(m) != "lower"
+    return (f"{e(SHORT.get(m, m))} <span class='dir' title='{'higher' if up else 'lower'} is better'>"
+            f"{'↑' if up else '↓'}</span>")
+
+
+def _value_cell(row: dict[str, Any], m: str, best: dict[str, str], direction: dict[str, str]) -> str:
+    from wikihowagent.evaluation.summary import cell
+
+    e = html.escape
+    mean, sd, n = row[m]
+    if n == 0 or math.isnan(mean):
+        return "<td class='num na'>–</td>"
+    out = [f"<span class='m'>{mean:.2f}</span>"]
+    if not math.isnan(sd):
+        out.append(f"<span class='sd'>±{sd:.2f}</span>")
+    arrow = row.get("arrows", {}).get(m)
+    if arrow:  # against the baseline: green where the change is for the better, red where for the worse
+        good = {"↑": "good", "↓": "bad"}.get(arrow, "")
+        if good and direction.get(m) == "lower":
+            good = "bad" if good == "good" else "good"
+        out.append(f"<span class='arrow {good}'>{e(arrow)}</span>")
+    lo, hi = row.get("ci", {}).get(m, (math.nan, math.nan))
+    if not (math.isnan(lo) or math.isnan(hi)):
+        out.append(f"<span class='ci'>[{lo:.2f}, {hi:.2f}]</span>")
+    marked = best.get(m) == row["run"]
+    if marked:
+        out.insert(0, "<span class='star'>★</span>")
+    tip = cell(row, m) + (" (best, significant)" if marked else "")
+    return f"<td class='num{' best' if marked else ''}' title='{e(tip)}'>{''.join(out)}</td>"
+
+
+def _metric_rows(rows: list[dict[str, Any]], groups: list[tuple[str, str, list[str]]], direction: dict[str, str],
+                 best: dict[str, str], many: bool) -> str:
+    """A row per metric, a column per run (few runs: the width grows with the runs, not the metrics)."""
+    head = ("<tr><th>Metric</th>" + "".join(f"<th class='run'>{_run_label(r)}<small>n = {r['n']}</small></th>"
+                                           for r in rows) + "</tr>")
+    body = []
+    for name, scale, ms in groups:
+        body.append(f"<tr class='group'><th colspan='{len(rows) + 1}'>{html.escape(name)}, {scale}</th></tr>")
+        body += [f"<tr><th scope='row'>{_metric_head(m, direction)}</th>"
+                 + "".join(_value_cell(r, m, best, direction) for r in rows) + "</tr>" for m in ms]
+    return (f"<div class='scroll'><table class='summary metric-rows{' many' if many else ''}'><thead>{head}</thead>"
+            f"<tbody>{''.join(body)}</tbody></table></div>")
+
+
+def _run_rows(rows: list[dict[str, Any]], groups: list[tuple[str, str, list[str]]], direction: dict[str, str],
+              best: dict[str, str], many: bool) -> str:
+    """A row per run (many runs): the metrics as columns under their group's scale, one table per group."""
+    out = []
+    for name, scale, ms in groups:
+        head = (f"<tr><th rowspan='2'>Run</th><th rowspan='2' class='num'>n</th>"
+                f"<th colspan='{len(ms)}' class='group'>{html.escape(name)}, {scale}</th></tr>"
+                "<tr>" + "".join(f"<th class='num'>{_metric_head(m, direction)}</th>" for m in ms) + "</tr>")
+        body = "".join(f"<tr><th scope='row'>{_run_label(r)}</th><td class='num'>{r['n']}</td>"
+                       + "".join(_value_cell(r, m, best, direction) for m in ms) + "</tr>" for r in rows)
+        out.append(f"<div class='scroll'><table class='summary run-rows{' many' if many else ''}'><thead>{head}</thead>"
+                   f"<tbody>{body}</tbody></table></div>")
+    return "\n".join(out)
 
 
 def _short_number(x: str) -> str:
