@@ -611,9 +611,13 @@ def _index_html(runs: list[ReportRun], metrics: list[str], rubrics: list[str], f
              "Judge", "Mode", "Judge scoring", "Judge parse failures"]
     keys = ["run", "model", "persona", "conversations", "finished", "cut", "failed", "tokens", "scored",
             "evaluator", "mode", "scoring", "parse_failures"]
-    table = ("<div class='scroll'><table id='runs' class='summary'><thead><tr>" + "".join(f"<th>{h}</th>" for h in heads)
+    numeric = {"conversations", "finished", "cut", "failed", "tokens", "scored"}
+    # data-label: a phone shows each run as a card of "head: value" lines (report.css)
+    table = ("<div class='scroll'><table id='runs' class='summary'><thead><tr>"
+             + "".join(f"<th{' class=num' if k in numeric else ''}>{h}</th>" for h, k in zip(heads, keys))
              + "</tr></thead><tbody>"
-             + "".join("<tr>" + "".join(f"<td>{e(str(r[k]))}</td>" for k in keys) + "</tr>" for r in rows)
+             + "".join("<tr>" + "".join(f"<td data-label='{h}'{' class=num' if k in numeric else ''}>{e(str(r[k]))}</td>"
+                                        for h, k in zip(heads, keys)) + "</tr>" for r in rows)
              + "</tbody></table></div>")
     n = sum(r["conversations"] for r in rows)
     parts = [nav, "<main>", "<section id='overview'><h1>Runs</h1>",
