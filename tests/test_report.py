@@ -216,7 +216,7 @@ def test_persona_and_later_score_fields_are_shown_when_present(tmp_path, monkeyp
     idx = _index(res.out)
     assert idx["personas"] == ["expert", "novice"]
     assert [idx["personas"][r[4]] for r in idx["rows"]] == [c["persona"] for c in convs]
-    assert "<td>expert, novice</td>" in (res.out / "index.html").read_text()
+    assert "<td data-label='Persona'>expert, novice</td>" in (res.out / "index.html").read_text()
     conv = _chunk(res.out, 0)[scores[0]["conversation_id"]]
     assert conv["score_extra"] == {"distributions": {"Clarity": {"4": 0.7, "5": 0.3}}}
     assert _chunk(res.out, 0)[scores[1]["conversation_id"]]["score_extra"] == {}
@@ -300,3 +300,16 @@ def test_table1_marks_the_best_run_only_where_significant_and_many_runs_become_r
     t9 = _table1((build_report([tmp_path / "nine"], tmp_path / "site9").out / "index.html").read_text())
     assert t9.count("table class='summary run-rows many'") == 2 and "metric-rows" not in t9
     assert len(re.findall(r"<tr><th scope='row'>", t9)) == 2 * 10
+
+
+def test_table2_arrows_are_green_for_the_better_and_red_for_the_worse():
+    """↓ on Echo Rate (lower is better) is an improvement; ↓ on BLEU is not."""
+    from wikihowagent.evaluation.metrics import better
+    from wikihowagent.report.core import _value_cell
+
+    row = {"run": "r", "BLEU": (30.0, 5.0, 10), "Echo Rate": (10.0, 2.0, 10), "Clarity": (3.0, 1.0, 10),
+           "arrows": {"BLEU": "↓", "Echo Rate": "↓", "Clarity": "≈"}, "ci": {}}
+    direction = {m: better(m) for m in ("BLEU", "Echo Rate", "Clarity")}
+    assert "<span class='arrow bad'>↓</span>" in _value_cell(row, "BLEU", {}, direction)
+    assert "<span class='arrow good'>↓</span>" in _value_cell(row, "Echo Rate", {}, direction)
+    assert "<span class='arrow '>≈</span>" in _value_cell(row, "Clarity", {}, direction)
