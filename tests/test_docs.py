@@ -1,0 +1,103 @@
+"""The documentation agrees with the code: the generated CLI reference in the built site names every command
+and option; every bench script is either run by `make bench` or named as manual; the statistics page names
+tests that exist; the version is single-sourced and matches CHANGELOG.md and CITATION.cff."""
+
+from __future__ import annotations
+
+import ast
+import html
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+from docs_site import REPO, site
+from wikihowagent import __version__
+from wikihowagent.clidoc import commands
+
+
+@pytest.fixture(scope="module")
+def built() -> Path:
+    return site()
+
+
+def test_cli_reference_in_the_built_site_has_every_command_and_option(built):
+    page = html.unescape((built / "reference" / "cli.html").read_text(encoding="utf-8"))
+    missing = []
+    for cmd in commands():
+        if f'id="{cmd.anchor}"' not in page:
+            missing.append(f"command {cmd.name}")
+        for param in cmd.params:
+            for name in param.names:
+                if param.kind == "option" and f"<code>{name}</code>" not in page:
+                    missing.append(f"{cmd.name} {name}")
+    assert not missing, ("the built site's CLI reference lacks (rebuild it: make docs): " + ", ".join(missing))
+
+
+def test_cli_reference_section_shows_an_options_help_and_default():
+    gen = next(c for c in commands() if c.path == ("wikihowagent", "generate"))
+    teacher = next(p for p in gen.params if p.names == ("--teacher",))
+    assert teacher.default == "local" and teacher.help.startswith("Teacher model spec")
+    posttest = next(p for p in gen.params if "--posttest" in p.names)
+    assert posttest.names == ("--posttest", "--no-posttest") and posttest.type == "flag"
+    align = next(c for c in commands() if c.path == ("wikihowagent", "align"))
+    human = next(p for p in align.params if "--human" in p.names)
+    assert human.required and human.multiple and "-H" in human.names
+    paths = {c.path for c in commands()}
+    assert {("wikihowagent", "annotate", "export"), ("wikihowagent", "sweep", "slurm")} <= paths
+
+
+def _make_bench_scripts() -> set[str]:
+    text = (REPO / "Makefile").read_text()
+    recipe = text.split("\nbench:", 1)[1].split("\n\n", 1)[0]
+    return set(re.findall(r"scripts/(bench_\w+\.py)", recipe))
+
+
+def test_every_bench_script_is_in_make_bench_or_named_manual_in_the_docs():
+    scripts = {p.name for p in (REPO / "scripts").glob("bench_*.py")}
+    in_make = _make_bench_scripts()
+    page = (REPO / "docs" / "benchmarks" / "index.md").read_text()
+    manual_table = page.split("| script (run by hand) | needs |", 1)[1].split("\n\n", 1)[0]
+    manual = set(re.findall(r"`scripts/(bench_\w+\.py)`", manual_table))
+    assert in_make and manual
+    assert not (in_make & manual), f"both in make bench and named manual: {sorted(in_make & manual)}"
+    assert scripts == in_make | manual, (f"neither in `make bench` nor manual in docs/benchmarks/index.md: "
+                                         f"{sorted(scripts - in_make - manual)}; named but gone: "
+                                         f"{sorted((in_make | manual) - scripts)}")
+    listed = re.search(r"`make bench` runs the benchmarks.*?:\n(.*?)\. The others", page, re.S).group(1)
+    assert set(re.findall(r"`(bench_\w+\.py)`", listed)) == in_make  # the page's list is the Makefile's
+
+
+def test_the_statistics_page_names_tests_that_exist():
+    page = (REPO / "docs" / "methodology" / "statistics.md").read_text()
+    refs = re.findall(r"`(tests/test_\w+\.py)::(test_\w+)`", page)
+    refs += [(None, name) for name in re.findall(r"`::(test_\w+)`", page)]
+    assert len(refs) > 20
+    defined: dict[str, set[str]] = {}
+    for f in (REPO / "tests").glob("test_*.py"):
+        tree = ast.parse(f.read_text())
+        defined[f"tests/{f.name}"] = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    every = set().union(*defined.values())
+    gone = [f"{f or ''}::{n}" for f, n in refs if n not in (defined.get(f, set()) if f else every)]
+    assert not gone, f"docs/methodology/statistics.md names tests that do not exist: {gone}"
+
+
+def test_version_is_single_sourced_and_printed():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "wikihowagent.__version__"}
+    done = subprocess.run([sys.executable, "-m", "wikihowagent", "--version"], cwd=REPO, capture_output=True,
+                          text=True, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0 and done.stdout == f"wikihowagent {__version__}\n"
+    changelog = (REPO / "CHANGELOG.md").read_text()
+    assert re.search(rf"^## \[{re.escape(__version__)}\] - \d{{4}}-\d{{2}}-\d{{2}}$", changelog, re.M)
+    assert "## [Unreleased]" in changelog and "keepachangelog.com" in changelog
+    citation = yaml.safe_load((REPO / "CITATION.cff").read_text())
+    assert citation["version"] == __version__ and citation["cff-version"] == "1.2.0"
+    paper = citation["preferred-citation"]
+    assert paper["title"].startswith("Conversational Education at Scale")
+    assert [a["family-names"] for a in paper["authors"]][:2] == ["Pei", "Ye"]
