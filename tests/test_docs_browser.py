@@ -116,3 +116,18 @@ def test_report_of_a_real_run_screenshots_for_the_docs(browser, tmp_path):
     page.screenshot(path=str(shots / "docs-report-conversation.png"))
     assert remote == [] and errors == []
     page.close()
+
+
+def test_every_page_of_the_site_loads_with_nothing_fetched_from_outside(browser):
+    built = site()
+    pages = sorted(p for p in built.rglob("*.html") if p.name != "404.html")
+    assert len(pages) >= 20
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors, remote = _watch(page)
+    for html_file in pages:
+        page.goto(html_file.as_uri())
+        page.wait_for_load_state("load")
+        assert page.locator("article h1").count() == 1, html_file
+    assert remote == [], f"requests left the machine: {sorted(set(remote))}"
+    assert errors == [], errors
+    page.close()
