@@ -101,3 +101,16 @@ def test_version_is_single_sourced_and_printed():
     paper = citation["preferred-citation"]
     assert paper["title"].startswith("Conversational Education at Scale")
     assert [a["family-names"] for a in paper["authors"]][:2] == ["Pei", "Ye"]
+
+
+def test_every_benchmarks_section_is_grouped_on_the_benchmarks_page():
+    """BENCHMARKS.md's sections (written by the bench scripts) each have a line on docs/benchmarks/index.md
+    saying what a user should take from them."""
+    from markdown.extensions.toc import slugify
+
+    sections = re.findall(r"^## (.+)$", (REPO / "BENCHMARKS.md").read_text(), re.M)
+    page = (REPO / "docs" / "benchmarks" / "index.md").read_text()
+    linked = set(re.findall(r"\(results\.md#([^)]+)\)", page))
+    assert len(sections) > 10
+    missing = [s for s in sections if slugify(s, "-") not in linked]
+    assert not missing, f"BENCHMARKS.md sections without a line on docs/benchmarks/index.md: {missing}"
