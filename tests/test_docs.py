@@ -141,3 +141,19 @@ def test_every_option_and_command_the_docs_name_exists():
         stale += [f"{rel}: wikihowagent {name}" for name in sorted(set(re.findall(r"wikihowagent ([a-z][a-z-]*)",
                                                                                    text))) if name not in names]
     assert not stale, f"the docs name options or commands the CLI does not have: {stale}"
+
+
+def test_cli_reference_groups_options_by_their_help_panel(monkeypatch):
+    """Options given a Typer help panel (rich_help_panel) are grouped under it, as --help groups them."""
+    import dataclasses
+
+    from wikihowagent import clidoc
+
+    gen = next(c for c in clidoc.commands() if c.path == ("wikihowagent", "generate"))
+    params = tuple(dataclasses.replace(p, panel="Post-test") if p.names[0].startswith("--posttest") else p
+                   for p in gen.params)
+    monkeypatch.setattr(clidoc, "commands", lambda: [dataclasses.replace(gen, params=params)])
+    page = clidoc.markdown()
+    options_at, panel_at = page.index('<th colspan="4">Options</th>'), page.index('<th colspan="4">Post-test</th>')
+    assert options_at < page.index("<code>--teacher</code>") < panel_at < page.index("<code>--posttest</code>")
+    assert page.index("<code>--posttest-prompt</code>") > panel_at

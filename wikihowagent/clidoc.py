@@ -25,6 +25,7 @@ class Param:
     default: str
     required: bool
     multiple: bool
+    panel: str = ""  # Typer's rich_help_panel, if the option sets one
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,8 @@ def _param(param: Any, ctx: Any) -> Param:
     if getattr(param, "is_flag", False):
         type_name = "flag"
     return Param(kind, names, type_name, " ".join((getattr(param, "help", None) or "").split()), _default(param),
-                 bool(param.required), bool(getattr(param, "multiple", False) or param.nargs == -1))
+                 bool(param.required), bool(getattr(param, "multiple", False) or param.nargs == -1),
+                 str(getattr(param, "rich_help_panel", None) or ""))
 
 
 def commands() -> list[CommandDoc]:
@@ -123,7 +125,13 @@ def markdown() -> str:
             lines += [f"<p><strong>Commands:</strong> {links}</p>", ""]
         if cmd.params:
             rows = []
-            for p in cmd.params:
+            panels = list(dict.fromkeys(p.panel for p in cmd.params))
+            by_panel = sorted(cmd.params, key=lambda p: panels.index(p.panel)) if len(panels) > 1 else cmd.params
+            shown = None
+            for p in by_panel:
+                if len(panels) > 1 and p.panel != shown:  # the options' help panels, as --help groups them
+                    shown = p.panel
+                    rows.append(f'<tr><th colspan="4">{html.escape(p.panel or "Options")}</th></tr>')
                 names = " / ".join(f"<code>{html.escape(n)}</code>" for n in p.names)
                 flags = [x for x, on in (("required", p.required), ("repeatable", p.multiple)) if on]
                 rows.append(
