@@ -727,17 +727,38 @@ def read_calibration(path: Path) -> Calibration:
         raise RunError(f"{path}: {validation_line(exc, quoted=True)}") from None
 
 
-def read_pairwise(path: Path, on_error: Callable[[str], None] | None = None) -> Iterator[PairwiseRecord]:
+def read_pairwise(path: Path, on_error: Callable[[str], None] | None = None,
+                  on_bad_value: Callable[[str], None] | None = None) -> Iterator[PairwiseRecord]:
     """The PairwiseRecords of a `pair-judgments*.jsonl` file in file order (a missing file is empty); a line
-    that is not one is reported to `on_error` ("FILE:LINE: problem") and skipped."""
+    that is not one is reported to `on_error` ("FILE:LINE: problem") and skipped. A stored P(A better) that is
+    not a probability (a number in [0, 1]: not a boolean, a string, NaN or infinite) is reported to
+    `on_bad_value` (default `on_error`) and read as that rubric's failure (a run with the judge asks it again).
+    RunError (one line) if the path is not a readable file."""
     report = on_error or (lambda _m: None)
-    if not Path(path).exists():
+    bad_value = on_bad_value or report
+    path = Path(path)
+    if not path.exists():
         return
-    for lineno, obj in iter_jsonl(path, on_error=report):
-        try:
-            yield PairwiseRecord.model_validate(obj)
-        except ValidationError as exc:
-            report(f"{path}:{lineno}: not a pairwise judgment ({validation_line(exc, quoted=True)})")
+    if not path.is_file():
+        raise RunError(f"{path}: not a file (pair judgments are a JSONL file)")
+    try:
+        for lineno, obj in iter_jsonl(path, on_error=report):
+            p_first = obj.get("p_first")
+            if isinstance(p_first, dict):
+                for rubric, p in list(p_first.items()):
+                    if p is None or (isinstance(p, (int, float)) and not isinstance(p, bool) and 0.0 <= p <= 1.0):
+                        continue  # NaN fails the comparison
+                    bad_value(f"{path}:{lineno}: p_first[{rubric!r}] = {json.dumps(p)} is not a probability in "
+                              "[0, 1]; left out")
+                    p_first[rubric] = None
+                    if isinstance(obj.get("failures"), list) and rubric not in obj["failures"]:
+                        obj["failures"].append(rubric)
+            try:
+                yield PairwiseRecord.model_validate(obj)
+            except ValidationError as exc:
+                report(f"{path}:{lineno}: not a pairwise judgment ({validation_line(exc, quoted=True)})")
+    except OSError as exc:
+        raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
 def sweep_cell_dirs(sweep_dir: Path) -> list[Path]:

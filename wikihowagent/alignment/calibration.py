@@ -24,13 +24,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.records import RubricCalibration
+from wikihowagent.records import RIDGE_FEATURES, RubricCalibration
 
 METHODS = ("isotonic", "ridge")
 MIN_PAIRS = 20  # fewer paired conversations: no calibration (the out-of-fold figures would be noise)
 K_FOLDS = 5
 LEVELS = np.arange(1.0, 6.0)
-RIDGE_FEATURES = ("p1", "p2", "p3", "p4", "p5", "expected", "spread")
+RIDGE_FEATURES = RIDGE_FEATURES  # p1..p5, expected, spread (the file format's, records.RIDGE_FEATURES)
 RIDGE_ALPHAS = np.logspace(-3, 3, 13)
 STATS = ("r", "rho", "mae")
 

@@ -101,3 +101,6 @@ def print_result(res: Any, desc: str, console: Any) -> None:
     if res.missing:
         console.print(f"{res.missing} (pair, tutorial, rubric) verdicts left out: an order missing or unreadable "
                       "(rerun to ask again)", highlight=False, markup=False)
+    if res.bad_values:
+        console.print(f"{res.bad_values} stored P(A better) values were not probabilities in [0, 1]: left out "
+                      "(rerun with the judge to ask them again)", highlight=False, markup=False)
