@@ -391,12 +391,6 @@ def reading_note(reading: str) -> str:
 
 
 def load_runs(sources: list[Any], warn: Callable[[str], None], max_tutorials: int | None) -> dict[str, dict[str, Conversation]]:
-    same: dict[Path, Any] = {}
-    for s in sources:  # `compare a a/conversations.jsonl`, a symlink to a run: one run twice
-        key = s.records_path.resolve()
-        if key in same:
-            raise CompareError(f"{same[key].path} and {s.path} are the same run ({key}): compare two different runs")
-        same[key] = s
     names = [s.name for s in sources]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:

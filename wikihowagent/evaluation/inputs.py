@@ -102,6 +102,12 @@ def resolve_inputs(paths: list[Path], runs_dir: Path, on_empty: Callable[[str], 
             on_empty(str(exc))
     if not sources:
         raise InputError("nothing to evaluate: every input is empty")
+    same: dict[Path, InputSource] = {}
+    for s in sources:  # `compare a a/conversations.jsonl`, a symlink to a run: one run twice
+        key = s.records_path.resolve()
+        if key in same:
+            raise InputError(f"{same[key].path} and {s.path} are the same run ({key}); give each run once")
+        same[key] = s
     from wikihowagent.runs import NAME_RULE, name_problem
 
     for s in sources:  # a run's name becomes a folder (evaluate --out OUT: OUT/<name>/; rescored/<name>/)
