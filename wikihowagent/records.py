@@ -309,6 +309,7 @@ class JudgmentRecord(BaseModel):
 
 
 RUBRIC_SCALE = (1.0, 5.0)  # a rubric score: a digit 1..5, or a mean of them (weighted, sampled)
+CAL_SUFFIX = " (cal.)"  # the column of a calibrated rubric: `Clarity (cal.)` (evaluate/report --calibration)
 RIDGE_FEATURES = ("p1", "p2", "p3", "p4", "p5", "expected", "spread")  # a ridge calibration's inputs, in order
 
 

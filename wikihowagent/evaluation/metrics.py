@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.records import RUBRIC_SCALE, Conversation
+from wikihowagent.records import CAL_SUFFIX, RUBRIC_SCALE, Conversation
 
 from . import coverage, posttest
 from .posttest import (DETAIL_GAIN, DETAIL_RECALL, EXTRANEOUS, LEARNING_GAIN, ORDER, POSTTEST_METRICS,  # noqa: F401
@@ -537,8 +537,6 @@ def value_range(name: str, rubric_names: Iterable[str] = ()) -> tuple[float, flo
     """The values metric `name` can take, from its registry entry: a computational metric's [low, high], a
     rubric's 1..5, as is a calibrated rubric's (`Clarity (cal.)`); None if the name is none of these (e.g. a
     column of a paper run file this project does not compute)."""
-    from .calibrated import CAL_SUFFIX
-
     entries = [m for m in REGISTRY if m.name == name]
     if entries:
         return (min(m.low for m in entries), max(m.high for m in entries))
