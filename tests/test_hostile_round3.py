@@ -365,11 +365,15 @@ def test_a_custom_rubric_cannot_be_named_overall(tmp_path, name):
 
 
 @pytest.mark.parametrize("spec", ["", "  "])
-def test_an_empty_posttest_learner_is_refused(tmp_path, spec):
+@pytest.mark.parametrize("command", ["evaluate", "judge-check"])
+def test_an_empty_posttest_learner_is_refused(tmp_path, spec, command):
     run = run_copy(tmp_path)
-    res = runner.invoke(app, evaluate_args(run, out=tmp_path / "out") + ["--metrics", "Step Recall,Learning Gain",
-                                                                         "--posttest-learner", spec])
-    assert res.exit_code == 2, res.output
+    if command == "evaluate":
+        args = evaluate_args(run, out=tmp_path / "out") + ["--metrics", "Step Recall,Learning Gain"]
+    else:
+        args = ["judge-check", str(run), "--out", str(tmp_path / "out")]
+    res = runner.invoke(app, args + ["--posttest-learner", spec])
+    assert res.exit_code != 0, res.output
     one_line_error(res, "--posttest-learner: empty model spec")
     assert not (tmp_path / "out").exists()
 
