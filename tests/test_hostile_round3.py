@@ -278,7 +278,7 @@ def _judged(tmp_path: Path, n: int = 6) -> tuple[list[Path], Path, list[str]]:
 
 
 def test_compare_leaves_out_stored_values_that_are_not_probabilities(tmp_path):
-    runs, out, args = _judged(tmp_path)
+    _, out, args = _judged(tmp_path)
     path = out / "pair-judgments.jsonl"
     lines = [json.loads(x) for x in path.read_text().splitlines()]
     bad = [7.0, -3, float("inf"), float("nan"), True]
@@ -303,7 +303,7 @@ def test_compare_leaves_out_stored_values_that_are_not_probabilities(tmp_path):
 
 
 def test_compare_from_judgments_with_a_directory_named_like_a_judgments_file(tmp_path):
-    runs, out, args = _judged(tmp_path, n=2)
+    _, out, args = _judged(tmp_path, n=2)
     (out / "pair-judgments-0-of-2.jsonl").mkdir()
     res = runner.invoke(app, args)
     assert res.exit_code == 2, res.output
@@ -348,7 +348,11 @@ def test_report_compare_with_a_non_utf8_table_is_a_problem_not_a_traceback(tmp_p
 def test_a_custom_rubric_cannot_be_named_overall(tmp_path, name):
     from wikihowagent.alignment.schema import OVERALL as ALIGN_OVERALL
     from wikihowagent.compare.core import OVERALL as COMPARE_OVERALL
-    from wikihowagent.evaluation.judge import RESERVED_RUBRIC_NAMES, RubricError, load_rubrics
+    from wikihowagent.evaluation.judge import (
+        RESERVED_RUBRIC_NAMES,
+        RubricError,
+        load_rubrics,
+    )
 
     assert {COMPARE_OVERALL.casefold(), ALIGN_OVERALL.casefold()} <= RESERVED_RUBRIC_NAMES
     levels = {k: f"level {k}" for k in "12345"}

@@ -30,7 +30,6 @@ METHODS = ("isotonic", "ridge")
 MIN_PAIRS = 20  # fewer paired conversations: no calibration (the out-of-fold figures would be noise)
 K_FOLDS = 5
 LEVELS = np.arange(1.0, 6.0)
-RIDGE_FEATURES = RIDGE_FEATURES  # p1..p5, expected, spread (the file format's, records.RIDGE_FEATURES)
 RIDGE_ALPHAS = np.logspace(-3, 3, 13)
 STATS = ("r", "rho", "mae")
 

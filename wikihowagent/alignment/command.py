@@ -16,8 +16,8 @@ from typing import Annotated, Optional
 import typer
 
 from wikihowagent.console import make_console, print_error, print_labeled
-from wikihowagent.stats import bootstrap_option, seed_option
 from wikihowagent.runs import ANNOTATION_SHEET
+from wikihowagent.stats import bootstrap_option, seed_option
 
 RUNS_DIR_HELP = ("Where runs live (default: the config's runs_dir, \"runs\"). Evaluated runs are its sub-directories "
                  "with scores.jsonl or scores-paper.jsonl (scores.jsonl is preferred when a run has both) and the "

@@ -19,7 +19,6 @@ from wikihowagent.records import CAL_SUFFIX, Calibration
 if TYPE_CHECKING:  # pragma: no cover
     from wikihowagent.scoretable import ScoreTable
 
-CAL_SUFFIX = CAL_SUFFIX  # `Clarity (cal.)` (records.CAL_SUFFIX)
 
 
 class CalibrationMismatch(WikihowagentError, ValueError):
