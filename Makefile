@@ -1,13 +1,14 @@
-# wikihowagent: `make demo` (install + a real run on the embedded model) and `make test`.
+# wikihowagent: `make demo` (install + a real run on the embedded model), `make test` and `make docs`.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+DOCS_STAMP := $(VENV)/.docs-installed
 # The demo: three short bundled tutorials on the embedded model (about 5 minutes on 2 cores).
 DEMO_ARGS ?= --max-tutorials 3 --domain "Home & Garden" --domain "Pets & Animals" --domain "Technology"
 DEMO_OUT  ?= runs/demo
 
-.PHONY: install install-slurm browser demo test test-fast bench clean
+.PHONY: install install-slurm browser demo test test-fast bench docs clean
 
 install: $(STAMP)
 
@@ -50,6 +51,14 @@ install-slurm:
 	command -v slurmctld >/dev/null && command -v munged >/dev/null || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge; }
 
+# The documentation site (mkdocs + material, offline) into site/; warnings (broken links, missing pages) fail it.
+$(DOCS_STAMP): requirements-docs.txt constraints.txt | $(STAMP)
+	$(BIN)/pip install -q -r requirements-docs.txt -c constraints.txt
+	touch $(DOCS_STAMP)
+
+docs: install $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
 # Each step prints the command it runs (as a user would type it) and the command's own output.
 demo_step = printf '\n$$ wikihowagent %s\n' '$(1)' && $(BIN)/wikihowagent $(1)
 
@@ -61,12 +70,14 @@ demo: install
 	@printf '\nThe run: %s/ (conversations.jsonl, scores.jsonl, summary.md)\nOpen: %s/report/index.html\n' \
 	  '$(DEMO_OUT)' '$(DEMO_OUT)'
 
-test: install browser
+test: install browser docs
 	$(BIN)/python -m pytest -q
 
-test-fast: install browser
+test-fast: install browser docs
 	$(BIN)/python -m pytest -q -m "not slow"
 
+# The benchmarks that need only this repository (and the embedded model). The others are run by hand:
+# docs/benchmarks/index.md lists them and why (tests/test_docs.py checks that every script is in one place).
 bench: install
 	$(BIN)/python scripts/bench_generate.py
 	$(BIN)/python scripts/bench_evaluate.py --write-md
@@ -79,4 +90,4 @@ bench: install
 	$(BIN)/python scripts/bench_judge.py --write-md
 
 clean:
-	rm -rf $(VENV) runs/demo .pytest_cache
+	rm -rf $(VENV) runs/demo site .pytest_cache

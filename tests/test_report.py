@@ -234,7 +234,7 @@ def test_scores_only_directory_is_a_run_shown_without_text(tmp_path):
 
 
 def test_a_new_report_page_is_a_module_and_its_entry(sweep, tmp_path, monkeypatch):
-    """README's Layout: a report page = a module with write_page(ctx) + its name in report.core.PAGES."""
+    """The developer guide's extension points: a report page = a module with write_page(ctx) + its name in report.core.PAGES."""
     import sys
 
     from wikihowagent.report import core

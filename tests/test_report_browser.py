@@ -1,8 +1,8 @@
-"""The report in a real browser: Debian's Chromium driven by Playwright (see README, `report`).
+"""The report in a real browser: Debian's Chromium driven by Playwright (see docs/guides/report.md).
 
 Opens index.html from file://, checks there are no console errors and no request leaving file:/data:,
 filters and sorts the conversation table, opens a conversation and finds its turns and scores. Saves
-screenshots to the test's temp dir, or to $WIKIHOWAGENT_SCREENSHOTS when set (README's images)."""
+screenshots to the test's temp dir, or to $WIKIHOWAGENT_SCREENSHOTS when set (the docs' images)."""
 
 from __future__ import annotations
 

@@ -19,6 +19,23 @@ app = typer.Typer(
 )
 console = make_console()
 
+
+def _print_version(value: bool) -> None:
+    if value:
+        from wikihowagent import __version__
+
+        typer.echo(f"wikihowagent {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
+    pass
+
 # Each stage registers its own commands (their modules import the stage's core lazily).
 from wikihowagent.alignment.command import align, annotate_export  # noqa: E402
 from wikihowagent.corpus.command import stats, tutorials  # noqa: E402

@@ -14,7 +14,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import tempfile
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from dataclasses import dataclass
@@ -300,6 +302,35 @@ def write_json_atomic(path: Path, data: dict[str, Any], in_place_if_full: bool =
             os.fsync(fh.fileno())
 
 
+# The one rule for a name read from a file (or given by a user) that becomes a directory name: a run's name
+# in run.json (`evaluate --out OUT` writes OUT/<name>/), a sweep's name and its cells in sweep.json. It must
+# be one plain path component: not empty, not "." or "..", no "/" or "\\" (so never absolute, never a nested
+# folder), no control character, at most 255 bytes (a file system's limit for one name). A sweep's name also
+# names its Slurm job and is written into a shell script: `shell=True` adds SHELL_SAFE_NAME.
+SHELL_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+NAME_RULE = "one folder name: no '/' or '\\', not '.' or '..', no control characters, at most 255 bytes"
+SHELL_SAFE_RULE = "1-100 letters, digits, '.', '_' or '-', starting with a letter or digit"
+
+
+def name_problem(name: str, shell: bool = False) -> str | None:
+    """Why `name` cannot be a directory name inside an output folder (see NAME_RULE; with `shell`, also
+    SHELL_SAFE_RULE), or None if it can."""
+    if not isinstance(name, str) or not name:
+        return "is empty"
+    if name in (".", ".."):
+        return f"is {name!r}"
+    if "/" in name or "\\" in name:
+        return "contains '/' or '\\' (a path, not one folder name)"
+    bad = next((c for c in name if unicodedata.category(c) == "Cc"), None)
+    if bad is not None:
+        return f"contains the control character {bad!r}"
+    if len(name.encode("utf-8", "surrogatepass")) > 255:
+        return "is longer than 255 bytes"
+    if shell and not SHELL_SAFE_NAME.fullmatch(name):
+        return f"is not {SHELL_SAFE_RULE}"
+    return None
+
+
 RunStatus = Literal["running", "complete", "incomplete", "interrupted", "merged"]
 
 
@@ -341,9 +372,14 @@ def read_run_info(run_dir: Path) -> RunInfo:
     if not isinstance(data, dict):
         raise RunError(f"{path}: expected a JSON object")
     try:
-        return RunInfo.model_validate(data)
+        info = RunInfo.model_validate(data)
     except ValidationError as exc:
         raise RunError(f"{path}: {validation_line(exc, quoted=True)}") from None
+    problem = name_problem(info.name) if info.name else None
+    if problem is not None:  # the name becomes a folder in outputs (evaluate --out OUT: OUT/<name>/)
+        raise RunError(f"{path}: field 'name': {info.name!r} {problem}; a run's name must be {NAME_RULE} "
+                       "(fix it, or remove it to use the directory's name)")
+    return info
 
 
 def write_run_info(run_dir: Path, info: RunInfo, in_place_if_full: bool = False) -> None:
@@ -691,17 +727,38 @@ def read_calibration(path: Path) -> Calibration:
         raise RunError(f"{path}: {validation_line(exc, quoted=True)}") from None
 
 
-def read_pairwise(path: Path, on_error: Callable[[str], None] | None = None) -> Iterator[PairwiseRecord]:
+def read_pairwise(path: Path, on_error: Callable[[str], None] | None = None,
+                  on_bad_value: Callable[[str], None] | None = None) -> Iterator[PairwiseRecord]:
     """The PairwiseRecords of a `pair-judgments*.jsonl` file in file order (a missing file is empty); a line
-    that is not one is reported to `on_error` ("FILE:LINE: problem") and skipped."""
+    that is not one is reported to `on_error` ("FILE:LINE: problem") and skipped. A stored P(A better) that is
+    not a probability (a number in [0, 1]: not a boolean, a string, NaN or infinite) is reported to
+    `on_bad_value` (default `on_error`) and read as that rubric's failure (a run with the judge asks it again).
+    RunError (one line) if the path is not a readable file."""
     report = on_error or (lambda _m: None)
-    if not Path(path).exists():
+    bad_value = on_bad_value or report
+    path = Path(path)
+    if not path.exists():
         return
-    for lineno, obj in iter_jsonl(path, on_error=report):
-        try:
-            yield PairwiseRecord.model_validate(obj)
-        except ValidationError as exc:
-            report(f"{path}:{lineno}: not a pairwise judgment ({validation_line(exc, quoted=True)})")
+    if not path.is_file():
+        raise RunError(f"{path}: not a file (pair judgments are a JSONL file)")
+    try:
+        for lineno, obj in iter_jsonl(path, on_error=report):
+            p_first = obj.get("p_first")
+            if isinstance(p_first, dict):
+                for rubric, p in list(p_first.items()):
+                    if p is None or (isinstance(p, (int, float)) and not isinstance(p, bool) and 0.0 <= p <= 1.0):
+                        continue  # NaN fails the comparison
+                    bad_value(f"{path}:{lineno}: p_first[{rubric!r}] = {json.dumps(p)} is not a probability in "
+                              "[0, 1]; left out")
+                    p_first[rubric] = None
+                    if isinstance(obj.get("failures"), list) and rubric not in obj["failures"]:
+                        obj["failures"].append(rubric)
+            try:
+                yield PairwiseRecord.model_validate(obj)
+            except ValidationError as exc:
+                report(f"{path}:{lineno}: not a pairwise judgment ({validation_line(exc, quoted=True)})")
+    except OSError as exc:
+        raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
 def sweep_cell_dirs(sweep_dir: Path) -> list[Path]:
@@ -717,4 +774,11 @@ def sweep_cell_dirs(sweep_dir: Path) -> list[Path]:
         raise RunError(f"{path}: not a sweep file ({exc})") from None
     except OSError as exc:
         raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    return [Path(sweep_dir) / str(c.get("run") if isinstance(c, dict) else c) for c in cells]
+    out = []
+    for i, c in enumerate(cells):
+        run = str(c.get("run") if isinstance(c, dict) else c)
+        problem = name_problem(run)
+        if problem is not None:
+            raise RunError(f"{path}: cells[{i}]: run {run!r} {problem}; a cell's run must be {NAME_RULE}")
+        out.append(Path(sweep_dir) / run)
+    return out

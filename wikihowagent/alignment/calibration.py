@@ -24,13 +24,12 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.records import RubricCalibration
+from wikihowagent.records import RIDGE_FEATURES, RubricCalibration
 
 METHODS = ("isotonic", "ridge")
 MIN_PAIRS = 20  # fewer paired conversations: no calibration (the out-of-fold figures would be noise)
 K_FOLDS = 5
 LEVELS = np.arange(1.0, 6.0)
-RIDGE_FEATURES = ("p1", "p2", "p3", "p4", "p5", "expected", "spread")
 RIDGE_ALPHAS = np.logspace(-3, 3, 13)
 STATS = ("r", "rho", "mae")
 
@@ -158,13 +157,20 @@ def compare(y: np.ndarray, predictors: dict[str, np.ndarray], *, n_boot: int = 2
     y = np.asarray(y, dtype=float)
     n = len(y)
     out = Comparison(n=n)
-    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n)) if n_boot > 0 and n > 1 else None
-    boot: dict[str, dict[str, np.ndarray]] = {}
-    for name, p in predictors.items():
-        p = np.asarray(p, dtype=float)
+    from wikihowagent.stats.paired import resamples
+
+    arrays = {name: np.asarray(p, dtype=float) for name, p in predictors.items()}
+    parts: dict[str, dict[str, list[np.ndarray]]] = {name: {s: [] for s in STATS} for name in arrays}
+    bootstrapped = n_boot > 0 and n > 1
+    if bootstrapped:  # the same resamples for every predictor; chunked: memory does not grow with n_boot
+        for idx in resamples(np.random.default_rng(seed), n, n_boot, width=4 * len(arrays)):
+            for name, p in arrays.items():
+                for s, v in _stats(y[idx], p[idx]).items():
+                    parts[name][s].append(v)
+    boot = {name: {s: np.concatenate(v) for s, v in st.items()} if bootstrapped else {} for name, st in parts.items()}
+    for name, p in arrays.items():
         point = _stats(y, p)
-        boot[name] = _stats(y[idx], p[idx]) if idx is not None else {}
-        out.predictors[name] = {s: Estimate(float(point[s]), *(_ci(boot[name][s]) if idx is not None else
+        out.predictors[name] = {s: Estimate(float(point[s]), *(_ci(boot[name][s]) if bootstrapped else
                                                                (float("nan"), float("nan")))) for s in STATS}
     if baseline in predictors:
         for name in predictors:
@@ -173,6 +179,6 @@ def compare(y: np.ndarray, predictors: dict[str, np.ndarray], *, n_boot: int = 2
             out.deltas[name] = {}
             for s in STATS:
                 d = out.predictors[name][s].value - out.predictors[baseline][s].value
-                ci = _ci(boot[name][s] - boot[baseline][s]) if idx is not None else (float("nan"), float("nan"))
+                ci = _ci(boot[name][s] - boot[baseline][s]) if bootstrapped else (float("nan"), float("nan"))
                 out.deltas[name][s] = Estimate(float(d), *ci)
     return out

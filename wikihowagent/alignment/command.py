@@ -17,6 +17,7 @@ import typer
 
 from wikihowagent.console import INPUTS, OUTPUT, SELECTION, STATISTICS, make_console, print_error, print_labeled
 from wikihowagent.runs import ANNOTATION_SHEET
+from wikihowagent.stats import bootstrap_option, seed_option
 
 RUNS_DIR_HELP = ("Where runs live (default: the config's runs_dir, \"runs\"). Evaluated runs are its sub-directories "
                  "with scores.jsonl or scores-paper.jsonl (scores.jsonl is preferred when a run has both) and the "
@@ -134,8 +135,8 @@ def align(
                                                 "write is refused.", show_default=False)] = None,
     by: Annotated[Optional[str], typer.Option("--by", rich_help_panel=STATISTICS, metavar="run|model|domain|persona", help="Also per group: run, model, domain or learner persona.",
                                               show_default=False)] = None,
-    bootstrap: Annotated[int, typer.Option("--bootstrap", rich_help_panel=STATISTICS, help="Bootstrap resamples for the 95 % CIs (0 = none).")] = 2000,
-    seed: Annotated[int, typer.Option(rich_help_panel=STATISTICS, help="Bootstrap seed.")] = 0,
+    bootstrap: Annotated[int, bootstrap_option("Bootstrap resamples for the 95 % CIs (0 = none).")] = 2000,
+    seed: Annotated[int, seed_option("Bootstrap seed.")] = 0,
     runs_dir: Annotated[Optional[Path], typer.Option(rich_help_panel=INPUTS, help=RUNS_DIR_HELP + " Gives the default --scores and --out.",
                                                      show_default=False)] = None,
     config: Annotated[Optional[Path], typer.Option(rich_help_panel=INPUTS, help=CONFIG_HELP, show_default=False)] = None,
@@ -174,8 +175,6 @@ def align(
 
     if by is not None and by not in BY_CHOICES:
         raise typer.BadParameter(f"must be one of: {', '.join(BY_CHOICES)}", param_hint="--by")
-    if bootstrap < 0:
-        raise typer.BadParameter("must be >= 0", param_hint="--bootstrap")
     from .calibration import METHODS
 
     if calibration_method not in METHODS:

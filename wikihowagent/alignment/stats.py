@@ -24,6 +24,7 @@ from itertools import combinations
 import numpy as np
 
 from wikihowagent.errors import Note
+from wikihowagent.stats.paired import CHUNK_ELEMENTS  # resamples x cells held at once
 
 # The kinds of a correlation's notes that leave the correlation out (a Note's kind; other notes are informational).
 TOO_FEW, UNDEFINED = "too few", "undefined"
@@ -31,7 +32,6 @@ TOO_FEW, UNDEFINED = "too few", "undefined"
 COEFFICIENTS = ("pearson", "spearman", "kendall")
 COEF_LABEL = {"pearson": "Pearson r", "spearman": "Spearman ρ", "kendall": "Kendall τ"}
 MAX_TABLE_CELLS = 200_000  # distinct-x x distinct-y above which the bootstrap loops instead
-CHUNK_ELEMENTS = 1_000_000  # resamples x cells held at once
 
 
 @dataclass

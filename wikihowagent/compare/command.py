@@ -8,7 +8,8 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from wikihowagent.console import CLUSTER, INPUTS, MODELS, OUTPUT, STATISTICS
+from wikihowagent.console import CLUSTER, INPUTS, MODELS, OUTPUT
+from wikihowagent.stats import bootstrap_option, seed_option
 
 
 def compare(
@@ -20,8 +21,8 @@ def compare(
     rubrics: Annotated[Optional[Path], typer.Option(rich_help_panel=INPUTS, help="Rubric JSON file (default: data/rubrics.json).")] = None,
     max_tutorials: Annotated[Optional[int], typer.Option(rich_help_panel=INPUTS, min=1, help="Only the first N tutorials (sorted by id).")] = None,
     pairwise_reading: Annotated[Optional[str], typer.Option(rich_help_panel=MODELS, metavar="logprobs|answer", help="How a verdict is read: P(A) from the A/B token log-probabilities (default where the backend returns them) or the letter only.")] = None,
-    bootstrap: Annotated[int, typer.Option(rich_help_panel=STATISTICS, min=0, help="Bootstrap resamples (of tutorials) for the CIs.")] = 1000,
-    seed: Annotated[int, typer.Option(rich_help_panel=STATISTICS, help="Seed of the bootstrap.")] = 0,
+    bootstrap: Annotated[int, bootstrap_option("Bootstrap resamples (of tutorials) for the CIs.")] = 1000,
+    seed: Annotated[int, seed_option("Seed of the bootstrap.")] = 0,
     shard: Annotated[Optional[str], typer.Option(rich_help_panel=CLUSTER, metavar="K/N", help="Judge only every N-th tutorial from K (0-based) into pair-judgments-K-of-N.jsonl; a run without --shard then analyses every shard's judgments.")] = None,
     config: Annotated[Optional[Path], typer.Option(rich_help_panel=INPUTS, help="YAML config overriding configs/default.yaml.")] = None,
     base_url: Annotated[Optional[str], typer.Option(rich_help_panel=MODELS, help="Ollama host / OpenAI-compatible base URL for the evaluator.")] = None,
@@ -101,3 +102,6 @@ def print_result(res: Any, desc: str, console: Any) -> None:
     if res.missing:
         console.print(f"{res.missing} (pair, tutorial, rubric) verdicts left out: an order missing or unreadable "
                       "(rerun to ask again)", highlight=False, markup=False)
+    if res.bad_values:
+        console.print(f"{res.bad_values} stored P(A better) values were not probabilities in [0, 1]: left out "
+                      "(rerun with the judge to ask them again)", highlight=False, markup=False)

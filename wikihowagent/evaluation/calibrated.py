@@ -14,12 +14,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.records import Calibration
+from wikihowagent.records import CAL_SUFFIX, Calibration
 
 if TYPE_CHECKING:  # pragma: no cover
     from wikihowagent.scoretable import ScoreTable
 
-CAL_SUFFIX = " (cal.)"
 
 
 class CalibrationMismatch(WikihowagentError, ValueError):

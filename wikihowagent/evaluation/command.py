@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from wikihowagent.console import CLUSTER, INPUTS, METRICS, MODELS, OUTPUT, POSTTEST, STATISTICS
+from wikihowagent.stats import bootstrap_option, seed_option
 
 
 def evaluate(
@@ -38,8 +39,8 @@ def evaluate(
     retry_failed: Annotated[bool, typer.Option(rich_help_panel=CLUSTER, help="Judge rubrics that failed in an earlier pass again.")] = True,
     posttest_learner: Annotated[Optional[str], typer.Option(rich_help_panel=POSTTEST, metavar="SPEC", help="Give conversations without a post-test one, taken by this learner model (and its pre-test per tutorial), stored beside the scores (posttests.jsonl, pretests.jsonl); also the paper's run files. Not with --compat paper.")] = None,
     posttest_prompt: Annotated[Optional[str], typer.Option(rich_help_panel=POSTTEST, metavar="NAME", help="Wording of the post-/pre-test that --posttest-learner takes: v2 (default) or v3 (\"not taught\" / \"don't know\" allowed per step).")] = None,
-    bootstrap: Annotated[int, typer.Option(rich_help_panel=STATISTICS, min=0, metavar="N", help="Bootstrap resamples (of tutorials) for the 95 % CI in every table cell; 0 = no CIs.")] = 1000,
-    seed: Annotated[int, typer.Option(rich_help_panel=STATISTICS, metavar="S", help="Seed of the bootstrap resampling (the tables' CIs).")] = 0,
+    bootstrap: Annotated[int, bootstrap_option("Bootstrap resamples (of tutorials) for the 95 % CI in every table cell; 0 = no CIs.")] = 1000,
+    seed: Annotated[int, seed_option("Seed of the bootstrap resampling (the tables' CIs).")] = 0,
     calibration: Annotated[Optional[Path], typer.Option(rich_help_panel=MODELS, metavar="FILE", help="A calibration.json of `align --calibrate`: adds '<rubric> (cal.)' columns (the judge's score mapped to the human scale) to the summary, the tables and calibrated_scores.csv; refused for scores of another judge, scoring mode or rubric file.")] = None,
 ) -> None:
     """Score conversations: computational metrics and the LLM rubric judge; summary table, CSV, Markdown, figures."""

@@ -102,6 +102,19 @@ def resolve_inputs(paths: list[Path], runs_dir: Path, on_empty: Callable[[str], 
             on_empty(str(exc))
     if not sources:
         raise InputError("nothing to evaluate: every input is empty")
+    same: dict[Path, InputSource] = {}
+    for s in sources:  # `compare a a/conversations.jsonl`, a symlink to a run: one run twice
+        key = s.records_path.resolve()
+        if key in same:
+            raise InputError(f"{same[key].path} and {s.path} are the same run ({key}); give each run once")
+        same[key] = s
+    from wikihowagent.runs import NAME_RULE, name_problem
+
+    for s in sources:  # a run's name becomes a folder (evaluate --out OUT: OUT/<name>/; rescored/<name>/)
+        problem = name_problem(s.name)
+        if problem is not None:
+            raise InputError(f"{s.path}: its run name {s.name!r} {problem}; a run's name must be {NAME_RULE} "
+                             "(rename the file or directory)")
     names = [s.name for s in sources]
     dups = {n for n in names if names.count(n) > 1}
     if dups:
@@ -122,10 +135,11 @@ def _run_source(path: Path) -> InputSource:
             info = read_run_info(path)
         except RunError as exc:
             raise InputError(str(exc)) from None
+    dir_name = path.name if path.name not in ("", ".", "..") else path.resolve().name  # `evaluate .`, `evaluate ..`
     if info is None:
-        return InputSource(path=path, kind="run", name=path.name)
+        return InputSource(path=path, kind="run", name=dir_name)
     return InputSource(
-        path=path, kind="run", name=info.name or path.name, info=info, teacher=info.teacher,
+        path=path, kind="run", name=info.name or dir_name, info=info, teacher=info.teacher,
         learner=info.learner or info.teacher, evaluator=info.evaluator or None,
     )
 

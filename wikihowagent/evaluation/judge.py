@@ -112,6 +112,11 @@ def read_keyed_json(path: Path, error: type[WikihowagentError], file_what: str, 
     return data
 
 
+# Names the outputs use for every rubric pooled (compare's "overall" rows, align's "Overall"): no rubric may
+# take one, in any case, or its rows could not be told from the pooled ones.
+RESERVED_RUBRIC_NAMES = frozenset({"overall"})
+
+
 def load_rubrics(path: Path | None = None) -> dict[str, Rubric]:
     path = Path(path) if path else default_rubrics_path()
     data = read_keyed_json(path, RubricError, "rubric file", "metric name")
@@ -120,6 +125,9 @@ def load_rubrics(path: Path | None = None) -> dict[str, Rubric]:
         where = f"{path}: rubric {name!r}"
         if not re.fullmatch(r"[A-Za-z][A-Za-z0-9 _-]*", name):
             raise RubricError(f"{where}: a metric name must be a word (letters, digits, spaces, - or _)")
+        if name.strip().casefold() in RESERVED_RUBRIC_NAMES:
+            raise RubricError(f"{where}: the name is reserved (the outputs' rows of every rubric pooled); choose "
+                              "another")
         if not isinstance(v, dict):
             raise RubricError(f"{where}: expected an object with role, reference, question, rubric")
         missing = [k for k in ("role", "reference", "question", "rubric") if k not in v]

@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.records import Conversation
+from wikihowagent.records import CAL_SUFFIX, RUBRIC_SCALE, Conversation
 
 from . import coverage, posttest
 from .posttest import (DETAIL_GAIN, DETAIL_RECALL, EXTRANEOUS, LEARNING_GAIN, ORDER, POSTTEST_METRICS,  # noqa: F401
@@ -463,8 +463,9 @@ class Metric:
     """One computational metric of one mode (`default` or `paper`, see README "Metrics").
 
     `score` computes it for one conversation; metrics with `batch` set are computed together for a chunk
-    by that `Scorers` pass (the embedding model's forward passes). Values are fractions in [`low`, 1]
-    (`scale`; cosines may be negative), shown as percentages in the summary; None = not computable."""
+    by that `Scorers` pass (the embedding model's forward passes). Values are fractions in [`low`, `high`]
+    (`scale`; cosines, Kendall's tau and the post-test's gains, which are differences of two fractions, may be
+    negative), shown as percentages in the summary; None = not computable."""
 
     name: str
     mode: Literal["default", "paper"]
@@ -473,7 +474,8 @@ class Metric:
     needs_hypothesis: bool = False  # None when the conversation has no generated teacher text
     needs_wordnet: bool = False
     scale: Literal["fraction"] = "fraction"
-    low: float = 0.0  # the least value it can take (-1 for cosine similarities)
+    low: float = 0.0  # the least value it can take: -1 for cosine similarities, Kendall's tau and the gains
+    high: float = 1.0  # the most (the report's range check reads both: `value_range`)
     better: Literal["higher", "lower"] = "higher"  # which way is better (the report's ↑/↓ and best run)
 
 
@@ -494,11 +496,11 @@ REGISTRY: tuple[Metric, ...] = (
     Metric(STEP_COVERAGE, "default", lambda x: coverage.step_coverage(x.conv)),
     Metric(ECHO_RATE, "default", lambda x: coverage.echo_rate(x.conv), better="lower"),  # echoing is not teaching
     Metric(STEP_RECALL, "default", batch="posttest"),
-    Metric(ORDER, "default", batch="posttest"),
+    Metric(ORDER, "default", batch="posttest", low=-1.0),  # Kendall's tau
     Metric(EXTRANEOUS, "default", batch="posttest", better="lower"),  # invented steps
     Metric(DETAIL_RECALL, "default", batch="posttest", needs_wordnet=True),
-    Metric(LEARNING_GAIN, "default", batch="posttest"),
-    Metric(DETAIL_GAIN, "default", batch="posttest", needs_wordnet=True),
+    Metric(LEARNING_GAIN, "default", batch="posttest", low=-1.0),  # post - pre Step Recall
+    Metric(DETAIL_GAIN, "default", batch="posttest", needs_wordnet=True, low=-1.0),  # post - pre Detail Recall
     # paper: the released code's definitions, reproduced exactly
     Metric(QUESTION, "paper", lambda x: paper_question_ratio(x.conv)),
     Metric(COMPLETION, "paper", lambda x: paper_completion(x.conv)),
@@ -529,7 +531,7 @@ EMBEDDING_METRICS = frozenset(m.name for m in REGISTRY if m.batch)  # the post-t
 # Every computational metric name of either mode: the other keys of a score record are rubric scores.
 COMPUTATIONAL_NAMES = frozenset(m.name for m in REGISTRY)
 PERCENT_METRICS = frozenset(m.name for m in REGISTRY if m.scale == "fraction")
-RUBRIC_RANGE = (1.0, 5.0)  # a rubric score: a digit 1..5, or a mean of them (weighted, sampled)
+RUBRIC_RANGE = RUBRIC_SCALE  # a rubric score: a digit 1..5, or a mean of them (weighted, sampled)
 
 
 def better(name: str) -> Literal["higher", "lower"]:
@@ -539,12 +541,13 @@ def better(name: str) -> Literal["higher", "lower"]:
 
 
 def value_range(name: str, rubric_names: Iterable[str] = ()) -> tuple[float, float] | None:
-    """The values metric `name` can take: a computational metric's [low, 1], a rubric's 1..5; None if the
-    name is neither (e.g. a column of a paper run file this project does not compute)."""
-    lows = [m.low for m in REGISTRY if m.name == name]
-    if lows:
-        return (min(lows), 1.0)
-    return RUBRIC_RANGE if name in set(rubric_names) else None
+    """The values metric `name` can take, from its registry entry: a computational metric's [low, high], a
+    rubric's 1..5, as is a calibrated rubric's (`Clarity (cal.)`); None if the name is none of these (e.g. a
+    column of a paper run file this project does not compute)."""
+    entries = [m for m in REGISTRY if m.name == name]
+    if entries:
+        return (min(m.low for m in entries), max(m.high for m in entries))
+    return RUBRIC_RANGE if name.removesuffix(CAL_SUFFIX) in set(rubric_names) else None
 
 
 # --------------------------------------------------------------------------------------------------

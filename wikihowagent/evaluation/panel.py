@@ -28,8 +28,9 @@ def panel_spec(specs: list[str]) -> str:
 
 
 def judge_slug(spec: str) -> str:
-    """A judge's directory name: its spec with anything but letters, digits, `.`, `-` and `_` as `_`."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", spec).strip("_") or "judge"
+    """A judge's directory name: its spec with anything but letters, digits, `.`, `-` and `_` as `_`, and no
+    leading or trailing `.` or `_` (a spec `..` must not name the parent folder)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", spec).strip("_.") or "judge"
 
 
 def judge_scores_path(main: Path, spec: str) -> Path:

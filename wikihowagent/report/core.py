@@ -111,7 +111,7 @@ def build_report(paths: list[Path], out: Path, *, cases: int | None = None, alig
     cal = _load_calibration(calibration) if calibration is not None else None
     runs = load_inputs(paths, problems, on_record=on_record)
     if cal is not None:
-        _calibrate_runs(runs, cal, calibration)
+        _calibrate_runs(runs, cal, calibration, problems)
     parent = out.resolve().parent
     parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
@@ -136,10 +136,12 @@ def _load_calibration(path: Path) -> Any:
         raise ReportError(str(exc)) from None
 
 
-def _calibrate_runs(runs: list[ReportRun], cal: Any, path: Path) -> None:
+def _calibrate_runs(runs: list[ReportRun], cal: Any, path: Path, problems: Problems) -> None:
     """--calibration: each run's score table gains the `<rubric> (cal.)` columns (refused, as by `evaluate`,
-    for scores of another judge or rubric file)."""
+    for scores of another judge or rubric file), range-checked as every stored score is."""
     from wikihowagent.evaluation.calibrated import CalibrationMismatch, add_calibrated, calibrated_name, check
+
+    from .sources import drop_out_of_range
 
     for r in runs:
         try:
@@ -147,6 +149,7 @@ def _calibrate_runs(runs: list[ReportRun], cal: Any, path: Path) -> None:
         except CalibrationMismatch as exc:
             raise ReportError(str(exc)) from None
         r.scores = add_calibrated(r.scores, cal)
+        drop_out_of_range(r.scores, problems, [calibrated_name(m) for m in cal.rubrics])
         ids = r.scores.meta["conversation_id"].tolist()
         for name in (calibrated_name(m) for m in cal.rubrics):
             if name not in r.scores.values:
@@ -616,8 +619,8 @@ def _index_html(runs: list[ReportRun], metrics: list[str], rubrics: list[str], f
     table = ("<div class='scroll'><table id='runs' class='summary'><thead><tr>"
              + "".join(f"<th{' class=num' if k in numeric else ''}>{h}</th>" for h, k in zip(heads, keys))
              + "</tr></thead><tbody>"
-             + "".join("<tr>" + "".join(f"<td data-label='{h}'{' class=num' if k in numeric else ''}>{e(str(r[k]))}</td>"
-                                        for h, k in zip(heads, keys)) + "</tr>" for r in rows)
+             + "".join("<tr>" + "".join(f"<td data-label='{h}'{' class=num' if k in numeric else ''}>"
+                                        f"{e(str(r[k]))}</td>" for h, k in zip(heads, keys)) + "</tr>" for r in rows)
              + "</tbody></table></div>")
     n = sum(r["conversations"] for r in rows)
     parts = [nav, "<main>", "<section id='overview'><h1>Runs</h1>",

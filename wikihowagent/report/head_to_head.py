@@ -3,6 +3,7 @@ ranking, win rates, position consistency, heatmap and pairwise verdicts, as `hea
 
 from __future__ import annotations
 
+import csv
 import html
 import shutil
 from pathlib import Path
@@ -27,11 +28,33 @@ def check_compare_dir(path: Path) -> None:
         raise CompareDirError(f"{path}: no {PAIRWISE_CSV} (pass a `wikihowagent compare --out` directory)")
 
 
-def _rows(path: Path) -> list[list[str]]:
-    """A compare table's rows, each cell as it was before `people_csv` neutralised it."""
+def _rows(path: Path, problems: Any) -> list[list[str]]:
+    """A compare table's rows, each cell as it was before `people_csv` neutralised it; an unreadable table is
+    one line in `problems` and left out (the rest of the page is still written)."""
     from wikihowagent.csvcells import read_people_csv
 
-    return read_people_csv(path) if path.is_file() else []
+    if not path.is_file():
+        return []
+    try:
+        return read_people_csv(path)
+    except UnicodeDecodeError as exc:
+        problems.add(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); left out of the Head to head page")
+    except (OSError, csv.Error) as exc:
+        problems.add(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc}); left out of the Head to head page")
+    return []
+
+
+def _summary_head(path: Path, problems: Any) -> list[str]:
+    """The first lines of compare's summary.md (its title and notes); unreadable: a problem, none."""
+    if not path.is_file():
+        return []
+    try:
+        return path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError as exc:
+        problems.add(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); the page has no notes")
+    except OSError as exc:
+        problems.add(f"{path}: cannot read ({exc.strerror or exc}); the page has no notes")
+    return []
 
 
 def csv_table(rows: list[list[str]], cell=lambda x: x, table_id: str = "") -> str:
@@ -59,16 +82,16 @@ def write_page(ctx: Any) -> str:
     """With --compare DIR: the head-to-head page; -> the overview's link (a report page, see report.core.PAGES)."""
     if ctx.compare is None:
         return ""
-    return write_compare_page(ctx.d, ctx.compare, ctx.short_number)
+    return write_compare_page(ctx.d, ctx.compare, ctx.short_number, ctx.problems)
 
 
-def write_compare_page(site: Path, compare_dir: Path, short) -> str:
+def write_compare_page(site: Path, compare_dir: Path, short, problems: Any) -> str:
     """Write head-to-head.html (and copy the heatmap into figures/); -> the nav link for index.html."""
     from wikihowagent.compare.core import BT_CSV, HEATMAP, OVERALL, PAIRWISE_CSV, POSITION_CSV, SUMMARY_MD, WIN_RATES_CSV
 
     e = html.escape
     compare_dir = Path(compare_dir)
-    head = (compare_dir / SUMMARY_MD).read_text(encoding="utf-8").splitlines() if (compare_dir / SUMMARY_MD).is_file() else []
+    head = _summary_head(compare_dir / SUMMARY_MD, problems)
     title = head[0].lstrip("# ").strip() if head else "Head to head"
     notes = [x for x in head[1:6] if x.strip() and not x.startswith("#")]
     parts = ["<nav><b>wikihowagent report</b> <a href='index.html'>Overview</a> <a href='#ranking'>Ranking</a> "
@@ -76,7 +99,7 @@ def write_compare_page(site: Path, compare_dir: Path, short) -> str:
              "<main><section id='head-to-head'>", f"<h1>{e(title)}</h1>",
              f"<p class='meta'>From <code>{e(str(compare_dir))}</code> (<code>wikihowagent compare</code>).</p>"]
     parts += [f"<p class='meta'>{e(x)}</p>" for x in notes]
-    bt = _rows(compare_dir / BT_CSV)
+    bt = _rows(compare_dir / BT_CSV, problems)
     parts.append("<h2 id='ranking'>Bradley–Terry ranking</h2>")
     if bt:
         parts.append("<p class='meta'>Log-strength θ (mean 0; θ_i − θ_j = log-odds that i beats j) with a 95 % "
@@ -89,12 +112,12 @@ def write_compare_page(site: Path, compare_dir: Path, short) -> str:
         shutil.copyfile(compare_dir / HEATMAP, site / FIGURES_DIR / HEATMAP)
         cap = "Overall win rate of the row's run against the column's (ties half)"
         parts.append(f"<figure><img src='{FIGURES_DIR}/{e(HEATMAP)}' alt='{e(cap)}'><figcaption>{e(cap)}</figcaption></figure>")
-    wins = _rows(compare_dir / WIN_RATES_CSV)
+    wins = _rows(compare_dir / WIN_RATES_CSV, problems)
     parts.append("<h2 id='win-rates'>Win rates</h2>" + csv_table(wins, short, "win-rates"))
     parts.append("<h2 id='position'>Position consistency</h2><p class='meta'>Share of pairs whose two orders prefer "
                  "the same conversation; order effect = |p_ab − (1 − p_ba)|.</p>"
-                 + csv_table(_rows(compare_dir / POSITION_CSV), short, "position"))
-    verdicts = _rows(compare_dir / PAIRWISE_CSV)
+                 + csv_table(_rows(compare_dir / POSITION_CSV, problems), short, "position"))
+    verdicts = _rows(compare_dir / PAIRWISE_CSV, problems)
     parts.append(f"<h2 id='verdicts'>Verdicts ({max(0, len(verdicts) - 1)})</h2><p class='meta'>Per tutorial, run pair "
                  "and rubric: P(A better) with A shown first (p_ab), P(B better) with B shown first (p_ba), and the "
                  "verdict under the rule named in its verdict_rule column.</p>" + csv_table(verdicts, short, "verdicts"))

@@ -251,7 +251,7 @@ def _attach_scores(run: ReportRun, by_id: dict[str, ReportConversation], score_f
     except RunError as exc:
         problems.add(f"{exc}; shown without metrics")
         return
-    _drop_out_of_range(table, problems)
+    drop_out_of_range(table, problems)
     orphans = 0
     for cid, rec, metrics in zip(table.meta["conversation_id"], table.meta["record"], table.iter_row_metrics()):
         conv = by_id.get(cid)
@@ -282,9 +282,10 @@ def _attach_scores(run: ReportRun, by_id: dict[str, ReportConversation], score_f
                      "(shown without text)")
 
 
-def _drop_out_of_range(table: Any, problems: Problems) -> None:
+def drop_out_of_range(table: Any, problems: Problems, columns: list[str] | None = None) -> None:
     """Values no metric or judge can produce (a hand-edited scores file: Clarity 99, BLEU -7) are reported,
-    one line per metric with the first cell and the count, and left out (null) of every table and figure."""
+    one line per metric with the first cell and the count, and left out (null) of every table and figure.
+    Each metric's range is its registry entry's (`metrics.value_range`). `columns`: only these (default all)."""
     from wikihowagent.evaluation.judge import RubricError, load_rubrics
     from wikihowagent.evaluation.metrics import value_range
 
@@ -292,7 +293,7 @@ def _drop_out_of_range(table: Any, problems: Problems) -> None:
         rubric_names = list(load_rubrics())
     except (RubricError, OSError):
         rubric_names = []
-    for name in list(table.values.columns):
+    for name in [c for c in table.values.columns if columns is None or c in columns]:
         rng = value_range(name, rubric_names)
         if rng is None:
             continue

@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .paired import BOOTSTRAP, LEVEL
+from .paired import BOOTSTRAP, LEVEL, resamples
 
 REGULARISER = 0.01
 
@@ -116,8 +116,8 @@ def win_rate(a: int, b: int, outcomes: Sequence[Outcome], n_boot: int = BOOTSTRA
         groups = sorted(per)
         sums = np.array([sum(per[g]) for g in groups])
         counts = np.array([len(per[g]) for g in groups], dtype=float)
-        idx = np.random.default_rng(seed).integers(0, len(groups), size=(n_boot, len(groups)))
-        boots = sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
+        boots = np.concatenate([sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
+                                for idx in resamples(np.random.default_rng(seed), len(groups), n_boot)])
         lo, hi = (float(x) for x in np.percentile(boots, [50 * (1 - level), 100 - 50 * (1 - level)]))
     return WinRate(a, b, len(scores), sum(s == 1.0 for s in scores), sum(s == 0.5 for s in scores),
                    sum(s == 0.0 for s in scores), sum(scores) / len(scores), lo, hi)

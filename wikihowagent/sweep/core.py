@@ -9,7 +9,6 @@ resumable and the same on a laptop (`sweep run`) and in a Slurm array task (`swe
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,13 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from wikihowagent.errors import WikihowagentError, validation_line
 from wikihowagent.runs import (CONVERSATIONS, MERGE_LOCK, RUN_INFO, SHARDS_DIR, SWEEP_CONFIG, SWEEP_INFO,
-                               SWEEP_MODELS, write_json_atomic, write_text_atomic)
+                               SWEEP_MODELS, name_problem, write_json_atomic, write_text_atomic)
 
 from . import MAX_CELLS
-
-# A sweep's name is a directory name and the Slurm job's name: no '/', no '..', nothing a shell reads.
-NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
-
 
 class SweepError(WikihowagentError, ValueError):
     """A bad experiment file or sweep state; one line naming the file."""
@@ -79,9 +74,12 @@ class SweepSpec(BaseModel):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not NAME_RE.fullmatch(v):
-            raise ValueError(f"{v!r} is not a usable sweep name: 1-100 letters, digits, '.', '_' or '-', "
-                             "starting with a letter or digit (it names the sweep's directory and Slurm job)")
+        # A sweep's name is a directory name and the Slurm job's name: the names rule (`runs.name_problem`),
+        # shell-safe.
+        problem = name_problem(v, shell=True)
+        if problem is not None:
+            raise ValueError(f"{v!r} is not a usable sweep name: it {problem} (it names the sweep's directory "
+                             "and Slurm job)")
         return v
 
     @field_validator("heterogeneous", "runs", mode="before")

@@ -94,7 +94,11 @@ def get_prompt(name: str | None) -> TestPrompt:
 
 
 def prompt_option(name: str | None, learner: str | None) -> TestPrompt:
-    """`--posttest-prompt NAME` beside `--posttest-learner SPEC` (evaluate, judge-check): checked before any work."""
+    """`--posttest-prompt NAME` beside `--posttest-learner SPEC` (evaluate, judge-check): checked before any work.
+    An empty (or blank) SPEC is refused: it names no model, and would quietly take no post-test."""
+    if learner is not None and not learner.strip():
+        raise PostTestPromptError("--posttest-learner: empty model spec; give the learner model that takes the "
+                                  "post-test (e.g. --posttest-learner local)")
     if name is not None and not learner:
         raise PostTestPromptError("--posttest-prompt: give --posttest-learner (the model that takes the test)")
     return get_prompt(name)
