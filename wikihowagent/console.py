@@ -151,7 +151,10 @@ def _options_panel(name: str, params: list[Any], ctx: Any, markup_mode: Any, con
                                   " ", names, no_wrap=True, overflow="fold")
         elif any(q.required for q in params):
             names = Text.assemble("  ", names, no_wrap=True, overflow="fold")
-        rows.append((names, rich_utils._get_parameter_help(param=p, ctx=ctx, markup_mode=markup_mode)))
+        help_ = rich_utils._get_parameter_help(param=p, ctx=ctx, markup_mode=markup_mode)  # a Columns of pieces
+        if all(isinstance(x, Text) for x in help_.renderables):  # one paragraph: "... [default: 2]" flows on
+            help_ = Text(" ").join(help_.renderables)
+        rows.append((names, help_))
     inner = console.width - 4  # the panel's border and padding
     cap = max(12, min(NAME_COLUMN_MAX, inner * 2 // 5))
     width = max((n.cell_len for n, _ in rows if n.cell_len <= cap), default=cap)
