@@ -59,16 +59,18 @@ $(DOCS_STAMP): requirements-docs.txt constraints.txt | $(STAMP)
 docs: install $(DOCS_STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
-# Each step prints the command it runs (as a user would type it) and the command's own output.
-demo_step = printf '\n$$ wikihowagent %s\n' '$(1)' && $(BIN)/wikihowagent $(1)
+# One shell: each step prints the command it runs (as a user would type it) and the command's own output
+# (progress bars, the summary table); the end says how long it took, where the run is and what to open.
+demo_step = printf '\n$$ wikihowagent %s\n' '$(1)'; $(BIN)/wikihowagent $(1)
 
 demo: install
-	@echo "Demo: 3 bundled tutorials taught and judged by the embedded model (about 5 minutes on 2 cores)"
-	@$(call demo_step,generate --teacher local --learner local --out $(DEMO_OUT) $(DEMO_ARGS))
-	@$(call demo_step,evaluate $(DEMO_OUT))
-	@$(call demo_step,report $(DEMO_OUT) --out $(DEMO_OUT)/report --cases 1)
-	@printf '\nThe run: %s/ (conversations.jsonl, scores.jsonl, summary.md)\nOpen: %s/report/index.html\n' \
-	  '$(DEMO_OUT)' '$(DEMO_OUT)'
+	@set -e; t0=$$(date +%s); \
+	echo "Demo: 3 bundled tutorials taught and judged by the embedded model (about 5 minutes on 2 cores)"; \
+	$(call demo_step,generate --teacher local --learner local --out $(DEMO_OUT) $(DEMO_ARGS)); \
+	$(call demo_step,evaluate $(DEMO_OUT)); \
+	$(call demo_step,report $(DEMO_OUT) --out $(DEMO_OUT)/report --cases 1); \
+	printf '\nDemo done in %s s.\nThe run: %s/ (conversations.jsonl, scores.jsonl, summary.md)\nOpen: %s/report/index.html\n' \
+	  "$$(( $$(date +%s) - t0 ))" '$(DEMO_OUT)' '$(DEMO_OUT)'
 
 test: install browser docs
 	$(BIN)/python -m pytest -q
