@@ -1,4 +1,4 @@
-"""Benchmark of the learner's post-test (README "Post-test") on generated persona runs; writes the
+"""Benchmark of the learner's post-test (docs/methodology/metrics.md "Post-test") on generated persona runs; writes the
 "post-test" section of BENCHMARKS.md.
 
     python scripts/bench_posttest.py /work/runs/personas/curious /work/runs/personas/passive \
@@ -7,7 +7,7 @@
 Reads each run's conversations (with their `posttest`, taken by `generate`) and computes, with no model call:
 - the threshold table: for each similarity threshold, mean post-test Step Recall against the conversation's
   own tutorial and against another tutorial of the set (an impostor: what matching alone gives), and the
-  mean Learning Gain; the README's threshold is where own - impostor is largest;
+  mean Learning Gain; the threshold (docs/methodology/metrics.md) is where own - impostor is largest;
 - Learning Gain per persona (mean with a 95 % bootstrap CI over conversations, n), Step Recall post vs pre,
   Order, Extraneous, Detail Recall;
 - cost: model calls and seconds of the post-test and the pre-test per conversation, against the

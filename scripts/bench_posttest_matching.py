@@ -1,4 +1,4 @@
-"""The post-test's matching rules against each other (README "Post-test", evaluation/posttest.py MATCHING):
+"""The post-test's matching rules against each other (docs/methodology/metrics.md, evaluation/posttest.py MATCHING):
 writes the "post-test: matching" section of BENCHMARKS.md. No model call: every answer is already stored.
 
     python scripts/bench_posttest_matching.py --validity /work/runs/s5/curious=/work/runs/s5/check-v2 \

@@ -1,4 +1,4 @@
-"""The post-test's wordings against each other (README "Post-test", `--posttest-prompt`): writes the
+"""The post-test's wordings against each other (docs/methodology/metrics.md, `--posttest-prompt`): writes the
 "post-test: wording" section of BENCHMARKS.md.
 
     python scripts/bench_posttest_wording.py \

@@ -120,6 +120,8 @@ def test_every_benchmarks_section_is_grouped_on_the_benchmarks_page():
 OTHER_TOOLS_FLAGS = {"--api-key", "--array", "--check-n", "--max-minutes", "--minutes", "--no-deps",
                      "--per-tutorial", "--port", "--prepare", "--report-site", "--smoke", "--strict",
                      "--synthetic", "--throughput", "--variants", "--write-md"}
+# Words after "wikihowagent " that are not commands: `make install`'s output, quoted on Getting started.
+NOT_COMMANDS = {"into", "itself"}
 
 
 def _doc_pages() -> list[Path]:
@@ -139,7 +141,7 @@ def test_every_option_and_command_the_docs_name_exists():
         stale += [f"{rel}: {flag}" for flag in sorted(set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", text)))
                   if flag not in known and flag not in OTHER_TOOLS_FLAGS]
         stale += [f"{rel}: wikihowagent {name}" for name in sorted(set(re.findall(r"wikihowagent ([a-z][a-z-]*)",
-                                                                                   text))) if name not in names]
+                                                                                   text))) if name not in names | NOT_COMMANDS]
     assert not stale, f"the docs name options or commands the CLI does not have: {stale}"
 
 
@@ -158,3 +160,39 @@ def test_cli_reference_groups_options_by_their_help_panel(monkeypatch):
     assert at["Model and judge"] < page.index("<code>--teacher</code>") < at["Conversation"]
     assert at["Post-test"] < page.index("<code>--posttest-prompt</code>") < at["Output"]
     assert page.index("<code>--help</code>") > at["Options"]
+
+
+# "README 'Post-test'", 'README.md ("Metrics")', 'README, "Sweeps"', '(README: "Choosing the judge prompt")'
+README_SECTION = re.compile(r"""README(?:\.md)?\s*(?:[,:]\s*|\(\s*)?["'“]([A-Z][^"'”\n]*)["'”]""")
+
+
+def _readme_sections_named(text: str) -> set[str]:
+    return {m.group(1).strip() for m in README_SECTION.finditer(text)}
+
+
+def test_readme_section_pattern_finds_the_ways_code_names_a_section():
+    named = _readme_sections_named("""help="...; README 'Post-test'." # see README 'Choosing the judge prompt'
+        (README: "Choosing the judge prompt") README.md ("Metrics") README.md, "Metrics". README "Sweeps" """)
+    assert named == {"Post-test", "Choosing the judge prompt", "Metrics", "Sweeps"}
+    assert not _readme_sections_named("README.md stays short; the README's threshold is 'measured'.")
+
+
+def test_no_help_text_or_comment_names_a_readme_section_that_is_gone():
+    """The long README moved into the docs site: a --help text or a code comment that still sends the reader to
+    a README section must name one README.md has (else point it to the docs page, e.g. "docs: Guides >
+    Post-test")."""
+    from wikihowagent.clidoc import commands
+
+    headings = {h.strip().casefold() for h in re.findall(r"^#{1,6}\s+(.+?)\s*#*$", (REPO / "README.md").read_text(),
+                                                         re.M)}
+    files = [p for d in ("wikihowagent", "scripts", "configs") for p in sorted((REPO / d).rglob("*"))
+             if p.suffix in {".py", ".sh", ".yaml", ".yml"} and p.is_file()]
+    assert len(files) > 50
+    gone = [f"{p.relative_to(REPO)}: README {name!r}" for p in files
+            for name in sorted(_readme_sections_named(p.read_text(encoding="utf-8")))
+            if name.casefold() not in headings]
+    helps = [(c.name, p.names[0], p.help or "") for c in commands() for p in c.params]
+    helps += [(c.name, "", c.help or "") for c in commands()]
+    gone += [f"{cmd} {opt} --help: README {name!r}" for cmd, opt, text in helps
+             for name in sorted(_readme_sections_named(text)) if name.casefold() not in headings]
+    assert not gone, f"README.md has no such section (point to the docs page instead): {gone}"

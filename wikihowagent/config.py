@@ -45,7 +45,7 @@ class WorkflowSettings(BaseModel):
     manager: str = "rules"  # workflow/manager.py MANAGERS: rules (Algorithm 1) | llm (a model classifies)
     manager_model: str = ""  # spec of the llm manager's model; "" = the teacher's
     posttest: bool = True  # the learner's post-test (and the cached pre-test) after each conversation
-    posttest_prompt: str = "v2"  # workflow/posttest.py PROMPTS: the tests' wording (README "Post-test")
+    posttest_prompt: str = "v2"  # workflow/posttest.py PROMPTS: the tests' wording (docs/guides/posttest.md)
 
 
 class ReplicaSettings(BaseModel):

@@ -1,4 +1,4 @@
-"""Computational metrics (offline). Definitions: README.md, "Metrics".
+"""Computational metrics (offline). Definitions: docs/methodology/metrics.md.
 
 Two modes:
 - "default": the correct definitions (word-level BLEU, ROUGE-1/2/L, real BERTScore, chunked embeddings).
@@ -460,7 +460,7 @@ EmbedBatch = Literal["embed_default", "embed_paper"]  # the Scorers pass that co
 
 @dataclass(frozen=True)
 class Metric:
-    """One computational metric of one mode (`default` or `paper`, see README "Metrics").
+    """One computational metric of one mode (`default` or `paper`, see docs/methodology/metrics.md).
 
     `score` computes it for one conversation; metrics with `batch` set are computed together for a chunk
     by that `Scorers` pass (the embedding model's forward passes). Values are fractions in [`low`, `high`]

@@ -1,8 +1,8 @@
-"""Post-test metrics: what the learner can write down after the conversation (README "Post-test").
+"""Post-test metrics: what the learner can write down after the conversation (docs/methodology/metrics.md "Post-test").
 
 The tutorial's steps are matched one-to-one to the steps the learner recalled (all-MiniLM-L6-v2 sentence
 embeddings, cosine similarity, `scipy.optimize.linear_sum_assignment` maximising the total similarity; a
-pair counts only at similarity >= THRESHOLD, chosen from the measured table in README; MATCHING names the
+pair counts only at similarity >= THRESHOLD, chosen as measured (docs/methodology/metrics.md); MATCHING names the
 rule: "assign" (the default) or "nearest", where a recalled step may match only the tutorial step it is most
 similar to — measured against each other in BENCHMARKS.md "post-test: matching": better on no yardstick
 with confidence, so not the default). Then:
@@ -36,8 +36,8 @@ LEARNING_GAIN = "Learning Gain"
 DETAIL_GAIN = "Detail Gain"
 POSTTEST_METRICS = (STEP_RECALL, ORDER, EXTRANEOUS, DETAIL_RECALL, LEARNING_GAIN, DETAIL_GAIN)
 
-THRESHOLD = 0.4  # cosine similarity of a match; README "Post-test" (measured table, scripts/bench_posttest.py)
-# How recalled steps are matched to tutorial steps (README "Post-test", BENCHMARKS.md "post-test: matching"):
+THRESHOLD = 0.4  # cosine similarity of a match; docs/methodology/metrics.md (measured table, scripts/bench_posttest.py)
+# How recalled steps are matched to tutorial steps (docs/methodology/metrics.md, BENCHMARKS.md "post-test: matching"):
 # "assign": the one-to-one assignment of maximal total similarity; "nearest": the same, each recalled step
 # allowed only its most similar tutorial step. Recorded in each score line (ScoreRecord.posttest_matching).
 MATCHING_RULES = ("assign", "nearest")

@@ -50,7 +50,7 @@ def generate(
     manager_model: Annotated[Optional[str], typer.Option(rich_help_panel=CONVERSATION, help="Model spec of --manager llm (default: the teacher's).")] = None,
     shard: Annotated[Optional[str], typer.Option(rich_help_panel=CLUSTER, help="K/N: run only every N-th tutorial starting at K (0-based; cluster array jobs) into <run>/shards/K-of-N; join them with `wikihowagent merge`.")] = None,
     posttest: Annotated[Optional[bool], typer.Option("--posttest/--no-posttest", rich_help_panel=POSTTEST, help="After each conversation, the learner model writes the method's steps from memory (post-test; plus one cached pre-test per tutorial). Default: on (off with --preset paper).")] = None,
-    posttest_prompt: Annotated[Optional[str], typer.Option(rich_help_panel=POSTTEST, metavar="NAME", help="Wording of the post-/pre-test: v2 (default) or v3 (the learner may answer \"not taught\" / \"don't know\" per step); README 'Post-test'.")] = None,
+    posttest_prompt: Annotated[Optional[str], typer.Option(rich_help_panel=POSTTEST, metavar="NAME", help="Wording of the post-/pre-test: v2 (default) or v3 (the learner may answer \"not taught\" / \"don't know\" per step); docs: Guides > Post-test.")] = None,
     preset: Annotated[Optional[str], typer.Option(rich_help_panel=MODELS, help="'paper': the paper's prompts verbatim and decoding (max tokens 4096, temperature 0), under --config and flags.")] = None,
 ) -> None:
     """Simulate teacher-learner conversations over tutorials into a resumable run directory."""

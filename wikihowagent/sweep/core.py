@@ -46,7 +46,7 @@ class Grid(BaseModel):
 
 
 class SweepSpec(BaseModel):
-    """The experiment file (see configs/sweeps/paper.yaml and README, "Sweeps")."""
+    """The experiment file (see configs/sweeps/paper.yaml and docs/guides/sweep.md)."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -57,7 +57,7 @@ class TestPrompt:
         return f"{self.name}-{digest[:10]}"
 
 
-# README "Post-test": v2 asks both tests for exactly the method's number of steps (v1 asked for "the steps" and
+# docs/methodology/metrics.md: v2 asks both tests for exactly the method's number of steps (v1 asked for "the steps" and
 # measured list length); v3 keeps the length and lets the learner abstain line by line ("not taught" after the
 # lesson, "don't know" before it) instead of filling a line from prior knowledge; measured no better with the
 # embedded model, so v2 stays the default (BENCHMARKS.md "post-test: wording").
