@@ -458,6 +458,9 @@ def diff_values(expected, actual, where: str, out: list[str], limit: int = 2000)
             out.append(f"{where}: expected {expected!r}, got {actual!r}")
         return
     if isinstance(expected, dict) and isinstance(actual, dict):
+        if expected.get("kind") == actual.get("kind") == "csv" and expected["rows"] and actual["rows"]:
+            _diff_csv(expected["rows"], actual["rows"], where, out, limit)
+            return
         for k in expected.keys() - actual.keys():
             out.append(f"{where}/{k}: missing (expected {_short(expected[k])})")
         for k in actual.keys() - expected.keys():
@@ -477,6 +480,22 @@ def diff_values(expected, actual, where: str, out: list[str], limit: int = 2000)
         return
     if expected != actual or type(expected) is not type(actual):
         out.append(f"{where}: expected {_short(expected)}, got {_short(actual)}")
+
+
+def _diff_csv(expected: list, actual: list, where: str, out: list[str], limit: int) -> None:
+    """CSV rows cell by cell, each difference named by its row and column header."""
+    header = [str(h) for h in expected[0]]
+    if expected[0] != actual[0]:
+        out.append(f"{where}: header expected {_short(expected[0])}, got {_short(actual[0])}")
+    if len(expected) != len(actual):
+        out.append(f"{where}: {len(expected) - 1} rows expected, got {len(actual) - 1}")
+    for i, (e, a) in enumerate(zip(expected[1:], actual[1:], strict=False), start=1):
+        if len(e) != len(a):
+            out.append(f"{where}: row {i}: expected {_short(e)}, got {_short(a)}")
+            continue
+        for j, (x, y) in enumerate(zip(e, a, strict=True)):
+            col = header[j] if j < len(header) else str(j)
+            diff_values(x, y, f"{where}: row {i} ({_short(e[0])}), column {col}", out, limit)
 
 
 def compare_digests(expected: dict, actual: dict) -> list[str]:

@@ -48,8 +48,8 @@ def test_numbers_compare_to_1e_12_and_every_difference_is_named(tmp_path):
     wrap = lambda s: {"format": bg.FORMAT, "scenarios": {"s": s}, "skipped": []}  # noqa: E731
     assert bg.compare_digests(wrap(a), wrap(close)) == []
     diffs = bg.compare_digests(wrap(a), wrap(far))
-    assert diffs == ["s/out/x.csv/rows[1][1]: expected 0.5, got 0.500000001",
-                     's/out/x.csv/rows[2][1]: expected 1.0, got "n/a"']
+    assert diffs == ['s/out/x.csv: row 1 ("Clarity"), column r: expected 0.5, got 0.500000001',
+                     's/out/x.csv: row 2 ("Depth"), column r: expected 1.0, got "n/a"']
     gone = bg.compare_digests(wrap(a), wrap({}))
     assert gone == ['s/out/x.csv: missing (expected {"kind": "csv", "rows": '
                     '[["rubric", "r"], ["Clarity", 0.5], ["Depth", 1.0]]})']
@@ -100,5 +100,5 @@ def test_a_changed_output_fails_the_check_with_its_location(tmp_path, name):
     col = next(i for i, v in enumerate(rows[1]) if isinstance(v, float) and v == v)
     rows[1][col] += 1e-6
     diffs = bg.compare_digests(expected, actual)
-    where = f"{name}/out/paper_judges/correlations.csv/rows[1][{col}]"
+    where = f"{name}/out/paper_judges/correlations.csv: row 1 ({json.dumps(rows[1][0])}), column {rows[0][col]}"
     assert len(diffs) == 1 and diffs[0].startswith(f"{where}: expected "), diffs
