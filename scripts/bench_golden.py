@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import difflib
 import hashlib
 import io
 import json
@@ -42,7 +43,7 @@ REPO = Path(__file__).resolve().parent.parent
 TESTS = REPO / "tests"
 FIX = TESTS / "fixtures"
 DIGEST_NAME = "digest.json"
-FORMAT = 1
+FORMAT = 2
 REL_TOL = ABS_TOL = 1e-12
 RUBRICS = ["Clarity", "Truthfulness", "Engagement", "Coherence", "Depth", "Relevance", "Progress", "Naturalness"]
 # the computational metrics that need no neural model (the embedding ones load sentence-transformers/BERT)
@@ -117,33 +118,55 @@ class Normaliser:
 
 
 class _HTMLText(HTMLParser):
-    """Visible text (one entry per text run) and table cells of an HTML page; scripts and styles dropped."""
+    """Visible text of an HTML page, one entry per text run; a table row is one entry `| cell | cell |`;
+    scripts and styles dropped."""
 
     def __init__(self):
         super().__init__(convert_charrefs=True)
         self.parts: list[str] = []
         self.skip = 0
+        self.row: list[list[str]] | None = None  # the cells of the open <tr>
 
     def handle_starttag(self, tag, attrs):
         if tag in ("script", "style"):
             self.skip += 1
-        elif tag in ("tr",):
-            self.parts.append("<tr>")
-        elif tag in ("td", "th"):
-            self.parts.append("|")
+        elif tag == "tr":
+            self._flush_row()
+            self.row = []
+        elif tag in ("td", "th") and self.row is not None:
+            self.row.append([])
         elif tag == "img":
-            alt = dict(attrs).get("alt")
-            self.parts.append(f"[img {dict(attrs).get('src', '')} {alt or ''}]")
+            a = dict(attrs)
+            self._add(f"[img {a.get('src', '')} {a.get('alt') or ''}]")
 
     def handle_endtag(self, tag):
         if tag in ("script", "style"):
             self.skip = max(0, self.skip - 1)
+        elif tag in ("tr", "table"):
+            self._flush_row()
 
     def handle_data(self, data):
         if not self.skip:
             t = " ".join(data.split())
             if t:
-                self.parts.append(t)
+                self._add(t)
+
+    def _add(self, text: str) -> None:
+        if self.row is not None:
+            if not self.row:
+                self.row.append([])
+            self.row[-1].append(text)
+        else:
+            self.parts.append(text)
+
+    def _flush_row(self) -> None:
+        if self.row is not None:
+            self.parts.append("| " + " | ".join(" ".join(c) for c in self.row) + " |")
+            self.row = None
+
+    def close(self):
+        super().close()
+        self._flush_row()
 
 
 def _js_payload(text: str):
@@ -190,6 +213,7 @@ def digest_file(path: Path, norm: Normaliser):
     if suffix in (".html", ".htm"):
         p = _HTMLText()
         p.feed(text)
+        p.close()
         return {"kind": "html", "text": [norm.text(x) for x in p.parts]}
     if suffix in (".js", ".css"):  # static assets copied from the package
         return {"kind": "asset", "sha256": hashlib.sha256(raw).hexdigest()}
@@ -461,6 +485,11 @@ def diff_values(expected, actual, where: str, out: list[str], limit: int = 2000)
         if expected.get("kind") == actual.get("kind") == "csv" and expected["rows"] and actual["rows"]:
             _diff_csv(expected["rows"], actual["rows"], where, out, limit)
             return
+        for field in ("text", "lines"):  # HTML text, Markdown/text lines: a line diff, not position by position
+            if expected.get("kind") == actual.get("kind") and isinstance(expected.get(field), list) \
+                    and isinstance(actual.get(field), list) and expected["kind"] in ("html", "text"):
+                _diff_lines(expected[field], actual[field], f"{where}/{field}", out)
+                return
         for k in expected.keys() - actual.keys():
             out.append(f"{where}/{k}: missing (expected {_short(expected[k])})")
         for k in actual.keys() - expected.keys():
@@ -480,6 +509,17 @@ def diff_values(expected, actual, where: str, out: list[str], limit: int = 2000)
         return
     if expected != actual or type(expected) is not type(actual):
         out.append(f"{where}: expected {_short(expected)}, got {_short(actual)}")
+
+
+def _diff_lines(expected: list, actual: list, where: str, out: list[str], context: int = 1, cap: int = 40) -> None:
+    """A unified diff of two line lists (numbers inside text compared as text), at most `cap` lines."""
+    if expected == actual:
+        return
+    lines = list(difflib.unified_diff([str(x) for x in expected], [str(x) for x in actual], "expected", "got",
+                                      n=context, lineterm=""))[2:]
+    shown = [f"    {ln if len(ln) <= 160 else ln[:157] + '...'}" for ln in lines[:cap]]
+    more = f" (first {cap} diff lines of {len(lines)})" if len(lines) > cap else ""
+    out.append(f"{where}: differs{more}:\n" + "\n".join(shown))
 
 
 def _diff_csv(expected: list, actual: list, where: str, out: list[str], limit: int) -> None:
