@@ -431,17 +431,19 @@ def _input_digest(d: dict) -> dict:
     return {"kind": "input", "sha256": hashlib.sha256(blob).hexdigest()}
 
 
-def run_all(root: Path, only: list[str] | None = None, shared: Path | None = None, log=print) -> dict:
-    """Run the scenarios under `root`; returns {"scenarios": {name: {file: digest}}, "skipped": [...]}."""
+def run_all(root: Path, only: list[str] | None = None, shared: Path | None = None, log=print,
+            paper: bool = True) -> dict:
+    """Run the scenarios under `root` (`shared`: the human study folder, default found by shared_dir();
+    paper=False skips the scenarios that need it); returns {"scenarios": {name: {file: digest}}, "skipped": [...]}."""
     _import_test_helpers()
-    shared = shared if shared is not None else shared_dir()
+    shared = (shared if shared is not None else shared_dir()) if paper else None
     digest: dict = {"format": FORMAT, "scenarios": {}, "skipped": []}
     for name, (fn, needs_paper) in SCENARIOS.items():
         if only and name not in only:
             continue
         if needs_paper and shared is None:
             digest["skipped"].append(name)
-            log(f"{name}: skipped (the paper's human study, ../shared/human-study, is not here)")
+            log(f"{name}: skipped (no paper human study: ../shared/human-study absent, or --no-paper)")
             continue
         work, inputs = root / name / "out", root / name / "inputs"
         work.mkdir(parents=True)
@@ -593,11 +595,7 @@ def main(argv: list[str] | None = None) -> int:
         root_ctx = tempfile.TemporaryDirectory(prefix="golden-")
         root = Path(root_ctx.name)
     try:
-        if args.no_paper:
-            digest = run_all(root, args.only, shared=None)
-            digest["skipped"] = sorted(set(digest["skipped"]) | {n for n, (_, p) in SCENARIOS.items() if p})
-        else:
-            digest = run_all(root, args.only, shared=shared)
+        digest = run_all(root, args.only, shared=shared, paper=not args.no_paper)
     finally:
         if root_ctx is not None:
             root_ctx.cleanup()

@@ -86,6 +86,14 @@ def test_run_varying_values_are_normalised_and_the_rest_kept(tmp_path):
     assert bg.Normaliser({}).value(long) != bg.Normaliser({}).value(long + "!")
 
 
+def test_a_scenario_skipped_for_want_of_the_paper_study_is_not_compared_but_a_lost_one_fails():
+    rec = {"format": bg.FORMAT, "scenarios": {"align": {"f": [1]}, "paper_align": {"f": [1]}}, "skipped": []}
+    ci = {"format": bg.FORMAT, "scenarios": {"align": {"f": [1]}}, "skipped": ["paper_align"]}
+    assert bg.compare_digests(rec, ci) == []
+    assert bg.compare_digests(rec, ci | {"skipped": []}) == ["paper_align: scenario missing from this run"]
+    assert bg.compare_digests(rec, ci | {"format": bg.FORMAT + 1})[0].startswith("digest format")
+
+
 def test_report_data_files_are_compared_as_the_json_they_carry(tmp_path):
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "conv-0001.js").write_text('reportChunk(1, {"a": [1, 2.5]});\n')
