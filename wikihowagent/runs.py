@@ -17,6 +17,7 @@ import os
 import re
 import tempfile
 import unicodedata
+from datetime import datetime, timezone
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from dataclasses import dataclass
@@ -411,6 +412,27 @@ def shard_dir(run_dir: Path, k: int, n: int) -> Path:
 
 def shard_dirs(run_dir: Path) -> list[Path]:
     return sorted(p for p in (Path(run_dir) / SHARDS_DIR).glob("*") if (p / RUN_INFO).exists())
+
+
+def now() -> str:
+    """The time stamp of run.json's `started_at` / `ended_at` / `resumed_at` (UTC, seconds)."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def count_records(records: list[ConversationRecord]) -> dict[str, int]:
+    """run.json's `counts` of a conversations file's records."""
+    return {
+        "conversations": len(records),
+        "finished": sum(1 for r in records if r.stop_reason == "finished"),
+        "max_interactions": sum(1 for r in records if r.stop_reason == "max_interactions"),
+        "failed": sum(1 for r in records if r.error),
+        "turn_warnings": sum(len(t.warnings) for r in records for t in r.turns),
+        "turn_retries": sum(len(t.retried) for r in records for t in r.turns),
+        "manager_fallbacks": sum(t.manager_fallback for r in records for t in r.turns),
+        "learner_stopped": sum(1 for r in records if r.stop_reason == "learner_stopped"),
+        "posttests": sum(1 for r in records if r.posttest is not None),
+        "posttest_failures": sum(1 for r in records if r.posttest is not None and r.posttest.post.error),
+    }
 
 
 # --------------------------------------------------------------------------- typed readers

@@ -424,8 +424,8 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
     from wikihowagent.evaluation.inputs import resolve_inputs
     from wikihowagent.evaluation.judge import load_rubrics
     from wikihowagent.evaluation.runner import EvalOptions, Evaluation
-    from wikihowagent.generation.core import parse_shard
     from wikihowagent.runs import COMPARE_DIR, PAIR_JUDGMENTS
+    from wikihowagent.shards import parse_shard
 
     from .pairwise import check_tie_band
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import CAL_SUFFIX, Calibration
+from wikihowagent.stats.calibration import predict
 
 if TYPE_CHECKING:  # pragma: no cover
     from wikihowagent.scoretable import ScoreTable
@@ -82,8 +83,6 @@ def check(cal: Calibration, path: Path, table: ScoreTable, what: str) -> None:
 def add_calibrated(table: ScoreTable, cal: Calibration) -> ScoreTable:
     """The table with a `<rubric> (cal.)` column per calibrated rubric it has (NaN where the score, or for
     ridge the stored distribution, is missing)."""
-    from wikihowagent.alignment.calibration import predict
-
     values, present = table.values.copy(), table.present.copy()
     records = table.meta["record"].tolist()
     for metric, rc in cal.rubrics.items():

@@ -106,11 +106,9 @@ def merge(
 
     Refuses in one line if a shard 0..N-1 is missing or was made with other settings."""
     from wikihowagent.console import make_console
-    from wikihowagent.evaluation.shards import merge_score_shards
     from wikihowagent.errors import WikihowagentError
     from wikihowagent.runs import SCORE_SHARDS_DIR as SCORE_SHARDS, SHARDS_DIR
-
-    from .core import merge_shards
+    from wikihowagent.shards import merge_score_shards, merge_shards
 
     console = make_console()
     scores = (run_dir / SCORE_SHARDS).is_dir()

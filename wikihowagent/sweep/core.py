@@ -323,8 +323,8 @@ def cell_merged(cell: Cell, shards: int) -> bool:
 
 def merge_cell_if_complete(sweep: Sweep, cell: Cell) -> bool:
     """Merge a sharded cell once every shard is done (under a lock: two array tasks may finish together)."""
-    from wikihowagent.generation.core import merge_shards
     from wikihowagent.runs import dir_lock
+    from wikihowagent.shards import merge_shards
 
     n = sweep.spec.shards
     if n == 1:
