@@ -566,6 +566,81 @@ def latest_run(runs_dir: Path) -> Path:
     return max(infos, key=lambda p: p.stat().st_mtime).parent
 
 
+# --------------------------------------------------------------------------- paths -> runs
+
+RUN_FILES = (RUN_INFO, CONVERSATIONS, *SCORE_FILES)  # any of them makes a directory a run directory
+
+
+def is_run_dir(path: Path) -> bool:
+    """A directory holding run.json, conversations.jsonl or a score file."""
+    return any((Path(path) / f).exists() for f in RUN_FILES)
+
+
+RunPathKind = Literal["run", "file", "cell", "runs", "missing"]
+
+
+@dataclass(frozen=True)
+class RunPath:
+    """What one path a user named stands for (`resolve_runs`): `run` a run directory (`is_run_dir`); `file` a
+    file (a conversations or scores JSONL, one of the paper's run files); `cell` a cell of the sweep `sweep`
+    (`generated`: it has conversations, else it is not generated or its shards are not merged yet); `runs`
+    another directory (a directory of runs: `runs_below`, `evaluated_runs`); `missing` no such path."""
+
+    path: Path
+    kind: RunPathKind
+    sweep: Path | None = None
+
+    @property
+    def generated(self) -> bool:
+        return (self.path / CONVERSATIONS).exists()
+
+
+def resolve_runs(paths: Iterable[Path], *, latest_in: Path | None = None, sweeps: bool = True) -> list[RunPath]:
+    """The one resolver of paths to runs, in the order given. No path and `latest_in`: the latest run under it
+    (`latest_run`, RunError if none). With `sweeps`, a sweep directory (sweep.json, no run file of its own)
+    stands for its cells in sweep.json's order (RunError, one line, if sweep.json is not a sweep file); without,
+    it is a `runs` directory like any other. Each stage words its own refusal of a kind it cannot use."""
+    paths = [Path(p) for p in paths]
+    if not paths and latest_in is not None:
+        paths = [latest_run(latest_in)]
+    out: list[RunPath] = []
+    for p in paths:
+        if not p.exists():
+            out.append(RunPath(p, "missing"))
+        elif not p.is_dir():
+            out.append(RunPath(p, "file"))
+        elif is_run_dir(p):
+            out.append(RunPath(p, "run"))
+        elif sweeps and (p / SWEEP_INFO).is_file():
+            out.extend(RunPath(d, "cell", sweep=p) for d in sweep_cell_dirs(p))
+        else:
+            out.append(RunPath(p, "runs"))
+    return out
+
+
+def runs_below(directory: Path, skip: Iterable[str] = ()) -> list[Path]:
+    """The directories below `directory` that can be runs (sorted by name): every one that is a run directory,
+    and any other but hidden ones and the stages' output folders (summary/, alignment/, compare/, rescored/,
+    and the names in `skip`)."""
+    skipped = {*OUTPUT_DIRS, RESCORED_DIR, *skip}
+    below = sorted(d for d in Path(directory).iterdir() if d.is_dir() and not d.name.startswith("."))
+    return [d for d in below if is_run_dir(d) or d.name not in skipped]
+
+
+def evaluated_runs(runs_dir: Path) -> list[Path]:
+    """Evaluated run directories under `runs_dir`: `<runs_dir>/*/` and `<runs_dir>/rescored/*/` holding a
+    score file (`scores.jsonl` or `scores-paper.jsonl`, see `scores_file`). Runs sorted by name, then the
+    re-scored ones sorted by name."""
+    runs_dir = Path(runs_dir)
+
+    def evaluated(parent: Path, skip: set[str]) -> list[Path]:
+        if not parent.is_dir():
+            return []
+        return sorted(d for d in parent.iterdir() if d.is_dir() and d.name not in skip and scores_file(d))
+
+    return evaluated(runs_dir, set(OUTPUT_DIRS) | {RESCORED_DIR}) + evaluated(runs_dir / RESCORED_DIR, set())
+
+
 # --------------------------------------------------------------------------- post-test files
 
 

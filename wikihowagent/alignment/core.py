@@ -34,12 +34,12 @@ from .problems import AlignInputError, Problems
 from . import schema
 from .schema import OVERALL
 from .tables import csv_text, stars
-from .sources import LLMScores, discover_runs, llm_matrix, read_llm_scores, run_name
+from .sources import LLMScores, llm_matrix, read_llm_scores, run_name
 from .stats import (COEF_LABEL, COEFFICIENTS, TOO_FEW, UNDEFINED, Agreement, CorrelationResult, Descriptives, agreement,
                     correlate, describe)
 from wikihowagent.runs import (AGREEMENT_CSV, AGREEMENT_PAIRS_CSV, AUTOMATIC_CSV, CORRELATIONS_CSV, CORRELATIONS_MD,
                                CORRELATION_HEATMAP_PNG, DESCRIPTIVES_CSV, FIGURES_DIR, PAIRED_SCORES_CSV,
-                               PROBLEMS_TXT, SCORE_DISTRIBUTIONS_PNG)
+                               PROBLEMS_TXT, SCORE_DISTRIBUTIONS_PNG, evaluated_runs)
 
 BY_CHOICES = ("run", "model", "domain", "persona")
 ALL = "all"
@@ -127,8 +127,8 @@ def overall_scores(human: np.ndarray, model: np.ndarray) -> tuple[np.ndarray, np
 
 def default_score_paths(judges: list[JudgeRatings], runs_dir: Path, problems: Problems) -> list[Path]:
     """Without --scores: the evaluated runs under `runs_dir` named in the sheets' `filename` column, or else
-    every evaluated run there (see `sources.discover_runs`: also scores-paper.jsonl and runs_dir/rescored/)."""
-    found = discover_runs(runs_dir)
+    every evaluated run there (see `runs.evaluated_runs`: also scores-paper.jsonl and runs_dir/rescored/)."""
+    found = evaluated_runs(runs_dir)
     if not found:
         problems.add("unusable file", f"{runs_dir}: no evaluated runs found and no --scores given; "
                                       "no LLM scores to compare with")

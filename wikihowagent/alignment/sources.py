@@ -2,7 +2,7 @@
 
 `--scores` accepts:
 - a run directory (its `scores.jsonl`, or `scores-paper.jsonl` from `evaluate --compat paper` when there is
-  no `scores.jsonl`; `run.json` names the run) or a directory of runs (see `discover_runs`: also the
+  no `scores.jsonl`; `run.json` names the run) or a directory of runs (see `runs.evaluated_runs`: also the
   re-scored paper files under `rescored/`);
 - a `scores.jsonl` file (ScoreRecord lines; a conversation id seen twice -> the last line wins, as after a
   resumed `evaluate`);
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from wikihowagent.paper_format import parse_run_stem
-from wikihowagent.runs import (CONVERSATIONS, OUTPUT_DIRS, RESCORED_DIR, SCORE_FILES, RunError, read_score_table,
+from wikihowagent.runs import (CONVERSATIONS, SCORE_FILES, RunError, evaluated_runs, read_score_table, resolve_runs,
                                run_name, scores_file)
 from wikihowagent.scoretable import ScoreTable
 
@@ -97,20 +97,6 @@ def model_label(teacher: str = "", learner: str = "", run: str = "") -> str:
     if teacher and learner and teacher != learner:
         return f"{teacher} / {learner}"
     return teacher or learner or run or "(unknown)"
-
-
-def discover_runs(runs_dir: Path) -> list[Path]:
-    """Evaluated run directories under `runs_dir`: `<runs_dir>/*/` and `<runs_dir>/rescored/*/` holding a
-    score file (`scores.jsonl` or `scores-paper.jsonl`, see `scores_file`). Runs sorted by name, then the
-    re-scored ones sorted by name."""
-    runs_dir = Path(runs_dir)
-
-    def evaluated(parent: Path, skip: set[str]) -> list[Path]:
-        if not parent.is_dir():
-            return []
-        return sorted(d for d in parent.iterdir() if d.is_dir() and d.name not in skip and scores_file(d))
-
-    return evaluated(runs_dir, set(OUTPUT_DIRS) | {RESCORED_DIR}) + evaluated(runs_dir / RESCORED_DIR, set())
 
 
 def _metric_values(metrics: dict, loc: str, problems: Problems, missing: list[int],
@@ -231,7 +217,7 @@ def read_paper_run(path: Path, problems: Problems) -> list[ScoreRow]:
 
 def resolve_score_paths(paths: list[Path], problems: Problems | None = None) -> list[Path]:
     """Directories -> their score file (a run dir) or the score file of each run inside (a runs dir); see
-    `scores_file` and `discover_runs`. A path with no score file raises AlignInputError, or with `problems`
+    `scores_file` and `runs.evaluated_runs`. A path with no score file raises AlignInputError, or with `problems`
     is reported there ("unusable file") and skipped, so the other paths are still read."""
     out: list[Path] = []
     for p in paths:
@@ -246,19 +232,20 @@ def resolve_score_paths(paths: list[Path], problems: Problems | None = None) -> 
 
 
 def _score_files_of(p: Path) -> list[Path]:
-    if p.is_dir():
-        own = scores_file(p)
-        if own is not None:
-            return [own]
-        runs = discover_runs(p)
-        if not runs:
-            has_conv = (p / CONVERSATIONS).is_file()
-            hint = "; run `wikihowagent evaluate` on it first" if has_conv else ""
-            raise AlignInputError(f"{p}: no {' or '.join(SCORE_FILES)} in it (nor in any run directory inside){hint}")
-        return [scores_file(r) for r in runs]
-    if p.exists():
+    (rp,) = resolve_runs([p], sweeps=False)  # a sweep directory: its evaluated cells, as a directory of runs
+    if rp.kind == "missing":
+        raise AlignInputError(f"{p}: not found")
+    if rp.kind == "file":
         return [p]
-    raise AlignInputError(f"{p}: not found")
+    own = scores_file(p)
+    if own is not None:
+        return [own]
+    runs = evaluated_runs(p)
+    if not runs:
+        has_conv = (p / CONVERSATIONS).is_file()
+        hint = "; run `wikihowagent evaluate` on it first" if has_conv else ""
+        raise AlignInputError(f"{p}: no {' or '.join(SCORE_FILES)} in it (nor in any run directory inside){hint}")
+    return [scores_file(r) for r in runs]
 
 
 def read_llm_scores(paths: list[Path], problems: Problems) -> LLMScores:

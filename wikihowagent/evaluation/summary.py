@@ -82,8 +82,15 @@ def write_calibrated(runs: list[RunScores], calibration: Any, out_dir: Path) -> 
 
 def metric_columns(runs: list[RunScores], rubric_names: list[str]) -> list[str]:
     present = {k for r in runs for k in r.table.metric_names()}
-    # The post-test's columns only where some conversation took one (else every value is null).
-    present -= {m for m in POSTTEST_METRICS if all(math.isnan(v) for r in runs for v in r.table.column(m))}
+    empty = {m for m in POSTTEST_METRICS if all(math.isnan(v) for r in runs for v in r.table.column(m))}
+    return metric_order(present, rubric_names, empty)
+
+
+def metric_order(present: set[str], rubric_names: list[str], empty: set[str] = frozenset()) -> list[str]:
+    """The one column order of metrics (evaluate's tables, the report): the computational metrics in ORDER, the
+    rubrics in `rubric_names`' order, their calibrated columns (`evaluate --calibration`), then any other by
+    name. The post-test's columns only where some conversation took one (`empty`: those with no value at all)."""
+    present = set(present) - {m for m in POSTTEST_METRICS if m in empty}
     cols = [m for m in ORDER if m in present]
     cols += [m for m in rubric_names if m in present]
     cols += [calibrated_name(m) for m in rubric_names if calibrated_name(m) in present]  # evaluate --calibration

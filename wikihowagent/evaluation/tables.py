@@ -8,27 +8,26 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.runs import resolve_runs
+
 from .metrics import PERCENT_METRICS
 from .summary import RunScores, Summary, summarize
 
 
 def expand_sweep_dirs(paths: list[Path], warn: Callable[[str], None]) -> tuple[list[Path], bool]:
-    """A sweep directory (with sweep.json) -> its cells' run directories. Returns (paths, any sweep given)."""
-    from wikihowagent.runs import CONVERSATIONS, SWEEP_INFO, sweep_cell_dirs
-
+    """A sweep directory (with sweep.json) -> its cells' run directories (`runs.resolve_runs`). Returns (paths,
+    any sweep given)."""
     out: list[Path] = []
     sweep = False
-    for p in paths:
-        p = Path(p)
-        if p.is_dir() and (p / SWEEP_INFO).exists() and not (p / CONVERSATIONS).exists():
-            sweep = True
-            for d in sweep_cell_dirs(p):
-                if (d / CONVERSATIONS).exists():
-                    out.append(d)
-                else:
-                    warn(f"{d}: cell not generated (or not merged) yet; left out of the tables")
+    for rp in resolve_runs(paths):
+        if rp.kind != "cell":
+            out.append(rp.path)
+            continue
+        sweep = True
+        if rp.generated:
+            out.append(rp.path)
         else:
-            out.append(p)
+            warn(f"{rp.path}: cell not generated (or not merged) yet; left out of the tables")
     return out, sweep
 
 

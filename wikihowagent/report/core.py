@@ -195,22 +195,17 @@ def _swap_into_place(tmp: Path, out: Path) -> None:
 
 def _metric_order(runs: list[ReportRun]) -> tuple[list[str], list[str]]:
     """(all metrics in display order, the rubric metrics among them)."""
-    from wikihowagent.evaluation.summary import ORDER, PERCENT_METRICS, POSTTEST_METRICS
+    from wikihowagent.evaluation.judge import RubricError, load_rubrics
+    from wikihowagent.evaluation.summary import PERCENT_METRICS, POSTTEST_METRICS, metric_order
 
     present = {k for r in runs for c in r.conversations for k in c.metrics}
-    # the post-test's columns only where some conversation took one (as in evaluate's summary)
-    present -= {m for m in POSTTEST_METRICS if all(c.metrics.get(m) is None for r in runs for c in r.conversations)}
-    comp = [m for m in ORDER if m in present]
-    rubrics = sorted(m for m in present if m not in PERCENT_METRICS)
-    from wikihowagent.evaluation.judge import RubricError, load_rubrics
-
+    empty = {m for m in POSTTEST_METRICS if all(c.metrics.get(m) is None for r in runs for c in r.conversations)}
     try:  # the bundled rubric file's order (Table 5), then any other rubric by name
         known = list(load_rubrics())
-        rubrics = [m for m in known if m in present] + [m for m in rubrics if m not in known]
     except (RubricError, OSError):  # only the column order depends on it
-        pass
-    rest = sorted(present - set(comp) - set(rubrics))
-    return comp + rubrics + rest, rubrics
+        known = []
+    order = metric_order(present, known, empty)
+    return order, [m for m in order if m not in PERCENT_METRICS]
 
 
 def _run_scores(runs: list[ReportRun]) -> list[Any]:

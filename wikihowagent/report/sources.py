@@ -23,9 +23,8 @@ from typing import Any
 
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, ScoreRecord, Turn
-from wikihowagent.runs import CONVERSATIONS, OUTPUT_DIRS, RESCORED_DIR, RUN_INFO, SCORE_FILES
+from wikihowagent.runs import CONVERSATIONS, FIGURES_DIR, RUN_INFO, SCORE_FILES, RunError, resolve_runs, runs_below
 from wikihowagent.scoretable import ScoreTable
-from wikihowagent.runs import FIGURES_DIR
 
 # Fields shown as such; any other (later) field of a record is shown as it is.
 _KNOWN_SCORE_FIELDS = set(ScoreRecord.model_fields)
@@ -105,41 +104,32 @@ def expand(paths: list[Path], problems: Problems) -> list[Path]:
     """Run directories. A sweep directory (`sweep.json` from `wikihowagent sweep`) stands for its cells, a cell
     not generated or not merged yet is reported; any other directory without run files stands for the
     directories below it."""
-    from wikihowagent.runs import SWEEP_INFO
-
     out: list[Path] = []
     for p in map(Path, paths):
-        if not p.exists():
+        try:
+            resolved = resolve_runs([p])
+        except RunError as exc:  # a sweep.json that is not a sweep file
+            raise ReportInputError(str(exc)) from None
+        kind = resolved[0].kind if resolved else "cell"  # a sweep without cells: none has conversations
+        if kind == "missing":
             raise ReportInputError(f"{p}: no such run directory")
-        if p.is_file() and p.suffix.lower() == ".json":  # one of the paper's run files
-            out.append(p)
-            continue
-        if not p.is_dir():
+        if kind == "file" and not (p.is_file() and p.suffix.lower() == ".json"):  # a paper run file, or refused
             raise ReportInputError(f"{p}: not a run directory (expected a directory with {RUN_INFO} and {CONVERSATIONS})")
-        if any((p / f).exists() for f in (RUN_INFO, CONVERSATIONS, *SCORE_FILES)):
+        if kind in ("file", "run"):
             out.append(p)
-            continue
-        if (p / SWEEP_INFO).is_file():
-            from wikihowagent.runs import RunError, sweep_cell_dirs
-
-            try:
-                cells = sweep_cell_dirs(p)
-            except RunError as exc:
-                raise ReportInputError(str(exc)) from None
-            for d in cells:
-                if (d / CONVERSATIONS).exists():
-                    out.append(d)
+        elif kind == "cell":
+            for rp in resolved:
+                if rp.generated:
+                    out.append(rp.path)
                 else:
-                    problems.add(f"{d}: sweep cell not generated (or its shards not merged) yet; left out")
+                    problems.add(f"{rp.path}: sweep cell not generated (or its shards not merged) yet; left out")
             if not out:
                 raise ReportInputError(f"{p}: no cell of this sweep has conversations yet")
-            continue
-        cells = sorted(d for d in p.iterdir() if d.is_dir() and not d.name.startswith("."))
-        cells = [d for d in cells if any((d / f).exists() for f in (RUN_INFO, CONVERSATIONS, *SCORE_FILES))
-                 or d.name not in (*OUTPUT_DIRS, RESCORED_DIR, FIGURES_DIR)]
-        if not cells:
-            raise ReportInputError(f"{p}: not a run directory and no runs below it")
-        out.extend(cells)
+        else:
+            cells = runs_below(p, skip=[FIGURES_DIR])
+            if not cells:
+                raise ReportInputError(f"{p}: not a run directory and no runs below it")
+            out.extend(cells)
     return out
 
 

@@ -1,0 +1,107 @@
+"""`runs.resolve_runs`, the one resolver of paths to runs (issue 29), and the stages that use it: `evaluate`
+(inputs + the sweep tables), `report` and `align` see a path as the same kind of thing."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from wikihowagent.runs import (CONVERSATIONS, RUN_INFO, SCORES, SWEEP_INFO, RunError, RunPath, evaluated_runs,
+                               resolve_runs, runs_below)
+
+
+def _run(d: Path, conversations: bool = True, scores: bool = False) -> Path:
+    d.mkdir(parents=True)
+    (d / RUN_INFO).write_text(json.dumps({"name": d.name}))
+    if conversations:
+        (d / CONVERSATIONS).write_text("")
+    if scores:
+        (d / SCORES).write_text("")
+    return d
+
+
+def _sweep(d: Path, cells: list[str]) -> Path:
+    d.mkdir(parents=True)
+    (d / SWEEP_INFO).write_text(json.dumps({"cells": [{"run": c} for c in cells]}))
+    return d
+
+
+def test_each_kind_of_path(tmp_path):
+    run = _run(tmp_path / "r1")
+    f = tmp_path / "x.jsonl"
+    f.write_text("")
+    sweep = _sweep(tmp_path / "sw", ["a", "b"])
+    _run(sweep / "a")
+    (tmp_path / "many").mkdir()
+    got = resolve_runs([run, f, tmp_path / "nope", sweep, tmp_path / "many"])
+    assert got == [RunPath(run, "run"), RunPath(f, "file"), RunPath(tmp_path / "nope", "missing"),
+                   RunPath(sweep / "a", "cell", sweep), RunPath(sweep / "b", "cell", sweep),
+                   RunPath(tmp_path / "many", "runs")]
+    assert [rp.generated for rp in got if rp.kind == "cell"] == [True, False]
+    # without sweeps a sweep directory is a directory of runs like any other
+    assert resolve_runs([sweep], sweeps=False) == [RunPath(sweep, "runs")]
+
+
+def test_no_path_is_the_latest_run_and_a_bad_sweep_file_is_one_line(tmp_path):
+    old, new = _run(tmp_path / "old"), _run(tmp_path / "new")
+    os.utime(old / RUN_INFO, (1, 1))
+    assert resolve_runs([], latest_in=tmp_path) == [RunPath(new, "run")]
+    assert resolve_runs([]) == []
+    with pytest.raises(RunError, match="no runs found"):
+        resolve_runs([], latest_in=tmp_path / "empty")
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / SWEEP_INFO).write_text("[1")
+    with pytest.raises(RunError, match="not a sweep file"):
+        resolve_runs([bad])
+
+
+def test_runs_below_and_evaluated_runs(tmp_path):
+    a = _run(tmp_path / "a", scores=True)
+    b = _run(tmp_path / "b")
+    (tmp_path / "summary").mkdir()  # an output folder, not a run
+    (tmp_path / ".hidden").mkdir()
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    res = _run(tmp_path / "rescored" / "p", scores=True)
+    assert runs_below(tmp_path) == [a, b, plain]
+    assert runs_below(tmp_path, skip=["plain"]) == [a, b]
+    assert evaluated_runs(tmp_path) == [a, res]
+
+
+def test_the_stages_expand_a_sweep_alike(tmp_path):
+    """`evaluate` (its tables) and `report` take the same cells of a sweep, each wording the missing one."""
+    from wikihowagent.evaluation.tables import expand_sweep_dirs
+    from wikihowagent.report.sources import Problems, expand
+
+    sweep = _sweep(tmp_path / "sw", ["a", "b", "c"])
+    _run(sweep / "a")
+    _run(sweep / "c")
+    warned: list[str] = []
+    paths, any_sweep = expand_sweep_dirs([sweep], warned.append)
+    problems = Problems()
+    assert paths == expand([sweep], problems) == [sweep / "a", sweep / "c"] and any_sweep
+    assert warned == [f"{sweep / 'b'}: cell not generated (or not merged) yet; left out of the tables"]
+    assert problems.lines == [f"{sweep / 'b'}: sweep cell not generated (or its shards not merged) yet; left out"]
+
+
+def test_report_and_evaluate_order_metrics_alike():
+    """One metric order (`evaluation.summary.metric_order`): the report's is evaluate's."""
+    from wikihowagent.evaluation.judge import load_rubrics
+    from wikihowagent.evaluation.summary import metric_order
+    from wikihowagent.report.core import _metric_order
+    from wikihowagent.report.sources import ReportConversation, ReportRun
+
+    conv = ReportConversation(conversation_id="c", run="r", where="f:1",
+                              metrics={"Zeta": 3.0, "Clarity": 4.0, "BLEU": 0.1, "Step Recall": None,
+                                       "Completion": 1.0, "Accuracy": 2.0})
+    run = ReportRun(name="r", path=Path("r"), model="m", conversations=[conv])
+    order, rubrics = _metric_order([run])
+    known = list(load_rubrics())
+    assert order == metric_order(set(conv.metrics), known, {"Step Recall"})
+    assert order[:2] == ["BLEU", "Completion"] and order[-1] == "Zeta" and "Step Recall" not in order
+    assert rubrics == [m for m in order if m not in ("BLEU", "Completion")]
+    assert rubrics.index("Clarity") < rubrics.index("Zeta")
