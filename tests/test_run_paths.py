@@ -105,3 +105,28 @@ def test_report_and_evaluate_order_metrics_alike():
     assert order[:2] == ["BLEU", "Completion"] and order[-1] == "Zeta" and "Step Recall" not in order
     assert rubrics == [m for m in order if m not in ("BLEU", "Completion")]
     assert rubrics.index("Clarity") < rubrics.index("Zeta")
+
+
+def test_outputs_read_back_as_written_and_unreadable_ones_are_one_line(tmp_path):
+    """The CSVs a stage writes for people come back through runs.py with each cell as it was (the formula
+    neutralisation undone); a file that cannot be read is one line naming it."""
+    import pandas as pd
+
+    from wikihowagent.csvcells import people_csv
+    from wikihowagent.runs import OutputReadError, read_output_lines, read_people_rows, read_people_table
+
+    people_csv(pd.DataFrame({"run": ["=HYPERLINK(1)", "plain"], "accuracy": [0.5, -0.25]}), tmp_path / "t.csv")
+    assert "'=HYPERLINK" in (tmp_path / "t.csv").read_text()
+    assert read_people_rows(tmp_path / "t.csv") == [["run", "accuracy"], ["=HYPERLINK(1)", "0.5"], ["plain", "-0.25"]]
+    frame = read_people_table(tmp_path / "t.csv")
+    assert frame["run"].tolist() == ["=HYPERLINK(1)", "plain"] and frame["accuracy"].tolist() == [0.5, -0.25]
+    bad = tmp_path / "latin.csv"
+    bad.write_bytes(b"a,b\n\xe9,1\n")
+    with pytest.raises(OutputReadError) as err:
+        read_people_rows(bad)
+    assert str(err.value) == f"{bad}: not UTF-8 text (invalid continuation byte at byte 4)"
+    assert err.value.reason == "not UTF-8 text (invalid continuation byte at byte 4)"
+    with pytest.raises(OutputReadError, match="cannot read"):
+        read_output_lines(tmp_path / "nope.md")
+    (tmp_path / "s.md").write_text("# title\nnote\n")
+    assert read_output_lines(tmp_path / "s.md") == ["# title", "note"]

@@ -12,6 +12,7 @@ the one score table every stage computes from (`read_score_table`: scores files,
 from __future__ import annotations
 
 import contextlib
+import csv
 import json
 import os
 import re
@@ -25,6 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from wikihowagent.csvcells import read_people_csv, read_people_frame
 from wikihowagent.errors import WikihowagentError, validation_line
 from wikihowagent.records import (Calibration, Conversation, ConversationRecord, JudgmentRecord, PairwiseRecord, PostTest,
                                   PreTestRecord, ScoreRecord, TestAnswer)
@@ -856,6 +858,48 @@ def read_pairwise(path: Path, on_error: Callable[[str], None] | None = None,
                 report(f"{path}:{lineno}: not a pairwise judgment ({validation_line(exc, quoted=True)})")
     except OSError as exc:
         raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+# --------------------------------------------------------------------------- outputs other stages read back
+# `report` shows `align`'s and `compare`'s tables and notes, `judge-check --posttest-learner` reads its own
+# sensitivity.csv: the CSVs were written for people (`csvcells.people_csv`, formula cells neutralised), and
+# are read back here with each cell as it was before.
+
+
+class OutputReadError(RunError):
+    """A stage's output file that cannot be read. str(): "FILE: REASON"; `reason`: "not UTF-8 text (why at byte
+    N)" or "cannot read (why)"; `detail`: the bare cause (an OSError's strerror, else the error's text)."""
+
+    def __init__(self, path: Path, exc: Exception) -> None:
+        self.detail = str(getattr(exc, "strerror", None) or exc)
+        if isinstance(exc, UnicodeDecodeError):
+            self.reason = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+        else:
+            self.reason = f"cannot read ({self.detail})"
+        super().__init__(f"{path}: {self.reason}")
+
+
+def read_people_rows(path: Path) -> list[list[str]]:
+    """The rows (header first) of a CSV a stage wrote for people, each cell as it was before neutralising
+    (`csvcells.read_people_csv`). OutputReadError if it cannot be read (not UTF-8, no permission, bad CSV)."""
+    try:
+        return read_people_csv(path)
+    except (UnicodeDecodeError, OSError, csv.Error) as exc:
+        raise OutputReadError(path, exc) from None
+
+
+def read_people_table(path: Path) -> Any:
+    """A CSV a stage wrote for people as a pandas DataFrame, text cells and column names as they were before
+    neutralising (`csvcells.read_people_frame`; numbers read as numbers)."""
+    return read_people_frame(path)
+
+
+def read_output_lines(path: Path) -> list[str]:
+    """The lines of a stage's text output (e.g. compare's summary.md); OutputReadError if it cannot be read."""
+    try:
+        return Path(path).read_text(encoding="utf-8").splitlines()
+    except (UnicodeDecodeError, OSError) as exc:
+        raise OutputReadError(path, exc) from None
 
 
 def sweep_cell_dirs(sweep_dir: Path) -> list[Path]:

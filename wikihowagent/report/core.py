@@ -39,7 +39,7 @@ from wikihowagent.runs import (BY_DOMAIN_PNG, CALIBRATION_CSV, CALIBRATION_PNG, 
                                DOMAIN_BARS_PNG, FIGURES_DIR, INDEX_HTML, JUDGES_CSV, PAGE_SUFFIX, PPI_CSV,
                                PROBLEMS_TXT,
                                RADAR_COMPUTATIONAL_PNG, RADAR_RUBRICS_PNG, REPORT_ASSETS, REPORT_INDEX_JS,
-                               REPORT_JS, RUBRICS_PNG, SCORE_DISTRIBUTIONS_PNG)
+                               REPORT_JS, RUBRICS_PNG, SCORE_DISTRIBUTIONS_PNG, OutputReadError, read_people_rows)
 
 CHUNK = 250
 MARKER = ".wikihowagent-report"
@@ -438,10 +438,6 @@ def _short_number(x: str) -> str:
 
 
 def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
-    import csv
-
-    from wikihowagent.csvcells import read_people_csv
-
     from .head_to_head import csv_table
 
     e = html.escape
@@ -453,13 +449,9 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
     rows: list[list[str]] = []
     if corr.is_file():
         try:
-            rows = read_people_csv(corr)
-        except UnicodeDecodeError as exc:
-            problems.add(f"{corr}: not UTF-8 text ({exc.reason} at byte {exc.start}); the alignment section "
-                         "shows the figures only")
-        except (OSError, csv.Error) as exc:
-            problems.add(f"{corr}: cannot read ({getattr(exc, 'strerror', None) or exc}); the alignment section "
-                         "shows the figures only")
+            rows = read_people_rows(corr)
+        except OutputReadError as exc:
+            problems.add(f"{exc}; the alignment section shows the figures only")
         parts.append(csv_table(rows))
     else:
         problems.add(f"{alignment}: no correlations.csv; the alignment section shows the figures only")
@@ -469,9 +461,9 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
                         (JUDGES_CSV, "Every judge beside the humans (Krippendorff's α with the judge as a rater)")):
         if (alignment / name).is_file():
             try:
-                rows = read_people_csv(alignment / name)
-            except (UnicodeDecodeError, OSError, csv.Error) as exc:
-                problems.add(f"{alignment / name}: cannot read ({getattr(exc, 'strerror', None) or exc}); left out")
+                rows = read_people_rows(alignment / name)
+            except OutputReadError as exc:
+                problems.add(f"{alignment / name}: cannot read ({exc.detail}); left out")
                 continue
             if rows:
                 parts.append(f"<h3>{e(title)}</h3>" + csv_table(rows, _short_number))
