@@ -130,3 +130,31 @@ def test_outputs_read_back_as_written_and_unreadable_ones_are_one_line(tmp_path)
         read_output_lines(tmp_path / "nope.md")
     (tmp_path / "s.md").write_text("# title\nnote\n")
     assert read_output_lines(tmp_path / "s.md") == ["# title", "note"]
+
+
+def test_one_conversation_loop_and_the_lenient_typed_record(tmp_path):
+    """`runs.conversation_items` is the loop both `read_conversations` and the report read a conversations file
+    with; `paper_format.read_lenient` the typed record of each, failed and damaged ones included."""
+    from wikihowagent.paper_format import read_lenient
+    from wikihowagent.runs import conversation_items, read_conversations
+
+    good = {"conversation_id": "c1", "tutorial_id": "t1", "title": "T", "tutorial": {"title": "M", "steps": ["a"]},
+            "turns": [{"role": "teacher", "text": "hi"}, {"role": "learner", "text": "ok"}],
+            "stop_reason": "finished", "persona": "curious"}
+    failed = {"conversation_id": "c2", "tutorial_id": "t2", "error": "boom", "stop_reason": "error"}
+    damaged = {"conversation_id": "c3", "tutorial_id": "t3", "turns": [{"role": "teacher", "text": "x"}]}
+    f = tmp_path / "conversations.jsonl"
+    f.write_text("\n".join(json.dumps(o) for o in (good, failed, damaged)) + "\n[1]\n")
+    problems: list[str] = []
+    items = list(conversation_items(tmp_path, on_error=problems.append))
+    assert [w for w, _ in items] == [f"{f}:1", f"{f}:2", f"{f}:3"] and problems == [f"{f}:4: expected a JSON object, got list"]
+    recs = [read_lenient(o, "r", w) for w, o in items]
+    assert recs[0].conversation is not None and recs[0].status == "finished" and recs[0].persona == "curious"
+    assert recs[1].conversation is None and recs[1].status == "failed" and recs[1].refused == ""  # failed: not a problem
+    assert "conversation" in recs[1].partial.missing
+    assert recs[2].conversation is None and recs[2].refused and recs[2].partial.missing == ["tutorial"]
+    assert read_lenient({"turns": []}, "r", "w") is None  # nothing names it
+    errors: list[str] = []
+    assert [c.conversation_id for c in read_conversations(tmp_path, "r", errors.append)] == ["c1"]
+    assert errors == [f"{f}:3: record has no tutorial (expected {{\"title\", \"steps\"}})",
+                      f"{f}:4: expected a JSON object, got list"]

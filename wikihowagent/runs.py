@@ -489,6 +489,26 @@ def is_paper_file(path: Path) -> bool:
     return not (isinstance(obj, dict) and PAPER_RECORDS_KEY not in obj)
 
 
+def conversation_items(source: Path, on_error: Callable[[str], None] | None = None,
+                       paper: bool | None = None) -> Iterator[tuple[str, Any]]:
+    """The one loop over the records of a conversations source (a run directory, a conversations JSONL file,
+    one of the paper's run files; `paper` None: told by the content): ("FILE:LINE", object) in file order, or
+    for a paper file ("FILE: total_conversations[i]", item). A JSONL line that is not a JSON object is reported
+    to `on_error` ("FILE:LINE: problem") and skipped, or raised as JsonlError without `on_error`; a paper file's
+    item that is not an object is yielded as it is (each reader words it). ValueError (one line) if a paper file
+    cannot be read as one."""
+    from wikihowagent.paper_format import load_paper_file
+
+    path = conversations_file(source)
+    if paper is None:
+        paper = path.suffix.lower() != ".jsonl" and is_paper_file(path)
+    if paper:
+        items, name = load_paper_file(path)
+        yield from ((name.format(i=i), obj) for i, obj in enumerate(items))
+    else:
+        yield from ((f"{path}:{lineno}", obj) for lineno, obj in iter_jsonl(path, on_error=on_error))
+
+
 def read_conversations(source: Path, run: str = "", on_error: Callable[[str], None] | None = None,
                        counts: ReadCounts | None = None, paper: bool | None = None) -> Iterator[Conversation]:
     """The scorable conversations of a run directory, a conversations JSONL file (our records or the
@@ -497,7 +517,7 @@ def read_conversations(source: Path, run: str = "", on_error: Callable[[str], No
     Failed conversations (`error` set) are counted and skipped. A bad line or record is reported as
     "FILE:LINE: problem" to `on_error` and skipped, or raised as JsonlError without `on_error`.
     """
-    from wikihowagent.paper_format import RecordError, load_paper_file, to_conversation
+    from wikihowagent.paper_format import RecordError, to_conversation
 
     counts = counts if counts is not None else ReadCounts()
 
@@ -511,15 +531,7 @@ def read_conversations(source: Path, run: str = "", on_error: Callable[[str], No
         counts.seen += 1
         bad(msg)
 
-    path = conversations_file(source)
-    if paper is None:
-        paper = path.suffix.lower() != ".jsonl" and is_paper_file(path)
-    if paper:
-        items, name = load_paper_file(path)
-        objects: Iterator[tuple[str, Any]] = ((name.format(i=i), obj) for i, obj in enumerate(items))
-    else:
-        objects = ((f"{path}:{lineno}", obj) for lineno, obj in iter_jsonl(path, on_error=bad_line))
-    for where, obj in objects:
+    for where, obj in conversation_items(source, bad_line, paper):
         if not isinstance(obj, dict):
             bad_line(f"{where}: expected a JSON object, got {type(obj).__name__}")
             continue
