@@ -441,3 +441,25 @@ def test_a_score_directory_without_scores_loses_only_itself(tmp_path):
     member.parent.mkdir(parents=True)
     member.write_text("")
     assert judge_files([tmp_path / "runs" / "good", pending]) == {"judge-a": [member]}  # a panel's members too
+
+
+def test_align_checks_its_options_in_core_before_any_work(tmp_path):
+    """The command's usage checks live in alignment.core (the command only turns them into exit 2)."""
+    from wikihowagent.alignment.core import AlignUsageError, check_options, check_out_dir
+
+    with pytest.raises(AlignUsageError, match="must be one of: run, model, domain, persona") as err:
+        check_options("nope", "isotonic")
+    assert err.value.option == "--by"
+    with pytest.raises(AlignUsageError) as err:
+        check_options(None, "linear")
+    assert err.value.option == "--calibration-method" and str(err.value) == "must be one of: isotonic, ridge"
+    check_options("model", "ridge")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(AlignUsageError, match="exists and is not a directory"):
+        check_out_dir(tmp_path / "file")
+    (tmp_path / "out").mkdir()
+    check_out_dir(tmp_path / "out")
+    (tmp_path / "out" / "mine.txt").write_text("x")
+    with pytest.raises(AlignUsageError) as err:
+        check_out_dir(tmp_path / "out")
+    assert err.value.option == "" and "holds files align did not write (mine.txt)" in str(err.value)
