@@ -31,6 +31,7 @@ from wikihowagent.errors import WikihowagentError, validation_line
 from wikihowagent.records import (Calibration, Conversation, ConversationRecord, JudgmentRecord, PairwiseRecord, PostTest,
                                   PreTestRecord, ScoreRecord, TestAnswer)
 from wikihowagent.scoretable import ScoreTable
+from wikihowagent.console import disk_full_message
 
 RUN_INFO = "run.json"
 CONVERSATIONS = "conversations.jsonl"
@@ -143,8 +144,6 @@ class DiskFullError(RunError):
 
 def disk_full_error(path: Path, needed: int | None, exc: OSError) -> OSError | DiskFullError:
     """`exc` as a one-line DiskFullError if it says the disk (or quota) is full, else `exc` itself."""
-    from wikihowagent.console import disk_full_message
-
     message = disk_full_message(path, needed, exc)
     return exc if message is None else DiskFullError(message)
 

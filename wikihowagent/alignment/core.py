@@ -41,6 +41,7 @@ from .stats import (COEF_LABEL, COEFFICIENTS, TOO_FEW, UNDEFINED, Agreement, Cor
 from wikihowagent.runs import (AGREEMENT_CSV, AGREEMENT_PAIRS_CSV, AUTOMATIC_CSV, CORRELATIONS_CSV, CORRELATIONS_MD,
                                CORRELATION_HEATMAP_PNG, DESCRIPTIVES_CSV, FIGURES_DIR, PAIRED_SCORES_CSV,
                                PROBLEMS_TXT, SCORE_DISTRIBUTIONS_PNG, evaluated_runs)
+from wikihowagent.config import load_config
 
 BY_CHOICES = ("run", "model", "domain", "persona")
 ALL = "all"
@@ -193,8 +194,6 @@ def read_inputs(human_paths: list[Path], score_paths: list[Path], problems: Prob
     unblind(judges, list(keys or []), problems)
     if not score_paths:
         if runs_dir is None:
-            from wikihowagent.config import load_config
-
             runs_dir = Path(load_config().runs_dir)
         score_paths = default_score_paths(judges, runs_dir, problems)
     try:

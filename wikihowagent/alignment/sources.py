@@ -29,6 +29,10 @@ from .problems import AlignInputError, Problems, where
 from . import schema
 from .schema import KNOWN_META_KEYS, norm_key
 from .score_cells import parse_score
+from .annotations import read_human_file
+from .tables import read_table
+from wikihowagent.evaluation.judge_prompts import recorded_prompt
+from wikihowagent.evaluation.metrics import COMPUTATIONAL_NAMES, POSTTEST_METRICS
 
 
 @dataclass
@@ -52,8 +56,6 @@ class ScoreRow:
     @property
     def configuration(self) -> str:
         """The judge configuration from the scores' provenance: "local (weighted, prompt plain)"; "" = none."""
-        from wikihowagent.evaluation.judge_prompts import recorded_prompt
-
         if not self.judge:
             return ""
         prompt = recorded_prompt(self, self.scoring)
@@ -75,8 +77,6 @@ class LLMScores:
 
 def _computational_metric_names() -> frozenset[str]:
     """The `evaluate` metrics that are not rubric scores (they share ScoreRecord.metrics with the rubrics)."""
-    from wikihowagent.evaluation.metrics import COMPUTATIONAL_NAMES
-
     return COMPUTATIONAL_NAMES
 
 
@@ -129,8 +129,6 @@ def _report_missing(source: str, missing: list[int], problems: Problems, what: s
 
 def _automatic(metrics: dict) -> dict[str, float]:
     """The automatic metrics `align` correlates with the human ratings (the post-test's), where computed."""
-    from wikihowagent.evaluation.metrics import POSTTEST_METRICS
-
     out = {}
     for m in POSTTEST_METRICS:
         v = metrics.get(m)
@@ -182,9 +180,6 @@ def read_scores_jsonl(path: Path, problems: Problems, default_run: str = "",
 
 
 def read_scores_csv(path: Path, problems: Problems) -> list[ScoreRow]:
-    from .annotations import read_human_file
-    from .tables import read_table
-
     judges = read_human_file(path, problems)
     if len(judges) > 1:
         raise AlignInputError(f"{path}: has an annotator column with several judges; not an LLM score file")

@@ -16,6 +16,8 @@ import numpy as np
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import CAL_SUFFIX, Calibration
 from wikihowagent.stats.calibration import predict
+from .judge_prompts import recorded_prompt
+from wikihowagent.runs import RunError, read_calibration
 
 if TYPE_CHECKING:  # pragma: no cover
     from wikihowagent.scoretable import ScoreTable
@@ -32,8 +34,6 @@ def calibrated_name(metric: str) -> str:
 
 def load(path: Path) -> Calibration:
     """The calibration file, checked to be applicable at all (its judge recorded)."""
-    from wikihowagent.runs import RunError, read_calibration
-
     try:
         cal = read_calibration(path)
     except RunError as exc:
@@ -63,8 +63,6 @@ def check(cal: Calibration, path: Path, table: ScoreTable, what: str) -> None:
     if not has.any():
         return
     from types import SimpleNamespace
-
-    from .judge_prompts import recorded_prompt
 
     scoring = meta["scoring"].to_numpy()[has]
     prompts = np.array([recorded_prompt(SimpleNamespace(prompt=p), sc) for p, sc in

@@ -18,7 +18,8 @@ import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from wikihowagent.runs import SCORE_SHARDS_DIR, SHARD_INFO
+from wikihowagent.runs import SCORE_SHARDS_DIR, SHARD_INFO, write_json_atomic
+from .judge import default_rubrics_path
 
 
 
@@ -37,8 +38,6 @@ def shard_scores_path(path: Path, shard: tuple[int, int]) -> Path:
 
 def write_shard_info(out_path: Path, shard: tuple[int, int], fingerprint: dict[str, Any],
                      state: dict[str, Any] | None = None) -> None:
-    from wikihowagent.runs import write_json_atomic
-
     info = {"shard": list(shard), "fingerprint": fingerprint}
     if state is not None:
         info["input_state"] = state
@@ -47,8 +46,6 @@ def write_shard_info(out_path: Path, shard: tuple[int, int], fingerprint: dict[s
 
 def scores_fingerprint(mode: str, metrics: list[str], evaluator: str | None, rubrics_path: Path | None,
                        source: Path) -> dict[str, Any]:
-    from .judge import default_rubrics_path
-
     rubric_file = Path(rubrics_path) if rubrics_path else default_rubrics_path()
     digest = hashlib.sha256(rubric_file.read_bytes()).hexdigest()[:16] if rubric_file.exists() else None
     return {"mode": mode, "metrics": sorted(metrics), "evaluator": evaluator, "rubrics_sha256": digest,

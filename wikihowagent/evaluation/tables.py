@@ -12,6 +12,7 @@ from wikihowagent.runs import resolve_runs
 
 from .metrics import PERCENT_METRICS
 from .summary import RunScores, Summary, summarize
+from .significance import TableStats, qualify
 
 
 def expand_sweep_dirs(paths: list[Path], warn: Callable[[str], None]) -> tuple[list[Path], bool]:
@@ -37,8 +38,6 @@ def paper_tables(runs: list[RunScores], setups: dict[str, tuple[str, str]],
 
     `stats` (significance.TableStats): CIs in every cell and Table 2's arrows from a paired test by tutorial
     with Holm's correction; with `stats.paired` False (or no `stats`) the paper's raw arrows."""
-    from .significance import qualify
-
     homo = [r for r in runs if setups[r.name][0] == setups[r.name][1]]
     hetero = [r for r in runs if setups[r.name][0] != setups[r.name][1]]
     out = []
@@ -64,6 +63,4 @@ def paper_tables(runs: list[RunScores], setups: dict[str, tuple[str, str]],
 
 
 def _raw() -> Any:
-    from .significance import TableStats
-
     return TableStats(n_boot=0, paired=False)

@@ -22,30 +22,22 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.config import Config
+from wikihowagent.config import Config, load_config
 from wikihowagent.shards import parse_shard
 from wikihowagent.records import ConversationRecord, PostTest, Tutorial, TutorialRef, conversation_lines, make_conversation_id
-from wikihowagent.runs import (
-    CONVERSATIONS,
-    RUN_INFO,
-    JsonlAppender,
-    JsonlError,
-    RunError,
-    RunInfo,
-    read_records,
-    read_run_info,
-    repair_torn_tail,
-    rewrite_records,
-    shard_dir,
-    count_records,
-    now,
-    write_run_info,
-)
+from wikihowagent.runs import (CONVERSATIONS, RUN_INFO, DiskFullError, JsonlAppender, JsonlError, PretestCache,
+                               RunError, RunInfo, count_records, dir_lock, now, read_records, read_run_info,
+                               repair_torn_tail, rewrite_records, shard_dir, write_run_info)
 from wikihowagent.workflow.graph import WorkflowOptions, build_graph, initial_state, recursion_limit
-from wikihowagent.workflow.manager import Manager
-from wikihowagent.workflow.personas import Persona
+from wikihowagent.workflow.manager import MANAGERS, Manager
+from wikihowagent.workflow.personas import Persona, select_personas
 from wikihowagent.workflow.posttest import PostTester, get_prompt
-from wikihowagent.workflow.prompts import PromptTemplates
+from wikihowagent.workflow.prompts import PromptTemplates, load_prompts
+from wikihowagent.backends.replicas import check_replicas, make_pooled_chat_model, role_endpoints
+from wikihowagent.corpus.core import (LoadReport, TutorialError, default_tutorials_path, empty_message,
+                                      print_load_warnings)
+from wikihowagent.corpus.sampling import select_tutorials
+from wikihowagent.presets import preset_config
 
 VERSIONED_PACKAGES = ("langgraph", "langchain-core", "langchain-openai", "langchain-ollama", "xllamacpp", "pydantic")
 
@@ -356,9 +348,6 @@ class GenerateSummary:
 
 
 def _select_tutorials(req: GenerateRequest, cfg: Config, console: Any) -> tuple[list[Tutorial], str]:
-    from wikihowagent.corpus.core import LoadReport, TutorialError, default_tutorials_path, empty_message, print_load_warnings
-    from wikihowagent.corpus.sampling import select_tutorials
-
     source = req.tutorials or default_tutorials_path()
     report = LoadReport()
     try:
@@ -380,17 +369,10 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
     bar. Raises a WikihowagentError (one line: GenerateError, or the config, corpus, backend or run error as
     it is) for anything that stops the stage; a conversation's failure does not."""
     from wikihowagent.backends import resolve_spec, shutdown_local_servers
-    from wikihowagent.backends.replicas import check_replicas, make_pooled_chat_model, role_endpoints
-    from wikihowagent.config import load_config
-    from wikihowagent.presets import preset_config
-    from wikihowagent.runs import dir_lock
-    from wikihowagent.workflow.prompts import load_prompts
 
     learner = req.learner or req.teacher
     cfg = load_config(req.config, req.config_overrides(), preset=preset_config(req.preset))
     selected, source = _select_tutorials(req, cfg, console)
-    from wikihowagent.workflow.manager import MANAGERS
-    from wikihowagent.workflow.personas import select_personas
 
     personas = assign_personas(selected, select_personas(cfg.workflow.learner_personas, cfg.personas or None))
     if cfg.workflow.manager not in MANAGERS:
@@ -471,12 +453,8 @@ def _run(cfg: Config, run_dir: Path, name: str, fingerprint: dict[str, Any], end
          selected: list[Tutorial], source: str, filters: dict[str, Any], retry_failed: bool, options: WorkflowOptions,
          prompts: PromptTemplates, roles: dict[str, str], model_for: Callable[[str], BaseChatModel],
          console: Any, personas: Mapping[str, Persona]) -> GenerateSummary:
-    from wikihowagent.workflow.manager import MANAGERS
-
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
     from rich.text import Text
-
-    from wikihowagent.runs import DiskFullError, PretestCache
 
     done_ids, previous = prepare_run_dir(run_dir, fingerprint, retry_failed)
     todo = [t for t in selected if t.tutorial_id not in done_ids]

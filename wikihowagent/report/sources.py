@@ -26,6 +26,8 @@ from wikihowagent.paper_format import LenientRecord, parse_run_stem, read_lenien
 from wikihowagent.runs import (CONVERSATIONS, FIGURES_DIR, POSTTESTS, RUN_INFO, SCORE_FILES, RunError, conversation_items,
                                read_posttests, read_run_info, read_score_table, resolve_runs, runs_below, scores_file)
 from wikihowagent.scoretable import ScoreTable
+from wikihowagent.evaluation.judge import RubricError, load_rubrics
+from wikihowagent.evaluation.metrics import value_range
 
 # Fields shown as such; any other (later) field of a record is shown as it is.
 _KNOWN_SCORE_FIELDS = set(ScoreRecord.model_fields)
@@ -271,9 +273,6 @@ def drop_out_of_range(table: Any, problems: Problems, columns: list[str] | None 
     """Values no metric or judge can produce (a hand-edited scores file: Clarity 99, BLEU -7) are reported,
     one line per metric with the first cell and the count, and left out (null) of every table and figure.
     Each metric's range is its registry entry's (`metrics.value_range`). `columns`: only these (default all)."""
-    from wikihowagent.evaluation.judge import RubricError, load_rubrics
-    from wikihowagent.evaluation.metrics import value_range
-
     try:
         rubric_names = list(load_rubrics())
     except (RubricError, OSError):
