@@ -35,12 +35,12 @@ from .problems import AlignInputError, Problems
 from . import schema
 from .schema import OVERALL
 from .tables import csv_text, stars
-from .sources import LLMScores, llm_matrix, read_llm_scores, run_name
+from .sources import LLMScores, llm_matrix, read_llm_scores
 from .stats import (COEF_LABEL, COEFFICIENTS, TOO_FEW, UNDEFINED, Agreement, CorrelationResult, Descriptives, agreement,
                     correlate, describe)
 from wikihowagent.runs import (AGREEMENT_CSV, AGREEMENT_PAIRS_CSV, AUTOMATIC_CSV, CORRELATIONS_CSV, CORRELATIONS_MD,
                                CORRELATION_HEATMAP_PNG, DESCRIPTIVES_CSV, FIGURES_DIR, PAIRED_SCORES_CSV,
-                               PROBLEMS_TXT, SCORE_DISTRIBUTIONS_PNG, evaluated_runs)
+                               PROBLEMS_TXT, SCORE_DISTRIBUTIONS_PNG, evaluated_runs, run_name)
 from wikihowagent.config import load_config
 
 BY_CHOICES = ("run", "model", "domain", "persona")
