@@ -9,8 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from wikihowagent.runs import (CONVERSATIONS, RUN_INFO, SCORES, SWEEP_INFO, RunError, RunPath, evaluated_runs,
-                               resolve_runs, runs_below)
+from wikihowagent.runs import (
+    CONVERSATIONS,
+    RUN_INFO,
+    SCORES,
+    SWEEP_INFO,
+    RunError,
+    RunPath,
+    evaluated_runs,
+    resolve_runs,
+    runs_below,
+)
 
 
 def _run(d: Path, conversations: bool = True, scores: bool = False) -> Path:

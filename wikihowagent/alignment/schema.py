@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+
 from wikihowagent.evaluation.judge import load_rubrics
 
 OVERALL = "Overall"  # per-conversation mean of the metrics (see `report.overall_scores`)

@@ -15,9 +15,10 @@ import numpy as np
 
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import CAL_SUFFIX, Calibration
-from wikihowagent.stats.calibration import predict
-from .judge_prompts import recorded_prompt
 from wikihowagent.runs import RunError, read_calibration
+from wikihowagent.stats.calibration import predict
+
+from .judge_prompts import recorded_prompt
 
 if TYPE_CHECKING:  # pragma: no cover
     from wikihowagent.scoretable import ScoreTable

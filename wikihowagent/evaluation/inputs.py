@@ -14,8 +14,20 @@ from pathlib import Path
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.paper_format import parse_run_stem
 from wikihowagent.records import Conversation
-from wikihowagent.runs import (CONVERSATIONS, NAME_RULE, RUN_INFO, ReadCounts, RunError, RunInfo, conversations_file,
-                               is_paper_file, name_problem, read_conversations, read_run_info, resolve_runs)
+from wikihowagent.runs import (
+    CONVERSATIONS,
+    NAME_RULE,
+    RUN_INFO,
+    ReadCounts,
+    RunError,
+    RunInfo,
+    conversations_file,
+    is_paper_file,
+    name_problem,
+    read_conversations,
+    read_run_info,
+    resolve_runs,
+)
 
 
 class InputError(WikihowagentError, ValueError):

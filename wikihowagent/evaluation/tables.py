@@ -11,8 +11,8 @@ from typing import Any
 from wikihowagent.runs import resolve_runs
 
 from .metrics import PERCENT_METRICS
-from .summary import RunScores, Summary, summarize
 from .significance import TableStats, qualify
+from .summary import RunScores, Summary, summarize
 
 
 def expand_sweep_dirs(paths: list[Path], warn: Callable[[str], None]) -> tuple[list[Path], bool]:
