@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,19 @@ def parse_shard(value: str) -> tuple[int, int]:
     if n < 1 or not 0 <= k < n:
         raise ValueError(f"--shard {value!r}: need 0 <= K < N")
     return k, n
+
+
+def merge_run(run_dir: Path) -> Iterator[str]:
+    """`wikihowagent merge RUN_DIR`: its conversation shards (when there are any, or when there are no score
+    shards either: then the "no shards" error), then its score shards; one line per merge, as it is done."""
+    scores = (run_dir / SCORE_SHARDS_DIR).is_dir()
+    if (run_dir / SHARDS_DIR).is_dir() or not scores:
+        counts = merge_shards(run_dir)
+        yield (f"{run_dir}: merged {counts['shards']} shards into {counts['conversations']} conversations "
+               f"({counts['finished']} finished, {counts['failed']} failed)")
+    if scores:
+        counts = merge_score_shards(run_dir)
+        yield f"{run_dir}: merged {counts['shards']} score shards into {counts['scores']} score records"
 
 
 def merge_shards(run_dir: Path) -> dict[str, int]:
