@@ -176,6 +176,59 @@ def partial_record(obj: dict[str, Any]) -> PartialRecord:
     return part
 
 
+def record_status(obj: dict[str, Any]) -> str:
+    """How a record's conversation ended: failed (`error` set), finished, cut (stopped otherwise), or unknown
+    (the paper's records say neither)."""
+    if obj.get("error"):
+        return "failed"
+    if obj.get("stop_reason") == "finished" or obj.get("finished") is True:
+        return "finished"
+    if "stop_reason" in obj or "finished" in obj:
+        return "cut"
+    return "unknown"
+
+
+def record_persona(obj: dict[str, Any]) -> str:
+    """The learner persona a record names (a name, or an object's name / id / JSON), "" if none."""
+    persona = obj.get("persona")
+    if isinstance(persona, dict):
+        persona = persona.get("name") or persona.get("id") or json.dumps(persona, sort_keys=True)
+    return str(persona or "")
+
+
+@dataclass
+class LenientRecord:
+    """One record read leniently (`read_lenient`), for showing every record, failed and damaged ones too: the
+    typed `Conversation` when the adapter takes it, else what the record still holds (`partial`); `refused`: the
+    adapter's reason when it refused a record that is not a failed conversation; `obj`: the record as stored
+    (fields no type knows are shown as they are)."""
+
+    conversation_id: str
+    where: str
+    obj: dict[str, Any]
+    status: str
+    persona: str
+    conversation: Conversation | None = None
+    partial: PartialRecord | None = None
+    refused: str = ""
+
+
+def read_lenient(obj: dict[str, Any], run: str, where: str) -> LenientRecord | None:
+    """A record as a LenientRecord; None if it has no conversation_id (nothing can name it)."""
+    cid = obj.get("conversation_id")
+    if not isinstance(cid, str) or not cid.strip():
+        return None
+    rec = LenientRecord(conversation_id=cid, where=where, obj=obj, status=record_status(obj),
+                        persona=record_persona(obj))
+    try:
+        rec.conversation = to_conversation(obj, run, where)
+    except RecordError as exc:
+        if not obj.get("error"):
+            rec.refused = str(exc)
+        rec.partial = partial_record(obj)
+    return rec
+
+
 # Cells of an `evaluation` dict that mean "no score".
 _BLANK_CELLS = frozenset({"", "na", "n/a", "nan", "none", "null", "-"})
 

@@ -25,27 +25,17 @@ import numpy as np
 
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import RIDGE_FEATURES, RubricCalibration
+from wikihowagent.stats.calibration import predict, ridge_features
 
 METHODS = ("isotonic", "ridge")
 MIN_PAIRS = 20  # fewer paired conversations: no calibration (the out-of-fold figures would be noise)
 K_FOLDS = 5
-LEVELS = np.arange(1.0, 6.0)
 RIDGE_ALPHAS = np.logspace(-3, 3, 13)
 STATS = ("r", "rho", "mae")
 
 
 class CalibrationError(WikihowagentError, ValueError):
     """Calibration is not possible on these data; the message says why and what is possible instead."""
-
-
-def ridge_features(expected: np.ndarray, dist: np.ndarray) -> np.ndarray:
-    """conversations x (p1..p5, expected score, spread); each distribution renormalised to sum 1."""
-    p = np.asarray(dist, dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):  # a missing distribution (NaN row) stays NaN
-        p = p / p.sum(axis=1, keepdims=True)
-        mean = p @ LEVELS
-        spread = np.sqrt(np.clip((p * (LEVELS[None, :] - mean[:, None]) ** 2).sum(axis=1), 0.0, None))
-    return np.column_stack([p, np.asarray(expected, dtype=float), spread])
 
 
 def fit(method: str, expected: np.ndarray, dist: np.ndarray | None, y: np.ndarray,
@@ -74,19 +64,6 @@ def fit(method: str, expected: np.ndarray, dist: np.ndarray | None, y: np.ndarra
         return RubricCalibration(method="ridge", n=len(y), tutorials=n_tut, features=list(RIDGE_FEATURES),
                                  coef=[float(c) for c in coef], intercept=intercept, alpha=float(model.alpha_))
     raise ValueError(f"unknown calibration method {method!r} (valid: {', '.join(METHODS)})")
-
-
-def predict(cal: RubricCalibration, expected: np.ndarray, dist: np.ndarray | None = None) -> np.ndarray:
-    """Calibrated scores (1-5); NaN where the judge's output is missing (or, for ridge, its distribution)."""
-    expected = np.asarray(expected, dtype=float)
-    if cal.method == "isotonic":
-        out = np.interp(expected, cal.x, cal.y)  # = IsotonicRegression.predict with out_of_bounds="clip"
-        return np.where(np.isnan(expected), np.nan, out)
-    if dist is None:
-        return np.full(expected.shape, np.nan)
-    X = ridge_features(expected, dist)
-    out = np.clip(X @ np.asarray(cal.coef) + cal.intercept, 1.0, 5.0)
-    return np.where(np.isnan(X).any(axis=1), np.nan, out)
 
 
 def out_of_fold(method: str, expected: np.ndarray, dist: np.ndarray | None, y: np.ndarray,

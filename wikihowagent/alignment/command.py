@@ -169,27 +169,21 @@ def align(
     """
     from wikihowagent.runs import ALIGNMENT_DIR
 
-    from .core import BY_CHOICES, OUTPUT_FILES, AlignRequest, render, run_alignment
-    from .output import OutputDirError, foreign_entries
+    from .core import AlignRequest, AlignUsageError, check_options, check_out_dir, render, run_alignment
+    from .output import OutputDirError
     from .problems import Problems
 
-    if by is not None and by not in BY_CHOICES:
-        raise typer.BadParameter(f"must be one of: {', '.join(BY_CHOICES)}", param_hint="--by")
-    from .calibration import METHODS
-
-    if calibration_method not in METHODS:
-        raise typer.BadParameter(f"must be one of: {', '.join(METHODS)}", param_hint="--calibration-method")
-    runs_dir = resolve_runs_dir(runs_dir, config)
-    out_dir = out or runs_dir / ALIGNMENT_DIR
-    if out_dir.exists() and not out_dir.is_dir():
-        raise typer.BadParameter(f"{out_dir} exists and is not a directory", param_hint="--out")
     err = make_console()
-    foreign = foreign_entries(out_dir, OUTPUT_FILES)
-    if foreign:  # checked again when writing; here so that nothing is computed in vain (a usage error: exit 2)
-        listed = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-        print_error(f"--out {out_dir} holds files align did not write ({listed}); it would be "
-                    "replaced as a whole: choose another directory or empty it", err)
-        raise typer.Exit(2)
+    try:  # usage errors (exit 2), before any work
+        check_options(by, calibration_method)
+        runs_dir = resolve_runs_dir(runs_dir, config)
+        out_dir = out or runs_dir / ALIGNMENT_DIR
+        check_out_dir(out_dir)
+    except AlignUsageError as exc:
+        if exc.option:
+            raise typer.BadParameter(str(exc), param_hint=exc.option) from None
+        print_error(str(exc), err)
+        raise typer.Exit(2) from None
     t0 = time.perf_counter()
     request = AlignRequest(human=tuple(human), out_dir=out_dir, runs_dir=runs_dir, scores=tuple(scores or ()), by=by,
                            bootstrap=bootstrap, seed=seed, figures=figures, keys=tuple(key or ()),

@@ -27,7 +27,9 @@ from .problems import Problems
 from . import schema
 from .schema import OVERALL
 from wikihowagent.runs import (CALIBRATION_CSV, CALIBRATION_JSON, CALIBRATION_MD, CALIBRATION_PNG,
-                               CALIBRATION_PREDICTIONS_CSV, FIGURES_DIR, PPI_CSV, PPI_MD)
+                               CALIBRATION_PREDICTIONS_CSV, FIGURES_DIR, PPI_CSV, PPI_MD, calibration_text)
+from .tables import csv_text
+from wikihowagent.evaluation.judge_prompts import recorded_prompt
 
 
 CALIBRATION_FILES = (CALIBRATION_CSV, CALIBRATION_MD, CALIBRATION_JSON, CALIBRATION_PREDICTIONS_CSV,
@@ -94,8 +96,6 @@ def _tutorial_keys(res: Any, ids: list[str]) -> tuple[np.ndarray, int]:
 
 
 def _judge_of(res: Any, ids: list[str]) -> tuple[list[tuple[str, str, str, str]], dict]:
-    from wikihowagent.evaluation.judge_prompts import recorded_prompt
-
     specs: dict[tuple[str, str, str, str], int] = {}
     for cid in ids:
         r = res.llm.rows[cid]
@@ -351,10 +351,6 @@ def ppi_markdown(oc: PPIOutcome) -> str:
 
 
 def write_calibration_outputs(oc: CalibrationOutcome, st) -> None:
-    from wikihowagent.runs import calibration_text
-
-    from .tables import csv_text
-
     cols, rows = calibration_rows(oc)
     st.write_text(CALIBRATION_CSV, csv_text(cols, rows))
     cols, rows = prediction_rows(oc)
@@ -365,8 +361,6 @@ def write_calibration_outputs(oc: CalibrationOutcome, st) -> None:
 
 
 def write_ppi_outputs(oc: PPIOutcome, st, figures: bool) -> None:
-    from .tables import csv_text
-
     cols, rows = ppi_rows(oc)
     st.write_text(PPI_CSV, csv_text(cols, rows))
     st.write_text(PPI_MD, ppi_markdown(oc))

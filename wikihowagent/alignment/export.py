@@ -28,13 +28,14 @@ from pathlib import Path
 import numpy as np
 
 from wikihowagent.records import Conversation, TutorialRef
-from wikihowagent.runs import CONVERSATIONS, RESCORED_DIR, SCORE_FILES, read_conversations, run_name, scores_file
+from wikihowagent.runs import (CONVERSATIONS, RESCORED_DIR, SCORE_FILES, evaluated_runs, read_conversations, run_name,
+                               scores_file)
 
 from .blind import blind_id, key_csv, key_path
 from .output import write_files_atomically
 from .problems import AlignInputError, Problems
 from . import schema
-from .sources import ScoreRow, discover_runs, read_paper_run, read_scores_jsonl
+from .sources import ScoreRow, read_paper_run, read_scores_jsonl
 from .tables import csv_text
 
 
@@ -167,7 +168,7 @@ def select(
     scored: list[tuple[Conversation, float, ScoreRow]] = []
     expanded: list[Path] = []
     for p in map(Path, run_paths):  # a directory of runs stands for every evaluated run in it
-        inner = discover_runs(p) if p.is_dir() and scores_file(p) is None else []
+        inner = evaluated_runs(p) if p.is_dir() and scores_file(p) is None else []
         expanded.extend(inner or [p])
     for p in expanded:
         scored.extend(load_scored(p, problems))
@@ -384,7 +385,7 @@ def export_sheet(
 
 
 def default_run_paths(runs_dir: Path) -> list[Path]:
-    runs = discover_runs(runs_dir)
+    runs = evaluated_runs(runs_dir)
     if not runs:
         raise AlignInputError(f"{runs_dir}: no evaluated runs (directories with {' or '.join(SCORE_FILES)}, "
                               f"also under {runs_dir / RESCORED_DIR}) found; pass RUN_DIR")

@@ -9,14 +9,14 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from wikihowagent.evaluation.judge import load_rubrics
+
 OVERALL = "Overall"  # per-conversation mean of the metrics (see `report.overall_scores`)
 
 
 @lru_cache(maxsize=1)
 def metrics() -> tuple[str, ...]:
     """The rubric metrics, in the rubric file's order (the paper's §3.1.2, and ScoreRecord.metrics)."""
-    from wikihowagent.evaluation.judge import load_rubrics
-
     return tuple(load_rubrics())
 
 
@@ -39,8 +39,6 @@ def metric_by_key() -> dict[str, str]:
 def sheet_metrics() -> tuple[str, ...]:
     """The rubric columns of the annotation sheet (lower-case, as the paper's published sheets): in the order of
     the rubric file's `sheet_column`, rubrics without one after them in the file's order."""
-    from wikihowagent.evaluation.judge import load_rubrics
-
     rubrics = list(load_rubrics().values())
     ordered = sorted(rubrics, key=lambda r: (r.sheet_column is None, r.sheet_column or 0))
     return tuple(r.name.lower() for r in ordered)

@@ -39,12 +39,6 @@ from wikihowagent.runs import (BRADLEY_TERRY_CSV, HEAD_TO_HEAD_PNG, PAIRWISE_CSV
                                WIN_RATES_CSV)
 
 OVERALL = "overall"
-PAIRWISE_CSV = PAIRWISE_CSV
-WIN_RATES_CSV = WIN_RATES_CSV
-POSITION_CSV = POSITION_CSV
-BT_CSV = BRADLEY_TERRY_CSV
-SUMMARY_MD = SUMMARY_MD
-HEATMAP = HEAD_TO_HEAD_PNG
 
 
 class CompareError(WikihowagentError, ValueError):
@@ -334,7 +328,7 @@ def analyse(out_dir: Path, records: dict[tuple[str, ...], PairwiseRecord], runs:
     res.written += [people_csv(pw, out_dir / PAIRWISE_CSV), people_csv(wins, out_dir / WIN_RATES_CSV),
                     people_csv(pos, out_dir / POSITION_CSV)]
     if bt is not None:
-        res.written.append(people_csv(bt, out_dir / BT_CSV))
+        res.written.append(people_csv(bt, out_dir / BRADLEY_TERRY_CSV))
     lines = [f"# Head to head: {judge_desc}", "", reading_note, "",
              f"{len(runs)} runs, {pw['tutorial_id'].nunique() if len(pw) else 0} tutorials judged; "
              f"{len(pw)} (pair, tutorial, rubric) verdicts from both orders"
@@ -351,7 +345,7 @@ def analyse(out_dir: Path, records: dict[tuple[str, ...], PairwiseRecord], runs:
     (out_dir / SUMMARY_MD).write_text("\n".join(lines), encoding="utf-8")
     res.written.append(out_dir / SUMMARY_MD)
     if figures and len(wins):
-        res.written.append(heatmap(wins, runs, out_dir / HEATMAP, f"head to head: {judge_desc}"))
+        res.written.append(heatmap(wins, runs, out_dir / HEAD_TO_HEAD_PNG, f"head to head: {judge_desc}"))
     return res
 
 
@@ -424,8 +418,8 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
     from wikihowagent.evaluation.inputs import resolve_inputs
     from wikihowagent.evaluation.judge import load_rubrics
     from wikihowagent.evaluation.runner import EvalOptions, Evaluation
-    from wikihowagent.generation.core import parse_shard
     from wikihowagent.runs import COMPARE_DIR, PAIR_JUDGMENTS
+    from wikihowagent.shards import parse_shard
 
     from .pairwise import check_tie_band
 

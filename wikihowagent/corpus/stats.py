@@ -12,10 +12,14 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wikihowagent.corpus.core import SKIP_NO_STEPS, SKIP_ONE_STEP, CorpusArticle, LoadReport
-from wikihowagent.corpus.domains import DomainTable
+from wikihowagent.corpus.core import (SKIP_NO_STEPS, SKIP_ONE_STEP, CorpusArticle, LoadReport, TutorialError,
+                                      iter_articles, load_tutorials)
+from wikihowagent.corpus.domains import DomainTable, DomainTableError
 from wikihowagent.runs import (PROBLEMS_TXT, STATS_DOMAINS_CSV, STATS_MD, STATS_TOPICS_CSV, STEPS_HISTOGRAM_PNG,
                                SUNBURST_PNG)
+from wikihowagent.corpus.sampling import balanced_sample, check_domains_file_used
+from wikihowagent.markdown import markdown_table
+from wikihowagent.records import make_tutorial_id
 
 COLUMNS = ["id", "domain", "topics", "articles", "methods", "tutorials", "skipped_no_usable_step",
            "skipped_one_step", "steps", "steps_per_tutorial_mean", "steps_per_tutorial_median",
@@ -139,8 +143,6 @@ MD_HEADS = [("id", "ID"), ("domain", "Domain"), ("topics", "Topics"), ("articles
 
 
 def markdown(stats: CorpusStats, source: str, report: LoadReport, sample: str = "") -> str:
-    from wikihowagent.markdown import markdown_table
-
     def table(rows, heads):
         return markdown_table([h for _, h in heads], [[str(r[k]) for k, _ in heads] for r in rows])
 
@@ -242,11 +244,7 @@ def run_stats(source: Path, out: Path, *, domains_file: Path | None = None, grap
     """
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from wikihowagent.corpus.core import TutorialError, iter_articles
-    from wikihowagent.corpus.domains import DomainTableError
     from wikihowagent.corpus.graph import GraphBuilder, write_graph
-    from wikihowagent.corpus.sampling import balanced_sample, check_domains_file_used
-    from wikihowagent.records import make_tutorial_id
 
     report = report if report is not None else LoadReport()
     if source.is_dir() and out.resolve().is_relative_to(source.resolve()):
@@ -259,8 +257,6 @@ def run_stats(source: Path, out: Path, *, domains_file: Path | None = None, grap
     keep: set[str] | None = None
     sample_note = ""
     if sample is not None:
-        from wikihowagent.corpus.core import load_tutorials
-
         drawn = balanced_sample(load_tutorials(source, skip_invalid=skip_invalid, table=table), sample, per, seed)  # type: ignore[arg-type]
         keep = {t.tutorial_id for t in drawn}
         sample_note = f"{len(keep)} tutorials, up to {sample} per {per}, seed {seed}"

@@ -17,6 +17,7 @@ from typing import Any
 from .runner import EvaluateError
 from wikihowagent.csvcells import people_csv
 from wikihowagent.runs import BY_DOMAIN_CSV, BY_PERSONA_CSV
+from wikihowagent.shards import parse_shard
 
 
 @dataclass(frozen=True)
@@ -112,8 +113,6 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     prompt_option(req.posttest_prompt, req.posttest_learner)  # a bad --posttest-prompt: one line, before any work
     cfg = load_config(req.config, preset=preset_config(req.preset) if preset else None)
     runs_dir = Path(cfg.runs_dir)
-    from wikihowagent.generation.core import parse_shard
-
     from .tables import expand_sweep_dirs
 
     shard = None
@@ -192,7 +191,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
         empty: list[str] = []  # inputs with no scorable conversation
         states: dict[str, Any] = {}
         if shard is not None:  # what each shard is scored against, read before scoring (merge compares it)
-            from .shards import input_state
+            from wikihowagent.shards import input_state
 
             try:
                 states = {s.name: input_state(s.records_path, s.kind != "paper-json") for s in sources}

@@ -107,22 +107,12 @@ def merge(
 
     Refuses in one line if a shard 0..N-1 is missing or was made with other settings."""
     from wikihowagent.console import make_console
-    from wikihowagent.evaluation.shards import merge_score_shards
     from wikihowagent.errors import WikihowagentError
-    from wikihowagent.runs import SCORE_SHARDS_DIR as SCORE_SHARDS, SHARDS_DIR
-
-    from .core import merge_shards
+    from wikihowagent.shards import merge_run
 
     console = make_console()
-    scores = (run_dir / SCORE_SHARDS).is_dir()
     try:
-        if (run_dir / SHARDS_DIR).is_dir() or not scores:
-            counts = merge_shards(run_dir)
-            console.print(f"{run_dir}: merged {counts['shards']} shards into {counts['conversations']} conversations "
-                          f"({counts['finished']} finished, {counts['failed']} failed)", highlight=False, markup=False)
-        if scores:
-            counts = merge_score_shards(run_dir)
-            console.print(f"{run_dir}: merged {counts['shards']} score shards into {counts['scores']} score records",
-                          highlight=False, markup=False)
+        for line in merge_run(run_dir):
+            console.print(line, highlight=False, markup=False)
     except WikihowagentError as exc:  # RunError, ShardError, a bad line (JsonlError)
         _fail(str(exc))

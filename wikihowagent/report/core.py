@@ -39,7 +39,7 @@ from wikihowagent.runs import (BY_DOMAIN_PNG, CALIBRATION_CSV, CALIBRATION_PNG, 
                                DOMAIN_BARS_PNG, FIGURES_DIR, INDEX_HTML, JUDGES_CSV, PAGE_SUFFIX, PPI_CSV,
                                PROBLEMS_TXT,
                                RADAR_COMPUTATIONAL_PNG, RADAR_RUBRICS_PNG, REPORT_ASSETS, REPORT_INDEX_JS,
-                               REPORT_JS, RUBRICS_PNG, SCORE_DISTRIBUTIONS_PNG)
+                               REPORT_JS, RUBRICS_PNG, SCORE_DISTRIBUTIONS_PNG, OutputReadError, read_people_rows)
 
 CHUNK = 250
 MARKER = ".wikihowagent-report"
@@ -195,22 +195,17 @@ def _swap_into_place(tmp: Path, out: Path) -> None:
 
 def _metric_order(runs: list[ReportRun]) -> tuple[list[str], list[str]]:
     """(all metrics in display order, the rubric metrics among them)."""
-    from wikihowagent.evaluation.summary import ORDER, PERCENT_METRICS, POSTTEST_METRICS
+    from wikihowagent.evaluation.judge import RubricError, load_rubrics
+    from wikihowagent.evaluation.summary import PERCENT_METRICS, POSTTEST_METRICS, metric_order
 
     present = {k for r in runs for c in r.conversations for k in c.metrics}
-    # the post-test's columns only where some conversation took one (as in evaluate's summary)
-    present -= {m for m in POSTTEST_METRICS if all(c.metrics.get(m) is None for r in runs for c in r.conversations)}
-    comp = [m for m in ORDER if m in present]
-    rubrics = sorted(m for m in present if m not in PERCENT_METRICS)
-    from wikihowagent.evaluation.judge import RubricError, load_rubrics
-
+    empty = {m for m in POSTTEST_METRICS if all(c.metrics.get(m) is None for r in runs for c in r.conversations)}
     try:  # the bundled rubric file's order (Table 5), then any other rubric by name
         known = list(load_rubrics())
-        rubrics = [m for m in known if m in present] + [m for m in rubrics if m not in known]
     except (RubricError, OSError):  # only the column order depends on it
-        pass
-    rest = sorted(present - set(comp) - set(rubrics))
-    return comp + rubrics + rest, rubrics
+        known = []
+    order = metric_order(present, known, empty)
+    return order, [m for m in order if m not in PERCENT_METRICS]
 
 
 def _run_scores(runs: list[ReportRun]) -> list[Any]:
@@ -544,10 +539,6 @@ def _short_number(x: str) -> str:
 
 
 def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
-    import csv
-
-    from wikihowagent.csvcells import read_people_csv
-
     from .head_to_head import csv_table
 
     e = html.escape
@@ -559,13 +550,9 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
     rows: list[list[str]] = []
     if corr.is_file():
         try:
-            rows = read_people_csv(corr)
-        except UnicodeDecodeError as exc:
-            problems.add(f"{corr}: not UTF-8 text ({exc.reason} at byte {exc.start}); the alignment section "
-                         "shows the figures only")
-        except (OSError, csv.Error) as exc:
-            problems.add(f"{corr}: cannot read ({getattr(exc, 'strerror', None) or exc}); the alignment section "
-                         "shows the figures only")
+            rows = read_people_rows(corr)
+        except OutputReadError as exc:
+            problems.add(f"{exc}; the alignment section shows the figures only")
         parts.append(csv_table(rows))
     else:
         problems.add(f"{alignment}: no correlations.csv; the alignment section shows the figures only")
@@ -575,9 +562,9 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
                         (JUDGES_CSV, "Every judge beside the humans (Krippendorff's α with the judge as a rater)")):
         if (alignment / name).is_file():
             try:
-                rows = read_people_csv(alignment / name)
-            except (UnicodeDecodeError, OSError, csv.Error) as exc:
-                problems.add(f"{alignment / name}: cannot read ({getattr(exc, 'strerror', None) or exc}); left out")
+                rows = read_people_rows(alignment / name)
+            except OutputReadError as exc:
+                problems.add(f"{alignment / name}: cannot read ({exc.detail}); left out")
                 continue
             if rows:
                 parts.append(f"<h3>{e(title)}</h3>" + csv_table(rows, _short_number))

@@ -3,14 +3,15 @@ ranking, win rates, position consistency, heatmap and pairwise verdicts, as `hea
 
 from __future__ import annotations
 
-import csv
 import html
 import shutil
 from pathlib import Path
 from typing import Any
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.runs import FIGURES_DIR, HEAD_TO_HEAD_HTML
+from wikihowagent.runs import (BRADLEY_TERRY_CSV, FIGURES_DIR, HEAD_TO_HEAD_HTML, HEAD_TO_HEAD_PNG, PAIRWISE_CSV,
+                               POSITION_CSV, SUMMARY_MD, WIN_RATES_CSV, OutputReadError, read_output_lines,
+                               read_people_rows)
 
 from .page import page
 
@@ -22,8 +23,6 @@ class CompareDirError(WikihowagentError, ValueError):
 
 
 def check_compare_dir(path: Path) -> None:
-    from wikihowagent.compare.core import PAIRWISE_CSV
-
     if not (Path(path) / PAIRWISE_CSV).is_file():
         raise CompareDirError(f"{path}: no {PAIRWISE_CSV} (pass a `wikihowagent compare --out` directory)")
 
@@ -31,16 +30,12 @@ def check_compare_dir(path: Path) -> None:
 def _rows(path: Path, problems: Any) -> list[list[str]]:
     """A compare table's rows, each cell as it was before `people_csv` neutralised it; an unreadable table is
     one line in `problems` and left out (the rest of the page is still written)."""
-    from wikihowagent.csvcells import read_people_csv
-
     if not path.is_file():
         return []
     try:
-        return read_people_csv(path)
-    except UnicodeDecodeError as exc:
-        problems.add(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); left out of the Head to head page")
-    except (OSError, csv.Error) as exc:
-        problems.add(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc}); left out of the Head to head page")
+        return read_people_rows(path)
+    except OutputReadError as exc:
+        problems.add(f"{exc}; left out of the Head to head page")
     return []
 
 
@@ -49,11 +44,9 @@ def _summary_head(path: Path, problems: Any) -> list[str]:
     if not path.is_file():
         return []
     try:
-        return path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError as exc:
-        problems.add(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); the page has no notes")
-    except OSError as exc:
-        problems.add(f"{path}: cannot read ({exc.strerror or exc}); the page has no notes")
+        return read_output_lines(path)
+    except OutputReadError as exc:
+        problems.add(f"{exc}; the page has no notes")
     return []
 
 
@@ -87,7 +80,7 @@ def write_page(ctx: Any) -> str:
 
 def write_compare_page(site: Path, compare_dir: Path, short, problems: Any) -> str:
     """Write head-to-head.html (and copy the heatmap into figures/); -> the nav link for index.html."""
-    from wikihowagent.compare.core import BT_CSV, HEATMAP, OVERALL, PAIRWISE_CSV, POSITION_CSV, SUMMARY_MD, WIN_RATES_CSV
+    from wikihowagent.compare.core import OVERALL
 
     e = html.escape
     compare_dir = Path(compare_dir)
@@ -99,7 +92,7 @@ def write_compare_page(site: Path, compare_dir: Path, short, problems: Any) -> s
              "<main><section id='head-to-head'>", f"<h1>{e(title)}</h1>",
              f"<p class='meta'>From <code>{e(str(compare_dir))}</code> (<code>wikihowagent compare</code>).</p>"]
     parts += [f"<p class='meta'>{e(x)}</p>" for x in notes]
-    bt = _rows(compare_dir / BT_CSV, problems)
+    bt = _rows(compare_dir / BRADLEY_TERRY_CSV, problems)
     parts.append("<h2 id='ranking'>Bradley–Terry ranking</h2>")
     if bt:
         parts.append("<p class='meta'>Log-strength θ (mean 0; θ_i − θ_j = log-odds that i beats j) with a 95 % "
@@ -108,10 +101,10 @@ def write_compare_page(site: Path, compare_dir: Path, short, problems: Any) -> s
         parts.append("<h3>Per rubric</h3>" + csv_table(bt, short, "bt-rubrics"))
     else:
         parts.append("<p class='meta'>Two runs: no ranking model (win rates below).</p>")
-    if (compare_dir / HEATMAP).is_file():
-        shutil.copyfile(compare_dir / HEATMAP, site / FIGURES_DIR / HEATMAP)
+    if (compare_dir / HEAD_TO_HEAD_PNG).is_file():
+        shutil.copyfile(compare_dir / HEAD_TO_HEAD_PNG, site / FIGURES_DIR / HEAD_TO_HEAD_PNG)
         cap = "Overall win rate of the row's run against the column's (ties half)"
-        parts.append(f"<figure><img src='{FIGURES_DIR}/{e(HEATMAP)}' alt='{e(cap)}'><figcaption>{e(cap)}</figcaption></figure>")
+        parts.append(f"<figure><img src='{FIGURES_DIR}/{e(HEAD_TO_HEAD_PNG)}' alt='{e(cap)}'><figcaption>{e(cap)}</figcaption></figure>")
     wins = _rows(compare_dir / WIN_RATES_CSV, problems)
     parts.append("<h2 id='win-rates'>Win rates</h2>" + csv_table(wins, short, "win-rates"))
     parts.append("<h2 id='position'>Position consistency</h2><p class='meta'>Share of pairs whose two orders prefer "

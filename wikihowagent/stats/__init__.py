@@ -1,6 +1,6 @@
 """Statistics shared by the stages: bootstrap CIs over tutorials, paired tests with Holm's correction
-(`paired.py`) and Bradley–Terry rankings (`ranking.py`). numpy/scipy/statsmodels/choix are imported inside
-the functions.
+(`paired.py`), Bradley–Terry rankings (`ranking.py`) and applying a judge calibration (`calibration.py`, below
+both `evaluate --calibration` and `align --calibrate`). scipy/statsmodels/choix are imported inside the functions.
 
 The bootstrap's command-line options, declared once with their bounds for `evaluate`, `compare` and `align`:
 `--bootstrap N` takes 0 (no CIs) to `paired.MAX_BOOTSTRAP` resamples and `--seed S` (numpy's generators take no
