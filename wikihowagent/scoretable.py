@@ -174,7 +174,8 @@ class ScoreTable:
         """One metric's values in row order (NaN = null or absent)."""
         if metric not in self.values:
             return [math.nan] * len(self)
-        return self.values[metric].tolist()
+        values: list[float] = self.values[metric].tolist()
+        return values
 
     def row_metrics(self, i: int) -> dict[str, float | None]:
         """Row i's metrics as its record had them: only those present, None = null."""
@@ -194,7 +195,8 @@ class ScoreTable:
         cols = [m for m in rubric_names if m in self.present]
         if not cols:
             return [0] * len(self)
-        return self.present[cols].sum(axis=1).astype(int).tolist()
+        counts: list[int] = self.present[cols].sum(axis=1).astype(int).tolist()
+        return counts
 
     def failure_counts(self) -> list[int]:
         return [len(f) for f in self.meta["failures"]]
