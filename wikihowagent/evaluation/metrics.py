@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import CAL_SUFFIX, RUBRIC_SCALE, Conversation
@@ -455,7 +455,8 @@ class MetricInput:
         return self._rouge
 
 
-EmbedBatch = Literal["embed_default", "embed_paper"]  # the Scorers pass that computes a batch metric
+# the Scorers pass (a method of that name) that computes a batch metric: the embedding model's or the post-test's
+EmbedBatch = Literal["embed_default", "embed_paper", "posttest"]
 
 
 @dataclass(frozen=True)
@@ -477,6 +478,11 @@ class Metric:
     low: float = 0.0  # the least value it can take: -1 for cosine similarities, Kendall's tau and the gains
     high: float = 1.0  # the most (the report's range check reads both: `value_range`)
     better: Literal["higher", "lower"] = "higher"  # which way is better (the report's ↑/↓ and best run)
+
+    def __post_init__(self) -> None:
+        if self.batch is not None and self.batch not in get_args(EmbedBatch):
+            raise ValueError(f"metric {self.name!r}: unknown batch pass {self.batch!r} "
+                             f"(one of {', '.join(get_args(EmbedBatch))})")
 
 
 REGISTRY: tuple[Metric, ...] = (
