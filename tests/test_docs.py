@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from docs_site import REPO, site
+
 from wikihowagent import __version__
 from wikihowagent.clidoc import commands
 

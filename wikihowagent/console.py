@@ -78,7 +78,14 @@ def disk_full_message(path: Path | str, needed: int | None, exc: OSError) -> str
 @contextlib.contextmanager
 def progress_bar(console: Console, total: int, description: str) -> Iterator[Callable[[int], None]]:
     """A progress bar (done/total, elapsed, ETA) on `console`; yields `advance(n)`."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     with Progress(TextColumn("{task.description}", markup=False, style="bold"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), TimeRemainingColumn(), console=console) as prog:

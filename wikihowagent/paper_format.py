@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from wikihowagent.corpus.domains import record_domain
 from wikihowagent.errors import WikihowagentError, validation_line
 from wikihowagent.records import BEGIN_TEXT, FINISH_TEXT, Conversation, ScoreRecord, Turn, paper_tutorial_key, turn_line
-from wikihowagent.corpus.domains import record_domain
 
 # The paper's run-file stem: T-<teacher>_L-<learner>_E-<evaluator>[_<job>].
 PAPER_RUN_RE = re.compile(r"^T-(?P<teacher>.+?)_L-(?P<learner>.+?)_E-(?P<evaluator>.+?)(?:_(?P<job>[^_]*))?$")

@@ -187,8 +187,8 @@ class ScoreTable:
         names = list(self.values.columns)
         vals = self.values.to_numpy(dtype=float).tolist()
         pres = self.present.to_numpy(dtype=bool).tolist()
-        for v, p in zip(vals, pres):
-            yield {m: (None if math.isnan(x) else x) for m, x, has in zip(names, v, p) if has}
+        for v, p in zip(vals, pres, strict=True):
+            yield {m: (None if math.isnan(x) else x) for m, x, has in zip(names, v, p, strict=True) if has}
 
     def judged(self, rubric_names: Iterable[str]) -> list[int]:
         """Per row: how many of `rubric_names` it has (asked of the judge, parsed or not)."""

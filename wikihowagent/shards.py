@@ -11,7 +11,6 @@ from typing import Any
 
 from wikihowagent.errors import WikihowagentError
 
-
 SHARD_DIR_RE = re.compile(r"^(\d+)-of-(\d+)$")
 
 

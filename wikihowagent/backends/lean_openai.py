@@ -187,7 +187,7 @@ class LeanChatOpenAI(ChatOpenAI):
                     stale_resend = False
                     continue
                 err: BaseException = exc
-            except (aiohttp.ClientError, asyncio.TimeoutError) as exc:  # refused, reset, cut off, timed out
+            except (TimeoutError, aiohttp.ClientError) as exc:  # refused, reset, cut off, timed out
                 err = exc
             else:
                 if resp.status < 300:

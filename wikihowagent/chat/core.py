@@ -243,9 +243,9 @@ def run_chat(req: ChatRequest, console: Console, read: Callable[[str], str]) -> 
     Raises ChatError (one line) for anything that stops it before the conversation."""
     from wikihowagent.backends import BackendError, check_backend, make_chat_model, resolve_spec, shutdown_local_servers
     from wikihowagent.config import load_config
+    from wikihowagent.corpus.core import default_tutorials_path, load_tutorials
     from wikihowagent.generation.core import now, package_versions, to_record
     from wikihowagent.records import make_conversation_id
-    from wikihowagent.corpus.core import default_tutorials_path, load_tutorials
     from wikihowagent.workflow.prompts import load_prompts
 
     if req.role not in ROLES:

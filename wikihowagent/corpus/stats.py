@@ -14,8 +14,14 @@ from pathlib import Path
 
 from wikihowagent.corpus.core import SKIP_NO_STEPS, SKIP_ONE_STEP, CorpusArticle, LoadReport
 from wikihowagent.corpus.domains import DomainTable
-from wikihowagent.runs import (PROBLEMS_TXT, STATS_DOMAINS_CSV, STATS_MD, STATS_TOPICS_CSV, STEPS_HISTOGRAM_PNG,
-                               SUNBURST_PNG)
+from wikihowagent.runs import (
+    PROBLEMS_TXT,
+    STATS_DOMAINS_CSV,
+    STATS_MD,
+    STATS_TOPICS_CSV,
+    STEPS_HISTOGRAM_PNG,
+    SUNBURST_PNG,
+)
 
 COLUMNS = ["id", "domain", "topics", "articles", "methods", "tutorials", "skipped_no_usable_step",
            "skipped_one_step", "steps", "steps_per_tutorial_mean", "steps_per_tutorial_median",
@@ -185,7 +191,7 @@ def sunburst(stats: CorpusStats, path: Path, max_topic_labels: int = 150) -> Non
                        startangle=90, counterclock=False)
     if len(outer) <= max_topic_labels:
         size = 7 if len(outer) <= 40 else 5
-        for w, name in zip(wedges, outer_names):
+        for w, name in zip(wedges, outer_names, strict=True):
             mid = (w.theta1 + w.theta2) / 2
             x, y = math.cos(math.radians(mid)), math.sin(math.radians(mid))
             flip = 90 < mid % 360 < 270
@@ -195,7 +201,7 @@ def sunburst(stats: CorpusStats, path: Path, max_topic_labels: int = 150) -> Non
     inner_wedges, _ = ax.pie(inner, radius=0.7, colors=inner_colors, labels=ids, labeldistance=0.72,
                              textprops={"fontsize": 8}, wedgeprops={"width": 0.4, "edgecolor": "white"},
                              startangle=90, counterclock=False)
-    ax.legend(inner_wedges, [f"{i} {d} ({stats.domains[d].articles})" for i, d in zip(ids, domains)],
+    ax.legend(inner_wedges, [f"{i} {d} ({stats.domains[d].articles})" for i, d in zip(ids, domains, strict=True)],
               loc="center left", bbox_to_anchor=(1.15, 0.5), fontsize=8, frameon=False, title="domain (articles)")
     ax.set_title(f"{len(domains)} domains (inner) and {len(stats.topics)} topics (outer), by articles", pad=60)
     ax.set(aspect="equal")
@@ -303,10 +309,9 @@ def run_stats(source: Path, out: Path, *, domains_file: Path | None = None, grap
 
 
 def terminal_table(stats: CorpusStats):
+    from rich import box
     from rich.table import Table
     from rich.text import Text
-
-    from rich import box
 
     heads = [("id", "ID"), ("domain", "Domain"), ("topics", "Top."), ("articles", "Art."),
              ("methods", "Meth."), ("tutorials", "Tut."), ("skipped", "Skip"),

@@ -17,10 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.records import JudgeProvenance, Mode, ScoreRecord
+from wikihowagent.records import Conversation, JudgeProvenance, Mode, ScoreRecord
 from wikihowagent.runs import RESCORED_DIR, SCORES, SCORES_PAPER
-
-from wikihowagent.records import Conversation
 from wikihowagent.workflow.posttest import CALL_FAILED
 
 from .inputs import InputSource
@@ -461,9 +459,9 @@ class Evaluation:
                             scored = await loop.run_in_executor(None, self.scorers.score, batch)
                         else:
                             scored = self.scorers.score(batch)
-                        for i, cs in zip(need_comp, scored):
+                        for i, cs in zip(need_comp, scored, strict=True):
                             comp[i] = cs
-                    records = [self._record(src, c, old, cs, stale) for (c, old, stale, _), cs in zip(todo, comp)]
+                    records = [self._record(src, c, old, cs, stale) for (c, old, stale, _), cs in zip(todo, comp, strict=True)]
                     need_judge = [i for i, (_, _, stale, have) in enumerate(todo)
                                   if rubric_names and (stale or not rubric_names <= have)]
                     for _, old, stale, have in todo:

@@ -9,10 +9,18 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.markdown import markdown_table
+from wikihowagent.runs import (
+    BY_DOMAIN_PNG,
+    CALIBRATED_SCORES_CSV,
+    COMPUTATIONAL_PNG,
+    FIGURES_DIR,
+    RUBRICS_PNG,
+    SUMMARY_CSV,
+    SUMMARY_MD,
+)
 from wikihowagent.scoretable import ScoreTable
 
 from .calibrated import calibrated_name
-
 from .metrics import (
     BERTSCORE,
     BLEU,
@@ -30,8 +38,6 @@ from .metrics import (
     ROUGEL,
     STEP_COVERAGE,
 )
-from wikihowagent.runs import (BY_DOMAIN_PNG, CALIBRATED_SCORES_CSV, COMPUTATIONAL_PNG, FIGURES_DIR, RUBRICS_PNG,
-                               SUMMARY_CSV, SUMMARY_MD)
 
 # Column order: the paper's Table 1 order first, then ours.
 ORDER = [BERTSCORE, EMBEDDING_COSINE, BLEU, METEOR, ROUGE, ROUGE1, ROUGE2, ROUGEL, DIVERSITY, QUESTION, COMPLETION,
@@ -160,7 +166,7 @@ def summarize(runs: list[RunScores], rubric_names: list[str], baseline: str | No
             if opts.n_boot and n:
                 over["ci"][m] = cell_ci([r.table for r in runs], m, _scale(m), opts)
         table.append(over)
-    for row, r in zip(table, [*runs, None]):
+    for row, r in zip(table, [*runs, None], strict=False):
         row["arrows"], row["paired"] = {}, {}
         if base_row is None or row is base_row or (r is None and opts.paired):
             continue  # paired: the Overall row (which holds the baseline itself) is not compared with it

@@ -15,16 +15,22 @@ import platform
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from wikihowagent.errors import WikihowagentError
 from wikihowagent.config import Config
-from wikihowagent.records import ConversationRecord, PostTest, Tutorial, TutorialRef, conversation_lines, make_conversation_id
+from wikihowagent.errors import WikihowagentError
+from wikihowagent.records import (
+    ConversationRecord,
+    Tutorial,
+    TutorialRef,
+    conversation_lines,
+    make_conversation_id,
+)
 from wikihowagent.runs import (
     CONVERSATIONS,
     RUN_INFO,
@@ -32,8 +38,8 @@ from wikihowagent.runs import (
     JsonlAppender,
     JsonlError,
     RunError,
-    merge_pretests,
     RunInfo,
+    merge_pretests,
     read_records,
     read_run_info,
     repair_torn_tail,
@@ -52,7 +58,7 @@ VERSIONED_PACKAGES = ("langgraph", "langchain-core", "langchain-openai", "langch
 
 
 def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def default_run_name(teacher: str, learner: str, evaluator: str | None, personas: list[str] | None = None) -> str:
@@ -425,7 +431,13 @@ class GenerateSummary:
 
 
 def _select_tutorials(req: GenerateRequest, cfg: Config, console: Any) -> tuple[list[Tutorial], str]:
-    from wikihowagent.corpus.core import LoadReport, TutorialError, default_tutorials_path, empty_message, print_load_warnings
+    from wikihowagent.corpus.core import (
+        LoadReport,
+        TutorialError,
+        default_tutorials_path,
+        empty_message,
+        print_load_warnings,
+    )
     from wikihowagent.corpus.sampling import select_tutorials
 
     source = req.tutorials or default_tutorials_path()
@@ -540,12 +552,18 @@ def _run(cfg: Config, run_dir: Path, name: str, fingerprint: dict[str, Any], end
          selected: list[Tutorial], source: str, filters: dict[str, Any], retry_failed: bool, options: WorkflowOptions,
          prompts: PromptTemplates, roles: dict[str, str], model_for: Callable[[str], BaseChatModel],
          console: Any, personas: Mapping[str, Persona]) -> GenerateSummary:
-    from wikihowagent.workflow.manager import MANAGERS
-
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
     from rich.text import Text
 
     from wikihowagent.runs import DiskFullError, PretestCache
+    from wikihowagent.workflow.manager import MANAGERS
 
     done_ids, previous = prepare_run_dir(run_dir, fingerprint, retry_failed)
     todo = [t for t in selected if t.tutorial_id not in done_ids]

@@ -128,5 +128,5 @@ def holm(results: Sequence[Paired]) -> None:
     if not tested:
         return
     _, corrected, _, _ = multipletests([r.p for r in tested], alpha=ALPHA, method="holm")
-    for r, q in zip(tested, corrected):
+    for r, q in zip(tested, corrected, strict=True):
         r.p_holm = float(q)

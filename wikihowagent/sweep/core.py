@@ -20,10 +20,21 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from wikihowagent.errors import WikihowagentError, validation_line
-from wikihowagent.runs import (CONVERSATIONS, MERGE_LOCK, RUN_INFO, SHARDS_DIR, SWEEP_CONFIG, SWEEP_INFO,
-                               SWEEP_MODELS, name_problem, write_json_atomic, write_text_atomic)
+from wikihowagent.runs import (
+    CONVERSATIONS,
+    MERGE_LOCK,
+    RUN_INFO,
+    SHARDS_DIR,
+    SWEEP_CONFIG,
+    SWEEP_INFO,
+    SWEEP_MODELS,
+    name_problem,
+    write_json_atomic,
+    write_text_atomic,
+)
 
 from . import MAX_CELLS
+
 
 class SweepError(WikihowagentError, ValueError):
     """A bad experiment file or sweep state; one line naming the file."""
@@ -90,7 +101,7 @@ class SweepSpec(BaseModel):
                 if isinstance(x, list) and not 2 <= len(x) <= 3:
                     raise ValueError(f"entry {i}: [teacher, learner] or [teacher, learner, evaluator] expected, "
                                      f"got {len(x)} items")
-            return [dict(zip(("teacher", "learner", "evaluator"), x)) if isinstance(x, list) else x for x in v]
+            return [dict(zip(("teacher", "learner", "evaluator"), x, strict=False)) if isinstance(x, list) else x for x in v]
         return v
 
 
