@@ -98,7 +98,7 @@ def to_conversation(obj: dict[str, Any], run: str, where: str) -> Conversation:
 
     turns_in, lines = obj.get("turns"), obj.get("conversation")
     paper = not (isinstance(turns_in, list) and turns_in)
-    if not paper:
+    if isinstance(turns_in, list) and turns_in:  # = not paper (spelt out so the type checker sees the list)
         for t in turns_in:
             if not isinstance(t, dict) or t.get("role") not in ("teacher", "learner") or not isinstance(t.get("text"), str):
                 raise RecordError("record has a malformed turn (expected {\"role\": teacher|learner, \"text\"})")
@@ -162,7 +162,7 @@ def partial_record(obj: dict[str, Any]) -> PartialRecord:
     part.steps = [x for x in steps if isinstance(x, str)] if isinstance(steps, list) else []
     if tut and not part.steps:
         part.missing.append("tutorial.steps")
-    for t in obj.get("turns") if isinstance(obj.get("turns"), list) else []:
+    for t in given if isinstance(given := obj.get("turns"), list) else []:
         try:
             part.turns.append(Turn.model_validate(t))
         except ValueError:
@@ -187,7 +187,7 @@ def paper_score_record(obj: Any, run: str, on_bad_value: Any = None) -> ScoreRec
     conversation_id."""
     if not isinstance(obj, dict) or not isinstance(obj.get("conversation_id"), str) or not obj["conversation_id"]:
         raise RecordError("no conversation_id")
-    ev = obj.get("evaluation") if isinstance(obj.get("evaluation"), dict) else {}
+    ev = given if isinstance(given := obj.get("evaluation"), dict) else {}
     metrics: dict[str, float | None] = {}
     for name, raw in ev.items():
         metrics[str(name)] = _cell(raw, str(name), on_bad_value)

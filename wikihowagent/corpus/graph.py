@@ -75,9 +75,9 @@ def write_graph(g: nx.DiGraph, out: Path, stem: str = "graph") -> list[Path]:
     staged: list[Path] = []
     try:  # all or nothing: each to a temp file beside its target, renamed into place once all are written
         for path, write in zip(paths, writers, strict=True):
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=out)
+            fd, name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=out)
             os.close(fd)
-            staged.append(Path(tmp))
+            staged.append(Path(name))
             write(staged[-1])
         for tmp, path in zip(staged, paths, strict=True):
             os.replace(tmp, path)

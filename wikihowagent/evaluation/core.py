@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from wikihowagent.csvcells import people_csv
 from wikihowagent.runs import BY_DOMAIN_CSV, BY_PERSONA_CSV
@@ -61,7 +61,7 @@ class EvaluateRequest:
         return TableStats(n_boot=self.bootstrap, seed=self.seed, paired=self.mode != "paper")
 
     @property
-    def mode(self) -> str:
+    def mode(self) -> Literal["default", "paper"]:
         from wikihowagent.presets import get_preset
 
         preset = get_preset(self.preset)
@@ -264,7 +264,7 @@ def _run_scores(results, calibration: Any, req: EvaluateRequest) -> list:
     out = []
     for src, p in results:
         rs = load_run_scores(src.name, src.label, p, n_failed=src.n_failed, n_invalid=src.n_invalid)
-        if calibration is not None:
+        if calibration is not None and req.calibration is not None:  # loaded from req.calibration
             check(calibration, req.calibration, rs.table, f"{p}")
             rs.table = add_calibrated(rs.table, calibration)
         out.append(rs)

@@ -581,7 +581,7 @@ class Scorers:
         self._bleu: Any = None
         if any(m.needs_wordnet for m in self.selected):
             load_wordnet()  # fail early with the fix, before any work
-        self._ref_cache: dict[str, Any] = {}  # reference text -> prepared tokens (tutorials repeat across runs)
+        self._ref_cache: dict[tuple[str, str], Any] = {}  # (kind, reference text) -> prepared tokens (tutorials repeat across runs)
 
     @property
     def minilm(self) -> MiniLM:
@@ -642,7 +642,7 @@ class Scorers:
         import torch
 
         lm = self.minilm
-        vecs = {t: self._ref_cache.get(("step", t)) for t in dict.fromkeys(texts)}  # type: ignore[arg-type]
+        vecs: dict[str, Any] = {t: self._ref_cache.get(("step", t)) for t in dict.fromkeys(texts)}  # None: to embed
         missing = [t for t, v in vecs.items() if v is None]
         if missing:
             ids = {t: tuple(i[: lm.MAX_LEN - 2]) for t, i in zip(missing, lm.ids(missing))}
@@ -683,9 +683,9 @@ class Scorers:
             res.metrics[BERTSCORE] = round(pooled_cosine([(enc[r][1], 1)], [(enc[h][1], 1)]), 4)
 
     def cached(self, key: tuple[str, str], make: Any) -> Any:
-        v = self._ref_cache.get(key)  # type: ignore[arg-type]
+        v = self._ref_cache.get(key)
         if v is None:
             if len(self._ref_cache) > 20_000:
                 self._ref_cache.clear()
-            v = self._ref_cache[key] = make()  # type: ignore[index]
+            v = self._ref_cache[key] = make()
         return v

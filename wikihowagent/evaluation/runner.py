@@ -343,7 +343,7 @@ class Evaluation:
                 tester = PostTester(self.learner(), spec, pretests, prompt)
 
             async def one(c: Conversation) -> None:
-                c.posttest = await tester.run(c.tutorial_key, c.title, c.tutorial_title, c.turns, len(c.steps))  # type: ignore[union-attr]
+                c.posttest = await tester.run(c.tutorial_key, c.title, c.tutorial_title, c.turns, len(c.steps))
                 sink.append({"conversation_id": c.conversation_id, "posttest": c.posttest.model_dump(mode="json")})
                 stats.posttests += 1
                 stats.posttest_failures += c.posttest.post.error is not None
@@ -388,7 +388,7 @@ class Evaluation:
                 if not done:
                     done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                 pending.difference_update(done)
-                errors = [t.exception() for t in done if not t.cancelled() and t.exception() is not None]
+                errors = [e for t in done if not t.cancelled() and (e := t.exception()) is not None]
                 if errors:
                     raise errors[0]
 

@@ -71,7 +71,7 @@ def _stale_shards(directory: Path, shard_dirs: list[Path], info_of: Any) -> str 
                 now[f] = input_state(here, then.get("records") is not None)
             except OSError:
                 now[f] = None
-        if now[f] is None or now[f]["sha256"] != then.get("sha256"):
+        if (state := now[f]) is None or state["sha256"] != then.get("sha256"):
             stale.setdefault(f, []).append(d.name)
             then_of.setdefault(f, then)
     if not stale:

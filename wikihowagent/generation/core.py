@@ -583,6 +583,7 @@ def _run(cfg: Config, run_dir: Path, name: str, fingerprint: dict[str, Any], end
                               llm_manager=llm_manager)
     try:
         if todo:
+            assert teacher_model is not None and learner_model is not None  # made above whenever there is work
             progress = Progress(
                 TextColumn("[bold]generate"), BarColumn(), MofNCompleteColumn(),
                 TextColumn("ok {task.fields[ok]} · failed {task.fields[failed]} · {task.fields[tokens]} tokens"),
