@@ -244,9 +244,9 @@ def compute(
                 for p in ag.pairs:
                     for note in p.notes:
                         problems.add("agreement", f"{where_g}{metric}: {p.judge_a} vs {p.judge_b}: {note}")
-    res = AlignResult(judges, llm, ids, H, human, counts, model, matched, groups, by, n_boot, seed, problems)
-    res.automatic = automatic_correlations(llm, ids, human, n_boot, seed)
-    return res
+    result = AlignResult(judges, llm, ids, H, human, counts, model, matched, groups, by, n_boot, seed, problems)
+    result.automatic = automatic_correlations(llm, ids, human, n_boot, seed)
+    return result
 
 
 def automatic_correlations(llm: LLMScores, ids: list[str], human: np.ndarray, n_boot: int,
@@ -309,7 +309,7 @@ def correlation_rows(res: AlignResult) -> tuple[list[str], list[list]]:
     for g in res.groups:
         for metric in schema.row_names():
             cr = g.correlations[metric]
-            row = [res.by if g.group != ALL else ALL, g.group, metric, cr.n]
+            row: list[str | int | float | None] = [res.by if g.group != ALL else ALL, g.group, metric, cr.n]
             for c in COEFFICIENTS:
                 v = cr.coefs[c]
                 row += [v.value, v.p, stars(v.p), v.ci_low, v.ci_high]

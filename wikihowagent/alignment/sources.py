@@ -255,7 +255,7 @@ def _score_files_of(p: Path) -> list[Path]:
             has_conv = (p / CONVERSATIONS).is_file()
             hint = "; run `wikihowagent evaluate` on it first" if has_conv else ""
             raise AlignInputError(f"{p}: no {' or '.join(SCORE_FILES)} in it (nor in any run directory inside){hint}")
-        return [scores_file(r) for r in runs]
+        return [s for r in runs if (s := scores_file(r)) is not None]  # every discovered run has one
     if p.exists():
         return [p]
     raise AlignInputError(f"{p}: not found")

@@ -490,7 +490,7 @@ class Judge:
         groups = [g for g in self.groups if names is None or any(r.name in names for r in self.groups[g])]
         await asyncio.gather(*(self._judge_group(conv, g, res, names, variant) for g in groups))
         order = {n: i for i, n in enumerate(self.names)}
-        res.failures.sort(key=order.get)
+        res.failures.sort(key=lambda n: order.get(n, len(order)))  # all of them are among self.names
         res.scores = {n: res.scores[n] for n in self.names if n in res.scores}
         return res
 
