@@ -42,6 +42,8 @@ from langchain_openai import ChatOpenAI
 from pydantic import PrivateAttr, SecretStr
 
 if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import AsyncIterator
+
     from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
     from langchain_core.messages import BaseMessage
 
@@ -88,7 +90,7 @@ class _LoopSession:
             return _Response(resp.status, resp.headers, await resp.read())
 
 
-async def _close_at_shutdown(ls: _LoopSession):  # type: ignore[no-untyped-def]
+async def _close_at_shutdown(ls: _LoopSession) -> AsyncIterator[None]:
     """Parked on the loop as an async generator: `loop.shutdown_asyncgens()` (or the model being dropped)
     closes it, and with it the session."""
     try:

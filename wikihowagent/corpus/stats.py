@@ -14,6 +14,7 @@ from pathlib import Path
 
 from wikihowagent.corpus.core import SKIP_NO_STEPS, SKIP_ONE_STEP, CorpusArticle, LoadReport
 from wikihowagent.corpus.domains import DomainTable
+from wikihowagent.corpus.sampling import Per
 from wikihowagent.runs import (
     PROBLEMS_TXT,
     STATS_DOMAINS_CSV,
@@ -238,7 +239,7 @@ class StatsResult:
 
 
 def run_stats(source: Path, out: Path, *, domains_file: Path | None = None, graph: bool = False,
-              graph_articles: bool = False, sample: int | None = None, per: str = "domain", seed: int = 0,
+              graph_articles: bool = False, sample: int | None = None, per: Per = "domain", seed: int = 0,
               figures: bool = True, skip_invalid: bool = False, report: LoadReport | None = None,
               console=None) -> StatsResult:
     """One streaming pass over `source` (two with --sample: draw, then describe the drawn tutorials) ->
@@ -267,7 +268,7 @@ def run_stats(source: Path, out: Path, *, domains_file: Path | None = None, grap
     if sample is not None:
         from wikihowagent.corpus.core import load_tutorials
 
-        drawn = balanced_sample(load_tutorials(source, skip_invalid=skip_invalid, table=table), sample, per, seed)  # type: ignore[arg-type]
+        drawn = balanced_sample(load_tutorials(source, skip_invalid=skip_invalid, table=table), sample, per, seed)
         keep = {t.tutorial_id for t in drawn}
         sample_note = f"{len(keep)} tutorials, up to {sample} per {per}, seed {seed}"
     stats = CorpusStats.for_table(table)
@@ -321,6 +322,6 @@ def terminal_table(stats: CorpusStats):
     for key, head in heads:
         t.add_column(head, no_wrap=True, min_width=len(head), justify="left" if key == "domain" else "right")
     for row in stats.domain_rows():
-        row["skipped"] = int(row["skipped_no_usable_step"]) + int(row["skipped_one_step"])  # type: ignore[call-overload]
+        row["skipped"] = int(row["skipped_no_usable_step"]) + int(row["skipped_one_step"])  # type: ignore[call-overload]  # rows are typed dict[str, object]; these two are ints
         t.add_row(*[Text(str(row[k])) for k, _ in heads])
     return t

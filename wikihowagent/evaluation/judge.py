@@ -324,7 +324,7 @@ def parse_scores(text: str, names: list[str]) -> tuple[dict[str, float], dict[st
                 continue
             val, why = check_value(v)
             if why is None:
-                found[name] = val  # type: ignore[assignment]
+                found[name] = val  # type: ignore[assignment]  # check_value gives a float whenever `why` is None
                 problems.pop(name, None)
             else:
                 problems[name] = why
@@ -347,7 +347,7 @@ def parse_scores(text: str, names: list[str]) -> tuple[dict[str, float], dict[st
             continue
         val, why = check_value(hits[-1])
         if why is None:
-            found[name] = val  # type: ignore[assignment]
+            found[name] = val  # type: ignore[assignment]  # check_value gives a float whenever `why` is None
             problems.pop(name, None)
         else:
             problems[name] = why

@@ -606,7 +606,7 @@ class Scorers:
             x = MetricInput(c, ref, hyp, self)
             empty = guard and not hyp.strip()
             for m in per_conv:
-                res.metrics[m.name] = None if empty and m.needs_hypothesis else m.score(x)  # type: ignore[misc]
+                res.metrics[m.name] = None if empty and m.needs_hypothesis else m.score(x)  # type: ignore[misc]  # per_conv holds only metrics whose score is set
             if empty:
                 for m in self.selected:
                     if m.batch and m.batch != "posttest":  # the post-test does not read the teacher's text

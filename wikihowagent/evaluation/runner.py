@@ -481,7 +481,7 @@ class Evaluation:
                             sink.append(records[i])
                             stats.scored += 1
                     if need_judge and judge is None:
-                        judge = self.judge_for(spec)  # type: ignore[arg-type]
+                        judge = self.judge_for(spec)  # type: ignore[arg-type]  # need_judge is empty when spec is None (no rubrics)
                     for i in need_judge:
                         _, _, stale, have = todo[i]
                         names = None if stale else [n for n in self.rubric_names if n not in have]

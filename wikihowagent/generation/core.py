@@ -23,6 +23,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from wikihowagent.config import Config
+from wikihowagent.corpus.sampling import Per
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import (
     ConversationRecord,
@@ -376,7 +377,7 @@ class GenerateRequest:
     topics: tuple[str, ...] = ()
     domains_file: Path | None = None  # topic -> domain CSV replacing data/domains.csv
     sample: int | None = None  # a balanced sample: N tutorials per `per` (domain | topic)
-    per: str = "domain"
+    per: Per = "domain"
     sample_seed: int = 0
     shard: str | None = None  # "K/N"
     retry_failed: bool = True
@@ -446,7 +447,7 @@ def _select_tutorials(req: GenerateRequest, cfg: Config, console: Any) -> tuple[
         with console.status("reading tutorials", spinner="dots"):  # a 20,000-article crawl takes ~15 s
             selected = list(select_tutorials(
                 source, domains=req.domains, topics=req.topics, domains_file=req.domains_file, sample=req.sample,
-                per=req.per, seed=req.sample_seed, max_tutorials=req.max_tutorials,  # type: ignore[arg-type]
+                per=req.per, seed=req.sample_seed, max_tutorials=req.max_tutorials,
                 clean_citations=cfg.workflow.strip_citations, skip_invalid=req.skip_invalid, report=report))
     except (TutorialError, ValueError) as exc:
         raise GenerateError(str(exc)) from None
