@@ -103,7 +103,7 @@ def classify_columns(path: Path, header: list[str], rows: list[tuple[int, list[s
             continue
         metrics[metric] = i
     used = {id_col, annotator, run, title, metric_col, score_col, *metrics.values()}
-    for i, (name, key) in enumerate(zip(header, keys)):
+    for i, (name, key) in enumerate(zip(header, keys, strict=True)):
         if i in used or key in KNOWN_META_KEYS:
             continue
         close = difflib.get_close_matches(key, list(schema.metric_by_key()), n=1, cutoff=0.75)

@@ -214,7 +214,7 @@ def compute(
     # -- groups ------------------------------------------------------------------------------------------
     groups = [GroupResult(ALL, np.ones(len(ids), dtype=bool))]
     if by:
-        labels = np.array([(getattr(llm.rows[c], by) or "(none)") if m else "" for c, m in zip(ids, matched)],
+        labels = np.array([(getattr(llm.rows[c], by) or "(none)") if m else "" for c, m in zip(ids, matched, strict=True)],
                           dtype=object)
         for g in sorted({lab for lab in labels if lab}):
             groups.append(GroupResult(g, labels == g))
@@ -273,7 +273,7 @@ def automatic_correlations(llm: LLMScores, ids: list[str], human: np.ndarray, n_
 
 def automatic_rows(res: AlignResult) -> tuple[list[str], list[list]]:
     cols = ["metric", "human_rubric", "n"]
-    for c, short in zip(COEFFICIENTS, ("r", "rho", "tau")):
+    for c, short in zip(COEFFICIENTS, ("r", "rho", "tau"), strict=True):
         cols += [f"{c}_{short}", f"{c}_p", f"{c}_stars", f"{c}_ci_low", f"{c}_ci_high"]
     cols.append("note")
     rows = []
@@ -302,7 +302,7 @@ def _p(v: float) -> str:
 
 def correlation_rows(res: AlignResult) -> tuple[list[str], list[list]]:
     cols = ["by", "group", "metric", "n"]
-    for c, short in zip(COEFFICIENTS, ("r", "rho", "tau")):
+    for c, short in zip(COEFFICIENTS, ("r", "rho", "tau"), strict=True):
         cols += [f"{c}_{short}", f"{c}_p", f"{c}_stars", f"{c}_ci_low", f"{c}_ci_high"]
     cols.append("note")
     rows = []

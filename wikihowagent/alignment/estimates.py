@@ -126,7 +126,7 @@ def calibrate(res: Any, method: str, *, n_boot: int, seed: int, problems: Proble
                                         "(only rubrics the sheets rate can be)")
             continue
         ok = ~np.isnan(res.human[:, k]) & ~np.isnan(res.model[:, k])
-        ids = [c for c, o in zip(res.ids, ok) if o]
+        ids = [c for c, o in zip(res.ids, ok, strict=True) if o]
         if len(ids) < cal_stats.MIN_PAIRS:
             problems.add("calibration", f"{where}: {len(ids)} paired conversations, calibration needs at least "
                                         f"{cal_stats.MIN_PAIRS}; only the raw correlation is reported (rate more "

@@ -116,7 +116,7 @@ def words(text: str) -> list[str]:
 def distinct_bigram_ratio(token_lists: Iterable[Sequence[Any]]) -> float | None:
     grams: list[tuple[Any, Any]] = []
     for toks in token_lists:
-        grams.extend(zip(toks, toks[1:]))
+        grams.extend(zip(toks, toks[1:], strict=False))
     if not grams:
         return None
     return len(set(grams)) / len(grams)
@@ -149,7 +149,7 @@ def paper_diversity(conv: Conversation) -> float:
     grams: list[tuple[str, str]] = []
     for line in conv.lines:
         w = line.split()
-        grams.extend(zip(w, w[1:]))
+        grams.extend(zip(w, w[1:], strict=False))
     return round(len(set(grams)) / max(1, len(grams)), 4)
 
 
@@ -163,7 +163,7 @@ def nmt_bleu(reference_corpus: list[list[list[str]]], translation_corpus: list[l
     matches = [0] * max_order
     possible = [0] * max_order
     ref_len = trans_len = 0
-    for refs, hyp in zip(reference_corpus, translation_corpus):
+    for refs, hyp in zip(reference_corpus, translation_corpus, strict=True):
         ref_len += min(len(r) for r in refs)
         trans_len += len(hyp)
         merged: Counter[tuple[str, ...]] = Counter()
@@ -194,7 +194,7 @@ def _ngram_counts(tokens: Sequence[str], max_order: int) -> Counter[tuple[str, .
     c: Counter[tuple[str, ...]] = Counter()
     toks = list(tokens)
     for n in range(1, max_order + 1):
-        c.update(zip(*(toks[i:] for i in range(n))))
+        c.update(zip(*(toks[i:] for i in range(n)), strict=False))
     return c
 
 
@@ -602,7 +602,7 @@ class Scorers:
         hyps = [HYPOTHESIS[self.mode](c) for c in convs]
         per_conv = [m for m in self.selected if m.score is not None]
         guard = any(m.needs_hypothesis for m in metrics_of(self.mode))
-        for c, res, ref, hyp in zip(convs, results, refs, hyps):
+        for c, res, ref, hyp in zip(convs, results, refs, hyps, strict=True):
             x = MetricInput(c, ref, hyp, self)
             empty = guard and not hyp.strip()
             for m in per_conv:
@@ -645,7 +645,7 @@ class Scorers:
         vecs: dict[str, Any] = {t: self._ref_cache.get(("step", t)) for t in dict.fromkeys(texts)}  # None: to embed
         missing = [t for t, v in vecs.items() if v is None]
         if missing:
-            ids = {t: tuple(i[: lm.MAX_LEN - 2]) for t, i in zip(missing, lm.ids(missing))}
+            ids = {t: tuple(i[: lm.MAX_LEN - 2]) for t, i in zip(missing, lm.ids(missing), strict=True)}
             enc = lm.encode(ids.values())
             for t in missing:
                 vecs[t] = self.cached(("step", t), lambda t=t: torch.nn.functional.normalize(enc[ids[t]][1], dim=0))
@@ -666,7 +666,7 @@ class Scorers:
                                              *(convs[i].posttest.pre.steps if convs[i].posttest.pre else ()))]
         if texts:
             self.step_vectors(texts)  # one batched pass for the chunk
-        for i, (c, res) in enumerate(zip(convs, results)):
+        for i, (c, res) in enumerate(zip(convs, results, strict=True)):
             values, notes, matches = posttest.posttest_scores(c, self.step_similarity, want, wordnet)
             res.metrics.update(values)
             res.notes.extend(notes)
@@ -674,9 +674,9 @@ class Scorers:
 
     def embed_paper(self, convs, refs, hyps, results, want) -> None:
         lm = self.minilm
-        views = [(lm.truncated(r), lm.truncated(h)) for r, h in zip(refs, hyps)]
+        views = [(lm.truncated(r), lm.truncated(h)) for r, h in zip(refs, hyps, strict=True)]
         enc = lm.encode([s for (r, _), (h, _) in views for s in (r, h)])
-        for res, ((r, rn), (h, hn)) in zip(results, views):
+        for res, ((r, rn), (h, hn)) in zip(results, views, strict=True):
             for what, n in (("tutorial", rn), ("teacher text", hn)):
                 if n > lm.MAX_LEN - 2:
                     res.notes.append(f"BERTScore (paper): {what} truncated to {lm.MAX_LEN} of {n + 2} word pieces, as the released code did")

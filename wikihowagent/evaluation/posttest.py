@@ -69,7 +69,7 @@ def match_steps(sim: Any, threshold: float = THRESHOLD, rule: str = MATCHING) ->
         nearest = sim.argmax(axis=0)  # each answer step's most similar tutorial step (the first on a tie)
         sim = np.where(np.arange(sim.shape[0])[:, None] == nearest[None, :], sim, -1.0)
     rows, cols = linear_sum_assignment(sim, maximize=True)
-    return sorted((int(r), int(c)) for r, c in zip(rows, cols) if sim[r, c] >= threshold)
+    return sorted((int(r), int(c)) for r, c in zip(rows, cols, strict=True) if sim[r, c] >= threshold)
 
 
 def step_recall(matches: Sequence[tuple[int, int]], n_tutorial: int) -> float | None:

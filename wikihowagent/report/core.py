@@ -154,7 +154,7 @@ def _calibrate_runs(runs: list[ReportRun], cal: Any, path: Path, problems: Probl
         for name in (calibrated_name(m) for m in cal.rubrics):
             if name not in r.scores.values:
                 continue
-            by_id = {cid: v for cid, v in zip(ids, r.scores.values[name].tolist()) if math.isfinite(v)}
+            by_id = {cid: v for cid, v in zip(ids, r.scores.values[name].tolist(), strict=True) if math.isfinite(v)}
             for c in r.conversations:  # the browser and the conversation pages
                 if c.conversation_id in by_id:
                     c.metrics[name] = round(by_id[c.conversation_id], 4)
@@ -617,10 +617,10 @@ def _index_html(runs: list[ReportRun], metrics: list[str], rubrics: list[str], f
     numeric = {"conversations", "finished", "cut", "failed", "tokens", "scored"}
     # data-label: a phone shows each run as a card of "head: value" lines (report.css)
     table = ("<div class='scroll'><table id='runs' class='summary'><thead><tr>"
-             + "".join(f"<th{' class=num' if k in numeric else ''}>{h}</th>" for h, k in zip(heads, keys))
+             + "".join(f"<th{' class=num' if k in numeric else ''}>{h}</th>" for h, k in zip(heads, keys, strict=True))
              + "</tr></thead><tbody>"
              + "".join("<tr>" + "".join(f"<td data-label='{h}'{' class=num' if k in numeric else ''}>"
-                                        f"{e(str(r[k]))}</td>" for h, k in zip(heads, keys)) + "</tr>" for r in rows)
+                                        f"{e(str(r[k]))}</td>" for h, k in zip(heads, keys, strict=True)) + "</tr>" for r in rows)
              + "</tbody></table></div>")
     n = sum(r["conversations"] for r in rows)
     parts = [nav, "<main>", "<section id='overview'><h1>Runs</h1>",
