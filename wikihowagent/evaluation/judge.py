@@ -331,7 +331,7 @@ def parse_scores(text: str, names: list[str]) -> tuple[dict[str, float], dict[st
     # 2. "Name: 4", "**Name** (question...): 4/5", "Name - 4" lines. A rubric level the judge repeats
     # ("5 - Excellent ...") is not its score: such lines are dropped, and a label's score must be on its line.
     clean = _LEVEL_ECHO_RE.sub("", re.sub(r"[*#`_]", "", text))
-    for key, name in wanted.items():
+    for name in wanted.values():
         if name in found:
             continue
         label = r"[\s\-]*".join(re.escape(part) for part in re.findall(r"[A-Za-z0-9]+", name))

@@ -666,7 +666,7 @@ class Scorers:
                                              *(convs[i].posttest.pre.steps if convs[i].posttest.pre else ()))]
         if texts:
             self.step_vectors(texts)  # one batched pass for the chunk
-        for i, (c, res) in enumerate(zip(convs, results, strict=True)):
+        for c, res in zip(convs, results, strict=True):
             values, notes, matches = posttest.posttest_scores(c, self.step_similarity, want, wordnet)
             res.metrics.update(values)
             res.notes.extend(notes)

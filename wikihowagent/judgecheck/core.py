@@ -82,7 +82,7 @@ def read_judgments(path: Path, evaluator: str, scoring: str, prompt: str = "") -
 
     t = read_judgment_table(path)
     meta = t.meta
-    want = recorded_prompt(None, scoring) if not prompt else prompt
+    want = prompt if prompt else recorded_prompt(None, scoring)
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for cid, variant, ev, sc, pr, failures, scores in zip(meta["conversation_id"], meta["variant"], meta["evaluator"],
                                                            meta["scoring"], meta["prompt"], meta["failures"],
