@@ -8,7 +8,7 @@ DOCS_STAMP := $(VENV)/.docs-installed
 DEMO_ARGS ?= --max-tutorials 3 --domain "Home & Garden" --domain "Pets & Animals" --domain "Technology"
 DEMO_OUT  ?= runs/demo
 
-.PHONY: install install-slurm browser demo test test-fast bench docs clean
+.PHONY: install install-slurm browser demo test test-fast lint bench docs clean
 
 install: $(STAMP)
 
@@ -77,6 +77,15 @@ test: install browser docs
 
 test-fast: install browser docs
 	$(BIN)/python -m pytest -q -m "not slow"
+
+# Static checks (rule set and why: docs/developer.md "Static checks"). Not in `test` yet: that comes after the
+# one-time `ruff format` of the tree. Each step runs even if the one before failed; the target fails if any did.
+lint: install
+	@rc=0; \
+	$(BIN)/ruff check . || rc=1; \
+	$(BIN)/ruff format --check . || rc=1; \
+	$(BIN)/mypy || rc=1; \
+	exit $$rc
 
 # The benchmarks that need only this repository (and the embedded model). The others are run by hand:
 # docs/benchmarks/index.md lists them and why (tests/test_docs.py checks that every script is in one place).

@@ -15,8 +15,8 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
 from builders import METRICS, make_run, sheet_rows, write_sheet  # noqa: E402
 
 from wikihowagent.alignment.annotations import read_human_file, read_human_files  # noqa: E402
-from wikihowagent.alignment.problems import AlignInputError, Problems  # noqa: E402
 from wikihowagent.alignment.core import compute  # noqa: E402
+from wikihowagent.alignment.problems import AlignInputError, Problems  # noqa: E402
 from wikihowagent.alignment.sources import read_llm_scores  # noqa: E402
 
 HEADER = "conversation_id,filename,title,clarity,engagement,coherence,depth,relevance,progress,naturalness,truthfulness,comment\n"

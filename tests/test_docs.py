@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from docs_site import REPO, site
+
 from wikihowagent import __version__
 from wikihowagent.clidoc import commands
 
@@ -119,7 +119,8 @@ def test_every_benchmarks_section_is_grouped_on_the_benchmarks_page():
 # Flags of other tools the pages mention (bench scripts, vLLM, pip, mkdocs, sbatch, the backends module).
 OTHER_TOOLS_FLAGS = {"--api-key", "--array", "--check-n", "--max-minutes", "--minutes", "--no-deps",
                      "--per-tutorial", "--port", "--prepare", "--report-site", "--smoke", "--strict",
-                     "--synthetic", "--throughput", "--variants", "--write-md"}
+                     "--synthetic", "--throughput", "--variants", "--write-md",
+                     "--check"}  # ruff format --check (docs/developer.md)
 # Words after "wikihowagent " that are not commands: `make install`'s output, quoted on Getting started.
 NOT_COMMANDS = {"into", "itself"}
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
-
 from docs_site import REPO, site
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

@@ -401,7 +401,7 @@ def test_report_keeps_negative_gains_and_leaves_out_impossible_ones(tmp_path):
     run = make_run(tmp_path / "runs", "demo", 4)
     lines = [json.loads(x) for x in (run / "scores.jsonl").read_text().splitlines()]
     gains = [(-0.0909091, -0.5, -0.25), (0.2, 0.1, 1.0), (-1.5, 0.0, 0.5), (0.0, 0.0, 0.0)]
-    for rec, (dg, lg, order) in zip(lines, gains):
+    for rec, (dg, lg, order) in zip(lines, gains, strict=True):
         rec["metrics"].update({"Detail Gain": dg, "Learning Gain": lg, "Order": order})
     (run / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
     res = runner.invoke(app, ["report", str(run), "--out", str(tmp_path / "site")])

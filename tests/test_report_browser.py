@@ -159,7 +159,7 @@ def test_tables_fit_the_window_without_a_sideways_scroll(table_sites, browser, t
     for width in (1280, 400):
         page = browser.new_page(viewport={"width": width, "height": 900})
         errors = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
+        page.on("pageerror", lambda e: errors.append(str(e)))  # noqa: B023 - the page lives in this iteration only
         page.goto((table_sites[n_runs] / "index.html").as_uri())
         page.wait_for_selector("#summary-tables table")
         fit = page.evaluate(FIT)

@@ -96,7 +96,7 @@ def test_report_evaluate_summary_and_align_agree_per_run(mixed, tmp_path):
 
     # report: the same runs through its own loader -> the same numbers, exactly
     runs = load_inputs(mixed, Problems())
-    got = {r.name: row for r, row in zip(runs, summarize(_run_scores(runs), list(RUBRICS)).table)}
+    got = {r.name: row for r, row in zip(runs, summarize(_run_scores(runs), list(RUBRICS)).table, strict=False)}
     for name, row in expected.items():
         for m in (*RUBRICS, "BLEU"):
             if m in row:
@@ -115,7 +115,7 @@ def test_report_evaluate_summary_and_align_agree_per_run(mixed, tmp_path):
     columns = [re.sub(r"<small>.*?</small>|<[^>]+>", "", h) for h in re.findall(r"<th class='run'>(.*?)</th>", table1)]
     shown = {}
     for head, tds in re.findall(r"<tr><th scope='row'>(.*?) <span class='dir'.*?</th>(.*?)</tr>", table1):
-        for col, tip in zip(columns, re.findall(r"<td class='num[^']*' title='([^']*)'", tds)):
+        for col, tip in zip(columns, re.findall(r"<td class='num[^']*' title='([^']*)'", tds), strict=False):
             shown[col, head] = re.sub(r" \[[^]]*\]", "", tip)  # its CI aside
     for name, row in expected.items():
         label = next(r.model for r in runs if r.name == name)
@@ -145,7 +145,7 @@ def test_report_says_the_judge_scoring_of_a_weighted_run(tmp_path):
     heads = re.findall(r"<th[^>]*>(.*?)</th>", page.split("id='runs'", 1)[1].split("</thead>", 1)[0])
     [row] = [re.findall(r"<td[^>]*>(.*?)</td>", tr) for tr in re.findall(
         r"<tr>(.*?)</tr>", page.split("id='runs'", 1)[1].split("</table>", 1)[0]) if "<td" in tr]
-    assert dict(zip(heads, row))["Judge scoring"] == "weighted"
+    assert dict(zip(heads, row, strict=False))["Judge scoring"] == "weighted"
 
 
 def test_judge_provenance_columns(mixed):

@@ -7,6 +7,7 @@ import sys
 from typing import Annotated
 
 import typer
+
 from wikihowagent.console import HelpCommand, HelpGroup, disk_full_message, make_console, print_error
 
 app = typer.Typer(
@@ -38,14 +39,14 @@ def _root(
 
 # Each stage registers its own commands (their modules import the stage's core lazily).
 from wikihowagent.alignment.command import align, annotate_export  # noqa: E402
+from wikihowagent.chat.command import chat  # noqa: E402
+from wikihowagent.compare.command import compare  # noqa: E402
 from wikihowagent.corpus.command import stats, tutorials  # noqa: E402
 from wikihowagent.evaluation.command import evaluate  # noqa: E402
 from wikihowagent.generation.command import generate, merge  # noqa: E402
-from wikihowagent.report.command import report  # noqa: E402
-from wikihowagent.chat.command import chat  # noqa: E402
-from wikihowagent.sweep.command import sweep_app  # noqa: E402
 from wikihowagent.judgecheck.command import judge_check  # noqa: E402
-from wikihowagent.compare.command import compare  # noqa: E402
+from wikihowagent.report.command import report  # noqa: E402
+from wikihowagent.sweep.command import sweep_app  # noqa: E402
 
 app.command("generate", cls=HelpCommand)(generate)
 app.command("merge", cls=HelpCommand)(merge)

@@ -10,7 +10,6 @@ from pydantic import BaseModel, Field, ValidationError
 
 from wikihowagent.errors import WikihowagentError, validation_line
 
-
 # configs/ and data/ live beside the package (the project is installed editable from its checkout).
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.text import Text
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
@@ -78,7 +78,14 @@ def disk_full_message(path: Path | str, needed: int | None, exc: OSError) -> str
 @contextlib.contextmanager
 def progress_bar(console: Console, total: int, description: str) -> Iterator[Callable[[int], None]]:
     """A progress bar (done/total, elapsed, ETA) on `console`; yields `advance(n)`."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     with Progress(TextColumn("{task.description}", markup=False, style="bold"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), TimeRemainingColumn(), console=console) as prog:
@@ -151,9 +158,10 @@ def _options_panel(name: str, params: list[Any], ctx: Any, markup_mode: Any, con
                                   " ", names, no_wrap=True, overflow="fold")
         elif any(q.required for q in params):
             names = Text.assemble("  ", names, no_wrap=True, overflow="fold")
-        help_ = rich_utils._get_parameter_help(param=p, ctx=ctx, markup_mode=markup_mode)  # a Columns of pieces
-        if all(isinstance(x, Text) for x in help_.renderables):  # one paragraph: "... [default: 2]" flows on
-            help_ = Text(" ").join(help_.renderables)
+        pieces = rich_utils._get_parameter_help(param=p, ctx=ctx, markup_mode=markup_mode)  # a Columns of pieces
+        texts = [x for x in pieces.renderables if isinstance(x, Text)]
+        # one paragraph: "... [default: 2]" flows on
+        help_: RenderableType = Text(" ").join(texts) if len(texts) == len(pieces.renderables) else pieces
         rows.append((names, help_))
     inner = console.width - 4  # the panel's border and padding
     cap = max(12, min(NAME_COLUMN_MAX, inner * 2 // 5))

@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from wikihowagent.corpus.domains import record_domain
 from wikihowagent.errors import WikihowagentError, validation_line
 from wikihowagent.records import BEGIN_TEXT, FINISH_TEXT, Conversation, ScoreRecord, Turn, paper_tutorial_key, turn_line
-from wikihowagent.corpus.domains import record_domain
 
 # The paper's run-file stem: T-<teacher>_L-<learner>_E-<evaluator>[_<job>].
 PAPER_RUN_RE = re.compile(r"^T-(?P<teacher>.+?)_L-(?P<learner>.+?)_E-(?P<evaluator>.+?)(?:_(?P<job>[^_]*))?$")
@@ -98,7 +98,7 @@ def to_conversation(obj: dict[str, Any], run: str, where: str) -> Conversation:
 
     turns_in, lines = obj.get("turns"), obj.get("conversation")
     paper = not (isinstance(turns_in, list) and turns_in)
-    if not paper:
+    if isinstance(turns_in, list) and turns_in:  # = not paper (spelt out so the type checker sees the list)
         for t in turns_in:
             if not isinstance(t, dict) or t.get("role") not in ("teacher", "learner") or not isinstance(t.get("text"), str):
                 raise RecordError("record has a malformed turn (expected {\"role\": teacher|learner, \"text\"})")
@@ -162,7 +162,7 @@ def partial_record(obj: dict[str, Any]) -> PartialRecord:
     part.steps = [x for x in steps if isinstance(x, str)] if isinstance(steps, list) else []
     if tut and not part.steps:
         part.missing.append("tutorial.steps")
-    for t in obj.get("turns") if isinstance(obj.get("turns"), list) else []:
+    for t in given if isinstance(given := obj.get("turns"), list) else []:
         try:
             part.turns.append(Turn.model_validate(t))
         except ValueError:
@@ -240,7 +240,7 @@ def paper_score_record(obj: Any, run: str, on_bad_value: Any = None) -> ScoreRec
     conversation_id."""
     if not isinstance(obj, dict) or not isinstance(obj.get("conversation_id"), str) or not obj["conversation_id"]:
         raise RecordError("no conversation_id")
-    ev = obj.get("evaluation") if isinstance(obj.get("evaluation"), dict) else {}
+    ev = given if isinstance(given := obj.get("evaluation"), dict) else {}
     metrics: dict[str, float | None] = {}
     for name, raw in ev.items():
         metrics[str(name)] = _cell(raw, str(name), on_bad_value)

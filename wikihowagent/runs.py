@@ -22,7 +22,7 @@ from datetime import datetime, timezone
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -212,7 +212,7 @@ class JsonlAppender:
     def __init__(self, path: Path, fsync: bool = True):
         self.path = Path(path)
         self.fsync = fsync
-        self._fh = None
+        self._fh: BinaryIO | None = None
 
     def __enter__(self) -> JsonlAppender:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -239,6 +239,7 @@ class JsonlAppender:
         """After a failed write (e.g. disk full): drop what is still buffered, cut the partial line off, and
         reopen, so the file holds exactly the records appended before and later appends start clean."""
         fh, self._fh = self._fh, None
+        assert fh is not None, "only called from append, with the file open"
         try:
             fh.close()  # flushing the rest may fail again: nothing of it is kept
         except OSError:

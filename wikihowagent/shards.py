@@ -18,7 +18,6 @@ from wikihowagent.runs import (CONVERSATIONS, SCORE_FILES, SCORE_SHARDS_DIR, SHA
                                count_records, iter_jsonl, merge_pretests, now, read_records, read_run_info,
                                repair_torn_tail, rewrite_jsonl, rewrite_records, shard_dirs, write_run_info)
 
-
 SHARD_DIR_RE = re.compile(r"^(\d+)-of-(\d+)$")
 
 

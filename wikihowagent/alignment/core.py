@@ -243,7 +243,7 @@ def make_groups(by: str | None, ids: list[str], llm: LLMScores, matched: np.ndar
     """All conversations, then (`--by`) one group per value of the field, sorted."""
     groups = [GroupResult(ALL, np.ones(len(ids), dtype=bool))]
     if by:
-        labels = np.array([(getattr(llm.rows[c], by) or "(none)") if m else "" for c, m in zip(ids, matched)],
+        labels = np.array([(getattr(llm.rows[c], by) or "(none)") if m else "" for c, m in zip(ids, matched, strict=True)],
                           dtype=object)
         for g in sorted({lab for lab in labels if lab}):
             groups.append(GroupResult(g, labels == g))
@@ -305,7 +305,7 @@ def automatic_correlations(llm: LLMScores, ids: list[str], human: np.ndarray, n_
 
 def automatic_rows(res: AlignResult) -> tuple[list[str], list[list]]:
     cols = ["metric", "human_rubric", "n"]
-    for c, short in zip(COEFFICIENTS, ("r", "rho", "tau")):
+    for c, short in zip(COEFFICIENTS, ("r", "rho", "tau"), strict=True):
         cols += [f"{c}_{short}", f"{c}_p", f"{c}_stars", f"{c}_ci_low", f"{c}_ci_high"]
     cols.append("note")
     rows = []
@@ -334,14 +334,14 @@ def _p(v: float) -> str:
 
 def correlation_rows(res: AlignResult) -> tuple[list[str], list[list]]:
     cols = ["by", "group", "metric", "n"]
-    for c, short in zip(COEFFICIENTS, ("r", "rho", "tau")):
+    for c, short in zip(COEFFICIENTS, ("r", "rho", "tau"), strict=True):
         cols += [f"{c}_{short}", f"{c}_p", f"{c}_stars", f"{c}_ci_low", f"{c}_ci_high"]
     cols.append("note")
     rows = []
     for g in res.groups:
         for metric in schema.row_names():
             cr = g.correlations[metric]
-            row = [res.by if g.group != ALL else ALL, g.group, metric, cr.n]
+            row: list[str | int | float | None] = [res.by if g.group != ALL else ALL, g.group, metric, cr.n]
             for c in COEFFICIENTS:
                 v = cr.coefs[c]
                 row += [v.value, v.p, stars(v.p), v.ci_low, v.ci_high]

@@ -129,18 +129,18 @@ def _select_conversations(scored: list[tuple[Conversation, float, ScoreRow]], pr
     for run in sorted(by_run):
         items = sorted(by_run[run], key=lambda t: t[0].conversation_id)
         if mode == "stratified":
-            picked = random.Random(f"{seed}/{run}").sample(items, min(n, len(items)))
+            picked = [c for c, _, _ in random.Random(f"{seed}/{run}").sample(items, min(n, len(items)))]
         else:
             unc = [(uncertainty(s), c.conversation_id, c) for c, _, s in items]
             known = [u for u in unc if math.isfinite(u[0])]
             if not known:
                 no_dist.append(run)
                 continue
-            picked = [(c, 0.0, None) for _, _, c in sorted(known, key=lambda u: (-u[0], u[1]))[:n]]
+            picked = [c for _, _, c in sorted(known, key=lambda u: (-u[0], u[1]))[:n]]
         if len(picked) < n:
             problems.add("few conversations", f"run {run}: only {len(picked)} conversations qualify; all of them "
                                               f"are selected (asked for {n})")
-        chosen.extend(c for c, _, _ in picked)
+        chosen.extend(picked)
     if no_dist:
         what = (f"run(s) {', '.join(no_dist)}" if len(no_dist) < len(by_run) else "the given runs")
         line = (f"{what}: no p(1..5) distribution in the scores (json scoring); --select uncertain needs the "

@@ -7,7 +7,9 @@ The rubric names are read from the bundled rubric file (`data/rubrics.json`, pap
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
+from typing import Any
 
 from wikihowagent.evaluation.judge import load_rubrics
 
@@ -100,8 +102,8 @@ def norm_key(name: str) -> str:
     return "" if key.startswith("unnamed:") else key
 
 
-def __getattr__(name: str):  # METRICS, METRIC_BY_KEY, SHEET_METRICS, SHEET_COLUMNS for scripts: read on first use
-    lazy = {"METRICS": metrics, "METRIC_BY_KEY": metric_by_key, "SHEET_METRICS": sheet_metrics,
+def __getattr__(name: str) -> Any:  # METRICS, METRIC_BY_KEY, SHEET_METRICS, SHEET_COLUMNS for scripts: read on first use
+    lazy: dict[str, Callable[[], Any]] = {"METRICS": metrics, "METRIC_BY_KEY": metric_by_key, "SHEET_METRICS": sheet_metrics,
             "SHEET_COLUMNS": sheet_columns}
     if name in lazy:
         return lazy[name]()

@@ -122,7 +122,7 @@ def _metric_values(metrics: dict, loc: str, problems: Problems, missing: list[in
 
 
 def _report_missing(source: str, missing: list[int], problems: Problems, what: str) -> None:
-    parts = [f"{m} {n}" for m, n in zip(schema.metrics(), missing) if n]
+    parts = [f"{m} {n}" for m, n in zip(schema.metrics(), missing, strict=True) if n]
     if parts:
         problems.add("missing llm score", f"{source}: no LLM score ({what}) for: {', '.join(parts)} conversations")
 
@@ -145,7 +145,7 @@ def _table_rows(table: ScoreTable, problems: Problems, missing: list[int],
     for (cid, run, teacher, learner, domain, persona, title, tut, loc, evaluator, scoring, prompt, sha, rec), metrics in zip(
             zip(meta["conversation_id"], meta["run"], meta["teacher"], meta["learner"], meta["domain"],
                 meta["persona"], meta["title"], meta["tutorial_id"], meta["where"], meta["evaluator"],
-                meta["scoring"], meta["prompt"], meta["rubrics_sha256"], meta["record"]), table.iter_row_metrics()):
+                meta["scoring"], meta["prompt"], meta["rubrics_sha256"], meta["record"], strict=True), table.iter_row_metrics(), strict=True):
         out.append(ScoreRow(conversation_id=cid, values=_metric_values(metrics, loc, problems, missing, unjudged),
                             run=run, model=model_label(teacher, learner, run), domain=domain, persona=persona,
                             title=title, tutorial_id=tut, where=loc, judge=evaluator, scoring=scoring, prompt=prompt,

@@ -97,7 +97,7 @@ def bootstrap(x: np.ndarray, y: np.ndarray, n_boot: int, rng: np.random.Generato
     """Bootstrap replicates of the three coefficients (NaN where a resample is constant)."""
     ux, xi = np.unique(x, return_inverse=True)
     uy, yi = np.unique(y, return_inverse=True)
-    l, m = ux.size, uy.size
+    l, m = ux.size, uy.size  # noqa: E741 - the table's l x m, as in the formula
     if l * m > MAX_TABLE_CELLS:
         return _bootstrap_loop(x, y, n_boot, rng)
     n = x.size
@@ -302,7 +302,7 @@ def weighted_kappa(a: np.ndarray, b: np.ndarray, labels: list[int]) -> float:
     k = len(labels)
     ia = np.asarray(a) - labels[0]
     ib = np.asarray(b) - labels[0]
-    O = np.bincount(ia * k + ib, minlength=k * k).reshape(k, k).astype(float)
+    O = np.bincount(ia * k + ib, minlength=k * k).reshape(k, k).astype(float)  # noqa: E741 - observed (O), as in the formula
     E = np.outer(O.sum(1), O.sum(0)) / O.sum()
     idx = np.arange(k)
     w = (idx[:, None] - idx[None, :]) ** 2

@@ -4,17 +4,17 @@ and the corpus options `generate` shares."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal
 
 import typer
 
 from wikihowagent.console import INPUTS, OUTPUT, SELECTION
 
-TutorialsOpt = Annotated[Optional[Path], typer.Option(rich_help_panel=INPUTS, help="Article directory tree, JSON or JSONL file (default: the bundled sample).")]
-DomainOpt = Annotated[Optional[list[str]], typer.Option(rich_help_panel=INPUTS, help="Only tutorials of this domain (one of the paper's 17; repeatable).")]
-TopicOpt = Annotated[Optional[list[str]], typer.Option(rich_help_panel=INPUTS, help="Only tutorials of this topic (crawl folder, e.g. Relationship-Issues; repeatable).")]
-DomainsFileOpt = Annotated[Optional[Path], typer.Option("--domains", rich_help_panel=INPUTS, metavar="FILE", help="Topic -> domain CSV (columns Domain,Topic) replacing data/domains.csv.")]
-SampleOpt = Annotated[Optional[int], typer.Option(rich_help_panel=SELECTION, min=1, metavar="N", help="A balanced sample: N tutorials per domain (or per topic with --per topic).")]
+TutorialsOpt = Annotated[Path | None, typer.Option(rich_help_panel=INPUTS, help="Article directory tree, JSON or JSONL file (default: the bundled sample).")]
+DomainOpt = Annotated[list[str] | None, typer.Option(rich_help_panel=INPUTS, help="Only tutorials of this domain (one of the paper's 17; repeatable).")]
+TopicOpt = Annotated[list[str] | None, typer.Option(rich_help_panel=INPUTS, help="Only tutorials of this topic (crawl folder, e.g. Relationship-Issues; repeatable).")]
+DomainsFileOpt = Annotated[Path | None, typer.Option("--domains", rich_help_panel=INPUTS, metavar="FILE", help="Topic -> domain CSV (columns Domain,Topic) replacing data/domains.csv.")]
+SampleOpt = Annotated[int | None, typer.Option(rich_help_panel=SELECTION, min=1, metavar="N", help="A balanced sample: N tutorials per domain (or per topic with --per topic).")]
 PerOpt = Annotated[Literal["domain", "topic"], typer.Option(rich_help_panel=SELECTION, help="What --sample balances over.")]
 SampleSeedOpt = Annotated[int, typer.Option(rich_help_panel=SELECTION, help="Seed of the --sample draw (same seed, same sample).")]
 SkipInvalidOpt = Annotated[bool, typer.Option(rich_help_panel=INPUTS, help="Skip (and list) bad articles instead of stopping.")]
@@ -32,7 +32,7 @@ def tutorials(
     domain: DomainOpt = None,
     topic: TopicOpt = None,
     domains: DomainsFileOpt = None,
-    max_tutorials: Annotated[Optional[int], typer.Option(rich_help_panel=SELECTION, min=1, help="Only the first N (after --sample).")] = None,
+    max_tutorials: Annotated[int | None, typer.Option(rich_help_panel=SELECTION, min=1, help="Only the first N (after --sample).")] = None,
     sample: SampleOpt = None,
     per: PerOpt = "domain",
     sample_seed: SampleSeedOpt = 0,
@@ -46,7 +46,13 @@ def tutorials(
     from rich.text import Text
 
     from wikihowagent.console import make_console
-    from wikihowagent.corpus.core import LoadReport, TutorialError, default_tutorials_path, empty_message, print_load_warnings
+    from wikihowagent.corpus.core import (
+        LoadReport,
+        TutorialError,
+        default_tutorials_path,
+        empty_message,
+        print_load_warnings,
+    )
     from wikihowagent.corpus.sampling import select_tutorials
 
     console = make_console()
@@ -93,7 +99,12 @@ def stats(
     """Describe a corpus: the paper's Table 4 per domain and topic (CSV, Markdown, terminal), the sunburst of
     domains and topics (Fig. 2), the steps histogram, and with --graph the topic knowledge graph."""
     from wikihowagent.console import make_console
-    from wikihowagent.corpus.core import LoadReport, TutorialError, default_tutorials_path, empty_message, print_load_warnings
+    from wikihowagent.corpus.core import (
+        LoadReport,
+        TutorialError,
+        default_tutorials_path,
+        print_load_warnings,
+    )
     from wikihowagent.corpus.stats import run_stats
 
     console = make_console()

@@ -67,10 +67,10 @@ def check(cal: Calibration, path: Path, table: ScoreTable, what: str) -> None:
 
     scoring = meta["scoring"].to_numpy()[has]
     prompts = np.array([recorded_prompt(SimpleNamespace(prompt=p), sc) for p, sc in
-                        zip(meta["prompt"].to_numpy()[has], scoring)], dtype=object)
+                        zip(meta["prompt"].to_numpy()[has], scoring, strict=True)], dtype=object)
     key = (meta["evaluator"].to_numpy()[has], scoring, prompts, meta["rubrics_sha256"].to_numpy()[has])
     want = (cal.judge, cal.scoring, cal.prompt, cal.rubrics_sha256)
-    bad = ~np.logical_and.reduce([k == w for k, w in zip(key, want)])
+    bad = ~np.logical_and.reduce([k == w for k, w in zip(key, want, strict=True)])
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         got = tuple(str(k[i]) for k in key)

@@ -324,14 +324,14 @@ def parse_scores(text: str, names: list[str]) -> tuple[dict[str, float], dict[st
                 continue
             val, why = check_value(v)
             if why is None:
-                found[name] = val  # type: ignore[assignment]
+                found[name] = val  # type: ignore[assignment]  # check_value gives a float whenever `why` is None
                 problems.pop(name, None)
             else:
                 problems[name] = why
     # 2. "Name: 4", "**Name** (question...): 4/5", "Name - 4" lines. A rubric level the judge repeats
     # ("5 - Excellent ...") is not its score: such lines are dropped, and a label's score must be on its line.
     clean = _LEVEL_ECHO_RE.sub("", re.sub(r"[*#`_]", "", text))
-    for key, name in wanted.items():
+    for name in wanted.values():
         if name in found:
             continue
         label = r"[\s\-]*".join(re.escape(part) for part in re.findall(r"[A-Za-z0-9]+", name))
@@ -347,7 +347,7 @@ def parse_scores(text: str, names: list[str]) -> tuple[dict[str, float], dict[st
             continue
         val, why = check_value(hits[-1])
         if why is None:
-            found[name] = val  # type: ignore[assignment]
+            found[name] = val  # type: ignore[assignment]  # check_value gives a float whenever `why` is None
             problems.pop(name, None)
         else:
             problems[name] = why
@@ -490,7 +490,7 @@ class Judge:
         groups = [g for g in self.groups if names is None or any(r.name in names for r in self.groups[g])]
         await asyncio.gather(*(self._judge_group(conv, g, res, names, variant) for g in groups))
         order = {n: i for i, n in enumerate(self.names)}
-        res.failures.sort(key=order.get)
+        res.failures.sort(key=lambda n: order.get(n, len(order)))  # all of them are among self.names
         res.scores = {n: res.scores[n] for n in self.names if n in res.scores}
         return res
 

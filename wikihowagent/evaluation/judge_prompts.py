@@ -25,6 +25,7 @@ from typing import Any
 
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, turn_line
+
 from .judge import _tutorial_block, read_keyed_json
 
 TUTORIAL_CHOICES = ("all", "reference", "none")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from wikihowagent.records import Conversation, TestAnswer
 
@@ -69,7 +69,7 @@ def match_steps(sim: Any, threshold: float = THRESHOLD, rule: str = MATCHING) ->
         nearest = sim.argmax(axis=0)  # each answer step's most similar tutorial step (the first on a tie)
         sim = np.where(np.arange(sim.shape[0])[:, None] == nearest[None, :], sim, -1.0)
     rows, cols = linear_sum_assignment(sim, maximize=True)
-    return sorted((int(r), int(c)) for r, c in zip(rows, cols) if sim[r, c] >= threshold)
+    return sorted((int(r), int(c)) for r, c in zip(rows, cols, strict=True) if sim[r, c] >= threshold)
 
 
 def step_recall(matches: Sequence[tuple[int, int]], n_tutorial: int) -> float | None:
@@ -145,7 +145,7 @@ def detail_recall(tutorial_steps: Sequence[str], answer_steps: Sequence[str], wn
     return len(wanted & got) / len(wanted)
 
 
-def usable(answer: TestAnswer | None) -> bool:
+def usable(answer: TestAnswer | None) -> TypeGuard[TestAnswer]:
     """A step list: steps, or lines where the learner abstained ("not taught": nothing recalled, scored 0)."""
     return answer is not None and answer.error is None and bool(answer.steps or answer.abstained)
 
@@ -173,13 +173,15 @@ def posttest_scores(conv: Conversation, similarity: Callable[[Sequence[str], Seq
         values[DETAIL_RECALL] = detail_recall(steps, recalled, wordnet)
     gains = [m for m in (LEARNING_GAIN, DETAIL_GAIN) if m in want]
     if gains and usable(test.pre):
-        pre_steps = test.pre.steps  # type: ignore[union-attr]
+        pre_steps = test.pre.steps
         if LEARNING_GAIN in want:
             pre = step_recall(match_steps(similarity(steps, pre_steps), threshold), len(steps))
-            values[LEARNING_GAIN] = None if pre is None or values[STEP_RECALL] is None else values[STEP_RECALL] - pre
+            post = values[STEP_RECALL]
+            values[LEARNING_GAIN] = None if pre is None or post is None else post - pre
         if DETAIL_GAIN in want:
             pre_d = detail_recall(steps, pre_steps, wordnet)
-            values[DETAIL_GAIN] = None if pre_d is None or values[DETAIL_RECALL] is None else values[DETAIL_RECALL] - pre_d
+            post_d = values[DETAIL_RECALL]
+            values[DETAIL_GAIN] = None if pre_d is None or post_d is None else post_d - pre_d
     elif gains:
         notes.append(f"pre-test: {(test.pre.error if test.pre else None) or 'not taken'} (no {' or '.join(gains)})")
     out.update({k: v for k, v in values.items() if k in want})

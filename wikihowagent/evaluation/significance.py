@@ -33,16 +33,16 @@ class TableStats:
 
 def _groups(table: Any) -> list[str]:
     """Per row: its tutorial id (the bootstrap's cluster), else its own conversation id."""
-    return [t or f"conversation:{c}" for t, c in zip(table.meta["tutorial_id"], table.meta["conversation_id"])]
+    return [t or f"conversation:{c}" for t, c in zip(table.meta["tutorial_id"], table.meta["conversation_id"], strict=True)]
 
 
 def run_sums(table: Any, metric: str) -> dict[str, tuple[float, int]]:
-    return group_sums(list(zip(_groups(table), table.column(metric))))
+    return group_sums(list(zip(_groups(table), table.column(metric), strict=True)))
 
 
 def values_ci(table: Any, values: list[float | None], opts: TableStats) -> tuple[float, float]:
     """CI of the mean of per-row `values` of `table` (e.g. each conversation's rubric mean)."""
-    return bootstrap_mean_ci([group_sums(list(zip(_groups(table), values)))], n_boot=opts.n_boot, seed=opts.seed)
+    return bootstrap_mean_ci([group_sums(list(zip(_groups(table), values, strict=True)))], n_boot=opts.n_boot, seed=opts.seed)
 
 
 def cell_ci(tables: list[Any], metric: str, scale: float, opts: TableStats) -> tuple[float, float]:

@@ -9,10 +9,18 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.markdown import markdown_table
+from wikihowagent.runs import (
+    BY_DOMAIN_PNG,
+    CALIBRATED_SCORES_CSV,
+    COMPUTATIONAL_PNG,
+    FIGURES_DIR,
+    RUBRICS_PNG,
+    SUMMARY_CSV,
+    SUMMARY_MD,
+)
 from wikihowagent.scoretable import ScoreTable
 
 from .calibrated import calibrated_name
-
 from .metrics import (
     BERTSCORE,
     BLEU,
@@ -30,8 +38,7 @@ from .metrics import (
     ROUGEL,
     STEP_COVERAGE,
 )
-from wikihowagent.runs import (BY_DOMAIN_PNG, CALIBRATED_SCORES_CSV, COMPUTATIONAL_PNG, FIGURES_DIR, RUBRICS_PNG,
-                               SUMMARY_CSV, SUMMARY_MD, read_score_table)
+from wikihowagent.runs import (read_score_table)
 from .significance import TableStats, cell_ci, qualify, values_ci
 from wikihowagent.csvcells import people_csv
 
@@ -163,11 +170,11 @@ def summarize(runs: list[RunScores], rubric_names: list[str], baseline: str | No
             if opts.n_boot and n:
                 over["ci"][m] = cell_ci([r.table for r in runs], m, _scale(m), opts)
         table.append(over)
-    for row, r in zip(table, [*runs, None]):
+    for row, run in zip(table, [*runs, None], strict=False):  # the Overall row (if any) has no run
         row["arrows"], row["paired"] = {}, {}
-        if base_row is None or row is base_row or (r is None and opts.paired):
+        if base_row is None or base_run is None or row is base_row or (run is None and opts.paired):
             continue  # paired: the Overall row (which holds the baseline itself) is not compared with it
-        qualify(row, base_row, [r.table] if r else [], [base_run.table], cols, scales, opts)  # type: ignore[union-attr]
+        qualify(row, base_row, [run.table] if run else [], [base_run.table], cols, scales, opts)
     return Summary(columns=cols, table=table, baseline=baseline, stats=stats)
 
 
@@ -219,7 +226,7 @@ def print_summary(s: Summary, console: Any, title: str = "Evaluation summary") -
     t.add_row("Conversations", *[str(r["n"]) for r in s.table])
     t.add_row("Failed (skipped)", *[_count(r["failed"]) for r in s.table], end_section=True)
     for m in s.columns:
-        cells = []
+        cells: list[Text | str] = []
         for r in s.table:
             c = cell(r, m)
             if c.endswith((" ↑", " ↓")):  # a styled arrow; run names and values stay literal text

@@ -24,7 +24,7 @@ from langchain_core.language_models import BaseChatModel
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.config import Config, load_config
 from wikihowagent.shards import parse_shard
-from wikihowagent.records import ConversationRecord, PostTest, Tutorial, TutorialRef, conversation_lines, make_conversation_id
+from wikihowagent.records import ConversationRecord, Tutorial, TutorialRef, conversation_lines, make_conversation_id
 from wikihowagent.runs import (CONVERSATIONS, RUN_INFO, DiskFullError, JsonlAppender, JsonlError, PretestCache,
                                RunError, RunInfo, count_records, dir_lock, now, read_records, read_run_info,
                                repair_torn_tail, rewrite_records, shard_dir, write_run_info)
@@ -36,7 +36,7 @@ from wikihowagent.workflow.prompts import PromptTemplates, load_prompts
 from wikihowagent.backends.replicas import check_replicas, make_pooled_chat_model, role_endpoints
 from wikihowagent.corpus.core import (LoadReport, TutorialError, default_tutorials_path, empty_message,
                                       print_load_warnings)
-from wikihowagent.corpus.sampling import select_tutorials
+from wikihowagent.corpus.sampling import Per, select_tutorials
 from wikihowagent.presets import preset_config
 
 VERSIONED_PACKAGES = ("langgraph", "langchain-core", "langchain-openai", "langchain-ollama", "xllamacpp", "pydantic")
@@ -293,7 +293,7 @@ class GenerateRequest:
     topics: tuple[str, ...] = ()
     domains_file: Path | None = None  # topic -> domain CSV replacing data/domains.csv
     sample: int | None = None  # a balanced sample: N tutorials per `per` (domain | topic)
-    per: str = "domain"
+    per: Per = "domain"
     sample_seed: int = 0
     shard: str | None = None  # "K/N"
     retry_failed: bool = True
@@ -354,7 +354,7 @@ def _select_tutorials(req: GenerateRequest, cfg: Config, console: Any) -> tuple[
         with console.status("reading tutorials", spinner="dots"):  # a 20,000-article crawl takes ~15 s
             selected = list(select_tutorials(
                 source, domains=req.domains, topics=req.topics, domains_file=req.domains_file, sample=req.sample,
-                per=req.per, seed=req.sample_seed, max_tutorials=req.max_tutorials,  # type: ignore[arg-type]
+                per=req.per, seed=req.sample_seed, max_tutorials=req.max_tutorials,
                 clean_citations=cfg.workflow.strip_citations, skip_invalid=req.skip_invalid, report=report))
     except (TutorialError, ValueError) as exc:
         raise GenerateError(str(exc)) from None
@@ -474,6 +474,7 @@ def _run(cfg: Config, run_dir: Path, name: str, fingerprint: dict[str, Any], end
                               llm_manager=llm_manager)
     try:
         if todo:
+            assert teacher_model is not None and learner_model is not None  # made above whenever there is work
             progress = Progress(
                 TextColumn("[bold]generate"), BarColumn(), MofNCompleteColumn(),
                 TextColumn("ok {task.fields[ok]} · failed {task.fields[failed]} · {task.fields[tokens]} tokens"),

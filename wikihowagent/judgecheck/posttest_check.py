@@ -98,7 +98,7 @@ def step_recalls(convs: list[Conversation], tests: dict[tuple[str, str], PostTes
     keys = [k for k in tests if k[0] in by_id]
     scored = Scorers("default", [STEP_RECALL]).score(
         [by_id[cid].model_copy(update={"posttest": tests[(cid, v)]}) for cid, v in keys])
-    out = {k: s.metrics.get(STEP_RECALL) for k, s in zip(keys, scored)}
+    out = {k: s.metrics.get(STEP_RECALL) for k, s in zip(keys, scored, strict=True)}
     check.failed = sum(v is None for v in out.values())
     return out
 

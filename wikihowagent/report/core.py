@@ -110,7 +110,7 @@ def build_report(paths: list[Path], out: Path, *, cases: int | None = None, alig
             raise ReportError(str(exc)) from None
     cal = _load_calibration(calibration) if calibration is not None else None
     runs = load_inputs(paths, problems, on_record=on_record)
-    if cal is not None:
+    if cal is not None and calibration is not None:  # cal is read from calibration
         _calibrate_runs(runs, cal, calibration, problems)
     parent = out.resolve().parent
     parent.mkdir(parents=True, exist_ok=True)
@@ -154,7 +154,7 @@ def _calibrate_runs(runs: list[ReportRun], cal: Any, path: Path, problems: Probl
         for name in (calibrated_name(m) for m in cal.rubrics):
             if name not in r.scores.values:
                 continue
-            by_id = {cid: v for cid, v in zip(ids, r.scores.values[name].tolist()) if math.isfinite(v)}
+            by_id = {cid: v for cid, v in zip(ids, r.scores.values[name].tolist(), strict=True) if math.isfinite(v)}
             for c in r.conversations:  # the browser and the conversation pages
                 if c.conversation_id in by_id:
                     c.metrics[name] = round(by_id[c.conversation_id], 4)
@@ -353,11 +353,11 @@ def _write_figures(d: Path, runs: list[ReportRun], metrics: list[str], rubrics: 
         by_model.setdefault(r.model, []).extend(c for c in r.conversations if c.scored)
 
     def means(ms: list[str], scale: float) -> dict[str, dict[str, float]]:
-        res = {}
+        res: dict[str, dict[str, float]] = {}
         for model, cs in by_model.items():
             res[model] = {}
             for m in ms:
-                vals = [c.metrics[m] for c in cs if c.metrics.get(m) is not None]
+                vals = [v for c in cs if (v := c.metrics.get(m)) is not None]
                 res[model][m] = scale * sum(vals) / len(vals) if vals else math.nan
         return res
 
@@ -383,8 +383,8 @@ def _write_figures(d: Path, runs: list[ReportRun], metrics: list[str], rubrics: 
         for model, cs in by_model.items():
             per: dict[str, list[float]] = {}
             for c in cs:
-                if c.metrics.get(m) is not None:
-                    per.setdefault(c.domain or "(none)", []).append(c.metrics[m])
+                if (v := c.metrics.get(m)) is not None:
+                    per.setdefault(c.domain or "(none)", []).append(v)
             values[m][model] = {k: scale * sum(v) / len(v) for k, v in per.items()}
     p = domain_bars(values, bar_metrics, d / FIGURES_DIR / DOMAIN_BARS_PNG, "1-5" if rubrics else "%")
     if p:
@@ -422,7 +422,7 @@ def _summary_tables(tables: list[tuple[str, Any]], run_tables: dict[str, Any]) -
         groups = [(name, scale, ms) for name, scale, ms in (
             ("Computational metrics", "%", [m for m in summary.columns if m in PERCENT_METRICS]),
             ("Rubric scores (LLM judge)", "1–5", [m for m in summary.columns if m not in PERCENT_METRICS])) if ms]
-        direction = {m: better(m) for m in summary.columns}
+        direction: dict[str, str] = {m: better(m) for m in summary.columns}
         runs = [row for row in summary.table if row["run"] != "Overall"]
         best = {} if summary.baseline or summary.stats is None else best_runs(runs, run_tables, summary.columns,
                                                                                direction, summary.stats)
@@ -604,10 +604,10 @@ def _index_html(runs: list[ReportRun], metrics: list[str], rubrics: list[str], f
     numeric = {"conversations", "finished", "cut", "failed", "tokens", "scored"}
     # data-label: a phone shows each run as a card of "head: value" lines (report.css)
     table = ("<div class='scroll'><table id='runs' class='summary'><thead><tr>"
-             + "".join(f"<th{' class=num' if k in numeric else ''}>{h}</th>" for h, k in zip(heads, keys))
+             + "".join(f"<th{' class=num' if k in numeric else ''}>{h}</th>" for h, k in zip(heads, keys, strict=True))
              + "</tr></thead><tbody>"
              + "".join("<tr>" + "".join(f"<td data-label='{h}'{' class=num' if k in numeric else ''}>"
-                                        f"{e(str(r[k]))}</td>" for h, k in zip(heads, keys)) + "</tr>" for r in rows)
+                                        f"{e(str(r[k]))}</td>" for h, k in zip(heads, keys, strict=True)) + "</tr>" for r in rows)
              + "</tbody></table></div>")
     n = sum(r["conversations"] for r in rows)
     parts = [nav, "<main>", "<section id='overview'><h1>Runs</h1>",

@@ -240,7 +240,7 @@ def _attach_scores(run: ReportRun, by_id: dict[str, ReportConversation], score_f
         return
     drop_out_of_range(table, problems)
     orphans = 0
-    for cid, rec, metrics in zip(table.meta["conversation_id"], table.meta["record"], table.iter_row_metrics()):
+    for cid, rec, metrics in zip(table.meta["conversation_id"], table.meta["record"], table.iter_row_metrics(), strict=True):
         conv = by_id.get(cid)
         if conv is None:  # scored, but its conversation record is missing: shown from the score record
             orphans += 1

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 ALPHA = 0.05
 BOOTSTRAP = 1000  # default resamples (`--bootstrap N`)
@@ -22,7 +22,7 @@ CHUNK_ELEMENTS = 1_000_000  # resampled indices (resamples x tutorials) held at 
 LEVEL = 0.95
 
 
-def _finite(x: float | None) -> bool:
+def _finite(x: float | None) -> TypeGuard[float]:
     return x is not None and not (isinstance(x, float) and math.isnan(x))
 
 
@@ -42,7 +42,7 @@ def group_sums(values: Sequence[tuple[str, float | None]]) -> dict[str, tuple[fl
     for g, v in values:
         if _finite(v):
             s, n = out.get(g, (0.0, 0))
-            out[g] = (s + float(v), n + 1)  # type: ignore[arg-type]
+            out[g] = (s + float(v), n + 1)
     return out
 
 
@@ -128,5 +128,5 @@ def holm(results: Sequence[Paired]) -> None:
     if not tested:
         return
     _, corrected, _, _ = multipletests([r.p for r in tested], alpha=ALPHA, method="holm")
-    for r, q in zip(tested, corrected):
+    for r, q in zip(tested, corrected, strict=True):
         r.p_holm = float(q)

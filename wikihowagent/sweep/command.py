@@ -6,7 +6,7 @@ import shlex
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -19,8 +19,8 @@ from . import MAX_CELLS
 sweep_app = typer.Typer(help="Experiment sweeps over a YAML file: teacher x learner x evaluator cells, shards, Slurm.",
                         no_args_is_help=True, cls=HelpGroup)
 FileArg = Annotated[Path, typer.Argument(help="Experiment file (YAML), e.g. configs/sweeps/paper.yaml.", metavar="FILE")]
-ConfigOpt = Annotated[Optional[Path], typer.Option(help="YAML config (for runs_dir).")]
-PresetOpt = Annotated[Optional[str], typer.Option(help="'paper': the paper's settings for every task (overrides the file's preset:).")]
+ConfigOpt = Annotated[Path | None, typer.Option(help="YAML config (for runs_dir).")]
+PresetOpt = Annotated[str | None, typer.Option(help="'paper': the paper's settings for every task (overrides the file's preset:).")]
 MaxCellsOpt = Annotated[int, typer.Option(min=1, metavar="N", help="Refuse a file with more cells than this (a typo in a grid multiplies).")]
 TABLE_ROWS = 200  # up to this many rows on a terminal: a table; more, or output not a terminal: tab-separated lines
 
@@ -96,7 +96,7 @@ def plan(
     file: FileArg,
     estimate: Annotated[bool, typer.Option("--estimate", help="Also print conversations, messages, tokens and GPU-hours.")] = False,
     tokens_per_s: Annotated[float, typer.Option(help="Generated tokens/s of one GPU (for --estimate's GPU-hours).")] = 1000.0,
-    tokens_per_message: Annotated[Optional[float], typer.Option(help="Tokens per model message (default: measured on this sweep's finished conversations, else 150).")] = None,
+    tokens_per_message: Annotated[float | None, typer.Option(help="Tokens per model message (default: measured on this sweep's finished conversations, else 150).")] = None,
     config: ConfigOpt = None,
     max_cells: MaxCellsOpt = MAX_CELLS,
 ) -> None:
@@ -151,7 +151,7 @@ def status(file: FileArg, config: ConfigOpt = None, max_cells: MaxCellsOpt = MAX
 def run(
     ctx: typer.Context,
     file: FileArg,
-    task: Annotated[Optional[int], typer.Option(min=0, help="Run only this task (cell x shard; the Slurm array index).")] = None,
+    task: Annotated[int | None, typer.Option(min=0, help="Run only this task (cell x shard; the Slurm array index).")] = None,
     config: ConfigOpt = None,
     preset: PresetOpt = None,
     max_cells: MaxCellsOpt = MAX_CELLS,

@@ -28,6 +28,7 @@ from . import MAX_CELLS
 from wikihowagent.config import read_yaml
 from wikihowagent.shards import merge_shards
 
+
 class SweepError(WikihowagentError, ValueError):
     """A bad experiment file or sweep state; one line naming the file."""
 
@@ -93,7 +94,7 @@ class SweepSpec(BaseModel):
                 if isinstance(x, list) and not 2 <= len(x) <= 3:
                     raise ValueError(f"entry {i}: [teacher, learner] or [teacher, learner, evaluator] expected, "
                                      f"got {len(x)} items")
-            return [dict(zip(("teacher", "learner", "evaluator"), x)) if isinstance(x, list) else x for x in v]
+            return [dict(zip(("teacher", "learner", "evaluator"), x, strict=False)) if isinstance(x, list) else x for x in v]
         return v
 
 

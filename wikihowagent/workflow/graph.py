@@ -79,7 +79,7 @@ async def _call(model: BaseChatModel, messages: list[BaseMessage]) -> tuple[str,
     start = time.perf_counter()
     reply = await achat(model, messages)
     latency = time.perf_counter() - start
-    usage = reply.usage_metadata or {}
+    usage: dict[str, Any] = dict(reply.usage_metadata or {})
     text = reply.content if isinstance(reply.content, str) else str(reply.content)
     return text.strip(), int(usage.get("input_tokens", 0)), int(usage.get("output_tokens", 0)), latency
 

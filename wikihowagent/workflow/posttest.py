@@ -212,7 +212,7 @@ async def take_test(model: BaseChatModel, messages: list[BaseMessage]) -> TestAn
     except Exception as exc:  # recorded; the conversation and the run go on
         return TestAnswer(error=CALL_FAILED + f"{type(exc).__name__}: {exc}".splitlines()[0],
                           latency_s=round(time.perf_counter() - start, 3))
-    usage = reply.usage_metadata or {}
+    usage: dict[str, Any] = dict(reply.usage_metadata or {})
     text = reply.content if isinstance(reply.content, str) else str(reply.content)
     steps, problem, abstained = parse_steps(text)
     return TestAnswer(text=text.strip(), steps=steps, error=problem, abstained=abstained,
