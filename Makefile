@@ -18,7 +18,7 @@ $(STAMP): requirements.txt requirements-model.txt constraints.txt pyproject.toml
 	$(BIN)/pip install -q torch==2.13.0
 	$(BIN)/pip install -q -r requirements.txt -c constraints.txt
 	$(BIN)/pip install -q -r requirements-model.txt
-	$(BIN)/pip install -q pytest==9.2.0
+	$(BIN)/pip install -q pytest==9.2.0 hypothesis==6.170.15 -c constraints.txt  # the tests' own (property-based tests: hypothesis)
 	$(BIN)/pip install -q --no-deps -e .
 	# WordNet for METEOR, from Debian's wordnet-base (never nltk.download).
 	bash scripts/setup_nltk_data.sh $(VENV)
