@@ -36,7 +36,7 @@ def _prompt_abandoned(err: str) -> None:
 
 
 def _interrupt(argv: list[str], cwd: Path) -> tuple[int, float, str]:
-    env = dict(os.environ, WIKIHOWAGENT_LLAMA_LOG="1",
+    env = dict(os.environ, WIKIHOWAGENT_LLAMA_LOG="4",  # debug: prompt-processing progress lines
                PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     err_path = cwd / "stderr.txt"
     with open(err_path, "w") as err:
