@@ -153,10 +153,12 @@ def markdown(results: list[dict]) -> str:
               for c in ("generate", "evaluate") if (c, "before") in medians and (c, "after") in medians]
     return ("Seconds from SIGINT to process exit, the embedded model (Qwen2.5-Coder-1.5B Q4_K_M, llama.cpp "
             "in-process, 1 slot) on a 2-core machine shared with other jobs. Each repetition: start the command, "
-            "wait for llama.cpp's first request to start, wait 1, 2.5 or 4 s more (mid-reply), SIGINT. "
+            "wait for llama.cpp's first request to start, wait 1, 2.5 or 4 s more (mid-request: its prompt or its reply), SIGINT. "
             "`generate`: 2 tutorials, concurrency 1 (a reply is up to 320 tokens); `evaluate`: the 6-conversation "
-            "fixture run with `--judge-rationale` (up to 256 tokens a call). `before` = the code before issue 28 "
-            "item 15, `after` = with the in-flight request cancelled on Ctrl-C. Script: "
+            "fixture run with `--judge-rationale` (up to 256 tokens a call). `before` = llama.cpp's default "
+            "n_batch 2048 (a whole prompt decoded in one step, which neither a closed request nor the server's "
+            "shutdown can interrupt), `after` = prompts decoded in steps of 64 tokens (`local.n_batch`, issue 28 "
+            "item 15). Script: "
             "`scripts/bench_interrupt.py` (resumable; results JSONL).\n\n" + "\n".join(rows)
             + ("\n\nMedian ratio before/after: " + "; ".join(ratios) + "." if ratios else ""))
 
