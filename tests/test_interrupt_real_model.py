@@ -1,18 +1,16 @@
-"""Ctrl-C while the embedded model works on a request (issue 28 #15): `generate` and `evaluate` stop at once,
-with exit status 130, run.json "interrupted" (generate), every line written whole, and the request's prompt
-abandoned part-way: llama.cpp decodes a prompt in steps of `local.n_batch` tokens and drops a closed request
-between steps, so the log's prompt-processing progress stops below 1 (before, the whole prompt was one step:
-progress always reached 1 and Ctrl-C waited for it, 5-19 s on a busy 2-core machine, BENCHMARKS.md "interrupt").
+"""Ctrl-C while the embedded model works on a request (issue 28 #15): `generate` and `evaluate` stop with exit
+status 130, run.json "interrupted" (generate), every line written whole and no traceback.
 
 Real model (llama.cpp in-process), so slow-marked. The command runs in a child process with the llama.cpp log
-on; SIGINT is sent as soon as its "launch_slot_" line says a request has started. The bound on the time to
-exit (STOP_BOUND_S) is only a guard against a hang: the timings are measured by scripts/bench_interrupt.py."""
+on; SIGINT is sent as soon as its "launch_slot_" line says a request has started (its prompt is being decoded).
+STOP_BOUND_S only guards against a hang: the code before the fix also stopped within it (5-19 s on a busy 2-core
+machine), so the times are measured by scripts/bench_interrupt.py (BENCHMARKS.md "interrupt"), and the test that
+fails on the old code is tests/test_backends.py::test_embedded_server_decodes_prompts_in_small_steps."""
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -26,17 +24,10 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
 STOP_BOUND_S = 60.0
-PROGRESS = re.compile(r"prompt processing progress.*?progress = ([0-9.]+)")
-
-
-def _prompt_abandoned(err: str) -> None:
-    progress = [float(x) for x in PROGRESS.findall(err)]
-    assert progress, "no prompt-processing progress in the llama.cpp log: " + err[-500:]
-    assert progress[-1] < 1.0, f"the prompt was decoded to the end after Ctrl-C (progress {progress})"
 
 
 def _interrupt(argv: list[str], cwd: Path) -> tuple[int, float, str]:
-    env = dict(os.environ, WIKIHOWAGENT_LLAMA_LOG="4",  # debug: prompt-processing progress lines
+    env = dict(os.environ, WIKIHOWAGENT_LLAMA_LOG="1",
                PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     err_path = cwd / "stderr.txt"
     with open(err_path, "w") as err:
@@ -74,7 +65,6 @@ def test_ctrl_c_during_generate_stops_the_embedded_model_at_once(tmp_path):
     assert json.loads((out / "run.json").read_text())["status"] == "interrupted"
     _whole_lines(out / "conversations.jsonl")  # whatever was written is whole JSON
     assert "Traceback" not in err
-    _prompt_abandoned(err)
 
 
 def test_ctrl_c_during_evaluate_stops_the_embedded_model_at_once(tmp_path):
@@ -86,4 +76,3 @@ def test_ctrl_c_during_evaluate_stops_the_embedded_model_at_once(tmp_path):
     assert "interrupted: scores written so far are kept" in err
     assert len(_whole_lines(run / "scores.jsonl")) < 6  # stopped before the end; what was written is whole
     assert "Traceback" not in err
-    _prompt_abandoned(err)
