@@ -28,7 +28,7 @@ $(STAMP): requirements.txt requirements-model.txt requirements-dev.txt constrain
 	echo "  [1/5] Python environment and pip"; \
 	$(PYTHON) -m venv $(VENV); \
 	$(BIN)/pip install -q --upgrade pip; \
-	echo "  [2/5] Python packages: CPU torch, requirements.txt, the embedded model's runtime, pytest"; \
+	echo "  [2/5] Python packages: CPU torch, requirements.txt, the embedded model's runtime, test tools"; \
 	$(BIN)/pip install -q torch==2.13.0; \
 	$(BIN)/pip install -q -r requirements.txt -c constraints.txt; \
 	$(BIN)/pip install -q -r requirements-model.txt; \

@@ -525,8 +525,8 @@ def test_local_model_wiring_with_fake_server(fake, monkeypatch, tmp_path):
         teacher = make_chat_model("local", settings, lset)
         learner = make_chat_model("local", settings, lset)
         assert len(started) == 1  # one server shared by the roles
-        _, alias, n_ctx, n_parallel, n_threads = started[0]
-        assert (alias, n_ctx, n_parallel) == (model_files.MODEL_NAME, 2048, 2) and n_threads >= 1
+        _, alias, n_ctx, n_parallel, n_threads, n_batch = started[0]
+        assert (alias, n_ctx, n_parallel, n_batch) == (model_files.MODEL_NAME, 2048, 2, 64) and n_threads >= 1
         msg = teacher.invoke("hi")
         assert msg.usage_metadata["output_tokens"] == 3
         asyncio.run(learner.abatch(["a", "b"]))
@@ -557,3 +557,29 @@ def test_real_embedded_server_replies():
     finally:
         shutdown_local_servers()
     assert local.running_servers() == []
+
+
+def test_embedded_server_decodes_prompts_in_small_steps(monkeypatch, tmp_path):
+    """Ctrl-C (issue 28 #15): llama.cpp drops a closed request only between decode steps; with its default
+    n_batch (2048) a whole prompt was one step and Ctrl-C waited for it. The server gets local.n_batch."""
+    import xllamacpp
+
+    from wikihowagent.backends import local
+    from wikihowagent.config import LocalModelSettings
+
+    seen = {}
+
+    class FakeServer:
+        def __init__(self, params):
+            seen.update(n_batch=params.n_batch, n_ubatch=params.n_ubatch)
+            self.listening_address = "http://127.0.0.1:1"
+
+    monkeypatch.setattr(xllamacpp, "Server", FakeServer)
+    monkeypatch.setattr(local, "_SERVERS", {})
+    model = tmp_path / "m.gguf"
+    model.write_bytes(b"")
+    srv = local.get_local_server(LocalModelSettings(), model)
+    assert seen == {"n_batch": 64, "n_ubatch": 64} and srv.n_batch == 64
+    local.get_local_server(LocalModelSettings(n_batch=128), model)
+    assert seen == {"n_batch": 128, "n_ubatch": 128}
+    monkeypatch.setattr(local, "_SERVERS", {})

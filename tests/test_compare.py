@@ -30,6 +30,19 @@ def test_read_letter_refuses_anything_else(text):
     assert read_letter(text) is None
 
 
+@pytest.mark.parametrize("text", ["A\nB", "B\n\nActually A is better", "A\n\n(B)", "**B**\nA.", "Answer: A\nB"])
+def test_read_letter_refuses_a_reply_naming_both_letters(text):
+    # issue 28 #12: the first letter was read and the second ignored
+    assert read_letter(text) is None
+
+
+def test_letter_probability_refuses_a_reply_naming_both_letters():
+    entries = [_entry("A", {"A": 0.9, "B": 0.1}), {"token": "\n", "logprob": 0.0}, {"token": "B", "logprob": 0.0}]
+    p, why = letter_probability({"content": entries})
+    assert p is None and "other letter" in why
+    assert letter_probability({"content": entries[:2] + [{"token": "Because", "logprob": 0.0}]})[0] == 0.9
+
+
 def test_a_letter_cut_off_by_the_token_limit_is_not_a_verdict():
     assert read_letter("A", complete=False) is None and read_letter("A\n", complete=False) == "A"
     p, why = letter_probability({"content": [_entry("A", {"A": 0.9, "B": 0.1})]}, complete=False)

@@ -32,6 +32,10 @@ class LocalModelSettings(BaseModel):
     n_parallel: int = 1  # server slots (continuous batching); >1 makes outputs depend on what runs alongside
     n_threads: int = 0  # 0 = all cores
     max_tokens: int = 320  # a cap for the small local model: keeps a turn to ~20-30 s on 2 cores
+    # Prompt tokens llama.cpp decodes in one step (n_batch = n_ubatch). The server sees a closed request (Ctrl-C)
+    # or a stop only between steps, so this bounds the wait after Ctrl-C: one step of 64 tokens is ~0.3-3 s on 2
+    # cores; llama.cpp's default, 2048, made a whole prompt one step (up to ~50 s on a busy machine).
+    n_batch: int = Field(default=64, ge=8, le=2048)
 
 
 class WorkflowSettings(BaseModel):

@@ -84,11 +84,18 @@ class TutorialRef(BaseModel):
     steps: list[str]
 
 
+# More recalled "steps" than this is not a step list (a looping model, a pasted text): workflow/posttest.py's
+# parser refuses such a reply, and a stored answer read back with more is turned into an error (never scored).
+MAX_TEST_STEPS = 50
+
+
 class TestAnswer(BaseModel):
     """The learner model's answer to a procedural test: the method's steps written from memory.
 
     `steps` is the parsed list (workflow/posttest.py `parse_steps`); `error` set = no usable answer (a failed
-    call, or a reply that is not a step list: empty, one line of prose, hundreds of lines), never scored."""
+    call, or a reply that is not a step list: empty, one line of prose, hundreds of lines), never scored.
+    Range-checked when read back: a stored answer with more than MAX_TEST_STEPS lines (steps + abstained) or a
+    negative `abstained` is read as an answer with `error` (its steps dropped), as the parser would have made it."""
 
     __test__ = False  # not a pytest class
 
@@ -99,6 +106,16 @@ class TestAnswer(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+
+    @model_validator(mode="after")
+    def _range_checked(self) -> TestAnswer:
+        if self.error is None and self.abstained < 0:
+            self.error, self.steps, self.abstained = f"stored answer: abstained = {self.abstained} (negative)", [], 0
+        elif self.error is None and len(self.steps) + self.abstained > MAX_TEST_STEPS:
+            self.error = (f"stored answer: {len(self.steps) + self.abstained} lines, not a step list "
+                          f"(more than {MAX_TEST_STEPS})")
+            self.steps, self.abstained = [], 0
+        return self
 
     @property
     def abstained_share(self) -> float | None:

@@ -6,13 +6,18 @@ serve concurrent requests with continuous batching. Agents reach it through
 `langchain_openai.ChatOpenAI`, so token usage, retries and `.with_structured_output` (llama.cpp
 honours `response_format` json_schema) work as with any OpenAI-compatible server.
 
-One server per (model file, n_ctx, n_parallel, n_threads) per process, started lazily on the first
+One server per (model file, n_ctx, n_parallel, n_threads, n_batch) per process, started lazily on the first
 `make_chat_model('local', ...)`, shared by every role, stopped by `shutdown_local_servers()`
 (registered with atexit when the first server starts). Nothing happens at import.
 
 Reproducibility: temperature, seed and `cache_prompt: false` go in every request body (with prompt
 cache reuse the text drifts after a few dozen words). With several slots busy at once outputs can
 still differ from a one-slot run (batched matmuls); use n_parallel=1 for bit-exact reruns.
+
+Ctrl-C: the client closes its in-flight requests (asyncio cancels them); llama.cpp stops a request whose
+connection closed, and its own loop at shutdown, only between decode steps, so prompts are decoded in steps of
+`local.n_batch` tokens (default 64, not llama.cpp's 2048): `generate`/`evaluate` end within one step
+(BENCHMARKS.md "interrupt").
 
 llama.cpp logs: silenced (verbosity 1 = errors only). WIKIHOWAGENT_LLAMA_LOG=1 shows the info log
 and timings; a larger number (e.g. 4) is passed as the verbosity itself.
@@ -55,6 +60,7 @@ class LocalServer:
     n_threads: int
     start_s: float
     _server: Any = field(repr=False, default=None)
+    n_batch: int = 2048  # prompt tokens per decode step
 
     @property
     def base_url(self) -> str:
@@ -82,7 +88,8 @@ def _log_verbosity() -> tuple[int, bool]:
     return 3, True  # info
 
 
-def _start(model_path: Path, alias: str, n_ctx: int, n_parallel: int, n_threads: int) -> tuple[Any, str, float]:
+def _start(model_path: Path, alias: str, n_ctx: int, n_parallel: int, n_threads: int,
+           n_batch: int = 2048) -> tuple[Any, str, float]:
     try:
         import xllamacpp
     except ImportError as exc:
@@ -93,6 +100,10 @@ def _start(model_path: Path, alias: str, n_ctx: int, n_parallel: int, n_threads:
     p.model_alias = {alias}
     p.n_ctx = n_ctx
     p.n_parallel = n_parallel
+    # A prompt is decoded in steps of n_batch tokens, and the server loop sees a closed request (Ctrl-C: the client
+    # hangs up) or its own shutdown only between steps: a small step bounds the wait (LocalModelSettings.n_batch).
+    p.n_batch = n_batch
+    p.n_ubatch = min(p.n_ubatch, n_batch)
     p.cpuparams.n_threads = n_threads
     p.cpuparams_batch.n_threads = n_threads
     p.hostnames = ["127.0.0.1"]
@@ -122,13 +133,13 @@ def get_local_server(local: LocalModelSettings, model_path: Path | None = None, 
     path = Path(model_path) if model_path is not None else ensure_local_model()
     n_threads = local.n_threads if local.n_threads > 0 else _cpu_count()
     n_parallel = max(1, local.n_parallel)
-    key = (str(path.resolve()), local.n_ctx, n_parallel, n_threads)
+    key = (str(path.resolve()), local.n_ctx, n_parallel, n_threads, local.n_batch)
     with _LOCK:
         srv = _SERVERS.get(key)
         if srv is not None:
             return srv
-        server, url, secs = _start(path, alias, local.n_ctx, n_parallel, n_threads)
-        srv = LocalServer(key, path, alias, url, local.n_ctx, n_parallel, n_threads, secs, server)
+        server, url, secs = _start(path, alias, local.n_ctx, n_parallel, n_threads, local.n_batch)
+        srv = LocalServer(key, path, alias, url, local.n_ctx, n_parallel, n_threads, secs, server, n_batch=local.n_batch)
         _SERVERS[key] = srv
         if not _ATEXIT_REGISTERED:
             atexit.register(shutdown_local_servers)

@@ -12,7 +12,8 @@ Reading the reply:
 Either way the reply must be unambiguously one letter, as strictly as a score digit is read (scoring.py's
 `digit_closed`): "A", "B.", "Conversation B", "**A**" count; the letter's line must end after it and the
 reply must not be cut off by the token limit right after it, so "A is better", "A and B", "Both", "a",
-"10" or an empty reply are failures (asked again up to `retries` times). Each pair is asked in
+"10" or an empty reply are failures, and so is a reply that names the other letter as a word after its
+answer ("A\nB", "B\n\nActually A is better") (asked again up to `retries` times). Each pair is asked in
 both orders by the caller; `verdict` combines them under a verdict rule (`VERDICT_RULES`: `agree`, the
 default, or `average`, the order-averaged P(A) outside a tie band).
 """
@@ -42,6 +43,14 @@ _LETTER_TOKEN = re.compile(r"^\s*\(?\**([AB])([\s.,:)*]*)$")
 _LABEL = re.compile(r"^\s*\**\s*(?:(?:conversation|answer|option|better)\s*:?\s*)*\**\s*$", re.I)
 _ANSWER = re.compile(r"^\s*\**\s*(?:(?:conversation|answer|option|better)\s*:?\s*)*\**\s*\(?([AB])(?![A-Za-z0-9])(.*)$",
                      re.S | re.I)
+# A letter named as a word ("A", "(B)", "B." but not the B of "Because"): in the rest of a reply after the
+# answer, the other letter named so makes the reply name both ("A\nB", "B\n\nActually A is better").
+_LETTER_WORD = {letter: re.compile(rf"(?<![A-Za-z0-9]){letter}(?![A-Za-z0-9])") for letter in LETTERS}
+
+
+def names_other_letter(letter: str, rest: str) -> bool:
+    """True when `rest` (the reply after the answer `letter`) names the other letter as a word."""
+    return _LETTER_WORD["B" if letter == "A" else "A"].search(rest) is not None
 
 
 def read_letter(text: str, complete: bool = True) -> str | None:
@@ -51,6 +60,8 @@ def read_letter(text: str, complete: bool = True) -> str | None:
     if not m or m.group(1) not in LETTERS:  # a lower-case "a" is an article, not an answer
         return None
     if digit_closed(m.group(2), complete) is not None:  # "A is better", "A and B", "A" cut off by the limit
+        return None
+    if names_other_letter(m.group(1), m.group(2)):  # "A\nB", "B\n\nActually A is better": both letters
         return None
     return m.group(1)
 
@@ -74,7 +85,10 @@ def letter_probability(meta: Any, complete: bool = True) -> tuple[float | None, 
     if pos is None:
         return None, f"no single letter A or B in the reply ({text.strip()[:40]!r})"
     m = _LETTER_TOKEN.match(entries[pos]["token"])
-    why = digit_closed((m.group(2) if m else "") + "".join(e["token"] for e in entries[pos + 1:]), complete)
+    tail = (m.group(2) if m else "") + "".join(e["token"] for e in entries[pos + 1:])
+    why = digit_closed(tail, complete)
+    if not why and m and names_other_letter(m.group(1), tail):
+        why = "the reply names the other letter too"
     if why:
         return None, f"no single letter A or B in the reply ({text.strip()[:40]!r}: {why.replace('digit', 'letter')})"
     mass = dict.fromkeys(LETTERS, 0.0)

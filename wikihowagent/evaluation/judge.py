@@ -246,6 +246,8 @@ def _norm(name: str) -> str:
 
 def check_value(value: Any) -> tuple[float | None, str | None]:
     """A reply's value -> (score in 1..5, None) or (None, why it is not a score)."""
+    if isinstance(value, _Several):
+        return None, f"ambiguous reply: several scores ({', '.join(json.dumps(v)[:10] for v in value)})"
     if isinstance(value, bool):
         return None, f"not a number: {value!r}"
     if isinstance(value, dict):
@@ -267,6 +269,22 @@ def check_value(value: Any) -> tuple[float | None, str | None]:
     if not 1 <= num <= 5:
         return None, f"out of range 1-5 ({num:g})"
     return (int(num) if num.is_integer() else num), None
+
+
+class _Several(list):  # type: ignore[type-arg]
+    """The values of a key that one JSON object gives more than once, differently ({"Clarity": 3, "Clarity": 4})."""
+
+
+def _keys_once(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json's object hook: a key given twice with different values keeps both (`_Several`), not the last."""
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out and out[k] != v:
+            prev = out[k]
+            out[k] = _Several([*(prev if isinstance(prev, _Several) else [prev]), v])
+        else:
+            out[k] = v
+    return out
 
 
 def _json_objects(text: str) -> list[dict[str, Any]]:
@@ -292,7 +310,7 @@ def _json_objects(text: str) -> list[dict[str, Any]]:
                 depth -= 1
                 if depth == 0:
                     try:
-                        obj = json.loads(text[s:j + 1])
+                        obj = json.loads(text[s:j + 1], object_pairs_hook=_keys_once)
                     except json.JSONDecodeError:
                         obj = None
                     if isinstance(obj, dict):
@@ -316,23 +334,32 @@ def parse_scores(text: str, names: list[str]) -> tuple[dict[str, float], dict[st
     found: dict[str, float] = {}
     problems: dict[str, str] = {}
     wanted = {_norm(n): n for n in names}
-    # 1. JSON objects (the requested format), possibly fenced or wrapped in prose.
+    # 1. JSON objects (the requested format), possibly fenced or wrapped in prose. Two objects (or one key
+    # twice) giving one rubric different scores: ambiguous, no score.
+    ambiguous: set[str] = set()
     for obj in _json_objects(text):
         for k, v in _flatten(obj).items():
             name = wanted.get(_norm(str(k)))
-            if name is None or name in found:
+            if name is None or name in ambiguous:
                 continue
             val, why = check_value(v)
+            if name in found:
+                if why is None and val != found[name]:
+                    problems[name] = f"ambiguous reply: several scores ({found.pop(name):g}, {val:g})"
+                    ambiguous.add(name)
+                continue
             if why is None:
                 found[name] = val  # type: ignore[assignment]  # check_value gives a float whenever `why` is None
                 problems.pop(name, None)
             else:
                 problems[name] = why
+                if why.startswith("ambiguous"):
+                    ambiguous.add(name)
     # 2. "Name: 4", "**Name** (question...): 4/5", "Name - 4" lines. A rubric level the judge repeats
     # ("5 - Excellent ...") is not its score: such lines are dropped, and a label's score must be on its line.
     clean = _LEVEL_ECHO_RE.sub("", re.sub(r"[*#`_]", "", text))
     for name in wanted.values():
-        if name in found:
+        if name in found or name in ambiguous:
             continue
         label = r"[\s\-]*".join(re.escape(part) for part in re.findall(r"[A-Za-z0-9]+", name))
         pat = re.compile(

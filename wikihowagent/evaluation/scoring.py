@@ -97,6 +97,21 @@ def digit_closed(tail: str, complete: bool) -> str | None:
     return None
 
 
+# A line that is a score alone ("5", "**4**", "Score: 3."): after the score's own line, one with another digit
+# makes the reply name two scores ("4\n5"): ambiguous, not a score.
+_SCORE_LINE = re.compile(r"^[ \t]*(?:[^\n\d]{0,40}[:=][ \t]*)?\**[ \t]*([1-5])[ \t\r.)*]*$", re.M)
+
+
+def second_score(tail: str, digit: int) -> str | None:
+    """None unless a later line of `tail` (the reply after the score digit) is a score alone with another
+    digit; else why the reply is ambiguous."""
+    rest = tail.partition("\n")[2]
+    for m in _SCORE_LINE.finditer(rest):
+        if int(m.group(1)) != digit:
+            return f"a second score on a later line ({m.group(0).strip()[:20]!r})"
+    return None
+
+
 def token_entries(meta: Any) -> list[dict[str, Any]]:
     """The per-token entries of a reply's `logprobs` (OpenAI/llama.cpp `{"content": [...]}` or a plain list)."""
     if isinstance(meta, dict):
@@ -164,7 +179,8 @@ def weighted_score(meta: Any, rationale: bool, threshold: float = DIGIT_MASS_MIN
     if pos is None:
         return None, f"no {want} in the reply ({''.join(tokens).strip()[:40]!r})"
     m = _DIGIT_TOKEN.match(tokens[pos])
-    why = digit_closed(m.group(2) + "".join(tokens[pos + 1:]), complete) if m else "no digit"
+    tail = (m.group(2) if m else "") + "".join(tokens[pos + 1:])
+    why = (digit_closed(tail, complete) or second_score(tail, int(m.group(1)))) if m else "no digit"
     if why:
         return None, f"no {want} in the reply ({''.join(tokens).strip()[:40]!r}: {why})"
     dist = distribution_at(entries[pos])
@@ -176,14 +192,15 @@ def weighted_score(meta: Any, rationale: bool, threshold: float = DIGIT_MASS_MIN
 
 def text_score(text: str, rationale: bool, complete: bool = True) -> int | None:
     """A sampled reply's digit: the whole reply (or a short label + digit), or the last 'Score: k'; the
-    digit's line must end after it (`digit_closed`)."""
+    digit's line must end after it (`digit_closed`) and no later line may be another score alone
+    (`second_score`: "4\n5" is ambiguous)."""
     text = text or ""
     if rationale:
         hits = list(re.finditer(r"score\s*\**\s*[:=]\s*\**\s*([1-5])", text, re.I))
         m = hits[-1] if hits else None
     else:
         m = re.match(r"\s*(?:[^\n\d]{0,40}[:=]\s*)?\**\s*([1-5])", text)
-    if m is None or digit_closed(text[m.end():], complete):
+    if m is None or digit_closed(text[m.end():], complete) or second_score(text[m.end():], int(m.group(1))):
         return None
     return int(m.group(1))
 

@@ -27,9 +27,9 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from wikihowagent.backends.calls import achat, with_reply_cap
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.records import PostTest, TestAnswer, Turn
+from wikihowagent.records import MAX_TEST_STEPS, PostTest, TestAnswer, Turn
 
-MAX_STEPS = 50  # more recalled "steps" than this is not a step list (a looping model, a pasted text)
+MAX_STEPS = MAX_TEST_STEPS  # more recalled "steps" than this is not a step list (a looping model, a pasted text)
 REPLY_TOKENS_PER_STEP, REPLY_TOKENS_EXTRA = 64, 32  # a test reply's cap: N steps fit whatever `--max-tokens` is
 CALL_FAILED = "call failed: "  # prefix of a TestAnswer error that a later run should retry (not cached)
 
@@ -109,10 +109,16 @@ def prompt_option(name: str | None, learner: str | None) -> TestPrompt:
 _ABSTAIN = re.compile(r"^\(?\s*(?:not\s+taught|not\s+covered|(?:i\s+)?(?:don'?t|do\s+not)\s+know|unknown)"
                       r"\s*\)?[\s.!]*$", re.IGNORECASE)
 
-_NUMBERED = re.compile(r"^(?:step\s*)?\(?(\d{1,3})\s*[.):\-](?:\s+|(?=[^\W\d_])|$)(.*)$", re.IGNORECASE)
+_NUMBERED = re.compile(r"^(?:step\s*)?\(?(\d+)\s*[.):\-](?:\s+|(?=[^\W\d_])|$)(.*)$", re.IGNORECASE)
 _BULLET = re.compile(r"^[-*•·]\s+(.*)$")
 _INLINE = re.compile(r"(?:^|\s)\d{1,2}[.)]\s+")
 _MARKUP = re.compile(r"^[#>\s]+|\*\*|__")
+_WORD = re.compile(r"[^\W\d_]")  # a letter (any script): a step needs words, "3" or "|---|" is not one
+# Control and invisible format characters (NUL, zero-width space, BOM, ...): never part of a step.
+_INVISIBLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u200b-\u200f\u2028-\u202e\u2060-\u2064\ufeff]")
+# A markdown table's rule line ("|---|:--:|"); the line before it is the table's header.
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-+:?\s*(?:\|\s*:?-+:?\s*)*\|?\s*$")
+_TABLE_NUMBER = re.compile(r"^(?:step\s*)?(\d+)\.?$", re.IGNORECASE)
 
 
 def method_name(title: str, method_title: str) -> str:
@@ -143,7 +149,28 @@ def pretest_messages(title: str, method_title: str, n_steps: int,
 
 
 def _clean(line: str) -> str:
-    return _MARKUP.sub("", line).strip().strip("*_").strip()
+    return _MARKUP.sub("", _INVISIBLE.sub("", line)).strip().strip("*_").strip()
+
+
+def _untable(lines: list[str]) -> list[str]:
+    """A markdown table's rows as lines ("| 1 | Open the lid |" -> "1. Open the lid"); its header (the line
+    before a `|---|` rule) and the rule itself dropped. Other lines as they are."""
+    out: list[str] = []
+    for line in lines:
+        stripped = line.strip()
+        if "|" in stripped and "-" in stripped and _TABLE_RULE.match(stripped):
+            if out and "|" in out[-1]:
+                out.pop()  # the header row
+            continue
+        if stripped.startswith("|") and stripped.endswith("|") and len(stripped) > 1:
+            cells = [c.strip() for c in stripped[1:-1].split("|")]
+            cells = [c for c in cells if c]
+            if len(cells) >= 2 and _TABLE_NUMBER.match(cells[0]):
+                line = f"{_TABLE_NUMBER.match(cells[0]).group(1)}. {' '.join(cells[1:])}"  # type: ignore[union-attr]
+            else:
+                line = " ".join(cells)
+        out.append(line)
+    return out
 
 
 class ParsedAnswer(NamedTuple):
@@ -159,8 +186,10 @@ def parse_steps(text: str) -> ParsedAnswer:
     else is prose, not a step list.
     A step that only says "not taught" / "don't know" is an abstention, counted, not a step: an answer of
     abstentions alone is a step list with nothing recalled (scored 0), not a failure.
-    Repeated steps (a looping model) count once; more than MAX_STEPS is not a step list."""
-    lines = [c for c in (_clean(x) for x in (text or "").splitlines()) if c and not c.startswith("```")]
+    Repeated steps (a looping model) count once; more than MAX_STEPS is not a step list. A step needs words (a
+    letter): bare numbers, rule lines and invisible characters are not steps; a markdown table's rows are
+    read as lines (its header and rule line dropped)."""
+    lines = [c for c in (_clean(x) for x in _untable((text or "").splitlines())) if c and not c.startswith("```")]
     if not lines:
         return ParsedAnswer([], "empty reply")
     steps: list[str] = []
@@ -180,13 +209,14 @@ def parse_steps(text: str) -> ParsedAnswer:
             if m:
                 started = True
                 steps.append(m.group(m.lastindex or 1).strip())
-            elif started:  # a continuation (a sub-bullet, a wrapped line)
+            elif started and _WORD.search(line):  # a continuation (a sub-bullet, a wrapped line); not "---"
                 bullet = _BULLET.match(line)
                 steps[-1] = f"{steps[-1]} {bullet.group(1) if bullet else line}".strip()
     else:
-        steps = [x for x in lines if not x.endswith(":")]  # headings and preambles
-        if len(steps) < 2:
+        steps = [x for x in lines if not x.endswith(":") and _WORD.search(x)]  # headings, preambles, bare numbers
+        if len(steps) == 1:
             return ParsedAnswer([], "one line without a step list")
+    steps = [s for s in steps if _WORD.search(s)]  # "3.", "1. ---": a number or a rule is not a step
     kept = [s for s in steps if not _ABSTAIN.match(s)]
     abstained = len(steps) - len(kept)
     unique = list(dict.fromkeys(s for s in kept if s))
