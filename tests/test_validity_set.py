@@ -134,3 +134,107 @@ def test_shipped_set_is_the_scripts_output(tmp_path):
     assert made == have
     tuts = load_tutorials(shipped)
     assert len(tuts) == 22 and all(CF.MIN_STEPS <= len(t.steps) <= CF.MAX_STEPS for t in tuts)
+
+
+# ------------------------------------------------------------------ judge-check --posttest-learner --tutorials
+
+from typer.testing import CliRunner  # noqa: E402
+
+from fake_servers import FakeOpenAI  # noqa: E402
+from wikihowagent.cli import app  # noqa: E402
+
+VALIDITY = str(ROOT / "data" / "validity" / "counterfactual")
+BUNDLED = str(ROOT / "data" / "tutorials")
+
+
+def _attentive(prompt):
+    """Teacher prompts get the step; the post-test recalls every step the teacher taught."""
+    import re
+
+    m = re.search(r"Step (\d+) of (\d+): (.*)", prompt)
+    if m and "This was your lesson" not in prompt:
+        return f"Step {m.group(1)}: {m.group(3)}"
+    if "This was your lesson" in prompt:
+        taught = re.findall(r"Teacher: Step \d+: (.*)", prompt)
+        return "\n".join(f"{i}. {t}" for i, t in enumerate(taught, 1)) or "I learned nothing."
+    if "Before any lesson" in prompt:
+        return "I have no idea."
+    return "Understood, please go to the next step."
+
+
+def _generate(runner, srv, out, n, *extra):
+    res = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url, "--out",
+                              str(out), "--max-tutorials", str(n), "--retries", "0", *extra])
+    assert res.exit_code == 0, res.output
+
+
+def test_judge_check_splits_the_posttest_validity_by_tutorial_set(tmp_path):
+    runner = CliRunner()
+    with FakeOpenAI(reply=_attentive) as srv:
+        _generate(runner, srv, tmp_path / "bundled", 3)
+        _generate(runner, srv, tmp_path / "cf", 3, "--tutorials", VALIDITY)
+        res = runner.invoke(app, ["judge-check", str(tmp_path / "bundled"), str(tmp_path / "cf"), "--out",
+                                  str(tmp_path / "check"), "--posttest-learner", "openai:fake-model", "--base-url",
+                                  srv.base_url, "--tutorials", VALIDITY, "--tutorials", BUNDLED])
+        assert res.exit_code == 0, res.output
+        # off_topic copies are taught from a conversation of the same set: a counterfactual conversation's
+        # copy shows only counterfactual teaching (its invented words), a bundled one's none of them
+        cf_titles = {t.title for t in load_tutorials(VALIDITY)}
+        posts = [r for r in srv.requests if "This was your lesson" in r["messages"][-1]["content"]]
+        assert posts
+    assert "--tutorials " in res.output and "one step" in res.output  # the bundled set's skipped method is said
+    import pandas as pd
+
+    by_set = pd.read_csv(tmp_path / "check" / "posttest_validity_by_set.csv")
+    assert list(by_set.columns[:3]) == ["tutorials", "perturbation", "n"]
+    assert sorted(zip(by_set["tutorials"], by_set["perturbation"])) == [
+        ("counterfactual", "off_topic"), ("counterfactual", "skip_steps"),
+        ("tutorials", "off_topic"), ("tutorials", "skip_steps")]
+    assert (by_set["n"] == 3).all() and (by_set["accuracy"] > 0.8).all()
+    overall = pd.read_csv(tmp_path / "check" / "posttest_validity.csv")
+    assert list(overall.columns[:3]) == ["perturbation", "n", "accuracy"] and (overall["n"] == 6).all()
+    assert "Per tutorial set" in (tmp_path / "check" / "posttest_validity.md").read_text()
+    assert "counterfactual: skip_steps" in res.output
+    assert cf_titles  # the set loaded
+
+
+def test_off_topic_donor_is_of_the_same_set():
+    from wikihowagent.evaluation.judge import load_rubrics
+    from wikihowagent.judgecheck.perturbations import load_perturbations
+    from wikihowagent.judgecheck.posttest_check import PostTestCheck, variants
+    from wikihowagent.records import Conversation, Turn
+
+    def conv(cid, title, text):
+        turns = [Turn(role="teacher", text=text, step=0),
+                 Turn(role="learner", text="OK.")]
+        return Conversation.from_turns(turns, ["a", "b"], title, conversation_id=cid, title=title)
+
+    convs = [conv("a1", "How A", "alpha"), conv("b1", "How B", "beta"), conv("a2", "How C", "gamma")]
+    perts = [p for p in load_perturbations(None, list(load_rubrics(None))) if p.kind == "off_topic"]
+    sets = {"a1": "x", "a2": "x", "b1": "y"}
+    jobs = dict(((c.conversation_id, v), c) for v, c in variants(convs, perts, PostTestCheck(), sets))
+    teach = lambda c: [m.text for m in c.messages if m.role == "teacher"]  # noqa: E731
+    assert teach(jobs[("a1", "off_topic")]) == ["gamma"] and teach(jobs[("a2", "off_topic")]) == ["alpha"]
+    assert ("b1", "off_topic") not in jobs  # alone in its set: not applicable
+    jobs = dict(((c.conversation_id, v), c) for v, c in variants(convs, perts, PostTestCheck()))
+    assert teach(jobs[("a1", "off_topic")]) == ["beta"]  # without sets: any other conversation, as before
+
+
+def test_tutorials_bad_input_is_one_line(tmp_path):
+    runner = CliRunner()
+    run = str(ROOT / "tests" / "fixtures" / "evaluation" / "run_small")
+    res = runner.invoke(app, ["judge-check", run, "--out", str(tmp_path / "o"), "--tutorials", VALIDITY])
+    assert res.exit_code == 2 and "--tutorials: give --posttest-learner" in res.output
+    long = {"title": "How to Cook Soup", "path": "x/soup.json", "categories": ["Categories", "Food & Cooking"],
+            "methods": [{"title": "Cooking", "steps": steps_of(40)}]}
+    (tmp_path / "long").mkdir()
+    (tmp_path / "long" / "soup.json").write_text(json.dumps(long))
+    res = runner.invoke(app, ["judge-check", run, "--out", str(tmp_path / "o"), "--posttest-learner",
+                              "openai:fake-model", "--base-url", "http://127.0.0.1:9", "--tutorials",
+                              str(tmp_path / "long")])
+    assert res.exit_code == 2 and "method 'Cooking' has 40 steps: a validity tutorial needs 2 to 30" in res.output
+    assert "Traceback" not in res.output
+    with FakeOpenAI(reply=_attentive) as srv:
+        res = runner.invoke(app, ["judge-check", run, "--out", str(tmp_path / "o"), "--posttest-learner",
+                                  "openai:fake-model", "--base-url", srv.base_url, "--tutorials", VALIDITY])
+    assert res.exit_code == 2 and "--tutorials counterfactual: none of the" in res.output

@@ -7,6 +7,12 @@ took it) and on each perturbed copy; Step Recall (evaluation/posttest.py) is com
 share of pairs where the original's recall is higher (ties count half), with a bootstrap 95 % CI over
 conversations, beside the rubric judge's accuracy on the same perturbation when judgments.jsonl has it.
 Post-tests are appended to `<out>/posttests.jsonl` as they finish (a rerun resumes).
+
+With `--tutorials PATH` (repeatable; e.g. the counterfactual validity set, data/validity/counterfactual, beside
+the bundled tutorials) each conversation belongs to the set whose tutorial it teaches (same article title and
+steps; "other" for none), an off_topic copy takes its teaching from a conversation of the same set, and the
+table is also given per set (posttest_validity_by_set.csv): the post-test's validity on procedures the learner
+cannot already know, beside the same on common ones.
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ from typing import Any
 
 from wikihowagent.csvcells import people_csv, read_people_frame
 from wikihowagent.records import Conversation, PostTest
-from wikihowagent.runs import POSTTEST_VALIDITY_CSV, POSTTEST_VALIDITY_MD, SENSITIVITY_CSV
+from wikihowagent.runs import (POSTTEST_VALIDITY_CSV, POSTTEST_VALIDITY_MD, POSTTEST_VALIDITY_SETS_CSV,
+                               SENSITIVITY_CSV)
 
 from .accuracy import ORIGINAL, bootstrap_ci, paired_wins
 from .perturbations import Perturbation, perturb
@@ -37,16 +44,36 @@ class PostTestCheck:
     table: Any = None  # pandas DataFrame
 
 
+OTHER_SET = "other"  # conversations of none of the --tutorials sets
+
+
+def tutorial_sets(convs: list[Conversation], sets: dict[str, list[Any]]) -> dict[str, str]:
+    """conversation id -> the name of the set (`sets`: name -> its Tutorials) whose tutorial it teaches (same
+    article title and steps), else OTHER_SET. Raises JudgeCheckError (one line) for a set none teaches."""
+    from .core import JudgeCheckError
+
+    index = {(t.title, tuple(t.steps)): name for name, tuts in sets.items() for t in tuts}
+    out = {c.conversation_id: index.get((c.title, tuple(c.steps)), OTHER_SET) for c in convs}
+    for name in sets:
+        if name not in out.values():
+            raise JudgeCheckError(f"--tutorials {name}: none of the {len(convs)} conversations teaches one of its "
+                                  f"{len(sets[name])} tutorials (generate --tutorials {name} makes some)")
+    return out
+
+
 def variants(convs: list[Conversation], perturbations: list[Perturbation],
-             check: PostTestCheck) -> list[tuple[str, Conversation]]:
-    """(variant, conversation) to post-test: each original and its skip_steps / off_topic copies."""
+             check: PostTestCheck, sets: dict[str, str] | None = None) -> list[tuple[str, Conversation]]:
+    """(variant, conversation) to post-test: each original and its skip_steps / off_topic copies; with `sets`
+    (tutorial_sets), a copy's other conversation (off_topic's teaching) is of the same set."""
     out: list[tuple[str, Conversation]] = []
+    sets = sets or {}
     for c in convs:
+        same = [o for o in convs if sets.get(o.conversation_id) == sets.get(c.conversation_id)]
         out.append((ORIGINAL, c))
         for p in perturbations:
             if p.kind not in POSTTEST_PERTURBATIONS:
                 continue
-            pc = perturb(p, c, convs)
+            pc = perturb(p, c, same)
             if pc is None:
                 check.not_applicable += 1
                 continue
@@ -143,6 +170,20 @@ def validity_table(recalls: dict[tuple[str, str], float | None], perturbations: 
                                        "abstained_original", "abstained_perturbed"])
 
 
+def validity_by_set(recalls: dict[tuple[str, str], float | None], perturbations: list[Perturbation],
+                    sets: dict[str, str], abstained: dict[tuple[str, str], float] | None = None) -> Any:
+    """validity_table per tutorial set (`sets`: conversation id -> set name), a `tutorials` column first."""
+    import pandas as pd
+
+    frames = []
+    for name in dict.fromkeys(sorted(sets.values(), key=lambda n: (n == OTHER_SET, n))):
+        mine = {k: v for k, v in recalls.items() if sets.get(k[0]) == name}
+        t = validity_table(mine, perturbations, None, abstained)
+        t.insert(0, "tutorials", name)
+        frames.append(t)
+    return pd.concat(frames, ignore_index=True).drop(columns=["judge_accuracy"])
+
+
 def judge_accuracy(out_dir: Path) -> dict[str, float]:
     """The rubric judge's mean accuracy per perturbation over its targeted rubrics (sensitivity.csv), if any."""
     path = out_dir / SENSITIVITY_CSV
@@ -152,15 +193,25 @@ def judge_accuracy(out_dir: Path) -> dict[str, float]:
     return {str(k): round(float(v), 4) for k, v in sens.groupby("perturbation")["accuracy"].mean().items()}
 
 
-def write_validity(out_dir: Path, table: Any, spec: str, n_convs: int, check: PostTestCheck) -> list[Path]:
+def write_validity(out_dir: Path, table: Any, spec: str, n_convs: int, check: PostTestCheck,
+                   by_set: Any = None) -> list[Path]:
     from wikihowagent.evaluation.summary import markdown_table
 
     csv = out_dir / POSTTEST_VALIDITY_CSV
     people_csv(table, csv)
+    written = [csv]
+    extra: list[str] = []
+    if by_set is not None:
+        people_csv(by_set, out_dir / POSTTEST_VALIDITY_SETS_CSV)
+        written.append(out_dir / POSTTEST_VALIDITY_SETS_CSV)
 
     def fmt(v: Any) -> str:
         return "–" if v is None or v != v else (f"{v:.3f}" if isinstance(v, float) else str(v))
 
+    if by_set is not None:
+        extra = ["Per tutorial set (`--tutorials`; an off_topic copy is taught from a conversation of the same set):",
+                 "", markdown_table(list(by_set.columns), [[fmt(v) for v in row]
+                                                             for row in by_set.itertuples(index=False)]), ""]
     md = out_dir / POSTTEST_VALIDITY_MD
     md.write_text("\n".join([
         f"# Post-test validity: learner {spec}", "",
@@ -170,6 +221,6 @@ def write_validity(out_dir: Path, table: Any, spec: str, n_convs: int, check: Po
         "when judge-check judged this output directory.", "",
         f"Post-tests: {check.taken} taken now, {check.reused} reused; {check.failed} answers not a step list "
         f"(left out); {check.not_applicable} perturbed copies not applicable.", "",
-        markdown_table(list(table.columns), [[fmt(v) for v in row] for row in table.itertuples(index=False)]), ""]),
-        encoding="utf-8")
-    return [csv, md]
+        markdown_table(list(table.columns), [[fmt(v) for v in row] for row in table.itertuples(index=False)]), "",
+        *extra]), encoding="utf-8")
+    return [*written, md]
