@@ -55,7 +55,10 @@ def test_each_transform_is_applied(wn):
     # names: eggs, saucepan, water, ice... become invented words, in the title too, consistently
     names = rec["names"]
     assert {"egg", "saucepan", "water"} <= set(names)
-    assert art["title"] == f"How to Hard Boil {names['egg'].capitalize()}s"
+    assert art["title"].startswith("How to Perform the ") and art["title"].endswith(" Procedure")  # opaque
+    assert art["methods"][0]["title"].startswith("The ") and "Stove" not in art["methods"][0]["title"]
+    no_title = CF.transform_article(json.loads(json.dumps(EGGS)), "eggs.json", 0, wn, ["names"]).article
+    assert no_title["title"] == f"How to Hard Boil {no_title['counterfactual']['names']['egg'].capitalize()}s"
     text = " ".join(art["methods"][0]["steps"]).lower()
     assert "egg" not in text and "saucepan" not in text and names["saucepan"] in text
     assert all(not wn.synsets(w) for w in names.values())  # not English words
@@ -70,7 +73,7 @@ def test_each_transform_is_applied(wn):
     assert "antonyms" in rec["methods"][0]["contradiction"]
     assert "hot" in text and "cold" not in art["methods"][0]["steps"][order.index(k)].lower()
     # the Q&A, tips and references are dropped (they name the original things)
-    assert art["qa"] == [] and art["tips"] == [] and art["references"] == []
+    assert art["qa"] == [] and art["tips"] == [] and art["references"] == [] and art["things_youll_need"] == []
 
 
 def test_order_only_and_negation_fallback(wn):

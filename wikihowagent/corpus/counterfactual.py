@@ -23,8 +23,8 @@ A transform with nothing to change in a tutorial (no number, no named thing) is 
 output's ``counterfactual.not_applied`` with the reason, and `Transformed.notes` carries a one-line note
 (scripts/make_validity_set.py prints it; `--strict` makes it an error). A method with fewer than
 `MIN_STEPS` or more than `MAX_STEPS` steps is not a validity tutorial: `ValiditySetError`, one line naming the
-file and the method. The article's Q&A, tips, warnings and references are dropped (they would name the
-original things); `things_youll_need` is renamed.
+file and the method. The article's Q&A, tips, warnings, references and things-you'll-need
+are dropped (they would name the original things).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from typing import Any
 
 from wikihowagent.errors import WikihowagentError
 
-TRANSFORMS = ("names", "quantities", "order", "contradiction")
+TRANSFORMS = ("names", "quantities", "order", "contradiction", "title")
 MIN_STEPS, MAX_STEPS = 2, 30  # a validity tutorial: 2..30 steps (the post-test asks for exactly N lines)
 FACTORS = (3, 4, 6, 7)  # quantities: multiplied by one of these per article
 _ONSETS = ("b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "dr", "gl", "kr", "pl",
@@ -49,6 +49,7 @@ _NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.]*\d)|\b(one|two|three|fo
                      r"eleven|twelve)\b", re.IGNORECASE)
 _NUMBER_WORDS = {w: i for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve".split())}
+_METHOD_PREFIX = re.compile(r"^(?:Part|Method) \d+ of \d+:\s*")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\(\s*)$")
 # Never renamed or swapped: words whose WordNet noun or antonym sense is not what a procedure means by them.
 _KEEP = frozenset("how to a an the of and or for with in on at by it its your you this that these those then "
@@ -233,6 +234,10 @@ def transform_article(article: dict[str, Any], where: str, seed: int, wn: Any,
         return scale_numbers(s, factor) if "quantities" in transforms else (s, 0)
 
     new_title = rename(title, mapping, wn, keep_first=False) if mapping else title
+    opaque: list[str] = []
+    if "title" in transforms:
+        opaque = [w.capitalize() for w in invented_words(rng, 1 + len(methods), wn, mapping.values())]
+        new_title = f"How to Perform the {opaque[0]} Procedure"
     intro, n_numbers = text_of(article.get("introduction", ""))
     new_methods, record_methods = [], []
     for m in methods:
@@ -257,8 +262,12 @@ def transform_article(article: dict[str, Any], where: str, seed: int, wn: Any,
                 mrng.shuffle(perm)
             steps = [steps[i] for i in perm]
             info["order"] = [i + 1 for i in perm]  # the new step k is the original step order[k-1]
-        new_methods.append({"title": rename(m["title"], mapping, wn, keep_first=False) if mapping else m["title"],
-                            "steps": steps})
+        if opaque:
+            prefix = _METHOD_PREFIX.match(m["title"])
+            method_title = (prefix.group(0) if prefix else "") + f"The {opaque[1 + len(new_methods)]} Way"
+        else:
+            method_title = rename(m["title"], mapping, wn, keep_first=False) if mapping else m["title"]
+        new_methods.append({"title": method_title, "steps": steps})
         record_methods.append(info)
     if "quantities" in transforms and not n_numbers:
         skip("quantities", "no quantity to change")
@@ -272,9 +281,7 @@ def transform_article(article: dict[str, Any], where: str, seed: int, wn: Any,
         "introduction": intro,
         "methods": new_methods,
         "qa": [], "tips": [], "warnings": [], "references": [],
-        "things_youll_need": [{"method": rename(t.get("method", ""), mapping, wn, keep_first=False),
-                               "items": [rename(i, mapping, wn, keep_first=False) for i in t.get("items", [])]}
-                              for t in article.get("things_youll_need", []) if mapping],
+        "things_youll_need": [],
         "counterfactual": {
             "source": article.get("path") or where, "seed": seed, "transforms": list(transforms),
             "names": mapping, "quantity_factor": factor if "quantities" in transforms and n_numbers else None,
