@@ -16,6 +16,9 @@ with confidence, so not the default). Then:
 - Detail Gain: post-test Detail Recall - pre-test Detail Recall: what the lesson added of this tutorial's
   own quantities and objects, which a model cannot know from the title (Step Recall's pre-test is high for
   common procedures: a model knows that eggs are boiled; BENCHMARKS.md "post-test").
+- Likelihood Gain (only when the likelihood post-test was taken, judge-check --posttest-likelihood): the
+  learner model's mean log-probability per token of the tutorial's own steps given the lesson minus given
+  the title only, in nats per token (workflow/likelihood.py; not a fraction).
 A conversation without a post-test, or whose answer is not a step list (`TestAnswer.error`), gets None:
 never a recall of 0. Fractions (Order and Learning Gain in [-1, 1]), shown as percentages.
 """
@@ -34,7 +37,8 @@ EXTRANEOUS = "Extraneous"
 DETAIL_RECALL = "Detail Recall"
 LEARNING_GAIN = "Learning Gain"
 DETAIL_GAIN = "Detail Gain"
-POSTTEST_METRICS = (STEP_RECALL, ORDER, EXTRANEOUS, DETAIL_RECALL, LEARNING_GAIN, DETAIL_GAIN)
+LIKELIHOOD_GAIN = "Likelihood Gain"  # nats per token (workflow/likelihood.py); from the record's posttest.likelihood
+POSTTEST_METRICS = (STEP_RECALL, ORDER, EXTRANEOUS, DETAIL_RECALL, LEARNING_GAIN, DETAIL_GAIN, LIKELIHOOD_GAIN)
 
 THRESHOLD = 0.4  # cosine similarity of a match; docs/methodology/metrics.md (measured table, scripts/bench_posttest.py)
 # How recalled steps are matched to tutorial steps (docs/methodology/metrics.md, BENCHMARKS.md "post-test: matching"):
@@ -143,6 +147,16 @@ def detail_recall(tutorial_steps: Sequence[str], answer_steps: Sequence[str], wn
         return None
     got = details("\n".join(answer_steps), wn)
     return len(wanted & got) / len(wanted)
+
+
+def likelihood_gain_of(conv: Conversation) -> float | None:
+    """Likelihood Gain of the conversation's likelihood post-test (None: not taken, or not read)."""
+    from wikihowagent.workflow.likelihood import likelihood_gain
+
+    test = conv.posttest.likelihood if conv.posttest is not None else None
+    if test is None or test.error is not None:
+        return None
+    return likelihood_gain(test.post, test.pre)
 
 
 def usable(answer: TestAnswer | None) -> bool:

@@ -492,12 +492,15 @@ class JudgeCheckRequest:
     posttest_learner: str | None = None  # instead of judging: the post-test's validity with this learner
     posttest_prompt: str | None = None  # ... in this wording (workflow/posttest.py PROMPTS); None = the default
     posttest_tutorials: tuple[Path, ...] = ()  # ... split by these tutorial sets (e.g. the validity set)
+    posttest_likelihood: bool = False  # ... and the likelihood post-test (workflow/likelihood.py)
 
 
 def run_judge_check(req: JudgeCheckRequest, console: Any) -> None:
     """Judge, resume, analyse and write; progress and results on `console`. Raises JudgeCheckError (one line)."""
     if req.posttest_tutorials and not req.posttest_learner:
         raise JudgeCheckError("--tutorials: give --posttest-learner (the tutorial sets split the post-test's validity)")
+    if req.posttest_likelihood and not req.posttest_learner:
+        raise JudgeCheckError("--posttest-likelihood: give --posttest-learner (the model whose log-probabilities are read)")
     specs = list(dict.fromkeys(req.evaluators))
     if len(specs) > 1:
         _judge_panel(console, specs, req.runs, req.out, req.judge_scoring, req.judge_rationale, req.perturbations,
@@ -508,7 +511,7 @@ def run_judge_check(req: JudgeCheckRequest, console: Any) -> None:
                      req.perturbations, req.rubrics, req.max_conversations, req.config, req.base_url, req.concurrency,
                      req.retries, not req.figures, req.pairwise, req.pairwise_reading, req.judge_prompt,
                      req.posttest_learner, tie_band=req.tie_band, posttest_prompt=req.posttest_prompt,
-                     posttest_tutorials=req.posttest_tutorials)
+                     posttest_tutorials=req.posttest_tutorials, posttest_likelihood=req.posttest_likelihood)
 
 
 def _judge_panel(console, specs, runs, out, judge_scoring, judge_rationale, perturbations_path, rubrics_path,
@@ -554,7 +557,7 @@ def _scoring_of(out: Path, spec: str) -> str:
 def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, perturbations_path, rubrics_path,
                  max_conversations, config, base_url, concurrency, retries, no_figures, pairwise=False,
                  pairwise_reading=None, judge_prompt=None, posttest_learner=None, tie_band=0.0,
-                 posttest_prompt=None, posttest_tutorials=()) -> None:
+                 posttest_prompt=None, posttest_tutorials=(), posttest_likelihood=False) -> None:
     import asyncio
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -600,7 +603,7 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
 
         make_learner = judge_llm_factory(cfg, base_url, endpoints.aliases, endpoints.urls, *LEARNER_ROLE)
         _posttest_validity(console, [c for _, c in convs], perts, posttest_learner, make_learner, Path(out),
-                           test_prompt, tutorial_sets)
+                           test_prompt, tutorial_sets, posttest_likelihood)
         return
     opts = EvalOptions(judge=True, evaluator=evaluator, base_url=base_url, concurrency=concurrency,
                        default_concurrency=cfg.concurrency,
@@ -727,7 +730,8 @@ def load_tutorial_sets(paths: tuple[Path, ...] | list[Path], console: Any) -> di
     return out
 
 
-def _posttest_validity(console, convs, perts, spec, make_learner, out, prompt, tutorial_sets=None) -> None:
+def _posttest_validity(console, convs, perts, spec, make_learner, out, prompt, tutorial_sets=None,
+                       with_likelihood=False) -> None:
     """judge-check --posttest-learner: post-tests on originals and skip_steps / off_topic copies (per tutorial
     set with --tutorials)."""
     import asyncio
@@ -735,14 +739,19 @@ def _posttest_validity(console, convs, perts, spec, make_learner, out, prompt, t
     from wikihowagent.console import progress_bar
     from wikihowagent.evaluation.runner import EvaluateError, cancel_leftover_tasks
     from wikihowagent.runs import POSTTESTS, PretestCache, RunError, dir_lock
+    from wikihowagent.workflow.likelihood import LikelihoodError
     from wikihowagent.workflow.posttest import PostTester
 
-    from .posttest_check import (PostTestCheck, abstained_shares, judge_accuracy, step_recalls, take_posttests,
-                                 tutorial_sets as sets_of, validity_by_set, validity_table, variants,
+    from .posttest_check import (PostTestCheck, abstained_shares, judge_accuracy, likelihood_gains, step_recalls,
+                                 take_posttests, tutorial_sets as sets_of, validity_by_set, validity_table, variants,
                                  write_validity)
 
     check = PostTestCheck()
     sets = sets_of(convs, tutorial_sets) if tutorial_sets else None
+    for name, tuts in (tutorial_sets or {}).items():
+        if name not in (sets or {}).values():
+            raise JudgeCheckError(f"--tutorials {name}: none of the {len(convs)} conversations teaches one of its "
+                                  f"{len(tuts)} tutorials (generate --tutorials {name} makes some)")
     jobs = variants(convs, perts, check, sets)
     if not any(v != "original" for v, _ in jobs):
         raise JudgeCheckError("judge-check --posttest-learner: no skip_steps / off_topic perturbation applies "
@@ -754,9 +763,21 @@ def _posttest_validity(console, convs, perts, spec, make_learner, out, prompt, t
     try:
         out.mkdir(parents=True, exist_ok=True)
         with dir_lock(out, blocking=False, what="another 'wikihowagent judge-check'", name=JUDGE_CHECK_LOCK):
-            tester = PostTester(make_learner(spec), spec, PretestCache(out), prompt)
+            model = make_learner(spec)
+            tester = PostTester(model, spec, PretestCache(out), prompt)
+            taker = None
+            if with_likelihood:
+                from wikihowagent.workflow.likelihood import LikelihoodTaker, for_chat_model
+
+                reader = for_chat_model(model)
+                taker = LikelihoodTaker(reader)
+                console.print(f"likelihood post-test: {reader.transport} on {reader.root}", highlight=False,
+                              markup=False)
             with progress_bar(console, len(jobs), "post-tests of originals and perturbed copies") as advance:
-                tests = loop.run_until_complete(take_posttests(jobs, tester, spec, out / POSTTESTS, advance, check))
+                tests = loop.run_until_complete(take_posttests(jobs, tester, spec, out / POSTTESTS, advance, check,
+                                                               taker))
+    except LikelihoodError as exc:
+        raise JudgeCheckError(f"--posttest-likelihood: {exc}") from None
     except (EvaluateError, RunError, OSError) as exc:
         raise JudgeCheckError(f"{exc} (post-tests so far are in {out / POSTTESTS}; rerun to resume)") from None
     finally:
@@ -766,11 +787,25 @@ def _posttest_validity(console, convs, perts, spec, make_learner, out, prompt, t
     recalls, shares = step_recalls(convs, tests, check), abstained_shares(tests)
     table = validity_table(recalls, perts, judge_accuracy(out), shares)
     by_set = validity_by_set(recalls, perts, sets, shares) if sets else None
-    written = write_validity(out, table, f"{spec}, post-test prompt {prompt.name}", len(convs), check, by_set)
+    lik_table = lik_by_set = None
+    if with_likelihood:
+        gains = likelihood_gains(convs, tests)
+        lik_table = validity_table(gains, perts)
+        lik_by_set = validity_by_set(gains, perts, sets) if sets else None
+    written = write_validity(out, table, f"{spec}, post-test prompt {prompt.name}", len(convs), check, by_set,
+                             lik_table, lik_by_set)
     for row in (by_set if by_set is not None else table).itertuples(index=False):
         where = f"{row.tutorials}: " if by_set is not None else ""
         console.print(f"{where}{row.perturbation}: post-test recall lower than the original's in {row.lower} of "
                       f"{row.n} pairs ({row.ties} ties), accuracy {row.accuracy} [{row.ci_low}, {row.ci_high}]",
+                      highlight=False, markup=False)
+    if with_likelihood:
+        for row in (lik_by_set if lik_by_set is not None else lik_table).itertuples(index=False):
+            where = f"{row.tutorials}: " if lik_by_set is not None else ""
+            console.print(f"{where}{row.perturbation}: Likelihood Gain lower than the original's in {row.lower} of "
+                          f"{row.n} pairs, accuracy {row.accuracy} [{row.ci_low}, {row.ci_high}]", highlight=False,
+                          markup=False)
+        console.print(f"likelihood post-tests: {check.likelihoods} taken, {check.likelihood_failed} could not be read",
                       highlight=False, markup=False)
     console.print(f"post-tests: {check.taken} taken, {check.reused} reused, {check.failed} not a step list; wrote "
                   + ", ".join(str(p) for p in written), highlight=False, markup=False)

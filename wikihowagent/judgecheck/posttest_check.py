@@ -25,8 +25,8 @@ from typing import Any
 
 from wikihowagent.csvcells import people_csv, read_people_frame
 from wikihowagent.records import Conversation, PostTest
-from wikihowagent.runs import (POSTTEST_VALIDITY_CSV, POSTTEST_VALIDITY_MD, POSTTEST_VALIDITY_SETS_CSV,
-                               SENSITIVITY_CSV)
+from wikihowagent.runs import (POSTTEST_LIKELIHOOD_CSV, POSTTEST_LIKELIHOOD_SETS_CSV, POSTTEST_VALIDITY_CSV,
+                               POSTTEST_VALIDITY_MD, POSTTEST_VALIDITY_SETS_CSV, SENSITIVITY_CSV)
 
 from .accuracy import ORIGINAL, bootstrap_ci, paired_wins
 from .perturbations import Perturbation, perturb
@@ -40,6 +40,8 @@ class PostTestCheck:
     reused: int = 0  # originals whose record already had one by this model, or found in posttests.jsonl
     failed: int = 0  # answers that are not a step list (not scored)
     not_applicable: int = 0
+    likelihoods: int = 0  # likelihood post-tests taken in this invocation (--posttest-likelihood)
+    likelihood_failed: int = 0  # ... that the server could not give
     written: list[Path] = field(default_factory=list)
     table: Any = None  # pandas DataFrame
 
@@ -49,16 +51,9 @@ OTHER_SET = "other"  # conversations of none of the --tutorials sets
 
 def tutorial_sets(convs: list[Conversation], sets: dict[str, list[Any]]) -> dict[str, str]:
     """conversation id -> the name of the set (`sets`: name -> its Tutorials) whose tutorial it teaches (same
-    article title and steps), else OTHER_SET. Raises JudgeCheckError (one line) for a set none teaches."""
-    from .core import JudgeCheckError
-
+    article title and steps), else OTHER_SET."""
     index = {(t.title, tuple(t.steps)): name for name, tuts in sets.items() for t in tuts}
-    out = {c.conversation_id: index.get((c.title, tuple(c.steps)), OTHER_SET) for c in convs}
-    for name in sets:
-        if name not in out.values():
-            raise JudgeCheckError(f"--tutorials {name}: none of the {len(convs)} conversations teaches one of its "
-                                  f"{len(sets[name])} tutorials (generate --tutorials {name} makes some)")
-    return out
+    return {c.conversation_id: index.get((c.title, tuple(c.steps)), OTHER_SET) for c in convs}
 
 
 def variants(convs: list[Conversation], perturbations: list[Perturbation],
@@ -81,9 +76,16 @@ def variants(convs: list[Conversation], perturbations: list[Perturbation],
     return out
 
 
+def _needs_likelihood(test: PostTest) -> bool:
+    return test.likelihood is None or test.likelihood.error is not None
+
+
 async def take_posttests(jobs: list[tuple[str, Conversation]], tester: Any, spec: str, path: Path,
-                         progress: Callable[[int], None], check: PostTestCheck) -> dict[tuple[str, str], PostTest]:
-    """The post-test of every (variant, conversation): from the record or posttests.jsonl, else taken now."""
+                         progress: Callable[[int], None], check: PostTestCheck,
+                         likelihood: Any = None) -> dict[tuple[str, str], PostTest]:
+    """The post-test of every (variant, conversation): from the record or posttests.jsonl, else taken now; with
+    `likelihood` (workflow/likelihood.LikelihoodTaker) each also gets its likelihood post-test where it has
+    none (or a failed one), appended as the test's new line."""
     from wikihowagent.runs import JsonlAppender, read_posttest_variants
     from wikihowagent.workflow.posttest import CALL_FAILED
 
@@ -96,6 +98,8 @@ async def take_posttests(jobs: list[tuple[str, Conversation]], tester: Any, spec
         key = (c.conversation_id, variant)
         mine = variant == ORIGINAL and c.posttest is not None and c.posttest.taken_by(spec, version)
         own = c.posttest if mine else None
+        if own is not None and key in done and not _needs_likelihood(done[key]):
+            own = None  # the stored line of the record's own post-test carries its likelihood
         if own is not None or key in done:
             out[key] = own or done[key]
             check.reused += 1
@@ -104,16 +108,44 @@ async def take_posttests(jobs: list[tuple[str, Conversation]], tester: Any, spec
             todo.append((variant, c))
     with JsonlAppender(path) as sink:
 
+        async def add_likelihood(variant: str, c: Conversation, test: PostTest) -> PostTest:
+            lt = await likelihood.take(c.tutorial_key, c.title, c.tutorial_title, c.turns, c.steps)
+            check.likelihoods += 1
+            check.likelihood_failed += lt.error is not None
+            return test.model_copy(update={"likelihood": lt})
+
         async def one(variant: str, c: Conversation) -> None:
             test = await tester.run(c.tutorial_key, c.title, c.tutorial_title, c.turns, len(c.steps), pretest=False)
+            if likelihood is not None:
+                test = await add_likelihood(variant, c, test)
             sink.append({"conversation_id": c.conversation_id, "variant": variant,
                          "posttest": test.model_dump(mode="json")})
             out[(c.conversation_id, variant)] = test
             check.taken += 1
             progress(1)
 
+        async def later(variant: str, c: Conversation) -> None:
+            test = await add_likelihood(variant, c, out[(c.conversation_id, variant)])
+            sink.append({"conversation_id": c.conversation_id, "variant": variant,
+                         "posttest": test.model_dump(mode="json")})
+            out[(c.conversation_id, variant)] = test
+
         await asyncio.gather(*(one(v, c) for v, c in todo))
+        if likelihood is not None:  # the reused ones without a likelihood post-test
+            taken_now = {(c.conversation_id, v) for v, c in todo}
+            await asyncio.gather(*(later(v, c) for v, c in jobs if (c.conversation_id, v) not in taken_now
+                                   and _needs_likelihood(out[(c.conversation_id, v)])))
     return out
+
+
+def likelihood_gains(convs: list[Conversation], tests: dict[tuple[str, str], PostTest]
+                     ) -> dict[tuple[str, str], float | None]:
+    """Likelihood Gain of every test that has a likelihood post-test (None: the server could not give it)."""
+    from wikihowagent.evaluation.posttest import likelihood_gain_of
+
+    by_id = {c.conversation_id: c for c in convs}
+    return {(cid, v): likelihood_gain_of(by_id[cid].model_copy(update={"posttest": t}))
+            for (cid, v), t in tests.items() if cid in by_id and t.likelihood is not None}
 
 
 def step_recalls(convs: list[Conversation], tests: dict[tuple[str, str], PostTest],
@@ -194,7 +226,7 @@ def judge_accuracy(out_dir: Path) -> dict[str, float]:
 
 
 def write_validity(out_dir: Path, table: Any, spec: str, n_convs: int, check: PostTestCheck,
-                   by_set: Any = None) -> list[Path]:
+                   by_set: Any = None, lik_table: Any = None, lik_by_set: Any = None) -> list[Path]:
     from wikihowagent.evaluation.summary import markdown_table
 
     csv = out_dir / POSTTEST_VALIDITY_CSV
@@ -208,10 +240,25 @@ def write_validity(out_dir: Path, table: Any, spec: str, n_convs: int, check: Po
     def fmt(v: Any) -> str:
         return "–" if v is None or v != v else (f"{v:.3f}" if isinstance(v, float) else str(v))
 
+    if lik_table is not None:
+        people_csv(lik_table, out_dir / POSTTEST_LIKELIHOOD_CSV)
+        written.append(out_dir / POSTTEST_LIKELIHOOD_CSV)
+        if lik_by_set is not None:
+            people_csv(lik_by_set, out_dir / POSTTEST_LIKELIHOOD_SETS_CSV)
+            written.append(out_dir / POSTTEST_LIKELIHOOD_SETS_CSV)
     if by_set is not None:
         extra = ["Per tutorial set (`--tutorials`; an off_topic copy is taught from a conversation of the same set):",
                  "", markdown_table(list(by_set.columns), [[fmt(v) for v in row]
                                                              for row in by_set.itertuples(index=False)]), ""]
+    lik_lines: list[str] = []
+    for name, t in (("", lik_table), (" per tutorial set", lik_by_set)):
+        if t is not None:
+            lik_lines += [f"Likelihood post-test{name} (`--posttest-likelihood`): accuracy = share of pairs where "
+                          "the original's Likelihood Gain (mean log-probability per token of the tutorial's steps "
+                          "given the lesson minus given the title; nats) is higher than the copy's; the "
+                          "mean_recall columns hold the mean Likelihood Gain here:", "",
+                          markdown_table(list(t.columns), [[fmt(v) for v in row] for row in t.itertuples(index=False)]),
+                          ""]
     md = out_dir / POSTTEST_VALIDITY_MD
     md.write_text("\n".join([
         f"# Post-test validity: learner {spec}", "",
@@ -222,5 +269,5 @@ def write_validity(out_dir: Path, table: Any, spec: str, n_convs: int, check: Po
         f"Post-tests: {check.taken} taken now, {check.reused} reused; {check.failed} answers not a step list "
         f"(left out); {check.not_applicable} perturbed copies not applicable.", "",
         markdown_table(list(table.columns), [[fmt(v) for v in row] for row in table.itertuples(index=False)]), "",
-        *extra]), encoding="utf-8")
+        *extra, *lik_lines]), encoding="utf-8")
     return [*written, md]
