@@ -48,14 +48,58 @@ def _learner(spec: str):
     return judge_llm_factory(load_config(None), None, None, None, *LEARNER_ROLE)(spec)
 
 
+def likelihood_probe(out: Path, model, n: int = 2) -> None:
+    """Can the learner's server give log-probabilities of a given text? On the first `n` validity tutorials:
+    the steps' mean log-probability per token given the title only, given a lesson that states every step
+    ("Teacher: <step>"), and given one that states every other step. Appended to OUT/likelihood_probe.jsonl."""
+    import json
+
+    from wikihowagent.records import Turn
+    from wikihowagent.workflow.likelihood import LikelihoodError, contexts, for_chat_model, likelihood_gain
+    from wikihowagent.workflow.posttest import transcript
+
+    path = out / "likelihood_probe.jsonl"
+    if path.exists():
+        return
+    reader = for_chat_model(model)
+    rows = []
+    loop = asyncio.new_event_loop()
+    try:
+        for t in _sets([VALIDITY_SET])["counterfactual"][:n]:
+            def lesson(keep):
+                return transcript([x for i, s in enumerate(t.steps) if keep(i)
+                                   for x in (Turn(role="teacher", text=s), Turn(role="learner", text="OK."))])
+            row = {"tutorial": t.tutorial_id, "transport": reader.transport}
+            try:
+                for name, ctx in (("title", None), ("full", lesson(lambda i: True)), ("half", lesson(lambda i: i % 2 == 0))):
+                    r = loop.run_until_complete(reader.score(contexts(t.title, t.method_title, len(t.steps), ctx),
+                                                             t.steps))
+                    row[name], row[f"{name}_tokens"], row[f"{name}_s"] = r.means, r.tokens, r.latency_s
+                row["gain_full"] = likelihood_gain(row["full"], row["title"])
+                row["gain_half"] = likelihood_gain(row["half"], row["title"])
+            except LikelihoodError as exc:
+                row["error"] = str(exc)
+            rows.append(row)
+            print("likelihood probe:", json.dumps(row)[:600])
+    finally:
+        loop.close()
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
 def premise(out: Path, learner: str, tutorials: list[Path], minutes: float) -> bool:
-    """Title-only pre-tests of every tutorial of each set, cached in OUT/pretests.jsonl. True when all done."""
+    """Title-only pre-tests of every tutorial of each set, cached in OUT/pretests.jsonl. True when all done.
+    First (once) the likelihood probe (likelihood_probe)."""
     from wikihowagent.runs import PretestCache
     from wikihowagent.workflow.posttest import PostTester
 
     out.mkdir(parents=True, exist_ok=True)
     cache = PretestCache(out)
-    tester = PostTester(_learner(learner), learner, cache)
+    model = _learner(learner)
+    try:
+        likelihood_probe(out, model)
+    except Exception as exc:  # a probe, recorded: the pre-tests go on
+        print(f"likelihood probe failed: {type(exc).__name__}: {exc}")
+    tester = PostTester(model, learner, cache)
     deadline = time.monotonic() + 60 * minutes
     todo = [t for ts in _sets(tutorials).values() for t in ts
             if cache.get(learner, t.tutorial_id, tester.prompt.version) is None]
@@ -104,6 +148,35 @@ def validity_rows(path: Path) -> list[list[str]]:
     return [[getattr(r, "tutorials", "all"), r.perturbation, str(r.n),
              f"{r.accuracy:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]", str(r.lower), str(r.ties),
              fmt(r.mean_recall_original), fmt(r.mean_recall_perturbed), str(r.failed)] for r in t.itertuples()]
+
+
+def likelihood_rows(path: Path) -> tuple[list[list[str]], list[list[str]]]:
+    """From a `judge-check --posttest-likelihood [--tutorials]` output: (validity rows per set and perturbation,
+    a row of the originals' Likelihood Gain with a CI and the reads' cost)."""
+    from wikihowagent.csvcells import read_people_frame
+    from wikihowagent.runs import POSTTEST_LIKELIHOOD_CSV, POSTTEST_LIKELIHOOD_SETS_CSV, POSTTESTS, read_posttest_variants
+    from wikihowagent.workflow.likelihood import likelihood_gain
+
+    from bench_posttest import boot_ci, mean
+
+    split = (path / POSTTEST_LIKELIHOOD_SETS_CSV).exists()
+    if not (path / POSTTEST_LIKELIHOOD_CSV).exists():
+        return [], []
+    t = read_people_frame(path / (POSTTEST_LIKELIHOOD_SETS_CSV if split else POSTTEST_LIKELIHOOD_CSV))
+    vrows = [[getattr(r, "tutorials", "all"), r.perturbation, str(r.n),
+              f"{r.accuracy:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]", str(r.lower), str(r.ties),
+              f"{r.mean_recall_original:.3f}", f"{r.mean_recall_perturbed:.3f}", str(r.failed)] for r in t.itertuples()]
+    tests = read_posttest_variants(path / POSTTESTS)
+    orig = [t.likelihood for (cid, v), t in tests.items() if v == "original" and t.likelihood is not None
+            and t.likelihood.error is None]
+    gains = [g for g in (likelihood_gain(lt.post, lt.pre) for lt in orig) if g is not None]
+    lo, hi = boot_ci(gains)
+    allt = [t.likelihood for t in tests.values() if t.likelihood is not None and t.likelihood.error is None]
+    pre_reads = [lt.pre_latency_s for lt in allt if lt.pre_latency_s > 0]
+    crow = [[str(len(gains)), f"{mean(gains):.3f} [{lo:.3f}, {hi:.3f}]",
+             f"{mean([lt.latency_s for lt in allt]):.1f}", f"{mean(pre_reads):.1f}" if pre_reads else "–",
+             f"{mean([sum(lt.post_tokens) for lt in allt]):.0f}"]]
+    return vrows, crow
 
 
 HUMAN_RUBRICS = ("Overall", "Progress", "Clarity")
@@ -157,6 +230,17 @@ def report(args) -> str:
                 "bootstrap CI over conversations):", "",
                 markdown_table(["tutorials", "perturbation", "pairs", "accuracy [95 % CI]", "lower", "ties",
                                 "recall original (%)", "recall perturbed (%)", "not scored"], validity_rows(vdir)), ""]
+        vrows, crow = likelihood_rows(vdir)
+        if vrows:
+            out += ["The **likelihood post-test** on the same pairs (`--posttest-likelihood`): share of pairs where "
+                    "the original's Likelihood Gain (nats per token) is higher than the copy's:", "",
+                    markdown_table(["tutorials", "perturbation", "pairs", "accuracy [95 % CI]", "lower", "ties",
+                                    "Likelihood Gain original", "Likelihood Gain perturbed", "not read"], vrows), "",
+                    "Likelihood Gain of the originals (full lessons; nats per token, 95 % bootstrap CI) and the cost "
+                    "of the likelihood post-test (seconds per read given the lesson, per title-only read — one per "
+                    "tutorial — and the step tokens read):", "",
+                    markdown_table(["conversations", "Likelihood Gain", "lesson read s", "title read s",
+                                    "step tokens"], crow), ""]
     if args.runs:
         by_run = {label: [c for c in read_conversations(r) if c.posttest is not None]
                   for label, r in zip(labels(args.runs), args.runs)}
