@@ -117,6 +117,62 @@ def premise(out: Path, learner: str, tutorials: list[Path], minutes: float) -> b
     return not left
 
 
+LIKELIHOODS = "likelihoods.jsonl"
+
+
+def read_likelihoods(out: Path) -> dict[str, tuple[str, object]]:
+    """{conversation_id: (tutorial key, LikelihoodTest)} of a `likelihood` output (later lines win)."""
+    import json
+
+    from wikihowagent.records import LikelihoodTest
+
+    got: dict[str, tuple[str, object]] = {}
+    path = out / LIKELIHOODS
+    if path.exists():
+        for line in path.read_text(encoding="utf-8").splitlines():
+            try:
+                obj = json.loads(line)
+                got[obj["conversation_id"]] = (obj["tutorial"], LikelihoodTest.model_validate(obj["likelihood"]))
+            except (ValueError, KeyError):
+                continue  # a torn or bad line: taken again
+    return got
+
+
+def likelihood_step(runs: list[Path], out: Path, learner: str, minutes: float) -> bool:
+    """The likelihood post-test of every conversation of `runs` (run directories or the paper's run files),
+    appended to OUT/likelihoods.jsonl; one title-only read per tutorial. True when all are done."""
+    import json
+
+    from wikihowagent.config import load_config
+    from wikihowagent.evaluation.inputs import resolve_inputs
+    from wikihowagent.workflow.likelihood import LikelihoodTaker, for_chat_model
+
+    out.mkdir(parents=True, exist_ok=True)
+    convs = [c for src in resolve_inputs(runs, Path(load_config(None).runs_dir))
+             for c in src.conversations(on_error=print)]
+    have = {k: v for k, v in read_likelihoods(out).items() if v[1].error is None}  # type: ignore[attr-defined]
+    todo = [c for c in convs if c.conversation_id not in have]
+    taker = LikelihoodTaker(for_chat_model(_learner(learner)))
+    deadline = time.monotonic() + 60 * minutes
+    loop = asyncio.new_event_loop()
+    done = 0
+    try:
+        with (out / LIKELIHOODS).open("a", encoding="utf-8") as sink:
+            for c in todo:
+                if time.monotonic() > deadline:
+                    break
+                lt = loop.run_until_complete(taker.take(c.tutorial_key, c.title, c.tutorial_title, c.turns, c.steps))
+                sink.write(json.dumps({"conversation_id": c.conversation_id, "tutorial": c.tutorial_key,
+                                       "likelihood": lt.model_dump(mode="json")}) + "\n")
+                sink.flush()
+                done += 1
+    finally:
+        loop.close()
+    left = len(todo) - done
+    print(f"likelihood: {done} taken now ({taker.reader.transport}), {left} left" + ("" if left else " — done"))
+    return not left
+
+
 def premise_rows(out: Path, learner: str, tutorials: list[Path]) -> list[list[str]]:
     from bench_posttest import boot_ci, fmt, mean, recall
 
@@ -179,10 +235,43 @@ def likelihood_rows(path: Path) -> tuple[list[list[str]], list[list[str]]]:
     return vrows, crow
 
 
+def run_likelihood_rows(dirs: list[Path]) -> tuple[list[list[str]], list[list[str]]]:
+    """`likelihood` outputs on runs: (per output: Likelihood Gain with a CI and the reads' cost; every two
+    outputs sharing tutorials: A - B paired by tutorial, 95 % CI, Wilcoxon p)."""
+    from itertools import combinations
+
+    from wikihowagent.stats.paired import paired_compare
+    from wikihowagent.workflow.likelihood import likelihood_gain
+
+    from bench_posttest import boot_ci, mean
+
+    rows, per = [], {}
+    for d in dirs:
+        got = [(k, lt) for k, lt in read_likelihoods(d).values() if lt.error is None]  # type: ignore[attr-defined]
+        gains = [(k, likelihood_gain(lt.post, lt.pre)) for k, lt in got]  # type: ignore[attr-defined]
+        gains = [(k, g) for k, g in gains if g is not None]
+        lo, hi = boot_ci([g for _, g in gains])
+        pre = [lt.pre_latency_s for _, lt in got if lt.pre_latency_s > 0]  # type: ignore[attr-defined]
+        rows.append([d.name, str(len(gains)), f"{mean([g for _, g in gains]):.3f} [{lo:.3f}, {hi:.3f}]",
+                     f"{mean([lt.latency_s for _, lt in got]):.1f}", f"{mean(pre):.1f}" if pre else "–"])  # type: ignore[attr-defined]
+        groups: dict[str, list[float]] = {}
+        for k, g in gains:
+            groups.setdefault(k, []).append(g)
+        per[d.name] = {k: sum(v) / len(v) for k, v in groups.items()}
+    prows = []
+    for a, b in combinations(per, 2):
+        r = paired_compare(per[a], per[b])
+        if r.n:
+            prows.append([f"{a} − {b}", str(r.n), f"{r.diff:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]",
+                          "–" if r.p != r.p else f"{r.p:.3f}"])
+    return rows, prows
+
+
 HUMAN_RUBRICS = ("Overall", "Progress", "Clarity")
 
 
-def human_rows(scores_dir: Path, align_dir: Path, metrics: list[str]) -> list[list[str]]:
+def human_rows(scores_dir: Path, align_dir: Path, metrics: list[str], likelihood: Path | None = None
+               ) -> list[list[str]]:
     """Pooled and within-tutorial r (stats.correlation.grouped_r) of each post-test metric with the people's
     ratings: `evaluate --posttest-learner` score files under scores_dir, `align` output (paired_scores.csv)."""
     from wikihowagent.csvcells import read_people_frame
@@ -192,6 +281,15 @@ def human_rows(scores_dir: Path, align_dir: Path, metrics: list[str]) -> list[li
     people = read_people_frame(align_dir / PAIRED_SCORES_CSV).set_index("conversation_id")
     recs = [r for f in sorted(scores_dir.glob(f"**/{SCORES}")) for r in read_scores(f).values()
             if r.conversation_id in people.index]
+    if likelihood is not None:  # Likelihood Gain from a `likelihood` step on the same conversations
+        from wikihowagent.workflow.likelihood import likelihood_gain
+
+        lik = read_likelihoods(likelihood)
+        recs = [r.model_copy(update={"metrics": {**r.metrics, P.LIKELIHOOD_GAIN: likelihood_gain(
+            lik[r.conversation_id][1].post, lik[r.conversation_id][1].pre)  # type: ignore[attr-defined]
+            if r.conversation_id in lik and lik[r.conversation_id][1].error is None else None}})  # type: ignore[attr-defined]
+            for r in recs]
+        metrics = [*metrics, P.LIKELIHOOD_GAIN] if P.LIKELIHOOD_GAIN not in metrics else metrics
 
     def cell(v: float, ci: tuple[float, float]) -> str:
         return "–" if v != v else f"{v:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]"
@@ -256,6 +354,14 @@ def report(args) -> str:
                 "**Cost** per conversation of the recall post-test (one call) and the pre-test (one per tutorial):", "",
                 markdown_table(["run", "n", "conversation calls", "conversation s", "extra calls", "post-test s",
                                 "pre-test s", "extra s", "extra / conversation time"], cost_rows(by_run)), ""]
+    if args.likelihood:
+        lrows, lprows = run_likelihood_rows(args.likelihood)
+        out += ["**Likelihood Gain per run** (`bench_validity.py likelihood`; nats per token, mean with a 95 % "
+                "bootstrap CI over conversations; seconds per read given the lesson and per title-only read, one "
+                "per tutorial):", "",
+                markdown_table(["run", "conversations", "Likelihood Gain", "lesson read s", "title read s"], lrows), "",
+                "Paired by tutorial (A − B, 95 % bootstrap CI, Wilcoxon signed-rank p):", "",
+                markdown_table(["runs", "tutorials", "A − B (nats/token)", "p"], lprows), ""]
     if args.paper_scores and args.paper_align:
         out += ["**The human yardstick, read correctly** (the human study's development split: 70 conversations of "
                 "10 tutorials). Pooled r over conversations, and within-tutorial r (the metric and the rating "
@@ -264,7 +370,8 @@ def report(args) -> str:
                 "random-intercept model (standardised, y ~ x_within + x_tutorial_mean), 95 % CI:", "",
                 markdown_table(["metric", "people's", "n", "tutorials", "pooled r", "within-tutorial r", "between r",
                                 "mixed within slope"],
-                               human_rows(args.paper_scores, args.paper_align, list(args.metric))), ""]
+                               human_rows(args.paper_scores, args.paper_align, list(args.metric),
+                                          args.paper_likelihood)), ""]
     return "\n".join(out)
 
 
@@ -285,11 +392,22 @@ def main() -> None:
     rp.add_argument("--runs", type=Path, nargs="*", default=[], help="generated runs with post-tests")
     rp.add_argument("--paper-scores", type=Path, help="`evaluate --posttest-learner` output on the paper's run files")
     rp.add_argument("--paper-align", type=Path, help="`align` output of the human study against --paper-scores")
+    rp.add_argument("--paper-likelihood", type=Path, help="a `likelihood` output on the paper's run files")
+    rp.add_argument("--likelihood", type=Path, action="append", default=[],
+                    help="a `likelihood` output on --runs (repeatable): Likelihood Gain per run, paired by tutorial")
     rp.add_argument("--metric", action="append", default=[],
                     help="metrics for the human yardstick (default: Learning Gain, Detail Gain, Step Recall)")
     rp.add_argument("--note", default="")
     rp.add_argument("--write-md", action="store_true", help="write the 'post-test: validity set' section")
+    lk = sub.add_parser("likelihood", help="the likelihood post-test of every conversation of RUNS")
+    lk.add_argument("runs", type=Path, nargs="+")
+    lk.add_argument("--out", type=Path, required=True)
+    lk.add_argument("--learner", default="local")
+    lk.add_argument("--minutes", type=float, default=8.0, help="start no new read after this long")
     args = ap.parse_args()
+    if args.cmd == "likelihood":
+        likelihood_step(args.runs, args.out, args.learner, args.minutes)
+        return
     if args.cmd == "report":
         args.metric = args.metric or [P.LEARNING_GAIN, P.DETAIL_GAIN, P.STEP_RECALL]
         body = report(args)

@@ -66,3 +66,34 @@ def test_validity_and_likelihood_rows_read_judge_check_outputs(tmp_path):
     assert vrows[0][:4] == ["all", "skip_steps", "20", "0.950 [0.850, 1.000]"]
     assert crow == [["3", crow[0][1], "10.0", "4.0", "10"]] and crow[0][1].startswith("1.500 [")
     assert BV.likelihood_rows(tmp_path / "nowhere") == ([], [])
+
+
+def test_likelihood_step_is_resumable_and_reported(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from fake_servers import FakeOpenAI
+    from wikihowagent.cli import app
+
+    def seen(token, before):
+        w = token.strip().lower().strip(".,")
+        return -0.5 if w and w in before.lower() else -4.0
+
+    with FakeOpenAI(text_logprob=seen) as srv:
+        res = CliRunner().invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url,
+                                       "--out", str(tmp_path / "run"), "--max-tutorials", "3", "--retries", "0",
+                                       "--no-posttest"])
+        assert res.exit_code == 0, res.output
+        from langchain_openai import ChatOpenAI
+
+        monkeypatch.setattr(BV, "_learner", lambda spec: ChatOpenAI(model="fake-model", base_url=srv.base_url,
+                                                                     api_key="x"))
+        assert BV.likelihood_step([tmp_path / "run"], tmp_path / "lik", "openai:fake-model", minutes=0.0) is False
+        assert BV.likelihood_step([tmp_path / "run"], tmp_path / "lik", "openai:fake-model", minutes=5.0) is True
+        n = len([r for r in srv.requests if r.get("echo")])
+        assert BV.likelihood_step([tmp_path / "run"], tmp_path / "lik", "openai:fake-model", minutes=5.0) is True
+        assert len([r for r in srv.requests if r.get("echo")]) == n  # nothing read twice
+    got = BV.read_likelihoods(tmp_path / "lik")
+    assert len(got) == 3 and all(lt.error is None and lt.transport == "echo" for _, lt in got.values())
+    rows, prows = BV.run_likelihood_rows([tmp_path / "lik"])
+    assert rows[0][:2] == ["lik", "3"] and float(rows[0][2].split()[0]) > 0  # the lesson states the steps
+    assert prows == []
