@@ -134,3 +134,20 @@ def test_likelihood_gain_is_a_registered_metric_read_from_the_record():
     assert [s.metrics[M.LIKELIHOOD_GAIN] for s in scores] == [pytest.approx(2.5), None, None]
     with pytest.raises(ValueError, match="not a number in"):
         LikelihoodTest(post=[0.5])
+
+
+def test_per_step_on_a_real_llama_cpp_reply():
+    """The tokens and log-probabilities the embedded server (Qwen2.5-Coder-1.5B, llama.cpp /completion with a
+    one-sentence grammar, n_probs 1, post_sampling_probs false) returned for "1. Boil the water.\\n2. Pour it.\\n"
+    after "Method: How to make tea\\n\\nIts 2 steps, in order:\\n": the number tokens belong to no step, a
+    step's ".\\n" to it, the end-of-text token (no bytes) to none."""
+    reply = [("1", -0.5108), (".", -0.0713), (" Bo", -1.6048), ("il", -0.0160), (" the", -2.7200), (" water", -0.0751),
+             (".\n", -1.9501), ("2", -0.0227), (".", -0.0003), (" Pour", -0.6507), (" it", -1.9112), (".\n", -8.6082),
+             ("", -10.6682)]
+    text, spans = L.forced_text(["Boil the water.", "Pour it."])
+    assert text == "".join(t for t, _ in reply)
+    offsets = [sum(len(t) for t, _ in reply[:i]) for i in range(len(reply))]
+    means, counts = L.per_step(offsets, [t for t, _ in reply], [v for _, v in reply], spans, 0)
+    assert counts == [5, 3]
+    assert means == [pytest.approx((-1.6048 - 0.0160 - 2.7200 - 0.0751 - 1.9501) / 5),
+                     pytest.approx((-0.6507 - 1.9112 - 8.6082) / 3)]

@@ -73,17 +73,19 @@ def gbnf_literal(text: str) -> str:
     return f'root ::= "{esc}"'
 
 
-def per_step(offsets: Sequence[int], lengths: Sequence[int], logprobs: Sequence[float | None],
+def per_step(offsets: Sequence[int], tokens: Sequence[str], logprobs: Sequence[float | None],
              spans: Sequence[tuple[int, int]], start: int) -> tuple[list[float | None], list[int]]:
-    """Tokens at character `offsets` with `lengths` (the forced text begins at `start`) -> mean logprob per step
-    span. A token belongs to the step its last character falls in (a token carries the space before its word:
-    " Fold"); a logprob that is not a finite number <= 0 is a bad reply."""
+    """Tokens (texts at character `offsets`; the forced text begins at `start`) -> mean logprob per step span.
+    A token belongs to the step its first non-space character falls in (a token carries the space before its
+    word, " Fold", and a step's last period may come with the line break, ".\n"); tokens of the numbers and
+    line breaks belong to none. A logprob that is not a finite number <= 0 is a bad reply."""
     sums = [0.0] * len(spans)
     counts = [0] * len(spans)
-    for off, n, lp in zip(offsets, lengths, logprobs):
-        if n <= 0:
-            continue
-        pos = off + n - 1 - start
+    for off, tok, lp in zip(offsets, tokens, logprobs):
+        lead = len(tok) - len(tok.lstrip())
+        if lead == len(tok):
+            continue  # whitespace only, or empty (the end of text)
+        pos = off + lead - start
         for i, (a, b) in enumerate(spans):
             if a <= pos < b:
                 if lp is None or not math.isfinite(lp) or lp > 1e-6:
@@ -97,7 +99,7 @@ def per_step(offsets: Sequence[int], lengths: Sequence[int], logprobs: Sequence[
 class StepLikelihood:
     """Reads step log-probabilities from one server: `root` is its URL without /v1, `model` its model name."""
 
-    def __init__(self, root: str, model: str, transport: str, timeout_s: float = 600.0):
+    def __init__(self, root: str, model: str, transport: str, timeout_s: float = 1800.0):
         if transport not in TRANSPORTS:
             raise LikelihoodError(f"likelihood transport {transport!r}: expected one of {', '.join(TRANSPORTS)}")
         self.root, self.model, self.transport, self.timeout_s = root.rstrip("/"), model, transport, timeout_s
@@ -123,12 +125,11 @@ class StepLikelihood:
                 "echo": True, "logprobs": 1})
             try:
                 lp = reply["choices"][0]["logprobs"]
-                offsets, values = list(lp["text_offset"]), list(lp["token_logprobs"])
-                lengths = [len(t) for t in lp["tokens"]]
+                offsets, values, texts = list(lp["text_offset"]), list(lp["token_logprobs"]), list(lp["tokens"])
             except (KeyError, IndexError, TypeError):
                 raise LikelihoodError(f"{self.root}/v1/completions: no echoed prompt log-probabilities in the reply "
                                       "(the server must support echo with logprobs, as vLLM does)") from None
-            means, counts = per_step(offsets, lengths, values, spans, len(context))
+            means, counts = per_step(offsets, texts, values, spans, len(context))
         else:
             reply = await self._post("/completion", {
                 "prompt": context, "grammar": gbnf_literal(text), "n_predict": len(text.encode()) + 8,
@@ -137,13 +138,14 @@ class StepLikelihood:
             if not isinstance(probs, list) or reply.get("content") != text:
                 raise LikelihoodError(f"{self.root}/completion: the grammar did not force the text (got "
                                       f"{str(reply.get('content'))[:60]!r}); is it a llama.cpp server?")
-            offsets, lengths, values, pos = [], [], [], 0
-            for p in probs:  # a token's bytes can end inside a character: count characters of the bytes so far
+            offsets, texts, values, pos = [], [], [], 0
+            for p in probs:  # a token's bytes can end inside a character: its text is what its bytes decode to
+                tok = bytes(p["bytes"]).decode("utf-8", "ignore") if p.get("bytes") else str(p.get("token", ""))
                 offsets.append(pos)
+                texts.append(tok)
                 values.append(p.get("logprob"))
-                pos += len(p.get("token", "")) if not p.get("bytes") else len(bytes(p["bytes"]).decode("utf-8", "ignore"))
-                lengths.append(pos - offsets[-1])
-            means, counts = per_step(offsets, lengths, values, spans, 0)
+                pos += len(tok)
+            means, counts = per_step(offsets, texts, values, spans, 0)
         return StepLogprobs(means, counts, round(time.perf_counter() - t0, 3))
 
 
