@@ -48,8 +48,8 @@ def _learner(spec: str):
     return judge_llm_factory(load_config(None), None, None, None, *LEARNER_ROLE)(spec)
 
 
-def likelihood_probe(out: Path, model, n: int = 2) -> None:
-    """Can the learner's server give log-probabilities of a given text? On the first `n` validity tutorials:
+def likelihood_probe(out: Path, model, n: int = 1) -> None:
+    """Can the learner's server give log-probabilities of a given text? On the `n` shortest validity tutorials:
     the steps' mean log-probability per token given the title only, given a lesson that states every step
     ("Teacher: <step>"), and given one that states every other step. Appended to OUT/likelihood_probe.jsonl."""
     import json
@@ -65,7 +65,7 @@ def likelihood_probe(out: Path, model, n: int = 2) -> None:
     rows = []
     loop = asyncio.new_event_loop()
     try:
-        for t in _sets([VALIDITY_SET])["counterfactual"][:n]:
+        for t in sorted(_sets([VALIDITY_SET])["counterfactual"], key=lambda t: sum(map(len, t.steps)))[:n]:
             def lesson(keep):
                 return transcript([x for i, s in enumerate(t.steps) if keep(i)
                                    for x in (Turn(role="teacher", text=s), Turn(role="learner", text="OK."))])
