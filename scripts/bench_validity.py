@@ -117,6 +117,37 @@ def premise(out: Path, learner: str, tutorials: list[Path], minutes: float) -> b
     return not left
 
 
+def lessons(tutorials: Path, out: Path) -> int:
+    """Verbatim full lessons, no model: for each tutorial one conversation where the teacher states each step
+    word for word ("Step k: <step>", the step recorded on the turn, so skip_steps can remove it) and the
+    learner answers "OK, got it."; then FINISHED. Written as a JSONL of conversation records (`judge-check` and
+    `evaluate` read it): the measure's own yardstick, free of how well a model teaches."""
+    from wikihowagent.corpus.core import load_tutorials
+    from wikihowagent.generation.core import now
+    from wikihowagent.records import (ConversationRecord, Turn, TutorialRef, conversation_lines,
+                                      make_conversation_id)
+
+    rows = []
+    for t in load_tutorials(tutorials):
+        turns = [x for k, step in enumerate(t.steps)
+                 for x in (Turn(role="teacher", text=f"Step {k + 1}: {step}", step=k),
+                           Turn(role="learner", text="OK, got it.", step=k))]
+        turns.append(Turn(role="teacher", text="FINISHED", kind="finish"))
+        rows.append(ConversationRecord(
+            conversation_id=make_conversation_id(f"lessons-{tutorials.name}", t.tutorial_id), tutorial_id=t.tutorial_id,
+            doc_id=t.doc_id, method_id=t.method_id, source_tutorial_path=t.source_tutorial_path, title=t.title,
+            categories=t.categories, topic=t.topic, domain=t.domain, summary=t.summary,
+            tutorial=TutorialRef(title=t.method_title, steps=t.steps), conversation=conversation_lines(turns),
+            turns=turns, finished=True, stop_reason="finished", teacher="verbatim", learner="verbatim",
+            started_at=now(), ended_at=now()).model_dump(mode="json"))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    import json
+
+    out.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    print(f"lessons: {len(rows)} verbatim lessons -> {out}")
+    return len(rows)
+
+
 LIKELIHOODS = "likelihoods.jsonl"
 
 
@@ -399,12 +430,18 @@ def main() -> None:
                     help="metrics for the human yardstick (default: Learning Gain, Detail Gain, Step Recall)")
     rp.add_argument("--note", default="")
     rp.add_argument("--write-md", action="store_true", help="write the 'post-test: validity set' section")
+    ls = sub.add_parser("lessons", help="verbatim full lessons of a tutorial set as conversation records (no model)")
+    ls.add_argument("--tutorials", type=Path, default=VALIDITY_SET)
+    ls.add_argument("--out", type=Path, required=True, help="a .jsonl file")
     lk = sub.add_parser("likelihood", help="the likelihood post-test of every conversation of RUNS")
     lk.add_argument("runs", type=Path, nargs="+")
     lk.add_argument("--out", type=Path, required=True)
     lk.add_argument("--learner", default="local")
     lk.add_argument("--minutes", type=float, default=8.0, help="start no new read after this long")
     args = ap.parse_args()
+    if args.cmd == "lessons":
+        lessons(args.tutorials, args.out)
+        return
     if args.cmd == "likelihood":
         likelihood_step(args.runs, args.out, args.learner, args.minutes)
         return

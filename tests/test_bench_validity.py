@@ -97,3 +97,36 @@ def test_likelihood_step_is_resumable_and_reported(tmp_path, monkeypatch):
     rows, prows = BV.run_likelihood_rows([tmp_path / "lik"])
     assert rows[0][:2] == ["lik", "3"] and float(rows[0][2].split()[0]) > 0  # the lesson states the steps
     assert prows == []
+
+
+def test_verbatim_lessons_are_records_judge_check_reads(tmp_path):
+    """`lessons`: one verbatim full lesson per validity tutorial; judge-check's post-test validity runs on it
+    (here with a learner that recalls exactly what it was taught: skip_steps and off_topic always lower)."""
+    import re
+
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from fake_servers import FakeOpenAI
+    from wikihowagent.cli import app
+    from wikihowagent.runs import read_conversations
+
+    assert BV.lessons(BV.VALIDITY_SET, tmp_path / "cf.jsonl") == 22
+    convs = list(read_conversations(tmp_path / "cf.jsonl"))
+    assert len(convs) == 22 and all(c.completed for c in convs)
+    c = convs[0]
+    assert [t.step for t in c.turns if t.role == "teacher" and t.kind == "model"] == list(range(len(c.steps)))
+
+    def learner(prompt):
+        if "This was your lesson" in prompt:
+            return "\n".join(f"{i}. {t}" for i, t in enumerate(re.findall(r"Teacher: Step \d+: (.*)", prompt), 1))
+        return "I have no idea."
+
+    with FakeOpenAI(reply=learner) as srv:
+        res = CliRunner().invoke(app, ["judge-check", str(tmp_path / "cf.jsonl"), "--out", str(tmp_path / "check"),
+                                       "--posttest-learner", "openai:fake-model", "--base-url", srv.base_url,
+                                       "--tutorials", str(BV.VALIDITY_SET)])
+    assert res.exit_code == 0, res.output
+    t = pd.read_csv(tmp_path / "check" / "posttest_validity_by_set.csv").set_index("perturbation")
+    assert set(t["tutorials"]) == {"counterfactual"} and (t["n"] >= 20).all()
+    assert t.loc["skip_steps", "accuracy"] == 1.0 and t.loc["off_topic", "accuracy"] > 0.9
