@@ -298,6 +298,26 @@ def run_likelihood_rows(dirs: list[Path]) -> tuple[list[list[str]], list[list[st
     return rows, prows
 
 
+def scores_rows(scores_dir: Path) -> list[list[str]]:
+    """Post-test metrics of `evaluate --posttest-learner` score files under `scores_dir` (one row each):
+    mean with a 95 % bootstrap CI over conversations."""
+    from wikihowagent.runs import SCORES, read_scores
+
+    from bench_posttest import boot_ci, fmt, mean
+
+    rows = []
+    for f in sorted(scores_dir.glob(f"**/{SCORES}")):
+        recs = list(read_scores(f).values())
+        cells = []
+        for m in (P.LEARNING_GAIN, P.DETAIL_GAIN, P.STEP_RECALL):
+            xs = [r.metrics[m] for r in recs if r.metrics.get(m) is not None]
+            lo, hi = boot_ci(xs)
+            cells.append(f"{fmt(mean(xs))} [{fmt(lo)}, {fmt(hi)}] (n={len(xs)})")
+        rows.append([str(f.parent.relative_to(scores_dir)) if f.parent != scores_dir else scores_dir.name,
+                     str(len(recs)), *cells])
+    return rows
+
+
 HUMAN_RUBRICS = ("Overall", "Progress", "Clarity")
 
 
@@ -385,6 +405,11 @@ def report(args) -> str:
                 "**Cost** per conversation of the recall post-test (one call) and the pre-test (one per tutorial):", "",
                 markdown_table(["run", "n", "conversation calls", "conversation s", "extra calls", "post-test s",
                                 "pre-test s", "extra s", "extra / conversation time"], cost_rows(by_run)), ""]
+    for sdir in args.scores:
+        out += [f"**Learning on evaluated inputs** (`evaluate --posttest-learner`, {sdir}; mean, 95 % bootstrap CI "
+                "over conversations):", "",
+                markdown_table(["input", "conversations", "Learning Gain (%)", "Detail Gain (%)", "Step Recall (%)"],
+                               scores_rows(sdir)), ""]
     if args.likelihood:
         lrows, lprows = run_likelihood_rows(args.likelihood)
         out += ["**Likelihood Gain per run** (`bench_validity.py likelihood`; nats per token, mean with a 95 % "
@@ -423,6 +448,8 @@ def main() -> None:
     rp.add_argument("--runs", type=Path, nargs="*", default=[], help="generated runs with post-tests")
     rp.add_argument("--paper-scores", type=Path, help="`evaluate --posttest-learner` output on the paper's run files")
     rp.add_argument("--paper-align", type=Path, help="`align` output of the human study against --paper-scores")
+    rp.add_argument("--scores", type=Path, action="append", default=[],
+                    help="an `evaluate --posttest-learner` output (e.g. on verbatim lessons; repeatable)")
     rp.add_argument("--paper-likelihood", type=Path, help="a `likelihood` output on the paper's run files")
     rp.add_argument("--likelihood", type=Path, action="append", default=[],
                     help="a `likelihood` output on --runs (repeatable): Likelihood Gain per run, paired by tutorial")

@@ -130,3 +130,13 @@ def test_verbatim_lessons_are_records_judge_check_reads(tmp_path):
     t = pd.read_csv(tmp_path / "check" / "posttest_validity_by_set.csv").set_index("perturbation")
     assert set(t["tutorials"]) == {"counterfactual"} and (t["n"] >= 20).all()
     assert t.loc["skip_steps", "accuracy"] == 1.0 and t.loc["off_topic", "accuracy"] > 0.9
+
+
+def test_scores_rows(tmp_path):
+    recs = [{"conversation_id": f"c{i}", "metrics": {"Learning Gain": 0.1 * i, "Detail Gain": None,
+                                                     "Step Recall": 0.5}} for i in range(4)]
+    (tmp_path / "s" / "cf").mkdir(parents=True)
+    (tmp_path / "s" / "cf" / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    (row,) = BV.scores_rows(tmp_path / "s")
+    assert row[:2] == ["cf", "4"] and row[2].startswith("15.0 [") and row[2].endswith("(n=4)")
+    assert row[3].startswith("–") and row[3].endswith("(n=0)") and row[4].startswith("50.0 [")
