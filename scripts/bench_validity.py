@@ -373,6 +373,26 @@ def report(args) -> str:
                 "(goal < 20 %); on the bundled tutorials it knows much:", "",
                 markdown_table(["tutorial set", "tutorials", "answers scored", "title-only Step Recall (%) [95 % CI]",
                                 "pre-test s"], premise_rows(args.premise, args.learner, [])), ""]
+        probe = args.premise / "likelihood_probe.jsonl"
+        if probe.exists():
+            import json
+
+            rows = [json.loads(line) for line in probe.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+            def cells(xs):
+                return ", ".join("–" if x is None else f"{x:.2f}" for x in xs)
+
+            out += ["**Likelihood probe** (can the learner's server read a given text's log-probabilities? the "
+                    "shortest validity tutorial; mean log-probability per token of each step, nats; tokens per "
+                    "step; seconds per read):", "",
+                    markdown_table(["tutorial", "transport", "title only", "full lesson", "half lesson (steps 1, 3, …)",
+                                    "gain full", "gain half", "tokens (title / full / half)", "s per read"],
+                                   [[r["tutorial"], r["transport"], cells(r["title"]), cells(r["full"]), cells(r["half"]),
+                                     f"{r['gain_full']:.2f}", f"{r['gain_half']:.2f}",
+                                     f"{r['title_tokens']} / {r['full_tokens']} / {r['half_tokens']}",
+                                     f"{r['title_s']:.0f} / {r['full_s']:.0f} / {r['half_s']:.0f}"]
+                                    if "error" not in r else [r["tutorial"], r["transport"], r["error"], *["–"] * 6]
+                                    for r in rows]), ""]
     for vdir in args.validity:
         out += [f"**Validity** (`judge-check --posttest-learner --tutorials`, {vdir}): share of pairs where the "
                 "original's post-test Step Recall is higher than the perturbed copy's (ties count half; 95 % "
