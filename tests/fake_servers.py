@@ -21,11 +21,16 @@ class FakeOpenAI:
     """`with FakeOpenAI() as srv:` -> srv.base_url ('http://127.0.0.1:PORT/v1'); srv.requests, srv.auth."""
 
     def __init__(self, reply=scripted_reply, fail_when=None, models=("fake-model",),
-                 error_message="scripted server error", logprobs=None):
+                 error_message="scripted server error", logprobs=None, text_logprob=None):
         """`logprobs(prompt)` -> [(token, {candidate: probability})] makes the server answer requests that ask
         for `logprobs` with that reply, OpenAI-style (`choices[0].logprobs.content`), cut at the request's
-        token limit (finish_reason "length")."""
+        token limit (finish_reason "length").
+
+        `text_logprob(token, text_before)` -> log-probability makes it serve the log-probabilities of a given
+        text (workflow/likelihood.py), tokens being whitespace-led words: `/v1/completions` with echo (as vLLM)
+        and llama.cpp's `/completion` with a grammar whose only sentence is the text (as the embedded server)."""
         self.reply, self.fail_when, self.models, self.logprobs = reply, fail_when, models, logprobs
+        self.text_logprob = text_logprob
         self.error_message = error_message
         self.requests: list[dict] = []
         self.auth: list[str] = []
@@ -50,6 +55,9 @@ class FakeOpenAI:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 outer.requests.append(body)
                 outer.auth.append(self.headers.get("Authorization", ""))
+                if self.path.rstrip("/") in ("/v1/completions", "/completion"):
+                    self._text_logprobs(body)
+                    return
                 prompt = "\n".join(str(m.get("content")) for m in body.get("messages", []))
                 if outer.fail_when and outer.fail_when(prompt):
                     self._send(500, {"error": {"message": outer.error_message}})
@@ -74,6 +82,32 @@ class FakeOpenAI:
                     "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": len((text or "").split()),
                               "total_tokens": len(prompt.split()) + len((text or "").split())},
                 })
+
+            def _text_logprobs(self, body):
+                if outer.text_logprob is None:
+                    self._send(404, {"error": {"message": "not found"}})
+                    return
+                prompt = body["prompt"]
+                if self.path.endswith("/v1/completions"):
+                    if not body.get("echo"):
+                        self._send(400, {"error": {"message": "this fake answers echo requests only"}})
+                        return
+                    toks = [(m.start(), m.group(0)) for m in re.finditer(r"\s*\S+|\s+$", prompt)] + [(len(prompt), " x")]
+                    lps = [None] + [outer.text_logprob(t, (prompt + " x")[:o]) for o, t in toks[1:]]
+                    self._send(200, {"choices": [{"text": prompt + " x", "index": 0, "logprobs": {
+                        "tokens": [t for _, t in toks], "token_logprobs": lps, "text_offset": [o for o, _ in toks],
+                        "top_logprobs": None}}]})
+                    return
+                m = re.fullmatch(r'root ::= "(.*)"', body.get("grammar", ""), re.S)
+                if not m:
+                    self._send(200, {"content": "free text", "completion_probabilities": []})
+                    return
+                text = re.sub(r"\\(.)", lambda e: {"n": "\n", "r": "\r", "t": "\t"}.get(e.group(1), e.group(1)),
+                              m.group(1))
+                probs = [{"id": 0, "token": w.group(0), "bytes": list(w.group(0).encode()),
+                          "logprob": outer.text_logprob(w.group(0), prompt + text[:w.start()]), "top_logprobs": []}
+                         for w in re.finditer(r"\s*\S+|\s+$", text)]
+                self._send(200, {"content": text, "completion_probabilities": probs})
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"

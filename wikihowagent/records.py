@@ -15,7 +15,7 @@ import math
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 # Namespace for deterministic conversation ids: uuid5(namespace, run_name + tutorial_id). The paper used
 # uuid4; a deterministic uuid keeps the same shape and makes resumed runs reproducible.
@@ -124,6 +124,29 @@ class TestAnswer(BaseModel):
         return self.abstained / lines if self.error is None and lines else None
 
 
+class LikelihoodTest(BaseModel):
+    """The likelihood post-test (workflow/likelihood.py): the learner model's mean log-probability per token of
+    each tutorial step (nats, <= 0), teacher-forced, given the lesson (`post`) and given the title only
+    (`pre`); None for a step no token came back for. `error`: why it could not be read (then not scored)."""
+
+    transport: str = ""  # "echo" (/v1/completions) or "grammar" (llama.cpp /completion)
+    post: list[float | None] = Field(default_factory=list)
+    pre: list[float | None] = Field(default_factory=list)
+    post_tokens: list[int] = Field(default_factory=list)
+    pre_tokens: list[int] = Field(default_factory=list)
+    error: str | None = None
+    latency_s: float = 0.0  # the read given the lesson
+    pre_latency_s: float = 0.0  # the read given the title (once per tutorial; 0 when reused)
+
+    @field_validator("post", "pre")
+    @classmethod
+    def _logprobs(cls, v: list[float | None]) -> list[float | None]:
+        for x in v:
+            if x is not None and not (math.isfinite(x) and -1000.0 <= x <= 1e-6):
+                raise ValueError(f"mean log-probability {x!r}: not a number in [-1000, 0]")
+        return v
+
+
 class PostTest(BaseModel):
     """The record's `posttest`: after the conversation, the learner model writes the method's steps from
     memory (`post`, seeing the conversation from its side, never the tutorial); `pre` is the same model's
@@ -133,6 +156,7 @@ class PostTest(BaseModel):
     prompt_version: str = ""  # workflow/posttest.py: a hash of the post-/pre-test templates
     post: TestAnswer = Field(default_factory=TestAnswer)
     pre: TestAnswer | None = None  # None = not taken (e.g. the pre-test call failed to start)
+    likelihood: LikelihoodTest | None = None  # the likelihood post-test, when taken (judge-check --posttest-likelihood)
 
     @property
     def source(self) -> str:

@@ -69,6 +69,9 @@ SENSITIVITY_CSV, CONSISTENCY_CSV, SENSITIVITY_PNG = "sensitivity.csv", "consiste
 PAIRWISE_SENSITIVITY_CSV, PAIRWISE_SUMMARY_MD = "pairwise_sensitivity.csv", "pairwise_summary.md"
 PAIRWISE_SENSITIVITY_PNG = "pairwise_sensitivity.png"
 POSTTEST_VALIDITY_CSV, POSTTEST_VALIDITY_MD = "posttest_validity.csv", "posttest_validity.md"  # --posttest-learner
+POSTTEST_VALIDITY_SETS_CSV = "posttest_validity_by_set.csv"  # judge-check --posttest-learner --tutorials
+POSTTEST_LIKELIHOOD_CSV = "posttest_likelihood_validity.csv"  # ... --posttest-likelihood
+POSTTEST_LIKELIHOOD_SETS_CSV = "posttest_likelihood_validity_by_set.csv"  # ... with --tutorials
 JUDGE_CHECK_LOCK = ".judge-check.lock"
 # annotate export / align
 ANNOTATION_SHEET = "annotation_sheet.csv"

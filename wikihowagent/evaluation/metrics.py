@@ -22,8 +22,8 @@ from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import CAL_SUFFIX, RUBRIC_SCALE, Conversation
 
 from . import coverage, posttest
-from .posttest import (DETAIL_GAIN, DETAIL_RECALL, EXTRANEOUS, LEARNING_GAIN, ORDER, POSTTEST_METRICS,  # noqa: F401
-                       STEP_RECALL)
+from .posttest import (DETAIL_GAIN, DETAIL_RECALL, EXTRANEOUS, LEARNING_GAIN, LIKELIHOOD_GAIN, ORDER,  # noqa: F401
+                       POSTTEST_METRICS, STEP_RECALL)
 from .rouge import _CachedStemmer, _rouge_stemmer, lcs_length, rouge_l, rouge_n, rouge_tokens  # noqa: F401  (re-exported)
 
 # Metric names (keys of ScoreRecord.metrics).
@@ -474,7 +474,7 @@ class Metric:
     batch: EmbedBatch | None = None
     needs_hypothesis: bool = False  # None when the conversation has no generated teacher text
     needs_wordnet: bool = False
-    scale: Literal["fraction"] = "fraction"
+    scale: Literal["fraction", "nats"] = "fraction"  # nats: Likelihood Gain (not a percentage)
     low: float = 0.0  # the least value it can take: -1 for cosine similarities, Kendall's tau and the gains
     high: float = 1.0  # the most (the report's range check reads both: `value_range`)
     better: Literal["higher", "lower"] = "higher"  # which way is better (the report's ↑/↓ and best run)
@@ -507,6 +507,8 @@ REGISTRY: tuple[Metric, ...] = (
     Metric(DETAIL_RECALL, "default", batch="posttest", needs_wordnet=True),
     Metric(LEARNING_GAIN, "default", batch="posttest", low=-1.0),  # post - pre Step Recall
     Metric(DETAIL_GAIN, "default", batch="posttest", needs_wordnet=True, low=-1.0),  # post - pre Detail Recall
+    Metric(LIKELIHOOD_GAIN, "default", lambda x: posttest.likelihood_gain_of(x.conv), scale="nats", low=-1000.0,
+           high=1000.0),  # nats per token, from the record's posttest.likelihood
     # paper: the released code's definitions, reproduced exactly
     Metric(QUESTION, "paper", lambda x: paper_question_ratio(x.conv)),
     Metric(COMPLETION, "paper", lambda x: paper_completion(x.conv)),

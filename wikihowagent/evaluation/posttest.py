@@ -16,6 +16,9 @@ with confidence, so not the default). Then:
 - Detail Gain: post-test Detail Recall - pre-test Detail Recall: what the lesson added of this tutorial's
   own quantities and objects, which a model cannot know from the title (Step Recall's pre-test is high for
   common procedures: a model knows that eggs are boiled; BENCHMARKS.md "post-test").
+- Likelihood Gain (only when the likelihood post-test was taken, judge-check --posttest-likelihood): the
+  learner model's mean log-probability per token of the tutorial's own steps given the lesson minus given
+  the title only, in nats per token (workflow/likelihood.py; not a fraction).
 A conversation without a post-test, or whose answer is not a step list (`TestAnswer.error`), gets None:
 never a recall of 0. Fractions (Order and Learning Gain in [-1, 1]), shown as percentages.
 """
@@ -26,6 +29,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeGuard
 
+from wikihowagent.lexicon import noun_lemma, thing_lemma
 from wikihowagent.records import Conversation, TestAnswer
 
 STEP_RECALL = "Step Recall"
@@ -34,7 +38,8 @@ EXTRANEOUS = "Extraneous"
 DETAIL_RECALL = "Detail Recall"
 LEARNING_GAIN = "Learning Gain"
 DETAIL_GAIN = "Detail Gain"
-POSTTEST_METRICS = (STEP_RECALL, ORDER, EXTRANEOUS, DETAIL_RECALL, LEARNING_GAIN, DETAIL_GAIN)
+LIKELIHOOD_GAIN = "Likelihood Gain"  # nats per token (workflow/likelihood.py); from the record's posttest.likelihood
+POSTTEST_METRICS = (STEP_RECALL, ORDER, EXTRANEOUS, DETAIL_RECALL, LEARNING_GAIN, DETAIL_GAIN, LIKELIHOOD_GAIN)
 
 THRESHOLD = 0.4  # cosine similarity of a match; docs/methodology/metrics.md (measured table, scripts/bench_posttest.py)
 # How recalled steps are matched to tutorial steps (docs/methodology/metrics.md, BENCHMARKS.md "post-test: matching"):
@@ -47,10 +52,6 @@ LEGACY_MATCHING = "assign"  # the rule of score lines written before the rule wa
 _NUMBER_WORDS = {w: str(i) for i, w in enumerate(
     "zero one two three four five six seven eight nine ten eleven twelve".split())}
 _TOKEN = re.compile(r"\d+(?:[.,/]\d+)?|[a-z]+")
-# WordNet categories of "named objects": the physical things a procedure handles.
-_THING_ROOTS = frozenset({"artifact.n.01", "food.n.01", "food.n.02", "substance.n.01", "body_part.n.01",
-                          "organism.n.01", "natural_object.n.01"})
-_SENSES = 3  # a word is a thing if one of its 3 most common noun senses is
 
 
 def match_steps(sim: Any, threshold: float = THRESHOLD, rule: str = MATCHING) -> list[tuple[int, int]]:
@@ -100,17 +101,6 @@ def extraneous(sim: Any, threshold: float = THRESHOLD) -> float | None:
     return float((sim.max(axis=0) < threshold).mean())
 
 
-def _is_thing(wn: Any, word: str) -> str | None:
-    """The word's noun lemma if one of its most common noun senses is a physical thing (see _THING_ROOTS)."""
-    lemma = _lemma(wn, word)
-    if lemma is None or len(lemma) < 3:
-        return None
-    for synset in wn.synsets(lemma, "n")[:_SENSES]:
-        if _THING_ROOTS.intersection(s.name() for path in synset.hypernym_paths() for s in path):
-            return lemma
-    return None
-
-
 def _tokens(text: str) -> list[str]:
     return [_NUMBER_WORDS.get(t, t) for t in _TOKEN.findall(text.lower())]
 
@@ -123,18 +113,12 @@ def details(text: str, wn: Any) -> set[str]:
     for i, t in enumerate(toks):
         if t[0].isdigit():
             unit = toks[i + 1] if i + 1 < len(toks) and not toks[i + 1][0].isdigit() else ""
-            out.add(f"{t} {_lemma(wn, unit) or unit}".strip())
+            out.add(f"{t} {noun_lemma(wn, unit) or unit}".strip())
         else:
-            thing = _is_thing(wn, t)
+            thing = thing_lemma(wn, t)
             if thing:
                 out.add(thing)
     return out
-
-
-def _lemma(wn: Any, word: str) -> str | None:
-    """The shortest noun base form WordNet knows ("eggs" -> "egg", "minutes" -> "minute"), else None."""
-    forms = wn._morphy(word, "n") if word else []
-    return min(forms, key=len) if forms else None
 
 
 def detail_recall(tutorial_steps: Sequence[str], answer_steps: Sequence[str], wn: Any) -> float | None:
@@ -143,6 +127,16 @@ def detail_recall(tutorial_steps: Sequence[str], answer_steps: Sequence[str], wn
         return None
     got = details("\n".join(answer_steps), wn)
     return len(wanted & got) / len(wanted)
+
+
+def likelihood_gain_of(conv: Conversation) -> float | None:
+    """Likelihood Gain of the conversation's likelihood post-test (None: not taken, or not read)."""
+    from wikihowagent.workflow.likelihood import likelihood_gain
+
+    test = conv.posttest.likelihood if conv.posttest is not None else None
+    if test is None or test.error is not None:
+        return None
+    return likelihood_gain(test.post, test.pre)
 
 
 def usable(answer: TestAnswer | None) -> TypeGuard[TestAnswer]:

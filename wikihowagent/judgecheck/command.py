@@ -31,6 +31,8 @@ def judge_check(
     tie_band: Annotated[float, typer.Option(rich_help_panel=MODELS, min=0.0, max=0.499, help="With --pairwise: the `average` verdict rule's tie band (|P(original better) - 0.5| up to this is a tie); accuracy under both rules (`agree`, `average`) is reported.")] = 0.0,
     posttest_learner: Annotated[Optional[str], typer.Option(rich_help_panel=POSTTEST, metavar="SPEC", help="Instead of judging: the post-test's validity. This learner model takes the post-test on each original and its skip_steps / off_topic copies; their Step Recall must drop: posttest_validity.csv/.md (beside the judge's accuracy when this directory has it), posttests.jsonl.")] = None,
     posttest_prompt: Annotated[Optional[str], typer.Option(rich_help_panel=POSTTEST, metavar="NAME", help="With --posttest-learner: the test's wording, v2 (default) or v3 (\"not taught\" allowed per step).")] = None,
+    posttest_likelihood: Annotated[bool, typer.Option("--posttest-likelihood", rich_help_panel=POSTTEST, help="With --posttest-learner: also the likelihood post-test (the learner model's mean log-probability per token of each tutorial step given the lesson minus given the title: Likelihood Gain, nats) on each original and copy: posttest_likelihood_validity.csv. Needs an OpenAI-compatible /v1/completions with echo + logprobs (vLLM) or a llama.cpp server (the embedded `local`: read through a grammar).")] = False,
+    tutorials: Annotated[Optional[list[Path]], typer.Option(rich_help_panel=POSTTEST, metavar="PATH", help="With --posttest-learner: split the validity by tutorial set (repeatable), e.g. --tutorials data/validity/counterfactual (procedures the learner cannot already know) --tutorials data/tutorials: each conversation counts in the set whose tutorial it teaches; posttest_validity_by_set.csv.")] = None,
 ) -> None:
     """Meta-evaluate the rubric judge without human labels: perturbed conversations that should score lower
     (sensitivity) and the originals judged twice (self-consistency)."""
@@ -43,7 +45,7 @@ def judge_check(
     req = JudgeCheckRequest(tuple(runs), out, tuple(evaluator or ()), judge_scoring, judge_rationale, judge_prompt,
                             perturbations, rubrics, max_conversations, config, base_url, concurrency, retries,
                             not no_figures, pairwise, pairwise_reading, tie_band, posttest_learner,
-                            posttest_prompt)
+                            posttest_prompt, tuple(tutorials or ()), posttest_likelihood)
     try:
         run_judge_check(req, console)
     except WikihowagentError as exc:  # JudgeCheckError, or the config, rubric, input or backend error as it is

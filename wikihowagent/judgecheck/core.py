@@ -491,10 +491,16 @@ class JudgeCheckRequest:
     tie_band: float = 0.0  # --pairwise: the `average` verdict rule's tie band
     posttest_learner: str | None = None  # instead of judging: the post-test's validity with this learner
     posttest_prompt: str | None = None  # ... in this wording (workflow/posttest.py PROMPTS); None = the default
+    posttest_tutorials: tuple[Path, ...] = ()  # ... split by these tutorial sets (e.g. the validity set)
+    posttest_likelihood: bool = False  # ... and the likelihood post-test (workflow/likelihood.py)
 
 
 def run_judge_check(req: JudgeCheckRequest, console: Any) -> None:
     """Judge, resume, analyse and write; progress and results on `console`. Raises JudgeCheckError (one line)."""
+    if req.posttest_tutorials and not req.posttest_learner:
+        raise JudgeCheckError("--tutorials: give --posttest-learner (the tutorial sets split the post-test's validity)")
+    if req.posttest_likelihood and not req.posttest_learner:
+        raise JudgeCheckError("--posttest-likelihood: give --posttest-learner (the model whose log-probabilities are read)")
     specs = list(dict.fromkeys(req.evaluators))
     if len(specs) > 1:
         _judge_panel(console, specs, req.runs, req.out, req.judge_scoring, req.judge_rationale, req.perturbations,
@@ -504,7 +510,8 @@ def run_judge_check(req: JudgeCheckRequest, console: Any) -> None:
         _judge_check(console, req.runs, req.out, specs[0] if specs else None, req.judge_scoring, req.judge_rationale,
                      req.perturbations, req.rubrics, req.max_conversations, req.config, req.base_url, req.concurrency,
                      req.retries, not req.figures, req.pairwise, req.pairwise_reading, req.judge_prompt,
-                     req.posttest_learner, tie_band=req.tie_band, posttest_prompt=req.posttest_prompt)
+                     req.posttest_learner, tie_band=req.tie_band, posttest_prompt=req.posttest_prompt,
+                     posttest_tutorials=req.posttest_tutorials, posttest_likelihood=req.posttest_likelihood)
 
 
 def _judge_panel(console, specs, runs, out, judge_scoring, judge_rationale, perturbations_path, rubrics_path,
@@ -550,7 +557,7 @@ def _scoring_of(out: Path, spec: str) -> str:
 def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, perturbations_path, rubrics_path,
                  max_conversations, config, base_url, concurrency, retries, no_figures, pairwise=False,
                  pairwise_reading=None, judge_prompt=None, posttest_learner=None, tie_band=0.0,
-                 posttest_prompt=None) -> None:
+                 posttest_prompt=None, posttest_tutorials=(), posttest_likelihood=False) -> None:
     import asyncio
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
@@ -570,6 +577,7 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
     from wikihowagent.workflow.posttest import prompt_option
 
     test_prompt = prompt_option(posttest_prompt, posttest_learner)  # a bad --posttest-prompt: one line, first
+    tutorial_sets = load_tutorial_sets(posttest_tutorials, console)  # a bad --tutorials set: one line, first
     cfg = load_config(config)
     rubric_set = load_rubrics(rubrics_path)
     perts = load_perturbations(perturbations_path, list(rubric_set))
@@ -595,7 +603,7 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
 
         make_learner = judge_llm_factory(cfg, base_url, endpoints.aliases, endpoints.urls, *LEARNER_ROLE)
         _posttest_validity(console, [c for _, c in convs], perts, posttest_learner, make_learner, Path(out),
-                           test_prompt)
+                           test_prompt, tutorial_sets, posttest_likelihood)
         return
     opts = EvalOptions(judge=True, evaluator=evaluator, base_url=base_url, concurrency=concurrency,
                        default_concurrency=cfg.concurrency,
@@ -699,21 +707,52 @@ def _pairwise(console, convs, perts, rubric_set, spec, llm, out, reading, retrie
         raise JudgeCheckError("the judge gave no readable verdict: no sensitivity could be measured")
 
 
-def _posttest_validity(console, convs, perts, spec, make_learner, out, prompt) -> None:
-    """judge-check --posttest-learner: post-tests on originals and skip_steps / off_topic copies."""
+def load_tutorial_sets(paths: tuple[Path, ...] | list[Path], console: Any) -> dict[str, list[Any]]:
+    """`--tutorials PATH...` -> {set name: its tutorials}; the name is the folder's (or file's) name, the path
+    when two share one. A tutorial outside 2..30 steps is a one-line error naming its file and method (a
+    validity tutorial, corpus/counterfactual.py); methods the loader skips (one step) are said."""
+    from wikihowagent.corpus.core import LoadReport, TutorialError, load_tutorials
+    from wikihowagent.corpus.counterfactual import ValiditySetError, check_steps
+
+    names = [Path(p).name or str(p) for p in paths]
+    out: dict[str, list[Any]] = {}
+    for p, name in zip(paths, names):
+        report = LoadReport()
+        try:
+            tuts = load_tutorials(Path(p), report=report)
+            for t in tuts:
+                check_steps(t.source_tutorial_path, t.method_title, len(t.steps))
+        except (TutorialError, ValiditySetError) as exc:
+            raise JudgeCheckError(f"--tutorials: {exc}") from None
+        if report.skipped:
+            console.print(f"--tutorials {p}: {report.summary()}", highlight=False, markup=False)
+        out[str(p) if names.count(name) > 1 else name] = tuts
+    return out
+
+
+def _posttest_validity(console, convs, perts, spec, make_learner, out, prompt, tutorial_sets=None,
+                       with_likelihood=False) -> None:
+    """judge-check --posttest-learner: post-tests on originals and skip_steps / off_topic copies (per tutorial
+    set with --tutorials)."""
     import asyncio
 
     from wikihowagent.console import progress_bar
     from wikihowagent.evaluation.runner import EvaluateError, cancel_leftover_tasks
     from wikihowagent.runs import POSTTESTS, PretestCache, RunError, dir_lock
+    from wikihowagent.workflow.likelihood import LikelihoodError
     from wikihowagent.workflow.posttest import PostTester
 
-    from .posttest_check import (PostTestCheck, abstained_shares, judge_accuracy, step_recalls, take_posttests,
-                                 validity_table, variants,
+    from .posttest_check import (PostTestCheck, abstained_shares, judge_accuracy, likelihood_gains, step_recalls,
+                                 take_posttests, tutorial_sets as sets_of, validity_by_set, validity_table, variants,
                                  write_validity)
 
     check = PostTestCheck()
-    jobs = variants(convs, perts, check)
+    sets = sets_of(convs, tutorial_sets) if tutorial_sets else None
+    for name, tuts in (tutorial_sets or {}).items():
+        if name not in (sets or {}).values():
+            raise JudgeCheckError(f"--tutorials {name}: none of the {len(convs)} conversations teaches one of its "
+                                  f"{len(tuts)} tutorials (generate --tutorials {name} makes some)")
+    jobs = variants(convs, perts, check, sets)
     if not any(v != "original" for v, _ in jobs):
         raise JudgeCheckError("judge-check --posttest-learner: no skip_steps / off_topic perturbation applies "
                               "(the perturbation file needs one of these kinds)")
@@ -724,20 +763,49 @@ def _posttest_validity(console, convs, perts, spec, make_learner, out, prompt) -
     try:
         out.mkdir(parents=True, exist_ok=True)
         with dir_lock(out, blocking=False, what="another 'wikihowagent judge-check'", name=JUDGE_CHECK_LOCK):
-            tester = PostTester(make_learner(spec), spec, PretestCache(out), prompt)
+            model = make_learner(spec)
+            tester = PostTester(model, spec, PretestCache(out), prompt)
+            taker = None
+            if with_likelihood:
+                from wikihowagent.workflow.likelihood import LikelihoodTaker, for_chat_model
+
+                reader = for_chat_model(model)
+                taker = LikelihoodTaker(reader)
+                console.print(f"likelihood post-test: {reader.transport} on {reader.root}", highlight=False,
+                              markup=False)
             with progress_bar(console, len(jobs), "post-tests of originals and perturbed copies") as advance:
-                tests = loop.run_until_complete(take_posttests(jobs, tester, spec, out / POSTTESTS, advance, check))
+                tests = loop.run_until_complete(take_posttests(jobs, tester, spec, out / POSTTESTS, advance, check,
+                                                               taker))
+    except LikelihoodError as exc:
+        raise JudgeCheckError(f"--posttest-likelihood: {exc}") from None
     except (EvaluateError, RunError, OSError) as exc:
         raise JudgeCheckError(f"{exc} (post-tests so far are in {out / POSTTESTS}; rerun to resume)") from None
     finally:
         cancel_leftover_tasks(loop)
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
-    table = validity_table(step_recalls(convs, tests, check), perts, judge_accuracy(out), abstained_shares(tests))
-    written = write_validity(out, table, f"{spec}, post-test prompt {prompt.name}", len(convs), check)
-    for row in table.itertuples(index=False):
-        console.print(f"{row.perturbation}: post-test recall lower than the original's in {row.lower} of {row.n} "
-                      f"pairs ({row.ties} ties), accuracy {row.accuracy} [{row.ci_low}, {row.ci_high}]",
+    recalls, shares = step_recalls(convs, tests, check), abstained_shares(tests)
+    table = validity_table(recalls, perts, judge_accuracy(out), shares)
+    by_set = validity_by_set(recalls, perts, sets, shares) if sets else None
+    lik_table = lik_by_set = None
+    if with_likelihood:
+        gains = likelihood_gains(convs, tests)
+        lik_table = validity_table(gains, perts)
+        lik_by_set = validity_by_set(gains, perts, sets) if sets else None
+    written = write_validity(out, table, f"{spec}, post-test prompt {prompt.name}", len(convs), check, by_set,
+                             lik_table, lik_by_set)
+    for row in (by_set if by_set is not None else table).itertuples(index=False):
+        where = f"{row.tutorials}: " if by_set is not None else ""
+        console.print(f"{where}{row.perturbation}: post-test recall lower than the original's in {row.lower} of "
+                      f"{row.n} pairs ({row.ties} ties), accuracy {row.accuracy} [{row.ci_low}, {row.ci_high}]",
+                      highlight=False, markup=False)
+    if with_likelihood:
+        for row in (lik_by_set if lik_by_set is not None else lik_table).itertuples(index=False):
+            where = f"{row.tutorials}: " if lik_by_set is not None else ""
+            console.print(f"{where}{row.perturbation}: Likelihood Gain lower than the original's in {row.lower} of "
+                          f"{row.n} pairs, accuracy {row.accuracy} [{row.ci_low}, {row.ci_high}]", highlight=False,
+                          markup=False)
+        console.print(f"likelihood post-tests: {check.likelihoods} taken, {check.likelihood_failed} could not be read",
                       highlight=False, markup=False)
     console.print(f"post-tests: {check.taken} taken, {check.reused} reused, {check.failed} not a step list; wrote "
                   + ", ".join(str(p) for p in written), highlight=False, markup=False)

@@ -7,6 +7,12 @@ took it) and on each perturbed copy; Step Recall (evaluation/posttest.py) is com
 share of pairs where the original's recall is higher (ties count half), with a bootstrap 95 % CI over
 conversations, beside the rubric judge's accuracy on the same perturbation when judgments.jsonl has it.
 Post-tests are appended to `<out>/posttests.jsonl` as they finish (a rerun resumes).
+
+With `--tutorials PATH` (repeatable; e.g. the counterfactual validity set, data/validity/counterfactual, beside
+the bundled tutorials) each conversation belongs to the set whose tutorial it teaches (same article title and
+steps; "other" for none), an off_topic copy takes its teaching from a conversation of the same set, and the
+table is also given per set (posttest_validity_by_set.csv): the post-test's validity on procedures the learner
+cannot already know, beside the same on common ones.
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ from typing import Any
 
 from wikihowagent.csvcells import people_csv
 from wikihowagent.records import Conversation, PostTest
-from wikihowagent.runs import POSTTEST_VALIDITY_CSV, POSTTEST_VALIDITY_MD, SENSITIVITY_CSV, read_people_table
+from wikihowagent.runs import (POSTTEST_LIKELIHOOD_CSV, POSTTEST_LIKELIHOOD_SETS_CSV, POSTTEST_VALIDITY_CSV,
+                               POSTTEST_VALIDITY_MD, POSTTEST_VALIDITY_SETS_CSV, SENSITIVITY_CSV, read_people_table)
 
 from .accuracy import ORIGINAL, bootstrap_ci, paired_wins
 from .perturbations import Perturbation, perturb
@@ -33,20 +40,35 @@ class PostTestCheck:
     reused: int = 0  # originals whose record already had one by this model, or found in posttests.jsonl
     failed: int = 0  # answers that are not a step list (not scored)
     not_applicable: int = 0
+    likelihoods: int = 0  # likelihood post-tests taken in this invocation (--posttest-likelihood)
+    likelihood_failed: int = 0  # ... that the server could not give
     written: list[Path] = field(default_factory=list)
     table: Any = None  # pandas DataFrame
 
 
+OTHER_SET = "other"  # conversations of none of the --tutorials sets
+
+
+def tutorial_sets(convs: list[Conversation], sets: dict[str, list[Any]]) -> dict[str, str]:
+    """conversation id -> the name of the set (`sets`: name -> its Tutorials) whose tutorial it teaches (same
+    article title and steps), else OTHER_SET."""
+    index = {(t.title, tuple(t.steps)): name for name, tuts in sets.items() for t in tuts}
+    return {c.conversation_id: index.get((c.title, tuple(c.steps)), OTHER_SET) for c in convs}
+
+
 def variants(convs: list[Conversation], perturbations: list[Perturbation],
-             check: PostTestCheck) -> list[tuple[str, Conversation]]:
-    """(variant, conversation) to post-test: each original and its skip_steps / off_topic copies."""
+             check: PostTestCheck, sets: dict[str, str] | None = None) -> list[tuple[str, Conversation]]:
+    """(variant, conversation) to post-test: each original and its skip_steps / off_topic copies; with `sets`
+    (tutorial_sets), a copy's other conversation (off_topic's teaching) is of the same set."""
     out: list[tuple[str, Conversation]] = []
+    sets = sets or {}
     for c in convs:
+        same = [o for o in convs if sets.get(o.conversation_id) == sets.get(c.conversation_id)]
         out.append((ORIGINAL, c))
         for p in perturbations:
             if p.kind not in POSTTEST_PERTURBATIONS:
                 continue
-            pc = perturb(p, c, convs)
+            pc = perturb(p, c, same)
             if pc is None:
                 check.not_applicable += 1
                 continue
@@ -54,9 +76,16 @@ def variants(convs: list[Conversation], perturbations: list[Perturbation],
     return out
 
 
+def _needs_likelihood(test: PostTest) -> bool:
+    return test.likelihood is None or test.likelihood.error is not None
+
+
 async def take_posttests(jobs: list[tuple[str, Conversation]], tester: Any, spec: str, path: Path,
-                         progress: Callable[[int], None], check: PostTestCheck) -> dict[tuple[str, str], PostTest]:
-    """The post-test of every (variant, conversation): from the record or posttests.jsonl, else taken now."""
+                         progress: Callable[[int], None], check: PostTestCheck,
+                         likelihood: Any = None) -> dict[tuple[str, str], PostTest]:
+    """The post-test of every (variant, conversation): from the record or posttests.jsonl, else taken now; with
+    `likelihood` (workflow/likelihood.LikelihoodTaker) each also gets its likelihood post-test where it has
+    none (or a failed one), appended as the test's new line."""
     from wikihowagent.runs import JsonlAppender, read_posttest_variants
     from wikihowagent.workflow.posttest import CALL_FAILED
 
@@ -69,6 +98,8 @@ async def take_posttests(jobs: list[tuple[str, Conversation]], tester: Any, spec
         key = (c.conversation_id, variant)
         mine = variant == ORIGINAL and c.posttest is not None and c.posttest.taken_by(spec, version)
         own = c.posttest if mine else None
+        if own is not None and key in done and not _needs_likelihood(done[key]):
+            own = None  # the stored line of the record's own post-test carries its likelihood
         if own is not None or key in done:
             out[key] = own or done[key]
             check.reused += 1
@@ -77,16 +108,44 @@ async def take_posttests(jobs: list[tuple[str, Conversation]], tester: Any, spec
             todo.append((variant, c))
     with JsonlAppender(path) as sink:
 
+        async def add_likelihood(variant: str, c: Conversation, test: PostTest) -> PostTest:
+            lt = await likelihood.take(c.tutorial_key, c.title, c.tutorial_title, c.turns, c.steps)
+            check.likelihoods += 1
+            check.likelihood_failed += lt.error is not None
+            return test.model_copy(update={"likelihood": lt})
+
         async def one(variant: str, c: Conversation) -> None:
             test = await tester.run(c.tutorial_key, c.title, c.tutorial_title, c.turns, len(c.steps), pretest=False)
+            if likelihood is not None:
+                test = await add_likelihood(variant, c, test)
             sink.append({"conversation_id": c.conversation_id, "variant": variant,
                          "posttest": test.model_dump(mode="json")})
             out[(c.conversation_id, variant)] = test
             check.taken += 1
             progress(1)
 
+        async def later(variant: str, c: Conversation) -> None:
+            test = await add_likelihood(variant, c, out[(c.conversation_id, variant)])
+            sink.append({"conversation_id": c.conversation_id, "variant": variant,
+                         "posttest": test.model_dump(mode="json")})
+            out[(c.conversation_id, variant)] = test
+
         await asyncio.gather(*(one(v, c) for v, c in todo))
+        if likelihood is not None:  # the reused ones without a likelihood post-test
+            taken_now = {(c.conversation_id, v) for v, c in todo}
+            await asyncio.gather(*(later(v, c) for v, c in jobs if (c.conversation_id, v) not in taken_now
+                                   and _needs_likelihood(out[(c.conversation_id, v)])))
     return out
+
+
+def likelihood_gains(convs: list[Conversation], tests: dict[tuple[str, str], PostTest]
+                     ) -> dict[tuple[str, str], float | None]:
+    """Likelihood Gain of every test that has a likelihood post-test (None: the server could not give it)."""
+    from wikihowagent.evaluation.posttest import likelihood_gain_of
+
+    by_id = {c.conversation_id: c for c in convs}
+    return {(cid, v): likelihood_gain_of(by_id[cid].model_copy(update={"posttest": t}))
+            for (cid, v), t in tests.items() if cid in by_id and t.likelihood is not None}
 
 
 def step_recalls(convs: list[Conversation], tests: dict[tuple[str, str], PostTest],
@@ -143,6 +202,20 @@ def validity_table(recalls: dict[tuple[str, str], float | None], perturbations: 
                                        "abstained_original", "abstained_perturbed"])
 
 
+def validity_by_set(recalls: dict[tuple[str, str], float | None], perturbations: list[Perturbation],
+                    sets: dict[str, str], abstained: dict[tuple[str, str], float] | None = None) -> Any:
+    """validity_table per tutorial set (`sets`: conversation id -> set name), a `tutorials` column first."""
+    import pandas as pd
+
+    frames = []
+    for name in dict.fromkeys(sorted(sets.values(), key=lambda n: (n == OTHER_SET, n))):
+        mine = {k: v for k, v in recalls.items() if sets.get(k[0]) == name}
+        t = validity_table(mine, perturbations, None, abstained)
+        t.insert(0, "tutorials", name)
+        frames.append(t)
+    return pd.concat(frames, ignore_index=True).drop(columns=["judge_accuracy"])
+
+
 def judge_accuracy(out_dir: Path) -> dict[str, float]:
     """The rubric judge's mean accuracy per perturbation over its targeted rubrics (sensitivity.csv), if any."""
     path = out_dir / SENSITIVITY_CSV
@@ -152,15 +225,40 @@ def judge_accuracy(out_dir: Path) -> dict[str, float]:
     return {str(k): round(float(v), 4) for k, v in sens.groupby("perturbation")["accuracy"].mean().items()}
 
 
-def write_validity(out_dir: Path, table: Any, spec: str, n_convs: int, check: PostTestCheck) -> list[Path]:
+def write_validity(out_dir: Path, table: Any, spec: str, n_convs: int, check: PostTestCheck,
+                   by_set: Any = None, lik_table: Any = None, lik_by_set: Any = None) -> list[Path]:
     from wikihowagent.evaluation.summary import markdown_table
 
     csv = out_dir / POSTTEST_VALIDITY_CSV
     people_csv(table, csv)
+    written = [csv]
+    extra: list[str] = []
+    if by_set is not None:
+        people_csv(by_set, out_dir / POSTTEST_VALIDITY_SETS_CSV)
+        written.append(out_dir / POSTTEST_VALIDITY_SETS_CSV)
 
     def fmt(v: Any) -> str:
         return "–" if v is None or v != v else (f"{v:.3f}" if isinstance(v, float) else str(v))
 
+    if lik_table is not None:
+        people_csv(lik_table, out_dir / POSTTEST_LIKELIHOOD_CSV)
+        written.append(out_dir / POSTTEST_LIKELIHOOD_CSV)
+        if lik_by_set is not None:
+            people_csv(lik_by_set, out_dir / POSTTEST_LIKELIHOOD_SETS_CSV)
+            written.append(out_dir / POSTTEST_LIKELIHOOD_SETS_CSV)
+    if by_set is not None:
+        extra = ["Per tutorial set (`--tutorials`; an off_topic copy is taught from a conversation of the same set):",
+                 "", markdown_table(list(by_set.columns), [[fmt(v) for v in row]
+                                                             for row in by_set.itertuples(index=False)]), ""]
+    lik_lines: list[str] = []
+    for name, t in (("", lik_table), (" per tutorial set", lik_by_set)):
+        if t is not None:
+            lik_lines += [f"Likelihood post-test{name} (`--posttest-likelihood`): accuracy = share of pairs where "
+                          "the original's Likelihood Gain (mean log-probability per token of the tutorial's steps "
+                          "given the lesson minus given the title; nats) is higher than the copy's; the "
+                          "mean_recall columns hold the mean Likelihood Gain here:", "",
+                          markdown_table(list(t.columns), [[fmt(v) for v in row] for row in t.itertuples(index=False)]),
+                          ""]
     md = out_dir / POSTTEST_VALIDITY_MD
     md.write_text("\n".join([
         f"# Post-test validity: learner {spec}", "",
@@ -170,6 +268,6 @@ def write_validity(out_dir: Path, table: Any, spec: str, n_convs: int, check: Po
         "when judge-check judged this output directory.", "",
         f"Post-tests: {check.taken} taken now, {check.reused} reused; {check.failed} answers not a step list "
         f"(left out); {check.not_applicable} perturbed copies not applicable.", "",
-        markdown_table(list(table.columns), [[fmt(v) for v in row] for row in table.itertuples(index=False)]), ""]),
-        encoding="utf-8")
-    return [csv, md]
+        markdown_table(list(table.columns), [[fmt(v) for v in row] for row in table.itertuples(index=False)]), "",
+        *extra, *lik_lines]), encoding="utf-8")
+    return [*written, md]

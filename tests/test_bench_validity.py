@@ -1,0 +1,142 @@
+"""scripts/bench_validity.py's model-free tables: validity per tutorial set, the likelihood post-test, and the
+human yardstick read pooled and within tutorials (known truth)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import bench_validity as BV  # noqa: E402
+
+
+def test_human_rows_separate_pooled_from_within_tutorial(tmp_path):
+    """Learning Gain that follows only which tutorial people liked: pooled r high, within-tutorial r ~ 0."""
+    rng = np.random.default_rng(0)
+    recs, people = [], []
+    for t in range(10):
+        liked = rng.normal()
+        for k in range(7):
+            cid = f"t{t}c{k}"
+            recs.append({"conversation_id": cid, "title": f"How to {t}",
+                         "metrics": {"Learning Gain": float(np.clip(0.2 * liked + rng.normal() * 0.01, -1, 1))}})
+            people.append({"conversation_id": cid, "human_Overall": 3 + liked + rng.normal() * 0.3,
+                           "human_Progress": 3 + rng.normal(), "human_Clarity": 3 + rng.normal()})
+    (tmp_path / "scores" / "run").mkdir(parents=True)
+    (tmp_path / "scores" / "run" / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    (tmp_path / "align").mkdir()
+    import pandas as pd
+
+    pd.DataFrame(people).to_csv(tmp_path / "align" / "paired_scores.csv", index=False)
+    rows = BV.human_rows(tmp_path / "scores", tmp_path / "align", ["Learning Gain"])
+    overall = next(r for r in rows if r[1] == "Overall")
+    assert overall[2:4] == ["70", "10"]
+    pooled, within = float(overall[4].split()[0]), float(overall[5].split()[0])
+    assert pooled > 0.8 and abs(within) < 0.3
+    assert [r[1] for r in rows] == ["Overall", "Progress", "Clarity"]
+
+
+def test_validity_and_likelihood_rows_read_judge_check_outputs(tmp_path):
+    import pandas as pd
+
+    from wikihowagent.records import LikelihoodTest, PostTest, TestAnswer
+
+    pd.DataFrame([{"tutorials": "counterfactual", "perturbation": "skip_steps", "n": 20, "accuracy": 0.9,
+                   "ci_low": 0.8, "ci_high": 1.0, "lower": 17, "ties": 2, "mean_recall_original": 0.8,
+                   "mean_recall_perturbed": 0.5, "failed": 0, "abstained_original": None,
+                   "abstained_perturbed": None}]).to_csv(tmp_path / "posttest_validity_by_set.csv", index=False)
+    pd.DataFrame([{"perturbation": "skip_steps", "n": 20, "accuracy": 0.95, "ci_low": 0.85, "ci_high": 1.0,
+                   "lower": 19, "ties": 0, "mean_recall_original": 1.2, "mean_recall_perturbed": 0.4, "failed": 0,
+                   "judge_accuracy": None, "abstained_original": None, "abstained_perturbed": None}]
+                 ).to_csv(tmp_path / "posttest_likelihood_validity.csv", index=False)
+    lines = [{"conversation_id": f"c{i}", "variant": "original", "posttest": PostTest(
+        post=TestAnswer(steps=["x"]), likelihood=LikelihoodTest(post=[-1.0, -1.0], pre=[-2.0, -3.0], post_tokens=[5, 5],
+                                                                 latency_s=10.0, pre_latency_s=4.0 if i else 0.0)
+    ).model_dump(mode="json")} for i in range(3)]
+    (tmp_path / "posttests.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (row,) = BV.validity_rows(tmp_path)
+    assert row[:4] == ["counterfactual", "skip_steps", "20", "0.900 [0.800, 1.000]"]
+    vrows, crow = BV.likelihood_rows(tmp_path)
+    assert vrows[0][:4] == ["all", "skip_steps", "20", "0.950 [0.850, 1.000]"]
+    assert crow == [["3", crow[0][1], "10.0", "4.0", "10"]] and crow[0][1].startswith("1.500 [")
+    assert BV.likelihood_rows(tmp_path / "nowhere") == ([], [])
+
+
+def test_likelihood_step_is_resumable_and_reported(tmp_path, monkeypatch):
+    from typer.testing import CliRunner
+
+    from fake_servers import FakeOpenAI
+    from wikihowagent.cli import app
+
+    def seen(token, before):
+        w = token.strip().lower().strip(".,")
+        return -0.5 if w and w in before.lower() else -4.0
+
+    with FakeOpenAI(text_logprob=seen) as srv:
+        res = CliRunner().invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url,
+                                       "--out", str(tmp_path / "run"), "--max-tutorials", "3", "--retries", "0",
+                                       "--no-posttest"])
+        assert res.exit_code == 0, res.output
+        from langchain_openai import ChatOpenAI
+
+        monkeypatch.setattr(BV, "_learner", lambda spec: ChatOpenAI(model="fake-model", base_url=srv.base_url,
+                                                                     api_key="x"))
+        assert BV.likelihood_step([tmp_path / "run"], tmp_path / "lik", "openai:fake-model", minutes=0.0) is False
+        assert BV.likelihood_step([tmp_path / "run"], tmp_path / "lik", "openai:fake-model", minutes=5.0) is True
+        n = len([r for r in srv.requests if r.get("echo")])
+        assert BV.likelihood_step([tmp_path / "run"], tmp_path / "lik", "openai:fake-model", minutes=5.0) is True
+        assert len([r for r in srv.requests if r.get("echo")]) == n  # nothing read twice
+    got = BV.read_likelihoods(tmp_path / "lik")
+    assert len(got) == 3 and all(lt.error is None and lt.transport == "echo" for _, lt in got.values())
+    rows, prows = BV.run_likelihood_rows([tmp_path / "lik"])
+    assert rows[0][:2] == ["lik", "3"] and float(rows[0][2].split()[0]) > 0  # the lesson states the steps
+    assert prows == []
+
+
+def test_verbatim_lessons_are_records_judge_check_reads(tmp_path):
+    """`lessons`: one verbatim full lesson per validity tutorial; judge-check's post-test validity runs on it
+    (here with a learner that recalls exactly what it was taught: skip_steps and off_topic always lower)."""
+    import re
+
+    import pandas as pd
+    from typer.testing import CliRunner
+
+    from fake_servers import FakeOpenAI
+    from wikihowagent.cli import app
+    from wikihowagent.runs import read_conversations
+
+    assert BV.lessons(BV.VALIDITY_SET, tmp_path / "cf.jsonl") == 22
+    convs = list(read_conversations(tmp_path / "cf.jsonl"))
+    assert len(convs) == 22 and all(c.completed for c in convs)
+    c = convs[0]
+    assert [t.step for t in c.turns if t.role == "teacher" and t.kind == "model"] == list(range(len(c.steps)))
+
+    def learner(prompt):
+        if "This was your lesson" in prompt:
+            return "\n".join(f"{i}. {t}" for i, t in enumerate(re.findall(r"Teacher: Step \d+: (.*)", prompt), 1))
+        return "I have no idea."
+
+    with FakeOpenAI(reply=learner) as srv:
+        res = CliRunner().invoke(app, ["judge-check", str(tmp_path / "cf.jsonl"), "--out", str(tmp_path / "check"),
+                                       "--posttest-learner", "openai:fake-model", "--base-url", srv.base_url,
+                                       "--tutorials", str(BV.VALIDITY_SET)])
+    assert res.exit_code == 0, res.output
+    t = pd.read_csv(tmp_path / "check" / "posttest_validity_by_set.csv").set_index("perturbation")
+    assert set(t["tutorials"]) == {"counterfactual"} and (t["n"] >= 20).all()
+    assert t.loc["skip_steps", "accuracy"] == 1.0 and t.loc["off_topic", "accuracy"] > 0.9
+
+
+def test_scores_rows(tmp_path):
+    recs = [{"conversation_id": f"c{i}", "metrics": {"Learning Gain": 0.1 * i, "Detail Gain": None,
+                                                     "Step Recall": 0.5}} for i in range(4)]
+    (tmp_path / "s" / "cf").mkdir(parents=True)
+    (tmp_path / "s" / "cf" / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
+    (row,) = BV.scores_rows(tmp_path / "s")
+    assert row[:2] == ["cf", "4"] and row[2].startswith("15.0 [") and row[2].endswith("(n=4)")
+    assert row[3].startswith("–") and row[3].endswith("(n=0)") and row[4].startswith("50.0 [")

@@ -1,0 +1,120 @@
+"""Pooled and within-group correlation, for a measure whose baseline is per group (docs/pending/h31.md).
+
+Learning Gain's pre-test is taken once per tutorial, so a pooled correlation of the gain with people's ratings
+over conversations can come from *which tutorials* people liked rather than from the lessons. The within-
+tutorial correlation removes that: both variables are centred on their tutorial's mean (the fixed-effects,
+"within" estimator) before Pearson's r; a tutorial with one conversation contributes nothing. A mixed model
+with the tutorial as a random-intercept group is given beside it as a check (statsmodels MixedLM, both
+variables standardised, y ~ x_within + x_tutorial_mean: the within slope. A random intercept alone, y ~ x,
+would still mix in the between-tutorial association whenever x differs between tutorials — the test's
+simulation shows it). CIs: a cluster bootstrap resampling whole tutorials (pooled and within), so the
+dependence of conversations of one tutorial is kept.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+BOOTSTRAP = 2000
+
+
+@dataclass(frozen=True)
+class GroupedR:
+    n: int  # pairs with both values
+    groups: int  # groups (tutorials) among them
+    pooled: float
+    pooled_ci: tuple[float, float]
+    within: float
+    within_ci: tuple[float, float]
+    between: float  # r of the group means (what the pooled r can borrow from)
+    mixed_slope: float  # standardised within slope of y on x, tutorial as random intercept (nan if not fitted)
+    mixed_ci: tuple[float, float]
+
+
+def _r(x, y) -> float:
+    import numpy as np
+
+    if len(x) < 3 or np.std(x) == 0 or np.std(y) == 0:
+        return math.nan
+    return float(np.corrcoef(x, y)[0, 1])
+
+
+def _centred(x, codes, k):
+    import numpy as np
+
+    sums = np.bincount(codes, weights=x, minlength=k)
+    counts = np.bincount(codes, minlength=k)
+    return x - (sums / np.maximum(counts, 1))[codes]
+
+
+def within_r(x, y, groups: Sequence[str]) -> float:
+    """Pearson r of x and y, each centred on its group's mean."""
+    import numpy as np
+
+    keys = sorted(set(groups))
+    codes = np.array([keys.index(g) for g in groups])
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    return _r(_centred(x, codes, len(keys)), _centred(y, codes, len(keys)))
+
+
+def _mixed(x, y, groups) -> tuple[float, tuple[float, float]]:
+    import warnings
+
+    import numpy as np
+
+    try:
+        import pandas as pd
+        import statsmodels.formula.api as smf
+
+        zx, zy = (x - x.mean()) / x.std(), (y - y.mean()) / y.std()
+        frame = pd.DataFrame({"x": zx, "y": zy, "g": list(groups)})
+        frame["xm"] = frame.groupby("g")["x"].transform("mean")
+        frame["xc"] = frame["x"] - frame["xm"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fit = smf.mixedlm("y ~ xc + xm", frame, groups=frame["g"]).fit(reml=True)
+        lo, hi = fit.conf_int().loc["xc"].tolist()
+        return float(fit.params["xc"]), (float(lo), float(hi))
+    except (ValueError, np.linalg.LinAlgError, KeyError):
+        return math.nan, (math.nan, math.nan)
+
+
+def grouped_r(x: Sequence[float | None], y: Sequence[float | None], groups: Sequence[str],
+              n_boot: int = BOOTSTRAP, seed: int = 0, mixed: bool = True) -> GroupedR:
+    """Pooled, within-group and between-group r of x and y (pairs with both values), cluster-bootstrap CIs."""
+    import numpy as np
+
+    keep = [i for i in range(len(x)) if x[i] is not None and y[i] is not None
+            and math.isfinite(float(x[i])) and math.isfinite(float(y[i]))]  # type: ignore[arg-type]
+    xs = np.array([float(x[i]) for i in keep])  # type: ignore[arg-type]
+    ys = np.array([float(y[i]) for i in keep])  # type: ignore[arg-type]
+    gs = [groups[i] for i in keep]
+    keys = sorted(set(gs))
+    codes = np.array([keys.index(g) for g in gs], dtype=int)
+    k = len(keys)
+    pooled = _r(xs, ys)
+    within = _r(_centred(xs, codes, k), _centred(ys, codes, k)) if k else math.nan
+    means = [(xs[codes == j].mean(), ys[codes == j].mean()) for j in range(k)]
+    between = _r([m[0] for m in means], [m[1] for m in means]) if k >= 3 else math.nan
+    rng = np.random.default_rng(seed)
+    members = [np.flatnonzero(codes == j) for j in range(k)]
+    boot_p, boot_w = [], []
+    for _ in range(n_boot if k >= 2 else 0):
+        pick = rng.integers(0, k, k)
+        idx = np.concatenate([members[j] for j in pick])
+        new_codes = np.concatenate([np.full(len(members[j]), i) for i, j in enumerate(pick)])
+        bx, by = xs[idx], ys[idx]
+        boot_p.append(_r(bx, by))
+        boot_w.append(_r(_centred(bx, new_codes, k), _centred(by, new_codes, k)))
+
+    def ci(vals: list[float]) -> tuple[float, float]:
+        vals = [v for v in vals if v == v]
+        if len(vals) < 10:
+            return math.nan, math.nan
+        lo, hi = np.percentile(vals, [2.5, 97.5])
+        return float(lo), float(hi)
+
+    slope, slope_ci = _mixed(xs, ys, gs) if mixed and k >= 2 and len(xs) > k + 2 else (math.nan, (math.nan, math.nan))
+    return GroupedR(len(xs), k, pooled, ci(boot_p), within, ci(boot_w), between, slope, slope_ci)
