@@ -55,6 +55,8 @@ class EvalOptions:
     panel_judge: bool = False  # one judge of a panel: its scores go to <scores dir>/judges/<judge>/ (panel.py)
     posttest_learner: str | None = None  # --posttest-learner: take the post-test of conversations without one
     posttest_prompt: str | None = None  # --posttest-prompt (workflow/posttest.py PROMPTS); None = the default
+    checklist_path: Path | None = None  # --checklist: the items file of --judge-scoring checklist (None = bundled)
+    checklist_weights: Path | None = None  # --checklist-weights: fitted item weights (align --fit-checklist)
 
 
 @dataclass
@@ -224,17 +226,24 @@ class Evaluation:
         if spec not in self._judges:
             assert self.make_llm is not None and self.rubrics is not None
             llm = self.make_llm(spec)
+            from .checklist import ChecklistError, checklist_for
+
             try:
                 mode = resolve_mode(self.opts.scoring, llm, self.opts.mode)
                 prompt = None
-                if mode != "json":
+                if mode not in ("json", "checklist"):
                     prompt = get_prompt(self.opts.prompt)
                 elif self.opts.prompt is not None:
-                    raise ScoringError("--judge-prompt applies to --judge-scoring weighted or sampled, not json")
+                    raise ScoringError(f"--judge-prompt applies to --judge-scoring weighted or sampled, not {mode}")
+                checklist, weights = (checklist_for(spec, list(self.rubrics), self.opts.checklist_path,
+                                                    self.opts.checklist_weights) if mode == "checklist" else (None, None))
+                if mode != "checklist" and (self.opts.checklist_path or self.opts.checklist_weights):
+                    raise ScoringError("--checklist and --checklist-weights apply to --judge-scoring checklist")
                 self._judges[spec] = make_scorer(mode, llm, self.rubrics, self.rubric_names, compat=self.opts.mode,
                                                  rationale=self.opts.rationale, retries=self.opts.retries,
-                                                 concurrency=judge_concurrency(self.opts, llm), prompt=prompt)
-            except PromptError as exc:
+                                                 concurrency=judge_concurrency(self.opts, llm), prompt=prompt,
+                                                 checklist=checklist, checklist_weights=weights)
+            except (PromptError, ChecklistError) as exc:
                 raise EvaluateError(str(exc)) from None
             except ScoringError as exc:
                 raise EvaluateError(f"evaluator {spec!r}: {exc}") from None
@@ -292,7 +301,10 @@ class Evaluation:
             return "scoring"  # lines written before --judge-scoring existed were json-scored
         prompt = self.prompt_name(spec)
         if prompt is not None and recorded_prompt(old.judge, label) != prompt:
-            return "prompt"  # another --judge-prompt variant
+            return "prompt"  # another --judge-prompt variant (or checklist file)
+        weights = getattr(self._judges.get(spec), "weights_name", None)
+        if weights is not None and old.judge is not None and old.judge.checklist_weights != weights:
+            return "scoring"  # other checklist item weights
         return None
 
     def learner(self) -> Any:
@@ -411,7 +423,9 @@ class Evaluation:
                     notes=[n for n in prev.notes if n.split(":")[0] not in done and not n.startswith(SHORTENED_NOTE)]
                     + jr.notes,
                     scoring=j.label, prompt=j.prompt_name, dist=keep(prev.dist, jr.dist), argmax=keep(prev.argmax, jr.argmax),
-                    spread=keep(prev.spread, jr.spread))
+                    spread=keep(prev.spread, jr.spread), checklist=jr.checklist, checklist_weights=jr.checklist_weights,
+                    reading=jr.reading or prev.reading,
+                    items=[i for i in prev.items if not set(i.rubrics) & done] + list(jr.items))
                 sink.append(rec)  # as soon as this conversation is judged (resume keeps every finished one)
                 stats.scored += 1
                 stats.judged += len(jr.scores)

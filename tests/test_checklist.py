@@ -1,0 +1,244 @@
+"""--judge-scoring checklist (issue 30): items as data, strict yes/no reading, P(yes) from log-probabilities,
+rubric scores from item scores, the per-item record, bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+from fake_servers import FakeOpenAI
+from typer.testing import CliRunner
+
+from wikihowagent.evaluation.checklist import (ChecklistError, answer_word, chosen_steps, conversation_items, fill,
+                                               headline, load_checklist, read_answer, rubric_score)
+from wikihowagent.evaluation.judge import load_rubrics
+
+FIXTURES = Path(__file__).parent / "fixtures" / "evaluation"
+RUBRICS = list(load_rubrics())
+BUNDLED = Path(__file__).parent.parent / "data" / "checklists.json"
+
+
+def flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def entries(*positions):
+    return [{"token": tok, "logprob": math.log(top.get(tok, 1e-9)),
+             "top_logprobs": [{"token": t, "logprob": math.log(p)} for t, p in top.items()]} for tok, top in positions]
+
+
+# ---------------------------------------------------------------------------- the items file
+
+
+def _write(tmp_path, mutate):
+    data = json.loads(BUNDLED.read_text(encoding="utf-8"))
+    mutate(data)
+    p = tmp_path / "checklists.json"
+    p.write_text(json.dumps(data), encoding="utf-8")
+    return p
+
+
+def test_bundled_checklist_is_valid_and_every_rubric_has_two_to_five_items_with_both_polarities():
+    cl = load_checklist(None, RUBRICS)
+    assert set(cl.rubric_items) == set(RUBRICS)
+    assert all(2 <= len(v) <= 5 for v in cl.rubric_items.values())
+    pols = {it.polarity for v in cl.rubric_items.values() for it in v}
+    assert pols == {"yes-good", "yes-bad"}
+    assert {r for t in cl.steps for r in t.rubrics} == {"Progress", "Truthfulness", "Relevance", "Depth"}
+    assert cl.ident.startswith(cl.version + "@")
+
+
+@pytest.mark.parametrize("mutate, expect", [
+    (lambda d: d["rubric_items"].__setitem__("Humour", d["rubric_items"]["Clarity"]), "'Humour': unknown rubric"),
+    (lambda d: d["rubric_items"].pop("Depth"), "rubric 'Depth' has no items"),
+    (lambda d: d["rubric_items"].__setitem__("Depth", []), "'Depth': needs 2-5 items, has 0"),
+    (lambda d: d["step_items"]["items"][0].__setitem__("rubrics", ["Progess"]), "unknown rubric 'Progess'"),
+    (lambda d: d["step_items"]["items"][0].__setitem__("text", "Did they teach {step_title}?"),
+     "unknown placeholder {step_title}"),
+    (lambda d: d["rubric_items"]["Clarity"][0].__setitem__("polarity", "good"), "polarity must be one of"),
+    (lambda d: d.pop("version"), "version must be a non-empty string"),
+])
+def test_bad_checklist_files_are_one_line_errors_naming_the_file(tmp_path, mutate, expect):
+    p = _write(tmp_path, mutate)
+    with pytest.raises(ChecklistError) as exc:
+        load_checklist(p, RUBRICS)
+    msg = str(exc.value)
+    assert expect in msg and str(p) in msg and "\n" not in msg
+
+
+def test_braces_and_quotes_in_items_and_tutorials_are_literal_text(tmp_path):
+    odd = 'Does the teacher say "{not a field}" or {{x}} or \'%s\'?'
+    p = _write(tmp_path, lambda d: d["rubric_items"]["Clarity"][0].__setitem__("text", odd))
+    cl = load_checklist(p, RUBRICS)
+    steps = ['Mix {salt} and "paint" {headline}. Then wait.', "Dry it."]
+    items, _ = conversation_items(cl, steps, ["Clarity", "Progress"])
+    qs = [i.question for i in items]
+    assert odd in qs
+    taught = [q for q in qs if q.startswith("Did the teacher teach")]
+    assert taught[0] == 'Did the teacher teach this step of the tutorial: «Mix {salt} and "paint" {headline}.»?'
+    assert fill("«{step}»", {"step": "{headline}"}) == "«{headline}»"  # values are never re-read as templates
+
+
+def test_step_items_capped_for_long_tutorials_and_none_for_zero_steps():
+    cl = load_checklist(None, RUBRICS)
+    items, note = conversation_items(cl, [f"Step number {i}. More." for i in range(60)], RUBRICS)
+    steps = {i.id.split(":")[1] for i in items if i.id.startswith("step:")}
+    assert len(steps) == cl.max_steps and {"1", "60"} <= steps
+    assert note == f"checklist: step items for {cl.max_steps} of 60 steps (max_steps {cl.max_steps}, evenly spaced)"
+    items, note = conversation_items(cl, [], RUBRICS)
+    assert not [i for i in items if i.id.startswith("step:")] and "no steps" in note
+    assert chosen_steps(3, 12) == [0, 1, 2] and chosen_steps(5, 1) == [0]
+
+
+def test_items_that_show_the_tutorial_come_last_and_step_items_serve_several_rubrics():
+    cl = load_checklist(None, RUBRICS)
+    items, _ = conversation_items(cl, ["A. b.", "C. d."], RUBRICS)
+    flags = [i.tutorial for i in items]
+    assert flags == sorted(flags) and any(flags)
+    taught = next(i for i in items if i.id == "step:1:step-taught")
+    assert set(taught.rubrics) == {"Progress", "Depth"}
+    assert headline("Fill a container with salt. Use fine salt.", 160) == "Fill a container with salt."
+
+
+# ---------------------------------------------------------------------------- reading an answer
+
+
+@pytest.mark.parametrize("text, word", [
+    ("Yes", "yes"), (" no", "no"), ("YES.", "yes"), ("No!", "no"), ("**Yes**", "yes"), ("yes\n", "yes"),
+    ("Yes, but only partly", None), ("Y", None), ("yes/no", None), ("Yes and no", None), ("", None),
+    ("No. The teacher", None), ("Maybe", None), ("Yes yes", None), ("N", None), ("Yess", None),
+])
+def test_strict_yes_no_reading(text, word):
+    assert answer_word(text) == word
+
+
+def test_p_yes_folds_case_and_space_variants_and_normalises_over_the_two():
+    a = read_answer(entries(("Yes", {"Yes": 0.5, " yes": 0.1, "YES": 0.05, "No": 0.2, " no": 0.05, "The": 0.1})),
+                    "Yes", complete=True)
+    assert a.problem is None
+    assert a.mass == pytest.approx(0.9)
+    assert a.p_yes == pytest.approx(0.65 / 0.9)
+
+
+def test_low_yes_no_mass_is_a_failure_not_a_half():
+    a = read_answer(entries(("Yes", {"Yes": 0.3, "The": 0.7})), "Yes", complete=True)
+    assert a.p_yes is None and a.low_mass and "threshold" in a.problem
+
+
+def test_cut_off_or_ambiguous_replies_are_not_answers_and_answer_only_reading_without_logprobs():
+    assert read_answer(entries(("Yes", {"Yes": 1.0})), "Yes", complete=False).p_yes is None
+    assert read_answer(entries(("Yes", {"Yes": 0.9}), (",", {",": 1.0})), "Yes,", complete=True).p_yes is None
+    assert read_answer([], "No", complete=True).p_yes == 0.0
+    assert read_answer([], "Yes.", complete=True).p_yes == 1.0
+    assert read_answer([], "Yes, mostly", complete=True).p_yes is None
+
+
+try:
+    from hypothesis import given, strategies as st
+except ImportError:  # pragma: no cover
+    given = None
+
+if given is not None:
+    @given(st.text(max_size=12))
+    def test_any_reply_read_as_an_answer_is_exactly_one_yes_or_no_word(text):
+        word = answer_word(text)
+        if word is not None:
+            core = text.strip().strip("*").strip().rstrip(".!").strip().strip("*").strip().lower()
+            assert core == word
+
+
+# ---------------------------------------------------------------------------- scores
+
+
+def test_rubric_score_is_one_plus_four_times_the_weighted_mean_and_needs_half_the_items():
+    rs = rubric_score("X", [("rubric:X:a", 1.0), ("rubric:X:b", 0.5)])
+    assert rs.score == pytest.approx(1 + 4 * 0.75)
+    rs = rubric_score("X", [("rubric:X:a", 1.0), ("rubric:X:b", 0.0)], {"rubric:X:a": 3, "rubric:X:b": 1})
+    assert rs.score == pytest.approx(1 + 4 * 0.75)
+    rs = rubric_score("X", [("rubric:X:a", 1.0), ("rubric:X:b", None), ("rubric:X:c", None)])
+    assert rs.score is None and "only 1 of 3" in rs.problem
+    # step items of one template share its weight: 10 steps do not outweigh one rubric item
+    goods = [("rubric:X:a", 0.0)] + [(f"step:{k}:t", 1.0) for k in range(1, 11)]
+    assert rubric_score("X", goods).score == pytest.approx(1 + 4 * 0.5)
+
+
+# ---------------------------------------------------------------------------- evaluate, end to end
+
+
+def _run(tmp_path):
+    run = tmp_path / "run_small"
+    shutil.copytree(FIXTURES / "run_small", run)
+    return run
+
+
+def _evaluate(args):
+    from wikihowagent.cli import app
+
+    return CliRunner().invoke(app, ["evaluate", *args])
+
+
+def _yes_no_judge(prompt: str):
+    """Yes to questions about the teacher's steps, no to fault questions (p 0.8)."""
+    q = prompt.split("Question:")[-1]
+    yes = 0.8 if ("teach this step" in q or "consistent" in q) else 0.3
+    word = "Yes" if yes >= 0.5 else "No"
+    return [(word, {"Yes": yes * 0.95, " yes": yes * 0.05, "No": (1 - yes) * 0.9, "no": (1 - yes) * 0.1})]
+
+
+def test_evaluate_checklist_on_openai_compatible_server_records_every_item(tmp_path):
+    run = _run(tmp_path)
+    with FakeOpenAI(logprobs=_yes_no_judge) as srv:
+        res = _evaluate([str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures",
+                         "--judge-scoring", "checklist", "--metrics", "Progress,Truthfulness,Clarity"])
+        assert res.exit_code == 0, res.output
+        assert all(r.get("logprobs") and r.get("top_logprobs") == 20 for r in srv.requests)
+        prompts = [r["messages"][-1]["content"] for r in srv.requests]
+    for p in prompts:  # the conversation first, the question last
+        assert p.index("Conversation:") < p.index("Question:")
+    recs = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
+    for r in recs:
+        j = r["judge"]
+        assert j["scoring"] == "checklist" and j["checklist"].startswith("1@") and j["reading"] == "logprobs"
+        assert j["prompt"] == "checklist " + j["checklist"] and j["checklist_weights"] == "uniform"
+        items = {i["id"]: i for i in j["items"]}
+        taught = items["step:1:step-taught"]
+        assert taught["p_yes"] == pytest.approx(0.8) and taught["mass"] == pytest.approx(1.0)
+        assert taught["rubrics"] == ["Progress"]  # Depth not asked
+        bad = items["rubric:Clarity:unclear-message"]
+        assert bad["polarity"] == "yes-bad" and bad["good"] == pytest.approx(0.7)
+        clar = [i["good"] for i in j["items"] if "Clarity" in i["rubrics"]]
+        assert r["metrics"]["Clarity"] == pytest.approx(1 + 4 * sum(clar) / len(clar), abs=1e-3)
+    assert len(prompts) == sum(len(r["judge"]["items"]) for r in recs)
+
+
+def test_checklist_without_logprobs_reads_the_answer_and_says_so(tmp_path, monkeypatch):
+    from test_evaluation import evaluate_app
+    from wikihowagent.testing import ScriptedChatModel
+
+    run = _run(tmp_path)
+    replies = iter(["Yes", "Yes, but only partly", "No"] * 500)
+    app = evaluate_app(monkeypatch, lambda spec, *a, **k: ScriptedChatModel(script=lambda p: next(replies), prompts=[]))
+    res = CliRunner().invoke(app, ["evaluate", str(run), "--judge-scoring", "checklist", "--metrics", "Clarity",
+                                   "--no-figures"])
+    assert res.exit_code == 0, res.output
+    assert "read from the reply only" in flat(res.output)
+    recs = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
+    for r in recs:
+        assert r["judge"]["reading"] == "answer"
+        for i in r["judge"]["items"]:
+            assert i["p_yes"] in (0.0, 1.0) and i["mass"] is None
+        assert all(not any(x.startswith("Yes,") for x in raws[-1:]) for raws in r["judge"]["raw"].values())
+
+
+def test_checklist_options_refused_with_other_modes_and_bad_checklist_is_one_line(tmp_path):
+    run = _run(tmp_path)
+    res = _evaluate([str(run), "--evaluator", "openai:x", "--checklist-weights", "w.json", "--no-figures"])
+    assert res.exit_code == 2 and "apply to --judge-scoring checklist" in flat(res.output)
+    bad = _write(tmp_path, lambda d: d["rubric_items"].pop("Depth"))
+    with FakeOpenAI(logprobs=_yes_no_judge) as srv:
+        res = _evaluate([str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures",
+                         "--judge-scoring", "checklist", "--checklist", str(bad)])
+    assert res.exit_code == 2 and "rubric 'Depth' has no items" in flat(res.output), res.output
