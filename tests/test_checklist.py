@@ -242,3 +242,32 @@ def test_checklist_options_refused_with_other_modes_and_bad_checklist_is_one_lin
         res = _evaluate([str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures",
                          "--judge-scoring", "checklist", "--checklist", str(bad)])
     assert res.exit_code == 2 and "rubric 'Depth' has no items" in flat(res.output), res.output
+
+
+def test_judge_check_with_checklist_scoring_resumes_and_names_the_mode(tmp_path):
+    from wikihowagent.cli import app
+
+    run = _run(tmp_path)
+    out = tmp_path / "check"
+
+    def judge(prompt):  # a teacher that says more is judged better; terse copies lose
+        convo = prompt.split("Conversation:")[1].split("Question:")[0]
+        good = min(0.95, 0.2 + len(convo) / 1500)
+        q = prompt.split("Question: ")[1].split("\n")[0]
+        bad = any(w in q for w in ("confusing", "contradict", "superficial", "acknowledge", "abruptly", "off-topic",
+                                    "stuck", "robotic"))
+        p = 1 - good if bad else good
+        return [("Yes" if p >= 0.5 else "No", {"Yes": p, "No": 1 - p})]
+
+    with FakeOpenAI(logprobs=judge) as srv:
+        args = ["judge-check", str(run), "--out", str(out), "--evaluator", "openai:fake-model", "--base-url",
+                srv.base_url, "--judge-scoring", "checklist", "--no-figures"]
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 0, res.output
+        n = len(srv.requests)
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 0 and len(srv.requests) == n, res.output
+    recs = [json.loads(x) for x in (out / "judgments.jsonl").read_text().splitlines()]
+    assert {r["judge_scoring"] for r in recs} == {"checklist"}
+    assert all(r["judge_prompt"].startswith("checklist 1@") for r in recs)
+    assert (out / "summary.md").read_text().startswith("# judge-check: openai:fake-model (checklist")

@@ -41,6 +41,7 @@ JUDGES_DIR = "judges"  # <scores dir>/judges/<judge>/scores.jsonl: each judge of
 SUMMARY_DIR = "summary"  # <runs_dir>/summary/ (`evaluate` on several runs)
 ALIGNMENT_DIR = "alignment"  # <runs_dir>/alignment/ (`align`)
 COMPARE_DIR = "compare"  # <runs_dir>/compare/ (`compare`)
+CHECKLIST_SCORES = "checklist-scores.jsonl"  # `compare --judge-scoring checklist`: each conversation's own scores
 PAIR_JUDGMENTS = "pair-judgments.jsonl"  # `compare` / `judge-check --pairwise`: one PairwiseRecord per judge pass
 OUTPUT_DIRS = frozenset({SUMMARY_DIR, ALIGNMENT_DIR, COMPARE_DIR})  # output directories under runs/, never a run
 JUDGMENTS = "judgments.jsonl"  # `judge-check --out DIR`
