@@ -17,6 +17,7 @@ import math
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -56,6 +57,7 @@ OUTPUT_FILES = (
     f"{FIGURES_DIR}/{CORRELATION_HEATMAP_PNG}",
     *(f"figures/correlation_heatmap_by_{b}.png" for b in BY_CHOICES),
     *CALIBRATION_FILES,
+    "checklist_fit.csv", "checklist_fit.md", "checklist_weights.json",  # --fit-checklist (checklist_fit.py)
     *PPI_FILES,
     *JUDGES_FILES,
 )
@@ -89,6 +91,7 @@ class AlignResult:
     # (automatic metric, human rubric or Overall) -> correlation over all conversations (the post-test's metrics)
     automatic: dict[tuple[str, str], CorrelationResult] = field(default_factory=dict)
     calibration: CalibrationOutcome | None = None  # --calibrate
+    checklist_fit: Any = None  # --fit-checklist: checklist_fit.ChecklistFit
     ppi: PPIOutcome | None = None  # --ppi
     raters: JudgesOutcome | None = None  # every judge (a panel's too) and alpha with the judge as a rater
 
@@ -456,6 +459,10 @@ def write_outputs(res: AlignResult, out_dir: Path, human_paths: list[Path], *, f
                 estimates.write_calibration_figure(res.calibration, st)
         if res.ppi is not None:
             estimates.write_ppi_outputs(res.ppi, st, figures)
+        if res.checklist_fit is not None:
+            from . import checklist_fit
+
+            checklist_fit.write_outputs(res.checklist_fit, st)
         if res.raters is not None:
             write_judges_outputs(res.raters, st)
         return st.commit()
@@ -520,6 +527,10 @@ def render(res: AlignResult, console) -> None:
         estimates.render_calibration(res.calibration, console)
     if res.ppi is not None:
         estimates.render_ppi(res.ppi, console)
+    if res.checklist_fit is not None:
+        from . import checklist_fit
+
+        checklist_fit.render(res.checklist_fit, console)
     if len(res.problems):
         p = Table(title="Left out (details: problems.txt)")
         p.add_column("Problem")
@@ -547,6 +558,7 @@ class AlignRequest:
     keys: tuple[Path, ...] = ()  # key files of blind sheets (`annotate export --blind`)
     calibrate: str | None = None  # --calibrate: the method of calibration.json ("isotonic" | "ridge"); None = off
     ppi: bool = False  # --ppi: prediction-powered means per --by group (default: model)
+    fit_checklist: float | None = None  # --fit-checklist: the shrinkage toward uniform; None = off
 
 
 @dataclass
@@ -567,6 +579,11 @@ def run_alignment(req: AlignRequest, problems: Problems) -> AlignOutcome:
     if res.computed and req.calibrate:
         res.calibration = estimates.calibrate(res, req.calibrate, n_boot=req.bootstrap, seed=req.seed,
                                               problems=problems, human_paths=list(req.human))
+    if res.computed and req.fit_checklist is not None:
+        from .checklist_fit import fit_checklist
+
+        res.checklist_fit = fit_checklist(res, shrinkage=req.fit_checklist, n_boot=req.bootstrap, seed=req.seed,
+                                          problems=problems)
     if res.computed and req.ppi:
         res.ppi = estimates.ppi_estimates(res, req.by or "model", problems)
     if not res.computed:
