@@ -271,3 +271,36 @@ def test_judge_check_with_checklist_scoring_resumes_and_names_the_mode(tmp_path)
     assert {r["judge_scoring"] for r in recs} == {"checklist"}
     assert all(r["judge_prompt"].startswith("checklist 1@") for r in recs)
     assert (out / "summary.md").read_text().startswith("# judge-check: openai:fake-model (checklist")
+
+
+def test_report_shows_checklist_items_and_the_judge_evidence(tmp_path):
+    """The conversation page gets every item (failed ones marked by the page); the overview names the judge,
+    its scoring mode and what the run directory holds about it (here: a judge-check), or how to measure it."""
+    import re
+
+    from wikihowagent.report.core import build_report
+
+    run = _run(tmp_path)
+    with FakeOpenAI(logprobs=_yes_no_judge) as srv:
+        res = _evaluate([str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures",
+                         "--judge-scoring", "checklist", "--metrics", "Progress,Clarity"])
+        assert res.exit_code == 0, res.output
+    site = build_report([run], tmp_path / "site").out
+    index = (site / "index.html").read_text()
+    assert "How far to trust the judge" in index and "no evidence about this judge" in index
+    assert "wikihowagent judge-check" in index and "--judge-scoring checklist" in index
+    text = (site / "data" / "conv-0000.js").read_text()
+    chunk = json.loads(re.fullmatch(r"reportChunk\(0, (.*)\);\n", text, re.S).group(1))
+    conv = chunk["c1"]
+    ids = {row[0] for row in conv["checklist"]}
+    assert "step:1:step-taught" in ids and "rubric:Clarity:unclear-message" in ids
+    step_row = next(r for r in conv["checklist"] if r[0] == "step:2:step-taught")
+    assert step_row[7] == 1 and step_row[5] == pytest.approx(0.8)  # lights tutorial step 2
+    assert conv["checklist_reading"] == "logprobs"
+    # a judge-check summary in the run directory is the evidence shown
+    (run / "judge-check").mkdir()
+    (run / "judge-check" / "summary.md").write_text(
+        "# judge-check: openai:fake-model (checklist, prompt checklist 1@abc)\n\n3 conversations; mean accuracy over "
+        "the 12 targeted rubric x perturbation cells: **0.812** (1 = ...)\n")
+    index = (build_report([run], tmp_path / "site2").out / "index.html").read_text()
+    assert "judge-check (judge-check/): openai:fake-model (checklist" in index and "mean accuracy 0.812" in index
