@@ -4,6 +4,7 @@ rubric scores from item scores, the per-item record, bad input."""
 from __future__ import annotations
 
 import json
+import re
 import math
 import shutil
 from pathlib import Path
@@ -304,3 +305,64 @@ def test_report_shows_checklist_items_and_the_judge_evidence(tmp_path):
         "the 12 targeted rubric x perturbation cells: **0.812** (1 = ...)\n")
     index = (build_report([run], tmp_path / "site2").out / "index.html").read_text()
     assert "judge-check (judge-check/): openai:fake-model (checklist" in index and "mean accuracy 0.812" in index
+
+
+def _run_with_steps(tmp_path, n_steps):
+    run = _run(tmp_path)
+    lines = (run / "conversations.jsonl").read_text().splitlines()
+    rec = json.loads(lines[0])
+    rec["tutorial"]["steps"] = [f"Do thing {{{i}}} with \"care\". Then more." for i in range(n_steps)]
+    (run / "conversations.jsonl").write_text(json.dumps(rec) + "\n")
+    return run
+
+
+@pytest.mark.parametrize("n_steps", [0, 60])
+def test_tutorials_with_no_steps_or_sixty_steps_are_judged_and_the_cap_recorded(tmp_path, n_steps):
+    run = _run_with_steps(tmp_path, n_steps)
+    with FakeOpenAI(logprobs=_yes_no_judge) as srv:
+        res = _evaluate([str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures",
+                         "--judge-scoring", "checklist", "--metrics", "Progress"])
+        if n_steps == 0:  # such a record is refused when read, one line naming it; never judged
+            assert res.exit_code == 2 and "record's tutorial has no steps" in flat(res.output)
+            assert not srv.requests
+            return
+        assert res.exit_code == 0, res.output
+    rec = json.loads((run / "scores.jsonl").read_text().splitlines()[-1])
+    steps = {i["id"].split(":")[1] for i in rec["judge"]["items"] if i["id"].startswith("step:")}
+    cap = load_checklist(None, RUBRICS).max_steps
+    if n_steps == 0:
+        assert not steps and any("no steps" in n for n in rec["judge"]["notes"])
+    else:
+        assert len(steps) == cap and any(f"step items for {cap} of 60 steps" in n for n in rec["judge"]["notes"])
+        q = next(i["question"] for i in rec["judge"]["items"] if i["id"] == "step:1:step-taught")
+        assert '«Do thing {0} with "care".»' in q
+    assert 1 <= rec["metrics"]["Progress"] <= 5
+
+
+@pytest.mark.parametrize("reply", ["Yes, but only partly", "Y", "yes/no", "Yes and no", "Maybe"])
+def test_ambiguous_replies_are_asked_again_and_never_scored(tmp_path, reply):
+    run = _run(tmp_path)
+    tokens = [(t, {t: 0.9, "No": 0.1}) for t in re.findall(r"\w+|[^\w\s]|\s\w+", reply)]
+    with FakeOpenAI(logprobs=lambda p: tokens) as srv:
+        res = _evaluate([str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures",
+                         "--judge-scoring", "checklist", "--metrics", "Clarity", "--retries", "1"])
+        n_requests = len(srv.requests)
+    assert res.exit_code == 1, res.output  # every rubric failed: loud
+    recs = [json.loads(x) for x in (run / "scores.jsonl").read_text().splitlines()]
+    items = [i for r in recs for i in r["judge"]["items"]]
+    assert items and all(i["p_yes"] is None and i["good"] is None and i["failure"] for i in items)
+    assert n_requests == 2 * len(items)  # each asked again once
+    assert all(r["metrics"]["Clarity"] is None and r["judge"]["failures"] == ["Clarity"] for r in recs)
+
+
+def test_low_yes_no_mass_is_recorded_as_a_failure_and_not_asked_again(tmp_path):
+    run = _run(tmp_path)
+    with FakeOpenAI(logprobs=lambda p: [("Yes", {"Yes": 0.3, "The": 0.7})]) as srv:
+        res = _evaluate([str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures",
+                         "--judge-scoring", "checklist", "--metrics", "Clarity"])
+        n_requests = len(srv.requests)
+    recs = [json.loads(x) for x in (run / "scores.jsonl").read_text().splitlines()]
+    items = [i for r in recs for i in r["judge"]["items"]]
+    assert n_requests == len(items)
+    assert all(i["mass"] == pytest.approx(0.3) and i["p_yes"] is None for i in items)
+    assert "low-mass" in flat(res.output) or "probability threshold" in flat(res.output)
