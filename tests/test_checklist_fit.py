@@ -136,14 +136,21 @@ def test_align_fit_checklist_writes_weights_that_evaluate_applies_or_refuses(tmp
         res = CliRunner().invoke(app, base + ["--evaluator", "openai:fake-model", "--base-url", srv.base_url])
         assert res.exit_code == 0, res.output
         uniform = {json.loads(x)["conversation_id"]: json.loads(x) for x in (conv / "scores.jsonl").read_text().splitlines()}
+        n_requests = len(srv.requests)
         res = CliRunner().invoke(app, base + ["--evaluator", "openai:fake-model", "--base-url", srv.base_url,
                                               "--checklist-weights", str(tmp_path / "mine.json")])
         assert res.exit_code == 0, res.output
+        assert len(srv.requests) == n_requests  # weighed again from the stored items: no model call
+        assert "weighed again from their stored items" in " ".join(res.output.split())
     fitted = {json.loads(x)["conversation_id"]: json.loads(x) for x in (conv / "scores.jsonl").read_text().splitlines()}
     for cid, rec in fitted.items():
         assert rec["judge"]["checklist_weights"].startswith("fitted:")
         assert uniform[cid]["judge"]["checklist_weights"] == "uniform"
         assert rec["metrics"]["Clarity"] != pytest.approx(uniform[cid]["metrics"]["Clarity"])
+        ws = mine["weights"]["Clarity"]
+        goods = [(i["id"], i["good"]) for i in rec["judge"]["items"] if "Clarity" in i["rubrics"]]
+        want = 1 + 4 * sum(ws[k] * g for k, g in goods) / sum(ws[k] for k, _ in goods)
+        assert rec["metrics"]["Clarity"] == pytest.approx(want, abs=1e-3)
 
 
 @pytest.mark.parametrize("mutate, expect", [

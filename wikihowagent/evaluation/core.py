@@ -396,6 +396,10 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed: li
             if n:
                 console.print(f"{src.name}: {n} conversation{'s' if n != 1 else ''} re-judged because {why} "
                               f"(now {specs[src.name]})", highlight=False)
+        if stats.reweighted:
+            console.print(f"{src.name}: {stats.reweighted} conversation{'s' if stats.reweighted != 1 else ''}' "
+                          "checklist scores weighed again from their stored items (other item weights; no model "
+                          "call)", highlight=False)
         if stats.judged:  # failed calls, parse failures and low digit mass: counted, never scored
             kinds = ", ".join(f"{n} {k}" for k, n in sorted(stats.failure_kinds.items()))
             prompt = ev.prompt_name(specs[src.name])

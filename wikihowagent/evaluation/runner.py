@@ -72,6 +72,7 @@ class SourceStats:
     rejudged_scoring: int = 0  # ... whose rubric scores came from another --judge-scoring mode
     rejudged_prompt: int = 0  # ... or from another --judge-prompt variant
     rejudged_evaluator: int = 0  # conversations whose rubric scores were by another evaluator
+    reweighted: int = 0  # checklist scores computed again from their stored items under other weights (no model)
     rejudged_rubrics: int = 0  # ... or of rubrics the current rubric file does not define
     posttests: int = 0  # post-tests taken in this pass (--posttest-learner)
     posttest_failures: int = 0  # ... without a usable answer (not scored)
@@ -304,8 +305,32 @@ class Evaluation:
             return "prompt"  # another --judge-prompt variant (or checklist file)
         weights = getattr(self._judges.get(spec), "weights_name", None)
         if weights is not None and old.judge is not None and old.judge.checklist_weights != weights:
-            return "scoring"  # other checklist item weights
+            return "weights"  # other checklist item weights: the stored items are weighed again (`reweighted`)
         return None
+
+    def reweighted(self, old: ScoreRecord, spec: str | None) -> ScoreRecord | None:
+        """`old` (checklist scores of this judge and checklist, other item weights) with every rubric score
+        computed again from its stored items under this judge's weights: no model call. None when the stored
+        items cannot give every rubric asked (then the conversation is judged again)."""
+        from .checklist import rubric_score
+
+        judge = self._judges.get(spec)
+        prov = old.judge
+        if judge is None or prov is None or prov.checklist != judge.checklist.ident or not prov.items:
+            return None
+        metrics = dict(old.metrics)
+        failures = [f for f in prov.failures if f not in self.rubric_names]
+        for n in self.rubric_names:
+            goods = [(i.id, i.good) for i in prov.items if n in i.rubrics]
+            if not goods:
+                return None
+            w = judge.weights.weights.get(n) if judge.weights is not None else None
+            rs = rubric_score(n, goods, w)
+            metrics[n] = None if rs.score is None else round(rs.score, 4)
+            if rs.score is None:
+                failures.append(n)
+        judge_prov = prov.model_copy(update={"failures": failures, "checklist_weights": judge.weights_name})
+        return old.model_copy(update={"metrics": metrics, "judge": judge_prov})
 
     def learner(self) -> Any:
         if self._learner is None:
@@ -446,6 +471,13 @@ class Evaluation:
                     for c in chunk:
                         old = existing.get(c.conversation_id)
                         stale = self._stale_rubrics(old, spec)
+                        reweighed = False
+                        if stale == "weights":
+                            if judge is None:
+                                judge = self.judge_for(spec)  # type: ignore[arg-type]
+                            again = self.reweighted(old, spec) if old is not None else None
+                            stale, reweighed = ("scoring", False) if again is None else (None, True)
+                            old = again or old
                         have = set(old.metrics) if old else set()
                         if old and c.posttest is not None and c.posttest.post.error is None and (
                                 old.metrics.get(STEP_RECALL) is None  # a post-test taken since that line was written
@@ -457,7 +489,12 @@ class Evaluation:
                         if old and self.opts.retry_failed and not stale:  # failed rubrics count as not judged yet
                             have -= set(old.judge_failures) & rubric_names
                         if stale is None and comp_names | rubric_names <= have:
-                            stats.already += 1
+                            if reweighed:  # new rubric scores from the stored items: a new line
+                                sink.append(old)  # type: ignore[arg-type]
+                                stats.scored += 1
+                                stats.reweighted += 1
+                            else:
+                                stats.already += 1
                             continue
                         todo.append((c, old, stale, have))
                     # At most one chunk's judge calls wait while the next chunk's metrics are computed.
