@@ -47,8 +47,21 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench_alignment import (CHARS_PER_TOKEN, OUT, ROWS, STUDY, TIMING, align, common_scores,  # noqa: E402
+from bench_alignment import (CHARS_PER_TOKEN, ROWS, TIMING, align, common_scores,  # noqa: E402
                              conversation_ids, single_files, study_files, titles)
+
+
+def _work_dir() -> Path:
+    """The directory holding shared/human-study and runs/: beside the repository (/work/main), or one level
+    further up from a worktree (/work/wt/BRANCH)."""
+    for base in (ROOT.parent, ROOT.parent.parent):
+        if (base / "shared" / "human-study").is_dir():
+            return base
+    return ROOT.parent
+
+
+STUDY = _work_dir() / "shared" / "human-study"
+OUT = _work_dir() / "runs" / "human-study"  # bench_alignment.py's: the weighted judge's scores are there
 
 CHECKLIST = "checklist"
 WEIGHTED = "tutorial-first"  # bench_alignment.py's folder of the weighted judge (the default prompt)
