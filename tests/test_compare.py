@@ -384,3 +384,21 @@ def test_compare_checklist_option_mixups_are_one_line(tmp_path):
                           (["--judge-scoring", "weighted"], "not 'weighted'")):
         res = CliRunner().invoke(app, base + extra)
         assert res.exit_code == 2 and expect in " ".join(res.output.split()), res.output
+
+
+def test_compare_checklist_reuses_the_runs_own_checklist_scores(tmp_path):
+    from wikihowagent.cli import app
+
+    runs = [make_run(tmp_path, n, range(2)) for n in ("weak", "strong")]
+    with FakeOpenAI(logprobs=fake_checklist_judge()) as srv:
+        for r in runs:
+            res = CliRunner().invoke(app, ["evaluate", str(r), "--evaluator", "openai:fake-model", "--base-url",
+                                           srv.base_url, "--judge-scoring", "checklist", "--metrics", "rubric",
+                                           "--no-figures"])
+            assert res.exit_code == 0, res.output
+        n = len(srv.requests)
+        res = CliRunner().invoke(app, _args(srv, *runs, out=tmp_path / "cmp") + ["--judge-scoring", "checklist"])
+        assert res.exit_code == 0, res.output
+        assert len(srv.requests) == n  # every conversation's checklist scores were already in its run
+    rows = list(csv.DictReader((tmp_path / "cmp" / "pairwise.csv").open()))
+    assert {(r["run_a"], r["verdict"]) for r in rows if r["rubric"] == "Progress"} <= {("weak", "B"), ("weak", "tie")}

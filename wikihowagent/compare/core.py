@@ -522,12 +522,14 @@ def _judge_checklist_pairs(req: CompareRequest, console: Any, progress_factory: 
                            make_llm: Callable[[str], Any], opts: Any, out: Path, shard: tuple[int, int] | None,
                            stats: PassStats, warn: Callable[[str], None]) -> str:
     """Judge each conversation of every pending pass alone with the checklist judge (stored in
-    checklist-scores.jsonl), and write each pass's verdicts from the two scores (resumable)."""
+    checklist-scores.jsonl), and write each pass's verdicts from the two scores (resumable). A run whose own
+    scores.jsonl holds this judge's checklist scores (same checklist and weights) is not judged again."""
     from wikihowagent.evaluation.checklist import ChecklistError, checklist_for
     from wikihowagent.evaluation.judge import JudgeBackendError
     from wikihowagent.evaluation.runner import cancel_leftover_tasks, judge_concurrency
     from wikihowagent.evaluation.scoring import make_scorer
-    from wikihowagent.runs import CHECKLIST_SCORES, PAIR_JUDGMENTS, JsonlAppender, RunError, dir_lock, read_scores
+    from wikihowagent.runs import (CHECKLIST_SCORES, PAIR_JUDGMENTS, SCORES, JsonlAppender, RunError, dir_lock,
+                                   read_scores)
 
     from .pairwise import CHECKLIST_READING, ChecklistPairJudge
 
@@ -551,6 +553,9 @@ def _judge_checklist_pairs(req: CompareRequest, console: Any, progress_factory: 
         out.mkdir(parents=True, exist_ok=True)
         with dir_lock(out, blocking=False, what="another 'wikihowagent compare'", name=f".{path.name}.lock"):
             stored: dict[str, Any] = {}
+            for run_path in req.runs:  # the runs' own checklist scores (`evaluate --judge-scoring checklist`)
+                if (Path(run_path) / SCORES).is_file():
+                    stored.update(read_scores(Path(run_path) / SCORES, warn))
             for p in judgment_files(out, CHECKLIST_SCORES):
                 stored.update(read_scores(p, warn))
             done = read_records(judgment_files(out, PAIR_JUDGMENTS), spec, CHECKLIST_READING, warn)
