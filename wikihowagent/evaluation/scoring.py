@@ -574,6 +574,7 @@ class ChecklistScorer:
                 res.notes.append(f"{n}: {rs.problem}{why}")
             else:
                 res.scores[n] = round(rs.score, 4)
+                res.kinds.pop(n, None)  # a refused item call does not fail a rubric its other items scored
         keep = [n for n in self.names if n in res.scores]
         res.scores = {n: res.scores[n] for n in keep}
         res.failures = [n for n in keep if n in res.failures]
