@@ -366,3 +366,38 @@ def test_low_yes_no_mass_is_recorded_as_a_failure_and_not_asked_again(tmp_path):
     assert n_requests == len(items)
     assert all(i["mass"] == pytest.approx(0.3) and i["p_yes"] is None for i in items)
     assert "low-mass" in flat(res.output) or "probability threshold" in flat(res.output)
+
+
+def test_a_refused_item_call_fails_that_item_only():
+    """An item the evaluator refuses (e.g. too long with the tutorial) is a failed item; its rubric is still
+    scored from the others and counts no failure."""
+    import asyncio
+
+    from langchain_core.messages import AIMessage
+
+    from wikihowagent.evaluation.scoring import ChecklistScorer
+    from wikihowagent.records import Conversation, Turn
+
+    class BadRequestError(Exception):
+        status_code = 400
+
+    class Stub:
+        supports_logprobs = False
+
+        def bind(self, **kw):
+            return self
+
+        async def ainvoke(self, messages):
+            text = messages[-1][1]
+            if "contradict an earlier teacher message" in text:
+                raise BadRequestError("context length exceeded")
+            return AIMessage(content="Yes", response_metadata={"finish_reason": "stop"})
+
+    rubrics = load_rubrics()
+    conv = Conversation.from_turns([Turn(role="teacher", text="Do a."), Turn(role="learner", text="OK")], ["Do a."],
+                                   "T", completed=True, conversation_id="x")
+    res = asyncio.run(ChecklistScorer(Stub(), rubrics, ["Truthfulness"]).judge(conv))
+    failed = [i for i in res.items if i.failure]
+    assert [i.id for i in failed] == ["rubric:Truthfulness:self-contradiction"]
+    assert "refused" in failed[0].failure
+    assert res.scores["Truthfulness"] is not None and res.failures == [] and res.kinds == {}
