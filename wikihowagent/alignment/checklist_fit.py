@@ -31,12 +31,10 @@ import numpy as np
 from . import calibration as cal_stats
 from . import schema
 from .problems import Problems
+from wikihowagent.runs import CHECKLIST_FIT_CSV, CHECKLIST_FIT_MD, CHECKLIST_WEIGHTS_JSON
 
 DEFAULT_SHRINKAGE = 1.0
 UNIFORM, FITTED = "uniform", "fitted"
-CHECKLIST_FIT_CSV = "checklist_fit.csv"
-CHECKLIST_FIT_MD = "checklist_fit.md"
-CHECKLIST_WEIGHTS_JSON = "checklist_weights.json"
 
 
 def features(items: list[dict[str, float | None]], keys: list[str]) -> np.ndarray:

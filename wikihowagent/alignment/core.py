@@ -38,7 +38,8 @@ from .tables import csv_text, stars
 from .sources import LLMScores, discover_runs, llm_matrix, read_llm_scores, run_name
 from .stats import (COEF_LABEL, COEFFICIENTS, TOO_FEW, UNDEFINED, Agreement, CorrelationResult, Descriptives, agreement,
                     correlate, describe)
-from wikihowagent.runs import (AGREEMENT_CSV, AGREEMENT_PAIRS_CSV, AUTOMATIC_CSV, CORRELATIONS_CSV, CORRELATIONS_MD,
+from wikihowagent.runs import (AGREEMENT_CSV, AGREEMENT_PAIRS_CSV, AUTOMATIC_CSV, CHECKLIST_FIT_CSV, CHECKLIST_FIT_MD,
+                               CHECKLIST_WEIGHTS_JSON, CORRELATIONS_CSV, CORRELATIONS_MD,
                                CORRELATION_HEATMAP_PNG, DESCRIPTIVES_CSV, FIGURES_DIR, PAIRED_SCORES_CSV,
                                PROBLEMS_TXT, SCORE_DISTRIBUTIONS_PNG)
 
@@ -57,7 +58,7 @@ OUTPUT_FILES = (
     f"{FIGURES_DIR}/{CORRELATION_HEATMAP_PNG}",
     *(f"figures/correlation_heatmap_by_{b}.png" for b in BY_CHOICES),
     *CALIBRATION_FILES,
-    "checklist_fit.csv", "checklist_fit.md", "checklist_weights.json",  # --fit-checklist (checklist_fit.py)
+    CHECKLIST_FIT_CSV, CHECKLIST_FIT_MD, CHECKLIST_WEIGHTS_JSON,  # --fit-checklist (checklist_fit.py)
     *PPI_FILES,
     *JUDGES_FILES,
 )

@@ -548,6 +548,8 @@ def judge_evidence(run: ReportRun) -> list[str]:
     import csv
     import re
 
+    from wikihowagent.runs import CALIBRATION_JSON, CHECKLIST_WEIGHTS_JSON, CORRELATIONS_MD, SUMMARY_MD
+
     root = Path(run.path)
     if not root.is_dir():
         return []
@@ -556,7 +558,7 @@ def judge_evidence(run: ReportRun) -> list[str]:
     for p in files:
         rel = p.relative_to(root)
         try:
-            if p.name == "summary.md":
+            if p.name == SUMMARY_MD:
                 text = p.read_text(encoding="utf-8", errors="replace")
                 if text.startswith("# judge-check: "):
                     title = text.splitlines()[0][len("# judge-check: "):]
@@ -564,7 +566,7 @@ def judge_evidence(run: ReportRun) -> list[str]:
                     acc = f"mean accuracy {m.group(3)} over {m.group(2)} targeted cells, {m.group(1)} conversations" if m else "no accuracy line"
                     found.append(f"judge-check ({rel.parent}/): {title}: {acc} (1 = always scores the original "
                                  "above its damaged copy, 0.5 = chance)")
-            elif p.name == "correlations.csv" and (p.parent / "correlations.md").exists():
+            elif p.name == CORRELATIONS_CSV and (p.parent / CORRELATIONS_MD).exists():
                 with p.open(encoding="utf-8") as fh:
                     rows = [r for r in csv.DictReader(fh) if r.get("metric") == "Overall" and r.get("by") == "all"]
                 if rows and rows[0].get("pearson_r") not in (None, ""):
@@ -573,14 +575,14 @@ def judge_evidence(run: ReportRun) -> list[str]:
                           if r.get("pearson_ci_low") not in (None, "") else "")
                     found.append(f"align ({rel.parent}/): Overall Pearson r with the people {float(r['pearson_r']):+.2f}"
                                  f"{ci}, n {r.get('n', '?')}")
-            elif p.name == "calibration.json":
+            elif p.name == CALIBRATION_JSON:
                 cal = json.loads(p.read_text(encoding="utf-8"))
                 oof = cal.get("out_of_fold") or {}
                 parts = [f"{m} r {v.get('raw_r', float('nan')):+.2f} -> {v.get('calibrated_r', float('nan')):+.2f}"
                          for m, v in oof.items() if isinstance(v, dict)]
                 found.append(f"calibration ({rel}): {cal.get('method', '?')} for judge {cal.get('judge') or '?'} "
                              f"({cal.get('scoring') or 'json'}); out of fold: " + ("; ".join(parts) or "–"))
-            elif p.name == "checklist_weights.json":
+            elif p.name == CHECKLIST_WEIGHTS_JSON:
                 w = json.loads(p.read_text(encoding="utf-8"))
                 found.append(f"checklist weights ({rel}): fitted for judge {w.get('judge', '?')}, checklist "
                              f"{w.get('checklist', '?')}")
