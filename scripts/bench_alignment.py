@@ -244,7 +244,6 @@ def check(variants: list[str], n: int, out: Path, minutes: float) -> None:
 def check_accuracy(variant: str, n: int, out: Path, n_boot: int = 2000) -> tuple[float, float, float, int]:
     """(mean accuracy over targeted cells, CI low, CI high, conversations) from the judgments on disk."""
     import numpy as np
-
     from bench_judge import bench_conversations
 
     from wikihowagent.evaluation.judge import load_rubrics
@@ -339,7 +338,7 @@ def overall_pairs(alignment: Path) -> dict[str, tuple[float, float]]:
 
     head, *rows = read_people_csv(alignment / PAIRED_SCORES_CSV)  # align's cells, as they were before neutralising
     out = {}
-    for row in (dict(zip(head, r)) for r in rows):
+    for row in (dict(zip(head, r, strict=False)) for r in rows):
         try:
             h, j = float(row["human_Overall"]), float(row["llm_Overall"])
         except (KeyError, ValueError):

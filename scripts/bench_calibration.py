@@ -187,7 +187,7 @@ def main() -> None:
             print(f"note: {p.message}", file=sys.stderr)
     cal, oc = calibration_table(res, args.bootstrap, args.method)
     ppi_md = ppi_table(res, args.repeats)
-    paired = [c for c, h, m in zip(res.ids, res.human[:, len(METRICS)], res.model[:, len(METRICS)])
+    paired = [c for c, h, m in zip(res.ids, res.human[:, len(METRICS)], res.model[:, len(METRICS)], strict=False)
               if np.isfinite(h) and np.isfinite(m)]
     n_pairs = len(paired)
     n_tut = len(set(estimates._tutorial_keys(res, paired)[0])) if paired else 0

@@ -43,8 +43,8 @@ def synthetic_runs(root: Path, n: int) -> list[Path]:
     """original / terse / skip_steps runs of the same n bench conversations (rewritten identically each time)."""
     from bench_judge import bench_conversations
 
-    from wikihowagent.judgecheck.perturbations import load_perturbations, perturb
     from wikihowagent.evaluation.judge import load_rubrics
+    from wikihowagent.judgecheck.perturbations import load_perturbations, perturb
     from wikihowagent.records import ConversationRecord
     from wikihowagent.runs import CONVERSATIONS, RUN_INFO
 

@@ -23,11 +23,12 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from benchmarks_md import write_section  # noqa: E402
+
 from wikihowagent.config import load_config  # noqa: E402
+from wikihowagent.corpus.core import load_tutorials  # noqa: E402
 from wikihowagent.generation.core import run_conversations  # noqa: E402
 from wikihowagent.records import Tutorial  # noqa: E402
 from wikihowagent.testing import ScriptedChatModel  # noqa: E402
-from wikihowagent.corpus.core import load_tutorials  # noqa: E402
 from wikihowagent.workflow.graph import WorkflowOptions  # noqa: E402
 from wikihowagent.workflow.prompts import load_prompts  # noqa: E402
 

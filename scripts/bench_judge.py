@@ -303,7 +303,7 @@ def main() -> int:
         tokens = prompt_tokens(llm, convs, rubrics)
         print(f"conversations: {[c.conversation_id for c in convs]}, prompt tokens {tokens}", flush=True)
         rows = []
-        for conc, cap in zip((1, 2), (float(x) * 60 for x in args.cap_min.split(","))):
+        for conc, cap in zip((1, 2), (float(x) * 60 for x in args.cap_min.split(",")), strict=False):
             rows.append(throughput(llm, rubrics, convs, conc, cap))
             print(rows[-1], flush=True)
         md = throughput_markdown(rows, tokens)

@@ -66,7 +66,7 @@ def earlier_absolute(section: str, table) -> dict[tuple[str, str], float]:
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         if len(cells) >= 4 and cells[3].replace(".", "", 1).isdigit():
             found[(cells[0], cells[1])] = float(cells[3])
-    return {k: found[k] for k in zip(table["rubric"], table["perturbation"]) if k in found}
+    return {k: found[k] for k in zip(table["rubric"], table["perturbation"], strict=False) if k in found}
 
 
 def main() -> int:
@@ -92,8 +92,15 @@ def main() -> int:
     from wikihowagent.config import load_config
     from wikihowagent.evaluation.judge import load_rubrics
     from wikihowagent.evaluation.scoring import make_scorer
-    from wikihowagent.judgecheck.core import (JUDGMENTS, CheckStats, analyse_pairwise, plan, plan_pairwise,
-                                              read_judgments, run_jobs)
+    from wikihowagent.judgecheck.core import (
+        JUDGMENTS,
+        CheckStats,
+        analyse_pairwise,
+        plan,
+        plan_pairwise,
+        read_judgments,
+        run_jobs,
+    )
     from wikihowagent.judgecheck.perturbations import load_perturbations, perturb
     from wikihowagent.records import conversation_lines
     from wikihowagent.runs import PAIR_JUDGMENTS

@@ -1,4 +1,4 @@
-"""Benchmark of the learner's post-test (README "Post-test") on generated persona runs; writes the
+"""Benchmark of the learner's post-test (docs/methodology/metrics.md "Post-test") on generated persona runs; writes the
 "post-test" section of BENCHMARKS.md.
 
     python scripts/bench_posttest.py /work/runs/personas/curious /work/runs/personas/passive \
@@ -7,7 +7,7 @@
 Reads each run's conversations (with their `posttest`, taken by `generate`) and computes, with no model call:
 - the threshold table: for each similarity threshold, mean post-test Step Recall against the conversation's
   own tutorial and against another tutorial of the set (an impostor: what matching alone gives), and the
-  mean Learning Gain; the README's threshold is where own - impostor is largest;
+  mean Learning Gain; the threshold (docs/methodology/metrics.md) is where own - impostor is largest;
 - Learning Gain per persona (mean with a 95 % bootstrap CI over conversations, n), Step Recall post vs pre,
   Order, Extraneous, Detail Recall;
 - cost: model calls and seconds of the post-test and the pre-test per conversation, against the
@@ -151,7 +151,7 @@ def paired_rows(by_run, scored):
         scores = scored[name]
         for m in (P.LEARNING_GAIN, P.DETAIL_GAIN):
             groups: dict[str, list[float]] = {}
-            for c, sc in zip(convs, scores):
+            for c, sc in zip(convs, scores, strict=False):
                 if sc.metrics.get(m) is not None:
                     groups.setdefault(c.tutorial_key, []).append(sc.metrics[m])
             per[(name, m)] = {k: sum(v) / len(v) for k, v in groups.items()}
@@ -168,7 +168,7 @@ def paired_rows(by_run, scored):
 def labels(runs: list[Path]) -> list[str]:
     """Each run's name (run.json), with its parent folder when two runs share a name."""
     names = [run_name(r) for r in runs]
-    return [f"{r.parent.name}/{n}" if names.count(n) > 1 else n for r, n in zip(runs, names)]
+    return [f"{r.parent.name}/{n}" if names.count(n) > 1 else n for r, n in zip(runs, names, strict=False)]
 
 
 def cost_rows(by_run):
@@ -203,7 +203,7 @@ def cluster_ci(values: list[float], clusters: list[str], seed: int = 0, boot: in
         return math.nan, math.nan
     index = {k: i for i, k in enumerate(keys)}
     sums, counts = np.zeros(len(keys)), np.zeros(len(keys))
-    for v, c in zip(values, clusters):
+    for v, c in zip(values, clusters, strict=False):
         sums[index[c]] += v
         counts[index[c]] += 1
     pick = np.random.default_rng(seed).integers(0, len(keys), (boot, len(keys)))
@@ -224,7 +224,7 @@ def paper_rows(scores_dir: Path, align_dir: Path) -> tuple[list[list[str]], list
 
     people = read_people_frame(align_dir / PAIRED_SCORES_CSV)
     rubrics = [c for c in people.columns if c.startswith("human_") and c != f"human_{OVERALL}"]
-    overall = dict(zip(people["conversation_id"], people[rubrics].mean(axis=1, skipna=True)))
+    overall = dict(zip(people["conversation_id"], people[rubrics].mean(axis=1, skipna=True), strict=False))
     by_model: dict[str, list] = {}
     for f in sorted(scores_dir.glob(f"*/{SCORES}")):
         for rec in read_scores(f).values():
@@ -271,7 +271,7 @@ def main() -> None:
     ap.add_argument("--write-md", action="store_true", help="write the 'post-test' section of BENCHMARKS.md")
     args = ap.parse_args()
     by_run = {label: [c for c in read_conversations(r) if c.posttest is not None]
-              for label, r in zip(labels(args.runs), args.runs)}
+              for label, r in zip(labels(args.runs), args.runs, strict=False)}
     scorers = Scorers("default", list(P.POSTTEST_METRICS))
     all_convs = [c for cs in by_run.values() for c in cs]
     scored = {name: scorers.score(convs) for name, convs in by_run.items()}  # once: both tables below read it

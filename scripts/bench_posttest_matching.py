@@ -1,4 +1,4 @@
-"""The post-test's matching rules against each other (README "Post-test", evaluation/posttest.py MATCHING):
+"""The post-test's matching rules against each other (docs/methodology/metrics.md, evaluation/posttest.py MATCHING):
 writes the "post-test: matching" section of BENCHMARKS.md. No model call: every answer is already stored.
 
     python scripts/bench_posttest_matching.py --validity /work/runs/s5/curious=/work/runs/s5/check-v2 \
@@ -20,7 +20,6 @@ only its most similar tutorial step) and threshold:
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from pathlib import Path
 
@@ -30,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_posttest as BP  # noqa: E402
+
 from wikihowagent.evaluation import posttest as P  # noqa: E402
 from wikihowagent.evaluation.summary import markdown_table  # noqa: E402
 
@@ -115,7 +115,7 @@ def paper_rows(scorers, paper: Path, tests_dir: Path, align_dir: Path) -> list[l
 
     people = read_people_frame(align_dir / PAIRED_SCORES_CSV)
     rubrics = [c for c in people.columns if c.startswith("human_") and c != f"human_{OVERALL}"]
-    overall = dict(zip(people["conversation_id"], people[rubrics].mean(axis=1, skipna=True)))
+    overall = dict(zip(people["conversation_id"], people[rubrics].mean(axis=1, skipna=True), strict=False))
     gains = {rule: paper_gains(scorers, paper, tests_dir, rule) for rule in P.MATCHING_RULES}
     ids = sorted(set(overall).intersection(*gains.values()))
     h = np.array([overall[i] for i in ids])

@@ -1,4 +1,4 @@
-"""The post-test's wordings against each other (README "Post-test", `--posttest-prompt`): writes the
+"""The post-test's wordings against each other (docs/methodology/metrics.md, `--posttest-prompt`): writes the
 "post-test: wording" section of BENCHMARKS.md.
 
     python scripts/bench_posttest_wording.py \
@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_posttest as BP  # noqa: E402
+
 from wikihowagent.evaluation import posttest as P  # noqa: E402
 from wikihowagent.evaluation.summary import markdown_table  # noqa: E402
 
@@ -99,7 +100,7 @@ def validity_rows(path: Path) -> list[list[str]]:
 
     t = read_people_frame(path / POSTTEST_VALIDITY_CSV)
     return [base + [BP.fmt(r.abstained_original), BP.fmt(r.abstained_perturbed)]
-            for base, r in zip(BP.validity_rows(path), t.itertuples())]
+            for base, r in zip(BP.validity_rows(path), t.itertuples(), strict=False)]
 
 
 def main() -> None:

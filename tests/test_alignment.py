@@ -14,7 +14,7 @@ import typer
 from typer.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
-from builders import METRICS, make_run, sheet_rows, write_sheet  # noqa: E402
+from builders import make_run, sheet_rows, write_sheet  # noqa: E402
 
 from wikihowagent.alignment import core as report  # noqa: E402
 from wikihowagent.alignment.command import align, annotate_export  # noqa: E402
@@ -48,8 +48,8 @@ def study(tmp_path):
     j1 = np.clip(base + rng.integers(-1, 2, base.shape), 1, 5).astype(float)
     j2 = np.clip(base - rng.integers(0, 2, base.shape), 1, 5).astype(float)
     j2[rng.random(j2.shape) < 0.1] = np.nan
-    rows1 = [r | {"filename": run} for r, run in zip(sheet_rows(cids, j1), runs_of)]
-    rows2 = [r | {"filename": run} for r, run in zip(sheet_rows(cids, j2), runs_of)]
+    rows1 = [r | {"filename": run} for r, run in zip(sheet_rows(cids, j1), runs_of, strict=False)]
+    rows2 = [r | {"filename": run} for r, run in zip(sheet_rows(cids, j2), runs_of, strict=False)]
     rows2[4]["depth"] = "good"
     h1 = write_sheet(tmp_path / "judge1.csv", rows1)
     h2 = write_sheet(tmp_path / "judge2.csv", rows2)
@@ -90,10 +90,10 @@ def test_align_end_to_end(study):
 
     with open(out / "paired_scores.csv", newline="") as fh:
         paired = list(csv.DictReader(fh))
-    for k, row in enumerate(rows[:9]):
+    for row in rows[:9]:
         m = row["metric"]
         pairs = [(float(p[f"human_{m}"]), float(p[f"llm_{m}"])) for p in paired if p[f"human_{m}"] and p[f"llm_{m}"]]
-        h, l_ = map(np.array, zip(*pairs))
+        h, l_ = map(np.array, zip(*pairs, strict=False))
         assert int(row["n"]) == len(pairs)
         for col, fn in (("pearson_r", stats.pearsonr), ("spearman_rho", stats.spearmanr), ("kendall_tau", stats.kendalltau)):
             ref = fn(h, l_)

@@ -183,8 +183,8 @@ def test_evaluate_and_report_with_calibration(tmp_path):
     assert len(rows) == 60 and list(rows[0])[:5] == ["run", "conversation_id", "tutorial_id", "Clarity",
                                                      "Clarity (cal.)"]
     # the calibrated score is the isotonic map of the stored score, close to the simulated truth
-    from wikihowagent.alignment.calibration import predict
     from wikihowagent.runs import read_calibration
+    from wikihowagent.stats.calibration import predict
 
     cal = read_calibration(cal_file)
     x = np.array([float(r["Clarity"]) for r in rows])

@@ -14,10 +14,10 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
 from builders import METRICS, SHEET, make_run  # noqa: E402
 
+from wikihowagent.alignment.core import compute  # noqa: E402
+from wikihowagent.alignment.export import export_sheet, select  # noqa: E402
 from wikihowagent.alignment.problems import AlignInputError, Problems  # noqa: E402
 from wikihowagent.config import resource_path  # noqa: E402
-from wikihowagent.alignment.export import export_sheet, select  # noqa: E402
-from wikihowagent.alignment.core import compute  # noqa: E402
 
 
 def flat(v):
@@ -123,8 +123,10 @@ def test_filled_sheet_reads_back_into_align(runs, tmp_path):
 def test_blind_sheet_hides_runs_and_key_maps_back(runs, tmp_path):
     out = tmp_path / "study" / "sheet.csv"
     sel, sheet, companion = export_sheet(runs, out, Problems(), n=4, seed=3)
-    rows = list(csv.reader(open(sheet, newline="")))
-    key = list(csv.DictReader(open(tmp_path / "study" / "sheet.key.csv", newline="")))
+    with open(sheet, newline="") as fh:
+        rows = list(csv.reader(fh))
+    with open(tmp_path / "study" / "sheet.key.csv", newline="") as fh:
+        key = list(csv.DictReader(fh))
     real = [c.conversation_id for c in sel.conversations]
     assert sorted(k["conversation_id"] for k in key) == sorted(real)
     assert [r[0] for r in rows[1:]] == [k["blind_id"] for k in key]  # the key lists the sheet's order
@@ -137,7 +139,8 @@ def test_blind_sheet_hides_runs_and_key_maps_back(runs, tmp_path):
     # seeded: the same seed gives the same order and ids, another seed another order
     again = export_sheet(runs, tmp_path / "again.csv", Problems(), n=4, seed=3)[1]
     assert again.read_text() == sheet.read_text()
-    other = [r[2] for r in csv.reader(open(export_sheet(runs, tmp_path / "o.csv", Problems(), n=4, seed=4)[1]))]
+    with open(export_sheet(runs, tmp_path / "o.csv", Problems(), n=4, seed=4)[1]) as fh:
+        other = [r[2] for r in csv.reader(fh)]
     assert other != [r[2] for r in rows]
     # a judge's filled copy elsewhere reads back with --key; without it, align says what is wrong
     judge_dir = tmp_path / "judges"

@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
-from builders import is_number as _is_number, make_run  # noqa: E402
+from builders import is_number as _is_number  # noqa: E402
+from builders import make_run
 
 from wikihowagent.alignment.core import compute  # noqa: E402
 from wikihowagent.alignment.export import export_sheet  # noqa: E402
@@ -29,7 +30,7 @@ def hostile_runs(root: Path) -> list[Path]:
         d = root / run
         for name in ("conversations.jsonl", "scores.jsonl"):
             recs = [json.loads(line) for line in (d / name).read_text().splitlines()]
-            for rec, title in zip(recs, HOSTILE):
+            for rec, title in zip(recs, HOSTILE, strict=True):
                 rec["title"] = title
             (d / name).write_text("".join(json.dumps(r) + "\n" for r in recs))
         paths.append(d)

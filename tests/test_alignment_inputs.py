@@ -15,8 +15,8 @@ sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
 from builders import METRICS, make_run, sheet_rows, write_sheet  # noqa: E402
 
 from wikihowagent.alignment.annotations import read_human_file, read_human_files  # noqa: E402
-from wikihowagent.alignment.problems import AlignInputError, Problems  # noqa: E402
 from wikihowagent.alignment.core import compute  # noqa: E402
+from wikihowagent.alignment.problems import AlignInputError, Problems  # noqa: E402
 from wikihowagent.alignment.sources import read_llm_scores  # noqa: E402
 
 HEADER = "conversation_id,filename,title,clarity,engagement,coherence,depth,relevance,progress,naturalness,truthfulness,comment\n"
@@ -297,7 +297,8 @@ def _score_line(cid: str, run: str, metrics: dict) -> str:
 
 def test_discover_runs_finds_paper_compat_and_rescored_scores(tmp_path):
     from wikihowagent.alignment.export import select
-    from wikihowagent.alignment.sources import discover_runs, resolve_score_paths, scores_file
+    from wikihowagent.alignment.sources import resolve_score_paths, scores_file
+    from wikihowagent.runs import evaluated_runs
 
     runs = tmp_path / "runs"
     make_run(runs, "r-default", ["t1"], {"t1": {m: 4.0 for m in METRICS}})
@@ -320,13 +321,13 @@ def test_discover_runs_finds_paper_compat_and_rescored_scores(tmp_path):
     (runs / "r-default" / "shards" / "0-of-2").mkdir(parents=True)
     (runs / "r-default" / "shards" / "0-of-2" / "scores.jsonl").write_text("")
 
-    found = discover_runs(runs)
+    found = evaluated_runs(runs)
     assert [p.relative_to(runs).as_posix() for p in found] == [
         "r-both", "r-default", "r-paper", "rescored/T-gemma_L-gemma_E-gpt_", "rescored/T-qwen_L-qwen_E-gpt_1"]
     assert scores_file(runs / "r-both").name == "scores.jsonl"
     assert scores_file(runs / "r-paper").name == "scores-paper.jsonl"
     assert [p.name for p in resolve_score_paths([runs / "r-paper"])] == ["scores-paper.jsonl"]
-    assert discover_runs(runs / "rescored") == found[3:]  # the rescored folder is a directory of runs too
+    assert evaluated_runs(runs / "rescored") == found[3:]  # the rescored folder is a directory of runs too
 
     problems = Problems()
     llm = read_llm_scores([runs], problems)
@@ -440,3 +441,25 @@ def test_a_score_directory_without_scores_loses_only_itself(tmp_path):
     member.parent.mkdir(parents=True)
     member.write_text("")
     assert judge_files([tmp_path / "runs" / "good", pending]) == {"judge-a": [member]}  # a panel's members too
+
+
+def test_align_checks_its_options_in_core_before_any_work(tmp_path):
+    """The command's usage checks live in alignment.core (the command only turns them into exit 2)."""
+    from wikihowagent.alignment.core import AlignUsageError, check_options, check_out_dir
+
+    with pytest.raises(AlignUsageError, match="must be one of: run, model, domain, persona") as err:
+        check_options("nope", "isotonic")
+    assert err.value.option == "--by"
+    with pytest.raises(AlignUsageError) as err:
+        check_options(None, "linear")
+    assert err.value.option == "--calibration-method" and str(err.value) == "must be one of: isotonic, ridge"
+    check_options("model", "ridge")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(AlignUsageError, match="exists and is not a directory"):
+        check_out_dir(tmp_path / "file")
+    (tmp_path / "out").mkdir()
+    check_out_dir(tmp_path / "out")
+    (tmp_path / "out" / "mine.txt").write_text("x")
+    with pytest.raises(AlignUsageError) as err:
+        check_out_dir(tmp_path / "out")
+    assert err.value.option == "" and "holds files align did not write (mine.txt)" in str(err.value)

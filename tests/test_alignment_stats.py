@@ -10,8 +10,8 @@ from scipy import stats
 
 from wikihowagent.alignment import stats as S
 from wikihowagent.alignment.annotations import average_judges
-from wikihowagent.alignment.tables import stars
 from wikihowagent.alignment.core import overall_scores
+from wikihowagent.alignment.tables import stars
 
 
 def _ratings(rng, n, halves=False):

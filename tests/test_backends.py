@@ -21,13 +21,13 @@ import pytest
 
 from wikihowagent.backends import (
     BackendError,
-    ResolvedSpec,
     check_backend,
     make_chat_model,
+    model_files,
+    ollama,
     resolve_spec,
     shutdown_local_servers,
 )
-from wikihowagent.backends import model_files, ollama
 from wikihowagent.backends import spec as spec_mod
 from wikihowagent.config import LocalModelSettings, ModelSettings
 
@@ -326,13 +326,15 @@ def test_ollama_host_env_is_honoured(fake, monkeypatch):
 
 
 def test_ollama_retries_server_errors(fake):
+    import ollama
+
     srv = fake(ollama_routes(fail_first_chat=1))
     model = make_chat_model("openchat", ModelSettings(max_retries=1), LocalModelSettings(), base_url=srv.url)
     assert model.invoke("hi").content == "Hello learner"
     assert sum(q["path"] == "/api/chat" for q in srv.requests) == 2
     srv2 = fake(ollama_routes(fail_first_chat=5))
     model = make_chat_model("openchat", ModelSettings(max_retries=1), LocalModelSettings(), base_url=srv2.url)
-    with pytest.raises(Exception):
+    with pytest.raises(ollama.ResponseError):
         asyncio.run(model.ainvoke("hi"))
     assert sum(q["path"] == "/api/chat" for q in srv2.requests) == 2
 

@@ -14,7 +14,7 @@ def bench():
 
 
 def judged(human: np.ndarray, judge: np.ndarray) -> dict[str, tuple[float, float]]:
-    return {f"c{i}": (float(h), float(j)) for i, (h, j) in enumerate(zip(human, judge))}
+    return {f"c{i}": (float(h), float(j)) for i, (h, j) in enumerate(zip(human, judge, strict=False))}
 
 
 def test_delta_r_finds_a_better_judge_and_not_a_copy():

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from fake_servers import FakeOpenAI
 from typer.testing import CliRunner
 
-from fake_servers import FakeOpenAI
 from wikihowagent.chat.core import LEARNER_NEXT
 from wikihowagent.cli import app
 from wikihowagent.runs import iter_jsonl

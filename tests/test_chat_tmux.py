@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from fake_servers import FakeOpenAI, scripted_reply
+
 from wikihowagent.runs import iter_jsonl
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +39,7 @@ def test_chat_in_tmux(tmp_path):
         cmd = [sys.executable, "-c", "from wikihowagent.cli import main; main()", "chat", "--role", "learner",
                "--model", "openai:fake-model", "--base-url", srv.base_url, "--tutorial", "4f115a7f59dc20db",
                "--out", str(out)]
-        shell = " ".join(f"'{c}'" for c in cmd) + f"; echo EXIT=$?; sleep 60"
+        shell = " ".join(f"'{c}'" for c in cmd) + "; echo EXIT=$?; sleep 60"
         tmux(sock, "new-session", "-d", "-s", "chat", "-x", "120", "-y", "50", "-c", str(ROOT), shell)
         try:
             wait_for(sock, "you (learner) >")

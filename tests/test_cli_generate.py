@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import socket
 
+from fake_servers import FakeOpenAI
 from typer.testing import CliRunner
 
-from fake_servers import FakeOpenAI
 from wikihowagent.cli import app
 from wikihowagent.runs import iter_jsonl
 

@@ -347,7 +347,7 @@ def test_stats_on_the_bundled_sample_and_a_crawl_tree(tmp_path):
     assert {r["domain"] for r in rows} - {"Total"} <= paper and rows[-1]["articles"] == "14"
     assert rows[-1]["tutorials"] == "22"
     # A crawl-layout tree, one folder per topic of the paper's table.
-    for d, t in table_rows()[::9]:
+    for _domain, t in table_rows()[::9]:
         put(tmp_path / "crawl", t, art(f"How to {t}", ["Something Else"]))
     result = CliRunner().invoke(app, ["stats", "--tutorials", str(tmp_path / "crawl"), "--out", str(tmp_path / "k"),
                                       "--no-figures"])

@@ -7,9 +7,9 @@ import functools
 import json
 
 import pytest
+from fake_servers import FakeOpenAI, scripted_reply
 from typer.testing import CliRunner
 
-from fake_servers import FakeOpenAI, scripted_reply
 from wikihowagent.cli import app
 from wikihowagent.evaluation import runner as eval_runner
 

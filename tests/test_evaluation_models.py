@@ -92,7 +92,7 @@ def test_batching_does_not_change_scores(scorers):
     convs = list(src.conversations(on_error=lambda m: None))
     together = scorers.score(convs)
     alone = [scorers.score([c])[0] for c in convs]
-    for a, b in zip(together, alone):
+    for a, b in zip(together, alone, strict=True):
         for k in a.metrics:
             assert a.metrics[k] == pytest.approx(b.metrics[k], abs=1e-5)
 

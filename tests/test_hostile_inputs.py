@@ -158,12 +158,12 @@ def test_cases_md_escapes_titles_runs_and_ids(tmp_path):
     recs = [json.loads(x) for x in (run / "conversations.jsonl").read_text().splitlines()]
     evil = ['<img src=x onerror=alert(1)>', '</script><script>alert(2)</script>', '[click](javascript:alert(3))',
             "a | b\n# heading"]
-    for rec, title in zip(recs, evil):
+    for rec, title in zip(recs, evil, strict=True):
         rec["title"] = title
     (run / "conversations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     scores = [json.loads(x) for x in (run / "scores.jsonl").read_text().splitlines()]
     for s in scores:
-        s["title"] = next((t for r, t in zip(recs, evil) if r["conversation_id"] == s["conversation_id"]), "")
+        s["title"] = next((t for r, t in zip(recs, evil, strict=False) if r["conversation_id"] == s["conversation_id"]), "")
     (run / "scores.jsonl").write_text("".join(json.dumps(s) + "\n" for s in scores))
     res = build_report([run], tmp_path / "site", cases=4)
     md = (res.out / "cases.md").read_text()

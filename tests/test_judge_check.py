@@ -14,9 +14,9 @@ from fake_servers import FakeOpenAI
 from typer.testing import CliRunner
 
 from wikihowagent.evaluation.coverage import echo_rate, step_coverage
-from wikihowagent.records import Conversation, Turn
 from wikihowagent.judgecheck import perturbations as P
 from wikihowagent.judgecheck.core import bootstrap_ci, win
+from wikihowagent.records import Conversation, Turn
 
 FIXTURES = Path(__file__).parent / "fixtures" / "evaluation"
 RUBRICS = ["Clarity", "Truthfulness", "Engagement", "Coherence", "Depth", "Relevance", "Progress", "Naturalness"]

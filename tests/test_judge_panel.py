@@ -107,7 +107,7 @@ def test_align_reports_every_judge_of_a_panel(tmp_path):
             per[spec] = recs
             (d / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
         with open(run / "scores.jsonl", "w") as fh:
-            for x, a, b in zip(lines, per["judgeA"], per["ollama:noise"]):
+            for x, a, b in zip(lines, per["judgeA"], per["ollama:noise"], strict=True):
                 x["metrics"] = {m: (a["metrics"][m] + b["metrics"][m]) / 2 for m in RUBRICS}
                 x["judge"] = {"evaluator": "panel:judgeA+ollama:noise", "scoring": "weighted"}
                 fh.write(json.dumps(x) + "\n")

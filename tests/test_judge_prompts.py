@@ -11,8 +11,15 @@ from fake_servers import FakeOpenAI
 from typer.testing import CliRunner
 
 from wikihowagent.evaluation.judge import load_rubrics
-from wikihowagent.evaluation.judge_prompts import (CUT_MARK, DEFAULT_PROMPT, LEGACY_PROMPT, PromptError, get_prompt,
-                                                   load_prompts, shorten)
+from wikihowagent.evaluation.judge_prompts import (
+    CUT_MARK,
+    DEFAULT_PROMPT,
+    LEGACY_PROMPT,
+    PromptError,
+    get_prompt,
+    load_prompts,
+    shorten,
+)
 from wikihowagent.evaluation.scoring import rubric_prompt
 from wikihowagent.records import Conversation, Turn
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import get_args
+
 import pytest
 
 from wikihowagent.evaluation import metrics as M
@@ -28,6 +30,16 @@ def test_every_entry_is_computable_and_the_lists_derive_from_it():
         names = M.computational_metrics(mode)
         assert len(names) == len(set(names)), mode  # one entry per name and mode
         assert all(header(n).endswith("(%)") for n in names)  # fractions, shown as percentages
+
+
+def test_batch_passes_are_the_declared_ones():
+    """Issue 29: `EmbedBatch` lacked "posttest", which six entries use (only mypy could see it). Every batch of
+    the registry is a value of the type and a Scorers pass; a misspelt pass fails when the entry is made."""
+    declared = set(get_args(M.EmbedBatch))
+    assert {m.batch for m in M.REGISTRY if m.batch} == declared
+    assert all(callable(getattr(M.Scorers, b)) for b in declared)
+    with pytest.raises(ValueError, match="metric 'X': unknown batch pass 'post_test'"):
+        M.Metric("X", "default", batch="post_test")  # type: ignore[arg-type]  # the wrong value on purpose
 
 
 def test_a_new_metric_is_one_registry_entry(monkeypatch):

@@ -11,7 +11,8 @@ from pathlib import Path
 import pandas as pd
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
-from builders import FORMULA_START as DANGER, is_number as _number  # noqa: E402
+from builders import FORMULA_START as DANGER  # noqa: E402
+from builders import is_number as _number
 
 from wikihowagent.csvcells import neutralise, people_frame, read_people_csv, unneutralise  # noqa: E402
 from wikihowagent.evaluation.summary import load_run_scores, summarize, write_summary  # noqa: E402

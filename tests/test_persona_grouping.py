@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
 from builders import make_run, sheet_rows, write_sheet  # noqa: E402
-
 from fake_servers import FakeOpenAI  # noqa: E402
+
 from wikihowagent.cli import app  # noqa: E402
 
 

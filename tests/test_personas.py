@@ -6,8 +6,8 @@ import asyncio
 import re
 
 import pytest
-
 from helpers import make_tutorial, teacher_script
+
 from wikihowagent.config import ConfigError
 from wikihowagent.generation.core import assign_personas, to_record
 from wikihowagent.records import ConversationRecord
@@ -32,7 +32,8 @@ def obedient_learner(prompt: str) -> str:
     return "Got it, let's go to the next step."
 
 
-def converse(persona_name, cid="c1", n_steps=6, options=WorkflowOptions(), learner=obedient_learner):
+def converse(persona_name, cid="c1", n_steps=6, options=None, learner=obedient_learner):
+    options = options or WorkflowOptions()
     persona = load_personas()[persona_name]
     teacher = ScriptedChatModel(script=teacher_script)
     learner_model = ScriptedChatModel(script=learner)

@@ -8,9 +8,9 @@ import json
 import re
 import zlib
 
+from fake_servers import FakeOpenAI, scripted_reply
 from typer.testing import CliRunner
 
-from fake_servers import FakeOpenAI, scripted_reply
 from wikihowagent.cli import app
 from wikihowagent.evaluation.judge import load_rubrics
 from wikihowagent.runs import CONVERSATIONS, RUN_INFO, SCORES, read_conversations, read_run_info, read_scores

@@ -8,10 +8,10 @@ import re
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
-
 from fake_servers import FakeOpenAI
 from helpers import learner_says, make_tutorial, teacher_script
+from typer.testing import CliRunner
+
 from wikihowagent.cli import app
 from wikihowagent.evaluation import metrics as M
 from wikihowagent.evaluation import posttest as P
@@ -566,10 +566,9 @@ def test_judge_check_posttest_validity(tmp_path):
 
 
 def test_validity_table_reports_abstentions():
+    from wikihowagent.evaluation.judge import load_rubrics
     from wikihowagent.judgecheck.perturbations import load_perturbations
     from wikihowagent.judgecheck.posttest_check import abstained_shares, validity_table
-
-    from wikihowagent.evaluation.judge import load_rubrics
 
     perts = [p for p in load_perturbations(None, list(load_rubrics(None))) if p.name == "skip_steps"]
     tests = {("a", "original"): PostTest(post=TestAnswer(steps=["x", "y", "z", "w"])),

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from fake_servers import FakeOpenAI
 from typer.testing import CliRunner
 
-from fake_servers import FakeOpenAI
 from wikihowagent.cli import app
 from wikihowagent.runs import read_run_info
 

@@ -7,9 +7,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from fake_servers import FakeOpenAI
 from typer.testing import CliRunner
 
-from fake_servers import FakeOpenAI
 from wikihowagent.cli import app
 
 runner = CliRunner()
@@ -140,6 +140,7 @@ def test_second_evaluate_is_refused_before_any_model_is_loaded(tmp_path, monkeyp
 
 def judge_or_teach(prompt: str) -> str:
     from fake_servers import scripted_reply
+
     from wikihowagent.evaluation.judge import load_rubrics
 
     if "Evaluate the following" in prompt:

@@ -9,9 +9,9 @@ import threading
 import time
 from http.server import ThreadingHTTPServer
 
+from fake_servers import FakeOpenAI, scripted_reply
 from typer.testing import CliRunner
 
-from fake_servers import FakeOpenAI, scripted_reply
 from wikihowagent.backends.replicas import Replica, ReplicaPool
 from wikihowagent.cli import app
 from wikihowagent.runs import iter_jsonl

@@ -66,7 +66,8 @@ def test_site_has_every_conversation_its_data_and_figures(sweep, tmp_path):
     for name in ("radar_rubrics.png", "radar_computational.png", "by_domain.png", "domain_bars.png"):
         assert (site / "figures" / name).stat().st_size > 1000
     html = (site / "index.html").read_text()
-    assert "Table 1: homogeneous" in html and "Clarity" in html and "BLEU (%)" in html
+    assert "Table 1: homogeneous" in html and "Clarity" in html and "Computational metrics, %" in html
+    assert "BLEU <span class='dir' title='higher is better'>↑</span>" in html
     # nothing remote: every src/href is relative
     for page in ("index.html", "conversation.html", "cases.html"):
         refs = re.findall(r"(?:src|href)=['\"]([^'\"]+)", (site / page).read_text())
@@ -133,7 +134,8 @@ def test_sweep_json_cells_failed_and_missing_cells_and_paper_tables(tmp_path):
     html = (res.out / "index.html").read_text()
     assert "Table 1: homogeneous" in html and "Table 2: heterogeneous" in html
     # as `evaluate --tables`: paired arrows (random scores of two seeds: no significant difference) and CIs
-    cells = re.findall(r"<td>([^<]*)</td>", html.split("Table 2: heterogeneous")[1].split("</table>")[0])
+    # each cell's whole text (mean ± sd [CI] arrow) is its tooltip
+    cells = re.findall(r"<td class='num[^']*' title='([^']*)'", html.split("Table 2: heterogeneous")[1].split("</table>")[0])
     assert any(c.endswith(" ≈") for c in cells) and not any(c.endswith((" ↑", " ↓")) for c in cells)
     assert re.search(r"\d ± \d+\.\d\d \[\d", html) and "paired by tutorial" in html
 
@@ -214,7 +216,7 @@ def test_persona_and_later_score_fields_are_shown_when_present(tmp_path, monkeyp
     idx = _index(res.out)
     assert idx["personas"] == ["expert", "novice"]
     assert [idx["personas"][r[4]] for r in idx["rows"]] == [c["persona"] for c in convs]
-    assert "<td>expert, novice</td>" in (res.out / "index.html").read_text()
+    assert "<td data-label='Persona'>expert, novice</td>" in (res.out / "index.html").read_text()
     conv = _chunk(res.out, 0)[scores[0]["conversation_id"]]
     assert conv["score_extra"] == {"distributions": {"Clarity": {"4": 0.7, "5": 0.3}}}
     assert _chunk(res.out, 0)[scores[1]["conversation_id"]]["score_extra"] == {}
@@ -232,7 +234,7 @@ def test_scores_only_directory_is_a_run_shown_without_text(tmp_path):
 
 
 def test_a_new_report_page_is_a_module_and_its_entry(sweep, tmp_path, monkeypatch):
-    """README's Layout: a report page = a module with write_page(ctx) + its name in report.core.PAGES."""
+    """The developer guide's extension points: a report page = a module with write_page(ctx) + its name in report.core.PAGES."""
     import sys
 
     from wikihowagent.report import core
@@ -248,3 +250,66 @@ def test_a_new_report_page_is_a_module_and_its_entry(sweep, tmp_path, monkeypatc
     assert (site / "extra.html").read_text() == "60 conversations, 2 runs"
     assert "<a href='extra.html'>Extra</a>" in (site / "index.html").read_text()
     sys.modules.pop("extra_page", None)
+
+
+def _table1(html: str) -> str:
+    return html.split("Table 1: homogeneous", 1)[1].split("</section>", 1)[0]
+
+
+def test_table1_is_a_row_per_metric_with_direction_scale_and_fixed_decimals(tmp_path):
+    """Issue 33: Table 1 read as `79.21 ± 2.18 [77.57, 81.69]` cells in 18+ columns. Now a row per metric
+    grouped by scale (% / 1-5) with ↑/↓, a column per run; each cell the mean (2 decimals, right-aligned),
+    a small sd, the CI on its own small line and the whole cell as a tooltip."""
+    make_run(tmp_path / "runs", "T-qwen2_L-qwen2", 40, teacher="qwen2", tutorials=20, full=True)
+    t1 = _table1((build_report([tmp_path / "runs"], tmp_path / "site").out / "index.html").read_text())
+    assert "table class='summary metric-rows'" in t1
+    heads = re.findall(r"<th scope='row'>(.*?)</th>", t1)
+    assert len(heads) == 18 + 8
+    assert "Echo Rate <span class='dir' title='lower is better'>↓</span>" in heads
+    assert "Extraneous <span class='dir' title='lower is better'>↓</span>" in heads
+    assert "Clarity <span class='dir' title='higher is better'>↑</span>" in heads
+    assert "Computational metrics, %</th>" in t1 and "Rubric scores (LLM judge), 1–5</th>" in t1
+    cells = re.findall(r"<td class='num' title='([^']*)'>(.*?)</td>", t1)
+    assert len(cells) == 18 + 8
+    for tip, body in cells:
+        mean, sd, lo, hi = re.fullmatch(r"<span class='m'>(-?\d+\.\d\d)</span><span class='sd'>±(\d+\.\d\d)</span>"
+                                        r"<span class='ci'>\[(-?\d+\.\d\d), (-?\d+\.\d\d)\]</span>", body).groups()
+        assert tip == f"{mean} ± {sd} [{lo}, {hi}]"
+    assert "★" not in t1  # one run: no best run
+
+
+def test_table1_marks_the_best_run_only_where_significant_and_many_runs_become_rows(tmp_path):
+    for name, teacher, seed, bias in [("T-qwen2_L-qwen2", "qwen2", 0, 0.0), ("T-gemma_L-gemma", "gemma", 1, 0.0),
+                                      ("T-llama3_L-llama3", "llama3", 2, 1.5)]:
+        make_run(tmp_path / "three", name, 40, teacher=teacher, tutorials=20, seed=seed, bias=bias, full=True)
+    t1 = _table1((build_report([tmp_path / "three"], tmp_path / "site3").out / "index.html").read_text())
+    heads = re.findall(r"<th class='run'>(.*?)</th>", t1)
+    assert [re.sub(r"<[^>]+>|\d+", "", h) for h in heads] == [
+        "T-gemma L-gemman = ", "T-llama L-llaman = ", "T-qwen L-qwenn = ", "Overallmean ± sd over runsn = "]
+    rows = re.findall(r"<tr><th scope='row'>(.*?)</th>(.*?)</tr>", t1)
+    marked = {re.sub(" <span.*", "", head): [i for i, td in enumerate(re.findall(r"<td class='([^']*)'", tds))
+                                             if "best" in td] for head, tds in rows}
+    rubric_marks = [marked[m] for m in ("Clarity", "Truthfulness", "Engagement", "Coherence", "Depth", "Relevance",
+                                        "Progress", "Naturalness")]
+    assert rubric_marks.count([1]) >= 6  # llama3 (column 1), 1.5 points above on a 1-5 scale: significant
+    assert all(v in ([], [1]) for v in marked.values())  # never another run, never two
+    assert "★ Bold on green" in t1
+    # ten columns (9 runs + Overall): a row per run, the metrics as columns under their group's scale
+    for i in range(9):
+        make_run(tmp_path / "nine", f"T-m{i}_L-m{i}", 8, teacher=f"m{i}", tutorials=4, seed=i)
+    t9 = _table1((build_report([tmp_path / "nine"], tmp_path / "site9").out / "index.html").read_text())
+    assert t9.count("table class='summary run-rows many'") == 2 and "metric-rows" not in t9
+    assert len(re.findall(r"<tr><th scope='row'>", t9)) == 2 * 10
+
+
+def test_table2_arrows_are_green_for_the_better_and_red_for_the_worse():
+    """↓ on Echo Rate (lower is better) is an improvement; ↓ on BLEU is not."""
+    from wikihowagent.evaluation.metrics import better
+    from wikihowagent.report.core import _value_cell
+
+    row = {"run": "r", "BLEU": (30.0, 5.0, 10), "Echo Rate": (10.0, 2.0, 10), "Clarity": (3.0, 1.0, 10),
+           "arrows": {"BLEU": "↓", "Echo Rate": "↓", "Clarity": "≈"}, "ci": {}}
+    direction = {m: better(m) for m in ("BLEU", "Echo Rate", "Clarity")}
+    assert "<span class='arrow bad'>↓</span>" in _value_cell(row, "BLEU", {}, direction)
+    assert "<span class='arrow good'>↓</span>" in _value_cell(row, "Echo Rate", {}, direction)
+    assert "<span class='arrow '>≈</span>" in _value_cell(row, "Clarity", {}, direction)

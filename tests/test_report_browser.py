@@ -1,8 +1,8 @@
-"""The report in a real browser: Debian's Chromium driven by Playwright (see README, `report`).
+"""The report in a real browser: Debian's Chromium driven by Playwright (see docs/guides/report.md).
 
 Opens index.html from file://, checks there are no console errors and no request leaving file:/data:,
 filters and sorts the conversation table, opens a conversation and finds its turns and scores. Saves
-screenshots to the test's temp dir, or to $WIKIHOWAGENT_SCREENSHOTS when set (README's images)."""
+screenshots to the test's temp dir, or to $WIKIHOWAGENT_SCREENSHOTS when set (the docs' images)."""
 
 from __future__ import annotations
 
@@ -126,3 +126,55 @@ def test_report_in_chromium(site, browser, tmp_path):
     assert page.locator("h2", has_text="Clarity").count() == 1
     assert errors == [] and remote == []
     page.close()
+
+
+@pytest.fixture(scope="module")
+def table_sites(tmp_path_factory) -> dict[int, Path]:
+    """The same runs as one report of one run and one of three (18 computational metrics, 8 rubrics)."""
+    out = {}
+    for n in (1, 3):
+        root = tmp_path_factory.mktemp(f"runs{n}")
+        for name, teacher, seed, bias in [("T-qwen2_L-qwen2", "qwen2", 0, 0.0), ("T-gemma_L-gemma", "gemma", 1, -0.5),
+                                          ("T-llama3_L-llama3", "llama3", 2, 0.8)][:n]:
+            make_run(root, name, 40, teacher=teacher, tutorials=20, seed=seed, bias=bias, full=True)
+        out[n] = build_report([root], tmp_path_factory.mktemp(f"site{n}") / "report").out
+    return out
+
+
+FIT = """() => {
+  const vw = document.documentElement.clientWidth;
+  return {vw, page: document.documentElement.scrollWidth, tables: Array.from(document.querySelectorAll("#overview table")).map(t =>
+    ({cls: t.className, right: Math.ceil(t.getBoundingClientRect().right), width: Math.ceil(t.scrollWidth),
+      box: t.parentElement.clientWidth, scrolls: t.parentElement.scrollWidth > t.parentElement.clientWidth}))};
+}"""
+
+
+@pytest.mark.parametrize("n_runs", [1, 3])
+def test_tables_fit_the_window_without_a_sideways_scroll(table_sites, browser, tmp_path, n_runs):
+    """Issue 33: Table 1 scrolled sideways past 18 columns at 1280 px even for one run. At 1280 px and at a
+    phone's 400 px every table of the overview (the runs: a card per run on a phone; Table 1) fits the
+    viewport, no table and not the page scrolling sideways."""
+    shots = Path(os.environ.get("WIKIHOWAGENT_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    for width in (1280, 400):
+        page = browser.new_page(viewport={"width": width, "height": 900})
+        errors = []
+        page.on("pageerror", lambda e: errors.append(str(e)))  # noqa: B023 - the page lives in this iteration only
+        page.goto((table_sites[n_runs] / "index.html").as_uri())
+        page.wait_for_selector("#summary-tables table")
+        fit = page.evaluate(FIT)
+        assert width - 20 <= fit["vw"] <= width  # the viewport (less a vertical scroll bar)
+        assert len(fit["tables"]) == 2  # the runs, Table 1
+        for t in fit["tables"]:
+            assert not t["scrolls"] and t["width"] <= t["box"] and t["right"] <= fit["vw"], (width, t)
+        assert fit["page"] <= fit["vw"], fit  # the page itself: no horizontal scroll
+        assert page.locator("#summary-tables tbody th[scope=row]").count() == 18 + 8  # a row per metric
+        page.add_style_tag(content="nav{position:static}")  # the sticky bar would cover the table's title
+        page.locator("#overview").screenshot(path=str(shots / f"report-table1-{n_runs}run-{width}.png"))
+        if width == 400 and n_runs == 3:  # a phone: the CIs hidden until the table is tapped
+            ci = page.locator("#summary-tables .ci").first
+            assert not ci.is_visible()
+            page.locator("#summary-tables table").first.click()
+            assert ci.is_visible()
+        assert not errors
+        page.close()

@@ -51,7 +51,7 @@ def test_head_to_head_page_in_chromium(site, tmp_path):
             assert page.url.endswith("head-to-head.html")
             ranking = page.eval_on_selector_all("#bt-overall tbody tr", "trs => trs.map(tr => tr.cells[0].textContent)")
             ranks = page.eval_on_selector_all("#bt-overall tbody tr", "trs => trs.map(tr => tr.cells[1].textContent)")
-            assert dict(zip(ranking, ranks)) == {"strong": "1", "mid": "2", "weak": "3"}
+            assert dict(zip(ranking, ranks, strict=False)) == {"strong": "1", "mid": "2", "weak": "3"}
             assert page.eval_on_selector("img", "i => i.complete && i.naturalWidth > 0")
             n_verdicts = len(list(csv.DictReader((cmp / "pairwise.csv").open())))
             assert page.eval_on_selector_all("#verdicts tbody tr", "trs => trs.length") == n_verdicts == 3 * 5 * 2

@@ -13,8 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from helpers import make_tutorial, teacher_script
+
 from wikihowagent.generation.core import prepare_run_dir, run_conversations
 from wikihowagent.runs import RunError, iter_jsonl
 from wikihowagent.testing import ScriptedChatModel

@@ -9,10 +9,10 @@ import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
 import slurm_cluster
 from fake_servers import FakeOpenAI, scripted_reply
+from typer.testing import CliRunner
+
 from wikihowagent.cli import app
 from wikihowagent.runs import iter_jsonl
 

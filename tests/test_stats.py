@@ -60,7 +60,7 @@ def test_seed_only_difference_gives_no_arrow_at_the_nominal_rate():
     rng = np.random.default_rng(3)
     arrows = 0
     tables = 60
-    for k in range(tables):
+    for _ in range(tables):
         results = [paired_compare(*_runs(rng), n_boot=0) for _ in range(8)]  # 8 metrics in one table
         holm(results)
         arrows += any(r.arrow() != "≈" for r in results)
@@ -123,7 +123,7 @@ def test_bradley_terry_recovers_known_strengths_with_covering_cis():
     rng = np.random.default_rng(5)
     res = bradley_terry(4, _simulate_bt(truth, 60, 3, rng), n_boot=300, seed=1)
     assert [s.rank for s in res] == [1, 2, 3, 4]
-    for s, t in zip(res, truth):
+    for s, t in zip(res, truth, strict=True):
         assert abs(s.theta - t) < 0.25
         assert s.ci_low <= t <= s.ci_high
 

@@ -129,3 +129,48 @@ def test_evaluate_baseline_cli_pairs_by_tutorial(tmp_path):
     assert float(rows["b"]["Question (%) diff"]) == 0.0 and rows["a"].get("Question (%) vs baseline", "") == ""
     assert float(rows["a"]["Question (%) ci_low"]) <= float(rows["a"]["Question (%) mean"]) <= float(rows["a"]["Question (%) ci_high"])
     assert math.isfinite(float(rows["Overall"]["Completion (%) ci_low"]))
+
+
+def _three(tmp_path, shifts: dict[str, dict[str, float]], n_tut: int = 20, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    truth = _truth(n_tut, rng)
+    for vals in truth.values():
+        vals["Echo Rate"] = rng.uniform(0.2, 0.5)
+    return [load_run_scores(name, name, _scores(tmp_path / name, name, truth, rng, shift=shifts.get(name)))
+            for name in ("a", "b", "c")]
+
+
+def test_best_run_is_named_only_where_a_paired_test_beats_every_other_run(tmp_path):
+    """Issue 33: the report marks the best run per metric only where the difference is significant: Holm
+    across the table's tests; "lower" metrics (Echo Rate) pick the lowest mean."""
+    from wikihowagent.evaluation.metrics import better
+    from wikihowagent.evaluation.significance import best_runs
+
+    runs = _three(tmp_path, {"b": {"Clarity": 1.0}, "c": {"Echo Rate": -1.0}})
+    s = summarize(runs, RUBRICS, stats=TableStats(n_boot=0))
+    rows = [r for r in s.table if r["run"] != "Overall"]
+    tables = {r.name: r.table for r in runs}
+    direction = {m: better(m) for m in s.columns}
+    assert direction["Echo Rate"] == "lower" and direction["Clarity"] == direction["BLEU"] == "higher"
+    assert best_runs(rows, tables, s.columns, direction, TableStats()) == {"Clarity": "b", "Echo Rate": "c"}
+    # read the other way round, the lowest Echo Rate is no longer best: nothing beats both others upwards
+    flipped = {**direction, "Echo Rate": "higher"}
+    assert "Echo Rate" not in best_runs(rows, tables, s.columns, flipped, TableStats())
+    # seed-only differences: nothing marked; the paper's view and a single run: nothing to compare
+    same = _three(tmp_path / "same", {})
+    s2 = summarize(same, RUBRICS, stats=TableStats(n_boot=0))
+    assert best_runs([r for r in s2.table if r["run"] != "Overall"], {r.name: r.table for r in same}, s2.columns,
+                     direction, TableStats()) == {}
+    assert best_runs(rows, tables, s.columns, direction, TableStats(paired=False)) == {}
+    assert best_runs(rows[:1], tables, s.columns, direction, TableStats()) == {}
+
+
+def test_a_best_run_must_beat_every_other_run_not_only_the_worst(tmp_path):
+    """b and c both far above a on Clarity but not different from each other: no best run."""
+    from wikihowagent.evaluation.significance import best_runs
+
+    runs = _three(tmp_path, {"b": {"Clarity": 1.0}, "c": {"Clarity": 1.0}})
+    s = summarize(runs, RUBRICS, stats=TableStats(n_boot=0))
+    got = best_runs([r for r in s.table if r["run"] != "Overall"], {r.name: r.table for r in runs}, s.columns,
+                    {m: "higher" for m in s.columns}, TableStats())
+    assert "Clarity" not in got

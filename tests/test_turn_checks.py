@@ -6,10 +6,10 @@ import asyncio
 import json
 
 import pytest
-from typer.testing import CliRunner
-
 from fake_servers import FakeOpenAI, scripted_reply
 from helpers import learner_says, make_tutorial, teacher_script
+from typer.testing import CliRunner
+
 from wikihowagent.cli import app
 from wikihowagent.generation.core import to_record
 from wikihowagent.runs import iter_jsonl

@@ -5,16 +5,24 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from helpers import learner_says, make_tutorial, teacher_script
+
 from wikihowagent.generation.core import to_record
 from wikihowagent.records import ConversationRecord
 from wikihowagent.testing import ScriptedChatModel
-from wikihowagent.workflow.graph import WorkflowOptions, asks_question, build_graph, initial_state, mermaid, recursion_limit
+from wikihowagent.workflow.graph import (
+    WorkflowOptions,
+    asks_question,
+    build_graph,
+    initial_state,
+    mermaid,
+    recursion_limit,
+)
 from wikihowagent.workflow.prompts import load_prompts
 
 
-def run(tutorial, learner_script, options=WorkflowOptions(), teacher=None):
+def run(tutorial, learner_script, options=None, teacher=None):
+    options = options or WorkflowOptions()
     teacher = teacher or ScriptedChatModel(script=teacher_script)
     learner = ScriptedChatModel(script=learner_script)
     graph = build_graph(teacher, learner, load_prompts(), options)

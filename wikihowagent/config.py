@@ -10,7 +10,6 @@ from pydantic import BaseModel, Field, ValidationError
 
 from wikihowagent.errors import WikihowagentError, validation_line
 
-
 # configs/ and data/ live beside the package (the project is installed editable from its checkout).
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,7 +44,7 @@ class WorkflowSettings(BaseModel):
     manager: str = "rules"  # workflow/manager.py MANAGERS: rules (Algorithm 1) | llm (a model classifies)
     manager_model: str = ""  # spec of the llm manager's model; "" = the teacher's
     posttest: bool = True  # the learner's post-test (and the cached pre-test) after each conversation
-    posttest_prompt: str = "v2"  # workflow/posttest.py PROMPTS: the tests' wording (README "Post-test")
+    posttest_prompt: str = "v2"  # workflow/posttest.py PROMPTS: the tests' wording (docs/guides/posttest.md)
 
 
 class ReplicaSettings(BaseModel):

@@ -4,18 +4,31 @@ Messages carry outside text — paths, server error messages, model output, run 
 every console prints literally: Rich markup (`[/b]`) and emoji codes (`:100:`) are off, and styles are
 applied with `rich.text.Text` (`labeled`), never by markup in a format string. Status lines on stderr are
 never wrapped at the console width (a log file or CI capture keeps one line per message).
+
+`--help` (HelpCommand, HelpGroup: the `cls=` of every command of `cli.app`) never cuts an option's name. Typer lays
+an options panel out as one Rich table (name | negative name | type | help) that Rich shrinks column by
+column when the terminal is narrow, so at 80 columns (and whenever the help is piped: Rich then assumes
+80) option names ended in `…` and the help got a 17-character column. Here each option is laid out by
+hand: its names and metavar never wrap or shorten; the help text gets the rest of the line, or, when the
+names are wider than NAME_COLUMN_MAX, the lines under them (as man pages do). The usage, the command's
+help text and every piece of an option's help (default, range, required) are Typer's own
+(typer.rich_utils); options are grouped by their `rich_help_panel=` into the PANELS below, in that order.
+tests/test_cli_help.py checks every command's help at 80 columns and piped.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import inspect
 import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.text import Text
+from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 
 def make_console(stderr: bool = True) -> Console:
@@ -65,9 +78,174 @@ def disk_full_message(path: Path | str, needed: int | None, exc: OSError) -> str
 @contextlib.contextmanager
 def progress_bar(console: Console, total: int, description: str) -> Iterator[Callable[[int], None]]:
     """A progress bar (done/total, elapsed, ETA) on `console`; yields `advance(n)`."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     with Progress(TextColumn("{task.description}", markup=False, style="bold"), BarColumn(), MofNCompleteColumn(),
                   TimeElapsedColumn(), TimeRemainingColumn(), console=console) as prog:
         task = prog.add_task(description, total=total)
         yield lambda n: prog.advance(task, n)
+
+
+# ------------------------------------------------------------------------------------------------------
+# --help
+
+# The panels the commands group their options into (rich_help_panel=), one vocabulary for every command,
+# printed in this order (then "Options": --help and any option without a panel).
+INPUTS = "Inputs"
+SELECTION = "Selection"
+METRICS = "Metrics"
+MODELS = "Model and judge"
+CONVERSATION = "Conversation"
+POSTTEST = "Post-test"
+STATISTICS = "Statistics"
+OUTPUT = "Output"
+CLUSTER = "Cluster, resume and speed"
+PANELS = (INPUTS, SELECTION, METRICS, MODELS, CONVERSATION, POSTTEST, STATISTICS, OUTPUT, CLUSTER)
+
+NAME_COLUMN_MAX = 30  # wider names print on a line of their own, their help indented under them
+WIDTH_MAX = 100  # help lines wider than this are hard to read; a wider terminal gets this width
+
+
+def _names(param: TyperOption | TyperArgument, ctx: Any) -> Any:
+    """The option's names (`--retry-failed / --no-retry-failed`, `--human, -H`) and its metavar/type,
+    as one Rich Text that is never wrapped or shortened."""
+    from typer import rich_utils
+
+    text = Text(no_wrap=True, overflow="fold")
+    if isinstance(param, TyperArgument):
+        name = param.display_name_raw + ("..." if param.metavar is None and param.nargs != 1 else "")
+        text.append(name, style="option")
+    else:
+        longs = [o for o in param.opts if o.startswith("--")]
+        shorts = [o for o in param.opts if not o.startswith("--")]
+        text.append(", ".join(longs + shorts), style="option")
+        negatives = list(param.secondary_opts)
+        if negatives:
+            text.append(" / ")
+            text.append(", ".join(negatives), style="negative_option")
+    shown = param.display_type_rich(ctx=ctx)
+    if shown and not (isinstance(param, TyperOption) and param.is_flag):
+        text.append(" ")
+        text.append(shown.replace(" range>", ">"), style="types")  # the range follows: [x>=1]
+    limits = param._get_number_range_help_str()
+    if limits:
+        text.append(" ")
+        text.append(rich_utils.RANGE_STRING.format(limits).strip(), style="types")
+    return text
+
+
+def _options_panel(name: str, params: list[Any], ctx: Any, markup_mode: Any, console: Any) -> None:
+    from rich.console import Group
+    from rich.padding import Padding
+    from rich.panel import Panel
+    from rich.table import Table
+    from typer import rich_utils
+
+    if not params:
+        return
+    rows = []
+    for p in params:
+        names = _names(p, ctx)
+        if p.required:
+            names = Text.assemble(Text(rich_utils.REQUIRED_SHORT_STRING, style=rich_utils.STYLE_REQUIRED_SHORT),
+                                  " ", names, no_wrap=True, overflow="fold")
+        elif any(q.required for q in params):
+            names = Text.assemble("  ", names, no_wrap=True, overflow="fold")
+        pieces = rich_utils._get_parameter_help(param=p, ctx=ctx, markup_mode=markup_mode)  # a Columns of pieces
+        texts = [x for x in pieces.renderables if isinstance(x, Text)]
+        # one paragraph: "... [default: 2]" flows on
+        help_: RenderableType = Text(" ").join(texts) if len(texts) == len(pieces.renderables) else pieces
+        rows.append((names, help_))
+    inner = console.width - 4  # the panel's border and padding
+    cap = max(12, min(NAME_COLUMN_MAX, inner * 2 // 5))
+    width = max((n.cell_len for n, _ in rows if n.cell_len <= cap), default=cap)
+    parts: list[Any] = []
+    for names, help_ in rows:
+        if names.cell_len <= width:
+            grid = Table.grid(padding=(0, 2), expand=True)
+            grid.add_column(width=width, no_wrap=True)
+            grid.add_column(ratio=1, overflow="fold")
+            grid.add_row(names, help_)
+            parts.append(grid)
+        else:  # names wider than the column: a line of their own, the help under the help column
+            parts.append(names)
+            parts.append(Padding(help_, (0, 0, 0, width + 2)))
+    console.print(Panel(Group(*parts), border_style=rich_utils.STYLE_OPTIONS_PANEL_BORDER, title=name,
+                        title_align=rich_utils.ALIGN_OPTIONS_PANEL))
+
+
+def _commands_panel(group: TyperGroup, ctx: Any, markup_mode: Any, console: Any) -> None:
+    """The group's commands, each with the first paragraph of its help as one paragraph (Typer's own panel
+    keeps the docstring's line breaks in "rich" markup mode)."""
+    from rich.panel import Panel
+    from rich.table import Table
+    from typer import rich_utils
+
+    commands = [c for c in (group.get_command(ctx, n) for n in group.list_commands(ctx)) if c and not c.hidden]
+    if not commands:
+        return
+    grid = Table.grid(padding=(0, 2), expand=True)
+    grid.add_column(no_wrap=True, style=rich_utils.STYLE_COMMANDS_TABLE_FIRST_COLUMN)
+    grid.add_column(ratio=1, overflow="fold")
+    for c in commands:
+        first = inspect.cleandoc(c.short_help or c.help or "").partition("\f")[0].split("\n\n")[0]
+        grid.add_row(Text(c.name or ""), rich_utils._make_rich_text(text=" ".join(first.split()),
+                                                                    markup_mode=markup_mode))
+    console.print(Panel(grid, border_style=rich_utils.STYLE_COMMANDS_PANEL_BORDER,
+                        title=rich_utils.COMMANDS_PANEL_TITLE, title_align=rich_utils.ALIGN_COMMANDS_PANEL))
+
+
+def rich_help(obj: TyperCommand | TyperGroup, ctx: Any, markup_mode: Any) -> None:
+    """Typer's rich_format_help with `_options_panel` for the arguments and options."""
+    from rich.align import Align
+    from rich.padding import Padding
+    from typer import rich_utils
+
+    console = rich_utils._get_rich_console()
+    console.width = min(console.width, WIDTH_MAX)
+    console.print(Padding(rich_utils.highlighter(obj.get_usage(ctx)), 1), style=rich_utils.STYLE_USAGE_COMMAND)
+    if obj.help:
+        console.print(Padding(Align(rich_utils._get_help_text(obj=obj, markup_mode=markup_mode), pad=False),
+                              (0, 1, 1, 1)))
+    panels: dict[str, list[Any]] = {rich_utils.ARGUMENTS_PANEL_TITLE: [], rich_utils.OPTIONS_PANEL_TITLE: []}
+    for p in obj.get_params(ctx):
+        if getattr(p, "hidden", False):
+            continue
+        default = rich_utils.ARGUMENTS_PANEL_TITLE if isinstance(p, TyperArgument) else rich_utils.OPTIONS_PANEL_TITLE
+        panels.setdefault(getattr(p, "rich_help_panel", None) or default, []).append(p)
+    # the arguments first, the panels in PANELS' order, then "Options" (--help) last
+    order = {name: i for i, name in enumerate((rich_utils.ARGUMENTS_PANEL_TITLE, *PANELS))}
+    for name, params in sorted(panels.items(), key=lambda kv: (kv[0] == rich_utils.OPTIONS_PANEL_TITLE,
+                                                               order.get(kv[0], len(order)))):
+        _options_panel(name, params, ctx, markup_mode, console)
+    if isinstance(obj, TyperGroup):
+        _commands_panel(obj, ctx, markup_mode, console)
+    if obj.epilog:
+        text = rich_utils._make_rich_text(text=rich_utils._fix_linebreaks(obj.epilog.split("\n\n"), markup_mode),
+                                          markup_mode=markup_mode)
+        console.print(Padding(Align(text, pad=False), 1))
+
+
+class HelpCommand(TyperCommand):
+    """A Typer command whose `--help` keeps every option name whole (see the module's docstring)."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        if self.rich_markup_mode is None:
+            return super().format_help(ctx, formatter)
+        rich_help(self, ctx, self.rich_markup_mode)
+
+
+class HelpGroup(TyperGroup):
+    """A Typer group (`wikihowagent`, `sweep`, `annotate`) with the same `--help` layout."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        if self.rich_markup_mode is None:
+            return super().format_help(ctx, formatter)
+        rich_help(self, ctx, self.rich_markup_mode)

@@ -17,9 +17,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from wikihowagent.corpus.domains import record_domain
 from wikihowagent.errors import WikihowagentError, validation_line
 from wikihowagent.records import BEGIN_TEXT, FINISH_TEXT, Conversation, ScoreRecord, Turn, paper_tutorial_key, turn_line
-from wikihowagent.corpus.domains import record_domain
 
 # The paper's run-file stem: T-<teacher>_L-<learner>_E-<evaluator>[_<job>].
 PAPER_RUN_RE = re.compile(r"^T-(?P<teacher>.+?)_L-(?P<learner>.+?)_E-(?P<evaluator>.+?)(?:_(?P<job>[^_]*))?$")
@@ -98,7 +98,7 @@ def to_conversation(obj: dict[str, Any], run: str, where: str) -> Conversation:
 
     turns_in, lines = obj.get("turns"), obj.get("conversation")
     paper = not (isinstance(turns_in, list) and turns_in)
-    if not paper:
+    if isinstance(turns_in, list) and turns_in:  # = not paper (spelt out so the type checker sees the list)
         for t in turns_in:
             if not isinstance(t, dict) or t.get("role") not in ("teacher", "learner") or not isinstance(t.get("text"), str):
                 raise RecordError("record has a malformed turn (expected {\"role\": teacher|learner, \"text\"})")
@@ -162,7 +162,7 @@ def partial_record(obj: dict[str, Any]) -> PartialRecord:
     part.steps = [x for x in steps if isinstance(x, str)] if isinstance(steps, list) else []
     if tut and not part.steps:
         part.missing.append("tutorial.steps")
-    for t in obj.get("turns") if isinstance(obj.get("turns"), list) else []:
+    for t in given if isinstance(given := obj.get("turns"), list) else []:
         try:
             part.turns.append(Turn.model_validate(t))
         except ValueError:
@@ -176,6 +176,59 @@ def partial_record(obj: dict[str, Any]) -> PartialRecord:
     return part
 
 
+def record_status(obj: dict[str, Any]) -> str:
+    """How a record's conversation ended: failed (`error` set), finished, cut (stopped otherwise), or unknown
+    (the paper's records say neither)."""
+    if obj.get("error"):
+        return "failed"
+    if obj.get("stop_reason") == "finished" or obj.get("finished") is True:
+        return "finished"
+    if "stop_reason" in obj or "finished" in obj:
+        return "cut"
+    return "unknown"
+
+
+def record_persona(obj: dict[str, Any]) -> str:
+    """The learner persona a record names (a name, or an object's name / id / JSON), "" if none."""
+    persona = obj.get("persona")
+    if isinstance(persona, dict):
+        persona = persona.get("name") or persona.get("id") or json.dumps(persona, sort_keys=True)
+    return str(persona or "")
+
+
+@dataclass
+class LenientRecord:
+    """One record read leniently (`read_lenient`), for showing every record, failed and damaged ones too: the
+    typed `Conversation` when the adapter takes it, else what the record still holds (`partial`); `refused`: the
+    adapter's reason when it refused a record that is not a failed conversation; `obj`: the record as stored
+    (fields no type knows are shown as they are)."""
+
+    conversation_id: str
+    where: str
+    obj: dict[str, Any]
+    status: str
+    persona: str
+    conversation: Conversation | None = None
+    partial: PartialRecord | None = None
+    refused: str = ""
+
+
+def read_lenient(obj: dict[str, Any], run: str, where: str) -> LenientRecord | None:
+    """A record as a LenientRecord; None if it has no conversation_id (nothing can name it)."""
+    cid = obj.get("conversation_id")
+    if not isinstance(cid, str) or not cid.strip():
+        return None
+    rec = LenientRecord(conversation_id=cid, where=where, obj=obj, status=record_status(obj),
+                        persona=record_persona(obj))
+    try:
+        rec.conversation = to_conversation(obj, run, where)
+    except RecordError as exc:
+        if not obj.get("error"):
+            rec.refused = str(exc)
+        rec.partial = partial_record(obj)
+    return rec
+
+
 # Cells of an `evaluation` dict that mean "no score".
 _BLANK_CELLS = frozenset({"", "na", "n/a", "nan", "none", "null", "-"})
 
@@ -187,7 +240,7 @@ def paper_score_record(obj: Any, run: str, on_bad_value: Any = None) -> ScoreRec
     conversation_id."""
     if not isinstance(obj, dict) or not isinstance(obj.get("conversation_id"), str) or not obj["conversation_id"]:
         raise RecordError("no conversation_id")
-    ev = obj.get("evaluation") if isinstance(obj.get("evaluation"), dict) else {}
+    ev = given if isinstance(given := obj.get("evaluation"), dict) else {}
     metrics: dict[str, float | None] = {}
     for name, raw in ev.items():
         metrics[str(name)] = _cell(raw, str(name), on_bad_value)

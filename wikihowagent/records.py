@@ -11,6 +11,7 @@ the files: `wikihowagent.runs`.
 from __future__ import annotations
 
 import hashlib
+import math
 import uuid
 from typing import Any, Literal
 
@@ -326,8 +327,16 @@ class JudgmentRecord(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
+RUBRIC_SCALE = (1.0, 5.0)  # a rubric score: a digit 1..5, or a mean of them (weighted, sampled)
+CAL_SUFFIX = " (cal.)"  # the column of a calibrated rubric: `Clarity (cal.)` (evaluate/report --calibration)
+RIDGE_FEATURES = ("p1", "p2", "p3", "p4", "p5", "expected", "spread")  # a ridge calibration's inputs, in order
+
+
 class RubricCalibration(BaseModel):
-    """One rubric's mapping from the judge's output to the human mean rating (see `alignment.calibration`)."""
+    """One rubric's mapping from the judge's output to the human mean rating (see `alignment.calibration`).
+
+    Checked when read: isotonic knots as many x as y, at least one, finite, x increasing, y on the rubric
+    scale; ridge: one finite coefficient per feature of RIDGE_FEATURES and a finite intercept."""
 
     method: Literal["isotonic", "ridge"]
     n: int  # paired conversations it was fitted on
@@ -338,6 +347,42 @@ class RubricCalibration(BaseModel):
     coef: list[float] = Field(default_factory=list)  # ridge: on the raw features
     intercept: float = 0.0
     alpha: float | None = None  # ridge: the penalty chosen (leave-one-out within the fit)
+
+    @model_validator(mode="after")
+    def _usable(self) -> RubricCalibration:
+        problem = self.problem()
+        if problem is not None:
+            raise ValueError(problem)
+        return self
+
+    def problem(self) -> str | None:
+        """Why this mapping cannot be applied (None: it can)."""
+        lo, hi = RUBRIC_SCALE
+        if self.method == "isotonic":
+            if not self.x or not self.y:
+                return "isotonic: no knots (x and y must each hold at least one)"
+            if len(self.x) != len(self.y):
+                return f"isotonic: x has {len(self.x)} knots and y {len(self.y)} (one y per x)"
+            bad = next((i for i, v in enumerate(self.x) if not math.isfinite(v)), None)
+            if bad is not None:
+                return f"isotonic: x[{bad}] = {self.x[bad]:g} is not a finite number"
+            bad = next((i for i, v in enumerate(self.y) if not (math.isfinite(v) and lo <= v <= hi)), None)
+            if bad is not None:  # a calibrated score is a y knot or between two
+                return f"isotonic: y[{bad}] = {self.y[bad]:g} is outside the rubric scale {lo:g} to {hi:g}"
+            bad = next((i for i in range(1, len(self.x)) if self.x[i] < self.x[i - 1]), None)
+            if bad is not None:
+                return f"isotonic: x is not increasing (x[{bad}] = {self.x[bad]:g} < x[{bad - 1}] = {self.x[bad - 1]:g})"
+            return None
+        if list(self.features) != list(RIDGE_FEATURES):
+            return f"ridge: features must be {', '.join(RIDGE_FEATURES)}, not {', '.join(map(str, self.features)) or 'none'}"
+        if len(self.coef) != len(RIDGE_FEATURES):
+            return f"ridge: {len(self.coef)} coefficients for {len(RIDGE_FEATURES)} features"
+        bad = next((i for i, c in enumerate(self.coef) if not math.isfinite(c)), None)
+        if bad is not None:
+            return f"ridge: coef[{bad}] = {self.coef[bad]:g} is not a finite number"
+        if not math.isfinite(self.intercept):
+            return f"ridge: intercept = {self.intercept:g} is not a finite number"
+        return None
 
 
 class Calibration(BaseModel):

@@ -12,20 +12,26 @@ the one score table every stage computes from (`read_score_table`: scores files,
 from __future__ import annotations
 
 import contextlib
+import csv
 import json
 import os
+import re
 import tempfile
+import unicodedata
+from datetime import datetime, timezone
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from wikihowagent.csvcells import read_people_csv, read_people_frame
 from wikihowagent.errors import WikihowagentError, validation_line
 from wikihowagent.records import (Calibration, Conversation, ConversationRecord, JudgmentRecord, PairwiseRecord, PostTest,
                                   PreTestRecord, ScoreRecord, TestAnswer)
 from wikihowagent.scoretable import ScoreTable
+from wikihowagent.console import disk_full_message
 
 RUN_INFO = "run.json"
 CONVERSATIONS = "conversations.jsonl"
@@ -141,8 +147,6 @@ class DiskFullError(RunError):
 
 def disk_full_error(path: Path, needed: int | None, exc: OSError) -> OSError | DiskFullError:
     """`exc` as a one-line DiskFullError if it says the disk (or quota) is full, else `exc` itself."""
-    from wikihowagent.console import disk_full_message
-
     message = disk_full_message(path, needed, exc)
     return exc if message is None else DiskFullError(message)
 
@@ -211,7 +215,7 @@ class JsonlAppender:
     def __init__(self, path: Path, fsync: bool = True):
         self.path = Path(path)
         self.fsync = fsync
-        self._fh = None
+        self._fh: BinaryIO | None = None
 
     def __enter__(self) -> JsonlAppender:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -238,6 +242,7 @@ class JsonlAppender:
         """After a failed write (e.g. disk full): drop what is still buffered, cut the partial line off, and
         reopen, so the file holds exactly the records appended before and later appends start clean."""
         fh, self._fh = self._fh, None
+        assert fh is not None, "only called from append, with the file open"
         try:
             fh.close()  # flushing the rest may fail again: nothing of it is kept
         except OSError:
@@ -303,6 +308,35 @@ def write_json_atomic(path: Path, data: dict[str, Any], in_place_if_full: bool =
             os.fsync(fh.fileno())
 
 
+# The one rule for a name read from a file (or given by a user) that becomes a directory name: a run's name
+# in run.json (`evaluate --out OUT` writes OUT/<name>/), a sweep's name and its cells in sweep.json. It must
+# be one plain path component: not empty, not "." or "..", no "/" or "\\" (so never absolute, never a nested
+# folder), no control character, at most 255 bytes (a file system's limit for one name). A sweep's name also
+# names its Slurm job and is written into a shell script: `shell=True` adds SHELL_SAFE_NAME.
+SHELL_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+NAME_RULE = "one folder name: no '/' or '\\', not '.' or '..', no control characters, at most 255 bytes"
+SHELL_SAFE_RULE = "1-100 letters, digits, '.', '_' or '-', starting with a letter or digit"
+
+
+def name_problem(name: str, shell: bool = False) -> str | None:
+    """Why `name` cannot be a directory name inside an output folder (see NAME_RULE; with `shell`, also
+    SHELL_SAFE_RULE), or None if it can."""
+    if not isinstance(name, str) or not name:
+        return "is empty"
+    if name in (".", ".."):
+        return f"is {name!r}"
+    if "/" in name or "\\" in name:
+        return "contains '/' or '\\' (a path, not one folder name)"
+    bad = next((c for c in name if unicodedata.category(c) == "Cc"), None)
+    if bad is not None:
+        return f"contains the control character {bad!r}"
+    if len(name.encode("utf-8", "surrogatepass")) > 255:
+        return "is longer than 255 bytes"
+    if shell and not SHELL_SAFE_NAME.fullmatch(name):
+        return f"is not {SHELL_SAFE_RULE}"
+    return None
+
+
 RunStatus = Literal["running", "complete", "incomplete", "interrupted", "merged"]
 
 
@@ -344,9 +378,14 @@ def read_run_info(run_dir: Path) -> RunInfo:
     if not isinstance(data, dict):
         raise RunError(f"{path}: expected a JSON object")
     try:
-        return RunInfo.model_validate(data)
+        info = RunInfo.model_validate(data)
     except ValidationError as exc:
         raise RunError(f"{path}: {validation_line(exc, quoted=True)}") from None
+    problem = name_problem(info.name) if info.name else None
+    if problem is not None:  # the name becomes a folder in outputs (evaluate --out OUT: OUT/<name>/)
+        raise RunError(f"{path}: field 'name': {info.name!r} {problem}; a run's name must be {NAME_RULE} "
+                       "(fix it, or remove it to use the directory's name)")
+    return info
 
 
 def write_run_info(run_dir: Path, info: RunInfo, in_place_if_full: bool = False) -> None:
@@ -378,6 +417,27 @@ def shard_dir(run_dir: Path, k: int, n: int) -> Path:
 
 def shard_dirs(run_dir: Path) -> list[Path]:
     return sorted(p for p in (Path(run_dir) / SHARDS_DIR).glob("*") if (p / RUN_INFO).exists())
+
+
+def now() -> str:
+    """The time stamp of run.json's `started_at` / `ended_at` / `resumed_at` (UTC, seconds)."""
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def count_records(records: list[ConversationRecord]) -> dict[str, int]:
+    """run.json's `counts` of a conversations file's records."""
+    return {
+        "conversations": len(records),
+        "finished": sum(1 for r in records if r.stop_reason == "finished"),
+        "max_interactions": sum(1 for r in records if r.stop_reason == "max_interactions"),
+        "failed": sum(1 for r in records if r.error),
+        "turn_warnings": sum(len(t.warnings) for r in records for t in r.turns),
+        "turn_retries": sum(len(t.retried) for r in records for t in r.turns),
+        "manager_fallbacks": sum(t.manager_fallback for r in records for t in r.turns),
+        "learner_stopped": sum(1 for r in records if r.stop_reason == "learner_stopped"),
+        "posttests": sum(1 for r in records if r.posttest is not None),
+        "posttest_failures": sum(1 for r in records if r.posttest is not None and r.posttest.post.error),
+    }
 
 
 # --------------------------------------------------------------------------- typed readers
@@ -432,6 +492,26 @@ def is_paper_file(path: Path) -> bool:
     return not (isinstance(obj, dict) and PAPER_RECORDS_KEY not in obj)
 
 
+def conversation_items(source: Path, on_error: Callable[[str], None] | None = None,
+                       paper: bool | None = None) -> Iterator[tuple[str, Any]]:
+    """The one loop over the records of a conversations source (a run directory, a conversations JSONL file,
+    one of the paper's run files; `paper` None: told by the content): ("FILE:LINE", object) in file order, or
+    for a paper file ("FILE: total_conversations[i]", item). A JSONL line that is not a JSON object is reported
+    to `on_error` ("FILE:LINE: problem") and skipped, or raised as JsonlError without `on_error`; a paper file's
+    item that is not an object is yielded as it is (each reader words it). ValueError (one line) if a paper file
+    cannot be read as one."""
+    from wikihowagent.paper_format import load_paper_file
+
+    path = conversations_file(source)
+    if paper is None:
+        paper = path.suffix.lower() != ".jsonl" and is_paper_file(path)
+    if paper:
+        items, name = load_paper_file(path)
+        yield from ((name.format(i=i), obj) for i, obj in enumerate(items))
+    else:
+        yield from ((f"{path}:{lineno}", obj) for lineno, obj in iter_jsonl(path, on_error=on_error))
+
+
 def read_conversations(source: Path, run: str = "", on_error: Callable[[str], None] | None = None,
                        counts: ReadCounts | None = None, paper: bool | None = None) -> Iterator[Conversation]:
     """The scorable conversations of a run directory, a conversations JSONL file (our records or the
@@ -440,7 +520,7 @@ def read_conversations(source: Path, run: str = "", on_error: Callable[[str], No
     Failed conversations (`error` set) are counted and skipped. A bad line or record is reported as
     "FILE:LINE: problem" to `on_error` and skipped, or raised as JsonlError without `on_error`.
     """
-    from wikihowagent.paper_format import RecordError, load_paper_file, to_conversation
+    from wikihowagent.paper_format import RecordError, to_conversation
 
     counts = counts if counts is not None else ReadCounts()
 
@@ -454,15 +534,7 @@ def read_conversations(source: Path, run: str = "", on_error: Callable[[str], No
         counts.seen += 1
         bad(msg)
 
-    path = conversations_file(source)
-    if paper is None:
-        paper = path.suffix.lower() != ".jsonl" and is_paper_file(path)
-    if paper:
-        items, name = load_paper_file(path)
-        objects: Iterator[tuple[str, Any]] = ((name.format(i=i), obj) for i, obj in enumerate(items))
-    else:
-        objects = ((f"{path}:{lineno}", obj) for lineno, obj in iter_jsonl(path, on_error=bad_line))
-    for where, obj in objects:
+    for where, obj in conversation_items(source, bad_line, paper):
         if not isinstance(obj, dict):
             bad_line(f"{where}: expected a JSON object, got {type(obj).__name__}")
             continue
@@ -509,6 +581,81 @@ def latest_run(runs_dir: Path) -> Path:
     if not infos:
         raise RunError(f"{runs_dir}: no runs found; run 'wikihowagent generate' first or name a run directory")
     return max(infos, key=lambda p: p.stat().st_mtime).parent
+
+
+# --------------------------------------------------------------------------- paths -> runs
+
+RUN_FILES = (RUN_INFO, CONVERSATIONS, *SCORE_FILES)  # any of them makes a directory a run directory
+
+
+def is_run_dir(path: Path) -> bool:
+    """A directory holding run.json, conversations.jsonl or a score file."""
+    return any((Path(path) / f).exists() for f in RUN_FILES)
+
+
+RunPathKind = Literal["run", "file", "cell", "runs", "missing"]
+
+
+@dataclass(frozen=True)
+class RunPath:
+    """What one path a user named stands for (`resolve_runs`): `run` a run directory (`is_run_dir`); `file` a
+    file (a conversations or scores JSONL, one of the paper's run files); `cell` a cell of the sweep `sweep`
+    (`generated`: it has conversations, else it is not generated or its shards are not merged yet); `runs`
+    another directory (a directory of runs: `runs_below`, `evaluated_runs`); `missing` no such path."""
+
+    path: Path
+    kind: RunPathKind
+    sweep: Path | None = None
+
+    @property
+    def generated(self) -> bool:
+        return (self.path / CONVERSATIONS).exists()
+
+
+def resolve_runs(paths: Iterable[Path], *, latest_in: Path | None = None, sweeps: bool = True) -> list[RunPath]:
+    """The one resolver of paths to runs, in the order given. No path and `latest_in`: the latest run under it
+    (`latest_run`, RunError if none). With `sweeps`, a sweep directory (sweep.json, no run file of its own)
+    stands for its cells in sweep.json's order (RunError, one line, if sweep.json is not a sweep file); without,
+    it is a `runs` directory like any other. Each stage words its own refusal of a kind it cannot use."""
+    paths = [Path(p) for p in paths]
+    if not paths and latest_in is not None:
+        paths = [latest_run(latest_in)]
+    out: list[RunPath] = []
+    for p in paths:
+        if not p.exists():
+            out.append(RunPath(p, "missing"))
+        elif not p.is_dir():
+            out.append(RunPath(p, "file"))
+        elif is_run_dir(p):
+            out.append(RunPath(p, "run"))
+        elif sweeps and (p / SWEEP_INFO).is_file():
+            out.extend(RunPath(d, "cell", sweep=p) for d in sweep_cell_dirs(p))
+        else:
+            out.append(RunPath(p, "runs"))
+    return out
+
+
+def runs_below(directory: Path, skip: Iterable[str] = ()) -> list[Path]:
+    """The directories below `directory` that can be runs (sorted by name): every one that is a run directory,
+    and any other but hidden ones and the stages' output folders (summary/, alignment/, compare/, rescored/,
+    and the names in `skip`)."""
+    skipped = {*OUTPUT_DIRS, RESCORED_DIR, *skip}
+    below = sorted(d for d in Path(directory).iterdir() if d.is_dir() and not d.name.startswith("."))
+    return [d for d in below if is_run_dir(d) or d.name not in skipped]
+
+
+def evaluated_runs(runs_dir: Path) -> list[Path]:
+    """Evaluated run directories under `runs_dir`: `<runs_dir>/*/` and `<runs_dir>/rescored/*/` holding a
+    score file (`scores.jsonl` or `scores-paper.jsonl`, see `scores_file`). Runs sorted by name, then the
+    re-scored ones sorted by name."""
+    runs_dir = Path(runs_dir)
+
+    def evaluated(parent: Path, skip: set[str]) -> list[Path]:
+        if not parent.is_dir():
+            return []
+        return sorted(d for d in parent.iterdir() if d.is_dir() and d.name not in skip and scores_file(d))
+
+    return evaluated(runs_dir, set(OUTPUT_DIRS) | {RESCORED_DIR}) + evaluated(runs_dir / RESCORED_DIR, set())
 
 
 # --------------------------------------------------------------------------- post-test files
@@ -694,17 +841,80 @@ def read_calibration(path: Path) -> Calibration:
         raise RunError(f"{path}: {validation_line(exc, quoted=True)}") from None
 
 
-def read_pairwise(path: Path, on_error: Callable[[str], None] | None = None) -> Iterator[PairwiseRecord]:
+def read_pairwise(path: Path, on_error: Callable[[str], None] | None = None,
+                  on_bad_value: Callable[[str], None] | None = None) -> Iterator[PairwiseRecord]:
     """The PairwiseRecords of a `pair-judgments*.jsonl` file in file order (a missing file is empty); a line
-    that is not one is reported to `on_error` ("FILE:LINE: problem") and skipped."""
+    that is not one is reported to `on_error` ("FILE:LINE: problem") and skipped. A stored P(A better) that is
+    not a probability (a number in [0, 1]: not a boolean, a string, NaN or infinite) is reported to
+    `on_bad_value` (default `on_error`) and read as that rubric's failure (a run with the judge asks it again).
+    RunError (one line) if the path is not a readable file."""
     report = on_error or (lambda _m: None)
-    if not Path(path).exists():
+    bad_value = on_bad_value or report
+    path = Path(path)
+    if not path.exists():
         return
-    for lineno, obj in iter_jsonl(path, on_error=report):
-        try:
-            yield PairwiseRecord.model_validate(obj)
-        except ValidationError as exc:
-            report(f"{path}:{lineno}: not a pairwise judgment ({validation_line(exc, quoted=True)})")
+    if not path.is_file():
+        raise RunError(f"{path}: not a file (pair judgments are a JSONL file)")
+    try:
+        for lineno, obj in iter_jsonl(path, on_error=report):
+            p_first = obj.get("p_first")
+            if isinstance(p_first, dict):
+                for rubric, p in list(p_first.items()):
+                    if p is None or (isinstance(p, (int, float)) and not isinstance(p, bool) and 0.0 <= p <= 1.0):
+                        continue  # NaN fails the comparison
+                    bad_value(f"{path}:{lineno}: p_first[{rubric!r}] = {json.dumps(p)} is not a probability in "
+                              "[0, 1]; left out")
+                    p_first[rubric] = None
+                    if isinstance(obj.get("failures"), list) and rubric not in obj["failures"]:
+                        obj["failures"].append(rubric)
+            try:
+                yield PairwiseRecord.model_validate(obj)
+            except ValidationError as exc:
+                report(f"{path}:{lineno}: not a pairwise judgment ({validation_line(exc, quoted=True)})")
+    except OSError as exc:
+        raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+# --------------------------------------------------------------------------- outputs other stages read back
+# `report` shows `align`'s and `compare`'s tables and notes, `judge-check --posttest-learner` reads its own
+# sensitivity.csv: the CSVs were written for people (`csvcells.people_csv`, formula cells neutralised), and
+# are read back here with each cell as it was before.
+
+
+class OutputReadError(RunError):
+    """A stage's output file that cannot be read. str(): "FILE: REASON"; `reason`: "not UTF-8 text (why at byte
+    N)" or "cannot read (why)"; `detail`: the bare cause (an OSError's strerror, else the error's text)."""
+
+    def __init__(self, path: Path, exc: Exception) -> None:
+        self.detail = str(getattr(exc, "strerror", None) or exc)
+        if isinstance(exc, UnicodeDecodeError):
+            self.reason = f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+        else:
+            self.reason = f"cannot read ({self.detail})"
+        super().__init__(f"{path}: {self.reason}")
+
+
+def read_people_rows(path: Path) -> list[list[str]]:
+    """The rows (header first) of a CSV a stage wrote for people, each cell as it was before neutralising
+    (`csvcells.read_people_csv`). OutputReadError if it cannot be read (not UTF-8, no permission, bad CSV)."""
+    try:
+        return read_people_csv(path)
+    except (UnicodeDecodeError, OSError, csv.Error) as exc:
+        raise OutputReadError(path, exc) from None
+
+
+def read_people_table(path: Path) -> Any:
+    """A CSV a stage wrote for people as a pandas DataFrame, text cells and column names as they were before
+    neutralising (`csvcells.read_people_frame`; numbers read as numbers)."""
+    return read_people_frame(path)
+
+
+def read_output_lines(path: Path) -> list[str]:
+    """The lines of a stage's text output (e.g. compare's summary.md); OutputReadError if it cannot be read."""
+    try:
+        return Path(path).read_text(encoding="utf-8").splitlines()
+    except (UnicodeDecodeError, OSError) as exc:
+        raise OutputReadError(path, exc) from None
 
 
 def sweep_cell_dirs(sweep_dir: Path) -> list[Path]:
@@ -720,4 +930,11 @@ def sweep_cell_dirs(sweep_dir: Path) -> list[Path]:
         raise RunError(f"{path}: not a sweep file ({exc})") from None
     except OSError as exc:
         raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    return [Path(sweep_dir) / str(c.get("run") if isinstance(c, dict) else c) for c in cells]
+    out = []
+    for i, c in enumerate(cells):
+        run = str(c.get("run") if isinstance(c, dict) else c)
+        problem = name_problem(run)
+        if problem is not None:
+            raise RunError(f"{path}: cells[{i}]: run {run!r} {problem}; a cell's run must be {NAME_RULE}")
+        out.append(Path(sweep_dir) / run)
+    return out

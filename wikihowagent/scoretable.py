@@ -174,7 +174,8 @@ class ScoreTable:
         """One metric's values in row order (NaN = null or absent)."""
         if metric not in self.values:
             return [math.nan] * len(self)
-        return self.values[metric].tolist()
+        values: list[float] = self.values[metric].tolist()
+        return values
 
     def row_metrics(self, i: int) -> dict[str, float | None]:
         """Row i's metrics as its record had them: only those present, None = null."""
@@ -186,15 +187,16 @@ class ScoreTable:
         names = list(self.values.columns)
         vals = self.values.to_numpy(dtype=float).tolist()
         pres = self.present.to_numpy(dtype=bool).tolist()
-        for v, p in zip(vals, pres):
-            yield {m: (None if math.isnan(x) else x) for m, x, has in zip(names, v, p) if has}
+        for v, p in zip(vals, pres, strict=True):
+            yield {m: (None if math.isnan(x) else x) for m, x, has in zip(names, v, p, strict=True) if has}
 
     def judged(self, rubric_names: Iterable[str]) -> list[int]:
         """Per row: how many of `rubric_names` it has (asked of the judge, parsed or not)."""
         cols = [m for m in rubric_names if m in self.present]
         if not cols:
             return [0] * len(self)
-        return self.present[cols].sum(axis=1).astype(int).tolist()
+        counts: list[int] = self.present[cols].sum(axis=1).astype(int).tolist()
+        return counts
 
     def failure_counts(self) -> list[int]:
         return [len(f) for f in self.meta["failures"]]

@@ -103,7 +103,7 @@ def classify_columns(path: Path, header: list[str], rows: list[tuple[int, list[s
             continue
         metrics[metric] = i
     used = {id_col, annotator, run, title, metric_col, score_col, *metrics.values()}
-    for i, (name, key) in enumerate(zip(header, keys)):
+    for i, (name, key) in enumerate(zip(header, keys, strict=True)):
         if i in used or key in KNOWN_META_KEYS:
             continue
         close = difflib.get_close_matches(key, list(schema.metric_by_key()), n=1, cutoff=0.75)
@@ -141,7 +141,7 @@ def read_human_file(path: Path, problems: Problems) -> list[JudgeRatings]:
     header, rows = read_table(path, problems)
     cols = classify_columns(path, header, rows, problems)
     judges: dict[str, JudgeRatings] = {}
-    first_row: dict[tuple[str, str], int] = {}
+    first_row: dict[tuple[str, str, str], int] = {}  # (judge, conversation, metric or "") -> its row
     metric_index = {m: j for j, m in enumerate(schema.metrics())}
 
     def row_owner(cells: list[str], row: int) -> tuple[str, JudgeRatings] | None:
@@ -162,7 +162,7 @@ def read_human_file(path: Path, problems: Problems) -> list[JudgeRatings]:
             judges[name] = JudgeRatings(judge=name, source=str(path))
         return cid, judges[name]
 
-    if cols.metric_col is not None:  # fully long: one cell per row
+    if cols.metric_col is not None and cols.score_col is not None:  # fully long: one cell per row (both set)
         for row, cells in rows:
             owner = row_owner(cells, row)
             if owner is None:
@@ -215,8 +215,8 @@ def read_human_file(path: Path, problems: Problems) -> list[JudgeRatings]:
             arr = np.full(len(schema.metrics()), np.nan)
             for j, i, name in present:
                 cell = cells[i] if i < len(cells) else ""
-                value = _FAST.get(cell)  # the common cells ("4", "", ...) without building a location
-                arr[j] = value if value is not None else parse_score(cell, where(path, row, name), problems)
+                fast = _FAST.get(cell)  # the common cells ("4", "", ...) without building a location
+                arr[j] = fast if fast is not None else parse_score(cell, where(path, row, name), problems)
             judge.scores[cid] = arr
             judge.rows[cid] = row
             judge.runs[cid] = _cell(cells, cols.run)
@@ -226,8 +226,8 @@ def read_human_file(path: Path, problems: Problems) -> list[JudgeRatings]:
                 "missing column",
                 f"{where(path, 1)}: no column for {', '.join(m.lower() for m in missing)}; counted as blank",
             )
-    for j in judges.values():
-        j.missing_metrics = missing
+    for ratings in judges.values():
+        ratings.missing_metrics = missing
     if not judges:
         raise AlignInputError(f"{path}: no usable rows; file skipped")
     return list(judges.values())

@@ -86,6 +86,6 @@ def unblind(judges: list, key_paths: list[Path], problems: Problems) -> None:
         for attr in ("scores", "rows", "runs", "titles"):
             d = getattr(j, attr)
             setattr(j, attr, {key[k][0] if k in key else k: v for k, v in d.items()})
-        for bid, (cid, run) in key.items():
+        for cid, run in key.values():
             if cid in j.scores and run and not j.runs.get(cid):
                 j.runs[cid] = run

@@ -24,29 +24,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.records import RubricCalibration
+from wikihowagent.records import RIDGE_FEATURES, RubricCalibration
+from wikihowagent.stats.calibration import predict, ridge_features
 
 METHODS = ("isotonic", "ridge")
 MIN_PAIRS = 20  # fewer paired conversations: no calibration (the out-of-fold figures would be noise)
 K_FOLDS = 5
-LEVELS = np.arange(1.0, 6.0)
-RIDGE_FEATURES = ("p1", "p2", "p3", "p4", "p5", "expected", "spread")
 RIDGE_ALPHAS = np.logspace(-3, 3, 13)
 STATS = ("r", "rho", "mae")
 
 
 class CalibrationError(WikihowagentError, ValueError):
     """Calibration is not possible on these data; the message says why and what is possible instead."""
-
-
-def ridge_features(expected: np.ndarray, dist: np.ndarray) -> np.ndarray:
-    """conversations x (p1..p5, expected score, spread); each distribution renormalised to sum 1."""
-    p = np.asarray(dist, dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):  # a missing distribution (NaN row) stays NaN
-        p = p / p.sum(axis=1, keepdims=True)
-        mean = p @ LEVELS
-        spread = np.sqrt(np.clip((p * (LEVELS[None, :] - mean[:, None]) ** 2).sum(axis=1), 0.0, None))
-    return np.column_stack([p, np.asarray(expected, dtype=float), spread])
 
 
 def fit(method: str, expected: np.ndarray, dist: np.ndarray | None, y: np.ndarray,
@@ -75,19 +64,6 @@ def fit(method: str, expected: np.ndarray, dist: np.ndarray | None, y: np.ndarra
         return RubricCalibration(method="ridge", n=len(y), tutorials=n_tut, features=list(RIDGE_FEATURES),
                                  coef=[float(c) for c in coef], intercept=intercept, alpha=float(model.alpha_))
     raise ValueError(f"unknown calibration method {method!r} (valid: {', '.join(METHODS)})")
-
-
-def predict(cal: RubricCalibration, expected: np.ndarray, dist: np.ndarray | None = None) -> np.ndarray:
-    """Calibrated scores (1-5); NaN where the judge's output is missing (or, for ridge, its distribution)."""
-    expected = np.asarray(expected, dtype=float)
-    if cal.method == "isotonic":
-        out = np.interp(expected, cal.x, cal.y)  # = IsotonicRegression.predict with out_of_bounds="clip"
-        return np.where(np.isnan(expected), np.nan, out)
-    if dist is None:
-        return np.full(expected.shape, np.nan)
-    X = ridge_features(expected, dist)
-    out = np.clip(X @ np.asarray(cal.coef) + cal.intercept, 1.0, 5.0)
-    return np.where(np.isnan(X).any(axis=1), np.nan, out)
 
 
 def out_of_fold(method: str, expected: np.ndarray, dist: np.ndarray | None, y: np.ndarray,
@@ -158,13 +134,20 @@ def compare(y: np.ndarray, predictors: dict[str, np.ndarray], *, n_boot: int = 2
     y = np.asarray(y, dtype=float)
     n = len(y)
     out = Comparison(n=n)
-    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n)) if n_boot > 0 and n > 1 else None
-    boot: dict[str, dict[str, np.ndarray]] = {}
-    for name, p in predictors.items():
-        p = np.asarray(p, dtype=float)
+    from wikihowagent.stats.paired import resamples
+
+    arrays = {name: np.asarray(p, dtype=float) for name, p in predictors.items()}
+    parts: dict[str, dict[str, list[np.ndarray]]] = {name: {s: [] for s in STATS} for name in arrays}
+    bootstrapped = n_boot > 0 and n > 1
+    if bootstrapped:  # the same resamples for every predictor; chunked: memory does not grow with n_boot
+        for idx in resamples(np.random.default_rng(seed), n, n_boot, width=4 * len(arrays)):
+            for name, p in arrays.items():
+                for s, v in _stats(y[idx], p[idx]).items():
+                    parts[name][s].append(v)
+    boot = {name: {s: np.concatenate(v) for s, v in st.items()} if bootstrapped else {} for name, st in parts.items()}
+    for name, p in arrays.items():
         point = _stats(y, p)
-        boot[name] = _stats(y[idx], p[idx]) if idx is not None else {}
-        out.predictors[name] = {s: Estimate(float(point[s]), *(_ci(boot[name][s]) if idx is not None else
+        out.predictors[name] = {s: Estimate(float(point[s]), *(_ci(boot[name][s]) if bootstrapped else
                                                                (float("nan"), float("nan")))) for s in STATS}
     if baseline in predictors:
         for name in predictors:
@@ -173,6 +156,6 @@ def compare(y: np.ndarray, predictors: dict[str, np.ndarray], *, n_boot: int = 2
             out.deltas[name] = {}
             for s in STATS:
                 d = out.predictors[name][s].value - out.predictors[baseline][s].value
-                ci = _ci(boot[name][s] - boot[baseline][s]) if idx is not None else (float("nan"), float("nan"))
+                ci = _ci(boot[name][s] - boot[baseline][s]) if bootstrapped else (float("nan"), float("nan"))
                 out.deltas[name][s] = Estimate(float(d), *ci)
     return out

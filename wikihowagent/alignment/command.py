@@ -15,8 +15,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from wikihowagent.console import make_console, print_error, print_labeled
+from wikihowagent.console import INPUTS, OUTPUT, SELECTION, STATISTICS, make_console, print_error, print_labeled
 from wikihowagent.runs import ANNOTATION_SHEET
+from wikihowagent.stats import bootstrap_option, seed_option
 
 RUNS_DIR_HELP = ("Where runs live (default: the config's runs_dir, \"runs\"). Evaluated runs are its sub-directories "
                  "with scores.jsonl or scores-paper.jsonl (scores.jsonl is preferred when a run has both) and the "
@@ -45,28 +46,28 @@ def annotate_export(
         typer.Argument(metavar="[RUN_DIR]...", help="Evaluated run directories (or the paper's run .json files, or a "
                             "directory of runs). Default: every evaluated run under --runs-dir.", show_default=False),
     ] = None,
-    top: Annotated[Optional[int], typer.Option("--top", metavar="N", help="The N tutorials with the highest mean LLM rubric score "
+    top: Annotated[Optional[int], typer.Option("--top", rich_help_panel=SELECTION, metavar="N", help="The N tutorials with the highest mean LLM rubric score "
                                                              "(the paper: 25). Default mode.")] = None,
-    bottom: Annotated[Optional[int], typer.Option("--bottom", metavar="N", help="The N tutorials with the lowest mean score.")] = None,
-    random_n: Annotated[Optional[int], typer.Option("--random", metavar="N", help="N tutorials drawn at random (see --seed).")] = None,
-    select_: Annotated[tuple[str, int], typer.Option("--select", metavar="uncertain|stratified N",
+    bottom: Annotated[Optional[int], typer.Option("--bottom", rich_help_panel=SELECTION, metavar="N", help="The N tutorials with the lowest mean score.")] = None,
+    random_n: Annotated[Optional[int], typer.Option("--random", rich_help_panel=SELECTION, metavar="N", help="N tutorials drawn at random (see --seed).")] = None,
+    select_: Annotated[tuple[str, int], typer.Option("--select", rich_help_panel=SELECTION, metavar="uncertain|stratified N",
                        help="N conversations per run instead of whole tutorials: 'stratified' = drawn at random "
                             "(the random subset prediction-powered estimates need: align --ppi), 'uncertain' = "
                             "those whose judge's p(1..5) has the highest entropy (labels where calibration learns "
                             "most: align --calibrate; not valid for --ppi).", show_default=False)] = ("", 0),
-    seed: Annotated[int, typer.Option(help="Seed for --random, --select stratified and the blind order and ids.")] = 0,
-    out: Annotated[Path, typer.Option("--out", "-o", metavar="CSV", help="The annotation sheet (CSV); its companion page is written "
+    seed: Annotated[int, typer.Option(rich_help_panel=STATISTICS, help="Seed for --random, --select stratified and the blind order and ids.")] = 0,
+    out: Annotated[Path, typer.Option("--out", "-o", rich_help_panel=OUTPUT, metavar="CSV", help="The annotation sheet (CSV); its companion page is written "
                                                           "beside it with the suffix .html, and (blind) the key file "
                                                           "<stem>.key.csv.")] = Path(ANNOTATION_SHEET),
-    in_all_runs: Annotated[bool, typer.Option("--in-all-runs", help="Only tutorials with a scored conversation "
+    in_all_runs: Annotated[bool, typer.Option("--in-all-runs", rich_help_panel=INPUTS, help="Only tutorials with a scored conversation "
                                                                     "in every given run.")] = False,
-    runs_dir: Annotated[Optional[Path], typer.Option(help=RUNS_DIR_HELP + " Searched when no RUN_DIR is given.",
+    runs_dir: Annotated[Optional[Path], typer.Option(rich_help_panel=INPUTS, help=RUNS_DIR_HELP + " Searched when no RUN_DIR is given.",
                                                      show_default=False)] = None,
-    config: Annotated[Optional[Path], typer.Option(help=CONFIG_HELP, show_default=False)] = None,
-    rubrics: Annotated[Optional[Path], typer.Option(help="Rubric file, validated as by `evaluate --rubrics` (default: the "
+    config: Annotated[Optional[Path], typer.Option(rich_help_panel=INPUTS, help=CONFIG_HELP, show_default=False)] = None,
+    rubrics: Annotated[Optional[Path], typer.Option(rich_help_panel=INPUTS, help="Rubric file, validated as by `evaluate --rubrics` (default: the "
                                                          "bundled data/rubrics.json).", show_default=False)] = None,
-    force: Annotated[bool, typer.Option("--force", help="Overwrite an existing sheet.")] = False,
-    unblind: Annotated[bool, typer.Option("--unblind", help="The old layout: real conversation ids, the run name in "
+    force: Annotated[bool, typer.Option("--force", rich_help_panel=OUTPUT, help="Overwrite an existing sheet.")] = False,
+    unblind: Annotated[bool, typer.Option("--unblind", rich_help_panel=OUTPUT, help="The old layout: real conversation ids, the run name in "
                                           "the filename column and the companion, selection order; no key file.")] = False,
 ) -> None:
     """Select tutorials for human annotation; write an annotation sheet (CSV) and an HTML guide.
@@ -119,39 +120,39 @@ def annotate_export(
 def align(
     human: Annotated[
         list[Path],
-        typer.Option("--human", "-H", metavar="FILE", help="A human annotation file: one per judge (conversation_id + metric columns, "
+        typer.Option("--human", "-H", rich_help_panel=INPUTS, metavar="FILE", help="A human annotation file: one per judge (conversation_id + metric columns, "
                                            "any case), or one file with an annotator column. Repeatable."),
     ],
     scores: Annotated[
         Optional[list[Path]],
-        typer.Option("--scores", "-s", metavar="PATH", help="LLM judge scores: a run directory, a directory of runs, a scores(-paper).jsonl, a "
+        typer.Option("--scores", "-s", rich_help_panel=INPUTS, metavar="PATH", help="LLM judge scores: a run directory, a directory of runs, a scores(-paper).jsonl, a "
                                             "wide CSV (the annotation layout) or a paper run .json. Repeatable. "
                                             "Default: the runs under --runs-dir named in the sheets' filename column.",
                      show_default=False),
     ] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", metavar="DIR", help="Output directory (default: RUNS_DIR/alignment). "
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", rich_help_panel=OUTPUT, metavar="DIR", help="Output directory (default: RUNS_DIR/alignment). "
                                                 "It is replaced as a whole; a directory holding files align did not "
                                                 "write is refused.", show_default=False)] = None,
-    by: Annotated[Optional[str], typer.Option("--by", metavar="run|model|domain|persona", help="Also per group: run, model, domain or learner persona.",
+    by: Annotated[Optional[str], typer.Option("--by", rich_help_panel=STATISTICS, metavar="run|model|domain|persona", help="Also per group: run, model, domain or learner persona.",
                                               show_default=False)] = None,
-    bootstrap: Annotated[int, typer.Option("--bootstrap", help="Bootstrap resamples for the 95 % CIs (0 = none).")] = 2000,
-    seed: Annotated[int, typer.Option(help="Bootstrap seed.")] = 0,
-    runs_dir: Annotated[Optional[Path], typer.Option(help=RUNS_DIR_HELP + " Gives the default --scores and --out.",
+    bootstrap: Annotated[int, bootstrap_option("Bootstrap resamples for the 95 % CIs (0 = none).")] = 2000,
+    seed: Annotated[int, seed_option("Bootstrap seed.")] = 0,
+    runs_dir: Annotated[Optional[Path], typer.Option(rich_help_panel=INPUTS, help=RUNS_DIR_HELP + " Gives the default --scores and --out.",
                                                      show_default=False)] = None,
-    config: Annotated[Optional[Path], typer.Option(help=CONFIG_HELP, show_default=False)] = None,
-    figures: Annotated[bool, typer.Option("--figures/--no-figures", help="Write the PNG figures.")] = True,
-    key: Annotated[Optional[list[Path]], typer.Option("--key", metavar="FILE", help="Key file of a blind sheet "
+    config: Annotated[Optional[Path], typer.Option(rich_help_panel=INPUTS, help=CONFIG_HELP, show_default=False)] = None,
+    figures: Annotated[bool, typer.Option("--figures/--no-figures", rich_help_panel=OUTPUT, help="Write the PNG figures.")] = True,
+    key: Annotated[Optional[list[Path]], typer.Option("--key", rich_help_panel=INPUTS, metavar="FILE", help="Key file of a blind sheet "
                                                       "(SHEET.key.csv from `annotate export`). Default: the key file "
                                                       "beside each human file that knows its ids.",
                                                       show_default=False)] = None,
-    calibrate: Annotated[bool, typer.Option("--calibrate", help="Calibrate the judge on the human ratings per rubric "
+    calibrate: Annotated[bool, typer.Option("--calibrate", rich_help_panel=STATISTICS, help="Calibrate the judge on the human ratings per rubric "
                                             "(isotonic on its score; ridge on its p(1..5) when stored), out of fold "
                                             "by tutorial: raw vs calibrated r, ρ, MAE with CIs (calibration.md/.csv) "
                                             "and calibration.json for `evaluate --calibration`.")] = False,
-    calibration_method: Annotated[str, typer.Option("--calibration-method", metavar="isotonic|ridge",
+    calibration_method: Annotated[str, typer.Option("--calibration-method", rich_help_panel=STATISTICS, metavar="isotonic|ridge",
                                                     help="The mapping written to calibration.json (ridge needs the "
                                                          "weighted judge's distributions).")] = "isotonic",
-    ppi: Annotated[bool, typer.Option("--ppi", help="Prediction-powered mean of the human rating per model (or --by "
+    ppi: Annotated[bool, typer.Option("--ppi", rich_help_panel=STATISTICS, help="Prediction-powered mean of the human rating per model (or --by "
                                       "group) and rubric, from the rated conversations and the judge's scores of "
                                       "all the others, beside the human-only and judge-only means (ppi.md/.csv, "
                                       "figures/ppi_*.png). Needs a random rated subset.")] = False,
@@ -176,29 +177,21 @@ def align(
     """
     from wikihowagent.runs import ALIGNMENT_DIR
 
-    from .core import BY_CHOICES, OUTPUT_FILES, AlignRequest, render, run_alignment
-    from .output import OutputDirError, foreign_entries
+    from .core import AlignRequest, AlignUsageError, check_options, check_out_dir, render, run_alignment
+    from .output import OutputDirError
     from .problems import Problems
 
-    if by is not None and by not in BY_CHOICES:
-        raise typer.BadParameter(f"must be one of: {', '.join(BY_CHOICES)}", param_hint="--by")
-    if bootstrap < 0:
-        raise typer.BadParameter("must be >= 0", param_hint="--bootstrap")
-    from .calibration import METHODS
-
-    if calibration_method not in METHODS:
-        raise typer.BadParameter(f"must be one of: {', '.join(METHODS)}", param_hint="--calibration-method")
-    runs_dir = resolve_runs_dir(runs_dir, config)
-    out_dir = out or runs_dir / ALIGNMENT_DIR
-    if out_dir.exists() and not out_dir.is_dir():
-        raise typer.BadParameter(f"{out_dir} exists and is not a directory", param_hint="--out")
     err = make_console()
-    foreign = foreign_entries(out_dir, OUTPUT_FILES)
-    if foreign:  # checked again when writing; here so that nothing is computed in vain (a usage error: exit 2)
-        listed = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-        print_error(f"--out {out_dir} holds files align did not write ({listed}); it would be "
-                    "replaced as a whole: choose another directory or empty it", err)
-        raise typer.Exit(2)
+    try:  # usage errors (exit 2), before any work
+        check_options(by, calibration_method)
+        runs_dir = resolve_runs_dir(runs_dir, config)
+        out_dir = out or runs_dir / ALIGNMENT_DIR
+        check_out_dir(out_dir)
+    except AlignUsageError as exc:
+        if exc.option:
+            raise typer.BadParameter(str(exc), param_hint=exc.option) from None
+        print_error(str(exc), err)
+        raise typer.Exit(2) from None
     t0 = time.perf_counter()
     request = AlignRequest(human=tuple(human), out_dir=out_dir, runs_dir=runs_dir, scores=tuple(scores or ()), by=by,
                            bootstrap=bootstrap, seed=seed, figures=figures, keys=tuple(key or ()),

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from wikihowagent.errors import kind_of
+from wikihowagent.errors import WikihowagentError, kind_of
 from wikihowagent.markdown import markdown_table
 
 from .annotations import JudgeRatings, average_judges, human_matrix, read_human_files
@@ -30,18 +30,20 @@ from . import estimates
 from .estimates import CALIBRATION_FILES, PPI_FILES, CalibrationOutcome, PPIOutcome
 from .judges import JUDGES_FILES, JudgesOutcome, compare_judges, render_judges, write_judges_outputs
 from .named import unused_inputs
-from .output import StagedOutput
+from .calibration import METHODS
+from .output import StagedOutput, foreign_entries
 from .problems import AlignInputError, Problems
 from . import schema
 from .schema import OVERALL
 from .tables import csv_text, stars
-from .sources import LLMScores, discover_runs, llm_matrix, read_llm_scores, run_name
+from .sources import LLMScores, llm_matrix, read_llm_scores
 from .stats import (COEF_LABEL, COEFFICIENTS, TOO_FEW, UNDEFINED, Agreement, CorrelationResult, Descriptives, agreement,
                     correlate, describe)
 from wikihowagent.runs import (AGREEMENT_CSV, AGREEMENT_PAIRS_CSV, AUTOMATIC_CSV, CHECKLIST_FIT_CSV, CHECKLIST_FIT_MD,
                                CHECKLIST_WEIGHTS_JSON, CORRELATIONS_CSV, CORRELATIONS_MD,
                                CORRELATION_HEATMAP_PNG, DESCRIPTIVES_CSV, FIGURES_DIR, PAIRED_SCORES_CSV,
-                               PROBLEMS_TXT, SCORE_DISTRIBUTIONS_PNG)
+                               PROBLEMS_TXT, SCORE_DISTRIBUTIONS_PNG, evaluated_runs, run_name)
+from wikihowagent.config import load_config
 
 BY_CHOICES = ("run", "model", "domain", "persona")
 ALL = "all"
@@ -131,8 +133,8 @@ def overall_scores(human: np.ndarray, model: np.ndarray) -> tuple[np.ndarray, np
 
 def default_score_paths(judges: list[JudgeRatings], runs_dir: Path, problems: Problems) -> list[Path]:
     """Without --scores: the evaluated runs under `runs_dir` named in the sheets' `filename` column, or else
-    every evaluated run there (see `sources.discover_runs`: also scores-paper.jsonl and runs_dir/rescored/)."""
-    found = discover_runs(runs_dir)
+    every evaluated run there (see `runs.evaluated_runs`: also scores-paper.jsonl and runs_dir/rescored/)."""
+    found = evaluated_runs(runs_dir)
     if not found:
         problems.add("unusable file", f"{runs_dir}: no evaluated runs found and no --scores given; "
                                       "no LLM scores to compare with")
@@ -165,12 +167,37 @@ def compute(
     problems = problems if problems is not None else Problems()
     if by is not None and by not in BY_CHOICES:
         raise ValueError(f"--by must be one of {', '.join(BY_CHOICES)}")
+    judges, llm = read_inputs(human_paths, score_paths, problems, runs_dir, keys)
+    ids, H = human_matrix(judges)
+    human8, counts = average_judges(H) if len(judges) else (np.empty((0, schema.n_metrics())), np.empty((0, schema.n_metrics()), int))
+    model8 = llm_matrix(llm, ids)
+    matched = np.fromiter((cid in llm.rows for cid in ids), dtype=bool, count=len(ids))
+    if llm.sources:
+        report_unmatched(judges, llm, ids, matched, problems)
+    if len(judges) >= 2:
+        report_judge_coverage(judges, ids, problems)
+    hum_overall, mod_overall = overall_scores(human8, model8)
+    human = np.column_stack([human8, hum_overall]) if len(ids) else np.empty((0, schema.n_metrics() + 1))
+    model = np.column_stack([model8, mod_overall]) if len(ids) else np.empty((0, schema.n_metrics() + 1))
+    groups = make_groups(by, ids, llm, matched)
+    for g in groups:
+        where_g = f"{by} {g.group}: " if g.group != ALL or by else ""
+        correlate_group(g, human, model, counts, n_boot, seed, where_g, problems)
+        if len(judges) >= 2:
+            agree_group(g, H, judges, where_g, problems)
+    res = AlignResult(judges, llm, ids, H, human, counts, model, matched, groups, by, n_boot, seed, problems)
+    res.automatic = automatic_correlations(llm, ids, human, n_boot, seed)
+    return res
+
+
+def read_inputs(human_paths: list[Path], score_paths: list[Path], problems: Problems, runs_dir: Path | None,
+                keys: list[Path] | None) -> tuple[list[JudgeRatings], LLMScores]:
+    """The human judges (blind sheets unblinded) and the LLM scores (default: the runs under `runs_dir` the
+    sheets name; None = the project config's runs_dir). An unusable score path is a problem, not an error."""
     judges = read_human_files(human_paths, problems)
     unblind(judges, list(keys or []), problems)
     if not score_paths:
         if runs_dir is None:
-            from wikihowagent.config import load_config
-
             runs_dir = Path(load_config().runs_dir)
         score_paths = default_score_paths(judges, runs_dir, problems)
     try:
@@ -178,79 +205,84 @@ def compute(
     except AlignInputError as exc:
         problems.add("unusable file", str(exc))
         llm = LLMScores()
-    ids, H = human_matrix(judges)
-    human8, counts = average_judges(H) if len(judges) else (np.empty((0, schema.n_metrics())), np.empty((0, schema.n_metrics()), int))
-    model8 = llm_matrix(llm, ids)
-    matched = np.fromiter((cid in llm.rows for cid in ids), dtype=bool, count=len(ids))
+    return judges, llm
 
-    # -- matching problems, both directions ------------------------------------------------------------
-    if llm.sources:
-        first_loc: dict[str, tuple[str, int]] = {}
-        for j in judges:
-            for cid, row in j.rows.items():
-                first_loc.setdefault(cid, (str(j.source), row))
-        for i in np.flatnonzero(~matched):  # a judge run still in progress: many, one line per file on screen
-            cid = ids[i]
-            src, row = first_loc[cid]
-            problems.add("no llm score", f"{src}:{row}: column 'conversation_id': {cid} has no LLM score; left out",
-                         group=src, label=cid,
-                         group_text="{n} rated conversations have no LLM score (the first: {first}); left out")
-        human_ids = set(ids)
-        for src, src_ids in llm.by_source.items():
-            extra = [c for c in src_ids if c not in human_ids]
-            if extra:
-                listed = ", ".join(extra[:5]) + (", ..." if len(extra) > 5 else "")
-                problems.add("not annotated", f"{src}: {len(extra)} of {len(src_ids)} LLM-scored conversations have "
-                                              f"no human rating ({listed}); not in the correlations (--ppi uses them)")
-    if len(judges) >= 2:
-        present = np.zeros((len(judges), len(ids)), dtype=bool)
-        index = {c: i for i, c in enumerate(ids)}
-        for a, j in enumerate(judges):
-            present[a, [index[c] for c in j.scores]] = True
-            absent = int((~present[a]).sum())
-            if absent:
-                problems.add("judge coverage", f"{j.source}: judge '{j.judge}' has no row for {absent} of the "
-                                               f"{len(ids)} conversations the other judges rated; counted as blank")
-    hum_overall, mod_overall = overall_scores(human8, model8)
-    human = np.column_stack([human8, hum_overall]) if len(ids) else np.empty((0, schema.n_metrics() + 1))
-    model = np.column_stack([model8, mod_overall]) if len(ids) else np.empty((0, schema.n_metrics() + 1))
 
-    # -- groups ------------------------------------------------------------------------------------------
+def report_unmatched(judges: list[JudgeRatings], llm: LLMScores, ids: list[str], matched: np.ndarray,
+                     problems: Problems) -> None:
+    """Matching problems, both directions: rated conversations without an LLM score, LLM-scored ones without
+    a human rating."""
+    first_loc: dict[str, tuple[str, int]] = {}
+    for j in judges:
+        for cid, row in j.rows.items():
+            first_loc.setdefault(cid, (str(j.source), row))
+    for i in np.flatnonzero(~matched):  # a judge run still in progress: many, one line per file on screen
+        cid = ids[i]
+        src, row = first_loc[cid]
+        problems.add("no llm score", f"{src}:{row}: column 'conversation_id': {cid} has no LLM score; left out",
+                     group=src, label=cid,
+                     group_text="{n} rated conversations have no LLM score (the first: {first}); left out")
+    human_ids = set(ids)
+    for src, src_ids in llm.by_source.items():
+        extra = [c for c in src_ids if c not in human_ids]
+        if extra:
+            listed = ", ".join(extra[:5]) + (", ..." if len(extra) > 5 else "")
+            problems.add("not annotated", f"{src}: {len(extra)} of {len(src_ids)} LLM-scored conversations have "
+                                          f"no human rating ({listed}); not in the correlations (--ppi uses them)")
+
+
+def report_judge_coverage(judges: list[JudgeRatings], ids: list[str], problems: Problems) -> None:
+    """Each judge's conversations the others rated and it did not (counted as blank)."""
+    present = np.zeros((len(judges), len(ids)), dtype=bool)
+    index = {c: i for i, c in enumerate(ids)}
+    for a, j in enumerate(judges):
+        present[a, [index[c] for c in j.scores]] = True
+        absent = int((~present[a]).sum())
+        if absent:
+            problems.add("judge coverage", f"{j.source}: judge '{j.judge}' has no row for {absent} of the "
+                                           f"{len(ids)} conversations the other judges rated; counted as blank")
+
+
+def make_groups(by: str | None, ids: list[str], llm: LLMScores, matched: np.ndarray) -> list[GroupResult]:
+    """All conversations, then (`--by`) one group per value of the field, sorted."""
     groups = [GroupResult(ALL, np.ones(len(ids), dtype=bool))]
     if by:
-        labels = np.array([(getattr(llm.rows[c], by) or "(none)") if m else "" for c, m in zip(ids, matched)],
+        labels = np.array([(getattr(llm.rows[c], by) or "(none)") if m else "" for c, m in zip(ids, matched, strict=True)],
                           dtype=object)
         for g in sorted({lab for lab in labels if lab}):
             groups.append(GroupResult(g, labels == g))
+    return groups
 
+
+def correlate_group(g: GroupResult, human: np.ndarray, model: np.ndarray, counts: np.ndarray, n_boot: int,
+                    seed: int, where_g: str, problems: Problems) -> None:
+    """Human vs LLM per metric (and Overall) over the group: correlations, descriptives, judges per mean."""
+    for k, metric in enumerate(schema.row_names()):
+        ok = g.mask & ~np.isnan(human[:, k]) & ~np.isnan(model[:, k])
+        x, y = human[ok, k], model[ok, k]
+        res = correlate(x, y, n_boot=n_boot, seed=_seed(seed, g.group, metric))
+        g.correlations[metric] = res
+        g.descriptives[metric] = describe(x, y)
+        if k < len(schema.metrics()):
+            g.judges_mean[metric] = float(counts[ok, k].mean()) if ok.any() else math.nan
+        for note in res.notes:  # bootstrap notes are informational: in the note column, not problems
+            kind = kind_of(note, "")
+            if kind in (TOO_FEW, UNDEFINED):
+                problems.add(kind, f"{where_g}{metric}: {note}; correlations left out")
+
+
+def agree_group(g: GroupResult, H: np.ndarray, judges: list[JudgeRatings], where_g: str, problems: Problems) -> None:
+    """Inter-annotator agreement per metric over the group (two or more judges)."""
     judge_names = [j.judge for j in judges]
-    for g in groups:
-        where_g = f"{by} {g.group}: " if g.group != ALL or by else ""
-        for k, metric in enumerate(schema.row_names()):
-            ok = g.mask & ~np.isnan(human[:, k]) & ~np.isnan(model[:, k])
-            x, y = human[ok, k], model[ok, k]
-            res = correlate(x, y, n_boot=n_boot, seed=_seed(seed, g.group, metric))
-            g.correlations[metric] = res
-            g.descriptives[metric] = describe(x, y)
-            if k < len(schema.metrics()):
-                g.judges_mean[metric] = float(counts[ok, k].mean()) if ok.any() else math.nan
-            for note in res.notes:  # bootstrap notes are informational: in the note column, not problems
-                kind = kind_of(note, "")
-                if kind in (TOO_FEW, UNDEFINED):
-                    problems.add(kind, f"{where_g}{metric}: {note}; correlations left out")
-        if len(judges) >= 2:
-            units = g.mask if g.group != ALL else np.ones(len(ids), dtype=bool)
-            for k, metric in enumerate(schema.metrics()):
-                ag = agreement(H[:, units, k], judge_names)
-                g.agreement[metric] = ag
-                for note in ag.notes:
-                    problems.add("agreement", f"{where_g}{metric}: inter-annotator agreement: {note}")
-                for p in ag.pairs:
-                    for note in p.notes:
-                        problems.add("agreement", f"{where_g}{metric}: {p.judge_a} vs {p.judge_b}: {note}")
-    res = AlignResult(judges, llm, ids, H, human, counts, model, matched, groups, by, n_boot, seed, problems)
-    res.automatic = automatic_correlations(llm, ids, human, n_boot, seed)
-    return res
+    units = g.mask if g.group != ALL else np.ones(len(g.mask), dtype=bool)
+    for k, metric in enumerate(schema.metrics()):
+        ag = agreement(H[:, units, k], judge_names)
+        g.agreement[metric] = ag
+        for note in ag.notes:
+            problems.add("agreement", f"{where_g}{metric}: inter-annotator agreement: {note}")
+        for p in ag.pairs:
+            for note in p.notes:
+                problems.add("agreement", f"{where_g}{metric}: {p.judge_a} vs {p.judge_b}: {note}")
 
 
 def automatic_correlations(llm: LLMScores, ids: list[str], human: np.ndarray, n_boot: int,
@@ -277,7 +309,7 @@ def automatic_correlations(llm: LLMScores, ids: list[str], human: np.ndarray, n_
 
 def automatic_rows(res: AlignResult) -> tuple[list[str], list[list]]:
     cols = ["metric", "human_rubric", "n"]
-    for c, short in zip(COEFFICIENTS, ("r", "rho", "tau")):
+    for c, short in zip(COEFFICIENTS, ("r", "rho", "tau"), strict=True):
         cols += [f"{c}_{short}", f"{c}_p", f"{c}_stars", f"{c}_ci_low", f"{c}_ci_high"]
     cols.append("note")
     rows = []
@@ -306,14 +338,14 @@ def _p(v: float) -> str:
 
 def correlation_rows(res: AlignResult) -> tuple[list[str], list[list]]:
     cols = ["by", "group", "metric", "n"]
-    for c, short in zip(COEFFICIENTS, ("r", "rho", "tau")):
+    for c, short in zip(COEFFICIENTS, ("r", "rho", "tau"), strict=True):
         cols += [f"{c}_{short}", f"{c}_p", f"{c}_stars", f"{c}_ci_low", f"{c}_ci_high"]
     cols.append("note")
     rows = []
     for g in res.groups:
         for metric in schema.row_names():
             cr = g.correlations[metric]
-            row = [res.by if g.group != ALL else ALL, g.group, metric, cr.n]
+            row: list[str | int | float | None] = [res.by if g.group != ALL else ALL, g.group, metric, cr.n]
             for c in COEFFICIENTS:
                 v = cr.coefs[c]
                 row += [v.value, v.p, stars(v.p), v.ci_low, v.ci_high]
@@ -560,6 +592,34 @@ class AlignRequest:
     calibrate: str | None = None  # --calibrate: the method of calibration.json ("isotonic" | "ridge"); None = off
     ppi: bool = False  # --ppi: prediction-powered means per --by group (default: model)
     fit_checklist: float | None = None  # --fit-checklist: the shrinkage toward uniform; None = off
+
+
+class AlignUsageError(WikihowagentError, ValueError):
+    """A bad `align` option, found before any work (exit 2); `option` names it ("" when the message names it)."""
+
+    def __init__(self, message: str, option: str = "") -> None:
+        super().__init__(message)
+        self.option = option
+
+
+def check_options(by: str | None, calibration_method: str) -> None:
+    """--by and --calibration-method are among the choices; AlignUsageError naming the option if not."""
+    if by is not None and by not in BY_CHOICES:
+        raise AlignUsageError(f"must be one of: {', '.join(BY_CHOICES)}", "--by")
+    if calibration_method not in METHODS:
+        raise AlignUsageError(f"must be one of: {', '.join(METHODS)}", "--calibration-method")
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """--out is a directory (or not there yet) holding only files align writes: it is replaced as a whole.
+    Checked again when writing; here so that nothing is computed in vain."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise AlignUsageError(f"{out_dir} exists and is not a directory", "--out")
+    foreign = foreign_entries(out_dir, OUTPUT_FILES)
+    if foreign:
+        listed = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
+        raise AlignUsageError(f"--out {out_dir} holds files align did not write ({listed}); it would be "
+                              "replaced as a whole: choose another directory or empty it")
 
 
 @dataclass

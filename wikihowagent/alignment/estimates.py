@@ -27,7 +27,9 @@ from .problems import Problems
 from . import schema
 from .schema import OVERALL
 from wikihowagent.runs import (CALIBRATION_CSV, CALIBRATION_JSON, CALIBRATION_MD, CALIBRATION_PNG,
-                               CALIBRATION_PREDICTIONS_CSV, FIGURES_DIR, PPI_CSV, PPI_MD)
+                               CALIBRATION_PREDICTIONS_CSV, FIGURES_DIR, PPI_CSV, PPI_MD, calibration_text)
+from .tables import csv_text
+from wikihowagent.evaluation.judge_prompts import recorded_prompt
 
 
 CALIBRATION_FILES = (CALIBRATION_CSV, CALIBRATION_MD, CALIBRATION_JSON, CALIBRATION_PREDICTIONS_CSV,
@@ -64,6 +66,12 @@ class RubricOutcome:
     comparison: cal_stats.Comparison | None = None
     notes: list[str] = field(default_factory=list)
 
+    @property
+    def compared(self) -> cal_stats.Comparison:
+        """`comparison`, set for every rubric in CalibrationOutcome.rubrics (made before it is added there)."""
+        assert self.comparison is not None, f"{self.metric}: no comparison yet"
+        return self.comparison
+
 
 @dataclass
 class CalibrationOutcome:
@@ -94,8 +102,6 @@ def _tutorial_keys(res: Any, ids: list[str]) -> tuple[np.ndarray, int]:
 
 
 def _judge_of(res: Any, ids: list[str]) -> tuple[list[tuple[str, str, str, str]], dict]:
-    from wikihowagent.evaluation.judge_prompts import recorded_prompt
-
     specs: dict[tuple[str, str, str, str], int] = {}
     for cid in ids:
         r = res.llm.rows[cid]
@@ -120,7 +126,7 @@ def calibrate(res: Any, method: str, *, n_boot: int, seed: int, problems: Proble
                                         "(only rubrics the sheets rate can be)")
             continue
         ok = ~np.isnan(res.human[:, k]) & ~np.isnan(res.model[:, k])
-        ids = [c for c, o in zip(res.ids, ok) if o]
+        ids = [c for c, o in zip(res.ids, ok, strict=True) if o]
         if len(ids) < cal_stats.MIN_PAIRS:
             problems.add("calibration", f"{where}: {len(ids)} paired conversations, calibration needs at least "
                                         f"{cal_stats.MIN_PAIRS}; only the raw correlation is reported (rate more "
@@ -178,10 +184,10 @@ def calibrate(res: Any, method: str, *, n_boot: int, seed: int, problems: Proble
     out.file = Calibration(
         method=method, judge=judge, scoring=scoring, prompt=prompt, rubrics_sha256=sha, rubrics=fitted,
         human_files=[str(p) for p in human_paths], score_sources=list(res.llm.sources),
-        out_of_fold={m: {"n": float(ro.comparison.n), "raw_r": ro.comparison.predictors[RAW]["r"].value,
-                         "calibrated_r": ro.comparison.predictors[method]["r"].value,
-                         "raw_mae": ro.comparison.predictors[RAW]["mae"].value,
-                         "calibrated_mae": ro.comparison.predictors[method]["mae"].value}
+        out_of_fold={m: {"n": float(ro.compared.n), "raw_r": ro.compared.predictors[RAW]["r"].value,
+                         "calibrated_r": ro.compared.predictors[method]["r"].value,
+                         "raw_mae": ro.compared.predictors[RAW]["mae"].value,
+                         "calibrated_mae": ro.compared.predictors[method]["mae"].value}
                      for m, ro in out.rubrics.items() if method in ro.predictions})
     return out
 
@@ -195,12 +201,12 @@ def calibration_rows(oc: CalibrationOutcome) -> tuple[list[str], list[list]]:
     cols.append("note")
     rows = []
     for metric, ro in oc.rubrics.items():
-        for name, est in ro.comparison.predictors.items():
-            row = [metric, name if name == RAW else f"{name} (out of fold)", ro.comparison.n, ro.tutorials, ro.folds]
+        for name, est in ro.compared.predictors.items():
+            row = [metric, name if name == RAW else f"{name} (out of fold)", ro.compared.n, ro.tutorials, ro.folds]
             for s in cal_stats.STATS:
                 row += [est[s].value, est[s].ci_low, est[s].ci_high]
             for s in ("r", "mae"):
-                d = ro.comparison.deltas.get(name, {}).get(s)
+                d = ro.compared.deltas.get(name, {}).get(s)
                 row += [d.value, d.ci_low, d.ci_high] if d else ["", "", ""]
             row.append("; ".join(ro.notes))
             rows.append(row)
@@ -227,9 +233,9 @@ def calibration_markdown(oc: CalibrationOutcome) -> str:
              f"({oc.n_boot} resamples, the same for every predictor; Δ = calibrated − raw, paired).\n"]
     rows = []
     for metric, ro in oc.rubrics.items():
-        for name, est in ro.comparison.predictors.items():
-            d = ro.comparison.deltas.get(name, {})
-            rows.append([metric, str(ro.comparison.n), str(ro.tutorials), name,
+        for name, est in ro.compared.predictors.items():
+            d = ro.compared.deltas.get(name, {})
+            rows.append([metric, str(ro.compared.n), str(ro.tutorials), name,
                          *(_ci(est[s].value, est[s].ci_low, est[s].ci_high) for s in cal_stats.STATS),
                          _ci(d["r"].value, d["r"].ci_low, d["r"].ci_high) if d else "",
                          _ci(d["mae"].value, d["mae"].ci_low, d["mae"].ci_high) if d else "",
@@ -351,10 +357,6 @@ def ppi_markdown(oc: PPIOutcome) -> str:
 
 
 def write_calibration_outputs(oc: CalibrationOutcome, st) -> None:
-    from wikihowagent.runs import calibration_text
-
-    from .tables import csv_text
-
     cols, rows = calibration_rows(oc)
     st.write_text(CALIBRATION_CSV, csv_text(cols, rows))
     cols, rows = prediction_rows(oc)
@@ -365,8 +367,6 @@ def write_calibration_outputs(oc: CalibrationOutcome, st) -> None:
 
 
 def write_ppi_outputs(oc: PPIOutcome, st, figures: bool) -> None:
-    from .tables import csv_text
-
     cols, rows = ppi_rows(oc)
     st.write_text(PPI_CSV, csv_text(cols, rows))
     st.write_text(PPI_MD, ppi_markdown(oc))
@@ -377,8 +377,8 @@ def write_ppi_outputs(oc: PPIOutcome, st, figures: bool) -> None:
         for r in oc.rows:
             if r.estimate is not None:
                 groups.setdefault(r.group, []).append(r)
-        for g, rows in groups.items():
-            ppi_intervals(st.path(f"{FIGURES_DIR}/ppi_{_slug(g)}.png"), [(r.metric, r.estimate) for r in rows],
+        for g, group_rows in groups.items():
+            ppi_intervals(st.path(f"{FIGURES_DIR}/ppi_{_slug(g)}.png"), [(r.metric, r.estimate) for r in group_rows],
                           title=f"{'all conversations' if g == 'all' else f'{oc.by}: {g}'}: human rating estimates")
 
 
@@ -408,9 +408,9 @@ def render_calibration(oc: CalibrationOutcome, console) -> None:
     for name in ("Rubric", "n", "Predictor", "Pearson r", "Spearman ρ", "MAE"):
         t.add_column(name, justify="left" if name in ("Rubric", "Predictor") else "right", no_wrap=True)
     for metric, ro in oc.rubrics.items():
-        items = list(ro.comparison.predictors.items())
+        items = list(ro.compared.predictors.items())
         for i, (name, est) in enumerate(items):
-            t.add_row(metric if i == 0 else "", str(ro.comparison.n) if i == 0 else "", name,
+            t.add_row(metric if i == 0 else "", str(ro.compared.n) if i == 0 else "", name,
                       *(_f(est[s].value) for s in cal_stats.STATS), end_section=i == len(items) - 1)
     console.print(t)
     console.print("calibration.json: " + ("not written: " + oc.why_no_file if oc.file is None else

@@ -28,13 +28,14 @@ from pathlib import Path
 import numpy as np
 
 from wikihowagent.records import Conversation, TutorialRef
-from wikihowagent.runs import CONVERSATIONS, RESCORED_DIR, SCORE_FILES, read_conversations, run_name, scores_file
+from wikihowagent.runs import (CONVERSATIONS, RESCORED_DIR, SCORE_FILES, evaluated_runs, read_conversations, run_name,
+                               scores_file)
 
 from .blind import blind_id, key_csv, key_path
 from .output import write_files_atomically
 from .problems import AlignInputError, Problems
 from . import schema
-from .sources import ScoreRow, discover_runs, read_paper_run, read_scores_jsonl
+from .sources import ScoreRow, read_paper_run, read_scores_jsonl
 from .tables import csv_text
 
 
@@ -128,18 +129,18 @@ def _select_conversations(scored: list[tuple[Conversation, float, ScoreRow]], pr
     for run in sorted(by_run):
         items = sorted(by_run[run], key=lambda t: t[0].conversation_id)
         if mode == "stratified":
-            picked = random.Random(f"{seed}/{run}").sample(items, min(n, len(items)))
+            picked = [c for c, _, _ in random.Random(f"{seed}/{run}").sample(items, min(n, len(items)))]
         else:
             unc = [(uncertainty(s), c.conversation_id, c) for c, _, s in items]
             known = [u for u in unc if math.isfinite(u[0])]
             if not known:
                 no_dist.append(run)
                 continue
-            picked = [(c, 0.0, None) for _, _, c in sorted(known, key=lambda u: (-u[0], u[1]))[:n]]
+            picked = [c for _, _, c in sorted(known, key=lambda u: (-u[0], u[1]))[:n]]
         if len(picked) < n:
             problems.add("few conversations", f"run {run}: only {len(picked)} conversations qualify; all of them "
                                               f"are selected (asked for {n})")
-        chosen.extend(c for c, _, _ in picked)
+        chosen.extend(picked)
     if no_dist:
         what = (f"run(s) {', '.join(no_dist)}" if len(no_dist) < len(by_run) else "the given runs")
         line = (f"{what}: no p(1..5) distribution in the scores (json scoring); --select uncertain needs the "
@@ -167,7 +168,7 @@ def select(
     scored: list[tuple[Conversation, float, ScoreRow]] = []
     expanded: list[Path] = []
     for p in map(Path, run_paths):  # a directory of runs stands for every evaluated run in it
-        inner = discover_runs(p) if p.is_dir() and scores_file(p) is None else []
+        inner = evaluated_runs(p) if p.is_dir() and scores_file(p) is None else []
         expanded.extend(inner or [p])
     for p in expanded:
         scored.extend(load_scored(p, problems))
@@ -384,7 +385,7 @@ def export_sheet(
 
 
 def default_run_paths(runs_dir: Path) -> list[Path]:
-    runs = discover_runs(runs_dir)
+    runs = evaluated_runs(runs_dir)
     if not runs:
         raise AlignInputError(f"{runs_dir}: no evaluated runs (directories with {' or '.join(SCORE_FILES)}, "
                               f"also under {runs_dir / RESCORED_DIR}) found; pass RUN_DIR")

@@ -149,7 +149,7 @@ def calibration_curves(path: Path, panels: list) -> None:
     fig, axes = plt.subplots(nrows, cols, figsize=(3.2 * cols, 3.0 * nrows), squeeze=False)
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
-    for ax, (metric, raw, human, _oof, curve) in zip(axes.flat, panels):
+    for ax, (metric, raw, human, _oof, curve) in zip(axes.flat, panels, strict=False):
         ax.scatter(raw, human, s=8, alpha=0.5, color=HUMAN_COLOR)
         ax.plot([1, 5], [1, 5], color="grey", lw=0.8, ls=":")
         if curve is not None:

@@ -21,20 +21,19 @@ from typing import Any
 import numpy as np
 
 from wikihowagent.markdown import markdown_table
-from wikihowagent.runs import JUDGES_CSV, JUDGES_MD
+from wikihowagent.runs import JUDGES_CSV, JUDGES_DIR, JUDGES_MD
 
 from .problems import Problems
 from .schema import METRICS
 from .sources import LLMScores, llm_matrix, read_llm_scores, resolve_score_paths
 from .stats import CorrelationResult, correlate
+from .tables import csv_text
 
 JUDGES_FILES = (JUDGES_CSV, JUDGES_MD)
 
 
 def judge_files(score_paths: list[Path]) -> dict[str, list[Path]]:
     """The panel judges' score files beside the given score files: judge directory name -> files."""
-    from wikihowagent.runs import JUDGES_DIR
-
     out: dict[str, list[Path]] = {}
     try:
         resolved = resolve_score_paths(score_paths, Problems())  # unusable paths: already reported by the main read
@@ -140,8 +139,6 @@ def judges_markdown(oc: JudgesOutcome) -> str:
 
 
 def write_judges_outputs(oc: JudgesOutcome, st) -> None:
-    from .tables import csv_text
-
     cols, rows = judges_rows(oc)
     st.write_text(JUDGES_CSV, csv_text(cols, rows))
     st.write_text(JUDGES_MD, judges_markdown(oc))

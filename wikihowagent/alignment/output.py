@@ -114,10 +114,10 @@ def write_files_atomically(files: dict[Path, str]) -> None:
     try:
         for target, text in files.items():
             target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+            fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
             with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
                 fh.write(text)
-            staged.append((Path(tmp), target))
+            staged.append((Path(name), target))
         for tmp, target in staged:
             os.replace(tmp, target)
         staged = []

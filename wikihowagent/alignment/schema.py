@@ -7,7 +7,11 @@ The rubric names are read from the bundled rubric file (`data/rubrics.json`, pap
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import lru_cache
+from typing import Any
+
+from wikihowagent.evaluation.judge import load_rubrics
 
 OVERALL = "Overall"  # per-conversation mean of the metrics (see `report.overall_scores`)
 
@@ -15,8 +19,6 @@ OVERALL = "Overall"  # per-conversation mean of the metrics (see `report.overall
 @lru_cache(maxsize=1)
 def metrics() -> tuple[str, ...]:
     """The rubric metrics, in the rubric file's order (the paper's §3.1.2, and ScoreRecord.metrics)."""
-    from wikihowagent.evaluation.judge import load_rubrics
-
     return tuple(load_rubrics())
 
 
@@ -39,8 +41,6 @@ def metric_by_key() -> dict[str, str]:
 def sheet_metrics() -> tuple[str, ...]:
     """The rubric columns of the annotation sheet (lower-case, as the paper's published sheets): in the order of
     the rubric file's `sheet_column`, rubrics without one after them in the file's order."""
-    from wikihowagent.evaluation.judge import load_rubrics
-
     rubrics = list(load_rubrics().values())
     ordered = sorted(rubrics, key=lambda r: (r.sheet_column is None, r.sheet_column or 0))
     return tuple(r.name.lower() for r in ordered)
@@ -102,8 +102,8 @@ def norm_key(name: str) -> str:
     return "" if key.startswith("unnamed:") else key
 
 
-def __getattr__(name: str):  # METRICS, METRIC_BY_KEY, SHEET_METRICS, SHEET_COLUMNS for scripts: read on first use
-    lazy = {"METRICS": metrics, "METRIC_BY_KEY": metric_by_key, "SHEET_METRICS": sheet_metrics,
+def __getattr__(name: str) -> Any:  # METRICS, METRIC_BY_KEY, SHEET_METRICS, SHEET_COLUMNS for scripts: read on first use
+    lazy: dict[str, Callable[[], Any]] = {"METRICS": metrics, "METRIC_BY_KEY": metric_by_key, "SHEET_METRICS": sheet_metrics,
             "SHEET_COLUMNS": sheet_columns}
     if name in lazy:
         return lazy[name]()

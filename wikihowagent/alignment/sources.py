@@ -2,7 +2,7 @@
 
 `--scores` accepts:
 - a run directory (its `scores.jsonl`, or `scores-paper.jsonl` from `evaluate --compat paper` when there is
-  no `scores.jsonl`; `run.json` names the run) or a directory of runs (see `discover_runs`: also the
+  no `scores.jsonl`; `run.json` names the run) or a directory of runs (see `runs.evaluated_runs`: also the
   re-scored paper files under `rescored/`);
 - a `scores.jsonl` file (ScoreRecord lines; a conversation id seen twice -> the last line wins, as after a
   resumed `evaluate`);
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from wikihowagent.paper_format import parse_run_stem
-from wikihowagent.runs import (CONVERSATIONS, OUTPUT_DIRS, RESCORED_DIR, SCORE_FILES, RunError, read_score_table,
+from wikihowagent.runs import (CONVERSATIONS, SCORE_FILES, RunError, evaluated_runs, read_score_table, resolve_runs,
                                run_name, scores_file)
 from wikihowagent.scoretable import ScoreTable
 
@@ -29,6 +29,10 @@ from .problems import AlignInputError, Problems, where
 from . import schema
 from .schema import KNOWN_META_KEYS, norm_key
 from .score_cells import parse_score
+from .annotations import read_human_file
+from .tables import read_table
+from wikihowagent.evaluation.judge_prompts import recorded_prompt
+from wikihowagent.evaluation.metrics import COMPUTATIONAL_NAMES, POSTTEST_METRICS
 
 
 @dataclass
@@ -56,8 +60,6 @@ class ScoreRow:
     @property
     def configuration(self) -> str:
         """The judge configuration from the scores' provenance: "local (weighted, prompt plain)"; "" = none."""
-        from wikihowagent.evaluation.judge_prompts import recorded_prompt
-
         if not self.judge:
             return ""
         prompt = recorded_prompt(self, self.scoring)
@@ -79,8 +81,6 @@ class LLMScores:
 
 def _computational_metric_names() -> frozenset[str]:
     """The `evaluate` metrics that are not rubric scores (they share ScoreRecord.metrics with the rubrics)."""
-    from wikihowagent.evaluation.metrics import COMPUTATIONAL_NAMES
-
     return COMPUTATIONAL_NAMES
 
 
@@ -101,20 +101,6 @@ def model_label(teacher: str = "", learner: str = "", run: str = "") -> str:
     if teacher and learner and teacher != learner:
         return f"{teacher} / {learner}"
     return teacher or learner or run or "(unknown)"
-
-
-def discover_runs(runs_dir: Path) -> list[Path]:
-    """Evaluated run directories under `runs_dir`: `<runs_dir>/*/` and `<runs_dir>/rescored/*/` holding a
-    score file (`scores.jsonl` or `scores-paper.jsonl`, see `scores_file`). Runs sorted by name, then the
-    re-scored ones sorted by name."""
-    runs_dir = Path(runs_dir)
-
-    def evaluated(parent: Path, skip: set[str]) -> list[Path]:
-        if not parent.is_dir():
-            return []
-        return sorted(d for d in parent.iterdir() if d.is_dir() and d.name not in skip and scores_file(d))
-
-    return evaluated(runs_dir, set(OUTPUT_DIRS) | {RESCORED_DIR}) + evaluated(runs_dir / RESCORED_DIR, set())
 
 
 def _metric_values(metrics: dict, loc: str, problems: Problems, missing: list[int],
@@ -140,15 +126,13 @@ def _metric_values(metrics: dict, loc: str, problems: Problems, missing: list[in
 
 
 def _report_missing(source: str, missing: list[int], problems: Problems, what: str) -> None:
-    parts = [f"{m} {n}" for m, n in zip(schema.metrics(), missing) if n]
+    parts = [f"{m} {n}" for m, n in zip(schema.metrics(), missing, strict=True) if n]
     if parts:
         problems.add("missing llm score", f"{source}: no LLM score ({what}) for: {', '.join(parts)} conversations")
 
 
 def _automatic(metrics: dict) -> dict[str, float]:
     """The automatic metrics `align` correlates with the human ratings (the post-test's), where computed."""
-    from wikihowagent.evaluation.metrics import POSTTEST_METRICS
-
     out = {}
     for m in POSTTEST_METRICS:
         v = metrics.get(m)
@@ -165,7 +149,7 @@ def _table_rows(table: ScoreTable, problems: Problems, missing: list[int],
     for (cid, run, teacher, learner, domain, persona, title, tut, loc, evaluator, scoring, prompt, sha, rec), metrics in zip(
             zip(meta["conversation_id"], meta["run"], meta["teacher"], meta["learner"], meta["domain"],
                 meta["persona"], meta["title"], meta["tutorial_id"], meta["where"], meta["evaluator"],
-                meta["scoring"], meta["prompt"], meta["rubrics_sha256"], meta["record"]), table.iter_row_metrics()):
+                meta["scoring"], meta["prompt"], meta["rubrics_sha256"], meta["record"], strict=True), table.iter_row_metrics(), strict=True):
         out.append(ScoreRow(conversation_id=cid, values=_metric_values(metrics, loc, problems, missing, unjudged),
                             run=run, model=model_label(teacher, learner, run), domain=domain, persona=persona,
                             title=title, tutorial_id=tut, where=loc, judge=evaluator, scoring=scoring, prompt=prompt,
@@ -204,9 +188,6 @@ def read_scores_jsonl(path: Path, problems: Problems, default_run: str = "",
 
 
 def read_scores_csv(path: Path, problems: Problems) -> list[ScoreRow]:
-    from .annotations import read_human_file
-    from .tables import read_table
-
     judges = read_human_file(path, problems)
     if len(judges) > 1:
         raise AlignInputError(f"{path}: has an annotator column with several judges; not an LLM score file")
@@ -239,7 +220,7 @@ def read_paper_run(path: Path, problems: Problems) -> list[ScoreRow]:
 
 def resolve_score_paths(paths: list[Path], problems: Problems | None = None) -> list[Path]:
     """Directories -> their score file (a run dir) or the score file of each run inside (a runs dir); see
-    `scores_file` and `discover_runs`. A path with no score file raises AlignInputError, or with `problems`
+    `scores_file` and `runs.evaluated_runs`. A path with no score file raises AlignInputError, or with `problems`
     is reported there ("unusable file") and skipped, so the other paths are still read."""
     out: list[Path] = []
     for p in paths:
@@ -254,19 +235,20 @@ def resolve_score_paths(paths: list[Path], problems: Problems | None = None) -> 
 
 
 def _score_files_of(p: Path) -> list[Path]:
-    if p.is_dir():
-        own = scores_file(p)
-        if own is not None:
-            return [own]
-        runs = discover_runs(p)
-        if not runs:
-            has_conv = (p / CONVERSATIONS).is_file()
-            hint = "; run `wikihowagent evaluate` on it first" if has_conv else ""
-            raise AlignInputError(f"{p}: no {' or '.join(SCORE_FILES)} in it (nor in any run directory inside){hint}")
-        return [scores_file(r) for r in runs]
-    if p.exists():
+    (rp,) = resolve_runs([p], sweeps=False)  # a sweep directory: its evaluated cells, as a directory of runs
+    if rp.kind == "missing":
+        raise AlignInputError(f"{p}: not found")
+    if rp.kind == "file":
         return [p]
-    raise AlignInputError(f"{p}: not found")
+    own = scores_file(p)
+    if own is not None:
+        return [own]
+    runs = evaluated_runs(p)
+    if not runs:
+        has_conv = (p / CONVERSATIONS).is_file()
+        hint = "; run `wikihowagent evaluate` on it first" if has_conv else ""
+        raise AlignInputError(f"{p}: no {' or '.join(SCORE_FILES)} in it (nor in any run directory inside){hint}")
+    return [scores_file(r) for r in runs]
 
 
 def read_llm_scores(paths: list[Path], problems: Problems) -> LLMScores:

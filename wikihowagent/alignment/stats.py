@@ -24,6 +24,7 @@ from itertools import combinations
 import numpy as np
 
 from wikihowagent.errors import Note
+from wikihowagent.stats.paired import CHUNK_ELEMENTS  # resamples x cells held at once
 
 # The kinds of a correlation's notes that leave the correlation out (a Note's kind; other notes are informational).
 TOO_FEW, UNDEFINED = "too few", "undefined"
@@ -31,7 +32,6 @@ TOO_FEW, UNDEFINED = "too few", "undefined"
 COEFFICIENTS = ("pearson", "spearman", "kendall")
 COEF_LABEL = {"pearson": "Pearson r", "spearman": "Spearman ρ", "kendall": "Kendall τ"}
 MAX_TABLE_CELLS = 200_000  # distinct-x x distinct-y above which the bootstrap loops instead
-CHUNK_ELEMENTS = 1_000_000  # resamples x cells held at once
 
 
 @dataclass
@@ -97,7 +97,7 @@ def bootstrap(x: np.ndarray, y: np.ndarray, n_boot: int, rng: np.random.Generato
     """Bootstrap replicates of the three coefficients (NaN where a resample is constant)."""
     ux, xi = np.unique(x, return_inverse=True)
     uy, yi = np.unique(y, return_inverse=True)
-    l, m = ux.size, uy.size
+    l, m = ux.size, uy.size  # noqa: E741 - the table's l x m, as in the formula
     if l * m > MAX_TABLE_CELLS:
         return _bootstrap_loop(x, y, n_boot, rng)
     n = x.size
@@ -302,7 +302,7 @@ def weighted_kappa(a: np.ndarray, b: np.ndarray, labels: list[int]) -> float:
     k = len(labels)
     ia = np.asarray(a) - labels[0]
     ib = np.asarray(b) - labels[0]
-    O = np.bincount(ia * k + ib, minlength=k * k).reshape(k, k).astype(float)
+    O = np.bincount(ia * k + ib, minlength=k * k).reshape(k, k).astype(float)  # noqa: E741 - observed (O), as in the formula
     E = np.outer(O.sum(1), O.sum(0)) / O.sum()
     idx = np.arange(k)
     w = (idx[:, None] - idx[None, :]) ** 2

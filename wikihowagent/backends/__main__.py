@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from wikihowagent.backends import model_files
 from wikihowagent.backends.errors import BackendError
@@ -43,7 +44,7 @@ def _smoke(n_parallel: int, max_tokens: int) -> None:
     t1 = time.perf_counter()
     msg = chat.invoke("In one sentence: how do I boil an egg?")
     dt = time.perf_counter() - t1
-    usage = msg.usage_metadata or {}
+    usage: dict[str, Any] = dict(msg.usage_metadata or {})
     out = usage.get("output_tokens", 0)
     print(f"reply ({dt:.1f} s, {usage}): {msg.content!r}")
     print(f"~{out / dt:.1f} generated tokens/s (wall, incl. prompt)")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from .private_api import private_api_ok
 
@@ -42,7 +42,7 @@ def _observed(model: BaseChatModel) -> bool:
     return bool(handlers)
 
 
-async def achat(model: BaseChatModel, messages: list[BaseMessage]) -> BaseMessage:
+async def achat(model: BaseChatModel, messages: list[BaseMessage]) -> AIMessage:
     """`model`'s reply to `messages` (see the module docstring)."""
     if not getattr(model, "direct_calls", False) or not private_api_ok() or _observed(model):
         return await model.ainvoke(messages)
@@ -51,6 +51,8 @@ async def achat(model: BaseChatModel, messages: list[BaseMessage]) -> BaseMessag
     result = await model._agenerate(messages)
     generation = result.generations[0]
     message = generation.message
+    if not isinstance(message, AIMessage):  # what `ainvoke` returns too (it says AIMessage; a chat model makes one)
+        raise TypeError(f"{type(model).__name__} replied with a {type(message).__name__}, not an AIMessage")
     # as BaseChatModel._agenerate_with_cache: the generation info, then the run's llm_output
     message.response_metadata = _gen_info_and_msg_metadata(generation)
     if len(result.generations) == 1 and result.llm_output is not None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from wikihowagent.errors import WikihowagentError
 
-
 # Appended to "cannot reach / no key" errors of the remote providers.
 FALLBACK_HINT = "or use --teacher local"
 

@@ -33,13 +33,19 @@ import asyncio
 import math
 import random
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import aiohttp
 import orjson
 from langchain_core.outputs import ChatResult
 from langchain_openai import ChatOpenAI
 from pydantic import PrivateAttr, SecretStr
+
+if TYPE_CHECKING:  # pragma: no cover
+    from collections.abc import AsyncIterator
+
+    from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
+    from langchain_core.messages import BaseMessage
 
 INITIAL_RETRY_DELAY = 0.5  # openai._constants
 MAX_RETRY_DELAY = 8.0
@@ -84,7 +90,7 @@ class _LoopSession:
             return _Response(resp.status, resp.headers, await resp.read())
 
 
-async def _close_at_shutdown(ls: _LoopSession):  # type: ignore[no-untyped-def]
+async def _close_at_shutdown(ls: _LoopSession) -> AsyncIterator[None]:
     """Parked on the loop as an async generator: `loop.shutdown_asyncgens()` (or the model being dropped)
     closes it, and with it the session."""
     try:
@@ -113,7 +119,7 @@ class LeanChatOpenAI(ChatOpenAI):
         if ls is not None and ls.loop is loop and not ls.session.closed:
             return ls
         headers = {"User-Agent": "wikihowagent"}
-        key = self.openai_api_key.get_secret_value() if self.openai_api_key is not None else ""
+        key = self.openai_api_key.get_secret_value() if isinstance(self.openai_api_key, SecretStr) else ""
         if key:
             headers["Authorization"] = f"Bearer {key}"
         if self.openai_organization:
@@ -147,7 +153,8 @@ class LeanChatOpenAI(ChatOpenAI):
             cached = self._client_timeout = (t, aiohttp.ClientTimeout(total=t))
         return cached[1]
 
-    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs: Any) -> ChatResult:  # type: ignore[override]
+    async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                         run_manager: AsyncCallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
         payload = self._get_request_payload(messages, stop=stop, **kwargs)
         if payload.get("stream") or _SDK_ONLY.intersection(payload) or self._use_responses_api(payload) \
                 or self.default_query or not isinstance(self.openai_api_key, (SecretStr, type(None))):
@@ -162,9 +169,10 @@ class LeanChatOpenAI(ChatOpenAI):
                     choice.setdefault("logprobs", None)
                     if isinstance(choice.get("message"), dict):
                         choice["message"].setdefault("refusal", None)
-        return self._create_chat_result(response, {})
+        # a str (non-JSON body) is outside the declared type, but ChatOpenAI's method turns it into its own error
+        return self._create_chat_result(response, {})  # type: ignore[arg-type]
 
-    async def _post(self, body: bytes) -> dict[str, Any]:
+    async def _post(self, body: bytes) -> dict[str, Any] | str:
         client = await self._lean_client()
         retries = self.max_retries if self.max_retries is not None else 2
         timeout = self._aiohttp_timeout()
@@ -181,15 +189,16 @@ class LeanChatOpenAI(ChatOpenAI):
                     stale_resend = False
                     continue
                 err: BaseException = exc
-            except (aiohttp.ClientError, asyncio.TimeoutError) as exc:  # refused, reset, cut off, timed out
+            except (TimeoutError, aiohttp.ClientError) as exc:  # refused, reset, cut off, timed out
                 err = exc
             else:
                 if resp.status < 300:
+                    data: dict[str, Any] | str
                     try:
                         data = orjson.loads(resp.body)
                     except orjson.JSONDecodeError:
                         data = resp.body.decode("utf-8", "replace")  # ChatOpenAI reports a non-JSON body
-                    return data  # type: ignore[return-value]
+                    return data
                 retry_after = _retry_after(resp.headers)
                 if left > 0 and _should_retry(resp, retry_after):
                     await asyncio.sleep(_backoff(retries, left, retry_after))
@@ -296,10 +305,11 @@ def _retry_after(headers: Any) -> float | None:
 def _should_retry(resp: Any, retry_after: float | None) -> bool:
     if retry_after is not None and math.isfinite(retry_after) and retry_after > MAX_RETRY_AFTER_DELAY:
         return False
-    flag = resp.headers.get("x-should-retry")
+    flag: str | None = resp.headers.get("x-should-retry")
     if flag in ("true", "false"):
         return flag == "true"
-    return resp.status in (408, 409, 429) or resp.status >= 500
+    status: int = resp.status
+    return status in (408, 409, 429) or status >= 500
 
 
 def _backoff(max_retries: int, remaining: int, retry_after: float | None) -> float:

@@ -98,7 +98,7 @@ def _stat_key(path: Path) -> dict[str, int]:
 def _stamp_ok(path: Path, sha: str) -> bool:
     try:
         stamp = json.loads(_stamp_path(path).read_text(encoding="utf-8"))
-        return stamp.get("sha256") == sha and stamp.get("stat") == _stat_key(path)
+        return bool(stamp.get("sha256") == sha and stamp.get("stat") == _stat_key(path))
     except (OSError, ValueError, AttributeError):
         return False
 

@@ -17,7 +17,10 @@ from .probe import get_json, reason
 from .spec import AliasFile, ResolvedSpec, Target, unknown_spec
 
 if TYPE_CHECKING:  # pragma: no cover
+    from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
     from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import BaseMessage
+    from langchain_core.outputs import ChatResult
 
     from wikihowagent.config import LocalModelSettings, ModelSettings
 
@@ -81,7 +84,7 @@ def check(resolved: ResolvedSpec, base_url: str | None, need: str) -> None:
 
 
 def _backoff(attempt: int) -> float:
-    return min(20.0, 1.0 * 2**attempt) * (0.5 + random.random())  # noqa: S311 - jitter, not crypto
+    return min(20.0, 1.0 * 2.0**attempt) * (0.5 + random.random())  # noqa: S311 - jitter, not crypto
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -93,10 +96,10 @@ def _retryable(exc: BaseException) -> bool:
     return isinstance(status, int) and (status == 429 or status >= 500)
 
 
-_OLLAMA_CLS: type | None = None
+_OLLAMA_CLS: type[BaseChatModel] | None = None
 
 
-def _ollama_class() -> type:
+def _ollama_class() -> type[BaseChatModel]:
     """ChatOllama + `max_retries` (built lazily so importing this module stays cheap)."""
     global _OLLAMA_CLS
     if _OLLAMA_CLS is not None:
@@ -110,7 +113,8 @@ def _ollama_class() -> type:
 
         max_retries: int = 2
 
-        def _generate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[override]
+        def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                      run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
             for attempt in range(self.max_retries + 1):
                 try:
                     return ChatOllama._generate(self, messages, stop=stop, run_manager=run_manager, **kwargs)
@@ -120,7 +124,8 @@ def _ollama_class() -> type:
                     time.sleep(_backoff(attempt))
             raise AssertionError("unreachable")  # pragma: no cover
 
-        async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):  # type: ignore[override]
+        async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                             run_manager: AsyncCallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
             for attempt in range(self.max_retries + 1):
                 try:
                     return await ChatOllama._agenerate(self, messages, stop=stop, run_manager=run_manager, **kwargs)

@@ -67,7 +67,7 @@ def resolve_spec(spec: str, aliases_path: Path | None = None) -> ResolvedSpec:
     target = provider(name).resolve(given, rest.strip(), base_url, af)
     canonical = f"{name}:{target.model}"
     display = canonical if given == canonical else f"{given} = {canonical}"
-    return ResolvedSpec(spec=given, provider=name, model=target.model, display=display,  # type: ignore[arg-type]
+    return ResolvedSpec(spec=given, provider=name, model=target.model, display=display,
                         base_url=target.base_url, path=target.path)
 
 
@@ -97,4 +97,5 @@ def make_chat_model(
     `base_url` overrides the Ollama host / OpenAI-compatible base URL of the spec.
     """
     resolved = _resolved(spec, aliases_path)
-    return provider(resolved.provider).make(resolved, settings, local, base_url)
+    model: BaseChatModel = provider(resolved.provider).make(resolved, settings, local, base_url)
+    return model

@@ -22,11 +22,15 @@ import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.outputs import ChatResult
 from pydantic import ConfigDict
+
+if TYPE_CHECKING:  # pragma: no cover
+    from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+    from langchain_core.messages import BaseMessage
 
 from wikihowagent.errors import WikihowagentError
 
@@ -205,12 +209,15 @@ class PooledChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "replica-pool"
 
-    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:  # type: ignore[override]
+    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
         # The pipeline is asynchronous; a synchronous call simply uses the first healthy replica.
         r = next((x for x in self.pool.replicas if x.rested_until == 0.0), self.pool.replicas[0])
-        return r.model._generate(messages, stop=stop, **self._capped(kwargs))
+        result: ChatResult = r.model._generate(messages, stop=stop, **self._capped(kwargs))
+        return result
 
-    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:  # type: ignore[override]
+    async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                         run_manager: AsyncCallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
         last: BaseException | None = None
         failed_on: frozenset[int] = frozenset()  # replicas that answered this request with a server error
         for _ in range(self.max_resends):
@@ -221,7 +228,7 @@ class PooledChatModel(BaseChatModel):
                 raise last from None
             i = r.take_client()
             try:
-                result = await r.clients[i]._agenerate(messages, stop=stop, **self._capped(kwargs))
+                result: ChatResult = await r.clients[i]._agenerate(messages, stop=stop, **self._capped(kwargs))
             except Exception as exc:
                 r.busy[i] -= 1
                 failed = is_connection_error(exc) or is_server_error(exc)
@@ -276,8 +283,8 @@ def check_replicas(resolved: Any, urls: list[str] | None, warn: Callable[[str], 
             errors.append(exc)
     if len(errors) == len(targets):
         raise errors[0]
-    for exc in errors:
-        warn(f"a replica is not answering; going on with the others: {exc}")
+    for error in errors:
+        warn(f"a replica is not answering; going on with the others: {error}")
 
 
 def make_pooled_chat_model(resolved: Any, settings: Any, local: Any, urls: list[str] | None, *,
@@ -292,7 +299,8 @@ def make_pooled_chat_model(resolved: Any, settings: Any, local: Any, urls: list[
 
     def client(u: str | None) -> BaseChatModel:
         if resolved.provider == "openai":
-            return provider("openai").make(resolved, settings, local, u, keepalive=KEEPALIVE)
+            model: BaseChatModel = provider("openai").make(resolved, settings, local, u, keepalive=KEEPALIVE)
+            return model
         return make_chat_model(resolved, settings, local, base_url=u)
 
     n_clients = CLIENTS_PER_ENDPOINT if resolved.provider == "openai" else 1

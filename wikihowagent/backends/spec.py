@@ -14,7 +14,7 @@ Importing this module has no side effects.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -83,7 +83,7 @@ def load_aliases(aliases_path: Path | str | None = None) -> AliasFile:
     import yaml
 
     explicit = aliases_path is not None and str(aliases_path) != ""
-    path = Path(aliases_path).expanduser() if explicit else default_aliases_path()
+    path = Path(aliases_path).expanduser() if explicit and aliases_path is not None else default_aliases_path()
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -106,10 +106,11 @@ def load_aliases(aliases_path: Path | str | None = None) -> AliasFile:
         if isinstance(target, dict):
             if not isinstance(target.get("spec"), str):
                 raise BackendError(f"{path}: alias '{name}' needs a 'spec:' string")
-            clean[str(name)] = {k: ([str(x) for x in v] if isinstance(v, list) else str(v))
-                                for k, v in target.items() if v is not None}
-            if isinstance(clean[str(name)].get("base_urls"), list) and "base_url" not in clean[str(name)]:
-                clean[str(name)]["base_url"] = clean[str(name)]["base_urls"][0]  # replicas: the first one
+            entry: dict[str, Any] = {k: ([str(x) for x in v] if isinstance(v, list) else str(v))
+                                     for k, v in target.items() if v is not None}
+            if isinstance(entry.get("base_urls"), list) and "base_url" not in entry:
+                entry["base_url"] = entry["base_urls"][0]  # replicas: the first one
+            clean[str(name)] = entry
         elif isinstance(target, str):
             clean[str(name)] = target.strip()
         else:

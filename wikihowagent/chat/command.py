@@ -4,26 +4,27 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
+from wikihowagent.console import INPUTS, MODELS, OUTPUT
+
 
 def chat(
-    role: Annotated[str, typer.Option(metavar="learner|teacher", help="The role you play; the model plays the other.")] = "learner",
-    model: Annotated[str, typer.Option(help="Model spec of the other role: local (default), an alias, ollama:<tag>, openai:<model>.")] = "local",
-    tutorial: Annotated[Optional[str], typer.Option(help="Tutorial id (see `wikihowagent tutorials`).")] = None,
-    tutorials: Annotated[Optional[Path], typer.Option(help="Article directory tree, JSON or JSONL file (default: the bundled sample).")] = None,
-    pick: Annotated[bool, typer.Option("--pick", help="Choose the tutorial from a numbered list.")] = False,
-    out: Annotated[Optional[Path], typer.Option(help="Run directory for the record (default: <runs_dir>/chat-<role>-<tutorial id>).")] = None,
-    config: Annotated[Optional[Path], typer.Option(help="YAML config overriding configs/default.yaml.")] = None,
-    base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible server URL for openai: specs.")] = None,
+    role: Annotated[str, typer.Option(rich_help_panel=MODELS, metavar="learner|teacher", help="The role you play; the model plays the other.")] = "learner",
+    model: Annotated[str, typer.Option(rich_help_panel=MODELS, help="Model spec of the other role: local (default), an alias, ollama:<tag>, openai:<model>.")] = "local",
+    tutorial: Annotated[str | None, typer.Option(rich_help_panel=INPUTS, help="Tutorial id (see `wikihowagent tutorials`).")] = None,
+    tutorials: Annotated[Path | None, typer.Option(rich_help_panel=INPUTS, help="Article directory tree, JSON or JSONL file (default: the bundled sample).")] = None,
+    pick: Annotated[bool, typer.Option("--pick", rich_help_panel=INPUTS, help="Choose the tutorial from a numbered list.")] = False,
+    out: Annotated[Path | None, typer.Option(rich_help_panel=OUTPUT, help="Run directory for the record (default: <runs_dir>/chat-<role>-<tutorial id>).")] = None,
+    config: Annotated[Path | None, typer.Option(rich_help_panel=INPUTS, help="YAML config overriding configs/default.yaml.")] = None,
+    base_url: Annotated[str | None, typer.Option(rich_help_panel=MODELS, help="OpenAI-compatible server URL for openai: specs.")] = None,
 ) -> None:
     """Play the learner or the teacher yourself against the model, on one tutorial; the conversation is saved as a normal run record (/next, /step, /quit)."""
     import shlex
 
     from wikihowagent.console import make_console, print_error
-
     from wikihowagent.errors import WikihowagentError
 
     from .core import ChatRequest, run_chat

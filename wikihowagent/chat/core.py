@@ -25,10 +25,13 @@ from rich.panel import Panel
 from rich.text import Text
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.records import ConversationRecord, Tutorial
-from wikihowagent.runs import CONVERSATIONS, JsonlAppender, RunInfo, write_run_info
+from wikihowagent.records import ConversationRecord, Tutorial, make_conversation_id
+from wikihowagent.runs import CONVERSATIONS, JsonlAppender, RunInfo, now, write_run_info
 from wikihowagent.workflow.graph import WorkflowOptions, build_graph, initial_state, recursion_limit
-from wikihowagent.workflow.prompts import PromptTemplates
+from wikihowagent.workflow.prompts import PromptTemplates, load_prompts
+from wikihowagent.config import load_config
+from wikihowagent.corpus.core import default_tutorials_path, load_tutorials
+from wikihowagent.generation.core import package_versions, to_record
 
 ROLES = ("learner", "teacher")
 HELP = "/next  move on (learner: ask for the next step; teacher: give the step's text)  ·  /step  show the step  ·  /quit  save and leave"
@@ -242,11 +245,6 @@ def run_chat(req: ChatRequest, console: Console, read: Callable[[str], str]) -> 
     """One chat session: choose the tutorial, run the graph with the person in `req.role`, save the record.
     Raises ChatError (one line) for anything that stops it before the conversation."""
     from wikihowagent.backends import BackendError, check_backend, make_chat_model, resolve_spec, shutdown_local_servers
-    from wikihowagent.config import load_config
-    from wikihowagent.generation.core import now, package_versions, to_record
-    from wikihowagent.records import make_conversation_id
-    from wikihowagent.corpus.core import default_tutorials_path, load_tutorials
-    from wikihowagent.workflow.prompts import load_prompts
 
     if req.role not in ROLES:
         raise ChatError(f"--role {req.role!r}: expected learner or teacher")

@@ -8,32 +8,35 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from wikihowagent.console import CLUSTER, INPUTS, MODELS, OUTPUT
+from wikihowagent.stats import bootstrap_option, seed_option
+
 
 def compare(
     runs: Annotated[list[Path], typer.Argument(help="Two or more run directories (or JSONL of records) that taught the same tutorials.",
                                                show_default=False, metavar="RUN")],
-    out: Annotated[Optional[Path], typer.Option(help="Output directory (default: <runs_dir>/compare): pair-judgments.jsonl, pairwise.csv, win_rates.csv, position.csv, bradley_terry.csv, summary.md, head_to_head.png.")] = None,
-    evaluator: Annotated[Optional[str], typer.Option(metavar="SPEC", help="Judge model spec (default: the runs' evaluator, which must be the same for all).")] = None,
-    metrics: Annotated[Optional[str], typer.Option(metavar="LIST", help="Comma-separated rubric names to compare on (default: every rubric).")] = None,
-    rubrics: Annotated[Optional[Path], typer.Option(help="Rubric JSON file (default: data/rubrics.json).")] = None,
-    max_tutorials: Annotated[Optional[int], typer.Option(min=1, help="Only the first N tutorials (sorted by id).")] = None,
-    pairwise_reading: Annotated[Optional[str], typer.Option(metavar="logprobs|answer", help="How a verdict is read: P(A) from the A/B token log-probabilities (default where the backend returns them) or the letter only.")] = None,
-    bootstrap: Annotated[int, typer.Option(min=0, help="Bootstrap resamples (of tutorials) for the CIs.")] = 1000,
-    seed: Annotated[int, typer.Option(help="Seed of the bootstrap.")] = 0,
-    shard: Annotated[Optional[str], typer.Option(metavar="K/N", help="Judge only every N-th tutorial from K (0-based) into pair-judgments-K-of-N.jsonl; a run without --shard then analyses every shard's judgments.")] = None,
-    config: Annotated[Optional[Path], typer.Option(help="YAML config overriding configs/default.yaml.")] = None,
-    base_url: Annotated[Optional[str], typer.Option(help="Ollama host / OpenAI-compatible base URL for the evaluator.")] = None,
-    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Judge passes in flight (default: the config's concurrency).")] = None,
-    retries: Annotated[int, typer.Option(min=0, help="Re-asks of the judge when a reply is not one letter.")] = 2,
-    retry_failed: Annotated[bool, typer.Option(help="Ask again the verdicts that failed in an earlier pass.")] = True,
-    no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the heatmap.")] = False,
-    verdict_rule: Annotated[Optional[str], typer.Option(metavar="agree|average|scores", help="How the two orders make one verdict (scores: the checklist judge's, automatic with --judge-scoring checklist): agree (default: a preference only when both orders prefer the same conversation) or average (P(A better) averaged over the orders, (p_ab + 1 - p_ba) / 2, outside 0.5 ± --tie-band; cancels a constant position bias). Written into pairwise.csv and summary.md.")] = None,
-    tie_band: Annotated[float, typer.Option(min=0.0, max=0.499, help="With --verdict-rule average: |P(A better) - 0.5| up to this is a tie.")] = 0.0,
-    judge_scoring: Annotated[Optional[str], typer.Option(metavar="checklist", help="'checklist': no pairwise prompt; each conversation is judged alone by the checklist judge (yes/no items, see `evaluate --judge-scoring checklist`) and each rubric's verdict comes from the two conversations' own scores (verdict rule `scores`; position consistency 1 by construction). Default: the pairwise judge.")] = None,
-    checklist: Annotated[Optional[Path], typer.Option(metavar="FILE", help="With --judge-scoring checklist: the items file (default: data/checklists.json).")] = None,
-    checklist_weights: Annotated[Optional[Path], typer.Option(metavar="FILE", help="With --judge-scoring checklist: item weights of `align --fit-checklist` (default: uniform).")] = None,
-    score_tie_band: Annotated[float, typer.Option(min=0.0, max=4.0, help="With --judge-scoring checklist: a difference of the two conversations' rubric scores up to this many points is a tie.")] = 0.0,
-    from_judgments: Annotated[bool, typer.Option("--from-judgments", help="Judge nothing: analyse the pair judgments already in --out (e.g. under another --verdict-rule); no model is loaded.")] = False,
+    out: Annotated[Optional[Path], typer.Option(rich_help_panel=OUTPUT, help="Output directory (default: <runs_dir>/compare): pair-judgments.jsonl, pairwise.csv, win_rates.csv, position.csv, bradley_terry.csv, summary.md, head_to_head.png.")] = None,
+    evaluator: Annotated[Optional[str], typer.Option(rich_help_panel=MODELS, metavar="SPEC", help="Judge model spec (default: the runs' evaluator, which must be the same for all).")] = None,
+    metrics: Annotated[Optional[str], typer.Option(rich_help_panel=INPUTS, metavar="LIST", help="Comma-separated rubric names to compare on (default: every rubric).")] = None,
+    rubrics: Annotated[Optional[Path], typer.Option(rich_help_panel=INPUTS, help="Rubric JSON file (default: data/rubrics.json).")] = None,
+    max_tutorials: Annotated[Optional[int], typer.Option(rich_help_panel=INPUTS, min=1, help="Only the first N tutorials (sorted by id).")] = None,
+    pairwise_reading: Annotated[Optional[str], typer.Option(rich_help_panel=MODELS, metavar="logprobs|answer", help="How a verdict is read: P(A) from the A/B token log-probabilities (default where the backend returns them) or the letter only.")] = None,
+    bootstrap: Annotated[int, bootstrap_option("Bootstrap resamples (of tutorials) for the CIs.")] = 1000,
+    seed: Annotated[int, seed_option("Seed of the bootstrap.")] = 0,
+    shard: Annotated[Optional[str], typer.Option(rich_help_panel=CLUSTER, metavar="K/N", help="Judge only every N-th tutorial from K (0-based) into pair-judgments-K-of-N.jsonl; a run without --shard then analyses every shard's judgments.")] = None,
+    config: Annotated[Optional[Path], typer.Option(rich_help_panel=INPUTS, help="YAML config overriding configs/default.yaml.")] = None,
+    base_url: Annotated[Optional[str], typer.Option(rich_help_panel=MODELS, help="Ollama host / OpenAI-compatible base URL for the evaluator.")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(rich_help_panel=CLUSTER, min=1, help="Judge passes in flight (default: the config's concurrency).")] = None,
+    retries: Annotated[int, typer.Option(rich_help_panel=MODELS, min=0, help="Re-asks of the judge when a reply is not one letter.")] = 2,
+    retry_failed: Annotated[bool, typer.Option(rich_help_panel=CLUSTER, help="Ask again the verdicts that failed in an earlier pass.")] = True,
+    no_figures: Annotated[bool, typer.Option("--no-figures", rich_help_panel=OUTPUT, help="Skip the heatmap.")] = False,
+    verdict_rule: Annotated[Optional[str], typer.Option(rich_help_panel=MODELS, metavar="agree|average|scores", help="How the two orders make one verdict (scores: the checklist judge's, automatic with --judge-scoring checklist): agree (default: a preference only when both orders prefer the same conversation) or average (P(A better) averaged over the orders, (p_ab + 1 - p_ba) / 2, outside 0.5 ± --tie-band; cancels a constant position bias). Written into pairwise.csv and summary.md.")] = None,
+    tie_band: Annotated[float, typer.Option(rich_help_panel=MODELS, min=0.0, max=0.499, help="With --verdict-rule average: |P(A better) - 0.5| up to this is a tie.")] = 0.0,
+    judge_scoring: Annotated[Optional[str], typer.Option(rich_help_panel=MODELS, metavar="checklist", help="'checklist': no pairwise prompt; each conversation is judged alone by the checklist judge (yes/no items, see `evaluate --judge-scoring checklist`) and each rubric's verdict comes from the two conversations' own scores (verdict rule `scores`; position consistency 1 by construction). Default: the pairwise judge.")] = None,
+    checklist: Annotated[Optional[Path], typer.Option(rich_help_panel=MODELS, metavar="FILE", help="With --judge-scoring checklist: the items file (default: data/checklists.json).")] = None,
+    checklist_weights: Annotated[Optional[Path], typer.Option(rich_help_panel=MODELS, metavar="FILE", help="With --judge-scoring checklist: item weights of `align --fit-checklist` (default: uniform).")] = None,
+    score_tie_band: Annotated[float, typer.Option(rich_help_panel=MODELS, min=0.0, max=4.0, help="With --judge-scoring checklist: a difference of the two conversations' rubric scores up to this many points is a tie.")] = 0.0,
+    from_judgments: Annotated[bool, typer.Option("--from-judgments", rich_help_panel=INPUTS, help="Judge nothing: analyse the pair judgments already in --out (e.g. under another --verdict-rule); no model is loaded.")] = False,
 ) -> None:
     """Judge runs head to head: for every tutorial two runs share, which conversation teaches better, per
     rubric, asked in both orders; win rates, position consistency and (3+ runs) a Bradley–Terry ranking."""
@@ -106,3 +109,6 @@ def print_result(res: Any, desc: str, console: Any) -> None:
     if res.missing:
         console.print(f"{res.missing} (pair, tutorial, rubric) verdicts left out: an order missing or unreadable "
                       "(rerun to ask again)", highlight=False, markup=False)
+    if res.bad_values:
+        console.print(f"{res.bad_values} stored P(A better) values were not probabilities in [0, 1]: left out "
+                      "(rerun with the judge to ask them again)", highlight=False, markup=False)

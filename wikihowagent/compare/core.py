@@ -39,12 +39,6 @@ from wikihowagent.runs import (BRADLEY_TERRY_CSV, HEAD_TO_HEAD_PNG, PAIRWISE_CSV
                                WIN_RATES_CSV)
 
 OVERALL = "overall"
-PAIRWISE_CSV = PAIRWISE_CSV
-WIN_RATES_CSV = WIN_RATES_CSV
-POSITION_CSV = POSITION_CSV
-BT_CSV = BRADLEY_TERRY_CSV
-SUMMARY_MD = SUMMARY_MD
-HEATMAP = HEAD_TO_HEAD_PNG
 
 
 class CompareError(WikihowagentError, ValueError):
@@ -90,14 +84,16 @@ def judgment_files(out_dir: Path, stem: str) -> list[Path]:
 
 
 def read_records(paths: Iterable[Path], evaluator: str, reading: str,
-                 on_error: Callable[[str], None] | None = None) -> dict[tuple[str, ...], PairwiseRecord]:
+                 on_error: Callable[[str], None] | None = None,
+                 on_bad_value: Callable[[str], None] | None = None) -> dict[tuple[str, ...], PairwiseRecord]:
     """{key: record} of this judge (evaluator + reading); a later line for the same key wins, and a rubric
-    it failed keeps an earlier line's verdict."""
+    it failed keeps an earlier line's verdict. A stored value that is not a probability is reported to
+    `on_bad_value` (default `on_error`) and read as a failure (`runs.read_pairwise`)."""
     from wikihowagent.runs import read_pairwise
 
     out: dict[tuple[str, ...], PairwiseRecord] = {}
     for path in paths:
-        for rec in read_pairwise(path, on_error):
+        for rec in read_pairwise(path, on_error, on_bad_value):
             if rec.evaluator != evaluator or rec.reading != reading:
                 continue
             old = out.get(record_key(rec))
@@ -296,6 +292,7 @@ class CompareResult:
     bradley_terry: Any | None
     missing: int = 0  # (pair, tutorial, rubric) without both orders readable
     rule: str = ""  # the verdict rule's label
+    bad_values: int = 0  # stored P(A better) values that were not probabilities (left out)
     written: list[Path] = field(default_factory=list)
 
 
@@ -313,7 +310,9 @@ def md_table(df: Any) -> str:
 
 def analyse(out_dir: Path, records: dict[tuple[str, ...], PairwiseRecord], runs: list[str], rubric_names: list[str],
             judge_desc: str, reading_note: str, n_boot: int, seed: int, figures: bool = True, rule: str | None = None,
-            tie_band: float = DEFAULT_TIE_BAND) -> CompareResult:
+            tie_band: float = DEFAULT_TIE_BAND, bad_values: int = 0) -> CompareResult:
+    """Write the tables, summary.md and the heatmap of `records`; `bad_values`: how many stored values of the
+    judgments files were not probabilities (said in summary.md)."""
     import pandas as pd
 
     pairs = [(a, b) for i, a in enumerate(runs) for b in runs[i + 1:]]
@@ -325,15 +324,17 @@ def analyse(out_dir: Path, records: dict[tuple[str, ...], PairwiseRecord], runs:
     pos = position_table(rows, rubric_names)
     bt = bt_table(rows, runs, rubric_names, n_boot, seed) if len(runs) >= 3 else None
     out_dir = Path(out_dir)
-    res = CompareResult(runs, pw, wins, pos, bt, missing, verdict_rule(rule).label(tie_band))
+    res = CompareResult(runs, pw, wins, pos, bt, missing, verdict_rule(rule).label(tie_band), bad_values)
     res.written += [people_csv(pw, out_dir / PAIRWISE_CSV), people_csv(wins, out_dir / WIN_RATES_CSV),
                     people_csv(pos, out_dir / POSITION_CSV)]
     if bt is not None:
-        res.written.append(people_csv(bt, out_dir / BT_CSV))
+        res.written.append(people_csv(bt, out_dir / BRADLEY_TERRY_CSV))
     lines = [f"# Head to head: {judge_desc}", "", reading_note, "",
              f"{len(runs)} runs, {pw['tutorial_id'].nunique() if len(pw) else 0} tutorials judged; "
              f"{len(pw)} (pair, tutorial, rubric) verdicts from both orders"
-             + (f"; {missing} left out (an order missing or unreadable)" if missing else "") + ".",
+             + (f"; {missing} left out (an order missing or unreadable)" if missing else "") + "."
+             + (f" {bad_values} stored P(A better) values were not probabilities in [0, 1] and were left out "
+                "(each named on stderr)." if bad_values else ""),
              verdict_rule(rule).sentence(tie_band) + " Win rates count ties as half; "
              f"95 % CIs resample tutorials ({n_boot} bootstrap resamples). Position consistency does not depend "
              "on the rule.", ""]
@@ -344,7 +345,7 @@ def analyse(out_dir: Path, records: dict[tuple[str, ...], PairwiseRecord], runs:
     (out_dir / SUMMARY_MD).write_text("\n".join(lines), encoding="utf-8")
     res.written.append(out_dir / SUMMARY_MD)
     if figures and len(wins):
-        res.written.append(heatmap(wins, runs, out_dir / HEATMAP, f"head to head: {judge_desc}"))
+        res.written.append(heatmap(wins, runs, out_dir / HEAD_TO_HEAD_PNG, f"head to head: {judge_desc}"))
     return res
 
 
@@ -428,13 +429,23 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
     from wikihowagent.evaluation.inputs import resolve_inputs
     from wikihowagent.evaluation.judge import load_rubrics
     from wikihowagent.evaluation.runner import EvalOptions, Evaluation
-    from wikihowagent.generation.core import parse_shard
     from wikihowagent.runs import COMPARE_DIR, PAIR_JUDGMENTS
+    from wikihowagent.shards import parse_shard
 
     from .pairwise import check_tie_band
 
-    def warn(msg: str) -> None:
-        console.print("warning: " + msg, highlight=False, soft_wrap=True, markup=False)
+    said: set[str] = set()
+
+    def warn(msg: str) -> None:  # once each: the judgments files are read more than once
+        if msg not in said:
+            said.add(msg)
+            console.print("warning: " + msg, highlight=False, soft_wrap=True, markup=False)
+
+    bad_values: set[str] = set()
+
+    def bad_value(msg: str) -> None:
+        bad_values.add(msg)
+        warn(msg)
 
     try:
         shard = parse_shard(req.shard) if req.shard else None
@@ -509,11 +520,11 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
         if shard is not None:
             return None, stats, f"{spec} (pairwise, {reading})"
     desc = f"{spec} (checklist scores)" if checklist_mode else f"{spec} (pairwise, {reading})"
-    records = read_records(judgment_files(out, PAIR_JUDGMENTS), spec, reading, warn)
+    records = read_records(judgment_files(out, PAIR_JUDGMENTS), spec, reading, warn, bad_value)
     wanted = {(j.key) for j in plan_compare(runs, names)}
     records = {k: r for k, r in records.items() if k in wanted}
     res = analyse(out, records, list(runs), names, desc, reading_note(reading), req.bootstrap, req.seed, req.figures,
-                  rule_name, band)
+                  rule_name, band, len(bad_values))
     return res, stats, desc
 
 

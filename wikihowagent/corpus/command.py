@@ -4,18 +4,20 @@ and the corpus options `generate` shares."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal
 
 import typer
 
-TutorialsOpt = Annotated[Optional[Path], typer.Option(help="Article directory tree, JSON or JSONL file (default: the bundled sample).")]
-DomainOpt = Annotated[Optional[list[str]], typer.Option(help="Only tutorials of this domain (one of the paper's 17; repeatable).")]
-TopicOpt = Annotated[Optional[list[str]], typer.Option(help="Only tutorials of this topic (crawl folder, e.g. Relationship-Issues; repeatable).")]
-DomainsFileOpt = Annotated[Optional[Path], typer.Option("--domains", metavar="FILE", help="Topic -> domain CSV (columns Domain,Topic) replacing data/domains.csv.")]
-SampleOpt = Annotated[Optional[int], typer.Option(min=1, metavar="N", help="A balanced sample: N tutorials per domain (or per topic with --per topic).")]
-PerOpt = Annotated[Literal["domain", "topic"], typer.Option(help="What --sample balances over.")]
-SampleSeedOpt = Annotated[int, typer.Option(help="Seed of the --sample draw (same seed, same sample).")]
-SkipInvalidOpt = Annotated[bool, typer.Option(help="Skip (and list) bad articles instead of stopping.")]
+from wikihowagent.console import INPUTS, OUTPUT, SELECTION
+
+TutorialsOpt = Annotated[Path | None, typer.Option(rich_help_panel=INPUTS, help="Article directory tree, JSON or JSONL file (default: the bundled sample).")]
+DomainOpt = Annotated[list[str] | None, typer.Option(rich_help_panel=INPUTS, help="Only tutorials of this domain (one of the paper's 17; repeatable).")]
+TopicOpt = Annotated[list[str] | None, typer.Option(rich_help_panel=INPUTS, help="Only tutorials of this topic (crawl folder, e.g. Relationship-Issues; repeatable).")]
+DomainsFileOpt = Annotated[Path | None, typer.Option("--domains", rich_help_panel=INPUTS, metavar="FILE", help="Topic -> domain CSV (columns Domain,Topic) replacing data/domains.csv.")]
+SampleOpt = Annotated[int | None, typer.Option(rich_help_panel=SELECTION, min=1, metavar="N", help="A balanced sample: N tutorials per domain (or per topic with --per topic).")]
+PerOpt = Annotated[Literal["domain", "topic"], typer.Option(rich_help_panel=SELECTION, help="What --sample balances over.")]
+SampleSeedOpt = Annotated[int, typer.Option(rich_help_panel=SELECTION, help="Seed of the --sample draw (same seed, same sample).")]
+SkipInvalidOpt = Annotated[bool, typer.Option(rich_help_panel=INPUTS, help="Skip (and list) bad articles instead of stopping.")]
 
 
 def _fail(console, message: str) -> None:
@@ -30,7 +32,7 @@ def tutorials(
     domain: DomainOpt = None,
     topic: TopicOpt = None,
     domains: DomainsFileOpt = None,
-    max_tutorials: Annotated[Optional[int], typer.Option(min=1, help="Only the first N (after --sample).")] = None,
+    max_tutorials: Annotated[int | None, typer.Option(rich_help_panel=SELECTION, min=1, help="Only the first N (after --sample).")] = None,
     sample: SampleOpt = None,
     per: PerOpt = "domain",
     sample_seed: SampleSeedOpt = 0,
@@ -44,7 +46,13 @@ def tutorials(
     from rich.text import Text
 
     from wikihowagent.console import make_console
-    from wikihowagent.corpus.core import LoadReport, TutorialError, default_tutorials_path, empty_message, print_load_warnings
+    from wikihowagent.corpus.core import (
+        LoadReport,
+        TutorialError,
+        default_tutorials_path,
+        empty_message,
+        print_load_warnings,
+    )
     from wikihowagent.corpus.sampling import select_tutorials
 
     console = make_console()
@@ -78,20 +86,25 @@ def tutorials(
 
 def stats(
     tutorials: TutorialsOpt = None,
-    out: Annotated[Path, typer.Option(help="Output directory for the tables and figures.")] = Path("corpus-stats"),
+    out: Annotated[Path, typer.Option(rich_help_panel=OUTPUT, help="Output directory for the tables and figures.")] = Path("corpus-stats"),
     domains: DomainsFileOpt = None,
-    graph: Annotated[bool, typer.Option("--graph", help="Also write the topic knowledge graph (GraphML, JSON, PNG, offline HTML).")] = False,
-    graph_articles: Annotated[bool, typer.Option("--graph-articles", help="With --graph: articles as leaf nodes.")] = False,
+    graph: Annotated[bool, typer.Option("--graph", rich_help_panel=OUTPUT, help="Also write the topic knowledge graph (GraphML, JSON, PNG, offline HTML).")] = False,
+    graph_articles: Annotated[bool, typer.Option("--graph-articles", rich_help_panel=OUTPUT, help="With --graph: articles as leaf nodes.")] = False,
     sample: SampleOpt = None,
     per: PerOpt = "domain",
     sample_seed: SampleSeedOpt = 0,
-    no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the sunburst and histogram PNGs.")] = False,
+    no_figures: Annotated[bool, typer.Option("--no-figures", rich_help_panel=OUTPUT, help="Skip the sunburst and histogram PNGs.")] = False,
     skip_invalid: SkipInvalidOpt = False,
 ) -> None:
     """Describe a corpus: the paper's Table 4 per domain and topic (CSV, Markdown, terminal), the sunburst of
     domains and topics (Fig. 2), the steps histogram, and with --graph the topic knowledge graph."""
     from wikihowagent.console import make_console
-    from wikihowagent.corpus.core import LoadReport, TutorialError, default_tutorials_path, empty_message, print_load_warnings
+    from wikihowagent.corpus.core import (
+        LoadReport,
+        TutorialError,
+        default_tutorials_path,
+        print_load_warnings,
+    )
     from wikihowagent.corpus.stats import run_stats
 
     console = make_console()

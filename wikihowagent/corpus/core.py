@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wikihowagent.errors import WikihowagentError
 from wikihowagent.config import resource_path
 from wikihowagent.corpus.domains import DomainTable, default_table, domain_of, folder_of, norm
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Tutorial, make_tutorial_id
 
 __all__ = ["CorpusArticle", "LoadReport", "TutorialError", "default_tutorials_path", "domain_of",

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
-from wikihowagent.errors import WikihowagentError
 from wikihowagent.config import resource_path
+from wikihowagent.errors import WikihowagentError
 
 ROOT_CATEGORIES = {"categories", "wikihow"}
 
@@ -83,7 +83,7 @@ class DomainTable:
             raise DomainTableError(f"{path}: line {lines[0][0]}: expected columns Domain and Topic, "
                                    f"got {', '.join(reader.fieldnames or [])}")
         rows = []
-        for (lineno, _), row in zip(lines[1:], reader):
+        for (lineno, _), row in zip(lines[1:], reader, strict=False):
             domain, topic = (row.get(header["domain"]) or "").strip(), (row.get(header["topic"]) or "").strip()
             if not domain or not topic:
                 raise DomainTableError(f"{path}: line {lineno}: empty Domain or Topic")

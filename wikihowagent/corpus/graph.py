@@ -54,7 +54,7 @@ class GraphBuilder:
             chain.append(self._node("category", c))
         if self.with_articles:
             chain.append(self._node("article", art.raw["title"]))
-        for parent, child in zip(chain, chain[1:]):
+        for parent, child in zip(chain, chain[1:], strict=False):
             if parent != child:
                 g.add_edge(parent, child)
         for n in dict.fromkeys(chain):
@@ -74,12 +74,12 @@ def write_graph(g: nx.DiGraph, out: Path, stem: str = "graph") -> list[Path]:
     ]
     staged: list[Path] = []
     try:  # all or nothing: each to a temp file beside its target, renamed into place once all are written
-        for path, write in zip(paths, writers):
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=out)
+        for path, write in zip(paths, writers, strict=True):
+            fd, name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=out)
             os.close(fd)
-            staged.append(Path(tmp))
+            staged.append(Path(name))
             write(staged[-1])
-        for tmp, path in zip(staged, paths):
+        for tmp, path in zip(staged, paths, strict=True):
             os.replace(tmp, path)
         staged = []
     finally:

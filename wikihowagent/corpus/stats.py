@@ -12,10 +12,14 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wikihowagent.corpus.core import SKIP_NO_STEPS, SKIP_ONE_STEP, CorpusArticle, LoadReport
-from wikihowagent.corpus.domains import DomainTable
+from wikihowagent.corpus.core import (SKIP_NO_STEPS, SKIP_ONE_STEP, CorpusArticle, LoadReport, TutorialError,
+                                      iter_articles, load_tutorials)
+from wikihowagent.corpus.domains import DomainTable, DomainTableError
 from wikihowagent.runs import (PROBLEMS_TXT, STATS_DOMAINS_CSV, STATS_MD, STATS_TOPICS_CSV, STEPS_HISTOGRAM_PNG,
                                SUNBURST_PNG)
+from wikihowagent.corpus.sampling import Per, balanced_sample, check_domains_file_used
+from wikihowagent.markdown import markdown_table
+from wikihowagent.records import make_tutorial_id
 
 COLUMNS = ["id", "domain", "topics", "articles", "methods", "tutorials", "skipped_no_usable_step",
            "skipped_one_step", "steps", "steps_per_tutorial_mean", "steps_per_tutorial_median",
@@ -139,8 +143,6 @@ MD_HEADS = [("id", "ID"), ("domain", "Domain"), ("topics", "Topics"), ("articles
 
 
 def markdown(stats: CorpusStats, source: str, report: LoadReport, sample: str = "") -> str:
-    from wikihowagent.markdown import markdown_table
-
     def table(rows, heads):
         return markdown_table([h for _, h in heads], [[str(r[k]) for k, _ in heads] for r in rows])
 
@@ -185,7 +187,7 @@ def sunburst(stats: CorpusStats, path: Path, max_topic_labels: int = 150) -> Non
                        startangle=90, counterclock=False)
     if len(outer) <= max_topic_labels:
         size = 7 if len(outer) <= 40 else 5
-        for w, name in zip(wedges, outer_names):
+        for w, name in zip(wedges, outer_names, strict=True):
             mid = (w.theta1 + w.theta2) / 2
             x, y = math.cos(math.radians(mid)), math.sin(math.radians(mid))
             flip = 90 < mid % 360 < 270
@@ -195,7 +197,7 @@ def sunburst(stats: CorpusStats, path: Path, max_topic_labels: int = 150) -> Non
     inner_wedges, _ = ax.pie(inner, radius=0.7, colors=inner_colors, labels=ids, labeldistance=0.72,
                              textprops={"fontsize": 8}, wedgeprops={"width": 0.4, "edgecolor": "white"},
                              startangle=90, counterclock=False)
-    ax.legend(inner_wedges, [f"{i} {d} ({stats.domains[d].articles})" for i, d in zip(ids, domains)],
+    ax.legend(inner_wedges, [f"{i} {d} ({stats.domains[d].articles})" for i, d in zip(ids, domains, strict=True)],
               loc="center left", bbox_to_anchor=(1.15, 0.5), fontsize=8, frameon=False, title="domain (articles)")
     ax.set_title(f"{len(domains)} domains (inner) and {len(stats.topics)} topics (outer), by articles", pad=60)
     ax.set(aspect="equal")
@@ -232,7 +234,7 @@ class StatsResult:
 
 
 def run_stats(source: Path, out: Path, *, domains_file: Path | None = None, graph: bool = False,
-              graph_articles: bool = False, sample: int | None = None, per: str = "domain", seed: int = 0,
+              graph_articles: bool = False, sample: int | None = None, per: Per = "domain", seed: int = 0,
               figures: bool = True, skip_invalid: bool = False, report: LoadReport | None = None,
               console=None) -> StatsResult:
     """One streaming pass over `source` (two with --sample: draw, then describe the drawn tutorials) ->
@@ -242,11 +244,7 @@ def run_stats(source: Path, out: Path, *, domains_file: Path | None = None, grap
     """
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from wikihowagent.corpus.core import TutorialError, iter_articles
-    from wikihowagent.corpus.domains import DomainTableError
     from wikihowagent.corpus.graph import GraphBuilder, write_graph
-    from wikihowagent.corpus.sampling import balanced_sample, check_domains_file_used
-    from wikihowagent.records import make_tutorial_id
 
     report = report if report is not None else LoadReport()
     if source.is_dir() and out.resolve().is_relative_to(source.resolve()):
@@ -259,9 +257,7 @@ def run_stats(source: Path, out: Path, *, domains_file: Path | None = None, grap
     keep: set[str] | None = None
     sample_note = ""
     if sample is not None:
-        from wikihowagent.corpus.core import load_tutorials
-
-        drawn = balanced_sample(load_tutorials(source, skip_invalid=skip_invalid, table=table), sample, per, seed)  # type: ignore[arg-type]
+        drawn = balanced_sample(load_tutorials(source, skip_invalid=skip_invalid, table=table), sample, per, seed)
         keep = {t.tutorial_id for t in drawn}
         sample_note = f"{len(keep)} tutorials, up to {sample} per {per}, seed {seed}"
     stats = CorpusStats.for_table(table)
@@ -303,10 +299,9 @@ def run_stats(source: Path, out: Path, *, domains_file: Path | None = None, grap
 
 
 def terminal_table(stats: CorpusStats):
+    from rich import box
     from rich.table import Table
     from rich.text import Text
-
-    from rich import box
 
     heads = [("id", "ID"), ("domain", "Domain"), ("topics", "Top."), ("articles", "Art."),
              ("methods", "Meth."), ("tutorials", "Tut."), ("skipped", "Skip"),
@@ -316,6 +311,6 @@ def terminal_table(stats: CorpusStats):
     for key, head in heads:
         t.add_column(head, no_wrap=True, min_width=len(head), justify="left" if key == "domain" else "right")
     for row in stats.domain_rows():
-        row["skipped"] = int(row["skipped_no_usable_step"]) + int(row["skipped_one_step"])  # type: ignore[call-overload]
+        row["skipped"] = int(row["skipped_no_usable_step"]) + int(row["skipped_one_step"])  # type: ignore[call-overload]  # rows are typed dict[str, object]; these two are ints
         t.add_row(*[Text(str(row[k])) for k, _ in heads])
     return t

@@ -14,12 +14,15 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.records import Calibration
+from wikihowagent.records import CAL_SUFFIX, Calibration
+from wikihowagent.runs import RunError, read_calibration
+from wikihowagent.stats.calibration import predict
+
+from .judge_prompts import recorded_prompt
 
 if TYPE_CHECKING:  # pragma: no cover
     from wikihowagent.scoretable import ScoreTable
 
-CAL_SUFFIX = " (cal.)"
 
 
 class CalibrationMismatch(WikihowagentError, ValueError):
@@ -32,8 +35,6 @@ def calibrated_name(metric: str) -> str:
 
 def load(path: Path) -> Calibration:
     """The calibration file, checked to be applicable at all (its judge recorded)."""
-    from wikihowagent.runs import RunError, read_calibration
-
     try:
         cal = read_calibration(path)
     except RunError as exc:
@@ -64,14 +65,12 @@ def check(cal: Calibration, path: Path, table: ScoreTable, what: str) -> None:
         return
     from types import SimpleNamespace
 
-    from .judge_prompts import recorded_prompt
-
     scoring = meta["scoring"].to_numpy()[has]
     prompts = np.array([recorded_prompt(SimpleNamespace(prompt=p), sc) for p, sc in
-                        zip(meta["prompt"].to_numpy()[has], scoring)], dtype=object)
+                        zip(meta["prompt"].to_numpy()[has], scoring, strict=True)], dtype=object)
     key = (meta["evaluator"].to_numpy()[has], scoring, prompts, meta["rubrics_sha256"].to_numpy()[has])
     want = (cal.judge, cal.scoring, cal.prompt, cal.rubrics_sha256)
-    bad = ~np.logical_and.reduce([k == w for k, w in zip(key, want)])
+    bad = ~np.logical_and.reduce([k == w for k, w in zip(key, want, strict=True)])
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         got = tuple(str(k[i]) for k in key)
@@ -83,8 +82,6 @@ def check(cal: Calibration, path: Path, table: ScoreTable, what: str) -> None:
 def add_calibrated(table: ScoreTable, cal: Calibration) -> ScoreTable:
     """The table with a `<rubric> (cal.)` column per calibrated rubric it has (NaN where the score, or for
     ridge the stored distribution, is missing)."""
-    from wikihowagent.alignment.calibration import predict
-
     values, present = table.values.copy(), table.present.copy()
     records = table.meta["record"].tolist()
     for metric, rc in cal.rubrics.items():

@@ -12,11 +12,13 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from .runner import EvaluateError
 from wikihowagent.csvcells import people_csv
 from wikihowagent.runs import BY_DOMAIN_CSV, BY_PERSONA_CSV
+from wikihowagent.shards import parse_shard
+
+from .runner import EvaluateError
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,7 @@ class EvaluateRequest:
         return TableStats(n_boot=self.bootstrap, seed=self.seed, paired=self.mode != "paper")
 
     @property
-    def mode(self) -> str:
+    def mode(self) -> Literal["default", "paper"]:
         from wikihowagent.presets import get_preset
 
         preset = get_preset(self.preset)
@@ -86,14 +88,13 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     """Score every input and summarise. `console` (rich, stderr) shows warnings, progress and per-input lines."""
     from wikihowagent.config import load_config
     from wikihowagent.console import print_labeled
+    from wikihowagent.presets import get_preset, preset_config
 
     from .inputs import resolve_inputs
     from .judge import RubricError, load_rubrics
     from .panel import combine as combine_panel
     from .panel import panel_spec
     from .runner import EvalOptions, Evaluation, select_metrics
-
-    from wikihowagent.presets import get_preset, preset_config
 
     preset = get_preset(req.preset)
     if req.compat not in (None, "paper"):
@@ -116,8 +117,6 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     prompt_option(req.posttest_prompt, req.posttest_learner)  # a bad --posttest-prompt: one line, before any work
     cfg = load_config(req.config, preset=preset_config(req.preset) if preset else None)
     runs_dir = Path(cfg.runs_dir)
-    from wikihowagent.generation.core import parse_shard
-
     from .tables import expand_sweep_dirs
 
     shard = None
@@ -191,13 +190,13 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
         _check_calibration_judge(calibration, req, {n: panel_spec(panel) for n in specs} if panel else specs,
                                  ev.rubrics_hash)
         ev.prepare(list(specs.values()))  # a --judge-scoring mode the backend cannot serve fails here
-        for j, sp in zip(judges, judge_specs):
+        for j, sp in zip(judges, judge_specs, strict=True):
             j.prepare(list(sp.values()))
         all_failed: list[str] = []
         empty: list[str] = []  # inputs with no scorable conversation
         states: dict[str, Any] = {}
         if shard is not None:  # what each shard is scored against, read before scoring (merge compares it)
-            from .shards import input_state
+            from wikihowagent.shards import input_state
 
             try:
                 states = {s.name: input_state(s.records_path, s.kind != "paper-json") for s in sources}
@@ -207,7 +206,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
             results = _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed, empty)
         finally:
             ev.close()
-        for j, sp, o in zip(judges, judge_specs, judge_opts):  # each judge of a panel into its own file
+        for j, sp, o in zip(judges, judge_specs, judge_opts, strict=True):  # each judge of a panel into its own file
             try:
                 _score_all(console, j, sources, sp, o, runs_dir, warn, all_failed, [])
             finally:
@@ -240,7 +239,7 @@ def _load_calibration(req: EvaluateRequest) -> Any:
     """--calibration FILE, checked before any work (EvaluateError, one line); None without it."""
     if req.calibration is None:
         return None
-    from .calibrated import CalibrationMismatch, load
+    from .calibrated import load
 
     return load(req.calibration)
 
@@ -263,13 +262,13 @@ def _check_calibration_judge(calibration: Any, req: EvaluateRequest, specs: dict
 def _run_scores(results, calibration: Any, req: EvaluateRequest) -> list:
     """Each scored input's rows of the score table, with the calibrated columns when --calibration is given
     (EvaluateError if its scores come from another judge or rubric file)."""
-    from .calibrated import CalibrationMismatch, add_calibrated, check
+    from .calibrated import add_calibrated, check
     from .summary import load_run_scores
 
     out = []
     for src, p in results:
         rs = load_run_scores(src.name, src.label, p, n_failed=src.n_failed, n_invalid=src.n_invalid)
-        if calibration is not None:
+        if calibration is not None and req.calibration is not None:  # loaded from req.calibration
             check(calibration, req.calibration, rs.table, f"{p}")
             rs.table = add_calibrated(rs.table, calibration)
         out.append(rs)
@@ -360,7 +359,14 @@ def _lock_scores_files(locks: contextlib.ExitStack, sources, opts, runs_dir) -> 
 
 
 def _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed: list[str], empty: list[str]):
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     from wikihowagent.runs import DiskFullError, RunError
 
@@ -381,7 +387,7 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed: li
                       TimeRemainingColumn(), console=console, transient=False) as prog:
             task = prog.add_task(f"scoring {what}", total=total)
             try:
-                stats = ev.run_source(src, out_path, progress=lambda n: prog.advance(task, n))
+                stats = ev.run_source(src, out_path, progress=lambda n, task=task: prog.advance(task, n))
             except (EvaluateError, MetricError, JudgeBackendError, InputError, RunError) as exc:
                 prog.stop()
                 if isinstance(exc, DiskFullError):  # its message says what to do

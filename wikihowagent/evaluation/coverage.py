@@ -32,7 +32,7 @@ _SENT_RE = re.compile(r"(?<=[.!?])\s+")
 def _content(text: str) -> list[str]:
     raw = rouge_tokens(text, stem=False)
     stemmed = rouge_tokens(text, stem=True)
-    return [s for w, s in zip(raw, stemmed) if w not in STOP and len(w) > 1] if len(raw) == len(stemmed) else \
+    return [s for w, s in zip(raw, stemmed, strict=True) if w not in STOP and len(w) > 1] if len(raw) == len(stemmed) else \
         [s for s in stemmed if s not in STOP and len(s) > 1]
 
 

@@ -14,7 +14,20 @@ from pathlib import Path
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.paper_format import parse_run_stem
 from wikihowagent.records import Conversation
-from wikihowagent.runs import CONVERSATIONS, RUN_INFO, ReadCounts, RunInfo, conversations_file, is_paper_file
+from wikihowagent.runs import (
+    CONVERSATIONS,
+    NAME_RULE,
+    RUN_INFO,
+    ReadCounts,
+    RunError,
+    RunInfo,
+    conversations_file,
+    is_paper_file,
+    name_problem,
+    read_conversations,
+    read_run_info,
+    resolve_runs,
+)
 
 
 class InputError(WikihowagentError, ValueError):
@@ -64,8 +77,6 @@ class InputSource:
 
     def conversations(self, on_error: Callable[[str], None]) -> Iterator[Conversation]:
         """Stream the scorable conversations; failed ones are counted, bad ones reported and skipped."""
-        from wikihowagent.runs import read_conversations
-
         self.counts = ReadCounts()
         try:
             for conv in read_conversations(self.path, self.name, on_error, self.counts, paper=self.kind == "paper-json"):
@@ -82,26 +93,34 @@ def resolve_inputs(paths: list[Path], runs_dir: Path, on_empty: Callable[[str], 
     A missing path raises InputError. An empty file raises too, or, with `on_empty`, is reported there and
     skipped so that the other inputs are still scored.
     """
-    from wikihowagent.runs import RunError, latest_run
-
-    if not paths:
-        try:
-            paths = [latest_run(runs_dir)]
-        except RunError as exc:
-            raise InputError(str(exc)) from None
+    try:
+        resolved = resolve_runs(paths, latest_in=runs_dir, sweeps=False)
+    except RunError as exc:
+        raise InputError(str(exc)) from None
     sources = []
-    for p in paths:
-        p = Path(p)
-        if not p.exists():
+    for rp in resolved:
+        p = rp.path
+        if rp.kind == "missing":
             raise InputError(f"{p}: no such run directory or file")
         try:
-            sources.append(_run_source(p) if p.is_dir() else _file_source(p))
+            sources.append(_file_source(p) if rp.kind == "file" else _run_source(p))
         except EmptyInputError as exc:
             if on_empty is None:
                 raise
             on_empty(str(exc))
     if not sources:
         raise InputError("nothing to evaluate: every input is empty")
+    same: dict[Path, InputSource] = {}
+    for s in sources:  # `compare a a/conversations.jsonl`, a symlink to a run: one run twice
+        key = s.records_path.resolve()
+        if key in same:
+            raise InputError(f"{same[key].path} and {s.path} are the same run ({key}); give each run once")
+        same[key] = s
+    for s in sources:  # a run's name becomes a folder (evaluate --out OUT: OUT/<name>/; rescored/<name>/)
+        problem = name_problem(s.name)
+        if problem is not None:
+            raise InputError(f"{s.path}: its run name {s.name!r} {problem}; a run's name must be {NAME_RULE} "
+                             "(rename the file or directory)")
     names = [s.name for s in sources]
     dups = {n for n in names if names.count(n) > 1}
     if dups:
@@ -110,8 +129,6 @@ def resolve_inputs(paths: list[Path], runs_dir: Path, on_empty: Callable[[str], 
 
 
 def _run_source(path: Path) -> InputSource:
-    from wikihowagent.runs import RunError, read_run_info
-
     if not (path / CONVERSATIONS).exists():
         raise InputError(f"{path}: not a run directory (no {CONVERSATIONS})")
     if (path / CONVERSATIONS).stat().st_size == 0:
@@ -122,10 +139,11 @@ def _run_source(path: Path) -> InputSource:
             info = read_run_info(path)
         except RunError as exc:
             raise InputError(str(exc)) from None
+    dir_name = path.name if path.name not in ("", ".", "..") else path.resolve().name  # `evaluate .`, `evaluate ..`
     if info is None:
-        return InputSource(path=path, kind="run", name=path.name)
+        return InputSource(path=path, kind="run", name=dir_name)
     return InputSource(
-        path=path, kind="run", name=info.name or path.name, info=info, teacher=info.teacher,
+        path=path, kind="run", name=info.name or dir_name, info=info, teacher=info.teacher,
         learner=info.learner or info.teacher, evaluator=info.evaluator or None,
     )
 

@@ -112,6 +112,11 @@ def read_keyed_json(path: Path, error: type[WikihowagentError], file_what: str, 
     return data
 
 
+# Names the outputs use for every rubric pooled (compare's "overall" rows, align's "Overall"): no rubric may
+# take one, in any case, or its rows could not be told from the pooled ones.
+RESERVED_RUBRIC_NAMES = frozenset({"overall"})
+
+
 def load_rubrics(path: Path | None = None) -> dict[str, Rubric]:
     path = Path(path) if path else default_rubrics_path()
     data = read_keyed_json(path, RubricError, "rubric file", "metric name")
@@ -120,6 +125,9 @@ def load_rubrics(path: Path | None = None) -> dict[str, Rubric]:
         where = f"{path}: rubric {name!r}"
         if not re.fullmatch(r"[A-Za-z][A-Za-z0-9 _-]*", name):
             raise RubricError(f"{where}: a metric name must be a word (letters, digits, spaces, - or _)")
+        if name.strip().casefold() in RESERVED_RUBRIC_NAMES:
+            raise RubricError(f"{where}: the name is reserved (the outputs' rows of every rubric pooled); choose "
+                              "another")
         if not isinstance(v, dict):
             raise RubricError(f"{where}: expected an object with role, reference, question, rubric")
         missing = [k for k in ("role", "reference", "question", "rubric") if k not in v]
@@ -316,14 +324,14 @@ def parse_scores(text: str, names: list[str]) -> tuple[dict[str, float], dict[st
                 continue
             val, why = check_value(v)
             if why is None:
-                found[name] = val  # type: ignore[assignment]
+                found[name] = val  # type: ignore[assignment]  # check_value gives a float whenever `why` is None
                 problems.pop(name, None)
             else:
                 problems[name] = why
     # 2. "Name: 4", "**Name** (question...): 4/5", "Name - 4" lines. A rubric level the judge repeats
     # ("5 - Excellent ...") is not its score: such lines are dropped, and a label's score must be on its line.
     clean = _LEVEL_ECHO_RE.sub("", re.sub(r"[*#`_]", "", text))
-    for key, name in wanted.items():
+    for name in wanted.values():
         if name in found:
             continue
         label = r"[\s\-]*".join(re.escape(part) for part in re.findall(r"[A-Za-z0-9]+", name))
@@ -339,7 +347,7 @@ def parse_scores(text: str, names: list[str]) -> tuple[dict[str, float], dict[st
             continue
         val, why = check_value(hits[-1])
         if why is None:
-            found[name] = val  # type: ignore[assignment]
+            found[name] = val  # type: ignore[assignment]  # check_value gives a float whenever `why` is None
             problems.pop(name, None)
         else:
             problems[name] = why
@@ -489,7 +497,7 @@ class Judge:
         groups = [g for g in self.groups if names is None or any(r.name in names for r in self.groups[g])]
         await asyncio.gather(*(self._judge_group(conv, g, res, names, variant) for g in groups))
         order = {n: i for i, n in enumerate(self.names)}
-        res.failures.sort(key=order.get)
+        res.failures.sort(key=lambda n: order.get(n, len(order)))  # all of them are among self.names
         res.scores = {n: res.scores[n] for n in self.names if n in res.scores}
         return res
 

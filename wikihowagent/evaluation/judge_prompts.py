@@ -25,11 +25,12 @@ from typing import Any
 
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, turn_line
+
 from .judge import _tutorial_block, read_keyed_json
 
 TUTORIAL_CHOICES = ("all", "reference", "none")
 ORDERS = ("tutorial-first", "conversation-first")
-DEFAULT_PROMPT = "tutorial-first"  # the default changes only on evidence (README: "Choosing the judge prompt")
+DEFAULT_PROMPT = "tutorial-first"  # the default changes only on evidence (docs/methodology/judge.md)
 LEGACY_PROMPT = "tutorial-first"  # what scores without a recorded prompt were judged with
 CUT_MARK = " [... cut]"
 SHORTENED_NOTE = "prompt: "  # the judge's note that the truncation rule shortened the conversation (not a failure)

@@ -1,4 +1,4 @@
-"""Computational metrics (offline). Definitions: README.md, "Metrics".
+"""Computational metrics (offline). Definitions: docs/methodology/metrics.md.
 
 Two modes:
 - "default": the correct definitions (word-level BLEU, ROUGE-1/2/L, real BERTScore, chunked embeddings).
@@ -16,10 +16,10 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.records import Conversation
+from wikihowagent.records import CAL_SUFFIX, RUBRIC_SCALE, Conversation
 
 from . import coverage, posttest
 from .posttest import (DETAIL_GAIN, DETAIL_RECALL, EXTRANEOUS, LEARNING_GAIN, ORDER, POSTTEST_METRICS,  # noqa: F401
@@ -116,7 +116,7 @@ def words(text: str) -> list[str]:
 def distinct_bigram_ratio(token_lists: Iterable[Sequence[Any]]) -> float | None:
     grams: list[tuple[Any, Any]] = []
     for toks in token_lists:
-        grams.extend(zip(toks, toks[1:]))
+        grams.extend(zip(toks, toks[1:], strict=False))
     if not grams:
         return None
     return len(set(grams)) / len(grams)
@@ -149,7 +149,7 @@ def paper_diversity(conv: Conversation) -> float:
     grams: list[tuple[str, str]] = []
     for line in conv.lines:
         w = line.split()
-        grams.extend(zip(w, w[1:]))
+        grams.extend(zip(w, w[1:], strict=False))
     return round(len(set(grams)) / max(1, len(grams)), 4)
 
 
@@ -163,7 +163,7 @@ def nmt_bleu(reference_corpus: list[list[list[str]]], translation_corpus: list[l
     matches = [0] * max_order
     possible = [0] * max_order
     ref_len = trans_len = 0
-    for refs, hyp in zip(reference_corpus, translation_corpus):
+    for refs, hyp in zip(reference_corpus, translation_corpus, strict=True):
         ref_len += min(len(r) for r in refs)
         trans_len += len(hyp)
         merged: Counter[tuple[str, ...]] = Counter()
@@ -194,7 +194,7 @@ def _ngram_counts(tokens: Sequence[str], max_order: int) -> Counter[tuple[str, .
     c: Counter[tuple[str, ...]] = Counter()
     toks = list(tokens)
     for n in range(1, max_order + 1):
-        c.update(zip(*(toks[i:] for i in range(n))))
+        c.update(zip(*(toks[i:] for i in range(n)), strict=False))
     return c
 
 
@@ -455,16 +455,18 @@ class MetricInput:
         return self._rouge
 
 
-EmbedBatch = Literal["embed_default", "embed_paper"]  # the Scorers pass that computes a batch metric
+# the Scorers pass (a method of that name) that computes a batch metric: the embedding model's or the post-test's
+EmbedBatch = Literal["embed_default", "embed_paper", "posttest"]
 
 
 @dataclass(frozen=True)
 class Metric:
-    """One computational metric of one mode (`default` or `paper`, see README "Metrics").
+    """One computational metric of one mode (`default` or `paper`, see docs/methodology/metrics.md).
 
     `score` computes it for one conversation; metrics with `batch` set are computed together for a chunk
-    by that `Scorers` pass (the embedding model's forward passes). Values are fractions in [`low`, 1]
-    (`scale`; cosines may be negative), shown as percentages in the summary; None = not computable."""
+    by that `Scorers` pass (the embedding model's forward passes). Values are fractions in [`low`, `high`]
+    (`scale`; cosines, Kendall's tau and the post-test's gains, which are differences of two fractions, may be
+    negative), shown as percentages in the summary; None = not computable."""
 
     name: str
     mode: Literal["default", "paper"]
@@ -473,7 +475,14 @@ class Metric:
     needs_hypothesis: bool = False  # None when the conversation has no generated teacher text
     needs_wordnet: bool = False
     scale: Literal["fraction"] = "fraction"
-    low: float = 0.0  # the least value it can take (-1 for cosine similarities)
+    low: float = 0.0  # the least value it can take: -1 for cosine similarities, Kendall's tau and the gains
+    high: float = 1.0  # the most (the report's range check reads both: `value_range`)
+    better: Literal["higher", "lower"] = "higher"  # which way is better (the report's ↑/↓ and best run)
+
+    def __post_init__(self) -> None:
+        if self.batch is not None and self.batch not in get_args(EmbedBatch):
+            raise ValueError(f"metric {self.name!r}: unknown batch pass {self.batch!r} "
+                             f"(one of {', '.join(get_args(EmbedBatch))})")
 
 
 REGISTRY: tuple[Metric, ...] = (
@@ -491,13 +500,13 @@ REGISTRY: tuple[Metric, ...] = (
     Metric(BERTSCORE, "default", batch="embed_default", needs_hypothesis=True, low=-1.0),
     Metric(EMBEDDING_COSINE, "default", batch="embed_default", needs_hypothesis=True, low=-1.0),
     Metric(STEP_COVERAGE, "default", lambda x: coverage.step_coverage(x.conv)),
-    Metric(ECHO_RATE, "default", lambda x: coverage.echo_rate(x.conv)),
+    Metric(ECHO_RATE, "default", lambda x: coverage.echo_rate(x.conv), better="lower"),  # echoing is not teaching
     Metric(STEP_RECALL, "default", batch="posttest"),
-    Metric(ORDER, "default", batch="posttest"),
-    Metric(EXTRANEOUS, "default", batch="posttest"),
+    Metric(ORDER, "default", batch="posttest", low=-1.0),  # Kendall's tau
+    Metric(EXTRANEOUS, "default", batch="posttest", better="lower"),  # invented steps
     Metric(DETAIL_RECALL, "default", batch="posttest", needs_wordnet=True),
-    Metric(LEARNING_GAIN, "default", batch="posttest"),
-    Metric(DETAIL_GAIN, "default", batch="posttest", needs_wordnet=True),
+    Metric(LEARNING_GAIN, "default", batch="posttest", low=-1.0),  # post - pre Step Recall
+    Metric(DETAIL_GAIN, "default", batch="posttest", needs_wordnet=True, low=-1.0),  # post - pre Detail Recall
     # paper: the released code's definitions, reproduced exactly
     Metric(QUESTION, "paper", lambda x: paper_question_ratio(x.conv)),
     Metric(COMPLETION, "paper", lambda x: paper_completion(x.conv)),
@@ -528,16 +537,23 @@ EMBEDDING_METRICS = frozenset(m.name for m in REGISTRY if m.batch)  # the post-t
 # Every computational metric name of either mode: the other keys of a score record are rubric scores.
 COMPUTATIONAL_NAMES = frozenset(m.name for m in REGISTRY)
 PERCENT_METRICS = frozenset(m.name for m in REGISTRY if m.scale == "fraction")
-RUBRIC_RANGE = (1.0, 5.0)  # a rubric score: a digit 1..5, or a mean of them (weighted, sampled)
+RUBRIC_RANGE = RUBRIC_SCALE  # a rubric score: a digit 1..5, or a mean of them (weighted, sampled)
+
+
+def better(name: str) -> Literal["higher", "lower"]:
+    """Which way metric `name` is better: the registry's `better` (Echo Rate and Extraneous: lower); a rubric
+    score (and its calibrated column) or any other name: higher."""
+    return next((m.better for m in REGISTRY if m.name == name), "higher")
 
 
 def value_range(name: str, rubric_names: Iterable[str] = ()) -> tuple[float, float] | None:
-    """The values metric `name` can take: a computational metric's [low, 1], a rubric's 1..5; None if the
-    name is neither (e.g. a column of a paper run file this project does not compute)."""
-    lows = [m.low for m in REGISTRY if m.name == name]
-    if lows:
-        return (min(lows), 1.0)
-    return RUBRIC_RANGE if name in set(rubric_names) else None
+    """The values metric `name` can take, from its registry entry: a computational metric's [low, high], a
+    rubric's 1..5, as is a calibrated rubric's (`Clarity (cal.)`); None if the name is none of these (e.g. a
+    column of a paper run file this project does not compute)."""
+    entries = [m for m in REGISTRY if m.name == name]
+    if entries:
+        return (min(m.low for m in entries), max(m.high for m in entries))
+    return RUBRIC_RANGE if name.removesuffix(CAL_SUFFIX) in set(rubric_names) else None
 
 
 # --------------------------------------------------------------------------------------------------
@@ -565,7 +581,7 @@ class Scorers:
         self._bleu: Any = None
         if any(m.needs_wordnet for m in self.selected):
             load_wordnet()  # fail early with the fix, before any work
-        self._ref_cache: dict[str, Any] = {}  # reference text -> prepared tokens (tutorials repeat across runs)
+        self._ref_cache: dict[tuple[str, str], Any] = {}  # (kind, reference text) -> prepared tokens (tutorials repeat across runs)
 
     @property
     def minilm(self) -> MiniLM:
@@ -586,11 +602,11 @@ class Scorers:
         hyps = [HYPOTHESIS[self.mode](c) for c in convs]
         per_conv = [m for m in self.selected if m.score is not None]
         guard = any(m.needs_hypothesis for m in metrics_of(self.mode))
-        for c, res, ref, hyp in zip(convs, results, refs, hyps):
+        for c, res, ref, hyp in zip(convs, results, refs, hyps, strict=True):
             x = MetricInput(c, ref, hyp, self)
             empty = guard and not hyp.strip()
             for m in per_conv:
-                res.metrics[m.name] = None if empty and m.needs_hypothesis else m.score(x)  # type: ignore[misc]
+                res.metrics[m.name] = None if empty and m.needs_hypothesis else m.score(x)  # type: ignore[misc]  # per_conv holds only metrics whose score is set
             if empty:
                 for m in self.selected:
                     if m.batch and m.batch != "posttest":  # the post-test does not read the teacher's text
@@ -626,10 +642,10 @@ class Scorers:
         import torch
 
         lm = self.minilm
-        vecs = {t: self._ref_cache.get(("step", t)) for t in dict.fromkeys(texts)}  # type: ignore[arg-type]
+        vecs: dict[str, Any] = {t: self._ref_cache.get(("step", t)) for t in dict.fromkeys(texts)}  # None: to embed
         missing = [t for t, v in vecs.items() if v is None]
         if missing:
-            ids = {t: tuple(i[: lm.MAX_LEN - 2]) for t, i in zip(missing, lm.ids(missing))}
+            ids = {t: tuple(i[: lm.MAX_LEN - 2]) for t, i in zip(missing, lm.ids(missing), strict=True)}
             enc = lm.encode(ids.values())
             for t in missing:
                 vecs[t] = self.cached(("step", t), lambda t=t: torch.nn.functional.normalize(enc[ids[t]][1], dim=0))
@@ -650,7 +666,7 @@ class Scorers:
                                              *(convs[i].posttest.pre.steps if convs[i].posttest.pre else ()))]
         if texts:
             self.step_vectors(texts)  # one batched pass for the chunk
-        for i, (c, res) in enumerate(zip(convs, results)):
+        for c, res in zip(convs, results, strict=True):
             values, notes, matches = posttest.posttest_scores(c, self.step_similarity, want, wordnet)
             res.metrics.update(values)
             res.notes.extend(notes)
@@ -658,18 +674,18 @@ class Scorers:
 
     def embed_paper(self, convs, refs, hyps, results, want) -> None:
         lm = self.minilm
-        views = [(lm.truncated(r), lm.truncated(h)) for r, h in zip(refs, hyps)]
+        views = [(lm.truncated(r), lm.truncated(h)) for r, h in zip(refs, hyps, strict=True)]
         enc = lm.encode([s for (r, _), (h, _) in views for s in (r, h)])
-        for res, ((r, rn), (h, hn)) in zip(results, views):
+        for res, ((r, rn), (h, hn)) in zip(results, views, strict=True):
             for what, n in (("tutorial", rn), ("teacher text", hn)):
                 if n > lm.MAX_LEN - 2:
                     res.notes.append(f"BERTScore (paper): {what} truncated to {lm.MAX_LEN} of {n + 2} word pieces, as the released code did")
             res.metrics[BERTSCORE] = round(pooled_cosine([(enc[r][1], 1)], [(enc[h][1], 1)]), 4)
 
     def cached(self, key: tuple[str, str], make: Any) -> Any:
-        v = self._ref_cache.get(key)  # type: ignore[arg-type]
+        v = self._ref_cache.get(key)
         if v is None:
             if len(self._ref_cache) > 20_000:
                 self._ref_cache.clear()
-            v = self._ref_cache[key] = make()  # type: ignore[index]
+            v = self._ref_cache[key] = make()
         return v

@@ -28,8 +28,9 @@ def panel_spec(specs: list[str]) -> str:
 
 
 def judge_slug(spec: str) -> str:
-    """A judge's directory name: its spec with anything but letters, digits, `.`, `-` and `_` as `_`."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", spec).strip("_") or "judge"
+    """A judge's directory name: its spec with anything but letters, digits, `.`, `-` and `_` as `_`, and no
+    leading or trailing `.` or `_` (a spec `..` must not name the parent folder)."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", spec).strip("_.") or "judge"
 
 
 def judge_scores_path(main: Path, spec: str) -> Path:
@@ -61,15 +62,15 @@ def panel_record(base: ScoreRecord, judged: dict[str, ScoreRecord], rubric_names
         asked = [(s, rec) for s, rec in judged.items() if r in rec.metrics]
         if not asked:
             continue
-        vals = [(s, rec, rec.metrics[r]) for s, rec in asked if rec.metrics[r] is not None]
+        vals = [(s, rec, v) for s, rec in asked if (v := rec.metrics[r]) is not None]
         if not vals:
             metrics[r] = None
             failures.append(r)
             continue
         metrics[r] = round(sum(v for _, _, v in vals) / len(vals), 4)
-        ds = [_as_dist(v, rec, r) for _, rec, v in vals]
-        if all(d is not None for d in ds):
-            mix = [sum(d[k] for d in ds) / len(ds) for k in range(5)]  # type: ignore[index]
+        ds = [d for _, rec, v in vals if (d := _as_dist(v, rec, r)) is not None]
+        if len(ds) == len(vals):  # every judge gave a distribution
+            mix = [sum(d[k] for d in ds) / len(ds) for k in range(5)]
             dist[r] = [round(p, 4) for p in mix]
             mean = sum((k + 1) * p for k, p in enumerate(mix))
             spread[r] = round(math.sqrt(max(0.0, sum(p * (k + 1 - mean) ** 2 for k, p in enumerate(mix)))), 4)

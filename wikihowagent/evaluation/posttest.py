@@ -1,8 +1,8 @@
-"""Post-test metrics: what the learner can write down after the conversation (README "Post-test").
+"""Post-test metrics: what the learner can write down after the conversation (docs/methodology/metrics.md "Post-test").
 
 The tutorial's steps are matched one-to-one to the steps the learner recalled (all-MiniLM-L6-v2 sentence
 embeddings, cosine similarity, `scipy.optimize.linear_sum_assignment` maximising the total similarity; a
-pair counts only at similarity >= THRESHOLD, chosen from the measured table in README; MATCHING names the
+pair counts only at similarity >= THRESHOLD, chosen as measured (docs/methodology/metrics.md); MATCHING names the
 rule: "assign" (the default) or "nearest", where a recalled step may match only the tutorial step it is most
 similar to — measured against each other in BENCHMARKS.md "post-test: matching": better on no yardstick
 with confidence, so not the default). Then:
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from wikihowagent.records import Conversation, TestAnswer
 
@@ -36,8 +36,8 @@ LEARNING_GAIN = "Learning Gain"
 DETAIL_GAIN = "Detail Gain"
 POSTTEST_METRICS = (STEP_RECALL, ORDER, EXTRANEOUS, DETAIL_RECALL, LEARNING_GAIN, DETAIL_GAIN)
 
-THRESHOLD = 0.4  # cosine similarity of a match; README "Post-test" (measured table, scripts/bench_posttest.py)
-# How recalled steps are matched to tutorial steps (README "Post-test", BENCHMARKS.md "post-test: matching"):
+THRESHOLD = 0.4  # cosine similarity of a match; docs/methodology/metrics.md (measured table, scripts/bench_posttest.py)
+# How recalled steps are matched to tutorial steps (docs/methodology/metrics.md, BENCHMARKS.md "post-test: matching"):
 # "assign": the one-to-one assignment of maximal total similarity; "nearest": the same, each recalled step
 # allowed only its most similar tutorial step. Recorded in each score line (ScoreRecord.posttest_matching).
 MATCHING_RULES = ("assign", "nearest")
@@ -69,7 +69,7 @@ def match_steps(sim: Any, threshold: float = THRESHOLD, rule: str = MATCHING) ->
         nearest = sim.argmax(axis=0)  # each answer step's most similar tutorial step (the first on a tie)
         sim = np.where(np.arange(sim.shape[0])[:, None] == nearest[None, :], sim, -1.0)
     rows, cols = linear_sum_assignment(sim, maximize=True)
-    return sorted((int(r), int(c)) for r, c in zip(rows, cols) if sim[r, c] >= threshold)
+    return sorted((int(r), int(c)) for r, c in zip(rows, cols, strict=True) if sim[r, c] >= threshold)
 
 
 def step_recall(matches: Sequence[tuple[int, int]], n_tutorial: int) -> float | None:
@@ -145,7 +145,7 @@ def detail_recall(tutorial_steps: Sequence[str], answer_steps: Sequence[str], wn
     return len(wanted & got) / len(wanted)
 
 
-def usable(answer: TestAnswer | None) -> bool:
+def usable(answer: TestAnswer | None) -> TypeGuard[TestAnswer]:
     """A step list: steps, or lines where the learner abstained ("not taught": nothing recalled, scored 0)."""
     return answer is not None and answer.error is None and bool(answer.steps or answer.abstained)
 
@@ -173,13 +173,15 @@ def posttest_scores(conv: Conversation, similarity: Callable[[Sequence[str], Seq
         values[DETAIL_RECALL] = detail_recall(steps, recalled, wordnet)
     gains = [m for m in (LEARNING_GAIN, DETAIL_GAIN) if m in want]
     if gains and usable(test.pre):
-        pre_steps = test.pre.steps  # type: ignore[union-attr]
+        pre_steps = test.pre.steps
         if LEARNING_GAIN in want:
             pre = step_recall(match_steps(similarity(steps, pre_steps), threshold), len(steps))
-            values[LEARNING_GAIN] = None if pre is None or values[STEP_RECALL] is None else values[STEP_RECALL] - pre
+            post = values[STEP_RECALL]
+            values[LEARNING_GAIN] = None if pre is None or post is None else post - pre
         if DETAIL_GAIN in want:
             pre_d = detail_recall(steps, pre_steps, wordnet)
-            values[DETAIL_GAIN] = None if pre_d is None or values[DETAIL_RECALL] is None else values[DETAIL_RECALL] - pre_d
+            post_d = values[DETAIL_RECALL]
+            values[DETAIL_GAIN] = None if pre_d is None or post_d is None else post_d - pre_d
     elif gains:
         notes.append(f"pre-test: {(test.pre.error if test.pre else None) or 'not taken'} (no {' or '.join(gains)})")
     out.update({k: v for k, v in values.items() if k in want})

@@ -17,10 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.records import JudgeProvenance, Mode, ScoreRecord
+from wikihowagent.records import Conversation, JudgeProvenance, Mode, ScoreRecord
 from wikihowagent.runs import RESCORED_DIR, SCORES, SCORES_PAPER
-
-from wikihowagent.records import Conversation
 from wikihowagent.workflow.posttest import CALL_FAILED
 
 from .inputs import InputSource
@@ -382,7 +380,7 @@ class Evaluation:
                 tester = PostTester(self.learner(), spec, pretests, prompt)
 
             async def one(c: Conversation) -> None:
-                c.posttest = await tester.run(c.tutorial_key, c.title, c.tutorial_title, c.turns, len(c.steps))  # type: ignore[union-attr]
+                c.posttest = await tester.run(c.tutorial_key, c.title, c.tutorial_title, c.turns, len(c.steps))
                 sink.append({"conversation_id": c.conversation_id, "posttest": c.posttest.model_dump(mode="json")})
                 stats.posttests += 1
                 stats.posttest_failures += c.posttest.post.error is not None
@@ -427,7 +425,7 @@ class Evaluation:
                 if not done:
                     done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
                 pending.difference_update(done)
-                errors = [t.exception() for t in done if not t.cancelled() and t.exception() is not None]
+                errors = [e for t in done if not t.cancelled() and (e := t.exception()) is not None]
                 if errors:
                     raise errors[0]
 
@@ -512,9 +510,9 @@ class Evaluation:
                             scored = await loop.run_in_executor(None, self.scorers.score, batch)
                         else:
                             scored = self.scorers.score(batch)
-                        for i, cs in zip(need_comp, scored):
+                        for i, cs in zip(need_comp, scored, strict=True):
                             comp[i] = cs
-                    records = [self._record(src, c, old, cs, stale) for (c, old, stale, _), cs in zip(todo, comp)]
+                    records = [self._record(src, c, old, cs, stale) for (c, old, stale, _), cs in zip(todo, comp, strict=True)]
                     need_judge = [i for i, (_, _, stale, have) in enumerate(todo)
                                   if rubric_names and (stale or not rubric_names <= have)]
                     for _, old, stale, have in todo:
@@ -534,7 +532,7 @@ class Evaluation:
                             sink.append(records[i])
                             stats.scored += 1
                     if need_judge and judge is None:
-                        judge = self.judge_for(spec)  # type: ignore[arg-type]
+                        judge = self.judge_for(spec)  # type: ignore[arg-type]  # need_judge is empty when spec is None (no rubrics)
                     for i in need_judge:
                         _, _, stale, have = todo[i]
                         names = None if stale else [n for n in self.rubric_names if n not in have]

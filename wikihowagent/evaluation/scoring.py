@@ -66,7 +66,7 @@ class Distribution:
 
     @property
     def mean(self) -> float:
-        return sum(k * p for k, p in zip(DIGITS, self.probs))
+        return sum(k * p for k, p in zip(DIGITS, self.probs, strict=True))
 
     @property
     def argmax(self) -> int:
@@ -75,7 +75,7 @@ class Distribution:
     @property
     def spread(self) -> float:
         m = self.mean
-        return math.sqrt(max(0.0, sum(p * (k - m) ** 2 for k, p in zip(DIGITS, self.probs))))
+        return math.sqrt(max(0.0, sum(p * (k - m) ** 2 for k, p in zip(DIGITS, self.probs, strict=True))))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from wikihowagent.stats.paired import BOOTSTRAP, Paired, bootstrap_mean_ci, group_sums, holm, paired_compare
+from wikihowagent.stats.paired import ALPHA, BOOTSTRAP, Paired, bootstrap_mean_ci, group_sums, holm, paired_compare
 
 
 @dataclass(frozen=True)
@@ -33,16 +33,16 @@ class TableStats:
 
 def _groups(table: Any) -> list[str]:
     """Per row: its tutorial id (the bootstrap's cluster), else its own conversation id."""
-    return [t or f"conversation:{c}" for t, c in zip(table.meta["tutorial_id"], table.meta["conversation_id"])]
+    return [t or f"conversation:{c}" for t, c in zip(table.meta["tutorial_id"], table.meta["conversation_id"], strict=True)]
 
 
 def run_sums(table: Any, metric: str) -> dict[str, tuple[float, int]]:
-    return group_sums(list(zip(_groups(table), table.column(metric))))
+    return group_sums(list(zip(_groups(table), table.column(metric), strict=True)))
 
 
 def values_ci(table: Any, values: list[float | None], opts: TableStats) -> tuple[float, float]:
     """CI of the mean of per-row `values` of `table` (e.g. each conversation's rubric mean)."""
-    return bootstrap_mean_ci([group_sums(list(zip(_groups(table), values)))], n_boot=opts.n_boot, seed=opts.seed)
+    return bootstrap_mean_ci([group_sums(list(zip(_groups(table), values, strict=True)))], n_boot=opts.n_boot, seed=opts.seed)
 
 
 def cell_ci(tables: list[Any], metric: str, scale: float, opts: TableStats) -> tuple[float, float]:
@@ -97,3 +97,34 @@ def qualify(row: dict[str, Any], base_row: dict[str, Any] | None, tables: list[A
     present = [m for m in metrics if row[m][2] and base_row.get(m, (math.nan, math.nan, 0))[2]]
     row["paired"] = compare_rows(tables, base_tables, present, scales, opts)
     row["arrows"] = {m: p.arrow() for m, p in row["paired"].items()}
+
+
+def best_runs(rows: list[dict[str, Any]], tables: dict[str, Any], metrics: list[str], better: dict[str, str],
+              opts: TableStats) -> dict[str, str]:
+    """{metric: the run (row["run"]) best on it, significantly}. Per metric the run with the best mean
+    (`better[metric]`: "higher" or "lower") is tested against every other run with a value, paired by
+    tutorial (Wilcoxon signed-rank); Holm's correction across all the table's tests (metrics x runs); a
+    metric names its best run only where each of its tests gives a corrected p < 0.05 in the better
+    direction. `rows`: the table's run rows (not Overall); `tables`: run name -> its ScoreTable. Empty with
+    fewer than two runs or without paired tests (`opts.paired` False: the paper's view)."""
+    runs = [r for r in rows if r["run"] in tables]
+    if len(runs) < 2 or not opts.paired:
+        return {}
+    top: dict[str, str] = {}
+    tests: dict[str, list[Paired]] = {}
+    for m in metrics:
+        have = [r for r in runs if r[m][2] and not math.isnan(r[m][0])]
+        if len(have) < 2:
+            continue
+        sign = -1.0 if better.get(m) == "lower" else 1.0
+        best = max(have, key=lambda r: sign * r[m][0])
+        top[m] = best["run"]
+        tests[m] = [paired_compare(tutorial_means([tables[best["run"]]], m), tutorial_means([tables[r["run"]]], m),
+                                   n_boot=0, seed=opts.seed) for r in have if r is not best]
+    holm([p for ps in tests.values() for p in ps])
+    out = {}
+    for m, ps in tests.items():
+        sign = -1.0 if better.get(m) == "lower" else 1.0
+        if all(math.isfinite(p.p_holm) and p.p_holm < ALPHA and sign * p.diff > 0 for p in ps):
+            out[m] = top[m]
+    return out

@@ -9,10 +9,18 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.markdown import markdown_table
+from wikihowagent.runs import (
+    BY_DOMAIN_PNG,
+    CALIBRATED_SCORES_CSV,
+    COMPUTATIONAL_PNG,
+    FIGURES_DIR,
+    RUBRICS_PNG,
+    SUMMARY_CSV,
+    SUMMARY_MD,
+)
 from wikihowagent.scoretable import ScoreTable
 
 from .calibrated import calibrated_name
-
 from .metrics import (
     BERTSCORE,
     BLEU,
@@ -30,8 +38,9 @@ from .metrics import (
     ROUGEL,
     STEP_COVERAGE,
 )
-from wikihowagent.runs import (BY_DOMAIN_PNG, CALIBRATED_SCORES_CSV, COMPUTATIONAL_PNG, FIGURES_DIR, RUBRICS_PNG,
-                               SUMMARY_CSV, SUMMARY_MD)
+from wikihowagent.runs import (read_score_table)
+from .significance import TableStats, cell_ci, qualify, values_ci
+from wikihowagent.csvcells import people_csv
 
 # Column order: the paper's Table 1 order first, then ours.
 ORDER = [BERTSCORE, EMBEDDING_COSINE, BLEU, METEOR, ROUGE, ROUGE1, ROUGE2, ROUGEL, DIVERSITY, QUESTION, COMPLETION,
@@ -53,8 +62,6 @@ class RunScores:
 
 def load_run_scores(name: str, label: str, path: Path, **kw: Any) -> RunScores:
     """A scores file (or run directory) as a RunScores, read by `wikihowagent.runs.read_score_table`."""
-    from wikihowagent.runs import read_score_table
-
     return RunScores(name=name, label=label, path=path, table=read_score_table(path, run=name), **kw)
 
 
@@ -63,8 +70,6 @@ def load_run_scores(name: str, label: str, path: Path, **kw: Any) -> RunScores:
 def write_calibrated(runs: list[RunScores], calibration: Any, out_dir: Path) -> Path:
     """Per conversation: run, id, tutorial, and each calibrated rubric's score and `<rubric> (cal.)`."""
     import pandas as pd
-
-    from wikihowagent.csvcells import people_csv
 
     cols = [c for m in calibration.rubrics for c in (m, calibrated_name(m))]
     frames = []
@@ -82,8 +87,15 @@ def write_calibrated(runs: list[RunScores], calibration: Any, out_dir: Path) -> 
 
 def metric_columns(runs: list[RunScores], rubric_names: list[str]) -> list[str]:
     present = {k for r in runs for k in r.table.metric_names()}
-    # The post-test's columns only where some conversation took one (else every value is null).
-    present -= {m for m in POSTTEST_METRICS if all(math.isnan(v) for r in runs for v in r.table.column(m))}
+    empty = {m for m in POSTTEST_METRICS if all(math.isnan(v) for r in runs for v in r.table.column(m))}
+    return metric_order(present, rubric_names, empty)
+
+
+def metric_order(present: set[str], rubric_names: list[str], empty: set[str] = frozenset()) -> list[str]:
+    """The one column order of metrics (evaluate's tables, the report): the computational metrics in ORDER, the
+    rubrics in `rubric_names`' order, their calibrated columns (`evaluate --calibration`), then any other by
+    name. The post-test's columns only where some conversation took one (`empty`: those with no value at all)."""
+    present = set(present) - {m for m in POSTTEST_METRICS if m in empty}
     cols = [m for m in ORDER if m in present]
     cols += [m for m in rubric_names if m in present]
     cols += [calibrated_name(m) for m in rubric_names if calibrated_name(m) in present]  # evaluate --calibration
@@ -122,8 +134,6 @@ def summarize(runs: list[RunScores], rubric_names: list[str], baseline: str | No
     """Mean ± sd per run and metric (+ the Overall row over runs). With `stats` (significance.TableStats):
     a bootstrap CI per cell (resampling tutorials) and, against `baseline`, arrows from a paired test by
     tutorial (Holm across the metrics) unless `stats.paired` is False (the paper's raw arrows)."""
-    from .significance import TableStats, cell_ci, qualify
-
     opts = stats if stats is not None else TableStats(n_boot=0, paired=False)
     cols = metric_columns(runs, rubric_names)
     scales = {m: _scale(m) for m in cols}
@@ -160,11 +170,11 @@ def summarize(runs: list[RunScores], rubric_names: list[str], baseline: str | No
             if opts.n_boot and n:
                 over["ci"][m] = cell_ci([r.table for r in runs], m, _scale(m), opts)
         table.append(over)
-    for row, r in zip(table, [*runs, None]):
+    for row, run in zip(table, [*runs, None], strict=False):  # the Overall row (if any) has no run
         row["arrows"], row["paired"] = {}, {}
-        if base_row is None or row is base_row or (r is None and opts.paired):
+        if base_row is None or base_run is None or row is base_row or (run is None and opts.paired):
             continue  # paired: the Overall row (which holds the baseline itself) is not compared with it
-        qualify(row, base_row, [r.table] if r else [], [base_run.table], cols, scales, opts)  # type: ignore[union-attr]
+        qualify(row, base_row, [run.table] if run else [], [base_run.table], cols, scales, opts)
     return Summary(columns=cols, table=table, baseline=baseline, stats=stats)
 
 
@@ -216,7 +226,7 @@ def print_summary(s: Summary, console: Any, title: str = "Evaluation summary") -
     t.add_row("Conversations", *[str(r["n"]) for r in s.table])
     t.add_row("Failed (skipped)", *[_count(r["failed"]) for r in s.table], end_section=True)
     for m in s.columns:
-        cells = []
+        cells: list[Text | str] = []
         for r in s.table:
             c = cell(r, m)
             if c.endswith((" ↑", " ↓")):  # a styled arrow; run names and values stay literal text
@@ -232,8 +242,6 @@ def print_summary(s: Summary, console: Any, title: str = "Evaluation summary") -
 
 def write_summary(s: Summary, out_dir: Path) -> list[Path]:
     import pandas as pd
-
-    from wikihowagent.csvcells import people_csv
 
     out_dir.mkdir(parents=True, exist_ok=True)
     recs = []
@@ -304,8 +312,6 @@ def by_domain(runs: list[RunScores], rubric_names: list[str], key: str = "domain
     (significance.TableStats, n_boot > 0) every mean gets `<metric> ci_low` / `ci_high` columns: a bootstrap
     CI resampling the group's tutorials."""
     import pandas as pd
-
-    from .significance import cell_ci, values_ci
 
     with_ci = stats is not None and stats.n_boot > 0
 

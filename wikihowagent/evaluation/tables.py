@@ -8,27 +8,27 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.runs import resolve_runs
+
 from .metrics import PERCENT_METRICS
+from .significance import TableStats, qualify
 from .summary import RunScores, Summary, summarize
 
 
 def expand_sweep_dirs(paths: list[Path], warn: Callable[[str], None]) -> tuple[list[Path], bool]:
-    """A sweep directory (with sweep.json) -> its cells' run directories. Returns (paths, any sweep given)."""
-    from wikihowagent.runs import CONVERSATIONS, SWEEP_INFO, sweep_cell_dirs
-
+    """A sweep directory (with sweep.json) -> its cells' run directories (`runs.resolve_runs`). Returns (paths,
+    any sweep given)."""
     out: list[Path] = []
     sweep = False
-    for p in paths:
-        p = Path(p)
-        if p.is_dir() and (p / SWEEP_INFO).exists() and not (p / CONVERSATIONS).exists():
-            sweep = True
-            for d in sweep_cell_dirs(p):
-                if (d / CONVERSATIONS).exists():
-                    out.append(d)
-                else:
-                    warn(f"{d}: cell not generated (or not merged) yet; left out of the tables")
+    for rp in resolve_runs(paths):
+        if rp.kind != "cell":
+            out.append(rp.path)
+            continue
+        sweep = True
+        if rp.generated:
+            out.append(rp.path)
         else:
-            out.append(p)
+            warn(f"{rp.path}: cell not generated (or not merged) yet; left out of the tables")
     return out, sweep
 
 
@@ -38,8 +38,6 @@ def paper_tables(runs: list[RunScores], setups: dict[str, tuple[str, str]],
 
     `stats` (significance.TableStats): CIs in every cell and Table 2's arrows from a paired test by tutorial
     with Holm's correction; with `stats.paired` False (or no `stats`) the paper's raw arrows."""
-    from .significance import qualify
-
     homo = [r for r in runs if setups[r.name][0] == setups[r.name][1]]
     hetero = [r for r in runs if setups[r.name][0] != setups[r.name][1]]
     out = []
@@ -48,11 +46,11 @@ def paper_tables(runs: list[RunScores], setups: dict[str, tuple[str, str]],
         out.append(("table1", "Table 1: homogeneous (teacher = learner = evaluator)", t1))
     if hetero:
         t2 = summarize(hetero, rubric_names, stats=stats)
-        by_teacher = {setups[r.name][0]: (row, r) for r, row in zip(homo, t1.table)} if t1 else {}
+        by_teacher = {setups[r.name][0]: (row, r) for r, row in zip(homo, t1.table, strict=False)} if t1 else {}
         overall1 = next((row for row in t1.table if row["run"] == "Overall"), None) if t1 else None
         opts = t2.stats if t2.stats is not None else _raw()
         scales = {m: 100.0 if m in PERCENT_METRICS else 1.0 for m in t2.columns}
-        for row, r in zip(t2.table, [*hetero, None]):
+        for row, r in zip(t2.table, [*hetero, None], strict=False):
             if r is None:  # Overall: the table's runs against Table 1's runs
                 base, tables, base_tables = overall1, [x.table for x in hetero], [x.table for x in homo]
             else:
@@ -65,6 +63,4 @@ def paper_tables(runs: list[RunScores], setups: dict[str, tuple[str, str]],
 
 
 def _raw() -> Any:
-    from .significance import TableStats
-
     return TableStats(n_boot=0, paired=False)

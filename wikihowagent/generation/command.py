@@ -4,10 +4,11 @@ They parse, call the stage (core.py, imported lazily) and print."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
+from wikihowagent.console import CLUSTER, CONVERSATION, INPUTS, MODELS, OUTPUT, POSTTEST, SELECTION
 from wikihowagent.corpus.command import DomainOpt, DomainsFileOpt, PerOpt, SampleOpt, SampleSeedOpt, TopicOpt
 
 
@@ -19,46 +20,45 @@ def _fail(message: str, code: int = 2) -> None:
 
 
 def generate(
-    teacher: Annotated[str, typer.Option(help="Teacher model spec: local, an alias (openchat, qwen2, ...), ollama:<tag>, openai:<model>.")] = "local",
-    learner: Annotated[Optional[str], typer.Option(help="Learner model spec (default: the teacher's: homogeneous setup).")] = None,
-    evaluator: Annotated[Optional[str], typer.Option(help="Evaluator spec recorded for `evaluate` (default: the teacher's).")] = None,
-    config: Annotated[Optional[Path], typer.Option(help="YAML config overriding configs/default.yaml.")] = None,
-    tutorials: Annotated[Optional[Path], typer.Option(help="Article directory tree, JSON or JSONL file (default: the bundled sample).")] = None,
-    out: Annotated[Optional[Path], typer.Option(help="Run directory (default: <runs_dir>/T-<teacher>_L-<learner>_E-<evaluator>).")] = None,
-    max_tutorials: Annotated[Optional[int], typer.Option(min=1, help="Use the first N tutorials (deterministic order).")] = None,
+    teacher: Annotated[str, typer.Option(rich_help_panel=MODELS, help="Teacher model spec: local, an alias (openchat, qwen2, ...), ollama:<tag>, openai:<model>.")] = "local",
+    learner: Annotated[str | None, typer.Option(rich_help_panel=MODELS, help="Learner model spec (default: the teacher's: homogeneous setup).")] = None,
+    evaluator: Annotated[str | None, typer.Option(rich_help_panel=MODELS, help="Evaluator spec recorded for `evaluate` (default: the teacher's).")] = None,
+    config: Annotated[Path | None, typer.Option(rich_help_panel=INPUTS, help="YAML config overriding configs/default.yaml.")] = None,
+    tutorials: Annotated[Path | None, typer.Option(rich_help_panel=INPUTS, help="Article directory tree, JSON or JSONL file (default: the bundled sample).")] = None,
+    out: Annotated[Path | None, typer.Option(rich_help_panel=OUTPUT, help="Run directory (default: <runs_dir>/T-<teacher>_L-<learner>_E-<evaluator>).")] = None,
+    max_tutorials: Annotated[int | None, typer.Option(rich_help_panel=SELECTION, min=1, help="Use the first N tutorials (deterministic order).")] = None,
     domain: DomainOpt = None,
     topic: TopicOpt = None,
     domains: DomainsFileOpt = None,
     sample: SampleOpt = None,
     per: PerOpt = "domain",
     sample_seed: SampleSeedOpt = 0,
-    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Conversations in flight.")] = None,
-    max_interactions: Annotated[Optional[int], typer.Option(min=2, help="Cut a conversation after M messages (paper: 40).")] = None,
-    history: Annotated[Optional[int], typer.Option(min=0, help="Show agents the last N messages (0 = the paper's prompts).")] = None,
-    base_url: Annotated[Optional[list[str]], typer.Option(help="OpenAI-compatible server URL for openai: specs (e.g. vLLM); repeat for replicas of the model (least-busy routing).")] = None,
-    temperature: Annotated[Optional[float], typer.Option(min=0.0, help="Sampling temperature (default 0).")] = None,
-    seed: Annotated[Optional[int], typer.Option(help="Sampling seed.")] = None,
-    max_tokens: Annotated[Optional[int], typer.Option(min=1, help="Max new tokens per reply.")] = None,
-    timeout: Annotated[Optional[float], typer.Option(help="Request timeout in seconds.")] = None,
-    retries: Annotated[Optional[int], typer.Option(min=0, help="Retries with backoff per request.")] = None,
-    retry_failed: Annotated[bool, typer.Option(help="On resume, run failed conversations again.")] = True,
-    skip_invalid: Annotated[bool, typer.Option(help="Skip (and list) bad articles instead of stopping.")] = False,
-    learner_persona: Annotated[Optional[list[str]], typer.Option(help="Learner persona from configs/personas.yaml: paper (default), curious, novice, passive, skeptical, distracted, expert. Repeat to mix personas (round-robin over the tutorials).")] = None,
-    max_clarifications: Annotated[Optional[int], typer.Option(min=0, help="Learner questions answered per step before moving on (default 2).")] = None,
-    manager: Annotated[Optional[str], typer.Option(help="Who classifies learner messages: rules (Algorithm 1, default) or llm (a model: question / understood / off-topic / wants-to-stop, rules on a parse failure).")] = None,
-    manager_model: Annotated[Optional[str], typer.Option(help="Model spec of --manager llm (default: the teacher's).")] = None,
-    shard: Annotated[Optional[str], typer.Option(help="K/N: run only every N-th tutorial starting at K (0-based; cluster array jobs) into <run>/shards/K-of-N; join them with `wikihowagent merge`.")] = None,
-    posttest: Annotated[Optional[bool], typer.Option("--posttest/--no-posttest", help="After each conversation, the learner model writes the method's steps from memory (post-test; plus one cached pre-test per tutorial). Default: on (off with --preset paper).")] = None,
-    posttest_prompt: Annotated[Optional[str], typer.Option(metavar="NAME", help="Wording of the post-/pre-test: v2 (default) or v3 (the learner may answer \"not taught\" / \"don't know\" per step); README 'Post-test'.")] = None,
-    preset: Annotated[Optional[str], typer.Option(help="'paper': the paper's prompts verbatim and decoding (max tokens 4096, temperature 0), under --config and flags.")] = None,
+    concurrency: Annotated[int | None, typer.Option(rich_help_panel=CLUSTER, min=1, help="Conversations in flight.")] = None,
+    max_interactions: Annotated[int | None, typer.Option(rich_help_panel=CONVERSATION, min=2, help="Cut a conversation after M messages (paper: 40).")] = None,
+    history: Annotated[int | None, typer.Option(rich_help_panel=CONVERSATION, min=0, help="Show agents the last N messages (0 = the paper's prompts).")] = None,
+    base_url: Annotated[list[str] | None, typer.Option(rich_help_panel=MODELS, help="OpenAI-compatible server URL for openai: specs (e.g. vLLM); repeat for replicas of the model (least-busy routing).")] = None,
+    temperature: Annotated[float | None, typer.Option(rich_help_panel=MODELS, min=0.0, help="Sampling temperature (default 0).")] = None,
+    seed: Annotated[int | None, typer.Option(rich_help_panel=MODELS, help="Sampling seed.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(rich_help_panel=MODELS, min=1, help="Max new tokens per reply.")] = None,
+    timeout: Annotated[float | None, typer.Option(rich_help_panel=MODELS, help="Request timeout in seconds.")] = None,
+    retries: Annotated[int | None, typer.Option(rich_help_panel=MODELS, min=0, help="Retries with backoff per request.")] = None,
+    retry_failed: Annotated[bool, typer.Option(rich_help_panel=CLUSTER, help="On resume, run failed conversations again.")] = True,
+    skip_invalid: Annotated[bool, typer.Option(rich_help_panel=INPUTS, help="Skip (and list) bad articles instead of stopping.")] = False,
+    learner_persona: Annotated[list[str] | None, typer.Option(rich_help_panel=CONVERSATION, help="Learner persona from configs/personas.yaml: paper (default), curious, novice, passive, skeptical, distracted, expert. Repeat to mix personas (round-robin over the tutorials).")] = None,
+    max_clarifications: Annotated[int | None, typer.Option(rich_help_panel=CONVERSATION, min=0, help="Learner questions answered per step before moving on (default 2).")] = None,
+    manager: Annotated[str | None, typer.Option(rich_help_panel=CONVERSATION, help="Who classifies learner messages: rules (Algorithm 1, default) or llm (a model: question / understood / off-topic / wants-to-stop, rules on a parse failure).")] = None,
+    manager_model: Annotated[str | None, typer.Option(rich_help_panel=CONVERSATION, help="Model spec of --manager llm (default: the teacher's).")] = None,
+    shard: Annotated[str | None, typer.Option(rich_help_panel=CLUSTER, help="K/N: run only every N-th tutorial starting at K (0-based; cluster array jobs) into <run>/shards/K-of-N; join them with `wikihowagent merge`.")] = None,
+    posttest: Annotated[bool | None, typer.Option("--posttest/--no-posttest", rich_help_panel=POSTTEST, help="After each conversation, the learner model writes the method's steps from memory (post-test; plus one cached pre-test per tutorial). Default: on (off with --preset paper).")] = None,
+    posttest_prompt: Annotated[str | None, typer.Option(rich_help_panel=POSTTEST, metavar="NAME", help="Wording of the post-/pre-test: v2 (default) or v3 (the learner may answer \"not taught\" / \"don't know\" per step); docs: Guides > Post-test.")] = None,
+    preset: Annotated[str | None, typer.Option(rich_help_panel=MODELS, help="'paper': the paper's prompts verbatim and decoding (max tokens 4096, temperature 0), under --config and flags.")] = None,
 ) -> None:
     """Simulate teacher-learner conversations over tutorials into a resumable run directory."""
     from rich.text import Text
 
     from wikihowagent.console import make_console, print_error, print_labeled
-    from wikihowagent.runs import CONVERSATIONS
-
     from wikihowagent.errors import WikihowagentError
+    from wikihowagent.runs import CONVERSATIONS
 
     from .core import GenerateRequest, run_generation
 
@@ -106,22 +106,12 @@ def merge(
 
     Refuses in one line if a shard 0..N-1 is missing or was made with other settings."""
     from wikihowagent.console import make_console
-    from wikihowagent.evaluation.shards import merge_score_shards
     from wikihowagent.errors import WikihowagentError
-    from wikihowagent.runs import SCORE_SHARDS_DIR as SCORE_SHARDS, SHARDS_DIR
-
-    from .core import merge_shards
+    from wikihowagent.shards import merge_run
 
     console = make_console()
-    scores = (run_dir / SCORE_SHARDS).is_dir()
     try:
-        if (run_dir / SHARDS_DIR).is_dir() or not scores:
-            counts = merge_shards(run_dir)
-            console.print(f"{run_dir}: merged {counts['shards']} shards into {counts['conversations']} conversations "
-                          f"({counts['finished']} finished, {counts['failed']} failed)", highlight=False, markup=False)
-        if scores:
-            counts = merge_score_shards(run_dir)
-            console.print(f"{run_dir}: merged {counts['shards']} score shards into {counts['scores']} score records",
-                          highlight=False, markup=False)
+        for line in merge_run(run_dir):
+            console.print(line, highlight=False, markup=False)
     except WikihowagentError as exc:  # RunError, ShardError, a bad line (JsonlError)
         _fail(str(exc))

@@ -15,7 +15,6 @@ import platform
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -23,36 +22,24 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.config import Config
-from wikihowagent.records import ConversationRecord, PostTest, Tutorial, TutorialRef, conversation_lines, make_conversation_id
-from wikihowagent.runs import (
-    CONVERSATIONS,
-    RUN_INFO,
-    SHARDS_DIR,
-    JsonlAppender,
-    JsonlError,
-    RunError,
-    merge_pretests,
-    RunInfo,
-    read_records,
-    read_run_info,
-    repair_torn_tail,
-    rewrite_records,
-    shard_dir,
-    shard_dirs,
-    write_run_info,
-)
+from wikihowagent.config import Config, load_config
+from wikihowagent.shards import parse_shard
+from wikihowagent.records import ConversationRecord, Tutorial, TutorialRef, conversation_lines, make_conversation_id
+from wikihowagent.runs import (CONVERSATIONS, RUN_INFO, DiskFullError, JsonlAppender, JsonlError, PretestCache,
+                               RunError, RunInfo, count_records, dir_lock, now, read_records, read_run_info,
+                               repair_torn_tail, rewrite_records, shard_dir, write_run_info)
 from wikihowagent.workflow.graph import WorkflowOptions, build_graph, initial_state, recursion_limit
-from wikihowagent.workflow.manager import Manager
-from wikihowagent.workflow.personas import Persona
+from wikihowagent.workflow.manager import MANAGERS, Manager
+from wikihowagent.workflow.personas import Persona, select_personas
 from wikihowagent.workflow.posttest import PostTester, get_prompt
-from wikihowagent.workflow.prompts import PromptTemplates
+from wikihowagent.workflow.prompts import PromptTemplates, load_prompts
+from wikihowagent.backends.replicas import check_replicas, make_pooled_chat_model, role_endpoints
+from wikihowagent.corpus.core import (LoadReport, TutorialError, default_tutorials_path, empty_message,
+                                      print_load_warnings)
+from wikihowagent.corpus.sampling import Per, select_tutorials
+from wikihowagent.presets import preset_config
 
 VERSIONED_PACKAGES = ("langgraph", "langchain-core", "langchain-openai", "langchain-ollama", "xllamacpp", "pydantic")
-
-
-def now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
 def default_run_name(teacher: str, learner: str, evaluator: str | None, personas: list[str] | None = None) -> str:
@@ -258,21 +245,6 @@ def run_info(name: str, fingerprint: dict[str, Any], config: Config, resolved: d
     )
 
 
-def count_records(records: list[ConversationRecord]) -> dict[str, int]:
-    return {
-        "conversations": len(records),
-        "finished": sum(1 for r in records if r.stop_reason == "finished"),
-        "max_interactions": sum(1 for r in records if r.stop_reason == "max_interactions"),
-        "failed": sum(1 for r in records if r.error),
-        "turn_warnings": sum(len(t.warnings) for r in records for t in r.turns),
-        "turn_retries": sum(len(t.retried) for r in records for t in r.turns),
-        "manager_fallbacks": sum(t.manager_fallback for r in records for t in r.turns),
-        "learner_stopped": sum(1 for r in records if r.stop_reason == "learner_stopped"),
-        "posttests": sum(1 for r in records if r.posttest is not None),
-        "posttest_failures": sum(1 for r in records if r.posttest is not None and r.posttest.post.error),
-    }
-
-
 def _readable_records(path: Path) -> list[ConversationRecord]:
     """The records of a conversations file for counting; a damaged line is left out here (resume reports it)."""
     if not path.exists():
@@ -299,55 +271,6 @@ def finish_run_info(run_dir: Path, info: RunInfo, stats: RunStats, interrupted: 
     write_run_info(run_dir, info, in_place_if_full=True)
 
 
-def parse_shard(value: str) -> tuple[int, int]:
-    """"K/N" (0-based K, e.g. a SLURM array index) -> (K, N)."""
-    try:
-        k, n = (int(x) for x in value.split("/"))
-    except ValueError:
-        raise ValueError(f"--shard {value!r}: expected K/N, e.g. 0/8") from None
-    if n < 1 or not 0 <= k < n:
-        raise ValueError(f"--shard {value!r}: need 0 <= K < N")
-    return k, n
-
-
-def merge_shards(run_dir: Path) -> dict[str, int]:
-    """Merge `run_dir/shards/*/conversations.jsonl` into `run_dir/conversations.jsonl`.
-
-    One record per tutorial: a successful record beats a failed one, otherwise the later one wins.
-    Shards share the parent's run name, so conversation ids do not depend on the sharding.
-    """
-    shards = shard_dirs(run_dir)
-    if not shards:
-        raise RunError(f"{run_dir}: no shards to merge (expected {run_dir / SHARDS_DIR}/K-of-N/)")
-    from wikihowagent.shards import ShardError, check_shards
-
-    try:  # every shard 0..N-1 there, all made with the same settings
-        check_shards(shards, lambda d: read_run_info(d).fingerprint, run_dir)
-    except ShardError as exc:
-        raise RunError(str(exc)) from None  # merge_shards: RunError, whatever went wrong
-    sources = [run_dir / CONVERSATIONS] + [d / CONVERSATIONS for d in shards]
-    merged: dict[str, ConversationRecord] = {}
-    for src in sources:
-        if not src.exists():
-            continue
-        repair_torn_tail(src)
-        try:
-            for _, rec in read_records(src):
-                key = rec.tutorial_id
-                if key not in merged or not rec.error or merged[key].error:
-                    merged[key] = rec
-        except JsonlError as exc:
-            raise RunError(str(exc)) from None
-    records = list(merged.values())
-    rewrite_records(run_dir / CONVERSATIONS, records)
-    merge_pretests(run_dir, shards)
-    info = read_run_info(shards[0])
-    info = info.model_copy(update={"name": run_dir.name, "shards": [d.name for d in shards], "ended_at": now(),
-                                   "counts": count_records(records), "status": "merged"})
-    write_run_info(run_dir, info)
-    return {"shards": len(shards), **info.counts}
-
-
 # --------------------------------------------------------------------------- the stage
 
 
@@ -370,7 +293,7 @@ class GenerateRequest:
     topics: tuple[str, ...] = ()
     domains_file: Path | None = None  # topic -> domain CSV replacing data/domains.csv
     sample: int | None = None  # a balanced sample: N tutorials per `per` (domain | topic)
-    per: str = "domain"
+    per: Per = "domain"
     sample_seed: int = 0
     shard: str | None = None  # "K/N"
     retry_failed: bool = True
@@ -425,16 +348,13 @@ class GenerateSummary:
 
 
 def _select_tutorials(req: GenerateRequest, cfg: Config, console: Any) -> tuple[list[Tutorial], str]:
-    from wikihowagent.corpus.core import LoadReport, TutorialError, default_tutorials_path, empty_message, print_load_warnings
-    from wikihowagent.corpus.sampling import select_tutorials
-
     source = req.tutorials or default_tutorials_path()
     report = LoadReport()
     try:
         with console.status("reading tutorials", spinner="dots"):  # a 20,000-article crawl takes ~15 s
             selected = list(select_tutorials(
                 source, domains=req.domains, topics=req.topics, domains_file=req.domains_file, sample=req.sample,
-                per=req.per, seed=req.sample_seed, max_tutorials=req.max_tutorials,  # type: ignore[arg-type]
+                per=req.per, seed=req.sample_seed, max_tutorials=req.max_tutorials,
                 clean_citations=cfg.workflow.strip_citations, skip_invalid=req.skip_invalid, report=report))
     except (TutorialError, ValueError) as exc:
         raise GenerateError(str(exc)) from None
@@ -449,17 +369,10 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
     bar. Raises a WikihowagentError (one line: GenerateError, or the config, corpus, backend or run error as
     it is) for anything that stops the stage; a conversation's failure does not."""
     from wikihowagent.backends import resolve_spec, shutdown_local_servers
-    from wikihowagent.backends.replicas import check_replicas, make_pooled_chat_model, role_endpoints
-    from wikihowagent.config import load_config
-    from wikihowagent.presets import preset_config
-    from wikihowagent.runs import dir_lock
-    from wikihowagent.workflow.prompts import load_prompts
 
     learner = req.learner or req.teacher
     cfg = load_config(req.config, req.config_overrides(), preset=preset_config(req.preset))
     selected, source = _select_tutorials(req, cfg, console)
-    from wikihowagent.workflow.manager import MANAGERS
-    from wikihowagent.workflow.personas import select_personas
 
     personas = assign_personas(selected, select_personas(cfg.workflow.learner_personas, cfg.personas or None))
     if cfg.workflow.manager not in MANAGERS:
@@ -540,12 +453,8 @@ def _run(cfg: Config, run_dir: Path, name: str, fingerprint: dict[str, Any], end
          selected: list[Tutorial], source: str, filters: dict[str, Any], retry_failed: bool, options: WorkflowOptions,
          prompts: PromptTemplates, roles: dict[str, str], model_for: Callable[[str], BaseChatModel],
          console: Any, personas: Mapping[str, Persona]) -> GenerateSummary:
-    from wikihowagent.workflow.manager import MANAGERS
-
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
     from rich.text import Text
-
-    from wikihowagent.runs import DiskFullError, PretestCache
 
     done_ids, previous = prepare_run_dir(run_dir, fingerprint, retry_failed)
     todo = [t for t in selected if t.tutorial_id not in done_ids]
@@ -565,6 +474,7 @@ def _run(cfg: Config, run_dir: Path, name: str, fingerprint: dict[str, Any], end
                               llm_manager=llm_manager)
     try:
         if todo:
+            assert teacher_model is not None and learner_model is not None  # made above whenever there is work
             progress = Progress(
                 TextColumn("[bold]generate"), BarColumn(), MofNCompleteColumn(),
                 TextColumn("ok {task.fields[ok]} · failed {task.fields[failed]} · {task.fields[tokens]} tokens"),

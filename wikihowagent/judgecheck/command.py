@@ -7,28 +7,30 @@ from typing import Annotated, Optional
 
 import typer
 
+from wikihowagent.console import CLUSTER, INPUTS, MODELS, OUTPUT, POSTTEST
+
 
 def judge_check(
     runs: Annotated[list[Path], typer.Argument(help="Run directories, paper run files or JSONL of records.",
                                                show_default=False, metavar="RUN")],
-    out: Annotated[Path, typer.Option(help="Output directory: judgments.jsonl, sensitivity.csv, consistency.csv, summary.md, sensitivity.png.")],
-    evaluator: Annotated[Optional[list[str]], typer.Option(metavar="SPEC", help="Judge model spec (default: as `evaluate`: the run's evaluator, else its teacher). Repeatable: a panel; each judge is checked into OUT/<judge>/ and the panel (the mean of their scores) into OUT/panel/.")] = None,
-    judge_scoring: Annotated[Optional[str], typer.Option(metavar="weighted|json|sampled|checklist", help="Scoring mode (default: as `evaluate`; checklist: yes/no items, data/checklists.json).")] = None,
-    judge_rationale: Annotated[bool, typer.Option("--judge-rationale", help="The judge writes its analysis first (weighted/sampled).")] = False,
-    judge_prompt: Annotated[Optional[str], typer.Option(metavar="NAME", help="Judge prompt variant of data/judge_prompts.json (default: as `evaluate`).")] = None,
-    perturbations: Annotated[Optional[Path], typer.Option(help="Perturbation file (default: data/perturbations.json).")] = None,
-    rubrics: Annotated[Optional[Path], typer.Option(help="Rubric JSON file (default: data/rubrics.json).")] = None,
-    max_conversations: Annotated[Optional[int], typer.Option(min=2, help="Use the first N conversations.")] = None,
-    config: Annotated[Optional[Path], typer.Option(help="YAML config overriding configs/default.yaml.")] = None,
-    base_url: Annotated[Optional[str], typer.Option(help="Ollama host / OpenAI-compatible base URL for the evaluator.")] = None,
-    concurrency: Annotated[Optional[int], typer.Option(min=1, help="Judge passes in flight (default: the embedded judge's server slots, local.n_parallel; else the config's concurrency).")] = None,
-    retries: Annotated[int, typer.Option(min=0, help="Re-asks of the judge when a reply cannot be parsed.")] = 2,
-    no_figures: Annotated[bool, typer.Option("--no-figures", help="Skip the heatmap.")] = False,
-    pairwise: Annotated[bool, typer.Option("--pairwise", help="Judge each perturbed copy against its original head to head, in both orders (the `compare` judge), on the perturbation's target rubrics: pairwise_sensitivity.csv, pairwise_summary.md, next to the absolute judge's accuracy when judgments.jsonl has it.")] = False,
-    pairwise_reading: Annotated[Optional[str], typer.Option(metavar="logprobs|answer", help="With --pairwise: P(A) from the A/B token log-probabilities (default where available) or the letter only.")] = None,
-    tie_band: Annotated[float, typer.Option(min=0.0, max=0.499, help="With --pairwise: the `average` verdict rule's tie band (|P(original better) - 0.5| up to this is a tie); accuracy under both rules (`agree`, `average`) is reported.")] = 0.0,
-    posttest_learner: Annotated[Optional[str], typer.Option(metavar="SPEC", help="Instead of judging: the post-test's validity. This learner model takes the post-test on each original and its skip_steps / off_topic copies; their Step Recall must drop: posttest_validity.csv/.md (beside the judge's accuracy when this directory has it), posttests.jsonl.")] = None,
-    posttest_prompt: Annotated[Optional[str], typer.Option(metavar="NAME", help="With --posttest-learner: the test's wording, v2 (default) or v3 (\"not taught\" allowed per step).")] = None,
+    out: Annotated[Path, typer.Option(rich_help_panel=OUTPUT, help="Output directory: judgments.jsonl, sensitivity.csv, consistency.csv, summary.md, sensitivity.png.")],
+    evaluator: Annotated[Optional[list[str]], typer.Option(rich_help_panel=MODELS, metavar="SPEC", help="Judge model spec (default: as `evaluate`: the run's evaluator, else its teacher). Repeatable: a panel; each judge is checked into OUT/<judge>/ and the panel (the mean of their scores) into OUT/panel/.")] = None,
+    judge_scoring: Annotated[Optional[str], typer.Option(rich_help_panel=MODELS, metavar="weighted|json|sampled|checklist", help="Scoring mode (default: as `evaluate`; checklist: yes/no items, data/checklists.json).")] = None,
+    judge_rationale: Annotated[bool, typer.Option("--judge-rationale", rich_help_panel=MODELS, help="The judge writes its analysis first (weighted/sampled).")] = False,
+    judge_prompt: Annotated[Optional[str], typer.Option(rich_help_panel=MODELS, metavar="NAME", help="Judge prompt variant of data/judge_prompts.json (default: as `evaluate`).")] = None,
+    perturbations: Annotated[Optional[Path], typer.Option(rich_help_panel=INPUTS, help="Perturbation file (default: data/perturbations.json).")] = None,
+    rubrics: Annotated[Optional[Path], typer.Option(rich_help_panel=INPUTS, help="Rubric JSON file (default: data/rubrics.json).")] = None,
+    max_conversations: Annotated[Optional[int], typer.Option(rich_help_panel=INPUTS, min=2, help="Use the first N conversations.")] = None,
+    config: Annotated[Optional[Path], typer.Option(rich_help_panel=INPUTS, help="YAML config overriding configs/default.yaml.")] = None,
+    base_url: Annotated[Optional[str], typer.Option(rich_help_panel=MODELS, help="Ollama host / OpenAI-compatible base URL for the evaluator.")] = None,
+    concurrency: Annotated[Optional[int], typer.Option(rich_help_panel=CLUSTER, min=1, help="Judge passes in flight (default: the embedded judge's server slots, local.n_parallel; else the config's concurrency).")] = None,
+    retries: Annotated[int, typer.Option(rich_help_panel=MODELS, min=0, help="Re-asks of the judge when a reply cannot be parsed.")] = 2,
+    no_figures: Annotated[bool, typer.Option("--no-figures", rich_help_panel=OUTPUT, help="Skip the heatmap.")] = False,
+    pairwise: Annotated[bool, typer.Option("--pairwise", rich_help_panel=MODELS, help="Judge each perturbed copy against its original head to head, in both orders (the `compare` judge), on the perturbation's target rubrics: pairwise_sensitivity.csv, pairwise_summary.md, next to the absolute judge's accuracy when judgments.jsonl has it.")] = False,
+    pairwise_reading: Annotated[Optional[str], typer.Option(rich_help_panel=MODELS, metavar="logprobs|answer", help="With --pairwise: P(A) from the A/B token log-probabilities (default where available) or the letter only.")] = None,
+    tie_band: Annotated[float, typer.Option(rich_help_panel=MODELS, min=0.0, max=0.499, help="With --pairwise: the `average` verdict rule's tie band (|P(original better) - 0.5| up to this is a tie); accuracy under both rules (`agree`, `average`) is reported.")] = 0.0,
+    posttest_learner: Annotated[Optional[str], typer.Option(rich_help_panel=POSTTEST, metavar="SPEC", help="Instead of judging: the post-test's validity. This learner model takes the post-test on each original and its skip_steps / off_topic copies; their Step Recall must drop: posttest_validity.csv/.md (beside the judge's accuracy when this directory has it), posttests.jsonl.")] = None,
+    posttest_prompt: Annotated[Optional[str], typer.Option(rich_help_panel=POSTTEST, metavar="NAME", help="With --posttest-learner: the test's wording, v2 (default) or v3 (\"not taught\" allowed per step).")] = None,
 ) -> None:
     """Meta-evaluate the rubric judge without human labels: perturbed conversations that should score lower
     (sensitivity) and the originals judged twice (self-consistency)."""

@@ -82,11 +82,11 @@ def read_judgments(path: Path, evaluator: str, scoring: str, prompt: str = "") -
 
     t = read_judgment_table(path)
     meta = t.meta
-    want = recorded_prompt(None, scoring) if not prompt else prompt
+    want = prompt if prompt else recorded_prompt(None, scoring)
     out: dict[tuple[str, str], dict[str, Any]] = {}
     for cid, variant, ev, sc, pr, failures, scores in zip(meta["conversation_id"], meta["variant"], meta["evaluator"],
                                                            meta["scoring"], meta["prompt"], meta["failures"],
-                                                           t.iter_row_metrics()):
+                                                           t.iter_row_metrics(), strict=True):
         if ev == evaluator and sc == scoring and (pr or recorded_prompt(None, sc)) == want:
             out[(cid, variant)] = {"scores": scores, "judge_failures": list(failures)}
     return out
@@ -415,14 +415,14 @@ def analyse_pairwise(out_dir: Path, records: dict[tuple[str, ...], Any], perturb
     averaged = pairwise_cells(records, perturbations, rubric_names, AVERAGE, tie_band)
     table = pairwise_table(records, agree, averaged, absolute)
     acc = [a for a in table["accuracy"] if a is not None and not (isinstance(a, float) and math.isnan(a))]
-    weights = [(n, c) for n, c in zip(table["n"], table["position_consistency"]) if c is not None and not (isinstance(c, float) and math.isnan(c))]
+    weights = [(n, c) for n, c in zip(table["n"], table["position_consistency"], strict=True) if c is not None and not (isinstance(c, float) and math.isnan(c))]
     consistency = sum(n * c for n, c in weights) / sum(n for n, _ in weights) if weights and sum(n for n, _ in weights) else math.nan
     res = PairwiseCheck(table, _mean(acc), consistency)
     agree_label, avg_label = VERDICT_RULES[AGREE].label(tie_band), VERDICT_RULES[AVERAGE].label(tie_band)
     modes = {f"pairwise, {agree_label}": [verdict_wins(v) for v in agree.values()],
              f"pairwise, {avg_label}": [verdict_wins(v) for v in averaged.values()]}
     if absolute is not None:
-        cells = {(r, p) for r, p, n in zip(table["rubric"], table["perturbation"], table["n"]) if n}  # judged pairwise
+        cells = {(r, p) for r, p, n in zip(table["rubric"], table["perturbation"], table["n"], strict=True) if n}  # judged pairwise
         modes[f"absolute, {absolute_mode}"] = [w for k, w in cell_wins(absolute_records, perturbations,
                                                                         rubric_names).items() if k in cells]
     res.modes, res.recommendation = compare_modes(modes)
@@ -438,7 +438,7 @@ def analyse_pairwise(out_dir: Path, records: dict[tuple[str, ...], Any], perturb
              f"Mean accuracy over the {len(acc)} targeted cells: **{res.mean_accuracy:.3f}**; position consistency "
              f"(both orders agree), pooled: **{consistency:.3f}**."]
     if absolute is not None and "absolute_accuracy" in table:
-        abs_acc = [a for a, n in zip(table["absolute_accuracy"], table["n"])
+        abs_acc = [a for a, n in zip(table["absolute_accuracy"], table["n"], strict=True)
                    if n and a is not None and not (isinstance(a, float) and math.isnan(a))]  # the cells judged pairwise
         res.absolute_mean_accuracy = _mean(abs_acc)
         lines.append(f"The absolute judge ({absolute_mode}) on the same cells: **{res.absolute_mean_accuracy:.3f}**.")
@@ -543,7 +543,7 @@ def _scoring_of(out: Path, spec: str) -> str:
     from wikihowagent.runs import JUDGMENTS, read_judgment_table
 
     m = read_judgment_table(out / JUDGMENTS).meta
-    found = [sc for ev, sc in zip(m["evaluator"], m["scoring"]) if ev == spec]
+    found = [sc for ev, sc in zip(m["evaluator"], m["scoring"], strict=True) if ev == spec]
     return found[-1] if found else ""
 
 

@@ -22,7 +22,7 @@ def combine_judgments(out: Path, specs: list[str]) -> tuple[str, str, set[str], 
         t = read_judgment_table(out / judge_slug(spec) / JUDGMENTS)
         m = t.meta
         for cid, run, variant, ev, sc, scores in zip(m["conversation_id"], m["run"], m["variant"], m["evaluator"],
-                                                     m["scoring"], t.iter_row_metrics()):
+                                                     m["scoring"], t.iter_row_metrics(), strict=True):
             if ev != spec:
                 continue
             labels.add(sc)

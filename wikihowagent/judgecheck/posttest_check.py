@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wikihowagent.csvcells import people_csv, read_people_frame
+from wikihowagent.csvcells import people_csv
 from wikihowagent.records import Conversation, PostTest
-from wikihowagent.runs import POSTTEST_VALIDITY_CSV, POSTTEST_VALIDITY_MD, SENSITIVITY_CSV
+from wikihowagent.runs import POSTTEST_VALIDITY_CSV, POSTTEST_VALIDITY_MD, SENSITIVITY_CSV, read_people_table
 
 from .accuracy import ORIGINAL, bootstrap_ci, paired_wins
 from .perturbations import Perturbation, perturb
@@ -98,7 +98,7 @@ def step_recalls(convs: list[Conversation], tests: dict[tuple[str, str], PostTes
     keys = [k for k in tests if k[0] in by_id]
     scored = Scorers("default", [STEP_RECALL]).score(
         [by_id[cid].model_copy(update={"posttest": tests[(cid, v)]}) for cid, v in keys])
-    out = {k: s.metrics.get(STEP_RECALL) for k, s in zip(keys, scored)}
+    out = {k: s.metrics.get(STEP_RECALL) for k, s in zip(keys, scored, strict=True)}
     check.failed = sum(v is None for v in out.values())
     return out
 
@@ -148,7 +148,7 @@ def judge_accuracy(out_dir: Path) -> dict[str, float]:
     path = out_dir / SENSITIVITY_CSV
     if not path.exists():
         return {}
-    sens = read_people_frame(path).dropna(subset=["accuracy"])
+    sens = read_people_table(path).dropna(subset=["accuracy"])
     return {str(k): round(float(v), 4) for k, v in sens.groupby("perturbation")["accuracy"].mean().items()}
 
 

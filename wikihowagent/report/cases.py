@@ -19,9 +19,9 @@ EXCERPT_TURNS = 6
 
 def pick(convs: list[ReportConversation], metric: str, n: int) -> tuple[list[ReportConversation], list[ReportConversation]]:
     """(best n, worst n) by `metric`; ties by run then conversation id; conversations without a value are left out."""
-    have = [c for c in convs if c.metrics.get(metric) is not None]
-    best = sorted(have, key=lambda c: (-c.metrics[metric], c.run, c.conversation_id))[:n]
-    worst = sorted(have, key=lambda c: (c.metrics[metric], c.run, c.conversation_id))[:n]
+    have = [(v, c) for c in convs if (v := c.metrics.get(metric)) is not None]
+    best = [c for _, c in sorted(have, key=lambda vc: (-vc[0], vc[1].run, vc[1].conversation_id))[:n]]
+    worst = [c for _, c in sorted(have, key=lambda vc: (vc[0], vc[1].run, vc[1].conversation_id))[:n]]
     return best, worst
 
 

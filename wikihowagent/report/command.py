@@ -8,25 +8,25 @@ from typing import Annotated, Optional
 
 import typer
 
-from wikihowagent.console import make_console, print_error, print_labeled
+from wikihowagent.console import INPUTS, OUTPUT, make_console, print_error, print_labeled
 
 
 def report(
     runs: Annotated[list[Path], typer.Argument(metavar="RUN_OR_SWEEP...", help="Run directories, or directories of "
                                                "runs (a sweep: every sub-directory is one run).")],
-    out: Annotated[Path, typer.Option("--out", "-o", metavar="DIR", help="Output directory (replaced as a whole; "
+    out: Annotated[Path, typer.Option("--out", "-o", rich_help_panel=OUTPUT, metavar="DIR", help="Output directory (replaced as a whole; "
                                       "a directory holding anything but a previous report is refused).")],
-    cases: Annotated[Optional[int], typer.Option("--cases", metavar="N", min=1, help="Also write cases.md/.html: "
+    cases: Annotated[Optional[int], typer.Option("--cases", rich_help_panel=OUTPUT, metavar="N", min=1, help="Also write cases.md/.html: "
                                                  "the best and worst N conversations per metric (Table 6 style).",
                                                  show_default=False)] = None,
-    alignment: Annotated[Optional[Path], typer.Option("--alignment", metavar="DIR", help="An `align --out` directory: "
+    alignment: Annotated[Optional[Path], typer.Option("--alignment", rich_help_panel=INPUTS, metavar="DIR", help="An `align --out` directory: "
                                                       "add its correlations and figures (Figs. 6-8).",
                                                       show_default=False)] = None,
-    calibration: Annotated[Optional[Path], typer.Option("--calibration", metavar="FILE", help="A calibration.json "
+    calibration: Annotated[Optional[Path], typer.Option("--calibration", rich_help_panel=INPUTS, metavar="FILE", help="A calibration.json "
                                                         "of `align --calibrate`: add '<rubric> (cal.)' columns to "
                                                         "the tables and the browser (refused for scores of another "
                                                         "judge or rubric file).", show_default=False)] = None,
-    compare: Annotated[Optional[Path], typer.Option("--compare", metavar="DIR", help="A `compare --out` directory: "
+    compare: Annotated[Optional[Path], typer.Option("--compare", rich_help_panel=INPUTS, metavar="DIR", help="A `compare --out` directory: "
                                                     "add a 'Head to head' page (Bradley–Terry, win rates, position "
                                                     "consistency, verdicts).", show_default=False)] = None,
 ) -> None:

@@ -39,7 +39,7 @@ from wikihowagent.runs import (BY_DOMAIN_PNG, CALIBRATION_CSV, CALIBRATION_PNG, 
                                DOMAIN_BARS_PNG, FIGURES_DIR, INDEX_HTML, JUDGES_CSV, PAGE_SUFFIX, PPI_CSV,
                                PROBLEMS_TXT,
                                RADAR_COMPUTATIONAL_PNG, RADAR_RUBRICS_PNG, REPORT_ASSETS, REPORT_INDEX_JS,
-                               REPORT_JS, RUBRICS_PNG, SCORE_DISTRIBUTIONS_PNG)
+                               REPORT_JS, RUBRICS_PNG, SCORE_DISTRIBUTIONS_PNG, OutputReadError, read_people_rows)
 
 CHUNK = 250
 MARKER = ".wikihowagent-report"
@@ -110,8 +110,8 @@ def build_report(paths: list[Path], out: Path, *, cases: int | None = None, alig
             raise ReportError(str(exc)) from None
     cal = _load_calibration(calibration) if calibration is not None else None
     runs = load_inputs(paths, problems, on_record=on_record)
-    if cal is not None:
-        _calibrate_runs(runs, cal, calibration)
+    if cal is not None and calibration is not None:  # cal is read from calibration
+        _calibrate_runs(runs, cal, calibration, problems)
     parent = out.resolve().parent
     parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
@@ -136,10 +136,12 @@ def _load_calibration(path: Path) -> Any:
         raise ReportError(str(exc)) from None
 
 
-def _calibrate_runs(runs: list[ReportRun], cal: Any, path: Path) -> None:
+def _calibrate_runs(runs: list[ReportRun], cal: Any, path: Path, problems: Problems) -> None:
     """--calibration: each run's score table gains the `<rubric> (cal.)` columns (refused, as by `evaluate`,
-    for scores of another judge or rubric file)."""
+    for scores of another judge or rubric file), range-checked as every stored score is."""
     from wikihowagent.evaluation.calibrated import CalibrationMismatch, add_calibrated, calibrated_name, check
+
+    from .sources import drop_out_of_range
 
     for r in runs:
         try:
@@ -147,11 +149,12 @@ def _calibrate_runs(runs: list[ReportRun], cal: Any, path: Path) -> None:
         except CalibrationMismatch as exc:
             raise ReportError(str(exc)) from None
         r.scores = add_calibrated(r.scores, cal)
+        drop_out_of_range(r.scores, problems, [calibrated_name(m) for m in cal.rubrics])
         ids = r.scores.meta["conversation_id"].tolist()
         for name in (calibrated_name(m) for m in cal.rubrics):
             if name not in r.scores.values:
                 continue
-            by_id = {cid: v for cid, v in zip(ids, r.scores.values[name].tolist()) if math.isfinite(v)}
+            by_id = {cid: v for cid, v in zip(ids, r.scores.values[name].tolist(), strict=True) if math.isfinite(v)}
             for c in r.conversations:  # the browser and the conversation pages
                 if c.conversation_id in by_id:
                     c.metrics[name] = round(by_id[c.conversation_id], 4)
@@ -192,22 +195,17 @@ def _swap_into_place(tmp: Path, out: Path) -> None:
 
 def _metric_order(runs: list[ReportRun]) -> tuple[list[str], list[str]]:
     """(all metrics in display order, the rubric metrics among them)."""
-    from wikihowagent.evaluation.summary import ORDER, PERCENT_METRICS, POSTTEST_METRICS
+    from wikihowagent.evaluation.judge import RubricError, load_rubrics
+    from wikihowagent.evaluation.summary import PERCENT_METRICS, POSTTEST_METRICS, metric_order
 
     present = {k for r in runs for c in r.conversations for k in c.metrics}
-    # the post-test's columns only where some conversation took one (as in evaluate's summary)
-    present -= {m for m in POSTTEST_METRICS if all(c.metrics.get(m) is None for r in runs for c in r.conversations)}
-    comp = [m for m in ORDER if m in present]
-    rubrics = sorted(m for m in present if m not in PERCENT_METRICS)
-    from wikihowagent.evaluation.judge import RubricError, load_rubrics
-
+    empty = {m for m in POSTTEST_METRICS if all(c.metrics.get(m) is None for r in runs for c in r.conversations)}
     try:  # the bundled rubric file's order (Table 5), then any other rubric by name
         known = list(load_rubrics())
-        rubrics = [m for m in known if m in present] + [m for m in rubrics if m not in known]
     except (RubricError, OSError):  # only the column order depends on it
-        pass
-    rest = sorted(present - set(comp) - set(rubrics))
-    return comp + rubrics + rest, rubrics
+        known = []
+    order = metric_order(present, known, empty)
+    return order, [m for m in order if m not in PERCENT_METRICS]
 
 
 def _run_scores(runs: list[ReportRun]) -> list[Any]:
@@ -356,11 +354,11 @@ def _write_figures(d: Path, runs: list[ReportRun], metrics: list[str], rubrics: 
         by_model.setdefault(r.model, []).extend(c for c in r.conversations if c.scored)
 
     def means(ms: list[str], scale: float) -> dict[str, dict[str, float]]:
-        res = {}
+        res: dict[str, dict[str, float]] = {}
         for model, cs in by_model.items():
             res[model] = {}
             for m in ms:
-                vals = [c.metrics[m] for c in cs if c.metrics.get(m) is not None]
+                vals = [v for c in cs if (v := c.metrics.get(m)) is not None]
                 res[model][m] = scale * sum(vals) / len(vals) if vals else math.nan
         return res
 
@@ -386,8 +384,8 @@ def _write_figures(d: Path, runs: list[ReportRun], metrics: list[str], rubrics: 
         for model, cs in by_model.items():
             per: dict[str, list[float]] = {}
             for c in cs:
-                if c.metrics.get(m) is not None:
-                    per.setdefault(c.domain or "(none)", []).append(c.metrics[m])
+                if (v := c.metrics.get(m)) is not None:
+                    per.setdefault(c.domain or "(none)", []).append(v)
             values[m][model] = {k: scale * sum(v) / len(v) for k, v in per.items()}
     p = domain_bars(values, bar_metrics, d / FIGURES_DIR / DOMAIN_BARS_PNG, "1-5" if rubrics else "%")
     if p:
@@ -399,36 +397,137 @@ def _write_figures(d: Path, runs: list[ReportRun], metrics: list[str], rubrics: 
     setups = {r.name: (r.teacher or r.model, r.learner or r.teacher or r.model) for r in scored}
     # as `evaluate --tables`: CIs over tutorials and paired arrows; the paper's raw arrows for paper-mode scores
     stats = TableStats(paired=not any("paper" in (r.mode or "") for r in scored))
-    return out, _summary_tables([(title, t) for _, title, t in paper_tables(rs, setups, rubrics, stats)])
+    tables = paper_tables(rs, setups, rubrics, stats)
+    return out, _summary_tables([(title, t) for _, title, t in tables], {r.name: r.table for r in rs})
 
 
-def _summary_tables(tables: list[tuple[str, Any]]) -> str:
+RUNS_AS_COLUMNS = 8  # up to this many columns (runs + Overall): a column per run and a row per metric
+
+
+def _summary_tables(tables: list[tuple[str, Any]], run_tables: dict[str, Any]) -> str:
     """The paper's Table 1 (homogeneous runs) / Table 2 (heterogeneous, ↑/↓ against the teacher's homogeneous
-    run) as `evaluate --tables` computes them, each as a computational (%) and a rubric (1-5) table."""
-    from wikihowagent.evaluation.summary import PERCENT_METRICS, cell, header
+    run) as `evaluate --tables` computes them, laid out to read at a glance: with few runs (the terminal's
+    layout) a row per metric and a column per run, else a row per run; the metrics grouped by scale (% or
+    1-5) with their better direction; each cell the mean (2 decimals, right-aligned), a small ± sd and, on
+    a second small line, the 95 % bootstrap CI (the whole cell as a tooltip). Without a baseline (Table 1),
+    the best run on a metric is marked where a paired test says it beats every other run
+    (significance.best_runs). `run_tables`: run name -> its ScoreTable."""
+    from wikihowagent.evaluation.metrics import better
+    from wikihowagent.evaluation.significance import best_runs
+    from wikihowagent.evaluation.summary import PERCENT_METRICS
 
     e = html.escape
     parts = []
     for title, summary in tables:
         parts.append(f"<h3>{e(title)}</h3>")
-        if summary.baseline and summary.stats is not None and summary.stats.paired:
-            parts.append(f"<p class='meta'>Mean ± sd [95 % bootstrap CI over tutorials]; ↑/↓ against "
-                         f"{e(summary.baseline)}: paired by tutorial (Wilcoxon, Holm across the metrics), p &lt; 0.05; "
-                         "≈ = no significant difference.</p>")
-        elif summary.baseline:
-            parts.append(f"<p class='meta'>↑/↓: against {e(summary.baseline)} (the raw difference of the means).</p>")
-        for ms in ([m for m in summary.columns if m in PERCENT_METRICS],
-                   [m for m in summary.columns if m not in PERCENT_METRICS]):
-            if not ms:
-                continue
-            parts.append("<div class='scroll'><table class='summary'><thead><tr><th>Run</th><th>n</th>"
-                         + "".join(f"<th>{e(header(m))}</th>" for m in ms) + "</tr></thead><tbody>")
-            for row in summary.table:
-                label = row["label"] if row["run"] in ("Overall", row["label"]) else f"{row['label']} [{row['run']}]"
-                parts.append(f"<tr><td>{e(label)}</td><td>{row['n']}</td>"
-                             + "".join(f"<td>{e(cell(row, m))}</td>" for m in ms) + "</tr>")
-            parts.append("</tbody></table></div>")
+        groups = [(name, scale, ms) for name, scale, ms in (
+            ("Computational metrics", "%", [m for m in summary.columns if m in PERCENT_METRICS]),
+            ("Rubric scores (LLM judge)", "1–5", [m for m in summary.columns if m not in PERCENT_METRICS])) if ms]
+        direction: dict[str, str] = {m: better(m) for m in summary.columns}
+        runs = [row for row in summary.table if row["run"] != "Overall"]
+        best = {} if summary.baseline or summary.stats is None else best_runs(runs, run_tables, summary.columns,
+                                                                               direction, summary.stats)
+        few = len(summary.table) <= RUNS_AS_COLUMNS
+        many = not few or len(summary.table) > 2  # a phone hides their CIs until tapped (report.css, report.js)
+        parts.append(_table_legend(summary, bool(best), many))
+        parts.append((_metric_rows if few else _run_rows)(summary.table, groups, direction, best, many))
     return "\n".join(parts)
+
+
+def _table_legend(summary: Any, best: bool, many: bool) -> str:
+    e = html.escape
+    ci = summary.stats is not None and summary.stats.n_boot > 0
+    text = ("Each cell: the mean ± sd over the run's conversations" + (", under it the 95 % bootstrap CI over "
+            "tutorials" + ("<span class='ci-hint'> (on a narrow screen, tap the table to show them)</span>" if many
+                           else "") if ci else "")
+            + ". ↑ higher is better, ↓ lower is better.")
+    if summary.baseline and summary.stats is not None and summary.stats.paired:
+        text += (f" A ↑/↓ after a mean: against {e(summary.baseline)}, paired by tutorial (Wilcoxon, Holm across "
+                 "the metrics), p &lt; 0.05 (green: for the better, red: for the worse); ≈ = no significant "
+                 "difference.")
+    elif summary.baseline:
+        text += (f" A ↑/↓ after a mean: against {e(summary.baseline)} (the raw difference of the means; green: for "
+                 "the better, red: for the worse).")
+    elif best:
+        text += (" <span class='best-key'>★ Bold on green</span>: the best run on that metric, better than every "
+                 "other run in a paired test by tutorial (Wilcoxon, Holm across the table's tests), p &lt; 0.05.")
+    return f"<p class='meta'>{text}</p>"
+
+
+def _run_label(row: dict[str, Any]) -> str:
+    """A run's column head: its model label (a narrow column breaks it at spaces only, not at `T-`), and its
+    run name under it where that says more."""
+    e = html.escape
+    if row["run"] == "Overall":
+        return "Overall<small>mean ± sd over runs</small>"
+    label = " ".join(f"<span class='w'>{e(w)}</span>" for w in row["label"].split())
+    if row["run"].replace("_", " ") == row["label"].replace("_", " "):  # e.g. T-qwen2 L-qwen2 / T-qwen2_L-qwen2
+        return label
+    return f"{label}<small>{e(row['run'])}</small>"
+
+
+def _metric_head(m: str, direction: dict[str, str]) -> str:
+    from wikihowagent.evaluation.summary import SHORT
+
+    e = html.escape
+    up = direction.get(m) != "lower"
+    return (f"{e(SHORT.get(m, m))} <span class='dir' title='{'higher' if up else 'lower'} is better'>"
+            f"{'↑' if up else '↓'}</span>")
+
+
+def _value_cell(row: dict[str, Any], m: str, best: dict[str, str], direction: dict[str, str]) -> str:
+    from wikihowagent.evaluation.summary import cell
+
+    e = html.escape
+    mean, sd, n = row[m]
+    if n == 0 or math.isnan(mean):
+        return "<td class='num na'>–</td>"
+    out = [f"<span class='m'>{mean:.2f}</span>"]
+    if not math.isnan(sd):
+        out.append(f"<span class='sd'>±{sd:.2f}</span>")
+    arrow = row.get("arrows", {}).get(m)
+    if arrow:  # against the baseline: green where the change is for the better, red where for the worse
+        good = {"↑": "good", "↓": "bad"}.get(arrow, "")
+        if good and direction.get(m) == "lower":
+            good = "bad" if good == "good" else "good"
+        out.append(f"<span class='arrow {good}'>{e(arrow)}</span>")
+    lo, hi = row.get("ci", {}).get(m, (math.nan, math.nan))
+    if not (math.isnan(lo) or math.isnan(hi)):
+        out.append(f"<span class='ci'>[{lo:.2f}, {hi:.2f}]</span>")
+    marked = best.get(m) == row["run"]
+    if marked:
+        out.insert(0, "<span class='star'>★</span>")
+    tip = cell(row, m) + (" (best, significant)" if marked else "")
+    return f"<td class='num{' best' if marked else ''}' title='{e(tip)}'>{''.join(out)}</td>"
+
+
+def _metric_rows(rows: list[dict[str, Any]], groups: list[tuple[str, str, list[str]]], direction: dict[str, str],
+                 best: dict[str, str], many: bool) -> str:
+    """A row per metric, a column per run (few runs: the width grows with the runs, not the metrics)."""
+    head = ("<tr><th>Metric</th>" + "".join(f"<th class='run'>{_run_label(r)}<small>n = {r['n']}</small></th>"
+                                           for r in rows) + "</tr>")
+    body = []
+    for name, scale, ms in groups:
+        body.append(f"<tr class='group'><th colspan='{len(rows) + 1}'>{html.escape(name)}, {scale}</th></tr>")
+        body += [f"<tr><th scope='row'>{_metric_head(m, direction)}</th>"
+                 + "".join(_value_cell(r, m, best, direction) for r in rows) + "</tr>" for m in ms]
+    return (f"<div class='scroll'><table class='summary metric-rows{' many' if many else ''}'><thead>{head}</thead>"
+            f"<tbody>{''.join(body)}</tbody></table></div>")
+
+
+def _run_rows(rows: list[dict[str, Any]], groups: list[tuple[str, str, list[str]]], direction: dict[str, str],
+              best: dict[str, str], many: bool) -> str:
+    """A row per run (many runs): the metrics as columns under their group's scale, one table per group."""
+    out = []
+    for name, scale, ms in groups:
+        head = (f"<tr><th rowspan='2'>Run</th><th rowspan='2' class='num'>n</th>"
+                f"<th colspan='{len(ms)}' class='group'>{html.escape(name)}, {scale}</th></tr>"
+                "<tr>" + "".join(f"<th class='num'>{_metric_head(m, direction)}</th>" for m in ms) + "</tr>")
+        body = "".join(f"<tr><th scope='row'>{_run_label(r)}</th><td class='num'>{r['n']}</td>"
+                       + "".join(_value_cell(r, m, best, direction) for m in ms) + "</tr>" for r in rows)
+        out.append(f"<div class='scroll'><table class='summary run-rows{' many' if many else ''}'><thead>{head}</thead>"
+                   f"<tbody>{body}</tbody></table></div>")
+    return "\n".join(out)
 
 
 def _short_number(x: str) -> str:
@@ -441,10 +540,6 @@ def _short_number(x: str) -> str:
 
 
 def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
-    import csv
-
-    from wikihowagent.csvcells import read_people_csv
-
     from .head_to_head import csv_table
 
     e = html.escape
@@ -456,13 +551,9 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
     rows: list[list[str]] = []
     if corr.is_file():
         try:
-            rows = read_people_csv(corr)
-        except UnicodeDecodeError as exc:
-            problems.add(f"{corr}: not UTF-8 text ({exc.reason} at byte {exc.start}); the alignment section "
-                         "shows the figures only")
-        except (OSError, csv.Error) as exc:
-            problems.add(f"{corr}: cannot read ({getattr(exc, 'strerror', None) or exc}); the alignment section "
-                         "shows the figures only")
+            rows = read_people_rows(corr)
+        except OutputReadError as exc:
+            problems.add(f"{exc}; the alignment section shows the figures only")
         parts.append(csv_table(rows))
     else:
         problems.add(f"{alignment}: no correlations.csv; the alignment section shows the figures only")
@@ -472,9 +563,9 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
                         (JUDGES_CSV, "Every judge beside the humans (Krippendorff's α with the judge as a rater)")):
         if (alignment / name).is_file():
             try:
-                rows = read_people_csv(alignment / name)
-            except (UnicodeDecodeError, OSError, csv.Error) as exc:
-                problems.add(f"{alignment / name}: cannot read ({getattr(exc, 'strerror', None) or exc}); left out")
+                rows = read_people_rows(alignment / name)
+            except OutputReadError as exc:
+                problems.add(f"{alignment / name}: cannot read ({exc.detail}); left out")
                 continue
             if rows:
                 parts.append(f"<h3>{e(title)}</h3>" + csv_table(rows, _short_number))
@@ -511,9 +602,13 @@ def _index_html(runs: list[ReportRun], metrics: list[str], rubrics: list[str], f
              "Judge", "Mode", "Judge scoring", "Judge parse failures"]
     keys = ["run", "model", "persona", "conversations", "finished", "cut", "failed", "tokens", "scored",
             "evaluator", "mode", "scoring", "parse_failures"]
-    table = ("<div class='scroll'><table id='runs' class='summary'><thead><tr>" + "".join(f"<th>{h}</th>" for h in heads)
+    numeric = {"conversations", "finished", "cut", "failed", "tokens", "scored"}
+    # data-label: a phone shows each run as a card of "head: value" lines (report.css)
+    table = ("<div class='scroll'><table id='runs' class='summary'><thead><tr>"
+             + "".join(f"<th{' class=num' if k in numeric else ''}>{h}</th>" for h, k in zip(heads, keys, strict=True))
              + "</tr></thead><tbody>"
-             + "".join("<tr>" + "".join(f"<td>{e(str(r[k]))}</td>" for k in keys) + "</tr>" for r in rows)
+             + "".join("<tr>" + "".join(f"<td data-label='{h}'{' class=num' if k in numeric else ''}>"
+                                        f"{e(str(r[k]))}</td>" for h, k in zip(heads, keys, strict=True)) + "</tr>" for r in rows)
              + "</tbody></table></div>")
     n = sum(r["conversations"] for r in rows)
     parts = [nav, "<main>", "<section id='overview'><h1>Runs</h1>",

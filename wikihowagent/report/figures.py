@@ -32,7 +32,7 @@ def radar(means: dict[str, dict[str, float]], metrics: list[str], path: Path, ti
     fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols, 3.4 * rows + 0.4), subplot_kw={"polar": True},
                              squeeze=False)
     angles = np.linspace(0, 2 * np.pi, len(metrics), endpoint=False).tolist()
-    for ax, model in zip(axes.flat, models):
+    for ax, model in zip(axes.flat, models, strict=False):
         vals = [means[model].get(k, math.nan) for k in metrics]
         vals = [rmin if math.isnan(v) else v for v in vals]
         ax.plot(angles + angles[:1], vals + vals[:1], linewidth=1.5)
@@ -65,7 +65,7 @@ def domain_bars(values: dict[str, dict[str, dict[str, float]]], metrics: list[st
     width_in = max(6.0, 0.35 * len(domains) * max(1, min(len(models), 4)) + 2)
     fig, axes = plt.subplots(rows, cols, figsize=(min(18.0, width_in) * cols / 1.6, 2.8 * rows + 0.8), squeeze=False)
     w = 0.8 / max(1, len(models))
-    for ax, metric in zip(axes.flat, metrics):
+    for ax, metric in zip(axes.flat, metrics, strict=False):
         for i, model in enumerate(models):
             per = values[metric].get(model, {})
             xs = [j + (i - (len(models) - 1) / 2) * w for j in range(len(domains))]

@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.runs import FIGURES_DIR, HEAD_TO_HEAD_HTML
+from wikihowagent.runs import (BRADLEY_TERRY_CSV, FIGURES_DIR, HEAD_TO_HEAD_HTML, HEAD_TO_HEAD_PNG, PAIRWISE_CSV,
+                               POSITION_CSV, SUMMARY_MD, WIN_RATES_CSV, OutputReadError, read_output_lines,
+                               read_people_rows)
 
 from .page import page
 
@@ -21,17 +23,31 @@ class CompareDirError(WikihowagentError, ValueError):
 
 
 def check_compare_dir(path: Path) -> None:
-    from wikihowagent.compare.core import PAIRWISE_CSV
-
     if not (Path(path) / PAIRWISE_CSV).is_file():
         raise CompareDirError(f"{path}: no {PAIRWISE_CSV} (pass a `wikihowagent compare --out` directory)")
 
 
-def _rows(path: Path) -> list[list[str]]:
-    """A compare table's rows, each cell as it was before `people_csv` neutralised it."""
-    from wikihowagent.csvcells import read_people_csv
+def _rows(path: Path, problems: Any) -> list[list[str]]:
+    """A compare table's rows, each cell as it was before `people_csv` neutralised it; an unreadable table is
+    one line in `problems` and left out (the rest of the page is still written)."""
+    if not path.is_file():
+        return []
+    try:
+        return read_people_rows(path)
+    except OutputReadError as exc:
+        problems.add(f"{exc}; left out of the Head to head page")
+    return []
 
-    return read_people_csv(path) if path.is_file() else []
+
+def _summary_head(path: Path, problems: Any) -> list[str]:
+    """The first lines of compare's summary.md (its title and notes); unreadable: a problem, none."""
+    if not path.is_file():
+        return []
+    try:
+        return read_output_lines(path)
+    except OutputReadError as exc:
+        problems.add(f"{exc}; the page has no notes")
+    return []
 
 
 def csv_table(rows: list[list[str]], cell=lambda x: x, table_id: str = "") -> str:
@@ -59,16 +75,16 @@ def write_page(ctx: Any) -> str:
     """With --compare DIR: the head-to-head page; -> the overview's link (a report page, see report.core.PAGES)."""
     if ctx.compare is None:
         return ""
-    return write_compare_page(ctx.d, ctx.compare, ctx.short_number)
+    return write_compare_page(ctx.d, ctx.compare, ctx.short_number, ctx.problems)
 
 
-def write_compare_page(site: Path, compare_dir: Path, short) -> str:
+def write_compare_page(site: Path, compare_dir: Path, short, problems: Any) -> str:
     """Write head-to-head.html (and copy the heatmap into figures/); -> the nav link for index.html."""
-    from wikihowagent.compare.core import BT_CSV, HEATMAP, OVERALL, PAIRWISE_CSV, POSITION_CSV, SUMMARY_MD, WIN_RATES_CSV
+    from wikihowagent.compare.core import OVERALL
 
     e = html.escape
     compare_dir = Path(compare_dir)
-    head = (compare_dir / SUMMARY_MD).read_text(encoding="utf-8").splitlines() if (compare_dir / SUMMARY_MD).is_file() else []
+    head = _summary_head(compare_dir / SUMMARY_MD, problems)
     title = head[0].lstrip("# ").strip() if head else "Head to head"
     notes = [x for x in head[1:6] if x.strip() and not x.startswith("#")]
     parts = ["<nav><b>wikihowagent report</b> <a href='index.html'>Overview</a> <a href='#ranking'>Ranking</a> "
@@ -76,7 +92,7 @@ def write_compare_page(site: Path, compare_dir: Path, short) -> str:
              "<main><section id='head-to-head'>", f"<h1>{e(title)}</h1>",
              f"<p class='meta'>From <code>{e(str(compare_dir))}</code> (<code>wikihowagent compare</code>).</p>"]
     parts += [f"<p class='meta'>{e(x)}</p>" for x in notes]
-    bt = _rows(compare_dir / BT_CSV)
+    bt = _rows(compare_dir / BRADLEY_TERRY_CSV, problems)
     parts.append("<h2 id='ranking'>Bradley–Terry ranking</h2>")
     if bt:
         parts.append("<p class='meta'>Log-strength θ (mean 0; θ_i − θ_j = log-odds that i beats j) with a 95 % "
@@ -85,16 +101,16 @@ def write_compare_page(site: Path, compare_dir: Path, short) -> str:
         parts.append("<h3>Per rubric</h3>" + csv_table(bt, short, "bt-rubrics"))
     else:
         parts.append("<p class='meta'>Two runs: no ranking model (win rates below).</p>")
-    if (compare_dir / HEATMAP).is_file():
-        shutil.copyfile(compare_dir / HEATMAP, site / FIGURES_DIR / HEATMAP)
+    if (compare_dir / HEAD_TO_HEAD_PNG).is_file():
+        shutil.copyfile(compare_dir / HEAD_TO_HEAD_PNG, site / FIGURES_DIR / HEAD_TO_HEAD_PNG)
         cap = "Overall win rate of the row's run against the column's (ties half)"
-        parts.append(f"<figure><img src='{FIGURES_DIR}/{e(HEATMAP)}' alt='{e(cap)}'><figcaption>{e(cap)}</figcaption></figure>")
-    wins = _rows(compare_dir / WIN_RATES_CSV)
+        parts.append(f"<figure><img src='{FIGURES_DIR}/{e(HEAD_TO_HEAD_PNG)}' alt='{e(cap)}'><figcaption>{e(cap)}</figcaption></figure>")
+    wins = _rows(compare_dir / WIN_RATES_CSV, problems)
     parts.append("<h2 id='win-rates'>Win rates</h2>" + csv_table(wins, short, "win-rates"))
     parts.append("<h2 id='position'>Position consistency</h2><p class='meta'>Share of pairs whose two orders prefer "
                  "the same conversation; order effect = |p_ab − (1 − p_ba)|.</p>"
-                 + csv_table(_rows(compare_dir / POSITION_CSV), short, "position"))
-    verdicts = _rows(compare_dir / PAIRWISE_CSV)
+                 + csv_table(_rows(compare_dir / POSITION_CSV, problems), short, "position"))
+    verdicts = _rows(compare_dir / PAIRWISE_CSV, problems)
     parts.append(f"<h2 id='verdicts'>Verdicts ({max(0, len(verdicts) - 1)})</h2><p class='meta'>Per tutorial, run pair "
                  "and rubric: P(A better) with A shown first (p_ab), P(B better) with B shown first (p_ba), and the "
                  "verdict under the rule named in its verdict_rule column.</p>" + csv_table(verdicts, short, "verdicts"))

@@ -2,8 +2,8 @@
 
 Everything the report knows about a run comes through `load_inputs`: it reads run directories (or sweep
 directories of runs) with the project's readers — `wikihowagent.runs.read_run_info` (RunInfo),
-`iter_jsonl` + `wikihowagent.paper_format.to_conversation` (typed `Conversation`s, ours or the paper's
-records), `wikihowagent.runs.read_score_table` (the score table every stage reads) — and returns
+`conversation_items` + `wikihowagent.paper_format.read_lenient` (typed `Conversation`s, ours or the paper's
+records, and what a damaged or failed record still holds), `wikihowagent.runs.read_score_table` (the score table every stage reads) — and returns
 `ReportRun`s, each with its rows of the score table (`ReportRun.scores`). When the readers change, only this
 module changes.
 
@@ -15,7 +15,6 @@ typed records gain later (e.g. personas, score distributions) are shown as they 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,9 +22,12 @@ from typing import Any
 
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, ScoreRecord, Turn
-from wikihowagent.runs import CONVERSATIONS, OUTPUT_DIRS, RESCORED_DIR, RUN_INFO, SCORE_FILES
+from wikihowagent.paper_format import LenientRecord, parse_run_stem, read_lenient
+from wikihowagent.runs import (CONVERSATIONS, FIGURES_DIR, POSTTESTS, RUN_INFO, SCORE_FILES, RunError, conversation_items,
+                               read_posttests, read_run_info, read_score_table, resolve_runs, runs_below, scores_file)
 from wikihowagent.scoretable import ScoreTable
-from wikihowagent.runs import FIGURES_DIR
+from wikihowagent.evaluation.judge import RubricError, load_rubrics
+from wikihowagent.evaluation.metrics import value_range
 
 # Fields shown as such; any other (later) field of a record is shown as it is.
 _KNOWN_SCORE_FIELDS = set(ScoreRecord.model_fields)
@@ -109,41 +111,32 @@ def expand(paths: list[Path], problems: Problems) -> list[Path]:
     """Run directories. A sweep directory (`sweep.json` from `wikihowagent sweep`) stands for its cells, a cell
     not generated or not merged yet is reported; any other directory without run files stands for the
     directories below it."""
-    from wikihowagent.runs import SWEEP_INFO
-
     out: list[Path] = []
     for p in map(Path, paths):
-        if not p.exists():
+        try:
+            resolved = resolve_runs([p])
+        except RunError as exc:  # a sweep.json that is not a sweep file
+            raise ReportInputError(str(exc)) from None
+        kind = resolved[0].kind if resolved else "cell"  # a sweep without cells: none has conversations
+        if kind == "missing":
             raise ReportInputError(f"{p}: no such run directory")
-        if p.is_file() and p.suffix.lower() == ".json":  # one of the paper's run files
-            out.append(p)
-            continue
-        if not p.is_dir():
+        if kind == "file" and not (p.is_file() and p.suffix.lower() == ".json"):  # a paper run file, or refused
             raise ReportInputError(f"{p}: not a run directory (expected a directory with {RUN_INFO} and {CONVERSATIONS})")
-        if any((p / f).exists() for f in (RUN_INFO, CONVERSATIONS, *SCORE_FILES)):
+        if kind in ("file", "run"):
             out.append(p)
-            continue
-        if (p / SWEEP_INFO).is_file():
-            from wikihowagent.runs import RunError, sweep_cell_dirs
-
-            try:
-                cells = sweep_cell_dirs(p)
-            except RunError as exc:
-                raise ReportInputError(str(exc)) from None
-            for d in cells:
-                if (d / CONVERSATIONS).exists():
-                    out.append(d)
+        elif kind == "cell":
+            for rp in resolved:
+                if rp.generated:
+                    out.append(rp.path)
                 else:
-                    problems.add(f"{d}: sweep cell not generated (or its shards not merged) yet; left out")
+                    problems.add(f"{rp.path}: sweep cell not generated (or its shards not merged) yet; left out")
             if not out:
                 raise ReportInputError(f"{p}: no cell of this sweep has conversations yet")
-            continue
-        cells = sorted(d for d in p.iterdir() if d.is_dir() and not d.name.startswith("."))
-        cells = [d for d in cells if any((d / f).exists() for f in (RUN_INFO, CONVERSATIONS, *SCORE_FILES))
-                 or d.name not in (*OUTPUT_DIRS, RESCORED_DIR, FIGURES_DIR)]
-        if not cells:
-            raise ReportInputError(f"{p}: not a run directory and no runs below it")
-        out.extend(cells)
+        else:
+            cells = runs_below(p, skip=[FIGURES_DIR])
+            if not cells:
+                raise ReportInputError(f"{p}: not a run directory and no runs below it")
+            out.extend(cells)
     return out
 
 
@@ -191,8 +184,6 @@ Found = tuple[ReportRun, Iterable[tuple[str, Any]], Path | None]  # the run, its
 
 def _run_dir(path: Path, problems: Problems) -> Found:
     """A run directory: run.json, the records of conversations.jsonl, its score file."""
-    from wikihowagent.runs import RunError, iter_jsonl, read_run_info, scores_file
-
     teacher = learner = evaluator = persona = status = ""
     name = path.name
     try:
@@ -207,7 +198,7 @@ def _run_dir(path: Path, problems: Problems) -> Found:
     conv_file = path / CONVERSATIONS
     records: Iterable[tuple[str, Any]] = ()
     if conv_file.is_file():
-        records = ((f"{conv_file}:{lineno}", obj) for lineno, obj in iter_jsonl(conv_file, on_error=problems.add))
+        records = conversation_items(path, on_error=problems.add, paper=False)
     else:
         problems.add(f"{path}: no {CONVERSATIONS} (the conversation text is missing)")
     return run, records, scores_file(path)
@@ -215,24 +206,22 @@ def _run_dir(path: Path, problems: Problems) -> Found:
 
 def _paper_file(path: Path, problems: Problems) -> Found | None:
     """One of the paper's run files: its records, and itself as the score file (their `evaluation` scores)."""
-    from wikihowagent.paper_format import load_paper_file, parse_run_stem
-
     stem = parse_run_stem(path.stem) or {}
     teacher, learner = stem.get("teacher", ""), stem.get("learner", "")
     run = ReportRun(name=path.stem, path=path, model=_model_label(teacher, learner, path.stem), teacher=teacher,
                     learner=learner, evaluator=stem.get("evaluator", ""))
     try:
-        items, item = load_paper_file(path)
+        items = list(conversation_items(path, paper=True))
     except (ValueError, OSError) as exc:
         problems.add(str(exc) if isinstance(exc, ValueError) else f"{path}: cannot read ({exc.strerror or exc})")
         return None
 
     def records() -> Iterator[tuple[str, Any]]:
-        for i, obj in enumerate(items):
+        for where, obj in items:
             if isinstance(obj, dict):
-                yield item.format(i=i), obj
+                yield where, obj
             else:
-                problems.add(f"{item.format(i=i)}: expected a JSON object; left out")
+                problems.add(f"{where}: expected a JSON object; left out")
 
     return run, records(), path
 
@@ -249,8 +238,6 @@ def _later_fields(record: Any, known: set[str]) -> dict[str, Any]:
 
 
 def _attach_scores(run: ReportRun, by_id: dict[str, ReportConversation], score_file: Path, problems: Problems) -> None:
-    from wikihowagent.runs import POSTTESTS, RunError, read_posttests, read_score_table
-
     # Post-tests that `evaluate --posttest-learner` took for records that had none are stored beside the scores.
     for cid, test in read_posttests(score_file.parent / POSTTESTS).items():
         if cid in by_id and by_id[cid].posttest is None:
@@ -261,9 +248,9 @@ def _attach_scores(run: ReportRun, by_id: dict[str, ReportConversation], score_f
     except RunError as exc:
         problems.add(f"{exc}; shown without metrics")
         return
-    _drop_out_of_range(table, problems)
+    drop_out_of_range(table, problems)
     orphans = 0
-    for cid, rec, metrics in zip(table.meta["conversation_id"], table.meta["record"], table.iter_row_metrics()):
+    for cid, rec, metrics in zip(table.meta["conversation_id"], table.meta["record"], table.iter_row_metrics(), strict=True):
         conv = by_id.get(cid)
         if conv is None:  # scored, but its conversation record is missing: shown from the score record
             orphans += 1
@@ -295,17 +282,15 @@ def _attach_scores(run: ReportRun, by_id: dict[str, ReportConversation], score_f
                      "(shown without text)")
 
 
-def _drop_out_of_range(table: Any, problems: Problems) -> None:
+def drop_out_of_range(table: Any, problems: Problems, columns: list[str] | None = None) -> None:
     """Values no metric or judge can produce (a hand-edited scores file: Clarity 99, BLEU -7) are reported,
-    one line per metric with the first cell and the count, and left out (null) of every table and figure."""
-    from wikihowagent.evaluation.judge import RubricError, load_rubrics
-    from wikihowagent.evaluation.metrics import value_range
-
+    one line per metric with the first cell and the count, and left out (null) of every table and figure.
+    Each metric's range is its registry entry's (`metrics.value_range`). `columns`: only these (default all)."""
     try:
         rubric_names = list(load_rubrics())
     except (RubricError, OSError):
         rubric_names = []
-    for name in list(table.values.columns):
+    for name in [c for c in table.values.columns if columns is None or c in columns]:
         rng = value_range(name, rubric_names)
         if rng is None:
             continue
@@ -320,65 +305,42 @@ def _drop_out_of_range(table: Any, problems: Problems) -> None:
         table.values.loc[bad, name] = float("nan")
 
 
-def _status(obj: dict[str, Any]) -> str:
-    if obj.get("error"):
-        return "failed"
-    if obj.get("stop_reason") == "finished" or obj.get("finished") is True:
-        return "finished"
-    if "stop_reason" in obj or "finished" in obj:
-        return "cut"
-    return "unknown"  # the paper's records say neither
-
-
-def _persona(obj: dict[str, Any]) -> str:
-    persona = obj.get("persona")
-    if isinstance(persona, dict):
-        persona = persona.get("name") or persona.get("id") or json.dumps(persona, sort_keys=True)
-    return str(persona or "")
-
-
 def _conversation(obj: dict[str, Any], run: ReportRun, where: str, problems: Problems) -> ReportConversation | None:
-    """One record -> ReportConversation: through the project's record adapter (`to_conversation`); a record
-    it refuses is shown with what it has, and what it lacks is reported (not for failed conversations,
-    which may lack their turns)."""
-    from wikihowagent.paper_format import RecordError, to_conversation
-
-    cid = obj.get("conversation_id")
-    if not isinstance(cid, str) or not cid.strip():
+    """One record -> ReportConversation, read by the project's lenient reader (`paper_format.read_lenient`): a
+    record the adapter refuses is shown with what it has, and what it lacks is reported (not for failed
+    conversations, which may lack their turns)."""
+    rec = read_lenient(obj, run.name, where)
+    if rec is None:
         problems.add(f"{where}: record has no conversation_id; left out")
         return None
-    try:
-        conv = to_conversation(obj, run.name, where)
-    except RecordError as exc:
-        conv = None
-        if not obj.get("error"):
-            problems.add(f"{where}: {exc}; shown without it")
+    if rec.refused:
+        problems.add(f"{where}: {rec.refused}; shown without it")
+    conv = rec.conversation
     if conv is None:
-        return _partial(obj, run, where, cid)
+        return _partial(rec, run)
     extra = _later_fields(conv, _KNOWN_CONV_FIELDS)
     extra.update({k: v for k, v in obj.items() if k not in _KNOWN_CONV_FIELDS and k not in extra})
     return ReportConversation(
-        conversation_id=cid, run=run.name, where=where, tutorial_id=conv.tutorial_id, title=conv.title,
-        method_title=conv.tutorial_title, domain=conv.domain, steps=list(conv.steps), turns=list(conv.turns),
-        status=_status(obj), error=conv.error or "", warnings=list(conv.warnings),
+        conversation_id=rec.conversation_id, run=run.name, where=where, tutorial_id=conv.tutorial_id,
+        title=conv.title, method_title=conv.tutorial_title, domain=conv.domain, steps=list(conv.steps),
+        turns=list(conv.turns), status=rec.status, error=conv.error or "", warnings=list(conv.warnings),
         teacher=conv.teacher or run.teacher, learner=conv.learner or run.learner or conv.teacher or run.teacher,
-        persona=_persona(obj), extra=extra,
+        persona=rec.persona, extra=extra,
         posttest=conv.posttest.model_dump(mode="json") if conv.posttest is not None else None)
 
 
-def _partial(obj: dict[str, Any], run: ReportRun, where: str, cid: str) -> ReportConversation:
-    """What can be shown of a record the record adapter refuses (e.g. no tutorial, or a failed one): the
-    lenient reading of `paper_format.partial_record`."""
-    from wikihowagent.paper_format import partial_record
-
-    part = partial_record(obj)
+def _partial(rec: LenientRecord, run: ReportRun) -> ReportConversation:
+    """What can be shown of a record the record adapter refuses (e.g. no tutorial, or a failed one): its
+    `partial` reading (`paper_format.partial_record`)."""
+    part = rec.partial
+    assert part is not None  # read_lenient gives one whenever it gives no conversation
     teacher = part.teacher or run.teacher
     return ReportConversation(
-        conversation_id=cid, run=run.name, where=where, tutorial_id=part.tutorial_id, title=part.title,
-        method_title=part.method_title, domain=part.domain, steps=part.steps, turns=part.turns, status=_status(obj),
-        error=part.error, warnings=part.warnings, teacher=teacher, learner=part.learner or run.learner or teacher,
-        persona=_persona(obj), extra={k: v for k, v in obj.items() if k not in _KNOWN_CONV_FIELDS},
-        missing=part.missing)
+        conversation_id=rec.conversation_id, run=run.name, where=rec.where, tutorial_id=part.tutorial_id,
+        title=part.title, method_title=part.method_title, domain=part.domain, steps=part.steps, turns=part.turns,
+        status=rec.status, error=part.error, warnings=part.warnings, teacher=teacher,
+        learner=part.learner or run.learner or teacher, persona=rec.persona,
+        extra={k: v for k, v in rec.obj.items() if k not in _KNOWN_CONV_FIELDS}, missing=part.missing)
 
 
 def load_inputs(paths: list[Path], problems: Problems,

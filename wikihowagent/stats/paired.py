@@ -11,16 +11,29 @@ bootstrap CI over the shared tutorials.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeGuard
 
 ALPHA = 0.05
 BOOTSTRAP = 1000  # default resamples (`--bootstrap N`)
+MAX_BOOTSTRAP = 100_000  # the most `--bootstrap N` takes (`stats.bootstrap_option`)
+CHUNK_ELEMENTS = 1_000_000  # resampled indices (resamples x tutorials) held at once: memory does not grow with N
 LEVEL = 0.95
 
 
-def _finite(x: float | None) -> bool:
+def _finite(x: float | None) -> TypeGuard[float]:
     return x is not None and not (isinstance(x, float) and math.isnan(x))
+
+
+def resamples(rng: Any, n: int, n_boot: int, width: int = 1) -> Iterator[Any]:
+    """The index arrays of `n_boot` bootstrap resamples of `n` items (one row per resample: n draws with
+    replacement), in chunks of at most CHUNK_ELEMENTS indices times `width` (what the caller expands one index
+    to, e.g. one value per run): memory does not grow with `n_boot`. The rows are the same draws as one
+    `rng.integers(0, n, size=(n_boot, n))`, so results do not depend on the chunk size."""
+    chunk = max(1, CHUNK_ELEMENTS // max(1, n * width))
+    for start in range(0, n_boot, chunk):
+        yield rng.integers(0, n, size=(min(chunk, n_boot - start), n))
 
 
 def group_sums(values: Sequence[tuple[str, float | None]]) -> dict[str, tuple[float, int]]:
@@ -29,7 +42,7 @@ def group_sums(values: Sequence[tuple[str, float | None]]) -> dict[str, tuple[fl
     for g, v in values:
         if _finite(v):
             s, n = out.get(g, (0.0, 0))
-            out[g] = (s + float(v), n + 1)  # type: ignore[arg-type]
+            out[g] = (s + float(v), n + 1)
     return out
 
 
@@ -48,10 +61,12 @@ def bootstrap_mean_ci(runs: Sequence[Mapping[str, tuple[float, int]]], n_boot: i
     sums = np.array([[r.get(g, (0.0, 0))[0] for g in groups] for r in runs], dtype=float)
     counts = np.array([[r.get(g, (0.0, 0))[1] for g in groups] for r in runs], dtype=float)
     rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(groups), size=(n_boot, len(groups)))
-    with np.errstate(invalid="ignore", divide="ignore"):
-        means = sums[:, idx].sum(axis=2) / counts[:, idx].sum(axis=2)  # runs x n_boot
-        stat = np.nanmean(means, axis=0) if len(runs) > 1 else means[0]
+    parts = []
+    for idx in resamples(rng, len(groups), n_boot, width=len(runs)):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = sums[:, idx].sum(axis=2) / counts[:, idx].sum(axis=2)  # runs x resamples of this chunk
+            parts.append(np.nanmean(means, axis=0) if len(runs) > 1 else means[0])
+    stat = np.concatenate(parts)
     stat = stat[np.isfinite(stat)]
     if stat.size == 0:
         return math.nan, math.nan
@@ -93,7 +108,7 @@ def paired_compare(a: Mapping[str, float], b: Mapping[str, float], n_boot: int =
     lo = hi = math.nan
     if n_boot > 0:
         rng = np.random.default_rng(seed)
-        boots = d[rng.integers(0, len(d), size=(n_boot, len(d)))].mean(axis=1)
+        boots = np.concatenate([d[idx].mean(axis=1) for idx in resamples(rng, len(d), n_boot)])
         lo, hi = (float(x) for x in np.percentile(boots, [50 * (1 - level), 100 - 50 * (1 - level)]))
     if len(d) < 2:
         p = math.nan
@@ -113,5 +128,5 @@ def holm(results: Sequence[Paired]) -> None:
     if not tested:
         return
     _, corrected, _, _ = multipletests([r.p for r in tested], alpha=ALPHA, method="holm")
-    for r, q in zip(tested, corrected):
+    for r, q in zip(tested, corrected, strict=True):
         r.p_holm = float(q)

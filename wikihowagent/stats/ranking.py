@@ -12,8 +12,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .paired import BOOTSTRAP, LEVEL
+from .paired import BOOTSTRAP, LEVEL, resamples
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
 
 REGULARISER = 0.01
 
@@ -26,7 +31,7 @@ class Outcome:
     score: float  # 1 = a better, 0.5 = tie, 0 = b better
 
 
-def _matrices(n_items: int, outcomes: Sequence[Outcome]) -> tuple[list[str], object]:
+def _matrices(n_items: int, outcomes: Sequence[Outcome]) -> tuple[list[str], NDArray[np.float64]]:
     """(groups, array G x n x n): per tutorial, wins[i, j] = how often i beat j (ties half)."""
     import numpy as np
 
@@ -39,13 +44,15 @@ def _matrices(n_items: int, outcomes: Sequence[Outcome]) -> tuple[list[str], obj
     return groups, mats
 
 
-def fit_bt(wins: object, alpha: float = REGULARISER) -> object:
+def fit_bt(wins: ArrayLike, alpha: float = REGULARISER) -> NDArray[np.float64]:
     """Log-strengths (mean 0) from a win matrix (wins[i, j] = i's wins over j)."""
     import choix
     import numpy as np
 
-    params = np.asarray(choix.ilsr_pairwise_dense(np.asarray(wins, dtype=float), alpha=alpha), dtype=float)
-    return params - params.mean()
+    params: NDArray[np.float64] = np.asarray(choix.ilsr_pairwise_dense(np.asarray(wins, dtype=float), alpha=alpha),
+                                             dtype=float)
+    centred: NDArray[np.float64] = params - params.mean()
+    return centred
 
 
 @dataclass
@@ -116,8 +123,8 @@ def win_rate(a: int, b: int, outcomes: Sequence[Outcome], n_boot: int = BOOTSTRA
         groups = sorted(per)
         sums = np.array([sum(per[g]) for g in groups])
         counts = np.array([len(per[g]) for g in groups], dtype=float)
-        idx = np.random.default_rng(seed).integers(0, len(groups), size=(n_boot, len(groups)))
-        boots = sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
+        boots = np.concatenate([sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
+                                for idx in resamples(np.random.default_rng(seed), len(groups), n_boot)])
         lo, hi = (float(x) for x in np.percentile(boots, [50 * (1 - level), 100 - 50 * (1 - level)]))
     return WinRate(a, b, len(scores), sum(s == 1.0 for s in scores), sum(s == 0.5 for s in scores),
                    sum(s == 0.0 for s in scores), sum(scores) / len(scores), lo, hi)

@@ -6,21 +6,21 @@ import shlex
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
 from rich.table import Column, Table
 
-from wikihowagent.console import make_console
+from wikihowagent.console import HelpCommand, HelpGroup, make_console
 
 from . import MAX_CELLS
 
 sweep_app = typer.Typer(help="Experiment sweeps over a YAML file: teacher x learner x evaluator cells, shards, Slurm.",
-                        no_args_is_help=True)
+                        no_args_is_help=True, cls=HelpGroup)
 FileArg = Annotated[Path, typer.Argument(help="Experiment file (YAML), e.g. configs/sweeps/paper.yaml.", metavar="FILE")]
-ConfigOpt = Annotated[Optional[Path], typer.Option(help="YAML config (for runs_dir).")]
-PresetOpt = Annotated[Optional[str], typer.Option(help="'paper': the paper's settings for every task (overrides the file's preset:).")]
+ConfigOpt = Annotated[Path | None, typer.Option(help="YAML config (for runs_dir).")]
+PresetOpt = Annotated[str | None, typer.Option(help="'paper': the paper's settings for every task (overrides the file's preset:).")]
 MaxCellsOpt = Annotated[int, typer.Option(min=1, metavar="N", help="Refuse a file with more cells than this (a typo in a grid multiplies).")]
 TABLE_ROWS = 200  # up to this many rows on a terminal: a table; more, or output not a terminal: tab-separated lines
 
@@ -91,12 +91,12 @@ def _tutorials(sweep, cfg):
         _fail(str(exc))
 
 
-@sweep_app.command("plan")
+@sweep_app.command("plan", cls=HelpCommand)
 def plan(
     file: FileArg,
     estimate: Annotated[bool, typer.Option("--estimate", help="Also print conversations, messages, tokens and GPU-hours.")] = False,
     tokens_per_s: Annotated[float, typer.Option(help="Generated tokens/s of one GPU (for --estimate's GPU-hours).")] = 1000.0,
-    tokens_per_message: Annotated[Optional[float], typer.Option(help="Tokens per model message (default: measured on this sweep's finished conversations, else 150).")] = None,
+    tokens_per_message: Annotated[float | None, typer.Option(help="Tokens per model message (default: measured on this sweep's finished conversations, else 150).")] = None,
     config: ConfigOpt = None,
     max_cells: MaxCellsOpt = MAX_CELLS,
 ) -> None:
@@ -121,7 +121,7 @@ def plan(
              f"{e['gpu_hours']:.2f} GPU-hours at {tokens_per_s:g} tokens/s")
 
 
-@sweep_app.command("status")
+@sweep_app.command("status", cls=HelpCommand)
 def status(file: FileArg, config: ConfigOpt = None, max_cells: MaxCellsOpt = MAX_CELLS) -> None:
     """Done / failed / remaining per cell and shard."""
     from .core import cell_merged, task_state
@@ -147,11 +147,11 @@ def status(file: FileArg, config: ConfigOpt = None, max_cells: MaxCellsOpt = MAX
          + f"; {merged}/{len(sweep.cells)} cells complete")
 
 
-@sweep_app.command("run")
+@sweep_app.command("run", cls=HelpCommand)
 def run(
     ctx: typer.Context,
     file: FileArg,
-    task: Annotated[Optional[int], typer.Option(min=0, help="Run only this task (cell x shard; the Slurm array index).")] = None,
+    task: Annotated[int | None, typer.Option(min=0, help="Run only this task (cell x shard; the Slurm array index).")] = None,
     config: ConfigOpt = None,
     preset: PresetOpt = None,
     max_cells: MaxCellsOpt = MAX_CELLS,
@@ -192,7 +192,7 @@ def run(
     raise typer.Exit(1 if failed else 0)
 
 
-@sweep_app.command("slurm")
+@sweep_app.command("slurm", cls=HelpCommand)
 def slurm(
     file: FileArg,
     out: Annotated[Path, typer.Option(help="Directory for sweep.sbatch, the server templates and logs/.")],

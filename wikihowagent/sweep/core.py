@@ -9,7 +9,6 @@ resumable and the same on a laptop (`sweep run`) and in a Slurm array task (`swe
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -21,13 +20,13 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from wikihowagent.errors import WikihowagentError, validation_line
-from wikihowagent.runs import (CONVERSATIONS, MERGE_LOCK, RUN_INFO, SHARDS_DIR, SWEEP_CONFIG, SWEEP_INFO,
-                               SWEEP_MODELS, write_json_atomic, write_text_atomic)
+from wikihowagent.runs import (CONVERSATIONS, MERGE_LOCK, RUN_INFO, SHARDS_DIR, SWEEP_CONFIG, SWEEP_INFO, SWEEP_MODELS,
+                               RunError, dir_lock, iter_jsonl, name_problem, read_run_info, shard_dir,
+                               write_json_atomic, write_text_atomic)
 
 from . import MAX_CELLS
-
-# A sweep's name is a directory name and the Slurm job's name: no '/', no '..', nothing a shell reads.
-NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
+from wikihowagent.config import read_yaml
+from wikihowagent.shards import merge_shards
 
 
 class SweepError(WikihowagentError, ValueError):
@@ -51,7 +50,7 @@ class Grid(BaseModel):
 
 
 class SweepSpec(BaseModel):
-    """The experiment file (see configs/sweeps/paper.yaml and README, "Sweeps")."""
+    """The experiment file (see configs/sweeps/paper.yaml and docs/guides/sweep.md)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -79,9 +78,12 @@ class SweepSpec(BaseModel):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not NAME_RE.fullmatch(v):
-            raise ValueError(f"{v!r} is not a usable sweep name: 1-100 letters, digits, '.', '_' or '-', "
-                             "starting with a letter or digit (it names the sweep's directory and Slurm job)")
+        # A sweep's name is a directory name and the Slurm job's name: the names rule (`runs.name_problem`),
+        # shell-safe.
+        problem = name_problem(v, shell=True)
+        if problem is not None:
+            raise ValueError(f"{v!r} is not a usable sweep name: it {problem} (it names the sweep's directory "
+                             "and Slurm job)")
         return v
 
     @field_validator("heterogeneous", "runs", mode="before")
@@ -92,7 +94,7 @@ class SweepSpec(BaseModel):
                 if isinstance(x, list) and not 2 <= len(x) <= 3:
                     raise ValueError(f"entry {i}: [teacher, learner] or [teacher, learner, evaluator] expected, "
                                      f"got {len(x)} items")
-            return [dict(zip(("teacher", "learner", "evaluator"), x)) if isinstance(x, list) else x for x in v]
+            return [dict(zip(("teacher", "learner", "evaluator"), x, strict=False)) if isinstance(x, list) else x for x in v]
         return v
 
 
@@ -123,8 +125,6 @@ class Task:
 
     @property
     def run_dir(self) -> Path:
-        from wikihowagent.runs import shard_dir
-
         return shard_dir(self.cell.run_dir, self.shard, self.shards) if self.shards > 1 else self.cell.run_dir
 
     @property
@@ -210,8 +210,6 @@ def load_sweep(path: Path, runs_dir: str | Path = "runs", max_cells: int = MAX_C
 
 def write_task_files(sweep: Sweep) -> Path:
     """The sweep's aliases and config (what every task runs with) + sweep.json; returns the config path."""
-    from wikihowagent.config import read_yaml
-
     sweep.out.mkdir(parents=True, exist_ok=True)
     cfg: dict[str, Any] = read_yaml(Path(sweep.spec.config)) if sweep.spec.config else {}
     if sweep.spec.models:
@@ -240,7 +238,6 @@ def check_models(sweep: Sweep, config_path: Path) -> None:
     """Every model of every cell resolves with the task config's aliases (`write_task_files`), else a
     one-line SweepError: caught before a Slurm array of tasks that would all fail."""
     from wikihowagent.backends import BackendError, resolve_spec
-    from wikihowagent.config import read_yaml
 
     aliases = read_yaml(config_path).get("models") or None
     names = dict.fromkeys(m for c in sweep.cells for m in (c.teacher, c.learner, c.evaluator))
@@ -296,8 +293,6 @@ class TaskState:
 
 
 def task_state(task: Task) -> TaskState:
-    from wikihowagent.runs import RunError, read_run_info
-
     d = task.run_dir
     if not (d / RUN_INFO).exists():
         return TaskState(task, "not started")
@@ -312,8 +307,6 @@ def task_state(task: Task) -> TaskState:
 
 
 def cell_merged(cell: Cell, shards: int) -> bool:
-    from wikihowagent.runs import RunError, read_run_info
-
     if shards == 1:
         return True
     try:
@@ -325,9 +318,6 @@ def cell_merged(cell: Cell, shards: int) -> bool:
 
 def merge_cell_if_complete(sweep: Sweep, cell: Cell) -> bool:
     """Merge a sharded cell once every shard is done (under a lock: two array tasks may finish together)."""
-    from wikihowagent.generation.core import merge_shards
-    from wikihowagent.runs import dir_lock
-
     n = sweep.spec.shards
     if n == 1:
         return True
@@ -370,8 +360,6 @@ def estimate(sweep: Sweep, tutorials: list[Any], tokens_per_message: float, toke
 
 def sampled_tokens_per_message(sweep: Sweep, sample: int = 200) -> float | None:
     """Mean completion tokens per model message over up to `sample` finished conversations of this sweep."""
-    from wikihowagent.runs import iter_jsonl
-
     tokens = msgs = seen = 0
     for c in sweep.cells:
         for p in [c.run_dir / CONVERSATIONS, *sorted((c.run_dir / SHARDS_DIR).glob(f"*/{CONVERSATIONS}"))]:

@@ -15,8 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .core import Sweep, SweepError
 from wikihowagent.runs import SWEEP_SBATCH
+
+from .core import Sweep, SweepError
 
 # Start a model server on the task's node and wait until it answers; sourced by the array script when the
 # experiment file says `slurm: {server: NAME}`. They export OPENAI_BASE_URL / OLLAMA_HOST for the task.

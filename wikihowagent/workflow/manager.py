@@ -65,13 +65,15 @@ class RulesManager:
 class LLMManager:
     name = "llm"
 
-    def __init__(self, model: BaseChatModel):
+    def __init__(self, model: BaseChatModel | None):  # None: made for a run with nothing to do; the rules decide
         self.model = model
 
     async def classify(self, step_text: str, teacher_text: str, learner_text: str) -> tuple[str, bool]:
         """(label, fell_back): the model's label, or the rules' label if the call or the parse failed."""
         user = (f"Step being taught: {step_text}\n\nTeacher: {teacher_text}\n\nLearner: {learner_text}\n\n"
                 "Classify the learner's message. JSON only.")
+        if self.model is None:
+            return rules_label(learner_text), True
         try:
             reply = await achat(self.model, [SystemMessage(content=CLASSIFY_SYSTEM), HumanMessage(content=user)])
             content = reply.content if isinstance(reply.content, str) else str(reply.content)

@@ -88,7 +88,7 @@ def load_personas(path: Path | str | None = None) -> dict[str, Persona]:
                 except (KeyError, IndexError, ValueError) as exc:
                     raise ConfigError(f"{path}: persona '{name}': '{intent}' has an unknown or malformed "
                                       f"placeholder ({exc})") from None
-            if persona.question_rate + persona.drift_rate > 1.0:
+            if persona.question_rate is not None and persona.question_rate + persona.drift_rate > 1.0:  # has_policy
                 raise ConfigError(f"{path}: persona '{name}': question_rate + drift_rate > 1")
         out[persona.name] = persona
     if not out:

@@ -57,7 +57,7 @@ class TestPrompt:
         return f"{self.name}-{digest[:10]}"
 
 
-# README "Post-test": v2 asks both tests for exactly the method's number of steps (v1 asked for "the steps" and
+# docs/methodology/metrics.md: v2 asks both tests for exactly the method's number of steps (v1 asked for "the steps" and
 # measured list length); v3 keeps the length and lets the learner abstain line by line ("not taught" after the
 # lesson, "don't know" before it) instead of filling a line from prior knowledge; measured no better with the
 # embedded model, so v2 stays the default (BENCHMARKS.md "post-test: wording").
@@ -94,7 +94,11 @@ def get_prompt(name: str | None) -> TestPrompt:
 
 
 def prompt_option(name: str | None, learner: str | None) -> TestPrompt:
-    """`--posttest-prompt NAME` beside `--posttest-learner SPEC` (evaluate, judge-check): checked before any work."""
+    """`--posttest-prompt NAME` beside `--posttest-learner SPEC` (evaluate, judge-check): checked before any work.
+    An empty (or blank) SPEC is refused: it names no model, and would quietly take no post-test."""
+    if learner is not None and not learner.strip():
+        raise PostTestPromptError("--posttest-learner: empty model spec; give the learner model that takes the "
+                                  "post-test (e.g. --posttest-learner local)")
     if name is not None and not learner:
         raise PostTestPromptError("--posttest-prompt: give --posttest-learner (the model that takes the test)")
     return get_prompt(name)
@@ -208,7 +212,7 @@ async def take_test(model: BaseChatModel, messages: list[BaseMessage]) -> TestAn
     except Exception as exc:  # recorded; the conversation and the run go on
         return TestAnswer(error=CALL_FAILED + f"{type(exc).__name__}: {exc}".splitlines()[0],
                           latency_s=round(time.perf_counter() - start, 3))
-    usage = reply.usage_metadata or {}
+    usage: dict[str, Any] = dict(reply.usage_metadata or {})
     text = reply.content if isinstance(reply.content, str) else str(reply.content)
     steps, problem, abstained = parse_steps(text)
     return TestAnswer(text=text.strip(), steps=steps, error=problem, abstained=abstained,

@@ -44,7 +44,7 @@ def _messages(system: str, user: str) -> list[BaseMessage]:
 
 _TEACHER_FIELDS = dict(summary="", current_step_index=1, num_steps=1, current_step_content="", task="",
                        history="", user_utterance="")
-_PLACEHOLDERS = {
+_PLACEHOLDERS: dict[str, dict[str, object]] = {
     "teacher_system": _TEACHER_FIELDS, "teacher_user": _TEACHER_FIELDS,
     "teach_task": dict(current_step_index=1, num_steps=1), "clarify_task": dict(current_step_index=1, num_steps=1),
     "learner_system": dict(instruction="", history=""), "learner_user": dict(instruction="", history=""),

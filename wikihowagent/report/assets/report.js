@@ -1,3 +1,11 @@
+// Tables 1/2 on a narrow screen: their CIs are hidden (report.css); a tap on a table shows or hides them.
+(function () {
+  "use strict";
+  Array.prototype.forEach.call(document.querySelectorAll("table.summary.many"), function (t) {
+    t.addEventListener("click", function () { t.classList.toggle("show-ci"); });
+  });
+})();
+
 // The conversation browser of index.html: filter, sort and page the rows of data/index.js.
 (function () {
   "use strict";
