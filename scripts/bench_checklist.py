@@ -47,8 +47,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench_alignment import (CHARS_PER_TOKEN, ROWS, TIMING, align, common_scores,  # noqa: E402
-                             conversation_ids, single_files, study_files, titles)
+from bench_alignment import (  # noqa: E402
+    CHARS_PER_TOKEN,
+    ROWS,
+    TIMING,
+    align,
+    common_scores,
+    conversation_ids,
+    single_files,
+    study_files,
+    titles,
+)
 
 
 def _work_dir() -> Path:
@@ -274,7 +283,7 @@ def paired_humans(alignment: Path) -> dict[str, dict[str, float]]:
 
     head, *rows = read_people_csv(alignment / PAIRED_SCORES_CSV)
     out = {}
-    for row in (dict(zip(head, r)) for r in rows):
+    for row in (dict(zip(head, r, strict=False)) for r in rows):  # a short row: its missing cells are NaN
         vals = {}
         for m in ROWS:
             try:
@@ -305,7 +314,7 @@ def predictions(recs: dict, ids: list[str], humans: dict[str, dict[str, float]])
         fitted = out_of_fold(x, y, groups, DEFAULT_SHRINKAGE) if len(set(groups.tolist())) >= 2 else np.full(len(ok), np.nan)
         out[m] = {"weighted": {c: float(w_recs[c].metrics[m]) for c in ok},
                   "uniform": {c: float(c_recs[c].metrics[m]) for c in ok},
-                  "fitted": dict(zip(ok, map(float, fitted)))}
+                  "fitted": dict(zip(ok, map(float, fitted), strict=True))}
     full = [c for c in ids if all(c in out[m]["weighted"] for m in ROWS[:-1])]
     out["Overall"] = {k: {c: float(np.mean([out[m][k][c] for m in ROWS[:-1]])) for c in full}
                       for k in ("weighted", "uniform", "fitted")}

@@ -4,8 +4,8 @@ rubric scores from item scores, the per-item record, bad input."""
 from __future__ import annotations
 
 import json
-import re
 import math
+import re
 import shutil
 from pathlib import Path
 
@@ -13,8 +13,17 @@ import pytest
 from fake_servers import FakeOpenAI
 from typer.testing import CliRunner
 
-from wikihowagent.evaluation.checklist import (ChecklistError, answer_word, chosen_steps, conversation_items, fill,
-                                               headline, load_checklist, read_answer, rubric_score)
+from wikihowagent.evaluation.checklist import (
+    ChecklistError,
+    answer_word,
+    chosen_steps,
+    conversation_items,
+    fill,
+    headline,
+    load_checklist,
+    read_answer,
+    rubric_score,
+)
 from wikihowagent.evaluation.judge import load_rubrics
 
 FIXTURES = Path(__file__).parent / "fixtures" / "evaluation"
@@ -138,7 +147,8 @@ def test_cut_off_or_ambiguous_replies_are_not_answers_and_answer_only_reading_wi
 
 
 try:
-    from hypothesis import given, strategies as st
+    from hypothesis import given
+    from hypothesis import strategies as st
 except ImportError:  # pragma: no cover
     given = None
 
@@ -217,6 +227,7 @@ def test_evaluate_checklist_on_openai_compatible_server_records_every_item(tmp_p
 
 def test_checklist_without_logprobs_reads_the_answer_and_says_so(tmp_path, monkeypatch):
     from test_evaluation import evaluate_app
+
     from wikihowagent.testing import ScriptedChatModel
 
     run = _run(tmp_path)

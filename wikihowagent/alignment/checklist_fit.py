@@ -28,10 +28,11 @@ from typing import Any
 
 import numpy as np
 
+from wikihowagent.runs import CHECKLIST_FIT_CSV, CHECKLIST_FIT_MD, CHECKLIST_WEIGHTS_JSON
+
 from . import calibration as cal_stats
 from . import schema
 from .problems import Problems
-from wikihowagent.runs import CHECKLIST_FIT_CSV, CHECKLIST_FIT_MD, CHECKLIST_WEIGHTS_JSON
 
 DEFAULT_SHRINKAGE = 1.0
 UNIFORM, FITTED = "uniform", "fitted"
@@ -148,8 +149,8 @@ def fit_checklist(res: Any, *, shrinkage: float, n_boot: int, seed: int, problem
 
     ids_all = with_items
     index = {c: i for i, c in enumerate(res.ids)}
-    preds_u: dict[str, np.ndarray] = {}
-    preds_f: dict[str, np.ndarray] = {}
+    preds_u: dict[str, dict[str, float]] = {}
+    preds_f: dict[str, dict[str, float]] = {}
     for k, metric in enumerate(schema.metrics()):
         keys = sorted({item_key(iid) for c in ids_all for iid, _ in rows[c].items.items()
                        if metric in rows[c].item_rubrics.get(iid, ())})
@@ -171,12 +172,12 @@ def fit_checklist(res: Any, *, shrinkage: float, n_boot: int, seed: int, problem
         fitted = out_of_fold(x, y, groups, shrinkage)
         ok = ~np.isnan(uni) & ~np.isnan(fitted)
         rf = RubricFit(metric, keys, int(ok.sum()), n_tut,
-                       {kk: round(float(w), 4) for kk, w in zip(keys, fit_weights(x, y, shrinkage))})
+                       {kk: round(float(w), 4) for kk, w in zip(keys, fit_weights(x, y, shrinkage), strict=True)})
         rf.comparison = cal_stats.compare(y[ok], {UNIFORM: uni[ok], FITTED: fitted[ok]}, n_boot=n_boot,
                                           seed=zlib.crc32(f"{seed}/{metric}".encode()), baseline=UNIFORM)
         out.rubrics[metric] = rf
-        preds_u[metric] = dict(zip(ids, uni))  # type: ignore[assignment]
-        preds_f[metric] = dict(zip(ids, fitted))  # type: ignore[assignment]
+        preds_u[metric] = {c: float(v) for c, v in zip(ids, uni, strict=True)}
+        preds_f[metric] = {c: float(v) for c, v in zip(ids, fitted, strict=True)}
     if out.rubrics:
         overall = [c for c in ids_all if all(c in preds_u[m] for m in out.rubrics)
                    and not np.isnan(res.human[index[c], :len(schema.metrics())]).any()]
@@ -203,7 +204,7 @@ def table_rows(fit: ChecklistFit) -> tuple[list[str], list[list[Any]]]:
     cols = ["rubric", "n", "tutorials", "uniform_r", "uniform_r_low", "uniform_r_high", "fitted_r", "fitted_r_low",
             "fitted_r_high", "delta_r", "delta_r_low", "delta_r_high", "weights"]
     rows = []
-    items = [(m, rf.comparison, rf) for m, rf in fit.rubrics.items()]
+    items: list[tuple[str, Any, RubricFit | None]] = [(m, rf.comparison, rf) for m, rf in fit.rubrics.items()]
     if fit.overall is not None:
         items.append(("Overall", fit.overall, None))
     for m, cmp, rf in items:
@@ -221,7 +222,7 @@ def markdown(fit: ChecklistFit) -> str:
              f"({fit.n_boot} resamples), the difference fitted − uniform with its paired CI. Overall = the mean of "
              "the fitted rubrics' scores against the mean human rating.", "",
              "| rubric | n | uniform r | fitted r | fitted − uniform | weights (fitted on all) |", "|---|---|---|---|---|---|"]
-    items = [(m, rf.comparison, rf) for m, rf in fit.rubrics.items()]
+    items: list[tuple[str, Any, RubricFit | None]] = [(m, rf.comparison, rf) for m, rf in fit.rubrics.items()]
     if fit.overall is not None:
         items.append(("**Overall**", fit.overall, None))
     for m, cmp, rf in items:

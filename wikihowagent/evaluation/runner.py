@@ -301,7 +301,7 @@ class Evaluation:
         prompt = self.prompt_name(spec)
         if prompt is not None and recorded_prompt(old.judge, label) != prompt:
             return "prompt"  # another --judge-prompt variant (or checklist file)
-        weights = getattr(self._judges.get(spec), "weights_name", None)
+        weights = getattr(self._judges.get(spec or ""), "weights_name", None)
         if weights is not None and old.judge is not None and old.judge.checklist_weights != weights:
             return "weights"  # other checklist item weights: the stored items are weighed again (`reweighted`)
         return None
@@ -312,7 +312,7 @@ class Evaluation:
         items cannot give every rubric asked (then the conversation is judged again)."""
         from .checklist import rubric_score
 
-        judge = self._judges.get(spec)
+        judge = self._judges.get(spec or "")
         prov = old.judge
         if judge is None or prov is None or prov.checklist != judge.checklist.ident or not prov.items:
             return None

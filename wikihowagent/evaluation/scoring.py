@@ -258,7 +258,7 @@ def resolve_mode(requested: str | None, llm: Any, compat: str) -> str:
     return requested
 
 
-async def invoke(llm: Any, prompt: str, **bind: Any) -> Any:
+async def invoke(llm: Any, prompt: Any, **bind: Any) -> Any:
     """One judge call; JudgeRequestError when the evaluator refuses this request (e.g. too long),
     JudgeBackendError when it cannot be reached."""
     try:
