@@ -108,9 +108,9 @@ def test_the_averaged_rule_recovers_a_preference_a_constant_position_bias_hides(
     assert verdict(0.6, 0.9, "average", tie_band=0.1).winner == "B"
     assert verdict(0.7, 0.6, "average", tie_band=0.1).winner == "tie"  # P(A) = 0.55
     assert verdict(0.6, 0.6, "average").winner == "tie"  # exactly even
-    assert set(VERDICT_RULES) == {"agree", "average"}
+    assert set(VERDICT_RULES) == {"agree", "average", "scores"}
     assert VERDICT_RULES["average"].label(0.01) == "average (tie band 0.01)" and VERDICT_RULES["agree"].label(0.01) == "agree"
-    with pytest.raises(ValueError, match="valid: agree, average"):
+    with pytest.raises(ValueError, match="valid: agree, average, scores"):
         verdict_rule("majority")
     with pytest.raises(ValueError, match="tie band"):
         check_tie_band(0.5)
@@ -329,3 +329,88 @@ def test_bad_input_one_line(tmp_path):
     code, msg = run(c, d)
     assert code == 2 and "different judges (c: ollama:llama3; d: local)" in msg and "--evaluator" in msg
     assert not (tmp_path / "o").exists()
+
+
+# --------------------------------------------------------------------------------------------------
+# --judge-scoring checklist: position-free verdicts from each conversation's own scores
+# --------------------------------------------------------------------------------------------------
+
+
+def fake_checklist_judge():
+    """Yes/no items: the more detail the teacher gives, the more likely the good answer (either polarity)."""
+    from wikihowagent.evaluation.checklist import load_checklist
+
+    cl = load_checklist(None, RUBRICS)
+    bad = {it.text for items in cl.rubric_items.values() for it in items if it.polarity == "yes-bad"}
+
+    def logprobs(prompt: str):
+        convo = prompt.split("Conversation:")[1].split("Question:")[0]
+        question = prompt.split("Question: ")[1].split("\n")[0]
+        good = min(0.95, 0.2 + _length(convo) / 40)
+        p_yes = 1 - good if question in bad else good
+        return [("Yes" if p_yes >= 0.5 else "No", {"Yes": p_yes, "No": 1 - p_yes})]
+    return logprobs
+
+
+def test_compare_checklist_verdicts_position_free_ranked_and_resumable(tmp_path):
+    from wikihowagent.cli import app
+
+    runs = [make_run(tmp_path, n, range(4)) for n in ("weak", "strong", "mid")]
+    out = tmp_path / "cmp"
+    with FakeOpenAI(logprobs=fake_checklist_judge()) as srv:
+        args = _args(srv, *runs, out=out) + ["--judge-scoring", "checklist"]
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 0, res.output
+        prompts = [r["messages"][-1]["content"] for r in srv.requests]
+        assert not any("Conversation A:" in p for p in prompts)  # never two conversations in one prompt
+        n = len(srv.requests)
+        scored = [json.loads(x) for x in (out / "checklist-scores.jsonl").read_text().splitlines()]
+        assert len({s["conversation_id"] for s in scored}) == len(scored) == 12  # each conversation judged once
+        assert all(s["judge"]["items"] and s["judge"]["scoring"] == "checklist" for s in scored)
+        res = CliRunner().invoke(app, args)  # resumed: nothing asked again
+        assert res.exit_code == 0 and len(srv.requests) == n, res.output
+    rows = list(csv.DictReader((out / "pairwise.csv").open()))
+    assert rows and {r["verdict_rule"] for r in rows} == {"scores (tie band 0 points)"}
+    pos = {r["rubric"]: r for r in csv.DictReader((out / "position.csv").open())}
+    assert float(pos["overall"]["position_consistency"]) == 1.0
+    bt = [r for r in csv.DictReader((out / "bradley_terry.csv").open()) if r["rubric"] == "overall"]
+    assert [r["run"] for r in sorted(bt, key=lambda r: int(r["rank"]))] == ["strong", "mid", "weak"]
+    summary = (out / "summary.md").read_text()
+    assert "Verdict rule `scores`" in summary and "each conversation judged alone" in summary
+    # a wide tie band turns every verdict into a tie, from the stored judgments (no judge)
+    res = CliRunner().invoke(app, ["compare", *map(str, runs), "--out", str(out), "--evaluator", "openai:fake-model",
+                                   "--judge-scoring", "checklist", "--from-judgments", "--score-tie-band", "4",
+                                   "--bootstrap", "50"])
+    assert res.exit_code == 0, res.output
+    assert {r["verdict"] for r in csv.DictReader((out / "pairwise.csv").open())} == {"tie"}
+
+
+def test_compare_checklist_option_mixups_are_one_line(tmp_path):
+    from wikihowagent.cli import app
+
+    runs = [make_run(tmp_path, n, range(2)) for n in ("weak", "strong")]
+    base = ["compare", *map(str, runs), "--out", str(tmp_path / "o"), "--evaluator", "openai:x"]
+    for extra, expect in ((["--judge-scoring", "checklist", "--verdict-rule", "agree"], "rule `scores`"),
+                          (["--verdict-rule", "scores"], "use it with --judge-scoring checklist"),
+                          (["--score-tie-band", "0.2"], "apply to --judge-scoring checklist"),
+                          (["--judge-scoring", "weighted"], "not 'weighted'")):
+        res = CliRunner().invoke(app, base + extra)
+        assert res.exit_code == 2 and expect in " ".join(res.output.split()), res.output
+
+
+def test_compare_checklist_reuses_the_runs_own_checklist_scores(tmp_path):
+    from wikihowagent.cli import app
+
+    runs = [make_run(tmp_path, n, range(2)) for n in ("weak", "strong")]
+    with FakeOpenAI(logprobs=fake_checklist_judge()) as srv:
+        for r in runs:
+            res = CliRunner().invoke(app, ["evaluate", str(r), "--evaluator", "openai:fake-model", "--base-url",
+                                           srv.base_url, "--judge-scoring", "checklist", "--metrics", "rubric",
+                                           "--no-figures"])
+            assert res.exit_code == 0, res.output
+        n = len(srv.requests)
+        res = CliRunner().invoke(app, _args(srv, *runs, out=tmp_path / "cmp") + ["--judge-scoring", "checklist"])
+        assert res.exit_code == 0, res.output
+        assert len(srv.requests) == n  # every conversation's checklist scores were already in its run
+    rows = list(csv.DictReader((tmp_path / "cmp" / "pairwise.csv").open()))
+    assert {(r["run_a"], r["verdict"]) for r in rows if r["rubric"] == "Progress"} <= {("weak", "B"), ("weak", "tie")}

@@ -49,3 +49,26 @@ def test_weighted_judge_with_embedded_model(tmp_path):
         v = r["metrics"]["Clarity"]
         assert 1 <= v <= 5 and not float(v).is_integer()
         assert abs(sum(r["judge"]["dist"]["Clarity"]) - 1) < 1e-3
+
+
+def test_checklist_judge_with_embedded_model(tmp_path):
+    """The embedded server answers checklist items with a yes/no token whose top log-probabilities put most
+    of their mass on yes/no variants: P(yes) is read from them, never a made-up 0.5 (one rubric, the
+    fixture's first short conversation)."""
+    import shutil
+    from pathlib import Path
+
+    run = tmp_path / "run_small"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "evaluation" / "run_small", run)
+    lines = (run / "conversations.jsonl").read_text().splitlines()
+    (run / "conversations.jsonl").write_text(lines[0] + "\n")
+    res = CliRunner().invoke(app, ["evaluate", str(run), "--metrics", "Progress", "--no-figures",
+                                   "--judge-scoring", "checklist"])
+    assert res.exit_code == 0, res.output
+    rec = json.loads((run / "scores.jsonl").read_text().splitlines()[-1])
+    j = rec["judge"]
+    assert j["scoring"] == "checklist" and j["reading"] == "logprobs"
+    answered = [i for i in j["items"] if i["p_yes"] is not None]
+    assert len(answered) >= len(j["items"]) - 1 and len(j["items"]) >= 3
+    assert all(i["mass"] >= 0.5 for i in answered)
+    assert 1 <= rec["metrics"]["Progress"] <= 5

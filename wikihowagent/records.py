@@ -253,6 +253,19 @@ class Conversation(ConversationRecord):
         return None if self.paper_format else self.finished
 
 
+class ChecklistItemScore(BaseModel):
+    """One checklist item asked of one conversation (`--judge-scoring checklist`, evaluation/checklist.py)."""
+
+    id: str  # "rubric:<Rubric>:<item id>" | "step:<1-based step>:<template id>"
+    rubrics: list[str] = Field(default_factory=list)  # the rubrics it informs
+    question: str = ""
+    polarity: Literal["yes-good", "yes-bad"] = "yes-good"
+    p_yes: float | None = Field(default=None, ge=0.0, le=1.0)  # None = no answer (failure)
+    mass: float | None = Field(default=None, ge=0.0, le=1.0)  # p(yes)+p(no); None = answer-only reading
+    good: float | None = Field(default=None, ge=0.0, le=1.0)  # P(good): p_yes, or 1 - p_yes for yes-bad
+    failure: str | None = None  # why it has no answer (after the retries)
+
+
 class JudgeProvenance(BaseModel):
     """Who judged a ScoreRecord's rubric metrics, with what, and what came back."""
 
@@ -266,6 +279,12 @@ class JudgeProvenance(BaseModel):
     dist: dict[str, list[float]] = Field(default_factory=dict)  # rubric -> p(1..5) (weighted / sampled)
     argmax: dict[str, int] = Field(default_factory=dict)  # rubric -> most likely score
     spread: dict[str, float] = Field(default_factory=dict)  # rubric -> standard deviation of that distribution
+    # --judge-scoring checklist: the checklist's `<version>@<hash>`, the weights applied ("uniform" or
+    # "<file hash>"), how answers were read ("logprobs" | "answer"), and every item asked
+    checklist: str = ""
+    checklist_weights: str = ""
+    reading: str = ""
+    items: list[ChecklistItemScore] = Field(default_factory=list)
 
 
 # Files written before JudgeProvenance kept these at the top level, and the judge's notes as "judge: ..." notes.

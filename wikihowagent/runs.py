@@ -47,6 +47,7 @@ JUDGES_DIR = "judges"  # <scores dir>/judges/<judge>/scores.jsonl: each judge of
 SUMMARY_DIR = "summary"  # <runs_dir>/summary/ (`evaluate` on several runs)
 ALIGNMENT_DIR = "alignment"  # <runs_dir>/alignment/ (`align`)
 COMPARE_DIR = "compare"  # <runs_dir>/compare/ (`compare`)
+CHECKLIST_SCORES = "checklist-scores.jsonl"  # `compare --judge-scoring checklist`: each conversation's own scores
 PAIR_JUDGMENTS = "pair-judgments.jsonl"  # `compare` / `judge-check --pairwise`: one PairwiseRecord per judge pass
 OUTPUT_DIRS = frozenset({SUMMARY_DIR, ALIGNMENT_DIR, COMPARE_DIR})  # output directories under runs/, never a run
 JUDGMENTS = "judgments.jsonl"  # `judge-check --out DIR`
@@ -82,6 +83,8 @@ AGREEMENT_CSV, AGREEMENT_PAIRS_CSV = "agreement.csv", "agreement_pairs.csv"
 AUTOMATIC_CSV = "automatic.csv"  # the post-test's metrics vs the human ratings
 SCORE_DISTRIBUTIONS_PNG, CORRELATION_HEATMAP_PNG = "score_distributions.png", "correlation_heatmap.png"
 CALIBRATION_CSV, CALIBRATION_MD, CALIBRATION_JSON = "calibration.csv", "calibration.md", "calibration.json"
+# align --fit-checklist (alignment/checklist_fit.py): uniform vs fitted item weights, and the weights file
+CHECKLIST_FIT_CSV, CHECKLIST_FIT_MD, CHECKLIST_WEIGHTS_JSON = "checklist_fit.csv", "checklist_fit.md", "checklist_weights.json"
 CALIBRATION_PREDICTIONS_CSV, CALIBRATION_PNG = "calibration_predictions.csv", "calibration.png"
 PPI_CSV, PPI_MD = "ppi.csv", "ppi.md"
 JUDGES_CSV, JUDGES_MD = "judges.csv", "judges.md"  # `align`: every judge (a panel's too) beside the humans

@@ -156,6 +156,14 @@ def align(
                                       "group) and rubric, from the rated conversations and the judge's scores of "
                                       "all the others, beside the human-only and judge-only means (ppi.md/.csv, "
                                       "figures/ppi_*.png). Needs a random rated subset.")] = False,
+    fit_checklist: Annotated[bool, typer.Option("--fit-checklist", help="Fit non-negative checklist item weights per "
+                                                "rubric on the human ratings (scores of `evaluate --judge-scoring "
+                                                "checklist`), shrunk toward uniform, out of fold by tutorial: uniform "
+                                                "vs fitted r with CIs (checklist_fit.md/.csv) and checklist_weights.json "
+                                                "for `evaluate --checklist-weights`.")] = False,
+    checklist_shrinkage: Annotated[float, typer.Option("--checklist-shrinkage", min=0.0, help="With --fit-checklist: "
+                                                       "how strongly the weights are pulled toward uniform (0 = none; "
+                                                       "1 = strong, the default).")] = 1.0,
 ) -> None:
     """Measure how well the LLM judge agrees with human judges (paper §3.2, §5.3).
 
@@ -187,7 +195,8 @@ def align(
     t0 = time.perf_counter()
     request = AlignRequest(human=tuple(human), out_dir=out_dir, runs_dir=runs_dir, scores=tuple(scores or ()), by=by,
                            bootstrap=bootstrap, seed=seed, figures=figures, keys=tuple(key or ()),
-                           calibrate=calibration_method if calibrate else None, ppi=ppi)
+                           calibrate=calibration_method if calibrate else None, ppi=ppi,
+                           fit_checklist=checklist_shrinkage if fit_checklist else None)
     problems = Problems()
     try:
         outcome = run_alignment(request, problems)

@@ -17,6 +17,7 @@ import math
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -38,7 +39,8 @@ from .tables import csv_text, stars
 from .sources import LLMScores, llm_matrix, read_llm_scores
 from .stats import (COEF_LABEL, COEFFICIENTS, TOO_FEW, UNDEFINED, Agreement, CorrelationResult, Descriptives, agreement,
                     correlate, describe)
-from wikihowagent.runs import (AGREEMENT_CSV, AGREEMENT_PAIRS_CSV, AUTOMATIC_CSV, CORRELATIONS_CSV, CORRELATIONS_MD,
+from wikihowagent.runs import (AGREEMENT_CSV, AGREEMENT_PAIRS_CSV, AUTOMATIC_CSV, CHECKLIST_FIT_CSV, CHECKLIST_FIT_MD,
+                               CHECKLIST_WEIGHTS_JSON, CORRELATIONS_CSV, CORRELATIONS_MD,
                                CORRELATION_HEATMAP_PNG, DESCRIPTIVES_CSV, FIGURES_DIR, PAIRED_SCORES_CSV,
                                PROBLEMS_TXT, SCORE_DISTRIBUTIONS_PNG, evaluated_runs, run_name)
 from wikihowagent.config import load_config
@@ -58,6 +60,7 @@ OUTPUT_FILES = (
     f"{FIGURES_DIR}/{CORRELATION_HEATMAP_PNG}",
     *(f"figures/correlation_heatmap_by_{b}.png" for b in BY_CHOICES),
     *CALIBRATION_FILES,
+    CHECKLIST_FIT_CSV, CHECKLIST_FIT_MD, CHECKLIST_WEIGHTS_JSON,  # --fit-checklist (checklist_fit.py)
     *PPI_FILES,
     *JUDGES_FILES,
 )
@@ -91,6 +94,7 @@ class AlignResult:
     # (automatic metric, human rubric or Overall) -> correlation over all conversations (the post-test's metrics)
     automatic: dict[tuple[str, str], CorrelationResult] = field(default_factory=dict)
     calibration: CalibrationOutcome | None = None  # --calibrate
+    checklist_fit: Any = None  # --fit-checklist: checklist_fit.ChecklistFit
     ppi: PPIOutcome | None = None  # --ppi
     raters: JudgesOutcome | None = None  # every judge (a panel's too) and alpha with the judge as a rater
 
@@ -488,6 +492,10 @@ def write_outputs(res: AlignResult, out_dir: Path, human_paths: list[Path], *, f
                 estimates.write_calibration_figure(res.calibration, st)
         if res.ppi is not None:
             estimates.write_ppi_outputs(res.ppi, st, figures)
+        if res.checklist_fit is not None:
+            from . import checklist_fit
+
+            checklist_fit.write_outputs(res.checklist_fit, st)
         if res.raters is not None:
             write_judges_outputs(res.raters, st)
         return st.commit()
@@ -552,6 +560,10 @@ def render(res: AlignResult, console) -> None:
         estimates.render_calibration(res.calibration, console)
     if res.ppi is not None:
         estimates.render_ppi(res.ppi, console)
+    if res.checklist_fit is not None:
+        from . import checklist_fit
+
+        checklist_fit.render(res.checklist_fit, console)
     if len(res.problems):
         p = Table(title="Left out (details: problems.txt)")
         p.add_column("Problem")
@@ -579,6 +591,7 @@ class AlignRequest:
     keys: tuple[Path, ...] = ()  # key files of blind sheets (`annotate export --blind`)
     calibrate: str | None = None  # --calibrate: the method of calibration.json ("isotonic" | "ridge"); None = off
     ppi: bool = False  # --ppi: prediction-powered means per --by group (default: model)
+    fit_checklist: float | None = None  # --fit-checklist: the shrinkage toward uniform; None = off
 
 
 class AlignUsageError(WikihowagentError, ValueError):
@@ -627,6 +640,11 @@ def run_alignment(req: AlignRequest, problems: Problems) -> AlignOutcome:
     if res.computed and req.calibrate:
         res.calibration = estimates.calibrate(res, req.calibrate, n_boot=req.bootstrap, seed=req.seed,
                                               problems=problems, human_paths=list(req.human))
+    if res.computed and req.fit_checklist is not None:
+        from .checklist_fit import fit_checklist
+
+        res.checklist_fit = fit_checklist(res, shrinkage=req.fit_checklist, n_boot=req.bootstrap, seed=req.seed,
+                                          problems=problems)
     if res.computed and req.ppi:
         res.ppi = estimates.ppi_estimates(res, req.by or "model", problems)
     if not res.computed:

@@ -52,6 +52,10 @@ class ScoreRow:
     rubrics_sha256: str = ""  # the rubric file the judge was given; "" = not recorded
     dist: dict[str, list[float]] = field(default_factory=dict)  # rubric -> the judge's p(1..5) (weighted)
     automatic: dict[str, float] = field(default_factory=dict)  # automatic metrics compared too (the post-test's)
+    # --judge-scoring checklist: item id -> P(good) (None = not answered), item id -> its rubrics, the checklist
+    items: dict[str, float | None] = field(default_factory=dict)
+    item_rubrics: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    checklist: str = ""
 
     @property
     def configuration(self) -> str:
@@ -150,7 +154,11 @@ def _table_rows(table: ScoreTable, problems: Problems, missing: list[int],
                             run=run, model=model_label(teacher, learner, run), domain=domain, persona=persona,
                             title=title, tutorial_id=tut, where=loc, judge=evaluator, scoring=scoring, prompt=prompt,
                             rubrics_sha256=sha, dist=dict(rec.judge.dist) if rec is not None and rec.judge else {},
-                            automatic=_automatic(metrics)))
+                            automatic=_automatic(metrics),
+                            items={i.id: i.good for i in rec.judge.items} if rec is not None and rec.judge else {},
+                            item_rubrics={i.id: tuple(i.rubrics) for i in rec.judge.items}
+                            if rec is not None and rec.judge else {},
+                            checklist=rec.judge.checklist if rec is not None and rec.judge else ""))
     return out
 
 

@@ -30,8 +30,12 @@ def compare(
     retries: Annotated[int, typer.Option(rich_help_panel=MODELS, min=0, help="Re-asks of the judge when a reply is not one letter.")] = 2,
     retry_failed: Annotated[bool, typer.Option(rich_help_panel=CLUSTER, help="Ask again the verdicts that failed in an earlier pass.")] = True,
     no_figures: Annotated[bool, typer.Option("--no-figures", rich_help_panel=OUTPUT, help="Skip the heatmap.")] = False,
-    verdict_rule: Annotated[Optional[str], typer.Option(rich_help_panel=MODELS, metavar="agree|average", help="How the two orders make one verdict: agree (default: a preference only when both orders prefer the same conversation) or average (P(A better) averaged over the orders, (p_ab + 1 - p_ba) / 2, outside 0.5 ± --tie-band; cancels a constant position bias). Written into pairwise.csv and summary.md.")] = None,
+    verdict_rule: Annotated[Optional[str], typer.Option(rich_help_panel=MODELS, metavar="agree|average|scores", help="How the two orders make one verdict (scores: the checklist judge's, automatic with --judge-scoring checklist): agree (default: a preference only when both orders prefer the same conversation) or average (P(A better) averaged over the orders, (p_ab + 1 - p_ba) / 2, outside 0.5 ± --tie-band; cancels a constant position bias). Written into pairwise.csv and summary.md.")] = None,
     tie_band: Annotated[float, typer.Option(rich_help_panel=MODELS, min=0.0, max=0.499, help="With --verdict-rule average: |P(A better) - 0.5| up to this is a tie.")] = 0.0,
+    judge_scoring: Annotated[Optional[str], typer.Option(rich_help_panel=MODELS, metavar="checklist", help="'checklist': no pairwise prompt; each conversation is judged alone by the checklist judge (yes/no items, see `evaluate --judge-scoring checklist`) and each rubric's verdict comes from the two conversations' own scores (verdict rule `scores`; position consistency 1 by construction). Default: the pairwise judge.")] = None,
+    checklist: Annotated[Optional[Path], typer.Option(rich_help_panel=MODELS, metavar="FILE", help="With --judge-scoring checklist: the items file (default: data/checklists.json).")] = None,
+    checklist_weights: Annotated[Optional[Path], typer.Option(rich_help_panel=MODELS, metavar="FILE", help="With --judge-scoring checklist: item weights of `align --fit-checklist` (default: uniform).")] = None,
+    score_tie_band: Annotated[float, typer.Option(rich_help_panel=MODELS, min=0.0, max=4.0, help="With --judge-scoring checklist: a difference of the two conversations' rubric scores up to this many points is a tie.")] = 0.0,
     from_judgments: Annotated[bool, typer.Option("--from-judgments", rich_help_panel=INPUTS, help="Judge nothing: analyse the pair judgments already in --out (e.g. under another --verdict-rule); no model is loaded.")] = False,
 ) -> None:
     """Judge runs head to head: for every tutorial two runs share, which conversation teaches better, per
@@ -47,7 +51,8 @@ def compare(
                          base_url=base_url, concurrency=concurrency, retries=retries, shard=shard, bootstrap=bootstrap,
                          seed=seed, reading=pairwise_reading, max_tutorials=max_tutorials, figures=not no_figures,
                          retry_failed=retry_failed, verdict_rule=verdict_rule, tie_band=tie_band,
-                         from_judgments=from_judgments)
+                         from_judgments=from_judgments, judge_scoring=judge_scoring, checklist=checklist,
+                         checklist_weights=checklist_weights, score_tie_band=score_tie_band)
     try:
         res, stats, desc = run_compare(req, console, lambda total: progress_bar(console, total, "judging pairs (both orders)"))
     except WikihowagentError as exc:  # CompareError, or a config, rubric, input or judge error as it is
@@ -59,8 +64,10 @@ def compare(
     if from_judgments:
         console.print("analysed the stored pair judgments (no judge asked)", highlight=False, markup=False)
     else:
+        what = ("had no checklist score for one of the two conversations" if judge_scoring == "checklist"
+                else "were not one readable letter")
         console.print(f"{stats.judged} judge passes made, {stats.already} already done; {stats.failures} of "
-                      f"{stats.asked} verdicts asked were not one readable letter", highlight=False, markup=False)
+                      f"{stats.asked} verdicts asked {what}", highlight=False, markup=False)
     if res is None:
         console.print("shard judged; run compare without --shard (same runs and --out) to analyse every shard",
                       highlight=False, markup=False)

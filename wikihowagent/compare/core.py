@@ -375,9 +375,20 @@ class CompareRequest:
     verdict_rule: str | None = None  # pairwise.VERDICT_RULES; None = the default (agree)
     tie_band: float = DEFAULT_TIE_BAND
     from_judgments: bool = False  # analyse OUT's stored judgments only: no judge, no model
+    judge_scoring: str | None = None  # "checklist": position-free verdicts from each conversation's own scores
+    checklist: Path | None = None  # --checklist: items file (None = data/checklists.json)
+    checklist_weights: Path | None = None  # --checklist-weights: `align --fit-checklist`'s weights
+    score_tie_band: float = 0.0  # checklist verdicts: a score difference up to this (points) is a tie
 
 
 def reading_note(reading: str) -> str:
+    from .pairwise import CHECKLIST_READING
+
+    if reading == CHECKLIST_READING:
+        return ("Reading: checklist scores: each conversation judged alone by the checklist judge (yes/no items, "
+                "P(yes) from log-probabilities where the backend gives them); a pair's verdict per rubric comes "
+                "from the two conversations' own scores, so neither is ever shown first. Each conversation's "
+                "item probabilities are in checklist-scores.jsonl.")
     if reading == "logprobs":
         return "Reading: P(A) from the judge's A/B token log-probabilities (renormalised over the two letters)."
     return ("Reading: answer-only mode: the judge's backend returns no token log-probabilities, so each order gives "
@@ -442,6 +453,29 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
         check_tie_band(req.tie_band)
     except ValueError as exc:
         raise CompareError(str(exc)) from None
+    from .pairwise import SCORES
+
+    checklist_mode = req.judge_scoring == "checklist"
+    if req.judge_scoring not in (None, "pairwise", "checklist"):
+        raise CompareError(f"--judge-scoring: compare judges pairs head to head (default) or by checklist scores "
+                           f"(checklist), not {req.judge_scoring!r}")
+    if (rule.name == SCORES) != checklist_mode and (req.verdict_rule is not None or not checklist_mode):
+        raise CompareError("--verdict-rule scores is the checklist judge's rule: use it with --judge-scoring checklist"
+                           if rule.name == SCORES else
+                           f"--judge-scoring checklist makes each verdict from the two conversations' own scores "
+                           f"(rule `scores`); --verdict-rule {rule.name} applies to the pairwise judge")
+    if checklist_mode:
+        if req.tie_band:
+            raise CompareError("--tie-band is the `average` rule's; checklist verdicts take --score-tie-band (points)")
+        if not 0.0 <= req.score_tie_band <= 4.0:
+            raise CompareError(f"--score-tie-band must be between 0 and 4 points (got {req.score_tie_band:g})")
+        if req.reading is not None:
+            raise CompareError("--pairwise-reading applies to the pairwise judge, not --judge-scoring checklist")
+        rule = verdict_rule(SCORES)
+    elif req.checklist or req.checklist_weights or req.score_tie_band:
+        raise CompareError("--checklist, --checklist-weights and --score-tie-band apply to --judge-scoring checklist")
+    rule_name = rule.name
+    band = req.score_tie_band if checklist_mode else req.tie_band
     if req.tie_band and rule.name != AVERAGE:
         raise CompareError(f"--tie-band is the `{AVERAGE}` rule's: add --verdict-rule {AVERAGE} (the `{rule.name}` "
                            "rule has no tie band)")
@@ -474,19 +508,81 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
     out = Path(req.out) if req.out is not None else Path(cfg.runs_dir) / COMPARE_DIR
     stats = PassStats()
     if req.from_judgments:
-        reading = stored_reading(out, spec, req.reading, warn)
+        reading = stored_reading(out, spec, "checklist" if checklist_mode else req.reading, warn)
+    elif checklist_mode:
+        reading = _judge_checklist_pairs(req, console, progress_factory, runs, names, rubric_set, spec,
+                                         endpoints.make_llm, opts, out, shard, stats, warn)
+        if shard is not None:
+            return None, stats, f"{spec} (checklist scores)"
     else:
         reading = _judge_pairs(req, console, progress_factory, runs, names, rubric_set, spec, endpoints.make_llm,
                                opts, out, shard, stats, warn)
         if shard is not None:
             return None, stats, f"{spec} (pairwise, {reading})"
-    desc = f"{spec} (pairwise, {reading})"
+    desc = f"{spec} (checklist scores)" if checklist_mode else f"{spec} (pairwise, {reading})"
     records = read_records(judgment_files(out, PAIR_JUDGMENTS), spec, reading, warn, bad_value)
     wanted = {(j.key) for j in plan_compare(runs, names)}
     records = {k: r for k, r in records.items() if k in wanted}
     res = analyse(out, records, list(runs), names, desc, reading_note(reading), req.bootstrap, req.seed, req.figures,
-                  req.verdict_rule, req.tie_band, len(bad_values))
+                  rule_name, band, len(bad_values))
     return res, stats, desc
+
+
+def _judge_checklist_pairs(req: CompareRequest, console: Any, progress_factory: Callable[[int], Any],
+                           runs: dict[str, Any], names: list[str], rubric_set: Any, spec: str,
+                           make_llm: Callable[[str], Any], opts: Any, out: Path, shard: tuple[int, int] | None,
+                           stats: PassStats, warn: Callable[[str], None]) -> str:
+    """Judge each conversation of every pending pass alone with the checklist judge (stored in
+    checklist-scores.jsonl), and write each pass's verdicts from the two scores (resumable). A run whose own
+    scores.jsonl holds this judge's checklist scores (same checklist and weights) is not judged again."""
+    from wikihowagent.evaluation.checklist import ChecklistError, checklist_for
+    from wikihowagent.evaluation.judge import JudgeBackendError
+    from wikihowagent.evaluation.runner import cancel_leftover_tasks, judge_concurrency
+    from wikihowagent.evaluation.scoring import make_scorer
+    from wikihowagent.runs import (CHECKLIST_SCORES, PAIR_JUDGMENTS, SCORES, JsonlAppender, RunError, dir_lock,
+                                   read_scores)
+
+    from .pairwise import CHECKLIST_READING, ChecklistPairJudge
+
+    llm = make_llm(spec)
+    try:
+        checklist, weights = checklist_for(spec, list(rubric_set), req.checklist, req.checklist_weights)
+    except ChecklistError as exc:
+        raise CompareError(str(exc)) from None
+    scorer = make_scorer("checklist", llm, rubric_set, names, retries=req.retries,
+                         concurrency=judge_concurrency(opts, llm), checklist=checklist, checklist_weights=weights)
+    stem = PAIR_JUDGMENTS.removesuffix(".jsonl")
+    path = out / (f"{stem}-{shard[0]}-of-{shard[1]}.jsonl" if shard else PAIR_JUDGMENTS)
+    scores_path = out / (f"{CHECKLIST_SCORES.removesuffix('.jsonl')}-{shard[0]}-of-{shard[1]}.jsonl" if shard
+                         else CHECKLIST_SCORES)
+    jobs = plan_compare(runs, names, shard)
+    console.print(f"compare: {len(runs)} runs ({', '.join(runs)}), judge {spec} (checklist scores, checklist "
+                  f"{checklist.ident}, weights {scorer.weights_name}): {len(jobs)} passes from each conversation's "
+                  f"own checklist scores x {len(names)} rubrics", highlight=False, markup=False)
+    loop = asyncio.new_event_loop()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with dir_lock(out, blocking=False, what="another 'wikihowagent compare'", name=f".{path.name}.lock"):
+            stored: dict[str, Any] = {}
+            for run_path in req.runs:  # the runs' own checklist scores (`evaluate --judge-scoring checklist`)
+                if (Path(run_path) / SCORES).is_file():
+                    stored.update(read_scores(Path(run_path) / SCORES, warn))
+            for p in judgment_files(out, CHECKLIST_SCORES):
+                stored.update(read_scores(p, warn))
+            done = read_records(judgment_files(out, PAIR_JUDGMENTS), spec, CHECKLIST_READING, warn)
+            todo = pending(jobs, done, req.retry_failed)
+            stats.already = len(jobs) - len(todo)
+            with JsonlAppender(scores_path) as sink, progress_factory(len(jobs)) as advance:
+                judge = ChecklistPairJudge(scorer, sink, spec, stored)
+                advance(stats.already)
+                loop.run_until_complete(run_pair_jobs(todo, judge, spec, path, advance, stats))
+    except (JudgeBackendError, RunError, OSError) as exc:
+        raise CompareError(f"{exc} (judgments so far are in {path}; rerun to resume)") from None
+    finally:
+        cancel_leftover_tasks(loop)
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+    return CHECKLIST_READING
 
 
 def stored_reading(out: Path, spec: str, reading: str | None, warn: Callable[[str], None]) -> str:

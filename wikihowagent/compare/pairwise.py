@@ -225,10 +225,90 @@ class PairwiseJudge:
 
 
 # --------------------------------------------------------------------------------------------------
+# Position-free head to head: each conversation judged alone by the checklist judge
+# --------------------------------------------------------------------------------------------------
+
+SCORE_SCALE = 8.0  # p_first = 0.5 + (score_A - score_B) / 8: rubric scores 1..5 -> [0, 1]
+CHECKLIST_READING = "checklist"
+
+
+def score_p_first(a: float, b: float) -> float:
+    """The stored "P(A better)" of a checklist verdict: a monotone map of the two scores' difference (equal
+    in both orders up to the swap, so the two orders always agree: position consistency 1 by construction)."""
+    return round(min(1.0, max(0.0, 0.5 + (a - b) / SCORE_SCALE)), 6)
+
+
+class ChecklistPairJudge:
+    """`compare --judge-scoring checklist`: no conversation is shown beside another. Each conversation is
+    judged alone by the checklist scorer (once, whatever the number of pairs it is in: kept in memory and in
+    `store`, a scores file in the output directory, so a resumed compare asks nothing twice); a pair's
+    verdict per rubric comes from the two conversations' own scores (verdict rule `scores`)."""
+
+    label = CHECKLIST_READING
+
+    def __init__(self, scorer: Any, store: Any = None, evaluator: str = "", stored: dict[str, Any] | None = None):
+        self.scorer = scorer
+        self.store = store  # a JsonlAppender of ScoreRecords (or None)
+        self.evaluator = evaluator
+        self.scores: dict[str, dict[str, float | None]] = {}
+        ident = (scorer.checklist.ident, scorer.weights_name)
+        for cid, rec in (stored or {}).items():  # lines of this checklist and weights only
+            if rec.judge and (rec.judge.checklist, rec.judge.checklist_weights) == ident and rec.evaluator == evaluator:
+                self.scores[cid] = dict(rec.metrics)
+        self._locks: dict[str, asyncio.Lock] = {}
+        self.asked = 0  # conversations judged in this invocation
+
+    @property
+    def names(self) -> list[str]:
+        return self.scorer.names
+
+    async def probe(self) -> None:
+        return None
+
+    async def scores_of(self, conv: Conversation, names: list[str]) -> dict[str, float | None]:
+        lock = self._locks.setdefault(conv.conversation_id, asyncio.Lock())
+        async with lock:
+            have = self.scores.get(conv.conversation_id, {})
+            missing = [n for n in names if have.get(n) is None]
+            if missing:
+                from wikihowagent.records import JudgeProvenance, ScoreRecord
+
+                jr = await self.scorer.judge(conv, missing)
+                self.asked += 1
+                have = {**have, **jr.scores}
+                self.scores[conv.conversation_id] = have
+                if self.store is not None:
+                    self.store.append(ScoreRecord(
+                        conversation_id=conv.conversation_id, run=conv.run, tutorial_id=conv.tutorial_id,
+                        title=conv.title, teacher=conv.teacher, learner=conv.learner, persona=conv.persona,
+                        metrics=dict(have), judge=JudgeProvenance(
+                            evaluator=self.evaluator, raw=jr.raw, failures=jr.failures, notes=jr.notes,
+                            scoring=self.scorer.label, prompt=self.scorer.prompt_name, checklist=jr.checklist,
+                            checklist_weights=jr.checklist_weights, reading=jr.reading, items=jr.items)))
+            return have
+
+    async def judge(self, first: Conversation, second: Conversation, names: list[str] | None = None) -> PairResult:
+        want = [n for n in self.names if names is None or n in names]
+        a = await self.scores_of(first, want)
+        b = await self.scores_of(second, want)
+        res = PairResult()
+        for n in want:
+            sa, sb = a.get(n), b.get(n)
+            if sa is None or sb is None:
+                res.p_first[n] = None
+                res.failures.append(n)
+                res.notes.append(f"{n}: no checklist score for " + ("A" if sa is None else "B"))
+            else:
+                res.p_first[n] = score_p_first(sa, sb)
+                res.notes.append(f"{n}: checklist scores A {sa:.4f}, B {sb:.4f}")
+        return res
+
+
+# --------------------------------------------------------------------------------------------------
 # Both orders -> one verdict: the verdict rules (a registry; `--verdict-rule NAME`)
 # --------------------------------------------------------------------------------------------------
 
-AGREE, AVERAGE = "agree", "average"
+AGREE, AVERAGE, SCORES = "agree", "average", "scores"
 DEFAULT_RULE = AGREE
 DEFAULT_TIE_BAND = 0.0  # |P − 0.5| within it is a tie (the averaged rule); 0 = any lean counts, as the absolute judge's
 _EVEN = 1e-9  # the absolute judge-check's tie tolerance (accuracy.win)
@@ -260,6 +340,17 @@ def _average(p_ab: float, p_ba: float, tie_band: float) -> str:
     return "tie"
 
 
+def _scores(p_ab: float, p_ba: float, tie_band: float) -> str:
+    """Checklist verdicts (`ChecklistPairJudge`): the two conversations' own scores; a difference of at most
+    `tie_band` rubric points is a tie."""
+    diff = ((p_ab + (1.0 - p_ba)) / 2 - 0.5) * SCORE_SCALE
+    if diff > tie_band + _EVEN:
+        return "A"
+    if diff < -tie_band - _EVEN:
+        return "B"
+    return "tie"
+
+
 @dataclass(frozen=True)
 class VerdictRule:
     name: str
@@ -267,8 +358,11 @@ class VerdictRule:
     text: str  # one sentence for summaries
 
     def label(self, tie_band: float) -> str:
-        """The rule as written into pairwise.csv and summaries: "agree", "average (tie band 0.01)"."""
-        return self.name if self.name == AGREE else f"{self.name} (tie band {tie_band:g})"
+        """The rule as written into pairwise.csv and summaries: "agree", "average (tie band 0.01)",
+        "scores (tie band 0.1 points)"."""
+        if self.name == AGREE:
+            return self.name
+        return f"{self.name} (tie band {tie_band:g}{' points' if self.name == SCORES else ''})"
 
     def sentence(self, tie_band: float) -> str:
         return self.text.format(band=f"{tie_band:g}")
@@ -280,6 +374,10 @@ VERDICT_RULES: dict[str, VerdictRule] = {
     AVERAGE: VerdictRule(AVERAGE, _average, "Verdict rule `average`: P(A better) averaged over the two orders, "
                                             "(p_ab + 1 − p_ba) / 2 (a constant position bias cancels); a preference "
                                             "when it is outside 0.5 ± {band}, else a tie."),
+    SCORES: VerdictRule(SCORES, _scores, "Verdict rule `scores` (checklist judge): each conversation judged alone "
+                                         "by the checklist; per rubric the one with the higher checklist score wins, "
+                                         "a difference of at most {band} points (1-5 scale) is a tie. No conversation "
+                                         "is shown beside another, so the two orders agree by construction."),
 }
 
 

@@ -33,7 +33,9 @@ def evaluate(
     preset: Annotated[str | None, typer.Option(rich_help_panel=METRICS, help="'paper': --compat paper and the paper's decoding for the judge (max tokens 4096, temperature 0).")] = None,
     tables: Annotated[bool, typer.Option("--tables", rich_help_panel=STATISTICS, help="The paper's Table 1 (homogeneous runs) and Table 2 (heterogeneous, ↑/↓ against the teacher's homogeneous run); automatic for a sweep directory.")] = False,
     shard: Annotated[str | None, typer.Option(rich_help_panel=CLUSTER, metavar="K/N", help="Score only shard K of N of the conversations into <scores dir>/score-shards/K-of-N/ (cluster array jobs); join with `wikihowagent merge`.")] = None,
-    judge_scoring: Annotated[str | None, typer.Option(rich_help_panel=MODELS, metavar="weighted|json|sampled", help="How rubric scores are read: 'weighted' (probability-weighted mean over the score digits; default where the backend returns log-probabilities), 'json' (structured output, integers), 'sampled' (5 samples at temperature 0.7).")] = None,
+    judge_scoring: Annotated[str | None, typer.Option(rich_help_panel=MODELS, metavar="weighted|json|sampled|checklist", help="How rubric scores are read: 'weighted' (probability-weighted mean over the score digits; default where the backend returns log-probabilities), 'json' (structured output, integers), 'sampled' (5 samples at temperature 0.7), 'checklist' (yes/no items of data/checklists.json asked one at a time, P(yes) from log-probabilities; score = 1 + 4 x the weighted mean of the items' P(good)).")] = None,
+    checklist: Annotated[Path | None, typer.Option(rich_help_panel=MODELS, metavar="FILE", help="Checklist items file of --judge-scoring checklist (default: data/checklists.json); its version is recorded with every score.")] = None,
+    checklist_weights: Annotated[Path | None, typer.Option(rich_help_panel=MODELS, metavar="FILE", help="Item weights fitted by `align --fit-checklist` (default: uniform); refused for another judge or checklist version.")] = None,
     judge_rationale: Annotated[bool, typer.Option("--judge-rationale", rich_help_panel=MODELS, help="The judge writes its analysis first, then 'Score: k' (weighted/sampled; read at the final score token).")] = False,
     judge_prompt: Annotated[str | None, typer.Option(rich_help_panel=MODELS, metavar="NAME", help="Judge prompt variant of data/judge_prompts.json (weighted/sampled; default: see docs: Methodology > The rubric judge); recorded with every score.")] = None,
     retry_failed: Annotated[bool, typer.Option(rich_help_panel=CLUSTER, help="Judge rubrics that failed in an earlier pass again.")] = True,
@@ -59,6 +61,7 @@ def evaluate(
         preset=preset, tables=tables, shard=shard, judge_scoring=judge_scoring, judge_rationale=judge_rationale,
         judge_prompt=judge_prompt, retry_failed=retry_failed, calibration=calibration, bootstrap=bootstrap, seed=seed,
         posttest_learner=posttest_learner, posttest_prompt=posttest_prompt,
+        checklist=checklist, checklist_weights=checklist_weights,
     )
     try:
         result = run_evaluation(request, console)

@@ -44,9 +44,11 @@ class EvaluateRequest:
     shard: str | None = None  # "K/N": score shard K of N only (shards.py)
     tables: bool = False  # the paper's Table 1 / Table 2 (automatic for a sweep directory)
     preset: str | None = None  # presets.py: a config layer, and --compat
-    judge_scoring: str | None = None  # scoring.py: "weighted" | "json" | "sampled"; None = by backend
+    judge_scoring: str | None = None  # scoring.py: "weighted" | "json" | "sampled" | "checklist"; None = by backend
     judge_rationale: bool = False
     judge_prompt: str | None = None  # judge_prompts.py: a variant of data/judge_prompts.json; None = the default
+    checklist: Path | None = None  # --checklist: items file of --judge-scoring checklist; None = data/checklists.json
+    checklist_weights: Path | None = None  # --checklist-weights: `align --fit-checklist`'s weights file
     retry_failed: bool = True  # rubrics that failed in an earlier pass are judged again
     posttest_learner: str | None = None  # take the post-test of conversations without one with this model
     posttest_prompt: str | None = None  # --posttest-prompt: workflow/posttest.py PROMPTS; None = the default
@@ -101,8 +103,10 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
 
     if req.judge_scoring is not None and req.judge_scoring not in SCORING_MODES:
         raise EvaluateError(f"--judge-scoring: unknown mode {req.judge_scoring!r}; valid: {', '.join(SCORING_MODES)}")
-    if req.judge_rationale and req.judge_scoring == "json":
-        raise EvaluateError("--judge-rationale applies to --judge-scoring weighted or sampled, not json")
+    if req.judge_rationale and req.judge_scoring in ("json", "checklist"):
+        raise EvaluateError(f"--judge-rationale applies to --judge-scoring weighted or sampled, not {req.judge_scoring}")
+    if (req.checklist or req.checklist_weights) and req.judge_scoring != "checklist":
+        raise EvaluateError("--checklist and --checklist-weights apply to --judge-scoring checklist")
     if req.by not in (None, "domain", "persona"):
         raise EvaluateError(f"--by: only 'domain' or 'persona' is supported, not {req.by!r}")
     mode = req.mode
@@ -153,7 +157,8 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
                        default_concurrency=cfg.concurrency,
                        retries=req.retries, batch_size=req.batch_size, shard=shard, scoring=req.judge_scoring,
                        rationale=req.judge_rationale, retry_failed=req.retry_failed, prompt=req.judge_prompt,
-                       posttest_learner=req.posttest_learner, posttest_prompt=req.posttest_prompt)
+                       posttest_learner=req.posttest_learner, posttest_prompt=req.posttest_prompt,
+                       checklist_path=req.checklist, checklist_weights=req.checklist_weights)
 
     def warn(msg: str) -> None:
         print_labeled(console, "warning:", "yellow", msg)
@@ -397,6 +402,10 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed: li
             if n:
                 console.print(f"{src.name}: {n} conversation{'s' if n != 1 else ''} re-judged because {why} "
                               f"(now {specs[src.name]})", highlight=False)
+        if stats.reweighted:
+            console.print(f"{src.name}: {stats.reweighted} conversation{'s' if stats.reweighted != 1 else ''}' "
+                          "checklist scores weighed again from their stored items (other item weights; no model "
+                          "call)", highlight=False)
         if stats.judged:  # failed calls, parse failures and low digit mass: counted, never scored
             kinds = ", ".join(f"{n} {k}" for k, n in sorted(stats.failure_kinds.items()))
             prompt = ev.prompt_name(specs[src.name])

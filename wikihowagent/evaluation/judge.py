@@ -402,6 +402,13 @@ class JudgeResult:
     dist: dict[str, list[float]] = field(default_factory=dict)  # rubric -> p(1..5) (weighted / sampled)
     argmax: dict[str, int] = field(default_factory=dict)
     spread: dict[str, float] = field(default_factory=dict)
+    # --judge-scoring checklist (records.JudgeProvenance's fields of the same names)
+    items: list[Any] = field(default_factory=list)  # records.ChecklistItemScore, one per item asked
+    checklist: str = ""
+    checklist_weights: str = ""
+    reading: str = ""
+    calls: int = 0  # model calls made (cost)
+    prompt_tokens: int = 0  # the server's reported prompt tokens over those calls
 
 
 class Judge:

@@ -53,6 +53,8 @@ class EvalOptions:
     panel_judge: bool = False  # one judge of a panel: its scores go to <scores dir>/judges/<judge>/ (panel.py)
     posttest_learner: str | None = None  # --posttest-learner: take the post-test of conversations without one
     posttest_prompt: str | None = None  # --posttest-prompt (workflow/posttest.py PROMPTS); None = the default
+    checklist_path: Path | None = None  # --checklist: the items file of --judge-scoring checklist (None = bundled)
+    checklist_weights: Path | None = None  # --checklist-weights: fitted item weights (align --fit-checklist)
 
 
 @dataclass
@@ -68,6 +70,7 @@ class SourceStats:
     rejudged_scoring: int = 0  # ... whose rubric scores came from another --judge-scoring mode
     rejudged_prompt: int = 0  # ... or from another --judge-prompt variant
     rejudged_evaluator: int = 0  # conversations whose rubric scores were by another evaluator
+    reweighted: int = 0  # checklist scores computed again from their stored items under other weights (no model)
     rejudged_rubrics: int = 0  # ... or of rubrics the current rubric file does not define
     posttests: int = 0  # post-tests taken in this pass (--posttest-learner)
     posttest_failures: int = 0  # ... without a usable answer (not scored)
@@ -222,17 +225,24 @@ class Evaluation:
         if spec not in self._judges:
             assert self.make_llm is not None and self.rubrics is not None
             llm = self.make_llm(spec)
+            from .checklist import ChecklistError, checklist_for
+
             try:
                 mode = resolve_mode(self.opts.scoring, llm, self.opts.mode)
                 prompt = None
-                if mode != "json":
+                if mode not in ("json", "checklist"):
                     prompt = get_prompt(self.opts.prompt)
                 elif self.opts.prompt is not None:
-                    raise ScoringError("--judge-prompt applies to --judge-scoring weighted or sampled, not json")
+                    raise ScoringError(f"--judge-prompt applies to --judge-scoring weighted or sampled, not {mode}")
+                checklist, weights = (checklist_for(spec, list(self.rubrics), self.opts.checklist_path,
+                                                    self.opts.checklist_weights) if mode == "checklist" else (None, None))
+                if mode != "checklist" and (self.opts.checklist_path or self.opts.checklist_weights):
+                    raise ScoringError("--checklist and --checklist-weights apply to --judge-scoring checklist")
                 self._judges[spec] = make_scorer(mode, llm, self.rubrics, self.rubric_names, compat=self.opts.mode,
                                                  rationale=self.opts.rationale, retries=self.opts.retries,
-                                                 concurrency=judge_concurrency(self.opts, llm), prompt=prompt)
-            except PromptError as exc:
+                                                 concurrency=judge_concurrency(self.opts, llm), prompt=prompt,
+                                                 checklist=checklist, checklist_weights=weights)
+            except (PromptError, ChecklistError) as exc:
                 raise EvaluateError(str(exc)) from None
             except ScoringError as exc:
                 raise EvaluateError(f"evaluator {spec!r}: {exc}") from None
@@ -290,8 +300,35 @@ class Evaluation:
             return "scoring"  # lines written before --judge-scoring existed were json-scored
         prompt = self.prompt_name(spec)
         if prompt is not None and recorded_prompt(old.judge, label) != prompt:
-            return "prompt"  # another --judge-prompt variant
+            return "prompt"  # another --judge-prompt variant (or checklist file)
+        weights = getattr(self._judges.get(spec or ""), "weights_name", None)
+        if weights is not None and old.judge is not None and old.judge.checklist_weights != weights:
+            return "weights"  # other checklist item weights: the stored items are weighed again (`reweighted`)
         return None
+
+    def reweighted(self, old: ScoreRecord, spec: str | None) -> ScoreRecord | None:
+        """`old` (checklist scores of this judge and checklist, other item weights) with every rubric score
+        computed again from its stored items under this judge's weights: no model call. None when the stored
+        items cannot give every rubric asked (then the conversation is judged again)."""
+        from .checklist import rubric_score
+
+        judge = self._judges.get(spec or "")
+        prov = old.judge
+        if judge is None or prov is None or prov.checklist != judge.checklist.ident or not prov.items:
+            return None
+        metrics = dict(old.metrics)
+        failures = [f for f in prov.failures if f not in self.rubric_names]
+        for n in self.rubric_names:
+            goods = [(i.id, i.good) for i in prov.items if n in i.rubrics]
+            if not goods:
+                return None
+            w = judge.weights.weights.get(n) if judge.weights is not None else None
+            rs = rubric_score(n, goods, w)
+            metrics[n] = None if rs.score is None else round(rs.score, 4)
+            if rs.score is None:
+                failures.append(n)
+        judge_prov = prov.model_copy(update={"failures": failures, "checklist_weights": judge.weights_name})
+        return old.model_copy(update={"metrics": metrics, "judge": judge_prov})
 
     def learner(self) -> Any:
         if self._learner is None:
@@ -409,7 +446,9 @@ class Evaluation:
                     notes=[n for n in prev.notes if n.split(":")[0] not in done and not n.startswith(SHORTENED_NOTE)]
                     + jr.notes,
                     scoring=j.label, prompt=j.prompt_name, dist=keep(prev.dist, jr.dist), argmax=keep(prev.argmax, jr.argmax),
-                    spread=keep(prev.spread, jr.spread))
+                    spread=keep(prev.spread, jr.spread), checklist=jr.checklist, checklist_weights=jr.checklist_weights,
+                    reading=jr.reading or prev.reading,
+                    items=[i for i in prev.items if not set(i.rubrics) & done] + list(jr.items))
                 sink.append(rec)  # as soon as this conversation is judged (resume keeps every finished one)
                 stats.scored += 1
                 stats.judged += len(jr.scores)
@@ -430,6 +469,13 @@ class Evaluation:
                     for c in chunk:
                         old = existing.get(c.conversation_id)
                         stale = self._stale_rubrics(old, spec)
+                        reweighed = False
+                        if stale == "weights":
+                            if judge is None:
+                                judge = self.judge_for(spec)  # type: ignore[arg-type]
+                            again = self.reweighted(old, spec) if old is not None else None
+                            stale, reweighed = ("scoring", False) if again is None else (None, True)
+                            old = again or old
                         have = set(old.metrics) if old else set()
                         if old and c.posttest is not None and c.posttest.post.error is None and (
                                 old.metrics.get(STEP_RECALL) is None  # a post-test taken since that line was written
@@ -441,7 +487,12 @@ class Evaluation:
                         if old and self.opts.retry_failed and not stale:  # failed rubrics count as not judged yet
                             have -= set(old.judge_failures) & rubric_names
                         if stale is None and comp_names | rubric_names <= have:
-                            stats.already += 1
+                            if reweighed:  # new rubric scores from the stored items: a new line
+                                sink.append(old)  # type: ignore[arg-type]
+                                stats.scored += 1
+                                stats.reweighted += 1
+                            else:
+                                stats.already += 1
                             continue
                         todo.append((c, old, stale, have))
                     # At most one chunk's judge calls wait while the next chunk's metrics are computed.

@@ -23,7 +23,11 @@ share first (instructions, conversation, the tutorial where every rubric sees it
 the calls for one conversation share one prefix the server can cache (llama.cpp's prompt cache, vLLM's prefix cache,
 OpenAI's prompt caching); the embedded server's judge calls turn its prompt cache on.
 
-Adding a mode = one `Scorer` subclass and one `SCORING_MODES` entry.
+- `checklist`: narrow yes/no items (data/checklists.json: steps of the tutorial, questions per rubric), one
+  call each, P(yes) read from the answer token's log-probabilities; a rubric's score = 1 + 4 x the weighted
+  mean of its items' P(good) (evaluation/checklist.py). Works without log-probabilities (answer-only).
+
+Adding a mode = one scorer class (`Scorer` subclass, or the same interface) and one `SCORING_MODES` entry.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from wikihowagent.errors import Note, WikihowagentError, kind_of
-from wikihowagent.records import Conversation
+from wikihowagent.records import Conversation, turn_line
 from .judge import (LOW_MASS, ROLE_TEXT, Judge, JudgeBackendError, JudgeRequestError, JudgeResult, Rubric, _is_request_error,
                     _one_line, prompt_groups)
 from .judge_prompts import DEFAULT_PROMPT, LEGACY_PROMPT, JudgePrompt, load_prompts, render, shorten, shows_tutorial
@@ -271,7 +275,7 @@ def resolve_mode(requested: str | None, llm: Any, compat: str) -> str:
     return requested
 
 
-async def invoke(llm: Any, prompt: str, **bind: Any) -> Any:
+async def invoke(llm: Any, prompt: Any, **bind: Any) -> Any:
     """One judge call; JudgeRequestError when the evaluator refuses this request (e.g. too long),
     JudgeBackendError when it cannot be reached."""
     try:
@@ -452,14 +456,162 @@ class JsonScorer(Judge):
         return "json"
 
 
-SCORING_MODES: dict[str, type] = {"weighted": WeightedScorer, "json": JsonScorer, "sampled": SampledScorer}
+class ChecklistScorer:
+    """`--judge-scoring checklist` (evaluation/checklist.py): narrow yes/no items, one call each, P(yes) from
+    the answer token's log-probabilities (the answer itself where the backend gives none). The items of one
+    conversation run one after another with the conversation as the shared prefix and the item last."""
+
+    name = "checklist"
+    uses_prompt_variants = False
+
+    def __init__(self, llm: Any, rubrics: dict[str, Rubric], names: list[str] | None = None, *, rationale: bool = False,
+                 retries: int = 2, concurrency: int = 2, seed: int | None = None, prompt: JudgePrompt | None = None,
+                 checklist: Any = None, weights: Any = None):
+        from .checklist import load_checklist
+
+        if rationale:
+            raise ScoringError("--judge-rationale applies to --judge-scoring weighted or sampled, not checklist")
+        if prompt is not None:
+            raise ScoringError("--judge-prompt applies to --judge-scoring weighted or sampled, not checklist")
+        self.llm = llm
+        self.rubrics = {n: r for n, r in rubrics.items() if names is None or n in names}
+        self.checklist = checklist if checklist is not None else load_checklist(None, list(rubrics))
+        self.weights = weights  # checklist.ChecklistWeights or None (uniform)
+        self.retries = max(0, retries)
+        self.sem = asyncio.Semaphore(max(1, concurrency))
+        self.seed = seed if seed is not None else getattr(llm, "seed", None)
+        self.logprobs = supports_logprobs(llm)
+        self.fallback_note: str | None = None if self.logprobs else (
+            f"checklist answers read from the reply only: {backend_name(llm)} returns no log-probabilities")
+
+    label = "checklist"
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.rubrics)
+
+    @property
+    def prompt_name(self) -> str:
+        """Recorded as JudgeProvenance.prompt: the checklist's `<version>@<hash>` (another file = re-judged)."""
+        return f"checklist {self.checklist.ident}"
+
+    @property
+    def weights_name(self) -> str:
+        return "uniform" if self.weights is None else f"fitted:{self.weights.ident}"
+
+    def messages(self, conv: Conversation, question: str, tutorial: bool, retry: bool = False) -> list[tuple[str, str]]:
+        """The conversation first (shared by every item), the tutorial where the item needs it, the item last."""
+        from .judge import _tutorial_block
+
+        cl = self.checklist
+        convo = "Conversation:\n" + "\n".join(turn_line(m.role, m.text) for m in conv.messages)
+        parts = [cl.intro, convo]
+        if tutorial:
+            parts.append(f"Tutorial:\n{_tutorial_block(conv)}")
+        ask = cl.ask + (" Reply with that one word only." if retry else "")
+        parts.append(f"Question: {question}\n{ask}")
+        user = "\n\n".join(parts)
+        return ([("system", cl.system)] if cl.system else []) + [("human", user)]
+
+    async def ask(self, conv: Conversation, item: Any, variant: int, res: JudgeResult) -> Any:
+        from wikihowagent.records import ChecklistItemScore
+
+        from .checklist import ANSWER_TOKENS, p_good, read_answer
+
+        bind: dict[str, Any] = {"max_tokens": ANSWER_TOKENS, **cache_kwargs(self.llm)}
+        if self.logprobs:
+            bind.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
+        if variant and self.seed is not None:
+            bind["seed"] = self.seed + variant
+        problem: str | None = None
+        raws: list[str] = []
+        for attempt in range(1 + self.retries):
+            msg = await invoke(self.llm, self.messages(conv, item.question, item.tutorial, retry=attempt > 0), **bind)
+            res.calls += 1
+            res.prompt_tokens += int((getattr(msg, "usage_metadata", None) or {}).get("input_tokens") or 0)
+            text = str(getattr(msg, "content", "") or "")
+            raws.append(text)
+            meta = (getattr(msg, "response_metadata", None) or {}).get("logprobs")
+            entries = token_entries(meta)
+            if self.logprobs and not entries and self.fallback_note is None:
+                self.fallback_note = (f"checklist answers read from the reply only: the evaluator "
+                                      f"({backend_name(self.llm)}) returned no log-probabilities")
+            res.reading = "logprobs" if entries and res.reading != "answer" else "answer"
+            ans = read_answer(entries, text, reply_complete(msg, ANSWER_TOKENS, len(entries) or None))
+            if ans.p_yes is not None:
+                return ChecklistItemScore(id=item.id, rubrics=list(item.rubrics), question=item.question,
+                                          polarity=item.polarity, p_yes=round(ans.p_yes, 4),
+                                          mass=None if ans.mass is None else round(ans.mass, 4),
+                                          good=round(p_good(ans.p_yes, item.polarity), 4)), raws
+            problem = ans.problem
+            if ans.low_mass:
+                return ChecklistItemScore(id=item.id, rubrics=list(item.rubrics), question=item.question,
+                                          polarity=item.polarity, mass=round(ans.mass or 0.0, 4),
+                                          failure=problem), raws
+        return ChecklistItemScore(id=item.id, rubrics=list(item.rubrics), question=item.question,
+                                  polarity=item.polarity, failure=f"{problem} after {len(raws)} replies"), raws
+
+    async def judge(self, conv: Conversation, names: list[str] | None = None, variant: int = 0) -> JudgeResult:
+        from .checklist import conversation_items, rubric_score
+
+        res = JudgeResult(checklist=self.checklist.ident, checklist_weights=self.weights_name)
+        order = [n for n in self.names if names is None or n in names]
+        items, note = conversation_items(self.checklist, list(conv.steps), order)
+        if variant:
+            items = list(reversed(items))
+        if note and order:
+            res.notes.append(note)
+        scored: list[Any] = []
+        async with self.sem:
+            for it in items:
+                try:
+                    got, raws = await self.ask(conv, it, variant, res)
+                except JudgeRequestError as exc:
+                    from wikihowagent.records import ChecklistItemScore
+
+                    got, raws = ChecklistItemScore(id=it.id, rubrics=list(it.rubrics), question=it.question,
+                                                   polarity=it.polarity,
+                                                   failure=f"request refused by the evaluator ({exc})"), []
+                    for r in it.rubrics:
+                        res.kinds[r] = "call"
+                res.raw[it.id] = raws
+                scored.append(got)
+        res.items = scored
+        for n in order:
+            goods = [(s.id, s.good) for s in scored if n in s.rubrics]
+            w = self.weights.weights.get(n) if self.weights is not None else None
+            rs = rubric_score(n, goods, w)
+            if rs.score is None:
+                res.scores[n] = None
+                res.failures.append(n)
+                lows = sum(1 for s in scored if n in s.rubrics and s.good is None and s.mass is not None)
+                res.kinds.setdefault(n, LOW_MASS if lows and lows * 2 >= rs.total - rs.answered else "parse")
+                failed = [s for s in scored if n in s.rubrics and s.failure]
+                why = f"; e.g. {failed[0].id}: {failed[0].failure}" if failed else ""
+                res.notes.append(f"{n}: {rs.problem}{why}")
+            else:
+                res.scores[n] = round(rs.score, 4)
+                res.kinds.pop(n, None)  # a refused item call does not fail a rubric its other items scored
+        keep = [n for n in self.names if n in res.scores]
+        res.scores = {n: res.scores[n] for n in keep}
+        res.failures = [n for n in keep if n in res.failures]
+        return res
+
+
+SCORING_MODES: dict[str, type] = {"weighted": WeightedScorer, "json": JsonScorer, "sampled": SampledScorer,
+                                  "checklist": ChecklistScorer}
 
 
 def make_scorer(mode: str, llm: Any, rubrics: dict[str, Rubric], names: list[str] | None, *, compat: str = "default",
-                rationale: bool = False, retries: int = 2, concurrency: int = 2, prompt: JudgePrompt | None = None) -> Any:
-    """`prompt` None = the default variant (weighted/sampled); json keeps its own layout."""
+                rationale: bool = False, retries: int = 2, concurrency: int = 2, prompt: JudgePrompt | None = None,
+                checklist: Any = None, checklist_weights: Any = None) -> Any:
+    """`prompt` None = the default variant (weighted/sampled); json and checklist keep their own layouts
+    (checklist: `checklist` a loaded checklist.Checklist, None = data/checklists.json; `checklist_weights`
+    a checklist.ChecklistWeights, None = uniform)."""
     cls = SCORING_MODES[mode]
     kw: dict[str, Any] = {"rationale": rationale, "retries": retries, "concurrency": concurrency, "prompt": prompt}
     if cls is JsonScorer:
         kw["mode"] = compat
+    if cls is ChecklistScorer:
+        kw.update(checklist=checklist, weights=checklist_weights)
     return cls(llm, rubrics, names, **kw)

@@ -15,7 +15,7 @@ def judge_check(
                                                show_default=False, metavar="RUN")],
     out: Annotated[Path, typer.Option(rich_help_panel=OUTPUT, help="Output directory: judgments.jsonl, sensitivity.csv, consistency.csv, summary.md, sensitivity.png.")],
     evaluator: Annotated[Optional[list[str]], typer.Option(rich_help_panel=MODELS, metavar="SPEC", help="Judge model spec (default: as `evaluate`: the run's evaluator, else its teacher). Repeatable: a panel; each judge is checked into OUT/<judge>/ and the panel (the mean of their scores) into OUT/panel/.")] = None,
-    judge_scoring: Annotated[Optional[str], typer.Option(rich_help_panel=MODELS, metavar="weighted|json|sampled", help="Scoring mode (default: as `evaluate`).")] = None,
+    judge_scoring: Annotated[Optional[str], typer.Option(rich_help_panel=MODELS, metavar="weighted|json|sampled|checklist", help="Scoring mode (default: as `evaluate`; checklist: yes/no items, data/checklists.json).")] = None,
     judge_rationale: Annotated[bool, typer.Option("--judge-rationale", rich_help_panel=MODELS, help="The judge writes its analysis first (weighted/sampled).")] = False,
     judge_prompt: Annotated[Optional[str], typer.Option(rich_help_panel=MODELS, metavar="NAME", help="Judge prompt variant of data/judge_prompts.json (default: as `evaluate`).")] = None,
     perturbations: Annotated[Optional[Path], typer.Option(rich_help_panel=INPUTS, help="Perturbation file (default: data/perturbations.json).")] = None,

@@ -302,6 +302,7 @@ def _conversation_data(c: ReportConversation, metrics: list[str], others: list[d
         "persona": c.persona, "extra": c.extra, "missing": c.missing, "scored": c.scored,
         "metrics": [[m, c.metrics[m]] for m in metrics if m in c.metrics], "judge_raw": c.judge_raw,
         "judge_failures": c.judge_failures, "notes": c.notes, "score_extra": c.score_extra, "others": others,
+        "checklist": c.checklist, "checklist_reading": c.checklist_reading,
         "posttest": c.posttest, "posttest_matches": c.posttest_matches,
     }
 
@@ -612,6 +613,7 @@ def _index_html(runs: list[ReportRun], metrics: list[str], rubrics: list[str], f
     n = sum(r["conversations"] for r in rows)
     parts = [nav, "<main>", "<section id='overview'><h1>Runs</h1>",
              f"<p class='meta'>{len(runs)} run(s), {n} conversations, {len(metrics)} metrics.</p>", table]
+    parts.append(_evidence_html(runs))
     parts.append(f"<div id='summary-tables'>{tables}</div></section>")
     parts.append("<section id='figures'><h2>Figures</h2>")
     if figures:
@@ -629,6 +631,84 @@ def _index_html(runs: list[ReportRun], metrics: list[str], rubrics: list[str], f
                         if len(problems.lines) > 500 else "") + "</section>")
     parts.append("</main>")
     return page("wikihowagent report", "\n".join(parts), [f"data/{REPORT_INDEX_JS}", f"assets/{REPORT_JS}"])
+
+
+EVIDENCE_DEPTH = 3  # how deep below a run directory judge-check / align outputs are looked for
+
+
+def judge_evidence(run: ReportRun) -> list[str]:
+    """What the run directory holds about its judge, one line each: judge-check results (summary.md of
+    `judge-check --out`), alignment with people (correlations.csv of `align --out`), a calibration
+    (calibration.json) and fitted checklist weights (checklist_weights.json) — each named by where it is."""
+    import csv
+    import re
+
+    from wikihowagent.runs import CALIBRATION_JSON, CHECKLIST_WEIGHTS_JSON, CORRELATIONS_MD, SUMMARY_MD
+
+    root = Path(run.path)
+    if not root.is_dir():
+        return []
+    found: list[str] = []
+    files = sorted(p for p in root.rglob("*") if p.is_file() and len(p.relative_to(root).parts) <= EVIDENCE_DEPTH + 1)
+    for p in files:
+        rel = p.relative_to(root)
+        try:
+            if p.name == SUMMARY_MD:
+                text = p.read_text(encoding="utf-8", errors="replace")
+                if text.startswith("# judge-check: "):
+                    title = text.splitlines()[0][len("# judge-check: "):]
+                    m = re.search(r"(\d+) conversations; mean accuracy over the (\d+) targeted .*?\*\*([0-9.]+)\*\*", text)
+                    acc = f"mean accuracy {m.group(3)} over {m.group(2)} targeted cells, {m.group(1)} conversations" if m else "no accuracy line"
+                    found.append(f"judge-check ({rel.parent}/): {title}: {acc} (1 = always scores the original "
+                                 "above its damaged copy, 0.5 = chance)")
+            elif p.name == CORRELATIONS_CSV and (p.parent / CORRELATIONS_MD).exists():
+                with p.open(encoding="utf-8") as fh:
+                    rows = [r for r in csv.DictReader(fh) if r.get("metric") == "Overall" and r.get("by") == "all"]
+                if rows and rows[0].get("pearson_r") not in (None, ""):
+                    r = rows[0]
+                    ci = (f" [{float(r['pearson_ci_low']):+.2f}, {float(r['pearson_ci_high']):+.2f}]"
+                          if r.get("pearson_ci_low") not in (None, "") else "")
+                    found.append(f"align ({rel.parent}/): Overall Pearson r with the people {float(r['pearson_r']):+.2f}"
+                                 f"{ci}, n {r.get('n', '?')}")
+            elif p.name == CALIBRATION_JSON:
+                cal = json.loads(p.read_text(encoding="utf-8"))
+                oof = cal.get("out_of_fold") or {}
+                parts = [f"{m} r {v.get('raw_r', float('nan')):+.2f} -> {v.get('calibrated_r', float('nan')):+.2f}"
+                         for m, v in oof.items() if isinstance(v, dict)]
+                found.append(f"calibration ({rel}): {cal.get('method', '?')} for judge {cal.get('judge') or '?'} "
+                             f"({cal.get('scoring') or 'json'}); out of fold: " + ("; ".join(parts) or "–"))
+            elif p.name == CHECKLIST_WEIGHTS_JSON:
+                w = json.loads(p.read_text(encoding="utf-8"))
+                found.append(f"checklist weights ({rel}): fitted for judge {w.get('judge', '?')}, checklist "
+                             f"{w.get('checklist', '?')}")
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
+            found.append(f"{rel}: unreadable, left out")
+    return found
+
+
+def _evidence_html(runs: list[ReportRun]) -> str:
+    """The overview's "How far to trust the judge": per run its judge and scoring mode, and the evidence the
+    run directory holds about that judge, or that none was measured and how to measure it."""
+    e = html.escape
+    items = []
+    for r in runs:
+        judge = r.evaluator or "–"
+        head = f"<b>{e(r.name)}</b>: judge {e(judge)}, scoring {e(r.scoring or '–')}"
+        ev = judge_evidence(r)
+        if ev:
+            items.append(f"<li>{head}<ul>" + "".join(f"<li>{e(x)}</li>" for x in ev) + "</ul></li>")
+            continue
+        how = (f"wikihowagent judge-check {r.path} --out {r.path}/judge-check"
+               + (f" --judge-scoring {r.scoring.split('+')[0]}" if r.scoring and "," not in r.scoring else "")
+               + f"; with human ratings: wikihowagent align -H SHEET.csv --scores {r.path} --out {r.path}/alignment")
+        local = (" For the embedded judge (local) the measured figures are in BENCHMARKS.md (its agreement with "
+                 "people on the paper's development split and its judge-check accuracy, per scoring mode)."
+                 if judge.startswith("local") else "")
+        items.append(f"<li>{head}: no evidence about this judge was measured in this run directory. Measure it: "
+                     f"<code>{e(how)}</code>.{e(local)}</li>")
+    if not items:
+        return ""
+    return ("<h2 id='trust'>How far to trust the judge</h2><ul class='evidence'>" + "".join(items) + "</ul>")
 
 
 def _browser_html() -> str:

@@ -64,6 +64,10 @@ class ReportConversation:
     judge_failures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     score_extra: dict[str, Any] = field(default_factory=dict)  # e.g. weighted-score distributions (issue 9)
+    # --judge-scoring checklist: one row per item asked, [id, rubrics, question, polarity, P(yes), P(good),
+    # failure, step (0-based) or None]; and how the answers were read ("logprobs" | "answer")
+    checklist: list[list[Any]] = field(default_factory=list)
+    checklist_reading: str = ""
     posttest: dict[str, Any] | None = None  # the learner's post-test (record field `posttest`), as stored
     posttest_matches: list[tuple[int, int, float]] = field(default_factory=list)  # from the score record
 
@@ -222,6 +226,12 @@ def _paper_file(path: Path, problems: Problems) -> Found | None:
     return run, records(), path
 
 
+def _item_step(item_id: str) -> int | None:
+    """The 0-based tutorial step of a checklist step item ("step:3:step-taught" -> 2), else None."""
+    parts = item_id.split(":")
+    return int(parts[1]) - 1 if len(parts) == 3 and parts[0] == "step" and parts[1].isdigit() else None
+
+
 def _later_fields(record: Any, known: set[str]) -> dict[str, Any]:
     """A typed record's fields the report does not know by name (e.g. added by a later change), non-empty."""
     return {k: v for k, v in record.model_dump(mode="json").items() if k not in known and v not in (None, "", [], {})}
@@ -255,6 +265,9 @@ def _attach_scores(run: ReportRun, by_id: dict[str, ReportConversation], score_f
             conv.judge_raw = dict(judge.raw)
             conv.judge_failures = list(judge.failures)
             conv.notes = list(rec.notes) + [f"judge: {n}" for n in judge.notes]
+            conv.checklist = [[i.id, list(i.rubrics), i.question, i.polarity, i.p_yes, i.good, i.failure,
+                               _item_step(i.id)] for i in judge.items]
+            conv.checklist_reading = judge.reading
             if not run.evaluator and judge.evaluator:
                 run.evaluator = judge.evaluator
         else:

@@ -131,6 +131,7 @@
       });
       if (c.judge_failures.length) { add(sec, el("p", "warn", "Judge reply not parsed for: " + c.judge_failures.join(", "))); }
       c.notes.forEach(function (n) { add(sec, el("p", "meta", n)); });
+      if (c.checklist && c.checklist.length) { checklist(sec, c, items); }
       Object.keys(c.score_extra).forEach(function (k) {
         add(sec, el("h3", null, k)); add(sec, el("pre", null, JSON.stringify(c.score_extra[k], null, 1)));
       });
@@ -144,6 +145,39 @@
         });
       });
     }
+  }
+
+  // The checklist judge's items (--judge-scoring checklist): why a score is low. Items whose P(good) is below
+  // one half, and items without an answer, come first and are marked; a step item lights its tutorial step.
+  function checklist(sec, c, items) {
+    add(sec, el("h3", null, "Checklist items"));
+    var failed = c.checklist.filter(function (r) { return r[5] === null || r[5] < 0.5; }).length;
+    add(sec, el("p", "meta", c.checklist.length + " yes/no items asked, one at a time; " + failed +
+      " failed (P(good) < 0.5, or no answer). " + (c.checklist_reading === "answer"
+        ? "Answers read from the reply only (the judge returned no log-probabilities): P = 1 or 0."
+        : "P(yes) from the answer token's log-probabilities.") +
+      " P(good) = P(yes), or 1 − P(yes) for an item where yes is a fault."));
+    var rows = c.checklist.slice().sort(function (a, b) {
+      var ga = a[5] === null ? -1 : a[5], gb = b[5] === null ? -1 : b[5];
+      return ga - gb;
+    });
+    var t = add(sec, el("table", "summary checklist"));
+    var h = add(t, el("tr"));
+    ["item", "informs", "P(good)", "answer"].forEach(function (x) { add(h, el("th", null, x)); });
+    rows.forEach(function (r) {
+      var bad = r[5] === null || r[5] < 0.5;
+      var tr = add(t, el("tr", bad ? "warn" : null));
+      add(tr, el("td", null, r[2] || r[0]));
+      add(tr, el("td", null, r[1].join(", ")));
+      add(tr, el("td", "num", r[5] === null ? "–" : r[5].toFixed(3)));
+      add(tr, el("td", null, r[6] ? "no answer: " + r[6] :
+        "P(yes) " + r[4].toFixed(3) + (r[3] === "yes-bad" ? " (yes is a fault)" : "")));
+      var step = r[7];
+      if (step !== null && step !== undefined && items[step]) {
+        tr.addEventListener("mouseenter", function () { items[step].classList.add("active"); });
+        tr.addEventListener("mouseleave", function () { items[step].classList.remove("active"); });
+      }
+    });
   }
 
   var s = document.createElement("script");
