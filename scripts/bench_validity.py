@@ -1,4 +1,4 @@
-"""Benchmark of the post-test on the counterfactual validity set (docs/pending/h31.md); writes the
+"""Benchmark of the post-test on the counterfactual validity set (docs: Methodology > Metrics, "Likelihood Gain" and "The validity set"); writes the
 "post-test: validity set" section of BENCHMARKS.md.
 
 Each model step is resumable and chunked: run it under the model lock, as often as needed, until it says

@@ -156,12 +156,12 @@ def align(
                                       "group) and rubric, from the rated conversations and the judge's scores of "
                                       "all the others, beside the human-only and judge-only means (ppi.md/.csv, "
                                       "figures/ppi_*.png). Needs a random rated subset.")] = False,
-    fit_checklist: Annotated[bool, typer.Option("--fit-checklist", help="Fit non-negative checklist item weights per "
+    fit_checklist: Annotated[bool, typer.Option("--fit-checklist", rich_help_panel=STATISTICS, help="Fit non-negative checklist item weights per "
                                                 "rubric on the human ratings (scores of `evaluate --judge-scoring "
                                                 "checklist`), shrunk toward uniform, out of fold by tutorial: uniform "
                                                 "vs fitted r with CIs (checklist_fit.md/.csv) and checklist_weights.json "
                                                 "for `evaluate --checklist-weights`.")] = False,
-    checklist_shrinkage: Annotated[float, typer.Option("--checklist-shrinkage", min=0.0, help="With --fit-checklist: "
+    checklist_shrinkage: Annotated[float, typer.Option("--checklist-shrinkage", min=0.0, rich_help_panel=STATISTICS, help="With --fit-checklist: "
                                                        "how strongly the weights are pulled toward uniform (0 = none; "
                                                        "1 = strong, the default).")] = 1.0,
 ) -> None:

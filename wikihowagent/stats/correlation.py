@@ -1,4 +1,4 @@
-"""Pooled and within-group correlation, for a measure whose baseline is per group (docs/pending/h31.md).
+"""Pooled and within-group correlation, for a measure whose baseline is per group (docs: Methodology > Metrics, "Likelihood Gain" and "The validity set").
 
 Learning Gain's pre-test is taken once per tutorial, so a pooled correlation of the gain with people's ratings
 over conversations can come from *which tutorials* people liked rather than from the lessons. The within-

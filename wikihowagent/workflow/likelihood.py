@@ -1,5 +1,5 @@
 """The likelihood post-test: how probable the learner model finds the tutorial's own steps, given the lesson
-and given the title only (no sampling; docs/pending/h31.md "Likelihood Gain").
+and given the title only (no sampling; docs/methodology/metrics.md "Likelihood Gain").
 
 For a text T = "1. <step 1>\\n2. <step 2>\\n..." (the tutorial's steps in its order) and a context C, the model's
 log-probability of every token of T after C is read (teacher forcing), and each step's score is the mean
