@@ -22,7 +22,6 @@ its first conversation (by id).
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -425,7 +424,7 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
 
     -> (result or None for a shard, pass statistics, a line describing the judge and its reading)."""
     from wikihowagent.config import load_config
-    from wikihowagent.evaluation.core import judge_endpoints
+    from wikihowagent.evaluation.session import judge_endpoints
     from wikihowagent.evaluation.inputs import resolve_inputs
     from wikihowagent.evaluation.judge import load_rubrics
     from wikihowagent.evaluation.runner import EvalOptions, Evaluation
@@ -499,12 +498,7 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
                        default_concurrency=cfg.concurrency, retries=req.retries)
     endpoints = judge_endpoints(cfg, req.base_url)  # as `evaluate`: the run's evaluator and endpoint, else --evaluator
     ev = Evaluation(opts, [], names, rubric_set, endpoints.make_llm, warn)
-    by_source = endpoints.resolve(ev, sources)
-    if len(set(by_source.values())) != 1:
-        which = "; ".join(f"{n}: {spec}" for n, spec in by_source.items())
-        raise CompareError(f"the runs name different judges ({which}): pass --evaluator SPEC to judge every pair "
-                           "with the same one")
-    spec = next(iter(by_source.values()))
+    spec = endpoints.resolve_one(ev, sources, _different_judges)
     out = Path(req.out) if req.out is not None else Path(cfg.runs_dir) / COMPARE_DIR
     stats = PassStats()
     if req.from_judgments:
@@ -528,6 +522,12 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
     return res, stats, desc
 
 
+def _different_judges(by_source: dict[str, str]) -> CompareError:
+    which = "; ".join(f"{n}: {spec}" for n, spec in by_source.items())
+    return CompareError(f"the runs name different judges ({which}): pass --evaluator SPEC to judge every pair "
+                        "with the same one")
+
+
 def _judge_checklist_pairs(req: CompareRequest, console: Any, progress_factory: Callable[[int], Any],
                            runs: dict[str, Any], names: list[str], rubric_set: Any, spec: str,
                            make_llm: Callable[[str], Any], opts: Any, out: Path, shard: tuple[int, int] | None,
@@ -536,11 +536,10 @@ def _judge_checklist_pairs(req: CompareRequest, console: Any, progress_factory: 
     checklist-scores.jsonl), and write each pass's verdicts from the two scores (resumable). A run whose own
     scores.jsonl holds this judge's checklist scores (same checklist and weights) is not judged again."""
     from wikihowagent.evaluation.checklist import ChecklistError, checklist_for
-    from wikihowagent.evaluation.judge import JudgeBackendError
-    from wikihowagent.evaluation.runner import cancel_leftover_tasks, judge_concurrency
+    from wikihowagent.evaluation.runner import judge_concurrency
     from wikihowagent.evaluation.scoring import make_scorer
-    from wikihowagent.runs import (CHECKLIST_SCORES, PAIR_JUDGMENTS, SCORES, JsonlAppender, RunError, dir_lock,
-                                   read_scores)
+    from wikihowagent.evaluation.session import JudgeLoop, locked_out, resumable
+    from wikihowagent.runs import CHECKLIST_SCORES, PAIR_JUDGMENTS, SCORES, JsonlAppender, read_scores
 
     from .pairwise import CHECKLIST_READING, ChecklistPairJudge
 
@@ -559,29 +558,21 @@ def _judge_checklist_pairs(req: CompareRequest, console: Any, progress_factory: 
     console.print(f"compare: {len(runs)} runs ({', '.join(runs)}), judge {spec} (checklist scores, checklist "
                   f"{checklist.ident}, weights {scorer.weights_name}): {len(jobs)} passes from each conversation's "
                   f"own checklist scores x {len(names)} rubrics", highlight=False, markup=False)
-    loop = asyncio.new_event_loop()
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with dir_lock(out, blocking=False, what="another 'wikihowagent compare'", name=f".{path.name}.lock"):
-            stored: dict[str, Any] = {}
-            for run_path in req.runs:  # the runs' own checklist scores (`evaluate --judge-scoring checklist`)
-                if (Path(run_path) / SCORES).is_file():
-                    stored.update(read_scores(Path(run_path) / SCORES, warn))
-            for p in judgment_files(out, CHECKLIST_SCORES):
-                stored.update(read_scores(p, warn))
-            done = read_records(judgment_files(out, PAIR_JUDGMENTS), spec, CHECKLIST_READING, warn)
-            todo = pending(jobs, done, req.retry_failed)
-            stats.already = len(jobs) - len(todo)
-            with JsonlAppender(scores_path) as sink, progress_factory(len(jobs)) as advance:
-                judge = ChecklistPairJudge(scorer, sink, spec, stored)
-                advance(stats.already)
-                loop.run_until_complete(run_pair_jobs(todo, judge, spec, path, advance, stats))
-    except (JudgeBackendError, RunError, OSError) as exc:
-        raise CompareError(f"{exc} (judgments so far are in {path}; rerun to resume)") from None
-    finally:
-        cancel_leftover_tasks(loop)
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
+    with JudgeLoop() as loop, resumable(CompareError, path), \
+            locked_out(out, "another 'wikihowagent compare'", f".{path.name}.lock"):
+        stored: dict[str, Any] = {}
+        for run_path in req.runs:  # the runs' own checklist scores (`evaluate --judge-scoring checklist`)
+            if (Path(run_path) / SCORES).is_file():
+                stored.update(read_scores(Path(run_path) / SCORES, warn))
+        for p in judgment_files(out, CHECKLIST_SCORES):
+            stored.update(read_scores(p, warn))
+        done = read_records(judgment_files(out, PAIR_JUDGMENTS), spec, CHECKLIST_READING, warn)
+        todo = pending(jobs, done, req.retry_failed)
+        stats.already = len(jobs) - len(todo)
+        with JsonlAppender(scores_path) as sink, progress_factory(len(jobs)) as advance:
+            judge = ChecklistPairJudge(scorer, sink, spec, stored)
+            advance(stats.already)
+            loop.run(run_pair_jobs(todo, judge, spec, path, advance, stats))
     return CHECKLIST_READING
 
 
@@ -609,7 +600,7 @@ def _judge_pairs(req: CompareRequest, console: Any, progress_factory: Callable[[
     """Make the judge and judge every pending pass into OUT (resumable); -> the judge's reading."""
     from wikihowagent.evaluation.judge import JudgeBackendError
     from wikihowagent.evaluation.runner import judge_concurrency
-    from wikihowagent.runs import PAIR_JUDGMENTS, RunError, dir_lock
+    from wikihowagent.evaluation.session import JudgeLoop
 
     from .pairwise import PairwiseJudge
 
@@ -619,12 +610,22 @@ def _judge_pairs(req: CompareRequest, console: Any, progress_factory: Callable[[
                               concurrency=judge_concurrency(opts, llm))
     except ValueError as exc:
         raise CompareError(f"evaluator {spec!r}: {exc}") from None
-    loop = asyncio.new_event_loop()
-    try:
-        loop.run_until_complete(judge.probe())
-    except JudgeBackendError as exc:
-        loop.close()
-        raise CompareError(str(exc)) from None
+    with JudgeLoop() as loop:
+        try:
+            loop.run(judge.probe())
+        except JudgeBackendError as exc:
+            raise CompareError(str(exc)) from None
+        _judge_pending(req, console, progress_factory, runs, names, spec, judge, out, shard, stats, warn, loop)
+    return judge.label
+
+
+def _judge_pending(req: CompareRequest, console: Any, progress_factory: Callable[[int], Any], runs: dict[str, Any],
+                   names: list[str], spec: str, judge: Any, out: Path, shard: tuple[int, int] | None,
+                   stats: PassStats, warn: Callable[[str], None], loop: Any) -> None:
+    """Judge every pass not yet in OUT's judgments (resumable) on `loop` (a JudgeLoop), under OUT's lock."""
+    from wikihowagent.evaluation.session import locked_out, resumable
+    from wikihowagent.runs import PAIR_JUDGMENTS
+
     desc = f"{spec} (pairwise, {judge.label})"
     stem = PAIR_JUDGMENTS.removesuffix(".jsonl")
     path = out / (f"{stem}-{shard[0]}-of-{shard[1]}.jsonl" if shard else PAIR_JUDGMENTS)
@@ -632,21 +633,10 @@ def _judge_pairs(req: CompareRequest, console: Any, progress_factory: Callable[[
     console.print(f"compare: {len(runs)} runs ({', '.join(runs)}), judge {desc}: {len(jobs)} judge passes "
                   f"(both orders of every shared tutorial) x {len(names)} rubrics", highlight=False, markup=False)
     console.print(reading_note(judge.label), highlight=False, markup=False)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with dir_lock(out, blocking=False, what="another 'wikihowagent compare'", name=f".{path.name}.lock"):
-            done = read_records(judgment_files(out, PAIR_JUDGMENTS), spec, judge.label, warn)
-            todo = pending(jobs, done, req.retry_failed)
-            stats.already = len(jobs) - len(todo)
-            with progress_factory(len(jobs)) as advance:
-                advance(stats.already)
-                loop.run_until_complete(run_pair_jobs(todo, judge, spec, path, advance, stats))
-    except (JudgeBackendError, RunError, OSError) as exc:
-        raise CompareError(f"{exc} (judgments so far are in {path}; rerun to resume)") from None
-    finally:
-        from wikihowagent.evaluation.runner import cancel_leftover_tasks
-
-        cancel_leftover_tasks(loop)
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
-    return judge.label
+    with resumable(CompareError, path), locked_out(out, "another 'wikihowagent compare'", f".{path.name}.lock"):
+        done = read_records(judgment_files(out, PAIR_JUDGMENTS), spec, judge.label, warn)
+        todo = pending(jobs, done, req.retry_failed)
+        stats.already = len(jobs) - len(todo)
+        with progress_factory(len(jobs)) as advance:
+            advance(stats.already)
+            loop.run(run_pair_jobs(todo, judge, spec, path, advance, stats))

@@ -9,7 +9,6 @@ is) for anything that stops the stage.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -95,6 +94,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     from .panel import combine as combine_panel
     from .panel import panel_spec
     from .runner import EvalOptions, Evaluation, select_metrics
+    from .session import judge_endpoints
 
     preset = get_preset(req.preset)
     if req.compat not in (None, "paper"):
@@ -181,8 +181,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
             _lock_scores_files(locks, sources, o, runs_dir)
         ev = Evaluation(opts, comp, rub if judge_on and not panel else [], rubric_set,
                         make_llm if judge_on and not panel else None, warn,
-                        make_learner=judge_llm_factory(cfg, req.base_url, endpoints.aliases, endpoints.urls,
-                                                       *LEARNER_ROLE) if req.posttest_learner else None)
+                        make_learner=endpoints.learner_factory(cfg) if req.posttest_learner else None)
         # Every input's evaluator (and the server it is asked on) is known before any work starts.
         specs = endpoints.resolve(ev, sources)
         judges = [Evaluation(o, [], rub, rubric_set, make_llm, warn) for o in judge_opts]
@@ -273,57 +272,6 @@ def _run_scores(results, calibration: Any, req: EvaluateRequest) -> list:
             rs.table = add_calibrated(rs.table, calibration)
         out.append(rs)
     return out
-
-
-@dataclass
-class JudgeEndpoints:
-    """Which judge scores each input and on which server, and how its chat model is made: the setup `evaluate`
-    and `judge-check` share (built by `judge_endpoints`)."""
-
-    make_llm: Callable[[str], Any]  # spec -> the judge's chat model (EvaluateError naming the spec)
-    base_url: str | None  # --base-url
-    aliases: Path | None  # --config's model alias file, as for generate
-    urls: dict[str, str | None] = field(default_factory=dict)  # spec -> base URL (run.json's unless --base-url)
-
-    def resolve(self, ev: Any, sources: list[Any]) -> dict[str, str | None]:
-        """{input name: judge spec} of `ev` (an Evaluation), and the server each spec is asked on."""
-        from .endpoints import judge_base_urls
-
-        specs = {s.name: ev.evaluator_spec(s) for s in sources}
-        self.urls.update(judge_base_urls(specs, sources, self.base_url, self.aliases))
-        return specs
-
-
-def judge_endpoints(cfg: Any, base_url: str | None) -> JudgeEndpoints:
-    aliases = Path(cfg.models) if cfg.models else None
-    urls: dict[str, str | None] = {}
-    return JudgeEndpoints(judge_llm_factory(cfg, base_url, aliases, urls), base_url, aliases, urls)
-
-
-LEARNER_ROLE = ("--posttest-learner", "choose another model spec")  # judge_llm_factory's role + hint for it
-
-
-def judge_llm_factory(cfg: Any, base_url: str | None, aliases: Path | None = None,
-                      judge_urls: dict[str, str | None] | None = None,
-                      role: str = "evaluator", hint: str = "choose another with --evaluator SPEC, or --no-judge") -> Any:
-    """spec -> the judge's chat model (temperature 0) on `judge_urls[spec]` (else `base_url`); EvaluateError
-    naming the spec (as `role`, with `hint`) if it cannot be made. Shared by `evaluate` and `judge-check`, also
-    for the post-test's learner (LEARNER_ROLE)."""
-    urls = judge_urls if judge_urls is not None else {}
-
-    def make_llm(spec: str) -> Any:
-        from wikihowagent.backends import BackendError, check_backend, make_chat_model, resolve_spec
-
-        judge_settings = cfg.model.model_copy(update={"temperature": 0.0})
-        url = urls.get(spec, base_url)
-        try:
-            resolved = resolve_spec(spec, aliases)
-            check_backend(resolved, url)
-            return make_chat_model(resolved, judge_settings, cfg.local, base_url=url)
-        except BackendError as exc:
-            raise EvaluateError(f"{role} {spec!r}: {exc} ({hint})") from None
-
-    return make_llm
 
 
 def _paper_tables(result: EvaluationSummary, results, rubric_names, req: EvaluateRequest, runs_dir: Path,
