@@ -270,7 +270,7 @@ def plan_pairwise(convs: list[Conversation], perturbations: list[Perturbation], 
                   stats: CheckStats) -> list[Any]:
     """Per conversation: (original, perturbed) for every perturbation, then (perturbed, original); each asked
     on the perturbation's target rubrics only. The first block shares the prompt prefix up to the original."""
-    from wikihowagent.compare.core import PairJob
+    from wikihowagent.compare.engine import PairJob
 
     jobs: list[PairJob] = []
     for c in convs:
@@ -292,7 +292,7 @@ def pairwise_cells(records: dict[tuple[str, ...], Any], perturbations: list[Pert
                    rule: str | None = None, tie_band: float = 0.0) -> dict[tuple[str, str], list[dict[str, Any]]]:
     """{(rubric, perturbation): verdict rows (compare.core.verdict_rows: run_a = the original, so verdict "A" =
     the original preferred)} of every targeted cell, under one verdict rule."""
-    from wikihowagent.compare.core import verdict_rows
+    from wikihowagent.compare.engine import verdict_rows
 
     out = {}
     for p in perturbations:
@@ -397,7 +397,8 @@ def analyse_pairwise(out_dir: Path, records: dict[tuple[str, ...], Any], perturb
     """pairwise_sensitivity.csv / pairwise_summary.md / pairwise_sensitivity.png: accuracy under both verdict
     rules with CIs and position consistency; next to the absolute judge's accuracy when `judgments.jsonl`
     holds this evaluator's absolute judgments of the same conversations; a one-line recommendation last."""
-    from wikihowagent.compare.core import md_table, reading_note
+    from wikihowagent.compare.core import md_table
+    from wikihowagent.compare.engine import reading_note
     from wikihowagent.compare.pairwise import AGREE, AVERAGE, VERDICT_RULES
     from wikihowagent.evaluation.judge_prompts import DEFAULT_PROMPT
 
@@ -643,7 +644,7 @@ def _different_evaluators(by_source: dict[str, str]) -> JudgeCheckError:
 def _pairwise(console, convs, perts, rubric_set, spec, llm, out, reading, retries, concurrency, no_figures,
               tie_band=0.0) -> None:
     """judge-check --pairwise: original vs perturbed copy, both orders, the perturbation's target rubrics."""
-    from wikihowagent.compare.core import PassStats, pending, read_records, reading_note, run_pair_jobs
+    from wikihowagent.compare.engine import PassStats, pending, read_pair_judgments, reading_note, run_pair_jobs
     from wikihowagent.compare.pairwise import PairwiseJudge, check_tie_band
     from wikihowagent.console import progress_bar
     from wikihowagent.evaluation.session import JudgeLoop, locked_out, resumable
@@ -665,13 +666,13 @@ def _pairwise(console, convs, perts, rubric_set, spec, llm, out, reading, retrie
                       f"{sum(len(j.names) for j in jobs)} verdicts", highlight=False, markup=False)
         console.print(reading_note(judge.label), highlight=False, markup=False)
         with locked_out(out, "another 'wikihowagent judge-check'", JUDGE_CHECK_LOCK):
-            todo = pending(jobs, read_records([path], spec, judge.label))
+            todo = pending(jobs, read_pair_judgments([path], spec, judge.label))
             passes.already = len(jobs) - len(todo)
             with progress_bar(console, len(jobs), "judging originals against perturbed copies (both orders)") as advance:
                 advance(passes.already)
                 loop.run(run_pair_jobs(todo, judge, spec, path, advance, passes))
     stats.rubric_scores, stats.failures = passes.asked, passes.failures
-    res = analyse_pairwise(out, read_records([out / PAIR_JUDGMENTS], spec, judge.label), perts, list(rubric_set), spec,
+    res = analyse_pairwise(out, read_pair_judgments([out / PAIR_JUDGMENTS], spec, judge.label), perts, list(rubric_set), spec,
                            judge.label, {c.conversation_id for c in convs}, stats, figures=not no_figures,
                            tie_band=tie_band)
     console.print(f"{passes.judged} judge passes made, {passes.already} already done; {passes.failures} of {passes.asked} "
