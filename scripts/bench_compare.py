@@ -84,7 +84,8 @@ def main() -> int:
 
     from benchmarks_md import write_section
 
-    from wikihowagent.compare.core import OVERALL, analyse, judgment_files, md_table, read_records, reading_note
+    from wikihowagent.compare.core import OVERALL, analyse, md_table
+    from wikihowagent.compare.engine import judgment_files, read_pair_judgments, reading_note
     from wikihowagent.compare.pairwise import VERDICT_RULES
     from wikihowagent.evaluation.judge import load_rubrics
     from wikihowagent.runs import PAIR_JUDGMENTS, run_name
@@ -112,7 +113,7 @@ def main() -> int:
         with (out / TIMINGS).open("a") as fh:
             fh.write(json.dumps({"seconds": time.perf_counter() - t0, "passes": n_records() - before, "rc": rc}) + "\n")
     runs = [run_name(p) for p in args.runs]
-    records = read_records(judgment_files(out, PAIR_JUDGMENTS), "local", "logprobs")
+    records = read_pair_judgments(judgment_files(out, PAIR_JUDGMENTS), "local", "logprobs")
     desc = "local (pairwise, logprobs)"
     res = analyse(out, records, runs, names, desc, reading_note("logprobs"), args.bootstrap, 0, rule=args.verdict_rule,
                   tie_band=args.tie_band)

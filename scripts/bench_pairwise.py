@@ -87,7 +87,8 @@ def main() -> int:
     from benchmarks_md import read_section, write_section
 
     from wikihowagent.backends import make_chat_model
-    from wikihowagent.compare.core import PassStats, md_table, pending, read_records, run_pair_jobs
+    from wikihowagent.compare.core import md_table
+    from wikihowagent.compare.engine import PassStats, pending, read_pair_judgments, run_pair_jobs
     from wikihowagent.compare.pairwise import PairwiseJudge
     from wikihowagent.config import load_config
     from wikihowagent.evaluation.judge import load_rubrics
@@ -123,7 +124,7 @@ def main() -> int:
         judge = PairwiseJudge(llm, rubrics, None, reading="logprobs", concurrency=1)
         loop = asyncio.new_event_loop()
         try:
-            todo = pending(jobs, read_records([out / PAIR_JUDGMENTS], "local", reading))
+            todo = pending(jobs, read_pair_judgments([out / PAIR_JUDGMENTS], "local", reading))
             # perturbation by perturbation (both orders of one conversation together): a time limit leaves
             # whole cells judged on every conversation rather than every cell on a few
             rank = {p.name: i for i, p in enumerate(perts)}
@@ -141,7 +142,7 @@ def main() -> int:
                     deadline, timings, "absolute")
         finally:
             loop.close()
-    records = read_records([out / PAIR_JUDGMENTS], "local", reading)
+    records = read_pair_judgments([out / PAIR_JUDGMENTS], "local", reading)
     done_convs = {c.conversation_id for c in convs
                   if all(j.key in records for j in jobs if j.tutorial_id == c.conversation_id)}
     if not done_convs:

@@ -43,9 +43,9 @@ def _sets(paths: list[Path]) -> dict[str, list]:
 
 def _learner(spec: str):
     from wikihowagent.config import load_config
-    from wikihowagent.evaluation.core import LEARNER_ROLE, judge_llm_factory
+    from wikihowagent.evaluation.session import posttest_learner_factory
 
-    return judge_llm_factory(load_config(None), None, None, None, *LEARNER_ROLE)(spec)
+    return posttest_learner_factory(load_config(None))(spec)
 
 
 def likelihood_probe(out: Path, model, n: int = 1) -> None:

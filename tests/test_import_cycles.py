@@ -240,11 +240,7 @@ FLOORS: dict[str, int] = {
 TOP_FLOOR = 6  # the command line: cli.py, clidoc.py (the CLI reference), __main__.py
 CLI_MODULES = {"wikihowagent.cli", "wikihowagent.clidoc", "wikihowagent.__main__"}
 # Uses of another package's private name still to be removed, each with the step of issue 29 that removes it.
-KNOWN_PRIVATE_USES = {
-    # the pairwise prompt reuses the rubric judge's tutorial block: goes with issue 29's judge-session / pairwise
-    # engine step (after the `checklist` scoring work on evaluation/judge.py and compare/ lands)
-    ("wikihowagent.compare.pairwise", "wikihowagent.evaluation.judge", "_tutorial_block"),
-}
+KNOWN_PRIVATE_USES: set[tuple[str, str, str]] = set()  # none left (evaluation.judge.tutorial_block is public)
 
 
 def _folder(module: str, pkg: Path = PKG) -> str:

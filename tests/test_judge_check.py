@@ -199,7 +199,7 @@ def _biased_records(n: int, preference: float, bias: float, seed: int = 3) -> di
 
     import numpy as np
 
-    from wikihowagent.compare.core import record_key
+    from wikihowagent.compare.engine import record_key
     from wikihowagent.records import PairwiseRecord
 
     rng = np.random.default_rng(seed)

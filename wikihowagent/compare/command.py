@@ -4,45 +4,56 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
 import typer
 
 from wikihowagent.console import CLUSTER, INPUTS, MODELS, OUTPUT
+from wikihowagent.evaluation.options import (
+    base_url_option,
+    checklist_option,
+    checklist_weights_option,
+    command_errors,
+    concurrency_option,
+    evaluator_option,
+    judge_scoring_option,
+    pairwise_reading_option,
+    retries_option,
+    retry_failed_option,
+    tie_band_option,
+)
 from wikihowagent.stats import bootstrap_option, seed_option
 
 
 def compare(
     runs: Annotated[list[Path], typer.Argument(help="Two or more run directories (or JSONL of records) that taught the same tutorials.",
                                                show_default=False, metavar="RUN")],
-    out: Annotated[Optional[Path], typer.Option(rich_help_panel=OUTPUT, help="Output directory (default: <runs_dir>/compare): pair-judgments.jsonl, pairwise.csv, win_rates.csv, position.csv, bradley_terry.csv, summary.md, head_to_head.png.")] = None,
-    evaluator: Annotated[Optional[str], typer.Option(rich_help_panel=MODELS, metavar="SPEC", help="Judge model spec (default: the runs' evaluator, which must be the same for all).")] = None,
-    metrics: Annotated[Optional[str], typer.Option(rich_help_panel=INPUTS, metavar="LIST", help="Comma-separated rubric names to compare on (default: every rubric).")] = None,
-    rubrics: Annotated[Optional[Path], typer.Option(rich_help_panel=INPUTS, help="Rubric JSON file (default: data/rubrics.json).")] = None,
-    max_tutorials: Annotated[Optional[int], typer.Option(rich_help_panel=INPUTS, min=1, help="Only the first N tutorials (sorted by id).")] = None,
-    pairwise_reading: Annotated[Optional[str], typer.Option(rich_help_panel=MODELS, metavar="logprobs|answer", help="How a verdict is read: P(A) from the A/B token log-probabilities (default where the backend returns them) or the letter only.")] = None,
+    out: Annotated[Path | None, typer.Option(rich_help_panel=OUTPUT, help="Output directory (default: <runs_dir>/compare): pair-judgments.jsonl, pairwise.csv, win_rates.csv, position.csv, bradley_terry.csv, summary.md, head_to_head.png.")] = None,
+    evaluator: Annotated[str | None, evaluator_option("Judge model spec (default: the runs' evaluator, which must be the same for all).")] = None,
+    metrics: Annotated[str | None, typer.Option(rich_help_panel=INPUTS, metavar="LIST", help="Comma-separated rubric names to compare on (default: every rubric).")] = None,
+    rubrics: Annotated[Path | None, typer.Option(rich_help_panel=INPUTS, help="Rubric JSON file (default: data/rubrics.json).")] = None,
+    max_tutorials: Annotated[int | None, typer.Option(rich_help_panel=INPUTS, min=1, help="Only the first N tutorials (sorted by id).")] = None,
+    pairwise_reading: Annotated[str | None, pairwise_reading_option("How a verdict is read: P(A) from the A/B token log-probabilities (default where the backend returns them) or the letter only.")] = None,
     bootstrap: Annotated[int, bootstrap_option("Bootstrap resamples (of tutorials) for the CIs.")] = 1000,
     seed: Annotated[int, seed_option("Seed of the bootstrap.")] = 0,
-    shard: Annotated[Optional[str], typer.Option(rich_help_panel=CLUSTER, metavar="K/N", help="Judge only every N-th tutorial from K (0-based) into pair-judgments-K-of-N.jsonl; a run without --shard then analyses every shard's judgments.")] = None,
-    config: Annotated[Optional[Path], typer.Option(rich_help_panel=INPUTS, help="YAML config overriding configs/default.yaml.")] = None,
-    base_url: Annotated[Optional[str], typer.Option(rich_help_panel=MODELS, help="Ollama host / OpenAI-compatible base URL for the evaluator.")] = None,
-    concurrency: Annotated[Optional[int], typer.Option(rich_help_panel=CLUSTER, min=1, help="Judge passes in flight (default: the config's concurrency).")] = None,
-    retries: Annotated[int, typer.Option(rich_help_panel=MODELS, min=0, help="Re-asks of the judge when a reply is not one letter.")] = 2,
-    retry_failed: Annotated[bool, typer.Option(rich_help_panel=CLUSTER, help="Ask again the verdicts that failed in an earlier pass.")] = True,
+    shard: Annotated[str | None, typer.Option(rich_help_panel=CLUSTER, metavar="K/N", help="Judge only every N-th tutorial from K (0-based) into pair-judgments-K-of-N.jsonl; a run without --shard then analyses every shard's judgments.")] = None,
+    config: Annotated[Path | None, typer.Option(rich_help_panel=INPUTS, help="YAML config overriding configs/default.yaml.")] = None,
+    base_url: Annotated[str | None, base_url_option("Ollama host / OpenAI-compatible base URL for the evaluator.")] = None,
+    concurrency: Annotated[int | None, concurrency_option("Judge passes in flight (default: the config's concurrency).")] = None,
+    retries: Annotated[int, retries_option("Re-asks of the judge when a reply is not one letter.")] = 2,
+    retry_failed: Annotated[bool, retry_failed_option("Ask again the verdicts that failed in an earlier pass.")] = True,
     no_figures: Annotated[bool, typer.Option("--no-figures", rich_help_panel=OUTPUT, help="Skip the heatmap.")] = False,
-    verdict_rule: Annotated[Optional[str], typer.Option(rich_help_panel=MODELS, metavar="agree|average|scores", help="How the two orders make one verdict (scores: the checklist judge's, automatic with --judge-scoring checklist): agree (default: a preference only when both orders prefer the same conversation) or average (P(A better) averaged over the orders, (p_ab + 1 - p_ba) / 2, outside 0.5 ± --tie-band; cancels a constant position bias). Written into pairwise.csv and summary.md.")] = None,
-    tie_band: Annotated[float, typer.Option(rich_help_panel=MODELS, min=0.0, max=0.499, help="With --verdict-rule average: |P(A better) - 0.5| up to this is a tie.")] = 0.0,
-    judge_scoring: Annotated[Optional[str], typer.Option(rich_help_panel=MODELS, metavar="checklist", help="'checklist': no pairwise prompt; each conversation is judged alone by the checklist judge (yes/no items, see `evaluate --judge-scoring checklist`) and each rubric's verdict comes from the two conversations' own scores (verdict rule `scores`; position consistency 1 by construction). Default: the pairwise judge.")] = None,
-    checklist: Annotated[Optional[Path], typer.Option(rich_help_panel=MODELS, metavar="FILE", help="With --judge-scoring checklist: the items file (default: data/checklists.json).")] = None,
-    checklist_weights: Annotated[Optional[Path], typer.Option(rich_help_panel=MODELS, metavar="FILE", help="With --judge-scoring checklist: item weights of `align --fit-checklist` (default: uniform).")] = None,
+    verdict_rule: Annotated[str | None, typer.Option(rich_help_panel=MODELS, metavar="agree|average|scores", help="How the two orders make one verdict (scores: the checklist judge's, automatic with --judge-scoring checklist): agree (default: a preference only when both orders prefer the same conversation) or average (P(A better) averaged over the orders, (p_ab + 1 - p_ba) / 2, outside 0.5 ± --tie-band; cancels a constant position bias). Written into pairwise.csv and summary.md.")] = None,
+    tie_band: Annotated[float, tie_band_option("With --verdict-rule average: |P(A better) - 0.5| up to this is a tie.")] = 0.0,
+    judge_scoring: Annotated[str | None, judge_scoring_option("'checklist': no pairwise prompt; each conversation is judged alone by the checklist judge (yes/no items, see `evaluate --judge-scoring checklist`) and each rubric's verdict comes from the two conversations' own scores (verdict rule `scores`; position consistency 1 by construction). Default: the pairwise judge.", metavar="checklist")] = None,
+    checklist: Annotated[Path | None, checklist_option("With --judge-scoring checklist: the items file (default: data/checklists.json).")] = None,
+    checklist_weights: Annotated[Path | None, checklist_weights_option("With --judge-scoring checklist: item weights of `align --fit-checklist` (default: uniform).")] = None,
     score_tie_band: Annotated[float, typer.Option(rich_help_panel=MODELS, min=0.0, max=4.0, help="With --judge-scoring checklist: a difference of the two conversations' rubric scores up to this many points is a tie.")] = 0.0,
     from_judgments: Annotated[bool, typer.Option("--from-judgments", rich_help_panel=INPUTS, help="Judge nothing: analyse the pair judgments already in --out (e.g. under another --verdict-rule); no model is loaded.")] = False,
 ) -> None:
     """Judge runs head to head: for every tutorial two runs share, which conversation teaches better, per
     rubric, asked in both orders; win rates, position consistency and (3+ runs) a Bradley–Terry ranking."""
-    from wikihowagent.console import make_console, print_error, print_labeled, progress_bar
-
-    from wikihowagent.errors import WikihowagentError
+    from wikihowagent.console import make_console, print_error, progress_bar
 
     from .core import CompareRequest, run_compare
 
@@ -53,14 +64,8 @@ def compare(
                          retry_failed=retry_failed, verdict_rule=verdict_rule, tie_band=tie_band,
                          from_judgments=from_judgments, judge_scoring=judge_scoring, checklist=checklist,
                          checklist_weights=checklist_weights, score_tie_band=score_tie_band)
-    try:
+    with command_errors(console, "judgments"):
         res, stats, desc = run_compare(req, console, lambda total: progress_bar(console, total, "judging pairs (both orders)"))
-    except WikihowagentError as exc:  # CompareError, or a config, rubric, input or judge error as it is
-        print_error(str(exc), console)
-        raise typer.Exit(2) from None
-    except KeyboardInterrupt:
-        print_labeled(console, "interrupted:", "yellow", "judgments written so far are kept; rerun the same command to resume")
-        raise typer.Exit(130) from None
     if from_judgments:
         console.print("analysed the stored pair judgments (no judge asked)", highlight=False, markup=False)
     else:

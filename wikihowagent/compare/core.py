@@ -22,7 +22,6 @@ its first conversation (by id).
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -34,7 +33,9 @@ from wikihowagent.errors import WikihowagentError
 from wikihowagent.figures import annotated_heatmap
 from wikihowagent.records import Conversation, PairwiseRecord
 
-from .pairwise import AVERAGE, DEFAULT_TIE_BAND, verdict, verdict_rule, winner_score
+from .engine import (PairJob, PassStats, judgment_files, pending, read_pair_judgments, reading_note,
+                     run_pair_jobs, verdict_rows)
+from .pairwise import AVERAGE, DEFAULT_TIE_BAND, verdict_rule, winner_score
 from wikihowagent.runs import (BRADLEY_TERRY_CSV, HEAD_TO_HEAD_PNG, PAIRWISE_CSV, POSITION_CSV, SUMMARY_MD,
                                WIN_RATES_CSV)
 
@@ -48,97 +49,6 @@ class CompareError(WikihowagentError, ValueError):
 # --------------------------------------------------------------------------------------------------
 # Plan and run
 # --------------------------------------------------------------------------------------------------
-
-
-@dataclass
-class PairJob:
-    tutorial_id: str
-    first: str  # label of the conversation shown as A (a run name, or a judge-check variant)
-    second: str
-    a: Conversation
-    b: Conversation
-    names: list[str]
-
-    @property
-    def key(self) -> tuple[str, str, str, str, str]:
-        return (self.tutorial_id, self.first, self.second, self.a.conversation_id, self.b.conversation_id)
-
-
-def record_key(r: PairwiseRecord) -> tuple[str, str, str, str, str]:
-    return (r.tutorial_id, r.first, r.second, r.first_conversation, r.second_conversation)
-
-
-@dataclass
-class PassStats:
-    judged: int = 0  # judge passes made in this invocation
-    already: int = 0  # found in the judgments file(s)
-    asked: int = 0  # rubric verdicts asked in this invocation
-    failures: int = 0
-
-
-def judgment_files(out_dir: Path, stem: str) -> list[Path]:
-    """`<stem>.jsonl` and its shards' `<stem>-K-of-N.jsonl` in `out_dir`."""
-    base = stem.removesuffix(".jsonl")
-    return sorted(p for p in Path(out_dir).glob(f"{base}*.jsonl") if p.name == f"{base}.jsonl"
-                  or p.name[len(base):].startswith("-"))
-
-
-def read_records(paths: Iterable[Path], evaluator: str, reading: str,
-                 on_error: Callable[[str], None] | None = None,
-                 on_bad_value: Callable[[str], None] | None = None) -> dict[tuple[str, ...], PairwiseRecord]:
-    """{key: record} of this judge (evaluator + reading); a later line for the same key wins, and a rubric
-    it failed keeps an earlier line's verdict. A stored value that is not a probability is reported to
-    `on_bad_value` (default `on_error`) and read as a failure (`runs.read_pairwise`)."""
-    from wikihowagent.runs import read_pairwise
-
-    out: dict[tuple[str, ...], PairwiseRecord] = {}
-    for path in paths:
-        for rec in read_pairwise(path, on_error, on_bad_value):
-            if rec.evaluator != evaluator or rec.reading != reading:
-                continue
-            old = out.get(record_key(rec))
-            if old is not None:
-                merged = {k: v for k, v in old.p_first.items() if v is not None}
-                merged.update({k: v for k, v in rec.p_first.items() if v is not None or k not in merged})
-                rec = rec.model_copy(update={"p_first": merged,
-                                             "failures": [f for f in rec.failures if merged.get(f) is None]})
-            out[record_key(rec)] = rec
-    return out
-
-
-def pending(jobs: list[PairJob], done: dict[tuple[str, ...], PairwiseRecord], retry_failed: bool = True) -> list[PairJob]:
-    """The jobs (narrowed to the rubrics still missing) that `done` does not answer."""
-    todo = []
-    for j in jobs:
-        old = done.get(j.key)
-        have = set() if old is None else {k for k, v in old.p_first.items() if v is not None or not retry_failed}
-        missing = [n for n in j.names if n not in have]
-        if missing:
-            todo.append(PairJob(j.tutorial_id, j.first, j.second, j.a, j.b, missing))
-    return todo
-
-
-async def run_pair_jobs(jobs: list[PairJob], judge: Any, evaluator: str, path: Path, progress: Callable[[int], None],
-                        stats: PassStats) -> None:
-    """Judge every job, appending one PairwiseRecord per pass to `path` as it finishes. Jobs run in the given
-    order under the judge's concurrency (consecutive jobs that share a first conversation share a prefix)."""
-    from wikihowagent.evaluation.runner import gather_cancelling
-    from wikihowagent.runs import JsonlAppender
-
-    with JsonlAppender(path) as sink:
-
-        async def one(j: PairJob) -> None:
-            res = await judge.judge(j.a, j.b, j.names)
-            sink.append(PairwiseRecord(tutorial_id=j.tutorial_id, first=j.first, second=j.second,
-                                       first_conversation=j.a.conversation_id, second_conversation=j.b.conversation_id,
-                                       evaluator=evaluator, reading=judge.label, p_first=res.p_first,
-                                       failures=res.failures, notes=res.notes, raw=res.raw))
-            stats.judged += 1
-            stats.asked += len(res.p_first)
-            stats.failures += len(res.failures)
-            progress(1)
-
-        await gather_cancelling(one(j) for j in jobs)
 
 
 def first_by_tutorial(convs: Iterable[Conversation]) -> dict[str, Conversation]:
@@ -169,37 +79,6 @@ def plan_compare(runs: dict[str, dict[str, Conversation]], names: list[str],
 # --------------------------------------------------------------------------------------------------
 # Analysis
 # --------------------------------------------------------------------------------------------------
-
-
-def verdict_rows(records: dict[tuple[str, ...], PairwiseRecord], pairs: list[tuple[str, str]],
-                 rubric_names: list[str], rule: str | None = None,
-                 tie_band: float = DEFAULT_TIE_BAND) -> tuple[list[dict[str, Any]], int]:
-    """Rows (tutorial, run_a, run_b, rubric, p_ab, p_ba, p_a, order_effect, verdict, consistent, verdict_rule)
-    for every (pair, tutorial, rubric) judged in both orders, the verdict under `rule` (default `agree`); and
-    how many lacked an order or a readable reply."""
-    label = verdict_rule(rule).label(tie_band)
-    by_order: dict[tuple[str, str, str], PairwiseRecord] = {}
-    for r in records.values():
-        by_order[(r.tutorial_id, r.first, r.second)] = r
-    rows: list[dict[str, Any]] = []
-    missing = 0
-    tutorials = sorted({r.tutorial_id for r in records.values()})
-    for a, b in pairs:
-        for t in tutorials:
-            ab, ba = by_order.get((t, a, b)), by_order.get((t, b, a))
-            if ab is None and ba is None:
-                continue
-            for rubric in rubric_names:
-                p_ab = ab.p_first.get(rubric) if ab else None
-                p_ba = ba.p_first.get(rubric) if ba else None
-                if p_ab is None or p_ba is None:
-                    missing += 1
-                    continue
-                v = verdict(p_ab, p_ba, rule, tie_band)
-                rows.append({"tutorial_id": t, "run_a": a, "run_b": b, "rubric": rubric, "p_ab": p_ab, "p_ba": p_ba,
-                             "p_a": round(v.p_a, 4), "order_effect": round(v.order_effect, 4),
-                             "verdict": v.winner, "consistent": v.consistent, "verdict_rule": label})
-    return rows, missing
 
 
 def _r(x: float) -> float | None:
@@ -381,20 +260,6 @@ class CompareRequest:
     score_tie_band: float = 0.0  # checklist verdicts: a score difference up to this (points) is a tie
 
 
-def reading_note(reading: str) -> str:
-    from .pairwise import CHECKLIST_READING
-
-    if reading == CHECKLIST_READING:
-        return ("Reading: checklist scores: each conversation judged alone by the checklist judge (yes/no items, "
-                "P(yes) from log-probabilities where the backend gives them); a pair's verdict per rubric comes "
-                "from the two conversations' own scores, so neither is ever shown first. Each conversation's "
-                "item probabilities are in checklist-scores.jsonl.")
-    if reading == "logprobs":
-        return "Reading: P(A) from the judge's A/B token log-probabilities (renormalised over the two letters)."
-    return ("Reading: answer-only mode: the judge's backend returns no token log-probabilities, so each order gives "
-            "only its letter (P(A) = 1 or 0).")
-
-
 def load_runs(sources: list[Any], warn: Callable[[str], None], max_tutorials: int | None) -> dict[str, dict[str, Conversation]]:
     names = [s.name for s in sources]
     dup = sorted({n for n in names if names.count(n) > 1})
@@ -425,7 +290,7 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
 
     -> (result or None for a shard, pass statistics, a line describing the judge and its reading)."""
     from wikihowagent.config import load_config
-    from wikihowagent.evaluation.core import judge_endpoints
+    from wikihowagent.evaluation.session import judge_endpoints
     from wikihowagent.evaluation.inputs import resolve_inputs
     from wikihowagent.evaluation.judge import load_rubrics
     from wikihowagent.evaluation.runner import EvalOptions, Evaluation
@@ -499,12 +364,7 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
                        default_concurrency=cfg.concurrency, retries=req.retries)
     endpoints = judge_endpoints(cfg, req.base_url)  # as `evaluate`: the run's evaluator and endpoint, else --evaluator
     ev = Evaluation(opts, [], names, rubric_set, endpoints.make_llm, warn)
-    by_source = endpoints.resolve(ev, sources)
-    if len(set(by_source.values())) != 1:
-        which = "; ".join(f"{n}: {spec}" for n, spec in by_source.items())
-        raise CompareError(f"the runs name different judges ({which}): pass --evaluator SPEC to judge every pair "
-                           "with the same one")
-    spec = next(iter(by_source.values()))
+    spec = endpoints.resolve_one(ev, sources, _different_judges)
     out = Path(req.out) if req.out is not None else Path(cfg.runs_dir) / COMPARE_DIR
     stats = PassStats()
     if req.from_judgments:
@@ -520,12 +380,18 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
         if shard is not None:
             return None, stats, f"{spec} (pairwise, {reading})"
     desc = f"{spec} (checklist scores)" if checklist_mode else f"{spec} (pairwise, {reading})"
-    records = read_records(judgment_files(out, PAIR_JUDGMENTS), spec, reading, warn, bad_value)
+    records = read_pair_judgments(judgment_files(out, PAIR_JUDGMENTS), spec, reading, warn, bad_value)
     wanted = {(j.key) for j in plan_compare(runs, names)}
     records = {k: r for k, r in records.items() if k in wanted}
     res = analyse(out, records, list(runs), names, desc, reading_note(reading), req.bootstrap, req.seed, req.figures,
                   rule_name, band, len(bad_values))
     return res, stats, desc
+
+
+def _different_judges(by_source: dict[str, str]) -> CompareError:
+    which = "; ".join(f"{n}: {spec}" for n, spec in by_source.items())
+    return CompareError(f"the runs name different judges ({which}): pass --evaluator SPEC to judge every pair "
+                        "with the same one")
 
 
 def _judge_checklist_pairs(req: CompareRequest, console: Any, progress_factory: Callable[[int], Any],
@@ -536,11 +402,10 @@ def _judge_checklist_pairs(req: CompareRequest, console: Any, progress_factory: 
     checklist-scores.jsonl), and write each pass's verdicts from the two scores (resumable). A run whose own
     scores.jsonl holds this judge's checklist scores (same checklist and weights) is not judged again."""
     from wikihowagent.evaluation.checklist import ChecklistError, checklist_for
-    from wikihowagent.evaluation.judge import JudgeBackendError
-    from wikihowagent.evaluation.runner import cancel_leftover_tasks, judge_concurrency
+    from wikihowagent.evaluation.runner import judge_concurrency
     from wikihowagent.evaluation.scoring import make_scorer
-    from wikihowagent.runs import (CHECKLIST_SCORES, PAIR_JUDGMENTS, SCORES, JsonlAppender, RunError, dir_lock,
-                                   read_scores)
+    from wikihowagent.evaluation.session import JudgeLoop, locked_out, resumable
+    from wikihowagent.runs import CHECKLIST_SCORES, PAIR_JUDGMENTS, SCORES, JsonlAppender, read_scores
 
     from .pairwise import CHECKLIST_READING, ChecklistPairJudge
 
@@ -559,29 +424,21 @@ def _judge_checklist_pairs(req: CompareRequest, console: Any, progress_factory: 
     console.print(f"compare: {len(runs)} runs ({', '.join(runs)}), judge {spec} (checklist scores, checklist "
                   f"{checklist.ident}, weights {scorer.weights_name}): {len(jobs)} passes from each conversation's "
                   f"own checklist scores x {len(names)} rubrics", highlight=False, markup=False)
-    loop = asyncio.new_event_loop()
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with dir_lock(out, blocking=False, what="another 'wikihowagent compare'", name=f".{path.name}.lock"):
-            stored: dict[str, Any] = {}
-            for run_path in req.runs:  # the runs' own checklist scores (`evaluate --judge-scoring checklist`)
-                if (Path(run_path) / SCORES).is_file():
-                    stored.update(read_scores(Path(run_path) / SCORES, warn))
-            for p in judgment_files(out, CHECKLIST_SCORES):
-                stored.update(read_scores(p, warn))
-            done = read_records(judgment_files(out, PAIR_JUDGMENTS), spec, CHECKLIST_READING, warn)
-            todo = pending(jobs, done, req.retry_failed)
-            stats.already = len(jobs) - len(todo)
-            with JsonlAppender(scores_path) as sink, progress_factory(len(jobs)) as advance:
-                judge = ChecklistPairJudge(scorer, sink, spec, stored)
-                advance(stats.already)
-                loop.run_until_complete(run_pair_jobs(todo, judge, spec, path, advance, stats))
-    except (JudgeBackendError, RunError, OSError) as exc:
-        raise CompareError(f"{exc} (judgments so far are in {path}; rerun to resume)") from None
-    finally:
-        cancel_leftover_tasks(loop)
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
+    with JudgeLoop() as loop, resumable(CompareError, path), \
+            locked_out(out, "another 'wikihowagent compare'", f".{path.name}.lock"):
+        stored: dict[str, Any] = {}
+        for run_path in req.runs:  # the runs' own checklist scores (`evaluate --judge-scoring checklist`)
+            if (Path(run_path) / SCORES).is_file():
+                stored.update(read_scores(Path(run_path) / SCORES, warn))
+        for p in judgment_files(out, CHECKLIST_SCORES):
+            stored.update(read_scores(p, warn))
+        done = read_pair_judgments(judgment_files(out, PAIR_JUDGMENTS), spec, CHECKLIST_READING, warn)
+        todo = pending(jobs, done, req.retry_failed)
+        stats.already = len(jobs) - len(todo)
+        with JsonlAppender(scores_path) as sink, progress_factory(len(jobs)) as advance:
+            judge = ChecklistPairJudge(scorer, sink, spec, stored)
+            advance(stats.already)
+            loop.run(run_pair_jobs(todo, judge, spec, path, advance, stats))
     return CHECKLIST_READING
 
 
@@ -609,7 +466,7 @@ def _judge_pairs(req: CompareRequest, console: Any, progress_factory: Callable[[
     """Make the judge and judge every pending pass into OUT (resumable); -> the judge's reading."""
     from wikihowagent.evaluation.judge import JudgeBackendError
     from wikihowagent.evaluation.runner import judge_concurrency
-    from wikihowagent.runs import PAIR_JUDGMENTS, RunError, dir_lock
+    from wikihowagent.evaluation.session import JudgeLoop
 
     from .pairwise import PairwiseJudge
 
@@ -619,12 +476,22 @@ def _judge_pairs(req: CompareRequest, console: Any, progress_factory: Callable[[
                               concurrency=judge_concurrency(opts, llm))
     except ValueError as exc:
         raise CompareError(f"evaluator {spec!r}: {exc}") from None
-    loop = asyncio.new_event_loop()
-    try:
-        loop.run_until_complete(judge.probe())
-    except JudgeBackendError as exc:
-        loop.close()
-        raise CompareError(str(exc)) from None
+    with JudgeLoop() as loop:
+        try:
+            loop.run(judge.probe())
+        except JudgeBackendError as exc:
+            raise CompareError(str(exc)) from None
+        _judge_pending(req, console, progress_factory, runs, names, spec, judge, out, shard, stats, warn, loop)
+    return judge.label
+
+
+def _judge_pending(req: CompareRequest, console: Any, progress_factory: Callable[[int], Any], runs: dict[str, Any],
+                   names: list[str], spec: str, judge: Any, out: Path, shard: tuple[int, int] | None,
+                   stats: PassStats, warn: Callable[[str], None], loop: Any) -> None:
+    """Judge every pass not yet in OUT's judgments (resumable) on `loop` (a JudgeLoop), under OUT's lock."""
+    from wikihowagent.evaluation.session import locked_out, resumable
+    from wikihowagent.runs import PAIR_JUDGMENTS
+
     desc = f"{spec} (pairwise, {judge.label})"
     stem = PAIR_JUDGMENTS.removesuffix(".jsonl")
     path = out / (f"{stem}-{shard[0]}-of-{shard[1]}.jsonl" if shard else PAIR_JUDGMENTS)
@@ -632,21 +499,10 @@ def _judge_pairs(req: CompareRequest, console: Any, progress_factory: Callable[[
     console.print(f"compare: {len(runs)} runs ({', '.join(runs)}), judge {desc}: {len(jobs)} judge passes "
                   f"(both orders of every shared tutorial) x {len(names)} rubrics", highlight=False, markup=False)
     console.print(reading_note(judge.label), highlight=False, markup=False)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with dir_lock(out, blocking=False, what="another 'wikihowagent compare'", name=f".{path.name}.lock"):
-            done = read_records(judgment_files(out, PAIR_JUDGMENTS), spec, judge.label, warn)
-            todo = pending(jobs, done, req.retry_failed)
-            stats.already = len(jobs) - len(todo)
-            with progress_factory(len(jobs)) as advance:
-                advance(stats.already)
-                loop.run_until_complete(run_pair_jobs(todo, judge, spec, path, advance, stats))
-    except (JudgeBackendError, RunError, OSError) as exc:
-        raise CompareError(f"{exc} (judgments so far are in {path}; rerun to resume)") from None
-    finally:
-        from wikihowagent.evaluation.runner import cancel_leftover_tasks
-
-        cancel_leftover_tasks(loop)
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
-    return judge.label
+    with resumable(CompareError, path), locked_out(out, "another 'wikihowagent compare'", f".{path.name}.lock"):
+        done = read_pair_judgments(judgment_files(out, PAIR_JUDGMENTS), spec, judge.label, warn)
+        todo = pending(jobs, done, req.retry_failed)
+        stats.already = len(jobs) - len(todo)
+        with progress_factory(len(jobs)) as advance:
+            advance(stats.already)
+            loop.run(run_pair_jobs(todo, judge, spec, path, advance, stats))

@@ -29,7 +29,7 @@ from typing import Any
 
 from wikihowagent.errors import Note, kind_of
 from wikihowagent.evaluation.judge import (LOW_MASS, ROLE_TEXT, JudgeBackendError, JudgeRequestError, Rubric,
-                                         _tutorial_block)
+                                         tutorial_block)
 from wikihowagent.evaluation.scoring import (TOP_LOGPROBS, backend_name, cache_kwargs, digit_closed, invoke,
                                              reply_complete, supports_logprobs, token_entries)
 from wikihowagent.records import Conversation, conversation_lines
@@ -118,7 +118,7 @@ def pair_prefix(first: Conversation, second: Conversation) -> str:
     return "\n\n".join([
         "You are an expert in pedagogy. A teacher was asked to teach the tutorial below to a learner, step by step, "
         "in a conversation. Below are two such conversations, A and B. Compare them on one criterion.",
-        f"Tutorial:\n{_tutorial_block(first)}", f"Conversation A:\n{convo(first)}", f"Conversation B:\n{convo(second)}"])
+        f"Tutorial:\n{tutorial_block(first)}", f"Conversation A:\n{convo(first)}", f"Conversation B:\n{convo(second)}"])
 
 
 def pair_prompt(first: Conversation, second: Conversation, rubric: Rubric) -> str:

@@ -8,15 +8,31 @@ from typing import Annotated
 
 import typer
 
-from wikihowagent.console import CLUSTER, INPUTS, METRICS, MODELS, OUTPUT, POSTTEST, STATISTICS
+from wikihowagent.console import CLUSTER, INPUTS, METRICS, MODELS, OUTPUT, STATISTICS
 from wikihowagent.stats import bootstrap_option, seed_option
+
+from .options import (
+    base_url_option,
+    checklist_option,
+    checklist_weights_option,
+    command_errors,
+    concurrency_option,
+    evaluator_option,
+    judge_prompt_option,
+    judge_rationale_option,
+    judge_scoring_option,
+    posttest_learner_option,
+    posttest_prompt_option,
+    retries_option,
+    retry_failed_option,
+)
 
 
 def evaluate(
     runs: Annotated[list[Path] | None, typer.Argument(
         help="Run directories, the paper's run files ({total_conversations: [...]} JSON) or JSONL of records. "
              "Default: the latest run.", show_default=False, metavar="RUN_DIR")] = None,
-    evaluator: Annotated[list[str] | None, typer.Option(rich_help_panel=MODELS, metavar="SPEC", help="Judge model spec (default: the run's evaluator, else its teacher: homogeneous). Repeatable: a panel of judges, each scoring into <scores dir>/judges/<judge>/scores.jsonl, the run's scores holding their mean (evaluator 'panel:A+B').")] = None,
+    evaluator: Annotated[list[str] | None, evaluator_option("Judge model spec (default: the run's evaluator, else its teacher: homogeneous). Repeatable: a panel of judges, each scoring into <scores dir>/judges/<judge>/scores.jsonl, the run's scores holding their mean (evaluator 'panel:A+B').")] = None,
     metrics: Annotated[str | None, typer.Option(rich_help_panel=METRICS, metavar="LIST", help="Comma-separated metric names (or 'computational', 'rubric'). Default: all.")] = None,
     no_judge: Annotated[bool, typer.Option("--no-judge", rich_help_panel=METRICS, help="Computational metrics only (no LLM calls).")] = False,
     compat: Annotated[str | None, typer.Option(rich_help_panel=METRICS, metavar="paper", help="'paper': the released code's metric definitions, to compare with the paper's tables.")] = None,
@@ -25,29 +41,28 @@ def evaluate(
     out: Annotated[Path | None, typer.Option(rich_help_panel=OUTPUT, help="Output directory: <OUT>/<run>/scores.jsonl and the summary files.")] = None,
     rubrics: Annotated[Path | None, typer.Option(rich_help_panel=METRICS, help="Rubric JSON file (default: data/rubrics.json).")] = None,
     config: Annotated[Path | None, typer.Option(rich_help_panel=INPUTS, help="YAML config overriding configs/default.yaml.")] = None,
-    base_url: Annotated[str | None, typer.Option(rich_help_panel=MODELS, help="Ollama host / OpenAI-compatible base URL for the evaluator (default: the one recorded in run.json for its spec).")] = None,
-    concurrency: Annotated[int | None, typer.Option(rich_help_panel=CLUSTER, min=1, help="Conversations at the judge at once (default: the embedded judge's server slots, local.n_parallel; else the config's concurrency).")] = None,
-    retries: Annotated[int, typer.Option(rich_help_panel=MODELS, min=0, help="Re-asks of the judge when a reply cannot be parsed.")] = 2,
+    base_url: Annotated[str | None, base_url_option("Ollama host / OpenAI-compatible base URL for the evaluator (default: the one recorded in run.json for its spec).")] = None,
+    concurrency: Annotated[int | None, concurrency_option("Conversations at the judge at once (default: the embedded judge's server slots, local.n_parallel; else the config's concurrency).")] = None,
+    retries: Annotated[int, retries_option("Re-asks of the judge when a reply cannot be parsed.")] = 2,
     batch_size: Annotated[int, typer.Option(rich_help_panel=METRICS, min=1, help="Texts per embedding forward pass.")] = 32,
     no_figures: Annotated[bool, typer.Option("--no-figures", rich_help_panel=OUTPUT, help="Skip the PNG figures.")] = False,
     preset: Annotated[str | None, typer.Option(rich_help_panel=METRICS, help="'paper': --compat paper and the paper's decoding for the judge (max tokens 4096, temperature 0).")] = None,
     tables: Annotated[bool, typer.Option("--tables", rich_help_panel=STATISTICS, help="The paper's Table 1 (homogeneous runs) and Table 2 (heterogeneous, ↑/↓ against the teacher's homogeneous run); automatic for a sweep directory.")] = False,
     shard: Annotated[str | None, typer.Option(rich_help_panel=CLUSTER, metavar="K/N", help="Score only shard K of N of the conversations into <scores dir>/score-shards/K-of-N/ (cluster array jobs); join with `wikihowagent merge`.")] = None,
-    judge_scoring: Annotated[str | None, typer.Option(rich_help_panel=MODELS, metavar="weighted|json|sampled|checklist", help="How rubric scores are read: 'weighted' (probability-weighted mean over the score digits; default where the backend returns log-probabilities), 'json' (structured output, integers), 'sampled' (5 samples at temperature 0.7), 'checklist' (yes/no items of data/checklists.json asked one at a time, P(yes) from log-probabilities; score = 1 + 4 x the weighted mean of the items' P(good)).")] = None,
-    checklist: Annotated[Path | None, typer.Option(rich_help_panel=MODELS, metavar="FILE", help="Checklist items file of --judge-scoring checklist (default: data/checklists.json); its version is recorded with every score.")] = None,
-    checklist_weights: Annotated[Path | None, typer.Option(rich_help_panel=MODELS, metavar="FILE", help="Item weights fitted by `align --fit-checklist` (default: uniform); refused for another judge or checklist version.")] = None,
-    judge_rationale: Annotated[bool, typer.Option("--judge-rationale", rich_help_panel=MODELS, help="The judge writes its analysis first, then 'Score: k' (weighted/sampled; read at the final score token).")] = False,
-    judge_prompt: Annotated[str | None, typer.Option(rich_help_panel=MODELS, metavar="NAME", help="Judge prompt variant of data/judge_prompts.json (weighted/sampled; default: see docs: Methodology > The rubric judge); recorded with every score.")] = None,
-    retry_failed: Annotated[bool, typer.Option(rich_help_panel=CLUSTER, help="Judge rubrics that failed in an earlier pass again.")] = True,
-    posttest_learner: Annotated[str | None, typer.Option(rich_help_panel=POSTTEST, metavar="SPEC", help="Give conversations without a post-test one, taken by this learner model (and its pre-test per tutorial), stored beside the scores (posttests.jsonl, pretests.jsonl); also the paper's run files. Not with --compat paper.")] = None,
-    posttest_prompt: Annotated[str | None, typer.Option(rich_help_panel=POSTTEST, metavar="NAME", help="Wording of the post-/pre-test that --posttest-learner takes: v2 (default) or v3 (\"not taught\" / \"don't know\" allowed per step).")] = None,
+    judge_scoring: Annotated[str | None, judge_scoring_option(help="How rubric scores are read: 'weighted' (probability-weighted mean over the score digits; default where the backend returns log-probabilities), 'json' (structured output, integers), 'sampled' (5 samples at temperature 0.7), 'checklist' (yes/no items of data/checklists.json asked one at a time, P(yes) from log-probabilities; score = 1 + 4 x the weighted mean of the items' P(good)).")] = None,
+    checklist: Annotated[Path | None, checklist_option("Checklist items file of --judge-scoring checklist (default: data/checklists.json); its version is recorded with every score.")] = None,
+    checklist_weights: Annotated[Path | None, checklist_weights_option("Item weights fitted by `align --fit-checklist` (default: uniform); refused for another judge or checklist version.")] = None,
+    judge_rationale: Annotated[bool, judge_rationale_option("The judge writes its analysis first, then 'Score: k' (weighted/sampled; read at the final score token).")] = False,
+    judge_prompt: Annotated[str | None, judge_prompt_option("Judge prompt variant of data/judge_prompts.json (weighted/sampled; default: see docs: Methodology > The rubric judge); recorded with every score.")] = None,
+    retry_failed: Annotated[bool, retry_failed_option("Judge rubrics that failed in an earlier pass again.")] = True,
+    posttest_learner: Annotated[str | None, posttest_learner_option("Give conversations without a post-test one, taken by this learner model (and its pre-test per tutorial), stored beside the scores (posttests.jsonl, pretests.jsonl); also the paper's run files. Not with --compat paper.")] = None,
+    posttest_prompt: Annotated[str | None, posttest_prompt_option("Wording of the post-/pre-test that --posttest-learner takes: v2 (default) or v3 (\"not taught\" / \"don't know\" allowed per step).")] = None,
     bootstrap: Annotated[int, bootstrap_option("Bootstrap resamples (of tutorials) for the 95 % CI in every table cell; 0 = no CIs.")] = 1000,
     seed: Annotated[int, seed_option("Seed of the bootstrap resampling (the tables' CIs).")] = 0,
     calibration: Annotated[Path | None, typer.Option(rich_help_panel=MODELS, metavar="FILE", help="A calibration.json of `align --calibrate`: adds '<rubric> (cal.)' columns (the judge's score mapped to the human scale) to the summary, the tables and calibrated_scores.csv; refused for scores of another judge, scoring mode or rubric file.")] = None,
 ) -> None:
     """Score conversations: computational metrics and the LLM rubric judge; summary table, CSV, Markdown, figures."""
-    from wikihowagent.console import make_console, print_error, print_labeled
-    from wikihowagent.errors import WikihowagentError
+    from wikihowagent.console import make_console, print_error
 
     from .core import EvaluateRequest, run_evaluation
     from .summary import print_by_domain, print_summary
@@ -63,14 +78,8 @@ def evaluate(
         posttest_learner=posttest_learner, posttest_prompt=posttest_prompt,
         checklist=checklist, checklist_weights=checklist_weights,
     )
-    try:
+    with command_errors(console, "scores"):
         result = run_evaluation(request, console)
-    except WikihowagentError as exc:  # EvaluateError, or a config, input, rubric or metric error as it is
-        print_error(str(exc), console)
-        raise typer.Exit(2) from None
-    except KeyboardInterrupt:
-        print_labeled(console, "interrupted:", "yellow", "scores written so far are kept; rerun the same command to resume")
-        raise typer.Exit(130) from None
     if result.shard is not None:
         k, n = result.shard
         console.print(f"shard {k}/{n} scored; once all {n} shards are: wikihowagent merge "

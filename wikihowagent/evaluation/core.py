@@ -9,7 +9,6 @@ is) for anything that stops the stage.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -85,62 +84,26 @@ class EvaluationSummary:
 
 
 def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
-    """Score every input and summarise. `console` (rich, stderr) shows warnings, progress and per-input lines."""
+    """Score every input and summarise. `console` (rich, stderr) shows warnings, progress and per-input lines.
+    The steps: the request checked, the inputs, rubrics and metrics resolved, every input scored (with a panel,
+    by each judge; with --shard, one shard), then the summary tables and figures."""
     from wikihowagent.config import load_config
     from wikihowagent.console import print_labeled
     from wikihowagent.presets import get_preset, preset_config
 
-    from .inputs import resolve_inputs
     from .judge import RubricError, load_rubrics
     from .panel import combine as combine_panel
     from .panel import panel_spec
     from .runner import EvalOptions, Evaluation, select_metrics
+    from .session import judge_endpoints
 
     preset = get_preset(req.preset)
-    if req.compat not in (None, "paper"):
-        raise EvaluateError(f"--compat: only 'paper' is supported, not {req.compat!r}")
-    from .scoring import SCORING_MODES
-
-    if req.judge_scoring is not None and req.judge_scoring not in SCORING_MODES:
-        raise EvaluateError(f"--judge-scoring: unknown mode {req.judge_scoring!r}; valid: {', '.join(SCORING_MODES)}")
-    if req.judge_rationale and req.judge_scoring in ("json", "checklist"):
-        raise EvaluateError(f"--judge-rationale applies to --judge-scoring weighted or sampled, not {req.judge_scoring}")
-    if (req.checklist or req.checklist_weights) and req.judge_scoring != "checklist":
-        raise EvaluateError("--checklist and --checklist-weights apply to --judge-scoring checklist")
-    if req.by not in (None, "domain", "persona"):
-        raise EvaluateError(f"--by: only 'domain' or 'persona' is supported, not {req.by!r}")
+    _check_request(req)
     mode = req.mode
-    if req.posttest_learner and mode == "paper":
-        raise EvaluateError("--posttest-learner: the post-test is not part of the paper's metrics (--compat paper)")
-    from wikihowagent.workflow.posttest import prompt_option
-
-    prompt_option(req.posttest_prompt, req.posttest_learner)  # a bad --posttest-prompt: one line, before any work
     cfg = load_config(req.config, preset=preset_config(req.preset) if preset else None)
     runs_dir = Path(cfg.runs_dir)
-    from .tables import expand_sweep_dirs
-
-    shard = None
-    if req.shard is not None:  # --shard "" is an error, not unsharded
-        try:
-            shard = parse_shard(req.shard)
-        except ValueError as exc:
-            raise EvaluateError(str(exc)) from None
-    paths, from_sweep = expand_sweep_dirs(list(req.runs), lambda m: console.print(f"warning: {m}", highlight=False,
-                                                                                     markup=False))
-    if from_sweep and not paths:
-        raise EvaluateError(f"{req.runs[0]}: no cell of this sweep has conversations yet (wikihowagent sweep run FILE)")
-    if from_sweep and req.out is None and len(req.runs) == 1:  # a sweep's tables go into the sweep directory
-        req = replace(req, out=Path(req.runs[0]))
-    tables = req.tables or from_sweep
-    baseline = req.baseline
-    if baseline is not None and all(Path(p).resolve() != Path(baseline).resolve() for p in paths):
-        paths = [baseline] + paths
-    sources = resolve_inputs(paths, runs_dir, on_empty=lambda m: print_labeled(console, "warning:", "yellow", f"{m}; skipped"))
-    if baseline is not None and all(s.path.resolve() != Path(baseline).resolve() for s in sources):
-        raise EvaluateError(f"--baseline {baseline}: the baseline run has nothing to evaluate")
-    base_name = None
-    if baseline is not None:
-        base_name = next(s.name for s in sources if s.path.resolve() == Path(baseline).resolve())
+    shard = _shard(req)
+    req, sources, base_name, tables = _sources(req, runs_dir, console)
 
     try:
         rubric_set = load_rubrics(req.rubrics)
@@ -167,12 +130,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     make_llm = endpoints.make_llm
 
     panel = list(dict.fromkeys(req.panel))
-    if panel and shard is not None:
-        raise EvaluateError("a panel of judges (--evaluator given several times) cannot be scored by --shard; "
-                            "give one --evaluator per sharded evaluate")
-    if panel and not judge_on:
-        raise EvaluateError("a panel of judges (--evaluator given several times) judges the rubric metrics: drop "
-                            "--no-judge, or ask for a rubric with --metrics")
+    _check_panel(panel, shard, judge_on)
     with contextlib.ExitStack() as locks:
         # One evaluation per scores file at a time, decided before any model is loaded.
         _lock_scores_files(locks, sources, opts, runs_dir)
@@ -181,8 +139,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
             _lock_scores_files(locks, sources, o, runs_dir)
         ev = Evaluation(opts, comp, rub if judge_on and not panel else [], rubric_set,
                         make_llm if judge_on and not panel else None, warn,
-                        make_learner=judge_llm_factory(cfg, req.base_url, endpoints.aliases, endpoints.urls,
-                                                       *LEARNER_ROLE) if req.posttest_learner else None)
+                        make_learner=endpoints.learner_factory(cfg) if req.posttest_learner else None)
         # Every input's evaluator (and the server it is asked on) is known before any work starts.
         specs = endpoints.resolve(ev, sources)
         judges = [Evaluation(o, [], rub, rubric_set, make_llm, warn) for o in judge_opts]
@@ -194,14 +151,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
             j.prepare(list(sp.values()))
         all_failed: list[str] = []
         empty: list[str] = []  # inputs with no scorable conversation
-        states: dict[str, Any] = {}
-        if shard is not None:  # what each shard is scored against, read before scoring (merge compares it)
-            from wikihowagent.shards import input_state
-
-            try:
-                states = {s.name: input_state(s.records_path, s.kind != "paper-json") for s in sources}
-            except OSError as exc:
-                raise EvaluateError(f"{exc.filename}: {exc.strerror}") from None
+        states = _shard_states(sources) if shard is not None else {}
         try:
             results = _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed, empty)
         finally:
@@ -217,15 +167,7 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
                 console.print(f"{src.name}: panel of {len(panel)} judges ({', '.join(panel)}): mean rubric scores "
                               f"of {n} conversations -> {p}", highlight=False, markup=False)
     if shard is not None:  # a summary needs every shard: `wikihowagent merge DIR`, then evaluate again
-        from wikihowagent.runs import SCORE_SHARDS_DIR
-
-        from .shards import scores_fingerprint, write_shard_info
-
-        for src, p in results:
-            write_shard_info(p, shard, scores_fingerprint(opts.mode, opts.metrics or [], specs[src.name],
-                                                          opts.rubrics_path, src.path), states.get(src.name))
-        return EvaluationSummary(summary=None, shard=shard, merge_dirs=[
-            p.parent.parent.parent for _, p in results if p.parent.parent.name == SCORE_SHARDS_DIR])
+        return _shard_summary(results, shard, opts, specs, states)
     if len(empty) == len(sources):  # nothing scored and nothing scored before: no summary to write
         raise EvaluateError("nothing to evaluate: " + "; ".join(empty))
     result = _summarize(results, rubric_names, base_name, req, runs_dir, calibration)
@@ -233,6 +175,98 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     if tables:
         _paper_tables(result, results, rubric_names, req, runs_dir, calibration)
     return result
+
+
+def _check_request(req: EvaluateRequest) -> None:
+    """Options that cannot work (together), refused in one line before any work."""
+    from wikihowagent.workflow.posttest import prompt_option
+
+    from .scoring import SCORING_MODES
+
+    if req.compat not in (None, "paper"):
+        raise EvaluateError(f"--compat: only 'paper' is supported, not {req.compat!r}")
+    if req.judge_scoring is not None and req.judge_scoring not in SCORING_MODES:
+        raise EvaluateError(f"--judge-scoring: unknown mode {req.judge_scoring!r}; valid: {', '.join(SCORING_MODES)}")
+    if req.judge_rationale and req.judge_scoring in ("json", "checklist"):
+        raise EvaluateError(f"--judge-rationale applies to --judge-scoring weighted or sampled, not {req.judge_scoring}")
+    if (req.checklist or req.checklist_weights) and req.judge_scoring != "checklist":
+        raise EvaluateError("--checklist and --checklist-weights apply to --judge-scoring checklist")
+    if req.by not in (None, "domain", "persona"):
+        raise EvaluateError(f"--by: only 'domain' or 'persona' is supported, not {req.by!r}")
+    if req.posttest_learner and req.mode == "paper":
+        raise EvaluateError("--posttest-learner: the post-test is not part of the paper's metrics (--compat paper)")
+    prompt_option(req.posttest_prompt, req.posttest_learner)  # a bad --posttest-prompt: one line, before any work
+
+
+def _shard(req: EvaluateRequest) -> tuple[int, int] | None:
+    """--shard K/N parsed (EvaluateError, one line); None without it."""
+    if req.shard is None:
+        return None
+    try:  # --shard "" is an error, not unsharded
+        return parse_shard(req.shard)
+    except ValueError as exc:
+        raise EvaluateError(str(exc)) from None
+
+
+def _sources(req: EvaluateRequest, runs_dir: Path, console: Any) -> tuple[EvaluateRequest, list[Any], str | None, bool]:
+    """The inputs to score (a sweep directory expanded into its cells; --baseline added first when not among
+    them) -> (the request, with --out the sweep directory for one sweep; the sources; the baseline's name or None;
+    whether the paper's Tables 1 and 2 are made)."""
+    from wikihowagent.console import print_labeled
+
+    from .inputs import resolve_inputs
+    from .tables import expand_sweep_dirs
+
+    paths, from_sweep = expand_sweep_dirs(list(req.runs), lambda m: console.print(f"warning: {m}", highlight=False,
+                                                                                     markup=False))
+    if from_sweep and not paths:
+        raise EvaluateError(f"{req.runs[0]}: no cell of this sweep has conversations yet (wikihowagent sweep run FILE)")
+    if from_sweep and req.out is None and len(req.runs) == 1:  # a sweep's tables go into the sweep directory
+        req = replace(req, out=Path(req.runs[0]))
+    tables = req.tables or from_sweep
+    baseline = req.baseline
+    if baseline is not None and all(Path(p).resolve() != Path(baseline).resolve() for p in paths):
+        paths = [baseline] + paths
+    sources = resolve_inputs(paths, runs_dir, on_empty=lambda m: print_labeled(console, "warning:", "yellow", f"{m}; skipped"))
+    if baseline is not None and all(s.path.resolve() != Path(baseline).resolve() for s in sources):
+        raise EvaluateError(f"--baseline {baseline}: the baseline run has nothing to evaluate")
+    base_name = None
+    if baseline is not None:
+        base_name = next(s.name for s in sources if s.path.resolve() == Path(baseline).resolve())
+    return req, sources, base_name, tables
+
+
+def _check_panel(panel: list[str], shard: tuple[int, int] | None, judge_on: bool) -> None:
+    if panel and shard is not None:
+        raise EvaluateError("a panel of judges (--evaluator given several times) cannot be scored by --shard; "
+                            "give one --evaluator per sharded evaluate")
+    if panel and not judge_on:
+        raise EvaluateError("a panel of judges (--evaluator given several times) judges the rubric metrics: drop "
+                            "--no-judge, or ask for a rubric with --metrics")
+
+
+def _shard_states(sources: list[Any]) -> dict[str, Any]:
+    """What each shard is scored against, read before scoring (merge compares it)."""
+    from wikihowagent.shards import input_state
+
+    try:
+        return {s.name: input_state(s.records_path, s.kind != "paper-json") for s in sources}
+    except OSError as exc:
+        raise EvaluateError(f"{exc.filename}: {exc.strerror}") from None
+
+
+def _shard_summary(results: list[Any], shard: tuple[int, int], opts: Any, specs: dict[str, Any],
+                   states: dict[str, Any]) -> EvaluationSummary:
+    """Each shard's shard.json (what it was scored against); no summary: that needs every shard."""
+    from wikihowagent.runs import SCORE_SHARDS_DIR
+
+    from .shards import scores_fingerprint, write_shard_info
+
+    for src, p in results:
+        write_shard_info(p, shard, scores_fingerprint(opts.mode, opts.metrics or [], specs[src.name],
+                                                      opts.rubrics_path, src.path), states.get(src.name))
+    return EvaluationSummary(summary=None, shard=shard, merge_dirs=[
+        p.parent.parent.parent for _, p in results if p.parent.parent.name == SCORE_SHARDS_DIR])
 
 
 def _load_calibration(req: EvaluateRequest) -> Any:
@@ -273,57 +307,6 @@ def _run_scores(results, calibration: Any, req: EvaluateRequest) -> list:
             rs.table = add_calibrated(rs.table, calibration)
         out.append(rs)
     return out
-
-
-@dataclass
-class JudgeEndpoints:
-    """Which judge scores each input and on which server, and how its chat model is made: the setup `evaluate`
-    and `judge-check` share (built by `judge_endpoints`)."""
-
-    make_llm: Callable[[str], Any]  # spec -> the judge's chat model (EvaluateError naming the spec)
-    base_url: str | None  # --base-url
-    aliases: Path | None  # --config's model alias file, as for generate
-    urls: dict[str, str | None] = field(default_factory=dict)  # spec -> base URL (run.json's unless --base-url)
-
-    def resolve(self, ev: Any, sources: list[Any]) -> dict[str, str | None]:
-        """{input name: judge spec} of `ev` (an Evaluation), and the server each spec is asked on."""
-        from .endpoints import judge_base_urls
-
-        specs = {s.name: ev.evaluator_spec(s) for s in sources}
-        self.urls.update(judge_base_urls(specs, sources, self.base_url, self.aliases))
-        return specs
-
-
-def judge_endpoints(cfg: Any, base_url: str | None) -> JudgeEndpoints:
-    aliases = Path(cfg.models) if cfg.models else None
-    urls: dict[str, str | None] = {}
-    return JudgeEndpoints(judge_llm_factory(cfg, base_url, aliases, urls), base_url, aliases, urls)
-
-
-LEARNER_ROLE = ("--posttest-learner", "choose another model spec")  # judge_llm_factory's role + hint for it
-
-
-def judge_llm_factory(cfg: Any, base_url: str | None, aliases: Path | None = None,
-                      judge_urls: dict[str, str | None] | None = None,
-                      role: str = "evaluator", hint: str = "choose another with --evaluator SPEC, or --no-judge") -> Any:
-    """spec -> the judge's chat model (temperature 0) on `judge_urls[spec]` (else `base_url`); EvaluateError
-    naming the spec (as `role`, with `hint`) if it cannot be made. Shared by `evaluate` and `judge-check`, also
-    for the post-test's learner (LEARNER_ROLE)."""
-    urls = judge_urls if judge_urls is not None else {}
-
-    def make_llm(spec: str) -> Any:
-        from wikihowagent.backends import BackendError, check_backend, make_chat_model, resolve_spec
-
-        judge_settings = cfg.model.model_copy(update={"temperature": 0.0})
-        url = urls.get(spec, base_url)
-        try:
-            resolved = resolve_spec(spec, aliases)
-            check_backend(resolved, url)
-            return make_chat_model(resolved, judge_settings, cfg.local, base_url=url)
-        except BackendError as exc:
-            raise EvaluateError(f"{role} {spec!r}: {exc} ({hint})") from None
-
-    return make_llm
 
 
 def _paper_tables(result: EvaluationSummary, results, rubric_names, req: EvaluateRequest, runs_dir: Path,

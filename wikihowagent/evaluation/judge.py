@@ -167,7 +167,7 @@ def prompt_groups(rubrics: dict[str, Rubric], names: list[str] | None = None) ->
 # --------------------------------------------------------------------------------------------------
 
 
-def _tutorial_block(conv: Conversation) -> str:
+def tutorial_block(conv: Conversation) -> str:
     head = f"{conv.tutorial_title}\n" if conv.tutorial_title else ""
     return head + "\n".join(f"Step {i}: {s}" for i, s in enumerate(conv.steps, 1))
 
@@ -178,7 +178,7 @@ def build_prompt(conv: Conversation, group: str, rubrics: list[Rubric], mode: st
     convo = "\n".join(turn_line(m.role, m.text) for m in conv.messages)
     parts = [f"Evaluate the following teacher-learner conversation:\n{convo}"]
     if group == "reference":
-        parts.append(f"Reference tutorial:\n{_tutorial_block(conv)}")
+        parts.append(f"Reference tutorial:\n{tutorial_block(conv)}")
     crit = ["Score from 1 to 5 (5 = excellent, 1 = very poor):"]
     for r in rubrics:
         crit.append(f"- {r.name} (judge {ROLE_TEXT[r.role]}): {r.question}")

@@ -26,7 +26,7 @@ from typing import Any
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, turn_line
 
-from .judge import _tutorial_block, read_keyed_json
+from .judge import tutorial_block, read_keyed_json
 
 TUTORIAL_CHOICES = ("all", "reference", "none")
 ORDERS = ("tutorial-first", "conversation-first")
@@ -166,7 +166,7 @@ def render(prompt: JudgePrompt, conv: Conversation, lines: list[str], criterion:
     convo = "Conversation:\n" + "\n".join(lines)
     parts = [prompt.intro]
     if with_tutorial:
-        tut = f"Tutorial:\n{_tutorial_block(conv)}"
+        tut = f"Tutorial:\n{tutorial_block(conv)}"
         parts += [tut, convo] if prompt.order == "tutorial-first" else [convo, tut]
     else:
         parts.append(convo)

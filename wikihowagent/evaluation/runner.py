@@ -434,67 +434,16 @@ class Evaluation:
             async def judged(rec: ScoreRecord, conv: Conversation, j: Any, names: list[str] | None) -> None:
                 jr = await j.judge(conv, names)
                 rec.metrics.update(jr.scores)
-                prev = rec.judge or JudgeProvenance()
-                done = set(jr.scores)
-
-                def keep(d: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
-                    return {**{k: v for k, v in d.items() if k not in done}, **new}
-
-                rec.judge = JudgeProvenance(
-                    evaluator=spec or "", rubrics_sha256=self.rubrics_hash, raw={**prev.raw, **jr.raw},
-                    failures=[f for f in prev.failures if f not in done] + jr.failures,
-                    notes=[n for n in prev.notes if n.split(":")[0] not in done and not n.startswith(SHORTENED_NOTE)]
-                    + jr.notes,
-                    scoring=j.label, prompt=j.prompt_name, dist=keep(prev.dist, jr.dist), argmax=keep(prev.argmax, jr.argmax),
-                    spread=keep(prev.spread, jr.spread), checklist=jr.checklist, checklist_weights=jr.checklist_weights,
-                    reading=jr.reading or prev.reading,
-                    items=[i for i in prev.items if not set(i.rubrics) & done] + list(jr.items))
+                rec.judge = self._provenance(rec.judge or JudgeProvenance(), jr, spec or "", j)
                 sink.append(rec)  # as soon as this conversation is judged (resume keeps every finished one)
-                stats.scored += 1
-                stats.judged += len(jr.scores)
-                stats.judge_failures += len(jr.failures)
-                failed = [n for n in jr.notes if not n.startswith(SHORTENED_NOTE)]  # a shortened prompt is no failure
-                for note in failed[:max(0, FAILURE_NOTES - len(stats.failure_notes))]:
-                    stats.failure_notes.append(f"{conv.conversation_id}: {note}")
-                for kind in jr.kinds.values():
-                    stats.failure_kinds[kind] = stats.failure_kinds.get(kind, 0) + 1
+                _count_judged(stats, conv, jr)
                 advance(1)
 
             try:
                 for chunk in _chunks(stream, self.opts.chunk):
                     if add_posttests is not None:
                         await add_posttests(chunk)
-                    # (conversation, its earlier scores line, why its rubric scores are stale, metrics it has)
-                    todo: list[tuple[Conversation, ScoreRecord | None, str | None, set[str]]] = []
-                    for c in chunk:
-                        old = existing.get(c.conversation_id)
-                        stale = self._stale_rubrics(old, spec)
-                        reweighed = False
-                        if stale == "weights":
-                            if judge is None:
-                                judge = self.judge_for(spec)  # type: ignore[arg-type]
-                            again = self.reweighted(old, spec) if old is not None else None
-                            stale, reweighed = ("scoring", False) if again is None else (None, True)
-                            old = again or old
-                        have = set(old.metrics) if old else set()
-                        if old and c.posttest is not None and c.posttest.post.error is None and (
-                                old.metrics.get(STEP_RECALL) is None  # a post-test taken since that line was written
-                                # ... or another one (another learner or wording); older lines: the record's own
-                                or (old.posttest_source or own_posttests.get(c.conversation_id, c.posttest.source))
-                                != c.posttest.source
-                                or (old.posttest_matching or LEGACY_MATCHING) != MATCHING):  # ... or matched otherwise
-                            have -= set(POSTTEST_METRICS)
-                        if old and self.opts.retry_failed and not stale:  # failed rubrics count as not judged yet
-                            have -= set(old.judge_failures) & rubric_names
-                        if stale is None and comp_names | rubric_names <= have:
-                            if reweighed:  # new rubric scores from the stored items: a new line
-                                sink.append(old)  # type: ignore[arg-type]
-                                stats.scored += 1
-                                stats.reweighted += 1
-                            else:
-                                stats.already += 1
-                            continue
-                        todo.append((c, old, stale, have))
+                    todo, judge = self._plan(chunk, existing, spec, own_posttests, sink, stats, judge)
                     # At most one chunk's judge calls wait while the next chunk's metrics are computed.
                     await settle(self.opts.chunk)
                     if not todo:
@@ -515,17 +464,7 @@ class Evaluation:
                     records = [self._record(src, c, old, cs, stale) for (c, old, stale, _), cs in zip(todo, comp, strict=True)]
                     need_judge = [i for i, (_, _, stale, have) in enumerate(todo)
                                   if rubric_names and (stale or not rubric_names <= have)]
-                    for _, old, stale, have in todo:
-                        if stale == "evaluator":
-                            stats.rejudged_evaluator += 1
-                        elif stale == "rubrics":
-                            stats.rejudged_rubrics += 1
-                        elif stale == "scoring":
-                            stats.rejudged_scoring += 1
-                        elif stale == "prompt":
-                            stats.rejudged_prompt += 1
-                        elif old and set(old.judge_failures) & (rubric_names - have):
-                            stats.retried += 1
+                    _count_rejudged(stats, todo, rubric_names)
                     to_judge = set(need_judge)
                     for i in range(len(todo)):
                         if i not in to_judge:
@@ -551,6 +490,65 @@ class Evaluation:
         stats.failed, stats.invalid = src.n_failed, src.n_invalid
         return stats
 
+    def _plan(self, chunk: list[Conversation], existing: dict[str, ScoreRecord], spec: str | None,
+              own_posttests: dict[str, str], sink: Any, stats: SourceStats,
+              judge: Any) -> tuple[list[tuple[Conversation, ScoreRecord | None, str | None, set[str]]], Any]:
+        """What each conversation of `chunk` still needs: -> (todo, the judge, made when a stored line is only
+        reweighed). A conversation with every metric is counted as already done (or, reweighed from its stored
+        checklist items, written as a new line at once)."""
+        comp_names = set(self.comp)
+        rubric_names = set(self.rubric_names)
+        # (conversation, its earlier scores line, why its rubric scores are stale, metrics it has)
+        todo: list[tuple[Conversation, ScoreRecord | None, str | None, set[str]]] = []
+        for c in chunk:
+            old = existing.get(c.conversation_id)
+            stale = self._stale_rubrics(old, spec)
+            reweighed = False
+            if stale == "weights":
+                if judge is None:
+                    judge = self.judge_for(spec)  # type: ignore[arg-type]
+                again = self.reweighted(old, spec) if old is not None else None
+                stale, reweighed = ("scoring", False) if again is None else (None, True)
+                old = again or old
+            have = set(old.metrics) if old else set()
+            if old and c.posttest is not None and c.posttest.post.error is None and (
+                    old.metrics.get(STEP_RECALL) is None  # a post-test taken since that line was written
+                    # ... or another one (another learner or wording); older lines: the record's own
+                    or (old.posttest_source or own_posttests.get(c.conversation_id, c.posttest.source))
+                    != c.posttest.source
+                    or (old.posttest_matching or LEGACY_MATCHING) != MATCHING):  # ... or matched otherwise
+                have -= set(POSTTEST_METRICS)
+            if old and self.opts.retry_failed and not stale:  # failed rubrics count as not judged yet
+                have -= set(old.judge_failures) & rubric_names
+            if stale is None and comp_names | rubric_names <= have:
+                if reweighed:  # new rubric scores from the stored items: a new line
+                    sink.append(old)
+                    stats.scored += 1
+                    stats.reweighted += 1
+                else:
+                    stats.already += 1
+                continue
+            todo.append((c, old, stale, have))
+        return todo, judge
+
+    def _provenance(self, prev: JudgeProvenance, jr: Any, spec: str, j: Any) -> JudgeProvenance:
+        """The judge's provenance of a conversation after judge `j` gave `jr` (a JudgeResult): what this pass
+        judged replaces the earlier pass's entries for those rubrics; the rest is kept."""
+        done = set(jr.scores)
+
+        def keep(d: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+            return {**{k: v for k, v in d.items() if k not in done}, **new}
+
+        return JudgeProvenance(
+            evaluator=spec, rubrics_sha256=self.rubrics_hash, raw={**prev.raw, **jr.raw},
+            failures=[f for f in prev.failures if f not in done] + jr.failures,
+            notes=[n for n in prev.notes if n.split(":")[0] not in done and not n.startswith(SHORTENED_NOTE)]
+            + jr.notes,
+            scoring=j.label, prompt=j.prompt_name, dist=keep(prev.dist, jr.dist), argmax=keep(prev.argmax, jr.argmax),
+            spread=keep(prev.spread, jr.spread), checklist=jr.checklist, checklist_weights=jr.checklist_weights,
+            reading=jr.reading or prev.reading,
+            items=[i for i in prev.items if not set(i.rubrics) & done] + list(jr.items))
+
     def _record(self, src: InputSource, c: Conversation, old: ScoreRecord | None, cs: Any,
                 stale: str | None = None) -> ScoreRecord:
         # Keep what an earlier pass computed that this one does not recompute; the judge's provenance is set
@@ -575,3 +573,32 @@ class Evaluation:
             posttest_matching=(MATCHING if c.posttest is not None else "") if cs is not None
             else (old.posttest_matching if old else ""),
         )
+
+
+def _count_judged(stats: SourceStats, conv: Conversation, jr: Any) -> None:
+    """A judged conversation in the source's statistics (scores, failures, the first failure notes, kinds)."""
+    stats.scored += 1
+    stats.judged += len(jr.scores)
+    stats.judge_failures += len(jr.failures)
+    failed = [n for n in jr.notes if not n.startswith(SHORTENED_NOTE)]  # a shortened prompt is no failure
+    for note in failed[:max(0, FAILURE_NOTES - len(stats.failure_notes))]:
+        stats.failure_notes.append(f"{conv.conversation_id}: {note}")
+    for kind in jr.kinds.values():
+        stats.failure_kinds[kind] = stats.failure_kinds.get(kind, 0) + 1
+
+
+def _count_rejudged(stats: SourceStats, todo: list[tuple[Conversation, ScoreRecord | None, str | None, set[str]]],
+                    rubric_names: set[str]) -> None:
+    """Why the conversations of `todo` are judged again: another judge, rubric file, scoring mode or prompt
+    (stale), or a rubric that failed before (retried)."""
+    for _, old, stale, have in todo:
+        if stale == "evaluator":
+            stats.rejudged_evaluator += 1
+        elif stale == "rubrics":
+            stats.rejudged_rubrics += 1
+        elif stale == "scoring":
+            stats.rejudged_scoring += 1
+        elif stale == "prompt":
+            stats.rejudged_prompt += 1
+        elif old and set(old.judge_failures) & (rubric_names - have):
+            stats.retried += 1

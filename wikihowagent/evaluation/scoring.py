@@ -501,13 +501,13 @@ class ChecklistScorer:
 
     def messages(self, conv: Conversation, question: str, tutorial: bool, retry: bool = False) -> list[tuple[str, str]]:
         """The conversation first (shared by every item), the tutorial where the item needs it, the item last."""
-        from .judge import _tutorial_block
+        from .judge import tutorial_block
 
         cl = self.checklist
         convo = "Conversation:\n" + "\n".join(turn_line(m.role, m.text) for m in conv.messages)
         parts = [cl.intro, convo]
         if tutorial:
-            parts.append(f"Tutorial:\n{_tutorial_block(conv)}")
+            parts.append(f"Tutorial:\n{tutorial_block(conv)}")
         ask = cl.ask + (" Reply with that one word only." if retry else "")
         parts.append(f"Question: {question}\n{ask}")
         user = "\n\n".join(parts)

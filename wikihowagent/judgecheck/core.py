@@ -270,7 +270,7 @@ def plan_pairwise(convs: list[Conversation], perturbations: list[Perturbation], 
                   stats: CheckStats) -> list[Any]:
     """Per conversation: (original, perturbed) for every perturbation, then (perturbed, original); each asked
     on the perturbation's target rubrics only. The first block shares the prompt prefix up to the original."""
-    from wikihowagent.compare.core import PairJob
+    from wikihowagent.compare.engine import PairJob
 
     jobs: list[PairJob] = []
     for c in convs:
@@ -292,7 +292,7 @@ def pairwise_cells(records: dict[tuple[str, ...], Any], perturbations: list[Pert
                    rule: str | None = None, tie_band: float = 0.0) -> dict[tuple[str, str], list[dict[str, Any]]]:
     """{(rubric, perturbation): verdict rows (compare.core.verdict_rows: run_a = the original, so verdict "A" =
     the original preferred)} of every targeted cell, under one verdict rule."""
-    from wikihowagent.compare.core import verdict_rows
+    from wikihowagent.compare.engine import verdict_rows
 
     out = {}
     for p in perturbations:
@@ -397,7 +397,8 @@ def analyse_pairwise(out_dir: Path, records: dict[tuple[str, ...], Any], perturb
     """pairwise_sensitivity.csv / pairwise_summary.md / pairwise_sensitivity.png: accuracy under both verdict
     rules with CIs and position consistency; next to the absolute judge's accuracy when `judgments.jsonl`
     holds this evaluator's absolute judgments of the same conversations; a one-line recommendation last."""
-    from wikihowagent.compare.core import md_table, reading_note
+    from wikihowagent.compare.core import md_table
+    from wikihowagent.compare.engine import reading_note
     from wikihowagent.compare.pairwise import AGREE, AVERAGE, VERDICT_RULES
     from wikihowagent.evaluation.judge_prompts import DEFAULT_PROMPT
 
@@ -558,17 +559,14 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
                  max_conversations, config, base_url, concurrency, retries, no_figures, pairwise=False,
                  pairwise_reading=None, judge_prompt=None, posttest_learner=None, tie_band=0.0,
                  posttest_prompt=None, posttest_tutorials=(), posttest_likelihood=False) -> None:
-    import asyncio
-
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
     from wikihowagent.config import load_config
-    from wikihowagent.evaluation.core import judge_endpoints
     from wikihowagent.evaluation.inputs import resolve_inputs
-    from wikihowagent.evaluation.judge import JudgeBackendError, load_rubrics
+    from wikihowagent.evaluation.judge import load_rubrics
     from wikihowagent.evaluation.runner import EvalOptions, Evaluation
     from wikihowagent.evaluation.scoring import SCORING_MODES
-    from wikihowagent.runs import RunError, dir_lock
+    from wikihowagent.evaluation.session import JudgeLoop, judge_endpoints, locked_out, resumable
 
     from .perturbations import load_perturbations
 
@@ -599,10 +597,7 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
                               f"(found {len(convs)})")
     endpoints = judge_endpoints(cfg, base_url)  # as `evaluate`: the run's evaluator and endpoint, else --evaluator
     if posttest_learner:
-        from wikihowagent.evaluation.core import LEARNER_ROLE, judge_llm_factory
-
-        make_learner = judge_llm_factory(cfg, base_url, endpoints.aliases, endpoints.urls, *LEARNER_ROLE)
-        _posttest_validity(console, [c for _, c in convs], perts, posttest_learner, make_learner, Path(out),
+        _posttest_validity(console, [c for _, c in convs], perts, posttest_learner, endpoints.learner_factory(cfg), Path(out),
                            test_prompt, tutorial_sets, posttest_likelihood)
         return
     opts = EvalOptions(judge=True, evaluator=evaluator, base_url=base_url, concurrency=concurrency,
@@ -610,11 +605,7 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
                        retries=retries, scoring=judge_scoring, rationale=judge_rationale, prompt=judge_prompt)  # as `evaluate`: the run's evaluator and endpoint, else --evaluator
     make_llm = endpoints.make_llm
     ev = Evaluation(opts, [], list(rubric_set), rubric_set, make_llm, warn)
-    specs = set(endpoints.resolve(ev, sources).values())
-    if len(specs) != 1:
-        raise JudgeCheckError(f"the inputs name different evaluators ({', '.join(sorted(map(str, specs)))}): "
-                              "pass --evaluator SPEC")
-    spec = specs.pop()
+    spec = endpoints.resolve_one(ev, sources, _different_evaluators)
     if pairwise:
         from wikihowagent.evaluation.runner import judge_concurrency
 
@@ -629,19 +620,12 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
     desc = judge.label + (f", prompt {judge.prompt_name}" if judge.prompt_name else "")
     console.print(f"judge-check: {len(convs)} conversations, {len(perts)} perturbations, judge {spec} ({desc}): "
                   f"{len(jobs)} judge passes", highlight=False, markup=False)
-    loop = asyncio.new_event_loop()
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with dir_lock(out, blocking=False, what="another 'wikihowagent judge-check'", name=JUDGE_CHECK_LOCK), \
-                Progress(TextColumn("{task.description}", markup=False, style="bold"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                         TimeRemainingColumn(), console=console) as prog:
-            task = prog.add_task("judging originals and perturbed copies", total=len(jobs))
-            loop.run_until_complete(run_jobs(jobs, judge, spec, out / JUDGMENTS, lambda n: prog.advance(task, n), stats))
-    except (JudgeBackendError, RunError, OSError) as exc:
-        raise JudgeCheckError(f"{exc} (judgments so far are in {out / JUDGMENTS}; rerun to resume)") from None
-    finally:
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
+    with JudgeLoop() as loop, resumable(JudgeCheckError, out / JUDGMENTS), \
+            locked_out(out, "another 'wikihowagent judge-check'", JUDGE_CHECK_LOCK), \
+            Progress(TextColumn("{task.description}", markup=False, style="bold"), BarColumn(), MofNCompleteColumn(),
+                     TimeElapsedColumn(), TimeRemainingColumn(), console=console) as prog:
+        task = prog.add_task("judging originals and perturbed copies", total=len(jobs))
+        loop.run(run_jobs(jobs, judge, spec, out / JUDGMENTS, lambda n: prog.advance(task, n), stats))
     res = analyse(out, perts, list(rubric_set), spec, judge.label, {c.conversation_id for _, c in convs}, stats,
                   figures=not no_figures, prompt=judge.prompt_name)
     console.print(f"{stats.judged} judge passes made, {stats.already} already done; {stats.failures} of "
@@ -652,17 +636,19 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
         raise JudgeCheckError("the judge failed on every rubric: no sensitivity could be measured")
 
 
+def _different_evaluators(by_source: dict[str, str]) -> JudgeCheckError:
+    return JudgeCheckError(f"the inputs name different evaluators ({', '.join(sorted(set(by_source.values())))}): "
+                           "pass --evaluator SPEC")
+
+
 def _pairwise(console, convs, perts, rubric_set, spec, llm, out, reading, retries, concurrency, no_figures,
               tie_band=0.0) -> None:
     """judge-check --pairwise: original vs perturbed copy, both orders, the perturbation's target rubrics."""
-    import asyncio
-
-    from wikihowagent.compare.core import PassStats, pending, read_records, reading_note, run_pair_jobs
+    from wikihowagent.compare.engine import PassStats, pending, read_pair_judgments, reading_note, run_pair_jobs
     from wikihowagent.compare.pairwise import PairwiseJudge, check_tie_band
-    from wikihowagent.evaluation.judge import JudgeBackendError
-    from wikihowagent.evaluation.runner import cancel_leftover_tasks
     from wikihowagent.console import progress_bar
-    from wikihowagent.runs import PAIR_JUDGMENTS, RunError, dir_lock
+    from wikihowagent.evaluation.session import JudgeLoop, locked_out, resumable
+    from wikihowagent.runs import PAIR_JUDGMENTS
 
     try:
         check_tie_band(tie_band)
@@ -672,29 +658,21 @@ def _pairwise(console, convs, perts, rubric_set, spec, llm, out, reading, retrie
     stats = CheckStats()
     jobs = plan_pairwise(convs, perts, list(rubric_set), stats)
     passes = PassStats()
-    loop = asyncio.new_event_loop()
-    try:
-        loop.run_until_complete(judge.probe())
+    path = out / PAIR_JUDGMENTS
+    with JudgeLoop() as loop, resumable(JudgeCheckError, path):
+        loop.run(judge.probe())
         console.print(f"judge-check --pairwise: {len(convs)} conversations, {len(perts)} perturbations, judge {spec} "
                       f"(pairwise, {judge.label}): {len(jobs)} judge passes (both orders), "
                       f"{sum(len(j.names) for j in jobs)} verdicts", highlight=False, markup=False)
         console.print(reading_note(judge.label), highlight=False, markup=False)
-        out.mkdir(parents=True, exist_ok=True)
-        path = out / PAIR_JUDGMENTS
-        with dir_lock(out, blocking=False, what="another 'wikihowagent judge-check'", name=JUDGE_CHECK_LOCK):
-            todo = pending(jobs, read_records([path], spec, judge.label))
+        with locked_out(out, "another 'wikihowagent judge-check'", JUDGE_CHECK_LOCK):
+            todo = pending(jobs, read_pair_judgments([path], spec, judge.label))
             passes.already = len(jobs) - len(todo)
             with progress_bar(console, len(jobs), "judging originals against perturbed copies (both orders)") as advance:
                 advance(passes.already)
-                loop.run_until_complete(run_pair_jobs(todo, judge, spec, path, advance, passes))
-    except (JudgeBackendError, RunError, OSError) as exc:
-        raise JudgeCheckError(f"{exc} (judgments so far are in {out / PAIR_JUDGMENTS}; rerun to resume)") from None
-    finally:
-        cancel_leftover_tasks(loop)
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
+                loop.run(run_pair_jobs(todo, judge, spec, path, advance, passes))
     stats.rubric_scores, stats.failures = passes.asked, passes.failures
-    res = analyse_pairwise(out, read_records([out / PAIR_JUDGMENTS], spec, judge.label), perts, list(rubric_set), spec,
+    res = analyse_pairwise(out, read_pair_judgments([out / PAIR_JUDGMENTS], spec, judge.label), perts, list(rubric_set), spec,
                            judge.label, {c.conversation_id for c in convs}, stats, figures=not no_figures,
                            tie_band=tie_band)
     console.print(f"{passes.judged} judge passes made, {passes.already} already done; {passes.failures} of {passes.asked} "
@@ -734,11 +712,10 @@ def _posttest_validity(console, convs, perts, spec, make_learner, out, prompt, t
                        with_likelihood=False) -> None:
     """judge-check --posttest-learner: post-tests on originals and skip_steps / off_topic copies (per tutorial
     set with --tutorials)."""
-    import asyncio
-
     from wikihowagent.console import progress_bar
-    from wikihowagent.evaluation.runner import EvaluateError, cancel_leftover_tasks
-    from wikihowagent.runs import POSTTESTS, PretestCache, RunError, dir_lock
+    from wikihowagent.evaluation.runner import EvaluateError
+    from wikihowagent.evaluation.session import JudgeLoop, locked_out, resumable
+    from wikihowagent.runs import POSTTESTS, PretestCache
     from wikihowagent.workflow.likelihood import LikelihoodError
     from wikihowagent.workflow.posttest import PostTester
 
@@ -759,31 +736,24 @@ def _posttest_validity(console, convs, perts, spec, make_learner, out, prompt, t
     console.print(f"judge-check --posttest-learner: {len(convs)} conversations, {len(jobs)} post-tests "
                   f"(originals, skip_steps, off_topic), learner {spec}, prompt {prompt.name}", highlight=False,
                   markup=False)
-    loop = asyncio.new_event_loop()
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        with dir_lock(out, blocking=False, what="another 'wikihowagent judge-check'", name=JUDGE_CHECK_LOCK):
-            model = make_learner(spec)
-            tester = PostTester(model, spec, PretestCache(out), prompt)
-            taker = None
-            if with_likelihood:
-                from wikihowagent.workflow.likelihood import LikelihoodTaker, for_chat_model
+    with JudgeLoop() as loop, resumable(JudgeCheckError, out / POSTTESTS, "post-tests", also=(EvaluateError,)):
+        try:
+            with locked_out(out, "another 'wikihowagent judge-check'", JUDGE_CHECK_LOCK):
+                model = make_learner(spec)
+                tester = PostTester(model, spec, PretestCache(out), prompt)
+                taker = None
+                if with_likelihood:
+                    from wikihowagent.workflow.likelihood import LikelihoodTaker, for_chat_model
 
-                reader = for_chat_model(model)
-                taker = LikelihoodTaker(reader)
-                console.print(f"likelihood post-test: {reader.transport} on {reader.root}", highlight=False,
-                              markup=False)
-            with progress_bar(console, len(jobs), "post-tests of originals and perturbed copies") as advance:
-                tests = loop.run_until_complete(take_posttests(jobs, tester, spec, out / POSTTESTS, advance, check,
-                                                               taker))
-    except LikelihoodError as exc:
-        raise JudgeCheckError(f"--posttest-likelihood: {exc}") from None
-    except (EvaluateError, RunError, OSError) as exc:
-        raise JudgeCheckError(f"{exc} (post-tests so far are in {out / POSTTESTS}; rerun to resume)") from None
-    finally:
-        cancel_leftover_tasks(loop)
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
+                    reader = for_chat_model(model)
+                    taker = LikelihoodTaker(reader)
+                    console.print(f"likelihood post-test: {reader.transport} on {reader.root}", highlight=False,
+                                  markup=False)
+                with progress_bar(console, len(jobs), "post-tests of originals and perturbed copies") as advance:
+                    tests = loop.run(take_posttests(jobs, tester, spec, out / POSTTESTS, advance, check,
+                                                    taker))
+        except LikelihoodError as exc:
+            raise JudgeCheckError(f"--posttest-likelihood: {exc}") from None
     recalls, shares = step_recalls(convs, tests, check), abstained_shares(tests)
     table = validity_table(recalls, perts, judge_accuracy(out), shares)
     by_set = validity_by_set(recalls, perts, sets, shares) if sets else None
