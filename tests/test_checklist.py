@@ -412,3 +412,24 @@ def test_a_refused_item_call_fails_that_item_only():
     assert [i.id for i in failed] == ["rubric:Truthfulness:self-contradiction"]
     assert "refused" in failed[0].failure
     assert res.scores["Truthfulness"] is not None and res.failures == [] and res.kinds == {}
+
+
+def test_report_evidence_commands_for_a_paper_file_write_beside_it(tmp_path):
+    """A paper run file is a file, not a folder: the suggested judge-check/align commands write beside it
+    (FILE's stem as a folder), never under FILE/, and paths are shell-quoted."""
+    import html as html_mod
+    import shlex
+    import shutil
+
+    from wikihowagent.report.core import build_report
+
+    paper = Path(__file__).parent / "fixtures" / "evaluation" / "T-llama3_L-llama3_E-llama3_123.json"
+    folder = tmp_path / "my runs"
+    folder.mkdir()
+    target = folder / paper.name
+    shutil.copy(paper, target)
+    index = html_mod.unescape((build_report([target], tmp_path / "site").out / "index.html").read_text())
+    beside = folder / target.stem
+    assert f"--out {shlex.quote(str(beside / 'judge-check'))}" in index
+    assert f"--out {shlex.quote(str(beside / 'alignment'))}" in index
+    assert f"{target}/judge-check" not in index

@@ -21,6 +21,7 @@ import html
 import json
 import math
 import os
+import shlex
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -698,9 +699,13 @@ def _evidence_html(runs: list[ReportRun]) -> str:
         if ev:
             items.append(f"<li>{head}<ul>" + "".join(f"<li>{e(x)}</li>" for x in ev) + "</ul></li>")
             continue
-        how = (f"wikihowagent judge-check {r.path} --out {r.path}/judge-check"
+        # a paper run file's outputs go beside it (FILE's stem as a folder), a run directory's inside it
+        beside = r.path if r.path.is_dir() else r.path.parent / r.path.stem
+        q = shlex.quote
+        how = (f"wikihowagent judge-check {q(str(r.path))} --out {q(str(beside / 'judge-check'))}"
                + (f" --judge-scoring {r.scoring.split('+')[0]}" if r.scoring and "," not in r.scoring else "")
-               + f"; with human ratings: wikihowagent align -H SHEET.csv --scores {r.path} --out {r.path}/alignment")
+               + f"; with human ratings: wikihowagent align -H SHEET.csv --scores {q(str(r.path))}"
+               f" --out {q(str(beside / 'alignment'))}")
         local = (" For the embedded judge (local) the measured figures are in BENCHMARKS.md (its agreement with "
                  "people on the paper's development split and its judge-check accuracy, per scoring mode)."
                  if judge.startswith("local") else "")
