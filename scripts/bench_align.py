@@ -30,10 +30,24 @@ sys.path.insert(0, str(ROOT))
 from wikihowagent.runs import RUN_INFO, SCORES  # noqa: E402
 
 METRICS = ("Clarity", "Truthfulness", "Engagement", "Coherence", "Depth", "Relevance", "Progress", "Naturalness")
-SHEET = ("conversation_id", "filename", "title", "clarity", "engagement", "coherence", "depth", "relevance",
-         "progress", "naturalness", "truthfulness", "comment")
-RAW = ("Clarity: 4\nEngagement: 3\nCoherence: 5\nDepth: 3\nRelevance: 4\nProgress: 4\nNaturalness: 3\n"
-       "The teacher explains each step clearly; the learner asks few questions. ") * 6
+SHEET = (
+    "conversation_id",
+    "filename",
+    "title",
+    "clarity",
+    "engagement",
+    "coherence",
+    "depth",
+    "relevance",
+    "progress",
+    "naturalness",
+    "truthfulness",
+    "comment",
+)
+RAW = (
+    "Clarity: 4\nEngagement: 3\nCoherence: 5\nDepth: 3\nRelevance: 4\nProgress: 4\nNaturalness: 3\n"
+    "The teacher explains each step clearly; the learner asks few questions. "
+) * 6
 
 
 def build(tmp: Path, n: int, judges: int, runs: int, seed: int = 0) -> tuple[list[Path], Path]:
@@ -51,12 +65,24 @@ def build(tmp: Path, n: int, judges: int, runs: int, seed: int = 0) -> tuple[lis
                 cid = f"{name}-{i:06d}"
                 ids.append(cid)
                 run_of.append(name)
-                rec = {"conversation_id": cid, "run": name, "tutorial_id": f"{i % (per_run):016x}",
-                       "title": f"How to do thing {i}", "domain": f"Domain {i % 17}", "teacher": f"model{r}",
-                       "learner": f"model{r}", "mode": "default",
-                       "metrics": dict(zip(METRICS, llm[i].tolist(), strict=False)),
-                       "judge": {"evaluator": "judge", "raw": {"rubric": [RAW], "truthfulness": [RAW[:300]]},
-                                 "failures": [], "notes": []}, "notes": []}
+                rec = {
+                    "conversation_id": cid,
+                    "run": name,
+                    "tutorial_id": f"{i % (per_run):016x}",
+                    "title": f"How to do thing {i}",
+                    "domain": f"Domain {i % 17}",
+                    "teacher": f"model{r}",
+                    "learner": f"model{r}",
+                    "mode": "default",
+                    "metrics": dict(zip(METRICS, llm[i].tolist(), strict=False)),
+                    "judge": {
+                        "evaluator": "judge",
+                        "raw": {"rubric": [RAW], "truthfulness": [RAW[:300]]},
+                        "failures": [],
+                        "notes": [],
+                    },
+                    "notes": [],
+                }
                 fh.write(json.dumps(rec) + "\n")
     sheets = []
     order = [METRICS.index(m.capitalize()) for m in SHEET[3:11]]
@@ -108,11 +134,21 @@ def bench_once(args, by: str | None) -> str:
         size_mb = sum(p.stat().st_size for p in runs.rglob(SCORES)) / 1e6
 
         # 1. the command end to end in a fresh process (imports included)
-        cmd = [sys.executable, "-c",
-               "import sys, typer; from wikihowagent.alignment.command import align; "
-               "app = typer.Typer(); app.command()(align); app.command('noop')(lambda: None); app()",
-               "align", *sum((["-H", str(s)] for s in sheets), []), "--scores", str(runs),
-               "--out", str(tmp / "out_cli"), "--bootstrap", str(args.bootstrap), *(["--by", by] if by else [])]
+        cmd = [
+            sys.executable,
+            "-c",
+            "import sys, typer; from wikihowagent.alignment.command import align; "
+            "app = typer.Typer(); app.command()(align); app.command('noop')(lambda: None); app()",
+            "align",
+            *sum((["-H", str(s)] for s in sheets), []),
+            "--scores",
+            str(runs),
+            "--out",
+            str(tmp / "out_cli"),
+            "--bootstrap",
+            str(args.bootstrap),
+            *(["--by", by] if by else []),
+        ]
         before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         t = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": ""})
@@ -152,16 +188,22 @@ def bench_once(args, by: str | None) -> str:
         ("groups", f"all + {len(res.groups) - 1} ({by})" if by else "all"),
         ("bootstrap", f"{args.bootstrap:,} resamples per metric and group"),
         ("problems reported", f"{len(problems)}"),
-        ("**`align` command, fresh process (imports included)**", f"**{t_cli:.2f} s**, peak RSS {child_rss:.0f} MB{rss_note}"),
+        (
+            "**`align` command, fresh process (imports included)**",
+            f"**{t_cli:.2f} s**, peak RSS {child_rss:.0f} MB{rss_note}",
+        ),
         ("in-process: read inputs", f"{t_read:.2f} s"),
         ("in-process: compute (read + stats + agreement)", f"{t1 - t0:.2f} s"),
         (f"in-process: write outputs incl. {n_figs} figures", f"{t2 - t1:.2f} s"),
     ]
     title = f"`--by {by}`" if by else "no `--by`"
-    return (f"### {title}\n\nSynthetic data from `scripts/bench_align.py` (build {t_build:.1f} s, not counted); "
-            f"{_cpus()} CPU(s), load average {os.getloadavg()[0]:.1f} at the end (the machine is shared; "
-            "the fresh-process time includes ~1.5 s of imports: scipy.stats, matplotlib).\n\n| What | Result |\n|---|---|\n"
-            + "\n".join(f"| {a} | {b} |" for a, b in rows) + "\n")
+    return (
+        f"### {title}\n\nSynthetic data from `scripts/bench_align.py` (build {t_build:.1f} s, not counted); "
+        f"{_cpus()} CPU(s), load average {os.getloadavg()[0]:.1f} at the end (the machine is shared; "
+        "the fresh-process time includes ~1.5 s of imports: scipy.stats, matplotlib).\n\n| What | Result |\n|---|---|\n"
+        + "\n".join(f"| {a} | {b} |" for a, b in rows)
+        + "\n"
+    )
 
 
 def _cpus() -> int:

@@ -50,7 +50,17 @@ HUMANS = ("judge_1.csv", "judge_2.csv")
 PAPER = "paper_llm_scores.csv"
 TIMING = "timing.jsonl"
 CHECK_DIR = "judge-check"
-ROWS = ("Clarity", "Truthfulness", "Engagement", "Coherence", "Depth", "Relevance", "Progress", "Naturalness", "Overall")
+ROWS = (
+    "Clarity",
+    "Truthfulness",
+    "Engagement",
+    "Coherence",
+    "Depth",
+    "Relevance",
+    "Progress",
+    "Naturalness",
+    "Overall",
+)
 
 
 def wikihowagent() -> list[str]:
@@ -102,12 +112,18 @@ def subset_files(study: Path, out: Path, per_tutorial: int) -> list[Path]:
 
 def titles(files: list[Path], ids: set[str]) -> list[str]:
     """The tutorial titles of the conversations `ids` of `files`."""
-    return [c.get("title", "") for f in files for c in json.loads(f.read_text(encoding="utf-8"))["total_conversations"]
-            if c["conversation_id"] in ids]
+    return [
+        c.get("title", "")
+        for f in files
+        for c in json.loads(f.read_text(encoding="utf-8"))["total_conversations"]
+        if c["conversation_id"] in ids
+    ]
 
 
 def conversation_ids(files: list[Path]) -> list[str]:
-    return [c["conversation_id"] for f in files for c in json.loads(f.read_text(encoding="utf-8"))["total_conversations"]]
+    return [
+        c["conversation_id"] for f in files for c in json.loads(f.read_text(encoding="utf-8"))["total_conversations"]
+    ]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -123,8 +139,13 @@ def scored_ids(folder: Path, variant: str) -> set[str]:
     for path in folder.glob("*/scores.jsonl"):
         for _n, rec in iter_scores(path, on_error=lambda m: None):
             last[rec.conversation_id] = rec
-    return {cid for cid, rec in last.items() if rec.judge and rec.judge.prompt == variant
-            and sum(v is not None for k, v in rec.metrics.items() if k in ROWS) + len(rec.judge.failures) >= 8}
+    return {
+        cid
+        for cid, rec in last.items()
+        if rec.judge
+        and rec.judge.prompt == variant
+        and sum(v is not None for k, v in rec.metrics.items() if k in ROWS) + len(rec.judge.failures) >= 8
+    }
 
 
 def shortest_first(files: list[Path]) -> list[tuple[Path, dict]]:
@@ -169,13 +190,33 @@ def judge(variants: list[str], files: list[Path], out: Path, minutes: float, per
                 print(f"time is up ({minutes:g} min): rerun to resume", flush=True)
                 return
             t0 = time.perf_counter()
-            run_evaluation(EvaluateRequest(runs=(single,), evaluator="local", metrics="rubric", judge_scoring="weighted",
-                                           judge_prompt=v, out=out / v, figures=False, concurrency=1, bootstrap=0),
-                           console)
+            run_evaluation(
+                EvaluateRequest(
+                    runs=(single,),
+                    evaluator="local",
+                    metrics="rubric",
+                    judge_scoring="weighted",
+                    judge_prompt=v,
+                    out=out / v,
+                    figures=False,
+                    concurrency=1,
+                    bootstrap=0,
+                ),
+                console,
+            )
             secs = time.perf_counter() - t0
             with open(out / v / TIMING, "a", encoding="utf-8") as fh:
-                fh.write(json.dumps({"conversation_id": cid, "conversations": 1, "seconds": round(secs, 1),
-                                     "load": round(os.getloadavg()[0], 2)}) + "\n")
+                fh.write(
+                    json.dumps(
+                        {
+                            "conversation_id": cid,
+                            "conversations": 1,
+                            "seconds": round(secs, 1),
+                            "load": round(os.getloadavg()[0], 2),
+                        }
+                    )
+                    + "\n"
+                )
             print(f"{v}: {cid} judged in {secs:.0f} s", flush=True)
 
 
@@ -225,9 +266,20 @@ def check(variants: list[str], n: int, out: Path, minutes: float) -> None:
                 path = out / v / CHECK_DIR / JUDGMENTS
                 path.parent.mkdir(parents=True, exist_ok=True)
                 have = read_judgments(path, "local", scorer.label, scorer.prompt_name)
-                todo = [j for j in jobs if j.conv.conversation_id == conv.conversation_id and not (
-                    (j.conv.conversation_id, j.variant) in have and set(j.names) <= {
-                        k for k, x in (have[(j.conv.conversation_id, j.variant)].get("scores") or {}).items() if x is not None})]
+                todo = [
+                    j
+                    for j in jobs
+                    if j.conv.conversation_id == conv.conversation_id
+                    and not (
+                        (j.conv.conversation_id, j.variant) in have
+                        and set(j.names)
+                        <= {
+                            k
+                            for k, x in (have[(j.conv.conversation_id, j.variant)].get("scores") or {}).items()
+                            if x is not None
+                        }
+                    )
+                ]
                 if not todo:
                     continue
                 if time.perf_counter() > deadline:
@@ -235,8 +287,10 @@ def check(variants: list[str], n: int, out: Path, minutes: float) -> None:
                     return
                 t0 = time.perf_counter()
                 loop.run_until_complete(run_jobs(todo, scorer, "local", path, lambda k: None, CheckStats()))
-                print(f"{v}: judge-check {conv.conversation_id}: {len(todo)} passes in {time.perf_counter() - t0:.0f} s",
-                      flush=True)
+                print(
+                    f"{v}: judge-check {conv.conversation_id}: {len(todo)} passes in {time.perf_counter() - t0:.0f} s",
+                    flush=True,
+                )
     finally:
         loop.close()
 
@@ -292,8 +346,15 @@ KEYS = ("n", "pearson_r", "pearson_ci_low", "pearson_ci_high", "spearman_rho", "
 
 def align(scores: list[Path], study: Path, dest: Path) -> dict[str, dict[str, float]]:
     """{rubric or Overall: {pearson_r, pearson_ci_low, ..., spearman_rho, ..., n}} from `align`'s correlations.csv."""
-    cmd = [*wikihowagent(), "align", *sum((["-H", str(study / h)] for h in HUMANS), []),
-           *sum((["--scores", str(s)] for s in scores), []), "--out", str(dest), "--no-figures"]
+    cmd = [
+        *wikihowagent(),
+        "align",
+        *sum((["-H", str(study / h)] for h in HUMANS), []),
+        *sum((["--scores", str(s)] for s in scores), []),
+        "--out",
+        str(dest),
+        "--no-figures",
+    ]
     res = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
     if res.returncode != 0:
         raise SystemExit(f"align failed ({res.returncode}): {res.stderr.strip() or res.stdout.strip()}")
@@ -348,8 +409,9 @@ def overall_pairs(alignment: Path) -> dict[str, tuple[float, float]]:
     return out
 
 
-def delta_r(base: dict[str, tuple[float, float]], other: dict[str, tuple[float, float]], n_boot: int = 2000,
-            seed: int = 0) -> tuple[float, float, float, int]:
+def delta_r(
+    base: dict[str, tuple[float, float]], other: dict[str, tuple[float, float]], n_boot: int = 2000, seed: int = 0
+) -> tuple[float, float, float, int]:
     """Overall Pearson r of `other` minus `base` on the conversations both have, with a 95 % paired bootstrap
     CI (the same resampled conversations for both: the difference's own uncertainty, narrower than comparing
     two independent CIs). (delta, low, high, n)."""
@@ -373,8 +435,12 @@ def delta_r(base: dict[str, tuple[float, float]], other: dict[str, tuple[float, 
     return r(b, h) - r(a, h), float(lo), float(hi), len(ids)
 
 
-def decision(variants: list[str], deltas: dict[str, tuple[float, float, float, int]],
-             acc: dict[str, tuple[float, float, float, int]], default: str) -> str:
+def decision(
+    variants: list[str],
+    deltas: dict[str, tuple[float, float, float, int]],
+    acc: dict[str, tuple[float, float, float, int]],
+    default: str,
+) -> str:
     """The issue's rule, with "on evidence" made explicit: a variant replaces the default when its judge-check
     accuracy is not lower than the default's by more than the default's CI half-width, and its Overall r is
     higher than the default's with the paired 95 % CI of the difference above 0."""
@@ -394,11 +460,15 @@ def decision(variants: list[str], deltas: dict[str, tuple[float, float, float, i
     if not k0:
         return f"Rule not applicable: the default `{default}` has no judge-check accuracy yet."
     if better:
-        return (f"Rule applied: `{max(better)[1]}` is better than the default `{default}` on evidence (paired Δr CI "
-                f"above 0, judge-check within the default's CI): it becomes the default.")
-    return (f"Rule applied: no variant's Overall r is higher than the default `{default}`'s with a paired 95 % CI "
-            f"above 0 (eligible on judge-check accuracy: {', '.join(f'`{v}`' for v in eligible) or 'none'}): "
-            "the default stays.")
+        return (
+            f"Rule applied: `{max(better)[1]}` is better than the default `{default}` on evidence (paired Δr CI "
+            f"above 0, judge-check within the default's CI): it becomes the default."
+        )
+    return (
+        f"Rule applied: no variant's Overall r is higher than the default `{default}`'s with a paired 95 % CI "
+        f"above 0 (eligible on judge-check accuracy: {', '.join(f'`{v}`' for v in eligible) or 'none'}): "
+        "the default stays."
+    )
 
 
 def cell(c: dict[str, float], key: str) -> str:
@@ -420,13 +490,20 @@ def report(variants: list[str], files: list[Path], study: Path, out: Path, check
     for v in variants:
         rows[v] = align([common_scores(out / v, common)], study, out / v / "alignment")
         acc[v] = check_accuracy(v, check_n, out)
-    paper = align([paper_subset(study, common, out / "paper" / PAPER)], study, out / "paper" / "alignment") if common else {}
+    paper = (
+        align([paper_subset(study, common, out / "paper" / PAPER)], study, out / "paper" / "alignment")
+        if common
+        else {}
+    )
     pairs = {v: overall_pairs(out / v / "alignment") for v in variants}
     base = DEFAULT_PROMPT if DEFAULT_PROMPT in variants else variants[0]
     deltas = {v: delta_r(pairs[base], pairs[v]) for v in variants}
     n_conv = len(common)
-    pool = (f"a fixed subset of {len(ids)} (K = {per_tutorial} per tutorial, the 7 models taken in turn)"
-            if per_tutorial else f"all {len(ids)}")
+    pool = (
+        f"a fixed subset of {len(ids)} (K = {per_tutorial} per tutorial, the 7 models taken in turn)"
+        if per_tutorial
+        else f"all {len(ids)}"
+    )
     tutorials = len({t for t in titles(files, common)})
     cpu = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores shared with other jobs"
     lines = [
@@ -441,7 +518,8 @@ def report(variants: list[str], files: list[Path], study: Path, out: Path, check
         f"judge-check: the first {check_n} synthetic conversations of `bench_judge.py`, accuracy over the targeted "
         "cells, 95 % CI over conversations. s / conversation: wall time to judge one of these conversations on "
         "8 rubrics (model loaded; consecutive variants share the server's prompt cache where their prompts "
-        f"start alike), on a machine shared with other jobs (load average {os.getloadavg()[0]:.1f} when written). `scripts/bench_alignment.py`.", "",
+        f"start alike), on a machine shared with other jobs (load average {os.getloadavg()[0]:.1f} when written). `scripts/bench_alignment.py`.",
+        "",
     ]
     head = ["", *variants, "paper judges"]
     lines.append("| " + " | ".join(head) + " |")
@@ -451,17 +529,25 @@ def report(variants: list[str], files: list[Path], study: Path, out: Path, check
             name = f"**{m}** {label}" if m == "Overall" else f"{m} {label}"
             vals = [cell(rows[v].get(m, {}), stat) for v in variants] + [cell(paper.get(m, {}), stat)]
             lines.append(f"| {name} | " + " | ".join(vals) + " |")
-    lines.append("| n (conversations with a score) | " + " | ".join(
-        str(int(rows[v].get("Overall", {}).get("n", 0))) for v in variants) + f" | {int(paper.get('Overall', {}).get('n', 0))} |")
+    lines.append(
+        "| n (conversations with a score) | "
+        + " | ".join(str(int(rows[v].get("Overall", {}).get("n", 0))) for v in variants)
+        + f" | {int(paper.get('Overall', {}).get('n', 0))} |"
+    )
     accs = []
     for v in variants:
         a, lo, hi, k = acc[v]
         accs.append(f"{a:.3f} [{lo:.2f}, {hi:.2f}] (n {k})" if k else "not run")
     lines.append("| judge-check accuracy | " + " | ".join(accs) + " | – |")
     spc = [seconds_per_conversation(out / v, common) for v in variants]
-    lines.append(f"| **Overall** r − `{base}`'s, paired bootstrap | " + " | ".join(
-        "–" if v == base else (f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}]" if math.isfinite(d) else "–")
-        for v, (d, lo, hi, _n) in deltas.items()) + " | – |")
+    lines.append(
+        f"| **Overall** r − `{base}`'s, paired bootstrap | "
+        + " | ".join(
+            "–" if v == base else (f"{d:+.2f} [{lo:+.2f}, {hi:+.2f}]" if math.isfinite(d) else "–")
+            for v, (d, lo, hi, _n) in deltas.items()
+        )
+        + " | – |"
+    )
     lines.append("| s / conversation | " + " | ".join(f"{s:.0f} (n {k})" if k else "–" for s, k in spc) + " | – |")
     lines += ["", decision(variants, deltas, acc, base)]
     lines += ["", "Variants (data/judge_prompts.json):", ""]
@@ -483,15 +569,20 @@ def prompt_sizes(variants: list[str], study: Path) -> str:
     rubrics = load_rubrics()
     prompts = load_prompts()
     convs = [c for src in resolve_inputs(study_files(study), ROOT) for c in src.conversations(on_error=print)]
-    lines = [f"What each variant sends for the {len(convs)} conversations of the split (longest of the 8 rubric "
-             f"prompts, system message included; no model): characters, and how many prompts exceed the embedded "
-             f"judge's 8,192-token context at {CHARS_PER_TOKEN} characters per token (the ratio llama.cpp counted "
-             "on these prompts; an estimate).", "",
-             "| variant | median chars | max chars | conversations shortened | prompts over 8,192 tokens (est.) |",
-             "|---|---|---|---|---|"]
+    lines = [
+        f"What each variant sends for the {len(convs)} conversations of the split (longest of the 8 rubric "
+        f"prompts, system message included; no model): characters, and how many prompts exceed the embedded "
+        f"judge's 8,192-token context at {CHARS_PER_TOKEN} characters per token (the ratio llama.cpp counted "
+        "on these prompts; an estimate).",
+        "",
+        "| variant | median chars | max chars | conversations shortened | prompts over 8,192 tokens (est.) |",
+        "|---|---|---|---|---|",
+    ]
     for v in variants:
         p = prompts[v]
-        longest = [max(sum(len(t) for _, t in rubric_prompt(c, r, False, p)[0]) for r in rubrics.values()) for c in convs]
+        longest = [
+            max(sum(len(t) for _, t in rubric_prompt(c, r, False, p)[0]) for r in rubrics.values()) for c in convs
+        ]
         short = sum(shorten(c, p).note is not None for c in convs)
         over = sum(n / CHARS_PER_TOKEN > 8192 for n in longest)
         lines.append(f"| {v} | {statistics.median(longest):,.0f} | {max(longest):,} | {short} | {over} |")

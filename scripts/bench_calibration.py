@@ -56,8 +56,10 @@ def calibration_table(res, bootstrap: int, method: str) -> tuple[str, object]:
     if not oc.rubrics:
         g = res.groups[0]
         rows = [[m, str(g.correlations[m].n), ci(_as_estimate(g.correlations[m].coefs["pearson"]))] for m in METRICS]
-        return (f"Not possible: {oc.why_no_file} (calibration needs at least 20 paired conversations per rubric). "
-                "Raw correlations only:\n\n" + markdown_table(["rubric", "n", "raw r"], rows)), oc
+        return (
+            f"Not possible: {oc.why_no_file} (calibration needs at least 20 paired conversations per rubric). "
+            "Raw correlations only:\n\n" + markdown_table(["rubric", "n", "raw r"], rows)
+        ), oc
     rows = []
     for metric, ro in oc.rubrics.items():
         p = ro.comparison.predictors
@@ -66,20 +68,38 @@ def calibration_table(res, bootstrap: int, method: str) -> tuple[str, object]:
             cells.append(ci(p[name]["r"]) if name in p else "–")
         cells += [ci(p[name]["mae"]) if name in p else "–" for name in ("raw", "isotonic", "ridge")]
         rows.append(cells)
-    table = markdown_table(["rubric", "n", "tutorials", "raw r", "isotonic r (out of fold)", "ridge r (out of fold)",
-                            "raw MAE", "isotonic MAE", "ridge MAE"], rows)
-    iso = [(ro.comparison.predictors["raw"], ro.comparison.predictors["isotonic"],
-            ro.comparison.deltas["isotonic"]) for ro in oc.rubrics.values()]
-    table += (f"\n\nIsotonic out of fold vs raw, over {len(iso)} rubrics: MAE lower on {sum(c['mae'].value < r['mae'].value for r, c, _ in iso)}"
-              f" (the paired CI of the difference below 0 on {sum(d['mae'].ci_high < 0 for _, _, d in iso)}); Pearson r "
-              f"higher on {sum(c['r'].value > r['r'].value for r, c, _ in iso)} (CI above 0 on "
-              f"{sum(d['r'].ci_low > 0 for _, _, d in iso)}). The calibration fixes the judge's scale; it cannot add an "
-              "order the judge does not have.")
+    table = markdown_table(
+        [
+            "rubric",
+            "n",
+            "tutorials",
+            "raw r",
+            "isotonic r (out of fold)",
+            "ridge r (out of fold)",
+            "raw MAE",
+            "isotonic MAE",
+            "ridge MAE",
+        ],
+        rows,
+    )
+    iso = [
+        (ro.comparison.predictors["raw"], ro.comparison.predictors["isotonic"], ro.comparison.deltas["isotonic"])
+        for ro in oc.rubrics.values()
+    ]
+    table += (
+        f"\n\nIsotonic out of fold vs raw, over {len(iso)} rubrics: MAE lower on {sum(c['mae'].value < r['mae'].value for r, c, _ in iso)}"
+        f" (the paired CI of the difference below 0 on {sum(d['mae'].ci_high < 0 for _, _, d in iso)}); Pearson r "
+        f"higher on {sum(c['r'].value > r['r'].value for r, c, _ in iso)} (CI above 0 on "
+        f"{sum(d['r'].ci_low > 0 for _, _, d in iso)}). The calibration fixes the judge's scale; it cannot add an "
+        "order the judge does not have."
+    )
     if any(c["r"].value < r["r"].value for r, c, _ in iso):
-        table += (" An out-of-fold r below the raw r is what a judge without a usable order gives on few tutorials: "
-                  "its out-of-fold predictions stay near each fold's training mean (the other tutorials' humans), "
-                  "which is lower where the held-out tutorials' humans are higher (`calibration_predictions.csv` "
-                  "shows it); the CIs resample conversations with the folds fixed.")
+        table += (
+            " An out-of-fold r below the raw r is what a judge without a usable order gives on few tutorials: "
+            "its out-of-fold predictions stay near each fold's training mean (the other tutorials' humans), "
+            "which is lower where the held-out tutorials' humans are higher (`calibration_predictions.csv` "
+            "shows it); the CIs resample conversations with the folds fixed."
+        )
     return table, oc
 
 
@@ -91,8 +111,10 @@ def ppi_table(res, repeats: int, seed: int = 0) -> str:
     counts = {m: int((ok & (models == m)).sum()) for m in set(models[ok])}
     groups = ["all", *sorted(m for m, c in counts.items() if c >= 4)]  # half rated, half not: at least 2 + 2
     if ok.sum() < 20:
-        return (f"Not attempted: {int(ok.sum())} paired conversations (half of them rated would say nothing; "
-                "the simulation tests show the method).")
+        return (
+            f"Not attempted: {int(ok.sum())} paired conversations (half of them rated would say nothing; "
+            "the simulation tests show the method)."
+        )
     keys = ("ratio", "ppi_w", "hum_w", "ppi_cov", "hum_cov", "bias", "lam")
     stats = {g: {**{key: [] for key in keys}, "n": 0, "N": 0, "first": None} for g in groups}
     for _ in range(repeats):
@@ -119,26 +141,54 @@ def ppi_table(res, repeats: int, seed: int = 0) -> str:
     for g in groups:
         s = stats[g]
         gm = ok & ((models == g) if g != "all" else True)
-        rows.append([g, str(s["n"]), str(s["N"]), f"{res.human[gm, k].mean():.2f}", f"{np.mean(s['bias']):+.2f}",
-                     f"{np.mean(s['ppi_w']):.2f}", f"{np.mean(s['hum_w']):.2f}", f"{np.mean(s['ratio']):.2f}",
-                     f"{np.mean(s['ppi_cov']):.2f}", f"{np.mean(s['hum_cov']):.2f}"])
+        rows.append(
+            [
+                g,
+                str(s["n"]),
+                str(s["N"]),
+                f"{res.human[gm, k].mean():.2f}",
+                f"{np.mean(s['bias']):+.2f}",
+                f"{np.mean(s['ppi_w']):.2f}",
+                f"{np.mean(s['hum_w']):.2f}",
+                f"{np.mean(s['ratio']):.2f}",
+                f"{np.mean(s['ppi_cov']):.2f}",
+                f"{np.mean(s['hum_cov']):.2f}",
+            ]
+        )
     left = sorted(m for m, c in counts.items() if c < 4)
     per_model = [np.nanmean(stats[g]["ratio"]) for g in groups if g != "all"]
     r_overall = res.groups[0].correlations["Overall"].coefs["pearson"].value
     f = stats["all"]["first"]
     lam = np.nanmean(stats["all"]["lam"])
-    note = (f"\n\nOne draw (the first), all models: PPI {f.ppi_mean:.2f} [{f.ppi_low:.2f}, {f.ppi_high:.2f}] "
-            f"(λ {f.lam:.2f}; mean over the draws {lam:.2f}) vs human-only {f.human_mean:.2f} [{f.human_low:.2f}, {f.human_high:.2f}] on {f.n_labeled} "
-            f"rated + {f.n_unlabeled} unrated; the judge alone {f.judge_mean:.2f} [{f.judge_low:.2f}, {f.judge_high:.2f}]. "
-            f"Mean CI width ratio over the models: {np.mean(per_model) if per_model else float('nan'):.2f} (1 = the "
-            f"judge adds nothing). This judge's Overall r with the humans is {r_overall:.2f}: power-tuned PPI (PPI++) "
-            "weighs the judge (λ) by how its scores covary with the people's in the rated half, so a judge that does not "
-            "predict them leaves about the human-only interval instead of inheriting its bias (the simulation "
-            "tests, r ≈ 0.9: median ratio 0.64).")
-    return markdown_table(["model", "n rated", "N unrated", "reference (human mean, all paired)", "judge − reference",
-                           "PPI CI width", "human-only CI width", "PPI / human-only width",
-                           "PPI CI holds the reference", "human-only CI holds it"], rows) + (
-        f"\n\nLeft out (fewer than 4 conversations): {', '.join(left)}." if left else "") + note
+    note = (
+        f"\n\nOne draw (the first), all models: PPI {f.ppi_mean:.2f} [{f.ppi_low:.2f}, {f.ppi_high:.2f}] "
+        f"(λ {f.lam:.2f}; mean over the draws {lam:.2f}) vs human-only {f.human_mean:.2f} [{f.human_low:.2f}, {f.human_high:.2f}] on {f.n_labeled} "
+        f"rated + {f.n_unlabeled} unrated; the judge alone {f.judge_mean:.2f} [{f.judge_low:.2f}, {f.judge_high:.2f}]. "
+        f"Mean CI width ratio over the models: {np.mean(per_model) if per_model else float('nan'):.2f} (1 = the "
+        f"judge adds nothing). This judge's Overall r with the humans is {r_overall:.2f}: power-tuned PPI (PPI++) "
+        "weighs the judge (λ) by how its scores covary with the people's in the rated half, so a judge that does not "
+        "predict them leaves about the human-only interval instead of inheriting its bias (the simulation "
+        "tests, r ≈ 0.9: median ratio 0.64)."
+    )
+    return (
+        markdown_table(
+            [
+                "model",
+                "n rated",
+                "N unrated",
+                "reference (human mean, all paired)",
+                "judge − reference",
+                "PPI CI width",
+                "human-only CI width",
+                "PPI / human-only width",
+                "PPI CI holds the reference",
+                "human-only CI holds it",
+            ],
+            rows,
+        )
+        + (f"\n\nLeft out (fewer than 4 conversations): {', '.join(left)}." if left else "")
+        + note
+    )
 
 
 def which_conversations(study: Path, paired: list[str]) -> str:
@@ -158,8 +208,10 @@ def which_conversations(study: Path, paired: list[str]) -> str:
     prefix = next((i for i, r in enumerate(ranks) if r != i + 1), n)  # ranks 1..prefix are all there
     others = ranks[prefix:]
     more = f" and {len(others)} more (length ranks {', '.join(map(str, others))})" if others else ""
-    return (f"the {prefix} shortest of the study's {total} conversations{more} ({length}) — not a random sample: "
-            "mostly the shorter conversations")
+    return (
+        f"the {prefix} shortest of the study's {total} conversations{more} ({length}) — not a random sample: "
+        "mostly the shorter conversations"
+    )
 
 
 def main() -> None:
@@ -168,14 +220,22 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--human", action="append", type=Path)
     ap.add_argument("--scores", action="append", type=Path)
-    ap.add_argument("--study", type=Path, default=STUDY, help="the human study folder (its conversations/ give the "
-                    "length order; default: judge_1.csv, judge_2.csv and paper_llm_scores.csv from it)")
+    ap.add_argument(
+        "--study",
+        type=Path,
+        default=STUDY,
+        help="the human study folder (its conversations/ give the "
+        "length order; default: judge_1.csv, judge_2.csv and paper_llm_scores.csv from it)",
+    )
     ap.add_argument("--label", default="the paper's LLM judges (paper_llm_scores.csv, as published)")
     ap.add_argument("--method", default="isotonic")
     ap.add_argument("--repeats", type=int, default=200)
     ap.add_argument("--bootstrap", type=int, default=2000)
-    ap.add_argument("--section", default="calibration and PPI on the human study: the paper's judges",
-                    help="The BENCHMARKS.md section --write-md rewrites (one per judge).")
+    ap.add_argument(
+        "--section",
+        default="calibration and PPI on the human study: the paper's judges",
+        help="The BENCHMARKS.md section --write-md rewrites (one per judge).",
+    )
     ap.add_argument("--write-md", action="store_true")
     args = ap.parse_args()
     human = args.human or [args.study / "judge_1.csv", args.study / "judge_2.csv"]
@@ -187,8 +247,11 @@ def main() -> None:
             print(f"note: {p.message}", file=sys.stderr)
     cal, oc = calibration_table(res, args.bootstrap, args.method)
     ppi_md = ppi_table(res, args.repeats)
-    paired = [c for c, h, m in zip(res.ids, res.human[:, len(METRICS)], res.model[:, len(METRICS)], strict=False)
-              if np.isfinite(h) and np.isfinite(m)]
+    paired = [
+        c
+        for c, h, m in zip(res.ids, res.human[:, len(METRICS)], res.model[:, len(METRICS)], strict=False)
+        if np.isfinite(h) and np.isfinite(m)
+    ]
     n_pairs = len(paired)
     n_tut = len(set(estimates._tutorial_keys(res, paired)[0])) if paired else 0
     per_model = {}
@@ -197,26 +260,37 @@ def main() -> None:
         per_model[m] = per_model.get(m, 0) + 1
     models = ", ".join(f"{m} {n}" for m, n in sorted(per_model.items()))
     alphas = {m: a.alpha for m, a in res.groups[0].agreement.items() if np.isfinite(a.alpha)}
-    agree = (f"; Krippendorff α (ordinal) between them over the {max(a.n_units for a in res.groups[0].agreement.values())} "
-             f"conversations both rated: {min(alphas.values()):.2f} to {max(alphas.values()):.2f} over the rubrics"
-             if alphas else "")
-    body = (f"Judge: {args.label}. Humans: {', '.join(p.name for p in human)} (mean of the two{agree}). "
-            f"**{n_pairs} paired conversations** (judge-scored and human-rated; {len(res.ids)} human-rated): "
-            f"{which_conversations(args.study, paired)}; {n_tut} tutorials; {len(per_model)} models ({models}). "
-            "A development split (10 of the study's 25 tutorials; the other 15 are held out for acceptance): small, "
-            "wide CIs, for choosing methods, not for claims about the judge.\n\n"
-            f"Overall (per conversation, the mean of the 8 rubrics): raw Pearson r with the human mean "
-            f"{ci(_as_estimate(res.groups[0].correlations['Overall'].coefs['pearson']))} (n {n_pairs}).\n\n"
-            f"**Calibration** (`align --calibrate`): out of fold, GroupKFold by tutorial (k = min(5, {n_tut})); "
-            f"Pearson r and MAE against the human mean with 95 % bootstrap CIs ({args.bootstrap} resamples of "
-            "conversations). `scripts/bench_calibration.py`.\n\n" + cal
-            + "\n\n**Prediction-powered estimates of the Overall human rating** (`align --ppi`). "
-            + (f"Every paired conversation is rated, so `align --ppi` itself has no unrated one to add (it says so in "
-               f"one line); here per model a random half keeps its rating and the other half only the judge's score "
-               f"({args.repeats} draws, seed 0); reference = the human mean over all of the model's paired "
-               "conversations (itself noisy: z intervals on a few ratings under-cover); 95 % intervals (normal "
-               "approximation, `ppi_py`), width = high − low, means over the draws.\n\n"
-               if n_pairs >= 20 else "") + ppi_md + "\n")
+    agree = (
+        f"; Krippendorff α (ordinal) between them over the {max(a.n_units for a in res.groups[0].agreement.values())} "
+        f"conversations both rated: {min(alphas.values()):.2f} to {max(alphas.values()):.2f} over the rubrics"
+        if alphas
+        else ""
+    )
+    body = (
+        f"Judge: {args.label}. Humans: {', '.join(p.name for p in human)} (mean of the two{agree}). "
+        f"**{n_pairs} paired conversations** (judge-scored and human-rated; {len(res.ids)} human-rated): "
+        f"{which_conversations(args.study, paired)}; {n_tut} tutorials; {len(per_model)} models ({models}). "
+        "A development split (10 of the study's 25 tutorials; the other 15 are held out for acceptance): small, "
+        "wide CIs, for choosing methods, not for claims about the judge.\n\n"
+        f"Overall (per conversation, the mean of the 8 rubrics): raw Pearson r with the human mean "
+        f"{ci(_as_estimate(res.groups[0].correlations['Overall'].coefs['pearson']))} (n {n_pairs}).\n\n"
+        f"**Calibration** (`align --calibrate`): out of fold, GroupKFold by tutorial (k = min(5, {n_tut})); "
+        f"Pearson r and MAE against the human mean with 95 % bootstrap CIs ({args.bootstrap} resamples of "
+        "conversations). `scripts/bench_calibration.py`.\n\n"
+        + cal
+        + "\n\n**Prediction-powered estimates of the Overall human rating** (`align --ppi`). "
+        + (
+            f"Every paired conversation is rated, so `align --ppi` itself has no unrated one to add (it says so in "
+            f"one line); here per model a random half keeps its rating and the other half only the judge's score "
+            f"({args.repeats} draws, seed 0); reference = the human mean over all of the model's paired "
+            "conversations (itself noisy: z intervals on a few ratings under-cover); 95 % intervals (normal "
+            "approximation, `ppi_py`), width = high − low, means over the draws.\n\n"
+            if n_pairs >= 20
+            else ""
+        )
+        + ppi_md
+        + "\n"
+    )
     print(body)
     if args.write_md:
         from benchmarks_md import write_section

@@ -122,18 +122,41 @@ def judge(files: list[Path], out: Path, minutes: float) -> None:
         if cid in done:
             continue
         if time.perf_counter() > deadline:
-            print(f"time is up ({minutes:g} min): rerun to resume ({len(done)} of {len(conversation_ids(files))} judged)",
-                  flush=True)
+            print(
+                f"time is up ({minutes:g} min): rerun to resume ({len(done)} of {len(conversation_ids(files))} judged)",
+                flush=True,
+            )
             return
         t0 = time.perf_counter()
-        run_evaluation(EvaluateRequest(runs=(single,), evaluator="local", metrics="rubric", judge_scoring=CHECKLIST,
-                                       out=folder, figures=False, concurrency=1, bootstrap=0), console)
+        run_evaluation(
+            EvaluateRequest(
+                runs=(single,),
+                evaluator="local",
+                metrics="rubric",
+                judge_scoring=CHECKLIST,
+                out=folder,
+                figures=False,
+                concurrency=1,
+                bootstrap=0,
+            ),
+            console,
+        )
         secs = time.perf_counter() - t0
         rec = last_scores(folder).get(cid)
         calls = sum(len(v) for v in rec.judge.raw.values()) if rec and rec.judge else 0
         with open(folder / TIMING, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"conversation_id": cid, "conversations": 1, "seconds": round(secs, 1), "calls": calls,
-                                 "load": round(os.getloadavg()[0], 2)}) + "\n")
+            fh.write(
+                json.dumps(
+                    {
+                        "conversation_id": cid,
+                        "conversations": 1,
+                        "seconds": round(secs, 1),
+                        "calls": calls,
+                        "load": round(os.getloadavg()[0], 2),
+                    }
+                )
+                + "\n"
+            )
         done.add(cid)
         print(f"checklist: {cid} judged in {secs:.0f} s ({calls} calls)", flush=True)
     print(f"all {len(done)} conversations judged", flush=True)
@@ -153,8 +176,11 @@ def check_conversations(study: Path, runs: list[Path], n: int) -> list:
         convs = [c for src in resolve_inputs(runs, ROOT) for c in src.conversations(on_error=print)]
     else:
         order = [c["conversation_id"] for _f, c in shortest_first(study_files(study))]
-        by_id = {c.conversation_id: c for src in resolve_inputs(study_files(study), ROOT)
-                 for c in src.conversations(on_error=print)}
+        by_id = {
+            c.conversation_id: c
+            for src in resolve_inputs(study_files(study), ROOT)
+            for c in src.conversations(on_error=print)
+        }
         convs = [by_id[cid] for cid in order if cid in by_id]
     return convs[:n]
 
@@ -163,8 +189,10 @@ def make_judges(llm, rubrics) -> dict:
     from wikihowagent.evaluation.judge_prompts import get_prompt
     from wikihowagent.evaluation.scoring import make_scorer
 
-    return {WEIGHTED: make_scorer("weighted", llm, rubrics, None, concurrency=1, prompt=get_prompt(WEIGHTED)),
-            CHECKLIST: make_scorer(CHECKLIST, llm, rubrics, None, concurrency=1)}
+    return {
+        WEIGHTED: make_scorer("weighted", llm, rubrics, None, concurrency=1, prompt=get_prompt(WEIGHTED)),
+        CHECKLIST: make_scorer(CHECKLIST, llm, rubrics, None, concurrency=1),
+    }
 
 
 def check(study: Path, runs: list[Path], n: int, out: Path, minutes: float, modes: list[str]) -> None:
@@ -190,10 +218,20 @@ def check(study: Path, runs: list[Path], n: int, out: Path, minutes: float, mode
                 path = out / CHECK_DIR / m / JUDGMENTS
                 path.parent.mkdir(parents=True, exist_ok=True)
                 have = read_judgments(path, "local", scorer.label, scorer.prompt_name)
-                todo = [j for j in jobs if j.conv.conversation_id == conv.conversation_id and not (
-                    (j.conv.conversation_id, j.variant) in have and set(j.names) <= {
-                        k for k, x in (have[(j.conv.conversation_id, j.variant)].get("scores") or {}).items()
-                        if x is not None})]
+                todo = [
+                    j
+                    for j in jobs
+                    if j.conv.conversation_id == conv.conversation_id
+                    and not (
+                        (j.conv.conversation_id, j.variant) in have
+                        and set(j.names)
+                        <= {
+                            k
+                            for k, x in (have[(j.conv.conversation_id, j.variant)].get("scores") or {}).items()
+                            if x is not None
+                        }
+                    )
+                ]
                 if not todo:
                     continue
                 if time.perf_counter() > deadline:
@@ -201,8 +239,10 @@ def check(study: Path, runs: list[Path], n: int, out: Path, minutes: float, mode
                     return
                 t0 = time.perf_counter()
                 loop.run_until_complete(run_jobs(todo, scorer, "local", path, lambda k: None, CheckStats()))
-                print(f"{m}: judge-check {conv.conversation_id}: {len(todo)} passes in {time.perf_counter() - t0:.0f} s",
-                      flush=True)
+                print(
+                    f"{m}: judge-check {conv.conversation_id}: {len(todo)} passes in {time.perf_counter() - t0:.0f} s",
+                    flush=True,
+                )
         print(f"judge-check done on {len(convs)} conversations", flush=True)
     finally:
         loop.close()
@@ -294,7 +334,9 @@ def paired_humans(alignment: Path) -> dict[str, dict[str, float]]:
     return out
 
 
-def predictions(recs: dict, ids: list[str], humans: dict[str, dict[str, float]]) -> dict[str, dict[str, dict[str, float]]]:
+def predictions(
+    recs: dict, ids: list[str], humans: dict[str, dict[str, float]]
+) -> dict[str, dict[str, dict[str, float]]]:
     """{metric: {"weighted"/"uniform"/"fitted": {cid: score}}}; fitted = out of fold by tutorial."""
     import numpy as np
 
@@ -304,20 +346,31 @@ def predictions(recs: dict, ids: list[str], humans: dict[str, dict[str, float]])
     w_recs, c_recs = recs[WEIGHTED], recs[CHECKLIST]
     out: dict[str, dict[str, dict[str, float]]] = {}
     for m in ROWS[:-1]:
-        ok = [c for c in ids if math.isfinite(humans[c][m]) and w_recs[c].metrics.get(m) is not None
-              and c_recs[c].metrics.get(m) is not None]
+        ok = [
+            c
+            for c in ids
+            if math.isfinite(humans[c][m])
+            and w_recs[c].metrics.get(m) is not None
+            and c_recs[c].metrics.get(m) is not None
+        ]
         items = [{i.id: i.good for i in c_recs[c].judge.items if m in i.rubrics} for c in ok]
         keys = sorted({item_key(i) for its in items for i in its})
         x = features(items, keys)
         y = np.array([humans[c][m] for c in ok])
         groups = np.array([c_recs[c].tutorial_id or c_recs[c].title for c in ok], dtype=object)
-        fitted = out_of_fold(x, y, groups, DEFAULT_SHRINKAGE) if len(set(groups.tolist())) >= 2 else np.full(len(ok), np.nan)
-        out[m] = {"weighted": {c: float(w_recs[c].metrics[m]) for c in ok},
-                  "uniform": {c: float(c_recs[c].metrics[m]) for c in ok},
-                  "fitted": dict(zip(ok, map(float, fitted), strict=True))}
+        fitted = (
+            out_of_fold(x, y, groups, DEFAULT_SHRINKAGE) if len(set(groups.tolist())) >= 2 else np.full(len(ok), np.nan)
+        )
+        out[m] = {
+            "weighted": {c: float(w_recs[c].metrics[m]) for c in ok},
+            "uniform": {c: float(c_recs[c].metrics[m]) for c in ok},
+            "fitted": dict(zip(ok, map(float, fitted), strict=True)),
+        }
     full = [c for c in ids if all(c in out[m]["weighted"] for m in ROWS[:-1])]
-    out["Overall"] = {k: {c: float(np.mean([out[m][k][c] for m in ROWS[:-1]])) for c in full}
-                      for k in ("weighted", "uniform", "fitted")}
+    out["Overall"] = {
+        k: {c: float(np.mean([out[m][k][c] for m in ROWS[:-1]])) for c in full}
+        for k in ("weighted", "uniform", "fitted")
+    }
     return out
 
 
@@ -332,8 +385,13 @@ def comparisons(preds: dict, humans: dict) -> dict:
         if len(ids) < 4:
             continue
         y = np.array([humans[c][m] if m != "Overall" else np.nanmean([humans[c][k] for k in ROWS[:-1]]) for c in ids])
-        res[m] = compare(y, {k: np.array([by[k][c] for c in ids]) for k in ("weighted", "uniform", "fitted")},
-                         n_boot=2000, seed=0, baseline="weighted")
+        res[m] = compare(
+            y,
+            {k: np.array([by[k][c] for c in ids]) for k in ("weighted", "uniform", "fitted")},
+            n_boot=2000,
+            seed=0,
+            baseline="weighted",
+        )
     return res
 
 
@@ -350,8 +408,11 @@ def prompt_costs(ids: list[str], study: Path, recs: dict) -> dict[str, tuple[flo
     from wikihowagent.evaluation.scoring import ChecklistScorer, rubric_prompt
 
     rubrics = load_rubrics()
-    convs = {c.conversation_id: c for src in resolve_inputs(study_files(study), ROOT)
-             for c in src.conversations(on_error=print)}
+    convs = {
+        c.conversation_id: c
+        for src in resolve_inputs(study_files(study), ROOT)
+        for c in src.conversations(on_error=print)
+    }
     scorer = ChecklistScorer(object(), rubrics)
     prompt = get_prompt(WEIGHTED)
     totals = {m: [0.0, 0.0, 0.0] for m in MODES}
@@ -361,7 +422,9 @@ def prompt_costs(ids: list[str], study: Path, recs: dict) -> dict[str, tuple[flo
         if conv is None:
             continue
         n += 1
-        texts = {WEIGHTED: ["\n".join(t for _, t in rubric_prompt(conv, r, False, prompt)[0]) for r in rubrics.values()]}
+        texts = {
+            WEIGHTED: ["\n".join(t for _, t in rubric_prompt(conv, r, False, prompt)[0]) for r in rubrics.values()]
+        }
         items, _ = conversation_items(scorer.checklist, list(conv.steps), list(rubrics))
         texts[CHECKLIST] = ["\n".join(t for _, t in scorer.messages(conv, it.question, it.tutorial)) for it in items]
         for m, ts in texts.items():
@@ -402,16 +465,19 @@ def report(study: Path, out: Path) -> str:
     all_ids = set(conversation_ids(files))
     judged = {m: judged_ids(out / m, m) & all_ids for m in MODES}
     common = sorted(judged[WEIGHTED] & judged[CHECKLIST])
-    lines = [f"Development split of the paper's human study (`{study.name}/`): 70 conversations by seven 7B models, "
-             f"10 tutorials, two human judges. Judged so far: weighted {len(judged[WEIGHTED])}, checklist "
-             f"{len(judged[CHECKLIST])}; the table is on the **{len(common)} conversations both judged** (shortest "
-             "first: all 70 once the runs are complete). Embedded judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp "
-             f"in-process, 1 slot), {platform.processor() or platform.machine()}, {os.cpu_count()} cores shared with "
-             "other jobs. weighted = `--judge-scoring weighted` (prompt tutorial-first, the default); checklist "
-             "(uniform) = `--judge-scoring checklist` (data/checklists.json); checklist (fitted) = item weights of "
-             "`align --fit-checklist` (shrinkage 1), out of fold by tutorial (GroupKFold). Pearson r with the mean "
-             "of both humans, 95 % bootstrap CIs (2000 resamples of conversations), and the paired CI of each "
-             "difference from weighted (the same resamples). `scripts/bench_checklist.py`.", ""]
+    lines = [
+        f"Development split of the paper's human study (`{study.name}/`): 70 conversations by seven 7B models, "
+        f"10 tutorials, two human judges. Judged so far: weighted {len(judged[WEIGHTED])}, checklist "
+        f"{len(judged[CHECKLIST])}; the table is on the **{len(common)} conversations both judged** (shortest "
+        "first: all 70 once the runs are complete). Embedded judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp "
+        f"in-process, 1 slot), {platform.processor() or platform.machine()}, {os.cpu_count()} cores shared with "
+        "other jobs. weighted = `--judge-scoring weighted` (prompt tutorial-first, the default); checklist "
+        "(uniform) = `--judge-scoring checklist` (data/checklists.json); checklist (fitted) = item weights of "
+        "`align --fit-checklist` (shrinkage 1), out of fold by tutorial (GroupKFold). Pearson r with the mean "
+        "of both humans, 95 % bootstrap CIs (2000 resamples of conversations), and the paired CI of each "
+        "difference from weighted (the same resamples). `scripts/bench_checklist.py`.",
+        "",
+    ]
     if len(common) >= 4:
         recs = {m: last_scores(out / m) for m in MODES}
         folder = out / CHECKLIST
@@ -419,46 +485,70 @@ def report(study: Path, out: Path) -> str:
         humans = paired_humans(folder / "alignment")
         ids = [c for c in common if c in humans]
         cmp = comparisons(predictions(recs, ids, humans), humans)
-        lines += ["| Pearson r (n) | weighted | checklist (uniform) | checklist (fitted, out of fold) | "
-                  "uniform − weighted | fitted − weighted |", "|---|---|---|---|---|---|"]
+        lines += [
+            "| Pearson r (n) | weighted | checklist (uniform) | checklist (fitted, out of fold) | "
+            "uniform − weighted | fitted − weighted |",
+            "|---|---|---|---|---|---|",
+        ]
         for m in ROWS:
             c = cmp.get(m)
             if c is None:
                 continue
             name = f"**{m}**" if m == "Overall" else m
-            lines.append(f"| {name} ({c.n}) | {fmt(c.predictors['weighted']['r'])} | {fmt(c.predictors['uniform']['r'])} "
-                         f"| {fmt(c.predictors['fitted']['r'])} | {fmt(c.deltas['uniform']['r'])} "
-                         f"| {fmt(c.deltas['fitted']['r'])} |")
+            lines.append(
+                f"| {name} ({c.n}) | {fmt(c.predictors['weighted']['r'])} | {fmt(c.predictors['uniform']['r'])} "
+                f"| {fmt(c.predictors['fitted']['r'])} | {fmt(c.deltas['uniform']['r'])} "
+                f"| {fmt(c.deltas['fitted']['r'])} |"
+            )
         sd = {k: _sd(recs, common, k) for k in MODES}
-        lines += ["", f"Spread of the judge's Overall over these conversations: weighted sd {sd[WEIGHTED]:.3f}, "
-                      f"checklist sd {sd[CHECKLIST]:.3f}. Tutorials: {len(set(titles(files, set(common))))}.", ""]
+        lines += [
+            "",
+            f"Spread of the judge's Overall over these conversations: weighted sd {sd[WEIGHTED]:.3f}, "
+            f"checklist sd {sd[CHECKLIST]:.3f}. Tutorials: {len(set(titles(files, set(common))))}.",
+            "",
+        ]
         costs = prompt_costs(common, study, recs)
         secs = {m: seconds(out / m, set(common)) for m in MODES}
-        lines += ["| cost per conversation | calls | prompt tokens sent (est.) | prompt tokens after the prompt cache "
-                  "(est.) | seconds (n timed) |", "|---|---|---|---|---|"]
+        lines += [
+            "| cost per conversation | calls | prompt tokens sent (est.) | prompt tokens after the prompt cache "
+            "(est.) | seconds (n timed) |",
+            "|---|---|---|---|---|",
+        ]
         for m in MODES:
             calls, sent, new = costs[m]
             s, k = secs[m]
             label = "weighted" if m == WEIGHTED else "checklist"
-            lines.append(f"| {label} | {calls:.1f} | {sent:,.0f} | {new:,.0f} | "
-                         + (f"{s:.0f} (n {k})" if k else "–") + " |")
+            lines.append(
+                f"| {label} | {calls:.1f} | {sent:,.0f} | {new:,.0f} | " + (f"{s:.0f} (n {k})" if k else "–") + " |"
+            )
         w, c = secs[WEIGHTED][0], secs[CHECKLIST][0]
         if math.isfinite(w) and math.isfinite(c) and w > 0:
             lines.append(f"\nChecklist / weighted seconds per conversation: {c / w:.2f}x (goal ≤ 1.5x).")
     else:
-        lines.append("Fewer than 4 conversations judged by both judges: no table yet (run `judge`, and "
-                     "`bench_alignment.py judge --variants tutorial-first --per-tutorial 0` for the weighted column).")
+        lines.append(
+            "Fewer than 4 conversations judged by both judges: no table yet (run `judge`, and "
+            "`bench_alignment.py judge --variants tutorial-first --per-tutorial 0` for the weighted column)."
+        )
     ids = checked_ids(out)
     acc = {m: check_accuracy(m, ids, out) for m in MODES}
-    lines += ["", f"judge-check (data/perturbations.json; originals and the perturbed copies' target rubrics) on the "
-                  f"{len(ids)} conversations both judges were checked on (the development split, shortest first): mean "
-                  "accuracy over the targeted cells, P(original scored higher), ties half, 95 % CI over "
-                  "conversations. For an absolute judge this is also its pairwise accuracy on the (original, "
-                  "perturbed) pairs.", "", "| judge | judge-check accuracy | conversations |", "|---|---|---|"]
+    lines += [
+        "",
+        f"judge-check (data/perturbations.json; originals and the perturbed copies' target rubrics) on the "
+        f"{len(ids)} conversations both judges were checked on (the development split, shortest first): mean "
+        "accuracy over the targeted cells, P(original scored higher), ties half, 95 % CI over "
+        "conversations. For an absolute judge this is also its pairwise accuracy on the (original, "
+        "perturbed) pairs.",
+        "",
+        "| judge | judge-check accuracy | conversations |",
+        "|---|---|---|",
+    ]
     for m in MODES:
         a, lo, hi, k = acc[m]
-        lines.append(f"| {'weighted' if m == WEIGHTED else 'checklist'} | "
-                     + (f"{a:.3f} [{lo:.2f}, {hi:.2f}]" if k else "not run") + f" | {k} |")
+        lines.append(
+            f"| {'weighted' if m == WEIGHTED else 'checklist'} | "
+            + (f"{a:.3f} [{lo:.2f}, {hi:.2f}]" if k else "not run")
+            + f" | {k} |"
+        )
     return "\n".join(lines)
 
 
@@ -479,8 +569,11 @@ def main() -> int:
     ap.add_argument("step", choices=("judge", "check", "report"))
     ap.add_argument("--check-n", type=int, default=20, help="judge-check conversations")
     ap.add_argument("--runs", type=Path, nargs="*", default=[], help="judge-check these runs' conversations instead")
-    ap.add_argument("--modes", default=",".join(MODES), help="judge-check: the judges to check (weighted folder "
-                                                            "name tutorial-first, checklist)")
+    ap.add_argument(
+        "--modes",
+        default=",".join(MODES),
+        help="judge-check: the judges to check (weighted folder name tutorial-first, checklist)",
+    )
     ap.add_argument("--minutes", type=float, default=9.0, help="stop (resumably) after this much model time")
     ap.add_argument("--study", type=Path, default=STUDY)
     ap.add_argument("--out", type=Path, default=OUT)

@@ -54,12 +54,16 @@ def synthetic_runs(root: Path, n: int) -> list[Path]:
     for name in ("original", "terse", "skip_steps"):
         d = root / name
         d.mkdir(parents=True, exist_ok=True)
-        (d / RUN_INFO).write_text(json.dumps({"name": name, "teacher": "local", "learner": "local", "evaluator": "local"}))
+        (d / RUN_INFO).write_text(
+            json.dumps({"name": name, "teacher": "local", "learner": "local", "evaluator": "local"})
+        )
         lines = []
         for c in convs:
             pc = c if name == "original" else perturb(perts[name], c, convs)
             rec = ConversationRecord.model_validate(pc.model_dump(mode="json"))
-            rec = rec.model_copy(update={"conversation_id": f"{name}-{c.conversation_id}", "tutorial_id": c.conversation_id})
+            rec = rec.model_copy(
+                update={"conversation_id": f"{name}-{c.conversation_id}", "tutorial_id": c.conversation_id}
+            )
             lines.append(json.dumps(rec.model_dump(mode="json")))
         (d / CONVERSATIONS).write_text("\n".join(lines) + "\n")
         out.append(d)
@@ -77,7 +81,9 @@ def main() -> int:
     ap.add_argument("--bootstrap", type=int, default=1000)
     ap.add_argument("--verdict-rule", default="agree", help="the rule of DIR's outputs and the report page")
     ap.add_argument("--tie-band", type=float, default=0.0)
-    ap.add_argument("--report-site", type=Path, default=None, help="build the runs' report with the head-to-head page here")
+    ap.add_argument(
+        "--report-site", type=Path, default=None, help="build the runs' report with the head-to-head page here"
+    )
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--write-md", action="store_true")
     args = ap.parse_args()
@@ -100,9 +106,26 @@ def main() -> int:
         return sum(len(p.read_text().splitlines()) for p in judgment_files(out, PAIR_JUDGMENTS))
 
     if not args.report_only:
-        cmd = ["timeout", "-s", "INT", str(int(60 * args.max_minutes)), sys.executable, "-m", "wikihowagent", "compare",
-               *map(str, args.runs), "--out", str(out), "--evaluator", "local", "--concurrency", "1", "--no-figures",
-               "--bootstrap", "0"]
+        cmd = [
+            "timeout",
+            "-s",
+            "INT",
+            str(int(60 * args.max_minutes)),
+            sys.executable,
+            "-m",
+            "wikihowagent",
+            "compare",
+            *map(str, args.runs),
+            "--out",
+            str(out),
+            "--evaluator",
+            "local",
+            "--concurrency",
+            "1",
+            "--no-figures",
+            "--bootstrap",
+            "0",
+        ]
         if args.metrics:
             cmd += ["--metrics", args.metrics]
         if args.max_tutorials:
@@ -115,14 +138,35 @@ def main() -> int:
     runs = [run_name(p) for p in args.runs]
     records = read_pair_judgments(judgment_files(out, PAIR_JUDGMENTS), "local", "logprobs")
     desc = "local (pairwise, logprobs)"
-    res = analyse(out, records, runs, names, desc, reading_note("logprobs"), args.bootstrap, 0, rule=args.verdict_rule,
-                  tie_band=args.tie_band)
+    res = analyse(
+        out,
+        records,
+        runs,
+        names,
+        desc,
+        reading_note("logprobs"),
+        args.bootstrap,
+        0,
+        rule=args.verdict_rule,
+        tie_band=args.tie_band,
+    )
     others = {}
     for rule in VERDICT_RULES:
         if rule != args.verdict_rule:
             (out / rule).mkdir(exist_ok=True)
-            others[rule] = analyse(out / rule, records, runs, names, desc, reading_note("logprobs"), args.bootstrap, 0,
-                                   figures=False, rule=rule, tie_band=args.tie_band)
+            others[rule] = analyse(
+                out / rule,
+                records,
+                runs,
+                names,
+                desc,
+                reading_note("logprobs"),
+                args.bootstrap,
+                0,
+                figures=False,
+                rule=rule,
+                tie_band=args.tie_band,
+            )
     site = None
     if args.report_site is not None:
         from wikihowagent.report.core import build_report
@@ -133,29 +177,46 @@ def main() -> int:
     secs = sum(x["seconds"] for x in t)  # includes the model's start and the reading probe per invocation
     n_tut = res.pairwise["tutorial_id"].nunique() if len(res.pairwise) else 0
     cpu = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared with other helpers' jobs)"
-    lines = [f"Embedded judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp, n_parallel 1), {cpu}; runs "
-             + ", ".join(f"`{r}`" for r in runs) + f"; rubrics: {', '.join(names)}; {n_tut} tutorials judged by every "
-             f"pair in both orders; {args.bootstrap} bootstrap resamples of tutorials. Load average "
-             f"{os.getloadavg()[0]:.1f} when written. `scripts/bench_compare.py`.", "",
-             f"- cost: {secs / passes:.1f} s per judge pass (one order, {len(names)} rubric(s), incl. the model's start "
-             f"per invocation), {2 * secs / passes:.1f} s per comparison (both orders); {passes} passes timed"
-             if passes else "- cost: not timed", f"- verdicts: {len(res.pairwise)}; left out (an order missing or "
-             f"unreadable): {res.missing}"]
+    lines = [
+        f"Embedded judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp, n_parallel 1), {cpu}; runs "
+        + ", ".join(f"`{r}`" for r in runs)
+        + f"; rubrics: {', '.join(names)}; {n_tut} tutorials judged by every "
+        f"pair in both orders; {args.bootstrap} bootstrap resamples of tutorials. Load average "
+        f"{os.getloadavg()[0]:.1f} when written. `scripts/bench_compare.py`.",
+        "",
+        f"- cost: {secs / passes:.1f} s per judge pass (one order, {len(names)} rubric(s), incl. the model's start "
+        f"per invocation), {2 * secs / passes:.1f} s per comparison (both orders); {passes} passes timed"
+        if passes
+        else "- cost: not timed",
+        f"- verdicts: {len(res.pairwise)}; left out (an order missing or unreadable): {res.missing}",
+    ]
     if len(res.pairwise):
         means = res.pairwise.groupby(["run_a", "run_b"], sort=False)["p_a"].agg(["mean", "min", "max"])
-        lines.append("- P(run_a better) averaged over the two orders, mean [min, max] per pair: " + "; ".join(
-            f"{a} vs {b} {r['mean']:.3f} [{r['min']:.3f}, {r['max']:.3f}]" for (a, b), r in means.iterrows()))
+        lines.append(
+            "- P(run_a better) averaged over the two orders, mean [min, max] per pair: "
+            + "; ".join(
+                f"{a} vs {b} {r['mean']:.3f} [{r['min']:.3f}, {r['max']:.3f}]" for (a, b), r in means.iterrows()
+            )
+        )
     if args.synthetic:
-        lines.append(f"- synthetic runs (`--synthetic {args.synthetic}`): the true order is original above terse and "
-                     "skip_steps")
-    lines.append(f"- outputs: {out / 'pairwise.csv'} (verdict rule {res.rule}), bradley_terry.csv, win_rates.csv, "
-                 "position.csv, summary.md" + "".join(f"; rule {r.rule}: {out / name}/" for name, r in others.items())
-                 + (f"; report: {site / 'head-to-head.html'}" if site else ""))
+        lines.append(
+            f"- synthetic runs (`--synthetic {args.synthetic}`): the true order is original above terse and skip_steps"
+        )
+    lines.append(
+        f"- outputs: {out / 'pairwise.csv'} (verdict rule {res.rule}), bradley_terry.csv, win_rates.csv, "
+        "position.csv, summary.md"
+        + "".join(f"; rule {r.rule}: {out / name}/" for name, r in others.items())
+        + (f"; report: {site / 'head-to-head.html'}" if site else "")
+    )
     lines.append("")
     for r in [res, *others.values()]:
         if r.bradley_terry is not None and len(r.bradley_terry):
-            lines += [f"Bradley–Terry, overall, verdict rule {r.rule} (log-strength θ, mean 0; 95 % CI over tutorials):",
-                      "", md_table(r.bradley_terry[r.bradley_terry["rubric"] == OVERALL].drop(columns="rubric")), ""]
+            lines += [
+                f"Bradley–Terry, overall, verdict rule {r.rule} (log-strength θ, mean 0; 95 % CI over tutorials):",
+                "",
+                md_table(r.bradley_terry[r.bradley_terry["rubric"] == OVERALL].drop(columns="rubric")),
+                "",
+            ]
     if res.bradley_terry is not None and len(res.bradley_terry):
         lines += [f"Per rubric (verdict rule {res.rule}):", "", md_table(res.bradley_terry), ""]
     for r in [res, *others.values()]:

@@ -24,13 +24,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-WORDS = ("hold the handle firmly and turn it slowly until the part clicks into place then check that "
-         "nothing moves before you continue with the rest of the work").split()
+WORDS = (
+    "hold the handle firmly and turn it slowly until the part clicks into place then check that "
+    "nothing moves before you continue with the rest of the work"
+).split()
 
 
 def topics() -> list[tuple[str, str]]:
-    lines = [ln for ln in (ROOT / "data" / "domains.csv").read_text(encoding="utf-8").splitlines()
-             if not ln.startswith("#")]
+    lines = [
+        ln for ln in (ROOT / "data" / "domains.csv").read_text(encoding="utf-8").splitlines() if not ln.startswith("#")
+    ]
     return [(r["Domain"], r["Topic"]) for r in csv.DictReader(lines)]
 
 
@@ -48,10 +51,17 @@ def build(root: Path, n: int, seed: int = 0) -> None:
             if rng.random() < 0.02:
                 steps = ["[1]", "[2]XResearch source"]
             methods.append({"title": f"Method {m + 1} of 4:Part {m}", "steps": steps})
-        art = {"title": title, "categories": ["Categories", domain, topic.replace("-", " ")],
-               "introduction": " ".join(rng.choices(WORDS, k=60)), "methods": methods,
-               "qa": [{"question": "Why?", "answer": "Because."}] * rng.randint(0, 3), "tips": ["A tip."] * 2,
-               "warnings": ["Careful."], "things_youll_need": [{"method": "x", "items": ["a", "b"]}], "references": []}
+        art = {
+            "title": title,
+            "categories": ["Categories", domain, topic.replace("-", " ")],
+            "introduction": " ".join(rng.choices(WORDS, k=60)),
+            "methods": methods,
+            "qa": [{"question": "Why?", "answer": "Because."}] * rng.randint(0, 3),
+            "tips": ["A tip."] * 2,
+            "warnings": ["Careful."],
+            "things_youll_need": [{"method": "x", "items": ["a", "b"]}],
+            "references": [],
+        }
         d = root / topic / title
         if i % 100 == 99:  # a duplicate of the previous article, filed under another topic folder
             art = prev
@@ -64,8 +74,13 @@ def build(root: Path, n: int, seed: int = 0) -> None:
 def run(args: list[str]) -> tuple[float, float, str]:
     """Seconds and peak RSS (MB) of one fresh `python -m wikihowagent.cli ...` process."""
     t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "wikihowagent.cli", *args], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "wikihowagent.cli", *args],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     _, status, usage = os.wait4(proc.pid, 0)
     secs = time.perf_counter() - t0
     err = proc.stderr.read() if proc.stderr else ""
@@ -88,27 +103,41 @@ def main() -> None:
             build(tree, n)
             build_s = time.perf_counter() - t0
             size = sum(f.stat().st_size for f in tree.rglob("*.json")) / 1e6
-            for cmd in (["stats", "--tutorials", str(tree), "--out", str(Path(tmp) / f"stats{n}"), "--graph"],
-                        ["tutorials", "--tutorials", str(tree)]):
+            for cmd in (
+                ["stats", "--tutorials", str(tree), "--out", str(Path(tmp) / f"stats{n}"), "--graph"],
+                ["tutorials", "--tutorials", str(tree)],
+            ):
                 secs, rss, summary = run(cmd)
                 rows.append((n, size, build_s, cmd[0], secs, rss, summary))
-                print(f"{n} articles ({size:.0f} MB): {cmd[0]} {secs:.1f} s, peak RSS {rss:.0f} MB | {summary}", flush=True)
+                print(
+                    f"{n} articles ({size:.0f} MB): {cmd[0]} {secs:.1f} s, peak RSS {rss:.0f} MB | {summary}",
+                    flush=True,
+                )
             stats_md = (Path(tmp) / f"stats{a.n}" / "stats.md").read_text(encoding="utf-8") if n == a.n else ""
     small = {r[3]: r for r in rows if r[0] == a.n // 10}
     big = {r[3]: r for r in rows if r[0] == a.n}
     lines = [
         f"Synthetic crawl tree from `scripts/bench_corpus.py` (one folder per topic of `data/domains.csv`, 4 methods "
         f"per article with citation debris, 10 % single-step and 2 % debris-only methods, 1 % duplicate articles); "
-        f"each command in a fresh process (imports included), {os.cpu_count()} CPU(s), shared machine.", "",
-        "| articles | tree | command | time | articles/s | peak RSS |", "|---|---|---|---|---|---|",
+        f"each command in a fresh process (imports included), {os.cpu_count()} CPU(s), shared machine.",
+        "",
+        "| articles | tree | command | time | articles/s | peak RSS |",
+        "|---|---|---|---|---|---|",
     ]
     for n, size, _, cmd, secs, rss, _ in rows:
         lines.append(f"| {n:,} | {size:.0f} MB | `{cmd}` | {secs:.1f} s | {n / secs:,.0f} | {rss:.0f} MB |")
-    lines += ["", "Ten times the articles: " + ", ".join(
-        f"`{c}` {big[c][4] / small[c][4]:.1f}x the time, {big[c][5] / small[c][5]:.2f}x the peak memory" for c in big)
+    lines += [
+        "",
+        "Ten times the articles: "
+        + ", ".join(
+            f"`{c}` {big[c][4] / small[c][4]:.1f}x the time, {big[c][5] / small[c][5]:.2f}x the peak memory"
+            for c in big
+        )
         + ". Both stream the articles (`stats` keeps only counters per group; `tutorials`, piped, prints each "
-        "tutorial as it is read); `stats` includes a fixed ~5 s for matplotlib and its four figures.", "",
-        f"`stats` summary on {a.n:,} articles: " + stats_md.split("\n")[2]]
+        "tutorial as it is read); `stats` includes a fixed ~5 s for matplotlib and its four figures.",
+        "",
+        f"`stats` summary on {a.n:,} articles: " + stats_md.split("\n")[2],
+    ]
     body = "\n".join(lines)
     print(body)
     if a.write_md:

@@ -41,14 +41,30 @@ def bench_orchestration(n: int = 1000, concurrency: int = 16) -> dict[str, float
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "conversations.jsonl"
         start = time.perf_counter()
-        stats = asyncio.run(run_conversations(tuts, teacher, learner, load_prompts(), WorkflowOptions(), out,
-                                              run_name="bench", teacher="fake", learner="fake",
-                                              concurrency=concurrency))
+        stats = asyncio.run(
+            run_conversations(
+                tuts,
+                teacher,
+                learner,
+                load_prompts(),
+                WorkflowOptions(),
+                out,
+                run_name="bench",
+                teacher="fake",
+                learner="fake",
+                concurrency=concurrency,
+            )
+        )
         wall = time.perf_counter() - start
         messages = sum(line.count('"role"') for line in out.open(encoding="utf-8"))
     assert stats.done == n
-    return {"conversations": n, "wall_s": wall, "conv_per_s": n / wall, "messages_per_s": messages / wall,
-            "ms_per_message": 1000 * wall / messages}
+    return {
+        "conversations": n,
+        "wall_s": wall,
+        "conv_per_s": n / wall,
+        "messages_per_s": messages / wall,
+        "ms_per_message": 1000 * wall / messages,
+    }
 
 
 async def _raw_throughput(model, prompts: list, parallel: int) -> tuple[int, float]:
@@ -81,17 +97,39 @@ def bench_embedded(n_tutorials: int, max_interactions: int, slots: int) -> list[
             with tempfile.TemporaryDirectory() as tmp:
                 out = Path(tmp) / "conversations.jsonl"
                 start = time.perf_counter()
-                stats = asyncio.run(run_conversations(tuts, model, model, prompts, options, out, run_name="b",
-                                                      teacher="local", learner="local", concurrency=conc))
+                stats = asyncio.run(
+                    run_conversations(
+                        tuts,
+                        model,
+                        model,
+                        prompts,
+                        options,
+                        out,
+                        run_name="b",
+                        teacher="local",
+                        learner="local",
+                        concurrency=conc,
+                    )
+                )
                 wall = time.perf_counter() - start
                 seen = list(model_prompts_from(out))
             # The server alone: the same prompts the pipeline sent, `conc` at a time, no graph around them.
             raw_tokens, raw_wall = asyncio.run(_raw_throughput(model, seen, conc))
             pipe_tps = stats.completion_tokens / wall
             raw_tps = raw_tokens / raw_wall
-            rows.append({"concurrency": conc, "pipeline_tokens": stats.completion_tokens, "pipeline_s": wall,
-                         "pipeline_tps": pipe_tps, "raw_requests": len(seen), "raw_tokens": raw_tokens,
-                         "raw_s": raw_wall, "raw_tps": raw_tps, "ratio": pipe_tps / raw_tps})
+            rows.append(
+                {
+                    "concurrency": conc,
+                    "pipeline_tokens": stats.completion_tokens,
+                    "pipeline_s": wall,
+                    "pipeline_tps": pipe_tps,
+                    "raw_requests": len(seen),
+                    "raw_tokens": raw_tokens,
+                    "raw_s": raw_wall,
+                    "raw_tps": raw_tps,
+                    "ratio": pipe_tps / raw_tps,
+                }
+            )
             print(rows[-1], flush=True)
     finally:
         shutdown_local_servers()
@@ -113,10 +151,14 @@ def model_prompts_from(out: Path):
             if t["role"] == "learner":
                 yield prompts.learner_messages(instruction=turns[i - 1]["text"])
             else:
-                yield prompts.teacher_messages(summary=rec["summary"], step_index=t["step"] + 1,
-                                               num_steps=len(steps), step_content=steps[t["step"]],
-                                               user_utterance=turns[i - 1]["text"],
-                                               clarification=t["kind"] == "clarification")
+                yield prompts.teacher_messages(
+                    summary=rec["summary"],
+                    step_index=t["step"] + 1,
+                    num_steps=len(steps),
+                    step_content=steps[t["step"]],
+                    user_utterance=turns[i - 1]["text"],
+                    clarification=t["kind"] == "clarification",
+                )
 
 
 def main() -> None:
@@ -149,8 +191,11 @@ def main() -> None:
             "| concurrency | pipeline tokens | pipeline s | pipeline tok/s | raw requests | raw tok/s | pipeline / raw |",
             "|---|---|---|---|---|---|---|",
         ]
-        lines += [f"| {r['concurrency']} | {r['pipeline_tokens']} | {r['pipeline_s']:.0f} | {r['pipeline_tps']:.2f} | "
-                  f"{r['raw_requests']} | {r['raw_tps']:.2f} | {r['ratio']:.2f} |" for r in rows]
+        lines += [
+            f"| {r['concurrency']} | {r['pipeline_tokens']} | {r['pipeline_s']:.0f} | {r['pipeline_tps']:.2f} | "
+            f"{r['raw_requests']} | {r['raw_tps']:.2f} | {r['ratio']:.2f} |"
+            for r in rows
+        ]
     write_section("generate", "\n".join(lines))
     print("\n".join(lines))
 

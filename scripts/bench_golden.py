@@ -47,15 +47,56 @@ FORMAT = 2
 REL_TOL = ABS_TOL = 1e-12
 RUBRICS = ["Clarity", "Truthfulness", "Engagement", "Coherence", "Depth", "Relevance", "Progress", "Naturalness"]
 # the computational metrics that need no neural model (the embedding ones load sentence-transformers/BERT)
-NO_EMBED = ["Question Ratio", "Completion", "Diversity", "BLEU", "METEOR", "ROUGE-1", "ROUGE-2", "ROUGE-L",
-            "Step Coverage", "Echo Rate"]
+NO_EMBED = [
+    "Question Ratio",
+    "Completion",
+    "Diversity",
+    "BLEU",
+    "METEOR",
+    "ROUGE-1",
+    "ROUGE-2",
+    "ROUGE-L",
+    "Step Coverage",
+    "Echo Rate",
+]
 # keys whose values change from run to run (or machine to machine); their values are replaced by "<volatile>"
-VOLATILE_KEYS = frozenset({
-    "created", "created_at", "started", "started_at", "finished", "finished_at", "updated", "updated_at", "time",
-    "timestamp", "date", "when", "written", "written_at", "duration", "duration_s", "elapsed", "elapsed_s",
-    "seconds", "wall_s", "latency", "latency_s", "host", "hostname", "node", "pid", "user", "cwd", "python",
-    "platform", "machine", "load", "load_average",
-})
+VOLATILE_KEYS = frozenset(
+    {
+        "created",
+        "created_at",
+        "started",
+        "started_at",
+        "finished",
+        "finished_at",
+        "updated",
+        "updated_at",
+        "time",
+        "timestamp",
+        "date",
+        "when",
+        "written",
+        "written_at",
+        "duration",
+        "duration_s",
+        "elapsed",
+        "elapsed_s",
+        "seconds",
+        "wall_s",
+        "latency",
+        "latency_s",
+        "host",
+        "hostname",
+        "node",
+        "pid",
+        "user",
+        "cwd",
+        "python",
+        "platform",
+        "machine",
+        "load",
+        "load_average",
+    }
+)
 ISO_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?")
 PORT = re.compile(r"(127\.0\.0\.1|localhost):\d+")
 LONG = 160  # a longer string (a conversation's text...) is digested as its length, sha256 and first characters
@@ -176,7 +217,7 @@ def _js_payload(text: str):
         return {"text": text}
     i = min(starts)
     value, end = json.JSONDecoder().raw_decode(text[i:])
-    return {"prefix": text[:i].strip(), "value": value, "suffix": text[i + end:].strip()}
+    return {"prefix": text[:i].strip(), "value": value, "suffix": text[i + end :].strip()}
 
 
 def digest_file(path: Path, norm: Normaliser):
@@ -278,8 +319,10 @@ def _cli(args: list[str]) -> str:
     res = CliRunner().invoke(app, [str(a) for a in args])
     if res.exit_code != 0:
         exc = res.exception if res.exception and not isinstance(res.exception, SystemExit) else None
-        raise RuntimeError(f"wikihowagent {' '.join(map(str, args))} exited {res.exit_code}:\n{res.output}"
-                           + (f"\n{exc!r}" if exc else ""))
+        raise RuntimeError(
+            f"wikihowagent {' '.join(map(str, args))} exited {res.exit_code}:\n{res.output}"
+            + (f"\n{exc!r}" if exc else "")
+        )
     return res.output
 
 
@@ -295,8 +338,16 @@ def _compare_conversation(run: str, t: int, quality: int) -> dict:
     for s in range(3):
         turns += [Turn(role="teacher", text=f"Step {s + 1} of tutorial {t}: {words}."), Turn(role="learner", text="OK")]
     turns += [Turn(role="teacher", text="We've reached the end. FINISHED", kind="finish")]
-    c = Conversation.from_turns(turns, ["Do a.", "Do b.", "Do c."], f"Tutorial {t}", completed=True,
-                                conversation_id=f"{run}-{t}", tutorial_id=f"tut-{t}", teacher="local", learner="local")
+    c = Conversation.from_turns(
+        turns,
+        ["Do a.", "Do b.", "Do c."],
+        f"Tutorial {t}",
+        completed=True,
+        conversation_id=f"{run}-{t}",
+        tutorial_id=f"tut-{t}",
+        teacher="local",
+        learner="local",
+    )
     return c.model_dump(mode="json")
 
 
@@ -308,12 +359,54 @@ def scenario_evaluate(work: Path, inputs: Path, shared: Path | None) -> None:
     paper = inputs / "T-llama3_L-llama3_E-llama3_123.json"
     shutil.copy(FIX / "evaluation" / paper.name, paper)
     with FakeOpenAI(reply=json_reply, logprobs=absolute_judge) as srv:
-        _cli(["evaluate", run, paper, "--metrics", ",".join(NO_EMBED) + ",rubric", "--by", "domain",
-              "--out", work / "weighted", "--baseline", run, "--bootstrap", "200", *_judge_args(srv)])
-        _cli(["evaluate", run, "--metrics", "Question Ratio,BLEU,rubric", "--judge-scoring", "json", "--no-figures",
-              "--out", work / "json", "--bootstrap", "100", *_judge_args(srv)])
-    _cli(["evaluate", paper, "--compat", "paper", "--no-judge", "--no-figures", "--out", work / "paper_compat",
-          "--metrics", "Question Ratio,Completion,Diversity,BLEU,METEOR,ROUGE"])
+        _cli(
+            [
+                "evaluate",
+                run,
+                paper,
+                "--metrics",
+                ",".join(NO_EMBED) + ",rubric",
+                "--by",
+                "domain",
+                "--out",
+                work / "weighted",
+                "--baseline",
+                run,
+                "--bootstrap",
+                "200",
+                *_judge_args(srv),
+            ]
+        )
+        _cli(
+            [
+                "evaluate",
+                run,
+                "--metrics",
+                "Question Ratio,BLEU,rubric",
+                "--judge-scoring",
+                "json",
+                "--no-figures",
+                "--out",
+                work / "json",
+                "--bootstrap",
+                "100",
+                *_judge_args(srv),
+            ]
+        )
+    _cli(
+        [
+            "evaluate",
+            paper,
+            "--compat",
+            "paper",
+            "--no-judge",
+            "--no-figures",
+            "--out",
+            work / "paper_compat",
+            "--metrics",
+            "Question Ratio,Completion,Diversity,BLEU,METEOR,ROUGE",
+        ]
+    )
 
 
 def scenario_compare(work: Path, inputs: Path, shared: Path | None) -> None:
@@ -330,8 +423,24 @@ def scenario_compare(work: Path, inputs: Path, shared: Path | None) -> None:
         runs.append(d)
     with FakeOpenAI(logprobs=pair_judge) as srv:
         _cli(["compare", *runs, "--out", work / "agree", "--bootstrap", "200", "--seed", "3", *_judge_args(srv)])
-        _cli(["compare", *runs[:2], "--out", work / "average", "--bootstrap", "100", "--metrics", "Clarity,Depth",
-              "--verdict-rule", "average", "--tie-band", "0.05", "--no-figures", *_judge_args(srv)])
+        _cli(
+            [
+                "compare",
+                *runs[:2],
+                "--out",
+                work / "average",
+                "--bootstrap",
+                "100",
+                "--metrics",
+                "Clarity,Depth",
+                "--verdict-rule",
+                "average",
+                "--tie-band",
+                "0.05",
+                "--no-figures",
+                *_judge_args(srv),
+            ]
+        )
 
 
 def scenario_judge_check(work: Path, inputs: Path, shared: Path | None) -> None:
@@ -365,14 +474,50 @@ def scenario_align(work: Path, inputs: Path, shared: Path | None) -> None:
     j1 = np.clip(base + rng.integers(-1, 2, base.shape), 1, 5).astype(float)
     j2 = np.clip(base - rng.integers(0, 2, base.shape), 1, 5).astype(float)
     j2[rng.random(j2.shape) < 0.1] = np.nan
-    h1 = write_sheet(inputs / "judge1.csv",
-                     [r | {"filename": run} for r, run in zip(sheet_rows(cids, j1), runs_of, strict=True)])
-    h2 = write_sheet(inputs / "judge2.csv",
-                     [r | {"filename": run} for r, run in zip(sheet_rows(cids, j2), runs_of, strict=True)])
-    _cli(["align", "-H", h1, "-H", h2, "--scores", runs, "--out", work / "by_model", "--bootstrap", "300",
-          "--by", "model", "--seed", "0"])
-    _cli(["align", "-H", h1, "-H", h2, "--scores", runs, "--out", work / "calibrated", "--bootstrap", "100",
-          "--calibrate", "--no-figures", "--seed", "1"])
+    h1 = write_sheet(
+        inputs / "judge1.csv", [r | {"filename": run} for r, run in zip(sheet_rows(cids, j1), runs_of, strict=True)]
+    )
+    h2 = write_sheet(
+        inputs / "judge2.csv", [r | {"filename": run} for r, run in zip(sheet_rows(cids, j2), runs_of, strict=True)]
+    )
+    _cli(
+        [
+            "align",
+            "-H",
+            h1,
+            "-H",
+            h2,
+            "--scores",
+            runs,
+            "--out",
+            work / "by_model",
+            "--bootstrap",
+            "300",
+            "--by",
+            "model",
+            "--seed",
+            "0",
+        ]
+    )
+    _cli(
+        [
+            "align",
+            "-H",
+            h1,
+            "-H",
+            h2,
+            "--scores",
+            runs,
+            "--out",
+            work / "calibrated",
+            "--bootstrap",
+            "100",
+            "--calibrate",
+            "--no-figures",
+            "--seed",
+            "1",
+        ]
+    )
 
 
 def scenario_report(work: Path, inputs: Path, shared: Path | None) -> None:
@@ -389,17 +534,57 @@ def scenario_paper_evaluate(work: Path, inputs: Path, shared: Path) -> None:
 
     files = sorted((shared / "conversations").glob("T-*_L-*_E-*.json"))
     with FakeOpenAI(reply=json_reply, logprobs=absolute_judge) as srv:
-        _cli(["evaluate", *files, "--metrics", ",".join(NO_EMBED) + ",rubric", "--out", work / "scores",
-              "--tables", "--bootstrap", "200", "--no-figures", *_judge_args(srv)])
-    _cli(["evaluate", *files[:3], "--compat", "paper", "--no-judge", "--no-figures", "--out", work / "paper_compat",
-          "--metrics", "Question Ratio,Completion,Diversity,BLEU,METEOR,ROUGE"])
+        _cli(
+            [
+                "evaluate",
+                *files,
+                "--metrics",
+                ",".join(NO_EMBED) + ",rubric",
+                "--out",
+                work / "scores",
+                "--tables",
+                "--bootstrap",
+                "200",
+                "--no-figures",
+                *_judge_args(srv),
+            ]
+        )
+    _cli(
+        [
+            "evaluate",
+            *files[:3],
+            "--compat",
+            "paper",
+            "--no-judge",
+            "--no-figures",
+            "--out",
+            work / "paper_compat",
+            "--metrics",
+            "Question Ratio,Completion,Diversity,BLEU,METEOR,ROUGE",
+        ]
+    )
     _cli(["report", *files, "--out", work / "report", "--cases", "1"])
 
 
 def scenario_paper_align(work: Path, inputs: Path, shared: Path) -> None:
-    _cli(["align", "-H", shared / "judge_1.csv", "-H", shared / "judge_2.csv",
-          "--scores", shared / "paper_llm_scores.csv",
-          "--out", work / "paper_judges", "--bootstrap", "300", "--seed", "0", "--no-figures"])
+    _cli(
+        [
+            "align",
+            "-H",
+            shared / "judge_1.csv",
+            "-H",
+            shared / "judge_2.csv",
+            "--scores",
+            shared / "paper_llm_scores.csv",
+            "--out",
+            work / "paper_judges",
+            "--bootstrap",
+            "300",
+            "--seed",
+            "0",
+            "--no-figures",
+        ]
+    )
 
 
 def scenario_paper_compare(work: Path, inputs: Path, shared: Path) -> None:
@@ -407,10 +592,32 @@ def scenario_paper_compare(work: Path, inputs: Path, shared: Path) -> None:
 
     files = sorted((shared / "conversations").glob("T-*_L-*_E-*.json"))[:3]
     with FakeOpenAI(logprobs=pair_judge) as srv:
-        _cli(["compare", *files, "--out", work / "compare", "--metrics", "Clarity,Depth", "--bootstrap", "200",
-              "--no-figures", *_judge_args(srv)])
-        _cli(["judge-check", files[0], "--out", work / "judge_check", "--max-conversations", "4", "--no-figures",
-              *_judge_args(srv)])
+        _cli(
+            [
+                "compare",
+                *files,
+                "--out",
+                work / "compare",
+                "--metrics",
+                "Clarity,Depth",
+                "--bootstrap",
+                "200",
+                "--no-figures",
+                *_judge_args(srv),
+            ]
+        )
+        _cli(
+            [
+                "judge-check",
+                files[0],
+                "--out",
+                work / "judge_check",
+                "--max-conversations",
+                "4",
+                "--no-figures",
+                *_judge_args(srv),
+            ]
+        )
 
 
 SCENARIOS: dict[str, tuple[Callable, bool]] = {  # name -> (function, needs the paper's study)
@@ -431,8 +638,9 @@ def _input_digest(d: dict) -> dict:
     return {"kind": "input", "sha256": hashlib.sha256(blob).hexdigest()}
 
 
-def run_all(root: Path, only: list[str] | None = None, shared: Path | None = None, log=print,
-            paper: bool = True) -> dict:
+def run_all(
+    root: Path, only: list[str] | None = None, shared: Path | None = None, log=print, paper: bool = True
+) -> dict:
     """Run the scenarios under `root` (`shared`: the human study folder, default found by shared_dir();
     paper=False skips the scenarios that need it); returns {"scenarios": {name: {file: digest}}, "skipped": [...]}."""
     _import_test_helpers()
@@ -450,8 +658,14 @@ def run_all(root: Path, only: list[str] | None = None, shared: Path | None = Non
         inputs.mkdir(parents=True)
         t0 = time.perf_counter()
         fn(work, inputs, shared)
-        norm = Normaliser({"work": root / name, "repo": REPO, **({"shared": shared} if shared else {}),
-                           "tmp": Path(tempfile.gettempdir())})
+        norm = Normaliser(
+            {
+                "work": root / name,
+                "repo": REPO,
+                **({"shared": shared} if shared else {}),
+                "tmp": Path(tempfile.gettempdir()),
+            }
+        )
         files = {f"out/{k}": v for k, v in digest_tree(work, norm).items()}
         files.update({f"inputs/{k}": _input_digest(v) for k, v in digest_tree(inputs, norm).items()})
         digest["scenarios"][name] = files
@@ -478,8 +692,12 @@ def diff_values(expected, actual, where: str, out: list[str], limit: int = 2000)
     if len(out) >= limit:
         return
     num = (int, float)
-    if (isinstance(expected, num) and isinstance(actual, num)
-            and not isinstance(expected, bool) and not isinstance(actual, bool)):
+    if (
+        isinstance(expected, num)
+        and isinstance(actual, num)
+        and not isinstance(expected, bool)
+        and not isinstance(actual, bool)
+    ):
         if not _same_number(float(expected), float(actual)):
             out.append(f"{where}: expected {expected!r}, got {actual!r}")
         return
@@ -488,8 +706,12 @@ def diff_values(expected, actual, where: str, out: list[str], limit: int = 2000)
             _diff_csv(expected["rows"], actual["rows"], where, out, limit)
             return
         for field in ("text", "lines"):  # HTML text, Markdown/text lines: a line diff, not position by position
-            if expected.get("kind") == actual.get("kind") and isinstance(expected.get(field), list) \
-                    and isinstance(actual.get(field), list) and expected["kind"] in ("html", "text"):
+            if (
+                expected.get("kind") == actual.get("kind")
+                and isinstance(expected.get(field), list)
+                and isinstance(actual.get(field), list)
+                and expected["kind"] in ("html", "text")
+            ):
                 _diff_lines(expected[field], actual[field], f"{where}/{field}", out)
                 return
         for k in expected.keys() - actual.keys():
@@ -517,8 +739,11 @@ def _diff_lines(expected: list, actual: list, where: str, out: list[str], contex
     """A unified diff of two line lists (numbers inside text compared as text), at most `cap` lines."""
     if expected == actual:
         return
-    lines = list(difflib.unified_diff([str(x) for x in expected], [str(x) for x in actual], "expected", "got",
-                                      n=context, lineterm=""))[2:]
+    lines = list(
+        difflib.unified_diff(
+            [str(x) for x in expected], [str(x) for x in actual], "expected", "got", n=context, lineterm=""
+        )
+    )[2:]
     shown = [f"    {ln if len(ln) <= 160 else ln[:157] + '...'}" for ln in lines[:cap]]
     more = f" (first {cap} diff lines of {len(lines)})" if len(lines) > cap else ""
     out.append(f"{where}: differs{more}:\n" + "\n".join(shown))
@@ -562,8 +787,12 @@ def write_digest(path: Path, digest: dict) -> None:
     """Sorted keys, floats as Python's shortest round-trip repr (the same bytes on every machine for the same
     values), one line per output file so that a re-recorded digest's git diff names the files that changed."""
     dumps = lambda v: json.dumps(v, sort_keys=True, ensure_ascii=False, allow_nan=True)  # noqa: E731
-    lines = ["{", f' "format": {dumps(digest["format"])},', f' "skipped": {dumps(sorted(digest["skipped"]))},',
-             ' "scenarios": {']
+    lines = [
+        "{",
+        f' "format": {dumps(digest["format"])},',
+        f' "skipped": {dumps(sorted(digest["skipped"]))},',
+        ' "scenarios": {',
+    ]
     names = sorted(digest["scenarios"])
     for i, name in enumerate(names):
         files = digest["scenarios"][name]
@@ -576,8 +805,9 @@ def write_digest(path: Path, digest: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("action", choices=("record", "check"))
     ap.add_argument("dir", type=Path, help=f"where {DIGEST_NAME} is written (record) or read (check)")
     ap.add_argument("--only", action="append", choices=list(SCENARIOS), help="run only this scenario (repeatable)")

@@ -43,8 +43,19 @@ STOP_WAIT_S = 600  # give up (and kill) after this long
 def command_line(command: str, work: Path) -> list[str]:
     py = [sys.executable, "-m", "wikihowagent"]
     if command == "generate":
-        return py + ["generate", "--teacher", "local", "--learner", "local", "--out", str(work / "run"),
-                     "--max-tutorials", "2", "--concurrency", "1"]
+        return py + [
+            "generate",
+            "--teacher",
+            "local",
+            "--learner",
+            "local",
+            "--out",
+            str(work / "run"),
+            "--max-tutorials",
+            "2",
+            "--concurrency",
+            "1",
+        ]
     run = work / "run"
     shutil.copytree(FIXTURE_RUN, run)
     return py + ["evaluate", str(run), "--evaluator", "local", "--no-figures", "--judge-rationale"]
@@ -72,8 +83,14 @@ def one(command: str, code: Path, delay: float) -> dict:
         err_path = work / "stderr.txt"
         with open(err_path, "w") as err:
             # SIGINT back to the default: a child of a shell's background job would inherit SIG_IGN.
-            proc = subprocess.Popen(argv, cwd=work, env=env, stdout=subprocess.DEVNULL, stderr=err,
-                                    preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+            proc = subprocess.Popen(
+                argv,
+                cwd=work,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+            )
             t_start = time.monotonic()
             while START_MARK not in err_path.read_text(errors="replace"):
                 if proc.poll() is not None or time.monotonic() - t_start > 300:
@@ -135,8 +152,10 @@ def _batch(args: argparse.Namespace, results: list[dict], deadline: float) -> No
 
 
 def markdown(results: list[dict]) -> str:
-    rows = ["| command | code | n | median s | range s | exit codes | run.json status | lines whole |",
-            "|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| command | code | n | median s | range s | exit codes | run.json status | lines whole |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     medians: dict[tuple[str, str], float] = {}
     for command in ("generate", "evaluate"):
         for label in dict.fromkeys(r["code"] for r in results):
@@ -146,21 +165,29 @@ def markdown(results: list[dict]) -> str:
             secs = [r["seconds"] for r in got]
             medians[(command, label)] = statistics.median(secs)
             statuses = ", ".join(sorted({str(r["status"]) for r in got})) if command == "generate" else "-"
-            rows.append(f"| {command} | {label} | {len(got)} | {statistics.median(secs):.1f} | "
-                        f"{min(secs):.1f}–{max(secs):.1f} | {', '.join(sorted({str(r['rc']) for r in got}))} | "
-                        f"{statuses} | {'yes' if all(r['whole'] for r in got) else 'no'} |")
-    ratios = [f"{c}: {medians[(c, 'before')] / max(medians[(c, 'after')], 0.01):.0f}x faster"
-              for c in ("generate", "evaluate") if (c, "before") in medians and (c, "after") in medians]
-    return ("Seconds from SIGINT to process exit, the embedded model (Qwen2.5-Coder-1.5B Q4_K_M, llama.cpp "
-            "in-process, 1 slot) on a 2-core machine shared with other jobs. Each repetition: start the command, "
-            "wait for llama.cpp's first request to start, wait 1, 2.5 or 4 s more (mid-request: its prompt or its reply), SIGINT. "
-            "`generate`: 2 tutorials, concurrency 1 (a reply is up to 320 tokens); `evaluate`: the 6-conversation "
-            "fixture run with `--judge-rationale` (up to 256 tokens a call). `before` = llama.cpp's default "
-            "n_batch 2048 (a whole prompt decoded in one step, which neither a closed request nor the server's "
-            "shutdown can interrupt), `after` = prompts decoded in steps of 64 tokens (`local.n_batch`, issue 28 "
-            "item 15). Script: "
-            "`scripts/bench_interrupt.py` (resumable; results JSONL).\n\n" + "\n".join(rows)
-            + ("\n\nMedian ratio before/after: " + "; ".join(ratios) + "." if ratios else ""))
+            rows.append(
+                f"| {command} | {label} | {len(got)} | {statistics.median(secs):.1f} | "
+                f"{min(secs):.1f}–{max(secs):.1f} | {', '.join(sorted({str(r['rc']) for r in got}))} | "
+                f"{statuses} | {'yes' if all(r['whole'] for r in got) else 'no'} |"
+            )
+    ratios = [
+        f"{c}: {medians[(c, 'before')] / max(medians[(c, 'after')], 0.01):.0f}x faster"
+        for c in ("generate", "evaluate")
+        if (c, "before") in medians and (c, "after") in medians
+    ]
+    return (
+        "Seconds from SIGINT to process exit, the embedded model (Qwen2.5-Coder-1.5B Q4_K_M, llama.cpp "
+        "in-process, 1 slot) on a 2-core machine shared with other jobs. Each repetition: start the command, "
+        "wait for llama.cpp's first request to start, wait 1, 2.5 or 4 s more (mid-request: its prompt or its reply), SIGINT. "
+        "`generate`: 2 tutorials, concurrency 1 (a reply is up to 320 tokens); `evaluate`: the 6-conversation "
+        "fixture run with `--judge-rationale` (up to 256 tokens a call). `before` = llama.cpp's default "
+        "n_batch 2048 (a whole prompt decoded in one step, which neither a closed request nor the server's "
+        "shutdown can interrupt), `after` = prompts decoded in steps of 64 tokens (`local.n_batch`, issue 28 "
+        "item 15). Script: "
+        "`scripts/bench_interrupt.py` (resumable; results JSONL).\n\n"
+        + "\n".join(rows)
+        + ("\n\nMedian ratio before/after: " + "; ".join(ratios) + "." if ratios else "")
+    )
 
 
 def main() -> None:

@@ -62,21 +62,41 @@ def bench_conversations(n: int, steps: int) -> list[Conversation]:
     convs = []
     for i in range(n):
         t = tutorials[i % len(tutorials)]
+
         def msg(role: str, text: str, kind: str = "model") -> Turn:
             return Turn(role=role, text=text, kind=kind)
 
-        msgs = [msg("teacher", f"Let's begin: {t.method_title}. BEGIN", "begin"), msg("learner", "Okay, I am ready to start.")]
+        msgs = [
+            msg("teacher", f"Let's begin: {t.method_title}. BEGIN", "begin"),
+            msg("learner", "Okay, I am ready to start."),
+        ]
         for k, step in enumerate(t.steps[:steps], 1):
             msgs.append(msg("teacher", f"Step {k}: {_first_sentences(step)}"))
             msgs.append(msg("learner", QUESTIONS[(i + k) % 3] if (i + k) % 2 else ACKS[(i + k) % 3]))
             if (i + k) % 2:
-                msgs.append(msg("teacher", f"Good question. {_first_sentences(step, 1)} Take your time with it.", "clarification"))
+                msgs.append(
+                    msg(
+                        "teacher",
+                        f"Good question. {_first_sentences(step, 1)} Take your time with it.",
+                        "clarification",
+                    )
+                )
                 msgs.append(msg("learner", ACKS[k % 3]))
         msgs.append(msg("teacher", "We've reached the end of the tutorial. Bye! FINISHED", "finish"))
         msgs.append(msg("learner", "Thank you so much!"))
-        convs.append(Conversation.from_turns(msgs, list(t.steps[:steps]), t.method_title, completed=True,
-                                             conversation_id=f"bench-{i}", run="bench", where=f"bench:{i}",
-                                             domain=t.domain, title=t.title))
+        convs.append(
+            Conversation.from_turns(
+                msgs,
+                list(t.steps[:steps]),
+                t.method_title,
+                completed=True,
+                conversation_id=f"bench-{i}",
+                run="bench",
+                where=f"bench:{i}",
+                domain=t.domain,
+                title=t.title,
+            )
+        )
     return convs
 
 
@@ -108,8 +128,17 @@ def timing_pass(modes: list[str], convs: list[Conversation], llm, rubrics, perts
     return {m: spent[m] / count[m] if count[m] else math.nan for m in modes}
 
 
-def run_mode(mode: str, convs: list[Conversation], llm, rubrics, perts, out: Path, check_n: int, per_conv: float,
-             judging: bool = True) -> dict:
+def run_mode(
+    mode: str,
+    convs: list[Conversation],
+    llm,
+    rubrics,
+    perts,
+    out: Path,
+    check_n: int,
+    per_conv: float,
+    judging: bool = True,
+) -> dict:
     """(b) judge-check on the first `check_n` conversations (resumable in `out`); (c) the originals' spread."""
     from wikihowagent.evaluation.scoring import make_scorer
     from wikihowagent.judgecheck.core import JUDGMENTS, ORIGINAL, CheckStats, analyse, plan, read_judgments, run_jobs
@@ -129,28 +158,41 @@ def run_mode(mode: str, convs: list[Conversation], llm, rubrics, perts, out: Pat
     failures = sum(len((got.get((c.conversation_id, ORIGINAL)) or {}).get("judge_failures") or []) for c in convs)
     res = analyse(out, perts, list(rubrics), "local", judge.label, keep, stats) if keep else None
     scored = [v for v in orig if v is not None]
-    return {"mode": mode, "per_conv": per_conv, "mean_acc": res.mean_accuracy if res else math.nan,
-            "sens": res.sensitivity if res else None, "check_n": len(keep),
-            "failures": failures, "asked": len(orig),
-            "n_orig": len(scored), "integers": sum(float(v).is_integer() for v in scored),
-            "distinct": len({round(v, 3) for v in scored}), "orig_mean": sum(scored) / len(scored) if scored else math.nan}
+    return {
+        "mode": mode,
+        "per_conv": per_conv,
+        "mean_acc": res.mean_accuracy if res else math.nan,
+        "sens": res.sensitivity if res else None,
+        "check_n": len(keep),
+        "failures": failures,
+        "asked": len(orig),
+        "n_orig": len(scored),
+        "integers": sum(float(v).is_integer() for v in scored),
+        "distinct": len({round(v, 3) for v in scored}),
+        "orig_mean": sum(scored) / len(scored) if scored else math.nan,
+    }
 
 
 def markdown(results: list[dict], n: int, steps: int) -> str:
     from wikihowagent.evaluation.summary import markdown_table
 
     cpu = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared)"
-    lines = [f"Embedded judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp in-process, n_parallel 1), {cpu}; "
-             f"the same {n} conversations (bundled tutorials, first {steps} steps each) for every mode, one run; "
-             "cost timed on the originals, the modes interleaved conversation by conversation; "
-             f"load average {os.getloadavg()[0]:.1f} when written. `scripts/bench_judge.py`.", "",
-             "| mode | s / conversation (8 rubrics) | failures / rubric scores asked | "
-             "originals: distinct scores / integers / n | originals' mean | judge-check: conversations, mean accuracy over targeted cells |",
-             "|---|---|---|---|---|---|"]
+    lines = [
+        f"Embedded judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp in-process, n_parallel 1), {cpu}; "
+        f"the same {n} conversations (bundled tutorials, first {steps} steps each) for every mode, one run; "
+        "cost timed on the originals, the modes interleaved conversation by conversation; "
+        f"load average {os.getloadavg()[0]:.1f} when written. `scripts/bench_judge.py`.",
+        "",
+        "| mode | s / conversation (8 rubrics) | failures / rubric scores asked | "
+        "originals: distinct scores / integers / n | originals' mean | judge-check: conversations, mean accuracy over targeted cells |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in results:
         acc = "not run" if r["sens"] is None else f"{r['check_n']}, {r['mean_acc']:.3f}"
-        lines.append(f"| {r['mode']} | {r['per_conv']:.1f} | {r['failures']} / {r['asked']} | "
-                     f"{r['distinct']} / {r['integers']} / {r['n_orig']} | {r['orig_mean']:.2f} | {acc} |")
+        lines.append(
+            f"| {r['mode']} | {r['per_conv']:.1f} | {r['failures']} / {r['asked']} | "
+            f"{r['distinct']} / {r['integers']} / {r['n_orig']} | {r['orig_mean']:.2f} | {acc} |"
+        )
     if len(results) == 2:
         a, b = results
         lines += ["", f"Cost ratio {a['mode']} / {b['mode']}: **{a['per_conv'] / b['per_conv']:.2f}**."]
@@ -159,11 +201,23 @@ def markdown(results: list[dict], n: int, steps: int) -> str:
         if s is None:
             continue
         lines += ["", f"Sensitivity, {r['mode']} (P(original scores higher), ties half; 95 % bootstrap CI):", ""]
-        lines.append(markdown_table(["rubric", "perturbation", "n", "accuracy", "CI"],
-                                    [[row.rubric, row.perturbation, str(row.n),
-                                      "–" if row.accuracy is None or row.accuracy != row.accuracy else f"{row.accuracy:.2f}",
-                                      "–" if row.ci_low is None or row.ci_low != row.ci_low else f"{row.ci_low:.2f}–{row.ci_high:.2f}"]
-                                     for row in s.itertuples(index=False)]))
+        lines.append(
+            markdown_table(
+                ["rubric", "perturbation", "n", "accuracy", "CI"],
+                [
+                    [
+                        row.rubric,
+                        row.perturbation,
+                        str(row.n),
+                        "–" if row.accuracy is None or row.accuracy != row.accuracy else f"{row.accuracy:.2f}",
+                        "–"
+                        if row.ci_low is None or row.ci_low != row.ci_low
+                        else f"{row.ci_low:.2f}–{row.ci_high:.2f}",
+                    ]
+                    for row in s.itertuples(index=False)
+                ],
+            )
+        )
     return "\n".join(lines)
 
 
@@ -182,7 +236,9 @@ def study_conversations(study: Path, k: int, rubrics) -> list[Conversation]:
     """The `k` conversations of the study's run files whose judge prompt is nearest the median length."""
     from wikihowagent.evaluation.inputs import resolve_inputs
 
-    convs = [c for src in resolve_inputs(sorted(study.glob("*.json")), study) for c in src.conversations(on_error=print)]
+    convs = [
+        c for src in resolve_inputs(sorted(study.glob("*.json")), study) for c in src.conversations(on_error=print)
+    ]
     size = {c.conversation_id: len(judge_prompt_text(c, rubrics)) for c in convs}
     median = sorted(size.values())[len(size) // 2]
     return sorted(convs, key=lambda c: (abs(size[c.conversation_id] - median), c.conversation_id))[:k]
@@ -245,31 +301,49 @@ def throughput(llm, rubrics, convs: list[Conversation], concurrency: int, cap_s:
     finally:
         loop.close()
     span = finished[-1] if len(finished) == len(convs) else cap_s
-    return {"concurrency": concurrency, "cap_s": cap_s, "done": len(finished), "of": len(convs), "calls": len(call_s),
-            "span_s": span, "per_hour": len(finished) / span * 3600, "calls_per_hour": len(call_s) / span * 3600,
-            "finished_s": [round(x) for x in finished], "call_s": [round(x) for x in call_s], "errors": errors}
+    return {
+        "concurrency": concurrency,
+        "cap_s": cap_s,
+        "done": len(finished),
+        "of": len(convs),
+        "calls": len(call_s),
+        "span_s": span,
+        "per_hour": len(finished) / span * 3600,
+        "calls_per_hour": len(call_s) / span * 3600,
+        "finished_s": [round(x) for x in finished],
+        "call_s": [round(x) for x in call_s],
+        "errors": errors,
+    }
 
 
 def throughput_markdown(rows: list[dict], tokens: list[int | None]) -> str:
     cpu = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared with other helpers' work)"
     toks = ", ".join("?" if t is None else f"{t:,}" for t in tokens)
-    lines = [f"Embedded judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp in-process, one slot: `local.n_parallel: 1`), "
-             f"{cpu}; `--judge-scoring weighted`, all 8 rubrics; {len(tokens)} conversations of the human study's run "
-             f"files nearest its median length, judge prompts of {toks} tokens; all handed to the judge at once; "
-             f"one run, the settings one after the other; load average {os.getloadavg()[0]:.1f} when written. "
-             "`scripts/bench_judge.py --throughput`.", "",
-             "| concurrency | cap | conversations finished | finished at (s) | rubric calls finished (at s) | conversations / hour | rubric calls / hour |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Embedded judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp in-process, one slot: `local.n_parallel: 1`), "
+        f"{cpu}; `--judge-scoring weighted`, all 8 rubrics; {len(tokens)} conversations of the human study's run "
+        f"files nearest its median length, judge prompts of {toks} tokens; all handed to the judge at once; "
+        f"one run, the settings one after the other; load average {os.getloadavg()[0]:.1f} when written. "
+        "`scripts/bench_judge.py --throughput`.",
+        "",
+        "| concurrency | cap | conversations finished | finished at (s) | rubric calls finished (at s) | conversations / hour | rubric calls / hour |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        lines.append(f"| {r['concurrency']}{' (before: the old default)' if r['concurrency'] > 1 else ' (after: one per slot, the default)'} "
-                     f"| {r['cap_s'] / 60:g} min | {r['done']} of {r['of']} | {', '.join(map(str, r['finished_s'])) or '–'} "
-                     f"| {r['calls']} ({', '.join(map(str, r['call_s'])) or '–'}) | {r['per_hour']:.1f} | {r['calls_per_hour']:.0f} |")
+        lines.append(
+            f"| {r['concurrency']}{' (before: the old default)' if r['concurrency'] > 1 else ' (after: one per slot, the default)'} "
+            f"| {r['cap_s'] / 60:g} min | {r['done']} of {r['of']} | {', '.join(map(str, r['finished_s'])) or '–'} "
+            f"| {r['calls']} ({', '.join(map(str, r['call_s'])) or '–'}) | {r['per_hour']:.1f} | {r['calls_per_hour']:.0f} |"
+        )
         if r["errors"]:
             lines.append(f"| | | errors: {'; '.join(r['errors'])} | | | | |")
     if len(rows) == 2 and rows[1]["calls_per_hour"]:
         a, b = rows
-        lines += ["", f"Rubric calls per hour, concurrency {a['concurrency']} / {b['concurrency']}: "
-                      f"**{a['calls_per_hour'] / b['calls_per_hour']:.1f}x**."]
+        lines += [
+            "",
+            f"Rubric calls per hour, concurrency {a['concurrency']} / {b['concurrency']}: "
+            f"**{a['calls_per_hour'] / b['calls_per_hour']:.1f}x**.",
+        ]
     return "\n".join(lines)
 
 
@@ -296,7 +370,11 @@ def main() -> int:
     from wikihowagent.judgecheck.perturbations import load_perturbations
 
     cfg = load_config(None)
-    llm = None if args.report_only else make_chat_model("local", cfg.model.model_copy(update={"temperature": 0.0}), cfg.local)
+    llm = (
+        None
+        if args.report_only
+        else make_chat_model("local", cfg.model.model_copy(update={"temperature": 0.0}), cfg.local)
+    )
     rubrics = load_rubrics()
     if args.throughput:
         convs = study_conversations(args.study, args.k, rubrics)
@@ -322,8 +400,19 @@ def main() -> int:
     timing = not (args.no_timing or args.report_only)
     costs = timing_pass(modes, convs, llm, rubrics, perts, base) if timing else dict.fromkeys(modes, math.nan)
     for i, mode in enumerate(modes):
-        results.append(run_mode(mode, convs, llm, rubrics, perts, base / mode, check[min(i, len(check) - 1)],
-                                costs[mode], not args.report_only))
+        results.append(
+            run_mode(
+                mode,
+                convs,
+                llm,
+                rubrics,
+                perts,
+                base / mode,
+                check[min(i, len(check) - 1)],
+                costs[mode],
+                not args.report_only,
+            )
+        )
         md = markdown(results, args.n, args.steps)
         print(md, flush=True)
         if args.write_md:

@@ -38,9 +38,16 @@ def learner_messages(out: Path) -> list[dict]:
             turns = rec["turns"]
             for i, t in enumerate(turns):
                 if t["role"] == "learner" and t.get("manager_label") and i > 0:
-                    items.append({"persona": persona, "step": rec["tutorial"]["steps"][t["step"]],
-                                  "teacher": turns[i - 1]["text"], "learner": t["text"], "intent": t.get("intent"),
-                                  "rules": t["manager_label"]})
+                    items.append(
+                        {
+                            "persona": persona,
+                            "step": rec["tutorial"]["steps"][t["step"]],
+                            "teacher": turns[i - 1]["text"],
+                            "learner": t["text"],
+                            "intent": t.get("intent"),
+                            "rules": t["manager_label"],
+                        }
+                    )
     return items
 
 
@@ -68,9 +75,11 @@ def agreement(items: list[dict]) -> dict[str, float]:
         "n": len(items),
         "agree": 100 * sum(q(it["llm"]) == q(it["rules"]) for it in items) / len(items),
         "rules_vs_intent": 100 * sum(q(it["rules"]) == (it["intent"] != "acknowledge") for it in meant) / len(meant)
-        if meant else float("nan"),
+        if meant
+        else float("nan"),
         "llm_vs_intent": 100 * sum(q(it["llm"]) == (it["intent"] != "acknowledge") for it in meant) / len(meant)
-        if meant else float("nan"),
+        if meant
+        else float("nan"),
         "n_intent": len(meant),
         "fallbacks": sum(it["fallback"] for it in items),
         "labels": labels,
@@ -92,34 +101,63 @@ def main() -> None:
         sys.exit(f"{args.out}: no persona runs; run scripts/bench_personas.py first")
     asyncio.run(classify_all(items))
     a = agreement(items)
-    parts = [f"**(a) Agreement** on {a['n']} learner messages of the persona runs (`scripts/bench_personas.py`), "
-             f"classified again by the llm manager (embedded model): question-or-not agreement with the rules "
-             f"**{a['agree']:.1f} %**; against the turn's seeded intent (ask/drift = a question meant, "
-             f"acknowledge = not; {a['n_intent']} turns): rules {a['rules_vs_intent']:.1f} %, llm "
-             f"{a['llm_vs_intent']:.1f} %; llm parse fallbacks {a['fallbacks']}; llm labels "
-             + ", ".join(f"{k} {v}" for k, v in sorted(a["labels"].items())) + "."]
+    parts = [
+        f"**(a) Agreement** on {a['n']} learner messages of the persona runs (`scripts/bench_personas.py`), "
+        f"classified again by the llm manager (embedded model): question-or-not agreement with the rules "
+        f"**{a['agree']:.1f} %**; against the turn's seeded intent (ask/drift = a question meant, "
+        f"acknowledge = not; {a['n_intent']} turns): rules {a['rules_vs_intent']:.1f} %, llm "
+        f"{a['llm_vs_intent']:.1f} %; llm parse fallbacks {a['fallbacks']}; llm labels "
+        + ", ".join(f"{k} {v}" for k, v in sorted(a["labels"].items()))
+        + "."
+    ]
     rules_run, llm_run = args.out / args.persona, args.out / f"{args.persona}-llm-manager"
     if not args.skip_generate and (rules_run / "scores.jsonl").exists():
         domains = [x for d in DEMO_DOMAINS for x in ("--domain", d)]
-        code = cli("generate", "--teacher", "local", "--learner-persona", args.persona, "--manager", "llm",
-                   "--max-tutorials", str(args.tutorials), "--max-tokens", str(args.max_tokens), "--max-interactions", str(args.max_interactions), *domains,
-                   "--concurrency", "1", "--timeout", "1800",
-                   "--out", str(llm_run))
+        code = cli(
+            "generate",
+            "--teacher",
+            "local",
+            "--learner-persona",
+            args.persona,
+            "--manager",
+            "llm",
+            "--max-tutorials",
+            str(args.tutorials),
+            "--max-tokens",
+            str(args.max_tokens),
+            "--max-interactions",
+            str(args.max_interactions),
+            *domains,
+            "--concurrency",
+            "1",
+            "--timeout",
+            "1800",
+            "--out",
+            str(llm_run),
+        )
         if code not in (0, 1):
             sys.exit(f"generate: exit {code}")
         if cli("evaluate", str(llm_run), "--no-judge", "--metrics", "Question Ratio,Completion", "--no-figures") != 0:
             sys.exit("evaluate: failed")
     if (llm_run / "scores.jsonl").exists():
         rows = [("rules", measure(rules_run)), ("llm", measure(llm_run))]
-        fb = sum(bool(t.get("manager_fallback")) for x in (llm_run / "conversations.jsonl").open(encoding="utf-8")
-                 for t in json.loads(x)["turns"])
+        fb = sum(
+            bool(t.get("manager_fallback"))
+            for x in (llm_run / "conversations.jsonl").open(encoding="utf-8")
+            for t in json.loads(x)["turns"]
+        )
         parts.append(
             f"**(b) Effect** (`generate --learner-persona {args.persona} --max-tutorials {args.tutorials} --max-tokens "
             f"{args.max_tokens} --max-interactions {args.max_interactions}` on the `make demo` tutorials, embedded model, same seed; `--manager llm` fell back to the rules {fb} times):\n\n"
             "| manager | Question Ratio % | clarifications / conv | Completion % | messages / conv |\n"
             "|---|--:|--:|--:|--:|\n"
-            + "\n".join(f"| {name} | {r['question_ratio']:.1f} | {r['clarifications']:.2f} | {r['completion']:.0f} | "
-                        f"{r['messages']:.1f} |" for name, r in rows) + "\n")
+            + "\n".join(
+                f"| {name} | {r['question_ratio']:.1f} | {r['clarifications']:.2f} | {r['completion']:.0f} | "
+                f"{r['messages']:.1f} |"
+                for name, r in rows
+            )
+            + "\n"
+        )
     body = "Measured by `scripts/bench_manager.py`.\n\n" + "\n\n".join(parts)
     print(body)
     if args.write_md:

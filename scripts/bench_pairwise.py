@@ -48,7 +48,9 @@ def judge_passes(jobs, run_one, deadline: float, timings: Path, kind: str) -> in
         run_one(j)
         dt = time.perf_counter() - t0
         with timings.open("a") as fh:
-            fh.write(json.dumps({"kind": kind, "seconds": dt, "verdicts": len(j.names), "invocation": INVOCATION}) + "\n")
+            fh.write(
+                json.dumps({"kind": kind, "seconds": dt, "verdicts": len(j.names), "invocation": INVOCATION}) + "\n"
+            )
         made += 1
         print(f"{kind}: {made}/{len(jobs)} passes, {dt:.1f} s", flush=True)
     return made
@@ -60,7 +62,11 @@ SCORING_MODES = "judge: scoring modes (cost, sensitivity)"
 def earlier_absolute(section: str, table) -> dict[tuple[str, str], float]:
     """{(rubric, perturbation): accuracy} of the weighted judge's sensitivity table in `section` (bench_judge.py's
     BENCHMARKS section) on the cells of `table`."""
-    part = section.split("Sensitivity, weighted", 1)[1].split("Sensitivity, json", 1)[0] if "Sensitivity, weighted" in section else ""
+    part = (
+        section.split("Sensitivity, weighted", 1)[1].split("Sensitivity, json", 1)[0]
+        if "Sensitivity, weighted" in section
+        else ""
+    )
     found = {}
     for line in part.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -77,8 +83,12 @@ def main() -> int:
     ap.add_argument("--max-minutes", type=float, default=11.0)
     ap.add_argument("--absolute", action="store_true", help="also the absolute weighted judge-check (same directory)")
     ap.add_argument("--report-only", action="store_true")
-    ap.add_argument("--only", default="", help="comma-separated perturbations to judge (default: all; a saving to state)")
-    ap.add_argument("--tie-bands", default="0,0.01,0.02", help="the `average` rule's tie bands to report (first: the table's)")
+    ap.add_argument(
+        "--only", default="", help="comma-separated perturbations to judge (default: all; a saving to state)"
+    )
+    ap.add_argument(
+        "--tie-bands", default="0,0.01,0.02", help="the `average` rule's tie bands to report (first: the table's)"
+    )
     ap.add_argument("--write-md", action="store_true")
     args = ap.parse_args()
     bands = [float(b) for b in args.tie_bands.split(",") if b.strip()]
@@ -129,37 +139,77 @@ def main() -> int:
             # whole cells judged on every conversation rather than every cell on a few
             rank = {p.name: i for i, p in enumerate(perts)}
             todo.sort(key=lambda j: rank[j.second if j.first == "original" else j.first])
-            judge_passes(todo, lambda j: loop.run_until_complete(
-                run_pair_jobs([j], judge, "local", out / PAIR_JUDGMENTS, lambda n: None, PassStats())),
-                deadline, timings, "pairwise")
+            judge_passes(
+                todo,
+                lambda j: loop.run_until_complete(
+                    run_pair_jobs([j], judge, "local", out / PAIR_JUDGMENTS, lambda n: None, PassStats())
+                ),
+                deadline,
+                timings,
+                "pairwise",
+            )
             if args.absolute:
                 scorer = make_scorer("weighted", llm, rubrics, None, concurrency=1)
                 done = read_judgments(out / JUDGMENTS, "local", scorer.label)
-                todo_abs = [j for j in plan(convs, perts, list(rubrics), CheckStats())
-                            if (j.conv.conversation_id, j.variant) not in done]
-                judge_passes(todo_abs, lambda j: loop.run_until_complete(
-                    run_jobs([j], scorer, "local", out / JUDGMENTS, lambda n: None, CheckStats())),
-                    deadline, timings, "absolute")
+                todo_abs = [
+                    j
+                    for j in plan(convs, perts, list(rubrics), CheckStats())
+                    if (j.conv.conversation_id, j.variant) not in done
+                ]
+                judge_passes(
+                    todo_abs,
+                    lambda j: loop.run_until_complete(
+                        run_jobs([j], scorer, "local", out / JUDGMENTS, lambda n: None, CheckStats())
+                    ),
+                    deadline,
+                    timings,
+                    "absolute",
+                )
         finally:
             loop.close()
     records = read_pair_judgments([out / PAIR_JUDGMENTS], "local", reading)
-    done_convs = {c.conversation_id for c in convs
-                  if all(j.key in records for j in jobs if j.tutorial_id == c.conversation_id)}
+    done_convs = {
+        c.conversation_id for c in convs if all(j.key in records for j in jobs if j.tutorial_id == c.conversation_id)
+    }
     if not done_convs:
         print("no conversation fully judged yet", flush=True)
         return 0
     asked = sum(len(r.p_first) for r in records.values())
     failed = sum(sum(v is None for v in r.p_first.values()) for r in records.values())
     stats.rubric_scores, stats.failures = asked, failed
-    by_band = [(b, analyse_pairwise(out, records, perts, list(rubrics), "local", reading, done_convs, CheckStats(),
-                                    figures=False, tie_band=b).modes[1]) for b in bands[1:]]
+    by_band = [
+        (
+            b,
+            analyse_pairwise(
+                out,
+                records,
+                perts,
+                list(rubrics),
+                "local",
+                reading,
+                done_convs,
+                CheckStats(),
+                figures=False,
+                tie_band=b,
+            ).modes[1],
+        )
+        for b in bands[1:]
+    ]
     res = analyse_pairwise(out, records, perts, list(rubrics), "local", reading, done_convs, stats, tie_band=bands[0])
 
     def chars(c) -> int:
         return len("\n".join(conversation_lines(c.messages)))
 
-    length = {p.name: statistics.mean(chars(pc) - chars(c) for c in convs if c.conversation_id in done_convs
-                                      for pc in [perturb(p, c, convs)] if pc is not None) for p in perts}
+    length = {
+        p.name: statistics.mean(
+            chars(pc) - chars(c)
+            for c in convs
+            if c.conversation_id in done_convs
+            for pc in [perturb(p, c, convs)]
+            if pc is not None
+        )
+        for p in perts
+    }
     lean = [abs(x - 0.5) for x in res.table["mean_p_original"] if x == x and x is not None]
     t = [json.loads(x) for x in timings.read_text().splitlines()] if timings.exists() else []
     pw = [x for x in t if x["kind"] == "pairwise"]
@@ -169,38 +219,52 @@ def main() -> int:
     per_verdict = sum(x["seconds"] for x in pw) / sum(x["verdicts"] for x in pw) if pw else math.nan
     abs_per_score = sum(x["seconds"] for x in ab) / sum(x["verdicts"] for x in ab) if ab else math.nan
     cpu = f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores (shared with other helpers' jobs)"
-    lines = [f"Embedded judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp in-process, n_parallel 1), {cpu}; "
-             f"`bench_judge.py`'s {args.n} conversations ({args.steps} steps each), {len(done_convs)} fully judged; "
-             f"perturbations: {', '.join(p.name for p in perts)}; "
-             "each perturbed copy against its original in both orders, on the perturbation's target rubrics only "
-             f"(a fair saving: the other rubrics are not expected to move). Load average {os.getloadavg()[0]:.1f} "
-             "when written. `scripts/bench_pairwise.py`.", "",
-             ("- recomputed without the model from the stored judgments (`--report-only`, "
-              f"{time.strftime('%Y-%m-%d %H:%M')})" if args.report_only else "- judged in this invocation and earlier ones"),
-             f"- mean accuracy over the {len(res.table)} targeted cells (goal ≥ 0.85), 95 % CI (bootstrap over the "
-             f"{len(done_convs)} conversations): " + "; ".join(f"**{m.text()}**" for m in res.modes),
-             f"- position consistency (pooled): **{res.position_consistency:.3f}** (goal ≥ 0.8)",
-             "- the `average` rule at other tie bands: " + ("; ".join(m.text() for _, m in by_band) or "none asked"),
-             f"- order-averaged lean |P(original better) − 0.5| per cell: mean {statistics.mean(lean):.3f}, "
-             f"max {max(lean):.3f}" if lean else "- no lean measured",
-             "- length change of the perturbed copy (characters of the conversation, mean over conversations): "
-             + ", ".join(f"{k} {v:+.0f}" for k, v in length.items()),
-             f"- unreadable verdicts: {failed} of {asked}",
-             f"- cost: {per_pass:.1f} s per judge pass on average (median {median:.1f} s; one order, its target "
-             f"rubrics; {len(pw)} passes timed; the first "
-             f"pass of each invocation includes the model's start), {2 * per_pass:.1f} s per comparison (both orders; "
-             f"median {2 * median:.1f} s), {per_verdict:.1f} s per verdict-order. Pass times vary with the "
-             "shared machine's load (load average 2-8 during these runs).",
-             "- the absolute weighted judge on the same 10 conversations and cells: section \"judge: scoring "
-             "modes\" (same judge, temperature 0, measured earlier)"]
+    lines = [
+        f"Embedded judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp in-process, n_parallel 1), {cpu}; "
+        f"`bench_judge.py`'s {args.n} conversations ({args.steps} steps each), {len(done_convs)} fully judged; "
+        f"perturbations: {', '.join(p.name for p in perts)}; "
+        "each perturbed copy against its original in both orders, on the perturbation's target rubrics only "
+        f"(a fair saving: the other rubrics are not expected to move). Load average {os.getloadavg()[0]:.1f} "
+        "when written. `scripts/bench_pairwise.py`.",
+        "",
+        (
+            "- recomputed without the model from the stored judgments (`--report-only`, "
+            f"{time.strftime('%Y-%m-%d %H:%M')})"
+            if args.report_only
+            else "- judged in this invocation and earlier ones"
+        ),
+        f"- mean accuracy over the {len(res.table)} targeted cells (goal ≥ 0.85), 95 % CI (bootstrap over the "
+        f"{len(done_convs)} conversations): " + "; ".join(f"**{m.text()}**" for m in res.modes),
+        f"- position consistency (pooled): **{res.position_consistency:.3f}** (goal ≥ 0.8)",
+        "- the `average` rule at other tie bands: " + ("; ".join(m.text() for _, m in by_band) or "none asked"),
+        f"- order-averaged lean |P(original better) − 0.5| per cell: mean {statistics.mean(lean):.3f}, "
+        f"max {max(lean):.3f}"
+        if lean
+        else "- no lean measured",
+        "- length change of the perturbed copy (characters of the conversation, mean over conversations): "
+        + ", ".join(f"{k} {v:+.0f}" for k, v in length.items()),
+        f"- unreadable verdicts: {failed} of {asked}",
+        f"- cost: {per_pass:.1f} s per judge pass on average (median {median:.1f} s; one order, its target "
+        f"rubrics; {len(pw)} passes timed; the first "
+        f"pass of each invocation includes the model's start), {2 * per_pass:.1f} s per comparison (both orders; "
+        f"median {2 * median:.1f} s), {per_verdict:.1f} s per verdict-order. Pass times vary with the "
+        "shared machine's load (load average 2-8 during these runs).",
+        '- the absolute weighted judge on the same 10 conversations and cells: section "judge: scoring '
+        'modes" (same judge, temperature 0, measured earlier)',
+    ]
     earlier = earlier_absolute(read_section(SCORING_MODES), res.table)
     if earlier:
-        lines.append(f"- the absolute weighted judge on these {len(earlier)} cells, from that earlier run: mean "
-                     f"{statistics.mean(earlier.values()):.3f} (" + ", ".join(f"{r}/{p} {a:.2f}" for (r, p), a in earlier.items())
-                     + "; its per-conversation scores were not kept, so no paired CI)")
+        lines.append(
+            f"- the absolute weighted judge on these {len(earlier)} cells, from that earlier run: mean "
+            f"{statistics.mean(earlier.values()):.3f} ("
+            + ", ".join(f"{r}/{p} {a:.2f}" for (r, p), a in earlier.items())
+            + "; its per-conversation scores were not kept, so no paired CI)"
+        )
     if res.absolute_mean_accuracy == res.absolute_mean_accuracy:
-        lines.append(f"- absolute weighted judge on the same cells, same run: {res.absolute_mean_accuracy:.3f}"
-                     + (f"; {abs_per_score:.1f} s per rubric score" if ab else ""))
+        lines.append(
+            f"- absolute weighted judge on the same cells, same run: {res.absolute_mean_accuracy:.3f}"
+            + (f"; {abs_per_score:.1f} s per rubric score" if ab else "")
+        )
     lines += ["", md_table(res.table), "", res.recommendation]
     md = "\n".join(lines)
     print(md, flush=True)

@@ -62,7 +62,8 @@ def measure(run: Path) -> dict[str, float]:
         "asks_drawn": intents.count("ask") + intents.count("drift"),
         "clarifications": len(clar) / n,
         "on_step": 100 * sum(on_step(t["text"], r["tutorial"]["steps"], t["step"]) for t, r in clar) / len(clar)
-        if clar else float("nan"),
+        if clar
+        else float("nan"),
         "completion": 100 * sum(comp) / len(comp) if comp else float("nan"),
         "messages": sum(len(r["turns"]) for r in records) / n,
         "retries": sum(len(t.get("retried") or []) for r in records for t in r["turns"]),
@@ -83,33 +84,57 @@ def main() -> None:
     domains = [x for d in DEMO_DOMAINS for x in ("--domain", d)]
     for p in [x for x in args.personas.split(",") if x]:
         run = args.out / p
-        code = cli("generate", "--teacher", "local", "--learner-persona", p, "--max-tutorials", str(args.tutorials),
-                   "--max-tokens", str(args.max_tokens), "--max-interactions", str(args.max_interactions), *domains,
-                   "--concurrency", "1", "--timeout", "1800", "--out", str(run))
+        code = cli(
+            "generate",
+            "--teacher",
+            "local",
+            "--learner-persona",
+            p,
+            "--max-tutorials",
+            str(args.tutorials),
+            "--max-tokens",
+            str(args.max_tokens),
+            "--max-interactions",
+            str(args.max_interactions),
+            *domains,
+            "--concurrency",
+            "1",
+            "--timeout",
+            "1800",
+            "--out",
+            str(run),
+        )
         if code not in (0, 1):
             sys.exit(f"generate {p}: exit {code}")
         if cli("evaluate", str(run), "--no-judge", "--metrics", "Question Ratio,Completion", "--no-figures") != 0:
             sys.exit(f"evaluate {p}: failed")
     found = [p for p in ORDER if (args.out / p / "scores.jsonl").exists()]
     rows = {p: measure(args.out / p) for p in found}
-    head = ("| persona | conversations | Question Ratio % | questions drawn | clarifications / conv | "
-            "clarifications on their step % | Completion % | messages / conv | turn retries | turn warnings | "
-            "failed |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
-    lines = [f"| {p} | {r['conversations']} | {r['question_ratio']:.1f} | {r['asks_drawn']} | {r['clarifications']:.2f} | "
-             f"{r['on_step']:.0f} | {r['completion']:.0f} | {r['messages']:.1f} | {r['retries']} | {r['warnings']} | "
-             f"{r['errors']} |" for p, r in rows.items()]
+    head = (
+        "| persona | conversations | Question Ratio % | questions drawn | clarifications / conv | "
+        "clarifications on their step % | Completion % | messages / conv | turn retries | turn warnings | "
+        "failed |\n|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
+    )
+    lines = [
+        f"| {p} | {r['conversations']} | {r['question_ratio']:.1f} | {r['asks_drawn']} | {r['clarifications']:.2f} | "
+        f"{r['on_step']:.0f} | {r['completion']:.0f} | {r['messages']:.1f} | {r['retries']} | {r['warnings']} | "
+        f"{r['errors']} |"
+        for p, r in rows.items()
+    ]
     table = head + "\n".join(lines) + "\n"
     print(table)
     if args.write_md:
-        body = (f"Measured by `scripts/bench_personas.py`: `wikihowagent generate --teacher local --learner-persona P "
-                f"--max-tutorials {args.tutorials} --max-tokens {args.max_tokens} --max-interactions {args.max_interactions}` "
-                f"on the `make demo` tutorials (domains "
-                f"{', '.join(DEMO_DOMAINS)}; embedded Qwen2.5-Coder-1.5B-Instruct Q4_K_M, seed 42, temperature 0, "
-                f"max 2 clarifications per step), then `evaluate --no-judge`. Question Ratio: the learner's "
-                f"teaching-phase turns with a '?'; questions drawn: learner turns whose seeded intent was ask/drift; "
-                f"on their step: the clarification shares more words with its own step than with any other; turn "
-                f"retries / warnings: replies retried after a turn check (empty, echo, wrong role) / kept with a "
-                f"warning after the retry. Rerunning gives the same conversations (same seed).\n\n" + table)
+        body = (
+            f"Measured by `scripts/bench_personas.py`: `wikihowagent generate --teacher local --learner-persona P "
+            f"--max-tutorials {args.tutorials} --max-tokens {args.max_tokens} --max-interactions {args.max_interactions}` "
+            f"on the `make demo` tutorials (domains "
+            f"{', '.join(DEMO_DOMAINS)}; embedded Qwen2.5-Coder-1.5B-Instruct Q4_K_M, seed 42, temperature 0, "
+            f"max 2 clarifications per step), then `evaluate --no-judge`. Question Ratio: the learner's "
+            f"teaching-phase turns with a '?'; questions drawn: learner turns whose seeded intent was ask/drift; "
+            f"on their step: the clarification shares more words with its own step than with any other; turn "
+            f"retries / warnings: replies retried after a turn check (empty, echo, wrong role) / kept with a "
+            f"warning after the retry. Rerunning gives the same conversations (same seed).\n\n" + table
+        )
         write_section("personas", body)
 
 

@@ -69,7 +69,7 @@ def threshold_table(convs, scorers) -> list[list[str]]:
         for i, c in enumerate(tested):
             steps, recalled = list(c.steps), c.posttest.post.steps
             own.append(recall(scorers, steps, recalled, t))
-            imp = next((o for o in tested[i + 1:] + tested[:i] if o.title != c.title), None)  # another article
+            imp = next((o for o in tested[i + 1 :] + tested[:i] if o.title != c.title), None)  # another article
             if imp is not None:
                 other.append(recall(scorers, imp.steps, recalled, t))
             sib = next((o for o in tested if o.title == c.title and list(o.steps) != steps), None)  # its other method
@@ -77,8 +77,17 @@ def threshold_table(convs, scorers) -> list[list[str]]:
                 sibling.append(recall(scorers, sib.steps, recalled, t))
             if P.usable(c.posttest.pre):
                 gain.append(own[-1] - recall(scorers, steps, c.posttest.pre.steps, t))
-        rows.append([f"{t:.2f}", fmt(mean(own)), fmt(mean(other)), fmt(mean(own) - mean(other)),
-                     fmt(mean(sibling)) if sibling else "–", fmt(mean(gain)), str(len(own))])
+        rows.append(
+            [
+                f"{t:.2f}",
+                fmt(mean(own)),
+                fmt(mean(other)),
+                fmt(mean(own) - mean(other)),
+                fmt(mean(sibling)) if sibling else "–",
+                fmt(mean(gain)),
+                str(len(own)),
+            ]
+        )
     return rows
 
 
@@ -99,7 +108,7 @@ def headline_table(scorers, rule: str = P.MATCHING) -> tuple[list[list[str]], fl
         for i, tut in enumerate(tuts):
             answer = [(sentences(s) or [s])[0] for s in tut.steps]
             own.append(recall(scorers, tut.steps, answer, t, rule))
-            imp = next(o for o in tuts[i + 1:] + tuts[:i] if o.title != tut.title)
+            imp = next(o for o in tuts[i + 1 :] + tuts[:i] if o.title != tut.title)
             other.append(recall(scorers, imp.steps, answer, t, rule))
             sib = next((o for o in tuts if o.title == tut.title and o.steps != tut.steps), None)
             if sib is not None:
@@ -110,8 +119,18 @@ def headline_table(scorers, rule: str = P.MATCHING) -> tuple[list[list[str]], fl
             best, best_gap = t, gap
         if hard_gap > best_hard_gap + 1e-9:
             best_hard, best_hard_gap = t, hard_gap
-        rows.append([f"{t:.2f}", fmt(mean(own)), fmt(mean(other)), fmt(gap), str(len(tuts)), fmt(mean(sibling)),
-                     fmt(hard_gap), str(len(sibling))])
+        rows.append(
+            [
+                f"{t:.2f}",
+                fmt(mean(own)),
+                fmt(mean(other)),
+                fmt(gap),
+                str(len(tuts)),
+                fmt(mean(sibling)),
+                fmt(hard_gap),
+                str(len(sibling)),
+            ]
+        )
     return rows, best, best_hard
 
 
@@ -129,12 +148,22 @@ def persona_rows(by_run, scored, scorers):
         n_post = sum(1 for c in convs if c.posttest is not None)
         n_fail = sum(1 for c in convs if c.posttest is not None and not P.usable(c.posttest.post))
         persona = ",".join(sorted({c.persona or "paper" for c in convs}))
-        rows.append([name, persona, str(len(convs)), f"{n_post - n_fail}/{n_post}",
-                     f"{fmt(mean(gains))} [{fmt(lo)}, {fmt(hi)}] (n={len(gains)})",
-                     f"{fmt(mean(dgains))} [{fmt(dlo)}, {fmt(dhi)}] (n={len(dgains)})",
-                     fmt(mean(col[P.STEP_RECALL])), fmt(mean(pre)), fmt(mean(col[P.ORDER])),
-                     fmt(mean(col[P.EXTRANEOUS])), fmt(mean(col[P.DETAIL_RECALL])),
-                     fmt(mean([float(c.completed) for c in convs]))])
+        rows.append(
+            [
+                name,
+                persona,
+                str(len(convs)),
+                f"{n_post - n_fail}/{n_post}",
+                f"{fmt(mean(gains))} [{fmt(lo)}, {fmt(hi)}] (n={len(gains)})",
+                f"{fmt(mean(dgains))} [{fmt(dlo)}, {fmt(dhi)}] (n={len(dgains)})",
+                fmt(mean(col[P.STEP_RECALL])),
+                fmt(mean(pre)),
+                fmt(mean(col[P.ORDER])),
+                fmt(mean(col[P.EXTRANEOUS])),
+                fmt(mean(col[P.DETAIL_RECALL])),
+                fmt(mean([float(c.completed) for c in convs])),
+            ]
+        )
     return rows
 
 
@@ -160,8 +189,15 @@ def paired_rows(by_run, scored):
         for m in (P.LEARNING_GAIN, P.DETAIL_GAIN):
             r = paired_compare(per[(a, m)], per[(b, m)])
             if r.n:
-                rows.append([f"{a} − {b}", m, str(r.n), f"{fmt(r.diff)} [{fmt(r.ci_low)}, {fmt(r.ci_high)}]",
-                             "–" if r.p != r.p else f"{r.p:.3f}"])
+                rows.append(
+                    [
+                        f"{a} − {b}",
+                        m,
+                        str(r.n),
+                        f"{fmt(r.diff)} [{fmt(r.ci_low)}, {fmt(r.ci_high)}]",
+                        "–" if r.p != r.p else f"{r.p:.3f}",
+                    ]
+                )
     return rows
 
 
@@ -181,9 +217,19 @@ def cost_rows(by_run):
         tutorials = len({c.tutorial_key for c in convs})
         extra_calls = (len(post_s) + tutorials) / max(1, len(convs))
         extra_s = (sum(post_s) + sum(pre_s)) / max(1, len(convs))
-        rows.append([name, str(len(convs)), f"{mean(conv_calls):.1f}", f"{mean(conv_s):.1f}",
-                     f"{extra_calls:.2f}", f"{mean(post_s):.1f}", f"{mean(pre_s):.1f}", f"{extra_s:.1f}",
-                     f"{extra_s / max(1e-9, mean(conv_s)):.2f}"])
+        rows.append(
+            [
+                name,
+                str(len(convs)),
+                f"{mean(conv_calls):.1f}",
+                f"{mean(conv_s):.1f}",
+                f"{extra_calls:.2f}",
+                f"{mean(post_s):.1f}",
+                f"{mean(pre_s):.1f}",
+                f"{extra_s:.1f}",
+                f"{extra_s / max(1e-9, mean(conv_s)):.2f}",
+            ]
+        )
     return rows
 
 
@@ -191,9 +237,20 @@ def validity_rows(path: Path):
     from wikihowagent.csvcells import read_people_frame
 
     t = read_people_frame(path / POSTTEST_VALIDITY_CSV)
-    return [[r.perturbation, str(r.n), f"{r.accuracy:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]", str(r.lower),
-             str(r.ties), fmt(r.mean_recall_original), fmt(r.mean_recall_perturbed), str(r.failed),
-             "–" if r.judge_accuracy != r.judge_accuracy else f"{r.judge_accuracy:.3f}"] for r in t.itertuples()]
+    return [
+        [
+            r.perturbation,
+            str(r.n),
+            f"{r.accuracy:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]",
+            str(r.lower),
+            str(r.ties),
+            fmt(r.mean_recall_original),
+            fmt(r.mean_recall_perturbed),
+            str(r.failed),
+            "–" if r.judge_accuracy != r.judge_accuracy else f"{r.judge_accuracy:.3f}",
+        ]
+        for r in t.itertuples()
+    ]
 
 
 def cluster_ci(values: list[float], clusters: list[str], seed: int = 0, boot: int = BOOT) -> tuple[float, float]:
@@ -240,81 +297,189 @@ def paper_rows(scores_dir: Path, align_dir: Path) -> tuple[list[list[str]], list
         all_tut += [t for _, t in lg]
         lg_means.append(mean([g for g, _ in lg]))
         human_means.append(mean(hum))
-        rows.append([model, str(len(recs)), f"{fmt(lg_means[-1])} [{fmt(lo)}, {fmt(hi)}]",
-                     f"{fmt(mean(dg))} [{fmt(dlo)}, {fmt(dhi)}]",
-                     fmt(mean([r.metrics.get(P.STEP_RECALL) for r in recs])), f"{human_means[-1]:.2f}"])
+        rows.append(
+            [
+                model,
+                str(len(recs)),
+                f"{fmt(lg_means[-1])} [{fmt(lo)}, {fmt(hi)}]",
+                f"{fmt(mean(dg))} [{fmt(dlo)}, {fmt(dhi)}]",
+                fmt(mean([r.metrics.get(P.STEP_RECALL) for r in recs])),
+                f"{human_means[-1]:.2f}",
+            ]
+        )
     lo, hi = cluster_ci(all_lg, all_tut)
-    notes = [f"All {len(all_lg)} conversations: Learning Gain {fmt(mean(all_lg))} % [{fmt(lo)}, {fmt(hi)}] "
-             f"(95 % CI resampling the {len(set(all_tut))} tutorials)."]
+    notes = [
+        f"All {len(all_lg)} conversations: Learning Gain {fmt(mean(all_lg))} % [{fmt(lo)}, {fmt(hi)}] "
+        f"(95 % CI resampling the {len(set(all_tut))} tutorials)."
+    ]
     if len(rows) >= 3:
         rho = spearmanr(lg_means, human_means)
-        notes.append(f"Models ordered by mean Learning Gain vs by the people's mean rating: Spearman ρ "
-                     f"{rho.statistic:.2f} (p {rho.pvalue:.2f}, {len(rows)} models).")
+        notes.append(
+            f"Models ordered by mean Learning Gain vs by the people's mean rating: Spearman ρ "
+            f"{rho.statistic:.2f} (p {rho.pvalue:.2f}, {len(rows)} models)."
+        )
     auto = read_people_frame(align_dir / AUTOMATIC_CSV)
     for metric in (P.LEARNING_GAIN, P.STEP_RECALL, P.DETAIL_GAIN):
         row = auto[(auto["metric"] == metric) & (auto["human_rubric"] == OVERALL)]
         if len(row) and row.iloc[0]["n"] > 0:
             r = row.iloc[0]
-            notes.append(f"{metric} vs the people's Overall, per conversation: Pearson r {r.pearson_r:.2f} "
-                         f"[{r.pearson_ci_low:.2f}, {r.pearson_ci_high:.2f}] (n {int(r.n)}).")
+            notes.append(
+                f"{metric} vs the people's Overall, per conversation: Pearson r {r.pearson_r:.2f} "
+                f"[{r.pearson_ci_low:.2f}, {r.pearson_ci_high:.2f}] (n {int(r.n)})."
+            )
     return rows, notes
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="+", type=Path, help="run directories whose records have post-tests")
-    ap.add_argument("--validity", type=Path, action="append", default=[],
-                    help="a `judge-check --posttest-learner` output directory (repeatable: one table each)")
+    ap.add_argument(
+        "--validity",
+        type=Path,
+        action="append",
+        default=[],
+        help="a `judge-check --posttest-learner` output directory (repeatable: one table each)",
+    )
     ap.add_argument("--note", default="", help="a line on how the runs were made (settings, machine)")
     ap.add_argument("--paper-scores", type=Path, help="`evaluate --posttest-learner` output on the paper's run files")
     ap.add_argument("--paper-align", type=Path, help="`align` output of the human study against --paper-scores")
     ap.add_argument("--write-md", action="store_true", help="write the 'post-test' section of BENCHMARKS.md")
     args = ap.parse_args()
-    by_run = {label: [c for c in read_conversations(r) if c.posttest is not None]
-              for label, r in zip(labels(args.runs), args.runs, strict=False)}
+    by_run = {
+        label: [c for c in read_conversations(r) if c.posttest is not None]
+        for label, r in zip(labels(args.runs), args.runs, strict=False)
+    }
     scorers = Scorers("default", list(P.POSTTEST_METRICS))
     all_convs = [c for cs in by_run.values() for c in cs]
     scored = {name: scorers.score(convs) for name, convs in by_run.items()}  # once: both tables below read it
     hrows, best, best_hard = headline_table(scorers)
-    out = [args.note, "",
-           "**Threshold** (cosine similarity of a match). Model-free, on the 22 bundled tutorials: a terse but "
-           "perfect recall (each step's first sentence, the WikiHow headline) matched against the tutorial's own "
-           "full steps vs another article's (impostor = what matching alone gives) and vs the same article's other "
-           "method (hard impostor: the same topic, other steps — what a learner who knows the title can guess). "
-           f"Largest gap at **{best:.2f}** (impostor), **{best_hard:.2f}** (hard impostor); the code uses "
-           f"{P.THRESHOLD:.2f}.", "",
-           markdown_table(["threshold", "recall own (%)", "recall impostor (%)", "gap (pp)", "tutorials",
-                           "recall hard impostor (%)", "hard gap (pp)", "tutorials with one"], hrows), "",
-           f"The same on the {len(all_convs)} real post-tests of the runs below (recall of the conversation's own "
-           "tutorial vs a tutorial of another article and vs its article's other method; Learning Gain at each "
-           "threshold):", "",
-           markdown_table(["threshold", "recall own (%)", "recall impostor (%)", "gap (pp)", "recall hard impostor (%)",
-                           "Learning Gain (%)", "n"],
-                          threshold_table(all_convs, scorers)), "",
-           "**Per run** (Learning Gain = post − pre Step Recall, Detail Gain = post − pre Detail Recall; mean, 95 % bootstrap CI over conversations; "
-           "scored = post-tests that are a step list):", "",
-           markdown_table(["run", "persona", "conversations", "scored", "Learning Gain (%)", "Detail Gain (%)", "Step Recall post (%)",
-                           "pre (%)", "Order (τ %)", "Extraneous (%)", "Detail Recall (%)", "Completion (%)"],
-                          persona_rows(by_run, scored, scorers)), "",
-           "**Runs against each other** on the tutorials both have (A − B, paired by tutorial; 95 % bootstrap "
-           "CI; Wilcoxon signed-rank p):", "",
-           markdown_table(["runs", "metric", "tutorials", "A − B (pp)", "p"], paired_rows(by_run, scored)), "",
-           "**Cost** per conversation (latencies as recorded; one pre-test per tutorial, one post-test per "
-           "conversation):", "",
-           markdown_table(["run", "n", "conversation calls", "conversation s", "extra calls", "post-test s",
-                           "pre-test s", "extra s", "extra / conversation time"], cost_rows(by_run))]
+    out = [
+        args.note,
+        "",
+        "**Threshold** (cosine similarity of a match). Model-free, on the 22 bundled tutorials: a terse but "
+        "perfect recall (each step's first sentence, the WikiHow headline) matched against the tutorial's own "
+        "full steps vs another article's (impostor = what matching alone gives) and vs the same article's other "
+        "method (hard impostor: the same topic, other steps — what a learner who knows the title can guess). "
+        f"Largest gap at **{best:.2f}** (impostor), **{best_hard:.2f}** (hard impostor); the code uses "
+        f"{P.THRESHOLD:.2f}.",
+        "",
+        markdown_table(
+            [
+                "threshold",
+                "recall own (%)",
+                "recall impostor (%)",
+                "gap (pp)",
+                "tutorials",
+                "recall hard impostor (%)",
+                "hard gap (pp)",
+                "tutorials with one",
+            ],
+            hrows,
+        ),
+        "",
+        f"The same on the {len(all_convs)} real post-tests of the runs below (recall of the conversation's own "
+        "tutorial vs a tutorial of another article and vs its article's other method; Learning Gain at each "
+        "threshold):",
+        "",
+        markdown_table(
+            [
+                "threshold",
+                "recall own (%)",
+                "recall impostor (%)",
+                "gap (pp)",
+                "recall hard impostor (%)",
+                "Learning Gain (%)",
+                "n",
+            ],
+            threshold_table(all_convs, scorers),
+        ),
+        "",
+        "**Per run** (Learning Gain = post − pre Step Recall, Detail Gain = post − pre Detail Recall; mean, 95 % bootstrap CI over conversations; "
+        "scored = post-tests that are a step list):",
+        "",
+        markdown_table(
+            [
+                "run",
+                "persona",
+                "conversations",
+                "scored",
+                "Learning Gain (%)",
+                "Detail Gain (%)",
+                "Step Recall post (%)",
+                "pre (%)",
+                "Order (τ %)",
+                "Extraneous (%)",
+                "Detail Recall (%)",
+                "Completion (%)",
+            ],
+            persona_rows(by_run, scored, scorers),
+        ),
+        "",
+        "**Runs against each other** on the tutorials both have (A − B, paired by tutorial; 95 % bootstrap "
+        "CI; Wilcoxon signed-rank p):",
+        "",
+        markdown_table(["runs", "metric", "tutorials", "A − B (pp)", "p"], paired_rows(by_run, scored)),
+        "",
+        "**Cost** per conversation (latencies as recorded; one pre-test per tutorial, one post-test per conversation):",
+        "",
+        markdown_table(
+            [
+                "run",
+                "n",
+                "conversation calls",
+                "conversation s",
+                "extra calls",
+                "post-test s",
+                "pre-test s",
+                "extra s",
+                "extra / conversation time",
+            ],
+            cost_rows(by_run),
+        ),
+    ]
     for vdir in args.validity:
-        out += ["", f"**Validity** (`judge-check --posttest-learner`, {vdir}): share of pairs where the "
-                "original's post-test Step Recall is higher than the perturbed copy's (ties count half):", "",
-                markdown_table(["perturbation", "pairs", "accuracy [95 % CI]", "lower", "ties", "recall original (%)",
-                                "recall perturbed (%)", "not scored", "judge accuracy"], validity_rows(vdir))]
+        out += [
+            "",
+            f"**Validity** (`judge-check --posttest-learner`, {vdir}): share of pairs where the "
+            "original's post-test Step Recall is higher than the perturbed copy's (ties count half):",
+            "",
+            markdown_table(
+                [
+                    "perturbation",
+                    "pairs",
+                    "accuracy [95 % CI]",
+                    "lower",
+                    "ties",
+                    "recall original (%)",
+                    "recall perturbed (%)",
+                    "not scored",
+                    "judge accuracy",
+                ],
+                validity_rows(vdir),
+            ),
+        ]
     if args.paper_scores and args.paper_align:
         prow, pnotes = paper_rows(args.paper_scores, args.paper_align)
-        out += ["", f"**The paper's conversations** (the human study's development split, {args.paper_scores}): the "
-                "post-test and pre-test taken by the learner model above on conversations between the paper's 7B "
-                "models, beside the two people's ratings (their mean over the 8 rubrics, 1–5):", "",
-                markdown_table(["teacher = learner", "conversations", "Learning Gain (%)", "Detail Gain (%)",
-                                "Step Recall post (%)", "people's mean"], prow), "", *[f"- {n}" for n in pnotes]]
+        out += [
+            "",
+            f"**The paper's conversations** (the human study's development split, {args.paper_scores}): the "
+            "post-test and pre-test taken by the learner model above on conversations between the paper's 7B "
+            "models, beside the two people's ratings (their mean over the 8 rubrics, 1–5):",
+            "",
+            markdown_table(
+                [
+                    "teacher = learner",
+                    "conversations",
+                    "Learning Gain (%)",
+                    "Detail Gain (%)",
+                    "Step Recall post (%)",
+                    "people's mean",
+                ],
+                prow,
+            ),
+            "",
+            *[f"- {n}" for n in pnotes],
+        ]
     body = "\n".join(out)
     print(body)
     if args.write_md:

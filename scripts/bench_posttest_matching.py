@@ -43,8 +43,11 @@ def headline_rows(scorers) -> list[list[str]]:
     rows = []
     for rule in P.MATCHING_RULES:
         table, _, _ = BP.headline_table(scorers, rule)
-        rows += [[rule, t, own, other, gap, sib, hard_gap, n]
-                 for t, own, other, gap, n, sib, hard_gap, _ in table if float(t) in THRESHOLDS]
+        rows += [
+            [rule, t, own, other, gap, sib, hard_gap, n]
+            for t, own, other, gap, n, sib, hard_gap, _ in table
+            if float(t) in THRESHOLDS
+        ]
     return rows
 
 
@@ -63,8 +66,12 @@ def wins_of(scorers, run: Path, check: Path, rule: str, t: float, pert: str) -> 
         orig, copy = tests.get((c.conversation_id, "original")) or c.posttest, tests.get((c.conversation_id, pert))
         if orig is None or copy is None or not (P.usable(orig.post) and P.usable(copy.post)):
             continue
-        wins.append(win(BP.recall(scorers, c.steps, orig.post.steps, t, rule),
-                        BP.recall(scorers, c.steps, copy.post.steps, t, rule)))
+        wins.append(
+            win(
+                BP.recall(scorers, c.steps, orig.post.steps, t, rule),
+                BP.recall(scorers, c.steps, copy.post.steps, t, rule),
+            )
+        )
     return wins
 
 
@@ -80,11 +87,15 @@ def validity_rows(scorers, run: Path, check: Path) -> list[list[str]]:
     rows = []
     for rule in P.MATCHING_RULES:
         for t in THRESHOLDS:
-            row = [rule, f"{t:.2f}"] + [accuracy_cell(wins_of(scorers, run, check, rule, t, pert))
-                                        for pert in ("skip_steps", "off_topic")]
-            gains = [BP.recall(scorers, c.steps, c.posttest.post.steps, t, rule)
-                     - BP.recall(scorers, c.steps, c.posttest.pre.steps, t, rule)
-                     for c in convs if P.usable(c.posttest.post) and P.usable(c.posttest.pre)]
+            row = [rule, f"{t:.2f}"] + [
+                accuracy_cell(wins_of(scorers, run, check, rule, t, pert)) for pert in ("skip_steps", "off_topic")
+            ]
+            gains = [
+                BP.recall(scorers, c.steps, c.posttest.post.steps, t, rule)
+                - BP.recall(scorers, c.steps, c.posttest.pre.steps, t, rule)
+                for c in convs
+                if P.usable(c.posttest.post) and P.usable(c.posttest.pre)
+            ]
             lo, hi = BP.boot_ci(gains)
             rows.append(row + [f"{BP.fmt(BP.mean(gains))} [{BP.fmt(lo)}, {BP.fmt(hi)}] (n={len(gains)})"])
     return rows
@@ -103,8 +114,9 @@ def paper_gains(scorers, paper: Path, tests_dir: Path, rule: str) -> dict[str, f
             test = posts.get(c.conversation_id)
             pre = pres.get(test.model, c.tutorial_key, test.prompt_version) if test is not None else None
             if test is not None and P.usable(test.post) and P.usable(pre):
-                out[c.conversation_id] = (BP.recall(scorers, c.steps, test.post.steps, rule=rule)
-                                          - BP.recall(scorers, c.steps, pre.steps, rule=rule))  # type: ignore[union-attr]
+                out[c.conversation_id] = BP.recall(scorers, c.steps, test.post.steps, rule=rule) - BP.recall(
+                    scorers, c.steps, pre.steps, rule=rule
+                )  # type: ignore[union-attr]
     return out
 
 
@@ -133,9 +145,17 @@ def paper_rows(scorers, paper: Path, tests_dir: Path, align_dir: Path) -> list[l
         diffs = boots - np.array([r_of(base, p) for p in picks])
         lo, hi = np.nanpercentile(boots, [2.5, 97.5])
         dlo, dhi = np.nanpercentile(diffs, [2.5, 97.5])
-        rows.append([rule, str(len(ids)), BP.fmt(float(x.mean())), f"{r_of(x, np.arange(len(ids))):.2f} [{lo:.2f}, {hi:.2f}]",
-                     "–" if rule == "assign" else f"{r_of(x, np.arange(len(ids))) - r_of(base, np.arange(len(ids))):+.2f} "
-                     f"[{dlo:+.2f}, {dhi:+.2f}]"])
+        rows.append(
+            [
+                rule,
+                str(len(ids)),
+                BP.fmt(float(x.mean())),
+                f"{r_of(x, np.arange(len(ids))):.2f} [{lo:.2f}, {hi:.2f}]",
+                "–"
+                if rule == "assign"
+                else f"{r_of(x, np.arange(len(ids))) - r_of(base, np.arange(len(ids))):+.2f} [{dlo:+.2f}, {dhi:+.2f}]",
+            ]
+        )
     return rows
 
 
@@ -143,8 +163,13 @@ def main() -> None:
     from wikihowagent.evaluation.metrics import Scorers
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--validity", action="append", default=[], metavar="RUN=CHECK",
-                    help="a run directory and its `judge-check --posttest-learner` output (repeatable)")
+    ap.add_argument(
+        "--validity",
+        action="append",
+        default=[],
+        metavar="RUN=CHECK",
+        help="a run directory and its `judge-check --posttest-learner` output (repeatable)",
+    )
     ap.add_argument("--paper", type=Path, help="the human study's run files (a directory of *.json)")
     ap.add_argument("--paper-tests", type=Path, help="`evaluate --posttest-learner` output on --paper")
     ap.add_argument("--paper-align", type=Path, help="`align` output of the human study (paired_scores.csv)")
@@ -152,32 +177,68 @@ def main() -> None:
     ap.add_argument("--write-md", action="store_true", help="write the 'post-test: matching' section of BENCHMARKS.md")
     args = ap.parse_args()
     scorers = Scorers("default", [P.STEP_RECALL])
-    out = [args.note, "",
-           f"**Model-free** (the 22 bundled tutorials; a terse perfect recall = each step's first sentence; the code "
-           f"uses rule {P.MATCHING!r} at {P.THRESHOLD:.2f}):", "",
-           markdown_table(["rule", "threshold", "recall own (%)", "recall another article (%)", "gap (pp)",
-                           "recall same article's other method (%)", "gap to it (pp)", "tutorials"],
-                          headline_rows(scorers))]
+    out = [
+        args.note,
+        "",
+        f"**Model-free** (the 22 bundled tutorials; a terse perfect recall = each step's first sentence; the code "
+        f"uses rule {P.MATCHING!r} at {P.THRESHOLD:.2f}):",
+        "",
+        markdown_table(
+            [
+                "rule",
+                "threshold",
+                "recall own (%)",
+                "recall another article (%)",
+                "gap (pp)",
+                "recall same article's other method (%)",
+                "gap to it (pp)",
+                "tutorials",
+            ],
+            headline_rows(scorers),
+        ),
+    ]
     pairs = [(Path(run), Path(check)) for run, _, check in (s.partition("=") for s in args.validity)]
     for run, check in pairs:
-        out += ["", f"**Validity** ({check}: the post-tests of {run}'s originals and perturbed copies, rescored; "
-                "accuracy = share of pairs where the original's Step Recall is higher, ties half, 95 % bootstrap CI) "
-                "and the run's own Learning Gain (its records' post- and pre-tests):", "",
-                markdown_table(["rule", "threshold", "skip_steps", "off_topic", "Learning Gain (%)"],
-                               validity_rows(scorers, run, check))]
+        out += [
+            "",
+            f"**Validity** ({check}: the post-tests of {run}'s originals and perturbed copies, rescored; "
+            "accuracy = share of pairs where the original's Step Recall is higher, ties half, 95 % bootstrap CI) "
+            "and the run's own Learning Gain (its records' post- and pre-tests):",
+            "",
+            markdown_table(
+                ["rule", "threshold", "skip_steps", "off_topic", "Learning Gain (%)"],
+                validity_rows(scorers, run, check),
+            ),
+        ]
     if len(pairs) >= 2:
-        pooled = [[rule, f"{P.THRESHOLD:.2f}"] + [accuracy_cell([w for run, check in pairs
-                                                                 for w in wins_of(scorers, run, check, rule, P.THRESHOLD, pert)])
-                                                  for pert in ("skip_steps", "off_topic")]
-                  for rule in P.MATCHING_RULES]
-        out += ["", f"**Validity, all {len(pairs)} runs pooled** (the code's threshold):", "",
-                markdown_table(["rule", "threshold", "skip_steps", "off_topic"], pooled)]
+        pooled = [
+            [rule, f"{P.THRESHOLD:.2f}"]
+            + [
+                accuracy_cell(
+                    [w for run, check in pairs for w in wins_of(scorers, run, check, rule, P.THRESHOLD, pert)]
+                )
+                for pert in ("skip_steps", "off_topic")
+            ]
+            for rule in P.MATCHING_RULES
+        ]
+        out += [
+            "",
+            f"**Validity, all {len(pairs)} runs pooled** (the code's threshold):",
+            "",
+            markdown_table(["rule", "threshold", "skip_steps", "off_topic"], pooled),
+        ]
     if args.paper and args.paper_tests and args.paper_align:
-        out += ["", f"**The human yardstick** (the paper's conversations, {args.paper_tests}: Learning Gain at "
-                f"{P.THRESHOLD:.2f} vs the people's Overall, the mean of their rubrics; Pearson r, 95 % bootstrap CI "
-                "over conversations; Δr = the rule's r − assign's on the same resamples):", "",
-                markdown_table(["rule", "conversations", "Learning Gain (%)", "r with people's Overall", "Δr vs assign"],
-                               paper_rows(scorers, args.paper, args.paper_tests, args.paper_align))]
+        out += [
+            "",
+            f"**The human yardstick** (the paper's conversations, {args.paper_tests}: Learning Gain at "
+            f"{P.THRESHOLD:.2f} vs the people's Overall, the mean of their rubrics; Pearson r, 95 % bootstrap CI "
+            "over conversations; Δr = the rule's r − assign's on the same resamples):",
+            "",
+            markdown_table(
+                ["rule", "conversations", "Learning Gain (%)", "r with people's Overall", "Δr vs assign"],
+                paper_rows(scorers, args.paper, args.paper_tests, args.paper_align),
+            ),
+        ]
     body = "\n".join(out)
     print(body)
     if args.write_md:

@@ -70,10 +70,16 @@ def wording_rows(scored: dict[str, tuple]) -> list[list[str]]:
             xs = [v[m] for v in metrics.values() if v.get(m) is not None]
             lo, hi = BP.boot_ci(xs)
             row.append(f"{BP.fmt(BP.mean(xs))} [{BP.fmt(lo)}, {BP.fmt(hi)}] (n={len(xs)})")
-        pre = [v[P.STEP_RECALL] - v[P.LEARNING_GAIN] for v in metrics.values()
-               if v.get(P.STEP_RECALL) is not None and v.get(P.LEARNING_GAIN) is not None]
-        row += [BP.fmt(BP.mean(pre)), BP.fmt(abstained_share(posts)) if posts else "–",
-                BP.fmt(abstained_share(pres)) if pres else "–"]
+        pre = [
+            v[P.STEP_RECALL] - v[P.LEARNING_GAIN]
+            for v in metrics.values()
+            if v.get(P.STEP_RECALL) is not None and v.get(P.LEARNING_GAIN) is not None
+        ]
+        row += [
+            BP.fmt(BP.mean(pre)),
+            BP.fmt(abstained_share(posts)) if posts else "–",
+            BP.fmt(abstained_share(pres)) if pres else "–",
+        ]
         rows.append(row)
     return rows
 
@@ -89,8 +95,15 @@ def paired_rows(scored: dict[str, tuple]) -> list[list[str]]:
             diffs = [a[c][m] - b[c][m] for c in a if c in b and a[c].get(m) is not None and b[c].get(m) is not None]
             lo, hi = BP.boot_ci(diffs)
             p = wilcoxon(diffs).pvalue if len(diffs) >= 2 and any(diffs) else math.nan
-            rows.append([f"{other} − {labels[0]}", m, str(len(diffs)), f"{BP.fmt(BP.mean(diffs))} [{BP.fmt(lo)}, "
-                         f"{BP.fmt(hi)}]", "–" if p != p else f"{p:.3f}"])
+            rows.append(
+                [
+                    f"{other} − {labels[0]}",
+                    m,
+                    str(len(diffs)),
+                    f"{BP.fmt(BP.mean(diffs))} [{BP.fmt(lo)}, {BP.fmt(hi)}]",
+                    "–" if p != p else f"{p:.3f}",
+                ]
+            )
     return rows
 
 
@@ -99,37 +112,83 @@ def validity_rows(path: Path) -> list[list[str]]:
     from wikihowagent.runs import POSTTEST_VALIDITY_CSV
 
     t = read_people_frame(path / POSTTEST_VALIDITY_CSV)
-    return [base + [BP.fmt(r.abstained_original), BP.fmt(r.abstained_perturbed)]
-            for base, r in zip(BP.validity_rows(path), t.itertuples(), strict=False)]
+    return [
+        base + [BP.fmt(r.abstained_original), BP.fmt(r.abstained_perturbed)]
+        for base, r in zip(BP.validity_rows(path), t.itertuples(), strict=False)
+    ]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--validity", action="append", default=[], metavar="LABEL=DIR",
-                    help="a `judge-check --posttest-learner` output directory of one wording (repeatable)")
-    ap.add_argument("--scores", action="append", default=[], metavar="LABEL=DIR",
-                    help="an `evaluate --posttest-learner` output directory of one wording (repeatable; the first "
-                         "is the baseline of the paired table)")
+    ap.add_argument(
+        "--validity",
+        action="append",
+        default=[],
+        metavar="LABEL=DIR",
+        help="a `judge-check --posttest-learner` output directory of one wording (repeatable)",
+    )
+    ap.add_argument(
+        "--scores",
+        action="append",
+        default=[],
+        metavar="LABEL=DIR",
+        help="an `evaluate --posttest-learner` output directory of one wording (repeatable; the first "
+        "is the baseline of the paired table)",
+    )
     ap.add_argument("--note", default="", help="a line on how the runs were made (settings, machine)")
     ap.add_argument("--write-md", action="store_true", help="write the 'post-test: wording' section of BENCHMARKS.md")
     args = ap.parse_args()
     out = [args.note]
     for label, vdir in labelled(args.validity):
-        out += ["", f"**Validity, wording {label}** (`judge-check --posttest-learner`, {vdir}): share of pairs where "
-                "the original's post-test Step Recall is higher than the perturbed copy's (ties count half); "
-                "abstained = share of the answers' lines saying \"not taught\":", "",
-                markdown_table(["perturbation", "pairs", "accuracy [95 % CI]", "lower", "ties", "recall original (%)",
-                                "recall perturbed (%)", "not scored", "judge accuracy", "abstained original (%)",
-                                "abstained perturbed (%)"], validity_rows(vdir))]
+        out += [
+            "",
+            f"**Validity, wording {label}** (`judge-check --posttest-learner`, {vdir}): share of pairs where "
+            "the original's post-test Step Recall is higher than the perturbed copy's (ties count half); "
+            'abstained = share of the answers\' lines saying "not taught":',
+            "",
+            markdown_table(
+                [
+                    "perturbation",
+                    "pairs",
+                    "accuracy [95 % CI]",
+                    "lower",
+                    "ties",
+                    "recall original (%)",
+                    "recall perturbed (%)",
+                    "not scored",
+                    "judge accuracy",
+                    "abstained original (%)",
+                    "abstained perturbed (%)",
+                ],
+                validity_rows(vdir),
+            ),
+        ]
     scored = {label: scores_of(d) for label, d in labelled(args.scores)}
     if scored:
-        out += ["", "**Learning per wording** (the same conversations; mean, 95 % bootstrap CI over conversations; "
-                "abstained = share of answer lines saying \"not taught\" / \"don't know\"):", "",
-                markdown_table(["wording", "conversations", *(f"{m} (%)" for m in METRICS), "Step Recall pre (%)",
-                                "abstained post (%)", "abstained pre (%)"], wording_rows(scored))]
+        out += [
+            "",
+            "**Learning per wording** (the same conversations; mean, 95 % bootstrap CI over conversations; "
+            'abstained = share of answer lines saying "not taught" / "don\'t know"):',
+            "",
+            markdown_table(
+                [
+                    "wording",
+                    "conversations",
+                    *(f"{m} (%)" for m in METRICS),
+                    "Step Recall pre (%)",
+                    "abstained post (%)",
+                    "abstained pre (%)",
+                ],
+                wording_rows(scored),
+            ),
+        ]
     if len(scored) >= 2:
-        out += ["", "**Wordings paired by conversation** (difference in pp, 95 % bootstrap CI, Wilcoxon p):", "",
-                markdown_table(["wordings", "metric", "conversations", "difference (pp)", "p"], paired_rows(scored))]
+        out += [
+            "",
+            "**Wordings paired by conversation** (difference in pp, 95 % bootstrap CI, Wilcoxon p):",
+            "",
+            markdown_table(["wordings", "metric", "conversations", "difference (pp)", "p"], paired_rows(scored)),
+        ]
     body = "\n".join(out)
     print(body)
     if args.write_md:

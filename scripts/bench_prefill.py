@@ -40,10 +40,10 @@ def prompt(tokens: int) -> str:
 
 
 def read_once(url: str, text: str) -> float:
-    body = {"messages": [{"role": "user", "content": text}], "max_tokens": 1, "temperature": 0,
-            "cache_prompt": False}
-    req = urllib.request.Request(url + "/v1/chat/completions", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"})
+    body = {"messages": [{"role": "user", "content": text}], "max_tokens": 1, "temperature": 0, "cache_prompt": False}
+    req = urllib.request.Request(
+        url + "/v1/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(req, timeout=600) as resp:
         out = json.loads(resp.read())
     return float(out["timings"]["prompt_per_second"]), int(out["timings"]["prompt_n"])
@@ -74,14 +74,23 @@ def main() -> None:
                 print(f"round {r + 1} n_batch {v}: {n_tokens} prompt tokens at {tps:.1f} tok/s", flush=True)
             shutdown_local_servers()
     base = statistics.median(speeds[max(values)])
-    rows = [f"| {v} | {len(speeds[v])} | {statistics.median(speeds[v]):.1f} | {min(speeds[v]):.1f}–{max(speeds[v]):.1f} "
-            f"| {statistics.median(speeds[v]) / base:.2f} |" for v in values]
-    md = "\n".join([
-        f"Prompt reading speed of the embedded model (Qwen2.5-Coder-1.5B Q4_K_M, 2 threads) per `local.n_batch`, "
-        f"one prompt of {n_tokens} tokens read without prompt cache, {args.reps} reads per server start, "
-        f"values interleaved over {args.rounds} rounds on the shared 2-core machine ({time.strftime('%Y-%m-%d')}). "
-        "Script: `scripts/bench_prefill.py`.", "",
-        "| n_batch | n | median tok/s | range | vs largest |", "|---|---|---|---|---|", *rows])
+    rows = [
+        f"| {v} | {len(speeds[v])} | {statistics.median(speeds[v]):.1f} | {min(speeds[v]):.1f}–{max(speeds[v]):.1f} "
+        f"| {statistics.median(speeds[v]) / base:.2f} |"
+        for v in values
+    ]
+    md = "\n".join(
+        [
+            f"Prompt reading speed of the embedded model (Qwen2.5-Coder-1.5B Q4_K_M, 2 threads) per `local.n_batch`, "
+            f"one prompt of {n_tokens} tokens read without prompt cache, {args.reps} reads per server start, "
+            f"values interleaved over {args.rounds} rounds on the shared 2-core machine ({time.strftime('%Y-%m-%d')}). "
+            "Script: `scripts/bench_prefill.py`.",
+            "",
+            "| n_batch | n | median tok/s | range | vs largest |",
+            "|---|---|---|---|---|",
+            *rows,
+        ]
+    )
     print(md)
     if args.write_md:
         from benchmarks_md import write_section

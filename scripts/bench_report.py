@@ -42,13 +42,22 @@ def browser_times(site: Path, repeats: int = 3) -> dict[str, float]:
             page.goto((site / "index.html").as_uri(), wait_until="commit")
             page.wait_for_selector("#conv-table tbody tr")
             out["table"].append(page.evaluate("performance.now()") / 1000)
-            out["filter"].append(page.evaluate("""() => {
+            out["filter"].append(
+                page.evaluate("""() => {
                 const s = document.getElementById('f-status'); s.value = '0';
-                const t = performance.now(); s.dispatchEvent(new Event('change')); return performance.now() - t; }""") / 1000)
+                const t = performance.now(); s.dispatchEvent(new Event('change')); return performance.now() - t; }""")
+                / 1000
+            )
             heads = page.eval_on_selector_all("#conv-table thead th", "ths => ths.map(t => t.textContent)")
-            out["sort"].append(page.evaluate("""i => {
+            out["sort"].append(
+                page.evaluate(
+                    """i => {
                 const th = document.querySelectorAll('#conv-table thead th')[i];
-                const t = performance.now(); th.click(); return performance.now() - t; }""", heads.index("Clarity")) / 1000)
+                const t = performance.now(); th.click(); return performance.now() - t; }""",
+                    heads.index("Clarity"),
+                )
+                / 1000
+            )
             href = page.locator("#conv-table tbody tr >> nth=0").locator("a").get_attribute("href")
             page.goto((site / "conversation.html").as_uri() + "#" + href.split("#", 1)[1], wait_until="commit")
             page.wait_for_selector(".turn")
@@ -66,8 +75,12 @@ class Phases:
         import wikihowagent.report.core as core
 
         self.t: dict[str, float] = {}
-        for name, label in (("load_inputs", "read"), ("_write_chunks", "chunks"), ("_write_index_data", "table data"),
-                            ("_write_figures", "figures + tables")):
+        for name, label in (
+            ("load_inputs", "read"),
+            ("_write_chunks", "chunks"),
+            ("_write_index_data", "table data"),
+            ("_write_figures", "figures + tables"),
+        ):
             setattr(core, name, self._timed(getattr(core, name), label))
 
     def _timed(self, fn, label):
@@ -77,6 +90,7 @@ class Phases:
                 return fn(*a, **kw)
             finally:
                 self.t[label] = self.t.get(label, 0.0) + time.perf_counter() - t0
+
         return wrapper
 
 
@@ -95,8 +109,15 @@ def main() -> None:
         per_run = args.n // args.runs
         t0 = time.perf_counter()
         for r in range(args.runs):
-            make_run(tmp / "sweep", f"T-model{r}_L-model{r}", per_run, teacher=f"model{r}", seed=r, tutorials=per_run,
-                     bias=0.2 * r - 0.4)
+            make_run(
+                tmp / "sweep",
+                f"T-model{r}_L-model{r}",
+                per_run,
+                teacher=f"model{r}",
+                seed=r,
+                tutorials=per_run,
+                bias=0.2 * r - 0.4,
+            )
         t_data = time.perf_counter() - t0
         input_mb = sum(p.stat().st_size for p in (tmp / "sweep").rglob("*.jsonl")) / 1e6
         phases = Phases()
@@ -106,8 +127,12 @@ def main() -> None:
         split = ", ".join(f"{k} {v:.1f} s" for k, v in phases.t.items())
         phases.t.clear()
         t0 = time.perf_counter()
-        subprocess.run([sys.executable, "-m", "wikihowagent.cli", "report", str(tmp / "sweep"), "--out",
-                        str(tmp / "site-cli")], check=True, cwd=ROOT, capture_output=True)
+        subprocess.run(
+            [sys.executable, "-m", "wikihowagent.cli", "report", str(tmp / "sweep"), "--out", str(tmp / "site-cli")],
+            check=True,
+            cwd=ROOT,
+            capture_output=True,
+        )
         t_cli = time.perf_counter() - t0
         files, size = dir_size(res.out)
         index_mb = (res.out / "data" / "index.js").stat().st_size / 1e6
@@ -131,10 +156,10 @@ the page.
 | build, in-process | {t_build:.1f} s ({split}) | – | – |
 | `wikihowagent report` end to end (fresh process, imports included) | {t_cli:.1f} s | – | – |
 | site size | {size / 1e6:.1f} MB in {files} files (table data {index_mb:.1f} MB, largest conversation chunk {chunk_kb:.0f} kB) | {small.bytes / 1e6:.1f} MB | {size / small.bytes:.0f}x |
-| time until the table shows | {tb['table']:.2f} s | {ts['table']:.2f} s | {tb['table'] / ts['table']:.1f}x |
-| filter by status (all rows) | {tb['filter'] * 1000:.1f} ms | {ts['filter'] * 1000:.1f} ms | {tb['filter'] / ts['filter']:.1f}x |
-| sort by a metric (all rows) | {tb['sort'] * 1000:.1f} ms | {ts['sort'] * 1000:.1f} ms | {tb['sort'] / ts['sort']:.1f}x |
-| open a conversation page (one {chunk_kb:.0f} kB chunk) | {tb['conversation'] * 1000:.0f} ms | {ts['conversation'] * 1000:.0f} ms | {tb['conversation'] / ts['conversation']:.1f}x |
+| time until the table shows | {tb["table"]:.2f} s | {ts["table"]:.2f} s | {tb["table"] / ts["table"]:.1f}x |
+| filter by status (all rows) | {tb["filter"] * 1000:.1f} ms | {ts["filter"] * 1000:.1f} ms | {tb["filter"] / ts["filter"]:.1f}x |
+| sort by a metric (all rows) | {tb["sort"] * 1000:.1f} ms | {ts["sort"] * 1000:.1f} ms | {tb["sort"] / ts["sort"]:.1f}x |
+| open a conversation page (one {chunk_kb:.0f} kB chunk) | {tb["conversation"] * 1000:.0f} ms | {ts["conversation"] * 1000:.0f} ms | {tb["conversation"] / ts["conversation"]:.1f}x |
 
 The table renders 100 rows a page, so its cost grows with the rows filtered and sorted in JavaScript, not with
 the DOM; conversation text stays in chunks of 250 loaded on demand."""

@@ -37,10 +37,22 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 def serve(port_file: str, latency: float) -> None:
     events: list[tuple[float, int]] = []  # (monotonic time, +1 / -1)
-    reply = json.dumps({"id": "x", "object": "chat.completion", "created": 0, "model": "bench",
-                        "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": "Step done. Next step please."}}],
-                        "usage": {"prompt_tokens": 50, "completion_tokens": 6, "total_tokens": 56}}).encode()
+    reply = json.dumps(
+        {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "bench",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": "Step done. Next step please."},
+                }
+            ],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 6, "total_tokens": 56},
+        }
+    ).encode()
     models = json.dumps({"object": "list", "data": [{"id": "bench", "object": "model"}]}).encode()
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -65,8 +77,12 @@ def serve(port_file: str, latency: float) -> None:
                     events.clear() if "reset" in path else None
                 else:
                     body = models
-                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
-                             + str(len(body)).encode() + b"\r\n\r\n" + body)
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                    + str(len(body)).encode()
+                    + b"\r\n\r\n"
+                    + body
+                )
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
@@ -123,9 +139,18 @@ def mean_in_flight(events: list[tuple[float, int]], start: float, end: float) ->
 def tutorials(n: int, steps: int = 4):
     from wikihowagent.records import Tutorial
 
-    return [Tutorial(tutorial_id=f"t{i:06d}", doc_id=i, method_id=0, source_tutorial_path="bench", title=f"How to {i}",
-                     method_title=f"Method {i}", steps=[f"Do part {k} of task {i} carefully." for k in range(steps)])
-            for i in range(n)]
+    return [
+        Tutorial(
+            tutorial_id=f"t{i:06d}",
+            doc_id=i,
+            method_id=0,
+            source_tutorial_path="bench",
+            title=f"How to {i}",
+            method_title=f"Method {i}",
+            steps=[f"Do part {k} of task {i} carefully." for k in range(steps)],
+        )
+        for i in range(n)
+    ]
 
 
 def run_in_process(n: int, concurrency: int, latency: float) -> dict[str, float]:
@@ -163,15 +188,37 @@ def run_in_process(n: int, concurrency: int, latency: float) -> dict[str, float]
     stats = RunStats(total=n)
     with tempfile.TemporaryDirectory() as tmp:
         cpu0, t0 = time.process_time(), time.monotonic()
-        asyncio.run(run_conversations(tutorials(n), model, model, load_prompts(), WorkflowOptions(),
-                                      Path(tmp) / "c.jsonl", run_name="bench", teacher="m", learner="m",
-                                      concurrency=concurrency, stats=stats))
+        asyncio.run(
+            run_conversations(
+                tutorials(n),
+                model,
+                model,
+                load_prompts(),
+                WorkflowOptions(),
+                Path(tmp) / "c.jsonl",
+                run_name="bench",
+                teacher="m",
+                learner="m",
+                concurrency=concurrency,
+                stats=stats,
+            )
+        )
         cpu, wall = time.process_time() - cpu0, time.monotonic() - t0
     assert stats.failed == 0, stats.errors[:3]
-    return {"tutorials": n, "concurrency": concurrency, "requests": model.calls, "wall_s": wall, "cpu_s": cpu,
-            "cpu_ms_per_message": 1000 * cpu / model.calls, "utilisation": float("nan"), "tail_s": float("nan"),
-            "tail_utilisation": float("nan"), "steady_s": float("nan"),
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "load_1min": os.getloadavg()[0]}
+    return {
+        "tutorials": n,
+        "concurrency": concurrency,
+        "requests": model.calls,
+        "wall_s": wall,
+        "cpu_s": cpu,
+        "cpu_ms_per_message": 1000 * cpu / model.calls,
+        "utilisation": float("nan"),
+        "tail_s": float("nan"),
+        "tail_utilisation": float("nan"),
+        "steady_s": float("nan"),
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "load_1min": os.getloadavg()[0],
+    }
 
 
 def run_client(base_url: str, n: int, concurrency: int, pooled: bool) -> dict[str, float]:
@@ -184,8 +231,9 @@ def run_client(base_url: str, n: int, concurrency: int, pooled: bool) -> dict[st
 
     cfg = load_config(None, {"model": {"max_retries": 0, "timeout_s": 120}})
     if pooled:
-        model = make_pooled_chat_model(resolve_spec("openai:bench"), cfg.model, cfg.local, [base_url],
-                                       pool_settings=cfg.replicas)
+        model = make_pooled_chat_model(
+            resolve_spec("openai:bench"), cfg.model, cfg.local, [base_url], pool_settings=cfg.replicas
+        )
     else:
         model = make_chat_model("openai:bench", cfg.model, cfg.local, base_url=base_url)
     tuts = tutorials(n)
@@ -198,9 +246,22 @@ def run_client(base_url: str, n: int, concurrency: int, pooled: bool) -> dict[st
     server_events(base_url, reset=True)
     with tempfile.TemporaryDirectory() as tmp:
         cpu0, t0 = time.process_time(), time.monotonic()
-        asyncio.run(run_conversations(tuts, model, model, load_prompts(), WorkflowOptions(), Path(tmp) / "c.jsonl",
-                                      run_name="bench", teacher="openai:bench", learner="openai:bench",
-                                      concurrency=concurrency, on_done=on_done, stats=stats))
+        asyncio.run(
+            run_conversations(
+                tuts,
+                model,
+                model,
+                load_prompts(),
+                WorkflowOptions(),
+                Path(tmp) / "c.jsonl",
+                run_name="bench",
+                teacher="openai:bench",
+                learner="openai:bench",
+                concurrency=concurrency,
+                on_done=on_done,
+                stats=stats,
+            )
+        )
         cpu, wall, t_end = time.process_time() - cpu0, time.monotonic() - t0, time.monotonic()
     assert stats.failed == 0, stats.errors[:3]
     events = server_events(base_url)
@@ -209,11 +270,17 @@ def run_client(base_url: str, n: int, concurrency: int, pooled: bool) -> dict[st
     # the last conversation starts when the (n - concurrency)-th one finishes; after that, the tail
     steady_end = finished[n - concurrency - 1] if n > concurrency else first
     return {
-        "tutorials": n, "concurrency": concurrency, "requests": requests, "wall_s": wall, "cpu_s": cpu,
+        "tutorials": n,
+        "concurrency": concurrency,
+        "requests": requests,
+        "wall_s": wall,
+        "cpu_s": cpu,
         "cpu_ms_per_message": 1000 * cpu / requests,
         "utilisation": mean_in_flight(events, first, steady_end) / concurrency,
-        "tail_s": t_end - steady_end, "tail_utilisation": mean_in_flight(events, steady_end, t_end) / concurrency,
-        "steady_s": steady_end - first, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "tail_s": t_end - steady_end,
+        "tail_utilisation": mean_in_flight(events, steady_end, t_end) / concurrency,
+        "steady_s": steady_end - first,
+        "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "load_1min": os.getloadavg()[0],
     }
 
@@ -222,8 +289,12 @@ def run_client(base_url: str, n: int, concurrency: int, pooled: bool) -> dict[st
 # openai SDK + httpx, 8 clients per endpoint, LangChain's ainvoke, two graph supersteps per message);
 # sdk: this code with the SDK transport (WIKIHOWAGENT_OPENAI_TRANSPORT=sdk), to split the gain;
 # after: what `generate` does now (LeanChatOpenAI over aiohttp + direct calls).
-VARIANTS = {"before": [], "sdk": ["--transport", "sdk"], "after": ["--transport", "lean"],
-            "after, no HTTP": ["--in-process"]}
+VARIANTS = {
+    "before": [],
+    "sdk": ["--transport", "sdk"],
+    "after": ["--transport", "lean"],
+    "after, no HTTP": ["--in-process"],
+}
 ORDER = {"before": 0, "plain": 0, "sdk": 1, "after": 2, "after, no HTTP": 3}
 
 
@@ -234,14 +305,22 @@ def main() -> None:
     ap.add_argument("--write-md", action="store_true")
     ap.add_argument("--quick", action="store_true", help="small sizes (a smoke run; not for BENCHMARKS.md)")
     ap.add_argument("--plain", action="store_true", help="the chat client without the replica pool (before)")
-    ap.add_argument("--transport", choices=["lean", "sdk"], default="lean",
-                    help="the chat-completion transport (WIKIHOWAGENT_OPENAI_TRANSPORT)")
+    ap.add_argument(
+        "--transport",
+        choices=["lean", "sdk"],
+        default="lean",
+        help="the chat-completion transport (WIKIHOWAGENT_OPENAI_TRANSPORT)",
+    )
     ap.add_argument("--only", choices=["64", "256"])
     ap.add_argument("--in-process", action="store_true", help="with --only: an in-process model, no HTTP")
     ap.add_argument("--tutorials", type=int, help="tutorials for the --only size (default: 300 at 64, 2,000 at 256)")
     ap.add_argument("--results", nargs="*", help="write BENCHMARKS.md from these JSON results (variant key set)")
-    ap.add_argument("--before-root", type=Path, help="a checkout of the code before the change: its bench_scale.py "
-                    "gives the 'before' rows (without it: no 'before' rows)")
+    ap.add_argument(
+        "--before-root",
+        type=Path,
+        help="a checkout of the code before the change: its bench_scale.py "
+        "gives the 'before' rows (without it: no 'before' rows)",
+    )
     args = ap.parse_args()
     if args.serve:
         serve(args.serve, args.latency)
@@ -276,8 +355,9 @@ def main() -> None:
                 if variant == "after, no HTTP":  # CPU per message only: fewer tutorials do
                     argv += ["--tutorials", str(min(n, 300))]
                 argv += ["--quick"] * args.quick
-                out = subprocess.run(argv, capture_output=True, text=True, check=True,
-                                     cwd=Path(script).resolve().parent.parent).stdout
+                out = subprocess.run(
+                    argv, capture_output=True, text=True, check=True, cwd=Path(script).resolve().parent.parent
+                ).stdout
                 r = json.loads(out.strip().splitlines()[-1])
                 results.append(r | {"variant": variant, "load_1min": r.get("load_1min", os.getloadavg()[0])})
                 print(json.dumps(results[-1]), flush=True)
@@ -287,29 +367,36 @@ def main() -> None:
         def row(r: dict) -> str:
             util = "–" if r["utilisation"] != r["utilisation"] else f"{r['utilisation']:.3f}"
             tail = "–" if r["tail_s"] != r["tail_s"] else f"{r['tail_s']:.0f} s at {r['tail_utilisation']:.2f}"
-            return (f"| {r['variant']} | {r['concurrency']} | {r['tutorials']:,} | {r['requests']:,} | "
-                    f"{r['cpu_ms_per_message']:.2f} | {util} | {tail} | {r['peak_rss_mb']:.0f} MB | "
-                    f"{r.get('load_1min', float('nan')):.1f} |")
+            return (
+                f"| {r['variant']} | {r['concurrency']} | {r['tutorials']:,} | {r['requests']:,} | "
+                f"{r['cpu_ms_per_message']:.2f} | {util} | {tail} | {r['peak_rss_mb']:.0f} MB | "
+                f"{r.get('load_1min', float('nan')):.1f} |"
+            )
 
         ordered = sorted(results, key=lambda r: (r["concurrency"], ORDER.get(r["variant"], 9)))
         rows = "\n".join(row(r) for r in ordered)
         goal = [r for r in ordered if r["variant"] == "after" and r["concurrency"] == 256]
         if goal:
             g = goal[0]
-            rows += (f"\n\nIssue 11's goal (<= 2 ms of client CPU per message; >= 0.95 of 256 slots busy over >= 2,000 "
-                     f"tutorials): {g['cpu_ms_per_message']:.2f} ms ({'met' if g['cpu_ms_per_message'] <= 2 else 'not met'}), "
-                     f"{g['utilisation']:.3f} of the slots over {g['tutorials']:,} tutorials "
-                     f"({'met' if g['utilisation'] >= 0.95 else 'not met'}) at load {g.get('load_1min', float('nan')):.1f}.")
+            rows += (
+                f"\n\nIssue 11's goal (<= 2 ms of client CPU per message; >= 0.95 of 256 slots busy over >= 2,000 "
+                f"tutorials): {g['cpu_ms_per_message']:.2f} ms ({'met' if g['cpu_ms_per_message'] <= 2 else 'not met'}), "
+                f"{g['utilisation']:.3f} of the slots over {g['tutorials']:,} tutorials "
+                f"({'met' if g['utilisation'] >= 0.95 else 'not met'}) at load {g.get('load_1min', float('nan')):.1f}."
+            )
         load = os.getloadavg()[0]
-        write_section("scale", SCALE_MD.format(latency=args.latency, rows=rows)
-                      + f"\nLoad average when written: {load:.1f} on {os.cpu_count()} cores (shared machine). "
-                      "Slot utilisation needs a free core: with the client starved of CPU it measures the "
-                      "machine's load, not the pipeline; client CPU per message is the robust figure. The fake "
-                      "server answers every request after exactly the same time and every conversation has the "
-                      "same 18 requests, so the conversations stay in step: the replies arrive in waves of up to "
-                      "--concurrency at once, and the last of a wave waits for the client to handle the others "
-                      "(~concurrency x the CPU per message); on a loaded machine that queueing is the idle "
-                      "share.\n")
+        write_section(
+            "scale",
+            SCALE_MD.format(latency=args.latency, rows=rows)
+            + f"\nLoad average when written: {load:.1f} on {os.cpu_count()} cores (shared machine). "
+            "Slot utilisation needs a free core: with the client starved of CPU it measures the "
+            "machine's load, not the pipeline; client CPU per message is the robust figure. The fake "
+            "server answers every request after exactly the same time and every conversation has the "
+            "same 18 requests, so the conversations stay in step: the replies arrive in waves of up to "
+            "--concurrency at once, and the last of a wave waits for the client to handle the others "
+            "(~concurrency x the CPU per message); on a loaded machine that queueing is the idle "
+            "share.\n",
+        )
 
 
 SCALE_MD = """`scripts/bench_scale.py`: `generate`'s real client path (graph, runner, fsynced JSONL, the chat clients of

@@ -27,8 +27,9 @@ def checkout(rev: str, dest: Path) -> Path:
     dest.mkdir(parents=True, exist_ok=True)
     tar = dest / "src.tar"
     with tar.open("wb") as fh:
-        subprocess.run(["git", "-C", str(ROOT), "archive", rev, "wikihowagent", "configs", "data"], stdout=fh,
-                       check=True)
+        subprocess.run(
+            ["git", "-C", str(ROOT), "archive", rev, "wikihowagent", "configs", "data"], stdout=fh, check=True
+        )
     with tarfile.open(tar) as tf:
         tf.extractall(dest, filter="data")
     return dest
@@ -39,8 +40,9 @@ def grid_file(d: Path, cells: int) -> Path:
     assert k * k == cells, "--cells must be squares (k teachers x k learners)"
     f = d / f"grid{cells}.yaml"
     models = ", ".join(f"m{i}" for i in range(k))
-    f.write_text(f"name: bench\nout: {d / f'sweep{cells}'}\nmax_tutorials: 1\ngrid: {{teachers: [{models}]}}\n",
-                 encoding="utf-8")
+    f.write_text(
+        f"name: bench\nout: {d / f'sweep{cells}'}\nmax_tutorials: 1\ngrid: {{teachers: [{models}]}}\n", encoding="utf-8"
+    )
     return f
 
 
@@ -48,8 +50,14 @@ def timed(pythonpath: Path, args: list[str], cwd: Path) -> tuple[float, float, s
     """(wall seconds, peak RSS in MB, last output line) of one command in a fresh process."""
     env = {**os.environ, "PYTHONPATH": str(pythonpath), "COLUMNS": "200"}
     t = time.perf_counter()
-    p = subprocess.Popen([sys.executable, "-m", "wikihowagent", *args], env=env, cwd=cwd,
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "wikihowagent", *args],
+        env=env,
+        cwd=cwd,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     out = p.stdout.read()
     _, status, usage = os.wait4(p.pid, 0)  # reaped here, with its own resource usage
     p.returncode = code = os.waitstatus_to_exitcode(status)
@@ -80,16 +88,25 @@ def main() -> None:
                 for label, path, n in (("after", ROOT, a.repeats), ("before", old, a.before_repeats)):
                     runs = [timed(path, ["sweep", cmd, str(f)], d) for _ in range(n)]
                     res[label] = runs
-                    print(f"{cells} cells {cmd} {label}: " + ", ".join(f"{w:.2f} s" for w, _, _ in runs)
-                          + f"; peak {max(r for _, r, _ in runs):.0f} MB; {runs[0][2]}", flush=True)
+                    print(
+                        f"{cells} cells {cmd} {label}: "
+                        + ", ".join(f"{w:.2f} s" for w, _, _ in runs)
+                        + f"; peak {max(r for _, r, _ in runs):.0f} MB; {runs[0][2]}",
+                        flush=True,
+                    )
                 rows.append((cells, cmd, res))
         refuse = d / "cube.yaml"
         ms = ", ".join(f"m{i}" for i in range(100))
         refuse.write_text(f"name: cube\ngrid: {{teachers: [{ms}], evaluators: [{ms}]}}\n", encoding="utf-8")
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         t = time.perf_counter()
-        p = subprocess.run([sys.executable, "-m", "wikihowagent", "sweep", "plan", str(refuse)], env=env, cwd=d,
-                           capture_output=True, text=True)
+        p = subprocess.run(
+            [sys.executable, "-m", "wikihowagent", "sweep", "plan", str(refuse)],
+            env=env,
+            cwd=d,
+            capture_output=True,
+            text=True,
+        )
         refusal = (time.perf_counter() - t, p.returncode, " ".join(p.stderr.split()))
         print(f"100x100x100 grid: exit {refusal[1]} after {refusal[0]:.2f} s: {refusal[2]}")
 
@@ -111,20 +128,27 @@ def main() -> None:
         "| --: | :-- | --: | --: | --: | --: |",
     ]
     for cells, cmd, res in rows:
-        lines.append(f"| {cells:,} | {cmd} | {spread(res['before'])} | {spread(res['after'])} | "
-                     f"{med(res['before']) / med(res['after']):.1f}x | "
-                     f"{max(r for _, r, _ in res['before']):.0f} / {max(r for _, r, _ in res['after']):.0f} |")
+        lines.append(
+            f"| {cells:,} | {cmd} | {spread(res['before'])} | {spread(res['after'])} | "
+            f"{med(res['before']) / med(res['after']):.1f}x | "
+            f"{max(r for _, r, _ in res['before']):.0f} / {max(r for _, r, _ in res['after']):.0f} |"
+        )
     by = {(c, cmd): res for c, cmd, res in rows}
     if len(a.cells) >= 2:
         c0, c1 = a.cells[0], a.cells[-1]
         for label in ("before", "after"):
-            growth = ", ".join(f"{cmd} {med(by[(c1, cmd)][label]) / med(by[(c0, cmd)][label]):.1f}x"
-                               for cmd in ("plan", "status"))
+            growth = ", ".join(
+                f"{cmd} {med(by[(c1, cmd)][label]) / med(by[(c0, cmd)][label]):.1f}x" for cmd in ("plan", "status")
+            )
             lines.append(f"\n{label}: time from {c0:,} to {c1:,} cells ({c1 / c0:.0f}x the cells): {growth}.")
-    lines.append("\nThe *after* times are mostly the process's start-up (imports, reading the tutorials), not the "
-                 "cells: the refused file below exits in about as long.")
-    lines.append(f"\nA 100 x 100 x 100 grid (1,000,000 cells): exit {refusal[1]} after {refusal[0]:.2f} s "
-                 f"(whole process): `{refusal[2]}`")
+    lines.append(
+        "\nThe *after* times are mostly the process's start-up (imports, reading the tutorials), not the "
+        "cells: the refused file below exits in about as long."
+    )
+    lines.append(
+        f"\nA 100 x 100 x 100 grid (1,000,000 cells): exit {refusal[1]} after {refusal[0]:.2f} s "
+        f"(whole process): `{refusal[2]}`"
+    )
     text = "\n".join(lines)
     print(text)
     if a.write_md:

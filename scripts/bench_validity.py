@@ -66,14 +66,27 @@ def likelihood_probe(out: Path, model, n: int = 1) -> None:
     loop = asyncio.new_event_loop()
     try:
         for t in sorted(_sets([VALIDITY_SET])["counterfactual"], key=lambda t: sum(map(len, t.steps)))[:n]:
-            def lesson(keep):
-                return transcript([x for i, s in enumerate(t.steps) if keep(i)
-                                   for x in (Turn(role="teacher", text=s), Turn(role="learner", text="OK."))])
+
+            def lesson(keep, t=t):  # this iteration's tutorial
+                return transcript(
+                    [
+                        x
+                        for i, s in enumerate(t.steps)
+                        if keep(i)
+                        for x in (Turn(role="teacher", text=s), Turn(role="learner", text="OK."))
+                    ]
+                )
+
             row = {"tutorial": t.tutorial_id, "transport": reader.transport}
             try:
-                for name, ctx in (("title", None), ("full", lesson(lambda i: True)), ("half", lesson(lambda i: i % 2 == 0))):
-                    r = loop.run_until_complete(reader.score(contexts(t.title, t.method_title, len(t.steps), ctx),
-                                                             t.steps))
+                for name, ctx in (
+                    ("title", None),
+                    ("full", lesson(lambda i: True)),
+                    ("half", lesson(lambda i: i % 2 == 0)),
+                ):
+                    r = loop.run_until_complete(
+                        reader.score(contexts(t.title, t.method_title, len(t.steps), ctx), t.steps)
+                    )
                     row[name], row[f"{name}_tokens"], row[f"{name}_s"] = r.means, r.tokens, r.latency_s
                 row["gain_full"] = likelihood_gain(row["full"], row["title"])
                 row["gain_half"] = likelihood_gain(row["half"], row["title"])
@@ -101,8 +114,12 @@ def premise(out: Path, learner: str, tutorials: list[Path], minutes: float) -> b
         print(f"likelihood probe failed: {type(exc).__name__}: {exc}")
     tester = PostTester(model, learner, cache)
     deadline = time.monotonic() + 60 * minutes
-    todo = [t for ts in _sets(tutorials).values() for t in ts
-            if cache.get(learner, t.tutorial_id, tester.prompt.version) is None]
+    todo = [
+        t
+        for ts in _sets(tutorials).values()
+        for t in ts
+        if cache.get(learner, t.tutorial_id, tester.prompt.version) is None
+    ]
     loop = asyncio.new_event_loop()
     try:
         for t in todo:
@@ -111,8 +128,9 @@ def premise(out: Path, learner: str, tutorials: list[Path], minutes: float) -> b
             loop.run_until_complete(tester.pretest(t.tutorial_id, t.title, t.method_title, len(t.steps)))
     finally:
         loop.close()
-    left = sum(cache.get(learner, t.tutorial_id, tester.prompt.version) is None
-               for ts in _sets(tutorials).values() for t in ts)
+    left = sum(
+        cache.get(learner, t.tutorial_id, tester.prompt.version) is None for ts in _sets(tutorials).values() for t in ts
+    )
     print(f"premise: {len(todo) - left} pre-tests taken now, {left} left" + ("" if left else " — done"))
     return not left
 
@@ -124,22 +142,42 @@ def lessons(tutorials: Path, out: Path) -> int:
     `evaluate` read it): the measure's own yardstick, free of how well a model teaches."""
     from wikihowagent.corpus.core import load_tutorials
     from wikihowagent.generation.core import now
-    from wikihowagent.records import (ConversationRecord, Turn, TutorialRef, conversation_lines,
-                                      make_conversation_id)
+    from wikihowagent.records import ConversationRecord, Turn, TutorialRef, conversation_lines, make_conversation_id
 
     rows = []
     for t in load_tutorials(tutorials):
-        turns = [x for k, step in enumerate(t.steps)
-                 for x in (Turn(role="teacher", text=f"Step {k + 1}: {step}", step=k),
-                           Turn(role="learner", text="OK, got it.", step=k))]
+        turns = [
+            x
+            for k, step in enumerate(t.steps)
+            for x in (
+                Turn(role="teacher", text=f"Step {k + 1}: {step}", step=k),
+                Turn(role="learner", text="OK, got it.", step=k),
+            )
+        ]
         turns.append(Turn(role="teacher", text="FINISHED", kind="finish"))
-        rows.append(ConversationRecord(
-            conversation_id=make_conversation_id(f"lessons-{tutorials.name}", t.tutorial_id), tutorial_id=t.tutorial_id,
-            doc_id=t.doc_id, method_id=t.method_id, source_tutorial_path=t.source_tutorial_path, title=t.title,
-            categories=t.categories, topic=t.topic, domain=t.domain, summary=t.summary,
-            tutorial=TutorialRef(title=t.method_title, steps=t.steps), conversation=conversation_lines(turns),
-            turns=turns, finished=True, stop_reason="finished", teacher="verbatim", learner="verbatim",
-            started_at=now(), ended_at=now()).model_dump(mode="json"))
+        rows.append(
+            ConversationRecord(
+                conversation_id=make_conversation_id(f"lessons-{tutorials.name}", t.tutorial_id),
+                tutorial_id=t.tutorial_id,
+                doc_id=t.doc_id,
+                method_id=t.method_id,
+                source_tutorial_path=t.source_tutorial_path,
+                title=t.title,
+                categories=t.categories,
+                topic=t.topic,
+                domain=t.domain,
+                summary=t.summary,
+                tutorial=TutorialRef(title=t.method_title, steps=t.steps),
+                conversation=conversation_lines(turns),
+                turns=turns,
+                finished=True,
+                stop_reason="finished",
+                teacher="verbatim",
+                learner="verbatim",
+                started_at=now(),
+                ended_at=now(),
+            ).model_dump(mode="json")
+        )
     out.parent.mkdir(parents=True, exist_ok=True)
     import json
 
@@ -179,8 +217,9 @@ def likelihood_step(runs: list[Path], out: Path, learner: str, minutes: float) -
     from wikihowagent.workflow.likelihood import LikelihoodTaker, for_chat_model
 
     out.mkdir(parents=True, exist_ok=True)
-    convs = [c for src in resolve_inputs(runs, Path(load_config(None).runs_dir))
-             for c in src.conversations(on_error=print)]
+    convs = [
+        c for src in resolve_inputs(runs, Path(load_config(None).runs_dir)) for c in src.conversations(on_error=print)
+    ]
     have = {k: v for k, v in read_likelihoods(out).items() if v[1].error is None}  # type: ignore[attr-defined]
     todo = [c for c in convs if c.conversation_id not in have]
     taker = LikelihoodTaker(for_chat_model(_learner(learner)))
@@ -193,8 +232,16 @@ def likelihood_step(runs: list[Path], out: Path, learner: str, minutes: float) -
                 if time.monotonic() > deadline:
                     break
                 lt = loop.run_until_complete(taker.take(c.tutorial_key, c.title, c.tutorial_title, c.turns, c.steps))
-                sink.write(json.dumps({"conversation_id": c.conversation_id, "tutorial": c.tutorial_key,
-                                       "likelihood": lt.model_dump(mode="json")}) + "\n")
+                sink.write(
+                    json.dumps(
+                        {
+                            "conversation_id": c.conversation_id,
+                            "tutorial": c.tutorial_key,
+                            "likelihood": lt.model_dump(mode="json"),
+                        }
+                    )
+                    + "\n"
+                )
                 sink.flush()
                 done += 1
     finally:
@@ -218,51 +265,94 @@ def premise_rows(out: Path, learner: str, tutorials: list[Path]) -> list[list[st
         got = [(t, cache.get(learner, t.tutorial_id, version)) for t in tuts]
         scored = [recall(scorers, t.steps, a.steps) for t, a in got if a is not None and P.usable(a)]
         lo, hi = boot_ci(scored)
-        rows.append([name, str(len(tuts)), str(len(scored)), f"{fmt(mean(scored))} [{fmt(lo)}, {fmt(hi)}]",
-                     fmt(mean([a.latency_s for _, a in got if a is not None]), pct=False)])
+        rows.append(
+            [
+                name,
+                str(len(tuts)),
+                str(len(scored)),
+                f"{fmt(mean(scored))} [{fmt(lo)}, {fmt(hi)}]",
+                fmt(mean([a.latency_s for _, a in got if a is not None]), pct=False),
+            ]
+        )
     return rows
 
 
 def validity_rows(path: Path) -> list[list[str]]:
     """A `judge-check --posttest-learner [--tutorials ...]` output: per tutorial set (when split) and perturbation."""
+    from bench_posttest import fmt
+
     from wikihowagent.csvcells import read_people_frame
     from wikihowagent.runs import POSTTEST_VALIDITY_CSV, POSTTEST_VALIDITY_SETS_CSV
 
-    from bench_posttest import fmt
-
     split = (path / POSTTEST_VALIDITY_SETS_CSV).exists()
     t = read_people_frame(path / (POSTTEST_VALIDITY_SETS_CSV if split else POSTTEST_VALIDITY_CSV))
-    return [[getattr(r, "tutorials", "all"), r.perturbation, str(r.n),
-             f"{r.accuracy:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]", str(r.lower), str(r.ties),
-             fmt(r.mean_recall_original), fmt(r.mean_recall_perturbed), str(r.failed)] for r in t.itertuples()]
+    return [
+        [
+            getattr(r, "tutorials", "all"),
+            r.perturbation,
+            str(r.n),
+            f"{r.accuracy:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]",
+            str(r.lower),
+            str(r.ties),
+            fmt(r.mean_recall_original),
+            fmt(r.mean_recall_perturbed),
+            str(r.failed),
+        ]
+        for r in t.itertuples()
+    ]
 
 
 def likelihood_rows(path: Path) -> tuple[list[list[str]], list[list[str]]]:
     """From a `judge-check --posttest-likelihood [--tutorials]` output: (validity rows per set and perturbation,
     a row of the originals' Likelihood Gain with a CI and the reads' cost)."""
-    from wikihowagent.csvcells import read_people_frame
-    from wikihowagent.runs import POSTTEST_LIKELIHOOD_CSV, POSTTEST_LIKELIHOOD_SETS_CSV, POSTTESTS, read_posttest_variants
-    from wikihowagent.workflow.likelihood import likelihood_gain
-
     from bench_posttest import boot_ci, mean
+
+    from wikihowagent.csvcells import read_people_frame
+    from wikihowagent.runs import (
+        POSTTEST_LIKELIHOOD_CSV,
+        POSTTEST_LIKELIHOOD_SETS_CSV,
+        POSTTESTS,
+        read_posttest_variants,
+    )
+    from wikihowagent.workflow.likelihood import likelihood_gain
 
     split = (path / POSTTEST_LIKELIHOOD_SETS_CSV).exists()
     if not (path / POSTTEST_LIKELIHOOD_CSV).exists():
         return [], []
     t = read_people_frame(path / (POSTTEST_LIKELIHOOD_SETS_CSV if split else POSTTEST_LIKELIHOOD_CSV))
-    vrows = [[getattr(r, "tutorials", "all"), r.perturbation, str(r.n),
-              f"{r.accuracy:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]", str(r.lower), str(r.ties),
-              f"{r.mean_recall_original:.3f}", f"{r.mean_recall_perturbed:.3f}", str(r.failed)] for r in t.itertuples()]
+    vrows = [
+        [
+            getattr(r, "tutorials", "all"),
+            r.perturbation,
+            str(r.n),
+            f"{r.accuracy:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]",
+            str(r.lower),
+            str(r.ties),
+            f"{r.mean_recall_original:.3f}",
+            f"{r.mean_recall_perturbed:.3f}",
+            str(r.failed),
+        ]
+        for r in t.itertuples()
+    ]
     tests = read_posttest_variants(path / POSTTESTS)
-    orig = [t.likelihood for (cid, v), t in tests.items() if v == "original" and t.likelihood is not None
-            and t.likelihood.error is None]
+    orig = [
+        t.likelihood
+        for (cid, v), t in tests.items()
+        if v == "original" and t.likelihood is not None and t.likelihood.error is None
+    ]
     gains = [g for g in (likelihood_gain(lt.post, lt.pre) for lt in orig) if g is not None]
     lo, hi = boot_ci(gains)
     allt = [t.likelihood for t in tests.values() if t.likelihood is not None and t.likelihood.error is None]
     pre_reads = [lt.pre_latency_s for lt in allt if lt.pre_latency_s > 0]
-    crow = [[str(len(gains)), f"{mean(gains):.3f} [{lo:.3f}, {hi:.3f}]",
-             f"{mean([lt.latency_s for lt in allt]):.1f}", f"{mean(pre_reads):.1f}" if pre_reads else "–",
-             f"{mean([sum(lt.post_tokens) for lt in allt]):.0f}"]]
+    crow = [
+        [
+            str(len(gains)),
+            f"{mean(gains):.3f} [{lo:.3f}, {hi:.3f}]",
+            f"{mean([lt.latency_s for lt in allt]):.1f}",
+            f"{mean(pre_reads):.1f}" if pre_reads else "–",
+            f"{mean([sum(lt.post_tokens) for lt in allt]):.0f}",
+        ]
+    ]
     return vrows, crow
 
 
@@ -271,10 +361,10 @@ def run_likelihood_rows(dirs: list[Path]) -> tuple[list[list[str]], list[list[st
     outputs sharing tutorials: A - B paired by tutorial, 95 % CI, Wilcoxon p)."""
     from itertools import combinations
 
+    from bench_posttest import boot_ci, mean
+
     from wikihowagent.stats.paired import paired_compare
     from wikihowagent.workflow.likelihood import likelihood_gain
-
-    from bench_posttest import boot_ci, mean
 
     rows, per = [], {}
     for d in dirs:
@@ -283,8 +373,15 @@ def run_likelihood_rows(dirs: list[Path]) -> tuple[list[list[str]], list[list[st
         gains = [(k, g) for k, g in gains if g is not None]
         lo, hi = boot_ci([g for _, g in gains])
         pre = [lt.pre_latency_s for _, lt in got if lt.pre_latency_s > 0]  # type: ignore[attr-defined]
-        rows.append([d.name, str(len(gains)), f"{mean([g for _, g in gains]):.3f} [{lo:.3f}, {hi:.3f}]",
-                     f"{mean([lt.latency_s for _, lt in got]):.1f}", f"{mean(pre):.1f}" if pre else "–"])  # type: ignore[attr-defined]
+        rows.append(
+            [
+                d.name,
+                str(len(gains)),
+                f"{mean([g for _, g in gains]):.3f} [{lo:.3f}, {hi:.3f}]",
+                f"{mean([lt.latency_s for _, lt in got]):.1f}",
+                f"{mean(pre):.1f}" if pre else "–",
+            ]
+        )  # type: ignore[attr-defined]
         groups: dict[str, list[float]] = {}
         for k, g in gains:
             groups.setdefault(k, []).append(g)
@@ -293,17 +390,23 @@ def run_likelihood_rows(dirs: list[Path]) -> tuple[list[list[str]], list[list[st
     for a, b in combinations(per, 2):
         r = paired_compare(per[a], per[b])
         if r.n:
-            prows.append([f"{a} − {b}", str(r.n), f"{r.diff:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]",
-                          "–" if r.p != r.p else f"{r.p:.3f}"])
+            prows.append(
+                [
+                    f"{a} − {b}",
+                    str(r.n),
+                    f"{r.diff:.3f} [{r.ci_low:.3f}, {r.ci_high:.3f}]",
+                    "–" if r.p != r.p else f"{r.p:.3f}",
+                ]
+            )
     return rows, prows
 
 
 def scores_rows(scores_dir: Path) -> list[list[str]]:
     """Post-test metrics of `evaluate --posttest-learner` score files under `scores_dir` (one row each):
     mean with a 95 % bootstrap CI over conversations."""
-    from wikihowagent.runs import SCORES, read_scores
-
     from bench_posttest import boot_ci, fmt, mean
+
+    from wikihowagent.runs import SCORES, read_scores
 
     rows = []
     for f in sorted(scores_dir.glob(f"**/{SCORES}")):
@@ -313,16 +416,22 @@ def scores_rows(scores_dir: Path) -> list[list[str]]:
             xs = [r.metrics[m] for r in recs if r.metrics.get(m) is not None]
             lo, hi = boot_ci(xs)
             cells.append(f"{fmt(mean(xs))} [{fmt(lo)}, {fmt(hi)}] (n={len(xs)})")
-        rows.append([str(f.parent.relative_to(scores_dir)) if f.parent != scores_dir else scores_dir.name,
-                     str(len(recs)), *cells])
+        rows.append(
+            [
+                str(f.parent.relative_to(scores_dir)) if f.parent != scores_dir else scores_dir.name,
+                str(len(recs)),
+                *cells,
+            ]
+        )
     return rows
 
 
 HUMAN_RUBRICS = ("Overall", "Progress", "Clarity")
 
 
-def human_rows(scores_dir: Path, align_dir: Path, metrics: list[str], likelihood: Path | None = None
-               ) -> list[list[str]]:
+def human_rows(
+    scores_dir: Path, align_dir: Path, metrics: list[str], likelihood: Path | None = None
+) -> list[list[str]]:
     """Pooled and within-tutorial r (stats.correlation.grouped_r) of each post-test metric with the people's
     ratings: `evaluate --posttest-learner` score files under scores_dir, `align` output (paired_scores.csv)."""
     from wikihowagent.csvcells import read_people_frame
@@ -330,16 +439,31 @@ def human_rows(scores_dir: Path, align_dir: Path, metrics: list[str], likelihood
     from wikihowagent.stats.correlation import grouped_r
 
     people = read_people_frame(align_dir / PAIRED_SCORES_CSV).set_index("conversation_id")
-    recs = [r for f in sorted(scores_dir.glob(f"**/{SCORES}")) for r in read_scores(f).values()
-            if r.conversation_id in people.index]
+    recs = [
+        r
+        for f in sorted(scores_dir.glob(f"**/{SCORES}"))
+        for r in read_scores(f).values()
+        if r.conversation_id in people.index
+    ]
     if likelihood is not None:  # Likelihood Gain from a `likelihood` step on the same conversations
         from wikihowagent.workflow.likelihood import likelihood_gain
 
         lik = read_likelihoods(likelihood)
-        recs = [r.model_copy(update={"metrics": {**r.metrics, P.LIKELIHOOD_GAIN: likelihood_gain(
-            lik[r.conversation_id][1].post, lik[r.conversation_id][1].pre)  # type: ignore[attr-defined]
-            if r.conversation_id in lik and lik[r.conversation_id][1].error is None else None}})  # type: ignore[attr-defined]
-            for r in recs]
+        recs = [
+            r.model_copy(
+                update={
+                    "metrics": {
+                        **r.metrics,
+                        P.LIKELIHOOD_GAIN: likelihood_gain(
+                            lik[r.conversation_id][1].post, lik[r.conversation_id][1].pre
+                        )  # type: ignore[attr-defined]
+                        if r.conversation_id in lik and lik[r.conversation_id][1].error is None
+                        else None,
+                    }
+                }
+            )  # type: ignore[attr-defined]
+            for r in recs
+        ]
         metrics = [*metrics, P.LIKELIHOOD_GAIN] if P.LIKELIHOOD_GAIN not in metrics else metrics
 
     def cell(v: float, ci: tuple[float, float]) -> str:
@@ -354,9 +478,18 @@ def human_rows(scores_dir: Path, align_dir: Path, metrics: list[str], likelihood
             xs = [r.metrics.get(metric) for r in recs]
             ys = [float(people.loc[r.conversation_id, col]) for r in recs]
             g = grouped_r(xs, ys, [r.title or "" for r in recs])
-            rows.append([metric, rubric, str(g.n), str(g.groups), cell(g.pooled, g.pooled_ci),
-                         cell(g.within, g.within_ci), "–" if g.between != g.between else f"{g.between:.2f}",
-                         cell(g.mixed_slope, g.mixed_ci)])
+            rows.append(
+                [
+                    metric,
+                    rubric,
+                    str(g.n),
+                    str(g.groups),
+                    cell(g.pooled, g.pooled_ci),
+                    cell(g.within, g.within_ci),
+                    "–" if g.between != g.between else f"{g.between:.2f}",
+                    cell(g.mixed_slope, g.mixed_ci),
+                ]
+            )
     return rows
 
 
@@ -368,11 +501,17 @@ def report(args) -> str:
 
     out = [args.note, ""] if args.note else []
     if args.premise:
-        out += ["**Premise**: the learner's title-only pre-test (what it writes before any lesson, the post-test's "
-                "wording) scored against each tutorial — on the counterfactual validity set it should know little "
-                "(goal < 20 %); on the bundled tutorials it knows much:", "",
-                markdown_table(["tutorial set", "tutorials", "answers scored", "title-only Step Recall (%) [95 % CI]",
-                                "pre-test s"], premise_rows(args.premise, args.learner, [])), ""]
+        out += [
+            "**Premise**: the learner's title-only pre-test (what it writes before any lesson, the post-test's "
+            "wording) scored against each tutorial — on the counterfactual validity set it should know little "
+            "(goal < 20 %); on the bundled tutorials it knows much:",
+            "",
+            markdown_table(
+                ["tutorial set", "tutorials", "answers scored", "title-only Step Recall (%) [95 % CI]", "pre-test s"],
+                premise_rows(args.premise, args.learner, []),
+            ),
+            "",
+        ]
         probe = args.premise / "likelihood_probe.jsonl"
         if probe.exists():
             import json
@@ -382,72 +521,192 @@ def report(args) -> str:
             def cells(xs):
                 return ", ".join("–" if x is None else f"{x:.2f}" for x in xs)
 
-            out += ["**Likelihood probe** (can the learner's server read a given text's log-probabilities? the "
-                    "shortest validity tutorial; mean log-probability per token of each step, nats; tokens per "
-                    "step; seconds per read):", "",
-                    markdown_table(["tutorial", "transport", "title only", "full lesson", "half lesson (steps 1, 3, …)",
-                                    "gain full", "gain half", "tokens (title / full / half)", "s per read"],
-                                   [[r["tutorial"], r["transport"], cells(r["title"]), cells(r["full"]), cells(r["half"]),
-                                     f"{r['gain_full']:.2f}", f"{r['gain_half']:.2f}",
-                                     f"{r['title_tokens']} / {r['full_tokens']} / {r['half_tokens']}",
-                                     f"{r['title_s']:.0f} / {r['full_s']:.0f} / {r['half_s']:.0f}"]
-                                    if "error" not in r else [r["tutorial"], r["transport"], r["error"], *["–"] * 6]
-                                    for r in rows]), ""]
+            out += [
+                "**Likelihood probe** (can the learner's server read a given text's log-probabilities? the "
+                "shortest validity tutorial; mean log-probability per token of each step, nats; tokens per "
+                "step; seconds per read):",
+                "",
+                markdown_table(
+                    [
+                        "tutorial",
+                        "transport",
+                        "title only",
+                        "full lesson",
+                        "half lesson (steps 1, 3, …)",
+                        "gain full",
+                        "gain half",
+                        "tokens (title / full / half)",
+                        "s per read",
+                    ],
+                    [
+                        [
+                            r["tutorial"],
+                            r["transport"],
+                            cells(r["title"]),
+                            cells(r["full"]),
+                            cells(r["half"]),
+                            f"{r['gain_full']:.2f}",
+                            f"{r['gain_half']:.2f}",
+                            f"{r['title_tokens']} / {r['full_tokens']} / {r['half_tokens']}",
+                            f"{r['title_s']:.0f} / {r['full_s']:.0f} / {r['half_s']:.0f}",
+                        ]
+                        if "error" not in r
+                        else [r["tutorial"], r["transport"], r["error"], *["–"] * 6]
+                        for r in rows
+                    ],
+                ),
+                "",
+            ]
     for vdir in args.validity:
-        out += [f"**Validity** (`judge-check --posttest-learner --tutorials`, {vdir}): share of pairs where the "
-                "original's post-test Step Recall is higher than the perturbed copy's (ties count half; 95 % "
-                "bootstrap CI over conversations):", "",
-                markdown_table(["tutorials", "perturbation", "pairs", "accuracy [95 % CI]", "lower", "ties",
-                                "recall original (%)", "recall perturbed (%)", "not scored"], validity_rows(vdir)), ""]
+        out += [
+            f"**Validity** (`judge-check --posttest-learner --tutorials`, {vdir}): share of pairs where the "
+            "original's post-test Step Recall is higher than the perturbed copy's (ties count half; 95 % "
+            "bootstrap CI over conversations):",
+            "",
+            markdown_table(
+                [
+                    "tutorials",
+                    "perturbation",
+                    "pairs",
+                    "accuracy [95 % CI]",
+                    "lower",
+                    "ties",
+                    "recall original (%)",
+                    "recall perturbed (%)",
+                    "not scored",
+                ],
+                validity_rows(vdir),
+            ),
+            "",
+        ]
         vrows, crow = likelihood_rows(vdir)
         if vrows:
-            out += ["The **likelihood post-test** on the same pairs (`--posttest-likelihood`): share of pairs where "
-                    "the original's Likelihood Gain (nats per token) is higher than the copy's:", "",
-                    markdown_table(["tutorials", "perturbation", "pairs", "accuracy [95 % CI]", "lower", "ties",
-                                    "Likelihood Gain original", "Likelihood Gain perturbed", "not read"], vrows), "",
-                    "Likelihood Gain of the originals (full lessons; nats per token, 95 % bootstrap CI) and the cost "
-                    "of the likelihood post-test (seconds per read given the lesson, per title-only read — one per "
-                    "tutorial — and the step tokens read):", "",
-                    markdown_table(["conversations", "Likelihood Gain", "lesson read s", "title read s",
-                                    "step tokens"], crow), ""]
+            out += [
+                "The **likelihood post-test** on the same pairs (`--posttest-likelihood`): share of pairs where "
+                "the original's Likelihood Gain (nats per token) is higher than the copy's:",
+                "",
+                markdown_table(
+                    [
+                        "tutorials",
+                        "perturbation",
+                        "pairs",
+                        "accuracy [95 % CI]",
+                        "lower",
+                        "ties",
+                        "Likelihood Gain original",
+                        "Likelihood Gain perturbed",
+                        "not read",
+                    ],
+                    vrows,
+                ),
+                "",
+                "Likelihood Gain of the originals (full lessons; nats per token, 95 % bootstrap CI) and the cost "
+                "of the likelihood post-test (seconds per read given the lesson, per title-only read — one per "
+                "tutorial — and the step tokens read):",
+                "",
+                markdown_table(
+                    ["conversations", "Likelihood Gain", "lesson read s", "title read s", "step tokens"], crow
+                ),
+                "",
+            ]
     if args.runs:
-        by_run = {label: [c for c in read_conversations(r) if c.posttest is not None]
-                  for label, r in zip(labels(args.runs), args.runs)}
+        by_run = {
+            label: [c for c in read_conversations(r) if c.posttest is not None]
+            for label, r in zip(labels(args.runs), args.runs, strict=True)
+        }
         scorers = Scorers("default", list(P.POSTTEST_METRICS))
         scored = {name: scorers.score(convs) for name, convs in by_run.items()}
-        out += ["**Learning per run** (Learning Gain = post − pre Step Recall; mean, 95 % bootstrap CI over "
-                "conversations):", "",
-                markdown_table(["run", "persona", "conversations", "scored", "Learning Gain (%)", "Detail Gain (%)",
-                                "Step Recall post (%)", "pre (%)", "Order (τ %)", "Extraneous (%)",
-                                "Detail Recall (%)", "Completion (%)"], persona_rows(by_run, scored, scorers)), "",
-                "**Runs against each other**, paired by tutorial (A − B; 95 % bootstrap CI; Wilcoxon signed-rank p):",
-                "", markdown_table(["runs", "metric", "tutorials", "A − B (pp)", "p"], paired_rows(by_run, scored)), "",
-                "**Cost** per conversation of the recall post-test (one call) and the pre-test (one per tutorial):", "",
-                markdown_table(["run", "n", "conversation calls", "conversation s", "extra calls", "post-test s",
-                                "pre-test s", "extra s", "extra / conversation time"], cost_rows(by_run)), ""]
+        out += [
+            "**Learning per run** (Learning Gain = post − pre Step Recall; mean, 95 % bootstrap CI over "
+            "conversations):",
+            "",
+            markdown_table(
+                [
+                    "run",
+                    "persona",
+                    "conversations",
+                    "scored",
+                    "Learning Gain (%)",
+                    "Detail Gain (%)",
+                    "Step Recall post (%)",
+                    "pre (%)",
+                    "Order (τ %)",
+                    "Extraneous (%)",
+                    "Detail Recall (%)",
+                    "Completion (%)",
+                ],
+                persona_rows(by_run, scored, scorers),
+            ),
+            "",
+            "**Runs against each other**, paired by tutorial (A − B; 95 % bootstrap CI; Wilcoxon signed-rank p):",
+            "",
+            markdown_table(["runs", "metric", "tutorials", "A − B (pp)", "p"], paired_rows(by_run, scored)),
+            "",
+            "**Cost** per conversation of the recall post-test (one call) and the pre-test (one per tutorial):",
+            "",
+            markdown_table(
+                [
+                    "run",
+                    "n",
+                    "conversation calls",
+                    "conversation s",
+                    "extra calls",
+                    "post-test s",
+                    "pre-test s",
+                    "extra s",
+                    "extra / conversation time",
+                ],
+                cost_rows(by_run),
+            ),
+            "",
+        ]
     for sdir in args.scores:
-        out += [f"**Learning on evaluated inputs** (`evaluate --posttest-learner`, {sdir}; mean, 95 % bootstrap CI "
-                "over conversations):", "",
-                markdown_table(["input", "conversations", "Learning Gain (%)", "Detail Gain (%)", "Step Recall (%)"],
-                               scores_rows(sdir)), ""]
+        out += [
+            f"**Learning on evaluated inputs** (`evaluate --posttest-learner`, {sdir}; mean, 95 % bootstrap CI "
+            "over conversations):",
+            "",
+            markdown_table(
+                ["input", "conversations", "Learning Gain (%)", "Detail Gain (%)", "Step Recall (%)"], scores_rows(sdir)
+            ),
+            "",
+        ]
     if args.likelihood:
         lrows, lprows = run_likelihood_rows(args.likelihood)
-        out += ["**Likelihood Gain per run** (`bench_validity.py likelihood`; nats per token, mean with a 95 % "
-                "bootstrap CI over conversations; seconds per read given the lesson and per title-only read, one "
-                "per tutorial):", "",
-                markdown_table(["run", "conversations", "Likelihood Gain", "lesson read s", "title read s"], lrows), "",
-                "Paired by tutorial (A − B, 95 % bootstrap CI, Wilcoxon signed-rank p):", "",
-                markdown_table(["runs", "tutorials", "A − B (nats/token)", "p"], lprows), ""]
+        out += [
+            "**Likelihood Gain per run** (`bench_validity.py likelihood`; nats per token, mean with a 95 % "
+            "bootstrap CI over conversations; seconds per read given the lesson and per title-only read, one "
+            "per tutorial):",
+            "",
+            markdown_table(["run", "conversations", "Likelihood Gain", "lesson read s", "title read s"], lrows),
+            "",
+            "Paired by tutorial (A − B, 95 % bootstrap CI, Wilcoxon signed-rank p):",
+            "",
+            markdown_table(["runs", "tutorials", "A − B (nats/token)", "p"], lprows),
+            "",
+        ]
     if args.paper_scores and args.paper_align:
-        out += ["**The human yardstick, read correctly** (the human study's development split: 70 conversations of "
-                "10 tutorials). Pooled r over conversations, and within-tutorial r (the metric and the rating "
-                "centred on their tutorial's mean: what is left once *which tutorial* is removed), 95 % CIs "
-                "resampling tutorials; between = r of the tutorial means; mixed = the within slope of a "
-                "random-intercept model (standardised, y ~ x_within + x_tutorial_mean), 95 % CI:", "",
-                markdown_table(["metric", "people's", "n", "tutorials", "pooled r", "within-tutorial r", "between r",
-                                "mixed within slope"],
-                               human_rows(args.paper_scores, args.paper_align, list(args.metric),
-                                          args.paper_likelihood)), ""]
+        out += [
+            "**The human yardstick, read correctly** (the human study's development split: 70 conversations of "
+            "10 tutorials). Pooled r over conversations, and within-tutorial r (the metric and the rating "
+            "centred on their tutorial's mean: what is left once *which tutorial* is removed), 95 % CIs "
+            "resampling tutorials; between = r of the tutorial means; mixed = the within slope of a "
+            "random-intercept model (standardised, y ~ x_within + x_tutorial_mean), 95 % CI:",
+            "",
+            markdown_table(
+                [
+                    "metric",
+                    "people's",
+                    "n",
+                    "tutorials",
+                    "pooled r",
+                    "within-tutorial r",
+                    "between r",
+                    "mixed within slope",
+                ],
+                human_rows(args.paper_scores, args.paper_align, list(args.metric), args.paper_likelihood),
+            ),
+            "",
+        ]
     return "\n".join(out)
 
 
@@ -457,24 +716,48 @@ def main() -> None:
     pr = sub.add_parser("premise", help="title-only pre-tests on the validity set and the bundled tutorials")
     pr.add_argument("--out", type=Path, required=True)
     pr.add_argument("--learner", default="local")
-    pr.add_argument("--tutorials", type=Path, action="append", default=[],
-                    help="tutorial sets (default: data/validity/counterfactual and the bundled tutorials)")
+    pr.add_argument(
+        "--tutorials",
+        type=Path,
+        action="append",
+        default=[],
+        help="tutorial sets (default: data/validity/counterfactual and the bundled tutorials)",
+    )
     pr.add_argument("--minutes", type=float, default=8.0, help="start no new call after this long")
     rp = sub.add_parser("report", help="the BENCHMARKS.md section from finished steps")
     rp.add_argument("--premise", type=Path, help="a `premise` output directory")
     rp.add_argument("--learner", default="local")
-    rp.add_argument("--validity", type=Path, action="append", default=[],
-                    help="a `judge-check --posttest-learner --tutorials` output directory (repeatable)")
+    rp.add_argument(
+        "--validity",
+        type=Path,
+        action="append",
+        default=[],
+        help="a `judge-check --posttest-learner --tutorials` output directory (repeatable)",
+    )
     rp.add_argument("--runs", type=Path, nargs="*", default=[], help="generated runs with post-tests")
     rp.add_argument("--paper-scores", type=Path, help="`evaluate --posttest-learner` output on the paper's run files")
     rp.add_argument("--paper-align", type=Path, help="`align` output of the human study against --paper-scores")
-    rp.add_argument("--scores", type=Path, action="append", default=[],
-                    help="an `evaluate --posttest-learner` output (e.g. on verbatim lessons; repeatable)")
+    rp.add_argument(
+        "--scores",
+        type=Path,
+        action="append",
+        default=[],
+        help="an `evaluate --posttest-learner` output (e.g. on verbatim lessons; repeatable)",
+    )
     rp.add_argument("--paper-likelihood", type=Path, help="a `likelihood` output on the paper's run files")
-    rp.add_argument("--likelihood", type=Path, action="append", default=[],
-                    help="a `likelihood` output on --runs (repeatable): Likelihood Gain per run, paired by tutorial")
-    rp.add_argument("--metric", action="append", default=[],
-                    help="metrics for the human yardstick (default: Learning Gain, Detail Gain, Step Recall)")
+    rp.add_argument(
+        "--likelihood",
+        type=Path,
+        action="append",
+        default=[],
+        help="a `likelihood` output on --runs (repeatable): Likelihood Gain per run, paired by tutorial",
+    )
+    rp.add_argument(
+        "--metric",
+        action="append",
+        default=[],
+        help="metrics for the human yardstick (default: Learning Gain, Detail Gain, Step Recall)",
+    )
     rp.add_argument("--note", default="")
     rp.add_argument("--write-md", action="store_true", help="write the 'post-test: validity set' section")
     ls = sub.add_parser("lessons", help="verbatim full lessons of a tutorial set as conversation records (no model)")
@@ -503,8 +786,12 @@ def main() -> None:
         return
     if args.cmd == "premise":
         premise(args.out, args.learner, args.tutorials, args.minutes)
-        print(markdown_table(["tutorial set", "tutorials", "answers scored", "title-only Step Recall (%) [95 % CI]",
-                              "pre-test s"], premise_rows(args.out, args.learner, args.tutorials)))
+        print(
+            markdown_table(
+                ["tutorial set", "tutorials", "answers scored", "title-only Step Recall (%) [95 % CI]", "pre-test s"],
+                premise_rows(args.out, args.learner, args.tutorials),
+            )
+        )
 
 
 if __name__ == "__main__":

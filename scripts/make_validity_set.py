@@ -21,15 +21,22 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from wikihowagent.corpus.core import default_tutorials_path, iter_articles  # noqa: E402
-from wikihowagent.corpus.counterfactual import (MAX_STEPS, MIN_STEPS, TRANSFORMS, ValiditySetError,  # noqa: E402
-                                                check_steps, transform_article)
+from wikihowagent.corpus.counterfactual import (  # noqa: E402
+    MAX_STEPS,
+    MIN_STEPS,
+    TRANSFORMS,
+    ValiditySetError,
+    check_steps,
+    transform_article,
+)
 from wikihowagent.errors import WikihowagentError  # noqa: E402
 
 DEFAULT_OUT = Path("data/validity/counterfactual")
 
 
-def make_set(source: Path, out: Path, seed: int, transforms: list[str], strict: bool = False,
-             force: bool = False, say=print) -> list[Path]:
+def make_set(
+    source: Path, out: Path, seed: int, transforms: list[str], strict: bool = False, force: bool = False, say=print
+) -> list[Path]:
     """Transform every article of `source` into `out`; returns the files written. Raises ValiditySetError."""
     from wikihowagent.evaluation.metrics import load_wordnet
 
@@ -80,25 +87,33 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tutorials", type=Path, default=None, help="article tree, JSON or JSONL (default: bundled)")
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"output tree (default: {DEFAULT_OUT})")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--transforms", default=",".join(TRANSFORMS),
-                    help=f"comma-separated, of {', '.join(TRANSFORMS)} (default: all)")
-    ap.add_argument("--strict", action="store_true",
-                    help="a transform with nothing to change, or a method outside 2..30 steps, is an error")
+    ap.add_argument(
+        "--transforms", default=",".join(TRANSFORMS), help=f"comma-separated, of {', '.join(TRANSFORMS)} (default: all)"
+    )
+    ap.add_argument(
+        "--strict",
+        action="store_true",
+        help="a transform with nothing to change, or a method outside 2..30 steps, is an error",
+    )
     ap.add_argument("--force", action="store_true", help="replace the *.json files already in --out")
     args = ap.parse_args(argv)
     transforms = [t.strip() for t in args.transforms.split(",") if t.strip()]
     try:
         bad = [t for t in transforms if t not in TRANSFORMS]
         if bad or not transforms:
-            raise ValiditySetError(f"--transforms: {bad[0] if bad else 'none given'!r} is not a transform "
-                                   f"(known: {', '.join(TRANSFORMS)})")
-        paths = make_set(args.tutorials or default_tutorials_path(), args.out, args.seed, transforms, args.strict,
-                         args.force)
+            raise ValiditySetError(
+                f"--transforms: {bad[0] if bad else 'none given'!r} is not a transform (known: {', '.join(TRANSFORMS)})"
+            )
+        paths = make_set(
+            args.tutorials or default_tutorials_path(), args.out, args.seed, transforms, args.strict, args.force
+        )
     except WikihowagentError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    print(f"wrote {len(paths)} counterfactual articles to {args.out} (seed {args.seed}, transforms "
-          f"{', '.join(transforms)})")
+    print(
+        f"wrote {len(paths)} counterfactual articles to {args.out} (seed {args.seed}, transforms "
+        f"{', '.join(transforms)})"
+    )
     return 0
 
 

@@ -20,8 +20,15 @@ def scripted_reply(prompt: str) -> str:
 class FakeOpenAI:
     """`with FakeOpenAI() as srv:` -> srv.base_url ('http://127.0.0.1:PORT/v1'); srv.requests, srv.auth."""
 
-    def __init__(self, reply=scripted_reply, fail_when=None, models=("fake-model",),
-                 error_message="scripted server error", logprobs=None, text_logprob=None):
+    def __init__(
+        self,
+        reply=scripted_reply,
+        fail_when=None,
+        models=("fake-model",),
+        error_message="scripted server error",
+        logprobs=None,
+        text_logprob=None,
+    ):
         """`logprobs(prompt)` -> [(token, {candidate: probability})] makes the server answer requests that ask
         for `logprobs` with that reply, OpenAI-style (`choices[0].logprobs.content`), cut at the request's
         token limit (finish_reason "length").
@@ -69,19 +76,37 @@ class FakeOpenAI:
                     if limit and len(entries) > limit:  # as a real server: cut at the token limit
                         entries, choice["finish_reason"] = entries[:limit], "length"
                     text = "".join(tok for tok, _ in entries)
-                    choice["logprobs"] = {"content": [
-                        {"token": tok, "logprob": math.log(top.get(tok, 1e-9)), "bytes": None,
-                         "top_logprobs": [{"token": t, "logprob": math.log(p), "bytes": None} for t, p in top.items()]}
-                        for tok, top in entries]}
+                    choice["logprobs"] = {
+                        "content": [
+                            {
+                                "token": tok,
+                                "logprob": math.log(top.get(tok, 1e-9)),
+                                "bytes": None,
+                                "top_logprobs": [
+                                    {"token": t, "logprob": math.log(p), "bytes": None} for t, p in top.items()
+                                ],
+                            }
+                            for tok, top in entries
+                        ]
+                    }
                 else:
                     text = outer.reply(prompt)  # None -> "content": null
                 choice["message"] = {"role": "assistant", "content": text}
-                self._send(200, {
-                    "id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"),
-                    "choices": [choice],
-                    "usage": {"prompt_tokens": len(prompt.split()), "completion_tokens": len((text or "").split()),
-                              "total_tokens": len(prompt.split()) + len((text or "").split())},
-                })
+                self._send(
+                    200,
+                    {
+                        "id": "x",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": body.get("model"),
+                        "choices": [choice],
+                        "usage": {
+                            "prompt_tokens": len(prompt.split()),
+                            "completion_tokens": len((text or "").split()),
+                            "total_tokens": len(prompt.split()) + len((text or "").split()),
+                        },
+                    },
+                )
 
             def _text_logprobs(self, body):
                 if outer.text_logprob is None:
@@ -92,21 +117,45 @@ class FakeOpenAI:
                     if not body.get("echo"):
                         self._send(400, {"error": {"message": "this fake answers echo requests only"}})
                         return
-                    toks = [(m.start(), m.group(0)) for m in re.finditer(r"\s*\S+|\s+$", prompt)] + [(len(prompt), " x")]
+                    toks = [(m.start(), m.group(0)) for m in re.finditer(r"\s*\S+|\s+$", prompt)] + [
+                        (len(prompt), " x")
+                    ]
                     lps = [None] + [outer.text_logprob(t, (prompt + " x")[:o]) for o, t in toks[1:]]
-                    self._send(200, {"choices": [{"text": prompt + " x", "index": 0, "logprobs": {
-                        "tokens": [t for _, t in toks], "token_logprobs": lps, "text_offset": [o for o, _ in toks],
-                        "top_logprobs": None}}]})
+                    self._send(
+                        200,
+                        {
+                            "choices": [
+                                {
+                                    "text": prompt + " x",
+                                    "index": 0,
+                                    "logprobs": {
+                                        "tokens": [t for _, t in toks],
+                                        "token_logprobs": lps,
+                                        "text_offset": [o for o, _ in toks],
+                                        "top_logprobs": None,
+                                    },
+                                }
+                            ]
+                        },
+                    )
                     return
                 m = re.fullmatch(r'root ::= "(.*)"', body.get("grammar", ""), re.S)
                 if not m:
                     self._send(200, {"content": "free text", "completion_probabilities": []})
                     return
-                text = re.sub(r"\\(.)", lambda e: {"n": "\n", "r": "\r", "t": "\t"}.get(e.group(1), e.group(1)),
-                              m.group(1))
-                probs = [{"id": 0, "token": w.group(0), "bytes": list(w.group(0).encode()),
-                          "logprob": outer.text_logprob(w.group(0), prompt + text[:w.start()]), "top_logprobs": []}
-                         for w in re.finditer(r"\s*\S+|\s+$", text)]
+                text = re.sub(
+                    r"\\(.)", lambda e: {"n": "\n", "r": "\r", "t": "\t"}.get(e.group(1), e.group(1)), m.group(1)
+                )
+                probs = [
+                    {
+                        "id": 0,
+                        "token": w.group(0),
+                        "bytes": list(w.group(0).encode()),
+                        "logprob": outer.text_logprob(w.group(0), prompt + text[: w.start()]),
+                        "top_logprobs": [],
+                    }
+                    for w in re.finditer(r"\s*\S+|\s+$", text)
+                ]
                 self._send(200, {"content": text, "completion_probabilities": probs})
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -24,8 +24,14 @@ def load_script(name: str) -> ModuleType:
 
 def make_tutorial(n_steps: int = 3, tid: str = "t1", title: str = "How to Test") -> Tutorial:
     return Tutorial(
-        tutorial_id=tid, doc_id=0, method_id=0, source_tutorial_path=f"{tid}.json", title=title,
-        method_title="Part 1 of 1:Testing", categories=["Categories", "Education"], domain="Education",
+        tutorial_id=tid,
+        doc_id=0,
+        method_id=0,
+        source_tutorial_path=f"{tid}.json",
+        title=title,
+        method_title="Part 1 of 1:Testing",
+        categories=["Categories", "Education"],
+        domain="Education",
         summary="A tutorial about testing.",
         steps=[f"Do step number {i + 1}. It matters." for i in range(n_steps)],
     )

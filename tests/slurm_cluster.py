@@ -20,8 +20,11 @@ MUNGE_PID = Path("/run/munge/munged.pid")
 
 def available() -> str | None:
     """None if a cluster can be started here, else the reason."""
-    missing = [b for b in ("munged", "slurmctld", "slurmd", "sbatch", "squeue") if not shutil.which(b)
-               and not Path("/usr/sbin", b).exists()]
+    missing = [
+        b
+        for b in ("munged", "slurmctld", "slurmd", "sbatch", "squeue")
+        if not shutil.which(b) and not Path("/usr/sbin", b).exists()
+    ]
     if missing:
         return f"not installed: {', '.join(missing)} (make install-slurm)"
     if os.geteuid() != 0:
@@ -32,8 +35,10 @@ def available() -> str | None:
 def _munge_ok() -> bool:
     try:
         tok = subprocess.run(["munge", "-n"], capture_output=True, timeout=10)
-        return tok.returncode == 0 and subprocess.run(["unmunge"], input=tok.stdout, capture_output=True,
-                                                      timeout=10).returncode == 0
+        return (
+            tok.returncode == 0
+            and subprocess.run(["unmunge"], input=tok.stdout, capture_output=True, timeout=10).returncode == 0
+        )
     except (OSError, subprocess.SubprocessError):
         return False
 
@@ -90,16 +95,35 @@ class SlurmCluster:
         d = self.root
         (d / "state").mkdir(parents=True, exist_ok=True)
         (d / "spool").mkdir(parents=True, exist_ok=True)
-        self.conf.write_text("\n".join([
-            "ClusterName=local", f"SlurmctldHost={host}", "SlurmUser=root", "SlurmdUser=root", "AuthType=auth/munge",
-            f"StateSaveLocation={d}/state", f"SlurmdSpoolDir={d}/spool",
-            f"SlurmctldPidFile={d}/slurmctld.pid", f"SlurmdPidFile={d}/slurmd.pid",
-            "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none", "JobAcctGatherType=jobacct_gather/none",
-            "SchedulerType=sched/backfill", "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core",
-            "ReturnToService=2", f"SlurmctldLogFile={d}/slurmctld.log", f"SlurmdLogFile={d}/slurmd.log",
-            "MaxArraySize=1001", "KillWait=5",
-            f"NodeName={host} CPUs={os.cpu_count() or 1} State=UNKNOWN",
-            f"PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP", ""]))
+        self.conf.write_text(
+            "\n".join(
+                [
+                    "ClusterName=local",
+                    f"SlurmctldHost={host}",
+                    "SlurmUser=root",
+                    "SlurmdUser=root",
+                    "AuthType=auth/munge",
+                    f"StateSaveLocation={d}/state",
+                    f"SlurmdSpoolDir={d}/spool",
+                    f"SlurmctldPidFile={d}/slurmctld.pid",
+                    f"SlurmdPidFile={d}/slurmd.pid",
+                    "ProctrackType=proctrack/linuxproc",
+                    "TaskPlugin=task/none",
+                    "JobAcctGatherType=jobacct_gather/none",
+                    "SchedulerType=sched/backfill",
+                    "SelectType=select/cons_tres",
+                    "SelectTypeParameters=CR_Core",
+                    "ReturnToService=2",
+                    f"SlurmctldLogFile={d}/slurmctld.log",
+                    f"SlurmdLogFile={d}/slurmd.log",
+                    "MaxArraySize=1001",
+                    "KillWait=5",
+                    f"NodeName={host} CPUs={os.cpu_count() or 1} State=UNKNOWN",
+                    f"PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP",
+                    "",
+                ]
+            )
+        )
         subprocess.run([_sbin("slurmctld"), "-f", str(self.conf)], check=True, env=self.env, timeout=60)
         self._wait_pid(d / "slurmctld.pid")
         subprocess.run([_sbin("slurmd"), "-f", str(self.conf)], check=True, env=self.env, timeout=60)
@@ -137,14 +161,16 @@ class SlurmCluster:
     # ------------------------------------------------------------------ jobs
 
     def sbatch(self, script: Path) -> str:
-        out = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True, env=self.env,
-                             timeout=60)
+        out = subprocess.run(
+            ["sbatch", "--parsable", str(script)], capture_output=True, text=True, env=self.env, timeout=60
+        )
         assert out.returncode == 0, out.stderr
         return out.stdout.strip().split(";")[0]
 
     def queued(self, job: str) -> list[str]:
-        out = subprocess.run(["squeue", "-h", "-j", job, "-o", "%i %T"], capture_output=True, text=True,
-                             env=self.env).stdout
+        out = subprocess.run(
+            ["squeue", "-h", "-j", job, "-o", "%i %T"], capture_output=True, text=True, env=self.env
+        ).stdout
         return [line for line in out.splitlines() if line.strip()]
 
     def wait(self, job: str, timeout_s: float = 300) -> None:

@@ -69,11 +69,34 @@ def assert_png(path: Path):
 def test_align_end_to_end(study):
     tmp, runs, h1, h2 = study
     out = tmp / "out"
-    result = CliRunner().invoke(make_app(), ["align", "--human", str(h1), "-H", str(h2), "--scores", str(runs),
-                                             "--out", str(out), "--bootstrap", "300", "--by", "model"])
+    result = CliRunner().invoke(
+        make_app(),
+        [
+            "align",
+            "--human",
+            str(h1),
+            "-H",
+            str(h2),
+            "--scores",
+            str(runs),
+            "--out",
+            str(out),
+            "--bootstrap",
+            "300",
+            "--by",
+            "model",
+        ],
+    )
     assert result.exit_code == 0, result.output
-    for name in ("correlations.csv", "correlations.md", "descriptives.csv", "agreement.csv", "agreement_pairs.csv",
-                 "paired_scores.csv", "problems.txt"):
+    for name in (
+        "correlations.csv",
+        "correlations.md",
+        "descriptives.csv",
+        "agreement.csv",
+        "agreement_pairs.csv",
+        "paired_scores.csv",
+        "problems.txt",
+    ):
         assert (out / name).is_file(), name
     for fig in ("score_distributions.png", "correlation_heatmap.png", "correlation_heatmap_by_model.png"):
         assert_png(out / "figures" / fig)
@@ -95,7 +118,11 @@ def test_align_end_to_end(study):
         pairs = [(float(p[f"human_{m}"]), float(p[f"llm_{m}"])) for p in paired if p[f"human_{m}"] and p[f"llm_{m}"]]
         h, l_ = map(np.array, zip(*pairs, strict=False))
         assert int(row["n"]) == len(pairs)
-        for col, fn in (("pearson_r", stats.pearsonr), ("spearman_rho", stats.spearmanr), ("kendall_tau", stats.kendalltau)):
+        for col, fn in (
+            ("pearson_r", stats.pearsonr),
+            ("spearman_rho", stats.spearmanr),
+            ("kendall_tau", stats.kendalltau),
+        ):
             ref = fn(h, l_)
             assert float(row[col]) == pytest.approx(ref.statistic, rel=1e-8)
             assert float(row[col.split("_")[0] + "_p"]) == pytest.approx(ref.pvalue, rel=1e-8)
@@ -112,8 +139,23 @@ def test_align_end_to_end(study):
 def test_align_single_judge_no_agreement_and_by_run(study):
     tmp, runs, h1, _ = study
     out = tmp / "single"
-    result = CliRunner().invoke(make_app(), ["align", "-H", str(h1), "--runs-dir", str(runs), "--out", str(out),
-                                             "--bootstrap", "0", "--by", "run", "--no-figures"])
+    result = CliRunner().invoke(
+        make_app(),
+        [
+            "align",
+            "-H",
+            str(h1),
+            "--runs-dir",
+            str(runs),
+            "--out",
+            str(out),
+            "--bootstrap",
+            "0",
+            "--by",
+            "run",
+            "--no-figures",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert not (out / "agreement.csv").exists() and not (out / "figures").exists()
     text = (out / "correlations.csv").read_text()
@@ -124,8 +166,9 @@ def test_align_nothing_computable_writes_nothing(tmp_path):
     sheet = write_sheet(tmp_path / "j.csv", sheet_rows(["x1", "x2", "x3"], np.full((3, 8), 4.0)))
     make_run(tmp_path / "runs", "r", ["a"])
     out = tmp_path / "out"
-    result = CliRunner().invoke(make_app(), ["align", "-H", str(sheet), "--scores", str(tmp_path / "runs" / "r"),
-                                             "--out", str(out)])
+    result = CliRunner().invoke(
+        make_app(), ["align", "-H", str(sheet), "--scores", str(tmp_path / "runs" / "r"), "--out", str(out)]
+    )
     assert result.exit_code == 1
     assert "nothing could be computed" in result.stderr
     assert f"{sheet}:2: column 'conversation_id': x1 has no LLM score; left out" in result.stderr
@@ -162,9 +205,11 @@ def test_outputs_complete_or_not_at_all(study, monkeypatch):
     assert (out / "agreement.csv").is_file() and (out / "figures" / "correlation_heatmap.png").is_file()
     res = report.compute([h1], [runs], n_boot=0)
     written = report.write_outputs(res, out, [h1], figures=False)
-    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == sorted(
-        p.relative_to(out).as_posix() for p in written) == [
-        "correlations.csv", "correlations.md", "descriptives.csv", "paired_scores.csv", "problems.txt"]
+    assert (
+        sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))
+        == sorted(p.relative_to(out).as_posix() for p in written)
+        == ["correlations.csv", "correlations.md", "descriptives.csv", "paired_scores.csv", "problems.txt"]
+    )
     assert (out / "correlations.csv").read_text().startswith("by,group,metric,n,")
     assert sorted(p.name for p in tmp.iterdir() if p.name.startswith(".")) == []  # no staging/aside folders left
 
@@ -202,16 +247,22 @@ def test_output_swap_is_all_or_nothing_and_spares_foreign_files(study, monkeypat
     (out / "notes.txt").write_text("mine")
     (out / "figures").mkdir()
     (out / "figures" / "my_plot.png").write_bytes(b"x")
-    with pytest.raises(OutputDirError, match=r"holds files this command did not write \(figures/my_plot.png, notes.txt\)"):
+    with pytest.raises(
+        OutputDirError, match=r"holds files this command did not write \(figures/my_plot.png, notes.txt\)"
+    ):
         StagedOutput(out, owned=report.OUTPUT_FILES)
     assert not [p for p in tmp.iterdir() if p.name.startswith(".out.")]
-    result = CliRunner().invoke(make_app(), ["align", "-H", str(h1), "--scores", str(runs), "--out", str(out),
-                                             "--bootstrap", "0", "--no-figures"])
+    result = CliRunner().invoke(
+        make_app(),
+        ["align", "-H", str(h1), "--scores", str(runs), "--out", str(out), "--bootstrap", "0", "--no-figures"],
+    )
     assert result.exit_code == 2
     assert f"error: --out {out} holds files align did not write (figures/my_plot.png, notes.txt)" in result.stderr
     assert (out / "notes.txt").read_text() == "mine" and (out / "correlations.csv").read_text() == "old"
-    result = CliRunner().invoke(make_app(), ["align", "-H", str(h1), "--scores", str(runs), "--out", str(runs),
-                                             "--bootstrap", "0", "--no-figures"])
+    result = CliRunner().invoke(
+        make_app(),
+        ["align", "-H", str(h1), "--scores", str(runs), "--out", str(runs), "--bootstrap", "0", "--no-figures"],
+    )
     assert result.exit_code == 2 and sorted(p.name for p in runs.iterdir()) == ["r-gemma", "r-llama", "r-qwen"]
 
 
@@ -221,18 +272,22 @@ def test_runs_dir_defaults_to_the_config(study, monkeypatch):
     tmp, runs, h1, _ = study
     cfg = tmp / "cfg.yaml"
     cfg.write_text(f"runs_dir: {runs}\n")
-    result = CliRunner().invoke(make_app(), ["align", "-H", str(h1), "--config", str(cfg), "--bootstrap", "0",
-                                             "--no-figures"])
+    result = CliRunner().invoke(
+        make_app(), ["align", "-H", str(h1), "--config", str(cfg), "--bootstrap", "0", "--no-figures"]
+    )
     assert result.exit_code == 0, result.output
     assert (runs / "alignment" / "correlations.csv").is_file()  # --scores and --out from the config's runs_dir
     sheet = tmp / "sheet.csv"
-    result = CliRunner().invoke(make_app(), ["annotate", "export", "--config", str(cfg), "--top", "2", "--out",
-                                             str(sheet)])
+    result = CliRunner().invoke(
+        make_app(), ["annotate", "export", "--config", str(cfg), "--top", "2", "--out", str(sheet)]
+    )
     assert result.exit_code == 0, result.output
     assert "from 3 run(s)" in result.stdout
     # --runs-dir wins over the config
-    result = CliRunner().invoke(make_app(), ["annotate", "export", "--config", str(cfg), "--runs-dir",
-                                             str(tmp / "nowhere"), "--out", str(tmp / "s2.csv")])
+    result = CliRunner().invoke(
+        make_app(),
+        ["annotate", "export", "--config", str(cfg), "--runs-dir", str(tmp / "nowhere"), "--out", str(tmp / "s2.csv")],
+    )
     assert result.exit_code == 1 and "no evaluated runs" in result.stderr
     # neither given: the default config's runs_dir, relative to the working directory
     work = tmp / "work"
@@ -254,16 +309,20 @@ def test_annotate_export_command(tmp_path):
         make_run(runs, name, [f"t{i}" for i in range(10)], rng=np.random.default_rng(len(name)))
     out = tmp_path / "sheet.csv"
     app = make_app()
-    result = CliRunner().invoke(app, ["annotate", "export", str(runs / "r1"), str(runs / "r2"), "--top", "3",
-                                      "--out", str(out)])
+    result = CliRunner().invoke(
+        app, ["annotate", "export", str(runs / "r1"), str(runs / "r2"), "--top", "3", "--out", str(out)]
+    )
     assert result.exit_code == 0, result.output
     assert "Selected 3 of 10 tutorials (top 3) from 2 run(s): 6 conversations." in result.stdout
     assert out.is_file() and out.with_suffix(".html").is_file()
-    result = CliRunner().invoke(app, ["annotate", "export", "--runs-dir", str(runs), "--random", "2", "--seed", "3",
-                                      "--out", str(out)])
+    result = CliRunner().invoke(
+        app, ["annotate", "export", "--runs-dir", str(runs), "--random", "2", "--seed", "3", "--out", str(out)]
+    )
     assert result.exit_code == 1 and "already exists" in result.stderr
-    result = CliRunner().invoke(app, ["annotate", "export", "--runs-dir", str(runs), "--random", "2", "--seed", "3",
-                                      "--out", str(out), "--force"])
+    result = CliRunner().invoke(
+        app,
+        ["annotate", "export", "--runs-dir", str(runs), "--random", "2", "--seed", "3", "--out", str(out), "--force"],
+    )
     assert result.exit_code == 0 and "(random 2, seed 3)" in result.stdout
     result = CliRunner().invoke(app, ["annotate", "export", "--top", "2", "--bottom", "2", "--runs-dir", str(runs)])
     assert result.exit_code == 2
@@ -275,8 +334,13 @@ def test_command_module_imports_are_lazy():
         "heavy = [m for m in ('numpy', 'scipy', 'pandas', 'matplotlib', 'sklearn', 'krippendorff') if m in sys.modules]; "
         "print(heavy)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=Path(__file__).resolve().parent.parent)
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=Path(__file__).resolve().parent.parent,
+    )
     assert out.stdout.strip() == "[]"
 
 
@@ -290,8 +354,16 @@ def test_aligned_rubrics_are_the_shipped_rubric_file():
     assert ours == tuple(load_rubrics())
     assert sorted(SHEET_METRICS) == sorted(m.lower() for m in load_rubrics())
     # the paper's sheet layout, from the rubric file's sheet_column (Truthfulness last)
-    assert SHEET_METRICS == ("clarity", "engagement", "coherence", "depth", "relevance", "progress", "naturalness",
-                             "truthfulness")
+    assert SHEET_METRICS == (
+        "clarity",
+        "engagement",
+        "coherence",
+        "depth",
+        "relevance",
+        "progress",
+        "naturalness",
+        "truthfulness",
+    )
 
 
 def test_rubric_names_are_spelled_in_the_rubric_file_only():
@@ -306,10 +378,19 @@ def test_rubric_names_are_spelled_in_the_rubric_file_only():
     found = []
     for path in pkg.rglob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        docs = {id(n.body[0].value) for n in ast.walk(tree) if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef))
-                and n.body and isinstance(n.body[0], ast.Expr)}
-        found += [f"{path.name}:{n.lineno}: {n.value}" for n in ast.walk(tree) if isinstance(n, ast.Constant)
-                  and isinstance(n.value, str) and id(n) not in docs and n.value.lower() in names]
+        docs = {
+            id(n.body[0].value)
+            for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.FunctionDef, ast.ClassDef)) and n.body and isinstance(n.body[0], ast.Expr)
+        }
+        found += [
+            f"{path.name}:{n.lineno}: {n.value}"
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Constant)
+            and isinstance(n.value, str)
+            and id(n) not in docs
+            and n.value.lower() in names
+        ]
     assert not found, found
     rubrics = load_rubrics()
     moved = {n: dataclasses.replace(r, sheet_column=None) for n, r in rubrics.items()}

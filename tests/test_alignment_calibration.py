@@ -143,7 +143,7 @@ def test_ppi_reports_the_judge_bias_and_ignores_a_useless_judge():
     assert est.judge_bias == pytest.approx(est.judge_mean - est.ppi_mean)
     assert est.judge_bias > 0.3  # this judge is too generous for the weaker models
     junk = np.random.default_rng(0).uniform(1, 5, m.sum())
-    useless = ppi.estimate(s.human[lab], junk[: lab.sum()], junk[lab.sum():])
+    useless = ppi.estimate(s.human[lab], junk[: lab.sum()], junk[lab.sum() :])
     assert useless.lam < 0.3 and useless.width_ratio > 0.9  # PPI++ falls back towards the human-only mean
     # a judge with one score for everything (the paper's judges on some models): lambda 0, the human-only mean
     const = ppi.estimate(s.human[lab], np.full(lab.sum(), 4.5), np.full(unl.sum(), 4.5))

@@ -113,8 +113,9 @@ def test_filled_sheet_reads_back_into_align(runs, tmp_path):
         with open(tmp_path / f"{judge}.csv", "w", newline="") as fh:
             csv.writer(fh).writerows(rows)
     problems = Problems()
-    res = compute([tmp_path / "ann1.csv", tmp_path / "ann2.csv"], [], n_boot=0, problems=problems,
-                  runs_dir=runs[0].parent)
+    res = compute(
+        [tmp_path / "ann1.csv", tmp_path / "ann2.csv"], [], n_boot=0, problems=problems, runs_dir=runs[0].parent
+    )
     assert len(res.ids) == 7 and res.matched.all()  # a, b, c in both runs; e only in r1
     assert not [p for p in problems if p.kind not in ("not annotated", "undefined", "agreement", "missing llm score")]
     assert res.groups[0].correlations["Clarity"].n == 7
@@ -153,8 +154,14 @@ def test_blind_sheet_hides_runs_and_key_maps_back(runs, tmp_path):
     res = compute([judge_dir / "alice.csv"], [], n_boot=0, problems=problems, runs_dir=runs[0].parent)
     assert not res.matched.any()
     assert any("ids look blind but no key file beside it knows them; pass --key" in line for line in problems.lines())
-    res = compute([judge_dir / "alice.csv"], [], n_boot=0, problems=Problems(), runs_dir=runs[0].parent,
-                  keys=[tmp_path / "study" / "sheet.key.csv"])
+    res = compute(
+        [judge_dir / "alice.csv"],
+        [],
+        n_boot=0,
+        problems=Problems(),
+        runs_dir=runs[0].parent,
+        keys=[tmp_path / "study" / "sheet.key.csv"],
+    )
     assert sorted(res.ids) == sorted(real) and res.matched.all()
 
 
@@ -170,8 +177,10 @@ def test_export_of_a_no_judge_run_says_no_judge_ran(tmp_path):
     assert result.exit_code == 1
     assert "not parsed" not in result.output
     assert "no LLM score (not judged: evaluated without a judge, e.g. --no-judge) for: Clarity 2" in result.output
-    assert ("error: no conversation has a rubric score in the given runs (evaluated with --no-judge? run "
-            "`wikihowagent evaluate RUN` with a judge)") in result.output
+    assert (
+        "error: no conversation has a rubric score in the given runs (evaluated with --no-judge? run "
+        "`wikihowagent evaluate RUN` with a judge)"
+    ) in result.output
     # a judge that ran but whose reply could not be parsed is still reported as such
     make_run(root, "r2", ["a"], {"a": {**flat(4.0), "Depth": None}})
     problems = Problems()
@@ -191,7 +200,8 @@ def test_cli_export_is_blind_by_default_and_unblind_keeps_the_old_layout(runs, t
     assert f"key:       {key} (blind ids -> conversations; not for the judges)" in result.output
     assert key.is_file() and "r1" not in out.read_text()
     plain = tmp_path / "plain.csv"
-    result = CliRunner().invoke(app, ["annotate", "export", *map(str, runs), "--top", "2", "--out", str(plain),
-                                      "--unblind"])
+    result = CliRunner().invoke(
+        app, ["annotate", "export", *map(str, runs), "--top", "2", "--out", str(plain), "--unblind"]
+    )
     assert result.exit_code == 0 and "key:" not in result.output
     assert not (tmp_path / "plain.key.csv").exists() and ",r1," in plain.read_text()

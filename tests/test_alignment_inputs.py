@@ -54,8 +54,10 @@ def test_long_file_with_annotator_column_and_fully_long(tmp_path):
     assert judges[1].scores["c1"][0] == 2 and np.isnan(judges[1].scores["c1"][4])
     assert "no column for truthfulness, engagement, coherence, relevance, progress, naturalness" in lines_of(problems)
     q = tmp_path / "long.tsv"
-    q.write_text("judge\tconversation_id\tmetric\tscore\nA\tc1\tClarity\t4\nA\tc1\tdepth\t2\nB\tc1\tCLARITY\t5\n"
-                 "B\tc1\tfluency\t3\nB\tc1\tClarity\t1\n")
+    q.write_text(
+        "judge\tconversation_id\tmetric\tscore\nA\tc1\tClarity\t4\nA\tc1\tdepth\t2\nB\tc1\tCLARITY\t5\n"
+        "B\tc1\tfluency\t3\nB\tc1\tClarity\t1\n"
+    )
     problems = Problems()
     judges = read_human_file(q, problems)
     assert [j.judge for j in judges] == ["A", "B"]
@@ -95,7 +97,9 @@ def test_bad_cells_named_by_file_row_column(tmp_path):
 
 def test_unknown_metric_columns(tmp_path):
     p = tmp_path / "j.csv"
-    p.write_text("conversation_id,clarity,clartiy,helpfulness,remarks,BLEU,Unnamed: 0\nc1,4,3,5,good,0.3,0\nc2,4,3,2,,0.2,1\n")
+    p.write_text(
+        "conversation_id,clarity,clartiy,helpfulness,remarks,BLEU,Unnamed: 0\nc1,4,3,5,good,0.3,0\nc2,4,3,2,,0.2,1\n"
+    )
     problems = Problems()
     [j] = read_human_file(p, problems)
     text = lines_of(problems)
@@ -137,8 +141,16 @@ def test_scores_jsonl_last_wins_none_and_bad_lines(tmp_path):
     ids = make_run(tmp_path, "r1", ["t1", "t2"], {"t1": {m: 4.0 for m in METRICS}, "t2": {m: 3.0 for m in METRICS}})
     with open(tmp_path / "r1" / "scores.jsonl", "a") as fh:
         fh.write("{not json\n")
-        fh.write(json.dumps({"conversation_id": ids["t1"], "run": "r1", "metrics": {**{m: 2.0 for m in METRICS[1:]},
-                                                                                     "Depth": None, "clarity": 9}}) + "\n")
+        fh.write(
+            json.dumps(
+                {
+                    "conversation_id": ids["t1"],
+                    "run": "r1",
+                    "metrics": {**{m: 2.0 for m in METRICS[1:]}, "Depth": None, "clarity": 9},
+                }
+            )
+            + "\n"
+        )
     problems = Problems()
     llm = read_llm_scores([tmp_path / "r1"], problems)
     row = llm.rows[ids["t1"]]
@@ -152,14 +164,29 @@ def test_scores_jsonl_last_wins_none_and_bad_lines(tmp_path):
 
 def test_llm_scores_from_wide_csv_and_paper_run_file(tmp_path):
     csv_path = tmp_path / "model_scores.csv"
-    csv_path.write_text("conversation_id,filename,Clarity,Depth,BLEU\nc1,T-qwen_L-qwen_E-gpt_123,5,4,0.3\n"
-                        "c2,T-qwen_L-gemma_E-gpt_1,0,3,0.1\n")
+    csv_path.write_text(
+        "conversation_id,filename,Clarity,Depth,BLEU\nc1,T-qwen_L-qwen_E-gpt_123,5,4,0.3\n"
+        "c2,T-qwen_L-gemma_E-gpt_1,0,3,0.1\n"
+    )
     paper = tmp_path / "T-llama_L-llama_E-gpt_9.json"
-    paper.write_text(json.dumps({"total_conversations": [
-        {"conversation_id": "c3", "title": "How to x", "doc_id": 1, "method_id": 0,
-         "categories": ["WikiHow", "Health", "Diet"], "evaluation": {"Clarity": 4, "Engagement": 3, "BLEU": 0.5}},
-        {"conversation_id": "c4", "categories": ["Food and Entertaining"], "evaluation": {"Clarity": 2}},
-        {"conversation_id": "c5", "categories": [], "evaluation": {"Clarity": 2}}]}))
+    paper.write_text(
+        json.dumps(
+            {
+                "total_conversations": [
+                    {
+                        "conversation_id": "c3",
+                        "title": "How to x",
+                        "doc_id": 1,
+                        "method_id": 0,
+                        "categories": ["WikiHow", "Health", "Diet"],
+                        "evaluation": {"Clarity": 4, "Engagement": 3, "BLEU": 0.5},
+                    },
+                    {"conversation_id": "c4", "categories": ["Food and Entertaining"], "evaluation": {"Clarity": 2}},
+                    {"conversation_id": "c5", "categories": [], "evaluation": {"Clarity": 2}},
+                ]
+            }
+        )
+    )
     problems = Problems()
     llm = read_llm_scores([csv_path, paper], problems)
     assert llm.rows["c1"].values[0] == 5 and llm.rows["c1"].model == "qwen"
@@ -207,7 +234,9 @@ def test_constant_metric_is_reported_not_fatal(tmp_path):
     sheet = write_sheet(tmp_path / "j.csv", sheet_rows(cids, vals, "r1"))
     problems = Problems()
     res = compute([sheet], [tmp_path / "runs" / "r1"], n_boot=50, problems=problems)
-    assert "Clarity: human scores are constant (all 3); correlation undefined; correlations left out" in lines_of(problems)
+    assert "Clarity: human scores are constant (all 3); correlation undefined; correlations left out" in lines_of(
+        problems
+    )
     assert res.groups[0].correlations["Truthfulness"].coefs["pearson"].value == pytest.approx(1.0)
 
 
@@ -257,8 +286,11 @@ def test_rubric_file_is_validated_by_the_evaluate_loader(tmp_path):
     with pytest.raises(AlignInputError, match=r"nope.json: rubric file not found$"):
         export_sheet([run], tmp_path / "s.csv", Problems(), n=1, rubrics_path=tmp_path / "nope.json")
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"Clarity": {"role": "robot", "reference": "no", "question": "q?",
-                                           "rubric": {k: "x" for k in "54321"}}}))
+    bad.write_text(
+        json.dumps(
+            {"Clarity": {"role": "robot", "reference": "no", "question": "q?", "rubric": {k: "x" for k in "54321"}}}
+        )
+    )
     with pytest.raises(AlignInputError, match="rubric 'Clarity': role must be one of") as err:
         export_sheet([run], tmp_path / "s.csv", Problems(), n=1, rubrics_path=bad)
     assert "\n" not in str(err.value)
@@ -279,8 +311,9 @@ def test_empty_id_and_empty_annotator_in_both_layouts(tmp_path):
     wide = tmp_path / "wide.csv"
     wide.write_text("annotator,conversation_id,clarity\nA,c1,4\n,c2,3\nB,,5\nB,c2,2\n")
     long = tmp_path / "long.csv"
-    long.write_text("annotator,conversation_id,metric,score\nA,c1,clarity,4\n,c2,clarity,3\nB,,clarity,5\n"
-                    "B,c2,clarity,2\n")
+    long.write_text(
+        "annotator,conversation_id,metric,score\nA,c1,clarity,4\n,c2,clarity,3\nB,,clarity,5\nB,c2,clarity,2\n"
+    )
     for path in (wide, long):
         problems = Problems()
         judges = read_human_file(path, problems)
@@ -323,7 +356,12 @@ def test_discover_runs_finds_paper_compat_and_rescored_scores(tmp_path):
 
     found = evaluated_runs(runs)
     assert [p.relative_to(runs).as_posix() for p in found] == [
-        "r-both", "r-default", "r-paper", "rescored/T-gemma_L-gemma_E-gpt_", "rescored/T-qwen_L-qwen_E-gpt_1"]
+        "r-both",
+        "r-default",
+        "r-paper",
+        "rescored/T-gemma_L-gemma_E-gpt_",
+        "rescored/T-qwen_L-qwen_E-gpt_1",
+    ]
     assert scores_file(runs / "r-both").name == "scores.jsonl"
     assert scores_file(runs / "r-paper").name == "scores-paper.jsonl"
     assert [p.name for p in resolve_score_paths([runs / "r-paper"])] == ["scores-paper.jsonl"]
@@ -331,8 +369,13 @@ def test_discover_runs_finds_paper_compat_and_rescored_scores(tmp_path):
 
     problems = Problems()
     llm = read_llm_scores([runs], problems)
-    assert set(llm.rows) == {"r-default-t1", "r-paper-t2", "r-both-t3", "T-qwen_L-qwen_E-gpt_1-c",
-                             "T-gemma_L-gemma_E-gpt_-c"}
+    assert set(llm.rows) == {
+        "r-default-t1",
+        "r-paper-t2",
+        "r-both-t3",
+        "T-qwen_L-qwen_E-gpt_1-c",
+        "T-gemma_L-gemma_E-gpt_-c",
+    }
     assert llm.rows["r-both-t3"].values[0] == 5.0  # from scores.jsonl, not scores-paper.jsonl
     assert llm.rows["r-paper-t2"].run == "r-paper"
     row = llm.rows["T-qwen_L-qwen_E-gpt_1-c"]
@@ -346,8 +389,9 @@ def test_discover_runs_finds_paper_compat_and_rescored_scores(tmp_path):
     assert "no conversations.jsonl" in lines_of(problems)
 
     # without --scores, `align` finds them under the runs dir as well
-    sheet = write_sheet(tmp_path / "j.csv", sheet_rows(["r-paper-t2", "T-qwen_L-qwen_E-gpt_1-c", "r-both-t3"],
-                                                       np.full((3, 8), 3.0)))
+    sheet = write_sheet(
+        tmp_path / "j.csv", sheet_rows(["r-paper-t2", "T-qwen_L-qwen_E-gpt_1-c", "r-both-t3"], np.full((3, 8), 3.0))
+    )
     res = compute([sheet], [], n_boot=0, problems=Problems(), runs_dir=runs)
     assert res.matched.all()
 
@@ -371,8 +415,15 @@ def test_paper_run_name_pattern_allows_an_empty_job(tmp_path):
 
 def test_custom_rubric_names_are_ignored_with_one_warning(tmp_path):
     runs = tmp_path / "runs"
-    extra = {"Helpfulness": 4.0, "politeness": 5.0, "BLEU": 0.3, "Question Ratio": 0.5, "ROUGE-L": 0.2,
-             "Embedding Cosine": 0.9, "clarity": 4.0}
+    extra = {
+        "Helpfulness": 4.0,
+        "politeness": 5.0,
+        "BLEU": 0.3,
+        "Question Ratio": 0.5,
+        "ROUGE-L": 0.2,
+        "Embedding Cosine": 0.9,
+        "clarity": 4.0,
+    }
     make_run(runs, "r1", ["t1", "t2"], {t: {**{m: 3.0 for m in METRICS[1:]}, **extra} for t in ("t1", "t2")})
     make_run(runs, "r2", ["t1"], {"t1": {**{m: 3.0 for m in METRICS}, "Helpfulness": 2.0}})
     make_run(runs, "r3", ["t1"], {"t1": {m: 3.0 for m in METRICS}})
@@ -390,7 +441,8 @@ def test_custom_rubric_names_are_ignored_with_one_warning(tmp_path):
     problems = Problems()
     read_llm_scores([runs / "r2"], problems)
     assert [p.message for p in problems if p.kind == "ignored metric"][0].startswith(
-        f"{runs / 'r2' / 'scores.jsonl'}: rubric(s) other")
+        f"{runs / 'r2' / 'scores.jsonl'}: rubric(s) other"
+    )
 
 
 def test_partial_score_file_is_one_line_per_human_file(tmp_path):
@@ -406,13 +458,30 @@ def test_partial_score_file_is_one_line_per_human_file(tmp_path):
     a = write_sheet(tmp_path / "a.csv", sheet_rows(cids + ghosts, vals, "r1"))
     b = write_sheet(tmp_path / "b.csv", sheet_rows(cids + ghosts, np.clip(vals + 1, 1, 5), "r1"))
     out = tmp_path / "out"
-    res = CliRunner().invoke(app, ["align", "-H", str(a), "-H", str(b), "--scores", str(tmp_path / "runs" / "r1"),
-                                   "--out", str(out), "--bootstrap", "0", "--no-figures"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "align",
+            "-H",
+            str(a),
+            "-H",
+            str(b),
+            "--scores",
+            str(tmp_path / "runs" / "r1"),
+            "--out",
+            str(out),
+            "--bootstrap",
+            "0",
+            "--no-figures",
+        ],
+    )
     assert res.exit_code == 0, res.output
     warnings_ = [ln for ln in res.output.splitlines() if ln.startswith("warning:")]
     unmatched = [ln for ln in warnings_ if "no LLM score" in ln]
-    assert unmatched == [f"warning: {a}: 30 rated conversations have no LLM score (the first: ghost-0); left out "
-                         "(each one is in problems.txt)"], warnings_
+    assert unmatched == [
+        f"warning: {a}: 30 rated conversations have no LLM score (the first: ghost-0); left out "
+        "(each one is in problems.txt)"
+    ], warnings_
     listed = (out / "problems.txt").read_text().splitlines()
     assert sum("has no LLM score; left out" in ln for ln in listed) == 30
     assert f"{a}:14: column 'conversation_id': ghost-0 has no LLM score; left out" in listed

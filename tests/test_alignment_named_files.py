@@ -90,8 +90,11 @@ def test_decimal_commas_in_a_semicolon_file(study):
     assert any(p["human_Clarity"] and float(p["human_Clarity"]) % 1 == 0.25 for p in paired)  # (x + 3.5) / 2
 
 
-@pytest.mark.parametrize("content", [b"", ",".join(SHEET).encode() + b"\n", b"\x00\x01binary\x00"],
-                         ids=["empty", "header-only", "unreadable"])
+@pytest.mark.parametrize(
+    "content",
+    [b"", ",".join(SHEET).encode() + b"\n", b"\x00\x01binary\x00"],
+    ids=["empty", "header-only", "unreadable"],
+)
 def test_a_named_judge_file_that_contributes_nothing_is_an_error(study, content):
     tmp, runs, (h1, h2) = study
     bad = tmp / "bad.csv"

@@ -172,7 +172,8 @@ def test_weighted_kappa_equals_sklearn_on_random_labels():
         a = rng.integers(1, 6, n)
         b = np.clip(a + rng.integers(-2, 3, n), 1, 5)
         assert S.weighted_kappa(a, b, [1, 2, 3, 4, 5]) == pytest.approx(
-            cohen_kappa_score(a, b, weights="quadratic", labels=[1, 2, 3, 4, 5]), abs=1e-12)
+            cohen_kappa_score(a, b, weights="quadratic", labels=[1, 2, 3, 4, 5]), abs=1e-12
+        )
 
 
 def test_csv_cells_keep_tiny_p_values():

@@ -36,7 +36,13 @@ SECRET = "sk-test-SECRET-0123456789"
 
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch):
-    for var in ("OLLAMA_HOST", "OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_COMPATIBLE_API_KEY", "WIKIHOWAGENT_LLAMA_LOG"):
+    for var in (
+        "OLLAMA_HOST",
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "OPENAI_COMPATIBLE_API_KEY",
+        "WIKIHOWAGENT_LLAMA_LOG",
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(ollama, "_backoff", lambda attempt: 0.0)
 
@@ -73,8 +79,12 @@ class FakeServer:
             def _handle(self, method):
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
-                req = {"method": method, "path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
-                       "json": json.loads(raw) if raw else None}
+                req = {
+                    "method": method,
+                    "path": self.path,
+                    "headers": {k.lower(): v for k, v in self.headers.items()},
+                    "json": json.loads(raw) if raw else None,
+                }
                 outer.requests.append(req)
                 fn = outer.routes.get((method, self.path.split("?")[0]))
                 status, body, ctype = fn(req) if fn else (404, {"error": "not found"}, "application/json")
@@ -117,12 +127,29 @@ def ollama_routes(tags=("openchat:7b", "llama3:8b"), fail_first_chat: int = 0):
             lines = [
                 {**base, "message": {"role": "assistant", "content": "Hello"}, "done": False},
                 {**base, "message": {"role": "assistant", "content": " learner"}, "done": False},
-                {**base, "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop",
-                 "total_duration": 1000, "prompt_eval_count": 11, "eval_count": 5},
+                {
+                    **base,
+                    "message": {"role": "assistant", "content": ""},
+                    "done": True,
+                    "done_reason": "stop",
+                    "total_duration": 1000,
+                    "prompt_eval_count": 11,
+                    "eval_count": 5,
+                },
             ]
             return 200, "".join(json.dumps(x) + "\n" for x in lines).encode(), "application/x-ndjson"
-        return 200, {**base, "message": {"role": "assistant", "content": "Hello learner"}, "done": True,
-                     "done_reason": "stop", "prompt_eval_count": 11, "eval_count": 5}, "application/json"
+        return (
+            200,
+            {
+                **base,
+                "message": {"role": "assistant", "content": "Hello learner"},
+                "done": True,
+                "done_reason": "stop",
+                "prompt_eval_count": 11,
+                "eval_count": 5,
+            },
+            "application/json",
+        )
 
     return {("GET", "/api/tags"): api_tags, ("POST", "/api/chat"): api_chat}
 
@@ -131,15 +158,26 @@ def openai_routes(models=("test-model",), reply="Hi there", status_models=200):
     def list_models(req):
         if status_models != 200:
             return status_models, {"error": {"message": "nope"}}, "application/json"
-        return 200, {"object": "list", "data": [{"id": m, "object": "model", "created": 0, "owned_by": "me"} for m in models]}, "application/json"
+        return (
+            200,
+            {"object": "list", "data": [{"id": m, "object": "model", "created": 0, "owned_by": "me"} for m in models]},
+            "application/json",
+        )
 
     def chat(req):
         body = req["json"]
-        return 200, {
-            "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
-            "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
-        }, "application/json"
+        return (
+            200,
+            {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "created": 0,
+                "model": body["model"],
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": reply}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 7, "completion_tokens": 3, "total_tokens": 10},
+            },
+            "application/json",
+        )
 
     return {("GET", "/v1/models"): list_models, ("POST", "/v1/chat/completions"): chat}
 
@@ -309,7 +347,9 @@ def test_ollama_chat_against_fake_server(fake):
     assert msg.usage_metadata["input_tokens"] == 11 and msg.usage_metadata["output_tokens"] == 5
     body = [q for q in srv.requests if q["path"] == "/api/chat"][-1]["json"]
     assert body["model"] == "openchat:7b"
-    assert body["options"]["temperature"] == 0.0 and body["options"]["seed"] == 7 and body["options"]["num_predict"] == 99
+    assert (
+        body["options"]["temperature"] == 0.0 and body["options"]["seed"] == 7 and body["options"]["num_predict"] == 99
+    )
     out = asyncio.run(model.abatch(["a", "b"]))
     assert [m.content for m in out] == ["Hello learner"] * 2
     assert hasattr(model, "with_structured_output")
@@ -384,7 +424,9 @@ def test_openai_base_url_env_and_key(fake, monkeypatch):
     r = resolve_spec("openai:test-model")
     assert r.base_url == srv.url + "/v1"
     check_backend(r)
-    msg = asyncio.run(make_chat_model("openai:test-model", ModelSettings(max_retries=0), LocalModelSettings()).ainvoke("x"))
+    msg = asyncio.run(
+        make_chat_model("openai:test-model", ModelSettings(max_retries=0), LocalModelSettings()).ainvoke("x")
+    )
     assert msg.usage_metadata["total_tokens"] == 10
     assert all(q["headers"].get("authorization") == f"Bearer {SECRET}" for q in srv.requests)
 
@@ -395,14 +437,20 @@ def test_openai_key_never_sent_to_another_host(fake, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
     r = resolve_spec("openai:test-model")
     check_backend(r, srv.url + "/v1")
-    asyncio.run(make_chat_model("openai:test-model", ModelSettings(max_retries=0), LocalModelSettings(),
-                                base_url=srv.url + "/v1").ainvoke("x"))
+    asyncio.run(
+        make_chat_model(
+            "openai:test-model", ModelSettings(max_retries=0), LocalModelSettings(), base_url=srv.url + "/v1"
+        ).ainvoke("x")
+    )
     assert srv.requests and all(SECRET not in str(q["headers"]) for q in srv.requests)
     chats = [q for q in srv.requests if q["path"] == "/v1/chat/completions"]
     assert chats and all(q["headers"].get("authorization") == "Bearer EMPTY" for q in chats)
     monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", "vllm-key")
-    asyncio.run(make_chat_model("openai:test-model", ModelSettings(max_retries=0), LocalModelSettings(),
-                                base_url=srv.url + "/v1").ainvoke("x"))
+    asyncio.run(
+        make_chat_model(
+            "openai:test-model", ModelSettings(max_retries=0), LocalModelSettings(), base_url=srv.url + "/v1"
+        ).ainvoke("x")
+    )
     assert srv.requests[-1]["headers"]["authorization"] == "Bearer vllm-key"
 
 

@@ -41,10 +41,18 @@ def test_delta_r_needs_shared_conversations():
 
 def test_rule_changes_the_default_only_on_evidence():
     b = bench()
-    acc = {"base": (0.70, 0.60, 0.80, 4), "better": (0.68, 0.5, 0.8, 4), "blind": (0.40, 0.3, 0.5, 4),
-           "noisy": (0.75, 0.6, 0.9, 4)}
-    deltas = {"base": (0.0, 0.0, 0.0, 30), "better": (0.3, 0.1, 0.5, 30), "blind": (0.5, 0.3, 0.7, 30),
-              "noisy": (0.4, -0.1, 0.8, 30)}
+    acc = {
+        "base": (0.70, 0.60, 0.80, 4),
+        "better": (0.68, 0.5, 0.8, 4),
+        "blind": (0.40, 0.3, 0.5, 4),
+        "noisy": (0.75, 0.6, 0.9, 4),
+    }
+    deltas = {
+        "base": (0.0, 0.0, 0.0, 30),
+        "better": (0.3, 0.1, 0.5, 30),
+        "blind": (0.5, 0.3, 0.7, 30),
+        "noisy": (0.4, -0.1, 0.8, 30),
+    }
     out = b.decision(list(acc), deltas, acc, "base")
     assert "`better`" in out and "becomes the default" in out  # "blind" fails judge-check, "noisy" has no evidence
     deltas["better"] = (0.3, -0.05, 0.5, 30)

@@ -22,17 +22,31 @@ def test_checklist_that_tracks_people_beats_a_noise_weighted_judge_with_a_paired
         humans[cid]["Overall"] = float(np.mean([humans[cid][m] for m in RUBRICS]))
         items = []
         for m in RUBRICS:
-            items += [ChecklistItemScore(id=f"rubric:{m}:good", rubrics=[m], p_yes=float(np.clip(q + rng.normal(0, .1), 0, 1)),
-                                         mass=1.0, good=float(np.clip(q + rng.normal(0, .1), 0, 1))),
-                      ChecklistItemScore(id=f"rubric:{m}:noise", rubrics=[m], p_yes=0.5, mass=1.0,
-                                         good=float(rng.uniform(0, 1)))]
+            items += [
+                ChecklistItemScore(
+                    id=f"rubric:{m}:good",
+                    rubrics=[m],
+                    p_yes=float(np.clip(q + rng.normal(0, 0.1), 0, 1)),
+                    mass=1.0,
+                    good=float(np.clip(q + rng.normal(0, 0.1), 0, 1)),
+                ),
+                ChecklistItemScore(
+                    id=f"rubric:{m}:noise", rubrics=[m], p_yes=0.5, mass=1.0, good=float(rng.uniform(0, 1))
+                ),
+            ]
         goods = {m: [it.good for it in items if m in it.rubrics] for m in RUBRICS}
-        recs["checklist"][cid] = ScoreRecord(conversation_id=cid, tutorial_id=f"t{i % 10}",
-                                             metrics={m: 1 + 4 * float(np.mean(goods[m])) for m in RUBRICS},
-                                             judge=JudgeProvenance(evaluator="local", scoring="checklist", items=items))
-        recs["tutorial-first"][cid] = ScoreRecord(conversation_id=cid, tutorial_id=f"t{i % 10}",
-                                                  metrics={m: float(rng.uniform(3.9, 4.1)) for m in RUBRICS},
-                                                  judge=JudgeProvenance(evaluator="local", scoring="weighted"))
+        recs["checklist"][cid] = ScoreRecord(
+            conversation_id=cid,
+            tutorial_id=f"t{i % 10}",
+            metrics={m: 1 + 4 * float(np.mean(goods[m])) for m in RUBRICS},
+            judge=JudgeProvenance(evaluator="local", scoring="checklist", items=items),
+        )
+        recs["tutorial-first"][cid] = ScoreRecord(
+            conversation_id=cid,
+            tutorial_id=f"t{i % 10}",
+            metrics={m: float(rng.uniform(3.9, 4.1)) for m in RUBRICS},
+            judge=JudgeProvenance(evaluator="local", scoring="weighted"),
+        )
     ids = sorted(humans)
     cmp = b.comparisons(b.predictions(recs, ids, humans), humans)
     overall = cmp["Overall"]

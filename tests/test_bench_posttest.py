@@ -41,14 +41,19 @@ def test_wording_bench_pairs_conversations_and_counts_abstentions(tmp_path):
     for label, lg in gains.items():
         run = tmp_path / label / "run"
         run.mkdir(parents=True)
-        lines = [ScoreRecord(conversation_id=f"c{i}", metrics={"Learning Gain": g, "Step Recall": 0.5 + g})
-                 for i, g in enumerate(lg)]
+        lines = [
+            ScoreRecord(conversation_id=f"c{i}", metrics={"Learning Gain": g, "Step Recall": 0.5 + g})
+            for i, g in enumerate(lg)
+        ]
         (run / "scores.jsonl").write_text("".join(r.model_dump_json() + "\n" for r in lines))
         if label == "v3":  # 1 of 4 lines abstained in each post-test; 2 of 4 in the pre-test
             post = PostTest(model="m", post=TestAnswer(steps=["a", "b", "c"], abstained=1))
-            (run / "posttests.jsonl").write_text("".join(
-                json.dumps({"conversation_id": f"c{i}", "posttest": post.model_dump(mode="json")}) + "\n"
-                for i in range(3)))
+            (run / "posttests.jsonl").write_text(
+                "".join(
+                    json.dumps({"conversation_id": f"c{i}", "posttest": post.model_dump(mode="json")}) + "\n"
+                    for i in range(3)
+                )
+            )
             pre = PreTestRecord(learner="m", tutorial_key="t", answer=TestAnswer(steps=["a", "b"], abstained=2))
             (run / "pretests.jsonl").write_text(pre.model_dump_json() + "\n")
         dirs[label] = w.scores_of(tmp_path / label)

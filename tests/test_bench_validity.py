@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -24,10 +23,21 @@ def test_human_rows_separate_pooled_from_within_tutorial(tmp_path):
         liked = rng.normal()
         for k in range(7):
             cid = f"t{t}c{k}"
-            recs.append({"conversation_id": cid, "title": f"How to {t}",
-                         "metrics": {"Learning Gain": float(np.clip(0.2 * liked + rng.normal() * 0.01, -1, 1))}})
-            people.append({"conversation_id": cid, "human_Overall": 3 + liked + rng.normal() * 0.3,
-                           "human_Progress": 3 + rng.normal(), "human_Clarity": 3 + rng.normal()})
+            recs.append(
+                {
+                    "conversation_id": cid,
+                    "title": f"How to {t}",
+                    "metrics": {"Learning Gain": float(np.clip(0.2 * liked + rng.normal() * 0.01, -1, 1))},
+                }
+            )
+            people.append(
+                {
+                    "conversation_id": cid,
+                    "human_Overall": 3 + liked + rng.normal() * 0.3,
+                    "human_Progress": 3 + rng.normal(),
+                    "human_Clarity": 3 + rng.normal(),
+                }
+            )
     (tmp_path / "scores" / "run").mkdir(parents=True)
     (tmp_path / "scores" / "run" / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     (tmp_path / "align").mkdir()
@@ -47,18 +57,61 @@ def test_validity_and_likelihood_rows_read_judge_check_outputs(tmp_path):
 
     from wikihowagent.records import LikelihoodTest, PostTest, TestAnswer
 
-    pd.DataFrame([{"tutorials": "counterfactual", "perturbation": "skip_steps", "n": 20, "accuracy": 0.9,
-                   "ci_low": 0.8, "ci_high": 1.0, "lower": 17, "ties": 2, "mean_recall_original": 0.8,
-                   "mean_recall_perturbed": 0.5, "failed": 0, "abstained_original": None,
-                   "abstained_perturbed": None}]).to_csv(tmp_path / "posttest_validity_by_set.csv", index=False)
-    pd.DataFrame([{"perturbation": "skip_steps", "n": 20, "accuracy": 0.95, "ci_low": 0.85, "ci_high": 1.0,
-                   "lower": 19, "ties": 0, "mean_recall_original": 1.2, "mean_recall_perturbed": 0.4, "failed": 0,
-                   "judge_accuracy": None, "abstained_original": None, "abstained_perturbed": None}]
-                 ).to_csv(tmp_path / "posttest_likelihood_validity.csv", index=False)
-    lines = [{"conversation_id": f"c{i}", "variant": "original", "posttest": PostTest(
-        post=TestAnswer(steps=["x"]), likelihood=LikelihoodTest(post=[-1.0, -1.0], pre=[-2.0, -3.0], post_tokens=[5, 5],
-                                                                 latency_s=10.0, pre_latency_s=4.0 if i else 0.0)
-    ).model_dump(mode="json")} for i in range(3)]
+    pd.DataFrame(
+        [
+            {
+                "tutorials": "counterfactual",
+                "perturbation": "skip_steps",
+                "n": 20,
+                "accuracy": 0.9,
+                "ci_low": 0.8,
+                "ci_high": 1.0,
+                "lower": 17,
+                "ties": 2,
+                "mean_recall_original": 0.8,
+                "mean_recall_perturbed": 0.5,
+                "failed": 0,
+                "abstained_original": None,
+                "abstained_perturbed": None,
+            }
+        ]
+    ).to_csv(tmp_path / "posttest_validity_by_set.csv", index=False)
+    pd.DataFrame(
+        [
+            {
+                "perturbation": "skip_steps",
+                "n": 20,
+                "accuracy": 0.95,
+                "ci_low": 0.85,
+                "ci_high": 1.0,
+                "lower": 19,
+                "ties": 0,
+                "mean_recall_original": 1.2,
+                "mean_recall_perturbed": 0.4,
+                "failed": 0,
+                "judge_accuracy": None,
+                "abstained_original": None,
+                "abstained_perturbed": None,
+            }
+        ]
+    ).to_csv(tmp_path / "posttest_likelihood_validity.csv", index=False)
+    lines = [
+        {
+            "conversation_id": f"c{i}",
+            "variant": "original",
+            "posttest": PostTest(
+                post=TestAnswer(steps=["x"]),
+                likelihood=LikelihoodTest(
+                    post=[-1.0, -1.0],
+                    pre=[-2.0, -3.0],
+                    post_tokens=[5, 5],
+                    latency_s=10.0,
+                    pre_latency_s=4.0 if i else 0.0,
+                ),
+            ).model_dump(mode="json"),
+        }
+        for i in range(3)
+    ]
     (tmp_path / "posttests.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     (row,) = BV.validity_rows(tmp_path)
     assert row[:4] == ["counterfactual", "skip_steps", "20", "0.900 [0.800, 1.000]"]
@@ -69,9 +122,9 @@ def test_validity_and_likelihood_rows_read_judge_check_outputs(tmp_path):
 
 
 def test_likelihood_step_is_resumable_and_reported(tmp_path, monkeypatch):
+    from fake_servers import FakeOpenAI
     from typer.testing import CliRunner
 
-    from fake_servers import FakeOpenAI
     from wikihowagent.cli import app
 
     def seen(token, before):
@@ -79,14 +132,29 @@ def test_likelihood_step_is_resumable_and_reported(tmp_path, monkeypatch):
         return -0.5 if w and w in before.lower() else -4.0
 
     with FakeOpenAI(text_logprob=seen) as srv:
-        res = CliRunner().invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url,
-                                       "--out", str(tmp_path / "run"), "--max-tutorials", "3", "--retries", "0",
-                                       "--no-posttest"])
+        res = CliRunner().invoke(
+            app,
+            [
+                "generate",
+                "--teacher",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--out",
+                str(tmp_path / "run"),
+                "--max-tutorials",
+                "3",
+                "--retries",
+                "0",
+                "--no-posttest",
+            ],
+        )
         assert res.exit_code == 0, res.output
         from langchain_openai import ChatOpenAI
 
-        monkeypatch.setattr(BV, "_learner", lambda spec: ChatOpenAI(model="fake-model", base_url=srv.base_url,
-                                                                     api_key="x"))
+        monkeypatch.setattr(
+            BV, "_learner", lambda spec: ChatOpenAI(model="fake-model", base_url=srv.base_url, api_key="x")
+        )
         assert BV.likelihood_step([tmp_path / "run"], tmp_path / "lik", "openai:fake-model", minutes=0.0) is False
         assert BV.likelihood_step([tmp_path / "run"], tmp_path / "lik", "openai:fake-model", minutes=5.0) is True
         n = len([r for r in srv.requests if r.get("echo")])
@@ -105,9 +173,9 @@ def test_verbatim_lessons_are_records_judge_check_reads(tmp_path):
     import re
 
     import pandas as pd
+    from fake_servers import FakeOpenAI
     from typer.testing import CliRunner
 
-    from fake_servers import FakeOpenAI
     from wikihowagent.cli import app
     from wikihowagent.runs import read_conversations
 
@@ -123,9 +191,21 @@ def test_verbatim_lessons_are_records_judge_check_reads(tmp_path):
         return "I have no idea."
 
     with FakeOpenAI(reply=learner) as srv:
-        res = CliRunner().invoke(app, ["judge-check", str(tmp_path / "cf.jsonl"), "--out", str(tmp_path / "check"),
-                                       "--posttest-learner", "openai:fake-model", "--base-url", srv.base_url,
-                                       "--tutorials", str(BV.VALIDITY_SET)])
+        res = CliRunner().invoke(
+            app,
+            [
+                "judge-check",
+                str(tmp_path / "cf.jsonl"),
+                "--out",
+                str(tmp_path / "check"),
+                "--posttest-learner",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--tutorials",
+                str(BV.VALIDITY_SET),
+            ],
+        )
     assert res.exit_code == 0, res.output
     t = pd.read_csv(tmp_path / "check" / "posttest_validity_by_set.csv").set_index("perturbation")
     assert set(t["tutorials"]) == {"counterfactual"} and (t["n"] >= 20).all()
@@ -133,8 +213,10 @@ def test_verbatim_lessons_are_records_judge_check_reads(tmp_path):
 
 
 def test_scores_rows(tmp_path):
-    recs = [{"conversation_id": f"c{i}", "metrics": {"Learning Gain": 0.1 * i, "Detail Gain": None,
-                                                     "Step Recall": 0.5}} for i in range(4)]
+    recs = [
+        {"conversation_id": f"c{i}", "metrics": {"Learning Gain": 0.1 * i, "Detail Gain": None, "Step Recall": 0.5}}
+        for i in range(4)
+    ]
     (tmp_path / "s" / "cf").mkdir(parents=True)
     (tmp_path / "s" / "cf" / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     (row,) = BV.scores_rows(tmp_path / "s")

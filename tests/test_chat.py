@@ -18,8 +18,24 @@ TUTORIAL = "4f115a7f59dc20db"  # bundled: How to Jump Start a Car, method 2 (4 s
 def chat(tmp_path, role, stdin, *extra):
     out = tmp_path / f"chat-{role}"
     with FakeOpenAI() as srv:
-        res = CliRunner().invoke(app, ["chat", "--role", role, "--model", "openai:fake-model", "--base-url",
-                                       srv.base_url, "--tutorial", TUTORIAL, "--out", str(out), *extra], input=stdin)
+        res = CliRunner().invoke(
+            app,
+            [
+                "chat",
+                "--role",
+                role,
+                "--model",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--tutorial",
+                TUTORIAL,
+                "--out",
+                str(out),
+                *extra,
+            ],
+            input=stdin,
+        )
     assert res.exit_code == 0, res.output
     records = [o for _, o in iter_jsonl(out / "conversations.jsonl")]
     assert len(records) == 1
@@ -38,8 +54,9 @@ def test_human_learner_full_conversation_then_evaluate(tmp_path):
     assert "Step 1 of 4" in res.output and "Step 2: do it carefully." in res.output  # the panel, the model
     info = json.loads((out / "run.json").read_text())
     assert info["learner"] == "human" and info["human"] == "learner"
-    ev = CliRunner().invoke(app, ["evaluate", str(out), "--no-judge", "--metrics", "Question Ratio,Completion",
-                                  "--no-figures"])
+    ev = CliRunner().invoke(
+        app, ["evaluate", str(out), "--no-judge", "--metrics", "Question Ratio,Completion", "--no-figures"]
+    )
     assert ev.exit_code == 0, ev.output
     score = json.loads((out / "scores.jsonl").read_text().splitlines()[0])
     assert score["metrics"]["Completion"] == 1.0 and score["metrics"]["Question Ratio"] == pytest.approx(0.2)
@@ -92,7 +109,10 @@ def test_pick_from_the_list(tmp_path):
 def chat_pick(tmp_path):
     out = tmp_path / "picked"
     with FakeOpenAI() as srv:
-        res = CliRunner().invoke(app, ["chat", "--model", "openai:fake-model", "--base-url", srv.base_url, "--pick",
-                                       "--out", str(out)], input="2\n/quit\n")
+        res = CliRunner().invoke(
+            app,
+            ["chat", "--model", "openai:fake-model", "--base-url", srv.base_url, "--pick", "--out", str(out)],
+            input="2\n/quit\n",
+        )
     assert res.exit_code == 0, res.output
     return res, [o for _, o in iter_jsonl(out / "conversations.jsonl")][0], out

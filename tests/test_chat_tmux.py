@@ -36,9 +36,22 @@ def test_chat_in_tmux(tmp_path):
     sock = f"wha-test-{tmp_path.name}"
     out = tmp_path / "chat"
     with FakeOpenAI() as srv:
-        cmd = [sys.executable, "-c", "from wikihowagent.cli import main; main()", "chat", "--role", "learner",
-               "--model", "openai:fake-model", "--base-url", srv.base_url, "--tutorial", "4f115a7f59dc20db",
-               "--out", str(out)]
+        cmd = [
+            sys.executable,
+            "-c",
+            "from wikihowagent.cli import main; main()",
+            "chat",
+            "--role",
+            "learner",
+            "--model",
+            "openai:fake-model",
+            "--base-url",
+            srv.base_url,
+            "--tutorial",
+            "4f115a7f59dc20db",
+            "--out",
+            str(out),
+        ]
         shell = " ".join(f"'{c}'" for c in cmd) + "; echo EXIT=$?; sleep 60"
         tmux(sock, "new-session", "-d", "-s", "chat", "-x", "120", "-y", "50", "-c", str(ROOT), shell)
         try:
@@ -77,9 +90,22 @@ def test_ctrl_c_while_the_model_replies_saves_a_clean_quit(tmp_path, role):
         return scripted_reply(prompt)
 
     with FakeOpenAI(reply=reply) as srv:
-        cmd = [sys.executable, "-c", "from wikihowagent.cli import main; main()", "chat", "--role", role,
-               "--model", "openai:fake-model", "--base-url", srv.base_url, "--tutorial", "4f115a7f59dc20db",
-               "--out", str(out)]
+        cmd = [
+            sys.executable,
+            "-c",
+            "from wikihowagent.cli import main; main()",
+            "chat",
+            "--role",
+            role,
+            "--model",
+            "openai:fake-model",
+            "--base-url",
+            srv.base_url,
+            "--tutorial",
+            "4f115a7f59dc20db",
+            "--out",
+            str(out),
+        ]
         shell = " ".join(f"'{c}'" for c in cmd) + "; echo EXIT=$?; sleep 60"
         tmux(sock, "new-session", "-d", "-s", "chat", "-x", "200", "-y", "50", "-c", str(ROOT), shell)
         try:

@@ -36,8 +36,14 @@ def flat(text: str) -> str:
 
 
 def entries(*positions):
-    return [{"token": tok, "logprob": math.log(top.get(tok, 1e-9)),
-             "top_logprobs": [{"token": t, "logprob": math.log(p)} for t, p in top.items()]} for tok, top in positions]
+    return [
+        {
+            "token": tok,
+            "logprob": math.log(top.get(tok, 1e-9)),
+            "top_logprobs": [{"token": t, "logprob": math.log(p)} for t, p in top.items()],
+        }
+        for tok, top in positions
+    ]
 
 
 # ---------------------------------------------------------------------------- the items file
@@ -61,16 +67,21 @@ def test_bundled_checklist_is_valid_and_every_rubric_has_two_to_five_items_with_
     assert cl.ident.startswith(cl.version + "@")
 
 
-@pytest.mark.parametrize("mutate, expect", [
-    (lambda d: d["rubric_items"].__setitem__("Humour", d["rubric_items"]["Clarity"]), "'Humour': unknown rubric"),
-    (lambda d: d["rubric_items"].pop("Depth"), "rubric 'Depth' has no items"),
-    (lambda d: d["rubric_items"].__setitem__("Depth", []), "'Depth': needs 2-5 items, has 0"),
-    (lambda d: d["step_items"]["items"][0].__setitem__("rubrics", ["Progess"]), "unknown rubric 'Progess'"),
-    (lambda d: d["step_items"]["items"][0].__setitem__("text", "Did they teach {step_title}?"),
-     "unknown placeholder {step_title}"),
-    (lambda d: d["rubric_items"]["Clarity"][0].__setitem__("polarity", "good"), "polarity must be one of"),
-    (lambda d: d.pop("version"), "version must be a non-empty string"),
-])
+@pytest.mark.parametrize(
+    "mutate, expect",
+    [
+        (lambda d: d["rubric_items"].__setitem__("Humour", d["rubric_items"]["Clarity"]), "'Humour': unknown rubric"),
+        (lambda d: d["rubric_items"].pop("Depth"), "rubric 'Depth' has no items"),
+        (lambda d: d["rubric_items"].__setitem__("Depth", []), "'Depth': needs 2-5 items, has 0"),
+        (lambda d: d["step_items"]["items"][0].__setitem__("rubrics", ["Progess"]), "unknown rubric 'Progess'"),
+        (
+            lambda d: d["step_items"]["items"][0].__setitem__("text", "Did they teach {step_title}?"),
+            "unknown placeholder {step_title}",
+        ),
+        (lambda d: d["rubric_items"]["Clarity"][0].__setitem__("polarity", "good"), "polarity must be one of"),
+        (lambda d: d.pop("version"), "version must be a non-empty string"),
+    ],
+)
 def test_bad_checklist_files_are_one_line_errors_naming_the_file(tmp_path, mutate, expect):
     p = _write(tmp_path, mutate)
     with pytest.raises(ChecklistError) as exc:
@@ -80,7 +91,7 @@ def test_bad_checklist_files_are_one_line_errors_naming_the_file(tmp_path, mutat
 
 
 def test_braces_and_quotes_in_items_and_tutorials_are_literal_text(tmp_path):
-    odd = 'Does the teacher say "{not a field}" or {{x}} or \'%s\'?'
+    odd = "Does the teacher say \"{not a field}\" or {{x}} or '%s'?"
     p = _write(tmp_path, lambda d: d["rubric_items"]["Clarity"][0].__setitem__("text", odd))
     cl = load_checklist(p, RUBRICS)
     steps = ['Mix {salt} and "paint" {headline}. Then wait.', "Dry it."]
@@ -116,18 +127,37 @@ def test_items_that_show_the_tutorial_come_last_and_step_items_serve_several_rub
 # ---------------------------------------------------------------------------- reading an answer
 
 
-@pytest.mark.parametrize("text, word", [
-    ("Yes", "yes"), (" no", "no"), ("YES.", "yes"), ("No!", "no"), ("**Yes**", "yes"), ("yes\n", "yes"),
-    ("Yes, but only partly", None), ("Y", None), ("yes/no", None), ("Yes and no", None), ("", None),
-    ("No. The teacher", None), ("Maybe", None), ("Yes yes", None), ("N", None), ("Yess", None),
-])
+@pytest.mark.parametrize(
+    "text, word",
+    [
+        ("Yes", "yes"),
+        (" no", "no"),
+        ("YES.", "yes"),
+        ("No!", "no"),
+        ("**Yes**", "yes"),
+        ("yes\n", "yes"),
+        ("Yes, but only partly", None),
+        ("Y", None),
+        ("yes/no", None),
+        ("Yes and no", None),
+        ("", None),
+        ("No. The teacher", None),
+        ("Maybe", None),
+        ("Yes yes", None),
+        ("N", None),
+        ("Yess", None),
+    ],
+)
 def test_strict_yes_no_reading(text, word):
     assert answer_word(text) == word
 
 
 def test_p_yes_folds_case_and_space_variants_and_normalises_over_the_two():
-    a = read_answer(entries(("Yes", {"Yes": 0.5, " yes": 0.1, "YES": 0.05, "No": 0.2, " no": 0.05, "The": 0.1})),
-                    "Yes", complete=True)
+    a = read_answer(
+        entries(("Yes", {"Yes": 0.5, " yes": 0.1, "YES": 0.05, "No": 0.2, " no": 0.05, "The": 0.1})),
+        "Yes",
+        complete=True,
+    )
     assert a.problem is None
     assert a.mass == pytest.approx(0.9)
     assert a.p_yes == pytest.approx(0.65 / 0.9)
@@ -153,6 +183,7 @@ except ImportError:  # pragma: no cover
     given = None
 
 if given is not None:
+
     @given(st.text(max_size=12))
     def test_any_reply_read_as_an_answer_is_exactly_one_yes_or_no_word(text):
         word = answer_word(text)
@@ -202,8 +233,20 @@ def _yes_no_judge(prompt: str):
 def test_evaluate_checklist_on_openai_compatible_server_records_every_item(tmp_path):
     run = _run(tmp_path)
     with FakeOpenAI(logprobs=_yes_no_judge) as srv:
-        res = _evaluate([str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures",
-                         "--judge-scoring", "checklist", "--metrics", "Progress,Truthfulness,Clarity"])
+        res = _evaluate(
+            [
+                str(run),
+                "--evaluator",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--no-figures",
+                "--judge-scoring",
+                "checklist",
+                "--metrics",
+                "Progress,Truthfulness,Clarity",
+            ]
+        )
         assert res.exit_code == 0, res.output
         assert all(r.get("logprobs") and r.get("top_logprobs") == 20 for r in srv.requests)
         prompts = [r["messages"][-1]["content"] for r in srv.requests]
@@ -233,8 +276,9 @@ def test_checklist_without_logprobs_reads_the_answer_and_says_so(tmp_path, monke
     run = _run(tmp_path)
     replies = iter(["Yes", "Yes, but only partly", "No"] * 500)
     app = evaluate_app(monkeypatch, lambda spec, *a, **k: ScriptedChatModel(script=lambda p: next(replies), prompts=[]))
-    res = CliRunner().invoke(app, ["evaluate", str(run), "--judge-scoring", "checklist", "--metrics", "Clarity",
-                                   "--no-figures"])
+    res = CliRunner().invoke(
+        app, ["evaluate", str(run), "--judge-scoring", "checklist", "--metrics", "Clarity", "--no-figures"]
+    )
     assert res.exit_code == 0, res.output
     assert "read from the reply only" in flat(res.output)
     recs = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
@@ -251,8 +295,20 @@ def test_checklist_options_refused_with_other_modes_and_bad_checklist_is_one_lin
     assert res.exit_code == 2 and "apply to --judge-scoring checklist" in flat(res.output)
     bad = _write(tmp_path, lambda d: d["rubric_items"].pop("Depth"))
     with FakeOpenAI(logprobs=_yes_no_judge) as srv:
-        res = _evaluate([str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures",
-                         "--judge-scoring", "checklist", "--checklist", str(bad)])
+        res = _evaluate(
+            [
+                str(run),
+                "--evaluator",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--no-figures",
+                "--judge-scoring",
+                "checklist",
+                "--checklist",
+                str(bad),
+            ]
+        )
     assert res.exit_code == 2 and "rubric 'Depth' has no items" in flat(res.output), res.output
 
 
@@ -266,14 +322,36 @@ def test_judge_check_with_checklist_scoring_resumes_and_names_the_mode(tmp_path)
         convo = prompt.split("Conversation:")[1].split("Question:")[0]
         good = min(0.95, 0.2 + len(convo) / 1500)
         q = prompt.split("Question: ")[1].split("\n")[0]
-        bad = any(w in q for w in ("confusing", "contradict", "superficial", "acknowledge", "abruptly", "off-topic",
-                                    "stuck", "robotic"))
+        bad = any(
+            w in q
+            for w in (
+                "confusing",
+                "contradict",
+                "superficial",
+                "acknowledge",
+                "abruptly",
+                "off-topic",
+                "stuck",
+                "robotic",
+            )
+        )
         p = 1 - good if bad else good
         return [("Yes" if p >= 0.5 else "No", {"Yes": p, "No": 1 - p})]
 
     with FakeOpenAI(logprobs=judge) as srv:
-        args = ["judge-check", str(run), "--out", str(out), "--evaluator", "openai:fake-model", "--base-url",
-                srv.base_url, "--judge-scoring", "checklist", "--no-figures"]
+        args = [
+            "judge-check",
+            str(run),
+            "--out",
+            str(out),
+            "--evaluator",
+            "openai:fake-model",
+            "--base-url",
+            srv.base_url,
+            "--judge-scoring",
+            "checklist",
+            "--no-figures",
+        ]
         res = CliRunner().invoke(app, args)
         assert res.exit_code == 0, res.output
         n = len(srv.requests)
@@ -294,8 +372,20 @@ def test_report_shows_checklist_items_and_the_judge_evidence(tmp_path):
 
     run = _run(tmp_path)
     with FakeOpenAI(logprobs=_yes_no_judge) as srv:
-        res = _evaluate([str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures",
-                         "--judge-scoring", "checklist", "--metrics", "Progress,Clarity"])
+        res = _evaluate(
+            [
+                str(run),
+                "--evaluator",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--no-figures",
+                "--judge-scoring",
+                "checklist",
+                "--metrics",
+                "Progress,Clarity",
+            ]
+        )
         assert res.exit_code == 0, res.output
     site = build_report([run], tmp_path / "site").out
     index = (site / "index.html").read_text()
@@ -313,7 +403,8 @@ def test_report_shows_checklist_items_and_the_judge_evidence(tmp_path):
     (run / "judge-check").mkdir()
     (run / "judge-check" / "summary.md").write_text(
         "# judge-check: openai:fake-model (checklist, prompt checklist 1@abc)\n\n3 conversations; mean accuracy over "
-        "the 12 targeted rubric x perturbation cells: **0.812** (1 = ...)\n")
+        "the 12 targeted rubric x perturbation cells: **0.812** (1 = ...)\n"
+    )
     index = (build_report([run], tmp_path / "site2").out / "index.html").read_text()
     assert "judge-check (judge-check/): openai:fake-model (checklist" in index and "mean accuracy 0.812" in index
 
@@ -322,7 +413,7 @@ def _run_with_steps(tmp_path, n_steps):
     run = _run(tmp_path)
     lines = (run / "conversations.jsonl").read_text().splitlines()
     rec = json.loads(lines[0])
-    rec["tutorial"]["steps"] = [f"Do thing {{{i}}} with \"care\". Then more." for i in range(n_steps)]
+    rec["tutorial"]["steps"] = [f'Do thing {{{i}}} with "care". Then more.' for i in range(n_steps)]
     (run / "conversations.jsonl").write_text(json.dumps(rec) + "\n")
     return run
 
@@ -331,8 +422,20 @@ def _run_with_steps(tmp_path, n_steps):
 def test_tutorials_with_no_steps_or_sixty_steps_are_judged_and_the_cap_recorded(tmp_path, n_steps):
     run = _run_with_steps(tmp_path, n_steps)
     with FakeOpenAI(logprobs=_yes_no_judge) as srv:
-        res = _evaluate([str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures",
-                         "--judge-scoring", "checklist", "--metrics", "Progress"])
+        res = _evaluate(
+            [
+                str(run),
+                "--evaluator",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--no-figures",
+                "--judge-scoring",
+                "checklist",
+                "--metrics",
+                "Progress",
+            ]
+        )
         if n_steps == 0:  # such a record is refused when read, one line naming it; never judged
             assert res.exit_code == 2 and "record's tutorial has no steps" in flat(res.output)
             assert not srv.requests
@@ -355,8 +458,22 @@ def test_ambiguous_replies_are_asked_again_and_never_scored(tmp_path, reply):
     run = _run(tmp_path)
     tokens = [(t, {t: 0.9, "No": 0.1}) for t in re.findall(r"\w+|[^\w\s]|\s\w+", reply)]
     with FakeOpenAI(logprobs=lambda p: tokens) as srv:
-        res = _evaluate([str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures",
-                         "--judge-scoring", "checklist", "--metrics", "Clarity", "--retries", "1"])
+        res = _evaluate(
+            [
+                str(run),
+                "--evaluator",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--no-figures",
+                "--judge-scoring",
+                "checklist",
+                "--metrics",
+                "Clarity",
+                "--retries",
+                "1",
+            ]
+        )
         n_requests = len(srv.requests)
     assert res.exit_code == 1, res.output  # every rubric failed: loud
     recs = [json.loads(x) for x in (run / "scores.jsonl").read_text().splitlines()]
@@ -369,8 +486,20 @@ def test_ambiguous_replies_are_asked_again_and_never_scored(tmp_path, reply):
 def test_low_yes_no_mass_is_recorded_as_a_failure_and_not_asked_again(tmp_path):
     run = _run(tmp_path)
     with FakeOpenAI(logprobs=lambda p: [("Yes", {"Yes": 0.3, "The": 0.7})]) as srv:
-        res = _evaluate([str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures",
-                         "--judge-scoring", "checklist", "--metrics", "Clarity"])
+        res = _evaluate(
+            [
+                str(run),
+                "--evaluator",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--no-figures",
+                "--judge-scoring",
+                "checklist",
+                "--metrics",
+                "Clarity",
+            ]
+        )
         n_requests = len(srv.requests)
     recs = [json.loads(x) for x in (run / "scores.jsonl").read_text().splitlines()]
     items = [i for r in recs for i in r["judge"]["items"]]
@@ -405,8 +534,13 @@ def test_a_refused_item_call_fails_that_item_only():
             return AIMessage(content="Yes", response_metadata={"finish_reason": "stop"})
 
     rubrics = load_rubrics()
-    conv = Conversation.from_turns([Turn(role="teacher", text="Do a."), Turn(role="learner", text="OK")], ["Do a."],
-                                   "T", completed=True, conversation_id="x")
+    conv = Conversation.from_turns(
+        [Turn(role="teacher", text="Do a."), Turn(role="learner", text="OK")],
+        ["Do a."],
+        "T",
+        completed=True,
+        conversation_id="x",
+    )
     res = asyncio.run(ChecklistScorer(Stub(), rubrics, ["Truthfulness"]).judge(conv))
     failed = [i for i in res.items if i.failure]
     assert [i.id for i in failed] == ["rubric:Truthfulness:self-contradiction"]

@@ -66,15 +66,34 @@ def _study(tmp_path, judge="local", n=48, tutorials=8):
             for k, it in enumerate(its):
                 g = float(np.clip(quality + rng.normal(0, 0.05), 0, 1)) if k == 0 else float(rng.uniform(0, 1))
                 p_yes = g if it.polarity == "yes-good" else 1 - g
-                items.append(ChecklistItemScore(id=f"rubric:{r}:{it.id}", rubrics=[r], polarity=it.polarity,
-                                                p_yes=round(p_yes, 4), mass=1.0, good=round(g, 4)))
+                items.append(
+                    ChecklistItemScore(
+                        id=f"rubric:{r}:{it.id}",
+                        rubrics=[r],
+                        polarity=it.polarity,
+                        p_yes=round(p_yes, 4),
+                        mass=1.0,
+                        good=round(g, 4),
+                    )
+                )
                 goods.append(g)
             metrics[r] = 1 + 4 * float(np.mean(goods))
         cid = f"c{i}"
-        rec = ScoreRecord(conversation_id=cid, run="run", tutorial_id=f"t{i % tutorials}", title=f"T{i % tutorials}",
-                          metrics=metrics, judge=JudgeProvenance(evaluator=judge, scoring="checklist",
-                                                                 prompt=f"checklist {cl.ident}", checklist=cl.ident,
-                                                                 checklist_weights="uniform", items=items))
+        rec = ScoreRecord(
+            conversation_id=cid,
+            run="run",
+            tutorial_id=f"t{i % tutorials}",
+            title=f"T{i % tutorials}",
+            metrics=metrics,
+            judge=JudgeProvenance(
+                evaluator=judge,
+                scoring="checklist",
+                prompt=f"checklist {cl.ident}",
+                checklist=cl.ident,
+                checklist_weights="uniform",
+                items=items,
+            ),
+        )
         lines.append(rec.model_dump_json())
         for h in (0, 1):
             humans[h].append([cid] + [int(np.clip(round(1 + 4 * quality + rng.normal(0, 0.3)), 1, 5)) for _ in RUBRICS])
@@ -95,8 +114,24 @@ def test_align_fit_checklist_writes_weights_that_evaluate_applies_or_refuses(tmp
 
     run, humans, cl = _study(tmp_path)
     out = tmp_path / "align"
-    res = CliRunner().invoke(app, ["align", "-H", str(humans[0]), "-H", str(humans[1]), "--scores", str(run),
-                                   "--out", str(out), "--no-figures", "--fit-checklist", "--bootstrap", "200"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "align",
+            "-H",
+            str(humans[0]),
+            "-H",
+            str(humans[1]),
+            "--scores",
+            str(run),
+            "--out",
+            str(out),
+            "--no-figures",
+            "--fit-checklist",
+            "--bootstrap",
+            "200",
+        ],
+    )
     assert res.exit_code == 0, res.output
     w = json.loads((out / "checklist_weights.json").read_text())
     assert w["kind"] == "wikihowagent-checklist-weights" and w["judge"] == "local" and w["checklist"] == cl.ident
@@ -126,19 +161,53 @@ def test_align_fit_checklist_writes_weights_that_evaluate_applies_or_refuses(tmp
         return [("Yes", {"Yes": p, "No": 1 - p})]
 
     with FakeOpenAI(logprobs=judge) as srv:
-        res = CliRunner().invoke(app, base + ["--evaluator", "openai:fake-model", "--base-url", srv.base_url,
-                                              "--checklist-weights", str(out / "checklist_weights.json")])
-        assert res.exit_code == 2 and "fitted for judge 'local', not 'openai:fake-model'" in " ".join(res.output.split())
-        res = CliRunner().invoke(app, base + ["--evaluator", "openai:fake-model", "--base-url", srv.base_url,
-                                              "--checklist-weights", str(tmp_path / "other.json")])
+        res = CliRunner().invoke(
+            app,
+            base
+            + [
+                "--evaluator",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--checklist-weights",
+                str(out / "checklist_weights.json"),
+            ],
+        )
+        assert res.exit_code == 2 and "fitted for judge 'local', not 'openai:fake-model'" in " ".join(
+            res.output.split()
+        )
+        res = CliRunner().invoke(
+            app,
+            base
+            + [
+                "--evaluator",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--checklist-weights",
+                str(tmp_path / "other.json"),
+            ],
+        )
         assert res.exit_code == 2 and "fitted for checklist '0@000000000000'" in " ".join(res.output.split())
         assert not (conv / "scores.jsonl").exists()
         res = CliRunner().invoke(app, base + ["--evaluator", "openai:fake-model", "--base-url", srv.base_url])
         assert res.exit_code == 0, res.output
-        uniform = {json.loads(x)["conversation_id"]: json.loads(x) for x in (conv / "scores.jsonl").read_text().splitlines()}
+        uniform = {
+            json.loads(x)["conversation_id"]: json.loads(x) for x in (conv / "scores.jsonl").read_text().splitlines()
+        }
         n_requests = len(srv.requests)
-        res = CliRunner().invoke(app, base + ["--evaluator", "openai:fake-model", "--base-url", srv.base_url,
-                                              "--checklist-weights", str(tmp_path / "mine.json")])
+        res = CliRunner().invoke(
+            app,
+            base
+            + [
+                "--evaluator",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--checklist-weights",
+                str(tmp_path / "mine.json"),
+            ],
+        )
         assert res.exit_code == 0, res.output
         assert len(srv.requests) == n_requests  # weighed again from the stored items: no model call
         assert "weighed again from their stored items" in " ".join(res.output.split())
@@ -153,16 +222,23 @@ def test_align_fit_checklist_writes_weights_that_evaluate_applies_or_refuses(tmp
         assert rec["metrics"]["Clarity"] == pytest.approx(want, abs=1e-3)
 
 
-@pytest.mark.parametrize("mutate, expect", [
-    (lambda w: w.update(kind="x"), "not a checklist weights file"),
-    (lambda w: w["weights"]["Clarity"].update({"rubric:Clarity:x": -1}), "weight must be a number >= 0"),
-    (lambda w: w["weights"].update(Clarity={k: 0 for k in w["weights"]["Clarity"]}), "every weight is 0"),
-])
+@pytest.mark.parametrize(
+    "mutate, expect",
+    [
+        (lambda w: w.update(kind="x"), "not a checklist weights file"),
+        (lambda w: w["weights"]["Clarity"].update({"rubric:Clarity:x": -1}), "weight must be a number >= 0"),
+        (lambda w: w["weights"].update(Clarity={k: 0 for k in w["weights"]["Clarity"]}), "every weight is 0"),
+    ],
+)
 def test_bad_weights_files_are_one_line_errors(tmp_path, mutate, expect):
     from wikihowagent.evaluation.checklist import ChecklistError, load_weights
 
-    w = {"kind": "wikihowagent-checklist-weights", "judge": "local", "checklist": "1@x",
-         "weights": {"Clarity": {"rubric:Clarity:a": 1.0, "rubric:Clarity:b": 0.5}}}
+    w = {
+        "kind": "wikihowagent-checklist-weights",
+        "judge": "local",
+        "checklist": "1@x",
+        "weights": {"Clarity": {"rubric:Clarity:a": 1.0, "rubric:Clarity:b": 0.5}},
+    }
     mutate(w)
     p = tmp_path / "w.json"
     p.write_text(json.dumps(w))

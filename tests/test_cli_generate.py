@@ -16,11 +16,26 @@ SECRET = "sk-test-SECRET-never-written-0123456789"
 
 
 def generate(out, base_url, *extra, env=None):
-    args = ["generate", "--teacher", "openai:fake-model", "--base-url", base_url, "--out", str(out),
-            "--max-tutorials", "3", "--concurrency", "2", "--retries", "0", *extra]
+    args = [
+        "generate",
+        "--teacher",
+        "openai:fake-model",
+        "--base-url",
+        base_url,
+        "--out",
+        str(out),
+        "--max-tutorials",
+        "3",
+        "--concurrency",
+        "2",
+        "--retries",
+        "0",
+        *extra,
+    ]
     # A key for the compatible server, and a real OpenAI key that must never be sent to it.
-    return runner.invoke(app, args, env={"OPENAI_COMPATIBLE_API_KEY": SECRET, "OPENAI_API_KEY": "sk-real-openai",
-                                         **(env or {})})
+    return runner.invoke(
+        app, args, env={"OPENAI_COMPATIBLE_API_KEY": SECRET, "OPENAI_API_KEY": "sk-real-openai", **(env or {})}
+    )
 
 
 def test_generate_writes_run_dir_and_resumes(tmp_path):
@@ -64,9 +79,22 @@ def test_one_failed_conversation_is_recorded_and_counted(tmp_path):
 
 def test_heterogeneous_setup_uses_two_models(tmp_path):
     with FakeOpenAI(models=("teacher-model", "learner-model")) as teacher_srv:
-        res = runner.invoke(app, ["generate", "--teacher", "openai:teacher-model", "--learner",
-                                  "openai:learner-model", "--base-url", teacher_srv.base_url, "--out",
-                                  str(tmp_path / "het"), "--max-tutorials", "1"])
+        res = runner.invoke(
+            app,
+            [
+                "generate",
+                "--teacher",
+                "openai:teacher-model",
+                "--learner",
+                "openai:learner-model",
+                "--base-url",
+                teacher_srv.base_url,
+                "--out",
+                str(tmp_path / "het"),
+                "--max-tutorials",
+                "1",
+            ],
+        )
         assert res.exit_code == 0, res.output
         models = {r["model"] for r in teacher_srv.requests}
     assert models == {"teacher-model", "learner-model"}
@@ -76,8 +104,11 @@ def test_missing_ollama_is_one_clear_line(tmp_path):
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    res = runner.invoke(app, ["generate", "--teacher", "openchat", "--learner", "qwen2", "--out",
-                              str(tmp_path / "r")], env={"OLLAMA_HOST": f"127.0.0.1:{port}"})
+    res = runner.invoke(
+        app,
+        ["generate", "--teacher", "openchat", "--learner", "qwen2", "--out", str(tmp_path / "r")],
+        env={"OLLAMA_HOST": f"127.0.0.1:{port}"},
+    )
     assert res.exit_code == 2
     lines = [ln for ln in res.output.strip().splitlines() if ln.strip()]
     assert len(lines) == 1, res.output
@@ -88,8 +119,9 @@ def test_missing_ollama_is_one_clear_line(tmp_path):
 def test_bad_tutorial_file_is_one_line(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"title": "How to X", "methods": []}\n{nope\n')
-    res = runner.invoke(app, ["generate", "--teacher", "openai:m", "--base-url", "http://127.0.0.1:9/v1",
-                              "--tutorials", str(bad)])
+    res = runner.invoke(
+        app, ["generate", "--teacher", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--tutorials", str(bad)]
+    )
     assert res.exit_code == 2
     assert f"{bad}:2: malformed JSON" in res.output.replace("\n", "")
 
@@ -109,7 +141,8 @@ def test_shards_then_merge(tmp_path):
     with FakeOpenAI() as srv:
         generate(single, srv.base_url)
     assert {r["conversation_id"] for r in records} == {
-        o["conversation_id"] for _, o in iter_jsonl(single / "conversations.jsonl")}
+        o["conversation_id"] for _, o in iter_jsonl(single / "conversations.jsonl")
+    }
 
 
 def test_graph_command_prints_mermaid():
@@ -122,8 +155,21 @@ def test_base_url_applies_to_openai_roles_only(tmp_path):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     with FakeOpenAI() as srv:
-        res = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--learner", "qwen2", "--base-url",
-                                  srv.base_url, "--out", str(tmp_path / "r")], env={"OLLAMA_HOST": f"127.0.0.1:{port}"})
+        res = runner.invoke(
+            app,
+            [
+                "generate",
+                "--teacher",
+                "openai:fake-model",
+                "--learner",
+                "qwen2",
+                "--base-url",
+                srv.base_url,
+                "--out",
+                str(tmp_path / "r"),
+            ],
+            env={"OLLAMA_HOST": f"127.0.0.1:{port}"},
+        )
     assert res.exit_code == 2
     # The learner is checked against Ollama, not against the OpenAI-compatible URL.
     assert f"Ollama is not reachable at http://127.0.0.1:{port}" in res.output.replace("\n", "")

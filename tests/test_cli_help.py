@@ -47,8 +47,17 @@ def _whole(name: str) -> re.Pattern[str]:
 
 def test_every_command_is_enumerated():
     names = {" ".join(p) for p, _ in COMMANDS}
-    assert {"generate", "evaluate", "compare", "judge-check", "align", "annotate export", "sweep run",
-            "report", "graph"} <= names
+    assert {
+        "generate",
+        "evaluate",
+        "compare",
+        "judge-check",
+        "align",
+        "annotate export",
+        "sweep run",
+        "report",
+        "graph",
+    } <= names
 
 
 @pytest.mark.parametrize("path,cmd", COMMANDS, ids=[" ".join(p) or "wikihowagent" for p, _ in COMMANDS])
@@ -85,8 +94,11 @@ def test_help_text_wraps_at_a_readable_width():
 @pytest.mark.parametrize("command", ["generate", "evaluate", "compare", "judge-check", "align"])
 def test_many_options_are_grouped_into_panels(command):
     cmd = typer.main.get_command(app).commands[command]  # type: ignore[attr-defined]
-    loose = [p.name for p in cmd.params if isinstance(p, TyperOption) and p.name != "help"
-             and getattr(p, "rich_help_panel", None) not in PANELS]
+    loose = [
+        p.name
+        for p in cmd.params
+        if isinstance(p, TyperOption) and p.name != "help" and getattr(p, "rich_help_panel", None) not in PANELS
+    ]
     assert not loose, f"{command}: options without a panel: {loose}"
     out = _help((command,))
     shown = [t for t in re.findall(r"╭─ (.+?) ─", out)]
@@ -99,7 +111,13 @@ def test_piped_help_is_greppable():
     """The user's check from the issue, through a real pipe (not a terminal, no COLUMNS)."""
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "TERMINAL_WIDTH")}
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    out = subprocess.run([sys.executable, "-m", "wikihowagent", "evaluate", "--help"], capture_output=True,
-                         text=True, env=env, check=True, cwd=ROOT).stdout
+    out = subprocess.run(
+        [sys.executable, "-m", "wikihowagent", "evaluate", "--help"],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        cwd=ROOT,
+    ).stdout
     assert [line for line in out.splitlines() if "--posttest-learner SPEC" in line]
     assert [line for line in out.splitlines() if "--retry-failed / --no-retry-failed" in line]

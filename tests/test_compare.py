@@ -18,14 +18,40 @@ from wikihowagent.records import Conversation, Turn
 RUBRICS = ["Clarity", "Truthfulness", "Engagement", "Coherence", "Depth", "Relevance", "Progress", "Naturalness"]
 
 
-@pytest.mark.parametrize("text,letter", [("A", "A"), (" B.", "B"), ("Conversation B", "B"), ("**A**", "A"),
-                                         ("Answer: A", "A"), ("(B)", "B"), ("B\nBecause it teaches every step.", "B")])
+@pytest.mark.parametrize(
+    "text,letter",
+    [
+        ("A", "A"),
+        (" B.", "B"),
+        ("Conversation B", "B"),
+        ("**A**", "A"),
+        ("Answer: A", "A"),
+        ("(B)", "B"),
+        ("B\nBecause it teaches every step.", "B"),
+    ],
+)
 def test_read_letter_accepts_one_letter(text, letter):
     assert read_letter(text) == letter
 
 
-@pytest.mark.parametrize("text", ["A and B", "Both", "a", "10", "", "AB", "B, but A is close", "3/10", "Neither",
-                                  "A or B", "Tie", "A is better", "A2"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A and B",
+        "Both",
+        "a",
+        "10",
+        "",
+        "AB",
+        "B, but A is close",
+        "3/10",
+        "Neither",
+        "A or B",
+        "Tie",
+        "A is better",
+        "A2",
+    ],
+)
 def test_read_letter_refuses_anything_else(text):
     assert read_letter(text) is None
 
@@ -50,8 +76,11 @@ def test_a_letter_cut_off_by_the_token_limit_is_not_a_verdict():
 
 
 def _entry(tok, top):
-    return {"token": tok, "logprob": math.log(top.get(tok, 1e-9)),
-            "top_logprobs": [{"token": t, "logprob": math.log(p)} for t, p in top.items()]}
+    return {
+        "token": tok,
+        "logprob": math.log(top.get(tok, 1e-9)),
+        "top_logprobs": [{"token": t, "logprob": math.log(p)} for t, p in top.items()],
+    }
 
 
 def test_letter_probability_renormalises_and_refuses_low_mass_and_late_letters():
@@ -59,9 +88,13 @@ def test_letter_probability_renormalises_and_refuses_low_mass_and_late_letters()
     assert why is None and p == pytest.approx(0.75)
     p, why = letter_probability({"content": [_entry("A", {"A": 0.3, "B": 0.1, "Both": 0.6})]})
     assert p is None and "threshold" in why
-    p, why = letter_probability({"content": [_entry("I", {"I": 0.9}), _entry(" think", {" think": 1.0}), _entry(" A", {" A": 1.0})]})
+    p, why = letter_probability(
+        {"content": [_entry("I", {"I": 0.9}), _entry(" think", {" think": 1.0}), _entry(" A", {" A": 1.0})]}
+    )
     assert p is None and "no single letter" in why
-    p, why = letter_probability({"content": [_entry("Conversation", {"Conversation": 1.0}), _entry(" B", {" B": 0.8, " A": 0.2})]})
+    p, why = letter_probability(
+        {"content": [_entry("Conversation", {"Conversation": 1.0}), _entry(" B", {" B": 0.8, " A": 0.2})]}
+    )
     assert p == pytest.approx(0.2)
     assert letter_probability({}) == (None, "no token log-probabilities in the reply")
 
@@ -78,6 +111,7 @@ def test_verdict_needs_both_orders_to_agree():
 def _biased_judge(preference: float, bias: float, noise: float, rng) -> tuple[float, float]:
     """(p_ab, p_ba) of a simulated log-probability judge: a real preference for A (log-odds `preference`)
     plus the same pull towards whichever conversation is shown first (log-odds `bias`) in both orders."""
+
     def sig(x: float) -> float:
         return 1 / (1 + math.exp(-x))
 
@@ -109,7 +143,10 @@ def test_the_averaged_rule_recovers_a_preference_a_constant_position_bias_hides(
     assert verdict(0.7, 0.6, "average", tie_band=0.1).winner == "tie"  # P(A) = 0.55
     assert verdict(0.6, 0.6, "average").winner == "tie"  # exactly even
     assert set(VERDICT_RULES) == {"agree", "average", "scores"}
-    assert VERDICT_RULES["average"].label(0.01) == "average (tie band 0.01)" and VERDICT_RULES["agree"].label(0.01) == "agree"
+    assert (
+        VERDICT_RULES["average"].label(0.01) == "average (tie band 0.01)"
+        and VERDICT_RULES["agree"].label(0.01) == "agree"
+    )
     with pytest.raises(ValueError, match="valid: agree, average, scores"):
         verdict_rule("majority")
     with pytest.raises(ValueError, match="tie band"):
@@ -130,14 +167,24 @@ def _conv(run: str, t: int) -> Conversation:
     for s in range(3):
         turns += [Turn(role="teacher", text=f"Step {s + 1} of tutorial {t}: {words}."), Turn(role="learner", text="OK")]
     turns += [Turn(role="teacher", text="We've reached the end. FINISHED", kind="finish")]
-    return Conversation.from_turns(turns, ["Do a.", "Do b.", "Do c."], f"Tutorial {t}", completed=True,
-                                   conversation_id=f"{run}-{t}", tutorial_id=f"tut-{t}", teacher="local", learner="local")
+    return Conversation.from_turns(
+        turns,
+        ["Do a.", "Do b.", "Do c."],
+        f"Tutorial {t}",
+        completed=True,
+        conversation_id=f"{run}-{t}",
+        tutorial_id=f"tut-{t}",
+        teacher="local",
+        learner="local",
+    )
 
 
 def make_run(root: Path, name: str, tutorials, evaluator: str | None = None) -> Path:
     d = root / name
     d.mkdir(parents=True)
-    (d / "run.json").write_text(json.dumps({"name": name, "teacher": "local", "learner": "local", "evaluator": evaluator}))
+    (d / "run.json").write_text(
+        json.dumps({"name": name, "teacher": "local", "learner": "local", "evaluator": evaluator})
+    )
     with (d / "conversations.jsonl").open("w") as fh:
         for t in tutorials:
             fh.write(json.dumps(_conv(name, t).model_dump(mode="json")) + "\n")
@@ -150,6 +197,7 @@ def _length(block: str) -> int:
 
 def fake_pair_judge(bias: float = 0.0):
     """P(A) grows with how much more detail A's teacher gives than B's; `bias` favours the first shown."""
+
     def logprobs(prompt: str):
         if "Conversation A:" not in prompt:
             return [("A", {"A": 0.5, "B": 0.5})]  # the reading probe
@@ -159,12 +207,25 @@ def fake_pair_judge(bias: float = 0.0):
         pa = min(0.95, max(0.05, 1 / (1 + math.exp(-d)) + bias))
         tok = "A" if pa >= 0.5 else "B"
         return [(tok, {"A": pa * 0.9, "B": (1 - pa) * 0.9, "Hmm": 0.1})]
+
     return logprobs
 
 
 def _args(srv, *runs, out):
-    return ["compare", *map(str, runs), "--out", str(out), "--evaluator", "openai:fake-model", "--base-url", srv.base_url,
-            "--bootstrap", "200", "--concurrency", "2"]
+    return [
+        "compare",
+        *map(str, runs),
+        "--out",
+        str(out),
+        "--evaluator",
+        "openai:fake-model",
+        "--base-url",
+        srv.base_url,
+        "--bootstrap",
+        "200",
+        "--concurrency",
+        "2",
+    ]
 
 
 def test_compare_three_runs_end_to_end_resume_and_shards(tmp_path):
@@ -179,8 +240,10 @@ def test_compare_three_runs_end_to_end_resume_and_shards(tmp_path):
             assert res.exit_code == 0, res.output
             assert "shard judged" in res.output
         n_shards = len(srv.requests)
-        assert sorted(p.name for p in out.glob("pair-judgments*.jsonl")) == ["pair-judgments-0-of-2.jsonl",
-                                                                            "pair-judgments-1-of-2.jsonl"]
+        assert sorted(p.name for p in out.glob("pair-judgments*.jsonl")) == [
+            "pair-judgments-0-of-2.jsonl",
+            "pair-judgments-1-of-2.jsonl",
+        ]
         res = CliRunner().invoke(app, _args(srv, *runs, out=out))
         assert res.exit_code == 0, res.output
         assert len(srv.requests) == n_shards + 1  # only the reading probe
@@ -227,7 +290,15 @@ def test_position_bias_is_measured_and_never_a_silent_win(tmp_path):
     runs = [make_run(tmp_path, n, range(4)) for n in ("x", "y")]  # the same quality
     out = tmp_path / "cmp"
     with FakeOpenAI(logprobs=fake_pair_judge(bias=0.3)) as srv:
-        res = CliRunner().invoke(app, _args(srv, *runs, out=out, ) + ["--metrics", "Clarity,Depth"])
+        res = CliRunner().invoke(
+            app,
+            _args(
+                srv,
+                *runs,
+                out=out,
+            )
+            + ["--metrics", "Clarity,Depth"],
+        )
         assert res.exit_code == 0, res.output
     pos = {r["rubric"]: r for r in csv.DictReader((out / "position.csv").open())}
     assert float(pos["Clarity"]["position_consistency"]) == 0.0 and float(pos["Clarity"]["first_preferred"]) == 1.0
@@ -254,8 +325,23 @@ def test_average_rule_ranks_runs_a_biased_judge_ties_and_from_judgments_needs_no
     assert "Verdict rule `agree`" in (out / "summary.md").read_text()
     judged = (out / "pair-judgments.jsonl").read_text()
     # the server is gone: --from-judgments must not need it
-    args = ["compare", *map(str, runs), "--out", str(out), "--evaluator", "openai:fake-model", "--base-url", base_url,
-            "--bootstrap", "200", "--metrics", "Clarity,Depth", "--from-judgments", "--verdict-rule", "average"]
+    args = [
+        "compare",
+        *map(str, runs),
+        "--out",
+        str(out),
+        "--evaluator",
+        "openai:fake-model",
+        "--base-url",
+        base_url,
+        "--bootstrap",
+        "200",
+        "--metrics",
+        "Clarity,Depth",
+        "--from-judgments",
+        "--verdict-rule",
+        "average",
+    ]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     assert "no judge asked" in " ".join(res.output.split())
@@ -304,7 +390,9 @@ def test_unreadable_replies_are_failures_not_verdicts(tmp_path):
 
     runs = [make_run(tmp_path, n, range(2)) for n in ("weak", "strong")]
     with FakeOpenAI(reply=lambda p: "A" if "Conversation A:" not in p else "Both are good") as srv:
-        res = CliRunner().invoke(app, _args(srv, *runs, out=tmp_path / "cmp") + ["--metrics", "Clarity", "--retries", "0"])
+        res = CliRunner().invoke(
+            app, _args(srv, *runs, out=tmp_path / "cmp") + ["--metrics", "Clarity", "--retries", "0"]
+        )
     assert res.exit_code == 1
     assert "no readable verdict" in " ".join(res.output.split())
     assert list(csv.DictReader((tmp_path / "cmp" / "pairwise.csv").open())) == []
@@ -349,6 +437,7 @@ def fake_checklist_judge():
         good = min(0.95, 0.2 + _length(convo) / 40)
         p_yes = 1 - good if question in bad else good
         return [("Yes" if p_yes >= 0.5 else "No", {"Yes": p_yes, "No": 1 - p_yes})]
+
     return logprobs
 
 
@@ -378,9 +467,24 @@ def test_compare_checklist_verdicts_position_free_ranked_and_resumable(tmp_path)
     summary = (out / "summary.md").read_text()
     assert "Verdict rule `scores`" in summary and "each conversation judged alone" in summary
     # a wide tie band turns every verdict into a tie, from the stored judgments (no judge)
-    res = CliRunner().invoke(app, ["compare", *map(str, runs), "--out", str(out), "--evaluator", "openai:fake-model",
-                                   "--judge-scoring", "checklist", "--from-judgments", "--score-tie-band", "4",
-                                   "--bootstrap", "50"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "compare",
+            *map(str, runs),
+            "--out",
+            str(out),
+            "--evaluator",
+            "openai:fake-model",
+            "--judge-scoring",
+            "checklist",
+            "--from-judgments",
+            "--score-tie-band",
+            "4",
+            "--bootstrap",
+            "50",
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert {r["verdict"] for r in csv.DictReader((out / "pairwise.csv").open())} == {"tie"}
 
@@ -390,10 +494,12 @@ def test_compare_checklist_option_mixups_are_one_line(tmp_path):
 
     runs = [make_run(tmp_path, n, range(2)) for n in ("weak", "strong")]
     base = ["compare", *map(str, runs), "--out", str(tmp_path / "o"), "--evaluator", "openai:x"]
-    for extra, expect in ((["--judge-scoring", "checklist", "--verdict-rule", "agree"], "rule `scores`"),
-                          (["--verdict-rule", "scores"], "use it with --judge-scoring checklist"),
-                          (["--score-tie-band", "0.2"], "apply to --judge-scoring checklist"),
-                          (["--judge-scoring", "weighted"], "not 'weighted'")):
+    for extra, expect in (
+        (["--judge-scoring", "checklist", "--verdict-rule", "agree"], "rule `scores`"),
+        (["--verdict-rule", "scores"], "use it with --judge-scoring checklist"),
+        (["--score-tie-band", "0.2"], "apply to --judge-scoring checklist"),
+        (["--judge-scoring", "weighted"], "not 'weighted'"),
+    ):
         res = CliRunner().invoke(app, base + extra)
         assert res.exit_code == 2 and expect in " ".join(res.output.split()), res.output
 
@@ -404,9 +510,22 @@ def test_compare_checklist_reuses_the_runs_own_checklist_scores(tmp_path):
     runs = [make_run(tmp_path, n, range(2)) for n in ("weak", "strong")]
     with FakeOpenAI(logprobs=fake_checklist_judge()) as srv:
         for r in runs:
-            res = CliRunner().invoke(app, ["evaluate", str(r), "--evaluator", "openai:fake-model", "--base-url",
-                                           srv.base_url, "--judge-scoring", "checklist", "--metrics", "rubric",
-                                           "--no-figures"])
+            res = CliRunner().invoke(
+                app,
+                [
+                    "evaluate",
+                    str(r),
+                    "--evaluator",
+                    "openai:fake-model",
+                    "--base-url",
+                    srv.base_url,
+                    "--judge-scoring",
+                    "checklist",
+                    "--metrics",
+                    "rubric",
+                    "--no-figures",
+                ],
+            )
             assert res.exit_code == 0, res.output
         n = len(srv.requests)
         res = CliRunner().invoke(app, _args(srv, *runs, out=tmp_path / "cmp") + ["--judge-scoring", "checklist"])

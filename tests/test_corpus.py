@@ -21,8 +21,12 @@ PAPER_CSV = Path("/work/shared/paper/tasks_per_topic_domain.csv")
 
 
 def art(title, cats, methods=None, path=None, **extra):
-    a = {"title": title, "categories": ["Categories", *cats], "introduction": "Intro.",
-         "methods": methods if methods is not None else [{"title": "Main", "steps": ["One two three.", "Four five."]}]}
+    a = {
+        "title": title,
+        "categories": ["Categories", *cats],
+        "introduction": "Intro.",
+        "methods": methods if methods is not None else [{"title": "Main", "steps": ["One two three.", "Four five."]}],
+    }
     if path:
         a["path"] = path
     return a | extra
@@ -41,6 +45,7 @@ def table_rows() -> list[tuple[str, str]]:
 
 
 # ------------------------------------------------------------------ mapping
+
 
 def test_shipped_table_is_the_papers_with_its_notice():
     text = default_domains_path().read_text(encoding="utf-8")
@@ -64,15 +69,24 @@ def test_every_topic_folder_of_the_table_maps_to_its_domain(tmp_path):
 
 def test_topic_from_categories_without_folder_and_unmapped_fallback(tmp_path):
     lines = tmp_path / "a.jsonl"
-    lines.write_text("\n".join(json.dumps(a) for a in [
-        art("How to Flirt", ["Relationships", "Dating", "Flirting Online"]),  # a crumb that is a topic
-        art("How to Weave", ["Crafty Things", "Baskets"]),  # nothing known: categories[1]
-        art("How to Sketch", ["Hobbies and Crafts", "Drawing", "Pencil"]),
-    ]) + "\n")
+    lines.write_text(
+        "\n".join(
+            json.dumps(a)
+            for a in [
+                art("How to Flirt", ["Relationships", "Dating", "Flirting Online"]),  # a crumb that is a topic
+                art("How to Weave", ["Crafty Things", "Baskets"]),  # nothing known: categories[1]
+                art("How to Sketch", ["Hobbies and Crafts", "Drawing", "Pencil"]),
+            ]
+        )
+        + "\n"
+    )
     report = LoadReport()
     tuts = load_tutorials(lines, report=report)
-    assert [(t.topic, t.domain) for t in tuts] == [("Dating", "Relationships"), ("Baskets", "Crafty Things"),
-                                                  ("Drawing", "Hobbies & Leisure")]
+    assert [(t.topic, t.domain) for t in tuts] == [
+        ("Dating", "Relationships"),
+        ("Baskets", "Crafty Things"),
+        ("Drawing", "Hobbies & Leisure"),
+    ]
     assert report.unmapped == Counter({"Baskets": 1})
     # A folder not in the table is the topic, counted as unmapped; its domain falls back to categories[1].
     put(tmp_path / "tree", "Underwater-Basket-Weaving", art("How to Weave", ["Crafty Things", "Baskets"]))
@@ -93,8 +107,13 @@ def test_bundled_sample_lands_in_paper_domains():
 
 def test_paper_records_get_the_paper_domain():
     # The paper's released records carry the crawl path and the breadcrumb, no domain.
-    assert record_domain(["Categories", "Relationships", "Relationship Issues"],
-                         "/data/wikihow/Relationship-Issues/How to X/How to X.json") == "Relationships"
+    assert (
+        record_domain(
+            ["Categories", "Relationships", "Relationship Issues"],
+            "/data/wikihow/Relationship-Issues/How to X/How to X.json",
+        )
+        == "Relationships"
+    )
     assert record_domain(["Categories", "Education and Communications", "Studying"]) == "Education"
     assert record_domain(["Categories", "Mystery"], "/home/u/x/How to Y/How to Y.json") == "Mystery"
 
@@ -116,12 +135,15 @@ def test_topic_and_domain_filters_and_domains_file(tmp_path):
         assert f"{custom}: none of its topics or domains matches any of the 2 articles" in result.output
 
 
-@pytest.mark.parametrize("content,needle", [
-    ("", "empty file"),
-    ("Domain,Topic\n", "no rows (header only)"),
-    ("Area,Subject\nA,B\n", "line 1: expected columns Domain and Topic"),
-    ("# note\nDomain,Topic\nHealth,\n", "line 3: empty Domain or Topic"),
-])
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        ("", "empty file"),
+        ("Domain,Topic\n", "no rows (header only)"),
+        ("Area,Subject\nA,B\n", "line 1: expected columns Domain and Topic"),
+        ("# note\nDomain,Topic\nHealth,\n", "line 3: empty Domain or Topic"),
+    ],
+)
 def test_bad_domains_file_is_one_line_naming_it(tmp_path, content, needle):
     f = tmp_path / "d [x].csv"
     f.write_text(content, encoding="utf-8")
@@ -131,6 +153,7 @@ def test_bad_domains_file_is_one_line_naming_it(tmp_path, content, needle):
 
 
 # ------------------------------------------------------------------ skip rules (issue 7 item 9, issue 13)
+
 
 def test_methods_without_usable_steps_are_skipped_not_fatal(tmp_path):
     methods = [
@@ -154,6 +177,7 @@ def test_methods_without_usable_steps_are_skipped_not_fatal(tmp_path):
 
 # ------------------------------------------------------------------ duplicates (issue 7 item 9)
 
+
 def test_duplicates_in_a_list_a_jsonl_and_two_files_warn_and_keep_the_first(tmp_path):
     a = art("How to Knit", ["Hobbies and Crafts", "Crafts"], path="wikihow/Crafts/How to Knit/How to Knit.json")
     b = art("How to Bake", ["Food and Entertaining", "Cakes"])
@@ -176,19 +200,30 @@ def test_duplicates_in_a_list_a_jsonl_and_two_files_warn_and_keep_the_first(tmp_
 
 def test_an_article_with_one_repeated_method_keeps_its_new_ones(tmp_path):
     first = art("How to Knit", ["Crafts"], methods=[{"title": "Cast on", "steps": ["a b.", "c d."]}])
-    second = art("How to Knit", ["Crafts"], methods=[{"title": "Cast on", "steps": ["a b.", "c d."]},
-                                                    {"title": "Bind off", "steps": ["e f.", "g h."]}])
-    same_titles = art("How to Purl", ["Crafts"], methods=[{"title": "Steps", "steps": ["a b.", "c d."]},
-                                                         {"title": "Steps", "steps": ["e f.", "g h."]}])
+    second = art(
+        "How to Knit",
+        ["Crafts"],
+        methods=[{"title": "Cast on", "steps": ["a b.", "c d."]}, {"title": "Bind off", "steps": ["e f.", "g h."]}],
+    )
+    same_titles = art(
+        "How to Purl",
+        ["Crafts"],
+        methods=[{"title": "Steps", "steps": ["a b.", "c d."]}, {"title": "Steps", "steps": ["e f.", "g h."]}],
+    )
     (tmp_path / "a.json").write_text(json.dumps([first, second, same_titles]))
     report = LoadReport()
     tuts = load_tutorials(tmp_path / "a.json", report=report)
-    assert [(t.title, t.method_title) for t in tuts] == [("How to Knit", "Cast on"), ("How to Knit", "Bind off"),
-                                                         ("How to Purl", "Steps"), ("How to Purl", "Steps")]
+    assert [(t.title, t.method_title) for t in tuts] == [
+        ("How to Knit", "Cast on"),
+        ("How to Knit", "Bind off"),
+        ("How to Purl", "Steps"),
+        ("How to Purl", "Steps"),
+    ]
     assert len(report.duplicates) == 1 and "method 1 ('Cast on')" in report.duplicates[0]
 
 
 # ------------------------------------------------------------------ balanced sampling
+
 
 def corpus_for_sampling(root: Path) -> Path:
     for i in range(5):
@@ -212,27 +247,61 @@ def test_balanced_sample_per_domain_and_topic_is_seeded(tmp_path):
     assert Counter(t.topic for t in by_topic) == {"Dogs": 2, "Dating": 2, "Love": 2, "Cakes": 1}
     # Sample, then cap; the same call gives the same tutorials.
     picked = list(select_tutorials(tmp_path, sample=1, per="topic", seed=5, max_tutorials=3))
-    assert len(picked) == 3 and picked == list(select_tutorials(tmp_path, sample=1, per="topic", seed=5, max_tutorials=3))
+    assert len(picked) == 3 and picked == list(
+        select_tutorials(tmp_path, sample=1, per="topic", seed=5, max_tutorials=3)
+    )
     with pytest.raises(ValueError, match="--per"):
         balanced_sample(tuts, 1, "colour")  # type: ignore[arg-type]
 
 
 # ------------------------------------------------------------------ stats, by hand
 
+
 def stats_corpus(root: Path) -> Path:
-    put(root, "Dogs", art("How to Walk a Dog", ["Pets and Animals", "Dogs"], methods=[
-        {"title": "A", "steps": ["one two three", "four five", "six"]},  # 3 steps, 6 words
-        {"title": "B", "steps": ["one two", "three four", "five six", "seven eight", "nine ten"]},  # 5 steps, 10 words
-        {"title": "C", "steps": ["alone"]},  # one step: skipped
-    ], qa=[{"question": "q", "answer": "a"}] * 2, tips=["t"], warnings=["w", "w2", "w3"],
-        things_youll_need=[{"method": "A", "items": ["leash", "bag"]}, {"method": "B", "items": ["treats"]}]))
-    put(root, "House-Training-Cats", art("How to Train a Cat", ["Pets and Animals", "Cats"], methods=[
-        {"title": "A", "steps": ["a b c d", "e f g h"]},  # 2 steps, 8 words
-        {"title": "B", "steps": ["[1]", "[2]XResearch source"]},  # no usable step
-    ], tips=["x", "y"]))
-    put(root, "Dating", art("How to Ask Someone Out", ["Relationships", "Dating"], methods=[
-        {"title": "A", "steps": ["w w w w w w", "w w w w", "w w", "w w w w w w w w"]},  # 4 steps, 20 words
-    ]))
+    put(
+        root,
+        "Dogs",
+        art(
+            "How to Walk a Dog",
+            ["Pets and Animals", "Dogs"],
+            methods=[
+                {"title": "A", "steps": ["one two three", "four five", "six"]},  # 3 steps, 6 words
+                {
+                    "title": "B",
+                    "steps": ["one two", "three four", "five six", "seven eight", "nine ten"],
+                },  # 5 steps, 10 words
+                {"title": "C", "steps": ["alone"]},  # one step: skipped
+            ],
+            qa=[{"question": "q", "answer": "a"}] * 2,
+            tips=["t"],
+            warnings=["w", "w2", "w3"],
+            things_youll_need=[{"method": "A", "items": ["leash", "bag"]}, {"method": "B", "items": ["treats"]}],
+        ),
+    )
+    put(
+        root,
+        "House-Training-Cats",
+        art(
+            "How to Train a Cat",
+            ["Pets and Animals", "Cats"],
+            methods=[
+                {"title": "A", "steps": ["a b c d", "e f g h"]},  # 2 steps, 8 words
+                {"title": "B", "steps": ["[1]", "[2]XResearch source"]},  # no usable step
+            ],
+            tips=["x", "y"],
+        ),
+    )
+    put(
+        root,
+        "Dating",
+        art(
+            "How to Ask Someone Out",
+            ["Relationships", "Dating"],
+            methods=[
+                {"title": "A", "steps": ["w w w w w w", "w w w w", "w w", "w w w w w w w w"]},  # 4 steps, 20 words
+            ],
+        ),
+    )
     return root
 
 
@@ -249,20 +318,39 @@ def test_stats_numbers_match_a_hand_count(tmp_path):
     rows = {r["domain"]: r for r in read_csv(out / "domains.csv")}
     pets, rel, total = rows["Pets & Animals"], rows["Relationships"], rows["Total"]
     assert (pets["id"], rel["id"]) == ("13", "14")  # the paper's Appendix C IDs
-    assert {k: pets[k] for k in ("topics", "articles", "methods", "tutorials", "skipped_no_usable_step",
-                                 "skipped_one_step", "steps")} == {
-        "topics": "2", "articles": "2", "methods": "5", "tutorials": "3", "skipped_no_usable_step": "1",
-        "skipped_one_step": "1", "steps": "10"}
+    assert {
+        k: pets[k]
+        for k in ("topics", "articles", "methods", "tutorials", "skipped_no_usable_step", "skipped_one_step", "steps")
+    } == {
+        "topics": "2",
+        "articles": "2",
+        "methods": "5",
+        "tutorials": "3",
+        "skipped_no_usable_step": "1",
+        "skipped_one_step": "1",
+        "steps": "10",
+    }
     # steps per tutorial 3, 5, 2: mean 3.33, median 3, max 5; words 6 + 10 + 8 over 10 steps
-    assert (pets["steps_per_tutorial_mean"], pets["steps_per_tutorial_median"], pets["steps_per_tutorial_max"],
-            pets["words_per_step"]) == ("3.33", "3.0", "5", "2.4")
+    assert (
+        pets["steps_per_tutorial_mean"],
+        pets["steps_per_tutorial_median"],
+        pets["steps_per_tutorial_max"],
+        pets["words_per_step"],
+    ) == ("3.33", "3.0", "5", "2.4")
     assert (pets["qa"], pets["tips"], pets["warnings"], pets["things_youll_need"]) == ("2", "3", "3", "3")
     # all: steps per tutorial 2, 3, 4, 5 -> median 3.5; 44 words over 14 steps
     assert (total["articles"], total["tutorials"], total["steps_per_tutorial_median"], total["words_per_step"]) == (
-        "3", "4", "3.5", "3.1")
+        "3",
+        "4",
+        "3.5",
+        "3.1",
+    )
     topics = {(r["domain"], r["topic"]): r for r in read_csv(out / "topics.csv")}
-    assert set(topics) == {("Pets & Animals", "Dogs"), ("Pets & Animals", "House-Training-Cats"),
-                           ("Relationships", "Dating")}
+    assert set(topics) == {
+        ("Pets & Animals", "Dogs"),
+        ("Pets & Animals", "House-Training-Cats"),
+        ("Relationships", "Dating"),
+    }
     assert topics[("Pets & Animals", "House-Training-Cats")]["tutorials"] == "1"
     md = (out / "stats.md").read_text(encoding="utf-8")
     assert "| 13 | Pets & Animals | 2 | 2 | 5 | 3 | 1 | 1 | 3.33 | 3.0 | 5 | 2.4 |" in md
@@ -274,22 +362,29 @@ def test_stats_numbers_match_a_hand_count(tmp_path):
 def test_stats_with_a_sample_describes_only_the_drawn_tutorials(tmp_path):
     src = corpus_for_sampling(tmp_path / "c")
     out = tmp_path / "o"
-    result = CliRunner().invoke(app, ["stats", "--tutorials", str(src), "--out", str(out), "--sample", "2",
-                                      "--no-figures"])
+    result = CliRunner().invoke(
+        app, ["stats", "--tutorials", str(src), "--out", str(out), "--sample", "2", "--no-figures"]
+    )
     assert result.exit_code == 0, result.output
     rows = {r["domain"]: r for r in read_csv(out / "domains.csv")}
-    assert {d: r["tutorials"] for d, r in rows.items()} == {"Food & Cooking": "1", "Pets & Animals": "2",
-                                                           "Relationships": "2", "Total": "5"}
+    assert {d: r["tutorials"] for d, r in rows.items()} == {
+        "Food & Cooking": "1",
+        "Pets & Animals": "2",
+        "Relationships": "2",
+        "Total": "5",
+    }
     assert "Sample: 5 tutorials, up to 2 per domain, seed 0." in (out / "stats.md").read_text(encoding="utf-8")
 
 
 # ------------------------------------------------------------------ knowledge graph
 
+
 def test_graph_files_load_back_and_the_html_is_offline(tmp_path):
     src = stats_corpus(tmp_path / "c")
     out = tmp_path / "o"
-    result = CliRunner().invoke(app, ["stats", "--tutorials", str(src), "--out", str(out), "--graph",
-                                      "--graph-articles", "--no-figures"])
+    result = CliRunner().invoke(
+        app, ["stats", "--tutorials", str(src), "--out", str(out), "--graph", "--graph-articles", "--no-figures"]
+    )
     assert result.exit_code == 0, result.output
     g = nx.read_graphml(out / "graph.graphml")
     j = nx.node_link_graph(json.loads((out / "graph.json").read_text(encoding="utf-8")), edges="edges")
@@ -306,6 +401,7 @@ def test_graph_files_load_back_and_the_html_is_offline(tmp_path):
 
 
 # ------------------------------------------------------------------ commands (issue 7 item 10)
+
 
 def test_tutorials_exits_2_on_an_empty_file_like_generate(tmp_path):
     empty = tmp_path / "empty.jsonl"
@@ -349,8 +445,9 @@ def test_stats_on_the_bundled_sample_and_a_crawl_tree(tmp_path):
     # A crawl-layout tree, one folder per topic of the paper's table.
     for _domain, t in table_rows()[::9]:
         put(tmp_path / "crawl", t, art(f"How to {t}", ["Something Else"]))
-    result = CliRunner().invoke(app, ["stats", "--tutorials", str(tmp_path / "crawl"), "--out", str(tmp_path / "k"),
-                                      "--no-figures"])
+    result = CliRunner().invoke(
+        app, ["stats", "--tutorials", str(tmp_path / "crawl"), "--out", str(tmp_path / "k"), "--no-figures"]
+    )
     assert result.exit_code == 0, result.output
     got = {(r["domain"], r["topic"]) for r in read_csv(tmp_path / "k" / "topics.csv")}
     assert got == set(table_rows()[::9])
@@ -370,8 +467,25 @@ def test_generate_runs_a_balanced_sample_and_resumes_it(tmp_path):
     from wikihowagent.runs import iter_jsonl
 
     out = tmp_path / "run"
-    args = ["generate", "--teacher", "openai:fake-model", "--out", str(out), "--retries", "0",
-            "--sample", "1", "--per", "domain", "--sample-seed", "3", "--domain", "Food & Cooking", "--domain", "Health"]
+    args = [
+        "generate",
+        "--teacher",
+        "openai:fake-model",
+        "--out",
+        str(out),
+        "--retries",
+        "0",
+        "--sample",
+        "1",
+        "--per",
+        "domain",
+        "--sample-seed",
+        "3",
+        "--domain",
+        "Food & Cooking",
+        "--domain",
+        "Health",
+    ]
     with FakeOpenAI() as srv:
         env = {"OPENAI_COMPATIBLE_API_KEY": "sk-x"}
         res = CliRunner().invoke(app, [*args, "--base-url", srv.base_url], env=env)
@@ -393,8 +507,10 @@ def test_graph_html_works_in_a_browser_with_the_network_cut(tmp_path):
     if not chromium.exists():
         pytest.skip("no /usr/bin/chromium")
     src = stats_corpus(tmp_path / "c")
-    result = CliRunner().invoke(app, ["stats", "--tutorials", str(src), "--out", str(tmp_path / "o"), "--graph",
-                                      "--graph-articles", "--no-figures"])
+    result = CliRunner().invoke(
+        app,
+        ["stats", "--tutorials", str(src), "--out", str(tmp_path / "o"), "--graph", "--graph-articles", "--no-figures"],
+    )
     assert result.exit_code == 0, result.output
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=str(chromium), args=["--no-sandbox"])
@@ -402,8 +518,10 @@ def test_graph_html_works_in_a_browser_with_the_network_cut(tmp_path):
         errors, remote = [], []
         page.on("pageerror", lambda e: errors.append(str(e)))
         page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:")
-                   else (remote.append(r.request.url), r.abort()))
+        page.route(
+            "**/*",
+            lambda r: r.continue_() if r.request.url.startswith("file:") else (remote.append(r.request.url), r.abort()),
+        )
         page.goto((tmp_path / "o" / "graph.html").as_uri())
         assert page.locator("details.domain:visible").count() == 2  # the root is open
         page.fill("#q", "walk a dog")
@@ -420,15 +538,24 @@ def test_sweep_plans_and_runs_the_same_balanced_sample(tmp_path):
     from wikihowagent.sweep.core import generate_argv, load_sweep
 
     f = tmp_path / "s.yaml"
-    f.write_text("name: s\nsample: 1\nper: domain\nsample_seed: 4\ndomains: [Food & Cooking, Health]\n"
-                 f"out: {tmp_path / 'sw'}\nhomogeneous: ['openai:m']\n", encoding="utf-8")
+    f.write_text(
+        "name: s\nsample: 1\nper: domain\nsample_seed: 4\ndomains: [Food & Cooking, Health]\n"
+        f"out: {tmp_path / 'sw'}\nhomogeneous: ['openai:m']\n",
+        encoding="utf-8",
+    )
     res = CliRunner().invoke(app, ["sweep", "plan", str(f)])
     assert res.exit_code == 0, res.output
     assert "2 tutorials per cell" in " ".join(res.output.split())
     sweep = load_sweep(f)
     argv = generate_argv(sweep, sweep.tasks[0], tmp_path / "c.yaml")
-    assert argv[argv.index("--sample"):argv.index("--sample") + 6] == ["--sample", "1", "--per", "domain",
-                                                                         "--sample-seed", "4"]
+    assert argv[argv.index("--sample") : argv.index("--sample") + 6] == [
+        "--sample",
+        "1",
+        "--per",
+        "domain",
+        "--sample-seed",
+        "4",
+    ]
     f.write_text(f.read_text() + "per: colour\n", encoding="utf-8")
     res = CliRunner().invoke(app, ["sweep", "plan", str(f)])
     assert res.exit_code == 2

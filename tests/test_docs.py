@@ -35,7 +35,7 @@ def test_cli_reference_in_the_built_site_has_every_command_and_option(built):
             for name in param.names:
                 if param.kind == "option" and f"<code>{name}</code>" not in page:
                     missing.append(f"{cmd.name} {name}")
-    assert not missing, ("the built site's CLI reference lacks (rebuild it: make docs): " + ", ".join(missing))
+    assert not missing, "the built site's CLI reference lacks (rebuild it: make docs): " + ", ".join(missing)
 
 
 def test_cli_reference_section_shows_an_options_help_and_default():
@@ -65,9 +65,11 @@ def test_every_bench_script_is_in_make_bench_or_named_manual_in_the_docs():
     manual = set(re.findall(r"`scripts/(bench_\w+\.py)`", manual_table))
     assert in_make and manual
     assert not (in_make & manual), f"both in make bench and named manual: {sorted(in_make & manual)}"
-    assert scripts == in_make | manual, (f"neither in `make bench` nor manual in docs/benchmarks/index.md: "
-                                         f"{sorted(scripts - in_make - manual)}; named but gone: "
-                                         f"{sorted((in_make | manual) - scripts)}")
+    assert scripts == in_make | manual, (
+        f"neither in `make bench` nor manual in docs/benchmarks/index.md: "
+        f"{sorted(scripts - in_make - manual)}; named but gone: "
+        f"{sorted((in_make | manual) - scripts)}"
+    )
     listed = re.search(r"`make bench` runs the benchmarks.*?:\n(.*?)\. The others", page, re.S).group(1)
     assert set(re.findall(r"`(bench_\w+\.py)`", listed)) == in_make  # the page's list is the Makefile's
 
@@ -90,8 +92,13 @@ def test_version_is_single_sourced_and_printed():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert "version" not in project["project"] and "version" in project["project"]["dynamic"]
     assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "wikihowagent.__version__"}
-    done = subprocess.run([sys.executable, "-m", "wikihowagent", "--version"], cwd=REPO, capture_output=True,
-                          text=True, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    done = subprocess.run(
+        [sys.executable, "-m", "wikihowagent", "--version"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    )
     assert done.returncode == 0 and done.stdout == f"wikihowagent {__version__}\n"
     changelog = (REPO / "CHANGELOG.md").read_text()
     assert re.search(rf"^## \[{re.escape(__version__)}\] - \d{{4}}-\d{{2}}-\d{{2}}$", changelog, re.M)
@@ -117,10 +124,25 @@ def test_every_benchmarks_section_is_grouped_on_the_benchmarks_page():
 
 
 # Flags of other tools the pages mention (bench scripts, vLLM, pip, mkdocs, sbatch, the backends module).
-OTHER_TOOLS_FLAGS = {"--api-key", "--array", "--check-n", "--max-minutes", "--minutes", "--no-deps",
-                     "--per-tutorial", "--port", "--prepare", "--report-site", "--smoke", "--strict",
-                     "--synthetic", "--throughput", "--variants", "--write-md",
-                     "--check"}  # ruff format --check (docs/developer.md)
+OTHER_TOOLS_FLAGS = {
+    "--api-key",
+    "--array",
+    "--check-n",
+    "--max-minutes",
+    "--minutes",
+    "--no-deps",
+    "--per-tutorial",
+    "--port",
+    "--prepare",
+    "--report-site",
+    "--smoke",
+    "--strict",
+    "--synthetic",
+    "--throughput",
+    "--variants",
+    "--write-md",
+    "--check",
+}  # ruff format --check (docs/developer.md)
 # Words after "wikihowagent " that are not commands: `make install`'s output, quoted on Getting started.
 NOT_COMMANDS = {"into", "itself"}
 
@@ -139,10 +161,16 @@ def test_every_option_and_command_the_docs_name_exists():
     for page in _doc_pages():
         text = page.read_text(encoding="utf-8")
         rel = page.relative_to(REPO)
-        stale += [f"{rel}: {flag}" for flag in sorted(set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", text)))
-                  if flag not in known and flag not in OTHER_TOOLS_FLAGS]
-        stale += [f"{rel}: wikihowagent {name}" for name in sorted(set(re.findall(r"wikihowagent ([a-z][a-z-]*)",
-                                                                                   text))) if name not in names | NOT_COMMANDS]
+        stale += [
+            f"{rel}: {flag}"
+            for flag in sorted(set(re.findall(r"(?<![\w-])(--[a-z][a-z0-9-]*)", text)))
+            if flag not in known and flag not in OTHER_TOOLS_FLAGS
+        ]
+        stale += [
+            f"{rel}: wikihowagent {name}"
+            for name in sorted(set(re.findall(r"wikihowagent ([a-z][a-z-]*)", text)))
+            if name not in names | NOT_COMMANDS
+        ]
     assert not stale, f"the docs name options or commands the CLI does not have: {stale}"
 
 
@@ -184,16 +212,28 @@ def test_no_help_text_or_comment_names_a_readme_section_that_is_gone():
     Post-test")."""
     from wikihowagent.clidoc import commands
 
-    headings = {h.strip().casefold() for h in re.findall(r"^#{1,6}\s+(.+?)\s*#*$", (REPO / "README.md").read_text(),
-                                                         re.M)}
-    files = [p for d in ("wikihowagent", "scripts", "configs") for p in sorted((REPO / d).rglob("*"))
-             if p.suffix in {".py", ".sh", ".yaml", ".yml"} and p.is_file()]
+    headings = {
+        h.strip().casefold() for h in re.findall(r"^#{1,6}\s+(.+?)\s*#*$", (REPO / "README.md").read_text(), re.M)
+    }
+    files = [
+        p
+        for d in ("wikihowagent", "scripts", "configs")
+        for p in sorted((REPO / d).rglob("*"))
+        if p.suffix in {".py", ".sh", ".yaml", ".yml"} and p.is_file()
+    ]
     assert len(files) > 50
-    gone = [f"{p.relative_to(REPO)}: README {name!r}" for p in files
-            for name in sorted(_readme_sections_named(p.read_text(encoding="utf-8")))
-            if name.casefold() not in headings]
+    gone = [
+        f"{p.relative_to(REPO)}: README {name!r}"
+        for p in files
+        for name in sorted(_readme_sections_named(p.read_text(encoding="utf-8")))
+        if name.casefold() not in headings
+    ]
     helps = [(c.name, p.names[0], p.help or "") for c in commands() for p in c.params]
     helps += [(c.name, "", c.help or "") for c in commands()]
-    gone += [f"{cmd} {opt} --help: README {name!r}" for cmd, opt, text in helps
-             for name in sorted(_readme_sections_named(text)) if name.casefold() not in headings]
+    gone += [
+        f"{cmd} {opt} --help: README {name!r}"
+        for cmd, opt, text in helps
+        for name in sorted(_readme_sections_named(text))
+        if name.casefold() not in headings
+    ]
     assert not gone, f"README.md has no such section (point to the docs page instead): {gone}"

@@ -19,6 +19,8 @@ runner = CliRunner()
 def flat(res) -> str:
     """The output with line wrapping undone (rich wraps at 80 columns without a terminal)."""
     return " ".join(res.output.split())
+
+
 RUBRICS = ["Clarity", "Engagement", "Coherence", "Depth", "Relevance", "Progress", "Naturalness", "Truthfulness"]
 
 
@@ -38,10 +40,32 @@ def test_sharded_scores_merged_equal_unsharded(tmp_path, monkeypatch):
     monkeypatch.setattr(eval_runner, "EvalOptions", functools.partial(eval_runner.EvalOptions, chunk=4))
     run = tmp_path / "run"
     with FakeOpenAI(reply=reply) as srv:
-        res = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url,
-                                  "--out", str(run), "--max-tutorials", "13", "--concurrency", "4"])
+        res = runner.invoke(
+            app,
+            [
+                "generate",
+                "--teacher",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--out",
+                str(run),
+                "--max-tutorials",
+                "13",
+                "--concurrency",
+                "4",
+            ],
+        )
         assert res.exit_code == 0, res.output
-        common = ["--judge-scoring", "json", "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures"]
+        common = [
+            "--judge-scoring",
+            "json",
+            "--evaluator",
+            "openai:fake-model",
+            "--base-url",
+            srv.base_url,
+            "--no-figures",
+        ]
         for k in range(3):
             res = runner.invoke(app, ["evaluate", str(run), "--shard", f"{k}/3", *common])
             assert res.exit_code == 0, res.output
@@ -59,8 +83,20 @@ def test_sharded_scores_merged_equal_unsharded(tmp_path, monkeypatch):
 def generated(run, n: int):
     """A run of `n` conversations made against the scripted fake server."""
     with FakeOpenAI(reply=reply) as srv:
-        res = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url,
-                                  "--out", str(run), "--max-tutorials", str(n)])
+        res = runner.invoke(
+            app,
+            [
+                "generate",
+                "--teacher",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--out",
+                str(run),
+                "--max-tutorials",
+                str(n),
+            ],
+        )
         assert res.exit_code == 0, res.output
     return run
 
@@ -72,7 +108,9 @@ def test_score_merge_refuses_missing_and_mixed_shards(tmp_path):
     res = runner.invoke(app, ["merge", str(run)])
     assert res.exit_code == 2 and "1 of 2 shards missing (1-of-2)" in flat(res)
     assert not (run / "scores.jsonl").exists()
-    res = runner.invoke(app, ["evaluate", str(run), "--shard", "1/2", "--no-judge", "--no-figures", "--metrics", "BLEU"])
+    res = runner.invoke(
+        app, ["evaluate", str(run), "--shard", "1/2", "--no-judge", "--no-figures", "--metrics", "BLEU"]
+    )
     assert res.exit_code == 0, res.output
     res = runner.invoke(app, ["merge", str(run)])
     assert res.exit_code == 2 and "shard 1-of-2 was made with other settings" in flat(res)
@@ -109,8 +147,12 @@ def test_score_merge_after_moving_the_run_directory(tmp_path):
     # shards scored on a cluster path, the run directory copied elsewhere, merged there: not stale
     run = generated(tmp_path / "run", 3)
     for k in range(2):
-        assert runner.invoke(app, ["evaluate", str(run), "--shard", f"{k}/2", "--no-judge", "--no-figures",
-                                   "--metrics", "BLEU"]).exit_code == 0
+        assert (
+            runner.invoke(
+                app, ["evaluate", str(run), "--shard", f"{k}/2", "--no-judge", "--no-figures", "--metrics", "BLEU"]
+            ).exit_code
+            == 0
+        )
     moved = tmp_path / "elsewhere" / "run"
     moved.parent.mkdir()
     run.rename(moved)

@@ -31,7 +31,9 @@ NO_EMBED_PAPER = [m for m in M.PAPER_METRICS if m != M.BERTSCORE]
 
 def conv_of(msgs: list[tuple[str, str, str]], steps=("Step one.",), title="T", finished=None) -> Conversation:
     turns = [Turn(role=r, text=t, kind=k) for r, t, k in msgs]
-    return Conversation.from_turns(turns, list(steps), title, completed=finished, conversation_id="x", run="r", where="w")
+    return Conversation.from_turns(
+        turns, list(steps), title, completed=finished, conversation_id="x", run="r", where="w"
+    )
 
 
 def record_problem(obj: dict) -> str | None:
@@ -44,12 +46,13 @@ def record_problem(obj: dict) -> str | None:
 
 def fixture_convs(name: str) -> list[Conversation]:
     p = FIX / name
-    src = InputSource(path=p, kind="run" if p.is_dir() else ("jsonl" if p.suffix == ".jsonl" else "paper-json"), name=p.stem)
+    src = InputSource(
+        path=p, kind="run" if p.is_dir() else ("jsonl" if p.suffix == ".jsonl" else "paper-json"), name=p.stem
+    )
     return list(src.conversations(on_error=lambda m: None))
 
 
 # ----------------------------------------------------------------------------------------- metrics
-
 
 
 def evaluate_app(monkeypatch, make_chat_model):
@@ -66,6 +69,7 @@ def evaluate_app(monkeypatch, make_chat_model):
     app.command("evaluate")(evaluate)
     app.command("other")(lambda: None)  # a second command keeps `evaluate` as a subcommand
     return app
+
 
 def test_question_ratio_excludes_begin_and_farewell_replies():
     c1 = fixture_convs("run_small")[0]  # 5 learner turns: ack of BEGIN, 1 question, 2 acks, farewell
@@ -89,8 +93,13 @@ def test_completion_structured_then_token():
 
 
 def test_diversity_hand_computed():
-    c = conv_of([("teacher", "a b a b", "model"), ("learner", "A b", "model"),
-                 ("teacher", "We've reached the end of the tutorial. Bye! FINISHED", "finish")])
+    c = conv_of(
+        [
+            ("teacher", "a b a b", "model"),
+            ("learner", "A b", "model"),
+            ("teacher", "We've reached the end of the tutorial. Bye! FINISHED", "finish"),
+        ]
+    )
     # ours: (a,b),(b,a),(a,b) + (a,b) -> 2 distinct / 4; the fixed FINISHED text is left out
     assert M.diversity(c) == 0.5
     c2 = conv_of([("teacher", "a b a b", "model"), ("learner", "a b", "model")])
@@ -101,7 +110,11 @@ def test_diversity_hand_computed():
 def test_reference_and_hypotheses():
     c1 = fixture_convs("run_small")[0]
     assert M.reference_text(c1) == "Color Salt\nFill a container with salt.\nSqueeze paint into the salt."
-    assert M.teacher_messages(c1) == ["Fill a container with salt.", "Yes, use fine salt.", "Squeeze paint into the salt."]
+    assert M.teacher_messages(c1) == [
+        "Fill a container with salt.",
+        "Yes, use fine salt.",
+        "Squeeze paint into the salt.",
+    ]
     paper = M.paper_teacher_text(c1).split("\n")
     assert paper[0] == "Teacher: Let's begin: Color Salt. BEGIN" and len(paper) == 5
 
@@ -172,7 +185,17 @@ def test_lcs_bit_parallel_matches_dynamic_programming():
 
 def test_meteor_tokens_split_sentences():
     assert M.meteor_tokens("Fill a container with salt. Mix it!\nDone") == [
-        "Fill", "a", "container", "with", "salt", ".", "Mix", "it", "!", "Done"]
+        "Fill",
+        "a",
+        "container",
+        "with",
+        "salt",
+        ".",
+        "Mix",
+        "it",
+        "!",
+        "Done",
+    ]
 
 
 def test_meteor_hand_computed_and_nltk_doc_example():
@@ -227,7 +250,16 @@ def test_paper_mode_metric_names_and_rounding():
 
 
 def test_rubric_file_validation(tmp_path):
-    assert list(RUBRICS) == ["Clarity", "Truthfulness", "Engagement", "Coherence", "Depth", "Relevance", "Progress", "Naturalness"]
+    assert list(RUBRICS) == [
+        "Clarity",
+        "Truthfulness",
+        "Engagement",
+        "Coherence",
+        "Depth",
+        "Relevance",
+        "Progress",
+        "Naturalness",
+    ]
     assert RUBRICS["Truthfulness"].reference == "tutorial" and RUBRICS["Engagement"].role == "learner"
     bad = json.loads((Path(__file__).parent.parent / "data" / "rubrics.json").read_text())
     del bad["Clarity"]["rubric"]["3"]
@@ -242,10 +274,23 @@ def test_rubric_file_validation(tmp_path):
         load_rubrics(tmp_path / "nope.json")
 
 
-@pytest.mark.parametrize("value,expected", [
-    (4, 4), ("5", 5), ("4/5", 4), (3.0, 3), ("4.5", 4.5), ("2 out of 5", 2),
-    (0, None), (6, None), ("8/10", None), ("four", None), (True, None), ({"score": 3}, 3),
-])
+@pytest.mark.parametrize(
+    "value,expected",
+    [
+        (4, 4),
+        ("5", 5),
+        ("4/5", 4),
+        (3.0, 3),
+        ("4.5", 4.5),
+        ("2 out of 5", 2),
+        (0, None),
+        (6, None),
+        ("8/10", None),
+        ("four", None),
+        (True, None),
+        ({"score": 3}, 3),
+    ],
+)
 def test_check_value(value, expected):
     got, why = check_value(value)
     assert got == expected and (why is None) == (expected is not None)
@@ -257,8 +302,10 @@ def test_parse_well_formed_json():
 
 
 def test_parse_messy_replies():
-    text = ("<think>Clarity: 1 maybe?</think>Sure! Here are my scores:\n**Clarity**: 4/5\n"
-            "- Engagement (Does the learner actively participate?): 3\n### Depth - 2\nCoherence = 5\n")
+    text = (
+        "<think>Clarity: 1 maybe?</think>Sure! Here are my scores:\n**Clarity**: 4/5\n"
+        "- Engagement (Does the learner actively participate?): 3\n### Depth - 2\nCoherence = 5\n"
+    )
     got, probs = parse_scores(text, ["Clarity", "Engagement", "Depth", "Coherence"])
     assert got == {"Clarity": 4, "Engagement": 3, "Depth": 2, "Coherence": 5} and not probs
     fenced = 'Scores:\n```json\n{"scores": {"clarity": "5", "ENGAGEMENT": 4}}\n```'
@@ -340,7 +387,10 @@ def test_judge_prompts_follow_table3():
     ref_prompt = next(p for p in llm.prompts if "Reference tutorial" in p)
     assert conv_prompt.startswith("Evaluate the following teacher-learner conversation:")
     assert "Truthfulness" not in conv_prompt and all(n in conv_prompt for n in RUBRIC_NAMES if n != "Truthfulness")
-    assert "Step 2: Squeeze paint into the salt." in ref_prompt and "5 - All information is completely accurate" in ref_prompt
+    assert (
+        "Step 2: Squeeze paint into the salt." in ref_prompt
+        and "5 - All information is completely accurate" in ref_prompt
+    )
 
 
 def test_judge_paper_mode_prompts_are_the_released_ones():
@@ -365,7 +415,9 @@ def test_judge_structured_output_path():
             assert kw.get("method") == "json_schema" and schema["properties"]
             names = list(schema["properties"])
             vals = {n: 5 for n in names}
-            return RunnableLambda(lambda _p: {"raw": AIMessage(content=json.dumps(vals)), "parsed": vals, "parsing_error": None})
+            return RunnableLambda(
+                lambda _p: {"raw": AIMessage(content=json.dumps(vals)), "parsed": vals, "parsing_error": None}
+            )
 
     llm = Structured(script=lambda p: "unused", prompts=[])
     judge = Judge(llm, RUBRICS)
@@ -382,10 +434,16 @@ def test_judge_schema_refused_falls_back_to_text():
         def with_structured_output(self, schema, **kw):
             def boom(_p):
                 raise ValueError("response_format json_schema is not supported")
+
             return RunnableLambda(boom)
 
-    llm = Refuses(script=lambda p: "Clarity: 4\nTruthfulness: 5\nEngagement: 3\nCoherence: 4\nDepth: 2\n"
-                                    "Relevance: 5\nProgress: 4\nNaturalness: 3", prompts=[])
+    llm = Refuses(
+        script=lambda p: (
+            "Clarity: 4\nTruthfulness: 5\nEngagement: 3\nCoherence: 4\nDepth: 2\n"
+            "Relevance: 5\nProgress: 4\nNaturalness: 3"
+        ),
+        prompts=[],
+    )
     judge = Judge(llm, RUBRICS)
     res = asyncio.run(judge.judge(fixture_convs("run_small")[0]))
     assert not res.failures and res.scores["Depth"] == 2 and "parsed from text" in judge.fallback_note
@@ -401,7 +459,7 @@ def test_bad_input_reported_with_file_and_line_good_records_kept():
     assert [c.conversation_id for c in convs] == ["c1", "c2", "c3"]
     assert src.n_failed == 1 and src.n_invalid == 2
     assert msgs[0].startswith(f"{FIX / 'run_small' / 'conversations.jsonl'}:3: malformed JSON")
-    assert msgs[1].endswith("conversations.jsonl:5: record has no tutorial (expected {\"title\", \"steps\"})")
+    assert msgs[1].endswith('conversations.jsonl:5: record has no tutorial (expected {"title", "steps"})')
 
 
 def test_missing_and_empty_inputs(tmp_path):
@@ -411,7 +469,9 @@ def test_missing_and_empty_inputs(tmp_path):
         resolve_inputs([FIX / "empty.jsonl"], tmp_path)
     skipped: list[str] = []
     srcs = resolve_inputs([FIX / "empty.jsonl", FIX / "paper_records.jsonl"], tmp_path, on_empty=skipped.append)
-    assert [s.name for s in srcs] == ["paper_records"] and skipped == [f"{FIX / 'empty.jsonl'}: empty file (no conversations)"]
+    assert [s.name for s in srcs] == ["paper_records"] and skipped == [
+        f"{FIX / 'empty.jsonl'}: empty file (no conversations)"
+    ]
     with pytest.raises(InputError, match="every input is empty"):
         resolve_inputs([FIX / "empty.jsonl"], tmp_path, on_empty=skipped.append)
     with pytest.raises(InputError, match="no runs found"):
@@ -551,12 +611,40 @@ def _write_scores(path: Path, rows: list[dict]) -> None:
 def test_summary_numbers(tmp_path):
     a = tmp_path / "a" / "scores.jsonl"
     b = tmp_path / "b" / "scores.jsonl"
-    _write_scores(a, [
-        {"conversation_id": "1", "domain": "Health", "metrics": {"BLEU": 0.2, "Clarity": 4, "Depth": 3}, "judge_failures": []},
-        {"conversation_id": "2", "domain": "Health", "metrics": {"BLEU": 0.4, "Clarity": 5, "Depth": None}, "judge_failures": ["Depth"]},
-        {"conversation_id": "2", "domain": "Health", "metrics": {"BLEU": 0.4, "Clarity": 5, "Depth": None}, "judge_failures": ["Depth"]},
-    ])
-    _write_scores(b, [{"conversation_id": "1", "domain": "Travel", "metrics": {"BLEU": 0.1, "Clarity": 5, "Depth": 5}, "judge_failures": []}])
+    _write_scores(
+        a,
+        [
+            {
+                "conversation_id": "1",
+                "domain": "Health",
+                "metrics": {"BLEU": 0.2, "Clarity": 4, "Depth": 3},
+                "judge_failures": [],
+            },
+            {
+                "conversation_id": "2",
+                "domain": "Health",
+                "metrics": {"BLEU": 0.4, "Clarity": 5, "Depth": None},
+                "judge_failures": ["Depth"],
+            },
+            {
+                "conversation_id": "2",
+                "domain": "Health",
+                "metrics": {"BLEU": 0.4, "Clarity": 5, "Depth": None},
+                "judge_failures": ["Depth"],
+            },
+        ],
+    )
+    _write_scores(
+        b,
+        [
+            {
+                "conversation_id": "1",
+                "domain": "Travel",
+                "metrics": {"BLEU": 0.1, "Clarity": 5, "Depth": 5},
+                "judge_failures": [],
+            }
+        ],
+    )
     runs = [load_run_scores("a", "T-x L-x", a, n_failed=1), load_run_scores("b", "T-x L-y", b)]
     s = summarize(runs, RUBRIC_NAMES, baseline="a")
     ra, rb, over = s.table
@@ -565,7 +653,9 @@ def test_summary_numbers(tmp_path):
     assert ra["Clarity"][:2] == pytest.approx((4.5, math.sqrt(0.5)))
     assert ra["Depth"][:3] == (3.0, pytest.approx(math.nan, nan_ok=True), 1)
     assert ra["judge_failure_pct"] == pytest.approx(100 * 1 / 4)  # 1 failed cell of 2 conversations x 2 rubrics
-    assert over["BLEU"][0] == pytest.approx(20.0) and over["BLEU"][1] == pytest.approx(math.sqrt(200))  # runs' means 30, 10
+    assert over["BLEU"][0] == pytest.approx(20.0) and over["BLEU"][1] == pytest.approx(
+        math.sqrt(200)
+    )  # runs' means 30, 10
     assert rb["arrows"] == {"BLEU": "↓", "Clarity": "↑", "Depth": "↑"} and ra["arrows"] == {}
     heads, rows = display_rows(s)
     assert heads[:4] == ["Run", "n", "Failed", "BLEU (%)"]
@@ -578,10 +668,13 @@ def test_by_domain(tmp_path):
     from wikihowagent.evaluation.summary import by_domain
 
     a = tmp_path / "a.jsonl"
-    _write_scores(a, [
-        {"conversation_id": "1", "domain": "Health", "metrics": {"Clarity": 4, "Depth": 2}},
-        {"conversation_id": "2", "domain": "Travel", "metrics": {"Clarity": 5, "Depth": None}},
-    ])
+    _write_scores(
+        a,
+        [
+            {"conversation_id": "1", "domain": "Health", "metrics": {"Clarity": 4, "Depth": 2}},
+            {"conversation_id": "2", "domain": "Travel", "metrics": {"Clarity": 5, "Depth": None}},
+        ],
+    )
     df = by_domain([load_run_scores("a", "a", a)], RUBRIC_NAMES)
     h = df[df.domain == "Health"].iloc[0]
     assert h["Clarity"] == 4 and h["Rubric mean"] == 3.0 and df[df.domain == "Travel"].iloc[0]["Rubric mean"] == 5.0
@@ -602,15 +695,33 @@ def test_cli_end_to_end_with_fake_judge(tmp_path, monkeypatch):
     app = evaluate_app(monkeypatch, fake_make)
     run = tmp_path / "run_small"
     shutil.copytree(FIX / "run_small", run)
-    args = ["evaluate", str(run), str(FIX / "T-llama3_L-llama3_E-llama3_123.json"), "--metrics", "computational,rubric",
-            "--by", "domain", "--out", str(tmp_path / "out"), "--baseline", str(run)]
+    args = [
+        "evaluate",
+        str(run),
+        str(FIX / "T-llama3_L-llama3_E-llama3_123.json"),
+        "--metrics",
+        "computational,rubric",
+        "--by",
+        "domain",
+        "--out",
+        str(tmp_path / "out"),
+        "--baseline",
+        str(run),
+    ]
     monkeypatch.setattr(M, "REGISTRY", tuple(m for m in M.REGISTRY if not m.batch))  # no model load in the fast suite
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     assert seen == ["local", "llama3"]  # homogeneous: each run's own teacher/evaluator
     out = tmp_path / "out"
-    for f in ("summary.csv", "summary.md", "by_domain.csv", "run_small/scores.jsonl",
-              "T-llama3_L-llama3_E-llama3_123/scores.jsonl", "figures/rubrics.png", "figures/by_domain.png"):
+    for f in (
+        "summary.csv",
+        "summary.md",
+        "by_domain.csv",
+        "run_small/scores.jsonl",
+        "T-llama3_L-llama3_E-llama3_123/scores.jsonl",
+        "figures/rubrics.png",
+        "figures/by_domain.png",
+    ):
         assert (out / f).exists(), f
     md = (out / "summary.md").read_text()
     assert "Clarity" in md and "3.00 ± 0.00" in md and "↑/↓" in md
@@ -655,8 +766,9 @@ def test_cli_paper_mode_latest_run_outputs_in_run_dir(tmp_path):
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"runs_dir: {runs}\n")
     metrics = "Question Ratio,Completion,Diversity,BLEU,METEOR,ROUGE"
-    res = CliRunner().invoke(app, ["evaluate", "--config", str(cfg), "--compat", "paper", "--no-judge",
-                                   "--metrics", metrics, "--no-figures"])
+    res = CliRunner().invoke(
+        app, ["evaluate", "--config", str(cfg), "--compat", "paper", "--no-judge", "--metrics", metrics, "--no-figures"]
+    )
     assert res.exit_code == 0, res.output
     run = runs / "run_small"
     recs = _lines(run / "scores-paper.jsonl")
@@ -665,7 +777,9 @@ def test_cli_paper_mode_latest_run_outputs_in_run_dir(tmp_path):
     md = (run / "summary.md").read_text()
     assert "ROUGE (%)" in md and "ROUGE-1" not in md
     # a second invocation has nothing left to do
-    res = CliRunner().invoke(app, ["evaluate", str(run), "--compat", "paper", "--no-judge", "--metrics", metrics, "--no-figures"])
+    res = CliRunner().invoke(
+        app, ["evaluate", str(run), "--compat", "paper", "--no-judge", "--metrics", metrics, "--no-figures"]
+    )
     assert res.exit_code == 0 and "0 scored, 3 already scored" in res.output
 
 
@@ -675,9 +789,14 @@ def test_cli_paper_mode_latest_run_outputs_in_run_dir(tmp_path):
 def test_domain_skips_the_root_categories():
     base = {"conversation_id": "a", "tutorial": {"title": "t", "steps": ["s"]}, "conversation": ["Teacher: hi"]}
     # The paper's domain (data/domains.csv) of the breadcrumb below the root; categories[1] when unmapped.
-    for cats, want in ((["Categories", "Food and Entertaining", "Cooking"], "Food & Cooking"),
-                       (["WikiHow", "Travel"], "Travel & Leisure"), (["Health"], "Health"), ([], ""), (None, ""),
-                       (["Categories", "Hobbies", "Knots"], "Hobbies")):
+    for cats, want in (
+        (["Categories", "Food and Entertaining", "Cooking"], "Food & Cooking"),
+        (["WikiHow", "Travel"], "Travel & Leisure"),
+        (["Health"], "Health"),
+        ([], ""),
+        (None, ""),
+        (["Categories", "Hobbies", "Knots"], "Hobbies"),
+    ):
         assert to_conversation({**base, "categories": cats}, "r", "w").domain == want
     assert to_conversation({**base, "domain": "Pets", "categories": ["wikihow", "Travel"]}, "r", "w").domain == "Pets"
 
@@ -690,16 +809,20 @@ def _structured_model(fail):
         def with_structured_output(self, schema, **kw):
             def boom(_p):
                 raise fail()
+
             return RunnableLambda(boom)
 
     return Model(script=lambda p: json.dumps({n: 4 for n in RUBRIC_NAMES}), prompts=[])
 
 
-@pytest.mark.parametrize("make_exc", [
-    lambda: TimeoutError("timed out"),
-    lambda: ConnectionError("connection reset by peer"),
-    lambda: type("InternalServerError", (Exception,), {"status_code": 503})("server overloaded"),
-])
+@pytest.mark.parametrize(
+    "make_exc",
+    [
+        lambda: TimeoutError("timed out"),
+        lambda: ConnectionError("connection reset by peer"),
+        lambda: type("InternalServerError", (Exception,), {"status_code": 503})("server overloaded"),
+    ],
+)
 def test_judge_transport_error_in_structured_mode_is_a_backend_error(make_exc):
     from wikihowagent.evaluation.judge import JudgeBackendError
 
@@ -711,12 +834,15 @@ def test_judge_transport_error_in_structured_mode_is_a_backend_error(make_exc):
     assert llm.prompts == []  # no silent text call either
 
 
-@pytest.mark.parametrize("make_exc", [
-    lambda: type("BadRequestError", (Exception,), {"status_code": 400})("invalid request"),
-    lambda: type("APIStatusError", (Exception,), {"status_code": 422})("unprocessable"),
-    lambda: NotImplementedError(),
-    lambda: RuntimeError("failed to parse grammar"),
-])
+@pytest.mark.parametrize(
+    "make_exc",
+    [
+        lambda: type("BadRequestError", (Exception,), {"status_code": 400})("invalid request"),
+        lambda: type("APIStatusError", (Exception,), {"status_code": 422})("unprocessable"),
+        lambda: NotImplementedError(),
+        lambda: RuntimeError("failed to parse grammar"),
+    ],
+)
 def test_judge_schema_rejection_switches_to_text_once_for_concurrent_calls(make_exc):
     llm = _structured_model(make_exc)
     judge = Judge(llm, RUBRICS, retries=0, concurrency=4)
@@ -733,7 +859,10 @@ def test_judge_schema_rejection_switches_to_text_once_for_concurrent_calls(make_
 def _judges_by_spec(scores: dict[str, int], made: list[str]):
     def make(spec):
         made.append(spec)
-        return ScriptedChatModel(script=lambda p: json.dumps({n: scores[spec] for n in RUBRIC_NAMES + ["Patience"]}), prompts=[])
+        return ScriptedChatModel(
+            script=lambda p: json.dumps({n: scores[spec] for n in RUBRIC_NAMES + ["Patience"]}), prompts=[]
+        )
+
     return make
 
 
@@ -788,8 +917,12 @@ def test_cli_rescoring_with_another_judge_says_so(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     scores = {"judge-a": 5, "judge-b": 2}
-    app = evaluate_app(monkeypatch, lambda spec, *a, **k: ScriptedChatModel(
-        script=lambda p: json.dumps({n: scores[spec] for n in RUBRIC_NAMES}), prompts=[]))
+    app = evaluate_app(
+        monkeypatch,
+        lambda spec, *a, **k: ScriptedChatModel(
+            script=lambda p: json.dumps({n: scores[spec] for n in RUBRIC_NAMES}), prompts=[]
+        ),
+    )
     run = tmp_path / "run_small"
     shutil.copytree(FIX / "run_small", run)
     args = ["evaluate", str(run), "--metrics", "Question Ratio,rubric", "--no-figures"]
@@ -846,8 +979,14 @@ def test_unreachable_judge_mid_stream_stops_and_the_rerun_resumes(tmp_path):
         return json.dumps({n: 4 for n in RUBRIC_NAMES})
 
     opts = EvalOptions(judge=True, evaluator="x", chunk=1, retries=0)
-    ev = Evaluation(opts, [M.QUESTION], RUBRIC_NAMES, RUBRICS,
-                    lambda spec: ScriptedChatModel(script=script, prompts=[]), warn=lambda m: None)
+    ev = Evaluation(
+        opts,
+        [M.QUESTION],
+        RUBRIC_NAMES,
+        RUBRICS,
+        lambda spec: ScriptedChatModel(script=script, prompts=[]),
+        warn=lambda m: None,
+    )
     try:
         with pytest.raises(JudgeBackendError, match="connection refused"):
             ev.run_source(src, out)
@@ -900,4 +1039,8 @@ def test_same_rubric_names_with_other_definitions_are_rejudged(tmp_path):
     assert evaluation(RUBRICS).run_source(src, out).already == 3  # the same definitions: nothing to do
     stats = evaluation(edited).run_source(src, out)
     assert (stats.scored, stats.rejudged_rubrics) == (3, 3)
-    assert {r.judge.rubrics_sha256 for r in read_scores(out).values()} == {rubrics_sha256(edited)} != {rubrics_sha256(RUBRICS)}
+    assert (
+        {r.judge.rubrics_sha256 for r in read_scores(out).values()}
+        == {rubrics_sha256(edited)}
+        != {rubrics_sha256(RUBRICS)}
+    )

@@ -116,7 +116,9 @@ def test_one_judge_call_with_the_embedded_model():
 
     rubrics = load_rubrics()
     try:
-        llm = backends.make_chat_model("local", ModelSettings(temperature=0.0, max_tokens=200), LocalModelSettings(n_parallel=1))
+        llm = backends.make_chat_model(
+            "local", ModelSettings(temperature=0.0, max_tokens=200), LocalModelSettings(n_parallel=1)
+        )
     except backends.BackendError as exc:
         pytest.skip(f"embedded model unavailable: {exc}")
     src = InputSource(path=FIX / "run_small", kind="run", name="run_small")

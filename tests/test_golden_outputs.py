@@ -22,8 +22,11 @@ def test_outputs_equal_the_recorded_digest(tmp_path):
         print(f"skipped (no ../shared/human-study here): {', '.join(actual['skipped'])}")
     assert set(expected["scenarios"]) >= set(actual["scenarios"]), "scenarios not recorded: record the digest again"
     diffs = bg.compare_digests(expected, actual)
-    assert not diffs, (f"{len(diffs)} output difference(s) from {GOLDEN.relative_to(GOLDEN.parents[3])}:\n"
-                       + "\n".join(diffs[:60]) + ("\n..." if len(diffs) > 60 else ""))
+    assert not diffs, (
+        f"{len(diffs)} output difference(s) from {GOLDEN.relative_to(GOLDEN.parents[3])}:\n"
+        + "\n".join(diffs[:60])
+        + ("\n..." if len(diffs) > 60 else "")
+    )
 
 
 def test_every_scenario_is_recorded_with_the_paper_study():
@@ -48,11 +51,14 @@ def test_numbers_compare_to_1e_12_and_every_difference_is_named(tmp_path):
     wrap = lambda s: {"format": bg.FORMAT, "scenarios": {"s": s}, "skipped": []}  # noqa: E731
     assert bg.compare_digests(wrap(a), wrap(close)) == []
     diffs = bg.compare_digests(wrap(a), wrap(far))
-    assert diffs == ['s/out/x.csv: row 1 ("Clarity"), column r: expected 0.5, got 0.500000001',
-                     's/out/x.csv: row 2 ("Depth"), column r: expected 1.0, got "n/a"']
+    assert diffs == [
+        's/out/x.csv: row 1 ("Clarity"), column r: expected 0.5, got 0.500000001',
+        's/out/x.csv: row 2 ("Depth"), column r: expected 1.0, got "n/a"',
+    ]
     gone = bg.compare_digests(wrap(a), wrap({}))
-    assert gone == ['s/out/x.csv: missing (expected {"kind": "csv", "rows": '
-                    '[["rubric", "r"], ["Clarity", 0.5], ["Depth", 1.0]]})']
+    assert gone == [
+        's/out/x.csv: missing (expected {"kind": "csv", "rows": [["rubric", "r"], ["Clarity", 0.5], ["Depth", 1.0]]})'
+    ]
     assert bg.compare_digests(wrap({"f": [1.0, 2.0]}), wrap({"f": [1.0]}))[0] == "s/f: 2 entries expected, got 1"
     page = {"out/i.html": {"kind": "html", "text": ["Table 1", "| Run | n |", "| Clarity | 3.20 |", "| Depth | 4 |"]}}
     moved = {"out/i.html": {"kind": "html", "text": ["Table 1", "| Run | n |", "| Clarity | 3.25 |", "| Depth | 4 |"]}}
@@ -68,18 +74,37 @@ def test_numbers_compare_to_1e_12_and_every_difference_is_named(tmp_path):
 def test_run_varying_values_are_normalised_and_the_rest_kept(tmp_path):
     n = _norm(tmp_path)
     (tmp_path / "s.jsonl").write_text(
-        json.dumps({"latency_s": 0.31, "started_at": "2026-12-04T21:00:00Z", "score": 3.25,
-                    "where": f"{tmp_path}/r/conversations.jsonl", "url": "http://127.0.0.1:40123/v1"}) + "\n"
-        + json.dumps({"score": 1}) + "\n")
+        json.dumps(
+            {
+                "latency_s": 0.31,
+                "started_at": "2026-12-04T21:00:00Z",
+                "score": 3.25,
+                "where": f"{tmp_path}/r/conversations.jsonl",
+                "url": "http://127.0.0.1:40123/v1",
+            }
+        )
+        + "\n"
+        + json.dumps({"score": 1})
+        + "\n"
+    )
     d = bg.digest_file(tmp_path / "s.jsonl", n)
-    assert d["lines"] == [{"latency_s": "<volatile>", "score": 3.25, "started_at": "<volatile>",
-                           "url": "http://127.0.0.1:<port>/v1", "where": "<work>/r/conversations.jsonl"},
-                          {"score": 1}]
+    assert d["lines"] == [
+        {
+            "latency_s": "<volatile>",
+            "score": 3.25,
+            "started_at": "<volatile>",
+            "url": "http://127.0.0.1:<port>/v1",
+            "where": "<work>/r/conversations.jsonl",
+        },
+        {"score": 1},
+    ]
     (tmp_path / "t.csv").write_text("a,b\nx,2.50\n1e-3,2026-01-02 03:04:05\n")
     assert bg.digest_file(tmp_path / "t.csv", n)["rows"] == [["a", "b"], ["x", 2.5], [0.001, "<time>"]]
-    (tmp_path / "p.html").write_text("<html><head><style>td{}</style><script>var t=Date.now()</script></head>"
-                                     "<body><h1>Table 1</h1><table><tr><th>run</th><td>0.42</td></tr></table>"
-                                     "</body></html>")
+    (tmp_path / "p.html").write_text(
+        "<html><head><style>td{}</style><script>var t=Date.now()</script></head>"
+        "<body><h1>Table 1</h1><table><tr><th>run</th><td>0.42</td></tr></table>"
+        "</body></html>"
+    )
     assert bg.digest_file(tmp_path / "p.html", n)["text"] == ["Table 1", "| run | 0.42 |"]
     long = "word " * 100
     assert bg.Normaliser({}).value(long).startswith("<500 chars, sha256 ")  # over LONG: digested

@@ -32,8 +32,12 @@ def one_line_error(res, *needles: str) -> None:
 
 
 def article(title: str, categories: list[str]) -> dict:
-    return {"title": title, "categories": ["Categories", *categories], "introduction": "Intro.",
-            "methods": [{"title": "Main", "steps": ["One two three.", "Four five."]}]}
+    return {
+        "title": title,
+        "categories": ["Categories", *categories],
+        "introduction": "Intro.",
+        "methods": [{"title": "Main", "steps": ["One two three.", "Four five."]}],
+    }
 
 
 def corpus(root: Path, titles: list[str]) -> Path:
@@ -104,8 +108,9 @@ def test_tutorials_and_stats_on_a_symlink_loop_say_cannot_read(tmp_path):
 def test_stats_graph_with_control_characters_in_titles(tmp_path):
     root = corpus(tmp_path / "c", ["How to \x00Feed a Cat\x07", "How to Brush\x1b[31m a Dog", "How to Sit"])
     out = tmp_path / "st"
-    res = runner.invoke(app, ["stats", "--tutorials", str(root), "--out", str(out), "--graph", "--graph-articles",
-                              "--no-figures"])
+    res = runner.invoke(
+        app, ["stats", "--tutorials", str(root), "--out", str(out), "--graph", "--graph-articles", "--no-figures"]
+    )
     assert res.exit_code == 0, res.output
     g = nx.read_graphml(out / "graph.graphml")
     labels = {d["label"] for _, d in g.nodes(data=True)}
@@ -156,14 +161,20 @@ def test_cases_md_escapes_titles_runs_and_ids(tmp_path):
 
     run = make_run(tmp_path / "runs", "r<b>", 4)
     recs = [json.loads(x) for x in (run / "conversations.jsonl").read_text().splitlines()]
-    evil = ['<img src=x onerror=alert(1)>', '</script><script>alert(2)</script>', '[click](javascript:alert(3))',
-            "a | b\n# heading"]
+    evil = [
+        "<img src=x onerror=alert(1)>",
+        "</script><script>alert(2)</script>",
+        "[click](javascript:alert(3))",
+        "a | b\n# heading",
+    ]
     for rec, title in zip(recs, evil, strict=True):
         rec["title"] = title
     (run / "conversations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
     scores = [json.loads(x) for x in (run / "scores.jsonl").read_text().splitlines()]
     for s in scores:
-        s["title"] = next((t for r, t in zip(recs, evil, strict=False) if r["conversation_id"] == s["conversation_id"]), "")
+        s["title"] = next(
+            (t for r, t in zip(recs, evil, strict=False) if r["conversation_id"] == s["conversation_id"]), ""
+        )
     (run / "scores.jsonl").write_text("".join(json.dumps(s) + "\n" for s in scores))
     res = build_report([run], tmp_path / "site", cases=4)
     md = (res.out / "cases.md").read_text()
@@ -184,10 +195,24 @@ def test_chat_saved_line_prints_the_path_whole_when_piped(tmp_path):
 
     out = tmp_path / ("a-long-directory-name-for-the-chat-run-" * 3) / "chat run"
     with FakeOpenAI() as srv:
-        res = runner.invoke(app, ["chat", "--role", "learner", "--model", "openai:fake-model", "--base-url",
-                                  srv.base_url, "--tutorial", "4f115a7f59dc20db", "--out", str(out)],
-                            input="I'm ready.\n")
+        res = runner.invoke(
+            app,
+            [
+                "chat",
+                "--role",
+                "learner",
+                "--model",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--tutorial",
+                "4f115a7f59dc20db",
+                "--out",
+                str(out),
+            ],
+            input="I'm ready.\n",
+        )
     assert res.exit_code == 0, res.output
-    saved = [ln[ln.index("saved "):] for ln in res.output.splitlines() if "saved " in ln]  # after the prompt
+    saved = [ln[ln.index("saved ") :] for ln in res.output.splitlines() if "saved " in ln]  # after the prompt
     assert len(saved) == 1 and f"to {out / 'conversations.jsonl'}; score it with: wikihowagent evaluate" in saved[0]
     assert saved[0].endswith(f"evaluate {shlex.quote(str(out))}")

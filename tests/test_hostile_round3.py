@@ -47,8 +47,9 @@ def run_copy(root: Path, dirname: str = "run", name: str | None = None) -> Path:
 
 
 def evaluate_args(*runs: Path, out: Path | None = None) -> list[str]:
-    return (["evaluate", *map(str, runs), "--no-judge", "--metrics", "Completion", "--no-figures"]
-            + (["--out", str(out)] if out is not None else []))
+    return ["evaluate", *map(str, runs), "--no-judge", "--metrics", "Completion", "--no-figures"] + (
+        ["--out", str(out)] if out is not None else []
+    )
 
 
 # ------------------------------------------------------------------ item 1: names read from files -> paths
@@ -134,8 +135,19 @@ def _compare_args(tmp_path: Path, *extra: str) -> list[str]:
     from test_compare import make_run
 
     a, b = make_run(tmp_path, "a", range(2)), make_run(tmp_path, "b", range(2))
-    return ["compare", str(a), str(b), "--out", str(tmp_path / "cmp"), "--evaluator", "openai:fake-model",
-            "--base-url", DEAD_URL, "--from-judgments", *extra]
+    return [
+        "compare",
+        str(a),
+        str(b),
+        "--out",
+        str(tmp_path / "cmp"),
+        "--evaluator",
+        "openai:fake-model",
+        "--base-url",
+        DEAD_URL,
+        "--from-judgments",
+        *extra,
+    ]
 
 
 def _align_args(tmp_path: Path, *extra: str) -> list[str]:
@@ -148,9 +160,11 @@ def _align_args(tmp_path: Path, *extra: str) -> list[str]:
 @pytest.mark.parametrize("option,value", [("--seed", "-1"), ("--bootstrap", "100001"), ("--bootstrap", "-1")])
 def test_seed_and_bootstrap_out_of_bounds_are_refused_by_the_parser(tmp_path, command, option, value):
     # (not the 1,000,000,000: on a regression that would ask numpy for tens of GiB on a shared machine)
-    args = {"compare": lambda: _compare_args(tmp_path, option, value),
-            "align": lambda: _align_args(tmp_path, option, value),
-            "evaluate": lambda: evaluate_args(run_copy(tmp_path), out=tmp_path / "out") + [option, value]}[command]()
+    args = {
+        "compare": lambda: _compare_args(tmp_path, option, value),
+        "align": lambda: _align_args(tmp_path, option, value),
+        "evaluate": lambda: evaluate_args(run_copy(tmp_path), out=tmp_path / "out") + [option, value],
+    }[command]()
     res = runner.invoke(app, args)
     assert res.exit_code == 2, res.output
     assert f"Invalid value for '{option}'" in flat(res) and "Traceback" not in res.output
@@ -210,17 +224,36 @@ def _tamper(data: dict, how: str) -> dict:
         rc["x"] = list(reversed(rc["x"])) if len(rc["x"]) > 1 else [5.0, 1.0]
         rc["y"] = rc["y"] if len(rc["y"]) > 1 else [1.0, 1.0]
     elif how == "ridge short coef":
-        data["rubrics"]["Clarity"] = {"method": "ridge", "n": 60, "tutorials": 12, "features":
-                                      ["p1", "p2", "p3", "p4", "p5", "expected", "spread"], "coef": [0.1, 0.2],
-                                      "intercept": 1.0}
+        data["rubrics"]["Clarity"] = {
+            "method": "ridge",
+            "n": 60,
+            "tutorials": 12,
+            "features": ["p1", "p2", "p3", "p4", "p5", "expected", "spread"],
+            "coef": [0.1, 0.2],
+            "intercept": 1.0,
+        }
     elif how == "ridge nan coef":
-        data["rubrics"]["Clarity"] = {"method": "ridge", "n": 60, "tutorials": 12, "features":
-                                      ["p1", "p2", "p3", "p4", "p5", "expected", "spread"],
-                                      "coef": [0.1] * 6 + [float("nan")], "intercept": 1.0}
+        data["rubrics"]["Clarity"] = {
+            "method": "ridge",
+            "n": 60,
+            "tutorials": 12,
+            "features": ["p1", "p2", "p3", "p4", "p5", "expected", "spread"],
+            "coef": [0.1] * 6 + [float("nan")],
+            "intercept": 1.0,
+        }
     return data
 
 
-TAMPERED = ["x shorter", "empty", "off scale", "infinite", "nan x", "decreasing x", "ridge short coef", "ridge nan coef"]
+TAMPERED = [
+    "x shorter",
+    "empty",
+    "off scale",
+    "infinite",
+    "nan x",
+    "decreasing x",
+    "ridge short coef",
+    "ridge nan coef",
+]
 
 
 def test_tampered_calibration_is_one_line_in_evaluate_and_report(tmp_path):
@@ -231,12 +264,25 @@ def test_tampered_calibration_is_one_line_in_evaluate_and_report(tmp_path):
     for how in TAMPERED:
         cal = tmp_path / f"cal-{how.replace(' ', '-')}.json"
         cal.write_text(json.dumps(_tamper(good, how)))
-        res = runner.invoke(app, ["evaluate", str(runs / "run0"), "--no-judge", "--metrics", "BLEU", "--no-figures",
-                                  "--calibration", str(cal)])
+        res = runner.invoke(
+            app,
+            [
+                "evaluate",
+                str(runs / "run0"),
+                "--no-judge",
+                "--metrics",
+                "BLEU",
+                "--no-figures",
+                "--calibration",
+                str(cal),
+            ],
+        )
         assert res.exit_code == 2, (how, res.output)
         line = one_line_error(res, f"{cal}: field 'rubrics.Clarity'")
-        assert ("isotonic" in line or "ridge" in line), line
-        res = runner.invoke(app, ["report", str(runs / "run0"), "--out", str(tmp_path / "site"), "--calibration", str(cal)])
+        assert "isotonic" in line or "ridge" in line, line
+        res = runner.invoke(
+            app, ["report", str(runs / "run0"), "--out", str(tmp_path / "site"), "--calibration", str(cal)]
+        )
         assert res.exit_code == 1, (how, res.output)
         one_line_error(res, f"{cal}: field 'rubrics.Clarity'")
     assert not (runs / "run0" / "calibrated_scores.csv").exists()
@@ -251,8 +297,12 @@ def test_calibrated_columns_have_the_rubric_range_in_the_report():
 
     assert value_range("Clarity (cal.)", ["Clarity"]) == (1.0, 5.0)
     assert value_range("Nonsense (cal.)", ["Clarity"]) is None
-    table = ScoreTable.from_rows([({"run": "r", "conversation_id": f"c{i}", "where": f"f:{i}"},
-                                   {"Clarity": 3.0, "Clarity (cal.)": v}) for i, v in enumerate([2.5, 99.0])])
+    table = ScoreTable.from_rows(
+        [
+            ({"run": "r", "conversation_id": f"c{i}", "where": f"f:{i}"}, {"Clarity": 3.0, "Clarity (cal.)": v})
+            for i, v in enumerate([2.5, 99.0])
+        ]
+    )
     problems = Problems()
     drop_out_of_range(table, problems, ["Clarity (cal.)"])
     assert problems.lines == ["f:1: Clarity (cal.) = 99 is outside 1 to 5; left out"]
@@ -270,8 +320,20 @@ def _judged(tmp_path: Path, n: int = 6) -> tuple[list[Path], Path, list[str]]:
     runs = [make_run(tmp_path, name, range(n)) for name in ("weak", "strong")]
     out = tmp_path / "cmp"
     with FakeOpenAI(logprobs=fake_pair_judge()) as srv:
-        args = ["compare", *map(str, runs), "--out", str(out), "--evaluator", "openai:fake-model", "--base-url",
-                srv.base_url, "--bootstrap", "100", "--metrics", "Clarity"]
+        args = [
+            "compare",
+            *map(str, runs),
+            "--out",
+            str(out),
+            "--evaluator",
+            "openai:fake-model",
+            "--base-url",
+            srv.base_url,
+            "--bootstrap",
+            "100",
+            "--metrics",
+            "Clarity",
+        ]
         res = runner.invoke(app, args)
         assert res.exit_code == 0, res.output
     return runs, out, [a if a != srv.base_url else DEAD_URL for a in args] + ["--from-judgments"]
@@ -292,11 +354,18 @@ def test_compare_leaves_out_stored_values_that_are_not_probabilities(tmp_path):
     res = runner.invoke(app, args)
     assert res.exit_code == 0, res.output
     text = flat(res)
-    for shown in ("= 7.0 is not a probability", "= -3 is not a probability", "= Infinity is not a probability",
-                  "= NaN is not a probability", "= true is not a probability"):
+    for shown in (
+        "= 7.0 is not a probability",
+        "= -3 is not a probability",
+        "= Infinity is not a probability",
+        "= NaN is not a probability",
+        "= true is not a probability",
+    ):
         assert text.count(shown) == 1, (shown, text)
     assert "5 stored P(A better) values were not probabilities in [0, 1]" in text
-    assert "5 stored P(A better) values were not probabilities in [0, 1]" in " ".join((out / "summary.md").read_text().split())
+    assert "5 stored P(A better) values were not probabilities in [0, 1]" in " ".join(
+        (out / "summary.md").read_text().split()
+    )
     rows = list(csv.DictReader((out / "pairwise.csv").open()))
     assert [r["tutorial_id"] for r in rows] == ["tut-5"]  # the only tutorial judged with probabilities both ways
     assert all(0.0 <= float(r[k]) <= 1.0 for r in rows for k in ("p_ab", "p_ba"))
@@ -316,8 +385,20 @@ def test_compare_refuses_one_run_given_twice_by_two_paths(tmp_path):
     a = make_run(tmp_path, "a", range(2))
     (tmp_path / "link").symlink_to(a)
     for second in (a / "conversations.jsonl", tmp_path / "link"):
-        res = runner.invoke(app, ["compare", str(a), str(second), "--out", str(tmp_path / "o"), "--evaluator",
-                                  "openai:fake-model", "--base-url", DEAD_URL])
+        res = runner.invoke(
+            app,
+            [
+                "compare",
+                str(a),
+                str(second),
+                "--out",
+                str(tmp_path / "o"),
+                "--evaluator",
+                "openai:fake-model",
+                "--base-url",
+                DEAD_URL,
+            ],
+        )
         assert res.exit_code == 2, res.output
         one_line_error(res, f"{a} and {second} are the same run")
     assert not (tmp_path / "o").exists()

@@ -24,29 +24,50 @@ def run_copy(tmp_path) -> Path:
 
 def test_empty_shard_is_an_error_not_unsharded(tmp_path):
     run = run_copy(tmp_path)
-    res = CliRunner().invoke(app, ["evaluate", str(run), "--shard", "", "--no-judge", "--no-figures", "--metrics", "BLEU"])
+    res = CliRunner().invoke(
+        app, ["evaluate", str(run), "--shard", "", "--no-judge", "--no-figures", "--metrics", "BLEU"]
+    )
     assert res.exit_code == 2 and "--shard '': expected K/N" in flat(res), res.output
     assert not (run / "scores.jsonl").exists()
-    res = CliRunner().invoke(app, ["generate", "--teacher", "openai:x", "--base-url", "http://127.0.0.1:9/v1",
-                                   "--shard", "", "--out", str(tmp_path / "g")])
+    res = CliRunner().invoke(
+        app,
+        [
+            "generate",
+            "--teacher",
+            "openai:x",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--shard",
+            "",
+            "--out",
+            str(tmp_path / "g"),
+        ],
+    )
     assert res.exit_code == 2 and "--shard '': expected K/N" in flat(res), res.output
 
 
 def test_negative_temperature_is_refused(tmp_path):
-    res = CliRunner().invoke(app, ["generate", "--teacher", "openai:x", "--temperature", "-1", "--out", str(tmp_path / "g")])
+    res = CliRunner().invoke(
+        app, ["generate", "--teacher", "openai:x", "--temperature", "-1", "--out", str(tmp_path / "g")]
+    )
     assert res.exit_code == 2 and "--temperature" in flat(res) and "greater than or equal to" in flat(res), res.output
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text("model: {temperature: -0.5}\n")
-    res = CliRunner().invoke(app, ["generate", "--teacher", "openai:x", "--config", str(cfg), "--out", str(tmp_path / "g")])
-    assert res.exit_code == 2 and "model.temperature" in flat(res) and "greater than or equal to 0" in flat(res), res.output
+    res = CliRunner().invoke(
+        app, ["generate", "--teacher", "openai:x", "--config", str(cfg), "--out", str(tmp_path / "g")]
+    )
+    assert res.exit_code == 2 and "model.temperature" in flat(res) and "greater than or equal to 0" in flat(res), (
+        res.output
+    )
     assert not (tmp_path / "g").exists()
 
 
 def test_evaluate_with_no_scorable_conversation_fails(tmp_path):
     tut = tmp_path / "tutorials.jsonl"
     tut.write_text('{"title": "How to X", "steps": ["a", "b"]}\n{"title": "How to Y", "steps": ["c", "d"]}\n')
-    res = CliRunner().invoke(app, ["evaluate", str(tut), "--no-judge", "--no-figures", "--metrics", "BLEU",
-                                   "--out", str(tmp_path / "out")])
+    res = CliRunner().invoke(
+        app, ["evaluate", str(tut), "--no-judge", "--no-figures", "--metrics", "BLEU", "--out", str(tmp_path / "out")]
+    )
     assert res.exit_code == 2, res.output
     assert "nothing to evaluate" in flat(res) and "no scorable conversation (2 unreadable records" in flat(res)
     assert not (tmp_path / "out" / "tutorials" / "summary.csv").exists()
@@ -59,8 +80,9 @@ def test_all_rubrics_failed_prints_the_first_failures(tmp_path, monkeypatch):
 
     run = run_copy(tmp_path)
     prose = evaluate_app(monkeypatch, lambda spec, *a, **k: ScriptedChatModel(script=lambda p: "Lovely.", prompts=[]))
-    res = CliRunner().invoke(prose, ["evaluate", str(run), "--judge-scoring", "json", "--no-figures", "--metrics",
-                                     "Clarity,Depth"])
+    res = CliRunner().invoke(
+        prose, ["evaluate", str(run), "--judge-scoring", "json", "--no-figures", "--metrics", "Clarity,Depth"]
+    )
     assert res.exit_code == 1
     out = flat(res)
     assert out.count("judge failure:") == 3 and "Clarity:" in out, res.output
@@ -83,10 +105,12 @@ def test_report_leaves_out_values_no_metric_can_have(tmp_path):
     (run / "scores.jsonl").write_text("".join(json.dumps(s) + "\n" for s in scores))
     problems = Problems()
     res = build_report([run], tmp_path / "site", problems=problems)
-    assert f"{run / 'scores.jsonl'}:1: Clarity = 99 is outside 1 to 5 (and 1 more); left out" in problems.lines, problems.lines
+    assert f"{run / 'scores.jsonl'}:1: Clarity = 99 is outside 1 to 5 (and 1 more); left out" in problems.lines, (
+        problems.lines
+    )
     assert f"{run / 'scores.jsonl'}:3: BLEU = -7 is outside 0 to 1; left out" in problems.lines
     page = (res.out / "index.html").read_text().replace(str(tmp_path), "")
-    tables = page[:page.index("is outside")]  # the overview and summary tables, before the problems list
+    tables = page[: page.index("is outside")]  # the overview and summary tables, before the problems list
     assert "-700" not in tables and "99.0" not in tables and "-7.0" not in tables
     from test_report import _chunk
 

@@ -35,8 +35,13 @@ def _absolute(name: str, is_pkg: bool, module: str | None, level: int) -> str:
 
 def _module_strings(tree: ast.Module) -> list[str]:
     """Every string literal of the module-level assignments (registries such as PROVIDERS, tables of names)."""
-    return [n.value for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
-            for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+    return [
+        n.value
+        for node in tree.body
+        if isinstance(node, (ast.Assign, ast.AnnAssign))
+        for n in ast.walk(node)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    ]
 
 
 def _import_module_targets(call: ast.Call, strings: list[str]) -> tuple[list[str], bool]:
@@ -44,7 +49,8 @@ def _import_module_targets(call: ast.Call, strings: list[str]) -> tuple[list[str
     else (a name computed at run time) every string of the module's module-level tables, to be safe."""
     f = call.func
     if not (isinstance(f, ast.Attribute) and f.attr == "import_module") and not (
-            isinstance(f, ast.Name) and f.id == "import_module"):
+        isinstance(f, ast.Name) and f.id == "import_module"
+    ):
         return [], False
     if not call.args:
         return [], False
@@ -99,7 +105,9 @@ def test_the_graph_sees_import_module_and_type_checking(tmp_path):
     (pkg / "sub").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "sub" / "__init__.py").write_text("")
-    (pkg / "sub" / "a.py").write_text("def f():\n    import importlib\n    return importlib.import_module('wikihowagent.sub.b')\n")
+    (pkg / "sub" / "a.py").write_text(
+        "def f():\n    import importlib\n    return importlib.import_module('wikihowagent.sub.b')\n"
+    )
     (pkg / "sub" / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import f\n")
     cycles = list(nx.simple_cycles(import_graph(pkg)))
     assert len(cycles) == 1 and sorted(cycles[0]) == ["wikihowagent.sub.a", "wikihowagent.sub.b"]
@@ -115,11 +123,17 @@ def test_cli_only_registers_the_stages_commands():
     the backends or the config (orchestration lives in each stage's core)."""
     allowed = {"wikihowagent.console", "wikihowagent.workflow.graph", "wikihowagent"}  # the package: __version__
     imported = set(import_graph().successors("wikihowagent.cli"))
-    assert imported - allowed == {"wikihowagent.generation.command", "wikihowagent.judgecheck.command", "wikihowagent.evaluation.command",
-                                  "wikihowagent.compare.command",
-                                  "wikihowagent.alignment.command", "wikihowagent.corpus.command",
-                                  "wikihowagent.report.command", "wikihowagent.chat.command",
-                                  "wikihowagent.sweep.command"}
+    assert imported - allowed == {
+        "wikihowagent.generation.command",
+        "wikihowagent.judgecheck.command",
+        "wikihowagent.evaluation.command",
+        "wikihowagent.compare.command",
+        "wikihowagent.alignment.command",
+        "wikihowagent.corpus.command",
+        "wikihowagent.report.command",
+        "wikihowagent.chat.command",
+        "wikihowagent.sweep.command",
+    }
 
 
 STAGES = ("generation", "evaluation", "alignment", "corpus", "report", "chat", "sweep", "judgecheck", "compare")
@@ -141,18 +155,23 @@ def test_only_commands_import_commands():
     """Orchestration never reaches back into a command module: only cli.py and other command modules (for
     shared typer options) import one."""
     g = import_graph()
-    bad = [(a, b) for a, b in g.edges if b.endswith(".command") and a != "wikihowagent.cli"
-           and not a.endswith(".command")]
+    bad = [
+        (a, b) for a, b in g.edges if b.endswith(".command") and a != "wikihowagent.cli" and not a.endswith(".command")
+    ]
     assert not bad, bad
 
 
 def test_developer_guide_layout_names_every_module():
     guide = (PKG.parent / "docs" / "developer.md").read_text(encoding="utf-8")
     layout = guide.split("## Module map", 1)[1].split("\n## ", 1)[0]
-    missing = [str(p.relative_to(PKG)) for p in sorted(PKG.rglob("*.py"))
-               if p.name != "__init__.py" and p.name not in layout]
-    missing += [d.name + "/" for d in sorted(PKG.iterdir()) if d.is_dir() and d.name != "__pycache__"
-                and f"{d.name}/" not in layout]
+    missing = [
+        str(p.relative_to(PKG)) for p in sorted(PKG.rglob("*.py")) if p.name != "__init__.py" and p.name not in layout
+    ]
+    missing += [
+        d.name + "/"
+        for d in sorted(PKG.iterdir())
+        if d.is_dir() and d.name != "__pycache__" and f"{d.name}/" not in layout
+    ]
     assert not missing, f"docs/developer.md (Module map) does not mention: {missing}"
 
 
@@ -187,15 +206,22 @@ def test_every_error_class_has_the_one_base():
         assert validation_line(exc, quoted=True).startswith("field 'x': Input should be a valid integer")
 
 
-FILE_NAME = re.compile(r"^[\w.*{}\-/]*\w\.(jsonl|json|csv|tsv|md|txt|png|yaml|yml|lock|sbatch|graphml|html|js|css|xlsx)$")
+FILE_NAME = re.compile(
+    r"^[\w.*{}\-/]*\w\.(jsonl|json|csv|tsv|md|txt|png|yaml|yml|lock|sbatch|graphml|html|js|css|xlsx)$"
+)
 # Names fixed by something else than this project: the model files' own names.
 FOREIGN_NAMES = {"config.json"}  # a sentence-transformers model directory's config (evaluation/metrics.py)
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
-    return {id(n.body[0].value) for n in ast.walk(tree)
-            if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.body
-            and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+    return {
+        id(n.body[0].value)
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        and n.body
+        and isinstance(n.body[0], ast.Expr)
+        and isinstance(n.body[0].value, ast.Constant)
+    }
 
 
 def file_name_literals(pkg: Path = PKG) -> list[str]:
@@ -208,20 +234,31 @@ def file_name_literals(pkg: Path = PKG) -> list[str]:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         skip = _docstrings(tree)
         for call in ast.walk(tree):
-            if isinstance(call, ast.Call) and getattr(call.func, "id", getattr(call.func, "attr", "")) == "resource_path":
+            if (
+                isinstance(call, ast.Call)
+                and getattr(call.func, "id", getattr(call.func, "attr", "")) == "resource_path"
+            ):
                 skip.update(id(a) for a in call.args)
         for n in ast.walk(tree):
-            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in skip \
-                    and FILE_NAME.match(n.value.strip()) and n.value.strip() not in FOREIGN_NAMES:
+            if (
+                isinstance(n, ast.Constant)
+                and isinstance(n.value, str)
+                and id(n) not in skip
+                and FILE_NAME.match(n.value.strip())
+                and n.value.strip() not in FOREIGN_NAMES
+            ):
                 out.append(f"{module_name(path, pkg)}:{n.lineno}: {n.value}")
     return out
 
 
 def test_file_names_are_spelled_in_runs_py_only(tmp_path):
-    assert not file_name_literals(), "file names outside runs.py (add a constant there): " + "; ".join(file_name_literals())
+    assert not file_name_literals(), "file names outside runs.py (add a constant there): " + "; ".join(
+        file_name_literals()
+    )
     (tmp_path / "wikihowagent").mkdir()
-    (tmp_path / "wikihowagent" / "x.py").write_text('"""doc.json"""\nA = "a.csv"\nB = f"{A}/{1}.key.csv"\n'
-                                                    'C = resource_path("data", "rubrics.json")\n')
+    (tmp_path / "wikihowagent" / "x.py").write_text(
+        '"""doc.json"""\nA = "a.csv"\nB = f"{A}/{1}.key.csv"\nC = resource_path("data", "rubrics.json")\n'
+    )
     assert [x.split(": ", 1)[1] for x in file_name_literals(tmp_path / "wikihowagent")] == ["a.csv", ".key.csv"]
 
 
@@ -230,12 +267,18 @@ def test_file_names_are_spelled_in_runs_py_only(tmp_path):
 # ground every stage stands on: the package's top-level modules (records, runs, scoretable, paper_format,
 # config, shards, ...), the corpus, the backends and the shared statistics.
 FLOORS: dict[str, int] = {
-    "corpus": 0, "backends": 0, "stats": 0,
+    "corpus": 0,
+    "backends": 0,
+    "stats": 0,
     "workflow": 1,
-    "generation": 2, "chat": 2,
-    "evaluation": 3, "sweep": 3,
-    "alignment": 4, "compare": 4,
-    "judgecheck": 5, "report": 5,
+    "generation": 2,
+    "chat": 2,
+    "evaluation": 3,
+    "sweep": 3,
+    "alignment": 4,
+    "compare": 4,
+    "judgecheck": 5,
+    "report": 5,
 }
 TOP_FLOOR = 6  # the command line: cli.py, clidoc.py (the CLI reference), __main__.py
 CLI_MODULES = {"wikihowagent.cli", "wikihowagent.clidoc", "wikihowagent.__main__"}
@@ -256,8 +299,11 @@ def floor_of(module: str, pkg: Path = PKG) -> int:
 
 
 def upward_imports(g: nx.DiGraph, pkg: Path = PKG) -> list[str]:
-    return [f"{a} (floor {floor_of(a, pkg)}) -> {b} (floor {floor_of(b, pkg)})" for a, b in sorted(g.edges)
-            if floor_of(b, pkg) > floor_of(a, pkg)]
+    return [
+        f"{a} (floor {floor_of(a, pkg)}) -> {b} (floor {floor_of(b, pkg)})"
+        for a, b in sorted(g.edges)
+        if floor_of(b, pkg) > floor_of(a, pkg)
+    ]
 
 
 def folder_loops(g: nx.DiGraph, pkg: Path = PKG) -> list[list[str]]:
@@ -285,16 +331,23 @@ def private_uses(pkg: Path = PKG) -> set[tuple[str, str, str]]:
                 for a in node.names:
                     if f"{mod}.{a.name}" in modules:
                         aliases[a.asname or a.name] = f"{mod}.{a.name}"
-                    elif mod in modules and a.name.startswith("_") and not a.name.startswith("__") \
-                            and _folder(mod, pkg) != _folder(name, pkg):
+                    elif (
+                        mod in modules
+                        and a.name.startswith("_")
+                        and not a.name.startswith("__")
+                        and _folder(mod, pkg) != _folder(name, pkg)
+                    ):
                         out.add((name, mod, a.name))
             elif isinstance(node, ast.Import):
                 aliases.update({a.asname: a.name for a in node.names if a.asname and a.name in modules})
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
                 target = aliases[node.value.id]
-                if node.attr.startswith("_") and not node.attr.startswith("__") \
-                        and _folder(target, pkg) != _folder(name, pkg):
+                if (
+                    node.attr.startswith("_")
+                    and not node.attr.startswith("__")
+                    and _folder(target, pkg) != _folder(name, pkg)
+                ):
                     out.add((name, target, node.attr))
     return out
 
@@ -306,8 +359,10 @@ def test_every_package_folder_has_a_floor():
 
 def test_no_module_imports_a_higher_floor():
     up = upward_imports(import_graph())
-    assert not up, "imports up the floors (corpus/backends -> workflow -> generation -> evaluation -> " \
-                   "alignment/compare -> judge-check/report -> cli): " + "; ".join(up)
+    assert not up, (
+        "imports up the floors (corpus/backends -> workflow -> generation -> evaluation -> "
+        "alignment/compare -> judge-check/report -> cli): " + "; ".join(up)
+    )
 
 
 def test_no_loop_between_package_folders():
@@ -318,8 +373,9 @@ def test_no_loop_between_package_folders():
 def test_no_package_uses_another_ones_private_names():
     found = private_uses()
     new = sorted(found - KNOWN_PRIVATE_USES)
-    assert not new, "private names used across packages (make them public or move the code): " + \
-        "; ".join(f"{a} uses {b}.{n}" for a, b, n in new)
+    assert not new, "private names used across packages (make them public or move the code): " + "; ".join(
+        f"{a} uses {b}.{n}" for a, b, n in new
+    )
     gone = sorted(KNOWN_PRIVATE_USES - found)
     assert not gone, f"fixed, take them out of KNOWN_PRIVATE_USES: {gone}"
 
@@ -331,23 +387,36 @@ def test_the_floor_checks_find_what_they_look_for(tmp_path):
         (pkg / d).mkdir(parents=True)
         (pkg / d / "__init__.py").write_text("")
     (pkg / "__init__.py").write_text("")
-    (pkg / "evaluation" / "calibrated.py").write_text("def f():\n    from wikihowagent.alignment.calibration import predict\n")
+    (pkg / "evaluation" / "calibrated.py").write_text(
+        "def f():\n    from wikihowagent.alignment.calibration import predict\n"
+    )
     (pkg / "alignment" / "calibration.py").write_text("def predict(): ...\n")
-    (pkg / "alignment" / "schema.py").write_text("from wikihowagent.evaluation import calibrated\nx = calibrated._y\n"
-                                                  "from wikihowagent.evaluation.calibrated import _z\n")
+    (pkg / "alignment" / "schema.py").write_text(
+        "from wikihowagent.evaluation import calibrated\nx = calibrated._y\n"
+        "from wikihowagent.evaluation.calibrated import _z\n"
+    )
     g = import_graph(pkg)
-    assert upward_imports(g, pkg) == ["wikihowagent.evaluation.calibrated (floor 3) -> "
-                                      "wikihowagent.alignment.calibration (floor 4)"]
-    assert folder_loops(g, pkg) == [["alignment", "evaluation"]] or folder_loops(g, pkg) == [["evaluation", "alignment"]]
-    assert private_uses(pkg) == {("wikihowagent.alignment.schema", "wikihowagent.evaluation.calibrated", "_y"),
-                                 ("wikihowagent.alignment.schema", "wikihowagent.evaluation.calibrated", "_z")}
+    assert upward_imports(g, pkg) == [
+        "wikihowagent.evaluation.calibrated (floor 3) -> wikihowagent.alignment.calibration (floor 4)"
+    ]
+    assert folder_loops(g, pkg) == [["alignment", "evaluation"]] or folder_loops(g, pkg) == [
+        ["evaluation", "alignment"]
+    ]
+    assert private_uses(pkg) == {
+        ("wikihowagent.alignment.schema", "wikihowagent.evaluation.calibrated", "_y"),
+        ("wikihowagent.alignment.schema", "wikihowagent.evaluation.calibrated", "_z"),
+    }
 
 
 # The read seam (issue 29): which paths are runs, and how a stage's files are read back, is runs.py's. These
 # readers are used there only (each defined in the module named, used by runs.py's public readers).
-SEAM_READERS = {"sweep_cell_dirs": "wikihowagent.runs", "latest_run": "wikihowagent.runs",
-                "load_paper_file": "wikihowagent.paper_format", "read_people_csv": "wikihowagent.csvcells",
-                "read_people_frame": "wikihowagent.csvcells"}
+SEAM_READERS = {
+    "sweep_cell_dirs": "wikihowagent.runs",
+    "latest_run": "wikihowagent.runs",
+    "load_paper_file": "wikihowagent.paper_format",
+    "read_people_csv": "wikihowagent.csvcells",
+    "read_people_frame": "wikihowagent.csvcells",
+}
 
 
 def seam_bypasses(pkg: Path = PKG) -> list[str]:
@@ -357,13 +426,21 @@ def seam_bypasses(pkg: Path = PKG) -> list[str]:
         if name in ("wikihowagent.runs", *SEAM_READERS.values()):
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            used = [a.name for a in node.names] if isinstance(node, ast.ImportFrom) else \
-                [node.attr] if isinstance(node, ast.Attribute) else [node.id] if isinstance(node, ast.Name) else []
+            used = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.ImportFrom)
+                else [node.attr]
+                if isinstance(node, ast.Attribute)
+                else [node.id]
+                if isinstance(node, ast.Name)
+                else []
+            )
             out += [f"{name}:{node.lineno}: {u}" for u in used if u in SEAM_READERS]
     return out
 
 
 def test_stages_resolve_and_read_back_runs_through_runs_py():
     bypasses = seam_bypasses()
-    assert not bypasses, "read through runs.py (resolve_runs, conversation_items, read_people_rows/table): " + \
-        "; ".join(bypasses)
+    assert not bypasses, (
+        "read through runs.py (resolve_runs, conversation_items, read_people_rows/table): " + "; ".join(bypasses)
+    )

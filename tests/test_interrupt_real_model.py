@@ -27,13 +27,21 @@ STOP_BOUND_S = 60.0
 
 
 def _interrupt(argv: list[str], cwd: Path) -> tuple[int, float, str]:
-    env = dict(os.environ, WIKIHOWAGENT_LLAMA_LOG="1",
-               PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env = dict(
+        os.environ,
+        WIKIHOWAGENT_LLAMA_LOG="1",
+        PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    )
     err_path = cwd / "stderr.txt"
     with open(err_path, "w") as err:
-        proc = subprocess.Popen([sys.executable, "-m", "wikihowagent", *argv], cwd=cwd, env=env,
-                                stdout=subprocess.DEVNULL, stderr=err,
-                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "wikihowagent", *argv],
+            cwd=cwd,
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
         start = time.monotonic()
         while "launch_slot_" not in err_path.read_text(errors="replace"):
             if proc.poll() is not None or time.monotonic() - start > 300:
@@ -59,8 +67,22 @@ def _whole_lines(path: Path) -> list[dict]:
 
 def test_ctrl_c_during_generate_stops_the_embedded_model_at_once(tmp_path):
     out = tmp_path / "run"
-    rc, _, err = _interrupt(["generate", "--teacher", "local", "--learner", "local", "--out", str(out),
-                             "--max-tutorials", "2", "--concurrency", "1"], tmp_path)
+    rc, _, err = _interrupt(
+        [
+            "generate",
+            "--teacher",
+            "local",
+            "--learner",
+            "local",
+            "--out",
+            str(out),
+            "--max-tutorials",
+            "2",
+            "--concurrency",
+            "1",
+        ],
+        tmp_path,
+    )
     assert rc == 130, err[-500:]
     assert json.loads((out / "run.json").read_text())["status"] == "interrupted"
     _whole_lines(out / "conversations.jsonl")  # whatever was written is whole JSON
@@ -70,8 +92,9 @@ def test_ctrl_c_during_generate_stops_the_embedded_model_at_once(tmp_path):
 def test_ctrl_c_during_evaluate_stops_the_embedded_model_at_once(tmp_path):
     run = tmp_path / "run_small"
     shutil.copytree(ROOT / "tests" / "fixtures" / "evaluation" / "run_small", run)
-    rc, _, err = _interrupt(["evaluate", str(run), "--evaluator", "local", "--no-figures", "--judge-rationale"],
-                            tmp_path)
+    rc, _, err = _interrupt(
+        ["evaluate", str(run), "--evaluator", "local", "--no-figures", "--judge-rationale"], tmp_path
+    )
     assert rc == 130, err[-500:]
     assert "interrupted: scores written so far are kept" in err
     assert len(_whole_lines(run / "scores.jsonl")) < 6  # stopped before the end; what was written is whole

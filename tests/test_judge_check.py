@@ -24,20 +24,39 @@ RUBRICS = ["Clarity", "Truthfulness", "Engagement", "Coherence", "Depth", "Relev
 
 def conv(cid="c1", title="Boil an Egg", turns=None, steps=None) -> Conversation:
     turns = turns or [
-        ("teacher", "Let's begin: Boil an Egg. BEGIN", "begin"), ("learner", "I am ready.", "model"),
-        ("teacher", "Put 2 eggs in a pot. Always use cold water.", "model"), ("learner", "How much water?", "model"),
-        ("teacher", "Cover the eggs with 3 cm of water. Do not use hot water.", "model"), ("learner", "Next step please.", "model"),
-        ("teacher", "Boil for 10 minutes before cooling them.", "model"), ("learner", "Done, thanks.", "model"),
-        ("teacher", "We've reached the end of the tutorial. Bye! FINISHED", "finish"), ("learner", "Bye!", "model"),
+        ("teacher", "Let's begin: Boil an Egg. BEGIN", "begin"),
+        ("learner", "I am ready.", "model"),
+        ("teacher", "Put 2 eggs in a pot. Always use cold water.", "model"),
+        ("learner", "How much water?", "model"),
+        ("teacher", "Cover the eggs with 3 cm of water. Do not use hot water.", "model"),
+        ("learner", "Next step please.", "model"),
+        ("teacher", "Boil for 10 minutes before cooling them.", "model"),
+        ("learner", "Done, thanks.", "model"),
+        ("teacher", "We've reached the end of the tutorial. Bye! FINISHED", "finish"),
+        ("learner", "Bye!", "model"),
     ]
     msgs = [Turn(role=r, text=t, kind=k) for r, t, k in turns]
-    return Conversation.from_turns(msgs, steps or ["Put the eggs in a pot. Use a pot large enough.",
-                                                   "Cover the eggs with water.", "Boil for 10 minutes."],
-                                   title, completed=True, conversation_id=cid, run="r", where="x")
+    return Conversation.from_turns(
+        msgs,
+        steps
+        or ["Put the eggs in a pot. Use a pot large enough.", "Cover the eggs with water.", "Boil for 10 minutes."],
+        title,
+        completed=True,
+        conversation_id=cid,
+        run="r",
+        where="x",
+    )
 
 
-OTHER = conv("c2", "Water a Plant", [("teacher", "Check the soil with a finger.", "model"), ("learner", "OK", "model"),
-                                     ("teacher", "Water until it drains.", "model")])
+OTHER = conv(
+    "c2",
+    "Water a Plant",
+    [
+        ("teacher", "Check the soil with a finger.", "model"),
+        ("learner", "OK", "model"),
+        ("teacher", "Water until it drains.", "model"),
+    ],
+)
 
 
 def teacher(c):
@@ -61,10 +80,16 @@ def test_each_perturbation_changes_what_it_names():
         assert pc.lines == [f"{m.role.capitalize()}: {m.text}" for m in pc.messages]
     assert teacher(out["skip_steps"]) == [teacher(c)[0], teacher(c)[2]]
     assert "Next step please." not in learner(out["skip_steps"])  # the reply to the skipped turn goes too
-    assert teacher(out["wrong_facts"]) == ["Put 13 eggs in a pot. Never use hot water.",
-                                           "Cover the eggs with 16 cm of water. Do use cold water.",
-                                           "Boil for 37 minutes after cooling them."]
-    assert teacher(out["off_topic"]) == ["Check the soil with a finger.", "Water until it drains.", "Check the soil with a finger."]
+    assert teacher(out["wrong_facts"]) == [
+        "Put 13 eggs in a pot. Never use hot water.",
+        "Cover the eggs with 16 cm of water. Do use cold water.",
+        "Boil for 37 minutes after cooling them.",
+    ]
+    assert teacher(out["off_topic"]) == [
+        "Check the soil with a finger.",
+        "Water until it drains.",
+        "Check the soil with a finger.",
+    ]
     assert teacher(out["terse"]) == ["Put 2 eggs in.", "Cover the eggs with.", "Boil for 10 minutes."]
     assert learner(out["passive_learner"])[:-1] == ["OK."] * 4 and learner(out["passive_learner"])[-1] == "OK."
     assert sorted(teacher(out["shuffled"])) == sorted(teacher(c)) and teacher(out["shuffled"]) != teacher(c)
@@ -98,10 +123,15 @@ def test_win_and_bootstrap():
 def test_step_coverage_sees_an_echoing_teacher():
     good = conv()
     assert step_coverage(good) == 1.0 and echo_rate(good) == 0.0
-    echo = conv(turns=[("teacher", "Put the eggs in a pot.", "model"),
-                       ("learner", "Thank you for the instruction. I will begin by stating my goals.", "model"),
-                       ("teacher", "Thank you for the instruction. I will begin by stating the goals.", "model"),
-                       ("learner", "OK", "model"), ("teacher", "Boil for 10 minutes.", "model")])
+    echo = conv(
+        turns=[
+            ("teacher", "Put the eggs in a pot.", "model"),
+            ("learner", "Thank you for the instruction. I will begin by stating my goals.", "model"),
+            ("teacher", "Thank you for the instruction. I will begin by stating the goals.", "model"),
+            ("learner", "OK", "model"),
+            ("teacher", "Boil for 10 minutes.", "model"),
+        ]
+    )
     assert step_coverage(echo) == pytest.approx(2 / 3)  # step 2 (cover with water) never taught
     assert echo_rate(echo) == pytest.approx(1 / 2)
 
@@ -120,7 +150,16 @@ def test_judge_check_end_to_end_against_fake_server(tmp_path):
     shutil.copytree(FIXTURES / "run_small", run)
     out = tmp_path / "check"
     with FakeOpenAI(logprobs=_fake_judge) as srv:
-        args = ["judge-check", str(run), "--out", str(out), "--evaluator", "openai:fake-model", "--base-url", srv.base_url]
+        args = [
+            "judge-check",
+            str(run),
+            "--out",
+            str(out),
+            "--evaluator",
+            "openai:fake-model",
+            "--base-url",
+            srv.base_url,
+        ]
         res = CliRunner().invoke(app, args)
         assert res.exit_code == 0, res.output
         n_requests = len(srv.requests)
@@ -132,7 +171,11 @@ def test_judge_check_end_to_end_against_fake_server(tmp_path):
         assert float(terse["accuracy"]) == 1.0 and int(terse["n"]) == 3
         cons = list(csv.DictReader((out / "consistency.csv").open()))
         assert [r["rubric"] for r in cons] == RUBRICS and all(int(r["n"]) == 3 for r in cons)
-        assert (out / "summary.md").read_text().startswith("# judge-check: openai:fake-model (weighted, prompt tutorial-first)")
+        assert (
+            (out / "summary.md")
+            .read_text()
+            .startswith("# judge-check: openai:fake-model (weighted, prompt tutorial-first)")
+        )
         assert (out / "sensitivity.png").stat().st_size > 0
         # resumable: a rerun asks nothing again and writes the same table
         res = CliRunner().invoke(app, args)
@@ -157,7 +200,16 @@ def test_judge_check_pairwise_next_to_the_absolute_judge(tmp_path):
     shutil.copytree(FIXTURES / "run_small", run)
     out = tmp_path / "check"
     with FakeOpenAI(logprobs=_fake_both) as srv:
-        base = ["judge-check", str(run), "--out", str(out), "--evaluator", "openai:fake-model", "--base-url", srv.base_url]
+        base = [
+            "judge-check",
+            str(run),
+            "--out",
+            str(out),
+            "--evaluator",
+            "openai:fake-model",
+            "--base-url",
+            srv.base_url,
+        ]
         assert CliRunner().invoke(app, base).exit_code == 0
         res = CliRunner().invoke(app, base + ["--pairwise"])
         assert res.exit_code == 0, res.output
@@ -167,22 +219,37 @@ def test_judge_check_pairwise_next_to_the_absolute_judge(tmp_path):
         res = CliRunner().invoke(app, base + ["--pairwise"])
         assert res.exit_code == 0 and len(srv.requests) == n_requests + 1, res.output  # only the reading probe
     rows = list(csv.DictReader((out / "pairwise_sensitivity.csv").open()))
-    assert set(rows[0]) >= {"rubric", "perturbation", "n", "accuracy", "ci_low", "ci_high", "position_consistency",
-                            "absolute_accuracy"}
+    assert set(rows[0]) >= {
+        "rubric",
+        "perturbation",
+        "n",
+        "accuracy",
+        "ci_low",
+        "ci_high",
+        "position_consistency",
+        "absolute_accuracy",
+    }
     terse = next(r for r in rows if (r["rubric"], r["perturbation"]) == ("Clarity", "terse"))
     assert float(terse["accuracy"]) == 1.0 and float(terse["position_consistency"]) == 1.0
     assert float(terse["absolute_accuracy"]) == 1.0
     # only the targeted rubrics were asked
-    asked = {(json.loads(x)["second"], k) for x in (out / "pair-judgments.jsonl").read_text().splitlines()
-             for k in json.loads(x)["p_first"] if json.loads(x)["first"] == "original"}
+    asked = {
+        (json.loads(x)["second"], k)
+        for x in (out / "pair-judgments.jsonl").read_text().splitlines()
+        for k in json.loads(x)["p_first"]
+        if json.loads(x)["first"] == "original"
+    }
     assert ("terse", "Clarity") in asked and ("terse", "Engagement") not in asked
     summary = (out / "pairwise_summary.md").read_text()
     assert summary.startswith("# judge-check --pairwise: openai:fake-model (pairwise, logprobs)")
     assert "The absolute judge (weighted) on the same cells" in summary
     # both rules and the absolute judge, with CIs, and a recommendation comparing them as the last line
     last = summary.strip().splitlines()[-1]
-    assert re.fullmatch(r"Recommendation: .*\((pairwise, agree|pairwise, average \(tie band 0\)|absolute, weighted) "
-                        r"[0-9.]+ \[[0-9.]+, [0-9.]+\](; .*){2}; n = 3 conversations\)\.", last), last
+    assert re.fullmatch(
+        r"Recommendation: .*\((pairwise, agree|pairwise, average \(tie band 0\)|absolute, weighted) "
+        r"[0-9.]+ \[[0-9.]+, [0-9.]+\](; .*){2}; n = 3 conversations\)\.",
+        last,
+    ), last
     assert "absolute, weighted" in last and "pairwise, agree" in last and "pairwise, average" in last
     assert "Recommendation: " in res.output
 
@@ -211,9 +278,16 @@ def _biased_records(n: int, preference: float, bias: float, seed: int = 3) -> di
     for i in range(n):
         cid = f"c{i}"
         for first, second, sign in (("original", "terse", 1), ("terse", "original", -1)):
-            r = PairwiseRecord(tutorial_id=cid, first=first, second=second, first_conversation=cid,
-                               second_conversation=cid, evaluator="sim", reading="logprobs",
-                               p_first={k: sig(sign * preference + bias + rng.normal(0, 0.02)) for k in ("Clarity", "Depth")})
+            r = PairwiseRecord(
+                tutorial_id=cid,
+                first=first,
+                second=second,
+                first_conversation=cid,
+                second_conversation=cid,
+                evaluator="sim",
+                reading="logprobs",
+                p_first={k: sig(sign * preference + bias + rng.normal(0, 0.02)) for k in ("Clarity", "Depth")},
+            )
             out[record_key(r)] = r
     return out
 
@@ -226,8 +300,9 @@ def test_pairwise_accuracy_under_both_rules_with_a_simulated_position_bias(tmp_p
 
     terse = [perts()["terse"]]
     records = _biased_records(12, 0.2, 1.0)
-    res = analyse_pairwise(tmp_path, records, terse, RUBRICS, "sim", "logprobs", {f"c{i}" for i in range(12)},
-                           CheckStats(), figures=False)
+    res = analyse_pairwise(
+        tmp_path, records, terse, RUBRICS, "sim", "logprobs", {f"c{i}" for i in range(12)}, CheckStats(), figures=False
+    )
     t = res.table.set_index("rubric")
     assert list(t.loc[["Clarity", "Depth"], "accuracy"]) == [0.5, 0.5]
     assert list(t.loc[["Clarity", "Depth"], "accuracy_averaged"]) == [1.0, 1.0]
@@ -239,8 +314,18 @@ def test_pairwise_accuracy_under_both_rules_with_a_simulated_position_bias(tmp_p
     last = (tmp_path / "pairwise_summary.md").read_text().strip().splitlines()[-1]
     assert last.startswith("Recommendation among the pairwise rules") and "use pairwise, average (tie band 0):" in last
     # a tie band wider than the judge's lean: nothing is left to recover
-    wide = analyse_pairwise(tmp_path, records, terse, RUBRICS, "sim", "logprobs", {f"c{i}" for i in range(12)},
-                            CheckStats(), figures=False, tie_band=0.2)
+    wide = analyse_pairwise(
+        tmp_path,
+        records,
+        terse,
+        RUBRICS,
+        "sim",
+        "logprobs",
+        {f"c{i}" for i in range(12)},
+        CheckStats(),
+        figures=False,
+        tie_band=0.2,
+    )
     assert wide.modes[1].mean == 0.5 and "no mode is reliably above chance" in wide.recommendation
 
 
@@ -257,12 +342,16 @@ def test_mode_means_share_the_resampled_conversations_and_the_recommendation_fol
     accs, line = compare_modes({"absolute, weighted": good, "pairwise, agree": chance})
     assert [a.mode for a in accs] == ["absolute, weighted", "pairwise, agree"]
     assert line.startswith("Recommendation: use absolute, weighted: more accurate than pairwise, agree by 0.375")
-    assert line.endswith("(absolute, weighted 0.875 [0.775, 0.975]; pairwise, agree 0.500 "
-                         f"[{accs[1].ci_low:.3f}, {accs[1].ci_high:.3f}]; n = 20 conversations).")
+    assert line.endswith(
+        "(absolute, weighted 0.875 [0.775, 0.975]; pairwise, agree 0.500 "
+        f"[{accs[1].ci_low:.3f}, {accs[1].ci_high:.3f}]; n = 20 conversations)."
+    )
     # paired: a mode never better on any conversation loses even by a small margin (0.8125 vs 0.875) ...
     nearly = [{c: (1.0 if i % 4 else 0.5) for i, c in enumerate(convs)}, good[1]]
     _, line = compare_modes({"absolute, weighted": good, "pairwise, average (tie band 0)": nearly})
-    assert line.startswith("Recommendation: use absolute, weighted: more accurate than pairwise, average (tie band 0) by 0.062")
+    assert line.startswith(
+        "Recommendation: use absolute, weighted: more accurate than pairwise, average (tie band 0) by 0.062"
+    )
     # ... while the same mean, right on other conversations, is no reliable difference
     other = [{c: (1.0 if (i + 1) % 4 else 0.0) for i, c in enumerate(convs)}, {c: 1.0 for c in convs}]
     _, line = compare_modes({"absolute, weighted": good, "pairwise, average (tie band 0)": other})
@@ -272,24 +361,47 @@ def test_mode_means_share_the_resampled_conversations_and_the_recommendation_fol
 
 
 def test_skip_steps_drops_every_turn_of_the_skipped_steps_when_turns_carry_step_indices():
-    rows = [("teacher", "Let's begin. BEGIN", "begin", 0), ("learner", "Ready.", "model", 0),
-            ("teacher", "Step A: fill the pot.", "model", 0), ("learner", "How full?", "model", 0),
-            ("teacher", "Half full.", "clarification", 0), ("learner", "Next.", "model", 0),
-            ("teacher", "Step B: add salt.", "model", 1), ("learner", "Why salt?", "model", 1),
-            ("teacher", "For taste.", "clarification", 1), ("learner", "Then step C?", "model", 1),
-            ("teacher", "Step C: heat it.", "model", 2), ("learner", "OK.", "model", 2),
-            ("teacher", "Step D: serve.", "model", 3), ("learner", "Done.", "model", 3),
-            ("teacher", "That's all. FINISHED", "finish", 3), ("learner", "Bye!", "model", 3)]
+    rows = [
+        ("teacher", "Let's begin. BEGIN", "begin", 0),
+        ("learner", "Ready.", "model", 0),
+        ("teacher", "Step A: fill the pot.", "model", 0),
+        ("learner", "How full?", "model", 0),
+        ("teacher", "Half full.", "clarification", 0),
+        ("learner", "Next.", "model", 0),
+        ("teacher", "Step B: add salt.", "model", 1),
+        ("learner", "Why salt?", "model", 1),
+        ("teacher", "For taste.", "clarification", 1),
+        ("learner", "Then step C?", "model", 1),
+        ("teacher", "Step C: heat it.", "model", 2),
+        ("learner", "OK.", "model", 2),
+        ("teacher", "Step D: serve.", "model", 3),
+        ("learner", "Done.", "model", 3),
+        ("teacher", "That's all. FINISHED", "finish", 3),
+        ("learner", "Bye!", "model", 3),
+    ]
     msgs = [Turn(role=r, text=t, kind=k, step=s) for r, t, k, s in rows]
-    c = Conversation.from_turns(msgs, ["A", "B", "C", "D"], "Pot", completed=True, conversation_id="s", run="r", where="x")
+    c = Conversation.from_turns(
+        msgs, ["A", "B", "C", "D"], "Pot", completed=True, conversation_id="s", run="r", where="x"
+    )
     out = P.perturb(perts()["skip_steps"], c, [c])
     texts = [m.text for m in out.messages]
     # steps 1 and 3 vanish entirely (teaching, clarification, the learner's turns); steps 0 and 2 stay whole
-    assert texts == ["Let's begin. BEGIN", "Ready.", "Step A: fill the pot.", "How full?", "Half full.", "Next.",
-                     "Step C: heat it.", "OK.", "That's all. FINISHED", "Bye!"]
+    assert texts == [
+        "Let's begin. BEGIN",
+        "Ready.",
+        "Step A: fill the pot.",
+        "How full?",
+        "Half full.",
+        "Next.",
+        "Step C: heat it.",
+        "OK.",
+        "That's all. FINISHED",
+        "Bye!",
+    ]
     # a two-step lesson with nothing taught for step 1 cannot be perturbed
-    short = Conversation.from_turns(msgs[:6] + msgs[-2:], ["A", "B"], "Pot", completed=True, conversation_id="t",
-                                    run="r", where="x")
+    short = Conversation.from_turns(
+        msgs[:6] + msgs[-2:], ["A", "B"], "Pot", completed=True, conversation_id="t", run="r", where="x"
+    )
     assert P.skip_steps(short, [short], {"every": 2}) is None
 
 
@@ -301,14 +413,33 @@ def test_judge_check_tables_neutralise_hostile_names_and_read_them_back(tmp_path
 
     run = tmp_path / "run_small"
     shutil.copytree(FIXTURES / "run_small", run)
-    hostile = "=HYPERLINK(\"http://x\",\"terse\")"
+    hostile = '=HYPERLINK("http://x","terse")'
     pfile = tmp_path / "perturbations.json"
-    pfile.write_text(json.dumps({hostile: {"kind": "terse", "targets": ["Clarity"], "params": {"words": 4}},
-                                 "-2+3": {"kind": "skip_steps", "targets": ["Progress"], "params": {}}}))
+    pfile.write_text(
+        json.dumps(
+            {
+                hostile: {"kind": "terse", "targets": ["Clarity"], "params": {"words": 4}},
+                "-2+3": {"kind": "skip_steps", "targets": ["Progress"], "params": {}},
+            }
+        )
+    )
     out = tmp_path / "check"
     with FakeOpenAI(logprobs=_fake_judge) as srv:
-        res = CliRunner().invoke(app, ["judge-check", str(run), "--out", str(out), "--evaluator", "openai:fake-model",
-                                       "--base-url", srv.base_url, "--perturbations", str(pfile)])
+        res = CliRunner().invoke(
+            app,
+            [
+                "judge-check",
+                str(run),
+                "--out",
+                str(out),
+                "--evaluator",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--perturbations",
+                str(pfile),
+            ],
+        )
     assert res.exit_code == 0, res.output
     cells = [row[1] for row in csv.reader((out / "sensitivity.csv").open())][1:]
     assert set(cells) == {"'" + hostile, "'-2+3"}  # shown as text, never run

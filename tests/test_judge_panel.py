@@ -112,8 +112,9 @@ def test_align_reports_every_judge_of_a_panel(tmp_path):
                 x["judge"] = {"evaluator": "panel:judgeA+ollama:noise", "scoring": "weighted"}
                 fh.write(json.dumps(x) + "\n")
     out = tmp_path / "out"
-    res = CliRunner().invoke(make_app(), ["align", "-H", str(sheet), "--scores", str(runs), "--out", str(out),
-                                          "--bootstrap", "100"])
+    res = CliRunner().invoke(
+        make_app(), ["align", "-H", str(sheet), "--scores", str(runs), "--out", str(out), "--bootstrap", "100"]
+    )
     assert res.exit_code == 0, res.output
     with open(out / "judges.csv", newline="") as fh:
         rows = {(r["judge"], r["metric"]): r for r in csv.DictReader(fh)}
@@ -127,7 +128,9 @@ def test_align_reports_every_judge_of_a_panel(tmp_path):
         assert good["alpha_humans_interval"] == ""  # one human sheet: no alpha among humans alone
     with open(out / "correlations.csv", newline="") as fh:
         clarity = next(r for r in csv.DictReader(fh) if r["metric"] == "Clarity")
-    assert float(clarity["pearson_r"]) == pytest.approx(float(rows[("panel:judgeA+ollama:noise", "Clarity")]["pearson_r"]))
+    assert float(clarity["pearson_r"]) == pytest.approx(
+        float(rows[("panel:judgeA+ollama:noise", "Clarity")]["pearson_r"])
+    )
     assert "Every judge and the panel vs the humans" in res.stdout
 
 
@@ -144,8 +147,19 @@ def test_judge_check_panel(tmp_path):
     shutil.copytree(FIX / "run_small", run)
     out = tmp_path / "check"
     with FakeOpenAI(logprobs=_fake_judge, models=("fake-model", "fake-2")) as srv:
-        args = ["judge-check", str(run), "--out", str(out), "--evaluator", "openai:fake-model", "--evaluator",
-                "openai:fake-2", "--base-url", srv.base_url, "--no-figures"]
+        args = [
+            "judge-check",
+            str(run),
+            "--out",
+            str(out),
+            "--evaluator",
+            "openai:fake-model",
+            "--evaluator",
+            "openai:fake-2",
+            "--base-url",
+            srv.base_url,
+            "--no-figures",
+        ]
         res = CliRunner().invoke(app, args)
         assert res.exit_code == 0, res.output
         asked = len(srv.requests)
@@ -156,8 +170,11 @@ def test_judge_check_panel(tmp_path):
         with open(out / d / "sensitivity.csv", newline="") as fh:
             tables[d] = [(r["rubric"], r["perturbation"], r["n"], r["accuracy"]) for r in csv.DictReader(fh)]
     assert tables["panel"] and tables["panel"] == tables["openai_fake-model"] == tables["openai_fake-2"]
-    assert (out / "panel" / "summary.md").read_text().startswith(
-        "# judge-check: panel:openai:fake-model+openai:fake-2 (weighted)")
+    assert (
+        (out / "panel" / "summary.md")
+        .read_text()
+        .startswith("# judge-check: panel:openai:fake-model+openai:fake-2 (weighted)")
+    )
     text = " ".join(res.output.split())
     assert "mean accuracy over targeted cells: openai:fake-model " in text and "; panel (mean of 2) " in text
 
@@ -171,8 +188,13 @@ def test_evaluate_refuses_a_calibration_for_another_judge_before_any_call(tmp_pa
     shutil.copytree(FIX / "run_small", run)
     cal = tmp_path / "calibration.json"
     iso = RubricCalibration(method="isotonic", n=30, tutorials=10, x=[1.0, 5.0], y=[2.0, 4.0])
-    cal.write_text(calibration_text(Calibration(method="isotonic", judge="local", scoring="json",
-                                                rubrics_sha256="a" * 64, rubrics={"Clarity": iso})))
+    cal.write_text(
+        calibration_text(
+            Calibration(
+                method="isotonic", judge="local", scoring="json", rubrics_sha256="a" * 64, rubrics={"Clarity": iso}
+            )
+        )
+    )
     for extra in (["--evaluator", "judgeA"], ["--evaluator", "judgeA", "--evaluator", "ollama:judge/B"]):
         res = CliRunner().invoke(app, ["evaluate", str(run), *extra, "--calibration", str(cal)])
         assert res.exit_code == 2 and "fitted for judge local" in res.output, res.output

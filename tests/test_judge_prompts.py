@@ -27,10 +27,20 @@ FIXTURES = Path(__file__).parent / "fixtures" / "evaluation"
 
 
 def conv(n_messages: int = 6, chars: int = 100) -> Conversation:
-    msgs = [Turn(role="teacher" if i % 2 == 0 else "learner", text=f"m{i} " + "x" * chars, kind="model")
-            for i in range(n_messages)]
-    return Conversation.from_turns(msgs, ["Mix the paint.", "Paint the wall."], "Painting a wall", completed=True,
-                                   conversation_id="c1", run="r", where="t:1", title="How to Paint")
+    msgs = [
+        Turn(role="teacher" if i % 2 == 0 else "learner", text=f"m{i} " + "x" * chars, kind="model")
+        for i in range(n_messages)
+    ]
+    return Conversation.from_turns(
+        msgs,
+        ["Mix the paint.", "Paint the wall."],
+        "Painting a wall",
+        completed=True,
+        conversation_id="c1",
+        run="r",
+        where="t:1",
+        title="How to Paint",
+    )
 
 
 def test_bundled_variants_load_and_include_the_old_layout_and_three_alternatives():
@@ -50,12 +60,14 @@ def test_tutorial_first_is_the_layout_before_variants():
     assert note is None and [role for role, _ in messages] == ["human"]
     levels = "\n".join(f"{k} - {r.levels[k]}" for k in ("5", "4", "3", "2", "1"))
     convo = "\n".join(f"{m.role.capitalize()}: {m.text}" for m in c.messages)
-    expected = ("You are an expert in pedagogy. A teacher was asked to teach the tutorial below to a learner, "
-                "step by step, in a conversation. Judge the conversation on one criterion.\n\n"
-                "Tutorial:\nPainting a wall\nStep 1: Mix the paint.\nStep 2: Paint the wall.\n\n"
-                f"Conversation:\n{convo}\n\n"
-                f"Criterion: Clarity (judge the teacher): {r.question}\n{levels}\n\n"
-                "Answer with the Clarity score only: one digit from 1 to 5.")
+    expected = (
+        "You are an expert in pedagogy. A teacher was asked to teach the tutorial below to a learner, "
+        "step by step, in a conversation. Judge the conversation on one criterion.\n\n"
+        "Tutorial:\nPainting a wall\nStep 1: Mix the paint.\nStep 2: Paint the wall.\n\n"
+        f"Conversation:\n{convo}\n\n"
+        f"Criterion: Clarity (judge the teacher): {r.question}\n{levels}\n\n"
+        "Answer with the Clarity score only: one digit from 1 to 5."
+    )
     assert messages[0][1] == expected
 
 
@@ -96,8 +108,21 @@ def test_head_tail_rule_keeps_start_and_end_and_says_what_it_left_out():
 
 def test_bad_prompt_files_are_one_line_errors(tmp_path):
     bad = tmp_path / "p.json"
-    bad.write_text(json.dumps({"x": {"description": "", "system": "", "intro": "", "tutorial": "some", "order":
-                                     "tutorial-first", "levels": True, "ask": "a"}}))
+    bad.write_text(
+        json.dumps(
+            {
+                "x": {
+                    "description": "",
+                    "system": "",
+                    "intro": "",
+                    "tutorial": "some",
+                    "order": "tutorial-first",
+                    "levels": True,
+                    "ask": "a",
+                }
+            }
+        )
+    )
     with pytest.raises(PromptError, match=r"p.json: variant 'x': tutorial must be one of all, reference, none"):
         load_prompts(bad)
     bad.write_text("{")
@@ -149,8 +174,22 @@ def test_judge_prompt_with_json_scoring_is_refused(tmp_path):
     run = tmp_path / "run"
     shutil.copytree(FIXTURES / "run_small", run)
     with FakeOpenAI(logprobs=_judge) as srv:
-        res = _evaluate([str(run), "--base-url", srv.base_url, "--evaluator", "openai:fake-model", "--no-figures",
-                         "--metrics", "Clarity", "--judge-scoring", "json", "--judge-prompt", "plain"])
+        res = _evaluate(
+            [
+                str(run),
+                "--base-url",
+                srv.base_url,
+                "--evaluator",
+                "openai:fake-model",
+                "--no-figures",
+                "--metrics",
+                "Clarity",
+                "--judge-scoring",
+                "json",
+                "--judge-prompt",
+                "plain",
+            ]
+        )
     assert res.exit_code == 2 and "--judge-prompt applies to --judge-scoring weighted or sampled" in res.output
 
 
@@ -162,8 +201,17 @@ def test_judge_check_keeps_variants_apart(tmp_path):
     shutil.copytree(FIXTURES / "run_small", run)
     out = tmp_path / "check"
     with FakeOpenAI(logprobs=_judge) as srv:
-        args = ["judge-check", str(run), "--out", str(out), "--evaluator", "openai:fake-model", "--base-url",
-                srv.base_url, "--no-figures"]
+        args = [
+            "judge-check",
+            str(run),
+            "--out",
+            str(out),
+            "--evaluator",
+            "openai:fake-model",
+            "--base-url",
+            srv.base_url,
+            "--no-figures",
+        ]
         res = CliRunner().invoke(app, [*args, "--judge-prompt", "plain-brief"])
         assert res.exit_code == 0, res.output
         n = len(srv.requests)
@@ -176,8 +224,17 @@ def test_judge_check_keeps_variants_apart(tmp_path):
 
 
 def _scores_line(cid: str, prompt: str, scoring: str = "weighted") -> str:
-    return json.dumps({"conversation_id": cid, "run": "r", "metrics": {"Clarity": 4.2, "Depth": 3.1},
-                       "judge": {"evaluator": "local", "scoring": scoring, "prompt": prompt}}) + "\n"
+    return (
+        json.dumps(
+            {
+                "conversation_id": cid,
+                "run": "r",
+                "metrics": {"Clarity": 4.2, "Depth": 3.1},
+                "judge": {"evaluator": "local", "scoring": scoring, "prompt": prompt},
+            }
+        )
+        + "\n"
+    )
 
 
 def test_align_reads_the_variant_and_refuses_to_mix_variants(tmp_path):
@@ -196,8 +253,10 @@ def test_align_reads_the_variant_and_refuses_to_mix_variants(tmp_path):
     problems = Problems()
     both = read_llm_scores([one, old], problems)
     assert len(both.rows) == 3 and len(both.judges) == 2
-    assert ("2 score files: LLM scores by 2 judge configurations (local (weighted, prompt plain): 2 conversations; "
-            "local (weighted, prompt tutorial-first): 1 conversations); the tables mix them") in "\n".join(problems.lines())
+    assert (
+        "2 score files: LLM scores by 2 judge configurations (local (weighted, prompt plain): 2 conversations; "
+        "local (weighted, prompt tutorial-first): 1 conversations); the tables mix them"
+    ) in "\n".join(problems.lines())
 
 
 def test_a_shortened_prompt_is_noted_but_not_printed_as_a_judge_failure(tmp_path):
@@ -209,8 +268,24 @@ def test_a_shortened_prompt_is_noted_but_not_printed_as_a_judge_failure(tmp_path
     first["conversation"][2] += " More detail." * 80
     (run / "conversations.jsonl").write_text("\n".join([json.dumps(first), *lines[1:]]) + "\n")
     with FakeOpenAI(logprobs=_judge) as srv:
-        res = _evaluate([str(run), "--base-url", srv.base_url, "--evaluator", "openai:fake-model", "--no-figures",
-                         "--metrics", "Clarity", "--judge-prompt", "plain"])
+        res = _evaluate(
+            [
+                str(run),
+                "--base-url",
+                srv.base_url,
+                "--evaluator",
+                "openai:fake-model",
+                "--no-figures",
+                "--metrics",
+                "Clarity",
+                "--judge-prompt",
+                "plain",
+            ]
+        )
     assert res.exit_code == 0 and "judge failure" not in res.output, res.output
-    rec = next(json.loads(x) for x in (run / "scores.jsonl").read_text().splitlines() if json.loads(x)["conversation_id"] == "c1")
+    rec = next(
+        json.loads(x)
+        for x in (run / "scores.jsonl").read_text().splitlines()
+        if json.loads(x)["conversation_id"] == "c1"
+    )
     assert rec["judge"]["notes"] == ["prompt: 1 message(s) cut"] and rec["judge"]["failures"] == []

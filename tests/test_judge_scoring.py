@@ -25,9 +25,16 @@ def flat(text: str) -> str:
 
 def entries(*positions):
     """[(token, {candidate: p})] -> OpenAI logprobs content."""
-    return {"content": [{"token": tok, "logprob": math.log(top.get(tok, 1e-9)),
-                         "top_logprobs": [{"token": t, "logprob": math.log(p)} for t, p in top.items()]}
-                        for tok, top in positions]}
+    return {
+        "content": [
+            {
+                "token": tok,
+                "logprob": math.log(top.get(tok, 1e-9)),
+                "top_logprobs": [{"token": t, "logprob": math.log(p)} for t, p in top.items()],
+            }
+            for tok, top in positions
+        ]
+    }
 
 
 def test_weighted_mean_renormalised_over_digits():
@@ -41,20 +48,34 @@ def test_weighted_mean_renormalised_over_digits():
 
 def test_weighted_split_tokenisation_and_space_prefixed_digits():
     # a separate whitespace token first, then " 4" and "4" both counted as 4
-    dist, why = weighted_score(entries((" ", {" ": 0.9, "4": 0.1}), ("4", {" 4": 0.4, "4": 0.2, " 5": 0.4})), rationale=False)
+    dist, why = weighted_score(
+        entries((" ", {" ": 0.9, "4": 0.1}), ("4", {" 4": 0.4, "4": 0.2, " 5": 0.4})), rationale=False
+    )
     assert why is None
     assert dist.probs == pytest.approx([0, 0, 0, 0.6, 0.4])
     assert dist.mean == pytest.approx(4.4)
     # a short label before the digit is allowed ("Clarity: 3")
-    dist, _ = weighted_score(entries(("Cl", {"Cl": 1.0}), ("arity", {"arity": 1.0}), (":", {":": 1.0}),
-                                     (" 3", {" 3": 0.5, " 2": 0.5})), rationale=False)
+    dist, _ = weighted_score(
+        entries(("Cl", {"Cl": 1.0}), ("arity", {"arity": 1.0}), (":", {":": 1.0}), (" 3", {" 3": 0.5, " 2": 0.5})),
+        rationale=False,
+    )
     assert dist.mean == pytest.approx(2.5)
 
 
 def test_weighted_rationale_reads_the_final_score_token():
-    reply = [("The", {"The": 1.0}), (" teacher", {" teacher": 1.0}), (" gave", {" gave": 1.0}),
-             (" 5", {" 5": 0.9, " 4": 0.1}), (" steps", {" steps": 1.0}), (".", {".": 1.0}), ("\n", {"\n": 1.0}),
-             ("Score", {"Score": 1.0}), (":", {":": 1.0}), (" ", {" ": 1.0}), ("2", {"2": 0.8, "3": 0.2})]
+    reply = [
+        ("The", {"The": 1.0}),
+        (" teacher", {" teacher": 1.0}),
+        (" gave", {" gave": 1.0}),
+        (" 5", {" 5": 0.9, " 4": 0.1}),
+        (" steps", {" steps": 1.0}),
+        (".", {".": 1.0}),
+        ("\n", {"\n": 1.0}),
+        ("Score", {"Score": 1.0}),
+        (":", {":": 1.0}),
+        (" ", {" ": 1.0}),
+        ("2", {"2": 0.8, "3": 0.2}),
+    ]
     dist, why = weighted_score(entries(*reply), rationale=True)
     assert why is None and dist.mean == pytest.approx(2.2) and dist.argmax == 2
     # without a final "Score: k" the earlier digit is not taken
@@ -65,8 +86,10 @@ def test_weighted_rationale_reads_the_final_score_token():
 def test_weighted_low_digit_mass_and_prose_are_failures():
     dist, why = weighted_score(entries(("4", {"4": 0.2, "The": 0.8})), rationale=False)
     assert dist is None and "threshold" in why
-    dist, why = weighted_score(entries(("The", {"The": 1.0}), (" score", {" score": 1.0}), (" is", {" is": 1.0}),
-                                       (" 4", {" 4": 1.0})), rationale=False)
+    dist, why = weighted_score(
+        entries(("The", {"The": 1.0}), (" score", {" score": 1.0}), (" is", {" is": 1.0}), (" 4", {" 4": 1.0})),
+        rationale=False,
+    )
     assert dist is None and "single score digit" in why
 
 
@@ -82,8 +105,17 @@ def _tok(*pieces):
     return out
 
 
-@pytest.mark.parametrize("pieces", [("1", "0"), ("3", "/", "1", "0"), ("2", ".", "5"), ("4", " because", " it"),
-                                    ("Clarity", ":", " ", "4", "/", "5"), ("3", "/", "5", ":", " ", "4")])
+@pytest.mark.parametrize(
+    "pieces",
+    [
+        ("1", "0"),
+        ("3", "/", "1", "0"),
+        ("2", ".", "5"),
+        ("4", " because", " it"),
+        ("Clarity", ":", " ", "4", "/", "5"),
+        ("3", "/", "5", ":", " ", "4"),
+    ],
+)
 def test_weighted_digit_followed_by_more_is_not_a_score(pieces):
     # a tokenizer that splits numbers into digits (Qwen's) writes "10" as "1", "0": the "1" is not a score
     dist, why = weighted_score(entries(*_tok(*pieces)), rationale=False)
@@ -108,16 +140,27 @@ def test_weighted_digit_closed_by_end_of_text_or_line_break():
 
 
 def _rubric_fake(reply):
-    return lambda prompt: [(tok, {tok: 0.9, "5" if tok != "5" else "4": 0.1} if tok.strip().isdigit() else {tok: 1.0})
-                           for tok in reply]
+    return lambda prompt: [
+        (tok, {tok: 0.9, "5" if tok != "5" else "4": 0.1} if tok.strip().isdigit() else {tok: 1.0}) for tok in reply
+    ]
 
 
 @pytest.mark.parametrize("reply", [["1", "0"], ["3", "/", "1", "0"], ["2", ".", "5"]], ids=["10", "3/10", "2.5"])
 def test_evaluate_weighted_counts_number_replies_as_failures_and_asks_again(tmp_path, reply):
     run = _run(tmp_path)
     with FakeOpenAI(logprobs=_rubric_fake(reply)) as srv:
-        res = _evaluate([str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures",
-                         "--metrics", "Clarity"])
+        res = _evaluate(
+            [
+                str(run),
+                "--evaluator",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--no-figures",
+                "--metrics",
+                "Clarity",
+            ]
+        )
         asked = len(srv.requests)
     recs = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
     assert all(r["metrics"]["Clarity"] is None and r["judge"]["failures"] == ["Clarity"] for r in recs), recs
@@ -129,8 +172,18 @@ def test_evaluate_weighted_counts_number_replies_as_failures_and_asks_again(tmp_
 def test_evaluate_weighted_reads_label_digit_end_of_text_within_the_token_limit(tmp_path):
     run = _run(tmp_path)
     with FakeOpenAI(logprobs=_rubric_fake(["Clarity", ":", " ", "4", ""])) as srv:
-        res = _evaluate([str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures",
-                         "--metrics", "Clarity"])
+        res = _evaluate(
+            [
+                str(run),
+                "--evaluator",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--no-figures",
+                "--metrics",
+                "Clarity",
+            ]
+        )
     assert res.exit_code == 0, res.output
     assert "3 of 3 rubric scores read, 0 failed" in flat(res.output), res.output
 
@@ -187,8 +240,18 @@ def _evaluate(args):
 def test_evaluate_weighted_default_on_openai_compatible_server(tmp_path):
     run = _run(tmp_path)
     with FakeOpenAI(logprobs=_fake_judge) as srv:
-        res = _evaluate([str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures",
-                         "--metrics", "Clarity,Truthfulness,Engagement"])
+        res = _evaluate(
+            [
+                str(run),
+                "--evaluator",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--no-figures",
+                "--metrics",
+                "Clarity,Truthfulness,Engagement",
+            ]
+        )
         assert res.exit_code == 0, res.output
         assert all(r.get("logprobs") and r.get("top_logprobs") == 20 for r in srv.requests)
         assert all((r.get("max_completion_tokens") or r.get("max_tokens")) == SCORE_TOKENS for r in srv.requests)
@@ -202,7 +265,9 @@ def test_evaluate_weighted_default_on_openai_compatible_server(tmp_path):
     # prompts: the conversation first, the rubric last (a shared prefix)
     prompt = srv.requests[0]["messages"][-1]["content"]
     assert prompt.index("Conversation:") < prompt.index("Criterion:")
-    assert "judge (weighted, prompt tutorial-first): 9 of 9 rubric scores read, 0 failed" in flat(res.output), res.output
+    assert "judge (weighted, prompt tutorial-first): 9 of 9 rubric scores read, 0 failed" in flat(res.output), (
+        res.output
+    )
     summary = (run / "summary.csv").read_text()
     assert "weighted" in summary
 
@@ -210,8 +275,18 @@ def test_evaluate_weighted_default_on_openai_compatible_server(tmp_path):
 def test_weighted_below_threshold_counted_and_not_scored(tmp_path):
     run = _run(tmp_path)
     with FakeOpenAI(logprobs=lambda p: [("Sure", {"Sure": 0.7, "4": 0.3})]) as srv:
-        res = _evaluate([str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures",
-                         "--metrics", "Clarity"])
+        res = _evaluate(
+            [
+                str(run),
+                "--evaluator",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--no-figures",
+                "--metrics",
+                "Clarity",
+            ]
+        )
     recs = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
     assert all(r["metrics"]["Clarity"] is None and r["judge"]["failures"] == ["Clarity"] for r in recs)
     assert "0 of 3 rubric scores read, 3 failed" in flat(res.output)
@@ -243,8 +318,9 @@ def test_sampled_mode_mean_and_spread(tmp_path, monkeypatch):
 
     answers = iter(["4", "5", "4", "hmm", "4"] * 100)
     app = evaluate_app(monkeypatch, lambda spec, *a, **k: Seeded(script=lambda p: next(answers), prompts=[]))
-    res = CliRunner().invoke(app, ["evaluate", str(run), "--judge-scoring", "sampled", "--metrics", "Clarity",
-                                   "--no-figures"])
+    res = CliRunner().invoke(
+        app, ["evaluate", str(run), "--judge-scoring", "sampled", "--metrics", "Clarity", "--no-figures"]
+    )
     assert res.exit_code == 0, res.output
     recs = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
     for r in recs:
@@ -261,8 +337,9 @@ def test_failed_rubrics_are_judged_again_and_all_failed_exits_nonzero(tmp_path, 
     from test_evaluation import evaluate_app
 
     run = _run(tmp_path)
-    prose = evaluate_app(monkeypatch, lambda spec, *a, **k: ScriptedChatModel(
-        script=lambda p: "What a lovely conversation.", prompts=[]))
+    prose = evaluate_app(
+        monkeypatch, lambda spec, *a, **k: ScriptedChatModel(script=lambda p: "What a lovely conversation.", prompts=[])
+    )
     res = CliRunner().invoke(prose, ["evaluate", str(run), "--judge-scoring", "json", "--no-figures"])
     assert res.exit_code == 1 and "failed on every rubric" in flat(res.output), res.output
     assert "error" in flat(res.output)
@@ -275,7 +352,9 @@ def test_failed_rubrics_are_judged_again_and_all_failed_exits_nonzero(tmp_path, 
 
     works = evaluate_app(monkeypatch, lambda spec, *a, **k: ScriptedChatModel(script=good, prompts=[]))
     # --no-retry-failed keeps earlier failures as they are
-    res = CliRunner().invoke(works, ["evaluate", str(run), "--judge-scoring", "json", "--no-figures", "--no-retry-failed"])
+    res = CliRunner().invoke(
+        works, ["evaluate", str(run), "--judge-scoring", "json", "--no-figures", "--no-retry-failed"]
+    )
     assert "0 scored, 3 already scored" in flat(res.output), res.output
     res = CliRunner().invoke(works, ["evaluate", str(run), "--judge-scoring", "json", "--no-figures"])
     assert res.exit_code == 0, res.output
@@ -294,8 +373,18 @@ def test_failure_kind_is_typed_not_read_from_the_reply_words(tmp_path):
     again): the kind travels with the problem (errors.Note), it is not found by looking for a word."""
     run = _run(tmp_path)
     with FakeOpenAI(logprobs=lambda p: [("threshold", {"threshold": 1.0})]) as srv:
-        res = _evaluate([str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures",
-                         "--metrics", "Clarity"])
+        res = _evaluate(
+            [
+                str(run),
+                "--evaluator",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--no-figures",
+                "--metrics",
+                "Clarity",
+            ]
+        )
         asked = len(srv.requests)
     assert asked == 3 * 3, asked  # each conversation's rubric asked three times (two retries)
     assert "(3 parse)" in flat(res.output), res.output

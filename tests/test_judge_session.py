@@ -41,8 +41,11 @@ def test_resolve_one_gives_the_one_spec_as_str():
 def test_resolve_one_refuses_two_judges_with_the_stage_error():
     ep = JudgeEndpoints(make_llm=lambda s: None, base_url=None, aliases=None)
     with pytest.raises(CompareError, match=r"a: ollama:x; b: ollama:y"):
-        ep.resolve_one(_Ev({"a": "ollama:x", "b": "ollama:y"}), _sources("a", "b"),
-                       lambda by: CompareError("; ".join(f"{n}: {s}" for n, s in by.items())))
+        ep.resolve_one(
+            _Ev({"a": "ollama:x", "b": "ollama:y"}),
+            _sources("a", "b"),
+            lambda by: CompareError("; ".join(f"{n}: {s}" for n, s in by.items())),
+        )
 
 
 def test_resolve_one_refuses_no_rubric():
@@ -56,8 +59,10 @@ def test_resumable_names_where_the_work_is_kept(tmp_path):
     with pytest.raises(CompareError) as info, resumable(CompareError, kept):
         raise RunError("the judge's file is broken")
     assert str(info.value) == f"the judge's file is broken (judgments so far are in {kept}; rerun to resume)"
-    with pytest.raises(CompareError, match=r"\(post-tests so far"), resumable(CompareError, kept, "post-tests",
-                                                                               also=(EvaluateError,)):
+    with (
+        pytest.raises(CompareError, match=r"\(post-tests so far"),
+        resumable(CompareError, kept, "post-tests", also=(EvaluateError,)),
+    ):
         raise EvaluateError("learner down")
     with pytest.raises(ValueError), resumable(CompareError, kept):  # anything else passes through as it is
         raise ValueError("not converted")
@@ -67,8 +72,10 @@ def test_locked_out_makes_the_directory_and_refuses_a_second_holder(tmp_path):
     out = tmp_path / "new" / "out"
     with locked_out(out, "another 'wikihowagent compare'", ".x.lock"):
         assert out.is_dir()
-        with pytest.raises(RunError, match="another 'wikihowagent compare'"), \
-                locked_out(out, "another 'wikihowagent compare'", ".x.lock"):
+        with (
+            pytest.raises(RunError, match="another 'wikihowagent compare'"),
+            locked_out(out, "another 'wikihowagent compare'", ".x.lock"),
+        ):
             pass
 
 
@@ -98,9 +105,22 @@ def test_command_errors_exit_codes():
     assert info.value.exit_code == 130
 
 
-SHARED = ("evaluator", "base_url", "retries", "concurrency", "judge_scoring", "judge_prompt", "judge_rationale",
-          "posttest_learner", "posttest_prompt", "pairwise_reading", "tie_band", "checklist", "checklist_weights",
-          "retry_failed")
+SHARED = (
+    "evaluator",
+    "base_url",
+    "retries",
+    "concurrency",
+    "judge_scoring",
+    "judge_prompt",
+    "judge_rationale",
+    "posttest_learner",
+    "posttest_prompt",
+    "pairwise_reading",
+    "tie_band",
+    "checklist",
+    "checklist_weights",
+    "retry_failed",
+)
 
 
 def test_judge_options_are_declared_alike_in_every_command():

@@ -36,7 +36,9 @@ class InFlight:
 
 def _embedded(monkeypatch, base_url: str, slots: int) -> None:
     """Make `base_url` look like the embedded llama.cpp server with `slots` slots."""
-    srv = local.LocalServer(("fake",), Path("fake.gguf"), "fake-model", base_url.removesuffix("/v1"), 4096, slots, 1, 0.0)
+    srv = local.LocalServer(
+        ("fake",), Path("fake.gguf"), "fake-model", base_url.removesuffix("/v1"), 4096, slots, 1, 0.0
+    )
     monkeypatch.setitem(local._SERVERS, srv.key, srv)
 
 
@@ -49,8 +51,21 @@ def _judge_run(tmp_path, monkeypatch, *extra: str) -> int:
     fake = InFlight()
     with FakeOpenAI(logprobs=fake) as srv:
         _embedded(monkeypatch, srv.base_url, slots=1)
-        res = CliRunner().invoke(app, ["evaluate", str(run), "--evaluator", "openai:fake-model", "--base-url",
-                                       srv.base_url, "--no-figures", "--metrics", "Clarity,Depth", *extra])
+        res = CliRunner().invoke(
+            app,
+            [
+                "evaluate",
+                str(run),
+                "--evaluator",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--no-figures",
+                "--metrics",
+                "Clarity,Depth",
+                *extra,
+            ],
+        )
     assert res.exit_code == 0, res.output
     return fake.most
 

@@ -34,8 +34,19 @@ MSGS = [SystemMessage(content="You teach."), HumanMessage(content="Step 1 of 2: 
 
 @pytest.fixture(autouse=True)
 def _env(monkeypatch):
-    for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy",
-                "https_proxy", "all_proxy", "NO_PROXY", "no_proxy", TRANSPORT_ENV):
+    for var in (
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+        "NO_PROXY",
+        "no_proxy",
+        TRANSPORT_ENV,
+    ):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("OPENAI_COMPATIBLE_API_KEY", KEY)
     monkeypatch.setattr(lean_openai, "_backoff", lambda *a: 0.0)  # retries without waiting
@@ -47,8 +58,12 @@ def model(base_url: str, transport: str = "lean", monkeypatch=None, **settings):
     old = os.environ.get(TRANSPORT_ENV)
     os.environ[TRANSPORT_ENV] = transport
     try:
-        return make_chat_model("openai:fake-model", ModelSettings(**{"max_retries": 0, **settings}),
-                               LocalModelSettings(), base_url=base_url)
+        return make_chat_model(
+            "openai:fake-model",
+            ModelSettings(**{"max_retries": 0, **settings}),
+            LocalModelSettings(),
+            base_url=base_url,
+        )
     finally:
         if old is None:
             os.environ.pop(TRANSPORT_ENV, None)
@@ -85,8 +100,12 @@ def test_requests_go_through_the_proxy_from_the_environment_unless_no_proxy_says
 
             via_proxy.append(self.path)
             body = self.rfile.read(int(self.headers["Content-Length"]))
-            req = urllib.request.Request(self.path, data=body, method="POST",
-                                         headers={k: v for k, v in self.headers.items() if k.lower() != "host"})
+            req = urllib.request.Request(
+                self.path,
+                data=body,
+                method="POST",
+                headers={k: v for k, v in self.headers.items() if k.lower() != "host"},
+            )
             with urllib.request.build_opener(urllib.request.ProxyHandler({})).open(req) as up:
                 data = up.read()
             self.send_response(200)
@@ -134,8 +153,10 @@ def test_same_request_body_and_reply_as_chatopenai():
             for k in ("finish_reason", "model_name", "id", "model_provider"):
                 assert lean.response_metadata[k] == sdk.response_metadata[k]
             assert lean.response_metadata["logprobs"] == (
-                None if sdk.response_metadata["logprobs"] is None else
-                {"content": sdk.response_metadata["logprobs"]["content"]})
+                None
+                if sdk.response_metadata["logprobs"] is None
+                else {"content": sdk.response_metadata["logprobs"]["content"]}
+            )
         assert [e["token"] for e in lean.response_metadata["logprobs"]["content"][0]["top_logprobs"]] == ["4", "3", "5"]
 
 
@@ -182,9 +203,14 @@ def _status_server(script):
     return srv, f"http://127.0.0.1:{srv.server_address[1]}/v1", seen
 
 
-OK = {"id": "x", "object": "chat.completion", "created": 0, "model": "fake-model",
-      "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "fine"}}],
-      "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}
+OK = {
+    "id": "x",
+    "object": "chat.completion",
+    "created": 0,
+    "model": "fake-model",
+    "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": "fine"}}],
+    "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4},
+}
 
 
 def test_retries_follow_the_sdk_rules():
@@ -299,7 +325,9 @@ class _RawServer:
                         return
                     buf += data
                 head, buf = buf.split(b"\r\n\r\n", 1)
-                length = int([h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")][0].split(b":")[1])
+                length = int(
+                    [h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")][0].split(b":")[1]
+                )
                 while len(buf) < length:
                     buf += conn.recv(65536)
                 buf = buf[length:]
@@ -309,13 +337,25 @@ class _RawServer:
                 body = json.dumps(OK).encode()
                 if self.chunked:  # in two chunks, with a chunk extension and a trailer
                     half = len(body) // 2
-                    payload = (f"{half:x};ext=1\r\n".encode() + body[:half] + b"\r\n" +
-                               f"{len(body) - half:x}\r\n".encode() + body[half:] + b"\r\n0\r\nX-Trailer: 1\r\n\r\n")
-                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                                 b"Transfer-Encoding: chunked\r\n\r\n" + payload)
+                    payload = (
+                        f"{half:x};ext=1\r\n".encode()
+                        + body[:half]
+                        + b"\r\n"
+                        + f"{len(body) - half:x}\r\n".encode()
+                        + body[half:]
+                        + b"\r\n0\r\nX-Trailer: 1\r\n\r\n"
+                    )
+                    conn.sendall(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                        b"Transfer-Encoding: chunked\r\n\r\n" + payload
+                    )
                 else:
-                    conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
-                                 + str(len(body)).encode() + b"\r\n\r\n" + body)
+                    conn.sendall(
+                        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                        + str(len(body)).encode()
+                        + b"\r\n\r\n"
+                        + body
+                    )
 
     def close(self):
         self.sock.close()
@@ -354,7 +394,7 @@ def test_a_server_that_hangs_up_mid_reply_is_a_connection_error():
                 return
             served.append(1)
             conn.recv(65536)
-            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{\"partial")
+            conn.sendall(b'HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{"partial')
             conn.close()
 
     threading.Thread(target=hang_up, daemon=True).start()
@@ -461,8 +501,9 @@ def test_direct_calls_give_the_same_reply_and_step_aside_for_callbacks():
         full = asyncio.run(pooled.ainvoke(MSGS))
         assert isinstance(direct, AIMessage) and direct.content == full.content
         assert direct.usage_metadata == full.usage_metadata
-        assert {k: direct.response_metadata[k] for k in ("finish_reason", "model_name", "token_usage")} == \
-               {k: full.response_metadata[k] for k in ("finish_reason", "model_name", "token_usage")}
+        assert {k: direct.response_metadata[k] for k in ("finish_reason", "model_name", "token_usage")} == {
+            k: full.response_metadata[k] for k in ("finish_reason", "model_name", "token_usage")
+        }
         rec = _Recorder()
         observed = pooled.model_copy(update={"callbacks": [rec]})
         asyncio.run(achat(observed, MSGS))
@@ -479,12 +520,27 @@ def test_generate_writes_the_same_conversations_with_either_transport(tmp_path, 
         for transport in ("sdk", "lean"):
             monkeypatch.setenv(TRANSPORT_ENV, transport)
             out = tmp_path / transport
-            res = CliRunner().invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url,
-                                           "--out", str(out), "--max-tutorials", "3", "--retries", "0"])
+            res = CliRunner().invoke(
+                app,
+                [
+                    "generate",
+                    "--teacher",
+                    "openai:fake-model",
+                    "--base-url",
+                    srv.base_url,
+                    "--out",
+                    str(out),
+                    "--max-tutorials",
+                    "3",
+                    "--retries",
+                    "0",
+                ],
+            )
             assert res.exit_code == 0, res.output
             runs[transport] = sorted(
                 (json.loads(line) for line in (out / "conversations.jsonl").read_text().splitlines()),
-                key=lambda r: r["tutorial_id"])
+                key=lambda r: r["tutorial_id"],
+            )
     keep = ("tutorial_id", "conversation", "finished", "stop_reason", "error", "warnings")
     assert [{k: r[k] for k in keep} for r in runs["sdk"]] == [{k: r[k] for k in keep} for r in runs["lean"]]
     tokens = [[(t["prompt_tokens"], t["completion_tokens"]) for t in r["turns"]] for r in runs["sdk"]]
@@ -499,9 +555,28 @@ def test_https_verifies_the_server_against_ssl_cert_file_else_certifi(tmp_path, 
     if shutil.which("openssl") is None:
         pytest.skip("no openssl to make a test certificate")
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
-                    "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+    )
     srv = FakeOpenAI()
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(cert, key)
@@ -560,8 +635,22 @@ def test_without_the_private_api_generate_takes_the_public_path(tmp_path, monkey
 
     assert asyncio.run(achat(Direct(), MSGS)).content == "ok" and Direct.calls == ["public"]
     with FakeOpenAI() as srv:
-        res = CliRunner().invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url,
-                                       "--out", str(tmp_path / "run"), "--max-tutorials", "2", "--retries", "0"])
+        res = CliRunner().invoke(
+            app,
+            [
+                "generate",
+                "--teacher",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--out",
+                str(tmp_path / "run"),
+                "--max-tutorials",
+                "2",
+                "--retries",
+                "0",
+            ],
+        )
     assert res.exit_code == 0, res.output
     recs = [json.loads(line) for line in (tmp_path / "run" / "conversations.jsonl").read_text().splitlines()]
     assert len(recs) == 2 and all(r["error"] is None and len(r["turns"]) > 2 for r in recs)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from fake_servers import FakeOpenAI
+
 from wikihowagent.workflow import likelihood as L
 
 
@@ -36,8 +36,11 @@ def test_steps_taught_are_more_probable_and_the_gain_is_known(transport):
     assert gain == pytest.approx(((-0.5 - pre.means[0]) + (-0.5 - pre.means[1])) / 2) and gain > 0
     body = srv.requests[0]
     if transport == "echo":
-        assert body["echo"] is True and body["logprobs"] == 1 and body["prompt"].endswith("1. Fold the glorp twice.\n"
-                                                                                         "2. Soak it in brine for 7 minutes.\n")
+        assert (
+            body["echo"] is True
+            and body["logprobs"] == 1
+            and body["prompt"].endswith("1. Fold the glorp twice.\n2. Soak it in brine for 7 minutes.\n")
+        )
     else:
         assert body["grammar"] == 'root ::= "1. Fold the glorp twice.\\n2. Soak it in brine for 7 minutes.\\n"'
         assert body["post_sampling_probs"] is False and body["n_probs"] == 1 and body["temperature"] == 0.0
@@ -90,11 +93,34 @@ def test_judge_check_takes_the_likelihood_posttest_and_resumes(tmp_path):
 
     runner = CliRunner()
     with FakeOpenAI(reply=chat, text_logprob=seen_model) as srv:
-        res = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url, "--out",
-                                  str(tmp_path / "run"), "--max-tutorials", "4", "--retries", "0"])
+        res = runner.invoke(
+            app,
+            [
+                "generate",
+                "--teacher",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--out",
+                str(tmp_path / "run"),
+                "--max-tutorials",
+                "4",
+                "--retries",
+                "0",
+            ],
+        )
         assert res.exit_code == 0, res.output
-        args = ["judge-check", str(tmp_path / "run"), "--out", str(tmp_path / "check"), "--posttest-learner",
-                "openai:fake-model", "--base-url", srv.base_url, "--posttest-likelihood"]
+        args = [
+            "judge-check",
+            str(tmp_path / "run"),
+            "--out",
+            str(tmp_path / "check"),
+            "--posttest-learner",
+            "openai:fake-model",
+            "--base-url",
+            srv.base_url,
+            "--posttest-likelihood",
+        ]
         res = runner.invoke(app, args)
         assert res.exit_code == 0, res.output
         reads = [r for r in srv.requests if r.get("echo")]
@@ -106,8 +132,10 @@ def test_judge_check_takes_the_likelihood_posttest_and_resumes(tmp_path):
     assert table.loc["skip_steps", "accuracy"] == 1.0 and table.loc["off_topic", "accuracy"] == 1.0
     assert (table["mean_recall_original"] > table["mean_recall_perturbed"]).all()
     tests = read_posttest_variants(tmp_path / "check" / POSTTESTS)
-    assert all(t.likelihood is not None and t.likelihood.error is None and t.likelihood.transport == "echo"
-               for t in tests.values())
+    assert all(
+        t.likelihood is not None and t.likelihood.error is None and t.likelihood.transport == "echo"
+        for t in tests.values()
+    )
     assert "Likelihood post-test" in (tmp_path / "check" / "posttest_validity.md").read_text()
 
 
@@ -116,8 +144,10 @@ def test_posttest_likelihood_needs_a_learner(tmp_path):
 
     from wikihowagent.cli import app
 
-    res = CliRunner().invoke(app, ["judge-check", "tests/fixtures/evaluation/run_small", "--out", str(tmp_path / "o"),
-                                   "--posttest-likelihood"])
+    res = CliRunner().invoke(
+        app,
+        ["judge-check", "tests/fixtures/evaluation/run_small", "--out", str(tmp_path / "o"), "--posttest-likelihood"],
+    )
     assert res.exit_code == 2 and "--posttest-likelihood: give --posttest-learner" in res.output
 
 
@@ -125,10 +155,17 @@ def test_likelihood_gain_is_a_registered_metric_read_from_the_record():
     from wikihowagent.evaluation import metrics as M
     from wikihowagent.records import Conversation, LikelihoodTest, PostTest, TestAnswer, Turn
 
-    conv = Conversation.from_turns([Turn(role="teacher", text="Fold it.")], ["Fold it.", "Soak it."], "How to X",
-                                   conversation_id="c")
-    with_lt = conv.model_copy(update={"posttest": PostTest(post=TestAnswer(steps=["Fold it."]), likelihood=LikelihoodTest(
-        transport="echo", post=[-0.5, -2.0], pre=[-3.0, None]))})
+    conv = Conversation.from_turns(
+        [Turn(role="teacher", text="Fold it.")], ["Fold it.", "Soak it."], "How to X", conversation_id="c"
+    )
+    with_lt = conv.model_copy(
+        update={
+            "posttest": PostTest(
+                post=TestAnswer(steps=["Fold it."]),
+                likelihood=LikelihoodTest(transport="echo", post=[-0.5, -2.0], pre=[-3.0, None]),
+            )
+        }
+    )
     failed = conv.model_copy(update={"posttest": PostTest(likelihood=LikelihoodTest(error="HTTP 404"))})
     scores = M.Scorers("default", [M.LIKELIHOOD_GAIN]).score([with_lt, failed, conv])
     assert [s.metrics[M.LIKELIHOOD_GAIN] for s in scores] == [pytest.approx(2.5), None, None]
@@ -141,13 +178,27 @@ def test_per_step_on_a_real_llama_cpp_reply():
     one-sentence grammar, n_probs 1, post_sampling_probs false) returned for "1. Boil the water.\\n2. Pour it.\\n"
     after "Method: How to make tea\\n\\nIts 2 steps, in order:\\n": the number tokens belong to no step, a
     step's ".\\n" to it, the end-of-text token (no bytes) to none."""
-    reply = [("1", -0.5108), (".", -0.0713), (" Bo", -1.6048), ("il", -0.0160), (" the", -2.7200), (" water", -0.0751),
-             (".\n", -1.9501), ("2", -0.0227), (".", -0.0003), (" Pour", -0.6507), (" it", -1.9112), (".\n", -8.6082),
-             ("", -10.6682)]
+    reply = [
+        ("1", -0.5108),
+        (".", -0.0713),
+        (" Bo", -1.6048),
+        ("il", -0.0160),
+        (" the", -2.7200),
+        (" water", -0.0751),
+        (".\n", -1.9501),
+        ("2", -0.0227),
+        (".", -0.0003),
+        (" Pour", -0.6507),
+        (" it", -1.9112),
+        (".\n", -8.6082),
+        ("", -10.6682),
+    ]
     text, spans = L.forced_text(["Boil the water.", "Pour it."])
     assert text == "".join(t for t, _ in reply)
     offsets = [sum(len(t) for t, _ in reply[:i]) for i in range(len(reply))]
     means, counts = L.per_step(offsets, [t for t, _ in reply], [v for _, v in reply], spans, 0)
     assert counts == [5, 3]
-    assert means == [pytest.approx((-1.6048 - 0.0160 - 2.7200 - 0.0751 - 1.9501) / 5),
-                     pytest.approx((-0.6507 - 1.9112 - 8.6082) / 3)]
+    assert means == [
+        pytest.approx((-1.6048 - 0.0160 - 2.7200 - 0.0751 - 1.9501) / 5),
+        pytest.approx((-0.6507 - 1.9112 - 8.6082) / 3),
+    ]

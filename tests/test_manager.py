@@ -19,11 +19,18 @@ from wikihowagent.workflow.manager import MANAGERS, LLMManager, parse_classifica
 from wikihowagent.workflow.prompts import load_prompts
 
 
-@pytest.mark.parametrize("reply,label", [
-    ('{"label": "question"}', "question"), ('Sure: {"label": "off-topic"} ', "off-topic"),
-    ("understood", "understood"), ('"wants-to-stop".', "wants-to-stop"),
-    ('{"label": "confused"}', None), ("I think the learner asks a question", None), ("{broken", None),
-])
+@pytest.mark.parametrize(
+    "reply,label",
+    [
+        ('{"label": "question"}', "question"),
+        ('Sure: {"label": "off-topic"} ', "off-topic"),
+        ("understood", "understood"),
+        ('"wants-to-stop".', "wants-to-stop"),
+        ('{"label": "confused"}', None),
+        ("I think the learner asks a question", None),
+        ("{broken", None),
+    ],
+)
 def test_parse_classification(reply, label):
     assert parse_classification(reply) == label
 
@@ -31,8 +38,13 @@ def test_parse_classification(reply, label):
 def run_with_manager(manager_script, learner_script, n_steps=3):
     manager_model = ScriptedChatModel(script=manager_script)
     opts = WorkflowOptions()
-    graph = build_graph(ScriptedChatModel(script=teacher_script), ScriptedChatModel(script=learner_script),
-                        load_prompts(), opts, MANAGERS["llm"](manager_model))
+    graph = build_graph(
+        ScriptedChatModel(script=teacher_script),
+        ScriptedChatModel(script=learner_script),
+        load_prompts(),
+        opts,
+        MANAGERS["llm"](manager_model),
+    )
     tut = make_tutorial(n_steps)
     state = asyncio.run(graph.ainvoke(initial_state(tut), config={"recursion_limit": recursion_limit(opts)}))
     return to_record(tut, state, "run", "t", "l", "x", opts, "llm:scripted"), manager_model
@@ -54,8 +66,9 @@ def test_llm_manager_labels_drive_the_graph():
 
 
 def test_parse_failure_falls_back_to_the_rules_and_is_counted():
-    record, _ = run_with_manager(lambda p: "I would say the learner understood.",
-                                 learner_says("Ready.", "Why step one?", "Ok, next step."))
+    record, _ = run_with_manager(
+        lambda p: "I would say the learner understood.", learner_says("Ready.", "Why step one?", "Ok, next step.")
+    )
     labelled = [t for t in record.turns if t.manager_label]
     assert all(t.manager_fallback for t in labelled)
     assert labelled[0].manager_label == "question" and labelled[1].manager_label == "understood"  # the rules'
@@ -97,8 +110,22 @@ def test_generate_with_llm_manager_counts_fallbacks(tmp_path):
 
     out = tmp_path / "run"
     with FakeOpenAI(reply=reply) as srv:
-        res = CliRunner().invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url,
-                                       "--out", str(out), "--max-tutorials", "1", "--manager", "llm"])
+        res = CliRunner().invoke(
+            app,
+            [
+                "generate",
+                "--teacher",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--out",
+                str(out),
+                "--max-tutorials",
+                "1",
+                "--manager",
+                "llm",
+            ],
+        )
     assert res.exit_code == 0, res.output
     rec = [o for _, o in iter_jsonl(out / "conversations.jsonl")][0]
     n = sum(t["manager_fallback"] for t in rec["turns"])
@@ -106,8 +133,20 @@ def test_generate_with_llm_manager_counts_fallbacks(tmp_path):
     info = json.loads((out / "run.json").read_text())
     assert info["counts"]["manager_fallbacks"] == n and info["fingerprint"]["workflow"]["manager"] == "llm"
     assert f"{n} fallbacks to the rules" in res.output
-    bad = CliRunner().invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", "http://127.0.0.1:9/v1",
-                                   "--out", str(tmp_path / "b"), "--manager", "magic"])
+    bad = CliRunner().invoke(
+        app,
+        [
+            "generate",
+            "--teacher",
+            "openai:fake-model",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--out",
+            str(tmp_path / "b"),
+            "--manager",
+            "magic",
+        ],
+    )
     assert bad.exit_code == 2 and "--manager 'magic': expected one of rules, llm" in bad.output
 
 

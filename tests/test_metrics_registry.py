@@ -12,10 +12,14 @@ from wikihowagent.records import Conversation, Turn
 
 
 def conv() -> Conversation:
-    turns = [Turn(role="teacher", text="Fill the pot with water."), Turn(role="learner", text="Why cold water?"),
-             Turn(role="teacher", text="Cold water heats the egg evenly.")]
-    return Conversation.from_turns(turns, ["Fill a pot with cold water.", "Boil the egg."], "Boil", completed=True,
-                                   conversation_id="c")
+    turns = [
+        Turn(role="teacher", text="Fill the pot with water."),
+        Turn(role="learner", text="Why cold water?"),
+        Turn(role="teacher", text="Cold water heats the egg evenly."),
+    ]
+    return Conversation.from_turns(
+        turns, ["Fill a pot with cold water.", "Boil the egg."], "Boil", completed=True, conversation_id="c"
+    )
 
 
 def test_every_entry_is_computable_and_the_lists_derive_from_it():
@@ -60,6 +64,10 @@ def test_modes_score_with_their_own_definitions():
     c = conv()
     (d,) = M.Scorers("default", [M.QUESTION, M.COMPLETION, M.ROUGE1]).score([c])
     (p,) = M.Scorers("paper", [M.QUESTION, M.COMPLETION, M.ROUGE]).score([c])
-    assert list(d.metrics) == [M.QUESTION, M.COMPLETION, M.ROUGE1] and list(p.metrics) == [M.QUESTION, M.COMPLETION, M.ROUGE]
+    assert list(d.metrics) == [M.QUESTION, M.COMPLETION, M.ROUGE1] and list(p.metrics) == [
+        M.QUESTION,
+        M.COMPLETION,
+        M.ROUGE,
+    ]
     assert d.metrics[M.QUESTION] == M.question_ratio(c) and p.metrics[M.QUESTION] == M.paper_question_ratio(c)
     assert d.metrics[M.COMPLETION] == 1.0 and p.metrics[M.COMPLETION] == M.paper_completion(c)

@@ -35,21 +35,25 @@ def test_make_install_silences_only_the_editable_install_banner(tmp_path):
     import sys
 
     venv = tmp_path / "venv"
-    dry = subprocess.run(["make", "-n", "install", f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True,
-                         check=True).stdout  # -n: prints the recipe, runs nothing
+    dry = subprocess.run(
+        ["make", "-n", "install", f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout  # -n: prints the recipe, runs nothing
     line = next(x for x in dry.splitlines() if "--no-deps -e ." in x)
     prefix = line.split(f"{venv}/bin/pip", 1)[0].strip()
     name, _, value = prefix.partition("=")
     assert name == "PYTHONWARNINGS", line
-    code = ("from setuptools.command.editable_wheel import _TopLevelFinder as F\n"
-            "F.__exit__(None, None, None, None)\n"  # where setuptools emits the banner
-            "from setuptools.warnings import SetuptoolsDeprecationWarning as W\n"
-            "W.emit('Another warning.', 'still shown')\n")
+    code = (
+        "from setuptools.command.editable_wheel import _TopLevelFinder as F\n"
+        "F.__exit__(None, None, None, None)\n"  # where setuptools emits the banner
+        "from setuptools.warnings import SetuptoolsDeprecationWarning as W\n"
+        "W.emit('Another warning.', 'still shown')\n"
+    )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
 
     def stderr(extra: dict[str, str]) -> str:
-        return subprocess.run([sys.executable, "-c", code], env={**env, **extra}, capture_output=True, text=True,
-                              check=True).stderr
+        return subprocess.run(
+            [sys.executable, "-c", code], env={**env, **extra}, capture_output=True, text=True, check=True
+        ).stderr
 
     assert "Please be careful with folders" in stderr({})  # the banner, as pip relayed it
     quiet = stderr({"PYTHONWARNINGS": shlex.split(value)[0]})
@@ -69,15 +73,23 @@ def test_make_demo_says_what_it_runs_where_the_run_is_and_what_to_open(tmp_path)
     fake = venv / "bin" / "wikihowagent"
     fake.write_text('#!/bin/bash\nprintf "ARGS:"; for a in "$@"; do printf " [%s]" "$a"; done; echo\n')
     fake.chmod(0o755)
-    out = subprocess.run(["make", "--no-print-directory", "demo", f"VENV={venv}", f"DEMO_OUT={tmp_path / 'demo'}"],
-                         cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["make", "--no-print-directory", "demo", f"VENV={venv}", f"DEMO_OUT={tmp_path / 'demo'}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     lines = out.splitlines()
     assert f"$ wikihowagent evaluate {tmp_path / 'demo'}" in lines
     assert "[--domain] [Home & Garden]" in out  # the quoted domain reaches the command as one argument
-    assert lines[-2:] == [f"The run: {tmp_path / 'demo'}/ (conversations.jsonl, scores.jsonl, summary.md)",
-                          f"Open: {tmp_path / 'demo'}/report/index.html"]
+    assert lines[-2:] == [
+        f"The run: {tmp_path / 'demo'}/ (conversations.jsonl, scores.jsonl, summary.md)",
+        f"Open: {tmp_path / 'demo'}/report/index.html",
+    ]
     assert not any(line.startswith(str(venv)) for line in lines)  # make's own echo of the recipe is off
     fake.write_text("#!/bin/bash\nexit 3\n")
-    failed = subprocess.run(["make", "--no-print-directory", "demo", f"VENV={venv}"], cwd=ROOT, capture_output=True,
-                            text=True)
+    failed = subprocess.run(
+        ["make", "--no-print-directory", "demo", f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True
+    )
     assert failed.returncode != 0 and "Open:" not in failed.stdout

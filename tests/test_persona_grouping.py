@@ -27,15 +27,41 @@ def test_evaluate_by_persona(tmp_path):
         return "Okay, next step please."
 
     with FakeOpenAI(reply=reply) as srv:
-        res = CliRunner().invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url,
-                                       "--out", str(run), "--max-tutorials", "4", "--learner-persona", "curious",
-                                       "--learner-persona", "passive"])
+        res = CliRunner().invoke(
+            app,
+            [
+                "generate",
+                "--teacher",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--out",
+                str(run),
+                "--max-tutorials",
+                "4",
+                "--learner-persona",
+                "curious",
+                "--learner-persona",
+                "passive",
+            ],
+        )
         assert res.exit_code == 0, res.output
     records = [json.loads(x) for x in (run / "conversations.jsonl").read_text().splitlines()]
     assert sorted(r["persona"] for r in records) == ["curious", "curious", "passive", "passive"]
     assert json.loads((run / "run.json").read_text())["fingerprint"]["personas"].keys() == {"curious", "passive"}
-    res = CliRunner().invoke(app, ["evaluate", str(run), "--no-judge", "--metrics", "Question Ratio,Completion",
-                                   "--no-figures", "--by", "persona"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "evaluate",
+            str(run),
+            "--no-judge",
+            "--metrics",
+            "Question Ratio,Completion",
+            "--no-figures",
+            "--by",
+            "persona",
+        ],
+    )
     assert res.exit_code == 0, res.output
     lines = (run / "by_persona.csv").read_text().splitlines()
     assert lines[0].startswith("run,label,persona,n,Question (%)")
@@ -55,12 +81,43 @@ def test_align_by_persona(tmp_path):
     for i, rec in enumerate(recs):
         rec["persona"] = "curious" if i % 2 else "passive"
     scores.write_text("".join(json.dumps(r) + "\n" for r in recs))
-    llm = np.array([[r["metrics"][m] for m in ("Clarity", "Truthfulness", "Engagement", "Coherence", "Depth",
-                                                "Relevance", "Progress", "Naturalness")] for r in recs])
+    llm = np.array(
+        [
+            [
+                r["metrics"][m]
+                for m in (
+                    "Clarity",
+                    "Truthfulness",
+                    "Engagement",
+                    "Coherence",
+                    "Depth",
+                    "Relevance",
+                    "Progress",
+                    "Naturalness",
+                )
+            ]
+            for r in recs
+        ]
+    )
     sheet = write_sheet(tmp_path / "h.csv", sheet_rows([ids[t] for t in tuts], np.clip(llm + 1, 1, 5)))
     out = tmp_path / "out"
-    res = CliRunner().invoke(app, ["align", "-H", str(sheet), "--runs-dir", str(runs), "--out", str(out),
-                                   "--bootstrap", "0", "--by", "persona", "--no-figures"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "align",
+            "-H",
+            str(sheet),
+            "--runs-dir",
+            str(runs),
+            "--out",
+            str(out),
+            "--bootstrap",
+            "0",
+            "--by",
+            "persona",
+            "--no-figures",
+        ],
+    )
     assert res.exit_code == 0, res.output
     text = (out / "correlations.csv").read_text()
     assert "persona,curious,Clarity,10," in text and "persona,passive,Clarity,10," in text

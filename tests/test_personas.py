@@ -38,8 +38,11 @@ def converse(persona_name, cid="c1", n_steps=6, options=None, learner=obedient_l
     teacher = ScriptedChatModel(script=teacher_script)
     learner_model = ScriptedChatModel(script=learner)
     graph = build_graph(teacher, learner_model, load_prompts(), options)
-    state = asyncio.run(graph.ainvoke(initial_state(make_tutorial(n_steps), cid, persona),
-                                      config={"recursion_limit": recursion_limit(options)}))
+    state = asyncio.run(
+        graph.ainvoke(
+            initial_state(make_tutorial(n_steps), cid, persona), config={"recursion_limit": recursion_limit(options)}
+        )
+    )
     return state, learner_model
 
 
@@ -68,8 +71,11 @@ def test_policy_is_seeded_per_conversation_id():
 @pytest.mark.parametrize("name,low,high", [("passive", 0.0, 0.0), ("curious", 0.5, 1.0), ("expert", 0.1, 0.7)])
 def test_question_rate_follows_the_persona(name, low, high):
     persona = load_personas()[name]
-    draws = [persona.intent(seed=42, conversation_id=f"c{i}", step=s, asked_at_step=0, limit=2)
-             for i in range(40) for s in range(5)]
+    draws = [
+        persona.intent(seed=42, conversation_id=f"c{i}", step=s, asked_at_step=0, limit=2)
+        for i in range(40)
+        for s in range(5)
+    ]
     share = draws.count("ask") / len(draws)
     assert low <= share <= high, share
 
@@ -106,8 +112,12 @@ def test_paper_persona_keeps_the_prompts_file_learner():
 @pytest.mark.parametrize("limit", [0, 1, 2])
 def test_clarification_limit_per_step(limit):
     """A learner that always asks cannot loop: at most `limit` clarifications per step, then it advances."""
-    state, _ = converse("curious", n_steps=3, options=WorkflowOptions(max_clarifications_per_step=limit),
-                        learner=lambda p: "I'm ready." if "ready to start" in p else "But why exactly?")
+    state, _ = converse(
+        "curious",
+        n_steps=3,
+        options=WorkflowOptions(max_clarifications_per_step=limit),
+        learner=lambda p: "I'm ready." if "ready to start" in p else "But why exactly?",
+    )
     per_step = {}
     for t in state["messages"]:
         if t.role == "teacher" and t.kind == "clarification":
@@ -138,11 +148,16 @@ def test_default_run_name_names_the_personas():
     from wikihowagent.generation.core import default_run_name
 
     assert default_run_name("local", "local", None) == default_run_name("local", "local", None, ["paper"])
-    assert default_run_name("local", "local", None, ["curious", "passive"]) == "T-local_L-local_E-local_P-curious+passive"
+    assert (
+        default_run_name("local", "local", None, ["curious", "passive"]) == "T-local_L-local_E-local_P-curious+passive"
+    )
 
 
 def test_old_records_without_persona_still_read():
-    old = {"conversation_id": "x", "tutorial": {"title": "T", "steps": ["a", "b"]},
-           "turns": [{"role": "learner", "text": "hi", "step": 0}]}
+    old = {
+        "conversation_id": "x",
+        "tutorial": {"title": "T", "steps": ["a", "b"]},
+        "turns": [{"role": "learner", "text": "hi", "step": 0}],
+    }
     rec = ConversationRecord.model_validate(old)
     assert rec.persona == "" and rec.turns[0].intent is None and rec.turns[0].warnings == []

@@ -36,13 +36,46 @@ def test_generate_evaluate_export_align_chained(tmp_path):
     env = {"OPENAI_COMPATIBLE_API_KEY": "sk-test-compat"}
     run, study = tmp_path / "runs" / "T-fake_L-fake_E-fake", tmp_path / "study"
     with FakeOpenAI(reply=reply) as srv:
-        res = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--evaluator", "openai:fake-model",
-                                  "--base-url", srv.base_url, "--out", str(run), "--max-tutorials", "8",
-                                  "--concurrency", "2", "--retries", "0"], env=env)
+        res = runner.invoke(
+            app,
+            [
+                "generate",
+                "--teacher",
+                "openai:fake-model",
+                "--evaluator",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--out",
+                str(run),
+                "--max-tutorials",
+                "8",
+                "--concurrency",
+                "2",
+                "--retries",
+                "0",
+            ],
+            env=env,
+        )
         assert res.exit_code == 0, res.output
         n_generate = len(srv.requests)
-        res = runner.invoke(app, ["evaluate", str(run), "--base-url", srv.base_url, "--metrics", "rubric,BLEU", "--judge-scoring", "json",
-                                  "--retries", "0", "--no-figures"], env=env)
+        res = runner.invoke(
+            app,
+            [
+                "evaluate",
+                str(run),
+                "--base-url",
+                srv.base_url,
+                "--metrics",
+                "rubric,BLEU",
+                "--judge-scoring",
+                "json",
+                "--retries",
+                "0",
+                "--no-figures",
+            ],
+            env=env,
+        )
         assert res.exit_code == 0, res.output
         judge_calls = len(srv.requests) - n_generate
     info = read_run_info(run)
@@ -77,8 +110,23 @@ def test_generate_evaluate_export_align_chained(tmp_path):
                 filled = {m.lower(): str(max(1, int(llm[m]) + (0 if m == "Depth" else shift))) for m in RUBRICS}
                 w.writerow({**r, **filled})
     out = study / "alignment"
-    res = runner.invoke(app, ["align", "-H", str(study / "alice.csv"), "-H", str(study / "bob.csv"),
-                              "--runs-dir", str(run.parent), "--out", str(out), "--bootstrap", "50", "--no-figures"])
+    res = runner.invoke(
+        app,
+        [
+            "align",
+            "-H",
+            str(study / "alice.csv"),
+            "-H",
+            str(study / "bob.csv"),
+            "--runs-dir",
+            str(run.parent),
+            "--out",
+            str(out),
+            "--bootstrap",
+            "50",
+            "--no-figures",
+        ],
+    )
     assert res.exit_code == 0, res.output
     with (out / "correlations.csv").open(newline="") as fh:
         corr = {r["metric"]: r for r in csv.DictReader(fh)}

@@ -30,31 +30,45 @@ PAPER_FILE = f"{FIXTURES}/T-llama3_L-llama3_E-llama3_123.json"
 # ------------------------------------------------------------------------------------------------ parsing
 
 
-@pytest.mark.parametrize("reply, steps, problem", [
-    ("", [], "empty reply"),
-    ("   \n\n  ", [], "empty reply"),
-    ("I really enjoyed the lesson, thank you!", [], "one line without a step list"),
-    ("Sure, here is what I remember:\nIt was about salt and some paint, I think.", [], "one line without a step list"),
-    ("Here are the steps:\n1. Fill a container.\n2. Add paint\n   - stir well\n3. Dry it", ["Fill a container.", "Add paint stir well", "Dry it"], None),
-    ("**1.** Mix\n**2.** Bake", ["Mix", "Bake"], None),
-    ("- Mix\n- Bake", ["Mix", "Bake"], None),
-    ("1. Mix 2. Bake 3. Cool", ["Mix", "Bake", "Cool"], None),
-    ("Sure: 1) mix it 2) bake it", ["mix it", "bake it"], None),
-    ("1. Boil water", ["Boil water"], None),
-    ("Step 1: wash\nStep 2: dry", ["wash", "dry"], None),
-    ("1.5 cups of flour\n2 eggs", ["1.5 cups of flour", "2 eggs"], None),
-    ("\n".join("1. the same step" for _ in range(200)), ["the same step"], None),  # a looping model
-])
+@pytest.mark.parametrize(
+    "reply, steps, problem",
+    [
+        ("", [], "empty reply"),
+        ("   \n\n  ", [], "empty reply"),
+        ("I really enjoyed the lesson, thank you!", [], "one line without a step list"),
+        (
+            "Sure, here is what I remember:\nIt was about salt and some paint, I think.",
+            [],
+            "one line without a step list",
+        ),
+        (
+            "Here are the steps:\n1. Fill a container.\n2. Add paint\n   - stir well\n3. Dry it",
+            ["Fill a container.", "Add paint stir well", "Dry it"],
+            None,
+        ),
+        ("**1.** Mix\n**2.** Bake", ["Mix", "Bake"], None),
+        ("- Mix\n- Bake", ["Mix", "Bake"], None),
+        ("1. Mix 2. Bake 3. Cool", ["Mix", "Bake", "Cool"], None),
+        ("Sure: 1) mix it 2) bake it", ["mix it", "bake it"], None),
+        ("1. Boil water", ["Boil water"], None),
+        ("Step 1: wash\nStep 2: dry", ["wash", "dry"], None),
+        ("1.5 cups of flour\n2 eggs", ["1.5 cups of flour", "2 eggs"], None),
+        ("\n".join("1. the same step" for _ in range(200)), ["the same step"], None),  # a looping model
+    ],
+)
 def test_parse_steps(reply, steps, problem):
     assert parse_steps(reply)[:2] == (steps, problem)
 
 
-@pytest.mark.parametrize("reply, steps, abstained", [
-    ("1. Boil water\n2. not taught\n3. Not taught.\n4. (don't know)\n5. Add salt", ["Boil water", "Add salt"], 3),
-    ("1. not taught\n2. Not taught\n3. I don't know", [], 3),  # nothing recalled: a step list, scored 0
-    ("1. Do not know when to stop stirring\n2. Mix", ["Do not know when to stop stirring", "Mix"], 0),  # a step
-    ("- unknown\n- Bake", ["Bake"], 1),
-])
+@pytest.mark.parametrize(
+    "reply, steps, abstained",
+    [
+        ("1. Boil water\n2. not taught\n3. Not taught.\n4. (don't know)\n5. Add salt", ["Boil water", "Add salt"], 3),
+        ("1. not taught\n2. Not taught\n3. I don't know", [], 3),  # nothing recalled: a step list, scored 0
+        ("1. Do not know when to stop stirring\n2. Mix", ["Do not know when to stop stirring", "Mix"], 0),  # a step
+        ("- unknown\n- Bake", ["Bake"], 1),
+    ],
+)
 def test_abstentions_are_counted_not_steps(reply, steps, abstained):
     assert parse_steps(reply) == (steps, None, abstained)
 
@@ -101,6 +115,7 @@ def learner_with_test(reply="1. Do step number 1.\n2. Do step number 2.\n3. Do s
 
     def answer(prompt):
         return reply if "steps of the method" in prompt else script(prompt)
+
     return answer
 
 
@@ -110,7 +125,9 @@ def run_graph(tutorial, tester_reply=None, cache=None, tid="c1"):
     tester = PostTester(learner, "scripted", cache if cache is not None else MemoryCache())
     options = WorkflowOptions()
     graph = build_graph(teacher, learner, load_prompts(), options, posttest=tester)
-    state = asyncio.run(graph.ainvoke(initial_state(tutorial, tid), config={"recursion_limit": recursion_limit(options)}))
+    state = asyncio.run(
+        graph.ainvoke(initial_state(tutorial, tid), config={"recursion_limit": recursion_limit(options)})
+    )
     return state, learner
 
 
@@ -118,8 +135,12 @@ def test_posttest_runs_after_the_farewell_and_is_not_a_turn():
     tut = make_tutorial(3)
     state, learner = run_graph(tut)
     # The same turns as without the post-test node.
-    plain = build_graph(ScriptedChatModel(script=teacher_script), ScriptedChatModel(script=learner_with_test()),
-                        load_prompts(), WorkflowOptions())
+    plain = build_graph(
+        ScriptedChatModel(script=teacher_script),
+        ScriptedChatModel(script=learner_with_test()),
+        load_prompts(),
+        WorkflowOptions(),
+    )
     plain_state = asyncio.run(plain.ainvoke(initial_state(tut, "c1"), config={"recursion_limit": 100}))
     assert [(t.role, t.text) for t in state["messages"]] == [(t.role, t.text) for t in plain_state["messages"]]
     assert state["messages"][-1].role == "learner" and state["messages"][-2].text.endswith("FINISHED")
@@ -163,6 +184,7 @@ def test_failed_posttest_call_is_recorded_and_not_cached(tmp_path):
         if "steps of the method" in prompt:
             raise RuntimeError("server down")
         return "Understood."
+
     tester = PostTester(ScriptedChatModel(script=script), "scripted", PretestCache(tmp_path))
     test = asyncio.run(tester.run("k", "How to X", "X", [Turn(role="teacher", text="hi")], 3))
     assert test.post.error.startswith("call failed: RuntimeError") and test.pre.error.startswith("call failed")
@@ -178,8 +200,12 @@ def test_test_replies_are_not_cut_by_the_conversations_reply_cap(tmp_path):
 
     with FakeOpenAI(reply=lambda body: "1. a\n2. b") as srv:
         for cap, want in ((128, REPLY_TOKENS_PER_STEP * 6 + REPLY_TOKENS_EXTRA), (2000, 2000)):
-            model = make_chat_model("openai:fake-model", ModelSettings(max_tokens=cap, max_retries=0),
-                                    LocalModelSettings(), base_url=srv.base_url)
+            model = make_chat_model(
+                "openai:fake-model",
+                ModelSettings(max_tokens=cap, max_retries=0),
+                LocalModelSettings(),
+                base_url=srv.base_url,
+            )
             srv.requests.clear()
             tester = PostTester(model, "openai:fake-model", PretestCache(tmp_path / str(cap)))
             asyncio.run(tester.run("k", "How to X", "X", [Turn(role="teacher", text="hi")], 6))
@@ -222,8 +248,9 @@ def test_matching_recovers_a_known_assignment():
         k = int(rng.integers(1, n + 1))
         recalled = rng.choice(n, size=k, replace=False)  # answer position j recalls tutorial step recalled[j]
         n_extra = int(rng.integers(0, 4))
-        answer = np.vstack([unit(tut[recalled] + 0.05 * rng.normal(size=(k, dim))),
-                            unit(rng.normal(size=(n_extra, dim)))])
+        answer = np.vstack(
+            [unit(tut[recalled] + 0.05 * rng.normal(size=(k, dim))), unit(rng.normal(size=(n_extra, dim)))]
+        )
         matches = P.match_steps(tut @ answer.T, threshold=0.5)
         assert sorted(matches) == sorted((int(t), j) for j, t in enumerate(recalled))
         assert P.match_steps(tut @ answer.T, threshold=0.5, rule="assign") == matches  # clean data: both rules
@@ -231,6 +258,7 @@ def test_matching_recovers_a_known_assignment():
         assert P.extraneous(tut @ answer.T, threshold=0.5) == pytest.approx(n_extra / (k + n_extra))
         if k >= 2:
             from scipy.stats import kendalltau
+
             assert P.order_tau(matches) == pytest.approx(kendalltau(recalled, np.arange(k)).statistic)
 
 
@@ -244,9 +272,13 @@ def test_nearest_rule_credits_a_line_only_for_its_own_step():
     """The steps of one procedure resemble each other: a learner who restates step 0 in three lines (the
     similarities measured on "Place the eggs in a single layer..." split by the 1.5B learner) recalled one
     step, not three; the plain assignment credited the extra lines to steps 1 and 2."""
-    sim = np.array([[0.86, 0.85, 0.75],   # tutorial step 0 vs the three lines
-                    [0.67, 0.68, 0.66],   # step 1 (never written)
-                    [0.59, 0.64, 0.44]])  # step 2 (never written)
+    sim = np.array(
+        [
+            [0.86, 0.85, 0.75],  # tutorial step 0 vs the three lines
+            [0.67, 0.68, 0.66],  # step 1 (never written)
+            [0.59, 0.64, 0.44],
+        ]
+    )  # step 2 (never written)
     assert P.match_steps(sim) == P.match_steps(sim, rule="assign") == [(0, 0), (1, 2), (2, 1)]  # the default
     assert P.match_steps(sim, rule="nearest") == [(0, 0)]
     # a line that is nearest to a step another line already took is not pushed onto a third step
@@ -273,21 +305,28 @@ def test_detail_recall_counts_numbers_and_things():
     assert P.detail_recall(["Be kind."], ["Be kind."], wn) is None  # no detail to recall
 
 
-def conv_with(test: PostTest | None, steps=("Fill a container with salt.", "Squeeze paint into the salt.",
-                                            "Shake the container.")):
-    turns = [Turn(role="teacher", text="Let's begin. BEGIN", kind="begin"), Turn(role="learner", text="ok"),
-             Turn(role="teacher", text="Fill a container with salt.")]
-    return Conversation.from_turns(turns, list(steps), "Color Salt", completed=True, conversation_id="x",
-                                   posttest=test)
+def conv_with(
+    test: PostTest | None, steps=("Fill a container with salt.", "Squeeze paint into the salt.", "Shake the container.")
+):
+    turns = [
+        Turn(role="teacher", text="Let's begin. BEGIN", kind="begin"),
+        Turn(role="learner", text="ok"),
+        Turn(role="teacher", text="Fill a container with salt."),
+    ]
+    return Conversation.from_turns(turns, list(steps), "Color Salt", completed=True, conversation_id="x", posttest=test)
 
 
 def test_posttest_metrics_on_conversations():
     scorers = M.Scorers("default", list(M.POSTTEST_METRICS))
-    good = PostTest(post=TestAnswer(steps=["Put salt in a container", "Shake the container well", "Make a cake"]),
-                    pre=TestAnswer(steps=["Buy a cake"]))
+    good = PostTest(
+        post=TestAnswer(steps=["Put salt in a container", "Shake the container well", "Make a cake"]),
+        pre=TestAnswer(steps=["Buy a cake"]),
+    )
     none = conv_with(None)
     bad = conv_with(PostTest(post=TestAnswer(text="", error="empty reply"), pre=TestAnswer(steps=["x"])))
-    nopre = conv_with(PostTest(post=good.post, pre=TestAnswer(text="I don't know", error="one line without a step list")))
+    nopre = conv_with(
+        PostTest(post=good.post, pre=TestAnswer(text="I don't know", error="one line without a step list"))
+    )
     r_good, r_none, r_bad, r_nopre = scorers.score([conv_with(good), none, bad, nopre])
     m = r_good.metrics
     assert m[M.STEP_RECALL] == pytest.approx(2 / 3) and m[M.EXTRANEOUS] == pytest.approx(1 / 3)
@@ -336,7 +375,15 @@ def test_paper_run_file_gets_posttest_metrics_and_nothing_else_changes(tmp_path)
     plain = runner.invoke(app, [*base, "--out", str(tmp_path / "plain")])
     assert plain.exit_code == 0, plain.output
     with FakeOpenAI(reply=posttest_reply) as srv:
-        args = [*base, "--out", str(tmp_path / "pt"), "--posttest-learner", "openai:fake-model", "--base-url", srv.base_url]
+        args = [
+            *base,
+            "--out",
+            str(tmp_path / "pt"),
+            "--posttest-learner",
+            "openai:fake-model",
+            "--base-url",
+            srv.base_url,
+        ]
         res = runner.invoke(app, args)
         assert res.exit_code == 0, res.output
         n_calls = len(srv.requests)
@@ -357,8 +404,20 @@ def test_paper_run_file_gets_posttest_metrics_and_nothing_else_changes(tmp_path)
 
 
 def test_posttest_learner_is_refused_in_paper_mode(tmp_path):
-    res = CliRunner().invoke(app, ["evaluate", PAPER_FILE, "--no-judge", "--compat", "paper", "--posttest-learner",
-                                   "local", "--out", str(tmp_path)])
+    res = CliRunner().invoke(
+        app,
+        [
+            "evaluate",
+            PAPER_FILE,
+            "--no-judge",
+            "--compat",
+            "paper",
+            "--posttest-learner",
+            "local",
+            "--out",
+            str(tmp_path),
+        ],
+    )
     assert res.exit_code == 2 and "not part of the paper" in res.output
 
 
@@ -379,8 +438,23 @@ def classroom_reply(prompt):
 
 
 def scripted_generate(runner, srv, out, n, *extra):
-    res = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url, "--out",
-                              str(out), "--max-tutorials", str(n), "--retries", "0", *extra])
+    res = runner.invoke(
+        app,
+        [
+            "generate",
+            "--teacher",
+            "openai:fake-model",
+            "--base-url",
+            srv.base_url,
+            "--out",
+            str(out),
+            "--max-tutorials",
+            str(n),
+            "--retries",
+            "0",
+            *extra,
+        ],
+    )
     assert res.exit_code == 0, res.output
     return res
 
@@ -407,8 +481,10 @@ def test_evaluate_posttest_learner_retests_in_another_wording_and_rescores(tmp_p
         # A line scored under another matching rule is rescored once, whatever else matches.
         first, *rest = scores.read_text().splitlines()
         old = json.loads(first)
-        old.update(posttest_matching="nearest" if P.MATCHING != "nearest" else "assign",
-                   metrics={**old["metrics"], "Step Recall": 0.123})
+        old.update(
+            posttest_matching="nearest" if P.MATCHING != "nearest" else "assign",
+            metrics={**old["metrics"], "Step Recall": 0.123},
+        )
         scores.write_text("\n".join([json.dumps(old), *rest]) + "\n")
         assert runner.invoke(app, base).exit_code == 0 and read_scores(scores) == v2
         n = len(srv.requests)
@@ -423,7 +499,8 @@ def test_evaluate_posttest_learner_retests_in_another_wording_and_rescores(tmp_p
         for cid, rec in v3.items():  # rescored from the new post-test, not kept from the v2 line
             assert rec.metrics[M.STEP_RECALL] == 0.0 and rec.metrics[M.EXTRANEOUS] is None
             assert rec.posttest_source.startswith("openai:fake-model v3-") and v2[cid].posttest_source.startswith(
-                "openai:fake-model v2-")
+                "openai:fake-model v2-"
+            )
         again = runner.invoke(app, args)  # resumed: nothing asked or rescored
         assert again.exit_code == 0 and len(srv.requests) - n == 4 and read_scores(scores) == v3
         back = runner.invoke(app, [*base, "--posttest-learner", "openai:fake-model"])  # v2 again: the records'
@@ -491,9 +568,19 @@ def test_align_correlates_the_posttest_with_the_human_ratings():
     ids = [f"c{i}" for i in range(30)]
     ROW_NAMES = schema.row_names()
     human = rng.uniform(1, 5, size=(30, len(ROW_NAMES)))
-    llm = LLMScores(rows={c: ScoreRow(c, np.full(schema.n_metrics(), np.nan), automatic={
-        M.STEP_RECALL: float(human[i, 0] / 5),  # known truth: a linear function of the first rubric
-        **({M.LEARNING_GAIN: float(rng.uniform())} if i % 2 else {})}) for i, c in enumerate(ids)})
+    llm = LLMScores(
+        rows={
+            c: ScoreRow(
+                c,
+                np.full(schema.n_metrics(), np.nan),
+                automatic={
+                    M.STEP_RECALL: float(human[i, 0] / 5),  # known truth: a linear function of the first rubric
+                    **({M.LEARNING_GAIN: float(rng.uniform())} if i % 2 else {}),
+                },
+            )
+            for i, c in enumerate(ids)
+        }
+    )
     res = automatic_correlations(llm, ids, human, n_boot=200, seed=0)
     first = res[(M.STEP_RECALL, ROW_NAMES[0])]
     assert first.n == 30 and first.coefs["pearson"].value == pytest.approx(1.0)
@@ -517,8 +604,13 @@ def test_align_correlates_a_posttest_without_a_judge_with_the_human_overall(tmp_
     human[:, :k] = rng.uniform(1, 5, size=(20, k))
     human[3, 2] = np.nan  # a blank cell: the mean of the others
     truth = np.nanmean(human[:, :k], axis=1)
-    llm = LLMScores(rows={c: ScoreRow(c, np.full(k, np.nan), automatic={M.LEARNING_GAIN: float(truth[i] / 5)})
-                          for i, c in enumerate(ids)}, by_source={str(tmp_path / "scores.jsonl"): ids})
+    llm = LLMScores(
+        rows={
+            c: ScoreRow(c, np.full(k, np.nan), automatic={M.LEARNING_GAIN: float(truth[i] / 5)})
+            for i, c in enumerate(ids)
+        },
+        by_source={str(tmp_path / "scores.jsonl"): ids},
+    )
     overall = automatic_correlations(llm, ids, human, n_boot=100, seed=0)[(M.LEARNING_GAIN, schema.OVERALL)]
     assert overall.n == 20 and overall.coefs["pearson"].value == pytest.approx(1.0)
     (tmp_path / "scores.jsonl").write_text("")
@@ -539,8 +631,16 @@ def test_judge_check_posttest_validity(tmp_path):
     with FakeOpenAI(reply=attentive_reply) as srv:
         scripted_generate(runner, srv, run, 4)
         n = len(srv.requests)
-        args = ["judge-check", str(run), "--out", str(tmp_path / "check"), "--posttest-learner", "openai:fake-model",
-                "--base-url", srv.base_url]
+        args = [
+            "judge-check",
+            str(run),
+            "--out",
+            str(tmp_path / "check"),
+            "--posttest-learner",
+            "openai:fake-model",
+            "--base-url",
+            srv.base_url,
+        ]
         res = runner.invoke(app, args)
         assert res.exit_code == 0, res.output
         # The originals' post-tests come from the records (same model): only the perturbed copies are asked.
@@ -553,8 +653,10 @@ def test_judge_check_posttest_validity(tmp_path):
         prompts = [r["messages"][-1]["content"] for r in srv.requests[-12:]]
         assert all("not taught" in p for p in prompts)
     assert "post-test prompt v3" in (tmp_path / "check" / "posttest_validity.md").read_text()
-    versions = {json.loads(line)["posttest"]["prompt_version"][:2]
-                for line in (tmp_path / "check" / POSTTESTS).read_text().splitlines()}
+    versions = {
+        json.loads(line)["posttest"]["prompt_version"][:2]
+        for line in (tmp_path / "check" / POSTTESTS).read_text().splitlines()
+    }
     assert versions == {"v2", "v3"}
     table = (tmp_path / "check" / "posttest_validity.csv").read_text().splitlines()
     assert table[0].startswith("perturbation,n,accuracy")
@@ -571,17 +673,30 @@ def test_validity_table_reports_abstentions():
     from wikihowagent.judgecheck.posttest_check import abstained_shares, validity_table
 
     perts = [p for p in load_perturbations(None, list(load_rubrics(None))) if p.name == "skip_steps"]
-    tests = {("a", "original"): PostTest(post=TestAnswer(steps=["x", "y", "z", "w"])),
-             ("a", "skip_steps"): PostTest(post=TestAnswer(steps=["x", "y"], abstained=2)),
-             ("b", "original"): PostTest(post=TestAnswer(steps=["x"], abstained=1)),
-             ("b", "skip_steps"): PostTest(post=TestAnswer(abstained=2)),
-             ("c", "original"): PostTest(post=TestAnswer(error="empty reply")),
-             ("c", "skip_steps"): PostTest(post=TestAnswer(steps=["x"]))}
-    recalls = {("a", "original"): 1.0, ("a", "skip_steps"): 0.5, ("b", "original"): 0.25, ("b", "skip_steps"): 0.0,
-               ("c", "original"): None, ("c", "skip_steps"): 0.25}
+    tests = {
+        ("a", "original"): PostTest(post=TestAnswer(steps=["x", "y", "z", "w"])),
+        ("a", "skip_steps"): PostTest(post=TestAnswer(steps=["x", "y"], abstained=2)),
+        ("b", "original"): PostTest(post=TestAnswer(steps=["x"], abstained=1)),
+        ("b", "skip_steps"): PostTest(post=TestAnswer(abstained=2)),
+        ("c", "original"): PostTest(post=TestAnswer(error="empty reply")),
+        ("c", "skip_steps"): PostTest(post=TestAnswer(steps=["x"])),
+    }
+    recalls = {
+        ("a", "original"): 1.0,
+        ("a", "skip_steps"): 0.5,
+        ("b", "original"): 0.25,
+        ("b", "skip_steps"): 0.0,
+        ("c", "original"): None,
+        ("c", "skip_steps"): 0.25,
+    }
     shares = abstained_shares(tests)
-    assert shares == {("a", "original"): 0.0, ("a", "skip_steps"): 0.5, ("b", "original"): 0.5,
-                      ("b", "skip_steps"): 1.0, ("c", "skip_steps"): 0.0}
+    assert shares == {
+        ("a", "original"): 0.0,
+        ("a", "skip_steps"): 0.5,
+        ("b", "original"): 0.5,
+        ("b", "skip_steps"): 1.0,
+        ("c", "skip_steps"): 0.0,
+    }
     (row,) = validity_table(recalls, perts, None, shares).to_dict("records")
     assert row["n"] == 2 and row["accuracy"] == 1.0 and row["failed"] == 1
     assert row["abstained_original"] == 0.25 and row["abstained_perturbed"] == 0.5
@@ -594,14 +709,18 @@ def test_posttest_prompt_without_a_learner_is_one_line(tmp_path, command):
     assert "Traceback" not in res.output and not (tmp_path / "out").exists()
 
 
-@pytest.mark.parametrize("command", [
-    ["generate", "--teacher", "openai:fake-model", "--max-tutorials", "1"],
-    ["evaluate", PAPER_FILE, "--no-judge", "--posttest-learner", "openai:fake-model"],
-    ["judge-check", f"{FIXTURES}/run_small", "--posttest-learner", "openai:fake-model"],
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["generate", "--teacher", "openai:fake-model", "--max-tutorials", "1"],
+        ["evaluate", PAPER_FILE, "--no-judge", "--posttest-learner", "openai:fake-model"],
+        ["judge-check", f"{FIXTURES}/run_small", "--posttest-learner", "openai:fake-model"],
+    ],
+)
 def test_unknown_posttest_prompt_is_one_line(tmp_path, command):
-    res = CliRunner().invoke(app, [*command, "--posttest-prompt", "v9", "--out", str(tmp_path / "out")],
-                             env={"OPENAI_API_KEY": "unused"})
+    res = CliRunner().invoke(
+        app, [*command, "--posttest-prompt", "v9", "--out", str(tmp_path / "out")], env={"OPENAI_API_KEY": "unused"}
+    )
     assert res.exit_code != 0 and "--posttest-prompt 'v9': not a post-test prompt (known: v2, v3)" in res.output
     assert "Traceback" not in res.output and not (tmp_path / "out").exists()
 
@@ -626,7 +745,8 @@ def test_paper_preset_leaves_the_posttest_out():
 
 
 def test_unknown_posttest_learner_is_one_line(tmp_path):
-    res = CliRunner().invoke(app, ["evaluate", PAPER_FILE, "--no-judge", "--posttest-learner", "nosuchprovider:x",
-                                   "--out", str(tmp_path)])
+    res = CliRunner().invoke(
+        app, ["evaluate", PAPER_FILE, "--no-judge", "--posttest-learner", "nosuchprovider:x", "--out", str(tmp_path)]
+    )
     assert res.exit_code == 2 and "--posttest-learner 'nosuchprovider:x'" in res.output
     assert "Traceback" not in res.output

@@ -14,8 +14,22 @@ pytestmark = pytest.mark.slow
 
 def test_generate_with_embedded_model(tmp_path):
     out = tmp_path / "run"
-    res = CliRunner().invoke(app, ["generate", "--teacher", "local", "--domain", "Home & Garden",
-                                   "--max-tutorials", "1", "--out", str(out), "--max-tokens", "96"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "generate",
+            "--teacher",
+            "local",
+            "--domain",
+            "Home & Garden",
+            "--max-tutorials",
+            "1",
+            "--out",
+            str(out),
+            "--max-tokens",
+            "96",
+        ],
+    )
     assert res.exit_code == 0, res.output
     records = [json.loads(line) for line in (out / "conversations.jsonl").read_text().splitlines()]
     assert len(records) == 1
@@ -62,8 +76,9 @@ def test_checklist_judge_with_embedded_model(tmp_path):
     shutil.copytree(Path(__file__).parent / "fixtures" / "evaluation" / "run_small", run)
     lines = (run / "conversations.jsonl").read_text().splitlines()
     (run / "conversations.jsonl").write_text(lines[0] + "\n")
-    res = CliRunner().invoke(app, ["evaluate", str(run), "--metrics", "Progress", "--no-figures",
-                                   "--judge-scoring", "checklist"])
+    res = CliRunner().invoke(
+        app, ["evaluate", str(run), "--metrics", "Progress", "--no-figures", "--judge-scoring", "checklist"]
+    )
     assert res.exit_code == 0, res.output
     rec = json.loads((run / "scores.jsonl").read_text().splitlines()[-1])
     j = rec["judge"]

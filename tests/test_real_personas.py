@@ -11,8 +11,10 @@ from wikihowagent.workflow.personas import load_personas
 
 pytestmark = pytest.mark.slow
 
-TEACHER = ("Step 2 of 4: Connect the clamps to the battery. Attach the red clamp to the positive terminal and the "
-           "black clamp to the negative terminal or to an unpainted metal ground point.")
+TEACHER = (
+    "Step 2 of 4: Connect the clamps to the battery. Attach the red clamp to the positive terminal and the "
+    "black clamp to the negative terminal or to an unpainted metal ground point."
+)
 
 
 def test_intents_steer_the_embedded_model():

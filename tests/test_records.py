@@ -16,16 +16,28 @@ FIX = Path(__file__).parent / "fixtures" / "evaluation"
 
 def test_legacy_score_lines_read_into_the_judge_provenance(tmp_path):
     path = tmp_path / runs.SCORES
-    legacy = {"conversation_id": "c1", "evaluator": "ollama:llama3", "metrics": {"BLEU": 0.1, "Depth": None},
-              "judge_raw": {"conversation": ["Depth: ?"]}, "judge_failures": ["Depth"],
-              "notes": ["BERTScore: teacher text chunked (2 chunks)", "judge: Depth: no score found after 3 replies"]}
-    new = ScoreRecord(conversation_id="c2", metrics={"Clarity": 4.0},
-                      judge=JudgeProvenance(evaluator="local", rubrics_sha256="ab", raw={"conversation": ["4"]}))
+    legacy = {
+        "conversation_id": "c1",
+        "evaluator": "ollama:llama3",
+        "metrics": {"BLEU": 0.1, "Depth": None},
+        "judge_raw": {"conversation": ["Depth: ?"]},
+        "judge_failures": ["Depth"],
+        "notes": ["BERTScore: teacher text chunked (2 chunks)", "judge: Depth: no score found after 3 replies"],
+    }
+    new = ScoreRecord(
+        conversation_id="c2",
+        metrics={"Clarity": 4.0},
+        judge=JudgeProvenance(evaluator="local", rubrics_sha256="ab", raw={"conversation": ["4"]}),
+    )
     path.write_text(json.dumps(legacy) + "\n" + new.model_dump_json() + "\n")
     got = runs.read_scores(path)
     old = got["c1"]
-    assert old.judge == JudgeProvenance(evaluator="ollama:llama3", raw={"conversation": ["Depth: ?"]},
-                                        failures=["Depth"], notes=["Depth: no score found after 3 replies"])
+    assert old.judge == JudgeProvenance(
+        evaluator="ollama:llama3",
+        raw={"conversation": ["Depth: ?"]},
+        failures=["Depth"],
+        notes=["Depth: no score found after 3 replies"],
+    )
     assert old.notes == ["BERTScore: teacher text chunked (2 chunks)"]  # no "judge:" prefix left in notes
     assert old.evaluator == "ollama:llama3" and old.judge_failures == ["Depth"]
     assert got["c2"] == new
@@ -37,8 +49,10 @@ def test_legacy_score_lines_read_into_the_judge_provenance(tmp_path):
 
 def test_read_scores_reports_lines_that_are_not_score_records(tmp_path):
     path = tmp_path / runs.SCORES
-    path.write_text('{"conversation_id": "a", "metrics": {"BLEU": 0.5}}\n{"metrics": {}}\n'
-                    '{"conversation_id": "b", "metrics": {"BLEU": "high"}}\n{"conversation_id": "a", "metrics": {"BLEU": 0.7}}\n')
+    path.write_text(
+        '{"conversation_id": "a", "metrics": {"BLEU": 0.5}}\n{"metrics": {}}\n'
+        '{"conversation_id": "b", "metrics": {"BLEU": "high"}}\n{"conversation_id": "a", "metrics": {"BLEU": 0.7}}\n'
+    )
     problems: list[str] = []
     got = runs.read_scores(path, on_error=problems.append)
     assert list(got) == ["a"] and got["a"].metrics["BLEU"] == 0.7  # the last line per id wins
@@ -76,9 +90,15 @@ def test_paper_records_become_the_same_conversation_type():
 
 
 def test_fixed_texts_are_recognised_from_the_one_definition():
-    obj = {"conversation_id": "a", "tutorial": {"title": "Boil", "steps": ["s"]},
-           "conversation": ["Teacher: " + BEGIN_TEXT.format(method_title="Boil an egg"), "Learner: ok",
-                            "Teacher: " + FINISH_TEXT]}
+    obj = {
+        "conversation_id": "a",
+        "tutorial": {"title": "Boil", "steps": ["s"]},
+        "conversation": [
+            "Teacher: " + BEGIN_TEXT.format(method_title="Boil an egg"),
+            "Learner: ok",
+            "Teacher: " + FINISH_TEXT,
+        ],
+    }
     kinds = [t.kind for t in to_conversation(obj, "r", "w").turns]
     assert kinds == ["begin", "model", "finish"]
 
@@ -91,5 +111,10 @@ def test_shipped_prompt_file_uses_the_fixed_texts_of_the_records():
 
 
 def test_paper_run_stem():
-    assert parse_run_stem("T-qwen_L-gemma_E-gpt_12") == {"teacher": "qwen", "learner": "gemma", "evaluator": "gpt", "job": "12"}
+    assert parse_run_stem("T-qwen_L-gemma_E-gpt_12") == {
+        "teacher": "qwen",
+        "learner": "gemma",
+        "evaluator": "gpt",
+        "job": "12",
+    }
     assert parse_run_stem("my-run") is None

@@ -27,8 +27,9 @@ def one_line(text: str) -> str:
 
 def test_error_paths_print_literally_and_never_raise_markup_errors(tmp_path):
     missing = tmp_path / "drafts [old]" / "a[/b]" / "c.json"
-    res = runner.invoke(app, ["generate", "--teacher", "openai:m", "--base-url", "http://127.0.0.1:9/v1",
-                              "--tutorials", str(missing)])
+    res = runner.invoke(
+        app, ["generate", "--teacher", "openai:m", "--base-url", "http://127.0.0.1:9/v1", "--tutorials", str(missing)]
+    )
     assert res.exit_code == 2, res.output
     assert res.exception is None or isinstance(res.exception, SystemExit)
     assert f"{missing}: " in res.output
@@ -45,9 +46,23 @@ def test_server_error_with_brackets_keeps_the_final_summary(tmp_path):
     out = tmp_path / "run [1]"
     message = "no route [/v1/chat/completions] :100:"
     with FakeOpenAI(fail_when=lambda p: "Step 2 of" in p, error_message=message) as srv:
-        res = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url,
-                                  "--out", str(out), "--max-tutorials", "2", "--retries", "0"],
-                            env={"OPENAI_COMPATIBLE_API_KEY": "k"})
+        res = runner.invoke(
+            app,
+            [
+                "generate",
+                "--teacher",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--out",
+                str(out),
+                "--max-tutorials",
+                "2",
+                "--retries",
+                "0",
+            ],
+            env={"OPENAI_COMPATIBLE_API_KEY": "k"},
+        )
     assert res.exit_code == 1, res.output
     assert not isinstance(res.exception, Exception) or isinstance(res.exception, SystemExit), res.exception
     assert "[/v1/chat/completions] :100:" in res.output  # the server's words, as sent
@@ -70,11 +85,27 @@ def test_console_labels_style_only_the_label():
 def test_long_skipped_lines_are_not_wrapped_when_stderr_is_not_a_terminal(tmp_path):
     tutorials = tmp_path / "t.jsonl"
     long_title = "How to " + "Very " * 40 + "Long"
-    good = {"title": "How to Be Good", "categories": ["Categories", "Education"],
-            "methods": [{"title": "Method", "steps": ["Do one thing.", "Do another thing."]}]}
+    good = {
+        "title": "How to Be Good",
+        "categories": ["Categories", "Education"],
+        "methods": [{"title": "Method", "steps": ["Do one thing.", "Do another thing."]}],
+    }
     tutorials.write_text(json.dumps({"title": long_title}) + "\n" + json.dumps(good) + "\n")
-    res = runner.invoke(app, ["generate", "--teacher", "openai:m", "--base-url", "http://127.0.0.1:9/v1",
-                              "--tutorials", str(tutorials), "--skip-invalid", "--out", str(tmp_path / "r")])
+    res = runner.invoke(
+        app,
+        [
+            "generate",
+            "--teacher",
+            "openai:m",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--tutorials",
+            str(tutorials),
+            "--skip-invalid",
+            "--out",
+            str(tmp_path / "r"),
+        ],
+    )
     skipped = [line for line in res.output.splitlines() if line.startswith("skipped:")]
     assert skipped and len(skipped[0]) > 100, res.output
     assert f"{tutorials}:1:" in skipped[0]
@@ -100,8 +131,10 @@ def test_evaluate_prints_bad_lines_and_run_names_literally(tmp_path):
         lines.append(json.dumps({**good[0], "conversation_id": f"c{i}", "error": None}))
     bad = tmp_path / "runs [old] :100:.jsonl"
     bad.write_text("\n".join(lines) + "\n{broken\n")
-    res = runner.invoke(app, ["evaluate", str(bad), "--no-judge", "--metrics", "BLEU", "--no-figures",
-                              "--out", str(tmp_path / "out [x]")])
+    res = runner.invoke(
+        app,
+        ["evaluate", str(bad), "--no-judge", "--metrics", "BLEU", "--no-figures", "--out", str(tmp_path / "out [x]")],
+    )
     assert res.exit_code == 0, res.output
     assert f"{bad}:100: malformed JSON" in res.output and "💯" not in res.output
     assert "runs [old] :100:" in res.output  # the run's name in the summary table
@@ -127,11 +160,15 @@ def test_second_evaluate_is_refused_before_any_model_is_loaded(tmp_path, monkeyp
         (tmp_path / name / "run.json").write_text(json.dumps({**info, "name": name}))
         runs.append(str(tmp_path / name))
     with dir_lock(tmp_path / "B", name=".scores.jsonl.lock"):  # another evaluate is scoring run B
-        res = runner.invoke(app, ["evaluate", "--judge-scoring", "json", *runs, "--metrics", "BLEU,Clarity", "--no-figures"])
+        res = runner.invoke(
+            app, ["evaluate", "--judge-scoring", "json", *runs, "--metrics", "BLEU,Clarity", "--no-figures"]
+        )
     assert res.exit_code == 2, res.output
     lines = [line for line in res.output.splitlines() if line.strip()]
-    assert lines == [f"error: {tmp_path / 'B' / 'scores.jsonl'}: another evaluate is running on this scores file; "
-                     "wait for it to finish (or use another --out)"], res.output
+    assert lines == [
+        f"error: {tmp_path / 'B' / 'scores.jsonl'}: another evaluate is running on this scores file; "
+        "wait for it to finish (or use another --out)"
+    ], res.output
     assert loaded == [] and not (tmp_path / "A" / "scores.jsonl").exists()
 
 
@@ -154,13 +191,30 @@ KEYS = {"OPENAI_API_KEY": "sk-real-openai-key", "OPENAI_COMPATIBLE_API_KEY": "co
 def test_evaluate_uses_the_endpoint_recorded_in_run_json(tmp_path):
     out = tmp_path / "run"
     with FakeOpenAI(reply=judge_or_teach, models=("fake-model", "judge-model")) as srv:
-        res = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--evaluator", "openai:judge-model",
-                                  "--base-url", srv.base_url, "--out", str(out), "--max-tutorials", "1"], env=KEYS)
+        res = runner.invoke(
+            app,
+            [
+                "generate",
+                "--teacher",
+                "openai:fake-model",
+                "--evaluator",
+                "openai:judge-model",
+                "--base-url",
+                srv.base_url,
+                "--out",
+                str(out),
+                "--max-tutorials",
+                "1",
+            ],
+            env=KEYS,
+        )
         assert res.exit_code == 0, res.output
         info = json.loads((out / "run.json").read_text())
         assert info["resolved"]["evaluator"]["base_url"] == srv.base_url
         n = len(srv.requests)
-        res = runner.invoke(app, ["evaluate", "--judge-scoring", "json", str(out), "--metrics", "rubric", "--no-figures"], env=KEYS)
+        res = runner.invoke(
+            app, ["evaluate", "--judge-scoring", "json", str(out), "--metrics", "rubric", "--no-figures"], env=KEYS
+        )
         assert res.exit_code == 0, res.output
         judged = srv.requests[n:]
     assert judged and {r["model"] for r in judged} == {"judge-model"}
@@ -177,8 +231,23 @@ def test_evaluate_resolves_evaluator_aliases_from_the_config_models_file(tmp_pat
         models.write_text(f"aliases:\n  myjudge:\n    spec: openai:judge-model\n    base_url: {srv.base_url}\n")
         cfg = tmp_path / "cfg.yaml"
         cfg.write_text(f"models: {models}\n")
-        res = runner.invoke(app, ["evaluate", "--judge-scoring", "json", str(run), "--evaluator", "myjudge", "--config", str(cfg),
-                                  "--metrics", "rubric", "--no-figures"], env=KEYS)
+        res = runner.invoke(
+            app,
+            [
+                "evaluate",
+                "--judge-scoring",
+                "json",
+                str(run),
+                "--evaluator",
+                "myjudge",
+                "--config",
+                str(cfg),
+                "--metrics",
+                "rubric",
+                "--no-figures",
+            ],
+            env=KEYS,
+        )
         assert res.exit_code == 0, res.output
         assert srv.requests and {r["model"] for r in srv.requests} == {"judge-model"}
 
@@ -190,17 +259,25 @@ def test_evaluate_refuses_a_judge_that_now_resolves_to_another_provider(tmp_path
     run = tmp_path / "run_small"
     shutil.copytree(FIX / "evaluation" / "run_small", run)
     info = json.loads((run / "run.json").read_text())
-    info.update(evaluator="judge", resolved={"evaluator": {"spec": "judge", "provider": "openai", "model": "m",
-                                                           "base_url": "http://127.0.0.1:9/v1"}})
+    info.update(
+        evaluator="judge",
+        resolved={
+            "evaluator": {"spec": "judge", "provider": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"}
+        },
+    )
     (run / "run.json").write_text(json.dumps(info))
     models = tmp_path / "models.yaml"
     models.write_text("aliases:\n  judge: ollama:other:7b\n")
     cfg = tmp_path / "cfg.yaml"
     cfg.write_text(f"models: {models}\n")
-    res = runner.invoke(app, ["evaluate", "--judge-scoring", "json", str(run), "--config", str(cfg), "--metrics", "rubric"], env=KEYS)
+    res = runner.invoke(
+        app, ["evaluate", "--judge-scoring", "json", str(run), "--config", str(cfg), "--metrics", "rubric"], env=KEYS
+    )
     assert res.exit_code == 2
-    assert ("evaluator 'judge' was openai:m at http://127.0.0.1:9/v1 when it was generated but now resolves to "
-            "ollama:other:7b") in one_line(res.output)
+    assert (
+        "evaluator 'judge' was openai:m at http://127.0.0.1:9/v1 when it was generated but now resolves to "
+        "ollama:other:7b"
+    ) in one_line(res.output)
 
 
 # ------------------------------------------------------------------ 6. judge-server failure: one line, no noise
@@ -213,16 +290,37 @@ def test_judge_server_failure_is_one_line_without_event_loop_noise(tmp_path):
     run = tmp_path / "run"
     shutil.copytree(FIX / "evaluation" / "run_small", run)
     good = valid_records(run / "conversations.jsonl")
-    (run / "conversations.jsonl").write_text("".join(
-        json.dumps({**good[i % len(good)], "conversation_id": f"c{i}"}) + "\n" for i in range(16)))
+    (run / "conversations.jsonl").write_text(
+        "".join(json.dumps({**good[i % len(good)], "conversation_id": f"c{i}"}) + "\n" for i in range(16))
+    )
     repo = Path(__file__).resolve().parents[1]
     code = "import sys; from wikihowagent.cli import main; sys.argv[0] = 'wikihowagent'; main()"
     with FakeOpenAI(fail_when=lambda p: True) as srv:  # every judge call: HTTP 500 (after the client's retries)
         proc = subprocess.run(
-            [sys.executable, "-c", code, "evaluate", "--judge-scoring", "json", str(run), "--evaluator", "openai:fake-model", "--base-url",
-             srv.base_url, "--metrics", "rubric", "--no-figures", "--concurrency", "8"],
-            cwd=repo, capture_output=True, text=True, timeout=300,
-            env={**__import__("os").environ, "OPENAI_COMPATIBLE_API_KEY": "k", "COLUMNS": "200"})
+            [
+                sys.executable,
+                "-c",
+                code,
+                "evaluate",
+                "--judge-scoring",
+                "json",
+                str(run),
+                "--evaluator",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--metrics",
+                "rubric",
+                "--no-figures",
+                "--concurrency",
+                "8",
+            ],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**__import__("os").environ, "OPENAI_COMPATIBLE_API_KEY": "k", "COLUMNS": "200"},
+        )
     assert proc.returncode == 2, proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     errors = [line for line in lines if line.startswith("error:")]
@@ -251,8 +349,9 @@ def test_a_judge_failure_leaves_no_task_running_when_the_loop_closes(tmp_path):
     rubrics = load_rubrics()
     [src] = resolve_inputs([FIX / "evaluation" / "run_small"], tmp_path)
     opts = EvalOptions(judge=True, evaluator="x", chunk=4, retries=0, concurrency=4)
-    ev = Evaluation(opts, [], list(rubrics), rubrics, lambda spec: HalfBroken(script=str, prompts=[]),
-                    warn=lambda m: None)
+    ev = Evaluation(
+        opts, [], list(rubrics), rubrics, lambda spec: HalfBroken(script=str, prompts=[]), warn=lambda m: None
+    )
     with pytest.raises(JudgeBackendError):
         ev.run_source(src, tmp_path / "scores.jsonl")
     loop = ev._loop
@@ -288,8 +387,19 @@ def full_disk(monkeypatch, names: tuple[str, ...], after: int = 0):
 
 def test_disk_full_during_generate_is_one_line_and_the_run_resumes(tmp_path, monkeypatch):
     out = tmp_path / "run"
-    args = ["generate", "--teacher", "openai:fake-model", "--out", str(out), "--max-tutorials", "3",
-            "--concurrency", "1", "--retries", "0"]
+    args = [
+        "generate",
+        "--teacher",
+        "openai:fake-model",
+        "--out",
+        str(out),
+        "--max-tutorials",
+        "3",
+        "--concurrency",
+        "1",
+        "--retries",
+        "0",
+    ]
     with FakeOpenAI() as srv:
         with monkeypatch.context() as m:
             # The second conversation does not fit, nor does a temp file for run.json.
@@ -342,7 +452,7 @@ def test_disk_full_leaves_no_temp_file_and_the_old_file_intact(tmp_path, monkeyp
     write_json_atomic(target, {"status": "running"})
     full_disk(monkeypatch, ("run.json.*.tmp",))
     with pytest.raises(DiskFullError, match=r"run\.json: no space left on device: .* more free space needed"):
-        write_json_atomic(target, {"status": "complete", "counts": {"conversations": 10 ** 6}})
+        write_json_atomic(target, {"status": "complete", "counts": {"conversations": 10**6}})
     assert json.loads(target.read_text()) == {"status": "running"} and not list(tmp_path.glob("*.tmp"))
 
 
@@ -365,10 +475,16 @@ def test_runs_recorded_before_the_evaluator_endpoint_use_their_openai_server(tmp
     with FakeOpenAI(reply=judge_or_teach, models=("fake-model", "judge-model")) as srv:
         info = json.loads((run / "run.json").read_text())
         teacher = {"spec": "openai:fake-model", "provider": "openai", "model": "fake-model", "base_url": srv.base_url}
-        info.update(teacher="openai:fake-model", learner="openai:fake-model", evaluator="openai:judge-model",
-                    resolved={"teacher": teacher, "learner": teacher})
+        info.update(
+            teacher="openai:fake-model",
+            learner="openai:fake-model",
+            evaluator="openai:judge-model",
+            resolved={"teacher": teacher, "learner": teacher},
+        )
         (run / "run.json").write_text(json.dumps(info))
-        res = runner.invoke(app, ["evaluate", "--judge-scoring", "json", str(run), "--metrics", "rubric", "--no-figures"], env=KEYS)
+        res = runner.invoke(
+            app, ["evaluate", "--judge-scoring", "json", str(run), "--metrics", "rubric", "--no-figures"], env=KEYS
+        )
         assert res.exit_code == 0, res.output
         assert srv.requests and {r["model"] for r in srv.requests} == {"judge-model"}
 
@@ -378,15 +494,21 @@ def test_disk_full_writing_a_summary_is_one_line(tmp_path):
     import sys
 
     # A full disk in any other write (here: the summary CSV) ends the process in one line, via cli.main.
-    code = ("import errno, sys, pandas\n"
-            "def full(self, path, *a, **k): raise OSError(errno.ENOSPC, 'No space left on device', str(path))\n"
-            "pandas.DataFrame.to_csv = full\n"
-            "from wikihowagent.cli import main; sys.argv[0] = 'wikihowagent'; main()\n")
+    code = (
+        "import errno, sys, pandas\n"
+        "def full(self, path, *a, **k): raise OSError(errno.ENOSPC, 'No space left on device', str(path))\n"
+        "pandas.DataFrame.to_csv = full\n"
+        "from wikihowagent.cli import main; sys.argv[0] = 'wikihowagent'; main()\n"
+    )
     run = tmp_path / "run"
     shutil.copytree(FIX / "evaluation" / "run_small", run)
-    proc = subprocess.run([sys.executable, "-c", code, "evaluate", str(run), "--no-judge", "--metrics", "BLEU",
-                           "--no-figures"], cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "evaluate", str(run), "--no-judge", "--metrics", "BLEU", "--no-figures"],
+        cwd=Path(__file__).resolve().parents[1],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 1, proc.stderr
     errors = [line for line in proc.stderr.splitlines() if line.startswith(("error", "Traceback"))]
     assert len(errors) == 1, proc.stderr

@@ -38,8 +38,19 @@ def config(tmp_path, **replicas) -> str:
 
 
 def generate(tmp_path, *urls, extra=()):
-    args = ["generate", "--teacher", "openai:fake-model", "--out", str(tmp_path / "run"), "--max-tutorials", "4",
-            "--concurrency", "2", *[a for u in urls for a in ("--base-url", u)], *extra]
+    args = [
+        "generate",
+        "--teacher",
+        "openai:fake-model",
+        "--out",
+        str(tmp_path / "run"),
+        "--max-tutorials",
+        "4",
+        "--concurrency",
+        "2",
+        *[a for u in urls for a in ("--base-url", u)],
+        *extra,
+    ]
     return runner.invoke(app, args)
 
 
@@ -75,8 +86,7 @@ def test_two_replicas_share_the_load(tmp_path):
 def test_a_dead_replica_is_rested_and_the_run_goes_on(tmp_path):
     dead = f"http://127.0.0.1:{free_port()}/v1"
     with FakeOpenAI() as live:
-        res = generate(tmp_path, dead, live.base_url,
-                       extra=["--config", config(tmp_path, fail_threshold=1, rest_s=30)])
+        res = generate(tmp_path, dead, live.base_url, extra=["--config", config(tmp_path, fail_threshold=1, rest_s=30)])
         assert res.exit_code == 0, res.output
         assert "going on with the others" in flat(res)
     recs = records(tmp_path)
@@ -107,8 +117,9 @@ def test_short_outage_pauses_and_probes_instead_of_failing_everything(tmp_path):
 
     with FakeOpenAI(reply=reply) as srv:
         holder["srv"] = srv
-        res = generate(tmp_path, srv.base_url,
-                       extra=["--config", config(tmp_path, fail_threshold=1, rest_s=0.3, outage_wait_s=30)])
+        res = generate(
+            tmp_path, srv.base_url, extra=["--config", config(tmp_path, fail_threshold=1, rest_s=0.3, outage_wait_s=30)]
+        )
         assert state["down"]
         assert res.exit_code == 0, res.output
         assert "no replica answers; pausing requests" in flat(res)
@@ -131,8 +142,11 @@ def test_a_long_outage_still_fails_after_the_wait(tmp_path):
     with FakeOpenAI(reply=reply) as srv:
         holder["srv"] = srv
         start = time.monotonic()
-        res = generate(tmp_path, srv.base_url,
-                       extra=["--config", config(tmp_path, fail_threshold=1, rest_s=0.2, outage_wait_s=1.5)])
+        res = generate(
+            tmp_path,
+            srv.base_url,
+            extra=["--config", config(tmp_path, fail_threshold=1, rest_s=0.2, outage_wait_s=1.5)],
+        )
         elapsed = time.monotonic() - start
     assert res.exit_code == 1, res.output
     recs = records(tmp_path)
@@ -151,8 +165,19 @@ def test_a_replica_answering_500_is_rested_and_its_requests_go_to_the_others(tmp
         return scripted_reply(prompt)
 
     with FakeOpenAI() as good, FakeOpenAI(fail_when=lambda p: True) as err, FakeOpenAI(reply=slow) as slw:
-        args = ["generate", "--teacher", "openai:fake-model", "--out", str(tmp_path / "run"), "--max-tutorials", "6",
-                "--concurrency", "8", "--config", config(tmp_path, fail_threshold=2, rest_s=30, outage_wait_s=5)]
+        args = [
+            "generate",
+            "--teacher",
+            "openai:fake-model",
+            "--out",
+            str(tmp_path / "run"),
+            "--max-tutorials",
+            "6",
+            "--concurrency",
+            "8",
+            "--config",
+            config(tmp_path, fail_threshold=2, rest_s=30, outage_wait_s=5),
+        ]
         for u in (good.base_url, dead, err.base_url, slw.base_url):
             args += ["--base-url", u]
         res = runner.invoke(app, args)
@@ -168,8 +193,9 @@ def test_a_replica_answering_500_is_rested_and_its_requests_go_to_the_others(tmp
 
 def test_a_request_fails_only_when_every_replica_fails_it(tmp_path):
     with FakeOpenAI(fail_when=lambda p: True) as a, FakeOpenAI(fail_when=lambda p: True) as b:
-        res = generate(tmp_path, a.base_url, b.base_url,
-                       extra=["--config", config(tmp_path, fail_threshold=100, outage_wait_s=1)])
+        res = generate(
+            tmp_path, a.base_url, b.base_url, extra=["--config", config(tmp_path, fail_threshold=100, outage_wait_s=1)]
+        )
         asked = len(a.requests), len(b.requests)
     assert res.exit_code == 1, res.output
     recs = records(tmp_path)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from wikihowagent.evaluation.judge import parse_scores
 from wikihowagent.evaluation.scoring import text_score, weighted_score
 from wikihowagent.records import MAX_TEST_STEPS, TestAnswer
-from wikihowagent.workflow.posttest import MAX_STEPS, _INVISIBLE, _WORD, parse_steps
+from wikihowagent.workflow.posttest import _INVISIBLE, _WORD, MAX_STEPS, parse_steps
 
 SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -69,8 +69,11 @@ def test_a_written_step_list_reads_back_as_its_steps(steps, style):
 
 
 @SETTINGS
-@given(STEPS, st.lists(st.sampled_from(["", "\x00", "\u200b", " \t", "---", "|---|---|", "7", "12."]), max_size=5),
-       st.randoms(use_true_random=False))
+@given(
+    STEPS,
+    st.lists(st.sampled_from(["", "\x00", "\u200b", " \t", "---", "|---|---|", "7", "12."]), max_size=5),
+    st.randoms(use_true_random=False),
+)
 def test_wordless_lines_change_nothing(steps, junk, rnd):
     lines = [f"{i}. {s}" for i, s in enumerate(steps, 1)]
     for j in junk:  # wordless lines inserted after the first step (before it, a line is a preamble anyway)
@@ -153,8 +156,15 @@ def test_text_score_is_a_digit_of_the_scale_or_nothing(text, rationale):
     assert text_score(text, rationale=rationale) in (None, 1, 2, 3, 4, 5)
 
 
-JSON_VALUE = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10), st.booleans(),
-                       st.text(max_size=8), st.none(), st.just("4/5"), st.just("3 out of 10"))
+JSON_VALUE = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-10, 10),
+    st.booleans(),
+    st.text(max_size=8),
+    st.none(),
+    st.just("4/5"),
+    st.just("3 out of 10"),
+)
 
 
 @SETTINGS
@@ -174,9 +184,11 @@ def test_a_json_value_is_a_score_only_on_the_scale(value):
 @example(3, 4, "objects")
 @example(3, 4, "key twice")
 def test_one_rubric_given_two_scores_is_ambiguous(k, j, how):
-    text = {"objects": f'{{"Clarity": {k}}}\nOn reflection: {{"Clarity": {j}}}',
-            "key twice": f'{{"Clarity": {k}, "Clarity": {j}}}',
-            "lines": f"Clarity: {k}\nClarity: {j}"}[how]
+    text = {
+        "objects": f'{{"Clarity": {k}}}\nOn reflection: {{"Clarity": {j}}}',
+        "key twice": f'{{"Clarity": {k}, "Clarity": {j}}}',
+        "lines": f"Clarity: {k}\nClarity: {j}",
+    }[how]
     found, problems = parse_scores(text, ["Clarity"])
     if k == j:
         assert found == {"Clarity": k}

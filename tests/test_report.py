@@ -23,7 +23,7 @@ FIXTURE_RUN = Path(__file__).parent / "fixtures" / "evaluation" / "run_small"
 
 def _index(site: Path) -> dict:
     text = (site / "data" / "index.js").read_text(encoding="utf-8")
-    return json.loads(text[len("window.REPORT_INDEX = "):].rstrip().rstrip(";"))
+    return json.loads(text[len("window.REPORT_INDEX = ") :].rstrip().rstrip(";"))
 
 
 def _chunk(site: Path, k: int) -> dict:
@@ -75,7 +75,10 @@ def test_site_has_every_conversation_its_data_and_figures(sweep, tmp_path):
     cases = (site / "cases.md").read_text()
     scores = [json.loads(x) for f in sweep.glob("*/scores.jsonl") for x in f.read_text().splitlines()]
     best = max(s["metrics"]["BLEU"] for s in scores)
-    assert f"## BLEU\n\n### best\n\n| # | value | run | title | conversation |\n| --: | --: | :-- | :-- | :-- |\n| 1 | {best:.4f} |" in cases
+    assert (
+        f"## BLEU\n\n### best\n\n| # | value | run | title | conversation |\n| --: | --: | :-- | :-- | :-- |\n| 1 | {best:.4f} |"
+        in cases
+    )
 
 
 def test_run_without_scores_and_record_with_missing_field_still_build(tmp_path):
@@ -90,7 +93,10 @@ def test_run_without_scores_and_record_with_missing_field_still_build(tmp_path):
     res = build_report([run], tmp_path / "site", problems=problems)
     text = "\n".join(problems.lines)
     assert f"{run}: no scores.jsonl (not evaluated" in text
-    assert f"{run / 'conversations.jsonl'}:2: record has no tutorial (expected {{\"title\", \"steps\"}}); shown without it" in text
+    assert (
+        f'{run / "conversations.jsonl"}:2: record has no tutorial (expected {{"title", "steps"}}); shown without it'
+        in text
+    )
     assert f"{run / 'conversations.jsonl'}:4: malformed JSON" in text
     assert res.conversations == 5  # the malformed line is the only one left out
     partial = _chunk(res.out, 0)[rec["conversation_id"]]
@@ -125,17 +131,26 @@ def test_sweep_json_cells_failed_and_missing_cells_and_paper_tables(tmp_path):
     problems = Problems()
     res = build_report([sweep], tmp_path / "site", problems=problems)
     assert res.runs == 2
-    assert f"{sweep / 'T-gemma_L-gemma_E-gemma'}: sweep cell not generated (or its shards not merged) yet; left out" \
+    assert (
+        f"{sweep / 'T-gemma_L-gemma_E-gemma'}: sweep cell not generated (or its shards not merged) yet; left out"
         in problems.lines
-    failed = sum(1 for x in (sweep / "T-qwen2_L-qwen2_E-qwen2" / "conversations.jsonl").read_text().splitlines()
-                 if json.loads(x)["error"])
-    assert failed and any(line.startswith(f"{sweep / 'T-qwen2_L-qwen2_E-qwen2'}: {failed} failed conversation(s)")
-                          for line in problems.lines)
+    )
+    failed = sum(
+        1
+        for x in (sweep / "T-qwen2_L-qwen2_E-qwen2" / "conversations.jsonl").read_text().splitlines()
+        if json.loads(x)["error"]
+    )
+    assert failed and any(
+        line.startswith(f"{sweep / 'T-qwen2_L-qwen2_E-qwen2'}: {failed} failed conversation(s)")
+        for line in problems.lines
+    )
     html = (res.out / "index.html").read_text()
     assert "Table 1: homogeneous" in html and "Table 2: heterogeneous" in html
     # as `evaluate --tables`: paired arrows (random scores of two seeds: no significant difference) and CIs
     # each cell's whole text (mean ± sd [CI] arrow) is its tooltip
-    cells = re.findall(r"<td class='num[^']*' title='([^']*)'", html.split("Table 2: heterogeneous")[1].split("</table>")[0])
+    cells = re.findall(
+        r"<td class='num[^']*' title='([^']*)'", html.split("Table 2: heterogeneous")[1].split("</table>")[0]
+    )
     assert any(c.endswith(" ≈") for c in cells) and not any(c.endswith((" ↑", " ↓")) for c in cells)
     assert re.search(r"\d ± \d+\.\d\d \[\d", html) and "paired by tutorial" in html
 
@@ -243,7 +258,8 @@ def test_a_new_report_page_is_a_module_and_its_entry(sweep, tmp_path, monkeypatc
     (tmp_path / "mods" / "extra_page.py").write_text(
         "def write_page(ctx):\n"
         "    ctx.page_path('extra').write_text(f'{len(ctx.convs)} conversations, {len(ctx.runs)} runs')\n"
-        "    return \"<a href='extra.html'>Extra</a>\"\n")
+        "    return \"<a href='extra.html'>Extra</a>\"\n"
+    )
     monkeypatch.syspath_prepend(str(tmp_path / "mods"))
     monkeypatch.setattr(core, "PAGES", (*core.PAGES, "extra_page"))
     site = build_report([sweep], tmp_path / "site").out
@@ -272,25 +288,41 @@ def test_table1_is_a_row_per_metric_with_direction_scale_and_fixed_decimals(tmp_
     cells = re.findall(r"<td class='num' title='([^']*)'>(.*?)</td>", t1)
     assert len(cells) == 18 + 8
     for tip, body in cells:
-        mean, sd, lo, hi = re.fullmatch(r"<span class='m'>(-?\d+\.\d\d)</span><span class='sd'>±(\d+\.\d\d)</span>"
-                                        r"<span class='ci'>\[(-?\d+\.\d\d), (-?\d+\.\d\d)\]</span>", body).groups()
+        mean, sd, lo, hi = re.fullmatch(
+            r"<span class='m'>(-?\d+\.\d\d)</span><span class='sd'>±(\d+\.\d\d)</span>"
+            r"<span class='ci'>\[(-?\d+\.\d\d), (-?\d+\.\d\d)\]</span>",
+            body,
+        ).groups()
         assert tip == f"{mean} ± {sd} [{lo}, {hi}]"
     assert "★" not in t1  # one run: no best run
 
 
 def test_table1_marks_the_best_run_only_where_significant_and_many_runs_become_rows(tmp_path):
-    for name, teacher, seed, bias in [("T-qwen2_L-qwen2", "qwen2", 0, 0.0), ("T-gemma_L-gemma", "gemma", 1, 0.0),
-                                      ("T-llama3_L-llama3", "llama3", 2, 1.5)]:
+    for name, teacher, seed, bias in [
+        ("T-qwen2_L-qwen2", "qwen2", 0, 0.0),
+        ("T-gemma_L-gemma", "gemma", 1, 0.0),
+        ("T-llama3_L-llama3", "llama3", 2, 1.5),
+    ]:
         make_run(tmp_path / "three", name, 40, teacher=teacher, tutorials=20, seed=seed, bias=bias, full=True)
     t1 = _table1((build_report([tmp_path / "three"], tmp_path / "site3").out / "index.html").read_text())
     heads = re.findall(r"<th class='run'>(.*?)</th>", t1)
     assert [re.sub(r"<[^>]+>|\d+", "", h) for h in heads] == [
-        "T-gemma L-gemman = ", "T-llama L-llaman = ", "T-qwen L-qwenn = ", "Overallmean ± sd over runsn = "]
+        "T-gemma L-gemman = ",
+        "T-llama L-llaman = ",
+        "T-qwen L-qwenn = ",
+        "Overallmean ± sd over runsn = ",
+    ]
     rows = re.findall(r"<tr><th scope='row'>(.*?)</th>(.*?)</tr>", t1)
-    marked = {re.sub(" <span.*", "", head): [i for i, td in enumerate(re.findall(r"<td class='([^']*)'", tds))
-                                             if "best" in td] for head, tds in rows}
-    rubric_marks = [marked[m] for m in ("Clarity", "Truthfulness", "Engagement", "Coherence", "Depth", "Relevance",
-                                        "Progress", "Naturalness")]
+    marked = {
+        re.sub(" <span.*", "", head): [
+            i for i, td in enumerate(re.findall(r"<td class='([^']*)'", tds)) if "best" in td
+        ]
+        for head, tds in rows
+    }
+    rubric_marks = [
+        marked[m]
+        for m in ("Clarity", "Truthfulness", "Engagement", "Coherence", "Depth", "Relevance", "Progress", "Naturalness")
+    ]
     assert rubric_marks.count([1]) >= 6  # llama3 (column 1), 1.5 points above on a 1-5 scale: significant
     assert all(v in ([], [1]) for v in marked.values())  # never another run, never two
     assert "★ Bold on green" in t1
@@ -307,8 +339,14 @@ def test_table2_arrows_are_green_for_the_better_and_red_for_the_worse():
     from wikihowagent.evaluation.metrics import better
     from wikihowagent.report.core import _value_cell
 
-    row = {"run": "r", "BLEU": (30.0, 5.0, 10), "Echo Rate": (10.0, 2.0, 10), "Clarity": (3.0, 1.0, 10),
-           "arrows": {"BLEU": "↓", "Echo Rate": "↓", "Clarity": "≈"}, "ci": {}}
+    row = {
+        "run": "r",
+        "BLEU": (30.0, 5.0, 10),
+        "Echo Rate": (10.0, 2.0, 10),
+        "Clarity": (3.0, 1.0, 10),
+        "arrows": {"BLEU": "↓", "Echo Rate": "↓", "Clarity": "≈"},
+        "ci": {},
+    }
     direction = {m: better(m) for m in ("BLEU", "Echo Rate", "Clarity")}
     assert "<span class='arrow bad'>↓</span>" in _value_cell(row, "BLEU", {}, direction)
     assert "<span class='arrow good'>↓</span>" in _value_cell(row, "Echo Rate", {}, direction)

@@ -42,8 +42,9 @@ def browser():
 
 
 def _rows(page) -> list[list[str]]:
-    return page.eval_on_selector_all("#conv-table tbody tr",
-                                     "trs => trs.map(tr => Array.from(tr.cells, td => td.textContent))")
+    return page.eval_on_selector_all(
+        "#conv-table tbody tr", "trs => trs.map(tr => Array.from(tr.cells, td => td.textContent))"
+    )
 
 
 def test_report_in_chromium(site, browser, tmp_path):
@@ -106,7 +107,8 @@ def test_report_in_chromium(site, browser, tmp_path):
     assert page.locator(".steps li").count() == len(rec["tutorial"]["steps"])
     assert page.locator(".turn.clarification").count() == sum(t["kind"] == "clarification" for t in rec["turns"])
     assert page.locator(".badge.extra", has_text="intent: ask").count() == sum(
-        t.get("intent") == "ask" for t in rec["turns"])  # a turn's later fields (personas' intents) are shown
+        t.get("intent") == "ask" for t in rec["turns"]
+    )  # a turn's later fields (personas' intents) are shown
     score = next(s for s in scores if s["conversation_id"] == cid)
     bleu = page.locator("table.metrics tr", has_text="BLEU").locator("td").text_content()
     assert bleu == f"{score['metrics']['BLEU']:.4f}"
@@ -117,8 +119,9 @@ def test_report_in_chromium(site, browser, tmp_path):
     other_id = unquote(other.get_attribute("href").split("/", 1)[1])
     assert other_id != cid
     other.click()
-    page.wait_for_function("id => Array.from(document.querySelectorAll('td')).some(td => td.textContent === id)",
-                           arg=other_id)
+    page.wait_for_function(
+        "id => Array.from(document.querySelectorAll('td')).some(td => td.textContent === id)", arg=other_id
+    )
     other_rec = next(r for r in records if r["conversation_id"] == other_id)
     assert other_rec["tutorial_id"] == rec["tutorial_id"] and other_rec["teacher"] != rec["teacher"]
     assert page.locator(".turn").count() == len(other_rec["turns"])
@@ -134,8 +137,11 @@ def table_sites(tmp_path_factory) -> dict[int, Path]:
     out = {}
     for n in (1, 3):
         root = tmp_path_factory.mktemp(f"runs{n}")
-        for name, teacher, seed, bias in [("T-qwen2_L-qwen2", "qwen2", 0, 0.0), ("T-gemma_L-gemma", "gemma", 1, -0.5),
-                                          ("T-llama3_L-llama3", "llama3", 2, 0.8)][:n]:
+        for name, teacher, seed, bias in [
+            ("T-qwen2_L-qwen2", "qwen2", 0, 0.0),
+            ("T-gemma_L-gemma", "gemma", 1, -0.5),
+            ("T-llama3_L-llama3", "llama3", 2, 0.8),
+        ][:n]:
             make_run(root, name, 40, teacher=teacher, tutorials=20, seed=seed, bias=bias, full=True)
         out[n] = build_report([root], tmp_path_factory.mktemp(f"site{n}") / "report").out
     return out

@@ -26,8 +26,23 @@ def site(tmp_path_factory) -> tuple[Path, Path]:
     runs = [make_run(root, n, range(5)) for n in ("weak", "strong", "mid")]
     cmp = tmp_path_factory.mktemp("cmp")
     with FakeOpenAI(logprobs=fake_pair_judge()) as srv:
-        res = CliRunner().invoke(app, ["compare", *map(str, runs), "--out", str(cmp), "--evaluator", "openai:fake-model",
-                                       "--base-url", srv.base_url, "--bootstrap", "100", "--metrics", "Clarity,Depth"])
+        res = CliRunner().invoke(
+            app,
+            [
+                "compare",
+                *map(str, runs),
+                "--out",
+                str(cmp),
+                "--evaluator",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--bootstrap",
+                "100",
+                "--metrics",
+                "Clarity,Depth",
+            ],
+        )
         assert res.exit_code == 0, res.output
     out = build_report([root], tmp_path_factory.mktemp("site") / "report", compare=cmp).out
     return out, cmp
@@ -57,7 +72,10 @@ def test_head_to_head_page_in_chromium(site, tmp_path):
             assert page.eval_on_selector_all("#verdicts tbody tr", "trs => trs.length") == n_verdicts == 3 * 5 * 2
             assert "A/B token log-probabilities" in page.inner_text("#head-to-head")
             assert "Verdict rule `agree`" in page.inner_text("#head-to-head")  # which rule made the verdicts
-            assert page.eval_on_selector_all("#verdicts thead th", "ths => ths.map(th => th.textContent)")[-1] == "verdict_rule"
+            assert (
+                page.eval_on_selector_all("#verdicts thead th", "ths => ths.map(th => th.textContent)")[-1]
+                == "verdict_rule"
+            )
             assert page.eval_on_selector_all("#position tbody tr", "trs => trs.length") == 3  # 2 rubrics + overall
             page.screenshot(path=str(tmp_path / "head-to-head.png"), full_page=True)
             assert errors == [] and remote == []

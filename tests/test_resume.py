@@ -31,8 +31,20 @@ def tutorials(n):
 def generate(tuts, out: Path, concurrency=3, teacher=None):
     teacher = teacher or ScriptedChatModel(script=teacher_script)
     learner = ScriptedChatModel(script=lambda p: "Clear, next step please.")
-    return asyncio.run(run_conversations(tuts, teacher, learner, load_prompts(), WorkflowOptions(), out,
-                                         run_name="r", teacher="t", learner="l", concurrency=concurrency))
+    return asyncio.run(
+        run_conversations(
+            tuts,
+            teacher,
+            learner,
+            load_prompts(),
+            WorkflowOptions(),
+            out,
+            run_name="r",
+            teacher="t",
+            learner="l",
+            concurrency=concurrency,
+        )
+    )
 
 
 def ids_in(path):
@@ -79,10 +91,11 @@ def test_failed_conversations_are_recorded_then_retried(tmp_path):
 def test_damaged_middle_line_stops_instead_of_dropping(tmp_path):
     run = tmp_path / "run"
     run.mkdir()
+
     def rec(tid: str) -> str:
         return json.dumps({"conversation_id": tid, "tutorial_id": tid, "tutorial": {"title": "t", "steps": ["s"]}})
 
-    (run / "conversations.jsonl").write_text(f'{rec("a")}\n{{broken\n{rec("b")}\n')
+    (run / "conversations.jsonl").write_text(f"{rec('a')}\n{{broken\n{rec('b')}\n")
     with pytest.raises(RunError, match=r"conversations\.jsonl:2: malformed JSON"):
         prepare_run_dir(run, FP, retry_failed=True)
     assert (run / "conversations.jsonl").read_text().count("\n") == 3  # untouched

@@ -46,9 +46,14 @@ def test_each_kind_of_path(tmp_path):
     _run(sweep / "a")
     (tmp_path / "many").mkdir()
     got = resolve_runs([run, f, tmp_path / "nope", sweep, tmp_path / "many"])
-    assert got == [RunPath(run, "run"), RunPath(f, "file"), RunPath(tmp_path / "nope", "missing"),
-                   RunPath(sweep / "a", "cell", sweep), RunPath(sweep / "b", "cell", sweep),
-                   RunPath(tmp_path / "many", "runs")]
+    assert got == [
+        RunPath(run, "run"),
+        RunPath(f, "file"),
+        RunPath(tmp_path / "nope", "missing"),
+        RunPath(sweep / "a", "cell", sweep),
+        RunPath(sweep / "b", "cell", sweep),
+        RunPath(tmp_path / "many", "runs"),
+    ]
     assert [rp.generated for rp in got if rp.kind == "cell"] == [True, False]
     # without sweeps a sweep directory is a directory of runs like any other
     assert resolve_runs([sweep], sweeps=False) == [RunPath(sweep, "runs")]
@@ -104,9 +109,12 @@ def test_report_and_evaluate_order_metrics_alike():
     from wikihowagent.report.core import _metric_order
     from wikihowagent.report.sources import ReportConversation, ReportRun
 
-    conv = ReportConversation(conversation_id="c", run="r", where="f:1",
-                              metrics={"Zeta": 3.0, "Clarity": 4.0, "BLEU": 0.1, "Step Recall": None,
-                                       "Completion": 1.0, "Accuracy": 2.0})
+    conv = ReportConversation(
+        conversation_id="c",
+        run="r",
+        where="f:1",
+        metrics={"Zeta": 3.0, "Clarity": 4.0, "BLEU": 0.1, "Step Recall": None, "Completion": 1.0, "Accuracy": 2.0},
+    )
     run = ReportRun(name="r", path=Path("r"), model="m", conversations=[conv])
     order, rubrics = _metric_order([run])
     known = list(load_rubrics())
@@ -147,23 +155,35 @@ def test_one_conversation_loop_and_the_lenient_typed_record(tmp_path):
     from wikihowagent.paper_format import read_lenient
     from wikihowagent.runs import conversation_items, read_conversations
 
-    good = {"conversation_id": "c1", "tutorial_id": "t1", "title": "T", "tutorial": {"title": "M", "steps": ["a"]},
-            "turns": [{"role": "teacher", "text": "hi"}, {"role": "learner", "text": "ok"}],
-            "stop_reason": "finished", "persona": "curious"}
+    good = {
+        "conversation_id": "c1",
+        "tutorial_id": "t1",
+        "title": "T",
+        "tutorial": {"title": "M", "steps": ["a"]},
+        "turns": [{"role": "teacher", "text": "hi"}, {"role": "learner", "text": "ok"}],
+        "stop_reason": "finished",
+        "persona": "curious",
+    }
     failed = {"conversation_id": "c2", "tutorial_id": "t2", "error": "boom", "stop_reason": "error"}
     damaged = {"conversation_id": "c3", "tutorial_id": "t3", "turns": [{"role": "teacher", "text": "x"}]}
     f = tmp_path / "conversations.jsonl"
     f.write_text("\n".join(json.dumps(o) for o in (good, failed, damaged)) + "\n[1]\n")
     problems: list[str] = []
     items = list(conversation_items(tmp_path, on_error=problems.append))
-    assert [w for w, _ in items] == [f"{f}:1", f"{f}:2", f"{f}:3"] and problems == [f"{f}:4: expected a JSON object, got list"]
+    assert [w for w, _ in items] == [f"{f}:1", f"{f}:2", f"{f}:3"] and problems == [
+        f"{f}:4: expected a JSON object, got list"
+    ]
     recs = [read_lenient(o, "r", w) for w, o in items]
     assert recs[0].conversation is not None and recs[0].status == "finished" and recs[0].persona == "curious"
-    assert recs[1].conversation is None and recs[1].status == "failed" and recs[1].refused == ""  # failed: not a problem
+    assert (
+        recs[1].conversation is None and recs[1].status == "failed" and recs[1].refused == ""
+    )  # failed: not a problem
     assert "conversation" in recs[1].partial.missing
     assert recs[2].conversation is None and recs[2].refused and recs[2].partial.missing == ["tutorial"]
     assert read_lenient({"turns": []}, "r", "w") is None  # nothing names it
     errors: list[str] = []
     assert [c.conversation_id for c in read_conversations(tmp_path, "r", errors.append)] == ["c1"]
-    assert errors == [f"{f}:3: record has no tutorial (expected {{\"title\", \"steps\"}})",
-                      f"{f}:4: expected a JSON object, got list"]
+    assert errors == [
+        f'{f}:3: record has no tutorial (expected {{"title", "steps"}})',
+        f"{f}:4: expected a JSON object, got list",
+    ]

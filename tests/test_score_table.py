@@ -49,10 +49,18 @@ def _paper_file(root: Path, n: int = 9) -> Path:
         ev["Clarity"] = str(ev["Clarity"])  # the paper's files hold some scores as strings
         if i == 2:
             del ev["Depth"]  # not judged
-        recs.append({"conversation_id": f"p{i}", "title": f"How to P {i}", "doc_id": i, "method_id": 0,
-                     "categories": ["WikiHow", "Health"], "tutorial": {"title": f"P {i}", "steps": ["a", "b"]},
-                     "conversation": ["Teacher: Let's begin: P. BEGIN", "Learner: ok", "Teacher: a", "Learner: ok"],
-                     "evaluation": ev})
+        recs.append(
+            {
+                "conversation_id": f"p{i}",
+                "title": f"How to P {i}",
+                "doc_id": i,
+                "method_id": 0,
+                "categories": ["WikiHow", "Health"],
+                "tutorial": {"title": f"P {i}", "steps": ["a", "b"]},
+                "conversation": ["Teacher: Let's begin: P. BEGIN", "Learner: ok", "Teacher: a", "Learner: ok"],
+                "evaluation": ev,
+            }
+        )
     path = root / f"{PAPER}.json"
     path.write_text(json.dumps({"total_conversations": recs}))
     return path
@@ -85,7 +93,7 @@ def test_one_table_reads_every_source_with_its_provenance(mixed):
     assert w.rubric_columns(["Depth", "Clarity", "Nope"]) == ["Depth", "Clarity"]
     both = ScoreTable.concat([w, paper])
     assert both.runs() == ["W", PAPER] and len(both) == len(w) + len(paper)
-    assert both.present.loc[len(w):, "BLEU"].sum() == 0  # the paper file has no BLEU
+    assert both.present.loc[len(w) :, "BLEU"].sum() == 0  # the paper file has no BLEU
     means = w.tutorial_means(["Clarity"])
     assert len(means) == 10 and set(means["run"]) == {"W"}
 
@@ -106,8 +114,14 @@ def test_report_evaluate_summary_and_align_agree_per_run(mixed, tmp_path):
     # ... and as the report's site prints them (Table 1 cells, the overview's judge columns)
     site = build_report(mixed, tmp_path / "site").out
     page = html.unescape((site / "index.html").read_text(encoding="utf-8"))
-    overview = {cells[0]: cells for cells in (re.findall(r"<td[^>]*>(.*?)</td>", tr) for tr in re.findall(
-        r"<tr>(.*?)</tr>", page.split("id='runs'", 1)[1].split("</table>", 1)[0])) if cells}
+    overview = {
+        cells[0]: cells
+        for cells in (
+            re.findall(r"<td[^>]*>(.*?)</td>", tr)
+            for tr in re.findall(r"<tr>(.*?)</tr>", page.split("id='runs'", 1)[1].split("</table>", 1)[0])
+        )
+        if cells
+    }
     assert overview["W"][10:12] == ["default", "weighted"]  # Mode, Judge scoring (issue 18, item 16)
     assert overview["J"][11] == "json" and overview[PAPER][10:12] == ["paper", "–"]
     # Table 1: a column per run, a row per metric; each cell's whole text (mean ± sd [CI]) is its tooltip
@@ -143,8 +157,11 @@ def test_report_says_the_judge_scoring_of_a_weighted_run(tmp_path):
     _weighted(tmp_path / "runs" / "W")
     page = (build_report([tmp_path / "runs" / "W"], tmp_path / "site").out / "index.html").read_text(encoding="utf-8")
     heads = re.findall(r"<th[^>]*>(.*?)</th>", page.split("id='runs'", 1)[1].split("</thead>", 1)[0])
-    [row] = [re.findall(r"<td[^>]*>(.*?)</td>", tr) for tr in re.findall(
-        r"<tr>(.*?)</tr>", page.split("id='runs'", 1)[1].split("</table>", 1)[0]) if "<td" in tr]
+    [row] = [
+        re.findall(r"<td[^>]*>(.*?)</td>", tr)
+        for tr in re.findall(r"<tr>(.*?)</tr>", page.split("id='runs'", 1)[1].split("</table>", 1)[0])
+        if "<td" in tr
+    ]
     assert dict(zip(heads, row, strict=False))["Judge scoring"] == "weighted"
 
 

@@ -23,6 +23,8 @@ runner = CliRunner()
 def flat(res) -> str:
     """The output with line wrapping undone (rich wraps at 80 columns without a terminal)."""
     return " ".join(res.output.split())
+
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -40,10 +42,21 @@ def test_sbatch_array_sharded_cell_kill_and_resubmit(tmp_path, monkeypatch):
     with FakeOpenAI(reply=slow_reply) as srv, slurm_cluster.SlurmCluster(tmp_path / "slurm") as cluster:
         sweep_file = tmp_path / "exp.yaml"
         out = tmp_path / "sweep"
-        sweep_file.write_text("\n".join([
-            "name: slurmtest", "max_tutorials: 6", f"out: {out}", "shards: 2", "concurrency: 1",
-            "models:", f"  m: {{spec: 'openai:fake-model', base_url: '{srv.base_url}'}}",
-            "homogeneous: [m]", ""]))
+        sweep_file.write_text(
+            "\n".join(
+                [
+                    "name: slurmtest",
+                    "max_tutorials: 6",
+                    f"out: {out}",
+                    "shards: 2",
+                    "concurrency: 1",
+                    "models:",
+                    f"  m: {{spec: 'openai:fake-model', base_url: '{srv.base_url}'}}",
+                    "homogeneous: [m]",
+                    "",
+                ]
+            )
+        )
         res = runner.invoke(app, ["sweep", "slurm", str(sweep_file), "--out", str(tmp_path / "job")])
         assert res.exit_code == 0, res.output
         script = tmp_path / "job" / "sweep.sbatch"
@@ -92,8 +105,10 @@ def test_sbatch_reads_the_quoted_directives(tmp_path, monkeypatch):
     shim.write_text(f"#!/usr/bin/env bash\nprintf '%s\\n' \"$@\" > '{record}'\n")
     shim.chmod(0o755)
     f = tmp_path / "exp.yaml"
-    f.write_text("name: quoted\nhomogeneous: [m]\nmodels: {m: 'openai:fake-model'}\n"
-                 "slurm: {time: '0:05:00', cpus: 1, max_parallel: 1}\n")
+    f.write_text(
+        "name: quoted\nhomogeneous: [m]\nmodels: {m: 'openai:fake-model'}\n"
+        "slurm: {time: '0:05:00', cpus: 1, max_parallel: 1}\n"
+    )
     out = tmp_path / "job 'x' $(touch MARK)"
     script, *_ = write_slurm(load_sweep(f, tmp_path / "runs"), out, python=str(shim))
     with slurm_cluster.SlurmCluster(tmp_path / "slurm") as cluster:

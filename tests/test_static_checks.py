@@ -21,8 +21,7 @@ pytestmark = pytest.mark.static
 def _run(module: str, *args: str) -> subprocess.CompletedProcess[str]:
     if importlib.util.find_spec(module) is None:
         pytest.skip(f"{module} is not installed (make install puts it in from requirements-dev.txt)")
-    return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=900)
+    return subprocess.run([sys.executable, "-m", module, *args], cwd=ROOT, capture_output=True, text=True, timeout=900)
 
 
 def test_ruff_check_is_clean():

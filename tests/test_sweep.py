@@ -16,16 +16,23 @@ runner = CliRunner()
 def flat(res) -> str:
     """The output with line wrapping undone (rich wraps at 80 columns without a terminal)."""
     return " ".join(res.output.split())
+
+
 FAST_METRICS = "BLEU,ROUGE-1,Diversity,Completion"
 
 
 def write_sweep(tmp_path, url_a, url_b, shards=2, **extra):
     lines = [
-        "name: grid", "max_tutorials: 3", f"out: {tmp_path / 'sweep'}", f"shards: {shards}", "concurrency: 2",
+        "name: grid",
+        "max_tutorials: 3",
+        f"out: {tmp_path / 'sweep'}",
+        f"shards: {shards}",
+        "concurrency: 2",
         "models:",
         f"  a: {{spec: 'openai:fake-model', base_url: '{url_a}'}}",
         f"  b: {{spec: 'openai:fake-model', base_url: '{url_b}'}}",
-        "grid:", "  teachers: [a, b]",
+        "grid:",
+        "  teachers: [a, b]",
         *[f"{k}: {v}" for k, v in extra.items()],
     ]
     path = tmp_path / "grid.yaml"
@@ -69,7 +76,9 @@ def test_sweep_2x2_grid_runs_resumes_and_gives_tables(tmp_path):
     # Table 2 compares each heterogeneous run with its teacher's homogeneous run: identical scripted
     # replies give identical means, so every comparison is "="
     t2csv = (sweep / "table2" / "summary.csv").read_text()
-    assert "Completion (%) vs baseline" in t2csv and ",≈" in t2csv and ",↑" not in t2csv and ",↓" not in t2csv  # paired: p = 1
+    assert (
+        "Completion (%) vs baseline" in t2csv and ",≈" in t2csv and ",↑" not in t2csv and ",↓" not in t2csv
+    )  # paired: p = 1
 
 
 def test_sweep_status_counts_failures_and_missing(tmp_path):

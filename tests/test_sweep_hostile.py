@@ -22,9 +22,13 @@ def flat(res) -> str:
 
 
 def sweep_file(path: Path, name: str = "grid", **extra: str) -> Path:
-    lines = [f"name: {name}", "max_tutorials: 2", "grid: {teachers: [a, b]}",
-             "models: {a: 'openai:fake-model', b: 'openai:fake-model'}",
-             *[f"{k}: {v}" for k, v in extra.items()]]
+    lines = [
+        f"name: {name}",
+        "max_tutorials: 2",
+        "grid: {teachers: [a, b]}",
+        "models: {a: 'openai:fake-model', b: 'openai:fake-model'}",
+        *[f"{k}: {v}" for k, v in extra.items()],
+    ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
@@ -47,8 +51,7 @@ def run_script_harmlessly(script: Path, tmp_path: Path) -> tuple[list[str], str]
     record = tmp_path / "argv.txt"
     text = script.read_text(encoding="utf-8")
     env = {**os.environ, "SLURM_ARRAY_TASK_ID": "0", "SLURM_JOB_ID": "1"}
-    res = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60,
-                         cwd=tmp_path)
+    res = subprocess.run(["bash", str(script)], env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert text == script.read_text(encoding="utf-8")
     return (record.read_text().splitlines() if record.exists() else []), res.stderr
 
@@ -71,11 +74,22 @@ def test_hostile_sweep_name_is_refused_and_runs_nothing(tmp_path, monkeypatch, s
     assert not (tmp_path.parent / "x").exists()
 
 
-@pytest.mark.parametrize("key,value", [
-    ("partition", '"gpu\\ntouch MARK"'), ("partition", '"gpu;touch MARK"'), ("time", '"1:00\\ntouch MARK"'),
-    ("max_parallel", '"4\\ntouch MARK"'), ("cpus", '"4 $(touch MARK)"'), ("gres", '"gpu:1\\ntouch MARK"'),
-    ("mem", '"16G`touch MARK`"'), ("account", '"x y"'), ("qos", "[a, b]"), ("cpus", "0"), ("max_parallel", "true"),
-])
+@pytest.mark.parametrize(
+    "key,value",
+    [
+        ("partition", '"gpu\\ntouch MARK"'),
+        ("partition", '"gpu;touch MARK"'),
+        ("time", '"1:00\\ntouch MARK"'),
+        ("max_parallel", '"4\\ntouch MARK"'),
+        ("cpus", '"4 $(touch MARK)"'),
+        ("gres", '"gpu:1\\ntouch MARK"'),
+        ("mem", '"16G`touch MARK`"'),
+        ("account", '"x y"'),
+        ("qos", "[a, b]"),
+        ("cpus", "0"),
+        ("max_parallel", "true"),
+    ],
+)
 def test_hostile_slurm_values_are_refused_by_type(tmp_path, monkeypatch, shim, key, value):
     monkeypatch.chdir(tmp_path)
     f = sweep_file(tmp_path / "s.yaml", slurm=f"{{{key}: {value}}}")
@@ -98,9 +112,11 @@ def test_slurm_script_quotes_paths_and_runs_only_the_sweep(tmp_path, monkeypatch
     odd = tmp_path / "it's $(touch MARK1) ;touch MARK2; `touch MARK3`"
     odd.mkdir()
     monkeypatch.chdir(odd)
-    f = sweep_file(odd / "s $(touch MARK4).yaml",
-                   slurm='{partition: "gpu,debug", time: "1-12:00:00", gres: "gpu:a100:1", cpus: 4, mem: 16G, '
-                         'max_parallel: 8, qos: normal, account: proj_1}')
+    f = sweep_file(
+        odd / "s $(touch MARK4).yaml",
+        slurm='{partition: "gpu,debug", time: "1-12:00:00", gres: "gpu:a100:1", cpus: 4, mem: 16G, '
+        "max_parallel: 8, qos: normal, account: proj_1}",
+    )
     sweep = load_sweep(f, odd / "runs")
     out = odd / "slurm 'out'"
     script, *_ = write_slurm(sweep, out, python=str(shim))
@@ -110,7 +126,7 @@ def test_slurm_script_quotes_paths_and_runs_only_the_sweep(tmp_path, monkeypatch
     sbatch = {}
     for line in script.read_text().splitlines():
         if line.startswith("#SBATCH "):
-            (opt,) = shlex.split(line[len("#SBATCH "):])  # one argument per directive, quoted where needed
+            (opt,) = shlex.split(line[len("#SBATCH ") :])  # one argument per directive, quoted where needed
             k, _, v = opt.partition("=")
             sbatch[k] = v
     assert sbatch["--output"] == f"{(out / 'logs').resolve()}/%A_%a.out"
@@ -150,8 +166,10 @@ def test_sweep_file_validation(tmp_path):
 
 def cube_file(path: Path, k: int, tmp_out: Path) -> Path:
     models = ", ".join(f"m{i}" for i in range(k))
-    path.write_text(f"name: cube\nout: {tmp_out}\nmax_tutorials: 1\n"
-                    f"grid: {{teachers: [{models}], evaluators: [{models}]}}\n", encoding="utf-8")
+    path.write_text(
+        f"name: cube\nout: {tmp_out}\nmax_tutorials: 1\ngrid: {{teachers: [{models}], evaluators: [{models}]}}\n",
+        encoding="utf-8",
+    )
     return path
 
 

@@ -21,20 +21,31 @@ RUBRICS = ["Clarity", "Depth", "Engagement"]
 
 
 def _truth(n_tut: int, rng) -> dict[str, dict[str, float]]:
-    return {f"tut-{t}": {"BLEU": rng.uniform(0.1, 0.4), "Clarity": rng.uniform(2.5, 4.5), "Depth": rng.uniform(2, 4),
-                         "Engagement": rng.uniform(2, 4.5)} for t in range(n_tut)}
+    return {
+        f"tut-{t}": {
+            "BLEU": rng.uniform(0.1, 0.4),
+            "Clarity": rng.uniform(2.5, 4.5),
+            "Depth": rng.uniform(2, 4),
+            "Engagement": rng.uniform(2, 4.5),
+        }
+        for t in range(n_tut)
+    }
 
 
-def _scores(path: Path, run: str, truth, rng, per: int = 2, shift: dict[str, float] | None = None,
-            noise: float = 0.3) -> Path:
+def _scores(
+    path: Path, run: str, truth, rng, per: int = 2, shift: dict[str, float] | None = None, noise: float = 0.3
+) -> Path:
     """A scores file: every tutorial's truth + independent noise (a seed-only difference between runs)."""
     rows = []
     for t, vals in truth.items():
         for k in range(per):
-            m = {name: v + (0.05 if name == "BLEU" else 1) * noise * rng.normal() + (shift or {}).get(name, 0.0)
-                 for name, v in vals.items()}
-            rows.append({"conversation_id": f"{run}-{t}-{k}", "tutorial_id": t, "run": run, "domain": "Health",
-                         "metrics": m})
+            m = {
+                name: v + (0.05 if name == "BLEU" else 1) * noise * rng.normal() + (shift or {}).get(name, 0.0)
+                for name, v in vals.items()
+            }
+            rows.append(
+                {"conversation_id": f"{run}-{t}-{k}", "tutorial_id": t, "run": run, "domain": "Health", "metrics": m}
+            )
     path.mkdir(parents=True, exist_ok=True)
     (path / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return path / "scores.jsonl"
@@ -59,7 +70,9 @@ def test_table2_on_runs_differing_only_in_seed_is_approx_everywhere(tmp_path):
 
 def test_a_copy_shifted_on_one_metric_gets_the_arrow_with_p_and_effect_size(tmp_path):
     homo, hetero, setups = _runs(tmp_path, shift={"Clarity": 0.5})
-    t2 = next(s for stem, _, s in paper_tables([homo, hetero], setups, RUBRICS, TableStats(n_boot=500)) if stem == "table2")
+    t2 = next(
+        s for stem, _, s in paper_tables([homo, hetero], setups, RUBRICS, TableStats(n_boot=500)) if stem == "table2"
+    )
     row = t2.table[0]
     assert row["arrows"]["Clarity"] == "↑"
     assert {m: a for m, a in row["arrows"].items() if m != "Clarity"} == {"BLEU": "≈", "Depth": "≈", "Engagement": "≈"}
@@ -78,7 +91,9 @@ def test_a_copy_shifted_on_one_metric_gets_the_arrow_with_p_and_effect_size(tmp_
 
 def test_paper_mode_keeps_the_papers_raw_arrows(tmp_path):
     homo, hetero, setups = _runs(tmp_path)
-    raw = dict((stem, s) for stem, _, s in paper_tables([homo, hetero], setups, RUBRICS, TableStats(n_boot=0, paired=False)))
+    raw = dict(
+        (stem, s) for stem, _, s in paper_tables([homo, hetero], setups, RUBRICS, TableStats(n_boot=0, paired=False))
+    )
     none = dict((stem, s) for stem, _, s in paper_tables([homo, hetero], setups, RUBRICS))
     for tables in (raw, none):
         base = tables["table1"].table[0]
@@ -120,14 +135,35 @@ def test_evaluate_baseline_cli_pairs_by_tutorial(tmp_path):
         shutil.copytree(fixture, d)
         info = json.loads((d / "run.json").read_text())
         (d / "run.json").write_text(json.dumps({**info, "name": d.name}))
-    res = CliRunner().invoke(app, ["evaluate", str(a), str(b), "--baseline", str(a), "--no-judge", "--no-figures",
-                                   "--metrics", "Question Ratio,Completion", "--out", str(tmp_path / "out"),
-                                   "--bootstrap", "100", "--seed", "3"])
+    res = CliRunner().invoke(
+        app,
+        [
+            "evaluate",
+            str(a),
+            str(b),
+            "--baseline",
+            str(a),
+            "--no-judge",
+            "--no-figures",
+            "--metrics",
+            "Question Ratio,Completion",
+            "--out",
+            str(tmp_path / "out"),
+            "--bootstrap",
+            "100",
+            "--seed",
+            "3",
+        ],
+    )
     assert res.exit_code == 0, res.output
     rows = {r["run"]: r for r in csv.DictReader((tmp_path / "out" / "summary.csv").open())}
     assert rows["b"]["Question (%) vs baseline"] == "≈" and float(rows["b"]["Question (%) p"]) == 1.0
     assert float(rows["b"]["Question (%) diff"]) == 0.0 and rows["a"].get("Question (%) vs baseline", "") == ""
-    assert float(rows["a"]["Question (%) ci_low"]) <= float(rows["a"]["Question (%) mean"]) <= float(rows["a"]["Question (%) ci_high"])
+    assert (
+        float(rows["a"]["Question (%) ci_low"])
+        <= float(rows["a"]["Question (%) mean"])
+        <= float(rows["a"]["Question (%) ci_high"])
+    )
     assert math.isfinite(float(rows["Overall"]["Completion (%) ci_low"]))
 
 
@@ -136,8 +172,10 @@ def _three(tmp_path, shifts: dict[str, dict[str, float]], n_tut: int = 20, seed:
     truth = _truth(n_tut, rng)
     for vals in truth.values():
         vals["Echo Rate"] = rng.uniform(0.2, 0.5)
-    return [load_run_scores(name, name, _scores(tmp_path / name, name, truth, rng, shift=shifts.get(name)))
-            for name in ("a", "b", "c")]
+    return [
+        load_run_scores(name, name, _scores(tmp_path / name, name, truth, rng, shift=shifts.get(name)))
+        for name in ("a", "b", "c")
+    ]
 
 
 def test_best_run_is_named_only_where_a_paired_test_beats_every_other_run(tmp_path):
@@ -159,8 +197,16 @@ def test_best_run_is_named_only_where_a_paired_test_beats_every_other_run(tmp_pa
     # seed-only differences: nothing marked; the paper's view and a single run: nothing to compare
     same = _three(tmp_path / "same", {})
     s2 = summarize(same, RUBRICS, stats=TableStats(n_boot=0))
-    assert best_runs([r for r in s2.table if r["run"] != "Overall"], {r.name: r.table for r in same}, s2.columns,
-                     direction, TableStats()) == {}
+    assert (
+        best_runs(
+            [r for r in s2.table if r["run"] != "Overall"],
+            {r.name: r.table for r in same},
+            s2.columns,
+            direction,
+            TableStats(),
+        )
+        == {}
+    )
     assert best_runs(rows, tables, s.columns, direction, TableStats(paired=False)) == {}
     assert best_runs(rows[:1], tables, s.columns, direction, TableStats()) == {}
 
@@ -171,6 +217,11 @@ def test_a_best_run_must_beat_every_other_run_not_only_the_worst(tmp_path):
 
     runs = _three(tmp_path, {"b": {"Clarity": 1.0}, "c": {"Clarity": 1.0}})
     s = summarize(runs, RUBRICS, stats=TableStats(n_boot=0))
-    got = best_runs([r for r in s.table if r["run"] != "Overall"], {r.name: r.table for r in runs}, s.columns,
-                    {m: "higher" for m in s.columns}, TableStats())
+    got = best_runs(
+        [r for r in s.table if r["run"] != "Overall"],
+        {r.name: r.table for r in runs},
+        s.columns,
+        {m: "higher" for m in s.columns},
+        TableStats(),
+    )
     assert "Clarity" not in got

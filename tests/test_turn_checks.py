@@ -29,21 +29,28 @@ def run(teacher_script_fn, learner_script_fn, n_steps=2):
     return to_record(tut, state, "run", "t", "l", "x", opts), teacher
 
 
-@pytest.mark.parametrize("role,reply,other,problem", [
-    ("teacher", "", "Ready.", EMPTY),
-    ("teacher", "   ", "Ready.", EMPTY),
-    ("teacher", "Could you explain why step one matters?", "Could you explain why step one matters?", ECHO),
-    ("teacher", "could you explain why step 1 matters", "Could you explain why step one matters?", ECHO),
-    ("teacher", "Thank you for the instruction.", "Okay, next step please.", WRONG_ROLE),
-    # seen on the embedded model: the teacher repeats the next step the learner made up
-    ("teacher", "Next, observe the color of the soil.",
-     "Thank you for the instruction. Next step, observe the color of the soil.", ECHO),
-    ("teacher", "Yes, next.", "Yes, next. What else?", None),
-    ("teacher", "Learner: sounds good", "Ready.", WRONG_ROLE),
-    ("learner", "Teacher: now do step 2.", "Do step 1.", WRONG_ROLE),
-    ("learner", "Thank you for the instruction.", "Do step 1 with care.", None),
-    ("teacher", "Step 1: connect the red clamp to the positive terminal.", "What does step one involve?", None),
-])
+@pytest.mark.parametrize(
+    "role,reply,other,problem",
+    [
+        ("teacher", "", "Ready.", EMPTY),
+        ("teacher", "   ", "Ready.", EMPTY),
+        ("teacher", "Could you explain why step one matters?", "Could you explain why step one matters?", ECHO),
+        ("teacher", "could you explain why step 1 matters", "Could you explain why step one matters?", ECHO),
+        ("teacher", "Thank you for the instruction.", "Okay, next step please.", WRONG_ROLE),
+        # seen on the embedded model: the teacher repeats the next step the learner made up
+        (
+            "teacher",
+            "Next, observe the color of the soil.",
+            "Thank you for the instruction. Next step, observe the color of the soil.",
+            ECHO,
+        ),
+        ("teacher", "Yes, next.", "Yes, next. What else?", None),
+        ("teacher", "Learner: sounds good", "Ready.", WRONG_ROLE),
+        ("learner", "Teacher: now do step 2.", "Do step 1.", WRONG_ROLE),
+        ("learner", "Thank you for the instruction.", "Do step 1 with care.", None),
+        ("teacher", "Step 1: connect the red clamp to the positive terminal.", "What does step one involve?", None),
+    ],
+)
 def test_check_turn(role, reply, other, problem):
     assert check_turn(role, reply, other) == problem
 
@@ -86,12 +93,24 @@ def test_empty_reply_retried_then_fails_the_conversation():
 @pytest.mark.parametrize("empty", ["", None])
 def test_empty_server_reply_is_not_a_complete_run(tmp_path, empty):
     """Issue 7 item 3: an OpenAI-compatible server answering "" / null for teacher turns."""
+
     def reply(prompt):
         return empty if "Step 2 of" in prompt else scripted_reply(prompt)
 
     out = tmp_path / "run"
-    args = ["generate", "--teacher", "openai:fake-model", "--base-url", "", "--out", str(out),
-            "--max-tutorials", "1", "--retries", "0"]
+    args = [
+        "generate",
+        "--teacher",
+        "openai:fake-model",
+        "--base-url",
+        "",
+        "--out",
+        str(out),
+        "--max-tutorials",
+        "1",
+        "--retries",
+        "0",
+    ]
     with FakeOpenAI(reply=reply) as srv:
         args[4] = srv.base_url
         res = CliRunner().invoke(app, args)

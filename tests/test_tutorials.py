@@ -12,13 +12,21 @@ from wikihowagent.corpus.core import LoadReport, TutorialError, domain_of, load_
 
 def article(title="How to Knit", domain="Hobbies & Leisure", methods=None):
     return {
-        "title": title, "path": f"x/{title}.json", "categories": ["Categories", domain, "Crafts"],
+        "title": title,
+        "path": f"x/{title}.json",
+        "categories": ["Categories", domain, "Crafts"],
         "introduction": "Intro text.",
-        "methods": methods if methods is not None else [
+        "methods": methods
+        if methods is not None
+        else [
             {"title": "Part 1 of 2:Start", "steps": ["Cast on. Loop the yarn.", "Knit a row. Keep it loose."]},
             {"title": "Part 2 of 2:Finish", "steps": ["Bind off. Cut the yarn."]},  # single step: skipped
         ],
-        "qa": [], "tips": [], "warnings": [], "things_youll_need": [], "references": [],
+        "qa": [],
+        "tips": [],
+        "warnings": [],
+        "things_youll_need": [],
+        "references": [],
     }
 
 
@@ -59,8 +67,10 @@ def test_three_input_forms_agree(tmp_path):
 
 
 def test_domain_filter_and_cap(tmp_path):
-    write_tree(tmp_path, [article("How to Knit"), article("How to Bake", "Food & Cooking"),
-                          article("How to Fry", "Food & Cooking")])
+    write_tree(
+        tmp_path,
+        [article("How to Knit"), article("How to Bake", "Food & Cooking"), article("How to Fry", "Food & Cooking")],
+    )
     assert {t.title for t in load_tutorials(tmp_path, domains=["food & cooking"])} == {"How to Bake", "How to Fry"}
     assert len(load_tutorials(tmp_path, max_tutorials=2)) == 2
     assert load_tutorials(tmp_path, domains=["Health"]) == []
@@ -73,13 +83,16 @@ def test_ids_are_stable_and_depend_on_source_and_method(tmp_path):
     assert len(set(ids)) == 2 and ids == [t.tutorial_id for t in load_tutorials(tmp_path)]
 
 
-@pytest.mark.parametrize("content,needle", [
-    ("{not json", "malformed JSON"),
-    (json.dumps({"methods": []}), "missing field 'title'"),
-    (json.dumps({"title": "How to X"}), "missing field 'methods'"),
-    (json.dumps(article(methods=[{"title": "M", "steps": ["ok. ok.", 3]}])), "step 2 is not text"),
-    (json.dumps(article(methods=[{"title": "M"}])), "missing field 'steps'"),
-])
+@pytest.mark.parametrize(
+    "content,needle",
+    [
+        ("{not json", "malformed JSON"),
+        (json.dumps({"methods": []}), "missing field 'title'"),
+        (json.dumps({"title": "How to X"}), "missing field 'methods'"),
+        (json.dumps(article(methods=[{"title": "M", "steps": ["ok. ok.", 3]}])), "step 2 is not text"),
+        (json.dumps(article(methods=[{"title": "M"}])), "missing field 'steps'"),
+    ],
+)
 def test_bad_article_names_the_file(tmp_path, content, needle):
     bad = tmp_path / "Cat" / "Bad" / "Bad.json"
     bad.parent.mkdir(parents=True)
@@ -111,7 +124,10 @@ def test_skip_invalid_keeps_the_good_articles(tmp_path):
     lines.write_bytes(json.dumps(article()).encode() + b"\n{oops\n\xff\xfe\n")
     report = LoadReport()
     assert len(load_tutorials(lines, skip_invalid=True, report=report)) == 1
-    assert [p.split(": ", 1)[1] for p in report.invalid] == ["malformed JSON (Expecting property name enclosed in double quotes)", "not UTF-8 text"]
+    assert [p.split(": ", 1)[1] for p in report.invalid] == [
+        "malformed JSON (Expecting property name enclosed in double quotes)",
+        "not UTF-8 text",
+    ]
 
 
 def test_missing_path(tmp_path):

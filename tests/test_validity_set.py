@@ -18,16 +18,26 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import make_validity_set as MV  # noqa: E402
 
 EGGS = {
-    "title": "How to Hard Boil Eggs", "path": "x/eggs.json", "categories": ["Categories", "Food & Cooking", "Eggs"],
+    "title": "How to Hard Boil Eggs",
+    "path": "x/eggs.json",
+    "categories": ["Categories", "Food & Cooking", "Eggs"],
     "introduction": "Eggs are easy.",
-    "methods": [{"title": "On the Stove", "steps": [
-        "Place the eggs in a saucepan. Use a pot large enough.",
-        "Cover the eggs with cold water. Add water to cover them by 1 inch.",
-        "Bring the water to a boil. This takes 8 to 12 minutes.",
-        "Move the eggs to an ice bath. Leave them for five minutes.",
-    ]}],
-    "qa": [{"question": "Why eggs?", "answer": "Eggs."}], "tips": ["Eggs keep."], "warnings": [],
-    "things_youll_need": [{"method": "On the Stove", "items": ["Eggs", "Saucepan"]}], "references": ["r"],
+    "methods": [
+        {
+            "title": "On the Stove",
+            "steps": [
+                "Place the eggs in a saucepan. Use a pot large enough.",
+                "Cover the eggs with cold water. Add water to cover them by 1 inch.",
+                "Bring the water to a boil. This takes 8 to 12 minutes.",
+                "Move the eggs to an ice bath. Leave them for five minutes.",
+            ],
+        }
+    ],
+    "qa": [{"question": "Why eggs?", "answer": "Eggs."}],
+    "tips": ["Eggs keep."],
+    "warnings": [],
+    "things_youll_need": [{"method": "On the Stove", "items": ["Eggs", "Saucepan"]}],
+    "references": ["r"],
 }
 
 
@@ -86,8 +96,12 @@ def test_order_only_and_negation_fallback(wn):
 
 
 def test_nothing_to_change_is_said_not_silent(wn, tmp_path, capsys):
-    art = {"title": "How to Apologize", "path": "x/a.json", "categories": ["Categories", "Relationships"],
-           "methods": [{"title": "M", "steps": ["Say you are sorry.", "Mean what you say."]}]}
+    art = {
+        "title": "How to Apologize",
+        "path": "x/a.json",
+        "categories": ["Categories", "Relationships"],
+        "methods": [{"title": "M", "steps": ["Say you are sorry.", "Mean what you say."]}],
+    }
     out = CF.transform_article(art, "a.json", 0, wn, ["names", "quantities"])
     assert any("'names' not applied (no object or tool name to change)" in n for n in out.notes)
     assert any("'quantities' not applied (no quantity to change)" in n for n in out.notes)
@@ -103,10 +117,17 @@ def test_nothing_to_change_is_said_not_silent(wn, tmp_path, capsys):
 
 @pytest.mark.parametrize("n", [1, 40])
 def test_bad_step_counts(wn, tmp_path, capsys, n):
-    art = {"title": "How to Cook Soup", "path": "x/soup.json", "categories": ["Categories", "Food & Cooking"],
-           "methods": [{"title": "Cooking", "steps": steps_of(n)}]}
-    with pytest.raises(CF.ValiditySetError, match=rf"soup.json: method 'Cooking' has {n} steps?: a validity "
-                                                   r"tutorial needs 2 to 30 steps"):
+    art = {
+        "title": "How to Cook Soup",
+        "path": "x/soup.json",
+        "categories": ["Categories", "Food & Cooking"],
+        "methods": [{"title": "Cooking", "steps": steps_of(n)}],
+    }
+    with pytest.raises(
+        CF.ValiditySetError,
+        match=rf"soup.json: method 'Cooking' has {n} steps?: a validity "
+        r"tutorial needs 2 to 30 steps",
+    ):
         CF.transform_article(art, "soup.json", 0, wn)
     (tmp_path / "in").mkdir()
     (tmp_path / "in" / "soup.json").write_text(json.dumps(art))
@@ -132,8 +153,10 @@ def test_shipped_set_is_the_scripts_output(tmp_path):
     MV.main(["--out", str(tmp_path / "cf")])
     shipped = ROOT / "data" / "validity" / "counterfactual"
     made = {p.relative_to(tmp_path / "cf"): p.read_text() for p in (tmp_path / "cf").rglob("*.json")}
-    have = {p.relative_to(shipped): p.read_text().replace(str(shipped.relative_to(ROOT)), str(tmp_path / "cf"))
-            for p in shipped.rglob("*.json")}
+    have = {
+        p.relative_to(shipped): p.read_text().replace(str(shipped.relative_to(ROOT)), str(tmp_path / "cf"))
+        for p in shipped.rglob("*.json")
+    }
     assert made == have
     tuts = load_tutorials(shipped)
     assert len(tuts) == 22 and all(CF.MIN_STEPS <= len(t.steps) <= CF.MAX_STEPS for t in tuts)
@@ -141,9 +164,9 @@ def test_shipped_set_is_the_scripts_output(tmp_path):
 
 # ------------------------------------------------------------------ judge-check --posttest-learner --tutorials
 
+from fake_servers import FakeOpenAI  # noqa: E402
 from typer.testing import CliRunner  # noqa: E402
 
-from fake_servers import FakeOpenAI  # noqa: E402
 from wikihowagent.cli import app  # noqa: E402
 
 VALIDITY = str(ROOT / "data" / "validity" / "counterfactual")
@@ -166,8 +189,23 @@ def _attentive(prompt):
 
 
 def _generate(runner, srv, out, n, *extra):
-    res = runner.invoke(app, ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url, "--out",
-                              str(out), "--max-tutorials", str(n), "--retries", "0", *extra])
+    res = runner.invoke(
+        app,
+        [
+            "generate",
+            "--teacher",
+            "openai:fake-model",
+            "--base-url",
+            srv.base_url,
+            "--out",
+            str(out),
+            "--max-tutorials",
+            str(n),
+            "--retries",
+            "0",
+            *extra,
+        ],
+    )
     assert res.exit_code == 0, res.output
 
 
@@ -176,9 +214,24 @@ def test_judge_check_splits_the_posttest_validity_by_tutorial_set(tmp_path):
     with FakeOpenAI(reply=_attentive) as srv:
         _generate(runner, srv, tmp_path / "bundled", 3)
         _generate(runner, srv, tmp_path / "cf", 3, "--tutorials", VALIDITY)
-        res = runner.invoke(app, ["judge-check", str(tmp_path / "bundled"), str(tmp_path / "cf"), "--out",
-                                  str(tmp_path / "check"), "--posttest-learner", "openai:fake-model", "--base-url",
-                                  srv.base_url, "--tutorials", VALIDITY, "--tutorials", BUNDLED])
+        res = runner.invoke(
+            app,
+            [
+                "judge-check",
+                str(tmp_path / "bundled"),
+                str(tmp_path / "cf"),
+                "--out",
+                str(tmp_path / "check"),
+                "--posttest-learner",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--tutorials",
+                VALIDITY,
+                "--tutorials",
+                BUNDLED,
+            ],
+        )
         assert res.exit_code == 0, res.output
         # off_topic copies are taught from a conversation of the same set: a counterfactual conversation's
         # copy shows only counterfactual teaching (its invented words), a bundled one's none of them
@@ -190,9 +243,12 @@ def test_judge_check_splits_the_posttest_validity_by_tutorial_set(tmp_path):
 
     by_set = pd.read_csv(tmp_path / "check" / "posttest_validity_by_set.csv")
     assert list(by_set.columns[:3]) == ["tutorials", "perturbation", "n"]
-    assert sorted(zip(by_set["tutorials"], by_set["perturbation"])) == [
-        ("counterfactual", "off_topic"), ("counterfactual", "skip_steps"),
-        ("tutorials", "off_topic"), ("tutorials", "skip_steps")]
+    assert sorted(zip(by_set["tutorials"], by_set["perturbation"], strict=True)) == [
+        ("counterfactual", "off_topic"),
+        ("counterfactual", "skip_steps"),
+        ("tutorials", "off_topic"),
+        ("tutorials", "skip_steps"),
+    ]
     assert (by_set["n"] == 3).all() and (by_set["accuracy"] > 0.8).all()
     overall = pd.read_csv(tmp_path / "check" / "posttest_validity.csv")
     assert list(overall.columns[:3]) == ["perturbation", "n", "accuracy"] and (overall["n"] == 6).all()
@@ -208,8 +264,7 @@ def test_off_topic_donor_is_of_the_same_set():
     from wikihowagent.records import Conversation, Turn
 
     def conv(cid, title, text):
-        turns = [Turn(role="teacher", text=text, step=0),
-                 Turn(role="learner", text="OK.")]
+        turns = [Turn(role="teacher", text=text, step=0), Turn(role="learner", text="OK.")]
         return Conversation.from_turns(turns, ["a", "b"], title, conversation_id=cid, title=title)
 
     convs = [conv("a1", "How A", "alpha"), conv("b1", "How B", "beta"), conv("a2", "How C", "gamma")]
@@ -228,16 +283,45 @@ def test_tutorials_bad_input_is_one_line(tmp_path):
     run = str(ROOT / "tests" / "fixtures" / "evaluation" / "run_small")
     res = runner.invoke(app, ["judge-check", run, "--out", str(tmp_path / "o"), "--tutorials", VALIDITY])
     assert res.exit_code == 2 and "--tutorials: give --posttest-learner" in res.output
-    long = {"title": "How to Cook Soup", "path": "x/soup.json", "categories": ["Categories", "Food & Cooking"],
-            "methods": [{"title": "Cooking", "steps": steps_of(40)}]}
+    long = {
+        "title": "How to Cook Soup",
+        "path": "x/soup.json",
+        "categories": ["Categories", "Food & Cooking"],
+        "methods": [{"title": "Cooking", "steps": steps_of(40)}],
+    }
     (tmp_path / "long").mkdir()
     (tmp_path / "long" / "soup.json").write_text(json.dumps(long))
-    res = runner.invoke(app, ["judge-check", run, "--out", str(tmp_path / "o"), "--posttest-learner",
-                              "openai:fake-model", "--base-url", "http://127.0.0.1:9", "--tutorials",
-                              str(tmp_path / "long")])
+    res = runner.invoke(
+        app,
+        [
+            "judge-check",
+            run,
+            "--out",
+            str(tmp_path / "o"),
+            "--posttest-learner",
+            "openai:fake-model",
+            "--base-url",
+            "http://127.0.0.1:9",
+            "--tutorials",
+            str(tmp_path / "long"),
+        ],
+    )
     assert res.exit_code == 2 and "method 'Cooking' has 40 steps: a validity tutorial needs 2 to 30" in res.output
     assert "Traceback" not in res.output
     with FakeOpenAI(reply=_attentive) as srv:
-        res = runner.invoke(app, ["judge-check", run, "--out", str(tmp_path / "o"), "--posttest-learner",
-                                  "openai:fake-model", "--base-url", srv.base_url, "--tutorials", VALIDITY])
+        res = runner.invoke(
+            app,
+            [
+                "judge-check",
+                run,
+                "--out",
+                str(tmp_path / "o"),
+                "--posttest-learner",
+                "openai:fake-model",
+                "--base-url",
+                srv.base_url,
+                "--tutorials",
+                VALIDITY,
+            ],
+        )
     assert res.exit_code == 2 and "--tutorials counterfactual: none of the" in res.output

@@ -127,8 +127,17 @@ def test_record_format_is_paper_compatible():
     state, _, _ = run(tut, learner_says("Ready."))
     record = to_record(tut, state, "myrun", "local", "local", "2026-01-01T00:00:00+00:00", WorkflowOptions())
     data = record.model_dump(mode="json")
-    for key in ("conversation_id", "doc_id", "method_id", "source_tutorial_path", "title", "categories",
-                "summary", "tutorial", "conversation"):
+    for key in (
+        "conversation_id",
+        "doc_id",
+        "method_id",
+        "source_tutorial_path",
+        "title",
+        "categories",
+        "summary",
+        "tutorial",
+        "conversation",
+    ):
         assert key in data
     assert data["tutorial"] == {"title": "Part 1 of 1:Testing", "steps": tut.steps}
     assert data["conversation"][0] == "Teacher: Let's begin: Part 1 of 1:Testing. BEGIN"
@@ -141,10 +150,15 @@ def test_record_format_is_paper_compatible():
     assert again.conversation_id == record.conversation_id and len(record.conversation_id) == 36
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("What does that mean?", True), ("Okay, next step?", False), ("OK. Next Step please?", False),
-    ("I understand.", False),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("What does that mean?", True),
+        ("Okay, next step?", False),
+        ("OK. Next Step please?", False),
+        ("I understand.", False),
+    ],
+)
 def test_question_rule(text, expected):
     assert asks_question(text) is expected
 
@@ -159,8 +173,9 @@ def test_paper_prompts_are_sent_verbatim_as_one_user_message():
     from wikihowagent.config import resource_path
 
     paper = load_prompts(resource_path("configs", "prompts-paper.yaml"))
-    msgs = paper.teacher_messages(summary="S.", step_index=2, num_steps=3, step_content="Do X.",
-                                  user_utterance="Next step please.")
+    msgs = paper.teacher_messages(
+        summary="S.", step_index=2, num_steps=3, step_content="Do X.", user_utterance="Next step please."
+    )
     assert len(msgs) == 1 and msgs[0].type == "human"
     assert msgs[0].content.startswith("You are an expert teacher")
     assert msgs[0].content.endswith("Tutorial Summary: S. Step 2 Do X. Learner: Next step please.; Teacher:")
@@ -171,8 +186,9 @@ def test_paper_prompts_are_sent_verbatim_as_one_user_message():
 def test_default_prompts_put_the_step_in_the_system_message():
     p = load_prompts()
     teach = p.teacher_messages(summary="S.", step_index=1, num_steps=2, step_content="Do X.", user_utterance="Ready.")
-    clarify = p.teacher_messages(summary="S.", step_index=1, num_steps=2, step_content="Do X.",
-                                 user_utterance="Why?", clarification=True)
+    clarify = p.teacher_messages(
+        summary="S.", step_index=1, num_steps=2, step_content="Do X.", user_utterance="Why?", clarification=True
+    )
     assert [m.type for m in teach] == ["system", "human"]
     assert "Step 1 of 2: Do X." in teach[0].content and teach[1].content.startswith("Ready.")
     assert "teach Step 1 of 2" in teach[1].content and "answer the learner's question" in clarify[1].content

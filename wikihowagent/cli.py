@@ -37,6 +37,7 @@ def _root(
 ) -> None:
     pass
 
+
 # Each stage registers its own commands (their modules import the stage's core lazily).
 from wikihowagent.alignment.command import align, annotate_export  # noqa: E402
 from wikihowagent.chat.command import chat  # noqa: E402

@@ -76,9 +76,16 @@ def _param(param: Any, ctx: Any) -> Param:
     type_name = str(param.display_type(ctx)).strip("<>") if hasattr(param, "display_type") else ""
     if getattr(param, "is_flag", False):
         type_name = "flag"
-    return Param(kind, names, type_name, " ".join((getattr(param, "help", None) or "").split()), _default(param),
-                 bool(param.required), bool(getattr(param, "multiple", False) or param.nargs == -1),
-                 str(getattr(param, "rich_help_panel", None) or ""))
+    return Param(
+        kind,
+        names,
+        type_name,
+        " ".join((getattr(param, "help", None) or "").split()),
+        _default(param),
+        bool(param.required),
+        bool(getattr(param, "multiple", False) or param.nargs == -1),
+        str(getattr(param, "rich_help_panel", None) or ""),
+    )
 
 
 def commands() -> list[CommandDoc]:
@@ -133,18 +140,24 @@ def markdown() -> str:
     lines: list[str] = []
     for cmd in commands():
         level = "#" * min(2 + len(cmd.path) - 1, 4) if len(cmd.path) > 1 else "##"
-        lines += [f"{level} `{cmd.name}` {{#{cmd.anchor}}}", "", _paragraphs(cmd.help), "",
-                  f'<pre class="cli-usage"><code>{html.escape(cmd.usage)}</code></pre>', ""]
+        lines += [
+            f"{level} `{cmd.name}` {{#{cmd.anchor}}}",
+            "",
+            _paragraphs(cmd.help),
+            "",
+            f'<pre class="cli-usage"><code>{html.escape(cmd.usage)}</code></pre>',
+            "",
+        ]
         if cmd.subcommands:
-            links = ", ".join(f'<a href="#{cmd.anchor}-{s}"><code>{html.escape(s)}</code></a>'
-                              for s in cmd.subcommands)
+            links = ", ".join(f'<a href="#{cmd.anchor}-{s}"><code>{html.escape(s)}</code></a>' for s in cmd.subcommands)
             lines += [f"<p><strong>Commands:</strong> {links}</p>", ""]
         if cmd.params:
             rows = []
             heads = [_panel(p) for p in cmd.params]
             panels = list(dict.fromkeys(heads))
-            by_panel = (sorted(cmd.params, key=lambda p: _panel_rank(_panel(p), panels)) if len(panels) > 1
-                        else cmd.params)
+            by_panel = (
+                sorted(cmd.params, key=lambda p: _panel_rank(_panel(p), panels)) if len(panels) > 1 else cmd.params
+            )
             shown = None
             for p in by_panel:
                 if len(panels) > 1 and _panel(p) != shown:  # the options' help panels, as --help groups them
@@ -155,7 +168,13 @@ def markdown() -> str:
                 rows.append(
                     f"<tr><td>{names}</td><td>{html.escape(p.type)}</td><td>{_inline(p.help)}"
                     f"{' <em>(' + ', '.join(flags) + ')</em>' if flags else ''}</td>"
-                    f"<td>{'<code>' + html.escape(p.default) + '</code>' if p.default else ''}</td></tr>")
-            lines += ['<table class="cli-params"><thead><tr><th>argument / option</th><th>type</th>'
-                      "<th>description</th><th>default</th></tr></thead><tbody>", *rows, "</tbody></table>", ""]
+                    f"<td>{'<code>' + html.escape(p.default) + '</code>' if p.default else ''}</td></tr>"
+                )
+            lines += [
+                '<table class="cli-params"><thead><tr><th>argument / option</th><th>type</th>'
+                "<th>description</th><th>default</th></tr></thead><tbody>",
+                *rows,
+                "</tbody></table>",
+                "",
+            ]
     return "\n".join(lines)

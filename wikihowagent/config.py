@@ -108,8 +108,9 @@ def read_yaml(path: Path) -> dict[str, Any]:
     return data
 
 
-def load_config(path: Path | None = None, overrides: dict[str, Any] | None = None,
-                preset: dict[str, Any] | None = None) -> Config:
+def load_config(
+    path: Path | None = None, overrides: dict[str, Any] | None = None, preset: dict[str, Any] | None = None
+) -> Config:
     """Defaults <- configs/default.yaml <- a preset's layer <- the user's file <- CLI overrides (None ignored)."""
     data: dict[str, Any] = {}
     default = default_config_path()

@@ -87,8 +87,14 @@ def progress_bar(console: Console, total: int, description: str) -> Iterator[Cal
         TimeRemainingColumn,
     )
 
-    with Progress(TextColumn("{task.description}", markup=False, style="bold"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TimeRemainingColumn(), console=console) as prog:
+    with Progress(
+        TextColumn("{task.description}", markup=False, style="bold"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=console,
+    ) as prog:
         task = prog.add_task(description, total=total)
         yield lambda n: prog.advance(task, n)
 
@@ -154,8 +160,13 @@ def _options_panel(name: str, params: list[Any], ctx: Any, markup_mode: Any, con
     for p in params:
         names = _names(p, ctx)
         if p.required:
-            names = Text.assemble(Text(rich_utils.REQUIRED_SHORT_STRING, style=rich_utils.STYLE_REQUIRED_SHORT),
-                                  " ", names, no_wrap=True, overflow="fold")
+            names = Text.assemble(
+                Text(rich_utils.REQUIRED_SHORT_STRING, style=rich_utils.STYLE_REQUIRED_SHORT),
+                " ",
+                names,
+                no_wrap=True,
+                overflow="fold",
+            )
         elif any(q.required for q in params):
             names = Text.assemble("  ", names, no_wrap=True, overflow="fold")
         pieces = rich_utils._get_parameter_help(param=p, ctx=ctx, markup_mode=markup_mode)  # a Columns of pieces
@@ -177,8 +188,14 @@ def _options_panel(name: str, params: list[Any], ctx: Any, markup_mode: Any, con
         else:  # names wider than the column: a line of their own, the help under the help column
             parts.append(names)
             parts.append(Padding(help_, (0, 0, 0, width + 2)))
-    console.print(Panel(Group(*parts), border_style=rich_utils.STYLE_OPTIONS_PANEL_BORDER, title=name,
-                        title_align=rich_utils.ALIGN_OPTIONS_PANEL))
+    console.print(
+        Panel(
+            Group(*parts),
+            border_style=rich_utils.STYLE_OPTIONS_PANEL_BORDER,
+            title=name,
+            title_align=rich_utils.ALIGN_OPTIONS_PANEL,
+        )
+    )
 
 
 def _commands_panel(group: TyperGroup, ctx: Any, markup_mode: Any, console: Any) -> None:
@@ -196,10 +213,17 @@ def _commands_panel(group: TyperGroup, ctx: Any, markup_mode: Any, console: Any)
     grid.add_column(ratio=1, overflow="fold")
     for c in commands:
         first = inspect.cleandoc(c.short_help or c.help or "").partition("\f")[0].split("\n\n")[0]
-        grid.add_row(Text(c.name or ""), rich_utils._make_rich_text(text=" ".join(first.split()),
-                                                                    markup_mode=markup_mode))
-    console.print(Panel(grid, border_style=rich_utils.STYLE_COMMANDS_PANEL_BORDER,
-                        title=rich_utils.COMMANDS_PANEL_TITLE, title_align=rich_utils.ALIGN_COMMANDS_PANEL))
+        grid.add_row(
+            Text(c.name or ""), rich_utils._make_rich_text(text=" ".join(first.split()), markup_mode=markup_mode)
+        )
+    console.print(
+        Panel(
+            grid,
+            border_style=rich_utils.STYLE_COMMANDS_PANEL_BORDER,
+            title=rich_utils.COMMANDS_PANEL_TITLE,
+            title_align=rich_utils.ALIGN_COMMANDS_PANEL,
+        )
+    )
 
 
 def rich_help(obj: TyperCommand | TyperGroup, ctx: Any, markup_mode: Any) -> None:
@@ -212,8 +236,9 @@ def rich_help(obj: TyperCommand | TyperGroup, ctx: Any, markup_mode: Any) -> Non
     console.width = min(console.width, WIDTH_MAX)
     console.print(Padding(rich_utils.highlighter(obj.get_usage(ctx)), 1), style=rich_utils.STYLE_USAGE_COMMAND)
     if obj.help:
-        console.print(Padding(Align(rich_utils._get_help_text(obj=obj, markup_mode=markup_mode), pad=False),
-                              (0, 1, 1, 1)))
+        console.print(
+            Padding(Align(rich_utils._get_help_text(obj=obj, markup_mode=markup_mode), pad=False), (0, 1, 1, 1))
+        )
     panels: dict[str, list[Any]] = {rich_utils.ARGUMENTS_PANEL_TITLE: [], rich_utils.OPTIONS_PANEL_TITLE: []}
     for p in obj.get_params(ctx):
         if getattr(p, "hidden", False):
@@ -222,14 +247,16 @@ def rich_help(obj: TyperCommand | TyperGroup, ctx: Any, markup_mode: Any) -> Non
         panels.setdefault(getattr(p, "rich_help_panel", None) or default, []).append(p)
     # the arguments first, the panels in PANELS' order, then "Options" (--help) last
     order = {name: i for i, name in enumerate((rich_utils.ARGUMENTS_PANEL_TITLE, *PANELS))}
-    for name, params in sorted(panels.items(), key=lambda kv: (kv[0] == rich_utils.OPTIONS_PANEL_TITLE,
-                                                               order.get(kv[0], len(order)))):
+    for name, params in sorted(
+        panels.items(), key=lambda kv: (kv[0] == rich_utils.OPTIONS_PANEL_TITLE, order.get(kv[0], len(order)))
+    ):
         _options_panel(name, params, ctx, markup_mode, console)
     if isinstance(obj, TyperGroup):
         _commands_panel(obj, ctx, markup_mode, console)
     if obj.epilog:
-        text = rich_utils._make_rich_text(text=rich_utils._fix_linebreaks(obj.epilog.split("\n\n"), markup_mode),
-                                          markup_mode=markup_mode)
+        text = rich_utils._make_rich_text(
+            text=rich_utils._fix_linebreaks(obj.epilog.split("\n\n"), markup_mode), markup_mode=markup_mode
+        )
         console.print(Padding(Align(text, pad=False), 1))
 
 

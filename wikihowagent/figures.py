@@ -6,9 +6,19 @@ from pathlib import Path
 from typing import Any
 
 
-def annotated_heatmap(grid: Any, xlabels: list[str], ylabels: list[str], path: Path, *, title: str,
-                      colorbar: str, figsize: tuple[float, float], xrotation: int = 30,
-                      tick_size: float | None = None, cell_size: float = 8) -> Path:
+def annotated_heatmap(
+    grid: Any,
+    xlabels: list[str],
+    ylabels: list[str],
+    path: Path,
+    *,
+    title: str,
+    colorbar: str,
+    figsize: tuple[float, float],
+    xrotation: int = 30,
+    tick_size: float | None = None,
+    cell_size: float = 8,
+) -> Path:
     """A 0..1 red-yellow-green heatmap of `grid` (rows = ylabels), each known cell written in it (NaN = blank)."""
     import matplotlib
 

@@ -7,8 +7,17 @@ from __future__ import annotations
 from typing import Any
 
 # WordNet categories of "named objects": the physical things a procedure handles.
-THING_ROOTS = frozenset({"artifact.n.01", "food.n.01", "food.n.02", "substance.n.01", "body_part.n.01",
-                         "organism.n.01", "natural_object.n.01"})
+THING_ROOTS = frozenset(
+    {
+        "artifact.n.01",
+        "food.n.01",
+        "food.n.02",
+        "substance.n.01",
+        "body_part.n.01",
+        "organism.n.01",
+        "natural_object.n.01",
+    }
+)
 SENSES = 3  # a word is a thing if one of its 3 most common noun senses is
 
 

@@ -14,8 +14,10 @@ def markdown_table(columns: Sequence[str], rows: Iterable[Sequence[str]]) -> str
     def esc(cell: object) -> str:
         return str(cell).replace("|", "\\|").replace("\n", " ")
 
-    out = ["| " + " | ".join(esc(c) for c in columns) + " |",
-           "| " + " | ".join(":--" if i == 0 else "--:" for i in range(len(columns))) + " |"]
+    out = [
+        "| " + " | ".join(esc(c) for c in columns) + " |",
+        "| " + " | ".join(":--" if i == 0 else "--:" for i in range(len(columns))) + " |",
+    ]
     out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
     return "\n".join(out) + "\n"
 

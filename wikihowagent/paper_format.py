@@ -52,7 +52,7 @@ def load_paper_file(path: Path) -> tuple[list[Any], str]:
         return data[PAPER_RECORDS_KEY], f"{path}: {PAPER_RECORDS_KEY}[{{i}}]"
     if isinstance(data, list):
         return data, f"{path}: [{{i}}]"
-    raise ValueError(f"{path}: expected the paper's run file ({{\"{PAPER_RECORDS_KEY}\": [...]}}) or a list of records")
+    raise ValueError(f'{path}: expected the paper\'s run file ({{"{PAPER_RECORDS_KEY}": [...]}}) or a list of records')
 
 
 def split_lines(lines: list[str]) -> list[Turn]:
@@ -61,7 +61,7 @@ def split_lines(lines: list[str]) -> list[Turn]:
     for line in lines:
         m = _ROLE_RE.match(line)
         if m:
-            turns.append(Turn(role=m.group(1).lower(), text=line[m.end():].strip()))
+            turns.append(Turn(role=m.group(1).lower(), text=line[m.end() :].strip()))
         elif turns:  # a line without a role prefix continues the previous message
             turns[-1].text += "\n" + line.strip()
     teachers = [t for t in turns if t.role == "teacher"]
@@ -88,7 +88,7 @@ def to_conversation(obj: dict[str, Any], run: str, where: str) -> Conversation:
     Conversation. Raises RecordError naming the problem."""
     tut = obj.get("tutorial")
     if not isinstance(tut, dict):
-        raise RecordError("record has no tutorial (expected {\"title\", \"steps\"})")
+        raise RecordError('record has no tutorial (expected {"title", "steps"})')
     steps = tut.get("steps")
     if not isinstance(steps, list) or not steps or not all(isinstance(s, str) for s in steps):
         raise RecordError("record's tutorial has no steps (expected a list of strings)")
@@ -100,8 +100,12 @@ def to_conversation(obj: dict[str, Any], run: str, where: str) -> Conversation:
     paper = not (isinstance(turns_in, list) and turns_in)
     if isinstance(turns_in, list) and turns_in:  # = not paper (spelt out so the type checker sees the list)
         for t in turns_in:
-            if not isinstance(t, dict) or t.get("role") not in ("teacher", "learner") or not isinstance(t.get("text"), str):
-                raise RecordError("record has a malformed turn (expected {\"role\": teacher|learner, \"text\"})")
+            if (
+                not isinstance(t, dict)
+                or t.get("role") not in ("teacher", "learner")
+                or not isinstance(t.get("text"), str)
+            ):
+                raise RecordError('record has a malformed turn (expected {"role": teacher|learner, "text"})')
         turns: list[Any] = turns_in
     elif isinstance(lines, list) and lines:
         if not all(isinstance(x, str) for x in lines):
@@ -117,10 +121,16 @@ def to_conversation(obj: dict[str, Any], run: str, where: str) -> Conversation:
     fields = {k: obj[k] for k in Conversation.model_fields if k in obj and obj[k] is not None}
     fields.update(
         tutorial={"title": tut.get("title") if isinstance(tut.get("title"), str) else "", "steps": steps},
-        turns=turns, conversation=[str(x) for x in lines], domain=domain_of(obj),
-        title=str(obj.get("title") or ""), tutorial_id=str(obj.get("tutorial_id") or ""),
-        teacher=str(obj.get("teacher") or ""), learner=str(obj.get("learner") or ""),
-        run=run, where=where, paper_format=paper,
+        turns=turns,
+        conversation=[str(x) for x in lines],
+        domain=domain_of(obj),
+        title=str(obj.get("title") or ""),
+        tutorial_id=str(obj.get("tutorial_id") or ""),
+        teacher=str(obj.get("teacher") or ""),
+        learner=str(obj.get("learner") or ""),
+        run=run,
+        where=where,
+        paper_format=paper,
     )
     if not isinstance(fields.get("categories"), list):
         fields.pop("categories", None)
@@ -150,9 +160,14 @@ class PartialRecord:
 def partial_record(obj: dict[str, Any]) -> PartialRecord:
     """The one lenient reading of a record: every field that is usable, the rest left empty and named in
     `missing` (a failed conversation may lack its turns, a damaged one its tutorial)."""
-    part = PartialRecord(tutorial_id=str(obj.get("tutorial_id") or ""), title=str(obj.get("title") or ""),
-                         domain=domain_of(obj), error=str(obj.get("error") or ""),
-                         teacher=str(obj.get("teacher") or ""), learner=str(obj.get("learner") or ""))
+    part = PartialRecord(
+        tutorial_id=str(obj.get("tutorial_id") or ""),
+        title=str(obj.get("title") or ""),
+        domain=domain_of(obj),
+        error=str(obj.get("error") or ""),
+        teacher=str(obj.get("teacher") or ""),
+        learner=str(obj.get("learner") or ""),
+    )
     tut = obj.get("tutorial") if isinstance(obj.get("tutorial"), dict) else None
     if tut is None:
         part.missing.append("tutorial")
@@ -218,8 +233,9 @@ def read_lenient(obj: dict[str, Any], run: str, where: str) -> LenientRecord | N
     cid = obj.get("conversation_id")
     if not isinstance(cid, str) or not cid.strip():
         return None
-    rec = LenientRecord(conversation_id=cid, where=where, obj=obj, status=record_status(obj),
-                        persona=record_persona(obj))
+    rec = LenientRecord(
+        conversation_id=cid, where=where, obj=obj, status=record_status(obj), persona=record_persona(obj)
+    )
     try:
         rec.conversation = to_conversation(obj, run, where)
     except RecordError as exc:
@@ -246,11 +262,16 @@ def paper_score_record(obj: Any, run: str, on_bad_value: Any = None) -> ScoreRec
         metrics[str(name)] = _cell(raw, str(name), on_bad_value)
     stem = parse_run_stem(run) or {}
     return ScoreRecord(
-        conversation_id=obj["conversation_id"], run=run,
+        conversation_id=obj["conversation_id"],
+        run=run,
         tutorial_id=paper_tutorial_key(obj.get("title"), obj.get("doc_id"), obj.get("method_id")),
-        title=str(obj.get("title") or ""), domain=domain_of(obj),
-        teacher=str(obj.get("teacher") or stem.get("teacher", "")), learner=str(obj.get("learner") or stem.get("learner", "")),
-        mode="paper", metrics=metrics)
+        title=str(obj.get("title") or ""),
+        domain=domain_of(obj),
+        teacher=str(obj.get("teacher") or stem.get("teacher", "")),
+        learner=str(obj.get("learner") or stem.get("learner", "")),
+        mode="paper",
+        metrics=metrics,
+    )
 
 
 def _cell(raw: Any, name: str, on_bad_value: Any) -> float | None:

@@ -22,9 +22,13 @@ class Preset:
 PRESETS: dict[str, Preset] = {
     "paper": Preset(
         description="the paper's prompts verbatim (configs/prompts-paper.yaml), max tokens 4096, temperature 0, "
-                    "no conversation history, no post-test; evaluate with --compat paper",
-        config={"model": {"max_tokens": 4096, "temperature": 0.0}, "local": {"max_tokens": 4096},
-                "workflow": {"history": 0, "max_interactions": 40, "posttest": False}, "prompts": "@configs/prompts-paper.yaml"},
+        "no conversation history, no post-test; evaluate with --compat paper",
+        config={
+            "model": {"max_tokens": 4096, "temperature": 0.0},
+            "local": {"max_tokens": 4096},
+            "workflow": {"history": 0, "max_interactions": 40, "posttest": False},
+            "prompts": "@configs/prompts-paper.yaml",
+        },
         compat="paper",
     ),
 }

@@ -112,8 +112,9 @@ class TestAnswer(BaseModel):
         if self.error is None and self.abstained < 0:
             self.error, self.steps, self.abstained = f"stored answer: abstained = {self.abstained} (negative)", [], 0
         elif self.error is None and len(self.steps) + self.abstained > MAX_TEST_STEPS:
-            self.error = (f"stored answer: {len(self.steps) + self.abstained} lines, not a step list "
-                          f"(more than {MAX_TEST_STEPS})")
+            self.error = (
+                f"stored answer: {len(self.steps) + self.abstained} lines, not a step list (more than {MAX_TEST_STEPS})"
+            )
             self.steps, self.abstained = [], 0
         return self
 
@@ -214,14 +215,27 @@ class Conversation(ConversationRecord):
     paper_format: bool = Field(default=False, exclude=True)  # read from the paper's shape (no structured turns)
 
     @classmethod
-    def from_turns(cls, turns: list[Turn], steps: list[str], tutorial_title: str = "", *,
-                   completed: bool | None = None, **fields: Any) -> Conversation:
+    def from_turns(
+        cls,
+        turns: list[Turn],
+        steps: list[str],
+        tutorial_title: str = "",
+        *,
+        completed: bool | None = None,
+        **fields: Any,
+    ) -> Conversation:
         """A conversation built in code (benchmarks, tests): the lines follow the turns; `completed` None =
         not recorded (as in the paper's records)."""
         stop = None if completed is None else "finished" if completed else "max_interactions"
-        return cls(tutorial=TutorialRef(title=tutorial_title, steps=list(steps)), turns=list(turns),
-                   conversation=conversation_lines(turns), finished=bool(completed), stop_reason=stop,
-                   paper_format=completed is None, **fields)
+        return cls(
+            tutorial=TutorialRef(title=tutorial_title, steps=list(steps)),
+            turns=list(turns),
+            conversation=conversation_lines(turns),
+            finished=bool(completed),
+            stop_reason=stop,
+            paper_format=completed is None,
+            **fields,
+        )
 
     @property
     def messages(self) -> list[Turn]:
@@ -229,7 +243,7 @@ class Conversation(ConversationRecord):
 
     @property
     def lines(self) -> list[str]:
-        """"Teacher: ..." / "Learner: ..." as the paper stored them."""
+        """ "Teacher: ..." / "Learner: ..." as the paper stored them."""
         return self.conversation
 
     @property
@@ -275,7 +289,9 @@ class JudgeProvenance(BaseModel):
     failures: list[str] = Field(default_factory=list)  # rubric names whose reply could not be parsed
     notes: list[str] = Field(default_factory=list)  # e.g. "Depth: no score found after 3 replies"
     scoring: str = ""  # --judge-scoring mode: "weighted", "json", "sampled" (+ "+rationale"); "" = json (older files)
-    prompt: str = ""  # --judge-prompt variant (data/judge_prompts.json); "" = json's own layout, or tutorial-first (older files)
+    prompt: str = (
+        ""  # --judge-prompt variant (data/judge_prompts.json); "" = json's own layout, or tutorial-first (older files)
+    )
     dist: dict[str, list[float]] = Field(default_factory=dict)  # rubric -> p(1..5) (weighted / sampled)
     argmax: dict[str, int] = Field(default_factory=dict)  # rubric -> most likely score
     spread: dict[str, float] = Field(default_factory=dict)  # rubric -> standard deviation of that distribution
@@ -315,8 +331,10 @@ class ScoreRecord(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _read_legacy(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or not (set(data) & set(_LEGACY_JUDGE_KEYS) or any(
-                isinstance(n, str) and n.startswith(_LEGACY_JUDGE_NOTE) for n in data.get("notes") or [])):
+        if not isinstance(data, dict) or not (
+            set(data) & set(_LEGACY_JUDGE_KEYS)
+            or any(isinstance(n, str) and n.startswith(_LEGACY_JUDGE_NOTE) for n in data.get("notes") or [])
+        ):
             return data
         data = dict(data)
         judge = dict(data.get("judge") or {})
@@ -325,7 +343,7 @@ class ScoreRecord(BaseModel):
             if value is not None:
                 judge.setdefault(new, value)
         notes = [n for n in data.get("notes") or [] if isinstance(n, str)]
-        judge.setdefault("notes", [n[len(_LEGACY_JUDGE_NOTE):] for n in notes if n.startswith(_LEGACY_JUDGE_NOTE)])
+        judge.setdefault("notes", [n[len(_LEGACY_JUDGE_NOTE) :] for n in notes if n.startswith(_LEGACY_JUDGE_NOTE)])
         data["notes"] = [n for n in notes if not n.startswith(_LEGACY_JUDGE_NOTE)]
         has_judge = judge.get("evaluator") or judge.get("raw") or judge.get("failures") or judge.get("notes")
         data["judge"] = judge if has_judge or data.get("judge") else None
@@ -412,7 +430,9 @@ class RubricCalibration(BaseModel):
                 return f"isotonic: y[{bad}] = {self.y[bad]:g} is outside the rubric scale {lo:g} to {hi:g}"
             bad = next((i for i in range(1, len(self.x)) if self.x[i] < self.x[i - 1]), None)
             if bad is not None:
-                return f"isotonic: x is not increasing (x[{bad}] = {self.x[bad]:g} < x[{bad - 1}] = {self.x[bad - 1]:g})"
+                return (
+                    f"isotonic: x is not increasing (x[{bad}] = {self.x[bad]:g} < x[{bad - 1}] = {self.x[bad - 1]:g})"
+                )
             return None
         if list(self.features) != list(RIDGE_FEATURES):
             return f"ridge: features must be {', '.join(RIDGE_FEATURES)}, not {', '.join(map(str, self.features)) or 'none'}"

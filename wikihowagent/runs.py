@@ -18,20 +18,29 @@ import os
 import re
 import tempfile
 import unicodedata
-from datetime import datetime, timezone
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from wikihowagent.console import disk_full_message
 from wikihowagent.csvcells import read_people_csv, read_people_frame
 from wikihowagent.errors import WikihowagentError, validation_line
-from wikihowagent.records import (Calibration, Conversation, ConversationRecord, JudgmentRecord, PairwiseRecord, PostTest,
-                                  PreTestRecord, ScoreRecord, TestAnswer)
+from wikihowagent.records import (
+    Calibration,
+    Conversation,
+    ConversationRecord,
+    JudgmentRecord,
+    PairwiseRecord,
+    PostTest,
+    PreTestRecord,
+    ScoreRecord,
+    TestAnswer,
+)
 from wikihowagent.scoretable import ScoreTable
-from wikihowagent.console import disk_full_message
 
 RUN_INFO = "run.json"
 CONVERSATIONS = "conversations.jsonl"
@@ -43,7 +52,9 @@ POSTTESTS = "posttests.jsonl"  # `evaluate --posttest-learner`: post-tests of co
 SHARDS_DIR = "shards"  # <run>/shards/K-of-N/ (`generate --shard K/N`)
 RESCORED_DIR = "rescored"  # <runs_dir>/rescored/<paper file stem>/ (`evaluate` on a paper run file)
 PANEL_DIR = "panel"  # `judge-check --evaluator A --evaluator B --out OUT`: the panel's judgments in OUT/panel/
-JUDGES_DIR = "judges"  # <scores dir>/judges/<judge>/scores.jsonl: each judge of a panel (`evaluate --evaluator A --evaluator B`)
+JUDGES_DIR = (
+    "judges"  # <scores dir>/judges/<judge>/scores.jsonl: each judge of a panel (`evaluate --evaluator A --evaluator B`)
+)
 SUMMARY_DIR = "summary"  # <runs_dir>/summary/ (`evaluate` on several runs)
 ALIGNMENT_DIR = "alignment"  # <runs_dir>/alignment/ (`align`)
 COMPARE_DIR = "compare"  # <runs_dir>/compare/ (`compare`)
@@ -84,7 +95,11 @@ AUTOMATIC_CSV = "automatic.csv"  # the post-test's metrics vs the human ratings
 SCORE_DISTRIBUTIONS_PNG, CORRELATION_HEATMAP_PNG = "score_distributions.png", "correlation_heatmap.png"
 CALIBRATION_CSV, CALIBRATION_MD, CALIBRATION_JSON = "calibration.csv", "calibration.md", "calibration.json"
 # align --fit-checklist (alignment/checklist_fit.py): uniform vs fitted item weights, and the weights file
-CHECKLIST_FIT_CSV, CHECKLIST_FIT_MD, CHECKLIST_WEIGHTS_JSON = "checklist_fit.csv", "checklist_fit.md", "checklist_weights.json"
+CHECKLIST_FIT_CSV, CHECKLIST_FIT_MD, CHECKLIST_WEIGHTS_JSON = (
+    "checklist_fit.csv",
+    "checklist_fit.md",
+    "checklist_weights.json",
+)
 CALIBRATION_PREDICTIONS_CSV, CALIBRATION_PNG = "calibration_predictions.csv", "calibration.png"
 PPI_CSV, PPI_MD = "ppi.csv", "ppi.md"
 JUDGES_CSV, JUDGES_MD = "judges.csv", "judges.md"  # `align`: every judge (a panel's too) beside the humans
@@ -102,8 +117,11 @@ CASES_MD, CASES_HTML = "cases.md", "cases.html"
 REPORT_CSS, REPORT_JS, CONVERSATION_JS = "report.css", "report.js", "conversation.js"
 REPORT_ASSETS = (REPORT_CSS, REPORT_JS, CONVERSATION_JS)  # bundled in wikihowagent/report/assets/
 REPORT_INDEX_JS = "index.js"  # data/index.js
-RADAR_RUBRICS_PNG, RADAR_COMPUTATIONAL_PNG, DOMAIN_BARS_PNG = ("radar_rubrics.png", "radar_computational.png",
-                                                               "domain_bars.png")
+RADAR_RUBRICS_PNG, RADAR_COMPUTATIONAL_PNG, DOMAIN_BARS_PNG = (
+    "radar_rubrics.png",
+    "radar_computational.png",
+    "domain_bars.png",
+)
 # sweep
 SWEEP_INFO = "sweep.json"  # written into the sweep's out directory: marks it as a sweep for `evaluate` / `report`
 SWEEP_MODELS = "models.yaml"  # the sweep's aliases (model -> spec + endpoints), given to every task
@@ -113,8 +131,9 @@ MERGE_LOCK = ".merge.lock"
 
 
 @contextlib.contextmanager
-def dir_lock(directory: Path, blocking: bool = True, what: str = "another process",
-             name: str = ".lock") -> Iterator[None]:
+def dir_lock(
+    directory: Path, blocking: bool = True, what: str = "another process", name: str = ".lock"
+) -> Iterator[None]:
     """An exclusive POSIX flock on `directory/name` for the duration of the block (no-op without fcntl).
 
     Non-blocking: raise RunError at once if someone else holds it.
@@ -154,9 +173,7 @@ def disk_full_error(path: Path, needed: int | None, exc: OSError) -> OSError | D
     return exc if message is None else DiskFullError(message)
 
 
-def iter_jsonl(
-    path: Path, on_error: Callable[[str], None] | None = None
-) -> Iterator[tuple[int, dict[str, Any]]]:
+def iter_jsonl(path: Path, on_error: Callable[[str], None] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield (line number, object) for each JSON object line; blank lines are skipped.
 
     A bad line is reported as "path:LINE: problem" to `on_error` (and skipped) or raised as JsonlError.
@@ -174,7 +191,7 @@ def iter_jsonl(
                     problem = f"expected a JSON object, got {type(obj).__name__}"
             except (json.JSONDecodeError, UnicodeDecodeError) as exc:
                 torn = not raw.endswith(b"\n")
-                problem = ("incomplete last line (interrupted write)" if torn else f"malformed JSON ({exc})")
+                problem = "incomplete last line (interrupted write)" if torn else f"malformed JSON ({exc})"
             if problem is not None:
                 msg = f"{path}:{lineno}: {problem}"
                 if on_error is None:
@@ -386,15 +403,18 @@ def read_run_info(run_dir: Path) -> RunInfo:
         raise RunError(f"{path}: {validation_line(exc, quoted=True)}") from None
     problem = name_problem(info.name) if info.name else None
     if problem is not None:  # the name becomes a folder in outputs (evaluate --out OUT: OUT/<name>/)
-        raise RunError(f"{path}: field 'name': {info.name!r} {problem}; a run's name must be {NAME_RULE} "
-                       "(fix it, or remove it to use the directory's name)")
+        raise RunError(
+            f"{path}: field 'name': {info.name!r} {problem}; a run's name must be {NAME_RULE} "
+            "(fix it, or remove it to use the directory's name)"
+        )
     return info
 
 
 def write_run_info(run_dir: Path, info: RunInfo, in_place_if_full: bool = False) -> None:
     unset = {k for k in ("resumed_at", "shards") if getattr(info, k) is None}  # only written when they happen
-    write_json_atomic(Path(run_dir) / RUN_INFO, info.model_dump(mode="json", exclude=unset),
-                      in_place_if_full=in_place_if_full)
+    write_json_atomic(
+        Path(run_dir) / RUN_INFO, info.model_dump(mode="json", exclude=unset), in_place_if_full=in_place_if_full
+    )
 
 
 def run_name(run_dir: Path) -> str:
@@ -424,7 +444,7 @@ def shard_dirs(run_dir: Path) -> list[Path]:
 
 def now() -> str:
     """The time stamp of run.json's `started_at` / `ended_at` / `resumed_at` (UTC, seconds)."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def count_records(records: list[ConversationRecord]) -> dict[str, int]:
@@ -453,7 +473,9 @@ def read_records(path: Path) -> Iterator[tuple[int, ConversationRecord]]:
         try:
             yield lineno, ConversationRecord.model_validate(obj)
         except ValidationError as exc:
-            raise JsonlError(f"{path}:{lineno}: not a conversation record ({validation_line(exc, quoted=True)})") from None
+            raise JsonlError(
+                f"{path}:{lineno}: not a conversation record ({validation_line(exc, quoted=True)})"
+            ) from None
 
 
 def rewrite_records(path: Path, records: Iterable[BaseModel]) -> None:
@@ -495,8 +517,9 @@ def is_paper_file(path: Path) -> bool:
     return not (isinstance(obj, dict) and PAPER_RECORDS_KEY not in obj)
 
 
-def conversation_items(source: Path, on_error: Callable[[str], None] | None = None,
-                       paper: bool | None = None) -> Iterator[tuple[str, Any]]:
+def conversation_items(
+    source: Path, on_error: Callable[[str], None] | None = None, paper: bool | None = None
+) -> Iterator[tuple[str, Any]]:
     """The one loop over the records of a conversations source (a run directory, a conversations JSONL file,
     one of the paper's run files; `paper` None: told by the content): ("FILE:LINE", object) in file order, or
     for a paper file ("FILE: total_conversations[i]", item). A JSONL line that is not a JSON object is reported
@@ -515,8 +538,13 @@ def conversation_items(source: Path, on_error: Callable[[str], None] | None = No
         yield from ((f"{path}:{lineno}", obj) for lineno, obj in iter_jsonl(path, on_error=on_error))
 
 
-def read_conversations(source: Path, run: str = "", on_error: Callable[[str], None] | None = None,
-                       counts: ReadCounts | None = None, paper: bool | None = None) -> Iterator[Conversation]:
+def read_conversations(
+    source: Path,
+    run: str = "",
+    on_error: Callable[[str], None] | None = None,
+    counts: ReadCounts | None = None,
+    paper: bool | None = None,
+) -> Iterator[Conversation]:
     """The scorable conversations of a run directory, a conversations JSONL file (our records or the
     paper's) or a paper run file, as `Conversation`s of run `run`.
 
@@ -747,8 +775,12 @@ def read_posttest_variants(path: Path) -> dict[tuple[str, str], PostTest]:
 # --------------------------------------------------------------------------- the score table
 
 
-def read_score_table(source: Path, run: str = "", on_error: Callable[[str], None] | None = None,
-                     on_bad_value: Callable[[str], None] | None = None) -> ScoreTable:
+def read_score_table(
+    source: Path,
+    run: str = "",
+    on_error: Callable[[str], None] | None = None,
+    on_bad_value: Callable[[str], None] | None = None,
+) -> ScoreTable:
     """The score table of a run directory (its score file, see `scores_file`), a scores JSONL file or one of
     the paper's run files (the records' `evaluation` scores). A conversation id seen twice: the later line
     wins, in the earlier one's place. `run` names rows whose record names no run (default: the run
@@ -776,8 +808,9 @@ def read_score_table(source: Path, run: str = "", on_error: Callable[[str], None
     return ScoreTable.from_records(last.values(), run=run, source=str(path))
 
 
-def _paper_score_table(path: Path, run: str, on_error: Callable[[str], None] | None,
-                       on_bad_value: Callable[[str], None] | None) -> ScoreTable:
+def _paper_score_table(
+    path: Path, run: str, on_error: Callable[[str], None] | None, on_bad_value: Callable[[str], None] | None
+) -> ScoreTable:
     from wikihowagent.paper_format import PAPER_RECORDS_KEY, RecordError, load_paper_file, paper_score_record
 
     report = on_error or (lambda _m: None)
@@ -815,7 +848,10 @@ def read_judgment_table(path: Path) -> ScoreTable:
             rec = JudgmentRecord.model_validate(obj)
         except ValidationError:
             continue
-        last[(rec.evaluator, rec.judge_scoring, rec.judge_prompt, rec.conversation_id, rec.variant)] = (f"{path}:{lineno}", rec)
+        last[(rec.evaluator, rec.judge_scoring, rec.judge_prompt, rec.conversation_id, rec.variant)] = (
+            f"{path}:{lineno}",
+            rec,
+        )
     return ScoreTable.from_judgments(last.values(), source=str(path))
 
 
@@ -836,16 +872,19 @@ def read_calibration(path: Path) -> Calibration:
     except OSError as exc:
         raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if not isinstance(data, dict) or data.get("kind") != "wikihowagent-calibration":
-        raise RunError(f"{path}: not a calibration file (no \"kind\": \"wikihowagent-calibration\"; "
-                       "write one with `wikihowagent align --calibrate`)")
+        raise RunError(
+            f'{path}: not a calibration file (no "kind": "wikihowagent-calibration"; '
+            "write one with `wikihowagent align --calibrate`)"
+        )
     try:
         return Calibration.model_validate(data)
     except ValidationError as exc:
         raise RunError(f"{path}: {validation_line(exc, quoted=True)}") from None
 
 
-def read_pairwise(path: Path, on_error: Callable[[str], None] | None = None,
-                  on_bad_value: Callable[[str], None] | None = None) -> Iterator[PairwiseRecord]:
+def read_pairwise(
+    path: Path, on_error: Callable[[str], None] | None = None, on_bad_value: Callable[[str], None] | None = None
+) -> Iterator[PairwiseRecord]:
     """The PairwiseRecords of a `pair-judgments*.jsonl` file in file order (a missing file is empty); a line
     that is not one is reported to `on_error` ("FILE:LINE: problem") and skipped. A stored P(A better) that is
     not a probability (a number in [0, 1]: not a boolean, a string, NaN or infinite) is reported to
@@ -865,8 +904,10 @@ def read_pairwise(path: Path, on_error: Callable[[str], None] | None = None,
                 for rubric, p in list(p_first.items()):
                     if p is None or (isinstance(p, (int, float)) and not isinstance(p, bool) and 0.0 <= p <= 1.0):
                         continue  # NaN fails the comparison
-                    bad_value(f"{path}:{lineno}: p_first[{rubric!r}] = {json.dumps(p)} is not a probability in "
-                              "[0, 1]; left out")
+                    bad_value(
+                        f"{path}:{lineno}: p_first[{rubric!r}] = {json.dumps(p)} is not a probability in "
+                        "[0, 1]; left out"
+                    )
                     p_first[rubric] = None
                     if isinstance(obj.get("failures"), list) and rubric not in obj["failures"]:
                         obj["failures"].append(rubric)

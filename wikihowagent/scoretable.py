@@ -52,8 +52,22 @@ if TYPE_CHECKING:  # pragma: no cover
 # ("weighted", "json", "sampled", "+rationale"; "" = no judge ran); `variant` is judge-check's variant
 # ("" for score files); `where` is "FILE:LINE" (or "FILE: total_conversations[i]").
 META_COLUMNS: tuple[str, ...] = (
-    "run", "conversation_id", "tutorial_id", "title", "domain", "teacher", "learner", "persona", "mode",
-    "evaluator", "scoring", "prompt", "rubrics_sha256", "variant", "source", "where",
+    "run",
+    "conversation_id",
+    "tutorial_id",
+    "title",
+    "domain",
+    "teacher",
+    "learner",
+    "persona",
+    "mode",
+    "evaluator",
+    "scoring",
+    "prompt",
+    "rubrics_sha256",
+    "variant",
+    "source",
+    "where",
 )
 _OBJECT_COLUMNS = ("failures", "dist", "record")
 NONE = "(none)"  # the group label of an empty domain / persona in tables
@@ -104,9 +118,11 @@ class ScoreTable:
                     vals[name].append(math.nan)
                     pres[name].append(False)
         index = pd.RangeIndex(n)
-        return cls(meta=pd.DataFrame(meta_cols, index=index),
-                   values=pd.DataFrame({k: pd.Series(v, dtype="float64") for k, v in vals.items()}, index=index),
-                   present=pd.DataFrame({k: pd.Series(v, dtype="bool") for k, v in pres.items()}, index=index))
+        return cls(
+            meta=pd.DataFrame(meta_cols, index=index),
+            values=pd.DataFrame({k: pd.Series(v, dtype="float64") for k, v in vals.items()}, index=index),
+            present=pd.DataFrame({k: pd.Series(v, dtype="bool") for k, v in pres.items()}, index=index),
+        )
 
     @classmethod
     def from_records(cls, records: Iterable[tuple[str, ScoreRecord]], run: str = "", source: str = "") -> ScoreTable:
@@ -116,10 +132,23 @@ class ScoreTable:
     @classmethod
     def from_judgments(cls, records: Iterable[tuple[str, JudgmentRecord]], source: str = "") -> ScoreTable:
         """judge-check's judgments: one row per (conversation, variant), its `scores` as the metrics."""
-        return cls.from_rows(({"run": r.run, "conversation_id": r.conversation_id, "evaluator": r.evaluator,
-                               "scoring": r.judge_scoring or "json", "prompt": r.judge_prompt,
-                               "variant": r.variant, "source": source,
-                               "where": where, "failures": r.judge_failures}, r.scores) for where, r in records)
+        return cls.from_rows(
+            (
+                {
+                    "run": r.run,
+                    "conversation_id": r.conversation_id,
+                    "evaluator": r.evaluator,
+                    "scoring": r.judge_scoring or "json",
+                    "prompt": r.judge_prompt,
+                    "variant": r.variant,
+                    "source": source,
+                    "where": where,
+                    "failures": r.judge_failures,
+                },
+                r.scores,
+            )
+            for where, r in records
+        )
 
     @classmethod
     def concat(cls, tables: Sequence[ScoreTable]) -> ScoreTable:
@@ -145,9 +174,11 @@ class ScoreTable:
         import numpy as np
 
         keep = np.asarray(mask, dtype=bool)
-        return ScoreTable(meta=self.meta[keep].reset_index(drop=True),
-                          values=self.values[keep].reset_index(drop=True),
-                          present=self.present[keep].reset_index(drop=True))
+        return ScoreTable(
+            meta=self.meta[keep].reset_index(drop=True),
+            values=self.values[keep].reset_index(drop=True),
+            present=self.present[keep].reset_index(drop=True),
+        )
 
     def runs(self) -> list[str]:
         return list(dict.fromkeys(self.meta["run"]))
@@ -228,13 +259,22 @@ def record_meta(rec: ScoreRecord, where: str = "", run: str = "", source: str = 
     """A ScoreRecord's row metadata (see META_COLUMNS)."""
     judge = rec.judge
     return {
-        "run": rec.run or run, "conversation_id": rec.conversation_id, "tutorial_id": rec.tutorial_id,
-        "title": rec.title, "domain": rec.domain, "teacher": rec.teacher, "learner": rec.learner,
-        "persona": rec.persona, "mode": rec.mode,
+        "run": rec.run or run,
+        "conversation_id": rec.conversation_id,
+        "tutorial_id": rec.tutorial_id,
+        "title": rec.title,
+        "domain": rec.domain,
+        "teacher": rec.teacher,
+        "learner": rec.learner,
+        "persona": rec.persona,
+        "mode": rec.mode,
         "evaluator": judge.evaluator if judge else "",
         "scoring": (judge.scoring or "json") if judge else "",
         "prompt": judge.prompt if judge else "",
         "rubrics_sha256": judge.rubrics_sha256 if judge else "",
-        "source": source, "where": where, "failures": judge.failures if judge else (),
-        "dist": judge.dist if judge else {}, "record": rec,
+        "source": source,
+        "where": where,
+        "failures": judge.failures if judge else (),
+        "dist": judge.dist if judge else {},
+        "record": rec,
     }

@@ -14,9 +14,26 @@ from typing import Any
 
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import ConversationRecord
-from wikihowagent.runs import (CONVERSATIONS, SCORE_FILES, SCORE_SHARDS_DIR, SHARD_INFO, SHARDS_DIR, JsonlError, RunError,
-                               count_records, iter_jsonl, merge_pretests, now, read_records, read_run_info,
-                               repair_torn_tail, rewrite_jsonl, rewrite_records, shard_dirs, write_run_info)
+from wikihowagent.runs import (
+    CONVERSATIONS,
+    SCORE_FILES,
+    SCORE_SHARDS_DIR,
+    SHARD_INFO,
+    SHARDS_DIR,
+    JsonlError,
+    RunError,
+    count_records,
+    iter_jsonl,
+    merge_pretests,
+    now,
+    read_records,
+    read_run_info,
+    repair_torn_tail,
+    rewrite_jsonl,
+    rewrite_records,
+    shard_dirs,
+    write_run_info,
+)
 
 SHARD_DIR_RE = re.compile(r"^(\d+)-of-(\d+)$")
 
@@ -34,8 +51,10 @@ def check_shards(shard_dirs: list[Path], fingerprint_of: Callable[[Path], Any], 
             raise ShardError(f"{d}: not a shard directory (expected K-of-N)")
         parsed.setdefault(int(m.group(2)), set()).add(int(m.group(1)))
     if len(parsed) != 1:
-        raise ShardError(f"{where}: shards of different counts N ({', '.join(str(n) for n in sorted(parsed))}): "
-                         "remove the shards of the other sharding")
+        raise ShardError(
+            f"{where}: shards of different counts N ({', '.join(str(n) for n in sorted(parsed))}): "
+            "remove the shards of the other sharding"
+        )
     n, ks = next(iter(parsed.items()))
     missing = sorted(set(range(n)) - ks)
     if missing:
@@ -45,13 +64,15 @@ def check_shards(shard_dirs: list[Path], fingerprint_of: Callable[[Path], Any], 
     first = sorted(prints)[0]
     odd = [name for name, fp in sorted(prints.items()) if fp != prints[first]]
     if odd:
-        raise ShardError(f"{where}: shard {odd[0]} was made with other settings than shard {first} "
-                         "(different fingerprint); rerun it with the same command")
+        raise ShardError(
+            f"{where}: shard {odd[0]} was made with other settings than shard {first} "
+            "(different fingerprint); rerun it with the same command"
+        )
     return n
 
 
 def parse_shard(value: str) -> tuple[int, int]:
-    """"K/N" (0-based K, e.g. a SLURM array index) -> (K, N)."""
+    """ "K/N" (0-based K, e.g. a SLURM array index) -> (K, N)."""
     try:
         k, n = (int(x) for x in value.split("/"))
     except ValueError:
@@ -67,8 +88,10 @@ def merge_run(run_dir: Path) -> Iterator[str]:
     scores = (run_dir / SCORE_SHARDS_DIR).is_dir()
     if (run_dir / SHARDS_DIR).is_dir() or not scores:
         counts = merge_shards(run_dir)
-        yield (f"{run_dir}: merged {counts['shards']} shards into {counts['conversations']} conversations "
-               f"({counts['finished']} finished, {counts['failed']} failed)")
+        yield (
+            f"{run_dir}: merged {counts['shards']} shards into {counts['conversations']} conversations "
+            f"({counts['finished']} finished, {counts['failed']} failed)"
+        )
     if scores:
         counts = merge_score_shards(run_dir)
         yield f"{run_dir}: merged {counts['shards']} score shards into {counts['scores']} score records"
@@ -104,8 +127,15 @@ def merge_shards(run_dir: Path) -> dict[str, int]:
     rewrite_records(run_dir / CONVERSATIONS, records)
     merge_pretests(run_dir, shards)
     info = read_run_info(shards[0])
-    info = info.model_copy(update={"name": run_dir.name, "shards": [d.name for d in shards], "ended_at": now(),
-                                   "counts": count_records(records), "status": "merged"})
+    info = info.model_copy(
+        update={
+            "name": run_dir.name,
+            "shards": [d.name for d in shards],
+            "ended_at": now(),
+            "counts": count_records(records),
+            "status": "merged",
+        }
+    )
     write_run_info(run_dir, info)
     return {"shards": len(shards), **info.counts}
 
@@ -137,7 +167,8 @@ def _stale_shards(directory: Path, shard_dirs: list[Path], info_of: Any) -> str 
                 now[f] = input_state(here, then.get("records") is not None)
             except OSError:
                 now[f] = None
-        if now[f] is None or now[f]["sha256"] != then.get("sha256"):
+        state = now[f]
+        if state is None or state["sha256"] != then.get("sha256"):
             stale.setdefault(f, []).append(d.name)
             then_of.setdefault(f, then)
     if not stale:
@@ -151,8 +182,10 @@ def _stale_shards(directory: Path, shard_dirs: list[Path], info_of: Any) -> str 
     else:
         what = "its content changed"
     ks = ", ".join(n.replace("-of-", "/") for n in names)
-    return (f"{directory}: score shard{'s' if len(names) > 1 else ''} {', '.join(names)} scored another state of {f} "
-            f"({what}): rerun evaluate with --shard {ks} (same options), then merge again")
+    return (
+        f"{directory}: score shard{'s' if len(names) > 1 else ''} {', '.join(names)} scored another state of {f} "
+        f"({what}): rerun evaluate with --shard {ks} (same options), then merge again"
+    )
 
 
 def merge_score_shards(directory: Path) -> dict[str, int]:

@@ -33,16 +33,29 @@ class ScriptedChatModel(BaseChatModel):
         prompt = "\n".join(str(m.content) for m in messages)
         self.prompts.append(prompt)
         text = self.script(prompt)
-        usage = {"input_tokens": len(prompt.split()), "output_tokens": len(text.split()),
-                 "total_tokens": len(prompt.split()) + len(text.split())}
+        usage = {
+            "input_tokens": len(prompt.split()),
+            "output_tokens": len(text.split()),
+            "total_tokens": len(prompt.split()) + len(text.split()),
+        }
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=text, usage_metadata=usage))])
 
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
         return self._reply(messages)
 
-    async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                         run_manager: AsyncCallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
         return self._reply(messages)

@@ -33,8 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .problems import AlignInputError, Problems, where
 from . import schema
+from .problems import AlignInputError, Problems, where
 from .schema import ANNOTATOR_KEYS, ID_KEYS, KNOWN_META_KEYS, RUN_KEYS, norm_key
 from .score_cells import _FAST, parse_score
 
@@ -125,8 +125,9 @@ def classify_columns(path: Path, header: list[str], rows: list[tuple[int, list[s
         raise AlignInputError(
             f"{path}:1: no rubric metric column (expected some of {', '.join(m.lower() for m in schema.metrics())}); file skipped"
         )
-    return Columns(id_col, annotator, run, title, metrics, metric_col if long_layout else None,
-                   score_col if long_layout else None)
+    return Columns(
+        id_col, annotator, run, title, metrics, metric_col if long_layout else None, score_col if long_layout else None
+    )
 
 
 def _cell(cells: list[str], i: int | None) -> str:
@@ -247,8 +248,10 @@ def read_human_files(paths: list[Path], problems: Problems) -> list[JudgeRatings
             if j.judge in seen:
                 seen[j.judge] += 1
                 new = f"{j.judge}#{seen[j.judge]}"
-                problems.add("judge name", f"{j.source}: judge name '{j.judge}' already used by another file; "
-                                           f"called '{new}' here")
+                problems.add(
+                    "judge name",
+                    f"{j.source}: judge name '{j.judge}' already used by another file; called '{new}' here",
+                )
                 j.judge = new
             else:
                 seen[j.judge] = 1

@@ -13,10 +13,11 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
+from wikihowagent.runs import KEY_SUFFIX
+
 from .problems import AlignInputError, Problems, where
 from .schema import norm_key
 from .tables import csv_text, read_table
-from wikihowagent.runs import KEY_SUFFIX
 
 KEY_COLUMNS = ("blind_id", "conversation_id", "run", "tutorial_id", "title")
 
@@ -80,8 +81,10 @@ def unblind(judges: list, key_paths: list[Path], problems: Problems) -> None:
                 key.update(k)
         if not key or not any(cid in key for cid in j.scores):
             if any(cid.startswith("b") and len(cid) == 11 for cid in j.scores) and not key_paths:
-                problems.add("blind sheet", f"{j.source}: ids look blind but no key file beside it knows them; "
-                                            "pass --key SHEET.key.csv")
+                problems.add(
+                    "blind sheet",
+                    f"{j.source}: ids look blind but no key file beside it knows them; pass --key SHEET.key.csv",
+                )
             continue
         for attr in ("scores", "rows", "runs", "titles"):
             d = getattr(j, attr)

@@ -38,8 +38,9 @@ class CalibrationError(WikihowagentError, ValueError):
     """Calibration is not possible on these data; the message says why and what is possible instead."""
 
 
-def fit(method: str, expected: np.ndarray, dist: np.ndarray | None, y: np.ndarray,
-        groups: np.ndarray | None = None) -> RubricCalibration:
+def fit(
+    method: str, expected: np.ndarray, dist: np.ndarray | None, y: np.ndarray, groups: np.ndarray | None = None
+) -> RubricCalibration:
     """The mapping fitted on these pairs (`dist`: conversations x 5, needed for ridge)."""
     expected = np.asarray(expected, dtype=float)
     y = np.asarray(y, dtype=float)
@@ -48,8 +49,13 @@ def fit(method: str, expected: np.ndarray, dist: np.ndarray | None, y: np.ndarra
         from sklearn.isotonic import IsotonicRegression
 
         iso = IsotonicRegression(y_min=1.0, y_max=5.0, increasing=True, out_of_bounds="clip").fit(expected, y)
-        return RubricCalibration(method="isotonic", n=len(y), tutorials=n_tut,
-                                 x=[float(v) for v in iso.X_thresholds_], y=[float(v) for v in iso.y_thresholds_])
+        return RubricCalibration(
+            method="isotonic",
+            n=len(y),
+            tutorials=n_tut,
+            x=[float(v) for v in iso.X_thresholds_],
+            y=[float(v) for v in iso.y_thresholds_],
+        )
     if method == "ridge":
         if dist is None:
             raise CalibrationError("ridge needs the judge's p(1..5) distributions")
@@ -61,21 +67,31 @@ def fit(method: str, expected: np.ndarray, dist: np.ndarray | None, y: np.ndarra
         model = RidgeCV(alphas=RIDGE_ALPHAS).fit((X - mu) / sd, y)
         coef = model.coef_ / sd  # back on the raw features
         intercept = float(model.intercept_ - (coef * mu).sum())
-        return RubricCalibration(method="ridge", n=len(y), tutorials=n_tut, features=list(RIDGE_FEATURES),
-                                 coef=[float(c) for c in coef], intercept=intercept, alpha=float(model.alpha_))
+        return RubricCalibration(
+            method="ridge",
+            n=len(y),
+            tutorials=n_tut,
+            features=list(RIDGE_FEATURES),
+            coef=[float(c) for c in coef],
+            intercept=intercept,
+            alpha=float(model.alpha_),
+        )
     raise ValueError(f"unknown calibration method {method!r} (valid: {', '.join(METHODS)})")
 
 
-def out_of_fold(method: str, expected: np.ndarray, dist: np.ndarray | None, y: np.ndarray,
-                groups: np.ndarray, k: int = K_FOLDS) -> np.ndarray:
+def out_of_fold(
+    method: str, expected: np.ndarray, dist: np.ndarray | None, y: np.ndarray, groups: np.ndarray, k: int = K_FOLDS
+) -> np.ndarray:
     """Each conversation's calibrated score from a mapping fitted without its tutorial (GroupKFold)."""
     from sklearn.model_selection import GroupKFold
 
     groups = np.asarray(groups)
     n_groups = len(np.unique(groups))
     if n_groups < 2:
-        raise CalibrationError(f"all {len(y)} paired conversations belong to one tutorial; out-of-fold "
-                               "calibration needs at least 2 tutorials")
+        raise CalibrationError(
+            f"all {len(y)} paired conversations belong to one tutorial; out-of-fold "
+            "calibration needs at least 2 tutorials"
+        )
     oof = np.full(len(y), np.nan)
     for train, test in GroupKFold(n_splits=min(k, n_groups)).split(expected, y, groups):
         cal = fit(method, expected[train], None if dist is None else dist[train], y[train])
@@ -98,9 +114,11 @@ def _stats(y: np.ndarray, p: np.ndarray) -> dict[str, np.ndarray]:
     """r, rho, MAE along the last axis (one value per row of a resample matrix)."""
     from scipy.stats import rankdata
 
-    return {"r": _rowwise_pearson(y, p),
-            "rho": _rowwise_pearson(rankdata(y, axis=-1), rankdata(p, axis=-1)),
-            "mae": np.abs(y - p).mean(axis=-1)}
+    return {
+        "r": _rowwise_pearson(y, p),
+        "rho": _rowwise_pearson(rankdata(y, axis=-1), rankdata(p, axis=-1)),
+        "mae": np.abs(y - p).mean(axis=-1),
+    }
 
 
 @dataclass
@@ -127,8 +145,9 @@ def _ci(values: np.ndarray) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
-def compare(y: np.ndarray, predictors: dict[str, np.ndarray], *, n_boot: int = 2000, seed: int = 0,
-            baseline: str = "raw") -> Comparison:
+def compare(
+    y: np.ndarray, predictors: dict[str, np.ndarray], *, n_boot: int = 2000, seed: int = 0, baseline: str = "raw"
+) -> Comparison:
     """Each predictor's r, rho and MAE against `y` with bootstrap CIs (conversations resampled; the same
     resamples for all predictors), and each one's difference from `baseline` with its paired CI."""
     y = np.asarray(y, dtype=float)
@@ -147,8 +166,10 @@ def compare(y: np.ndarray, predictors: dict[str, np.ndarray], *, n_boot: int = 2
     boot = {name: {s: np.concatenate(v) for s, v in st.items()} if bootstrapped else {} for name, st in parts.items()}
     for name, p in arrays.items():
         point = _stats(y, p)
-        out.predictors[name] = {s: Estimate(float(point[s]), *(_ci(boot[name][s]) if bootstrapped else
-                                                               (float("nan"), float("nan")))) for s in STATS}
+        out.predictors[name] = {
+            s: Estimate(float(point[s]), *(_ci(boot[name][s]) if bootstrapped else (float("nan"), float("nan"))))
+            for s in STATS
+        }
     if baseline in predictors:
         for name in predictors:
             if name == baseline:

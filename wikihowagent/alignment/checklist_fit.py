@@ -134,14 +134,17 @@ def fit_checklist(res: Any, *, shrinkage: float, n_boot: int, seed: int, problem
     rows = res.llm.rows
     with_items = [c for c in res.ids if c in rows and rows[c].items]
     if not with_items:
-        out.why_no_file = ("no paired conversation has checklist items: fit on the scores of `evaluate "
-                           "--judge-scoring checklist`")
+        out.why_no_file = (
+            "no paired conversation has checklist items: fit on the scores of `evaluate --judge-scoring checklist`"
+        )
         problems.add("checklist fit", f"checklist fit: {out.why_no_file}")
         return out
     idents = sorted({(rows[c].judge, rows[c].checklist) for c in with_items})
     if len(idents) > 1:
-        out.why_no_file = (f"the paired scores come from {len(idents)} judge/checklist pairs "
-                           f"({', '.join(f'{j} {c}' for j, c in idents)}): fit one judge's checklist scores")
+        out.why_no_file = (
+            f"the paired scores come from {len(idents)} judge/checklist pairs "
+            f"({', '.join(f'{j} {c}' for j, c in idents)}): fit one judge's checklist scores"
+        )
         problems.add("checklist fit", f"checklist fit: {out.why_no_file}")
         return out
     out.judge, out.checklist = idents[0]
@@ -152,14 +155,23 @@ def fit_checklist(res: Any, *, shrinkage: float, n_boot: int, seed: int, problem
     preds_u: dict[str, dict[str, float]] = {}
     preds_f: dict[str, dict[str, float]] = {}
     for k, metric in enumerate(schema.metrics()):
-        keys = sorted({item_key(iid) for c in ids_all for iid, _ in rows[c].items.items()
-                       if metric in rows[c].item_rubrics.get(iid, ())})
+        keys = sorted(
+            {
+                item_key(iid)
+                for c in ids_all
+                for iid, _ in rows[c].items.items()
+                if metric in rows[c].item_rubrics.get(iid, ())
+            }
+        )
         if not keys:
             continue
         ids = [c for c in ids_all if not np.isnan(res.human[index[c], k])]
         if len(ids) < cal_stats.MIN_PAIRS:
-            problems.add("checklist fit", f"checklist fit: {metric}: {len(ids)} paired conversations, fitting needs "
-                                          f"at least {cal_stats.MIN_PAIRS}")
+            problems.add(
+                "checklist fit",
+                f"checklist fit: {metric}: {len(ids)} paired conversations, fitting needs "
+                f"at least {cal_stats.MIN_PAIRS}",
+            )
             continue
         y = np.array([res.human[index[c], k] for c in ids])
         x = features([rows[c].items for c in ids], keys)
@@ -171,23 +183,42 @@ def fit_checklist(res: Any, *, shrinkage: float, n_boot: int, seed: int, problem
         uni = predict(x, np.ones(len(keys)))
         fitted = out_of_fold(x, y, groups, shrinkage)
         ok = ~np.isnan(uni) & ~np.isnan(fitted)
-        rf = RubricFit(metric, keys, int(ok.sum()), n_tut,
-                       {kk: round(float(w), 4) for kk, w in zip(keys, fit_weights(x, y, shrinkage), strict=True)})
-        rf.comparison = cal_stats.compare(y[ok], {UNIFORM: uni[ok], FITTED: fitted[ok]}, n_boot=n_boot,
-                                          seed=zlib.crc32(f"{seed}/{metric}".encode()), baseline=UNIFORM)
+        rf = RubricFit(
+            metric,
+            keys,
+            int(ok.sum()),
+            n_tut,
+            {kk: round(float(w), 4) for kk, w in zip(keys, fit_weights(x, y, shrinkage), strict=True)},
+        )
+        rf.comparison = cal_stats.compare(
+            y[ok],
+            {UNIFORM: uni[ok], FITTED: fitted[ok]},
+            n_boot=n_boot,
+            seed=zlib.crc32(f"{seed}/{metric}".encode()),
+            baseline=UNIFORM,
+        )
         out.rubrics[metric] = rf
         preds_u[metric] = {c: float(v) for c, v in zip(ids, uni, strict=True)}
         preds_f[metric] = {c: float(v) for c, v in zip(ids, fitted, strict=True)}
     if out.rubrics:
-        overall = [c for c in ids_all if all(c in preds_u[m] for m in out.rubrics)
-                   and not np.isnan(res.human[index[c], :len(schema.metrics())]).any()]
+        overall = [
+            c
+            for c in ids_all
+            if all(c in preds_u[m] for m in out.rubrics)
+            and not np.isnan(res.human[index[c], : len(schema.metrics())]).any()
+        ]
         if len(overall) >= cal_stats.MIN_PAIRS:
-            hum = np.array([np.nanmean(res.human[index[c], :len(schema.metrics())]) for c in overall])
+            hum = np.array([np.nanmean(res.human[index[c], : len(schema.metrics())]) for c in overall])
             u = np.array([np.mean([preds_u[m][c] for m in out.rubrics]) for c in overall])
             f = np.array([np.mean([preds_f[m][c] for m in out.rubrics]) for c in overall])
             ok = ~np.isnan(u) & ~np.isnan(f)
-            out.overall = cal_stats.compare(hum[ok], {UNIFORM: u[ok], FITTED: f[ok]}, n_boot=n_boot,
-                                            seed=zlib.crc32(f"{seed}/Overall".encode()), baseline=UNIFORM)
+            out.overall = cal_stats.compare(
+                hum[ok],
+                {UNIFORM: u[ok], FITTED: f[ok]},
+                n_boot=n_boot,
+                seed=zlib.crc32(f"{seed}/Overall".encode()),
+                baseline=UNIFORM,
+            )
     else:
         out.why_no_file = "no rubric could be fitted"
     return out
@@ -201,8 +232,21 @@ def _cell(e: Any) -> str:
 
 
 def table_rows(fit: ChecklistFit) -> tuple[list[str], list[list[Any]]]:
-    cols = ["rubric", "n", "tutorials", "uniform_r", "uniform_r_low", "uniform_r_high", "fitted_r", "fitted_r_low",
-            "fitted_r_high", "delta_r", "delta_r_low", "delta_r_high", "weights"]
+    cols = [
+        "rubric",
+        "n",
+        "tutorials",
+        "uniform_r",
+        "uniform_r_low",
+        "uniform_r_high",
+        "fitted_r",
+        "fitted_r_low",
+        "fitted_r_high",
+        "delta_r",
+        "delta_r_low",
+        "delta_r_high",
+        "weights",
+    ]
     rows = []
     items: list[tuple[str, Any, RubricFit | None]] = [(m, rf.comparison, rf) for m, rf in fit.rubrics.items()]
     if fit.overall is not None:
@@ -210,25 +254,42 @@ def table_rows(fit: ChecklistFit) -> tuple[list[str], list[list[Any]]]:
     for m, cmp, rf in items:
         u, f, d = cmp.predictors[UNIFORM]["r"], cmp.predictors[FITTED]["r"], cmp.deltas[FITTED]["r"]
         w = "; ".join(f"{k}={v:g}" for k, v in rf.weights.items()) if rf else ""
-        rows.append([m, cmp.n, rf.tutorials if rf else "", *(round(v, 4) for v in (u.value, u.ci_low, u.ci_high, f.value,
-                     f.ci_low, f.ci_high, d.value, d.ci_low, d.ci_high)), w])
+        rows.append(
+            [
+                m,
+                cmp.n,
+                rf.tutorials if rf else "",
+                *(
+                    round(v, 4)
+                    for v in (u.value, u.ci_low, u.ci_high, f.value, f.ci_low, f.ci_high, d.value, d.ci_low, d.ci_high)
+                ),
+                w,
+            ]
+        )
     return cols, rows
 
 
 def markdown(fit: ChecklistFit) -> str:
-    lines = [f"# Checklist item weights fitted on people: {fit.judge} (checklist {fit.checklist})", "",
-             f"Non-negative weights per rubric, shrunk toward uniform (shrinkage {fit.shrinkage:g}); every figure out "
-             f"of fold (GroupKFold by tutorial): Pearson r with the mean human rating, 95 % bootstrap CIs "
-             f"({fit.n_boot} resamples), the difference fitted − uniform with its paired CI. Overall = the mean of "
-             "the fitted rubrics' scores against the mean human rating.", "",
-             "| rubric | n | uniform r | fitted r | fitted − uniform | weights (fitted on all) |", "|---|---|---|---|---|---|"]
+    lines = [
+        f"# Checklist item weights fitted on people: {fit.judge} (checklist {fit.checklist})",
+        "",
+        f"Non-negative weights per rubric, shrunk toward uniform (shrinkage {fit.shrinkage:g}); every figure out "
+        f"of fold (GroupKFold by tutorial): Pearson r with the mean human rating, 95 % bootstrap CIs "
+        f"({fit.n_boot} resamples), the difference fitted − uniform with its paired CI. Overall = the mean of "
+        "the fitted rubrics' scores against the mean human rating.",
+        "",
+        "| rubric | n | uniform r | fitted r | fitted − uniform | weights (fitted on all) |",
+        "|---|---|---|---|---|---|",
+    ]
     items: list[tuple[str, Any, RubricFit | None]] = [(m, rf.comparison, rf) for m, rf in fit.rubrics.items()]
     if fit.overall is not None:
         items.append(("**Overall**", fit.overall, None))
     for m, cmp, rf in items:
         w = ", ".join(f"{k} {v:.2f}" for k, v in rf.weights.items()) if rf else ""
-        lines.append(f"| {m} | {cmp.n} | {_cell(cmp.predictors[UNIFORM]['r'])} | {_cell(cmp.predictors[FITTED]['r'])} "
-                     f"| {_cell(cmp.deltas[FITTED]['r'])} | {w} |")
+        lines.append(
+            f"| {m} | {cmp.n} | {_cell(cmp.predictors[UNIFORM]['r'])} | {_cell(cmp.predictors[FITTED]['r'])} "
+            f"| {_cell(cmp.deltas[FITTED]['r'])} | {w} |"
+        )
     if fit.why_no_file:
         lines += ["", f"No weights file: {fit.why_no_file}."]
     return "\n".join(lines) + "\n"
@@ -237,8 +298,9 @@ def markdown(fit: ChecklistFit) -> str:
 def weights_object(fit: ChecklistFit) -> Any:
     from wikihowagent.evaluation.checklist import ChecklistWeights
 
-    return ChecklistWeights(judge=fit.judge, checklist=fit.checklist,
-                            weights={m: rf.weights for m, rf in fit.rubrics.items()})
+    return ChecklistWeights(
+        judge=fit.judge, checklist=fit.checklist, weights={m: rf.weights for m, rf in fit.rubrics.items()}
+    )
 
 
 def write_outputs(fit: ChecklistFit, st: Any) -> None:
@@ -255,11 +317,21 @@ def write_outputs(fit: ChecklistFit, st: Any) -> None:
     st.write_text(CHECKLIST_FIT_MD, markdown(fit))
     if fit.rubrics and not fit.why_no_file:
         w = weights_object(fit)
-        obj = {"kind": WEIGHTS_KIND, "version": 1, "judge": w.judge, "checklist": w.checklist, "weights": w.weights,
-               "shrinkage": fit.shrinkage,
-               "out_of_fold_r": {m: {"uniform": rf.comparison.predictors[UNIFORM]["r"].value,
-                                     "fitted": rf.comparison.predictors[FITTED]["r"].value}
-                                 for m, rf in fit.rubrics.items()}}
+        obj = {
+            "kind": WEIGHTS_KIND,
+            "version": 1,
+            "judge": w.judge,
+            "checklist": w.checklist,
+            "weights": w.weights,
+            "shrinkage": fit.shrinkage,
+            "out_of_fold_r": {
+                m: {
+                    "uniform": rf.comparison.predictors[UNIFORM]["r"].value,
+                    "fitted": rf.comparison.predictors[FITTED]["r"].value,
+                }
+                for m, rf in fit.rubrics.items()
+            },
+        }
         st.write_text(CHECKLIST_WEIGHTS_JSON, json.dumps(obj, indent=2, ensure_ascii=False) + "\n")
 
 
@@ -273,8 +345,13 @@ def render(fit: ChecklistFit, console: Any) -> None:
     if fit.overall is not None:
         items.append(("Overall", fit.overall))
     for m, cmp in items:
-        t.add_row(m, str(cmp.n), _cell(cmp.predictors[UNIFORM]["r"]), _cell(cmp.predictors[FITTED]["r"]),
-                  _cell(cmp.deltas[FITTED]["r"]))
+        t.add_row(
+            m,
+            str(cmp.n),
+            _cell(cmp.predictors[UNIFORM]["r"]),
+            _cell(cmp.predictors[FITTED]["r"]),
+            _cell(cmp.deltas[FITTED]["r"]),
+        )
     console.print(t)
     if fit.why_no_file:
         console.print(f"no checklist weights file: {fit.why_no_file}", highlight=False, markup=False)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -19,13 +19,15 @@ from wikihowagent.console import INPUTS, OUTPUT, SELECTION, STATISTICS, make_con
 from wikihowagent.runs import ANNOTATION_SHEET
 from wikihowagent.stats import bootstrap_option, seed_option
 
-RUNS_DIR_HELP = ("Where runs live (default: the config's runs_dir, \"runs\"). Evaluated runs are its sub-directories "
-                 "with scores.jsonl or scores-paper.jsonl (scores.jsonl is preferred when a run has both) and the "
-                 "re-scored paper files in rescored/<file stem>/.")
+RUNS_DIR_HELP = (
+    'Where runs live (default: the config\'s runs_dir, "runs"). Evaluated runs are its sub-directories '
+    "with scores.jsonl or scores-paper.jsonl (scores.jsonl is preferred when a run has both) and the "
+    "re-scored paper files in rescored/<file stem>/."
+)
 CONFIG_HELP = "YAML config overriding configs/default.yaml (only its runs_dir is used here)."
 
 
-def resolve_runs_dir(runs_dir: Optional[Path], config: Optional[Path]) -> Path:
+def resolve_runs_dir(runs_dir: Path | None, config: Path | None) -> Path:
     """--runs-dir, else the project config's runs_dir (`wikihowagent.config.load_config`, the source of truth
     shared with generate/evaluate). A bad config file -> one error line, exit 1."""
     if runs_dir is not None and config is None:
@@ -42,33 +44,101 @@ def resolve_runs_dir(runs_dir: Optional[Path], config: Optional[Path]) -> Path:
 
 def annotate_export(
     run_dirs: Annotated[
-        Optional[list[Path]],
-        typer.Argument(metavar="[RUN_DIR]...", help="Evaluated run directories (or the paper's run .json files, or a "
-                            "directory of runs). Default: every evaluated run under --runs-dir.", show_default=False),
+        list[Path] | None,
+        typer.Argument(
+            metavar="[RUN_DIR]...",
+            help="Evaluated run directories (or the paper's run .json files, or a "
+            "directory of runs). Default: every evaluated run under --runs-dir.",
+            show_default=False,
+        ),
     ] = None,
-    top: Annotated[Optional[int], typer.Option("--top", rich_help_panel=SELECTION, metavar="N", help="The N tutorials with the highest mean LLM rubric score "
-                                                             "(the paper: 25). Default mode.")] = None,
-    bottom: Annotated[Optional[int], typer.Option("--bottom", rich_help_panel=SELECTION, metavar="N", help="The N tutorials with the lowest mean score.")] = None,
-    random_n: Annotated[Optional[int], typer.Option("--random", rich_help_panel=SELECTION, metavar="N", help="N tutorials drawn at random (see --seed).")] = None,
-    select_: Annotated[tuple[str, int], typer.Option("--select", rich_help_panel=SELECTION, metavar="uncertain|stratified N",
-                       help="N conversations per run instead of whole tutorials: 'stratified' = drawn at random "
-                            "(the random subset prediction-powered estimates need: align --ppi), 'uncertain' = "
-                            "those whose judge's p(1..5) has the highest entropy (labels where calibration learns "
-                            "most: align --calibrate; not valid for --ppi).", show_default=False)] = ("", 0),
-    seed: Annotated[int, typer.Option(rich_help_panel=STATISTICS, help="Seed for --random, --select stratified and the blind order and ids.")] = 0,
-    out: Annotated[Path, typer.Option("--out", "-o", rich_help_panel=OUTPUT, metavar="CSV", help="The annotation sheet (CSV); its companion page is written "
-                                                          "beside it with the suffix .html, and (blind) the key file "
-                                                          "<stem>.key.csv.")] = Path(ANNOTATION_SHEET),
-    in_all_runs: Annotated[bool, typer.Option("--in-all-runs", rich_help_panel=INPUTS, help="Only tutorials with a scored conversation "
-                                                                    "in every given run.")] = False,
-    runs_dir: Annotated[Optional[Path], typer.Option(rich_help_panel=INPUTS, help=RUNS_DIR_HELP + " Searched when no RUN_DIR is given.",
-                                                     show_default=False)] = None,
-    config: Annotated[Optional[Path], typer.Option(rich_help_panel=INPUTS, help=CONFIG_HELP, show_default=False)] = None,
-    rubrics: Annotated[Optional[Path], typer.Option(rich_help_panel=INPUTS, help="Rubric file, validated as by `evaluate --rubrics` (default: the "
-                                                         "bundled data/rubrics.json).", show_default=False)] = None,
-    force: Annotated[bool, typer.Option("--force", rich_help_panel=OUTPUT, help="Overwrite an existing sheet.")] = False,
-    unblind: Annotated[bool, typer.Option("--unblind", rich_help_panel=OUTPUT, help="The old layout: real conversation ids, the run name in "
-                                          "the filename column and the companion, selection order; no key file.")] = False,
+    top: Annotated[
+        int | None,
+        typer.Option(
+            "--top",
+            rich_help_panel=SELECTION,
+            metavar="N",
+            help="The N tutorials with the highest mean LLM rubric score (the paper: 25). Default mode.",
+        ),
+    ] = None,
+    bottom: Annotated[
+        int | None,
+        typer.Option(
+            "--bottom", rich_help_panel=SELECTION, metavar="N", help="The N tutorials with the lowest mean score."
+        ),
+    ] = None,
+    random_n: Annotated[
+        int | None,
+        typer.Option(
+            "--random", rich_help_panel=SELECTION, metavar="N", help="N tutorials drawn at random (see --seed)."
+        ),
+    ] = None,
+    select_: Annotated[
+        tuple[str, int],
+        typer.Option(
+            "--select",
+            rich_help_panel=SELECTION,
+            metavar="uncertain|stratified N",
+            help="N conversations per run instead of whole tutorials: 'stratified' = drawn at random "
+            "(the random subset prediction-powered estimates need: align --ppi), 'uncertain' = "
+            "those whose judge's p(1..5) has the highest entropy (labels where calibration learns "
+            "most: align --calibrate; not valid for --ppi).",
+            show_default=False,
+        ),
+    ] = ("", 0),
+    seed: Annotated[
+        int,
+        typer.Option(
+            rich_help_panel=STATISTICS, help="Seed for --random, --select stratified and the blind order and ids."
+        ),
+    ] = 0,
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            rich_help_panel=OUTPUT,
+            metavar="CSV",
+            help="The annotation sheet (CSV); its companion page is written "
+            "beside it with the suffix .html, and (blind) the key file "
+            "<stem>.key.csv.",
+        ),
+    ] = Path(ANNOTATION_SHEET),
+    in_all_runs: Annotated[
+        bool,
+        typer.Option(
+            "--in-all-runs",
+            rich_help_panel=INPUTS,
+            help="Only tutorials with a scored conversation in every given run.",
+        ),
+    ] = False,
+    runs_dir: Annotated[
+        Path | None,
+        typer.Option(
+            rich_help_panel=INPUTS, help=RUNS_DIR_HELP + " Searched when no RUN_DIR is given.", show_default=False
+        ),
+    ] = None,
+    config: Annotated[Path | None, typer.Option(rich_help_panel=INPUTS, help=CONFIG_HELP, show_default=False)] = None,
+    rubrics: Annotated[
+        Path | None,
+        typer.Option(
+            rich_help_panel=INPUTS,
+            help="Rubric file, validated as by `evaluate --rubrics` (default: the bundled data/rubrics.json).",
+            show_default=False,
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", rich_help_panel=OUTPUT, help="Overwrite an existing sheet.")
+    ] = False,
+    unblind: Annotated[
+        bool,
+        typer.Option(
+            "--unblind",
+            rich_help_panel=OUTPUT,
+            help="The old layout: real conversation ids, the run name in "
+            "the filename column and the companion, selection order; no key file.",
+        ),
+    ] = False,
 ) -> None:
     """Select tutorials for human annotation; write an annotation sheet (CSV) and an HTML guide.
 
@@ -79,10 +149,8 @@ def annotate_export(
     Give each judge a copy; read the filled copies back with: wikihowagent align -H judge1.csv -H judge2.csv
     """
     from .blind import key_path
+    from .export import CONVERSATION_MODES, default_run_paths, export_sheet
     from .problems import AlignInputError, Problems
-    from .export import default_run_paths, export_sheet
-
-    from .export import CONVERSATION_MODES
 
     modes = [(m, n) for m, n in (("top", top), ("bottom", bottom), ("random", random_n)) if n is not None]
     if select_[0]:
@@ -96,74 +164,169 @@ def annotate_export(
     console = make_console()
     try:
         paths = list(run_dirs) if run_dirs else default_run_paths(resolve_runs_dir(runs_dir, config))
-        sel, sheet, companion = export_sheet(paths, out, problems, mode=mode, n=n, seed=seed,
-                                             in_all_runs=in_all_runs, rubrics_path=rubrics, force=force,
-                                             blind=not unblind)
+        sel, sheet, companion = export_sheet(
+            paths,
+            out,
+            problems,
+            mode=mode,
+            n=n,
+            seed=seed,
+            in_all_runs=in_all_runs,
+            rubrics_path=rubrics,
+            force=force,
+            blind=not unblind,
+        )
     except AlignInputError as exc:
         problems.echo(limit=40)
         print_error(str(exc), console)
         raise typer.Exit(1) from None
     problems.echo(limit=40)
-    how = f"{mode} {n}" + (" per run" if mode in CONVERSATION_MODES else "") + (
-        f", seed {seed}" if mode in ("random", "stratified") else "")
-    what = (f"{len(sel.conversations)} of {sel.qualifying} scored conversations ({how}) from "
-            f"{len(sel.runs)} run(s), {len(sel.tutorials)} tutorials" if mode in CONVERSATION_MODES else
-            f"{len(sel.tutorials)} of {sel.qualifying} tutorials ({how}) from {len(sel.runs)} run(s): "
-            f"{len(sel.conversations)} conversations")
+    how = (
+        f"{mode} {n}"
+        + (" per run" if mode in CONVERSATION_MODES else "")
+        + (f", seed {seed}" if mode in ("random", "stratified") else "")
+    )
+    what = (
+        f"{len(sel.conversations)} of {sel.qualifying} scored conversations ({how}) from "
+        f"{len(sel.runs)} run(s), {len(sel.tutorials)} tutorials"
+        if mode in CONVERSATION_MODES
+        else f"{len(sel.tutorials)} of {sel.qualifying} tutorials ({how}) from {len(sel.runs)} run(s): "
+        f"{len(sel.conversations)} conversations"
+    )
     make_console(stderr=False).print(
         f"Selected {what}.\n  sheet:     {sheet}\n  companion: {companion}"
         + ("" if unblind else f"\n  key:       {key_path(sheet)} (blind ids -> conversations; not for the judges)"),
-        highlight=False, soft_wrap=True,
+        highlight=False,
+        soft_wrap=True,
     )
 
 
 def align(
     human: Annotated[
         list[Path],
-        typer.Option("--human", "-H", rich_help_panel=INPUTS, metavar="FILE", help="A human annotation file: one per judge (conversation_id + metric columns, "
-                                           "any case), or one file with an annotator column. Repeatable."),
+        typer.Option(
+            "--human",
+            "-H",
+            rich_help_panel=INPUTS,
+            metavar="FILE",
+            help="A human annotation file: one per judge (conversation_id + metric columns, "
+            "any case), or one file with an annotator column. Repeatable.",
+        ),
     ],
     scores: Annotated[
-        Optional[list[Path]],
-        typer.Option("--scores", "-s", rich_help_panel=INPUTS, metavar="PATH", help="LLM judge scores: a run directory, a directory of runs, a scores(-paper).jsonl, a "
-                                            "wide CSV (the annotation layout) or a paper run .json. Repeatable. "
-                                            "Default: the runs under --runs-dir named in the sheets' filename column.",
-                     show_default=False),
+        list[Path] | None,
+        typer.Option(
+            "--scores",
+            "-s",
+            rich_help_panel=INPUTS,
+            metavar="PATH",
+            help="LLM judge scores: a run directory, a directory of runs, a scores(-paper).jsonl, a "
+            "wide CSV (the annotation layout) or a paper run .json. Repeatable. "
+            "Default: the runs under --runs-dir named in the sheets' filename column.",
+            show_default=False,
+        ),
     ] = None,
-    out: Annotated[Optional[Path], typer.Option("--out", "-o", rich_help_panel=OUTPUT, metavar="DIR", help="Output directory (default: RUNS_DIR/alignment). "
-                                                "It is replaced as a whole; a directory holding files align did not "
-                                                "write is refused.", show_default=False)] = None,
-    by: Annotated[Optional[str], typer.Option("--by", rich_help_panel=STATISTICS, metavar="run|model|domain|persona", help="Also per group: run, model, domain or learner persona.",
-                                              show_default=False)] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            "-o",
+            rich_help_panel=OUTPUT,
+            metavar="DIR",
+            help="Output directory (default: RUNS_DIR/alignment). "
+            "It is replaced as a whole; a directory holding files align did not "
+            "write is refused.",
+            show_default=False,
+        ),
+    ] = None,
+    by: Annotated[
+        str | None,
+        typer.Option(
+            "--by",
+            rich_help_panel=STATISTICS,
+            metavar="run|model|domain|persona",
+            help="Also per group: run, model, domain or learner persona.",
+            show_default=False,
+        ),
+    ] = None,
     bootstrap: Annotated[int, bootstrap_option("Bootstrap resamples for the 95 % CIs (0 = none).")] = 2000,
     seed: Annotated[int, seed_option("Bootstrap seed.")] = 0,
-    runs_dir: Annotated[Optional[Path], typer.Option(rich_help_panel=INPUTS, help=RUNS_DIR_HELP + " Gives the default --scores and --out.",
-                                                     show_default=False)] = None,
-    config: Annotated[Optional[Path], typer.Option(rich_help_panel=INPUTS, help=CONFIG_HELP, show_default=False)] = None,
-    figures: Annotated[bool, typer.Option("--figures/--no-figures", rich_help_panel=OUTPUT, help="Write the PNG figures.")] = True,
-    key: Annotated[Optional[list[Path]], typer.Option("--key", rich_help_panel=INPUTS, metavar="FILE", help="Key file of a blind sheet "
-                                                      "(SHEET.key.csv from `annotate export`). Default: the key file "
-                                                      "beside each human file that knows its ids.",
-                                                      show_default=False)] = None,
-    calibrate: Annotated[bool, typer.Option("--calibrate", rich_help_panel=STATISTICS, help="Calibrate the judge on the human ratings per rubric "
-                                            "(isotonic on its score; ridge on its p(1..5) when stored), out of fold "
-                                            "by tutorial: raw vs calibrated r, ρ, MAE with CIs (calibration.md/.csv) "
-                                            "and calibration.json for `evaluate --calibration`.")] = False,
-    calibration_method: Annotated[str, typer.Option("--calibration-method", rich_help_panel=STATISTICS, metavar="isotonic|ridge",
-                                                    help="The mapping written to calibration.json (ridge needs the "
-                                                         "weighted judge's distributions).")] = "isotonic",
-    ppi: Annotated[bool, typer.Option("--ppi", rich_help_panel=STATISTICS, help="Prediction-powered mean of the human rating per model (or --by "
-                                      "group) and rubric, from the rated conversations and the judge's scores of "
-                                      "all the others, beside the human-only and judge-only means (ppi.md/.csv, "
-                                      "figures/ppi_*.png). Needs a random rated subset.")] = False,
-    fit_checklist: Annotated[bool, typer.Option("--fit-checklist", rich_help_panel=STATISTICS, help="Fit non-negative checklist item weights per "
-                                                "rubric on the human ratings (scores of `evaluate --judge-scoring "
-                                                "checklist`), shrunk toward uniform, out of fold by tutorial: uniform "
-                                                "vs fitted r with CIs (checklist_fit.md/.csv) and checklist_weights.json "
-                                                "for `evaluate --checklist-weights`.")] = False,
-    checklist_shrinkage: Annotated[float, typer.Option("--checklist-shrinkage", min=0.0, rich_help_panel=STATISTICS, help="With --fit-checklist: "
-                                                       "how strongly the weights are pulled toward uniform (0 = none; "
-                                                       "1 = strong, the default).")] = 1.0,
+    runs_dir: Annotated[
+        Path | None,
+        typer.Option(
+            rich_help_panel=INPUTS, help=RUNS_DIR_HELP + " Gives the default --scores and --out.", show_default=False
+        ),
+    ] = None,
+    config: Annotated[Path | None, typer.Option(rich_help_panel=INPUTS, help=CONFIG_HELP, show_default=False)] = None,
+    figures: Annotated[
+        bool, typer.Option("--figures/--no-figures", rich_help_panel=OUTPUT, help="Write the PNG figures.")
+    ] = True,
+    key: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--key",
+            rich_help_panel=INPUTS,
+            metavar="FILE",
+            help="Key file of a blind sheet "
+            "(SHEET.key.csv from `annotate export`). Default: the key file "
+            "beside each human file that knows its ids.",
+            show_default=False,
+        ),
+    ] = None,
+    calibrate: Annotated[
+        bool,
+        typer.Option(
+            "--calibrate",
+            rich_help_panel=STATISTICS,
+            help="Calibrate the judge on the human ratings per rubric "
+            "(isotonic on its score; ridge on its p(1..5) when stored), out of fold "
+            "by tutorial: raw vs calibrated r, ρ, MAE with CIs (calibration.md/.csv) "
+            "and calibration.json for `evaluate --calibration`.",
+        ),
+    ] = False,
+    calibration_method: Annotated[
+        str,
+        typer.Option(
+            "--calibration-method",
+            rich_help_panel=STATISTICS,
+            metavar="isotonic|ridge",
+            help="The mapping written to calibration.json (ridge needs the weighted judge's distributions).",
+        ),
+    ] = "isotonic",
+    ppi: Annotated[
+        bool,
+        typer.Option(
+            "--ppi",
+            rich_help_panel=STATISTICS,
+            help="Prediction-powered mean of the human rating per model (or --by "
+            "group) and rubric, from the rated conversations and the judge's scores of "
+            "all the others, beside the human-only and judge-only means (ppi.md/.csv, "
+            "figures/ppi_*.png). Needs a random rated subset.",
+        ),
+    ] = False,
+    fit_checklist: Annotated[
+        bool,
+        typer.Option(
+            "--fit-checklist",
+            rich_help_panel=STATISTICS,
+            help="Fit non-negative checklist item weights per "
+            "rubric on the human ratings (scores of `evaluate --judge-scoring "
+            "checklist`), shrunk toward uniform, out of fold by tutorial: uniform "
+            "vs fitted r with CIs (checklist_fit.md/.csv) and checklist_weights.json "
+            "for `evaluate --checklist-weights`.",
+        ),
+    ] = False,
+    checklist_shrinkage: Annotated[
+        float,
+        typer.Option(
+            "--checklist-shrinkage",
+            min=0.0,
+            rich_help_panel=STATISTICS,
+            help="With --fit-checklist: "
+            "how strongly the weights are pulled toward uniform (0 = none; "
+            "1 = strong, the default).",
+        ),
+    ] = 1.0,
 ) -> None:
     """Measure how well the LLM judge agrees with human judges (paper §3.2, §5.3).
 
@@ -193,10 +356,20 @@ def align(
         print_error(str(exc), err)
         raise typer.Exit(2) from None
     t0 = time.perf_counter()
-    request = AlignRequest(human=tuple(human), out_dir=out_dir, runs_dir=runs_dir, scores=tuple(scores or ()), by=by,
-                           bootstrap=bootstrap, seed=seed, figures=figures, keys=tuple(key or ()),
-                           calibrate=calibration_method if calibrate else None, ppi=ppi,
-                           fit_checklist=checklist_shrinkage if fit_checklist else None)
+    request = AlignRequest(
+        human=tuple(human),
+        out_dir=out_dir,
+        runs_dir=runs_dir,
+        scores=tuple(scores or ()),
+        by=by,
+        bootstrap=bootstrap,
+        seed=seed,
+        figures=figures,
+        keys=tuple(key or ()),
+        calibrate=calibration_method if calibrate else None,
+        ppi=ppi,
+        fit_checklist=checklist_shrinkage if fit_checklist else None,
+    )
     problems = Problems()
     try:
         outcome = run_alignment(request, problems)
@@ -205,20 +378,32 @@ def align(
         print_error(f"{exc}; no output written", err)
         raise typer.Exit(1) from None
     res, unused = outcome.result, outcome.unused  # named files that gave nothing: exit 1
-    unused_line = (unused[0] if len(unused) == 1 else f"{len(unused)} named files contribute nothing: "
-                   + "; ".join(unused)) if unused else ""
+    unused_line = (
+        (unused[0] if len(unused) == 1 else f"{len(unused)} named files contribute nothing: " + "; ".join(unused))
+        if unused
+        else ""
+    )
     if not outcome.written:
         problems.echo(limit=200, grouped=False)  # no problems.txt: every line on screen
-        print_error((unused_line + "; " if unused else "") + "nothing could be computed (see the warnings above); "
-                    "no output written", err)
+        print_error(
+            (unused_line + "; " if unused else "") + "nothing could be computed (see the warnings above); "
+            "no output written",
+            err,
+        )
         raise typer.Exit(1)
     problems.echo(limit=40)
     if not res.any_correlation:
-        print_labeled(err, "warning:", "yellow", "no human–LLM correlation could be computed (only inter-annotator "
-                      "agreement); check --scores")
+        print_labeled(
+            err,
+            "warning:",
+            "yellow",
+            "no human–LLM correlation could be computed (only inter-annotator agreement); check --scores",
+        )
     console = make_console(stderr=False)
     render(res, console)
-    console.print(f"Wrote {len(outcome.written)} files to {out_dir} in {time.perf_counter() - t0:.1f} s", highlight=False)
+    console.print(
+        f"Wrote {len(outcome.written)} files to {out_dir} in {time.perf_counter() - t0:.1f} s", highlight=False
+    )
     if unused:
         print_error(f"{unused_line} (the results written leave it out)", err)
         raise typer.Exit(1)

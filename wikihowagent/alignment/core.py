@@ -21,29 +21,52 @@ from typing import Any
 
 import numpy as np
 
+from wikihowagent.config import load_config
 from wikihowagent.errors import WikihowagentError, kind_of
 from wikihowagent.markdown import markdown_table
+from wikihowagent.runs import (
+    AGREEMENT_CSV,
+    AGREEMENT_PAIRS_CSV,
+    AUTOMATIC_CSV,
+    CHECKLIST_FIT_CSV,
+    CHECKLIST_FIT_MD,
+    CHECKLIST_WEIGHTS_JSON,
+    CORRELATION_HEATMAP_PNG,
+    CORRELATIONS_CSV,
+    CORRELATIONS_MD,
+    DESCRIPTIVES_CSV,
+    FIGURES_DIR,
+    PAIRED_SCORES_CSV,
+    PROBLEMS_TXT,
+    SCORE_DISTRIBUTIONS_PNG,
+    evaluated_runs,
+    run_name,
+)
 
+from . import estimates, schema
 from .annotations import JudgeRatings, average_judges, human_matrix, read_human_files
 from .blind import unblind
-from . import estimates
+from .calibration import METHODS
 from .estimates import CALIBRATION_FILES, PPI_FILES, CalibrationOutcome, PPIOutcome
 from .judges import JUDGES_FILES, JudgesOutcome, compare_judges, render_judges, write_judges_outputs
 from .named import unused_inputs
-from .calibration import METHODS
 from .output import StagedOutput, foreign_entries
 from .problems import AlignInputError, Problems
-from . import schema
 from .schema import OVERALL
-from .tables import csv_text, stars
 from .sources import LLMScores, llm_matrix, read_llm_scores
-from .stats import (COEF_LABEL, COEFFICIENTS, TOO_FEW, UNDEFINED, Agreement, CorrelationResult, Descriptives, agreement,
-                    correlate, describe)
-from wikihowagent.runs import (AGREEMENT_CSV, AGREEMENT_PAIRS_CSV, AUTOMATIC_CSV, CHECKLIST_FIT_CSV, CHECKLIST_FIT_MD,
-                               CHECKLIST_WEIGHTS_JSON, CORRELATIONS_CSV, CORRELATIONS_MD,
-                               CORRELATION_HEATMAP_PNG, DESCRIPTIVES_CSV, FIGURES_DIR, PAIRED_SCORES_CSV,
-                               PROBLEMS_TXT, SCORE_DISTRIBUTIONS_PNG, evaluated_runs, run_name)
-from wikihowagent.config import load_config
+from .stats import (
+    COEF_LABEL,
+    COEFFICIENTS,
+    TOO_FEW,
+    UNDEFINED,
+    Agreement,
+    CorrelationResult,
+    Descriptives,
+    agreement,
+    correlate,
+    describe,
+)
+from .tables import csv_text, stars
 
 BY_CHOICES = ("run", "model", "domain", "persona")
 ALL = "all"
@@ -60,7 +83,9 @@ OUTPUT_FILES = (
     f"{FIGURES_DIR}/{CORRELATION_HEATMAP_PNG}",
     *(f"figures/correlation_heatmap_by_{b}.png" for b in BY_CHOICES),
     *CALIBRATION_FILES,
-    CHECKLIST_FIT_CSV, CHECKLIST_FIT_MD, CHECKLIST_WEIGHTS_JSON,  # --fit-checklist (checklist_fit.py)
+    CHECKLIST_FIT_CSV,
+    CHECKLIST_FIT_MD,
+    CHECKLIST_WEIGHTS_JSON,  # --fit-checklist (checklist_fit.py)
     *PPI_FILES,
     *JUDGES_FILES,
 )
@@ -118,8 +143,11 @@ class AlignResult:
 
     def group_meta(self, cid: str) -> dict[str, str]:
         r = self.llm.rows.get(cid)
-        return ({"run": r.run, "model": r.model, "domain": r.domain, "persona": r.persona} if r
-                else {"run": "", "model": "", "domain": "", "persona": ""})
+        return (
+            {"run": r.run, "model": r.model, "domain": r.domain, "persona": r.persona}
+            if r
+            else {"run": "", "model": "", "domain": "", "persona": ""}
+        )
 
 
 def overall_scores(human: np.ndarray, model: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -136,8 +164,9 @@ def default_score_paths(judges: list[JudgeRatings], runs_dir: Path, problems: Pr
     every evaluated run there (see `runs.evaluated_runs`: also scores-paper.jsonl and runs_dir/rescored/)."""
     found = evaluated_runs(runs_dir)
     if not found:
-        problems.add("unusable file", f"{runs_dir}: no evaluated runs found and no --scores given; "
-                                      "no LLM scores to compare with")
+        problems.add(
+            "unusable file", f"{runs_dir}: no evaluated runs found and no --scores given; no LLM scores to compare with"
+        )
         return []
     runs: dict[str, list[Path]] = {}  # a run and a re-scored paper file may share a name: keep both
     for d in found:
@@ -169,7 +198,11 @@ def compute(
         raise ValueError(f"--by must be one of {', '.join(BY_CHOICES)}")
     judges, llm = read_inputs(human_paths, score_paths, problems, runs_dir, keys)
     ids, H = human_matrix(judges)
-    human8, counts = average_judges(H) if len(judges) else (np.empty((0, schema.n_metrics())), np.empty((0, schema.n_metrics()), int))
+    human8, counts = (
+        average_judges(H)
+        if len(judges)
+        else (np.empty((0, schema.n_metrics())), np.empty((0, schema.n_metrics()), int))
+    )
     model8 = llm_matrix(llm, ids)
     matched = np.fromiter((cid in llm.rows for cid in ids), dtype=bool, count=len(ids))
     if llm.sources:
@@ -190,8 +223,9 @@ def compute(
     return res
 
 
-def read_inputs(human_paths: list[Path], score_paths: list[Path], problems: Problems, runs_dir: Path | None,
-                keys: list[Path] | None) -> tuple[list[JudgeRatings], LLMScores]:
+def read_inputs(
+    human_paths: list[Path], score_paths: list[Path], problems: Problems, runs_dir: Path | None, keys: list[Path] | None
+) -> tuple[list[JudgeRatings], LLMScores]:
     """The human judges (blind sheets unblinded) and the LLM scores (default: the runs under `runs_dir` the
     sheets name; None = the project config's runs_dir). An unusable score path is a problem, not an error."""
     judges = read_human_files(human_paths, problems)
@@ -208,8 +242,9 @@ def read_inputs(human_paths: list[Path], score_paths: list[Path], problems: Prob
     return judges, llm
 
 
-def report_unmatched(judges: list[JudgeRatings], llm: LLMScores, ids: list[str], matched: np.ndarray,
-                     problems: Problems) -> None:
+def report_unmatched(
+    judges: list[JudgeRatings], llm: LLMScores, ids: list[str], matched: np.ndarray, problems: Problems
+) -> None:
     """Matching problems, both directions: rated conversations without an LLM score, LLM-scored ones without
     a human rating."""
     first_loc: dict[str, tuple[str, int]] = {}
@@ -219,16 +254,23 @@ def report_unmatched(judges: list[JudgeRatings], llm: LLMScores, ids: list[str],
     for i in np.flatnonzero(~matched):  # a judge run still in progress: many, one line per file on screen
         cid = ids[i]
         src, row = first_loc[cid]
-        problems.add("no llm score", f"{src}:{row}: column 'conversation_id': {cid} has no LLM score; left out",
-                     group=src, label=cid,
-                     group_text="{n} rated conversations have no LLM score (the first: {first}); left out")
+        problems.add(
+            "no llm score",
+            f"{src}:{row}: column 'conversation_id': {cid} has no LLM score; left out",
+            group=src,
+            label=cid,
+            group_text="{n} rated conversations have no LLM score (the first: {first}); left out",
+        )
     human_ids = set(ids)
     for src, src_ids in llm.by_source.items():
         extra = [c for c in src_ids if c not in human_ids]
         if extra:
             listed = ", ".join(extra[:5]) + (", ..." if len(extra) > 5 else "")
-            problems.add("not annotated", f"{src}: {len(extra)} of {len(src_ids)} LLM-scored conversations have "
-                                          f"no human rating ({listed}); not in the correlations (--ppi uses them)")
+            problems.add(
+                "not annotated",
+                f"{src}: {len(extra)} of {len(src_ids)} LLM-scored conversations have "
+                f"no human rating ({listed}); not in the correlations (--ppi uses them)",
+            )
 
 
 def report_judge_coverage(judges: list[JudgeRatings], ids: list[str], problems: Problems) -> None:
@@ -239,23 +281,36 @@ def report_judge_coverage(judges: list[JudgeRatings], ids: list[str], problems: 
         present[a, [index[c] for c in j.scores]] = True
         absent = int((~present[a]).sum())
         if absent:
-            problems.add("judge coverage", f"{j.source}: judge '{j.judge}' has no row for {absent} of the "
-                                           f"{len(ids)} conversations the other judges rated; counted as blank")
+            problems.add(
+                "judge coverage",
+                f"{j.source}: judge '{j.judge}' has no row for {absent} of the "
+                f"{len(ids)} conversations the other judges rated; counted as blank",
+            )
 
 
 def make_groups(by: str | None, ids: list[str], llm: LLMScores, matched: np.ndarray) -> list[GroupResult]:
     """All conversations, then (`--by`) one group per value of the field, sorted."""
     groups = [GroupResult(ALL, np.ones(len(ids), dtype=bool))]
     if by:
-        labels = np.array([(getattr(llm.rows[c], by) or "(none)") if m else "" for c, m in zip(ids, matched, strict=True)],
-                          dtype=object)
+        labels = np.array(
+            [(getattr(llm.rows[c], by) or "(none)") if m else "" for c, m in zip(ids, matched, strict=True)],
+            dtype=object,
+        )
         for g in sorted({lab for lab in labels if lab}):
             groups.append(GroupResult(g, labels == g))
     return groups
 
 
-def correlate_group(g: GroupResult, human: np.ndarray, model: np.ndarray, counts: np.ndarray, n_boot: int,
-                    seed: int, where_g: str, problems: Problems) -> None:
+def correlate_group(
+    g: GroupResult,
+    human: np.ndarray,
+    model: np.ndarray,
+    counts: np.ndarray,
+    n_boot: int,
+    seed: int,
+    where_g: str,
+    problems: Problems,
+) -> None:
     """Human vs LLM per metric (and Overall) over the group: correlations, descriptives, judges per mean."""
     for k, metric in enumerate(schema.row_names()):
         ok = g.mask & ~np.isnan(human[:, k]) & ~np.isnan(model[:, k])
@@ -285,8 +340,9 @@ def agree_group(g: GroupResult, H: np.ndarray, judges: list[JudgeRatings], where
                 problems.add("agreement", f"{where_g}{metric}: {p.judge_a} vs {p.judge_b}: {note}")
 
 
-def automatic_correlations(llm: LLMScores, ids: list[str], human: np.ndarray, n_boot: int,
-                           seed: int) -> dict[tuple[str, str], CorrelationResult]:
+def automatic_correlations(
+    llm: LLMScores, ids: list[str], human: np.ndarray, n_boot: int, seed: int
+) -> dict[tuple[str, str], CorrelationResult]:
     """Each automatic metric (the post-test's: what the learner recalled) against each human rubric mean and
     the human Overall; that Overall is the mean of every rubric the humans rated (no LLM side to match here,
     unlike the judge's Overall, which covers the rubrics both sides have)."""
@@ -355,24 +411,75 @@ def correlation_rows(res: AlignResult) -> tuple[list[str], list[list]]:
 
 
 def descriptive_rows(res: AlignResult) -> tuple[list[str], list[list]]:
-    cols = ["by", "group", "metric", "n", "human_mean", "human_std", "human_median", "llm_mean", "llm_std",
-            "llm_median", "diff_mean_llm_minus_human", "share_llm_higher", "share_llm_lower", "wilcoxon_p",
-            "human_judges_per_conversation"]
+    cols = [
+        "by",
+        "group",
+        "metric",
+        "n",
+        "human_mean",
+        "human_std",
+        "human_median",
+        "llm_mean",
+        "llm_std",
+        "llm_median",
+        "diff_mean_llm_minus_human",
+        "share_llm_higher",
+        "share_llm_lower",
+        "wilcoxon_p",
+        "human_judges_per_conversation",
+    ]
     rows = []
     for g in res.groups:
         for metric in schema.row_names():
             d = g.descriptives[metric]
-            rows.append([res.by if g.group != ALL else ALL, g.group, metric, d.n, d.human_mean, d.human_std,
-                         d.human_median, d.llm_mean, d.llm_std, d.llm_median, d.diff_mean, d.llm_higher,
-                         d.llm_lower, d.wilcoxon_p, g.judges_mean.get(metric, math.nan)])
+            rows.append(
+                [
+                    res.by if g.group != ALL else ALL,
+                    g.group,
+                    metric,
+                    d.n,
+                    d.human_mean,
+                    d.human_std,
+                    d.human_median,
+                    d.llm_mean,
+                    d.llm_std,
+                    d.llm_median,
+                    d.diff_mean,
+                    d.llm_higher,
+                    d.llm_lower,
+                    d.wilcoxon_p,
+                    g.judges_mean.get(metric, math.nan),
+                ]
+            )
     return cols, rows
 
 
 def agreement_rows(res: AlignResult) -> tuple[list[str], list[list], list[str], list[list]]:
-    cols = ["by", "group", "metric", "n_judges", "n_conversations_rated_by_2plus", "krippendorff_alpha_ordinal",
-            "cohen_kappa_quadratic_mean", "pearson_r_mean", "blank_cells", "note"]
-    pcols = ["by", "group", "metric", "judge_a", "judge_b", "n", "cohen_kappa_quadratic", "pearson_r", "pearson_p",
-             "pearson_stars", "note"]
+    cols = [
+        "by",
+        "group",
+        "metric",
+        "n_judges",
+        "n_conversations_rated_by_2plus",
+        "krippendorff_alpha_ordinal",
+        "cohen_kappa_quadratic_mean",
+        "pearson_r_mean",
+        "blank_cells",
+        "note",
+    ]
+    pcols = [
+        "by",
+        "group",
+        "metric",
+        "judge_a",
+        "judge_b",
+        "n",
+        "cohen_kappa_quadratic",
+        "pearson_r",
+        "pearson_p",
+        "pearson_stars",
+        "note",
+    ]
     rows, prows = [], []
     for g in res.groups:
         units = g.mask
@@ -382,22 +489,63 @@ def agreement_rows(res: AlignResult) -> tuple[list[str], list[list], list[str], 
                 continue
             by = res.by if g.group != ALL else ALL
             blanks = int(np.isnan(res.H[:, units, k]).sum())
-            rows.append([by, g.group, metric, a.n_judges, a.n_units, a.alpha, a.kappa_mean, a.pearson_mean, blanks,
-                         "; ".join(a.notes)])
+            rows.append(
+                [
+                    by,
+                    g.group,
+                    metric,
+                    a.n_judges,
+                    a.n_units,
+                    a.alpha,
+                    a.kappa_mean,
+                    a.pearson_mean,
+                    blanks,
+                    "; ".join(a.notes),
+                ]
+            )
             for p in a.pairs:
-                prows.append([by, g.group, metric, p.judge_a, p.judge_b, p.n, p.kappa, p.pearson, p.pearson_p,
-                              stars(p.pearson_p), "; ".join(p.notes)])
+                prows.append(
+                    [
+                        by,
+                        g.group,
+                        metric,
+                        p.judge_a,
+                        p.judge_b,
+                        p.n,
+                        p.kappa,
+                        p.pearson,
+                        p.pearson_p,
+                        stars(p.pearson_p),
+                        "; ".join(p.notes),
+                    ]
+                )
     return cols, rows, pcols, prows
 
 
 def paired_rows(res: AlignResult) -> tuple[list[str], list[list]]:
-    cols = ["conversation_id", "run", "model", "domain", *(f"human_{m}" for m in schema.row_names()),
-            *(f"judges_{m}" for m in schema.metrics()), *(f"llm_{m}" for m in schema.row_names())]
+    cols = [
+        "conversation_id",
+        "run",
+        "model",
+        "domain",
+        *(f"human_{m}" for m in schema.row_names()),
+        *(f"judges_{m}" for m in schema.metrics()),
+        *(f"llm_{m}" for m in schema.row_names()),
+    ]
     rows = []
     for i, cid in enumerate(res.ids):
         meta = res.group_meta(cid)
-        rows.append([cid, meta["run"], meta["model"], meta["domain"], *res.human[i].tolist(),
-                     *res.human_counts[i].tolist(), *res.model[i].tolist()])
+        rows.append(
+            [
+                cid,
+                meta["run"],
+                meta["model"],
+                meta["domain"],
+                *res.human[i].tolist(),
+                *res.human_counts[i].tolist(),
+                *res.model[i].tolist(),
+            ]
+        )
     return cols, rows
 
 
@@ -412,13 +560,20 @@ def _coef_cell(v, with_ci: bool = True) -> str:
 
 def markdown(res: AlignResult, human_paths: list[Path], score_sources: list[str]) -> str:
     out = ["# Human alignment of the LLM judge\n"]
-    out.append(f"Human files: {', '.join(f'`{p}`' for p in human_paths)} "
-               f"({len(res.judges)} judge(s): {', '.join(j.judge for j in res.judges)}).  ")
-    out.append(f"LLM scores: {', '.join(f'`{s}`' for s in score_sources) or '(none)'}"
-               + (f"; judge: {', '.join(res.llm.judges)}" if res.llm.judges else "") + ".  ")
+    out.append(
+        f"Human files: {', '.join(f'`{p}`' for p in human_paths)} "
+        f"({len(res.judges)} judge(s): {', '.join(j.judge for j in res.judges)}).  "
+    )
+    out.append(
+        f"LLM scores: {', '.join(f'`{s}`' for s in score_sources) or '(none)'}"
+        + (f"; judge: {', '.join(res.llm.judges)}" if res.llm.judges else "")
+        + ".  "
+    )
     out.append(f"Conversations rated by humans: {len(res.ids)}; with an LLM score: {int(res.matched.sum())}.  ")
-    out.append(f"Bootstrap: {res.n_boot} resamples of conversation pairs, seed {res.seed}; 95 % percentile CIs "
-               "in brackets. Stars: * p<0.05, ** p<0.01.\n")
+    out.append(
+        f"Bootstrap: {res.n_boot} resamples of conversation pairs, seed {res.seed}; 95 % percentile CIs "
+        "in brackets. Stars: * p<0.05, ** p<0.01.\n"
+    )
     for g in res.groups:
         title = "All conversations" if g.group == ALL else f"{res.by}: {g.group}"
         out.append(f"\n## {title}\n\n### Correlation human (mean of judges) vs LLM judge\n")
@@ -431,27 +586,49 @@ def markdown(res: AlignResult, human_paths: list[Path], score_sources: list[str]
         rows = []
         for metric in schema.row_names():
             d = g.descriptives[metric]
-            rows.append([metric, str(d.n), f"{_f(d.human_mean, 2)} ± {_f(d.human_std, 2)}",
-                         f"{_f(d.llm_mean, 2)} ± {_f(d.llm_std, 2)}", _f(d.diff_mean, 2),
-                         _f(d.llm_higher * 100 if math.isfinite(d.llm_higher) else math.nan, 0), _p(d.wilcoxon_p)])
-        out.append(markdown_table(["Metric", "n", "Human mean ± sd", "LLM mean ± sd", "LLM − human", "% LLM higher",
-                             "Wilcoxon p"], rows))
+            rows.append(
+                [
+                    metric,
+                    str(d.n),
+                    f"{_f(d.human_mean, 2)} ± {_f(d.human_std, 2)}",
+                    f"{_f(d.llm_mean, 2)} ± {_f(d.llm_std, 2)}",
+                    _f(d.diff_mean, 2),
+                    _f(d.llm_higher * 100 if math.isfinite(d.llm_higher) else math.nan, 0),
+                    _p(d.wilcoxon_p),
+                ]
+            )
+        out.append(
+            markdown_table(
+                ["Metric", "n", "Human mean ± sd", "LLM mean ± sd", "LLM − human", "% LLM higher", "Wilcoxon p"], rows
+            )
+        )
         if g.agreement:
             out.append("\n### Agreement between the human judges\n")
             rows = []
             for metric in schema.metrics():
                 a = g.agreement[metric]
-                rows.append([metric, str(a.n_units), _f(a.alpha), _f(a.kappa_mean), _f(a.pearson_mean),
-                             "; ".join(a.notes)])
-            out.append(markdown_table(["Metric", "n (≥2 judges)", "Krippendorff α (ordinal)", "Cohen κ (quadratic)",
-                                 "Pearson r", "Note"], rows))
+                rows.append(
+                    [metric, str(a.n_units), _f(a.alpha), _f(a.kappa_mean), _f(a.pearson_mean), "; ".join(a.notes)]
+                )
+            out.append(
+                markdown_table(
+                    ["Metric", "n (≥2 judges)", "Krippendorff α (ordinal)", "Cohen κ (quadratic)", "Pearson r", "Note"],
+                    rows,
+                )
+            )
     if res.automatic:
-        out.append("\n## Automatic metrics vs the human ratings (all conversations)\n\n"
-                   "The post-test's metrics (what the learner model could write down afterwards) against each "
-                   "human rubric's mean; also in `automatic.csv`.\n")
-        rows = [[name, rubric, str(cr.n), *(_coef_cell(cr.coefs[c]) for c in COEFFICIENTS), "; ".join(cr.notes)]
-                for (name, rubric), cr in res.automatic.items()]
-        out.append(markdown_table(["Metric", "Human rubric", "n", *(COEF_LABEL[c] for c in COEFFICIENTS), "Note"], rows))
+        out.append(
+            "\n## Automatic metrics vs the human ratings (all conversations)\n\n"
+            "The post-test's metrics (what the learner model could write down afterwards) against each "
+            "human rubric's mean; also in `automatic.csv`.\n"
+        )
+        rows = [
+            [name, rubric, str(cr.n), *(_coef_cell(cr.coefs[c]) for c in COEFFICIENTS), "; ".join(cr.notes)]
+            for (name, rubric), cr in res.automatic.items()
+        ]
+        out.append(
+            markdown_table(["Metric", "Human rubric", "n", *(COEF_LABEL[c] for c in COEFFICIENTS), "Note"], rows)
+        )
     out.append("\n## Left out\n\n")
     if len(res.problems):
         counts = res.problems.counts()
@@ -513,14 +690,24 @@ def write_figures(res: AlignResult, st: StagedOutput) -> None:
     vals = np.array([[g.correlations[m].coefs[c].value for c in COEFFICIENTS] for m in schema.row_names()])
     ps = np.array([[g.correlations[m].coefs[c].p for c in COEFFICIENTS] for m in schema.row_names()])
     labels = [f"{m} (n={g.correlations[m].n})" for m in schema.row_names()]
-    figures.correlation_heatmap(st.path(f"{FIGURES_DIR}/{CORRELATION_HEATMAP_PNG}"), labels, vals, ps,
-                                [COEF_LABEL[c] for c in COEFFICIENTS])
+    figures.correlation_heatmap(
+        st.path(f"{FIGURES_DIR}/{CORRELATION_HEATMAP_PNG}"), labels, vals, ps, [COEF_LABEL[c] for c in COEFFICIENTS]
+    )
     if res.by and len(res.groups) > 1:
         gs = res.groups[1:]
-        vals = np.array([[[g.correlations[m].coefs[c].value for g in gs] for m in schema.row_names()] for c in COEFFICIENTS])
+        vals = np.array(
+            [[[g.correlations[m].coefs[c].value for g in gs] for m in schema.row_names()] for c in COEFFICIENTS]
+        )
         ps = np.array([[[g.correlations[m].coefs[c].p for g in gs] for m in schema.row_names()] for c in COEFFICIENTS])
-        figures.group_heatmap(st.path(f"figures/correlation_heatmap_by_{res.by}.png"), schema.row_names(),
-                              [g.group for g in gs], vals, ps, [COEF_LABEL[c] for c in COEFFICIENTS], res.by)
+        figures.group_heatmap(
+            st.path(f"figures/correlation_heatmap_by_{res.by}.png"),
+            schema.row_names(),
+            [g.group for g in gs],
+            vals,
+            ps,
+            [COEF_LABEL[c] for c in COEFFICIENTS],
+            res.by,
+        )
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -541,8 +728,13 @@ def render(res: AlignResult, console) -> None:
         for metric in schema.row_names():
             cr = g.correlations[metric]
             d = g.descriptives[metric]
-            cells = [metric, str(cr.n), *(_coef_cell(cr.coefs[c], with_ci=False) for c in COEFFICIENTS),
-                     _f(d.human_mean, 2), _f(d.llm_mean, 2)]
+            cells = [
+                metric,
+                str(cr.n),
+                *(_coef_cell(cr.coefs[c], with_ci=False) for c in COEFFICIENTS),
+                _f(d.human_mean, 2),
+                _f(d.llm_mean, 2),
+            ]
             t.add_row(*([g.group] if multi else []), *cells, end_section=metric == OVERALL)
     console.print(t)
     g = res.groups[0]
@@ -618,8 +810,10 @@ def check_out_dir(out_dir: Path) -> None:
     foreign = foreign_entries(out_dir, OUTPUT_FILES)
     if foreign:
         listed = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-        raise AlignUsageError(f"--out {out_dir} holds files align did not write ({listed}); it would be "
-                              "replaced as a whole: choose another directory or empty it")
+        raise AlignUsageError(
+            f"--out {out_dir} holds files align did not write ({listed}); it would be "
+            "replaced as a whole: choose another directory or empty it"
+        )
 
 
 @dataclass
@@ -632,19 +826,29 @@ class AlignOutcome:
 def run_alignment(req: AlignRequest, problems: Problems) -> AlignOutcome:
     """Read, compute and write all-or-nothing; what was left out goes to `problems`. Raises OutputDirError if
     --out changed under us (nothing written); nothing is written either when nothing could be computed."""
-    res = compute(list(req.human), list(req.scores), by=req.by, n_boot=req.bootstrap, seed=req.seed,
-                  problems=problems, runs_dir=req.runs_dir, keys=list(req.keys))
+    res = compute(
+        list(req.human),
+        list(req.scores),
+        by=req.by,
+        n_boot=req.bootstrap,
+        seed=req.seed,
+        problems=problems,
+        runs_dir=req.runs_dir,
+        keys=list(req.keys),
+    )
     unused = unused_inputs(list(req.human), list(req.scores), res.judges, res.llm, res.problems)
     if res.any_correlation:
         res.raters = compare_judges(res, [Path(p) for p in res.llm.sources], n_boot=req.bootstrap, seed=req.seed)
     if res.computed and req.calibrate:
-        res.calibration = estimates.calibrate(res, req.calibrate, n_boot=req.bootstrap, seed=req.seed,
-                                              problems=problems, human_paths=list(req.human))
+        res.calibration = estimates.calibrate(
+            res, req.calibrate, n_boot=req.bootstrap, seed=req.seed, problems=problems, human_paths=list(req.human)
+        )
     if res.computed and req.fit_checklist is not None:
         from .checklist_fit import fit_checklist
 
-        res.checklist_fit = fit_checklist(res, shrinkage=req.fit_checklist, n_boot=req.bootstrap, seed=req.seed,
-                                          problems=problems)
+        res.checklist_fit = fit_checklist(
+            res, shrinkage=req.fit_checklist, n_boot=req.bootstrap, seed=req.seed, problems=problems
+        )
     if res.computed and req.ppi:
         res.ppi = estimates.ppi_estimates(res, req.by or "model", problems)
     if not res.computed:

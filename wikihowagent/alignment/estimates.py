@@ -18,22 +18,35 @@ from typing import Any
 
 import numpy as np
 
+from wikihowagent.evaluation.judge_prompts import recorded_prompt
 from wikihowagent.markdown import markdown_table
 from wikihowagent.records import Calibration
+from wikihowagent.runs import (
+    CALIBRATION_CSV,
+    CALIBRATION_JSON,
+    CALIBRATION_MD,
+    CALIBRATION_PNG,
+    CALIBRATION_PREDICTIONS_CSV,
+    FIGURES_DIR,
+    PPI_CSV,
+    PPI_MD,
+    calibration_text,
+)
 
 from . import calibration as cal_stats
 from . import ppi as ppi_stats
-from .problems import Problems
 from . import schema
+from .problems import Problems
 from .schema import OVERALL
-from wikihowagent.runs import (CALIBRATION_CSV, CALIBRATION_JSON, CALIBRATION_MD, CALIBRATION_PNG,
-                               CALIBRATION_PREDICTIONS_CSV, FIGURES_DIR, PPI_CSV, PPI_MD, calibration_text)
 from .tables import csv_text
-from wikihowagent.evaluation.judge_prompts import recorded_prompt
 
-
-CALIBRATION_FILES = (CALIBRATION_CSV, CALIBRATION_MD, CALIBRATION_JSON, CALIBRATION_PREDICTIONS_CSV,
-                     f"{FIGURES_DIR}/{CALIBRATION_PNG}")
+CALIBRATION_FILES = (
+    CALIBRATION_CSV,
+    CALIBRATION_MD,
+    CALIBRATION_JSON,
+    CALIBRATION_PREDICTIONS_CSV,
+    f"{FIGURES_DIR}/{CALIBRATION_PNG}",
+)
 PPI_FILES = (PPI_CSV, PPI_MD, f"{FIGURES_DIR}/ppi_*.png")
 RAW = "raw"
 
@@ -110,8 +123,9 @@ def _judge_of(res: Any, ids: list[str]) -> tuple[list[tuple[str, str, str, str]]
     return sorted(specs, key=lambda k: -specs[k]), specs
 
 
-def calibrate(res: Any, method: str, *, n_boot: int, seed: int, problems: Problems,
-              human_paths: list[Path]) -> CalibrationOutcome:
+def calibrate(
+    res: Any, method: str, *, n_boot: int, seed: int, problems: Problems, human_paths: list[Path]
+) -> CalibrationOutcome:
     """Out-of-fold raw vs calibrated agreement per rubric, and the calibration file (fitted on all pairs)."""
     if method not in cal_stats.METHODS:
         raise ValueError(f"unknown calibration method {method!r}")
@@ -122,15 +136,21 @@ def calibrate(res: Any, method: str, *, n_boot: int, seed: int, problems: Proble
     for k, metric in enumerate(schema.metrics()):
         where = f"calibration: {metric}"
         if metric in all_missing:
-            problems.add("calibration", f"{where}: no human sheet has a {metric.lower()} column; not calibrated "
-                                        "(only rubrics the sheets rate can be)")
+            problems.add(
+                "calibration",
+                f"{where}: no human sheet has a {metric.lower()} column; not calibrated "
+                "(only rubrics the sheets rate can be)",
+            )
             continue
         ok = ~np.isnan(res.human[:, k]) & ~np.isnan(res.model[:, k])
         ids = [c for c, o in zip(res.ids, ok, strict=True) if o]
         if len(ids) < cal_stats.MIN_PAIRS:
-            problems.add("calibration", f"{where}: {len(ids)} paired conversations, calibration needs at least "
-                                        f"{cal_stats.MIN_PAIRS}; only the raw correlation is reported (rate more "
-                                        "conversations to calibrate)")
+            problems.add(
+                "calibration",
+                f"{where}: {len(ids)} paired conversations, calibration needs at least "
+                f"{cal_stats.MIN_PAIRS}; only the raw correlation is reported (rate more "
+                "conversations to calibrate)",
+            )
             continue
         y, raw = res.human[ok, k], res.model[ok, k]
         groups, unknown = _tutorial_keys(res, ids)
@@ -139,8 +159,11 @@ def calibrate(res: Any, method: str, *, n_boot: int, seed: int, problems: Proble
         if unknown:
             ro.notes.append(f"{unknown} conversations without a tutorial id or title, each its own fold group")
         if n_tut < 2:
-            problems.add("calibration", f"{where}: all {len(ids)} paired conversations belong to one tutorial; "
-                                        "out-of-fold calibration needs at least 2 tutorials")
+            problems.add(
+                "calibration",
+                f"{where}: all {len(ids)} paired conversations belong to one tutorial; "
+                "out-of-fold calibration needs at least 2 tutorials",
+            )
             continue
         dists = [res.llm.rows[c].dist.get(metric) for c in ids]
         has_dist = [d is not None and len(d) == 5 and sum(d) > 0 for d in dists]
@@ -149,15 +172,22 @@ def calibrate(res: Any, method: str, *, n_boot: int, seed: int, problems: Proble
         if dist is not None:
             ro.predictions["ridge"] = cal_stats.out_of_fold("ridge", raw, dist, y, groups)
         else:
-            lacking = "no paired conversation has" if not any(has_dist) else (
-                f"{len(ids) - sum(has_dist)} of {len(ids)} paired conversations lack")
+            lacking = (
+                "no paired conversation has"
+                if not any(has_dist)
+                else (f"{len(ids) - sum(has_dist)} of {len(ids)} paired conversations lack")
+            )
             ro.notes.append(f"ridge left out: {lacking} the judge's p(1..5)")
             if method == "ridge":
-                problems.add("calibration", f"{where}: {lacking} the judge's p(1..5) distribution (json scoring, or "
-                                            "a CSV of scores); ridge is not possible, isotonic on the integer scores "
-                                            "is (--calibration-method isotonic)")
-        ro.comparison = cal_stats.compare(y, ro.predictions, n_boot=n_boot,
-                                          seed=zlib.crc32(f"{seed}/{metric}".encode()))
+                problems.add(
+                    "calibration",
+                    f"{where}: {lacking} the judge's p(1..5) distribution (json scoring, or "
+                    "a CSV of scores); ridge is not possible, isotonic on the integer scores "
+                    "is (--calibration-method isotonic)",
+                )
+        ro.comparison = cal_stats.compare(
+            y, ro.predictions, n_boot=n_boot, seed=zlib.crc32(f"{seed}/{metric}".encode())
+        )
         out.rubrics[metric] = ro
         if method == "isotonic" or dist is not None:
             fitted[metric] = cal_stats.fit(method, raw, dist, y, groups)
@@ -170,25 +200,44 @@ def calibrate(res: Any, method: str, *, n_boot: int, seed: int, problems: Proble
         return out
     judges, counts = _judge_of(res, sorted(paired_ids))
     if len(judges) > 1:
-        listed = ", ".join(f"{j[0] or '(unrecorded)'} {j[1]}{' prompt ' + j[2] if j[2] else ''} ({counts[j]})"
-                           for j in judges)
-        out.why_no_file = (f"the paired scores come from {len(judges)} judges ({listed}); calibration.json is for "
-                           "one judge: pass one judge's scores with --scores")
+        listed = ", ".join(
+            f"{j[0] or '(unrecorded)'} {j[1]}{' prompt ' + j[2] if j[2] else ''} ({counts[j]})" for j in judges
+        )
+        out.why_no_file = (
+            f"the paired scores come from {len(judges)} judges ({listed}); calibration.json is for "
+            "one judge: pass one judge's scores with --scores"
+        )
         problems.add("calibration", f"calibration: {out.why_no_file}")
         return out
     judge, scoring, prompt, sha = judges[0]
     if not judge:
-        problems.add("calibration", "calibration: the scores do not record their judge (a CSV or a paper file): "
-                                    "calibration.json is written but `evaluate --calibration` cannot apply it; "
-                                    "calibrate on the scores.jsonl of `evaluate` to apply it")
+        problems.add(
+            "calibration",
+            "calibration: the scores do not record their judge (a CSV or a paper file): "
+            "calibration.json is written but `evaluate --calibration` cannot apply it; "
+            "calibrate on the scores.jsonl of `evaluate` to apply it",
+        )
     out.file = Calibration(
-        method=method, judge=judge, scoring=scoring, prompt=prompt, rubrics_sha256=sha, rubrics=fitted,
-        human_files=[str(p) for p in human_paths], score_sources=list(res.llm.sources),
-        out_of_fold={m: {"n": float(ro.compared.n), "raw_r": ro.compared.predictors[RAW]["r"].value,
-                         "calibrated_r": ro.compared.predictors[method]["r"].value,
-                         "raw_mae": ro.compared.predictors[RAW]["mae"].value,
-                         "calibrated_mae": ro.compared.predictors[method]["mae"].value}
-                     for m, ro in out.rubrics.items() if method in ro.predictions})
+        method=method,
+        judge=judge,
+        scoring=scoring,
+        prompt=prompt,
+        rubrics_sha256=sha,
+        rubrics=fitted,
+        human_files=[str(p) for p in human_paths],
+        score_sources=list(res.llm.sources),
+        out_of_fold={
+            m: {
+                "n": float(ro.compared.n),
+                "raw_r": ro.compared.predictors[RAW]["r"].value,
+                "calibrated_r": ro.compared.predictors[method]["r"].value,
+                "raw_mae": ro.compared.predictors[RAW]["mae"].value,
+                "calibrated_mae": ro.compared.predictors[method]["mae"].value,
+            }
+            for m, ro in out.rubrics.items()
+            if method in ro.predictions
+        },
+    )
     return out
 
 
@@ -219,34 +268,56 @@ def prediction_rows(oc: CalibrationOutcome) -> tuple[list[str], list[list]]:
     for metric, ro in oc.rubrics.items():
         nan = np.full(len(ro.ids), np.nan)
         for i, cid in enumerate(ro.ids):
-            rows.append([cid, metric, ro.human[i], ro.predictions[RAW][i], ro.predictions["isotonic"][i],
-                         ro.predictions.get("ridge", nan)[i]])
+            rows.append(
+                [
+                    cid,
+                    metric,
+                    ro.human[i],
+                    ro.predictions[RAW][i],
+                    ro.predictions["isotonic"][i],
+                    ro.predictions.get("ridge", nan)[i],
+                ]
+            )
     return cols, rows
 
 
 def calibration_markdown(oc: CalibrationOutcome) -> str:
-    lines = ["# Calibrating the judge on the human ratings\n",
-             "Per rubric, the judge's score mapped to the mean human rating: isotonic regression on the expected "
-             "score, ridge regression on the p(1..5) distribution (when the scores hold one). Every calibrated figure "
-             f"is **out of fold**: GroupKFold by tutorial (k = min({cal_stats.K_FOLDS}, tutorials)), each "
-             "conversation predicted by a mapping fitted on other tutorials. 95 % bootstrap CIs over conversations "
-             f"({oc.n_boot} resamples, the same for every predictor; Δ = calibrated − raw, paired).\n"]
+    lines = [
+        "# Calibrating the judge on the human ratings\n",
+        "Per rubric, the judge's score mapped to the mean human rating: isotonic regression on the expected "
+        "score, ridge regression on the p(1..5) distribution (when the scores hold one). Every calibrated figure "
+        f"is **out of fold**: GroupKFold by tutorial (k = min({cal_stats.K_FOLDS}, tutorials)), each "
+        "conversation predicted by a mapping fitted on other tutorials. 95 % bootstrap CIs over conversations "
+        f"({oc.n_boot} resamples, the same for every predictor; Δ = calibrated − raw, paired).\n",
+    ]
     rows = []
     for metric, ro in oc.rubrics.items():
         for name, est in ro.compared.predictors.items():
             d = ro.compared.deltas.get(name, {})
-            rows.append([metric, str(ro.compared.n), str(ro.tutorials), name,
-                         *(_ci(est[s].value, est[s].ci_low, est[s].ci_high) for s in cal_stats.STATS),
-                         _ci(d["r"].value, d["r"].ci_low, d["r"].ci_high) if d else "",
-                         _ci(d["mae"].value, d["mae"].ci_low, d["mae"].ci_high) if d else "",
-                         "; ".join(ro.notes)])
-    lines.append(markdown_table(["Rubric", "n", "Tutorials", "Predictor", "Pearson r", "Spearman ρ", "MAE",
-                                 "Δ r", "Δ MAE", "Note"], rows))
+            rows.append(
+                [
+                    metric,
+                    str(ro.compared.n),
+                    str(ro.tutorials),
+                    name,
+                    *(_ci(est[s].value, est[s].ci_low, est[s].ci_high) for s in cal_stats.STATS),
+                    _ci(d["r"].value, d["r"].ci_low, d["r"].ci_high) if d else "",
+                    _ci(d["mae"].value, d["mae"].ci_low, d["mae"].ci_high) if d else "",
+                    "; ".join(ro.notes),
+                ]
+            )
+    lines.append(
+        markdown_table(
+            ["Rubric", "n", "Tutorials", "Predictor", "Pearson r", "Spearman ρ", "MAE", "Δ r", "Δ MAE", "Note"], rows
+        )
+    )
     if oc.file is not None:
-        lines.append(f"\n`calibration.json`: {oc.method}, judge `{oc.file.judge or '(not recorded)'}`"
-                     f"{' (' + oc.file.scoring + ')' if oc.file.scoring else ''}, rubric file sha256 "
-                     f"`{oc.file.rubrics_sha256[:12] or '(not recorded)'}`, rubrics: {', '.join(oc.file.rubrics)}. "
-                     "Apply it with `wikihowagent evaluate RUN --calibration calibration.json`.\n")
+        lines.append(
+            f"\n`calibration.json`: {oc.method}, judge `{oc.file.judge or '(not recorded)'}`"
+            f"{' (' + oc.file.scoring + ')' if oc.file.scoring else ''}, rubric file sha256 "
+            f"`{oc.file.rubrics_sha256[:12] or '(not recorded)'}`, rubrics: {', '.join(oc.file.rubrics)}. "
+            "Apply it with `wikihowagent evaluate RUN --calibration calibration.json`.\n"
+        )
     else:
         lines.append(f"\nNo `calibration.json`: {oc.why_no_file}.\n")
     return "\n".join(lines)
@@ -283,13 +354,20 @@ def ppi_estimates(res: Any, by: str, problems: Problems) -> PPIOutcome:
     label = {c: (getattr(res.llm.rows[c], by) or "(none)") for c in res.llm.rows}
     unrated = [c for c in res.llm.rows if c not in rated]
     U = np.array([res.llm.rows[c].values for c in unrated]).reshape(len(unrated), len(schema.metrics()))
-    U = np.column_stack([U, [_overall_judge(u) for u in U]]) if len(unrated) else np.empty((0, len(schema.metrics()) + 1))
+    U = (
+        np.column_stack([U, [_overall_judge(u) for u in U]])
+        if len(unrated)
+        else np.empty((0, len(schema.metrics()) + 1))
+    )
     u_group = np.array([label[c] for c in unrated], dtype=object)
     r_group = np.array([label.get(c, "") for c in res.ids], dtype=object)
     groups = ["all", *sorted({g for g in label.values()})]
     if not unrated:
-        problems.add("ppi", "ppi: every judge-scored conversation is rated by humans: nothing to add to the human "
-                            "mean (give --scores the judge's scores of the unrated conversations too)")
+        problems.add(
+            "ppi",
+            "ppi: every judge-scored conversation is rated by humans: nothing to add to the human "
+            "mean (give --scores the judge's scores of the unrated conversations too)",
+        )
     for g in groups:
         rm = np.ones(len(res.ids), bool) if g == "all" else (r_group == g)
         um = np.ones(len(unrated), bool) if g == "all" else (u_group == g)
@@ -313,27 +391,63 @@ def ppi_estimates(res: Any, by: str, problems: Problems) -> PPIOutcome:
 
 
 def ppi_rows(oc: PPIOutcome) -> tuple[list[str], list[list]]:
-    cols = ["by", "group", "metric", "n_rated", "n_unrated", "human_mean", "human_ci_low", "human_ci_high",
-            "judge_mean", "judge_ci_low", "judge_ci_high", "ppi_mean", "ppi_ci_low", "ppi_ci_high", "lambda",
-            "ci_width_ratio", "judge_bias", "note"]
+    cols = [
+        "by",
+        "group",
+        "metric",
+        "n_rated",
+        "n_unrated",
+        "human_mean",
+        "human_ci_low",
+        "human_ci_high",
+        "judge_mean",
+        "judge_ci_low",
+        "judge_ci_high",
+        "ppi_mean",
+        "ppi_ci_low",
+        "ppi_ci_high",
+        "lambda",
+        "ci_width_ratio",
+        "judge_bias",
+        "note",
+    ]
     rows = []
     for r in oc.rows:
         e = r.estimate
-        vals = ([e.human_mean, e.human_low, e.human_high, e.judge_mean, e.judge_low, e.judge_high, e.ppi_mean,
-                 e.ppi_low, e.ppi_high, e.lam, e.width_ratio, e.judge_bias] if e else [""] * 12)
-        rows.append([oc.by if r.group != "all" else "all", r.group, r.metric, r.n_labeled, r.n_unlabeled, *vals,
-                     r.note])
+        vals = (
+            [
+                e.human_mean,
+                e.human_low,
+                e.human_high,
+                e.judge_mean,
+                e.judge_low,
+                e.judge_high,
+                e.ppi_mean,
+                e.ppi_low,
+                e.ppi_high,
+                e.lam,
+                e.width_ratio,
+                e.judge_bias,
+            ]
+            if e
+            else [""] * 12
+        )
+        rows.append(
+            [oc.by if r.group != "all" else "all", r.group, r.metric, r.n_labeled, r.n_unlabeled, *vals, r.note]
+        )
     return cols, rows
 
 
 def ppi_markdown(oc: PPIOutcome) -> str:
-    lines = ["# Prediction-powered estimates of the human rating\n",
-             f"Per {oc.by} and rubric: the human mean of the rated conversations (95 % CI), the judge's mean over "
-             "all its conversations (95 % CI of the judge's own mean: what one reports without people), and the "
-             "prediction-powered mean of the human rating (PPI++, `ppi_py.ppi_mean_ci`, power-tuned λ; 95 % CI), "
-             "which uses the judge's scores of the unrated conversations. Width = PPI CI width / human-only CI "
-             "width. Valid only if the rated conversations are a random sample of each group "
-             "(`annotate export --select stratified`), not chosen for being uncertain.\n"]
+    lines = [
+        "# Prediction-powered estimates of the human rating\n",
+        f"Per {oc.by} and rubric: the human mean of the rated conversations (95 % CI), the judge's mean over "
+        "all its conversations (95 % CI of the judge's own mean: what one reports without people), and the "
+        "prediction-powered mean of the human rating (PPI++, `ppi_py.ppi_mean_ci`, power-tuned λ; 95 % CI), "
+        "which uses the judge's scores of the unrated conversations. Width = PPI CI width / human-only CI "
+        "width. Valid only if the rated conversations are a random sample of each group "
+        "(`annotate export --select stratified`), not chosen for being uncertain.\n",
+    ]
     groups: dict[str, list[PPIRow]] = {}
     for r in oc.rows:
         groups.setdefault(r.group, []).append(r)
@@ -345,11 +459,25 @@ def ppi_markdown(oc: PPIOutcome) -> str:
             if e is None:
                 table.append([r.metric, str(r.n_labeled), str(r.n_unlabeled), "", "", "", "", "", r.note])
                 continue
-            table.append([r.metric, str(r.n_labeled), str(r.n_unlabeled), _ci(e.human_mean, e.human_low, e.human_high, 2),
-                          _ci(e.judge_mean, e.judge_low, e.judge_high, 2), _ci(e.ppi_mean, e.ppi_low, e.ppi_high, 2),
-                          _f(e.judge_bias, 2), _f(e.width_ratio, 2), r.note])
-        lines.append(markdown_table(["Rubric", "n rated", "N unrated", "Human only", "Judge only", "PPI",
-                                     "Judge − PPI", "Width", "Note"], table))
+            table.append(
+                [
+                    r.metric,
+                    str(r.n_labeled),
+                    str(r.n_unlabeled),
+                    _ci(e.human_mean, e.human_low, e.human_high, 2),
+                    _ci(e.judge_mean, e.judge_low, e.judge_high, 2),
+                    _ci(e.ppi_mean, e.ppi_low, e.ppi_high, 2),
+                    _f(e.judge_bias, 2),
+                    _f(e.width_ratio, 2),
+                    r.note,
+                ]
+            )
+        lines.append(
+            markdown_table(
+                ["Rubric", "n rated", "N unrated", "Human only", "Judge only", "PPI", "Judge − PPI", "Width", "Note"],
+                table,
+            )
+        )
     return "\n".join(lines)
 
 
@@ -378,8 +506,11 @@ def write_ppi_outputs(oc: PPIOutcome, st, figures: bool) -> None:
             if r.estimate is not None:
                 groups.setdefault(r.group, []).append(r)
         for g, group_rows in groups.items():
-            ppi_intervals(st.path(f"{FIGURES_DIR}/ppi_{_slug(g)}.png"), [(r.metric, r.estimate) for r in group_rows],
-                          title=f"{'all conversations' if g == 'all' else f'{oc.by}: {g}'}: human rating estimates")
+            ppi_intervals(
+                st.path(f"{FIGURES_DIR}/ppi_{_slug(g)}.png"),
+                [(r.metric, r.estimate) for r in group_rows],
+                title=f"{'all conversations' if g == 'all' else f'{oc.by}: {g}'}: human rating estimates",
+            )
 
 
 def write_calibration_figure(oc: CalibrationOutcome, st) -> None:
@@ -410,12 +541,20 @@ def render_calibration(oc: CalibrationOutcome, console) -> None:
     for metric, ro in oc.rubrics.items():
         items = list(ro.compared.predictors.items())
         for i, (name, est) in enumerate(items):
-            t.add_row(metric if i == 0 else "", str(ro.compared.n) if i == 0 else "", name,
-                      *(_f(est[s].value) for s in cal_stats.STATS), end_section=i == len(items) - 1)
+            t.add_row(
+                metric if i == 0 else "",
+                str(ro.compared.n) if i == 0 else "",
+                name,
+                *(_f(est[s].value) for s in cal_stats.STATS),
+                end_section=i == len(items) - 1,
+            )
     console.print(t)
-    console.print("calibration.json: " + ("not written: " + oc.why_no_file if oc.file is None else
-                                          f"{oc.method} for {', '.join(oc.file.rubrics)}"), highlight=False,
-                  markup=False)
+    console.print(
+        "calibration.json: "
+        + ("not written: " + oc.why_no_file if oc.file is None else f"{oc.method} for {', '.join(oc.file.rubrics)}"),
+        highlight=False,
+        markup=False,
+    )
 
 
 def render_ppi(oc: PPIOutcome, console) -> None:
@@ -423,16 +562,25 @@ def render_ppi(oc: PPIOutcome, console) -> None:
 
     shown = [r for r in oc.rows if r.metric == OVERALL]
     if not any(r.estimate for r in shown):
-        console.print(f"PPI: no estimate ({shown[0].note if shown else 'no group'}); see ppi.md", highlight=False,
-                      markup=False)
+        console.print(
+            f"PPI: no estimate ({shown[0].note if shown else 'no group'}); see ppi.md", highlight=False, markup=False
+        )
         return
     t = Table(title=f"Human mean rating per {oc.by}: human only, judge only, prediction-powered (95 % CIs)")
     for name in (oc.by, "Rubric", "n", "N", "Human only", "Judge only", "PPI", "Width"):
         t.add_column(name, justify="left" if name in (oc.by, "Rubric") else "right", no_wrap=True)
     for r in shown:
         e = r.estimate
-        cells = ([_ci(e.human_mean, e.human_low, e.human_high, 2), _ci(e.judge_mean, e.judge_low, e.judge_high, 2),
-                  _ci(e.ppi_mean, e.ppi_low, e.ppi_high, 2), _f(e.width_ratio, 2)] if e else ["", "", r.note, ""])
+        cells = (
+            [
+                _ci(e.human_mean, e.human_low, e.human_high, 2),
+                _ci(e.judge_mean, e.judge_low, e.judge_high, 2),
+                _ci(e.ppi_mean, e.ppi_low, e.ppi_high, 2),
+                _f(e.width_ratio, 2),
+            ]
+            if e
+            else ["", "", r.note, ""]
+        )
         t.add_row(r.group, r.metric, str(r.n_labeled), str(r.n_unlabeled), *cells)
     console.print(t)
     console.print("Overall shown; every rubric in ppi.csv / ppi.md", highlight=False, markup=False)

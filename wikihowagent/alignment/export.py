@@ -28,13 +28,20 @@ from pathlib import Path
 import numpy as np
 
 from wikihowagent.records import Conversation, TutorialRef
-from wikihowagent.runs import (CONVERSATIONS, RESCORED_DIR, SCORE_FILES, evaluated_runs, read_conversations, run_name,
-                               scores_file)
+from wikihowagent.runs import (
+    CONVERSATIONS,
+    RESCORED_DIR,
+    SCORE_FILES,
+    evaluated_runs,
+    read_conversations,
+    run_name,
+    scores_file,
+)
 
+from . import schema
 from .blind import blind_id, key_csv, key_path
 from .output import write_files_atomically
 from .problems import AlignInputError, Problems
-from . import schema
 from .sources import ScoreRow, read_paper_run, read_scores_jsonl
 from .tables import csv_text
 
@@ -92,8 +99,9 @@ def load_scored(path: Path, problems: Problems) -> list[tuple[Conversation, floa
     for cid, s in scores.items():
         conv = out.get(cid)
         if conv is None:  # scored but no conversation record: still selectable (text missing)
-            conv = Conversation(conversation_id=cid, tutorial_id=s.tutorial_id, title=s.title,
-                                tutorial=TutorialRef(title="", steps=[]))
+            conv = Conversation(
+                conversation_id=cid, tutorial_id=s.tutorial_id, title=s.title, tutorial=TutorialRef(title="", steps=[])
+            )
         conv.run = s.run or run
         scored.append((conv, _mean_score(s.values), s))
     return [(c, score, s) for c, score, s in scored if math.isfinite(score)]
@@ -117,8 +125,9 @@ def uncertainty(row: ScoreRow) -> float:
     return float(np.mean(hs)) if hs else math.nan
 
 
-def _select_conversations(scored: list[tuple[Conversation, float, ScoreRow]], problems: Problems, mode: str,
-                          n: int, seed: int | None) -> list[Conversation]:
+def _select_conversations(
+    scored: list[tuple[Conversation, float, ScoreRow]], problems: Problems, mode: str, n: int, seed: int | None
+) -> list[Conversation]:
     """Per run: `stratified` = n conversations drawn at random (seeded per run), `uncertain` = the n with the
     highest `uncertainty` (ties by id)."""
     by_run: dict[str, list[tuple[Conversation, float, ScoreRow]]] = {}
@@ -138,13 +147,17 @@ def _select_conversations(scored: list[tuple[Conversation, float, ScoreRow]], pr
                 continue
             picked = [c for _, _, c in sorted(known, key=lambda u: (-u[0], u[1]))[:n]]
         if len(picked) < n:
-            problems.add("few conversations", f"run {run}: only {len(picked)} conversations qualify; all of them "
-                                              f"are selected (asked for {n})")
+            problems.add(
+                "few conversations",
+                f"run {run}: only {len(picked)} conversations qualify; all of them are selected (asked for {n})",
+            )
         chosen.extend(picked)
     if no_dist:
-        what = (f"run(s) {', '.join(no_dist)}" if len(no_dist) < len(by_run) else "the given runs")
-        line = (f"{what}: no p(1..5) distribution in the scores (json scoring); --select uncertain needs the "
-                "weighted judge's (evaluate --judge-scoring weighted); --select stratified works without")
+        what = f"run(s) {', '.join(no_dist)}" if len(no_dist) < len(by_run) else "the given runs"
+        line = (
+            f"{what}: no p(1..5) distribution in the scores (json scoring); --select uncertain needs the "
+            "weighted judge's (evaluate --judge-scoring weighted); --select stratified works without"
+        )
         if len(no_dist) == len(by_run):
             raise AlignInputError(line)
         problems.add("no distribution", f"{line}; these runs get no conversation")
@@ -163,8 +176,10 @@ def select(
     if mode not in TUTORIAL_MODES + CONVERSATION_MODES:
         raise ValueError(f"unknown selection mode {mode!r}")
     if n < 1:
-        raise AlignInputError(f"the number of {'conversations' if mode in CONVERSATION_MODES else 'tutorials'} "
-                              f"must be at least 1 (got {n})")
+        raise AlignInputError(
+            f"the number of {'conversations' if mode in CONVERSATION_MODES else 'tutorials'} "
+            f"must be at least 1 (got {n})"
+        )
     scored: list[tuple[Conversation, float, ScoreRow]] = []
     expanded: list[Path] = []
     for p in map(Path, run_paths):  # a directory of runs stands for every evaluated run in it
@@ -180,13 +195,21 @@ def select(
         for c in rows:
             tut.setdefault(c.tutorial_key, []).append(score_of[id(c)])
         rows.sort(key=lambda c: (c.tutorial_key, c.run, c.conversation_id))
-        return Selection(mode, n, seed if mode == "stratified" else None,
-                         sorted((k, float(np.mean(v)), len(v)) for k, v in tut.items()), rows,
-                         sorted({c.run for c, _ in convs}), len(convs))
+        return Selection(
+            mode,
+            n,
+            seed if mode == "stratified" else None,
+            sorted((k, float(np.mean(v)), len(v)) for k, v in tut.items()),
+            rows,
+            sorted({c.run for c, _ in convs}),
+            len(convs),
+        )
     if not convs:
         if any("not judged: evaluated without a judge" in line for line in problems.lines()):
-            raise AlignInputError("no conversation has a rubric score in the given runs (evaluated with --no-judge? "
-                                  "run `wikihowagent evaluate RUN` with a judge)")
+            raise AlignInputError(
+                "no conversation has a rubric score in the given runs (evaluated with --no-judge? "
+                "run `wikihowagent evaluate RUN` with a judge)"
+            )
         raise AlignInputError("no scored conversations in the given runs (run `wikihowagent evaluate` first)")
     by_tut: dict[str, list[tuple[Conversation, float]]] = {}
     for c, score in convs:
@@ -238,9 +261,18 @@ def sheet_csv(sel: Selection, blind: bool = False, seed: int | None = 0) -> str:
 
 
 def key_file_csv(sel: Selection, seed: int | None) -> str:
-    return key_csv([(blind_id(seed, c.run, c.conversation_id), c.conversation_id, c.run,
-                     c.tutorial_key if "|" not in c.tutorial_key else "", _sheet_title(c))
-                    for c in blind_order(sel, seed)])
+    return key_csv(
+        [
+            (
+                blind_id(seed, c.run, c.conversation_id),
+                c.conversation_id,
+                c.run,
+                c.tutorial_key if "|" not in c.tutorial_key else "",
+                _sheet_title(c),
+            )
+            for c in blind_order(sel, seed)
+        ]
+    )
 
 
 def load_rubrics(path: Path | None, problems: Problems) -> dict:
@@ -260,8 +292,9 @@ def load_rubrics(path: Path | None, problems: Problems) -> dict:
     by_key = {name.lower(): r for name, r in rubrics.items()}
     absent = [m for m in schema.metrics() if m.lower() not in by_key]
     if absent:
-        problems.add("rubrics", f"{path}: no rubric for {', '.join(absent)}; the guide shows only the metric name "
-                                "for these")
+        problems.add(
+            "rubrics", f"{path}: no rubric for {', '.join(absent)}; the guide shows only the metric name for these"
+        )
     return {m: by_key[m.lower()] for m in schema.metrics() if m.lower() in by_key}
 
 
@@ -295,8 +328,12 @@ def companion_html(sel: Selection, rubrics: dict, sheet_name: str, blind: bool =
         "first and use it as the reference. Leave a cell empty if you cannot judge it; use the "
         "<i>comment</i> column for remarks. Do not change the ids or add columns.</p>",
         f"<p class='meta'>{len(sel.tutorials)} tutorials, {len(sel.conversations)} conversations"
-        + ("." if blind else f" from {len(sel.runs)} run(s). Selection: {e(sel.mode)} {sel.n}"
-           + (f" (seed {sel.seed})" if sel.seed is not None else ""))
+        + (
+            "."
+            if blind
+            else f" from {len(sel.runs)} run(s). Selection: {e(sel.mode)} {sel.n}"
+            + (f" (seed {sel.seed})" if sel.seed is not None else "")
+        )
         + "</p>",
         "<h2 id='rubric'>Rubric</h2>",
         "<table><tr><th>Metric</th><th>Rates</th><th>Question</th><th>5 – 1</th></tr>",
@@ -315,7 +352,9 @@ def companion_html(sel: Selection, rubrics: dict, sheet_name: str, blind: bool =
     parts.append("<nav><h2>Tutorials</h2><ol>")
     for i, key in enumerate(keys, 1):
         c = next(c for c in convs if c.tutorial_key == key)
-        parts.append(f"<li><a href='#t{i}'>{e(c.title or key)}{(' — ' + e(c.tutorial_title)) if c.tutorial_title else ''}</a></li>")
+        parts.append(
+            f"<li><a href='#t{i}'>{e(c.title or key)}{(' — ' + e(c.tutorial_title)) if c.tutorial_title else ''}</a></li>"
+        )
     parts.append("</ol></nav>")
     for i, key in enumerate(keys, 1):
         cs = [c for c in convs if c.tutorial_key == key]
@@ -333,11 +372,15 @@ def companion_html(sel: Selection, rubrics: dict, sheet_name: str, blind: bool =
         parts.append("</div>")
         for j, c in enumerate(cs, 1):
             if blind:
-                parts.append(f"<h3>Conversation {i}.{j} <span class='cid'>{e(blind_id(seed, c.run, c.conversation_id))}"
-                             "</span></h3>")
+                parts.append(
+                    f"<h3>Conversation {i}.{j} <span class='cid'>{e(blind_id(seed, c.run, c.conversation_id))}"
+                    "</span></h3>"
+                )
             else:
-                parts.append(f"<h3>Conversation {i}.{j} <span class='cid'>{e(c.conversation_id)}</span> "
-                             f"<span class='meta'>run {e(c.run)}</span></h3>")
+                parts.append(
+                    f"<h3>Conversation {i}.{j} <span class='cid'>{e(c.conversation_id)}</span> "
+                    f"<span class='meta'>run {e(c.run)}</span></h3>"
+                )
             if not c.lines:
                 parts.append("<p class='meta'>(conversation text not available)</p>")
             for line in c.lines:
@@ -347,8 +390,11 @@ def companion_html(sel: Selection, rubrics: dict, sheet_name: str, blind: bool =
                     parts.append(f"<div class='turn {cls}'><b>{e(who)}:</b> {e(text)}</div>")
                 else:
                     parts.append(f"<div class='turn'>{e(line)}</div>")
-            parts.append("<p class='meta'>Scores go into the sheet row of this conversation_id: "
-                         + ", ".join(m.lower() for m in schema.metrics()) + ".</p>")
+            parts.append(
+                "<p class='meta'>Scores go into the sheet row of this conversation_id: "
+                + ", ".join(m.lower() for m in schema.metrics())
+                + ".</p>"
+            )
     parts.append("</body></html>\n")
     return "\n".join(parts)
 
@@ -387,6 +433,8 @@ def export_sheet(
 def default_run_paths(runs_dir: Path) -> list[Path]:
     runs = evaluated_runs(runs_dir)
     if not runs:
-        raise AlignInputError(f"{runs_dir}: no evaluated runs (directories with {' or '.join(SCORE_FILES)}, "
-                              f"also under {runs_dir / RESCORED_DIR}) found; pass RUN_DIR")
+        raise AlignInputError(
+            f"{runs_dir}: no evaluated runs (directories with {' or '.join(SCORE_FILES)}, "
+            f"also under {runs_dir / RESCORED_DIR}) found; pass RUN_DIR"
+        )
     return runs

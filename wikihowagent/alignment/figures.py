@@ -42,9 +42,15 @@ def score_distributions(path: Path, series: list[tuple[str, np.ndarray, np.ndarr
     pos_l = pos_h + 1.0
     hv = [s[1] if s[1].size else np.array([np.nan]) for s in series]
     lv = [s[2] if s[2].size else np.array([np.nan]) for s in series]
-    common = dict(widths=0.8, patch_artist=True, showmeans=True, manage_ticks=False,
-                  meanprops=dict(marker="D", markerfacecolor="white", markeredgecolor="black", markersize=4),
-                  medianprops=dict(color="black"), flierprops=dict(marker=".", markersize=3, alpha=0.5))
+    common = dict(
+        widths=0.8,
+        patch_artist=True,
+        showmeans=True,
+        manage_ticks=False,
+        meanprops=dict(marker="D", markerfacecolor="white", markeredgecolor="black", markersize=4),
+        medianprops=dict(color="black"),
+        flierprops=dict(marker=".", markersize=3, alpha=0.5),
+    )
     bh = ax.boxplot(hv, positions=pos_h, **common)
     bl = ax.boxplot(lv, positions=pos_l, **common)
     for patch in bh["boxes"]:
@@ -70,7 +76,12 @@ def _annotated_heatmap(ax, values: np.ndarray, pvals: np.ndarray, rows: list[str
     cmap = _pyplot().get_cmap("RdBu_r").with_extremes(bad="#dddddd")
     im = ax.imshow(np.ma.masked_invalid(values), cmap=cmap, vmin=-1, vmax=1, aspect="auto")
     ax.set_xticks(range(len(cols)))
-    ax.set_xticklabels(cols, fontsize=8, rotation=30 if max(len(c) for c in cols) > 10 else 0, ha="right" if max(len(c) for c in cols) > 10 else "center")
+    ax.set_xticklabels(
+        cols,
+        fontsize=8,
+        rotation=30 if max(len(c) for c in cols) > 10 else 0,
+        ha="right" if max(len(c) for c in cols) > 10 else "center",
+    )
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels(rows, fontsize=8)
     for i in range(values.shape[0]):
@@ -82,8 +93,9 @@ def _annotated_heatmap(ax, values: np.ndarray, pvals: np.ndarray, rows: list[str
     return im
 
 
-def correlation_heatmap(path: Path, metrics: list[str], values: np.ndarray, pvals: np.ndarray,
-                        coef_labels: list[str], title: str = "") -> None:
+def correlation_heatmap(
+    path: Path, metrics: list[str], values: np.ndarray, pvals: np.ndarray, coef_labels: list[str], title: str = ""
+) -> None:
     """values/pvals: metrics x coefficients."""
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(1.6 * len(coef_labels) + 2.2, 0.42 * len(metrics) + 1.6))
@@ -95,13 +107,21 @@ def correlation_heatmap(path: Path, metrics: list[str], values: np.ndarray, pval
     plt.close(fig)
 
 
-def group_heatmap(path: Path, metrics: list[str], groups: list[str], values: np.ndarray, pvals: np.ndarray,
-                  coef_labels: list[str], by: str) -> None:
+def group_heatmap(
+    path: Path,
+    metrics: list[str],
+    groups: list[str],
+    values: np.ndarray,
+    pvals: np.ndarray,
+    coef_labels: list[str],
+    by: str,
+) -> None:
     """values/pvals: coefficients x metrics x groups."""
     plt = _pyplot()
     width = max(3.0, 0.75 * len(groups) + 1.8)
-    fig, axes = plt.subplots(1, len(coef_labels), figsize=(width * len(coef_labels), 0.42 * len(metrics) + 2.2),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(coef_labels), figsize=(width * len(coef_labels), 0.42 * len(metrics) + 2.2), squeeze=False
+    )
     for c, ax in enumerate(axes[0]):
         im = _annotated_heatmap(ax, values[c], pvals[c], metrics, groups)
         ax.set_title(coef_labels[c], fontsize=10)
@@ -119,14 +139,17 @@ def ppi_intervals(path: Path, rows: list, title: str = "") -> None:
     plt = _pyplot()
     k = len(rows)
     fig, ax = plt.subplots(figsize=(7.0, 0.55 * k + 1.6))
-    kinds = (("human only", HUMAN_COLOR, "human_mean", "human_low", "human_high", -0.22),
-             ("prediction-powered", "#55A868", "ppi_mean", "ppi_low", "ppi_high", 0.0),
-             ("judge only", LLM_COLOR, "judge_mean", "judge_low", "judge_high", 0.22))
+    kinds = (
+        ("human only", HUMAN_COLOR, "human_mean", "human_low", "human_high", -0.22),
+        ("prediction-powered", "#55A868", "ppi_mean", "ppi_low", "ppi_high", 0.0),
+        ("judge only", LLM_COLOR, "judge_mean", "judge_low", "judge_high", 0.22),
+    )
     for label, color, mean, lo, hi, off in kinds:
         ys = np.arange(k) + off
         m = np.array([getattr(e, mean) for _, e in rows])
-        err = np.array([[getattr(e, mean) - getattr(e, lo) for _, e in rows],
-                        [getattr(e, hi) - getattr(e, mean) for _, e in rows]])
+        err = np.array(
+            [[getattr(e, mean) - getattr(e, lo) for _, e in rows], [getattr(e, hi) - getattr(e, mean) for _, e in rows]]
+        )
         ax.errorbar(m, ys, xerr=err, fmt="o", color=color, capsize=3, markersize=4, label=label)
     ax.set_yticks(np.arange(k))
     ax.set_yticklabels([f"{m} (n={e.n_labeled}, N={e.n_unlabeled})" for m, e in rows], fontsize=8)
@@ -147,7 +170,7 @@ def calibration_curves(path: Path, panels: list) -> None:
     cols = min(4, len(panels))
     nrows = math.ceil(len(panels) / cols)
     fig, axes = plt.subplots(nrows, cols, figsize=(3.2 * cols, 3.0 * nrows), squeeze=False)
-    for ax in axes.flat[len(panels):]:
+    for ax in axes.flat[len(panels) :]:
         ax.set_visible(False)
     for ax, (metric, raw, human, _oof, curve) in zip(axes.flat, panels, strict=False):
         ax.scatter(raw, human, s=8, alpha=0.5, color=HUMAN_COLOR)

@@ -89,7 +89,7 @@ def _main_name(llm: LLMScores) -> str:
 
 def compare_judges(res: Any, score_paths: list[Path], *, n_boot: int, seed: int) -> JudgesOutcome:
     """The main judge (the panel mean, or the only judge) and each panel judge found beside the score files."""
-    matrices: list[tuple[str, np.ndarray]] = [(_main_name(res.llm), res.model[:, :len(METRICS)])]
+    matrices: list[tuple[str, np.ndarray]] = [(_main_name(res.llm), res.model[:, : len(METRICS)])]
     for name, files in judge_files(score_paths).items():
         llm = read_llm_scores(files, Problems())  # their problems are the main file's, already reported
         label = _main_name(llm) if any(r.judge for r in llm.rows.values()) else name
@@ -101,8 +101,13 @@ def compare_judges(res: Any, score_paths: list[Path], *, n_boot: int, seed: int)
         for i, (name, M) in enumerate(matrices):
             x, y = res.human[:, k], M[:, k]
             ok = ~np.isnan(x) & ~np.isnan(y)
-            cr = res.groups[0].correlations[metric] if i == 0 else correlate(  # the main judge: as correlations.csv
-                x[ok], y[ok], n_boot=n_boot, seed=[seed, zlib.crc32(name.encode()), zlib.crc32(metric.encode())])
+            cr = (
+                res.groups[0].correlations[metric]
+                if i == 0
+                else correlate(  # the main judge: as correlations.csv
+                    x[ok], y[ok], n_boot=n_boot, seed=[seed, zlib.crc32(name.encode()), zlib.crc32(metric.encode())]
+                )
+            )
             out.rows.append(JudgeRow(name, metric, cr, a_h, _alpha(np.vstack([humans, M[None, :, k]]))))
     return out
 
@@ -112,29 +117,61 @@ def _f(v: float, nd: int = 3) -> str:
 
 
 def judges_rows(oc: JudgesOutcome) -> tuple[list[str], list[list]]:
-    cols = ["judge", "metric", "n", "pearson_r", "pearson_ci_low", "pearson_ci_high", "spearman_rho",
-            "alpha_humans_interval", "alpha_humans_and_judge_interval"]
+    cols = [
+        "judge",
+        "metric",
+        "n",
+        "pearson_r",
+        "pearson_ci_low",
+        "pearson_ci_high",
+        "spearman_rho",
+        "alpha_humans_interval",
+        "alpha_humans_and_judge_interval",
+    ]
     rows = []
     for r in oc.rows:
         p, s = r.correlation.coefs["pearson"], r.correlation.coefs["spearman"]
-        rows.append([r.judge, r.metric, r.correlation.n, p.value, p.ci_low, p.ci_high, s.value, r.alpha_humans,
-                     r.alpha_with_judge])
+        rows.append(
+            [
+                r.judge,
+                r.metric,
+                r.correlation.n,
+                p.value,
+                p.ci_low,
+                p.ci_high,
+                s.value,
+                r.alpha_humans,
+                r.alpha_with_judge,
+            ]
+        )
     return cols, rows
 
 
 def judges_markdown(oc: JudgesOutcome) -> str:
-    lines = ["# Every judge beside the humans\n",
-             f"Judges: {', '.join(f'`{j}`' for j in oc.judges)}. Per rubric: Pearson r with the human mean "
-             "(95 % bootstrap CI), Spearman ρ, and Krippendorff's α (interval) among the "
-             f"{oc.n_humans} human rater(s) alone and with the judge counted as one more rater.\n"]
+    lines = [
+        "# Every judge beside the humans\n",
+        f"Judges: {', '.join(f'`{j}`' for j in oc.judges)}. Per rubric: Pearson r with the human mean "
+        "(95 % bootstrap CI), Spearman ρ, and Krippendorff's α (interval) among the "
+        f"{oc.n_humans} human rater(s) alone and with the judge counted as one more rater.\n",
+    ]
     rows = []
     for r in oc.rows:
         p, s = r.correlation.coefs["pearson"], r.correlation.coefs["spearman"]
         ci = f" [{p.ci_low:.2f}, {p.ci_high:.2f}]" if math.isfinite(p.ci_low) else ""
-        rows.append([r.metric, r.judge, str(r.correlation.n), (_f(p.value) + ci) if math.isfinite(p.value) else "n/a",
-                     _f(s.value), _f(r.alpha_humans), _f(r.alpha_with_judge)])
-    lines.append(markdown_table(["Rubric", "Judge", "n", "Pearson r", "Spearman ρ", "α humans",
-                                 "α humans + judge"], rows))
+        rows.append(
+            [
+                r.metric,
+                r.judge,
+                str(r.correlation.n),
+                (_f(p.value) + ci) if math.isfinite(p.value) else "n/a",
+                _f(s.value),
+                _f(r.alpha_humans),
+                _f(r.alpha_with_judge),
+            ]
+        )
+    lines.append(
+        markdown_table(["Rubric", "Judge", "n", "Pearson r", "Spearman ρ", "α humans", "α humans + judge"], rows)
+    )
     return "\n".join(lines)
 
 

@@ -29,8 +29,9 @@ def _any_automatic(row) -> bool:
     return any(v is not None and np.isfinite(v) for v in row.automatic.values())
 
 
-def unused_inputs(human_paths: list[Path], score_paths: list[Path], judges: list[JudgeRatings], llm: LLMScores,
-                  problems: Problems) -> list[str]:
+def unused_inputs(
+    human_paths: list[Path], score_paths: list[Path], judges: list[JudgeRatings], llm: LLMScores, problems: Problems
+) -> list[str]:
     """One line per named file (or directory) that gave no usable score, with the reason."""
     out: list[str] = []
     for path in human_paths:
@@ -44,9 +45,14 @@ def unused_inputs(human_paths: list[Path], score_paths: list[Path], judges: list
             out.append(str(exc))
             continue
         ids = [cid for f in files for cid in llm.by_source.get(str(f), [])]
-        if not any(cid in llm.rows and (np.isfinite(llm.rows[cid].values).any() or _any_automatic(llm.rows[cid]))
-                   for cid in ids):
-            why = _reason(files[0], problems, "no usable LLM score or post-test metric in it") if len(files) == 1 \
+        if not any(
+            cid in llm.rows and (np.isfinite(llm.rows[cid].values).any() or _any_automatic(llm.rows[cid]))
+            for cid in ids
+        ):
+            why = (
+                _reason(files[0], problems, "no usable LLM score or post-test metric in it")
+                if len(files) == 1
                 else f"{path}: no usable LLM score or post-test metric in any of its {len(files)} score files"
+            )
             out.append(why)
     return out

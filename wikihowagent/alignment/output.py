@@ -6,10 +6,11 @@ import fnmatch
 import os
 import shutil
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 from .problems import AlignInputError
+
 
 class OutputDirError(AlignInputError):
     """`--out` exists but holds files that are not ours: it is not replaced."""
@@ -58,8 +59,10 @@ class StagedOutput:
         foreign = foreign_entries(self.dest, self.owned)
         if foreign:
             listed = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-            raise OutputDirError(f"{self.dest}: holds files this command did not write ({listed}); it would be "
-                                 "replaced as a whole, so choose another output directory or empty it")
+            raise OutputDirError(
+                f"{self.dest}: holds files this command did not write ({listed}); it would be "
+                "replaced as a whole, so choose another output directory or empty it"
+            )
         self.dest.parent.mkdir(parents=True, exist_ok=True)
         # a private box beside the destination; the staged directory inside it is made by a plain mkdir, so
         # it gets the usual permissions (mkdtemp's would be 0700)
@@ -99,7 +102,7 @@ class StagedOutput:
     def abort(self) -> None:
         shutil.rmtree(self._box, ignore_errors=True)
 
-    def __enter__(self) -> "StagedOutput":
+    def __enter__(self) -> StagedOutput:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:

@@ -80,7 +80,17 @@ def estimate(y: np.ndarray, yhat: np.ndarray, yhat_unlabeled: np.ndarray, alpha:
     point = float(np.ravel(ppi_mean_pointestimate(y, yhat, yu, lam=lam))[0])
     hlo, hhi = classical_mean_ci(y, alpha=alpha)
     jlo, jhi = classical_mean_ci(everything, alpha=alpha)
-    return PPIEstimate(len(y), len(yu), float(y.mean()), float(np.ravel(hlo)[0]), float(np.ravel(hhi)[0]),
-                       float(everything.mean()), float(np.ravel(jlo)[0]), float(np.ravel(jhi)[0]),
-                       point, float(np.ravel(lo)[0]), float(np.ravel(hi)[0]),
-                       0.0 if lam == 0.0 else _tuned_lambda(y, yhat, yu))
+    return PPIEstimate(
+        len(y),
+        len(yu),
+        float(y.mean()),
+        float(np.ravel(hlo)[0]),
+        float(np.ravel(hhi)[0]),
+        float(everything.mean()),
+        float(np.ravel(jlo)[0]),
+        float(np.ravel(jhi)[0]),
+        point,
+        float(np.ravel(lo)[0]),
+        float(np.ravel(hi)[0]),
+        0.0 if lam == 0.0 else _tuned_lambda(y, yhat, yu),
+    )

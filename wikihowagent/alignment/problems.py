@@ -66,8 +66,11 @@ class Problems:
                 out.append(p.message)
             elif key not in seen:
                 seen.add(key)
-                out.append(f"{p.group}: " + p.group_text.format(n=counts[key], first=p.label)
-                           + " (each one is in problems.txt)")
+                out.append(
+                    f"{p.group}: "
+                    + p.group_text.format(n=counts[key], first=p.label)
+                    + " (each one is in problems.txt)"
+                )
         return out
 
     def echo(self, limit: int | None = 40, stream=None, grouped: bool = True) -> None:

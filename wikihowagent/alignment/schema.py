@@ -102,9 +102,15 @@ def norm_key(name: str) -> str:
     return "" if key.startswith("unnamed:") else key
 
 
-def __getattr__(name: str) -> Any:  # METRICS, METRIC_BY_KEY, SHEET_METRICS, SHEET_COLUMNS for scripts: read on first use
-    lazy: dict[str, Callable[[], Any]] = {"METRICS": metrics, "METRIC_BY_KEY": metric_by_key, "SHEET_METRICS": sheet_metrics,
-            "SHEET_COLUMNS": sheet_columns}
+def __getattr__(
+    name: str,
+) -> Any:  # METRICS, METRIC_BY_KEY, SHEET_METRICS, SHEET_COLUMNS for scripts: read on first use
+    lazy: dict[str, Callable[[], Any]] = {
+        "METRICS": metrics,
+        "METRIC_BY_KEY": metric_by_key,
+        "SHEET_METRICS": sheet_metrics,
+        "SHEET_COLUMNS": sheet_columns,
+    }
     if name in lazy:
         return lazy[name]()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

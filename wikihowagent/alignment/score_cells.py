@@ -11,8 +11,12 @@ SCORE_MIN, SCORE_MAX = 1.0, 5.0
 BLANKS = frozenset({"", "na", "n/a", "nan", "none", "null", "-"})
 
 
-_FAST = {**{b: math.nan for b in BLANKS}, **{str(i): float(i) for i in range(1, 6)},
-         **{f"{i}.0": float(i) for i in range(1, 6)}, **{f"{i}.5": i + 0.5 for i in range(1, 5)}}
+_FAST = {
+    **{b: math.nan for b in BLANKS},
+    **{str(i): float(i) for i in range(1, 6)},
+    **{f"{i}.0": float(i) for i in range(1, 6)},
+    **{f"{i}.5": i + 0.5 for i in range(1, 5)},
+}
 
 
 def parse_score(raw, loc: str, problems: Problems) -> float:

@@ -20,19 +20,27 @@ from pathlib import Path
 
 import numpy as np
 
-from wikihowagent.paper_format import parse_run_stem
-from wikihowagent.runs import (CONVERSATIONS, SCORE_FILES, RunError, evaluated_runs, read_score_table, resolve_runs,
-                               run_name, scores_file)
-from wikihowagent.scoretable import ScoreTable
-
-from .problems import AlignInputError, Problems, where
-from . import schema
-from .schema import KNOWN_META_KEYS, norm_key
-from .score_cells import parse_score
-from .annotations import read_human_file
-from .tables import read_table
 from wikihowagent.evaluation.judge_prompts import recorded_prompt
 from wikihowagent.evaluation.metrics import COMPUTATIONAL_NAMES, POSTTEST_METRICS
+from wikihowagent.paper_format import parse_run_stem
+from wikihowagent.runs import (
+    CONVERSATIONS,
+    SCORE_FILES,
+    RunError,
+    evaluated_runs,
+    read_score_table,
+    resolve_runs,
+    run_name,
+    scores_file,
+)
+from wikihowagent.scoretable import ScoreTable
+
+from . import schema
+from .annotations import read_human_file
+from .problems import AlignInputError, Problems, where
+from .schema import KNOWN_META_KEYS, norm_key
+from .score_cells import parse_score
+from .tables import read_table
 
 
 @dataclass
@@ -103,8 +111,9 @@ def model_label(teacher: str = "", learner: str = "", run: str = "") -> str:
     return teacher or learner or run or "(unknown)"
 
 
-def _metric_values(metrics: dict, loc: str, problems: Problems, missing: list[int],
-                   unjudged: list[int] | None = None) -> np.ndarray:
+def _metric_values(
+    metrics: dict, loc: str, problems: Problems, missing: list[int], unjudged: list[int] | None = None
+) -> np.ndarray:
     """The 8 rubric scores; a metric stored as null counts in `missing` (the judge ran, its reply was not
     parsed), a metric absent from the record in `unjudged` (no judge ran, e.g. `evaluate --no-judge`)."""
     by_key = None
@@ -141,38 +150,88 @@ def _automatic(metrics: dict) -> dict[str, float]:
     return out
 
 
-def _table_rows(table: ScoreTable, problems: Problems, missing: list[int],
-                unjudged: list[int] | None) -> list[ScoreRow]:
+def _table_rows(
+    table: ScoreTable, problems: Problems, missing: list[int], unjudged: list[int] | None
+) -> list[ScoreRow]:
     """Rows of the score table -> rows of the 8 rubric scores (checked against the 1-5 scale)."""
     meta = table.meta
     out = []
-    for (cid, run, teacher, learner, domain, persona, title, tut, loc, evaluator, scoring, prompt, sha, rec), metrics in zip(
-            zip(meta["conversation_id"], meta["run"], meta["teacher"], meta["learner"], meta["domain"],
-                meta["persona"], meta["title"], meta["tutorial_id"], meta["where"], meta["evaluator"],
-                meta["scoring"], meta["prompt"], meta["rubrics_sha256"], meta["record"], strict=True), table.iter_row_metrics(), strict=True):
-        out.append(ScoreRow(conversation_id=cid, values=_metric_values(metrics, loc, problems, missing, unjudged),
-                            run=run, model=model_label(teacher, learner, run), domain=domain, persona=persona,
-                            title=title, tutorial_id=tut, where=loc, judge=evaluator, scoring=scoring, prompt=prompt,
-                            rubrics_sha256=sha, dist=dict(rec.judge.dist) if rec is not None and rec.judge else {},
-                            automatic=_automatic(metrics),
-                            items={i.id: i.good for i in rec.judge.items} if rec is not None and rec.judge else {},
-                            item_rubrics={i.id: tuple(i.rubrics) for i in rec.judge.items}
-                            if rec is not None and rec.judge else {},
-                            checklist=rec.judge.checklist if rec is not None and rec.judge else ""))
+    for (
+        cid,
+        run,
+        teacher,
+        learner,
+        domain,
+        persona,
+        title,
+        tut,
+        loc,
+        evaluator,
+        scoring,
+        prompt,
+        sha,
+        rec,
+    ), metrics in zip(
+        zip(
+            meta["conversation_id"],
+            meta["run"],
+            meta["teacher"],
+            meta["learner"],
+            meta["domain"],
+            meta["persona"],
+            meta["title"],
+            meta["tutorial_id"],
+            meta["where"],
+            meta["evaluator"],
+            meta["scoring"],
+            meta["prompt"],
+            meta["rubrics_sha256"],
+            meta["record"],
+            strict=True,
+        ),
+        table.iter_row_metrics(),
+        strict=True,
+    ):
+        out.append(
+            ScoreRow(
+                conversation_id=cid,
+                values=_metric_values(metrics, loc, problems, missing, unjudged),
+                run=run,
+                model=model_label(teacher, learner, run),
+                domain=domain,
+                persona=persona,
+                title=title,
+                tutorial_id=tut,
+                where=loc,
+                judge=evaluator,
+                scoring=scoring,
+                prompt=prompt,
+                rubrics_sha256=sha,
+                dist=dict(rec.judge.dist) if rec is not None and rec.judge else {},
+                automatic=_automatic(metrics),
+                items={i.id: i.good for i in rec.judge.items} if rec is not None and rec.judge else {},
+                item_rubrics={i.id: tuple(i.rubrics) for i in rec.judge.items} if rec is not None and rec.judge else {},
+                checklist=rec.judge.checklist if rec is not None and rec.judge else "",
+            )
+        )
     return out
 
 
 def _read_table(path: Path, problems: Problems, default_run: str = "") -> ScoreTable:
     try:
-        return read_score_table(path, run=default_run,
-                                on_error=lambda msg: problems.add("bad line", f"{msg}; line skipped"),
-                                on_bad_value=lambda msg: problems.add("bad value", msg))
+        return read_score_table(
+            path,
+            run=default_run,
+            on_error=lambda msg: problems.add("bad line", f"{msg}; line skipped"),
+            on_bad_value=lambda msg: problems.add("bad value", msg),
+        )
     except RunError as exc:
         raise AlignInputError(str(exc)) from None
 
 
-def read_scores_jsonl(path: Path, problems: Problems, default_run: str = "",
-                      other_rubrics: set[str] | None = None) -> list[ScoreRow]:
+def read_scores_jsonl(
+    path: Path, problems: Problems, default_run: str = "", other_rubrics: set[str] | None = None
+) -> list[ScoreRow]:
     """A scores file's rows of the score table -> rows of the 8 rubric scores. Metric names that are neither
     those 8 nor computational metrics (custom rubrics) are added to `other_rubrics` when given."""
     table = _read_table(path, problems, default_run)
@@ -203,8 +262,14 @@ def read_scores_csv(path: Path, problems: Problems) -> list[ScoreRow]:
     for cid, arr in j.scores.items():
         run = j.runs.get(cid) or path.stem
         out.append(
-            ScoreRow(cid, arr, run=run, model=models.get(cid) or model_label(run=run), title=j.titles.get(cid, ""),
-                     where=where(path, j.rows[cid]))
+            ScoreRow(
+                cid,
+                arr,
+                run=run,
+                model=models.get(cid) or model_label(run=run),
+                title=j.titles.get(cid, ""),
+                where=where(path, j.rows[cid]),
+            )
         )
     return out
 
@@ -248,7 +313,7 @@ def _score_files_of(p: Path) -> list[Path]:
         has_conv = (p / CONVERSATIONS).is_file()
         hint = "; run `wikihowagent evaluate` on it first" if has_conv else ""
         raise AlignInputError(f"{p}: no {' or '.join(SCORE_FILES)} in it (nor in any run directory inside){hint}")
-    return [scores_file(r) for r in runs]
+    return [f for r in runs if (f := scores_file(r)) is not None]  # evaluated runs: each has one
 
 
 def read_llm_scores(paths: list[Path], problems: Problems) -> LLMScores:
@@ -269,7 +334,9 @@ def read_llm_scores(paths: list[Path], problems: Problems) -> LLMScores:
             elif suffix == ".json":
                 rows = read_paper_run(path, problems)
             else:
-                raise AlignInputError(f"{path}: unknown score file type (expected scores.jsonl, .csv or a paper run .json)")
+                raise AlignInputError(
+                    f"{path}: unknown score file type (expected scores.jsonl, .csv or a paper run .json)"
+                )
         except AlignInputError as exc:
             problems.add("unusable file", str(exc))
             continue
@@ -278,22 +345,31 @@ def read_llm_scores(paths: list[Path], problems: Problems) -> LLMScores:
         for r in rows:
             prev = result.rows.get(r.conversation_id)
             if prev is not None:
-                problems.add("duplicate id", f"{r.where}: conversation_id {r.conversation_id} already scored at "
-                                             f"{prev.where}; this later score is used")
+                problems.add(
+                    "duplicate id",
+                    f"{r.where}: conversation_id {r.conversation_id} already scored at "
+                    f"{prev.where}; this later score is used",
+                )
             result.rows[r.conversation_id] = r
     if len(result.judges) > 1:
         counts = {j: sum(r.configuration == j for r in result.rows.values()) for j in result.judges}
         listed = "; ".join(f"{j}: {n} conversations" for j, n in counts.items())
         where_ = result.sources[0] if len(result.sources) == 1 else f"{len(result.sources)} score files"
-        problems.add("mixed judges", f"{where_}: LLM scores by {len(counts)} judge configurations ({listed}); the "
-                                     "tables mix them (named in correlations.md): align one configuration's scores "
-                                     "at a time, or use --by run")
+        problems.add(
+            "mixed judges",
+            f"{where_}: LLM scores by {len(counts)} judge configurations ({listed}); the "
+            "tables mix them (named in correlations.md): align one configuration's scores "
+            "at a time, or use --by run",
+        )
     if result.ignored_metrics:
         names = sorted(result.ignored_metrics, key=str.lower)
         files = sorted({f for fs in result.ignored_metrics.values() for f in fs})
         where_ = files[0] if len(files) == 1 else f"{len(files)} score files"
-        problems.add("ignored metric", f"{where_}: rubric(s) other than the 8 paper rubrics ignored (align compares "
-                                       f"only {', '.join(schema.metrics())}): {', '.join(names)}")
+        problems.add(
+            "ignored metric",
+            f"{where_}: rubric(s) other than the 8 paper rubrics ignored (align compares "
+            f"only {', '.join(schema.metrics())}): {', '.join(names)}",
+        )
     return result
 
 

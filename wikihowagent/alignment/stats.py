@@ -66,8 +66,13 @@ def correlate(x, y, *, n_boot: int = 2000, seed: int | np.random.SeedSequence | 
         return res
     const = [side for side, a in (("human", x), ("LLM", y)) if _is_constant(a)]
     if const:
-        res.notes.append(Note(f"{' and '.join(const)} scores are constant (all {x[0] if const[0] == 'human' else y[0]:g}); "
-                              "correlation undefined", UNDEFINED))
+        res.notes.append(
+            Note(
+                f"{' and '.join(const)} scores are constant (all {x[0] if const[0] == 'human' else y[0]:g}); "
+                "correlation undefined",
+                UNDEFINED,
+            )
+        )
         return res
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -291,8 +296,12 @@ def _kappa_codes(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
             lo, hi = min(lo, int(factor * 1)), max(hi, int(factor * 5))
             return (np.round(a * factor).astype(int), np.round(b * factor).astype(int), list(range(lo, hi + 1)), None)
     values = np.unique(both)
-    return (np.searchsorted(values, a), np.searchsorted(values, b), list(range(values.size)),
-            "non-integer ratings: kappa weights by rank of the distinct values")
+    return (
+        np.searchsorted(values, a),
+        np.searchsorted(values, b),
+        list(range(values.size)),
+        "non-integer ratings: kappa weights by rank of the distinct values",
+    )
 
 
 def weighted_kappa(a: np.ndarray, b: np.ndarray, labels: list[int]) -> float:

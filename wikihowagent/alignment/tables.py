@@ -7,8 +7,8 @@ import csv
 import io
 import math
 import re
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from wikihowagent.csvcells import neutralise, unneutralise
 
@@ -57,8 +57,10 @@ def decode_table(data: bytes, path: Path) -> tuple[str, str | None]:
 
     best = from_bytes(data).best()
     if best is None or best.encoding in ("utf_8", "ascii"):
-        raise AlignInputError(f"{path}: not UTF-8 text ({utf8_error.reason} at byte {utf8_error.start}) and no "
-                              "other encoding recognised; save it as CSV UTF-8")
+        raise AlignInputError(
+            f"{path}: not UTF-8 text ({utf8_error.reason} at byte {utf8_error.start}) and no "
+            "other encoding recognised; save it as CSV UTF-8"
+        )
     return str(best), best.encoding
 
 
@@ -78,8 +80,11 @@ def read_table(path: Path, problems: Problems | None = None) -> tuple[list[str],
         raise AlignInputError(f"{path}: cannot read ({exc.strerror})") from None
     text, encoding = decode_table(data, path)
     if encoding is not None and encoding != "UTF-16" and problems is not None:
-        problems.add("encoding", f"{path}: not UTF-8; read as {encoding} (a legacy encoding, e.g. Excel's "
-                                 "\"CSV\"); check that names with accents look right")
+        problems.add(
+            "encoding",
+            f"{path}: not UTF-8; read as {encoding} (a legacy encoding, e.g. Excel's "
+            '"CSV"); check that names with accents look right',
+        )
     if not text.strip():
         raise AlignInputError(f"{path}: empty file")
     delimiter = sniff_delimiter(text.split("\n", 1)[0], path)

@@ -1,7 +1,7 @@
 """Makefile hooks for the embedded model.
 
-    python -m wikihowagent.backends --prepare   # assemble + verify the weights once (make install)
-    python -m wikihowagent.backends --smoke     # start the server, one short reply, tokens/s
+python -m wikihowagent.backends --prepare   # assemble + verify the weights once (make install)
+python -m wikihowagent.backends --smoke     # start the server, one short reply, tokens/s
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ def _prepare() -> Path:
     try:
         from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
 
-        with Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(), TimeRemainingColumn()) as bar:
+        with Progress(
+            "[progress.description]{task.description}", BarColumn(), DownloadColumn(), TimeRemainingColumn()
+        ) as bar:
             task = bar.add_task("assembling + verifying the local model", total=model_files.MODEL_SIZE)
             path = model_files.ensure_local_model(lambda done, total: bar.update(task, completed=done, total=total))
     except ImportError:  # pragma: no cover
@@ -38,7 +40,9 @@ def _smoke(n_parallel: int, max_tokens: int) -> None:
     from wikihowagent.config import LocalModelSettings, ModelSettings
 
     t0 = time.perf_counter()
-    chat = make_chat_model("local", ModelSettings(max_tokens=max_tokens), LocalModelSettings(n_parallel=n_parallel, n_ctx=4096))
+    chat = make_chat_model(
+        "local", ModelSettings(max_tokens=max_tokens), LocalModelSettings(n_parallel=n_parallel, n_ctx=4096)
+    )
     srv = local.running_servers()[0]
     print(f"server {srv.url} started in {srv.start_s:.1f} s (total {time.perf_counter() - t0:.1f} s incl. model check)")
     t1 = time.perf_counter()
@@ -54,7 +58,9 @@ def _smoke(n_parallel: int, max_tokens: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    ap = argparse.ArgumentParser(prog="python -m wikihowagent.backends", description="Prepare or smoke-test the embedded model.")
+    ap = argparse.ArgumentParser(
+        prog="python -m wikihowagent.backends", description="Prepare or smoke-test the embedded model."
+    )
     ap.add_argument("--prepare", action="store_true", help="assemble and verify the GGUF in the cache (default action)")
     ap.add_argument("--verify", action="store_true", help="re-hash the cached GGUF even if a stamp exists")
     ap.add_argument("--smoke", action="store_true", help="start the server and get one short reply")

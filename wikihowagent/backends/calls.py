@@ -23,8 +23,12 @@ from .private_api import private_api_ok
 
 def _observed(model: BaseChatModel) -> bool:
     """True if a direct call could skip something: tracing, callbacks, a cache, a rate limiter, v1 output."""
-    if model.callbacks or model.cache not in (None, False) or getattr(model, "rate_limiter", None) is not None \
-            or getattr(model, "output_version", None) == "v1":
+    if (
+        model.callbacks
+        or model.cache not in (None, False)
+        or getattr(model, "rate_limiter", None) is not None
+        or getattr(model, "output_version", None) == "v1"
+    ):
         return True
     from langchain_core.globals import get_llm_cache
 

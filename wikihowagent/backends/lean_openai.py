@@ -73,20 +73,27 @@ class _LoopSession:
         self.loop = loop
         self.url = url
         self.proxy, self.proxy_auth = _env_proxy(url)
-        connector = aiohttp.TCPConnector(limit=0, limit_per_host=0,  # the caller bounds its concurrency
-                                         ssl=_ssl_context() if url.scheme == "https" else True)
+        connector = aiohttp.TCPConnector(
+            limit=0,
+            limit_per_host=0,  # the caller bounds its concurrency
+            ssl=_ssl_context() if url.scheme == "https" else True,
+        )
         self.session = aiohttp.ClientSession(
-            connector=connector, headers={"Accept": "application/json", "Content-Type": "application/json", **headers},
-            cookie_jar=aiohttp.DummyCookieJar(), trust_env=False,  # proxies: resolved once above; no ~/.netrc
-            timeout=aiohttp.ClientTimeout(total=None))
+            connector=connector,
+            headers={"Accept": "application/json", "Content-Type": "application/json", **headers},
+            cookie_jar=aiohttp.DummyCookieJar(),
+            trust_env=False,  # proxies: resolved once above; no ~/.netrc
+            timeout=aiohttp.ClientTimeout(total=None),
+        )
         self.closer: Any = None  # the async generator that closes the session at loop shutdown
 
     def __repr__(self) -> str:  # never the headers (they may carry a key)
         return f"LoopSession({self.url.origin()})"
 
     async def post(self, body: bytes, timeout: aiohttp.ClientTimeout) -> _Response:
-        async with self.session.post(self.url, data=body, allow_redirects=False, timeout=timeout,
-                                     proxy=self.proxy, proxy_auth=self.proxy_auth) as resp:
+        async with self.session.post(
+            self.url, data=body, allow_redirects=False, timeout=timeout, proxy=self.proxy, proxy_auth=self.proxy_auth
+        ) as resp:
             return _Response(resp.status, resp.headers, await resp.read())
 
 
@@ -153,11 +160,21 @@ class LeanChatOpenAI(ChatOpenAI):
             cached = self._client_timeout = (t, aiohttp.ClientTimeout(total=t))
         return cached[1]
 
-    async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                         run_manager: AsyncCallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
         payload = self._get_request_payload(messages, stop=stop, **kwargs)
-        if payload.get("stream") or _SDK_ONLY.intersection(payload) or self._use_responses_api(payload) \
-                or self.default_query or not isinstance(self.openai_api_key, (SecretStr, type(None))):
+        if (
+            payload.get("stream")
+            or _SDK_ONLY.intersection(payload)
+            or self._use_responses_api(payload)
+            or self.default_query
+            or not isinstance(self.openai_api_key, (SecretStr, type(None)))
+        ):
             return await super()._agenerate(messages, stop=stop, run_manager=run_manager, **kwargs)
         extra = payload.pop("extra_body", None) or {}
         body = orjson.dumps({**payload, **extra})
@@ -214,15 +231,20 @@ class LeanChatOpenAI(ChatOpenAI):
     def _request(self) -> Any:
         import httpx2
 
-        return httpx2.Request("POST", f"{(self.openai_api_base or 'https://api.openai.com/v1').rstrip('/')}/chat/completions")
+        return httpx2.Request(
+            "POST", f"{(self.openai_api_base or 'https://api.openai.com/v1').rstrip('/')}/chat/completions"
+        )
 
     def _connection_error(self, exc: BaseException) -> BaseException:
         """The SDK's APIConnectionError / APITimeoutError, mapped as langchain-openai maps them."""
         import openai
         from langchain_openai.chat_models.base import _handle_openai_api_error
 
-        err = (openai.APITimeoutError(request=self._request()) if isinstance(exc, asyncio.TimeoutError)
-               else openai.APIConnectionError(request=self._request()))
+        err = (
+            openai.APITimeoutError(request=self._request())
+            if isinstance(exc, asyncio.TimeoutError)
+            else openai.APIConnectionError(request=self._request())
+        )
         return _mapped(err, _handle_openai_api_error)
 
     def _status_error(self, resp: Any) -> BaseException:
@@ -232,10 +254,13 @@ class LeanChatOpenAI(ChatOpenAI):
         import openai
         from langchain_openai.chat_models.base import _handle_openai_api_error, _handle_openai_bad_request
 
-        response = httpx2.Response(resp.status, headers=list(resp.headers.items()), content=resp.body, request=self._request())
+        response = httpx2.Response(
+            resp.status, headers=list(resp.headers.items()), content=resp.body, request=self._request()
+        )
         err = self.root_async_client._make_status_error_from_response(response)
-        return _mapped(err, _handle_openai_bad_request if isinstance(err, openai.BadRequestError)
-                       else _handle_openai_api_error)
+        return _mapped(
+            err, _handle_openai_bad_request if isinstance(err, openai.BadRequestError) else _handle_openai_api_error
+        )
 
 
 def _mapped(err: BaseException, handler: Any) -> BaseException:
@@ -256,8 +281,9 @@ def _ssl_context() -> Any:
     import ssl
 
     if os.environ.get("SSL_CERT_FILE") or os.environ.get("SSL_CERT_DIR"):
-        return ssl.create_default_context(cafile=os.environ.get("SSL_CERT_FILE") or None,
-                                          capath=os.environ.get("SSL_CERT_DIR") or None)
+        return ssl.create_default_context(
+            cafile=os.environ.get("SSL_CERT_FILE") or None, capath=os.environ.get("SSL_CERT_DIR") or None
+        )
     try:
         import certifi
     except ImportError:  # pragma: no cover - certifi comes with httpx

@@ -88,8 +88,9 @@ def _log_verbosity() -> tuple[int, bool]:
     return 3, True  # info
 
 
-def _start(model_path: Path, alias: str, n_ctx: int, n_parallel: int, n_threads: int,
-           n_batch: int = 2048) -> tuple[Any, str, float]:
+def _start(
+    model_path: Path, alias: str, n_ctx: int, n_parallel: int, n_threads: int, n_batch: int = 2048
+) -> tuple[Any, str, float]:
     try:
         import xllamacpp
     except ImportError as exc:
@@ -139,7 +140,9 @@ def get_local_server(local: LocalModelSettings, model_path: Path | None = None, 
         if srv is not None:
             return srv
         server, url, secs = _start(path, alias, local.n_ctx, n_parallel, n_threads, local.n_batch)
-        srv = LocalServer(key, path, alias, url, local.n_ctx, n_parallel, n_threads, secs, server, n_batch=local.n_batch)
+        srv = LocalServer(
+            key, path, alias, url, local.n_ctx, n_parallel, n_threads, secs, server, n_batch=local.n_batch
+        )
         _SERVERS[key] = srv
         if not _ATEXIT_REGISTERED:
             atexit.register(shutdown_local_servers)
@@ -212,7 +215,9 @@ def check(resolved: ResolvedSpec, base_url: str | None, need: str) -> None:
         )
 
 
-def make(resolved: ResolvedSpec, settings: ModelSettings, local: LocalModelSettings, base_url: str | None = None) -> ChatOpenAI:
+def make(
+    resolved: ResolvedSpec, settings: ModelSettings, local: LocalModelSettings, base_url: str | None = None
+) -> ChatOpenAI:
     """A ChatOpenAI on the shared embedded server (started on first use); `base_url` does not apply."""
     from langchain_openai import ChatOpenAI
 

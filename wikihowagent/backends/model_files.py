@@ -71,9 +71,7 @@ def chunk_files() -> list[Path]:
         files.extend(data)
     if missing:
         what = missing[0] if len(missing) == 1 else f"{len(missing)} packages ({missing[0]} ...)"
-        raise BackendError(
-            f"The embedded model's weights are not installed: {what} missing; {INSTALL_HINT}."
-        )
+        raise BackendError(f"The embedded model's weights are not installed: {what} missing; {INSTALL_HINT}.")
     return files
 
 

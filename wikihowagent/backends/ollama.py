@@ -44,7 +44,9 @@ def normalize_ollama_host(value: str | None = None) -> str:
     try:
         port = u.port
     except ValueError:
-        raise BackendError(f"OLLAMA_HOST={value or os.environ.get('OLLAMA_HOST')!r} is not a valid host[:port] or URL") from None
+        raise BackendError(
+            f"OLLAMA_HOST={value or os.environ.get('OLLAMA_HOST')!r} is not a valid host[:port] or URL"
+        ) from None
     port = port or (443 if scheme == "https" else 11434)
     return f"{scheme}://{host}:{port}{u.path.rstrip('/')}"
 
@@ -113,8 +115,13 @@ def _ollama_class() -> type[BaseChatModel]:
 
         max_retries: int = 2
 
-        def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                      run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+        def _generate(
+            self,
+            messages: list[BaseMessage],
+            stop: list[str] | None = None,
+            run_manager: CallbackManagerForLLMRun | None = None,
+            **kwargs: Any,
+        ) -> ChatResult:
             for attempt in range(self.max_retries + 1):
                 try:
                     return ChatOllama._generate(self, messages, stop=stop, run_manager=run_manager, **kwargs)
@@ -124,8 +131,13 @@ def _ollama_class() -> type[BaseChatModel]:
                     time.sleep(_backoff(attempt))
             raise AssertionError("unreachable")  # pragma: no cover
 
-        async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                             run_manager: AsyncCallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+        async def _agenerate(
+            self,
+            messages: list[BaseMessage],
+            stop: list[str] | None = None,
+            run_manager: AsyncCallbackManagerForLLMRun | None = None,
+            **kwargs: Any,
+        ) -> ChatResult:
             for attempt in range(self.max_retries + 1):
                 try:
                     return await ChatOllama._agenerate(self, messages, stop=stop, run_manager=run_manager, **kwargs)
@@ -139,7 +151,9 @@ def _ollama_class() -> type[BaseChatModel]:
     return _OLLAMA_CLS
 
 
-def make(resolved: ResolvedSpec, settings: ModelSettings, local: LocalModelSettings, base_url: str | None) -> BaseChatModel:
+def make(
+    resolved: ResolvedSpec, settings: ModelSettings, local: LocalModelSettings, base_url: str | None
+) -> BaseChatModel:
     return _ollama_class()(
         model=resolved.model,
         base_url=_host(resolved, base_url),

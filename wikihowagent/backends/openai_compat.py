@@ -84,17 +84,25 @@ def check(resolved: ResolvedSpec, base_url: str | None, need: str) -> None:
         listing = get_json(f"{base}/models", headers)
     except urllib.error.HTTPError as exc:
         if exc.code in (401, 403):
-            raise BackendError(f"The server at {base} rejected the API key (HTTP {exc.code}; {need}): check {env}.") from None
-        raise BackendError(f"The OpenAI-compatible server at {base} answered HTTP {exc.code} on /models ({need}).") from None
+            raise BackendError(
+                f"The server at {base} rejected the API key (HTTP {exc.code}; {need}): check {env}."
+            ) from None
+        raise BackendError(
+            f"The OpenAI-compatible server at {base} answered HTTP {exc.code} on /models ({need})."
+        ) from None
     except (OSError, ValueError) as exc:
         raise BackendError(
             f"The OpenAI-compatible server is not reachable at {base} ({need}; {reason(exc)}). Start it, "
             f"fix OPENAI_BASE_URL / the base URL, {FALLBACK_HINT}."
         ) from None
-    ids = [str(m.get("id")) for m in listing.get("data", []) if isinstance(m, dict)] if isinstance(listing, dict) else []
+    ids = (
+        [str(m.get("id")) for m in listing.get("data", []) if isinstance(m, dict)] if isinstance(listing, dict) else []
+    )
     if ids and resolved.model not in ids:
         shown = ", ".join(ids[:5]) + (" ..." if len(ids) > 5 else "")
-        raise BackendError(f"The server at {base} does not serve model '{resolved.model}' ({need}); it serves: {shown}.")
+        raise BackendError(
+            f"The server at {base} does not serve model '{resolved.model}' ({need}); it serves: {shown}."
+        )
 
 
 def lean_transport(base: str | None) -> bool:
@@ -117,8 +125,13 @@ def lean_transport(base: str | None) -> bool:
     return bool(proxies.get(parts.scheme)) and urlsplit(proxies[parts.scheme]).scheme == "http"
 
 
-def make(resolved: ResolvedSpec, settings: ModelSettings, local: LocalModelSettings, base_url: str | None,
-         keepalive: int | None = None) -> BaseChatModel:
+def make(
+    resolved: ResolvedSpec,
+    settings: ModelSettings,
+    local: LocalModelSettings,
+    base_url: str | None,
+    keepalive: int | None = None,
+) -> BaseChatModel:
     from langchain_openai import ChatOpenAI
 
     base = _base(resolved, base_url)
@@ -137,9 +150,12 @@ def make(resolved: ResolvedSpec, settings: ModelSettings, local: LocalModelSetti
         import openai
         from openai._constants import DEFAULT_CONNECTION_LIMITS
 
-        limits = type(DEFAULT_CONNECTION_LIMITS)(max_connections=max(keepalive, 1000), max_keepalive_connections=keepalive)
-        kwargs["http_async_client"] = openai.DefaultAsyncHttpxClient(base_url=base or OPENAI_API_BASE,
-                                                                     timeout=settings.timeout_s, limits=limits)
+        limits = type(DEFAULT_CONNECTION_LIMITS)(
+            max_connections=max(keepalive, 1000), max_keepalive_connections=keepalive
+        )
+        kwargs["http_async_client"] = openai.DefaultAsyncHttpxClient(
+            base_url=base or OPENAI_API_BASE, timeout=settings.timeout_s, limits=limits
+        )
     return cls(
         model=resolved.model,
         api_key=key,

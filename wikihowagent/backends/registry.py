@@ -67,8 +67,9 @@ def resolve_spec(spec: str, aliases_path: Path | None = None) -> ResolvedSpec:
     target = provider(name).resolve(given, rest.strip(), base_url, af)
     canonical = f"{name}:{target.model}"
     display = canonical if given == canonical else f"{given} = {canonical}"
-    return ResolvedSpec(spec=given, provider=name, model=target.model, display=display,
-                        base_url=target.base_url, path=target.path)
+    return ResolvedSpec(
+        spec=given, provider=name, model=target.model, display=display, base_url=target.base_url, path=target.path
+    )
 
 
 def _resolved(spec: str | ResolvedSpec, aliases_path: Path | None = None) -> ResolvedSpec:

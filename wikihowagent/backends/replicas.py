@@ -174,7 +174,8 @@ class ReplicaPool:
                 self._say(f"no replica answers; pausing requests and probing for up to {self.outage_wait_s:.0f} s")
             if now - self._outage_since >= self.outage_wait_s:
                 raise ConnectionError(
-                    f"no replica reachable for {self.outage_wait_s:.0f} s ({', '.join(r.url for r in self.replicas)})")
+                    f"no replica reachable for {self.outage_wait_s:.0f} s ({', '.join(r.url for r in self.replicas)})"
+                )
             next_wake = min(r.rested_until for r in self.replicas)
             await asyncio.sleep(max(0.05, min(next_wake - now, self._outage_since + self.outage_wait_s - now)))
 
@@ -185,8 +186,11 @@ class ReplicaPool:
             r.served += 1
             return
         r.failures += 1
-        r.last_failure = (f"answers with server errors ({r.failures} in a row, last: HTTP {getattr(error, 'status_code', '5xx')})"
-                          if is_server_error(error) else "")
+        r.last_failure = (
+            f"answers with server errors ({r.failures} in a row, last: HTTP {getattr(error, 'status_code', '5xx')})"
+            if is_server_error(error)
+            else ""
+        )
         if r.failures >= self.fail_threshold and r.rested_until == 0.0:
             self._rest(r)
 
@@ -209,15 +213,25 @@ class PooledChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "replica-pool"
 
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
         # The pipeline is asynchronous; a synchronous call simply uses the first healthy replica.
         r = next((x for x in self.pool.replicas if x.rested_until == 0.0), self.pool.replicas[0])
         result: ChatResult = r.model._generate(messages, stop=stop, **self._capped(kwargs))
         return result
 
-    async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                         run_manager: AsyncCallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
         last: BaseException | None = None
         failed_on: frozenset[int] = frozenset()  # replicas that answered this request with a server error
         for _ in range(self.max_resends):
@@ -287,8 +301,15 @@ def check_replicas(resolved: Any, urls: list[str] | None, warn: Callable[[str], 
         warn(f"a replica is not answering; going on with the others: {error}")
 
 
-def make_pooled_chat_model(resolved: Any, settings: Any, local: Any, urls: list[str] | None, *,
-                           pool_settings: Any = None, on_event: Callable[[str], None] | None = None) -> BaseChatModel:
+def make_pooled_chat_model(
+    resolved: Any,
+    settings: Any,
+    local: Any,
+    urls: list[str] | None,
+    *,
+    pool_settings: Any = None,
+    on_event: Callable[[str], None] | None = None,
+) -> BaseChatModel:
     """The hook where `generate` makes its chat clients: one client per endpoint behind a PooledChatModel
     (also for a single endpoint: it rides out short outages). The embedded model is returned as it is."""
     from .registry import make_chat_model, provider
@@ -311,6 +332,7 @@ def make_pooled_chat_model(resolved: Any, settings: Any, local: Any, urls: list[
             clients += [client(u) for _ in range(n_clients - 1)]
         replicas.append(Replica(url=u or resolved.base_url or OPENAI_API_BASE, model=clients[0], clients=clients))
     knobs = pool_settings.model_dump() if pool_settings is not None else {}
-    pool = ReplicaPool(replicas, probe_path="/api/tags" if resolved.provider == "ollama" else "/models",
-                       on_event=on_event, **knobs)
+    pool = ReplicaPool(
+        replicas, probe_path="/api/tags" if resolved.provider == "ollama" else "/models", on_event=on_event, **knobs
+    )
     return PooledChatModel(pool=pool)

@@ -106,8 +106,9 @@ def load_aliases(aliases_path: Path | str | None = None) -> AliasFile:
         if isinstance(target, dict):
             if not isinstance(target.get("spec"), str):
                 raise BackendError(f"{path}: alias '{name}' needs a 'spec:' string")
-            entry: dict[str, Any] = {k: ([str(x) for x in v] if isinstance(v, list) else str(v))
-                                     for k, v in target.items() if v is not None}
+            entry: dict[str, Any] = {
+                k: ([str(x) for x in v] if isinstance(v, list) else str(v)) for k, v in target.items() if v is not None
+            }
             if isinstance(entry.get("base_urls"), list) and "base_url" not in entry:
                 entry["base_url"] = entry["base_urls"][0]  # replicas: the first one
             clean[str(name)] = entry

@@ -24,21 +24,24 @@ from rich.console import Console
 from rich.panel import Panel
 from rich.text import Text
 
+from wikihowagent.config import load_config
+from wikihowagent.corpus.core import default_tutorials_path, load_tutorials
 from wikihowagent.errors import WikihowagentError
+from wikihowagent.generation.core import package_versions, to_record
 from wikihowagent.records import ConversationRecord, Tutorial, make_conversation_id
 from wikihowagent.runs import CONVERSATIONS, JsonlAppender, RunInfo, now, write_run_info
 from wikihowagent.workflow.graph import WorkflowOptions, build_graph, initial_state, recursion_limit
 from wikihowagent.workflow.prompts import PromptTemplates, load_prompts
-from wikihowagent.config import load_config
-from wikihowagent.corpus.core import default_tutorials_path, load_tutorials
-from wikihowagent.generation.core import package_versions, to_record
 
 ROLES = ("learner", "teacher")
 HELP = "/next  move on (learner: ask for the next step; teacher: give the step's text)  ·  /step  show the step  ·  /quit  save and leave"
 LEARNER_NEXT = "Thanks, I understand. Let's go to the next step."
 # The record types the checkpointer stores between interrupts (LangGraph refuses unlisted types).
-CHECKPOINT_TYPES = [("wikihowagent.records", "Turn"), ("wikihowagent.records", "Tutorial"),
-                    ("wikihowagent.workflow.personas", "Persona")]
+CHECKPOINT_TYPES = [
+    ("wikihowagent.records", "Turn"),
+    ("wikihowagent.records", "Tutorial"),
+    ("wikihowagent.workflow.personas", "Persona"),
+]
 
 
 @dataclass
@@ -61,10 +64,17 @@ class ChatSession:
 
     def __post_init__(self) -> None:
         teacher, learner = (None, self.model) if self.role == "teacher" else (self.model, None)
-        self.graph = build_graph(teacher, learner, self.prompts, self.options, checkpointer=InMemorySaver(
-            serde=JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES)))
-        self.config = {"configurable": {"thread_id": self.conversation_id},
-                       "recursion_limit": recursion_limit(self.options)}
+        self.graph = build_graph(
+            teacher,
+            learner,
+            self.prompts,
+            self.options,
+            checkpointer=InMemorySaver(serde=JsonPlusSerializer(allowed_msgpack_modules=CHECKPOINT_TYPES)),
+        )
+        self.config = {
+            "configurable": {"thread_id": self.conversation_id},
+            "recursion_limit": recursion_limit(self.options),
+        }
 
     async def run(self) -> None:
         self.show_step(0)
@@ -130,12 +140,18 @@ class ChatSession:
     def show_step(self, step: int) -> None:
         n = len(self.tutorial.steps)
         body = Text(self.tutorial.steps[step])
-        self.console.print(Panel(body, title=Text(f"{self.tutorial.title} · Step {step + 1} of {n}"),
-                                 border_style="cyan"))
+        self.console.print(
+            Panel(body, title=Text(f"{self.tutorial.title} · Step {step + 1} of {n}"), border_style="cyan")
+        )
 
     def show_messages(self, messages: list) -> None:
-        for turn in messages[self.shown:]:
-            if self.role == "learner" and turn.role == "teacher" and turn.kind == "model" and turn.step != self.step_shown:
+        for turn in messages[self.shown :]:
+            if (
+                self.role == "learner"
+                and turn.role == "teacher"
+                and turn.kind == "model"
+                and turn.step != self.step_shown
+            ):
                 self.step_shown = turn.step
                 self.show_step(turn.step)
             who = "You" if turn.role == self.role else turn.role.capitalize()
@@ -263,14 +279,19 @@ def run_chat(req: ChatRequest, console: Console, read: Callable[[str], str]) -> 
     name = run_dir.name
     other = "learner" if req.role == "teacher" else "teacher"
     teacher, learner = ("human", req.model) if req.role == "teacher" else (req.model, "human")
-    options = WorkflowOptions(max_interactions=cfg.workflow.max_interactions, history=cfg.workflow.history,
-                              learner_farewell=cfg.workflow.learner_farewell,
-                              max_clarifications_per_step=cfg.workflow.max_clarifications_per_step,
-                              seed=cfg.model.seed, human=req.role)
+    options = WorkflowOptions(
+        max_interactions=cfg.workflow.max_interactions,
+        history=cfg.workflow.history,
+        learner_farewell=cfg.workflow.learner_farewell,
+        max_clarifications_per_step=cfg.workflow.max_clarifications_per_step,
+        seed=cfg.model.seed,
+        human=req.role,
+    )
     started = now()
     cid = make_conversation_id(name, f"{chosen.tutorial_id}/{started}")  # one record per session
-    console.print(f"You are the {req.role}; the model ({req.model}) is the {other}. " + HELP,
-                  markup=False, highlight=False)
+    console.print(
+        f"You are the {req.role}; the model ({req.model}) is the {other}. " + HELP, markup=False, highlight=False
+    )
     try:
         llm = make_chat_model(resolved, cfg.model, cfg.local, base_url=url)
         session = ChatSession(chosen, req.role, llm, prompts, options, cid, console, read=read)
@@ -294,9 +315,19 @@ def run_chat(req: ChatRequest, console: Console, read: Callable[[str], str]) -> 
     finally:
         shutdown_local_servers()
     record = to_record(chosen, state, name, teacher, learner, started, options).model_copy(
-        update={"conversation_id": cid, "human": req.role})
-    info = RunInfo(name=name, teacher=teacher, learner=learner, evaluator=req.model, human=req.role,
-                   resolved={other: resolved.model_dump() | ({"base_url": url} if url else {})},
-                   tutorials_source=str(source), started_at=started, ended_at=now(), status="complete",
-                   versions=package_versions())
+        update={"conversation_id": cid, "human": req.role}
+    )
+    info = RunInfo(
+        name=name,
+        teacher=teacher,
+        learner=learner,
+        evaluator=req.model,
+        human=req.role,
+        resolved={other: resolved.model_dump() | ({"base_url": url} if url else {})},
+        tutorials_source=str(source),
+        started_at=started,
+        ended_at=now(),
+        status="complete",
+        versions=package_versions(),
+    )
     return ChatSummary(record=record, path=save_chat(run_dir, record, info))

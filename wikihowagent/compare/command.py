@@ -26,30 +26,110 @@ from wikihowagent.stats import bootstrap_option, seed_option
 
 
 def compare(
-    runs: Annotated[list[Path], typer.Argument(help="Two or more run directories (or JSONL of records) that taught the same tutorials.",
-                                               show_default=False, metavar="RUN")],
-    out: Annotated[Path | None, typer.Option(rich_help_panel=OUTPUT, help="Output directory (default: <runs_dir>/compare): pair-judgments.jsonl, pairwise.csv, win_rates.csv, position.csv, bradley_terry.csv, summary.md, head_to_head.png.")] = None,
-    evaluator: Annotated[str | None, evaluator_option("Judge model spec (default: the runs' evaluator, which must be the same for all).")] = None,
-    metrics: Annotated[str | None, typer.Option(rich_help_panel=INPUTS, metavar="LIST", help="Comma-separated rubric names to compare on (default: every rubric).")] = None,
-    rubrics: Annotated[Path | None, typer.Option(rich_help_panel=INPUTS, help="Rubric JSON file (default: data/rubrics.json).")] = None,
-    max_tutorials: Annotated[int | None, typer.Option(rich_help_panel=INPUTS, min=1, help="Only the first N tutorials (sorted by id).")] = None,
-    pairwise_reading: Annotated[str | None, pairwise_reading_option("How a verdict is read: P(A) from the A/B token log-probabilities (default where the backend returns them) or the letter only.")] = None,
+    runs: Annotated[
+        list[Path],
+        typer.Argument(
+            help="Two or more run directories (or JSONL of records) that taught the same tutorials.",
+            show_default=False,
+            metavar="RUN",
+        ),
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            rich_help_panel=OUTPUT,
+            help="Output directory (default: <runs_dir>/compare): pair-judgments.jsonl, pairwise.csv, win_rates.csv, position.csv, bradley_terry.csv, summary.md, head_to_head.png.",
+        ),
+    ] = None,
+    evaluator: Annotated[
+        str | None, evaluator_option("Judge model spec (default: the runs' evaluator, which must be the same for all).")
+    ] = None,
+    metrics: Annotated[
+        str | None,
+        typer.Option(
+            rich_help_panel=INPUTS,
+            metavar="LIST",
+            help="Comma-separated rubric names to compare on (default: every rubric).",
+        ),
+    ] = None,
+    rubrics: Annotated[
+        Path | None, typer.Option(rich_help_panel=INPUTS, help="Rubric JSON file (default: data/rubrics.json).")
+    ] = None,
+    max_tutorials: Annotated[
+        int | None, typer.Option(rich_help_panel=INPUTS, min=1, help="Only the first N tutorials (sorted by id).")
+    ] = None,
+    pairwise_reading: Annotated[
+        str | None,
+        pairwise_reading_option(
+            "How a verdict is read: P(A) from the A/B token log-probabilities (default where the backend returns them) or the letter only."
+        ),
+    ] = None,
     bootstrap: Annotated[int, bootstrap_option("Bootstrap resamples (of tutorials) for the CIs.")] = 1000,
     seed: Annotated[int, seed_option("Seed of the bootstrap.")] = 0,
-    shard: Annotated[str | None, typer.Option(rich_help_panel=CLUSTER, metavar="K/N", help="Judge only every N-th tutorial from K (0-based) into pair-judgments-K-of-N.jsonl; a run without --shard then analyses every shard's judgments.")] = None,
-    config: Annotated[Path | None, typer.Option(rich_help_panel=INPUTS, help="YAML config overriding configs/default.yaml.")] = None,
-    base_url: Annotated[str | None, base_url_option("Ollama host / OpenAI-compatible base URL for the evaluator.")] = None,
-    concurrency: Annotated[int | None, concurrency_option("Judge passes in flight (default: the config's concurrency).")] = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            rich_help_panel=CLUSTER,
+            metavar="K/N",
+            help="Judge only every N-th tutorial from K (0-based) into pair-judgments-K-of-N.jsonl; a run without --shard then analyses every shard's judgments.",
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option(rich_help_panel=INPUTS, help="YAML config overriding configs/default.yaml.")
+    ] = None,
+    base_url: Annotated[
+        str | None, base_url_option("Ollama host / OpenAI-compatible base URL for the evaluator.")
+    ] = None,
+    concurrency: Annotated[
+        int | None, concurrency_option("Judge passes in flight (default: the config's concurrency).")
+    ] = None,
     retries: Annotated[int, retries_option("Re-asks of the judge when a reply is not one letter.")] = 2,
     retry_failed: Annotated[bool, retry_failed_option("Ask again the verdicts that failed in an earlier pass.")] = True,
     no_figures: Annotated[bool, typer.Option("--no-figures", rich_help_panel=OUTPUT, help="Skip the heatmap.")] = False,
-    verdict_rule: Annotated[str | None, typer.Option(rich_help_panel=MODELS, metavar="agree|average|scores", help="How the two orders make one verdict (scores: the checklist judge's, automatic with --judge-scoring checklist): agree (default: a preference only when both orders prefer the same conversation) or average (P(A better) averaged over the orders, (p_ab + 1 - p_ba) / 2, outside 0.5 ± --tie-band; cancels a constant position bias). Written into pairwise.csv and summary.md.")] = None,
-    tie_band: Annotated[float, tie_band_option("With --verdict-rule average: |P(A better) - 0.5| up to this is a tie.")] = 0.0,
-    judge_scoring: Annotated[str | None, judge_scoring_option("'checklist': no pairwise prompt; each conversation is judged alone by the checklist judge (yes/no items, see `evaluate --judge-scoring checklist`) and each rubric's verdict comes from the two conversations' own scores (verdict rule `scores`; position consistency 1 by construction). Default: the pairwise judge.", metavar="checklist")] = None,
-    checklist: Annotated[Path | None, checklist_option("With --judge-scoring checklist: the items file (default: data/checklists.json).")] = None,
-    checklist_weights: Annotated[Path | None, checklist_weights_option("With --judge-scoring checklist: item weights of `align --fit-checklist` (default: uniform).")] = None,
-    score_tie_band: Annotated[float, typer.Option(rich_help_panel=MODELS, min=0.0, max=4.0, help="With --judge-scoring checklist: a difference of the two conversations' rubric scores up to this many points is a tie.")] = 0.0,
-    from_judgments: Annotated[bool, typer.Option("--from-judgments", rich_help_panel=INPUTS, help="Judge nothing: analyse the pair judgments already in --out (e.g. under another --verdict-rule); no model is loaded.")] = False,
+    verdict_rule: Annotated[
+        str | None,
+        typer.Option(
+            rich_help_panel=MODELS,
+            metavar="agree|average|scores",
+            help="How the two orders make one verdict (scores: the checklist judge's, automatic with --judge-scoring checklist): agree (default: a preference only when both orders prefer the same conversation) or average (P(A better) averaged over the orders, (p_ab + 1 - p_ba) / 2, outside 0.5 ± --tie-band; cancels a constant position bias). Written into pairwise.csv and summary.md.",
+        ),
+    ] = None,
+    tie_band: Annotated[
+        float, tie_band_option("With --verdict-rule average: |P(A better) - 0.5| up to this is a tie.")
+    ] = 0.0,
+    judge_scoring: Annotated[
+        str | None,
+        judge_scoring_option(
+            "'checklist': no pairwise prompt; each conversation is judged alone by the checklist judge (yes/no items, see `evaluate --judge-scoring checklist`) and each rubric's verdict comes from the two conversations' own scores (verdict rule `scores`; position consistency 1 by construction). Default: the pairwise judge.",
+            metavar="checklist",
+        ),
+    ] = None,
+    checklist: Annotated[
+        Path | None, checklist_option("With --judge-scoring checklist: the items file (default: data/checklists.json).")
+    ] = None,
+    checklist_weights: Annotated[
+        Path | None,
+        checklist_weights_option(
+            "With --judge-scoring checklist: item weights of `align --fit-checklist` (default: uniform)."
+        ),
+    ] = None,
+    score_tie_band: Annotated[
+        float,
+        typer.Option(
+            rich_help_panel=MODELS,
+            min=0.0,
+            max=4.0,
+            help="With --judge-scoring checklist: a difference of the two conversations' rubric scores up to this many points is a tie.",
+        ),
+    ] = 0.0,
+    from_judgments: Annotated[
+        bool,
+        typer.Option(
+            "--from-judgments",
+            rich_help_panel=INPUTS,
+            help="Judge nothing: analyse the pair judgments already in --out (e.g. under another --verdict-rule); no model is loaded.",
+        ),
+    ] = False,
 ) -> None:
     """Judge runs head to head: for every tutorial two runs share, which conversation teaches better, per
     rubric, asked in both orders; win rates, position consistency and (3+ runs) a Bradley–Terry ranking."""
@@ -58,24 +138,55 @@ def compare(
     from .core import CompareRequest, run_compare
 
     console = make_console()
-    req = CompareRequest(runs=tuple(runs), out=out, evaluator=evaluator, rubrics=rubrics, metrics=metrics, config=config,
-                         base_url=base_url, concurrency=concurrency, retries=retries, shard=shard, bootstrap=bootstrap,
-                         seed=seed, reading=pairwise_reading, max_tutorials=max_tutorials, figures=not no_figures,
-                         retry_failed=retry_failed, verdict_rule=verdict_rule, tie_band=tie_band,
-                         from_judgments=from_judgments, judge_scoring=judge_scoring, checklist=checklist,
-                         checklist_weights=checklist_weights, score_tie_band=score_tie_band)
+    req = CompareRequest(
+        runs=tuple(runs),
+        out=out,
+        evaluator=evaluator,
+        rubrics=rubrics,
+        metrics=metrics,
+        config=config,
+        base_url=base_url,
+        concurrency=concurrency,
+        retries=retries,
+        shard=shard,
+        bootstrap=bootstrap,
+        seed=seed,
+        reading=pairwise_reading,
+        max_tutorials=max_tutorials,
+        figures=not no_figures,
+        retry_failed=retry_failed,
+        verdict_rule=verdict_rule,
+        tie_band=tie_band,
+        from_judgments=from_judgments,
+        judge_scoring=judge_scoring,
+        checklist=checklist,
+        checklist_weights=checklist_weights,
+        score_tie_band=score_tie_band,
+    )
     with command_errors(console, "judgments"):
-        res, stats, desc = run_compare(req, console, lambda total: progress_bar(console, total, "judging pairs (both orders)"))
+        res, stats, desc = run_compare(
+            req, console, lambda total: progress_bar(console, total, "judging pairs (both orders)")
+        )
     if from_judgments:
         console.print("analysed the stored pair judgments (no judge asked)", highlight=False, markup=False)
     else:
-        what = ("had no checklist score for one of the two conversations" if judge_scoring == "checklist"
-                else "were not one readable letter")
-        console.print(f"{stats.judged} judge passes made, {stats.already} already done; {stats.failures} of "
-                      f"{stats.asked} verdicts asked {what}", highlight=False, markup=False)
+        what = (
+            "had no checklist score for one of the two conversations"
+            if judge_scoring == "checklist"
+            else "were not one readable letter"
+        )
+        console.print(
+            f"{stats.judged} judge passes made, {stats.already} already done; {stats.failures} of "
+            f"{stats.asked} verdicts asked {what}",
+            highlight=False,
+            markup=False,
+        )
     if res is None:
-        console.print("shard judged; run compare without --shard (same runs and --out) to analyse every shard",
-                      highlight=False, markup=False)
+        console.print(
+            "shard judged; run compare without --shard (same runs and --out) to analyse every shard",
+            highlight=False,
+            markup=False,
+        )
         return
     stdout = make_console(stderr=False)
     print_result(res, desc, stdout)
@@ -91,7 +202,9 @@ def print_result(res: Any, desc: str, console: Any) -> None:
     from .core import OVERALL, fmt
 
     if res.bradley_terry is not None and len(res.bradley_terry):
-        t = Table(title=f"Bradley–Terry, overall (log-strength θ, 95 % CI over tutorials; verdict rule {res.rule}): {desc}")
+        t = Table(
+            title=f"Bradley–Terry, overall (log-strength θ, 95 % CI over tutorials; verdict rule {res.rule}): {desc}"
+        )
         for c in ("rank", "run", "θ", "CI"):
             t.add_column(c, justify="left" if c == "run" else "right")
         for _, r in res.bradley_terry[res.bradley_terry["rubric"] == OVERALL].sort_values("rank").iterrows():
@@ -101,19 +214,38 @@ def print_result(res: Any, desc: str, console: Any) -> None:
     for c in ("run A", "run B", "n", "A / tie / B", "win rate A", "CI"):
         t.add_column(c, justify="left" if c.startswith("run") else "right")
     for _, r in res.win_rates[res.win_rates["rubric"] == OVERALL].iterrows():
-        t.add_row(r["run_a"], r["run_b"], str(r["n"]), f"{r['wins_a']} / {r['ties']} / {r['wins_b']}",
-                  fmt(r["win_rate_a"]), f"{fmt(r['ci_low'])} – {fmt(r['ci_high'])}")
+        t.add_row(
+            r["run_a"],
+            r["run_b"],
+            str(r["n"]),
+            f"{r['wins_a']} / {r['ties']} / {r['wins_b']}",
+            fmt(r["win_rate_a"]),
+            f"{fmt(r['ci_low'])} – {fmt(r['ci_high'])}",
+        )
     console.print(t)
     t = Table(title="Position consistency per rubric (both orders prefer the same conversation)")
     for c in ("rubric", "n", "consistent", "mean order effect", "first shown preferred"):
         t.add_column(c, justify="left" if c == "rubric" else "right")
     for _, r in res.position.iterrows():
-        t.add_row(r["rubric"], str(r["n"]), fmt(r["position_consistency"]), fmt(r["mean_order_effect"]),
-                  fmt(r["first_preferred"]))
+        t.add_row(
+            r["rubric"],
+            str(r["n"]),
+            fmt(r["position_consistency"]),
+            fmt(r["mean_order_effect"]),
+            fmt(r["first_preferred"]),
+        )
     console.print(t)
     if res.missing:
-        console.print(f"{res.missing} (pair, tutorial, rubric) verdicts left out: an order missing or unreadable "
-                      "(rerun to ask again)", highlight=False, markup=False)
+        console.print(
+            f"{res.missing} (pair, tutorial, rubric) verdicts left out: an order missing or unreadable "
+            "(rerun to ask again)",
+            highlight=False,
+            markup=False,
+        )
     if res.bad_values:
-        console.print(f"{res.bad_values} stored P(A better) values were not probabilities in [0, 1]: left out "
-                      "(rerun with the judge to ask them again)", highlight=False, markup=False)
+        console.print(
+            f"{res.bad_values} stored P(A better) values were not probabilities in [0, 1]: left out "
+            "(rerun with the judge to ask them again)",
+            highlight=False,
+            markup=False,
+        )

@@ -32,12 +32,19 @@ from wikihowagent.csvcells import people_csv
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.figures import annotated_heatmap
 from wikihowagent.records import Conversation, PairwiseRecord
+from wikihowagent.runs import BRADLEY_TERRY_CSV, HEAD_TO_HEAD_PNG, PAIRWISE_CSV, POSITION_CSV, SUMMARY_MD, WIN_RATES_CSV
 
-from .engine import (PairJob, PassStats, judgment_files, pending, read_pair_judgments, reading_note,
-                     run_pair_jobs, verdict_rows)
+from .engine import (
+    PairJob,
+    PassStats,
+    judgment_files,
+    pending,
+    read_pair_judgments,
+    reading_note,
+    run_pair_jobs,
+    verdict_rows,
+)
 from .pairwise import AVERAGE, DEFAULT_TIE_BAND, verdict_rule, winner_score
-from wikihowagent.runs import (BRADLEY_TERRY_CSV, HEAD_TO_HEAD_PNG, PAIRWISE_CSV, POSITION_CSV, SUMMARY_MD,
-                               WIN_RATES_CSV)
 
 OVERALL = "overall"
 
@@ -58,8 +65,9 @@ def first_by_tutorial(convs: Iterable[Conversation]) -> dict[str, Conversation]:
     return out
 
 
-def plan_compare(runs: dict[str, dict[str, Conversation]], names: list[str],
-                 shard: tuple[int, int] | None = None) -> list[PairJob]:
+def plan_compare(
+    runs: dict[str, dict[str, Conversation]], names: list[str], shard: tuple[int, int] | None = None
+) -> list[PairJob]:
     """Both orders of every pair of runs on every tutorial they share; `shard` (K, N) keeps every N-th
     tutorial from K (of the sorted union). Jobs come tutorial by tutorial, by first run, so passes that
     show the same conversation first follow each other (a shared prompt prefix)."""
@@ -93,18 +101,27 @@ def position_table(rows: list[dict[str, Any]], rubric_names: list[str]) -> Any:
         sel = [r for r in rows if rubric == OVERALL or r["rubric"] == rubric]
         n = len(sel)
         inc = sum(not r["consistent"] for r in sel)
-        out.append({"rubric": rubric, "n": n, "inconsistent": inc,
-                    "position_consistency": _r(1 - inc / n) if n else None,
-                    "mean_order_effect": _r(sum(r["order_effect"] for r in sel) / n) if n else None,
-                    "first_preferred": _r(sum((r["p_ab"] > 0.5) + (r["p_ba"] > 0.5) for r in sel) / (2 * n)) if n else None})
+        out.append(
+            {
+                "rubric": rubric,
+                "n": n,
+                "inconsistent": inc,
+                "position_consistency": _r(1 - inc / n) if n else None,
+                "mean_order_effect": _r(sum(r["order_effect"] for r in sel) / n) if n else None,
+                "first_preferred": _r(sum((r["p_ab"] > 0.5) + (r["p_ba"] > 0.5) for r in sel) / (2 * n)) if n else None,
+            }
+        )
     return pd.DataFrame(out)
 
 
 def _outcomes(rows: list[dict[str, Any]], index: dict[str, int], rubric: str) -> list[Any]:
     from wikihowagent.stats.ranking import Outcome
 
-    return [Outcome(r["tutorial_id"], index[r["run_a"]], index[r["run_b"]], winner_score(r["verdict"]))
-            for r in rows if rubric == OVERALL or r["rubric"] == rubric]
+    return [
+        Outcome(r["tutorial_id"], index[r["run_a"]], index[r["run_b"]], winner_score(r["verdict"]))
+        for r in rows
+        if rubric == OVERALL or r["rubric"] == rubric
+    ]
 
 
 def win_rate_table(rows: list[dict[str, Any]], runs: list[str], rubric_names: list[str], n_boot: int, seed: int) -> Any:
@@ -117,13 +134,26 @@ def win_rate_table(rows: list[dict[str, Any]], runs: list[str], rubric_names: li
     for rubric in rubric_names + [OVERALL]:
         outs = _outcomes(rows, index, rubric)
         for i, a in enumerate(runs):
-            for b in runs[i + 1:]:
+            for b in runs[i + 1 :]:
                 w = win_rate(index[a], index[b], outs, n_boot=n_boot, seed=seed)
                 if w.n:
-                    out.append({"rubric": rubric, "run_a": a, "run_b": b, "n": w.n, "wins_a": w.wins, "ties": w.ties,
-                                "wins_b": w.losses, "win_rate_a": _r(w.rate), "ci_low": _r(w.ci_low), "ci_high": _r(w.ci_high)})
-    return pd.DataFrame(out, columns=["rubric", "run_a", "run_b", "n", "wins_a", "ties", "wins_b", "win_rate_a",
-                                      "ci_low", "ci_high"])
+                    out.append(
+                        {
+                            "rubric": rubric,
+                            "run_a": a,
+                            "run_b": b,
+                            "n": w.n,
+                            "wins_a": w.wins,
+                            "ties": w.ties,
+                            "wins_b": w.losses,
+                            "win_rate_a": _r(w.rate),
+                            "ci_low": _r(w.ci_low),
+                            "ci_high": _r(w.ci_high),
+                        }
+                    )
+    return pd.DataFrame(
+        out, columns=["rubric", "run_a", "run_b", "n", "wins_a", "ties", "wins_b", "win_rate_a", "ci_low", "ci_high"]
+    )
 
 
 def bt_table(rows: list[dict[str, Any]], runs: list[str], rubric_names: list[str], n_boot: int, seed: int) -> Any:
@@ -138,8 +168,16 @@ def bt_table(rows: list[dict[str, Any]], runs: list[str], rubric_names: list[str
         if not outs:
             continue
         for s in bradley_terry(len(runs), outs, n_boot=n_boot, seed=seed):
-            out.append({"rubric": rubric, "run": runs[s.item], "rank": s.rank, "theta": _r(s.theta),
-                        "ci_low": _r(s.ci_low), "ci_high": _r(s.ci_high)})
+            out.append(
+                {
+                    "rubric": rubric,
+                    "run": runs[s.item],
+                    "rank": s.rank,
+                    "theta": _r(s.theta),
+                    "ci_low": _r(s.ci_low),
+                    "ci_high": _r(s.ci_high),
+                }
+            )
     return pd.DataFrame(out, columns=["rubric", "run", "rank", "theta", "ci_low", "ci_high"])
 
 
@@ -153,9 +191,18 @@ def heatmap(wins: Any, runs: list[str], path: Path, title: str) -> Path:
         if row["win_rate_a"] is not None and not pd_isna(row["win_rate_a"]):
             grid[i, j] = row["win_rate_a"]
             grid[j, i] = 1 - row["win_rate_a"]
-    return annotated_heatmap(grid, runs, runs, path, title=title, colorbar="win rate of the row's run (ties half)",
-                             figsize=(1.3 * len(runs) + 3, 1.0 * len(runs) + 2), xrotation=30, tick_size=8,
-                             cell_size=9)
+    return annotated_heatmap(
+        grid,
+        runs,
+        runs,
+        path,
+        title=title,
+        colorbar="win rate of the row's run (ties half)",
+        figsize=(1.3 * len(runs) + 3, 1.0 * len(runs) + 2),
+        xrotation=30,
+        tick_size=8,
+        cell_size=9,
+    )
 
 
 def pd_isna(v: Any) -> bool:
@@ -187,39 +234,83 @@ def md_table(df: Any) -> str:
     return markdown_table(list(df.columns), [[fmt(v) for v in row] for row in df.itertuples(index=False)])
 
 
-def analyse(out_dir: Path, records: dict[tuple[str, ...], PairwiseRecord], runs: list[str], rubric_names: list[str],
-            judge_desc: str, reading_note: str, n_boot: int, seed: int, figures: bool = True, rule: str | None = None,
-            tie_band: float = DEFAULT_TIE_BAND, bad_values: int = 0) -> CompareResult:
+def analyse(
+    out_dir: Path,
+    records: dict[tuple[str, ...], PairwiseRecord],
+    runs: list[str],
+    rubric_names: list[str],
+    judge_desc: str,
+    reading_note: str,
+    n_boot: int,
+    seed: int,
+    figures: bool = True,
+    rule: str | None = None,
+    tie_band: float = DEFAULT_TIE_BAND,
+    bad_values: int = 0,
+) -> CompareResult:
     """Write the tables, summary.md and the heatmap of `records`; `bad_values`: how many stored values of the
     judgments files were not probabilities (said in summary.md)."""
     import pandas as pd
 
-    pairs = [(a, b) for i, a in enumerate(runs) for b in runs[i + 1:]]
+    pairs = [(a, b) for i, a in enumerate(runs) for b in runs[i + 1 :]]
     rows, missing = verdict_rows(records, pairs, rubric_names, rule, tie_band)
-    cols = ["tutorial_id", "run_a", "run_b", "rubric", "p_ab", "p_ba", "p_a", "order_effect", "verdict", "consistent",
-            "verdict_rule"]
+    cols = [
+        "tutorial_id",
+        "run_a",
+        "run_b",
+        "rubric",
+        "p_ab",
+        "p_ba",
+        "p_a",
+        "order_effect",
+        "verdict",
+        "consistent",
+        "verdict_rule",
+    ]
     pw = pd.DataFrame(rows, columns=cols)
     wins = win_rate_table(rows, runs, rubric_names, n_boot, seed)
     pos = position_table(rows, rubric_names)
     bt = bt_table(rows, runs, rubric_names, n_boot, seed) if len(runs) >= 3 else None
     out_dir = Path(out_dir)
     res = CompareResult(runs, pw, wins, pos, bt, missing, verdict_rule(rule).label(tie_band), bad_values)
-    res.written += [people_csv(pw, out_dir / PAIRWISE_CSV), people_csv(wins, out_dir / WIN_RATES_CSV),
-                    people_csv(pos, out_dir / POSITION_CSV)]
+    res.written += [
+        people_csv(pw, out_dir / PAIRWISE_CSV),
+        people_csv(wins, out_dir / WIN_RATES_CSV),
+        people_csv(pos, out_dir / POSITION_CSV),
+    ]
     if bt is not None:
         res.written.append(people_csv(bt, out_dir / BRADLEY_TERRY_CSV))
-    lines = [f"# Head to head: {judge_desc}", "", reading_note, "",
-             f"{len(runs)} runs, {pw['tutorial_id'].nunique() if len(pw) else 0} tutorials judged; "
-             f"{len(pw)} (pair, tutorial, rubric) verdicts from both orders"
-             + (f"; {missing} left out (an order missing or unreadable)" if missing else "") + "."
-             + (f" {bad_values} stored P(A better) values were not probabilities in [0, 1] and were left out "
-                "(each named on stderr)." if bad_values else ""),
-             verdict_rule(rule).sentence(tie_band) + " Win rates count ties as half; "
-             f"95 % CIs resample tutorials ({n_boot} bootstrap resamples). Position consistency does not depend "
-             "on the rule.", ""]
+    lines = [
+        f"# Head to head: {judge_desc}",
+        "",
+        reading_note,
+        "",
+        f"{len(runs)} runs, {pw['tutorial_id'].nunique() if len(pw) else 0} tutorials judged; "
+        f"{len(pw)} (pair, tutorial, rubric) verdicts from both orders"
+        + (f"; {missing} left out (an order missing or unreadable)" if missing else "")
+        + "."
+        + (
+            f" {bad_values} stored P(A better) values were not probabilities in [0, 1] and were left out "
+            "(each named on stderr)."
+            if bad_values
+            else ""
+        ),
+        verdict_rule(rule).sentence(tie_band) + " Win rates count ties as half; "
+        f"95 % CIs resample tutorials ({n_boot} bootstrap resamples). Position consistency does not depend "
+        "on the rule.",
+        "",
+    ]
     if bt is not None:
-        lines += ["## Bradley–Terry (log-strength θ, mean 0; θ_i − θ_j = log-odds that i beats j)", "",
-                  md_table(bt[bt["rubric"] == OVERALL].drop(columns="rubric")), "", "Per rubric:", "", md_table(bt), ""]
+        lines += [
+            "## Bradley–Terry (log-strength θ, mean 0; θ_i − θ_j = log-odds that i beats j)",
+            "",
+            md_table(bt[bt["rubric"] == OVERALL].drop(columns="rubric")),
+            "",
+            "Per rubric:",
+            "",
+            md_table(bt),
+            "",
+        ]
     lines += ["## Win rates", "", md_table(wins), "", "## Position consistency", "", md_table(pos), ""]
     (out_dir / SUMMARY_MD).write_text("\n".join(lines), encoding="utf-8")
     res.written.append(out_dir / SUMMARY_MD)
@@ -260,12 +351,16 @@ class CompareRequest:
     score_tie_band: float = 0.0  # checklist verdicts: a score difference up to this (points) is a tie
 
 
-def load_runs(sources: list[Any], warn: Callable[[str], None], max_tutorials: int | None) -> dict[str, dict[str, Conversation]]:
+def load_runs(
+    sources: list[Any], warn: Callable[[str], None], max_tutorials: int | None
+) -> dict[str, dict[str, Conversation]]:
     names = [s.name for s in sources]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
-        raise CompareError(f"two inputs have the same run name {dup[0]!r} ({', '.join(str(s.path) for s in sources if s.name == dup[0])}): "
-                           "rename one run directory")
+        raise CompareError(
+            f"two inputs have the same run name {dup[0]!r} ({', '.join(str(s.path) for s in sources if s.name == dup[0])}): "
+            "rename one run directory"
+        )
     runs = {}
     for s in sources:
         convs = first_by_tutorial(s.conversations(on_error=warn))
@@ -277,23 +372,27 @@ def load_runs(sources: list[Any], warn: Callable[[str], None], max_tutorials: in
         runs = {n: {t: c for t, c in cs.items() if t in keep} for n, cs in runs.items()}
     order = list(runs)
     for i, a in enumerate(order):
-        for b in order[i + 1:]:
+        for b in order[i + 1 :]:
             if not set(runs[a]) & set(runs[b]):
-                raise CompareError(f"runs {a} and {b} share no tutorial: nothing to compare (compare runs generated on "
-                                   "the same tutorials)")
+                raise CompareError(
+                    f"runs {a} and {b} share no tutorial: nothing to compare (compare runs generated on "
+                    "the same tutorials)"
+                )
     return runs
 
 
-def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[int], Any]) -> tuple[CompareResult | None, PassStats, str]:
+def run_compare(
+    req: CompareRequest, console: Any, progress_factory: Callable[[int], Any]
+) -> tuple[CompareResult | None, PassStats, str]:
     """Judge every shared tutorial of every pair in both orders, then analyse (not for a shard); with
     `from_judgments`, only analyse the judgments already in the output directory (no judge is made).
 
     -> (result or None for a shard, pass statistics, a line describing the judge and its reading)."""
     from wikihowagent.config import load_config
-    from wikihowagent.evaluation.session import judge_endpoints
     from wikihowagent.evaluation.inputs import resolve_inputs
     from wikihowagent.evaluation.judge import load_rubrics
     from wikihowagent.evaluation.runner import EvalOptions, Evaluation
+    from wikihowagent.evaluation.session import judge_endpoints
     from wikihowagent.runs import COMPARE_DIR, PAIR_JUDGMENTS
     from wikihowagent.shards import parse_shard
 
@@ -322,13 +421,17 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
 
     checklist_mode = req.judge_scoring == "checklist"
     if req.judge_scoring not in (None, "pairwise", "checklist"):
-        raise CompareError(f"--judge-scoring: compare judges pairs head to head (default) or by checklist scores "
-                           f"(checklist), not {req.judge_scoring!r}")
+        raise CompareError(
+            f"--judge-scoring: compare judges pairs head to head (default) or by checklist scores "
+            f"(checklist), not {req.judge_scoring!r}"
+        )
     if (rule.name == SCORES) != checklist_mode and (req.verdict_rule is not None or not checklist_mode):
-        raise CompareError("--verdict-rule scores is the checklist judge's rule: use it with --judge-scoring checklist"
-                           if rule.name == SCORES else
-                           f"--judge-scoring checklist makes each verdict from the two conversations' own scores "
-                           f"(rule `scores`); --verdict-rule {rule.name} applies to the pairwise judge")
+        raise CompareError(
+            "--verdict-rule scores is the checklist judge's rule: use it with --judge-scoring checklist"
+            if rule.name == SCORES
+            else f"--judge-scoring checklist makes each verdict from the two conversations' own scores "
+            f"(rule `scores`); --verdict-rule {rule.name} applies to the pairwise judge"
+        )
     if checklist_mode:
         if req.tie_band:
             raise CompareError("--tie-band is the `average` rule's; checklist verdicts take --score-tie-band (points)")
@@ -342,13 +445,18 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
     rule_name = rule.name
     band = req.score_tie_band if checklist_mode else req.tie_band
     if req.tie_band and rule.name != AVERAGE:
-        raise CompareError(f"--tie-band is the `{AVERAGE}` rule's: add --verdict-rule {AVERAGE} (the `{rule.name}` "
-                           "rule has no tie band)")
+        raise CompareError(
+            f"--tie-band is the `{AVERAGE}` rule's: add --verdict-rule {AVERAGE} (the `{rule.name}` "
+            "rule has no tie band)"
+        )
     if shard is not None and req.from_judgments:
         raise CompareError("--from-judgments analyses every shard's judgments: drop --shard")
     if len(req.runs) < 2:
-        raise CompareError(f"compare needs at least two runs to judge head to head (got {len(req.runs)}"
-                           + (f": {req.runs[0]}" if req.runs else "") + ")")
+        raise CompareError(
+            f"compare needs at least two runs to judge head to head (got {len(req.runs)}"
+            + (f": {req.runs[0]}" if req.runs else "")
+            + ")"
+        )
     cfg = load_config(req.config)
     rubric_set = load_rubrics(req.rubrics)
     sources = resolve_inputs(list(req.runs), Path(cfg.runs_dir))
@@ -360,8 +468,14 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
             raise CompareError(f"--metrics: unknown rubric {unknown[0]!r}; valid: {', '.join(rubric_set)}")
         names = [n for n in rubric_set if n in asked]
     runs = load_runs(sources, warn, req.max_tutorials)
-    opts = EvalOptions(judge=True, evaluator=req.evaluator, base_url=req.base_url, concurrency=req.concurrency,
-                       default_concurrency=cfg.concurrency, retries=req.retries)
+    opts = EvalOptions(
+        judge=True,
+        evaluator=req.evaluator,
+        base_url=req.base_url,
+        concurrency=req.concurrency,
+        default_concurrency=cfg.concurrency,
+        retries=req.retries,
+    )
     endpoints = judge_endpoints(cfg, req.base_url)  # as `evaluate`: the run's evaluator and endpoint, else --evaluator
     ev = Evaluation(opts, [], names, rubric_set, endpoints.make_llm, warn)
     spec = endpoints.resolve_one(ev, sources, _different_judges)
@@ -370,34 +484,84 @@ def run_compare(req: CompareRequest, console: Any, progress_factory: Callable[[i
     if req.from_judgments:
         reading = stored_reading(out, spec, "checklist" if checklist_mode else req.reading, warn)
     elif checklist_mode:
-        reading = _judge_checklist_pairs(req, console, progress_factory, runs, names, rubric_set, spec,
-                                         endpoints.make_llm, opts, out, shard, stats, warn)
+        reading = _judge_checklist_pairs(
+            req,
+            console,
+            progress_factory,
+            runs,
+            names,
+            rubric_set,
+            spec,
+            endpoints.make_llm,
+            opts,
+            out,
+            shard,
+            stats,
+            warn,
+        )
         if shard is not None:
             return None, stats, f"{spec} (checklist scores)"
     else:
-        reading = _judge_pairs(req, console, progress_factory, runs, names, rubric_set, spec, endpoints.make_llm,
-                               opts, out, shard, stats, warn)
+        reading = _judge_pairs(
+            req,
+            console,
+            progress_factory,
+            runs,
+            names,
+            rubric_set,
+            spec,
+            endpoints.make_llm,
+            opts,
+            out,
+            shard,
+            stats,
+            warn,
+        )
         if shard is not None:
             return None, stats, f"{spec} (pairwise, {reading})"
     desc = f"{spec} (checklist scores)" if checklist_mode else f"{spec} (pairwise, {reading})"
     records = read_pair_judgments(judgment_files(out, PAIR_JUDGMENTS), spec, reading, warn, bad_value)
     wanted = {(j.key) for j in plan_compare(runs, names)}
     records = {k: r for k, r in records.items() if k in wanted}
-    res = analyse(out, records, list(runs), names, desc, reading_note(reading), req.bootstrap, req.seed, req.figures,
-                  rule_name, band, len(bad_values))
+    res = analyse(
+        out,
+        records,
+        list(runs),
+        names,
+        desc,
+        reading_note(reading),
+        req.bootstrap,
+        req.seed,
+        req.figures,
+        rule_name,
+        band,
+        len(bad_values),
+    )
     return res, stats, desc
 
 
 def _different_judges(by_source: dict[str, str]) -> CompareError:
     which = "; ".join(f"{n}: {spec}" for n, spec in by_source.items())
-    return CompareError(f"the runs name different judges ({which}): pass --evaluator SPEC to judge every pair "
-                        "with the same one")
+    return CompareError(
+        f"the runs name different judges ({which}): pass --evaluator SPEC to judge every pair with the same one"
+    )
 
 
-def _judge_checklist_pairs(req: CompareRequest, console: Any, progress_factory: Callable[[int], Any],
-                           runs: dict[str, Any], names: list[str], rubric_set: Any, spec: str,
-                           make_llm: Callable[[str], Any], opts: Any, out: Path, shard: tuple[int, int] | None,
-                           stats: PassStats, warn: Callable[[str], None]) -> str:
+def _judge_checklist_pairs(
+    req: CompareRequest,
+    console: Any,
+    progress_factory: Callable[[int], Any],
+    runs: dict[str, Any],
+    names: list[str],
+    rubric_set: Any,
+    spec: str,
+    make_llm: Callable[[str], Any],
+    opts: Any,
+    out: Path,
+    shard: tuple[int, int] | None,
+    stats: PassStats,
+    warn: Callable[[str], None],
+) -> str:
     """Judge each conversation of every pending pass alone with the checklist judge (stored in
     checklist-scores.jsonl), and write each pass's verdicts from the two scores (resumable). A run whose own
     scores.jsonl holds this judge's checklist scores (same checklist and weights) is not judged again."""
@@ -414,18 +578,34 @@ def _judge_checklist_pairs(req: CompareRequest, console: Any, progress_factory: 
         checklist, weights = checklist_for(spec, list(rubric_set), req.checklist, req.checklist_weights)
     except ChecklistError as exc:
         raise CompareError(str(exc)) from None
-    scorer = make_scorer("checklist", llm, rubric_set, names, retries=req.retries,
-                         concurrency=judge_concurrency(opts, llm), checklist=checklist, checklist_weights=weights)
+    scorer = make_scorer(
+        "checklist",
+        llm,
+        rubric_set,
+        names,
+        retries=req.retries,
+        concurrency=judge_concurrency(opts, llm),
+        checklist=checklist,
+        checklist_weights=weights,
+    )
     stem = PAIR_JUDGMENTS.removesuffix(".jsonl")
     path = out / (f"{stem}-{shard[0]}-of-{shard[1]}.jsonl" if shard else PAIR_JUDGMENTS)
-    scores_path = out / (f"{CHECKLIST_SCORES.removesuffix('.jsonl')}-{shard[0]}-of-{shard[1]}.jsonl" if shard
-                         else CHECKLIST_SCORES)
+    scores_path = out / (
+        f"{CHECKLIST_SCORES.removesuffix('.jsonl')}-{shard[0]}-of-{shard[1]}.jsonl" if shard else CHECKLIST_SCORES
+    )
     jobs = plan_compare(runs, names, shard)
-    console.print(f"compare: {len(runs)} runs ({', '.join(runs)}), judge {spec} (checklist scores, checklist "
-                  f"{checklist.ident}, weights {scorer.weights_name}): {len(jobs)} passes from each conversation's "
-                  f"own checklist scores x {len(names)} rubrics", highlight=False, markup=False)
-    with JudgeLoop() as loop, resumable(CompareError, path), \
-            locked_out(out, "another 'wikihowagent compare'", f".{path.name}.lock"):
+    console.print(
+        f"compare: {len(runs)} runs ({', '.join(runs)}), judge {spec} (checklist scores, checklist "
+        f"{checklist.ident}, weights {scorer.weights_name}): {len(jobs)} passes from each conversation's "
+        f"own checklist scores x {len(names)} rubrics",
+        highlight=False,
+        markup=False,
+    )
+    with (
+        JudgeLoop() as loop,
+        resumable(CompareError, path),
+        locked_out(out, "another 'wikihowagent compare'", f".{path.name}.lock"),
+    ):
         stored: dict[str, Any] = {}
         for run_path in req.runs:  # the runs' own checklist scores (`evaluate --judge-scoring checklist`)
             if (Path(run_path) / SCORES).is_file():
@@ -452,17 +632,33 @@ def stored_reading(out: Path, spec: str, reading: str | None, warn: Callable[[st
     if reading is not None:
         found &= {reading}
     if not found:
-        raise CompareError(f"{out}: no pair judgments of judge {spec}" + (f" ({reading})" if reading else "")
-                           + ": run compare without --from-judgments first")
+        raise CompareError(
+            f"{out}: no pair judgments of judge {spec}"
+            + (f" ({reading})" if reading else "")
+            + ": run compare without --from-judgments first"
+        )
     if len(found) > 1:
-        raise CompareError(f"{out}: judge {spec} has judgments in both readings ({', '.join(sorted(found))}): "
-                           "pass --pairwise-reading")
+        raise CompareError(
+            f"{out}: judge {spec} has judgments in both readings ({', '.join(sorted(found))}): pass --pairwise-reading"
+        )
     return found.pop()
 
 
-def _judge_pairs(req: CompareRequest, console: Any, progress_factory: Callable[[int], Any], runs: dict[str, Any],
-                 names: list[str], rubric_set: Any, spec: str, make_llm: Callable[[str], Any], opts: Any, out: Path,
-                 shard: tuple[int, int] | None, stats: PassStats, warn: Callable[[str], None]) -> str:
+def _judge_pairs(
+    req: CompareRequest,
+    console: Any,
+    progress_factory: Callable[[int], Any],
+    runs: dict[str, Any],
+    names: list[str],
+    rubric_set: Any,
+    spec: str,
+    make_llm: Callable[[str], Any],
+    opts: Any,
+    out: Path,
+    shard: tuple[int, int] | None,
+    stats: PassStats,
+    warn: Callable[[str], None],
+) -> str:
     """Make the judge and judge every pending pass into OUT (resumable); -> the judge's reading."""
     from wikihowagent.evaluation.judge import JudgeBackendError
     from wikihowagent.evaluation.runner import judge_concurrency
@@ -472,8 +668,9 @@ def _judge_pairs(req: CompareRequest, console: Any, progress_factory: Callable[[
 
     llm = make_llm(spec)
     try:
-        judge = PairwiseJudge(llm, rubric_set, names, reading=req.reading, retries=req.retries,
-                              concurrency=judge_concurrency(opts, llm))
+        judge = PairwiseJudge(
+            llm, rubric_set, names, reading=req.reading, retries=req.retries, concurrency=judge_concurrency(opts, llm)
+        )
     except ValueError as exc:
         raise CompareError(f"evaluator {spec!r}: {exc}") from None
     with JudgeLoop() as loop:
@@ -485,9 +682,20 @@ def _judge_pairs(req: CompareRequest, console: Any, progress_factory: Callable[[
     return judge.label
 
 
-def _judge_pending(req: CompareRequest, console: Any, progress_factory: Callable[[int], Any], runs: dict[str, Any],
-                   names: list[str], spec: str, judge: Any, out: Path, shard: tuple[int, int] | None,
-                   stats: PassStats, warn: Callable[[str], None], loop: Any) -> None:
+def _judge_pending(
+    req: CompareRequest,
+    console: Any,
+    progress_factory: Callable[[int], Any],
+    runs: dict[str, Any],
+    names: list[str],
+    spec: str,
+    judge: Any,
+    out: Path,
+    shard: tuple[int, int] | None,
+    stats: PassStats,
+    warn: Callable[[str], None],
+    loop: Any,
+) -> None:
     """Judge every pass not yet in OUT's judgments (resumable) on `loop` (a JudgeLoop), under OUT's lock."""
     from wikihowagent.evaluation.session import locked_out, resumable
     from wikihowagent.runs import PAIR_JUDGMENTS
@@ -496,8 +704,12 @@ def _judge_pending(req: CompareRequest, console: Any, progress_factory: Callable
     stem = PAIR_JUDGMENTS.removesuffix(".jsonl")
     path = out / (f"{stem}-{shard[0]}-of-{shard[1]}.jsonl" if shard else PAIR_JUDGMENTS)
     jobs = plan_compare(runs, names, shard)
-    console.print(f"compare: {len(runs)} runs ({', '.join(runs)}), judge {desc}: {len(jobs)} judge passes "
-                  f"(both orders of every shared tutorial) x {len(names)} rubrics", highlight=False, markup=False)
+    console.print(
+        f"compare: {len(runs)} runs ({', '.join(runs)}), judge {desc}: {len(jobs)} judge passes "
+        f"(both orders of every shared tutorial) x {len(names)} rubrics",
+        highlight=False,
+        markup=False,
+    )
     console.print(reading_note(judge.label), highlight=False, markup=False)
     with resumable(CompareError, path), locked_out(out, "another 'wikihowagent compare'", f".{path.name}.lock"):
         done = read_pair_judgments(judgment_files(out, PAIR_JUDGMENTS), spec, judge.label, warn)

@@ -46,13 +46,20 @@ class PassStats:
 def judgment_files(out_dir: Path, stem: str) -> list[Path]:
     """`<stem>.jsonl` and its shards' `<stem>-K-of-N.jsonl` in `out_dir`."""
     base = stem.removesuffix(".jsonl")
-    return sorted(p for p in Path(out_dir).glob(f"{base}*.jsonl") if p.name == f"{base}.jsonl"
-                  or p.name[len(base):].startswith("-"))
+    return sorted(
+        p
+        for p in Path(out_dir).glob(f"{base}*.jsonl")
+        if p.name == f"{base}.jsonl" or p.name[len(base) :].startswith("-")
+    )
 
 
-def read_pair_judgments(paths: Iterable[Path], evaluator: str, reading: str,
-                 on_error: Callable[[str], None] | None = None,
-                 on_bad_value: Callable[[str], None] | None = None) -> dict[tuple[str, ...], PairwiseRecord]:
+def read_pair_judgments(
+    paths: Iterable[Path],
+    evaluator: str,
+    reading: str,
+    on_error: Callable[[str], None] | None = None,
+    on_bad_value: Callable[[str], None] | None = None,
+) -> dict[tuple[str, ...], PairwiseRecord]:
     """{key: record} of this judge (evaluator + reading); a later line for the same key wins, and a rubric
     it failed keeps an earlier line's verdict. A stored value that is not a probability is reported to
     `on_bad_value` (default `on_error`) and read as a failure (`runs.read_pairwise`)."""
@@ -65,15 +72,18 @@ def read_pair_judgments(paths: Iterable[Path], evaluator: str, reading: str,
                 continue
             old = out.get(record_key(rec))
             if old is not None:
-                merged = {k: v for k, v in old.p_first.items() if v is not None}
+                merged: dict[str, float | None] = {k: v for k, v in old.p_first.items() if v is not None}
                 merged.update({k: v for k, v in rec.p_first.items() if v is not None or k not in merged})
-                rec = rec.model_copy(update={"p_first": merged,
-                                             "failures": [f for f in rec.failures if merged.get(f) is None]})
+                rec = rec.model_copy(
+                    update={"p_first": merged, "failures": [f for f in rec.failures if merged.get(f) is None]}
+                )
             out[record_key(rec)] = rec
     return out
 
 
-def pending(jobs: list[PairJob], done: dict[tuple[str, ...], PairwiseRecord], retry_failed: bool = True) -> list[PairJob]:
+def pending(
+    jobs: list[PairJob], done: dict[tuple[str, ...], PairwiseRecord], retry_failed: bool = True
+) -> list[PairJob]:
     """The jobs (narrowed to the rubrics still missing) that `done` does not answer."""
     todo = []
     for j in jobs:
@@ -85,8 +95,9 @@ def pending(jobs: list[PairJob], done: dict[tuple[str, ...], PairwiseRecord], re
     return todo
 
 
-async def run_pair_jobs(jobs: list[PairJob], judge: Any, evaluator: str, path: Path, progress: Callable[[int], None],
-                        stats: PassStats) -> None:
+async def run_pair_jobs(
+    jobs: list[PairJob], judge: Any, evaluator: str, path: Path, progress: Callable[[int], None], stats: PassStats
+) -> None:
     """Judge every job, appending one PairwiseRecord per pass to `path` as it finishes. Jobs run in the given
     order under the judge's concurrency (consecutive jobs that share a first conversation share a prefix)."""
     from wikihowagent.evaluation.runner import gather_cancelling
@@ -96,10 +107,21 @@ async def run_pair_jobs(jobs: list[PairJob], judge: Any, evaluator: str, path: P
 
         async def one(j: PairJob) -> None:
             res = await judge.judge(j.a, j.b, j.names)
-            sink.append(PairwiseRecord(tutorial_id=j.tutorial_id, first=j.first, second=j.second,
-                                       first_conversation=j.a.conversation_id, second_conversation=j.b.conversation_id,
-                                       evaluator=evaluator, reading=judge.label, p_first=res.p_first,
-                                       failures=res.failures, notes=res.notes, raw=res.raw))
+            sink.append(
+                PairwiseRecord(
+                    tutorial_id=j.tutorial_id,
+                    first=j.first,
+                    second=j.second,
+                    first_conversation=j.a.conversation_id,
+                    second_conversation=j.b.conversation_id,
+                    evaluator=evaluator,
+                    reading=judge.label,
+                    p_first=res.p_first,
+                    failures=res.failures,
+                    notes=res.notes,
+                    raw=res.raw,
+                )
+            )
             stats.judged += 1
             stats.asked += len(res.p_first)
             stats.failures += len(res.failures)
@@ -108,9 +130,13 @@ async def run_pair_jobs(jobs: list[PairJob], judge: Any, evaluator: str, path: P
         await gather_cancelling(one(j) for j in jobs)
 
 
-def verdict_rows(records: dict[tuple[str, ...], PairwiseRecord], pairs: list[tuple[str, str]],
-                 rubric_names: list[str], rule: str | None = None,
-                 tie_band: float = DEFAULT_TIE_BAND) -> tuple[list[dict[str, Any]], int]:
+def verdict_rows(
+    records: dict[tuple[str, ...], PairwiseRecord],
+    pairs: list[tuple[str, str]],
+    rubric_names: list[str],
+    rule: str | None = None,
+    tie_band: float = DEFAULT_TIE_BAND,
+) -> tuple[list[dict[str, Any]], int]:
     """Rows (tutorial, run_a, run_b, rubric, p_ab, p_ba, p_a, order_effect, verdict, consistent, verdict_rule)
     for every (pair, tutorial, rubric) judged in both orders, the verdict under `rule` (default `agree`); and
     how many lacked an order or a readable reply."""
@@ -133,19 +159,35 @@ def verdict_rows(records: dict[tuple[str, ...], PairwiseRecord], pairs: list[tup
                     missing += 1
                     continue
                 v = verdict(p_ab, p_ba, rule, tie_band)
-                rows.append({"tutorial_id": t, "run_a": a, "run_b": b, "rubric": rubric, "p_ab": p_ab, "p_ba": p_ba,
-                             "p_a": round(v.p_a, 4), "order_effect": round(v.order_effect, 4),
-                             "verdict": v.winner, "consistent": v.consistent, "verdict_rule": label})
+                rows.append(
+                    {
+                        "tutorial_id": t,
+                        "run_a": a,
+                        "run_b": b,
+                        "rubric": rubric,
+                        "p_ab": p_ab,
+                        "p_ba": p_ba,
+                        "p_a": round(v.p_a, 4),
+                        "order_effect": round(v.order_effect, 4),
+                        "verdict": v.winner,
+                        "consistent": v.consistent,
+                        "verdict_rule": label,
+                    }
+                )
     return rows, missing
 
 
 def reading_note(reading: str) -> str:
     if reading == CHECKLIST_READING:
-        return ("Reading: checklist scores: each conversation judged alone by the checklist judge (yes/no items, "
-                "P(yes) from log-probabilities where the backend gives them); a pair's verdict per rubric comes "
-                "from the two conversations' own scores, so neither is ever shown first. Each conversation's "
-                "item probabilities are in checklist-scores.jsonl.")
+        return (
+            "Reading: checklist scores: each conversation judged alone by the checklist judge (yes/no items, "
+            "P(yes) from log-probabilities where the backend gives them); a pair's verdict per rubric comes "
+            "from the two conversations' own scores, so neither is ever shown first. Each conversation's "
+            "item probabilities are in checklist-scores.jsonl."
+        )
     if reading == "logprobs":
         return "Reading: P(A) from the judge's A/B token log-probabilities (renormalised over the two letters)."
-    return ("Reading: answer-only mode: the judge's backend returns no token log-probabilities, so each order gives "
-            "only its letter (P(A) = 1 or 0).")
+    return (
+        "Reading: answer-only mode: the judge's backend returns no token log-probabilities, so each order gives "
+        "only its letter (P(A) = 1 or 0)."
+    )

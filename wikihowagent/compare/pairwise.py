@@ -28,10 +28,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from wikihowagent.errors import Note, kind_of
-from wikihowagent.evaluation.judge import (LOW_MASS, ROLE_TEXT, JudgeBackendError, JudgeRequestError, Rubric,
-                                         tutorial_block)
-from wikihowagent.evaluation.scoring import (TOP_LOGPROBS, backend_name, cache_kwargs, digit_closed, invoke,
-                                             reply_complete, supports_logprobs, token_entries)
+from wikihowagent.evaluation.judge import (
+    LOW_MASS,
+    ROLE_TEXT,
+    JudgeBackendError,
+    JudgeRequestError,
+    Rubric,
+    tutorial_block,
+)
+from wikihowagent.evaluation.scoring import (
+    TOP_LOGPROBS,
+    backend_name,
+    cache_kwargs,
+    digit_closed,
+    invoke,
+    reply_complete,
+    supports_logprobs,
+    token_entries,
+)
 from wikihowagent.records import Conversation, conversation_lines
 
 READINGS = ("logprobs", "answer")
@@ -41,8 +55,9 @@ ANSWER_TOKENS = 4
 
 _LETTER_TOKEN = re.compile(r"^\s*\(?\**([AB])([\s.,:)*]*)$")
 _LABEL = re.compile(r"^\s*\**\s*(?:(?:conversation|answer|option|better)\s*:?\s*)*\**\s*$", re.I)
-_ANSWER = re.compile(r"^\s*\**\s*(?:(?:conversation|answer|option|better)\s*:?\s*)*\**\s*\(?([AB])(?![A-Za-z0-9])(.*)$",
-                     re.S | re.I)
+_ANSWER = re.compile(
+    r"^\s*\**\s*(?:(?:conversation|answer|option|better)\s*:?\s*)*\**\s*\(?([AB])(?![A-Za-z0-9])(.*)$", re.S | re.I
+)
 # A letter named as a word ("A", "(B)", "B." but not the B of "Because"): in the rest of a reply after the
 # answer, the other letter named so makes the reply name both ("A\nB", "B\n\nActually A is better").
 _LETTER_WORD = {letter: re.compile(rf"(?<![A-Za-z0-9]){letter}(?![A-Za-z0-9])") for letter in LETTERS}
@@ -54,7 +69,7 @@ def names_other_letter(letter: str, rest: str) -> bool:
 
 
 def read_letter(text: str, complete: bool = True) -> str | None:
-    """"A" / "B" when the reply is unambiguously that letter, else None. `complete`: the reply ended by
+    """ "A" / "B" when the reply is unambiguously that letter, else None. `complete`: the reply ended by
     itself (False when the token limit cut it off)."""
     m = _ANSWER.match(text or "")
     if not m or m.group(1) not in LETTERS:  # a lower-case "a" is an article, not an answer
@@ -85,7 +100,7 @@ def letter_probability(meta: Any, complete: bool = True) -> tuple[float | None, 
     if pos is None:
         return None, f"no single letter A or B in the reply ({text.strip()[:40]!r})"
     m = _LETTER_TOKEN.match(entries[pos]["token"])
-    tail = (m.group(2) if m else "") + "".join(e["token"] for e in entries[pos + 1:])
+    tail = (m.group(2) if m else "") + "".join(e["token"] for e in entries[pos + 1 :])
     why = digit_closed(tail, complete)
     if not why and m and names_other_letter(m.group(1), tail):
         why = "the reply names the other letter too"
@@ -106,8 +121,9 @@ def letter_probability(meta: Any, complete: bool = True) -> tuple[float | None, 
             mass[m.group(1)] += math.exp(lp)
     total = mass["A"] + mass["B"]
     if total < LETTER_MASS_MIN:
-        return None, Note(f"below the letter-probability threshold (p(A) + p(B) = {total:.2f} < {LETTER_MASS_MIN:g})",
-                          LOW_MASS)
+        return None, Note(
+            f"below the letter-probability threshold (p(A) + p(B) = {total:.2f} < {LETTER_MASS_MIN:g})", LOW_MASS
+        )
     return mass["A"] / total, None
 
 
@@ -115,10 +131,15 @@ def pair_prefix(first: Conversation, second: Conversation) -> str:
     def convo(c: Conversation) -> str:
         return "\n".join(conversation_lines(c.messages))
 
-    return "\n\n".join([
-        "You are an expert in pedagogy. A teacher was asked to teach the tutorial below to a learner, step by step, "
-        "in a conversation. Below are two such conversations, A and B. Compare them on one criterion.",
-        f"Tutorial:\n{tutorial_block(first)}", f"Conversation A:\n{convo(first)}", f"Conversation B:\n{convo(second)}"])
+    return "\n\n".join(
+        [
+            "You are an expert in pedagogy. A teacher was asked to teach the tutorial below to a learner, step by step, "
+            "in a conversation. Below are two such conversations, A and B. Compare them on one criterion.",
+            f"Tutorial:\n{tutorial_block(first)}",
+            f"Conversation A:\n{convo(first)}",
+            f"Conversation B:\n{convo(second)}",
+        ]
+    )
 
 
 def pair_prompt(first: Conversation, second: Conversation, rubric: Rubric) -> str:
@@ -140,8 +161,16 @@ class PairwiseJudge:
     """Asks one model which of two conversations is better, rubric by rubric (one order per call to
     `judge`; the rubrics of one pair run one after another: they share the prefix)."""
 
-    def __init__(self, llm: Any, rubrics: dict[str, Rubric], names: list[str] | None = None, *,
-                 reading: str | None = None, retries: int = 2, concurrency: int = 2):
+    def __init__(
+        self,
+        llm: Any,
+        rubrics: dict[str, Rubric],
+        names: list[str] | None = None,
+        *,
+        reading: str | None = None,
+        retries: int = 2,
+        concurrency: int = 2,
+    ):
         self.llm = llm
         self.rubrics = {n: r for n, r in rubrics.items() if names is None or n in names}
         has_logprobs = supports_logprobs(llm)
@@ -151,7 +180,9 @@ class PairwiseJudge:
         if reading not in READINGS:
             raise ValueError(f"pairwise reading must be one of {', '.join(READINGS)}, not {reading!r}")
         if reading == "logprobs" and not has_logprobs:
-            raise ValueError(f"backend {backend_name(llm)} returns no token log-probabilities: use the answer-only reading")
+            raise ValueError(
+                f"backend {backend_name(llm)} returns no token log-probabilities: use the answer-only reading"
+            )
         self.reading = reading
         self.auto = auto
         self.retries = max(0, retries)
@@ -170,12 +201,20 @@ class PairwiseJudge:
         really returns log-probabilities; if not, the answer-only reading is used for every verdict."""
         if not self.auto or self.reading != "logprobs":
             return
-        msg = await invoke(self.llm, "Answer with one letter only: A or B.", max_tokens=ANSWER_TOKENS, logprobs=True,
-                           top_logprobs=TOP_LOGPROBS, **cache_kwargs(self.llm))
+        msg = await invoke(
+            self.llm,
+            "Answer with one letter only: A or B.",
+            max_tokens=ANSWER_TOKENS,
+            logprobs=True,
+            top_logprobs=TOP_LOGPROBS,
+            **cache_kwargs(self.llm),
+        )
         if not token_entries((getattr(msg, "response_metadata", None) or {}).get("logprobs")):
             self.reading = "answer"
 
-    async def _one(self, first: Conversation, second: Conversation, rubric: Rubric) -> tuple[float | None, str | None, list[str]]:
+    async def _one(
+        self, first: Conversation, second: Conversation, rubric: Rubric
+    ) -> tuple[float | None, str | None, list[str]]:
         prompt = pair_prompt(first, second, rubric)
         bind: dict[str, Any] = {"max_tokens": ANSWER_TOKENS, **cache_kwargs(self.llm)}
         if self.reading == "logprobs":
@@ -195,8 +234,10 @@ class PairwiseJudge:
                 problem = f"not one letter A or B: {text.strip()[:40]!r}"
                 continue
             if not token_entries(meta):
-                raise JudgeBackendError(f"the evaluator ({backend_name(self.llm)}) returned no token log-probabilities; "
-                                        "use --pairwise-reading answer")
+                raise JudgeBackendError(
+                    f"the evaluator ({backend_name(self.llm)}) returned no token log-probabilities; "
+                    "use --pairwise-reading answer"
+                )
             p, problem = letter_probability(meta, complete)
             if p is not None and letter is None:
                 p, problem = None, f"not one letter A or B: {text.strip()[:40]!r}"
@@ -278,13 +319,30 @@ class ChecklistPairJudge:
                 have = {**have, **jr.scores}
                 self.scores[conv.conversation_id] = have
                 if self.store is not None:
-                    self.store.append(ScoreRecord(
-                        conversation_id=conv.conversation_id, run=conv.run, tutorial_id=conv.tutorial_id,
-                        title=conv.title, teacher=conv.teacher, learner=conv.learner, persona=conv.persona,
-                        metrics=dict(have), judge=JudgeProvenance(
-                            evaluator=self.evaluator, raw=jr.raw, failures=jr.failures, notes=jr.notes,
-                            scoring=self.scorer.label, prompt=self.scorer.prompt_name, checklist=jr.checklist,
-                            checklist_weights=jr.checklist_weights, reading=jr.reading, items=jr.items)))
+                    self.store.append(
+                        ScoreRecord(
+                            conversation_id=conv.conversation_id,
+                            run=conv.run,
+                            tutorial_id=conv.tutorial_id,
+                            title=conv.title,
+                            teacher=conv.teacher,
+                            learner=conv.learner,
+                            persona=conv.persona,
+                            metrics=dict(have),
+                            judge=JudgeProvenance(
+                                evaluator=self.evaluator,
+                                raw=jr.raw,
+                                failures=jr.failures,
+                                notes=jr.notes,
+                                scoring=self.scorer.label,
+                                prompt=self.scorer.prompt_name,
+                                checklist=jr.checklist,
+                                checklist_weights=jr.checklist_weights,
+                                reading=jr.reading,
+                                items=jr.items,
+                            ),
+                        )
+                    )
             return have
 
     async def judge(self, first: Conversation, second: Conversation, names: list[str] | None = None) -> PairResult:
@@ -369,15 +427,24 @@ class VerdictRule:
 
 
 VERDICT_RULES: dict[str, VerdictRule] = {
-    AGREE: VerdictRule(AGREE, _agree, "Verdict rule `agree`: a preference counts only when both orders agree; "
-                                      "otherwise a tie."),
-    AVERAGE: VerdictRule(AVERAGE, _average, "Verdict rule `average`: P(A better) averaged over the two orders, "
-                                            "(p_ab + 1 − p_ba) / 2 (a constant position bias cancels); a preference "
-                                            "when it is outside 0.5 ± {band}, else a tie."),
-    SCORES: VerdictRule(SCORES, _scores, "Verdict rule `scores` (checklist judge): each conversation judged alone "
-                                         "by the checklist; per rubric the one with the higher checklist score wins, "
-                                         "a difference of at most {band} points (1-5 scale) is a tie. No conversation "
-                                         "is shown beside another, so the two orders agree by construction."),
+    AGREE: VerdictRule(
+        AGREE, _agree, "Verdict rule `agree`: a preference counts only when both orders agree; otherwise a tie."
+    ),
+    AVERAGE: VerdictRule(
+        AVERAGE,
+        _average,
+        "Verdict rule `average`: P(A better) averaged over the two orders, "
+        "(p_ab + 1 − p_ba) / 2 (a constant position bias cancels); a preference "
+        "when it is outside 0.5 ± {band}, else a tie.",
+    ),
+    SCORES: VerdictRule(
+        SCORES,
+        _scores,
+        "Verdict rule `scores` (checklist judge): each conversation judged alone "
+        "by the checklist; per rubric the one with the higher checklist score wins, "
+        "a difference of at most {band} points (1-5 scale) is a tie. No conversation "
+        "is shown beside another, so the two orders agree by construction.",
+    ),
 }
 
 

@@ -10,14 +10,50 @@ import typer
 
 from wikihowagent.console import INPUTS, OUTPUT, SELECTION
 
-TutorialsOpt = Annotated[Path | None, typer.Option(rich_help_panel=INPUTS, help="Article directory tree, JSON or JSONL file (default: the bundled sample).")]
-DomainOpt = Annotated[list[str] | None, typer.Option(rich_help_panel=INPUTS, help="Only tutorials of this domain (one of the paper's 17; repeatable).")]
-TopicOpt = Annotated[list[str] | None, typer.Option(rich_help_panel=INPUTS, help="Only tutorials of this topic (crawl folder, e.g. Relationship-Issues; repeatable).")]
-DomainsFileOpt = Annotated[Path | None, typer.Option("--domains", rich_help_panel=INPUTS, metavar="FILE", help="Topic -> domain CSV (columns Domain,Topic) replacing data/domains.csv.")]
-SampleOpt = Annotated[int | None, typer.Option(rich_help_panel=SELECTION, min=1, metavar="N", help="A balanced sample: N tutorials per domain (or per topic with --per topic).")]
-PerOpt = Annotated[Literal["domain", "topic"], typer.Option(rich_help_panel=SELECTION, help="What --sample balances over.")]
-SampleSeedOpt = Annotated[int, typer.Option(rich_help_panel=SELECTION, help="Seed of the --sample draw (same seed, same sample).")]
-SkipInvalidOpt = Annotated[bool, typer.Option(rich_help_panel=INPUTS, help="Skip (and list) bad articles instead of stopping.")]
+TutorialsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        rich_help_panel=INPUTS, help="Article directory tree, JSON or JSONL file (default: the bundled sample)."
+    ),
+]
+DomainOpt = Annotated[
+    list[str] | None,
+    typer.Option(rich_help_panel=INPUTS, help="Only tutorials of this domain (one of the paper's 17; repeatable)."),
+]
+TopicOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        rich_help_panel=INPUTS,
+        help="Only tutorials of this topic (crawl folder, e.g. Relationship-Issues; repeatable).",
+    ),
+]
+DomainsFileOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--domains",
+        rich_help_panel=INPUTS,
+        metavar="FILE",
+        help="Topic -> domain CSV (columns Domain,Topic) replacing data/domains.csv.",
+    ),
+]
+SampleOpt = Annotated[
+    int | None,
+    typer.Option(
+        rich_help_panel=SELECTION,
+        min=1,
+        metavar="N",
+        help="A balanced sample: N tutorials per domain (or per topic with --per topic).",
+    ),
+]
+PerOpt = Annotated[
+    Literal["domain", "topic"], typer.Option(rich_help_panel=SELECTION, help="What --sample balances over.")
+]
+SampleSeedOpt = Annotated[
+    int, typer.Option(rich_help_panel=SELECTION, help="Seed of the --sample draw (same seed, same sample).")
+]
+SkipInvalidOpt = Annotated[
+    bool, typer.Option(rich_help_panel=INPUTS, help="Skip (and list) bad articles instead of stopping.")
+]
 
 
 def _fail(console, message: str) -> None:
@@ -32,7 +68,9 @@ def tutorials(
     domain: DomainOpt = None,
     topic: TopicOpt = None,
     domains: DomainsFileOpt = None,
-    max_tutorials: Annotated[int | None, typer.Option(rich_help_panel=SELECTION, min=1, help="Only the first N (after --sample).")] = None,
+    max_tutorials: Annotated[
+        int | None, typer.Option(rich_help_panel=SELECTION, min=1, help="Only the first N (after --sample).")
+    ] = None,
     sample: SampleOpt = None,
     per: PerOpt = "domain",
     sample_seed: SampleSeedOpt = 0,
@@ -62,9 +100,18 @@ def tutorials(
     table = Table(*heads) if sys.stdout.isatty() else None
     n = 0
     try:
-        for t in select_tutorials(source, domains=domain or (), topics=topic or (), domains_file=domains,
-                                  sample=sample, per=per, seed=sample_seed, max_tutorials=max_tutorials,
-                                  skip_invalid=skip_invalid, report=report):
+        for t in select_tutorials(
+            source,
+            domains=domain or (),
+            topics=topic or (),
+            domains_file=domains,
+            sample=sample,
+            per=per,
+            seed=sample_seed,
+            max_tutorials=max_tutorials,
+            skip_invalid=skip_invalid,
+            report=report,
+        ):
             cells = (t.tutorial_id, t.domain, t.topic, str(len(t.steps)), f"{t.title} / {t.method_title}")
             if table is not None:
                 table.add_row(*map(Text, cells))
@@ -86,14 +133,27 @@ def tutorials(
 
 def stats(
     tutorials: TutorialsOpt = None,
-    out: Annotated[Path, typer.Option(rich_help_panel=OUTPUT, help="Output directory for the tables and figures.")] = Path("corpus-stats"),
+    out: Annotated[
+        Path, typer.Option(rich_help_panel=OUTPUT, help="Output directory for the tables and figures.")
+    ] = Path("corpus-stats"),
     domains: DomainsFileOpt = None,
-    graph: Annotated[bool, typer.Option("--graph", rich_help_panel=OUTPUT, help="Also write the topic knowledge graph (GraphML, JSON, PNG, offline HTML).")] = False,
-    graph_articles: Annotated[bool, typer.Option("--graph-articles", rich_help_panel=OUTPUT, help="With --graph: articles as leaf nodes.")] = False,
+    graph: Annotated[
+        bool,
+        typer.Option(
+            "--graph",
+            rich_help_panel=OUTPUT,
+            help="Also write the topic knowledge graph (GraphML, JSON, PNG, offline HTML).",
+        ),
+    ] = False,
+    graph_articles: Annotated[
+        bool, typer.Option("--graph-articles", rich_help_panel=OUTPUT, help="With --graph: articles as leaf nodes.")
+    ] = False,
     sample: SampleOpt = None,
     per: PerOpt = "domain",
     sample_seed: SampleSeedOpt = 0,
-    no_figures: Annotated[bool, typer.Option("--no-figures", rich_help_panel=OUTPUT, help="Skip the sunburst and histogram PNGs.")] = False,
+    no_figures: Annotated[
+        bool, typer.Option("--no-figures", rich_help_panel=OUTPUT, help="Skip the sunburst and histogram PNGs.")
+    ] = False,
     skip_invalid: SkipInvalidOpt = False,
 ) -> None:
     """Describe a corpus: the paper's Table 4 per domain and topic (CSV, Markdown, terminal), the sunburst of
@@ -111,9 +171,20 @@ def stats(
     source = tutorials or default_tutorials_path()
     report = LoadReport()
     try:
-        result = run_stats(source, out, domains_file=domains, graph=graph, graph_articles=graph_articles,
-                           sample=sample, per=per, seed=sample_seed, figures=not no_figures,
-                           skip_invalid=skip_invalid, report=report, console=console)
+        result = run_stats(
+            source,
+            out,
+            domains_file=domains,
+            graph=graph,
+            graph_articles=graph_articles,
+            sample=sample,
+            per=per,
+            seed=sample_seed,
+            figures=not no_figures,
+            skip_invalid=skip_invalid,
+            report=report,
+            console=console,
+        )
     except (TutorialError, ValueError) as exc:
         _fail(console, str(exc))
     except OSError as exc:  # reading errors are TutorialErrors: this is the output directory

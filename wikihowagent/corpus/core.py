@@ -26,8 +26,17 @@ from wikihowagent.corpus.domains import DomainTable, default_table, domain_of, f
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Tutorial, make_tutorial_id
 
-__all__ = ["CorpusArticle", "LoadReport", "TutorialError", "default_tutorials_path", "domain_of",
-           "iter_articles", "iter_tutorials", "load_tutorials", "strip_citations"]
+__all__ = [
+    "CorpusArticle",
+    "LoadReport",
+    "TutorialError",
+    "default_tutorials_path",
+    "domain_of",
+    "iter_articles",
+    "iter_tutorials",
+    "load_tutorials",
+    "strip_citations",
+]
 
 MIN_STEPS = 2
 SKIP_NO_STEPS = "no usable step"
@@ -74,8 +83,10 @@ class LoadReport:
         if self.duplicates:
             parts.append(f"{len(self.duplicates)} duplicates ignored")
         if self.unmapped:
-            parts.append(f"{sum(self.unmapped.values())} articles in {len(self.unmapped)} unmapped topics "
-                         f"(domain = categories[1])")
+            parts.append(
+                f"{sum(self.unmapped.values())} articles in {len(self.unmapped)} unmapped topics "
+                f"(domain = categories[1])"
+            )
         return "; ".join(parts)
 
 
@@ -99,10 +110,17 @@ class CorpusArticle:
         categories = list(self.raw.get("categories", []))
         for method_id, title, steps in self.methods:
             yield Tutorial(
-                tutorial_id=make_tutorial_id(self.key, method_id), doc_id=self.doc_id, method_id=method_id,
-                source_tutorial_path=str(self.source), title=self.raw["title"], method_title=title,
-                categories=categories, topic=self.topic, domain=self.domain,
-                summary=clean(self.raw.get("introduction", "")), steps=steps,
+                tutorial_id=make_tutorial_id(self.key, method_id),
+                doc_id=self.doc_id,
+                method_id=method_id,
+                source_tutorial_path=str(self.source),
+                title=self.raw["title"],
+                method_title=title,
+                categories=categories,
+                topic=self.topic,
+                domain=self.domain,
+                summary=clean(self.raw.get("introduction", "")),
+                steps=steps,
             )
 
 
@@ -112,8 +130,10 @@ def _walk(root: Path, above: tuple[tuple[int, int], ...] = ()) -> Iterator[Path]
     try:
         st = root.stat()
         if (st.st_dev, st.st_ino) in above:
-            raise TutorialError(f"{root}: symbolic link loop (it leads back to a directory above it); remove the "
-                                "link or pass the folder below it")
+            raise TutorialError(
+                f"{root}: symbolic link loop (it leads back to a directory above it); remove the "
+                "link or pass the folder below it"
+            )
         with os.scandir(root) as it:
             entries = sorted(it, key=lambda e: e.name)
         kinds = [(e, e.is_dir(), e.name.endswith(".json") and e.is_file()) for e in entries]
@@ -239,8 +259,9 @@ def iter_articles(
         source = art.get("path") or key
         if art.get("path"):
             if art["path"] in seen_paths:
-                report.duplicates.append(f"{where}: same article (path {art['path']}) as {seen_paths[art['path']]}; "
-                                         f"first kept")
+                report.duplicates.append(
+                    f"{where}: same article (path {art['path']}) as {seen_paths[art['path']]}; first kept"
+                )
                 continue
             seen_paths[art["path"]] = where
         title_key = norm(art["title"])
@@ -258,8 +279,10 @@ def iter_articles(
         for method_id, method in enumerate(art["methods"]):
             mkey = method_keys[method_id]
             if mkey in seen_methods:
-                report.duplicates.append(f"{where}: method {method_id + 1} ('{method['title']}') is the same as in "
-                                         f"{seen_methods[mkey]}; first kept")
+                report.duplicates.append(
+                    f"{where}: method {method_id + 1} ('{method['title']}') is the same as in "
+                    f"{seen_methods[mkey]}; first kept"
+                )
                 continue
             report.methods += 1
             cleaned = [clean(s) for s in method["steps"]]
@@ -276,8 +299,7 @@ def iter_articles(
         report.articles += 1
         if not place.mapped:
             report.unmapped[place.topic or "(no category)"] += 1
-        yield CorpusArticle(doc_id, where, key, source, art, place.topic, place.domain, place.mapped, methods,
-                            skipped)
+        yield CorpusArticle(doc_id, where, key, source, art, place.topic, place.domain, place.mapped, methods, skipped)
 
 
 def iter_tutorials(
@@ -295,9 +317,12 @@ def iter_tutorials(
     want_domains = {norm(d) for d in domains}
     want_topics = {norm(t) for t in topics}
     clean = strip_citations if clean_citations else str.strip
-    for art in iter_articles(path, clean_citations=clean_citations, skip_invalid=skip_invalid, report=report,
-                             table=table):
-        if (want_domains and norm(art.domain) not in want_domains) or (want_topics and norm(art.topic) not in want_topics):
+    for art in iter_articles(
+        path, clean_citations=clean_citations, skip_invalid=skip_invalid, report=report, table=table
+    ):
+        if (want_domains and norm(art.domain) not in want_domains) or (
+            want_topics and norm(art.topic) not in want_topics
+        ):
             report.filtered += len(art.methods)
             continue
         yield from art.tutorials(clean)
@@ -316,8 +341,15 @@ def load_tutorials(
 ) -> list[Tutorial]:
     """All tutorials of `path` (default: the bundled sample), filtered and capped, in a stable order."""
     out: list[Tutorial] = []
-    for t in iter_tutorials(path, domains=domains, topics=topics, clean_citations=clean_citations,
-                            skip_invalid=skip_invalid, report=report, table=table):
+    for t in iter_tutorials(
+        path,
+        domains=domains,
+        topics=topics,
+        clean_citations=clean_citations,
+        skip_invalid=skip_invalid,
+        report=report,
+        table=table,
+    ):
         out.append(t)
         if max_tutorials is not None and len(out) >= max_tutorials:
             break
@@ -332,8 +364,11 @@ def print_load_warnings(console, report) -> None:
     unmapped = [f"{t}: {n} articles, domain = categories[1]" for t, n in report.unmapped.most_common(10)]
     if len(report.unmapped) > 10:
         unmapped.append(f"... and {len(report.unmapped) - 10} more topics (all in `wikihowagent stats`)")
-    for label, items in (("skipped:", report.invalid), ("duplicate:", report.duplicates),
-                         ("unmapped topic:", unmapped)):
+    for label, items in (
+        ("skipped:", report.invalid),
+        ("duplicate:", report.duplicates),
+        ("unmapped topic:", unmapped),
+    ):
         for problem in items:
             print_labeled(console, label, "yellow", problem)
 

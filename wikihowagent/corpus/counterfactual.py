@@ -41,23 +41,52 @@ from wikihowagent.lexicon import noun_lemma, thing_lemma
 TRANSFORMS = ("names", "quantities", "order", "contradiction", "title")
 MIN_STEPS, MAX_STEPS = 2, 30  # a validity tutorial: 2..30 steps (the post-test asks for exactly N lines)
 FACTORS = (3, 4, 6, 7)  # quantities: multiplied by one of these per article
-_ONSETS = ("b", "d", "f", "g", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "br", "dr", "gl", "kr", "pl",
-           "sk", "tr", "vr", "zh")
+_ONSETS = (
+    "b",
+    "d",
+    "f",
+    "g",
+    "k",
+    "l",
+    "m",
+    "n",
+    "p",
+    "r",
+    "s",
+    "t",
+    "v",
+    "z",
+    "br",
+    "dr",
+    "gl",
+    "kr",
+    "pl",
+    "sk",
+    "tr",
+    "vr",
+    "zh",
+)
 _VOWELS = ("a", "e", "i", "o", "u", "ae", "ou")
 _CODAS = ("", "", "", "n", "r", "l", "k", "sh")
 _WORD = re.compile(r"[A-Za-z]+(?:'[a-z]+)?")
-_NUMBER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.]*\d)|\b(one|two|three|four|five|six|seven|eight|nine|ten|"
-                     r"eleven|twelve)\b", re.IGNORECASE)
-_NUMBER_WORDS = {w: i for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve".split())}
+_NUMBER = re.compile(
+    r"(?<![\w.])(\d+(?:\.\d+)?)(?![\w.]*\d)|\b(one|two|three|four|five|six|seven|eight|nine|ten|"
+    r"eleven|twelve)\b",
+    re.IGNORECASE,
+)
+_NUMBER_WORDS = {
+    w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())
+}
 _METHOD_PREFIX = re.compile(r"^(?:Part|Method) \d+ of \d+:\s*")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\(\s*)$")
 # Never renamed or swapped: words whose WordNet noun or antonym sense is not what a procedure means by them.
-_KEEP = frozenset("how to a an the of and or for with in on at by it its your you this that these those then "
-                  "do not no yes if is are be can will may should must one each every all some any more most "
-                  "less least very well just also only than so as up down out over under into onto from "
-                  "step steps method part time way thing things side end top bottom front back let make take "
-                  "get give set put go keep have help begin come being someone same best safe".split())
+_KEEP = frozenset(
+    "how to a an the of and or for with in on at by it its your you this that these those then "
+    "do not no yes if is are be can will may should must one each every all some any more most "
+    "less least very well just also only than so as up down out over under into onto from "
+    "step steps method part time way thing things side end top bottom front back let make take "
+    "get give set put go keep have help begin come being someone same best safe".split()
+)
 _NUMBER_NAMES = frozenset(_NUMBER_WORDS)
 
 
@@ -104,7 +133,7 @@ def thing_lemmas(texts: Sequence[str], wn: Any) -> list[str]:
     for text in texts:
         for m in _WORD.finditer(text):
             w = m.group(0).lower()
-            if w in _KEEP or _SENTENCE_START.search(text[:m.start()]):
+            if w in _KEEP or _SENTENCE_START.search(text[: m.start()]):
                 continue
             lemma = thing_lemma(wn, w)
             if lemma and lemma not in _KEEP and lemma not in _NUMBER_NAMES and noun_dominant(wn, w):
@@ -115,10 +144,15 @@ def thing_lemmas(texts: Sequence[str], wn: Any) -> list[str]:
 def noun_dominant(wn: Any, word: str) -> bool:
     """`word` is used as a noun at least as often as as a verb, adjective or adverb (WordNet's SemCor
     counts of its base forms): "egg" yes, "keep", "cover", "safe" no."""
+
     def count(pos: str) -> int:
         bases = set(wn._morphy(word, pos))
-        return sum(lemma.count() for synset in wn.synsets(word, pos) for lemma in synset.lemmas()
-                   if lemma.name().lower() in bases)
+        return sum(
+            lemma.count()
+            for synset in wn.synsets(word, pos)
+            for lemma in synset.lemmas()
+            if lemma.name().lower() in bases
+        )
 
     return count("n") >= max(count(p) for p in ("v", "a", "s", "r"))
 
@@ -126,10 +160,11 @@ def noun_dominant(wn: Any, word: str) -> bool:
 def rename(text: str, mapping: dict[str, str], wn: Any, keep_first: bool = True) -> str:
     """Replace each word whose noun lemma is in `mapping` (a plural gets an "s"), keeping its case; a
     sentence's first word is kept (`keep_first`), as `thing_lemmas` skipped it."""
+
     def sub(m: re.Match[str]) -> str:
         word = m.group(0)
         low = word.lower()
-        if low in _KEEP or (keep_first and _SENTENCE_START.search(text[:m.start()])):
+        if low in _KEEP or (keep_first and _SENTENCE_START.search(text[: m.start()])):
             return word
         lemma = low if low in mapping else noun_lemma(wn, low)
         if lemma not in mapping:
@@ -192,13 +227,20 @@ def negate(text: str) -> str:
 def check_steps(where: str, method_title: str, n: int) -> None:
     """A validity tutorial has MIN_STEPS..MAX_STEPS steps; else one line naming the file and the method."""
     if not MIN_STEPS <= n <= MAX_STEPS:
-        raise ValiditySetError(f"{where}: method '{method_title}' has {n} step{'s' * (n != 1)}: a validity "
-                               f"tutorial needs {MIN_STEPS} to {MAX_STEPS} steps")
+        raise ValiditySetError(
+            f"{where}: method '{method_title}' has {n} step{'s' * (n != 1)}: a validity "
+            f"tutorial needs {MIN_STEPS} to {MAX_STEPS} steps"
+        )
 
 
-def transform_article(article: dict[str, Any], where: str, seed: int, wn: Any,
-                      transforms: Sequence[str] = TRANSFORMS, root: str = "data/validity/counterfactual"
-                      ) -> Transformed:
+def transform_article(
+    article: dict[str, Any],
+    where: str,
+    seed: int,
+    wn: Any,
+    transforms: Sequence[str] = TRANSFORMS,
+    root: str = "data/validity/counterfactual",
+) -> Transformed:
     """The counterfactual version of one (validated) article for `seed`; `where` names it in messages.
     Raises ValiditySetError for an unknown transform or a method outside MIN_STEPS..MAX_STEPS steps."""
     unknown = [t for t in transforms if t not in TRANSFORMS]
@@ -214,14 +256,16 @@ def transform_article(article: dict[str, Any], where: str, seed: int, wn: Any,
 
     def skip(name: str, why: str, method: str | None = None) -> None:
         not_applied[name if method is None else f"{name}: {method}"] = why
-        notes.append(f"{where}{'' if method is None else f' method {method!r}'}: transform '{name}' not applied ({why})")
+        notes.append(
+            f"{where}{'' if method is None else f' method {method!r}'}: transform '{name}' not applied ({why})"
+        )
 
     all_texts = [title, article.get("introduction", "")] + [s for m in methods for s in m["steps"]]
     mapping: dict[str, str] = {}
     if "names" in transforms:
         lemmas = thing_lemmas(all_texts, wn)
         if lemmas:
-            mapping = dict(zip(lemmas, invented_words(rng, len(lemmas), wn)))
+            mapping = dict(zip(lemmas, invented_words(rng, len(lemmas), wn), strict=True))
         else:
             skip("names", "no object or tool name to change")
     factor = rng.choice(FACTORS)
@@ -236,7 +280,8 @@ def transform_article(article: dict[str, Any], where: str, seed: int, wn: Any,
         opaque = [w.capitalize() for w in invented_words(rng, 1 + len(methods), wn, mapping.values())]
         new_title = f"How to Perform the {opaque[0]} Procedure"
     intro, n_numbers = text_of(article.get("introduction", ""))
-    new_methods, record_methods = [], []
+    new_methods: list[dict[str, Any]] = []
+    record_methods: list[dict[str, Any]] = []
     for m in methods:
         steps_numbers = [text_of(s) for s in m["steps"] if s.strip()]
         steps = [s for s, _ in steps_numbers]
@@ -277,12 +322,19 @@ def transform_article(article: dict[str, Any], where: str, seed: int, wn: Any,
         "categories": categories,
         "introduction": intro,
         "methods": new_methods,
-        "qa": [], "tips": [], "warnings": [], "references": [],
+        "qa": [],
+        "tips": [],
+        "warnings": [],
+        "references": [],
         "things_youll_need": [],
         "counterfactual": {
-            "source": article.get("path") or where, "seed": seed, "transforms": list(transforms),
-            "names": mapping, "quantity_factor": factor if "quantities" in transforms and n_numbers else None,
-            "methods": record_methods, "not_applied": not_applied,
+            "source": article.get("path") or where,
+            "seed": seed,
+            "transforms": list(transforms),
+            "names": mapping,
+            "quantity_factor": factor if "quantities" in transforms and n_numbers else None,
+            "methods": record_methods,
+            "not_applied": not_applied,
         },
     }
     return Transformed(out, notes)

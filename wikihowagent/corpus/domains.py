@@ -73,15 +73,20 @@ class DomainTable:
             raise DomainTableError(f"{path}: not UTF-8 text") from None
         except OSError as exc:
             raise DomainTableError(f"{path}: cannot read ({exc.strerror})") from None
-        lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1)
-                 if line.strip() and not line.lstrip().startswith("#")]
+        lines = [
+            (n, line)
+            for n, line in enumerate(text.splitlines(), start=1)
+            if line.strip() and not line.lstrip().startswith("#")
+        ]
         if not lines:
             raise DomainTableError(f"{path}: empty file (expected a CSV with columns Domain,Topic)")
         reader = csv.DictReader(io.StringIO("\n".join(line for _, line in lines)))
         header = {(h or "").strip().lower(): h for h in reader.fieldnames or []}
         if "domain" not in header or "topic" not in header:
-            raise DomainTableError(f"{path}: line {lines[0][0]}: expected columns Domain and Topic, "
-                                   f"got {', '.join(reader.fieldnames or [])}")
+            raise DomainTableError(
+                f"{path}: line {lines[0][0]}: expected columns Domain and Topic, "
+                f"got {', '.join(reader.fieldnames or [])}"
+            )
         rows = []
         for (lineno, _), row in zip(lines[1:], reader, strict=False):
             domain, topic = (row.get(header["domain"]) or "").strip(), (row.get(header["topic"]) or "").strip()
@@ -117,8 +122,9 @@ class DomainTable:
             entry = self.topic_entry(folder)
             topic = entry[0] if entry else folder
         else:  # no folder, or a folder named after a domain (the bundled sample's layout)
-            entry = next((e for c in specific_first if (e := self.topic_entry(c))
-                          and folder_domain in (None, e[1])), None)
+            entry = next(
+                (e for c in specific_first if (e := self.topic_entry(c)) and folder_domain in (None, e[1])), None
+            )
             topic = entry[0] if entry else (specific_first[0] if specific_first else (folder or ""))
         if folder_domain:
             return Placement(topic, folder_domain, True)

@@ -67,8 +67,9 @@ def write_graph(g: nx.DiGraph, out: Path, stem: str = "graph") -> list[Path]:
     paths = [out / f"{stem}.graphml", out / f"{stem}.json", out / f"{stem}.png", out / f"{stem}.html"]
     writers = [
         lambda p: nx.write_graphml(g, p),
-        lambda p: p.write_text(json.dumps(nx.node_link_data(g, edges="edges"), ensure_ascii=False, indent=1),
-                               encoding="utf-8"),
+        lambda p: p.write_text(
+            json.dumps(nx.node_link_data(g, edges="edges"), ensure_ascii=False, indent=1), encoding="utf-8"
+        ),
         lambda p: _png(g, p),
         lambda p: p.write_text(_html(g), encoding="utf-8"),
     ]
@@ -106,9 +107,18 @@ def _png(g: nx.DiGraph, path: Path, max_nodes: int = 400) -> None:
     colors = {"root": "#333333", "domain": "#c44e52", "topic": "#4c72b0", "category": "#55a868", "article": "#bbbbbb"}
     fig, ax = plt.subplots(figsize=(12, 14))
     nx.draw_networkx_edges(sub, pos, ax=ax, alpha=0.3, arrows=False, width=0.5)
-    nx.draw_networkx_nodes(sub, pos, ax=ax, node_size=[20 + 4 * sub.nodes[n]["articles"] ** 0.5 * 10 for n in sub],
-                           node_color=[colors[sub.nodes[n]["kind"]] for n in sub])
-    labelled = ("root", "domain", "topic") if sum(k == "topic" for _, k in sub.nodes(data="kind")) <= 100 else ("root", "domain")
+    nx.draw_networkx_nodes(
+        sub,
+        pos,
+        ax=ax,
+        node_size=[20 + 4 * sub.nodes[n]["articles"] ** 0.5 * 10 for n in sub],
+        node_color=[colors[sub.nodes[n]["kind"]] for n in sub],
+    )
+    labelled = (
+        ("root", "domain", "topic")
+        if sum(k == "topic" for _, k in sub.nodes(data="kind")) <= 100
+        else ("root", "domain")
+    )
     labels = {n: sub.nodes[n]["label"] for n in sub if sub.nodes[n]["kind"] in labelled}
     nx.draw_networkx_labels(sub, pos, labels, ax=ax, font_size=7)
     shown = ", ".join(sorted({sub.nodes[n]["kind"] for n in sub} - {"root"}))
@@ -155,18 +165,29 @@ def _html(g: nx.DiGraph) -> str:
         d = g.nodes[n]
         label = html.escape(d["label"])
         counts = f'<span class="n">{d["articles"]} articles, {d["tutorials"]} tutorials</span>'
-        kids = sorted((c for c in g.successors(n) if c not in seen), key=lambda c: (-g.nodes[c]["articles"], g.nodes[c]["label"]))
+        kids = sorted(
+            (c for c in g.successors(n) if c not in seen), key=lambda c: (-g.nodes[c]["articles"], g.nodes[c]["label"])
+        )
         arts = [c for c in kids if g.nodes[c]["kind"] == "article"]
         inner = "".join(render(c, seen) for c in kids if g.nodes[c]["kind"] != "article")
         if arts:
-            inner += "<ul>" + "".join(
-                f'<li class="article" data-label="{html.escape(g.nodes[c]["label"].lower())}">'
-                f'{html.escape(g.nodes[c]["label"])}</li>' for c in arts) + "</ul>"
+            inner += (
+                "<ul>"
+                + "".join(
+                    f'<li class="article" data-label="{html.escape(g.nodes[c]["label"].lower())}">'
+                    f"{html.escape(g.nodes[c]['label'])}</li>"
+                    for c in arts
+                )
+                + "</ul>"
+            )
         data = html.escape(d["label"].lower())
         opened = " open" if d["kind"] == "root" else ""
-        return (f'<details class="{d["kind"]}" data-label="{data}"{opened}><summary>{label} {counts}</summary>'
-                f'{inner}</details>')
+        return (
+            f'<details class="{d["kind"]}" data-label="{data}"{opened}><summary>{label} {counts}</summary>'
+            f"{inner}</details>"
+        )
 
     tree = render(ROOT, set())
-    return _PAGE.format(title="WikiHow topic knowledge graph", nodes=g.number_of_nodes(), edges=g.number_of_edges(),
-                        tree=tree)
+    return _PAGE.format(
+        title="WikiHow topic knowledge graph", nodes=g.number_of_nodes(), edges=g.number_of_edges(), tree=tree
+    )

@@ -63,8 +63,15 @@ def select_tutorials(
     except DomainTableError as exc:
         raise TutorialError(str(exc)) from None
     report = report if report is not None else LoadReport()
-    items: Iterable[Tutorial] = iter_tutorials(path, domains=domains, topics=topics, clean_citations=clean_citations,
-                                               skip_invalid=skip_invalid, report=report, table=table)
+    items: Iterable[Tutorial] = iter_tutorials(
+        path,
+        domains=domains,
+        topics=topics,
+        clean_citations=clean_citations,
+        skip_invalid=skip_invalid,
+        report=report,
+        table=table,
+    )
     if sample is not None:
         items = balanced_sample(list(items), sample, per, seed)
     yield from islice(items, max_tutorials)
@@ -75,5 +82,7 @@ def select_tutorials(
 def check_domains_file_used(domains_file: Path, report: LoadReport) -> None:
     """A --domains file that places no article (every one fell back to categories[1]) is an error."""
     if report.articles and sum(report.unmapped.values()) == report.articles:
-        raise TutorialError(f"{domains_file}: none of its topics or domains matches any of the {report.articles} "
-                            f"articles (all fell back to categories[1])")
+        raise TutorialError(
+            f"{domains_file}: none of its topics or domains matches any of the {report.articles} "
+            f"articles (all fell back to categories[1])"
+        )

@@ -12,18 +12,47 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wikihowagent.corpus.core import (SKIP_NO_STEPS, SKIP_ONE_STEP, CorpusArticle, LoadReport, TutorialError,
-                                      iter_articles, load_tutorials)
+from wikihowagent.corpus.core import (
+    SKIP_NO_STEPS,
+    SKIP_ONE_STEP,
+    CorpusArticle,
+    LoadReport,
+    TutorialError,
+    iter_articles,
+    load_tutorials,
+)
 from wikihowagent.corpus.domains import DomainTable, DomainTableError
-from wikihowagent.runs import (PROBLEMS_TXT, STATS_DOMAINS_CSV, STATS_MD, STATS_TOPICS_CSV, STEPS_HISTOGRAM_PNG,
-                               SUNBURST_PNG)
 from wikihowagent.corpus.sampling import Per, balanced_sample, check_domains_file_used
 from wikihowagent.markdown import markdown_table
 from wikihowagent.records import make_tutorial_id
+from wikihowagent.runs import (
+    PROBLEMS_TXT,
+    STATS_DOMAINS_CSV,
+    STATS_MD,
+    STATS_TOPICS_CSV,
+    STEPS_HISTOGRAM_PNG,
+    SUNBURST_PNG,
+)
 
-COLUMNS = ["id", "domain", "topics", "articles", "methods", "tutorials", "skipped_no_usable_step",
-           "skipped_one_step", "steps", "steps_per_tutorial_mean", "steps_per_tutorial_median",
-           "steps_per_tutorial_max", "words_per_step", "qa", "tips", "warnings", "things_youll_need"]
+COLUMNS = [
+    "id",
+    "domain",
+    "topics",
+    "articles",
+    "methods",
+    "tutorials",
+    "skipped_no_usable_step",
+    "skipped_one_step",
+    "steps",
+    "steps_per_tutorial_mean",
+    "steps_per_tutorial_median",
+    "steps_per_tutorial_max",
+    "words_per_step",
+    "qa",
+    "tips",
+    "warnings",
+    "things_youll_need",
+]
 
 
 @dataclass
@@ -40,7 +69,9 @@ class Group:
     things: int = 0  # items of "things you'll need"
     topics: set = field(default_factory=set)
 
-    def add(self, art: CorpusArticle, methods: list[tuple[int, str, list[str]]], skipped: list[tuple[int, str]]) -> None:
+    def add(
+        self, art: CorpusArticle, methods: list[tuple[int, str, list[str]]], skipped: list[tuple[int, str]]
+    ) -> None:
         raw = art.raw
         self.articles += 1
         self.methods += len(methods) + len(skipped)
@@ -54,8 +85,9 @@ class Group:
         self.warnings += _count(raw.get("warnings"))
         things = raw.get("things_youll_need")
         if isinstance(things, list):
-            self.things += sum(len(t["items"]) if isinstance(t, dict) and isinstance(t.get("items"), list) else 1
-                               for t in things)
+            self.things += sum(
+                len(t["items"]) if isinstance(t, dict) and isinstance(t.get("items"), list) else 1 for t in things
+            )
         self.topics.add(art.topic)
 
     @property
@@ -70,14 +102,20 @@ class Group:
         else:
             row = {"id": id_, "domain": domain, "topic": topic}
         row |= {
-            "articles": self.articles, "methods": self.methods, "tutorials": n,
-            "skipped_no_usable_step": self.skipped[SKIP_NO_STEPS], "skipped_one_step": self.skipped[SKIP_ONE_STEP],
+            "articles": self.articles,
+            "methods": self.methods,
+            "tutorials": n,
+            "skipped_no_usable_step": self.skipped[SKIP_NO_STEPS],
+            "skipped_one_step": self.skipped[SKIP_ONE_STEP],
             "steps": self.steps,
             "steps_per_tutorial_mean": round(self.steps / n, 2) if n else "",
             "steps_per_tutorial_median": _median(self.step_hist) if n else "",
             "steps_per_tutorial_max": max(self.step_hist) if n else "",
             "words_per_step": round(self.words / self.steps, 1) if self.steps else "",
-            "qa": self.qa, "tips": self.tips, "warnings": self.warnings, "things_youll_need": self.things,
+            "qa": self.qa,
+            "tips": self.tips,
+            "warnings": self.warnings,
+            "things_youll_need": self.things,
         }
         return row
 
@@ -109,7 +147,9 @@ class CorpusStats:
     def for_table(cls, table: DomainTable) -> CorpusStats:
         return cls(domain_ids={d: i for i, d in enumerate(sorted(set(table.domains.values())), start=1)})
 
-    def add(self, art: CorpusArticle, methods: list[tuple[int, str, list[str]]], skipped: list[tuple[int, str]]) -> None:
+    def add(
+        self, art: CorpusArticle, methods: list[tuple[int, str, list[str]]], skipped: list[tuple[int, str]]
+    ) -> None:
         for g in (self.domains[art.domain], self.topics[(art.domain, art.topic)], self.total):
             g.add(art, methods, skipped)
 
@@ -119,13 +159,16 @@ class CorpusStats:
         return rows + [self.total.row("", "Total")]
 
     def topic_rows(self) -> list[dict[str, object]]:
-        order = sorted(self.topics, key=lambda k: (self.domain_ids.get(k[0], 10**6), k[0], -self.topics[k].articles, k[1]))
+        order = sorted(
+            self.topics, key=lambda k: (self.domain_ids.get(k[0], 10**6), k[0], -self.topics[k].articles, k[1])
+        )
         return [self.topics[k].row(str(self.domain_ids.get(k[0], "-")), k[0], k[1]) for k in order]
 
 
 # --------------------------------------------------------------------------------------------------
 # Outputs
 # --------------------------------------------------------------------------------------------------
+
 
 def write_csv(path: Path, rows: list[dict[str, object]]) -> None:
     with path.open("w", newline="", encoding="utf-8") as fh:
@@ -134,12 +177,24 @@ def write_csv(path: Path, rows: list[dict[str, object]]) -> None:
         w.writerows(rows)
 
 
-MD_HEADS = [("id", "ID"), ("domain", "Domain"), ("topics", "Topics"), ("articles", "Articles"), ("methods", "Methods"),
-            ("tutorials", "Tutorials (≥ 2 steps)"), ("skipped_no_usable_step", "Skipped: no step"),
-            ("skipped_one_step", "Skipped: 1 step"), ("steps_per_tutorial_mean", "Steps/tut. mean"),
-            ("steps_per_tutorial_median", "median"), ("steps_per_tutorial_max", "max"),
-            ("words_per_step", "Words/step"), ("qa", "QA"), ("tips", "Tips"), ("warnings", "Warnings"),
-            ("things_youll_need", "Things you'll need")]
+MD_HEADS = [
+    ("id", "ID"),
+    ("domain", "Domain"),
+    ("topics", "Topics"),
+    ("articles", "Articles"),
+    ("methods", "Methods"),
+    ("tutorials", "Tutorials (≥ 2 steps)"),
+    ("skipped_no_usable_step", "Skipped: no step"),
+    ("skipped_one_step", "Skipped: 1 step"),
+    ("steps_per_tutorial_mean", "Steps/tut. mean"),
+    ("steps_per_tutorial_median", "median"),
+    ("steps_per_tutorial_max", "max"),
+    ("words_per_step", "Words/step"),
+    ("qa", "QA"),
+    ("tips", "Tips"),
+    ("warnings", "Warnings"),
+    ("things_youll_need", "Things you'll need"),
+]
 
 
 def markdown(stats: CorpusStats, source: str, report: LoadReport, sample: str = "") -> str:
@@ -151,9 +206,16 @@ def markdown(stats: CorpusStats, source: str, report: LoadReport, sample: str = 
     lines = [f"# Corpus statistics: {source}", ""]
     if sample:
         lines += [f"Sample: {sample}.", ""]
-    lines += [report.summary() + ".", "",
-              "## Per domain (the paper's Table 4 / Appendix C; IDs as in the paper)", "",
-              table(stats.domain_rows(), MD_HEADS), "## Per topic", "", table(stats.topic_rows(), topic_heads)]
+    lines += [
+        report.summary() + ".",
+        "",
+        "## Per domain (the paper's Table 4 / Appendix C; IDs as in the paper)",
+        "",
+        table(stats.domain_rows(), MD_HEADS),
+        "## Per topic",
+        "",
+        table(stats.topic_rows(), topic_heads),
+    ]
     if report.unmapped:
         lines += ["## Unmapped topics (domain = categories[1])", ""]
         lines += [f"- {t}: {n} articles" for t, n in report.unmapped.most_common()] + [""]
@@ -183,22 +245,51 @@ def sunburst(stats: CorpusStats, path: Path, max_topic_labels: int = 150) -> Non
             outer_colors.append((*color[:3], 0.55))
             outer_names.append(f"{t} ({g.articles})")
     fig, ax = plt.subplots(figsize=(13, 11))
-    wedges, _ = ax.pie(outer, radius=1.0, colors=outer_colors, wedgeprops={"width": 0.3, "edgecolor": "white"},
-                       startangle=90, counterclock=False)
+    wedges, _ = ax.pie(
+        outer,
+        radius=1.0,
+        colors=outer_colors,
+        wedgeprops={"width": 0.3, "edgecolor": "white"},
+        startangle=90,
+        counterclock=False,
+    )
     if len(outer) <= max_topic_labels:
         size = 7 if len(outer) <= 40 else 5
         for w, name in zip(wedges, outer_names, strict=True):
             mid = (w.theta1 + w.theta2) / 2
             x, y = math.cos(math.radians(mid)), math.sin(math.radians(mid))
             flip = 90 < mid % 360 < 270
-            ax.text(1.02 * x, 1.02 * y, name, rotation=mid + 180 if flip else mid, rotation_mode="anchor",
-                    ha="right" if flip else "left", va="center", fontsize=size)
+            ax.text(
+                1.02 * x,
+                1.02 * y,
+                name,
+                rotation=mid + 180 if flip else mid,
+                rotation_mode="anchor",
+                ha="right" if flip else "left",
+                va="center",
+                fontsize=size,
+            )
     ids = [str(stats.domain_ids.get(d, "-")) for d in domains]
-    inner_wedges, _ = ax.pie(inner, radius=0.7, colors=inner_colors, labels=ids, labeldistance=0.72,
-                             textprops={"fontsize": 8}, wedgeprops={"width": 0.4, "edgecolor": "white"},
-                             startangle=90, counterclock=False)
-    ax.legend(inner_wedges, [f"{i} {d} ({stats.domains[d].articles})" for i, d in zip(ids, domains, strict=True)],
-              loc="center left", bbox_to_anchor=(1.15, 0.5), fontsize=8, frameon=False, title="domain (articles)")
+    inner_wedges, _ = ax.pie(
+        inner,
+        radius=0.7,
+        colors=inner_colors,
+        labels=ids,
+        labeldistance=0.72,
+        textprops={"fontsize": 8},
+        wedgeprops={"width": 0.4, "edgecolor": "white"},
+        startangle=90,
+        counterclock=False,
+    )
+    ax.legend(
+        inner_wedges,
+        [f"{i} {d} ({stats.domains[d].articles})" for i, d in zip(ids, domains, strict=True)],
+        loc="center left",
+        bbox_to_anchor=(1.15, 0.5),
+        fontsize=8,
+        frameon=False,
+        title="domain (articles)",
+    )
     ax.set_title(f"{len(domains)} domains (inner) and {len(stats.topics)} topics (outer), by articles", pad=60)
     ax.set(aspect="equal")
     fig.savefig(path, dpi=110, bbox_inches="tight")
@@ -226,6 +317,7 @@ def step_histogram(stats: CorpusStats, path: Path) -> None:
 # The command's work
 # --------------------------------------------------------------------------------------------------
 
+
 @dataclass
 class StatsResult:
     stats: CorpusStats
@@ -233,10 +325,21 @@ class StatsResult:
     written: list[Path]
 
 
-def run_stats(source: Path, out: Path, *, domains_file: Path | None = None, graph: bool = False,
-              graph_articles: bool = False, sample: int | None = None, per: Per = "domain", seed: int = 0,
-              figures: bool = True, skip_invalid: bool = False, report: LoadReport | None = None,
-              console=None) -> StatsResult:
+def run_stats(
+    source: Path,
+    out: Path,
+    *,
+    domains_file: Path | None = None,
+    graph: bool = False,
+    graph_articles: bool = False,
+    sample: int | None = None,
+    per: Per = "domain",
+    seed: int = 0,
+    figures: bool = True,
+    skip_invalid: bool = False,
+    report: LoadReport | None = None,
+    console=None,
+) -> StatsResult:
     """One streaming pass over `source` (two with --sample: draw, then describe the drawn tutorials) ->
     domains.csv, topics.csv, stats.md, sunburst.png, steps_histogram.png, problems.txt [, graph.*] in `out`.
 
@@ -248,8 +351,10 @@ def run_stats(source: Path, out: Path, *, domains_file: Path | None = None, grap
 
     report = report if report is not None else LoadReport()
     if source.is_dir() and out.resolve().is_relative_to(source.resolve()):
-        raise TutorialError(f"--out {out}: inside the corpus {source} (its .json files would be read as articles "
-                            "by every later command on it); choose a folder outside it")
+        raise TutorialError(
+            f"--out {out}: inside the corpus {source} (its .json files would be read as articles "
+            "by every later command on it); choose a folder outside it"
+        )
     try:
         table = DomainTable.read(domains_file)
     except DomainTableError as exc:
@@ -262,8 +367,14 @@ def run_stats(source: Path, out: Path, *, domains_file: Path | None = None, grap
         sample_note = f"{len(keep)} tutorials, up to {sample} per {per}, seed {seed}"
     stats = CorpusStats.for_table(table)
     builder = GraphBuilder(graph_articles) if graph else None
-    progress = Progress(SpinnerColumn(), TextColumn("stats", style="bold"), TextColumn("{task.completed} articles"),
-                        TimeElapsedColumn(), console=console, transient=True)
+    progress = Progress(
+        SpinnerColumn(),
+        TextColumn("stats", style="bold"),
+        TextColumn("{task.completed} articles"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    )
     with progress:
         task = progress.add_task("stats", total=None)
         for art in iter_articles(source, skip_invalid=skip_invalid, report=report, table=table):
@@ -286,8 +397,11 @@ def run_stats(source: Path, out: Path, *, domains_file: Path | None = None, grap
     write_csv(written[0], stats.domain_rows())
     write_csv(written[1], stats.topic_rows())
     written[2].write_text(markdown(stats, str(source), report, sample_note), encoding="utf-8")
-    problems = report.invalid + report.duplicates + [f"unmapped topic {t}: {n} articles (domain = categories[1])"
-                                                     for t, n in report.unmapped.most_common()]
+    problems = (
+        report.invalid
+        + report.duplicates
+        + [f"unmapped topic {t}: {n} articles (domain = categories[1])" for t, n in report.unmapped.most_common()]
+    )
     written[3].write_text("".join(p + "\n" for p in problems), encoding="utf-8")
     if figures:
         written += [out / SUNBURST_PNG, out / STEPS_HISTOGRAM_PNG]
@@ -303,11 +417,24 @@ def terminal_table(stats: CorpusStats):
     from rich.table import Table
     from rich.text import Text
 
-    heads = [("id", "ID"), ("domain", "Domain"), ("topics", "Top."), ("articles", "Art."),
-             ("methods", "Meth."), ("tutorials", "Tut."), ("skipped", "Skip"),
-             ("steps_per_tutorial_mean", "Steps"), ("words_per_step", "Words")]
-    t = Table(title="Per domain: articles, methods, tutorials (>= 2 steps), methods skipped, steps per "
-              "tutorial, words per step (all columns: stats.md)", box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
+    heads = [
+        ("id", "ID"),
+        ("domain", "Domain"),
+        ("topics", "Top."),
+        ("articles", "Art."),
+        ("methods", "Meth."),
+        ("tutorials", "Tut."),
+        ("skipped", "Skip"),
+        ("steps_per_tutorial_mean", "Steps"),
+        ("words_per_step", "Words"),
+    ]
+    t = Table(
+        title="Per domain: articles, methods, tutorials (>= 2 steps), methods skipped, steps per "
+        "tutorial, words per step (all columns: stats.md)",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        padding=(0, 1),
+    )
     for key, head in heads:
         t.add_column(head, no_wrap=True, min_width=len(head), justify="left" if key == "domain" else "right")
     for row in stats.domain_rows():

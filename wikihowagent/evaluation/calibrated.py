@@ -24,7 +24,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from wikihowagent.scoretable import ScoreTable
 
 
-
 class CalibrationMismatch(WikihowagentError, ValueError):
     """The calibration does not fit these scores; one line naming the file and what differs."""
 
@@ -40,15 +39,20 @@ def load(path: Path) -> Calibration:
     except RunError as exc:
         raise CalibrationMismatch(str(exc)) from None
     if not cal.judge or not cal.rubrics_sha256:
-        raise CalibrationMismatch(f"{path}: fitted on scores that do not record their judge or rubric file (a CSV "
-                                  "or a paper file); calibrate on this judge's scores.jsonl (`wikihowagent align "
-                                  "--calibrate --scores RUN`) to apply it")
+        raise CalibrationMismatch(
+            f"{path}: fitted on scores that do not record their judge or rubric file (a CSV "
+            "or a paper file); calibrate on this judge's scores.jsonl (`wikihowagent align "
+            "--calibrate --scores RUN`) to apply it"
+        )
     return cal
 
 
 def _judge_text(judge: str, scoring: str, prompt: str, sha: str) -> str:
-    return (f"judge {judge or '(not recorded)'} ({scoring or 'scoring not recorded'}"
-            + (f", prompt {prompt}" if prompt else "") + f"), rubric file {sha[:12] or '(not recorded)'}")
+    return (
+        f"judge {judge or '(not recorded)'} ({scoring or 'scoring not recorded'}"
+        + (f", prompt {prompt}" if prompt else "")
+        + f"), rubric file {sha[:12] or '(not recorded)'}"
+    )
 
 
 def check(cal: Calibration, path: Path, table: ScoreTable, what: str) -> None:
@@ -66,17 +70,24 @@ def check(cal: Calibration, path: Path, table: ScoreTable, what: str) -> None:
     from types import SimpleNamespace
 
     scoring = meta["scoring"].to_numpy()[has]
-    prompts = np.array([recorded_prompt(SimpleNamespace(prompt=p), sc) for p, sc in
-                        zip(meta["prompt"].to_numpy()[has], scoring, strict=True)], dtype=object)
+    prompts = np.array(
+        [
+            recorded_prompt(SimpleNamespace(prompt=p), sc)
+            for p, sc in zip(meta["prompt"].to_numpy()[has], scoring, strict=True)
+        ],
+        dtype=object,
+    )
     key = (meta["evaluator"].to_numpy()[has], scoring, prompts, meta["rubrics_sha256"].to_numpy()[has])
     want = (cal.judge, cal.scoring, cal.prompt, cal.rubrics_sha256)
     bad = ~np.logical_and.reduce([k == w for k, w in zip(key, want, strict=True)])
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         got = tuple(str(k[i]) for k in key)
-        raise CalibrationMismatch(f"{path}: fitted for {_judge_text(*want)}; {what} has {int(bad.sum())} scores "
-                                  f"from {_judge_text(*got)}: calibrate this judge (`wikihowagent align --calibrate`) "
-                                  f"or score with --evaluator {cal.judge}")
+        raise CalibrationMismatch(
+            f"{path}: fitted for {_judge_text(*want)}; {what} has {int(bad.sum())} scores "
+            f"from {_judge_text(*got)}: calibrate this judge (`wikihowagent align --calibrate`) "
+            f"or score with --evaluator {cal.judge}"
+        )
 
 
 def add_calibrated(table: ScoreTable, cal: Calibration) -> ScoreTable:

@@ -205,13 +205,18 @@ def load_checklist(path: Path | None, rubric_names: list[str]) -> Checklist:
         raise ChecklistError(f"{where}: rubric {missing[0]!r} has no items (each judged rubric needs {lo}-{hi})")
     canon = json.dumps(data, sort_keys=True, ensure_ascii=False)
     return Checklist(
-        version=version, sha256=hashlib.sha256(canon.encode("utf-8")).hexdigest(), path=str(path),
+        version=version,
+        sha256=hashlib.sha256(canon.encode("utf-8")).hexdigest(),
+        path=str(path),
         system=data.get("system", "") if isinstance(data.get("system", ""), str) else "",
-        intro=_text(data.get("intro"), where, "intro"), ask=_text(data.get("ask"), where, "ask"),
+        intro=_text(data.get("intro"), where, "intro"),
+        ask=_text(data.get("ask"), where, "ask"),
         max_steps=_int(steps_obj.get("max_steps", 12), where, "step_items.max_steps", 1),
         headline_chars=_int(steps_obj.get("headline_chars", 160), where, "step_items.headline_chars", 20),
         step_chars=_int(steps_obj.get("step_chars", 500), where, "step_items.step_chars", 20),
-        steps=tuple(templates), rubric_items=items)
+        steps=tuple(templates),
+        rubric_items=items,
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -263,8 +268,9 @@ def conversation_items(cl: Checklist, steps: list[str], rubrics: list[str]) -> t
         if not steps:
             note = "checklist: the tutorial has no steps: no step items"
         elif len(idx) < len(steps):
-            note = (f"checklist: step items for {len(idx)} of {len(steps)} steps "
-                    f"(max_steps {cl.max_steps}, evenly spaced)")
+            note = (
+                f"checklist: step items for {len(idx)} of {len(steps)} steps (max_steps {cl.max_steps}, evenly spaced)"
+            )
         for k in idx:
             values = {"headline": headline(steps[k], cl.headline_chars), "step": _cut(steps[k], cl.step_chars)}
             for t in templates:
@@ -332,8 +338,11 @@ def read_answer(entries: list[dict[str, Any]], text: str, complete: bool) -> Ans
             mass[w] += math.exp(lp)
     total = mass["yes"] + mass["no"]
     if total < MASS_MIN:
-        return Answer(mass=min(1.0, total), low_mass=True,
-                      problem=f"below the yes/no probability threshold (p(yes)+p(no) = {total:.2f} < {MASS_MIN:g})")
+        return Answer(
+            mass=min(1.0, total),
+            low_mass=True,
+            problem=f"below the yes/no probability threshold (p(yes)+p(no) = {total:.2f} < {MASS_MIN:g})",
+        )
     return Answer(p_yes=mass["yes"] / total, mass=min(1.0, total))
 
 
@@ -361,7 +370,9 @@ class RubricScore:
     problem: str | None = None
 
 
-def rubric_score(rubric: str, goods: list[tuple[str, float | None]], weights: dict[str, float] | None = None) -> RubricScore:
+def rubric_score(
+    rubric: str, goods: list[tuple[str, float | None]], weights: dict[str, float] | None = None
+) -> RubricScore:
     """1 + 4 × the weighted mean of the answered items' P(good); `goods` = [(item id, P(good) or None)].
     Step items of one template share the template's weight, split evenly over the steps asked."""
     if not goods:
@@ -413,7 +424,9 @@ def load_weights(path: Path) -> ChecklistWeights:
     except json.JSONDecodeError as exc:
         raise ChecklistError(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
     if not isinstance(data, dict) or data.get("kind") != WEIGHTS_KIND:
-        raise ChecklistError(f"{path}: not a checklist weights file (kind {WEIGHTS_KIND!r}; `align --fit-checklist` writes one)")
+        raise ChecklistError(
+            f"{path}: not a checklist weights file (kind {WEIGHTS_KIND!r}; `align --fit-checklist` writes one)"
+        )
     judge, checklist, weights = data.get("judge"), data.get("checklist"), data.get("weights")
     if not isinstance(judge, str) or not isinstance(checklist, str) or not isinstance(weights, dict):
         raise ChecklistError(f"{path}: needs judge, checklist and weights")
@@ -431,14 +444,21 @@ def load_weights(path: Path) -> ChecklistWeights:
 
 
 def write_weights(path: Path, w: ChecklistWeights, extra: dict[str, Any] | None = None) -> None:
-    obj = {"kind": WEIGHTS_KIND, "version": 1, "judge": w.judge, "checklist": w.checklist, "weights": w.weights,
-           **(extra or {})}
+    obj = {
+        "kind": WEIGHTS_KIND,
+        "version": 1,
+        "judge": w.judge,
+        "checklist": w.checklist,
+        "weights": w.weights,
+        **(extra or {}),
+    }
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
-def checklist_for(spec: str, rubric_names: list[str], path: Path | None,
-                  weights_path: Path | None) -> tuple[Checklist, ChecklistWeights | None]:
+def checklist_for(
+    spec: str, rubric_names: list[str], path: Path | None, weights_path: Path | None
+) -> tuple[Checklist, ChecklistWeights | None]:
     """The checklist and the weights a judge `spec` uses; a weights file fitted for another judge or another
     checklist (version and content) is refused with one line."""
     cl = load_checklist(path, rubric_names)

@@ -29,37 +29,162 @@ from .options import (
 
 
 def evaluate(
-    runs: Annotated[list[Path] | None, typer.Argument(
-        help="Run directories, the paper's run files ({total_conversations: [...]} JSON) or JSONL of records. "
-             "Default: the latest run.", show_default=False, metavar="RUN_DIR")] = None,
-    evaluator: Annotated[list[str] | None, evaluator_option("Judge model spec (default: the run's evaluator, else its teacher: homogeneous). Repeatable: a panel of judges, each scoring into <scores dir>/judges/<judge>/scores.jsonl, the run's scores holding their mean (evaluator 'panel:A+B').")] = None,
-    metrics: Annotated[str | None, typer.Option(rich_help_panel=METRICS, metavar="LIST", help="Comma-separated metric names (or 'computational', 'rubric'). Default: all.")] = None,
-    no_judge: Annotated[bool, typer.Option("--no-judge", rich_help_panel=METRICS, help="Computational metrics only (no LLM calls).")] = False,
-    compat: Annotated[str | None, typer.Option(rich_help_panel=METRICS, metavar="paper", help="'paper': the released code's metric definitions, to compare with the paper's tables.")] = None,
-    baseline: Annotated[Path | None, typer.Option(rich_help_panel=STATISTICS, help="Run to compare the others with (Table 2 view): ↑/↓ where a paired test by tutorial (Wilcoxon, Holm across the metrics) gives p < 0.05, else ≈; --compat paper: the raw difference.")] = None,
-    by: Annotated[str | None, typer.Option(rich_help_panel=STATISTICS, metavar="domain|persona", help="'domain': per-domain breakdown (Figure 5); 'persona': per learner persona (by_persona.csv).")] = None,
-    out: Annotated[Path | None, typer.Option(rich_help_panel=OUTPUT, help="Output directory: <OUT>/<run>/scores.jsonl and the summary files.")] = None,
-    rubrics: Annotated[Path | None, typer.Option(rich_help_panel=METRICS, help="Rubric JSON file (default: data/rubrics.json).")] = None,
-    config: Annotated[Path | None, typer.Option(rich_help_panel=INPUTS, help="YAML config overriding configs/default.yaml.")] = None,
-    base_url: Annotated[str | None, base_url_option("Ollama host / OpenAI-compatible base URL for the evaluator (default: the one recorded in run.json for its spec).")] = None,
-    concurrency: Annotated[int | None, concurrency_option("Conversations at the judge at once (default: the embedded judge's server slots, local.n_parallel; else the config's concurrency).")] = None,
+    runs: Annotated[
+        list[Path] | None,
+        typer.Argument(
+            help="Run directories, the paper's run files ({total_conversations: [...]} JSON) or JSONL of records. "
+            "Default: the latest run.",
+            show_default=False,
+            metavar="RUN_DIR",
+        ),
+    ] = None,
+    evaluator: Annotated[
+        list[str] | None,
+        evaluator_option(
+            "Judge model spec (default: the run's evaluator, else its teacher: homogeneous). Repeatable: a panel of judges, each scoring into <scores dir>/judges/<judge>/scores.jsonl, the run's scores holding their mean (evaluator 'panel:A+B')."
+        ),
+    ] = None,
+    metrics: Annotated[
+        str | None,
+        typer.Option(
+            rich_help_panel=METRICS,
+            metavar="LIST",
+            help="Comma-separated metric names (or 'computational', 'rubric'). Default: all.",
+        ),
+    ] = None,
+    no_judge: Annotated[
+        bool, typer.Option("--no-judge", rich_help_panel=METRICS, help="Computational metrics only (no LLM calls).")
+    ] = False,
+    compat: Annotated[
+        str | None,
+        typer.Option(
+            rich_help_panel=METRICS,
+            metavar="paper",
+            help="'paper': the released code's metric definitions, to compare with the paper's tables.",
+        ),
+    ] = None,
+    baseline: Annotated[
+        Path | None,
+        typer.Option(
+            rich_help_panel=STATISTICS,
+            help="Run to compare the others with (Table 2 view): ↑/↓ where a paired test by tutorial (Wilcoxon, Holm across the metrics) gives p < 0.05, else ≈; --compat paper: the raw difference.",
+        ),
+    ] = None,
+    by: Annotated[
+        str | None,
+        typer.Option(
+            rich_help_panel=STATISTICS,
+            metavar="domain|persona",
+            help="'domain': per-domain breakdown (Figure 5); 'persona': per learner persona (by_persona.csv).",
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(rich_help_panel=OUTPUT, help="Output directory: <OUT>/<run>/scores.jsonl and the summary files."),
+    ] = None,
+    rubrics: Annotated[
+        Path | None, typer.Option(rich_help_panel=METRICS, help="Rubric JSON file (default: data/rubrics.json).")
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option(rich_help_panel=INPUTS, help="YAML config overriding configs/default.yaml.")
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        base_url_option(
+            "Ollama host / OpenAI-compatible base URL for the evaluator (default: the one recorded in run.json for its spec)."
+        ),
+    ] = None,
+    concurrency: Annotated[
+        int | None,
+        concurrency_option(
+            "Conversations at the judge at once (default: the embedded judge's server slots, local.n_parallel; else the config's concurrency)."
+        ),
+    ] = None,
     retries: Annotated[int, retries_option("Re-asks of the judge when a reply cannot be parsed.")] = 2,
-    batch_size: Annotated[int, typer.Option(rich_help_panel=METRICS, min=1, help="Texts per embedding forward pass.")] = 32,
-    no_figures: Annotated[bool, typer.Option("--no-figures", rich_help_panel=OUTPUT, help="Skip the PNG figures.")] = False,
-    preset: Annotated[str | None, typer.Option(rich_help_panel=METRICS, help="'paper': --compat paper and the paper's decoding for the judge (max tokens 4096, temperature 0).")] = None,
-    tables: Annotated[bool, typer.Option("--tables", rich_help_panel=STATISTICS, help="The paper's Table 1 (homogeneous runs) and Table 2 (heterogeneous, ↑/↓ against the teacher's homogeneous run); automatic for a sweep directory.")] = False,
-    shard: Annotated[str | None, typer.Option(rich_help_panel=CLUSTER, metavar="K/N", help="Score only shard K of N of the conversations into <scores dir>/score-shards/K-of-N/ (cluster array jobs); join with `wikihowagent merge`.")] = None,
-    judge_scoring: Annotated[str | None, judge_scoring_option(help="How rubric scores are read: 'weighted' (probability-weighted mean over the score digits; default where the backend returns log-probabilities), 'json' (structured output, integers), 'sampled' (5 samples at temperature 0.7), 'checklist' (yes/no items of data/checklists.json asked one at a time, P(yes) from log-probabilities; score = 1 + 4 x the weighted mean of the items' P(good)).")] = None,
-    checklist: Annotated[Path | None, checklist_option("Checklist items file of --judge-scoring checklist (default: data/checklists.json); its version is recorded with every score.")] = None,
-    checklist_weights: Annotated[Path | None, checklist_weights_option("Item weights fitted by `align --fit-checklist` (default: uniform); refused for another judge or checklist version.")] = None,
-    judge_rationale: Annotated[bool, judge_rationale_option("The judge writes its analysis first, then 'Score: k' (weighted/sampled; read at the final score token).")] = False,
-    judge_prompt: Annotated[str | None, judge_prompt_option("Judge prompt variant of data/judge_prompts.json (weighted/sampled; default: see docs: Methodology > The rubric judge); recorded with every score.")] = None,
+    batch_size: Annotated[
+        int, typer.Option(rich_help_panel=METRICS, min=1, help="Texts per embedding forward pass.")
+    ] = 32,
+    no_figures: Annotated[
+        bool, typer.Option("--no-figures", rich_help_panel=OUTPUT, help="Skip the PNG figures.")
+    ] = False,
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            rich_help_panel=METRICS,
+            help="'paper': --compat paper and the paper's decoding for the judge (max tokens 4096, temperature 0).",
+        ),
+    ] = None,
+    tables: Annotated[
+        bool,
+        typer.Option(
+            "--tables",
+            rich_help_panel=STATISTICS,
+            help="The paper's Table 1 (homogeneous runs) and Table 2 (heterogeneous, ↑/↓ against the teacher's homogeneous run); automatic for a sweep directory.",
+        ),
+    ] = False,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            rich_help_panel=CLUSTER,
+            metavar="K/N",
+            help="Score only shard K of N of the conversations into <scores dir>/score-shards/K-of-N/ (cluster array jobs); join with `wikihowagent merge`.",
+        ),
+    ] = None,
+    judge_scoring: Annotated[
+        str | None,
+        judge_scoring_option(
+            help="How rubric scores are read: 'weighted' (probability-weighted mean over the score digits; default where the backend returns log-probabilities), 'json' (structured output, integers), 'sampled' (5 samples at temperature 0.7), 'checklist' (yes/no items of data/checklists.json asked one at a time, P(yes) from log-probabilities; score = 1 + 4 x the weighted mean of the items' P(good))."
+        ),
+    ] = None,
+    checklist: Annotated[
+        Path | None,
+        checklist_option(
+            "Checklist items file of --judge-scoring checklist (default: data/checklists.json); its version is recorded with every score."
+        ),
+    ] = None,
+    checklist_weights: Annotated[
+        Path | None,
+        checklist_weights_option(
+            "Item weights fitted by `align --fit-checklist` (default: uniform); refused for another judge or checklist version."
+        ),
+    ] = None,
+    judge_rationale: Annotated[
+        bool,
+        judge_rationale_option(
+            "The judge writes its analysis first, then 'Score: k' (weighted/sampled; read at the final score token)."
+        ),
+    ] = False,
+    judge_prompt: Annotated[
+        str | None,
+        judge_prompt_option(
+            "Judge prompt variant of data/judge_prompts.json (weighted/sampled; default: see docs: Methodology > The rubric judge); recorded with every score."
+        ),
+    ] = None,
     retry_failed: Annotated[bool, retry_failed_option("Judge rubrics that failed in an earlier pass again.")] = True,
-    posttest_learner: Annotated[str | None, posttest_learner_option("Give conversations without a post-test one, taken by this learner model (and its pre-test per tutorial), stored beside the scores (posttests.jsonl, pretests.jsonl); also the paper's run files. Not with --compat paper.")] = None,
-    posttest_prompt: Annotated[str | None, posttest_prompt_option("Wording of the post-/pre-test that --posttest-learner takes: v2 (default) or v3 (\"not taught\" / \"don't know\" allowed per step).")] = None,
-    bootstrap: Annotated[int, bootstrap_option("Bootstrap resamples (of tutorials) for the 95 % CI in every table cell; 0 = no CIs.")] = 1000,
+    posttest_learner: Annotated[
+        str | None,
+        posttest_learner_option(
+            "Give conversations without a post-test one, taken by this learner model (and its pre-test per tutorial), stored beside the scores (posttests.jsonl, pretests.jsonl); also the paper's run files. Not with --compat paper."
+        ),
+    ] = None,
+    posttest_prompt: Annotated[
+        str | None,
+        posttest_prompt_option(
+            'Wording of the post-/pre-test that --posttest-learner takes: v2 (default) or v3 ("not taught" / "don\'t know" allowed per step).'
+        ),
+    ] = None,
+    bootstrap: Annotated[
+        int, bootstrap_option("Bootstrap resamples (of tutorials) for the 95 % CI in every table cell; 0 = no CIs.")
+    ] = 1000,
     seed: Annotated[int, seed_option("Seed of the bootstrap resampling (the tables' CIs).")] = 0,
-    calibration: Annotated[Path | None, typer.Option(rich_help_panel=MODELS, metavar="FILE", help="A calibration.json of `align --calibrate`: adds '<rubric> (cal.)' columns (the judge's score mapped to the human scale) to the summary, the tables and calibrated_scores.csv; refused for scores of another judge, scoring mode or rubric file.")] = None,
+    calibration: Annotated[
+        Path | None,
+        typer.Option(
+            rich_help_panel=MODELS,
+            metavar="FILE",
+            help="A calibration.json of `align --calibrate`: adds '<rubric> (cal.)' columns (the judge's score mapped to the human scale) to the summary, the tables and calibrated_scores.csv; refused for scores of another judge, scoring mode or rubric file.",
+        ),
+    ] = None,
 ) -> None:
     """Score conversations: computational metrics and the LLM rubric judge; summary table, CSV, Markdown, figures."""
     from wikihowagent.console import make_console, print_error
@@ -69,24 +194,52 @@ def evaluate(
 
     console = make_console()
     request = EvaluateRequest(
-        runs=tuple(runs or ()), evaluator=evaluator[0] if evaluator and len(set(evaluator)) == 1 else None,
-        panel=tuple(dict.fromkeys(evaluator)) if evaluator and len(set(evaluator)) > 1 else (), metrics=metrics, judge=not no_judge, compat=compat,
-        baseline=baseline, by=by, out=out, rubrics=rubrics, config=config, base_url=base_url,
-        concurrency=concurrency, retries=retries, batch_size=batch_size, figures=not no_figures,
-        preset=preset, tables=tables, shard=shard, judge_scoring=judge_scoring, judge_rationale=judge_rationale,
-        judge_prompt=judge_prompt, retry_failed=retry_failed, calibration=calibration, bootstrap=bootstrap, seed=seed,
-        posttest_learner=posttest_learner, posttest_prompt=posttest_prompt,
-        checklist=checklist, checklist_weights=checklist_weights,
+        runs=tuple(runs or ()),
+        evaluator=evaluator[0] if evaluator and len(set(evaluator)) == 1 else None,
+        panel=tuple(dict.fromkeys(evaluator)) if evaluator and len(set(evaluator)) > 1 else (),
+        metrics=metrics,
+        judge=not no_judge,
+        compat=compat,
+        baseline=baseline,
+        by=by,
+        out=out,
+        rubrics=rubrics,
+        config=config,
+        base_url=base_url,
+        concurrency=concurrency,
+        retries=retries,
+        batch_size=batch_size,
+        figures=not no_figures,
+        preset=preset,
+        tables=tables,
+        shard=shard,
+        judge_scoring=judge_scoring,
+        judge_rationale=judge_rationale,
+        judge_prompt=judge_prompt,
+        retry_failed=retry_failed,
+        calibration=calibration,
+        bootstrap=bootstrap,
+        seed=seed,
+        posttest_learner=posttest_learner,
+        posttest_prompt=posttest_prompt,
+        checklist=checklist,
+        checklist_weights=checklist_weights,
     )
     with command_errors(console, "scores"):
         result = run_evaluation(request, console)
     if result.shard is not None:
         k, n = result.shard
-        console.print(f"shard {k}/{n} scored; once all {n} shards are: wikihowagent merge "
-                      + " ".join(str(d) for d in result.merge_dirs), highlight=False, markup=False)
+        console.print(
+            f"shard {k}/{n} scored; once all {n} shards are: wikihowagent merge "
+            + " ".join(str(d) for d in result.merge_dirs),
+            highlight=False,
+            markup=False,
+        )
         return
     stdout = make_console(stderr=False)
-    print_summary(result.summary, stdout, title="Evaluation summary" + (" (--compat paper)" if request.mode == "paper" else ""))
+    print_summary(
+        result.summary, stdout, title="Evaluation summary" + (" (--compat paper)" if request.mode == "paper" else "")
+    )
     if result.domain_table is not None:
         print_by_domain(result.domain_table, stdout)
     if result.persona_table is not None:
@@ -95,8 +248,9 @@ def evaluate(
         print_summary(table, stdout, title=title)
     console.print("wrote " + ", ".join(str(p) for p in result.written), highlight=False, markup=False)
     if result.judge_all_failed:
-        print_error(f"the judge failed on every rubric it was asked in {', '.join(result.judge_all_failed)}: no rubric "
-                    "score was produced (see the judge failures above; rerun to judge them again)", console)
+        print_error(
+            f"the judge failed on every rubric it was asked in {', '.join(result.judge_all_failed)}: no rubric "
+            "score was produced (see the judge failures above; rerun to judge them again)",
+            console,
+        )
         raise typer.Exit(1)
-
-

@@ -115,13 +115,28 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     comp, rub = select_metrics(req.metrics, mode, rubric_names)
     judge_on = bool(rub) and req.judge
     calibration = _load_calibration(req)
-    opts = EvalOptions(mode=mode, metrics=comp + rub, judge=judge_on, evaluator=req.evaluator, base_url=req.base_url,
-                       rubrics_path=req.rubrics, out=req.out, concurrency=req.concurrency,
-                       default_concurrency=cfg.concurrency,
-                       retries=req.retries, batch_size=req.batch_size, shard=shard, scoring=req.judge_scoring,
-                       rationale=req.judge_rationale, retry_failed=req.retry_failed, prompt=req.judge_prompt,
-                       posttest_learner=req.posttest_learner, posttest_prompt=req.posttest_prompt,
-                       checklist_path=req.checklist, checklist_weights=req.checklist_weights)
+    opts = EvalOptions(
+        mode=mode,
+        metrics=comp + rub,
+        judge=judge_on,
+        evaluator=req.evaluator,
+        base_url=req.base_url,
+        rubrics_path=req.rubrics,
+        out=req.out,
+        concurrency=req.concurrency,
+        default_concurrency=cfg.concurrency,
+        retries=req.retries,
+        batch_size=req.batch_size,
+        shard=shard,
+        scoring=req.judge_scoring,
+        rationale=req.judge_rationale,
+        retry_failed=req.retry_failed,
+        prompt=req.judge_prompt,
+        posttest_learner=req.posttest_learner,
+        posttest_prompt=req.posttest_prompt,
+        checklist_path=req.checklist,
+        checklist_weights=req.checklist_weights,
+    )
 
     def warn(msg: str) -> None:
         print_labeled(console, "warning:", "yellow", msg)
@@ -137,15 +152,22 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
         judge_opts = [replace(opts, evaluator=spec, panel_judge=True) for spec in panel]
         for o in judge_opts:
             _lock_scores_files(locks, sources, o, runs_dir)
-        ev = Evaluation(opts, comp, rub if judge_on and not panel else [], rubric_set,
-                        make_llm if judge_on and not panel else None, warn,
-                        make_learner=endpoints.learner_factory(cfg) if req.posttest_learner else None)
+        ev = Evaluation(
+            opts,
+            comp,
+            rub if judge_on and not panel else [],
+            rubric_set,
+            make_llm if judge_on and not panel else None,
+            warn,
+            make_learner=endpoints.learner_factory(cfg) if req.posttest_learner else None,
+        )
         # Every input's evaluator (and the server it is asked on) is known before any work starts.
         specs = endpoints.resolve(ev, sources)
         judges = [Evaluation(o, [], rub, rubric_set, make_llm, warn) for o in judge_opts]
         judge_specs = [endpoints.resolve(j, sources) for j in judges]
-        _check_calibration_judge(calibration, req, {n: panel_spec(panel) for n in specs} if panel else specs,
-                                 ev.rubrics_hash)
+        _check_calibration_judge(
+            calibration, req, {n: panel_spec(panel) for n in specs} if panel else specs, ev.rubrics_hash
+        )
         ev.prepare(list(specs.values()))  # a --judge-scoring mode the backend cannot serve fails here
         for j, sp in zip(judges, judge_specs, strict=True):
             j.prepare(list(sp.values()))
@@ -164,8 +186,12 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
         if panel:
             for src, p in results:
                 n = combine_panel(p, panel, rub, ev.rubrics_hash)
-                console.print(f"{src.name}: panel of {len(panel)} judges ({', '.join(panel)}): mean rubric scores "
-                              f"of {n} conversations -> {p}", highlight=False, markup=False)
+                console.print(
+                    f"{src.name}: panel of {len(panel)} judges ({', '.join(panel)}): mean rubric scores "
+                    f"of {n} conversations -> {p}",
+                    highlight=False,
+                    markup=False,
+                )
     if shard is not None:  # a summary needs every shard: `wikihowagent merge DIR`, then evaluate again
         return _shard_summary(results, shard, opts, specs, states)
     if len(empty) == len(sources):  # nothing scored and nothing scored before: no summary to write
@@ -188,7 +214,9 @@ def _check_request(req: EvaluateRequest) -> None:
     if req.judge_scoring is not None and req.judge_scoring not in SCORING_MODES:
         raise EvaluateError(f"--judge-scoring: unknown mode {req.judge_scoring!r}; valid: {', '.join(SCORING_MODES)}")
     if req.judge_rationale and req.judge_scoring in ("json", "checklist"):
-        raise EvaluateError(f"--judge-rationale applies to --judge-scoring weighted or sampled, not {req.judge_scoring}")
+        raise EvaluateError(
+            f"--judge-rationale applies to --judge-scoring weighted or sampled, not {req.judge_scoring}"
+        )
     if (req.checklist or req.checklist_weights) and req.judge_scoring != "checklist":
         raise EvaluateError("--checklist and --checklist-weights apply to --judge-scoring checklist")
     if req.by not in (None, "domain", "persona"):
@@ -217,8 +245,9 @@ def _sources(req: EvaluateRequest, runs_dir: Path, console: Any) -> tuple[Evalua
     from .inputs import resolve_inputs
     from .tables import expand_sweep_dirs
 
-    paths, from_sweep = expand_sweep_dirs(list(req.runs), lambda m: console.print(f"warning: {m}", highlight=False,
-                                                                                     markup=False))
+    paths, from_sweep = expand_sweep_dirs(
+        list(req.runs), lambda m: console.print(f"warning: {m}", highlight=False, markup=False)
+    )
     if from_sweep and not paths:
         raise EvaluateError(f"{req.runs[0]}: no cell of this sweep has conversations yet (wikihowagent sweep run FILE)")
     if from_sweep and req.out is None and len(req.runs) == 1:  # a sweep's tables go into the sweep directory
@@ -227,7 +256,9 @@ def _sources(req: EvaluateRequest, runs_dir: Path, console: Any) -> tuple[Evalua
     baseline = req.baseline
     if baseline is not None and all(Path(p).resolve() != Path(baseline).resolve() for p in paths):
         paths = [baseline] + paths
-    sources = resolve_inputs(paths, runs_dir, on_empty=lambda m: print_labeled(console, "warning:", "yellow", f"{m}; skipped"))
+    sources = resolve_inputs(
+        paths, runs_dir, on_empty=lambda m: print_labeled(console, "warning:", "yellow", f"{m}; skipped")
+    )
     if baseline is not None and all(s.path.resolve() != Path(baseline).resolve() for s in sources):
         raise EvaluateError(f"--baseline {baseline}: the baseline run has nothing to evaluate")
     base_name = None
@@ -238,11 +269,15 @@ def _sources(req: EvaluateRequest, runs_dir: Path, console: Any) -> tuple[Evalua
 
 def _check_panel(panel: list[str], shard: tuple[int, int] | None, judge_on: bool) -> None:
     if panel and shard is not None:
-        raise EvaluateError("a panel of judges (--evaluator given several times) cannot be scored by --shard; "
-                            "give one --evaluator per sharded evaluate")
+        raise EvaluateError(
+            "a panel of judges (--evaluator given several times) cannot be scored by --shard; "
+            "give one --evaluator per sharded evaluate"
+        )
     if panel and not judge_on:
-        raise EvaluateError("a panel of judges (--evaluator given several times) judges the rubric metrics: drop "
-                            "--no-judge, or ask for a rubric with --metrics")
+        raise EvaluateError(
+            "a panel of judges (--evaluator given several times) judges the rubric metrics: drop "
+            "--no-judge, or ask for a rubric with --metrics"
+        )
 
 
 def _shard_states(sources: list[Any]) -> dict[str, Any]:
@@ -255,18 +290,26 @@ def _shard_states(sources: list[Any]) -> dict[str, Any]:
         raise EvaluateError(f"{exc.filename}: {exc.strerror}") from None
 
 
-def _shard_summary(results: list[Any], shard: tuple[int, int], opts: Any, specs: dict[str, Any],
-                   states: dict[str, Any]) -> EvaluationSummary:
+def _shard_summary(
+    results: list[Any], shard: tuple[int, int], opts: Any, specs: dict[str, Any], states: dict[str, Any]
+) -> EvaluationSummary:
     """Each shard's shard.json (what it was scored against); no summary: that needs every shard."""
     from wikihowagent.runs import SCORE_SHARDS_DIR
 
     from .shards import scores_fingerprint, write_shard_info
 
     for src, p in results:
-        write_shard_info(p, shard, scores_fingerprint(opts.mode, opts.metrics or [], specs[src.name],
-                                                      opts.rubrics_path, src.path), states.get(src.name))
-    return EvaluationSummary(summary=None, shard=shard, merge_dirs=[
-        p.parent.parent.parent for _, p in results if p.parent.parent.name == SCORE_SHARDS_DIR])
+        write_shard_info(
+            p,
+            shard,
+            scores_fingerprint(opts.mode, opts.metrics or [], specs[src.name], opts.rubrics_path, src.path),
+            states.get(src.name),
+        )
+    return EvaluationSummary(
+        summary=None,
+        shard=shard,
+        merge_dirs=[p.parent.parent.parent for _, p in results if p.parent.parent.name == SCORE_SHARDS_DIR],
+    )
 
 
 def _load_calibration(req: EvaluateRequest) -> Any:
@@ -284,13 +327,17 @@ def _check_calibration_judge(calibration: Any, req: EvaluateRequest, specs: dict
         return
     for name, spec in specs.items():
         if spec and spec != calibration.judge:
-            raise EvaluateError(f"{req.calibration}: fitted for judge {calibration.judge}; {name} would be judged "
-                                f"by {spec}: use --evaluator {calibration.judge}, or calibrate {spec} "
-                                "(`wikihowagent align --calibrate`)")
+            raise EvaluateError(
+                f"{req.calibration}: fitted for judge {calibration.judge}; {name} would be judged "
+                f"by {spec}: use --evaluator {calibration.judge}, or calibrate {spec} "
+                "(`wikihowagent align --calibrate`)"
+            )
         if spec and rubrics_hash and rubrics_hash != calibration.rubrics_sha256:
-            raise EvaluateError(f"{req.calibration}: fitted for the rubric file with sha256 "
-                                f"{calibration.rubrics_sha256[:12]}, this evaluate uses {rubrics_hash[:12]} "
-                                "(--rubrics): calibrate again on scores judged with these rubrics")
+            raise EvaluateError(
+                f"{req.calibration}: fitted for the rubric file with sha256 "
+                f"{calibration.rubrics_sha256[:12]}, this evaluate uses {rubrics_hash[:12]} "
+                "(--rubrics): calibrate again on scores judged with these rubrics"
+            )
 
 
 def _run_scores(results, calibration: Any, req: EvaluateRequest) -> list:
@@ -309,8 +356,9 @@ def _run_scores(results, calibration: Any, req: EvaluateRequest) -> list:
     return out
 
 
-def _paper_tables(result: EvaluationSummary, results, rubric_names, req: EvaluateRequest, runs_dir: Path,
-                  calibration: Any = None) -> None:
+def _paper_tables(
+    result: EvaluationSummary, results, rubric_names, req: EvaluateRequest, runs_dir: Path, calibration: Any = None
+) -> None:
     from wikihowagent.runs import SUMMARY_DIR
 
     from .summary import write_summary
@@ -318,8 +366,11 @@ def _paper_tables(result: EvaluationSummary, results, rubric_names, req: Evaluat
 
     run_scores = _run_scores(results, calibration, req)
     setups = {src.name: (src.teacher, src.learner or src.teacher) for src, _ in results}
-    out_dir = Path(req.out) if req.out is not None else (
-        results[0][1].parent if len(results) == 1 else runs_dir / SUMMARY_DIR)
+    out_dir = (
+        Path(req.out)
+        if req.out is not None
+        else (results[0][1].parent if len(results) == 1 else runs_dir / SUMMARY_DIR)
+    )
     result.tables = paper_tables(run_scores, setups, rubric_names, req.table_stats)
     for stem, _, summary in result.tables:
         result.written += write_summary(summary, out_dir / stem)
@@ -334,11 +385,19 @@ def _lock_scores_files(locks: contextlib.ExitStack, sources, opts, runs_dir) -> 
     for src in sources:
         out_path = scores_path(src, opts, runs_dir)
         try:
-            locks.enter_context(dir_lock(out_path.parent, blocking=False, what="another 'wikihowagent evaluate'",
-                                         name=f".{out_path.name}.lock"))
+            locks.enter_context(
+                dir_lock(
+                    out_path.parent,
+                    blocking=False,
+                    what="another 'wikihowagent evaluate'",
+                    name=f".{out_path.name}.lock",
+                )
+            )
         except RunError:
-            raise EvaluateError(f"{out_path}: another evaluate is running on this scores file; wait for it to "
-                                "finish (or use another --out)") from None
+            raise EvaluateError(
+                f"{out_path}: another evaluate is running on this scores file; wait for it to "
+                "finish (or use another --out)"
+            ) from None
 
 
 def _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed: list[str], empty: list[str]):
@@ -366,8 +425,15 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed: li
             total = count_input_records(src)
         except OSError as exc:
             raise EvaluateError(f"{src.path}: {exc.strerror}") from None
-        with Progress(TextColumn("{task.description}", markup=False, style="bold"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      TimeRemainingColumn(), console=console, transient=False) as prog:
+        with Progress(
+            TextColumn("{task.description}", markup=False, style="bold"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            transient=False,
+        ) as prog:
             task = prog.add_task(f"scoring {what}", total=total)
             try:
                 stats = ev.run_source(src, out_path, progress=lambda n, task=task: prog.advance(task, n))
@@ -376,51 +442,76 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed: li
                 if isinstance(exc, DiskFullError):  # its message says what to do
                     raise EvaluateError(str(exc)) from None
                 raise EvaluateError(f"{exc} (scores so far are in {out_path}; rerun to resume)") from None
-        console.print(f"{src.name}: {stats.scored} scored, {stats.already} already scored, {stats.failed} failed "
-                      f"conversations skipped, {stats.invalid} unreadable records -> {out_path}", highlight=False)
-        rejudged = [(stats.rejudged_evaluator, "the evaluator changed"), (stats.rejudged_rubrics, "the rubric file changed"),
-                    (stats.rejudged_scoring, "the --judge-scoring mode changed"),
-                    (stats.rejudged_prompt, "the --judge-prompt variant changed")]
+        console.print(
+            f"{src.name}: {stats.scored} scored, {stats.already} already scored, {stats.failed} failed "
+            f"conversations skipped, {stats.invalid} unreadable records -> {out_path}",
+            highlight=False,
+        )
+        rejudged = [
+            (stats.rejudged_evaluator, "the evaluator changed"),
+            (stats.rejudged_rubrics, "the rubric file changed"),
+            (stats.rejudged_scoring, "the --judge-scoring mode changed"),
+            (stats.rejudged_prompt, "the --judge-prompt variant changed"),
+        ]
         for n, why in rejudged:
             if n:
-                console.print(f"{src.name}: {n} conversation{'s' if n != 1 else ''} re-judged because {why} "
-                              f"(now {specs[src.name]})", highlight=False)
+                console.print(
+                    f"{src.name}: {n} conversation{'s' if n != 1 else ''} re-judged because {why} "
+                    f"(now {specs[src.name]})",
+                    highlight=False,
+                )
         if stats.reweighted:
-            console.print(f"{src.name}: {stats.reweighted} conversation{'s' if stats.reweighted != 1 else ''}' "
-                          "checklist scores weighed again from their stored items (other item weights; no model "
-                          "call)", highlight=False)
+            console.print(
+                f"{src.name}: {stats.reweighted} conversation{'s' if stats.reweighted != 1 else ''}' "
+                "checklist scores weighed again from their stored items (other item weights; no model "
+                "call)",
+                highlight=False,
+            )
         if stats.judged:  # failed calls, parse failures and low digit mass: counted, never scored
             kinds = ", ".join(f"{n} {k}" for k, n in sorted(stats.failure_kinds.items()))
             prompt = ev.prompt_name(specs[src.name])
             label = ev.scoring_label(specs[src.name]) + (f", prompt {prompt}" if prompt else "")
-            console.print(f"{src.name}: judge ({label}): {stats.judged - stats.judge_failures} "
-                          f"of {stats.judged} rubric scores read, {stats.judge_failures} failed"
-                          + (f" ({kinds})" if kinds else "")
-                          + (f"; {stats.retried} conversations' failed rubrics judged again" if stats.retried else ""),
-                          highlight=False, markup=False)
+            console.print(
+                f"{src.name}: judge ({label}): {stats.judged - stats.judge_failures} "
+                f"of {stats.judged} rubric scores read, {stats.judge_failures} failed"
+                + (f" ({kinds})" if kinds else "")
+                + (f"; {stats.retried} conversations' failed rubrics judged again" if stats.retried else ""),
+                highlight=False,
+                markup=False,
+            )
             if stats.judge_failures == stats.judged:
                 all_failed.append(src.name)
             for note in stats.failure_notes:  # the first few; every one is in the scores file
                 console.print(f"  judge failure: {note}", highlight=False, markup=False)
             if stats.judge_failures > len(stats.failure_notes):
-                console.print(f"  ... {stats.judge_failures - len(stats.failure_notes)} more in {out_path} "
-                              "(judge.notes)", highlight=False, markup=False)
+                console.print(
+                    f"  ... {stats.judge_failures - len(stats.failure_notes)} more in {out_path} (judge.notes)",
+                    highlight=False,
+                    markup=False,
+                )
         if stats.posttests:
-            console.print(f"{src.name}: post-tests taken ({opts.posttest_learner}): {stats.posttests}, "
-                          f"{stats.posttest_failures} without a step list", highlight=False, markup=False)
+            console.print(
+                f"{src.name}: post-tests taken ({opts.posttest_learner}): {stats.posttests}, "
+                f"{stats.posttest_failures} without a step list",
+                highlight=False,
+                markup=False,
+            )
         for note in stats.notes:
             console.print(f"  note: {note}", highlight=False)
         if src.n_records == 0 and src.n_invalid == 0:
             warn(f"{src.path}: no conversations")
         if stats.scored + stats.already == 0:
-            empty.append(f"{src.path}: no scorable conversation ({src.n_invalid} unreadable records, "
-                         f"{src.n_failed} failed conversations)")
+            empty.append(
+                f"{src.path}: no scorable conversation ({src.n_invalid} unreadable records, "
+                f"{src.n_failed} failed conversations)"
+            )
         results.append((src, out_path))
     return results
 
 
-def _summarize(results, rubric_names, base_name, req: EvaluateRequest, runs_dir: Path,
-               calibration: Any = None) -> EvaluationSummary:
+def _summarize(
+    results, rubric_names, base_name, req: EvaluateRequest, runs_dir: Path, calibration: Any = None
+) -> EvaluationSummary:
     from wikihowagent.runs import SUMMARY_DIR
 
     from .summary import by_domain, summarize, write_calibrated, write_figures, write_summary

@@ -20,11 +20,13 @@ from .rouge import rouge_l, rouge_tokens
 
 COVER_MIN = 0.5
 ECHO_MIN = 0.5
-STOP = frozenset("""a an the and or but if then so of to in on at by for with from into onto over under up down out
+STOP = frozenset(
+    """a an the and or but if then so of to in on at by for with from into onto over under up down out
 off as is are was were be been being do does did doing have has had having it its it's this that these those
 there here you your yours we our i me my he she they them their his her him what which who whom when where why
 how all any both each few more most other some such no nor not only own same than too very can will just should
-now also may might must would could get got make sure""".split())
+now also may might must would could get got make sure""".split()
+)
 
 _SENT_RE = re.compile(r"(?<=[.!?])\s+")
 
@@ -32,8 +34,11 @@ _SENT_RE = re.compile(r"(?<=[.!?])\s+")
 def _content(text: str) -> list[str]:
     raw = rouge_tokens(text, stem=False)
     stemmed = rouge_tokens(text, stem=True)
-    return [s for w, s in zip(raw, stemmed, strict=True) if w not in STOP and len(w) > 1] if len(raw) == len(stemmed) else \
-        [s for s in stemmed if s not in STOP and len(s) > 1]
+    return (
+        [s for w, s in zip(raw, stemmed, strict=True) if w not in STOP and len(w) > 1]
+        if len(raw) == len(stemmed)
+        else [s for s in stemmed if s not in STOP and len(s) > 1]
+    )
 
 
 def _headline(step: str) -> str:
@@ -41,7 +46,9 @@ def _headline(step: str) -> str:
 
 
 def _teacher_turns(conv: Conversation) -> list[str]:
-    return [m.text for m in conv.messages if m.role == "teacher" and m.kind not in ("begin", "finish") and m.text.strip()]
+    return [
+        m.text for m in conv.messages if m.role == "teacher" and m.kind not in ("begin", "finish") and m.text.strip()
+    ]
 
 
 def step_recalls(conv: Conversation) -> list[float]:

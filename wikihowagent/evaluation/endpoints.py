@@ -35,8 +35,7 @@ def recorded_endpoint(info: Any, spec: str) -> dict[str, Any] | None:
     return None
 
 
-def judge_base_url(spec: str, info: Any, where: str, base_url: str | None,
-                   aliases: Path | None) -> str | None:
+def judge_base_url(spec: str, info: Any, where: str, base_url: str | None, aliases: Path | None) -> str | None:
     """The base URL for the judge `spec` of the run described by `info` (None: the spec's own default).
 
     `--base-url` (`base_url`) wins; else the endpoint recorded for that spec. EvaluateError if the spec now
@@ -61,7 +60,8 @@ def judge_base_url(spec: str, info: Any, where: str, base_url: str | None,
         at = f" at {ep['base_url']}" if ep.get("base_url") else ""
         raise EvaluateError(
             f"{where}: the run's evaluator {spec!r} was {then}{at} when it was generated but now resolves to "
-            f"{now.canonical}; pass --evaluator SPEC (and --base-url URL) to choose the judge explicitly")
+            f"{now.canonical}; pass --evaluator SPEC (and --base-url URL) to choose the judge explicitly"
+        )
     return ep.get("base_url") or None
 
 
@@ -75,8 +75,9 @@ def _legacy_openai_base(info: Any) -> str | None:
     return urls.pop() if len(urls) == 1 else None
 
 
-def judge_base_urls(specs: dict[str, str | None], sources: list[Any], base_url: str | None,
-                    aliases: Path | None) -> dict[str, str | None]:
+def judge_base_urls(
+    specs: dict[str, str | None], sources: list[Any], base_url: str | None, aliases: Path | None
+) -> dict[str, str | None]:
     """{judge spec: base URL} over all inputs (one judge per spec); EvaluateError if two runs recorded one spec
     at different servers."""
     urls: dict[str, str | None] = {}
@@ -89,7 +90,8 @@ def judge_base_urls(specs: dict[str, str | None], sources: list[Any], base_url: 
         if spec in urls and urls[spec] != url:
             raise EvaluateError(
                 f"{src.path}: evaluator {spec!r} was served at {url or 'its default endpoint'} for this run but at "
-                f"{urls[spec] or 'its default endpoint'} for {first[spec]}; evaluate them separately or pass --base-url")
+                f"{urls[spec] or 'its default endpoint'} for {first[spec]}; evaluate them separately or pass --base-url"
+            )
         urls.setdefault(spec, url)
         first.setdefault(spec, str(src.path))
     return urls

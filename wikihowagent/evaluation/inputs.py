@@ -79,7 +79,9 @@ class InputSource:
         """Stream the scorable conversations; failed ones are counted, bad ones reported and skipped."""
         self.counts = ReadCounts()
         try:
-            for conv in read_conversations(self.path, self.name, on_error, self.counts, paper=self.kind == "paper-json"):
+            for conv in read_conversations(
+                self.path, self.name, on_error, self.counts, paper=self.kind == "paper-json"
+            ):
                 conv.teacher = conv.teacher or self.teacher
                 conv.learner = conv.learner or self.learner
                 yield conv
@@ -87,7 +89,9 @@ class InputSource:
             raise InputError(str(exc)) from None
 
 
-def resolve_inputs(paths: list[Path], runs_dir: Path, on_empty: Callable[[str], None] | None = None) -> list[InputSource]:
+def resolve_inputs(
+    paths: list[Path], runs_dir: Path, on_empty: Callable[[str], None] | None = None
+) -> list[InputSource]:
     """RUN_DIR / file arguments -> sources; none given -> the latest run under `runs_dir`.
 
     A missing path raises InputError. An empty file raises too, or, with `on_empty`, is reported there and
@@ -119,12 +123,16 @@ def resolve_inputs(paths: list[Path], runs_dir: Path, on_empty: Callable[[str], 
     for s in sources:  # a run's name becomes a folder (evaluate --out OUT: OUT/<name>/; rescored/<name>/)
         problem = name_problem(s.name)
         if problem is not None:
-            raise InputError(f"{s.path}: its run name {s.name!r} {problem}; a run's name must be {NAME_RULE} "
-                             "(rename the file or directory)")
+            raise InputError(
+                f"{s.path}: its run name {s.name!r} {problem}; a run's name must be {NAME_RULE} "
+                "(rename the file or directory)"
+            )
     names = [s.name for s in sources]
     dups = {n for n in names if names.count(n) > 1}
     if dups:
-        raise InputError(f"two inputs share the run name {sorted(dups)[0]!r}; rename one (scores are kept per run name)")
+        raise InputError(
+            f"two inputs share the run name {sorted(dups)[0]!r}; rename one (scores are kept per run name)"
+        )
     return sources
 
 
@@ -143,8 +151,13 @@ def _run_source(path: Path) -> InputSource:
     if info is None:
         return InputSource(path=path, kind="run", name=dir_name)
     return InputSource(
-        path=path, kind="run", name=info.name or dir_name, info=info, teacher=info.teacher,
-        learner=info.learner or info.teacher, evaluator=info.evaluator or None,
+        path=path,
+        kind="run",
+        name=info.name or dir_name,
+        info=info,
+        teacher=info.teacher,
+        learner=info.learner or info.teacher,
+        evaluator=info.evaluator or None,
     )
 
 

@@ -16,8 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from wikihowagent.errors import WikihowagentError
+from wikihowagent.errors import WikihowagentError, kind_of
 from wikihowagent.records import Conversation, turn_line
+
 from .metrics import reference_text
 
 ROLES = ("teacher", "learner", "conversation")
@@ -70,7 +71,9 @@ def _one_line(exc: BaseException) -> str:
 def _is_request_error(exc: BaseException) -> bool:
     name = type(exc).__name__
     status = _status(exc)
-    return name in ("BadRequestError", "UnprocessableEntityError") or status in (400, 413, 422) or _is_context_error(exc)
+    return (
+        name in ("BadRequestError", "UnprocessableEntityError") or status in (400, 413, 422) or _is_context_error(exc)
+    )
 
 
 @dataclass(frozen=True)
@@ -126,8 +129,9 @@ def load_rubrics(path: Path | None = None) -> dict[str, Rubric]:
         if not re.fullmatch(r"[A-Za-z][A-Za-z0-9 _-]*", name):
             raise RubricError(f"{where}: a metric name must be a word (letters, digits, spaces, - or _)")
         if name.strip().casefold() in RESERVED_RUBRIC_NAMES:
-            raise RubricError(f"{where}: the name is reserved (the outputs' rows of every rubric pooled); choose "
-                              "another")
+            raise RubricError(
+                f"{where}: the name is reserved (the outputs' rows of every rubric pooled); choose another"
+            )
         if not isinstance(v, dict):
             raise RubricError(f"{where}: expected an object with role, reference, question, rubric")
         missing = [k for k in ("role", "reference", "question", "rubric") if k not in v]
@@ -136,19 +140,27 @@ def load_rubrics(path: Path | None = None) -> dict[str, Rubric]:
         if v["role"] not in ROLES:
             raise RubricError(f"{where}: role must be one of {', '.join(ROLES)}, not {v['role']!r}")
         if v["reference"] not in REFERENCES:
-            raise RubricError(f"{where}: reference must be \"no\" or \"tutorial\", not {v['reference']!r}")
+            raise RubricError(f'{where}: reference must be "no" or "tutorial", not {v["reference"]!r}')
         if not isinstance(v["question"], str) or not v["question"].strip():
             raise RubricError(f"{where}: question must be a non-empty string")
         levels = v["rubric"]
-        if not isinstance(levels, dict) or sorted(levels) != sorted(LEVELS) or not all(
-            isinstance(levels[k], str) and levels[k].strip() for k in LEVELS
+        if (
+            not isinstance(levels, dict)
+            or sorted(levels) != sorted(LEVELS)
+            or not all(isinstance(levels[k], str) and levels[k].strip() for k in LEVELS)
         ):
-            raise RubricError(f"{where}: rubric must map each of \"5\"..\"1\" to a description")
+            raise RubricError(f'{where}: rubric must map each of "5".."1" to a description')
         column = v.get("sheet_column")
         if column is not None and (not isinstance(column, int) or isinstance(column, bool) or column < 1):
             raise RubricError(f"{where}: sheet_column must be a positive integer")
-        out[name] = Rubric(name=name, role=v["role"], reference=v["reference"], question=v["question"].strip(),
-                           levels={k: levels[k].strip() for k in LEVELS}, sheet_column=column)
+        out[name] = Rubric(
+            name=name,
+            role=v["role"],
+            reference=v["reference"],
+            question=v["question"].strip(),
+            levels={k: levels[k].strip() for k in LEVELS},
+            sheet_column=column,
+        )
     return out
 
 
@@ -185,7 +197,9 @@ def build_prompt(conv: Conversation, group: str, rubrics: list[Rubric], mode: st
         crit.extend(f"  {k} - {r.levels[k]}" for k in LEVELS)
     parts.append("\n".join(crit))
     example = ", ".join(f'"{r.name}": <score>' for r in rubrics)
-    parts.append(f"Provide scores in this format: {{{example}}}\nReply with that JSON object only, each score an integer from 1 to 5.")
+    parts.append(
+        f"Provide scores in this format: {{{example}}}\nReply with that JSON object only, each score an integer from 1 to 5."
+    )
     return "\n\n".join(parts)
 
 
@@ -225,7 +239,9 @@ def score_schema(rubrics: list[Rubric]) -> dict[str, Any]:
         "title": "RubricScores",
         "description": "Rubric scores from 1 (very poor) to 5 (excellent).",
         "type": "object",
-        "properties": {r.name: {"type": "integer", "minimum": 1, "maximum": 5, "description": r.question} for r in rubrics},
+        "properties": {
+            r.name: {"type": "integer", "minimum": 1, "maximum": 5, "description": r.question} for r in rubrics
+        },
         "required": [r.name for r in rubrics],
         "additionalProperties": False,
     }
@@ -271,7 +287,7 @@ def check_value(value: Any) -> tuple[float | None, str | None]:
     return (int(num) if num.is_integer() else num), None
 
 
-class _Several(list):  # type: ignore[type-arg]
+class _Several(list[Any]):
     """The values of a key that one JSON object gives more than once, differently ({"Clarity": 3, "Clarity": 4})."""
 
 
@@ -310,7 +326,7 @@ def _json_objects(text: str) -> list[dict[str, Any]]:
                 depth -= 1
                 if depth == 0:
                     try:
-                        obj = json.loads(text[s:j + 1], object_pairs_hook=_keys_once)
+                        obj = json.loads(text[s : j + 1], object_pairs_hook=_keys_once)
                     except json.JSONDecodeError:
                         obj = None
                     if isinstance(obj, dict):
@@ -364,7 +380,9 @@ def parse_scores(text: str, names: list[str]) -> tuple[dict[str, float], dict[st
         label = r"[\s\-]*".join(re.escape(part) for part in re.findall(r"[A-Za-z0-9]+", name))
         pat = re.compile(
             rf"(?<![A-Za-z]){label}(?![A-Za-z])[ \t]*(?:score)?[ \t]*(?:\([^)\n]*\))?[ \t]*(?:score)?[ \t]*[:=\-–—]+[ \t]*"
-            rf"\"?(-?\d+(?:\.\d+)?(?:[ \t]*(?:/|out of)[ \t]*\d+)?)", re.I)
+            rf"\"?(-?\d+(?:\.\d+)?(?:[ \t]*(?:/|out of)[ \t]*\d+)?)",
+            re.I,
+        )
         hits = pat.findall(clean)
         if not hits:
             problems.setdefault(name, "no score found")
@@ -390,6 +408,13 @@ def parse_scores(text: str, names: list[str]) -> tuple[dict[str, float], dict[st
 # probability mass was below the threshold (the model's own uncertainty: not asked again).
 FailureKind = Literal["call", "parse", "low-mass"]
 LOW_MASS: FailureKind = "low-mass"
+FAILURE_KINDS: tuple[FailureKind, ...] = ("call", "parse", "low-mass")
+
+
+def failure_kind(message: Any, default: FailureKind = "parse") -> FailureKind:
+    """The FailureKind a message carries (errors.Note's kind), `default` when it carries none or another."""
+    kind = kind_of(message, default)
+    return next((k for k in FAILURE_KINDS if k == kind), default)
 
 
 @dataclass
@@ -414,8 +439,17 @@ class JudgeResult:
 class Judge:
     """Scores conversations with one chat model; calls run concurrently under a semaphore."""
 
-    def __init__(self, llm: Any, rubrics: dict[str, Rubric], names: list[str] | None = None, *,
-                 mode: str = "default", retries: int = 2, concurrency: int = 2, structured: bool | None = None):
+    def __init__(
+        self,
+        llm: Any,
+        rubrics: dict[str, Rubric],
+        names: list[str] | None = None,
+        *,
+        mode: str = "default",
+        retries: int = 2,
+        concurrency: int = 2,
+        structured: bool | None = None,
+    ):
         self.llm = llm
         self.groups = prompt_groups(rubrics, names)
         self._order = [n for n in rubrics if names is None or n in names]
@@ -438,7 +472,8 @@ class Judge:
         if group not in self._runnables:
             try:
                 self._runnables[group] = self.llm.with_structured_output(
-                    score_schema(self.groups[group]), method="json_schema", include_raw=True)
+                    score_schema(self.groups[group]), method="json_schema", include_raw=True
+                )
             except (NotImplementedError, ValueError, TypeError, AttributeError):
                 self._runnables[group] = None
                 self._disable_structured("structured output not supported by this backend: replies parsed from text")
@@ -470,17 +505,22 @@ class Judge:
                         raise JudgeRequestError(_one_line(exc)[:200]) from exc
                     if not _is_schema_rejection(exc):  # timeout, connection error, 5xx: the schema is not at fault
                         raise JudgeBackendError(f"evaluator call failed: {_one_line(exc)}") from exc
-                    self._disable_structured(f"structured output refused ({_one_line(exc)[:120]}): replies parsed from text")
+                    self._disable_structured(
+                        f"structured output refused ({_one_line(exc)[:120]}): replies parsed from text"
+                    )
             try:
                 msg = await self.llm.ainvoke(prompt)
             except Exception as exc:  # noqa: BLE001
                 if _is_request_error(exc):
-                    raise JudgeRequestError(f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}") from exc
+                    raise JudgeRequestError(
+                        f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+                    ) from exc
                 raise JudgeBackendError(f"evaluator call failed: {_one_line(exc)}") from exc
             return _message_text(msg), None
 
-    async def _judge_group(self, conv: Conversation, group: str, res: JudgeResult, only: list[str] | None = None,
-                           variant: int = 0) -> None:
+    async def _judge_group(
+        self, conv: Conversation, group: str, res: JudgeResult, only: list[str] | None = None, variant: int = 0
+    ) -> None:
         rubrics = [r for r in self.groups[group] if only is None or r.name in only]
         if variant:
             rubrics.reverse()

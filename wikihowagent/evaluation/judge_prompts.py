@@ -26,7 +26,7 @@ from typing import Any
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, turn_line
 
-from .judge import tutorial_block, read_keyed_json
+from .judge import read_keyed_json, tutorial_block
 
 TUTORIAL_CHOICES = ("all", "reference", "none")
 ORDERS = ("tutorial-first", "conversation-first")
@@ -95,10 +95,18 @@ def load_prompts(path: Path | None = None) -> dict[str, JudgePrompt]:
         if isinstance(head, bool) or not isinstance(head, int) or head < 0:
             raise PromptError(f"{where}: head_messages must be an integer >= 0, not {head!r}")
         out[name] = JudgePrompt(
-            name=name, description=v["description"].strip(), system=v["system"].strip(), intro=v["intro"].strip(),
-            tutorial=v["tutorial"], order=v["order"], levels=v["levels"], ask=v["ask"].strip(),
+            name=name,
+            description=v["description"].strip(),
+            system=v["system"].strip(),
+            intro=v["intro"].strip(),
+            tutorial=v["tutorial"],
+            order=v["order"],
+            levels=v["levels"],
+            ask=v["ask"].strip(),
             message_chars=_limit(v.get("message_chars"), where, "message_chars"),
-            conversation_chars=_limit(v.get("conversation_chars"), where, "conversation_chars"), head_messages=head)
+            conversation_chars=_limit(v.get("conversation_chars"), where, "conversation_chars"),
+            head_messages=head,
+        )
     return out
 
 
@@ -145,7 +153,7 @@ def shorten(conv: Conversation, prompt: JudgePrompt) -> Shortened:
     head = lines[: prompt.head_messages]
     used = sum(len(s) + 1 for s in head)
     tail: list[str] = []
-    for s in reversed(lines[len(head):]):
+    for s in reversed(lines[len(head) :]):
         if tail and used + len(s) + 1 > budget:  # the last message is always kept
             break
         tail.insert(0, s)
@@ -160,8 +168,9 @@ def shows_tutorial(prompt: JudgePrompt, reference: str) -> bool:
     return prompt.tutorial == "all" or (prompt.tutorial == "reference" and reference == "tutorial")
 
 
-def render(prompt: JudgePrompt, conv: Conversation, lines: list[str], criterion: str, ask: str,
-           with_tutorial: bool) -> str:
+def render(
+    prompt: JudgePrompt, conv: Conversation, lines: list[str], criterion: str, ask: str, with_tutorial: bool
+) -> str:
     """The user message: intro, tutorial and conversation in the variant's order, then criterion and ask."""
     convo = "Conversation:\n" + "\n".join(lines)
     parts = [prompt.intro]

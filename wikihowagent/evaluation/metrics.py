@@ -22,8 +22,16 @@ from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import CAL_SUFFIX, RUBRIC_SCALE, Conversation
 
 from . import coverage, posttest
-from .posttest import (DETAIL_GAIN, DETAIL_RECALL, EXTRANEOUS, LEARNING_GAIN, LIKELIHOOD_GAIN, ORDER,  # noqa: F401
-                       POSTTEST_METRICS, STEP_RECALL)
+from .posttest import (  # noqa: F401
+    DETAIL_GAIN,
+    DETAIL_RECALL,
+    EXTRANEOUS,
+    LEARNING_GAIN,
+    LIKELIHOOD_GAIN,
+    ORDER,
+    POSTTEST_METRICS,
+    STEP_RECALL,
+)
 from .rouge import _CachedStemmer, _rouge_stemmer, lcs_length, rouge_l, rouge_n, rouge_tokens  # noqa: F401  (re-exported)
 
 # Metric names (keys of ScoreRecord.metrics).
@@ -64,7 +72,9 @@ def reference_text(conv: Conversation) -> str:
 
 def teacher_messages(conv: Conversation) -> list[str]:
     """Default hypothesis: the teacher's generated turns; the fixed BEGIN/FINISHED texts are excluded."""
-    return [m.text for m in conv.messages if m.role == "teacher" and m.kind not in ("begin", "finish") and m.text.strip()]
+    return [
+        m.text for m in conv.messages if m.role == "teacher" and m.kind not in ("begin", "finish") and m.text.strip()
+    ]
 
 
 def paper_teacher_text(conv: Conversation) -> str:
@@ -378,7 +388,7 @@ class MiniLM:
         out: dict[tuple[int, ...], tuple[Any, Any]] = {}
         with torch.inference_mode():
             for i in range(0, len(uniq), self.batch_size):
-                batch = uniq[i:i + self.batch_size]
+                batch = uniq[i : i + self.batch_size]
                 full = [[self.cls_id, *s, self.sep_id] for s in batch]
                 n = max(len(f) for f in full)
                 ids = torch.full((len(full), n), self.pad_id, dtype=torch.long)
@@ -481,8 +491,9 @@ class Metric:
 
     def __post_init__(self) -> None:
         if self.batch is not None and self.batch not in get_args(EmbedBatch):
-            raise ValueError(f"metric {self.name!r}: unknown batch pass {self.batch!r} "
-                             f"(one of {', '.join(get_args(EmbedBatch))})")
+            raise ValueError(
+                f"metric {self.name!r}: unknown batch pass {self.batch!r} (one of {', '.join(get_args(EmbedBatch))})"
+            )
 
 
 REGISTRY: tuple[Metric, ...] = (
@@ -490,10 +501,19 @@ REGISTRY: tuple[Metric, ...] = (
     Metric(QUESTION, "default", lambda x: question_ratio(x.conv)),
     Metric(COMPLETION, "default", lambda x: completion(x.conv)),
     Metric(DIVERSITY, "default", lambda x: diversity(x.conv)),
-    Metric(BLEU, "default", lambda x: x.scorers.sacrebleu().sentence_score(x.hyp, [x.ref]).score / 100.0,
-           needs_hypothesis=True),
-    Metric(METEOR, "default", lambda x: meteor(x.scorers.cached(("meteor", x.ref), lambda: meteor_tokens(x.ref)),
-                                               meteor_tokens(x.hyp)), needs_hypothesis=True, needs_wordnet=True),
+    Metric(
+        BLEU,
+        "default",
+        lambda x: x.scorers.sacrebleu().sentence_score(x.hyp, [x.ref]).score / 100.0,
+        needs_hypothesis=True,
+    ),
+    Metric(
+        METEOR,
+        "default",
+        lambda x: meteor(x.scorers.cached(("meteor", x.ref), lambda: meteor_tokens(x.ref)), meteor_tokens(x.hyp)),
+        needs_hypothesis=True,
+        needs_wordnet=True,
+    ),
     Metric(ROUGE1, "default", lambda x: rouge_n(*x.rouge_pair(), 1), needs_hypothesis=True),
     Metric(ROUGE2, "default", lambda x: rouge_n(*x.rouge_pair(), 2), needs_hypothesis=True),
     Metric(ROUGEL, "default", lambda x: rouge_l(*x.rouge_pair()), needs_hypothesis=True),
@@ -507,15 +527,23 @@ REGISTRY: tuple[Metric, ...] = (
     Metric(DETAIL_RECALL, "default", batch="posttest", needs_wordnet=True),
     Metric(LEARNING_GAIN, "default", batch="posttest", low=-1.0),  # post - pre Step Recall
     Metric(DETAIL_GAIN, "default", batch="posttest", needs_wordnet=True, low=-1.0),  # post - pre Detail Recall
-    Metric(LIKELIHOOD_GAIN, "default", lambda x: posttest.likelihood_gain_of(x.conv), scale="nats", low=-1000.0,
-           high=1000.0),  # nats per token, from the record's posttest.likelihood
+    Metric(
+        LIKELIHOOD_GAIN,
+        "default",
+        lambda x: posttest.likelihood_gain_of(x.conv),
+        scale="nats",
+        low=-1000.0,
+        high=1000.0,
+    ),  # nats per token, from the record's posttest.likelihood
     # paper: the released code's definitions, reproduced exactly
     Metric(QUESTION, "paper", lambda x: paper_question_ratio(x.conv)),
     Metric(COMPLETION, "paper", lambda x: paper_completion(x.conv)),
     Metric(DIVERSITY, "paper", lambda x: paper_diversity(x.conv)),
     Metric(BLEU, "paper", lambda x: paper_bleu(x.ref, x.hyp)),
     Metric(METEOR, "paper", lambda x: round(meteor(meteor_tokens(x.ref), meteor_tokens(x.hyp)), 4), needs_wordnet=True),
-    Metric(ROUGE, "paper", lambda x: round(rouge_n(rouge_tokens(x.ref, stem=False), rouge_tokens(x.hyp, stem=False), 1), 4)),
+    Metric(
+        ROUGE, "paper", lambda x: round(rouge_n(rouge_tokens(x.ref, stem=False), rouge_tokens(x.hyp, stem=False), 1), 4)
+    ),
     Metric(BERTSCORE, "paper", batch="embed_paper", low=-1.0),
 )
 # What each mode compares the reference (the tutorial) with.
@@ -583,7 +611,9 @@ class Scorers:
         self._bleu: Any = None
         if any(m.needs_wordnet for m in self.selected):
             load_wordnet()  # fail early with the fix, before any work
-        self._ref_cache: dict[tuple[str, str], Any] = {}  # (kind, reference text) -> prepared tokens (tutorials repeat across runs)
+        self._ref_cache: dict[
+            tuple[str, str], Any
+        ] = {}  # (kind, reference text) -> prepared tokens (tutorials repeat across runs)
 
     @property
     def minilm(self) -> MiniLM:
@@ -631,13 +661,16 @@ class Scorers:
             res = results[i]
             rc, hc = rchunks[i], hchunks[i]
             if len(rc) > 1 or len(hc) > 1:
-                res.notes.append(f"BERTScore/Embedding Cosine: tutorial in {len(rc)} chunk(s), teacher text in "
-                                 f"{len(hc)} chunk(s) of <= {lm.MAX_LEN} word pieces (no truncation)")
+                res.notes.append(
+                    f"BERTScore/Embedding Cosine: tutorial in {len(rc)} chunk(s), teacher text in "
+                    f"{len(hc)} chunk(s) of <= {lm.MAX_LEN} word pieces (no truncation)"
+                )
             if BERTSCORE in want:
                 res.metrics[BERTSCORE] = bertscore_f1([enc[s][0] for s in rc], [enc[s][0] for s in hc])
             if EMBEDDING_COSINE in want:
                 res.metrics[EMBEDDING_COSINE] = pooled_cosine(
-                    [(enc[s][1], len(s) + 2) for s in rc], [(enc[s][1], len(s) + 2) for s in hc])
+                    [(enc[s][1], len(s) + 2) for s in rc], [(enc[s][1], len(s) + 2) for s in hc]
+                )
 
     def step_vectors(self, texts: Sequence[str]) -> Any:
         """Unit-length sentence embeddings (mean pooling, as sentence-transformers) of short texts, cached."""
@@ -664,8 +697,15 @@ class Scorers:
     def posttest(self, convs, refs, hyps, results, want) -> None:
         wordnet = load_wordnet() if any(m.needs_wordnet for m in self.selected if m.name in want) else None
         tested = [i for i, c in enumerate(convs) if c.posttest is not None]
-        texts = [s for i in tested for s in (*convs[i].steps, *convs[i].posttest.post.steps,
-                                             *(convs[i].posttest.pre.steps if convs[i].posttest.pre else ()))]
+        texts = [
+            s
+            for i in tested
+            for s in (
+                *convs[i].steps,
+                *convs[i].posttest.post.steps,
+                *(convs[i].posttest.pre.steps if convs[i].posttest.pre else ()),
+            )
+        ]
         if texts:
             self.step_vectors(texts)  # one batched pass for the chunk
         for c, res in zip(convs, results, strict=True):
@@ -681,7 +721,9 @@ class Scorers:
         for res, ((r, rn), (h, hn)) in zip(results, views, strict=True):
             for what, n in (("tutorial", rn), ("teacher text", hn)):
                 if n > lm.MAX_LEN - 2:
-                    res.notes.append(f"BERTScore (paper): {what} truncated to {lm.MAX_LEN} of {n + 2} word pieces, as the released code did")
+                    res.notes.append(
+                        f"BERTScore (paper): {what} truncated to {lm.MAX_LEN} of {n + 2} word pieces, as the released code did"
+                    )
             res.metrics[BERTSCORE] = round(pooled_cosine([(enc[r][1], 1)], [(enc[h][1], 1)]), 4)
 
     def cached(self, key: tuple[str, str], make: Any) -> Any:

@@ -122,5 +122,7 @@ def command_errors(console: Any, kept: str) -> Iterator[None]:
         print_error(str(exc), console)
         raise typer.Exit(2) from None
     except KeyboardInterrupt:
-        print_labeled(console, "interrupted:", "yellow", f"{kept} written so far are kept; rerun the same command to resume")
+        print_labeled(
+            console, "interrupted:", "yellow", f"{kept} written so far are kept; rerun the same command to resume"
+        )
         raise typer.Exit(130) from None

@@ -49,8 +49,9 @@ def _as_dist(value: float, rec: ScoreRecord, rubric: str) -> list[float] | None:
     return None
 
 
-def panel_record(base: ScoreRecord, judged: dict[str, ScoreRecord], rubric_names: list[str], specs: list[str],
-                 rubrics_hash: str) -> ScoreRecord:
+def panel_record(
+    base: ScoreRecord, judged: dict[str, ScoreRecord], rubric_names: list[str], specs: list[str], rubrics_hash: str
+) -> ScoreRecord:
     """`base` (the run's own line: computational metrics) with each rubric's panel mean over `judged`
     (spec -> that judge's line for this conversation)."""
     metrics = {k: v for k, v in base.metrics.items() if k not in rubric_names}
@@ -77,8 +78,15 @@ def panel_record(base: ScoreRecord, judged: dict[str, ScoreRecord], rubric_names
         if len(vals) < len(asked):
             notes.append(f"{r}: {len(asked) - len(vals)} of {len(asked)} judges failed; mean of the others")
     scorings = sorted({(rec.judge.scoring or "json") for rec in judged.values() if rec.judge})
-    judge = JudgeProvenance(evaluator=panel_spec(specs), rubrics_sha256=rubrics_hash, failures=failures, notes=notes,
-                            scoring=",".join(scorings), dist=dist, spread=spread)
+    judge = JudgeProvenance(
+        evaluator=panel_spec(specs),
+        rubrics_sha256=rubrics_hash,
+        failures=failures,
+        notes=notes,
+        scoring=",".join(scorings),
+        dist=dist,
+        spread=spread,
+    )
     return base.model_copy(update={"metrics": metrics, "judge": judge})
 
 

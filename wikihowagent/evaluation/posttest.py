@@ -49,8 +49,9 @@ MATCHING_RULES = ("assign", "nearest")
 MATCHING = "assign"
 LEGACY_MATCHING = "assign"  # the rule of score lines written before the rule was recorded
 
-_NUMBER_WORDS = {w: str(i) for i, w in enumerate(
-    "zero one two three four five six seven eight nine ten eleven twelve".split())}
+_NUMBER_WORDS = {
+    w: str(i) for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())
+}
 _TOKEN = re.compile(r"\d+(?:[.,/]\d+)?|[a-z]+")
 
 
@@ -144,10 +145,13 @@ def usable(answer: TestAnswer | None) -> TypeGuard[TestAnswer]:
     return answer is not None and answer.error is None and bool(answer.steps or answer.abstained)
 
 
-def posttest_scores(conv: Conversation, similarity: Callable[[Sequence[str], Sequence[str]], Any],
-                    want: set[str], wordnet: Any = None,
-                    threshold: float = THRESHOLD
-                    ) -> tuple[dict[str, float | None], list[str], list[tuple[int, int, float]] | None]:
+def posttest_scores(
+    conv: Conversation,
+    similarity: Callable[[Sequence[str], Sequence[str]], Any],
+    want: set[str],
+    wordnet: Any = None,
+    threshold: float = THRESHOLD,
+) -> tuple[dict[str, float | None], list[str], list[tuple[int, int, float]] | None]:
     """The post-test metrics of one conversation -> (metrics, notes, matched pairs (tutorial step, recalled
     step, similarity) or None). `similarity(a, b)` is the cosine matrix of two lists of texts; `wordnet`
     (metrics.load_wordnet()) is needed for Detail Recall."""
@@ -160,8 +164,11 @@ def posttest_scores(conv: Conversation, similarity: Callable[[Sequence[str], Seq
     steps, recalled = list(conv.steps), test.post.steps
     sim = similarity(steps, recalled)
     matches = match_steps(sim, threshold)
-    values = {STEP_RECALL: step_recall(matches, len(steps)), ORDER: order_tau(matches),
-              EXTRANEOUS: extraneous(sim, threshold)}
+    values = {
+        STEP_RECALL: step_recall(matches, len(steps)),
+        ORDER: order_tau(matches),
+        EXTRANEOUS: extraneous(sim, threshold),
+    }
     notes: list[str] = []
     if DETAIL_RECALL in want or DETAIL_GAIN in want:
         values[DETAIL_RECALL] = detail_recall(steps, recalled, wordnet)

@@ -45,8 +45,8 @@ def _fmeasure(p: float, r: float) -> float:
 
 
 def rouge_n(ref: Sequence[str], hyp: Sequence[str], n: int) -> float:
-    rc = Counter(tuple(ref[i:i + n]) for i in range(len(ref) - n + 1))
-    hc = Counter(tuple(hyp[i:i + n]) for i in range(len(hyp) - n + 1))
+    rc = Counter(tuple(ref[i : i + n]) for i in range(len(ref) - n + 1))
+    hc = Counter(tuple(hyp[i : i + n]) for i in range(len(hyp) - n + 1))
     rt, ht = sum(rc.values()), sum(hc.values())
     overlap = sum((rc & hc).values())
     return _fmeasure(overlap / max(ht, 1), overlap / max(rt, 1))

@@ -188,9 +188,16 @@ def judge_concurrency(opts: EvalOptions, llm: Any) -> int:
 class Evaluation:
     """Holds what is loaded once per process: the scorers and one judge per evaluator spec."""
 
-    def __init__(self, opts: EvalOptions, comp: list[str], rubric_names: list[str], rubrics: dict[str, Any] | None,
-                 make_llm: Callable[[str], Any] | None, warn: Callable[[str], None],
-                 make_learner: Callable[[str], Any] | None = None):
+    def __init__(
+        self,
+        opts: EvalOptions,
+        comp: list[str],
+        rubric_names: list[str],
+        rubrics: dict[str, Any] | None,
+        make_llm: Callable[[str], Any] | None,
+        warn: Callable[[str], None],
+        make_learner: Callable[[str], Any] | None = None,
+    ):
         self.opts = opts
         self.make_learner = make_learner  # spec -> chat model, for --posttest-learner
         self._learner: Any = None
@@ -234,14 +241,26 @@ class Evaluation:
                     prompt = get_prompt(self.opts.prompt)
                 elif self.opts.prompt is not None:
                     raise ScoringError(f"--judge-prompt applies to --judge-scoring weighted or sampled, not {mode}")
-                checklist, weights = (checklist_for(spec, list(self.rubrics), self.opts.checklist_path,
-                                                    self.opts.checklist_weights) if mode == "checklist" else (None, None))
+                checklist, weights = (
+                    checklist_for(spec, list(self.rubrics), self.opts.checklist_path, self.opts.checklist_weights)
+                    if mode == "checklist"
+                    else (None, None)
+                )
                 if mode != "checklist" and (self.opts.checklist_path or self.opts.checklist_weights):
                     raise ScoringError("--checklist and --checklist-weights apply to --judge-scoring checklist")
-                self._judges[spec] = make_scorer(mode, llm, self.rubrics, self.rubric_names, compat=self.opts.mode,
-                                                 rationale=self.opts.rationale, retries=self.opts.retries,
-                                                 concurrency=judge_concurrency(self.opts, llm), prompt=prompt,
-                                                 checklist=checklist, checklist_weights=weights)
+                self._judges[spec] = make_scorer(
+                    mode,
+                    llm,
+                    self.rubrics,
+                    self.rubric_names,
+                    compat=self.opts.mode,
+                    rationale=self.opts.rationale,
+                    retries=self.opts.retries,
+                    concurrency=judge_concurrency(self.opts, llm),
+                    prompt=prompt,
+                    checklist=checklist,
+                    checklist_weights=weights,
+                )
             except (PromptError, ChecklistError) as exc:
                 raise EvaluateError(str(exc)) from None
             except ScoringError as exc:
@@ -260,7 +279,9 @@ class Evaluation:
     def prompt_name(self, spec: str | None) -> str | None:
         return self._judges[spec].prompt_name if spec in self._judges else None
 
-    def run_source(self, src: InputSource, out_path: Path, progress: Callable[[int], None] | None = None) -> SourceStats:
+    def run_source(
+        self, src: InputSource, out_path: Path, progress: Callable[[int], None] | None = None
+    ) -> SourceStats:
         # One event loop for the whole process: async HTTP clients of a cached judge model are bound to
         # the loop they were first used on (a fresh asyncio.run per run would find it closed).
         if self._loop is None or self._loop.is_closed():
@@ -336,15 +357,19 @@ class Evaluation:
             self._learner = self.make_learner(self.opts.posttest_learner)
         return self._learner
 
-    async def _run_source(self, src: InputSource, out_path: Path, progress: Callable[[int], None] | None) -> SourceStats:
+    async def _run_source(
+        self, src: InputSource, out_path: Path, progress: Callable[[int], None] | None
+    ) -> SourceStats:
         stats = SourceStats()
         with contextlib.ExitStack() as files:
-            add_posttests, own = (self._posttests(out_path.parent, files, stats) if self.opts.posttest_learner
-                                  else (None, {}))
+            add_posttests, own = (
+                self._posttests(out_path.parent, files, stats) if self.opts.posttest_learner else (None, {})
+            )
             return await self._score_source(src, out_path, progress, stats, add_posttests, own)
 
-    def _posttests(self, directory: Path, files: contextlib.ExitStack,
-                   stats: SourceStats) -> tuple[Callable[..., Any], dict[str, str]]:
+    def _posttests(
+        self, directory: Path, files: contextlib.ExitStack, stats: SourceStats
+    ) -> tuple[Callable[..., Any], dict[str, str]]:
         """-> (async fn(conversations), own). The function gives each conversation whose record has no
         post-test by this learner in this wording one: the one stored in `directory/posttests.jsonl` by an
         earlier pass, else a new one (appended there at once). `own` maps the conversations it gave one to the
@@ -369,8 +394,11 @@ class Evaluation:
                 own[c.conversation_id] = c.posttest.source if c.posttest is not None else ""
                 c.posttest = None
                 old = stored.get(c.conversation_id)
-                if (old is not None and old.taken_by(spec, prompt.version)
-                        and not (old.post.error or "").startswith(CALL_FAILED)):
+                if (
+                    old is not None
+                    and old.taken_by(spec, prompt.version)
+                    and not (old.post.error or "").startswith(CALL_FAILED)
+                ):
                     c.posttest = old
                 else:
                     todo.append(c)
@@ -389,9 +417,15 @@ class Evaluation:
 
         return attach, own
 
-    async def _score_source(self, src: InputSource, out_path: Path, progress: Callable[[int], None] | None,
-                            stats: SourceStats, add_posttests: Callable[..., Any] | None,
-                            own_posttests: dict[str, str]) -> SourceStats:
+    async def _score_source(
+        self,
+        src: InputSource,
+        out_path: Path,
+        progress: Callable[[int], None] | None,
+        stats: SourceStats,
+        add_posttests: Callable[..., Any] | None,
+        own_posttests: dict[str, str],
+    ) -> SourceStats:
         from wikihowagent.runs import JsonlAppender, read_scores
 
         existing = read_scores(out_path, on_error=self.warn)
@@ -461,9 +495,14 @@ class Evaluation:
                             scored = self.scorers.score(batch)
                         for i, cs in zip(need_comp, scored, strict=True):
                             comp[i] = cs
-                    records = [self._record(src, c, old, cs, stale) for (c, old, stale, _), cs in zip(todo, comp, strict=True)]
-                    need_judge = [i for i, (_, _, stale, have) in enumerate(todo)
-                                  if rubric_names and (stale or not rubric_names <= have)]
+                    records = [
+                        self._record(src, c, old, cs, stale) for (c, old, stale, _), cs in zip(todo, comp, strict=True)
+                    ]
+                    need_judge = [
+                        i
+                        for i, (_, _, stale, have) in enumerate(todo)
+                        if rubric_names and (stale or not rubric_names <= have)
+                    ]
                     _count_rejudged(stats, todo, rubric_names)
                     to_judge = set(need_judge)
                     for i in range(len(todo)):
@@ -490,9 +529,16 @@ class Evaluation:
         stats.failed, stats.invalid = src.n_failed, src.n_invalid
         return stats
 
-    def _plan(self, chunk: list[Conversation], existing: dict[str, ScoreRecord], spec: str | None,
-              own_posttests: dict[str, str], sink: Any, stats: SourceStats,
-              judge: Any) -> tuple[list[tuple[Conversation, ScoreRecord | None, str | None, set[str]]], Any]:
+    def _plan(
+        self,
+        chunk: list[Conversation],
+        existing: dict[str, ScoreRecord],
+        spec: str | None,
+        own_posttests: dict[str, str],
+        sink: Any,
+        stats: SourceStats,
+        judge: Any,
+    ) -> tuple[list[tuple[Conversation, ScoreRecord | None, str | None, set[str]]], Any]:
         """What each conversation of `chunk` still needs: -> (todo, the judge, made when a stored line is only
         reweighed). A conversation with every metric is counted as already done (or, reweighed from its stored
         checklist items, written as a new line at once)."""
@@ -511,12 +557,18 @@ class Evaluation:
                 stale, reweighed = ("scoring", False) if again is None else (None, True)
                 old = again or old
             have = set(old.metrics) if old else set()
-            if old and c.posttest is not None and c.posttest.post.error is None and (
+            if (
+                old
+                and c.posttest is not None
+                and c.posttest.post.error is None
+                and (
                     old.metrics.get(STEP_RECALL) is None  # a post-test taken since that line was written
                     # ... or another one (another learner or wording); older lines: the record's own
                     or (old.posttest_source or own_posttests.get(c.conversation_id, c.posttest.source))
                     != c.posttest.source
-                    or (old.posttest_matching or LEGACY_MATCHING) != MATCHING):  # ... or matched otherwise
+                    or (old.posttest_matching or LEGACY_MATCHING) != MATCHING
+                )
+            ):  # ... or matched otherwise
                 have -= set(POSTTEST_METRICS)
             if old and self.opts.retry_failed and not stale:  # failed rubrics count as not judged yet
                 have -= set(old.judge_failures) & rubric_names
@@ -540,17 +592,26 @@ class Evaluation:
             return {**{k: v for k, v in d.items() if k not in done}, **new}
 
         return JudgeProvenance(
-            evaluator=spec, rubrics_sha256=self.rubrics_hash, raw={**prev.raw, **jr.raw},
+            evaluator=spec,
+            rubrics_sha256=self.rubrics_hash,
+            raw={**prev.raw, **jr.raw},
             failures=[f for f in prev.failures if f not in done] + jr.failures,
             notes=[n for n in prev.notes if n.split(":")[0] not in done and not n.startswith(SHORTENED_NOTE)]
             + jr.notes,
-            scoring=j.label, prompt=j.prompt_name, dist=keep(prev.dist, jr.dist), argmax=keep(prev.argmax, jr.argmax),
-            spread=keep(prev.spread, jr.spread), checklist=jr.checklist, checklist_weights=jr.checklist_weights,
+            scoring=j.label,
+            prompt=j.prompt_name,
+            dist=keep(prev.dist, jr.dist),
+            argmax=keep(prev.argmax, jr.argmax),
+            spread=keep(prev.spread, jr.spread),
+            checklist=jr.checklist,
+            checklist_weights=jr.checklist_weights,
             reading=jr.reading or prev.reading,
-            items=[i for i in prev.items if not set(i.rubrics) & done] + list(jr.items))
+            items=[i for i in prev.items if not set(i.rubrics) & done] + list(jr.items),
+        )
 
-    def _record(self, src: InputSource, c: Conversation, old: ScoreRecord | None, cs: Any,
-                stale: str | None = None) -> ScoreRecord:
+    def _record(
+        self, src: InputSource, c: Conversation, old: ScoreRecord | None, cs: Any, stale: str | None = None
+    ) -> ScoreRecord:
         # Keep what an earlier pass computed that this one does not recompute; the judge's provenance is set
         # anew when this pass judges the conversation.
         metrics: dict[str, float | None] = dict(old.metrics) if old else {}
@@ -560,17 +621,32 @@ class Evaluation:
             metrics = {k: v for k, v in metrics.items() if k in COMPUTATIONAL_NAMES}
             judge = None
         if cs is not None:
-            metrics.update({k: (None if v is None or (isinstance(v, float) and math.isnan(v)) else v) for k, v in cs.metrics.items()})
+            metrics.update(
+                {
+                    k: (None if v is None or (isinstance(v, float) and math.isnan(v)) else v)
+                    for k, v in cs.metrics.items()
+                }
+            )
             notes = list(cs.notes)
         return ScoreRecord(
-            conversation_id=c.conversation_id, run=src.name, tutorial_id=c.tutorial_id, title=c.title,
-            domain=c.domain, teacher=c.teacher, learner=c.learner, persona=c.persona,
+            conversation_id=c.conversation_id,
+            run=src.name,
+            tutorial_id=c.tutorial_id,
+            title=c.title,
+            domain=c.domain,
+            teacher=c.teacher,
+            learner=c.learner,
+            persona=c.persona,
             mode="paper" if self.opts.mode == "paper" else "default",
-            metrics=metrics, judge=judge, notes=notes,
+            metrics=metrics,
+            judge=judge,
+            notes=notes,
             posttest_matches=cs.posttest_matches if cs is not None else (old.posttest_matches if old else None),
-            posttest_source=(c.posttest.source if c.posttest is not None else "") if cs is not None
+            posttest_source=(c.posttest.source if c.posttest is not None else "")
+            if cs is not None
             else (old.posttest_source if old else ""),
-            posttest_matching=(MATCHING if c.posttest is not None else "") if cs is not None
+            posttest_matching=(MATCHING if c.posttest is not None else "")
+            if cs is not None
             else (old.posttest_matching if old else ""),
         )
 
@@ -581,14 +657,17 @@ def _count_judged(stats: SourceStats, conv: Conversation, jr: Any) -> None:
     stats.judged += len(jr.scores)
     stats.judge_failures += len(jr.failures)
     failed = [n for n in jr.notes if not n.startswith(SHORTENED_NOTE)]  # a shortened prompt is no failure
-    for note in failed[:max(0, FAILURE_NOTES - len(stats.failure_notes))]:
+    for note in failed[: max(0, FAILURE_NOTES - len(stats.failure_notes))]:
         stats.failure_notes.append(f"{conv.conversation_id}: {note}")
     for kind in jr.kinds.values():
         stats.failure_kinds[kind] = stats.failure_kinds.get(kind, 0) + 1
 
 
-def _count_rejudged(stats: SourceStats, todo: list[tuple[Conversation, ScoreRecord | None, str | None, set[str]]],
-                    rubric_names: set[str]) -> None:
+def _count_rejudged(
+    stats: SourceStats,
+    todo: list[tuple[Conversation, ScoreRecord | None, str | None, set[str]]],
+    rubric_names: set[str],
+) -> None:
     """Why the conversations of `todo` are judged again: another judge, rubric file, scoring mode or prompt
     (stale), or a rubric that failed before (retried)."""
     for _, old, stale, have in todo:

@@ -32,18 +32,29 @@ Adding a mode = one scorer class (`Scorer` subclass, or the same interface) and 
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
-
 import asyncio
 import math
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from wikihowagent.errors import Note, WikihowagentError, kind_of
 from wikihowagent.records import Conversation, turn_line
-from .judge import (LOW_MASS, ROLE_TEXT, Judge, JudgeBackendError, JudgeRequestError, JudgeResult, Rubric, _is_request_error,
-                    _one_line, prompt_groups)
+
+from .judge import (
+    LOW_MASS,
+    ROLE_TEXT,
+    Judge,
+    JudgeBackendError,
+    JudgeRequestError,
+    JudgeResult,
+    Rubric,
+    _is_request_error,
+    _one_line,
+    failure_kind,
+    prompt_groups,
+)
 from .judge_prompts import DEFAULT_PROMPT, LEGACY_PROMPT, JudgePrompt, load_prompts, render, shorten, shows_tutorial
 
 DIGITS = (1, 2, 3, 4, 5)
@@ -170,8 +181,9 @@ def score_position(tokens: list[str], rationale: bool) -> int | None:
     return found
 
 
-def weighted_score(meta: Any, rationale: bool, threshold: float = DIGIT_MASS_MIN,
-                   complete: bool = True) -> tuple[Distribution | None, str | None]:
+def weighted_score(
+    meta: Any, rationale: bool, threshold: float = DIGIT_MASS_MIN, complete: bool = True
+) -> tuple[Distribution | None, str | None]:
     """A reply's logprobs -> (distribution, None) or (None, why it is not a score). `complete`: the reply
     ended by itself (False when the token limit cut it off)."""
     entries = token_entries(meta)
@@ -183,14 +195,15 @@ def weighted_score(meta: Any, rationale: bool, threshold: float = DIGIT_MASS_MIN
     if pos is None:
         return None, f"no {want} in the reply ({''.join(tokens).strip()[:40]!r})"
     m = _DIGIT_TOKEN.match(tokens[pos])
-    tail = (m.group(2) if m else "") + "".join(tokens[pos + 1:])
+    tail = (m.group(2) if m else "") + "".join(tokens[pos + 1 :])
     why = (digit_closed(tail, complete) or second_score(tail, int(m.group(1)))) if m else "no digit"
     if why:
         return None, f"no {want} in the reply ({''.join(tokens).strip()[:40]!r}: {why})"
     dist = distribution_at(entries[pos])
     if dist.mass < threshold:
-        return None, Note(f"below the digit-probability threshold (p(1..5) = {dist.mass:.2f} < {threshold:g})",
-                          LOW_MASS)
+        return None, Note(
+            f"below the digit-probability threshold (p(1..5) = {dist.mass:.2f} < {threshold:g})", LOW_MASS
+        )
     return dist, None
 
 
@@ -204,7 +217,7 @@ def text_score(text: str, rationale: bool, complete: bool = True) -> int | None:
         m = hits[-1] if hits else None
     else:
         m = re.match(r"\s*(?:[^\n\d]{0,40}[:=]\s*)?\**\s*([1-5])", text)
-    if m is None or digit_closed(text[m.end():], complete) or second_score(text[m.end():], int(m.group(1))):
+    if m is None or digit_closed(text[m.end() :], complete) or second_score(text[m.end() :], int(m.group(1))):
         return None
     return int(m.group(1))
 
@@ -214,8 +227,9 @@ def text_score(text: str, rationale: bool, complete: bool = True) -> int | None:
 # --------------------------------------------------------------------------------------------------
 
 
-def rubric_prompt(conv: Conversation, rubric: Rubric, rationale: bool,
-                  prompt: JudgePrompt | None = None) -> tuple[list[tuple[str, str]], str | None]:
+def rubric_prompt(
+    conv: Conversation, rubric: Rubric, rationale: bool, prompt: JudgePrompt | None = None
+) -> tuple[list[tuple[str, str]], str | None]:
     """One rubric's chat messages under a prompt variant (default: the tutorial-first layout), and a note
     when the variant's truncation rule shortened the conversation.
 
@@ -227,8 +241,10 @@ def rubric_prompt(conv: Conversation, rubric: Rubric, rationale: bool,
     if prompt.levels:
         crit += "\n" + "\n".join(f"{k} - {rubric.levels[k]}" for k in ("5", "4", "3", "2", "1"))
     if rationale:
-        ask = ("First explain your judgement in at most three sentences. Then end with a last line "
-               "'Score: k', where k is one digit from 1 to 5.")
+        ask = (
+            "First explain your judgement in at most three sentences. Then end with a last line "
+            "'Score: k', where k is one digit from 1 to 5."
+        )
     else:
         ask = prompt.ask.replace("{name}", rubric.name)
     user = render(prompt, conv, short.lines, crit, ask, shows_tutorial(prompt, rubric.reference))
@@ -270,8 +286,10 @@ def resolve_mode(requested: str | None, llm: Any, compat: str) -> str:
         raise ScoringError("--compat paper keeps the paper's prompts and parsing: only --judge-scoring json applies")
     if requested == "weighted" and not supports_logprobs(llm):
         works = ", ".join(m for m in SCORING_MODES if m != "weighted")
-        raise ScoringError(f"--judge-scoring weighted needs token log-probabilities, which backend "
-                           f"{backend_name(llm)} does not return; use one of: {works}")
+        raise ScoringError(
+            f"--judge-scoring weighted needs token log-probabilities, which backend "
+            f"{backend_name(llm)} does not return; use one of: {works}"
+        )
     return requested
 
 
@@ -284,7 +302,6 @@ async def invoke(llm: Any, prompt: Any, **bind: Any) -> Any:
         if _is_request_error(exc):
             raise JudgeRequestError(_one_line(exc)[:200]) from exc
         raise JudgeBackendError(f"evaluator call failed: {_one_line(exc)}") from exc
-
 
 
 def reply_complete(msg: Any, max_tokens: int, n_tokens: int | None = None) -> bool:
@@ -319,8 +336,18 @@ class Scorer(ABC):
 
     name: ClassVar[str] = ""
 
-    def __init__(self, llm: Any, rubrics: dict[str, Rubric], names: list[str] | None = None, *, rationale: bool = False,
-                 retries: int = 2, concurrency: int = 2, seed: int | None = None, prompt: JudgePrompt | None = None):
+    def __init__(
+        self,
+        llm: Any,
+        rubrics: dict[str, Rubric],
+        names: list[str] | None = None,
+        *,
+        rationale: bool = False,
+        retries: int = 2,
+        concurrency: int = 2,
+        seed: int | None = None,
+        prompt: JudgePrompt | None = None,
+    ):
         self.llm = llm
         self.prompt = prompt or load_prompts()[DEFAULT_PROMPT]
         self.rubrics = {n: r for n, r in rubrics.items() if names is None or n in names}
@@ -348,7 +375,9 @@ class Scorer(ABC):
         return await invoke(self.llm, prompt, **bind)
 
     @abstractmethod
-    async def score(self, conv: Conversation, rubric: Rubric, variant: int) -> tuple[Distribution | None, str | None, list[str]]:
+    async def score(
+        self, conv: Conversation, rubric: Rubric, variant: int
+    ) -> tuple[Distribution | None, str | None, list[str]]:
         """-> (distribution, problem, raw replies); each scoring mode implements it."""
 
     async def judge(self, conv: Conversation, names: list[str] | None = None, variant: int = 0) -> JudgeResult:
@@ -371,7 +400,7 @@ class Scorer(ABC):
                 if dist is None:
                     res.scores[n] = None
                     res.failures.append(n)
-                    res.kinds.setdefault(n, kind_of(problem, "parse"))
+                    res.kinds.setdefault(n, failure_kind(problem))
                     res.notes.append(f"{n}: {problem} after {max(1, len(raws))} replies")
                 else:
                     res.scores[n] = round(dist.mean, 4)
@@ -387,11 +416,17 @@ class Scorer(ABC):
 class WeightedScorer(Scorer):
     name = "weighted"
 
-    async def score(self, conv: Conversation, rubric: Rubric, variant: int) -> tuple[Distribution | None, str | None, list[str]]:
+    async def score(
+        self, conv: Conversation, rubric: Rubric, variant: int
+    ) -> tuple[Distribution | None, str | None, list[str]]:
         prompt, _ = rubric_prompt(conv, rubric, self.rationale, self.prompt)
         limit = RATIONALE_TOKENS if self.rationale else SCORE_TOKENS
-        bind: dict[str, Any] = {"logprobs": True, "top_logprobs": TOP_LOGPROBS, "max_tokens": limit,
-                                **cache_kwargs(self.llm)}
+        bind: dict[str, Any] = {
+            "logprobs": True,
+            "top_logprobs": TOP_LOGPROBS,
+            "max_tokens": limit,
+            **cache_kwargs(self.llm),
+        }
         if variant and self.seed is not None:
             bind["seed"] = self.seed + variant
         raws: list[str] = []
@@ -401,10 +436,13 @@ class WeightedScorer(Scorer):
             meta = (getattr(msg, "response_metadata", None) or {}).get("logprobs")
             raws.append(str(getattr(msg, "content", "") or ""))
             if not token_entries(meta):
-                raise JudgeBackendError(f"the evaluator ({backend_name(self.llm)}) returned no token log-probabilities "
-                                        "for --judge-scoring weighted; use --judge-scoring json or sampled")
-            dist, problem = weighted_score(meta, self.rationale,
-                                           complete=reply_complete(msg, limit, len(token_entries(meta))))
+                raise JudgeBackendError(
+                    f"the evaluator ({backend_name(self.llm)}) returned no token log-probabilities "
+                    "for --judge-scoring weighted; use --judge-scoring json or sampled"
+                )
+            dist, problem = weighted_score(
+                meta, self.rationale, complete=reply_complete(msg, limit, len(token_entries(meta)))
+            )
             if dist is not None:
                 return dist, None, raws
             if kind_of(problem, "parse") == LOW_MASS:
@@ -415,15 +453,18 @@ class WeightedScorer(Scorer):
 class SampledScorer(Scorer):
     name = "sampled"
 
-    async def score(self, conv: Conversation, rubric: Rubric, variant: int) -> tuple[Distribution | None, str | None, list[str]]:
+    async def score(
+        self, conv: Conversation, rubric: Rubric, variant: int
+    ) -> tuple[Distribution | None, str | None, list[str]]:
         prompt, _ = rubric_prompt(conv, rubric, self.rationale, self.prompt)
         base = (self.seed or 0) + 1000 * variant
         raws: list[str] = []
         counts = dict.fromkeys(DIGITS, 0)
         limit = RATIONALE_TOKENS if self.rationale else SCORE_TOKENS
         for i in range(SAMPLES):
-            msg = await self._invoke(prompt, temperature=SAMPLE_TEMPERATURE, seed=base + i, max_tokens=limit,
-                                     **cache_kwargs(self.llm))
+            msg = await self._invoke(
+                prompt, temperature=SAMPLE_TEMPERATURE, seed=base + i, max_tokens=limit, **cache_kwargs(self.llm)
+            )
             text = str(getattr(msg, "content", "") or "")
             raws.append(text)
             k = text_score(text, self.rationale, complete=reply_complete(msg, limit))
@@ -442,9 +483,19 @@ class JsonScorer(Judge):
 
     prompt_name = ""  # its own two-prompt layout (judge.build_prompt), not a prompt variant
 
-    def __init__(self, llm: Any, rubrics: dict[str, Rubric], names: list[str] | None = None, *, rationale: bool = False,
-                 retries: int = 2, concurrency: int = 2, mode: str = "default", seed: int | None = None,
-                 prompt: JudgePrompt | None = None):
+    def __init__(
+        self,
+        llm: Any,
+        rubrics: dict[str, Rubric],
+        names: list[str] | None = None,
+        *,
+        rationale: bool = False,
+        retries: int = 2,
+        concurrency: int = 2,
+        mode: str = "default",
+        seed: int | None = None,
+        prompt: JudgePrompt | None = None,
+    ):
         if rationale:
             raise ScoringError("--judge-rationale applies to --judge-scoring weighted or sampled, not json")
         if prompt is not None:
@@ -464,9 +515,20 @@ class ChecklistScorer:
     name = "checklist"
     uses_prompt_variants = False
 
-    def __init__(self, llm: Any, rubrics: dict[str, Rubric], names: list[str] | None = None, *, rationale: bool = False,
-                 retries: int = 2, concurrency: int = 2, seed: int | None = None, prompt: JudgePrompt | None = None,
-                 checklist: Any = None, weights: Any = None):
+    def __init__(
+        self,
+        llm: Any,
+        rubrics: dict[str, Rubric],
+        names: list[str] | None = None,
+        *,
+        rationale: bool = False,
+        retries: int = 2,
+        concurrency: int = 2,
+        seed: int | None = None,
+        prompt: JudgePrompt | None = None,
+        checklist: Any = None,
+        weights: Any = None,
+    ):
         from .checklist import load_checklist
 
         if rationale:
@@ -481,8 +543,11 @@ class ChecklistScorer:
         self.sem = asyncio.Semaphore(max(1, concurrency))
         self.seed = seed if seed is not None else getattr(llm, "seed", None)
         self.logprobs = supports_logprobs(llm)
-        self.fallback_note: str | None = None if self.logprobs else (
-            f"checklist answers read from the reply only: {backend_name(llm)} returns no log-probabilities")
+        self.fallback_note: str | None = (
+            None
+            if self.logprobs
+            else (f"checklist answers read from the reply only: {backend_name(llm)} returns no log-probabilities")
+        )
 
     label = "checklist"
 
@@ -534,22 +599,39 @@ class ChecklistScorer:
             meta = (getattr(msg, "response_metadata", None) or {}).get("logprobs")
             entries = token_entries(meta)
             if self.logprobs and not entries and self.fallback_note is None:
-                self.fallback_note = (f"checklist answers read from the reply only: the evaluator "
-                                      f"({backend_name(self.llm)}) returned no log-probabilities")
+                self.fallback_note = (
+                    f"checklist answers read from the reply only: the evaluator "
+                    f"({backend_name(self.llm)}) returned no log-probabilities"
+                )
             res.reading = "logprobs" if entries and res.reading != "answer" else "answer"
             ans = read_answer(entries, text, reply_complete(msg, ANSWER_TOKENS, len(entries) or None))
             if ans.p_yes is not None:
-                return ChecklistItemScore(id=item.id, rubrics=list(item.rubrics), question=item.question,
-                                          polarity=item.polarity, p_yes=round(ans.p_yes, 4),
-                                          mass=None if ans.mass is None else round(ans.mass, 4),
-                                          good=round(p_good(ans.p_yes, item.polarity), 4)), raws
+                return ChecklistItemScore(
+                    id=item.id,
+                    rubrics=list(item.rubrics),
+                    question=item.question,
+                    polarity=item.polarity,
+                    p_yes=round(ans.p_yes, 4),
+                    mass=None if ans.mass is None else round(ans.mass, 4),
+                    good=round(p_good(ans.p_yes, item.polarity), 4),
+                ), raws
             problem = ans.problem
             if ans.low_mass:
-                return ChecklistItemScore(id=item.id, rubrics=list(item.rubrics), question=item.question,
-                                          polarity=item.polarity, mass=round(ans.mass or 0.0, 4),
-                                          failure=problem), raws
-        return ChecklistItemScore(id=item.id, rubrics=list(item.rubrics), question=item.question,
-                                  polarity=item.polarity, failure=f"{problem} after {len(raws)} replies"), raws
+                return ChecklistItemScore(
+                    id=item.id,
+                    rubrics=list(item.rubrics),
+                    question=item.question,
+                    polarity=item.polarity,
+                    mass=round(ans.mass or 0.0, 4),
+                    failure=problem,
+                ), raws
+        return ChecklistItemScore(
+            id=item.id,
+            rubrics=list(item.rubrics),
+            question=item.question,
+            polarity=item.polarity,
+            failure=f"{problem} after {len(raws)} replies",
+        ), raws
 
     async def judge(self, conv: Conversation, names: list[str] | None = None, variant: int = 0) -> JudgeResult:
         from .checklist import conversation_items, rubric_score
@@ -569,9 +651,16 @@ class ChecklistScorer:
                 except JudgeRequestError as exc:
                     from wikihowagent.records import ChecklistItemScore
 
-                    got, raws = ChecklistItemScore(id=it.id, rubrics=list(it.rubrics), question=it.question,
-                                                   polarity=it.polarity,
-                                                   failure=f"request refused by the evaluator ({exc})"), []
+                    got, raws = (
+                        ChecklistItemScore(
+                            id=it.id,
+                            rubrics=list(it.rubrics),
+                            question=it.question,
+                            polarity=it.polarity,
+                            failure=f"request refused by the evaluator ({exc})",
+                        ),
+                        [],
+                    )
                     for r in it.rubrics:
                         res.kinds[r] = "call"
                 res.raw[it.id] = raws
@@ -598,13 +687,28 @@ class ChecklistScorer:
         return res
 
 
-SCORING_MODES: dict[str, type] = {"weighted": WeightedScorer, "json": JsonScorer, "sampled": SampledScorer,
-                                  "checklist": ChecklistScorer}
+SCORING_MODES: dict[str, type] = {
+    "weighted": WeightedScorer,
+    "json": JsonScorer,
+    "sampled": SampledScorer,
+    "checklist": ChecklistScorer,
+}
 
 
-def make_scorer(mode: str, llm: Any, rubrics: dict[str, Rubric], names: list[str] | None, *, compat: str = "default",
-                rationale: bool = False, retries: int = 2, concurrency: int = 2, prompt: JudgePrompt | None = None,
-                checklist: Any = None, checklist_weights: Any = None) -> Any:
+def make_scorer(
+    mode: str,
+    llm: Any,
+    rubrics: dict[str, Rubric],
+    names: list[str] | None,
+    *,
+    compat: str = "default",
+    rationale: bool = False,
+    retries: int = 2,
+    concurrency: int = 2,
+    prompt: JudgePrompt | None = None,
+    checklist: Any = None,
+    checklist_weights: Any = None,
+) -> Any:
     """`prompt` None = the default variant (weighted/sampled); json and checklist keep their own layouts
     (checklist: `checklist` a loaded checklist.Checklist, None = data/checklists.json; `checklist_weights`
     a checklist.ChecklistWeights, None = uniform)."""

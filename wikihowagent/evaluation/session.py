@@ -70,9 +70,14 @@ def posttest_learner_factory(cfg: Any, base_url: str | None = None) -> Callable[
     return judge_endpoints(cfg, base_url).learner_factory(cfg)
 
 
-def chat_model_factory(cfg: Any, base_url: str | None, aliases: Path | None = None,
-                       judge_urls: dict[str, str | None] | None = None,
-                       role: str = "evaluator", hint: str = JUDGE_HINT) -> Callable[[str], Any]:
+def chat_model_factory(
+    cfg: Any,
+    base_url: str | None,
+    aliases: Path | None = None,
+    judge_urls: dict[str, str | None] | None = None,
+    role: str = "evaluator",
+    hint: str = JUDGE_HINT,
+) -> Callable[[str], Any]:
     """spec -> the chat model (temperature 0) on `judge_urls[spec]` (else `base_url`); EvaluateError naming the
     spec (as `role`, with `hint`) if it cannot be made. The judge's (role evaluator) and the post-test
     learner's (LEARNER_ROLE)."""
@@ -131,8 +136,9 @@ def locked_out(out: Path, what: str, name: str) -> Iterator[Path]:
 
 
 @contextmanager
-def resumable(error: Callable[[str], Exception], kept: Path, what: str = "judgments",
-              also: tuple[type[Exception], ...] = ()) -> Iterator[None]:
+def resumable(
+    error: Callable[[str], Exception], kept: Path, what: str = "judgments", also: tuple[type[Exception], ...] = ()
+) -> Iterator[None]:
     """A judge, run-file or OS error (and `also`) inside the block as `error("<message> (<what> so far are in
     <kept>; rerun to resume)")`."""
     from wikihowagent.runs import RunError

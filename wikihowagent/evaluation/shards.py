@@ -18,9 +18,10 @@ import hashlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from wikihowagent.runs import SCORE_SHARDS_DIR, SHARD_INFO, write_json_atomic
-from .judge import default_rubrics_path
 
+from wikihowagent.runs import SCORE_SHARDS_DIR, SHARD_INFO, write_json_atomic
+
+from .judge import default_rubrics_path
 
 
 def shard_filter(stream: Iterator[Any], shard: tuple[int, int] | None, chunk: int) -> Iterator[Any]:
@@ -36,17 +37,24 @@ def shard_scores_path(path: Path, shard: tuple[int, int]) -> Path:
     return path.parent / SCORE_SHARDS_DIR / f"{k}-of-{n}" / path.name
 
 
-def write_shard_info(out_path: Path, shard: tuple[int, int], fingerprint: dict[str, Any],
-                     state: dict[str, Any] | None = None) -> None:
+def write_shard_info(
+    out_path: Path, shard: tuple[int, int], fingerprint: dict[str, Any], state: dict[str, Any] | None = None
+) -> None:
     info = {"shard": list(shard), "fingerprint": fingerprint}
     if state is not None:
         info["input_state"] = state
     write_json_atomic(out_path.parent / SHARD_INFO, info)
 
 
-def scores_fingerprint(mode: str, metrics: list[str], evaluator: str | None, rubrics_path: Path | None,
-                       source: Path) -> dict[str, Any]:
+def scores_fingerprint(
+    mode: str, metrics: list[str], evaluator: str | None, rubrics_path: Path | None, source: Path
+) -> dict[str, Any]:
     rubric_file = Path(rubrics_path) if rubrics_path else default_rubrics_path()
     digest = hashlib.sha256(rubric_file.read_bytes()).hexdigest()[:16] if rubric_file.exists() else None
-    return {"mode": mode, "metrics": sorted(metrics), "evaluator": evaluator, "rubrics_sha256": digest,
-            "input": str(Path(source).resolve())}
+    return {
+        "mode": mode,
+        "metrics": sorted(metrics),
+        "evaluator": evaluator,
+        "rubrics_sha256": digest,
+        "input": str(Path(source).resolve()),
+    }

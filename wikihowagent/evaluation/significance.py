@@ -33,7 +33,9 @@ class TableStats:
 
 def _groups(table: Any) -> list[str]:
     """Per row: its tutorial id (the bootstrap's cluster), else its own conversation id."""
-    return [t or f"conversation:{c}" for t, c in zip(table.meta["tutorial_id"], table.meta["conversation_id"], strict=True)]
+    return [
+        t or f"conversation:{c}" for t, c in zip(table.meta["tutorial_id"], table.meta["conversation_id"], strict=True)
+    ]
 
 
 def run_sums(table: Any, metric: str) -> dict[str, tuple[float, int]]:
@@ -42,7 +44,9 @@ def run_sums(table: Any, metric: str) -> dict[str, tuple[float, int]]:
 
 def values_ci(table: Any, values: list[float | None], opts: TableStats) -> tuple[float, float]:
     """CI of the mean of per-row `values` of `table` (e.g. each conversation's rubric mean)."""
-    return bootstrap_mean_ci([group_sums(list(zip(_groups(table), values, strict=True)))], n_boot=opts.n_boot, seed=opts.seed)
+    return bootstrap_mean_ci(
+        [group_sums(list(zip(_groups(table), values, strict=True)))], n_boot=opts.n_boot, seed=opts.seed
+    )
 
 
 def cell_ci(tables: list[Any], metric: str, scale: float, opts: TableStats) -> tuple[float, float]:
@@ -61,12 +65,15 @@ def tutorial_means(tables: list[Any], metric: str) -> dict[str, float]:
     return {k: sum(v) / len(v) for k, v in per.items()}
 
 
-def compare_rows(tables: list[Any], base_tables: list[Any], metrics: list[str], scales: dict[str, float],
-                 opts: TableStats) -> dict[str, Paired]:
+def compare_rows(
+    tables: list[Any], base_tables: list[Any], metrics: list[str], scales: dict[str, float], opts: TableStats
+) -> dict[str, Paired]:
     """{metric: Paired (x scale)} of `tables` against `base_tables`, Holm-corrected across `metrics`."""
     out: dict[str, Paired] = {}
     for m in metrics:
-        r = paired_compare(tutorial_means(tables, m), tutorial_means(base_tables, m), n_boot=opts.n_boot, seed=opts.seed)
+        r = paired_compare(
+            tutorial_means(tables, m), tutorial_means(base_tables, m), n_boot=opts.n_boot, seed=opts.seed
+        )
         s = scales.get(m, 1.0)
         out[m] = Paired(r.n, r.diff * s, r.ci_low * s, r.ci_high * s, r.p)
     holm(list(out.values()))
@@ -80,8 +87,15 @@ def raw_arrow(a: float, b: float) -> str | None:
     return "↑" if a > b + 1e-12 else ("↓" if a < b - 1e-12 else "=")
 
 
-def qualify(row: dict[str, Any], base_row: dict[str, Any] | None, tables: list[Any], base_tables: list[Any],
-            metrics: list[str], scales: dict[str, float], opts: TableStats) -> None:
+def qualify(
+    row: dict[str, Any],
+    base_row: dict[str, Any] | None,
+    tables: list[Any],
+    base_tables: list[Any],
+    metrics: list[str],
+    scales: dict[str, float],
+    opts: TableStats,
+) -> None:
     """Set row["arrows"] (and, paired, row["paired"]) against the baseline."""
     row["arrows"] = {}
     row["paired"] = {}
@@ -99,8 +113,9 @@ def qualify(row: dict[str, Any], base_row: dict[str, Any] | None, tables: list[A
     row["arrows"] = {m: p.arrow() for m, p in row["paired"].items()}
 
 
-def best_runs(rows: list[dict[str, Any]], tables: dict[str, Any], metrics: list[str], better: dict[str, str],
-              opts: TableStats) -> dict[str, str]:
+def best_runs(
+    rows: list[dict[str, Any]], tables: dict[str, Any], metrics: list[str], better: dict[str, str], opts: TableStats
+) -> dict[str, str]:
     """{metric: the run (row["run"]) best on it, significantly}. Per metric the run with the best mean
     (`better[metric]`: "higher" or "lower") is tested against every other run with a value, paired by
     tutorial (Wilcoxon signed-rank); Holm's correction across all the table's tests (metrics x runs); a
@@ -119,8 +134,16 @@ def best_runs(rows: list[dict[str, Any]], tables: dict[str, Any], metrics: list[
         sign = -1.0 if better.get(m) == "lower" else 1.0
         best = max(have, key=lambda r: sign * r[m][0])
         top[m] = best["run"]
-        tests[m] = [paired_compare(tutorial_means([tables[best["run"]]], m), tutorial_means([tables[r["run"]]], m),
-                                   n_boot=0, seed=opts.seed) for r in have if r is not best]
+        tests[m] = [
+            paired_compare(
+                tutorial_means([tables[best["run"]]], m),
+                tutorial_means([tables[r["run"]]], m),
+                n_boot=0,
+                seed=opts.seed,
+            )
+            for r in have
+            if r is not best
+        ]
     holm([p for ps in tests.values() for p in ps])
     out = {}
     for m, ps in tests.items():

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.csvcells import people_csv
 from wikihowagent.markdown import markdown_table
 from wikihowagent.runs import (
     BY_DOMAIN_PNG,
@@ -17,6 +19,7 @@ from wikihowagent.runs import (
     RUBRICS_PNG,
     SUMMARY_CSV,
     SUMMARY_MD,
+    read_score_table,
 )
 from wikihowagent.scoretable import ScoreTable
 
@@ -38,13 +41,25 @@ from .metrics import (
     ROUGEL,
     STEP_COVERAGE,
 )
-from wikihowagent.runs import (read_score_table)
 from .significance import TableStats, cell_ci, qualify, values_ci
-from wikihowagent.csvcells import people_csv
 
 # Column order: the paper's Table 1 order first, then ours.
-ORDER = [BERTSCORE, EMBEDDING_COSINE, BLEU, METEOR, ROUGE, ROUGE1, ROUGE2, ROUGEL, DIVERSITY, QUESTION, COMPLETION,
-         STEP_COVERAGE, ECHO_RATE, *POSTTEST_METRICS]
+ORDER = [
+    BERTSCORE,
+    EMBEDDING_COSINE,
+    BLEU,
+    METEOR,
+    ROUGE,
+    ROUGE1,
+    ROUGE2,
+    ROUGEL,
+    DIVERSITY,
+    QUESTION,
+    COMPLETION,
+    STEP_COVERAGE,
+    ECHO_RATE,
+    *POSTTEST_METRICS,
+]
 SHORT = {QUESTION: "Question", EMBEDDING_COSINE: "Emb. Cosine"}
 
 
@@ -65,8 +80,6 @@ def load_run_scores(name: str, label: str, path: Path, **kw: Any) -> RunScores:
     return RunScores(name=name, label=label, path=path, table=read_score_table(path, run=name), **kw)
 
 
-
-
 def write_calibrated(runs: list[RunScores], calibration: Any, out_dir: Path) -> Path:
     """Per conversation: run, id, tutorial, and each calibrated rubric's score and `<rubric> (cal.)`."""
     import pandas as pd
@@ -81,8 +94,11 @@ def write_calibrated(runs: list[RunScores], calibration: Any, out_dir: Path) -> 
         frames.append(df)
     out = Path(out_dir) / CALIBRATED_SCORES_CSV  # evaluate --calibration: per conversation, raw and calibrated
     out.parent.mkdir(parents=True, exist_ok=True)
-    return people_csv(pd.concat(frames, ignore_index=True) if frames else
-                      pd.DataFrame(columns=["run", "conversation_id", *cols]), out, float_format="%.4f")
+    return people_csv(
+        pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run", "conversation_id", *cols]),
+        out,
+        float_format="%.4f",
+    )
 
 
 def metric_columns(runs: list[RunScores], rubric_names: list[str]) -> list[str]:
@@ -91,7 +107,7 @@ def metric_columns(runs: list[RunScores], rubric_names: list[str]) -> list[str]:
     return metric_order(present, rubric_names, empty)
 
 
-def metric_order(present: set[str], rubric_names: list[str], empty: set[str] = frozenset()) -> list[str]:
+def metric_order(present: set[str], rubric_names: list[str], empty: AbstractSet[str] = frozenset()) -> list[str]:
     """The one column order of metrics (evaluate's tables, the report): the computational metrics in ORDER, the
     rubrics in `rubric_names`' order, their calibrated columns (`evaluate --calibration`), then any other by
     name. The post-test's columns only where some conversation took one (`empty`: those with no value at all)."""
@@ -130,7 +146,9 @@ class Summary:
     stats: Any = None  # significance.TableStats: CIs and paired arrows; None = neither (the paper's raw arrows)
 
 
-def summarize(runs: list[RunScores], rubric_names: list[str], baseline: str | None = None, stats: Any = None) -> Summary:
+def summarize(
+    runs: list[RunScores], rubric_names: list[str], baseline: str | None = None, stats: Any = None
+) -> Summary:
     """Mean ± sd per run and metric (+ the Overall row over runs). With `stats` (significance.TableStats):
     a bootstrap CI per cell (resampling tutorials) and, against `baseline`, arrows from a paired test by
     tutorial (Holm across the metrics) unless `stats.paired` is False (the paper's raw arrows)."""
@@ -141,8 +159,14 @@ def summarize(runs: list[RunScores], rubric_names: list[str], baseline: str | No
     base_row: dict[str, Any] | None = None
     base_run: RunScores | None = None
     for r in runs:
-        row: dict[str, Any] = {"run": r.name, "label": r.label, "n": len(r.table),
-                               "failed": r.n_failed, "invalid": r.n_invalid, "ci": {}}
+        row: dict[str, Any] = {
+            "run": r.name,
+            "label": r.label,
+            "n": len(r.table),
+            "failed": r.n_failed,
+            "invalid": r.n_invalid,
+            "ci": {},
+        }
         judged = sum(r.table.judged(rubric_names))
         failed = sum(r.table.failure_counts())
         row["judge_failure_pct"] = 100.0 * failed / judged if judged else math.nan
@@ -156,9 +180,14 @@ def summarize(runs: list[RunScores], rubric_names: list[str], baseline: str | No
         if baseline is not None and r.name == baseline:
             base_row, base_run = row, r
     if len(runs) > 1:
-        over: dict[str, Any] = {"run": "Overall", "label": "Overall (μ±δ over runs)", "n": sum(t["n"] for t in table),
-                                "failed": _sum_known([t["failed"] for t in table]),
-                                "invalid": _sum_known([t["invalid"] for t in table]), "ci": {}}
+        over: dict[str, Any] = {
+            "run": "Overall",
+            "label": "Overall (μ±δ over runs)",
+            "n": sum(t["n"] for t in table),
+            "failed": _sum_known([t["failed"] for t in table]),
+            "invalid": _sum_known([t["invalid"] for t in table]),
+            "ci": {},
+        }
         judged = sum(sum(r.table.judged(rubric_names)) for r in runs)
         failed = sum(sum(r.table.failure_counts()) for r in runs)
         over["judge_failure_pct"] = 100.0 * failed / judged if judged else math.nan
@@ -206,9 +235,15 @@ def display_rows(s: Summary) -> tuple[list[str], list[list[str]]]:
     rows = []
     for row in s.table:
         jf = row["judge_failure_pct"]
-        rows.append([row["label"] if row["run"] in ("Overall", row["label"]) else f"{row['label']} [{row['run']}]",
-                     str(row["n"]), _count(row["failed"])] + [cell(row, m) for m in s.columns]
-                    + ["–" if math.isnan(jf) else f"{jf:.2f}"])
+        rows.append(
+            [
+                row["label"] if row["run"] in ("Overall", row["label"]) else f"{row['label']} [{row['run']}]",
+                str(row["n"]),
+                _count(row["failed"]),
+            ]
+            + [cell(row, m) for m in s.columns]
+            + ["–" if math.isnan(jf) else f"{jf:.2f}"]
+        )
     return heads, rows
 
 
@@ -234,8 +269,10 @@ def print_summary(s: Summary, console: Any, title: str = "Evaluation summary") -
             else:
                 cells.append(c)
         t.add_row(header(m), *cells)
-    t.add_row("Judge parse failures (%)", *["–" if math.isnan(r["judge_failure_pct"]) else f"{r['judge_failure_pct']:.2f}"
-                                            for r in s.table])
+    t.add_row(
+        "Judge parse failures (%)",
+        *["–" if math.isnan(r["judge_failure_pct"]) else f"{r['judge_failure_pct']:.2f}" for r in s.table],
+    )
     t.add_row("Judge scoring", *[r.get("scoring", "–") for r in s.table], end_section=True)
     console.print(t)
 
@@ -246,9 +283,15 @@ def write_summary(s: Summary, out_dir: Path) -> list[Path]:
     out_dir.mkdir(parents=True, exist_ok=True)
     recs = []
     for row in s.table:
-        r: dict[str, Any] = {"run": row["run"], "label": row["label"], "n": row["n"], "failed": row["failed"],
-                             "invalid": row["invalid"], "judge_parse_failures_pct": _round(row["judge_failure_pct"]),
-                             "judge_scoring": row.get("scoring", "–")}
+        r: dict[str, Any] = {
+            "run": row["run"],
+            "label": row["label"],
+            "n": row["n"],
+            "failed": row["failed"],
+            "invalid": row["invalid"],
+            "judge_parse_failures_pct": _round(row["judge_failure_pct"]),
+            "judge_scoring": row.get("scoring", "–"),
+        }
         for m in s.columns:
             mean, std, n = row[m]
             r[f"{header(m)} mean"] = _round(mean)
@@ -283,20 +326,29 @@ def _round6(x: float) -> float | None:
 
 
 def _legend(s: Summary) -> str:
-    lines = ["", "Computational metrics in %, rubric metrics on 1-5: mean ± sample std over conversations; "
-             "the Overall row is the mean ± std of the run means (as the paper's tables). "
-             "Failed = failed conversations skipped. Judge parse failures = rubric cells without a readable 1-5 score."]
+    lines = [
+        "",
+        "Computational metrics in %, rubric metrics on 1-5: mean ± sample std over conversations; "
+        "the Overall row is the mean ± std of the run means (as the paper's tables). "
+        "Failed = failed conversations skipped. Judge parse failures = rubric cells without a readable 1-5 score.",
+    ]
     if s.stats is not None and s.stats.n_boot:
-        lines.append(f"[lo, hi]: 95 % bootstrap CI of the mean, resampling tutorials ({s.stats.n_boot} resamples, "
-                     f"seed {s.stats.seed}); the Overall row's resamples tutorials across every run.")
+        lines.append(
+            f"[lo, hi]: 95 % bootstrap CI of the mean, resampling tutorials ({s.stats.n_boot} resamples, "
+            f"seed {s.stats.seed}); the Overall row's resamples tutorials across every run."
+        )
     if s.baseline and (s.stats is None or not s.stats.paired):
-        lines.append(f"↑/↓: higher/lower mean than the baseline run {s.baseline} (the raw difference of the means, "
-                     "as the paper's tables).")
+        lines.append(
+            f"↑/↓: higher/lower mean than the baseline run {s.baseline} (the raw difference of the means, "
+            "as the paper's tables)."
+        )
     elif s.baseline:
-        lines.append(f"↑/↓ against the baseline run {s.baseline}: paired by tutorial (the tutorials both runs have), "
-                     "Wilcoxon signed-rank, Holm-corrected across the row's metrics, p < 0.05; ≈ = no significant "
-                     "difference; – = no shared tutorial. The CSV has the mean paired difference with its CI, p and "
-                     "the Holm-corrected p.")
+        lines.append(
+            f"↑/↓ against the baseline run {s.baseline}: paired by tutorial (the tutorials both runs have), "
+            "Wilcoxon signed-rank, Holm-corrected across the row's metrics, p < 0.05; ≈ = no significant "
+            "difference; – = no shared tutorial. The CSV has the mean paired difference with its CI, p and "
+            "the Holm-corrected p."
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -372,7 +424,11 @@ def print_by_domain(df: Any, console: Any, key: str = "domain") -> None:
                 v = sel.iloc[0][value]
                 lo, hi = (sel.iloc[0].get(f"{value} ci_low"), sel.iloc[0].get(f"{value} ci_high"))
                 ci = f" [{lo:.2f}, {hi:.2f}]" if lo is not None and hi is not None and lo == lo and hi == hi else ""
-                cells.append("–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.2f}{ci} (n={sel.iloc[0]['n']})")
+                cells.append(
+                    "–"
+                    if v is None or (isinstance(v, float) and math.isnan(v))
+                    else f"{v:.2f}{ci} (n={sel.iloc[0]['n']})"
+                )
             else:
                 cells.append(str(sel.iloc[0]["n"]))
         t.add_row(dom, *cells)

@@ -32,8 +32,9 @@ def expand_sweep_dirs(paths: list[Path], warn: Callable[[str], None]) -> tuple[l
     return out, sweep
 
 
-def paper_tables(runs: list[RunScores], setups: dict[str, tuple[str, str]],
-                 rubric_names: list[str], stats: Any = None) -> list[tuple[str, str, Summary]]:
+def paper_tables(
+    runs: list[RunScores], setups: dict[str, tuple[str, str]], rubric_names: list[str], stats: Any = None
+) -> list[tuple[str, str, Summary]]:
     """[(file stem, title, Summary)] for Table 1 and/or Table 2; `setups`: run name -> (teacher, learner).
 
     `stats` (significance.TableStats): CIs in every cell and Table 2's arrows from a paired test by tutorial

@@ -20,38 +20,139 @@ def _fail(message: str, code: int = 2) -> None:
 
 
 def generate(
-    teacher: Annotated[str, typer.Option(rich_help_panel=MODELS, help="Teacher model spec: local, an alias (openchat, qwen2, ...), ollama:<tag>, openai:<model>.")] = "local",
-    learner: Annotated[str | None, typer.Option(rich_help_panel=MODELS, help="Learner model spec (default: the teacher's: homogeneous setup).")] = None,
-    evaluator: Annotated[str | None, typer.Option(rich_help_panel=MODELS, help="Evaluator spec recorded for `evaluate` (default: the teacher's).")] = None,
-    config: Annotated[Path | None, typer.Option(rich_help_panel=INPUTS, help="YAML config overriding configs/default.yaml.")] = None,
-    tutorials: Annotated[Path | None, typer.Option(rich_help_panel=INPUTS, help="Article directory tree, JSON or JSONL file (default: the bundled sample).")] = None,
-    out: Annotated[Path | None, typer.Option(rich_help_panel=OUTPUT, help="Run directory (default: <runs_dir>/T-<teacher>_L-<learner>_E-<evaluator>).")] = None,
-    max_tutorials: Annotated[int | None, typer.Option(rich_help_panel=SELECTION, min=1, help="Use the first N tutorials (deterministic order).")] = None,
+    teacher: Annotated[
+        str,
+        typer.Option(
+            rich_help_panel=MODELS,
+            help="Teacher model spec: local, an alias (openchat, qwen2, ...), ollama:<tag>, openai:<model>.",
+        ),
+    ] = "local",
+    learner: Annotated[
+        str | None,
+        typer.Option(rich_help_panel=MODELS, help="Learner model spec (default: the teacher's: homogeneous setup)."),
+    ] = None,
+    evaluator: Annotated[
+        str | None,
+        typer.Option(rich_help_panel=MODELS, help="Evaluator spec recorded for `evaluate` (default: the teacher's)."),
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option(rich_help_panel=INPUTS, help="YAML config overriding configs/default.yaml.")
+    ] = None,
+    tutorials: Annotated[
+        Path | None,
+        typer.Option(
+            rich_help_panel=INPUTS, help="Article directory tree, JSON or JSONL file (default: the bundled sample)."
+        ),
+    ] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            rich_help_panel=OUTPUT, help="Run directory (default: <runs_dir>/T-<teacher>_L-<learner>_E-<evaluator>)."
+        ),
+    ] = None,
+    max_tutorials: Annotated[
+        int | None,
+        typer.Option(rich_help_panel=SELECTION, min=1, help="Use the first N tutorials (deterministic order)."),
+    ] = None,
     domain: DomainOpt = None,
     topic: TopicOpt = None,
     domains: DomainsFileOpt = None,
     sample: SampleOpt = None,
     per: PerOpt = "domain",
     sample_seed: SampleSeedOpt = 0,
-    concurrency: Annotated[int | None, typer.Option(rich_help_panel=CLUSTER, min=1, help="Conversations in flight.")] = None,
-    max_interactions: Annotated[int | None, typer.Option(rich_help_panel=CONVERSATION, min=2, help="Cut a conversation after M messages (paper: 40).")] = None,
-    history: Annotated[int | None, typer.Option(rich_help_panel=CONVERSATION, min=0, help="Show agents the last N messages (0 = the paper's prompts).")] = None,
-    base_url: Annotated[list[str] | None, typer.Option(rich_help_panel=MODELS, help="OpenAI-compatible server URL for openai: specs (e.g. vLLM); repeat for replicas of the model (least-busy routing).")] = None,
-    temperature: Annotated[float | None, typer.Option(rich_help_panel=MODELS, min=0.0, help="Sampling temperature (default 0).")] = None,
+    concurrency: Annotated[
+        int | None, typer.Option(rich_help_panel=CLUSTER, min=1, help="Conversations in flight.")
+    ] = None,
+    max_interactions: Annotated[
+        int | None,
+        typer.Option(rich_help_panel=CONVERSATION, min=2, help="Cut a conversation after M messages (paper: 40)."),
+    ] = None,
+    history: Annotated[
+        int | None,
+        typer.Option(
+            rich_help_panel=CONVERSATION, min=0, help="Show agents the last N messages (0 = the paper's prompts)."
+        ),
+    ] = None,
+    base_url: Annotated[
+        list[str] | None,
+        typer.Option(
+            rich_help_panel=MODELS,
+            help="OpenAI-compatible server URL for openai: specs (e.g. vLLM); repeat for replicas of the model (least-busy routing).",
+        ),
+    ] = None,
+    temperature: Annotated[
+        float | None, typer.Option(rich_help_panel=MODELS, min=0.0, help="Sampling temperature (default 0).")
+    ] = None,
     seed: Annotated[int | None, typer.Option(rich_help_panel=MODELS, help="Sampling seed.")] = None,
-    max_tokens: Annotated[int | None, typer.Option(rich_help_panel=MODELS, min=1, help="Max new tokens per reply.")] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option(rich_help_panel=MODELS, min=1, help="Max new tokens per reply.")
+    ] = None,
     timeout: Annotated[float | None, typer.Option(rich_help_panel=MODELS, help="Request timeout in seconds.")] = None,
-    retries: Annotated[int | None, typer.Option(rich_help_panel=MODELS, min=0, help="Retries with backoff per request.")] = None,
-    retry_failed: Annotated[bool, typer.Option(rich_help_panel=CLUSTER, help="On resume, run failed conversations again.")] = True,
-    skip_invalid: Annotated[bool, typer.Option(rich_help_panel=INPUTS, help="Skip (and list) bad articles instead of stopping.")] = False,
-    learner_persona: Annotated[list[str] | None, typer.Option(rich_help_panel=CONVERSATION, help="Learner persona from configs/personas.yaml: paper (default), curious, novice, passive, skeptical, distracted, expert. Repeat to mix personas (round-robin over the tutorials).")] = None,
-    max_clarifications: Annotated[int | None, typer.Option(rich_help_panel=CONVERSATION, min=0, help="Learner questions answered per step before moving on (default 2).")] = None,
-    manager: Annotated[str | None, typer.Option(rich_help_panel=CONVERSATION, help="Who classifies learner messages: rules (Algorithm 1, default) or llm (a model: question / understood / off-topic / wants-to-stop, rules on a parse failure).")] = None,
-    manager_model: Annotated[str | None, typer.Option(rich_help_panel=CONVERSATION, help="Model spec of --manager llm (default: the teacher's).")] = None,
-    shard: Annotated[str | None, typer.Option(rich_help_panel=CLUSTER, help="K/N: run only every N-th tutorial starting at K (0-based; cluster array jobs) into <run>/shards/K-of-N; join them with `wikihowagent merge`.")] = None,
-    posttest: Annotated[bool | None, typer.Option("--posttest/--no-posttest", rich_help_panel=POSTTEST, help="After each conversation, the learner model writes the method's steps from memory (post-test; plus one cached pre-test per tutorial). Default: on (off with --preset paper).")] = None,
-    posttest_prompt: Annotated[str | None, typer.Option(rich_help_panel=POSTTEST, metavar="NAME", help="Wording of the post-/pre-test: v2 (default) or v3 (the learner may answer \"not taught\" / \"don't know\" per step); docs: Guides > Post-test.")] = None,
-    preset: Annotated[str | None, typer.Option(rich_help_panel=MODELS, help="'paper': the paper's prompts verbatim and decoding (max tokens 4096, temperature 0), under --config and flags.")] = None,
+    retries: Annotated[
+        int | None, typer.Option(rich_help_panel=MODELS, min=0, help="Retries with backoff per request.")
+    ] = None,
+    retry_failed: Annotated[
+        bool, typer.Option(rich_help_panel=CLUSTER, help="On resume, run failed conversations again.")
+    ] = True,
+    skip_invalid: Annotated[
+        bool, typer.Option(rich_help_panel=INPUTS, help="Skip (and list) bad articles instead of stopping.")
+    ] = False,
+    learner_persona: Annotated[
+        list[str] | None,
+        typer.Option(
+            rich_help_panel=CONVERSATION,
+            help="Learner persona from configs/personas.yaml: paper (default), curious, novice, passive, skeptical, distracted, expert. Repeat to mix personas (round-robin over the tutorials).",
+        ),
+    ] = None,
+    max_clarifications: Annotated[
+        int | None,
+        typer.Option(
+            rich_help_panel=CONVERSATION,
+            min=0,
+            help="Learner questions answered per step before moving on (default 2).",
+        ),
+    ] = None,
+    manager: Annotated[
+        str | None,
+        typer.Option(
+            rich_help_panel=CONVERSATION,
+            help="Who classifies learner messages: rules (Algorithm 1, default) or llm (a model: question / understood / off-topic / wants-to-stop, rules on a parse failure).",
+        ),
+    ] = None,
+    manager_model: Annotated[
+        str | None,
+        typer.Option(rich_help_panel=CONVERSATION, help="Model spec of --manager llm (default: the teacher's)."),
+    ] = None,
+    shard: Annotated[
+        str | None,
+        typer.Option(
+            rich_help_panel=CLUSTER,
+            help="K/N: run only every N-th tutorial starting at K (0-based; cluster array jobs) into <run>/shards/K-of-N; join them with `wikihowagent merge`.",
+        ),
+    ] = None,
+    posttest: Annotated[
+        bool | None,
+        typer.Option(
+            "--posttest/--no-posttest",
+            rich_help_panel=POSTTEST,
+            help="After each conversation, the learner model writes the method's steps from memory (post-test; plus one cached pre-test per tutorial). Default: on (off with --preset paper).",
+        ),
+    ] = None,
+    posttest_prompt: Annotated[
+        str | None,
+        typer.Option(
+            rich_help_panel=POSTTEST,
+            metavar="NAME",
+            help='Wording of the post-/pre-test: v2 (default) or v3 (the learner may answer "not taught" / "don\'t know" per step); docs: Guides > Post-test.',
+        ),
+    ] = None,
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            rich_help_panel=MODELS,
+            help="'paper': the paper's prompts verbatim and decoding (max tokens 4096, temperature 0), under --config and flags.",
+        ),
+    ] = None,
 ) -> None:
     """Simulate teacher-learner conversations over tutorials into a resumable run directory."""
     from rich.text import Text
@@ -64,14 +165,38 @@ def generate(
 
     console = make_console()
     request = GenerateRequest(
-        teacher=teacher, learner=learner, evaluator=evaluator, config=config, tutorials=tutorials, out=out,
-        max_tutorials=max_tutorials, domains=tuple(domain or ()), topics=tuple(topic or ()), domains_file=domains,
-        sample=sample, per=per, sample_seed=sample_seed, shard=shard, retry_failed=retry_failed,
-        skip_invalid=skip_invalid, base_url=tuple(base_url or ()), preset=preset, concurrency=concurrency,
+        teacher=teacher,
+        learner=learner,
+        evaluator=evaluator,
+        config=config,
+        tutorials=tutorials,
+        out=out,
+        max_tutorials=max_tutorials,
+        domains=tuple(domain or ()),
+        topics=tuple(topic or ()),
+        domains_file=domains,
+        sample=sample,
+        per=per,
+        sample_seed=sample_seed,
+        shard=shard,
+        retry_failed=retry_failed,
+        skip_invalid=skip_invalid,
+        base_url=tuple(base_url or ()),
+        preset=preset,
+        concurrency=concurrency,
         max_interactions=max_interactions,
-        history=history, temperature=temperature, seed=seed, max_tokens=max_tokens, timeout=timeout, retries=retries,
-        learner_personas=tuple(learner_persona or ()), max_clarifications=max_clarifications, manager=manager,
-        manager_model=manager_model, posttest=posttest, posttest_prompt=posttest_prompt,
+        history=history,
+        temperature=temperature,
+        seed=seed,
+        max_tokens=max_tokens,
+        timeout=timeout,
+        retries=retries,
+        learner_personas=tuple(learner_persona or ()),
+        max_clarifications=max_clarifications,
+        manager=manager,
+        manager_model=manager_model,
+        posttest=posttest,
+        posttest_prompt=posttest_prompt,
     )
     try:
         summary = run_generation(request, console)
@@ -86,16 +211,22 @@ def generate(
     stats, counts = summary.stats, summary.counts
     for err in stats.errors[:10]:
         print_labeled(console, "failed:", "red", err)
-    console.print(Text.assemble(
-        (str(summary.run_dir / CONVERSATIONS), "bold"),
-        f": {counts['conversations']} conversations "
-        f"({counts['finished']} finished, {counts['max_interactions']} cut at {summary.max_interactions} messages, "
-        f"{counts['failed']} failed); this run: {stats.done} done, {stats.failed} failed, "
-        f"{stats.completion_tokens} tokens generated; turn checks: {counts['turn_retries']} replies retried, "
-        f"{counts['turn_warnings']} turns kept with a warning"
-        + (f"; post-tests: {counts['posttests']} taken, {counts['posttest_failures']} without a step list"
-           if counts.get("posttests") else "")
-        + (f"; llm manager: {counts['manager_fallbacks']} fallbacks to the rules" if summary.llm_manager else "")))
+    console.print(
+        Text.assemble(
+            (str(summary.run_dir / CONVERSATIONS), "bold"),
+            f": {counts['conversations']} conversations "
+            f"({counts['finished']} finished, {counts['max_interactions']} cut at {summary.max_interactions} messages, "
+            f"{counts['failed']} failed); this run: {stats.done} done, {stats.failed} failed, "
+            f"{stats.completion_tokens} tokens generated; turn checks: {counts['turn_retries']} replies retried, "
+            f"{counts['turn_warnings']} turns kept with a warning"
+            + (
+                f"; post-tests: {counts['posttests']} taken, {counts['posttest_failures']} without a step list"
+                if counts.get("posttests")
+                else ""
+            )
+            + (f"; llm manager: {counts['manager_fallbacks']} fallbacks to the rules" if summary.llm_manager else ""),
+        )
+    )
     raise typer.Exit(summary.exit_code)
 
 

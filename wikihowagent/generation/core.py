@@ -21,23 +21,44 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from wikihowagent.errors import WikihowagentError
+from wikihowagent.backends.replicas import check_replicas, make_pooled_chat_model, role_endpoints
 from wikihowagent.config import Config, load_config
-from wikihowagent.shards import parse_shard
+from wikihowagent.corpus.core import (
+    LoadReport,
+    TutorialError,
+    default_tutorials_path,
+    empty_message,
+    print_load_warnings,
+)
+from wikihowagent.corpus.sampling import Per, select_tutorials
+from wikihowagent.errors import WikihowagentError
+from wikihowagent.presets import preset_config
 from wikihowagent.records import ConversationRecord, Tutorial, TutorialRef, conversation_lines, make_conversation_id
-from wikihowagent.runs import (CONVERSATIONS, RUN_INFO, DiskFullError, JsonlAppender, JsonlError, PretestCache,
-                               RunError, RunInfo, count_records, dir_lock, now, read_records, read_run_info,
-                               repair_torn_tail, rewrite_records, shard_dir, write_run_info)
+from wikihowagent.runs import (
+    CONVERSATIONS,
+    RUN_INFO,
+    DiskFullError,
+    JsonlAppender,
+    JsonlError,
+    PretestCache,
+    RunError,
+    RunInfo,
+    count_records,
+    dir_lock,
+    now,
+    read_records,
+    read_run_info,
+    repair_torn_tail,
+    rewrite_records,
+    shard_dir,
+    write_run_info,
+)
+from wikihowagent.shards import parse_shard
 from wikihowagent.workflow.graph import WorkflowOptions, build_graph, initial_state, recursion_limit
 from wikihowagent.workflow.manager import MANAGERS, Manager
 from wikihowagent.workflow.personas import Persona, select_personas
 from wikihowagent.workflow.posttest import PostTester, get_prompt
 from wikihowagent.workflow.prompts import PromptTemplates, load_prompts
-from wikihowagent.backends.replicas import check_replicas, make_pooled_chat_model, role_endpoints
-from wikihowagent.corpus.core import (LoadReport, TutorialError, default_tutorials_path, empty_message,
-                                      print_load_warnings)
-from wikihowagent.corpus.sampling import Per, select_tutorials
-from wikihowagent.presets import preset_config
 
 VERSIONED_PACKAGES = ("langgraph", "langchain-core", "langchain-openai", "langchain-ollama", "xllamacpp", "pydantic")
 
@@ -76,8 +97,16 @@ class RunStats:
     errors: list[str] = field(default_factory=list)
 
 
-def to_record(tutorial: Tutorial, state: dict[str, Any], run_name: str, teacher: str, learner: str,
-              started: str, options: WorkflowOptions, manager: str = "rules") -> ConversationRecord:
+def to_record(
+    tutorial: Tutorial,
+    state: dict[str, Any],
+    run_name: str,
+    teacher: str,
+    learner: str,
+    started: str,
+    options: WorkflowOptions,
+    manager: str = "rules",
+) -> ConversationRecord:
     turns = list(state.get("messages", []))
     for index, label, fell_back in state.get("labels", []):
         turns[index] = turns[index].model_copy(update={"manager_label": label, "manager_fallback": fell_back})
@@ -228,8 +257,15 @@ async def run_conversations(
     return stats
 
 
-def run_info(name: str, fingerprint: dict[str, Any], config: Config, resolved: dict[str, Any],
-             tutorials_source: str, started: str, filters: dict[str, Any]) -> RunInfo:
+def run_info(
+    name: str,
+    fingerprint: dict[str, Any],
+    config: Config,
+    resolved: dict[str, Any],
+    tutorials_source: str,
+    started: str,
+    filters: dict[str, Any],
+) -> RunInfo:
     return RunInfo(
         name=name,
         teacher=fingerprint["teacher"],
@@ -318,13 +354,23 @@ class GenerateRequest:
     def config_overrides(self) -> dict[str, Any]:
         return {
             "concurrency": self.concurrency,
-            "model": {"temperature": self.temperature, "seed": self.seed, "max_tokens": self.max_tokens,
-                      "timeout_s": self.timeout, "max_retries": self.retries},
-            "workflow": {"max_interactions": self.max_interactions, "history": self.history,
-                         "learner_personas": list(self.learner_personas) or None,
-                         "max_clarifications_per_step": self.max_clarifications, "manager": self.manager,
-                         "manager_model": self.manager_model, "posttest": self.posttest,
-                         "posttest_prompt": self.posttest_prompt},
+            "model": {
+                "temperature": self.temperature,
+                "seed": self.seed,
+                "max_tokens": self.max_tokens,
+                "timeout_s": self.timeout,
+                "max_retries": self.retries,
+            },
+            "workflow": {
+                "max_interactions": self.max_interactions,
+                "history": self.history,
+                "learner_personas": list(self.learner_personas) or None,
+                "max_clarifications_per_step": self.max_clarifications,
+                "manager": self.manager,
+                "manager_model": self.manager_model,
+                "posttest": self.posttest,
+                "posttest_prompt": self.posttest_prompt,
+            },
         }
 
 
@@ -352,10 +398,21 @@ def _select_tutorials(req: GenerateRequest, cfg: Config, console: Any) -> tuple[
     report = LoadReport()
     try:
         with console.status("reading tutorials", spinner="dots"):  # a 20,000-article crawl takes ~15 s
-            selected = list(select_tutorials(
-                source, domains=req.domains, topics=req.topics, domains_file=req.domains_file, sample=req.sample,
-                per=req.per, seed=req.sample_seed, max_tutorials=req.max_tutorials,
-                clean_citations=cfg.workflow.strip_citations, skip_invalid=req.skip_invalid, report=report))
+            selected = list(
+                select_tutorials(
+                    source,
+                    domains=req.domains,
+                    topics=req.topics,
+                    domains_file=req.domains_file,
+                    sample=req.sample,
+                    per=req.per,
+                    seed=req.sample_seed,
+                    max_tutorials=req.max_tutorials,
+                    clean_citations=cfg.workflow.strip_citations,
+                    skip_invalid=req.skip_invalid,
+                    report=report,
+                )
+            )
     except (TutorialError, ValueError) as exc:
         raise GenerateError(str(exc)) from None
     print_load_warnings(console, report)
@@ -384,10 +441,15 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
             shard_kn = parse_shard(req.shard)
         except ValueError as exc:
             raise GenerateError(str(exc)) from None
-        selected = selected[shard_kn[0]::shard_kn[1]]
-    filters = {"max_tutorials": req.max_tutorials, "domains": list(req.domains), "shard": req.shard,
-               "topics": list(req.topics), "domains_file": str(req.domains_file) if req.domains_file else None,
-               "sample": {"n": req.sample, "per": req.per, "seed": req.sample_seed} if req.sample else None}
+        selected = selected[shard_kn[0] :: shard_kn[1]]
+    filters = {
+        "max_tutorials": req.max_tutorials,
+        "domains": list(req.domains),
+        "shard": req.shard,
+        "topics": list(req.topics),
+        "domains_file": str(req.domains_file) if req.domains_file else None,
+        "sample": {"n": req.sample, "per": req.per, "seed": req.sample_seed} if req.sample else None,
+    }
 
     prompts = load_prompts(cfg.prompts or None)
     aliases = Path(cfg.models) if cfg.models else None
@@ -404,27 +466,39 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
         key = (resolved[role].spec, tuple(urls[role] or ()))
         if key not in checked:  # teacher = learner: one check, one warning per dead replica
             checked.add(key)
-            check_replicas(resolved[role], urls[role],
-                           lambda m: console.print(f"warning: {m}", highlight=False, markup=False))
+            check_replicas(
+                resolved[role], urls[role], lambda m: console.print(f"warning: {m}", highlight=False, markup=False)
+            )
     # Recorded in run.json so that `evaluate` asks the same server (not checked: it is not used here).
     judge = resolve_spec(req.evaluator or req.teacher, aliases)
     judge_urls = role_endpoints(judge, given, aliases)
-    options = WorkflowOptions(max_interactions=cfg.workflow.max_interactions, history=cfg.workflow.history,
-                              learner_farewell=cfg.workflow.learner_farewell,
-                              max_clarifications_per_step=cfg.workflow.max_clarifications_per_step,
-                              seed=cfg.model.seed)
-    name = req.out.name if req.out else default_run_name(req.teacher, learner, req.evaluator,
-                                                           cfg.workflow.learner_personas)
+    options = WorkflowOptions(
+        max_interactions=cfg.workflow.max_interactions,
+        history=cfg.workflow.history,
+        learner_farewell=cfg.workflow.learner_farewell,
+        max_clarifications_per_step=cfg.workflow.max_clarifications_per_step,
+        seed=cfg.model.seed,
+    )
+    name = (
+        req.out.name
+        if req.out
+        else default_run_name(req.teacher, learner, req.evaluator, cfg.workflow.learner_personas)
+    )
     run_dir = req.out or Path(cfg.runs_dir) / name
     if shard_kn is not None:  # shards keep the run's name, so conversation ids do not depend on sharding
         run_dir = shard_dir(run_dir, *shard_kn)
     # What the conversations depend on; transport settings (timeout, retries, slots, concurrency) may change
     # between invocations, e.g. a longer --timeout to finish the conversations that timed out.
     fingerprint = {
-        "teacher": req.teacher, "learner": learner, "evaluator": req.evaluator or req.teacher,
-        "model": cfg.model.model_dump(exclude={"timeout_s", "max_retries"}), # The post-test does not change the conversations: a run resumes with or without it.
+        "teacher": req.teacher,
+        "learner": learner,
+        "evaluator": req.evaluator or req.teacher,
+        "model": cfg.model.model_dump(
+            exclude={"timeout_s", "max_retries"}
+        ),  # The post-test does not change the conversations: a run resumes with or without it.
         "workflow": cfg.workflow.model_dump(exclude={"posttest", "posttest_prompt"}),
-        "prompts": prompts.model_dump(), "tutorials_source": source,
+        "prompts": prompts.model_dump(),
+        "tutorials_source": source,
         "personas": {p.name: p.model_dump() for p in personas.values()},
     }
     if any(r.provider == "local" for r in resolved.values()):
@@ -438,30 +512,76 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
             spec = roles[role]
             if spec not in models:  # homogeneous: one model object for both roles
                 models[spec] = make_pooled_chat_model(  # replicas, least-busy routing, outage pause
-                    resolved[role], cfg.model, cfg.local, urls[role], pool_settings=cfg.replicas,
-                    on_event=lambda m: console.print(f"note: {m}", highlight=False, markup=False))
+                    resolved[role],
+                    cfg.model,
+                    cfg.local,
+                    urls[role],
+                    pool_settings=cfg.replicas,
+                    on_event=lambda m: console.print(f"note: {m}", highlight=False, markup=False),
+                )
             return models[spec]
 
         try:
-            return _run(cfg, run_dir, name, fingerprint, endpoints, selected, source, filters, req.retry_failed,
-                        options, prompts, roles, model_for, console, personas)
+            return _run(
+                cfg,
+                run_dir,
+                name,
+                fingerprint,
+                endpoints,
+                selected,
+                source,
+                filters,
+                req.retry_failed,
+                options,
+                prompts,
+                roles,
+                model_for,
+                console,
+                personas,
+            )
         finally:
             shutdown_local_servers()
 
 
-def _run(cfg: Config, run_dir: Path, name: str, fingerprint: dict[str, Any], endpoints: dict[str, Any],
-         selected: list[Tutorial], source: str, filters: dict[str, Any], retry_failed: bool, options: WorkflowOptions,
-         prompts: PromptTemplates, roles: dict[str, str], model_for: Callable[[str], BaseChatModel],
-         console: Any, personas: Mapping[str, Persona]) -> GenerateSummary:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+def _run(
+    cfg: Config,
+    run_dir: Path,
+    name: str,
+    fingerprint: dict[str, Any],
+    endpoints: dict[str, Any],
+    selected: list[Tutorial],
+    source: str,
+    filters: dict[str, Any],
+    retry_failed: bool,
+    options: WorkflowOptions,
+    prompts: PromptTemplates,
+    roles: dict[str, str],
+    model_for: Callable[[str], BaseChatModel],
+    console: Any,
+    personas: Mapping[str, Persona],
+) -> GenerateSummary:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
     from rich.text import Text
 
     done_ids, previous = prepare_run_dir(run_dir, fingerprint, retry_failed)
     todo = [t for t in selected if t.tutorial_id not in done_ids]
     stats = RunStats(total=len(selected), already_done=len(selected) - len(todo))
-    console.print(Text.assemble("run ", (str(run_dir), "bold"), f": {len(selected)} tutorials, {stats.already_done} "
-                                f"already done, {len(todo)} to go (teacher={roles['teacher']}, "
-                                f"learner={roles['learner']}, concurrency={cfg.concurrency})"))
+    console.print(
+        Text.assemble(
+            "run ",
+            (str(run_dir), "bold"),
+            f": {len(selected)} tutorials, {stats.already_done} "
+            f"already done, {len(todo)} to go (teacher={roles['teacher']}, "
+            f"learner={roles['learner']}, concurrency={cfg.concurrency})",
+        )
+    )
     teacher_model, learner_model = (model_for("teacher"), model_for("learner")) if todo else (None, None)
     llm_manager = "manager" in roles
     manager = MANAGERS[cfg.workflow.manager](model_for("manager") if llm_manager and todo else None)
@@ -470,33 +590,55 @@ def _run(cfg: Config, run_dir: Path, name: str, fingerprint: dict[str, Any], end
     if previous is not None:
         info.resumed_at = now()
     write_run_info(run_dir, info)
-    summary = GenerateSummary(run_dir=run_dir, stats=stats, max_interactions=options.max_interactions,
-                              llm_manager=llm_manager)
+    summary = GenerateSummary(
+        run_dir=run_dir, stats=stats, max_interactions=options.max_interactions, llm_manager=llm_manager
+    )
     try:
         if todo:
             assert teacher_model is not None and learner_model is not None  # made above whenever there is work
             progress = Progress(
-                TextColumn("[bold]generate"), BarColumn(), MofNCompleteColumn(),
+                TextColumn("[bold]generate"),
+                BarColumn(),
+                MofNCompleteColumn(),
                 TextColumn("ok {task.fields[ok]} · failed {task.fields[failed]} · {task.fields[tokens]} tokens"),
-                TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console,
+                TimeElapsedColumn(),
+                TextColumn("eta"),
+                TimeRemainingColumn(),
+                console=console,
             )
             with progress:
                 task = progress.add_task("generate", total=len(todo), ok=0, failed=0, tokens=0)
 
                 def on_done(record: ConversationRecord) -> None:  # `stats` is updated in place before this is called
-                    progress.update(task, advance=1, ok=stats.done, failed=stats.failed,
-                                    tokens=stats.completion_tokens)
+                    progress.update(task, advance=1, ok=stats.done, failed=stats.failed, tokens=stats.completion_tokens)
 
                 with PretestCache(run_dir) as pretests:
                     test_prompt = get_prompt(cfg.workflow.posttest_prompt)
-                    tester = (PostTester(learner_model, roles["learner"], pretests, test_prompt)
-                              if cfg.workflow.posttest else None)
-                    asyncio.run(run_conversations(
-                        todo, teacher_model, learner_model, prompts, options, run_dir / CONVERSATIONS,
-                        run_name=name, teacher=roles["teacher"], learner=roles["learner"], concurrency=cfg.concurrency,
-                        on_done=on_done, stats=stats, personas=personas, manager=manager, manager_spec=manager_spec,
-                        posttest=tester,
-                    ))
+                    tester = (
+                        PostTester(learner_model, roles["learner"], pretests, test_prompt)
+                        if cfg.workflow.posttest
+                        else None
+                    )
+                    asyncio.run(
+                        run_conversations(
+                            todo,
+                            teacher_model,
+                            learner_model,
+                            prompts,
+                            options,
+                            run_dir / CONVERSATIONS,
+                            run_name=name,
+                            teacher=roles["teacher"],
+                            learner=roles["learner"],
+                            concurrency=cfg.concurrency,
+                            on_done=on_done,
+                            stats=stats,
+                            personas=personas,
+                            manager=manager,
+                            manager_spec=manager_spec,
+                            posttest=tester,
+                        )
+                    )
     except KeyboardInterrupt:
         summary.interrupted = True
     except DiskFullError as exc:  # the records written so far are whole; a rerun resumes
@@ -513,8 +655,11 @@ def _run(cfg: Config, run_dir: Path, name: str, fingerprint: dict[str, Any], end
 
 def _endpoint(resolved: Any, urls: list[str] | None) -> dict[str, Any]:
     """run.json's record of one role's model: the resolved spec, its endpoint and any further replicas."""
-    return (resolved.model_dump() | ({"base_url": urls[0]} if urls else {})
-            | ({"base_urls": urls} if urls and len(urls) > 1 else {}))
+    return (
+        resolved.model_dump()
+        | ({"base_url": urls[0]} if urls else {})
+        | ({"base_urls": urls} if urls and len(urls) > 1 else {})
+    )
 
 
 def assign_personas(tutorials: list[Tutorial], personas: list[Persona]) -> dict[str, Persona]:

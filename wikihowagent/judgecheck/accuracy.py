@@ -20,7 +20,9 @@ def win(orig: float, pert: float) -> float:
     return 1.0 if orig > pert else 0.0
 
 
-def paired_wins(pairs: Iterable[tuple[float | None, float | None]]) -> tuple[list[float], list[float], list[float], int]:
+def paired_wins(
+    pairs: Iterable[tuple[float | None, float | None]],
+) -> tuple[list[float], list[float], list[float], int]:
     """(original, perturbed) score pairs -> (wins, original scores, perturbed scores, pairs with a missing side)."""
     wins: list[float] = []
     orig: list[float] = []
@@ -48,8 +50,9 @@ def bootstrap_ci(values: list[float], n_boot: int = BOOTSTRAP, seed: int = 0) ->
     return float(lo), float(hi)
 
 
-def mean_accuracy_samples(modes: dict[str, list[dict[str, float]]], n_boot: int = BOOTSTRAP,
-                          seed: int = 0) -> tuple[dict[str, float], dict[str, Any]]:
+def mean_accuracy_samples(
+    modes: dict[str, list[dict[str, float]]], n_boot: int = BOOTSTRAP, seed: int = 0
+) -> tuple[dict[str, float], dict[str, Any]]:
     """The mean accuracy over cells of several judging modes on the same conversations, and its bootstrap.
 
     `modes`: {mode: [one {conversation id: win} per cell]}. -> ({mode: mean over cells of the cell's mean

@@ -21,16 +21,23 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.csvcells import people_csv
-from wikihowagent.figures import annotated_heatmap
 from wikihowagent.errors import WikihowagentError
+from wikihowagent.figures import annotated_heatmap
 from wikihowagent.records import Conversation, JudgmentRecord
-from wikihowagent.runs import JUDGE_CHECK_LOCK, JUDGMENTS
+from wikihowagent.runs import (
+    CONSISTENCY_CSV,
+    JUDGE_CHECK_LOCK,
+    JUDGMENTS,
+    PAIRWISE_SENSITIVITY_CSV,
+    PAIRWISE_SENSITIVITY_PNG,
+    PAIRWISE_SUMMARY_MD,
+    SENSITIVITY_CSV,
+    SENSITIVITY_PNG,
+    SUMMARY_MD,
+)
 
 from .accuracy import BOOTSTRAP, ORIGINAL, ORIGINAL_2, bootstrap_ci, paired_wins, win  # noqa: F401 (re-exported)
 from .perturbations import Perturbation, perturb
-from wikihowagent.runs import (CONSISTENCY_CSV, PAIRWISE_SENSITIVITY_CSV, PAIRWISE_SENSITIVITY_PNG,
-                               PAIRWISE_SUMMARY_MD, SENSITIVITY_CSV, SENSITIVITY_PNG, SUMMARY_MD)
-
 
 
 @dataclass
@@ -58,8 +65,9 @@ class CheckResult:
     mean_accuracy: float = math.nan
 
 
-def plan(convs: list[Conversation], perturbations: list[Perturbation], rubric_names: list[str],
-         stats: CheckStats) -> list[Job]:
+def plan(
+    convs: list[Conversation], perturbations: list[Perturbation], rubric_names: list[str], stats: CheckStats
+) -> list[Job]:
     jobs: list[Job] = []
     for c in convs:
         jobs.append(Job(c, ORIGINAL, list(rubric_names)))
@@ -84,16 +92,24 @@ def read_judgments(path: Path, evaluator: str, scoring: str, prompt: str = "") -
     meta = t.meta
     want = prompt if prompt else recorded_prompt(None, scoring)
     out: dict[tuple[str, str], dict[str, Any]] = {}
-    for cid, variant, ev, sc, pr, failures, scores in zip(meta["conversation_id"], meta["variant"], meta["evaluator"],
-                                                           meta["scoring"], meta["prompt"], meta["failures"],
-                                                           t.iter_row_metrics(), strict=True):
+    for cid, variant, ev, sc, pr, failures, scores in zip(
+        meta["conversation_id"],
+        meta["variant"],
+        meta["evaluator"],
+        meta["scoring"],
+        meta["prompt"],
+        meta["failures"],
+        t.iter_row_metrics(),
+        strict=True,
+    ):
         if ev == evaluator and sc == scoring and (pr or recorded_prompt(None, sc)) == want:
             out[(cid, variant)] = {"scores": scores, "judge_failures": list(failures)}
     return out
 
 
-async def run_jobs(jobs: list[Job], judge: Any, evaluator: str, path: Path, progress: Callable[[int], None],
-                   stats: CheckStats) -> None:
+async def run_jobs(
+    jobs: list[Job], judge: Any, evaluator: str, path: Path, progress: Callable[[int], None], stats: CheckStats
+) -> None:
     from wikihowagent.evaluation.runner import gather_cancelling
     from wikihowagent.runs import JsonlAppender
 
@@ -110,10 +126,19 @@ async def run_jobs(jobs: list[Job], judge: Any, evaluator: str, path: Path, prog
 
         async def one(j: Job) -> None:
             res = await judge.judge(j.conv, j.names, j.seed_variant)
-            sink.append(JudgmentRecord(conversation_id=j.conv.conversation_id, run=j.conv.run, variant=j.variant,
-                                       evaluator=evaluator, judge_scoring=judge.label,
-                                       judge_prompt=judge.prompt_name, scores=res.scores,
-                                       judge_failures=res.failures, notes=res.notes))
+            sink.append(
+                JudgmentRecord(
+                    conversation_id=j.conv.conversation_id,
+                    run=j.conv.run,
+                    variant=j.variant,
+                    evaluator=evaluator,
+                    judge_scoring=judge.label,
+                    judge_prompt=judge.prompt_name,
+                    scores=res.scores,
+                    judge_failures=res.failures,
+                    notes=res.notes,
+                )
+            )
             stats.judged += 1
             stats.rubric_scores += len(res.scores)
             stats.failures += len(res.failures)
@@ -127,8 +152,9 @@ async def run_jobs(jobs: list[Job], judge: Any, evaluator: str, path: Path, prog
 # --------------------------------------------------------------------------------------------------
 
 
-def sensitivity_table(records: dict[tuple[str, str], dict[str, Any]], perturbations: list[Perturbation],
-                      rubric_names: list[str]) -> Any:
+def sensitivity_table(
+    records: dict[tuple[str, str], dict[str, Any]], perturbations: list[Perturbation], rubric_names: list[str]
+) -> Any:
     import pandas as pd
 
     rows = []
@@ -138,28 +164,63 @@ def sensitivity_table(records: dict[tuple[str, str], dict[str, Any]], perturbati
                 continue
             wins, o_scores, p_scores, failed = paired_wins(_score_pairs(records, p, rubric).values())
             lo, hi = bootstrap_ci(wins)
-            rows.append({"rubric": rubric, "perturbation": p.name, "n": len(wins),
-                         "accuracy": _r(sum(wins) / len(wins)) if wins else None, "ci_low": _r(lo), "ci_high": _r(hi),
-                         "mean_original": _r(_mean(o_scores)), "mean_perturbed": _r(_mean(p_scores)),
-                         "ties": sum(w == 0.5 for w in wins), "failed": failed})
-    return pd.DataFrame(rows, columns=["rubric", "perturbation", "n", "accuracy", "ci_low", "ci_high",
-                                       "mean_original", "mean_perturbed", "ties", "failed"])
+            rows.append(
+                {
+                    "rubric": rubric,
+                    "perturbation": p.name,
+                    "n": len(wins),
+                    "accuracy": _r(sum(wins) / len(wins)) if wins else None,
+                    "ci_low": _r(lo),
+                    "ci_high": _r(hi),
+                    "mean_original": _r(_mean(o_scores)),
+                    "mean_perturbed": _r(_mean(p_scores)),
+                    "ties": sum(w == 0.5 for w in wins),
+                    "failed": failed,
+                }
+            )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "rubric",
+            "perturbation",
+            "n",
+            "accuracy",
+            "ci_low",
+            "ci_high",
+            "mean_original",
+            "mean_perturbed",
+            "ties",
+            "failed",
+        ],
+    )
 
 
-def _score_pairs(records: dict[tuple[str, str], dict[str, Any]], p: Perturbation,
-                 rubric: str) -> dict[str, tuple[float | None, float | None]]:
+def _score_pairs(
+    records: dict[tuple[str, str], dict[str, Any]], p: Perturbation, rubric: str
+) -> dict[str, tuple[float | None, float | None]]:
     """{conversation id: (original's score, perturbed copy's score)} on one cell."""
     originals = {cid: r for (cid, v), r in records.items() if v == ORIGINAL}
-    return {cid: ((originals[cid].get("scores") or {}).get(rubric), (rec.get("scores") or {}).get(rubric))
-            for (cid, v), rec in records.items() if v == p.name and cid in originals}
+    return {
+        cid: ((originals[cid].get("scores") or {}).get(rubric), (rec.get("scores") or {}).get(rubric))
+        for (cid, v), rec in records.items()
+        if v == p.name and cid in originals
+    }
 
 
-def cell_wins(records: dict[tuple[str, str], dict[str, Any]], perturbations: list[Perturbation],
-              rubric_names: list[str]) -> dict[tuple[str, str], dict[str, float]]:
+def cell_wins(
+    records: dict[tuple[str, str], dict[str, Any]], perturbations: list[Perturbation], rubric_names: list[str]
+) -> dict[tuple[str, str], dict[str, float]]:
     """{(rubric, perturbation): {conversation id: win}} of the absolute judge on every targeted cell."""
-    return {(rubric, p.name): {cid: win(o, q) for cid, (o, q) in _score_pairs(records, p, rubric).items()
-                               if o is not None and q is not None}
-            for p in perturbations for rubric in p.targets if rubric in rubric_names}
+    return {
+        (rubric, p.name): {
+            cid: win(o, q)
+            for cid, (o, q) in _score_pairs(records, p, rubric).items()
+            if o is not None and q is not None
+        }
+        for p in perturbations
+        for rubric in p.targets
+        if rubric in rubric_names
+    }
 
 
 def consistency_table(records: dict[tuple[str, str], dict[str, Any]], rubric_names: list[str]) -> Any:
@@ -171,18 +232,25 @@ def consistency_table(records: dict[tuple[str, str], dict[str, Any]], rubric_nam
     second = {cid: r.get("scores") or {} for (cid, v), r in records.items() if v == ORIGINAL_2}
     rows = []
     for rubric in rubric_names:
-        pairs = [(first[c].get(rubric), second[c].get(rubric)) for c in first if c in second]
-        pairs = [(a, b) for a, b in pairs if a is not None and b is not None]
-        scores = [s.get(rubric) for s in first.values() if s.get(rubric) is not None]
+        both = [(first[c].get(rubric), second[c].get(rubric)) for c in first if c in second]
+        pairs: list[tuple[float, float]] = [(a, b) for a, b in both if a is not None and b is not None]
+        scores: list[float] = [v for s in first.values() if (v := s.get(rubric)) is not None]
         alpha = math.nan
         if len(pairs) >= 2:
             data = np.array(pairs, dtype=float).T
             if np.ptp(data) > 0:
                 alpha = float(krippendorff.alpha(reliability_data=data, level_of_measurement="interval"))
-        rows.append({"rubric": rubric, "n": len(pairs), "alpha": _r(alpha),
-                     "mean_abs_diff": _r(_mean([abs(a - b) for a, b in pairs])),
-                     "mean": _r(_mean(scores)), "sd_across_conversations": _r(_sd(scores)),
-                     "distinct_scores": len({round(s, 4) for s in scores})})
+        rows.append(
+            {
+                "rubric": rubric,
+                "n": len(pairs),
+                "alpha": _r(alpha),
+                "mean_abs_diff": _r(_mean([abs(a - b) for a, b in pairs])),
+                "mean": _r(_mean(scores)),
+                "sd_across_conversations": _r(_sd(scores)),
+                "distinct_scores": len({round(s, 4) for s in scores}),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -210,25 +278,45 @@ def heatmap(sens: Any, rubric_names: list[str], perturbations: list[Perturbation
     for _, row in sens.iterrows():
         if row["accuracy"] is not None and not (isinstance(row["accuracy"], float) and math.isnan(row["accuracy"])):
             grid[rubrics.index(row["rubric"]), cols.index(row["perturbation"])] = row["accuracy"]
-    return annotated_heatmap(grid, cols, rubrics, path, title=title, colorbar="P(original scores higher)",
-                             figsize=(1.2 * len(cols) + 2.5, 0.55 * len(rubrics) + 1.8), xrotation=35)
+    return annotated_heatmap(
+        grid,
+        cols,
+        rubrics,
+        path,
+        title=title,
+        colorbar="P(original scores higher)",
+        figsize=(1.2 * len(cols) + 2.5, 0.55 * len(rubrics) + 1.8),
+        xrotation=35,
+    )
 
 
-def markdown_summary(sens: Any, cons: Any, perturbations: list[Perturbation], judge_desc: str, stats: CheckStats,
-                     n_convs: int) -> str:
+def markdown_summary(
+    sens: Any, cons: Any, perturbations: list[Perturbation], judge_desc: str, stats: CheckStats, n_convs: int
+) -> str:
     from wikihowagent.evaluation.summary import markdown_table
 
     acc = [a for a in sens["accuracy"] if a is not None and not (isinstance(a, float) and math.isnan(a))]
     mean_acc = _mean(acc)
-    lines = [f"# judge-check: {judge_desc}", "",
-             f"{n_convs} conversations; mean accuracy over the {len(acc)} targeted rubric x perturbation cells: "
-             f"**{mean_acc:.3f}** (1 = the judge always scores the original higher, 0.5 = chance).", "",
-             f"Judge failures (calls, parse failures, rubrics below the digit-probability threshold): {stats.failures} "
-             f"of {stats.rubric_scores} rubric scores asked in this invocation; {stats.not_applicable} perturbed "
-             "copies not applicable (nothing to change).", "", "## Sensitivity", ""]
+    lines = [
+        f"# judge-check: {judge_desc}",
+        "",
+        f"{n_convs} conversations; mean accuracy over the {len(acc)} targeted rubric x perturbation cells: "
+        f"**{mean_acc:.3f}** (1 = the judge always scores the original higher, 0.5 = chance).",
+        "",
+        f"Judge failures (calls, parse failures, rubrics below the digit-probability threshold): {stats.failures} "
+        f"of {stats.rubric_scores} rubric scores asked in this invocation; {stats.not_applicable} perturbed "
+        "copies not applicable (nothing to change).",
+        "",
+        "## Sensitivity",
+        "",
+    ]
 
     def fmt(v: Any) -> str:
-        return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else (f"{v:.3f}" if isinstance(v, float) else str(v))
+        return (
+            "–"
+            if v is None or (isinstance(v, float) and math.isnan(v))
+            else (f"{v:.3f}" if isinstance(v, float) else str(v))
+        )
 
     lines.append(markdown_table(list(sens.columns), [[fmt(v) for v in row] for row in sens.itertuples(index=False)]))
     lines += ["", "## Self-consistency (originals judged twice: rubric order reversed, seed + 1)", ""]
@@ -238,10 +326,20 @@ def markdown_summary(sens: Any, cons: Any, perturbations: list[Perturbation], ju
     return "\n".join(lines) + "\n"
 
 
-def analyse(out_dir: Path, perturbations: list[Perturbation], rubric_names: list[str], evaluator: str, scoring: str,
-            conv_ids: set[str], stats: CheckStats, figures: bool = True, prompt: str = "") -> CheckResult:
-    records = {k: v for k, v in read_judgments(out_dir / JUDGMENTS, evaluator, scoring, prompt).items()
-               if k[0] in conv_ids}
+def analyse(
+    out_dir: Path,
+    perturbations: list[Perturbation],
+    rubric_names: list[str],
+    evaluator: str,
+    scoring: str,
+    conv_ids: set[str],
+    stats: CheckStats,
+    figures: bool = True,
+    prompt: str = "",
+) -> CheckResult:
+    records = {
+        k: v for k, v in read_judgments(out_dir / JUDGMENTS, evaluator, scoring, prompt).items() if k[0] in conv_ids
+    }
     sens = sensitivity_table(records, perturbations, rubric_names)
     cons = consistency_table(records, rubric_names)
     written = []
@@ -266,8 +364,9 @@ PAIRWISE_SUMMARY = PAIRWISE_SUMMARY_MD
 PAIRWISE_HEATMAP = PAIRWISE_SENSITIVITY_PNG
 
 
-def plan_pairwise(convs: list[Conversation], perturbations: list[Perturbation], rubric_names: list[str],
-                  stats: CheckStats) -> list[Any]:
+def plan_pairwise(
+    convs: list[Conversation], perturbations: list[Perturbation], rubric_names: list[str], stats: CheckStats
+) -> list[Any]:
     """Per conversation: (original, perturbed) for every perturbation, then (perturbed, original); each asked
     on the perturbation's target rubrics only. The first block shares the prompt prefix up to the original."""
     from wikihowagent.compare.engine import PairJob
@@ -281,15 +380,24 @@ def plan_pairwise(convs: list[Conversation], perturbations: list[Perturbation], 
                 stats.not_applicable += 1
                 continue
             pairs.append((p, pc))
-        jobs += [PairJob(c.conversation_id, ORIGINAL, p.name, c, pc, [t for t in p.targets if t in rubric_names])
-                 for p, pc in pairs]
-        jobs += [PairJob(c.conversation_id, p.name, ORIGINAL, pc, c, [t for t in p.targets if t in rubric_names])
-                 for p, pc in pairs]
+        jobs += [
+            PairJob(c.conversation_id, ORIGINAL, p.name, c, pc, [t for t in p.targets if t in rubric_names])
+            for p, pc in pairs
+        ]
+        jobs += [
+            PairJob(c.conversation_id, p.name, ORIGINAL, pc, c, [t for t in p.targets if t in rubric_names])
+            for p, pc in pairs
+        ]
     return jobs
 
 
-def pairwise_cells(records: dict[tuple[str, ...], Any], perturbations: list[Perturbation], rubric_names: list[str],
-                   rule: str | None = None, tie_band: float = 0.0) -> dict[tuple[str, str], list[dict[str, Any]]]:
+def pairwise_cells(
+    records: dict[tuple[str, ...], Any],
+    perturbations: list[Perturbation],
+    rubric_names: list[str],
+    rule: str | None = None,
+    tie_band: float = 0.0,
+) -> dict[tuple[str, str], list[dict[str, Any]]]:
     """{(rubric, perturbation): verdict rows (compare.core.verdict_rows: run_a = the original, so verdict "A" =
     the original preferred)} of every targeted cell, under one verdict rule."""
     from wikihowagent.compare.engine import verdict_rows
@@ -310,8 +418,12 @@ def verdict_wins(rows: list[dict[str, Any]]) -> dict[str, float]:
     return {r["tutorial_id"]: winner_score(r["verdict"]) for r in rows}
 
 
-def pairwise_table(records: dict[tuple[str, ...], Any], agree: dict[tuple[str, str], list[dict[str, Any]]],
-                   averaged: dict[tuple[str, str], list[dict[str, Any]]], absolute: Any | None = None) -> Any:
+def pairwise_table(
+    records: dict[tuple[str, ...], Any],
+    agree: dict[tuple[str, str], list[dict[str, Any]]],
+    averaged: dict[tuple[str, str], list[dict[str, Any]]],
+    absolute: Any | None = None,
+) -> Any:
     """Per targeted rubric x perturbation: accuracy under the `agree` rule (the original preferred in both
     orders = 1, a tie 0.5, the perturbed copy = 0) and under the `average` rule (the order-averaged P(original
     better) outside 0.5 ± tie_band), each with a bootstrap CI over conversations; position consistency, mean
@@ -326,13 +438,22 @@ def pairwise_table(records: dict[tuple[str, ...], Any], agree: dict[tuple[str, s
         asked = {k[0] for k in records if k[1:3] in ((ORIGINAL, pert), (pert, ORIGINAL))}
         lo, hi = bootstrap_ci(scores)
         alo, ahi = bootstrap_ci(avg)
-        row = {"rubric": rubric, "perturbation": pert, "n": len(sel),
-               "accuracy": _r(_mean(scores)), "ci_low": _r(lo), "ci_high": _r(hi),
-               "accuracy_averaged": _r(_mean(avg)), "averaged_ci_low": _r(alo), "averaged_ci_high": _r(ahi),
-               "position_consistency": _r(_mean([float(r["consistent"]) for r in sel])),
-               "mean_p_original": _r(_mean([r["p_a"] for r in sel])),
-               "ties": sum(x == 0.5 for x in scores), "ties_averaged": sum(x == 0.5 for x in avg),
-               "failed": len(asked) - len(sel)}
+        row = {
+            "rubric": rubric,
+            "perturbation": pert,
+            "n": len(sel),
+            "accuracy": _r(_mean(scores)),
+            "ci_low": _r(lo),
+            "ci_high": _r(hi),
+            "accuracy_averaged": _r(_mean(avg)),
+            "averaged_ci_low": _r(alo),
+            "averaged_ci_high": _r(ahi),
+            "position_consistency": _r(_mean([float(r["consistent"]) for r in sel])),
+            "mean_p_original": _r(_mean([r["p_a"] for r in sel])),
+            "ties": sum(x == 0.5 for x in scores),
+            "ties_averaged": sum(x == 0.5 for x in avg),
+            "failed": len(asked) - len(sel),
+        }
         if absolute is not None:
             hit = absolute[(absolute["rubric"] == rubric) & (absolute["perturbation"] == pert)]
             row["absolute_accuracy"] = None if hit.empty else hit.iloc[0]["accuracy"]
@@ -343,6 +464,7 @@ def pairwise_table(records: dict[tuple[str, ...], Any], agree: dict[tuple[str, s
 @dataclass(frozen=True)
 class ModeAccuracy:
     """One judging mode's mean accuracy over the targeted cells, with a 95 % bootstrap CI over conversations."""
+
     mode: str
     mean: float
     ci_low: float
@@ -352,8 +474,9 @@ class ModeAccuracy:
         return f"{self.mode} {self.mean:.3f} [{self.ci_low:.3f}, {self.ci_high:.3f}]"
 
 
-def compare_modes(modes: dict[str, list[dict[str, float]]], n_boot: int = BOOTSTRAP,
-                  seed: int = 0) -> tuple[list[ModeAccuracy], str]:
+def compare_modes(
+    modes: dict[str, list[dict[str, float]]], n_boot: int = BOOTSTRAP, seed: int = 0
+) -> tuple[list[ModeAccuracy], str]:
     """Each mode's mean accuracy with its CI (the same resampled conversations for all), and a one-line
     recommendation: the most accurate mode when it is above chance and its paired difference from the
     runner-up excludes 0; else what the data do not support."""
@@ -374,9 +497,12 @@ def compare_modes(modes: dict[str, list[dict[str, float]]], n_boot: int = BOOTST
         second = ranked[1]
         lo, hi = percentile_ci(samples[best.mode] - samples[second.mode])
         diff = f"{best.mean - second.mean:.3f} [{lo:.3f}, {hi:.3f}]"
-        advice = (f"use {best.mode}: more accurate than {second.mode} by {diff}" if lo > 0 else
-                  f"no reliable difference between {best.mode} and {second.mode} ({diff}); measure more conversations "
-                  "before preferring either")
+        advice = (
+            f"use {best.mode}: more accurate than {second.mode} by {diff}"
+            if lo > 0
+            else f"no reliable difference between {best.mode} and {second.mode} ({diff}); measure more conversations "
+            "before preferring either"
+        )
     return accs, f"Recommendation: {advice} ({'; '.join(a.text() for a in ranked)}; n = {n} conversations)."
 
 
@@ -391,9 +517,18 @@ class PairwiseCheck:
     written: list[Path] = field(default_factory=list)
 
 
-def analyse_pairwise(out_dir: Path, records: dict[tuple[str, ...], Any], perturbations: list[Perturbation],
-                     rubric_names: list[str], evaluator: str, reading: str, conv_ids: set[str], stats: CheckStats,
-                     figures: bool = True, tie_band: float = 0.0) -> PairwiseCheck:
+def analyse_pairwise(
+    out_dir: Path,
+    records: dict[tuple[str, ...], Any],
+    perturbations: list[Perturbation],
+    rubric_names: list[str],
+    evaluator: str,
+    reading: str,
+    conv_ids: set[str],
+    stats: CheckStats,
+    figures: bool = True,
+    tie_band: float = 0.0,
+) -> PairwiseCheck:
     """pairwise_sensitivity.csv / pairwise_summary.md / pairwise_sensitivity.png: accuracy under both verdict
     rules with CIs and position consistency; next to the absolute judge's accuracy when `judgments.jsonl`
     holds this evaluator's absolute judgments of the same conversations; a one-line recommendation last."""
@@ -406,8 +541,9 @@ def analyse_pairwise(out_dir: Path, records: dict[tuple[str, ...], Any], perturb
     absolute = absolute_records = None
     for scoring in ("weighted", "json", "sampled"):
         prompt = "" if scoring == "json" else DEFAULT_PROMPT  # the absolute judge `judge-check` runs by default
-        absolute_records = {k: v for k, v in read_judgments(out_dir / JUDGMENTS, evaluator, scoring, prompt).items()
-                            if k[0] in conv_ids}
+        absolute_records = {
+            k: v for k, v in read_judgments(out_dir / JUDGMENTS, evaluator, scoring, prompt).items() if k[0] in conv_ids
+        }
         if absolute_records:
             absolute = sensitivity_table(absolute_records, perturbations, rubric_names)
             absolute_mode = scoring
@@ -416,47 +552,89 @@ def analyse_pairwise(out_dir: Path, records: dict[tuple[str, ...], Any], perturb
     averaged = pairwise_cells(records, perturbations, rubric_names, AVERAGE, tie_band)
     table = pairwise_table(records, agree, averaged, absolute)
     acc = [a for a in table["accuracy"] if a is not None and not (isinstance(a, float) and math.isnan(a))]
-    weights = [(n, c) for n, c in zip(table["n"], table["position_consistency"], strict=True) if c is not None and not (isinstance(c, float) and math.isnan(c))]
-    consistency = sum(n * c for n, c in weights) / sum(n for n, _ in weights) if weights and sum(n for n, _ in weights) else math.nan
+    weights = [
+        (n, c)
+        for n, c in zip(table["n"], table["position_consistency"], strict=True)
+        if c is not None and not (isinstance(c, float) and math.isnan(c))
+    ]
+    consistency = (
+        sum(n * c for n, c in weights) / sum(n for n, _ in weights)
+        if weights and sum(n for n, _ in weights)
+        else math.nan
+    )
     res = PairwiseCheck(table, _mean(acc), consistency)
     agree_label, avg_label = VERDICT_RULES[AGREE].label(tie_band), VERDICT_RULES[AVERAGE].label(tie_band)
-    modes = {f"pairwise, {agree_label}": [verdict_wins(v) for v in agree.values()],
-             f"pairwise, {avg_label}": [verdict_wins(v) for v in averaged.values()]}
-    if absolute is not None:
-        cells = {(r, p) for r, p, n in zip(table["rubric"], table["perturbation"], table["n"], strict=True) if n}  # judged pairwise
-        modes[f"absolute, {absolute_mode}"] = [w for k, w in cell_wins(absolute_records, perturbations,
-                                                                        rubric_names).items() if k in cells]
+    modes = {
+        f"pairwise, {agree_label}": [verdict_wins(v) for v in agree.values()],
+        f"pairwise, {avg_label}": [verdict_wins(v) for v in averaged.values()],
+    }
+    if absolute is not None and absolute_records is not None:
+        cells = {
+            (r, p) for r, p, n in zip(table["rubric"], table["perturbation"], table["n"], strict=True) if n
+        }  # judged pairwise
+        modes[f"absolute, {absolute_mode}"] = [
+            w for k, w in cell_wins(absolute_records, perturbations, rubric_names).items() if k in cells
+        ]
     res.modes, res.recommendation = compare_modes(modes)
     if absolute is None:
         res.recommendation = res.recommendation.replace(
-            "Recommendation:", "Recommendation among the pairwise rules (no absolute judgments of this judge here):", 1)
-    lines = [f"# judge-check --pairwise: {evaluator} (pairwise, {reading})", "", reading_note(reading), "",
-             f"{len(conv_ids)} conversations; each perturbed copy judged against its original in both orders on the "
-             "perturbation's target rubrics only. accuracy: verdict rule `agree` (the original preferred in both "
-             "orders = 1, a tie (the orders disagree) = 0.5, the perturbed copy = 0); accuracy_averaged: verdict "
-             f"rule `{avg_label}` (P(original better) averaged over the two orders; a constant position bias "
-             "cancels); 95 % bootstrap CIs over conversations.", "",
-             f"Mean accuracy over the {len(acc)} targeted cells: **{res.mean_accuracy:.3f}**; position consistency "
-             f"(both orders agree), pooled: **{consistency:.3f}**."]
+            "Recommendation:", "Recommendation among the pairwise rules (no absolute judgments of this judge here):", 1
+        )
+    lines = [
+        f"# judge-check --pairwise: {evaluator} (pairwise, {reading})",
+        "",
+        reading_note(reading),
+        "",
+        f"{len(conv_ids)} conversations; each perturbed copy judged against its original in both orders on the "
+        "perturbation's target rubrics only. accuracy: verdict rule `agree` (the original preferred in both "
+        "orders = 1, a tie (the orders disagree) = 0.5, the perturbed copy = 0); accuracy_averaged: verdict "
+        f"rule `{avg_label}` (P(original better) averaged over the two orders; a constant position bias "
+        "cancels); 95 % bootstrap CIs over conversations.",
+        "",
+        f"Mean accuracy over the {len(acc)} targeted cells: **{res.mean_accuracy:.3f}**; position consistency "
+        f"(both orders agree), pooled: **{consistency:.3f}**.",
+    ]
     if absolute is not None and "absolute_accuracy" in table:
-        abs_acc = [a for a, n in zip(table["absolute_accuracy"], table["n"], strict=True)
-                   if n and a is not None and not (isinstance(a, float) and math.isnan(a))]  # the cells judged pairwise
+        abs_acc = [
+            a
+            for a, n in zip(table["absolute_accuracy"], table["n"], strict=True)
+            if n and a is not None and not (isinstance(a, float) and math.isnan(a))
+        ]  # the cells judged pairwise
         res.absolute_mean_accuracy = _mean(abs_acc)
         lines.append(f"The absolute judge ({absolute_mode}) on the same cells: **{res.absolute_mean_accuracy:.3f}**.")
-    lines += ["", "Mean accuracy over the targeted cells, 95 % CI (bootstrap over conversations): "
-              + "; ".join(m.text() for m in res.modes) + "."]
-    lines += ["", f"Unreadable verdicts (not one letter, low letter probability, refused calls): {stats.failures} of "
-              f"{stats.rubric_scores} asked in this invocation.", "", md_table(table), ""]
+    lines += [
+        "",
+        "Mean accuracy over the targeted cells, 95 % CI (bootstrap over conversations): "
+        + "; ".join(m.text() for m in res.modes)
+        + ".",
+    ]
+    lines += [
+        "",
+        f"Unreadable verdicts (not one letter, low letter probability, refused calls): {stats.failures} of "
+        f"{stats.rubric_scores} asked in this invocation.",
+        "",
+        md_table(table),
+        "",
+    ]
     if absolute is None:
-        lines.append("(No absolute judgments of this judge in this directory: run judge-check without --pairwise into "
-                     "the same --out to compare the modes.)")
+        lines.append(
+            "(No absolute judgments of this judge in this directory: run judge-check without --pairwise into "
+            "the same --out to compare the modes.)"
+        )
     lines += [res.recommendation, ""]
     p = out_dir / PAIRWISE_SUMMARY
     p.write_text("\n".join(lines), encoding="utf-8")
     res.written += [people_csv(table, out_dir / PAIRWISE_SENSITIVITY), p]
     if figures and len(table):
-        res.written.append(heatmap(table, rubric_names, perturbations, out_dir / PAIRWISE_HEATMAP,
-                                   f"judge-check --pairwise: {evaluator} ({reading})"))
+        res.written.append(
+            heatmap(
+                table,
+                rubric_names,
+                perturbations,
+                out_dir / PAIRWISE_HEATMAP,
+                f"judge-check --pairwise: {evaluator} ({reading})",
+            )
+        )
     return res
 
 
@@ -501,23 +679,74 @@ def run_judge_check(req: JudgeCheckRequest, console: Any) -> None:
     if req.posttest_tutorials and not req.posttest_learner:
         raise JudgeCheckError("--tutorials: give --posttest-learner (the tutorial sets split the post-test's validity)")
     if req.posttest_likelihood and not req.posttest_learner:
-        raise JudgeCheckError("--posttest-likelihood: give --posttest-learner (the model whose log-probabilities are read)")
+        raise JudgeCheckError(
+            "--posttest-likelihood: give --posttest-learner (the model whose log-probabilities are read)"
+        )
     specs = list(dict.fromkeys(req.evaluators))
     if len(specs) > 1:
-        _judge_panel(console, specs, req.runs, req.out, req.judge_scoring, req.judge_rationale, req.perturbations,
-                     req.rubrics, req.max_conversations, req.config, req.base_url, req.concurrency, req.retries,
-                     not req.figures, req.pairwise, req.judge_prompt)
+        _judge_panel(
+            console,
+            specs,
+            req.runs,
+            req.out,
+            req.judge_scoring,
+            req.judge_rationale,
+            req.perturbations,
+            req.rubrics,
+            req.max_conversations,
+            req.config,
+            req.base_url,
+            req.concurrency,
+            req.retries,
+            not req.figures,
+            req.pairwise,
+            req.judge_prompt,
+        )
     else:
-        _judge_check(console, req.runs, req.out, specs[0] if specs else None, req.judge_scoring, req.judge_rationale,
-                     req.perturbations, req.rubrics, req.max_conversations, req.config, req.base_url, req.concurrency,
-                     req.retries, not req.figures, req.pairwise, req.pairwise_reading, req.judge_prompt,
-                     req.posttest_learner, tie_band=req.tie_band, posttest_prompt=req.posttest_prompt,
-                     posttest_tutorials=req.posttest_tutorials, posttest_likelihood=req.posttest_likelihood)
+        _judge_check(
+            console,
+            req.runs,
+            req.out,
+            specs[0] if specs else None,
+            req.judge_scoring,
+            req.judge_rationale,
+            req.perturbations,
+            req.rubrics,
+            req.max_conversations,
+            req.config,
+            req.base_url,
+            req.concurrency,
+            req.retries,
+            not req.figures,
+            req.pairwise,
+            req.pairwise_reading,
+            req.judge_prompt,
+            req.posttest_learner,
+            tie_band=req.tie_band,
+            posttest_prompt=req.posttest_prompt,
+            posttest_tutorials=req.posttest_tutorials,
+            posttest_likelihood=req.posttest_likelihood,
+        )
 
 
-def _judge_panel(console, specs, runs, out, judge_scoring, judge_rationale, perturbations_path, rubrics_path,
-                 max_conversations, config, base_url, concurrency, retries, no_figures, pairwise,
-                 judge_prompt=None) -> None:
+def _judge_panel(
+    console,
+    specs,
+    runs,
+    out,
+    judge_scoring,
+    judge_rationale,
+    perturbations_path,
+    rubrics_path,
+    max_conversations,
+    config,
+    base_url,
+    concurrency,
+    retries,
+    no_figures,
+    pairwise,
+    judge_prompt=None,
+) -> None:
     """Each judge into OUT/<judge>/, then the panel of their mean scores into OUT/panel/."""
     from wikihowagent.evaluation.judge import load_rubrics
     from wikihowagent.evaluation.panel import judge_slug
@@ -531,19 +760,45 @@ def _judge_panel(console, specs, runs, out, judge_scoring, judge_rationale, pert
     accuracy = {}
     for spec in specs:
         console.print(f"panel judge {spec} -> {out / judge_slug(spec)}", highlight=False, markup=False)
-        _judge_check(console, runs, out / judge_slug(spec), spec, judge_scoring, judge_rationale,
-                     perturbations_path, rubrics_path, max_conversations, config, base_url, concurrency,
-                     retries, no_figures, judge_prompt=judge_prompt)
+        _judge_check(
+            console,
+            runs,
+            out / judge_slug(spec),
+            spec,
+            judge_scoring,
+            judge_rationale,
+            perturbations_path,
+            rubrics_path,
+            max_conversations,
+            config,
+            base_url,
+            concurrency,
+            retries,
+            no_figures,
+            judge_prompt=judge_prompt,
+        )
     rubric_set = load_rubrics(rubrics_path)
     perts = load_perturbations(perturbations_path, list(rubric_set))
     name, label, ids, n = combine_judgments(out, specs)
     for spec in specs:
-        accuracy[spec] = analyse(out / judge_slug(spec), perts, list(rubric_set), spec,
-                                 _scoring_of(out / judge_slug(spec), spec), ids, CheckStats(),
-                                 figures=False).mean_accuracy
+        accuracy[spec] = analyse(
+            out / judge_slug(spec),
+            perts,
+            list(rubric_set),
+            spec,
+            _scoring_of(out / judge_slug(spec), spec),
+            ids,
+            CheckStats(),
+            figures=False,
+        ).mean_accuracy
     res = analyse(out / PANEL_DIR, perts, list(rubric_set), name, label, ids, CheckStats(), figures=not no_figures)
-    console.print("mean accuracy over targeted cells: " + ", ".join(f"{s} {a:.3f}" for s, a in accuracy.items())
-                  + f"; panel (mean of {len(specs)}) {res.mean_accuracy:.3f}", highlight=False, markup=False)
+    console.print(
+        "mean accuracy over targeted cells: "
+        + ", ".join(f"{s} {a:.3f}" for s, a in accuracy.items())
+        + f"; panel (mean of {len(specs)}) {res.mean_accuracy:.3f}",
+        highlight=False,
+        markup=False,
+    )
     console.print(f"panel: {n} judgments -> " + ", ".join(str(p) for p in res.written), highlight=False, markup=False)
 
 
@@ -555,11 +810,38 @@ def _scoring_of(out: Path, spec: str) -> str:
     return found[-1] if found else ""
 
 
-def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, perturbations_path, rubrics_path,
-                 max_conversations, config, base_url, concurrency, retries, no_figures, pairwise=False,
-                 pairwise_reading=None, judge_prompt=None, posttest_learner=None, tie_band=0.0,
-                 posttest_prompt=None, posttest_tutorials=(), posttest_likelihood=False) -> None:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+def _judge_check(
+    console,
+    runs,
+    out,
+    evaluator,
+    judge_scoring,
+    judge_rationale,
+    perturbations_path,
+    rubrics_path,
+    max_conversations,
+    config,
+    base_url,
+    concurrency,
+    retries,
+    no_figures,
+    pairwise=False,
+    pairwise_reading=None,
+    judge_prompt=None,
+    posttest_learner=None,
+    tie_band=0.0,
+    posttest_prompt=None,
+    posttest_tutorials=(),
+    posttest_likelihood=False,
+) -> None:
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
 
     from wikihowagent.config import load_config
     from wikihowagent.evaluation.inputs import resolve_inputs
@@ -593,16 +875,35 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
         if max_conversations and len(convs) >= max_conversations:
             break
     if len(convs) < 2:
-        raise JudgeCheckError(f"{', '.join(str(s.path) for s in sources)}: judge-check needs at least 2 conversations "
-                              f"(found {len(convs)})")
+        raise JudgeCheckError(
+            f"{', '.join(str(s.path) for s in sources)}: judge-check needs at least 2 conversations "
+            f"(found {len(convs)})"
+        )
     endpoints = judge_endpoints(cfg, base_url)  # as `evaluate`: the run's evaluator and endpoint, else --evaluator
     if posttest_learner:
-        _posttest_validity(console, [c for _, c in convs], perts, posttest_learner, endpoints.learner_factory(cfg), Path(out),
-                           test_prompt, tutorial_sets, posttest_likelihood)
+        _posttest_validity(
+            console,
+            [c for _, c in convs],
+            perts,
+            posttest_learner,
+            endpoints.learner_factory(cfg),
+            Path(out),
+            test_prompt,
+            tutorial_sets,
+            posttest_likelihood,
+        )
         return
-    opts = EvalOptions(judge=True, evaluator=evaluator, base_url=base_url, concurrency=concurrency,
-                       default_concurrency=cfg.concurrency,
-                       retries=retries, scoring=judge_scoring, rationale=judge_rationale, prompt=judge_prompt)  # as `evaluate`: the run's evaluator and endpoint, else --evaluator
+    opts = EvalOptions(
+        judge=True,
+        evaluator=evaluator,
+        base_url=base_url,
+        concurrency=concurrency,
+        default_concurrency=cfg.concurrency,
+        retries=retries,
+        scoring=judge_scoring,
+        rationale=judge_rationale,
+        prompt=judge_prompt,
+    )  # as `evaluate`: the run's evaluator and endpoint, else --evaluator
     make_llm = endpoints.make_llm
     ev = Evaluation(opts, [], list(rubric_set), rubric_set, make_llm, warn)
     spec = endpoints.resolve_one(ev, sources, _different_evaluators)
@@ -610,39 +911,79 @@ def _judge_check(console, runs, out, evaluator, judge_scoring, judge_rationale, 
         from wikihowagent.evaluation.runner import judge_concurrency
 
         llm = make_llm(spec)
-        _pairwise(console, [c for _, c in convs], perts, rubric_set, spec, llm, Path(out),
-                  pairwise_reading, retries, judge_concurrency(opts, llm), no_figures, tie_band)
+        _pairwise(
+            console,
+            [c for _, c in convs],
+            perts,
+            rubric_set,
+            spec,
+            llm,
+            Path(out),
+            pairwise_reading,
+            retries,
+            judge_concurrency(opts, llm),
+            no_figures,
+            tie_band,
+        )
         return
     judge = ev.judge_for(spec)
     out = Path(out)
     stats = CheckStats()
     jobs = plan([c for _, c in convs], perts, list(rubric_set), stats)
     desc = judge.label + (f", prompt {judge.prompt_name}" if judge.prompt_name else "")
-    console.print(f"judge-check: {len(convs)} conversations, {len(perts)} perturbations, judge {spec} ({desc}): "
-                  f"{len(jobs)} judge passes", highlight=False, markup=False)
-    with JudgeLoop() as loop, resumable(JudgeCheckError, out / JUDGMENTS), \
-            locked_out(out, "another 'wikihowagent judge-check'", JUDGE_CHECK_LOCK), \
-            Progress(TextColumn("{task.description}", markup=False, style="bold"), BarColumn(), MofNCompleteColumn(),
-                     TimeElapsedColumn(), TimeRemainingColumn(), console=console) as prog:
+    console.print(
+        f"judge-check: {len(convs)} conversations, {len(perts)} perturbations, judge {spec} ({desc}): "
+        f"{len(jobs)} judge passes",
+        highlight=False,
+        markup=False,
+    )
+    with (
+        JudgeLoop() as loop,
+        resumable(JudgeCheckError, out / JUDGMENTS),
+        locked_out(out, "another 'wikihowagent judge-check'", JUDGE_CHECK_LOCK),
+        Progress(
+            TextColumn("{task.description}", markup=False, style="bold"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+        ) as prog,
+    ):
         task = prog.add_task("judging originals and perturbed copies", total=len(jobs))
         loop.run(run_jobs(jobs, judge, spec, out / JUDGMENTS, lambda n: prog.advance(task, n), stats))
-    res = analyse(out, perts, list(rubric_set), spec, judge.label, {c.conversation_id for _, c in convs}, stats,
-                  figures=not no_figures, prompt=judge.prompt_name)
-    console.print(f"{stats.judged} judge passes made, {stats.already} already done; {stats.failures} of "
-                  f"{stats.rubric_scores} rubric scores failed (calls, parse, low digit mass); "
-                  f"mean accuracy over targeted cells: {res.mean_accuracy:.3f}", highlight=False, markup=False)
+    res = analyse(
+        out,
+        perts,
+        list(rubric_set),
+        spec,
+        judge.label,
+        {c.conversation_id for _, c in convs},
+        stats,
+        figures=not no_figures,
+        prompt=judge.prompt_name,
+    )
+    console.print(
+        f"{stats.judged} judge passes made, {stats.already} already done; {stats.failures} of "
+        f"{stats.rubric_scores} rubric scores failed (calls, parse, low digit mass); "
+        f"mean accuracy over targeted cells: {res.mean_accuracy:.3f}",
+        highlight=False,
+        markup=False,
+    )
     console.print("wrote " + ", ".join(str(p) for p in res.written), highlight=False, markup=False)
     if stats.rubric_scores and stats.failures == stats.rubric_scores:
         raise JudgeCheckError("the judge failed on every rubric: no sensitivity could be measured")
 
 
 def _different_evaluators(by_source: dict[str, str]) -> JudgeCheckError:
-    return JudgeCheckError(f"the inputs name different evaluators ({', '.join(sorted(set(by_source.values())))}): "
-                           "pass --evaluator SPEC")
+    return JudgeCheckError(
+        f"the inputs name different evaluators ({', '.join(sorted(set(by_source.values())))}): pass --evaluator SPEC"
+    )
 
 
-def _pairwise(console, convs, perts, rubric_set, spec, llm, out, reading, retries, concurrency, no_figures,
-              tie_band=0.0) -> None:
+def _pairwise(
+    console, convs, perts, rubric_set, spec, llm, out, reading, retries, concurrency, no_figures, tie_band=0.0
+) -> None:
     """judge-check --pairwise: original vs perturbed copy, both orders, the perturbation's target rubrics."""
     from wikihowagent.compare.engine import PassStats, pending, read_pair_judgments, reading_note, run_pair_jobs
     from wikihowagent.compare.pairwise import PairwiseJudge, check_tie_band
@@ -652,7 +993,9 @@ def _pairwise(console, convs, perts, rubric_set, spec, llm, out, reading, retrie
 
     try:
         check_tie_band(tie_band)
-        judge = PairwiseJudge(llm, rubric_set, list(rubric_set), reading=reading, retries=retries, concurrency=concurrency)
+        judge = PairwiseJudge(
+            llm, rubric_set, list(rubric_set), reading=reading, retries=retries, concurrency=concurrency
+        )
     except ValueError as exc:
         raise JudgeCheckError(f"evaluator {spec!r}: {exc}") from None
     stats = CheckStats()
@@ -661,24 +1004,42 @@ def _pairwise(console, convs, perts, rubric_set, spec, llm, out, reading, retrie
     path = out / PAIR_JUDGMENTS
     with JudgeLoop() as loop, resumable(JudgeCheckError, path):
         loop.run(judge.probe())
-        console.print(f"judge-check --pairwise: {len(convs)} conversations, {len(perts)} perturbations, judge {spec} "
-                      f"(pairwise, {judge.label}): {len(jobs)} judge passes (both orders), "
-                      f"{sum(len(j.names) for j in jobs)} verdicts", highlight=False, markup=False)
+        console.print(
+            f"judge-check --pairwise: {len(convs)} conversations, {len(perts)} perturbations, judge {spec} "
+            f"(pairwise, {judge.label}): {len(jobs)} judge passes (both orders), "
+            f"{sum(len(j.names) for j in jobs)} verdicts",
+            highlight=False,
+            markup=False,
+        )
         console.print(reading_note(judge.label), highlight=False, markup=False)
         with locked_out(out, "another 'wikihowagent judge-check'", JUDGE_CHECK_LOCK):
             todo = pending(jobs, read_pair_judgments([path], spec, judge.label))
             passes.already = len(jobs) - len(todo)
-            with progress_bar(console, len(jobs), "judging originals against perturbed copies (both orders)") as advance:
+            with progress_bar(
+                console, len(jobs), "judging originals against perturbed copies (both orders)"
+            ) as advance:
                 advance(passes.already)
                 loop.run(run_pair_jobs(todo, judge, spec, path, advance, passes))
     stats.rubric_scores, stats.failures = passes.asked, passes.failures
-    res = analyse_pairwise(out, read_pair_judgments([out / PAIR_JUDGMENTS], spec, judge.label), perts, list(rubric_set), spec,
-                           judge.label, {c.conversation_id for c in convs}, stats, figures=not no_figures,
-                           tie_band=tie_band)
-    console.print(f"{passes.judged} judge passes made, {passes.already} already done; {passes.failures} of {passes.asked} "
-                  f"verdicts unreadable; position consistency {res.position_consistency:.3f}; mean accuracy over "
-                  "targeted cells (95 % CI over conversations): " + "; ".join(m.text() for m in res.modes),
-                  highlight=False, markup=False)
+    res = analyse_pairwise(
+        out,
+        read_pair_judgments([out / PAIR_JUDGMENTS], spec, judge.label),
+        perts,
+        list(rubric_set),
+        spec,
+        judge.label,
+        {c.conversation_id for c in convs},
+        stats,
+        figures=not no_figures,
+        tie_band=tie_band,
+    )
+    console.print(
+        f"{passes.judged} judge passes made, {passes.already} already done; {passes.failures} of {passes.asked} "
+        f"verdicts unreadable; position consistency {res.position_consistency:.3f}; mean accuracy over "
+        "targeted cells (95 % CI over conversations): " + "; ".join(m.text() for m in res.modes),
+        highlight=False,
+        markup=False,
+    )
     console.print("wrote " + ", ".join(str(p) for p in res.written), highlight=False, markup=False)
     console.print(res.recommendation, highlight=False, markup=False)
     if passes.asked and passes.failures == passes.asked:
@@ -694,7 +1055,7 @@ def load_tutorial_sets(paths: tuple[Path, ...] | list[Path], console: Any) -> di
 
     names = [Path(p).name or str(p) for p in paths]
     out: dict[str, list[Any]] = {}
-    for p, name in zip(paths, names):
+    for p, name in zip(paths, names, strict=True):
         report = LoadReport()
         try:
             tuts = load_tutorials(Path(p), report=report)
@@ -708,8 +1069,9 @@ def load_tutorial_sets(paths: tuple[Path, ...] | list[Path], console: Any) -> di
     return out
 
 
-def _posttest_validity(console, convs, perts, spec, make_learner, out, prompt, tutorial_sets=None,
-                       with_likelihood=False) -> None:
+def _posttest_validity(
+    console, convs, perts, spec, make_learner, out, prompt, tutorial_sets=None, with_likelihood=False
+) -> None:
     """judge-check --posttest-learner: post-tests on originals and skip_steps / off_topic copies (per tutorial
     set with --tutorials)."""
     from wikihowagent.console import progress_bar
@@ -719,23 +1081,40 @@ def _posttest_validity(console, convs, perts, spec, make_learner, out, prompt, t
     from wikihowagent.workflow.likelihood import LikelihoodError
     from wikihowagent.workflow.posttest import PostTester
 
-    from .posttest_check import (PostTestCheck, abstained_shares, judge_accuracy, likelihood_gains, step_recalls,
-                                 take_posttests, tutorial_sets as sets_of, validity_by_set, validity_table, variants,
-                                 write_validity)
+    from .posttest_check import (
+        PostTestCheck,
+        abstained_shares,
+        judge_accuracy,
+        likelihood_gains,
+        step_recalls,
+        take_posttests,
+        validity_by_set,
+        validity_table,
+        variants,
+        write_validity,
+    )
+    from .posttest_check import tutorial_sets as sets_of
 
     check = PostTestCheck()
     sets = sets_of(convs, tutorial_sets) if tutorial_sets else None
     for name, tuts in (tutorial_sets or {}).items():
         if name not in (sets or {}).values():
-            raise JudgeCheckError(f"--tutorials {name}: none of the {len(convs)} conversations teaches one of its "
-                                  f"{len(tuts)} tutorials (generate --tutorials {name} makes some)")
+            raise JudgeCheckError(
+                f"--tutorials {name}: none of the {len(convs)} conversations teaches one of its "
+                f"{len(tuts)} tutorials (generate --tutorials {name} makes some)"
+            )
     jobs = variants(convs, perts, check, sets)
     if not any(v != "original" for v, _ in jobs):
-        raise JudgeCheckError("judge-check --posttest-learner: no skip_steps / off_topic perturbation applies "
-                              "(the perturbation file needs one of these kinds)")
-    console.print(f"judge-check --posttest-learner: {len(convs)} conversations, {len(jobs)} post-tests "
-                  f"(originals, skip_steps, off_topic), learner {spec}, prompt {prompt.name}", highlight=False,
-                  markup=False)
+        raise JudgeCheckError(
+            "judge-check --posttest-learner: no skip_steps / off_topic perturbation applies "
+            "(the perturbation file needs one of these kinds)"
+        )
+    console.print(
+        f"judge-check --posttest-learner: {len(convs)} conversations, {len(jobs)} post-tests "
+        f"(originals, skip_steps, off_topic), learner {spec}, prompt {prompt.name}",
+        highlight=False,
+        markup=False,
+    )
     with JudgeLoop() as loop, resumable(JudgeCheckError, out / POSTTESTS, "post-tests", also=(EvaluateError,)):
         try:
             with locked_out(out, "another 'wikihowagent judge-check'", JUDGE_CHECK_LOCK):
@@ -747,11 +1126,11 @@ def _posttest_validity(console, convs, perts, spec, make_learner, out, prompt, t
 
                     reader = for_chat_model(model)
                     taker = LikelihoodTaker(reader)
-                    console.print(f"likelihood post-test: {reader.transport} on {reader.root}", highlight=False,
-                                  markup=False)
+                    console.print(
+                        f"likelihood post-test: {reader.transport} on {reader.root}", highlight=False, markup=False
+                    )
                 with progress_bar(console, len(jobs), "post-tests of originals and perturbed copies") as advance:
-                    tests = loop.run(take_posttests(jobs, tester, spec, out / POSTTESTS, advance, check,
-                                                    taker))
+                    tests = loop.run(take_posttests(jobs, tester, spec, out / POSTTESTS, advance, check, taker))
         except LikelihoodError as exc:
             raise JudgeCheckError(f"--posttest-likelihood: {exc}") from None
     recalls, shares = step_recalls(convs, tests, check), abstained_shares(tests)
@@ -762,20 +1141,35 @@ def _posttest_validity(console, convs, perts, spec, make_learner, out, prompt, t
         gains = likelihood_gains(convs, tests)
         lik_table = validity_table(gains, perts)
         lik_by_set = validity_by_set(gains, perts, sets) if sets else None
-    written = write_validity(out, table, f"{spec}, post-test prompt {prompt.name}", len(convs), check, by_set,
-                             lik_table, lik_by_set)
+    written = write_validity(
+        out, table, f"{spec}, post-test prompt {prompt.name}", len(convs), check, by_set, lik_table, lik_by_set
+    )
     for row in (by_set if by_set is not None else table).itertuples(index=False):
         where = f"{row.tutorials}: " if by_set is not None else ""
-        console.print(f"{where}{row.perturbation}: post-test recall lower than the original's in {row.lower} of "
-                      f"{row.n} pairs ({row.ties} ties), accuracy {row.accuracy} [{row.ci_low}, {row.ci_high}]",
-                      highlight=False, markup=False)
-    if with_likelihood:
-        for row in (lik_by_set if lik_by_set is not None else lik_table).itertuples(index=False):
+        console.print(
+            f"{where}{row.perturbation}: post-test recall lower than the original's in {row.lower} of "
+            f"{row.n} pairs ({row.ties} ties), accuracy {row.accuracy} [{row.ci_low}, {row.ci_high}]",
+            highlight=False,
+            markup=False,
+        )
+    lik_rows = lik_by_set if lik_by_set is not None else lik_table
+    if with_likelihood and lik_rows is not None:
+        for row in lik_rows.itertuples(index=False):
             where = f"{row.tutorials}: " if lik_by_set is not None else ""
-            console.print(f"{where}{row.perturbation}: Likelihood Gain lower than the original's in {row.lower} of "
-                          f"{row.n} pairs, accuracy {row.accuracy} [{row.ci_low}, {row.ci_high}]", highlight=False,
-                          markup=False)
-        console.print(f"likelihood post-tests: {check.likelihoods} taken, {check.likelihood_failed} could not be read",
-                      highlight=False, markup=False)
-    console.print(f"post-tests: {check.taken} taken, {check.reused} reused, {check.failed} not a step list; wrote "
-                  + ", ".join(str(p) for p in written), highlight=False, markup=False)
+            console.print(
+                f"{where}{row.perturbation}: Likelihood Gain lower than the original's in {row.lower} of "
+                f"{row.n} pairs, accuracy {row.accuracy} [{row.ci_low}, {row.ci_high}]",
+                highlight=False,
+                markup=False,
+            )
+        console.print(
+            f"likelihood post-tests: {check.likelihoods} taken, {check.likelihood_failed} could not be read",
+            highlight=False,
+            markup=False,
+        )
+    console.print(
+        f"post-tests: {check.taken} taken, {check.reused} reused, {check.failed} not a step list; wrote "
+        + ", ".join(str(p) for p in written),
+        highlight=False,
+        markup=False,
+    )

@@ -21,8 +21,15 @@ def combine_judgments(out: Path, specs: list[str]) -> tuple[str, str, set[str], 
     for spec in specs:
         t = read_judgment_table(out / judge_slug(spec) / JUDGMENTS)
         m = t.meta
-        for cid, run, variant, ev, sc, scores in zip(m["conversation_id"], m["run"], m["variant"], m["evaluator"],
-                                                     m["scoring"], t.iter_row_metrics(), strict=True):
+        for cid, run, variant, ev, sc, scores in zip(
+            m["conversation_id"],
+            m["run"],
+            m["variant"],
+            m["evaluator"],
+            m["scoring"],
+            t.iter_row_metrics(),
+            strict=True,
+        ):
             if ev != spec:
                 continue
             labels.add(sc)
@@ -36,9 +43,17 @@ def combine_judgments(out: Path, specs: list[str]) -> tuple[str, str, set[str], 
         for rubric, vs in g["scores"].items():
             ok = [v for v in vs if v is not None]
             scores[rubric] = round(sum(ok) / len(ok), 4) if ok else None
-        records.append(JudgmentRecord(conversation_id=cid, run=g["run"], variant=variant, evaluator=name,
-                                      judge_scoring=label, scores=scores,
-                                      judge_failures=[r for r, v in scores.items() if v is None]))
+        records.append(
+            JudgmentRecord(
+                conversation_id=cid,
+                run=g["run"],
+                variant=variant,
+                evaluator=name,
+                judge_scoring=label,
+                scores=scores,
+                judge_failures=[r for r, v in scores.items() if v is None],
+            )
+        )
     (out / PANEL_DIR).mkdir(parents=True, exist_ok=True)
     rewrite_records(out / PANEL_DIR / JUDGMENTS, records)
     return name, label, {cid for cid, _ in groups}, len(records)

@@ -86,8 +86,12 @@ def _skip_step_turns(conv: Conversation, every: int) -> Conversation | None:
     finished, dropped = False, False
     for m in conv.messages:
         finished = finished or m.kind == "finish"
-        if (not finished and m.step is not None and m.step % every == 1
-                and (_is_model(m, "teacher") or _is_model(m, "learner"))):
+        if (
+            not finished
+            and m.step is not None
+            and m.step % every == 1
+            and (_is_model(m, "teacher") or _is_model(m, "learner"))
+        ):
             dropped = dropped or m.role == "teacher"
             continue
         out.append(m)
@@ -95,10 +99,27 @@ def _skip_step_turns(conv: Conversation, every: int) -> Conversation | None:
 
 
 _NUM_RE = re.compile(r"\b\d+(?:\.\d+)?\b")
-_FLIPS = [("do not", "do"), ("don't", "do"), ("does not", "does"), ("always", "never"), ("never", "always"),
-          ("before", "after"), ("after", "before"), ("more", "less"), ("less", "more"), ("hot", "cold"),
-          ("cold", "hot"), ("increase", "decrease"), ("decrease", "increase"), ("dry", "wet"), ("wet", "dry"),
-          ("high", "low"), ("low", "high"), ("should", "should not"), ("must", "must not")]
+_FLIPS = [
+    ("do not", "do"),
+    ("don't", "do"),
+    ("does not", "does"),
+    ("always", "never"),
+    ("never", "always"),
+    ("before", "after"),
+    ("after", "before"),
+    ("more", "less"),
+    ("less", "more"),
+    ("hot", "cold"),
+    ("cold", "hot"),
+    ("increase", "decrease"),
+    ("decrease", "increase"),
+    ("dry", "wet"),
+    ("wet", "dry"),
+    ("high", "low"),
+    ("low", "high"),
+    ("should", "should not"),
+    ("must", "must not"),
+]
 _FLIP_RE = re.compile(r"\b(" + "|".join(re.escape(a) for a, _ in _FLIPS) + r")\b", re.I)
 
 
@@ -130,8 +151,15 @@ def wrong_facts(conv: Conversation, others: list[Conversation], params: dict[str
 
 def off_topic(conv: Conversation, others: list[Conversation], params: dict[str, Any]) -> Conversation | None:
     """The teacher's turns come from another tutorial: another conversation's teacher turns, else its steps."""
-    other = next((o for o in others if o.conversation_id != conv.conversation_id
-                  and (o.tutorial_title or o.title) != (conv.tutorial_title or conv.title)), None)
+    other = next(
+        (
+            o
+            for o in others
+            if o.conversation_id != conv.conversation_id
+            and (o.tutorial_title or o.title) != (conv.tutorial_title or conv.title)
+        ),
+        None,
+    )
     if other is None:
         return None
     source = [m.text for m in other.messages if _is_model(m, "teacher")] or list(other.steps)
@@ -174,8 +202,13 @@ def repeat(conv: Conversation, others: list[Conversation], params: dict[str, Any
 
 
 KINDS: dict[str, Callable[[Conversation, list[Conversation], dict[str, Any]], Conversation | None]] = {
-    "skip_steps": skip_steps, "wrong_facts": wrong_facts, "off_topic": off_topic, "terse": terse,
-    "passive_learner": passive_learner, "shuffled": shuffled, "repeat": repeat,
+    "skip_steps": skip_steps,
+    "wrong_facts": wrong_facts,
+    "off_topic": off_topic,
+    "terse": terse,
+    "passive_learner": passive_learner,
+    "shuffled": shuffled,
+    "repeat": repeat,
 }
 
 
@@ -208,13 +241,17 @@ def load_perturbations(path: Path | None, rubric_names: list[str]) -> list[Pertu
             raise PerturbationError(f"{where}: targets must be a non-empty list of rubric names")
         unknown = [t for t in targets if t not in rubric_names]
         if unknown:
-            raise PerturbationError(f"{where}: targets {', '.join(unknown)} are not rubrics of the rubric file "
-                                    f"({', '.join(rubric_names)})")
+            raise PerturbationError(
+                f"{where}: targets {', '.join(unknown)} are not rubrics of the rubric file ({', '.join(rubric_names)})"
+            )
         params = v.get("params") or {}
         if not isinstance(params, dict):
             raise PerturbationError(f"{where}: params must be an object")
-        out.append(Perturbation(name=name, kind=kind, description=str(v.get("description", "")),
-                                targets=tuple(targets), params=params))
+        out.append(
+            Perturbation(
+                name=name, kind=kind, description=str(v.get("description", "")), targets=tuple(targets), params=params
+            )
+        )
     return out
 
 

@@ -25,8 +25,15 @@ from typing import Any
 
 from wikihowagent.csvcells import people_csv
 from wikihowagent.records import Conversation, PostTest
-from wikihowagent.runs import (POSTTEST_LIKELIHOOD_CSV, POSTTEST_LIKELIHOOD_SETS_CSV, POSTTEST_VALIDITY_CSV,
-                               POSTTEST_VALIDITY_MD, POSTTEST_VALIDITY_SETS_CSV, SENSITIVITY_CSV, read_people_table)
+from wikihowagent.runs import (
+    POSTTEST_LIKELIHOOD_CSV,
+    POSTTEST_LIKELIHOOD_SETS_CSV,
+    POSTTEST_VALIDITY_CSV,
+    POSTTEST_VALIDITY_MD,
+    POSTTEST_VALIDITY_SETS_CSV,
+    SENSITIVITY_CSV,
+    read_people_table,
+)
 
 from .accuracy import ORIGINAL, bootstrap_ci, paired_wins
 from .perturbations import Perturbation, perturb
@@ -56,8 +63,12 @@ def tutorial_sets(convs: list[Conversation], sets: dict[str, list[Any]]) -> dict
     return {c.conversation_id: index.get((c.title, tuple(c.steps)), OTHER_SET) for c in convs}
 
 
-def variants(convs: list[Conversation], perturbations: list[Perturbation],
-             check: PostTestCheck, sets: dict[str, str] | None = None) -> list[tuple[str, Conversation]]:
+def variants(
+    convs: list[Conversation],
+    perturbations: list[Perturbation],
+    check: PostTestCheck,
+    sets: dict[str, str] | None = None,
+) -> list[tuple[str, Conversation]]:
     """(variant, conversation) to post-test: each original and its skip_steps / off_topic copies; with `sets`
     (tutorial_sets), a copy's other conversation (off_topic's teaching) is of the same set."""
     out: list[tuple[str, Conversation]] = []
@@ -80,9 +91,15 @@ def _needs_likelihood(test: PostTest) -> bool:
     return test.likelihood is None or test.likelihood.error is not None
 
 
-async def take_posttests(jobs: list[tuple[str, Conversation]], tester: Any, spec: str, path: Path,
-                         progress: Callable[[int], None], check: PostTestCheck,
-                         likelihood: Any = None) -> dict[tuple[str, str], PostTest]:
+async def take_posttests(
+    jobs: list[tuple[str, Conversation]],
+    tester: Any,
+    spec: str,
+    path: Path,
+    progress: Callable[[int], None],
+    check: PostTestCheck,
+    likelihood: Any = None,
+) -> dict[tuple[str, str], PostTest]:
     """The post-test of every (variant, conversation): from the record or posttests.jsonl, else taken now; with
     `likelihood` (workflow/likelihood.LikelihoodTaker) each also gets its likelihood post-test where it has
     none (or a failed one), appended as the test's new line."""
@@ -90,8 +107,11 @@ async def take_posttests(jobs: list[tuple[str, Conversation]], tester: Any, spec
     from wikihowagent.workflow.posttest import CALL_FAILED
 
     version = tester.prompt.version  # a post-test counts only by the same model in the same wording
-    done = {k: v for k, v in read_posttest_variants(path).items()
-            if v.taken_by(spec, version) and not (v.post.error or "").startswith(CALL_FAILED)}
+    done = {
+        k: v
+        for k, v in read_posttest_variants(path).items()
+        if v.taken_by(spec, version) and not (v.post.error or "").startswith(CALL_FAILED)
+    }
     out: dict[tuple[str, str], PostTest] = {}
     todo = []
     for variant, c in jobs:
@@ -118,45 +138,58 @@ async def take_posttests(jobs: list[tuple[str, Conversation]], tester: Any, spec
             test = await tester.run(c.tutorial_key, c.title, c.tutorial_title, c.turns, len(c.steps), pretest=False)
             if likelihood is not None:
                 test = await add_likelihood(variant, c, test)
-            sink.append({"conversation_id": c.conversation_id, "variant": variant,
-                         "posttest": test.model_dump(mode="json")})
+            sink.append(
+                {"conversation_id": c.conversation_id, "variant": variant, "posttest": test.model_dump(mode="json")}
+            )
             out[(c.conversation_id, variant)] = test
             check.taken += 1
             progress(1)
 
         async def later(variant: str, c: Conversation) -> None:
             test = await add_likelihood(variant, c, out[(c.conversation_id, variant)])
-            sink.append({"conversation_id": c.conversation_id, "variant": variant,
-                         "posttest": test.model_dump(mode="json")})
+            sink.append(
+                {"conversation_id": c.conversation_id, "variant": variant, "posttest": test.model_dump(mode="json")}
+            )
             out[(c.conversation_id, variant)] = test
 
         await asyncio.gather(*(one(v, c) for v, c in todo))
         if likelihood is not None:  # the reused ones without a likelihood post-test
             taken_now = {(c.conversation_id, v) for v, c in todo}
-            await asyncio.gather(*(later(v, c) for v, c in jobs if (c.conversation_id, v) not in taken_now
-                                   and _needs_likelihood(out[(c.conversation_id, v)])))
+            await asyncio.gather(
+                *(
+                    later(v, c)
+                    for v, c in jobs
+                    if (c.conversation_id, v) not in taken_now and _needs_likelihood(out[(c.conversation_id, v)])
+                )
+            )
     return out
 
 
-def likelihood_gains(convs: list[Conversation], tests: dict[tuple[str, str], PostTest]
-                     ) -> dict[tuple[str, str], float | None]:
+def likelihood_gains(
+    convs: list[Conversation], tests: dict[tuple[str, str], PostTest]
+) -> dict[tuple[str, str], float | None]:
     """Likelihood Gain of every test that has a likelihood post-test (None: the server could not give it)."""
     from wikihowagent.evaluation.posttest import likelihood_gain_of
 
     by_id = {c.conversation_id: c for c in convs}
-    return {(cid, v): likelihood_gain_of(by_id[cid].model_copy(update={"posttest": t}))
-            for (cid, v), t in tests.items() if cid in by_id and t.likelihood is not None}
+    return {
+        (cid, v): likelihood_gain_of(by_id[cid].model_copy(update={"posttest": t}))
+        for (cid, v), t in tests.items()
+        if cid in by_id and t.likelihood is not None
+    }
 
 
-def step_recalls(convs: list[Conversation], tests: dict[tuple[str, str], PostTest],
-                 check: PostTestCheck) -> dict[tuple[str, str], float | None]:
+def step_recalls(
+    convs: list[Conversation], tests: dict[tuple[str, str], PostTest], check: PostTestCheck
+) -> dict[tuple[str, str], float | None]:
     """Step Recall of every post-test (None: not a step list)."""
     from wikihowagent.evaluation.metrics import STEP_RECALL, Scorers
 
     by_id = {c.conversation_id: c for c in convs}
     keys = [k for k in tests if k[0] in by_id]
     scored = Scorers("default", [STEP_RECALL]).score(
-        [by_id[cid].model_copy(update={"posttest": tests[(cid, v)]}) for cid, v in keys])
+        [by_id[cid].model_copy(update={"posttest": tests[(cid, v)]}) for cid, v in keys]
+    )
     out = {k: s.metrics.get(STEP_RECALL) for k, s in zip(keys, scored, strict=True)}
     check.failed = sum(v is None for v in out.values())
     return out
@@ -167,9 +200,12 @@ def abstained_shares(tests: dict[tuple[str, str], PostTest]) -> dict[tuple[str, 
     return {k: t.post.abstained_share for k, t in tests.items() if t.post.abstained_share is not None}
 
 
-def validity_table(recalls: dict[tuple[str, str], float | None], perturbations: list[Perturbation],
-                   judge_accuracy: dict[str, float] | None = None,
-                   abstained: dict[tuple[str, str], float] | None = None) -> Any:
+def validity_table(
+    recalls: dict[tuple[str, str], float | None],
+    perturbations: list[Perturbation],
+    judge_accuracy: dict[str, float] | None = None,
+    abstained: dict[tuple[str, str], float] | None = None,
+) -> Any:
     """Per perturbation: pairs, accuracy (original recall higher; ties half) with a bootstrap CI, mean
     recalls, ties, pairs left out (an answer not scored), the judge's mean accuracy there, and (`abstained`,
     abstained_shares) the mean share of "not taught" lines in the original's and the copy's answers."""
@@ -185,25 +221,53 @@ def validity_table(recalls: dict[tuple[str, str], float | None], perturbations: 
     for p in perturbations:
         if p.kind not in POSTTEST_PERTURBATIONS:
             continue
-        wins, orig, pert, failed = paired_wins((recalls.get((cid, ORIGINAL)), r)
-                                               for (cid, variant), r in recalls.items() if variant == p.name)
+        wins, orig, pert, failed = paired_wins(
+            (recalls.get((cid, ORIGINAL)), r) for (cid, variant), r in recalls.items() if variant == p.name
+        )
         lo, hi = bootstrap_ci(wins)
-        rows.append({"perturbation": p.name, "n": len(wins),
-                     "accuracy": round(sum(wins) / len(wins), 4) if wins else None,
-                     "ci_low": round(lo, 4) if wins else None, "ci_high": round(hi, 4) if wins else None,
-                     "lower": sum(w == 1.0 for w in wins), "ties": sum(w == 0.5 for w in wins),
-                     "mean_recall_original": round(sum(orig) / len(orig), 4) if orig else None,
-                     "mean_recall_perturbed": round(sum(pert) / len(pert), 4) if pert else None,
-                     "failed": failed, "judge_accuracy": (judge_accuracy or {}).get(p.name),
-                     "abstained_original": mean_abstained([(cid, ORIGINAL) for cid, v in recalls if v == p.name]),
-                     "abstained_perturbed": mean_abstained([k for k in recalls if k[1] == p.name])})
-    return pd.DataFrame(rows, columns=["perturbation", "n", "accuracy", "ci_low", "ci_high", "lower", "ties",
-                                       "mean_recall_original", "mean_recall_perturbed", "failed", "judge_accuracy",
-                                       "abstained_original", "abstained_perturbed"])
+        rows.append(
+            {
+                "perturbation": p.name,
+                "n": len(wins),
+                "accuracy": round(sum(wins) / len(wins), 4) if wins else None,
+                "ci_low": round(lo, 4) if wins else None,
+                "ci_high": round(hi, 4) if wins else None,
+                "lower": sum(w == 1.0 for w in wins),
+                "ties": sum(w == 0.5 for w in wins),
+                "mean_recall_original": round(sum(orig) / len(orig), 4) if orig else None,
+                "mean_recall_perturbed": round(sum(pert) / len(pert), 4) if pert else None,
+                "failed": failed,
+                "judge_accuracy": (judge_accuracy or {}).get(p.name),
+                "abstained_original": mean_abstained([(cid, ORIGINAL) for cid, v in recalls if v == p.name]),
+                "abstained_perturbed": mean_abstained([k for k in recalls if k[1] == p.name]),
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "perturbation",
+            "n",
+            "accuracy",
+            "ci_low",
+            "ci_high",
+            "lower",
+            "ties",
+            "mean_recall_original",
+            "mean_recall_perturbed",
+            "failed",
+            "judge_accuracy",
+            "abstained_original",
+            "abstained_perturbed",
+        ],
+    )
 
 
-def validity_by_set(recalls: dict[tuple[str, str], float | None], perturbations: list[Perturbation],
-                    sets: dict[str, str], abstained: dict[tuple[str, str], float] | None = None) -> Any:
+def validity_by_set(
+    recalls: dict[tuple[str, str], float | None],
+    perturbations: list[Perturbation],
+    sets: dict[str, str],
+    abstained: dict[tuple[str, str], float] | None = None,
+) -> Any:
     """validity_table per tutorial set (`sets`: conversation id -> set name), a `tutorials` column first."""
     import pandas as pd
 
@@ -225,8 +289,16 @@ def judge_accuracy(out_dir: Path) -> dict[str, float]:
     return {str(k): round(float(v), 4) for k, v in sens.groupby("perturbation")["accuracy"].mean().items()}
 
 
-def write_validity(out_dir: Path, table: Any, spec: str, n_convs: int, check: PostTestCheck,
-                   by_set: Any = None, lik_table: Any = None, lik_by_set: Any = None) -> list[Path]:
+def write_validity(
+    out_dir: Path,
+    table: Any,
+    spec: str,
+    n_convs: int,
+    check: PostTestCheck,
+    by_set: Any = None,
+    lik_table: Any = None,
+    lik_by_set: Any = None,
+) -> list[Path]:
     from wikihowagent.evaluation.summary import markdown_table
 
     csv = out_dir / POSTTEST_VALIDITY_CSV
@@ -247,27 +319,44 @@ def write_validity(out_dir: Path, table: Any, spec: str, n_convs: int, check: Po
             people_csv(lik_by_set, out_dir / POSTTEST_LIKELIHOOD_SETS_CSV)
             written.append(out_dir / POSTTEST_LIKELIHOOD_SETS_CSV)
     if by_set is not None:
-        extra = ["Per tutorial set (`--tutorials`; an off_topic copy is taught from a conversation of the same set):",
-                 "", markdown_table(list(by_set.columns), [[fmt(v) for v in row]
-                                                             for row in by_set.itertuples(index=False)]), ""]
+        extra = [
+            "Per tutorial set (`--tutorials`; an off_topic copy is taught from a conversation of the same set):",
+            "",
+            markdown_table(list(by_set.columns), [[fmt(v) for v in row] for row in by_set.itertuples(index=False)]),
+            "",
+        ]
     lik_lines: list[str] = []
     for name, t in (("", lik_table), (" per tutorial set", lik_by_set)):
         if t is not None:
-            lik_lines += [f"Likelihood post-test{name} (`--posttest-likelihood`): accuracy = share of pairs where "
-                          "the original's Likelihood Gain (mean log-probability per token of the tutorial's steps "
-                          "given the lesson minus given the title; nats) is higher than the copy's; the "
-                          "mean_recall columns hold the mean Likelihood Gain here:", "",
-                          markdown_table(list(t.columns), [[fmt(v) for v in row] for row in t.itertuples(index=False)]),
-                          ""]
+            lik_lines += [
+                f"Likelihood post-test{name} (`--posttest-likelihood`): accuracy = share of pairs where "
+                "the original's Likelihood Gain (mean log-probability per token of the tutorial's steps "
+                "given the lesson minus given the title; nats) is higher than the copy's; the "
+                "mean_recall columns hold the mean Likelihood Gain here:",
+                "",
+                markdown_table(list(t.columns), [[fmt(v) for v in row] for row in t.itertuples(index=False)]),
+                "",
+            ]
     md = out_dir / POSTTEST_VALIDITY_MD
-    md.write_text("\n".join([
-        f"# Post-test validity: learner {spec}", "",
-        f"{n_convs} conversations. Accuracy = share of pairs where the original conversation's post-test Step Recall "
-        "is higher than the perturbed copy's (ties count half; 95 % bootstrap CI over conversations). "
-        "`judge_accuracy`: the rubric judge's mean accuracy on the same perturbation (its targeted rubrics), "
-        "when judge-check judged this output directory.", "",
-        f"Post-tests: {check.taken} taken now, {check.reused} reused; {check.failed} answers not a step list "
-        f"(left out); {check.not_applicable} perturbed copies not applicable.", "",
-        markdown_table(list(table.columns), [[fmt(v) for v in row] for row in table.itertuples(index=False)]), "",
-        *extra, *lik_lines]), encoding="utf-8")
+    md.write_text(
+        "\n".join(
+            [
+                f"# Post-test validity: learner {spec}",
+                "",
+                f"{n_convs} conversations. Accuracy = share of pairs where the original conversation's post-test Step Recall "
+                "is higher than the perturbed copy's (ties count half; 95 % bootstrap CI over conversations). "
+                "`judge_accuracy`: the rubric judge's mean accuracy on the same perturbation (its targeted rubrics), "
+                "when judge-check judged this output directory.",
+                "",
+                f"Post-tests: {check.taken} taken now, {check.reused} reused; {check.failed} answers not a step list "
+                f"(left out); {check.not_applicable} perturbed copies not applicable.",
+                "",
+                markdown_table(list(table.columns), [[fmt(v) for v in row] for row in table.itertuples(index=False)]),
+                "",
+                *extra,
+                *lik_lines,
+            ]
+        ),
+        encoding="utf-8",
+    )
     return [*written, md]

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 
@@ -12,23 +12,70 @@ from wikihowagent.console import INPUTS, OUTPUT, make_console, print_error, prin
 
 
 def report(
-    runs: Annotated[list[Path], typer.Argument(metavar="RUN_OR_SWEEP...", help="Run directories, or directories of "
-                                               "runs (a sweep: every sub-directory is one run).")],
-    out: Annotated[Path, typer.Option("--out", "-o", rich_help_panel=OUTPUT, metavar="DIR", help="Output directory (replaced as a whole; "
-                                      "a directory holding anything but a previous report is refused).")],
-    cases: Annotated[Optional[int], typer.Option("--cases", rich_help_panel=OUTPUT, metavar="N", min=1, help="Also write cases.md/.html: "
-                                                 "the best and worst N conversations per metric (Table 6 style).",
-                                                 show_default=False)] = None,
-    alignment: Annotated[Optional[Path], typer.Option("--alignment", rich_help_panel=INPUTS, metavar="DIR", help="An `align --out` directory: "
-                                                      "add its correlations and figures (Figs. 6-8).",
-                                                      show_default=False)] = None,
-    calibration: Annotated[Optional[Path], typer.Option("--calibration", rich_help_panel=INPUTS, metavar="FILE", help="A calibration.json "
-                                                        "of `align --calibrate`: add '<rubric> (cal.)' columns to "
-                                                        "the tables and the browser (refused for scores of another "
-                                                        "judge or rubric file).", show_default=False)] = None,
-    compare: Annotated[Optional[Path], typer.Option("--compare", rich_help_panel=INPUTS, metavar="DIR", help="A `compare --out` directory: "
-                                                    "add a 'Head to head' page (Bradley–Terry, win rates, position "
-                                                    "consistency, verdicts).", show_default=False)] = None,
+    runs: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="RUN_OR_SWEEP...",
+            help="Run directories, or directories of runs (a sweep: every sub-directory is one run).",
+        ),
+    ],
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            rich_help_panel=OUTPUT,
+            metavar="DIR",
+            help="Output directory (replaced as a whole; "
+            "a directory holding anything but a previous report is refused).",
+        ),
+    ],
+    cases: Annotated[
+        int | None,
+        typer.Option(
+            "--cases",
+            rich_help_panel=OUTPUT,
+            metavar="N",
+            min=1,
+            help="Also write cases.md/.html: the best and worst N conversations per metric (Table 6 style).",
+            show_default=False,
+        ),
+    ] = None,
+    alignment: Annotated[
+        Path | None,
+        typer.Option(
+            "--alignment",
+            rich_help_panel=INPUTS,
+            metavar="DIR",
+            help="An `align --out` directory: add its correlations and figures (Figs. 6-8).",
+            show_default=False,
+        ),
+    ] = None,
+    calibration: Annotated[
+        Path | None,
+        typer.Option(
+            "--calibration",
+            rich_help_panel=INPUTS,
+            metavar="FILE",
+            help="A calibration.json "
+            "of `align --calibrate`: add '<rubric> (cal.)' columns to "
+            "the tables and the browser (refused for scores of another "
+            "judge or rubric file).",
+            show_default=False,
+        ),
+    ] = None,
+    compare: Annotated[
+        Path | None,
+        typer.Option(
+            "--compare",
+            rich_help_panel=INPUTS,
+            metavar="DIR",
+            help="A `compare --out` directory: "
+            "add a 'Head to head' page (Bradley–Terry, win rates, position "
+            "consistency, verdicts).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Write a static, offline HTML report of runs: overview, tables, figures, a conversation browser.
 
@@ -44,17 +91,31 @@ def report(
     problems = Problems()
     try:
         total = count_lines(expand(runs, Problems()))
-        with Progress(TextColumn("{task.description}", markup=False, style="bold"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=err, transient=True) as progress:
+        with Progress(
+            TextColumn("{task.description}", markup=False, style="bold"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        ) as progress:
             read = progress.add_task("read", total=total or None)
             write = progress.add_task("write", total=None, visible=False)
 
             def on_chunk() -> None:
                 progress.update(write, advance=1, visible=True)
 
-            result = build_report(runs, out, cases=cases, alignment=alignment, problems=problems,
-                                  on_record=lambda: progress.advance(read), on_chunk=on_chunk,
-                                  calibration=calibration, compare=compare)
+            result = build_report(
+                runs,
+                out,
+                cases=cases,
+                alignment=alignment,
+                problems=problems,
+                on_record=lambda: progress.advance(read),
+                on_chunk=on_chunk,
+                calibration=calibration,
+                compare=compare,
+            )
     except KeyboardInterrupt:
         err.print(f"interrupted: nothing written; {out} is as it was")
         raise typer.Exit(130) from None
@@ -67,8 +128,10 @@ def report(
         print_labeled(err, "warning:", "yellow", line)
     if len(problems.lines) > 20:
         err.print(f"… {len(problems.lines) - 20} more in {result.out / PROBLEMS_TXT}")
-    make_console(stderr=False).print(f"{result.out / INDEX_HTML}: {result.runs} run(s), {result.conversations} "
-                    f"conversations, {result.files} files, "
-                    + (f"{result.bytes / 1e6:.1f} MB" if result.bytes >= 1e6 else f"{result.bytes / 1e3:.0f} kB")
-                    + (f"; {len(problems.lines)} problem(s), see {PROBLEMS_TXT}" if problems.lines else ""),
-                    soft_wrap=True)
+    make_console(stderr=False).print(
+        f"{result.out / INDEX_HTML}: {result.runs} run(s), {result.conversations} "
+        f"conversations, {result.files} files, "
+        + (f"{result.bytes / 1e6:.1f} MB" if result.bytes >= 1e6 else f"{result.bytes / 1e3:.0f} kB")
+        + (f"; {len(problems.lines)} problem(s), see {PROBLEMS_TXT}" if problems.lines else ""),
+        soft_wrap=True,
+    )

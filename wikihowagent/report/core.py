@@ -32,15 +32,35 @@ from typing import Any
 
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Turn
+from wikihowagent.runs import (
+    BY_DOMAIN_PNG,
+    CALIBRATION_CSV,
+    CALIBRATION_PNG,
+    COMPUTATIONAL_PNG,
+    CONVERSATION_HTML,
+    CONVERSATION_JS,
+    CORRELATION_HEATMAP_PNG,
+    CORRELATIONS_CSV,
+    DOMAIN_BARS_PNG,
+    FIGURES_DIR,
+    INDEX_HTML,
+    JUDGES_CSV,
+    PAGE_SUFFIX,
+    PPI_CSV,
+    PROBLEMS_TXT,
+    RADAR_COMPUTATIONAL_PNG,
+    RADAR_RUBRICS_PNG,
+    REPORT_ASSETS,
+    REPORT_INDEX_JS,
+    REPORT_JS,
+    RUBRICS_PNG,
+    SCORE_DISTRIBUTIONS_PNG,
+    OutputReadError,
+    read_people_rows,
+)
 
 from .page import page
 from .sources import Problems, ReportConversation, ReportRun, load_inputs
-from wikihowagent.runs import (BY_DOMAIN_PNG, CALIBRATION_CSV, CALIBRATION_PNG, COMPUTATIONAL_PNG,
-                               CONVERSATION_HTML, CONVERSATION_JS, CORRELATIONS_CSV, CORRELATION_HEATMAP_PNG,
-                               DOMAIN_BARS_PNG, FIGURES_DIR, INDEX_HTML, JUDGES_CSV, PAGE_SUFFIX, PPI_CSV,
-                               PROBLEMS_TXT,
-                               RADAR_COMPUTATIONAL_PNG, RADAR_RUBRICS_PNG, REPORT_ASSETS, REPORT_INDEX_JS,
-                               REPORT_JS, RUBRICS_PNG, SCORE_DISTRIBUTIONS_PNG, OutputReadError, read_people_rows)
 
 CHUNK = 250
 MARKER = ".wikihowagent-report"
@@ -91,10 +111,18 @@ class SiteContext:
         return _short_number(x)
 
 
-def build_report(paths: list[Path], out: Path, *, cases: int | None = None, alignment: Path | None = None,
-                 problems: Problems | None = None, on_record: Callable[[], None] | None = None,
-                 on_chunk: Callable[[], None] | None = None, calibration: Path | None = None,
-                 compare: Path | None = None) -> ReportResult:
+def build_report(
+    paths: list[Path],
+    out: Path,
+    *,
+    cases: int | None = None,
+    alignment: Path | None = None,
+    problems: Problems | None = None,
+    on_record: Callable[[], None] | None = None,
+    on_chunk: Callable[[], None] | None = None,
+    calibration: Path | None = None,
+    compare: Path | None = None,
+) -> ReportResult:
     """Read the runs and write the site to `out` (replaced as a whole; a directory that is not a previous
     report and holds files is refused). Raises ReportInputError / ReportError with one-line messages."""
     problems = problems or Problems()
@@ -117,15 +145,28 @@ def build_report(paths: list[Path], out: Path, *, cases: int | None = None, alig
     parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
     try:
-        n = _write_site(tmp, runs, problems, cases, Path(alignment) if alignment else None, on_chunk,
-                        Path(compare) if compare else None)
+        n = _write_site(
+            tmp,
+            runs,
+            problems,
+            cases,
+            Path(alignment) if alignment else None,
+            on_chunk,
+            Path(compare) if compare else None,
+        )
         _swap_into_place(tmp, out)
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     files = [p for p in out.rglob("*") if p.is_file()]
-    return ReportResult(out=out, runs=len(runs), conversations=n, files=len(files),
-                        bytes=sum(p.stat().st_size for p in files), problems=list(problems.lines))
+    return ReportResult(
+        out=out,
+        runs=len(runs),
+        conversations=n,
+        files=len(files),
+        bytes=sum(p.stat().st_size for p in files),
+        problems=list(problems.lines),
+    )
 
 
 def _load_calibration(path: Path) -> Any:
@@ -163,8 +204,10 @@ def _calibrate_runs(runs: list[ReportRun], cal: Any, path: Path, problems: Probl
 
 def _check_out(out: Path) -> None:
     if not out.resolve().name or Path.cwd().is_relative_to(out.resolve()):  # it is replaced as a whole
-        raise ReportError(f"--out {out}: the current directory (or one above it) cannot be the report directory; "
-                          "name a new one, e.g. --out report")
+        raise ReportError(
+            f"--out {out}: the current directory (or one above it) cannot be the report directory; "
+            "name a new one, e.g. --out report"
+        )
     if out.exists() and not out.is_dir():
         raise ReportError(f"{out}: exists and is not a directory")
     if out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists():
@@ -213,8 +256,16 @@ def _run_scores(runs: list[ReportRun]) -> list[Any]:
     """The runs' rows of the score table, as `evaluate`'s summary reads them."""
     from wikihowagent.evaluation.summary import RunScores
 
-    return [RunScores(name=r.name, label=r.model, path=r.path, table=r.scores,
-                      n_failed=sum(c.status == "failed" for c in r.conversations)) for r in runs]
+    return [
+        RunScores(
+            name=r.name,
+            label=r.model,
+            path=r.path,
+            table=r.scores,
+            n_failed=sum(c.status == "failed" for c in r.conversations),
+        )
+        for r in runs
+    ]
 
 
 def _overview_rows(runs: list[ReportRun], rubrics: list[str]) -> list[dict[str, Any]]:
@@ -223,13 +274,21 @@ def _overview_rows(runs: list[ReportRun], rubrics: list[str]) -> list[dict[str, 
         cs = r.conversations
         judged = sum(r.scores.judged(rubrics))
         failed = sum(r.scores.failure_counts())
-        rows.append({
-            "run": r.name, "model": r.model, "persona": r.persona or "–", "conversations": len(cs),
-            **{s: sum(c.status == s for c in cs) for s in STATUSES},
-            "tokens": sum(c.tokens for c in cs), "scored": sum(c.scored for c in cs),
-            "evaluator": r.evaluator or "–", "mode": r.mode or "–", "scoring": r.scoring or "–",
-            "parse_failures": (f"{100.0 * failed / judged:.2f} % ({failed} of {judged})" if judged else "–"),
-        })
+        rows.append(
+            {
+                "run": r.name,
+                "model": r.model,
+                "persona": r.persona or "–",
+                "conversations": len(cs),
+                **{s: sum(c.status == s for c in cs) for s in STATUSES},
+                "tokens": sum(c.tokens for c in cs),
+                "scored": sum(c.scored for c in cs),
+                "evaluator": r.evaluator or "–",
+                "mode": r.mode or "–",
+                "scoring": r.scoring or "–",
+                "parse_failures": (f"{100.0 * failed / judged:.2f} % ({failed} of {judged})" if judged else "–"),
+            }
+        )
     return rows
 
 
@@ -237,8 +296,15 @@ def _overview_rows(runs: list[ReportRun], rubrics: list[str]) -> list[dict[str, 
 # Writing the site
 
 
-def _write_site(d: Path, runs: list[ReportRun], problems: Problems, cases: int | None, alignment: Path | None,
-                on_chunk: Callable[[], None] | None, compare: Path | None = None) -> int:
+def _write_site(
+    d: Path,
+    runs: list[ReportRun],
+    problems: Problems,
+    cases: int | None,
+    alignment: Path | None,
+    on_chunk: Callable[[], None] | None,
+    compare: Path | None = None,
+) -> int:
     (d / "assets").mkdir()
     (d / "data").mkdir()
     (d / FIGURES_DIR).mkdir()
@@ -264,22 +330,31 @@ def _write_site(d: Path, runs: list[ReportRun], problems: Problems, cases: int |
     return len(convs)
 
 
-def _write_chunks(d: Path, convs: list[ReportConversation], chunk_of: dict[int, int], metrics: list[str],
-                  on_chunk: Callable[[], None] | None) -> int:
+def _write_chunks(
+    d: Path,
+    convs: list[ReportConversation],
+    chunk_of: dict[int, int],
+    metrics: list[str],
+    on_chunk: Callable[[], None] | None,
+) -> int:
     by_tutorial: dict[str, list[ReportConversation]] = {}
     for c in convs:
         if c.tutorial_id:
             by_tutorial.setdefault(c.tutorial_id, []).append(c)
     n_chunks = -(-len(convs) // CHUNK)
     for k in range(n_chunks):
-        part = convs[k * CHUNK:(k + 1) * CHUNK]
+        part = convs[k * CHUNK : (k + 1) * CHUNK]
         data = {}
         for c in part:
-            others = [{"run": o.run, "id": o.conversation_id, "chunk": chunk_of[id(o)]}
-                      for o in by_tutorial.get(c.tutorial_id, []) if o is not c]
+            others = [
+                {"run": o.run, "id": o.conversation_id, "chunk": chunk_of[id(o)]}
+                for o in by_tutorial.get(c.tutorial_id, [])
+                if o is not c
+            ]
             data[c.conversation_id] = _conversation_data(c, metrics, others)
         (d / "data" / f"conv-{k:04d}.js").write_text(
-            f"reportChunk({k}, {json.dumps(data, ensure_ascii=False, separators=(',', ':'))});\n", encoding="utf-8")
+            f"reportChunk({k}, {json.dumps(data, ensure_ascii=False, separators=(',', ':'))});\n", encoding="utf-8"
+        )
         if on_chunk:
             on_chunk()
     return n_chunks
@@ -290,26 +365,65 @@ _TURN_FIELDS = {"role", "text", "step", "kind", "prompt_tokens", "completion_tok
 
 def _turn_extra(t: Turn) -> dict[str, Any]:
     """A turn's other fields (e.g. the persona's intent, the manager's label, turn-check warnings), non-empty."""
-    return {k: v for k, v in t.model_dump(mode="json").items() if k not in _TURN_FIELDS and v not in (None, "", [], {}, False)}
+    return {
+        k: v
+        for k, v in t.model_dump(mode="json").items()
+        if k not in _TURN_FIELDS and v not in (None, "", [], {}, False)
+    }
 
 
 def _conversation_data(c: ReportConversation, metrics: list[str], others: list[dict[str, Any]]) -> dict[str, Any]:
     return {
-        "run": c.run, "where": c.where, "tutorial_id": c.tutorial_id, "title": c.title,
-        "method_title": c.method_title, "domain": c.domain, "steps": c.steps,
-        "turns": [[t.role, t.text, t.step, t.kind, t.prompt_tokens, t.completion_tokens, round(t.latency_s, 3),
-                   _turn_extra(t)] for t in c.turns],
-        "status": c.status, "error": c.error, "warnings": c.warnings, "teacher": c.teacher, "learner": c.learner,
-        "persona": c.persona, "extra": c.extra, "missing": c.missing, "scored": c.scored,
-        "metrics": [[m, c.metrics[m]] for m in metrics if m in c.metrics], "judge_raw": c.judge_raw,
-        "judge_failures": c.judge_failures, "notes": c.notes, "score_extra": c.score_extra, "others": others,
-        "checklist": c.checklist, "checklist_reading": c.checklist_reading,
-        "posttest": c.posttest, "posttest_matches": c.posttest_matches,
+        "run": c.run,
+        "where": c.where,
+        "tutorial_id": c.tutorial_id,
+        "title": c.title,
+        "method_title": c.method_title,
+        "domain": c.domain,
+        "steps": c.steps,
+        "turns": [
+            [
+                t.role,
+                t.text,
+                t.step,
+                t.kind,
+                t.prompt_tokens,
+                t.completion_tokens,
+                round(t.latency_s, 3),
+                _turn_extra(t),
+            ]
+            for t in c.turns
+        ],
+        "status": c.status,
+        "error": c.error,
+        "warnings": c.warnings,
+        "teacher": c.teacher,
+        "learner": c.learner,
+        "persona": c.persona,
+        "extra": c.extra,
+        "missing": c.missing,
+        "scored": c.scored,
+        "metrics": [[m, c.metrics[m]] for m in metrics if m in c.metrics],
+        "judge_raw": c.judge_raw,
+        "judge_failures": c.judge_failures,
+        "notes": c.notes,
+        "score_extra": c.score_extra,
+        "others": others,
+        "checklist": c.checklist,
+        "checklist_reading": c.checklist_reading,
+        "posttest": c.posttest,
+        "posttest_matches": c.posttest_matches,
     }
 
 
-def _write_index_data(d: Path, runs: list[ReportRun], convs: list[ReportConversation], chunk_of: dict[int, int],
-                      metrics: list[str], n_chunks: int) -> None:
+def _write_index_data(
+    d: Path,
+    runs: list[ReportRun],
+    convs: list[ReportConversation],
+    chunk_of: dict[int, int],
+    metrics: list[str],
+    n_chunks: int,
+) -> None:
     from wikihowagent.evaluation.summary import PERCENT_METRICS
 
     run_names = [r.name for r in runs]
@@ -325,18 +439,40 @@ def _write_index_data(d: Path, runs: list[ReportRun], convs: list[ReportConversa
         for m in metrics:
             v = c.metrics.get(m)
             vals.append(None if v is None or math.isnan(v) else round(v * (100.0 if m in PERCENT_METRICS else 1.0), 2))
-        rows.append([c.conversation_id, ri[c.run], mi[model_of[c.run]], di[c.domain or "(none)"],
-                     pi.get(c.persona, -1), STATUSES.index(c.status), c.title or c.method_title, chunk_of[id(c)],
-                     c.tokens, len(c.turns), vals])
-    data = {"runs": run_names, "models": models, "domains": domains, "personas": personas, "statuses": STATUSES,
-            "metrics": metrics, "percent": [m in PERCENT_METRICS for m in metrics], "chunks": n_chunks,
-            "rows": rows}
-    (d / "data" / REPORT_INDEX_JS).write_text("window.REPORT_INDEX = " + json.dumps(data, ensure_ascii=False,
-                                         separators=(",", ":")) + ";\n", encoding="utf-8")
+        rows.append(
+            [
+                c.conversation_id,
+                ri[c.run],
+                mi[model_of[c.run]],
+                di[c.domain or "(none)"],
+                pi.get(c.persona, -1),
+                STATUSES.index(c.status),
+                c.title or c.method_title,
+                chunk_of[id(c)],
+                c.tokens,
+                len(c.turns),
+                vals,
+            ]
+        )
+    data = {
+        "runs": run_names,
+        "models": models,
+        "domains": domains,
+        "personas": personas,
+        "statuses": STATUSES,
+        "metrics": metrics,
+        "percent": [m in PERCENT_METRICS for m in metrics],
+        "chunks": n_chunks,
+        "rows": rows,
+    }
+    (d / "data" / REPORT_INDEX_JS).write_text(
+        "window.REPORT_INDEX = " + json.dumps(data, ensure_ascii=False, separators=(",", ":")) + ";\n", encoding="utf-8"
+    )
 
 
-def _write_figures(d: Path, runs: list[ReportRun], metrics: list[str], rubrics: list[str],
-                   problems: Problems) -> tuple[list[tuple[str, str]], str]:
+def _write_figures(
+    d: Path, runs: list[ReportRun], metrics: list[str], rubrics: list[str], problems: Problems
+) -> tuple[list[tuple[str, str]], str]:
     """([(caption, relative path)] of the figures written, the HTML of Tables 1/2)."""
     from wikihowagent.evaluation.summary import PERCENT_METRICS, by_domain, summarize, write_figures
 
@@ -363,19 +499,32 @@ def _write_figures(d: Path, runs: list[ReportRun], metrics: list[str], rubrics: 
                 res[model][m] = scale * sum(vals) / len(vals) if vals else math.nan
         return res
 
-    p = radar(means(rubrics, 1.0), rubrics, d / FIGURES_DIR / RADAR_RUBRICS_PNG,
-              "Rubric means per model (1-5)", rmax=5.0, rmin=1.0)
+    p = radar(
+        means(rubrics, 1.0),
+        rubrics,
+        d / FIGURES_DIR / RADAR_RUBRICS_PNG,
+        "Rubric means per model (1-5)",
+        rmax=5.0,
+        rmin=1.0,
+    )
     if p:
         out.append(("Radar: rubric means per model (Figs. 3-4)", f"{FIGURES_DIR}/{RADAR_RUBRICS_PNG}"))
-    p = radar(means(comp, 100.0), comp, d / FIGURES_DIR / RADAR_COMPUTATIONAL_PNG,
-              "Computational metrics per model (%)", rmax=100.0)
+    p = radar(
+        means(comp, 100.0),
+        comp,
+        d / FIGURES_DIR / RADAR_COMPUTATIONAL_PNG,
+        "Computational metrics per model (%)",
+        rmax=100.0,
+    )
     if p:
         out.append(("Radar: computational metrics per model (%)", f"{FIGURES_DIR}/{RADAR_COMPUTATIONAL_PNG}"))
     dom_df = by_domain(rs, rubrics)
     for path in write_figures(summary, rubrics, d, dom_df):
-        caption = {RUBRICS_PNG: "Rubric means ± std per run (Table 2)",
-                   COMPUTATIONAL_PNG: "Computational metrics ± std per run (Table 1)",
-                   BY_DOMAIN_PNG: "Per-domain heatmap (Fig. 5)"}.get(path.name, path.name)
+        caption = {
+            RUBRICS_PNG: "Rubric means ± std per run (Table 2)",
+            COMPUTATIONAL_PNG: "Computational metrics ± std per run (Table 1)",
+            BY_DOMAIN_PNG: "Per-domain heatmap (Fig. 5)",
+        }.get(path.name, path.name)
         out.append((caption, f"figures/{path.name}"))
     bar_metrics = rubrics or comp
     scale = 1.0 if rubrics else 100.0
@@ -391,9 +540,8 @@ def _write_figures(d: Path, runs: list[ReportRun], metrics: list[str], rubrics: 
     p = domain_bars(values, bar_metrics, d / FIGURES_DIR / DOMAIN_BARS_PNG, "1-5" if rubrics else "%")
     if p:
         out.append(("Per-metric means per domain and model (Fig. 5)", f"{FIGURES_DIR}/{DOMAIN_BARS_PNG}"))
-    from wikihowagent.evaluation.tables import paper_tables
-
     from wikihowagent.evaluation.significance import TableStats
+    from wikihowagent.evaluation.tables import paper_tables
 
     setups = {r.name: (r.teacher or r.model, r.learner or r.teacher or r.model) for r in scored}
     # as `evaluate --tables`: CIs over tutorials and paired arrows; the paper's raw arrows for paper-mode scores
@@ -421,13 +569,21 @@ def _summary_tables(tables: list[tuple[str, Any]], run_tables: dict[str, Any]) -
     parts = []
     for title, summary in tables:
         parts.append(f"<h3>{e(title)}</h3>")
-        groups = [(name, scale, ms) for name, scale, ms in (
-            ("Computational metrics", "%", [m for m in summary.columns if m in PERCENT_METRICS]),
-            ("Rubric scores (LLM judge)", "1–5", [m for m in summary.columns if m not in PERCENT_METRICS])) if ms]
+        groups = [
+            (name, scale, ms)
+            for name, scale, ms in (
+                ("Computational metrics", "%", [m for m in summary.columns if m in PERCENT_METRICS]),
+                ("Rubric scores (LLM judge)", "1–5", [m for m in summary.columns if m not in PERCENT_METRICS]),
+            )
+            if ms
+        ]
         direction: dict[str, str] = {m: better(m) for m in summary.columns}
         runs = [row for row in summary.table if row["run"] != "Overall"]
-        best = {} if summary.baseline or summary.stats is None else best_runs(runs, run_tables, summary.columns,
-                                                                               direction, summary.stats)
+        best = (
+            {}
+            if summary.baseline or summary.stats is None
+            else best_runs(runs, run_tables, summary.columns, direction, summary.stats)
+        )
         few = len(summary.table) <= RUNS_AS_COLUMNS
         many = not few or len(summary.table) > 2  # a phone hides their CIs until tapped (report.css, report.js)
         parts.append(_table_legend(summary, bool(best), many))
@@ -438,20 +594,33 @@ def _summary_tables(tables: list[tuple[str, Any]], run_tables: dict[str, Any]) -
 def _table_legend(summary: Any, best: bool, many: bool) -> str:
     e = html.escape
     ci = summary.stats is not None and summary.stats.n_boot > 0
-    text = ("Each cell: the mean ± sd over the run's conversations" + (", under it the 95 % bootstrap CI over "
-            "tutorials" + ("<span class='ci-hint'> (on a narrow screen, tap the table to show them)</span>" if many
-                           else "") if ci else "")
-            + ". ↑ higher is better, ↓ lower is better.")
+    text = (
+        "Each cell: the mean ± sd over the run's conversations"
+        + (
+            ", under it the 95 % bootstrap CI over "
+            "tutorials"
+            + ("<span class='ci-hint'> (on a narrow screen, tap the table to show them)</span>" if many else "")
+            if ci
+            else ""
+        )
+        + ". ↑ higher is better, ↓ lower is better."
+    )
     if summary.baseline and summary.stats is not None and summary.stats.paired:
-        text += (f" A ↑/↓ after a mean: against {e(summary.baseline)}, paired by tutorial (Wilcoxon, Holm across "
-                 "the metrics), p &lt; 0.05 (green: for the better, red: for the worse); ≈ = no significant "
-                 "difference.")
+        text += (
+            f" A ↑/↓ after a mean: against {e(summary.baseline)}, paired by tutorial (Wilcoxon, Holm across "
+            "the metrics), p &lt; 0.05 (green: for the better, red: for the worse); ≈ = no significant "
+            "difference."
+        )
     elif summary.baseline:
-        text += (f" A ↑/↓ after a mean: against {e(summary.baseline)} (the raw difference of the means; green: for "
-                 "the better, red: for the worse).")
+        text += (
+            f" A ↑/↓ after a mean: against {e(summary.baseline)} (the raw difference of the means; green: for "
+            "the better, red: for the worse)."
+        )
     elif best:
-        text += (" <span class='best-key'>★ Bold on green</span>: the best run on that metric, better than every "
-                 "other run in a paired test by tutorial (Wilcoxon, Holm across the table's tests), p &lt; 0.05.")
+        text += (
+            " <span class='best-key'>★ Bold on green</span>: the best run on that metric, better than every "
+            "other run in a paired test by tutorial (Wilcoxon, Holm across the table's tests), p &lt; 0.05."
+        )
     return f"<p class='meta'>{text}</p>"
 
 
@@ -472,8 +641,10 @@ def _metric_head(m: str, direction: dict[str, str]) -> str:
 
     e = html.escape
     up = direction.get(m) != "lower"
-    return (f"{e(SHORT.get(m, m))} <span class='dir' title='{'higher' if up else 'lower'} is better'>"
-            f"{'↑' if up else '↓'}</span>")
+    return (
+        f"{e(SHORT.get(m, m))} <span class='dir' title='{'higher' if up else 'lower'} is better'>"
+        f"{'↑' if up else '↓'}</span>"
+    )
 
 
 def _value_cell(row: dict[str, Any], m: str, best: dict[str, str], direction: dict[str, str]) -> str:
@@ -502,32 +673,59 @@ def _value_cell(row: dict[str, Any], m: str, best: dict[str, str], direction: di
     return f"<td class='num{' best' if marked else ''}' title='{e(tip)}'>{''.join(out)}</td>"
 
 
-def _metric_rows(rows: list[dict[str, Any]], groups: list[tuple[str, str, list[str]]], direction: dict[str, str],
-                 best: dict[str, str], many: bool) -> str:
+def _metric_rows(
+    rows: list[dict[str, Any]],
+    groups: list[tuple[str, str, list[str]]],
+    direction: dict[str, str],
+    best: dict[str, str],
+    many: bool,
+) -> str:
     """A row per metric, a column per run (few runs: the width grows with the runs, not the metrics)."""
-    head = ("<tr><th>Metric</th>" + "".join(f"<th class='run'>{_run_label(r)}<small>n = {r['n']}</small></th>"
-                                           for r in rows) + "</tr>")
+    head = (
+        "<tr><th>Metric</th>"
+        + "".join(f"<th class='run'>{_run_label(r)}<small>n = {r['n']}</small></th>" for r in rows)
+        + "</tr>"
+    )
     body = []
     for name, scale, ms in groups:
         body.append(f"<tr class='group'><th colspan='{len(rows) + 1}'>{html.escape(name)}, {scale}</th></tr>")
-        body += [f"<tr><th scope='row'>{_metric_head(m, direction)}</th>"
-                 + "".join(_value_cell(r, m, best, direction) for r in rows) + "</tr>" for m in ms]
-    return (f"<div class='scroll'><table class='summary metric-rows{' many' if many else ''}'><thead>{head}</thead>"
-            f"<tbody>{''.join(body)}</tbody></table></div>")
+        body += [
+            f"<tr><th scope='row'>{_metric_head(m, direction)}</th>"
+            + "".join(_value_cell(r, m, best, direction) for r in rows)
+            + "</tr>"
+            for m in ms
+        ]
+    return (
+        f"<div class='scroll'><table class='summary metric-rows{' many' if many else ''}'><thead>{head}</thead>"
+        f"<tbody>{''.join(body)}</tbody></table></div>"
+    )
 
 
-def _run_rows(rows: list[dict[str, Any]], groups: list[tuple[str, str, list[str]]], direction: dict[str, str],
-              best: dict[str, str], many: bool) -> str:
+def _run_rows(
+    rows: list[dict[str, Any]],
+    groups: list[tuple[str, str, list[str]]],
+    direction: dict[str, str],
+    best: dict[str, str],
+    many: bool,
+) -> str:
     """A row per run (many runs): the metrics as columns under their group's scale, one table per group."""
     out = []
     for name, scale, ms in groups:
-        head = (f"<tr><th rowspan='2'>Run</th><th rowspan='2' class='num'>n</th>"
-                f"<th colspan='{len(ms)}' class='group'>{html.escape(name)}, {scale}</th></tr>"
-                "<tr>" + "".join(f"<th class='num'>{_metric_head(m, direction)}</th>" for m in ms) + "</tr>")
-        body = "".join(f"<tr><th scope='row'>{_run_label(r)}</th><td class='num'>{r['n']}</td>"
-                       + "".join(_value_cell(r, m, best, direction) for m in ms) + "</tr>" for r in rows)
-        out.append(f"<div class='scroll'><table class='summary run-rows{' many' if many else ''}'><thead>{head}</thead>"
-                   f"<tbody>{body}</tbody></table></div>")
+        head = (
+            f"<tr><th rowspan='2'>Run</th><th rowspan='2' class='num'>n</th>"
+            f"<th colspan='{len(ms)}' class='group'>{html.escape(name)}, {scale}</th></tr>"
+            "<tr>" + "".join(f"<th class='num'>{_metric_head(m, direction)}</th>" for m in ms) + "</tr>"
+        )
+        body = "".join(
+            f"<tr><th scope='row'>{_run_label(r)}</th><td class='num'>{r['n']}</td>"
+            + "".join(_value_cell(r, m, best, direction) for m in ms)
+            + "</tr>"
+            for r in rows
+        )
+        out.append(
+            f"<div class='scroll'><table class='summary run-rows{' many' if many else ''}'><thead>{head}</thead>"
+            f"<tbody>{body}</tbody></table></div>"
+        )
     return "\n".join(out)
 
 
@@ -546,8 +744,10 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
     e = html.escape
     target = d / "alignment"
     target.mkdir()
-    parts = ["<section id='alignment'><h2>Judge vs human (alignment)</h2>",
-             f"<p class='meta'>From <code>{e(str(alignment))}</code>.</p>"]
+    parts = [
+        "<section id='alignment'><h2>Judge vs human (alignment)</h2>",
+        f"<p class='meta'>From <code>{e(str(alignment))}</code>.</p>",
+    ]
     corr = alignment / CORRELATIONS_CSV
     rows: list[list[str]] = []
     if corr.is_file():
@@ -558,10 +758,11 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
         parts.append(csv_table(rows))
     else:
         problems.add(f"{alignment}: no correlations.csv; the alignment section shows the figures only")
-    for name, title in ((CALIBRATION_CSV, "Calibration on the human ratings (align --calibrate; out of fold, "
-                                            "GroupKFold by tutorial)"),
-                        (PPI_CSV, "Prediction-powered estimates of the human mean rating (align --ppi)"),
-                        (JUDGES_CSV, "Every judge beside the humans (Krippendorff's α with the judge as a rater)")):
+    for name, title in (
+        (CALIBRATION_CSV, "Calibration on the human ratings (align --calibrate; out of fold, GroupKFold by tutorial)"),
+        (PPI_CSV, "Prediction-powered estimates of the human mean rating (align --ppi)"),
+        (JUDGES_CSV, "Every judge beside the humans (Krippendorff's α with the judge as a rater)"),
+    ):
         if (alignment / name).is_file():
             try:
                 rows = read_people_rows(alignment / name)
@@ -570,9 +771,11 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
                 continue
             if rows:
                 parts.append(f"<h3>{e(title)}</h3>" + csv_table(rows, _short_number))
-    captions = {SCORE_DISTRIBUTIONS_PNG: "Human vs LLM score distributions per model (Figs. 6/8)",
-                CORRELATION_HEATMAP_PNG: "Correlation heatmap (Fig. 7)",
-                CALIBRATION_PNG: "Judge score vs human mean, with the isotonic calibration"}
+    captions = {
+        SCORE_DISTRIBUTIONS_PNG: "Human vs LLM score distributions per model (Figs. 6/8)",
+        CORRELATION_HEATMAP_PNG: "Correlation heatmap (Fig. 7)",
+        CALIBRATION_PNG: "Judge score vs human mean, with the isotonic calibration",
+    }
     for png in sorted((alignment / FIGURES_DIR).glob("*.png")):
         try:
             if not png.is_file():
@@ -582,7 +785,9 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
             problems.add(f"{png}: {exc.strerror or 'cannot read'}; figure left out")
             continue
         cap = captions.get(png.name, png.stem.replace("_", " "))
-        parts.append(f"<figure><img src='alignment/{e(png.name)}' alt='{e(cap)}'><figcaption>{e(cap)}</figcaption></figure>")
+        parts.append(
+            f"<figure><img src='alignment/{e(png.name)}' alt='{e(cap)}'><figcaption>{e(cap)}</figcaption></figure>"
+        )
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -591,34 +796,88 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
 # HTML
 
 
-def _index_html(runs: list[ReportRun], metrics: list[str], rubrics: list[str], figures: list[tuple[str, str]],
-                tables: str, align_html: str, cases_link: str, problems: Problems) -> str:
+def _index_html(
+    runs: list[ReportRun],
+    metrics: list[str],
+    rubrics: list[str],
+    figures: list[tuple[str, str]],
+    tables: str,
+    align_html: str,
+    cases_link: str,
+    problems: Problems,
+) -> str:
     e = html.escape
     rows = _overview_rows(runs, rubrics)
-    nav = ("<nav><b>wikihowagent report</b> <a href='#overview'>Overview</a> <a href='#figures'>Figures</a> "
-           "<a href='#browser'>Conversations</a>" + (" <a href='#alignment'>Alignment</a>" if align_html else "")
-           + (f" {cases_link}" if cases_link else "") + (" <a href='#problems'>Missing</a>" if problems.lines else "")
-           + "</nav>")
-    heads = ["Run", "Model", "Persona", "Conversations", "Finished", "Cut", "Failed", "Tokens", "Scored",
-             "Judge", "Mode", "Judge scoring", "Judge parse failures"]
-    keys = ["run", "model", "persona", "conversations", "finished", "cut", "failed", "tokens", "scored",
-            "evaluator", "mode", "scoring", "parse_failures"]
+    nav = (
+        "<nav><b>wikihowagent report</b> <a href='#overview'>Overview</a> <a href='#figures'>Figures</a> "
+        "<a href='#browser'>Conversations</a>"
+        + (" <a href='#alignment'>Alignment</a>" if align_html else "")
+        + (f" {cases_link}" if cases_link else "")
+        + (" <a href='#problems'>Missing</a>" if problems.lines else "")
+        + "</nav>"
+    )
+    heads = [
+        "Run",
+        "Model",
+        "Persona",
+        "Conversations",
+        "Finished",
+        "Cut",
+        "Failed",
+        "Tokens",
+        "Scored",
+        "Judge",
+        "Mode",
+        "Judge scoring",
+        "Judge parse failures",
+    ]
+    keys = [
+        "run",
+        "model",
+        "persona",
+        "conversations",
+        "finished",
+        "cut",
+        "failed",
+        "tokens",
+        "scored",
+        "evaluator",
+        "mode",
+        "scoring",
+        "parse_failures",
+    ]
     numeric = {"conversations", "finished", "cut", "failed", "tokens", "scored"}
     # data-label: a phone shows each run as a card of "head: value" lines (report.css)
-    table = ("<div class='scroll'><table id='runs' class='summary'><thead><tr>"
-             + "".join(f"<th{' class=num' if k in numeric else ''}>{h}</th>" for h, k in zip(heads, keys, strict=True))
-             + "</tr></thead><tbody>"
-             + "".join("<tr>" + "".join(f"<td data-label='{h}'{' class=num' if k in numeric else ''}>"
-                                        f"{e(str(r[k]))}</td>" for h, k in zip(heads, keys, strict=True)) + "</tr>" for r in rows)
-             + "</tbody></table></div>")
+    table = (
+        "<div class='scroll'><table id='runs' class='summary'><thead><tr>"
+        + "".join(f"<th{' class=num' if k in numeric else ''}>{h}</th>" for h, k in zip(heads, keys, strict=True))
+        + "</tr></thead><tbody>"
+        + "".join(
+            "<tr>"
+            + "".join(
+                f"<td data-label='{h}'{' class=num' if k in numeric else ''}>{e(str(r[k]))}</td>"
+                for h, k in zip(heads, keys, strict=True)
+            )
+            + "</tr>"
+            for r in rows
+        )
+        + "</tbody></table></div>"
+    )
     n = sum(r["conversations"] for r in rows)
-    parts = [nav, "<main>", "<section id='overview'><h1>Runs</h1>",
-             f"<p class='meta'>{len(runs)} run(s), {n} conversations, {len(metrics)} metrics.</p>", table]
+    parts = [
+        nav,
+        "<main>",
+        "<section id='overview'><h1>Runs</h1>",
+        f"<p class='meta'>{len(runs)} run(s), {n} conversations, {len(metrics)} metrics.</p>",
+        table,
+    ]
     parts.append(_evidence_html(runs))
     parts.append(f"<div id='summary-tables'>{tables}</div></section>")
     parts.append("<section id='figures'><h2>Figures</h2>")
     if figures:
-        parts += [f"<figure><img src='{e(p)}' alt='{e(c)}'><figcaption>{e(c)}</figcaption></figure>" for c, p in figures]
+        parts += [
+            f"<figure><img src='{e(p)}' alt='{e(c)}'><figcaption>{e(c)}</figcaption></figure>" for c, p in figures
+        ]
     else:
         parts.append("<p class='meta'>No figures: no run has scores.</p>")
     parts.append("</section>")
@@ -626,10 +885,17 @@ def _index_html(runs: list[ReportRun], metrics: list[str], rubrics: list[str], f
         parts.append(align_html)
     parts.append(_browser_html())
     if problems.lines:
-        parts.append("<section id='problems'><h2>What is missing</h2><ul class='problems'>"
-                     + "".join(f"<li>{e(p)}</li>" for p in problems.lines[:500]) + "</ul>"
-                     + (f"<p class='meta'>… and {len(problems.lines) - 500} more in problems.txt</p>"
-                        if len(problems.lines) > 500 else "") + "</section>")
+        parts.append(
+            "<section id='problems'><h2>What is missing</h2><ul class='problems'>"
+            + "".join(f"<li>{e(p)}</li>" for p in problems.lines[:500])
+            + "</ul>"
+            + (
+                f"<p class='meta'>… and {len(problems.lines) - 500} more in problems.txt</p>"
+                if len(problems.lines) > 500
+                else ""
+            )
+            + "</section>"
+        )
     parts.append("</main>")
     return page("wikihowagent report", "\n".join(parts), [f"data/{REPORT_INDEX_JS}", f"assets/{REPORT_JS}"])
 
@@ -657,31 +923,51 @@ def judge_evidence(run: ReportRun) -> list[str]:
             if p.name == SUMMARY_MD:
                 text = p.read_text(encoding="utf-8", errors="replace")
                 if text.startswith("# judge-check: "):
-                    title = text.splitlines()[0][len("# judge-check: "):]
-                    m = re.search(r"(\d+) conversations; mean accuracy over the (\d+) targeted .*?\*\*([0-9.]+)\*\*", text)
-                    acc = f"mean accuracy {m.group(3)} over {m.group(2)} targeted cells, {m.group(1)} conversations" if m else "no accuracy line"
-                    found.append(f"judge-check ({rel.parent}/): {title}: {acc} (1 = always scores the original "
-                                 "above its damaged copy, 0.5 = chance)")
+                    title = text.splitlines()[0][len("# judge-check: ") :]
+                    m = re.search(
+                        r"(\d+) conversations; mean accuracy over the (\d+) targeted .*?\*\*([0-9.]+)\*\*", text
+                    )
+                    acc = (
+                        f"mean accuracy {m.group(3)} over {m.group(2)} targeted cells, {m.group(1)} conversations"
+                        if m
+                        else "no accuracy line"
+                    )
+                    found.append(
+                        f"judge-check ({rel.parent}/): {title}: {acc} (1 = always scores the original "
+                        "above its damaged copy, 0.5 = chance)"
+                    )
             elif p.name == CORRELATIONS_CSV and (p.parent / CORRELATIONS_MD).exists():
                 with p.open(encoding="utf-8") as fh:
                     rows = [r for r in csv.DictReader(fh) if r.get("metric") == "Overall" and r.get("by") == "all"]
                 if rows and rows[0].get("pearson_r") not in (None, ""):
                     r = rows[0]
-                    ci = (f" [{float(r['pearson_ci_low']):+.2f}, {float(r['pearson_ci_high']):+.2f}]"
-                          if r.get("pearson_ci_low") not in (None, "") else "")
-                    found.append(f"align ({rel.parent}/): Overall Pearson r with the people {float(r['pearson_r']):+.2f}"
-                                 f"{ci}, n {r.get('n', '?')}")
+                    ci = (
+                        f" [{float(r['pearson_ci_low']):+.2f}, {float(r['pearson_ci_high']):+.2f}]"
+                        if r.get("pearson_ci_low") not in (None, "")
+                        else ""
+                    )
+                    found.append(
+                        f"align ({rel.parent}/): Overall Pearson r with the people {float(r['pearson_r']):+.2f}"
+                        f"{ci}, n {r.get('n', '?')}"
+                    )
             elif p.name == CALIBRATION_JSON:
                 cal = json.loads(p.read_text(encoding="utf-8"))
                 oof = cal.get("out_of_fold") or {}
-                parts = [f"{m} r {v.get('raw_r', float('nan')):+.2f} -> {v.get('calibrated_r', float('nan')):+.2f}"
-                         for m, v in oof.items() if isinstance(v, dict)]
-                found.append(f"calibration ({rel}): {cal.get('method', '?')} for judge {cal.get('judge') or '?'} "
-                             f"({cal.get('scoring') or 'json'}); out of fold: " + ("; ".join(parts) or "–"))
+                parts = [
+                    f"{m} r {v.get('raw_r', float('nan')):+.2f} -> {v.get('calibrated_r', float('nan')):+.2f}"
+                    for m, v in oof.items()
+                    if isinstance(v, dict)
+                ]
+                found.append(
+                    f"calibration ({rel}): {cal.get('method', '?')} for judge {cal.get('judge') or '?'} "
+                    f"({cal.get('scoring') or 'json'}); out of fold: " + ("; ".join(parts) or "–")
+                )
             elif p.name == CHECKLIST_WEIGHTS_JSON:
                 w = json.loads(p.read_text(encoding="utf-8"))
-                found.append(f"checklist weights ({rel}): fitted for judge {w.get('judge', '?')}, checklist "
-                             f"{w.get('checklist', '?')}")
+                found.append(
+                    f"checklist weights ({rel}): fitted for judge {w.get('judge', '?')}, checklist "
+                    f"{w.get('checklist', '?')}"
+                )
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             found.append(f"{rel}: unreadable, left out")
     return found
@@ -702,18 +988,25 @@ def _evidence_html(runs: list[ReportRun]) -> str:
         # a paper run file's outputs go beside it (FILE's stem as a folder), a run directory's inside it
         beside = r.path if r.path.is_dir() else r.path.parent / r.path.stem
         q = shlex.quote
-        how = (f"wikihowagent judge-check {q(str(r.path))} --out {q(str(beside / 'judge-check'))}"
-               + (f" --judge-scoring {r.scoring.split('+')[0]}" if r.scoring and "," not in r.scoring else "")
-               + f"; with human ratings: wikihowagent align -H SHEET.csv --scores {q(str(r.path))}"
-               f" --out {q(str(beside / 'alignment'))}")
-        local = (" For the embedded judge (local) the measured figures are in BENCHMARKS.md (its agreement with "
-                 "people on the paper's development split and its judge-check accuracy, per scoring mode)."
-                 if judge.startswith("local") else "")
-        items.append(f"<li>{head}: no evidence about this judge was measured in this run directory. Measure it: "
-                     f"<code>{e(how)}</code>.{e(local)}</li>")
+        how = (
+            f"wikihowagent judge-check {q(str(r.path))} --out {q(str(beside / 'judge-check'))}"
+            + (f" --judge-scoring {r.scoring.split('+')[0]}" if r.scoring and "," not in r.scoring else "")
+            + f"; with human ratings: wikihowagent align -H SHEET.csv --scores {q(str(r.path))}"
+            f" --out {q(str(beside / 'alignment'))}"
+        )
+        local = (
+            " For the embedded judge (local) the measured figures are in BENCHMARKS.md (its agreement with "
+            "people on the paper's development split and its judge-check accuracy, per scoring mode)."
+            if judge.startswith("local")
+            else ""
+        )
+        items.append(
+            f"<li>{head}: no evidence about this judge was measured in this run directory. Measure it: "
+            f"<code>{e(how)}</code>.{e(local)}</li>"
+        )
     if not items:
         return ""
-    return ("<h2 id='trust'>How far to trust the judge</h2><ul class='evidence'>" + "".join(items) + "</ul>")
+    return "<h2 id='trust'>How far to trust the judge</h2><ul class='evidence'>" + "".join(items) + "</ul>"
 
 
 def _browser_html() -> str:

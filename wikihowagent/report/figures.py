@@ -18,8 +18,9 @@ def _plt() -> Any:
     return plt
 
 
-def radar(means: dict[str, dict[str, float]], metrics: list[str], path: Path, title: str,
-          rmax: float, rmin: float = 0.0) -> Path | None:
+def radar(
+    means: dict[str, dict[str, float]], metrics: list[str], path: Path, title: str, rmax: float, rmin: float = 0.0
+) -> Path | None:
     """Small multiples: one radar per model (`means[model][metric]`), all on the same scale."""
     import numpy as np
 
@@ -29,8 +30,9 @@ def radar(means: dict[str, dict[str, float]], metrics: list[str], path: Path, ti
     plt = _plt()
     cols = min(4, len(models))
     rows = -(-len(models) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.4 * cols, 3.4 * rows + 0.4), subplot_kw={"polar": True},
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        rows, cols, figsize=(3.4 * cols, 3.4 * rows + 0.4), subplot_kw={"polar": True}, squeeze=False
+    )
     angles = np.linspace(0, 2 * np.pi, len(metrics), endpoint=False).tolist()
     for ax, model in zip(axes.flat, models, strict=False):
         vals = [means[model].get(k, math.nan) for k in metrics]
@@ -42,7 +44,7 @@ def radar(means: dict[str, dict[str, float]], metrics: list[str], path: Path, ti
         ax.set_ylim(rmin, rmax)
         ax.tick_params(axis="y", labelsize=6)
         ax.set_title(model, fontsize=8, pad=14)
-    for ax in list(axes.flat)[len(models):]:
+    for ax in list(axes.flat)[len(models) :]:
         ax.set_visible(False)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
@@ -51,8 +53,9 @@ def radar(means: dict[str, dict[str, float]], metrics: list[str], path: Path, ti
     return path
 
 
-def domain_bars(values: dict[str, dict[str, dict[str, float]]], metrics: list[str], path: Path,
-                ylabel: str) -> Path | None:
+def domain_bars(
+    values: dict[str, dict[str, dict[str, float]]], metrics: list[str], path: Path, ylabel: str
+) -> Path | None:
     """One panel per metric: bars per domain, one series per model (`values[metric][model][domain]`)."""
     metrics = [m for m in metrics if values.get(m)]
     if not metrics:
@@ -75,7 +78,7 @@ def domain_bars(values: dict[str, dict[str, dict[str, float]]], metrics: list[st
         ax.set_xticklabels(domains, rotation=35, ha="right", fontsize=6)
         ax.set_ylabel(ylabel, fontsize=7)
         ax.grid(axis="y", alpha=0.3)
-    for ax in list(axes.flat)[len(metrics):]:
+    for ax in list(axes.flat)[len(metrics) :]:
         ax.set_visible(False)
     handles, labels = axes.flat[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=min(4, len(models)), fontsize=7)

@@ -21,13 +21,26 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.records import Conversation, ScoreRecord, Turn
-from wikihowagent.paper_format import LenientRecord, parse_run_stem, read_lenient
-from wikihowagent.runs import (CONVERSATIONS, FIGURES_DIR, POSTTESTS, RUN_INFO, SCORE_FILES, RunError, conversation_items,
-                               read_posttests, read_run_info, read_score_table, resolve_runs, runs_below, scores_file)
-from wikihowagent.scoretable import ScoreTable
 from wikihowagent.evaluation.judge import RubricError, load_rubrics
 from wikihowagent.evaluation.metrics import value_range
+from wikihowagent.paper_format import LenientRecord, parse_run_stem, read_lenient
+from wikihowagent.records import Conversation, ScoreRecord, Turn
+from wikihowagent.runs import (
+    CONVERSATIONS,
+    FIGURES_DIR,
+    POSTTESTS,
+    RUN_INFO,
+    SCORE_FILES,
+    RunError,
+    conversation_items,
+    read_posttests,
+    read_run_info,
+    read_score_table,
+    resolve_runs,
+    runs_below,
+    scores_file,
+)
+from wikihowagent.scoretable import ScoreTable
 
 # Fields shown as such; any other (later) field of a record is shown as it is.
 _KNOWN_SCORE_FIELDS = set(ScoreRecord.model_fields)
@@ -121,7 +134,9 @@ def expand(paths: list[Path], problems: Problems) -> list[Path]:
         if kind == "missing":
             raise ReportInputError(f"{p}: no such run directory")
         if kind == "file" and not (p.is_file() and p.suffix.lower() == ".json"):  # a paper run file, or refused
-            raise ReportInputError(f"{p}: not a run directory (expected a directory with {RUN_INFO} and {CONVERSATIONS})")
+            raise ReportInputError(
+                f"{p}: not a run directory (expected a directory with {RUN_INFO} and {CONVERSATIONS})"
+            )
         if kind in ("file", "run"):
             out.append(p)
         elif kind == "cell":
@@ -156,8 +171,10 @@ def load_run(path: Path, problems: Problems, on_record: Callable[[], None] | Non
             on_record()
     if score_file is None:
         if by_id:
-            problems.add(f"{path}: no {SCORE_FILES[0]} (not evaluated: run `wikihowagent evaluate {path}`); "
-                         "shown without metrics")
+            problems.add(
+                f"{path}: no {SCORE_FILES[0]} (not evaluated: run `wikihowagent evaluate {path}`); "
+                "shown without metrics"
+            )
     else:
         run.scores_path = score_file
         _attach_scores(run, by_id, score_file, problems)
@@ -167,8 +184,10 @@ def load_run(path: Path, problems: Problems, on_record: Callable[[], None] | Non
     run.conversations = list(by_id.values())
     failed = sum(c.status == "failed" for c in run.conversations)
     if failed:
-        problems.add(f"{path}: {failed} failed conversation(s) (run status {run.status or 'unknown'}); shown as failed, "
-                     "without scores (rerun `wikihowagent generate` to retry them)")
+        problems.add(
+            f"{path}: {failed} failed conversation(s) (run status {run.status or 'unknown'}); shown as failed, "
+            "without scores (rerun `wikihowagent generate` to retry them)"
+        )
     if not run.teacher:  # paper-style runs: take the model from the records
         t = next((c.teacher for c in run.conversations if c.teacher), "")
         lr = next((c.learner for c in run.conversations if c.learner), "")
@@ -193,8 +212,16 @@ def _run_dir(path: Path, problems: Problems) -> Found:
         persona = str((info.model_extra or {}).get("persona") or "")
     except RunError as exc:
         problems.add(str(exc))
-    run = ReportRun(name=name, path=path, model=_model_label(teacher, learner, name), teacher=teacher,
-                    learner=learner, evaluator=evaluator, persona=persona, status=status)
+    run = ReportRun(
+        name=name,
+        path=path,
+        model=_model_label(teacher, learner, name),
+        teacher=teacher,
+        learner=learner,
+        evaluator=evaluator,
+        persona=persona,
+        status=status,
+    )
     conv_file = path / CONVERSATIONS
     records: Iterable[tuple[str, Any]] = ()
     if conv_file.is_file():
@@ -208,8 +235,14 @@ def _paper_file(path: Path, problems: Problems) -> Found | None:
     """One of the paper's run files: its records, and itself as the score file (their `evaluation` scores)."""
     stem = parse_run_stem(path.stem) or {}
     teacher, learner = stem.get("teacher", ""), stem.get("learner", "")
-    run = ReportRun(name=path.stem, path=path, model=_model_label(teacher, learner, path.stem), teacher=teacher,
-                    learner=learner, evaluator=stem.get("evaluator", ""))
+    run = ReportRun(
+        name=path.stem,
+        path=path,
+        model=_model_label(teacher, learner, path.stem),
+        teacher=teacher,
+        learner=learner,
+        evaluator=stem.get("evaluator", ""),
+    )
     try:
         items = list(conversation_items(path, paper=True))
     except (ValueError, OSError) as exc:
@@ -250,14 +283,23 @@ def _attach_scores(run: ReportRun, by_id: dict[str, ReportConversation], score_f
         return
     drop_out_of_range(table, problems)
     orphans = 0
-    for cid, rec, metrics in zip(table.meta["conversation_id"], table.meta["record"], table.iter_row_metrics(), strict=True):
+    for cid, rec, metrics in zip(
+        table.meta["conversation_id"], table.meta["record"], table.iter_row_metrics(), strict=True
+    ):
         conv = by_id.get(cid)
         if conv is None:  # scored, but its conversation record is missing: shown from the score record
             orphans += 1
             conv = by_id[cid] = ReportConversation(
-                conversation_id=cid, run=run.name, where=str(score_file), tutorial_id=rec.tutorial_id,
-                title=rec.title, domain=rec.domain, teacher=rec.teacher, learner=rec.learner,
-                missing=["conversation record"])
+                conversation_id=cid,
+                run=run.name,
+                where=str(score_file),
+                tutorial_id=rec.tutorial_id,
+                title=rec.title,
+                domain=rec.domain,
+                teacher=rec.teacher,
+                learner=rec.learner,
+                missing=["conversation record"],
+            )
         conv.scored = True
         conv.metrics = metrics
         judge = rec.judge
@@ -265,8 +307,10 @@ def _attach_scores(run: ReportRun, by_id: dict[str, ReportConversation], score_f
             conv.judge_raw = dict(judge.raw)
             conv.judge_failures = list(judge.failures)
             conv.notes = list(rec.notes) + [f"judge: {n}" for n in judge.notes]
-            conv.checklist = [[i.id, list(i.rubrics), i.question, i.polarity, i.p_yes, i.good, i.failure,
-                               _item_step(i.id)] for i in judge.items]
+            conv.checklist = [
+                [i.id, list(i.rubrics), i.question, i.polarity, i.p_yes, i.good, i.failure, _item_step(i.id)]
+                for i in judge.items
+            ]
             conv.checklist_reading = judge.reading
             if not run.evaluator and judge.evaluator:
                 run.evaluator = judge.evaluator
@@ -278,8 +322,9 @@ def _attach_scores(run: ReportRun, by_id: dict[str, ReportConversation], score_f
     run.mode = ", ".join(table.modes())
     run.scoring = ", ".join(table.scorings())
     if orphans:
-        problems.add(f"{score_file}: {orphans} score record(s) without a conversation in {CONVERSATIONS} "
-                     "(shown without text)")
+        problems.add(
+            f"{score_file}: {orphans} score record(s) without a conversation in {CONVERSATIONS} (shown without text)"
+        )
 
 
 def drop_out_of_range(table: Any, problems: Problems, columns: list[str] | None = None) -> None:
@@ -300,8 +345,10 @@ def drop_out_of_range(table: Any, problems: Problems, columns: list[str] | None 
             continue
         rows = list(bad[bad].index)
         more = f" (and {len(rows) - 1} more)" if len(rows) > 1 else ""
-        problems.add(f"{table.meta.at[rows[0], 'where']}: {name} = {col[rows[0]]:g} is outside {rng[0]:g} to "
-                     f"{rng[1]:g}{more}; left out")
+        problems.add(
+            f"{table.meta.at[rows[0], 'where']}: {name} = {col[rows[0]]:g} is outside {rng[0]:g} to "
+            f"{rng[1]:g}{more}; left out"
+        )
         table.values.loc[bad, name] = float("nan")
 
 
@@ -321,12 +368,24 @@ def _conversation(obj: dict[str, Any], run: ReportRun, where: str, problems: Pro
     extra = _later_fields(conv, _KNOWN_CONV_FIELDS)
     extra.update({k: v for k, v in obj.items() if k not in _KNOWN_CONV_FIELDS and k not in extra})
     return ReportConversation(
-        conversation_id=rec.conversation_id, run=run.name, where=where, tutorial_id=conv.tutorial_id,
-        title=conv.title, method_title=conv.tutorial_title, domain=conv.domain, steps=list(conv.steps),
-        turns=list(conv.turns), status=rec.status, error=conv.error or "", warnings=list(conv.warnings),
-        teacher=conv.teacher or run.teacher, learner=conv.learner or run.learner or conv.teacher or run.teacher,
-        persona=rec.persona, extra=extra,
-        posttest=conv.posttest.model_dump(mode="json") if conv.posttest is not None else None)
+        conversation_id=rec.conversation_id,
+        run=run.name,
+        where=where,
+        tutorial_id=conv.tutorial_id,
+        title=conv.title,
+        method_title=conv.tutorial_title,
+        domain=conv.domain,
+        steps=list(conv.steps),
+        turns=list(conv.turns),
+        status=rec.status,
+        error=conv.error or "",
+        warnings=list(conv.warnings),
+        teacher=conv.teacher or run.teacher,
+        learner=conv.learner or run.learner or conv.teacher or run.teacher,
+        persona=rec.persona,
+        extra=extra,
+        posttest=conv.posttest.model_dump(mode="json") if conv.posttest is not None else None,
+    )
 
 
 def _partial(rec: LenientRecord, run: ReportRun) -> ReportConversation:
@@ -336,15 +395,27 @@ def _partial(rec: LenientRecord, run: ReportRun) -> ReportConversation:
     assert part is not None  # read_lenient gives one whenever it gives no conversation
     teacher = part.teacher or run.teacher
     return ReportConversation(
-        conversation_id=rec.conversation_id, run=run.name, where=rec.where, tutorial_id=part.tutorial_id,
-        title=part.title, method_title=part.method_title, domain=part.domain, steps=part.steps, turns=part.turns,
-        status=rec.status, error=part.error, warnings=part.warnings, teacher=teacher,
-        learner=part.learner or run.learner or teacher, persona=rec.persona,
-        extra={k: v for k, v in rec.obj.items() if k not in _KNOWN_CONV_FIELDS}, missing=part.missing)
+        conversation_id=rec.conversation_id,
+        run=run.name,
+        where=rec.where,
+        tutorial_id=part.tutorial_id,
+        title=part.title,
+        method_title=part.method_title,
+        domain=part.domain,
+        steps=part.steps,
+        turns=part.turns,
+        status=rec.status,
+        error=part.error,
+        warnings=part.warnings,
+        teacher=teacher,
+        learner=part.learner or run.learner or teacher,
+        persona=rec.persona,
+        extra={k: v for k, v in rec.obj.items() if k not in _KNOWN_CONV_FIELDS},
+        missing=part.missing,
+    )
 
 
-def load_inputs(paths: list[Path], problems: Problems,
-                on_record: Callable[[], None] | None = None) -> list[ReportRun]:
+def load_inputs(paths: list[Path], problems: Problems, on_record: Callable[[], None] | None = None) -> list[ReportRun]:
     """Every named run (sweeps expanded). A named run directory that yields nothing is a ReportInputError;
     a sweep cell that yields nothing is reported and skipped."""
     named = {Path(p).resolve() for p in paths}

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 BOOTSTRAP = 2000
 
@@ -33,7 +34,7 @@ class GroupedR:
     mixed_ci: tuple[float, float]
 
 
-def _r(x, y) -> float:
+def _r(x: Any, y: Any) -> float:  # numpy arrays (numpy is imported lazily)
     import numpy as np
 
     if len(x) < 3 or np.std(x) == 0 or np.std(y) == 0:
@@ -41,7 +42,7 @@ def _r(x, y) -> float:
     return float(np.corrcoef(x, y)[0, 1])
 
 
-def _centred(x, codes, k):
+def _centred(x: Any, codes: Any, k: int) -> Any:
     import numpy as np
 
     sums = np.bincount(codes, weights=x, minlength=k)
@@ -49,7 +50,7 @@ def _centred(x, codes, k):
     return x - (sums / np.maximum(counts, 1))[codes]
 
 
-def within_r(x, y, groups: Sequence[str]) -> float:
+def within_r(x: Any, y: Any, groups: Sequence[str]) -> float:
     """Pearson r of x and y, each centred on its group's mean."""
     import numpy as np
 
@@ -59,7 +60,7 @@ def within_r(x, y, groups: Sequence[str]) -> float:
     return _r(_centred(x, codes, len(keys)), _centred(y, codes, len(keys)))
 
 
-def _mixed(x, y, groups) -> tuple[float, tuple[float, float]]:
+def _mixed(x: Any, y: Any, groups: Any) -> tuple[float, tuple[float, float]]:
     import warnings
 
     import numpy as np
@@ -81,15 +82,26 @@ def _mixed(x, y, groups) -> tuple[float, tuple[float, float]]:
         return math.nan, (math.nan, math.nan)
 
 
-def grouped_r(x: Sequence[float | None], y: Sequence[float | None], groups: Sequence[str],
-              n_boot: int = BOOTSTRAP, seed: int = 0, mixed: bool = True) -> GroupedR:
+def grouped_r(
+    x: Sequence[float | None],
+    y: Sequence[float | None],
+    groups: Sequence[str],
+    n_boot: int = BOOTSTRAP,
+    seed: int = 0,
+    mixed: bool = True,
+) -> GroupedR:
     """Pooled, within-group and between-group r of x and y (pairs with both values), cluster-bootstrap CIs."""
     import numpy as np
 
-    keep = [i for i in range(len(x)) if x[i] is not None and y[i] is not None
-            and math.isfinite(float(x[i])) and math.isfinite(float(y[i]))]  # type: ignore[arg-type]
-    xs = np.array([float(x[i]) for i in keep])  # type: ignore[arg-type]
-    ys = np.array([float(y[i]) for i in keep])  # type: ignore[arg-type]
+    pairs = [
+        (i, float(xi), float(yi))
+        for i, (xi, yi) in enumerate(zip(x, y, strict=True))
+        if xi is not None and yi is not None
+    ]
+    kept = [(i, xi, yi) for i, xi, yi in pairs if math.isfinite(xi) and math.isfinite(yi)]
+    keep = [i for i, _, _ in kept]
+    xs = np.array([xi for _, xi, _ in kept])
+    ys = np.array([yi for _, _, yi in kept])
     gs = [groups[i] for i in keep]
     keys = sorted(set(gs))
     codes = np.array([keys.index(g) for g in gs], dtype=int)

@@ -46,8 +46,9 @@ def group_sums(values: Sequence[tuple[str, float | None]]) -> dict[str, tuple[fl
     return out
 
 
-def bootstrap_mean_ci(runs: Sequence[Mapping[str, tuple[float, int]]], n_boot: int = BOOTSTRAP, seed: int = 0,
-                      level: float = LEVEL) -> tuple[float, float]:
+def bootstrap_mean_ci(
+    runs: Sequence[Mapping[str, tuple[float, int]]], n_boot: int = BOOTSTRAP, seed: int = 0, level: float = LEVEL
+) -> tuple[float, float]:
     """CI of the mean over conversations (one run), or of the mean of the run means (several runs),
     resampling the tutorials (the union of the runs' tutorials) with replacement.
 
@@ -94,8 +95,9 @@ class Paired:
         return "≈"
 
 
-def paired_compare(a: Mapping[str, float], b: Mapping[str, float], n_boot: int = BOOTSTRAP, seed: int = 0,
-                   level: float = LEVEL) -> Paired:
+def paired_compare(
+    a: Mapping[str, float], b: Mapping[str, float], n_boot: int = BOOTSTRAP, seed: int = 0, level: float = LEVEL
+) -> Paired:
     """`a`, `b`: {tutorial: the run's mean over that tutorial's conversations}."""
     import numpy as np
     from scipy.stats import wilcoxon

@@ -49,8 +49,9 @@ def fit_bt(wins: ArrayLike, alpha: float = REGULARISER) -> NDArray[np.float64]:
     import choix
     import numpy as np
 
-    params: NDArray[np.float64] = np.asarray(choix.ilsr_pairwise_dense(np.asarray(wins, dtype=float), alpha=alpha),
-                                             dtype=float)
+    params: NDArray[np.float64] = np.asarray(
+        choix.ilsr_pairwise_dense(np.asarray(wins, dtype=float), alpha=alpha), dtype=float
+    )
     centred: NDArray[np.float64] = params - params.mean()
     return centred
 
@@ -64,8 +65,14 @@ class Strength:
     rank: int  # 1 = strongest
 
 
-def bradley_terry(n_items: int, outcomes: Sequence[Outcome], n_boot: int = BOOTSTRAP, seed: int = 0,
-                  level: float = LEVEL, alpha: float = REGULARISER) -> list[Strength]:
+def bradley_terry(
+    n_items: int,
+    outcomes: Sequence[Outcome],
+    n_boot: int = BOOTSTRAP,
+    seed: int = 0,
+    level: float = LEVEL,
+    alpha: float = REGULARISER,
+) -> list[Strength]:
     """One Strength per item (in item order). Items without any comparison get nan."""
     import numpy as np
 
@@ -85,10 +92,21 @@ def bradley_terry(n_items: int, outcomes: Sequence[Outcome], n_boot: int = BOOTS
             boots[k] = fit_bt(mats[idx].sum(axis=0), alpha)
         lo, hi = np.percentile(boots, [50 * (1 - level), 100 - 50 * (1 - level)], axis=0)
     # 1 = strongest; equal strengths (e.g. every comparison a tie) share a rank
-    rank = {i: 1 + sum(1 for j in range(n_items) if seen[j] and theta[j] > theta[i] + 1e-9)
-            for i in range(n_items) if seen[i]}
-    return [Strength(i, float(theta[i]) if seen[i] else math.nan, float(lo[i]) if seen[i] else math.nan,
-                     float(hi[i]) if seen[i] else math.nan, rank.get(i, 0)) for i in range(n_items)]
+    rank = {
+        i: 1 + sum(1 for j in range(n_items) if seen[j] and theta[j] > theta[i] + 1e-9)
+        for i in range(n_items)
+        if seen[i]
+    }
+    return [
+        Strength(
+            i,
+            float(theta[i]) if seen[i] else math.nan,
+            float(lo[i]) if seen[i] else math.nan,
+            float(hi[i]) if seen[i] else math.nan,
+            rank.get(i, 0),
+        )
+        for i in range(n_items)
+    ]
 
 
 @dataclass
@@ -104,8 +122,9 @@ class WinRate:
     ci_high: float
 
 
-def win_rate(a: int, b: int, outcomes: Sequence[Outcome], n_boot: int = BOOTSTRAP, seed: int = 0,
-             level: float = LEVEL) -> WinRate:
+def win_rate(
+    a: int, b: int, outcomes: Sequence[Outcome], n_boot: int = BOOTSTRAP, seed: int = 0, level: float = LEVEL
+) -> WinRate:
     """How often `a` beats `b` (ties half), CI resampling tutorials."""
     import numpy as np
 
@@ -123,8 +142,21 @@ def win_rate(a: int, b: int, outcomes: Sequence[Outcome], n_boot: int = BOOTSTRA
         groups = sorted(per)
         sums = np.array([sum(per[g]) for g in groups])
         counts = np.array([len(per[g]) for g in groups], dtype=float)
-        boots = np.concatenate([sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
-                                for idx in resamples(np.random.default_rng(seed), len(groups), n_boot)])
+        boots = np.concatenate(
+            [
+                sums[idx].sum(axis=1) / counts[idx].sum(axis=1)
+                for idx in resamples(np.random.default_rng(seed), len(groups), n_boot)
+            ]
+        )
         lo, hi = (float(x) for x in np.percentile(boots, [50 * (1 - level), 100 - 50 * (1 - level)]))
-    return WinRate(a, b, len(scores), sum(s == 1.0 for s in scores), sum(s == 0.5 for s in scores),
-                   sum(s == 0.0 for s in scores), sum(scores) / len(scores), lo, hi)
+    return WinRate(
+        a,
+        b,
+        len(scores),
+        sum(s == 1.0 for s in scores),
+        sum(s == 0.5 for s in scores),
+        sum(s == 0.0 for s in scores),
+        sum(scores) / len(scores),
+        lo,
+        hi,
+    )

@@ -16,12 +16,21 @@ from wikihowagent.console import HelpCommand, HelpGroup, make_console
 
 from . import MAX_CELLS
 
-sweep_app = typer.Typer(help="Experiment sweeps over a YAML file: teacher x learner x evaluator cells, shards, Slurm.",
-                        no_args_is_help=True, cls=HelpGroup)
-FileArg = Annotated[Path, typer.Argument(help="Experiment file (YAML), e.g. configs/sweeps/paper.yaml.", metavar="FILE")]
+sweep_app = typer.Typer(
+    help="Experiment sweeps over a YAML file: teacher x learner x evaluator cells, shards, Slurm.",
+    no_args_is_help=True,
+    cls=HelpGroup,
+)
+FileArg = Annotated[
+    Path, typer.Argument(help="Experiment file (YAML), e.g. configs/sweeps/paper.yaml.", metavar="FILE")
+]
 ConfigOpt = Annotated[Path | None, typer.Option(help="YAML config (for runs_dir).")]
-PresetOpt = Annotated[str | None, typer.Option(help="'paper': the paper's settings for every task (overrides the file's preset:).")]
-MaxCellsOpt = Annotated[int, typer.Option(min=1, metavar="N", help="Refuse a file with more cells than this (a typo in a grid multiplies).")]
+PresetOpt = Annotated[
+    str | None, typer.Option(help="'paper': the paper's settings for every task (overrides the file's preset:).")
+]
+MaxCellsOpt = Annotated[
+    int, typer.Option(min=1, metavar="N", help="Refuse a file with more cells than this (a typo in a grid multiplies).")
+]
 TABLE_ROWS = 200  # up to this many rows on a terminal: a table; more, or output not a terminal: tab-separated lines
 
 
@@ -82,11 +91,20 @@ def _tutorials(sweep, cfg):
 
     s = sweep.spec
     try:  # what each task's `generate` selects (the same filters and seeded sample)
-        return list(select_tutorials(
-            Path(s.tutorials) if s.tutorials else default_tutorials_path(), domains=s.domains, topics=s.topics,
-            domains_file=Path(s.domains_file) if s.domains_file else None, sample=s.sample, per=s.per,
-            seed=s.sample_seed, max_tutorials=s.max_tutorials, clean_citations=cfg.workflow.strip_citations,
-            skip_invalid=True))
+        return list(
+            select_tutorials(
+                Path(s.tutorials) if s.tutorials else default_tutorials_path(),
+                domains=s.domains,
+                topics=s.topics,
+                domains_file=Path(s.domains_file) if s.domains_file else None,
+                sample=s.sample,
+                per=s.per,
+                seed=s.sample_seed,
+                max_tutorials=s.max_tutorials,
+                clean_citations=cfg.workflow.strip_citations,
+                skip_invalid=True,
+            )
+        )
     except (TutorialError, ValueError) as exc:
         _fail(str(exc))
 
@@ -94,20 +112,44 @@ def _tutorials(sweep, cfg):
 @sweep_app.command("plan", cls=HelpCommand)
 def plan(
     file: FileArg,
-    estimate: Annotated[bool, typer.Option("--estimate", help="Also print conversations, messages, tokens and GPU-hours.")] = False,
-    tokens_per_s: Annotated[float, typer.Option(help="Generated tokens/s of one GPU (for --estimate's GPU-hours).")] = 1000.0,
-    tokens_per_message: Annotated[float | None, typer.Option(help="Tokens per model message (default: measured on this sweep's finished conversations, else 150).")] = None,
+    estimate: Annotated[
+        bool, typer.Option("--estimate", help="Also print conversations, messages, tokens and GPU-hours.")
+    ] = False,
+    tokens_per_s: Annotated[
+        float, typer.Option(help="Generated tokens/s of one GPU (for --estimate's GPU-hours).")
+    ] = 1000.0,
+    tokens_per_message: Annotated[
+        float | None,
+        typer.Option(
+            help="Tokens per model message (default: measured on this sweep's finished conversations, else 150)."
+        ),
+    ] = None,
     config: ConfigOpt = None,
     max_cells: MaxCellsOpt = MAX_CELLS,
 ) -> None:
     """List the cells, their run directories and the tasks (cell x shard) the file defines."""
     sweep, cfg = _load(file, config, max_cells=max_cells)
     tutorials = _tutorials(sweep, cfg)
-    _print_rows(f"sweep {sweep.spec.name}", ("#", "teacher", "learner", "evaluator", "setup", "run directory"),
-                ((str(c.index), c.teacher, c.learner, c.evaluator, "homogeneous" if c.homogeneous else "heterogeneous",
-                  str(c.run_dir)) for c in sweep.cells), len(sweep.cells))
-    _say(f"{len(sweep.cells)} cells x {sweep.spec.shards} shards = {len(sweep.cells) * sweep.spec.shards} tasks; "
-         f"{len(tutorials)} tutorials per cell")
+    _print_rows(
+        f"sweep {sweep.spec.name}",
+        ("#", "teacher", "learner", "evaluator", "setup", "run directory"),
+        (
+            (
+                str(c.index),
+                c.teacher,
+                c.learner,
+                c.evaluator,
+                "homogeneous" if c.homogeneous else "heterogeneous",
+                str(c.run_dir),
+            )
+            for c in sweep.cells
+        ),
+        len(sweep.cells),
+    )
+    _say(
+        f"{len(sweep.cells)} cells x {sweep.spec.shards} shards = {len(sweep.cells) * sweep.spec.shards} tasks; "
+        f"{len(tutorials)} tutorials per cell"
+    )
     if estimate:
         from .core import estimate as est
         from .core import sampled_tokens_per_message
@@ -116,9 +158,11 @@ def plan(
         tpm = tokens_per_message or measured or 150.0
         how = "given" if tokens_per_message else ("measured on this sweep" if measured else "assumed")
         e = est(sweep, tutorials, tpm, tokens_per_s, cfg.workflow.max_interactions)
-        _say(f"estimate: {e['conversations']:,} conversations, {e['messages']:,} messages "
-             f"({e['model_messages']:,} generated), {e['tokens']:,.0f} tokens at {tpm:.0f} tokens/message ({how}); "
-             f"{e['gpu_hours']:.2f} GPU-hours at {tokens_per_s:g} tokens/s")
+        _say(
+            f"estimate: {e['conversations']:,} conversations, {e['messages']:,} messages "
+            f"({e['model_messages']:,} generated), {e['tokens']:,.0f} tokens at {tpm:.0f} tokens/message ({how}); "
+            f"{e['gpu_hours']:.2f} GPU-hours at {tokens_per_s:g} tokens/s"
+        )
 
 
 @sweep_app.command("status", cls=HelpCommand)
@@ -141,17 +185,23 @@ def status(file: FileArg, config: ConfigOpt = None, max_cells: MaxCellsOpt = MAX
                 yield str(t.index), c.name, f"{t.shard}/{t.shards}", s.status, str(s.conversations), str(s.failed)
 
     n_tasks = len(sweep.cells) * sweep.spec.shards
-    _print_rows(f"sweep {sweep.spec.name}", ("task", "cell", "shard", "status", "conversations", "failed"), rows(),
-                n_tasks)
-    _say(f"{n_tasks} tasks: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
-         + f"; {merged}/{len(sweep.cells)} cells complete")
+    _print_rows(
+        f"sweep {sweep.spec.name}", ("task", "cell", "shard", "status", "conversations", "failed"), rows(), n_tasks
+    )
+    _say(
+        f"{n_tasks} tasks: "
+        + ", ".join(f"{v} {k}" for k, v in sorted(counts.items()))
+        + f"; {merged}/{len(sweep.cells)} cells complete"
+    )
 
 
 @sweep_app.command("run", cls=HelpCommand)
 def run(
     ctx: typer.Context,
     file: FileArg,
-    task: Annotated[int | None, typer.Option(min=0, help="Run only this task (cell x shard; the Slurm array index).")] = None,
+    task: Annotated[
+        int | None, typer.Option(min=0, help="Run only this task (cell x shard; the Slurm array index).")
+    ] = None,
     config: ConfigOpt = None,
     preset: PresetOpt = None,
     max_cells: MaxCellsOpt = MAX_CELLS,
@@ -186,9 +236,12 @@ def run(
             raise typer.Exit(code)
         if code:
             failed += 1
-    err.print(f"sweep {sweep.spec.name}: {len(tasks) - failed} of {len(tasks)} tasks complete; "
-              f"`wikihowagent sweep status {file}` for details; `wikihowagent evaluate {sweep.out}` for Tables 1-2",
-              highlight=False, markup=False)
+    err.print(
+        f"sweep {sweep.spec.name}: {len(tasks) - failed} of {len(tasks)} tasks complete; "
+        f"`wikihowagent sweep status {file}` for details; `wikihowagent evaluate {sweep.out}` for Tables 1-2",
+        highlight=False,
+        markup=False,
+    )
     raise typer.Exit(1 if failed else 0)
 
 

@@ -19,14 +19,28 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from wikihowagent.config import read_yaml
 from wikihowagent.errors import WikihowagentError, validation_line
-from wikihowagent.runs import (CONVERSATIONS, MERGE_LOCK, RUN_INFO, SHARDS_DIR, SWEEP_CONFIG, SWEEP_INFO, SWEEP_MODELS,
-                               RunError, dir_lock, iter_jsonl, name_problem, read_run_info, shard_dir,
-                               write_json_atomic, write_text_atomic)
+from wikihowagent.runs import (
+    CONVERSATIONS,
+    MERGE_LOCK,
+    RUN_INFO,
+    SHARDS_DIR,
+    SWEEP_CONFIG,
+    SWEEP_INFO,
+    SWEEP_MODELS,
+    RunError,
+    dir_lock,
+    iter_jsonl,
+    name_problem,
+    read_run_info,
+    shard_dir,
+    write_json_atomic,
+    write_text_atomic,
+)
+from wikihowagent.shards import merge_shards
 
 from . import MAX_CELLS
-from wikihowagent.config import read_yaml
-from wikihowagent.shards import merge_shards
 
 
 class SweepError(WikihowagentError, ValueError):
@@ -68,7 +82,9 @@ class SweepSpec(BaseModel):
     concurrency: int | None = Field(default=None, ge=1)
     config: str | None = None  # a --config file for every task (decoding, workflow, prompts)
     preset: str | None = None  # e.g. "paper"
-    models: dict[str, str | dict[str, Any]] = Field(default_factory=dict)  # aliases: name -> spec or {spec, base_url(s)}
+    models: dict[str, str | dict[str, Any]] = Field(
+        default_factory=dict
+    )  # aliases: name -> spec or {spec, base_url(s)}
     homogeneous: list[str] = Field(default_factory=list)  # teacher = learner = evaluator
     heterogeneous: list[CellSpec] = Field(default_factory=list)
     grid: Grid | None = None
@@ -82,8 +98,9 @@ class SweepSpec(BaseModel):
         # shell-safe.
         problem = name_problem(v, shell=True)
         if problem is not None:
-            raise ValueError(f"{v!r} is not a usable sweep name: it {problem} (it names the sweep's directory "
-                             "and Slurm job)")
+            raise ValueError(
+                f"{v!r} is not a usable sweep name: it {problem} (it names the sweep's directory and Slurm job)"
+            )
         return v
 
     @field_validator("heterogeneous", "runs", mode="before")
@@ -92,9 +109,12 @@ class SweepSpec(BaseModel):
         if isinstance(v, list):
             for i, x in enumerate(v):
                 if isinstance(x, list) and not 2 <= len(x) <= 3:
-                    raise ValueError(f"entry {i}: [teacher, learner] or [teacher, learner, evaluator] expected, "
-                                     f"got {len(x)} items")
-            return [dict(zip(("teacher", "learner", "evaluator"), x, strict=False)) if isinstance(x, list) else x for x in v]
+                    raise ValueError(
+                        f"entry {i}: [teacher, learner] or [teacher, learner, evaluator] expected, got {len(x)} items"
+                    )
+            return [
+                dict(zip(("teacher", "learner", "evaluator"), x, strict=False)) if isinstance(x, list) else x for x in v
+            ]
         return v
 
 
@@ -193,8 +213,10 @@ def load_sweep(path: Path, runs_dir: str | Path = "runs", max_cells: int = MAX_C
         raise SweepError(f"{path}: {validation_line(exc).replace(': Value error, ', ': ', 1)}") from None
     n = count_cells(spec)
     if n > max_cells:
-        raise SweepError(f"{path}: {n:,} cells (teacher x learner x evaluator), over the limit of {max_cells:,}; "
-                         f"check the grid, or pass --max-cells {n} to allow it")
+        raise SweepError(
+            f"{path}: {n:,} cells (teacher x learner x evaluator), over the limit of {max_cells:,}; "
+            f"check the grid, or pass --max-cells {n} to allow it"
+        )
     out = Path(spec.out) if spec.out else Path(runs_dir) / "sweeps" / spec.name
     cells: list[Cell] = []
     seen: set[str] = set()
@@ -218,19 +240,33 @@ def write_task_files(sweep: Sweep) -> Path:
         base = load_aliases(cfg.get("models") or None)
         aliases = {**base.aliases, **sweep.spec.models}
         models_path = sweep.out / SWEEP_MODELS
-        _write_if_changed(models_path, yaml.safe_dump({"aliases": aliases, "local_models": base.local_models},
-                                                      sort_keys=False))
+        _write_if_changed(
+            models_path, yaml.safe_dump({"aliases": aliases, "local_models": base.local_models}, sort_keys=False)
+        )
         cfg["models"] = str(models_path.resolve())
     if cfg.get("prompts") and sweep.spec.config:  # a relative prompts path is relative to the user's config
         p = Path(cfg["prompts"])
         cfg["prompts"] = str(p if p.is_absolute() or p.exists() else (Path(sweep.spec.config).parent / p).resolve())
     config_path = sweep.out / SWEEP_CONFIG
     _write_if_changed(config_path, yaml.safe_dump(cfg, sort_keys=False))
-    write_json_atomic(sweep.out / SWEEP_INFO, {
-        "name": sweep.spec.name, "experiment_file": str(sweep.path.resolve()), "shards": sweep.spec.shards,
-        "cells": [{"run": c.name, "teacher": c.teacher, "learner": c.learner, "evaluator": c.evaluator,
-                   "homogeneous": c.homogeneous} for c in sweep.cells],
-    })
+    write_json_atomic(
+        sweep.out / SWEEP_INFO,
+        {
+            "name": sweep.spec.name,
+            "experiment_file": str(sweep.path.resolve()),
+            "shards": sweep.spec.shards,
+            "cells": [
+                {
+                    "run": c.name,
+                    "teacher": c.teacher,
+                    "learner": c.learner,
+                    "evaluator": c.evaluator,
+                    "homogeneous": c.homogeneous,
+                }
+                for c in sweep.cells
+            ],
+        },
+    )
     return config_path
 
 
@@ -256,9 +292,22 @@ def _write_if_changed(path: Path, text: str) -> None:
 def generate_argv(sweep: Sweep, task: Task, config_path: Path) -> list[str]:
     """The `generate` command of one task (what a user would type)."""
     s = sweep.spec
-    argv = [sys.executable, "-m", "wikihowagent", "generate", "--teacher", task.cell.teacher,
-            "--learner", task.cell.learner, "--evaluator", task.cell.evaluator,
-            "--out", str(task.cell.run_dir), "--config", str(config_path)]
+    argv = [
+        sys.executable,
+        "-m",
+        "wikihowagent",
+        "generate",
+        "--teacher",
+        task.cell.teacher,
+        "--learner",
+        task.cell.learner,
+        "--evaluator",
+        task.cell.evaluator,
+        "--out",
+        str(task.cell.run_dir),
+        "--config",
+        str(config_path),
+    ]
     if s.tutorials:
         argv += ["--tutorials", s.tutorials]
     if s.max_tutorials:
@@ -302,8 +351,9 @@ def task_state(task: Task) -> TaskState:
         return TaskState(task, "unreadable")
     counts = info.counts or {}
     status = {"complete": "done", "incomplete": "failed", "merged": "done"}.get(info.status, info.status)
-    return TaskState(task, status, int(counts.get("conversations", 0)), int(counts.get("failed", 0)),
-                     counts.get("tutorials"))
+    return TaskState(
+        task, status, int(counts.get("conversations", 0)), int(counts.get("failed", 0)), counts.get("tutorials")
+    )
 
 
 def cell_merged(cell: Cell, shards: int) -> bool:
@@ -338,8 +388,9 @@ def run_task(sweep: Sweep, task: Task, config_path: Path, invoke: Callable[[list
     return code
 
 
-def estimate(sweep: Sweep, tutorials: list[Any], tokens_per_message: float, tokens_per_s: float,
-             max_interactions: int) -> dict[str, float]:
+def estimate(
+    sweep: Sweep, tutorials: list[Any], tokens_per_message: float, tokens_per_s: float, max_interactions: int
+) -> dict[str, float]:
     """Conversations, expected messages and generated tokens, GPU-hours at `tokens_per_s`.
 
     Messages per conversation follow the workflow: BEGIN + the learner's acknowledgement, a teacher and a
@@ -351,9 +402,13 @@ def estimate(sweep: Sweep, tutorials: list[Any], tokens_per_message: float, toke
     n_cells = len(sweep.cells)
     tokens = model_msgs * n_cells * tokens_per_message
     return {
-        "cells": n_cells, "tasks": len(sweep.tasks), "tutorials": len(tutorials),
-        "conversations": len(tutorials) * n_cells, "messages": per_cell * n_cells,
-        "model_messages": model_msgs * n_cells, "tokens": tokens,
+        "cells": n_cells,
+        "tasks": len(sweep.tasks),
+        "tutorials": len(tutorials),
+        "conversations": len(tutorials) * n_cells,
+        "messages": per_cell * n_cells,
+        "model_messages": model_msgs * n_cells,
+        "tokens": tokens,
         "gpu_hours": tokens / tokens_per_s / 3600.0 if tokens_per_s > 0 else float("nan"),
     }
 

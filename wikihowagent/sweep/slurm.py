@@ -55,8 +55,16 @@ curl -sf "http://$OLLAMA_HOST/api/tags" > /dev/null || { echo "ollama not ready 
 }
 
 # experiment-file key -> sbatch option
-SBATCH_KEYS = {"partition": "partition", "time": "time", "gres": "gres", "cpus": "cpus-per-task",
-               "mem": "mem", "account": "account", "qos": "qos", "max_parallel": None}
+SBATCH_KEYS = {
+    "partition": "partition",
+    "time": "time",
+    "gres": "gres",
+    "cpus": "cpus-per-task",
+    "mem": "mem",
+    "account": "account",
+    "qos": "qos",
+    "max_parallel": None,
+}
 # What each value may be. Besides, every value is shlex-quoted in the script (sbatch reads #SBATCH lines with
 # shell-like quoting); a newline cannot be quoted in a comment line, so none gets that far.
 _NAMES = re.compile(r"[A-Za-z0-9_.+-]+(,[A-Za-z0-9_.+-]+)*")  # partition, account, qos (comma lists)
@@ -64,8 +72,10 @@ SBATCH_VALUES: dict[str, tuple[str, re.Pattern[str] | None]] = {
     "partition": ("a partition name or comma-separated names", _NAMES),
     "account": ("an account name", _NAMES),
     "qos": ("a QOS name", _NAMES),
-    "time": ("a Slurm time limit (minutes, H:MM:SS, D-HH:MM:SS, UNLIMITED)",
-             re.compile(r"\d+(-\d+)?(:\d+){0,2}|UNLIMITED|INFINITE|unlimited|infinite")),
+    "time": (
+        "a Slurm time limit (minutes, H:MM:SS, D-HH:MM:SS, UNLIMITED)",
+        re.compile(r"\d+(-\d+)?(:\d+){0,2}|UNLIMITED|INFINITE|unlimited|infinite"),
+    ),
     "gres": ("a GRES list such as gpu:1 or gpu:a100:2", re.compile(r"[A-Za-z0-9_.:/=+-]+(,[A-Za-z0-9_.:/=+-]+)*")),
     "mem": ("a memory size such as 16G or 16000M", re.compile(r"\d+[KMGTkmgt]?")),
     "cpus": ("a whole number >= 1", None),
@@ -90,8 +100,9 @@ def check_slurm(sweep: Sweep, out: Path) -> dict[str, str]:
     opts = sweep.spec.slurm
     unknown = sorted(set(opts) - set(SBATCH_KEYS) - {"server", "setup"})
     if unknown:
-        raise SweepError(f"{sweep.path}: slurm: unknown key {unknown[0]!r}; known: "
-                         f"{', '.join([*SBATCH_KEYS, 'server', 'setup'])}")
+        raise SweepError(
+            f"{sweep.path}: slurm: unknown key {unknown[0]!r}; known: {', '.join([*SBATCH_KEYS, 'server', 'setup'])}"
+        )
     server = opts.get("server")
     if server is not None and server not in SERVER_TEMPLATES:
         raise SweepError(f"{sweep.path}: slurm.server: {server!r} is not one of {', '.join(SERVER_TEMPLATES)}")
@@ -101,8 +112,10 @@ def check_slurm(sweep: Sweep, out: Path) -> dict[str, str]:
     logs = str(out.resolve())
     bad = next((c for c in logs if ord(c) < 32 or ord(c) == 127 or c == "\\"), None)
     if bad is not None:
-        raise SweepError(f"--out {logs!r}: contains a control character or backslash ({bad!r}), which an "
-                         "#SBATCH line cannot hold; choose another directory")
+        raise SweepError(
+            f"--out {logs!r}: contains a control character or backslash ({bad!r}), which an "
+            "#SBATCH line cannot hold; choose another directory"
+        )
     return {k: _check_value(sweep, k, v) for k, v in opts.items() if k in SBATCH_VALUES and v is not None}
 
 
@@ -125,8 +138,12 @@ def write_slurm(sweep: Sweep, out: Path, python: str | None = None, preset: str 
     def directive(flag: str, value: str) -> str:
         return f"#SBATCH {shlex.quote(f'--{flag}={value}')}"
 
-    lines = ["#!/usr/bin/env bash", directive("job-name", f"wha-{sweep.spec.name}"), directive("array", array),
-             directive("output", f"{(out / 'logs').resolve()}/%A_%a.out")]
+    lines = [
+        "#!/usr/bin/env bash",
+        directive("job-name", f"wha-{sweep.spec.name}"),
+        directive("array", array),
+        directive("output", f"{(out / 'logs').resolve()}/%A_%a.out"),
+    ]
     for key, flag in SBATCH_KEYS.items():
         if flag and key in values:
             lines.append(directive(flag, values[key]))
@@ -142,8 +159,11 @@ def write_slurm(sweep: Sweep, out: Path, python: str | None = None, preset: str 
         lines.append(str(opts["setup"]))
     if server:
         lines.append(f"source {shlex.quote(str((out / f'start-{server}.sh').resolve()))}")
-    lines.append(f"{shlex.quote(py)} -m wikihowagent sweep run {shlex.quote(str(sweep.path.resolve()))} "
-                 + (f"--preset {shlex.quote(preset)} " if preset else "") + "--task \"$SLURM_ARRAY_TASK_ID\"")
+    lines.append(
+        f"{shlex.quote(py)} -m wikihowagent sweep run {shlex.quote(str(sweep.path.resolve()))} "
+        + (f"--preset {shlex.quote(preset)} " if preset else "")
+        + '--task "$SLURM_ARRAY_TASK_ID"'
+    )
     script = out / SWEEP_SBATCH
     script.write_text("\n".join(lines) + "\n", encoding="utf-8")
     for p in [script, *written]:

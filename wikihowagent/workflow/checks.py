@@ -19,7 +19,9 @@ ECHO_SIMILARITY = 0.8  # difflib ratio of the normalised texts
 _TEACHER_AS_LEARNER = re.compile(
     r"\bthanks?(?: you)?(?: (?:so|very) much)? for (?:the|your|this|these) (?:instructions?|explanations?|lesson|"
     r"guidance|tutorial|steps?)\b|\b(?:let's|can we|could we) (?:go|move) (?:on )?to the next step\?|"
-    r"^\s*(?:learner|student)\s*:", re.IGNORECASE)
+    r"^\s*(?:learner|student)\s*:",
+    re.IGNORECASE,
+)
 # The learner talking like the teacher: a role prefix (or the teacher's end token, checked cased).
 _LEARNER_AS_TEACHER = re.compile(r"^\s*teacher\s*:", re.IGNORECASE)
 
@@ -66,7 +68,6 @@ def check_turn(role: str, reply: str, other_last: str | None) -> str | None:
 def reminder(role: str, problem: str) -> str:
     """The corrective note appended to the prompt for the one retry."""
     other = "learner" if role == "teacher" else "teacher"
-    what = {EMPTY: "was empty", ECHO: f"repeated the {other}'s words",
-            WRONG_ROLE: f"sounded like the {other}"}[problem]
-    job = ("teach the step in your own words" if role == "teacher" else "answer the teacher in your own words")
+    what = {EMPTY: "was empty", ECHO: f"repeated the {other}'s words", WRONG_ROLE: f"sounded like the {other}"}[problem]
+    job = "teach the step in your own words" if role == "teacher" else "answer the teacher in your own words"
     return f"(Your previous reply {what}. Reply again as the {role}: {job}. Do not repeat the {other}.)"

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import operator
 import time
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
@@ -32,9 +33,9 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
-from wikihowagent.errors import WikihowagentError
 from wikihowagent.backends.calls import achat
-from wikihowagent.records import PostTest, Tutorial, Turn, conversation_lines
+from wikihowagent.errors import WikihowagentError
+from wikihowagent.records import PostTest, Turn, Tutorial, conversation_lines
 from wikihowagent.workflow.checks import EMPTY, check_turn, reminder
 from wikihowagent.workflow.manager import Manager, RulesManager, asks_question  # noqa: F401 (re-exported)
 from wikihowagent.workflow.personas import Persona
@@ -88,8 +89,9 @@ class EmptyReplyError(WikihowagentError, RuntimeError):
     pass
 
 
-async def checked_call(model: BaseChatModel, messages: list[BaseMessage], role: str,
-                       other_last: str | None) -> tuple[str, dict[str, Any]]:
+async def checked_call(
+    model: BaseChatModel, messages: list[BaseMessage], role: str, other_last: str | None
+) -> tuple[str, dict[str, Any]]:
     """`_call` plus the turn checks: one retry with a reminder; returns the text and the Turn fields.
 
     Raises EmptyReplyError if the reply is still empty after the retry.
@@ -107,8 +109,9 @@ async def checked_call(model: BaseChatModel, messages: list[BaseMessage], role: 
         if again == EMPTY:
             raise EmptyReplyError(f"{role}: empty reply (also after a retry)")
         warnings = [again] if again else []
-    return text, dict(prompt_tokens=p_tok, completion_tokens=c_tok, latency_s=round(latency, 3),
-                      retried=retried, warnings=warnings)
+    return text, dict(
+        prompt_tokens=p_tok, completion_tokens=c_tok, latency_s=round(latency, 3), retried=retried, warnings=warnings
+    )
 
 
 def _failure(role: str, exc: Exception) -> str:
@@ -121,15 +124,27 @@ def human_turn(state: ConversationState, role: str, kind: str = "model") -> Turn
     """A person's turn: LangGraph's interrupt hands the request out and resumes with the typed text."""
     tut, messages = state["tutorial"], state.get("messages", [])
     step = min(state.get("current_step", 0), len(tut.steps) - 1)
-    text = interrupt({"role": role, "step": step, "num_steps": len(tut.steps), "step_text": tut.steps[step],
-                      "clarification": bool(state.get("needs_clarification")),
-                      "last": messages[-1].text if messages else ""})
+    text = interrupt(
+        {
+            "role": role,
+            "step": step,
+            "num_steps": len(tut.steps),
+            "step_text": tut.steps[step],
+            "clarification": bool(state.get("needs_clarification")),
+            "last": messages[-1].text if messages else "",
+        }
+    )
     return Turn(role=role, text=str(text).strip(), step=step, kind=kind, intent="human" if role == "learner" else None)
 
 
 def build_graph(
-    teacher: BaseChatModel | None, learner: BaseChatModel | None, prompts: PromptTemplates, options: WorkflowOptions,
-    manager: Manager | None = None, checkpointer: Any = None, posttest: PostTester | None = None,
+    teacher: BaseChatModel | None,
+    learner: BaseChatModel | None,
+    prompts: PromptTemplates,
+    options: WorkflowOptions,
+    manager: Manager | None = None,
+    checkpointer: Any = None,
+    posttest: PostTester | None = None,
 ):
     """Compile the conversation graph. Invoke it with `initial_state(tutorial)`.
 
@@ -142,7 +157,7 @@ def build_graph(
     graph.add_node("teacher", make_teacher_node(teacher, prompts, options))
     graph.add_node("learner", make_learner_node(learner, prompts, options))
     graph.add_node("manager", make_manager_node(manager, options))
-    ends = {END: END}
+    ends: dict[Hashable, str] = {END: END}
     if posttest is not None:
         graph.add_node("posttest", make_posttest_node(posttest))
         graph.add_edge("posttest", END)
@@ -181,6 +196,8 @@ def make_teacher_node(teacher: BaseChatModel | None, prompts: PromptTemplates, o
             history=format_history(messages[:-1], options.history, prompts.history_header),
             clarification=clarification,
         )
+        if teacher is None:  # built without a model only when a person takes the role (returned above)
+            raise ValueError("the teacher has neither a model nor a person")
         try:
             text, fields = await checked_call(teacher, prompt, "teacher", messages[-1].text)
         except Exception as exc:  # recorded in the conversation's record; the run goes on
@@ -203,11 +220,14 @@ def make_learner_node(learner: BaseChatModel | None, prompts: PromptTemplates, o
         history = format_history(messages[:-1], options.history, prompts.history_header)
         persona = state.get("persona")
         intent = learner_intent(state, options)
-        if intent == "free":
+        if intent == "free" or persona is None:
             prompt = prompts.learner_messages(instruction=messages[-1].text, history=history)
         else:
-            prompt = persona.messages(intent, instruction=messages[-1].text, history=history,
-                                      step_index=step + 1, num_steps=len(tut.steps))
+            prompt = persona.messages(
+                intent, instruction=messages[-1].text, history=history, step_index=step + 1, num_steps=len(tut.steps)
+            )
+        if learner is None:  # built without a model only when a person takes the role (returned above)
+            raise ValueError("the learner has neither a model nor a person")
         try:
             text, fields = await checked_call(learner, prompt, "learner", messages[-1].text)
         except Exception as exc:
@@ -231,8 +251,7 @@ def make_manager_node(manager: Manager, options: WorkflowOptions) -> Any:
         if not state.get("step_presented"):
             return {}  # the acknowledgement of BEGIN: the teacher now presents step 1
         step = state.get("current_step", 0)
-        label, fell_back = await manager.classify(state["tutorial"].steps[step], messages[-2].text,
-                                                  messages[-1].text)
+        label, fell_back = await manager.classify(state["tutorial"].steps[step], messages[-2].text, messages[-1].text)
         out: dict[str, Any] = {"labels": [(len(messages) - 1, label, fell_back)]}
         asked = state.get("clarifications", 0)
         if label == "wants-to-stop":
@@ -250,8 +269,11 @@ def make_posttest_node(posttest: PostTester) -> Any:
     async def posttest_node(state: ConversationState) -> dict[str, Any]:
         tut = state["tutorial"]
         assert posttest is not None
-        return {"posttest": await posttest.run(tut.tutorial_id, tut.title, tut.method_title, state["messages"],
-                                                   len(tut.steps))}
+        return {
+            "posttest": await posttest.run(
+                tut.tutorial_id, tut.title, tut.method_title, state["messages"], len(tut.steps)
+            )
+        }
 
     return posttest_node
 
@@ -289,16 +311,31 @@ def learner_intent(state: ConversationState, options: WorkflowOptions) -> str:
         return "farewell"
     if not state.get("step_presented"):
         return "begin"
-    return persona.intent(seed=options.seed, conversation_id=state.get("conversation_id", ""),
-                          step=state.get("current_step", 0), asked_at_step=state.get("clarifications", 0),
-                          limit=options.max_clarifications_per_step)
+    return persona.intent(
+        seed=options.seed,
+        conversation_id=state.get("conversation_id", ""),
+        step=state.get("current_step", 0),
+        asked_at_step=state.get("clarifications", 0),
+        limit=options.max_clarifications_per_step,
+    )
 
 
 def initial_state(tutorial: Tutorial, conversation_id: str = "", persona: Persona | None = None) -> ConversationState:
-    return ConversationState(messages=[], tutorial=tutorial, current_step=0, step_presented=False,
-                             needs_clarification=False, finished=False, error=None,
-                             conversation_id=conversation_id, persona=persona, clarifications=0, labels=[],
-                             stopped=False, posttest=None)
+    return ConversationState(
+        messages=[],
+        tutorial=tutorial,
+        current_step=0,
+        step_presented=False,
+        needs_clarification=False,
+        finished=False,
+        error=None,
+        conversation_id=conversation_id,
+        persona=persona,
+        clarifications=0,
+        labels=[],
+        stopped=False,
+        posttest=None,
+    )
 
 
 def recursion_limit(options: WorkflowOptions) -> int:
@@ -314,5 +351,8 @@ def mermaid(options: WorkflowOptions | None = None) -> str:
 
     dummy = FakeListChatModel(responses=[""])
     tester = PostTester(dummy, "", cache=None)  # drawn, never run
-    return build_graph(dummy, dummy, load_prompts(), options or WorkflowOptions(),
-                       posttest=tester).get_graph().draw_mermaid()
+    return (
+        build_graph(dummy, dummy, load_prompts(), options or WorkflowOptions(), posttest=tester)
+        .get_graph()
+        .draw_mermaid()
+    )

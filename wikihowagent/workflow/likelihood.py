@@ -52,8 +52,11 @@ class StepLogprobs:
 
 
 def contexts(title: str, method: str, n: int, transcript: str | None) -> str:
-    head = f"Method: {title}: {method}\n\nIts {n} steps, in order:\n" if method else \
-        f"Method: {title}\n\nIts {n} steps, in order:\n"
+    head = (
+        f"Method: {title}: {method}\n\nIts {n} steps, in order:\n"
+        if method
+        else f"Method: {title}\n\nIts {n} steps, in order:\n"
+    )
     return head if transcript is None else f"{transcript}\n\n{head}"
 
 
@@ -73,15 +76,20 @@ def gbnf_literal(text: str) -> str:
     return f'root ::= "{esc}"'
 
 
-def per_step(offsets: Sequence[int], tokens: Sequence[str], logprobs: Sequence[float | None],
-             spans: Sequence[tuple[int, int]], start: int) -> tuple[list[float | None], list[int]]:
+def per_step(
+    offsets: Sequence[int],
+    tokens: Sequence[str],
+    logprobs: Sequence[float | None],
+    spans: Sequence[tuple[int, int]],
+    start: int,
+) -> tuple[list[float | None], list[int]]:
     """Tokens (texts at character `offsets`; the forced text begins at `start`) -> mean logprob per step span.
     A token belongs to the step its first non-space character falls in (a token carries the space before its
     word, " Fold", and a step's last period may come with the line break, ".\n"); tokens of the numbers and
     line breaks belong to none. A logprob that is not a finite number <= 0 is a bad reply."""
     sums = [0.0] * len(spans)
     counts = [0] * len(spans)
-    for off, tok, lp in zip(offsets, tokens, logprobs):
+    for off, tok, lp in zip(offsets, tokens, logprobs, strict=False):  # a server's arrays: read leniently
         lead = len(tok) - len(tok.lstrip())
         if lead == len(tok):
             continue  # whitespace only, or empty (the end of text)
@@ -93,7 +101,7 @@ def per_step(offsets: Sequence[int], tokens: Sequence[str], logprobs: Sequence[f
                 sums[i] += lp
                 counts[i] += 1
                 break
-    return [s / c if c else None for s, c in zip(sums, counts)], counts
+    return [s / c if c else None for s, c in zip(sums, counts, strict=True)], counts
 
 
 class StepLikelihood:
@@ -120,24 +128,45 @@ class StepLikelihood:
         text, spans = forced_text(steps)
         t0 = time.perf_counter()
         if self.transport == "echo":
-            reply = await self._post("/v1/completions", {
-                "model": self.model, "prompt": context + text, "max_tokens": 1, "temperature": 0.0,
-                "echo": True, "logprobs": 1})
+            reply = await self._post(
+                "/v1/completions",
+                {
+                    "model": self.model,
+                    "prompt": context + text,
+                    "max_tokens": 1,
+                    "temperature": 0.0,
+                    "echo": True,
+                    "logprobs": 1,
+                },
+            )
             try:
                 lp = reply["choices"][0]["logprobs"]
                 offsets, values, texts = list(lp["text_offset"]), list(lp["token_logprobs"]), list(lp["tokens"])
             except (KeyError, IndexError, TypeError):
-                raise LikelihoodError(f"{self.root}/v1/completions: no echoed prompt log-probabilities in the reply "
-                                      "(the server must support echo with logprobs, as vLLM does)") from None
+                raise LikelihoodError(
+                    f"{self.root}/v1/completions: no echoed prompt log-probabilities in the reply "
+                    "(the server must support echo with logprobs, as vLLM does)"
+                ) from None
             means, counts = per_step(offsets, texts, values, spans, len(context))
         else:
-            reply = await self._post("/completion", {
-                "prompt": context, "grammar": gbnf_literal(text), "n_predict": len(text.encode()) + 8,
-                "temperature": 0.0, "n_probs": 1, "post_sampling_probs": False, "cache_prompt": False})
+            reply = await self._post(
+                "/completion",
+                {
+                    "prompt": context,
+                    "grammar": gbnf_literal(text),
+                    "n_predict": len(text.encode()) + 8,
+                    "temperature": 0.0,
+                    "n_probs": 1,
+                    "post_sampling_probs": False,
+                    "cache_prompt": False,
+                },
+            )
             probs = reply.get("completion_probabilities")
             if not isinstance(probs, list) or reply.get("content") != text:
-                raise LikelihoodError(f"{self.root}/completion: the grammar did not force the text (got "
-                                      f"{str(reply.get('content'))[:60]!r}); is it a llama.cpp server?")
+                raise LikelihoodError(
+                    f"{self.root}/completion: the grammar did not force the text (got "
+                    f"{str(reply.get('content'))[:60]!r}); is it a llama.cpp server?"
+                )
             offsets, texts, values, pos = [], [], [], 0
             for p in probs:  # a token's bytes can end inside a character: its text is what its bytes decode to
                 tok = bytes(p["bytes"]).decode("utf-8", "ignore") if p.get("bytes") else str(p.get("token", ""))
@@ -155,8 +184,10 @@ def for_chat_model(model: Any, transport: str | None = None) -> StepLikelihood:
     base = str(getattr(model, "openai_api_base", "") or "")
     name = str(getattr(model, "model_name", "") or "")
     if not base:
-        raise LikelihoodError(f"{type(model).__name__}: not an OpenAI-compatible model (no base URL): the "
-                              "likelihood post-test needs /v1/completions with echo, or a llama.cpp server")
+        raise LikelihoodError(
+            f"{type(model).__name__}: not an OpenAI-compatible model (no base URL): the "
+            "likelihood post-test needs /v1/completions with echo, or a llama.cpp server"
+        )
     root = base[:-3] if base.rstrip("/").endswith("/v1") else base
     if transport is None:
         from wikihowagent.backends import local_slots
@@ -167,7 +198,7 @@ def for_chat_model(model: Any, transport: str | None = None) -> StepLikelihood:
 
 def likelihood_gain(post: Sequence[float | None], pre: Sequence[float | None]) -> float | None:
     """Mean over steps of post - pre (nats per token); None when no step has both."""
-    diffs = [a - b for a, b in zip(post, pre) if a is not None and b is not None]
+    diffs = [a - b for a, b in zip(post, pre, strict=False) if a is not None and b is not None]
     return sum(diffs) / len(diffs) if diffs else None
 
 
@@ -180,8 +211,9 @@ class LikelihoodTaker:
         self.reader = reader
         self._pre: dict[str, asyncio.Task[StepLogprobs]] = {}
 
-    async def take(self, key: str, title: str, method_title: str, turns: Sequence[Turn],
-                   steps: Sequence[str]) -> LikelihoodTest:
+    async def take(
+        self, key: str, title: str, method_title: str, turns: Sequence[Turn], steps: Sequence[str]
+    ) -> LikelihoodTest:
         from wikihowagent.workflow.posttest import transcript
 
         n = len(steps)
@@ -195,6 +227,12 @@ class LikelihoodTaker:
             if self._pre[key].done() and self._pre[key].exception() is not None:
                 self._pre.pop(key, None)  # a later conversation of the tutorial asks again
             return LikelihoodTest(transport=self.reader.transport, error=str(exc))
-        return LikelihoodTest(transport=self.reader.transport, post=post.means, pre=pre.means,
-                              post_tokens=post.tokens, pre_tokens=pre.tokens, latency_s=post.latency_s,
-                              pre_latency_s=pre.latency_s if fresh else 0.0)
+        return LikelihoodTest(
+            transport=self.reader.transport,
+            post=post.means,
+            pre=pre.means,
+            post_tokens=post.tokens,
+            pre_tokens=pre.tokens,
+            latency_s=post.latency_s,
+            pre_latency_s=pre.latency_s if fresh else 0.0,
+        )

@@ -70,8 +70,10 @@ class LLMManager:
 
     async def classify(self, step_text: str, teacher_text: str, learner_text: str) -> tuple[str, bool]:
         """(label, fell_back): the model's label, or the rules' label if the call or the parse failed."""
-        user = (f"Step being taught: {step_text}\n\nTeacher: {teacher_text}\n\nLearner: {learner_text}\n\n"
-                "Classify the learner's message. JSON only.")
+        user = (
+            f"Step being taught: {step_text}\n\nTeacher: {teacher_text}\n\nLearner: {learner_text}\n\n"
+            "Classify the learner's message. JSON only."
+        )
         if self.model is None:
             return rules_label(learner_text), True
         try:

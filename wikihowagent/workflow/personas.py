@@ -52,13 +52,15 @@ class Persona(BaseModel):
             return "ask"
         return "acknowledge"
 
-    def messages(self, intent: str, *, instruction: str, history: str, step_index: int,
-                 num_steps: int) -> list[BaseMessage]:
+    def messages(
+        self, intent: str, *, instruction: str, history: str, step_index: int, num_steps: int
+    ) -> list[BaseMessage]:
         """The learner's chat messages for `intent` (not for `free`: that is the prompts file's)."""
         task = getattr(self, intent).format(step_index=step_index, num_steps=num_steps)
         user = f"{history}Teacher: {instruction}\n\n({task})"
         return ([SystemMessage(content=self.system.strip())] if self.system.strip() else []) + [
-            HumanMessage(content=user.strip())]
+            HumanMessage(content=user.strip())
+        ]
 
 
 def load_personas(path: Path | str | None = None) -> dict[str, Persona]:
@@ -77,8 +79,11 @@ def load_personas(path: Path | str | None = None) -> dict[str, Persona]:
         except ValidationError as exc:
             raise ConfigError(f"{path}: persona '{name}': {validation_line(exc)}") from None
         if persona.has_policy:
-            needed = (("ask",) if persona.question_rate else ()) + ("acknowledge", "begin", "farewell") + (
-                ("drift",) if persona.drift_rate else ())
+            needed = (
+                (("ask",) if persona.question_rate else ())
+                + ("acknowledge", "begin", "farewell")
+                + (("drift",) if persona.drift_rate else ())
+            )
             for intent in needed:
                 text = getattr(persona, intent)
                 if not text.strip():
@@ -86,8 +91,9 @@ def load_personas(path: Path | str | None = None) -> dict[str, Persona]:
                 try:
                     text.format(step_index=1, num_steps=1)
                 except (KeyError, IndexError, ValueError) as exc:
-                    raise ConfigError(f"{path}: persona '{name}': '{intent}' has an unknown or malformed "
-                                      f"placeholder ({exc})") from None
+                    raise ConfigError(
+                        f"{path}: persona '{name}': '{intent}' has an unknown or malformed placeholder ({exc})"
+                    ) from None
             if persona.question_rate is not None and persona.question_rate + persona.drift_rate > 1.0:  # has_policy
                 raise ConfigError(f"{path}: persona '{name}': question_rate + drift_rate > 1")
         out[persona.name] = persona

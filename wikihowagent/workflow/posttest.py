@@ -33,8 +33,9 @@ MAX_STEPS = MAX_TEST_STEPS  # more recalled "steps" than this is not a step list
 REPLY_TOKENS_PER_STEP, REPLY_TOKENS_EXTRA = 64, 32  # a test reply's cap: N steps fit whatever `--max-tokens` is
 CALL_FAILED = "call failed: "  # prefix of a TestAnswer error that a later run should retry (not cached)
 
-SYSTEM = ("You are a student who has just had a lesson with a teacher. You answer from memory, "
-          "with nothing in front of you.")
+SYSTEM = (
+    "You are a student who has just had a lesson with a teacher. You answer from memory, with nothing in front of you."
+)
 _LIST = "exactly {n} lines, one step per line, in order, numbered 1. to {n}."
 
 
@@ -61,22 +62,35 @@ class TestPrompt:
 # measured list length); v3 keeps the length and lets the learner abstain line by line ("not taught" after the
 # lesson, "don't know" before it) instead of filling a line from prior knowledge; measured no better with the
 # embedded model, so v2 stays the default (BENCHMARKS.md "post-test: wording").
-PROMPTS: dict[str, TestPrompt] = {p.name: p for p in (
-    TestPrompt("v2", SYSTEM,
-               "This was your lesson (you are \"You\"):\n\n{transcript}\n\n"
-               "Now, from memory, write the {n} steps of the method \"{method}\" that you were taught: "
-               + _LIST + " Write only the steps, nothing else.",
-               "Before any lesson: from what you already know, write the {n} steps of the method \"{method}\": "
-               + _LIST + " Write only the steps, nothing else."),
-    TestPrompt("v3", SYSTEM,
-               "This was your lesson (you are \"You\"):\n\n{transcript}\n\n"
-               "Now, from memory, write the {n} steps of the method \"{method}\" as your teacher taught them: "
-               + _LIST + " Write only what this lesson taught you: for a step the lesson did not teach, write "
-               "\"not taught\" on its line instead of guessing. Write only the steps, nothing else.",
-               "Before any lesson: from what you already know, write the {n} steps of the method \"{method}\": "
-               + _LIST + " For a step you do not know, write \"don't know\" on its line instead of guessing. "
-               "Write only the steps, nothing else."),
-)}
+PROMPTS: dict[str, TestPrompt] = {
+    p.name: p
+    for p in (
+        TestPrompt(
+            "v2",
+            SYSTEM,
+            'This was your lesson (you are "You"):\n\n{transcript}\n\n'
+            'Now, from memory, write the {n} steps of the method "{method}" that you were taught: '
+            + _LIST
+            + " Write only the steps, nothing else.",
+            'Before any lesson: from what you already know, write the {n} steps of the method "{method}": '
+            + _LIST
+            + " Write only the steps, nothing else.",
+        ),
+        TestPrompt(
+            "v3",
+            SYSTEM,
+            'This was your lesson (you are "You"):\n\n{transcript}\n\n'
+            'Now, from memory, write the {n} steps of the method "{method}" as your teacher taught them: '
+            + _LIST
+            + " Write only what this lesson taught you: for a step the lesson did not teach, write "
+            '"not taught" on its line instead of guessing. Write only the steps, nothing else.',
+            'Before any lesson: from what you already know, write the {n} steps of the method "{method}": '
+            + _LIST
+            + ' For a step you do not know, write "don\'t know" on its line instead of guessing. '
+            "Write only the steps, nothing else.",
+        ),
+    )
+}
 DEFAULT_PROMPT = "v2"
 
 
@@ -89,16 +103,19 @@ def get_prompt(name: str | None) -> TestPrompt:
     try:
         return PROMPTS[name or DEFAULT_PROMPT]
     except KeyError:
-        raise PostTestPromptError(f"--posttest-prompt {name!r}: not a post-test prompt "
-                                  f"(known: {', '.join(PROMPTS)})") from None
+        raise PostTestPromptError(
+            f"--posttest-prompt {name!r}: not a post-test prompt (known: {', '.join(PROMPTS)})"
+        ) from None
 
 
 def prompt_option(name: str | None, learner: str | None) -> TestPrompt:
     """`--posttest-prompt NAME` beside `--posttest-learner SPEC` (evaluate, judge-check): checked before any work.
     An empty (or blank) SPEC is refused: it names no model, and would quietly take no post-test."""
     if learner is not None and not learner.strip():
-        raise PostTestPromptError("--posttest-learner: empty model spec; give the learner model that takes the "
-                                  "post-test (e.g. --posttest-learner local)")
+        raise PostTestPromptError(
+            "--posttest-learner: empty model spec; give the learner model that takes the "
+            "post-test (e.g. --posttest-learner local)"
+        )
     if name is not None and not learner:
         raise PostTestPromptError("--posttest-prompt: give --posttest-learner (the model that takes the test)")
     return get_prompt(name)
@@ -106,8 +123,11 @@ def prompt_option(name: str | None, learner: str | None) -> TestPrompt:
 
 # A line where the learner says it was not taught / does not know the step: not a recalled step (it neither
 # matches nor counts as invented); counted in TestAnswer.abstained.
-_ABSTAIN = re.compile(r"^\(?\s*(?:not\s+taught|not\s+covered|(?:i\s+)?(?:don'?t|do\s+not)\s+know|unknown)"
-                      r"\s*\)?[\s.!]*$", re.IGNORECASE)
+_ABSTAIN = re.compile(
+    r"^\(?\s*(?:not\s+taught|not\s+covered|(?:i\s+)?(?:don'?t|do\s+not)\s+know|unknown)"
+    r"\s*\)?[\s.!]*$",
+    re.IGNORECASE,
+)
 
 _NUMBERED = re.compile(r"^(?:step\s*)?\(?(\d+)\s*[.):\-](?:\s+|(?=[^\W\d_])|$)(.*)$", re.IGNORECASE)
 _BULLET = re.compile(r"^[-*•·]\s+(.*)$")
@@ -122,7 +142,7 @@ _TABLE_NUMBER = re.compile(r"^(?:step\s*)?(\d+)\.?$", re.IGNORECASE)
 
 
 def method_name(title: str, method_title: str) -> str:
-    """"How to X: Part 1 of 2:Y" (both when the tutorial is a method of a longer article)."""
+    """ "How to X: Part 1 of 2:Y" (both when the tutorial is a method of a longer article)."""
     title, method_title = title.strip(), method_title.strip()
     if title and method_title and method_title.lower() not in title.lower():
         return f"{title}: {method_title}"
@@ -134,15 +154,17 @@ def transcript(turns: Sequence[Turn]) -> str:
     return "\n".join(f"{'Teacher' if t.role == 'teacher' else 'You'}: {t.text}" for t in turns)
 
 
-def posttest_messages(title: str, method_title: str, turns: Sequence[Turn], n_steps: int,
-                      prompt: TestPrompt | None = None) -> list[BaseMessage]:
+def posttest_messages(
+    title: str, method_title: str, turns: Sequence[Turn], n_steps: int, prompt: TestPrompt | None = None
+) -> list[BaseMessage]:
     prompt = prompt or get_prompt(None)
     user = prompt.post.format(transcript=transcript(turns), method=method_name(title, method_title), n=n_steps)
     return [SystemMessage(content=prompt.system), HumanMessage(content=user)]
 
 
-def pretest_messages(title: str, method_title: str, n_steps: int,
-                     prompt: TestPrompt | None = None) -> list[BaseMessage]:
+def pretest_messages(
+    title: str, method_title: str, n_steps: int, prompt: TestPrompt | None = None
+) -> list[BaseMessage]:
     prompt = prompt or get_prompt(None)
     user = prompt.pre.format(method=method_name(title, method_title), n=n_steps)
     return [SystemMessage(content=prompt.system), HumanMessage(content=user)]
@@ -240,15 +262,22 @@ async def take_test(model: BaseChatModel, messages: list[BaseMessage]) -> TestAn
     try:
         reply = await achat(model, messages)
     except Exception as exc:  # recorded; the conversation and the run go on
-        return TestAnswer(error=CALL_FAILED + f"{type(exc).__name__}: {exc}".splitlines()[0],
-                          latency_s=round(time.perf_counter() - start, 3))
+        return TestAnswer(
+            error=CALL_FAILED + f"{type(exc).__name__}: {exc}".splitlines()[0],
+            latency_s=round(time.perf_counter() - start, 3),
+        )
     usage: dict[str, Any] = dict(reply.usage_metadata or {})
     text = reply.content if isinstance(reply.content, str) else str(reply.content)
     steps, problem, abstained = parse_steps(text)
-    return TestAnswer(text=text.strip(), steps=steps, error=problem, abstained=abstained,
-                      prompt_tokens=int(usage.get("input_tokens", 0)),
-                      completion_tokens=int(usage.get("output_tokens", 0)),
-                      latency_s=round(time.perf_counter() - start, 3))
+    return TestAnswer(
+        text=text.strip(),
+        steps=steps,
+        error=problem,
+        abstained=abstained,
+        prompt_tokens=int(usage.get("input_tokens", 0)),
+        completion_tokens=int(usage.get("output_tokens", 0)),
+        latency_s=round(time.perf_counter() - start, 3),
+    )
 
 
 class PostTester:
@@ -284,16 +313,17 @@ class PostTester:
                 self._inflight.pop(key, None)
 
     async def _take_pretest(self, key: str, title: str, method_title: str, n_steps: int) -> TestAnswer:
-        answer = await take_test(self.model_for(n_steps),
-                                 pretest_messages(title, method_title, n_steps, self.prompt))
+        answer = await take_test(self.model_for(n_steps), pretest_messages(title, method_title, n_steps, self.prompt))
         if not (answer.error or "").startswith(CALL_FAILED):  # a failed call is retried by a later run
             self.cache.put(self.learner, key, self.prompt.version, answer)
         return answer
 
-    async def run(self, key: str, title: str, method_title: str, turns: Sequence[Turn], n_steps: int,
-                  pretest: bool = True) -> PostTest:
+    async def run(
+        self, key: str, title: str, method_title: str, turns: Sequence[Turn], n_steps: int, pretest: bool = True
+    ) -> PostTest:
         """`n_steps`: the method's step count, asked of both tests."""
-        post = await take_test(self.model_for(n_steps),
-                               posttest_messages(title, method_title, turns, n_steps, self.prompt))
+        post = await take_test(
+            self.model_for(n_steps), posttest_messages(title, method_title, turns, n_steps, self.prompt)
+        )
         pre = await self.pretest(key, title, method_title, n_steps) if pretest else None
         return PostTest(model=self.learner, prompt_version=self.prompt.version, post=post, pre=pre)

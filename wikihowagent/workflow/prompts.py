@@ -25,12 +25,27 @@ class PromptTemplates(BaseModel):
     begin: str = BEGIN_TEXT
     finish: str = FINISH_TEXT
 
-    def teacher_messages(self, *, summary: str, step_index: int, num_steps: int, step_content: str,
-                         user_utterance: str, history: str = "", clarification: bool = False) -> list[BaseMessage]:
+    def teacher_messages(
+        self,
+        *,
+        summary: str,
+        step_index: int,
+        num_steps: int,
+        step_content: str,
+        user_utterance: str,
+        history: str = "",
+        clarification: bool = False,
+    ) -> list[BaseMessage]:
         step = dict(current_step_index=step_index, num_steps=num_steps)
         task = (self.clarify_task if clarification else self.teach_task).format(**step)
-        fields = dict(summary=summary, current_step_content=step_content, task=task, history=history,
-                      user_utterance=user_utterance, **step)
+        fields = dict(
+            summary=summary,
+            current_step_content=step_content,
+            task=task,
+            history=history,
+            user_utterance=user_utterance,
+            **step,
+        )
         return _messages(self.teacher_system.format(**fields), self.teacher_user.format(**fields))
 
     def learner_messages(self, *, instruction: str, history: str = "") -> list[BaseMessage]:
@@ -42,13 +57,18 @@ def _messages(system: str, user: str) -> list[BaseMessage]:
     return ([SystemMessage(content=system.strip())] if system.strip() else []) + [HumanMessage(content=user.strip())]
 
 
-_TEACHER_FIELDS = dict(summary="", current_step_index=1, num_steps=1, current_step_content="", task="",
-                       history="", user_utterance="")
+_TEACHER_FIELDS = dict(
+    summary="", current_step_index=1, num_steps=1, current_step_content="", task="", history="", user_utterance=""
+)
 _PLACEHOLDERS: dict[str, dict[str, object]] = {
-    "teacher_system": _TEACHER_FIELDS, "teacher_user": _TEACHER_FIELDS,
-    "teach_task": dict(current_step_index=1, num_steps=1), "clarify_task": dict(current_step_index=1, num_steps=1),
-    "learner_system": dict(instruction="", history=""), "learner_user": dict(instruction="", history=""),
-    "begin": dict(method_title=""), "finish": {},
+    "teacher_system": _TEACHER_FIELDS,
+    "teacher_user": _TEACHER_FIELDS,
+    "teach_task": dict(current_step_index=1, num_steps=1),
+    "clarify_task": dict(current_step_index=1, num_steps=1),
+    "learner_system": dict(instruction="", history=""),
+    "learner_user": dict(instruction="", history=""),
+    "begin": dict(method_title=""),
+    "finish": {},
 }
 
 
