@@ -90,9 +90,9 @@ def test_ctrl_c_during_generate_stops_the_embedded_model_at_once(tmp_path):
 
 
 @pytest.mark.xfail(
-    reason="known regression since the judge-session refactor (issue 29 step, merge cbeda22): run under pytest, "
-    "evaluate prints 'interrupted' at once but the embedded llama.cpp server's destructor then waits > 60 s for "
-    "its main loop; run directly (scripts/bench_interrupt.py's way) it exits in 0.4-8.4 s. Open in issue 28.",
+    reason="known regression, bisected to c8d007d (the judge-session move): run under pytest with SIGINT at the "
+    "first request's launch, evaluate prints 'interrupted' but the server never logs the client's hang-up "
+    "('cancel task') and its destructor waits > 60 s; direct runs stop in 0.4-8.4 s. Open in issue 28.",
     strict=False,
 )
 def test_ctrl_c_during_evaluate_stops_the_embedded_model_at_once(tmp_path):
