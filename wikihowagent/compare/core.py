@@ -483,8 +483,9 @@ def run_compare(
     stats = PassStats()
     if req.from_judgments:
         reading = stored_reading(out, spec, "checklist" if checklist_mode else req.reading, warn)
-    elif checklist_mode:
-        reading = _judge_checklist_pairs(
+    else:  # each conversation judged alone (checklist) or each pair in both orders: the same arguments
+        judge_pairs = _judge_checklist_pairs if checklist_mode else _judge_pairs
+        reading = judge_pairs(
             req,
             console,
             progress_factory,
@@ -499,27 +500,9 @@ def run_compare(
             stats,
             warn,
         )
-        if shard is not None:
-            return None, stats, f"{spec} (checklist scores)"
-    else:
-        reading = _judge_pairs(
-            req,
-            console,
-            progress_factory,
-            runs,
-            names,
-            rubric_set,
-            spec,
-            endpoints.make_llm,
-            opts,
-            out,
-            shard,
-            stats,
-            warn,
-        )
-        if shard is not None:
-            return None, stats, f"{spec} (pairwise, {reading})"
     desc = f"{spec} (checklist scores)" if checklist_mode else f"{spec} (pairwise, {reading})"
+    if shard is not None and not req.from_judgments:
+        return None, stats, desc
     records = read_pair_judgments(judgment_files(out, PAIR_JUDGMENTS), spec, reading, warn, bad_value)
     wanted = {(j.key) for j in plan_compare(runs, names)}
     records = {k: r for k, r in records.items() if k in wanted}
