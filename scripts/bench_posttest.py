@@ -134,6 +134,23 @@ def headline_table(scorers, rule: str = P.MATCHING) -> tuple[list[list[str]], fl
     return rows, best, best_hard
 
 
+# the columns of persona_rows (bench_validity's learning table too)
+PERSONA_HEADER = [
+    "run",
+    "persona",
+    "conversations",
+    "scored",
+    "Learning Gain (%)",
+    "Detail Gain (%)",
+    "Step Recall post (%)",
+    "pre (%)",
+    "Order (τ %)",
+    "Extraneous (%)",
+    "Detail Recall (%)",
+    "Completion (%)",
+]
+
+
 def persona_rows(by_run, scored, scorers):
     """`scored`: {run: the post-test metrics of its conversations (Scorers.score), in by_run's order}."""
     rows = []
@@ -398,20 +415,7 @@ def main() -> None:
         "scored = post-tests that are a step list):",
         "",
         markdown_table(
-            [
-                "run",
-                "persona",
-                "conversations",
-                "scored",
-                "Learning Gain (%)",
-                "Detail Gain (%)",
-                "Step Recall post (%)",
-                "pre (%)",
-                "Order (τ %)",
-                "Extraneous (%)",
-                "Detail Recall (%)",
-                "Completion (%)",
-            ],
+            PERSONA_HEADER,
             persona_rows(by_run, scored, scorers),
         ),
         "",

@@ -494,7 +494,7 @@ def human_rows(
 
 
 def report(args) -> str:
-    from bench_posttest import cost_rows, labels, paired_rows, persona_rows
+    from bench_posttest import PERSONA_HEADER, cost_rows, labels, paired_rows, persona_rows
 
     from wikihowagent.evaluation.metrics import Scorers
     from wikihowagent.runs import read_conversations
@@ -621,20 +621,7 @@ def report(args) -> str:
             "conversations):",
             "",
             markdown_table(
-                [
-                    "run",
-                    "persona",
-                    "conversations",
-                    "scored",
-                    "Learning Gain (%)",
-                    "Detail Gain (%)",
-                    "Step Recall post (%)",
-                    "pre (%)",
-                    "Order (τ %)",
-                    "Extraneous (%)",
-                    "Detail Recall (%)",
-                    "Completion (%)",
-                ],
+                PERSONA_HEADER,
                 persona_rows(by_run, scored, scorers),
             ),
             "",
