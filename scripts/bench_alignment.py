@@ -238,6 +238,20 @@ def seconds_per_conversation(folder: Path, ids: set[str]) -> tuple[float, int]:
 # --------------------------------------------------------------------------------------------------
 
 
+def pending_checks(jobs: list, conversation_id: str, have: dict) -> list:
+    """The judge-check jobs of one conversation whose rubrics `have` (its stored judgments) lacks a score of."""
+    return [
+        j
+        for j in jobs
+        if j.conv.conversation_id == conversation_id
+        and not (
+            (j.conv.conversation_id, j.variant) in have
+            and set(j.names)
+            <= {k for k, x in (have[(j.conv.conversation_id, j.variant)].get("scores") or {}).items() if x is not None}
+        )
+    ]
+
+
 def check(variants: list[str], n: int, out: Path, minutes: float) -> None:
     """judge-check's originals and perturbed copies (target rubrics only), conversation by conversation with
     every variant in turn (equal n when the time runs out); stops starting new work after `minutes`."""
@@ -266,20 +280,7 @@ def check(variants: list[str], n: int, out: Path, minutes: float) -> None:
                 path = out / v / CHECK_DIR / JUDGMENTS
                 path.parent.mkdir(parents=True, exist_ok=True)
                 have = read_judgments(path, "local", scorer.label, scorer.prompt_name)
-                todo = [
-                    j
-                    for j in jobs
-                    if j.conv.conversation_id == conv.conversation_id
-                    and not (
-                        (j.conv.conversation_id, j.variant) in have
-                        and set(j.names)
-                        <= {
-                            k
-                            for k, x in (have[(j.conv.conversation_id, j.variant)].get("scores") or {}).items()
-                            if x is not None
-                        }
-                    )
-                ]
+                todo = pending_checks(jobs, conv.conversation_id, have)
                 if not todo:
                     continue
                 if time.perf_counter() > deadline:

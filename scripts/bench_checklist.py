@@ -54,6 +54,7 @@ from bench_alignment import (  # noqa: E402
     align,
     common_scores,
     conversation_ids,
+    pending_checks,
     single_files,
     study_files,
     titles,
@@ -218,20 +219,7 @@ def check(study: Path, runs: list[Path], n: int, out: Path, minutes: float, mode
                 path = out / CHECK_DIR / m / JUDGMENTS
                 path.parent.mkdir(parents=True, exist_ok=True)
                 have = read_judgments(path, "local", scorer.label, scorer.prompt_name)
-                todo = [
-                    j
-                    for j in jobs
-                    if j.conv.conversation_id == conv.conversation_id
-                    and not (
-                        (j.conv.conversation_id, j.variant) in have
-                        and set(j.names)
-                        <= {
-                            k
-                            for k, x in (have[(j.conv.conversation_id, j.variant)].get("scores") or {}).items()
-                            if x is not None
-                        }
-                    )
-                ]
+                todo = pending_checks(jobs, conv.conversation_id, have)
                 if not todo:
                     continue
                 if time.perf_counter() > deadline:
