@@ -631,3 +631,28 @@ def test_embedded_server_decodes_prompts_in_small_steps(monkeypatch, tmp_path):
     local.get_local_server(LocalModelSettings(n_batch=128), model)
     assert seen == {"n_batch": 128, "n_ubatch": 128}
     monkeypatch.setattr(local, "_SERVERS", {})
+
+
+def test_shutdown_hangs_up_connections_still_open_to_the_embedded_server(monkeypatch):
+    """Issue 28 #15: after a Ctrl-C a request's connection can outlive its cancelled task; llama.cpp would then
+    finish the whole reply before its destructor returns. shutdown_local_servers hangs such connections up
+    first (the server sees the close and cancels the request); connections to other hosts are left alone."""
+    from wikihowagent.backends import local
+
+    listeners = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
+    ours, other = (socket.create_connection(lst.getsockname()) for lst in listeners)
+    accepted = [lst.accept()[0] for lst in listeners]
+    for conn in accepted:
+        conn.settimeout(5)
+    port = listeners[0].getsockname()[1]
+    srv = local.LocalServer(("test",), Path("m.gguf"), "m", f"http://127.0.0.1:{port}", 1, 1, 1, 0.0, object())
+    monkeypatch.setattr(local, "_SERVERS", {("test",): srv})
+    try:
+        local.shutdown_local_servers()
+        assert accepted[0].recv(16) == b""  # the server side sees the hang-up at once
+        assert srv._server is None
+        other.sendall(b"x")  # the other connection still works both ways
+        assert accepted[1].recv(16) == b"x"
+    finally:
+        for s in (*listeners, *accepted, ours, other):
+            s.close()

@@ -89,12 +89,6 @@ def test_ctrl_c_during_generate_stops_the_embedded_model_at_once(tmp_path):
     assert "Traceback" not in err
 
 
-@pytest.mark.xfail(
-    reason="known regression, bisected to c8d007d (the judge-session move): run under pytest with SIGINT at the "
-    "first request's launch, evaluate prints 'interrupted' but the server never logs the client's hang-up "
-    "('cancel task') and its destructor waits > 60 s; direct runs stop in 0.4-8.4 s. Open in issue 28.",
-    strict=False,
-)
 def test_ctrl_c_during_evaluate_stops_the_embedded_model_at_once(tmp_path):
     run = tmp_path / "run_small"
     shutil.copytree(ROOT / "tests" / "fixtures" / "evaluation" / "run_small", run)

@@ -161,12 +161,40 @@ def serving_slots(model: Any) -> int | None:
     return next((srv.n_parallel for srv in running_servers() if srv.base_url == url), None)
 
 
+def hang_up(url: str) -> int:
+    """Shut down (both directions) every socket of this process still connected to the server at `url`
+    (http://host:port); -> how many. llama.cpp cancels a request only when it sees its connection close, and
+    its destructor waits for the request otherwise: after a Ctrl-C a request's connection can outlive its
+    cancelled task (an interrupted event loop keeps the transport), and the model would finish the whole
+    reply first. Found through the garbage collector's objects, so no client has to be tracked."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    peer = (parts.hostname, parts.port)
+    n = 0
+    for obj in gc.get_objects():
+        if type(obj) is not socket.socket or obj.fileno() < 0:  # type(): no __class__ lookups on proxies
+            continue
+        try:
+            if obj.getpeername()[:2] == peer:
+                obj.shutdown(socket.SHUT_RDWR)
+                n += 1
+        except OSError:  # not connected, or already shut down by the other side
+            continue
+    return n
+
+
 def shutdown_local_servers() -> None:
-    """Stop every embedded server (the C++ destructor joins the server threads). Idempotent."""
+    """Stop every embedded server: first hang up the connections still open to it (`hang_up`: its request
+    is cancelled within a decode step), then drop it (the C++ destructor joins the server threads).
+    Idempotent."""
     with _LOCK:
         servers = list(_SERVERS.values())
         _SERVERS.clear()
     for srv in servers:
+        if srv._server is not None:
+            hang_up(srv.url)
         srv._server = None  # drops the last reference: ~Server stops the HTTP and inference loops
     del servers
     gc.collect()
