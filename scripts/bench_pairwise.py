@@ -97,7 +97,6 @@ def main() -> int:
     from benchmarks_md import read_section, write_section
 
     from wikihowagent.backends import make_chat_model
-    from wikihowagent.compare.core import md_table
     from wikihowagent.compare.engine import PassStats, pending, read_pair_judgments, run_pair_jobs
     from wikihowagent.compare.pairwise import PairwiseJudge
     from wikihowagent.config import load_config
@@ -113,6 +112,7 @@ def main() -> int:
         run_jobs,
     )
     from wikihowagent.judgecheck.perturbations import load_perturbations, perturb
+    from wikihowagent.markdown import frame_table
     from wikihowagent.records import conversation_lines
     from wikihowagent.runs import PAIR_JUDGMENTS
 
@@ -265,7 +265,7 @@ def main() -> int:
             f"- absolute weighted judge on the same cells, same run: {res.absolute_mean_accuracy:.3f}"
             + (f"; {abs_per_score:.1f} s per rubric score" if ab else "")
         )
-    lines += ["", md_table(res.table), "", res.recommendation]
+    lines += ["", frame_table(res.table), "", res.recommendation]
     md = "\n".join(lines)
     print(md, flush=True)
     if args.write_md:
