@@ -45,6 +45,7 @@ from wikihowagent.runs import (
     CHECKLIST_SCORES,
     COMPARE_DIR,
     HEAD_TO_HEAD_PNG,
+    OVERALL,
     PAIR_JUDGMENTS,
     PAIRWISE_CSV,
     POSITION_CSV,
@@ -79,8 +80,6 @@ from .pairwise import (
     verdict_rule,
     winner_score,
 )
-
-OVERALL = "overall"
 
 
 class CompareError(WikihowagentError, ValueError):

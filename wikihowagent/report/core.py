@@ -17,10 +17,13 @@ from file:// may load scripts but not fetch files.
 
 from __future__ import annotations
 
+import csv
 import html
+import importlib
 import json
 import math
 import os
+import re
 import shlex
 import shutil
 import tempfile
@@ -31,16 +34,35 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.errors import WikihowagentError
+from wikihowagent.evaluation.calibrated import CalibrationMismatch, add_calibrated, calibrated_name, check, load
+from wikihowagent.evaluation.judge import RubricError, load_rubrics
+from wikihowagent.evaluation.metrics import better
+from wikihowagent.evaluation.significance import TableStats, best_runs
+from wikihowagent.evaluation.summary import (
+    PERCENT_METRICS,
+    POSTTEST_METRICS,
+    SHORT,
+    RunScores,
+    by_domain,
+    cell,
+    metric_order,
+    summarize,
+    write_figures,
+)
+from wikihowagent.evaluation.tables import paper_tables
 from wikihowagent.records import Turn
 from wikihowagent.runs import (
     BY_DOMAIN_PNG,
     CALIBRATION_CSV,
+    CALIBRATION_JSON,
     CALIBRATION_PNG,
+    CHECKLIST_WEIGHTS_JSON,
     COMPUTATIONAL_PNG,
     CONVERSATION_HTML,
     CONVERSATION_JS,
     CORRELATION_HEATMAP_PNG,
     CORRELATIONS_CSV,
+    CORRELATIONS_MD,
     DOMAIN_BARS_PNG,
     FIGURES_DIR,
     INDEX_HTML,
@@ -55,12 +77,15 @@ from wikihowagent.runs import (
     REPORT_JS,
     RUBRICS_PNG,
     SCORE_DISTRIBUTIONS_PNG,
+    SUMMARY_MD,
     OutputReadError,
     read_people_rows,
 )
 
+from .figures import domain_bars, radar
+from .head_to_head import CompareDirError, check_compare_dir, csv_table
 from .page import page
-from .sources import Problems, ReportConversation, ReportRun, load_inputs
+from .sources import Problems, ReportConversation, ReportRun, drop_out_of_range, load_inputs
 
 CHUNK = 250
 MARKER = ".wikihowagent-report"
@@ -131,8 +156,6 @@ def build_report(
     if alignment is not None:
         _check_alignment(Path(alignment))
     if compare is not None:
-        from .head_to_head import CompareDirError, check_compare_dir
-
         try:
             check_compare_dir(Path(compare))
         except CompareDirError as exc:
@@ -170,7 +193,6 @@ def build_report(
 
 
 def _load_calibration(path: Path) -> Any:
-    from wikihowagent.evaluation.calibrated import CalibrationMismatch, load
 
     try:
         return load(path)
@@ -181,9 +203,6 @@ def _load_calibration(path: Path) -> Any:
 def _calibrate_runs(runs: list[ReportRun], cal: Any, path: Path, problems: Problems) -> None:
     """--calibration: each run's score table gains the `<rubric> (cal.)` columns (refused, as by `evaluate`,
     for scores of another judge or rubric file), range-checked as every stored score is."""
-    from wikihowagent.evaluation.calibrated import CalibrationMismatch, add_calibrated, calibrated_name, check
-
-    from .sources import drop_out_of_range
 
     for r in runs:
         try:
@@ -239,8 +258,6 @@ def _swap_into_place(tmp: Path, out: Path) -> None:
 
 def _metric_order(runs: list[ReportRun]) -> tuple[list[str], list[str]]:
     """(all metrics in display order, the rubric metrics among them)."""
-    from wikihowagent.evaluation.judge import RubricError, load_rubrics
-    from wikihowagent.evaluation.summary import PERCENT_METRICS, POSTTEST_METRICS, metric_order
 
     present = {k for r in runs for c in r.conversations for k in c.metrics}
     empty = {m for m in POSTTEST_METRICS if all(c.metrics.get(m) is None for r in runs for c in r.conversations)}
@@ -254,7 +271,6 @@ def _metric_order(runs: list[ReportRun]) -> tuple[list[str], list[str]]:
 
 def _run_scores(runs: list[ReportRun]) -> list[Any]:
     """The runs' rows of the score table, as `evaluate`'s summary reads them."""
-    from wikihowagent.evaluation.summary import RunScores
 
     return [
         RunScores(
@@ -319,8 +335,6 @@ def _write_site(
     _write_index_data(d, runs, convs, chunk_of, metrics, n_chunks)
     figures, tables = _write_figures(d, runs, metrics, rubrics, problems)
     align_html = _copy_alignment(d, alignment, problems) if alignment else ""
-    import importlib
-
     ctx = SiteContext(d, runs, convs, chunk_of, metrics, rubrics, problems, cases=cases, compare=compare)
     links = [importlib.import_module(name, __package__).write_page(ctx) for name in PAGES]
     index = _index_html(runs, metrics, rubrics, figures, tables, align_html, " ".join(x for x in links if x), problems)
@@ -424,7 +438,6 @@ def _write_index_data(
     metrics: list[str],
     n_chunks: int,
 ) -> None:
-    from wikihowagent.evaluation.summary import PERCENT_METRICS
 
     run_names = [r.name for r in runs]
     models = sorted({r.model for r in runs})
@@ -474,9 +487,6 @@ def _write_figures(
     d: Path, runs: list[ReportRun], metrics: list[str], rubrics: list[str], problems: Problems
 ) -> tuple[list[tuple[str, str]], str]:
     """([(caption, relative path)] of the figures written, the HTML of Tables 1/2)."""
-    from wikihowagent.evaluation.summary import PERCENT_METRICS, by_domain, summarize, write_figures
-
-    from .figures import domain_bars, radar
 
     scored = [r for r in runs if any(c.scored for c in r.conversations)]
     if not scored:
@@ -540,8 +550,6 @@ def _write_figures(
     p = domain_bars(values, bar_metrics, d / FIGURES_DIR / DOMAIN_BARS_PNG, "1-5" if rubrics else "%")
     if p:
         out.append(("Per-metric means per domain and model (Fig. 5)", f"{FIGURES_DIR}/{DOMAIN_BARS_PNG}"))
-    from wikihowagent.evaluation.significance import TableStats
-    from wikihowagent.evaluation.tables import paper_tables
 
     setups = {r.name: (r.teacher or r.model, r.learner or r.teacher or r.model) for r in scored}
     # as `evaluate --tables`: CIs over tutorials and paired arrows; the paper's raw arrows for paper-mode scores
@@ -561,9 +569,6 @@ def _summary_tables(tables: list[tuple[str, Any]], run_tables: dict[str, Any]) -
     a second small line, the 95 % bootstrap CI (the whole cell as a tooltip). Without a baseline (Table 1),
     the best run on a metric is marked where a paired test says it beats every other run
     (significance.best_runs). `run_tables`: run name -> its ScoreTable."""
-    from wikihowagent.evaluation.metrics import better
-    from wikihowagent.evaluation.significance import best_runs
-    from wikihowagent.evaluation.summary import PERCENT_METRICS
 
     e = html.escape
     parts = []
@@ -637,7 +642,6 @@ def _run_label(row: dict[str, Any]) -> str:
 
 
 def _metric_head(m: str, direction: dict[str, str]) -> str:
-    from wikihowagent.evaluation.summary import SHORT
 
     e = html.escape
     up = direction.get(m) != "lower"
@@ -648,7 +652,6 @@ def _metric_head(m: str, direction: dict[str, str]) -> str:
 
 
 def _value_cell(row: dict[str, Any], m: str, best: dict[str, str], direction: dict[str, str]) -> str:
-    from wikihowagent.evaluation.summary import cell
 
     e = html.escape
     mean, sd, n = row[m]
@@ -739,7 +742,6 @@ def _short_number(x: str) -> str:
 
 
 def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
-    from .head_to_head import csv_table
 
     e = html.escape
     target = d / "alignment"
@@ -907,11 +909,6 @@ def judge_evidence(run: ReportRun) -> list[str]:
     """What the run directory holds about its judge, one line each: judge-check results (summary.md of
     `judge-check --out`), alignment with people (correlations.csv of `align --out`), a calibration
     (calibration.json) and fitted checklist weights (checklist_weights.json) — each named by where it is."""
-    import csv
-    import re
-
-    from wikihowagent.runs import CALIBRATION_JSON, CHECKLIST_WEIGHTS_JSON, CORRELATIONS_MD, SUMMARY_MD
-
     root = Path(run.path)
     if not root.is_dir():
         return []
