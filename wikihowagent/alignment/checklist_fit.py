@@ -34,7 +34,7 @@ from wikihowagent.runs import CHECKLIST_FIT_CSV, CHECKLIST_FIT_MD, CHECKLIST_WEI
 
 from . import calibration as cal_stats
 from . import schema
-from .estimates import _tutorial_keys
+from .estimates import tutorial_keys
 from .problems import Problems
 from .tables import csv_text
 
@@ -176,7 +176,7 @@ def fit_checklist(res: Any, *, shrinkage: float, n_boot: int, seed: int, problem
             continue
         y = np.array([res.human[index[c], k] for c in ids])
         x = features([rows[c].items for c in ids], keys)
-        groups, _unknown = _tutorial_keys(res, ids)
+        groups, _unknown = tutorial_keys(res, ids)
         n_tut = len(set(groups.tolist()))
         if n_tut < 2:
             problems.add("checklist fit", f"checklist fit: {metric}: one tutorial only; out of fold needs 2")

@@ -96,7 +96,7 @@ class CalibrationOutcome:
     n_boot: int = 0
 
 
-def _tutorial_keys(res: Any, ids: list[str]) -> tuple[np.ndarray, int]:
+def tutorial_keys(res: Any, ids: list[str]) -> tuple[np.ndarray, int]:
     """Fold groups: the tutorial of each conversation (its id, else its title); a conversation with neither
     is its own group (counted)."""
     titles: dict[str, str] = {}
@@ -154,7 +154,7 @@ def calibrate(
             )
             continue
         y, raw = res.human[ok, k], res.model[ok, k]
-        groups, unknown = _tutorial_keys(res, ids)
+        groups, unknown = tutorial_keys(res, ids)
         n_tut = len(set(groups))
         ro = RubricOutcome(metric, ids, y, {RAW: raw}, n_tut, min(cal_stats.K_FOLDS, n_tut))
         if unknown:
