@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from wikihowagent.console import CLUSTER, INPUTS, MODELS, OUTPUT
+from wikihowagent.console import CLUSTER, INPUTS, MODELS, OUTPUT, make_console, print_error, progress_bar
 from wikihowagent.evaluation.options import (
     base_url_option,
     checklist_option,
@@ -134,8 +134,6 @@ def compare(
 ) -> None:
     """Judge runs head to head: for every tutorial two runs share, which conversation teaches better, per
     rubric, asked in both orders; win rates, position consistency and (3+ runs) a Bradley–Terry ranking."""
-    from wikihowagent.console import make_console, print_error, progress_bar
-
     from .core import CompareRequest, run_compare
 
     console = make_console()

@@ -582,10 +582,25 @@ def run_compare(
     desc = f"{spec} (checklist scores)" if mode.checklist else f"{spec} (pairwise, {reading})"
     if mode.shard is not None and not req.from_judgments:
         return None, stats, desc
+    return _analyse_out(req, mode, said, out, spec, reading, runs, names, desc), stats, desc
+
+
+def _analyse_out(
+    req: CompareRequest,
+    mode: CompareMode,
+    said: Warnings,
+    out: Path,
+    spec: str,
+    reading: str,
+    runs: dict[str, dict[str, Conversation]],
+    names: list[str],
+    desc: str,
+) -> CompareResult:
+    """Every shard's judgments in OUT of this judge and reading, on these runs' passes, analysed."""
     records = read_pair_judgments(judgment_files(out, PAIR_JUDGMENTS), spec, reading, said.warn, said.bad_value)
     wanted = {j.key for j in plan_compare(runs, names)}
     records = {k: r for k, r in records.items() if k in wanted}
-    res = analyse(
+    return analyse(
         out,
         records,
         list(runs),
@@ -599,7 +614,6 @@ def run_compare(
         mode.band,
         len(said.bad_values),
     )
-    return res, stats, desc
 
 
 def _different_judges(by_source: dict[str, str]) -> CompareError:
