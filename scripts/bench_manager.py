@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from pathlib import Path
 
@@ -28,24 +27,25 @@ from benchmarks_md import write_section  # noqa: E402
 
 def learner_messages(out: Path) -> list[dict]:
     """(step text, teacher text, learner text, intent) of every learner turn a manager classified."""
+    from wikihowagent.runs import CONVERSATIONS, read_records
+
     items = []
     for persona in ORDER:
-        path = out / persona / "conversations.jsonl"
+        path = out / persona / CONVERSATIONS
         if not path.exists():
             continue
-        for line in path.open(encoding="utf-8"):
-            rec = json.loads(line)
-            turns = rec["turns"]
+        for _, rec in read_records(path):
+            turns = rec.turns
             for i, t in enumerate(turns):
-                if t["role"] == "learner" and t.get("manager_label") and i > 0:
+                if t.role == "learner" and t.manager_label and i > 0:
                     items.append(
                         {
                             "persona": persona,
-                            "step": rec["tutorial"]["steps"][t["step"]],
-                            "teacher": turns[i - 1]["text"],
-                            "learner": t["text"],
-                            "intent": t.get("intent"),
-                            "rules": t["manager_label"],
+                            "step": rec.tutorial.steps[t.step],
+                            "teacher": turns[i - 1].text,
+                            "learner": t.text,
+                            "intent": t.intent,
+                            "rules": t.manager_label,
                         }
                     )
     return items
@@ -141,11 +141,9 @@ def main() -> None:
             sys.exit("evaluate: failed")
     if (llm_run / "scores.jsonl").exists():
         rows = [("rules", measure(rules_run)), ("llm", measure(llm_run))]
-        fb = sum(
-            bool(t.get("manager_fallback"))
-            for x in (llm_run / "conversations.jsonl").open(encoding="utf-8")
-            for t in json.loads(x)["turns"]
-        )
+        from wikihowagent.runs import CONVERSATIONS, read_records
+
+        fb = sum(t.manager_fallback for _, rec in read_records(llm_run / CONVERSATIONS) for t in rec.turns)
         parts.append(
             f"**(b) Effect** (`generate --learner-persona {args.persona} --max-tutorials {args.tutorials} --max-tokens "
             f"{args.max_tokens} --max-interactions {args.max_interactions}` on the `make demo` tutorials, embedded model, same seed; `--manager llm` fell back to the rules {fb} times):\n\n"

@@ -16,7 +16,6 @@ done, so personas can be measured in several sittings; the table covers every pe
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import subprocess
 import sys
@@ -49,26 +48,28 @@ def on_step(answer: str, steps: list[str], step: int) -> bool:
 
 
 def measure(run: Path) -> dict[str, float]:
-    records = [json.loads(line) for line in (run / "conversations.jsonl").open(encoding="utf-8") if line.strip()]
-    scores = [json.loads(line) for line in (run / "scores.jsonl").open(encoding="utf-8") if line.strip()]
+    from wikihowagent.runs import CONVERSATIONS, SCORES, iter_scores, read_records
+
+    records = [rec for _, rec in read_records(run / CONVERSATIONS)]
+    scores = [rec for _, rec in iter_scores(run / SCORES)]
     n = len(records)
-    clar = [(t, r) for r in records for t in r["turns"] if t["role"] == "teacher" and t.get("kind") == "clarification"]
-    qr = [s["metrics"].get("Question Ratio") for s in scores if s["metrics"].get("Question Ratio") is not None]
-    comp = [s["metrics"].get("Completion") for s in scores if s["metrics"].get("Completion") is not None]
-    intents = [t.get("intent") for r in records for t in r["turns"] if t["role"] == "learner"]
+    clar = [(t, r) for r in records for t in r.turns if t.role == "teacher" and t.kind == "clarification"]
+    qr = [v for s in scores if (v := s.metrics.get("Question Ratio")) is not None]
+    comp = [v for s in scores if (v := s.metrics.get("Completion")) is not None]
+    intents = [t.intent for r in records for t in r.turns if t.role == "learner"]
     return {
         "conversations": n,
         "question_ratio": 100 * sum(qr) / len(qr) if qr else float("nan"),
         "asks_drawn": intents.count("ask") + intents.count("drift"),
         "clarifications": len(clar) / n,
-        "on_step": 100 * sum(on_step(t["text"], r["tutorial"]["steps"], t["step"]) for t, r in clar) / len(clar)
+        "on_step": 100 * sum(on_step(t.text, r.tutorial.steps, t.step) for t, r in clar) / len(clar)
         if clar
         else float("nan"),
         "completion": 100 * sum(comp) / len(comp) if comp else float("nan"),
-        "messages": sum(len(r["turns"]) for r in records) / n,
-        "retries": sum(len(t.get("retried") or []) for r in records for t in r["turns"]),
-        "warnings": sum(len(t.get("warnings") or []) for r in records for t in r["turns"]),
-        "errors": sum(1 for r in records if r.get("error")),
+        "messages": sum(len(r.turns) for r in records) / n,
+        "retries": sum(len(t.retried) for r in records for t in r.turns),
+        "warnings": sum(len(t.warnings) for r in records for t in r.turns),
+        "errors": sum(1 for r in records if r.error),
     }
 
 
