@@ -29,7 +29,6 @@ bootstrap CIs (align's, 2000 resamples of conversations).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import csv
 import json
 import math
@@ -272,8 +271,9 @@ def check(variants: list[str], n: int, out: Path, minutes: float) -> None:
     convs = bench_conversations(n, 3)
     jobs = [j for j in plan(convs, perts, list(rubrics), CheckStats()) if j.variant != ORIGINAL_2]
     deadline = time.perf_counter() + minutes * 60
-    loop = asyncio.new_event_loop()
-    try:
+    from wikihowagent.evaluation.session import JudgeLoop
+
+    with JudgeLoop() as loop:
         for conv in convs:
             for v in variants:
                 scorer = make_scorer("weighted", llm, rubrics, None, concurrency=1, prompt=get_prompt(v))
@@ -287,13 +287,11 @@ def check(variants: list[str], n: int, out: Path, minutes: float) -> None:
                     print(f"time is up ({minutes:g} min): rerun to resume", flush=True)
                     return
                 t0 = time.perf_counter()
-                loop.run_until_complete(run_jobs(todo, scorer, "local", path, lambda k: None, CheckStats()))
+                loop.run(run_jobs(todo, scorer, "local", path, lambda k: None, CheckStats()))
                 print(
                     f"{v}: judge-check {conv.conversation_id}: {len(todo)} passes in {time.perf_counter() - t0:.0f} s",
                     flush=True,
                 )
-    finally:
-        loop.close()
 
 
 def check_accuracy(variant: str, n: int, out: Path, n_boot: int = 2000) -> tuple[float, float, float, int]:

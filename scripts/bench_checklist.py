@@ -34,7 +34,6 @@ cache reuses it; characters / CHARS_PER_TOKEN), seconds; judge-check accuracy.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import math
 import os
@@ -211,8 +210,9 @@ def check(study: Path, runs: list[Path], n: int, out: Path, minutes: float, mode
     jobs = [j for j in plan(convs, perts, list(rubrics), CheckStats()) if j.variant != ORIGINAL_2]
     judges = make_judges(llm, rubrics)
     deadline = time.perf_counter() + minutes * 60
-    loop = asyncio.new_event_loop()
-    try:
+    from wikihowagent.evaluation.session import JudgeLoop
+
+    with JudgeLoop() as loop:
         for conv in convs:
             for m in modes:
                 scorer = judges[m]
@@ -226,14 +226,12 @@ def check(study: Path, runs: list[Path], n: int, out: Path, minutes: float, mode
                     print(f"time is up ({minutes:g} min): rerun to resume", flush=True)
                     return
                 t0 = time.perf_counter()
-                loop.run_until_complete(run_jobs(todo, scorer, "local", path, lambda k: None, CheckStats()))
+                loop.run(run_jobs(todo, scorer, "local", path, lambda k: None, CheckStats()))
                 print(
                     f"{m}: judge-check {conv.conversation_id}: {len(todo)} passes in {time.perf_counter() - t0:.0f} s",
                     flush=True,
                 )
         print(f"judge-check done on {len(convs)} conversations", flush=True)
-    finally:
-        loop.close()
 
 
 def check_accuracy(mode: str, ids: list[str], out: Path, n_boot: int = 2000) -> tuple[float, float, float, int]:
