@@ -220,6 +220,20 @@ def labels(runs: list[Path]) -> list[str]:
     return [f"{r.parent.name}/{n}" if names.count(n) > 1 else n for r, n in zip(runs, names, strict=False)]
 
 
+# the columns of cost_rows (bench_validity's cost table too)
+COST_HEADER = [
+    "run",
+    "n",
+    "conversation calls",
+    "conversation s",
+    "extra calls",
+    "post-test s",
+    "pre-test s",
+    "extra s",
+    "extra / conversation time",
+]
+
+
 def cost_rows(by_run):
     rows = []
     for name, convs in by_run.items():
@@ -244,6 +258,20 @@ def cost_rows(by_run):
             ]
         )
     return rows
+
+
+# the columns of validity_rows (bench_posttest_wording's table adds its abstained shares)
+VALIDITY_HEADER = [
+    "perturbation",
+    "pairs",
+    "accuracy [95 % CI]",
+    "lower",
+    "ties",
+    "recall original (%)",
+    "recall perturbed (%)",
+    "not scored",
+    "judge accuracy",
+]
 
 
 def validity_rows(path: Path):
@@ -416,17 +444,7 @@ def main() -> None:
         "**Cost** per conversation (latencies as recorded; one pre-test per tutorial, one post-test per conversation):",
         "",
         markdown_table(
-            [
-                "run",
-                "n",
-                "conversation calls",
-                "conversation s",
-                "extra calls",
-                "post-test s",
-                "pre-test s",
-                "extra s",
-                "extra / conversation time",
-            ],
+            COST_HEADER,
             cost_rows(by_run),
         ),
     ]
@@ -437,17 +455,7 @@ def main() -> None:
             "original's post-test Step Recall is higher than the perturbed copy's (ties count half):",
             "",
             markdown_table(
-                [
-                    "perturbation",
-                    "pairs",
-                    "accuracy [95 % CI]",
-                    "lower",
-                    "ties",
-                    "recall original (%)",
-                    "recall perturbed (%)",
-                    "not scored",
-                    "judge accuracy",
-                ],
+                VALIDITY_HEADER,
                 validity_rows(vdir),
             ),
         ]

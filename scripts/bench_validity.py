@@ -488,7 +488,7 @@ def human_rows(
 
 
 def report(args) -> str:
-    from bench_posttest import PERSONA_HEADER, cost_rows, labels, paired_rows, persona_rows
+    from bench_posttest import COST_HEADER, PERSONA_HEADER, cost_rows, labels, paired_rows, persona_rows
 
     from wikihowagent.evaluation.metrics import Scorers
     from wikihowagent.runs import read_conversations
@@ -626,17 +626,7 @@ def report(args) -> str:
             "**Cost** per conversation of the recall post-test (one call) and the pre-test (one per tutorial):",
             "",
             markdown_table(
-                [
-                    "run",
-                    "n",
-                    "conversation calls",
-                    "conversation s",
-                    "extra calls",
-                    "post-test s",
-                    "pre-test s",
-                    "extra s",
-                    "extra / conversation time",
-                ],
+                COST_HEADER,
                 cost_rows(by_run),
             ),
             "",
