@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench_personas import DEMO_DOMAINS, ORDER, cli, measure  # noqa: E402
+from bench_personas import ORDER, measure, persona_run  # noqa: E402
 from benchmarks_md import write_section  # noqa: E402
 
 
@@ -112,33 +112,7 @@ def main() -> None:
     ]
     rules_run, llm_run = args.out / args.persona, args.out / f"{args.persona}-llm-manager"
     if not args.skip_generate and (rules_run / "scores.jsonl").exists():
-        domains = [x for d in DEMO_DOMAINS for x in ("--domain", d)]
-        code = cli(
-            "generate",
-            "--teacher",
-            "local",
-            "--learner-persona",
-            args.persona,
-            "--manager",
-            "llm",
-            "--max-tutorials",
-            str(args.tutorials),
-            "--max-tokens",
-            str(args.max_tokens),
-            "--max-interactions",
-            str(args.max_interactions),
-            *domains,
-            "--concurrency",
-            "1",
-            "--timeout",
-            "1800",
-            "--out",
-            str(llm_run),
-        )
-        if code not in (0, 1):
-            sys.exit(f"generate: exit {code}")
-        if cli("evaluate", str(llm_run), "--no-judge", "--metrics", "Question Ratio,Completion", "--no-figures") != 0:
-            sys.exit("evaluate: failed")
+        persona_run(llm_run, args.persona, args.tutorials, args.max_tokens, args.max_interactions, "--manager", "llm")
     if (llm_run / "scores.jsonl").exists():
         rows = [("rules", measure(rules_run)), ("llm", measure(llm_run))]
         from wikihowagent.runs import CONVERSATIONS, read_records

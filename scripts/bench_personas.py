@@ -36,6 +36,37 @@ def cli(*args: str) -> int:
     return subprocess.run(cmd, cwd=ROOT).returncode
 
 
+def persona_run(run: Path, persona: str, tutorials: int, max_tokens: int, max_interactions: int, *extra: str) -> None:
+    """`generate` a persona run of the `make demo` tutorials on the embedded model into RUN (resumable), then
+    `evaluate --no-judge` its Question Ratio and Completion; exits on a failure."""
+    domains = [x for d in DEMO_DOMAINS for x in ("--domain", d)]
+    code = cli(
+        "generate",
+        "--teacher",
+        "local",
+        "--learner-persona",
+        persona,
+        *extra,
+        "--max-tutorials",
+        str(tutorials),
+        "--max-tokens",
+        str(max_tokens),
+        "--max-interactions",
+        str(max_interactions),
+        *domains,
+        "--concurrency",
+        "1",
+        "--timeout",
+        "1800",
+        "--out",
+        str(run),
+    )
+    if code not in (0, 1):
+        sys.exit(f"generate {persona}: exit {code}")
+    if cli("evaluate", str(run), "--no-judge", "--metrics", "Question Ratio,Completion", "--no-figures") != 0:
+        sys.exit(f"evaluate {persona}: failed")
+
+
 def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z]{4,}", text.lower())}
 
@@ -82,33 +113,8 @@ def main() -> None:
     ap.add_argument("--max-interactions", type=int, default=10)
     ap.add_argument("--write-md", action="store_true")
     args = ap.parse_args()
-    domains = [x for d in DEMO_DOMAINS for x in ("--domain", d)]
     for p in [x for x in args.personas.split(",") if x]:
-        run = args.out / p
-        code = cli(
-            "generate",
-            "--teacher",
-            "local",
-            "--learner-persona",
-            p,
-            "--max-tutorials",
-            str(args.tutorials),
-            "--max-tokens",
-            str(args.max_tokens),
-            "--max-interactions",
-            str(args.max_interactions),
-            *domains,
-            "--concurrency",
-            "1",
-            "--timeout",
-            "1800",
-            "--out",
-            str(run),
-        )
-        if code not in (0, 1):
-            sys.exit(f"generate {p}: exit {code}")
-        if cli("evaluate", str(run), "--no-judge", "--metrics", "Question Ratio,Completion", "--no-figures") != 0:
-            sys.exit(f"evaluate {p}: failed")
+        persona_run(args.out / p, p, args.tutorials, args.max_tokens, args.max_interactions)
     found = [p for p in ORDER if (args.out / p / "scores.jsonl").exists()]
     rows = {p: measure(args.out / p) for p in found}
     head = (
