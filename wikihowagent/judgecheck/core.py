@@ -738,6 +738,11 @@ def run_judge_check(req: JudgeCheckRequest, console: Any) -> None:
             "--posttest-likelihood: give --posttest-learner (the model whose log-probabilities are read)"
         )
     specs = list(dict.fromkeys(req.evaluators))
+    if len(specs) > 1 and req.posttest_learner:
+        raise JudgeCheckError(
+            "--posttest-learner measures the post-test's validity and asks no judge: give it without a panel of "
+            "--evaluator (the post-test's table shows the judge-check accuracy already in --out)"
+        )
     if len(specs) > 1:
         _judge_panel(console, req, specs)
     else:
@@ -757,10 +762,7 @@ def _judge_panel(console: Any, req: JudgeCheckRequest, specs: list[str]) -> None
             evaluators=(spec,),
             pairwise_reading=None,
             tie_band=0.0,
-            posttest_learner=None,
             posttest_prompt=None,
-            posttest_tutorials=(),
-            posttest_likelihood=False,
         )
         _judge_check(console, member, spec)
     rubric_set = load_rubrics(req.rubrics)
