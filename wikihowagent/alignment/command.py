@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -340,7 +340,7 @@ def align(
 
     Writes CSV, Markdown and PNG figures to --out, all or nothing: --out is replaced as a whole (a directory holding files align did not write is refused). What was left out (bad cells, unmatched ids, too few pairs) is listed on stderr and in problems.txt.
     """
-    from .core import AlignRequest, AlignUsageError, check_options, check_out_dir, render, run_alignment
+    from .core import AlignRequest, AlignUsageError, check_options, check_out_dir, run_alignment
 
     err = make_console()
     try:  # usage errors (exit 2), before any work
@@ -375,6 +375,14 @@ def align(
         problems.echo(limit=200, grouped=False)  # no problems.txt
         print_error(f"{exc}; no output written", err)
         raise typer.Exit(1) from None
+    _print_outcome(outcome, problems, err, out_dir, t0)
+
+
+def _print_outcome(outcome: Any, problems: Any, err: Any, out_dir: Path, t0: float) -> None:
+    """What align found and wrote (the tables on stdout, problems on stderr); exit 1 when nothing could be
+    computed or a named file contributed nothing. `t0`: when the work began (perf_counter)."""
+    from .core import render
+
     res, unused = outcome.result, outcome.unused  # named files that gave nothing: exit 1
     unused_line = (
         (unused[0] if len(unused) == 1 else f"{len(unused)} named files contribute nothing: " + "; ".join(unused))
