@@ -166,6 +166,14 @@ def compare(
         res, stats, desc = run_compare(
             req, console, lambda total: progress_bar(console, total, "judging pairs (both orders)")
         )
+    _print_outcome(res, stats, desc, console, from_judgments, judge_scoring)
+
+
+def _print_outcome(
+    res: Any, stats: Any, desc: str, console: Any, from_judgments: bool, judge_scoring: str | None
+) -> None:
+    """The passes made (or that only stored judgments were analysed), then the tables; exit 1 when no verdict
+    was readable."""
     if from_judgments:
         console.print("analysed the stored pair judgments (no judge asked)", highlight=False, markup=False)
     else:
