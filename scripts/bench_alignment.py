@@ -29,7 +29,6 @@ bootstrap CIs (align's, 2000 resamples of conversations).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import csv
 import json
 import math
@@ -79,6 +78,13 @@ def study_files(study: Path) -> list[Path]:
     return files
 
 
+def paper_records(path: Path) -> list[dict]:
+    """The conversation records of one of the paper's run files (`runs.conversation_items`)."""
+    from wikihowagent.runs import conversation_items
+
+    return [obj for _, obj in conversation_items(path, paper=True)]
+
+
 def subset_files(study: Path, out: Path, per_tutorial: int) -> list[Path]:
     """The study's run files (per_tutorial 0), or copies holding K conversations per tutorial: tutorial t
     (its position in the run files, which list the same tutorials in the same order) is taken from models
@@ -86,7 +92,7 @@ def subset_files(study: Path, out: Path, per_tutorial: int) -> list[Path]:
     files = study_files(study)
     if per_tutorial <= 0:
         return files
-    data = [json.loads(f.read_text(encoding="utf-8"))["total_conversations"] for f in files]
+    data = [paper_records(f) for f in files]
     titles = [[c.get("title") for c in d] for d in data]
     if any(t != titles[0] for t in titles):
         raise SystemExit(f"{study}: the run files do not list the same tutorials in the same order")
@@ -112,18 +118,11 @@ def subset_files(study: Path, out: Path, per_tutorial: int) -> list[Path]:
 
 def titles(files: list[Path], ids: set[str]) -> list[str]:
     """The tutorial titles of the conversations `ids` of `files`."""
-    return [
-        c.get("title", "")
-        for f in files
-        for c in json.loads(f.read_text(encoding="utf-8"))["total_conversations"]
-        if c["conversation_id"] in ids
-    ]
+    return [c.get("title", "") for f in files for c in paper_records(f) if c["conversation_id"] in ids]
 
 
 def conversation_ids(files: list[Path]) -> list[str]:
-    return [
-        c["conversation_id"] for f in files for c in json.loads(f.read_text(encoding="utf-8"))["total_conversations"]
-    ]
+    return [c["conversation_id"] for f in files for c in paper_records(f)]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -151,7 +150,7 @@ def scored_ids(folder: Path, variant: str) -> set[str]:
 def shortest_first(files: list[Path]) -> list[tuple[Path, dict]]:
     """(run file, conversation) of every conversation of `files`, shortest first (characters of its messages;
     ties in file order): the order `judge` works in."""
-    convs = [(f, c) for f in files for c in json.loads(f.read_text(encoding="utf-8"))["total_conversations"]]
+    convs = [(f, c) for f in files for c in paper_records(f)]
     convs.sort(key=lambda fc: sum(len(str(m)) for m in fc[1].get("conversation") or []))
     return convs
 
@@ -272,8 +271,9 @@ def check(variants: list[str], n: int, out: Path, minutes: float) -> None:
     convs = bench_conversations(n, 3)
     jobs = [j for j in plan(convs, perts, list(rubrics), CheckStats()) if j.variant != ORIGINAL_2]
     deadline = time.perf_counter() + minutes * 60
-    loop = asyncio.new_event_loop()
-    try:
+    from wikihowagent.evaluation.session import JudgeLoop
+
+    with JudgeLoop() as loop:
         for conv in convs:
             for v in variants:
                 scorer = make_scorer("weighted", llm, rubrics, None, concurrency=1, prompt=get_prompt(v))
@@ -287,13 +287,11 @@ def check(variants: list[str], n: int, out: Path, minutes: float) -> None:
                     print(f"time is up ({minutes:g} min): rerun to resume", flush=True)
                     return
                 t0 = time.perf_counter()
-                loop.run_until_complete(run_jobs(todo, scorer, "local", path, lambda k: None, CheckStats()))
+                loop.run(run_jobs(todo, scorer, "local", path, lambda k: None, CheckStats()))
                 print(
                     f"{v}: judge-check {conv.conversation_id}: {len(todo)} passes in {time.perf_counter() - t0:.0f} s",
                     flush=True,
                 )
-    finally:
-        loop.close()
 
 
 def check_accuracy(variant: str, n: int, out: Path, n_boot: int = 2000) -> tuple[float, float, float, int]:

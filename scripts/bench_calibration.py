@@ -253,7 +253,7 @@ def main() -> None:
         if np.isfinite(h) and np.isfinite(m)
     ]
     n_pairs = len(paired)
-    n_tut = len(set(estimates._tutorial_keys(res, paired)[0])) if paired else 0
+    n_tut = len(set(estimates.tutorial_keys(res, paired)[0])) if paired else 0
     per_model = {}
     for c in paired:
         m = res.group_meta(c)["model"]

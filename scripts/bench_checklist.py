@@ -34,7 +34,6 @@ cache reuses it; characters / CHARS_PER_TOKEN), seconds; judge-check accuracy.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import math
 import os
@@ -55,6 +54,7 @@ from bench_alignment import (  # noqa: E402
     common_scores,
     conversation_ids,
     pending_checks,
+    seconds_per_conversation,
     single_files,
     study_files,
     titles,
@@ -211,8 +211,9 @@ def check(study: Path, runs: list[Path], n: int, out: Path, minutes: float, mode
     jobs = [j for j in plan(convs, perts, list(rubrics), CheckStats()) if j.variant != ORIGINAL_2]
     judges = make_judges(llm, rubrics)
     deadline = time.perf_counter() + minutes * 60
-    loop = asyncio.new_event_loop()
-    try:
+    from wikihowagent.evaluation.session import JudgeLoop
+
+    with JudgeLoop() as loop:
         for conv in convs:
             for m in modes:
                 scorer = judges[m]
@@ -226,14 +227,12 @@ def check(study: Path, runs: list[Path], n: int, out: Path, minutes: float, mode
                     print(f"time is up ({minutes:g} min): rerun to resume", flush=True)
                     return
                 t0 = time.perf_counter()
-                loop.run_until_complete(run_jobs(todo, scorer, "local", path, lambda k: None, CheckStats()))
+                loop.run(run_jobs(todo, scorer, "local", path, lambda k: None, CheckStats()))
                 print(
                     f"{m}: judge-check {conv.conversation_id}: {len(todo)} passes in {time.perf_counter() - t0:.0f} s",
                     flush=True,
                 )
         print(f"judge-check done on {len(convs)} conversations", flush=True)
-    finally:
-        loop.close()
 
 
 def check_accuracy(mode: str, ids: list[str], out: Path, n_boot: int = 2000) -> tuple[float, float, float, int]:
@@ -283,18 +282,12 @@ def check_accuracy(mode: str, ids: list[str], out: Path, n_boot: int = 2000) -> 
 
 def checked_ids(out: Path) -> list[str]:
     """Conversations whose original was judged in judge-check by both judges."""
+    from wikihowagent.runs import JUDGMENTS, read_judgment_table
+
     ids = None
     for m in MODES:
-        path = out / CHECK_DIR / m / "judgments.jsonl"
-        got = set()
-        if path.exists():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if rec.get("variant") == "original":
-                    got.add(rec["conversation_id"])
+        meta = read_judgment_table(out / CHECK_DIR / m / JUDGMENTS).meta
+        got = {cid for cid, v in zip(meta["conversation_id"], meta["variant"], strict=True) if v == "original"}
         ids = got if ids is None else ids & got
     return sorted(ids or ())
 
@@ -428,18 +421,6 @@ def prompt_costs(ids: list[str], study: Path, recs: dict) -> dict[str, tuple[flo
     return {m: tuple(v / n for v in t) if n else (math.nan,) * 3 for m, t in totals.items()}  # type: ignore[misc]
 
 
-def seconds(folder: Path, ids: set[str]) -> tuple[float, int]:
-    n = secs = 0.0
-    path = folder / TIMING
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            rec = json.loads(line)
-            if rec.get("conversation_id") in ids:
-                n += rec["conversations"]
-                secs += rec["seconds"]
-    return (secs / n if n else math.nan), int(n)
-
-
 def fmt(e, signed=True) -> str:
     if e is None or not math.isfinite(e.value):
         return "–"
@@ -496,7 +477,7 @@ def report(study: Path, out: Path) -> str:
             "",
         ]
         costs = prompt_costs(common, study, recs)
-        secs = {m: seconds(out / m, set(common)) for m in MODES}
+        secs = {m: seconds_per_conversation(out / m, set(common)) for m in MODES}
         lines += [
             "| cost per conversation | calls | prompt tokens sent (est.) | prompt tokens after the prompt cache "
             "(est.) | seconds (n timed) |",

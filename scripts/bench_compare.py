@@ -90,10 +90,11 @@ def main() -> int:
 
     from benchmarks_md import write_section
 
-    from wikihowagent.compare.core import OVERALL, analyse, md_table
+    from wikihowagent.compare.core import OVERALL, analyse
     from wikihowagent.compare.engine import judgment_files, read_pair_judgments, reading_note
     from wikihowagent.compare.pairwise import VERDICT_RULES
     from wikihowagent.evaluation.judge import load_rubrics
+    from wikihowagent.markdown import frame_table
     from wikihowagent.runs import PAIR_JUDGMENTS, run_name
 
     out = args.out
@@ -214,14 +215,14 @@ def main() -> int:
             lines += [
                 f"Bradley–Terry, overall, verdict rule {r.rule} (log-strength θ, mean 0; 95 % CI over tutorials):",
                 "",
-                md_table(r.bradley_terry[r.bradley_terry["rubric"] == OVERALL].drop(columns="rubric")),
+                frame_table(r.bradley_terry[r.bradley_terry["rubric"] == OVERALL].drop(columns="rubric")),
                 "",
             ]
     if res.bradley_terry is not None and len(res.bradley_terry):
-        lines += [f"Per rubric (verdict rule {res.rule}):", "", md_table(res.bradley_terry), ""]
+        lines += [f"Per rubric (verdict rule {res.rule}):", "", frame_table(res.bradley_terry), ""]
     for r in [res, *others.values()]:
-        lines += [f"Win rates (verdict rule {r.rule}; ties half):", "", md_table(r.win_rates), ""]
-    lines += ["Position consistency (the same under every rule):", "", md_table(res.position)]
+        lines += [f"Win rates (verdict rule {r.rule}; ties half):", "", frame_table(r.win_rates), ""]
+    lines += ["Position consistency (the same under every rule):", "", frame_table(res.position)]
     md = "\n".join(lines)
     print(md, flush=True)
     if args.write_md:

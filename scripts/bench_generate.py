@@ -28,6 +28,7 @@ from wikihowagent.config import load_config  # noqa: E402
 from wikihowagent.corpus.core import load_tutorials  # noqa: E402
 from wikihowagent.generation.core import run_conversations  # noqa: E402
 from wikihowagent.records import Tutorial  # noqa: E402
+from wikihowagent.runs import read_records  # noqa: E402
 from wikihowagent.testing import ScriptedChatModel  # noqa: E402
 from wikihowagent.workflow.graph import WorkflowOptions  # noqa: E402
 from wikihowagent.workflow.prompts import load_prompts  # noqa: E402
@@ -56,7 +57,7 @@ def bench_orchestration(n: int = 1000, concurrency: int = 16) -> dict[str, float
             )
         )
         wall = time.perf_counter() - start
-        messages = sum(line.count('"role"') for line in out.open(encoding="utf-8"))
+        messages = sum(len(rec.turns) for _, rec in read_records(out))
     assert stats.done == n
     return {
         "conversations": n,
@@ -138,26 +139,23 @@ def bench_embedded(n_tutorials: int, max_interactions: int, slots: int) -> list[
 
 def model_prompts_from(out: Path):
     """Rebuild the model prompts of a finished run (teacher and learner turns that called the model)."""
-    import json
-
     prompts = load_prompts()
-    for line in out.open(encoding="utf-8"):
-        rec = json.loads(line)
-        turns = rec["turns"]
-        steps = rec["tutorial"]["steps"]
+    for _, rec in read_records(out):
+        turns = rec.turns
+        steps = rec.tutorial.steps
         for i, t in enumerate(turns):
-            if t["kind"] in ("begin", "finish"):
+            if t.kind in ("begin", "finish"):
                 continue
-            if t["role"] == "learner":
-                yield prompts.learner_messages(instruction=turns[i - 1]["text"])
+            if t.role == "learner":
+                yield prompts.learner_messages(instruction=turns[i - 1].text)
             else:
                 yield prompts.teacher_messages(
-                    summary=rec["summary"],
-                    step_index=t["step"] + 1,
+                    summary=rec.summary,
+                    step_index=t.step + 1,
                     num_steps=len(steps),
-                    step_content=steps[t["step"]],
-                    user_utterance=turns[i - 1]["text"],
-                    clarification=t["kind"] == "clarification",
+                    step_content=steps[t.step],
+                    user_utterance=turns[i - 1].text,
+                    clarification=t.kind == "clarification",
                 )
 
 

@@ -111,20 +111,19 @@ def timing_pass(modes: list[str], convs: list[Conversation], llm, rubrics, perts
     originals = [j for j in plan(convs, perts, list(rubrics), CheckStats()) if j.variant == ORIGINAL]
     spent, count = dict.fromkeys(modes, 0.0), dict.fromkeys(modes, 0)
     done = {m: read_judgments(base / m / JUDGMENTS, "local", judges[m].label) for m in modes}
-    loop = asyncio.new_event_loop()
-    try:
+    from wikihowagent.evaluation.session import JudgeLoop
+
+    with JudgeLoop() as loop:
         for j in originals:
             for m in modes:
                 path = base / m / JUDGMENTS
                 if (j.conv.conversation_id, ORIGINAL) in done[m]:
                     continue
                 t0 = time.perf_counter()
-                loop.run_until_complete(run_jobs([j], judges[m], "local", path, lambda n: None, CheckStats()))
+                loop.run(run_jobs([j], judges[m], "local", path, lambda n: None, CheckStats()))
                 spent[m] += time.perf_counter() - t0
                 count[m] += 1
             print(" ".join(f"{m}: {spent[m] / max(1, count[m]):.1f} s/conv ({count[m]})" for m in modes), flush=True)
-    finally:
-        loop.close()
     return {m: spent[m] / count[m] if count[m] else math.nan for m in modes}
 
 
@@ -147,12 +146,11 @@ def run_mode(
     keep = {c.conversation_id for c in convs[:check_n]}
     stats = CheckStats()
     if judging and keep:
-        loop = asyncio.new_event_loop()
-        try:
+        from wikihowagent.evaluation.session import JudgeLoop
+
+        with JudgeLoop() as loop:
             jobs = [j for j in plan(convs, perts, list(rubrics), stats) if j.conv.conversation_id in keep]
-            loop.run_until_complete(run_jobs(jobs, judge, "local", out / JUDGMENTS, lambda n: None, stats))
-        finally:
-            loop.close()
+            loop.run(run_jobs(jobs, judge, "local", out / JUDGMENTS, lambda n: None, stats))
     got = read_judgments(out / JUDGMENTS, "local", judge.label)
     orig = [v for c in convs for v in ((got.get((c.conversation_id, ORIGINAL)) or {}).get("scores") or {}).values()]
     failures = sum(len((got.get((c.conversation_id, ORIGINAL)) or {}).get("judge_failures") or []) for c in convs)
@@ -295,11 +293,10 @@ def throughput(llm, rubrics, convs: list[Conversation], concurrency: int, cap_s:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
 
-    loop = asyncio.new_event_loop()
-    try:
-        loop.run_until_complete(run())
-    finally:
-        loop.close()
+    from wikihowagent.evaluation.session import JudgeLoop
+
+    with JudgeLoop() as loop:
+        loop.run(run())
     span = finished[-1] if len(finished) == len(convs) else cap_s
     return {
         "concurrency": concurrency,

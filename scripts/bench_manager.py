@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
 from pathlib import Path
 
@@ -22,30 +21,31 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from bench_personas import DEMO_DOMAINS, ORDER, cli, measure  # noqa: E402
+from bench_personas import ORDER, measure, persona_run  # noqa: E402
 from benchmarks_md import write_section  # noqa: E402
 
 
 def learner_messages(out: Path) -> list[dict]:
     """(step text, teacher text, learner text, intent) of every learner turn a manager classified."""
+    from wikihowagent.runs import CONVERSATIONS, read_records
+
     items = []
     for persona in ORDER:
-        path = out / persona / "conversations.jsonl"
+        path = out / persona / CONVERSATIONS
         if not path.exists():
             continue
-        for line in path.open(encoding="utf-8"):
-            rec = json.loads(line)
-            turns = rec["turns"]
+        for _, rec in read_records(path):
+            turns = rec.turns
             for i, t in enumerate(turns):
-                if t["role"] == "learner" and t.get("manager_label") and i > 0:
+                if t.role == "learner" and t.manager_label and i > 0:
                     items.append(
                         {
                             "persona": persona,
-                            "step": rec["tutorial"]["steps"][t["step"]],
-                            "teacher": turns[i - 1]["text"],
-                            "learner": t["text"],
-                            "intent": t.get("intent"),
-                            "rules": t["manager_label"],
+                            "step": rec.tutorial.steps[t.step],
+                            "teacher": turns[i - 1].text,
+                            "learner": t.text,
+                            "intent": t.intent,
+                            "rules": t.manager_label,
                         }
                     )
     return items
@@ -112,40 +112,12 @@ def main() -> None:
     ]
     rules_run, llm_run = args.out / args.persona, args.out / f"{args.persona}-llm-manager"
     if not args.skip_generate and (rules_run / "scores.jsonl").exists():
-        domains = [x for d in DEMO_DOMAINS for x in ("--domain", d)]
-        code = cli(
-            "generate",
-            "--teacher",
-            "local",
-            "--learner-persona",
-            args.persona,
-            "--manager",
-            "llm",
-            "--max-tutorials",
-            str(args.tutorials),
-            "--max-tokens",
-            str(args.max_tokens),
-            "--max-interactions",
-            str(args.max_interactions),
-            *domains,
-            "--concurrency",
-            "1",
-            "--timeout",
-            "1800",
-            "--out",
-            str(llm_run),
-        )
-        if code not in (0, 1):
-            sys.exit(f"generate: exit {code}")
-        if cli("evaluate", str(llm_run), "--no-judge", "--metrics", "Question Ratio,Completion", "--no-figures") != 0:
-            sys.exit("evaluate: failed")
+        persona_run(llm_run, args.persona, args.tutorials, args.max_tokens, args.max_interactions, "--manager", "llm")
     if (llm_run / "scores.jsonl").exists():
         rows = [("rules", measure(rules_run)), ("llm", measure(llm_run))]
-        fb = sum(
-            bool(t.get("manager_fallback"))
-            for x in (llm_run / "conversations.jsonl").open(encoding="utf-8")
-            for t in json.loads(x)["turns"]
-        )
+        from wikihowagent.runs import CONVERSATIONS, read_records
+
+        fb = sum(t.manager_fallback for _, rec in read_records(llm_run / CONVERSATIONS) for t in rec.turns)
         parts.append(
             f"**(b) Effect** (`generate --learner-persona {args.persona} --max-tutorials {args.tutorials} --max-tokens "
             f"{args.max_tokens} --max-interactions {args.max_interactions}` on the `make demo` tutorials, embedded model, same seed; `--manager llm` fell back to the rules {fb} times):\n\n"

@@ -19,7 +19,6 @@ the table's).
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import math
 import os
@@ -97,7 +96,6 @@ def main() -> int:
     from benchmarks_md import read_section, write_section
 
     from wikihowagent.backends import make_chat_model
-    from wikihowagent.compare.core import md_table
     from wikihowagent.compare.engine import PassStats, pending, read_pair_judgments, run_pair_jobs
     from wikihowagent.compare.pairwise import PairwiseJudge
     from wikihowagent.config import load_config
@@ -113,6 +111,7 @@ def main() -> int:
         run_jobs,
     )
     from wikihowagent.judgecheck.perturbations import load_perturbations, perturb
+    from wikihowagent.markdown import frame_table
     from wikihowagent.records import conversation_lines
     from wikihowagent.runs import PAIR_JUDGMENTS
 
@@ -132,8 +131,9 @@ def main() -> int:
     if not args.report_only:
         llm = make_chat_model("local", cfg.model.model_copy(update={"temperature": 0.0}), cfg.local)
         judge = PairwiseJudge(llm, rubrics, None, reading="logprobs", concurrency=1)
-        loop = asyncio.new_event_loop()
-        try:
+        from wikihowagent.evaluation.session import JudgeLoop
+
+        with JudgeLoop() as loop:
             todo = pending(jobs, read_pair_judgments([out / PAIR_JUDGMENTS], "local", reading))
             # perturbation by perturbation (both orders of one conversation together): a time limit leaves
             # whole cells judged on every conversation rather than every cell on a few
@@ -141,7 +141,7 @@ def main() -> int:
             todo.sort(key=lambda j: rank[j.second if j.first == "original" else j.first])
             judge_passes(
                 todo,
-                lambda j: loop.run_until_complete(
+                lambda j: loop.run(
                     run_pair_jobs([j], judge, "local", out / PAIR_JUDGMENTS, lambda n: None, PassStats())
                 ),
                 deadline,
@@ -158,15 +158,11 @@ def main() -> int:
                 ]
                 judge_passes(
                     todo_abs,
-                    lambda j: loop.run_until_complete(
-                        run_jobs([j], scorer, "local", out / JUDGMENTS, lambda n: None, CheckStats())
-                    ),
+                    lambda j: loop.run(run_jobs([j], scorer, "local", out / JUDGMENTS, lambda n: None, CheckStats())),
                     deadline,
                     timings,
                     "absolute",
                 )
-        finally:
-            loop.close()
     records = read_pair_judgments([out / PAIR_JUDGMENTS], "local", reading)
     done_convs = {
         c.conversation_id for c in convs if all(j.key in records for j in jobs if j.tutorial_id == c.conversation_id)
@@ -265,7 +261,7 @@ def main() -> int:
             f"- absolute weighted judge on the same cells, same run: {res.absolute_mean_accuracy:.3f}"
             + (f"; {abs_per_score:.1f} s per rubric score" if ab else "")
         )
-    lines += ["", md_table(res.table), "", res.recommendation]
+    lines += ["", frame_table(res.table), "", res.recommendation]
     md = "\n".join(lines)
     print(md, flush=True)
     if args.write_md:

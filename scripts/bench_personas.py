@@ -16,7 +16,6 @@ done, so personas can be measured in several sittings; the table covers every pe
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import subprocess
 import sys
@@ -37,6 +36,37 @@ def cli(*args: str) -> int:
     return subprocess.run(cmd, cwd=ROOT).returncode
 
 
+def persona_run(run: Path, persona: str, tutorials: int, max_tokens: int, max_interactions: int, *extra: str) -> None:
+    """`generate` a persona run of the `make demo` tutorials on the embedded model into RUN (resumable), then
+    `evaluate --no-judge` its Question Ratio and Completion; exits on a failure."""
+    domains = [x for d in DEMO_DOMAINS for x in ("--domain", d)]
+    code = cli(
+        "generate",
+        "--teacher",
+        "local",
+        "--learner-persona",
+        persona,
+        *extra,
+        "--max-tutorials",
+        str(tutorials),
+        "--max-tokens",
+        str(max_tokens),
+        "--max-interactions",
+        str(max_interactions),
+        *domains,
+        "--concurrency",
+        "1",
+        "--timeout",
+        "1800",
+        "--out",
+        str(run),
+    )
+    if code not in (0, 1):
+        sys.exit(f"generate {persona}: exit {code}")
+    if cli("evaluate", str(run), "--no-judge", "--metrics", "Question Ratio,Completion", "--no-figures") != 0:
+        sys.exit(f"evaluate {persona}: failed")
+
+
 def _words(text: str) -> set[str]:
     return {w for w in re.findall(r"[a-z]{4,}", text.lower())}
 
@@ -49,26 +79,28 @@ def on_step(answer: str, steps: list[str], step: int) -> bool:
 
 
 def measure(run: Path) -> dict[str, float]:
-    records = [json.loads(line) for line in (run / "conversations.jsonl").open(encoding="utf-8") if line.strip()]
-    scores = [json.loads(line) for line in (run / "scores.jsonl").open(encoding="utf-8") if line.strip()]
+    from wikihowagent.runs import CONVERSATIONS, SCORES, iter_scores, read_records
+
+    records = [rec for _, rec in read_records(run / CONVERSATIONS)]
+    scores = [rec for _, rec in iter_scores(run / SCORES)]
     n = len(records)
-    clar = [(t, r) for r in records for t in r["turns"] if t["role"] == "teacher" and t.get("kind") == "clarification"]
-    qr = [s["metrics"].get("Question Ratio") for s in scores if s["metrics"].get("Question Ratio") is not None]
-    comp = [s["metrics"].get("Completion") for s in scores if s["metrics"].get("Completion") is not None]
-    intents = [t.get("intent") for r in records for t in r["turns"] if t["role"] == "learner"]
+    clar = [(t, r) for r in records for t in r.turns if t.role == "teacher" and t.kind == "clarification"]
+    qr = [v for s in scores if (v := s.metrics.get("Question Ratio")) is not None]
+    comp = [v for s in scores if (v := s.metrics.get("Completion")) is not None]
+    intents = [t.intent for r in records for t in r.turns if t.role == "learner"]
     return {
         "conversations": n,
         "question_ratio": 100 * sum(qr) / len(qr) if qr else float("nan"),
         "asks_drawn": intents.count("ask") + intents.count("drift"),
         "clarifications": len(clar) / n,
-        "on_step": 100 * sum(on_step(t["text"], r["tutorial"]["steps"], t["step"]) for t, r in clar) / len(clar)
+        "on_step": 100 * sum(on_step(t.text, r.tutorial.steps, t.step) for t, r in clar) / len(clar)
         if clar
         else float("nan"),
         "completion": 100 * sum(comp) / len(comp) if comp else float("nan"),
-        "messages": sum(len(r["turns"]) for r in records) / n,
-        "retries": sum(len(t.get("retried") or []) for r in records for t in r["turns"]),
-        "warnings": sum(len(t.get("warnings") or []) for r in records for t in r["turns"]),
-        "errors": sum(1 for r in records if r.get("error")),
+        "messages": sum(len(r.turns) for r in records) / n,
+        "retries": sum(len(t.retried) for r in records for t in r.turns),
+        "warnings": sum(len(t.warnings) for r in records for t in r.turns),
+        "errors": sum(1 for r in records if r.error),
     }
 
 
@@ -81,33 +113,8 @@ def main() -> None:
     ap.add_argument("--max-interactions", type=int, default=10)
     ap.add_argument("--write-md", action="store_true")
     args = ap.parse_args()
-    domains = [x for d in DEMO_DOMAINS for x in ("--domain", d)]
     for p in [x for x in args.personas.split(",") if x]:
-        run = args.out / p
-        code = cli(
-            "generate",
-            "--teacher",
-            "local",
-            "--learner-persona",
-            p,
-            "--max-tutorials",
-            str(args.tutorials),
-            "--max-tokens",
-            str(args.max_tokens),
-            "--max-interactions",
-            str(args.max_interactions),
-            *domains,
-            "--concurrency",
-            "1",
-            "--timeout",
-            "1800",
-            "--out",
-            str(run),
-        )
-        if code not in (0, 1):
-            sys.exit(f"generate {p}: exit {code}")
-        if cli("evaluate", str(run), "--no-judge", "--metrics", "Question Ratio,Completion", "--no-figures") != 0:
-            sys.exit(f"evaluate {p}: failed")
+        persona_run(args.out / p, p, args.tutorials, args.max_tokens, args.max_interactions)
     found = [p for p in ORDER if (args.out / p / "scores.jsonl").exists()]
     rows = {p: measure(args.out / p) for p in found}
     head = (

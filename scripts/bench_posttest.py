@@ -24,26 +24,22 @@ import math
 import sys
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from wikihowagent.evaluation import posttest as P  # noqa: E402
 from wikihowagent.evaluation.metrics import Scorers  # noqa: E402
 from wikihowagent.evaluation.summary import markdown_table  # noqa: E402
+from wikihowagent.judgecheck.accuracy import bootstrap_ci  # noqa: E402
 from wikihowagent.runs import POSTTEST_VALIDITY_CSV, read_conversations, run_name  # noqa: E402
+from wikihowagent.stats.paired import bootstrap_mean_ci, group_sums  # noqa: E402
 
 THRESHOLDS = (0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.65, 0.7, 0.8)
 BOOT = 2000
 
 
 def boot_ci(xs: list[float], seed: int = 0) -> tuple[float, float]:
-    if len(xs) < 2:
-        return math.nan, math.nan
-    a = np.asarray(xs, dtype=float)
-    means = a[np.random.default_rng(seed).integers(0, len(a), (BOOT, len(a)))].mean(axis=1)
-    lo, hi = np.percentile(means, [2.5, 97.5])
-    return float(lo), float(hi)
+    """95 % bootstrap CI of the mean over conversations (judge-check's `bootstrap_ci`); none below two values."""
+    return bootstrap_ci(xs, BOOT, seed) if len(xs) >= 2 else (math.nan, math.nan)
 
 
 def fmt(x: float, pct: bool = True) -> str:
@@ -224,6 +220,20 @@ def labels(runs: list[Path]) -> list[str]:
     return [f"{r.parent.name}/{n}" if names.count(n) > 1 else n for r, n in zip(runs, names, strict=False)]
 
 
+# the columns of cost_rows (bench_validity's cost table too)
+COST_HEADER = [
+    "run",
+    "n",
+    "conversation calls",
+    "conversation s",
+    "extra calls",
+    "post-test s",
+    "pre-test s",
+    "extra s",
+    "extra / conversation time",
+]
+
+
 def cost_rows(by_run):
     rows = []
     for name, convs in by_run.items():
@@ -250,6 +260,20 @@ def cost_rows(by_run):
     return rows
 
 
+# the columns of validity_rows (bench_posttest_wording's table adds its abstained shares)
+VALIDITY_HEADER = [
+    "perturbation",
+    "pairs",
+    "accuracy [95 % CI]",
+    "lower",
+    "ties",
+    "recall original (%)",
+    "recall perturbed (%)",
+    "not scored",
+    "judge accuracy",
+]
+
+
 def validity_rows(path: Path):
     from wikihowagent.csvcells import read_people_frame
 
@@ -271,18 +295,11 @@ def validity_rows(path: Path):
 
 
 def cluster_ci(values: list[float], clusters: list[str], seed: int = 0, boot: int = BOOT) -> tuple[float, float]:
-    """95 % bootstrap CI of the mean, resampling clusters (tutorials) with all their conversations."""
-    keys = sorted(set(clusters))
-    if len(keys) < 2:
+    """95 % bootstrap CI of the mean, resampling clusters (tutorials) with all their conversations
+    (`wikihowagent.stats.paired.bootstrap_mean_ci`); none below two clusters."""
+    if len(set(clusters)) < 2:
         return math.nan, math.nan
-    index = {k: i for i, k in enumerate(keys)}
-    sums, counts = np.zeros(len(keys)), np.zeros(len(keys))
-    for v, c in zip(values, clusters, strict=False):
-        sums[index[c]] += v
-        counts[index[c]] += 1
-    pick = np.random.default_rng(seed).integers(0, len(keys), (boot, len(keys)))
-    lo, hi = np.percentile(sums[pick].sum(axis=1) / counts[pick].sum(axis=1), [2.5, 97.5])
-    return float(lo), float(hi)
+    return bootstrap_mean_ci([group_sums(list(zip(clusters, values, strict=True)))], boot, seed)
 
 
 def paper_rows(scores_dir: Path, align_dir: Path) -> tuple[list[list[str]], list[str]]:
@@ -427,17 +444,7 @@ def main() -> None:
         "**Cost** per conversation (latencies as recorded; one pre-test per tutorial, one post-test per conversation):",
         "",
         markdown_table(
-            [
-                "run",
-                "n",
-                "conversation calls",
-                "conversation s",
-                "extra calls",
-                "post-test s",
-                "pre-test s",
-                "extra s",
-                "extra / conversation time",
-            ],
+            COST_HEADER,
             cost_rows(by_run),
         ),
     ]
@@ -448,17 +455,7 @@ def main() -> None:
             "original's post-test Step Recall is higher than the perturbed copy's (ties count half):",
             "",
             markdown_table(
-                [
-                    "perturbation",
-                    "pairs",
-                    "accuracy [95 % CI]",
-                    "lower",
-                    "ties",
-                    "recall original (%)",
-                    "recall perturbed (%)",
-                    "not scored",
-                    "judge accuracy",
-                ],
+                VALIDITY_HEADER,
                 validity_rows(vdir),
             ),
         ]

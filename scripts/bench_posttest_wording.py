@@ -147,19 +147,7 @@ def main() -> None:
             'abstained = share of the answers\' lines saying "not taught":',
             "",
             markdown_table(
-                [
-                    "perturbation",
-                    "pairs",
-                    "accuracy [95 % CI]",
-                    "lower",
-                    "ties",
-                    "recall original (%)",
-                    "recall perturbed (%)",
-                    "not scored",
-                    "judge accuracy",
-                    "abstained original (%)",
-                    "abstained perturbed (%)",
-                ],
+                [*BP.VALIDITY_HEADER, "abstained original (%)", "abstained perturbed (%)"],
                 validity_rows(vdir),
             ),
         ]

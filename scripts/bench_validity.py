@@ -20,7 +20,6 @@ Each model step is resumable and chunked: run it under the model lock, as often 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 import time
 from pathlib import Path
@@ -63,8 +62,9 @@ def likelihood_probe(out: Path, model, n: int = 1) -> None:
         return
     reader = for_chat_model(model)
     rows = []
-    loop = asyncio.new_event_loop()
-    try:
+    from wikihowagent.evaluation.session import JudgeLoop
+
+    with JudgeLoop() as loop:
         for t in sorted(_sets([VALIDITY_SET])["counterfactual"], key=lambda t: sum(map(len, t.steps)))[:n]:
 
             def lesson(keep, t=t):  # this iteration's tutorial
@@ -84,9 +84,7 @@ def likelihood_probe(out: Path, model, n: int = 1) -> None:
                     ("full", lesson(lambda i: True)),
                     ("half", lesson(lambda i: i % 2 == 0)),
                 ):
-                    r = loop.run_until_complete(
-                        reader.score(contexts(t.title, t.method_title, len(t.steps), ctx), t.steps)
-                    )
+                    r = loop.run(reader.score(contexts(t.title, t.method_title, len(t.steps), ctx), t.steps))
                     row[name], row[f"{name}_tokens"], row[f"{name}_s"] = r.means, r.tokens, r.latency_s
                 row["gain_full"] = likelihood_gain(row["full"], row["title"])
                 row["gain_half"] = likelihood_gain(row["half"], row["title"])
@@ -94,8 +92,6 @@ def likelihood_probe(out: Path, model, n: int = 1) -> None:
                 row["error"] = str(exc)
             rows.append(row)
             print("likelihood probe:", json.dumps(row)[:600])
-    finally:
-        loop.close()
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
 
 
@@ -120,14 +116,13 @@ def premise(out: Path, learner: str, tutorials: list[Path], minutes: float) -> b
         for t in ts
         if cache.get(learner, t.tutorial_id, tester.prompt.version) is None
     ]
-    loop = asyncio.new_event_loop()
-    try:
+    from wikihowagent.evaluation.session import JudgeLoop
+
+    with JudgeLoop() as loop:
         for t in todo:
             if time.monotonic() > deadline:
                 break
-            loop.run_until_complete(tester.pretest(t.tutorial_id, t.title, t.method_title, len(t.steps)))
-    finally:
-        loop.close()
+            loop.run(tester.pretest(t.tutorial_id, t.title, t.method_title, len(t.steps)))
     left = sum(
         cache.get(learner, t.tutorial_id, tester.prompt.version) is None for ts in _sets(tutorials).values() for t in ts
     )
@@ -224,14 +219,15 @@ def likelihood_step(runs: list[Path], out: Path, learner: str, minutes: float) -
     todo = [c for c in convs if c.conversation_id not in have]
     taker = LikelihoodTaker(for_chat_model(_learner(learner)))
     deadline = time.monotonic() + 60 * minutes
-    loop = asyncio.new_event_loop()
+    from wikihowagent.evaluation.session import JudgeLoop
+
     done = 0
-    try:
+    with JudgeLoop() as loop:
         with (out / LIKELIHOODS).open("a", encoding="utf-8") as sink:
             for c in todo:
                 if time.monotonic() > deadline:
                     break
-                lt = loop.run_until_complete(taker.take(c.tutorial_key, c.title, c.tutorial_title, c.turns, c.steps))
+                lt = loop.run(taker.take(c.tutorial_key, c.title, c.tutorial_title, c.turns, c.steps))
                 sink.write(
                     json.dumps(
                         {
@@ -244,8 +240,6 @@ def likelihood_step(runs: list[Path], out: Path, learner: str, minutes: float) -
                 )
                 sink.flush()
                 done += 1
-    finally:
-        loop.close()
     left = len(todo) - done
     print(f"likelihood: {done} taken now ({taker.reader.transport}), {left} left" + ("" if left else " — done"))
     return not left
@@ -494,7 +488,7 @@ def human_rows(
 
 
 def report(args) -> str:
-    from bench_posttest import PERSONA_HEADER, cost_rows, labels, paired_rows, persona_rows
+    from bench_posttest import COST_HEADER, PERSONA_HEADER, cost_rows, labels, paired_rows, persona_rows
 
     from wikihowagent.evaluation.metrics import Scorers
     from wikihowagent.runs import read_conversations
@@ -632,17 +626,7 @@ def report(args) -> str:
             "**Cost** per conversation of the recall post-test (one call) and the pre-test (one per tutorial):",
             "",
             markdown_table(
-                [
-                    "run",
-                    "n",
-                    "conversation calls",
-                    "conversation s",
-                    "extra calls",
-                    "post-test s",
-                    "pre-test s",
-                    "extra s",
-                    "extra / conversation time",
-                ],
+                COST_HEADER,
                 cost_rows(by_run),
             ),
             "",

@@ -201,3 +201,32 @@ def test_evaluate_refuses_a_calibration_for_another_judge_before_any_call(tmp_pa
     res = CliRunner().invoke(app, ["evaluate", str(run), "--evaluator", "local", "--calibration", str(cal)])
     assert res.exit_code == 2 and "fitted for the rubric file with sha256 aaaaaaaaaaaa" in " ".join(res.output.split())
     assert calls == {}  # refused before any judge call
+
+
+def test_judge_check_refuses_a_panel_beside_the_posttest_learner(tmp_path):
+    """--posttest-learner with several --evaluator: a one-line refusal before any work (it used to run the judge
+    panel and leave the post-test out without a word)."""
+    from wikihowagent.cli import app
+
+    run = tmp_path / "run_small"
+    shutil.copytree(FIX / "run_small", run)
+    res = CliRunner().invoke(
+        app,
+        [
+            "judge-check",
+            str(run),
+            "--out",
+            str(tmp_path / "check"),
+            "--evaluator",
+            "openai:a",
+            "--evaluator",
+            "openai:b",
+            "--posttest-learner",
+            "openai:c",
+            "--base-url",
+            "http://127.0.0.1:9",
+        ],
+    )
+    assert res.exit_code == 2, res.output
+    assert "--posttest-learner measures the post-test's validity and asks no judge" in " ".join(res.output.split())
+    assert not (tmp_path / "check").exists()

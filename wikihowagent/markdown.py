@@ -1,10 +1,13 @@
-"""The one Markdown-table helper (evaluate's summary.md, align's correlations.md)."""
+"""The one Markdown-table helper (evaluate's summary.md, align's correlations.md, the tables of compare's and
+judge-check's summaries)."""
 
 from __future__ import annotations
 
 import html
+import math
 import re
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 
 def markdown_table(columns: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
@@ -20,6 +23,18 @@ def markdown_table(columns: Sequence[str], rows: Iterable[Sequence[str]]) -> str
     ]
     out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in rows]
     return "\n".join(out) + "\n"
+
+
+def number_cell(v: object) -> str:
+    """A table cell: "–" for a missing value (None, NaN), a float to 3 decimals, anything else as str."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    return f"{v:.3f}" if isinstance(v, float) else str(v)
+
+
+def frame_table(df: Any) -> str:
+    """A DataFrame as a `markdown_table` of `number_cell`s."""
+    return markdown_table(list(df.columns), [[number_cell(v) for v in row] for row in df.itertuples(index=False)])
 
 
 _MD_PUNCTUATION = re.compile(r"([\\`*_\[\]()|~])")

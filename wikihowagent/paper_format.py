@@ -33,6 +33,15 @@ class RecordError(WikihowagentError, ValueError):
     """A record that cannot be read as a conversation; str(exc) is the problem (the caller adds where)."""
 
 
+def default_run_name(teacher: str, learner: str, evaluator: str | None, personas: list[str] | None = None) -> str:
+    """The paper's run naming, T-<teacher>_L-<learner>_E-<evaluator>, made filesystem-safe; learner personas
+    other than the paper's add _P-<persona>[+<persona>...]."""
+    name = f"T-{teacher}_L-{learner}_E-{evaluator or teacher}"
+    if personas and personas != ["paper"]:
+        name += "_P-" + "+".join(personas)
+    return re.sub(r"[^A-Za-z0-9._+=-]+", "-", name)
+
+
 def parse_run_stem(stem: str) -> dict[str, str] | None:
     """`T-a_L-b_E-c_123` -> {"teacher": "a", "learner": "b", "evaluator": "c", "job": "123"}; else None."""
     m = PAPER_RUN_RE.match(stem or "")

@@ -106,6 +106,7 @@ JUDGES_CSV, JUDGES_MD = "judges.csv", "judges.md"  # `align`: every judge (a pan
 # compare
 PAIRWISE_CSV, WIN_RATES_CSV, POSITION_CSV = "pairwise.csv", "win_rates.csv", "position.csv"
 BRADLEY_TERRY_CSV, HEAD_TO_HEAD_PNG = "bradley_terry.csv", "head_to_head.png"
+OVERALL = "overall"  # the rubric column's value of compare's rows of every rubric pooled (read back by report)
 HEAD_TO_HEAD_HTML = "head-to-head.html"  # `report --compare DIR`
 # stats
 STATS_DOMAINS_CSV, STATS_TOPICS_CSV, STATS_MD = "domains.csv", "topics.csv", "stats.md"

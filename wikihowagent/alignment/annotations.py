@@ -37,6 +37,7 @@ from . import schema
 from .problems import AlignInputError, Problems, where
 from .schema import ANNOTATOR_KEYS, ID_KEYS, KNOWN_META_KEYS, RUN_KEYS, norm_key
 from .score_cells import _FAST, parse_score
+from .tables import read_table
 
 
 @dataclass
@@ -136,7 +137,6 @@ def _cell(cells: list[str], i: int | None) -> str:
 
 def read_human_file(path: Path, problems: Problems) -> list[JudgeRatings]:
     """Read one annotation file: one JudgeRatings per judge in it. Raises AlignInputError if unusable."""
-    from .tables import read_table
 
     path = Path(path)
     header, rows = read_table(path, problems)

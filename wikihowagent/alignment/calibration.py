@@ -26,6 +26,7 @@ import numpy as np
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import RIDGE_FEATURES, RubricCalibration
 from wikihowagent.stats.calibration import predict, ridge_features
+from wikihowagent.stats.paired import resamples
 
 METHODS = ("isotonic", "ridge")
 MIN_PAIRS = 20  # fewer paired conversations: no calibration (the out-of-fold figures would be noise)
@@ -153,7 +154,6 @@ def compare(
     y = np.asarray(y, dtype=float)
     n = len(y)
     out = Comparison(n=n)
-    from wikihowagent.stats.paired import resamples
 
     arrays = {name: np.asarray(p, dtype=float) for name, p in predictors.items()}
     parts: dict[str, dict[str, list[np.ndarray]]] = {name: {s: [] for s in STATS} for name in arrays}

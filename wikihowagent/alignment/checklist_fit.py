@@ -21,6 +21,7 @@ judge and one checklist (`<version>@<hash>`): `evaluate --checklist-weights` ref
 
 from __future__ import annotations
 
+import json
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,11 +29,14 @@ from typing import Any
 
 import numpy as np
 
+from wikihowagent.evaluation.checklist import WEIGHTS_KIND, ChecklistWeights, item_key
 from wikihowagent.runs import CHECKLIST_FIT_CSV, CHECKLIST_FIT_MD, CHECKLIST_WEIGHTS_JSON
 
 from . import calibration as cal_stats
 from . import schema
+from .estimates import tutorial_keys
 from .problems import Problems
+from .tables import csv_text
 
 DEFAULT_SHRINKAGE = 1.0
 UNIFORM, FITTED = "uniform", "fitted"
@@ -40,7 +44,6 @@ UNIFORM, FITTED = "uniform", "fitted"
 
 def features(items: list[dict[str, float | None]], keys: list[str]) -> np.ndarray:
     """conversations x keys: each key's P(good) (a step template's mean over its steps); NaN = not answered."""
-    from wikihowagent.evaluation.checklist import item_key
 
     out = np.full((len(items), len(keys)), np.nan)
     col = {k: j for j, k in enumerate(keys)}
@@ -128,7 +131,6 @@ class ChecklistFit:
 def fit_checklist(res: Any, *, shrinkage: float, n_boot: int, seed: int, problems: Problems) -> ChecklistFit:
     """Per rubric the uniform vs fitted out-of-fold agreement with the mean human rating, and the weights
     fitted on all pairs; `res` is align's AlignResult (its rows carry the checklist items)."""
-    from .estimates import _tutorial_keys
 
     out = ChecklistFit(shrinkage=shrinkage, n_boot=n_boot)
     rows = res.llm.rows
@@ -148,7 +150,6 @@ def fit_checklist(res: Any, *, shrinkage: float, n_boot: int, seed: int, problem
         problems.add("checklist fit", f"checklist fit: {out.why_no_file}")
         return out
     out.judge, out.checklist = idents[0]
-    from wikihowagent.evaluation.checklist import item_key
 
     ids_all = with_items
     index = {c: i for i, c in enumerate(res.ids)}
@@ -175,7 +176,7 @@ def fit_checklist(res: Any, *, shrinkage: float, n_boot: int, seed: int, problem
             continue
         y = np.array([res.human[index[c], k] for c in ids])
         x = features([rows[c].items for c in ids], keys)
-        groups, _unknown = _tutorial_keys(res, ids)
+        groups, _unknown = tutorial_keys(res, ids)
         n_tut = len(set(groups.tolist()))
         if n_tut < 2:
             problems.add("checklist fit", f"checklist fit: {metric}: one tutorial only; out of fold needs 2")
@@ -296,7 +297,6 @@ def markdown(fit: ChecklistFit) -> str:
 
 
 def weights_object(fit: ChecklistFit) -> Any:
-    from wikihowagent.evaluation.checklist import ChecklistWeights
 
     return ChecklistWeights(
         judge=fit.judge, checklist=fit.checklist, weights={m: rf.weights for m, rf in fit.rubrics.items()}
@@ -305,11 +305,6 @@ def weights_object(fit: ChecklistFit) -> Any:
 
 def write_outputs(fit: ChecklistFit, st: Any) -> None:
     """checklist_fit.csv/.md and (when fitted) checklist_weights.json into align's staged output."""
-    import json
-
-    from wikihowagent.evaluation.checklist import WEIGHTS_KIND
-
-    from .tables import csv_text
 
     if fit.rubrics:
         cols, rows = table_rows(fit)

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from wikihowagent.console import INPUTS, OUTPUT, SELECTION, STATISTICS, make_console, print_error, print_labeled
-from wikihowagent.runs import ANNOTATION_SHEET
+from wikihowagent.runs import ALIGNMENT_DIR, ANNOTATION_SHEET
 from wikihowagent.stats import bootstrap_option, seed_option
+
+from .output import OutputDirError
+from .problems import AlignInputError, Problems
 
 RUNS_DIR_HELP = (
     'Where runs live (default: the config\'s runs_dir, "runs"). Evaluated runs are its sub-directories '
@@ -32,7 +35,7 @@ def resolve_runs_dir(runs_dir: Path | None, config: Path | None) -> Path:
     shared with generate/evaluate). A bad config file -> one error line, exit 1."""
     if runs_dir is not None and config is None:
         return runs_dir
-    from wikihowagent.config import ConfigError, load_config
+    from wikihowagent.config import ConfigError, load_config  # yaml: ~15 ms kept off --help
 
     try:
         cfg = load_config(config)
@@ -148,9 +151,8 @@ def annotate_export(
 
     Give each judge a copy; read the filled copies back with: wikihowagent align -H judge1.csv -H judge2.csv
     """
-    from .blind import key_path
+    from .blind import key_path  # the stage's machinery (evaluation.judge, numpy): off --help
     from .export import CONVERSATION_MODES, default_run_paths, export_sheet
-    from .problems import AlignInputError, Problems
 
     modes = [(m, n) for m, n in (("top", top), ("bottom", bottom), ("random", random_n)) if n is not None]
     if select_[0]:
@@ -338,11 +340,7 @@ def align(
 
     Writes CSV, Markdown and PNG figures to --out, all or nothing: --out is replaced as a whole (a directory holding files align did not write is refused). What was left out (bad cells, unmatched ids, too few pairs) is listed on stderr and in problems.txt.
     """
-    from wikihowagent.runs import ALIGNMENT_DIR
-
-    from .core import AlignRequest, AlignUsageError, check_options, check_out_dir, render, run_alignment
-    from .output import OutputDirError
-    from .problems import Problems
+    from .core import AlignRequest, AlignUsageError, check_options, check_out_dir, run_alignment
 
     err = make_console()
     try:  # usage errors (exit 2), before any work
@@ -377,6 +375,14 @@ def align(
         problems.echo(limit=200, grouped=False)  # no problems.txt
         print_error(f"{exc}; no output written", err)
         raise typer.Exit(1) from None
+    _print_outcome(outcome, problems, err, out_dir, t0)
+
+
+def _print_outcome(outcome: Any, problems: Any, err: Any, out_dir: Path, t0: float) -> None:
+    """What align found and wrote (the tables on stdout, problems on stderr); exit 1 when nothing could be
+    computed or a named file contributed nothing. `t0`: when the work began (perf_counter)."""
+    from .core import render
+
     res, unused = outcome.result, outcome.unused  # named files that gave nothing: exit 1
     unused_line = (
         (unused[0] if len(unused) == 1 else f"{len(unused)} named files contribute nothing: " + "; ".join(unused))

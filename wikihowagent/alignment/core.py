@@ -43,7 +43,8 @@ from wikihowagent.runs import (
     run_name,
 )
 
-from . import estimates, schema
+from . import checklist_fit, estimates, schema
+from . import figures as plots
 from .annotations import JudgeRatings, average_judges, human_matrix, read_human_files
 from .blind import unblind
 from .calibration import METHODS
@@ -670,8 +671,6 @@ def write_outputs(res: AlignResult, out_dir: Path, human_paths: list[Path], *, f
         if res.ppi is not None:
             estimates.write_ppi_outputs(res.ppi, st, figures)
         if res.checklist_fit is not None:
-            from . import checklist_fit
-
             checklist_fit.write_outputs(res.checklist_fit, st)
         if res.raters is not None:
             write_judges_outputs(res.raters, st)
@@ -679,18 +678,17 @@ def write_outputs(res: AlignResult, out_dir: Path, human_paths: list[Path], *, f
 
 
 def write_figures(res: AlignResult, st: StagedOutput) -> None:
-    from . import figures
 
     g = res.groups[0]
     series = []
     for k, metric in enumerate(schema.row_names()):
         ok = ~np.isnan(res.human[:, k]) & ~np.isnan(res.model[:, k])
         series.append((metric, res.human[ok, k], res.model[ok, k]))
-    figures.score_distributions(st.path(f"{FIGURES_DIR}/{SCORE_DISTRIBUTIONS_PNG}"), series)
+    plots.score_distributions(st.path(f"{FIGURES_DIR}/{SCORE_DISTRIBUTIONS_PNG}"), series)
     vals = np.array([[g.correlations[m].coefs[c].value for c in COEFFICIENTS] for m in schema.row_names()])
     ps = np.array([[g.correlations[m].coefs[c].p for c in COEFFICIENTS] for m in schema.row_names()])
     labels = [f"{m} (n={g.correlations[m].n})" for m in schema.row_names()]
-    figures.correlation_heatmap(
+    plots.correlation_heatmap(
         st.path(f"{FIGURES_DIR}/{CORRELATION_HEATMAP_PNG}"), labels, vals, ps, [COEF_LABEL[c] for c in COEFFICIENTS]
     )
     if res.by and len(res.groups) > 1:
@@ -699,7 +697,7 @@ def write_figures(res: AlignResult, st: StagedOutput) -> None:
             [[[g.correlations[m].coefs[c].value for g in gs] for m in schema.row_names()] for c in COEFFICIENTS]
         )
         ps = np.array([[[g.correlations[m].coefs[c].p for g in gs] for m in schema.row_names()] for c in COEFFICIENTS])
-        figures.group_heatmap(
+        plots.group_heatmap(
             st.path(f"figures/correlation_heatmap_by_{res.by}.png"),
             schema.row_names(),
             [g.group for g in gs],
@@ -753,8 +751,6 @@ def render(res: AlignResult, console) -> None:
     if res.ppi is not None:
         estimates.render_ppi(res.ppi, console)
     if res.checklist_fit is not None:
-        from . import checklist_fit
-
         checklist_fit.render(res.checklist_fit, console)
     if len(res.problems):
         p = Table(title="Left out (details: problems.txt)")
@@ -844,9 +840,7 @@ def run_alignment(req: AlignRequest, problems: Problems) -> AlignOutcome:
             res, req.calibrate, n_boot=req.bootstrap, seed=req.seed, problems=problems, human_paths=list(req.human)
         )
     if res.computed and req.fit_checklist is not None:
-        from .checklist_fit import fit_checklist
-
-        res.checklist_fit = fit_checklist(
+        res.checklist_fit = checklist_fit.fit_checklist(
             res, shrinkage=req.fit_checklist, n_boot=req.bootstrap, seed=req.seed, problems=problems
         )
     if res.computed and req.ppi:

@@ -36,6 +36,7 @@ from wikihowagent.runs import (
 from . import calibration as cal_stats
 from . import ppi as ppi_stats
 from . import schema
+from .figures import calibration_curves, ppi_intervals
 from .problems import Problems
 from .schema import OVERALL
 from .tables import csv_text
@@ -95,7 +96,7 @@ class CalibrationOutcome:
     n_boot: int = 0
 
 
-def _tutorial_keys(res: Any, ids: list[str]) -> tuple[np.ndarray, int]:
+def tutorial_keys(res: Any, ids: list[str]) -> tuple[np.ndarray, int]:
     """Fold groups: the tutorial of each conversation (its id, else its title); a conversation with neither
     is its own group (counted)."""
     titles: dict[str, str] = {}
@@ -153,7 +154,7 @@ def calibrate(
             )
             continue
         y, raw = res.human[ok, k], res.model[ok, k]
-        groups, unknown = _tutorial_keys(res, ids)
+        groups, unknown = tutorial_keys(res, ids)
         n_tut = len(set(groups))
         ro = RubricOutcome(metric, ids, y, {RAW: raw}, n_tut, min(cal_stats.K_FOLDS, n_tut))
         if unknown:
@@ -499,8 +500,6 @@ def write_ppi_outputs(oc: PPIOutcome, st, figures: bool) -> None:
     st.write_text(PPI_CSV, csv_text(cols, rows))
     st.write_text(PPI_MD, ppi_markdown(oc))
     if figures:
-        from .figures import ppi_intervals
-
         groups: dict[str, list[PPIRow]] = {}
         for r in oc.rows:
             if r.estimate is not None:
@@ -514,7 +513,6 @@ def write_ppi_outputs(oc: PPIOutcome, st, figures: bool) -> None:
 
 
 def write_calibration_figure(oc: CalibrationOutcome, st) -> None:
-    from .figures import calibration_curves
 
     panels = []
     for metric, ro in oc.rubrics.items():

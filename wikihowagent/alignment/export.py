@@ -27,6 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
+from wikihowagent.evaluation.judge import RubricError, default_rubrics_path
+from wikihowagent.evaluation.judge import load_rubrics as load_validated
 from wikihowagent.records import Conversation, TutorialRef
 from wikihowagent.runs import (
     CONVERSATIONS,
@@ -279,8 +281,6 @@ def load_rubrics(path: Path | None, problems: Problems) -> dict:
     """The rubric file, validated by `evaluate`'s loader (`wikihowagent.evaluation.judge.load_rubrics`):
     metric name -> Rubric. An invalid or missing file is an AlignInputError (its one-line message); a
     paper metric without a rubric in the file is reported, and the guide then shows its name only."""
-    from wikihowagent.evaluation.judge import RubricError, default_rubrics_path
-    from wikihowagent.evaluation.judge import load_rubrics as load_validated
 
     path = Path(path) if path else default_rubrics_path()
     try:

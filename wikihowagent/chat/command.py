@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from wikihowagent.console import INPUTS, MODELS, OUTPUT
+from wikihowagent.console import INPUTS, MODELS, OUTPUT, make_console, print_error
+from wikihowagent.errors import WikihowagentError
 
 
 def chat(
@@ -51,11 +53,6 @@ def chat(
     ] = None,
 ) -> None:
     """Play the learner or the teacher yourself against the model, on one tutorial; the conversation is saved as a normal run record (/next, /step, /quit)."""
-    import shlex
-
-    from wikihowagent.console import make_console, print_error
-    from wikihowagent.errors import WikihowagentError
-
     from .core import ChatRequest, run_chat
 
     console = make_console(stderr=False)  # tutorial titles and model output print literally

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from wikihowagent.console import CLUSTER, INPUTS, MODELS, OUTPUT
+from wikihowagent.console import CLUSTER, INPUTS, MODELS, OUTPUT, make_console, print_error, progress_bar
 from wikihowagent.evaluation.options import (
     base_url_option,
     checklist_option,
@@ -22,6 +22,7 @@ from wikihowagent.evaluation.options import (
     retry_failed_option,
     tie_band_option,
 )
+from wikihowagent.markdown import number_cell
 from wikihowagent.stats import bootstrap_option, seed_option
 
 
@@ -133,8 +134,6 @@ def compare(
 ) -> None:
     """Judge runs head to head: for every tutorial two runs share, which conversation teaches better, per
     rubric, asked in both orders; win rates, position consistency and (3+ runs) a Bradley–Terry ranking."""
-    from wikihowagent.console import make_console, print_error, progress_bar
-
     from .core import CompareRequest, run_compare
 
     console = make_console()
@@ -167,6 +166,14 @@ def compare(
         res, stats, desc = run_compare(
             req, console, lambda total: progress_bar(console, total, "judging pairs (both orders)")
         )
+    _print_outcome(res, stats, desc, console, from_judgments, judge_scoring)
+
+
+def _print_outcome(
+    res: Any, stats: Any, desc: str, console: Any, from_judgments: bool, judge_scoring: str | None
+) -> None:
+    """The passes made (or that only stored judgments were analysed), then the tables; exit 1 when no verdict
+    was readable."""
     if from_judgments:
         console.print("analysed the stored pair judgments (no judge asked)", highlight=False, markup=False)
     else:
@@ -199,7 +206,7 @@ def compare(
 def print_result(res: Any, desc: str, console: Any) -> None:
     from rich.table import Table
 
-    from .core import OVERALL, fmt
+    from .core import OVERALL
 
     if res.bradley_terry is not None and len(res.bradley_terry):
         t = Table(
@@ -208,7 +215,12 @@ def print_result(res: Any, desc: str, console: Any) -> None:
         for c in ("rank", "run", "θ", "CI"):
             t.add_column(c, justify="left" if c == "run" else "right")
         for _, r in res.bradley_terry[res.bradley_terry["rubric"] == OVERALL].sort_values("rank").iterrows():
-            t.add_row(str(r["rank"]), r["run"], fmt(r["theta"]), f"{fmt(r['ci_low'])} – {fmt(r['ci_high'])}")
+            t.add_row(
+                str(r["rank"]),
+                r["run"],
+                number_cell(r["theta"]),
+                f"{number_cell(r['ci_low'])} – {number_cell(r['ci_high'])}",
+            )
         console.print(t)
     t = Table(title=f"Win rates, overall (verdict rule {res.rule}; ties half; 95 % CI over tutorials)")
     for c in ("run A", "run B", "n", "A / tie / B", "win rate A", "CI"):
@@ -219,8 +231,8 @@ def print_result(res: Any, desc: str, console: Any) -> None:
             r["run_b"],
             str(r["n"]),
             f"{r['wins_a']} / {r['ties']} / {r['wins_b']}",
-            fmt(r["win_rate_a"]),
-            f"{fmt(r['ci_low'])} – {fmt(r['ci_high'])}",
+            number_cell(r["win_rate_a"]),
+            f"{number_cell(r['ci_low'])} – {number_cell(r['ci_high'])}",
         )
     console.print(t)
     t = Table(title="Position consistency per rubric (both orders prefer the same conversation)")
@@ -230,9 +242,9 @@ def print_result(res: Any, desc: str, console: Any) -> None:
         t.add_row(
             r["rubric"],
             str(r["n"]),
-            fmt(r["position_consistency"]),
-            fmt(r["mean_order_effect"]),
-            fmt(r["first_preferred"]),
+            number_cell(r["position_consistency"]),
+            number_cell(r["mean_order_effect"]),
+            number_cell(r["first_preferred"]),
         )
     console.print(t)
     if res.missing:

@@ -28,11 +28,36 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.config import load_config
 from wikihowagent.csvcells import people_csv
 from wikihowagent.errors import WikihowagentError
+from wikihowagent.evaluation.checklist import ChecklistError, checklist_for
+from wikihowagent.evaluation.inputs import resolve_inputs
+from wikihowagent.evaluation.judge import JudgeBackendError, load_rubrics
+from wikihowagent.evaluation.runner import EvalOptions, Evaluation, judge_concurrency
+from wikihowagent.evaluation.scoring import make_scorer
+from wikihowagent.evaluation.session import JudgeLoop, judge_endpoints, locked_out, resumable
 from wikihowagent.figures import annotated_heatmap
+from wikihowagent.markdown import frame_table
 from wikihowagent.records import Conversation, PairwiseRecord
-from wikihowagent.runs import BRADLEY_TERRY_CSV, HEAD_TO_HEAD_PNG, PAIRWISE_CSV, POSITION_CSV, SUMMARY_MD, WIN_RATES_CSV
+from wikihowagent.runs import (
+    BRADLEY_TERRY_CSV,
+    CHECKLIST_SCORES,
+    COMPARE_DIR,
+    HEAD_TO_HEAD_PNG,
+    OVERALL,
+    PAIR_JUDGMENTS,
+    PAIRWISE_CSV,
+    POSITION_CSV,
+    SUMMARY_MD,
+    WIN_RATES_CSV,
+    JsonlAppender,
+    read_pairwise,
+    read_scores,
+)
+from wikihowagent.runs import SCORES as SCORES_JSONL
+from wikihowagent.shards import parse_shard
+from wikihowagent.stats.ranking import Outcome, bradley_terry, win_rate
 
 from .engine import (
     PairJob,
@@ -44,9 +69,17 @@ from .engine import (
     run_pair_jobs,
     verdict_rows,
 )
-from .pairwise import AVERAGE, DEFAULT_TIE_BAND, verdict_rule, winner_score
-
-OVERALL = "overall"
+from .pairwise import (
+    AVERAGE,
+    CHECKLIST_READING,
+    DEFAULT_TIE_BAND,
+    SCORES,
+    ChecklistPairJudge,
+    PairwiseJudge,
+    check_tie_band,
+    verdict_rule,
+    winner_score,
+)
 
 
 class CompareError(WikihowagentError, ValueError):
@@ -115,7 +148,6 @@ def position_table(rows: list[dict[str, Any]], rubric_names: list[str]) -> Any:
 
 
 def _outcomes(rows: list[dict[str, Any]], index: dict[str, int], rubric: str) -> list[Any]:
-    from wikihowagent.stats.ranking import Outcome
 
     return [
         Outcome(r["tutorial_id"], index[r["run_a"]], index[r["run_b"]], winner_score(r["verdict"]))
@@ -126,8 +158,6 @@ def _outcomes(rows: list[dict[str, Any]], index: dict[str, int], rubric: str) ->
 
 def win_rate_table(rows: list[dict[str, Any]], runs: list[str], rubric_names: list[str], n_boot: int, seed: int) -> Any:
     import pandas as pd
-
-    from wikihowagent.stats.ranking import win_rate
 
     index = {r: i for i, r in enumerate(runs)}
     out = []
@@ -159,8 +189,6 @@ def win_rate_table(rows: list[dict[str, Any]], runs: list[str], rubric_names: li
 def bt_table(rows: list[dict[str, Any]], runs: list[str], rubric_names: list[str], n_boot: int, seed: int) -> Any:
     import pandas as pd
 
-    from wikihowagent.stats.ranking import bradley_terry
-
     index = {r: i for i, r in enumerate(runs)}
     out = []
     for rubric in rubric_names + [OVERALL]:
@@ -188,7 +216,7 @@ def heatmap(wins: Any, runs: list[str], path: Path, title: str) -> Path:
     idx = {r: i for i, r in enumerate(runs)}
     for _, row in wins[wins["rubric"] == OVERALL].iterrows():
         i, j = idx[row["run_a"]], idx[row["run_b"]]
-        if row["win_rate_a"] is not None and not pd_isna(row["win_rate_a"]):
+        if not pd_isna(row["win_rate_a"]):
             grid[i, j] = row["win_rate_a"]
             grid[j, i] = 1 - row["win_rate_a"]
     return annotated_heatmap(
@@ -222,16 +250,19 @@ class CompareResult:
     written: list[Path] = field(default_factory=list)
 
 
-def fmt(v: Any) -> str:
-    if pd_isna(v):
-        return "–"
-    return f"{v:.3f}" if isinstance(v, float) else str(v)
-
-
-def md_table(df: Any) -> str:
-    from wikihowagent.markdown import markdown_table
-
-    return markdown_table(list(df.columns), [[fmt(v) for v in row] for row in df.itertuples(index=False)])
+PAIRWISE_COLUMNS = [
+    "tutorial_id",
+    "run_a",
+    "run_b",
+    "rubric",
+    "p_ab",
+    "p_ba",
+    "p_a",
+    "order_effect",
+    "verdict",
+    "consistent",
+    "verdict_rule",
+]
 
 
 def analyse(
@@ -254,20 +285,7 @@ def analyse(
 
     pairs = [(a, b) for i, a in enumerate(runs) for b in runs[i + 1 :]]
     rows, missing = verdict_rows(records, pairs, rubric_names, rule, tie_band)
-    cols = [
-        "tutorial_id",
-        "run_a",
-        "run_b",
-        "rubric",
-        "p_ab",
-        "p_ba",
-        "p_a",
-        "order_effect",
-        "verdict",
-        "consistent",
-        "verdict_rule",
-    ]
-    pw = pd.DataFrame(rows, columns=cols)
+    pw = pd.DataFrame(rows, columns=PAIRWISE_COLUMNS)
     wins = win_rate_table(rows, runs, rubric_names, n_boot, seed)
     pos = position_table(rows, rubric_names)
     bt = bt_table(rows, runs, rubric_names, n_boot, seed) if len(runs) >= 3 else None
@@ -280,12 +298,25 @@ def analyse(
     ]
     if bt is not None:
         res.written.append(people_csv(bt, out_dir / BRADLEY_TERRY_CSV))
+    summary = compare_summary(res, judge_desc, reading_note, n_boot, rule, tie_band)
+    (out_dir / SUMMARY_MD).write_text(summary, encoding="utf-8")
+    res.written.append(out_dir / SUMMARY_MD)
+    if figures and len(wins):
+        res.written.append(heatmap(wins, runs, out_dir / HEAD_TO_HEAD_PNG, f"head to head: {judge_desc}"))
+    return res
+
+
+def compare_summary(
+    res: CompareResult, judge_desc: str, reading_note: str, n_boot: int, rule: str | None, tie_band: float
+) -> str:
+    """summary.md's text: what was judged and how, Bradley–Terry (≥ 3 runs), win rates, position consistency."""
+    pw, bt, missing, bad_values = res.pairwise, res.bradley_terry, res.missing, res.bad_values
     lines = [
         f"# Head to head: {judge_desc}",
         "",
         reading_note,
         "",
-        f"{len(runs)} runs, {pw['tutorial_id'].nunique() if len(pw) else 0} tutorials judged; "
+        f"{len(res.runs)} runs, {pw['tutorial_id'].nunique() if len(pw) else 0} tutorials judged; "
         f"{len(pw)} (pair, tutorial, rubric) verdicts from both orders"
         + (f"; {missing} left out (an order missing or unreadable)" if missing else "")
         + "."
@@ -304,19 +335,24 @@ def analyse(
         lines += [
             "## Bradley–Terry (log-strength θ, mean 0; θ_i − θ_j = log-odds that i beats j)",
             "",
-            md_table(bt[bt["rubric"] == OVERALL].drop(columns="rubric")),
+            frame_table(bt[bt["rubric"] == OVERALL].drop(columns="rubric")),
             "",
             "Per rubric:",
             "",
-            md_table(bt),
+            frame_table(bt),
             "",
         ]
-    lines += ["## Win rates", "", md_table(wins), "", "## Position consistency", "", md_table(pos), ""]
-    (out_dir / SUMMARY_MD).write_text("\n".join(lines), encoding="utf-8")
-    res.written.append(out_dir / SUMMARY_MD)
-    if figures and len(wins):
-        res.written.append(heatmap(wins, runs, out_dir / HEAD_TO_HEAD_PNG, f"head to head: {judge_desc}"))
-    return res
+    lines += [
+        "## Win rates",
+        "",
+        frame_table(res.win_rates),
+        "",
+        "## Position consistency",
+        "",
+        frame_table(res.position),
+        "",
+    ]
+    return "\n".join(lines)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -381,44 +417,43 @@ def load_runs(
     return runs
 
 
-def run_compare(
-    req: CompareRequest, console: Any, progress_factory: Callable[[int], Any]
-) -> tuple[CompareResult | None, PassStats, str]:
-    """Judge every shared tutorial of every pair in both orders, then analyse (not for a shard); with
-    `from_judgments`, only analyse the judgments already in the output directory (no judge is made).
+class Warnings:
+    """The stage's warnings on the console, each said once (the judgments files are read more than once);
+    `bad_value` also counts the stored values that were not probabilities."""
 
-    -> (result or None for a shard, pass statistics, a line describing the judge and its reading)."""
-    from wikihowagent.config import load_config
-    from wikihowagent.evaluation.inputs import resolve_inputs
-    from wikihowagent.evaluation.judge import load_rubrics
-    from wikihowagent.evaluation.runner import EvalOptions, Evaluation
-    from wikihowagent.evaluation.session import judge_endpoints
-    from wikihowagent.runs import COMPARE_DIR, PAIR_JUDGMENTS
-    from wikihowagent.shards import parse_shard
+    def __init__(self, console: Any) -> None:
+        self.console = console
+        self.said: set[str] = set()
+        self.bad_values: set[str] = set()
 
-    from .pairwise import check_tie_band
+    def warn(self, msg: str) -> None:
+        if msg not in self.said:
+            self.said.add(msg)
+            self.console.print("warning: " + msg, highlight=False, soft_wrap=True, markup=False)
 
-    said: set[str] = set()
+    def bad_value(self, msg: str) -> None:
+        self.bad_values.add(msg)
+        self.warn(msg)
 
-    def warn(msg: str) -> None:  # once each: the judgments files are read more than once
-        if msg not in said:
-            said.add(msg)
-            console.print("warning: " + msg, highlight=False, soft_wrap=True, markup=False)
 
-    bad_values: set[str] = set()
+@dataclass(frozen=True)
+class CompareMode:
+    """The request's judging options, checked (`check_request`)."""
 
-    def bad_value(msg: str) -> None:
-        bad_values.add(msg)
-        warn(msg)
+    shard: tuple[int, int] | None
+    rule: str  # the verdict rule's name
+    band: float  # its tie band (points for the checklist judge's `scores` rule)
+    checklist: bool  # --judge-scoring checklist
 
+
+def check_request(req: CompareRequest) -> CompareMode:
+    """Every option combination `compare` refuses, as a one-line CompareError, before anything is read."""
     try:
         shard = parse_shard(req.shard) if req.shard else None
         rule = verdict_rule(req.verdict_rule)
         check_tie_band(req.tie_band)
     except ValueError as exc:
         raise CompareError(str(exc)) from None
-    from .pairwise import SCORES
-
     checklist_mode = req.judge_scoring == "checklist"
     if req.judge_scoring not in (None, "pairwise", "checklist"):
         raise CompareError(
@@ -442,8 +477,6 @@ def run_compare(
         rule = verdict_rule(SCORES)
     elif req.checklist or req.checklist_weights or req.score_tie_band:
         raise CompareError("--checklist, --checklist-weights and --score-tie-band apply to --judge-scoring checklist")
-    rule_name = rule.name
-    band = req.score_tie_band if checklist_mode else req.tie_band
     if req.tie_band and rule.name != AVERAGE:
         raise CompareError(
             f"--tie-band is the `{AVERAGE}` rule's: add --verdict-rule {AVERAGE} (the `{rule.name}` "
@@ -457,17 +490,62 @@ def run_compare(
             + (f": {req.runs[0]}" if req.runs else "")
             + ")"
         )
+    band = req.score_tie_band if checklist_mode else req.tie_band
+    return CompareMode(shard, rule.name, band, checklist_mode)
+
+
+def rubric_names(metrics: str | None, rubric_set: dict[str, Any]) -> list[str]:
+    """--metrics: the rubrics asked (in the rubric file's order); every rubric without it."""
+    if not metrics:
+        return list(rubric_set)
+    asked = [m.strip() for m in metrics.split(",") if m.strip()]
+    unknown = [m for m in asked if m not in rubric_set]
+    if unknown:
+        raise CompareError(f"--metrics: unknown rubric {unknown[0]!r}; valid: {', '.join(rubric_set)}")
+    return [n for n in rubric_set if n in asked]
+
+
+@dataclass
+class PairPasses:
+    """What a judging pass of `compare` works on, for the pairwise and the checklist judge alike."""
+
+    req: CompareRequest
+    console: Any
+    progress_factory: Callable[[int], Any]
+    runs: dict[str, dict[str, Conversation]]
+    names: list[str]  # the rubrics asked
+    rubric_set: dict[str, Any]
+    spec: str  # the judge
+    make_llm: Callable[[str], Any]
+    opts: EvalOptions
+    out: Path
+    shard: tuple[int, int] | None
+    stats: PassStats
+    warn: Callable[[str], None]
+
+    def file(self, stem: str) -> Path:
+        """OUT's `stem` file of this shard (`<stem>-K-of-N.jsonl`), or of the whole run."""
+        base = stem.removesuffix(".jsonl")
+        return self.out / (f"{base}-{self.shard[0]}-of-{self.shard[1]}.jsonl" if self.shard else stem)
+
+    def jobs(self) -> list[PairJob]:
+        return plan_compare(self.runs, self.names, self.shard)
+
+
+def run_compare(
+    req: CompareRequest, console: Any, progress_factory: Callable[[int], Any]
+) -> tuple[CompareResult | None, PassStats, str]:
+    """Judge every shared tutorial of every pair in both orders, then analyse (not for a shard); with
+    `from_judgments`, only analyse the judgments already in the output directory (no judge is made).
+
+    -> (result or None for a shard, pass statistics, a line describing the judge and its reading)."""
+    said = Warnings(console)
+    mode = check_request(req)
     cfg = load_config(req.config)
     rubric_set = load_rubrics(req.rubrics)
     sources = resolve_inputs(list(req.runs), Path(cfg.runs_dir))
-    names = list(rubric_set)
-    if req.metrics:
-        asked = [m.strip() for m in req.metrics.split(",") if m.strip()]
-        unknown = [m for m in asked if m not in rubric_set]
-        if unknown:
-            raise CompareError(f"--metrics: unknown rubric {unknown[0]!r}; valid: {', '.join(rubric_set)}")
-        names = [n for n in rubric_set if n in asked]
-    runs = load_runs(sources, warn, req.max_tutorials)
+    names = rubric_names(req.metrics, rubric_set)
+    runs = load_runs(sources, said.warn, req.max_tutorials)
     opts = EvalOptions(
         judge=True,
         evaluator=req.evaluator,
@@ -477,36 +555,52 @@ def run_compare(
         retries=req.retries,
     )
     endpoints = judge_endpoints(cfg, req.base_url)  # as `evaluate`: the run's evaluator and endpoint, else --evaluator
-    ev = Evaluation(opts, [], names, rubric_set, endpoints.make_llm, warn)
+    ev = Evaluation(opts, [], names, rubric_set, endpoints.make_llm, said.warn)
     spec = endpoints.resolve_one(ev, sources, _different_judges)
     out = Path(req.out) if req.out is not None else Path(cfg.runs_dir) / COMPARE_DIR
     stats = PassStats()
     if req.from_judgments:
-        reading = stored_reading(out, spec, "checklist" if checklist_mode else req.reading, warn)
+        reading = stored_reading(out, spec, "checklist" if mode.checklist else req.reading, said.warn)
     else:  # each conversation judged alone (checklist) or each pair in both orders: the same arguments
-        judge_pairs = _judge_checklist_pairs if checklist_mode else _judge_pairs
-        reading = judge_pairs(
-            req,
-            console,
-            progress_factory,
-            runs,
-            names,
-            rubric_set,
-            spec,
-            endpoints.make_llm,
-            opts,
-            out,
-            shard,
-            stats,
-            warn,
+        judge_pairs = _judge_checklist_pairs if mode.checklist else _judge_pairs
+        passes = PairPasses(
+            req=req,
+            console=console,
+            progress_factory=progress_factory,
+            runs=runs,
+            names=names,
+            rubric_set=rubric_set,
+            spec=spec,
+            make_llm=endpoints.make_llm,
+            opts=opts,
+            out=out,
+            shard=mode.shard,
+            stats=stats,
+            warn=said.warn,
         )
-    desc = f"{spec} (checklist scores)" if checklist_mode else f"{spec} (pairwise, {reading})"
-    if shard is not None and not req.from_judgments:
+        reading = judge_pairs(passes)
+    desc = f"{spec} (checklist scores)" if mode.checklist else f"{spec} (pairwise, {reading})"
+    if mode.shard is not None and not req.from_judgments:
         return None, stats, desc
-    records = read_pair_judgments(judgment_files(out, PAIR_JUDGMENTS), spec, reading, warn, bad_value)
-    wanted = {(j.key) for j in plan_compare(runs, names)}
+    return _analyse_out(req, mode, said, out, spec, reading, runs, names, desc), stats, desc
+
+
+def _analyse_out(
+    req: CompareRequest,
+    mode: CompareMode,
+    said: Warnings,
+    out: Path,
+    spec: str,
+    reading: str,
+    runs: dict[str, dict[str, Conversation]],
+    names: list[str],
+    desc: str,
+) -> CompareResult:
+    """Every shard's judgments in OUT of this judge and reading, on these runs' passes, analysed."""
+    records = read_pair_judgments(judgment_files(out, PAIR_JUDGMENTS), spec, reading, said.warn, said.bad_value)
+    wanted = {j.key for j in plan_compare(runs, names)}
     records = {k: r for k, r in records.items() if k in wanted}
-    res = analyse(
+    return analyse(
         out,
         records,
         list(runs),
@@ -516,11 +610,10 @@ def run_compare(
         req.bootstrap,
         req.seed,
         req.figures,
-        rule_name,
-        band,
-        len(bad_values),
+        mode.rule,
+        mode.band,
+        len(said.bad_values),
     )
-    return res, stats, desc
 
 
 def _different_judges(by_source: dict[str, str]) -> CompareError:
@@ -530,86 +623,70 @@ def _different_judges(by_source: dict[str, str]) -> CompareError:
     )
 
 
-def _judge_checklist_pairs(
-    req: CompareRequest,
-    console: Any,
-    progress_factory: Callable[[int], Any],
-    runs: dict[str, Any],
-    names: list[str],
-    rubric_set: Any,
-    spec: str,
-    make_llm: Callable[[str], Any],
-    opts: Any,
-    out: Path,
-    shard: tuple[int, int] | None,
-    stats: PassStats,
-    warn: Callable[[str], None],
-) -> str:
+def _judge_checklist_pairs(p: PairPasses) -> str:
     """Judge each conversation of every pending pass alone with the checklist judge (stored in
     checklist-scores.jsonl), and write each pass's verdicts from the two scores (resumable). A run whose own
     scores.jsonl holds this judge's checklist scores (same checklist and weights) is not judged again."""
-    from wikihowagent.evaluation.checklist import ChecklistError, checklist_for
-    from wikihowagent.evaluation.runner import judge_concurrency
-    from wikihowagent.evaluation.scoring import make_scorer
-    from wikihowagent.evaluation.session import JudgeLoop, locked_out, resumable
-    from wikihowagent.runs import CHECKLIST_SCORES, PAIR_JUDGMENTS, SCORES, JsonlAppender, read_scores
-
-    from .pairwise import CHECKLIST_READING, ChecklistPairJudge
-
-    llm = make_llm(spec)
-    try:
-        checklist, weights = checklist_for(spec, list(rubric_set), req.checklist, req.checklist_weights)
-    except ChecklistError as exc:
-        raise CompareError(str(exc)) from None
-    scorer = make_scorer(
-        "checklist",
-        llm,
-        rubric_set,
-        names,
-        retries=req.retries,
-        concurrency=judge_concurrency(opts, llm),
-        checklist=checklist,
-        checklist_weights=weights,
-    )
-    stem = PAIR_JUDGMENTS.removesuffix(".jsonl")
-    path = out / (f"{stem}-{shard[0]}-of-{shard[1]}.jsonl" if shard else PAIR_JUDGMENTS)
-    scores_path = out / (
-        f"{CHECKLIST_SCORES.removesuffix('.jsonl')}-{shard[0]}-of-{shard[1]}.jsonl" if shard else CHECKLIST_SCORES
-    )
-    jobs = plan_compare(runs, names, shard)
-    console.print(
-        f"compare: {len(runs)} runs ({', '.join(runs)}), judge {spec} (checklist scores, checklist "
+    scorer, checklist = _checklist_scorer(p)
+    path = p.file(PAIR_JUDGMENTS)
+    jobs = p.jobs()
+    p.console.print(
+        f"compare: {len(p.runs)} runs ({', '.join(p.runs)}), judge {p.spec} (checklist scores, checklist "
         f"{checklist.ident}, weights {scorer.weights_name}): {len(jobs)} passes from each conversation's "
-        f"own checklist scores x {len(names)} rubrics",
+        f"own checklist scores x {len(p.names)} rubrics",
         highlight=False,
         markup=False,
     )
     with (
         JudgeLoop() as loop,
         resumable(CompareError, path),
-        locked_out(out, "another 'wikihowagent compare'", f".{path.name}.lock"),
+        locked_out(p.out, "another 'wikihowagent compare'", f".{path.name}.lock"),
     ):
-        stored: dict[str, Any] = {}
-        for run_path in req.runs:  # the runs' own checklist scores (`evaluate --judge-scoring checklist`)
-            if (Path(run_path) / SCORES).is_file():
-                stored.update(read_scores(Path(run_path) / SCORES, warn))
-        for p in judgment_files(out, CHECKLIST_SCORES):
-            stored.update(read_scores(p, warn))
-        done = read_pair_judgments(judgment_files(out, PAIR_JUDGMENTS), spec, CHECKLIST_READING, warn)
-        todo = pending(jobs, done, req.retry_failed)
-        stats.already = len(jobs) - len(todo)
-        with JsonlAppender(scores_path) as sink, progress_factory(len(jobs)) as advance:
-            judge = ChecklistPairJudge(scorer, sink, spec, stored)
-            advance(stats.already)
-            loop.run(run_pair_jobs(todo, judge, spec, path, advance, stats))
+        stored = _stored_checklist_scores(p)
+        done = read_pair_judgments(judgment_files(p.out, PAIR_JUDGMENTS), p.spec, CHECKLIST_READING, p.warn)
+        todo = pending(jobs, done, p.req.retry_failed)
+        p.stats.already = len(jobs) - len(todo)
+        with JsonlAppender(p.file(CHECKLIST_SCORES)) as sink, p.progress_factory(len(jobs)) as advance:
+            judge = ChecklistPairJudge(scorer, sink, p.spec, stored)
+            advance(p.stats.already)
+            loop.run(run_pair_jobs(todo, judge, p.spec, path, advance, p.stats))
     return CHECKLIST_READING
+
+
+def _checklist_scorer(p: PairPasses) -> tuple[Any, Any]:
+    """(the checklist judge's scorer, its checklist); a bad checklist or weights file is a CompareError."""
+    llm = p.make_llm(p.spec)
+    try:
+        checklist, weights = checklist_for(p.spec, list(p.rubric_set), p.req.checklist, p.req.checklist_weights)
+    except ChecklistError as exc:
+        raise CompareError(str(exc)) from None
+    scorer = make_scorer(
+        "checklist",
+        llm,
+        p.rubric_set,
+        p.names,
+        retries=p.req.retries,
+        concurrency=judge_concurrency(p.opts, llm),
+        checklist=checklist,
+        checklist_weights=weights,
+    )
+    return scorer, checklist
+
+
+def _stored_checklist_scores(p: PairPasses) -> dict[str, Any]:
+    """The checklist scores already made: the runs' own (`evaluate --judge-scoring checklist`), then OUT's."""
+    stored: dict[str, Any] = {}
+    for run_path in p.req.runs:
+        if (Path(run_path) / SCORES_JSONL).is_file():
+            stored.update(read_scores(Path(run_path) / SCORES_JSONL, p.warn))
+    for path in judgment_files(p.out, CHECKLIST_SCORES):
+        stored.update(read_scores(path, p.warn))
+    return stored
 
 
 def stored_reading(out: Path, spec: str, reading: str | None, warn: Callable[[str], None]) -> str:
     """--from-judgments: the reading of `spec`'s judgments in `out` (`reading` if given); CompareError when
     there are none, or both readings and no choice."""
-    from wikihowagent.runs import PAIR_JUDGMENTS, read_pairwise
-
     files = judgment_files(out, PAIR_JUDGMENTS)
     found = {r.reading for path in files for r in read_pairwise(path, warn) if r.evaluator == spec}
     if reading is not None:
@@ -627,77 +704,44 @@ def stored_reading(out: Path, spec: str, reading: str | None, warn: Callable[[st
     return found.pop()
 
 
-def _judge_pairs(
-    req: CompareRequest,
-    console: Any,
-    progress_factory: Callable[[int], Any],
-    runs: dict[str, Any],
-    names: list[str],
-    rubric_set: Any,
-    spec: str,
-    make_llm: Callable[[str], Any],
-    opts: Any,
-    out: Path,
-    shard: tuple[int, int] | None,
-    stats: PassStats,
-    warn: Callable[[str], None],
-) -> str:
+def _judge_pairs(p: PairPasses) -> str:
     """Make the judge and judge every pending pass into OUT (resumable); -> the judge's reading."""
-    from wikihowagent.evaluation.judge import JudgeBackendError
-    from wikihowagent.evaluation.runner import judge_concurrency
-    from wikihowagent.evaluation.session import JudgeLoop
-
-    from .pairwise import PairwiseJudge
-
-    llm = make_llm(spec)
+    llm = p.make_llm(p.spec)
     try:
         judge = PairwiseJudge(
-            llm, rubric_set, names, reading=req.reading, retries=req.retries, concurrency=judge_concurrency(opts, llm)
+            llm,
+            p.rubric_set,
+            p.names,
+            reading=p.req.reading,
+            retries=p.req.retries,
+            concurrency=judge_concurrency(p.opts, llm),
         )
     except ValueError as exc:
-        raise CompareError(f"evaluator {spec!r}: {exc}") from None
+        raise CompareError(f"evaluator {p.spec!r}: {exc}") from None
     with JudgeLoop() as loop:
         try:
             loop.run(judge.probe())
         except JudgeBackendError as exc:
             raise CompareError(str(exc)) from None
-        _judge_pending(req, console, progress_factory, runs, names, spec, judge, out, shard, stats, warn, loop)
+        _judge_pending(p, judge, loop)
     return judge.label
 
 
-def _judge_pending(
-    req: CompareRequest,
-    console: Any,
-    progress_factory: Callable[[int], Any],
-    runs: dict[str, Any],
-    names: list[str],
-    spec: str,
-    judge: Any,
-    out: Path,
-    shard: tuple[int, int] | None,
-    stats: PassStats,
-    warn: Callable[[str], None],
-    loop: Any,
-) -> None:
-    """Judge every pass not yet in OUT's judgments (resumable) on `loop` (a JudgeLoop), under OUT's lock."""
-    from wikihowagent.evaluation.session import locked_out, resumable
-    from wikihowagent.runs import PAIR_JUDGMENTS
-
-    desc = f"{spec} (pairwise, {judge.label})"
-    stem = PAIR_JUDGMENTS.removesuffix(".jsonl")
-    path = out / (f"{stem}-{shard[0]}-of-{shard[1]}.jsonl" if shard else PAIR_JUDGMENTS)
-    jobs = plan_compare(runs, names, shard)
-    console.print(
-        f"compare: {len(runs)} runs ({', '.join(runs)}), judge {desc}: {len(jobs)} judge passes "
-        f"(both orders of every shared tutorial) x {len(names)} rubrics",
+def _judge_pending(p: PairPasses, judge: Any, loop: JudgeLoop) -> None:
+    """Judge every pass not yet in OUT's judgments (resumable) on `loop`, under OUT's lock."""
+    path = p.file(PAIR_JUDGMENTS)
+    jobs = p.jobs()
+    p.console.print(
+        f"compare: {len(p.runs)} runs ({', '.join(p.runs)}), judge {p.spec} (pairwise, {judge.label}): "
+        f"{len(jobs)} judge passes (both orders of every shared tutorial) x {len(p.names)} rubrics",
         highlight=False,
         markup=False,
     )
-    console.print(reading_note(judge.label), highlight=False, markup=False)
-    with resumable(CompareError, path), locked_out(out, "another 'wikihowagent compare'", f".{path.name}.lock"):
-        done = read_pair_judgments(judgment_files(out, PAIR_JUDGMENTS), spec, judge.label, warn)
-        todo = pending(jobs, done, req.retry_failed)
-        stats.already = len(jobs) - len(todo)
-        with progress_factory(len(jobs)) as advance:
-            advance(stats.already)
-            loop.run(run_pair_jobs(todo, judge, spec, path, advance, stats))
+    p.console.print(reading_note(judge.label), highlight=False, markup=False)
+    with resumable(CompareError, path), locked_out(p.out, "another 'wikihowagent compare'", f".{path.name}.lock"):
+        done = read_pair_judgments(judgment_files(p.out, PAIR_JUDGMENTS), p.spec, judge.label, p.warn)
+        todo = pending(jobs, done, p.req.retry_failed)
+        p.stats.already = len(jobs) - len(todo)
+        with p.progress_factory(len(jobs)) as advance:
+            advance(p.stats.already)
+            loop.run(run_pair_jobs(todo, judge, p.spec, path, advance, p.stats))

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.evaluation.runner import gather_cancelling
 from wikihowagent.records import Conversation, PairwiseRecord
+from wikihowagent.runs import JsonlAppender, read_pairwise
 
 from .pairwise import CHECKLIST_READING, DEFAULT_TIE_BAND, verdict, verdict_rule
 
@@ -63,7 +65,6 @@ def read_pair_judgments(
     """{key: record} of this judge (evaluator + reading); a later line for the same key wins, and a rubric
     it failed keeps an earlier line's verdict. A stored value that is not a probability is reported to
     `on_bad_value` (default `on_error`) and read as a failure (`runs.read_pairwise`)."""
-    from wikihowagent.runs import read_pairwise
 
     out: dict[tuple[str, ...], PairwiseRecord] = {}
     for path in paths:
@@ -100,8 +101,6 @@ async def run_pair_jobs(
 ) -> None:
     """Judge every job, appending one PairwiseRecord per pass to `path` as it finishes. Jobs run in the given
     order under the judge's concurrency (consecutive jobs that share a first conversation share a prefix)."""
-    from wikihowagent.evaluation.runner import gather_cancelling
-    from wikihowagent.runs import JsonlAppender
 
     with JsonlAppender(path) as sink:
 

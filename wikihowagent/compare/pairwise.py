@@ -46,7 +46,7 @@ from wikihowagent.evaluation.scoring import (
     supports_logprobs,
     token_entries,
 )
-from wikihowagent.records import Conversation, conversation_lines
+from wikihowagent.records import Conversation, JudgeProvenance, ScoreRecord, conversation_lines
 
 READINGS = ("logprobs", "answer")
 LETTERS = ("A", "B")
@@ -312,8 +312,6 @@ class ChecklistPairJudge:
             have = self.scores.get(conv.conversation_id, {})
             missing = [n for n in names if have.get(n) is None]
             if missing:
-                from wikihowagent.records import JudgeProvenance, ScoreRecord
-
                 jr = await self.scorer.judge(conv, missing)
                 self.asked += 1
                 have = {**have, **jr.scores}

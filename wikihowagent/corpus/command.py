@@ -3,12 +3,15 @@ and the corpus options `generate` shares."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
+from rich.table import Table
+from rich.text import Text
 
-from wikihowagent.console import INPUTS, OUTPUT, SELECTION
+from wikihowagent.console import INPUTS, OUTPUT, SELECTION, make_console, print_error
 
 TutorialsOpt = Annotated[
     Path | None,
@@ -57,8 +60,6 @@ SkipInvalidOpt = Annotated[
 
 
 def _fail(console, message: str) -> None:
-    from wikihowagent.console import print_error
-
     print_error(message, console)
     raise typer.Exit(2)
 
@@ -78,12 +79,6 @@ def tutorials(
 ) -> None:
     """List the tutorials an input yields (id, domain, topic, steps, title): a table on a terminal, else
     tab-separated lines as they are read (a 20,000-article crawl streams)."""
-    import sys
-
-    from rich.table import Table
-    from rich.text import Text
-
-    from wikihowagent.console import make_console
     from wikihowagent.corpus.core import (
         LoadReport,
         TutorialError,
@@ -158,7 +153,6 @@ def stats(
 ) -> None:
     """Describe a corpus: the paper's Table 4 per domain and topic (CSV, Markdown, terminal), the sunburst of
     domains and topics (Fig. 2), the steps histogram, and with --graph the topic knowledge graph."""
-    from wikihowagent.console import make_console
     from wikihowagent.corpus.core import (
         LoadReport,
         TutorialError,

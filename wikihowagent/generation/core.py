@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import platform
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -32,6 +31,7 @@ from wikihowagent.corpus.core import (
 )
 from wikihowagent.corpus.sampling import Per, select_tutorials
 from wikihowagent.errors import WikihowagentError
+from wikihowagent.paper_format import default_run_name
 from wikihowagent.presets import preset_config
 from wikihowagent.records import ConversationRecord, Tutorial, TutorialRef, conversation_lines, make_conversation_id
 from wikihowagent.runs import (
@@ -61,15 +61,6 @@ from wikihowagent.workflow.posttest import PostTester, get_prompt
 from wikihowagent.workflow.prompts import PromptTemplates, load_prompts
 
 VERSIONED_PACKAGES = ("langgraph", "langchain-core", "langchain-openai", "langchain-ollama", "xllamacpp", "pydantic")
-
-
-def default_run_name(teacher: str, learner: str, evaluator: str | None, personas: list[str] | None = None) -> str:
-    """The paper's run naming, T-<teacher>_L-<learner>_E-<evaluator>, made filesystem-safe; learner personas
-    other than the paper's add _P-<persona>[+<persona>...]."""
-    name = f"T-{teacher}_L-{learner}_E-{evaluator or teacher}"
-    if personas and personas != ["paper"]:
-        name += "_P-" + "+".join(personas)
-    return re.sub(r"[^A-Za-z0-9._+=-]+", "-", name)
 
 
 def package_versions() -> dict[str, str]:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from wikihowagent.console import INPUTS, MODELS, OUTPUT, POSTTEST
+from wikihowagent.console import INPUTS, MODELS, OUTPUT, POSTTEST, make_console
 from wikihowagent.evaluation.options import (
     base_url_option,
     command_errors,
@@ -128,8 +128,6 @@ def judge_check(
 ) -> None:
     """Meta-evaluate the rubric judge without human labels: perturbed conversations that should score lower
     (sensitivity) and the originals judged twice (self-consistency)."""
-    from wikihowagent.console import make_console
-
     from .core import JudgeCheckRequest, run_judge_check
 
     console = make_console()

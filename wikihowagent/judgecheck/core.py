@@ -16,28 +16,75 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.compare.engine import (
+    PairJob,
+    PassStats,
+    pending,
+    read_pair_judgments,
+    reading_note,
+    run_pair_jobs,
+    verdict_rows,
+)
+from wikihowagent.compare.pairwise import (
+    AGREE,
+    AVERAGE,
+    VERDICT_RULES,
+    PairwiseJudge,
+    check_tie_band,
+    winner_score,
+)
+from wikihowagent.config import load_config
+from wikihowagent.console import progress_bar
+from wikihowagent.corpus.core import LoadReport, TutorialError, load_tutorials
+from wikihowagent.corpus.counterfactual import ValiditySetError, check_steps
 from wikihowagent.csvcells import people_csv
 from wikihowagent.errors import WikihowagentError
+from wikihowagent.evaluation.inputs import resolve_inputs
+from wikihowagent.evaluation.judge import load_rubrics
+from wikihowagent.evaluation.judge_prompts import DEFAULT_PROMPT, recorded_prompt
+from wikihowagent.evaluation.panel import judge_slug
+from wikihowagent.evaluation.runner import EvalOptions, EvaluateError, Evaluation, gather_cancelling, judge_concurrency
+from wikihowagent.evaluation.scoring import SCORING_MODES
+from wikihowagent.evaluation.session import JudgeLoop, judge_endpoints, locked_out, resumable
 from wikihowagent.figures import annotated_heatmap
+from wikihowagent.markdown import frame_table
 from wikihowagent.records import Conversation, JudgmentRecord
 from wikihowagent.runs import (
     CONSISTENCY_CSV,
     JUDGE_CHECK_LOCK,
     JUDGMENTS,
+    PAIR_JUDGMENTS,
     PAIRWISE_SENSITIVITY_CSV,
     PAIRWISE_SENSITIVITY_PNG,
     PAIRWISE_SUMMARY_MD,
+    POSTTESTS,
     SENSITIVITY_CSV,
     SENSITIVITY_PNG,
     SUMMARY_MD,
+    JsonlAppender,
+    PretestCache,
+    read_judgment_table,
 )
+from wikihowagent.workflow.likelihood import LikelihoodError, LikelihoodTaker, for_chat_model
+from wikihowagent.workflow.posttest import PostTester, prompt_option
 
-from .accuracy import BOOTSTRAP, ORIGINAL, ORIGINAL_2, bootstrap_ci, paired_wins, win  # noqa: F401 (re-exported)
-from .perturbations import Perturbation, perturb
+from . import posttest_check
+from .accuracy import (  # noqa: F401 (re-exported)
+    BOOTSTRAP,
+    ORIGINAL,
+    ORIGINAL_2,
+    bootstrap_ci,
+    mean_accuracy_samples,
+    paired_wins,
+    percentile_ci,
+    win,
+)
+from .panel import PANEL_DIR, combine_judgments
+from .perturbations import Perturbation, load_perturbations, perturb
 
 
 @dataclass
@@ -85,8 +132,6 @@ def read_judgments(path: Path, evaluator: str, scoring: str, prompt: str = "") -
     """{(conversation_id, variant): {"scores", "judge_failures"}} of this judge (evaluator + scoring mode + prompt
     variant; lines without a prompt were judged with the tutorial-first layout, or json's own), from the
     judgments' rows of the score table (`wikihowagent.runs.read_judgment_table`); later lines win."""
-    from wikihowagent.evaluation.judge_prompts import recorded_prompt
-    from wikihowagent.runs import read_judgment_table
 
     t = read_judgment_table(path)
     meta = t.meta
@@ -110,8 +155,6 @@ def read_judgments(path: Path, evaluator: str, scoring: str, prompt: str = "") -
 async def run_jobs(
     jobs: list[Job], judge: Any, evaluator: str, path: Path, progress: Callable[[int], None], stats: CheckStats
 ) -> None:
-    from wikihowagent.evaluation.runner import gather_cancelling
-    from wikihowagent.runs import JsonlAppender
 
     done = read_judgments(path, evaluator, judge.label, judge.prompt_name)
     todo = []
@@ -293,7 +336,6 @@ def heatmap(sens: Any, rubric_names: list[str], perturbations: list[Perturbation
 def markdown_summary(
     sens: Any, cons: Any, perturbations: list[Perturbation], judge_desc: str, stats: CheckStats, n_convs: int
 ) -> str:
-    from wikihowagent.evaluation.summary import markdown_table
 
     acc = [a for a in sens["accuracy"] if a is not None and not (isinstance(a, float) and math.isnan(a))]
     mean_acc = _mean(acc)
@@ -310,17 +352,9 @@ def markdown_summary(
         "## Sensitivity",
         "",
     ]
-
-    def fmt(v: Any) -> str:
-        return (
-            "–"
-            if v is None or (isinstance(v, float) and math.isnan(v))
-            else (f"{v:.3f}" if isinstance(v, float) else str(v))
-        )
-
-    lines.append(markdown_table(list(sens.columns), [[fmt(v) for v in row] for row in sens.itertuples(index=False)]))
+    lines.append(frame_table(sens))
     lines += ["", "## Self-consistency (originals judged twice: rubric order reversed, seed + 1)", ""]
-    lines.append(markdown_table(list(cons.columns), [[fmt(v) for v in row] for row in cons.itertuples(index=False)]))
+    lines.append(frame_table(cons))
     lines += ["", "## Perturbations", ""]
     lines += [f"- `{p.name}` ({', '.join(p.targets)}): {p.description}" for p in perturbations]
     return "\n".join(lines) + "\n"
@@ -369,7 +403,6 @@ def plan_pairwise(
 ) -> list[Any]:
     """Per conversation: (original, perturbed) for every perturbation, then (perturbed, original); each asked
     on the perturbation's target rubrics only. The first block shares the prompt prefix up to the original."""
-    from wikihowagent.compare.engine import PairJob
 
     jobs: list[PairJob] = []
     for c in convs:
@@ -400,7 +433,6 @@ def pairwise_cells(
 ) -> dict[tuple[str, str], list[dict[str, Any]]]:
     """{(rubric, perturbation): verdict rows (compare.core.verdict_rows: run_a = the original, so verdict "A" =
     the original preferred)} of every targeted cell, under one verdict rule."""
-    from wikihowagent.compare.engine import verdict_rows
 
     out = {}
     for p in perturbations:
@@ -413,7 +445,6 @@ def pairwise_cells(
 
 def verdict_wins(rows: list[dict[str, Any]]) -> dict[str, float]:
     """{conversation id: 1 the original preferred, 0.5 a tie, 0 the perturbed copy} of one cell's rows."""
-    from wikihowagent.compare.pairwise import winner_score
 
     return {r["tutorial_id"]: winner_score(r["verdict"]) for r in rows}
 
@@ -480,7 +511,6 @@ def compare_modes(
     """Each mode's mean accuracy with its CI (the same resampled conversations for all), and a one-line
     recommendation: the most accurate mode when it is above chance and its paired difference from the
     runner-up excludes 0; else what the data do not support."""
-    from .accuracy import mean_accuracy_samples, percentile_ci
 
     means, samples = mean_accuracy_samples(modes, n_boot, seed)
     accs = [ModeAccuracy(m, means[m], *percentile_ci(samples[m])) for m in modes if means[m] == means[m]]
@@ -517,6 +547,113 @@ class PairwiseCheck:
     written: list[Path] = field(default_factory=list)
 
 
+@dataclass
+class AbsoluteCells:
+    """This evaluator's absolute judgments of the same conversations (`judge-check` without --pairwise into the
+    same --out), beside its pairwise verdicts."""
+
+    mode: str  # the scoring mode found first of weighted, json, sampled
+    records: dict[tuple[str, str], dict[str, Any]]
+    table: Any  # sensitivity_table of the records
+
+
+def absolute_cells(
+    out_dir: Path, evaluator: str, conv_ids: set[str], perturbations: list[Perturbation], rubric_names: list[str]
+) -> AbsoluteCells | None:
+    """The absolute judge `judge-check` runs by default, in the first scoring mode OUT's judgments.jsonl holds."""
+    for scoring in ("weighted", "json", "sampled"):
+        prompt = "" if scoring == "json" else DEFAULT_PROMPT
+        found = read_judgments(out_dir / JUDGMENTS, evaluator, scoring, prompt)
+        records = {k: v for k, v in found.items() if k[0] in conv_ids}
+        if records:
+            return AbsoluteCells(scoring, records, sensitivity_table(records, perturbations, rubric_names))
+    return None
+
+
+def _known(x: Any) -> bool:
+    return x is not None and not (isinstance(x, float) and math.isnan(x))
+
+
+def pooled_consistency(table: Any) -> float:
+    """Position consistency pooled over the cells (weighted by each cell's number of verdicts)."""
+    weights = [(n, c) for n, c in zip(table["n"], table["position_consistency"], strict=True) if _known(c)]
+    total = sum(n for n, _ in weights)
+    return sum(n * c for n, c in weights) / total if weights and total else math.nan
+
+
+def mode_wins(
+    agree: dict[tuple[str, str], list[dict[str, Any]]],
+    averaged: dict[tuple[str, str], list[dict[str, Any]]],
+    table: Any,
+    absolute: AbsoluteCells | None,
+    perturbations: list[Perturbation],
+    rubric_names: list[str],
+    tie_band: float,
+) -> dict[str, list[dict[str, float]]]:
+    """{mode label: each cell's {conversation id: win}}: the two pairwise verdict rules, and the absolute judge
+    on the cells judged pairwise."""
+    agree_label, avg_label = VERDICT_RULES[AGREE].label(tie_band), VERDICT_RULES[AVERAGE].label(tie_band)
+    modes = {
+        f"pairwise, {agree_label}": [verdict_wins(v) for v in agree.values()],
+        f"pairwise, {avg_label}": [verdict_wins(v) for v in averaged.values()],
+    }
+    if absolute is not None:
+        cells = {(r, p) for r, p, n in zip(table["rubric"], table["perturbation"], table["n"], strict=True) if n}
+        modes[f"absolute, {absolute.mode}"] = [
+            w for k, w in cell_wins(absolute.records, perturbations, rubric_names).items() if k in cells
+        ]
+    return modes
+
+
+def pairwise_summary(
+    res: PairwiseCheck,
+    absolute: AbsoluteCells | None,
+    evaluator: str,
+    reading: str,
+    n_convs: int,
+    stats: CheckStats,
+    tie_band: float,
+) -> str:
+    """pairwise_summary.md's text."""
+    table = res.table
+    n_cells = sum(_known(a) for a in table["accuracy"])
+    lines = [
+        f"# judge-check --pairwise: {evaluator} (pairwise, {reading})",
+        "",
+        reading_note(reading),
+        "",
+        f"{n_convs} conversations; each perturbed copy judged against its original in both orders on the "
+        "perturbation's target rubrics only. accuracy: verdict rule `agree` (the original preferred in both "
+        "orders = 1, a tie (the orders disagree) = 0.5, the perturbed copy = 0); accuracy_averaged: verdict "
+        f"rule `{VERDICT_RULES[AVERAGE].label(tie_band)}` (P(original better) averaged over the two orders; a "
+        "constant position bias cancels); 95 % bootstrap CIs over conversations.",
+        "",
+        f"Mean accuracy over the {n_cells} targeted cells: **{res.mean_accuracy:.3f}**; position consistency "
+        f"(both orders agree), pooled: **{res.position_consistency:.3f}**.",
+    ]
+    if absolute is not None and "absolute_accuracy" in table:
+        lines.append(f"The absolute judge ({absolute.mode}) on the same cells: **{res.absolute_mean_accuracy:.3f}**.")
+    lines += [
+        "",
+        "Mean accuracy over the targeted cells, 95 % CI (bootstrap over conversations): "
+        + "; ".join(m.text() for m in res.modes)
+        + ".",
+        "",
+        f"Unreadable verdicts (not one letter, low letter probability, refused calls): {stats.failures} of "
+        f"{stats.rubric_scores} asked in this invocation.",
+        "",
+        frame_table(table),
+        "",
+    ]
+    if absolute is None:
+        lines.append(
+            "(No absolute judgments of this judge in this directory: run judge-check without --pairwise into "
+            "the same --out to compare the modes.)"
+        )
+    lines += [res.recommendation, ""]
+    return "\n".join(lines)
+
+
 def analyse_pairwise(
     out_dir: Path,
     records: dict[tuple[str, ...], Any],
@@ -532,109 +669,27 @@ def analyse_pairwise(
     """pairwise_sensitivity.csv / pairwise_summary.md / pairwise_sensitivity.png: accuracy under both verdict
     rules with CIs and position consistency; next to the absolute judge's accuracy when `judgments.jsonl`
     holds this evaluator's absolute judgments of the same conversations; a one-line recommendation last."""
-    from wikihowagent.compare.core import md_table
-    from wikihowagent.compare.engine import reading_note
-    from wikihowagent.compare.pairwise import AGREE, AVERAGE, VERDICT_RULES
-    from wikihowagent.evaluation.judge_prompts import DEFAULT_PROMPT
-
     records = {k: r for k, r in records.items() if k[0] in conv_ids}
-    absolute = absolute_records = None
-    for scoring in ("weighted", "json", "sampled"):
-        prompt = "" if scoring == "json" else DEFAULT_PROMPT  # the absolute judge `judge-check` runs by default
-        absolute_records = {
-            k: v for k, v in read_judgments(out_dir / JUDGMENTS, evaluator, scoring, prompt).items() if k[0] in conv_ids
-        }
-        if absolute_records:
-            absolute = sensitivity_table(absolute_records, perturbations, rubric_names)
-            absolute_mode = scoring
-            break
+    absolute = absolute_cells(out_dir, evaluator, conv_ids, perturbations, rubric_names)
     agree = pairwise_cells(records, perturbations, rubric_names, AGREE)
     averaged = pairwise_cells(records, perturbations, rubric_names, AVERAGE, tie_band)
-    table = pairwise_table(records, agree, averaged, absolute)
-    acc = [a for a in table["accuracy"] if a is not None and not (isinstance(a, float) and math.isnan(a))]
-    weights = [
-        (n, c)
-        for n, c in zip(table["n"], table["position_consistency"], strict=True)
-        if c is not None and not (isinstance(c, float) and math.isnan(c))
-    ]
-    consistency = (
-        sum(n * c for n, c in weights) / sum(n for n, _ in weights)
-        if weights and sum(n for n, _ in weights)
-        else math.nan
-    )
-    res = PairwiseCheck(table, _mean(acc), consistency)
-    agree_label, avg_label = VERDICT_RULES[AGREE].label(tie_band), VERDICT_RULES[AVERAGE].label(tie_band)
-    modes = {
-        f"pairwise, {agree_label}": [verdict_wins(v) for v in agree.values()],
-        f"pairwise, {avg_label}": [verdict_wins(v) for v in averaged.values()],
-    }
-    if absolute is not None and absolute_records is not None:
-        cells = {
-            (r, p) for r, p, n in zip(table["rubric"], table["perturbation"], table["n"], strict=True) if n
-        }  # judged pairwise
-        modes[f"absolute, {absolute_mode}"] = [
-            w for k, w in cell_wins(absolute_records, perturbations, rubric_names).items() if k in cells
-        ]
+    table = pairwise_table(records, agree, averaged, None if absolute is None else absolute.table)
+    res = PairwiseCheck(table, _mean([a for a in table["accuracy"] if _known(a)]), pooled_consistency(table))
+    modes = mode_wins(agree, averaged, table, absolute, perturbations, rubric_names, tie_band)
     res.modes, res.recommendation = compare_modes(modes)
     if absolute is None:
         res.recommendation = res.recommendation.replace(
             "Recommendation:", "Recommendation among the pairwise rules (no absolute judgments of this judge here):", 1
         )
-    lines = [
-        f"# judge-check --pairwise: {evaluator} (pairwise, {reading})",
-        "",
-        reading_note(reading),
-        "",
-        f"{len(conv_ids)} conversations; each perturbed copy judged against its original in both orders on the "
-        "perturbation's target rubrics only. accuracy: verdict rule `agree` (the original preferred in both "
-        "orders = 1, a tie (the orders disagree) = 0.5, the perturbed copy = 0); accuracy_averaged: verdict "
-        f"rule `{avg_label}` (P(original better) averaged over the two orders; a constant position bias "
-        "cancels); 95 % bootstrap CIs over conversations.",
-        "",
-        f"Mean accuracy over the {len(acc)} targeted cells: **{res.mean_accuracy:.3f}**; position consistency "
-        f"(both orders agree), pooled: **{consistency:.3f}**.",
-    ]
-    if absolute is not None and "absolute_accuracy" in table:
-        abs_acc = [
-            a
-            for a, n in zip(table["absolute_accuracy"], table["n"], strict=True)
-            if n and a is not None and not (isinstance(a, float) and math.isnan(a))
-        ]  # the cells judged pairwise
-        res.absolute_mean_accuracy = _mean(abs_acc)
-        lines.append(f"The absolute judge ({absolute_mode}) on the same cells: **{res.absolute_mean_accuracy:.3f}**.")
-    lines += [
-        "",
-        "Mean accuracy over the targeted cells, 95 % CI (bootstrap over conversations): "
-        + "; ".join(m.text() for m in res.modes)
-        + ".",
-    ]
-    lines += [
-        "",
-        f"Unreadable verdicts (not one letter, low letter probability, refused calls): {stats.failures} of "
-        f"{stats.rubric_scores} asked in this invocation.",
-        "",
-        md_table(table),
-        "",
-    ]
-    if absolute is None:
-        lines.append(
-            "(No absolute judgments of this judge in this directory: run judge-check without --pairwise into "
-            "the same --out to compare the modes.)"
-        )
-    lines += [res.recommendation, ""]
+    elif "absolute_accuracy" in table:  # on the cells judged pairwise
+        cells = zip(table["absolute_accuracy"], table["n"], strict=True)
+        res.absolute_mean_accuracy = _mean([a for a, n in cells if n and _known(a)])
     p = out_dir / PAIRWISE_SUMMARY
-    p.write_text("\n".join(lines), encoding="utf-8")
+    p.write_text(pairwise_summary(res, absolute, evaluator, reading, len(conv_ids), stats, tie_band), encoding="utf-8")
     res.written += [people_csv(table, out_dir / PAIRWISE_SENSITIVITY), p]
     if figures and len(table):
-        res.written.append(
-            heatmap(
-                table,
-                rubric_names,
-                perturbations,
-                out_dir / PAIRWISE_HEATMAP,
-                f"judge-check --pairwise: {evaluator} ({reading})",
-            )
-        )
+        title = f"judge-check --pairwise: {evaluator} ({reading})"
+        res.written.append(heatmap(table, rubric_names, perturbations, out_dir / PAIRWISE_HEATMAP, title))
     return res
 
 
@@ -683,105 +738,38 @@ def run_judge_check(req: JudgeCheckRequest, console: Any) -> None:
             "--posttest-likelihood: give --posttest-learner (the model whose log-probabilities are read)"
         )
     specs = list(dict.fromkeys(req.evaluators))
+    if len(specs) > 1 and req.posttest_learner:
+        raise JudgeCheckError(
+            "--posttest-learner measures the post-test's validity and asks no judge: give it without a panel of "
+            "--evaluator (the post-test's table shows the judge-check accuracy already in --out)"
+        )
     if len(specs) > 1:
-        _judge_panel(
-            console,
-            specs,
-            req.runs,
-            req.out,
-            req.judge_scoring,
-            req.judge_rationale,
-            req.perturbations,
-            req.rubrics,
-            req.max_conversations,
-            req.config,
-            req.base_url,
-            req.concurrency,
-            req.retries,
-            not req.figures,
-            req.pairwise,
-            req.judge_prompt,
-        )
+        _judge_panel(console, req, specs)
     else:
-        _judge_check(
-            console,
-            req.runs,
-            req.out,
-            specs[0] if specs else None,
-            req.judge_scoring,
-            req.judge_rationale,
-            req.perturbations,
-            req.rubrics,
-            req.max_conversations,
-            req.config,
-            req.base_url,
-            req.concurrency,
-            req.retries,
-            not req.figures,
-            req.pairwise,
-            req.pairwise_reading,
-            req.judge_prompt,
-            req.posttest_learner,
-            tie_band=req.tie_band,
-            posttest_prompt=req.posttest_prompt,
-            posttest_tutorials=req.posttest_tutorials,
-            posttest_likelihood=req.posttest_likelihood,
-        )
+        _judge_check(console, req, specs[0] if specs else None)
 
 
-def _judge_panel(
-    console,
-    specs,
-    runs,
-    out,
-    judge_scoring,
-    judge_rationale,
-    perturbations_path,
-    rubrics_path,
-    max_conversations,
-    config,
-    base_url,
-    concurrency,
-    retries,
-    no_figures,
-    pairwise,
-    judge_prompt=None,
-) -> None:
+def _judge_panel(console: Any, req: JudgeCheckRequest, specs: list[str]) -> None:
     """Each judge into OUT/<judge>/, then the panel of their mean scores into OUT/panel/."""
-    from wikihowagent.evaluation.judge import load_rubrics
-    from wikihowagent.evaluation.panel import judge_slug
-
-    from .panel import PANEL_DIR, combine_judgments
-    from .perturbations import load_perturbations
-
-    if pairwise:
+    if req.pairwise:
         raise JudgeCheckError("--pairwise compares one judge's verdicts; give one --evaluator")
-    out = Path(out)
-    accuracy = {}
+    out = Path(req.out)
     for spec in specs:
         console.print(f"panel judge {spec} -> {out / judge_slug(spec)}", highlight=False, markup=False)
-        _judge_check(
-            console,
-            runs,
-            out / judge_slug(spec),
-            spec,
-            judge_scoring,
-            judge_rationale,
-            perturbations_path,
-            rubrics_path,
-            max_conversations,
-            config,
-            base_url,
-            concurrency,
-            retries,
-            no_figures,
-            judge_prompt=judge_prompt,
+        member = replace(  # one judge of the panel: the absolute judge only
+            req,
+            out=out / judge_slug(spec),
+            evaluators=(spec,),
+            pairwise_reading=None,
+            tie_band=0.0,
+            posttest_prompt=None,
         )
-    rubric_set = load_rubrics(rubrics_path)
-    perts = load_perturbations(perturbations_path, list(rubric_set))
+        _judge_check(console, member, spec)
+    rubric_set = load_rubrics(req.rubrics)
+    perts = load_perturbations(req.perturbations, list(rubric_set))
     name, label, ids, n = combine_judgments(out, specs)
-    for spec in specs:
-        accuracy[spec] = analyse(
+    accuracy = {
+        spec: analyse(
             out / judge_slug(spec),
             perts,
             list(rubric_set),
@@ -791,7 +779,9 @@ def _judge_panel(
             CheckStats(),
             figures=False,
         ).mean_accuracy
-    res = analyse(out / PANEL_DIR, perts, list(rubric_set), name, label, ids, CheckStats(), figures=not no_figures)
+        for spec in specs
+    }
+    res = analyse(out / PANEL_DIR, perts, list(rubric_set), name, label, ids, CheckStats(), figures=req.figures)
     console.print(
         "mean accuracy over targeted cells: "
         + ", ".join(f"{s} {a:.3f}" for s, a in accuracy.items())
@@ -803,136 +793,99 @@ def _judge_panel(
 
 
 def _scoring_of(out: Path, spec: str) -> str:
-    from wikihowagent.runs import JUDGMENTS, read_judgment_table
-
     m = read_judgment_table(out / JUDGMENTS).meta
     found = [sc for ev, sc in zip(m["evaluator"], m["scoring"], strict=True) if ev == spec]
     return found[-1] if found else ""
 
 
-def _judge_check(
-    console,
-    runs,
-    out,
-    evaluator,
-    judge_scoring,
-    judge_rationale,
-    perturbations_path,
-    rubrics_path,
-    max_conversations,
-    config,
-    base_url,
-    concurrency,
-    retries,
-    no_figures,
-    pairwise=False,
-    pairwise_reading=None,
-    judge_prompt=None,
-    posttest_learner=None,
-    tie_band=0.0,
-    posttest_prompt=None,
-    posttest_tutorials=(),
-    posttest_likelihood=False,
-) -> None:
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
+@dataclass
+class CheckInputs:
+    """What every judge-check mode reads first (`read_inputs`)."""
 
-    from wikihowagent.config import load_config
-    from wikihowagent.evaluation.inputs import resolve_inputs
-    from wikihowagent.evaluation.judge import load_rubrics
-    from wikihowagent.evaluation.runner import EvalOptions, Evaluation
-    from wikihowagent.evaluation.scoring import SCORING_MODES
-    from wikihowagent.evaluation.session import JudgeLoop, judge_endpoints, locked_out, resumable
+    cfg: Any  # the Config
+    rubric_set: dict[str, Any]
+    perts: list[Perturbation]
+    sources: list[Any]  # evaluation.inputs sources
+    convs: list[Conversation]  # at most --max-conversations, at least 2
+    test_prompt: Any  # the post-test's TestPrompt
+    tutorial_sets: dict[str, list[Any]]  # --tutorials: {set name: its tutorials}
 
-    from .perturbations import load_perturbations
 
-    if judge_scoring is not None and judge_scoring not in SCORING_MODES:
-        raise JudgeCheckError(f"--judge-scoring: unknown mode {judge_scoring!r}; valid: {', '.join(SCORING_MODES)}")
-    from wikihowagent.workflow.posttest import prompt_option
-
-    test_prompt = prompt_option(posttest_prompt, posttest_learner)  # a bad --posttest-prompt: one line, first
-    tutorial_sets = load_tutorial_sets(posttest_tutorials, console)  # a bad --tutorials set: one line, first
-    cfg = load_config(config)
-    rubric_set = load_rubrics(rubrics_path)
-    perts = load_perturbations(perturbations_path, list(rubric_set))
-    sources = resolve_inputs(list(runs), Path(cfg.runs_dir))
+def read_inputs(console: Any, req: JudgeCheckRequest) -> CheckInputs:
+    """The options checked and the inputs read, each bad one a one-line error before any judging."""
+    if req.judge_scoring is not None and req.judge_scoring not in SCORING_MODES:
+        raise JudgeCheckError(f"--judge-scoring: unknown mode {req.judge_scoring!r}; valid: {', '.join(SCORING_MODES)}")
+    test_prompt = prompt_option(req.posttest_prompt, req.posttest_learner)  # a bad --posttest-prompt: one line, first
+    tutorial_sets = load_tutorial_sets(req.posttest_tutorials, console)  # a bad --tutorials set: one line, first
+    cfg = load_config(req.config)
+    rubric_set = load_rubrics(req.rubrics)
+    perts = load_perturbations(req.perturbations, list(rubric_set))
+    sources = resolve_inputs(list(req.runs), Path(cfg.runs_dir))
 
     def warn(msg: str) -> None:
         console.print("warning: " + msg, highlight=False, soft_wrap=True, markup=False)
 
-    convs = []
-    for src in sources:
-        for c in src.conversations(on_error=warn):
-            convs.append((src, c))
-            if max_conversations and len(convs) >= max_conversations:
-                break
-        if max_conversations and len(convs) >= max_conversations:
-            break
+    convs = first_conversations(sources, req.max_conversations, warn)
     if len(convs) < 2:
         raise JudgeCheckError(
             f"{', '.join(str(s.path) for s in sources)}: judge-check needs at least 2 conversations "
             f"(found {len(convs)})"
         )
-    endpoints = judge_endpoints(cfg, base_url)  # as `evaluate`: the run's evaluator and endpoint, else --evaluator
-    if posttest_learner:
-        _posttest_validity(
-            console,
-            [c for _, c in convs],
-            perts,
-            posttest_learner,
-            endpoints.learner_factory(cfg),
-            Path(out),
-            test_prompt,
-            tutorial_sets,
-            posttest_likelihood,
-        )
+    return CheckInputs(cfg, rubric_set, perts, sources, convs, test_prompt, tutorial_sets)
+
+
+def first_conversations(sources: list[Any], limit: int | None, warn: Callable[[str], None]) -> list[Conversation]:
+    """The inputs' conversations in order, the first `limit` of them (all for None or 0)."""
+    convs: list[Conversation] = []
+    for src in sources:
+        for c in src.conversations(on_error=warn):
+            convs.append(c)
+            if limit and len(convs) >= limit:
+                return convs
+    return convs
+
+
+def _judge_check(console: Any, req: JudgeCheckRequest, evaluator: str | None) -> None:
+    """One judge (`evaluator`, None = as `evaluate`): absolute (default), --pairwise, or the post-test's validity
+    (--posttest-learner)."""
+    inputs = read_inputs(console, req)
+    endpoints = judge_endpoints(inputs.cfg, req.base_url)  # as `evaluate`: the run's evaluator and endpoint
+    if req.posttest_learner:
+        _posttest_validity(console, req, inputs, endpoints.learner_factory(inputs.cfg))
         return
     opts = EvalOptions(
         judge=True,
         evaluator=evaluator,
-        base_url=base_url,
-        concurrency=concurrency,
-        default_concurrency=cfg.concurrency,
-        retries=retries,
-        scoring=judge_scoring,
-        rationale=judge_rationale,
-        prompt=judge_prompt,
+        base_url=req.base_url,
+        concurrency=req.concurrency,
+        default_concurrency=inputs.cfg.concurrency,
+        retries=req.retries,
+        scoring=req.judge_scoring,
+        rationale=req.judge_rationale,
+        prompt=req.judge_prompt,
     )  # as `evaluate`: the run's evaluator and endpoint, else --evaluator
-    make_llm = endpoints.make_llm
-    ev = Evaluation(opts, [], list(rubric_set), rubric_set, make_llm, warn)
-    spec = endpoints.resolve_one(ev, sources, _different_evaluators)
-    if pairwise:
-        from wikihowagent.evaluation.runner import judge_concurrency
 
-        llm = make_llm(spec)
-        _pairwise(
-            console,
-            [c for _, c in convs],
-            perts,
-            rubric_set,
-            spec,
-            llm,
-            Path(out),
-            pairwise_reading,
-            retries,
-            judge_concurrency(opts, llm),
-            no_figures,
-            tie_band,
-        )
-        return
-    judge = ev.judge_for(spec)
-    out = Path(out)
+    def warn(msg: str) -> None:
+        console.print("warning: " + msg, highlight=False, soft_wrap=True, markup=False)
+
+    ev = Evaluation(opts, [], list(inputs.rubric_set), inputs.rubric_set, endpoints.make_llm, warn)
+    spec = endpoints.resolve_one(ev, inputs.sources, _different_evaluators)
+    if req.pairwise:
+        llm = endpoints.make_llm(spec)
+        _pairwise(console, req, inputs, spec, llm, judge_concurrency(opts, llm))
+    else:
+        _absolute(console, req, inputs, spec, ev.judge_for(spec))
+
+
+def _absolute(console: Any, req: JudgeCheckRequest, inputs: CheckInputs, spec: str, judge: Any) -> None:
+    """judge-check: originals (twice) and perturbed copies scored by the absolute judge, then analysed."""
+    out = Path(req.out)
     stats = CheckStats()
-    jobs = plan([c for _, c in convs], perts, list(rubric_set), stats)
+    rubric_names = list(inputs.rubric_set)
+    jobs = plan(inputs.convs, inputs.perts, rubric_names, stats)
     desc = judge.label + (f", prompt {judge.prompt_name}" if judge.prompt_name else "")
     console.print(
-        f"judge-check: {len(convs)} conversations, {len(perts)} perturbations, judge {spec} ({desc}): "
+        f"judge-check: {len(inputs.convs)} conversations, {len(inputs.perts)} perturbations, judge {spec} ({desc}): "
         f"{len(jobs)} judge passes",
         highlight=False,
         markup=False,
@@ -941,27 +894,12 @@ def _judge_check(
         JudgeLoop() as loop,
         resumable(JudgeCheckError, out / JUDGMENTS),
         locked_out(out, "another 'wikihowagent judge-check'", JUDGE_CHECK_LOCK),
-        Progress(
-            TextColumn("{task.description}", markup=False, style="bold"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=console,
-        ) as prog,
+        progress_bar(console, len(jobs), "judging originals and perturbed copies") as advance,
     ):
-        task = prog.add_task("judging originals and perturbed copies", total=len(jobs))
-        loop.run(run_jobs(jobs, judge, spec, out / JUDGMENTS, lambda n: prog.advance(task, n), stats))
+        loop.run(run_jobs(jobs, judge, spec, out / JUDGMENTS, advance, stats))
+    conv_ids = {c.conversation_id for c in inputs.convs}
     res = analyse(
-        out,
-        perts,
-        list(rubric_set),
-        spec,
-        judge.label,
-        {c.conversation_id for _, c in convs},
-        stats,
-        figures=not no_figures,
-        prompt=judge.prompt_name,
+        out, inputs.perts, rubric_names, spec, judge.label, conv_ids, stats, req.figures, prompt=judge.prompt_name
     )
     console.print(
         f"{stats.judged} judge passes made, {stats.already} already done; {stats.failures} of "
@@ -981,20 +919,18 @@ def _different_evaluators(by_source: dict[str, str]) -> JudgeCheckError:
     )
 
 
-def _pairwise(
-    console, convs, perts, rubric_set, spec, llm, out, reading, retries, concurrency, no_figures, tie_band=0.0
-) -> None:
+def _pairwise(console: Any, req: JudgeCheckRequest, inputs: CheckInputs, spec: str, llm: Any, concurrency: int) -> None:
     """judge-check --pairwise: original vs perturbed copy, both orders, the perturbation's target rubrics."""
-    from wikihowagent.compare.engine import PassStats, pending, read_pair_judgments, reading_note, run_pair_jobs
-    from wikihowagent.compare.pairwise import PairwiseJudge, check_tie_band
-    from wikihowagent.console import progress_bar
-    from wikihowagent.evaluation.session import JudgeLoop, locked_out, resumable
-    from wikihowagent.runs import PAIR_JUDGMENTS
-
+    out, rubric_set, convs, perts = Path(req.out), inputs.rubric_set, inputs.convs, inputs.perts
     try:
-        check_tie_band(tie_band)
+        check_tie_band(req.tie_band)
         judge = PairwiseJudge(
-            llm, rubric_set, list(rubric_set), reading=reading, retries=retries, concurrency=concurrency
+            llm,
+            rubric_set,
+            list(rubric_set),
+            reading=req.pairwise_reading,
+            retries=req.retries,
+            concurrency=concurrency,
         )
     except ValueError as exc:
         raise JudgeCheckError(f"evaluator {spec!r}: {exc}") from None
@@ -1023,15 +959,15 @@ def _pairwise(
     stats.rubric_scores, stats.failures = passes.asked, passes.failures
     res = analyse_pairwise(
         out,
-        read_pair_judgments([out / PAIR_JUDGMENTS], spec, judge.label),
+        read_pair_judgments([path], spec, judge.label),
         perts,
         list(rubric_set),
         spec,
         judge.label,
         {c.conversation_id for c in convs},
         stats,
-        figures=not no_figures,
-        tie_band=tie_band,
+        figures=req.figures,
+        tie_band=req.tie_band,
     )
     console.print(
         f"{passes.judged} judge passes made, {passes.already} already done; {passes.failures} of {passes.asked} "
@@ -1050,9 +986,6 @@ def load_tutorial_sets(paths: tuple[Path, ...] | list[Path], console: Any) -> di
     """`--tutorials PATH...` -> {set name: its tutorials}; the name is the folder's (or file's) name, the path
     when two share one. A tutorial outside 2..30 steps is a one-line error naming its file and method (a
     validity tutorial, corpus/counterfactual.py); methods the loader skips (one step) are said."""
-    from wikihowagent.corpus.core import LoadReport, TutorialError, load_tutorials
-    from wikihowagent.corpus.counterfactual import ValiditySetError, check_steps
-
     names = [Path(p).name or str(p) for p in paths]
     out: dict[str, list[Any]] = {}
     for p, name in zip(paths, names, strict=True):
@@ -1070,40 +1003,14 @@ def load_tutorial_sets(paths: tuple[Path, ...] | list[Path], console: Any) -> di
 
 
 def _posttest_validity(
-    console, convs, perts, spec, make_learner, out, prompt, tutorial_sets=None, with_likelihood=False
+    console: Any, req: JudgeCheckRequest, inputs: CheckInputs, make_learner: Callable[[str], Any]
 ) -> None:
     """judge-check --posttest-learner: post-tests on originals and skip_steps / off_topic copies (per tutorial
     set with --tutorials)."""
-    from wikihowagent.console import progress_bar
-    from wikihowagent.evaluation.runner import EvaluateError
-    from wikihowagent.evaluation.session import JudgeLoop, locked_out, resumable
-    from wikihowagent.runs import POSTTESTS, PretestCache
-    from wikihowagent.workflow.likelihood import LikelihoodError
-    from wikihowagent.workflow.posttest import PostTester
-
-    from .posttest_check import (
-        PostTestCheck,
-        abstained_shares,
-        judge_accuracy,
-        likelihood_gains,
-        step_recalls,
-        take_posttests,
-        validity_by_set,
-        validity_table,
-        variants,
-        write_validity,
-    )
-    from .posttest_check import tutorial_sets as sets_of
-
-    check = PostTestCheck()
-    sets = sets_of(convs, tutorial_sets) if tutorial_sets else None
-    for name, tuts in (tutorial_sets or {}).items():
-        if name not in (sets or {}).values():
-            raise JudgeCheckError(
-                f"--tutorials {name}: none of the {len(convs)} conversations teaches one of its "
-                f"{len(tuts)} tutorials (generate --tutorials {name} makes some)"
-            )
-    jobs = variants(convs, perts, check, sets)
+    convs, perts, out, spec = inputs.convs, inputs.perts, Path(req.out), str(req.posttest_learner)
+    check = posttest_check.PostTestCheck()
+    sets = _tutorial_sets_taught(convs, inputs.tutorial_sets)
+    jobs = posttest_check.variants(convs, perts, check, sets)
     if not any(v != "original" for v, _ in jobs):
         raise JudgeCheckError(
             "judge-check --posttest-learner: no skip_steps / off_topic perturbation applies "
@@ -1111,57 +1018,31 @@ def _posttest_validity(
         )
     console.print(
         f"judge-check --posttest-learner: {len(convs)} conversations, {len(jobs)} post-tests "
-        f"(originals, skip_steps, off_topic), learner {spec}, prompt {prompt.name}",
+        f"(originals, skip_steps, off_topic), learner {spec}, prompt {inputs.test_prompt.name}",
         highlight=False,
         markup=False,
     )
-    with JudgeLoop() as loop, resumable(JudgeCheckError, out / POSTTESTS, "post-tests", also=(EvaluateError,)):
-        try:
-            with locked_out(out, "another 'wikihowagent judge-check'", JUDGE_CHECK_LOCK):
-                model = make_learner(spec)
-                tester = PostTester(model, spec, PretestCache(out), prompt)
-                taker = None
-                if with_likelihood:
-                    from wikihowagent.workflow.likelihood import LikelihoodTaker, for_chat_model
-
-                    reader = for_chat_model(model)
-                    taker = LikelihoodTaker(reader)
-                    console.print(
-                        f"likelihood post-test: {reader.transport} on {reader.root}", highlight=False, markup=False
-                    )
-                with progress_bar(console, len(jobs), "post-tests of originals and perturbed copies") as advance:
-                    tests = loop.run(take_posttests(jobs, tester, spec, out / POSTTESTS, advance, check, taker))
-        except LikelihoodError as exc:
-            raise JudgeCheckError(f"--posttest-likelihood: {exc}") from None
-    recalls, shares = step_recalls(convs, tests, check), abstained_shares(tests)
-    table = validity_table(recalls, perts, judge_accuracy(out), shares)
-    by_set = validity_by_set(recalls, perts, sets, shares) if sets else None
+    tests = _take_posttests(console, jobs, make_learner, spec, out, inputs.test_prompt, check, req.posttest_likelihood)
+    recalls, shares = posttest_check.step_recalls(convs, tests, check), posttest_check.abstained_shares(tests)
+    table = posttest_check.validity_table(recalls, perts, posttest_check.judge_accuracy(out), shares)
+    by_set = posttest_check.validity_by_set(recalls, perts, sets, shares) if sets else None
     lik_table = lik_by_set = None
-    if with_likelihood:
-        gains = likelihood_gains(convs, tests)
-        lik_table = validity_table(gains, perts)
-        lik_by_set = validity_by_set(gains, perts, sets) if sets else None
-    written = write_validity(
-        out, table, f"{spec}, post-test prompt {prompt.name}", len(convs), check, by_set, lik_table, lik_by_set
+    if req.posttest_likelihood:
+        gains = posttest_check.likelihood_gains(convs, tests)
+        lik_table = posttest_check.validity_table(gains, perts)
+        lik_by_set = posttest_check.validity_by_set(gains, perts, sets) if sets else None
+    written = posttest_check.write_validity(
+        out,
+        table,
+        f"{spec}, post-test prompt {inputs.test_prompt.name}",
+        len(convs),
+        check,
+        by_set,
+        lik_table,
+        lik_by_set,
     )
-    for row in (by_set if by_set is not None else table).itertuples(index=False):
-        where = f"{row.tutorials}: " if by_set is not None else ""
-        console.print(
-            f"{where}{row.perturbation}: post-test recall lower than the original's in {row.lower} of "
-            f"{row.n} pairs ({row.ties} ties), accuracy {row.accuracy} [{row.ci_low}, {row.ci_high}]",
-            highlight=False,
-            markup=False,
-        )
-    lik_rows = lik_by_set if lik_by_set is not None else lik_table
-    if with_likelihood and lik_rows is not None:
-        for row in lik_rows.itertuples(index=False):
-            where = f"{row.tutorials}: " if lik_by_set is not None else ""
-            console.print(
-                f"{where}{row.perturbation}: Likelihood Gain lower than the original's in {row.lower} of "
-                f"{row.n} pairs, accuracy {row.accuracy} [{row.ci_low}, {row.ci_high}]",
-                highlight=False,
-                markup=False,
-            )
+    _print_validity(console, table, by_set, lik_table if lik_by_set is None else lik_by_set, lik_by_set is not None)
+    if req.posttest_likelihood:
         console.print(
             f"likelihood post-tests: {check.likelihoods} taken, {check.likelihood_failed} could not be read",
             highlight=False,
@@ -1173,3 +1054,68 @@ def _posttest_validity(
         highlight=False,
         markup=False,
     )
+
+
+def _tutorial_sets_taught(convs: list[Conversation], tutorial_sets: dict[str, list[Any]]) -> dict[str, str] | None:
+    """--tutorials: {conversation id: its tutorial set} (None without sets); a set no conversation teaches is a
+    one-line error."""
+    sets = posttest_check.tutorial_sets(convs, tutorial_sets) if tutorial_sets else None
+    for name, tuts in tutorial_sets.items():
+        if name not in (sets or {}).values():
+            raise JudgeCheckError(
+                f"--tutorials {name}: none of the {len(convs)} conversations teaches one of its "
+                f"{len(tuts)} tutorials (generate --tutorials {name} makes some)"
+            )
+    return sets
+
+
+def _take_posttests(
+    console: Any,
+    jobs: list[Any],
+    make_learner: Callable[[str], Any],
+    spec: str,
+    out: Path,
+    prompt: Any,
+    check: Any,
+    with_likelihood: bool,
+) -> Any:
+    """The post-tests of `jobs` (resumable, under OUT's lock), with the likelihood post-test when asked."""
+    with JudgeLoop() as loop, resumable(JudgeCheckError, out / POSTTESTS, "post-tests", also=(EvaluateError,)):
+        try:
+            with locked_out(out, "another 'wikihowagent judge-check'", JUDGE_CHECK_LOCK):
+                model = make_learner(spec)
+                tester = PostTester(model, spec, PretestCache(out), prompt)
+                taker = None
+                if with_likelihood:
+                    reader = for_chat_model(model)
+                    taker = LikelihoodTaker(reader)
+                    console.print(
+                        f"likelihood post-test: {reader.transport} on {reader.root}", highlight=False, markup=False
+                    )
+                with progress_bar(console, len(jobs), "post-tests of originals and perturbed copies") as advance:
+                    take = posttest_check.take_posttests(jobs, tester, spec, out / POSTTESTS, advance, check, taker)
+                    tests = loop.run(take)
+        except LikelihoodError as exc:
+            raise JudgeCheckError(f"--posttest-likelihood: {exc}") from None
+    return tests
+
+
+def _print_validity(console: Any, table: Any, by_set: Any, lik_rows: Any, lik_by_set: bool) -> None:
+    """One line per perturbation (per tutorial set with --tutorials): the post-test's accuracy, and the
+    Likelihood Gain's when measured."""
+    for row in (by_set if by_set is not None else table).itertuples(index=False):
+        where = f"{row.tutorials}: " if by_set is not None else ""
+        console.print(
+            f"{where}{row.perturbation}: post-test recall lower than the original's in {row.lower} of "
+            f"{row.n} pairs ({row.ties} ties), accuracy {row.accuracy} [{row.ci_low}, {row.ci_high}]",
+            highlight=False,
+            markup=False,
+        )
+    for row in lik_rows.itertuples(index=False) if lik_rows is not None else ():
+        where = f"{row.tutorials}: " if lik_by_set else ""
+        console.print(
+            f"{where}{row.perturbation}: Likelihood Gain lower than the original's in {row.lower} of "
+            f"{row.n} pairs, accuracy {row.accuracy} [{row.ci_low}, {row.ci_high}]",
+            highlight=False,
+            markup=False,
+        )

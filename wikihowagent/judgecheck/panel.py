@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wikihowagent.runs import PANEL_DIR
+from wikihowagent.evaluation.panel import judge_slug, panel_spec
+from wikihowagent.records import JudgmentRecord
+from wikihowagent.runs import JUDGMENTS, PANEL_DIR, read_judgment_table, rewrite_records
 
 
 def combine_judgments(out: Path, specs: list[str]) -> tuple[str, str, set[str], int]:
     """Write `out/panel/judgments.jsonl` from the judges' `out/<judge>/judgments.jsonl`. Returns (panel spec,
     scoring label, conversation ids, judgments written)."""
-    from wikihowagent.evaluation.panel import judge_slug, panel_spec
-    from wikihowagent.records import JudgmentRecord
-    from wikihowagent.runs import JUDGMENTS, read_judgment_table, rewrite_records
 
     groups: dict[tuple[str, str], dict] = {}
     labels: set[str] = set()

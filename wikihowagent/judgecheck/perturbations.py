@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.config import resource_path
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, Turn, conversation_lines
 
@@ -213,7 +214,6 @@ KINDS: dict[str, Callable[[Conversation, list[Conversation], dict[str, Any]], Co
 
 
 def default_perturbations_path() -> Path:
-    from wikihowagent.config import resource_path
 
     return resource_path("data", "perturbations.json")
 

@@ -24,6 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.csvcells import people_csv
+from wikihowagent.evaluation.metrics import STEP_RECALL, Scorers
+from wikihowagent.evaluation.posttest import likelihood_gain_of
+from wikihowagent.markdown import frame_table
 from wikihowagent.records import Conversation, PostTest
 from wikihowagent.runs import (
     POSTTEST_LIKELIHOOD_CSV,
@@ -32,8 +35,11 @@ from wikihowagent.runs import (
     POSTTEST_VALIDITY_MD,
     POSTTEST_VALIDITY_SETS_CSV,
     SENSITIVITY_CSV,
+    JsonlAppender,
     read_people_table,
+    read_posttest_variants,
 )
+from wikihowagent.workflow.posttest import CALL_FAILED
 
 from .accuracy import ORIGINAL, bootstrap_ci, paired_wins
 from .perturbations import Perturbation, perturb
@@ -103,8 +109,6 @@ async def take_posttests(
     """The post-test of every (variant, conversation): from the record or posttests.jsonl, else taken now; with
     `likelihood` (workflow/likelihood.LikelihoodTaker) each also gets its likelihood post-test where it has
     none (or a failed one), appended as the test's new line."""
-    from wikihowagent.runs import JsonlAppender, read_posttest_variants
-    from wikihowagent.workflow.posttest import CALL_FAILED
 
     version = tester.prompt.version  # a post-test counts only by the same model in the same wording
     done = {
@@ -169,7 +173,6 @@ def likelihood_gains(
     convs: list[Conversation], tests: dict[tuple[str, str], PostTest]
 ) -> dict[tuple[str, str], float | None]:
     """Likelihood Gain of every test that has a likelihood post-test (None: the server could not give it)."""
-    from wikihowagent.evaluation.posttest import likelihood_gain_of
 
     by_id = {c.conversation_id: c for c in convs}
     return {
@@ -183,7 +186,6 @@ def step_recalls(
     convs: list[Conversation], tests: dict[tuple[str, str], PostTest], check: PostTestCheck
 ) -> dict[tuple[str, str], float | None]:
     """Step Recall of every post-test (None: not a step list)."""
-    from wikihowagent.evaluation.metrics import STEP_RECALL, Scorers
 
     by_id = {c.conversation_id: c for c in convs}
     keys = [k for k in tests if k[0] in by_id]
@@ -299,7 +301,6 @@ def write_validity(
     lik_table: Any = None,
     lik_by_set: Any = None,
 ) -> list[Path]:
-    from wikihowagent.evaluation.summary import markdown_table
 
     csv = out_dir / POSTTEST_VALIDITY_CSV
     people_csv(table, csv)
@@ -308,9 +309,6 @@ def write_validity(
     if by_set is not None:
         people_csv(by_set, out_dir / POSTTEST_VALIDITY_SETS_CSV)
         written.append(out_dir / POSTTEST_VALIDITY_SETS_CSV)
-
-    def fmt(v: Any) -> str:
-        return "–" if v is None or v != v else (f"{v:.3f}" if isinstance(v, float) else str(v))
 
     if lik_table is not None:
         people_csv(lik_table, out_dir / POSTTEST_LIKELIHOOD_CSV)
@@ -322,7 +320,7 @@ def write_validity(
         extra = [
             "Per tutorial set (`--tutorials`; an off_topic copy is taught from a conversation of the same set):",
             "",
-            markdown_table(list(by_set.columns), [[fmt(v) for v in row] for row in by_set.itertuples(index=False)]),
+            frame_table(by_set),
             "",
         ]
     lik_lines: list[str] = []
@@ -334,7 +332,7 @@ def write_validity(
                 "given the lesson minus given the title; nats) is higher than the copy's; the "
                 "mean_recall columns hold the mean Likelihood Gain here:",
                 "",
-                markdown_table(list(t.columns), [[fmt(v) for v in row] for row in t.itertuples(index=False)]),
+                frame_table(t),
                 "",
             ]
     md = out_dir / POSTTEST_VALIDITY_MD
@@ -351,7 +349,7 @@ def write_validity(
                 f"Post-tests: {check.taken} taken now, {check.reused} reused; {check.failed} answers not a step list "
                 f"(left out); {check.not_applicable} perturbed copies not applicable.",
                 "",
-                markdown_table(list(table.columns), [[fmt(v) for v in row] for row in table.itertuples(index=False)]),
+                frame_table(table),
                 "",
                 *extra,
                 *lik_lines,

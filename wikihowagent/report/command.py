@@ -9,6 +9,7 @@ from typing import Annotated
 import typer
 
 from wikihowagent.console import INPUTS, OUTPUT, make_console, print_error, print_labeled
+from wikihowagent.runs import INDEX_HTML, PROBLEMS_TXT
 
 
 def report(
@@ -81,8 +82,6 @@ def report(
 
     Open DIR/index.html in a browser (file://, no server, no network)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    from wikihowagent.runs import INDEX_HTML, PROBLEMS_TXT
 
     from .core import ReportError, build_report
     from .sources import Problems, ReportInputError, count_lines, expand

@@ -17,10 +17,13 @@ from file:// may load scripts but not fetch files.
 
 from __future__ import annotations
 
+import csv
 import html
+import importlib
 import json
 import math
 import os
+import re
 import shlex
 import shutil
 import tempfile
@@ -31,16 +34,35 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.errors import WikihowagentError
+from wikihowagent.evaluation.calibrated import CalibrationMismatch, add_calibrated, calibrated_name, check, load
+from wikihowagent.evaluation.judge import RubricError, load_rubrics
+from wikihowagent.evaluation.metrics import better
+from wikihowagent.evaluation.significance import TableStats, best_runs
+from wikihowagent.evaluation.summary import (
+    PERCENT_METRICS,
+    POSTTEST_METRICS,
+    SHORT,
+    RunScores,
+    by_domain,
+    cell,
+    metric_order,
+    summarize,
+    write_figures,
+)
+from wikihowagent.evaluation.tables import paper_tables
 from wikihowagent.records import Turn
 from wikihowagent.runs import (
     BY_DOMAIN_PNG,
     CALIBRATION_CSV,
+    CALIBRATION_JSON,
     CALIBRATION_PNG,
+    CHECKLIST_WEIGHTS_JSON,
     COMPUTATIONAL_PNG,
     CONVERSATION_HTML,
     CONVERSATION_JS,
     CORRELATION_HEATMAP_PNG,
     CORRELATIONS_CSV,
+    CORRELATIONS_MD,
     DOMAIN_BARS_PNG,
     FIGURES_DIR,
     INDEX_HTML,
@@ -55,12 +77,15 @@ from wikihowagent.runs import (
     REPORT_JS,
     RUBRICS_PNG,
     SCORE_DISTRIBUTIONS_PNG,
+    SUMMARY_MD,
     OutputReadError,
     read_people_rows,
 )
 
+from .figures import domain_bars, radar
+from .head_to_head import CompareDirError, check_compare_dir, csv_table
 from .page import page
-from .sources import Problems, ReportConversation, ReportRun, load_inputs
+from .sources import Problems, ReportConversation, ReportRun, drop_out_of_range, load_inputs
 
 CHUNK = 250
 MARKER = ".wikihowagent-report"
@@ -131,8 +156,6 @@ def build_report(
     if alignment is not None:
         _check_alignment(Path(alignment))
     if compare is not None:
-        from .head_to_head import CompareDirError, check_compare_dir
-
         try:
             check_compare_dir(Path(compare))
         except CompareDirError as exc:
@@ -170,7 +193,6 @@ def build_report(
 
 
 def _load_calibration(path: Path) -> Any:
-    from wikihowagent.evaluation.calibrated import CalibrationMismatch, load
 
     try:
         return load(path)
@@ -181,9 +203,6 @@ def _load_calibration(path: Path) -> Any:
 def _calibrate_runs(runs: list[ReportRun], cal: Any, path: Path, problems: Problems) -> None:
     """--calibration: each run's score table gains the `<rubric> (cal.)` columns (refused, as by `evaluate`,
     for scores of another judge or rubric file), range-checked as every stored score is."""
-    from wikihowagent.evaluation.calibrated import CalibrationMismatch, add_calibrated, calibrated_name, check
-
-    from .sources import drop_out_of_range
 
     for r in runs:
         try:
@@ -239,8 +258,6 @@ def _swap_into_place(tmp: Path, out: Path) -> None:
 
 def _metric_order(runs: list[ReportRun]) -> tuple[list[str], list[str]]:
     """(all metrics in display order, the rubric metrics among them)."""
-    from wikihowagent.evaluation.judge import RubricError, load_rubrics
-    from wikihowagent.evaluation.summary import PERCENT_METRICS, POSTTEST_METRICS, metric_order
 
     present = {k for r in runs for c in r.conversations for k in c.metrics}
     empty = {m for m in POSTTEST_METRICS if all(c.metrics.get(m) is None for r in runs for c in r.conversations)}
@@ -254,7 +271,6 @@ def _metric_order(runs: list[ReportRun]) -> tuple[list[str], list[str]]:
 
 def _run_scores(runs: list[ReportRun]) -> list[Any]:
     """The runs' rows of the score table, as `evaluate`'s summary reads them."""
-    from wikihowagent.evaluation.summary import RunScores
 
     return [
         RunScores(
@@ -319,8 +335,6 @@ def _write_site(
     _write_index_data(d, runs, convs, chunk_of, metrics, n_chunks)
     figures, tables = _write_figures(d, runs, metrics, rubrics, problems)
     align_html = _copy_alignment(d, alignment, problems) if alignment else ""
-    import importlib
-
     ctx = SiteContext(d, runs, convs, chunk_of, metrics, rubrics, problems, cases=cases, compare=compare)
     links = [importlib.import_module(name, __package__).write_page(ctx) for name in PAGES]
     index = _index_html(runs, metrics, rubrics, figures, tables, align_html, " ".join(x for x in links if x), problems)
@@ -424,7 +438,6 @@ def _write_index_data(
     metrics: list[str],
     n_chunks: int,
 ) -> None:
-    from wikihowagent.evaluation.summary import PERCENT_METRICS
 
     run_names = [r.name for r in runs]
     models = sorted({r.model for r in runs})
@@ -474,21 +487,35 @@ def _write_figures(
     d: Path, runs: list[ReportRun], metrics: list[str], rubrics: list[str], problems: Problems
 ) -> tuple[list[tuple[str, str]], str]:
     """([(caption, relative path)] of the figures written, the HTML of Tables 1/2)."""
-    from wikihowagent.evaluation.summary import PERCENT_METRICS, by_domain, summarize, write_figures
-
-    from .figures import domain_bars, radar
-
     scored = [r for r in runs if any(c.scored for c in r.conversations)]
     if not scored:
         problems.add("no run has scores: no tables or figures (run `wikihowagent evaluate` on the runs)")
         return [], ""
     rs = _run_scores(scored)
-    summary = summarize(rs, rubrics)  # all runs: the figures' bars
-    out: list[tuple[str, str]] = []
     comp = [m for m in metrics if m in PERCENT_METRICS]
     by_model: dict[str, list[ReportConversation]] = {}
     for r in scored:
         by_model.setdefault(r.model, []).extend(c for c in r.conversations if c.scored)
+    out = _radar_figures(d, by_model, rubrics, comp)
+    for path in write_figures(summarize(rs, rubrics), rubrics, d, by_domain(rs, rubrics)):  # all runs' bars
+        caption = {
+            RUBRICS_PNG: "Rubric means ± std per run (Table 2)",
+            COMPUTATIONAL_PNG: "Computational metrics ± std per run (Table 1)",
+            BY_DOMAIN_PNG: "Per-domain heatmap (Fig. 5)",
+        }.get(path.name, path.name)
+        out.append((caption, f"figures/{path.name}"))
+    out += _domain_bar_figure(d, by_model, rubrics or comp, 1.0 if rubrics else 100.0, "1-5" if rubrics else "%")
+    setups = {r.name: (r.teacher or r.model, r.learner or r.teacher or r.model) for r in scored}
+    # as `evaluate --tables`: CIs over tutorials and paired arrows; the paper's raw arrows for paper-mode scores
+    stats = TableStats(paired=not any("paper" in (r.mode or "") for r in scored))
+    tables = paper_tables(rs, setups, rubrics, stats)
+    return out, _summary_tables([(title, t) for _, title, t in tables], {r.name: r.table for r in rs})
+
+
+def _radar_figures(
+    d: Path, by_model: dict[str, list[ReportConversation]], rubrics: list[str], comp: list[str]
+) -> list[tuple[str, str]]:
+    """The radars of the rubric means (1-5) and of the computational metrics (%) per model."""
 
     def means(ms: list[str], scale: float) -> dict[str, dict[str, float]]:
         res: dict[str, dict[str, float]] = {}
@@ -499,35 +526,20 @@ def _write_figures(
                 res[model][m] = scale * sum(vals) / len(vals) if vals else math.nan
         return res
 
-    p = radar(
-        means(rubrics, 1.0),
-        rubrics,
-        d / FIGURES_DIR / RADAR_RUBRICS_PNG,
-        "Rubric means per model (1-5)",
-        rmax=5.0,
-        rmin=1.0,
-    )
-    if p:
+    out = []
+    title = "Rubric means per model (1-5)"
+    if radar(means(rubrics, 1.0), rubrics, d / FIGURES_DIR / RADAR_RUBRICS_PNG, title, rmax=5.0, rmin=1.0):
         out.append(("Radar: rubric means per model (Figs. 3-4)", f"{FIGURES_DIR}/{RADAR_RUBRICS_PNG}"))
-    p = radar(
-        means(comp, 100.0),
-        comp,
-        d / FIGURES_DIR / RADAR_COMPUTATIONAL_PNG,
-        "Computational metrics per model (%)",
-        rmax=100.0,
-    )
-    if p:
+    title = "Computational metrics per model (%)"
+    if radar(means(comp, 100.0), comp, d / FIGURES_DIR / RADAR_COMPUTATIONAL_PNG, title, rmax=100.0):
         out.append(("Radar: computational metrics per model (%)", f"{FIGURES_DIR}/{RADAR_COMPUTATIONAL_PNG}"))
-    dom_df = by_domain(rs, rubrics)
-    for path in write_figures(summary, rubrics, d, dom_df):
-        caption = {
-            RUBRICS_PNG: "Rubric means ± std per run (Table 2)",
-            COMPUTATIONAL_PNG: "Computational metrics ± std per run (Table 1)",
-            BY_DOMAIN_PNG: "Per-domain heatmap (Fig. 5)",
-        }.get(path.name, path.name)
-        out.append((caption, f"figures/{path.name}"))
-    bar_metrics = rubrics or comp
-    scale = 1.0 if rubrics else 100.0
+    return out
+
+
+def _domain_bar_figure(
+    d: Path, by_model: dict[str, list[ReportConversation]], bar_metrics: list[str], scale: float, unit: str
+) -> list[tuple[str, str]]:
+    """The per-metric means per domain and model (Fig. 5), if any."""
     values: dict[str, dict[str, dict[str, float]]] = {}
     for m in bar_metrics:
         values[m] = {}
@@ -537,17 +549,9 @@ def _write_figures(
                 if (v := c.metrics.get(m)) is not None:
                     per.setdefault(c.domain or "(none)", []).append(v)
             values[m][model] = {k: scale * sum(v) / len(v) for k, v in per.items()}
-    p = domain_bars(values, bar_metrics, d / FIGURES_DIR / DOMAIN_BARS_PNG, "1-5" if rubrics else "%")
-    if p:
-        out.append(("Per-metric means per domain and model (Fig. 5)", f"{FIGURES_DIR}/{DOMAIN_BARS_PNG}"))
-    from wikihowagent.evaluation.significance import TableStats
-    from wikihowagent.evaluation.tables import paper_tables
-
-    setups = {r.name: (r.teacher or r.model, r.learner or r.teacher or r.model) for r in scored}
-    # as `evaluate --tables`: CIs over tutorials and paired arrows; the paper's raw arrows for paper-mode scores
-    stats = TableStats(paired=not any("paper" in (r.mode or "") for r in scored))
-    tables = paper_tables(rs, setups, rubrics, stats)
-    return out, _summary_tables([(title, t) for _, title, t in tables], {r.name: r.table for r in rs})
+    if domain_bars(values, bar_metrics, d / FIGURES_DIR / DOMAIN_BARS_PNG, unit):
+        return [("Per-metric means per domain and model (Fig. 5)", f"{FIGURES_DIR}/{DOMAIN_BARS_PNG}")]
+    return []
 
 
 RUNS_AS_COLUMNS = 8  # up to this many columns (runs + Overall): a column per run and a row per metric
@@ -561,9 +565,6 @@ def _summary_tables(tables: list[tuple[str, Any]], run_tables: dict[str, Any]) -
     a second small line, the 95 % bootstrap CI (the whole cell as a tooltip). Without a baseline (Table 1),
     the best run on a metric is marked where a paired test says it beats every other run
     (significance.best_runs). `run_tables`: run name -> its ScoreTable."""
-    from wikihowagent.evaluation.metrics import better
-    from wikihowagent.evaluation.significance import best_runs
-    from wikihowagent.evaluation.summary import PERCENT_METRICS
 
     e = html.escape
     parts = []
@@ -637,7 +638,6 @@ def _run_label(row: dict[str, Any]) -> str:
 
 
 def _metric_head(m: str, direction: dict[str, str]) -> str:
-    from wikihowagent.evaluation.summary import SHORT
 
     e = html.escape
     up = direction.get(m) != "lower"
@@ -648,7 +648,6 @@ def _metric_head(m: str, direction: dict[str, str]) -> str:
 
 
 def _value_cell(row: dict[str, Any], m: str, best: dict[str, str], direction: dict[str, str]) -> str:
-    from wikihowagent.evaluation.summary import cell
 
     e = html.escape
     mean, sd, n = row[m]
@@ -739,7 +738,6 @@ def _short_number(x: str) -> str:
 
 
 def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
-    from .head_to_head import csv_table
 
     e = html.escape
     target = d / "alignment"
@@ -796,6 +794,26 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
 # HTML
 
 
+# the overview's table of runs: (column head, key of `_overview_rows`), and which columns are numbers
+OVERVIEW_COLUMNS = [
+    ("Run", "run"),
+    ("Model", "model"),
+    ("Persona", "persona"),
+    ("Conversations", "conversations"),
+    ("Finished", "finished"),
+    ("Cut", "cut"),
+    ("Failed", "failed"),
+    ("Tokens", "tokens"),
+    ("Scored", "scored"),
+    ("Judge", "evaluator"),
+    ("Mode", "mode"),
+    ("Judge scoring", "scoring"),
+    ("Judge parse failures", "parse_failures"),
+]
+NUMERIC_COLUMNS = {"conversations", "finished", "cut", "failed", "tokens", "scored"}
+PROBLEMS_SHOWN = 500  # lines of problems.txt on the page
+
+
 def _index_html(
     runs: list[ReportRun],
     metrics: list[str],
@@ -806,7 +824,6 @@ def _index_html(
     cases_link: str,
     problems: Problems,
 ) -> str:
-    e = html.escape
     rows = _overview_rows(runs, rubrics)
     nav = (
         "<nav><b>wikihowagent report</b> <a href='#overview'>Overview</a> <a href='#figures'>Figures</a> "
@@ -816,64 +833,49 @@ def _index_html(
         + (" <a href='#problems'>Missing</a>" if problems.lines else "")
         + "</nav>"
     )
-    heads = [
-        "Run",
-        "Model",
-        "Persona",
-        "Conversations",
-        "Finished",
-        "Cut",
-        "Failed",
-        "Tokens",
-        "Scored",
-        "Judge",
-        "Mode",
-        "Judge scoring",
-        "Judge parse failures",
-    ]
-    keys = [
-        "run",
-        "model",
-        "persona",
-        "conversations",
-        "finished",
-        "cut",
-        "failed",
-        "tokens",
-        "scored",
-        "evaluator",
-        "mode",
-        "scoring",
-        "parse_failures",
-    ]
-    numeric = {"conversations", "finished", "cut", "failed", "tokens", "scored"}
-    # data-label: a phone shows each run as a card of "head: value" lines (report.css)
-    table = (
-        "<div class='scroll'><table id='runs' class='summary'><thead><tr>"
-        + "".join(f"<th{' class=num' if k in numeric else ''}>{h}</th>" for h, k in zip(heads, keys, strict=True))
-        + "</tr></thead><tbody>"
-        + "".join(
-            "<tr>"
-            + "".join(
-                f"<td data-label='{h}'{' class=num' if k in numeric else ''}>{e(str(r[k]))}</td>"
-                for h, k in zip(heads, keys, strict=True)
-            )
-            + "</tr>"
-            for r in rows
-        )
-        + "</tbody></table></div>"
-    )
     n = sum(r["conversations"] for r in rows)
     parts = [
         nav,
         "<main>",
         "<section id='overview'><h1>Runs</h1>",
         f"<p class='meta'>{len(runs)} run(s), {n} conversations, {len(metrics)} metrics.</p>",
-        table,
+        _runs_table(rows),
+        _evidence_html(runs),
+        f"<div id='summary-tables'>{tables}</div></section>",
+        _figures_html(figures),
     ]
-    parts.append(_evidence_html(runs))
-    parts.append(f"<div id='summary-tables'>{tables}</div></section>")
-    parts.append("<section id='figures'><h2>Figures</h2>")
+    if align_html:
+        parts.append(align_html)
+    parts.append(_browser_html())
+    if problems.lines:
+        parts.append(_problems_html(problems.lines))
+    parts.append("</main>")
+    return page("wikihowagent report", "\n".join(parts), [f"data/{REPORT_INDEX_JS}", f"assets/{REPORT_JS}"])
+
+
+def _runs_table(rows: list[dict[str, Any]]) -> str:
+    """The overview's table of runs (OVERVIEW_COLUMNS); data-label: a phone shows each run as a card of
+    "head: value" lines (report.css)."""
+    e = html.escape
+
+    def num(k: str) -> str:
+        return " class=num" if k in NUMERIC_COLUMNS else ""
+
+    return (
+        "<div class='scroll'><table id='runs' class='summary'><thead><tr>"
+        + "".join(f"<th{num(k)}>{h}</th>" for h, k in OVERVIEW_COLUMNS)
+        + "</tr></thead><tbody>"
+        + "".join(
+            "<tr>" + "".join(f"<td data-label='{h}'{num(k)}>{e(str(r[k]))}</td>" for h, k in OVERVIEW_COLUMNS) + "</tr>"
+            for r in rows
+        )
+        + "</tbody></table></div>"
+    )
+
+
+def _figures_html(figures: list[tuple[str, str]]) -> str:
+    e = html.escape
+    parts = ["<section id='figures'><h2>Figures</h2>"]
     if figures:
         parts += [
             f"<figure><img src='{e(p)}' alt='{e(c)}'><figcaption>{e(c)}</figcaption></figure>" for c, p in figures
@@ -881,23 +883,19 @@ def _index_html(
     else:
         parts.append("<p class='meta'>No figures: no run has scores.</p>")
     parts.append("</section>")
-    if align_html:
-        parts.append(align_html)
-    parts.append(_browser_html())
-    if problems.lines:
-        parts.append(
-            "<section id='problems'><h2>What is missing</h2><ul class='problems'>"
-            + "".join(f"<li>{e(p)}</li>" for p in problems.lines[:500])
-            + "</ul>"
-            + (
-                f"<p class='meta'>… and {len(problems.lines) - 500} more in problems.txt</p>"
-                if len(problems.lines) > 500
-                else ""
-            )
-            + "</section>"
-        )
-    parts.append("</main>")
-    return page("wikihowagent report", "\n".join(parts), [f"data/{REPORT_INDEX_JS}", f"assets/{REPORT_JS}"])
+    return "\n".join(parts)
+
+
+def _problems_html(lines: list[str]) -> str:
+    e = html.escape
+    more = len(lines) - PROBLEMS_SHOWN
+    return (
+        "<section id='problems'><h2>What is missing</h2><ul class='problems'>"
+        + "".join(f"<li>{e(p)}</li>" for p in lines[:PROBLEMS_SHOWN])
+        + "</ul>"
+        + (f"<p class='meta'>… and {more} more in problems.txt</p>" if more > 0 else "")
+        + "</section>"
+    )
 
 
 EVIDENCE_DEPTH = 3  # how deep below a run directory judge-check / align outputs are looked for
@@ -907,11 +905,6 @@ def judge_evidence(run: ReportRun) -> list[str]:
     """What the run directory holds about its judge, one line each: judge-check results (summary.md of
     `judge-check --out`), alignment with people (correlations.csv of `align --out`), a calibration
     (calibration.json) and fitted checklist weights (checklist_weights.json) — each named by where it is."""
-    import csv
-    import re
-
-    from wikihowagent.runs import CALIBRATION_JSON, CHECKLIST_WEIGHTS_JSON, CORRELATIONS_MD, SUMMARY_MD
-
     root = Path(run.path)
     if not root.is_dir():
         return []

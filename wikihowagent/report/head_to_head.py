@@ -14,6 +14,7 @@ from wikihowagent.runs import (
     FIGURES_DIR,
     HEAD_TO_HEAD_HTML,
     HEAD_TO_HEAD_PNG,
+    OVERALL,
     PAIRWISE_CSV,
     POSITION_CSV,
     SUMMARY_MD,
@@ -94,7 +95,6 @@ def write_page(ctx: Any) -> str:
 
 def write_compare_page(site: Path, compare_dir: Path, short, problems: Any) -> str:
     """Write head-to-head.html (and copy the heatmap into figures/); -> the nav link for index.html."""
-    from wikihowagent.compare.core import OVERALL
 
     e = html.escape
     compare_dir = Path(compare_dir)

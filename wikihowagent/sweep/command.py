@@ -6,13 +6,13 @@ import shlex
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.console import Console
 from rich.table import Column, Table
 
-from wikihowagent.console import HelpCommand, HelpGroup, make_console
+from wikihowagent.console import HelpCommand, HelpGroup, make_console, print_error
 
 from . import MAX_CELLS
 
@@ -59,53 +59,27 @@ def _err() -> Console:
     return make_console()
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     """One error line, printed literally (paths and messages may contain [brackets])."""
-    from wikihowagent.console import print_error
-
     print_error(message, _err())
     raise typer.Exit(2)
 
 
-def _load(file: Path, config: Path | None, preset: str | None = None, max_cells: int = MAX_CELLS):
-    from wikihowagent.config import ConfigError, load_config
-
-    from .core import SweepError, load_sweep
+def _load(file: Path, config: Path | None, preset: str | None = None, max_cells: int = MAX_CELLS) -> Any:
+    from .core import SweepError, open_sweep
 
     try:
-        cfg = load_config(config)
-        sweep = load_sweep(file, cfg.runs_dir, max_cells)
-        if preset is not None:
-            from wikihowagent.presets import get_preset
-
-            get_preset(preset)  # an unknown name is a one-line error here, not in every task
-            sweep.spec.preset = preset
-        return sweep, cfg
-    except (SweepError, ConfigError, ValueError) as exc:
+        return open_sweep(file, config, preset, max_cells)
+    except SweepError as exc:
         _fail(str(exc))
 
 
-def _tutorials(sweep, cfg):
-    from wikihowagent.corpus.core import TutorialError, default_tutorials_path
-    from wikihowagent.corpus.sampling import select_tutorials
+def _tutorials(sweep: Any, cfg: Any) -> list[Any]:
+    from .core import SweepError, sweep_tutorials
 
-    s = sweep.spec
-    try:  # what each task's `generate` selects (the same filters and seeded sample)
-        return list(
-            select_tutorials(
-                Path(s.tutorials) if s.tutorials else default_tutorials_path(),
-                domains=s.domains,
-                topics=s.topics,
-                domains_file=Path(s.domains_file) if s.domains_file else None,
-                sample=s.sample,
-                per=s.per,
-                seed=s.sample_seed,
-                max_tutorials=s.max_tutorials,
-                clean_citations=cfg.workflow.strip_citations,
-                skip_invalid=True,
-            )
-        )
-    except (TutorialError, ValueError) as exc:
+    try:
+        return sweep_tutorials(sweep, cfg)
+    except SweepError as exc:
         _fail(str(exc))
 
 
@@ -128,6 +102,9 @@ def plan(
     max_cells: MaxCellsOpt = MAX_CELLS,
 ) -> None:
     """List the cells, their run directories and the tasks (cell x shard) the file defines."""
+    from .core import estimate as est
+    from .core import sampled_tokens_per_message
+
     sweep, cfg = _load(file, config, max_cells=max_cells)
     tutorials = _tutorials(sweep, cfg)
     _print_rows(
@@ -151,9 +128,6 @@ def plan(
         f"{len(tutorials)} tutorials per cell"
     )
     if estimate:
-        from .core import estimate as est
-        from .core import sampled_tokens_per_message
-
         measured = sampled_tokens_per_message(sweep)
         tpm = tokens_per_message or measured or 150.0
         how = "given" if tokens_per_message else ("measured on this sweep" if measured else "assumed")
@@ -207,7 +181,7 @@ def run(
     max_cells: MaxCellsOpt = MAX_CELLS,
 ) -> None:
     """Run every task (or one, --task) locally, one after another; resumable (done tasks are skipped)."""
-    from .core import run_task, task_state, write_task_files
+    from .core import merge_cell_if_complete, run_task, task_state, write_task_files
 
     sweep, _ = _load(file, config, preset, max_cells)
     err = _err()
@@ -225,8 +199,6 @@ def run(
     failed = 0
     for i, t in enumerate(tasks, 1):
         if task_state(t).status == "done":
-            from .core import merge_cell_if_complete
-
             merge_cell_if_complete(sweep, t.cell)
             err.print(f"[{i}/{len(tasks)}] {t.label}: already done", highlight=False, markup=False)
             continue

@@ -19,8 +19,13 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from wikihowagent.config import read_yaml
+from wikihowagent.backends import BackendError, load_aliases, resolve_spec
+from wikihowagent.config import Config, ConfigError, load_config, read_yaml
+from wikihowagent.corpus.core import TutorialError, default_tutorials_path
+from wikihowagent.corpus.sampling import select_tutorials
 from wikihowagent.errors import WikihowagentError, validation_line
+from wikihowagent.paper_format import default_run_name
+from wikihowagent.presets import get_preset
 from wikihowagent.runs import (
     CONVERSATIONS,
     MERGE_LOCK,
@@ -190,7 +195,6 @@ def _triples(spec: SweepSpec) -> Iterator[tuple[str, str, str]]:
 
 
 def load_sweep(path: Path, runs_dir: str | Path = "runs", max_cells: int = MAX_CELLS) -> Sweep:
-    from wikihowagent.generation.core import default_run_name
 
     path = Path(path)
     try:
@@ -230,13 +234,51 @@ def load_sweep(path: Path, runs_dir: str | Path = "runs", max_cells: int = MAX_C
     return Sweep(path=path, spec=spec, out=out, cells=cells)
 
 
+def open_sweep(
+    file: Path, config: Path | None, preset: str | None = None, max_cells: int = MAX_CELLS
+) -> tuple[Sweep, Config]:
+    """The experiment file under the config's runs_dir, with --preset (an unknown name is one error here, not
+    one in every task); a bad file, config or preset is a one-line SweepError."""
+    try:
+        cfg = load_config(config)
+        sweep = load_sweep(file, cfg.runs_dir, max_cells)
+        if preset is not None:
+            get_preset(preset)
+            sweep.spec.preset = preset
+        return sweep, cfg
+    except SweepError:
+        raise
+    except (ConfigError, ValueError) as exc:
+        raise SweepError(str(exc)) from None
+
+
+def sweep_tutorials(sweep: Sweep, cfg: Config) -> list[Any]:
+    """The tutorials each task's `generate` selects (the same filters and seeded sample); SweepError (one line)."""
+    s = sweep.spec
+    try:
+        return list(
+            select_tutorials(
+                Path(s.tutorials) if s.tutorials else default_tutorials_path(),
+                domains=s.domains,
+                topics=s.topics,
+                domains_file=Path(s.domains_file) if s.domains_file else None,
+                sample=s.sample,
+                per=s.per,
+                seed=s.sample_seed,
+                max_tutorials=s.max_tutorials,
+                clean_citations=cfg.workflow.strip_citations,
+                skip_invalid=True,
+            )
+        )
+    except (TutorialError, ValueError) as exc:
+        raise SweepError(str(exc)) from None
+
+
 def write_task_files(sweep: Sweep) -> Path:
     """The sweep's aliases and config (what every task runs with) + sweep.json; returns the config path."""
     sweep.out.mkdir(parents=True, exist_ok=True)
     cfg: dict[str, Any] = read_yaml(Path(sweep.spec.config)) if sweep.spec.config else {}
     if sweep.spec.models:
-        from wikihowagent.backends import load_aliases
-
         base = load_aliases(cfg.get("models") or None)
         aliases = {**base.aliases, **sweep.spec.models}
         models_path = sweep.out / SWEEP_MODELS
@@ -273,7 +315,6 @@ def write_task_files(sweep: Sweep) -> Path:
 def check_models(sweep: Sweep, config_path: Path) -> None:
     """Every model of every cell resolves with the task config's aliases (`write_task_files`), else a
     one-line SweepError: caught before a Slurm array of tasks that would all fail."""
-    from wikihowagent.backends import BackendError, resolve_spec
 
     aliases = read_yaml(config_path).get("models") or None
     names = dict.fromkeys(m for c in sweep.cells for m in (c.teacher, c.learner, c.evaluator))
