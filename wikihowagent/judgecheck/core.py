@@ -1075,11 +1075,10 @@ def _posttest_validity(
     """judge-check --posttest-learner: post-tests on originals and skip_steps / off_topic copies (per tutorial
     set with --tutorials)."""
     from wikihowagent.console import progress_bar
-    from wikihowagent.evaluation.runner import EvaluateError
-    from wikihowagent.evaluation.session import JudgeLoop, locked_out, resumable
-    from wikihowagent.runs import POSTTESTS, PretestCache
+    from wikihowagent.evaluation.session import EvaluateError, JudgeLoop, locked_out, resumable
+    from wikihowagent.runs import POSTTESTS
     from wikihowagent.workflow.likelihood import LikelihoodError
-    from wikihowagent.workflow.posttest import PostTester
+    from wikihowagent.workflow.posttest import post_tester
 
     from .posttest_check import (
         PostTestCheck,
@@ -1117,14 +1116,15 @@ def _posttest_validity(
     )
     with JudgeLoop() as loop, resumable(JudgeCheckError, out / POSTTESTS, "post-tests", also=(EvaluateError,)):
         try:
-            with locked_out(out, "another 'wikihowagent judge-check'", JUDGE_CHECK_LOCK):
-                model = make_learner(spec)
-                tester = PostTester(model, spec, PretestCache(out), prompt)
+            with (
+                locked_out(out, "another 'wikihowagent judge-check'", JUDGE_CHECK_LOCK),
+                post_tester(make_learner(spec), spec, out, prompt) as tester,
+            ):
                 taker = None
                 if with_likelihood:
                     from wikihowagent.workflow.likelihood import LikelihoodTaker, for_chat_model
 
-                    reader = for_chat_model(model)
+                    reader = for_chat_model(tester.model)
                     taker = LikelihoodTaker(reader)
                     console.print(
                         f"likelihood post-test: {reader.transport} on {reader.root}", highlight=False, markup=False
