@@ -201,3 +201,29 @@ def test_evaluate_refuses_a_calibration_for_another_judge_before_any_call(tmp_pa
     res = CliRunner().invoke(app, ["evaluate", str(run), "--evaluator", "local", "--calibration", str(cal)])
     assert res.exit_code == 2 and "fitted for the rubric file with sha256 aaaaaaaaaaaa" in " ".join(res.output.split())
     assert calls == {}  # refused before any judge call
+
+
+def test_the_input_scorer_and_every_panel_judge_share_one_event_loop(tmp_path, monkeypatch):
+    """evaluate is one judge session: run_evaluation opens one session.JudgeLoop and every runner.Evaluation (the
+    input scorer, each judge of a panel) runs on it; each Evaluation made its own loop before (issue 29)."""
+    import asyncio
+
+    loops: dict[str, list[asyncio.AbstractEventLoop]] = {}
+
+    def fake_make(spec, settings, local, base_url=None, **kw):
+        def script(prompt):
+            loops.setdefault(spec, []).append(asyncio.get_running_loop())  # the objects: no id reused
+            return json.dumps({n: SCORE[spec] for n in RUBRIC_NAMES})
+
+        return ScriptedChatModel(script=script, prompts=[])
+
+    monkeypatch.setattr(M, "REGISTRY", tuple(m for m in M.REGISTRY if not m.batch))  # no model load
+    app = evaluate_app(monkeypatch, fake_make)
+    run = tmp_path / "run_small"
+    shutil.copytree(FIX / "run_small", run)
+    args = ["evaluate", str(run), "--evaluator", "judgeA", "--evaluator", "ollama:judge/B", "--no-figures"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert set(loops) == set(SCORE)
+    seen = [loop for each in loops.values() for loop in each]
+    assert all(loop is seen[0] for loop in seen) and seen[0].is_closed()  # one loop, closed by the command
