@@ -11,6 +11,7 @@ from fake_servers import FakeOpenAI, scripted_reply
 from typer.testing import CliRunner
 
 from wikihowagent.cli import app
+from wikihowagent.evaluation import core as eval_core
 from wikihowagent.evaluation import runner as eval_runner
 
 runner = CliRunner()
@@ -37,7 +38,9 @@ def scores(path):
 @pytest.mark.slow  # loads the MiniLM embedding model
 def test_sharded_scores_merged_equal_unsharded(tmp_path, monkeypatch):
     # blocks of 4 conversations instead of 64, so that 13 conversations make several blocks per shard
-    monkeypatch.setattr(eval_runner, "EvalOptions", functools.partial(eval_runner.EvalOptions, chunk=4))
+    monkeypatch.setattr(
+        eval_core, "EvalOptions", functools.partial(eval_runner.EvalOptions, chunk=4)
+    )  # where evaluate makes them
     run = tmp_path / "run"
     with FakeOpenAI(reply=reply) as srv:
         res = runner.invoke(
@@ -121,7 +124,7 @@ def test_score_merge_refuses_missing_and_mixed_shards(tmp_path):
 def test_score_merge_refuses_shards_of_another_state_of_the_conversations(tmp_path, monkeypatch):
     # issue 18 item 4: shard 0 scored 3 conversations, generate added 2, shard 1 scored the 5: merging would
     # leave the new conversations of shard 0's blocks unscored without a word
-    monkeypatch.setattr(eval_runner, "EvalOptions", functools.partial(eval_runner.EvalOptions, chunk=1))
+    monkeypatch.setattr(eval_core, "EvalOptions", functools.partial(eval_runner.EvalOptions, chunk=1))
     run = tmp_path / "run"
     common = ["--no-judge", "--no-figures", "--metrics", "BLEU,Completion"]
     with FakeOpenAI(reply=reply) as srv:

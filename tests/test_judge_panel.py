@@ -230,3 +230,29 @@ def test_judge_check_refuses_a_panel_beside_the_posttest_learner(tmp_path):
     assert res.exit_code == 2, res.output
     assert "--posttest-learner measures the post-test's validity and asks no judge" in " ".join(res.output.split())
     assert not (tmp_path / "check").exists()
+
+
+def test_the_input_scorer_and_every_panel_judge_share_one_event_loop(tmp_path, monkeypatch):
+    """evaluate is one judge session: run_evaluation opens one session.JudgeLoop and every runner.Evaluation (the
+    input scorer, each judge of a panel) runs on it; each Evaluation made its own loop before (issue 29)."""
+    import asyncio
+
+    loops: dict[str, list[asyncio.AbstractEventLoop]] = {}
+
+    def fake_make(spec, settings, local, base_url=None, **kw):
+        def script(prompt):
+            loops.setdefault(spec, []).append(asyncio.get_running_loop())  # the objects: no id reused
+            return json.dumps({n: SCORE[spec] for n in RUBRIC_NAMES})
+
+        return ScriptedChatModel(script=script, prompts=[])
+
+    monkeypatch.setattr(M, "REGISTRY", tuple(m for m in M.REGISTRY if not m.batch))  # no model load
+    app = evaluate_app(monkeypatch, fake_make)
+    run = tmp_path / "run_small"
+    shutil.copytree(FIX / "run_small", run)
+    args = ["evaluate", str(run), "--evaluator", "judgeA", "--evaluator", "ollama:judge/B", "--no-figures"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert set(loops) == set(SCORE)
+    seen = [loop for each in loops.values() for loop in each]
+    assert all(loop is seen[0] for loop in seen) and seen[0].is_closed()  # one loop, closed by the command

@@ -134,3 +134,24 @@ def test_judge_options_are_declared_alike_in_every_command():
                 seen.setdefault(p.name, set()).add(kind)
     assert {"evaluator", "base_url", "retries", "concurrency", "judge_scoring", "pairwise_reading"} <= set(seen)
     assert {n: k for n, k in seen.items() if len(k) != 1} == {}
+
+
+def test_judge_loop_close_waits_for_the_default_executor_and_is_idempotent():
+    """evaluate computes a chunk's metrics on the loop's default executor while judge calls are in flight; closing
+    the session waits for that worker (as runner.Evaluation's own loop did before it moved onto JudgeLoop)."""
+    import time
+
+    finished = []
+
+    def metrics_batch() -> None:
+        time.sleep(0.3)  # still working when the block ends
+        finished.append(True)
+
+    async def start_and_leave() -> None:
+        asyncio.get_running_loop().run_in_executor(None, metrics_batch)  # not awaited
+
+    with JudgeLoop() as loop:
+        loop.run(start_and_leave())
+    assert finished == [True]
+    loop.close()  # a second close does nothing
+    assert loop.loop.is_closed()

@@ -750,3 +750,40 @@ def test_unknown_posttest_learner_is_one_line(tmp_path):
     )
     assert res.exit_code == 2 and "--posttest-learner 'nosuchprovider:x'" in res.output
     assert "Traceback" not in res.output
+
+
+def test_post_tester_caches_pretests_in_the_directory_and_closes_the_file(tmp_path):
+    import gc
+    import warnings
+
+    from wikihowagent.workflow.posttest import get_prompt, post_tester
+
+    model = ScriptedChatModel(script=lambda p: "1. Boil water.\n2. Add the egg.")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with post_tester(model, "scripted", tmp_path, get_prompt("v3")) as tester:
+            test = asyncio.run(tester.run("k1", "Boil an Egg", "Boiling", [], 2))
+        del tester
+        gc.collect()
+    assert test.model == "scripted" and test.prompt_version == get_prompt("v3").version
+    assert test.pre is not None and test.pre.steps == ["Boil water.", "Add the egg."]
+    assert PretestCache(tmp_path).get("scripted", "k1", get_prompt("v3").version) == test.pre  # stored, read back
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)]  # pretests.jsonl was closed
+
+
+def test_post_testers_are_made_in_one_place():
+    """generate, evaluate and judge-check make their PostTester with workflow/posttest.py `post_tester` (model,
+    learner spec, the directory of the pre-test cache, wording), never by hand (issue 29)."""
+    import ast
+    from pathlib import Path
+
+    import wikihowagent
+
+    pkg = Path(wikihowagent.__file__).parent
+    made = []
+    for path in sorted(pkg.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "PostTester":
+                made.append(f"{path.relative_to(pkg)}:{node.lineno}")
+    drawn = [m for m in made if m.startswith("workflow/graph.py:")]  # the graph drawing's stand-in, never run
+    assert len(drawn) == 1 and [m for m in made if m not in drawn and not m.startswith("workflow/posttest.py:")] == []

@@ -354,7 +354,8 @@ def test_a_judge_failure_leaves_no_task_running_when_the_loop_closes(tmp_path):
     )
     with pytest.raises(JudgeBackendError):
         ev.run_source(src, tmp_path / "scores.jsonl")
-    loop = ev._loop
+    assert ev.loop is not None
+    loop = ev.loop.loop
     ev.close()
     assert loop.is_closed() and [t for t in asyncio.all_tasks(loop) if not t.done()] == []
 

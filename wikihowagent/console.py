@@ -76,8 +76,8 @@ def disk_full_message(path: Path | str, needed: int | None, exc: OSError) -> str
 
 
 @contextlib.contextmanager
-def progress_bar(console: Console, total: int, description: str) -> Iterator[Callable[[int], None]]:
-    """A progress bar (done/total, elapsed, ETA) on `console`; yields `advance(n)`."""
+def progress_bar(console: Console, total: int | None, description: str) -> Iterator[Callable[[int], None]]:
+    """A progress bar (done/total, elapsed, ETA; total None: not known) on `console`; yields `advance(n)`."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.config import resource_path
 from wikihowagent.errors import WikihowagentError
 
 POLARITIES = ("yes-good", "yes-bad")
@@ -100,8 +101,6 @@ class Item:
 
 
 def default_checklist_path() -> Path:
-    from wikihowagent.config import resource_path
-
     return resource_path("data", "checklists.json")
 
 

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from wikihowagent.console import CLUSTER, INPUTS, METRICS, MODELS, OUTPUT, STATISTICS
+from wikihowagent.console import CLUSTER, INPUTS, METRICS, MODELS, OUTPUT, STATISTICS, make_console, print_error
 from wikihowagent.stats import bootstrap_option, seed_option
 
 from .options import (
@@ -187,9 +187,7 @@ def evaluate(
     ] = None,
 ) -> None:
     """Score conversations: computational metrics and the LLM rubric judge; summary table, CSV, Markdown, figures."""
-    from wikihowagent.console import make_console, print_error
-
-    from .core import EvaluateRequest, run_evaluation
+    from .core import EvaluateRequest, run_evaluation  # lazily, as summary (numpy): not for --help
     from .summary import print_by_domain, print_summary
 
     console = make_console()

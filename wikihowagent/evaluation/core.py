@@ -9,15 +9,40 @@ is) for anything that stops the stage.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from wikihowagent.config import Config, load_config
+from wikihowagent.console import print_labeled, progress_bar
 from wikihowagent.csvcells import people_csv
-from wikihowagent.runs import BY_DOMAIN_CSV, BY_PERSONA_CSV
-from wikihowagent.shards import parse_shard
+from wikihowagent.presets import get_preset, preset_config
+from wikihowagent.runs import (
+    BY_DOMAIN_CSV,
+    BY_PERSONA_CSV,
+    SCORE_SHARDS_DIR,
+    SUMMARY_DIR,
+    DiskFullError,
+    RunError,
+    dir_lock,
+)
+from wikihowagent.shards import input_state, parse_shard
+from wikihowagent.workflow.posttest import prompt_option
 
-from .runner import EvaluateError
+from . import calibrated
+from .inputs import InputError, InputSource, resolve_inputs
+from .judge import JudgeBackendError, RubricError, load_rubrics
+from .metrics import MetricError
+from .panel import combine as combine_panel
+from .panel import panel_spec
+from .runner import EvalOptions, Evaluation, SourceStats, count_input_records, scores_path, select_metrics
+from .scoring import SCORING_MODES
+from .session import EvaluateError, JudgeEndpoints, JudgeLoop, judge_endpoints
+from .shards import scores_fingerprint, write_shard_info
+from .significance import TableStats
+from .summary import by_domain, load_run_scores, summarize, write_calibrated, write_figures, write_summary
+from .tables import expand_sweep_dirs, paper_tables
 
 
 @dataclass(frozen=True)
@@ -56,16 +81,12 @@ class EvaluateRequest:
     seed: int = 0  # the bootstrap's seed
 
     @property
-    def table_stats(self) -> Any:
+    def table_stats(self) -> TableStats:
         """CIs in every cell; arrows from a paired test by tutorial, except in paper mode (the paper's raw arrows)."""
-        from .significance import TableStats
-
         return TableStats(n_boot=self.bootstrap, seed=self.seed, paired=self.mode != "paper")
 
     @property
     def mode(self) -> Literal["default", "paper"]:
-        from wikihowagent.presets import get_preset
-
         preset = get_preset(self.preset)
         compat = self.compat or (preset.compat if preset else None)
         return "paper" if compat == "paper" else "default"
@@ -85,26 +106,75 @@ class EvaluationSummary:
 
 def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
     """Score every input and summarise. `console` (rich, stderr) shows warnings, progress and per-input lines.
-    The steps: the request checked, the inputs, rubrics and metrics resolved, every input scored (with a panel,
-    by each judge; with --shard, one shard), then the summary tables and figures."""
-    from wikihowagent.config import load_config
-    from wikihowagent.console import print_labeled
-    from wikihowagent.presets import get_preset, preset_config
+    The steps: the request checked and the inputs, rubrics and metrics resolved (`_plan`), every input scored
+    under the scores files' locks in one judge session (`_score_inputs`; with a panel, by each judge; with
+    --shard, one shard), then the summary tables and figures (`_summarize`, `_paper_tables`)."""
+    plan = _plan(req, console)
+    req = plan.req
+    with contextlib.ExitStack() as locks:
+        # One evaluation per scores file at a time, decided before any model is loaded.
+        for o in [plan.opts, *plan.judge_opts]:
+            _lock_scores_files(locks, plan.sources, o, plan.runs_dir)
+        with JudgeLoop() as loop:
+            scored = _score_inputs(plan, console, loop)
+    results = scored.results
+    if plan.shard is not None:  # a summary needs every shard: `wikihowagent merge DIR`, then evaluate again
+        return _shard_summary(results, plan.shard, plan.opts, scored.specs, scored.states)
+    if len(scored.empty) == len(plan.sources):  # nothing scored and nothing scored before: no summary to write
+        raise EvaluateError("nothing to evaluate: " + "; ".join(scored.empty))
+    result = _summarize(results, plan.rubric_names, plan.base_name, req, plan.runs_dir, plan.calibration)
+    result.judge_all_failed = scored.all_failed
+    if plan.tables:
+        _paper_tables(result, results, plan.rubric_names, req, plan.runs_dir, plan.calibration)
+    return result
 
-    from .judge import RubricError, load_rubrics
-    from .panel import combine as combine_panel
-    from .panel import panel_spec
-    from .runner import EvalOptions, Evaluation, select_metrics
-    from .session import judge_endpoints
 
+@dataclass
+class EvaluationPlan:
+    """What `run_evaluation` settled before taking the scores files' locks."""
+
+    req: EvaluateRequest  # with --out the sweep directory for one sweep
+    cfg: Config
+    runs_dir: Path
+    shard: tuple[int, int] | None
+    sources: list[InputSource]
+    base_name: str | None  # --baseline's input name
+    tables: bool  # the paper's Tables 1 and 2
+    rubric_set: dict[str, Any] | None  # None: --no-judge without a rubric file
+    rubric_names: list[str]
+    computational: list[str]  # the computational metrics asked (--metrics)
+    rubrics: list[str]  # the rubrics judged (--metrics)
+    opts: EvalOptions
+    panel: list[str]  # the judges of a panel (--evaluator given several times), else []
+    calibration: Any  # --calibration's Calibration, or None
+    warn: Callable[[str], None]
+
+    @property
+    def judge_opts(self) -> list[EvalOptions]:
+        """Each panel judge's options: it judges into judges/<judge>/ beside the scores file."""
+        return [replace(self.opts, evaluator=spec, panel_judge=True) for spec in self.panel]
+
+
+@dataclass
+class Scored:
+    """What `_score_inputs` did."""
+
+    results: list[tuple[InputSource, Path]]  # each input and its scores file
+    specs: dict[str, str | None]  # input name -> its judge spec (None: no rubric judged)
+    states: dict[str, Any]  # --shard: what each input's shard was scored against, read before scoring
+    all_failed: list[str] = field(default_factory=list)  # inputs whose judge failed on every rubric asked
+    empty: list[str] = field(default_factory=list)  # inputs with no scorable conversation
+
+
+def _plan(req: EvaluateRequest, console: Any) -> EvaluationPlan:
+    """The request checked, the config, the inputs, the rubric file, the metrics and --calibration resolved; a
+    one-line error for anything that stops the stage before any scoring."""
     preset = get_preset(req.preset)
     _check_request(req)
-    mode = req.mode
     cfg = load_config(req.config, preset=preset_config(req.preset) if preset else None)
     runs_dir = Path(cfg.runs_dir)
     shard = _shard(req)
     req, sources, base_name, tables = _sources(req, runs_dir, console)
-
     try:
         rubric_set = load_rubrics(req.rubrics)
     except RubricError:
@@ -112,13 +182,38 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
             raise
         rubric_set = None  # --no-judge needs no rubric file
     rubric_names = list(rubric_set or [])
-    comp, rub = select_metrics(req.metrics, mode, rubric_names)
-    judge_on = bool(rub) and req.judge
+    comp, rub = select_metrics(req.metrics, req.mode, rubric_names)
     calibration = _load_calibration(req)
-    opts = EvalOptions(
-        mode=mode,
+    opts = _options(req, cfg, comp, rub, shard)
+    panel = list(dict.fromkeys(req.panel))
+    _check_panel(panel, shard, opts.judge)
+    return EvaluationPlan(
+        req=req,
+        cfg=cfg,
+        runs_dir=runs_dir,
+        shard=shard,
+        sources=sources,
+        base_name=base_name,
+        tables=tables,
+        rubric_set=rubric_set,
+        rubric_names=rubric_names,
+        computational=comp,
+        rubrics=rub,
+        opts=opts,
+        panel=panel,
+        calibration=calibration,
+        warn=lambda msg: print_labeled(console, "warning:", "yellow", msg),
+    )
+
+
+def _options(
+    req: EvaluateRequest, cfg: Config, comp: list[str], rub: list[str], shard: tuple[int, int] | None
+) -> EvalOptions:
+    """The scoring options of the request; the judge is on when a rubric is asked and --no-judge is not given."""
+    return EvalOptions(
+        mode=req.mode,
         metrics=comp + rub,
-        judge=judge_on,
+        judge=bool(rub) and req.judge,
         evaluator=req.evaluator,
         base_url=req.base_url,
         rubrics_path=req.rubrics,
@@ -138,77 +233,59 @@ def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
         checklist_weights=req.checklist_weights,
     )
 
-    def warn(msg: str) -> None:
-        print_labeled(console, "warning:", "yellow", msg)
 
-    endpoints = judge_endpoints(cfg, req.base_url)
-    make_llm = endpoints.make_llm
+def _score_inputs(plan: EvaluationPlan, console: Any, loop: JudgeLoop) -> Scored:
+    """Every input scored on `loop` (the one judge session): the metrics and, without a panel, the judge's
+    rubric scores; with a panel, each judge's into its own file, then their mean."""
+    opts, comp, rub, panel = plan.opts, plan.computational, plan.rubrics, plan.panel
+    endpoints = judge_endpoints(plan.cfg, plan.req.base_url)
+    ev = Evaluation(
+        opts,
+        comp,
+        rub if opts.judge and not panel else [],
+        plan.rubric_set,
+        endpoints.make_llm if opts.judge and not panel else None,
+        plan.warn,
+        make_learner=endpoints.learner_factory(plan.cfg) if plan.req.posttest_learner else None,
+        loop=loop,
+    )
+    judges = [
+        Evaluation(o, [], rub, plan.rubric_set, endpoints.make_llm, plan.warn, loop=loop) for o in plan.judge_opts
+    ]
+    specs, judge_specs = _prepare(plan, endpoints, ev, judges)
+    scored = Scored([], specs, _shard_states(plan.sources) if plan.shard is not None else {})
+    scored.results = _score_all(console, ev, plan, specs, scored.all_failed, scored.empty)
+    for j, sp in zip(judges, judge_specs, strict=True):  # each judge of a panel into its own file
+        _score_all(console, j, plan, sp, scored.all_failed, [])
+    for src, p in scored.results if panel else []:
+        n = combine_panel(p, panel, rub, ev.rubrics_hash)
+        console.print(
+            f"{src.name}: panel of {len(panel)} judges ({', '.join(panel)}): mean rubric scores "
+            f"of {n} conversations -> {p}",
+            highlight=False,
+            markup=False,
+        )
+    return scored
 
-    panel = list(dict.fromkeys(req.panel))
-    _check_panel(panel, shard, judge_on)
-    with contextlib.ExitStack() as locks:
-        # One evaluation per scores file at a time, decided before any model is loaded.
-        _lock_scores_files(locks, sources, opts, runs_dir)
-        judge_opts = [replace(opts, evaluator=spec, panel_judge=True) for spec in panel]
-        for o in judge_opts:
-            _lock_scores_files(locks, sources, o, runs_dir)
-        ev = Evaluation(
-            opts,
-            comp,
-            rub if judge_on and not panel else [],
-            rubric_set,
-            make_llm if judge_on and not panel else None,
-            warn,
-            make_learner=endpoints.learner_factory(cfg) if req.posttest_learner else None,
-        )
-        # Every input's evaluator (and the server it is asked on) is known before any work starts.
-        specs = endpoints.resolve(ev, sources)
-        judges = [Evaluation(o, [], rub, rubric_set, make_llm, warn) for o in judge_opts]
-        judge_specs = [endpoints.resolve(j, sources) for j in judges]
-        _check_calibration_judge(
-            calibration, req, {n: panel_spec(panel) for n in specs} if panel else specs, ev.rubrics_hash
-        )
-        ev.prepare(list(specs.values()))  # a --judge-scoring mode the backend cannot serve fails here
-        for j, sp in zip(judges, judge_specs, strict=True):
-            j.prepare(list(sp.values()))
-        all_failed: list[str] = []
-        empty: list[str] = []  # inputs with no scorable conversation
-        states = _shard_states(sources) if shard is not None else {}
-        try:
-            results = _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed, empty)
-        finally:
-            ev.close()
-        for j, sp, o in zip(judges, judge_specs, judge_opts, strict=True):  # each judge of a panel into its own file
-            try:
-                _score_all(console, j, sources, sp, o, runs_dir, warn, all_failed, [])
-            finally:
-                j.close()
-        if panel:
-            for src, p in results:
-                n = combine_panel(p, panel, rub, ev.rubrics_hash)
-                console.print(
-                    f"{src.name}: panel of {len(panel)} judges ({', '.join(panel)}): mean rubric scores "
-                    f"of {n} conversations -> {p}",
-                    highlight=False,
-                    markup=False,
-                )
-    if shard is not None:  # a summary needs every shard: `wikihowagent merge DIR`, then evaluate again
-        return _shard_summary(results, shard, opts, specs, states)
-    if len(empty) == len(sources):  # nothing scored and nothing scored before: no summary to write
-        raise EvaluateError("nothing to evaluate: " + "; ".join(empty))
-    result = _summarize(results, rubric_names, base_name, req, runs_dir, calibration)
-    result.judge_all_failed = all_failed
-    if tables:
-        _paper_tables(result, results, rubric_names, req, runs_dir, calibration)
-    return result
+
+def _prepare(
+    plan: EvaluationPlan, endpoints: JudgeEndpoints, ev: Evaluation, judges: list[Evaluation]
+) -> tuple[dict[str, str | None], list[dict[str, str | None]]]:
+    """Every input's evaluator (and the server it is asked on) known, --calibration's judge checked and every
+    judge built before any work starts (a --judge-scoring mode the backend cannot serve fails here) -> ({input
+    name: spec} of `ev`, the same of each panel judge)."""
+    specs = endpoints.resolve(ev, plan.sources)
+    judge_specs = [endpoints.resolve(j, plan.sources) for j in judges]
+    calibrated_specs = {n: panel_spec(plan.panel) for n in specs} if plan.panel else specs
+    _check_calibration_judge(plan.calibration, plan.req, calibrated_specs, ev.rubrics_hash)
+    ev.prepare(list(specs.values()))
+    for j, sp in zip(judges, judge_specs, strict=True):
+        j.prepare(list(sp.values()))
+    return specs, judge_specs
 
 
 def _check_request(req: EvaluateRequest) -> None:
     """Options that cannot work (together), refused in one line before any work."""
-    from wikihowagent.workflow.posttest import prompt_option
-
-    from .scoring import SCORING_MODES
-
     if req.compat not in (None, "paper"):
         raise EvaluateError(f"--compat: only 'paper' is supported, not {req.compat!r}")
     if req.judge_scoring is not None and req.judge_scoring not in SCORING_MODES:
@@ -236,15 +313,12 @@ def _shard(req: EvaluateRequest) -> tuple[int, int] | None:
         raise EvaluateError(str(exc)) from None
 
 
-def _sources(req: EvaluateRequest, runs_dir: Path, console: Any) -> tuple[EvaluateRequest, list[Any], str | None, bool]:
+def _sources(
+    req: EvaluateRequest, runs_dir: Path, console: Any
+) -> tuple[EvaluateRequest, list[InputSource], str | None, bool]:
     """The inputs to score (a sweep directory expanded into its cells; --baseline added first when not among
     them) -> (the request, with --out the sweep directory for one sweep; the sources; the baseline's name or None;
     whether the paper's Tables 1 and 2 are made)."""
-    from wikihowagent.console import print_labeled
-
-    from .inputs import resolve_inputs
-    from .tables import expand_sweep_dirs
-
     paths, from_sweep = expand_sweep_dirs(
         list(req.runs), lambda m: console.print(f"warning: {m}", highlight=False, markup=False)
     )
@@ -280,10 +354,8 @@ def _check_panel(panel: list[str], shard: tuple[int, int] | None, judge_on: bool
         )
 
 
-def _shard_states(sources: list[Any]) -> dict[str, Any]:
+def _shard_states(sources: list[InputSource]) -> dict[str, Any]:
     """What each shard is scored against, read before scoring (merge compares it)."""
-    from wikihowagent.shards import input_state
-
     try:
         return {s.name: input_state(s.records_path, s.kind != "paper-json") for s in sources}
     except OSError as exc:
@@ -294,10 +366,6 @@ def _shard_summary(
     results: list[Any], shard: tuple[int, int], opts: Any, specs: dict[str, Any], states: dict[str, Any]
 ) -> EvaluationSummary:
     """Each shard's shard.json (what it was scored against); no summary: that needs every shard."""
-    from wikihowagent.runs import SCORE_SHARDS_DIR
-
-    from .shards import scores_fingerprint, write_shard_info
-
     for src, p in results:
         write_shard_info(
             p,
@@ -316,9 +384,7 @@ def _load_calibration(req: EvaluateRequest) -> Any:
     """--calibration FILE, checked before any work (EvaluateError, one line); None without it."""
     if req.calibration is None:
         return None
-    from .calibrated import load
-
-    return load(req.calibration)
+    return calibrated.load(req.calibration)
 
 
 def _check_calibration_judge(calibration: Any, req: EvaluateRequest, specs: dict, rubrics_hash: str) -> None:
@@ -343,15 +409,12 @@ def _check_calibration_judge(calibration: Any, req: EvaluateRequest, specs: dict
 def _run_scores(results, calibration: Any, req: EvaluateRequest) -> list:
     """Each scored input's rows of the score table, with the calibrated columns when --calibration is given
     (EvaluateError if its scores come from another judge or rubric file)."""
-    from .calibrated import add_calibrated, check
-    from .summary import load_run_scores
-
     out = []
     for src, p in results:
         rs = load_run_scores(src.name, src.label, p, n_failed=src.n_failed, n_invalid=src.n_invalid)
         if calibration is not None and req.calibration is not None:  # loaded from req.calibration
-            check(calibration, req.calibration, rs.table, f"{p}")
-            rs.table = add_calibrated(rs.table, calibration)
+            calibrated.check(calibration, req.calibration, rs.table, f"{p}")
+            rs.table = calibrated.add_calibrated(rs.table, calibration)
         out.append(rs)
     return out
 
@@ -359,11 +422,6 @@ def _run_scores(results, calibration: Any, req: EvaluateRequest) -> list:
 def _paper_tables(
     result: EvaluationSummary, results, rubric_names, req: EvaluateRequest, runs_dir: Path, calibration: Any = None
 ) -> None:
-    from wikihowagent.runs import SUMMARY_DIR
-
-    from .summary import write_summary
-    from .tables import paper_tables
-
     run_scores = _run_scores(results, calibration, req)
     setups = {src.name: (src.teacher, src.learner or src.teacher) for src, _ in results}
     out_dir = (
@@ -376,12 +434,10 @@ def _paper_tables(
         result.written += write_summary(summary, out_dir / stem)
 
 
-def _lock_scores_files(locks: contextlib.ExitStack, sources, opts, runs_dir) -> None:
+def _lock_scores_files(
+    locks: contextlib.ExitStack, sources: list[InputSource], opts: EvalOptions, runs_dir: Path
+) -> None:
     """Lock every scores file this invocation writes; EvaluateError if another evaluate holds one."""
-    from wikihowagent.runs import RunError, dir_lock
-
-    from .runner import scores_path
-
     for src in sources:
         out_path = scores_path(src, opts, runs_dir)
         try:
@@ -400,106 +456,26 @@ def _lock_scores_files(locks: contextlib.ExitStack, sources, opts, runs_dir) -> 
             ) from None
 
 
-def _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed: list[str], empty: list[str]):
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    from wikihowagent.runs import DiskFullError, RunError
-
-    from .inputs import InputError
-    from .judge import JudgeBackendError
-    from .metrics import MetricError
-    from .runner import count_input_records, scores_path
-
+def _score_all(
+    console: Any,
+    ev: Evaluation,
+    plan: EvaluationPlan,
+    specs: dict[str, str | None],
+    all_failed: list[str],
+    empty: list[str],
+) -> list[tuple[InputSource, Path]]:
+    """Each input scored by `ev` into its scores file (`_score_one`) and said (`_report`) -> (input, scores
+    file) per input; the inputs whose judge failed on every rubric go to `all_failed`, those with nothing
+    scorable to `empty`."""
     results = []
-    for src in sources:
-        out_path = scores_path(src, opts, runs_dir)
-        what = f"{src.name}" + (f" (judge: {specs[src.name]})" if specs[src.name] else "")
-        try:
-            total = count_input_records(src)
-        except OSError as exc:
-            raise EvaluateError(f"{src.path}: {exc.strerror}") from None
-        with Progress(
-            TextColumn("{task.description}", markup=False, style="bold"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            console=console,
-            transient=False,
-        ) as prog:
-            task = prog.add_task(f"scoring {what}", total=total)
-            try:
-                stats = ev.run_source(src, out_path, progress=lambda n, task=task: prog.advance(task, n))
-            except (EvaluateError, MetricError, JudgeBackendError, InputError, RunError) as exc:
-                prog.stop()
-                if isinstance(exc, DiskFullError):  # its message says what to do
-                    raise EvaluateError(str(exc)) from None
-                raise EvaluateError(f"{exc} (scores so far are in {out_path}; rerun to resume)") from None
-        console.print(
-            f"{src.name}: {stats.scored} scored, {stats.already} already scored, {stats.failed} failed "
-            f"conversations skipped, {stats.invalid} unreadable records -> {out_path}",
-            highlight=False,
-        )
-        rejudged = [
-            (stats.rejudged_evaluator, "the evaluator changed"),
-            (stats.rejudged_rubrics, "the rubric file changed"),
-            (stats.rejudged_scoring, "the --judge-scoring mode changed"),
-            (stats.rejudged_prompt, "the --judge-prompt variant changed"),
-        ]
-        for n, why in rejudged:
-            if n:
-                console.print(
-                    f"{src.name}: {n} conversation{'s' if n != 1 else ''} re-judged because {why} "
-                    f"(now {specs[src.name]})",
-                    highlight=False,
-                )
-        if stats.reweighted:
-            console.print(
-                f"{src.name}: {stats.reweighted} conversation{'s' if stats.reweighted != 1 else ''}' "
-                "checklist scores weighed again from their stored items (other item weights; no model "
-                "call)",
-                highlight=False,
-            )
-        if stats.judged:  # failed calls, parse failures and low digit mass: counted, never scored
-            kinds = ", ".join(f"{n} {k}" for k, n in sorted(stats.failure_kinds.items()))
-            prompt = ev.prompt_name(specs[src.name])
-            label = ev.scoring_label(specs[src.name]) + (f", prompt {prompt}" if prompt else "")
-            console.print(
-                f"{src.name}: judge ({label}): {stats.judged - stats.judge_failures} "
-                f"of {stats.judged} rubric scores read, {stats.judge_failures} failed"
-                + (f" ({kinds})" if kinds else "")
-                + (f"; {stats.retried} conversations' failed rubrics judged again" if stats.retried else ""),
-                highlight=False,
-                markup=False,
-            )
-            if stats.judge_failures == stats.judged:
-                all_failed.append(src.name)
-            for note in stats.failure_notes:  # the first few; every one is in the scores file
-                console.print(f"  judge failure: {note}", highlight=False, markup=False)
-            if stats.judge_failures > len(stats.failure_notes):
-                console.print(
-                    f"  ... {stats.judge_failures - len(stats.failure_notes)} more in {out_path} (judge.notes)",
-                    highlight=False,
-                    markup=False,
-                )
-        if stats.posttests:
-            console.print(
-                f"{src.name}: post-tests taken ({opts.posttest_learner}): {stats.posttests}, "
-                f"{stats.posttest_failures} without a step list",
-                highlight=False,
-                markup=False,
-            )
-        for note in stats.notes:
-            console.print(f"  note: {note}", highlight=False)
+    for src in plan.sources:
+        out_path = scores_path(src, ev.opts, plan.runs_dir)
+        stats = _score_one(console, ev, src, out_path, specs[src.name])
+        _report(console, ev, src, stats, specs[src.name], out_path)
+        if stats.judged and stats.judge_failures == stats.judged:
+            all_failed.append(src.name)
         if src.n_records == 0 and src.n_invalid == 0:
-            warn(f"{src.path}: no conversations")
+            plan.warn(f"{src.path}: no conversations")
         if stats.scored + stats.already == 0:
             empty.append(
                 f"{src.path}: no scorable conversation ({src.n_invalid} unreadable records, "
@@ -509,13 +485,93 @@ def _score_all(console, ev, sources, specs, opts, runs_dir, warn, all_failed: li
     return results
 
 
+def _score_one(console: Any, ev: Evaluation, src: InputSource, out_path: Path, spec: str | None) -> SourceStats:
+    """One input scored under a progress bar; a judge, metric, input or run-file error as EvaluateError saying
+    that the scores so far are kept (a full disk's message as it is: it says what to do)."""
+    what = f"{src.name}" + (f" (judge: {spec})" if spec else "")
+    try:
+        total = count_input_records(src)
+    except OSError as exc:
+        raise EvaluateError(f"{src.path}: {exc.strerror}") from None
+    try:
+        with progress_bar(console, total, f"scoring {what}") as advance:
+            return ev.run_source(src, out_path, progress=advance)
+    except (EvaluateError, MetricError, JudgeBackendError, InputError, RunError) as exc:
+        if isinstance(exc, DiskFullError):  # its message says what to do
+            raise EvaluateError(str(exc)) from None
+        raise EvaluateError(f"{exc} (scores so far are in {out_path}; rerun to resume)") from None
+
+
+def _report(
+    console: Any, ev: Evaluation, src: InputSource, stats: SourceStats, spec: str | None, out_path: Path
+) -> None:
+    """An input's lines: what was scored, what was judged again and why, the judge's reading and its first
+    failures, the post-tests taken, the notes."""
+    console.print(
+        f"{src.name}: {stats.scored} scored, {stats.already} already scored, {stats.failed} failed "
+        f"conversations skipped, {stats.invalid} unreadable records -> {out_path}",
+        highlight=False,
+    )
+    rejudged = [
+        (stats.rejudged_evaluator, "the evaluator changed"),
+        (stats.rejudged_rubrics, "the rubric file changed"),
+        (stats.rejudged_scoring, "the --judge-scoring mode changed"),
+        (stats.rejudged_prompt, "the --judge-prompt variant changed"),
+    ]
+    for n, why in rejudged:
+        if n:
+            console.print(
+                f"{src.name}: {n} conversation{'s' if n != 1 else ''} re-judged because {why} (now {spec})",
+                highlight=False,
+            )
+    if stats.reweighted:
+        console.print(
+            f"{src.name}: {stats.reweighted} conversation{'s' if stats.reweighted != 1 else ''}' "
+            "checklist scores weighed again from their stored items (other item weights; no model "
+            "call)",
+            highlight=False,
+        )
+    if stats.judged:  # failed calls, parse failures and low digit mass: counted, never scored
+        _report_judge(console, ev, src, stats, spec, out_path)
+    if stats.posttests:
+        console.print(
+            f"{src.name}: post-tests taken ({ev.opts.posttest_learner}): {stats.posttests}, "
+            f"{stats.posttest_failures} without a step list",
+            highlight=False,
+            markup=False,
+        )
+    for note in stats.notes:
+        console.print(f"  note: {note}", highlight=False)
+
+
+def _report_judge(
+    console: Any, ev: Evaluation, src: InputSource, stats: SourceStats, spec: str | None, out_path: Path
+) -> None:
+    """The judge's line of an input: rubric scores read and failed (by kind), and its first failures."""
+    kinds = ", ".join(f"{n} {k}" for k, n in sorted(stats.failure_kinds.items()))
+    prompt = ev.prompt_name(spec)
+    label = ev.scoring_label(spec) + (f", prompt {prompt}" if prompt else "")
+    console.print(
+        f"{src.name}: judge ({label}): {stats.judged - stats.judge_failures} "
+        f"of {stats.judged} rubric scores read, {stats.judge_failures} failed"
+        + (f" ({kinds})" if kinds else "")
+        + (f"; {stats.retried} conversations' failed rubrics judged again" if stats.retried else ""),
+        highlight=False,
+        markup=False,
+    )
+    for note in stats.failure_notes:  # the first few; every one is in the scores file
+        console.print(f"  judge failure: {note}", highlight=False, markup=False)
+    if stats.judge_failures > len(stats.failure_notes):
+        console.print(
+            f"  ... {stats.judge_failures - len(stats.failure_notes)} more in {out_path} (judge.notes)",
+            highlight=False,
+            markup=False,
+        )
+
+
 def _summarize(
     results, rubric_names, base_name, req: EvaluateRequest, runs_dir: Path, calibration: Any = None
 ) -> EvaluationSummary:
-    from wikihowagent.runs import SUMMARY_DIR
-
-    from .summary import by_domain, summarize, write_calibrated, write_figures, write_summary
-
     run_scores = _run_scores(results, calibration, req)
     summary = summarize(run_scores, rubric_names, baseline=base_name, stats=req.table_stats)
     if req.out is not None:

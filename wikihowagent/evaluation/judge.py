@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from wikihowagent.config import resource_path
 from wikihowagent.errors import WikihowagentError, kind_of
 from wikihowagent.records import Conversation, turn_line
 
@@ -87,8 +88,6 @@ class Rubric:
 
 
 def default_rubrics_path() -> Path:
-    from wikihowagent.config import resource_path
-
     return resource_path("data", "rubrics.json")
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.config import resource_path
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, turn_line
 
@@ -57,8 +58,6 @@ class JudgePrompt:
 
 
 def default_prompts_path() -> Path:
-    from wikihowagent.config import resource_path
-
     return resource_path("data", "judge_prompts.json")
 
 

@@ -19,6 +19,7 @@ import re
 from pathlib import Path
 
 from wikihowagent.records import JudgeProvenance, ScoreRecord
+from wikihowagent.runs import JUDGES_DIR, read_scores, rewrite_records
 
 PANEL_PREFIX = "panel:"
 
@@ -35,8 +36,6 @@ def judge_slug(spec: str) -> str:
 
 def judge_scores_path(main: Path, spec: str) -> Path:
     """Where a panel judge's scores of the run whose scores file is `main` go."""
-    from wikihowagent.runs import JUDGES_DIR
-
     return Path(main).parent / JUDGES_DIR / judge_slug(spec) / Path(main).name
 
 
@@ -93,8 +92,6 @@ def panel_record(
 def combine(main: Path, specs: list[str], rubric_names: list[str], rubrics_hash: str) -> int:
     """Rewrite the run's scores file `main` with the panel means of the judges' files (atomically); a
     conversation only the judges scored gets a line too. Returns the number of conversations written."""
-    from wikihowagent.runs import read_scores, rewrite_records
-
     base = read_scores(main)
     per = {s: read_scores(judge_scores_path(main, s)) for s in specs}
     order = list(base) + [c for s in specs for c in per[s] if c not in base]

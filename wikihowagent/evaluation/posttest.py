@@ -31,6 +31,7 @@ from typing import Any, TypeGuard
 
 from wikihowagent.lexicon import noun_lemma, thing_lemma
 from wikihowagent.records import Conversation, TestAnswer
+from wikihowagent.workflow.likelihood import likelihood_gain
 
 STEP_RECALL = "Step Recall"
 ORDER = "Order"
@@ -132,8 +133,6 @@ def detail_recall(tutorial_steps: Sequence[str], answer_steps: Sequence[str], wn
 
 def likelihood_gain_of(conv: Conversation) -> float | None:
     """Likelihood Gain of the conversation's likelihood post-test (None: not taken, or not read)."""
-    from wikihowagent.workflow.likelihood import likelihood_gain
-
     test = conv.posttest.likelihood if conv.posttest is not None else None
     if test is None or test.error is not None:
         return None

@@ -11,24 +11,36 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wikihowagent.errors import WikihowagentError
+from wikihowagent.backends import local_slots
 from wikihowagent.records import Conversation, JudgeProvenance, Mode, ScoreRecord
-from wikihowagent.runs import RESCORED_DIR, SCORES, SCORES_PAPER
-from wikihowagent.workflow.posttest import CALL_FAILED
+from wikihowagent.runs import (
+    POSTTESTS,
+    RESCORED_DIR,
+    SCORES,
+    SCORES_PAPER,
+    JsonlAppender,
+    read_posttests,
+    read_scores,
+)
+from wikihowagent.workflow.posttest import CALL_FAILED, PostTester, post_tester
+from wikihowagent.workflow.posttest import get_prompt as test_prompt
 
+from .checklist import ChecklistError, checklist_for, rubric_score
 from .inputs import InputSource
-from .judge_prompts import SHORTENED_NOTE, recorded_prompt
+from .judge import rubrics_sha256
+from .judge_prompts import SHORTENED_NOTE, PromptError, recorded_prompt
+from .judge_prompts import get_prompt as judge_prompt
 from .metrics import COMPUTATIONAL_NAMES, POSTTEST_METRICS, STEP_RECALL, Scorers, computational_metrics
+from .panel import judge_scores_path
 from .posttest import LEGACY_MATCHING, MATCHING
-
-
-class EvaluateError(WikihowagentError, RuntimeError):
-    """A problem that stops `evaluate`; one line."""
+from .scoring import ScoringError, make_scorer, resolve_mode
+from .session import EvaluateError, JudgeLoop
+from .shards import shard_filter, shard_scores_path
 
 
 @dataclass
@@ -90,12 +102,8 @@ def scores_path(src: InputSource, opts: EvalOptions, runs_dir: Path) -> Path:
     else:
         path = Path(runs_dir) / RESCORED_DIR / src.name / fname
     if opts.shard is not None:
-        from .shards import shard_scores_path
-
         path = shard_scores_path(path, opts.shard)
     if opts.panel_judge and opts.evaluator:
-        from .panel import judge_scores_path
-
         path = judge_scores_path(path, opts.evaluator)
     return path
 
@@ -162,31 +170,61 @@ async def gather_cancelling(coros: Iterable[Any]) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def cancel_leftover_tasks(loop: asyncio.AbstractEventLoop, rounds: int = 5) -> None:
-    """Cancel and await every unfinished task of `loop` (not running). Cancellation handlers may start new
-    tasks (LangChain schedules its error callbacks), hence a few bounded rounds."""
-    for _ in range(rounds):
-        tasks = [t for t in asyncio.all_tasks(loop) if not t.done()]
-        if not tasks:
-            return
-        for t in tasks:
-            t.cancel()
-        loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
-
-
 def judge_concurrency(opts: EvalOptions, llm: Any) -> int:
     """Conversations judged at once: --concurrency if given; for the embedded judge, its server's slots (one
     conversation per slot: two conversations on one slot interleave their rubric calls, and each call then
     re-reads its whole prefix instead of reusing the prompt cache); else the config's concurrency."""
     if opts.concurrency is not None:
         return opts.concurrency
-    from wikihowagent.backends import local_slots
-
     return local_slots(llm) or opts.default_concurrency
 
 
+class JudgeCalls:
+    """The judge calls of one input in flight (tasks, across chunks), and the conversations reported to the
+    progress bar so far."""
+
+    def __init__(self, progress: Callable[[int], None] | None):
+        self.pending: set[asyncio.Task[None]] = set()
+        self.reported = 0
+        self.progress = progress
+
+    def in_flight(self) -> int:
+        return sum(not t.done() for t in self.pending)
+
+    def advance(self, n: int) -> None:
+        self.reported += n
+        if self.progress and n:
+            self.progress(n)
+
+    def start(self, call: Coroutine[Any, Any, None]) -> None:
+        self.pending.add(asyncio.ensure_future(call))
+
+    async def settle(self, limit: int) -> None:
+        """Wait until at most `limit` judge calls are in flight; the first failure (e.g. the evaluator is
+        unreachable) is raised here."""
+        while self.pending:
+            done = {t for t in self.pending if t.done()}
+            if not done and len(self.pending) <= limit:
+                return
+            if not done:
+                done, _ = await asyncio.wait(self.pending, return_when=asyncio.FIRST_COMPLETED)
+            self.pending.difference_update(done)
+            errors = [e for t in done if not t.cancelled() and (e := t.exception()) is not None]
+            if errors:
+                raise errors[0]
+
+    async def cancel(self) -> None:
+        """Cancel and await the calls still in flight (after the last chunk, a failure or Ctrl-C)."""
+        for t in self.pending:
+            t.cancel()
+        if self.pending:
+            await asyncio.gather(*self.pending, return_exceptions=True)
+
+
 class Evaluation:
-    """Holds what is loaded once per process: the scorers and one judge per evaluator spec."""
+    """Holds what is loaded once per process: the scorers and one judge per evaluator spec. Its judge calls run
+    on `loop`, the command's judge session (`session.JudgeLoop`, closed by the command); without one, on a
+    JudgeLoop of its own, made on first use and shut down by `close()`."""
 
     def __init__(
         self,
@@ -197,6 +235,7 @@ class Evaluation:
         make_llm: Callable[[str], Any] | None,
         warn: Callable[[str], None],
         make_learner: Callable[[str], Any] | None = None,
+        loop: JudgeLoop | None = None,
     ):
         self.opts = opts
         self.make_learner = make_learner  # spec -> chat model, for --posttest-learner
@@ -207,13 +246,10 @@ class Evaluation:
         self.make_llm = make_llm
         self.warn = warn
         self.scorers = Scorers(opts.mode, comp, batch_size=opts.batch_size) if comp else None
-        self.rubrics_hash = ""
-        if rubrics is not None:
-            from .judge import rubrics_sha256
-
-            self.rubrics_hash = rubrics_sha256(rubrics)
+        self.rubrics_hash = rubrics_sha256(rubrics) if rubrics is not None else ""
         self._judges: dict[str, Any] = {}
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self.loop = loop
+        self._own_loop = loop is None
 
     def evaluator_spec(self, src: InputSource) -> str | None:
         if not self.rubric_names:
@@ -226,19 +262,14 @@ class Evaluation:
     def judge_for(self, spec: str) -> Any:
         """The scorer of `spec` in the chosen --judge-scoring mode (built once; EvaluateError if the mode
         cannot work with that backend)."""
-        from .judge_prompts import PromptError, get_prompt
-        from .scoring import ScoringError, make_scorer, resolve_mode
-
         if spec not in self._judges:
             assert self.make_llm is not None and self.rubrics is not None
             llm = self.make_llm(spec)
-            from .checklist import ChecklistError, checklist_for
-
             try:
                 mode = resolve_mode(self.opts.scoring, llm, self.opts.mode)
                 prompt = None
                 if mode not in ("json", "checklist"):
-                    prompt = get_prompt(self.opts.prompt)
+                    prompt = judge_prompt(self.opts.prompt)
                 elif self.opts.prompt is not None:
                     raise ScoringError(f"--judge-prompt applies to --judge-scoring weighted or sampled, not {mode}")
                 checklist, weights = (
@@ -282,25 +313,17 @@ class Evaluation:
     def run_source(
         self, src: InputSource, out_path: Path, progress: Callable[[int], None] | None = None
     ) -> SourceStats:
-        # One event loop for the whole process: async HTTP clients of a cached judge model are bound to
-        # the loop they were first used on (a fresh asyncio.run per run would find it closed).
-        if self._loop is None or self._loop.is_closed():
-            self._loop = asyncio.new_event_loop()
-        return self._loop.run_until_complete(self._run_source(src, out_path, progress))
+        # One event loop for every input: async HTTP clients of a cached judge model are bound to the loop
+        # they were first used on (a fresh asyncio.run per input would find it closed).
+        if self.loop is None or (self._own_loop and self.loop.loop.is_closed()):
+            self.loop = JudgeLoop()
+        return self.loop.run(self._run_source(src, out_path, progress))
 
     def close(self) -> None:
-        """Shut the event loop down cleanly, also after a failure: tasks still running (a judge call's inner
-        tasks, LangChain's error callbacks) are cancelled and awaited first, so nothing is left to complain
-        at exit ("Task was destroyed but it is pending", "no running event loop")."""
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            return
-        try:
-            cancel_leftover_tasks(loop)
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.run_until_complete(loop.shutdown_default_executor())  # the metrics' worker thread
-        finally:
-            loop.close()
+        """Shut its own event loop down (`JudgeLoop.close`: the tasks still running cancelled and awaited, the
+        metrics' worker thread stopped), also after a failure; a loop the caller gave is the caller's to close."""
+        if self._own_loop and self.loop is not None:
+            self.loop.close()
 
     def _stale_rubrics(self, old: ScoreRecord | None, spec: str | None) -> str | None:
         """Why the rubric scores of an earlier line cannot be reused ("evaluator" / "rubrics"), else None."""
@@ -331,8 +354,6 @@ class Evaluation:
         """`old` (checklist scores of this judge and checklist, other item weights) with every rubric score
         computed again from its stored items under this judge's weights: no model call. None when the stored
         items cannot give every rubric asked (then the conversation is judged again)."""
-        from .checklist import rubric_score
-
         judge = self._judges.get(spec or "")
         prov = old.judge
         if judge is None or prov is None or prov.checklist != judge.checklist.ident or not prov.items:
@@ -373,14 +394,11 @@ class Evaluation:
         """-> (async fn(conversations), own). The function gives each conversation whose record has no
         post-test by this learner in this wording one: the one stored in `directory/posttests.jsonl` by an
         earlier pass, else a new one (appended there at once). `own` maps the conversations it gave one to the
-        `PostTest.source` of the record's own post-test ("" = none): what older score lines were computed from."""
-        from wikihowagent.runs import POSTTESTS, JsonlAppender, PretestCache, read_posttests
-        from wikihowagent.workflow.posttest import PostTester, get_prompt
-
+        `PostTest.source` of the record's own post-test ("" = none): what older score lines were computed from.
+        The learner's model is made when the first post-test is due."""
         stored = read_posttests(directory / POSTTESTS)
         spec = self.opts.posttest_learner or ""
-        prompt = get_prompt(self.opts.posttest_prompt)
-        pretests = files.enter_context(PretestCache(directory))
+        prompt = test_prompt(self.opts.posttest_prompt)
         sink = files.enter_context(JsonlAppender(directory / POSTTESTS))
         tester: PostTester | None = None
         own: dict[str, str] = {}
@@ -405,7 +423,7 @@ class Evaluation:
             if not todo:
                 return
             if tester is None:
-                tester = PostTester(self.learner(), spec, pretests, prompt)
+                tester = files.enter_context(post_tester(self.learner(), spec, directory, prompt))
 
             async def one(c: Conversation) -> None:
                 c.posttest = await tester.run(c.tutorial_key, c.title, c.tutorial_title, c.turns, len(c.steps))
@@ -426,108 +444,108 @@ class Evaluation:
         add_posttests: Callable[..., Any] | None,
         own_posttests: dict[str, str],
     ) -> SourceStats:
-        from wikihowagent.runs import JsonlAppender, read_scores
-
+        """Score `src` chunk by chunk into `out_path`: each chunk's post-tests (when asked), what each of its
+        conversations still needs (`_plan`), its metrics in one batch and its judge calls started
+        (`_score_chunk`); judge calls run on across chunks (`JudgeCalls`)."""
         existing = read_scores(out_path, on_error=self.warn)
-        comp_names = set(self.comp)
-        rubric_names = set(self.rubric_names)
         spec = self.evaluator_spec(src)
         judge = None
-        from .shards import shard_filter
-
         stream = shard_filter(src.conversations(on_error=self.warn), self.opts.shard, self.opts.chunk)
-        reported = 0
-        pending: set[asyncio.Task[None]] = set()  # judge tasks in flight, across chunks
-        loop = asyncio.get_running_loop()
-
-        def in_flight() -> int:
-            return sum(not t.done() for t in pending)
-
-        def advance(n: int) -> None:
-            nonlocal reported
-            reported += n
-            if progress and n:
-                progress(n)
-
-        async def settle(limit: int) -> None:
-            """Wait until at most `limit` judge tasks are in flight; the first failure (e.g. the evaluator is
-            unreachable) is raised here."""
-            while pending:
-                done = {t for t in pending if t.done()}
-                if not done and len(pending) <= limit:
-                    return
-                if not done:
-                    done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                pending.difference_update(done)
-                errors = [e for t in done if not t.cancelled() and (e := t.exception()) is not None]
-                if errors:
-                    raise errors[0]
-
+        calls = JudgeCalls(progress)
         with JsonlAppender(out_path) as sink:
-
-            async def judged(rec: ScoreRecord, conv: Conversation, j: Any, names: list[str] | None) -> None:
-                jr = await j.judge(conv, names)
-                rec.metrics.update(jr.scores)
-                rec.judge = self._provenance(rec.judge or JudgeProvenance(), jr, spec or "", j)
-                sink.append(rec)  # as soon as this conversation is judged (resume keeps every finished one)
-                _count_judged(stats, conv, jr)
-                advance(1)
-
             try:
                 for chunk in _chunks(stream, self.opts.chunk):
                     if add_posttests is not None:
                         await add_posttests(chunk)
                     todo, judge = self._plan(chunk, existing, spec, own_posttests, sink, stats, judge)
                     # At most one chunk's judge calls wait while the next chunk's metrics are computed.
-                    await settle(self.opts.chunk)
+                    await calls.settle(self.opts.chunk)
                     if not todo:
-                        advance(src.n_seen - reported - in_flight())
+                        calls.advance(src.n_seen - calls.reported - calls.in_flight())
                         continue
-                    convs = [c for c, _, _, _ in todo]
-                    # Only what is missing is computed (e.g. a judge pass after a --no-judge pass reuses the metrics).
-                    need_comp = [i for i, (_, _, _, have) in enumerate(todo) if not comp_names <= have]
-                    comp: list[Any] = [None] * len(convs)
-                    if self.scorers and need_comp:
-                        batch = [convs[i] for i in need_comp]
-                        if pending:  # judge calls are in flight: keep the event loop serving them meanwhile
-                            scored = await loop.run_in_executor(None, self.scorers.score, batch)
-                        else:
-                            scored = self.scorers.score(batch)
-                        for i, cs in zip(need_comp, scored, strict=True):
-                            comp[i] = cs
-                    records = [
-                        self._record(src, c, old, cs, stale) for (c, old, stale, _), cs in zip(todo, comp, strict=True)
-                    ]
-                    need_judge = [
-                        i
-                        for i, (_, _, stale, have) in enumerate(todo)
-                        if rubric_names and (stale or not rubric_names <= have)
-                    ]
-                    _count_rejudged(stats, todo, rubric_names)
-                    to_judge = set(need_judge)
-                    for i in range(len(todo)):
-                        if i not in to_judge:
-                            sink.append(records[i])
-                            stats.scored += 1
-                    if need_judge and judge is None:
-                        judge = self.judge_for(spec)  # type: ignore[arg-type]  # need_judge is empty when spec is None (no rubrics)
-                    for i in need_judge:
-                        _, _, stale, have = todo[i]
-                        names = None if stale else [n for n in self.rubric_names if n not in have]
-                        pending.add(asyncio.ensure_future(judged(records[i], convs[i], judge, names)))
-                    advance(src.n_seen - reported - in_flight())
+                    judge = await self._score_chunk(src, todo, spec, judge, sink, stats, calls)
+                    calls.advance(src.n_seen - calls.reported - calls.in_flight())
                     await asyncio.sleep(0)  # let the new judge tasks start their calls
-                await settle(0)
+                await calls.settle(0)
             finally:
-                for t in pending:
-                    t.cancel()
-                if pending:
-                    await asyncio.gather(*pending, return_exceptions=True)
+                await calls.cancel()
             if judge is not None and judge.fallback_note and judge.fallback_note not in stats.notes:
                 stats.notes.append(judge.fallback_note)
-            advance(src.n_seen - reported)
+            calls.advance(src.n_seen - calls.reported)
         stats.failed, stats.invalid = src.n_failed, src.n_invalid
         return stats
+
+    async def _score_chunk(
+        self,
+        src: InputSource,
+        todo: list[tuple[Conversation, ScoreRecord | None, str | None, set[str]]],
+        spec: str | None,
+        judge: Any,
+        sink: JsonlAppender,
+        stats: SourceStats,
+        calls: JudgeCalls,
+    ) -> Any:
+        """The conversations of `todo` (`_plan`'s) scored: the metrics they lack computed in one batch, the lines
+        that need no judge written, a judge call started for each of the others (its line is written when it
+        returns) -> the judge (made here when first needed)."""
+        convs = [c for c, _, _, _ in todo]
+        comp = await self._computed(todo, calls)
+        records = [self._record(src, c, old, cs, stale) for (c, old, stale, _), cs in zip(todo, comp, strict=True)]
+        rubric_names = set(self.rubric_names)
+        need_judge = [
+            i for i, (_, _, stale, have) in enumerate(todo) if rubric_names and (stale or not rubric_names <= have)
+        ]
+        _count_rejudged(stats, todo, rubric_names)
+        to_judge = set(need_judge)
+        for i in range(len(todo)):
+            if i not in to_judge:
+                sink.append(records[i])
+                stats.scored += 1
+        if need_judge and judge is None:
+            judge = self.judge_for(spec)  # type: ignore[arg-type]  # need_judge is empty when spec is None (no rubrics)
+        for i in need_judge:
+            _, _, stale, have = todo[i]
+            names = None if stale else [n for n in self.rubric_names if n not in have]
+            calls.start(self._judged(records[i], convs[i], judge, names, spec, sink, stats, calls))
+        return judge
+
+    async def _computed(
+        self, todo: list[tuple[Conversation, ScoreRecord | None, str | None, set[str]]], calls: JudgeCalls
+    ) -> list[Any]:
+        """The computational metrics of the conversations of `todo` that lack some (None for the others: e.g. a
+        judge pass after a --no-judge pass reuses the metrics), computed in one batch."""
+        comp_names = set(self.comp)
+        need_comp = [i for i, (_, _, _, have) in enumerate(todo) if not comp_names <= have]
+        comp: list[Any] = [None] * len(todo)
+        if self.scorers and need_comp:
+            batch = [todo[i][0] for i in need_comp]
+            if calls.pending:  # judge calls are in flight: keep the event loop serving them meanwhile
+                scored = await asyncio.get_running_loop().run_in_executor(None, self.scorers.score, batch)
+            else:
+                scored = self.scorers.score(batch)
+            for i, cs in zip(need_comp, scored, strict=True):
+                comp[i] = cs
+        return comp
+
+    async def _judged(
+        self,
+        rec: ScoreRecord,
+        conv: Conversation,
+        judge: Any,
+        names: list[str] | None,
+        spec: str | None,
+        sink: JsonlAppender,
+        stats: SourceStats,
+        calls: JudgeCalls,
+    ) -> None:
+        """`conv` judged on the rubrics `names` (None: all), its line written as soon as it is (a resume keeps
+        every finished one)."""
+        jr = await judge.judge(conv, names)
+        rec.metrics.update(jr.scores)
+        rec.judge = self._provenance(rec.judge or JudgeProvenance(), jr, spec or "", judge)
+        sink.append(rec)
+        _count_judged(stats, conv, jr)
+        calls.advance(1)
 
     def _plan(
         self,

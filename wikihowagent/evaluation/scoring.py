@@ -40,8 +40,9 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from wikihowagent.errors import Note, WikihowagentError, kind_of
-from wikihowagent.records import Conversation, turn_line
+from wikihowagent.records import ChecklistItemScore, Conversation, turn_line
 
+from .checklist import ANSWER_TOKENS, conversation_items, load_checklist, p_good, read_answer, rubric_score
 from .judge import (
     LOW_MASS,
     ROLE_TEXT,
@@ -54,6 +55,7 @@ from .judge import (
     _one_line,
     failure_kind,
     prompt_groups,
+    tutorial_block,
 )
 from .judge_prompts import DEFAULT_PROMPT, LEGACY_PROMPT, JudgePrompt, load_prompts, render, shorten, shows_tutorial
 
@@ -529,8 +531,6 @@ class ChecklistScorer:
         checklist: Any = None,
         weights: Any = None,
     ):
-        from .checklist import load_checklist
-
         if rationale:
             raise ScoringError("--judge-rationale applies to --judge-scoring weighted or sampled, not checklist")
         if prompt is not None:
@@ -566,8 +566,6 @@ class ChecklistScorer:
 
     def messages(self, conv: Conversation, question: str, tutorial: bool, retry: bool = False) -> list[tuple[str, str]]:
         """The conversation first (shared by every item), the tutorial where the item needs it, the item last."""
-        from .judge import tutorial_block
-
         cl = self.checklist
         convo = "Conversation:\n" + "\n".join(turn_line(m.role, m.text) for m in conv.messages)
         parts = [cl.intro, convo]
@@ -579,10 +577,6 @@ class ChecklistScorer:
         return ([("system", cl.system)] if cl.system else []) + [("human", user)]
 
     async def ask(self, conv: Conversation, item: Any, variant: int, res: JudgeResult) -> Any:
-        from wikihowagent.records import ChecklistItemScore
-
-        from .checklist import ANSWER_TOKENS, p_good, read_answer
-
         bind: dict[str, Any] = {"max_tokens": ANSWER_TOKENS, **cache_kwargs(self.llm)}
         if self.logprobs:
             bind.update(logprobs=True, top_logprobs=TOP_LOGPROBS)
@@ -634,8 +628,6 @@ class ChecklistScorer:
         ), raws
 
     async def judge(self, conv: Conversation, names: list[str] | None = None, variant: int = 0) -> JudgeResult:
-        from .checklist import conversation_items, rubric_score
-
         res = JudgeResult(checklist=self.checklist.ident, checklist_weights=self.weights_name)
         order = [n for n in self.names if names is None or n in names]
         items, note = conversation_items(self.checklist, list(conv.steps), order)
@@ -649,8 +641,6 @@ class ChecklistScorer:
                 try:
                     got, raws = await self.ask(conv, it, variant, res)
                 except JudgeRequestError as exc:
-                    from wikihowagent.records import ChecklistItemScore
-
                     got, raws = (
                         ChecklistItemScore(
                             id=it.id,

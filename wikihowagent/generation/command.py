@@ -8,13 +8,25 @@ from typing import Annotated
 
 import typer
 
-from wikihowagent.console import CLUSTER, CONVERSATION, INPUTS, MODELS, OUTPUT, POSTTEST, SELECTION
+from wikihowagent.console import (
+    CLUSTER,
+    CONVERSATION,
+    INPUTS,
+    MODELS,
+    OUTPUT,
+    POSTTEST,
+    SELECTION,
+    make_console,
+    print_error,
+    print_labeled,
+)
 from wikihowagent.corpus.command import DomainOpt, DomainsFileOpt, PerOpt, SampleOpt, SampleSeedOpt, TopicOpt
+from wikihowagent.errors import WikihowagentError
+from wikihowagent.runs import CONVERSATIONS
+from wikihowagent.shards import merge_run
 
 
 def _fail(message: str, code: int = 2) -> None:
-    from wikihowagent.console import print_error
-
     print_error(message)
     raise typer.Exit(code)
 
@@ -157,11 +169,7 @@ def generate(
     """Simulate teacher-learner conversations over tutorials into a resumable run directory."""
     from rich.text import Text
 
-    from wikihowagent.console import make_console, print_error, print_labeled
-    from wikihowagent.errors import WikihowagentError
-    from wikihowagent.runs import CONVERSATIONS
-
-    from .core import GenerateRequest, run_generation
+    from .core import GenerateRequest, run_generation  # lazily: `--help` loads no model code
 
     console = make_console()
     request = GenerateRequest(
@@ -236,10 +244,6 @@ def merge(
     """Merge the shards of a cluster run (conversations, and scores of `evaluate --shard`; no duplicates).
 
     Refuses in one line if a shard 0..N-1 is missing or was made with other settings."""
-    from wikihowagent.console import make_console
-    from wikihowagent.errors import WikihowagentError
-    from wikihowagent.shards import merge_run
-
     console = make_console()
     try:
         for line in merge_run(run_dir):

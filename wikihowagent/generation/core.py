@@ -11,6 +11,7 @@ at most the conversations in flight; rerunning the same command skips what is do
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import platform
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -19,7 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.text import Text
 
+from wikihowagent.backends import resolve_spec, shutdown_local_servers
 from wikihowagent.backends.replicas import check_replicas, make_pooled_chat_model, role_endpoints
 from wikihowagent.config import Config, load_config
 from wikihowagent.corpus.core import (
@@ -40,7 +44,6 @@ from wikihowagent.runs import (
     DiskFullError,
     JsonlAppender,
     JsonlError,
-    PretestCache,
     RunError,
     RunInfo,
     count_records,
@@ -57,7 +60,7 @@ from wikihowagent.shards import parse_shard
 from wikihowagent.workflow.graph import WorkflowOptions, build_graph, initial_state, recursion_limit
 from wikihowagent.workflow.manager import MANAGERS, Manager
 from wikihowagent.workflow.personas import Persona, select_personas
-from wikihowagent.workflow.posttest import PostTester, get_prompt
+from wikihowagent.workflow.posttest import PostTester, get_prompt, post_tester
 from wikihowagent.workflow.prompts import PromptTemplates, load_prompts
 
 VERSIONED_PACKAGES = ("langgraph", "langchain-core", "langchain-openai", "langchain-ollama", "xllamacpp", "pydantic")
@@ -415,61 +418,76 @@ def _select_tutorials(req: GenerateRequest, cfg: Config, console: Any) -> tuple[
 def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
     """Run (or resume) one run directory. `console` (rich) shows the plan, skipped articles and the progress
     bar. Raises a WikihowagentError (one line: GenerateError, or the config, corpus, backend or run error as
-    it is) for anything that stops the stage; a conversation's failure does not."""
-    from wikihowagent.backends import resolve_spec, shutdown_local_servers
+    it is) for anything that stops the stage; a conversation's failure does not. The steps: the config and the
+    tutorials (`_plan`), then, under the run directory's lock, the conversations (`_run`)."""
+    plan = _plan(req, console)
+    with dir_lock(plan.run_dir, blocking=False, what="another 'wikihowagent generate'"):
+        try:
+            return _run(plan, req.retry_failed, console)
+        finally:
+            shutdown_local_servers()
 
+
+@dataclass
+class RoleModels:
+    """The run's roles (teacher, learner and the llm manager's) -> their spec, what it resolved to and its
+    endpoint(s) (--base-url is for openai: specs; an Ollama or local role keeps its own); `model(role)` makes a
+    role's chat model once (one for roles of the same spec: homogeneous)."""
+
+    specs: dict[str, str]
+    resolved: dict[str, Any]
+    urls: dict[str, list[str] | None]
+    cfg: Config
+    console: Any
+    made: dict[str, BaseChatModel] = field(default_factory=dict)
+
+    def model(self, role: str) -> BaseChatModel:
+        spec = self.specs[role]
+        if spec not in self.made:
+            self.made[spec] = make_pooled_chat_model(  # replicas, least-busy routing, outage pause
+                self.resolved[role],
+                self.cfg.model,
+                self.cfg.local,
+                self.urls[role],
+                pool_settings=self.cfg.replicas,
+                on_event=lambda m: self.console.print(f"note: {m}", highlight=False, markup=False),
+            )
+        return self.made[spec]
+
+
+@dataclass
+class GenerationPlan:
+    """What `run_generation` settled before taking the run directory's lock: everything `_run` needs."""
+
+    cfg: Config
+    name: str  # the run's name (conversation ids depend on it, not on the shard)
+    run_dir: Path
+    fingerprint: dict[str, Any]  # what the conversations depend on (a resume must match it)
+    endpoints: dict[str, Any]  # run.json's `resolved`: each role's model and server, the evaluator's included
+    selected: list[Tutorial]
+    source: str  # the tutorials' path
+    filters: dict[str, Any]
+    options: WorkflowOptions
+    prompts: PromptTemplates
+    roles: RoleModels
+    personas: Mapping[str, Persona]
+
+
+def _plan(req: GenerateRequest, console: Any) -> GenerationPlan:
+    """The config, the tutorials (of this shard), the roles' models checked, the run directory and its
+    fingerprint; a one-line error for anything that stops the stage before any conversation."""
     learner = req.learner or req.teacher
     cfg = load_config(req.config, req.config_overrides(), preset=preset_config(req.preset))
     selected, source = _select_tutorials(req, cfg, console)
-
     personas = assign_personas(selected, select_personas(cfg.workflow.learner_personas, cfg.personas or None))
     if cfg.workflow.manager not in MANAGERS:
         raise GenerateError(f"--manager {cfg.workflow.manager!r}: expected one of {', '.join(MANAGERS)}")
     get_prompt(cfg.workflow.posttest_prompt)  # an unknown name: one line, before any model loads
-    shard_kn = None
-    if req.shard is not None:  # --shard "" is an error, not unsharded
-        try:
-            shard_kn = parse_shard(req.shard)
-        except ValueError as exc:
-            raise GenerateError(str(exc)) from None
+    shard_kn = _shard(req)
+    if shard_kn is not None:
         selected = selected[shard_kn[0] :: shard_kn[1]]
-    filters = {
-        "max_tutorials": req.max_tutorials,
-        "domains": list(req.domains),
-        "shard": req.shard,
-        "topics": list(req.topics),
-        "domains_file": str(req.domains_file) if req.domains_file else None,
-        "sample": {"n": req.sample, "per": req.per, "seed": req.sample_seed} if req.sample else None,
-    }
-
     prompts = load_prompts(cfg.prompts or None)
-    aliases = Path(cfg.models) if cfg.models else None
-    roles = {"teacher": req.teacher, "learner": learner}
-    if cfg.workflow.manager == "llm":
-        roles["manager"] = cfg.workflow.manager_model or req.teacher
-    resolved = {}
-    urls = {}  # --base-url is for openai: specs; an Ollama or local role keeps its own endpoint(s)
-    given = [req.base_url] if isinstance(req.base_url, str) else list(req.base_url or ())
-    checked: set[tuple[str, tuple[str, ...]]] = set()
-    for role, spec in roles.items():
-        resolved[role] = resolve_spec(spec, aliases)
-        urls[role] = role_endpoints(resolved[role], given, aliases)
-        key = (resolved[role].spec, tuple(urls[role] or ()))
-        if key not in checked:  # teacher = learner: one check, one warning per dead replica
-            checked.add(key)
-            check_replicas(
-                resolved[role], urls[role], lambda m: console.print(f"warning: {m}", highlight=False, markup=False)
-            )
-    # Recorded in run.json so that `evaluate` asks the same server (not checked: it is not used here).
-    judge = resolve_spec(req.evaluator or req.teacher, aliases)
-    judge_urls = role_endpoints(judge, given, aliases)
-    options = WorkflowOptions(
-        max_interactions=cfg.workflow.max_interactions,
-        history=cfg.workflow.history,
-        learner_farewell=cfg.workflow.learner_farewell,
-        max_clarifications_per_step=cfg.workflow.max_clarifications_per_step,
-        seed=cfg.model.seed,
-    )
+    roles, endpoints = _roles(req, cfg, learner, console)
     name = (
         req.out.name
         if req.out
@@ -478,8 +496,88 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
     run_dir = req.out or Path(cfg.runs_dir) / name
     if shard_kn is not None:  # shards keep the run's name, so conversation ids do not depend on sharding
         run_dir = shard_dir(run_dir, *shard_kn)
-    # What the conversations depend on; transport settings (timeout, retries, slots, concurrency) may change
-    # between invocations, e.g. a longer --timeout to finish the conversations that timed out.
+    return GenerationPlan(
+        cfg=cfg,
+        name=name,
+        run_dir=run_dir,
+        fingerprint=_fingerprint(req, cfg, learner, prompts, source, personas, roles),
+        endpoints=endpoints,
+        selected=selected,
+        source=source,
+        filters=_filters(req),
+        options=WorkflowOptions(
+            max_interactions=cfg.workflow.max_interactions,
+            history=cfg.workflow.history,
+            learner_farewell=cfg.workflow.learner_farewell,
+            max_clarifications_per_step=cfg.workflow.max_clarifications_per_step,
+            seed=cfg.model.seed,
+        ),
+        prompts=prompts,
+        roles=roles,
+        personas=personas,
+    )
+
+
+def _shard(req: GenerateRequest) -> tuple[int, int] | None:
+    """--shard K/N parsed (GenerateError, one line); None without it."""
+    if req.shard is None:
+        return None
+    try:  # --shard "" is an error, not unsharded
+        return parse_shard(req.shard)
+    except ValueError as exc:
+        raise GenerateError(str(exc)) from None
+
+
+def _filters(req: GenerateRequest) -> dict[str, Any]:
+    """run.json's record of how the tutorials were selected."""
+    return {
+        "max_tutorials": req.max_tutorials,
+        "domains": list(req.domains),
+        "shard": req.shard,
+        "topics": list(req.topics),
+        "domains_file": str(req.domains_file) if req.domains_file else None,
+        "sample": {"n": req.sample, "per": req.per, "seed": req.sample_seed} if req.sample else None,
+    }
+
+
+def _roles(req: GenerateRequest, cfg: Config, learner: str, console: Any) -> tuple[RoleModels, dict[str, Any]]:
+    """Each role's spec resolved and its replicas checked (one check per spec and servers: a dead replica is
+    warned about once) -> (the roles, run.json's `resolved`, which records the evaluator's endpoint too so that
+    `evaluate` asks the same server; not checked: it is not used here)."""
+    aliases = Path(cfg.models) if cfg.models else None
+    specs = {"teacher": req.teacher, "learner": learner}
+    if cfg.workflow.manager == "llm":
+        specs["manager"] = cfg.workflow.manager_model or req.teacher
+    resolved: dict[str, Any] = {}
+    urls: dict[str, list[str] | None] = {}
+    given = [req.base_url] if isinstance(req.base_url, str) else list(req.base_url or ())
+    checked: set[tuple[str, tuple[str, ...]]] = set()
+    for role, spec in specs.items():
+        resolved[role] = resolve_spec(spec, aliases)
+        urls[role] = role_endpoints(resolved[role], given, aliases)
+        key = (resolved[role].spec, tuple(urls[role] or ()))
+        if key not in checked:  # teacher = learner: one check, one warning per dead replica
+            checked.add(key)
+            check_replicas(
+                resolved[role], urls[role], lambda m: console.print(f"warning: {m}", highlight=False, markup=False)
+            )
+    judge = resolve_spec(req.evaluator or req.teacher, aliases)
+    endpoints = {k: _endpoint(v, urls[k]) for k, v in resolved.items()}
+    endpoints["evaluator"] = _endpoint(judge, role_endpoints(judge, given, aliases))
+    return RoleModels(specs, resolved, urls, cfg, console), endpoints
+
+
+def _fingerprint(
+    req: GenerateRequest,
+    cfg: Config,
+    learner: str,
+    prompts: PromptTemplates,
+    source: str,
+    personas: Mapping[str, Persona],
+    roles: RoleModels,
+) -> dict[str, Any]:
+    """What the conversations depend on; transport settings (timeout, retries, slots, concurrency) may change
+    between invocations, e.g. a longer --timeout to finish the conversations that timed out."""
     fingerprint = {
         "teacher": req.teacher,
         "learner": learner,
@@ -492,144 +590,43 @@ def run_generation(req: GenerateRequest, console: Any) -> GenerateSummary:
         "tutorials_source": source,
         "personas": {p.name: p.model_dump() for p in personas.values()},
     }
-    if any(r.provider == "local" for r in resolved.values()):
+    if any(r.provider == "local" for r in roles.resolved.values()):
         fingerprint["local"] = cfg.local.model_dump(include={"max_tokens", "n_ctx"})
-    endpoints = {k: _endpoint(v, urls[k]) for k, v in resolved.items()}
-    endpoints["evaluator"] = _endpoint(judge, judge_urls)
-    with dir_lock(run_dir, blocking=False, what="another 'wikihowagent generate'"):
-        models: dict[str, BaseChatModel] = {}
-
-        def model_for(role: str) -> BaseChatModel:
-            spec = roles[role]
-            if spec not in models:  # homogeneous: one model object for both roles
-                models[spec] = make_pooled_chat_model(  # replicas, least-busy routing, outage pause
-                    resolved[role],
-                    cfg.model,
-                    cfg.local,
-                    urls[role],
-                    pool_settings=cfg.replicas,
-                    on_event=lambda m: console.print(f"note: {m}", highlight=False, markup=False),
-                )
-            return models[spec]
-
-        try:
-            return _run(
-                cfg,
-                run_dir,
-                name,
-                fingerprint,
-                endpoints,
-                selected,
-                source,
-                filters,
-                req.retry_failed,
-                options,
-                prompts,
-                roles,
-                model_for,
-                console,
-                personas,
-            )
-        finally:
-            shutdown_local_servers()
+    return fingerprint
 
 
-def _run(
-    cfg: Config,
-    run_dir: Path,
-    name: str,
-    fingerprint: dict[str, Any],
-    endpoints: dict[str, Any],
-    selected: list[Tutorial],
-    source: str,
-    filters: dict[str, Any],
-    retry_failed: bool,
-    options: WorkflowOptions,
-    prompts: PromptTemplates,
-    roles: dict[str, str],
-    model_for: Callable[[str], BaseChatModel],
-    console: Any,
-    personas: Mapping[str, Persona],
-) -> GenerateSummary:
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-    from rich.text import Text
-
-    done_ids, previous = prepare_run_dir(run_dir, fingerprint, retry_failed)
-    todo = [t for t in selected if t.tutorial_id not in done_ids]
-    stats = RunStats(total=len(selected), already_done=len(selected) - len(todo))
+def _run(plan: GenerationPlan, retry_failed: bool, console: Any) -> GenerateSummary:
+    """The run directory prepared (resume), the plan printed, the models made, run.json written, the
+    conversations still to do run, and run.json finished (also after Ctrl-C or a full disk)."""
+    done_ids, previous = prepare_run_dir(plan.run_dir, plan.fingerprint, retry_failed)
+    todo = [t for t in plan.selected if t.tutorial_id not in done_ids]
+    stats = RunStats(total=len(plan.selected), already_done=len(plan.selected) - len(todo))
+    roles = plan.roles.specs
     console.print(
         Text.assemble(
             "run ",
-            (str(run_dir), "bold"),
-            f": {len(selected)} tutorials, {stats.already_done} "
+            (str(plan.run_dir), "bold"),
+            f": {len(plan.selected)} tutorials, {stats.already_done} "
             f"already done, {len(todo)} to go (teacher={roles['teacher']}, "
-            f"learner={roles['learner']}, concurrency={cfg.concurrency})",
+            f"learner={roles['learner']}, concurrency={plan.cfg.concurrency})",
         )
     )
-    teacher_model, learner_model = (model_for("teacher"), model_for("learner")) if todo else (None, None)
+    teacher_model, learner_model = (plan.roles.model("teacher"), plan.roles.model("learner")) if todo else (None, None)
     llm_manager = "manager" in roles
-    manager = MANAGERS[cfg.workflow.manager](model_for("manager") if llm_manager and todo else None)
-    manager_spec = f"llm:{roles['manager']}" if llm_manager else cfg.workflow.manager
-    info = run_info(name, fingerprint, cfg, endpoints, source, (previous and previous.started_at) or now(), filters)
+    manager = MANAGERS[plan.cfg.workflow.manager](plan.roles.model("manager") if llm_manager and todo else None)
+    manager_spec = f"llm:{roles['manager']}" if llm_manager else plan.cfg.workflow.manager
+    started = (previous and previous.started_at) or now()
+    info = run_info(plan.name, plan.fingerprint, plan.cfg, plan.endpoints, plan.source, started, plan.filters)
     if previous is not None:
         info.resumed_at = now()
-    write_run_info(run_dir, info)
+    write_run_info(plan.run_dir, info)
     summary = GenerateSummary(
-        run_dir=run_dir, stats=stats, max_interactions=options.max_interactions, llm_manager=llm_manager
+        run_dir=plan.run_dir, stats=stats, max_interactions=plan.options.max_interactions, llm_manager=llm_manager
     )
     try:
         if todo:
             assert teacher_model is not None and learner_model is not None  # made above whenever there is work
-            progress = Progress(
-                TextColumn("[bold]generate"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("ok {task.fields[ok]} · failed {task.fields[failed]} · {task.fields[tokens]} tokens"),
-                TimeElapsedColumn(),
-                TextColumn("eta"),
-                TimeRemainingColumn(),
-                console=console,
-            )
-            with progress:
-                task = progress.add_task("generate", total=len(todo), ok=0, failed=0, tokens=0)
-
-                def on_done(record: ConversationRecord) -> None:  # `stats` is updated in place before this is called
-                    progress.update(task, advance=1, ok=stats.done, failed=stats.failed, tokens=stats.completion_tokens)
-
-                with PretestCache(run_dir) as pretests:
-                    test_prompt = get_prompt(cfg.workflow.posttest_prompt)
-                    tester = (
-                        PostTester(learner_model, roles["learner"], pretests, test_prompt)
-                        if cfg.workflow.posttest
-                        else None
-                    )
-                    asyncio.run(
-                        run_conversations(
-                            todo,
-                            teacher_model,
-                            learner_model,
-                            prompts,
-                            options,
-                            run_dir / CONVERSATIONS,
-                            run_name=name,
-                            teacher=roles["teacher"],
-                            learner=roles["learner"],
-                            concurrency=cfg.concurrency,
-                            on_done=on_done,
-                            stats=stats,
-                            personas=personas,
-                            manager=manager,
-                            manager_spec=manager_spec,
-                            posttest=tester,
-                        )
-                    )
+            _converse(plan, todo, stats, console, teacher_model, learner_model, manager, manager_spec)
     except KeyboardInterrupt:
         summary.interrupted = True
     except DiskFullError as exc:  # the records written so far are whole; a rerun resumes
@@ -637,11 +634,68 @@ def _run(
     finally:
         # Also after Ctrl-C, a full disk or an unexpected error: run.json never stays "running".
         try:
-            finish_run_info(run_dir, info, stats, interrupted=summary.interrupted)
+            finish_run_info(plan.run_dir, info, stats, interrupted=summary.interrupted)
         except DiskFullError as exc:
             summary.disk_full = summary.disk_full or str(exc)
     summary.counts = info.counts
     return summary
+
+
+def _converse(
+    plan: GenerationPlan,
+    todo: list[Tutorial],
+    stats: RunStats,
+    console: Any,
+    teacher_model: BaseChatModel,
+    learner_model: BaseChatModel,
+    manager: Manager,
+    manager_spec: str,
+) -> None:
+    """The conversations of `todo` (each with the learner's post-test when the config asks for one) under a
+    progress bar; `stats` is updated as each one finishes."""
+    progress = Progress(
+        TextColumn("[bold]generate"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("ok {task.fields[ok]} · failed {task.fields[failed]} · {task.fields[tokens]} tokens"),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        console=console,
+    )
+    cfg, roles = plan.cfg, plan.roles.specs
+    with progress:
+        task = progress.add_task("generate", total=len(todo), ok=0, failed=0, tokens=0)
+
+        def on_done(record: ConversationRecord) -> None:  # `stats` is updated in place before this is called
+            progress.update(task, advance=1, ok=stats.done, failed=stats.failed, tokens=stats.completion_tokens)
+
+        test_prompt = get_prompt(cfg.workflow.posttest_prompt)
+        with (
+            post_tester(learner_model, roles["learner"], plan.run_dir, test_prompt)
+            if cfg.workflow.posttest
+            else contextlib.nullcontext()
+        ) as tester:
+            asyncio.run(
+                run_conversations(
+                    todo,
+                    teacher_model,
+                    learner_model,
+                    plan.prompts,
+                    plan.options,
+                    plan.run_dir / CONVERSATIONS,
+                    run_name=plan.name,
+                    teacher=roles["teacher"],
+                    learner=roles["learner"],
+                    concurrency=cfg.concurrency,
+                    on_done=on_done,
+                    stats=stats,
+                    personas=plan.personas,
+                    manager=manager,
+                    manager_spec=manager_spec,
+                    posttest=tester,
+                )
+            )
 
 
 def _endpoint(resolved: Any, urls: list[str] | None) -> dict[str, Any]:

@@ -66,11 +66,10 @@ from wikihowagent.runs import (
     SENSITIVITY_PNG,
     SUMMARY_MD,
     JsonlAppender,
-    PretestCache,
     read_judgment_table,
 )
 from wikihowagent.workflow.likelihood import LikelihoodError, LikelihoodTaker, for_chat_model
-from wikihowagent.workflow.posttest import PostTester, prompt_option
+from wikihowagent.workflow.posttest import post_tester, prompt_option
 
 from . import posttest_check
 from .accuracy import (  # noqa: F401 (re-exported)
@@ -1082,12 +1081,13 @@ def _take_posttests(
     """The post-tests of `jobs` (resumable, under OUT's lock), with the likelihood post-test when asked."""
     with JudgeLoop() as loop, resumable(JudgeCheckError, out / POSTTESTS, "post-tests", also=(EvaluateError,)):
         try:
-            with locked_out(out, "another 'wikihowagent judge-check'", JUDGE_CHECK_LOCK):
-                model = make_learner(spec)
-                tester = PostTester(model, spec, PretestCache(out), prompt)
+            with (
+                locked_out(out, "another 'wikihowagent judge-check'", JUDGE_CHECK_LOCK),
+                post_tester(make_learner(spec), spec, out, prompt) as tester,
+            ):
                 taker = None
                 if with_likelihood:
-                    reader = for_chat_model(model)
+                    reader = for_chat_model(tester.model)
                     taker = LikelihoodTaker(reader)
                     console.print(
                         f"likelihood post-test: {reader.transport} on {reader.root}", highlight=False, markup=False

@@ -18,8 +18,10 @@ import asyncio
 import hashlib
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from langchain_core.language_models import BaseChatModel
@@ -28,6 +30,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from wikihowagent.backends.calls import achat, with_reply_cap
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import MAX_TEST_STEPS, PostTest, TestAnswer, Turn
+from wikihowagent.runs import PretestCache
 
 MAX_STEPS = MAX_TEST_STEPS  # more recalled "steps" than this is not a step list (a looping model, a pasted text)
 REPLY_TOKENS_PER_STEP, REPLY_TOKENS_EXTRA = 64, 32  # a test reply's cap: N steps fit whatever `--max-tokens` is
@@ -327,3 +330,13 @@ class PostTester:
         )
         pre = await self.pretest(key, title, method_title, n_steps) if pretest else None
         return PostTest(model=self.learner, prompt_version=self.prompt.version, post=post, pre=pre)
+
+
+@contextmanager
+def post_tester(model: BaseChatModel, learner: str, directory: Path, prompt: TestPrompt) -> Iterator[PostTester]:
+    """The post-tester of `learner` (its spec, recorded with each answer) with `model`, in the wording `prompt`,
+    its pre-tests cached in `directory`'s pretests.jsonl (`runs.PretestCache`, closed at the block's end). The
+    one way `generate`, `evaluate --posttest-learner` and `judge-check --posttest-learner` make one; the latter two
+    take `model` from `evaluation.session.JudgeEndpoints.learner_factory`."""
+    with PretestCache(directory) as cache:
+        yield PostTester(model, learner, cache, prompt)
