@@ -488,7 +488,15 @@ def human_rows(
 
 
 def report(args) -> str:
-    from bench_posttest import COST_HEADER, PERSONA_HEADER, cost_rows, labels, paired_rows, persona_rows
+    from bench_posttest import (
+        COST_HEADER,
+        PERSONA_HEADER,
+        VALIDITY_HEADER,
+        cost_rows,
+        labels,
+        paired_rows,
+        persona_rows,
+    )
 
     from wikihowagent.evaluation.metrics import Scorers
     from wikihowagent.runs import read_conversations
@@ -558,17 +566,7 @@ def report(args) -> str:
             "bootstrap CI over conversations):",
             "",
             markdown_table(
-                [
-                    "tutorials",
-                    "perturbation",
-                    "pairs",
-                    "accuracy [95 % CI]",
-                    "lower",
-                    "ties",
-                    "recall original (%)",
-                    "recall perturbed (%)",
-                    "not scored",
-                ],
+                ["tutorials", *VALIDITY_HEADER[:-1]],  # per set: no judge column
                 validity_rows(vdir),
             ),
             "",

@@ -82,6 +82,17 @@ def parse_shard(value: str) -> tuple[int, int]:
     return k, n
 
 
+def shard_option(value: str | None, error: Callable[[str], Exception]) -> tuple[int, int] | None:
+    """--shard K/N as given to a command: None without it; a bad value (also "": not unsharded) raised as
+    `error(message)`, one line."""
+    if value is None:
+        return None
+    try:
+        return parse_shard(value)
+    except ValueError as exc:
+        raise error(str(exc)) from None
+
+
 def merge_run(run_dir: Path) -> Iterator[str]:
     """`wikihowagent merge RUN_DIR`: its conversation shards (when there are any, or when there are no score
     shards either: then the "no shards" error), then its score shards; one line per merge, as it is done."""

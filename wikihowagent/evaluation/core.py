@@ -27,7 +27,7 @@ from wikihowagent.runs import (
     RunError,
     dir_lock,
 )
-from wikihowagent.shards import input_state, parse_shard
+from wikihowagent.shards import input_state, shard_option
 from wikihowagent.workflow.posttest import prompt_option
 
 from . import calibrated
@@ -173,7 +173,7 @@ def _plan(req: EvaluateRequest, console: Any) -> EvaluationPlan:
     _check_request(req)
     cfg = load_config(req.config, preset=preset_config(req.preset) if preset else None)
     runs_dir = Path(cfg.runs_dir)
-    shard = _shard(req)
+    shard = shard_option(req.shard, EvaluateError)
     req, sources, base_name, tables = _sources(req, runs_dir, console)
     try:
         rubric_set = load_rubrics(req.rubrics)
@@ -301,16 +301,6 @@ def _check_request(req: EvaluateRequest) -> None:
     if req.posttest_learner and req.mode == "paper":
         raise EvaluateError("--posttest-learner: the post-test is not part of the paper's metrics (--compat paper)")
     prompt_option(req.posttest_prompt, req.posttest_learner)  # a bad --posttest-prompt: one line, before any work
-
-
-def _shard(req: EvaluateRequest) -> tuple[int, int] | None:
-    """--shard K/N parsed (EvaluateError, one line); None without it."""
-    if req.shard is None:
-        return None
-    try:  # --shard "" is an error, not unsharded
-        return parse_shard(req.shard)
-    except ValueError as exc:
-        raise EvaluateError(str(exc)) from None
 
 
 def _sources(

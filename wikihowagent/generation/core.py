@@ -56,7 +56,7 @@ from wikihowagent.runs import (
     shard_dir,
     write_run_info,
 )
-from wikihowagent.shards import parse_shard
+from wikihowagent.shards import shard_option
 from wikihowagent.workflow.graph import WorkflowOptions, build_graph, initial_state, recursion_limit
 from wikihowagent.workflow.manager import MANAGERS, Manager
 from wikihowagent.workflow.personas import Persona, select_personas
@@ -483,7 +483,7 @@ def _plan(req: GenerateRequest, console: Any) -> GenerationPlan:
     if cfg.workflow.manager not in MANAGERS:
         raise GenerateError(f"--manager {cfg.workflow.manager!r}: expected one of {', '.join(MANAGERS)}")
     get_prompt(cfg.workflow.posttest_prompt)  # an unknown name: one line, before any model loads
-    shard_kn = _shard(req)
+    shard_kn = shard_option(req.shard, GenerateError)
     if shard_kn is not None:
         selected = selected[shard_kn[0] :: shard_kn[1]]
     prompts = load_prompts(cfg.prompts or None)
@@ -516,16 +516,6 @@ def _plan(req: GenerateRequest, console: Any) -> GenerationPlan:
         roles=roles,
         personas=personas,
     )
-
-
-def _shard(req: GenerateRequest) -> tuple[int, int] | None:
-    """--shard K/N parsed (GenerateError, one line); None without it."""
-    if req.shard is None:
-        return None
-    try:  # --shard "" is an error, not unsharded
-        return parse_shard(req.shard)
-    except ValueError as exc:
-        raise GenerateError(str(exc)) from None
 
 
 def _filters(req: GenerateRequest) -> dict[str, Any]:
