@@ -279,7 +279,10 @@ def validity_rows(path: Path) -> list[list[str]]:
     from wikihowagent.runs import POSTTEST_VALIDITY_CSV, POSTTEST_VALIDITY_SETS_CSV
 
     split = (path / POSTTEST_VALIDITY_SETS_CSV).exists()
-    t = read_people_frame(path / (POSTTEST_VALIDITY_SETS_CSV if split else POSTTEST_VALIDITY_CSV))
+    table = path / (POSTTEST_VALIDITY_SETS_CSV if split else POSTTEST_VALIDITY_CSV)
+    if not table.is_file():
+        raise SystemExit(f"--validity {path}: no {table.name} (rerun its judge-check --posttest-learner to the end)")
+    t = read_people_frame(table)
     return [
         [
             getattr(r, "tutorials", "all"),
