@@ -271,5 +271,5 @@ def make(
         timeout=settings.timeout_s,
         max_retries=settings.max_retries,
         stream_usage=True,
-        extra_body={"cache_prompt": False},  # prompt-cache reuse makes outputs drift between runs
+        extra_body={"cache_prompt": bool(local.cache_prompt)},  # off by default: see LocalModelSettings
     )
