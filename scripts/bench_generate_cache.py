@@ -174,6 +174,10 @@ def _rows(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def _sum(row: dict[str, Any], key: str) -> float:
+    return sum((c.get("timings") or {}).get(key, 0) for c in row["calls"])
+
+
 def _first_diff(a: list[str], b: list[str]) -> str:
     for i, (x, y) in enumerate(zip(a, b, strict=False)):
         if x != y:
@@ -187,18 +191,19 @@ def report(out: Path, write_md: bool) -> str:
     for r in rows:
         by.setdefault((r["tutorial"], r["mode"]), []).append(r)
     lines = [
-        "| tutorial | mode | runs | messages | calls | s / conversation | prompt tokens read | reused | read / call |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| tutorial | mode | runs | messages | model calls | s / conversation (range) | prompt tokens read | "
+        "reused from the slot | server s reading prompts | server s generating |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for (tut, mode), rs in sorted(by.items()):
-        read = [sum((c.get("timings") or {}).get("prompt_n", 0) for c in r["calls"]) for r in rs]
-        reused = [sum((c.get("timings") or {}).get("cache_n", 0) for c in r["calls"]) for r in rs]
+        read = [_sum(r, "prompt_n") for r in rs]
         walls = [r["wall_s"] for r in rs]
-        ncalls = len(rs[0]["calls"])
         lines.append(
-            f"| {tut} | {mode} | {len(rs)} | {len(rs[0]['texts'])} | {ncalls} | "
+            f"| {tut} | {mode} | {len(rs)} | {len(rs[0]['texts'])} | {len(rs[0]['calls'])} | "
             f"{statistics.mean(walls):.0f} ({min(walls):.0f}-{max(walls):.0f}) | {statistics.mean(read):.0f} | "
-            f"{statistics.mean(reused):.0f} | {statistics.mean(read) / max(ncalls, 1):.0f} |"
+            f"{statistics.mean(_sum(r, 'cache_n') for r in rs):.0f} | "
+            f"{statistics.mean(_sum(r, 'prompt_ms') for r in rs) / 1000:.0f} | "
+            f"{statistics.mean(_sum(r, 'predicted_ms') for r in rs) / 1000:.0f} |"
         )
     cmp = []
     for tut in sorted({t for t, _ in by}):
@@ -212,9 +217,15 @@ def report(out: Path, write_md: bool) -> str:
                 f"- {tut}: old (1 slot) vs slots2 (2 slots, no cache): {_first_diff(old[0]['texts'], two[0]['texts'])}"
             )
         if old and cache:
-            ow = statistics.mean(r["wall_s"] for r in old)
-            cw = statistics.mean(r["wall_s"] for r in cache)
-            cmp.append(f"- {tut}: time ratio cache/old {cw / ow:.2f}")
+            ratios = [
+                f"{statistics.mean(_sum(r, k) for r in cache) / max(statistics.mean(_sum(r, k) for r in old), 1e-9):.2f}"
+                for k in ("prompt_n", "prompt_ms")
+            ]
+            ow, cw = (statistics.mean(r["wall_s"] for r in rs) for rs in (old, cache))
+            cmp.append(
+                f"- {tut}: cache / old: prompt tokens read {ratios[0]}, server seconds reading prompts {ratios[1]}, "
+                f"seconds per conversation {cw / ow:.2f}"
+            )
     body = "\n".join([*lines, "", "Outputs (message by message):", *cmp])
     print(body)
     if write_md:
