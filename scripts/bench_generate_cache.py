@@ -174,6 +174,20 @@ def _rows(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def _pairs(rows: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """Each `old` row with the `cache` row of the same tutorial that came right after it in the file."""
+    pairs, prev = [], None
+    for r in rows:
+        if prev is not None and prev["mode"] == "old" and r["mode"] == "cache" and r["tutorial"] == prev["tutorial"]:
+            pairs.append((prev, r))
+        prev = r
+    return pairs
+
+
+def _med(xs: list[float]) -> str:
+    return f"{statistics.median(xs):.2f} ({min(xs):.2f}-{max(xs):.2f})"
+
+
 def _sum(row: dict[str, Any], key: str) -> float:
     return sum((c.get("timings") or {}).get(key, 0) for c in row["calls"])
 
@@ -208,25 +222,37 @@ def report(out: Path, write_md: bool) -> str:
     cmp = []
     for tut in sorted({t for t, _ in by}):
         old, cache, two = by.get((tut, "old")), by.get((tut, "cache")), by.get((tut, "slots2"))
-        if cache and len(cache) >= 2:
-            cmp.append(f"- {tut}: cache run 1 vs cache run 2: {_first_diff(cache[0]['texts'], cache[1]['texts'])}")
+        for mode in ("old", "cache"):
+            rs = by.get((tut, mode)) or []
+            if len(rs) >= 2:
+                diffs = [_first_diff(rs[0]["texts"], r["texts"]) for r in rs[1:]]
+                same = all(d == "identical" for d in diffs)
+                verdict = f"all {len(rs)} identical" if same else "first differs from the others at " + ", ".join(diffs)
+                cmp.append(f"- {tut}: {mode} runs with each other (fresh server each): {verdict}")
         if old and cache:
             cmp.append(f"- {tut}: old vs cache: {_first_diff(old[0]['texts'], cache[0]['texts'])}")
         if old and two:
             cmp.append(
                 f"- {tut}: old (1 slot) vs slots2 (2 slots, no cache): {_first_diff(old[0]['texts'], two[0]['texts'])}"
             )
-        if old and cache:
-            ratios = [
-                f"{statistics.mean(_sum(r, k) for r in cache) / max(statistics.mean(_sum(r, k) for r in old), 1e-9):.2f}"
-                for k in ("prompt_n", "prompt_ms")
-            ]
-            ow, cw = (statistics.mean(r["wall_s"] for r in rs) for rs in (old, cache))
-            cmp.append(
-                f"- {tut}: cache / old: prompt tokens read {ratios[0]}, server seconds reading prompts {ratios[1]}, "
-                f"seconds per conversation {cw / ow:.2f}"
-            )
-    body = "\n".join([*lines, "", "Outputs (message by message):", *cmp])
+    pairs = _pairs(rows)
+    if pairs:
+        walls = [c["wall_s"] / o["wall_s"] for o, c in pairs]
+        reads = [_sum(c, "prompt_n") / _sum(o, "prompt_n") for o, c in pairs]
+        prompt_s = [_sum(c, "prompt_ms") / _sum(o, "prompt_ms") for o, c in pairs]
+        cmp += [
+            "",
+            f"Interleaved pairs (an `old` conversation and the `cache` one run right after it, same tutorial), "
+            f"n = {len(pairs)}, cache / old, median (range):",
+            f"- prompt tokens read: {_med(reads)}",
+            f"- server seconds reading prompts: {_med(prompt_s)}",
+            f"- seconds per conversation: {_med(walls)}",
+        ]
+    load = (
+        "The 2 cores were shared with other jobs and the load changed between chunks (the same `old` conversation "
+        "took 95 s in one chunk and 21-47 s in another): compare seconds only within the interleaved pairs below."
+    )
+    body = "\n".join([*lines, "", load, "", "Outputs (message by message):", *cmp])
     print(body)
     if write_md:
         write_section(SECTION, __doc__.split("\n\n")[1] + "\n\n" + body)
