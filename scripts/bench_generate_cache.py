@@ -250,12 +250,19 @@ def report(out: Path, write_md: bool) -> str:
         ]
     load = (
         "The 2 cores were shared with other jobs and the load changed between chunks (the same `old` conversation "
-        "took 95 s in one chunk and 21-47 s in another): compare seconds only within the interleaved pairs below."
+        "took 95 s in the first chunk and 21-48 s later): compare seconds only within the interleaved pairs below."
     )
     body = "\n".join([*lines, "", load, "", "Outputs (message by message):", *cmp])
     print(body)
     if write_md:
-        write_section(SECTION, __doc__.split("\n\n")[1] + "\n\n" + body)
+        intro = "\n\n".join(__doc__.split("\n\n")[1:4])
+        how = (
+            "Embedded model (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp in-process, n_batch 64), 2 CPU cores. "
+            "Run in chunks under the model lock: `python scripts/bench_generate_cache.py --budget-s 540` "
+            "(then `--tutorials 7ea52e5970fe423c,d6f1c8b032107329,0f097063e348351d --reps old=2,cache=3`), "
+            "table: `--report --write-md`."
+        )
+        write_section(SECTION, f"{intro}\n\n{how}\n\n{body}")
     return body
 
 
