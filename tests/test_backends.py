@@ -588,6 +588,33 @@ def test_local_model_wiring_with_fake_server(fake, monkeypatch, tmp_path):
     shutdown_local_servers()  # idempotent
 
 
+def test_local_cache_prompt_setting_goes_in_every_request_body(fake, monkeypatch, tmp_path):
+    from wikihowagent.backends import local
+
+    srv = fake(openai_routes(models=(model_files.MODEL_NAME,)))
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    monkeypatch.setattr(local, "ensure_local_model", lambda: gguf)
+    monkeypatch.setattr(local, "_start", lambda *a: (object(), srv.url, 0.01))
+    try:
+        model = make_chat_model("local", ModelSettings(max_retries=0), LocalModelSettings(cache_prompt=True))
+        model.invoke("hi")
+        asyncio.run(model.ainvoke("again"))
+        bodies = [q["json"] for q in srv.requests if q["path"] == "/v1/chat/completions"]
+        assert len(bodies) == 2 and all(b["cache_prompt"] is True for b in bodies)
+    finally:
+        shutdown_local_servers()
+    assert LocalModelSettings().cache_prompt is False  # reproducible by default
+
+
+def test_the_shipped_prompt_cache_config_keeps_one_slot_per_role_and_requests_sequential():
+    from wikihowagent.config import load_config
+
+    cfg = load_config(Path(__file__).resolve().parent.parent / "configs" / "local-prompt-cache.yaml")
+    assert (cfg.local.cache_prompt, cfg.local.n_parallel, cfg.concurrency) == (True, 2, 1)
+    assert load_config().local.cache_prompt is False  # configs/default.yaml leaves it off
+
+
 # --------------------------------------------------------------------------- the real embedded model
 
 

@@ -206,3 +206,38 @@ def test_resume_with_a_longer_timeout_is_allowed_but_other_settings_are_refused(
         assert generate(out, srv.base_url, "--timeout", "900", "--retries", "3").exit_code == 0
         res = generate(out, srv.base_url, "--max-interactions", "10")
     assert res.exit_code == 2 and "different workflow" in res.output.replace("\n", " ")
+
+
+def test_local_cache_prompt_is_in_the_fingerprint_only_when_on(tmp_path, monkeypatch):
+    """Prompt-cache reuse changes the embedded model's replies: a run does not resume under the other setting,
+    and a run made before the setting existed (fingerprint without it) resumes with it off."""
+    from wikihowagent.backends import local
+
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"GGUF")
+    cached = tmp_path / "cached.yaml"
+    cached.write_text("local:\n  cache_prompt: true\n", encoding="utf-8")
+    with FakeOpenAI() as srv:
+        monkeypatch.setattr(local, "_start", lambda *a: (object(), srv.base_url.removesuffix("/v1"), 0.01))
+
+        def run(out, *extra):
+            args = ["generate", "--teacher", f"local:{gguf}", "--out", str(out), "--max-tutorials", "1"]
+            return runner.invoke(app, [*args, "--retries", "0", *extra])
+
+        try:
+            plain, fast = tmp_path / "plain", tmp_path / "fast"
+            assert run(plain).exit_code == 0
+            assert srv.requests and all(body["cache_prompt"] is False for body in srv.requests)
+            srv.requests.clear()
+            info = json.loads((plain / "run.json").read_text(encoding="utf-8"))
+            assert info["fingerprint"]["local"] == {"max_tokens": 320, "n_ctx": 8192}  # as before the setting
+            assert run(fast, "--config", str(cached)).exit_code == 0
+            info = json.loads((fast / "run.json").read_text(encoding="utf-8"))
+            assert info["fingerprint"]["local"]["cache_prompt"] is True
+            assert srv.requests and all(body["cache_prompt"] is True for body in srv.requests)
+            res = run(plain, "--config", str(cached))
+            assert res.exit_code == 2 and "different local" in res.output.replace("\n", " ")
+            res = run(fast)
+            assert res.exit_code == 2 and "different local" in res.output.replace("\n", " ")
+        finally:
+            local.shutdown_local_servers()

@@ -36,6 +36,10 @@ class LocalModelSettings(BaseModel):
     # or a stop only between steps, so this bounds the wait after Ctrl-C: one step of 64 tokens is ~0.3-3 s on 2
     # cores; llama.cpp's default, 2048, made a whole prompt one step (up to ~50 s on a busy machine).
     n_batch: int = Field(default=64, ge=8, le=2048)
+    # llama.cpp's prompt cache: a request reuses the KV of the longest prefix it shares with its slot's last prompt
+    # and reads only the rest. Off = every prompt read in full (reproducible). On = faster, but the reply then
+    # depends on what the slot held before (docs/guides/backends.md); part of a run's fingerprint when on.
+    cache_prompt: bool = False
 
 
 class WorkflowSettings(BaseModel):

@@ -10,9 +10,13 @@ One server per (model file, n_ctx, n_parallel, n_threads, n_batch) per process, 
 `make_chat_model('local', ...)`, shared by every role, stopped by `shutdown_local_servers()`
 (registered with atexit when the first server starts). Nothing happens at import.
 
-Reproducibility: temperature, seed and `cache_prompt: false` go in every request body (with prompt
-cache reuse the text drifts after a few dozen words). With several slots busy at once outputs can
-still differ from a one-slot run (batched matmuls); use n_parallel=1 for bit-exact reruns.
+Reproducibility: temperature, seed and `cache_prompt` (`local.cache_prompt`, default false) go in every request
+body. With it false llama.cpp reads every prompt in full (measured: 0 tokens reused). With it true a request reuses
+the KV of the prefix it shares with its slot's previous prompt and reads only the rest: fewer prompt tokens, but
+the reply changes (a different split of the prompt into decode steps; BENCHMARKS.md "generate prompt cache"), and
+then depends on what the slot held before (identical on reruns of the same requests from a fresh server).
+With two slots and sequential requests the teacher and the learner each keep their own slot. With several slots
+busy at once outputs can still differ from a one-slot run (batched matmuls); use concurrency 1 for bit-exact reruns.
 
 Ctrl-C: the client closes its in-flight requests (asyncio cancels them); llama.cpp stops a request whose
 connection closed, and its own loop at shutdown, only between decode steps, so prompts are decoded in steps of
@@ -271,5 +275,5 @@ def make(
         timeout=settings.timeout_s,
         max_retries=settings.max_retries,
         stream_usage=True,
-        extra_body={"cache_prompt": False},  # prompt-cache reuse makes outputs drift between runs
+        extra_body={"cache_prompt": bool(local.cache_prompt)},  # off by default: see LocalModelSettings
     )

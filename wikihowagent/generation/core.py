@@ -581,7 +581,10 @@ def _fingerprint(
         "personas": {p.name: p.model_dump() for p in personas.values()},
     }
     if any(r.provider == "local" for r in roles.resolved.values()):
-        fingerprint["local"] = cfg.local.model_dump(include={"max_tokens", "n_ctx"})
+        local = cfg.local.model_dump(include={"max_tokens", "n_ctx"})
+        if cfg.local.cache_prompt:  # replies then depend on the slots' history; only when on: older runs resume
+            local["cache_prompt"] = True
+        fingerprint["local"] = local
     return fingerprint
 
 
