@@ -271,6 +271,43 @@ def premise_rows(out: Path, learner: str, tutorials: list[Path]) -> list[list[st
     return rows
 
 
+def lesson_gain_rows(premise_dir: Path, vdir: Path, learner: str, tutorials: list[Path]) -> list[list[str]]:
+    """Learning Gain of the verbatim full lessons (`lessons`, judged by a --validity judge-check): per tutorial
+    set, the original lesson's post-test Step Recall minus the same learner's title-only pre-test (`premise`,
+    same wording), paired by tutorial; mean with a 95 % bootstrap CI over tutorials."""
+    from bench_posttest import boot_ci, fmt, mean, recall
+
+    from wikihowagent.evaluation.metrics import Scorers
+    from wikihowagent.records import make_conversation_id
+    from wikihowagent.runs import POSTTESTS, PretestCache, read_posttest_variants
+    from wikihowagent.workflow.posttest import get_prompt
+
+    cache, version = PretestCache(premise_dir), get_prompt(None).version
+    posts = read_posttest_variants(vdir / POSTTESTS)
+    scorers = Scorers("default", [P.STEP_RECALL])
+    from wikihowagent.corpus.core import default_tutorials_path
+
+    paths = tutorials or [VALIDITY_SET, default_tutorials_path()]
+    rows = []
+    for (name, tuts), path in zip(_sets(paths).items(), paths, strict=True):
+        pre, post, gain = [], [], []
+        for t in tuts:
+            answer = cache.get(learner, t.tutorial_id, version)
+            test = posts.get((make_conversation_id(f"lessons-{path.name}", t.tutorial_id), "original"))
+            if answer is None or test is None or not (P.usable(answer) and P.usable(test.post)):
+                continue
+            a, b = recall(scorers, t.steps, answer.steps), recall(scorers, t.steps, test.post.steps)
+            if a is not None and b is not None:
+                pre.append(a)
+                post.append(b)
+                gain.append(b - a)
+        lo, hi = boot_ci(gain)
+        rows.append(
+            [name, str(len(gain)), fmt(mean(pre)), fmt(mean(post)), f"{fmt(mean(gain))} [{fmt(lo)}, {fmt(hi)}]"]
+        )
+    return rows
+
+
 def validity_rows(path: Path) -> list[list[str]]:
     """A `judge-check --posttest-learner [--tutorials ...]` output: per tutorial set (when split) and perturbation."""
     from bench_posttest import fmt
@@ -574,6 +611,19 @@ def report(args) -> str:
             ),
             "",
         ]
+        gains = lesson_gain_rows(args.premise, vdir, args.learner, []) if args.premise else []
+        if any(r[1] != "0" for r in gains):
+            out += [
+                "**Learning Gain of a full lesson** (the verbatim lessons of this folder: the original's post-test "
+                "Step Recall minus the same learner's title-only pre-test of the premise, same wording; paired by "
+                "tutorial, 95 % bootstrap CI over tutorials):",
+                "",
+                markdown_table(
+                    ["tutorials", "lessons", "pre-test recall (%)", "post-test recall (%)", "Learning Gain (pp)"],
+                    gains,
+                ),
+                "",
+            ]
         vrows, crow = likelihood_rows(vdir)
         if vrows:
             out += [

@@ -211,6 +211,22 @@ def test_verbatim_lessons_are_records_judge_check_reads(tmp_path):
     assert set(t["tutorials"]) == {"counterfactual"} and (t["n"] >= 20).all()
     assert t.loc["skip_steps", "accuracy"] == 1.0 and t.loc["off_topic", "accuracy"] > 0.9
 
+    # Learning Gain of the full lessons: a title-only pre-test that knew the first step only -> recall 1/k before,
+    # 1 after (the learner above writes every step it was taught): the gain is known per tutorial.
+    from wikihowagent.corpus.core import load_tutorials
+    from wikihowagent.records import TestAnswer
+    from wikihowagent.runs import PretestCache
+    from wikihowagent.workflow.posttest import get_prompt
+
+    tuts = load_tutorials(BV.VALIDITY_SET)
+    with PretestCache(tmp_path / "premise") as cache:
+        for tut in tuts[:-2]:  # two tutorials without a pre-test: left out, not counted
+            cache.put("openai:fake-model", tut.tutorial_id, get_prompt(None).version, TestAnswer(steps=tut.steps[:1]))
+    rows = BV.lesson_gain_rows(tmp_path / "premise", tmp_path / "check", "openai:fake-model", [BV.VALIDITY_SET])
+    expected = 100 * float(np.mean([1 - 1 / len(tut.steps) for tut in tuts[:-2]]))
+    assert [r[:2] for r in rows] == [["counterfactual", "20"]]
+    assert abs(float(rows[0][4].split()[0]) - expected) < 0.1 and float(rows[0][3]) == 100.0
+
 
 def test_scores_rows(tmp_path):
     recs = [
