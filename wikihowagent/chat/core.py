@@ -279,14 +279,7 @@ def run_chat(req: ChatRequest, console: Console, read: Callable[[str], str]) -> 
     name = run_dir.name
     other = "learner" if req.role == "teacher" else "teacher"
     teacher, learner = ("human", req.model) if req.role == "teacher" else (req.model, "human")
-    options = WorkflowOptions(
-        max_interactions=cfg.workflow.max_interactions,
-        history=cfg.workflow.history,
-        learner_farewell=cfg.workflow.learner_farewell,
-        max_clarifications_per_step=cfg.workflow.max_clarifications_per_step,
-        seed=cfg.model.seed,
-        human=req.role,
-    )
+    options = WorkflowOptions.from_config(cfg, human=req.role)
     started = now()
     cid = make_conversation_id(name, f"{chosen.tutorial_id}/{started}")  # one record per session
     console.print(

@@ -34,6 +34,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.types import interrupt
 
 from wikihowagent.backends.calls import achat
+from wikihowagent.config import Config
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import PostTest, Turn, Tutorial, conversation_lines
 from wikihowagent.workflow.checks import EMPTY, check_turn, reminder
@@ -67,6 +68,19 @@ class WorkflowOptions:
     max_clarifications_per_step: int = 2
     seed: int = 42  # of the personas' question policy
     human: str | None = None  # "teacher" | "learner": a person plays that role (`wikihowagent chat`)
+
+    @classmethod
+    def from_config(cls, cfg: Config, human: str | None = None) -> WorkflowOptions:
+        """The options of a config's `workflow` section (and its model's seed): `generate` and `chat`."""
+        w = cfg.workflow
+        return cls(
+            max_interactions=w.max_interactions,
+            history=w.history,
+            learner_farewell=w.learner_farewell,
+            max_clarifications_per_step=w.max_clarifications_per_step,
+            seed=cfg.model.seed,
+            human=human,
+        )
 
 
 def format_history(turns: list[Turn], n: int, header: str) -> str:
