@@ -136,8 +136,9 @@ def lessons(tutorials: Path, out: Path) -> int:
     learner answers "OK, got it."; then FINISHED. Written as a JSONL of conversation records (`judge-check` and
     `evaluate` read it): the measure's own yardstick, free of how well a model teaches."""
     from wikihowagent.corpus.core import load_tutorials
-    from wikihowagent.generation.core import now
-    from wikihowagent.records import ConversationRecord, Turn, TutorialRef, conversation_lines, make_conversation_id
+    from wikihowagent.generation.core import now, to_record
+    from wikihowagent.records import Turn
+    from wikihowagent.workflow.graph import WorkflowOptions
 
     rows = []
     for t in load_tutorials(tutorials):
@@ -150,29 +151,9 @@ def lessons(tutorials: Path, out: Path) -> int:
             )
         ]
         turns.append(Turn(role="teacher", text="FINISHED", kind="finish"))
-        rows.append(
-            ConversationRecord(
-                conversation_id=make_conversation_id(f"lessons-{tutorials.name}", t.tutorial_id),
-                tutorial_id=t.tutorial_id,
-                doc_id=t.doc_id,
-                method_id=t.method_id,
-                source_tutorial_path=t.source_tutorial_path,
-                title=t.title,
-                categories=t.categories,
-                topic=t.topic,
-                domain=t.domain,
-                summary=t.summary,
-                tutorial=TutorialRef(title=t.method_title, steps=t.steps),
-                conversation=conversation_lines(turns),
-                turns=turns,
-                finished=True,
-                stop_reason="finished",
-                teacher="verbatim",
-                learner="verbatim",
-                started_at=now(),
-                ended_at=now(),
-            ).model_dump(mode="json")
-        )
+        state = {"messages": turns, "finished": True}  # the record a finished generated conversation gets
+        record = to_record(t, state, f"lessons-{tutorials.name}", "verbatim", "verbatim", now(), WorkflowOptions(), "")
+        rows.append(record.model_dump(mode="json"))
     out.parent.mkdir(parents=True, exist_ok=True)
     import json
 
