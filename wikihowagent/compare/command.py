@@ -20,6 +20,7 @@ from wikihowagent.evaluation.options import (
     pairwise_reading_option,
     retries_option,
     retry_failed_option,
+    rubrics_option,
     tie_band_option,
 )
 from wikihowagent.markdown import number_cell
@@ -53,9 +54,7 @@ def compare(
             help="Comma-separated rubric names to compare on (default: every rubric).",
         ),
     ] = None,
-    rubrics: Annotated[
-        Path | None, typer.Option(rich_help_panel=INPUTS, help="Rubric JSON file (default: data/rubrics.json).")
-    ] = None,
+    rubrics: Annotated[Path | None, rubrics_option(INPUTS)] = None,
     max_tutorials: Annotated[
         int | None, typer.Option(rich_help_panel=INPUTS, min=1, help="Only the first N tutorials (sorted by id).")
     ] = None,

@@ -25,6 +25,7 @@ from .options import (
     posttest_prompt_option,
     retries_option,
     retry_failed_option,
+    rubrics_option,
 )
 
 
@@ -82,9 +83,7 @@ def evaluate(
         Path | None,
         typer.Option(rich_help_panel=OUTPUT, help="Output directory: <OUT>/<run>/scores.jsonl and the summary files."),
     ] = None,
-    rubrics: Annotated[
-        Path | None, typer.Option(rich_help_panel=METRICS, help="Rubric JSON file (default: data/rubrics.json).")
-    ] = None,
+    rubrics: Annotated[Path | None, rubrics_option(METRICS)] = None,
     config: Annotated[
         Path | None, typer.Option(rich_help_panel=INPUTS, help="YAML config overriding configs/default.yaml.")
     ] = None,

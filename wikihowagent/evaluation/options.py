@@ -37,6 +37,11 @@ def _cluster(help: str, *names: str, **kw: Any) -> Any:
     return _option(CLUSTER, help, *names, **kw)
 
 
+def rubrics_option(panel: str) -> Any:
+    """`--rubrics FILE`: the rubric JSON file (its panel is the command's: Inputs or Metrics)."""
+    return _option(panel, "Rubric JSON file (default: data/rubrics.json).")
+
+
 def evaluator_option(help: str) -> Any:
     """`--evaluator SPEC`: the judge model spec (repeatable where a panel is allowed: the parameter's type says)."""
     return _models(help, metavar="SPEC")

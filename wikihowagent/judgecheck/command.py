@@ -20,6 +20,7 @@ from wikihowagent.evaluation.options import (
     posttest_learner_option,
     posttest_prompt_option,
     retries_option,
+    rubrics_option,
     tie_band_option,
 )
 
@@ -57,9 +58,7 @@ def judge_check(
     perturbations: Annotated[
         Path | None, typer.Option(rich_help_panel=INPUTS, help="Perturbation file (default: data/perturbations.json).")
     ] = None,
-    rubrics: Annotated[
-        Path | None, typer.Option(rich_help_panel=INPUTS, help="Rubric JSON file (default: data/rubrics.json).")
-    ] = None,
+    rubrics: Annotated[Path | None, rubrics_option(INPUTS)] = None,
     max_conversations: Annotated[
         int | None, typer.Option(rich_help_panel=INPUTS, min=2, help="Use the first N conversations.")
     ] = None,
