@@ -38,6 +38,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -294,44 +295,88 @@ def check(variants: list[str], n: int, out: Path, minutes: float) -> None:
                 )
 
 
-def check_accuracy(variant: str, n: int, out: Path, n_boot: int = 2000) -> tuple[float, float, float, int]:
-    """(mean accuracy over targeted cells, CI low, CI high, conversations) from the judgments on disk."""
+def judgment_wins(path: Path, scoring: str, prompt: str, ids: list[str]) -> tuple[Any, list[tuple[str, str]]]:
+    """(wins, cells) of the embedded judge's judge-check judgments in `path` (scoring mode + prompt variant):
+    wins[i, k] = P(original scored higher than its perturbed copy) of conversation ids[i] on cell k =
+    (perturbation, targeted rubric), ties half, NaN where either score is missing."""
     import numpy as np
-    from bench_judge import bench_conversations
 
     from wikihowagent.evaluation.judge import load_rubrics
-    from wikihowagent.judgecheck.core import JUDGMENTS, ORIGINAL, read_judgments, win
+    from wikihowagent.judgecheck.core import ORIGINAL, read_judgments, win
     from wikihowagent.judgecheck.perturbations import load_perturbations
 
     rubrics = load_rubrics()
     perts = load_perturbations(None, list(rubrics))
-    ids = [c.conversation_id for c in bench_conversations(n, 3)]
-    recs = read_judgments(out / variant / CHECK_DIR / JUDGMENTS, "local", "weighted", variant)
     cells = [(p.name, t) for p in perts for t in p.targets if t in rubrics]
     wins = np.full((len(ids), len(cells)), np.nan)
+    recs = read_judgments(path, "local", scoring, prompt) if path.exists() else {}
     for i, cid in enumerate(ids):
         orig = (recs.get((cid, ORIGINAL)) or {}).get("scores") or {}
         for k, (pname, rubric) in enumerate(cells):
             pert = (recs.get((cid, pname)) or {}).get("scores") or {}
             if orig.get(rubric) is not None and pert.get(rubric) is not None:
                 wins[i, k] = win(orig[rubric], pert[rubric])
-    done = ~np.all(np.isnan(wins), axis=1)
-    wins = wins[done]
-    if not len(wins):
-        return math.nan, math.nan, math.nan, 0
+    return wins, cells
 
-    def stat(w: np.ndarray) -> float:
-        with np.errstate(all="ignore"):
-            return float(np.nanmean(np.nanmean(w, axis=0)))
 
-    rng = np.random.default_rng(0)
+def _cell_mean(w) -> float:
+    """Mean over cells of each cell's mean over conversations (NaN-aware)."""
     import warnings
 
-    with warnings.catch_warnings():
+    import numpy as np
+
+    with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        boots = [stat(wins[rng.integers(0, len(wins), len(wins))]) for _ in range(n_boot)]
-    lo, hi = np.nanpercentile(boots, [2.5, 97.5])
-    return stat(wins), float(lo), float(hi), int(done.sum())
+        return float(np.nanmean(np.nanmean(w, axis=0)))
+
+
+class CheckAccuracy(NamedTuple):
+    """judge-check accuracy of each judge and the paired difference, on the same resampled conversations."""
+
+    n: int  # conversations with at least one cell judged by every judge
+    accuracy: dict[str, tuple[float, float, float]]  # judge -> (value, CI low, CI high)
+    difference: tuple[float, float, float]  # second judge minus first: (value, CI low, CI high)
+    per_cell: dict[str, list[float]]  # judge -> accuracy of each cell
+
+
+def paired_accuracy(wins: dict[str, Any], n_boot: int = 2000, seed: int = 0) -> CheckAccuracy:
+    """Accuracy = mean over the targeted cells of P(original higher); 95 % percentile CIs from resampling
+    conversations (rows), the same resamples for every judge, so the difference of the second judge from the
+    first has a paired CI. Rows no judge scored at all are left out."""
+    import numpy as np
+
+    names = list(wins)
+    stack = np.stack([np.asarray(wins[m], dtype=float) for m in names])
+    keep = ~np.any(np.all(np.isnan(stack), axis=2), axis=0)
+    stack = stack[:, keep]
+    n = int(keep.sum())
+    nan3 = (math.nan, math.nan, math.nan)
+    if n == 0:
+        return CheckAccuracy(0, {m: nan3 for m in names}, nan3, {m: [] for m in names})
+    rng = np.random.default_rng(seed)
+    boots = np.array([[_cell_mean(w[idx]) for w in stack] for idx in (rng.integers(0, n, n) for _ in range(n_boot))])
+    point = [_cell_mean(w) for w in stack]
+
+    def ci(values, b) -> tuple[float, float, float]:
+        lo, hi = np.nanpercentile(b, [2.5, 97.5])
+        return float(values), float(lo), float(hi)
+
+    acc = {m: ci(point[j], boots[:, j]) for j, m in enumerate(names)}
+    diff = ci(point[-1] - point[0], boots[:, -1] - boots[:, 0]) if len(names) > 1 else nan3
+    cells = {m: [_cell_mean(stack[j][:, [k]]) for k in range(stack.shape[2])] for j, m in enumerate(names)}
+    return CheckAccuracy(n, acc, diff, cells)
+
+
+def check_accuracy(variant: str, n: int, out: Path, n_boot: int = 2000) -> tuple[float, float, float, int]:
+    """(mean accuracy over targeted cells, CI low, CI high, conversations) from the judgments on disk."""
+    from bench_judge import bench_conversations
+
+    from wikihowagent.judgecheck.core import JUDGMENTS
+
+    ids = [c.conversation_id for c in bench_conversations(n, 3)]
+    wins, _cells = judgment_wins(out / variant / CHECK_DIR / JUDGMENTS, "weighted", variant, ids)
+    acc = paired_accuracy({variant: wins}, n_boot)
+    return (*acc.accuracy[variant], acc.n)
 
 
 # --------------------------------------------------------------------------------------------------

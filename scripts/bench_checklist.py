@@ -41,6 +41,7 @@ import platform
 import sys
 import time
 from pathlib import Path
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -53,6 +54,8 @@ from bench_alignment import (  # noqa: E402
     align,
     common_scores,
     conversation_ids,
+    judgment_wins,
+    paired_accuracy,
     pending_checks,
     seconds_per_conversation,
     single_files,
@@ -235,49 +238,17 @@ def check(study: Path, runs: list[Path], n: int, out: Path, minutes: float, mode
         print(f"judge-check done on {len(convs)} conversations", flush=True)
 
 
-def check_accuracy(mode: str, ids: list[str], out: Path, n_boot: int = 2000) -> tuple[float, float, float, int]:
-    """(mean accuracy over targeted cells, CI low, CI high, conversations) on `ids` (those both judges did)."""
-    import warnings
+def check_wins(mode: str, ids: list[str], out: Path) -> tuple[Any, list[tuple[str, str]]]:
+    """bench_alignment.judgment_wins of this judge's judge-check judgments under OUT/judge-check/<mode>/."""
+    from wikihowagent.judgecheck.core import JUDGMENTS
 
-    import numpy as np
-
-    from wikihowagent.evaluation.judge import load_rubrics
-    from wikihowagent.judgecheck.core import JUDGMENTS, ORIGINAL, read_judgments, win
-    from wikihowagent.judgecheck.perturbations import load_perturbations
-
-    rubrics = load_rubrics()
-    perts = load_perturbations(None, list(rubrics))
-    path = out / CHECK_DIR / mode / JUDGMENTS
-    if not path.exists():
-        return math.nan, math.nan, math.nan, 0
     if mode == CHECKLIST:
         from wikihowagent.evaluation.checklist import load_checklist
+        from wikihowagent.evaluation.judge import load_rubrics
 
-        recs = read_judgments(path, "local", CHECKLIST, f"checklist {load_checklist(None, list(rubrics)).ident}")
-    else:
-        recs = read_judgments(path, "local", "weighted", WEIGHTED)
-    cells = [(p.name, t) for p in perts for t in p.targets if t in rubrics]
-    wins = np.full((len(ids), len(cells)), np.nan)
-    for i, cid in enumerate(ids):
-        orig = (recs.get((cid, ORIGINAL)) or {}).get("scores") or {}
-        for k, (pname, rubric) in enumerate(cells):
-            pert = (recs.get((cid, pname)) or {}).get("scores") or {}
-            if orig.get(rubric) is not None and pert.get(rubric) is not None:
-                wins[i, k] = win(orig[rubric], pert[rubric])
-    done = ~np.all(np.isnan(wins), axis=1)
-    wins = wins[done]
-    if not len(wins):
-        return math.nan, math.nan, math.nan, 0
-
-    def stat(w):
-        with np.errstate(all="ignore"), warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return float(np.nanmean(np.nanmean(w, axis=0)))
-
-    rng = np.random.default_rng(0)
-    boots = [stat(wins[rng.integers(0, len(wins), len(wins))]) for _ in range(n_boot)]
-    lo, hi = np.nanpercentile(boots, [2.5, 97.5])
-    return stat(wins), float(lo), float(hi), int(done.sum())
+        prompt = f"checklist {load_checklist(None, list(load_rubrics())).ident}"
+        return judgment_wins(out / CHECK_DIR / mode / JUDGMENTS, CHECKLIST, prompt, ids)
+    return judgment_wins(out / CHECK_DIR / mode / JUDGMENTS, "weighted", WEIGHTED, ids)
 
 
 def checked_ids(out: Path) -> list[str]:
@@ -429,6 +400,72 @@ def fmt(e, signed=True) -> str:
     return f"{e.value:{f}}{ci}"
 
 
+class ItemRow(NamedTuple):
+    key: str  # item_key: a rubric item's id, or a step template's (mean over the conversation's steps)
+    rubrics: tuple[str, ...]
+    polarity: str
+    n: int
+    p_yes: float  # mean P(yes) over conversations
+    sd_good: float  # sd of P(good) over conversations
+    r: float  # Pearson r of P(good) with the people's mean on the rubrics it informs (NaN: no spread)
+
+
+def item_diagnostics(c_recs: dict, ids: list[str], humans: dict[str, dict[str, float]]) -> list[ItemRow]:
+    """Each checklist item's answers over the conversations and how they track the people: which items carry
+    signal, which the model answers the same way whatever it reads."""
+    import numpy as np
+
+    from wikihowagent.evaluation.checklist import item_key
+
+    per: dict[str, dict[str, list[tuple[float, float]]]] = {}  # key -> cid -> [(p_yes, good)]
+    meta: dict[str, tuple[tuple[str, ...], str]] = {}
+    for c in ids:
+        rec = c_recs.get(c)
+        for it in rec.judge.items if rec and rec.judge else []:
+            if it.p_yes is None or it.good is None:
+                continue
+            k = item_key(it.id)
+            meta.setdefault(k, (tuple(it.rubrics), it.polarity))
+            per.setdefault(k, {}).setdefault(c, []).append((it.p_yes, it.good))
+    rows = []
+    for k, by in per.items():
+        rubrics, polarity = meta[k]
+        cs = [c for c in by if all(math.isfinite(humans[c].get(m, math.nan)) for m in rubrics)]
+        p = np.array([np.mean([v[0] for v in by[c]]) for c in cs])
+        g = np.array([np.mean([v[1] for v in by[c]]) for c in cs])
+        h = np.array([np.mean([humans[c][m] for m in rubrics]) for c in cs])
+        r = float(np.corrcoef(g, h)[0, 1]) if len(cs) >= 4 and g.std() > 1e-9 and h.std() > 1e-9 else math.nan
+        rows.append(ItemRow(k, rubrics, polarity, len(cs), float(p.mean()), float(g.std(ddof=1)), r))
+    return sorted(rows, key=lambda row: (row.rubrics, row.key))
+
+
+def item_lines(rows: list[ItemRow]) -> list[str]:
+    import numpy as np
+
+    lines = [
+        "Checklist items on the same conversations (uniform reading): mean P(yes), the spread of P(good) and "
+        "its Pearson r with the people's mean on the rubric(s) the item informs (a step item: its mean over "
+        "the conversation's steps).",
+        "",
+        "| item | rubrics | polarity | n | mean P(yes) | sd P(good) | r with people |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r.key} | {', '.join(r.rubrics)} | {r.polarity} | {r.n} | {r.p_yes:.2f} | {r.sd_good:.3f} | "
+        + (f"{r.r:+.2f}" if math.isfinite(r.r) else "–")
+        + " |"
+        for r in rows
+    ]
+    for pol in ("yes-good", "yes-bad"):
+        rs = [r for r in rows if r.polarity == pol]
+        if rs:
+            lines.append(
+                f"\n{pol} items: {len(rs)}, mean P(yes) {np.mean([r.p_yes for r in rs]):.2f}, median r with people "
+                f"{np.nanmedian([r.r for r in rs]):+.2f}, r > 0 for {sum(r.r > 0 for r in rs)} of {len(rs)}."
+            )
+    return lines
+
+
 def report(study: Path, out: Path) -> str:
     files = study_files(study)
     all_ids = set(conversation_ids(files))
@@ -476,6 +513,7 @@ def report(study: Path, out: Path) -> str:
             f"checklist sd {sd[CHECKLIST]:.3f}. Tutorials: {len(set(titles(files, set(common))))}.",
             "",
         ]
+        lines += item_lines(item_diagnostics(recs[CHECKLIST], ids, humans)) + [""]
         costs = prompt_costs(common, study, recs)
         secs = {m: seconds_per_conversation(out / m, set(common)) for m in MODES}
         lines += [
@@ -499,25 +537,37 @@ def report(study: Path, out: Path) -> str:
             "`bench_alignment.py judge --variants tutorial-first --per-tutorial 0` for the weighted column)."
         )
     ids = checked_ids(out)
-    acc = {m: check_accuracy(m, ids, out) for m in MODES}
+    wins, cells = {}, []
+    for m in MODES:
+        wins[m], cells = check_wins(m, ids, out)
+    acc = paired_accuracy(wins)
     lines += [
         "",
         f"judge-check (data/perturbations.json; originals and the perturbed copies' target rubrics) on the "
-        f"{len(ids)} conversations both judges were checked on (the development split, shortest first): mean "
+        f"{acc.n} conversations both judges were checked on (the development split, shortest first): mean "
         "accuracy over the targeted cells, P(original scored higher), ties half, 95 % CI over "
-        "conversations. For an absolute judge this is also its pairwise accuracy on the (original, "
-        "perturbed) pairs.",
+        "conversations, the difference's CI paired (the same resampled conversations). For an absolute "
+        "judge this is also its pairwise accuracy on the (original, perturbed) pairs.",
         "",
         "| judge | judge-check accuracy | conversations |",
         "|---|---|---|",
     ]
     for m in MODES:
-        a, lo, hi, k = acc[m]
-        lines.append(
-            f"| {'weighted' if m == WEIGHTED else 'checklist'} | "
-            + (f"{a:.3f} [{lo:.2f}, {hi:.2f}]" if k else "not run")
-            + f" | {k} |"
-        )
+        a, lo, hi = acc.accuracy[m]
+        label = "weighted" if m == WEIGHTED else "checklist"
+        lines.append(f"| {label} | " + (f"{a:.3f} [{lo:.2f}, {hi:.2f}]" if acc.n else "not run") + f" | {acc.n} |")
+    if acc.n:
+        d, lo, hi = acc.difference
+        lines += [
+            f"| checklist − weighted | {d:+.3f} [{lo:+.2f}, {hi:+.2f}] | {acc.n} |",
+            "",
+            "Per targeted cell (perturbation: rubric), accuracy over the same conversations:",
+            "",
+            "| cell | weighted | checklist |",
+            "|---|---|---|",
+        ]
+        for k, (pname, rubric) in enumerate(cells):
+            lines.append(f"| {pname}: {rubric} | {acc.per_cell[WEIGHTED][k]:.2f} | {acc.per_cell[CHECKLIST][k]:.2f} |")
     return "\n".join(lines)
 
 

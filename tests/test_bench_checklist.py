@@ -54,3 +54,56 @@ def test_checklist_that_tracks_people_beats_a_noise_weighted_judge_with_a_paired
     assert overall.predictors["uniform"]["r"].value > 0.6 and abs(overall.predictors["weighted"]["r"].value) < 0.35
     assert overall.deltas["uniform"]["r"].ci_low > 0  # paired CI of uniform − weighted above 0
     assert overall.predictors["fitted"]["r"].value > 0.6  # out of fold, shrunk toward uniform: not worse by much
+
+
+def test_paired_judge_check_accuracy_on_a_known_truth():
+    """Two judges on the same 40 conversations, 3 cells: one right with P 0.9, one with P 0.6; the paired
+    difference's CI excludes 0 and covers the true 0.3; a row nobody judged is left out; per-cell values."""
+    b = load_script("bench_checklist")
+    rng = np.random.default_rng(1)
+    good = (rng.uniform(size=(40, 3)) < 0.9).astype(float)
+    poor = (rng.uniform(size=(40, 3)) < 0.6).astype(float)
+    good[5], poor[5] = np.nan, np.nan
+    poor[7, 1] = np.nan
+    acc = b.paired_accuracy({"w": poor, "c": good}, n_boot=500)
+    assert acc.n == 39
+    assert abs(acc.accuracy["c"][0] - np.nanmean(np.nanmean(good, axis=0))) < 1e-12
+    d, lo, hi = acc.difference
+    assert lo > 0 and lo < 0.3 < hi and abs(d - (acc.accuracy["c"][0] - acc.accuracy["w"][0])) < 1e-12
+    assert len(acc.per_cell["w"]) == 3 and abs(acc.per_cell["w"][1] - np.nanmean(poor[:, 1])) < 1e-12
+    same = b.paired_accuracy({"w": good, "c": good}, n_boot=200)
+    assert same.difference == (0.0, 0.0, 0.0)
+    empty = b.paired_accuracy({"w": np.full((3, 2), np.nan), "c": np.full((3, 2), np.nan)})
+    assert empty.n == 0 and all(np.isnan(v) for v in empty.difference)
+
+
+def test_item_diagnostics_find_the_item_that_tracks_people():
+    """An item whose P(good) follows the people's Clarity has r near 1, a constant one has no r; a yes-bad
+    item's P(yes) is reported as asked; step items are pooled by template (mean over steps)."""
+    b = load_script("bench_checklist")
+    rng = np.random.default_rng(2)
+    recs, humans = {}, {}
+    for i in range(30):
+        cid, q = f"c{i}", float(rng.uniform(0, 1))
+        humans[cid] = {"Clarity": 1 + 4 * q, "Progress": 3.0 + rng.normal(0, 0.5)}
+        items = [
+            ChecklistItemScore(id="rubric:Clarity:tracks", rubrics=["Clarity"], p_yes=q, good=q),
+            ChecklistItemScore(id="rubric:Clarity:flat", rubrics=["Clarity"], p_yes=0.9, good=0.9),
+            ChecklistItemScore(id="rubric:Clarity:bad", rubrics=["Clarity"], polarity="yes-bad", p_yes=1 - q, good=q),
+            ChecklistItemScore(id="rubric:Clarity:failed", rubrics=["Clarity"], failure="no answer"),
+        ] + [
+            ChecklistItemScore(id=f"step:{k}:taught", rubrics=["Progress"], p_yes=0.5, good=0.2 * k) for k in (1, 2, 3)
+        ]
+        recs[cid] = ScoreRecord(
+            conversation_id=cid, judge=JudgeProvenance(evaluator="local", scoring="checklist", items=items)
+        )
+    rows = {r.key: r for r in b.item_diagnostics(recs, sorted(recs), humans)}
+    assert set(rows) == {"rubric:Clarity:tracks", "rubric:Clarity:flat", "rubric:Clarity:bad", "step:taught"}
+    assert rows["rubric:Clarity:tracks"].r > 0.99 and rows["rubric:Clarity:tracks"].n == 30
+    assert np.isnan(rows["rubric:Clarity:flat"].r) and rows["rubric:Clarity:flat"].sd_good < 1e-9
+    bad = rows["rubric:Clarity:bad"]
+    assert bad.polarity == "yes-bad" and bad.r > 0.99 and 0 < bad.p_yes < 1
+    assert abs(rows["step:taught"].p_yes - 0.5) < 1e-12 and rows["step:taught"].sd_good < 1e-12
+    text = "\n".join(b.item_lines(list(rows.values())))
+    assert "| rubric:Clarity:flat | Clarity | yes-good | 30 | 0.90 | 0.000 | – |" in text
+    assert "yes-bad items: 1" in text
