@@ -291,8 +291,15 @@ def test_checklist_without_logprobs_reads_the_answer_and_says_so(tmp_path, monke
 
 def test_checklist_options_refused_with_other_modes_and_bad_checklist_is_one_line(tmp_path):
     run = _run(tmp_path)
-    res = _evaluate([str(run), "--evaluator", "openai:x", "--checklist-weights", "w.json", "--no-figures"])
+    res = _evaluate(
+        [str(run), "--evaluator", "openai:x", "--judge-scoring", "weighted", "--checklist-weights", "w.json"]
+    )
     assert res.exit_code == 2 and "apply to --judge-scoring checklist" in flat(res.output)
+    with FakeOpenAI(logprobs=_yes_no_judge) as srv:  # without --judge-scoring they choose checklist
+        res = _evaluate(
+            [str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--checklist-weights", "w.json"]
+        )
+    assert res.exit_code == 2 and "w.json" in flat(res.output) and "apply to" not in flat(res.output), res.output
     bad = _write(tmp_path, lambda d: d["rubric_items"].pop("Depth"))
     with FakeOpenAI(logprobs=_yes_no_judge) as srv:
         res = _evaluate(

@@ -391,3 +391,72 @@ def test_failure_kind_is_typed_not_read_from_the_reply_words(tmp_path):
     from wikihowagent.errors import kind_of
 
     assert kind_of(weighted_score(entries(("4", {"4": 0.2, "The": 0.8})), rationale=False)[1], "parse") == "low-mass"
+
+
+# ---------------------------------------------------------------------------- issue 30: the default mode
+
+
+class _Llm:
+    def __init__(self, logprobs: bool, metadata: dict | None = None):
+        self.supports_logprobs, self.metadata = logprobs, metadata
+
+
+def test_default_mode_is_the_providers_measured_choice_unless_a_holistic_option_is_given():
+    from wikihowagent.backends.registry import JUDGE_SCORING_METADATA as KEY
+    from wikihowagent.evaluation.scoring import resolve_mode
+
+    embedded = _Llm(True, {KEY: "checklist"})
+    assert resolve_mode(None, embedded, "default") == "checklist"
+    assert resolve_mode(None, embedded, "default", holistic=True) == "weighted"  # --judge-rationale/-prompt
+    assert resolve_mode("weighted", embedded, "default") == "weighted"  # asked for: always that
+    assert resolve_mode(None, embedded, "paper") == "json"  # --compat paper keeps the paper's judge
+    assert resolve_mode(None, _Llm(True), "default") == "weighted"  # no measured choice: by log-probabilities
+    assert resolve_mode(None, _Llm(False), "default") == "json"
+    assert resolve_mode(None, _Llm(True, {KEY: "nonsense"}), "default") == "weighted"  # unknown: ignored
+    assert resolve_mode(None, _Llm(True, {"other": 1}), "default") == "weighted"
+
+
+def test_embedded_provider_declares_checklist(monkeypatch):
+    """The local provider's chat model carries its measured default (no server started: a stub in its place)."""
+    from types import SimpleNamespace
+
+    from wikihowagent.backends import local
+    from wikihowagent.backends.registry import JUDGE_SCORING_METADATA as KEY
+    from wikihowagent.backends.spec import ResolvedSpec
+    from wikihowagent.config import LocalModelSettings, ModelSettings
+    from wikihowagent.evaluation.scoring import preferred_mode
+
+    monkeypatch.setattr(
+        local, "get_local_server", lambda *a, **k: SimpleNamespace(alias="m", base_url="http://127.0.0.1:9/v1")
+    )
+    spec = ResolvedSpec(spec="local", provider="local", model="m", display="local")
+    llm = local.make(spec, ModelSettings(), LocalModelSettings(), None)
+    assert llm.metadata[KEY] == "checklist" and preferred_mode(llm) == "checklist"
+
+
+def test_evaluate_default_follows_the_judge_and_checklist_options_select_checklist(tmp_path, monkeypatch):
+    """A judge whose provider measured checklist best is asked checklist items by default (answer-only here);
+    --checklist FILE without --judge-scoring means checklist; --judge-rationale means the rating judge
+    (json without log-probabilities) - never a refusal of the default."""
+    from test_evaluation import evaluate_app
+
+    from wikihowagent.backends.registry import JUDGE_SCORING_METADATA as KEY
+
+    def judge(spec, *a, **k):
+        return ScriptedChatModel(
+            script=lambda p: "Yes" if "yes or no" in str(p).lower() else json.dumps({"Clarity": 4}),
+            prompts=[],
+            metadata={KEY: "checklist"},
+        )
+
+    for extra, want in (
+        ([], "checklist"),
+        (["--checklist", str(Path(__file__).parent.parent / "data" / "checklists.json")], "checklist"),
+        (["--judge-scoring", "json"], "json"),
+    ):
+        run = _run(tmp_path / want / str(len(extra)))
+        app = evaluate_app(monkeypatch, judge)
+        res = CliRunner().invoke(app, ["evaluate", str(run), "--metrics", "Clarity", "--no-figures", *extra])
+        assert res.exit_code == 0, res.output
+        recs = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
+        assert recs and all(r["judge"]["scoring"] == want for r in recs), (extra, recs[0]["judge"])

@@ -55,7 +55,9 @@ def test_weighted_judge_with_embedded_model(tmp_path):
 
     run = tmp_path / "run_small"
     shutil.copytree(Path(__file__).parent / "fixtures" / "evaluation" / "run_small", run)
-    res = CliRunner().invoke(app, ["evaluate", str(run), "--metrics", "Clarity", "--no-figures"])
+    res = CliRunner().invoke(
+        app, ["evaluate", str(run), "--metrics", "Clarity", "--no-figures", "--judge-scoring", "weighted"]
+    )
     assert res.exit_code == 0, res.output
     recs = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
     assert recs and all(r["judge"]["scoring"] == "weighted" for r in recs)
@@ -68,7 +70,7 @@ def test_weighted_judge_with_embedded_model(tmp_path):
 def test_checklist_judge_with_embedded_model(tmp_path):
     """The embedded server answers checklist items with a yes/no token whose top log-probabilities put most
     of their mass on yes/no variants: P(yes) is read from them, never a made-up 0.5 (one rubric, the
-    fixture's first short conversation)."""
+    fixture's first short conversation). Checklist is the embedded judge's default: no --judge-scoring."""
     import shutil
     from pathlib import Path
 
@@ -76,9 +78,7 @@ def test_checklist_judge_with_embedded_model(tmp_path):
     shutil.copytree(Path(__file__).parent / "fixtures" / "evaluation" / "run_small", run)
     lines = (run / "conversations.jsonl").read_text().splitlines()
     (run / "conversations.jsonl").write_text(lines[0] + "\n")
-    res = CliRunner().invoke(
-        app, ["evaluate", str(run), "--metrics", "Progress", "--no-figures", "--judge-scoring", "checklist"]
-    )
+    res = CliRunner().invoke(app, ["evaluate", str(run), "--metrics", "Progress", "--no-figures"])
     assert res.exit_code == 0, res.output
     rec = json.loads((run / "scores.jsonl").read_text().splitlines()[-1])
     j = rec["judge"]

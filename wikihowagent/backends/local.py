@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import BackendError
 from .model_files import MODEL_NAME, ensure_local_model
+from .registry import JUDGE_SCORING_METADATA
 from .spec import AliasFile, ResolvedSpec, Target
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -51,6 +52,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from wikihowagent.config import LocalModelSettings, ModelSettings
 
 LOG_ENV = "WIKIHOWAGENT_LLAMA_LOG"
+
+
+# The embedded model's default `--judge-scoring`: as a 1.5B judge it cannot give holistic 1-5 ratings that track
+# people, but answers narrow yes/no items (BENCHMARKS.md "checklist judge (issue 30)": judge-check accuracy and
+# r with the human study's ratings both higher than weighted's, paired CIs).
+JUDGE_SCORING = "checklist"
 
 
 @dataclass
@@ -276,4 +283,5 @@ def make(
         max_retries=settings.max_retries,
         stream_usage=True,
         extra_body={"cache_prompt": bool(local.cache_prompt)},  # off by default: see LocalModelSettings
+        metadata={JUDGE_SCORING_METADATA: JUDGE_SCORING},
     )

@@ -132,7 +132,7 @@ def evaluate(
     judge_scoring: Annotated[
         str | None,
         judge_scoring_option(
-            help="How rubric scores are read: 'weighted' (probability-weighted mean over the score digits; default where the backend returns log-probabilities), 'json' (structured output, integers), 'sampled' (5 samples at temperature 0.7), 'checklist' (yes/no items of data/checklists.json asked one at a time, P(yes) from log-probabilities; score = 1 + 4 x the weighted mean of the items' P(good))."
+            help="How rubric scores are read: 'checklist' (yes/no items of data/checklists.json asked one at a time, P(yes) from log-probabilities; score = 1 + 4 x the weighted mean of the items' P(good); the embedded model's default, measured in BENCHMARKS.md), 'weighted' (probability-weighted mean over the score digits; default for other backends that return log-probabilities, and with --judge-rationale or --judge-prompt), 'json' (structured output, integers; default without log-probabilities), 'sampled' (5 samples at temperature 0.7)."
         ),
     ] = None,
     checklist: Annotated[

@@ -294,7 +294,7 @@ def _check_request(req: EvaluateRequest) -> None:
         raise EvaluateError(
             f"--judge-rationale applies to --judge-scoring weighted or sampled, not {req.judge_scoring}"
         )
-    if (req.checklist or req.checklist_weights) and req.judge_scoring != "checklist":
+    if (req.checklist or req.checklist_weights) and req.judge_scoring not in (None, "checklist"):
         raise EvaluateError("--checklist and --checklist-weights apply to --judge-scoring checklist")
     if req.by not in (None, "domain", "persona"):
         raise EvaluateError(f"--by: only 'domain' or 'persona' is supported, not {req.by!r}")

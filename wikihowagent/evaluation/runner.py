@@ -56,7 +56,7 @@ class EvalOptions:
     default_concurrency: int = 2  # the config's concurrency: the default for judges other than the embedded one
     retries: int = 2
     batch_size: int = 32  # texts per forward pass
-    scoring: str | None = None  # --judge-scoring: None = weighted where the backend has logprobs, else json
+    scoring: str | None = None  # --judge-scoring: None = scoring.default_mode (the provider's, else by logprobs)
     rationale: bool = False  # --judge-rationale
     prompt: str | None = None  # --judge-prompt: a variant of data/judge_prompts.json; None = the default
     retry_failed: bool = True  # judge rubrics that failed in an earlier pass again
@@ -266,7 +266,13 @@ class Evaluation:
             assert self.make_llm is not None and self.rubrics is not None
             llm = self.make_llm(spec)
             try:
-                mode = resolve_mode(self.opts.scoring, llm, self.opts.mode)
+                checklist_asked = bool(self.opts.checklist_path or self.opts.checklist_weights)
+                mode = resolve_mode(
+                    self.opts.scoring or ("checklist" if checklist_asked else None),
+                    llm,
+                    self.opts.mode,
+                    holistic=self.opts.rationale or self.opts.prompt is not None,
+                )
                 prompt = None
                 if mode not in ("json", "checklist"):
                     prompt = judge_prompt(self.opts.prompt)

@@ -39,6 +39,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from wikihowagent.backends.registry import JUDGE_SCORING_METADATA
 from wikihowagent.errors import Note, WikihowagentError, kind_of
 from wikihowagent.records import ChecklistItemScore, Conversation, turn_line
 
@@ -273,15 +274,29 @@ def supports_logprobs(llm: Any) -> bool:
     return "logprobs" in fields and "top_logprobs" in fields
 
 
-def default_mode(llm: Any, compat: str) -> str:
+def preferred_mode(llm: Any) -> str | None:
+    """The mode the chat model's provider measured best for its judge (its `metadata`; the embedded model:
+    checklist), None where it names none or an unknown one."""
+    meta = getattr(llm, "metadata", None)
+    mode = meta.get(JUDGE_SCORING_METADATA) if isinstance(meta, dict) else None
+    return mode if mode in SCORING_MODES else None
+
+
+def default_mode(llm: Any, compat: str, holistic: bool = False) -> str:
+    """The mode when none is asked for: json under --compat paper; else the provider's measured choice (not
+    when `holistic`: an option of the 1-5 rating judges was given, --judge-rationale or --judge-prompt);
+    else weighted where the backend returns log-probabilities, json where it does not."""
     if compat == "paper":
         return "json"
+    preferred = None if holistic else preferred_mode(llm)
+    if preferred is not None:
+        return preferred
     return "weighted" if supports_logprobs(llm) else "json"
 
 
-def resolve_mode(requested: str | None, llm: Any, compat: str) -> str:
+def resolve_mode(requested: str | None, llm: Any, compat: str, holistic: bool = False) -> str:
     if requested is None:
-        return default_mode(llm, compat)
+        return default_mode(llm, compat, holistic)
     if requested not in SCORING_MODES:
         raise ScoringError(f"--judge-scoring: unknown mode {requested!r}; valid: {', '.join(SCORING_MODES)}")
     if compat == "paper" and requested != "json":
