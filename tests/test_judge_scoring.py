@@ -402,7 +402,7 @@ class _Llm:
 
 
 def test_default_mode_is_the_providers_measured_choice_unless_a_holistic_option_is_given():
-    from wikihowagent.backends.registry import JUDGE_SCORING_METADATA as KEY
+    from wikihowagent.backends.spec import JUDGE_SCORING_METADATA as KEY
     from wikihowagent.evaluation.scoring import resolve_mode
 
     embedded = _Llm(True, {KEY: "checklist"})
@@ -421,7 +421,7 @@ def test_embedded_provider_declares_checklist(monkeypatch):
     from types import SimpleNamespace
 
     from wikihowagent.backends import local
-    from wikihowagent.backends.registry import JUDGE_SCORING_METADATA as KEY
+    from wikihowagent.backends.spec import JUDGE_SCORING_METADATA as KEY
     from wikihowagent.backends.spec import ResolvedSpec
     from wikihowagent.config import LocalModelSettings, ModelSettings
     from wikihowagent.evaluation.scoring import preferred_mode
@@ -440,7 +440,7 @@ def test_evaluate_default_follows_the_judge_and_checklist_options_select_checkli
     (json without log-probabilities) - never a refusal of the default."""
     from test_evaluation import evaluate_app
 
-    from wikihowagent.backends.registry import JUDGE_SCORING_METADATA as KEY
+    from wikihowagent.backends.spec import JUDGE_SCORING_METADATA as KEY
 
     def judge(spec, *a, **k):
         return ScriptedChatModel(

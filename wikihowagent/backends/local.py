@@ -43,8 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import BackendError
 from .model_files import MODEL_NAME, ensure_local_model
-from .registry import JUDGE_SCORING_METADATA
-from .spec import AliasFile, ResolvedSpec, Target
+from .spec import JUDGE_SCORING_METADATA, AliasFile, ResolvedSpec, Target
 
 if TYPE_CHECKING:  # pragma: no cover
     from langchain_openai import ChatOpenAI

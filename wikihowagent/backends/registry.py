@@ -26,11 +26,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from wikihowagent.config import LocalModelSettings, ModelSettings
 
-# The key of a chat model's `metadata` naming the `--judge-scoring` mode its provider measured best for its
-# judge, the default where none is asked for (evaluation/scoring.default_mode); a provider without one
-# leaves the choice to the backend's abilities (weighted with log-probabilities, else json).
-JUDGE_SCORING_METADATA = "wikihowagent_judge_scoring"
-
 # provider name -> module (relative to this package)
 PROVIDERS: dict[str, str] = {
     "local": ".local",

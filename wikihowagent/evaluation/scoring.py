@@ -39,7 +39,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from wikihowagent.backends.registry import JUDGE_SCORING_METADATA
+from wikihowagent.backends.spec import JUDGE_SCORING_METADATA
 from wikihowagent.errors import Note, WikihowagentError, kind_of
 from wikihowagent.records import ChecklistItemScore, Conversation, turn_line
 
