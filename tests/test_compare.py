@@ -487,6 +487,60 @@ def test_compare_checklist_verdicts_position_free_ranked_and_resumable(tmp_path)
     )
     assert res.exit_code == 0, res.output
     assert {r["verdict"] for r in csv.DictReader((out / "pairwise.csv").open())} == {"tie"}
+    # no judge chosen: --from-judgments analyses the kind of judgments stored (checklist here)
+    base = ["compare", *map(str, runs), "--out", str(out), "--evaluator", "openai:fake-model", "--from-judgments"]
+    res = CliRunner().invoke(app, [*base, "--bootstrap", "50"])
+    assert res.exit_code == 0, res.output
+    assert {r["verdict_rule"] for r in csv.DictReader((out / "pairwise.csv").open())} == {"scores (tie band 0 points)"}
+    res = CliRunner().invoke(app, [*base, "--judge-scoring", "pairwise"])  # asked for the other kind: none stored
+    assert res.exit_code == 2 and "no pair judgments of judge openai:fake-model" in res.output, res.output
+
+
+def test_compare_judge_follows_options_then_the_judges_measured_default():
+    from wikihowagent.compare.core import CompareError, CompareRequest, chosen_scoring
+
+    def choose(default, **kw):
+        return chosen_scoring(CompareRequest(runs=(Path("a"), Path("b")), **kw), default)
+
+    assert choose("checklist") == "checklist"  # the embedded judge's measured default
+    assert choose(None) == "pairwise" and choose("weighted") == "pairwise"  # none (or not compare's): pairwise
+    assert choose("checklist", judge_scoring="pairwise") == "pairwise"  # asked for: always that
+    assert choose(None, judge_scoring="checklist") == "checklist"
+    assert choose("checklist", verdict_rule="average") == "pairwise"  # an option only the pairwise judge takes
+    assert choose("checklist", reading="answer") == "pairwise" and choose("checklist", tie_band=0.1) == "pairwise"
+    assert choose(None, score_tie_band=0.2) == "checklist"  # an option only the checklist judge takes
+    assert (
+        choose(None, checklist_weights=Path("w.json")) == "checklist"
+        and choose(None, verdict_rule="scores") == "checklist"
+    )
+    with pytest.raises(CompareError, match="pass --judge-scoring checklist or pairwise"):
+        choose("checklist", checklist=Path("c.json"), reading="logprobs")
+
+
+def test_compare_with_the_embedded_judge_makes_checklist_verdicts_by_default(tmp_path, monkeypatch):
+    """`compare` with the embedded model as judge and no --judge-scoring: each conversation judged alone by the
+    checklist judge (its measured default; the pairwise judge's position consistency with it is 0), never a
+    two-conversation prompt. The embedded server is replaced by a fake OpenAI-compatible one."""
+    from types import SimpleNamespace
+
+    from wikihowagent.backends import local
+    from wikihowagent.cli import app
+
+    runs = [make_run(tmp_path, n, range(2)) for n in ("weak", "strong")]
+    out = tmp_path / "cmp"
+    with FakeOpenAI(logprobs=fake_checklist_judge()) as srv:
+        monkeypatch.setattr(local, "check", lambda *a, **k: None)
+        monkeypatch.setattr(
+            local, "get_local_server", lambda *a, **k: SimpleNamespace(alias="fake-model", base_url=srv.base_url)
+        )
+        res = CliRunner().invoke(
+            app, ["compare", *map(str, runs), "--out", str(out), "--evaluator", "local", "--bootstrap", "50"]
+        )
+        assert res.exit_code == 0, res.output
+        assert srv.requests and not any("Conversation A:" in r["messages"][-1]["content"] for r in srv.requests)
+    assert "judge local (checklist scores" in res.output
+    rows = list(csv.DictReader((out / "pairwise.csv").open()))
+    assert rows and {r["verdict_rule"] for r in rows} == {"scores (tie band 0 points)"}
 
 
 def test_compare_checklist_option_mixups_are_one_line(tmp_path):
@@ -496,8 +550,12 @@ def test_compare_checklist_option_mixups_are_one_line(tmp_path):
     base = ["compare", *map(str, runs), "--out", str(tmp_path / "o"), "--evaluator", "openai:x"]
     for extra, expect in (
         (["--judge-scoring", "checklist", "--verdict-rule", "agree"], "rule `scores`"),
-        (["--verdict-rule", "scores"], "use it with --judge-scoring checklist"),
-        (["--score-tie-band", "0.2"], "apply to --judge-scoring checklist"),
+        (["--judge-scoring", "checklist", "--pairwise-reading", "answer"], "applies to the pairwise judge"),
+        (["--judge-scoring", "pairwise", "--verdict-rule", "scores"], "use it with --judge-scoring checklist"),
+        (["--judge-scoring", "pairwise", "--score-tie-band", "0.2"], "use it with --judge-scoring checklist"),
+        (["--judge-scoring", "pairwise", "--checklist-weights", "w.json"], "--checklist-weights applies"),
+        (["--score-tie-band", "0.2", "--tie-band", "0.1"], "pass --judge-scoring checklist or pairwise"),
+        (["--checklist", "c.json", "--verdict-rule", "average"], "pass --judge-scoring checklist or pairwise"),
         (["--judge-scoring", "weighted"], "not 'weighted'"),
     ):
         res = CliRunner().invoke(app, base + extra)

@@ -416,7 +416,7 @@ def test_default_mode_is_the_providers_measured_choice_unless_a_holistic_option_
     assert resolve_mode(None, _Llm(True, {"other": 1}), "default") == "weighted"
 
 
-def test_embedded_provider_declares_checklist(monkeypatch):
+def test_embedded_provider_declares_checklist(monkeypatch, tmp_path):
     """The local provider's chat model carries its measured default (no server started: a stub in its place)."""
     from types import SimpleNamespace
 
@@ -432,6 +432,20 @@ def test_embedded_provider_declares_checklist(monkeypatch):
     spec = ResolvedSpec(spec="local", provider="local", model="m", display="local")
     llm = local.make(spec, ModelSettings(), LocalModelSettings(), None)
     assert llm.metadata[KEY] == "checklist" and preferred_mode(llm) == "checklist"
+    gguf = tmp_path / "other.gguf"  # another GGUF on the local backend: nothing measured, no default named
+    gguf.write_bytes(b"GGUF")
+    other = ResolvedSpec(spec=f"local:{gguf}", provider="local", model="other", display="x", path=str(gguf))
+    assert preferred_mode(local.make(other, ModelSettings(), LocalModelSettings(), None)) is None
+
+
+def test_the_measured_default_is_known_from_the_spec_alone():
+    """backends.preferred_judge_scoring: no model made, no server started (compare decides its judge with it)."""
+    from wikihowagent.backends import preferred_judge_scoring
+
+    assert preferred_judge_scoring("local") == "checklist"
+    assert preferred_judge_scoring("local:/models/other.gguf") is None
+    assert preferred_judge_scoring("ollama:llama3:8b") is None and preferred_judge_scoring("openai:gpt-4o") is None
+    assert preferred_judge_scoring("openchat") is None  # an alias: its target's provider decides
 
 
 def test_evaluate_default_follows_the_judge_and_checklist_options_select_checklist(tmp_path, monkeypatch):

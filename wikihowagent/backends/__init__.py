@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from .errors import BackendError
-from .registry import check_backend, make_chat_model, resolve_spec
+from .registry import check_backend, make_chat_model, preferred_judge_scoring, resolve_spec
 from .spec import ResolvedSpec, load_aliases
 
 
@@ -56,6 +56,7 @@ __all__ = [
     "local_slots",
     "make_chat_model",
     "normalize_ollama_host",
+    "preferred_judge_scoring",
     "resolve_spec",
     "shutdown_local_servers",
 ]

@@ -59,6 +59,12 @@ LOG_ENV = "WIKIHOWAGENT_LLAMA_LOG"
 JUDGE_SCORING = "checklist"
 
 
+def judge_scoring(resolved: ResolvedSpec) -> str | None:
+    """The measured default `--judge-scoring` of this local model's judge: the embedded model's (JUDGE_SCORING);
+    None for another GGUF (`local:<name>`, `local:<path>`: nothing measured, the backend's abilities decide)."""
+    return JUDGE_SCORING if resolved.path is None else None
+
+
 @dataclass
 class LocalServer:
     key: tuple[Any, ...]
@@ -282,5 +288,5 @@ def make(
         max_retries=settings.max_retries,
         stream_usage=True,
         extra_body={"cache_prompt": bool(local.cache_prompt)},  # off by default: see LocalModelSettings
-        metadata={JUDGE_SCORING_METADATA: JUDGE_SCORING},
+        metadata={JUDGE_SCORING_METADATA: mode} if (mode := judge_scoring(resolved)) else None,
     )

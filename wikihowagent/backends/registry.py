@@ -6,6 +6,7 @@ alias from configs/models.yaml (e.g. openchat -> ollama:openchat:7b). Each provi
     resolve(given, rest, base_url, aliases) -> Target     what `provider:<rest>` means (no I/O)
     check(resolved, base_url, need) -> None                fail fast with one line (never starts a server)
     make(resolved, settings, local, base_url) -> BaseChatModel
+    judge_scoring(resolved) -> str | None                  optional: the judge's measured default --judge-scoring
 
 Adding a provider = one module + one entry in PROVIDERS (imported lazily: importing this module loads no
 provider and no heavy library). Resolve a spec once and pass the ResolvedSpec on.
@@ -81,6 +82,16 @@ def check_backend(resolved: ResolvedSpec, base_url: str | None = None) -> None:
     `base_url` overrides the Ollama host / OpenAI-compatible base URL of the spec."""
     need = f"needed for '{resolved.spec}'" + (f" = {resolved.canonical}" if resolved.spec != resolved.canonical else "")
     provider(resolved.provider).check(resolved, base_url, need)
+
+
+def preferred_judge_scoring(spec: str | ResolvedSpec, aliases_path: Path | None = None) -> str | None:
+    """The `--judge-scoring` mode `spec`'s provider measured best for this model as a judge (the embedded model:
+    checklist; the provider module's optional `judge_scoring`), None where it names none. No I/O: known before
+    any model is made (its chat model carries the same in its metadata, spec.JUDGE_SCORING_METADATA)."""
+    resolved = _resolved(spec, aliases_path)
+    declared = getattr(provider(resolved.provider), "judge_scoring", None)
+    mode = declared(resolved) if callable(declared) else None
+    return mode if isinstance(mode, str) else None
 
 
 def make_chat_model(

@@ -100,8 +100,8 @@ def compare(
     judge_scoring: Annotated[
         str | None,
         judge_scoring_option(
-            "'checklist': no pairwise prompt; each conversation is judged alone by the checklist judge (yes/no items, see `evaluate --judge-scoring checklist`) and each rubric's verdict comes from the two conversations' own scores (verdict rule `scores`; position consistency 1 by construction). Default: the pairwise judge.",
-            metavar="checklist",
+            "'checklist': no pairwise prompt; each conversation is judged alone by the checklist judge (yes/no items, see `evaluate --judge-scoring checklist`) and each rubric's verdict comes from the two conversations' own scores (verdict rule `scores`; position consistency 1 by construction). 'pairwise': the pairwise judge, both orders. Default: the judge's measured default (the embedded model: checklist; other models: pairwise), unless an option of one of them is given (--checklist, --checklist-weights, --score-tie-band: checklist; --pairwise-reading, --tie-band, --verdict-rule agree|average: pairwise).",
+            metavar="checklist|pairwise",
         ),
     ] = None,
     checklist: Annotated[
@@ -165,12 +165,10 @@ def compare(
         res, stats, desc = run_compare(
             req, console, lambda total: progress_bar(console, total, "judging pairs (both orders)")
         )
-    _print_outcome(res, stats, desc, console, from_judgments, judge_scoring)
+    _print_outcome(res, stats, desc, console, from_judgments)
 
 
-def _print_outcome(
-    res: Any, stats: Any, desc: str, console: Any, from_judgments: bool, judge_scoring: str | None
-) -> None:
+def _print_outcome(res: Any, stats: Any, desc: str, console: Any, from_judgments: bool) -> None:
     """The passes made (or that only stored judgments were analysed), then the tables; exit 1 when no verdict
     was readable."""
     if from_judgments:
@@ -178,7 +176,7 @@ def _print_outcome(
     else:
         what = (
             "had no checklist score for one of the two conversations"
-            if judge_scoring == "checklist"
+            if stats.from_scores
             else "were not one readable letter"
         )
         console.print(

@@ -438,50 +438,33 @@ class Warnings:
 
 @dataclass(frozen=True)
 class CompareMode:
-    """The request's judging options, checked (`check_request`)."""
+    """The request's judging options, checked (`check_request`, then `judging_mode` once the judge is known)."""
 
     shard: tuple[int, int] | None
     rule: str  # the verdict rule's name
     band: float  # its tie band (points for the checklist judge's `scores` rule)
-    checklist: bool  # --judge-scoring checklist
+    checklist: bool  # checklist verdicts (--judge-scoring checklist, its options, or the judge's measured default)
 
 
-def check_request(req: CompareRequest) -> CompareMode:
-    """Every option combination `compare` refuses, as a one-line CompareError, before anything is read."""
+PAIRWISE, CHECKLIST = "pairwise", "checklist"  # compare's --judge-scoring values
+
+
+def check_request(req: CompareRequest) -> tuple[int, int] | None:
+    """Every option combination `compare` refuses whichever judge it turns out to be, as a one-line
+    CompareError, before anything is read; -> the shard."""
     try:
         shard = parse_shard(req.shard) if req.shard else None
-        rule = verdict_rule(req.verdict_rule)
+        verdict_rule(req.verdict_rule)
         check_tie_band(req.tie_band)
     except ValueError as exc:
         raise CompareError(str(exc)) from None
-    checklist_mode = req.judge_scoring == "checklist"
-    if req.judge_scoring not in (None, "pairwise", "checklist"):
+    if req.judge_scoring not in (None, PAIRWISE, CHECKLIST):
         raise CompareError(
-            f"--judge-scoring: compare judges pairs head to head (default) or by checklist scores "
-            f"(checklist), not {req.judge_scoring!r}"
+            f"--judge-scoring: compare judges pairs head to head ({PAIRWISE}) or by checklist scores "
+            f"({CHECKLIST}), not {req.judge_scoring!r}"
         )
-    if (rule.name == SCORES) != checklist_mode and (req.verdict_rule is not None or not checklist_mode):
-        raise CompareError(
-            "--verdict-rule scores is the checklist judge's rule: use it with --judge-scoring checklist"
-            if rule.name == SCORES
-            else f"--judge-scoring checklist makes each verdict from the two conversations' own scores "
-            f"(rule `scores`); --verdict-rule {rule.name} applies to the pairwise judge"
-        )
-    if checklist_mode:
-        if req.tie_band:
-            raise CompareError("--tie-band is the `average` rule's; checklist verdicts take --score-tie-band (points)")
-        if not 0.0 <= req.score_tie_band <= 4.0:
-            raise CompareError(f"--score-tie-band must be between 0 and 4 points (got {req.score_tie_band:g})")
-        if req.reading is not None:
-            raise CompareError("--pairwise-reading applies to the pairwise judge, not --judge-scoring checklist")
-        rule = verdict_rule(SCORES)
-    elif req.checklist or req.checklist_weights or req.score_tie_band:
-        raise CompareError("--checklist, --checklist-weights and --score-tie-band apply to --judge-scoring checklist")
-    if req.tie_band and rule.name != AVERAGE:
-        raise CompareError(
-            f"--tie-band is the `{AVERAGE}` rule's: add --verdict-rule {AVERAGE} (the `{rule.name}` "
-            "rule has no tie band)"
-        )
+    if not 0.0 <= req.score_tie_band <= 4.0:
+        raise CompareError(f"--score-tie-band must be between 0 and 4 points (got {req.score_tie_band:g})")
     if shard is not None and req.from_judgments:
         raise CompareError("--from-judgments analyses every shard's judgments: drop --shard")
     if len(req.runs) < 2:
@@ -490,8 +473,78 @@ def check_request(req: CompareRequest) -> CompareMode:
             + (f": {req.runs[0]}" if req.runs else "")
             + ")"
         )
-    band = req.score_tie_band if checklist_mode else req.tie_band
-    return CompareMode(shard, rule.name, band, checklist_mode)
+    return shard
+
+
+def _options_of(req: CompareRequest) -> tuple[list[str], list[str]]:
+    """(the options given that only the checklist judge takes, those only the pairwise judge takes)."""
+    rule = req.verdict_rule
+    checklist = [
+        name
+        for name, given in (
+            ("--checklist", req.checklist is not None),
+            ("--checklist-weights", req.checklist_weights is not None),
+            ("--score-tie-band", bool(req.score_tie_band)),
+            (f"--verdict-rule {SCORES}", rule == SCORES),
+        )
+        if given
+    ]
+    pairwise = [
+        name
+        for name, given in (
+            ("--pairwise-reading", req.reading is not None),
+            ("--tie-band", bool(req.tie_band)),
+            (f"--verdict-rule {rule}", rule is not None and rule != SCORES),
+        )
+        if given
+    ]
+    return checklist, pairwise
+
+
+def chosen_scoring(req: CompareRequest, default: str | None) -> str:
+    """Which judge makes the verdicts: --judge-scoring; else the one whose options were given (--checklist,
+    --checklist-weights, --score-tie-band, --verdict-rule scores: checklist; --pairwise-reading, --tie-band,
+    another --verdict-rule: pairwise); else `default` (the judge's measured default; None: pairwise)."""
+    if req.judge_scoring is not None:
+        return req.judge_scoring
+    checklist, pairwise = _options_of(req)
+    if checklist and pairwise:
+        raise CompareError(
+            f"{checklist[0]} is the checklist judge's option and {pairwise[0]} the pairwise judge's: "
+            "pass --judge-scoring checklist or pairwise"
+        )
+    if checklist or pairwise:
+        return CHECKLIST if checklist else PAIRWISE
+    return default if default in (PAIRWISE, CHECKLIST) else PAIRWISE
+
+
+def judging_mode(req: CompareRequest, shard: tuple[int, int] | None, scoring: str) -> CompareMode:
+    """The verdict rule and tie band of `scoring` (chosen_scoring); a one-line CompareError for an option of
+    the other judge."""
+    checklist_opts, pairwise_opts = _options_of(req)
+    if scoring == CHECKLIST:
+        if req.verdict_rule not in (None, SCORES):
+            raise CompareError(
+                f"--judge-scoring checklist makes each verdict from the two conversations' own scores "
+                f"(rule `{SCORES}`); --verdict-rule {req.verdict_rule} applies to the pairwise judge"
+            )
+        if req.tie_band:
+            raise CompareError("--tie-band is the `average` rule's; checklist verdicts take --score-tie-band (points)")
+        if req.reading is not None:
+            raise CompareError("--pairwise-reading applies to the pairwise judge, not --judge-scoring checklist")
+        return CompareMode(shard, SCORES, req.score_tie_band, True)
+    if checklist_opts:
+        raise CompareError(
+            f"{checklist_opts[0]} applies to the checklist judge: use it with --judge-scoring checklist"
+            + (f" (the {SCORES} rule is the checklist judge's)" if req.verdict_rule == SCORES else "")
+        )
+    rule = verdict_rule(req.verdict_rule)
+    if req.tie_band and rule.name != AVERAGE:
+        raise CompareError(
+            f"--tie-band is the `{AVERAGE}` rule's: add --verdict-rule {AVERAGE} (the `{rule.name}` "
+            "rule has no tie band)"
+        )
+    return CompareMode(shard, rule.name, req.tie_band, False)
 
 
 def rubric_names(metrics: str | None, rubric_set: dict[str, Any]) -> list[str]:
@@ -540,7 +593,7 @@ def run_compare(
 
     -> (result or None for a shard, pass statistics, a line describing the judge and its reading)."""
     said = Warnings(console)
-    mode = check_request(req)
+    shard = check_request(req)
     cfg = load_config(req.config)
     rubric_set = load_rubrics(req.rubrics)
     sources = resolve_inputs(list(req.runs), Path(cfg.runs_dir))
@@ -558,9 +611,13 @@ def run_compare(
     ev = Evaluation(opts, [], names, rubric_set, endpoints.make_llm, said.warn)
     spec = endpoints.resolve_one(ev, sources, _different_judges)
     out = Path(req.out) if req.out is not None else Path(cfg.runs_dir) / COMPARE_DIR
-    stats = PassStats()
+    default = endpoints.preferred_scoring(spec)  # the judge's measured default (the embedded model: checklist)
     if req.from_judgments:
-        reading = stored_reading(out, spec, "checklist" if mode.checklist else req.reading, said.warn)
+        default = stored_scoring(out, spec, default, said.warn)
+    mode = judging_mode(req, shard, chosen_scoring(req, default))
+    stats = PassStats(from_scores=mode.checklist)
+    if req.from_judgments:
+        reading = stored_reading(out, spec, mode.checklist, req.reading, said.warn)
     else:  # each conversation judged alone (checklist) or each pair in both orders: the same arguments
         judge_pairs = _judge_checklist_pairs if mode.checklist else _judge_pairs
         passes = PairPasses(
@@ -684,18 +741,35 @@ def _stored_checklist_scores(p: PairPasses) -> dict[str, Any]:
     return stored
 
 
-def stored_reading(out: Path, spec: str, reading: str | None, warn: Callable[[str], None]) -> str:
-    """--from-judgments: the reading of `spec`'s judgments in `out` (`reading` if given); CompareError when
-    there are none, or both readings and no choice."""
+def stored_scoring(out: Path, spec: str, default: str | None, warn: Callable[[str], None]) -> str | None:
+    """--from-judgments with no judge chosen: the kind of `spec`'s judgments stored in `out` (checklist or
+    pairwise) when there is one kind, else `default`."""
     files = judgment_files(out, PAIR_JUDGMENTS)
-    found = {r.reading for path in files for r in read_pairwise(path, warn) if r.evaluator == spec}
+    kinds = {
+        CHECKLIST if r.reading == CHECKLIST_READING else PAIRWISE
+        for path in files
+        for r in read_pairwise(path, warn)
+        if r.evaluator == spec
+    }
+    return kinds.pop() if len(kinds) == 1 else default
+
+
+def stored_reading(out: Path, spec: str, checklist: bool, reading: str | None, warn: Callable[[str], None]) -> str:
+    """--from-judgments: the reading of `spec`'s judgments in `out`, of the checklist judge or else the pairwise
+    judge's (`reading` if given); CompareError when there are none, or both pairwise readings and no choice."""
+    files = judgment_files(out, PAIR_JUDGMENTS)
+    found = {
+        r.reading
+        for path in files
+        for r in read_pairwise(path, warn)
+        if r.evaluator == spec and (r.reading == CHECKLIST_READING) == checklist
+    }
     if reading is not None:
         found &= {reading}
     if not found:
+        what = CHECKLIST_READING if checklist else f"{PAIRWISE}, {reading}" if reading else PAIRWISE
         raise CompareError(
-            f"{out}: no pair judgments of judge {spec}"
-            + (f" ({reading})" if reading else "")
-            + ": run compare without --from-judgments first"
+            f"{out}: no pair judgments of judge {spec} ({what}): run compare without --from-judgments first"
         )
     if len(found) > 1:
         raise CompareError(

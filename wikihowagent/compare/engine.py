@@ -43,6 +43,7 @@ class PassStats:
     already: int = 0  # found in the judgments file(s)
     asked: int = 0  # rubric verdicts asked in this invocation
     failures: int = 0
+    from_scores: bool = False  # verdicts from each conversation's own checklist scores (no pairwise prompt)
 
 
 def judgment_files(out_dir: Path, stem: str) -> list[Path]:

@@ -68,7 +68,7 @@ def retry_failed_option(help: str) -> Any:
 
 
 def judge_scoring_option(help: str, metavar: str = "weighted|json|sampled|checklist") -> Any:
-    """`--judge-scoring MODE` (evaluation/scoring.py's modes; `compare` takes only checklist)."""
+    """`--judge-scoring MODE` (evaluation/scoring.py's modes; `compare` takes checklist or pairwise)."""
     return _models(help, metavar=metavar)
 
 

@@ -67,6 +67,14 @@ class JudgeEndpoints:
             raise refuse(by_source)
         return next(iter(by_source.values()))
 
+    def preferred_scoring(self, spec: str) -> str | None:
+        """The judge's measured default `--judge-scoring` (backends.preferred_judge_scoring; the embedded model:
+        checklist), None where its provider names none or the spec does not resolve (making its model says why)."""
+        try:
+            return backends.preferred_judge_scoring(spec, self.aliases)
+        except BackendError:
+            return None
+
     def learner_factory(self, cfg: Any) -> Callable[[str], Any]:
         """spec -> the post-test learner's chat model (`--posttest-learner`), on the same servers as the judge:
         at temperature 0 as the judge (a test answer is read, not sampled)."""
