@@ -202,3 +202,72 @@ def test_per_step_on_a_real_llama_cpp_reply():
         pytest.approx((-1.6048 - 0.0160 - 2.7200 - 0.0751 - 1.9501) / 5),
         pytest.approx((-0.6507 - 1.9112 - 8.6082) / 3),
     ]
+
+
+def test_evaluate_takes_the_likelihood_posttest_beside_each_posttest_and_resumes(tmp_path):
+    """evaluate --posttest-learner --posttest-likelihood: a run whose records carry their own post-test (by the
+    same learner) and a run without one both get the likelihood post-test (once per conversation, the
+    title-only read once per tutorial), stored in posttests.jsonl, scored as Likelihood Gain; a rerun asks
+    nothing again, and a run scored before without it is rescored for that metric only."""
+    import json
+    import re
+
+    from typer.testing import CliRunner
+
+    from wikihowagent.cli import app
+    from wikihowagent.runs import POSTTESTS, read_posttests
+
+    def chat(prompt):
+        m = re.search(r"Step (\d+) of (\d+): (.*)", prompt)
+        if m and "This was your lesson" not in prompt:
+            return f"Step {m.group(1)}: {m.group(3)}"
+        if "This was your lesson" in prompt:
+            return "\n".join(f"{i}. {t}" for i, t in enumerate(re.findall(r"Teacher: Step \d+: (.*)", prompt), 1))
+        return "Understood, please go to the next step."
+
+    runner = CliRunner()
+    runs = {"own": tmp_path / "own", "none": tmp_path / "none"}
+    with FakeOpenAI(reply=chat, text_logprob=seen_model) as srv:
+        for name, extra in (("own", ["--posttest", "--learner", "openai:fake-model"]), ("none", ["--no-posttest"])):
+            gen = ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url, "--max-tutorials", "2"]
+            res = runner.invoke(app, [*gen, "--out", str(runs[name]), "--retries", "0", *extra])
+            assert res.exit_code == 0, res.output
+        base = ["evaluate", *map(str, runs.values()), "--no-judge", "--no-figures", "--base-url", srv.base_url]
+        base += ["--posttest-learner", "openai:fake-model", "--bootstrap", "0"]
+        res = runner.invoke(app, base)  # first without the likelihood post-test: the metric is empty
+        assert res.exit_code == 0, res.output
+
+        def echo_reads():
+            return len([r for r in srv.requests if r.get("echo")])
+
+        def chats():
+            return len([r for r in srv.requests if "messages" in r])
+
+        assert echo_reads() == 0
+        before = chats()
+        res = runner.invoke(app, [*base, "--posttest-likelihood"])
+        assert res.exit_code == 0, res.output
+        assert echo_reads() == 2 * (2 + 2)  # per run: 2 lessons + 2 title-only reads (one per tutorial)
+        assert chats() == before  # the post-tests themselves are not taken again
+        assert "likelihood post-tests taken (openai:fake-model): 2, 0 could not be read" in res.output
+        lines = {n: len((r / "scores.jsonl").read_text().splitlines()) for n, r in runs.items()}
+        res = runner.invoke(app, [*base, "--posttest-likelihood"])  # resumed: nothing asked, nothing rescored
+        assert res.exit_code == 0 and echo_reads() == 8 and chats() == before, res.output
+        assert lines == {n: len((r / "scores.jsonl").read_text().splitlines()) for n, r in runs.items()}
+    for name, run in runs.items():
+        tests = read_posttests(run / POSTTESTS)
+        assert len(tests) == 2 and all(t.likelihood_read and t.likelihood.transport == "echo" for t in tests.values())
+        lines = [json.loads(x) for x in (run / "scores.jsonl").read_text().splitlines()]
+        last = {r["conversation_id"]: r for r in lines}
+        gains = [r["metrics"]["Likelihood Gain"] for r in last.values()]
+        assert len(last) == 2 and all(g is not None and g > 0 for g in gains), (name, gains)
+        assert all(r["metrics"]["Step Recall"] is not None for r in last.values())
+
+
+def test_evaluate_posttest_likelihood_needs_a_learner():
+    from typer.testing import CliRunner
+
+    from wikihowagent.cli import app
+
+    res = CliRunner().invoke(app, ["evaluate", "tests/fixtures/evaluation/run_small", "--posttest-likelihood"])
+    assert res.exit_code == 2 and "--posttest-likelihood: give --posttest-learner" in res.output

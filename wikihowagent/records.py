@@ -167,6 +167,11 @@ class PostTest(BaseModel):
     def taken_by(self, model: str, prompt_version: str) -> bool:
         return self.model == model and self.prompt_version == prompt_version
 
+    @property
+    def likelihood_read(self) -> bool:
+        """Its likelihood post-test was taken and read (an `error` is not a reading: taken again)."""
+        return self.likelihood is not None and self.likelihood.error is None
+
 
 class PreTestRecord(BaseModel):
     """One line of a run's `pretests.jsonl`: the pre-test cache, one answer per (learner model, tutorial)."""

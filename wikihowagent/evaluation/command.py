@@ -22,6 +22,7 @@ from .options import (
     judge_rationale_option,
     judge_scoring_option,
     posttest_learner_option,
+    posttest_likelihood_option,
     posttest_prompt_option,
     retries_option,
     retry_failed_option,
@@ -172,6 +173,12 @@ def evaluate(
             'Wording of the post-/pre-test that --posttest-learner takes: v2 (default) or v3 ("not taught" / "don\'t know" allowed per step).'
         ),
     ] = None,
+    posttest_likelihood: Annotated[
+        bool,
+        posttest_likelihood_option(
+            "With --posttest-learner: also the likelihood post-test of every conversation (the learner model's mean log-probability per token of each tutorial step given the lesson minus given the title: the 'Likelihood Gain' metric, nats), stored with its post-test in posttests.jsonl. Needs an OpenAI-compatible /v1/completions with echo + logprobs (vLLM) or a llama.cpp server (the embedded `local`: read through a grammar)."
+        ),
+    ] = False,
     bootstrap: Annotated[
         int, bootstrap_option("Bootstrap resamples (of tutorials) for the 95 % CI in every table cell; 0 = no CIs.")
     ] = 1000,
@@ -219,6 +226,7 @@ def evaluate(
         seed=seed,
         posttest_learner=posttest_learner,
         posttest_prompt=posttest_prompt,
+        posttest_likelihood=posttest_likelihood,
         checklist=checklist,
         checklist_weights=checklist_weights,
     )

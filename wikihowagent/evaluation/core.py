@@ -76,6 +76,7 @@ class EvaluateRequest:
     retry_failed: bool = True  # rubrics that failed in an earlier pass are judged again
     posttest_learner: str | None = None  # take the post-test of conversations without one with this model
     posttest_prompt: str | None = None  # --posttest-prompt: workflow/posttest.py PROMPTS; None = the default
+    posttest_likelihood: bool = False  # --posttest-likelihood: also the likelihood post-test (workflow/likelihood.py)
     calibration: Path | None = None  # `align --calibrate`'s calibration.json: adds "<rubric> (cal.)" columns
     bootstrap: int = 1000  # resamples (of tutorials) for the tables' CIs; 0 = no CIs
     seed: int = 0  # the bootstrap's seed
@@ -229,6 +230,7 @@ def _options(
         prompt=req.judge_prompt,
         posttest_learner=req.posttest_learner,
         posttest_prompt=req.posttest_prompt,
+        posttest_likelihood=req.posttest_likelihood,
         checklist_path=req.checklist,
         checklist_weights=req.checklist_weights,
     )
@@ -301,6 +303,10 @@ def _check_request(req: EvaluateRequest) -> None:
     if req.posttest_learner and req.mode == "paper":
         raise EvaluateError("--posttest-learner: the post-test is not part of the paper's metrics (--compat paper)")
     prompt_option(req.posttest_prompt, req.posttest_learner)  # a bad --posttest-prompt: one line, before any work
+    if req.posttest_likelihood and not req.posttest_learner:
+        raise EvaluateError(
+            "--posttest-likelihood: give --posttest-learner (the model whose log-probabilities are read)"
+        )
 
 
 def _sources(
@@ -527,6 +533,13 @@ def _report(
         console.print(
             f"{src.name}: post-tests taken ({ev.opts.posttest_learner}): {stats.posttests}, "
             f"{stats.posttest_failures} without a step list",
+            highlight=False,
+            markup=False,
+        )
+    if stats.likelihoods:
+        console.print(
+            f"{src.name}: likelihood post-tests taken ({ev.opts.posttest_learner}): {stats.likelihoods}, "
+            f"{stats.likelihood_failures} could not be read",
             highlight=False,
             markup=False,
         )

@@ -107,6 +107,11 @@ def posttest_learner_option(help: str) -> Any:
     return _posttest(help, metavar="SPEC")
 
 
+def posttest_likelihood_option(help: str) -> Any:
+    """`--posttest-likelihood`: with --posttest-learner, also the likelihood post-test (workflow/likelihood.py)."""
+    return _posttest(help, "--posttest-likelihood")
+
+
 def posttest_prompt_option(help: str) -> Any:
     """`--posttest-prompt NAME`: the post-/pre-test's wording (v2, v3)."""
     return _posttest(help, metavar="NAME")

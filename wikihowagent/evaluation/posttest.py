@@ -40,7 +40,10 @@ DETAIL_RECALL = "Detail Recall"
 LEARNING_GAIN = "Learning Gain"
 DETAIL_GAIN = "Detail Gain"
 LIKELIHOOD_GAIN = "Likelihood Gain"  # nats per token (workflow/likelihood.py); from the record's posttest.likelihood
-POSTTEST_METRICS = (STEP_RECALL, ORDER, EXTRANEOUS, DETAIL_RECALL, LEARNING_GAIN, DETAIL_GAIN, LIKELIHOOD_GAIN)
+# The metrics of the step-list post-test (posttest_scores: matched steps); Likelihood Gain is read per conversation
+# from the record's likelihood post-test (likelihood_gain_of).
+MATCHED_METRICS = (STEP_RECALL, ORDER, EXTRANEOUS, DETAIL_RECALL, LEARNING_GAIN, DETAIL_GAIN)
+POSTTEST_METRICS = (*MATCHED_METRICS, LIKELIHOOD_GAIN)
 
 THRESHOLD = 0.4  # cosine similarity of a match; docs/methodology/metrics.md (measured table, scripts/bench_posttest.py)
 # How recalled steps are matched to tutorial steps (docs/methodology/metrics.md, BENCHMARKS.md "post-test: matching"):
@@ -154,7 +157,7 @@ def posttest_scores(
     """The post-test metrics of one conversation -> (metrics, notes, matched pairs (tutorial step, recalled
     step, similarity) or None). `similarity(a, b)` is the cosine matrix of two lists of texts; `wordnet`
     (metrics.load_wordnet()) is needed for Detail Recall."""
-    out: dict[str, float | None] = {m: None for m in POSTTEST_METRICS if m in want}
+    out: dict[str, float | None] = {m: None for m in MATCHED_METRICS if m in want}
     test = conv.posttest
     if test is None:
         return out, [], None

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.backends import local_slots
-from wikihowagent.records import Conversation, JudgeProvenance, Mode, ScoreRecord
+from wikihowagent.records import Conversation, JudgeProvenance, LikelihoodTest, Mode, ScoreRecord
 from wikihowagent.runs import (
     POSTTESTS,
     RESCORED_DIR,
@@ -27,6 +27,7 @@ from wikihowagent.runs import (
     read_posttests,
     read_scores,
 )
+from wikihowagent.workflow.likelihood import LikelihoodError, LikelihoodTaker, for_chat_model
 from wikihowagent.workflow.posttest import CALL_FAILED, PostTester, post_tester
 from wikihowagent.workflow.posttest import get_prompt as test_prompt
 
@@ -35,7 +36,14 @@ from .inputs import InputSource
 from .judge import rubrics_sha256
 from .judge_prompts import SHORTENED_NOTE, PromptError, recorded_prompt
 from .judge_prompts import get_prompt as judge_prompt
-from .metrics import COMPUTATIONAL_NAMES, POSTTEST_METRICS, STEP_RECALL, Scorers, computational_metrics
+from .metrics import (
+    COMPUTATIONAL_NAMES,
+    LIKELIHOOD_GAIN,
+    POSTTEST_METRICS,
+    STEP_RECALL,
+    Scorers,
+    computational_metrics,
+)
 from .panel import judge_scores_path
 from .posttest import LEGACY_MATCHING, MATCHING
 from .scoring import ScoringError, make_scorer, resolve_mode
@@ -65,6 +73,7 @@ class EvalOptions:
     panel_judge: bool = False  # one judge of a panel: its scores go to <scores dir>/judges/<judge>/ (panel.py)
     posttest_learner: str | None = None  # --posttest-learner: take the post-test of conversations without one
     posttest_prompt: str | None = None  # --posttest-prompt (workflow/posttest.py PROMPTS); None = the default
+    posttest_likelihood: bool = False  # --posttest-likelihood: also the likelihood post-test of each conversation
     checklist_path: Path | None = None  # --checklist: the items file of --judge-scoring checklist (None = bundled)
     checklist_weights: Path | None = None  # --checklist-weights: fitted item weights (align --fit-checklist)
 
@@ -86,6 +95,8 @@ class SourceStats:
     rejudged_rubrics: int = 0  # ... or of rubrics the current rubric file does not define
     posttests: int = 0  # post-tests taken in this pass (--posttest-learner)
     posttest_failures: int = 0  # ... without a usable answer (not scored)
+    likelihoods: int = 0  # likelihood post-tests taken in this pass (--posttest-likelihood)
+    likelihood_failures: int = 0  # ... that the server could not give (not scored)
     notes: list[str] = field(default_factory=list)
     failure_notes: list[str] = field(default_factory=list)  # the first FAILURE_NOTES judge failures, "<id>: <note>"
 
@@ -399,45 +410,82 @@ class Evaluation:
     ) -> tuple[Callable[..., Any], dict[str, str]]:
         """-> (async fn(conversations), own). The function gives each conversation whose record has no
         post-test by this learner in this wording one: the one stored in `directory/posttests.jsonl` by an
-        earlier pass, else a new one (appended there at once). `own` maps the conversations it gave one to the
-        `PostTest.source` of the record's own post-test ("" = none): what older score lines were computed from.
-        The learner's model is made when the first post-test is due."""
+        earlier pass, else a new one (appended there at once). With --posttest-likelihood each of them also gets
+        its likelihood post-test: the stored one, else a new one (the post-test appended again with it). `own`
+        maps the conversations it gave another post-test to the `PostTest.source` of the record's own ("" =
+        none): what older score lines were computed from. The learner's model is made when the first test is
+        due."""
         stored = read_posttests(directory / POSTTESTS)
         spec = self.opts.posttest_learner or ""
         prompt = test_prompt(self.opts.posttest_prompt)
         sink = files.enter_context(JsonlAppender(directory / POSTTESTS))
         tester: PostTester | None = None
+        taker: LikelihoodTaker | None = None
         own: dict[str, str] = {}
 
+        def stored_likelihood(c: Conversation) -> LikelihoodTest | None:
+            old = stored.get(c.conversation_id)
+            if old is None or not old.likelihood_read or not old.taken_by(spec, prompt.version):
+                return None
+            return old.likelihood
+
         async def attach(convs: list[Conversation]) -> None:
-            nonlocal tester
-            todo = []
+            nonlocal tester, taker
+            todo, lik = [], []
             for c in convs:
                 if c.posttest is not None and c.posttest.taken_by(spec, prompt.version):
-                    continue
-                own[c.conversation_id] = c.posttest.source if c.posttest is not None else ""
-                c.posttest = None
-                old = stored.get(c.conversation_id)
-                if (
-                    old is not None
-                    and old.taken_by(spec, prompt.version)
-                    and not (old.post.error or "").startswith(CALL_FAILED)
-                ):
-                    c.posttest = old
+                    pass  # the record's own post-test by this learner in this wording
                 else:
-                    todo.append(c)
-            if not todo:
+                    own[c.conversation_id] = c.posttest.source if c.posttest is not None else ""
+                    c.posttest = None
+                    old = stored.get(c.conversation_id)
+                    if (
+                        old is not None
+                        and old.taken_by(spec, prompt.version)
+                        and not (old.post.error or "").startswith(CALL_FAILED)
+                    ):
+                        c.posttest = old
+                    else:
+                        todo.append(c)
+                        continue
+                if self.opts.posttest_likelihood and c.posttest is not None and not c.posttest.likelihood_read:
+                    kept = stored_likelihood(c)
+                    if kept is not None:
+                        c.posttest = c.posttest.model_copy(update={"likelihood": kept})
+                    else:
+                        lik.append(c)
+            if not todo and not lik:
                 return
             if tester is None:
                 tester = files.enter_context(post_tester(self.learner(), spec, directory, prompt))
+            if self.opts.posttest_likelihood and taker is None:
+                try:
+                    taker = LikelihoodTaker(for_chat_model(self.learner()))
+                except LikelihoodError as exc:
+                    raise EvaluateError(f"--posttest-likelihood: {exc}") from None
+
+            async def with_likelihood(c: Conversation) -> None:
+                assert taker is not None and c.posttest is not None
+                test = await taker.take(c.tutorial_key, c.title, c.tutorial_title, c.turns, list(c.steps))
+                c.posttest = c.posttest.model_copy(update={"likelihood": test})
+                stats.likelihoods += 1
+                stats.likelihood_failures += test.error is not None
 
             async def one(c: Conversation) -> None:
+                assert tester is not None
                 c.posttest = await tester.run(c.tutorial_key, c.title, c.tutorial_title, c.turns, len(c.steps))
-                sink.append({"conversation_id": c.conversation_id, "posttest": c.posttest.model_dump(mode="json")})
                 stats.posttests += 1
                 stats.posttest_failures += c.posttest.post.error is not None
+                if self.opts.posttest_likelihood:
+                    await with_likelihood(c)
+                sink.append({"conversation_id": c.conversation_id, "posttest": c.posttest.model_dump(mode="json")})
 
-            await asyncio.gather(*(one(c) for c in todo))
+            async def add(c: Conversation) -> None:  # a post-test without its likelihood post-test
+                await with_likelihood(c)
+                assert c.posttest is not None
+                sink.append({"conversation_id": c.conversation_id, "posttest": c.posttest.model_dump(mode="json")})
+
+            await asyncio.gather(*(one(c) for c in todo), *(add(c) for c in lik))
 
         return attach, own
 
@@ -594,6 +642,13 @@ class Evaluation:
                 )
             ):  # ... or matched otherwise
                 have -= set(POSTTEST_METRICS)
+            if (
+                old
+                and old.metrics.get(LIKELIHOOD_GAIN) is None
+                and c.posttest is not None
+                and c.posttest.likelihood_read
+            ):  # a likelihood post-test taken since that line was written
+                have.discard(LIKELIHOOD_GAIN)
             if old and self.opts.retry_failed and not stale:  # failed rubrics count as not judged yet
                 have -= set(old.judge_failures) & rubric_names
             if stale is None and comp_names | rubric_names <= have:

@@ -18,6 +18,7 @@ from wikihowagent.evaluation.options import (
     judge_scoring_option,
     pairwise_reading_option,
     posttest_learner_option,
+    posttest_likelihood_option,
     posttest_prompt_option,
     retries_option,
     rubrics_option,
@@ -110,10 +111,8 @@ def judge_check(
     ] = None,
     posttest_likelihood: Annotated[
         bool,
-        typer.Option(
-            "--posttest-likelihood",
-            rich_help_panel=POSTTEST,
-            help="With --posttest-learner: also the likelihood post-test (the learner model's mean log-probability per token of each tutorial step given the lesson minus given the title: Likelihood Gain, nats) on each original and copy: posttest_likelihood_validity.csv. Needs an OpenAI-compatible /v1/completions with echo + logprobs (vLLM) or a llama.cpp server (the embedded `local`: read through a grammar).",
+        posttest_likelihood_option(
+            "With --posttest-learner: also the likelihood post-test (the learner model's mean log-probability per token of each tutorial step given the lesson minus given the title: Likelihood Gain, nats) on each original and copy: posttest_likelihood_validity.csv. Needs an OpenAI-compatible /v1/completions with echo + logprobs (vLLM) or a llama.cpp server (the embedded `local`: read through a grammar)."
         ),
     ] = False,
     tutorials: Annotated[

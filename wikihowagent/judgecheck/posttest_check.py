@@ -93,10 +93,6 @@ def variants(
     return out
 
 
-def _needs_likelihood(test: PostTest) -> bool:
-    return test.likelihood is None or test.likelihood.error is not None
-
-
 async def take_posttests(
     jobs: list[tuple[str, Conversation]],
     tester: Any,
@@ -122,7 +118,7 @@ async def take_posttests(
         key = (c.conversation_id, variant)
         mine = variant == ORIGINAL and c.posttest is not None and c.posttest.taken_by(spec, version)
         own = c.posttest if mine else None
-        if own is not None and key in done and not _needs_likelihood(done[key]):
+        if own is not None and key in done and done[key].likelihood_read:
             own = None  # the stored line of the record's own post-test carries its likelihood
         if own is not None or key in done:
             out[key] = own or done[key]
@@ -163,7 +159,7 @@ async def take_posttests(
                 *(
                     later(v, c)
                     for v, c in jobs
-                    if (c.conversation_id, v) not in taken_now and _needs_likelihood(out[(c.conversation_id, v)])
+                    if (c.conversation_id, v) not in taken_now and not out[(c.conversation_id, v)].likelihood_read
                 )
             )
     return out
