@@ -5,7 +5,8 @@ Each model step is resumable and chunked: run it under the model lock, as often 
 "done" (answers are appended to OUT as they come; `--minutes` stops starting new calls after that long):
 
     flock /tmp/wikihowagent-model.lock python scripts/bench_validity.py premise --out /work/runs/h31/premise --minutes 8
-    flock /tmp/wikihowagent-model.lock python scripts/bench_validity.py likelihood RUN... --out DIR --minutes 8
+    # the likelihood post-test of a run's conversations (resumable): wikihowagent evaluate RUN --no-judge \
+    #     --posttest-learner local --posttest-likelihood
     python scripts/bench_validity.py report --premise DIR [--validity LABEL=DIR ...] [--runs RUN ...] \
         [--likelihood DIR] [--paper-scores DIR --paper-align DIR] --write-md
 
@@ -162,70 +163,6 @@ def lessons(tutorials: Path, out: Path) -> int:
     return len(rows)
 
 
-LIKELIHOODS = "likelihoods.jsonl"
-
-
-def read_likelihoods(out: Path) -> dict[str, tuple[str, object]]:
-    """{conversation_id: (tutorial key, LikelihoodTest)} of a `likelihood` output (later lines win)."""
-    import json
-
-    from wikihowagent.records import LikelihoodTest
-
-    got: dict[str, tuple[str, object]] = {}
-    path = out / LIKELIHOODS
-    if path.exists():
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                obj = json.loads(line)
-                got[obj["conversation_id"]] = (obj["tutorial"], LikelihoodTest.model_validate(obj["likelihood"]))
-            except (ValueError, KeyError):
-                continue  # a torn or bad line: taken again
-    return got
-
-
-def likelihood_step(runs: list[Path], out: Path, learner: str, minutes: float) -> bool:
-    """The likelihood post-test of every conversation of `runs` (run directories or the paper's run files),
-    appended to OUT/likelihoods.jsonl; one title-only read per tutorial. True when all are done."""
-    import json
-
-    from wikihowagent.config import load_config
-    from wikihowagent.evaluation.inputs import resolve_inputs
-    from wikihowagent.workflow.likelihood import LikelihoodTaker, for_chat_model
-
-    out.mkdir(parents=True, exist_ok=True)
-    convs = [
-        c for src in resolve_inputs(runs, Path(load_config(None).runs_dir)) for c in src.conversations(on_error=print)
-    ]
-    have = {k: v for k, v in read_likelihoods(out).items() if v[1].error is None}  # type: ignore[attr-defined]
-    todo = [c for c in convs if c.conversation_id not in have]
-    taker = LikelihoodTaker(for_chat_model(_learner(learner)))
-    deadline = time.monotonic() + 60 * minutes
-    from wikihowagent.evaluation.session import JudgeLoop
-
-    done = 0
-    with JudgeLoop() as loop:
-        with (out / LIKELIHOODS).open("a", encoding="utf-8") as sink:
-            for c in todo:
-                if time.monotonic() > deadline:
-                    break
-                lt = loop.run(taker.take(c.tutorial_key, c.title, c.tutorial_title, c.turns, c.steps))
-                sink.write(
-                    json.dumps(
-                        {
-                            "conversation_id": c.conversation_id,
-                            "tutorial": c.tutorial_key,
-                            "likelihood": lt.model_dump(mode="json"),
-                        }
-                    )
-                    + "\n"
-                )
-                sink.flush()
-                done += 1
-    left = len(todo) - done
-    print(f"likelihood: {done} taken now ({taker.reader.transport}), {left} left" + ("" if left else " — done"))
-    return not left
-
-
 def premise_rows(out: Path, learner: str, tutorials: list[Path]) -> list[list[str]]:
     from bench_posttest import boot_ci, fmt, mean, recall
 
@@ -372,22 +309,29 @@ def likelihood_rows(path: Path) -> tuple[list[list[str]], list[list[str]]]:
 
 
 def run_likelihood_rows(dirs: list[Path]) -> tuple[list[list[str]], list[list[str]]]:
-    """`likelihood` outputs on runs: (per output: Likelihood Gain with a CI and the reads' cost; every two
+    """`evaluate --posttest-learner SPEC --posttest-likelihood` outputs on runs (a directory holding its
+    scores.jsonl and posttests.jsonl): (per output: Likelihood Gain with a CI and the reads' cost; every two
     outputs sharing tutorials: A - B paired by tutorial, 95 % CI, Wilcoxon p)."""
     from itertools import combinations
 
     from bench_posttest import boot_ci, mean
 
+    from wikihowagent.runs import POSTTESTS, SCORES, read_posttests, read_scores
     from wikihowagent.stats.paired import paired_compare
     from wikihowagent.workflow.likelihood import likelihood_gain
 
     rows, per = [], {}
     for d in dirs:
-        got = [(k, lt) for k, lt in read_likelihoods(d).values() if lt.error is None]  # type: ignore[attr-defined]
-        gains = [(k, likelihood_gain(lt.post, lt.pre)) for k, lt in got]  # type: ignore[attr-defined]
+        tutorial = {cid: r.tutorial_id for cid, r in read_scores(d / SCORES).items()}
+        got = [
+            (tutorial[cid], t.likelihood)
+            for cid, t in read_posttests(d / POSTTESTS).items()
+            if cid in tutorial and t.likelihood is not None and t.likelihood_read
+        ]
+        gains = [(k, likelihood_gain(lt.post, lt.pre)) for k, lt in got]
         gains = [(k, g) for k, g in gains if g is not None]
         lo, hi = boot_ci([g for _, g in gains])
-        pre = [lt.pre_latency_s for _, lt in got if lt.pre_latency_s > 0]  # type: ignore[attr-defined]
+        pre = [lt.pre_latency_s for _, lt in got if lt.pre_latency_s > 0]
         rows.append(
             [
                 d.name,
@@ -396,7 +340,7 @@ def run_likelihood_rows(dirs: list[Path]) -> tuple[list[list[str]], list[list[st
                 f"{mean([lt.latency_s for _, lt in got]):.1f}",
                 f"{mean(pre):.1f}" if pre else "–",
             ]
-        )  # type: ignore[attr-defined]
+        )
         groups: dict[str, list[float]] = {}
         for k, g in gains:
             groups.setdefault(k, []).append(g)
@@ -444,11 +388,10 @@ def scores_rows(scores_dir: Path) -> list[list[str]]:
 HUMAN_RUBRICS = ("Overall", "Progress", "Clarity")
 
 
-def human_rows(
-    scores_dir: Path, align_dir: Path, metrics: list[str], likelihood: Path | None = None
-) -> list[list[str]]:
+def human_rows(scores_dir: Path, align_dir: Path, metrics: list[str]) -> list[list[str]]:
     """Pooled and within-tutorial r (stats.correlation.grouped_r) of each post-test metric with the people's
-    ratings: `evaluate --posttest-learner` score files under scores_dir, `align` output (paired_scores.csv)."""
+    ratings: `evaluate --posttest-learner` score files under scores_dir (Likelihood Gain too where they carry
+    it: `--posttest-likelihood`), `align` output (paired_scores.csv)."""
     from wikihowagent.csvcells import read_people_frame
     from wikihowagent.runs import PAIRED_SCORES_CSV, SCORES, read_scores
     from wikihowagent.stats.correlation import grouped_r
@@ -460,26 +403,8 @@ def human_rows(
         for r in read_scores(f).values()
         if r.conversation_id in people.index
     ]
-    if likelihood is not None:  # Likelihood Gain from a `likelihood` step on the same conversations
-        from wikihowagent.workflow.likelihood import likelihood_gain
-
-        lik = read_likelihoods(likelihood)
-        recs = [
-            r.model_copy(
-                update={
-                    "metrics": {
-                        **r.metrics,
-                        P.LIKELIHOOD_GAIN: likelihood_gain(
-                            lik[r.conversation_id][1].post, lik[r.conversation_id][1].pre
-                        )  # type: ignore[attr-defined]
-                        if r.conversation_id in lik and lik[r.conversation_id][1].error is None
-                        else None,
-                    }
-                }
-            )  # type: ignore[attr-defined]
-            for r in recs
-        ]
-        metrics = [*metrics, P.LIKELIHOOD_GAIN] if P.LIKELIHOOD_GAIN not in metrics else metrics
+    if P.LIKELIHOOD_GAIN not in metrics and any(r.metrics.get(P.LIKELIHOOD_GAIN) is not None for r in recs):
+        metrics = [*metrics, P.LIKELIHOOD_GAIN]
 
     def cell(v: float, ci: tuple[float, float]) -> str:
         return "–" if v != v else f"{v:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]"
@@ -676,7 +601,7 @@ def report(args) -> str:
     if args.likelihood:
         lrows, lprows = run_likelihood_rows(args.likelihood)
         out += [
-            "**Likelihood Gain per run** (`bench_validity.py likelihood`; nats per token, mean with a 95 % "
+            "**Likelihood Gain per run** (`evaluate --posttest-learner local --posttest-likelihood`; nats per token, mean with a 95 % "
             "bootstrap CI over conversations; seconds per read given the lesson and per title-only read, one "
             "per tutorial):",
             "",
@@ -706,7 +631,7 @@ def report(args) -> str:
                     "between r",
                     "mixed within slope",
                 ],
-                human_rows(args.paper_scores, args.paper_align, list(args.metric), args.paper_likelihood),
+                human_rows(args.paper_scores, args.paper_align, list(args.metric)),
             ),
             "",
         ]
@@ -747,13 +672,13 @@ def main() -> None:
         default=[],
         help="an `evaluate --posttest-learner` output (e.g. on verbatim lessons; repeatable)",
     )
-    rp.add_argument("--paper-likelihood", type=Path, help="a `likelihood` output on the paper's run files")
     rp.add_argument(
         "--likelihood",
         type=Path,
         action="append",
         default=[],
-        help="a `likelihood` output on --runs (repeatable): Likelihood Gain per run, paired by tutorial",
+        help="a run scored by `evaluate --posttest-learner SPEC --posttest-likelihood` (repeatable): Likelihood "
+        "Gain per run, paired by tutorial",
     )
     rp.add_argument(
         "--metric",
@@ -766,17 +691,9 @@ def main() -> None:
     ls = sub.add_parser("lessons", help="verbatim full lessons of a tutorial set as conversation records (no model)")
     ls.add_argument("--tutorials", type=Path, default=VALIDITY_SET)
     ls.add_argument("--out", type=Path, required=True, help="a .jsonl file")
-    lk = sub.add_parser("likelihood", help="the likelihood post-test of every conversation of RUNS")
-    lk.add_argument("runs", type=Path, nargs="+")
-    lk.add_argument("--out", type=Path, required=True)
-    lk.add_argument("--learner", default="local")
-    lk.add_argument("--minutes", type=float, default=8.0, help="start no new read after this long")
     args = ap.parse_args()
     if args.cmd == "lessons":
         lessons(args.tutorials, args.out)
-        return
-    if args.cmd == "likelihood":
-        likelihood_step(args.runs, args.out, args.learner, args.minutes)
         return
     if args.cmd == "report":
         args.metric = args.metric or [P.LEARNING_GAIN, P.DETAIL_GAIN, P.STEP_RECALL]

@@ -27,7 +27,10 @@ def test_human_rows_separate_pooled_from_within_tutorial(tmp_path):
                 {
                     "conversation_id": cid,
                     "title": f"How to {t}",
-                    "metrics": {"Learning Gain": float(np.clip(0.2 * liked + rng.normal() * 0.01, -1, 1))},
+                    "metrics": {
+                        "Learning Gain": float(np.clip(0.2 * liked + rng.normal() * 0.01, -1, 1)),
+                        "Likelihood Gain": float(rng.normal()),  # noise: no r pooled or within
+                    },
                 }
             )
             people.append(
@@ -49,7 +52,11 @@ def test_human_rows_separate_pooled_from_within_tutorial(tmp_path):
     assert overall[2:4] == ["70", "10"]
     pooled, within = float(overall[4].split()[0]), float(overall[5].split()[0])
     assert pooled > 0.8 and abs(within) < 0.3
-    assert [r[1] for r in rows] == ["Overall", "Progress", "Clarity"]
+    assert [r[:2] for r in rows] == [
+        [m, h] for m in ("Learning Gain", "Likelihood Gain") for h in ("Overall", "Progress", "Clarity")
+    ]
+    noise = next(r for r in rows if r[:2] == ["Likelihood Gain", "Overall"])  # carried by the score files: added
+    assert abs(float(noise[4].split()[0])) < 0.35
 
 
 def test_validity_and_likelihood_rows_read_judge_check_outputs(tmp_path):
@@ -121,7 +128,9 @@ def test_validity_and_likelihood_rows_read_judge_check_outputs(tmp_path):
     assert BV.likelihood_rows(tmp_path / "nowhere") == ([], [])
 
 
-def test_likelihood_step_is_resumable_and_reported(tmp_path, monkeypatch):
+def test_likelihood_rows_read_evaluate_outputs(tmp_path):
+    """Likelihood Gain per run from `evaluate --posttest-likelihood` (scores.jsonl + posttests.jsonl beside it),
+    and two runs on the same tutorials paired by tutorial."""
     from fake_servers import FakeOpenAI
     from typer.testing import CliRunner
 
@@ -131,40 +140,19 @@ def test_likelihood_step_is_resumable_and_reported(tmp_path, monkeypatch):
         w = token.strip().lower().strip(".,")
         return -0.5 if w and w in before.lower() else -4.0
 
+    runs = [tmp_path / "a", tmp_path / "b"]
     with FakeOpenAI(text_logprob=seen) as srv:
-        res = CliRunner().invoke(
-            app,
-            [
-                "generate",
-                "--teacher",
-                "openai:fake-model",
-                "--base-url",
-                srv.base_url,
-                "--out",
-                str(tmp_path / "run"),
-                "--max-tutorials",
-                "3",
-                "--retries",
-                "0",
-                "--no-posttest",
-            ],
-        )
-        assert res.exit_code == 0, res.output
-        from langchain_openai import ChatOpenAI
-
-        monkeypatch.setattr(
-            BV, "_learner", lambda spec: ChatOpenAI(model="fake-model", base_url=srv.base_url, api_key="x")
-        )
-        assert BV.likelihood_step([tmp_path / "run"], tmp_path / "lik", "openai:fake-model", minutes=0.0) is False
-        assert BV.likelihood_step([tmp_path / "run"], tmp_path / "lik", "openai:fake-model", minutes=5.0) is True
-        n = len([r for r in srv.requests if r.get("echo")])
-        assert BV.likelihood_step([tmp_path / "run"], tmp_path / "lik", "openai:fake-model", minutes=5.0) is True
-        assert len([r for r in srv.requests if r.get("echo")]) == n  # nothing read twice
-    got = BV.read_likelihoods(tmp_path / "lik")
-    assert len(got) == 3 and all(lt.error is None and lt.transport == "echo" for _, lt in got.values())
-    rows, prows = BV.run_likelihood_rows([tmp_path / "lik"])
-    assert rows[0][:2] == ["lik", "3"] and float(rows[0][2].split()[0]) > 0  # the lesson states the steps
-    assert prows == []
+        for run in runs:
+            gen = ["generate", "--teacher", "openai:fake-model", "--base-url", srv.base_url, "--no-posttest"]
+            res = CliRunner().invoke(app, [*gen, "--out", str(run), "--max-tutorials", "3", "--retries", "0"])
+            assert res.exit_code == 0, res.output
+            ev = ["evaluate", str(run), "--no-judge", "--no-figures", "--bootstrap", "0", "--base-url", srv.base_url]
+            res = CliRunner().invoke(app, [*ev, "--posttest-learner", "openai:fake-model", "--posttest-likelihood"])
+            assert res.exit_code == 0, res.output
+    rows, prows = BV.run_likelihood_rows(runs)
+    assert [r[:2] for r in rows] == [["a", "3"], ["b", "3"]]
+    assert float(rows[0][2].split()[0]) > 0  # the lesson states the steps
+    assert prows and prows[0][:2] == ["a − b", "3"]
 
 
 def test_verbatim_lessons_are_records_judge_check_reads(tmp_path):
