@@ -29,7 +29,7 @@ Overall with 95 % bootstrap CIs and the paired CIs of the differences from weigh
 conversations); cost per conversation: calls, prompt tokens sent and prompt tokens left after the prompt
 cache (each call's prompt minus its longest common prefix with the previous call's, as llama.cpp's slot
 cache reuses it; characters / CHARS_PER_TOKEN), seconds; judge-check accuracy; head to head against people
-(`pair_order`): the pairs of conversations of one tutorial the people clearly ordered (Overall means at least
+(`head_to_head`, stats/pair_order.py): the pairs of conversations of one tutorial the people clearly ordered (Overall means at least
 PAIR_GAP apart), the share each judge's Overall orders the same way (what `compare`'s verdicts from absolute
 scores give), beside the paper's 7B judges.
 """
@@ -84,7 +84,9 @@ CHECKLIST = "checklist"
 WEIGHTED = "tutorial-first"  # bench_alignment.py's folder of the weighted judge (the default prompt)
 CHECK_DIR = "judge-check"
 MODES = (WEIGHTED, CHECKLIST)
-PAIR_GAP = 0.5  # people "clearly" ordered two conversations: their Overall means at least this far apart
+PAIR_GAP = (
+    0.5  # people "clearly" ordered two conversations: their Overall means at least this far apart (stats.pair_order)
+)
 SECTION = "checklist judge (issue 30): human study and judge-check"
 
 
@@ -352,70 +354,21 @@ def comparisons(preds: dict, humans: dict) -> dict:
     return res
 
 
-class PairOrder(NamedTuple):
-    pairs: int  # pairs of conversations of one tutorial the people clearly ordered
-    tutorials: int  # tutorials they come from (the resampling unit)
-    accuracy: dict[str, tuple[float, float, float]]  # judge -> share ordered as the people did, 95 % CI
-    difference: dict[str, tuple[float, float, float]]  # judge -> its share minus the baseline's, paired CI
+def head_to_head(
+    scores: dict[str, dict[str, float]], people: dict[str, float], tutorial: dict[str, str], gap: float = PAIR_GAP
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """stats.pair_order on the conversations every judge scored ({judge: {conversation: Overall}}), the
+    differences from weighted on the same resamples."""
+    from wikihowagent.stats.pair_order import pair_order
 
-
-def pair_order(
-    scores: dict[str, dict[str, float]],
-    people: dict[str, float],
-    tutorial: dict[str, str],
-    gap: float = 0.5,
-    baseline: str = "weighted",
-    n_boot: int = 2000,
-    seed: int = 0,
-) -> PairOrder:
-    """Head to head against people: every pair of conversations of one tutorial whose people's means differ by
-    at least `gap`; per judge ({judge: {conversation: score}}), the share of these pairs it orders as the
-    people did, a tie half (what `compare`'s verdicts from absolute scores give at tie band 0). 95 % CIs by
-    resampling tutorials (the pairs of a tutorial share conversations), the differences from `baseline` on the
-    same resamples."""
-    import numpy as np
-
-    ids = sorted(c for c in people if math.isfinite(people[c]) and all(c in s for s in scores.values()))
-    by_t: dict[str, list[str]] = {}
-    for c in ids:
-        by_t.setdefault(tutorial[c], []).append(c)
-    pairs = {
-        t: [(a, b) for a in cs for b in cs if people[a] - people[b] >= gap]  # a: the one the people preferred
-        for t, cs in sorted(by_t.items())
-    }
-    pairs = {t: ps for t, ps in pairs.items() if ps}
-    names = list(scores)
-    # per tutorial: [wins of each judge (ties half)], the number of pairs
-    wins = np.array(
-        [
-            [
-                sum(1.0 if s[a] - s[b] > 1e-9 else 0.5 if abs(s[a] - s[b]) <= 1e-9 else 0.0 for a, b in ps)
-                for s in (scores[j] for j in names)
-            ]
-            for ps in pairs.values()
-        ]
-    ).reshape(len(pairs), len(names))
-    counts = np.array([len(ps) for ps in pairs.values()], dtype=float)
-    if not len(counts):
-        nan3 = (math.nan, math.nan, math.nan)
-        return PairOrder(0, 0, {j: nan3 for j in names}, {j: nan3 for j in names if j != baseline})
-    point = wins.sum(0) / counts.sum()
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, len(counts), size=(n_boot, len(counts)))
-    boot = wins[idx].sum(1) / counts[idx].sum(1)[:, None]  # (n_boot, judges)
-    base = names.index(baseline) if baseline in names else None
-
-    def ci(values: Any, est: float) -> tuple[float, float, float]:
-        lo, hi = np.percentile(values, [2.5, 97.5])
-        return float(est), float(lo), float(hi)
-
-    acc = {j: ci(boot[:, k], point[k]) for k, j in enumerate(names)}
-    diff = (
-        {j: ci(boot[:, k] - boot[:, base], point[k] - point[base]) for k, j in enumerate(names) if k != base}
-        if base is not None
-        else {}
+    ids = sorted(c for c in people if all(c in s for s in scores.values()))
+    return pair_order(
+        {j: [s[c] for c in ids] for j, s in scores.items()},
+        [people[c] for c in ids],
+        [tutorial[c] for c in ids],
+        gap=gap,
+        baseline="weighted",
     )
-    return PairOrder(int(counts.sum()), len(counts), acc, diff)
 
 
 def paper_overall(study: Path) -> dict[str, float]:
@@ -433,25 +386,28 @@ def paper_overall(study: Path) -> dict[str, float]:
     return out
 
 
-def pair_order_lines(res: PairOrder, gap: float, labels: dict[str, str]) -> list[str]:
-    if not res.pairs:
+def pair_order_lines(res: tuple[dict[str, Any], dict[str, Any]], gap: float, labels: dict[str, str]) -> list[str]:
+    orders, diffs = res
+    first = next(iter(orders.values()), None)
+    if first is None or not first.pairs:
         return [f"No pair of conversations of one tutorial whose people's Overall means differ by ≥ {gap:g}."]
     lines = [
-        f"Head to head against people: the {res.pairs} pairs of conversations of one tutorial whose people's "
-        f"Overall means differ by ≥ {gap:g} ({res.tutorials} tutorials), the share each judge's Overall orders "
-        "as the people did (a tie half: what `compare`'s verdicts from absolute scores give at tie band 0); "
-        "95 % CI resampling tutorials, the difference from weighted on the same resamples. The pairwise judge "
-        "(`compare`'s two-conversation prompt) prefers whichever conversation it is shown first with this model "
-        '(position consistency 0.000, section "compare: head to head on runs of the embedded model"), so its '
-        "default rule (agree) calls every such pair a tie: 0.500.",
+        f"Head to head against people: the {first.pairs} pairs of conversations of one tutorial whose people's "
+        f"Overall means differ by ≥ {gap:g} ({first.groups} tutorials), the share each judge's Overall orders "
+        "as the people did (a tie half: what `compare`'s verdicts from absolute scores give at tie band 0; "
+        "`align` reports the same per rubric in pair_order.csv); 95 % CI resampling tutorials, the difference "
+        "from weighted on the same resamples. The pairwise judge (`compare`'s two-conversation prompt) prefers "
+        "whichever conversation it is shown first with this model (position consistency 0.000, section "
+        '"compare: head to head on runs of the embedded model"), so its default rule (agree) calls every such '
+        "pair a tie: 0.500.",
         "",
         "| judge | pairs ordered as the people did | − weighted |",
         "|---|---|---|",
     ]
-    for j, (a, lo, hi) in res.accuracy.items():
-        d = res.difference.get(j)
-        dd = f"{d[0]:+.3f} [{d[1]:+.2f}, {d[2]:+.2f}]" if d else "–"
-        lines.append(f"| {labels.get(j, j)} | {a:.3f} [{lo:.2f}, {hi:.2f}] | {dd} |")
+    for j, o in orders.items():
+        d = diffs.get(j)
+        dd = f"{d.diff:+.3f} [{d.ci_low:+.2f}, {d.ci_high:+.2f}]" if d else "–"
+        lines.append(f"| {labels.get(j, j)} | {o.accuracy:.3f} [{o.ci_low:.2f}, {o.ci_high:.2f}] | {dd} |")
     return lines
 
 
@@ -628,7 +584,7 @@ def report(study: Path, out: Path) -> str:
             "fitted": "checklist (fitted, out of fold)",
             "paper": "the paper's 7B judges (paper_llm_scores.csv)",
         }
-        lines += ["", *pair_order_lines(pair_order(judges, people, tut, PAIR_GAP), PAIR_GAP, labels)]
+        lines += ["", *pair_order_lines(head_to_head(judges, people, tut), PAIR_GAP, labels)]
         sd = {k: _sd(recs, common, k) for k in MODES}
         lines += [
             "",

@@ -208,7 +208,14 @@ def test_outputs_complete_or_not_at_all(study, monkeypatch):
     assert (
         sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))
         == sorted(p.relative_to(out).as_posix() for p in written)
-        == ["correlations.csv", "correlations.md", "descriptives.csv", "paired_scores.csv", "problems.txt"]
+        == [
+            "correlations.csv",
+            "correlations.md",
+            "descriptives.csv",
+            "pair_order.csv",
+            "paired_scores.csv",
+            "problems.txt",
+        ]
     )
     assert (out / "correlations.csv").read_text().startswith("by,group,metric,n,")
     assert sorted(p.name for p in tmp.iterdir() if p.name.startswith(".")) == []  # no staging/aside folders left
@@ -395,3 +402,27 @@ def test_rubric_names_are_spelled_in_the_rubric_file_only():
     rubrics = load_rubrics()
     moved = {n: dataclasses.replace(r, sheet_column=None) for n, r in rubrics.items()}
     assert rubrics_sha256(moved) == rubrics_sha256(rubrics)  # the layout is not part of what was judged
+
+
+def test_align_head_to_head_against_people(study):
+    """pair_order.csv and correlations.md: the pairs of one tutorial's conversations (three runs each) the people
+    clearly ordered; a judge whose scores the people follow orders most of them as they did, and against people
+    who rate the mirror image of its scores it orders few."""
+    tmp, runs, h1, h2 = study
+    res = report.compute([h1, h2], [runs], n_boot=200)
+    o = res.pair_order["Overall"]
+    assert o.pairs >= 10 and o.groups >= 5 and o.accuracy > 0.8 and o.ci_low <= o.accuracy <= o.ci_high
+    written = report.write_outputs(res, tmp / "out", [h1, h2], figures=False)
+    rows = list(csv.DictReader((tmp / "out" / "pair_order.csv").open()))
+    assert [r["metric"] for r in rows][-1] == "Overall" and len(rows) == 9 and tmp / "out" / "pair_order.csv" in written
+    assert float(rows[-1]["accuracy"]) == pytest.approx(o.accuracy, abs=1e-3)
+    assert "## Head to head against people" in (tmp / "out" / "correlations.md").read_text()
+    llm = read_llm_scores([runs], Problems())
+    cids = list(llm.rows)
+    mirror = 6 - np.stack([llm.rows[c].values for c in cids])
+    sheet = write_sheet(
+        tmp / "mirror.csv",
+        [r | {"filename": llm.rows[c].run} for r, c in zip(sheet_rows(cids, mirror), cids, strict=True)],
+    )
+    back = report.compute([sheet], [runs], n_boot=0).pair_order["Overall"]
+    assert back.pairs >= 10 and back.accuracy < 0.2

@@ -109,34 +109,19 @@ def test_item_diagnostics_find_the_item_that_tracks_people():
     assert "yes-bad items: 1" in text
 
 
-def test_pair_order_counts_clear_pairs_within_a_tutorial_with_known_truth():
-    """A judge equal to the people orders every clear pair right, its mirror none, a constant one half (ties);
-    pairs closer than the gap or across tutorials are not pairs; a noisy judge lands near its known rate."""
+def test_head_to_head_table_on_the_conversations_every_judge_scored():
+    """stats.pair_order (tested with known truth in test_pair_order.py) on the judges' Overall per conversation:
+    only conversations every judge scored; the table says the pairs, each judge's share and its difference."""
     b = load_script("bench_checklist")
-    rng = np.random.default_rng(1)
-    people, tutorial = {}, {}
-    for t in range(12):
-        for k in range(5):
-            cid = f"t{t}c{k}"
-            people[cid], tutorial[cid] = float(k), f"t{t}"  # within a tutorial 0..4: 10 clear pairs at gap 0.5
-    people["t0c4"] = 3.2  # t0: (c4, c3) now 0.2 apart: not a clear pair
-    scores = {
-        "weighted": {c: -v for c, v in people.items()},  # the mirror: every pair wrong
-        "same": dict(people),
-        "flat": {c: 3.0 for c in people},
-        "far": {c: float(int(c[1:].split("c")[0])) for c in people},  # the tutorial's number: all tie within one
-    }
-    res = b.pair_order(scores, people, tutorial, gap=0.5, n_boot=300)
-    assert res.pairs == 12 * 10 - 1 and res.tutorials == 12
-    assert res.accuracy["same"][0] == 1.0 and res.accuracy["weighted"][0] == 0.0
-    assert res.accuracy["flat"][0] == 0.5 and res.accuracy["far"][0] == 0.5
-    lo, hi = res.difference["same"][1:]
-    assert res.difference["same"][0] == 1.0 and lo == hi == 1.0  # paired: the same resamples
-    # the people's mean plus N(0, 1) noise: a pair k apart is ordered right with P = Phi(k / sqrt 2); over the
-    # 10 pairs of 0..4 (4 at 1, 3 at 2, 2 at 3, 1 at 4) that is 0.876 on average
-    noisy = {c: v + rng.normal(0, 1.0) for c, v in people.items()}
-    got = b.pair_order({"weighted": noisy}, people, tutorial, gap=0.5, n_boot=500)
-    assert abs(got.accuracy["weighted"][0] - 0.876) < 0.08
-    assert got.accuracy["weighted"][1] <= got.accuracy["weighted"][0] <= got.accuracy["weighted"][2]
-    empty = b.pair_order({"weighted": {"a": 1.0, "b": 2.0}}, {"a": 1.0, "b": 1.2}, {"a": "t", "b": "t"})
-    assert empty.pairs == 0 and b.pair_order_lines(empty, 0.5, {})[0].startswith("No pair")
+    people = {f"t{t}c{k}": float(k) for t in range(4) for k in range(3)}
+    tutorial = {c: c.split("c")[0] for c in people}
+    scores = {"weighted": {c: -v for c, v in people.items()}, "uniform": dict(people), "paper": dict(people)}
+    del scores["paper"]["t0c0"]  # not scored by one judge: t0's pairs with it leave for every judge
+    res = b.head_to_head(scores, people, tutorial)
+    assert res[0]["uniform"].pairs == 4 * 3 - 2 and res[0]["weighted"].accuracy == 0.0
+    lines = b.pair_order_lines(res, 0.5, {"uniform": "checklist (uniform)"})
+    assert (
+        "the 10 pairs" in lines[0] and "| checklist (uniform) | 1.000 [1.00, 1.00] | +1.000 [+1.00, +1.00] |" in lines
+    )
+    none = b.head_to_head({"weighted": {"a": 1.0, "b": 2.0}}, {"a": 1.0, "b": 1.2}, {"a": "t", "b": "t"})
+    assert b.pair_order_lines(none, 0.5, {})[0].startswith("No pair")

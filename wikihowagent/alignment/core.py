@@ -36,12 +36,14 @@ from wikihowagent.runs import (
     CORRELATIONS_MD,
     DESCRIPTIVES_CSV,
     FIGURES_DIR,
+    PAIR_ORDER_CSV,
     PAIRED_SCORES_CSV,
     PROBLEMS_TXT,
     SCORE_DISTRIBUTIONS_PNG,
     evaluated_runs,
     run_name,
 )
+from wikihowagent.stats.pair_order import GAP, PairOrder, pair_order
 
 from . import checklist_fit, estimates, schema
 from . import figures as plots
@@ -79,6 +81,7 @@ OUTPUT_FILES = (
     AGREEMENT_CSV,
     AGREEMENT_PAIRS_CSV,
     PAIRED_SCORES_CSV,
+    PAIR_ORDER_CSV,
     PROBLEMS_TXT,
     f"{FIGURES_DIR}/{SCORE_DISTRIBUTIONS_PNG}",
     f"{FIGURES_DIR}/{CORRELATION_HEATMAP_PNG}",
@@ -123,6 +126,8 @@ class AlignResult:
     checklist_fit: Any = None  # --fit-checklist: checklist_fit.ChecklistFit
     ppi: PPIOutcome | None = None  # --ppi
     raters: JudgesOutcome | None = None  # every judge (a panel's too) and alpha with the judge as a rater
+    # metric (8 rubrics, Overall) -> the judge's share of the same-tutorial pairs people clearly ordered (stats.pair_order)
+    pair_order: dict[str, PairOrder] = field(default_factory=dict)
 
     @property
     def computed(self) -> bool:
@@ -221,7 +226,30 @@ def compute(
             agree_group(g, H, judges, where_g, problems)
     res = AlignResult(judges, llm, ids, H, human, counts, model, matched, groups, by, n_boot, seed, problems)
     res.automatic = automatic_correlations(llm, ids, human, n_boot, seed)
+    res.pair_order = head_to_head(llm, ids, human, model, n_boot, seed)
     return res
+
+
+def head_to_head(
+    llm: LLMScores, ids: list[str], human: np.ndarray, model: np.ndarray, n_boot: int, seed: int
+) -> dict[str, PairOrder]:
+    """Per metric: the share of the pairs of conversations of one tutorial whose people's means differ by at least
+    stats.pair_order.GAP that the judge's scores order the same way (ties half; what `compare`'s verdicts from
+    absolute scores give), 95 % CI resampling tutorials. Only conversations with a score take part."""
+    tutorial = [(llm.rows[c].tutorial_id or llm.rows[c].title) if c in llm.rows else "" for c in ids]
+    out = {}
+    for k, metric in enumerate(schema.row_names()):
+        res, _ = pair_order({metric: model[:, k]}, human[:, k], tutorial, n_boot=n_boot, seed=seed)
+        out[metric] = res[metric]
+    return out
+
+
+def pair_order_rows(res: AlignResult) -> tuple[list[str], list[list]]:
+    cols = ["metric", "pairs", "tutorials", "accuracy", "ci_low", "ci_high", "ties", "gap"]
+    return cols, [
+        [m, o.pairs, o.groups, _f(o.accuracy), _f(o.ci_low), _f(o.ci_high), o.ties, GAP]
+        for m, o in res.pair_order.items()
+    ]
 
 
 def read_inputs(
@@ -630,6 +658,19 @@ def markdown(res: AlignResult, human_paths: list[Path], score_sources: list[str]
         out.append(
             markdown_table(["Metric", "Human rubric", "n", *(COEF_LABEL[c] for c in COEFFICIENTS), "Note"], rows)
         )
+    if any(o.pairs for o in res.pair_order.values()):
+        out.append(
+            "\n## Head to head against people (all conversations)\n\n"
+            f"Pairs of conversations of one tutorial whose people's means differ by at least {GAP:g} point: the "
+            "share the judge's scores order the same way (a tie half; 0.5 = no better than a coin), 95 % CI "
+            "resampling tutorials. What a head-to-head verdict from these scores (`compare`) would get right; "
+            "also in `pair_order.csv`.\n"
+        )
+        rows = [
+            [m, str(o.pairs), str(o.groups), f"{_f(o.accuracy)} [{_f(o.ci_low)}, {_f(o.ci_high)}]", str(o.ties)]
+            for m, o in res.pair_order.items()
+        ]
+        out.append(markdown_table(["Metric", "pairs", "tutorials", "ordered as the people did", "ties"], rows))
     out.append("\n## Left out\n\n")
     if len(res.problems):
         counts = res.problems.counts()
@@ -660,6 +701,9 @@ def write_outputs(res: AlignResult, out_dir: Path, human_paths: list[Path], *, f
             st.write_text(AGREEMENT_PAIRS_CSV, csv_text(pcols, prows))
         cols, rows = paired_rows(res)
         st.write_text(PAIRED_SCORES_CSV, csv_text(cols, rows))
+        if any(o.pairs for o in res.pair_order.values()):
+            cols, rows = pair_order_rows(res)
+            st.write_text(PAIR_ORDER_CSV, csv_text(cols, rows))
         st.write_text(CORRELATIONS_MD, markdown(res, human_paths, res.llm.sources))
         st.write_text(PROBLEMS_TXT, "\n".join(res.problems.lines()) + "\n" if len(res.problems) else "no problems\n")
         if figures:
@@ -744,6 +788,15 @@ def render(res: AlignResult, console) -> None:
             ag = g.agreement[metric]
             a.add_row(metric, str(ag.n_units), _f(ag.alpha), _f(ag.kappa_mean), _f(ag.pearson_mean))
         console.print(a)
+    o = res.pair_order.get(OVERALL)
+    if o is not None and o.pairs:
+        console.print(
+            f"Head to head: the judge's Overall orders {_f(o.accuracy)} [{_f(o.ci_low)}, {_f(o.ci_high)}] of the "
+            f"{o.pairs} pairs of one tutorial the people clearly ordered ({o.groups} tutorials; per rubric: "
+            f"{PAIR_ORDER_CSV})",
+            highlight=False,
+            markup=False,
+        )
     if res.raters is not None:
         render_judges(res.raters, console)
     if res.calibration is not None:
