@@ -530,7 +530,9 @@ def item_lines(rows: list[ItemRow]) -> list[str]:
     return lines
 
 
-def report(study: Path, out: Path) -> str:
+def report(study: Path, out: Path) -> tuple[str, Any]:
+    """-> (the BENCHMARKS.md section, the embedded judge's figures for data/embedded_judge.json (report/measured.py;
+    None before both judges have a human-study table and a judge-check))."""
     import numpy as np
 
     files = study_files(study)
@@ -584,7 +586,8 @@ def report(study: Path, out: Path) -> str:
             "fitted": "checklist (fitted, out of fold)",
             "paper": "the paper's 7B judges (paper_llm_scores.csv)",
         }
-        lines += ["", *pair_order_lines(head_to_head(judges, people, tut), PAIR_GAP, labels)]
+        h2h = head_to_head(judges, people, tut)
+        lines += ["", *pair_order_lines(h2h, PAIR_GAP, labels)]
         sd = {k: _sd(recs, common, k) for k in MODES}
         lines += [
             "",
@@ -647,7 +650,58 @@ def report(study: Path, out: Path) -> str:
         ]
         for k, (pname, rubric) in enumerate(cells):
             lines.append(f"| {pname}: {rubric} | {acc.per_cell[WEIGHTED][k]:.2f} | {acc.per_cell[CHECKLIST][k]:.2f} |")
-    return "\n".join(lines)
+    figures = None
+    if acc.n and len(common) >= 4:
+        figures = measured_figures(acc, cmp.get("Overall"), h2h[0], len(common))
+    return "\n".join(lines), figures
+
+
+def measured_figures(acc: Any, overall: Any, orders: dict[str, Any], n_people: int) -> Any:
+    """The report's statement of the embedded judge (report/measured.py) from this section's numbers: per scoring
+    mode, judge-check accuracy, Overall r with the people, and the share of clearly ordered pairs."""
+    import datetime
+
+    from wikihowagent.report.measured import Figure, Measured
+
+    def fig(what: str, v: float, lo: float, hi: float, n: int, of: str) -> Figure:
+        ci = (round(lo, 3), round(hi, 3)) if math.isfinite(lo) and math.isfinite(hi) else None
+        return Figure(what=what, value=round(v, 3), ci=ci, n=n, of=of)
+
+    modes: dict[str, list[Figure]] = {}
+    for mode, label in ((CHECKLIST, "uniform"), (WEIGHTED, "weighted")):
+        a, lo, hi = acc.accuracy[mode]
+        figs = [fig("judge-check accuracy", a, lo, hi, acc.n, "conversations, originals vs damaged copies")]
+        if overall is not None:
+            e = overall.predictors[label]["r"]
+            figs.append(
+                fig(
+                    "Pearson r with the people's Overall",
+                    e.value,
+                    e.ci_low,
+                    e.ci_high,
+                    n_people,
+                    "conversations of the paper's human study (development split)",
+                )
+            )
+        o = orders.get(label)
+        if o is not None and o.pairs:
+            figs.append(
+                fig(
+                    "share of same-tutorial pairs ordered as the people did",
+                    o.accuracy,
+                    o.ci_low,
+                    o.ci_high,
+                    o.pairs,
+                    "pairs the people clearly ordered",
+                )
+            )
+        modes["checklist" if mode == CHECKLIST else "weighted"] = figs
+    return Measured(
+        model="Qwen2.5-Coder-1.5B-Instruct Q4_K_M",
+        measured=datetime.date.today().isoformat(),
+        source=f'BENCHMARKS.md, "{SECTION}"',
+        modes=modes,
+    )
 
 
 def _sd(recs: dict, ids: list[str], mode: str) -> float:
@@ -686,12 +740,16 @@ def main() -> int:
             raise SystemExit(f"--modes: unknown {bad[0]!r}; valid: {', '.join(MODES)}")
         check(args.study, args.runs, args.check_n, args.out, args.minutes, modes)
     else:
-        md = report(args.study, args.out)
+        md, figures = report(args.study, args.out)
         print(md)
         if args.write_md:
             from benchmarks_md import write_section
 
+            from wikihowagent.report.measured import write_measured
+
             write_section(SECTION, md)
+            if figures is not None:
+                print(f"wrote {write_measured(figures)}")
     return 0
 
 

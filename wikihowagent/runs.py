@@ -92,6 +92,7 @@ CORRELATIONS_CSV, CORRELATIONS_MD = "correlations.csv", "correlations.md"
 DESCRIPTIVES_CSV, PAIRED_SCORES_CSV = "descriptives.csv", "paired_scores.csv"
 AGREEMENT_CSV, AGREEMENT_PAIRS_CSV = "agreement.csv", "agreement_pairs.csv"
 AUTOMATIC_CSV = "automatic.csv"  # the post-test's metrics vs the human ratings
+EMBEDDED_JUDGE_JSON = "embedded_judge.json"  # data/: the embedded judge's measured figures (report/measured.py)
 PAIR_ORDER_CSV = "pair_order.csv"  # align: pairs of one tutorial the people clearly ordered, as the judge ordered them
 SCORE_DISTRIBUTIONS_PNG, CORRELATION_HEATMAP_PNG = "score_distributions.png", "correlation_heatmap.png"
 CALIBRATION_CSV, CALIBRATION_MD, CALIBRATION_JSON = "calibration.csv", "calibration.md", "calibration.json"

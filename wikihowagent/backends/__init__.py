@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from .errors import BackendError
-from .registry import check_backend, make_chat_model, preferred_judge_scoring, resolve_spec
+from .registry import check_backend, is_embedded, make_chat_model, preferred_judge_scoring, resolve_spec
 from .spec import ResolvedSpec, load_aliases
 
 
@@ -52,6 +52,7 @@ __all__ = [
     "ResolvedSpec",
     "check_backend",
     "ensure_local_model",
+    "is_embedded",
     "load_aliases",
     "local_slots",
     "make_chat_model",

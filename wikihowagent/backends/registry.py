@@ -84,6 +84,16 @@ def check_backend(resolved: ResolvedSpec, base_url: str | None = None) -> None:
     provider(resolved.provider).check(resolved, base_url, need)
 
 
+def is_embedded(spec: str | ResolvedSpec, aliases_path: Path | None = None) -> bool:
+    """`spec` names the embedded model (`local`: the bundled weights), not another GGUF; False for a spec that
+    does not resolve. No I/O."""
+    try:
+        resolved = _resolved(spec, aliases_path)
+    except BackendError:
+        return False
+    return resolved.provider == "local" and not resolved.path
+
+
 def preferred_judge_scoring(spec: str | ResolvedSpec, aliases_path: Path | None = None) -> str | None:
     """The `--judge-scoring` mode `spec`'s provider measured best for this model as a judge (the embedded model:
     checklist; the provider module's optional `judge_scoring`), None where it names none. No I/O: known before

@@ -33,6 +33,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.backends import is_embedded
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.evaluation.calibrated import CalibrationMismatch, add_calibrated, calibrated_name, check, load
 from wikihowagent.evaluation.judge import RubricError, load_rubrics
@@ -68,6 +69,7 @@ from wikihowagent.runs import (
     INDEX_HTML,
     JUDGES_CSV,
     PAGE_SUFFIX,
+    PAIR_ORDER_CSV,
     PPI_CSV,
     PROBLEMS_TXT,
     RADAR_COMPUTATIONAL_PNG,
@@ -84,6 +86,7 @@ from wikihowagent.runs import (
 
 from .figures import domain_bars, radar
 from .head_to_head import CompareDirError, check_compare_dir, csv_table
+from .measured import MeasuredError, load_measured
 from .page import page
 from .sources import Problems, ReportConversation, ReportRun, drop_out_of_range, load_inputs
 
@@ -898,6 +901,22 @@ def _problems_html(lines: list[str]) -> str:
     )
 
 
+def _pair_order_note(path: Path) -> str:
+    """ "; head to head: ..." from `align`'s pair_order.csv beside correlations.csv ("" without one); its numbers
+    are range-checked (a share in [0, 1], a count >= 1), else left out."""
+    if not path.is_file():
+        return ""
+    with path.open(encoding="utf-8") as fh:
+        rows = [r for r in csv.DictReader(fh) if r.get("metric") == "Overall"]
+    if not rows:
+        return ""
+    acc, lo, hi, n = (float(rows[0][k]) for k in ("accuracy", "ci_low", "ci_high", "pairs"))
+    if not (0.0 <= acc <= 1.0 and n >= 1 and n == int(n)):
+        raise ValueError(f"{path}: Overall accuracy {acc} / pairs {n} out of range")
+    ci = f" [{lo:.2f}, {hi:.2f}]" if 0.0 <= lo <= hi <= 1.0 else ""
+    return f"; head to head: orders {acc:.2f}{ci} of the {int(n)} same-tutorial pairs the people clearly ordered"
+
+
 EVIDENCE_DEPTH = 3  # how deep below a run directory judge-check / align outputs are looked for
 
 
@@ -941,7 +960,7 @@ def judge_evidence(run: ReportRun) -> list[str]:
                     )
                     found.append(
                         f"align ({rel.parent}/): Overall Pearson r with the people {float(r['pearson_r']):+.2f}"
-                        f"{ci}, n {r.get('n', '?')}"
+                        f"{ci}, n {r.get('n', '?')}" + _pair_order_note(p.parent / PAIR_ORDER_CSV)
                     )
             elif p.name == CALIBRATION_JSON:
                 cal = json.loads(p.read_text(encoding="utf-8"))
@@ -966,6 +985,18 @@ def judge_evidence(run: ReportRun) -> list[str]:
     return found
 
 
+def _measured_html(run: ReportRun) -> str:
+    """For the embedded judge: its measured figures (data/embedded_judge.json, from BENCHMARKS.md), this run's
+    scoring mode first; "" for another judge. An unreadable figures file: one line saying so."""
+    if not run.evaluator or not is_embedded(run.evaluator):
+        return ""
+    try:
+        lines = load_measured().lines(run.scoring)
+    except MeasuredError as exc:
+        lines = [f"the embedded judge's measured figures are not available: {exc}"]
+    return "<ul class='measured'>" + "".join(f"<li>{html.escape(x)}</li>" for x in lines) + "</ul>"
+
+
 def _evidence_html(runs: list[ReportRun]) -> str:
     """The overview's "How far to trust the judge": per run its judge and scoring mode, and the evidence the
     run directory holds about that judge, or that none was measured and how to measure it."""
@@ -976,7 +1007,9 @@ def _evidence_html(runs: list[ReportRun]) -> str:
         head = f"<b>{e(r.name)}</b>: judge {e(judge)}, scoring {e(r.scoring or '–')}"
         ev = judge_evidence(r)
         if ev:
-            items.append(f"<li>{head}<ul>" + "".join(f"<li>{e(x)}</li>" for x in ev) + "</ul></li>")
+            items.append(
+                f"<li>{head}<ul>" + "".join(f"<li>{e(x)}</li>" for x in ev) + "</ul>" + _measured_html(r) + "</li>"
+            )
             continue
         # a paper run file's outputs go beside it (FILE's stem as a folder), a run directory's inside it
         beside = r.path if r.path.is_dir() else r.path.parent / r.path.stem
@@ -987,15 +1020,9 @@ def _evidence_html(runs: list[ReportRun]) -> str:
             + f"; with human ratings: wikihowagent align -H SHEET.csv --scores {q(str(r.path))}"
             f" --out {q(str(beside / 'alignment'))}"
         )
-        local = (
-            " For the embedded judge (local) the measured figures are in BENCHMARKS.md (its agreement with "
-            "people on the paper's development split and its judge-check accuracy, per scoring mode)."
-            if judge.startswith("local")
-            else ""
-        )
         items.append(
             f"<li>{head}: no evidence about this judge was measured in this run directory. Measure it: "
-            f"<code>{e(how)}</code>.{e(local)}</li>"
+            f"<code>{e(how)}</code>.{_measured_html(r)}</li>"
         )
     if not items:
         return ""
