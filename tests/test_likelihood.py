@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 from fake_servers import FakeOpenAI
@@ -18,6 +19,16 @@ def seen_model(token, before):
 
 
 STEPS = ["Fold the glorp twice.", "Soak it in brine for 7 minutes."]
+
+
+def chat(prompt):
+    """A teacher that states step k as "Step k: <text>", and a learner whose post-test lists what it was taught."""
+    m = re.search(r"Step (\d+) of (\d+): (.*)", prompt)
+    if m and "This was your lesson" not in prompt:
+        return f"Step {m.group(1)}: {m.group(3)}"
+    if "This was your lesson" in prompt:
+        return "\n".join(f"{i}. {t}" for i, t in enumerate(re.findall(r"Teacher: Step \d+: (.*)", prompt), 1))
+    return "Understood, please go to the next step."
 
 
 @pytest.mark.parametrize("transport", L.TRANSPORTS)
@@ -75,21 +86,12 @@ def test_gbnf_literal_escapes():
 def test_judge_check_takes_the_likelihood_posttest_and_resumes(tmp_path):
     """judge-check --posttest-learner --posttest-likelihood on a fake server: the original's lesson makes the
     steps more probable than half a lesson (skip_steps) or another tutorial's (off_topic)."""
-    import re
 
     import pandas as pd
     from typer.testing import CliRunner
 
     from wikihowagent.cli import app
     from wikihowagent.runs import POSTTESTS, read_posttest_variants
-
-    def chat(prompt):
-        m = re.search(r"Step (\d+) of (\d+): (.*)", prompt)
-        if m and "This was your lesson" not in prompt:
-            return f"Step {m.group(1)}: {m.group(3)}"
-        if "This was your lesson" in prompt:
-            return "\n".join(f"{i}. {t}" for i, t in enumerate(re.findall(r"Teacher: Step \d+: (.*)", prompt), 1))
-        return "Understood, please go to the next step."
 
     runner = CliRunner()
     with FakeOpenAI(reply=chat, text_logprob=seen_model) as srv:
@@ -210,20 +212,11 @@ def test_evaluate_takes_the_likelihood_posttest_beside_each_posttest_and_resumes
     title-only read once per tutorial), stored in posttests.jsonl, scored as Likelihood Gain; a rerun asks
     nothing again, and a run scored before without it is rescored for that metric only."""
     import json
-    import re
 
     from typer.testing import CliRunner
 
     from wikihowagent.cli import app
     from wikihowagent.runs import POSTTESTS, read_posttests
-
-    def chat(prompt):
-        m = re.search(r"Step (\d+) of (\d+): (.*)", prompt)
-        if m and "This was your lesson" not in prompt:
-            return f"Step {m.group(1)}: {m.group(3)}"
-        if "This was your lesson" in prompt:
-            return "\n".join(f"{i}. {t}" for i, t in enumerate(re.findall(r"Teacher: Step \d+: (.*)", prompt), 1))
-        return "Understood, please go to the next step."
 
     runner = CliRunner()
     runs = {"own": tmp_path / "own", "none": tmp_path / "none"}
