@@ -84,6 +84,12 @@ def main() -> int:
     ap.add_argument(
         "--report-site", type=Path, default=None, help="build the runs' report with the head-to-head page here"
     )
+    ap.add_argument(
+        "--judge-scoring",
+        choices=("pairwise", "checklist"),
+        default="pairwise",
+        help="checklist: verdicts from each conversation's own checklist scores (rule `scores`, tie band 0 points)",
+    )
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--write-md", action="store_true")
     args = ap.parse_args()
@@ -92,7 +98,7 @@ def main() -> int:
 
     from wikihowagent.compare.core import OVERALL, analyse
     from wikihowagent.compare.engine import judgment_files, read_pair_judgments, reading_note
-    from wikihowagent.compare.pairwise import VERDICT_RULES
+    from wikihowagent.compare.pairwise import CHECKLIST_READING, SCORES, VERDICT_RULES
     from wikihowagent.evaluation.judge import load_rubrics
     from wikihowagent.markdown import frame_table
     from wikihowagent.runs import PAIR_JUDGMENTS, run_name
@@ -127,6 +133,7 @@ def main() -> int:
             "--bootstrap",
             "0",
         ]
+        cmd += ["--judge-scoring", args.judge_scoring]
         if args.metrics:
             cmd += ["--metrics", args.metrics]
         if args.max_tutorials:
@@ -137,15 +144,19 @@ def main() -> int:
         with (out / TIMINGS).open("a") as fh:
             fh.write(json.dumps({"seconds": time.perf_counter() - t0, "passes": n_records() - before, "rc": rc}) + "\n")
     runs = [run_name(p) for p in args.runs]
-    records = read_pair_judgments(judgment_files(out, PAIR_JUDGMENTS), "local", "logprobs")
-    desc = "local (pairwise, logprobs)"
+    checklist = args.judge_scoring == "checklist"
+    reading = CHECKLIST_READING if checklist else "logprobs"
+    if checklist:
+        args.verdict_rule = SCORES
+    records = read_pair_judgments(judgment_files(out, PAIR_JUDGMENTS), "local", reading)
+    desc = "local (checklist scores)" if checklist else "local (pairwise, logprobs)"
     res = analyse(
         out,
         records,
         runs,
         names,
         desc,
-        reading_note("logprobs"),
+        reading_note(reading),
         args.bootstrap,
         0,
         rule=args.verdict_rule,
@@ -153,7 +164,7 @@ def main() -> int:
     )
     others = {}
     for rule in VERDICT_RULES:
-        if rule != args.verdict_rule:
+        if not checklist and rule not in (args.verdict_rule, SCORES):
             (out / rule).mkdir(exist_ok=True)
             others[rule] = analyse(
                 out / rule,
@@ -161,7 +172,7 @@ def main() -> int:
                 runs,
                 names,
                 desc,
-                reading_note("logprobs"),
+                reading_note(reading),
                 args.bootstrap,
                 0,
                 figures=False,
@@ -181,13 +192,22 @@ def main() -> int:
     lines = [
         f"Embedded judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp, n_parallel 1), {cpu}; runs "
         + ", ".join(f"`{r}`" for r in runs)
-        + f"; rubrics: {', '.join(names)}; {n_tut} tutorials judged by every "
-        f"pair in both orders; {args.bootstrap} bootstrap resamples of tutorials. Load average "
+        + f"; rubrics: {', '.join(names)}; {n_tut} tutorials; "
+        + (
+            "each conversation judged alone by the checklist judge (`compare --judge-scoring checklist`, the "
+            "embedded judge's default), each verdict from the two conversations' own scores (rule `scores`, "
+            "tie band 0 points); "
+            if checklist
+            else "every pair judged in both orders; "
+        )
+        + f"{args.bootstrap} bootstrap resamples of tutorials. Load average "
         f"{os.getloadavg()[0]:.1f} when written. `scripts/bench_compare.py`.",
         "",
         f"- cost: {secs / passes:.1f} s per judge pass (one order, {len(names)} rubric(s), incl. the model's start "
         f"per invocation), {2 * secs / passes:.1f} s per comparison (both orders); {passes} passes timed"
         if passes
+        else '- cost: not timed here (the checklist judge\'s cost per conversation: section "checklist judge")'
+        if checklist
         else "- cost: not timed",
         f"- verdicts: {len(res.pairwise)}; left out (an order missing or unreadable): {res.missing}",
     ]
@@ -227,7 +247,10 @@ def main() -> int:
     print(md, flush=True)
     if args.write_md:
         what = "runs with a known order (synthetic)" if args.synthetic else "runs of the embedded model"
-        write_section(f"compare: head to head on {what} (Bradley–Terry, cost)", md)
+        if checklist:
+            write_section(f"compare: checklist verdicts on {what} (Bradley–Terry, position consistency)", md)
+        else:
+            write_section(f"compare: head to head on {what} (Bradley–Terry, cost)", md)
     return 0
 
 
