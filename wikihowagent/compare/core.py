@@ -521,7 +521,7 @@ def chosen_scoring(req: CompareRequest, default: str | None) -> str:
 def judging_mode(req: CompareRequest, shard: tuple[int, int] | None, scoring: str) -> CompareMode:
     """The verdict rule and tie band of `scoring` (chosen_scoring); a one-line CompareError for an option of
     the other judge."""
-    checklist_opts, pairwise_opts = _options_of(req)
+    checklist_opts, _ = _options_of(req)
     if scoring == CHECKLIST:
         if req.verdict_rule not in (None, SCORES):
             raise CompareError(
