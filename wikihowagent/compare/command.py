@@ -105,12 +105,15 @@ def compare(
         ),
     ] = None,
     checklist: Annotated[
-        Path | None, checklist_option("With --judge-scoring checklist: the items file (default: data/checklists.json).")
+        Path | None,
+        checklist_option(
+            "The checklist judge's items file (default: data/checklists.json); selects checklist verdicts."
+        ),
     ] = None,
     checklist_weights: Annotated[
         Path | None,
         checklist_weights_option(
-            "With --judge-scoring checklist: item weights of `align --fit-checklist` (default: uniform)."
+            "The checklist judge's item weights, from `align --fit-checklist` (default: uniform); selects checklist verdicts."
         ),
     ] = None,
     score_tie_band: Annotated[
@@ -119,7 +122,7 @@ def compare(
             rich_help_panel=MODELS,
             min=0.0,
             max=4.0,
-            help="With --judge-scoring checklist: a difference of the two conversations' rubric scores up to this many points is a tie.",
+            help="Checklist verdicts: a difference of the two conversations' rubric scores up to this many points is a tie; selects checklist verdicts.",
         ),
     ] = 0.0,
     from_judgments: Annotated[
