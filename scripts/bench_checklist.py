@@ -30,7 +30,7 @@ conversations); cost per conversation: calls, prompt tokens sent and prompt toke
 cache (each call's prompt minus its longest common prefix with the previous call's, as llama.cpp's slot
 cache reuses it; characters / CHARS_PER_TOKEN), seconds; judge-check accuracy; head to head against people
 (`head_to_head`, stats/pair_order.py): the pairs of conversations of one tutorial the people clearly ordered (Overall means at least
-PAIR_GAP apart), the share each judge's Overall orders the same way (what `compare`'s verdicts from absolute
+PAIR_GAP = stats.pair_order.GAP apart), the share each judge's Overall orders the same way (what `compare`'s verdicts from absolute
 scores give), beside the paper's 7B judges.
 """
 
@@ -67,6 +67,8 @@ from bench_alignment import (  # noqa: E402
 )
 from bench_alignment import PAPER as PAPER_SCORES  # noqa: E402
 
+from wikihowagent.stats.pair_order import GAP as PAIR_GAP  # noqa: E402  (people "clearly" ordered two conversations)
+
 
 def _work_dir() -> Path:
     """The directory holding shared/human-study and runs/: beside the repository (/work/main), or one level
@@ -84,9 +86,6 @@ CHECKLIST = "checklist"
 WEIGHTED = "tutorial-first"  # bench_alignment.py's folder of the weighted judge (the default prompt)
 CHECK_DIR = "judge-check"
 MODES = (WEIGHTED, CHECKLIST)
-PAIR_GAP = (
-    0.5  # people "clearly" ordered two conversations: their Overall means at least this far apart (stats.pair_order)
-)
 SECTION = "checklist judge (issue 30): human study and judge-check"
 
 

@@ -59,10 +59,15 @@ LOG_ENV = "WIKIHOWAGENT_LLAMA_LOG"
 JUDGE_SCORING = "checklist"
 
 
+def embedded(resolved: ResolvedSpec) -> bool:
+    """This local spec is the embedded model (the bundled weights), not another GGUF (`local:<name>`, `local:<path>`)."""
+    return not resolved.path
+
+
 def judge_scoring(resolved: ResolvedSpec) -> str | None:
     """The measured default `--judge-scoring` of this local model's judge: the embedded model's (JUDGE_SCORING);
-    None for another GGUF (`local:<name>`, `local:<path>`: nothing measured, the backend's abilities decide)."""
-    return JUDGE_SCORING if resolved.path is None else None
+    None for another GGUF (nothing measured: the backend's abilities decide)."""
+    return JUDGE_SCORING if embedded(resolved) else None
 
 
 @dataclass

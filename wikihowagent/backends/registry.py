@@ -91,7 +91,7 @@ def is_embedded(spec: str | ResolvedSpec, aliases_path: Path | None = None) -> b
         resolved = _resolved(spec, aliases_path)
     except BackendError:
         return False
-    return resolved.provider == "local" and not resolved.path
+    return resolved.provider == "local" and bool(provider("local").embedded(resolved))
 
 
 def preferred_judge_scoring(spec: str | ResolvedSpec, aliases_path: Path | None = None) -> str | None:

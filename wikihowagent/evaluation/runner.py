@@ -477,10 +477,11 @@ class Evaluation:
                 stats.posttests += 1
                 stats.posttest_failures += c.posttest.post.error is not None
                 if self.opts.posttest_likelihood:
-                    await with_likelihood(c)
-                sink.append({"conversation_id": c.conversation_id, "posttest": c.posttest.model_dump(mode="json")})
+                    await add(c)
+                else:
+                    sink.append({"conversation_id": c.conversation_id, "posttest": c.posttest.model_dump(mode="json")})
 
-            async def add(c: Conversation) -> None:  # a post-test without its likelihood post-test
+            async def add(c: Conversation) -> None:  # a post-test without its likelihood post-test: take it, store both
                 await with_likelihood(c)
                 assert c.posttest is not None
                 sink.append({"conversation_id": c.conversation_id, "posttest": c.posttest.model_dump(mode="json")})
