@@ -342,8 +342,20 @@ def test_average_rule_ranks_runs_a_biased_judge_ties_and_from_judgments_needs_no
         "--verdict-rule",
         "average",
     ]
-    res = CliRunner().invoke(app, args)
+    import wikihowagent.compare.core as compare_core
+
+    reads: list[Path] = []
+    real_read = compare_core.read_pairwise
+
+    def counted(path, *a, **k):
+        reads.append(Path(path))
+        return real_read(path, *a, **k)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(compare_core, "read_pairwise", counted)
+        res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
+    assert reads == [out / "pair-judgments.jsonl"]  # the kind, the reading and the analysis: one read
     assert "no judge asked" in " ".join(res.output.split())
     assert (out / "pair-judgments.jsonl").read_text() == judged
     rows = list(csv.DictReader((out / "pairwise.csv").open()))

@@ -63,6 +63,7 @@ from .engine import (
     PairJob,
     PassStats,
     judgment_files,
+    merge_pair_judgments,
     pending,
     read_pair_judgments,
     reading_note,
@@ -612,12 +613,14 @@ def run_compare(
     spec = endpoints.resolve_one(ev, sources, _different_judges)
     out = Path(req.out) if req.out is not None else Path(cfg.runs_dir) / COMPARE_DIR
     default = endpoints.preferred_scoring(spec)  # the judge's measured default (the embedded model: checklist)
+    stored: list[PairwiseRecord] = []  # --from-judgments: this judge's judgments in OUT, read once
     if req.from_judgments:
-        default = stored_scoring(out, spec, default, said.warn)
+        stored = stored_judgments(out, spec, said)
+        default = stored_scoring(stored, default)
     mode = judging_mode(req, shard, chosen_scoring(req, default))
     stats = PassStats(from_scores=mode.checklist)
     if req.from_judgments:
-        reading = stored_reading(out, spec, mode.checklist, req.reading, said.warn)
+        reading = stored_reading(stored, out, spec, mode.checklist, req.reading)
     else:  # each conversation judged alone (checklist) or each pair in both orders: the same arguments
         judge_pairs = _judge_checklist_pairs if mode.checklist else _judge_pairs
         passes = PairPasses(
@@ -639,7 +642,12 @@ def run_compare(
     desc = f"{spec} (checklist scores)" if mode.checklist else f"{spec} (pairwise, {reading})"
     if mode.shard is not None and not req.from_judgments:
         return None, stats, desc
-    return _analyse_out(req, mode, said, out, spec, reading, runs, names, desc), stats, desc
+    records = (
+        merge_pair_judgments(stored, spec, reading)
+        if req.from_judgments
+        else read_pair_judgments(judgment_files(out, PAIR_JUDGMENTS), spec, reading, said.warn, said.bad_value)
+    )
+    return _analyse_out(req, mode, said, out, reading, records, runs, names, desc), stats, desc
 
 
 def _analyse_out(
@@ -647,14 +655,13 @@ def _analyse_out(
     mode: CompareMode,
     said: Warnings,
     out: Path,
-    spec: str,
     reading: str,
+    records: dict[tuple[str, ...], PairwiseRecord],
     runs: dict[str, dict[str, Conversation]],
     names: list[str],
     desc: str,
 ) -> CompareResult:
-    """Every shard's judgments in OUT of this judge and reading, on these runs' passes, analysed."""
-    records = read_pair_judgments(judgment_files(out, PAIR_JUDGMENTS), spec, reading, said.warn, said.bad_value)
+    """Every shard's judgments in OUT of this judge and reading (`records`), on these runs' passes, analysed."""
     wanted = {j.key for j in plan_compare(runs, names)}
     records = {k: r for k, r in records.items() if k in wanted}
     return analyse(
@@ -741,29 +748,29 @@ def _stored_checklist_scores(p: PairPasses) -> dict[str, Any]:
     return stored
 
 
-def stored_scoring(out: Path, spec: str, default: str | None, warn: Callable[[str], None]) -> str | None:
-    """--from-judgments with no judge chosen: the kind of `spec`'s judgments stored in `out` (checklist or
-    pairwise) when there is one kind, else `default`."""
-    files = judgment_files(out, PAIR_JUDGMENTS)
-    kinds = {
-        CHECKLIST if r.reading == CHECKLIST_READING else PAIRWISE
-        for path in files
-        for r in read_pairwise(path, warn)
+def stored_judgments(out: Path, spec: str, said: Warnings) -> list[PairwiseRecord]:
+    """--from-judgments: `spec`'s pair judgments in `out` and its shards' files, in file order (read once: the
+    kind, the reading and the analysis all come from these)."""
+    return [
+        r
+        for path in judgment_files(out, PAIR_JUDGMENTS)
+        for r in read_pairwise(path, said.warn, said.bad_value)
         if r.evaluator == spec
-    }
+    ]
+
+
+def stored_scoring(stored: list[PairwiseRecord], default: str | None) -> str | None:
+    """--from-judgments with no judge chosen: the kind of the stored judgments (checklist or pairwise) when
+    there is one kind, else `default`."""
+    kinds = {CHECKLIST if r.reading == CHECKLIST_READING else PAIRWISE for r in stored}
     return kinds.pop() if len(kinds) == 1 else default
 
 
-def stored_reading(out: Path, spec: str, checklist: bool, reading: str | None, warn: Callable[[str], None]) -> str:
-    """--from-judgments: the reading of `spec`'s judgments in `out`, of the checklist judge or else the pairwise
-    judge's (`reading` if given); CompareError when there are none, or both pairwise readings and no choice."""
-    files = judgment_files(out, PAIR_JUDGMENTS)
-    found = {
-        r.reading
-        for path in files
-        for r in read_pairwise(path, warn)
-        if r.evaluator == spec and (r.reading == CHECKLIST_READING) == checklist
-    }
+def stored_reading(stored: list[PairwiseRecord], out: Path, spec: str, checklist: bool, reading: str | None) -> str:
+    """--from-judgments: the reading of the stored judgments of judge `spec` in `out`, of the checklist judge or
+    else the pairwise judge's (`reading` if given); CompareError when there are none, or both pairwise readings
+    and no choice."""
+    found = {r.reading for r in stored if (r.reading == CHECKLIST_READING) == checklist}
     if reading is not None:
         found &= {reading}
     if not found:

@@ -63,23 +63,31 @@ def read_pair_judgments(
     on_error: Callable[[str], None] | None = None,
     on_bad_value: Callable[[str], None] | None = None,
 ) -> dict[tuple[str, ...], PairwiseRecord]:
-    """{key: record} of this judge (evaluator + reading); a later line for the same key wins, and a rubric
-    it failed keeps an earlier line's verdict. A stored value that is not a probability is reported to
-    `on_bad_value` (default `on_error`) and read as a failure (`runs.read_pairwise`)."""
+    """{key: record} of this judge (evaluator + reading) in these files (`merge_pair_judgments`). A stored value
+    that is not a probability is reported to `on_bad_value` (default `on_error`) and read as a failure
+    (`runs.read_pairwise`)."""
+    return merge_pair_judgments(
+        (rec for path in paths for rec in read_pairwise(path, on_error, on_bad_value)), evaluator, reading
+    )
 
+
+def merge_pair_judgments(
+    records: Iterable[PairwiseRecord], evaluator: str, reading: str
+) -> dict[tuple[str, ...], PairwiseRecord]:
+    """{key: record} of this judge (evaluator + reading) among `records` in file order; a later line for the
+    same key wins, and a rubric it failed keeps an earlier line's verdict."""
     out: dict[tuple[str, ...], PairwiseRecord] = {}
-    for path in paths:
-        for rec in read_pairwise(path, on_error, on_bad_value):
-            if rec.evaluator != evaluator or rec.reading != reading:
-                continue
-            old = out.get(record_key(rec))
-            if old is not None:
-                merged: dict[str, float | None] = {k: v for k, v in old.p_first.items() if v is not None}
-                merged.update({k: v for k, v in rec.p_first.items() if v is not None or k not in merged})
-                rec = rec.model_copy(
-                    update={"p_first": merged, "failures": [f for f in rec.failures if merged.get(f) is None]}
-                )
-            out[record_key(rec)] = rec
+    for rec in records:
+        if rec.evaluator != evaluator or rec.reading != reading:
+            continue
+        old = out.get(record_key(rec))
+        if old is not None:
+            merged: dict[str, float | None] = {k: v for k, v in old.p_first.items() if v is not None}
+            merged.update({k: v for k, v in rec.p_first.items() if v is not None or k not in merged})
+            rec = rec.model_copy(
+                update={"p_first": merged, "failures": [f for f in rec.failures if merged.get(f) is None]}
+            )
+        out[record_key(rec)] = rec
     return out
 
 
