@@ -529,6 +529,36 @@ def item_lines(rows: list[ItemRow]) -> list[str]:
     return lines
 
 
+def failure_note(recs: dict[str, dict[str, Any]], ids: list[str]) -> str:
+    """ "; ..." naming what each judge could not score on these conversations (a conversation with no rubric
+    score, a checklist item with no answer) and the recorded reason when it is the model's context, else ""."""
+    rubrics = ROWS[:-1]
+    parts, reasons = [], []
+    for mode in MODES:
+        lost = [c for c in ids if all(recs[mode][c].metrics.get(m) is None for m in rubrics)]
+        reasons += [n for c in lost for n in (recs[mode][c].judge.notes if recs[mode][c].judge else [])]
+        if lost:
+            parts.append(f"the {'weighted' if mode == WEIGHTED else 'checklist'} judge scored no rubric on {len(lost)}")
+    items = [
+        (c, i.failure) for c in ids if recs[CHECKLIST][c].judge for i in recs[CHECKLIST][c].judge.items if i.failure
+    ]
+    if items:
+        parts.append(
+            f"the checklist judge lost {len(items)} item answers on {len({c for c, _ in items})} (a rubric's score "
+            "comes from its other items)"
+        )
+    reasons += [f for _, f in items]
+    if not parts:
+        return ""
+    context = [r for r in reasons if "exceeds the available context size" in r]
+    why = (
+        " — the prompt exceeded the model's context (local.n_ctx; the server's reason is recorded in scores.jsonl)"
+        if context and len(context) == len(reasons)
+        else " (reasons recorded in scores.jsonl)"
+    )
+    return "; " + " and ".join(parts) + why + "; each correlation is over the conversations both judges scored"
+
+
 def report(study: Path, out: Path) -> tuple[str, Any]:
     """-> (the BENCHMARKS.md section, the embedded judge's figures for data/embedded_judge.json (report/measured.py;
     None before both judges have a human-study table and a judge-check))."""
@@ -538,11 +568,13 @@ def report(study: Path, out: Path) -> tuple[str, Any]:
     all_ids = set(conversation_ids(files))
     judged = {m: judged_ids(out / m, m) & all_ids for m in MODES}
     common = sorted(judged[WEIGHTED] & judged[CHECKLIST])
+    recs = {m: last_scores(out / m) for m in MODES}
     lines = [
         f"Development split of the paper's human study (`{study.name}/`): 70 conversations by seven 7B models, "
         f"10 tutorials, two human judges. Judged so far: weighted {len(judged[WEIGHTED])}, checklist "
-        f"{len(judged[CHECKLIST])}; the table is on the **{len(common)} conversations both judged** (shortest "
-        "first: all 70 once the runs are complete). Embedded judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp "
+        f"{len(judged[CHECKLIST])}; the table is on the **{len(common)} conversations both judged**"
+        f"{' (shortest first: all 70 once the runs are complete)' if len(common) < len(all_ids) else ''}"
+        f"{failure_note(recs, common)}. Embedded judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp "
         f"in-process, 1 slot), {platform.processor() or platform.machine()}, {os.cpu_count()} cores shared with "
         "other jobs. weighted = `--judge-scoring weighted` (prompt tutorial-first, the default); checklist "
         "(uniform) = `--judge-scoring checklist` (data/checklists.json); checklist (fitted) = item weights of "
@@ -552,7 +584,6 @@ def report(study: Path, out: Path) -> tuple[str, Any]:
         "",
     ]
     if len(common) >= 4:
-        recs = {m: last_scores(out / m) for m in MODES}
         folder = out / CHECKLIST
         align([common_scores(folder, set(common))], study, folder / "alignment")
         humans = paired_humans(folder / "alignment")
@@ -651,11 +682,11 @@ def report(study: Path, out: Path) -> tuple[str, Any]:
             lines.append(f"| {pname}: {rubric} | {acc.per_cell[WEIGHTED][k]:.2f} | {acc.per_cell[CHECKLIST][k]:.2f} |")
     figures = None
     if acc.n and len(common) >= 4:
-        figures = measured_figures(acc, cmp.get("Overall"), h2h[0], len(common))
+        figures = measured_figures(acc, cmp.get("Overall"), h2h[0])
     return "\n".join(lines), figures
 
 
-def measured_figures(acc: Any, overall: Any, orders: dict[str, Any], n_people: int) -> Any:
+def measured_figures(acc: Any, overall: Any, orders: dict[str, Any]) -> Any:
     """The report's statement of the embedded judge (report/measured.py) from this section's numbers: per scoring
     mode, judge-check accuracy, Overall r with the people, and the share of clearly ordered pairs."""
     import datetime
@@ -678,7 +709,7 @@ def measured_figures(acc: Any, overall: Any, orders: dict[str, Any], n_people: i
                     e.value,
                     e.ci_low,
                     e.ci_high,
-                    n_people,
+                    overall.n,  # the conversations both judges scored
                     "conversations of the paper's human study (development split)",
                 )
             )

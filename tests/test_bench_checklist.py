@@ -125,3 +125,42 @@ def test_head_to_head_table_on_the_conversations_every_judge_scored():
     )
     none = b.head_to_head({"weighted": {"a": 1.0, "b": 2.0}}, {"a": 1.0, "b": 1.2}, {"a": "t", "b": "t"})
     assert b.pair_order_lines(none, 0.5, {})[0].startswith("No pair")
+
+
+def test_failure_note_names_what_each_judge_could_not_score_and_why():
+    """The longest human-study conversation overflows the embedded model's context: the weighted judge loses
+    every rubric, the checklist judge two items; the section says so, and nothing when all was scored."""
+    b = load_script("bench_checklist")
+    overflow = "request (8331 tokens) exceeds the available context size (8192 tokens), try increasing it"
+
+    def weighted(cid, scored):
+        return ScoreRecord(
+            conversation_id=cid,
+            metrics={m: (3.0 if scored else None) for m in RUBRICS},
+            judge=JudgeProvenance(
+                evaluator="local", scoring="weighted", notes=[] if scored else [f"{m}: {overflow}" for m in RUBRICS]
+            ),
+        )
+
+    def checklist(cid, failed):
+        items = [ChecklistItemScore(id=f"rubric:{m}:a", rubrics=[m], p_yes=0.7, good=0.7) for m in RUBRICS]
+        items += [
+            ChecklistItemScore(id=f"rubric:Truthfulness:f{k}", rubrics=["Truthfulness"], failure=overflow)
+            for k in range(failed)
+        ]
+        return ScoreRecord(
+            conversation_id=cid,
+            metrics={m: 3.8 for m in RUBRICS},
+            judge=JudgeProvenance(evaluator="local", scoring="checklist", items=items),
+        )
+
+    recs = {"tutorial-first": {"a": weighted("a", True)}, "checklist": {"a": checklist("a", 0)}}
+    assert b.failure_note(recs, ["a"]) == ""
+    recs["tutorial-first"]["b"] = weighted("b", False)
+    recs["checklist"]["b"] = checklist("b", 2)
+    note = b.failure_note(recs, ["a", "b"])
+    assert "the weighted judge scored no rubric on 1" in note
+    assert "the checklist judge lost 2 item answers on 1" in note
+    assert "the prompt exceeded the model's context" in note
+    recs["checklist"]["b"].judge.items[-1].failure = "no answer"  # another reason: not blamed on the context
+    assert "reasons recorded in scores.jsonl" in b.failure_note(recs, ["a", "b"])
