@@ -92,6 +92,7 @@ def main() -> int:
     )
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--write-md", action="store_true")
+    ap.add_argument("--note", action="append", default=[], help="a line for the section (e.g. how the runs were made)")
     args = ap.parse_args()
 
     from benchmarks_md import write_section
@@ -211,7 +212,8 @@ def main() -> int:
         else "- cost: not timed",
         f"- verdicts: {len(res.pairwise)}; left out (an order missing or unreadable): {res.missing}",
     ]
-    if len(res.pairwise):
+    lines += [f"- {n}" for n in args.note]
+    if len(res.pairwise) and not checklist:  # the checklist judge's verdicts come from scores, not P(A better)
         means = res.pairwise.groupby(["run_a", "run_b"], sort=False)["p_a"].agg(["mean", "min", "max"])
         lines.append(
             "- P(run_a better) averaged over the two orders, mean [min, max] per pair: "

@@ -478,6 +478,7 @@ def test_compare_checklist_verdicts_position_free_ranked_and_resumable(tmp_path)
     assert [r["run"] for r in sorted(bt, key=lambda r: int(r["rank"]))] == ["strong", "mid", "weak"]
     summary = (out / "summary.md").read_text()
     assert "Verdict rule `scores`" in summary and "each conversation judged alone" in summary
+    assert "verdicts from the two conversations' own scores" in summary and "from both orders" not in summary
     # a wide tie band turns every verdict into a tie, from the stored judgments (no judge)
     res = CliRunner().invoke(
         app,

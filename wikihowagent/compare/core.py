@@ -318,7 +318,8 @@ def compare_summary(
         reading_note,
         "",
         f"{len(res.runs)} runs, {pw['tutorial_id'].nunique() if len(pw) else 0} tutorials judged; "
-        f"{len(pw)} (pair, tutorial, rubric) verdicts from both orders"
+        f"{len(pw)} (pair, tutorial, rubric) verdicts "
+        + ("from the two conversations' own scores" if rule == SCORES else "from both orders")
         + (f"; {missing} left out (an order missing or unreadable)" if missing else "")
         + "."
         + (
