@@ -530,8 +530,9 @@ def item_lines(rows: list[ItemRow]) -> list[str]:
 
 
 def failure_note(recs: dict[str, dict[str, Any]], ids: list[str]) -> str:
-    """ "; ..." naming what each judge could not score on these conversations (a conversation with no rubric
-    score, a checklist item with no answer) and the recorded reason when it is the model's context, else ""."""
+    """A clause for the section's first paragraph (starting "; ") naming what each judge could not score on these
+    conversations (a conversation with no rubric score, a checklist item with no answer) and the recorded reason
+    when it is the model's context; "" when everything was scored."""
     rubrics = ROWS[:-1]
     parts, reasons = [], []
     for mode in MODES:
