@@ -388,6 +388,44 @@ def scores_rows(scores_dir: Path) -> list[list[str]]:
 HUMAN_RUBRICS = ("Overall", "Progress", "Clarity")
 
 
+def kind_cost_rows(scores_dir: Path) -> list[list[str]]:
+    """Cost per conversation of each post-test kind in `evaluate --posttest-learner` outputs under `scores_dir`
+    (posttests.jsonl): the recall post-test (one call), and where taken the likelihood post-test's read given
+    the lesson and its title-only read (once per tutorial); mean seconds [min, max] and the tokens involved."""
+    from bench_posttest import mean
+
+    from wikihowagent.runs import POSTTESTS, read_posttests
+
+    tests = [t for f in sorted(scores_dir.glob(f"**/{POSTTESTS}")) for t in read_posttests(f).values()]
+    posts = [t.post for t in tests if t.post.error is None and t.post.latency_s > 0]
+    reads = [t.likelihood for t in tests if t.likelihood is not None and t.likelihood_read]
+    pre_reads = [lt for lt in reads if lt.pre_latency_s > 0]
+
+    def row(kind: str, secs: list[float], tokens: str) -> list[str]:
+        span = f" [{min(secs):.0f}, {max(secs):.0f}]" if secs else ""
+        return [kind, str(len(secs)), f"{mean(secs):.1f}{span}" if secs else "–", tokens]
+
+    return [
+        row(
+            "recall post-test (the learner writes the steps)",
+            [a.latency_s for a in posts],
+            f"prompt {mean([a.prompt_tokens for a in posts]):.0f}, answer {mean([a.completion_tokens for a in posts]):.0f}"
+            if posts
+            else "–",
+        ),
+        row(
+            "likelihood post-test, given the lesson",
+            [lt.latency_s for lt in reads],
+            f"forced {mean([sum(lt.post_tokens) for lt in reads]):.0f}" if reads else "–",
+        ),
+        row(
+            "likelihood post-test, given the title (one per tutorial)",
+            [lt.pre_latency_s for lt in pre_reads],
+            f"forced {mean([sum(lt.pre_tokens) for lt in pre_reads]):.0f}" if pre_reads else "–",
+        ),
+    ]
+
+
 def human_rows(scores_dir: Path, align_dir: Path, metrics: list[str]) -> list[list[str]]:
     """Pooled and within-tutorial r (stats.correlation.grouped_r) of each post-test metric with the people's
     ratings: `evaluate --posttest-learner` score files under scores_dir (Likelihood Gain too where they carry
@@ -633,6 +671,12 @@ def report(args) -> str:
                 ],
                 human_rows(args.paper_scores, args.paper_align, list(args.metric)),
             ),
+            "",
+            "**Cost of each post-test kind** on these conversations (seconds per conversation, mean [min, max]; "
+            "tokens: the recall post-test's prompt and answer, the likelihood post-test's teacher-forced tokens — "
+            "llama.cpp's `grammar` transport decodes them one by one):",
+            "",
+            markdown_table(["post-test", "n", "seconds", "tokens"], kind_cost_rows(args.paper_scores)),
             "",
         ]
     return "\n".join(out)
