@@ -226,3 +226,32 @@ def test_scores_rows(tmp_path):
     (row,) = BV.scores_rows(tmp_path / "s")
     assert row[:2] == ["cf", "4"] and row[2].startswith("15.0 [") and row[2].endswith("(n=4)")
     assert row[3].startswith("–") and row[3].endswith("(n=0)") and row[4].startswith("50.0 [")
+
+
+def test_kind_cost_rows_per_post_test_kind(tmp_path):
+    """The recall post-test's and the likelihood post-test's seconds and tokens, from posttests.jsonl files in
+    the run directories under a folder; a failed answer or an unread likelihood post-test is not a cost row."""
+    from wikihowagent.records import LikelihoodTest, PostTest, TestAnswer
+    from wikihowagent.runs import POSTTESTS
+
+    def line(cid, post_s, lik):
+        t = PostTest(
+            model="local",
+            post=TestAnswer(text="1. a", steps=["a"], prompt_tokens=1000, completion_tokens=50, latency_s=post_s),
+            likelihood=lik,
+        )
+        return json.dumps({"conversation_id": cid, "posttest": t.model_dump()}) + "\n"
+
+    read = LikelihoodTest(transport="grammar", post=[-1.0], pre=[-2.0], post_tokens=[300], pre_tokens=[290])
+    run = tmp_path / "scores" / "run-a"
+    run.mkdir(parents=True)
+    (run / POSTTESTS).write_text(
+        line("c1", 20.0, read.model_copy(update={"latency_s": 100.0, "pre_latency_s": 80.0}))
+        + line("c2", 40.0, read.model_copy(update={"latency_s": 200.0, "pre_latency_s": 0.0}))  # title read reused
+        + line("c3", 30.0, LikelihoodTest(transport="grammar", error="no log-probabilities"))
+        + line("c4", 0.0, None)  # no timing: left out
+    )
+    recall, lesson, title = BV.kind_cost_rows(tmp_path / "scores")
+    assert recall[0].startswith("recall") and recall[1:] == ["3", "30.0 [20, 40]", "prompt 1000, answer 50"]
+    assert "lesson" in lesson[0] and lesson[1:] == ["2", "150.0 [100, 200]", "forced 300"]
+    assert "title" in title[0] and title[1:] == ["1", "80.0 [80, 80]", "forced 290"]
