@@ -17,7 +17,7 @@ from wikihowagent.evaluation import metrics as M
 from wikihowagent.evaluation import posttest as P
 from wikihowagent.generation.core import to_record
 from wikihowagent.records import Conversation, PostTest, TestAnswer, Turn
-from wikihowagent.runs import POSTTESTS, PRETESTS, PretestCache, iter_jsonl, read_scores
+from wikihowagent.runs import POSTTESTS, PRETESTS, PretestCache, iter_jsonl, read_posttests, read_scores
 from wikihowagent.testing import ScriptedChatModel
 from wikihowagent.workflow.graph import WorkflowOptions, build_graph, initial_state, recursion_limit
 from wikihowagent.workflow.posttest import MAX_STEPS, PostTester, parse_steps
@@ -787,3 +787,41 @@ def test_post_testers_are_made_in_one_place():
                 made.append(f"{path.relative_to(pkg)}:{node.lineno}")
     drawn = [m for m in made if m.startswith("workflow/graph.py:")]  # the graph drawing's stand-in, never run
     assert len(drawn) == 1 and [m for m in made if m not in drawn and not m.startswith("workflow/posttest.py:")] == []
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_evaluate_posttests_keep_to_the_learners_concurrency(tmp_path, concurrency):
+    """`evaluate --posttest-learner` and `judge-check --posttest-learner` ask at most --concurrency tests at once
+    (the embedded model's default is its one slot): unbounded, every test queued at the server and its latency_s
+    counted the wait."""
+    import threading
+    import time
+
+    runner = CliRunner()
+    run = tmp_path / "run"
+    lock, state = threading.Lock(), {"now": 0, "most": 0}
+
+    def slow_reply(prompt):
+        if "This was your lesson" not in prompt:
+            return classroom_reply(prompt)
+        with lock:
+            state["now"] += 1
+            state["most"] = max(state["most"], state["now"])
+        time.sleep(0.2)
+        with lock:
+            state["now"] -= 1
+        return classroom_reply(prompt)
+
+    with FakeOpenAI(reply=slow_reply) as srv:
+        scripted_generate(runner, srv, run, 4, "--no-posttest")
+        args = ["evaluate", str(run), "--no-judge", "--no-figures", "--out", str(tmp_path / "scores")]
+        args += ["--base-url", srv.base_url, "--posttest-learner", "openai:fake-model"]
+        res = runner.invoke(app, [*args, "--concurrency", str(concurrency)])
+        assert res.exit_code == 0, res.output
+        evaluate_most, state["most"] = state["most"], 0
+        check = ["judge-check", str(run), "--out", str(tmp_path / "check"), "--base-url", srv.base_url]
+        res = runner.invoke(app, [*check, "--posttest-learner", "openai:fake-model", "--concurrency", str(concurrency)])
+        assert res.exit_code == 0, res.output
+    assert len(read_posttests(tmp_path / "scores" / run.name / "posttests.jsonl")) == 4
+    for most in (evaluate_most, state["most"]):  # evaluate's post-tests, then judge-check's
+        assert most == 1 if concurrency == 1 else 1 < most <= 3

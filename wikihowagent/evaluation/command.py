@@ -97,7 +97,7 @@ def evaluate(
     concurrency: Annotated[
         int | None,
         concurrency_option(
-            "Conversations at the judge at once (default: the embedded judge's server slots, local.n_parallel; else the config's concurrency)."
+            "Conversations at the judge at once, and at the --posttest-learner (default: the embedded model's server slots, local.n_parallel; else the config's concurrency)."
         ),
     ] = None,
     retries: Annotated[int, retries_option("Re-asks of the judge when a reply cannot be parsed.")] = 2,

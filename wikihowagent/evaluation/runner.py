@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import Callable, Coroutine, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -486,7 +486,15 @@ class Evaluation:
                 assert c.posttest is not None
                 sink.append({"conversation_id": c.conversation_id, "posttest": c.posttest.model_dump(mode="json")})
 
-            await asyncio.gather(*(one(c) for c in todo), *(add(c) for c in lik))
+            # One conversation per learner slot (judge_concurrency's rule): unbounded, every test would queue
+            # at the server, and each answer's latency_s would count the wait.
+            gate = asyncio.Semaphore(judge_concurrency(self.opts, self.learner()))
+
+            async def gated(job: Awaitable[None]) -> None:
+                async with gate:
+                    await job
+
+            await asyncio.gather(*(gated(one(c)) for c in todo), *(gated(add(c)) for c in lik))
 
         return attach, own
 

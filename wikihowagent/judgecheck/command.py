@@ -72,7 +72,7 @@ def judge_check(
     concurrency: Annotated[
         int | None,
         concurrency_option(
-            "Judge passes in flight (default: the embedded judge's server slots, local.n_parallel; else the config's concurrency)."
+            "Judge passes (or --posttest-learner tests) in flight (default: the embedded model's server slots, local.n_parallel; else the config's concurrency)."
         ),
     ] = None,
     retries: Annotated[int, retries_option("Re-asks of the judge when a reply cannot be parsed.")] = 2,

@@ -1021,7 +1021,10 @@ def _posttest_validity(
         highlight=False,
         markup=False,
     )
-    tests = _take_posttests(console, jobs, make_learner, spec, out, inputs.test_prompt, check, req.posttest_likelihood)
+    opts = EvalOptions(concurrency=req.concurrency, default_concurrency=inputs.cfg.concurrency)
+    tests = _take_posttests(
+        console, jobs, make_learner, spec, out, inputs.test_prompt, check, req.posttest_likelihood, opts
+    )
     recalls, shares = posttest_check.step_recalls(convs, tests, check), posttest_check.abstained_shares(tests)
     table = posttest_check.validity_table(recalls, perts, posttest_check.judge_accuracy(out), shares)
     by_set = posttest_check.validity_by_set(recalls, perts, sets, shares) if sets else None
@@ -1077,8 +1080,10 @@ def _take_posttests(
     prompt: Any,
     check: Any,
     with_likelihood: bool,
+    opts: EvalOptions,
 ) -> Any:
-    """The post-tests of `jobs` (resumable, under OUT's lock), with the likelihood post-test when asked."""
+    """The post-tests of `jobs` (resumable, under OUT's lock), with the likelihood post-test when asked, as many
+    at once as the learner takes (`judge_concurrency`'s rule: --concurrency, else the embedded model's slots)."""
     with JudgeLoop() as loop, resumable(JudgeCheckError, out / POSTTESTS, "post-tests", also=(EvaluateError,)):
         try:
             with (
@@ -1093,7 +1098,16 @@ def _take_posttests(
                         f"likelihood post-test: {reader.transport} on {reader.root}", highlight=False, markup=False
                     )
                 with progress_bar(console, len(jobs), "post-tests of originals and perturbed copies") as advance:
-                    take = posttest_check.take_posttests(jobs, tester, spec, out / POSTTESTS, advance, check, taker)
+                    take = posttest_check.take_posttests(
+                        jobs,
+                        tester,
+                        spec,
+                        out / POSTTESTS,
+                        advance,
+                        check,
+                        taker,
+                        judge_concurrency(opts, tester.model),
+                    )
                     tests = loop.run(take)
         except LikelihoodError as exc:
             raise JudgeCheckError(f"--posttest-likelihood: {exc}") from None

@@ -18,7 +18,7 @@ cannot already know, beside the same on common ones.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -101,10 +101,12 @@ async def take_posttests(
     progress: Callable[[int], None],
     check: PostTestCheck,
     likelihood: Any = None,
+    concurrency: int = 1,
 ) -> dict[tuple[str, str], PostTest]:
-    """The post-test of every (variant, conversation): from the record or posttests.jsonl, else taken now; with
-    `likelihood` (workflow/likelihood.LikelihoodTaker) each also gets its likelihood post-test where it has
-    none (or a failed one), appended as the test's new line."""
+    """The post-test of every (variant, conversation): from the record or posttests.jsonl, else taken now, at
+    most `concurrency` at once (the learner's slots: unbounded, tests queue at the server and each latency_s
+    counts the wait); with `likelihood` (workflow/likelihood.LikelihoodTaker) each also gets its likelihood
+    post-test where it has none (or a failed one), appended as the test's new line."""
 
     version = tester.prompt.version  # a post-test counts only by the same model in the same wording
     done = {
@@ -152,12 +154,18 @@ async def take_posttests(
             )
             out[(c.conversation_id, variant)] = test
 
-        await asyncio.gather(*(one(v, c) for v, c in todo))
+        gate = asyncio.Semaphore(concurrency)
+
+        async def gated(job: Awaitable[None]) -> None:
+            async with gate:
+                await job
+
+        await asyncio.gather(*(gated(one(v, c)) for v, c in todo))
         if likelihood is not None:  # the reused ones without a likelihood post-test
             taken_now = {(c.conversation_id, v) for v, c in todo}
             await asyncio.gather(
                 *(
-                    later(v, c)
+                    gated(later(v, c))
                     for v, c in jobs
                     if (c.conversation_id, v) not in taken_now and not out[(c.conversation_id, v)].likelihood_read
                 )
