@@ -388,15 +388,17 @@ def scores_rows(scores_dir: Path) -> list[list[str]]:
 HUMAN_RUBRICS = ("Overall", "Progress", "Clarity")
 
 
-def kind_cost_rows(scores_dir: Path) -> list[list[str]]:
-    """Cost per conversation of each post-test kind in `evaluate --posttest-learner` outputs under `scores_dir`
-    (posttests.jsonl): the recall post-test (one call), and where taken the likelihood post-test's read given
-    the lesson and its title-only read (once per tutorial); mean seconds [min, max] and the tokens involved."""
+def kind_cost_rows(scores_dirs: list[Path]) -> list[list[str]]:
+    """Cost per conversation of each post-test kind in `evaluate --posttest-learner` outputs under `scores_dirs`
+    (their posttests.jsonl files): the recall post-test (one call), and where taken the likelihood post-test's
+    read given the lesson and its title-only read (once per tutorial); mean seconds [min, max] and the tokens
+    involved."""
     from bench_posttest import mean
 
     from wikihowagent.runs import POSTTESTS, read_posttests
 
-    tests = [t for f in sorted(scores_dir.glob(f"**/{POSTTESTS}")) for t in read_posttests(f).values()]
+    files = sorted({f for d in scores_dirs for f in d.glob(f"**/{POSTTESTS}")})
+    tests = [t for f in files for t in read_posttests(f).values()]
     posts = [t.post for t in tests if t.post.error is None and t.post.latency_s > 0]
     reads = [t.likelihood for t in tests if t.likelihood is not None and t.likelihood_read]
     pre_reads = [lt for lt in reads if lt.pre_latency_s > 0]
@@ -676,7 +678,7 @@ def report(args) -> str:
             "tokens: the recall post-test's prompt and answer, the likelihood post-test's teacher-forced tokens — "
             "llama.cpp's `grammar` transport decodes them one by one):",
             "",
-            markdown_table(["post-test", "n", "seconds", "tokens"], kind_cost_rows(args.paper_scores)),
+            markdown_table(["post-test", "n", "seconds", "tokens"], kind_cost_rows(args.cost or [args.paper_scores])),
             "",
         ]
     return "\n".join(out)
@@ -709,6 +711,13 @@ def main() -> None:
     rp.add_argument("--runs", type=Path, nargs="*", default=[], help="generated runs with post-tests")
     rp.add_argument("--paper-scores", type=Path, help="`evaluate --posttest-learner` output on the paper's run files")
     rp.add_argument("--paper-align", type=Path, help="`align` output of the human study against --paper-scores")
+    rp.add_argument(
+        "--cost",
+        type=Path,
+        action="append",
+        default=[],
+        help="the post-test kinds' cost from these `evaluate --posttest-learner` outputs (default: --paper-scores)",
+    )
     rp.add_argument(
         "--scores",
         type=Path,

@@ -251,7 +251,7 @@ def test_kind_cost_rows_per_post_test_kind(tmp_path):
         + line("c3", 30.0, LikelihoodTest(transport="grammar", error="no log-probabilities"))
         + line("c4", 0.0, None)  # no timing: left out
     )
-    recall, lesson, title = BV.kind_cost_rows(tmp_path / "scores")
+    recall, lesson, title = BV.kind_cost_rows([tmp_path / "scores", run])  # a file found twice counts once
     assert recall[0].startswith("recall") and recall[1:] == ["3", "30.0 [20, 40]", "prompt 1000, answer 50"]
     assert "lesson" in lesson[0] and lesson[1:] == ["2", "150.0 [100, 200]", "forced 300"]
     assert "title" in title[0] and title[1:] == ["1", "80.0 [80, 80]", "forced 290"]
