@@ -443,7 +443,8 @@ def human_rows(scores_dir: Path, align_dir: Path, metrics: list[str]) -> list[li
         for r in read_scores(f).values()
         if r.conversation_id in people.index
     ]
-    if P.LIKELIHOOD_GAIN not in metrics and any(r.metrics.get(P.LIKELIHOOD_GAIN) is not None for r in recs):
+    with_lg = sum(r.metrics.get(P.LIKELIHOOD_GAIN) is not None for r in recs)
+    if P.LIKELIHOOD_GAIN not in metrics and with_lg >= 4:  # fewer: no r, only a row of dashes
         metrics = [*metrics, P.LIKELIHOOD_GAIN]
 
     def cell(v: float, ci: tuple[float, float]) -> str:
