@@ -181,6 +181,18 @@ async def gather_cancelling(coros: Iterable[Any]) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
+async def gather_bounded(coros: Iterable[Awaitable[None]], limit: int) -> None:
+    """Run the coroutines concurrently, at most `limit` at a time (a model's slots: unbounded, every call would
+    queue at the server and each call's latency_s would count the wait)."""
+    gate = asyncio.Semaphore(limit)
+
+    async def gated(job: Awaitable[None]) -> None:
+        async with gate:
+            await job
+
+    await asyncio.gather(*(gated(c) for c in coros))
+
+
 def judge_concurrency(opts: EvalOptions, llm: Any) -> int:
     """Conversations judged at once: --concurrency if given; for the embedded judge, its server's slots (one
     conversation per slot: two conversations on one slot interleave their rubric calls, and each call then
@@ -486,15 +498,8 @@ class Evaluation:
                 assert c.posttest is not None
                 sink.append({"conversation_id": c.conversation_id, "posttest": c.posttest.model_dump(mode="json")})
 
-            # One conversation per learner slot (judge_concurrency's rule): unbounded, every test would queue
-            # at the server, and each answer's latency_s would count the wait.
-            gate = asyncio.Semaphore(judge_concurrency(self.opts, self.learner()))
-
-            async def gated(job: Awaitable[None]) -> None:
-                async with gate:
-                    await job
-
-            await asyncio.gather(*(gated(one(c)) for c in todo), *(gated(add(c)) for c in lik))
+            jobs = [*(one(c) for c in todo), *(add(c) for c in lik)]
+            await gather_bounded(jobs, judge_concurrency(self.opts, self.learner()))  # one per learner slot
 
         return attach, own
 

@@ -17,8 +17,7 @@ cannot already know, beside the same on common ones.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from typing import Any
 from wikihowagent.csvcells import people_csv
 from wikihowagent.evaluation.metrics import STEP_RECALL, Scorers
 from wikihowagent.evaluation.posttest import likelihood_gain_of
+from wikihowagent.evaluation.runner import gather_bounded
 from wikihowagent.markdown import frame_table
 from wikihowagent.records import Conversation, PostTest
 from wikihowagent.runs import (
@@ -154,21 +154,16 @@ async def take_posttests(
             )
             out[(c.conversation_id, variant)] = test
 
-        gate = asyncio.Semaphore(concurrency)
-
-        async def gated(job: Awaitable[None]) -> None:
-            async with gate:
-                await job
-
-        await asyncio.gather(*(gated(one(v, c)) for v, c in todo))
+        await gather_bounded((one(v, c) for v, c in todo), concurrency)
         if likelihood is not None:  # the reused ones without a likelihood post-test
             taken_now = {(c.conversation_id, v) for v, c in todo}
-            await asyncio.gather(
-                *(
-                    gated(later(v, c))
+            await gather_bounded(
+                (
+                    later(v, c)
                     for v, c in jobs
                     if (c.conversation_id, v) not in taken_now and not out[(c.conversation_id, v)].likelihood_read
-                )
+                ),
+                concurrency,
             )
     return out
 
