@@ -194,9 +194,10 @@ async def gather_bounded(coros: Iterable[Awaitable[None]], limit: int) -> None:
 
 
 def judge_concurrency(opts: EvalOptions, llm: Any) -> int:
-    """Conversations judged at once: --concurrency if given; for the embedded judge, its server's slots (one
-    conversation per slot: two conversations on one slot interleave their rubric calls, and each call then
-    re-reads its whole prefix instead of reusing the prompt cache); else the config's concurrency."""
+    """Conversations judged at once (and post-tests taken at once, with the learner's model as `llm`):
+    --concurrency if given; for the embedded model, its server's slots (one conversation per slot: two
+    conversations on one slot interleave their rubric calls, and each call then re-reads its whole prefix instead
+    of reusing the prompt cache); else the config's concurrency."""
     if opts.concurrency is not None:
         return opts.concurrency
     return local_slots(llm) or opts.default_concurrency

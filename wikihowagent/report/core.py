@@ -985,25 +985,22 @@ def judge_evidence(run: ReportRun) -> list[str]:
     return found
 
 
-class _MeasuredFigures:
-    """The embedded judge's measured figures (data/embedded_judge.json, from BENCHMARKS.md), read once per report
-    when a run judged by it is shown."""
-
-    def __init__(self) -> None:
-        self._figures: Any = None
-        self._error = ""
-
-    def html(self, run: ReportRun) -> str:
-        """This run's scoring mode first; "" for another judge; an unreadable figures file: one line saying so."""
-        if not run.evaluator or not is_embedded(run.evaluator):
-            return ""
-        if self._figures is None and not self._error:
-            try:
-                self._figures = load_measured()
-            except MeasuredError as exc:
-                self._error = f"the embedded judge's measured figures are not available: {exc}"
-        lines = self._figures.lines(run.scoring) if self._figures is not None else [self._error]
-        return "<ul class='measured'>" + "".join(f"<li>{html.escape(x)}</li>" for x in lines) + "</ul>"
+def _measured_html(runs: list[ReportRun]) -> list[str]:
+    """Per run (in order): for the embedded judge its measured figures (data/embedded_judge.json, from
+    BENCHMARKS.md, read once when any run was judged by it), this run's scoring mode first; "" for another judge.
+    An unreadable figures file: one line saying so."""
+    embedded = [bool(r.evaluator) and is_embedded(r.evaluator) for r in runs]
+    if not any(embedded):
+        return [""] * len(runs)
+    try:
+        figures = load_measured()
+        lines = [figures.lines(r.scoring) if emb else [] for r, emb in zip(runs, embedded, strict=True)]
+    except MeasuredError as exc:
+        lines = [[f"the embedded judge's measured figures are not available: {exc}"]] * len(runs)
+    return [
+        "<ul class='measured'>" + "".join(f"<li>{html.escape(x)}</li>" for x in ls) + "</ul>" if emb else ""
+        for emb, ls in zip(embedded, lines, strict=True)
+    ]
 
 
 def _evidence_html(runs: list[ReportRun]) -> str:
@@ -1011,15 +1008,12 @@ def _evidence_html(runs: list[ReportRun]) -> str:
     run directory holds about that judge, or that none was measured and how to measure it."""
     e = html.escape
     items = []
-    measured = _MeasuredFigures()
-    for r in runs:
+    for r, measured in zip(runs, _measured_html(runs), strict=True):
         judge = r.evaluator or "–"
         head = f"<b>{e(r.name)}</b>: judge {e(judge)}, scoring {e(r.scoring or '–')}"
         ev = judge_evidence(r)
         if ev:
-            items.append(
-                f"<li>{head}<ul>" + "".join(f"<li>{e(x)}</li>" for x in ev) + "</ul>" + measured.html(r) + "</li>"
-            )
+            items.append(f"<li>{head}<ul>" + "".join(f"<li>{e(x)}</li>" for x in ev) + "</ul>" + measured + "</li>")
             continue
         # a paper run file's outputs go beside it (FILE's stem as a folder), a run directory's inside it
         beside = r.path if r.path.is_dir() else r.path.parent / r.path.stem
@@ -1032,7 +1026,7 @@ def _evidence_html(runs: list[ReportRun]) -> str:
         )
         items.append(
             f"<li>{head}: no evidence about this judge was measured in this run directory. Measure it: "
-            f"<code>{e(how)}</code>.{measured.html(r)}</li>"
+            f"<code>{e(how)}</code>.{measured}</li>"
         )
     if not items:
         return ""
