@@ -249,9 +249,20 @@ def validity_rows(path: Path) -> list[list[str]]:
             fmt(r.mean_recall_original),
             fmt(r.mean_recall_perturbed),
             str(r.failed),
+            coverage_cell(getattr(r, "coverage_original", None), getattr(r, "coverage_perturbed", None)),
         ]
         for r in t.itertuples()
     ]
+
+
+def coverage_cell(original: float | None, perturbed: float | None) -> str:
+    """The teacher's Step Coverage in the originals -> the copies (%); '–' for outputs written before judge-check
+    recorded it."""
+    from bench_posttest import fmt
+
+    if original is None or perturbed is None or original != original or perturbed != perturbed:
+        return "–"
+    return f"{fmt(original)} → {fmt(perturbed)}"
 
 
 def likelihood_rows(path: Path) -> tuple[list[list[str]], list[list[str]]]:
@@ -550,10 +561,12 @@ def report(args) -> str:
         out += [
             f"**Validity** (`judge-check --posttest-learner --tutorials`, {vdir}): share of pairs where the "
             "original's post-test Step Recall is higher than the perturbed copy's (ties count half; 95 % "
-            "bootstrap CI over conversations):",
+            "bootstrap CI over conversations); the teacher's Step Coverage (share of the tutorial's steps whose "
+            "headline a teacher turn states) in the originals → the copies: a copy that removes no stated step "
+            "cannot test the post-test:",
             "",
             markdown_table(
-                ["tutorials", *VALIDITY_HEADER[:-1]],  # per set: no judge column
+                ["tutorials", *VALIDITY_HEADER[:-1], "teacher's Step Coverage (%)"],  # per set: no judge column
                 validity_rows(vdir),
             ),
             "",

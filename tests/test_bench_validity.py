@@ -80,6 +80,8 @@ def test_validity_and_likelihood_rows_read_judge_check_outputs(tmp_path):
                 "failed": 0,
                 "abstained_original": None,
                 "abstained_perturbed": None,
+                "coverage_original": 0.9,
+                "coverage_perturbed": 0.55,
             }
         ]
     ).to_csv(tmp_path / "posttest_validity_by_set.csv", index=False)
@@ -122,6 +124,8 @@ def test_validity_and_likelihood_rows_read_judge_check_outputs(tmp_path):
     (tmp_path / "posttests.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
     (row,) = BV.validity_rows(tmp_path)
     assert row[:4] == ["counterfactual", "skip_steps", "20", "0.900 [0.800, 1.000]"]
+    assert row[-1] == "90.0 → 55.0"
+    assert BV.coverage_cell(None, 0.5) == BV.coverage_cell(float("nan"), 0.5) == "–"  # written before it was recorded
     vrows, crow = BV.likelihood_rows(tmp_path)
     assert vrows[0][:4] == ["all", "skip_steps", "20", "0.950 [0.850, 1.000]"]
     assert crow == [["3", crow[0][1], "10.0", "4.0", "10"]] and crow[0][1].startswith("1.500 [")

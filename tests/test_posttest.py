@@ -663,8 +663,9 @@ def test_judge_check_posttest_validity(tmp_path):
     rows = {r.split(",")[0]: r.split(",") for r in table[1:]}
     assert set(rows) == {"skip_steps", "off_topic"}
     assert all(float(r[2]) == 1.0 and r[1] == "4" for r in rows.values())
-    assert table[0].endswith(",abstained_original,abstained_perturbed")
-    assert all(float(r[-1]) == float(r[-2]) == 0.0 for r in rows.values())  # this scripted learner never abstains
+    assert table[0].endswith(",abstained_original,abstained_perturbed,coverage_original,coverage_perturbed")
+    assert all(float(r[-3]) == float(r[-4]) == 0.0 for r in rows.values())  # this scripted learner never abstains
+    assert all(0.0 <= float(r[-1]) <= float(r[-2]) <= 1.0 for r in rows.values())  # teaching removed, not added
 
 
 def test_validity_table_reports_abstentions():
@@ -697,9 +698,39 @@ def test_validity_table_reports_abstentions():
         ("b", "skip_steps"): 1.0,
         ("c", "skip_steps"): 0.0,
     }
-    (row,) = validity_table(recalls, perts, None, shares).to_dict("records")
+    (row,) = validity_table(recalls, perts, None, {"abstained": shares}).to_dict("records")
     assert row["n"] == 2 and row["accuracy"] == 1.0 and row["failed"] == 1
     assert row["abstained_original"] == 0.25 and row["abstained_perturbed"] == 0.5
+    assert row["coverage_original"] is None and row["coverage_perturbed"] is None  # not given: not made up
+
+
+def test_coverage_tells_a_skip_steps_copy_that_removed_teaching_from_one_that_did_not():
+    """A teacher that states every step in the turn tagged with it loses half its Step Coverage in the
+    skip_steps copy; one that states them all in its first turn (as the embedded 1.5B teacher tends to) loses
+    none, so that pair cannot test the post-test, and the validity table says so."""
+    from wikihowagent.evaluation.judge import load_rubrics
+    from wikihowagent.judgecheck.perturbations import load_perturbations
+    from wikihowagent.judgecheck.posttest_check import PostTestCheck, coverages, validity_table, variants
+
+    steps = ["Fill the pot with water.", "Add the salt.", "Heat the water until it boils.", "Serve the soup hot."]
+
+    def conv(cid: str, teacher: list[str]) -> Conversation:
+        msgs = [Turn(role="teacher", text="Let's begin. BEGIN", kind="begin", step=0)]
+        for i, text in enumerate(teacher):
+            msgs += [Turn(role="teacher", text=text, step=i), Turn(role="learner", text="OK.", step=i)]
+        msgs.append(Turn(role="teacher", text="That's all. FINISHED", kind="finish", step=len(teacher) - 1))
+        return Conversation.from_turns(msgs, steps, "Soup", completed=True, conversation_id=cid, run="r", where="x")
+
+    stepwise = conv("stepwise", steps)
+    upfront = conv("upfront", [" ".join(steps), "Any questions?", "Take your time.", "Enjoy."])
+    perts = [p for p in load_perturbations(None, list(load_rubrics(None))) if p.name == "skip_steps"]
+    jobs = variants([stepwise, upfront], perts, PostTestCheck())
+    cov = coverages(jobs)
+    assert cov[("stepwise", "original")] == 1.0 and cov[("stepwise", "skip_steps")] == 0.5
+    assert cov[("upfront", "original")] == cov[("upfront", "skip_steps")] == 1.0
+    recalls = {k: 1.0 if k[1] == "original" else 0.5 for k in cov}
+    (row,) = validity_table(recalls, perts, None, {"coverage": cov}).to_dict("records")
+    assert row["coverage_original"] == 1.0 and row["coverage_perturbed"] == 0.75
 
 
 @pytest.mark.parametrize("command", [["evaluate", PAPER_FILE, "--no-judge"], ["judge-check", f"{FIXTURES}/run_small"]])

@@ -1025,9 +1025,10 @@ def _posttest_validity(
     tests = _take_posttests(
         console, jobs, make_learner, spec, out, inputs.test_prompt, check, req.posttest_likelihood, opts
     )
-    recalls, shares = posttest_check.step_recalls(convs, tests, check), posttest_check.abstained_shares(tests)
-    table = posttest_check.validity_table(recalls, perts, posttest_check.judge_accuracy(out), shares)
-    by_set = posttest_check.validity_by_set(recalls, perts, sets, shares) if sets else None
+    recalls = posttest_check.step_recalls(convs, tests, check)
+    per_test = {"abstained": posttest_check.abstained_shares(tests), "coverage": posttest_check.coverages(jobs)}
+    table = posttest_check.validity_table(recalls, perts, posttest_check.judge_accuracy(out), per_test)
+    by_set = posttest_check.validity_by_set(recalls, perts, sets, per_test) if sets else None
     lik_table = lik_by_set = None
     if req.posttest_likelihood:
         gains = posttest_check.likelihood_gains(convs, tests)
@@ -1121,7 +1122,12 @@ def _print_validity(console: Any, table: Any, by_set: Any, lik_rows: Any, lik_by
         where = f"{row.tutorials}: " if by_set is not None else ""
         console.print(
             f"{where}{row.perturbation}: post-test recall lower than the original's in {row.lower} of "
-            f"{row.n} pairs ({row.ties} ties), accuracy {row.accuracy} [{row.ci_low}, {row.ci_high}]",
+            f"{row.n} pairs ({row.ties} ties), accuracy {row.accuracy} [{row.ci_low}, {row.ci_high}]"
+            + (
+                f"; teacher's Step Coverage {row.coverage_original:.2f} -> {row.coverage_perturbed:.2f}"
+                if row.coverage_original is not None and row.coverage_original == row.coverage_original  # NaN: none
+                else ""
+            ),
             highlight=False,
             markup=False,
         )

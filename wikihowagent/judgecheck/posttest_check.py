@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.csvcells import people_csv
+from wikihowagent.evaluation.coverage import step_coverage
 from wikihowagent.evaluation.metrics import STEP_RECALL, Scorers
 from wikihowagent.evaluation.posttest import likelihood_gain_of
 from wikihowagent.evaluation.runner import gather_bounded
@@ -201,21 +202,39 @@ def abstained_shares(tests: dict[tuple[str, str], PostTest]) -> dict[tuple[str, 
     return {k: t.post.abstained_share for k, t in tests.items() if t.post.abstained_share is not None}
 
 
+def coverages(jobs: list[tuple[str, Conversation]]) -> dict[tuple[str, str], float]:
+    """Step Coverage (evaluation/coverage.py: the share of the tutorial's steps whose headline a teacher turn
+    states) of every (variant, conversation) post-tested: did the perturbed copy remove teaching? A skip_steps
+    copy whose coverage is not below the original's removed no step the teacher had stated (a teacher that
+    stated the steps in other turns than the ones tagged with them), so its pair cannot test the post-test."""
+    out = {}
+    for variant, c in jobs:
+        value = step_coverage(c)
+        if value is not None:
+            out[(c.conversation_id, variant)] = value
+    return out
+
+
+# Per-test values averaged over each perturbation's originals and copies: <name>_original, <name>_perturbed.
+PER_TEST_MEANS = ("abstained", "coverage")
+
+
 def validity_table(
     recalls: dict[tuple[str, str], float | None],
     perturbations: list[Perturbation],
     judge_accuracy: dict[str, float] | None = None,
-    abstained: dict[tuple[str, str], float] | None = None,
+    per_test: dict[str, dict[tuple[str, str], float]] | None = None,
 ) -> Any:
     """Per perturbation: pairs, accuracy (original recall higher; ties half) with a bootstrap CI, mean
-    recalls, ties, pairs left out (an answer not scored), the judge's mean accuracy there, and (`abstained`,
-    abstained_shares) the mean share of "not taught" lines in the original's and the copy's answers."""
+    recalls, ties, pairs left out (an answer not scored), the judge's mean accuracy there, and for each
+    PER_TEST_MEANS name in `per_test` ({(conversation id, variant): value}: abstained_shares, coverages) its mean
+    over the originals and over the copies of the pairs."""
     import pandas as pd
 
-    abstained = abstained or {}
+    per_test = per_test or {}
 
-    def mean_abstained(keys: list[tuple[str, str]]) -> float | None:
-        vals = [abstained[k] for k in keys if k in abstained]
+    def mean_of(values: dict[tuple[str, str], float], keys: list[tuple[str, str]]) -> float | None:
+        vals = [values[k] for k in keys if k in values]
         return round(sum(vals) / len(vals), 4) if vals else None
 
     rows = []
@@ -226,23 +245,25 @@ def validity_table(
             (recalls.get((cid, ORIGINAL)), r) for (cid, variant), r in recalls.items() if variant == p.name
         )
         lo, hi = bootstrap_ci(wins)
-        rows.append(
-            {
-                "perturbation": p.name,
-                "n": len(wins),
-                "accuracy": round(sum(wins) / len(wins), 4) if wins else None,
-                "ci_low": round(lo, 4) if wins else None,
-                "ci_high": round(hi, 4) if wins else None,
-                "lower": sum(w == 1.0 for w in wins),
-                "ties": sum(w == 0.5 for w in wins),
-                "mean_recall_original": round(sum(orig) / len(orig), 4) if orig else None,
-                "mean_recall_perturbed": round(sum(pert) / len(pert), 4) if pert else None,
-                "failed": failed,
-                "judge_accuracy": (judge_accuracy or {}).get(p.name),
-                "abstained_original": mean_abstained([(cid, ORIGINAL) for cid, v in recalls if v == p.name]),
-                "abstained_perturbed": mean_abstained([k for k in recalls if k[1] == p.name]),
-            }
-        )
+        copies = [k for k in recalls if k[1] == p.name]
+        row = {
+            "perturbation": p.name,
+            "n": len(wins),
+            "accuracy": round(sum(wins) / len(wins), 4) if wins else None,
+            "ci_low": round(lo, 4) if wins else None,
+            "ci_high": round(hi, 4) if wins else None,
+            "lower": sum(w == 1.0 for w in wins),
+            "ties": sum(w == 0.5 for w in wins),
+            "mean_recall_original": round(sum(orig) / len(orig), 4) if orig else None,
+            "mean_recall_perturbed": round(sum(pert) / len(pert), 4) if pert else None,
+            "failed": failed,
+            "judge_accuracy": (judge_accuracy or {}).get(p.name),
+        }
+        for name in PER_TEST_MEANS:
+            values = per_test.get(name, {})
+            row[f"{name}_original"] = mean_of(values, [(cid, ORIGINAL) for cid, _ in copies])
+            row[f"{name}_perturbed"] = mean_of(values, copies)
+        rows.append(row)
     return pd.DataFrame(
         rows,
         columns=[
@@ -257,8 +278,7 @@ def validity_table(
             "mean_recall_perturbed",
             "failed",
             "judge_accuracy",
-            "abstained_original",
-            "abstained_perturbed",
+            *(f"{name}_{side}" for name in PER_TEST_MEANS for side in ("original", "perturbed")),
         ],
     )
 
@@ -267,7 +287,7 @@ def validity_by_set(
     recalls: dict[tuple[str, str], float | None],
     perturbations: list[Perturbation],
     sets: dict[str, str],
-    abstained: dict[tuple[str, str], float] | None = None,
+    per_test: dict[str, dict[tuple[str, str], float]] | None = None,
 ) -> Any:
     """validity_table per tutorial set (`sets`: conversation id -> set name), a `tutorials` column first."""
     import pandas as pd
@@ -275,7 +295,7 @@ def validity_by_set(
     frames = []
     for name in dict.fromkeys(sorted(sets.values(), key=lambda n: (n == OTHER_SET, n))):
         mine = {k: v for k, v in recalls.items() if sets.get(k[0]) == name}
-        t = validity_table(mine, perturbations, None, abstained)
+        t = validity_table(mine, perturbations, None, per_test)
         t.insert(0, "tutorials", name)
         frames.append(t)
     return pd.concat(frames, ignore_index=True).drop(columns=["judge_accuracy"])
@@ -343,7 +363,11 @@ def write_validity(
                 f"{n_convs} conversations. Accuracy = share of pairs where the original conversation's post-test Step Recall "
                 "is higher than the perturbed copy's (ties count half; 95 % bootstrap CI over conversations). "
                 "`judge_accuracy`: the rubric judge's mean accuracy on the same perturbation (its targeted rubrics), "
-                "when judge-check judged this output directory.",
+                "when judge-check judged this output directory. `coverage_original` / `coverage_perturbed`: the "
+                "teacher's Step Coverage (share of the tutorial's steps whose headline a teacher turn states) in the "
+                "originals and the copies — where a skip_steps copy's is not lower, it removed no step the teacher "
+                'had stated, and its pair cannot test the post-test. `abstained_*`: share of "not taught" lines '
+                "(prompt v3).",
                 "",
                 f"Post-tests: {check.taken} taken now, {check.reused} reused; {check.failed} answers not a step list "
                 f"(left out); {check.not_applicable} perturbed copies not applicable.",
