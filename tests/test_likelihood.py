@@ -133,6 +133,7 @@ def test_judge_check_takes_the_likelihood_posttest_and_resumes(tmp_path):
     table = pd.read_csv(tmp_path / "check" / "posttest_likelihood_validity.csv").set_index("perturbation")
     assert table.loc["skip_steps", "accuracy"] == 1.0 and table.loc["off_topic", "accuracy"] == 1.0
     assert (table["mean_recall_original"] > table["mean_recall_perturbed"]).all()
+    assert (table["coverage_original"] > table["coverage_perturbed"]).all()  # the copies removed teaching
     tests = read_posttest_variants(tmp_path / "check" / POSTTESTS)
     assert all(
         t.likelihood is not None and t.likelihood.error is None and t.likelihood.transport == "echo"

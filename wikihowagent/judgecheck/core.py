@@ -1032,8 +1032,9 @@ def _posttest_validity(
     lik_table = lik_by_set = None
     if req.posttest_likelihood:
         gains = posttest_check.likelihood_gains(convs, tests)
-        lik_table = posttest_check.validity_table(gains, perts)
-        lik_by_set = posttest_check.validity_by_set(gains, perts, sets) if sets else None
+        coverage = {"coverage": per_test["coverage"]}  # the same copies: did they remove teaching?
+        lik_table = posttest_check.validity_table(gains, perts, None, coverage)
+        lik_by_set = posttest_check.validity_by_set(gains, perts, sets, coverage) if sets else None
     written = posttest_check.write_validity(
         out,
         table,
