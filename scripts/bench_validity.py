@@ -258,11 +258,10 @@ def validity_rows(path: Path) -> list[list[str]]:
 def coverage_cell(original: float | None, perturbed: float | None) -> str:
     """The teacher's Step Coverage in the originals -> the copies (%); '–' for outputs written before judge-check
     recorded it."""
-    from bench_posttest import fmt
+    from bench_posttest import fmt  # "–" for a value not recorded (None or NaN)
 
-    if original is None or perturbed is None or original != original or perturbed != perturbed:
-        return "–"
-    return f"{fmt(original)} → {fmt(perturbed)}"
+    cells = fmt(original), fmt(perturbed)
+    return "–" if "–" in cells else " → ".join(cells)
 
 
 def likelihood_rows(path: Path) -> tuple[list[list[str]], list[list[str]]]:
