@@ -14,10 +14,11 @@ import socket
 import subprocess
 import sys
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 
 import pytest
+from fake_servers import LocalServer
 
 from wikihowagent.backends import (
     BackendError,
@@ -101,7 +102,7 @@ class FakeServer:
             def do_POST(self):
                 self._handle("POST")
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = LocalServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
         self.thread.start()

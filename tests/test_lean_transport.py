@@ -9,12 +9,12 @@ import asyncio
 import json
 import socket
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import ClassVar
 
 import openai
 import pytest
-from fake_servers import FakeOpenAI
+from fake_servers import FakeOpenAI, LocalServer
 from langchain_core.callbacks import AsyncCallbackHandler
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
@@ -114,7 +114,7 @@ def test_requests_go_through_the_proxy_from_the_environment_unless_no_proxy_says
             self.end_headers()
             self.wfile.write(data)
 
-    proxy = ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
+    proxy = LocalServer(("127.0.0.1", 0), Proxy)
     threading.Thread(target=proxy.serve_forever, daemon=True).start()
     try:
         with FakeOpenAI() as srv:
@@ -198,7 +198,7 @@ def _status_server(script):
             self.end_headers()
             self.wfile.write(data)
 
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+    srv = LocalServer(("127.0.0.1", 0), H)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv, f"http://127.0.0.1:{srv.server_address[1]}/v1", seen
 

@@ -7,9 +7,8 @@ import asyncio
 import socket
 import threading
 import time
-from http.server import ThreadingHTTPServer
 
-from fake_servers import FakeOpenAI, scripted_reply
+from fake_servers import FakeOpenAI, LocalServer, scripted_reply
 from typer.testing import CliRunner
 
 from wikihowagent.backends.replicas import Replica, ReplicaPool
@@ -104,7 +103,7 @@ def test_short_outage_pauses_and_probes_instead_of_failing_everything(tmp_path):
         srv.server.shutdown()
         srv.server.server_close()
         time.sleep(2.0)
-        srv.server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+        srv.server = LocalServer(("127.0.0.1", port), handler)
         threading.Thread(target=srv.server.serve_forever, daemon=True).start()
 
     def reply(prompt):
