@@ -13,6 +13,14 @@ import time
 from fake_servers import FakeOpenAI
 
 
+def _chat_request() -> bytes:
+    body = json.dumps({"model": "fake-model", "messages": [{"role": "user", "content": "hi"}]}).encode()
+    head = (
+        f"POST /v1/chat/completions HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+    )
+    return head.encode() + body
+
+
 def test_a_client_that_hangs_up_is_kept_not_printed(capsys):
     def slow(prompt):
         time.sleep(0.3)  # the client is gone by the time the reply is written
@@ -20,10 +28,8 @@ def test_a_client_that_hangs_up_is_kept_not_printed(capsys):
 
     with FakeOpenAI(reply=slow) as srv:
         port = srv.server.server_address[1]
-        body = json.dumps({"model": "fake-model", "messages": [{"role": "user", "content": "hi"}]}).encode()
-        head = f"POST /v1/chat/completions HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
         s = socket.create_connection(("127.0.0.1", port))
-        s.sendall(head.encode() + body)
+        s.sendall(_chat_request())
         time.sleep(0.1)  # the request is read and the reply is being made
         s.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         s.close()  # a reset: the reply's write fails
@@ -38,10 +44,8 @@ def test_a_client_that_hangs_up_is_kept_not_printed(capsys):
 def test_other_handler_errors_are_still_printed(capsys):
     with FakeOpenAI(reply=lambda prompt: 1 / 0) as srv:
         port = srv.server.server_address[1]
-        body = json.dumps({"model": "fake-model", "messages": [{"role": "user", "content": "hi"}]}).encode()
-        head = f"POST /v1/chat/completions HTTP/1.0\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
         with socket.create_connection(("127.0.0.1", port)) as s:
-            s.sendall(head.encode() + body)
+            s.sendall(_chat_request())
             s.settimeout(10)
             assert s.recv(100) == b""  # the handler died: the connection closes without a reply
     assert [type(e) for e in srv.server.errors] == [ZeroDivisionError]

@@ -643,6 +643,7 @@ def test_judge_check_posttest_validity(tmp_path):
         ]
         res = runner.invoke(app, args)
         assert res.exit_code == 0, res.output
+        assert "skip_steps: post-test recall lower" in res.output and "teacher's Step Coverage 1.00 ->" in res.output
         # The originals' post-tests come from the records (same model): only the perturbed copies are asked.
         assert len(srv.requests) - n == 8
         again = runner.invoke(app, args)

@@ -1119,6 +1119,8 @@ def _take_posttests(
 def _print_validity(console: Any, table: Any, by_set: Any, lik_rows: Any, lik_by_set: bool) -> None:
     """One line per perturbation (per tutorial set with --tutorials): the post-test's accuracy, and the
     Likelihood Gain's when measured."""
+    import pandas as pd  # the tables are DataFrames: already loaded
+
     for row in (by_set if by_set is not None else table).itertuples(index=False):
         where = f"{row.tutorials}: " if by_set is not None else ""
         console.print(
@@ -1126,7 +1128,7 @@ def _print_validity(console: Any, table: Any, by_set: Any, lik_rows: Any, lik_by
             f"{row.n} pairs ({row.ties} ties), accuracy {row.accuracy} [{row.ci_low}, {row.ci_high}]"
             + (
                 f"; teacher's Step Coverage {row.coverage_original:.2f} -> {row.coverage_perturbed:.2f}"
-                if row.coverage_original is not None and row.coverage_original == row.coverage_original  # NaN: none
+                if pd.notna(row.coverage_original)  # None or NaN: not recorded
                 else ""
             ),
             highlight=False,
