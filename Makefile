@@ -31,7 +31,7 @@ $(STAMP): requirements.txt requirements-model.txt requirements-dev.txt constrain
 	echo "  [2/5] Python packages: CPU torch, requirements.txt, the embedded model's runtime, test tools"; \
 	$(BIN)/pip install -q torch==2.13.0; \
 	$(BIN)/pip install -q -r requirements.txt -c constraints.txt; \
-	$(BIN)/pip install -q -r requirements-model.txt; \
+	$(BIN)/pip install -q -r requirements-model.txt -c constraints.txt; \
 	$(BIN)/pip install -q -r requirements-dev.txt -c constraints.txt; \
 	echo "  [3/5] wikihowagent itself (editable: your edits to wikihowagent/ take effect at once)"; \
 	$(QUIET_EDITABLE) $(BIN)/pip install -q --no-deps -e .; \

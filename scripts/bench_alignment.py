@@ -15,7 +15,7 @@ mod 7 for K = 2), written as paper run files with the original names under OUT/s
 OUT/VARIANT/<run>/scores.jsonl (kept: `align --calibrate/--ppi` can read them); each call appends
 (conversations judged, seconds) to OUT/VARIANT/timing.jsonl.
 
-`check`: `judge-check`'s perturbations (data/perturbations.json) of `bench_judge.py`'s synthetic conversations
+`check`: `judge-check`'s perturbations (wikihowagent/data/perturbations.json) of `bench_judge.py`'s synthetic conversations
 (bundled tutorials, 3 steps), the first --check-n of them, judged with the variant; only the originals and
 the perturbed copies' target rubrics (no second judging: accuracy only). Judgments: OUT/VARIANT/judge-check/.
 Accuracy = mean over the targeted (rubric, perturbation) cells of P(original scores higher), ties half; 95 %
@@ -594,7 +594,7 @@ def report(variants: list[str], files: list[Path], study: Path, out: Path, check
     )
     lines.append("| s / conversation | " + " | ".join(f"{s:.0f} (n {k})" if k else "–" for s, k in spc) + " | – |")
     lines += ["", decision(variants, deltas, acc, base)]
-    lines += ["", "Variants (data/judge_prompts.json):", ""]
+    lines += ["", "Variants (wikihowagent/data/judge_prompts.json):", ""]
     lines += [f"- `{v}`: {prompts[v].description}" for v in variants if v in prompts]
     return "\n".join(lines)
 
@@ -636,7 +636,7 @@ def prompt_sizes(variants: list[str], study: Path) -> str:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("step", choices=("judge", "check", "report"))
-    ap.add_argument("--variants", required=True, help="comma-separated names of data/judge_prompts.json")
+    ap.add_argument("--variants", required=True, help="comma-separated names of wikihowagent/data/judge_prompts.json")
     ap.add_argument("--per-tutorial", type=int, default=2, help="conversations per tutorial (0 = all 70)")
     ap.add_argument("--check-n", type=int, default=4, help="judge-check conversations")
     ap.add_argument("--minutes", type=float, default=11.0, help="stop (resumably) after this much model time")

@@ -14,7 +14,7 @@ OUT/subset-0/one/), scores into OUT/checklist/<run>/scores.jsonl; each conversat
 OUT/checklist/timing.jsonl. The weighted judge's scores are `bench_alignment.py judge --variants tutorial-first
 --per-tutorial 0`'s (OUT/tutorial-first/): run that for the weighted column.
 
-`check`: judge-check (data/perturbations.json) with both judges, conversation by conversation (each judge in
+`check`: judge-check (wikihowagent/data/perturbations.json) with both judges, conversation by conversation (each judge in
 turn, so both have judged the same conversations whenever the time runs out): the originals and the perturbed
 copies' target rubrics. Conversations: the first --check-n of the development split, shortest first
 (full-length conversations of the paper's 7B models), or those of --runs. Judgments: OUT/judge-check/<mode>/.
@@ -561,7 +561,7 @@ def failure_note(recs: dict[str, dict[str, Any]], ids: list[str]) -> str:
 
 
 def report(study: Path, out: Path) -> tuple[str, Any]:
-    """-> (the BENCHMARKS.md section, the embedded judge's figures for data/embedded_judge.json (report/measured.py;
+    """-> (the BENCHMARKS.md section, the embedded judge's figures for wikihowagent/data/embedded_judge.json (report/measured.py;
     None before both judges have a human-study table and a judge-check))."""
     import numpy as np
 
@@ -578,7 +578,7 @@ def report(study: Path, out: Path) -> tuple[str, Any]:
         f"{failure_note(recs, common)}. Embedded judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M, llama.cpp "
         f"in-process, 1 slot), {platform.processor() or platform.machine()}, {os.cpu_count()} cores shared with "
         "other jobs. weighted = `--judge-scoring weighted` (prompt tutorial-first, the default); checklist "
-        "(uniform) = `--judge-scoring checklist` (data/checklists.json); checklist (fitted) = item weights of "
+        "(uniform) = `--judge-scoring checklist` (wikihowagent/data/checklists.json); checklist (fitted) = item weights of "
         "`align --fit-checklist` (shrinkage 1), out of fold by tutorial (GroupKFold). Pearson r with the mean "
         "of both humans, 95 % bootstrap CIs (2000 resamples of conversations), and the paired CI of each "
         "difference from weighted (the same resamples). `scripts/bench_checklist.py`.",
@@ -656,7 +656,7 @@ def report(study: Path, out: Path) -> tuple[str, Any]:
     acc = paired_accuracy(wins)
     lines += [
         "",
-        f"judge-check (data/perturbations.json; originals and the perturbed copies' target rubrics) on the "
+        f"judge-check (wikihowagent/data/perturbations.json; originals and the perturbed copies' target rubrics) on the "
         f"{acc.n} conversations both judges were checked on (the development split, shortest first): mean "
         "accuracy over the targeted cells, P(original scored higher), ties half, 95 % CI over "
         "conversations, the difference's CI paired (the same resampled conversations). For an absolute "

@@ -1,5 +1,5 @@
 """Benchmark the corpus loader: `stats` and `tutorials` on a synthetic crawl tree (default 20,000 articles,
-one folder per topic of data/domains.csv), time and peak memory of each command in a fresh process, and
+one folder per topic of wikihowagent/data/domains.csv), time and peak memory of each command in a fresh process, and
 the same on a tree ten times smaller: streaming means peak memory must not grow with the corpus.
 
 Each article has 4 methods of 3-7 steps (~30 words each, with citation debris), one method in ten has a
@@ -32,7 +32,7 @@ WORDS = (
 
 def topics() -> list[tuple[str, str]]:
     lines = [
-        ln for ln in (ROOT / "data" / "domains.csv").read_text(encoding="utf-8").splitlines() if not ln.startswith("#")
+        ln for ln in (ROOT / "wikihowagent" / "data" / "domains.csv").read_text(encoding="utf-8").splitlines() if not ln.startswith("#")
     ]
     return [(r["Domain"], r["Topic"]) for r in csv.DictReader(lines)]
 
@@ -117,7 +117,7 @@ def main() -> None:
     small = {r[3]: r for r in rows if r[0] == a.n // 10}
     big = {r[3]: r for r in rows if r[0] == a.n}
     lines = [
-        f"Synthetic crawl tree from `scripts/bench_corpus.py` (one folder per topic of `data/domains.csv`, 4 methods "
+        f"Synthetic crawl tree from `scripts/bench_corpus.py` (one folder per topic of `wikihowagent/data/domains.csv`, 4 methods "
         f"per article with citation debris, 10 % single-step and 2 % debris-only methods, 1 % duplicate articles); "
         f"each command in a fresh process (imports included), {os.cpu_count()} CPU(s), shared machine.",
         "",

@@ -11,7 +11,7 @@ with each `--judge-scoring` mode, in one run:
   (a) cost: seconds per conversation to score all 8 rubrics (weighted: 8 one-token calls sharing the
       tutorial + conversation prefix; json: 2 structured-output calls), the modes interleaved
       conversation by conversation; these judgments are (b)'s originals;
-  (b) sensitivity: `judge-check`'s perturbations of every conversation (data/perturbations.json), judged
+  (b) sensitivity: `judge-check`'s perturbations of every conversation (wikihowagent/data/perturbations.json), judged
       on their target rubrics; the share of (conversation, targeted rubric) pairs where the original
       scores higher (ties count half), per cell and on average over the targeted cells;
   (c) the spread of the originals' scores (distinct values, sd) and how many scores were integers.

@@ -22,13 +22,22 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
 
+def _top_level_data(rev: str) -> list[str]:
+    """`configs` and `data` of a revision from before they moved into the package (none after)."""
+    return [
+        d
+        for d in ("configs", "data")
+        if subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{rev}:{d}"], capture_output=True).returncode == 0
+    ]
+
+
 def checkout(rev: str, dest: Path) -> Path:
     """The `wikihowagent` package of `rev` (git archive) under `dest`; returns the PYTHONPATH entry."""
     dest.mkdir(parents=True, exist_ok=True)
     tar = dest / "src.tar"
     with tar.open("wb") as fh:
         subprocess.run(
-            ["git", "-C", str(ROOT), "archive", rev, "wikihowagent", "configs", "data"], stdout=fh, check=True
+            ["git", "-C", str(ROOT), "archive", rev, "wikihowagent"] + _top_level_data(rev), stdout=fh, check=True
         )
     with tarfile.open(tar) as tf:
         tf.extractall(dest, filter="data")

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from wikihowagent.evaluation import posttest as P  # noqa: E402
 from wikihowagent.evaluation.summary import markdown_table  # noqa: E402
 
-VALIDITY_SET = Path(__file__).resolve().parent.parent / "data" / "validity" / "counterfactual"
+VALIDITY_SET = Path(__file__).resolve().parent.parent / "wikihowagent" / "data" / "validity" / "counterfactual"
 
 
 def _sets(paths: list[Path]) -> dict[str, list]:
@@ -708,7 +708,7 @@ def main() -> None:
         type=Path,
         action="append",
         default=[],
-        help="tutorial sets (default: data/validity/counterfactual and the bundled tutorials)",
+        help="tutorial sets (default: wikihowagent/data/validity/counterfactual and the bundled tutorials)",
     )
     pr.add_argument("--minutes", type=float, default=8.0, help="start no new call after this long")
     rp = sub.add_parser("report", help="the BENCHMARKS.md section from finished steps")

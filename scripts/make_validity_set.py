@@ -1,6 +1,6 @@
 """Make the post-test validity set: counterfactual versions of tutorials (wikihowagent/corpus/counterfactual.py).
 
-    python scripts/make_validity_set.py                       # the bundled tutorials -> data/validity/counterfactual
+    python scripts/make_validity_set.py                       # the bundled tutorials -> wikihowagent/data/validity/counterfactual
     python scripts/make_validity_set.py --tutorials MY_CRAWL --out my_validity --seed 3 --transforms names,order
 
 Deterministic: the same input, seed and transforms give byte-identical files. Each article becomes
@@ -31,7 +31,18 @@ from wikihowagent.corpus.counterfactual import (  # noqa: E402
 )
 from wikihowagent.errors import WikihowagentError  # noqa: E402
 
-DEFAULT_OUT = Path("data/validity/counterfactual")
+PACKAGE = Path(__file__).resolve().parent.parent / "wikihowagent"
+DEFAULT_OUT = PACKAGE / "data" / "validity" / "counterfactual"
+
+
+def path_root(out: Path) -> str:
+    """The articles' own `path` prefix: relative to the package for a tree inside it (`data/validity/...`, as the
+    bundled tutorials' `data/tutorials/...`, so their tutorial ids do not depend on where the package is), else
+    `out` as given."""
+    try:
+        return out.resolve().relative_to(PACKAGE).as_posix()
+    except ValueError:
+        return out.as_posix()
 
 
 def make_set(
@@ -62,12 +73,13 @@ def make_set(
             say(f"skipped: {art.where}: no method with {MIN_STEPS} to {MAX_STEPS} steps")
             continue
         raw["methods"] = methods
-        result = transform_article(raw, art.where, seed, wn, transforms, root=out.as_posix())
+        root = path_root(out)
+        result = transform_article(raw, art.where, seed, wn, transforms, root=root)
         for note in result.notes:
             if strict:
                 raise ValiditySetError(note)
             say(f"note: {note}")
-        made.append((Path(result.article["path"]), result.article))
+        made.append((out / Path(result.article["path"]).relative_to(root), result.article))
     if not made:
         raise ValiditySetError(f"{source}: no method with {MIN_STEPS} to {MAX_STEPS} steps: nothing written")
     paths = [p for p, _ in made]

@@ -375,7 +375,7 @@ def test_aligned_rubrics_are_the_shipped_rubric_file():
 
 def test_rubric_names_are_spelled_in_the_rubric_file_only():
     """No module of the package spells a rubric name (string literals; docstrings and comments aside): they come
-    from data/rubrics.json. The sheet layout is the file's `sheet_column`, which the judge never sees."""
+    from wikihowagent/data/rubrics.json. The sheet layout is the file's `sheet_column`, which the judge never sees."""
     import ast
 
     from wikihowagent.evaluation.judge import load_rubrics, rubrics_sha256

@@ -28,7 +28,7 @@ from wikihowagent.evaluation.judge import load_rubrics
 
 FIXTURES = Path(__file__).parent / "fixtures" / "evaluation"
 RUBRICS = list(load_rubrics())
-BUNDLED = Path(__file__).parent.parent / "data" / "checklists.json"
+BUNDLED = Path(__file__).parent.parent / "wikihowagent" / "data" / "checklists.json"
 
 
 def flat(text: str) -> str:

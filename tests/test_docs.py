@@ -217,7 +217,7 @@ def test_no_help_text_or_comment_names_a_readme_section_that_is_gone():
     }
     files = [
         p
-        for d in ("wikihowagent", "scripts", "configs")
+        for d in ("wikihowagent", "scripts")
         for p in sorted((REPO / d).rglob("*"))
         if p.suffix in {".py", ".sh", ".yaml", ".yml"} and p.is_file()
     ]

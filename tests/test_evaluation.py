@@ -261,7 +261,7 @@ def test_rubric_file_validation(tmp_path):
         "Naturalness",
     ]
     assert RUBRICS["Truthfulness"].reference == "tutorial" and RUBRICS["Engagement"].role == "learner"
-    bad = json.loads((Path(__file__).parent.parent / "data" / "rubrics.json").read_text())
+    bad = json.loads((Path(__file__).parent.parent / "wikihowagent" / "data" / "rubrics.json").read_text())
     del bad["Clarity"]["rubric"]["3"]
     p = tmp_path / "r.json"
     p.write_text(json.dumps(bad))
@@ -492,7 +492,7 @@ def test_paper_files_are_read():
     a = list(srcs[0].conversations(print))
     b = list(srcs[1].conversations(print))
     assert [c.conversation_id for c in a] == [c.conversation_id for c in b] == ["p1", "p2"]
-    assert a[0].domain == "Hobbies & Leisure"  # the paper's domain of its breadcrumb (data/domains.csv)
+    assert a[0].domain == "Hobbies & Leisure"  # the paper's domain of its breadcrumb (wikihowagent/data/domains.csv)
 
 
 def test_record_problems():
@@ -788,7 +788,7 @@ def test_cli_paper_mode_latest_run_outputs_in_run_dir(tmp_path):
 
 def test_domain_skips_the_root_categories():
     base = {"conversation_id": "a", "tutorial": {"title": "t", "steps": ["s"]}, "conversation": ["Teacher: hi"]}
-    # The paper's domain (data/domains.csv) of the breadcrumb below the root; categories[1] when unmapped.
+    # The paper's domain (wikihowagent/data/domains.csv) of the breadcrumb below the root; categories[1] when unmapped.
     for cats, want in (
         (["Categories", "Food and Entertaining", "Cooking"], "Food & Cooking"),
         (["WikiHow", "Travel"], "Travel & Leisure"),

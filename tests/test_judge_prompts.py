@@ -1,4 +1,4 @@
-"""--judge-prompt: prompt variants as data (data/judge_prompts.json), the truncation rule, provenance."""
+"""--judge-prompt: prompt variants as data (wikihowagent/data/judge_prompts.json), the truncation rule, provenance."""
 
 from __future__ import annotations
 
@@ -128,7 +128,7 @@ def test_bad_prompt_files_are_one_line_errors(tmp_path):
     bad.write_text("{")
     with pytest.raises(PromptError, match=r"p.json:1: malformed JSON"):
         load_prompts(bad)
-    ok = json.loads((Path(__file__).parent.parent / "data" / "judge_prompts.json").read_text())
+    ok = json.loads((Path(__file__).parent.parent / "wikihowagent" / "data" / "judge_prompts.json").read_text())
     ok["plain"]["message_chars"] = 3
     bad.write_text(json.dumps(ok))
     with pytest.raises(PromptError, match="message_chars must be null or an integer >= 50"):

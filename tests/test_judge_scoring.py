@@ -465,7 +465,7 @@ def test_evaluate_default_follows_the_judge_and_checklist_options_select_checkli
 
     for extra, want in (
         ([], "checklist"),
-        (["--checklist", str(Path(__file__).parent.parent / "data" / "checklists.json")], "checklist"),
+        (["--checklist", str(Path(__file__).parent.parent / "wikihowagent" / "data" / "checklists.json")], "checklist"),
         (["--judge-scoring", "json"], "json"),
     ):
         run = _run(tmp_path / want / str(len(extra)))

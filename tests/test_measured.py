@@ -1,4 +1,4 @@
-"""The embedded judge's measured figures (data/embedded_judge.json, report/measured.py): read back validated,
+"""The embedded judge's measured figures (wikihowagent/data/embedded_judge.json, report/measured.py): read back validated,
 shown in the report's "How far to trust the judge" for the embedded judge only, this run's scoring mode first."""
 
 from __future__ import annotations

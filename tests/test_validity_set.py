@@ -148,13 +148,13 @@ def test_unknown_transform_and_existing_out(tmp_path, capsys):
 
 
 def test_shipped_set_is_the_scripts_output(tmp_path):
-    """data/validity/counterfactual is exactly what the script makes from the bundled tutorials (seed 0),
+    """wikihowagent/data/validity/counterfactual is exactly what the script makes from the bundled tutorials (seed 0),
     and loads as 22 tutorials of 2..30 steps."""
     MV.main(["--out", str(tmp_path / "cf")])
-    shipped = ROOT / "data" / "validity" / "counterfactual"
+    shipped = ROOT / "wikihowagent" / "data" / "validity" / "counterfactual"
     made = {p.relative_to(tmp_path / "cf"): p.read_text() for p in (tmp_path / "cf").rglob("*.json")}
     have = {
-        p.relative_to(shipped): p.read_text().replace(str(shipped.relative_to(ROOT)), str(tmp_path / "cf"))
+        p.relative_to(shipped): p.read_text().replace(str(shipped.relative_to(ROOT / "wikihowagent")), str(tmp_path / "cf"))
         for p in shipped.rglob("*.json")
     }
     assert made == have
@@ -169,8 +169,8 @@ from typer.testing import CliRunner  # noqa: E402
 
 from wikihowagent.cli import app  # noqa: E402
 
-VALIDITY = str(ROOT / "data" / "validity" / "counterfactual")
-BUNDLED = str(ROOT / "data" / "tutorials")
+VALIDITY = str(ROOT / "wikihowagent" / "data" / "validity" / "counterfactual")
+BUNDLED = str(ROOT / "wikihowagent" / "data" / "tutorials")
 
 
 def _attentive(prompt):

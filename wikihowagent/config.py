@@ -1,7 +1,9 @@
-"""Run configuration: YAML files under `configs/`, overridden by CLI flags. Nothing is read at import."""
+"""Run configuration: the bundled YAML files (`wikihowagent/configs/`), overridden by CLI flags. Nothing is read
+at import."""
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -9,10 +11,6 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError
 
 from wikihowagent.errors import WikihowagentError, validation_line
-
-# configs/ and data/ live beside the package (the project is installed editable from its checkout).
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-
 
 class ModelSettings(BaseModel):
     """Decoding and transport settings shared by every backend."""
@@ -71,9 +69,9 @@ class Config(BaseModel):
     replicas: ReplicaSettings = Field(default_factory=ReplicaSettings)
     concurrency: int = 2
     runs_dir: str = "runs"
-    prompts: str = ""  # path of a prompts YAML; empty = configs/prompts.yaml
-    models: str = ""  # path of the model alias file; empty = configs/models.yaml
-    personas: str = ""  # path of the learner personas YAML; empty = configs/personas.yaml
+    prompts: str = ""  # path of a prompts YAML; empty = wikihowagent/configs/prompts.yaml
+    models: str = ""  # path of the model alias file; empty = wikihowagent/configs/models.yaml
+    personas: str = ""  # path of the learner personas YAML; empty = wikihowagent/configs/personas.yaml
 
 
 class ConfigError(WikihowagentError, ValueError):
@@ -85,8 +83,12 @@ def default_config_path() -> Path:
 
 
 def resource_path(*parts: str) -> Path:
-    """A file bundled with the project (configs/, data/)."""
-    return PROJECT_ROOT.joinpath(*parts)
+    """A file bundled with the package (`configs/...`, `data/...` under `wikihowagent/`), found through
+    importlib.resources the same way from a clone, an editable install, a wheel and an sdist."""
+    root = resources.files("wikihowagent")
+    if not isinstance(root, Path):  # a zipped install: the loaders walk folders and open files by path
+        raise ConfigError(f"wikihowagent's bundled files are inside an archive ({root}); install it unzipped (pip install)")
+    return root.joinpath(*parts)
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -115,7 +117,7 @@ def read_yaml(path: Path) -> dict[str, Any]:
 def load_config(
     path: Path | None = None, overrides: dict[str, Any] | None = None, preset: dict[str, Any] | None = None
 ) -> Config:
-    """Defaults <- configs/default.yaml <- a preset's layer <- the user's file <- CLI overrides (None ignored)."""
+    """Defaults <- wikihowagent/configs/default.yaml <- a preset's layer <- the user's file <- CLI overrides (None ignored)."""
     data: dict[str, Any] = {}
     default = default_config_path()
     if default.exists():

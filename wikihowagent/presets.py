@@ -1,5 +1,5 @@
 """Named presets (`--preset NAME` of generate, evaluate and sweep files): a config layer between
-configs/default.yaml and the user's --config file, plus the evaluate mode it implies.
+wikihowagent/configs/default.yaml and the user's --config file, plus the evaluate mode it implies.
 
 Adding a preset = one entry in PRESETS.
 """
@@ -15,13 +15,13 @@ from wikihowagent.errors import WikihowagentError
 @dataclass(frozen=True)
 class Preset:
     description: str
-    config: dict[str, Any] = field(default_factory=dict)  # merged over configs/default.yaml, under --config
+    config: dict[str, Any] = field(default_factory=dict)  # merged over wikihowagent/configs/default.yaml, under --config
     compat: str | None = None  # evaluate's metric definitions
 
 
 PRESETS: dict[str, Preset] = {
     "paper": Preset(
-        description="the paper's prompts verbatim (configs/prompts-paper.yaml), max tokens 4096, temperature 0, "
+        description="the paper's prompts verbatim (wikihowagent/configs/prompts-paper.yaml), max tokens 4096, temperature 0, "
         "no conversation history, no post-test; evaluate with --compat paper",
         config={
             "model": {"max_tokens": 4096, "temperature": 0.0},
@@ -47,7 +47,7 @@ def get_preset(name: str | None) -> Preset | None:
 
 
 def preset_config(name: str | None) -> dict[str, Any]:
-    """The preset's config layer, with `@configs/...` resolved to the bundled file."""
+    """The preset's config layer, with `@configs/...` resolved to the bundled file (`wikihowagent/configs/`)."""
     from wikihowagent.config import resource_path
 
     p = get_preset(name)

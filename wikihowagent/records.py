@@ -44,7 +44,7 @@ class Tutorial(BaseModel):
     method_title: str  # e.g. "Part 2 of 3:Writing the Body of the Speech"
     categories: list[str] = Field(default_factory=list)  # breadcrumb, root first
     topic: str = ""  # the crawl folder (e.g. "Relationship-Issues") or the most specific category
-    domain: str = ""  # one of the paper's 17 domains (data/domains.csv), else the first category after the root
+    domain: str = ""  # one of the paper's 17 domains (wikihowagent/data/domains.csv), else the first category after the root
     summary: str = ""  # the article introduction
     steps: list[str]
 
@@ -204,7 +204,7 @@ class ConversationRecord(BaseModel):
     warnings: list[str] = Field(default_factory=list)  # problems that did not fail the conversation
     teacher: str = ""  # model specs (never keys)
     learner: str = ""
-    persona: str = ""  # learner persona (configs/personas.yaml); "" in records made before personas
+    persona: str = ""  # learner persona (wikihowagent/configs/personas.yaml); "" in records made before personas
     manager: str = ""  # "rules" or "llm:<spec>"; "" in records made before managers
     human: str = ""  # the role a person played (`wikihowagent chat`): "teacher" | "learner"; "" = none
     posttest: PostTest | None = None  # the learner's post-test (not a turn); None = not taken
@@ -295,7 +295,7 @@ class JudgeProvenance(BaseModel):
     notes: list[str] = Field(default_factory=list)  # e.g. "Depth: no score found after 3 replies"
     scoring: str = ""  # --judge-scoring mode: "weighted", "json", "sampled" (+ "+rationale"); "" = json (older files)
     prompt: str = (
-        ""  # --judge-prompt variant (data/judge_prompts.json); "" = json's own layout, or tutorial-first (older files)
+        ""  # --judge-prompt variant (wikihowagent/data/judge_prompts.json); "" = json's own layout, or tutorial-first (older files)
     )
     dist: dict[str, list[float]] = Field(default_factory=dict)  # rubric -> p(1..5) (weighted / sampled)
     argmax: dict[str, int] = Field(default_factory=dict)  # rubric -> most likely score

@@ -66,7 +66,7 @@ SCORE_SHARDS_DIR = "score-shards"  # <run>/score-shards/K-of-N/scores.jsonl (`ev
 SHARD_INFO = "shard.json"  # beside a score shard: its fingerprint
 
 # What the stages write besides the run files: every name spelled here once; the stage that writes a file and
-# any stage that reads it (e.g. `report` reading `align`'s output) use these. Package data (configs/, data/)
+# any stage that reads it (e.g. `report` reading `align`'s output) use these. Package data (wikihowagent/configs/, wikihowagent/data/)
 # is named once by its loader (`config.resource_path`).
 FIGURES_DIR = "figures"
 PROBLEMS_TXT = "problems.txt"

@@ -24,7 +24,7 @@ How to use it:
     t.runs()                                      # run names, in order of first appearance
     t.run("T-local_L-local_E-local")              # that run's rows (a ScoreTable)
     t.metric_names()                              # every metric column, in first-seen order
-    t.rubric_columns(rubric_names)                # the rubrics (names from data/rubrics.json) present
+    t.rubric_columns(rubric_names)                # the rubrics (names from wikihowagent/data/rubrics.json) present
     t.column("Clarity")                           # one metric's values as a list (NaN = none), in row order
     t.tutorial_means(["Clarity", "BLEU"])         # mean per (run, tutorial_id): for paired comparisons
     t.judged(rubric_names), t.failure_counts()    # per row: rubrics asked / rubrics failed

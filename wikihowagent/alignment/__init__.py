@@ -3,7 +3,7 @@ between the LLM judge's rubric scores and human ratings.
 
 Modules (all plain, importable; nothing heavy happens at import of this package):
 
-- `schema`       the rubric names (from data/rubrics.json), the sheet's layout, known column names
+- `schema`       the rubric names (from wikihowagent/data/rubrics.json), the sheet's layout, known column names
 - `problems`     the problem log (one located line per thing left out) and the input errors
 - `tables`       reading CSV/TSV (delimiter sniffing, spreadsheet row numbers), CSV cells, stars
 - `score_cells`  one score cell -> a 1-5 number or NaN (reported)

@@ -27,7 +27,7 @@ RUNS_DIR_HELP = (
     "with scores.jsonl or scores-paper.jsonl (scores.jsonl is preferred when a run has both) and the "
     "re-scored paper files in rescored/<file stem>/."
 )
-CONFIG_HELP = "YAML config overriding configs/default.yaml (only its runs_dir is used here)."
+CONFIG_HELP = "YAML config overriding wikihowagent/configs/default.yaml (only its runs_dir is used here)."
 
 
 def resolve_runs_dir(runs_dir: Path | None, config: Path | None) -> Path:
@@ -126,7 +126,7 @@ def annotate_export(
         Path | None,
         typer.Option(
             rich_help_panel=INPUTS,
-            help="Rubric file, validated as by `evaluate --rubrics` (default: the bundled data/rubrics.json).",
+            help="Rubric file, validated as by `evaluate --rubrics` (default: the bundled wikihowagent/data/rubrics.json).",
             show_default=False,
         ),
     ] = None,

@@ -1,6 +1,6 @@
 """What the alignment study compares: the rubrics of the rubric file, the annotation sheet's layout, column names.
 
-The rubric names are read from the bundled rubric file (`data/rubrics.json`, paper Table 5) on first use, by
+The rubric names are read from the bundled rubric file (`wikihowagent/data/rubrics.json`, paper Table 5) on first use, by
 `evaluate`'s validating loader: they are spelled nowhere else.
 """
 

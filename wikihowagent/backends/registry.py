@@ -1,7 +1,7 @@
 """The provider registry: model specs -> LangChain chat models.
 
 A spec names a provider and a model (`local`, `local:<name>`, `ollama:<tag>`, `openai:<model>`) or is an
-alias from configs/models.yaml (e.g. openchat -> ollama:openchat:7b). Each provider is one module exposing
+alias from wikihowagent/configs/models.yaml (e.g. openchat -> ollama:openchat:7b). Each provider is one module exposing
 
     resolve(given, rest, base_url, aliases) -> Target     what `provider:<rest>` means (no I/O)
     check(resolved, base_url, need) -> None                fail fast with one line (never starts a server)

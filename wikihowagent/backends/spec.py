@@ -6,7 +6,7 @@ A spec names a backend and a model:
     local:<name>          a named GGUF from `local_models:` in the alias file, or a path to a .gguf file
     ollama:<tag>          an Ollama model, e.g. ollama:openchat:7b (OLLAMA_HOST, default 127.0.0.1:11434)
     openai:<model>        OpenAI (OPENAI_API_KEY) or any OpenAI-compatible server (OPENAI_BASE_URL / base_url)
-    <alias>               a name from configs/models.yaml, e.g. openchat -> ollama:openchat:7b
+    <alias>               a name from wikihowagent/configs/models.yaml, e.g. openchat -> ollama:openchat:7b
 
 Importing this module has no side effects.
 """
@@ -27,7 +27,7 @@ JUDGE_SCORING_METADATA = "wikihowagent_judge_scoring"
 
 Provider = str  # a key of registry.PROVIDERS (an extension point: a new provider is a module and its entry there)
 
-# Used when the alias file is missing (the shipped configs/models.yaml says the same).
+# Used when the alias file is missing (the shipped wikihowagent/configs/models.yaml says the same).
 BUILTIN_ALIASES: dict[str, str] = {
     "local": "local",
     "openchat": "ollama:openchat:7b",

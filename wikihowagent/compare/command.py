@@ -75,7 +75,7 @@ def compare(
         ),
     ] = None,
     config: Annotated[
-        Path | None, typer.Option(rich_help_panel=INPUTS, help="YAML config overriding configs/default.yaml.")
+        Path | None, typer.Option(rich_help_panel=INPUTS, help="YAML config overriding wikihowagent/configs/default.yaml.")
     ] = None,
     base_url: Annotated[
         str | None, base_url_option("Ollama host / OpenAI-compatible base URL for the evaluator.")
@@ -107,7 +107,7 @@ def compare(
     checklist: Annotated[
         Path | None,
         checklist_option(
-            "The checklist judge's items file (default: data/checklists.json); selects checklist verdicts."
+            "The checklist judge's items file (default: wikihowagent/data/checklists.json); selects checklist verdicts."
         ),
     ] = None,
     checklist_weights: Annotated[

@@ -384,7 +384,7 @@ class CompareRequest:
     tie_band: float = DEFAULT_TIE_BAND
     from_judgments: bool = False  # analyse OUT's stored judgments only: no judge, no model
     judge_scoring: str | None = None  # "checklist": position-free verdicts from each conversation's own scores
-    checklist: Path | None = None  # --checklist: items file (None = data/checklists.json)
+    checklist: Path | None = None  # --checklist: items file (None = wikihowagent/data/checklists.json)
     checklist_weights: Path | None = None  # --checklist-weights: `align --fit-checklist`'s weights
     score_tie_band: float = 0.0  # checklist verdicts: a score difference up to this (points) is a tie
 

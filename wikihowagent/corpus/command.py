@@ -36,7 +36,7 @@ DomainsFileOpt = Annotated[
         "--domains",
         rich_help_panel=INPUTS,
         metavar="FILE",
-        help="Topic -> domain CSV (columns Domain,Topic) replacing data/domains.csv.",
+        help="Topic -> domain CSV (columns Domain,Topic) replacing wikihowagent/data/domains.csv.",
     ),
 ]
 SampleOpt = Annotated[

@@ -238,7 +238,7 @@ def iter_articles(
     table: DomainTable | None = None,
 ) -> Iterator[CorpusArticle]:
     """Every valid, distinct article of `path` (default: the bundled sample), streamed, placed in a
-    topic and domain (`table`: default `data/domains.csv`).
+    topic and domain (`table`: default `wikihowagent/data/domains.csv`).
 
     A bad article raises TutorialError, or with `skip_invalid` is recorded in `report.invalid` and skipped.
     """

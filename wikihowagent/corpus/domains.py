@@ -1,4 +1,4 @@
-"""The paper's topic -> domain table (`data/domains.csv`) and how a tutorial gets its topic and domain.
+"""The paper's topic -> domain table (`wikihowagent/data/domains.csv`) and how a tutorial gets its topic and domain.
 
 The topic of an article is its crawl folder under the corpus root (e.g. `Relationship-Issues`); without
 one (a JSON/JSONL input, or a folder named after a domain as in the bundled sample) it is the most specific

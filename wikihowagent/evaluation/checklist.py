@@ -1,6 +1,6 @@
 """The checklist judge's data and arithmetic (`--judge-scoring checklist`, issue 30): narrow yes/no items.
 
-Items are data (`data/checklists.json`, versioned; its version and a hash of its content are recorded with
+Items are data (`wikihowagent/data/checklists.json`, versioned; its version and a hash of its content are recorded with
 every score as `JudgeProvenance.checklist`):
 
 - step items, made from the tutorial: for each step (at most `max_steps` of them, evenly spaced when the
@@ -129,7 +129,7 @@ def _id(v: Any, where: str) -> str:
 
 
 def load_checklist(path: Path | None, rubric_names: list[str]) -> Checklist:
-    """The checklist file (default data/checklists.json), validated against the rubrics judged: an unknown
+    """The checklist file (default wikihowagent/data/checklists.json), validated against the rubrics judged: an unknown
     rubric, a rubric without items, a step template with a placeholder other than {headline}/{step} are
     one-line ChecklistErrors naming the file and the item."""
     path = Path(path) if path else default_checklist_path()

@@ -86,7 +86,7 @@ def evaluate(
     ] = None,
     rubrics: Annotated[Path | None, rubrics_option(METRICS)] = None,
     config: Annotated[
-        Path | None, typer.Option(rich_help_panel=INPUTS, help="YAML config overriding configs/default.yaml.")
+        Path | None, typer.Option(rich_help_panel=INPUTS, help="YAML config overriding wikihowagent/configs/default.yaml.")
     ] = None,
     base_url: Annotated[
         str | None,
@@ -133,13 +133,13 @@ def evaluate(
     judge_scoring: Annotated[
         str | None,
         judge_scoring_option(
-            help="How rubric scores are read: 'checklist' (yes/no items of data/checklists.json asked one at a time, P(yes) from log-probabilities; score = 1 + 4 x the weighted mean of the items' P(good); the embedded model's default, measured in BENCHMARKS.md), 'weighted' (probability-weighted mean over the score digits; default for other backends that return log-probabilities, and with --judge-rationale or --judge-prompt), 'json' (structured output, integers; default without log-probabilities), 'sampled' (5 samples at temperature 0.7)."
+            help="How rubric scores are read: 'checklist' (yes/no items of wikihowagent/data/checklists.json asked one at a time, P(yes) from log-probabilities; score = 1 + 4 x the weighted mean of the items' P(good); the embedded model's default, measured in BENCHMARKS.md), 'weighted' (probability-weighted mean over the score digits; default for other backends that return log-probabilities, and with --judge-rationale or --judge-prompt), 'json' (structured output, integers; default without log-probabilities), 'sampled' (5 samples at temperature 0.7)."
         ),
     ] = None,
     checklist: Annotated[
         Path | None,
         checklist_option(
-            "Checklist items file of --judge-scoring checklist (default: data/checklists.json); its version is recorded with every score."
+            "Checklist items file of --judge-scoring checklist (default: wikihowagent/data/checklists.json); its version is recorded with every score."
         ),
     ] = None,
     checklist_weights: Annotated[
@@ -157,7 +157,7 @@ def evaluate(
     judge_prompt: Annotated[
         str | None,
         judge_prompt_option(
-            "Judge prompt variant of data/judge_prompts.json (weighted/sampled; default: see docs: Methodology > The rubric judge); recorded with every score."
+            "Judge prompt variant of wikihowagent/data/judge_prompts.json (weighted/sampled; default: see docs: Methodology > The rubric judge); recorded with every score."
         ),
     ] = None,
     retry_failed: Annotated[bool, retry_failed_option("Judge rubrics that failed in an earlier pass again.")] = True,

@@ -70,8 +70,8 @@ class EvaluateRequest:
     preset: str | None = None  # presets.py: a config layer, and --compat
     judge_scoring: str | None = None  # scoring.py: "weighted" | "json" | "sampled" | "checklist"; None = by backend
     judge_rationale: bool = False
-    judge_prompt: str | None = None  # judge_prompts.py: a variant of data/judge_prompts.json; None = the default
-    checklist: Path | None = None  # --checklist: items file of --judge-scoring checklist; None = data/checklists.json
+    judge_prompt: str | None = None  # judge_prompts.py: a variant of wikihowagent/data/judge_prompts.json; None = the default
+    checklist: Path | None = None  # --checklist: items file of --judge-scoring checklist; None = wikihowagent/data/checklists.json
     checklist_weights: Path | None = None  # --checklist-weights: `align --fit-checklist`'s weights file
     retry_failed: bool = True  # rubrics that failed in an earlier pass are judged again
     posttest_learner: str | None = None  # take the post-test of conversations without one with this model

@@ -1,4 +1,4 @@
-"""Judge prompt variants as data: `data/judge_prompts.json`, chosen with `--judge-prompt NAME`.
+"""Judge prompt variants as data: `wikihowagent/data/judge_prompts.json`, chosen with `--judge-prompt NAME`.
 
 A variant says how one rubric's prompt is laid out for the one-token scorers (`weighted`, `sampled`):
 the system message, the instructions, which rubrics see the tutorial ("all", "reference" = only those

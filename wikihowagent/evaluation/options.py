@@ -39,7 +39,7 @@ def _cluster(help: str, *names: str, **kw: Any) -> Any:
 
 def rubrics_option(panel: str) -> Any:
     """`--rubrics FILE`: the rubric JSON file (its panel is the command's: Inputs or Metrics)."""
-    return _option(panel, "Rubric JSON file (default: data/rubrics.json).")
+    return _option(panel, "Rubric JSON file (default: wikihowagent/data/rubrics.json).")
 
 
 def evaluator_option(help: str) -> Any:
@@ -73,7 +73,7 @@ def judge_scoring_option(help: str, metavar: str = "weighted|json|sampled|checkl
 
 
 def judge_prompt_option(help: str) -> Any:
-    """`--judge-prompt NAME`: a prompt variant of data/judge_prompts.json."""
+    """`--judge-prompt NAME`: a prompt variant of wikihowagent/data/judge_prompts.json."""
     return _models(help, metavar="NAME")
 
 

@@ -66,7 +66,7 @@ class EvalOptions:
     batch_size: int = 32  # texts per forward pass
     scoring: str | None = None  # --judge-scoring: None = scoring.default_mode (the provider's, else by logprobs)
     rationale: bool = False  # --judge-rationale
-    prompt: str | None = None  # --judge-prompt: a variant of data/judge_prompts.json; None = the default
+    prompt: str | None = None  # --judge-prompt: a variant of wikihowagent/data/judge_prompts.json; None = the default
     retry_failed: bool = True  # judge rubrics that failed in an earlier pass again
     chunk: int = 64  # conversations per scoring chunk (memory is flat in the number of conversations)
     shard: tuple[int, int] | None = None  # (K, N): only the conversations of shard K (see shards.py)

@@ -18,12 +18,12 @@ numbers into digits (Qwen's, Llama 3's) write "10" as "1", "0": the judge genera
 enough to see the token after the digit (the embedded model answers "4" then its end-of-text token), and a
 reply cut off by the token limit right after the digit is a failure, never a guess.
 
-Prompts (a `--judge-prompt` variant of data/judge_prompts.json, see judge_prompts.py) put what the calls
+Prompts (a `--judge-prompt` variant of wikihowagent/data/judge_prompts.json, see judge_prompts.py) put what the calls
 share first (instructions, conversation, the tutorial where every rubric sees it) and the rubric last, so
 the calls for one conversation share one prefix the server can cache (llama.cpp's prompt cache, vLLM's prefix cache,
 OpenAI's prompt caching); the embedded server's judge calls turn its prompt cache on.
 
-- `checklist`: narrow yes/no items (data/checklists.json: steps of the tutorial, questions per rubric), one
+- `checklist`: narrow yes/no items (wikihowagent/data/checklists.json: steps of the tutorial, questions per rubric), one
   call each, P(yes) read from the answer token's log-probabilities; a rubric's score = 1 + 4 x the weighted
   mean of its items' P(good) (evaluation/checklist.py). Works without log-probabilities (answer-only).
 
@@ -715,7 +715,7 @@ def make_scorer(
     checklist_weights: Any = None,
 ) -> Any:
     """`prompt` None = the default variant (weighted/sampled); json and checklist keep their own layouts
-    (checklist: `checklist` a loaded checklist.Checklist, None = data/checklists.json; `checklist_weights`
+    (checklist: `checklist` a loaded checklist.Checklist, None = wikihowagent/data/checklists.json; `checklist_weights`
     a checklist.ChecklistWeights, None = uniform)."""
     cls = SCORING_MODES[mode]
     kw: dict[str, Any] = {"rationale": rationale, "retries": retries, "concurrency": concurrency, "prompt": prompt}

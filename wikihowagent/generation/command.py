@@ -48,7 +48,7 @@ def generate(
         typer.Option(rich_help_panel=MODELS, help="Evaluator spec recorded for `evaluate` (default: the teacher's)."),
     ] = None,
     config: Annotated[
-        Path | None, typer.Option(rich_help_panel=INPUTS, help="YAML config overriding configs/default.yaml.")
+        Path | None, typer.Option(rich_help_panel=INPUTS, help="YAML config overriding wikihowagent/configs/default.yaml.")
     ] = None,
     tutorials: Annotated[
         Path | None,
@@ -113,7 +113,7 @@ def generate(
         list[str] | None,
         typer.Option(
             rich_help_panel=CONVERSATION,
-            help="Learner persona from configs/personas.yaml: paper (default), curious, novice, passive, skeptical, distracted, expert. Repeat to mix personas (round-robin over the tutorials).",
+            help="Learner persona from wikihowagent/configs/personas.yaml: paper (default), curious, novice, passive, skeptical, distracted, expert. Repeat to mix personas (round-robin over the tutorials).",
         ),
     ] = None,
     max_clarifications: Annotated[

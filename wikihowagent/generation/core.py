@@ -321,7 +321,7 @@ class GenerateRequest:
     max_tutorials: int | None = None
     domains: tuple[str, ...] = ()
     topics: tuple[str, ...] = ()
-    domains_file: Path | None = None  # topic -> domain CSV replacing data/domains.csv
+    domains_file: Path | None = None  # topic -> domain CSV replacing wikihowagent/data/domains.csv
     sample: int | None = None  # a balanced sample: N tutorials per `per` (domain | topic)
     per: Per = "domain"
     sample_seed: int = 0
@@ -337,7 +337,7 @@ class GenerateRequest:
     max_tokens: int | None = None
     timeout: float | None = None
     retries: int | None = None
-    learner_personas: tuple[str, ...] = ()  # configs/personas.yaml names; () = the config's (paper)
+    learner_personas: tuple[str, ...] = ()  # wikihowagent/configs/personas.yaml names; () = the config's (paper)
     max_clarifications: int | None = None
     manager: str | None = None  # workflow/manager.py MANAGERS: rules | llm
     manager_model: str | None = None  # the llm manager's spec (default: the teacher's)

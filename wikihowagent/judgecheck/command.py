@@ -47,24 +47,24 @@ def judge_check(
     judge_scoring: Annotated[
         str | None,
         judge_scoring_option(
-            help="Scoring mode (default: as `evaluate`; checklist: yes/no items, data/checklists.json)."
+            help="Scoring mode (default: as `evaluate`; checklist: yes/no items, wikihowagent/data/checklists.json)."
         ),
     ] = None,
     judge_rationale: Annotated[
         bool, judge_rationale_option("The judge writes its analysis first (weighted/sampled).")
     ] = False,
     judge_prompt: Annotated[
-        str | None, judge_prompt_option("Judge prompt variant of data/judge_prompts.json (default: as `evaluate`).")
+        str | None, judge_prompt_option("Judge prompt variant of wikihowagent/data/judge_prompts.json (default: as `evaluate`).")
     ] = None,
     perturbations: Annotated[
-        Path | None, typer.Option(rich_help_panel=INPUTS, help="Perturbation file (default: data/perturbations.json).")
+        Path | None, typer.Option(rich_help_panel=INPUTS, help="Perturbation file (default: wikihowagent/data/perturbations.json).")
     ] = None,
     rubrics: Annotated[Path | None, rubrics_option(INPUTS)] = None,
     max_conversations: Annotated[
         int | None, typer.Option(rich_help_panel=INPUTS, min=2, help="Use the first N conversations.")
     ] = None,
     config: Annotated[
-        Path | None, typer.Option(rich_help_panel=INPUTS, help="YAML config overriding configs/default.yaml.")
+        Path | None, typer.Option(rich_help_panel=INPUTS, help="YAML config overriding wikihowagent/configs/default.yaml.")
     ] = None,
     base_url: Annotated[
         str | None, base_url_option("Ollama host / OpenAI-compatible base URL for the evaluator.")
@@ -120,7 +120,7 @@ def judge_check(
         typer.Option(
             rich_help_panel=POSTTEST,
             metavar="PATH",
-            help="With --posttest-learner: split the validity by tutorial set (repeatable), e.g. --tutorials data/validity/counterfactual (procedures the learner cannot already know) --tutorials data/tutorials: each conversation counts in the set whose tutorial it teaches; posttest_validity_by_set.csv.",
+            help="With --posttest-learner: split the validity by tutorial set (repeatable), e.g. --tutorials wikihowagent/data/validity/counterfactual (procedures the learner cannot already know) --tutorials wikihowagent/data/tutorials: each conversation counts in the set whose tutorial it teaches; posttest_validity_by_set.csv.",
         ),
     ] = None,
 ) -> None:

@@ -1,7 +1,7 @@
 """`judge-check`: meta-evaluation of a rubric judge without human labels.
 
 For each conversation: the original is judged twice (the second time with the rubric order reversed and
-the seed + 1: self-consistency), and each perturbation of `data/perturbations.json` is judged on its
+the seed + 1: self-consistency), and each perturbation of `wikihowagent/data/perturbations.json` is judged on its
 target rubrics. Judgments are appended to `judgments.jsonl` as they finish (a rerun resumes); the
 analysis reads that file:
 

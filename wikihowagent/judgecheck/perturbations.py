@@ -1,7 +1,7 @@
 """Perturbations for `judge-check`: copies of a conversation that should lower named rubrics.
 
 Each kind is a function (conversation, the other conversations, params) -> perturbed conversation, or
-None when it cannot apply (e.g. no teacher turn to change). `data/perturbations.json` names the
+None when it cannot apply (e.g. no teacher turn to change). `wikihowagent/data/perturbations.json` names the
 perturbations, their kind, parameters and target rubrics; users extend it with new entries (a new kind
 = one function + one `KINDS` entry). Only model turns change: the workflow's fixed BEGIN / FINISHED
 texts stay, so Completion-style signals do not give the perturbation away.

@@ -8,7 +8,7 @@ share of pairs where the original's recall is higher (ties count half), with a b
 conversations, beside the rubric judge's accuracy on the same perturbation when judgments.jsonl has it.
 Post-tests are appended to `<out>/posttests.jsonl` as they finish (a rerun resumes).
 
-With `--tutorials PATH` (repeatable; e.g. the counterfactual validity set, data/validity/counterfactual, beside
+With `--tutorials PATH` (repeatable; e.g. the counterfactual validity set, wikihowagent/data/validity/counterfactual, beside
 the bundled tutorials) each conversation belongs to the set whose tutorial it teaches (same article title and
 steps; "other" for none), an off_topic copy takes its teaching from a conversation of the same set, and the
 table is also given per set (posttest_validity_by_set.csv): the post-test's validity on procedures the learner

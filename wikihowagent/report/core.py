@@ -986,7 +986,7 @@ def judge_evidence(run: ReportRun) -> list[str]:
 
 
 def _measured_html(runs: list[ReportRun]) -> list[str]:
-    """Per run (in order): for the embedded judge its measured figures (data/embedded_judge.json, from
+    """Per run (in order): for the embedded judge its measured figures (wikihowagent/data/embedded_judge.json, from
     BENCHMARKS.md, read once when any run was judged by it), this run's scoring mode first; "" for another judge.
     An unreadable figures file: one line saying so."""
     embedded = [bool(r.evaluator) and is_embedded(r.evaluator) for r in runs]

@@ -1,4 +1,4 @@
-"""The embedded judge's measured figures (`data/embedded_judge.json`), the report's statement of how far to trust
+"""The embedded judge's measured figures (`wikihowagent/data/embedded_judge.json`), the report's statement of how far to trust
 it: written by `scripts/bench_checklist.py report --write-md` from the same numbers as its BENCHMARKS.md section,
 read back here validated (a number outside its range, a CI that does not hold its value, an unknown field: the
 file is left out with one line, never shown half-read)."""
@@ -84,7 +84,7 @@ def measured_path() -> Path:
 
 
 def load_measured(path: Path | None = None) -> Measured:
-    """The figures file (default data/embedded_judge.json); MeasuredError naming the file and what is wrong."""
+    """The figures file (default wikihowagent/data/embedded_judge.json); MeasuredError naming the file and what is wrong."""
     p = Path(path) if path is not None else measured_path()
     try:
         raw: Any = json.loads(p.read_text(encoding="utf-8"))

@@ -22,7 +22,7 @@ sweep_app = typer.Typer(
     cls=HelpGroup,
 )
 FileArg = Annotated[
-    Path, typer.Argument(help="Experiment file (YAML), e.g. configs/sweeps/paper.yaml.", metavar="FILE")
+    Path, typer.Argument(help="Experiment file (YAML), e.g. wikihowagent/configs/sweeps/paper.yaml.", metavar="FILE")
 ]
 ConfigOpt = Annotated[Path | None, typer.Option(help="YAML config (for runs_dir).")]
 PresetOpt = Annotated[

@@ -69,7 +69,7 @@ class Grid(BaseModel):
 
 
 class SweepSpec(BaseModel):
-    """The experiment file (see configs/sweeps/paper.yaml and docs/guides/sweep.md)."""
+    """The experiment file (see wikihowagent/configs/sweeps/paper.yaml and docs/guides/sweep.md)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -77,7 +77,7 @@ class SweepSpec(BaseModel):
     tutorials: str | None = None  # default: the bundled sample
     domains: list[str] = Field(default_factory=list)
     topics: list[str] = Field(default_factory=list)
-    domains_file: str | None = None  # a topic -> domain CSV replacing data/domains.csv
+    domains_file: str | None = None  # a topic -> domain CSV replacing wikihowagent/data/domains.csv
     sample: int | None = Field(default=None, ge=1)  # a balanced sample: N tutorials per domain (or topic)
     per: Literal["domain", "topic"] = "domain"
     sample_seed: int = 0

@@ -1,4 +1,4 @@
-"""Learner personas (configs/personas.yaml): a registry of prompts plus a seeded question policy.
+"""Learner personas (wikihowagent/configs/personas.yaml): a registry of prompts plus a seeded question policy.
 
 Each learner turn gets an *intent* before the model is called:
 - `begin` (reply to the fixed BEGIN turn) and `farewell` (reply to FINISHED): fixed by the phase;

@@ -1,4 +1,4 @@
-"""The agents' prompt templates (configs/prompts.yaml), validated once per run."""
+"""The agents' prompt templates (wikihowagent/configs/prompts.yaml), validated once per run."""
 
 from __future__ import annotations
 
