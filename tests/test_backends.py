@@ -551,6 +551,63 @@ def test_missing_chunk_package(fake_chunks, monkeypatch):
         check_backend(resolve_spec("local"))
 
 
+def test_model_cache_location_env_then_config_then_user_cache(tmp_path, monkeypatch):
+    """The GGUF's folder: WIKIHOWAGENT_MODELS, WIKIHOWAGENT_HOME/models, the config key local.model_dir, else
+    platformdirs' user cache (XDG_CACHE_HOME on Linux); never the package's folder."""
+    for name in ("WIKIHOWAGENT_MODELS", "WIKIHOWAGENT_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert model_files.models_dir() == tmp_path / "xdg" / "wikihowagent" / "models"
+    assert model_files.models_dir(str(tmp_path / "cfg")) == tmp_path / "cfg"
+    monkeypatch.setenv("WIKIHOWAGENT_HOME", str(tmp_path / "home"))
+    assert model_files.models_dir(str(tmp_path / "cfg")) == tmp_path / "home" / "models"
+    monkeypatch.setenv("WIKIHOWAGENT_MODELS", str(tmp_path / "store"))
+    assert model_files.model_path(str(tmp_path / "cfg")) == tmp_path / "store" / model_files.MODEL_FILENAME
+
+
+def test_model_commands_prepare_path_remove(fake_chunks, tmp_path):
+    """`wikihowagent model prepare | path | remove` on fake chunk packages, the folder from a --config file's
+    local.model_dir (WIKIHOWAGENT_HOME unset)."""
+    from typer.testing import CliRunner
+
+    from wikihowagent.cli import app
+
+    os.environ.pop("WIKIHOWAGENT_HOME")  # the fixture's; monkeypatch restores it
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"local:\n  model_dir: {tmp_path / 'cache'}\n")
+    runner = CliRunner()
+    res = runner.invoke(app, ["model", "path", "--config", str(cfg)])
+    assert res.exit_code == 0 and str(tmp_path / "cache" / model_files.MODEL_FILENAME) in res.output
+    assert "not prepared yet" in res.output
+    res = runner.invoke(app, ["model", "prepare", "--config", str(cfg)])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "cache" / model_files.MODEL_FILENAME).read_bytes() == fake_chunks
+    assert "not prepared" not in runner.invoke(app, ["model", "path", "--config", str(cfg)]).output
+    res = runner.invoke(app, ["model", "remove", "--config", str(cfg)])
+    assert res.exit_code == 0 and res.output.count("removed ") == 2  # the GGUF and its stamp
+    assert not (tmp_path / "cache" / model_files.MODEL_FILENAME).exists()
+    assert "nothing to remove" in runner.invoke(app, ["model", "remove", "--config", str(cfg)]).output
+
+
+def test_model_prepare_without_the_extra_is_one_line_naming_it(fake_chunks, monkeypatch):
+    from typer.testing import CliRunner
+
+    from wikihowagent.cli import app
+
+    monkeypatch.setattr(model_files, "N_CHUNKS", 4)  # a chunk package missing
+    res = CliRunner().invoke(app, ["model", "prepare"])
+    assert res.exit_code == 1
+    lines = [x for x in res.output.splitlines() if x.strip()]
+    assert len(lines) == 1 and "pip install 'wikihowagent[embedded]'" in lines[0], res.output
+
+
+def test_local_without_xllamacpp_is_one_line_naming_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "xllamacpp", None)  # import fails
+    with pytest.raises(BackendError) as ei:
+        check_backend(resolve_spec("local"))
+    assert "pip install 'wikihowagent[embedded]'" in one_line(ei.value)
+
+
 def test_missing_local_gguf_path(tmp_path):
     with pytest.raises(BackendError, match="not found"):
         check_backend(resolve_spec(f"local:{tmp_path}/none.gguf"))
@@ -566,7 +623,7 @@ def test_local_model_wiring_with_fake_server(fake, monkeypatch, tmp_path):
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF")
     started = []
-    monkeypatch.setattr(local, "ensure_local_model", lambda: gguf)
+    monkeypatch.setattr(local, "ensure_with_bar", lambda **kw: gguf)
     monkeypatch.setattr(local, "_start", lambda *a: started.append(a) or (object(), srv.url, 0.01))
     try:
         settings = ModelSettings(max_tokens=512, seed=9, temperature=0.0, max_retries=0)
@@ -595,7 +652,7 @@ def test_local_cache_prompt_setting_goes_in_every_request_body(fake, monkeypatch
     srv = fake(openai_routes(models=(model_files.MODEL_NAME,)))
     gguf = tmp_path / "m.gguf"
     gguf.write_bytes(b"GGUF")
-    monkeypatch.setattr(local, "ensure_local_model", lambda: gguf)
+    monkeypatch.setattr(local, "ensure_with_bar", lambda **kw: gguf)
     monkeypatch.setattr(local, "_start", lambda *a: (object(), srv.url, 0.01))
     try:
         model = make_chat_model("local", ModelSettings(max_retries=0), LocalModelSettings(cache_prompt=True))

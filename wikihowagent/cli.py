@@ -40,6 +40,7 @@ def _root(
 
 # Each stage registers its own commands (their modules import the stage's core lazily).
 from wikihowagent.alignment.command import align, annotate_export  # noqa: E402
+from wikihowagent.backends.command import model_app  # noqa: E402
 from wikihowagent.chat.command import chat  # noqa: E402
 from wikihowagent.compare.command import compare  # noqa: E402
 from wikihowagent.corpus.command import stats, tutorials  # noqa: E402
@@ -64,6 +65,7 @@ app.command("stats", cls=HelpCommand)(stats)
 app.command("report", cls=HelpCommand)(report)
 app.command("chat", cls=HelpCommand)(chat)
 app.add_typer(sweep_app, name="sweep")
+app.add_typer(model_app, name="model")
 
 
 @app.command(cls=HelpCommand)

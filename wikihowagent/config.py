@@ -38,6 +38,9 @@ class LocalModelSettings(BaseModel):
     # and reads only the rest. Off = every prompt read in full (reproducible). On = faster, but the reply then
     # depends on what the slot held before (docs/guides/backends.md); part of a run's fingerprint when on.
     cache_prompt: bool = False
+    # Where the embedded model's GGUF is assembled (1.1 GB); "" = the user cache (platformdirs). The environment
+    # variables WIKIHOWAGENT_MODELS and WIKIHOWAGENT_HOME win over it (backends/model_files.py models_dir).
+    model_dir: str = ""
 
 
 class WorkflowSettings(BaseModel):

