@@ -32,7 +32,9 @@ WORDS = (
 
 def topics() -> list[tuple[str, str]]:
     lines = [
-        ln for ln in (ROOT / "wikihowagent" / "data" / "domains.csv").read_text(encoding="utf-8").splitlines() if not ln.startswith("#")
+        ln
+        for ln in (ROOT / "wikihowagent" / "data" / "domains.csv").read_text(encoding="utf-8").splitlines()
+        if not ln.startswith("#")
     ]
     return [(r["Domain"], r["Topic"]) for r in csv.DictReader(lines)]
 

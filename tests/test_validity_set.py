@@ -154,7 +154,9 @@ def test_shipped_set_is_the_scripts_output(tmp_path):
     shipped = ROOT / "wikihowagent" / "data" / "validity" / "counterfactual"
     made = {p.relative_to(tmp_path / "cf"): p.read_text() for p in (tmp_path / "cf").rglob("*.json")}
     have = {
-        p.relative_to(shipped): p.read_text().replace(str(shipped.relative_to(ROOT / "wikihowagent")), str(tmp_path / "cf"))
+        p.relative_to(shipped): p.read_text().replace(
+            str(shipped.relative_to(ROOT / "wikihowagent")), str(tmp_path / "cf")
+        )
         for p in shipped.rglob("*.json")
     }
     assert made == have

@@ -12,6 +12,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from wikihowagent.errors import WikihowagentError, validation_line
 
+
 class ModelSettings(BaseModel):
     """Decoding and transport settings shared by every backend."""
 
@@ -90,7 +91,9 @@ def resource_path(*parts: str) -> Path:
     importlib.resources the same way from a clone, an editable install, a wheel and an sdist."""
     root = resources.files("wikihowagent")
     if not isinstance(root, Path):  # a zipped install: the loaders walk folders and open files by path
-        raise ConfigError(f"wikihowagent's bundled files are inside an archive ({root}); install it unzipped (pip install)")
+        raise ConfigError(
+            f"wikihowagent's bundled files are inside an archive ({root}); install it unzipped (pip install)"
+        )
     return root.joinpath(*parts)
 
 

@@ -15,7 +15,9 @@ from wikihowagent.errors import WikihowagentError
 @dataclass(frozen=True)
 class Preset:
     description: str
-    config: dict[str, Any] = field(default_factory=dict)  # merged over wikihowagent/configs/default.yaml, under --config
+    config: dict[str, Any] = field(
+        default_factory=dict
+    )  # merged over wikihowagent/configs/default.yaml, under --config
     compat: str | None = None  # evaluate's metric definitions
 
 

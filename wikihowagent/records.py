@@ -44,7 +44,9 @@ class Tutorial(BaseModel):
     method_title: str  # e.g. "Part 2 of 3:Writing the Body of the Speech"
     categories: list[str] = Field(default_factory=list)  # breadcrumb, root first
     topic: str = ""  # the crawl folder (e.g. "Relationship-Issues") or the most specific category
-    domain: str = ""  # one of the paper's 17 domains (wikihowagent/data/domains.csv), else the first category after the root
+    domain: str = (
+        ""  # one of the paper's 17 domains (wikihowagent/data/domains.csv), else the first category after the root
+    )
     summary: str = ""  # the article introduction
     steps: list[str]
 
@@ -294,9 +296,7 @@ class JudgeProvenance(BaseModel):
     failures: list[str] = Field(default_factory=list)  # rubric names whose reply could not be parsed
     notes: list[str] = Field(default_factory=list)  # e.g. "Depth: no score found after 3 replies"
     scoring: str = ""  # --judge-scoring mode: "weighted", "json", "sampled" (+ "+rationale"); "" = json (older files)
-    prompt: str = (
-        ""  # --judge-prompt variant (wikihowagent/data/judge_prompts.json); "" = json's own layout, or tutorial-first (older files)
-    )
+    prompt: str = ""  # --judge-prompt variant (wikihowagent/data/judge_prompts.json); "" = json's own layout, or tutorial-first (older files)
     dist: dict[str, list[float]] = Field(default_factory=dict)  # rubric -> p(1..5) (weighted / sampled)
     argmax: dict[str, int] = Field(default_factory=dict)  # rubric -> most likely score
     spread: dict[str, float] = Field(default_factory=dict)  # rubric -> standard deviation of that distribution
@@ -332,6 +332,9 @@ class ScoreRecord(BaseModel):
     posttest_matches: list[tuple[int, int, float]] | None = None
     posttest_source: str = ""  # PostTest.source of the post-test scored; "" = older lines (the record's own)
     posttest_matching: str = ""  # evaluation/posttest.py MATCHING rule of those metrics; "" = LEGACY_MATCHING
+    # The torch device the metric encoders computed this line's embedding metrics on (cpu, cuda, mps; `--device`);
+    # "" (and left out of the line) = none computed, or a line written before the device was recorded.
+    metrics_device: str = Field(default="", exclude_if=lambda v: not v)
 
     @model_validator(mode="before")
     @classmethod

@@ -244,7 +244,7 @@ def check(resolved: ResolvedSpec, base_url: str | None, need: str) -> None:
     """xllamacpp importable and the weights present (assembled, or all chunks installed); starts nothing."""
     try:
         import xllamacpp  # noqa: F401
-    except ImportError as exc:
+    except ImportError:
         raise BackendError(f"The embedded model needs its runtime, xllamacpp ({need}): {EXTRA_HINT}.") from None
     if resolved.path:
         if not Path(resolved.path).is_file():

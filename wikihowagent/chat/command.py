@@ -46,7 +46,8 @@ def chat(
         ),
     ] = None,
     config: Annotated[
-        Path | None, typer.Option(rich_help_panel=INPUTS, help="YAML config overriding wikihowagent/configs/default.yaml.")
+        Path | None,
+        typer.Option(rich_help_panel=INPUTS, help="YAML config overriding wikihowagent/configs/default.yaml."),
     ] = None,
     base_url: Annotated[
         str | None, typer.Option(rich_help_panel=MODELS, help="OpenAI-compatible server URL for openai: specs.")

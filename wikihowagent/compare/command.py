@@ -75,7 +75,8 @@ def compare(
         ),
     ] = None,
     config: Annotated[
-        Path | None, typer.Option(rich_help_panel=INPUTS, help="YAML config overriding wikihowagent/configs/default.yaml.")
+        Path | None,
+        typer.Option(rich_help_panel=INPUTS, help="YAML config overriding wikihowagent/configs/default.yaml."),
     ] = None,
     base_url: Annotated[
         str | None, base_url_option("Ollama host / OpenAI-compatible base URL for the evaluator.")

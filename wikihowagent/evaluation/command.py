@@ -12,11 +12,13 @@ from wikihowagent.console import CLUSTER, INPUTS, METRICS, MODELS, OUTPUT, STATI
 from wikihowagent.stats import bootstrap_option, seed_option
 
 from .options import (
+    Device,
     base_url_option,
     checklist_option,
     checklist_weights_option,
     command_errors,
     concurrency_option,
+    device_option,
     evaluator_option,
     judge_prompt_option,
     judge_rationale_option,
@@ -86,7 +88,8 @@ def evaluate(
     ] = None,
     rubrics: Annotated[Path | None, rubrics_option(METRICS)] = None,
     config: Annotated[
-        Path | None, typer.Option(rich_help_panel=INPUTS, help="YAML config overriding wikihowagent/configs/default.yaml.")
+        Path | None,
+        typer.Option(rich_help_panel=INPUTS, help="YAML config overriding wikihowagent/configs/default.yaml."),
     ] = None,
     base_url: Annotated[
         str | None,
@@ -104,6 +107,12 @@ def evaluate(
     batch_size: Annotated[
         int, typer.Option(rich_help_panel=METRICS, min=1, help="Texts per embedding forward pass.")
     ] = 32,
+    device: Annotated[
+        Device,
+        device_option(
+            "Where the metric encoders (sentence embeddings, BERTScore, the post-test's step matching) run: auto = a CUDA or Apple MPS GPU when torch sees one, else the CPU; recorded in scores.jsonl (metrics_device)."
+        ),
+    ] = "auto",
     no_figures: Annotated[
         bool, typer.Option("--no-figures", rich_help_panel=OUTPUT, help="Skip the PNG figures.")
     ] = False,
@@ -213,6 +222,7 @@ def evaluate(
         concurrency=concurrency,
         retries=retries,
         batch_size=batch_size,
+        device=device,
         figures=not no_figures,
         preset=preset,
         tables=tables,

@@ -33,7 +33,7 @@ from wikihowagent.workflow.posttest import prompt_option
 from . import calibrated
 from .inputs import InputError, InputSource, resolve_inputs
 from .judge import JudgeBackendError, RubricError, load_rubrics
-from .metrics import MetricError
+from .metrics import EMBEDDING_METRICS, MetricError, resolve_device
 from .panel import combine as combine_panel
 from .panel import panel_spec
 from .runner import EvalOptions, Evaluation, SourceStats, count_input_records, scores_path, select_metrics
@@ -64,14 +64,19 @@ class EvaluateRequest:
     concurrency: int | None = None  # None = runner.judge_concurrency (embedded judge: its slots; else the config's)
     retries: int = 2
     batch_size: int = 32
+    device: str = "auto"  # --device: the metric encoders' torch device (metrics.DEVICES)
     figures: bool = True
     shard: str | None = None  # "K/N": score shard K of N only (shards.py)
     tables: bool = False  # the paper's Table 1 / Table 2 (automatic for a sweep directory)
     preset: str | None = None  # presets.py: a config layer, and --compat
     judge_scoring: str | None = None  # scoring.py: "weighted" | "json" | "sampled" | "checklist"; None = by backend
     judge_rationale: bool = False
-    judge_prompt: str | None = None  # judge_prompts.py: a variant of wikihowagent/data/judge_prompts.json; None = the default
-    checklist: Path | None = None  # --checklist: items file of --judge-scoring checklist; None = wikihowagent/data/checklists.json
+    judge_prompt: str | None = (
+        None  # judge_prompts.py: a variant of wikihowagent/data/judge_prompts.json; None = the default
+    )
+    checklist: Path | None = (
+        None  # --checklist: items file of --judge-scoring checklist; None = wikihowagent/data/checklists.json
+    )
     checklist_weights: Path | None = None  # --checklist-weights: `align --fit-checklist`'s weights file
     retry_failed: bool = True  # rubrics that failed in an earlier pass are judged again
     posttest_learner: str | None = None  # take the post-test of conversations without one with this model
@@ -186,6 +191,7 @@ def _plan(req: EvaluateRequest, console: Any) -> EvaluationPlan:
     comp, rub = select_metrics(req.metrics, req.mode, rubric_names)
     calibration = _load_calibration(req)
     opts = _options(req, cfg, comp, rub, shard)
+    opts.device = _device(req.device, comp, console)
     panel = list(dict.fromkeys(req.panel))
     _check_panel(panel, shard, opts.judge)
     return EvaluationPlan(
@@ -205,6 +211,17 @@ def _plan(req: EvaluateRequest, console: Any) -> EvaluationPlan:
         calibration=calibration,
         warn=lambda msg: print_labeled(console, "warning:", "yellow", msg),
     )
+
+
+def _device(requested: str, comp: list[str], console: Any) -> str:
+    """The metric encoders' device: `requested` resolved (an absent cuda/mps is a one-line error, also when no
+    embedding metric is asked); "cpu" without resolving `auto` (no torch import) when none is."""
+    if requested == "auto" and not set(comp) & EMBEDDING_METRICS:
+        return "cpu"
+    device = resolve_device(requested)
+    if device != "cpu" and set(comp) & EMBEDDING_METRICS:
+        console.print(f"metric encoders (sentence embeddings, BERTScore) on {device}", highlight=False, markup=False)
+    return device
 
 
 def _options(

@@ -319,12 +319,40 @@ def minilm_path() -> str:
     return str(path)
 
 
+DEVICES = ("auto", "cpu", "cuda", "mps")  # --device of evaluate and judge-check: where the metric encoders run
+
+
+def resolve_device(requested: str = "auto") -> str:
+    """The torch device the metric encoders (sentence embeddings, BERTScore) run on: `auto` = CUDA, else MPS, when
+    torch sees one, else the CPU; an asked-for device torch cannot see is a MetricError (one line naming it)."""
+    if requested not in DEVICES:
+        raise MetricError(f"--device {requested!r}: one of {', '.join(DEVICES)}")
+    if requested == "cpu":
+        return "cpu"
+    import torch
+
+    cuda = bool(torch.cuda.is_available())
+    mps_backend = getattr(torch.backends, "mps", None)
+    mps = bool(mps_backend is not None and mps_backend.is_available())
+    if requested == "auto":
+        return "cuda" if cuda else "mps" if mps else "cpu"
+    if requested == "cuda" and not cuda:
+        build = "a CPU-only build" if torch.version.cuda is None else f"built for CUDA {torch.version.cuda}"
+        raise MetricError(
+            f"--device cuda: torch {torch.__version__} ({build}) sees no CUDA GPU; use --device cpu or auto"
+        )
+    if requested == "mps" and not mps:
+        raise MetricError(f"--device mps: torch {torch.__version__} sees no Apple MPS device; use --device cpu or auto")
+    return requested
+
+
 class MiniLM:
-    """all-MiniLM-L6-v2 loaded once; encodes word-piece id sequences in length-sorted batches."""
+    """all-MiniLM-L6-v2 loaded once; encodes word-piece id sequences in length-sorted batches on `device` (a
+    resolved torch device: cpu, cuda, mps); the embeddings it returns are on the CPU either way."""
 
     MAX_LEN = 256  # the model's max_seq_length (sentence_bert_config.json), special tokens included
 
-    def __init__(self, batch_size: int = 32):
+    def __init__(self, batch_size: int = 32, device: str = "cpu"):
         import torch
         from transformers import AutoModel, AutoTokenizer
         from transformers.utils import logging as hf_logging
@@ -344,6 +372,9 @@ class MiniLM:
             if bars:
                 hf_logging.enable_progress_bar()
         self.tokenizer.model_max_length = 1 << 30  # we chunk ourselves; silences the length warning
+        self.device = device
+        if device != "cpu":
+            self.model.to(device)
         self.path = path
         self.torch = torch
         self.batch_size = batch_size
@@ -396,7 +427,12 @@ class MiniLM:
                 for j, f in enumerate(full):
                     ids[j, : len(f)] = torch.tensor(f)
                     mask[j, : len(f)] = 1
-                hidden = self.model(input_ids=ids, attention_mask=mask).last_hidden_state
+                if self.device == "cpu":
+                    hidden = self.model(input_ids=ids, attention_mask=mask).last_hidden_state
+                else:  # the forward pass on the accelerator; matching and pooling read CPU tensors
+                    hidden = self.model(
+                        input_ids=ids.to(self.device), attention_mask=mask.to(self.device)
+                    ).last_hidden_state.cpu()
                 for j, s in enumerate(batch):
                     tok = hidden[j, : len(s) + 2].clone()
                     out[s] = (tok, tok.mean(dim=0))
@@ -596,15 +632,21 @@ class ConvScores:
     metrics: dict[str, float | None] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     posttest_matches: list[tuple[int, int, float]] | None = None  # evaluation/posttest.py, for the report
+    device: str = ""  # where the encoder computed this conversation's embedding metrics; "" = none computed
 
 
 class Scorers:
-    """Every computational scorer of a mode, created once per process; `score` handles a batch of conversations."""
+    """Every computational scorer of a mode, created once per process; `score` handles a batch of conversations.
+    `device`: where the metric encoders run (`resolve_device`: auto, cpu, cuda, mps), resolved here, so an
+    absent device fails before any work."""
 
-    def __init__(self, mode: str = "default", metrics: Iterable[str] | None = None, batch_size: int = 32):
+    def __init__(
+        self, mode: str = "default", metrics: Iterable[str] | None = None, batch_size: int = 32, device: str = "cpu"
+    ):
         self.mode = mode
         wanted = None if metrics is None else set(metrics)
         self.selected = [m for m in metrics_of(mode) if wanted is None or m.name in wanted]
+        self.device = resolve_device(device) if any(m.batch for m in self.selected) else "cpu"
         self.metrics = [m.name for m in self.selected]
         self.batch_size = batch_size
         self._minilm: MiniLM | None = None
@@ -618,7 +660,7 @@ class Scorers:
     @property
     def minilm(self) -> MiniLM:
         if self._minilm is None:
-            self._minilm = MiniLM(batch_size=self.batch_size)
+            self._minilm = MiniLM(batch_size=self.batch_size, device=self.device)
         return self._minilm
 
     def sacrebleu(self) -> Any:
@@ -647,6 +689,11 @@ class Scorers:
         passes = {"embed_default": self.embed_default, "embed_paper": self.embed_paper, "posttest": self.posttest}
         for batch in dict.fromkeys(m.batch for m in self.selected if m.batch):
             passes[batch](convs, refs, hyps, results, {m.name for m in self.selected})
+        if self._minilm is not None:  # the encoder ran for this batch (or an earlier one): say where
+            names = {m.name for m in self.selected if m.batch}
+            for res in results:
+                if any(res.metrics.get(n) is not None for n in names):
+                    res.device = self.device
         return results
 
     def embed_default(self, convs, refs, hyps, results, want) -> None:

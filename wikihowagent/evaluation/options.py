@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Literal
+
+Device = Literal["auto", "cpu", "cuda", "mps"]  # --device: metrics.DEVICES
 
 
 def _option(panel: str, help: str, *names: str, **kw: Any) -> Any:
@@ -40,6 +42,14 @@ def _cluster(help: str, *names: str, **kw: Any) -> Any:
 def rubrics_option(panel: str) -> Any:
     """`--rubrics FILE`: the rubric JSON file (its panel is the command's: Inputs or Metrics)."""
     return _option(panel, "Rubric JSON file (default: wikihowagent/data/rubrics.json).")
+
+
+def device_option(help: str) -> Any:
+    """`--device auto|cpu|cuda|mps` (the parameter's type is `Device`): where the metric encoders run
+    (metrics.resolve_device)."""
+    from wikihowagent.console import METRICS
+
+    return _option(METRICS, help)
 
 
 def evaluator_option(help: str) -> Any:

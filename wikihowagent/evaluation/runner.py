@@ -64,6 +64,7 @@ class EvalOptions:
     default_concurrency: int = 2  # the config's concurrency: the default for judges other than the embedded one
     retries: int = 2
     batch_size: int = 32  # texts per forward pass
+    device: str = "cpu"  # the metric encoders' torch device, resolved (metrics.resolve_device)
     scoring: str | None = None  # --judge-scoring: None = scoring.default_mode (the provider's, else by logprobs)
     rationale: bool = False  # --judge-rationale
     prompt: str | None = None  # --judge-prompt: a variant of wikihowagent/data/judge_prompts.json; None = the default
@@ -269,7 +270,7 @@ class Evaluation:
         self.rubrics = rubrics
         self.make_llm = make_llm
         self.warn = warn
-        self.scorers = Scorers(opts.mode, comp, batch_size=opts.batch_size) if comp else None
+        self.scorers = Scorers(opts.mode, comp, batch_size=opts.batch_size, device=opts.device) if comp else None
         self.rubrics_hash = rubrics_sha256(rubrics) if rubrics is not None else ""
         self._judges: dict[str, Any] = {}
         self.loop = loop
@@ -742,6 +743,9 @@ class Evaluation:
             posttest_matching=(MATCHING if c.posttest is not None else "")
             if cs is not None
             else (old.posttest_matching if old else ""),
+            metrics_device=(cs.device or (old.metrics_device if old else ""))
+            if cs is not None
+            else (old.metrics_device if old else ""),
         )
 
 

@@ -48,7 +48,8 @@ def generate(
         typer.Option(rich_help_panel=MODELS, help="Evaluator spec recorded for `evaluate` (default: the teacher's)."),
     ] = None,
     config: Annotated[
-        Path | None, typer.Option(rich_help_panel=INPUTS, help="YAML config overriding wikihowagent/configs/default.yaml.")
+        Path | None,
+        typer.Option(rich_help_panel=INPUTS, help="YAML config overriding wikihowagent/configs/default.yaml."),
     ] = None,
     tutorials: Annotated[
         Path | None,

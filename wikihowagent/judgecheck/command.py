@@ -9,9 +9,11 @@ import typer
 
 from wikihowagent.console import INPUTS, MODELS, OUTPUT, POSTTEST, make_console
 from wikihowagent.evaluation.options import (
+    Device,
     base_url_option,
     command_errors,
     concurrency_option,
+    device_option,
     evaluator_option,
     judge_prompt_option,
     judge_rationale_option,
@@ -54,17 +56,20 @@ def judge_check(
         bool, judge_rationale_option("The judge writes its analysis first (weighted/sampled).")
     ] = False,
     judge_prompt: Annotated[
-        str | None, judge_prompt_option("Judge prompt variant of wikihowagent/data/judge_prompts.json (default: as `evaluate`).")
+        str | None,
+        judge_prompt_option("Judge prompt variant of wikihowagent/data/judge_prompts.json (default: as `evaluate`)."),
     ] = None,
     perturbations: Annotated[
-        Path | None, typer.Option(rich_help_panel=INPUTS, help="Perturbation file (default: wikihowagent/data/perturbations.json).")
+        Path | None,
+        typer.Option(rich_help_panel=INPUTS, help="Perturbation file (default: wikihowagent/data/perturbations.json)."),
     ] = None,
     rubrics: Annotated[Path | None, rubrics_option(INPUTS)] = None,
     max_conversations: Annotated[
         int | None, typer.Option(rich_help_panel=INPUTS, min=2, help="Use the first N conversations.")
     ] = None,
     config: Annotated[
-        Path | None, typer.Option(rich_help_panel=INPUTS, help="YAML config overriding wikihowagent/configs/default.yaml.")
+        Path | None,
+        typer.Option(rich_help_panel=INPUTS, help="YAML config overriding wikihowagent/configs/default.yaml."),
     ] = None,
     base_url: Annotated[
         str | None, base_url_option("Ollama host / OpenAI-compatible base URL for the evaluator.")
@@ -123,6 +128,12 @@ def judge_check(
             help="With --posttest-learner: split the validity by tutorial set (repeatable), e.g. --tutorials wikihowagent/data/validity/counterfactual (procedures the learner cannot already know) --tutorials wikihowagent/data/tutorials: each conversation counts in the set whose tutorial it teaches; posttest_validity_by_set.csv.",
         ),
     ] = None,
+    device: Annotated[
+        Device,
+        device_option(
+            "With --posttest-learner: where the encoder that matches the post-test's steps (Step Recall) runs: auto = a CUDA or Apple MPS GPU when torch sees one, else the CPU."
+        ),
+    ] = "auto",
 ) -> None:
     """Meta-evaluate the rubric judge without human labels: perturbed conversations that should score lower
     (sensitivity) and the originals judged twice (self-consistency)."""
@@ -151,6 +162,7 @@ def judge_check(
         posttest_prompt,
         tuple(tutorials or ()),
         posttest_likelihood,
+        device,
     )
     with command_errors(console, "judgments"):
         run_judge_check(req, console)

@@ -46,6 +46,7 @@ from wikihowagent.errors import WikihowagentError
 from wikihowagent.evaluation.inputs import resolve_inputs
 from wikihowagent.evaluation.judge import load_rubrics
 from wikihowagent.evaluation.judge_prompts import DEFAULT_PROMPT, recorded_prompt
+from wikihowagent.evaluation.metrics import resolve_device
 from wikihowagent.evaluation.panel import judge_slug
 from wikihowagent.evaluation.runner import EvalOptions, EvaluateError, Evaluation, gather_cancelling, judge_concurrency
 from wikihowagent.evaluation.scoring import SCORING_MODES
@@ -726,6 +727,7 @@ class JudgeCheckRequest:
     posttest_prompt: str | None = None  # ... in this wording (workflow/posttest.py PROMPTS); None = the default
     posttest_tutorials: tuple[Path, ...] = ()  # ... split by these tutorial sets (e.g. the validity set)
     posttest_likelihood: bool = False  # ... and the likelihood post-test (workflow/likelihood.py)
+    device: str = "auto"  # ... Step Recall's encoder on this torch device (evaluation.metrics.resolve_device)
 
 
 def run_judge_check(req: JudgeCheckRequest, console: Any) -> None:
@@ -736,6 +738,8 @@ def run_judge_check(req: JudgeCheckRequest, console: Any) -> None:
         raise JudgeCheckError(
             "--posttest-likelihood: give --posttest-learner (the model whose log-probabilities are read)"
         )
+    if req.device != "auto" or req.posttest_learner:  # an absent --device: one line, before any work
+        req = replace(req, device=resolve_device(req.device))
     specs = list(dict.fromkeys(req.evaluators))
     if len(specs) > 1 and req.posttest_learner:
         raise JudgeCheckError(
@@ -1025,7 +1029,7 @@ def _posttest_validity(
     tests = _take_posttests(
         console, jobs, make_learner, spec, out, inputs.test_prompt, check, req.posttest_likelihood, opts
     )
-    recalls = posttest_check.step_recalls(convs, tests, check)
+    recalls = posttest_check.step_recalls(convs, tests, check, req.device)
     per_test = {"abstained": posttest_check.abstained_shares(tests), "coverage": posttest_check.coverages(jobs)}
     table = posttest_check.validity_table(recalls, perts, posttest_check.judge_accuracy(out), per_test)
     by_set = posttest_check.validity_by_set(recalls, perts, sets, per_test) if sets else None
@@ -1038,7 +1042,8 @@ def _posttest_validity(
     written = posttest_check.write_validity(
         out,
         table,
-        f"{spec}, post-test prompt {inputs.test_prompt.name}",
+        f"{spec}, post-test prompt {inputs.test_prompt.name}"
+        + (f", Step Recall's encoder on {req.device}" if req.device not in ("cpu", "auto") else ""),
         len(convs),
         check,
         by_set,

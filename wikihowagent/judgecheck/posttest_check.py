@@ -183,13 +183,13 @@ def likelihood_gains(
 
 
 def step_recalls(
-    convs: list[Conversation], tests: dict[tuple[str, str], PostTest], check: PostTestCheck
+    convs: list[Conversation], tests: dict[tuple[str, str], PostTest], check: PostTestCheck, device: str = "cpu"
 ) -> dict[tuple[str, str], float | None]:
-    """Step Recall of every post-test (None: not a step list)."""
+    """Step Recall of every post-test (None: not a step list); the step encoder on `device`."""
 
     by_id = {c.conversation_id: c for c in convs}
     keys = [k for k in tests if k[0] in by_id]
-    scored = Scorers("default", [STEP_RECALL]).score(
+    scored = Scorers("default", [STEP_RECALL], device=device).score(
         [by_id[cid].model_copy(update={"posttest": tests[(cid, v)]}) for cid, v in keys]
     )
     out = {k: s.metrics.get(STEP_RECALL) for k, s in zip(keys, scored, strict=True)}
