@@ -133,10 +133,22 @@ def test_cli_only_registers_the_stages_commands():
         "wikihowagent.report.command",
         "wikihowagent.chat.command",
         "wikihowagent.sweep.command",
+        "wikihowagent.model.command",
     }
 
 
-STAGES = ("generation", "evaluation", "alignment", "corpus", "report", "chat", "sweep", "judgecheck", "compare")
+STAGES = (
+    "generation",
+    "evaluation",
+    "alignment",
+    "corpus",
+    "report",
+    "chat",
+    "sweep",
+    "judgecheck",
+    "compare",
+    "model",
+)
 
 
 def test_every_stage_is_command_and_core_and_commands_reach_their_core_lazily():
@@ -273,6 +285,7 @@ FLOORS: dict[str, int] = {
     "workflow": 1,
     "generation": 2,
     "chat": 2,
+    "model": 2,
     "evaluation": 3,
     "sweep": 3,
     "alignment": 4,

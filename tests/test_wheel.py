@@ -122,7 +122,7 @@ def test_the_distributions_hold_the_bundled_files_and_twine_accepts_them(dists):
     assert not any(n.startswith(("data/", "configs/", "tests/")) for n in names)  # only the package
     meta = zipfile.ZipFile(dists["wheel"]).read(f"wikihowagent-{__version__}.dist-info/METADATA").decode()
     assert "License-Expression: MIT" in meta and "Provides-Extra: embedded" in meta
-    assert "Requires-Dist: xllamacpp" in meta and "; extra == \"embedded\"" in meta
+    assert "Requires-Dist: xllamacpp" in meta and '; extra == "embedded"' in meta
     assert "Description-Content-Type: text/markdown" in meta and "# wikihowagent" in meta
     with tarfile.open(dists["sdist"]) as tf:
         members = {m.name.split("/", 1)[1] for m in tf.getmembers() if "/" in m.name}

@@ -40,13 +40,13 @@ def _root(
 
 # Each stage registers its own commands (their modules import the stage's core lazily).
 from wikihowagent.alignment.command import align, annotate_export  # noqa: E402
-from wikihowagent.backends.command import model_app  # noqa: E402
 from wikihowagent.chat.command import chat  # noqa: E402
 from wikihowagent.compare.command import compare  # noqa: E402
 from wikihowagent.corpus.command import stats, tutorials  # noqa: E402
 from wikihowagent.evaluation.command import evaluate  # noqa: E402
 from wikihowagent.generation.command import generate, merge  # noqa: E402
 from wikihowagent.judgecheck.command import judge_check  # noqa: E402
+from wikihowagent.model.command import model_app  # noqa: E402
 from wikihowagent.report.command import report  # noqa: E402
 from wikihowagent.sweep.command import sweep_app  # noqa: E402
 

@@ -18,7 +18,6 @@ from .options import (
     checklist_weights_option,
     command_errors,
     concurrency_option,
-    device_option,
     evaluator_option,
     judge_prompt_option,
     judge_rationale_option,
@@ -109,8 +108,9 @@ def evaluate(
     ] = 32,
     device: Annotated[
         Device,
-        device_option(
-            "Where the metric encoders (sentence embeddings, BERTScore, the post-test's step matching) run: auto = a CUDA or Apple MPS GPU when torch sees one, else the CPU; recorded in scores.jsonl (metrics_device)."
+        typer.Option(
+            rich_help_panel=METRICS,
+            help="Where the metric encoders (sentence embeddings, BERTScore, the post-test's step matching) run: auto = a CUDA or Apple MPS GPU when torch sees one, else the CPU; recorded in scores.jsonl (metrics_device).",
         ),
     ] = "auto",
     no_figures: Annotated[

@@ -44,14 +44,6 @@ def rubrics_option(panel: str) -> Any:
     return _option(panel, "Rubric JSON file (default: wikihowagent/data/rubrics.json).")
 
 
-def device_option(help: str) -> Any:
-    """`--device auto|cpu|cuda|mps` (the parameter's type is `Device`): where the metric encoders run
-    (metrics.resolve_device)."""
-    from wikihowagent.console import METRICS
-
-    return _option(METRICS, help)
-
-
 def evaluator_option(help: str) -> Any:
     """`--evaluator SPEC`: the judge model spec (repeatable where a panel is allowed: the parameter's type says)."""
     return _models(help, metavar="SPEC")

@@ -7,13 +7,12 @@ from typing import Annotated
 
 import typer
 
-from wikihowagent.console import INPUTS, MODELS, OUTPUT, POSTTEST, make_console
+from wikihowagent.console import INPUTS, METRICS, MODELS, OUTPUT, POSTTEST, make_console
 from wikihowagent.evaluation.options import (
     Device,
     base_url_option,
     command_errors,
     concurrency_option,
-    device_option,
     evaluator_option,
     judge_prompt_option,
     judge_rationale_option,
@@ -130,8 +129,9 @@ def judge_check(
     ] = None,
     device: Annotated[
         Device,
-        device_option(
-            "With --posttest-learner: where the encoder that matches the post-test's steps (Step Recall) runs: auto = a CUDA or Apple MPS GPU when torch sees one, else the CPU."
+        typer.Option(
+            rich_help_panel=METRICS,
+            help="With --posttest-learner: where the encoder that matches the post-test's steps (Step Recall) runs: auto = a CUDA or Apple MPS GPU when torch sees one, else the CPU.",
         ),
     ] = "auto",
 ) -> None:

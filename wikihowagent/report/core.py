@@ -88,6 +88,7 @@ from .figures import domain_bars, radar
 from .head_to_head import CompareDirError, check_compare_dir, csv_table
 from .measured import MeasuredError, load_measured
 from .page import page
+from .reading import reading_html
 from .sources import Problems, ReportConversation, ReportRun, drop_out_of_range, load_inputs
 
 CHUNK = 250
@@ -843,6 +844,7 @@ def _index_html(
         "<section id='overview'><h1>Runs</h1>",
         f"<p class='meta'>{len(runs)} run(s), {n} conversations, {len(metrics)} metrics.</p>",
         _runs_table(rows),
+        reading_html(runs),
         _evidence_html(runs),
         f"<div id='summary-tables'>{tables}</div></section>",
         _figures_html(figures),

