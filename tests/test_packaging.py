@@ -81,11 +81,14 @@ def test_make_demo_says_what_it_runs_where_the_run_is_and_what_to_open(tmp_path)
         check=True,
     ).stdout
     lines = out.splitlines()
-    assert f"$ wikihowagent evaluate {tmp_path / 'demo'}" in lines
+    demo = tmp_path / "demo"
+    assert f"$ wikihowagent evaluate {demo}/known {demo}/invented --out {demo}/summary" in lines
     assert "[--domain] [Home & Garden]" in out  # the quoted domain reaches the command as one argument
+    assert "[--learner-persona] [curious]" in out and "[--tutorials] [wikihowagent/data/validity/counterfactual]" in out
     assert lines[-2:] == [
-        f"The run: {tmp_path / 'demo'}/ (conversations.jsonl, scores.jsonl, summary.md)",
-        f"Open: {tmp_path / 'demo'}/report/index.html",
+        f"The runs: {demo}/known/ and {demo}/invented/ (conversations.jsonl, scores.jsonl); the summary: "
+        f"{demo}/summary/summary.md",
+        f"Open: {demo}/report/index.html",
     ]
     assert not any(line.startswith(str(venv)) for line in lines)  # make's own echo of the recipe is off
     fake.write_text("#!/bin/bash\nexit 3\n")

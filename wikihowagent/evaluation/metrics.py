@@ -50,8 +50,9 @@ ECHO_RATE = "Echo Rate"
 
 
 WORDNET_HINT = (
-    "METEOR needs WordNet, which is not installed: run `sudo scripts/setup_nltk_data.sh .venv` "
-    "(installs Debian's wordnet-base), or leave METEOR out with --metrics"
+    "METEOR needs WordNet (nltk's wordnet corpus), which is not installed: in a clone run `sudo "
+    "scripts/setup_nltk_data.sh .venv` (Debian's wordnet-base); elsewhere put WordNet 3.0 in a folder nltk "
+    "searches (NLTK_DATA, ~/nltk_data; docs: Getting started); or leave METEOR out with --metrics"
 )
 
 
