@@ -141,8 +141,10 @@ OTHER_TOOLS_FLAGS = {
     "--throughput",
     "--variants",
     "--write-md",
-    "--check",
-}  # ruff format --check (docs/developer.md)
+    "--check",  # ruff format --check (docs/developer.md)
+    "--index-url",  # pip install torch --index-url ... (README, Getting started: the CPU build of torch)
+    "--no-isolation",  # python -m build --no-isolation (docs/developer.md: the wheel test)
+}
 # Words after "wikihowagent " that are not commands: `make install`'s output, quoted on Getting started.
 NOT_COMMANDS = {"into", "itself"}
 
