@@ -36,6 +36,10 @@ from wikihowagent.runs import (
     CORRELATIONS_MD,
     DESCRIPTIVES_CSV,
     FIGURES_DIR,
+    METRIC_ALIGNMENT_CSV,
+    METRIC_ALIGNMENT_MD,
+    METRIC_ALIGNMENT_PNG,
+    METRIC_ALIGNMENT_WITHIN_PNG,
     PAIR_ORDER_CSV,
     PAIRED_SCORES_CSV,
     PROBLEMS_TXT,
@@ -45,7 +49,7 @@ from wikihowagent.runs import (
 )
 from wikihowagent.stats.pair_order import GAP, PairOrder, pair_order
 
-from . import checklist_fit, estimates, schema
+from . import checklist_fit, estimates, metric_table, schema
 from . import figures as plots
 from .annotations import JudgeRatings, average_judges, human_matrix, read_human_files
 from .blind import unblind
@@ -82,8 +86,12 @@ OUTPUT_FILES = (
     AGREEMENT_PAIRS_CSV,
     PAIRED_SCORES_CSV,
     PAIR_ORDER_CSV,
+    METRIC_ALIGNMENT_CSV,
+    METRIC_ALIGNMENT_MD,
     PROBLEMS_TXT,
     f"{FIGURES_DIR}/{SCORE_DISTRIBUTIONS_PNG}",
+    f"{FIGURES_DIR}/{METRIC_ALIGNMENT_PNG}",
+    f"{FIGURES_DIR}/{METRIC_ALIGNMENT_WITHIN_PNG}",
     f"{FIGURES_DIR}/{CORRELATION_HEATMAP_PNG}",
     *(f"figures/correlation_heatmap_by_{b}.png" for b in BY_CHOICES),
     *CALIBRATION_FILES,
@@ -128,6 +136,7 @@ class AlignResult:
     raters: JudgesOutcome | None = None  # every judge (a panel's too) and alpha with the judge as a rater
     # metric (8 rubrics, Overall) -> the judge's share of the same-tutorial pairs people clearly ordered (stats.pair_order)
     pair_order: dict[str, PairOrder] = field(default_factory=dict)
+    metric_alignment: metric_table.MetricAlignment | None = None  # every metric against people
 
     @property
     def computed(self) -> bool:
@@ -227,6 +236,9 @@ def compute(
     res = AlignResult(judges, llm, ids, H, human, counts, model, matched, groups, by, n_boot, seed, problems)
     res.automatic = automatic_correlations(llm, ids, human, n_boot, seed)
     res.pair_order = head_to_head(llm, ids, human, model, n_boot, seed)
+    if len(ids):
+        tutorials, _ = estimates.tutorial_keys(res, ids)
+        res.metric_alignment = metric_table.metric_alignment(res, [str(t) for t in tutorials], n_boot, seed)
     return res
 
 
@@ -705,6 +717,10 @@ def write_outputs(res: AlignResult, out_dir: Path, human_paths: list[Path], *, f
             cols, rows = pair_order_rows(res)
             st.write_text(PAIR_ORDER_CSV, csv_text(cols, rows))
         st.write_text(CORRELATIONS_MD, markdown(res, human_paths, res.llm.sources))
+        if res.metric_alignment is not None:
+            cols, rows = metric_table.rows_csv(res.metric_alignment)
+            st.write_text(METRIC_ALIGNMENT_CSV, csv_text(cols, rows))
+            st.write_text(METRIC_ALIGNMENT_MD, metric_table.markdown(res.metric_alignment))
         st.write_text(PROBLEMS_TXT, "\n".join(res.problems.lines()) + "\n" if len(res.problems) else "no problems\n")
         if figures:
             write_figures(res, st)
@@ -735,6 +751,20 @@ def write_figures(res: AlignResult, st: StagedOutput) -> None:
     plots.correlation_heatmap(
         st.path(f"{FIGURES_DIR}/{CORRELATION_HEATMAP_PNG}"), labels, vals, ps, [COEF_LABEL[c] for c in COEFFICIENTS]
     )
+    if res.metric_alignment is not None and res.metric_alignment.rows:
+        for coef, name, what in (
+            ("pearson", METRIC_ALIGNMENT_PNG, "Pearson r"),
+            ("within", METRIC_ALIGNMENT_WITHIN_PNG, "within-tutorial r"),
+        ):
+            labels, cols, vals, ps = metric_table.heatmap_data(res.metric_alignment, coef)
+            plots.correlation_heatmap(
+                st.path(f"{FIGURES_DIR}/{name}"),
+                labels,
+                vals,
+                ps,
+                cols,
+                title=f"Every metric vs people: {what} (* p<0.05, ** p<0.01)",
+            )
     if res.by and len(res.groups) > 1:
         gs = res.groups[1:]
         vals = np.array(
@@ -797,6 +827,8 @@ def render(res: AlignResult, console) -> None:
             highlight=False,
             markup=False,
         )
+    if res.metric_alignment is not None:
+        metric_table.render(res.metric_alignment, console)
     if res.raters is not None:
         render_judges(res.raters, console)
     if res.calibration is not None:

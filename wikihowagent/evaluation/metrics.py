@@ -46,6 +46,7 @@ BERTSCORE = "BERTScore"
 EMBEDDING_COSINE = "Embedding Cosine"
 STEP_COVERAGE = "Step Coverage"  # evaluation/coverage.py
 ECHO_RATE = "Echo Rate"
+WORDS = "Words"  # conversation length: the trivial baseline every metric is compared with (align, judge-check --metrics)
 # The learner's post-test (evaluation/posttest.py): default mode only, None where no post-test was taken.
 
 
@@ -130,6 +131,12 @@ def distinct_bigram_ratio(token_lists: Iterable[Sequence[Any]]) -> float | None:
     if not grams:
         return None
     return len(set(grams)) / len(grams)
+
+
+def word_count(conv: Conversation) -> float:
+    """Words of every generated message (teacher and learner; the fixed BEGIN/FINISHED texts left out): the
+    conversation's length, the baseline a quality metric has to beat (longer lessons tend to look better)."""
+    return float(sum(len(words(m.text)) for m in conv.messages if m.kind not in ("begin", "finish")))
 
 
 def diversity(conv: Conversation) -> float | None:
@@ -484,7 +491,7 @@ class Metric:
     batch: EmbedBatch | None = None
     needs_hypothesis: bool = False  # None when the conversation has no generated teacher text
     needs_wordnet: bool = False
-    scale: Literal["fraction", "nats"] = "fraction"  # nats: Likelihood Gain (not a percentage)
+    scale: Literal["fraction", "nats", "count"] = "fraction"  # nats: Likelihood Gain; count: Words (not percentages)
     low: float = 0.0  # the least value it can take: -1 for cosine similarities, Kendall's tau and the gains
     high: float = 1.0  # the most (the report's range check reads both: `value_range`)
     better: Literal["higher", "lower"] = "higher"  # which way is better (the report's ↑/↓ and best run)
@@ -535,6 +542,7 @@ REGISTRY: tuple[Metric, ...] = (
         low=-1000.0,
         high=1000.0,
     ),  # nats per token, from the record's posttest.likelihood
+    Metric(WORDS, "default", lambda x: word_count(x.conv), scale="count", high=1e9),  # length: a baseline, not a quality
     # paper: the released code's definitions, reproduced exactly
     Metric(QUESTION, "paper", lambda x: paper_question_ratio(x.conv)),
     Metric(COMPLETION, "paper", lambda x: paper_completion(x.conv)),
