@@ -24,6 +24,7 @@ import numpy as np
 from wikihowagent.config import load_config
 from wikihowagent.errors import WikihowagentError, kind_of
 from wikihowagent.markdown import markdown_table
+from wikihowagent.records import ESTIMATE_NAME
 from wikihowagent.runs import (
     AGREEMENT_CSV,
     AGREEMENT_PAIRS_CSV,
@@ -42,14 +43,18 @@ from wikihowagent.runs import (
     METRIC_ALIGNMENT_WITHIN_PNG,
     PAIR_ORDER_CSV,
     PAIRED_SCORES_CSV,
+    PEOPLE_ESTIMATE_CSV,
+    PEOPLE_ESTIMATE_JSON,
+    PEOPLE_ESTIMATE_MD,
     PROBLEMS_TXT,
     SCORE_DISTRIBUTIONS_PNG,
     evaluated_runs,
+    people_estimate_text,
     run_name,
 )
 from wikihowagent.stats.pair_order import GAP, PairOrder, pair_order
 
-from . import checklist_fit, estimates, metric_table, schema
+from . import checklist_fit, estimates, metric_table, people_fit, schema
 from . import figures as plots
 from .annotations import JudgeRatings, average_judges, human_matrix, read_human_files
 from .blind import unblind
@@ -88,6 +93,9 @@ OUTPUT_FILES = (
     PAIR_ORDER_CSV,
     METRIC_ALIGNMENT_CSV,
     METRIC_ALIGNMENT_MD,
+    PEOPLE_ESTIMATE_JSON,
+    PEOPLE_ESTIMATE_MD,
+    PEOPLE_ESTIMATE_CSV,
     PROBLEMS_TXT,
     f"{FIGURES_DIR}/{SCORE_DISTRIBUTIONS_PNG}",
     f"{FIGURES_DIR}/{METRIC_ALIGNMENT_PNG}",
@@ -137,6 +145,7 @@ class AlignResult:
     # metric (8 rubrics, Overall) -> the judge's share of the same-tutorial pairs people clearly ordered (stats.pair_order)
     pair_order: dict[str, PairOrder] = field(default_factory=dict)
     metric_alignment: metric_table.MetricAlignment | None = None  # every metric against people
+    people_fit: people_fit.PeopleFit | None = None  # the people-calibrated estimate (people_estimate.json)
 
     @property
     def computed(self) -> bool:
@@ -238,7 +247,12 @@ def compute(
     res.pair_order = head_to_head(llm, ids, human, model, n_boot, seed)
     if len(ids):
         tutorials, _ = estimates.tutorial_keys(res, ids)
-        res.metric_alignment = metric_table.metric_alignment(res, [str(t) for t in tutorials], n_boot, seed)
+        keys = [str(t) for t in tutorials]
+        res.metric_alignment = metric_table.metric_alignment(res, keys, n_boot, seed)
+        if metric_table.metric_columns(res, ids):
+            res.people_fit = people_fit.fit_people(res, keys, n_boot, seed, human_paths)
+            if res.people_fit.estimate is None:
+                problems.add("no estimate", f"{ESTIMATE_NAME} not fitted: {res.people_fit.why_not}")
     return res
 
 
@@ -721,6 +735,12 @@ def write_outputs(res: AlignResult, out_dir: Path, human_paths: list[Path], *, f
             cols, rows = metric_table.rows_csv(res.metric_alignment)
             st.write_text(METRIC_ALIGNMENT_CSV, csv_text(cols, rows))
             st.write_text(METRIC_ALIGNMENT_MD, metric_table.markdown(res.metric_alignment))
+        if res.people_fit is not None:
+            st.write_text(PEOPLE_ESTIMATE_MD, people_fit.markdown(res.people_fit))
+            if res.people_fit.estimate is not None:
+                st.write_text(PEOPLE_ESTIMATE_JSON, people_estimate_text(res.people_fit.estimate))
+                cols, rows = people_fit.rows_csv(res.people_fit)
+                st.write_text(PEOPLE_ESTIMATE_CSV, csv_text(cols, rows))
         st.write_text(PROBLEMS_TXT, "\n".join(res.problems.lines()) + "\n" if len(res.problems) else "no problems\n")
         if figures:
             write_figures(res, st)
@@ -829,6 +849,8 @@ def render(res: AlignResult, console) -> None:
         )
     if res.metric_alignment is not None:
         metric_table.render(res.metric_alignment, console)
+    if res.people_fit is not None:
+        people_fit.render(res.people_fit, console)
     if res.raters is not None:
         render_judges(res.raters, console)
     if res.calibration is not None:

@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any, Literal, get_args
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.records import CAL_SUFFIX, RUBRIC_SCALE, Conversation
+from wikihowagent.records import CAL_SUFFIX, ESTIMATE_NAME, RUBRIC_SCALE, Conversation
 
 from . import coverage, posttest
 from .posttest import (  # noqa: F401
@@ -586,11 +586,13 @@ def better(name: str) -> Literal["higher", "lower"]:
 
 def value_range(name: str, rubric_names: Iterable[str] = ()) -> tuple[float, float] | None:
     """The values metric `name` can take, from its registry entry: a computational metric's [low, high], a
-    rubric's 1..5, as is a calibrated rubric's (`Clarity (cal.)`); None if the name is none of these (e.g. a
+    rubric's 1..5, as is a calibrated rubric's (`Clarity (cal.)`) and the people-calibrated estimate; None if the name is none of these (e.g. a
     column of a paper run file this project does not compute)."""
     entries = [m for m in REGISTRY if m.name == name]
     if entries:
         return (min(m.low for m in entries), max(m.high for m in entries))
+    if name == ESTIMATE_NAME:  # `evaluate --people-estimate`: a predicted rating
+        return RUBRIC_RANGE
     return RUBRIC_RANGE if name.removesuffix(CAL_SUFFIX) in set(rubric_names) else None
 
 
