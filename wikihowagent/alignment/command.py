@@ -398,7 +398,7 @@ def _print_outcome(outcome: Any, problems: Any, err: Any, out_dir: Path, t0: flo
         )
         raise typer.Exit(1)
     problems.echo(limit=40)
-    if not res.any_correlation:
+    if not res.any_correlation and not res.metrics_computed:
         print_labeled(
             err,
             "warning:",

@@ -148,8 +148,18 @@ class AlignResult:
     people_fit: people_fit.PeopleFit | None = None  # the people-calibrated estimate (people_estimate.json)
 
     @property
+    def metrics_computed(self) -> bool:
+        """Some metric's correlation with people (metric_alignment.csv) could be computed."""
+        ma = self.metric_alignment
+        return ma is not None and any(
+            math.isfinite(r.assoc.coefs["pearson"].value) for rows in ma.rows.values() for r in rows
+        )
+
+    @property
     def computed(self) -> bool:
-        """Anything at all to report (a correlation or an agreement statistic)."""
+        """Anything at all to report (a correlation, an agreement statistic, a metric against people)."""
+        if self.metrics_computed:
+            return True
         for g in self.groups:
             for c in g.correlations.values():
                 if any(math.isfinite(v.value) for v in c.coefs.values()):

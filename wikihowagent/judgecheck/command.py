@@ -115,6 +115,14 @@ def judge_check(
             "With --posttest-learner: also the likelihood post-test (the learner model's mean log-probability per token of each tutorial step given the lesson minus given the title: Likelihood Gain, nats) on each original and copy: posttest_likelihood_validity.csv. Needs an OpenAI-compatible /v1/completions with echo + logprobs (vLLM) or a llama.cpp server (the embedded `local`: read through a grammar)."
         ),
     ] = False,
+    metrics: Annotated[
+        bool,
+        typer.Option(
+            "--metrics",
+            rich_help_panel=MODELS,
+            help="Instead of judging: every computational metric (evaluate's default mode, no post-test) on each original and perturbed copy, no model call: the share of conversations where the metric prefers the original, in its own direction, with CIs: metric_sensitivity.csv/.md/.png.",
+        ),
+    ] = False,
     tutorials: Annotated[
         list[Path] | None,
         typer.Option(
@@ -151,6 +159,7 @@ def judge_check(
         posttest_prompt,
         tuple(tutorials or ()),
         posttest_likelihood,
+        metrics,
     )
     with command_errors(console, "judgments"):
         run_judge_check(req, console)

@@ -71,7 +71,7 @@ from wikihowagent.runs import (
 from wikihowagent.workflow.likelihood import LikelihoodError, LikelihoodTaker, for_chat_model
 from wikihowagent.workflow.posttest import post_tester, prompt_option
 
-from . import posttest_check
+from . import metric_check, posttest_check
 from .accuracy import (  # noqa: F401 (re-exported)
     BOOTSTRAP,
     ORIGINAL,
@@ -726,6 +726,7 @@ class JudgeCheckRequest:
     posttest_prompt: str | None = None  # ... in this wording (workflow/posttest.py PROMPTS); None = the default
     posttest_tutorials: tuple[Path, ...] = ()  # ... split by these tutorial sets (e.g. the validity set)
     posttest_likelihood: bool = False  # ... and the likelihood post-test (workflow/likelihood.py)
+    metrics: bool = False  # instead of judging: every computational metric against the perturbations (no model)
 
 
 def run_judge_check(req: JudgeCheckRequest, console: Any) -> None:
@@ -737,6 +738,22 @@ def run_judge_check(req: JudgeCheckRequest, console: Any) -> None:
             "--posttest-likelihood: give --posttest-learner (the model whose log-probabilities are read)"
         )
     specs = list(dict.fromkeys(req.evaluators))
+    if req.metrics:
+        if specs or req.pairwise or req.posttest_learner:
+            raise JudgeCheckError(
+                "--metrics checks the computational metrics and asks no model: give it without --evaluator, "
+                "--pairwise or --posttest-learner"
+            )
+        inputs = read_inputs(console, req)
+        metric_check.run_metric_check(
+            console,
+            inputs.convs,
+            inputs.perts,
+            Path(req.out),
+            ", ".join(str(s.path) for s in inputs.sources),
+            req.figures,
+        )
+        return
     if len(specs) > 1 and req.posttest_learner:
         raise JudgeCheckError(
             "--posttest-learner measures the post-test's validity and asks no judge: give it without a panel of "

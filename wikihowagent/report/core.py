@@ -62,6 +62,10 @@ from wikihowagent.runs import (
     CONVERSATION_HTML,
     CONVERSATION_JS,
     CORRELATION_HEATMAP_PNG,
+    METRIC_ALIGNMENT_CSV,
+    METRIC_ALIGNMENT_PNG,
+    METRIC_ALIGNMENT_WITHIN_PNG,
+    PEOPLE_ESTIMATE_CSV,
     CORRELATIONS_CSV,
     CORRELATIONS_MD,
     DOMAIN_BARS_PNG,
@@ -87,6 +91,7 @@ from wikihowagent.runs import (
 from .figures import domain_bars, radar
 from .head_to_head import CompareDirError, check_compare_dir, csv_table
 from .measured import MeasuredError, load_measured
+from .validity import ValidityError, load_validity
 from .page import page
 from .sources import Problems, ReportConversation, ReportRun, drop_out_of_range, load_inputs
 
@@ -646,8 +651,32 @@ def _metric_head(m: str, direction: dict[str, str]) -> str:
     up = direction.get(m) != "lower"
     return (
         f"{e(SHORT.get(m, m))} <span class='dir' title='{'higher' if up else 'lower'} is better'>"
-        f"{'↑' if up else '↓'}</span>"
+        f"{'↑' if up else '↓'}</span>" + _tracked_note(m)
     )
+
+
+def _tracked_note(m: str) -> str:
+    """Under a metric's head: how far it tracked people where that was measured (data/metric_validity.json)."""
+    e = html.escape
+    try:
+        v = load_validity().metrics.get(m)
+    except ValidityError:
+        return ""
+    if v is None or v.within_r is None:
+        return ""
+    pairs = f", pairs {v.pair_share:.2f}" if v.pair_share is not None else ""
+    return (
+        f"<small class='tracked' title='{e(_validity_title())}: {e(v.short())}'>people: "
+        f"r<sub>w</sub> {v.within_r:+.2f}{pairs}</small>"
+    )
+
+
+def _validity_title() -> str:
+    try:
+        val = load_validity()
+    except ValidityError:
+        return ""
+    return f"measured on {val.study} ({val.measured}); {val.caveat}"
 
 
 def _value_cell(row: dict[str, Any], m: str, best: dict[str, str], direction: dict[str, str]) -> str:
@@ -740,6 +769,52 @@ def _short_number(x: str) -> str:
     return x if "." not in x or len(x.split(".")[1]) <= 3 else f"{v:.3f}"
 
 
+METRIC_COLUMNS = (  # metric_alignment.csv's columns shown on the page: (column, head, its CI's columns)
+    ("n", "n", None),
+    ("pearson", "Pearson r", None),
+    ("within", "within-tutorial r", ("within_ci_low", "within_ci_high")),
+    ("partial", "partial r (length)", None),
+    ("pair_share", "clear pairs ordered", ("pair_ci_low", "pair_ci_high")),
+    ("note", "note", None),
+)
+
+
+def _metric_alignment_html(alignment: Path, problems: Problems) -> str:
+    """Every metric against the people's Overall, as align sorted it (metric_alignment.csv), compactly."""
+    path = alignment / METRIC_ALIGNMENT_CSV
+    if not path.is_file():
+        return ""
+    try:
+        rows = read_people_rows(path)
+    except OutputReadError as exc:
+        problems.add(f"{path}: cannot read ({exc.detail}); left out")
+        return ""
+    if not rows or "human_rubric" not in rows[0]:
+        return ""
+    head = rows[0]
+    col = {h: i for i, h in enumerate(head)}
+    if any(c not in col for c, _, ci in METRIC_COLUMNS) or "metric" not in col:
+        problems.add(f"{path}: not align's metric_alignment.csv (columns missing); left out")
+        return ""
+
+    def cell(r: list[str], c: str, ci: tuple[str, str] | None) -> str:
+        v = _short_number(r[col[c]]) if col[c] < len(r) else ""
+        if ci and all(x in col and col[x] < len(r) and r[col[x]] for x in ci):
+            v += f" [{_short_number(r[col[ci[0]]])}, {_short_number(r[col[ci[1]]])}]"
+        return v or "—"
+
+    body = [["metric", *(h for _, h, _ in METRIC_COLUMNS)]]
+    body += [
+        [r[col["metric"]], *(cell(r, c, ci) for c, _, ci in METRIC_COLUMNS)]
+        for r in rows[1:]
+        if len(r) > col["human_rubric"] and r[col["human_rubric"]] == "Overall"
+    ]
+    return (
+        "<h3>Every metric against the people's Overall (metric_alignment.csv; every rubric in "
+        "metric_alignment.md)</h3>" + csv_table(body)
+    )
+
+
 def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
 
     e = html.escape
@@ -759,7 +834,9 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
         parts.append(csv_table(rows))
     else:
         problems.add(f"{alignment}: no correlations.csv; the alignment section shows the figures only")
+    parts.append(_metric_alignment_html(alignment, problems))
     for name, title in (
+        (PEOPLE_ESTIMATE_CSV, "Estimated Overall (people): out of fold beside METEOR alone and the judge"),
         (CALIBRATION_CSV, "Calibration on the human ratings (align --calibrate; out of fold, GroupKFold by tutorial)"),
         (PPI_CSV, "Prediction-powered estimates of the human mean rating (align --ppi)"),
         (JUDGES_CSV, "Every judge beside the humans (Krippendorff's α with the judge as a rater)"),
@@ -775,6 +852,8 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
     captions = {
         SCORE_DISTRIBUTIONS_PNG: "Human vs LLM score distributions per model (Figs. 6/8)",
         CORRELATION_HEATMAP_PNG: "Correlation heatmap (Fig. 7)",
+        METRIC_ALIGNMENT_PNG: "Every metric vs people: Pearson r per human rubric (Fig. 7 for every metric)",
+        METRIC_ALIGNMENT_WITHIN_PNG: "Every metric vs people: within-tutorial r per human rubric",
         CALIBRATION_PNG: "Judge score vs human mean, with the isotonic calibration",
     }
     for png in sorted((alignment / FIGURES_DIR).glob("*.png")):
@@ -843,6 +922,7 @@ def _index_html(
         "<section id='overview'><h1>Runs</h1>",
         f"<p class='meta'>{len(runs)} run(s), {n} conversations, {len(metrics)} metrics.</p>",
         _runs_table(rows),
+        _metrics_trust_html(),
         _evidence_html(runs),
         f"<div id='summary-tables'>{tables}</div></section>",
         _figures_html(figures),
@@ -1001,6 +1081,35 @@ def _measured_html(runs: list[ReportRun]) -> list[str]:
         "<ul class='measured'>" + "".join(f"<li>{html.escape(x)}</li>" for x in ls) + "</ul>" if emb else ""
         for emb, ls in zip(embedded, lines, strict=True)
     ]
+
+
+def _metrics_trust_html() -> str:
+    """ "How far to trust the metrics": the metrics measured to track people first (their within-tutorial r
+    and clear-pair share on the human study, and how often they prefer an original to a damaged copy), then
+    those that did not, with the study's caveat (data/metric_validity.json)."""
+    e = html.escape
+    try:
+        val = load_validity()
+    except ValidityError as exc:
+        return (
+            "<h2 id='trust-metrics'>How far to trust the metrics</h2>"
+            f"<p class='meta'>The metrics' measured validity is not available: {e(str(exc))}</p>"
+        )
+    ranked = val.ranked()
+    tracked = [(m, v) for m, v in ranked if v.tracked]
+    others = [m for m, v in ranked if not v.tracked and v.within_r is not None]
+    items = "".join(f"<li><b>{e(m)}</b>: {e(v.short())}</li>" for m, v in tracked)
+    return (
+        "<h2 id='trust-metrics'>How far to trust the metrics</h2>"
+        f"<p>Measured against people on {e(val.study)} ({e(val.measured)}), the people's {e(val.target)} rating: "
+        "the within-tutorial r (which of one tutorial's conversations is better; 95 % CI resampling tutorials) "
+        "and the share of the clear same-tutorial pairs ordered as the people did. These tracked people "
+        "(the CI of r above 0), best first:</p>"
+        f"<ul class='evidence'>{items or '<li>none</li>'}</ul>"
+        + (f"<p>Not clearly: {e(', '.join(others))}.</p>" if others else "")
+        + f"<p class='meta'>Caveat: {e(val.caveat)}. Measure your own: <code>wikihowagent align</code> "
+        "on your human study writes metric_alignment.md.</p>"
+    )
 
 
 def _evidence_html(runs: list[ReportRun]) -> str:
