@@ -158,7 +158,13 @@ def write_study(root: Path, k: int = 10, per: int = 6, seed: int = 0) -> tuple[P
                     | {m: round(people, 1) for m in ("progress", "truthfulness")}
                 )
                 judge_rows.append(
-                    {"conversation_id": cid, "filename": "run", "title": f"How to {t}", "clarity": 2 + j % 3, "progress": 5}
+                    {
+                        "conversation_id": cid,
+                        "filename": "run",
+                        "title": f"How to {t}",
+                        "clarity": 2 + j % 3,
+                        "progress": 5,
+                    }
                 )
     cols = ("conversation_id", "filename", "title", "clarity", "progress", "truthfulness")
     sheet = write_sheet(root / "person.csv", sheet_rows, columns=cols)
@@ -176,7 +182,19 @@ def test_align_compares_every_metric_with_people(tmp_path):
     out = tmp_path / "out"
     res = CliRunner().invoke(
         make_app(),
-        ["align", "-H", str(sheet), "--scores", str(judge), "--scores", str(run), "--out", str(out), "--bootstrap", "200"],
+        [
+            "align",
+            "-H",
+            str(sheet),
+            "--scores",
+            str(judge),
+            "--scores",
+            str(run),
+            "--out",
+            str(out),
+            "--bootstrap",
+            "200",
+        ],
     )
     assert res.exit_code == 0, res.output
     rows = [r for r in read_csv(out / "metric_alignment.csv") if r["human_rubric"] == "Overall"]
@@ -210,9 +228,13 @@ def test_a_sheet_whose_ids_match_no_scored_conversation_is_an_error(tmp_path):
         [{"conversation_id": f"x{i}", "filename": "run", "title": "t", "clarity": 3} for i in range(5)],
         columns=("conversation_id", "filename", "title", "clarity"),
     )
-    res = CliRunner().invoke(make_app(), ["align", "-H", str(sheet), "--scores", str(run), "--out", str(tmp_path / "o")])
+    res = CliRunner().invoke(
+        make_app(), ["align", "-H", str(sheet), "--scores", str(run), "--out", str(tmp_path / "o")]
+    )
     assert res.exit_code == 1
-    assert "no LLM score" in res.output or "contribute nothing" in res.output or "nothing could be computed" in res.output
+    assert (
+        "no LLM score" in res.output or "contribute nothing" in res.output or "nothing could be computed" in res.output
+    )
 
 
 # ------------------------------------------------------------------------------------------ evaluate --people-estimate
@@ -316,7 +338,9 @@ def test_judge_check_metrics_runs_without_a_model(tmp_path, monkeypatch):
         pytest.skip("the human study is not here")
     from wikihowagent.cli import app
 
-    res = CliRunner().invoke(app, ["judge-check", "--metrics", "--no-figures", "--out", str(tmp_path / "jc"), str(files[0])])
+    res = CliRunner().invoke(
+        app, ["judge-check", "--metrics", "--no-figures", "--out", str(tmp_path / "jc"), str(files[0])]
+    )
     assert res.exit_code == 0, res.output
     rows = read_csv(tmp_path / "jc" / "metric_sensitivity.csv")
     cell = {(r["metric"], r["perturbation"]): float(r["accuracy"]) for r in rows}

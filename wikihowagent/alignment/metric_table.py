@@ -104,13 +104,13 @@ def _seed(seed: int, metric: str, target: str) -> list[int]:
 
 def metric_alignment(res: Any, tutorials: list[str], n_boot: int, seed: int) -> MetricAlignment | None:
     """The table over the human-rated conversations (`res`: an AlignResult); None when the scores hold no
-    metric and no judge score for them."""
+    metric besides the judge's rubric scores for them (those are correlations.csv)."""
     ids = res.ids
     people = people_matrix(res.human)
     columns = metric_columns(res, ids)
     judge = res.model[:, : schema.n_metrics()] if len(ids) else np.empty((0, schema.n_metrics()))
     has_judge = bool(np.any(~np.isnan(judge)))
-    if not columns and not has_judge:
+    if not columns:  # the judge alone is align's correlations.csv
         return None
     length = columns.get(WORDS)
     control = np.log1p(length) if length is not None else None
@@ -136,9 +136,7 @@ def metric_alignment(res: Any, tutorials: list[str], n_boot: int, seed: int) -> 
             direction = better(name) if name not in (JUDGE_SAME, JUDGE_MEAN) else "higher"
             x = -values if direction == "lower" else values
             base = name == WORDS
-            assoc = associate(
-                x, y, tutorials, None if base else control, n_boot=n_boot, seed=_seed(seed, name, target)
-            )
+            assoc = associate(x, y, tutorials, None if base else control, n_boot=n_boot, seed=_seed(seed, name, target))
             po, _ = pair_order({name: x}, y, tutorials, n_boot=n_boot, seed=seed)
             rows.append(MetricRow(name, target, direction, assoc, po[name], baseline=base))
         rows.sort(key=_sort_key)

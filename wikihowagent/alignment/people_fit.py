@@ -207,9 +207,7 @@ def markdown(fit: PeopleFit) -> str:
         else ("met" if goal else "not met")
         + f" (within-tutorial r ≥ {GOAL_WITHIN} and clear-pair share ≥ {GOAL_PAIRS} out of fold)"
     )
-    body = [
-        [c.name, str(c.n), _ci(c.pooled), _ci(c.within), _pairs(c.pairs), _diff(c.vs_meteor)] for c in fit.compared
-    ]
+    body = [[c.name, str(c.n), _ci(c.pooled), _ci(c.within), _pairs(c.pairs), _diff(c.vs_meteor)] for c in fit.compared]
     return (
         f"# {ESTIMATE_NAME}\n\n"
         f"The people's Overall rating predicted from {len(est.predictors)} cheap metric(s) of evaluate's "

@@ -46,7 +46,9 @@ BERTSCORE = "BERTScore"
 EMBEDDING_COSINE = "Embedding Cosine"
 STEP_COVERAGE = "Step Coverage"  # evaluation/coverage.py
 ECHO_RATE = "Echo Rate"
-WORDS = "Words"  # conversation length: the trivial baseline every metric is compared with (align, judge-check --metrics)
+WORDS = (
+    "Words"  # conversation length: the trivial baseline every metric is compared with (align, judge-check --metrics)
+)
 # The learner's post-test (evaluation/posttest.py): default mode only, None where no post-test was taken.
 
 
@@ -542,7 +544,9 @@ REGISTRY: tuple[Metric, ...] = (
         low=-1000.0,
         high=1000.0,
     ),  # nats per token, from the record's posttest.likelihood
-    Metric(WORDS, "default", lambda x: word_count(x.conv), scale="count", high=1e9),  # length: a baseline, not a quality
+    Metric(
+        WORDS, "default", lambda x: word_count(x.conv), scale="count", high=1e9
+    ),  # length: a baseline, not a quality
     # paper: the released code's definitions, reproduced exactly
     Metric(QUESTION, "paper", lambda x: paper_question_ratio(x.conv)),
     Metric(COMPLETION, "paper", lambda x: paper_completion(x.conv)),

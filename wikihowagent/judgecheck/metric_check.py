@@ -128,7 +128,9 @@ def markdown(cs: list[Cell], perts: list[Perturbation], n_convs: int, sources: s
     )
 
 
-def write(cs: list[Cell], perts: list[Perturbation], out: Path, n_convs: int, sources: str, figures: bool) -> list[Path]:
+def write(
+    cs: list[Cell], perts: list[Perturbation], out: Path, n_convs: int, sources: str, figures: bool
+) -> list[Path]:
     import numpy as np
     import pandas as pd
 

@@ -62,18 +62,18 @@ from wikihowagent.runs import (
     CONVERSATION_HTML,
     CONVERSATION_JS,
     CORRELATION_HEATMAP_PNG,
-    METRIC_ALIGNMENT_CSV,
-    METRIC_ALIGNMENT_PNG,
-    METRIC_ALIGNMENT_WITHIN_PNG,
-    PEOPLE_ESTIMATE_CSV,
     CORRELATIONS_CSV,
     CORRELATIONS_MD,
     DOMAIN_BARS_PNG,
     FIGURES_DIR,
     INDEX_HTML,
     JUDGES_CSV,
+    METRIC_ALIGNMENT_CSV,
+    METRIC_ALIGNMENT_PNG,
+    METRIC_ALIGNMENT_WITHIN_PNG,
     PAGE_SUFFIX,
     PAIR_ORDER_CSV,
+    PEOPLE_ESTIMATE_CSV,
     PPI_CSV,
     PROBLEMS_TXT,
     RADAR_COMPUTATIONAL_PNG,
@@ -91,9 +91,9 @@ from wikihowagent.runs import (
 from .figures import domain_bars, radar
 from .head_to_head import CompareDirError, check_compare_dir, csv_table
 from .measured import MeasuredError, load_measured
-from .validity import ValidityError, load_validity
 from .page import page
 from .sources import Problems, ReportConversation, ReportRun, drop_out_of_range, load_inputs
+from .validity import ValidityError, load_validity
 
 CHUNK = 250
 MARKER = ".wikihowagent-report"
@@ -596,7 +596,11 @@ def _summary_tables(tables: list[tuple[str, Any]], run_tables: dict[str, Any]) -
         few = len(summary.table) <= RUNS_AS_COLUMNS
         many = not few or len(summary.table) > 2  # a phone hides their CIs until tapped (report.css, report.js)
         parts.append(_table_legend(summary, bool(best), many))
-        parts.append((_metric_rows if few else _run_rows)(summary.table, groups, direction, best, many))
+        parts.append(
+            (_metric_rows if few else _run_rows)(
+                summary.table, groups, direction, best, many, _validity_applies(run_tables)
+            )
+        )
     return "\n".join(parts)
 
 
@@ -645,14 +649,27 @@ def _run_label(row: dict[str, Any]) -> str:
     return f"{label}<small>{e(row['run'])}</small>"
 
 
-def _metric_head(m: str, direction: dict[str, str]) -> str:
+def _metric_head(m: str, direction: dict[str, str], tracked: bool = False) -> str:
+    """A metric's head: its name and better direction; with `tracked` (the runs' metrics were computed in the
+    mode the validity was measured in), how far it tracked people."""
 
     e = html.escape
     up = direction.get(m) != "lower"
     return (
         f"{e(SHORT.get(m, m))} <span class='dir' title='{'higher' if up else 'lower'} is better'>"
-        f"{'↑' if up else '↓'}</span>" + _tracked_note(m)
+        f"{'↑' if up else '↓'}</span>" + (_tracked_note(m) if tracked else "")
     )
+
+
+def _validity_applies(run_tables: dict[str, Any]) -> bool:
+    """The runs' metrics were all computed in the mode the measured validity is of (paper mode's METEOR is
+    another definition than default mode's)."""
+    try:
+        mode = load_validity().mode
+    except ValidityError:
+        return False
+    modes = {m for t in run_tables.values() for m in t.modes()}
+    return modes == {mode}
 
 
 def _tracked_note(m: str) -> str:
@@ -710,6 +727,7 @@ def _metric_rows(
     direction: dict[str, str],
     best: dict[str, str],
     many: bool,
+    tracked: bool = False,
 ) -> str:
     """A row per metric, a column per run (few runs: the width grows with the runs, not the metrics)."""
     head = (
@@ -721,7 +739,7 @@ def _metric_rows(
     for name, scale, ms in groups:
         body.append(f"<tr class='group'><th colspan='{len(rows) + 1}'>{html.escape(name)}, {scale}</th></tr>")
         body += [
-            f"<tr><th scope='row'>{_metric_head(m, direction)}</th>"
+            f"<tr><th scope='row'>{_metric_head(m, direction, tracked)}</th>"
             + "".join(_value_cell(r, m, best, direction) for r in rows)
             + "</tr>"
             for m in ms
@@ -738,6 +756,7 @@ def _run_rows(
     direction: dict[str, str],
     best: dict[str, str],
     many: bool,
+    tracked: bool = False,
 ) -> str:
     """A row per run (many runs): the metrics as columns under their group's scale, one table per group."""
     out = []
@@ -745,7 +764,7 @@ def _run_rows(
         head = (
             f"<tr><th rowspan='2'>Run</th><th rowspan='2' class='num'>n</th>"
             f"<th colspan='{len(ms)}' class='group'>{html.escape(name)}, {scale}</th></tr>"
-            "<tr>" + "".join(f"<th class='num'>{_metric_head(m, direction)}</th>" for m in ms) + "</tr>"
+            "<tr>" + "".join(f"<th class='num'>{_metric_head(m, direction, tracked)}</th>" for m in ms) + "</tr>"
         )
         body = "".join(
             f"<tr><th scope='row'>{_run_label(r)}</th><td class='num'>{r['n']}</td>"

@@ -77,7 +77,7 @@ class MetricValidity(BaseModel):
         return self.within_ci is not None and self.within_ci[0] > TRACKS
 
     def short(self) -> str:
-        """"within r +0.52 [+0.35, +0.66], clear pairs 0.83 (106)"."""
+        """ "within r +0.52 [+0.35, +0.66], clear pairs 0.83 (106)"."""
         parts = []
         if self.within_r is not None:
             ci = f" [{self.within_ci[0]:+.2f}, {self.within_ci[1]:+.2f}]" if self.within_ci else ""
@@ -101,6 +101,7 @@ class Validity(BaseModel):
     study: str = Field(min_length=1, max_length=400)
     caveat: str = Field(min_length=1, max_length=600)
     target: str = Field(default="Overall", max_length=60)
+    mode: str = Field(default="default", pattern="^(default|paper)$")  # evaluate's metric mode measured
     command: str = Field(default="", max_length=2000)
     metrics: dict[str, MetricValidity]
 

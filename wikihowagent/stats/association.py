@@ -61,7 +61,6 @@ def _t_p(r: float, df: int) -> float:
 
 
 def _pearson(x: Any, y: Any) -> float:
-    import numpy as np
 
     xc, yc = x - x.mean(), y - y.mean()
     den = math.sqrt(float((xc * xc).sum() * (yc * yc).sum()))
@@ -90,7 +89,9 @@ def _wpearson(W: Any, x: Any, y: Any) -> Any:
         vx = (W * xc * xc).sum(1)
         vy = (W * yc * yc).sum(1)
         r = cov / np.sqrt(vx * vy)
-    r[~(vx > 1e-12 * np.maximum(1.0, (W * x * x).sum(1))) | ~(vy > 1e-12 * np.maximum(1.0, (W * y * y).sum(1)))] = np.nan
+    r[~(vx > 1e-12 * np.maximum(1.0, (W * x * x).sum(1))) | ~(vy > 1e-12 * np.maximum(1.0, (W * y * y).sum(1)))] = (
+        np.nan
+    )
     return np.clip(r, -1.0, 1.0)
 
 
