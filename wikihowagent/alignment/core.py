@@ -257,10 +257,10 @@ def compute(
     res.pair_order = head_to_head(llm, ids, human, model, n_boot, seed)
     if len(ids):
         tutorials, _ = estimates.tutorial_keys(res, ids)
-        keys = [str(t) for t in tutorials]
-        res.metric_alignment = metric_table.metric_alignment(res, keys, n_boot, seed)
+        tutorial_ids = [str(t) for t in tutorials]
+        res.metric_alignment = metric_table.metric_alignment(res, tutorial_ids, n_boot, seed)
         if metric_table.metric_columns(res, ids):
-            res.people_fit = people_fit.fit_people(res, keys, n_boot, seed, human_paths)
+            res.people_fit = people_fit.fit_people(res, tutorial_ids, n_boot, seed, human_paths)
             if res.people_fit.estimate is None:
                 problems.add("no estimate", f"{ESTIMATE_NAME} not fitted: {res.people_fit.why_not}")
     return res

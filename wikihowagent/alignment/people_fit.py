@@ -125,7 +125,7 @@ def fit_people(
     est_row = result.compared[0]
     resid = oof - yy
     result.estimate = PeopleEstimate(
-        mode=mode,  # type: ignore[arg-type]  # _mode_of returns a recorded mode: "default" or "paper"
+        mode="paper" if mode == "paper" else "default",
         intercept=final.intercept,
         predictors=[
             EstimatePredictor(name=m, better=better(m), mean=mu, sd=sd, weight=w)

@@ -188,14 +188,20 @@ def associate(
     return res
 
 
+def _sign(a: Any) -> Any:
+    """s[i, j] = sign(a_j - a_i)."""
+    import numpy as np
+
+    return np.sign(a[None, :] - a[:, None])
+
+
 def _cluster_cis(
     xs: Any, ys: Any, zs: Any, xw: Any, yw: Any, codes: Any, k: int, n_boot: int, seed: int | list[int]
 ) -> dict[str, tuple[float, float]]:
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    sign = lambda a: np.sign(a[None, :] - a[:, None])  # noqa: E731 - sx[i, j] = sign(a_j - a_i)
-    sxy = sign(xs) * sign(ys)
+    sxy = _sign(xs) * _sign(ys)
     ex = (xs[None, :] == xs[:, None]).astype(float)
     ey = (ys[None, :] == ys[:, None]).astype(float)
     lx = (xs[None, :] < xs[:, None]).astype(float)  # lx[i, j]: x_j < x_i
