@@ -11,7 +11,8 @@
 - 95 % percentile CIs of all five from one cluster bootstrap: groups (tutorials) are resampled with
   replacement, so each item is weighted by how often its group was drawn, and every coefficient is computed
   from those weights exactly as on the resampled data (mid-ranks and tau-b's ties included), vectorised
-  over the resamples.
+  over the resamples. Above MATRIX_ITEMS items the rank coefficients (whose weighted form needs items x items
+  matrices) are computed on the first LOOP_RESAMPLES resamples' data instead, one resample at a time.
 
 A metric constant over the items has no correlation: the coefficients are NaN and `note` says so (a table
 prints the note, never "nan"). Fewer than 3 items: the same, with its note.
@@ -29,6 +30,8 @@ from .paired import LEVEL, resamples
 
 COEFFICIENTS = ("pearson", "spearman", "kendall", "within", "partial")
 MIN_ITEMS = 3
+MATRIX_ITEMS = 150  # up to this many items the rank coefficients' resamples use items x items matrices ...
+LOOP_RESAMPLES = 300  # ... above it, the first this many resamples give their CIs, computed on the data
 
 
 @dataclass(frozen=True)
@@ -195,25 +198,53 @@ def _sign(a: Any) -> Any:
     return np.sign(a[None, :] - a[:, None])
 
 
+def _rank_loop(xs: Any, ys: Any, members: list[Any], idx: Any) -> tuple[Any, Any]:
+    """Spearman's rho and Kendall's tau-b of each resample (a row of `idx`: the groups drawn), from its data."""
+    import numpy as np
+    from scipy import stats
+
+    rho, tau = np.full(len(idx), np.nan), np.full(len(idx), np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for b, row in enumerate(idx):
+            items = np.concatenate([members[j] for j in row])
+            bx, by = xs[items], ys[items]
+            if _constant(bx) or _constant(by):
+                continue
+            rho[b] = stats.spearmanr(bx, by).statistic
+            tau[b] = stats.kendalltau(bx, by).statistic
+    return rho, tau
+
+
 def _cluster_cis(
     xs: Any, ys: Any, zs: Any, xw: Any, yw: Any, codes: Any, k: int, n_boot: int, seed: int | list[int]
 ) -> dict[str, tuple[float, float]]:
     import numpy as np
 
     rng = np.random.default_rng(seed)
-    sxy = _sign(xs) * _sign(ys)
-    ex = (xs[None, :] == xs[:, None]).astype(float)
-    ey = (ys[None, :] == ys[:, None]).astype(float)
-    lx = (xs[None, :] < xs[:, None]).astype(float)  # lx[i, j]: x_j < x_i
-    ly = (ys[None, :] < ys[:, None]).astype(float)
+    small = xs.size <= MATRIX_ITEMS  # else the rank coefficients are computed on each resample's data
+    if small:
+        sxy = _sign(xs) * _sign(ys)
+        ex = (xs[None, :] == xs[:, None]).astype(float)
+        ey = (ys[None, :] == ys[:, None]).astype(float)
+        lx = (xs[None, :] < xs[:, None]).astype(float)  # lx[i, j]: x_j < x_i
+        ly = (ys[None, :] < ys[:, None]).astype(float)
+    members = [np.flatnonzero(codes == j) for j in range(k)]
     out: dict[str, list[Any]] = {c: [] for c in COEFFICIENTS}
     for idx in resamples(rng, k, n_boot, width=max(1, xs.size // max(k, 1)) * 8):
         counts = np.stack([np.bincount(row, minlength=k) for row in idx]).astype(float)  # resamples x groups
         W = counts[:, codes]  # resamples x items
         out["pearson"].append(_wpearson(W, xs, ys))
         out["within"].append(_wpearson(W, xw, yw))
-        out["spearman"].append(_wpearson(W, _wranks(W, lx, ex), _wranks(W, ly, ey)))
-        out["kendall"].append(_wkendall(W, sxy, ex, ey))
+        if small:
+            out["spearman"].append(_wpearson(W, _wranks(W, lx, ex), _wranks(W, ly, ey)))
+            out["kendall"].append(_wkendall(W, sxy, ex, ey))
+        else:
+            done = sum(len(r) for r in out["spearman"])
+            if done < LOOP_RESAMPLES:
+                rho, tau = _rank_loop(xs, ys, members, idx[: LOOP_RESAMPLES - done])
+                out["spearman"].append(rho)
+                out["kendall"].append(tau)
         if zs is not None:
             rxy = out["pearson"][-1]
             rxz, ryz = _wpearson(W, xs, zs), _wpearson(W, ys, zs)
@@ -226,7 +257,7 @@ def _cluster_cis(
             continue
         vals = np.concatenate(parts)
         vals = vals[np.isfinite(vals)]
-        if vals.size >= max(10, n_boot // 2):
+        if vals.size >= max(10, min(n_boot, LOOP_RESAMPLES if c in ("spearman", "kendall") else n_boot) // 2):
             lo, hi = np.percentile(vals, q)
             cis[c] = (float(lo), float(hi))
     return cis
