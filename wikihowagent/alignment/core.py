@@ -247,9 +247,16 @@ def compute(
     human = np.column_stack([human8, hum_overall]) if len(ids) else np.empty((0, schema.n_metrics() + 1))
     model = np.column_stack([model8, mod_overall]) if len(ids) else np.empty((0, schema.n_metrics() + 1))
     groups = make_groups(by, ids, llm, matched)
+    judged = bool(np.any(~np.isnan(model8)))
+    if len(ids) and llm.rows and not judged:
+        problems.add(
+            "no judge score",
+            "the scores hold no LLM judge score for the rated conversations (evaluated with --no-judge?): "
+            "only the metrics are compared with people (metric_alignment.md)",
+        )
     for g in groups:
         where_g = f"{by} {g.group}: " if g.group != ALL or by else ""
-        correlate_group(g, human, model, counts, n_boot, seed, where_g, problems)
+        correlate_group(g, human, model, counts, n_boot, seed, where_g, problems if judged else Problems())
         if len(judges) >= 2:
             agree_group(g, H, judges, where_g, problems)
     res = AlignResult(judges, llm, ids, H, human, counts, model, matched, groups, by, n_boot, seed, problems)
