@@ -293,6 +293,12 @@ def test_the_estimate_is_added_and_refused_in_one_line(tmp_path):
     with pytest.raises(apply_est.EstimateMismatch) as exc:
         apply_est.check(est, path, paper, str(src3))
     assert "paper mode" in str(exc.value)
+    # before any scoring: the mode evaluate would use, the metrics it would compute
+    with pytest.raises(apply_est.EstimateMismatch, match="this evaluate computes them in paper mode"):
+        apply_est.check_request(est, path, "paper", ["METEOR", "Echo Rate"])
+    with pytest.raises(apply_est.EstimateMismatch, match="--metrics leaves out Echo Rate"):
+        apply_est.check_request(est, path, "default", ["METEOR"])
+    apply_est.check_request(est, path, "default", ["METEOR", "Echo Rate", "BLEU"])
 
 
 def test_an_estimate_file_that_is_not_one_is_refused(tmp_path):

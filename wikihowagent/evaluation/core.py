@@ -186,8 +186,9 @@ def _plan(req: EvaluateRequest, console: Any) -> EvaluationPlan:
     rubric_names = list(rubric_set or [])
     comp, rub = select_metrics(req.metrics, req.mode, rubric_names)
     calibration = _load_calibration(req)
-    if req.people_estimate is not None:  # a bad file: one line, before any work
-        people_estimate.load(req.people_estimate)
+    if req.people_estimate is not None:  # a bad file, or one these scores cannot have: one line, before any work
+        est = people_estimate.load(req.people_estimate)
+        people_estimate.check_request(est, req.people_estimate, req.mode, comp)
     opts = _options(req, cfg, comp, rub, shard)
     panel = list(dict.fromkeys(req.panel))
     _check_panel(panel, shard, opts.judge)

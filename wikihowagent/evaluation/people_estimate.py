@@ -9,6 +9,7 @@ than the fit's, or lack one of its predictor metrics altogether.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,6 +35,20 @@ def load(path: Path) -> PeopleEstimate:
         raise EstimateMismatch(str(exc)) from None
 
 
+def check_request(est: PeopleEstimate, path: Path, mode: str, metrics: list[str]) -> None:
+    """Before any scoring: EstimateMismatch when evaluate would compute in another mode or leave out a predictor."""
+    if mode != est.mode:
+        raise EstimateMismatch(
+            f"{path}: fitted on metrics of evaluate's {est.mode} mode; this evaluate computes them in {mode} mode"
+            + (" (--compat paper)" if mode == "paper" else "")
+        )
+    left_out = [p.name for p in est.predictors if p.name not in metrics]
+    if left_out:
+        raise EstimateMismatch(
+            f"{path}: needs {', '.join(p.name for p in est.predictors)}; --metrics leaves out {', '.join(left_out)}"
+        )
+
+
 def check(est: PeopleEstimate, path: Path, table: ScoreTable, what: str) -> None:
     """EstimateMismatch unless `table`'s metrics were computed in the estimate's mode and it has every predictor."""
     if not len(table):
@@ -50,7 +65,7 @@ def check(est: PeopleEstimate, path: Path, table: ScoreTable, what: str) -> None
     if lacking:
         raise EstimateMismatch(
             f"{path}: needs {', '.join(p.name for p in est.predictors)}; {what} lacks {', '.join(lacking)} "
-            f"(score it with `wikihowagent evaluate --metrics {','.join(p.name for p in est.predictors)}`)"
+            f"(score it with `wikihowagent evaluate --metrics {shlex.quote(','.join(p.name for p in est.predictors))}`)"
         )
 
 
