@@ -750,7 +750,9 @@ def run_judge_check(req: JudgeCheckRequest, console: Any) -> None:
             inputs.convs,
             inputs.perts,
             Path(req.out),
-            ", ".join(str(s.path) for s in inputs.sources),
+            str(inputs.sources[0].path)
+            if len(inputs.sources) == 1
+            else f"{len(inputs.sources)} inputs, the first {inputs.sources[0].path}",
             req.figures,
         )
         return
