@@ -219,6 +219,21 @@ def test_align_compares_every_metric_with_people(tmp_path):
     assert "METEOR" in [p["name"] for p in est["predictors"]]
     assert est["out_of_fold"]["within_r"] > 0.7
     assert "Estimated Overall (people)" in (out / "people_estimate.md").read_text(encoding="utf-8")
+    # the measured-validity file is written from these outputs by its command, and read back validated
+    from wikihowagent.report.validity import load_validity, main
+
+    jc = tmp_path / "jc"
+    jc.mkdir()
+    (jc / "metric_sensitivity.csv").write_text(
+        "metric,better,perturbation,n,accuracy\nMETEOR,higher,terse,10,1.0\nMETEOR,higher,repeat,10,0.8\n"
+    )
+    target = tmp_path / "validity.json"
+    args = ["--align", str(out), "--perturbations", f"demo={jc}", "--study", "a simulated study", "--measured", "today"]
+    assert main([*args, "--rename", "LLM judge (mean of rubrics)=the judge", "--out", str(target)]) == 0
+    val = load_validity(target)
+    assert val.metrics["METEOR"].perturbations == {"demo": 0.9}
+    assert val.metrics["METEOR"].within_r == pytest.approx(float(by["METEOR"]["within"]), abs=1e-4)
+    assert "the judge" in val.metrics and val.ranked()[0][0] == "METEOR"
 
 
 def test_a_sheet_whose_ids_match_no_scored_conversation_is_an_error(tmp_path):
@@ -356,6 +371,16 @@ def test_judge_check_metrics_runs_without_a_model(tmp_path, monkeypatch):
 
 
 # ------------------------------------------------------------------------------------------ measured validity
+
+
+def test_the_report_leads_with_the_metrics_that_tracked_people():
+    from wikihowagent.report.core import _metrics_trust_html, _tracked_note
+
+    text = _metrics_trust_html()
+    assert text.index("How far to trust the metrics") < text.index("METEOR") < text.index("Not clearly")
+    assert "the baseline, conversation length" in text and "two raters" in text
+    assert "people: r<sub>w</sub> +0.52" in _tracked_note("METEOR")
+    assert _tracked_note("not a metric") == ""
 
 
 def test_the_bundled_validity_file_loads_and_bad_values_are_refused(tmp_path):

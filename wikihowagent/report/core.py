@@ -37,7 +37,7 @@ from wikihowagent.backends import is_embedded
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.evaluation.calibrated import CalibrationMismatch, add_calibrated, calibrated_name, check, load
 from wikihowagent.evaluation.judge import RubricError, load_rubrics
-from wikihowagent.evaluation.metrics import better
+from wikihowagent.evaluation.metrics import WORDS, better
 from wikihowagent.evaluation.significance import TableStats, best_runs
 from wikihowagent.evaluation.summary import (
     PERCENT_METRICS,
@@ -1114,10 +1114,13 @@ def _metrics_trust_html() -> str:
             "<h2 id='trust-metrics'>How far to trust the metrics</h2>"
             f"<p class='meta'>The metrics' measured validity is not available: {e(str(exc))}</p>"
         )
-    ranked = val.ranked()
+    ranked = [(m, v) for m, v in val.ranked() if m != WORDS]
     tracked = [(m, v) for m, v in ranked if v.tracked]
     others = [m for m, v in ranked if not v.tracked and v.within_r is not None]
     items = "".join(f"<li><b>{e(m)}</b>: {e(v.short())}</li>" for m, v in tracked)
+    base = val.metrics.get(WORDS)
+    if base is not None:
+        items += f"<li>the baseline, conversation length ({e(WORDS)}): {e(base.short())}</li>"
     return (
         "<h2 id='trust-metrics'>How far to trust the metrics</h2>"
         f"<p>Measured against people on {e(val.study)} ({e(val.measured)}), the people's {e(val.target)} rating: "

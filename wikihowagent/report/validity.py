@@ -192,6 +192,13 @@ def main(argv: list[str] | None = None) -> int:
         "Step Coverage measure)",
     )
     ap.add_argument("--command", default="", help="the commands that produced the inputs (for the record)")
+    ap.add_argument(
+        "--rename",
+        action="append",
+        default=[],
+        metavar="OLD=NEW",
+        help="a row's name in the file, e.g. which judge 'LLM judge (mean of rubrics)' was (repeatable)",
+    )
     ap.add_argument("--out", type=Path, required=True)
     a = ap.parse_args(argv)
     dirs = {}
@@ -204,6 +211,11 @@ def main(argv: list[str] | None = None) -> int:
         metrics = build(a.align, dirs)
     except (OutputReadError, KeyError) as exc:
         ap.exit(1, f"error: {exc}\n")
+    for item in a.rename:
+        old, sep, new = item.partition("=")
+        if not sep or old not in metrics:
+            ap.error(f"--rename {item!r}: expected OLD=NEW with OLD one of: {', '.join(metrics)}")
+        metrics = {new if k == old else k: v for k, v in metrics.items()}
     doc = Validity(
         kind="wikihowagent-metric-validity",
         version=1,
