@@ -252,7 +252,7 @@ def compute(
         problems.add(
             "no judge score",
             "the scores hold no LLM judge score for the rated conversations (evaluated with --no-judge?): "
-            "only the metrics are compared with people (metric_alignment.md)",
+            f"only the metrics are compared with people ({METRIC_ALIGNMENT_MD})",
         )
     for g in groups:
         where_g = f"{by} {g.group}: " if g.group != ALL or by else ""

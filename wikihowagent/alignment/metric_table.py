@@ -21,6 +21,7 @@ import numpy as np
 
 from wikihowagent.evaluation.metrics import WORDS, better
 from wikihowagent.markdown import markdown_table
+from wikihowagent.runs import METRIC_ALIGNMENT_MD
 from wikihowagent.stats.association import Association, associate
 from wikihowagent.stats.pair_order import GAP, PairOrder, pair_order
 
@@ -252,7 +253,7 @@ def render(ma: MetricAlignment, console: Any, top: int = 8) -> None:
     rows = ma.rows.get(schema.OVERALL, [])
     if not rows:
         return
-    t = Table(title=f"Every metric vs the people's Overall (first {min(top, len(rows))}; all in metric_alignment.md)")
+    t = Table(title=f"Every metric vs the people's Overall (first {min(top, len(rows))}; all in {METRIC_ALIGNMENT_MD})")
     for name in ("Metric", "n", "r", "within r", "partial r", "clear pairs"):
         t.add_column(name, justify="left" if name == "Metric" else "right", no_wrap=name != "Metric")
     shown = rows[:top]

@@ -25,6 +25,7 @@ import numpy as np
 from wikihowagent.evaluation.metrics import LIKELIHOOD_GAIN, METEOR, WORDS, better, metrics_of
 from wikihowagent.markdown import markdown_table
 from wikihowagent.records import ESTIMATE_NAME, EstimatePredictor, PeopleEstimate
+from wikihowagent.runs import PEOPLE_ESTIMATE_JSON, PEOPLE_ESTIMATE_MD
 from wikihowagent.stats import people_estimate as pe
 from wikihowagent.stats.association import associate
 from wikihowagent.stats.pair_order import GAP, PairDifference, PairOrder, pair_order
@@ -215,7 +216,7 @@ def markdown(fit: PeopleFit) -> str:
         f"folds of whole tutorials), fitted on {est.conversations} rated conversations of {est.tutorials} "
         f"tutorials. Intercept {est.intercept:.3f}; weights per standard deviation: {weights or 'none (all shrunk to 0)'}. "
         f"Apply it to any run scored in {est.mode} mode: `wikihowagent evaluate RUN --people-estimate "
-        "people_estimate.json`.\n\n"
+        f"{PEOPLE_ESTIMATE_JSON}`.\n\n"
         "Out of fold (folds of whole tutorials; the penalty chosen again inside each training fold), beside "
         "METEOR alone fitted the same way and the LLM judge as it is, on the same conversations. 95 % CIs "
         f"resample tutorials; clear pairs: same-tutorial pairs whose people's means differ by ≥ {GAP:g}. "
@@ -239,6 +240,6 @@ def render(fit: PeopleFit, console: Any) -> None:
     line = (
         f"{ESTIMATE_NAME}: out of fold within-tutorial r {_ci(row.within)}, clear pairs {_pairs(row.pairs)}"
         + (f"; {METEOR} alone {_f(base.within.value)}, {_pairs(base.pairs)}" if base else "")
-        + " (people_estimate.md; apply with evaluate --people-estimate)"
+        + f" ({PEOPLE_ESTIMATE_MD}; apply with evaluate --people-estimate)"
     )
     console.print(line, highlight=False, markup=False, soft_wrap=True)

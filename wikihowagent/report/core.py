@@ -69,6 +69,7 @@ from wikihowagent.runs import (
     INDEX_HTML,
     JUDGES_CSV,
     METRIC_ALIGNMENT_CSV,
+    METRIC_ALIGNMENT_MD,
     METRIC_ALIGNMENT_PNG,
     METRIC_ALIGNMENT_WITHIN_PNG,
     PAGE_SUFFIX,
@@ -813,7 +814,7 @@ def _metric_alignment_html(alignment: Path, problems: Problems) -> str:
     head = rows[0]
     col = {h: i for i, h in enumerate(head)}
     if any(c not in col for c, _, ci in METRIC_COLUMNS) or "metric" not in col:
-        problems.add(f"{path}: not align's metric_alignment.csv (columns missing); left out")
+        problems.add(f"{path}: not align's {METRIC_ALIGNMENT_CSV} (columns missing); left out")
         return ""
 
     def cell(r: list[str], c: str, ci: tuple[str, str] | None) -> str:
@@ -829,8 +830,8 @@ def _metric_alignment_html(alignment: Path, problems: Problems) -> str:
         if len(r) > col["human_rubric"] and r[col["human_rubric"]] == "Overall"
     ]
     return (
-        "<h3>Every metric against the people's Overall (metric_alignment.csv; every rubric in "
-        "metric_alignment.md)</h3>" + csv_table(body)
+        f"<h3>Every metric against the people's Overall ({METRIC_ALIGNMENT_CSV}; every rubric in "
+        f"{METRIC_ALIGNMENT_MD})</h3>" + csv_table(body)
     )
 
 
@@ -1130,7 +1131,7 @@ def _metrics_trust_html() -> str:
         f"<ul class='evidence'>{items or '<li>none</li>'}</ul>"
         + (f"<p>Not clearly: {e(', '.join(others))}.</p>" if others else "")
         + f"<p class='meta'>Caveat: {e(val.caveat)}. Measure your own: <code>wikihowagent align</code> "
-        "on your human study writes metric_alignment.md.</p>"
+        f"on your human study writes {METRIC_ALIGNMENT_MD}.</p>"
     )
 
 
