@@ -37,7 +37,7 @@ from wikihowagent.backends import is_embedded
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.evaluation.calibrated import CalibrationMismatch, add_calibrated, calibrated_name, check, load
 from wikihowagent.evaluation.judge import RubricError, load_rubrics
-from wikihowagent.evaluation.metrics import WORDS, better
+from wikihowagent.evaluation.metrics import COMPUTATIONAL_NAMES, WORDS, better
 from wikihowagent.evaluation.significance import TableStats, best_runs
 from wikihowagent.evaluation.summary import (
     PERCENT_METRICS,
@@ -51,7 +51,7 @@ from wikihowagent.evaluation.summary import (
     write_figures,
 )
 from wikihowagent.evaluation.tables import paper_tables
-from wikihowagent.records import Turn
+from wikihowagent.records import ESTIMATE_NAME, Turn
 from wikihowagent.runs import (
     BY_DOMAIN_PNG,
     CALIBRATION_CSV,
@@ -583,7 +583,21 @@ def _summary_tables(tables: list[tuple[str, Any]], run_tables: dict[str, Any]) -
             (name, scale, ms)
             for name, scale, ms in (
                 ("Computational metrics", "%", [m for m in summary.columns if m in PERCENT_METRICS]),
-                ("Rubric scores (LLM judge)", "1–5", [m for m in summary.columns if m not in PERCENT_METRICS]),
+                (
+                    "Other computational metrics",
+                    "as stored (words, nats)",
+                    [m for m in summary.columns if m in COMPUTATIONAL_NAMES and m not in PERCENT_METRICS],
+                ),
+                ("Predicted from metrics", "1–5", [m for m in summary.columns if m == ESTIMATE_NAME]),
+                (
+                    "Rubric scores (LLM judge)",
+                    "1–5",
+                    [
+                        m
+                        for m in summary.columns
+                        if m not in PERCENT_METRICS and m not in COMPUTATIONAL_NAMES and m != ESTIMATE_NAME
+                    ],
+                ),
             )
             if ms
         ]
