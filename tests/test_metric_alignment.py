@@ -395,3 +395,58 @@ def test_the_bundled_validity_file_loads_and_bad_values_are_refused(tmp_path):
     p.write_text(json.dumps(doc))
     with pytest.raises(ValidityError, match="within_r"):
         load_validity(p)
+
+
+def test_evaluate_people_estimate_end_to_end(tmp_path):
+    """`evaluate --people-estimate` adds the column with its CI to the summary; a file asking for a metric the
+    evaluate leaves out is refused before any scoring, in one line."""
+    import shutil
+
+    from wikihowagent.cli import app
+    from wikihowagent.records import ESTIMATE_NAME, EstimatePredictor, PeopleEstimate
+    from wikihowagent.runs import people_estimate_text
+
+    run = tmp_path / "run_small"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "evaluation" / "run_small", run)
+    est = tmp_path / "est.json"
+    est.write_text(
+        people_estimate_text(
+            PeopleEstimate(
+                intercept=3.5,
+                predictors=[
+                    EstimatePredictor(name="Step Coverage", mean=0.5, sd=0.2, weight=0.4),
+                    EstimatePredictor(name="Echo Rate", better="lower", mean=-0.1, sd=0.1, weight=0.1),
+                ],
+            )
+        )
+    )
+    metrics = "Step Coverage,Echo Rate,Question Ratio"
+    res = CliRunner().invoke(
+        app, ["evaluate", str(run), "--no-judge", "--metrics", metrics, "--people-estimate", str(est)]
+    )
+    assert res.exit_code == 0, res.output
+    summary = read_csv(run / "summary.csv")
+    assert any(ESTIMATE_NAME in k for k in summary[0]), list(summary[0])
+    res = CliRunner().invoke(
+        app, ["evaluate", str(run), "--no-judge", "--metrics", "Question Ratio", "--people-estimate", str(est)]
+    )
+    assert res.exit_code == 2
+    assert "--metrics leaves out Step Coverage, Echo Rate" in res.output.replace("\n", " ")
+
+
+def test_the_alignment_section_escapes_metric_names(tmp_path):
+    """A metric's name comes from a scores file: the report's alignment section escapes it."""
+    from wikihowagent.report.core import _metric_alignment_html
+    from wikihowagent.report.sources import Problems
+
+    d = tmp_path / "align"
+    d.mkdir()
+    cols = ["human_rubric", "metric", "n", "pearson", "within", "within_ci_low", "within_ci_high", "partial"]
+    cols += ["pair_share", "pair_ci_low", "pair_ci_high", "note"]
+    with open(d / "metric_alignment.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(cols)
+        w.writerow(["Overall", "<script>alert(1)</script>", 70, 0.5, 0.5, 0.4, 0.6, 0.3, 0.8, 0.7, 0.9, ""])
+    html = _metric_alignment_html(d, Problems())
+    assert "<script>" not in html and "&lt;script&gt;" in html
+    assert "0.5 [0.4, 0.6]" in html  # within-tutorial r with its CI
