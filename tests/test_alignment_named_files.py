@@ -113,7 +113,7 @@ def test_the_only_scores_file_unreadable_is_an_error(study):
     res = align("-H", h1, "-H", h2, "--scores", bad, "--out", tmp / "out")
     assert res.exit_code == 1, res.output
     errors = [line for line in res.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and f"{bad}: no usable LLM score or post-test metric in it" in errors[0], res.stderr
+    assert len(errors) == 1 and f"{bad}: no usable LLM score or metric in it" in errors[0], res.stderr
 
 
 def test_other_legacy_encodings_are_detected(tmp_path):

@@ -35,8 +35,8 @@ def test_every_entry_is_computable_and_the_lists_derive_from_it():
         assert len(names) == len(set(names)), mode  # one entry per name and mode
         fractions = [m.name for m in M.REGISTRY if m.mode == mode and m.scale == "fraction"]
         assert all(header(n).endswith("(%)") for n in fractions)  # fractions, shown as percentages
-        assert all(not header(n).endswith("(%)") for n in names if n not in fractions)  # nats: as they are
-    assert [m.name for m in M.REGISTRY if m.scale != "fraction"] == [M.LIKELIHOOD_GAIN]
+        assert all(not header(n).endswith("(%)") for n in names if n not in fractions)  # nats, counts: as they are
+    assert [m.name for m in M.REGISTRY if m.scale != "fraction"] == [M.LIKELIHOOD_GAIN, M.WORDS]
     assert M.value_range(M.LIKELIHOOD_GAIN) == (-1000.0, 1000.0)
 
 

@@ -281,6 +281,9 @@ def test_table1_is_a_row_per_metric_with_direction_scale_and_fixed_decimals(tmp_
     assert "table class='summary metric-rows'" in t1
     heads = re.findall(r"<th scope='row'>(.*?)</th>", t1)
     assert len(heads) == 18 + 8
+    # under a head, how far the metric tracked people where it was measured (data/metric_validity.json)
+    assert any(h.startswith("METEOR <span class='dir'") and "class='tracked'" in h for h in heads)
+    heads = [h.split("<small class='tracked'", 1)[0] for h in heads]
     assert "Echo Rate <span class='dir' title='lower is better'>↓</span>" in heads
     assert "Extraneous <span class='dir' title='lower is better'>↓</span>" in heads
     assert "Clarity <span class='dir' title='higher is better'>↑</span>" in heads

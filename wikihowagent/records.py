@@ -472,6 +472,61 @@ class Calibration(BaseModel):
     out_of_fold: dict[str, dict[str, float | None]] = Field(default_factory=dict)  # rubric -> raw/calibrated r, MAE
 
 
+ESTIMATE_NAME = "Estimated Overall (people)"  # the column `evaluate --people-estimate` adds
+
+
+class EstimatePredictor(BaseModel):
+    """One metric of a people-calibrated estimate: standardised with the fit's mean and sd (after negating a
+    metric where lower is better), times a non-negative weight."""
+
+    name: str
+    better: Literal["higher", "lower"] = "higher"
+    mean: float
+    sd: float
+    weight: float
+
+    @model_validator(mode="after")
+    def _finite(self) -> EstimatePredictor:
+        for key in ("mean", "sd", "weight"):
+            v = getattr(self, key)
+            if not math.isfinite(v):
+                raise ValueError(f"{self.name}: {key} = {v:g} is not a finite number")
+        if self.sd <= 0:
+            raise ValueError(f"{self.name}: sd = {self.sd:g} must be positive")
+        if self.weight < 0:
+            raise ValueError(f"{self.name}: weight = {self.weight:g} must not be negative")
+        return self
+
+
+class PeopleEstimate(BaseModel):
+    """`align`'s `people_estimate.json`: the people's Overall rating predicted from a few cheap metrics (a
+    non-negative ridge fitted on a human study, its figures out of fold by tutorial); `evaluate
+    --people-estimate` adds it as the column ESTIMATE_NAME, refusing scores of another metric mode or without
+    a predictor."""
+
+    kind: Literal["wikihowagent-people-estimate"] = "wikihowagent-people-estimate"
+    version: int = 1
+    target: str = "Overall"
+    mode: Literal["default", "paper"] = "default"  # evaluate's metric mode the predictors were computed in
+    intercept: float
+    predictors: list[EstimatePredictor]
+    shrinkage: float = 0.0  # the ridge penalty chosen (on standardised metrics)
+    conversations: int = 0
+    tutorials: int = 0
+    residual_sd: float | None = None  # of the out-of-fold predictions around the people's ratings
+    human_files: list[str] = Field(default_factory=list)
+    score_sources: list[str] = Field(default_factory=list)
+    out_of_fold: dict[str, float | None] = Field(default_factory=dict)  # pooled_r, within_r, pair_share, ...
+
+    @model_validator(mode="after")
+    def _usable(self) -> PeopleEstimate:
+        if not self.predictors:
+            raise ValueError("no predictor")
+        if not math.isfinite(self.intercept) or not RUBRIC_SCALE[0] - 1 <= self.intercept <= RUBRIC_SCALE[1] + 1:
+            raise ValueError(f"intercept = {self.intercept:g} is not on the rating scale")
+        return self
+
+
 class PairwiseRecord(BaseModel):
     """One line of `compare`'s `pairwise.jsonl` (and `judge-check --pairwise`'s `pairwise-judgments.jsonl`):
     one judge pass over two conversations of one tutorial in one order, the first shown as "A"."""

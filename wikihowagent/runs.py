@@ -35,6 +35,7 @@ from wikihowagent.records import (
     ConversationRecord,
     JudgmentRecord,
     PairwiseRecord,
+    PeopleEstimate,
     PostTest,
     PreTestRecord,
     ScoreRecord,
@@ -93,6 +94,17 @@ DESCRIPTIVES_CSV, PAIRED_SCORES_CSV = "descriptives.csv", "paired_scores.csv"
 AGREEMENT_CSV, AGREEMENT_PAIRS_CSV = "agreement.csv", "agreement_pairs.csv"
 AUTOMATIC_CSV = "automatic.csv"  # the post-test's metrics vs the human ratings
 EMBEDDED_JUDGE_JSON = "embedded_judge.json"  # data/: the embedded judge's measured figures (report/measured.py)
+METRIC_ALIGNMENT_CSV = "metric_alignment.csv"  # align: every metric against people
+METRIC_ALIGNMENT_MD = "metric_alignment.md"
+METRIC_ALIGNMENT_PNG = "metric_alignment.png"  # figures/: metrics x human rubrics, Pearson r (the paper's Fig. 7)
+METRIC_ALIGNMENT_WITHIN_PNG = "metric_alignment_within.png"  # figures/: the same, within-tutorial r
+PEOPLE_ESTIMATE_JSON = "people_estimate.json"  # align: the people-calibrated estimate (`evaluate --people-estimate`)
+PEOPLE_ESTIMATE_MD = "people_estimate.md"
+PEOPLE_ESTIMATE_CSV = "people_estimate.csv"  # its out-of-fold figures beside METEOR alone and the judge
+METRIC_SENSITIVITY_CSV = "metric_sensitivity.csv"  # judge-check --metrics: every metric against the perturbations
+METRIC_SENSITIVITY_MD = "metric_sensitivity.md"
+METRIC_SENSITIVITY_PNG = "metric_sensitivity.png"
+METRIC_VALIDITY_JSON = "metric_validity.json"  # data/: each metric's measured validity (report/validity.py)
 PAIR_ORDER_CSV = "pair_order.csv"  # align: pairs of one tutorial the people clearly ordered, as the judge ordered them
 SCORE_DISTRIBUTIONS_PNG, CORRELATION_HEATMAP_PNG = "score_distributions.png", "correlation_heatmap.png"
 CALIBRATION_CSV, CALIBRATION_MD, CALIBRATION_JSON = "calibration.csv", "calibration.md", "calibration.json"
@@ -881,6 +893,33 @@ def read_calibration(path: Path) -> Calibration:
         )
     try:
         return Calibration.model_validate(data)
+    except ValidationError as exc:
+        raise RunError(f"{path}: {validation_line(exc, quoted=True)}") from None
+
+
+def people_estimate_text(est: PeopleEstimate) -> str:
+    """The text of a people-estimate file (written by `align` into its staged output directory)."""
+    return json.dumps(est.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+
+
+def read_people_estimate(path: Path) -> PeopleEstimate:
+    """A people-estimate file; RunError (one line naming the file) if it is missing or not one."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise RunError(f"{path}: no such estimate file (`wikihowagent align` writes {PEOPLE_ESTIMATE_JSON})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise RunError(f"{path}: malformed JSON ({exc})") from None
+    except OSError as exc:
+        raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if not isinstance(data, dict) or data.get("kind") != "wikihowagent-people-estimate":
+        raise RunError(
+            f'{path}: not a people-estimate file (no "kind": "wikihowagent-people-estimate"; `wikihowagent align` '
+            f"writes one as {PEOPLE_ESTIMATE_JSON})"
+        )
+    try:
+        return PeopleEstimate.model_validate(data)
     except ValidationError as exc:
         raise RunError(f"{path}: {validation_line(exc, quoted=True)}") from None
 

@@ -336,6 +336,8 @@ def align(
 
     Only the 8 paper rubrics are aligned (Clarity, Truthfulness, Engagement, Coherence, Depth, Relevance, Progress, Naturalness); other rubric names in the scores (from `evaluate --rubrics`) are ignored, with one warning line listing them.
 
+    Every numeric metric in the scores (computational, Step Coverage, Echo Rate, post-test, registered) against each human rubric and the people's Overall: Pearson/Spearman/Kendall, the within-tutorial r, the partial r controlling for conversation length and the share of clearly ordered same-tutorial pairs, with CIs resampling tutorials, sorted by the within-tutorial r with conversation length as the baseline (metric_alignment.md/.csv, figures/metric_alignment*.png); `evaluate --no-judge` scores are enough, and a judge's scores of the same conversations in another --scores file are joined with them. From the cheap metrics, a people-calibrated estimate fitted out of fold by tutorial (people_estimate.md, people_estimate.json for `evaluate --people-estimate`).
+
     Also every judge (a panel's members, found in judges/<judge>/ beside the scores) with Krippendorff's α counting the judge as one more rater (judges.md); with --calibrate the judge mapped to the human scale, out of fold by tutorial (calibration.md, calibration.json for `evaluate --calibration`); with --ppi the prediction-powered human mean per model (ppi.md).
 
     Writes CSV, Markdown and PNG figures to --out, all or nothing: --out is replaced as a whole (a directory holding files align did not write is refused). What was left out (bad cells, unmatched ids, too few pairs) is listed on stderr and in problems.txt.
@@ -398,7 +400,7 @@ def _print_outcome(outcome: Any, problems: Any, err: Any, out_dir: Path, t0: flo
         )
         raise typer.Exit(1)
     problems.echo(limit=40)
-    if not res.any_correlation:
+    if not res.any_correlation and not res.metrics_computed:
         print_labeled(
             err,
             "warning:",

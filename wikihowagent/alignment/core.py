@@ -24,6 +24,7 @@ import numpy as np
 from wikihowagent.config import load_config
 from wikihowagent.errors import WikihowagentError, kind_of
 from wikihowagent.markdown import markdown_table
+from wikihowagent.records import ESTIMATE_NAME
 from wikihowagent.runs import (
     AGREEMENT_CSV,
     AGREEMENT_PAIRS_CSV,
@@ -36,16 +37,24 @@ from wikihowagent.runs import (
     CORRELATIONS_MD,
     DESCRIPTIVES_CSV,
     FIGURES_DIR,
+    METRIC_ALIGNMENT_CSV,
+    METRIC_ALIGNMENT_MD,
+    METRIC_ALIGNMENT_PNG,
+    METRIC_ALIGNMENT_WITHIN_PNG,
     PAIR_ORDER_CSV,
     PAIRED_SCORES_CSV,
+    PEOPLE_ESTIMATE_CSV,
+    PEOPLE_ESTIMATE_JSON,
+    PEOPLE_ESTIMATE_MD,
     PROBLEMS_TXT,
     SCORE_DISTRIBUTIONS_PNG,
     evaluated_runs,
+    people_estimate_text,
     run_name,
 )
 from wikihowagent.stats.pair_order import GAP, PairOrder, pair_order
 
-from . import checklist_fit, estimates, schema
+from . import checklist_fit, estimates, metric_table, people_fit, schema
 from . import figures as plots
 from .annotations import JudgeRatings, average_judges, human_matrix, read_human_files
 from .blind import unblind
@@ -82,8 +91,15 @@ OUTPUT_FILES = (
     AGREEMENT_PAIRS_CSV,
     PAIRED_SCORES_CSV,
     PAIR_ORDER_CSV,
+    METRIC_ALIGNMENT_CSV,
+    METRIC_ALIGNMENT_MD,
+    PEOPLE_ESTIMATE_JSON,
+    PEOPLE_ESTIMATE_MD,
+    PEOPLE_ESTIMATE_CSV,
     PROBLEMS_TXT,
     f"{FIGURES_DIR}/{SCORE_DISTRIBUTIONS_PNG}",
+    f"{FIGURES_DIR}/{METRIC_ALIGNMENT_PNG}",
+    f"{FIGURES_DIR}/{METRIC_ALIGNMENT_WITHIN_PNG}",
     f"{FIGURES_DIR}/{CORRELATION_HEATMAP_PNG}",
     *(f"figures/correlation_heatmap_by_{b}.png" for b in BY_CHOICES),
     *CALIBRATION_FILES,
@@ -128,10 +144,22 @@ class AlignResult:
     raters: JudgesOutcome | None = None  # every judge (a panel's too) and alpha with the judge as a rater
     # metric (8 rubrics, Overall) -> the judge's share of the same-tutorial pairs people clearly ordered (stats.pair_order)
     pair_order: dict[str, PairOrder] = field(default_factory=dict)
+    metric_alignment: metric_table.MetricAlignment | None = None  # every metric against people
+    people_fit: people_fit.PeopleFit | None = None  # the people-calibrated estimate (people_estimate.json)
+
+    @property
+    def metrics_computed(self) -> bool:
+        """Some metric's correlation with people (metric_alignment.csv) could be computed."""
+        ma = self.metric_alignment
+        return ma is not None and any(
+            math.isfinite(r.assoc.coefs["pearson"].value) for rows in ma.rows.values() for r in rows
+        )
 
     @property
     def computed(self) -> bool:
-        """Anything at all to report (a correlation or an agreement statistic)."""
+        """Anything at all to report (a correlation, an agreement statistic, a metric against people)."""
+        if self.metrics_computed:
+            return True
         for g in self.groups:
             for c in g.correlations.values():
                 if any(math.isfinite(v.value) for v in c.coefs.values()):
@@ -219,14 +247,29 @@ def compute(
     human = np.column_stack([human8, hum_overall]) if len(ids) else np.empty((0, schema.n_metrics() + 1))
     model = np.column_stack([model8, mod_overall]) if len(ids) else np.empty((0, schema.n_metrics() + 1))
     groups = make_groups(by, ids, llm, matched)
+    judged = bool(np.any(~np.isnan(model8)))
+    if len(ids) and llm.rows and not judged:
+        problems.add(
+            "no judge score",
+            "the scores hold no LLM judge score for the rated conversations (evaluated with --no-judge?): "
+            f"only the metrics are compared with people ({METRIC_ALIGNMENT_MD})",
+        )
     for g in groups:
         where_g = f"{by} {g.group}: " if g.group != ALL or by else ""
-        correlate_group(g, human, model, counts, n_boot, seed, where_g, problems)
+        correlate_group(g, human, model, counts, n_boot, seed, where_g, problems if judged else Problems())
         if len(judges) >= 2:
             agree_group(g, H, judges, where_g, problems)
     res = AlignResult(judges, llm, ids, H, human, counts, model, matched, groups, by, n_boot, seed, problems)
     res.automatic = automatic_correlations(llm, ids, human, n_boot, seed)
     res.pair_order = head_to_head(llm, ids, human, model, n_boot, seed)
+    if len(ids):
+        tutorials, _ = estimates.tutorial_keys(res, ids)
+        tutorial_ids = [str(t) for t in tutorials]
+        res.metric_alignment = metric_table.metric_alignment(res, tutorial_ids, n_boot, seed)
+        if metric_table.metric_columns(res, ids):
+            res.people_fit = people_fit.fit_people(res, tutorial_ids, n_boot, seed, human_paths)
+            if res.people_fit.estimate is None:
+                problems.add("no estimate", f"{ESTIMATE_NAME} not fitted: {res.people_fit.why_not}")
     return res
 
 
@@ -705,6 +748,16 @@ def write_outputs(res: AlignResult, out_dir: Path, human_paths: list[Path], *, f
             cols, rows = pair_order_rows(res)
             st.write_text(PAIR_ORDER_CSV, csv_text(cols, rows))
         st.write_text(CORRELATIONS_MD, markdown(res, human_paths, res.llm.sources))
+        if res.metric_alignment is not None:
+            cols, rows = metric_table.rows_csv(res.metric_alignment)
+            st.write_text(METRIC_ALIGNMENT_CSV, csv_text(cols, rows))
+            st.write_text(METRIC_ALIGNMENT_MD, metric_table.markdown(res.metric_alignment))
+        if res.people_fit is not None:
+            st.write_text(PEOPLE_ESTIMATE_MD, people_fit.markdown(res.people_fit))
+            if res.people_fit.estimate is not None:
+                st.write_text(PEOPLE_ESTIMATE_JSON, people_estimate_text(res.people_fit.estimate))
+                cols, rows = people_fit.rows_csv(res.people_fit)
+                st.write_text(PEOPLE_ESTIMATE_CSV, csv_text(cols, rows))
         st.write_text(PROBLEMS_TXT, "\n".join(res.problems.lines()) + "\n" if len(res.problems) else "no problems\n")
         if figures:
             write_figures(res, st)
@@ -735,6 +788,20 @@ def write_figures(res: AlignResult, st: StagedOutput) -> None:
     plots.correlation_heatmap(
         st.path(f"{FIGURES_DIR}/{CORRELATION_HEATMAP_PNG}"), labels, vals, ps, [COEF_LABEL[c] for c in COEFFICIENTS]
     )
+    if res.metric_alignment is not None and res.metric_alignment.rows:
+        for coef, name, what in (
+            ("pearson", METRIC_ALIGNMENT_PNG, "Pearson r"),
+            ("within", METRIC_ALIGNMENT_WITHIN_PNG, "within-tutorial r"),
+        ):
+            labels, cols, vals, ps = metric_table.heatmap_data(res.metric_alignment, coef)
+            plots.correlation_heatmap(
+                st.path(f"{FIGURES_DIR}/{name}"),
+                labels,
+                vals,
+                ps,
+                cols,
+                title=f"Every metric vs people: {what} (* p<0.05, ** p<0.01)",
+            )
     if res.by and len(res.groups) > 1:
         gs = res.groups[1:]
         vals = np.array(
@@ -797,6 +864,10 @@ def render(res: AlignResult, console) -> None:
             highlight=False,
             markup=False,
         )
+    if res.metric_alignment is not None:
+        metric_table.render(res.metric_alignment, console)
+    if res.people_fit is not None:
+        people_fit.render(res.people_fit, console)
     if res.raters is not None:
         render_judges(res.raters, console)
     if res.calibration is not None:

@@ -24,9 +24,9 @@ def _reason(path: Path | str, problems: Problems, default: str) -> str:
 
 
 def _any_automatic(row) -> bool:
-    """Scores with an automatic metric (a post-test's, e.g. `evaluate --posttest-learner` without a judge)
-    contribute to the automatic correlations."""
-    return any(v is not None and np.isfinite(v) for v in row.automatic.values())
+    """Scores with an automatic metric (a post-test's, e.g. `evaluate --posttest-learner` without a judge, or any
+    computational metric of `evaluate --no-judge`) contribute to the metric tables."""
+    return any(v is not None and np.isfinite(v) for v in (*row.automatic.values(), *row.metrics.values()))
 
 
 def unused_inputs(
@@ -38,6 +38,13 @@ def unused_inputs(
         mine = [j for j in judges if j.source == str(path)]
         if not any(np.isfinite(v).any() for j in mine for v in j.scores.values()):
             out.append(_reason(path, problems, "no usable score in it (every score cell blank or left out)"))
+            continue
+        rated = [cid for j in mine for cid in j.scores]
+        if llm.rows and rated and not any(cid in llm.rows for cid in rated):
+            out.append(
+                f"{path}: none of its {len(set(rated))} conversation ids has a score in --scores (the first: "
+                f"{rated[0]}); are the sheet and the scores of the same conversations?"
+            )
     for path in score_paths:
         try:
             files = resolve_score_paths([path])
@@ -50,9 +57,9 @@ def unused_inputs(
             for cid in ids
         ):
             why = (
-                _reason(files[0], problems, "no usable LLM score or post-test metric in it")
+                _reason(files[0], problems, "no usable LLM score or metric in it")
                 if len(files) == 1
-                else f"{path}: no usable LLM score or post-test metric in any of its {len(files)} score files"
+                else f"{path}: no usable LLM score or metric in any of its {len(files)} score files"
             )
             out.append(why)
     return out

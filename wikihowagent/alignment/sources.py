@@ -23,6 +23,7 @@ import numpy as np
 from wikihowagent.evaluation.judge_prompts import recorded_prompt
 from wikihowagent.evaluation.metrics import COMPUTATIONAL_NAMES, POSTTEST_METRICS
 from wikihowagent.paper_format import parse_run_stem
+from wikihowagent.records import CAL_SUFFIX
 from wikihowagent.runs import (
     CONVERSATIONS,
     SCORE_FILES,
@@ -60,6 +61,9 @@ class ScoreRow:
     rubrics_sha256: str = ""  # the rubric file the judge was given; "" = not recorded
     dist: dict[str, list[float]] = field(default_factory=dict)  # rubric -> the judge's p(1..5) (weighted)
     automatic: dict[str, float] = field(default_factory=dict)  # automatic metrics compared too (the post-test's)
+    # every numeric metric of the record that is not one of the rubrics (computational, post-test, registered)
+    metrics: dict[str, float] = field(default_factory=dict)
+    mode: str = ""  # evaluate's metric mode ("default" | "paper"); "" = not recorded (a CSV, a paper file)
     # --judge-scoring checklist: item id -> P(good) (None = not answered), item id -> its rubrics, the checklist
     items: dict[str, float | None] = field(default_factory=dict)
     item_rubrics: dict[str, tuple[str, ...]] = field(default_factory=dict)
@@ -150,6 +154,19 @@ def _automatic(metrics: dict) -> dict[str, float]:
     return out
 
 
+def _numeric_metrics(metrics: dict) -> dict[str, float]:
+    """Every finite numeric metric of a record other than the rubric scores (and their calibrated columns): what
+    `align` compares with people beside the judge (metric_alignment.csv)."""
+    out = {}
+    rubrics = schema.metric_by_key()
+    for m, v in metrics.items():
+        if norm_key(m) in rubrics or m.endswith(CAL_SUFFIX):
+            continue
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            out[m] = float(v)
+    return out
+
+
 def _table_rows(
     table: ScoreTable, problems: Problems, missing: list[int], unjudged: list[int] | None
 ) -> list[ScoreRow]:
@@ -171,6 +188,7 @@ def _table_rows(
         prompt,
         sha,
         rec,
+        mode,
     ), metrics in zip(
         zip(
             meta["conversation_id"],
@@ -187,6 +205,7 @@ def _table_rows(
             meta["prompt"],
             meta["rubrics_sha256"],
             meta["record"],
+            meta["mode"],
             strict=True,
         ),
         table.iter_row_metrics(),
@@ -209,6 +228,8 @@ def _table_rows(
                 rubrics_sha256=sha,
                 dist=dict(rec.judge.dist) if rec is not None and rec.judge else {},
                 automatic=_automatic(metrics),
+                metrics=_numeric_metrics(metrics),
+                mode=mode,
                 items={i.id: i.good for i in rec.judge.items} if rec is not None and rec.judge else {},
                 item_rubrics={i.id: tuple(i.rubrics) for i in rec.judge.items} if rec is not None and rec.judge else {},
                 checklist=rec.judge.checklist if rec is not None and rec.judge else "",
@@ -344,6 +365,9 @@ def read_llm_scores(paths: list[Path], problems: Problems) -> LLMScores:
         result.by_source[str(path)] = [r.conversation_id for r in rows]
         for r in rows:
             prev = result.rows.get(r.conversation_id)
+            if prev is not None and complementary(prev, r):
+                result.rows[r.conversation_id] = joined(prev, r)
+                continue
             if prev is not None:
                 problems.add(
                     "duplicate id",
@@ -371,6 +395,39 @@ def read_llm_scores(paths: list[Path], problems: Problems) -> LLMScores:
             f"only {', '.join(schema.metrics())}): {', '.join(names)}",
         )
     return result
+
+
+def complementary(a: ScoreRow, b: ScoreRow) -> bool:
+    """Two sources' rows of one conversation that never score the same rubric (e.g. `evaluate --no-judge`'s
+    metrics and a judge's rubric scores in a CSV): they are joined, not one replacing the other."""
+    return not bool(np.any(~np.isnan(a.values) & ~np.isnan(b.values)))
+
+
+def joined(a: ScoreRow, b: ScoreRow) -> ScoreRow:
+    """One row from two complementary rows: the rubric scores of each, the metrics of both (b's on a clash),
+    the metadata and judge provenance of the row that has them (b's where both do)."""
+    from dataclasses import replace
+
+    judged, other = (a, b) if np.any(~np.isnan(a.values)) else (b, a)
+    base = a if (a.tutorial_id and not b.tutorial_id) else b
+    values = np.where(np.isnan(a.values), b.values, a.values)
+    return replace(
+        base,
+        values=values,
+        automatic={**a.automatic, **b.automatic},
+        metrics={**a.metrics, **b.metrics},
+        judge=judged.judge,
+        scoring=judged.scoring,
+        prompt=judged.prompt,
+        rubrics_sha256=judged.rubrics_sha256,
+        dist=judged.dist or other.dist,
+        items=judged.items or other.items,
+        item_rubrics=judged.item_rubrics or other.item_rubrics,
+        checklist=judged.checklist or other.checklist,
+        title=base.title or a.title or b.title,
+        mode=a.mode or b.mode,
+        where=f"{a.where} + {b.where}",
+    )
 
 
 def llm_matrix(llm: LLMScores, ids: list[str]) -> np.ndarray:

@@ -200,6 +200,15 @@ def evaluate(
             help="A calibration.json of `align --calibrate`: adds '<rubric> (cal.)' columns (the judge's score mapped to the human scale) to the summary, the tables and calibrated_scores.csv; refused for scores of another judge, scoring mode or rubric file.",
         ),
     ] = None,
+    people_estimate: Annotated[
+        Path | None,
+        typer.Option(
+            "--people-estimate",
+            rich_help_panel=METRICS,
+            metavar="FILE",
+            help="A people_estimate.json of `align` (fitted on a human study): adds 'Estimated Overall (people)', the people's Overall predicted from a few cheap metrics, to the summary and tables with its CI; refused for scores of another metric mode or without one of its metrics.",
+        ),
+    ] = None,
 ) -> None:
     """Score conversations: computational metrics and the LLM rubric judge; summary table, CSV, Markdown, figures."""
     from .core import EvaluateRequest, run_evaluation  # lazily, as summary (numpy): not for --help
@@ -232,6 +241,7 @@ def evaluate(
         judge_prompt=judge_prompt,
         retry_failed=retry_failed,
         calibration=calibration,
+        people_estimate=people_estimate,
         bootstrap=bootstrap,
         seed=seed,
         posttest_learner=posttest_learner,

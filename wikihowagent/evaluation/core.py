@@ -30,7 +30,7 @@ from wikihowagent.runs import (
 from wikihowagent.shards import input_state, shard_option
 from wikihowagent.workflow.posttest import prompt_option
 
-from . import calibrated
+from . import calibrated, people_estimate
 from .inputs import InputError, InputSource, resolve_inputs
 from .judge import JudgeBackendError, RubricError, load_rubrics
 from .metrics import EMBEDDING_METRICS, MetricError, resolve_device
@@ -83,6 +83,7 @@ class EvaluateRequest:
     posttest_prompt: str | None = None  # --posttest-prompt: workflow/posttest.py PROMPTS; None = the default
     posttest_likelihood: bool = False  # --posttest-likelihood: also the likelihood post-test (workflow/likelihood.py)
     calibration: Path | None = None  # `align --calibrate`'s calibration.json: adds "<rubric> (cal.)" columns
+    people_estimate: Path | None = None  # `align`'s people_estimate.json: adds "Estimated Overall (people)"
     bootstrap: int = 1000  # resamples (of tutorials) for the tables' CIs; 0 = no CIs
     seed: int = 0  # the bootstrap's seed
 
@@ -190,6 +191,9 @@ def _plan(req: EvaluateRequest, console: Any) -> EvaluationPlan:
     rubric_names = list(rubric_set or [])
     comp, rub = select_metrics(req.metrics, req.mode, rubric_names)
     calibration = _load_calibration(req)
+    if req.people_estimate is not None:  # a bad file, or one these scores cannot have: one line, before any work
+        est = people_estimate.load(req.people_estimate)
+        people_estimate.check_request(est, req.people_estimate, req.mode, comp)
     opts = _options(req, cfg, comp, rub, shard)
     opts.device = _device(req.device, comp, console)
     panel = list(dict.fromkeys(req.panel))
@@ -428,6 +432,10 @@ def _run_scores(results, calibration: Any, req: EvaluateRequest) -> list:
         if calibration is not None and req.calibration is not None:  # loaded from req.calibration
             calibrated.check(calibration, req.calibration, rs.table, f"{p}")
             rs.table = calibrated.add_calibrated(rs.table, calibration)
+        if req.people_estimate is not None:
+            est = people_estimate.load(req.people_estimate)
+            people_estimate.check(est, req.people_estimate, rs.table, f"{p}")
+            rs.table = people_estimate.add_estimate(rs.table, est)
         out.append(rs)
     return out
 

@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any, Literal, get_args
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.records import CAL_SUFFIX, RUBRIC_SCALE, Conversation
+from wikihowagent.records import CAL_SUFFIX, ESTIMATE_NAME, RUBRIC_SCALE, Conversation
 
 from . import coverage, posttest
 from .posttest import (  # noqa: F401
@@ -46,6 +46,9 @@ BERTSCORE = "BERTScore"
 EMBEDDING_COSINE = "Embedding Cosine"
 STEP_COVERAGE = "Step Coverage"  # evaluation/coverage.py
 ECHO_RATE = "Echo Rate"
+WORDS = (
+    "Words"  # conversation length: the trivial baseline every metric is compared with (align, judge-check --metrics)
+)
 # The learner's post-test (evaluation/posttest.py): default mode only, None where no post-test was taken.
 
 
@@ -131,6 +134,12 @@ def distinct_bigram_ratio(token_lists: Iterable[Sequence[Any]]) -> float | None:
     if not grams:
         return None
     return len(set(grams)) / len(grams)
+
+
+def word_count(conv: Conversation) -> float:
+    """Words of every generated message (teacher and learner; the fixed BEGIN/FINISHED texts left out): the
+    conversation's length, the baseline a quality metric has to beat (longer lessons tend to look better)."""
+    return float(sum(len(words(m.text)) for m in conv.messages if m.kind not in ("begin", "finish")))
 
 
 def diversity(conv: Conversation) -> float | None:
@@ -521,7 +530,7 @@ class Metric:
     batch: EmbedBatch | None = None
     needs_hypothesis: bool = False  # None when the conversation has no generated teacher text
     needs_wordnet: bool = False
-    scale: Literal["fraction", "nats"] = "fraction"  # nats: Likelihood Gain (not a percentage)
+    scale: Literal["fraction", "nats", "count"] = "fraction"  # nats: Likelihood Gain; count: Words (not percentages)
     low: float = 0.0  # the least value it can take: -1 for cosine similarities, Kendall's tau and the gains
     high: float = 1.0  # the most (the report's range check reads both: `value_range`)
     better: Literal["higher", "lower"] = "higher"  # which way is better (the report's ↑/↓ and best run)
@@ -572,6 +581,9 @@ REGISTRY: tuple[Metric, ...] = (
         low=-1000.0,
         high=1000.0,
     ),  # nats per token, from the record's posttest.likelihood
+    Metric(
+        WORDS, "default", lambda x: word_count(x.conv), scale="count", high=1e9
+    ),  # length: a baseline, not a quality
     # paper: the released code's definitions, reproduced exactly
     Metric(QUESTION, "paper", lambda x: paper_question_ratio(x.conv)),
     Metric(COMPLETION, "paper", lambda x: paper_completion(x.conv)),
@@ -615,11 +627,13 @@ def better(name: str) -> Literal["higher", "lower"]:
 
 def value_range(name: str, rubric_names: Iterable[str] = ()) -> tuple[float, float] | None:
     """The values metric `name` can take, from its registry entry: a computational metric's [low, high], a
-    rubric's 1..5, as is a calibrated rubric's (`Clarity (cal.)`); None if the name is none of these (e.g. a
+    rubric's 1..5, as is a calibrated rubric's (`Clarity (cal.)`) and the people-calibrated estimate; None if the name is none of these (e.g. a
     column of a paper run file this project does not compute)."""
     entries = [m for m in REGISTRY if m.name == name]
     if entries:
         return (min(m.low for m in entries), max(m.high for m in entries))
+    if name == ESTIMATE_NAME:  # `evaluate --people-estimate`: a predicted rating
+        return RUBRIC_RANGE
     return RUBRIC_RANGE if name.removesuffix(CAL_SUFFIX) in set(rubric_names) else None
 
 

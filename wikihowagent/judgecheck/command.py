@@ -119,6 +119,14 @@ def judge_check(
             "With --posttest-learner: also the likelihood post-test (the learner model's mean log-probability per token of each tutorial step given the lesson minus given the title: Likelihood Gain, nats) on each original and copy: posttest_likelihood_validity.csv. Needs an OpenAI-compatible /v1/completions with echo + logprobs (vLLM) or a llama.cpp server (the embedded `local`: read through a grammar)."
         ),
     ] = False,
+    metrics: Annotated[
+        bool,
+        typer.Option(
+            "--metrics",
+            rich_help_panel=MODELS,
+            help="Instead of judging: every computational metric (evaluate's default mode, no post-test) on each original and perturbed copy, no model call: the share of conversations where the metric prefers the original, in its own direction, with CIs: metric_sensitivity.csv/.md/.png.",
+        ),
+    ] = False,
     tutorials: Annotated[
         list[Path] | None,
         typer.Option(
@@ -131,7 +139,7 @@ def judge_check(
         Device,
         typer.Option(
             rich_help_panel=METRICS,
-            help="With --posttest-learner: where the encoder that matches the post-test's steps (Step Recall) runs: auto = a CUDA or Apple MPS GPU when torch sees one, else the CPU.",
+            help="With --posttest-learner or --metrics: where the metric encoders run (the sentence encoder of Step Recall, Step Coverage and BERTScore): auto = a CUDA or Apple MPS GPU when torch sees one, else the CPU.",
         ),
     ] = "auto",
 ) -> None:
@@ -163,6 +171,7 @@ def judge_check(
         tuple(tutorials or ()),
         posttest_likelihood,
         device,
+        metrics,
     )
     with command_errors(console, "judgments"):
         run_judge_check(req, console)

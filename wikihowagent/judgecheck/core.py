@@ -72,7 +72,7 @@ from wikihowagent.runs import (
 from wikihowagent.workflow.likelihood import LikelihoodError, LikelihoodTaker, for_chat_model
 from wikihowagent.workflow.posttest import post_tester, prompt_option
 
-from . import posttest_check
+from . import metric_check, posttest_check
 from .accuracy import (  # noqa: F401 (re-exported)
     BOOTSTRAP,
     ORIGINAL,
@@ -728,6 +728,7 @@ class JudgeCheckRequest:
     posttest_tutorials: tuple[Path, ...] = ()  # ... split by these tutorial sets (e.g. the validity set)
     posttest_likelihood: bool = False  # ... and the likelihood post-test (workflow/likelihood.py)
     device: str = "auto"  # ... Step Recall's encoder on this torch device (evaluation.metrics.resolve_device)
+    metrics: bool = False  # instead of judging: every computational metric against the perturbations (no model)
 
 
 def run_judge_check(req: JudgeCheckRequest, console: Any) -> None:
@@ -738,9 +739,28 @@ def run_judge_check(req: JudgeCheckRequest, console: Any) -> None:
         raise JudgeCheckError(
             "--posttest-likelihood: give --posttest-learner (the model whose log-probabilities are read)"
         )
-    if req.device != "auto" or req.posttest_learner:  # an absent --device: one line, before any work
+    if req.device != "auto" or req.posttest_learner or req.metrics:  # an absent --device: one line, before any work
         req = replace(req, device=resolve_device(req.device))
     specs = list(dict.fromkeys(req.evaluators))
+    if req.metrics:
+        if specs or req.pairwise or req.posttest_learner:
+            raise JudgeCheckError(
+                "--metrics checks the computational metrics and asks no model: give it without --evaluator, "
+                "--pairwise or --posttest-learner"
+            )
+        inputs = read_inputs(console, req)
+        metric_check.run_metric_check(
+            console,
+            inputs.convs,
+            inputs.perts,
+            Path(req.out),
+            str(inputs.sources[0].path)
+            if len(inputs.sources) == 1
+            else f"{len(inputs.sources)} inputs, the first {inputs.sources[0].path}",
+            req.figures,
+            req.device,
+        )
+        return
     if len(specs) > 1 and req.posttest_learner:
         raise JudgeCheckError(
             "--posttest-learner measures the post-test's validity and asks no judge: give it without a panel of "

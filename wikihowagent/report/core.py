@@ -37,7 +37,7 @@ from wikihowagent.backends import is_embedded
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.evaluation.calibrated import CalibrationMismatch, add_calibrated, calibrated_name, check, load
 from wikihowagent.evaluation.judge import RubricError, load_rubrics
-from wikihowagent.evaluation.metrics import better
+from wikihowagent.evaluation.metrics import COMPUTATIONAL_NAMES, WORDS, better
 from wikihowagent.evaluation.significance import TableStats, best_runs
 from wikihowagent.evaluation.summary import (
     PERCENT_METRICS,
@@ -51,7 +51,7 @@ from wikihowagent.evaluation.summary import (
     write_figures,
 )
 from wikihowagent.evaluation.tables import paper_tables
-from wikihowagent.records import Turn
+from wikihowagent.records import ESTIMATE_NAME, Turn
 from wikihowagent.runs import (
     BY_DOMAIN_PNG,
     CALIBRATION_CSV,
@@ -68,8 +68,13 @@ from wikihowagent.runs import (
     FIGURES_DIR,
     INDEX_HTML,
     JUDGES_CSV,
+    METRIC_ALIGNMENT_CSV,
+    METRIC_ALIGNMENT_MD,
+    METRIC_ALIGNMENT_PNG,
+    METRIC_ALIGNMENT_WITHIN_PNG,
     PAGE_SUFFIX,
     PAIR_ORDER_CSV,
+    PEOPLE_ESTIMATE_CSV,
     PPI_CSV,
     PROBLEMS_TXT,
     RADAR_COMPUTATIONAL_PNG,
@@ -90,6 +95,7 @@ from .measured import MeasuredError, load_measured
 from .page import page
 from .reading import reading_html
 from .sources import Problems, ReportConversation, ReportRun, drop_out_of_range, load_inputs
+from .validity import ValidityError, load_validity
 
 CHUNK = 250
 MARKER = ".wikihowagent-report"
@@ -578,7 +584,21 @@ def _summary_tables(tables: list[tuple[str, Any]], run_tables: dict[str, Any]) -
             (name, scale, ms)
             for name, scale, ms in (
                 ("Computational metrics", "%", [m for m in summary.columns if m in PERCENT_METRICS]),
-                ("Rubric scores (LLM judge)", "1–5", [m for m in summary.columns if m not in PERCENT_METRICS]),
+                (
+                    "Other computational metrics",
+                    "as stored (words, nats)",
+                    [m for m in summary.columns if m in COMPUTATIONAL_NAMES and m not in PERCENT_METRICS],
+                ),
+                ("Predicted from metrics", "1–5", [m for m in summary.columns if m == ESTIMATE_NAME]),
+                (
+                    "Rubric scores (LLM judge)",
+                    "1–5",
+                    [
+                        m
+                        for m in summary.columns
+                        if m not in PERCENT_METRICS and m not in COMPUTATIONAL_NAMES and m != ESTIMATE_NAME
+                    ],
+                ),
             )
             if ms
         ]
@@ -592,7 +612,11 @@ def _summary_tables(tables: list[tuple[str, Any]], run_tables: dict[str, Any]) -
         few = len(summary.table) <= RUNS_AS_COLUMNS
         many = not few or len(summary.table) > 2  # a phone hides their CIs until tapped (report.css, report.js)
         parts.append(_table_legend(summary, bool(best), many))
-        parts.append((_metric_rows if few else _run_rows)(summary.table, groups, direction, best, many))
+        parts.append(
+            (_metric_rows if few else _run_rows)(
+                summary.table, groups, direction, best, many, _validity_applies(run_tables)
+            )
+        )
     return "\n".join(parts)
 
 
@@ -641,14 +665,51 @@ def _run_label(row: dict[str, Any]) -> str:
     return f"{label}<small>{e(row['run'])}</small>"
 
 
-def _metric_head(m: str, direction: dict[str, str]) -> str:
+def _metric_head(m: str, direction: dict[str, str], tracked: bool = False) -> str:
+    """A metric's head: its name and better direction; with `tracked` (the runs' metrics were computed in the
+    mode the validity was measured in), how far it tracked people."""
 
     e = html.escape
     up = direction.get(m) != "lower"
     return (
         f"{e(SHORT.get(m, m))} <span class='dir' title='{'higher' if up else 'lower'} is better'>"
-        f"{'↑' if up else '↓'}</span>"
+        f"{'↑' if up else '↓'}</span>" + (_tracked_note(m) if tracked else "")
     )
+
+
+def _validity_applies(run_tables: dict[str, Any]) -> bool:
+    """The runs' metrics were all computed in the mode the measured validity is of (paper mode's METEOR is
+    another definition than default mode's)."""
+    try:
+        mode = load_validity().mode
+    except ValidityError:
+        return False
+    modes = {m for t in run_tables.values() for m in t.modes()}
+    return modes == {mode}
+
+
+def _tracked_note(m: str) -> str:
+    """Under a metric's head: how far it tracked people where that was measured (data/metric_validity.json)."""
+    e = html.escape
+    try:
+        v = load_validity().metrics.get(m)
+    except ValidityError:
+        return ""
+    if v is None or v.within_r is None:
+        return ""
+    pairs = f", pairs {v.pair_share:.2f}" if v.pair_share is not None else ""
+    return (
+        f"<small class='tracked' title='{e(_validity_title())}: {e(v.short())}'>people: "
+        f"r<sub>w</sub> {v.within_r:+.2f}{pairs}</small>"
+    )
+
+
+def _validity_title() -> str:
+    try:
+        val = load_validity()
+    except ValidityError:
+        return ""
+    return f"measured on {val.study} ({val.measured}); {val.caveat}"
 
 
 def _value_cell(row: dict[str, Any], m: str, best: dict[str, str], direction: dict[str, str]) -> str:
@@ -682,6 +743,7 @@ def _metric_rows(
     direction: dict[str, str],
     best: dict[str, str],
     many: bool,
+    tracked: bool = False,
 ) -> str:
     """A row per metric, a column per run (few runs: the width grows with the runs, not the metrics)."""
     head = (
@@ -693,7 +755,7 @@ def _metric_rows(
     for name, scale, ms in groups:
         body.append(f"<tr class='group'><th colspan='{len(rows) + 1}'>{html.escape(name)}, {scale}</th></tr>")
         body += [
-            f"<tr><th scope='row'>{_metric_head(m, direction)}</th>"
+            f"<tr><th scope='row'>{_metric_head(m, direction, tracked)}</th>"
             + "".join(_value_cell(r, m, best, direction) for r in rows)
             + "</tr>"
             for m in ms
@@ -710,6 +772,7 @@ def _run_rows(
     direction: dict[str, str],
     best: dict[str, str],
     many: bool,
+    tracked: bool = False,
 ) -> str:
     """A row per run (many runs): the metrics as columns under their group's scale, one table per group."""
     out = []
@@ -717,7 +780,7 @@ def _run_rows(
         head = (
             f"<tr><th rowspan='2'>Run</th><th rowspan='2' class='num'>n</th>"
             f"<th colspan='{len(ms)}' class='group'>{html.escape(name)}, {scale}</th></tr>"
-            "<tr>" + "".join(f"<th class='num'>{_metric_head(m, direction)}</th>" for m in ms) + "</tr>"
+            "<tr>" + "".join(f"<th class='num'>{_metric_head(m, direction, tracked)}</th>" for m in ms) + "</tr>"
         )
         body = "".join(
             f"<tr><th scope='row'>{_run_label(r)}</th><td class='num'>{r['n']}</td>"
@@ -741,6 +804,52 @@ def _short_number(x: str) -> str:
     return x if "." not in x or len(x.split(".")[1]) <= 3 else f"{v:.3f}"
 
 
+METRIC_COLUMNS = (  # metric_alignment.csv's columns shown on the page: (column, head, its CI's columns)
+    ("n", "n", None),
+    ("pearson", "Pearson r", None),
+    ("within", "within-tutorial r", ("within_ci_low", "within_ci_high")),
+    ("partial", "partial r (length)", None),
+    ("pair_share", "clear pairs ordered", ("pair_ci_low", "pair_ci_high")),
+    ("note", "note", None),
+)
+
+
+def _metric_alignment_html(alignment: Path, problems: Problems) -> str:
+    """Every metric against the people's Overall, as align sorted it (metric_alignment.csv), compactly."""
+    path = alignment / METRIC_ALIGNMENT_CSV
+    if not path.is_file():
+        return ""
+    try:
+        rows = read_people_rows(path)
+    except OutputReadError as exc:
+        problems.add(f"{path}: cannot read ({exc.detail}); left out")
+        return ""
+    if not rows or "human_rubric" not in rows[0]:
+        return ""
+    head = rows[0]
+    col = {h: i for i, h in enumerate(head)}
+    if any(c not in col for c, _, ci in METRIC_COLUMNS) or "metric" not in col:
+        problems.add(f"{path}: not align's {METRIC_ALIGNMENT_CSV} (columns missing); left out")
+        return ""
+
+    def cell(r: list[str], c: str, ci: tuple[str, str] | None) -> str:
+        v = _short_number(r[col[c]]) if col[c] < len(r) else ""
+        if ci and all(x in col and col[x] < len(r) and r[col[x]] for x in ci):
+            v += f" [{_short_number(r[col[ci[0]]])}, {_short_number(r[col[ci[1]]])}]"
+        return v or "—"
+
+    body = [["metric", *(h for _, h, _ in METRIC_COLUMNS)]]
+    body += [
+        [r[col["metric"]], *(cell(r, c, ci) for c, _, ci in METRIC_COLUMNS)]
+        for r in rows[1:]
+        if len(r) > col["human_rubric"] and r[col["human_rubric"]] == "Overall"
+    ]
+    return (
+        f"<h3>Every metric against the people's Overall ({METRIC_ALIGNMENT_CSV}; every rubric in "
+        f"{METRIC_ALIGNMENT_MD})</h3>" + csv_table(body)
+    )
+
+
 def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
 
     e = html.escape
@@ -760,7 +869,9 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
         parts.append(csv_table(rows))
     else:
         problems.add(f"{alignment}: no correlations.csv; the alignment section shows the figures only")
+    parts.append(_metric_alignment_html(alignment, problems))
     for name, title in (
+        (PEOPLE_ESTIMATE_CSV, "Estimated Overall (people): out of fold beside METEOR alone and the judge"),
         (CALIBRATION_CSV, "Calibration on the human ratings (align --calibrate; out of fold, GroupKFold by tutorial)"),
         (PPI_CSV, "Prediction-powered estimates of the human mean rating (align --ppi)"),
         (JUDGES_CSV, "Every judge beside the humans (Krippendorff's α with the judge as a rater)"),
@@ -776,6 +887,8 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
     captions = {
         SCORE_DISTRIBUTIONS_PNG: "Human vs LLM score distributions per model (Figs. 6/8)",
         CORRELATION_HEATMAP_PNG: "Correlation heatmap (Fig. 7)",
+        METRIC_ALIGNMENT_PNG: "Every metric vs people: Pearson r per human rubric (Fig. 7 for every metric)",
+        METRIC_ALIGNMENT_WITHIN_PNG: "Every metric vs people: within-tutorial r per human rubric",
         CALIBRATION_PNG: "Judge score vs human mean, with the isotonic calibration",
     }
     for png in sorted((alignment / FIGURES_DIR).glob("*.png")):
@@ -845,6 +958,7 @@ def _index_html(
         f"<p class='meta'>{len(runs)} run(s), {n} conversations, {len(metrics)} metrics.</p>",
         _runs_table(rows),
         reading_html(runs),
+        _metrics_trust_html(),
         _evidence_html(runs),
         f"<div id='summary-tables'>{tables}</div></section>",
         _figures_html(figures),
@@ -1003,6 +1117,38 @@ def _measured_html(runs: list[ReportRun]) -> list[str]:
         "<ul class='measured'>" + "".join(f"<li>{html.escape(x)}</li>" for x in ls) + "</ul>" if emb else ""
         for emb, ls in zip(embedded, lines, strict=True)
     ]
+
+
+def _metrics_trust_html() -> str:
+    """ "How far to trust the metrics": the metrics measured to track people first (their within-tutorial r
+    and clear-pair share on the human study, and how often they prefer an original to a damaged copy), then
+    those that did not, with the study's caveat (data/metric_validity.json)."""
+    e = html.escape
+    try:
+        val = load_validity()
+    except ValidityError as exc:
+        return (
+            "<h2 id='trust-metrics'>How far to trust the metrics</h2>"
+            f"<p class='meta'>The metrics' measured validity is not available: {e(str(exc))}</p>"
+        )
+    ranked = [(m, v) for m, v in val.ranked() if m != WORDS]
+    tracked = [(m, v) for m, v in ranked if v.tracked]
+    others = [m for m, v in ranked if not v.tracked and v.within_r is not None]
+    items = "".join(f"<li><b>{e(m)}</b>: {e(v.short())}</li>" for m, v in tracked)
+    base = val.metrics.get(WORDS)
+    if base is not None:
+        items += f"<li>the baseline, conversation length ({e(WORDS)}): {e(base.short())}</li>"
+    return (
+        "<h2 id='trust-metrics'>How far to trust the metrics</h2>"
+        f"<p>Measured against people on {e(val.study)} ({e(val.measured)}), the people's {e(val.target)} rating: "
+        "the within-tutorial r (which of one tutorial's conversations is better; 95 % CI resampling tutorials) "
+        "and the share of the clear same-tutorial pairs ordered as the people did. These tracked people "
+        "(the CI of r above 0), best first:</p>"
+        f"<ul class='evidence'>{items or '<li>none</li>'}</ul>"
+        + (f"<p>Not clearly: {e(', '.join(others))}.</p>" if others else "")
+        + f"<p class='meta'>Caveat: {e(val.caveat)}. Measure your own: <code>wikihowagent align</code> "
+        f"on your human study writes {METRIC_ALIGNMENT_MD}.</p>"
+    )
 
 
 def _evidence_html(runs: list[ReportRun]) -> str:
