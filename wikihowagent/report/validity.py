@@ -2,7 +2,7 @@
 metric heads and "How far to trust the metrics"), written from `align`'s and `judge-check --metrics`' outputs by
 
     python -m wikihowagent.report.validity --align ALIGN_DIR --perturbations NAME=JUDGE_CHECK_DIR ... \\
-        --study TEXT --measured DATE --out data/metric_validity.json
+        --study TEXT --measured DATE --out wikihowagent/data/metric_validity.json
 
 never by hand. Read back validated (a correlation or share outside its range, a CI that does not hold its
 value, an unknown field: the file is left out with one line, never shown half-read).
