@@ -71,9 +71,9 @@ demo: install
 	echo "Demo: a curious learner taught a bundled procedure and its invented twin by the embedded model, judged and reported (about 5 minutes on 2 cores)"; \
 	$(call demo_step,generate $(DEMO_ARGS) --out $(DEMO_OUT)/known); \
 	$(call demo_step,generate $(DEMO_ARGS) --tutorials $(DEMO_VALIDITY) --out $(DEMO_OUT)/invented); \
-	$(call demo_step,evaluate $(DEMO_OUT)/known $(DEMO_OUT)/invented --out $(DEMO_OUT)/summary); \
+	$(call demo_step,evaluate $(DEMO_OUT)/known $(DEMO_OUT)/invented --out $(DEMO_OUT)); \
 	$(call demo_step,report $(DEMO_OUT)/known $(DEMO_OUT)/invented --out $(DEMO_OUT)/report --cases 1); \
-	printf '\nDemo done in %s s.\nThe runs: %s/known/ and %s/invented/ (conversations.jsonl, scores.jsonl); the summary: %s/summary/summary.md\nOpen: %s/report/index.html\n' \
+	printf '\nDemo done in %s s.\nThe runs: %s/known/ and %s/invented/ (conversations.jsonl, scores.jsonl); the summary: %s/summary.md\nOpen: %s/report/index.html\n' \
 	  "$$(( $$(date +%s) - t0 ))" '$(DEMO_OUT)' '$(DEMO_OUT)' '$(DEMO_OUT)' '$(DEMO_OUT)'
 
 test: install browser docs

@@ -82,12 +82,12 @@ def test_make_demo_says_what_it_runs_where_the_run_is_and_what_to_open(tmp_path)
     ).stdout
     lines = out.splitlines()
     demo = tmp_path / "demo"
-    assert f"$ wikihowagent evaluate {demo}/known {demo}/invented --out {demo}/summary" in lines
+    assert f"$ wikihowagent evaluate {demo}/known {demo}/invented --out {demo}" in lines  # scores in the runs
     assert "[--domain] [Home & Garden]" in out  # the quoted domain reaches the command as one argument
     assert "[--learner-persona] [curious]" in out and "[--tutorials] [wikihowagent/data/validity/counterfactual]" in out
     assert lines[-2:] == [
         f"The runs: {demo}/known/ and {demo}/invented/ (conversations.jsonl, scores.jsonl); the summary: "
-        f"{demo}/summary/summary.md",
+        f"{demo}/summary.md",
         f"Open: {demo}/report/index.html",
     ]
     assert not any(line.startswith(str(venv)) for line in lines)  # make's own echo of the recipe is off

@@ -26,7 +26,12 @@ def run(name: str, rows: list[dict[str, float | None]], persona: str = "", evalu
 def test_a_small_gain_on_a_known_procedure_is_explained_by_the_pre_test():
     known = run("known", [{"Step Recall": 0.8, "Learning Gain": -0.1}, {"Step Recall": 0.9, "Learning Gain": 0.0}])
     new = run("invented", [{"Step Recall": 0.7, "Learning Gain": 0.6}], persona="curious")
-    text = reading_html([known, new])
+    half = run("half", [{"Step Recall": 1.0, "Learning Gain": 0.5}])  # neither: the numbers only
+    text = reading_html([known, new, half])
+    assert (
+        "half: Learning Gain +50.0 % = post-test Step Recall 100.0 % minus the pre-test&#x27;s 50.0 % (1 conversation).</li>"
+        in text
+    )
     assert "known: Learning Gain -5.0 % = post-test Step Recall 85.0 % minus the pre-test&#x27;s 90.0 %" in text
     assert "already recalled 90 % of the steps from the title alone" in text
     assert "invented: Learning Gain +60.0 %" in text and "recalled only 10 % of the steps" in text
@@ -44,9 +49,11 @@ def test_question_ratio_zero_is_explained_only_for_the_papers_learner():
 
 def test_the_embedded_judges_measured_agreement_is_stated_beside_its_scores():
     judged = run("demo", [{"Clarity": 4.0}], evaluator="local", scoring="checklist")
+    twin = run("twin", [{"Clarity": 3.0}], evaluator="local", scoring="checklist")
     other = run("api", [{"Clarity": 4.0}], evaluator="openai:gpt-4", scoring="weighted")
-    text = reading_html([judged, other])
-    assert "demo: the rubric scores are the embedded" in text and "judge-check accuracy 0.84" in text
+    text = reading_html([judged, twin, other])
+    assert text.count("the rubric scores are the embedded") == 1  # one note for the runs of one judge and mode
+    assert "demo, twin: the rubric scores are the embedded" in text and "judge-check accuracy 0.84" in text
     assert "Pearson r with the people" in text and "not distinguishable from none" in text
     assert "api:" not in text
 

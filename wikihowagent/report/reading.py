@@ -25,7 +25,7 @@ from wikihowagent.evaluation.posttest import LEARNING_GAIN, STEP_RECALL
 from .measured import MeasuredError, load_measured
 from .sources import ReportRun
 
-FAMILIAR = 0.5  # a pre-test recalling at least this share of the steps: the learner knew the procedure
+FAMILIAR = 0.6  # a pre-test recalling at least this share of the steps: the learner knew the procedure
 UNFAMILIAR = 0.25  # at most this: the procedure was new to it
 
 
@@ -86,9 +86,11 @@ def _judge_notes(runs: list[ReportRun]) -> list[str]:
         measured = load_measured()
     except MeasuredError:
         return []  # "How far to trust the judge" says the file is unreadable
-    out = []
+    by_mode: dict[str, list[str]] = {}  # one note per scoring mode, naming its runs
     for r in embedded:
-        mode = r.scoring.split("+")[0]
+        by_mode.setdefault(r.scoring.split("+")[0], []).append(r.name)
+    out = []
+    for mode, names in by_mode.items():
         figures = {f.what: f for f in measured.modes.get(mode, [])}
         people = next((f for w, f in figures.items() if w.startswith("Pearson r")), None)
         check = figures.get("judge-check accuracy")
@@ -105,7 +107,7 @@ def _judge_notes(runs: list[ReportRun]) -> list[str]:
             if weak:
                 reading.append("its agreement with people's ratings is not distinguishable from none")
         out.append(
-            f"{r.name}: the rubric scores are the embedded {measured.model} judge's ({mode}). Measured: "
+            f"{', '.join(names)}: the rubric scores are the embedded {measured.model} judge's ({mode}). Measured: "
             + "; ".join(parts)
             + "."
             + (f" So {' but '.join(reading)}." if reading else "")
