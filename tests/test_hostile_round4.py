@@ -988,3 +988,158 @@ def test_a_judge_server_that_fails_mid_run_keeps_the_scores_and_a_rerun_complete
     assert lines[: len(kept)] == kept
     ids = [r["conversation_id"] for r in lines]
     assert len(ids) == len(set(ids)) == 3 and all(r["metrics"]["Clarity"] is not None for r in lines)
+
+
+# ------------------------------------------------------------------ the report: per-item view and trust box
+
+XSS = "</script><script>alert(1)</script><img src=x onerror=alert(2)>"
+
+
+def _checklist_run(tmp_path: Path) -> Path:
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_checklist import _yes_no_judge
+
+    run = run_copy(tmp_path)
+    with FakeOpenAI(logprobs=_yes_no_judge) as srv:
+        res = runner.invoke(
+            app,
+            ["evaluate", str(run), "--evaluator", "openai:fake-model", "--base-url", srv.base_url, "--no-figures"]
+            + ["--judge-scoring", "checklist", "--metrics", "Progress,Clarity"],
+        )
+        assert res.exit_code == 0, res.output
+    return run
+
+
+def _site_text(site: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(site)): p.read_text(encoding="utf-8") for p in site.rglob("*") if p.suffix in (".html", ".js")
+    }
+
+
+def _no_constant(name: str):
+    pytest.fail(f"{name} in the report's data")
+
+
+def _chunks(site: Path) -> dict:
+    import re
+
+    out = {}
+    for p in sorted((site / "data").glob("conv-*.js")):
+        m = re.fullmatch(r"reportChunk\(\d+, (.*)\);\n", p.read_text(encoding="utf-8"), re.S)
+        out.update(json.loads(m.group(1), parse_constant=_no_constant))
+    return out
+
+
+def test_html_and_script_in_items_steps_and_turns_stay_text_in_the_report(tmp_path):
+    run = _checklist_run(tmp_path)
+    lines = (run / "conversations.jsonl").read_text().splitlines()
+    out = []
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            out.append(line)
+            continue
+        if "tutorial" in rec:
+            rec["tutorial"]["steps"] = [XSS + s for s in rec["tutorial"]["steps"]]
+        for t in rec.get("turns", []):
+            t["text"] = XSS + t["text"]
+        rec["title"] = XSS
+        out.append(json.dumps(rec))
+    (run / "conversations.jsonl").write_text("\n".join(out) + "\n")
+    scores = _jsonl(run / "scores.jsonl")
+    for r in scores:
+        for it in r["judge"]["items"]:
+            it["question"] = XSS + it["question"]
+        r["judge"]["notes"] = [XSS]
+    (run / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in scores))
+    res = runner.invoke(app, ["report", str(run), "--out", str(tmp_path / "site")])
+    assert res.exit_code == 0, res.output
+    site = tmp_path / "site"
+    for name, text in _site_text(site).items():
+        if name.endswith(".html"):
+            assert "<script>alert" not in text and "<img src=x" not in text, name  # escaped where it is shown
+    data = _chunks(site)  # the data files are JSON handed to a function (DOM text, never markup)
+    assert any(XSS in row[2] for c in data.values() for row in c.get("checklist", []))
+    for js in ("report.js", "conversation.js"):
+        src = (site / js).read_text() if (site / js).exists() else next(iter(site.rglob(js))).read_text()
+        assert "innerHTML" not in src and "insertAdjacentHTML" not in src and "document.write" not in src
+
+
+def test_impossible_item_probabilities_are_left_out_of_the_report(tmp_path):
+    run = _checklist_run(tmp_path)
+    scores = _jsonl(run / "scores.jsonl")
+    for r in scores:
+        its = r["judge"]["items"]
+        its[0]["p_yes"], its[1]["good"], its[2]["mass"] = float("nan"), 7.0, float("inf")
+    (run / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in scores))  # NaN, Infinity as Python writes
+    res = runner.invoke(app, ["report", str(run), "--out", str(tmp_path / "site")])
+    assert res.exit_code == 0, res.output
+    data = _chunks(tmp_path / "site")  # fails on a NaN or Infinity in the page data
+    for c in data.values():
+        for row in c.get("checklist", []):
+            assert all(v is None or (isinstance(v, (int, float)) and 0 <= v <= 1) for v in row[4:7]), row
+
+
+def test_a_hundred_thousand_items_on_one_conversation(tmp_path):
+    run = _checklist_run(tmp_path)
+    scores = _jsonl(run / "scores.jsonl")
+    item = scores[0]["judge"]["items"][0]
+    scores[0]["judge"]["items"] = [{**item, "id": f"rubric:Clarity:x{i}"} for i in range(100_000)]
+    (run / "scores.jsonl").write_text("".join(json.dumps(r) + "\n" for r in scores))
+    res = runner.invoke(app, ["report", str(run), "--out", str(tmp_path / "site")])
+    assert res.exit_code == 0, res.output
+    data = _chunks(tmp_path / "site")
+    assert max(len(c.get("checklist", [])) for c in data.values()) <= 100_000
+
+
+def test_a_tampered_measured_figures_file_is_one_line_in_the_trust_box(tmp_path, monkeypatch):
+    from wikihowagent.report import measured
+
+    run = _checklist_run(tmp_path)
+    scores = run / "scores.jsonl"
+    scores.write_text(scores.read_text().replace('"openai:fake-model"', '"local"'))  # as if judged by `local`
+    good = json.loads(measured.measured_path().read_text())
+    cases = {
+        "html": lambda d: d["modes"]["checklist"][0].update(what=XSS[:190]),
+        "huge mode": lambda d: d["modes"].update({"x" * 5000: d["modes"]["checklist"]}),
+        "no figures": lambda d: d["modes"].update(checklist=[]),
+        "no modes": lambda d: d.update(modes={}),
+        "n huge": lambda d: d["modes"]["checklist"][0].update(n=10**400),
+        "a list": lambda d: d.update(modes=[1, 2]),
+    }
+    for name, change in cases.items():
+        data = json.loads(json.dumps(good))
+        change(data)
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps(data))
+        monkeypatch.setattr(measured, "measured_path", lambda p=path: p)
+        site = tmp_path / f"site-{name}"
+        res = runner.invoke(app, ["report", str(run), "--out", str(site)])
+        assert res.exit_code == 0, (name, res.output)
+        index = (site / "index.html").read_text()
+        assert "<script>alert" not in index, name
+        if name != "html":
+            assert "measured figures are not available: " in index and f"{name}.json" in index, name
+
+
+# ------------------------------------------------------------------ help at any width
+
+
+@pytest.mark.parametrize("columns", [1, 20, 10_000])
+@pytest.mark.parametrize("command", ["evaluate", "compare"])
+def test_help_at_any_terminal_width_shows_every_option_whole(command, columns):
+    """COLUMNS=1 printed only the panels' corners and COLUMNS=20 cut the help into 2-letter columns; help is now
+    laid out at least 60 wide (and at most 100), every option name whole."""
+    import typer
+
+    res = cli(command, "--help", env={"COLUMNS": str(columns)})
+    assert res.returncode == 0, res.stderr.decode()
+    out = res.stdout.decode()
+    lines = out.splitlines()
+    assert "Usage:" in out and max(len(ln) for ln in lines) == min(100, max(60, columns)), out[:2000]
+    click_cmd = typer.main.get_command(app).commands[command]
+    for p in click_cmd.params:
+        for name in p.opts if p.param_type_name == "option" else []:
+            if name.startswith("--"):
+                assert any(name in ln.split() or f"{name}," in ln for ln in lines) or name in out, name

@@ -235,6 +235,7 @@ PANELS = (INPUTS, SELECTION, METRICS, MODELS, CONVERSATION, POSTTEST, STATISTICS
 
 NAME_COLUMN_MAX = 30  # wider names print on a line of their own, their help indented under them
 WIDTH_MAX = 100  # help lines wider than this are hard to read; a wider terminal gets this width
+WIDTH_MIN = 60  # a narrower terminal (COLUMNS=1 printed only the panels' corners) gets help this wide, wrapped by it
 
 
 def _names(param: TyperOption | TyperArgument, ctx: Any) -> Any:
@@ -351,7 +352,7 @@ def rich_help(obj: TyperCommand | TyperGroup, ctx: Any, markup_mode: Any) -> Non
     from typer import rich_utils
 
     console = rich_utils._get_rich_console()
-    console.width = min(console.width, WIDTH_MAX)
+    console.width = max(WIDTH_MIN, min(console.width, WIDTH_MAX))
     console.print(Padding(rich_utils.highlighter(obj.get_usage(ctx)), 1), style=rich_utils.STYLE_USAGE_COMMAND)
     if obj.help:
         console.print(
