@@ -159,8 +159,9 @@ def thing_lemmas(texts: Sequence[str], wn: Any) -> list[str]:
                 lemma = thing_lemma(wn, w)
                 ok = lemma and lemma not in _KEEP and lemma not in _NUMBER_NAMES and noun_dominant(wn, w)
                 known[w] = lemma if ok else None
-            if known[w]:
-                out.setdefault(known[w], None)
+            found = known[w]
+            if found:
+                out.setdefault(found, None)
     return list(out)
 
 
