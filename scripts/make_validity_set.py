@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -51,6 +52,7 @@ def make_set(
     """Transform every article of `source` into `out`; returns the files written. Raises ValiditySetError."""
     from wikihowagent.evaluation.metrics import load_wordnet
 
+    check_out(out)
     existing = sorted(out.rglob("*.json")) if out.exists() else []
     if existing and not force:
         raise ValiditySetError(f"{out}: already holds {len(existing)} *.json files (give --force to replace them)")
@@ -86,12 +88,37 @@ def make_set(
     if len(set(paths)) != len(paths):
         dup = next(p for p in paths if paths.count(p) > 1)
         raise ValiditySetError(f"{dup}: two articles got the same invented title (try another --seed)")
-    for f in existing:
-        f.unlink()
+    inside = out.resolve()
+    for path in paths:
+        if not path.resolve().is_relative_to(inside):  # folder_name keeps names in OUT; checked once more here
+            raise ValiditySetError(f"{path}: outside {out}: nothing written")
+    # the new files first, then the old ones that are not among them: a write that fails leaves the old set
     for path, article in made:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(article, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(article, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        except OSError as exc:
+            raise ValiditySetError(f"{path}: cannot write ({exc.strerror or exc})") from None
+    for f in existing:
+        if f not in paths:
+            f.unlink()
     return paths
+
+
+def check_out(out: Path) -> None:
+    """OUT is a folder or can be made one: not a file, not under a file, on a writable file system; else one
+    line, before any work. (Run as root, permission bits do not stop a write; a read-only mount does.)"""
+    if out.exists() and not out.is_dir():
+        raise ValiditySetError(f"{out}: exists and is not a folder")
+    probe = out
+    while not probe.exists():
+        if probe.parent == probe:
+            break
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        raise ValiditySetError(f"{out}: {probe} is a file, not a folder")
+    if probe.exists() and not os.access(probe, os.W_OK | os.X_OK):
+        raise ValiditySetError(f"{out}: {probe} is not writable")
 
 
 def main(argv: list[str] | None = None) -> int:

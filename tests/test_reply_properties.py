@@ -194,3 +194,39 @@ def test_one_rubric_given_two_scores_is_ambiguous(k, j, how):
         assert found == {"Clarity": k}
     else:
         assert "Clarity" not in found and problems["Clarity"].startswith("ambiguous")
+
+
+# --------------------------------------------------------------------------- the checklist's yes/no reading
+
+_YESNO_TOKENS = st.sampled_from(["Yes", " yes", "YES", "No", " no", "no", "Y", "Maybe", "Ｙｅｓ", "yes\u200b", "."])
+_LOGPROB = st.one_of(
+    st.floats(min_value=-30, max_value=0),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.just(float("nan")),
+    st.booleans(),
+    st.text(max_size=3),
+    st.none(),
+)
+
+
+@SETTINGS
+@given(
+    reply=st.one_of(st.text(max_size=12), st.sampled_from(["Yes", "No.", " yes", "YES!", "no!", "Yes, but"])),
+    top=st.dictionaries(_YESNO_TOKENS, _LOGPROB, max_size=6),
+    chosen=_YESNO_TOKENS,
+    complete=st.booleans(),
+)
+def test_read_answer_is_a_probability_or_a_reason(reply, top, chosen, complete):
+    """Whatever the reply and its log-probabilities: P(yes) in [0, 1] with a yes/no mass at or above the
+    threshold, or a reason (never both, never NaN, never an exception)."""
+    from wikihowagent.evaluation.checklist import MASS_MIN, answer_word, read_answer
+
+    entry = {"token": chosen, "logprob": top.get(chosen, -1.0), "top_logprobs": [
+        {"token": t, "logprob": lp} for t, lp in top.items()
+    ]}  # fmt: skip
+    ans = read_answer([entry], reply, complete)
+    assert (ans.p_yes is None) == (ans.problem is not None)
+    if ans.p_yes is not None:
+        assert 0.0 <= ans.p_yes <= 1.0 and not math.isnan(ans.p_yes)
+        assert ans.mass is not None and MASS_MIN <= ans.mass <= 1.0
+        assert answer_word(reply) is not None and complete

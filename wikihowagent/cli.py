@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from wikihowagent.console import HelpCommand, HelpGroup, disk_full_message, make_console, print_error
+from wikihowagent.console import HelpCommand, HelpGroup, degrade_streams, disk_full_message, make_console, print_error
 
 app = typer.Typer(
     help="Simulate teacher-learner conversations grounded in WikiHow tutorials, evaluate their pedagogic "
@@ -79,6 +79,7 @@ def graph(
 
 
 def main() -> None:
+    degrade_streams()  # a console that cannot print "±" or a box gets ASCII, not a traceback after the work
     try:
         app()
     except BrokenPipeError:  # `wikihowagent graph | head`

@@ -18,10 +18,13 @@ tests/test_cli_help.py checks every command's help at 80 columns and piped.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import inspect
 import shutil
+import sys
+import unicodedata
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -30,10 +33,125 @@ from rich.console import Console, RenderableType
 from rich.text import Text
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
+# What a console that cannot encode a character prints instead (a stdout or stderr in ASCII, Latin-1, a
+# Windows code page, ...): the table's signs and arrows as ASCII, anything else as its accent-free form
+# (NFKD: "café" -> "cafe", fullwidth letters -> ASCII) or "?". Rich draws ASCII boxes and progress bars by
+# itself on such a console (its `ascii_only`), so a finished command's table never ends it with a traceback.
+ASCII_FALLBACK = {
+    "±": "+/-",
+    "–": "-",
+    "—": "--",
+    "−": "-",
+    "…": "...",
+    "↑": "^",
+    "↓": "v",
+    "→": "->",
+    "←": "<-",
+    "★": "*",
+    "✓": "v",
+    "✗": "x",
+    "×": "x",
+    "≥": ">=",
+    "≤": "<=",
+    "≈": "~",
+    "μ": "mu",
+    "δ": "delta",
+    "σ": "sd",
+    "«": '"',
+    "»": '"',
+    "‘": "'",
+    "’": "'",
+    "“": '"',
+    "”": '"',
+    "•": "*",
+    "·": ".",
+}
+ENCODE_ERRORS = "wikihowagent-ascii"  # the codec error handler degrade_streams installs
+
+
+def _ascii_for(ch: str) -> str:
+    if ch in ASCII_FALLBACK:
+        return ASCII_FALLBACK[ch]
+    plain = unicodedata.normalize("NFKD", ch).encode("ascii", "ignore").decode("ascii")
+    return plain if plain.isprintable() and plain else "?"
+
+
+def _encode_fallback(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    return "".join(_ascii_for(ch) for ch in exc.object[exc.start : exc.end]), exc.end
+
+
+def degrade_streams() -> None:
+    """stdout and stderr that cannot encode every character (PYTHONIOENCODING=ascii, a Latin-1 or Windows
+    code-page terminal) print what they cannot encode as ASCII (ASCII_FALLBACK) instead of raising
+    UnicodeEncodeError after the work is done; a UTF-8 stream is left as it is. Called once by `main()`."""
+    try:
+        codecs.lookup_error(ENCODE_ERRORS)
+    except LookupError:
+        codecs.register_error(ENCODE_ERRORS, _encode_fallback)
+    for stream in (sys.stdout, sys.stderr):
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        try:
+            utf = codecs.lookup(encoding).name.startswith("utf")
+        except LookupError:
+            utf = False
+        reconfigure = getattr(stream, "reconfigure", None)
+        if not utf and reconfigure is not None:
+            with contextlib.suppress(ValueError, OSError):  # a closed or detached stream keeps its setting
+                reconfigure(errors=ENCODE_ERRORS)
+
+
+def ascii_text(text: str) -> str:
+    """`text` with every non-ASCII character as ASCII (ASCII_FALLBACK, else its accent-free form, else "?")."""
+    return text if text.isascii() else "".join(ch if ch.isascii() else _ascii_for(ch) for ch in text)
+
+
+def _ascii_rich_text(text: Text) -> Text:
+    """A rich Text made ASCII with its styles kept on the characters they covered."""
+    plain = text.plain
+    if plain.isascii():
+        return text
+    starts = [0]
+    for ch in plain:
+        starts.append(starts[-1] + len(ch if ch.isascii() else _ascii_for(ch)))
+    out = Text(ascii_text(plain), style=text.style, justify=text.justify, no_wrap=text.no_wrap, overflow=text.overflow)
+    for span in text.spans:
+        out.stylize(span.style, starts[span.start], starts[span.end])
+    return out
+
+
+def _ascii_renderable(obj: Any) -> Any:
+    """Strings, Texts and a Table's title and cells made ASCII (before Rich measures them, so the columns of a
+    table still line up when "±" becomes "+/-"); anything else as it is (the error handler covers it)."""
+    from rich.table import Table
+
+    if isinstance(obj, str):
+        return ascii_text(obj)
+    if isinstance(obj, Text):
+        return _ascii_rich_text(obj)
+    if isinstance(obj, Table):
+        obj.title = _ascii_renderable(obj.title)
+        for col in obj.columns:
+            col.header = _ascii_renderable(col.header)
+            col._cells = [_ascii_renderable(c) for c in col._cells]
+    return obj
+
+
+class _Console(Console):
+    """A Console that, on a stream whose encoding is not UTF (Rich's `ascii_only`: ASCII boxes and bars),
+    prints its strings, texts and tables in ASCII (ASCII_FALLBACK) rather than failing on "±" or "↑"."""
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        if not self.encoding.startswith("utf"):
+            objects = tuple(_ascii_renderable(o) for o in objects)
+        super().print(*objects, **kwargs)
+
 
 def make_console(stderr: bool = True) -> Console:
-    """A console that prints outside text literally; stderr consoles also never wrap lines."""
-    return Console(stderr=stderr, markup=False, emoji=False, highlight=False, soft_wrap=stderr)
+    """A console that prints outside text literally; stderr consoles also never wrap lines; on a console
+    that cannot print Unicode, ASCII (see `_Console`)."""
+    return _Console(stderr=stderr, markup=False, emoji=False, highlight=False, soft_wrap=stderr)
 
 
 def labeled(label: str, style: str, message: str) -> Text:
@@ -117,6 +235,7 @@ PANELS = (INPUTS, SELECTION, METRICS, MODELS, CONVERSATION, POSTTEST, STATISTICS
 
 NAME_COLUMN_MAX = 30  # wider names print on a line of their own, their help indented under them
 WIDTH_MAX = 100  # help lines wider than this are hard to read; a wider terminal gets this width
+WIDTH_MIN = 60  # a narrower terminal (COLUMNS=1 printed only the panels' corners) gets help this wide, wrapped by it
 
 
 def _names(param: TyperOption | TyperArgument, ctx: Any) -> Any:
@@ -233,7 +352,7 @@ def rich_help(obj: TyperCommand | TyperGroup, ctx: Any, markup_mode: Any) -> Non
     from typer import rich_utils
 
     console = rich_utils._get_rich_console()
-    console.width = min(console.width, WIDTH_MAX)
+    console.width = max(WIDTH_MIN, min(console.width, WIDTH_MAX))
     console.print(Padding(rich_utils.highlighter(obj.get_usage(ctx)), 1), style=rich_utils.STYLE_USAGE_COMMAND)
     if obj.help:
         console.print(

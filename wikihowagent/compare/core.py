@@ -31,7 +31,7 @@ from typing import Any
 from wikihowagent.config import load_config
 from wikihowagent.csvcells import people_csv
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.evaluation.checklist import ChecklistError, checklist_for
+from wikihowagent.evaluation.checklist import ChecklistError, check_checklist_files, checklist_for
 from wikihowagent.evaluation.inputs import resolve_inputs
 from wikihowagent.evaluation.judge import JudgeBackendError, load_rubrics
 from wikihowagent.evaluation.runner import EvalOptions, Evaluation, judge_concurrency
@@ -598,6 +598,12 @@ def run_compare(
     shard = check_request(req)
     cfg = load_config(req.config)
     rubric_set = load_rubrics(req.rubrics)
+    if req.checklist is not None or req.checklist_weights is not None:
+        judging_mode(req, shard, chosen_scoring(req, None))  # an option of the other judge: said first
+        try:  # every file the user named is read before any model or server is contacted
+            check_checklist_files(req.checklist, req.checklist_weights, list(rubric_set))
+        except ChecklistError as exc:
+            raise CompareError(str(exc)) from None
     sources = resolve_inputs(list(req.runs), Path(cfg.runs_dir))
     names = rubric_names(req.metrics, rubric_set)
     runs = load_runs(sources, said.warn, req.max_tutorials)

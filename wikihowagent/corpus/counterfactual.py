@@ -78,7 +78,26 @@ _NUMBER_WORDS = {
     w: i for i, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve".split())
 }
 _METHOD_PREFIX = re.compile(r"^(?:Part|Method) \d+ of \d+:\s*")
-_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\(\s*)$")
+
+
+def _sentence_start(text: str, start: int) -> bool:
+    """Whether the word at `start` begins a sentence: nothing before it, or ".", "!", "?", ":" or ";" and
+    whitespace, or "(" (and any whitespace) right before it (as the regex `(?:^|[.!?:;]\\s+|\\(\\s*)$` on
+    `text[:start]`, whose `$` also matches before a last newline). Looks back only over the whitespace before
+    the word, so a 1 MB step is read in linear time (that regex over `text[:start]` for every word was
+    quadratic)."""
+
+    def ends_there(end: int) -> bool:
+        i = end
+        while i > 0 and text[i - 1].isspace():
+            i -= 1
+        if i == end:
+            return end == 0 or text[end - 1] == "("
+        return i > 0 and text[i - 1] in ".!?:;("
+
+    return ends_there(start) or (start > 0 and text[start - 1] == "\n" and ends_there(start - 1))
+
+
 # Never renamed or swapped: words whose WordNet noun or antonym sense is not what a procedure means by them.
 _KEEP = frozenset(
     "how to a an the of and or for with in on at by it its your you this that these those then "
@@ -130,14 +149,19 @@ def thing_lemmas(texts: Sequence[str], wn: Any) -> list[str]:
     """The named things of `texts` (noun lemmas, in order of first appearance), sentence-initial words and
     `_KEEP` words excepted."""
     out: dict[str, None] = {}
+    known: dict[str, str | None] = {}  # word -> its thing lemma or None: each word is looked up once
     for text in texts:
         for m in _WORD.finditer(text):
             w = m.group(0).lower()
-            if w in _KEEP or _SENTENCE_START.search(text[: m.start()]):
+            if w in _KEEP or _sentence_start(text, m.start()):
                 continue
-            lemma = thing_lemma(wn, w)
-            if lemma and lemma not in _KEEP and lemma not in _NUMBER_NAMES and noun_dominant(wn, w):
-                out.setdefault(lemma, None)
+            if w not in known:
+                lemma = thing_lemma(wn, w)
+                ok = lemma and lemma not in _KEEP and lemma not in _NUMBER_NAMES and noun_dominant(wn, w)
+                known[w] = lemma if ok else None
+            found = known[w]
+            if found:
+                out.setdefault(found, None)
     return list(out)
 
 
@@ -164,7 +188,7 @@ def rename(text: str, mapping: dict[str, str], wn: Any, keep_first: bool = True)
     def sub(m: re.Match[str]) -> str:
         word = m.group(0)
         low = word.lower()
-        if low in _KEEP or (keep_first and _SENTENCE_START.search(text[: m.start()])):
+        if low in _KEEP or (keep_first and _sentence_start(text, m.start())):
             return word
         lemma = low if low in mapping else noun_lemma(wn, low)
         if lemma not in mapping:
@@ -224,6 +248,39 @@ def negate(text: str) -> str:
     return "Do not " + text[:1].lower() + text[1:]
 
 
+_INVISIBLE = re.compile("[\u00ad\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
+
+
+def _without_invisible(article: dict[str, Any]) -> dict[str, Any]:
+    """The article with zero-width and direction characters removed from its title, introduction, method
+    titles and steps: "so\u200bup" is "soup" to a reader, and must be to the renaming too."""
+
+    def clean(v: Any) -> Any:
+        return _INVISIBLE.sub("", v) if isinstance(v, str) else v
+
+    return {
+        **article,
+        "title": clean(article["title"]),
+        "introduction": clean(article.get("introduction", "")),
+        "methods": [
+            {**m, "title": clean(m["title"]), "steps": [clean(s) for s in m["steps"]]} for m in article["methods"]
+        ],
+    }
+
+
+NAME_BYTES = 200  # a folder or file name's UTF-8 bytes at most (file systems allow 255)
+
+
+def folder_name(text: str, default: str) -> str:
+    """`text` (a title or a domain read from an article) as one folder name: path separators, the characters
+    Windows refuses and control characters become "-", at most NAME_BYTES of UTF-8, never "", "." or ".."
+    (`default` then), so a name read from a file cannot leave the output folder."""
+    name = re.sub(r'[\\/:*?"<>|\x00-\x1f\x7f]', "-", text).strip()
+    if len(name.encode("utf-8")) > NAME_BYTES:
+        name = name.encode("utf-8")[:NAME_BYTES].decode("utf-8", "ignore").rstrip()
+    return default if name.strip(".") == "" else name
+
+
 def check_steps(where: str, method_title: str, n: int) -> None:
     """A validity tutorial has MIN_STEPS..MAX_STEPS steps; else one line naming the file and the method."""
     if not MIN_STEPS <= n <= MAX_STEPS:
@@ -246,6 +303,7 @@ def transform_article(
     unknown = [t for t in transforms if t not in TRANSFORMS]
     if unknown:
         raise ValiditySetError(f"unknown transform {unknown[0]!r} (known: {', '.join(TRANSFORMS)})")
+    article = _without_invisible(article)
     methods = article["methods"]
     for m in methods:
         check_steps(where, m["title"], len([s for s in m["steps"] if s.strip()]))
@@ -313,9 +371,9 @@ def transform_article(
         record_methods.append(info)
     if "quantities" in transforms and not n_numbers:
         skip("quantities", "no quantity to change")
-    safe = re.sub(r'[\\/:*?"<>|]', "-", new_title).strip() or "untitled"
+    safe = folder_name(new_title, "untitled")
     categories = list(article.get("categories", []))
-    domain = categories[1] if len(categories) > 1 else "Other"
+    domain = folder_name(categories[1], "Other") if len(categories) > 1 and isinstance(categories[1], str) else "Other"
     out = {
         "title": new_title,
         "path": f"{root}/{domain}/{safe}/{safe}.json",

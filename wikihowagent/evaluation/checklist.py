@@ -32,6 +32,8 @@ import hashlib
 import json
 import math
 import re
+import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,8 @@ from wikihowagent.errors import WikihowagentError
 POLARITIES = ("yes-good", "yes-bad")
 PLACEHOLDERS = ("headline", "step")
 MASS_MIN = 0.5  # below this share of probability on yes/no the item is a failure
+LOGPROB_SLACK = 1e-6  # a log-probability above this is no log-probability (rounding may give +0.0000001)
+MASS_SLACK = 1e-3  # the yes/no candidates' probabilities may sum to this much over 1 by rounding, no more
 MIN_ANSWERED = 0.5  # a rubric needs at least this share of its item weight answered
 ANSWER_TOKENS = 4  # room for "Yes", "." and to see the reply end (a cut-off reply is never read)
 RUBRIC_ITEMS = (2, 5)  # items per rubric the file must give
@@ -104,49 +108,129 @@ def default_checklist_path() -> Path:
     return resource_path("data", "checklists.json")
 
 
-def _text(v: Any, where: str, key: str) -> str:
+# What a checklist file may hold: every text has a size limit (an item is one question; the prompt's texts a
+# few sentences), numbers have bounds, and a key the loader does not know is refused (a misspelt key would
+# otherwise be silently ignored).
+TOP_KEYS = ("version", "description", "system", "intro", "ask", "step_items", "rubric_items")
+STEP_KEYS = ("max_steps", "headline_chars", "step_chars", "items")
+TEMPLATE_KEYS = ("id", "text", "polarity", "rubrics")
+ITEM_KEYS = ("id", "text", "polarity", "tutorial")
+VERSION_CHARS = 64
+ID_CHARS = 64
+PROMPT_CHARS = 4000  # system, intro, ask, description
+ITEM_CHARS = 1000  # an item's question or a step template
+STEP_TEMPLATES = 10  # step templates at most (each is asked once per chosen step)
+BOUNDS = {  # step_items' numbers: (default, low, high)
+    "max_steps": (12, 1, 100),
+    "headline_chars": (160, 20, 2000),
+    "step_chars": (500, 20, 5000),
+}
+
+
+def _text(v: Any, where: str, key: str, limit: int = ITEM_CHARS, lines: bool = False) -> str:
+    """A non-empty string of at most `limit` characters without control characters (`lines`: line breaks and
+    tabs allowed); else a one-line ChecklistError naming the key."""
     if not isinstance(v, str) or not v.strip():
-        raise ChecklistError(f"{where}: {key} must be a non-empty string")
+        shown = "missing" if v is None else f"a {type(v).__name__}" if not isinstance(v, str) else "empty"
+        raise ChecklistError(f"{where}: {key} must be a non-empty string, not {shown}")
+    if len(v) > limit:
+        raise ChecklistError(f"{where}: {key} has {len(v):,} characters; at most {limit:,}")
+    allowed = "\n\t" if lines else ""
+    bad = next((c for c in v if (unicodedata.category(c) == "Cc" and c not in allowed) or c in "\u2028\u2029"), None)
+    if bad is not None:
+        raise ChecklistError(f"{where}: {key} contains the control character {bad!r}")
     return v.strip()
 
 
-def _int(v: Any, where: str, key: str, low: int) -> int:
-    if isinstance(v, bool) or not isinstance(v, int) or v < low:
-        raise ChecklistError(f"{where}: {key} must be an integer >= {low}, not {v!r}")
+def _int(v: Any, where: str, key: str, low: int, high: int) -> int:
+    if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= high:
+        raise ChecklistError(f"{where}: {key} must be an integer from {low} to {high:,}, not {v!r}")
     return v
 
 
 def _polarity(v: Any, where: str) -> str:
     if v not in POLARITIES:
         raise ChecklistError(f"{where}: polarity must be one of {', '.join(POLARITIES)}, not {v!r}")
-    return v
+    return str(v)
 
 
 def _id(v: Any, where: str) -> str:
-    if not isinstance(v, str) or not _ID.fullmatch(v):
-        raise ChecklistError(f"{where}: id must be lower-case letters, digits and '-', not {v!r}")
+    if not isinstance(v, str) or len(v) > ID_CHARS or not _ID.fullmatch(v):
+        shown = repr(v) if not isinstance(v, str) or len(v) <= ID_CHARS else f"{len(v):,} characters"
+        raise ChecklistError(
+            f"{where}: id must be lower-case letters, digits and '-' (at most {ID_CHARS}), not {shown}"
+        )
     return v
 
 
-def load_checklist(path: Path | None, rubric_names: list[str]) -> Checklist:
-    """The checklist file (default wikihowagent/data/checklists.json), validated against the rubrics judged: an unknown
-    rubric, a rubric without items, a step template with a placeholder other than {headline}/{step} are
-    one-line ChecklistErrors naming the file and the item."""
-    path = Path(path) if path else default_checklist_path()
+def _keys(obj: dict[str, Any], known: tuple[str, ...], where: str) -> None:
+    unknown = [k for k in obj if k not in known]
+    if unknown:
+        raise ChecklistError(f"{where}: unknown key {unknown[0][:60]!r} (known: {', '.join(known)})")
+
+
+def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """json's object hook: a key given twice in one object is refused (json would keep the last silently)."""
+    out: dict[str, Any] = {}
+    for k, v in pairs:
+        if k in out:
+            raise ChecklistError(f"the key {k[:60]!r} is given twice in one object")
+        out[k] = v
+    return out
+
+
+def _read_json(path: Path, what: str) -> Any:
+    """A checklist or weights file's JSON: a missing or unreadable file, malformed JSON or a key given twice in
+    one object are one-line ChecklistErrors naming the file (NaN is left to the check of the key it is in)."""
     try:
         raw = path.read_text(encoding="utf-8")
-        data = json.loads(raw)
     except FileNotFoundError:
-        raise ChecklistError(f"{path}: checklist file not found") from None
+        raise ChecklistError(f"{path}: {what} not found") from None
+    except IsADirectoryError:
+        raise ChecklistError(f"{path}: {what} is a directory, not a file") from None
+    except UnicodeDecodeError:
+        raise ChecklistError(f"{path}: {what} is not UTF-8 text") from None
+    except OSError as exc:
+        raise ChecklistError(f"{path}: {what} cannot be read ({exc.strerror or exc})") from None
+    try:
+        return json.loads(raw, object_pairs_hook=_no_duplicate_keys)
     except json.JSONDecodeError as exc:
         raise ChecklistError(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
+    except ChecklistError as exc:
+        raise ChecklistError(f"{path}: {exc}") from None
+    except RecursionError:
+        raise ChecklistError(f"{path}: malformed JSON (nested too deeply)") from None
+
+
+def load_checklist(path: Path | None, rubric_names: list[str]) -> Checklist:
+    """The checklist file (default wikihowagent/data/checklists.json), validated against the rubrics judged: an
+    unknown rubric or key, a rubric without items, a duplicate id, a step template with a placeholder other than
+    {headline}/{step}, a field of the wrong type or over its size limit are one-line ChecklistErrors naming
+    the file and the key or item."""
+    path = Path(path) if path else default_checklist_path()
+    data = _read_json(path, "checklist file")
     if not isinstance(data, dict):
         raise ChecklistError(f"{path}: expected a JSON object with version, step_items, rubric_items")
     where = str(path)
-    version = _text(data.get("version"), where, "version")
+    _keys(data, TOP_KEYS, where)
+    version = _text(data.get("version"), where, "version", VERSION_CHARS)
+    if "description" in data:
+        _text(data["description"], where, "description", PROMPT_CHARS, lines=True)
+    system = _text(data["system"], where, "system", PROMPT_CHARS, lines=True) if "system" in data else ""
+    intro = _text(data.get("intro"), where, "intro", PROMPT_CHARS, lines=True)
+    ask = _text(data.get("ask"), where, "ask", PROMPT_CHARS, lines=True)
     steps_obj = data.get("step_items")
     if not isinstance(steps_obj, dict) or not isinstance(steps_obj.get("items"), list):
         raise ChecklistError(f"{where}: step_items must be an object with an 'items' list")
+    _keys(steps_obj, STEP_KEYS, f"{where}: step_items")
+    if len(steps_obj["items"]) > STEP_TEMPLATES:
+        raise ChecklistError(
+            f"{where}: step_items.items has {len(steps_obj['items'])} templates; at most {STEP_TEMPLATES}"
+        )
+    numbers = {
+        k: _int(steps_obj.get(k, default), where, f"step_items.{k}", low, high)
+        for k, (default, low, high) in BOUNDS.items()
+    }
     templates: list[StepTemplate] = []
     seen: set[str] = set()
     for i, t in enumerate(steps_obj["items"]):
@@ -155,6 +239,7 @@ def load_checklist(path: Path | None, rubric_names: list[str]) -> Checklist:
             raise ChecklistError(f"{w}: expected an object with id, text, polarity, rubrics")
         tid = _id(t.get("id"), w)
         w = f"{where}: step item {tid!r}"
+        _keys(t, TEMPLATE_KEYS, w)
         if tid in seen:
             raise ChecklistError(f"{w}: duplicate id")
         seen.add(tid)
@@ -162,7 +247,7 @@ def load_checklist(path: Path | None, rubric_names: list[str]) -> Checklist:
         names = _PLACEHOLDER.findall(text)
         bad = [n for n in names if n not in PLACEHOLDERS]
         if bad:
-            raise ChecklistError(f"{w}: unknown placeholder {{{bad[0]}}} in text (only {{headline}} and {{step}})")
+            raise ChecklistError(f"{w}: unknown placeholder {{{bad[0][:40]}}} in text (only {{headline}} and {{step}})")
         if not names:
             raise ChecklistError(f"{w}: text must name the step with {{headline}} or {{step}}")
         rubs = t.get("rubrics")
@@ -170,7 +255,9 @@ def load_checklist(path: Path | None, rubric_names: list[str]) -> Checklist:
             raise ChecklistError(f"{w}: rubrics must be a non-empty list of rubric names")
         for r in rubs:
             if r not in rubric_names:
-                raise ChecklistError(f"{w}: unknown rubric {r!r}; rubrics: {', '.join(rubric_names)}")
+                raise ChecklistError(f"{w}: unknown rubric {r[:60]!r}; rubrics: {', '.join(rubric_names)}")
+        if len(set(rubs)) < len(rubs):
+            raise ChecklistError(f"{w}: a rubric is named twice in rubrics")
         templates.append(StepTemplate(tid, text, _polarity(t.get("polarity"), w), tuple(rubs)))
     rub_obj = data.get("rubric_items")
     if not isinstance(rub_obj, dict):
@@ -178,7 +265,7 @@ def load_checklist(path: Path | None, rubric_names: list[str]) -> Checklist:
     items: dict[str, tuple[RubricItem, ...]] = {}
     lo, hi = RUBRIC_ITEMS
     for rname, lst in rub_obj.items():
-        w = f"{where}: rubric_items {rname!r}"
+        w = f"{where}: rubric_items {rname[:60]!r}"
         if rname not in rubric_names:
             raise ChecklistError(f"{w}: unknown rubric; rubrics: {', '.join(rubric_names)}")
         if not isinstance(lst, list) or not lo <= len(lst) <= hi:
@@ -191,6 +278,7 @@ def load_checklist(path: Path | None, rubric_names: list[str]) -> Checklist:
             if not isinstance(it, dict):
                 raise ChecklistError(f"{wi}: expected an object with id, text, polarity")
             iid = _id(it.get("id"), wi)
+            _keys(it, ITEM_KEYS, wi)
             if iid in ids:
                 raise ChecklistError(f"{wi}: duplicate id {iid!r}")
             ids.add(iid)
@@ -207,12 +295,12 @@ def load_checklist(path: Path | None, rubric_names: list[str]) -> Checklist:
         version=version,
         sha256=hashlib.sha256(canon.encode("utf-8")).hexdigest(),
         path=str(path),
-        system=data.get("system", "") if isinstance(data.get("system", ""), str) else "",
-        intro=_text(data.get("intro"), where, "intro"),
-        ask=_text(data.get("ask"), where, "ask"),
-        max_steps=_int(steps_obj.get("max_steps", 12), where, "step_items.max_steps", 1),
-        headline_chars=_int(steps_obj.get("headline_chars", 160), where, "step_items.headline_chars", 20),
-        step_chars=_int(steps_obj.get("step_chars", 500), where, "step_items.step_chars", 20),
+        system=system,
+        intro=intro,
+        ask=ask,
+        max_steps=numbers["max_steps"],
+        headline_chars=numbers["headline_chars"],
+        step_chars=numbers["step_chars"],
         steps=tuple(templates),
         rubric_items=items,
     )
@@ -308,6 +396,27 @@ class Answer:
     low_mass: bool = False
 
 
+def bad_logprob(entry: dict[str, Any], word: Callable[[str], Any]) -> str | None:
+    """Why the candidates at one token position that `word` reads (digits, yes/no) carry no probabilities: a
+    log-probability that is NaN, positive (+inf included) or not a number, or candidates whose probabilities
+    sum to more than 1; None when they are fine. A server that sends such values sends no reading at all."""
+    cands = list(entry.get("top_logprobs") or [])
+    if not any(c.get("token") == entry.get("token") for c in cands):
+        cands.append(entry)
+    total, seen = 0.0, set()
+    for c in cands:
+        tok, lp = c.get("token"), c.get("logprob")
+        if not isinstance(tok, str) or tok in seen or word(tok) is None:
+            continue
+        seen.add(tok)
+        if isinstance(lp, bool) or not isinstance(lp, (int, float)) or math.isnan(lp) or lp > LOGPROB_SLACK:
+            return f"the log-probability of {tok!r} is {lp!r}, not a log-probability"
+        total += math.exp(min(lp, 0.0))
+    if total > 1.0 + MASS_SLACK:
+        return f"the candidates' probabilities sum to {total:.3f}, more than 1"
+    return None
+
+
 def read_answer(entries: list[dict[str, Any]], text: str, complete: bool) -> Answer:
     """A reply (its token entries with top log-probabilities, its text, whether it ended by itself) -> P(yes)
     and the yes/no mass, or why it is no answer. Without `entries` the answer itself is read (P = 1 or 0)."""
@@ -322,6 +431,9 @@ def read_answer(entries: list[dict[str, Any]], text: str, complete: bool) -> Ans
     if pos is None:  # the word split over several tokens: only its text can be read
         return Answer(problem=f"no single yes/no token in the reply ({text.strip()[:40]!r})")
     entry = entries[pos]
+    bad = bad_logprob(entry, token_word)
+    if bad:
+        return Answer(problem=bad)
     mass = {"yes": 0.0, "no": 0.0}
     seen: set[str] = set()
     cands = list(entry.get("top_logprobs") or [])
@@ -329,7 +441,7 @@ def read_answer(entries: list[dict[str, Any]], text: str, complete: bool) -> Ans
         cands.append(entry)
     for c in cands:
         tok, lp = c.get("token"), c.get("logprob")
-        if not isinstance(tok, str) or tok in seen or not isinstance(lp, (int, float)) or math.isnan(lp):
+        if not isinstance(tok, str) or tok in seen or not isinstance(lp, (int, float)):
             continue
         seen.add(tok)
         w = token_word(tok)
@@ -416,12 +528,7 @@ WEIGHTS_KIND = "wikihowagent-checklist-weights"
 
 def load_weights(path: Path) -> ChecklistWeights:
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ChecklistError(f"{path}: checklist weights file not found") from None
-    except json.JSONDecodeError as exc:
-        raise ChecklistError(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
+    data = _read_json(path, "checklist weights file")
     if not isinstance(data, dict) or data.get("kind") != WEIGHTS_KIND:
         raise ChecklistError(
             f"{path}: not a checklist weights file (kind {WEIGHTS_KIND!r}; `align --fit-checklist` writes one)"
@@ -453,6 +560,16 @@ def write_weights(path: Path, w: ChecklistWeights, extra: dict[str, Any] | None 
     }
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     Path(path).write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def check_checklist_files(path: Path | None, weights_path: Path | None, rubric_names: list[str]) -> None:
+    """The checklist and weights files a user named, read and checked before any model or server is contacted
+    (a bad file is a one-line ChecklistError however the judge turns out); which judge and checklist a
+    weights file was fitted for is checked once the judge is known (`checklist_for`)."""
+    if path is not None:
+        load_checklist(path, rubric_names)
+    if weights_path is not None:
+        load_weights(weights_path)
 
 
 def checklist_for(

@@ -31,6 +31,7 @@ from wikihowagent.shards import input_state, shard_option
 from wikihowagent.workflow.posttest import prompt_option
 
 from . import calibrated, people_estimate
+from .checklist import ChecklistError, check_checklist_files
 from .inputs import InputError, InputSource, resolve_inputs
 from .judge import JudgeBackendError, RubricError, load_rubrics
 from .metrics import EMBEDDING_METRICS, MetricError, resolve_device
@@ -190,6 +191,11 @@ def _plan(req: EvaluateRequest, console: Any) -> EvaluationPlan:
         rubric_set = None  # --no-judge needs no rubric file
     rubric_names = list(rubric_set or [])
     comp, rub = select_metrics(req.metrics, req.mode, rubric_names)
+    if rubric_set is not None:  # every file the user named is read before any model or server is contacted
+        try:
+            check_checklist_files(req.checklist, req.checklist_weights, rubric_names)
+        except ChecklistError as exc:
+            raise EvaluateError(str(exc)) from None
     calibration = _load_calibration(req)
     if req.people_estimate is not None:  # a bad file, or one these scores cannot have: one line, before any work
         est = people_estimate.load(req.people_estimate)

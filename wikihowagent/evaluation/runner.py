@@ -188,8 +188,15 @@ async def gather_bounded(coros: Iterable[Awaitable[None]], limit: int) -> None:
     gate = asyncio.Semaphore(limit)
 
     async def gated(job: Awaitable[None]) -> None:
-        async with gate:
-            await job
+        started = False
+        try:
+            async with gate:
+                started = True
+                await job
+        finally:
+            close = getattr(job, "close", None)
+            if not started and close is not None:  # cancelled (Ctrl-C, an error) before its turn: never run
+                close()
 
     await asyncio.gather(*(gated(c) for c in coros))
 

@@ -43,7 +43,16 @@ from wikihowagent.backends.spec import JUDGE_SCORING_METADATA
 from wikihowagent.errors import Note, WikihowagentError, kind_of
 from wikihowagent.records import ChecklistItemScore, Conversation, turn_line
 
-from .checklist import ANSWER_TOKENS, conversation_items, load_checklist, p_good, read_answer, rubric_score
+from .checklist import (
+    ANSWER_TOKENS,
+    Answer,
+    bad_logprob,
+    conversation_items,
+    load_checklist,
+    p_good,
+    read_answer,
+    rubric_score,
+)
 from .judge import (
     LOW_MASS,
     ROLE_TEXT,
@@ -202,6 +211,9 @@ def weighted_score(
     why = (digit_closed(tail, complete) or second_score(tail, int(m.group(1)))) if m else "no digit"
     if why:
         return None, f"no {want} in the reply ({''.join(tokens).strip()[:40]!r}: {why})"
+    bad = bad_logprob(entries[pos], digit_of)
+    if bad:
+        return None, bad
     dist = distribution_at(entries[pos])
     if dist.mass < threshold:
         return None, Note(
@@ -558,6 +570,7 @@ class ChecklistScorer:
         self.sem = asyncio.Semaphore(max(1, concurrency))
         self.seed = seed if seed is not None else getattr(llm, "seed", None)
         self.logprobs = supports_logprobs(llm)
+        self.saw_logprobs = False  # a reply of this judge carried log-probabilities: every later one must too
         self.fallback_note: str | None = (
             None
             if self.logprobs
@@ -607,13 +620,19 @@ class ChecklistScorer:
             raws.append(text)
             meta = (getattr(msg, "response_metadata", None) or {}).get("logprobs")
             entries = token_entries(meta)
-            if self.logprobs and not entries and self.fallback_note is None:
+            if self.logprobs and not entries and self.fallback_note is None and not self.saw_logprobs:
                 self.fallback_note = (
                     f"checklist answers read from the reply only: the evaluator "
                     f"({backend_name(self.llm)}) returned no log-probabilities"
                 )
-            res.reading = "logprobs" if entries and res.reading != "answer" else "answer"
-            ans = read_answer(entries, text, reply_complete(msg, ANSWER_TOKENS, len(entries) or None))
+            if entries:
+                self.saw_logprobs = True
+            if self.logprobs and not entries and self.saw_logprobs:
+                # the server gave log-probabilities for other replies: a 0/1 reading here would mix two scales
+                ans = Answer(problem="no log-probabilities in this reply (the evaluator returned them for others)")
+            else:
+                res.reading = "logprobs" if entries and res.reading != "answer" else "answer"
+                ans = read_answer(entries, text, reply_complete(msg, ANSWER_TOKENS, len(entries) or None))
             if ans.p_yes is not None:
                 return ChecklistItemScore(
                     id=item.id,

@@ -137,9 +137,28 @@ class JudgeLoop:
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
+        self.interrupted = False
+        self.loop.set_exception_handler(self._unhandled)
+
+    def _unhandled(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """asyncio's report of what no task awaited. Ctrl-C inside a task's step (ours, or an HTTP client's
+        writer) ends that task with KeyboardInterrupt while the interrupt goes up to the command, which says
+        "interrupted: ..." in one line: the task's "exception was never retrieved" traceback and the
+        leftovers of the cut requests ("Unclosed client session", "never awaited") are not printed after it."""
+        if self.interrupted or isinstance(context.get("exception"), KeyboardInterrupt):
+            return
+        loop.default_exception_handler(context)
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        return self.loop.run_until_complete(coro)
+        task = self.loop.create_task(coro)
+        try:
+            return self.loop.run_until_complete(task)
+        except KeyboardInterrupt:
+            self.interrupted = True
+            raise
+        finally:
+            if task.done() and not task.cancelled():
+                task.exception()  # raised here if it failed: not "never retrieved" at exit
 
     def close(self) -> None:
         """Cancel and await the tasks still running, shut the async generators and the default executor (the

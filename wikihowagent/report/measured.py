@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from wikihowagent.config import resource_path
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.runs import EMBEDDED_JUDGE_JSON
 
+MODE_NAME = re.compile(r"[a-z][a-z0-9+_-]{0,39}")  # a `--judge-scoring` mode ("checklist", "weighted+rationale")
 ROUNDING = 0.005  # a CI written to 2 decimals may miss its 3-decimal value by this much
 
 
@@ -31,7 +33,7 @@ class Figure(BaseModel):
     what: str = Field(min_length=1, max_length=200)
     value: float
     ci: tuple[float, float] | None = None
-    n: int = Field(ge=1)
+    n: int = Field(ge=1, le=10**9)
     of: str = Field(min_length=1, max_length=200)  # what n counts
 
     @field_validator("value")
@@ -63,7 +65,17 @@ class Measured(BaseModel):
     model: str = Field(min_length=1, max_length=200)
     measured: str = Field(min_length=1, max_length=40)  # a date
     source: str = Field(min_length=1, max_length=300)
-    modes: dict[str, list[Figure]]
+    modes: dict[str, list[Figure]] = Field(min_length=1, max_length=10)
+
+    @field_validator("modes")
+    @classmethod
+    def _modes(cls, v: dict[str, list[Figure]]) -> dict[str, list[Figure]]:
+        for mode, figures in v.items():
+            if not MODE_NAME.fullmatch(mode):
+                raise ValueError(f"mode {mode[:40]!r}: not a scoring mode's name")
+            if not 1 <= len(figures) <= 20:
+                raise ValueError(f"mode {mode!r}: {len(figures)} figures (1 to 20)")
+        return v
 
     def lines(self, scoring: str | None) -> list[str]:
         """The statement for a run judged in `scoring` (its figures, then the other modes' for comparison)."""

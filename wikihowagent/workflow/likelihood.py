@@ -89,19 +89,53 @@ def per_step(
     line breaks belong to none. A logprob that is not a finite number <= 0 is a bad reply."""
     sums = [0.0] * len(spans)
     counts = [0] * len(spans)
-    for off, tok, lp in zip(offsets, tokens, logprobs, strict=False):  # a server's arrays: read leniently
+    for off, tok, lp in zip(offsets, tokens, logprobs, strict=True):  # checked alike by `check_tokens`
         lead = len(tok) - len(tok.lstrip())
         if lead == len(tok):
             continue  # whitespace only, or empty (the end of text)
         pos = off + lead - start
         for i, (a, b) in enumerate(spans):
             if a <= pos < b:
-                if lp is None or not math.isfinite(lp) or lp > 1e-6:
+                if isinstance(lp, bool) or not isinstance(lp, (int, float)) or not math.isfinite(lp) or lp > 1e-6:
                     raise LikelihoodError(f"log-probability {lp!r} of a token of step {i + 1}: not a number <= 0")
                 sums[i] += lp
                 counts[i] += 1
                 break
     return [s / c if c else None for s, c in zip(sums, counts, strict=True)], counts
+
+
+def check_tokens(where: str, offsets: Any, tokens: Any, logprobs: Any, sent: str) -> None:
+    """A server's token arrays are one entry per token (as many offsets and log-probabilities as tokens), the
+    tokens are strings at integer offsets, and they join back to the text sent (`sent`, the prompt: the reply
+    may go on after it) at those offsets; else a LikelihoodError: log-probabilities of other text than the
+    steps' would be a Likelihood Gain of nothing. A token that is only part of a character (U+FFFD in its
+    text, as some servers send a byte-fallback token) cannot be joined back: then the offsets are only
+    checked to rise."""
+    if not all(isinstance(x, list) for x in (offsets, tokens, logprobs)):
+        raise LikelihoodError(f"{where}: tokens, offsets and log-probabilities must be lists")
+    if not all(isinstance(t, str) for t in tokens):
+        raise LikelihoodError(f"{where}: tokens must be strings")
+    if not all(isinstance(o, int) and not isinstance(o, bool) for o in offsets):
+        raise LikelihoodError(f"{where}: text offsets must be integers")
+    if len(logprobs) != len(tokens):
+        raise LikelihoodError(f"{where}: {len(logprobs)} log-probabilities for {len(tokens)} tokens")
+    if len(offsets) != len(tokens):
+        raise LikelihoodError(f"{where}: {len(offsets)} offsets for {len(tokens)} tokens")
+    joined = "".join(tokens)
+    if "\ufffd" in joined and "\ufffd" not in sent:
+        if any(b < a for a, b in zip(offsets, offsets[1:], strict=False)):
+            raise LikelihoodError(f"{where}: the token offsets go backwards")
+        return
+    pos = offsets[0] if offsets else 0
+    ok = joined[: len(sent) - pos] == sent[pos:] and len(joined) >= len(sent) - pos
+    for off, tok in zip(offsets, tokens, strict=True):
+        ok = ok and off == pos
+        pos += len(tok)
+    if not ok or (offsets and offsets[0] != 0):
+        raise LikelihoodError(
+            f"{where}: the tokens ({joined[:40]!r}...) do not join back to the text sent ({sent[:40]!r}...) at "
+            "their offsets: no log-probabilities of the steps (does the server ignore echo?)"
+        )
 
 
 class StepLikelihood:
@@ -115,14 +149,22 @@ class StepLikelihood:
     async def _post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         import httpx
 
-        async with httpx.AsyncClient(timeout=self.timeout_s) as client:
-            resp = await client.post(self.root + path, json=body)
+        try:
+            async with httpx.AsyncClient(timeout=self.timeout_s) as client:
+                resp = await client.post(self.root + path, json=body)
+        except httpx.HTTPError as exc:  # refused, reset mid-reply, timed out: recorded, taken again on a rerun
+            raise LikelihoodError(
+                f"{self.root}{path}: the connection failed ({type(exc).__name__}: {' '.join(str(exc).split())[:160]})"
+            ) from None
         if resp.status_code != 200:
             raise LikelihoodError(f"{self.root}{path}: HTTP {resp.status_code}: {' '.join(resp.text.split())[:200]}")
         try:
-            return resp.json()
-        except json.JSONDecodeError:
+            reply = resp.json()
+        except (json.JSONDecodeError, UnicodeDecodeError):
             raise LikelihoodError(f"{self.root}{path}: the reply is not JSON") from None
+        if not isinstance(reply, dict):
+            raise LikelihoodError(f"{self.root}{path}: the reply is not a JSON object")
+        return reply
 
     async def score(self, context: str, steps: Sequence[str]) -> StepLogprobs:
         text, spans = forced_text(steps)
@@ -141,12 +183,13 @@ class StepLikelihood:
             )
             try:
                 lp = reply["choices"][0]["logprobs"]
-                offsets, values, texts = list(lp["text_offset"]), list(lp["token_logprobs"]), list(lp["tokens"])
+                offsets, values, texts = lp["text_offset"], lp["token_logprobs"], lp["tokens"]
             except (KeyError, IndexError, TypeError):
                 raise LikelihoodError(
                     f"{self.root}/v1/completions: no echoed prompt log-probabilities in the reply "
                     "(the server must support echo with logprobs, as vLLM does)"
                 ) from None
+            check_tokens(f"{self.root}/v1/completions", offsets, texts, values, context + text)
             means, counts = per_step(offsets, texts, values, spans, len(context))
         else:
             reply = await self._post(
@@ -168,12 +211,23 @@ class StepLikelihood:
                     f"{str(reply.get('content'))[:60]!r}); is it a llama.cpp server?"
                 )
             offsets, texts, values, pos = [], [], [], 0
-            for p in probs:  # a token's bytes can end inside a character: its text is what its bytes decode to
-                tok = bytes(p["bytes"]).decode("utf-8", "ignore") if p.get("bytes") else str(p.get("token", ""))
-                offsets.append(pos)
-                texts.append(tok)
-                values.append(p.get("logprob"))
-                pos += len(tok)
+            raw = b""
+            try:
+                for p in probs:  # a token's bytes can end inside a character: its text is what its bytes decode to
+                    got = bytes(p["bytes"]) if p.get("bytes") else str(p.get("token", "")).encode()
+                    tok = got.decode("utf-8", "ignore")
+                    raw += got
+                    offsets.append(pos)
+                    texts.append(tok)
+                    values.append(p.get("logprob"))
+                    pos += len(tok)
+            except (TypeError, ValueError, AttributeError):
+                raise LikelihoodError(f"{self.root}/completion: a token of the reply is not a token") from None
+            if raw != text.encode():
+                raise LikelihoodError(
+                    f"{self.root}/completion: the tokens ({raw[:40]!r}...) do not join back to the text sent "
+                    f"({text[:40]!r}...): no log-probabilities of the steps"
+                )
             means, counts = per_step(offsets, texts, values, spans, 0)
         return StepLogprobs(means, counts, round(time.perf_counter() - t0, 3))
 
