@@ -192,7 +192,7 @@ def test_llm_scores_from_wide_csv_and_paper_run_file(tmp_path):
     assert llm.rows["c1"].values[0] == 5 and llm.rows["c1"].model == "qwen"
     assert llm.rows["c2"].model == "qwen / gemma" and np.isnan(llm.rows["c2"].values[0])
     assert llm.rows["c3"].model == "llama" and llm.rows["c3"].domain == "Health"
-    # the paper's domain of the breadcrumb (corpus.domains.record_domain), else the first category below the root
+    # the paper's domain of the breadcrumb (domains.record_domain), else the first category below the root
     assert llm.rows["c4"].domain == "Food & Cooking" and llm.rows["c5"].domain == ""
     assert llm.rows["c3"].values[METRICS.index("Engagement")] == 3
     assert f"{csv_path}:3: column 'Clarity': 0 is outside the 1-5 scale" in lines_of(problems)

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from wikihowagent.cli import app
 from wikihowagent.corpus.core import LoadReport, TutorialError, iter_articles, load_tutorials
-from wikihowagent.corpus.domains import DomainTable, default_domains_path, record_domain
 from wikihowagent.corpus.sampling import balanced_sample, select_tutorials
+from wikihowagent.domains import DomainTable, default_domains_path, record_domain
 
 PAPER_CSV = Path("/work/shared/paper/tasks_per_topic_domain.csv")
 

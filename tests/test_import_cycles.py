@@ -528,3 +528,27 @@ def test_the_lazy_import_count_sees_nested_relative_and_absolute_imports(tmp_pat
         "        from wikihowagent.sub import y\n"
     )
     assert lazy_own_imports(pkg) == {"wikihowagent.sub.core": 3}
+
+
+def room_loops(g: nx.DiGraph, pkg: Path = PKG) -> list[list[str]]:
+    """Loops between the package's rooms, a room being a package folder or a top-level module (`runs`,
+    `paper_format`, ...): with one, some import runs back up however the rooms are stacked."""
+    rg = nx.DiGraph()
+    for a, b in g.edges:
+        ra, rb = _folder(a, pkg) or a, _folder(b, pkg) or b
+        if ra != rb and "wikihowagent" not in (ra, rb):  # the package's face (__init__) hands names on
+            rg.add_edge(ra, rb)
+    return sorted(nx.simple_cycles(rg), key=len)
+
+
+def test_no_loop_between_top_level_modules_and_package_folders(tmp_path):
+    assert room_loops(import_graph()) == [], "move the shared code to the lower room (e.g. domains.py)"
+    pkg = tmp_path / "wikihowagent"
+    (pkg / "corpus").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "corpus" / "__init__.py").write_text("")
+    (pkg / "corpus" / "core.py").write_text("from wikihowagent import runs\n")
+    (pkg / "runs.py").write_text("from wikihowagent import paper_format\n")
+    (pkg / "paper_format.py").write_text("from wikihowagent.corpus import core\n")
+    loops = room_loops(import_graph(pkg), pkg)
+    assert [sorted(loop) for loop in loops] == [["corpus", "wikihowagent.paper_format", "wikihowagent.runs"]]
