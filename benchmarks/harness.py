@@ -39,14 +39,14 @@ GLANCE_END = "<!-- end of the table: each row is written with its section -->"
 
 
 @contextmanager
-def model_lock(path: Path = MODEL_LOCK) -> Iterator[None]:
+def model_lock(path: Path | None = None) -> Iterator[None]:
     """Hold the machine's model lock (flock(2) on the file the `flock` command takes) while the block runs: one
     model process on the machine at a time. Taken once: a nested call, or a process started with LOCK_HELD=1
     (its caller holds it), takes nothing."""
     if os.environ.get(LOCK_HELD) == "1":
         yield
         return
-    with open(path, "a") as fh:
+    with open(path or MODEL_LOCK, "a") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         os.environ[LOCK_HELD] = "1"  # the children this process starts run under it
         try:
@@ -158,7 +158,7 @@ def table(columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 
 def machine() -> str:
-    return f"{platform.machine()}, {len(os.sched_getaffinity(0))} cores (shared)"
+    return f"{platform.machine()} {len(os.sched_getaffinity(0))} cores (shared)"
 
 
 def revision() -> str:
@@ -207,7 +207,7 @@ def write_section(section: Section, path: Path = BENCHMARKS_MD, day: str | None 
         text = text.rstrip() + "\n\n" + new if at < 0 else text[: at + 1] + new + "\n" + text[at + 1 :]
     row = (
         f"| {section.command} | [{section.title}](#{anchor(section.title)}) | {section.headline} | {day}, "
-        f"{rev} | `{section.reproduce}` |"
+        f"{rev}, {machine()} | `{section.reproduce}` |"
     )
     head, end = text.index(GLANCE), text.index(GLANCE_END)
     rows = [r for r in text[head:end].splitlines() if r.startswith("| ") and f"](#{anchor(section.title)})" not in r]

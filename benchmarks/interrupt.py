@@ -17,6 +17,7 @@ import json
 import os
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -116,17 +117,31 @@ def section(rows: list[dict]) -> Section:
             status = ", ".join(sorted({str(r["status"]) for r in got})) if command == "generate" else "-"
             codes = ", ".join(sorted({str(r["rc"]) for r in got}))
             whole = "yes" if all(r["whole"] for r in got) else "no"
-            lines.append([command, label, len(got), with_ci(mean, low, high, 1), f"{secs[len(secs) // 2]:.1f}",
+            lines.append([command, label, len(got), with_ci(mean, low, high, 1), f"{statistics.median(secs):.1f}",
                           f"{secs[0]:.1f}–{secs[-1]:.1f}", codes, status, whole])  # fmt: skip
             if label == labels[-1]:
-                headline.append(f"`{command}` {with_ci(mean, low, high, 1)} s (n {len(got)})")
+                median = f"median {statistics.median(secs):.1f} s"
+                headline.append(f"`{command}` mean {with_ci(mean, low, high, 1, ' s')}, {median} (n {len(got)})")
     columns = ["command", "code", "n", "mean s [95 % CI]", "median s", "range s", "exit", "run.json", "lines whole"]
+    paired = []
+    if len(labels) == 2:  # each repetition of one version against the same repetition of the other
+        for command in COMMANDS:
+            by = {(r["code"], r["rep"]): r["seconds"] for r in rows if r["command"] == command and "seconds" in r}
+            diffs = [
+                by[(labels[1], rep)] - by[(labels[0], rep)]
+                for (c, rep) in by
+                if c == labels[0] and (labels[1], rep) in by
+            ]
+            if len(diffs) >= 2:
+                d = mean_ci(diffs)
+                paired.append(f"`{command}` {with_ci(*d, 1, ' s')} (n {len(diffs)} pairs)")
     body = (
         "Seconds from SIGINT to process exit on the embedded model (llama.cpp in-process, 1 slot). Each "
         "repetition starts the command, waits for llama.cpp's first request, waits 1, 2.5 or 4 s more (mid-"
         "prompt or mid-reply), sends SIGINT. `generate`: 2 bundled tutorials, concurrency 1; `evaluate`: the "
         "6-conversation fixture run with `--judge-rationale`. Code versions taken in turn on the same machine.\n\n"
         + table(columns, lines)
+        + (f"\n{labels[1]} − {labels[0]}, paired by repetition: " + "; ".join(paired) + ".\n" if paired else "")
     )
     return Section(
         "interrupt: Ctrl-C on the embedded model",

@@ -1,4 +1,4 @@
-"""Reading human annotation files and LLM scores; every bad-input case of issue 4."""
+"""Reading human annotation files and LLM scores; every bad-input case."""
 
 from __future__ import annotations
 
@@ -446,7 +446,7 @@ def test_custom_rubric_names_are_ignored_with_one_warning(tmp_path):
 
 
 def test_partial_score_file_is_one_line_per_human_file(tmp_path):
-    """Issue 18 item 17: a judge run in progress (12 of 42 rated conversations scored): one warning line per
+    """A judge run in progress (12 of 42 rated conversations scored): one warning line per
     human file with the count and the first id, every unmatched id in problems.txt."""
     from typer.testing import CliRunner
 

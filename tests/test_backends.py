@@ -637,7 +637,7 @@ def test_real_embedded_server_replies():
 
 
 def test_embedded_server_decodes_prompts_in_small_steps(monkeypatch, tmp_path):
-    """Ctrl-C (issue 28 #15): llama.cpp drops a closed request only between decode steps; with its default
+    """Ctrl-C: llama.cpp drops a closed request only between decode steps; with its default
     n_batch (2048) a whole prompt was one step and Ctrl-C waited for it. The server gets local.n_batch."""
     import xllamacpp
 

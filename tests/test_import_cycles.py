@@ -262,7 +262,7 @@ def test_file_names_are_spelled_in_runs_py_only(tmp_path):
     assert [x.split(": ", 1)[1] for x in file_name_literals(tmp_path / "wikihowagent")] == ["a.csv", ".key.csv"]
 
 
-# --------------------------------------------------------------------------- floors (issue 29)
+# --------------------------------------------------------------------------- floors
 # The pipeline's floors, lowest first: a module imports only modules on its own floor or below. Floor 0 is the
 # ground every stage stands on: the package's top-level modules (records, runs, scoretable, paper_format,
 # config, shards, ...), the corpus, the backends and the shared statistics.
@@ -282,7 +282,7 @@ FLOORS: dict[str, int] = {
 }
 TOP_FLOOR = 6  # the command line: cli.py, clidoc.py (the CLI reference), __main__.py
 CLI_MODULES = {"wikihowagent.cli", "wikihowagent.clidoc", "wikihowagent.__main__"}
-# Uses of another package's private name still to be removed, each with the step of issue 29 that removes it.
+# Uses of another package's private name still to be removed, each with the step that removes it.
 KNOWN_PRIVATE_USES: set[tuple[str, str, str]] = set()  # none left (evaluation.judge.tutorial_block is public)
 
 
@@ -408,7 +408,7 @@ def test_the_floor_checks_find_what_they_look_for(tmp_path):
     }
 
 
-# The read seam (issue 29): which paths are runs, and how a stage's files are read back, is runs.py's. These
+# The read seam: which paths are runs, and how a stage's files are read back, is runs.py's. These
 # readers are used there only (each defined in the module named, used by runs.py's public readers).
 SEAM_READERS = {
     "sweep_cell_dirs": "wikihowagent.runs",
@@ -447,7 +447,7 @@ def test_stages_resolve_and_read_back_runs_through_runs_py():
 
 
 # --------------------------------------------------------------------------------------------------- lazy imports
-# Imports of the package's own modules sit at the top of a module (issue 29): a function-level import hides the
+# Imports of the package's own modules sit at the top of a module: a function-level import hides the
 # module's dependencies and works around a layering problem instead of fixing it. Exceptions: a command module
 # (command.py, cli.py, clidoc.py) reaches its stage's machinery inside the command, so `--help` loads no stage;
 # and the modules below, not yet cleaned up, each at most its present count (lower it as they are; never raise it).

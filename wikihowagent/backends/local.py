@@ -54,8 +54,8 @@ LOG_ENV = "WIKIHOWAGENT_LLAMA_LOG"
 
 
 # The embedded model's default `--judge-scoring`: as a 1.5B judge it cannot give holistic 1-5 ratings that track
-# people, but answers narrow yes/no items (BENCHMARKS.md "checklist judge (issue 30)": judge-check accuracy and
-# r with the human study's ratings both higher than weighted's, paired CIs).
+# people, but answers narrow yes/no items (BENCHMARKS.md "judge: the embedded judge against people": judge-check
+# accuracy and r with the human study's ratings both higher than weighted's, paired CIs).
 JUDGE_SCORING = "checklist"
 
 
