@@ -127,9 +127,12 @@ def test_every_benchmarks_section_is_grouped_on_the_benchmarks_page():
     assert not missing, f"BENCHMARKS.md sections without a line on docs/benchmarks/index.md: {missing}"
 
 
-# Flags of other tools the pages mention (bench scripts, vLLM, pip, mkdocs, sbatch, the backends module).
+# Flags of other tools the pages mention (the benchmarks, vLLM, pip, mkdocs, sbatch, the backends module).
 OTHER_TOOLS_FLAGS = {
     "--api-key",
+    "--code",  # python -m benchmarks interrupt
+    "--repo",  # python -m benchmarks structure
+    "--study",  # python -m benchmarks judge_vs_people
     "--array",
     "--check-n",
     "--max-minutes",

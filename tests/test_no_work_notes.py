@@ -1,6 +1,7 @@
-"""Product text speaks to users: no internal issue numbers or work-note names anywhere in the repository's text
-(README, docs, BENCHMARKS, data files, help texts, code comments and docstrings, tests): a reader cannot look
-"issue 30" or "h29prep" up. Say what the thing is instead (the checklist judge, the static checks)."""
+"""Product text speaks to users: no internal issue numbers or work-note names (a branch's note) anywhere in the
+repository's text (README, docs, BENCHMARKS, data files, help texts, code comments and docstrings, tests): a
+reader cannot look them up. Say what the thing is instead (the checklist judge, the static checks). This file
+names the patterns, so it is the one file not scanned."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 ISSUE = "iss" + "ue"  # spelled apart so this file does not match itself
 PATTERNS = [
-    re.compile(rf"\b{ISSUE}s? \d+", re.I),  # "issue 30", "Issue 11's goal", "issues 7"
-    re.compile(r"(?<![\w&/#.])#\d{1,2}(?![\w-])"),  # "#31", "item #15" (not CSS colours #222, not anchors a#1)
-    re.compile(r"\bh\d{2}(?:prep|[a-z])\b"),  # branch notes: "h29prep", "h29c"
-    re.compile(r"\bi\d{2}'s\b"),  # "i21's persona runs"
+    re.compile(rf"\b{ISSUE}s? \d+", re.I),  # the word and a number, any case
+    re.compile(r"(?<![\w&/#.])#\d{1,2}(?![\w-])"),  # a hash and one or two digits (not CSS colours, not anchors)
+    re.compile(r"\bh\d{2}(?:prep|[a-z])\b"),  # branch notes: h, two digits, a suffix
+    re.compile(r"\bi\d{2}'s\b"),  # i, two digits, 's
 ]
 # A file whose text is recorded as it is: changing it would change what is recorded with every score.
 KNOWN = {
@@ -37,6 +38,8 @@ def test_no_issue_numbers_or_work_notes_in_the_repository():
     found = []
     for path in tracked_text_files():
         rel = path.relative_to(REPO).as_posix()
+        if rel == "tests/test_no_work_notes.py":
+            continue
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
