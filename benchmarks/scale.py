@@ -86,7 +86,7 @@ def serve(port_file: str, latency: float) -> None:
         finally:
             writer.close()
 
-    async def main(argv: list[str] | None = None) -> None:
+    async def main() -> None:
         server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=4096)
         Path(port_file).write_text(str(server.sockets[0].getsockname()[1]))
         async with server:
@@ -295,6 +295,41 @@ VARIANTS = {
 ORDER = {"before": 0, "plain": 0, "sdk": 1, "after": 2, "after, no HTTP": 3}
 
 
+def section(results: list[dict], latency: float) -> Section:
+    """The section from the variants' results (one JSON object each)."""
+
+    def row(r: dict) -> str:
+        util = "–" if r["utilisation"] != r["utilisation"] else f"{r['utilisation']:.3f}"
+        tail = "–" if r["tail_s"] != r["tail_s"] else f"{r['tail_s']:.0f} s at {r['tail_utilisation']:.2f}"
+        return (
+            f"| {r['variant']} | {r['concurrency']} | {r['tutorials']:,} | {r['requests']:,} | "
+            f"{r['cpu_ms_per_message']:.2f} | {util} | {tail} | {r['peak_rss_mb']:.0f} MB | "
+            f"{r.get('load_1min', float('nan')):.1f} |"
+        )
+
+    ordered = sorted(results, key=lambda r: (r["concurrency"], ORDER.get(r["variant"], 9)))
+    rows = "\n".join(row(r) for r in ordered)
+    top = [r for r in ordered if r["variant"] == "after"][-1:]
+    headline = "; ".join(
+        f"client CPU {g['cpu_ms_per_message']:.2f} ms per message at concurrency {g['concurrency']}, "
+        f"{g['utilisation']:.2f} of the slots busy"
+        for g in top
+    )
+    load = os.getloadavg()[0]
+    body = (
+        SCALE_MD.format(latency=latency, rows=rows)
+        + f"\nLoad average when written: {load:.1f} on {os.cpu_count()} cores (shared machine). "
+        "Slot utilisation needs a free core: with the client starved of CPU it measures the "
+        "machine's load, not the pipeline; client CPU per message is the robust figure. The fake "
+        "server answers every request after exactly the same time and every conversation has the "
+        "same 18 requests, so the conversations stay in step: the replies arrive in waves of up to "
+        "--concurrency at once, and the last of a wave waits for the client to handle the others "
+        "(~concurrency x the CPU per message); on a loaded machine that queueing is the idle "
+        "share.\n"
+    )
+    return Section("scale", "generate (remote server)", headline, "python -m benchmarks scale", body)
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--serve")
@@ -308,7 +343,7 @@ def main(argv: list[str] | None = None) -> None:
         default="lean",
         help="the chat-completion transport (WIKIHOWAGENT_OPENAI_TRANSPORT)",
     )
-    ap.add_argument("--only", choices=["64", "256"])
+    ap.add_argument("--only", choices=["16", "64", "256"])
     ap.add_argument("--in-process", action="store_true", help="with --only: an in-process model, no HTTP")
     ap.add_argument("--tutorials", type=int, help="tutorials for the --only size (default: 300 at 64, 2,000 at 256)")
     ap.add_argument("--results", nargs="*", help="write BENCHMARKS.md from these JSON results (variant key set)")
@@ -356,37 +391,7 @@ def main(argv: list[str] | None = None) -> None:
                 results.append(r | {"variant": variant, "load_1min": r.get("load_1min", os.getloadavg()[0])})
                 print(json.dumps(results[-1]), flush=True)
     if args.write_md:
-
-        def row(r: dict) -> str:
-            util = "–" if r["utilisation"] != r["utilisation"] else f"{r['utilisation']:.3f}"
-            tail = "–" if r["tail_s"] != r["tail_s"] else f"{r['tail_s']:.0f} s at {r['tail_utilisation']:.2f}"
-            return (
-                f"| {r['variant']} | {r['concurrency']} | {r['tutorials']:,} | {r['requests']:,} | "
-                f"{r['cpu_ms_per_message']:.2f} | {util} | {tail} | {r['peak_rss_mb']:.0f} MB | "
-                f"{r.get('load_1min', float('nan')):.1f} |"
-            )
-
-        ordered = sorted(results, key=lambda r: (r["concurrency"], ORDER.get(r["variant"], 9)))
-        rows = "\n".join(row(r) for r in ordered)
-        top = [r for r in ordered if r["variant"] == "after"][-1:]
-        headline = "; ".join(
-            f"client CPU {g['cpu_ms_per_message']:.2f} ms per message at concurrency {g['concurrency']}, "
-            f"{g['utilisation']:.2f} of the slots busy"
-            for g in top
-        )
-        load = os.getloadavg()[0]
-        body = (
-            SCALE_MD.format(latency=args.latency, rows=rows)
-            + f"\nLoad average when written: {load:.1f} on {os.cpu_count()} cores (shared machine). "
-            "Slot utilisation needs a free core: with the client starved of CPU it measures the "
-            "machine's load, not the pipeline; client CPU per message is the robust figure. The fake "
-            "server answers every request after exactly the same time and every conversation has the "
-            "same 18 requests, so the conversations stay in step: the replies arrive in waves of up to "
-            "--concurrency at once, and the last of a wave waits for the client to handle the others "
-            "(~concurrency x the CPU per message); on a loaded machine that queueing is the idle "
-            "share.\n"
-        )
-        write_section(Section("scale", "generate (remote server)", headline, "python -m benchmarks scale", body))
+        write_section(section(results, args.latency))
 
 
 SCALE_MD = """`generate`'s real client path (graph, runner, fsynced JSONL, the chat clients of

@@ -35,11 +35,16 @@ from __future__ import annotations
 import atexit
 import gc
 import os
+import socket
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import httpcore
+import httpx
 
 from .errors import BackendError
 from .model_files import MODEL_NAME, ensure_local_model
@@ -203,8 +208,6 @@ class ServerClient:
     multi-second generation, and a pool with no idle connections is usable from any event loop."""
 
     def __init__(self, timeout_s: float | None) -> None:
-        import httpx
-
         self._sockets: list[Any] = []  # the open connections' sockets (closed ones pruned on each connect)
         self._guard = threading.Lock()
         self.http_client = httpx.Client(transport=_transport(httpx.HTTPTransport, self), timeout=timeout_s)
@@ -220,8 +223,6 @@ class ServerClient:
 
     def hang_up(self) -> int:
         """Shut down (both directions) every connection of this client still open; -> how many."""
-        import socket
-
         with self._guard:
             open_now, self._sockets = [s for s in self._sockets if s.fileno() >= 0], []
         n = 0
@@ -241,50 +242,72 @@ class ServerClient:
 
 
 def _transport(cls: Any, owner: ServerClient) -> Any:
-    """An httpx transport whose httpcore pool connects through `_Tracked` (httpx takes no network backend:
-    its pool is replaced, `_pool`, httpx pinned in constraints.txt; tests/test_local_client.py checks it)."""
-    import httpcore
-
-    sync = cls.__name__ == "HTTPTransport"
+    """An httpx transport whose httpcore pool connects through a backend that hands each socket to `owner`
+    (httpx takes no network backend: its pool, `_pool`, is replaced; httpx is pinned in constraints.txt and
+    tests/test_backends.py checks that a request in flight is hung up)."""
     transport = cls()
-    pool_cls = httpcore.ConnectionPool if sync else httpcore.AsyncConnectionPool
-    inner = httpcore.SyncBackend() if sync else httpcore.AnyIOBackend()
-    backend = (_SyncTracked if sync else _AsyncTracked)(inner, owner)
-    transport._pool = pool_cls(max_connections=None, max_keepalive_connections=0, network_backend=backend)
+    if cls is httpx.HTTPTransport:
+        sync = _SyncTracked(httpcore.SyncBackend(), owner)
+        transport._pool = httpcore.ConnectionPool(
+            max_connections=None, max_keepalive_connections=0, network_backend=sync
+        )
+    else:
+        tracked = _AsyncTracked(httpcore.AnyIOBackend(), owner)
+        transport._pool = httpcore.AsyncConnectionPool(
+            max_connections=None, max_keepalive_connections=0, network_backend=tracked
+        )
     return transport
 
 
-class _AsyncTracked:
-    """An httpcore async network backend that hands every TCP connection's socket to its `ServerClient`."""
+class _AsyncTracked(httpcore.AsyncNetworkBackend):
+    """httpcore's async network backend that hands every TCP connection's socket to its `ServerClient`."""
 
-    def __init__(self, inner: Any, owner: ServerClient) -> None:
+    def __init__(self, inner: httpcore.AsyncNetworkBackend, owner: ServerClient) -> None:
         self.inner, self.owner = inner, owner
 
-    async def connect_tcp(self, host: str, port: int, **kw: Any) -> Any:
-        stream = await self.inner.connect_tcp(host, port, **kw)
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        stream = await self.inner.connect_tcp(host, port, timeout, local_address, socket_options)
         self.owner.opened(stream.get_extra_info("socket"))
         return stream
 
-    async def connect_unix_socket(self, path: str, **kw: Any) -> Any:
-        return await self.inner.connect_unix_socket(path, **kw)
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.AsyncNetworkStream:
+        return await self.inner.connect_unix_socket(path, timeout, socket_options)
 
     async def sleep(self, seconds: float) -> None:
         await self.inner.sleep(seconds)
 
 
-class _SyncTracked:
+class _SyncTracked(httpcore.NetworkBackend):
     """The same for httpcore's synchronous pool."""
 
-    def __init__(self, inner: Any, owner: ServerClient) -> None:
+    def __init__(self, inner: httpcore.NetworkBackend, owner: ServerClient) -> None:
         self.inner, self.owner = inner, owner
 
-    def connect_tcp(self, host: str, port: int, **kw: Any) -> Any:
-        stream = self.inner.connect_tcp(host, port, **kw)
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        stream = self.inner.connect_tcp(host, port, timeout, local_address, socket_options)
         self.owner.opened(stream.get_extra_info("socket"))
         return stream
 
-    def connect_unix_socket(self, path: str, **kw: Any) -> Any:
-        return self.inner.connect_unix_socket(path, **kw)
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.NetworkStream:
+        return self.inner.connect_unix_socket(path, timeout, socket_options)
 
     def sleep(self, seconds: float) -> None:
         self.inner.sleep(seconds)
