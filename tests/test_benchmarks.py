@@ -209,3 +209,15 @@ def test_the_people_figures_are_aligns_and_reproduce_the_recorded_figure_of_the_
     assert (r.value, r.n) == (pytest.approx(0.11, abs=0.005), 70)
     assert r.ci == (pytest.approx(-0.15, abs=0.005), pytest.approx(0.33, abs=0.005))
     assert pairs.n > 100 and 0.5 < pairs.value < 0.6 and pairs.ci[0] < pairs.value < pairs.ci[1]
+
+
+def test_the_judge_check_figure_is_judge_checks_own_mean_accuracy(tmp_path):
+    """judge_vs_people's judge-check figure comes from judge-check's judgments through its own functions: the
+    same mean accuracy its summary prints, with a CI resampling conversations (the golden scenario's run)."""
+    import golden
+
+    golden.run_all(tmp_path, only=["judge_check"], log=lambda *a: None, paper=False)
+    check = tmp_path / "judge_check" / "out" / "check"
+    fig = judge_vs_people.check_figure(check, "weighted", "openai:fake-model")
+    assert f"**{fig.value:.3f}**" in (check / "summary.md").read_text(encoding="utf-8")
+    assert fig.n == 3 and fig.ci is not None and fig.ci[0] <= fig.value <= fig.ci[1]
