@@ -15,8 +15,6 @@ import argparse
 import csv
 import json
 import os
-import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks.harness import ROOT, Section, write_section
+from benchmarks.harness import ROOT, Section, timed, write_section
 from wikihowagent.runs import RUN_INFO, SCORES
 
 METRICS = ("Clarity", "Truthfulness", "Engagement", "Coherence", "Depth", "Relevance", "Progress", "Naturalness")
@@ -146,15 +144,8 @@ def bench_once(args, by: str | None) -> tuple[str, float, float]:
             str(args.bootstrap),
             *(["--by", by] if by else []),
         ]
-        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        t = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": ""})
-        t_cli = time.perf_counter() - t
-        child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        if proc.returncode != 0:
-            print(proc.stdout[-2000:], proc.stderr[-2000:], file=sys.stderr)
-            raise SystemExit(f"align command failed with exit code {proc.returncode}")
-        rss_note = "" if before < child_rss * 1024 else " (max over children so far)"
+        proc = timed(cmd, env={"PYTHONPATH": str(ROOT), "PATH": ""})  # exits on failure, with its stderr
+        t_cli, child_rss = proc.seconds, proc.peak_mb
 
         # 2. in-process, phase by phase (imports done first, not counted)
         import krippendorff  # noqa: F401
@@ -187,7 +178,7 @@ def bench_once(args, by: str | None) -> tuple[str, float, float]:
         ("problems reported", f"{len(problems)}"),
         (
             "**`align` command, fresh process (imports included)**",
-            f"**{t_cli:.2f} s**, peak RSS {child_rss:.0f} MB{rss_note}",
+            f"**{t_cli:.2f} s**, peak RSS {child_rss:.0f} MB",
         ),
         ("in-process: read inputs", f"{t_read:.2f} s"),
         ("in-process: compute (read + stats + agreement)", f"{t1 - t0:.2f} s"),
