@@ -90,8 +90,8 @@ def run_jobs(
     -> True when every job has a row."""
     done = [row for row in results.rows()]
     todo = [j for j in jobs if not any(all(r.get(k) == v for k, v in j.key.items()) for r in done)]
-    deadline = None if minutes is None else time.monotonic() + minutes * 60
     with model_lock() if lock else _nothing():
+        deadline = None if minutes is None else time.monotonic() + minutes * 60  # from when the lock is held
         for n, job in enumerate(todo, start=1):
             if deadline is not None and time.monotonic() > deadline:
                 say(f"{len(todo) - n + 1} jobs left after {minutes:g} minutes: rerun to continue")
