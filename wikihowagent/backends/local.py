@@ -18,7 +18,8 @@ then depends on what the slot held before (identical on reruns of the same reque
 With two slots and sequential requests the teacher and the learner each keep their own slot. With several slots
 busy at once outputs can still differ from a one-slot run (batched matmuls); use concurrency 1 for bit-exact reruns.
 
-Ctrl-C: the client closes its in-flight requests (asyncio cancels them); llama.cpp stops a request whose
+Ctrl-C: every chat model on a server sends its requests through the server's own client (`ServerClient`,
+closed by `shutdown_local_servers`, which hangs up what is still in flight); llama.cpp stops a request whose
 connection closed, and its own loop at shutdown, only between decode steps, so prompts are decoded in steps of
 `local.n_batch` tokens (default 64, not llama.cpp's 2048): `generate`/`evaluate` end within one step
 (BENCHMARKS.md "interrupt").
