@@ -91,18 +91,18 @@ lint: install
 	$(BIN)/mypy || rc=1; \
 	exit $$rc
 
-# The benchmarks that need only this repository (and the embedded model). The others are run by hand:
-# docs/benchmarks/index.md lists them and why (tests/test_docs.py checks that every script is in one place).
+# The benchmarks that need only this repository (and the embedded model), each rewriting its section of
+# BENCHMARKS.md; the others are run by hand (`python -m benchmarks` lists them all; docs/benchmarks/index.md says
+# what each needs; tests/test_benchmarks.py checks that every benchmark is in one place or the other).
 bench: install
-	$(BIN)/python scripts/bench_generate.py
-	$(BIN)/python scripts/bench_evaluate.py --write-md
-	$(BIN)/python scripts/bench_align.py --write-md
-	$(BIN)/python scripts/bench_corpus.py --write-md
-	$(BIN)/python scripts/bench_report.py --write-md
-	$(BIN)/python scripts/bench_personas.py --write-md
-	$(BIN)/python scripts/bench_manager.py --write-md
-	$(BIN)/python scripts/bench_scale.py --write-md
-	$(BIN)/python scripts/bench_judge.py --write-md
+	$(BIN)/python -m benchmarks generate --write-md
+	$(BIN)/python -m benchmarks evaluate --write-md
+	$(BIN)/python -m benchmarks align --write-md
+	$(BIN)/python -m benchmarks corpus --write-md
+	$(BIN)/python -m benchmarks report --write-md
+	$(BIN)/python -m benchmarks personas --write-md
+	$(BIN)/python -m benchmarks manager --write-md
+	$(BIN)/python -m benchmarks scale --write-md
 
 clean:
 	rm -rf $(VENV) runs/demo site .pytest_cache

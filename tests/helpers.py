@@ -2,24 +2,9 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
-from pathlib import Path
-from types import ModuleType
 
 from wikihowagent.records import Tutorial
-
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
-
-
-def load_script(name: str) -> ModuleType:
-    """scripts/<name>.py as a module (the benchmark scripts are not a package; they import their siblings)."""
-    sys.path.insert(0, str(SCRIPTS))
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def make_tutorial(n_steps: int = 3, tid: str = "t1", title: str = "How to Test") -> Tutorial:

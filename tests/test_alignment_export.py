@@ -166,7 +166,7 @@ def test_blind_sheet_hides_runs_and_key_maps_back(runs, tmp_path):
 
 
 def test_export_of_a_no_judge_run_says_no_judge_ran(tmp_path):
-    """A run evaluated with --no-judge has no rubric keys at all: not "judge reply not parsed" (issue 7)."""
+    """A run evaluated with --no-judge has no rubric keys at all: not "judge reply not parsed"."""
     from typer.testing import CliRunner
 
     from wikihowagent.cli import app

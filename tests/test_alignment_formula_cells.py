@@ -1,5 +1,5 @@
 """`annotate export` neutralises spreadsheet formulas in the cells people open (OWASP CSV injection) and
-`align` reads the neutralised cells back to the same ids (issue 18 item 3)."""
+`align` reads the neutralised cells back to the same ids."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Reading human annotation files and LLM scores; every bad-input case of issue 4."""
+"""Reading human annotation files and LLM scores; every bad-input case."""
 
 from __future__ import annotations
 
@@ -192,7 +192,7 @@ def test_llm_scores_from_wide_csv_and_paper_run_file(tmp_path):
     assert llm.rows["c1"].values[0] == 5 and llm.rows["c1"].model == "qwen"
     assert llm.rows["c2"].model == "qwen / gemma" and np.isnan(llm.rows["c2"].values[0])
     assert llm.rows["c3"].model == "llama" and llm.rows["c3"].domain == "Health"
-    # the paper's domain of the breadcrumb (corpus.domains.record_domain), else the first category below the root
+    # the paper's domain of the breadcrumb (domains.record_domain), else the first category below the root
     assert llm.rows["c4"].domain == "Food & Cooking" and llm.rows["c5"].domain == ""
     assert llm.rows["c3"].values[METRICS.index("Engagement")] == 3
     assert f"{csv_path}:3: column 'Clarity': 0 is outside the 1-5 scale" in lines_of(problems)
@@ -446,7 +446,7 @@ def test_custom_rubric_names_are_ignored_with_one_warning(tmp_path):
 
 
 def test_partial_score_file_is_one_line_per_human_file(tmp_path):
-    """Issue 18 item 17: a judge run in progress (12 of 42 rated conversations scored): one warning line per
+    """A judge run in progress (12 of 42 rated conversations scored): one warning line per
     human file with the count and the first id, every unmatched id in problems.txt."""
     from typer.testing import CliRunner
 

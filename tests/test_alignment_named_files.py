@@ -1,4 +1,4 @@
-"""Issue 7 item 7: `align` never drops a file the user named silently; CSV encodings and decimal commas."""
+"""`align` never drops a file the user named silently; CSV encodings and decimal commas."""
 
 from __future__ import annotations
 

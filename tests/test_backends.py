@@ -631,6 +631,7 @@ def test_local_model_wiring_with_fake_server(fake, monkeypatch, tmp_path):
         teacher = make_chat_model("local", settings, lset)
         learner = make_chat_model("local", settings, lset)
         assert len(started) == 1  # one server shared by the roles
+        assert teacher.http_async_client is learner.http_async_client  # and its one client
         _, alias, n_ctx, n_parallel, n_threads, n_batch = started[0]
         assert (alias, n_ctx, n_parallel, n_batch) == (model_files.MODEL_NAME, 2048, 2, 64) and n_threads >= 1
         msg = teacher.invoke("hi")
@@ -693,7 +694,7 @@ def test_real_embedded_server_replies():
 
 
 def test_embedded_server_decodes_prompts_in_small_steps(monkeypatch, tmp_path):
-    """Ctrl-C (issue 28 #15): llama.cpp drops a closed request only between decode steps; with its default
+    """Ctrl-C: llama.cpp drops a closed request only between decode steps; with its default
     n_batch (2048) a whole prompt was one step and Ctrl-C waited for it. The server gets local.n_batch."""
     import xllamacpp
 
@@ -718,26 +719,64 @@ def test_embedded_server_decodes_prompts_in_small_steps(monkeypatch, tmp_path):
     monkeypatch.setattr(local, "_SERVERS", {})
 
 
-def test_shutdown_hangs_up_connections_still_open_to_the_embedded_server(monkeypatch):
-    """Issue 28 #15: after a Ctrl-C a request's connection can outlive its cancelled task; llama.cpp would then
-    finish the whole reply before its destructor returns. shutdown_local_servers hangs such connections up
-    first (the server sees the close and cancels the request); connections to other hosts are left alone."""
+def test_shutdown_hangs_up_the_requests_still_in_flight_to_the_embedded_server(monkeypatch):
+    """After a Ctrl-C a request's connection can outlive its cancelled task; llama.cpp would then finish the
+    whole reply before its destructor returns. The backend sends every request through the server's own client
+    (`LocalServer.client`), and shutdown_local_servers closes it: the connection still open is hung up (the
+    server sees the close and cancels the request, the waiting request fails at once); other connections of the
+    process are left alone."""
+    import httpx
+
     from wikihowagent.backends import local
 
     listeners = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
-    ours, other = (socket.create_connection(lst.getsockname()) for lst in listeners)
-    accepted = [lst.accept()[0] for lst in listeners]
-    for conn in accepted:
-        conn.settimeout(5)
+    other = socket.create_connection(listeners[1].getsockname())
     port = listeners[0].getsockname()[1]
     srv = local.LocalServer(("test",), Path("m.gguf"), "m", f"http://127.0.0.1:{port}", 1, 1, 1, 0.0, object())
     monkeypatch.setattr(local, "_SERVERS", {("test",): srv})
+    client = srv.client(60.0)
+    assert srv.client(60.0) is client  # one client per server (and request timeout), shared by every model
+    outcome: dict[str, BaseException] = {}
+
+    async def ask() -> None:
+        try:
+            await client.http_async_client.post(f"{srv.base_url}/chat/completions", json={"messages": []})
+        except httpx.HTTPError as exc:
+            outcome["error"] = exc
+
+    asker = threading.Thread(target=lambda: asyncio.run(ask()))
+    asker.start()
+    accepted = [lst.accept()[0] for lst in listeners]
+    for conn in accepted:
+        conn.settimeout(5)
+    seen = b""
+    while b"messages" not in seen:  # the whole request has arrived; no reply is ever sent
+        seen += accepted[0].recv(4096)
     try:
         local.shutdown_local_servers()
         assert accepted[0].recv(16) == b""  # the server side sees the hang-up at once
-        assert srv._server is None
+        asker.join(5)
+        assert not asker.is_alive() and isinstance(outcome.get("error"), httpx.HTTPError)
+        assert srv._server is None and srv.clients == {}
         other.sendall(b"x")  # the other connection still works both ways
         assert accepted[1].recv(16) == b"x"
     finally:
-        for s in (*listeners, *accepted, ours, other):
+        for s in (*listeners, *accepted, other):
             s.close()
+
+
+def test_the_embedded_servers_client_serves_several_event_loops_and_both_apis(fake):
+    """The server's one client is used by every model, from each `asyncio.run` in turn and synchronously; a
+    finished request leaves no connection open (no keep-alive), so nothing is left to hang up."""
+    from wikihowagent.backends import local
+
+    srv = fake(openai_routes(models=(model_files.MODEL_NAME,)))
+    client = local.ServerClient(30.0)
+    try:
+        for _ in range(2):
+            reply = asyncio.run(client.http_async_client.get(f"{srv.url}/v1/models"))
+            assert reply.status_code == 200
+        assert client.http_client.get(f"{srv.url}/v1/models").status_code == 200
+        assert client.hang_up() == 0
+    finally:
+        client.close()

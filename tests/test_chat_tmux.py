@@ -77,7 +77,7 @@ def test_chat_in_tmux(tmp_path):
 
 @pytest.mark.parametrize("role", ["learner", "teacher"])
 def test_ctrl_c_while_the_model_replies_saves_a_clean_quit(tmp_path, role):
-    """Issue 18 item 6: Ctrl-C while the model is writing its reply: no traceback, saved with stop_reason quit."""
+    """Ctrl-C while the model is writing its reply: no traceback, saved with stop_reason quit."""
     sock = f"wha-test-{tmp_path.name}"
     out = tmp_path / "chat"
     first = "I'm ready." if role == "learner" else "Connect the red clamp first."

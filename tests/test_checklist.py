@@ -1,4 +1,4 @@
-"""--judge-scoring checklist (issue 30): items as data, strict yes/no reading, P(yes) from log-probabilities,
+"""--judge-scoring checklist: items as data, strict yes/no reading, P(yes) from log-probabilities,
 rubric scores from item scores, the per-item record, bad input."""
 
 from __future__ import annotations

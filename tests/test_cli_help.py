@@ -1,4 +1,4 @@
-"""`--help` of every command keeps every option's name and metavar whole, at 80 columns and piped (issue 33).
+"""`--help` of every command keeps every option's name and metavar whole, at 80 columns and piped.
 
 Typer's own layout cut `--posttest-learner` to `--posttest-learn…` at 80 columns (Rich assumes 80 when
 the help is piped), so `wikihowagent evaluate --help | grep posttest-learner` found nothing."""

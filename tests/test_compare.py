@@ -58,7 +58,7 @@ def test_read_letter_refuses_anything_else(text):
 
 @pytest.mark.parametrize("text", ["A\nB", "B\n\nActually A is better", "A\n\n(B)", "**B**\nA.", "Answer: A\nB"])
 def test_read_letter_refuses_a_reply_naming_both_letters(text):
-    # issue 28 #12: the first letter was read and the second ignored
+    # the first letter was read and the second ignored
     assert read_letter(text) is None
 
 

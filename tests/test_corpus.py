@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from wikihowagent.cli import app
 from wikihowagent.corpus.core import LoadReport, TutorialError, iter_articles, load_tutorials
-from wikihowagent.corpus.domains import DomainTable, default_domains_path, record_domain
 from wikihowagent.corpus.sampling import balanced_sample, select_tutorials
+from wikihowagent.domains import DomainTable, default_domains_path, record_domain
 
 PAPER_CSV = Path("/work/shared/paper/tasks_per_topic_domain.csv")
 
@@ -152,7 +152,7 @@ def test_bad_domains_file_is_one_line_naming_it(tmp_path, content, needle):
     assert str(f) in str(err.value) and needle in str(err.value) and "\n" not in str(err.value)
 
 
-# ------------------------------------------------------------------ skip rules (issue 7 item 9, issue 13)
+# ------------------------------------------------------------------ skip rules
 
 
 def test_methods_without_usable_steps_are_skipped_not_fatal(tmp_path):
@@ -175,7 +175,7 @@ def test_methods_without_usable_steps_are_skipped_not_fatal(tmp_path):
     assert [t.method_title for t in raw] == ["Debris", "One left", "Good"]
 
 
-# ------------------------------------------------------------------ duplicates (issue 7 item 9)
+# ------------------------------------------------------------------ duplicates
 
 
 def test_duplicates_in_a_list_a_jsonl_and_two_files_warn_and_keep_the_first(tmp_path):
@@ -400,7 +400,7 @@ def test_graph_files_load_back_and_the_html_is_offline(tmp_path):
         assert remote not in html
 
 
-# ------------------------------------------------------------------ commands (issue 7 item 10)
+# ------------------------------------------------------------------ commands
 
 
 def test_tutorials_exits_2_on_an_empty_file_like_generate(tmp_path):

@@ -122,7 +122,7 @@ def test_score_merge_refuses_missing_and_mixed_shards(tmp_path):
 
 
 def test_score_merge_refuses_shards_of_another_state_of_the_conversations(tmp_path, monkeypatch):
-    # issue 18 item 4: shard 0 scored 3 conversations, generate added 2, shard 1 scored the 5: merging would
+    # shard 0 scored 3 conversations, generate added 2, shard 1 scored the 5: merging would
     # leave the new conversations of shard 0's blocks unscored without a word
     monkeypatch.setattr(eval_core, "EvalOptions", functools.partial(eval_runner.EvalOptions, chunk=1))
     run = tmp_path / "run"

@@ -1,18 +1,17 @@
-"""Golden outputs (issue 29's safety net): `evaluate`, `compare`, `judge-check`, `align` and `report` on fixed
+"""Golden outputs (the safety net of refactors): `evaluate`, `compare`, `judge-check`, `align` and `report` on fixed
 inputs (fake OpenAI-compatible servers, synthetic runs, the paper's human study when ../shared is present) write
 exactly what tests/fixtures/golden/digest.json says, numbers to 1e-12. A deliberate output change: re-record with
-`.venv/bin/python scripts/bench_golden.py record tests/fixtures/golden` and say why in the commit."""
+`.venv/bin/python tests/golden.py record tests/fixtures/golden` and say why in the commit."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import golden as bg
 import pytest
-from helpers import load_script
 
 GOLDEN = Path(__file__).parent / "fixtures" / "golden" / "digest.json"
-bg = load_script("bench_golden")
 
 
 def test_outputs_equal_the_recorded_digest(tmp_path):

@@ -1,4 +1,4 @@
-"""Issue 18 items 8, 9, 10, 12: tracebacks from `report`, `tutorials` and `stats` on odd inputs become one
+"""Tracebacks from `report`, `tutorials` and `stats` on odd inputs become one
 line naming the file; `stats --graph` survives control characters and writes its files atomically;
 `stats --out` inside the corpus is refused; cases.md escapes titles for Markdown renderers that allow HTML."""
 

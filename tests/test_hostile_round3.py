@@ -1,4 +1,4 @@
-"""Issue 28 (third hostile round), items 1-10, 13 and 14: names read from files that become paths, the
+"""The third hostile round: names read from files that become paths, the
 bootstrap's bounds, tampered calibration files and stored pair judgments, and the report's range check taken
 from the metric registry. Every test here failed on the code before the fix."""
 

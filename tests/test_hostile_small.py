@@ -1,4 +1,4 @@
-"""Issue 18 item 14: the smaller defects of the second hostile round, each with a test that failed before."""
+"""The smaller defects of the second hostile round, each with a test that failed before."""
 
 from __future__ import annotations
 

@@ -274,7 +274,7 @@ def test_file_names_are_spelled_in_runs_py_only(tmp_path):
     assert [x.split(": ", 1)[1] for x in file_name_literals(tmp_path / "wikihowagent")] == ["a.csv", ".key.csv"]
 
 
-# --------------------------------------------------------------------------- floors (issue 29)
+# --------------------------------------------------------------------------- floors
 # The pipeline's floors, lowest first: a module imports only modules on its own floor or below. Floor 0 is the
 # ground every stage stands on: the package's top-level modules (records, runs, scoretable, paper_format,
 # config, shards, ...), the corpus, the backends and the shared statistics.
@@ -295,7 +295,7 @@ FLOORS: dict[str, int] = {
 }
 TOP_FLOOR = 6  # the command line: cli.py, clidoc.py (the CLI reference), __main__.py
 CLI_MODULES = {"wikihowagent.cli", "wikihowagent.clidoc", "wikihowagent.__main__"}
-# Uses of another package's private name still to be removed, each with the step of issue 29 that removes it.
+# Uses of another package's private name still to be removed, each with the step that removes it.
 KNOWN_PRIVATE_USES: set[tuple[str, str, str]] = set()  # none left (evaluation.judge.tutorial_block is public)
 
 
@@ -421,7 +421,7 @@ def test_the_floor_checks_find_what_they_look_for(tmp_path):
     }
 
 
-# The read seam (issue 29): which paths are runs, and how a stage's files are read back, is runs.py's. These
+# The read seam: which paths are runs, and how a stage's files are read back, is runs.py's. These
 # readers are used there only (each defined in the module named, used by runs.py's public readers).
 SEAM_READERS = {
     "sweep_cell_dirs": "wikihowagent.runs",
@@ -460,7 +460,7 @@ def test_stages_resolve_and_read_back_runs_through_runs_py():
 
 
 # --------------------------------------------------------------------------------------------------- lazy imports
-# Imports of the package's own modules sit at the top of a module (issue 29): a function-level import hides the
+# Imports of the package's own modules sit at the top of a module: a function-level import hides the
 # module's dependencies and works around a layering problem instead of fixing it. Exceptions: a command module
 # (command.py, cli.py, clidoc.py) reaches its stage's machinery inside the command, so `--help` loads no stage;
 # and the modules below, not yet cleaned up, each at most its present count (lower it as they are; never raise it).
@@ -541,3 +541,27 @@ def test_the_lazy_import_count_sees_nested_relative_and_absolute_imports(tmp_pat
         "        from wikihowagent.sub import y\n"
     )
     assert lazy_own_imports(pkg) == {"wikihowagent.sub.core": 3}
+
+
+def room_loops(g: nx.DiGraph, pkg: Path = PKG) -> list[list[str]]:
+    """Loops between the package's rooms, a room being a package folder or a top-level module (`runs`,
+    `paper_format`, ...): with one, some import runs back up however the rooms are stacked."""
+    rg = nx.DiGraph()
+    for a, b in g.edges:
+        ra, rb = _folder(a, pkg) or a, _folder(b, pkg) or b
+        if ra != rb and "wikihowagent" not in (ra, rb):  # the package's face (__init__) hands names on
+            rg.add_edge(ra, rb)
+    return sorted(nx.simple_cycles(rg), key=len)
+
+
+def test_no_loop_between_top_level_modules_and_package_folders(tmp_path):
+    assert room_loops(import_graph()) == [], "move the shared code to the lower room (e.g. domains.py)"
+    pkg = tmp_path / "wikihowagent"
+    (pkg / "corpus").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "corpus" / "__init__.py").write_text("")
+    (pkg / "corpus" / "core.py").write_text("from wikihowagent import runs\n")
+    (pkg / "runs.py").write_text("from wikihowagent import paper_format\n")
+    (pkg / "paper_format.py").write_text("from wikihowagent.corpus import core\n")
+    loops = room_loops(import_graph(pkg), pkg)
+    assert [sorted(loop) for loop in loops] == [["corpus", "wikihowagent.paper_format", "wikihowagent.runs"]]

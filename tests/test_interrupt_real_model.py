@@ -1,10 +1,10 @@
-"""Ctrl-C while the embedded model works on a request (issue 28 #15): `generate` and `evaluate` stop with exit
+"""Ctrl-C while the embedded model works on a request: `generate` and `evaluate` stop with exit
 status 130, run.json "interrupted" (generate), every line written whole and no traceback.
 
 Real model (llama.cpp in-process), so slow-marked. The command runs in a child process with the llama.cpp log
 on; SIGINT is sent as soon as its "launch_slot_" line says a request has started (its prompt is being decoded).
 STOP_BOUND_S only guards against a hang: the code before the fix also stopped within it (5-19 s on a busy 2-core
-machine), so the times are measured by scripts/bench_interrupt.py (BENCHMARKS.md "interrupt"), and the test that
+machine), so the times are measured by `python -m benchmarks interrupt` (BENCHMARKS.md "interrupt"), and the test that
 fails on the old code is tests/test_backends.py::test_embedded_server_decodes_prompts_in_small_steps."""
 
 from __future__ import annotations

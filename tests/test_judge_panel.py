@@ -234,7 +234,7 @@ def test_judge_check_refuses_a_panel_beside_the_posttest_learner(tmp_path):
 
 def test_the_input_scorer_and_every_panel_judge_share_one_event_loop(tmp_path, monkeypatch):
     """evaluate is one judge session: run_evaluation opens one session.JudgeLoop and every runner.Evaluation (the
-    input scorer, each judge of a panel) runs on it; each Evaluation made its own loop before (issue 29)."""
+    input scorer, each judge of a panel) runs on it; each Evaluation made its own loop before."""
     import asyncio
 
     loops: dict[str, list[asyncio.AbstractEventLoop]] = {}

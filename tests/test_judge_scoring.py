@@ -199,7 +199,7 @@ def test_sampled_reply_parsing():
     assert text_score("Score: 4", False, complete=False) is None  # cut off: "/5" may have followed
 
 
-# ---------------------------------------------------------------------------- issue 7, item 4
+# ---------------------------------------------------------------------------- reading judge replies
 
 
 def test_parser_ignores_echoed_rubric_levels():
@@ -330,7 +330,7 @@ def test_sampled_mode_mean_and_spread(tmp_path, monkeypatch):
     assert len({json.loads(s)["seed"] for s in seen}) == 5 and all(json.loads(s)["temperature"] > 0 for s in seen)
 
 
-# ---------------------------------------------------------------------------- issue 7, item 5
+# ---------------------------------------------------------------------------- failed rubrics judged again
 
 
 def test_failed_rubrics_are_judged_again_and_all_failed_exits_nonzero(tmp_path, monkeypatch):
@@ -393,7 +393,7 @@ def test_failure_kind_is_typed_not_read_from_the_reply_words(tmp_path):
     assert kind_of(weighted_score(entries(("4", {"4": 0.2, "The": 0.8})), rationale=False)[1], "parse") == "low-mass"
 
 
-# ---------------------------------------------------------------------------- issue 30: the default mode
+# ---------------------------------------------------------------------------- the default mode
 
 
 class _Llm:

@@ -1,5 +1,5 @@
 """The judge session (evaluation/session.py) and the shared judge options (evaluation/options.py) that
-`evaluate`, `compare` and `judge-check` use (issue 29)."""
+`evaluate`, `compare` and `judge-check` use."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 18 item 15: the embedded judge judges one conversation per server slot (evaluate's and judge-check's
+"""The embedded judge judges one conversation per server slot (evaluate's and judge-check's
 default concurrency), so the rubric calls of two conversations do not interleave on one slot's prompt cache."""
 
 from __future__ import annotations

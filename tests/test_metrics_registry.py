@@ -41,7 +41,7 @@ def test_every_entry_is_computable_and_the_lists_derive_from_it():
 
 
 def test_batch_passes_are_the_declared_ones():
-    """Issue 29: `EmbedBatch` lacked "posttest", which six entries use (only mypy could see it). Every batch of
+    """`EmbedBatch` lacked "posttest", which six entries use (only mypy could see it). Every batch of
     the registry is a value of the type and a Scorers pass; a misspelt pass fails when the entry is made."""
     declared = set(get_args(M.EmbedBatch))
     assert {m.batch for m in M.REGISTRY if m.batch} == declared

@@ -1,4 +1,4 @@
-"""Issue 18 item 18: installing prints no setuptools deprecation wall (project.license is an SPDX string)."""
+"""Installing prints no setuptools deprecation wall (project.license is an SPDX string)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def test_pyproject_license_is_an_spdx_string_without_deprecation_warnings(monkey
 
 
 def test_make_install_silences_only_the_editable_install_banner(tmp_path):
-    """Issue 33: `make install` ended with setuptools' "Editable installation ... Please be careful with
+    """`make install` ended with setuptools' "Editable installation ... Please be careful with
     folders in your working directory" banner. The editable pip step runs with a warnings filter that drops
     that message only: the real setuptools code that emits it prints nothing under the filter, while
     another setuptools warning still prints."""
@@ -62,7 +62,7 @@ def test_make_install_silences_only_the_editable_install_banner(tmp_path):
 
 
 def test_make_demo_says_what_it_runs_where_the_run_is_and_what_to_open(tmp_path):
-    """Issue 33: `make demo` shows each command as a user would type it, then where the run is and what to
+    """`make demo` shows each command as a user would type it, then where the run is and what to
     open; a failing step stops it. Run against a stand-in `wikihowagent` in a fake, already-installed venv
     (never the real install or model on a test machine)."""
     import subprocess

@@ -805,7 +805,7 @@ def test_post_tester_caches_pretests_in_the_directory_and_closes_the_file(tmp_pa
 
 def test_post_testers_are_made_in_one_place():
     """generate, evaluate and judge-check make their PostTester with workflow/posttest.py `post_tester` (model,
-    learner spec, the directory of the pre-test cache, wording), never by hand (issue 29)."""
+    learner spec, the directory of the pre-test cache, wording), never by hand."""
     import ast
     from pathlib import Path
 

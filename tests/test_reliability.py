@@ -1,4 +1,4 @@
-"""Issue 7: reliability defects found by a hostile tester, each reproduced here (fake servers on 127.0.0.1)."""
+"""Reliability defects found by a hostile tester, each reproduced here (fake servers on 127.0.0.1)."""
 
 from __future__ import annotations
 

@@ -155,7 +155,7 @@ def test_a_long_outage_still_fails_after_the_wait(tmp_path):
 
 
 def test_a_replica_answering_500_is_rested_and_its_requests_go_to_the_others(tmp_path):
-    """Issue 18 item 5: GOOD, DEAD, ERR500, SLOW at --concurrency 8: no conversation fails, the dead replica
+    """GOOD, DEAD, ERR500, SLOW at --concurrency 8: no conversation fails, the dead replica
     is warned about once."""
     dead = f"http://127.0.0.1:{free_port()}/v1"
 

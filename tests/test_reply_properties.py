@@ -3,7 +3,7 @@
 (evaluation/scoring.py `text_score` / `weighted_score`, evaluation/judge.py `parse_scores`).
 
 The rule for both: a reply counts only when it is unambiguously a step list / a score; anything else is a
-failure with a reason, never an exception and never a number from outside the scale (issue 28 #11)."""
+failure with a reason, never an exception and never a number from outside the scale."""
 
 from __future__ import annotations
 

@@ -273,7 +273,7 @@ def _table1(html: str) -> str:
 
 
 def test_table1_is_a_row_per_metric_with_direction_scale_and_fixed_decimals(tmp_path):
-    """Issue 33: Table 1 read as `79.21 ± 2.18 [77.57, 81.69]` cells in 18+ columns. Now a row per metric
+    """Table 1 read as `79.21 ± 2.18 [77.57, 81.69]` cells in 18+ columns. Now a row per metric
     grouped by scale (% / 1-5) with ↑/↓, a column per run; each cell the mean (2 decimals, right-aligned),
     a small sd, the CI on its own small line and the whole cell as a tooltip."""
     make_run(tmp_path / "runs", "T-qwen2_L-qwen2", 40, teacher="qwen2", tutorials=20, full=True)

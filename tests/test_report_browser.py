@@ -157,7 +157,7 @@ FIT = """() => {
 
 @pytest.mark.parametrize("n_runs", [1, 3])
 def test_tables_fit_the_window_without_a_sideways_scroll(table_sites, browser, tmp_path, n_runs):
-    """Issue 33: Table 1 scrolled sideways past 18 columns at 1280 px even for one run. At 1280 px and at a
+    """Table 1 scrolled sideways past 18 columns at 1280 px even for one run. At 1280 px and at a
     phone's 400 px every table of the overview (the runs: a card per run on a phone; Table 1) fits the
     viewport, no table and not the page scrolling sideways."""
     shots = Path(os.environ.get("WIKIHOWAGENT_SCREENSHOTS") or tmp_path)

@@ -1,4 +1,4 @@
-"""`runs.resolve_runs`, the one resolver of paths to runs (issue 29), and the stages that use it: `evaluate`
+"""`runs.resolve_runs`, the one resolver of paths to runs, and the stages that use it: `evaluate`
 (inputs + the sweep tables), `report` and `align` see a path as the same kind of thing."""
 
 from __future__ import annotations

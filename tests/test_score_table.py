@@ -122,7 +122,7 @@ def test_report_evaluate_summary_and_align_agree_per_run(mixed, tmp_path):
         )
         if cells
     }
-    assert overview["W"][10:12] == ["default", "weighted"]  # Mode, Judge scoring (issue 18, item 16)
+    assert overview["W"][10:12] == ["default", "weighted"]  # Mode, Judge scoring
     assert overview["J"][11] == "json" and overview[PAPER][10:12] == ["paper", "–"]
     # Table 1: a column per run, a row per metric; each cell's whole text (mean ± sd [CI]) is its tooltip
     table1 = page.split("summary-tables", 1)[1].split("</table>", 1)[0]
@@ -152,7 +152,7 @@ def test_report_evaluate_summary_and_align_agree_per_run(mixed, tmp_path):
 
 
 def test_report_says_the_judge_scoring_of_a_weighted_run(tmp_path):
-    """Issue 18, item 16: the report printed "Scoring mode: default" for a run judged with `weighted`."""
+    """The report printed "Scoring mode: default" for a run judged with `weighted`."""
     make_run(tmp_path / "runs", "W", 6, teacher="qwen2")
     _weighted(tmp_path / "runs" / "W")
     page = (build_report([tmp_path / "runs" / "W"], tmp_path / "site").out / "index.html").read_text(encoding="utf-8")

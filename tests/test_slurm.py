@@ -93,7 +93,7 @@ def test_sbatch_array_sharded_cell_kill_and_resubmit(tmp_path, monkeypatch):
 
 
 def test_sbatch_reads_the_quoted_directives(tmp_path, monkeypatch):
-    """The script's #SBATCH values are shlex-quoted (issue 18 item 1): a real sbatch reads them as meant —
+    """The script's #SBATCH values are shlex-quoted: a real sbatch reads them as meant —
     the log lands in an --out directory with a space, a quote and `$(...)` in its name, the limits apply, and
     the array task calls Python with exactly the sweep-run arguments (a shim records them), nothing else."""
     from wikihowagent.sweep.core import load_sweep

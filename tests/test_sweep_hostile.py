@@ -1,4 +1,4 @@
-"""Hostile sweep files and paths (issue 18 items 1, 7, 11, 13): the Slurm script runs nothing injected,
+"""Hostile sweep files and paths: the Slurm script runs nothing injected,
 bad names and values are one-line errors, huge grids are refused, piped output prints paths whole."""
 
 from __future__ import annotations

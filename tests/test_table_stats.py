@@ -179,7 +179,7 @@ def _three(tmp_path, shifts: dict[str, dict[str, float]], n_tut: int = 20, seed:
 
 
 def test_best_run_is_named_only_where_a_paired_test_beats_every_other_run(tmp_path):
-    """Issue 33: the report marks the best run per metric only where the difference is significant: Holm
+    """The report marks the best run per metric only where the difference is significant: Holm
     across the table's tests; "lower" metrics (Echo Rate) pick the lowest mean."""
     from wikihowagent.evaluation.metrics import better
     from wikihowagent.evaluation.significance import best_runs

@@ -92,7 +92,7 @@ def test_empty_reply_retried_then_fails_the_conversation():
 
 @pytest.mark.parametrize("empty", ["", None])
 def test_empty_server_reply_is_not_a_complete_run(tmp_path, empty):
-    """Issue 7 item 3: an OpenAI-compatible server answering "" / null for teacher turns."""
+    """An OpenAI-compatible server answering "" / null for teacher turns."""
 
     def reply(prompt):
         return empty if "Step 2 of" in prompt else scripted_reply(prompt)

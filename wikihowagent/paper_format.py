@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from wikihowagent.corpus.domains import record_domain
+from wikihowagent.domains import record_domain
 from wikihowagent.errors import WikihowagentError, validation_line
 from wikihowagent.records import BEGIN_TEXT, FINISH_TEXT, Conversation, ScoreRecord, Turn, paper_tutorial_key, turn_line
 
@@ -84,7 +84,7 @@ def split_lines(lines: list[str]) -> list[Turn]:
 
 def domain_of(obj: dict[str, Any]) -> str:
     """A record's domain: its `domain`, else the paper's domain of its breadcrumb (`categories`, see
-    `corpus.domains.record_domain`), else ""."""
+    `domains.record_domain`), else ""."""
     if obj.get("domain"):
         return str(obj["domain"])
     cats = obj.get("categories")

@@ -1,5 +1,5 @@
 """`LeanChatOpenAI`: ChatOpenAI whose chat-completion calls skip the openai SDK and httpx (the hot path of
-`generate` against OpenAI-compatible servers; issue 11's client cost).
+`generate` against OpenAI-compatible servers: its client cost per message).
 
 It is a `langchain_openai.ChatOpenAI` in every respect but the transport of a plain async chat completion:
 the request body is ChatOpenAI's own payload (`_get_request_payload`: messages, temperature, seed,

@@ -18,7 +18,8 @@ then depends on what the slot held before (identical on reruns of the same reque
 With two slots and sequential requests the teacher and the learner each keep their own slot. With several slots
 busy at once outputs can still differ from a one-slot run (batched matmuls); use concurrency 1 for bit-exact reruns.
 
-Ctrl-C: the client closes its in-flight requests (asyncio cancels them); llama.cpp stops a request whose
+Ctrl-C: every chat model on a server sends its requests through the server's own client (`ServerClient`,
+closed by `shutdown_local_servers`, which hangs up what is still in flight); llama.cpp stops a request whose
 connection closed, and its own loop at shutdown, only between decode steps, so prompts are decoded in steps of
 `local.n_batch` tokens (default 64, not llama.cpp's 2048): `generate`/`evaluate` end within one step
 (BENCHMARKS.md "interrupt").
@@ -35,11 +36,16 @@ from __future__ import annotations
 import atexit
 import gc
 import os
+import socket
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import httpcore
+import httpx
 
 from .errors import BackendError
 from .model_files import EXTRA_HINT, MODEL_NAME, ensure_with_bar
@@ -54,8 +60,8 @@ LOG_ENV = "WIKIHOWAGENT_LLAMA_LOG"
 
 
 # The embedded model's default `--judge-scoring`: as a 1.5B judge it cannot give holistic 1-5 ratings that track
-# people, but answers narrow yes/no items (BENCHMARKS.md "checklist judge (issue 30)": judge-check accuracy and
-# r with the human study's ratings both higher than weighted's, paired CIs).
+# people, but answers narrow yes/no items (BENCHMARKS.md "judge: the embedded judge against people": judge-check
+# accuracy and r with the human study's ratings both higher than weighted's, paired CIs).
 JUDGE_SCORING = "checklist"
 
 
@@ -82,10 +88,18 @@ class LocalServer:
     start_s: float
     _server: Any = field(repr=False, default=None)
     n_batch: int = 2048  # prompt tokens per decode step
+    clients: dict[float | None, ServerClient] = field(repr=False, default_factory=dict)  # by request timeout
 
     @property
     def base_url(self) -> str:
         return f"{self.url}/v1"
+
+    def client(self, timeout_s: float | None) -> ServerClient:
+        """The client every chat model on this server with this request timeout sends its requests through."""
+        with _LOCK:
+            if timeout_s not in self.clients:
+                self.clients[timeout_s] = ServerClient(timeout_s)
+            return self.clients[timeout_s]
 
 
 _LOCK = threading.Lock()
@@ -182,40 +196,135 @@ def serving_slots(model: Any) -> int | None:
     return next((srv.n_parallel for srv in running_servers() if srv.base_url == url), None)
 
 
-def hang_up(url: str) -> int:
-    """Shut down (both directions) every socket of this process still connected to the server at `url`
-    (http://host:port); -> how many. llama.cpp cancels a request only when it sees its connection close, and
-    its destructor waits for the request otherwise: after a Ctrl-C a request's connection can outlive its
-    cancelled task (an interrupted event loop keeps the transport), and the model would finish the whole
-    reply first. Found through the garbage collector's objects, so no client has to be tracked."""
-    import socket
-    from urllib.parse import urlsplit
+class ServerClient:
+    """The client side of one embedded server, owned by the backend: one `httpx.Client` and one
+    `httpx.AsyncClient` that every chat model on this server sends its requests through. Their connection pools
+    open each connection through a network backend that keeps its socket, so `close()` can hang every open one
+    up, from any thread and whatever state an interrupted event loop is in: llama.cpp cancels a request only
+    when it sees its connection close (its destructor waits for the request otherwise), and after a Ctrl-C a
+    request's connection can outlive its cancelled task.
 
-    parts = urlsplit(url)
-    peer = (parts.hostname, parts.port)
-    n = 0
-    for obj in gc.get_objects():
-        if type(obj) is not socket.socket or obj.fileno() < 0:  # type(): no __class__ lookups on proxies
-            continue
-        try:
-            if obj.getpeername()[:2] == peer:
-                obj.shutdown(socket.SHUT_RDWR)
+    No keep-alive: an idle pooled connection (e.g. left by a closed event loop) would make the server's
+    shutdown wait for it to time out. A fresh loopback connection per request costs nothing next to a
+    multi-second generation, and a pool with no idle connections is usable from any event loop."""
+
+    def __init__(self, timeout_s: float | None) -> None:
+        self._sockets: list[Any] = []  # the open connections' sockets (closed ones pruned on each connect)
+        self._guard = threading.Lock()
+        self.http_client = httpx.Client(transport=_transport(httpx.HTTPTransport, self), timeout=timeout_s)
+        self.http_async_client = httpx.AsyncClient(
+            transport=_transport(httpx.AsyncHTTPTransport, self), timeout=timeout_s
+        )
+
+    def opened(self, sock: Any) -> None:
+        with self._guard:
+            self._sockets = [s for s in self._sockets if s.fileno() >= 0]
+            if sock is not None:
+                self._sockets.append(sock)
+
+    def hang_up(self) -> int:
+        """Shut down (both directions) every connection of this client still open; -> how many."""
+        with self._guard:
+            open_now, self._sockets = [s for s in self._sockets if s.fileno() >= 0], []
+        n = 0
+        for sock in open_now:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
                 n += 1
-        except OSError:  # not connected, or already shut down by the other side
-            continue
-    return n
+            except OSError:  # already shut down by the other side
+                continue
+        return n
+
+    def close(self) -> None:
+        """Hang up what is in flight, then close the synchronous pool (the asynchronous one holds no idle
+        connection to close, and its event loop may be gone)."""
+        self.hang_up()
+        self.http_client.close()
+
+
+def _transport(cls: Any, owner: ServerClient) -> Any:
+    """An httpx transport whose httpcore pool connects through a backend that hands each socket to `owner`
+    (httpx takes no network backend: its pool, `_pool`, is replaced; httpx is pinned in constraints.txt and
+    tests/test_backends.py checks that a request in flight is hung up)."""
+    transport = cls()
+    if cls is httpx.HTTPTransport:
+        sync = _SyncTracked(httpcore.SyncBackend(), owner)
+        transport._pool = httpcore.ConnectionPool(
+            max_connections=None, max_keepalive_connections=0, network_backend=sync
+        )
+    else:
+        tracked = _AsyncTracked(httpcore.AnyIOBackend(), owner)
+        transport._pool = httpcore.AsyncConnectionPool(
+            max_connections=None, max_keepalive_connections=0, network_backend=tracked
+        )
+    return transport
+
+
+class _AsyncTracked(httpcore.AsyncNetworkBackend):
+    """httpcore's async network backend that hands every TCP connection's socket to its `ServerClient`."""
+
+    def __init__(self, inner: httpcore.AsyncNetworkBackend, owner: ServerClient) -> None:
+        self.inner, self.owner = inner, owner
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        stream = await self.inner.connect_tcp(host, port, timeout, local_address, socket_options)
+        self.owner.opened(stream.get_extra_info("socket"))
+        return stream
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.AsyncNetworkStream:
+        return await self.inner.connect_unix_socket(path, timeout, socket_options)
+
+    async def sleep(self, seconds: float) -> None:
+        await self.inner.sleep(seconds)
+
+
+class _SyncTracked(httpcore.NetworkBackend):
+    """The same for httpcore's synchronous pool."""
+
+    def __init__(self, inner: httpcore.NetworkBackend, owner: ServerClient) -> None:
+        self.inner, self.owner = inner, owner
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        stream = self.inner.connect_tcp(host, port, timeout, local_address, socket_options)
+        self.owner.opened(stream.get_extra_info("socket"))
+        return stream
+
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.NetworkStream:
+        return self.inner.connect_unix_socket(path, timeout, socket_options)
+
+    def sleep(self, seconds: float) -> None:
+        self.inner.sleep(seconds)
 
 
 def shutdown_local_servers() -> None:
-    """Stop every embedded server: first hang up the connections still open to it (`hang_up`: its request
-    is cancelled within a decode step), then drop it (the C++ destructor joins the server threads).
-    Idempotent."""
+    """Stop every embedded server: first close its client (`ServerClient.close`: every request still in flight
+    is hung up, so llama.cpp cancels it within a decode step), then drop it (the C++ destructor joins the
+    server threads). Idempotent."""
     with _LOCK:
         servers = list(_SERVERS.values())
         _SERVERS.clear()
     for srv in servers:
-        if srv._server is not None:
-            hang_up(srv.url)
+        for client in srv.clients.values():
+            client.close()
+        srv.clients.clear()
         srv._server = None  # drops the last reference: ~Server stops the HTTP and inference loops
     del servers
     gc.collect()
@@ -274,15 +383,10 @@ def make(
     if path is not None and not path.is_file():
         raise BackendError(f"Local model file not found: {path} (needed for '{resolved.display}').")
     srv = get_local_server(local, path, alias=resolved.model)
-    import httpx
-
-    # No keep-alive: an idle pooled connection (e.g. left by a closed event loop) would make the server's
-    # shutdown wait for it to time out. A fresh loopback connection per request costs nothing next to a
-    # multi-second generation, and a client with no pooled connections is usable from any event loop.
-    no_keepalive = httpx.Limits(max_keepalive_connections=0)
+    client = srv.client(settings.timeout_s)  # the server's own client: closed, in-flight requests hung up, at shutdown
     return ChatOpenAI(
-        http_client=httpx.Client(limits=no_keepalive, timeout=settings.timeout_s),
-        http_async_client=httpx.AsyncClient(limits=no_keepalive, timeout=settings.timeout_s),
+        http_client=client.http_client,
+        http_async_client=client.http_async_client,
         model=srv.alias,
         base_url=srv.base_url,
         api_key="unused",

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.config import resource_path
-from wikihowagent.corpus.domains import DomainTable, default_table, domain_of, folder_of, norm
+from wikihowagent.domains import DomainTable, default_table, domain_of, folder_of, norm
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Tutorial, make_tutorial_id
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import networkx as nx
 
 from wikihowagent.corpus.core import CorpusArticle
-from wikihowagent.corpus.domains import ROOT_CATEGORIES, norm
+from wikihowagent.domains import ROOT_CATEGORIES, norm
 
 ROOT = "root"
 # What XML 1.0 (GraphML) cannot hold: control characters but tab/LF/CR, surrogates, U+FFFE/U+FFFF.

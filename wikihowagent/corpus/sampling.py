@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 from wikihowagent.corpus.core import LoadReport, TutorialError, iter_tutorials
-from wikihowagent.corpus.domains import DomainTable, DomainTableError
+from wikihowagent.domains import DomainTable, DomainTableError
 from wikihowagent.records import Tutorial
 
 Per = Literal["domain", "topic"]

@@ -21,8 +21,8 @@ from wikihowagent.corpus.core import (
     iter_articles,
     load_tutorials,
 )
-from wikihowagent.corpus.domains import DomainTable, DomainTableError
 from wikihowagent.corpus.sampling import Per, balanced_sample, check_domains_file_used
+from wikihowagent.domains import DomainTable, DomainTableError
 from wikihowagent.markdown import markdown_table
 from wikihowagent.records import make_tutorial_id
 from wikihowagent.runs import (

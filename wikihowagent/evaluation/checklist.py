@@ -1,4 +1,4 @@
-"""The checklist judge's data and arithmetic (`--judge-scoring checklist`, issue 30): narrow yes/no items.
+"""The checklist judge's data and arithmetic (`--judge-scoring checklist`): narrow yes/no items.
 
 Items are data (`wikihowagent/data/checklists.json`, versioned; its version and a hash of its content are recorded with
 every score as `JudgeProvenance.checklist`):

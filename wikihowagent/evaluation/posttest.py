@@ -45,7 +45,7 @@ LIKELIHOOD_GAIN = "Likelihood Gain"  # nats per token (workflow/likelihood.py); 
 MATCHED_METRICS = (STEP_RECALL, ORDER, EXTRANEOUS, DETAIL_RECALL, LEARNING_GAIN, DETAIL_GAIN)
 POSTTEST_METRICS = (*MATCHED_METRICS, LIKELIHOOD_GAIN)
 
-THRESHOLD = 0.4  # cosine similarity of a match; docs/methodology/metrics.md (measured table, scripts/bench_posttest.py)
+THRESHOLD = 0.4  # cosine similarity of a match; docs/methodology/metrics.md (its measured table)
 # How recalled steps are matched to tutorial steps (docs/methodology/metrics.md, BENCHMARKS.md "post-test: matching"):
 # "assign": the one-to-one assignment of maximal total similarity; "nearest": the same, each recalled step
 # allowed only its most similar tutorial step. Recorded in each score line (ScoreRecord.posttest_matching).

@@ -1,5 +1,5 @@
 """The embedded judge's measured figures (`wikihowagent/data/embedded_judge.json`), the report's statement of how far to trust
-it: written by `scripts/bench_checklist.py report --write-md` from the same numbers as its BENCHMARKS.md section,
+it: written by `python -m benchmarks judge_vs_people --write-md` from the same numbers as its BENCHMARKS.md section,
 read back here validated (a number outside its range, a CI that does not hold its value, an unknown field: the
 file is left out with one line, never shown half-read)."""
 

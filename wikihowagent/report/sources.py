@@ -67,7 +67,7 @@ class ReportConversation:
     warnings: list[str] = field(default_factory=list)
     teacher: str = ""
     learner: str = ""
-    persona: str = ""  # shown when the records carry one (issue 10); never required
+    persona: str = ""  # shown when the records carry one; never required
     extra: dict[str, Any] = field(default_factory=dict)  # other record fields, shown as they are
     missing: list[str] = field(default_factory=list)  # fields the record lacks
     # from scores.jsonl (empty when the run is not evaluated)
@@ -76,7 +76,7 @@ class ReportConversation:
     judge_raw: dict[str, list[str]] = field(default_factory=dict)
     judge_failures: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
-    score_extra: dict[str, Any] = field(default_factory=dict)  # e.g. weighted-score distributions (issue 9)
+    score_extra: dict[str, Any] = field(default_factory=dict)  # e.g. weighted-score distributions
     # --judge-scoring checklist: one row per item asked, [id, rubrics, question, polarity, P(yes), P(good),
     # failure, step (0-based) or None]; and how the answers were read ("logprobs" | "answer")
     checklist: list[list[Any]] = field(default_factory=list)

@@ -1,7 +1,7 @@
 """Benchmark `wikihowagent report`: build time and size for N synthetic conversations (default 10,000 in 5
 runs), and the time until Chromium shows the conversation table (Playwright, file://).
 
-    .venv/bin/python scripts/bench_report.py [--n 10000] [--runs 5] [--write-md]   # rewrites "report" in BENCHMARKS.md
+    python -m benchmarks report [--n 10000] [--runs 5] [--write-md]   # rewrites "report" in BENCHMARKS.md
 """
 
 from __future__ import annotations
@@ -9,15 +9,12 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "report"))
+from benchmarks.harness import ROOT, Section, cli, timed, write_section
 
 
 def dir_size(d: Path) -> tuple[int, int]:
@@ -94,12 +91,13 @@ class Phases:
         return wrapper
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--write-md", action="store_true")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
+    sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "report"))
     from report_builders import make_run
 
     from wikihowagent.report.core import build_report
@@ -126,14 +124,7 @@ def main() -> None:
         t_build = time.perf_counter() - t0
         split = ", ".join(f"{k} {v:.1f} s" for k, v in phases.t.items())
         phases.t.clear()
-        t0 = time.perf_counter()
-        subprocess.run(
-            [sys.executable, "-m", "wikihowagent.cli", "report", str(tmp / "sweep"), "--out", str(tmp / "site-cli")],
-            check=True,
-            cwd=ROOT,
-            capture_output=True,
-        )
-        t_cli = time.perf_counter() - t0
+        t_cli = timed(cli("report", str(tmp / "sweep"), "--out", str(tmp / "site-cli"))).seconds
         files, size = dir_size(res.out)
         index_mb = (res.out / "data" / "index.js").stat().st_size / 1e6
         chunk_kb = max(p.stat().st_size for p in (res.out / "data").glob("conv-*.js")) / 1e3
@@ -143,8 +134,7 @@ def main() -> None:
         tb = browser_times(res.out)
         ts = browser_times(small.out)
     load = os.getloadavg()[0]
-    body = f"""Measured by `scripts/bench_report.py` on this machine ({os.cpu_count()} CPU(s), shared; load average
-{load:.1f} at the end), one run; synthetic evaluated runs from `tests/fixtures/report/report_builders.py` (realistic
+    body = f"""One run (load average {load:.1f} at the end); synthetic evaluated runs from `tests/fixtures/report/report_builders.py` (realistic
 records: 3-6 steps, clarifications, tokens, 18 metrics, judge replies; {input_mb:.0f} MB of JSONL, built in
 {t_data:.1f} s, not counted). Browser times are medians of 3 page loads in Debian's Chromium via Playwright:
 page times from navigation start (the page's `performance.now()`), filter and sort as the JavaScript time of
@@ -165,9 +155,11 @@ The table renders 100 rows a page, so its cost grows with the rows filtered and 
 the DOM; conversation text stays in chunks of 250 loaded on demand."""
     print(body)
     if args.write_md:
-        from scripts.benchmarks_md import write_section
-
-        write_section("report", body)
+        headline = (
+            f"{args.n:,} conversations: built in {t_cli:.0f} s, the table shows {tb['table']:.2f} s after opening "
+            f"(100 conversations: {ts['table']:.2f} s)"
+        )
+        write_section(Section("report", "report", headline, "python -m benchmarks report", body))
 
 
 if __name__ == "__main__":

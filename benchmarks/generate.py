@@ -6,32 +6,26 @@
     the number of server slots, against the server's own throughput for the same number of parallel raw
     requests (same kind of prompts, same max_tokens): the ratio says what the pipeline loses.
 
-    python scripts/bench_generate.py [--skip-model] [--tutorials N] [--max-interactions M]
+    python -m benchmarks generate [--skip-model] [--tutorials N] [--max-interactions M]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
-
-from benchmarks_md import write_section  # noqa: E402
-
-from wikihowagent.config import load_config  # noqa: E402
-from wikihowagent.corpus.core import load_tutorials  # noqa: E402
-from wikihowagent.generation.core import run_conversations  # noqa: E402
-from wikihowagent.records import Tutorial  # noqa: E402
-from wikihowagent.runs import read_records  # noqa: E402
-from wikihowagent.testing import ScriptedChatModel  # noqa: E402
-from wikihowagent.workflow.graph import WorkflowOptions  # noqa: E402
-from wikihowagent.workflow.prompts import load_prompts  # noqa: E402
+from benchmarks.harness import Section, model_lock, write_section
+from wikihowagent.config import load_config
+from wikihowagent.corpus.core import load_tutorials
+from wikihowagent.generation.core import run_conversations
+from wikihowagent.records import Tutorial
+from wikihowagent.runs import read_records
+from wikihowagent.testing import ScriptedChatModel
+from wikihowagent.workflow.graph import WorkflowOptions
+from wikihowagent.workflow.prompts import load_prompts
 
 
 def bench_orchestration(n: int = 1000, concurrency: int = 16) -> dict[str, float]:
@@ -159,16 +153,17 @@ def model_prompts_from(out: Path):
                 )
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--skip-model", action="store_true", help="only (a): no embedded model")
     ap.add_argument("--tutorials", type=int, default=2)
     ap.add_argument("--max-interactions", type=int, default=6)
     ap.add_argument("--slots", type=int, default=2, help="server slots (n_parallel) for (b)")
-    args = ap.parse_args()
+    ap.add_argument("--write-md", action="store_true", help="rewrite the section of BENCHMARKS.md")
+    args = ap.parse_args(argv)
     a = bench_orchestration()
     lines = [
-        "Measured by `scripts/bench_generate.py` on this machine (2 cores, no GPU), one run.",
+        "One run on this machine (no GPU).",
         "",
         "**(a) Orchestration overhead** (instant scripted model, real graph + runner + fsynced JSONL, "
         f"concurrency 16): {a['conversations']} conversations in {a['wall_s']:.1f} s = "
@@ -177,7 +172,8 @@ def main() -> None:
         "own cost is negligible.",
     ]
     if not args.skip_model:
-        rows = bench_embedded(args.tutorials, args.max_interactions, args.slots)
+        with model_lock():
+            rows = bench_embedded(args.tutorials, args.max_interactions, args.slots)
         lines += [
             "",
             f"**(b) Embedded model** (Qwen2.5-Coder-1.5B-Instruct Q4_K_M via xllamacpp, {args.slots} server slots, "
@@ -194,8 +190,14 @@ def main() -> None:
             f"{r['raw_requests']} | {r['raw_tps']:.2f} | {r['ratio']:.2f} |"
             for r in rows
         ]
-    write_section("generate", "\n".join(lines))
+    headline = f"the pipeline's own cost: {a['ms_per_message']:.2f} ms per message (scripted model)"
+    if not args.skip_model:
+        headline += "; with the embedded model, pipeline / server alone " + ", ".join(
+            f"{r['ratio']:.2f} at concurrency {r['concurrency']}" for r in rows
+        )
     print("\n".join(lines))
+    if args.write_md:
+        write_section(Section("generate", "generate", headline, "python -m benchmarks generate", "\n".join(lines)))
 
 
 if __name__ == "__main__":

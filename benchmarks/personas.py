@@ -9,7 +9,7 @@ conversation, how many clarification answers stay on their step (the step's word
 than any other step's), turn-check retries and turn warnings. Runs are resumable: rerunning skips what is
 done, so personas can be measured in several sittings; the table covers every persona found under OUT.
 
-    python scripts/bench_personas.py [--personas curious,passive] [--tutorials 3] [--max-tokens 64] [--max-interactions 10]
+    python -m benchmarks personas [--personas curious,passive] [--tutorials 3] [--max-tokens 64] [--max-interactions 10]
                                      [--out runs/bench-personas] [--write-md]
 """
 
@@ -21,11 +21,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
-
-from benchmarks_md import write_section  # noqa: E402
+from benchmarks.harness import ROOT, Section, model_lock, write_section
 
 ORDER = ("paper", "curious", "novice", "passive", "skeptical", "distracted", "expert")
 DEMO_DOMAINS = ("Home & Garden", "Pets & Animals", "Technology")  # the Makefile's DEMO_ARGS
@@ -104,7 +100,7 @@ def measure(run: Path) -> dict[str, float]:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--personas", default=",".join(ORDER))
     ap.add_argument("--tutorials", type=int, default=3)
@@ -112,9 +108,10 @@ def main() -> None:
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--max-interactions", type=int, default=10)
     ap.add_argument("--write-md", action="store_true")
-    args = ap.parse_args()
-    for p in [x for x in args.personas.split(",") if x]:
-        persona_run(args.out / p, p, args.tutorials, args.max_tokens, args.max_interactions)
+    args = ap.parse_args(argv)
+    with model_lock():  # generate resumes a run it finds in --out
+        for p in [x for x in args.personas.split(",") if x]:
+            persona_run(args.out / p, p, args.tutorials, args.max_tokens, args.max_interactions)
     found = [p for p in ORDER if (args.out / p / "scores.jsonl").exists()]
     rows = {p: measure(args.out / p) for p in found}
     head = (
@@ -132,7 +129,7 @@ def main() -> None:
     print(table)
     if args.write_md:
         body = (
-            f"Measured by `scripts/bench_personas.py`: `wikihowagent generate --teacher local --learner-persona P "
+            f"`wikihowagent generate --teacher local --learner-persona P "
             f"--max-tutorials {args.tutorials} --max-tokens {args.max_tokens} --max-interactions {args.max_interactions}` "
             f"on the `make demo` tutorials (domains "
             f"{', '.join(DEMO_DOMAINS)}; embedded Qwen2.5-Coder-1.5B-Instruct Q4_K_M, seed 42, temperature 0, "
@@ -142,7 +139,11 @@ def main() -> None:
             f"retries / warnings: replies retried after a turn check (empty, echo, wrong role) / kept with a "
             f"warning after the retry. Rerunning gives the same conversations (same seed).\n\n" + table
         )
-        write_section("personas", body)
+        ratios = ", ".join(f"{p} {r['question_ratio']:.0f} %" for p, r in rows.items())
+        headline = f"Question Ratio by persona: {ratios}"
+        write_section(
+            Section("personas", "generate --learner-persona", headline, "python -m benchmarks personas", body)
+        )
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ chat clients made by `make_pooled_chat_model` (langchain-openai over HTTP). Meas
   slots remain, is reported separately);
 * peak RSS of the client.
 
-    python scripts/bench_scale.py [--write-md] [--latency 1.0] [--quick]
+    python -m benchmarks scale [--write-md] [--latency 1.0] [--quick]
 """
 
 from __future__ import annotations
@@ -27,10 +27,7 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
-
+from benchmarks.harness import ROOT, Section, write_section
 
 # --------------------------------------------------------------------------- the fake server (child process)
 
@@ -100,7 +97,8 @@ def serve(port_file: str, latency: float) -> None:
 
 def start_server(latency: float) -> tuple[subprocess.Popen, str]:
     port_file = tempfile.mktemp(prefix="bench-scale-port-")
-    proc = subprocess.Popen([sys.executable, __file__, "--serve", port_file, "--latency", str(latency)])
+    argv = [sys.executable, "-m", "benchmarks", "scale", "--serve", port_file, "--latency", str(latency)]
+    proc = subprocess.Popen(argv, cwd=ROOT)
     for _ in range(200):
         if os.path.exists(port_file) and Path(port_file).read_text():
             break
@@ -290,7 +288,6 @@ def run_client(base_url: str, n: int, concurrency: int, pooled: bool) -> dict[st
 # sdk: this code with the SDK transport (WIKIHOWAGENT_OPENAI_TRANSPORT=sdk), to split the gain;
 # after: what `generate` does now (LeanChatOpenAI over aiohttp + direct calls).
 VARIANTS = {
-    "before": [],
     "sdk": ["--transport", "sdk"],
     "after": ["--transport", "lean"],
     "after, no HTTP": ["--in-process"],
@@ -298,7 +295,42 @@ VARIANTS = {
 ORDER = {"before": 0, "plain": 0, "sdk": 1, "after": 2, "after, no HTTP": 3}
 
 
-def main() -> None:
+def section(results: list[dict], latency: float) -> Section:
+    """The section from the variants' results (one JSON object each)."""
+
+    def row(r: dict) -> str:
+        util = "–" if r["utilisation"] != r["utilisation"] else f"{r['utilisation']:.3f}"
+        tail = "–" if r["tail_s"] != r["tail_s"] else f"{r['tail_s']:.0f} s at {r['tail_utilisation']:.2f}"
+        return (
+            f"| {r['variant']} | {r['concurrency']} | {r['tutorials']:,} | {r['requests']:,} | "
+            f"{r['cpu_ms_per_message']:.2f} | {util} | {tail} | {r['peak_rss_mb']:.0f} MB | "
+            f"{r.get('load_1min', float('nan')):.1f} |"
+        )
+
+    ordered = sorted(results, key=lambda r: (r["concurrency"], ORDER.get(r["variant"], 9)))
+    rows = "\n".join(row(r) for r in ordered)
+    top = [r for r in ordered if r["variant"] == "after"][-1:]
+    headline = "; ".join(
+        f"client CPU {g['cpu_ms_per_message']:.2f} ms per message at concurrency {g['concurrency']}, "
+        f"{g['utilisation']:.2f} of the slots busy"
+        for g in top
+    )
+    load = os.getloadavg()[0]
+    body = (
+        SCALE_MD.format(latency=latency, rows=rows)
+        + f"\nLoad average when written: {load:.1f} on {os.cpu_count()} cores (shared machine). "
+        "Slot utilisation needs a free core: with the client starved of CPU it measures the "
+        "machine's load, not the pipeline; client CPU per message is the robust figure. The fake "
+        "server answers every request after exactly the same time and every conversation has the "
+        "same 18 requests, so the conversations stay in step: the replies arrive in waves of up to "
+        "--concurrency at once, and the last of a wave waits for the client to handle the others "
+        "(~concurrency x the CPU per message); on a loaded machine that queueing is the idle "
+        "share.\n"
+    )
+    return Section("scale", "generate (remote server)", headline, "python -m benchmarks scale", body)
+
+
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--serve")
     ap.add_argument("--latency", type=float, default=1.0)
@@ -311,17 +343,11 @@ def main() -> None:
         default="lean",
         help="the chat-completion transport (WIKIHOWAGENT_OPENAI_TRANSPORT)",
     )
-    ap.add_argument("--only", choices=["64", "256"])
+    ap.add_argument("--only", choices=["16", "64", "256"])
     ap.add_argument("--in-process", action="store_true", help="with --only: an in-process model, no HTTP")
     ap.add_argument("--tutorials", type=int, help="tutorials for the --only size (default: 300 at 64, 2,000 at 256)")
     ap.add_argument("--results", nargs="*", help="write BENCHMARKS.md from these JSON results (variant key set)")
-    ap.add_argument(
-        "--before-root",
-        type=Path,
-        help="a checkout of the code before the change: its bench_scale.py "
-        "gives the 'before' rows (without it: no 'before' rows)",
-    )
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     if args.serve:
         serve(args.serve, args.latency)
         return
@@ -346,65 +372,32 @@ def main() -> None:
     if not results:
         for conc, n in sizes:
             for variant, flags in VARIANTS.items():
-                script = __file__
-                if variant == "before":
-                    if args.before_root is None:
-                        continue
-                    script = str(args.before_root / "scripts" / "bench_scale.py")
-                argv = [sys.executable, script, "--only", str(conc), "--latency", str(args.latency), *flags]
+                argv = [
+                    sys.executable,
+                    "-m",
+                    "benchmarks",
+                    "scale",
+                    "--only",
+                    str(conc),
+                    "--latency",
+                    str(args.latency),
+                ]
+                argv += flags
                 if variant == "after, no HTTP":  # CPU per message only: fewer tutorials do
                     argv += ["--tutorials", str(min(n, 300))]
                 argv += ["--quick"] * args.quick
-                out = subprocess.run(
-                    argv, capture_output=True, text=True, check=True, cwd=Path(script).resolve().parent.parent
-                ).stdout
+                out = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=ROOT).stdout
                 r = json.loads(out.strip().splitlines()[-1])
                 results.append(r | {"variant": variant, "load_1min": r.get("load_1min", os.getloadavg()[0])})
                 print(json.dumps(results[-1]), flush=True)
     if args.write_md:
-        from benchmarks_md import write_section
-
-        def row(r: dict) -> str:
-            util = "–" if r["utilisation"] != r["utilisation"] else f"{r['utilisation']:.3f}"
-            tail = "–" if r["tail_s"] != r["tail_s"] else f"{r['tail_s']:.0f} s at {r['tail_utilisation']:.2f}"
-            return (
-                f"| {r['variant']} | {r['concurrency']} | {r['tutorials']:,} | {r['requests']:,} | "
-                f"{r['cpu_ms_per_message']:.2f} | {util} | {tail} | {r['peak_rss_mb']:.0f} MB | "
-                f"{r.get('load_1min', float('nan')):.1f} |"
-            )
-
-        ordered = sorted(results, key=lambda r: (r["concurrency"], ORDER.get(r["variant"], 9)))
-        rows = "\n".join(row(r) for r in ordered)
-        goal = [r for r in ordered if r["variant"] == "after" and r["concurrency"] == 256]
-        if goal:
-            g = goal[0]
-            rows += (
-                f"\n\nIssue 11's goal (<= 2 ms of client CPU per message; >= 0.95 of 256 slots busy over >= 2,000 "
-                f"tutorials): {g['cpu_ms_per_message']:.2f} ms ({'met' if g['cpu_ms_per_message'] <= 2 else 'not met'}), "
-                f"{g['utilisation']:.3f} of the slots over {g['tutorials']:,} tutorials "
-                f"({'met' if g['utilisation'] >= 0.95 else 'not met'}) at load {g.get('load_1min', float('nan')):.1f}."
-            )
-        load = os.getloadavg()[0]
-        write_section(
-            "scale",
-            SCALE_MD.format(latency=args.latency, rows=rows)
-            + f"\nLoad average when written: {load:.1f} on {os.cpu_count()} cores (shared machine). "
-            "Slot utilisation needs a free core: with the client starved of CPU it measures the "
-            "machine's load, not the pipeline; client CPU per message is the robust figure. The fake "
-            "server answers every request after exactly the same time and every conversation has the "
-            "same 18 requests, so the conversations stay in step: the replies arrive in waves of up to "
-            "--concurrency at once, and the last of a wave waits for the client to handle the others "
-            "(~concurrency x the CPU per message); on a loaded machine that queueing is the idle "
-            "share.\n",
-        )
+        write_section(section(results, args.latency))
 
 
-SCALE_MD = """`scripts/bench_scale.py`: `generate`'s real client path (graph, runner, fsynced JSONL, the chat clients of
+SCALE_MD = """`generate`'s real client path (graph, runner, fsynced JSONL, the chat clients of
 the replica pool over HTTP) against a fake OpenAI-compatible server in another process on 127.0.0.1 that
 answers every request after {latency:g} s and counts the requests in flight on its side; four-step tutorials
-(18 requests each). *before*: the code before the lean transport (`--before-root`: ChatOpenAI over the openai
-SDK + httpx, 8 clients per endpoint, LangChain's `ainvoke` per call, two graph supersteps per message);
-*sdk*: this code with `WIKIHOWAGENT_OPENAI_TRANSPORT=sdk` (direct calls and the shorter graph, SDK transport);
+(18 requests each). *sdk*: this code with `WIKIHOWAGENT_OPENAI_TRANSPORT=sdk` (direct calls and the shorter graph, SDK transport);
 *after*: `generate` as it is now (`LeanChatOpenAI`: ChatOpenAI's payload and result over an aiohttp session;
 direct `_agenerate` calls when nothing traces; the manager only after learner messages).
 Client CPU = this process's CPU time / requests. Utilisation = the server's mean requests in flight /

@@ -1,8 +1,8 @@
 """Golden outputs: run `evaluate`, `compare`, `judge-check`, `align` and `report` on fixed inputs and digest
-every file they write, so a refactor that changes any output is caught with a readable diff (issue 29).
+every file they write, so a refactor that changes any output is caught with a readable diff.
 
-    .venv/bin/python scripts/bench_golden.py record tests/fixtures/golden   # store the digest of this code
-    .venv/bin/python scripts/bench_golden.py check tests/fixtures/golden    # compare; every difference printed
+    .venv/bin/python tests/golden.py record tests/fixtures/golden   # store the digest of this code
+    .venv/bin/python tests/golden.py check tests/fixtures/golden    # compare; every difference printed
 
 Inputs: the fake OpenAI-compatible server of tests/fake_servers.py (deterministic replies with token
 log-probabilities), small synthetic runs built like the tests build them (tests/fixtures/*), and, when present,

@@ -1,13 +1,13 @@
 """`--manager rules` vs `--manager llm` on the embedded model: BENCHMARKS.md section "manager".
 
-(a) Agreement: every learner message the manager classified in the persona runs (scripts/bench_personas.py,
+(a) Agreement: every learner message the manager classified in the persona runs (`python -m benchmarks personas`,
     OUT/<persona>/conversations.jsonl) is classified again by the llm manager (the embedded model); we report
     how often it agrees with the rules (question vs not), how often each agrees with the turn's seeded
     intent (ask/drift = a question was meant), and the llm manager's parse fallbacks.
 (b) Effect on a conversation: `generate --learner-persona P --manager llm` on the same tutorials as the rules
     run OUT/P, both evaluated with `--no-judge`: Question Ratio, clarifications, Completion, fallbacks.
 
-    python scripts/bench_manager.py [--out runs/bench-personas] [--persona curious] [--tutorials 3] [--write-md]
+    python -m benchmarks manager [--out runs/bench-personas] [--persona curious] [--tutorials 3] [--write-md]
 """
 
 from __future__ import annotations
@@ -17,12 +17,8 @@ import asyncio
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
-
-from bench_personas import ORDER, measure, persona_run  # noqa: E402
-from benchmarks_md import write_section  # noqa: E402
+from benchmarks.harness import ROOT, Section, model_lock, write_section
+from benchmarks.personas import ORDER, measure, persona_run
 
 
 def learner_messages(out: Path) -> list[dict]:
@@ -86,7 +82,7 @@ def agreement(items: list[dict]) -> dict[str, float]:
     }
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", type=Path, default=ROOT / "runs" / "bench-personas")
     ap.add_argument("--persona", default="curious")
@@ -95,14 +91,15 @@ def main() -> None:
     ap.add_argument("--max-interactions", type=int, default=10)
     ap.add_argument("--skip-generate", action="store_true")
     ap.add_argument("--write-md", action="store_true")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     items = learner_messages(args.out)
     if not items:
-        sys.exit(f"{args.out}: no persona runs; run scripts/bench_personas.py first")
-    asyncio.run(classify_all(items))
+        sys.exit(f"{args.out}: no persona runs; run `python -m benchmarks personas` first")
+    with model_lock():
+        asyncio.run(classify_all(items))
     a = agreement(items)
     parts = [
-        f"**(a) Agreement** on {a['n']} learner messages of the persona runs (`scripts/bench_personas.py`), "
+        f"**(a) Agreement** on {a['n']} learner messages of the persona runs (`python -m benchmarks personas`), "
         f"classified again by the llm manager (embedded model): question-or-not agreement with the rules "
         f"**{a['agree']:.1f} %**; against the turn's seeded intent (ask/drift = a question meant, "
         f"acknowledge = not; {a['n_intent']} turns): rules {a['rules_vs_intent']:.1f} %, llm "
@@ -112,7 +109,10 @@ def main() -> None:
     ]
     rules_run, llm_run = args.out / args.persona, args.out / f"{args.persona}-llm-manager"
     if not args.skip_generate and (rules_run / "scores.jsonl").exists():
-        persona_run(llm_run, args.persona, args.tutorials, args.max_tokens, args.max_interactions, "--manager", "llm")
+        with model_lock():
+            persona_run(
+                llm_run, args.persona, args.tutorials, args.max_tokens, args.max_interactions, "--manager", "llm"
+            )
     if (llm_run / "scores.jsonl").exists():
         rows = [("rules", measure(rules_run)), ("llm", measure(llm_run))]
         from wikihowagent.runs import CONVERSATIONS, read_records
@@ -130,10 +130,11 @@ def main() -> None:
             )
             + "\n"
         )
-    body = "Measured by `scripts/bench_manager.py`.\n\n" + "\n\n".join(parts)
+    body = "\n\n".join(parts)
     print(body)
     if args.write_md:
-        write_section("manager", body)
+        headline = f"the llm manager agrees with the rules on {a['agree']:.0f} % of {a['n']} learner messages"
+        write_section(Section("manager", "generate --manager", headline, "python -m benchmarks manager", body))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ the same on a tree ten times smaller: streaming means peak memory must not grow 
 Each article has 4 methods of 3-7 steps (~30 words each, with citation debris), one method in ten has a
 single step, one in fifty only citation debris, and 1 % of the articles are duplicates of another.
 
-    .venv/bin/python scripts/bench_corpus.py [--n 20000] [--write-md]   # rewrite the "corpus" section
+    python -m benchmarks corpus [--n 20000] [--write-md]   # rewrite the "corpus" section
 """
 
 from __future__ import annotations
@@ -13,16 +13,12 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import random
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from benchmarks.harness import ROOT, Section, cli, timed, write_section
 
 WORDS = (
     "hold the handle firmly and turn it slowly until the part clicks into place then check that "
@@ -74,29 +70,17 @@ def build(root: Path, n: int, seed: int = 0) -> None:
 
 
 def run(args: list[str]) -> tuple[float, float, str]:
-    """Seconds and peak RSS (MB) of one fresh `python -m wikihowagent.cli ...` process."""
-    t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "wikihowagent.cli", *args],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    _, status, usage = os.wait4(proc.pid, 0)
-    secs = time.perf_counter() - t0
-    err = proc.stderr.read() if proc.stderr else ""
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if proc.returncode:
-        raise SystemExit(f"{args[0]} failed ({proc.returncode}): {err[-500:]}")
-    return secs, usage.ru_maxrss / 1024, err.strip().splitlines()[-1] if err.strip() else ""
+    """Seconds and peak RSS (MB) of one fresh `wikihowagent ...` process, and the last line it printed."""
+    proc = timed(cli(*args))
+    err = proc.stderr.strip()
+    return proc.seconds, proc.peak_mb, err.splitlines()[-1] if err else ""
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=20_000)
     ap.add_argument("--write-md", action="store_true")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for n in (a.n // 10, a.n):
@@ -119,9 +103,9 @@ def main() -> None:
     small = {r[3]: r for r in rows if r[0] == a.n // 10}
     big = {r[3]: r for r in rows if r[0] == a.n}
     lines = [
-        f"Synthetic crawl tree from `scripts/bench_corpus.py` (one folder per topic of `wikihowagent/data/domains.csv`, 4 methods "
-        f"per article with citation debris, 10 % single-step and 2 % debris-only methods, 1 % duplicate articles); "
-        f"each command in a fresh process (imports included), {os.cpu_count()} CPU(s), shared machine.",
+        "Synthetic crawl tree (one folder per topic of `wikihowagent/data/domains.csv`, 4 methods "
+        "per article with citation debris, 10 % single-step and 2 % debris-only methods, 1 % duplicate articles); "
+        "each command in a fresh process (imports included), shared machine.",
         "",
         "| articles | tree | command | time | articles/s | peak RSS |",
         "|---|---|---|---|---|---|",
@@ -143,9 +127,11 @@ def main() -> None:
     body = "\n".join(lines)
     print(body)
     if a.write_md:
-        from benchmarks_md import write_section
-
-        write_section("corpus", body)
+        headline = f"{a.n:,} articles: " + ", ".join(
+            f"`{c}` {big[c][4]:.0f} s, peak {big[c][5]:.0f} MB ({big[c][5] / small[c][5]:.2f}x the peak of a tenth)"
+            for c in big
+        )
+        write_section(Section("corpus", "stats, tutorials", headline, "python -m benchmarks corpus", body))
 
 
 if __name__ == "__main__":

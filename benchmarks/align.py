@@ -5,7 +5,7 @@ few bad cells) in a temp directory, then
 1. runs the pipeline in-process, phase by phase (read, compute, write incl. figures), and
 2. runs the `align` command end to end in a fresh Python process (imports included), peak RSS of that child.
 
-    .venv/bin/python scripts/bench_align.py [--n 10000] [--judges 2] [--runs 5] [--bootstrap 2000] [--by model]
+    python -m benchmarks align [--n 10000] [--judges 2] [--runs 5] [--bootstrap 2000] [--by model]
                                             [--write-md]   # rewrite the "align" section of BENCHMARKS.md
 """
 
@@ -15,8 +15,6 @@ import argparse
 import csv
 import json
 import os
-import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,10 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from wikihowagent.runs import RUN_INFO, SCORES  # noqa: E402
+from benchmarks.harness import ROOT, Section, timed, write_section
+from wikihowagent.runs import RUN_INFO, SCORES
 
 METRICS = ("Clarity", "Truthfulness", "Engagement", "Coherence", "Depth", "Relevance", "Progress", "Naturalness")
 SHEET = (
@@ -102,7 +98,7 @@ def build(tmp: Path, n: int, judges: int, runs: int, seed: int = 0) -> tuple[lis
     return sheets, tmp / "runs"
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=10_000)
     ap.add_argument("--judges", type=int, default=2)
@@ -110,22 +106,21 @@ def main() -> None:
     ap.add_argument("--bootstrap", type=int, default=2000)
     ap.add_argument("--by", default="none,model", help="comma list of: none | run | model | domain (one run each)")
     ap.add_argument("--write-md", action="store_true")
-    args = ap.parse_args()
-    parts = []
+    args = ap.parse_args(argv)
+    parts, headline = [], []
     for by in args.by.split(","):
         by = None if by.strip() in ("", "none") else by.strip()
-        parts.append(bench_once(args, by))
+        text, seconds, peak = bench_once(args, by)
+        parts.append(text)
+        headline.append(f"{seconds:.1f} s, peak {peak:.0f} MB" + (f" with `--by {by}`" if by else ""))
     text = "\n".join(parts)
     print(text)
     if args.write_md:
-        sys.path.insert(0, str(ROOT / "scripts"))
-        from benchmarks_md import write_section
-
-        write_section("align", text)
-        print("BENCHMARKS.md: section 'align' written")
+        what = f"{args.n:,} conversations x {args.judges} judges, {args.bootstrap:,} resamples: "
+        write_section(Section("align", "align", what + "; ".join(headline), "python -m benchmarks align", text))
 
 
-def bench_once(args, by: str | None) -> str:
+def bench_once(args, by: str | None) -> tuple[str, float, float]:
     with tempfile.TemporaryDirectory(prefix="bench_align_") as td:
         tmp = Path(td)
         t = time.perf_counter()
@@ -149,15 +144,8 @@ def bench_once(args, by: str | None) -> str:
             str(args.bootstrap),
             *(["--by", by] if by else []),
         ]
-        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-        t = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env={"PYTHONPATH": str(ROOT), "PATH": ""})
-        t_cli = time.perf_counter() - t
-        child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        if proc.returncode != 0:
-            print(proc.stdout[-2000:], proc.stderr[-2000:], file=sys.stderr)
-            raise SystemExit(f"align command failed with exit code {proc.returncode}")
-        rss_note = "" if before < child_rss * 1024 else " (max over children so far)"
+        proc = timed(cmd, env={"PYTHONPATH": str(ROOT), "PATH": ""})  # exits on failure, with its stderr
+        t_cli, child_rss = proc.seconds, proc.peak_mb
 
         # 2. in-process, phase by phase (imports done first, not counted)
         import krippendorff  # noqa: F401
@@ -190,7 +178,7 @@ def bench_once(args, by: str | None) -> str:
         ("problems reported", f"{len(problems)}"),
         (
             "**`align` command, fresh process (imports included)**",
-            f"**{t_cli:.2f} s**, peak RSS {child_rss:.0f} MB{rss_note}",
+            f"**{t_cli:.2f} s**, peak RSS {child_rss:.0f} MB",
         ),
         ("in-process: read inputs", f"{t_read:.2f} s"),
         ("in-process: compute (read + stats + agreement)", f"{t1 - t0:.2f} s"),
@@ -198,11 +186,13 @@ def bench_once(args, by: str | None) -> str:
     ]
     title = f"`--by {by}`" if by else "no `--by`"
     return (
-        f"### {title}\n\nSynthetic data from `scripts/bench_align.py` (build {t_build:.1f} s, not counted); "
+        f"### {title}\n\nSynthetic data (build {t_build:.1f} s, not counted); "
         f"{_cpus()} CPU(s), load average {os.getloadavg()[0]:.1f} at the end (the machine is shared; "
         "the fresh-process time includes ~1.5 s of imports: scipy.stats, matplotlib).\n\n| What | Result |\n|---|---|\n"
         + "\n".join(f"| {a} | {b} |" for a, b in rows)
-        + "\n"
+        + "\n",
+        t_cli,
+        child_rss,
     )
 
 

@@ -1,0 +1,37 @@
+"""`python -m benchmarks NAME [options]`: run one benchmark (`-h` after the name: its options)."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+# name -> (module, what it measures); MAKE_BENCH: the ones `make bench` runs (they need only this repository)
+BENCHMARKS: dict[str, str] = {
+    "generate": "pipeline cost over the model: scripted model, embedded model vs its server alone",
+    "evaluate": "computational metrics: ours vs the paper's way, identical numbers",
+    "align": "align at 10,000 conversations x 2 judges",
+    "corpus": "stats and tutorials on a synthetic 20,000-article crawl: time, peak memory",
+    "report": "report build time and size at 10,000 conversations; the browser's load time",
+    "personas": "the learner personas on the embedded model: question ratio, on-step clarifications",
+    "manager": "rules vs llm manager on the embedded model",
+    "scale": "generate's client CPU per message against a fake server at high concurrency",
+    "interrupt": "Ctrl-C to exit of generate / evaluate on the embedded model, per code version",
+    "judge_vs_people": "the embedded judge against the human study and judge-check",
+    "lessons": "verbatim full lessons of a tutorial set (no model): the input of the perturbation checks",
+    "structure": "the code's size and shape: lines, long functions, big modules, upward imports, duplicates",
+}
+MAKE_BENCH = ("generate", "evaluate", "align", "corpus", "report", "personas", "manager", "scale")
+
+
+def main() -> None:
+    if len(sys.argv) < 2 or sys.argv[1] not in BENCHMARKS:
+        print(__doc__.strip() + "\n")
+        for name, what in BENCHMARKS.items():
+            print(f"  {name:16} {what}{'  (make bench)' if name in MAKE_BENCH else ''}")
+        raise SystemExit(0 if len(sys.argv) < 2 else 2)
+    name = sys.argv[1]
+    importlib.import_module(f"benchmarks.{name}").main(sys.argv[2:])
+
+
+if __name__ == "__main__":
+    main()
