@@ -544,7 +544,9 @@ def test_compare_with_the_embedded_judge_makes_checklist_verdicts_by_default(tmp
     with FakeOpenAI(logprobs=fake_checklist_judge()) as srv:
         monkeypatch.setattr(local, "check", lambda *a, **k: None)
         monkeypatch.setattr(
-            local, "get_local_server", lambda *a, **k: SimpleNamespace(alias="fake-model", base_url=srv.base_url)
+            local,
+            "get_local_server",
+            lambda *a, **k: SimpleNamespace(alias="fake-model", base_url=srv.base_url, client=local.ServerClient),
         )
         res = CliRunner().invoke(
             app, ["compare", *map(str, runs), "--out", str(out), "--evaluator", "local", "--bootstrap", "50"]

@@ -427,7 +427,9 @@ def test_embedded_provider_declares_checklist(monkeypatch, tmp_path):
     from wikihowagent.evaluation.scoring import preferred_mode
 
     monkeypatch.setattr(
-        local, "get_local_server", lambda *a, **k: SimpleNamespace(alias="m", base_url="http://127.0.0.1:9/v1")
+        local,
+        "get_local_server",
+        lambda *a, **k: SimpleNamespace(alias="m", base_url="http://127.0.0.1:9/v1", client=local.ServerClient),
     )
     spec = ResolvedSpec(spec="local", provider="local", model="m", display="local")
     llm = local.make(spec, ModelSettings(), LocalModelSettings(), None)
