@@ -26,7 +26,7 @@ from benchmarks.harness import ROOT, Job, Results, Section, run_jobs, write_sect
 from wikihowagent.backends.local import JUDGE_SCORING
 from wikihowagent.report.measured import Figure, Measured, load_measured, write_measured
 
-STUDY = Path("/work/shared/human-study")
+STUDY = ROOT.parent / "shared" / "human-study"  # the human study beside the clone (--study names another)
 OUT = ROOT / "runs" / "bench-judge-vs-people"
 HUMANS = ("judge_1.csv", "judge_2.csv")
 TITLE = "judge: the embedded judge against people"
