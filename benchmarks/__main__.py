@@ -17,6 +17,7 @@ BENCHMARKS: dict[str, str] = {
     "scale": "generate's client CPU per message against a fake server at high concurrency",
     "interrupt": "Ctrl-C to exit of generate / evaluate on the embedded model, per code version",
     "judge_vs_people": "the embedded judge against the human study and judge-check",
+    "metrics_vs_people": "every metric against people: README's and the home page's figures from the validity file",
     "lessons": "verbatim full lessons of a tutorial set (no model): the input of the perturbation checks",
     "structure": "the code's size and shape: lines, long functions, big modules, upward imports, duplicates",
 }

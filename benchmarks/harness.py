@@ -215,3 +215,27 @@ def write_section(section: Section, path: Path = BENCHMARKS_MD, day: str | None 
     glance = "\n".join([GLANCE, "", *header, "| :-- | :-- | :-- | :-- | :-- |", *body_rows, ""])
     text = text[:head] + glance + "\n" + text[end:]
     path.write_text(text, encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- figures quoted on other pages
+
+
+def measured_block(label: str) -> re.Pattern[str]:
+    """A page's generated block of figures from one data file: `<!-- measured: LABEL -->` ... `<!-- /measured -->`."""
+    return re.compile(
+        rf"(<!-- measured: {re.escape(label)} -->\n)((?:(?!<!-- /?measured).)*?)\n?(<!-- /measured -->)", re.S
+    )
+
+
+def sync_pages(label: str, statement: str, pages: Sequence[str], root: Path = ROOT) -> list[Path]:
+    """Rewrite the `label` block of each page with `statement` (the figures as the data file has them);
+    -> the pages changed. A page quotes a measured figure only inside such a block, so it cannot drift."""
+    block, changed = measured_block(label), []
+    for rel in pages:
+        p = root / rel
+        text = p.read_text(encoding="utf-8")
+        new = block.sub(lambda mt: mt.group(1) + statement + "\n" + mt.group(3), text)
+        if new != text:
+            p.write_text(new, encoding="utf-8")
+            changed.append(p)
+    return changed

@@ -18,11 +18,11 @@ block of README.md and docs/index.md (`sync_pages`) are rewritten from the same 
 from __future__ import annotations
 
 import argparse
-import re
 from datetime import date
 from pathlib import Path
 
-from benchmarks.harness import ROOT, Job, Results, Section, run_jobs, write_section
+from benchmarks.harness import ROOT, Job, Results, Section, measured_block, run_jobs, write_section
+from benchmarks.harness import sync_pages as harness_sync
 from wikihowagent.backends.local import JUDGE_SCORING
 from wikihowagent.report.measured import Figure, Measured, load_measured, write_measured
 
@@ -31,7 +31,8 @@ OUT = ROOT / "runs" / "bench-judge-vs-people"
 HUMANS = ("judge_1.csv", "judge_2.csv")
 TITLE = "judge: the embedded judge against people"
 PAGES = ("README.md", "docs/index.md")  # the pages that quote the figures, each in one measured block
-BLOCK = re.compile(r"(<!-- measured: data/embedded_judge\.json -->\n)(.*?)(\n<!-- /measured -->)", re.S)
+LABEL = "data/embedded_judge.json"  # the pages' block of these figures (harness.measured_block)
+BLOCK = measured_block(LABEL)
 STUDY_OF = "conversations of the paper's human study (development split)"
 
 
@@ -116,15 +117,7 @@ def headline(m: Measured) -> str:
 
 def sync_pages(m: Measured, root: Path = ROOT) -> list[Path]:
     """Rewrite the measured block of each page in PAGES from the figures; -> the pages changed."""
-    changed = []
-    for rel in PAGES:
-        p = root / rel
-        text = p.read_text(encoding="utf-8")
-        new = BLOCK.sub(lambda mt: mt.group(1) + statement(m) + mt.group(3), text)
-        if new != text:
-            p.write_text(new, encoding="utf-8")
-            changed.append(p)
-    return changed
+    return harness_sync(LABEL, statement(m), PAGES, root)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from benchmarks import harness, interrupt, judge_vs_people, structure
-from benchmarks.harness import GLANCE, GLANCE_END, Job, Results, Section, run_jobs, write_section
+from benchmarks.harness import GLANCE, GLANCE_END, Job, Results, Section, measured_block, run_jobs, write_section
 from wikihowagent.report.measured import Figure, Measured, load_measured
 
 REPO = Path(__file__).resolve().parent.parent
@@ -221,3 +221,30 @@ def test_the_judge_check_figure_is_judge_checks_own_mean_accuracy(tmp_path):
     fig = judge_vs_people.check_figure(check, "weighted", "openai:fake-model")
     assert f"**{fig.value:.3f}**" in (check / "summary.md").read_text(encoding="utf-8")
     assert fig.n == 3 and fig.ci is not None and fig.ci[0] <= fig.value <= fig.ci[1]
+
+
+def test_the_metric_figures_have_one_source(tmp_path):
+    """README and the docs' home page quote every metric's agreement with people from the measured-validity
+    file the report reads: each page's block is the file's statement, and new figures reach both at once."""
+    from benchmarks import metrics_vs_people
+    from wikihowagent.report.validity import load_validity
+
+    v = load_validity()
+    statement = metrics_vs_people.statement(v)
+    block = measured_block(metrics_vs_people.LABEL)
+    for rel in metrics_vs_people.PAGES:
+        found = block.findall((REPO / rel).read_text(encoding="utf-8"))
+        assert [b[1] for b in found] == [statement], f"{rel}: run `python -m benchmarks metrics_vs_people`"
+    assert "**METEOR** +0.52 [+0.39, +0.64]" in statement and "conversation length" in statement
+    assert v.caveat in statement  # a claim about people carries its caveat
+    for rel in metrics_vs_people.PAGES:
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text((REPO / rel).read_text(encoding="utf-8"), encoding="utf-8")
+    meteor = v.metrics["METEOR"].model_copy(update={"within_r": 0.6, "within_ci": (0.5, 0.7)})
+    new = v.model_copy(update={"metrics": {**v.metrics, "METEOR": meteor}})
+    changed = metrics_vs_people.sync_pages(
+        metrics_vs_people.LABEL, metrics_vs_people.statement(new), metrics_vs_people.PAGES, tmp_path
+    )
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in changed) == sorted(metrics_vs_people.PAGES)
+    for rel in metrics_vs_people.PAGES:
+        assert "**METEOR** +0.60 [+0.50, +0.70]" in (tmp_path / rel).read_text(encoding="utf-8")
