@@ -17,12 +17,13 @@ from fake_servers import FakeOpenAI
 from typer.testing import CliRunner
 
 from wikihowagent.cli import app
+from wikihowagent.config import resource_path
 from wikihowagent.evaluation.checklist import ChecklistError, load_checklist, read_answer
 from wikihowagent.evaluation.judge import load_rubrics
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE_RUN = Path(__file__).parent / "fixtures" / "evaluation" / "run_small"
-BUNDLED = ROOT / "data" / "checklists.json"
+BUNDLED = resource_path("data", "checklists.json")
 DEAD_URL = "http://127.0.0.1:9/v1"  # nothing listens: a test that reached a judge would fail, not hang
 RUBRICS = list(load_rubrics())
 runner = CliRunner()

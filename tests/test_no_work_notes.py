@@ -19,7 +19,7 @@ PATTERNS = [
 ]
 # A file whose text is recorded as it is: changing it would change what is recorded with every score.
 KNOWN = {
-    "data/checklists.json": "its content hash is the checklist's recorded version (`v1@<hash>` with every score): "
+    "wikihowagent/data/checklists.json": "its content hash is the checklist's recorded version (`v1@<hash>` with every score): "
     "its description changes with the next checklist version",
 }
 SKIP_SUFFIXES = {".png", ".gguf", ".ico", ".woff", ".woff2", ".jpg", ".pdf"}
