@@ -46,7 +46,9 @@ def write_lessons(tutorials: Path, out: Path) -> int:
 
 def main(argv: list[str]) -> None:
     ap = argparse.ArgumentParser(prog="python -m benchmarks lessons", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--tutorials", type=Path, default=default_tutorials_path(), help="a tutorial set (default: the bundled)")
+    ap.add_argument(
+        "--tutorials", type=Path, default=default_tutorials_path(), help="a tutorial set (default: the bundled)"
+    )
     ap.add_argument("--out", type=Path, required=True, help="the JSONL of conversation records to write")
     args = ap.parse_args(argv)
     n = write_lessons(args.tutorials, args.out)

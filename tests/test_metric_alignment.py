@@ -437,8 +437,8 @@ def test_evaluate_people_estimate_end_to_end(tmp_path):
 
 def test_the_alignment_section_escapes_metric_names(tmp_path):
     """A metric's name comes from a scores file: the report's alignment section escapes it."""
-    from wikihowagent.report.tables import _metric_alignment_html
     from wikihowagent.report.sources import Problems
+    from wikihowagent.report.tables import _metric_alignment_html
 
     d = tmp_path / "align"
     d.mkdir()
