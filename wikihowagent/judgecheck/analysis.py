@@ -1,4 +1,6 @@
-"""The judge check's analysis of absolute judgments: sensitivity to each perturbation (win rate, bootstrap CI), consistency of repeated judgments, the heatmap and the summary."""
+"""The judge check's analysis of absolute judgments: sensitivity to each perturbation (win rate, bootstrap CI),
+consistency of repeated judgments, the heatmap and the summary.
+"""
 
 from __future__ import annotations
 

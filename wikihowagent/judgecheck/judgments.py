@@ -1,4 +1,6 @@
-"""The judge check's plan and its record: the jobs to judge (each conversation and its perturbed copies), their stats, and the judgments read back from judgments.jsonl."""
+"""The judge check's plan and its record: the jobs to judge (each conversation and its perturbed copies), their
+stats, and the judgments read back from judgments.jsonl.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""judge-check --pairwise: each original and its perturbed copy judged head to head in both orders; the pairwise table, its summary and its comparison with the absolute mode."""
+"""judge-check --pairwise: each original and its perturbed copy judged head to head in both orders; the pairwise
+table, its summary and its comparison with the absolute mode.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The conversation browser's data files: data/index.js (one row per conversation) and data/conv-NNNN.js (the conversations, in chunks loaded on demand)."""
+"""The conversation browser's data files: data/index.js (one row per conversation) and data/conv-NNNN.js (the
+conversations, in chunks loaded on demand).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""How far to trust the judge: the evidence found beside a run (judge-check, align, calibration, fitted weights), the measured figures of the embedded judge and of the metrics, and the pages' fixed parts."""
+"""How far to trust the judge: the evidence found beside a run (judge-check, align, calibration, fitted weights),
+the measured figures of the embedded judge and of the metrics, and the pages' fixed parts.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The overview's summary tables (Table 1/2 with the run's validity notes) and the alignment section copied from `align --out`."""
+"""The overview's summary tables (Table 1/2 with the run's validity notes) and the alignment section copied from
+`align --out`.
+"""
 
 from __future__ import annotations
 
