@@ -24,54 +24,41 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from wikihowagent import jsonlio, record_files
 from wikihowagent.csvcells import read_people_csv, read_people_frame
 from wikihowagent.errors import validation_line
-from wikihowagent.jsonlio import (  # the file primitives, re-exported: stages take them from here
-    DiskFullError as DiskFullError,
-)
-from wikihowagent.jsonlio import (
-    JsonlAppender as JsonlAppender,
-)
-from wikihowagent.jsonlio import (
-    JsonlError as JsonlError,
-)
-from wikihowagent.jsonlio import (
-    RunError as RunError,
-)
-from wikihowagent.jsonlio import (
-    dir_lock as dir_lock,
-)
-from wikihowagent.jsonlio import (
-    disk_full_error as disk_full_error,
-)
-from wikihowagent.jsonlio import (
-    iter_jsonl as iter_jsonl,
-)
-from wikihowagent.jsonlio import (
-    repair_torn_tail as repair_torn_tail,
-)
-from wikihowagent.jsonlio import (
-    rewrite_jsonl as rewrite_jsonl,
-)
-from wikihowagent.jsonlio import (
-    write_json_atomic as write_json_atomic,
-)
-from wikihowagent.jsonlio import (
-    write_text_atomic as write_text_atomic,
-)
 from wikihowagent.records import (
-    Calibration,
     Conversation,
     ConversationRecord,
-    JudgmentRecord,
-    PairwiseRecord,
     PeopleEstimate,
-    PostTest,
     PreTestRecord,
     ScoreRecord,
     TestAnswer,
 )
 from wikihowagent.scoretable import ScoreTable
+
+# The file primitives (jsonlio.py) and the typed readers of one file (record_files.py), re-exported: stages
+# take them from here, the one module that knows run files.
+DiskFullError = jsonlio.DiskFullError
+JsonlAppender = jsonlio.JsonlAppender
+JsonlError = jsonlio.JsonlError
+RunError = jsonlio.RunError
+dir_lock = jsonlio.dir_lock
+disk_full_error = jsonlio.disk_full_error
+iter_jsonl = jsonlio.iter_jsonl
+repair_torn_tail = jsonlio.repair_torn_tail
+rewrite_jsonl = jsonlio.rewrite_jsonl
+write_json_atomic = jsonlio.write_json_atomic
+write_text_atomic = jsonlio.write_text_atomic
+calibration_text = record_files.calibration_text
+people_estimate_text = record_files.people_estimate_text
+read_calibration = record_files.read_calibration
+read_judgment_table = record_files.read_judgment_table
+read_pairwise = record_files.read_pairwise
+read_posttest_variants = record_files.read_posttest_variants
+read_posttests = record_files.read_posttests
+read_records = record_files.read_records
+rewrite_records = record_files.rewrite_records
 
 RUN_INFO = "run.json"
 CONVERSATIONS = "conversations.jsonl"
@@ -311,22 +298,6 @@ def count_records(records: list[ConversationRecord]) -> dict[str, int]:
 
 
 # --------------------------------------------------------------------------- typed readers
-
-
-def read_records(path: Path) -> Iterator[tuple[int, ConversationRecord]]:
-    """(line, record) of one of our conversations.jsonl files, failed records included; a bad line raises
-    JsonlError naming file and line (a torn last line included: call `repair_torn_tail` first)."""
-    for lineno, obj in iter_jsonl(path):
-        try:
-            yield lineno, ConversationRecord.model_validate(obj)
-        except ValidationError as exc:
-            raise JsonlError(
-                f"{path}:{lineno}: not a conversation record ({validation_line(exc, quoted=True)})"
-            ) from None
-
-
-def rewrite_records(path: Path, records: Iterable[BaseModel]) -> None:
-    rewrite_jsonl(path, [r.model_dump(mode="json") for r in records])
 
 
 @dataclass
@@ -595,30 +566,6 @@ def merge_pretests(target: Path, sources: Iterable[Path]) -> int:
     return added
 
 
-def read_posttests(path: Path) -> dict[str, PostTest]:
-    """{conversation_id: PostTest} of a `posttests.jsonl` (`evaluate --posttest-learner`); a later line for
-    the same id wins; an unreadable line is skipped (that post-test is taken again). Missing file: empty."""
-    return {cid: test for (cid, variant), test in read_posttest_variants(path).items() if not variant}
-
-
-def read_posttest_variants(path: Path) -> dict[tuple[str, str], PostTest]:
-    """{(conversation_id, variant): PostTest} of a `posttests.jsonl`; variant "" = the conversation itself,
-    else a perturbed copy (`judge-check --posttest-learner`)."""
-    out: dict[tuple[str, str], PostTest] = {}
-    if not Path(path).exists():
-        return out
-    repair_torn_tail(path)
-    for _, obj in iter_jsonl(path, on_error=lambda _m: None):
-        cid, variant = obj.get("conversation_id"), obj.get("variant") or ""
-        try:
-            test = PostTest.model_validate(obj.get("posttest"))
-        except ValidationError:
-            continue
-        if isinstance(cid, str) and cid and isinstance(variant, str):
-            out[(cid, variant)] = test
-    return out
-
-
 # --------------------------------------------------------------------------- the score table
 
 
@@ -683,57 +630,6 @@ def _paper_score_table(
     return ScoreTable.from_records(last.values(), run=run, source=str(path))
 
 
-def read_judgment_table(path: Path) -> ScoreTable:
-    """`judge-check`'s judgments.jsonl as a score table (one row per conversation and variant, later lines
-    win); unreadable lines are skipped. A missing file is empty."""
-    path = Path(path)
-    if not path.exists():
-        return ScoreTable.empty()
-    last: dict[tuple[str, str, str, str, str], tuple[str, JudgmentRecord]] = {}
-    for lineno, obj in iter_jsonl(path, on_error=lambda _m: None):
-        try:
-            rec = JudgmentRecord.model_validate(obj)
-        except ValidationError:
-            continue
-        last[(rec.evaluator, rec.judge_scoring, rec.judge_prompt, rec.conversation_id, rec.variant)] = (
-            f"{path}:{lineno}",
-            rec,
-        )
-    return ScoreTable.from_judgments(last.values(), source=str(path))
-
-
-def calibration_text(cal: Calibration) -> str:
-    """The text of a calibration file (written by `align` into its staged output directory)."""
-    return json.dumps(cal.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
-
-
-def read_calibration(path: Path) -> Calibration:
-    """A calibration file; RunError (one line naming the file) if it is missing or not one."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RunError(f"{path}: no such calibration file (write one with `wikihowagent align --calibrate`)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RunError(f"{path}: malformed JSON ({exc})") from None
-    except OSError as exc:
-        raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if not isinstance(data, dict) or data.get("kind") != "wikihowagent-calibration":
-        raise RunError(
-            f'{path}: not a calibration file (no "kind": "wikihowagent-calibration"; '
-            "write one with `wikihowagent align --calibrate`)"
-        )
-    try:
-        return Calibration.model_validate(data)
-    except ValidationError as exc:
-        raise RunError(f"{path}: {validation_line(exc, quoted=True)}") from None
-
-
-def people_estimate_text(est: PeopleEstimate) -> str:
-    """The text of a people-estimate file (written by `align` into its staged output directory)."""
-    return json.dumps(est.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
-
-
 def read_people_estimate(path: Path) -> PeopleEstimate:
     """A people-estimate file; RunError (one line naming the file) if it is missing or not one."""
     path = Path(path)
@@ -754,43 +650,6 @@ def read_people_estimate(path: Path) -> PeopleEstimate:
         return PeopleEstimate.model_validate(data)
     except ValidationError as exc:
         raise RunError(f"{path}: {validation_line(exc, quoted=True)}") from None
-
-
-def read_pairwise(
-    path: Path, on_error: Callable[[str], None] | None = None, on_bad_value: Callable[[str], None] | None = None
-) -> Iterator[PairwiseRecord]:
-    """The PairwiseRecords of a `pair-judgments*.jsonl` file in file order (a missing file is empty); a line
-    that is not one is reported to `on_error` ("FILE:LINE: problem") and skipped. A stored P(A better) that is
-    not a probability (a number in [0, 1]: not a boolean, a string, NaN or infinite) is reported to
-    `on_bad_value` (default `on_error`) and read as that rubric's failure (a run with the judge asks it again).
-    RunError (one line) if the path is not a readable file."""
-    report = on_error or (lambda _m: None)
-    bad_value = on_bad_value or report
-    path = Path(path)
-    if not path.exists():
-        return
-    if not path.is_file():
-        raise RunError(f"{path}: not a file (pair judgments are a JSONL file)")
-    try:
-        for lineno, obj in iter_jsonl(path, on_error=report):
-            p_first = obj.get("p_first")
-            if isinstance(p_first, dict):
-                for rubric, p in list(p_first.items()):
-                    if p is None or (isinstance(p, (int, float)) and not isinstance(p, bool) and 0.0 <= p <= 1.0):
-                        continue  # NaN fails the comparison
-                    bad_value(
-                        f"{path}:{lineno}: p_first[{rubric!r}] = {json.dumps(p)} is not a probability in "
-                        "[0, 1]; left out"
-                    )
-                    p_first[rubric] = None
-                    if isinstance(obj.get("failures"), list) and rubric not in obj["failures"]:
-                        obj["failures"].append(rubric)
-            try:
-                yield PairwiseRecord.model_validate(obj)
-            except ValidationError as exc:
-                report(f"{path}:{lineno}: not a pairwise judgment ({validation_line(exc, quoted=True)})")
-    except OSError as exc:
-        raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
 # --------------------------------------------------------------------------- outputs other stages read back
