@@ -323,6 +323,34 @@ def _reorder(steps: list[str], mrng: random.Random, info: dict[str, Any]) -> lis
     return [steps[i] for i in perm]
 
 
+def _new_article(
+    article: dict[str, Any],
+    title: str,
+    intro: str,
+    methods: list[dict[str, Any]],
+    counterfactual: dict[str, Any],
+    root: str,
+) -> dict[str, Any]:
+    """The transformed article in the corpus' layout, filed under `root`/<domain>/<title>/; `counterfactual`
+    records what was done."""
+    safe = folder_name(title, "untitled")
+    categories = list(article.get("categories", []))
+    domain = folder_name(categories[1], "Other") if len(categories) > 1 and isinstance(categories[1], str) else "Other"
+    return {
+        "title": title,
+        "path": f"{root}/{domain}/{safe}/{safe}.json",
+        "categories": categories,
+        "introduction": intro,
+        "methods": methods,
+        "qa": [],
+        "tips": [],
+        "warnings": [],
+        "references": [],
+        "things_youll_need": [],
+        "counterfactual": counterfactual,
+    }
+
+
 def transform_article(
     article: dict[str, Any],
     where: str,
@@ -386,28 +414,13 @@ def transform_article(
         record_methods.append(info)
     if "quantities" in transforms and not n_numbers:
         skip("quantities", "no quantity to change")
-    safe = folder_name(new_title, "untitled")
-    categories = list(article.get("categories", []))
-    domain = folder_name(categories[1], "Other") if len(categories) > 1 and isinstance(categories[1], str) else "Other"
-    out = {
-        "title": new_title,
-        "path": f"{root}/{domain}/{safe}/{safe}.json",
-        "categories": categories,
-        "introduction": intro,
-        "methods": new_methods,
-        "qa": [],
-        "tips": [],
-        "warnings": [],
-        "references": [],
-        "things_youll_need": [],
-        "counterfactual": {
-            "source": article.get("path") or where,
-            "seed": seed,
-            "transforms": list(transforms),
-            "names": mapping,
-            "quantity_factor": factor if "quantities" in transforms and n_numbers else None,
-            "methods": record_methods,
-            "not_applied": not_applied,
-        },
+    done = {
+        "source": article.get("path") or where,
+        "seed": seed,
+        "transforms": list(transforms),
+        "names": mapping,
+        "quantity_factor": factor if "quantities" in transforms and n_numbers else None,
+        "methods": record_methods,
+        "not_applied": not_applied,
     }
-    return Transformed(out, notes)
+    return Transformed(_new_article(article, new_title, intro, new_methods, done, root), notes)
