@@ -13,7 +13,7 @@ from wikihowagent.markdown import markdown_table
 from wikihowagent.stats.pair_order import GAP
 
 from . import schema
-from .result import ALL, AlignResult
+from .result import ALL, AlignResult, GroupResult
 from .stats import (
     COEF_LABEL,
     COEFFICIENTS,
@@ -220,7 +220,87 @@ def _coef_cell(v, with_ci: bool = True) -> str:
     return s
 
 
+def _group_section(res: AlignResult, g: GroupResult) -> list[str]:
+    """One group's part of summary.md: human vs judge correlations, scores side by side, the people's agreement."""
+    out: list[str] = []
+    title = "All conversations" if g.group == ALL else f"{res.by}: {g.group}"
+    out.append(f"\n## {title}\n\n### Correlation human (mean of judges) vs LLM judge\n")
+    rows = []
+    for metric in schema.row_names():
+        cr = g.correlations[metric]
+        rows.append([metric, str(cr.n), *(_coef_cell(cr.coefs[c]) for c in COEFFICIENTS), "; ".join(cr.notes)])
+    out.append(markdown_table(["Metric", "n", *(COEF_LABEL[c] for c in COEFFICIENTS), "Note"], rows))
+    out.append("\n### Scores: human vs LLM (same conversations)\n")
+    rows = []
+    for metric in schema.row_names():
+        d = g.descriptives[metric]
+        rows.append(
+            [
+                metric,
+                str(d.n),
+                f"{_f(d.human_mean, 2)} ± {_f(d.human_std, 2)}",
+                f"{_f(d.llm_mean, 2)} ± {_f(d.llm_std, 2)}",
+                _f(d.diff_mean, 2),
+                _f(d.llm_higher * 100 if math.isfinite(d.llm_higher) else math.nan, 0),
+                _p(d.wilcoxon_p),
+            ]
+        )
+    out.append(
+        markdown_table(
+            ["Metric", "n", "Human mean ± sd", "LLM mean ± sd", "LLM − human", "% LLM higher", "Wilcoxon p"], rows
+        )
+    )
+    if g.agreement:
+        out.append("\n### Agreement between the human judges\n")
+        rows = []
+        for metric in schema.metrics():
+            a = g.agreement[metric]
+            rows.append([metric, str(a.n_units), _f(a.alpha), _f(a.kappa_mean), _f(a.pearson_mean), "; ".join(a.notes)])
+        out.append(
+            markdown_table(
+                ["Metric", "n (≥2 judges)", "Krippendorff α (ordinal)", "Cohen κ (quadratic)", "Pearson r", "Note"],
+                rows,
+            )
+        )
+    return out
+
+
+def _automatic_section(res: AlignResult) -> list[str]:
+    """The post-test's metrics against each human rubric."""
+    out: list[str] = []
+    out.append(
+        "\n## Automatic metrics vs the human ratings (all conversations)\n\n"
+        "The post-test's metrics (what the learner model could write down afterwards) against each "
+        "human rubric's mean; also in `automatic.csv`.\n"
+    )
+    rows = [
+        [name, rubric, str(cr.n), *(_coef_cell(cr.coefs[c]) for c in COEFFICIENTS), "; ".join(cr.notes)]
+        for (name, rubric), cr in res.automatic.items()
+    ]
+    out.append(markdown_table(["Metric", "Human rubric", "n", *(COEF_LABEL[c] for c in COEFFICIENTS), "Note"], rows))
+    return out
+
+
+def _pair_order_section(res: AlignResult) -> list[str]:
+    """Head to head against people: same-tutorial pairs the people clearly ordered, as the judge orders them."""
+    out: list[str] = []
+    out.append(
+        "\n## Head to head against people (all conversations)\n\n"
+        f"Pairs of conversations of one tutorial whose people's means differ by at least {GAP:g} point: the "
+        "share the judge's scores order the same way (a tie half; 0.5 = no better than a coin), 95 % CI "
+        "resampling tutorials. What a head-to-head verdict from these scores (`compare`) would get right; "
+        "also in `pair_order.csv`.\n"
+    )
+    rows = [
+        [m, str(o.pairs), str(o.groups), f"{_f(o.accuracy)} [{_f(o.ci_low)}, {_f(o.ci_high)}]", str(o.ties)]
+        for m, o in res.pair_order.items()
+    ]
+    out.append(markdown_table(["Metric", "pairs", "tutorials", "ordered as the people did", "ties"], rows))
+    return out
+
+
 def markdown(res: AlignResult, human_paths: list[Path], score_sources: list[str]) -> str:
+    """summary.md: the inputs, each group's tables, the automatic metrics, head to head, what was left out."""
     out = ["# Human alignment of the LLM judge\n"]
     out.append(
         f"Human files: {', '.join(f'`{p}`' for p in human_paths)} "
@@ -237,73 +317,11 @@ def markdown(res: AlignResult, human_paths: list[Path], score_sources: list[str]
         "in brackets. Stars: * p<0.05, ** p<0.01.\n"
     )
     for g in res.groups:
-        title = "All conversations" if g.group == ALL else f"{res.by}: {g.group}"
-        out.append(f"\n## {title}\n\n### Correlation human (mean of judges) vs LLM judge\n")
-        rows = []
-        for metric in schema.row_names():
-            cr = g.correlations[metric]
-            rows.append([metric, str(cr.n), *(_coef_cell(cr.coefs[c]) for c in COEFFICIENTS), "; ".join(cr.notes)])
-        out.append(markdown_table(["Metric", "n", *(COEF_LABEL[c] for c in COEFFICIENTS), "Note"], rows))
-        out.append("\n### Scores: human vs LLM (same conversations)\n")
-        rows = []
-        for metric in schema.row_names():
-            d = g.descriptives[metric]
-            rows.append(
-                [
-                    metric,
-                    str(d.n),
-                    f"{_f(d.human_mean, 2)} ± {_f(d.human_std, 2)}",
-                    f"{_f(d.llm_mean, 2)} ± {_f(d.llm_std, 2)}",
-                    _f(d.diff_mean, 2),
-                    _f(d.llm_higher * 100 if math.isfinite(d.llm_higher) else math.nan, 0),
-                    _p(d.wilcoxon_p),
-                ]
-            )
-        out.append(
-            markdown_table(
-                ["Metric", "n", "Human mean ± sd", "LLM mean ± sd", "LLM − human", "% LLM higher", "Wilcoxon p"], rows
-            )
-        )
-        if g.agreement:
-            out.append("\n### Agreement between the human judges\n")
-            rows = []
-            for metric in schema.metrics():
-                a = g.agreement[metric]
-                rows.append(
-                    [metric, str(a.n_units), _f(a.alpha), _f(a.kappa_mean), _f(a.pearson_mean), "; ".join(a.notes)]
-                )
-            out.append(
-                markdown_table(
-                    ["Metric", "n (≥2 judges)", "Krippendorff α (ordinal)", "Cohen κ (quadratic)", "Pearson r", "Note"],
-                    rows,
-                )
-            )
+        out += _group_section(res, g)
     if res.automatic:
-        out.append(
-            "\n## Automatic metrics vs the human ratings (all conversations)\n\n"
-            "The post-test's metrics (what the learner model could write down afterwards) against each "
-            "human rubric's mean; also in `automatic.csv`.\n"
-        )
-        rows = [
-            [name, rubric, str(cr.n), *(_coef_cell(cr.coefs[c]) for c in COEFFICIENTS), "; ".join(cr.notes)]
-            for (name, rubric), cr in res.automatic.items()
-        ]
-        out.append(
-            markdown_table(["Metric", "Human rubric", "n", *(COEF_LABEL[c] for c in COEFFICIENTS), "Note"], rows)
-        )
+        out += _automatic_section(res)
     if any(o.pairs for o in res.pair_order.values()):
-        out.append(
-            "\n## Head to head against people (all conversations)\n\n"
-            f"Pairs of conversations of one tutorial whose people's means differ by at least {GAP:g} point: the "
-            "share the judge's scores order the same way (a tie half; 0.5 = no better than a coin), 95 % CI "
-            "resampling tutorials. What a head-to-head verdict from these scores (`compare`) would get right; "
-            "also in `pair_order.csv`.\n"
-        )
-        rows = [
-            [m, str(o.pairs), str(o.groups), f"{_f(o.accuracy)} [{_f(o.ci_low)}, {_f(o.ci_high)}]", str(o.ties)]
-            for m, o in res.pair_order.items()
-        ]
-        out.append(markdown_table(["Metric", "pairs", "tutorials", "ordered as the people did", "ties"], rows))
+        out += _pair_order_section(res)
     out.append("\n## Left out\n\n")
     if len(res.problems):
         counts = res.problems.counts()
