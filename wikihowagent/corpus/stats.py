@@ -325,6 +325,28 @@ class StatsResult:
     written: list[Path]
 
 
+def _write_stats(
+    out: Path, stats: CorpusStats, source: str, report: LoadReport, sample_note: str, figures: bool
+) -> list[Path]:
+    """domains.csv, topics.csv, stats.md, problems.txt [, sunburst.png, steps_histogram.png] in `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / STATS_DOMAINS_CSV, out / STATS_TOPICS_CSV, out / STATS_MD, out / PROBLEMS_TXT]
+    write_csv(written[0], stats.domain_rows())
+    write_csv(written[1], stats.topic_rows())
+    written[2].write_text(markdown(stats, source, report, sample_note), encoding="utf-8")
+    problems = (
+        report.invalid
+        + report.duplicates
+        + [f"unmapped topic {t}: {n} articles (domain = categories[1])" for t, n in report.unmapped.most_common()]
+    )
+    written[3].write_text("".join(p + "\n" for p in problems), encoding="utf-8")
+    if figures:
+        written += [out / SUNBURST_PNG, out / STEPS_HISTOGRAM_PNG]
+        sunburst(stats, written[-2])
+        step_histogram(stats, written[-1])
+    return written
+
+
 def run_stats(
     source: Path,
     out: Path,
@@ -392,21 +414,7 @@ def run_stats(
         raise TutorialError(f"{source}: no articles to describe")
     if domains_file is not None:
         check_domains_file_used(domains_file, report)
-    out.mkdir(parents=True, exist_ok=True)
-    written = [out / STATS_DOMAINS_CSV, out / STATS_TOPICS_CSV, out / STATS_MD, out / PROBLEMS_TXT]
-    write_csv(written[0], stats.domain_rows())
-    write_csv(written[1], stats.topic_rows())
-    written[2].write_text(markdown(stats, str(source), report, sample_note), encoding="utf-8")
-    problems = (
-        report.invalid
-        + report.duplicates
-        + [f"unmapped topic {t}: {n} articles (domain = categories[1])" for t, n in report.unmapped.most_common()]
-    )
-    written[3].write_text("".join(p + "\n" for p in problems), encoding="utf-8")
-    if figures:
-        written += [out / SUNBURST_PNG, out / STEPS_HISTOGRAM_PNG]
-        sunburst(stats, written[-2])
-        step_histogram(stats, written[-1])
+    written = _write_stats(out, stats, str(source), report, sample_note, figures)
     if builder:
         written += write_graph(builder.graph, out)
     return StatsResult(stats, terminal_table(stats), written)
