@@ -116,32 +116,36 @@ def descriptive_rows(res: AlignResult) -> tuple[list[str], list[list]]:
     return cols, rows
 
 
+AGREEMENT_COLUMNS = (  # agreement.csv: the judges' agreement per group and metric
+    "by",
+    "group",
+    "metric",
+    "n_judges",
+    "n_conversations_rated_by_2plus",
+    "krippendorff_alpha_ordinal",
+    "cohen_kappa_quadratic_mean",
+    "pearson_r_mean",
+    "blank_cells",
+    "note",
+)
+AGREEMENT_PAIR_COLUMNS = (  # agreement_pairs.csv: each pair of judges
+    "by",
+    "group",
+    "metric",
+    "judge_a",
+    "judge_b",
+    "n",
+    "cohen_kappa_quadratic",
+    "pearson_r",
+    "pearson_p",
+    "pearson_stars",
+    "note",
+)
+
+
 def agreement_rows(res: AlignResult) -> tuple[list[str], list[list], list[str], list[list]]:
-    cols = [
-        "by",
-        "group",
-        "metric",
-        "n_judges",
-        "n_conversations_rated_by_2plus",
-        "krippendorff_alpha_ordinal",
-        "cohen_kappa_quadratic_mean",
-        "pearson_r_mean",
-        "blank_cells",
-        "note",
-    ]
-    pcols = [
-        "by",
-        "group",
-        "metric",
-        "judge_a",
-        "judge_b",
-        "n",
-        "cohen_kappa_quadratic",
-        "pearson_r",
-        "pearson_p",
-        "pearson_stars",
-        "note",
-    ]
+    """agreement.csv and agreement_pairs.csv: (columns, rows) of the judges' agreement, then of each pair."""
+    cols, pcols = list(AGREEMENT_COLUMNS), list(AGREEMENT_PAIR_COLUMNS)
     rows, prows = [], []
     for g in res.groups:
         units = g.mask

@@ -49,6 +49,42 @@ def _pair_order_note(path: Path) -> str:
 EVIDENCE_DEPTH = 3  # how deep below a run directory judge-check / align outputs are looked for
 
 
+def _judge_check_line(p: Path, rel: Path) -> str | None:
+    """The line of a judge-check summary.md (None: another summary.md)."""
+    text = p.read_text(encoding="utf-8", errors="replace")
+    if not text.startswith("# judge-check: "):
+        return None
+    title = text.splitlines()[0][len("# judge-check: ") :]
+    m = re.search(r"(\d+) conversations; mean accuracy over the (\d+) targeted .*?\*\*([0-9.]+)\*\*", text)
+    acc = (
+        f"mean accuracy {m.group(3)} over {m.group(2)} targeted cells, {m.group(1)} conversations"
+        if m
+        else "no accuracy line"
+    )
+    return (
+        f"judge-check ({rel.parent}/): {title}: {acc} (1 = always scores the original "
+        "above its damaged copy, 0.5 = chance)"
+    )
+
+
+def _align_line(p: Path, rel: Path) -> str | None:
+    """The line of align's correlations.csv: the Overall Pearson r with the people (None: none recorded)."""
+    with p.open(encoding="utf-8") as fh:
+        rows = [r for r in csv.DictReader(fh) if r.get("metric") == "Overall" and r.get("by") == "all"]
+    if not rows or rows[0].get("pearson_r") in (None, ""):
+        return None
+    r = rows[0]
+    ci = (
+        f" [{float(r['pearson_ci_low']):+.2f}, {float(r['pearson_ci_high']):+.2f}]"
+        if r.get("pearson_ci_low") not in (None, "")
+        else ""
+    )
+    return (
+        f"align ({rel.parent}/): Overall Pearson r with the people {float(r['pearson_r']):+.2f}"
+        f"{ci}, n {r.get('n', '?')}" + _pair_order_note(p.parent / PAIR_ORDER_CSV)
+    )
+
+
 def judge_evidence(run: ReportRun) -> list[str]:
     """What the run directory holds about its judge, one line each: judge-check results (summary.md of
     `judge-check --out`), alignment with people (correlations.csv of `align --out`), a calibration
@@ -62,35 +98,13 @@ def judge_evidence(run: ReportRun) -> list[str]:
         rel = p.relative_to(root)
         try:
             if p.name == SUMMARY_MD:
-                text = p.read_text(encoding="utf-8", errors="replace")
-                if text.startswith("# judge-check: "):
-                    title = text.splitlines()[0][len("# judge-check: ") :]
-                    m = re.search(
-                        r"(\d+) conversations; mean accuracy over the (\d+) targeted .*?\*\*([0-9.]+)\*\*", text
-                    )
-                    acc = (
-                        f"mean accuracy {m.group(3)} over {m.group(2)} targeted cells, {m.group(1)} conversations"
-                        if m
-                        else "no accuracy line"
-                    )
-                    found.append(
-                        f"judge-check ({rel.parent}/): {title}: {acc} (1 = always scores the original "
-                        "above its damaged copy, 0.5 = chance)"
-                    )
+                line = _judge_check_line(p, rel)
+                if line is not None:
+                    found.append(line)
             elif p.name == CORRELATIONS_CSV and (p.parent / CORRELATIONS_MD).exists():
-                with p.open(encoding="utf-8") as fh:
-                    rows = [r for r in csv.DictReader(fh) if r.get("metric") == "Overall" and r.get("by") == "all"]
-                if rows and rows[0].get("pearson_r") not in (None, ""):
-                    r = rows[0]
-                    ci = (
-                        f" [{float(r['pearson_ci_low']):+.2f}, {float(r['pearson_ci_high']):+.2f}]"
-                        if r.get("pearson_ci_low") not in (None, "")
-                        else ""
-                    )
-                    found.append(
-                        f"align ({rel.parent}/): Overall Pearson r with the people {float(r['pearson_r']):+.2f}"
-                        f"{ci}, n {r.get('n', '?')}" + _pair_order_note(p.parent / PAIR_ORDER_CSV)
-                    )
+                line = _align_line(p, rel)
+                if line is not None:
+                    found.append(line)
             elif p.name == CALIBRATION_JSON:
                 cal = json.loads(p.read_text(encoding="utf-8"))
                 oof = cal.get("out_of_fold") or {}
