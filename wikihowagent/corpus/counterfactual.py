@@ -323,6 +323,14 @@ def _reorder(steps: list[str], mrng: random.Random, info: dict[str, Any]) -> lis
     return [steps[i] for i in perm]
 
 
+def _method_title(title: str, opaque: list[str], k: int, mapping: dict[str, str], wn: Any) -> str:
+    """Method `k`'s new title: an opaque one (its "Part i of n:" prefix kept) with the title transform, else renamed."""
+    if opaque:
+        prefix = _METHOD_PREFIX.match(title)
+        return (prefix.group(0) if prefix else "") + f"The {opaque[1 + k]} Way"
+    return rename(title, mapping, wn, keep_first=False) if mapping else title
+
+
 def _new_article(
     article: dict[str, Any],
     title: str,
@@ -405,12 +413,7 @@ def transform_article(
             _contradict_one(steps, mrng, wn, info)
         if "order" in transforms:
             steps = _reorder(steps, mrng, info)
-        if opaque:
-            prefix = _METHOD_PREFIX.match(m["title"])
-            method_title = (prefix.group(0) if prefix else "") + f"The {opaque[1 + len(new_methods)]} Way"
-        else:
-            method_title = rename(m["title"], mapping, wn, keep_first=False) if mapping else m["title"]
-        new_methods.append({"title": method_title, "steps": steps})
+        new_methods.append({"title": _method_title(m["title"], opaque, len(new_methods), mapping, wn), "steps": steps})
         record_methods.append(info)
     if "quantities" in transforms and not n_numbers:
         skip("quantities", "no quantity to change")
