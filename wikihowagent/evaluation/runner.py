@@ -261,10 +261,9 @@ def _posttests_due(
     likelihood: bool,
     own: dict[str, str],
 ) -> tuple[list[Conversation], list[Conversation]]:
-    """-> (conversations due a post-test, conversations due only a likelihood post-test). Each conversation
-    without a post-test by this learner in this wording gets the stored one (`stored`, unless its call failed),
-    else is due one; `own` records the source of the post-test its record had. With `likelihood`, a post-test
-    without its likelihood post-test gets the stored one, else is due it."""
+    """-> (due a post-test, due only its likelihood post-test). A conversation without a post-test by this learner
+    in this wording gets the stored one (unless its call failed) or is due one, `own` noting its record's; with
+    `likelihood`, a post-test without its likelihood post-test gets the stored one or is due it."""
     todo, lik = [], []
     for c in convs:
         if c.posttest is not None and c.posttest.taken_by(spec, version):
