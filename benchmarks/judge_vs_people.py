@@ -85,7 +85,8 @@ def check_figure(check_dir: Path, scoring: str, evaluator: str) -> Figure:
     """judge-check's accuracy over the targeted cells, its CI resampling conversations (judge-check's own)."""
     from wikihowagent.evaluation.judge import load_rubrics
     from wikihowagent.judgecheck.accuracy import mean_accuracy_samples, percentile_ci
-    from wikihowagent.judgecheck.core import cell_wins, read_judgments
+    from wikihowagent.judgecheck.analysis import cell_wins
+    from wikihowagent.judgecheck.judgments import read_judgments
     from wikihowagent.judgecheck.perturbations import load_perturbations
     from wikihowagent.runs import JUDGMENTS
 

@@ -95,8 +95,8 @@ def test_align_tables_neutralise_text_keep_numbers_and_the_report_reads_them_bac
 
     from wikihowagent.alignment.core import write_outputs
     from wikihowagent.csvcells import read_people_csv
-    from wikihowagent.report.core import _copy_alignment
     from wikihowagent.report.sources import Problems as ReportProblems
+    from wikihowagent.report.tables import _copy_alignment
 
     runs = hostile_runs(tmp_path / "runs")
     out = tmp_path / "sheet.csv"

@@ -331,7 +331,7 @@ def test_pairwise_accuracy_under_both_rules_with_a_simulated_position_bias(tmp_p
 
 def test_mode_means_share_the_resampled_conversations_and_the_recommendation_follows_the_paired_difference():
     from wikihowagent.judgecheck.accuracy import mean_accuracy_samples
-    from wikihowagent.judgecheck.core import compare_modes
+    from wikihowagent.judgecheck.pairwise_check import compare_modes
 
     convs = [f"c{i}" for i in range(20)]
     good = [{c: 1.0 for c in convs}, {c: (1.0 if i % 4 else 0.0) for i, c in enumerate(convs)}]  # 1.0 and 0.75

@@ -78,7 +78,7 @@ def test_report_states_the_figures_for_the_embedded_judge_only(tmp_path, monkeyp
 def test_align_evidence_carries_the_head_to_head_share_range_checked(tmp_path):
     from types import SimpleNamespace
 
-    from wikihowagent.report.core import judge_evidence
+    from wikihowagent.report.evidence import judge_evidence
 
     al = tmp_path / "alignment"
     al.mkdir()

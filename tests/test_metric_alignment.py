@@ -374,7 +374,8 @@ def test_judge_check_metrics_runs_without_a_model(tmp_path, monkeypatch):
 
 
 def test_the_report_leads_with_the_metrics_that_tracked_people():
-    from wikihowagent.report.core import _metrics_trust_html, _tracked_note
+    from wikihowagent.report.evidence import _metrics_trust_html
+    from wikihowagent.report.tables import _tracked_note
 
     text = _metrics_trust_html()
     assert text.index("How far to trust the metrics") < text.index("METEOR") < text.index("Not clearly")
@@ -436,8 +437,8 @@ def test_evaluate_people_estimate_end_to_end(tmp_path):
 
 def test_the_alignment_section_escapes_metric_names(tmp_path):
     """A metric's name comes from a scores file: the report's alignment section escapes it."""
-    from wikihowagent.report.core import _metric_alignment_html
     from wikihowagent.report.sources import Problems
+    from wikihowagent.report.tables import _metric_alignment_html
 
     d = tmp_path / "align"
     d.mkdir()

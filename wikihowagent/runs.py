@@ -11,37 +11,54 @@ the one score table every stage computes from (`read_score_table`: scores files,
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import json
 import os
 import re
-import tempfile
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from wikihowagent.console import disk_full_message
+from wikihowagent import jsonlio, record_files
 from wikihowagent.csvcells import read_people_csv, read_people_frame
-from wikihowagent.errors import WikihowagentError, validation_line
+from wikihowagent.errors import validation_line
 from wikihowagent.records import (
-    Calibration,
     Conversation,
     ConversationRecord,
-    JudgmentRecord,
-    PairwiseRecord,
     PeopleEstimate,
-    PostTest,
     PreTestRecord,
     ScoreRecord,
     TestAnswer,
 )
 from wikihowagent.scoretable import ScoreTable
+
+# The file primitives (jsonlio.py) and the typed readers of one file (record_files.py), re-exported: stages
+# take them from here, the one module that knows run files.
+DiskFullError = jsonlio.DiskFullError
+JsonlAppender = jsonlio.JsonlAppender
+JsonlError = jsonlio.JsonlError
+RunError = jsonlio.RunError
+dir_lock = jsonlio.dir_lock
+disk_full_error = jsonlio.disk_full_error
+iter_jsonl = jsonlio.iter_jsonl
+repair_torn_tail = jsonlio.repair_torn_tail
+rewrite_jsonl = jsonlio.rewrite_jsonl
+write_json_atomic = jsonlio.write_json_atomic
+write_text_atomic = jsonlio.write_text_atomic
+calibration_text = record_files.calibration_text
+people_estimate_text = record_files.people_estimate_text
+read_calibration = record_files.read_calibration
+read_judgment_table = record_files.read_judgment_table
+read_pairwise = record_files.read_pairwise
+read_posttest_variants = record_files.read_posttest_variants
+read_posttests = record_files.read_posttests
+read_records = record_files.read_records
+rewrite_records = record_files.rewrite_records
 
 RUN_INFO = "run.json"
 CONVERSATIONS = "conversations.jsonl"
@@ -143,204 +160,6 @@ SWEEP_MODELS = "models.yaml"  # the sweep's aliases (model -> spec + endpoints),
 SWEEP_CONFIG = "config.yaml"  # the config every task runs with (the user's config + the aliases above)
 SWEEP_SBATCH = "sweep.sbatch"
 MERGE_LOCK = ".merge.lock"
-
-
-@contextlib.contextmanager
-def dir_lock(
-    directory: Path, blocking: bool = True, what: str = "another process", name: str = ".lock"
-) -> Iterator[None]:
-    """An exclusive POSIX flock on `directory/name` for the duration of the block (no-op without fcntl).
-
-    Non-blocking: raise RunError at once if someone else holds it.
-    """
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - Windows
-        yield
-        return
-    directory.mkdir(parents=True, exist_ok=True)
-    with open(directory / name, "a+") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
-        except BlockingIOError:
-            raise RunError(f"{directory}: in use by {what} (wait for it to finish, or use another --out)") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-class JsonlError(WikihowagentError, ValueError):
-    """A bad line in a JSONL file; the message is one line naming the file and line."""
-
-
-class RunError(WikihowagentError, RuntimeError):
-    """A missing or unreadable run; the message is one line."""
-
-
-class DiskFullError(RunError):
-    """A write failed for lack of space; the message names the file and the free space it needed."""
-
-
-def disk_full_error(path: Path, needed: int | None, exc: OSError) -> OSError | DiskFullError:
-    """`exc` as a one-line DiskFullError if it says the disk (or quota) is full, else `exc` itself."""
-    message = disk_full_message(path, needed, exc)
-    return exc if message is None else DiskFullError(message)
-
-
-def iter_jsonl(path: Path, on_error: Callable[[str], None] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, object) for each JSON object line; blank lines are skipped.
-
-    A bad line is reported as "path:LINE: problem" to `on_error` (and skipped) or raised as JsonlError.
-    A torn last line (no trailing newline, from a killed writer) is reported the same way.
-    """
-    path = Path(path)
-    with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            problem = None
-            try:
-                obj = json.loads(raw)
-                if not isinstance(obj, dict):
-                    problem = f"expected a JSON object, got {type(obj).__name__}"
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                torn = not raw.endswith(b"\n")
-                problem = "incomplete last line (interrupted write)" if torn else f"malformed JSON ({exc})"
-            if problem is not None:
-                msg = f"{path}:{lineno}: {problem}"
-                if on_error is None:
-                    raise JsonlError(msg)
-                on_error(msg)
-                continue
-            yield lineno, obj
-
-
-def repair_torn_tail(path: Path) -> bool:
-    """Cut a trailing partial line left by a killed writer. Returns True if something was cut."""
-    path = Path(path)
-    if not path.exists() or path.stat().st_size == 0:
-        return False
-    with path.open("rb+") as fh:
-        fh.seek(0, os.SEEK_END)
-        size = fh.tell()
-        fh.seek(size - 1)
-        if fh.read(1) == b"\n":
-            return False
-        # Scan back for the last newline; everything after it is the torn line.
-        pos = size
-        chunk = 65536
-        keep = 0
-        while pos > 0:
-            start = max(0, pos - chunk)
-            fh.seek(start)
-            buf = fh.read(pos - start)
-            idx = buf.rfind(b"\n")
-            if idx >= 0:
-                keep = start + idx + 1
-                break
-            pos = start
-        fh.truncate(keep)
-        return True
-
-
-class JsonlAppender:
-    """Append records to a JSONL file, one whole line each, flushed and fsynced."""
-
-    def __init__(self, path: Path, fsync: bool = True):
-        self.path = Path(path)
-        self.fsync = fsync
-        self._fh: BinaryIO | None = None
-
-    def __enter__(self) -> JsonlAppender:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        repair_torn_tail(self.path)
-        self._fh = self.path.open("ab")
-        return self
-
-    def append(self, record: BaseModel | dict[str, Any]) -> None:
-        assert self._fh is not None, "use JsonlAppender as a context manager"
-        data = record.model_dump(mode="json") if isinstance(record, BaseModel) else record
-        line = json.dumps(data, ensure_ascii=False).encode("utf-8") + b"\n"
-        start = self._fh.tell()
-        try:
-            # One write call per record: a kill leaves a prefix of this line at worst, never a mix.
-            self._fh.write(line)
-            self._fh.flush()
-            if self.fsync:
-                os.fsync(self._fh.fileno())
-        except OSError as exc:
-            self._cut_back(start)
-            raise disk_full_error(self.path, len(line), exc) from None
-
-    def _cut_back(self, size: int) -> None:
-        """After a failed write (e.g. disk full): drop what is still buffered, cut the partial line off, and
-        reopen, so the file holds exactly the records appended before and later appends start clean."""
-        fh, self._fh = self._fh, None
-        assert fh is not None, "only called from append, with the file open"
-        try:
-            fh.close()  # flushing the rest may fail again: nothing of it is kept
-        except OSError:
-            pass
-        with contextlib.suppress(OSError):
-            os.truncate(self.path, size)
-        self._fh = self.path.open("ab")
-
-    def __exit__(self, *exc: object) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
-
-
-def _replace_atomically(path: Path, payload: bytes) -> None:
-    """Write `payload` to a temp file, fsync, rename over `path`. On failure the temp file is removed and
-    `path` is untouched; a full disk raises DiskFullError. The temp name is unique per writer
-    (`NAME.XXXXXXXX.tmp`): processes replacing the same file at once (a Slurm array's tasks writing the
-    sweep's files) must not rename one another's temp file away."""
-    tmp: Path | None = None
-    try:
-        fd, name = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
-        tmp = Path(name)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-        raise disk_full_error(path, len(payload), exc) from None
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Replace `path` with `text` (UTF-8) atomically, like `write_json_atomic`."""
-    _replace_atomically(Path(path), text.encode("utf-8"))
-
-
-def rewrite_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
-    """Atomically replace `path` with `records` (temp file + rename)."""
-    payload = b"".join(json.dumps(rec, ensure_ascii=False).encode("utf-8") + b"\n" for rec in records)
-    _replace_atomically(Path(path), payload)
-
-
-def write_json_atomic(path: Path, data: dict[str, Any], in_place_if_full: bool = False) -> None:
-    """Replace `path` atomically. With `in_place_if_full`, a disk too full for the temp file gets the new
-    content written compactly over the old file's own space instead, if it fits there (padded with spaces): a
-    final status update (e.g. "interrupted") then still lands when the disk has just filled up."""
-    path = Path(path)
-    payload = (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-    try:
-        _replace_atomically(path, payload)
-    except DiskFullError:
-        old = path.stat().st_size if in_place_if_full and path.exists() else -1
-        compact = (json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
-        if len(compact) > old:
-            raise
-        with path.open("r+b") as fh:
-            fh.write(compact + b" " * (old - len(compact)))  # same size: no new block is needed
-            fh.flush()
-            os.fsync(fh.fileno())
 
 
 # The one rule for a name read from a file (or given by a user) that becomes a directory name: a run's name
@@ -479,22 +298,6 @@ def count_records(records: list[ConversationRecord]) -> dict[str, int]:
 
 
 # --------------------------------------------------------------------------- typed readers
-
-
-def read_records(path: Path) -> Iterator[tuple[int, ConversationRecord]]:
-    """(line, record) of one of our conversations.jsonl files, failed records included; a bad line raises
-    JsonlError naming file and line (a torn last line included: call `repair_torn_tail` first)."""
-    for lineno, obj in iter_jsonl(path):
-        try:
-            yield lineno, ConversationRecord.model_validate(obj)
-        except ValidationError as exc:
-            raise JsonlError(
-                f"{path}:{lineno}: not a conversation record ({validation_line(exc, quoted=True)})"
-            ) from None
-
-
-def rewrite_records(path: Path, records: Iterable[BaseModel]) -> None:
-    rewrite_jsonl(path, [r.model_dump(mode="json") for r in records])
 
 
 @dataclass
@@ -763,30 +566,6 @@ def merge_pretests(target: Path, sources: Iterable[Path]) -> int:
     return added
 
 
-def read_posttests(path: Path) -> dict[str, PostTest]:
-    """{conversation_id: PostTest} of a `posttests.jsonl` (`evaluate --posttest-learner`); a later line for
-    the same id wins; an unreadable line is skipped (that post-test is taken again). Missing file: empty."""
-    return {cid: test for (cid, variant), test in read_posttest_variants(path).items() if not variant}
-
-
-def read_posttest_variants(path: Path) -> dict[tuple[str, str], PostTest]:
-    """{(conversation_id, variant): PostTest} of a `posttests.jsonl`; variant "" = the conversation itself,
-    else a perturbed copy (`judge-check --posttest-learner`)."""
-    out: dict[tuple[str, str], PostTest] = {}
-    if not Path(path).exists():
-        return out
-    repair_torn_tail(path)
-    for _, obj in iter_jsonl(path, on_error=lambda _m: None):
-        cid, variant = obj.get("conversation_id"), obj.get("variant") or ""
-        try:
-            test = PostTest.model_validate(obj.get("posttest"))
-        except ValidationError:
-            continue
-        if isinstance(cid, str) and cid and isinstance(variant, str):
-            out[(cid, variant)] = test
-    return out
-
-
 # --------------------------------------------------------------------------- the score table
 
 
@@ -851,57 +630,6 @@ def _paper_score_table(
     return ScoreTable.from_records(last.values(), run=run, source=str(path))
 
 
-def read_judgment_table(path: Path) -> ScoreTable:
-    """`judge-check`'s judgments.jsonl as a score table (one row per conversation and variant, later lines
-    win); unreadable lines are skipped. A missing file is empty."""
-    path = Path(path)
-    if not path.exists():
-        return ScoreTable.empty()
-    last: dict[tuple[str, str, str, str, str], tuple[str, JudgmentRecord]] = {}
-    for lineno, obj in iter_jsonl(path, on_error=lambda _m: None):
-        try:
-            rec = JudgmentRecord.model_validate(obj)
-        except ValidationError:
-            continue
-        last[(rec.evaluator, rec.judge_scoring, rec.judge_prompt, rec.conversation_id, rec.variant)] = (
-            f"{path}:{lineno}",
-            rec,
-        )
-    return ScoreTable.from_judgments(last.values(), source=str(path))
-
-
-def calibration_text(cal: Calibration) -> str:
-    """The text of a calibration file (written by `align` into its staged output directory)."""
-    return json.dumps(cal.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
-
-
-def read_calibration(path: Path) -> Calibration:
-    """A calibration file; RunError (one line naming the file) if it is missing or not one."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RunError(f"{path}: no such calibration file (write one with `wikihowagent align --calibrate`)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RunError(f"{path}: malformed JSON ({exc})") from None
-    except OSError as exc:
-        raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if not isinstance(data, dict) or data.get("kind") != "wikihowagent-calibration":
-        raise RunError(
-            f'{path}: not a calibration file (no "kind": "wikihowagent-calibration"; '
-            "write one with `wikihowagent align --calibrate`)"
-        )
-    try:
-        return Calibration.model_validate(data)
-    except ValidationError as exc:
-        raise RunError(f"{path}: {validation_line(exc, quoted=True)}") from None
-
-
-def people_estimate_text(est: PeopleEstimate) -> str:
-    """The text of a people-estimate file (written by `align` into its staged output directory)."""
-    return json.dumps(est.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
-
-
 def read_people_estimate(path: Path) -> PeopleEstimate:
     """A people-estimate file; RunError (one line naming the file) if it is missing or not one."""
     path = Path(path)
@@ -922,43 +650,6 @@ def read_people_estimate(path: Path) -> PeopleEstimate:
         return PeopleEstimate.model_validate(data)
     except ValidationError as exc:
         raise RunError(f"{path}: {validation_line(exc, quoted=True)}") from None
-
-
-def read_pairwise(
-    path: Path, on_error: Callable[[str], None] | None = None, on_bad_value: Callable[[str], None] | None = None
-) -> Iterator[PairwiseRecord]:
-    """The PairwiseRecords of a `pair-judgments*.jsonl` file in file order (a missing file is empty); a line
-    that is not one is reported to `on_error` ("FILE:LINE: problem") and skipped. A stored P(A better) that is
-    not a probability (a number in [0, 1]: not a boolean, a string, NaN or infinite) is reported to
-    `on_bad_value` (default `on_error`) and read as that rubric's failure (a run with the judge asks it again).
-    RunError (one line) if the path is not a readable file."""
-    report = on_error or (lambda _m: None)
-    bad_value = on_bad_value or report
-    path = Path(path)
-    if not path.exists():
-        return
-    if not path.is_file():
-        raise RunError(f"{path}: not a file (pair judgments are a JSONL file)")
-    try:
-        for lineno, obj in iter_jsonl(path, on_error=report):
-            p_first = obj.get("p_first")
-            if isinstance(p_first, dict):
-                for rubric, p in list(p_first.items()):
-                    if p is None or (isinstance(p, (int, float)) and not isinstance(p, bool) and 0.0 <= p <= 1.0):
-                        continue  # NaN fails the comparison
-                    bad_value(
-                        f"{path}:{lineno}: p_first[{rubric!r}] = {json.dumps(p)} is not a probability in "
-                        "[0, 1]; left out"
-                    )
-                    p_first[rubric] = None
-                    if isinstance(obj.get("failures"), list) and rubric not in obj["failures"]:
-                        obj["failures"].append(rubric)
-            try:
-                yield PairwiseRecord.model_validate(obj)
-            except ValidationError as exc:
-                report(f"{path}:{lineno}: not a pairwise judgment ({validation_line(exc, quoted=True)})")
-    except OSError as exc:
-        raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
 
 
 # --------------------------------------------------------------------------- outputs other stages read back

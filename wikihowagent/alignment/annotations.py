@@ -135,103 +135,130 @@ def _cell(cells: list[str], i: int | None) -> str:
     return cells[i].strip() if i is not None and i < len(cells) else ""
 
 
+@dataclass
+class _Sheet:
+    """One annotation file being read: its columns, the judges found so far and the first row of each key."""
+
+    path: Path
+    header: list[str]
+    cols: Columns
+    problems: Problems
+    judges: dict[str, JudgeRatings] = field(default_factory=dict)
+    first_row: dict[tuple[str, str, str], int] = field(default_factory=dict)  # (judge, id, metric or "") -> row
+
+    def owner(self, cells: list[str], row: int) -> tuple[str, JudgeRatings] | None:
+        """(conversation id, judge) of a row; None (reported) when the id or the annotator cell is empty."""
+        cid = _cell(cells, self.cols.id)
+        if not cid:
+            self.problems.add(
+                "missing id", f"{where(self.path, row, self.header[self.cols.id])}: empty conversation_id; row left out"
+            )
+            return None
+        if self.cols.annotator is None:
+            name = self.path.stem
+        else:
+            name = _cell(cells, self.cols.annotator)
+            if not name:
+                col = self.header[self.cols.annotator]
+                self.problems.add("missing id", f"{where(self.path, row, col)}: empty annotator; row left out")
+                return None
+        if name not in self.judges:
+            self.judges[name] = JudgeRatings(judge=name, source=str(self.path))
+        return cid, self.judges[name]
+
+    def read_long(self, rows: list[tuple[int, list[str]]], metric_col: int, score_col: int) -> None:
+        """A fully long sheet: one (conversation, metric, score) cell per row."""
+        metric_index = {m: j for j, m in enumerate(schema.metrics())}
+        for row, cells in rows:
+            owner = self.owner(cells, row)
+            if owner is None:
+                continue
+            cid, judge = owner
+            raw_metric = _cell(cells, metric_col)
+            metric = schema.metric_by_key().get(norm_key(raw_metric))
+            if metric is None:
+                self.problems.add(
+                    "unknown metric",
+                    f"{where(self.path, row, self.header[metric_col])}: {raw_metric!r} is not one of the 8 rubric "
+                    "metrics; row left out",
+                )
+                continue
+            key = (judge.judge, cid, metric)
+            if key in self.first_row:
+                self.problems.add(
+                    "duplicate id",
+                    f"{where(self.path, row, self.header[self.cols.id])}: {cid} / {metric} by {judge.judge} already "
+                    f"on row {self.first_row[key]}; this row left out",
+                )
+                continue
+            self.first_row[key] = row
+            value = parse_score(
+                _cell(cells, score_col),
+                where(self.path, row, self.header[score_col]),
+                self.problems,
+            )
+            arr = judge.scores.get(cid)
+            if arr is None:
+                arr = judge.scores[cid] = np.full(len(schema.metrics()), np.nan)
+                judge.rows[cid] = row
+                judge.runs[cid] = _cell(cells, self.cols.run)
+                judge.titles[cid] = _cell(cells, self.cols.title)
+            arr[metric_index[metric]] = value
+
+    def read_wide(self, rows: list[tuple[int, list[str]]]) -> tuple[str, ...]:
+        """A sheet with a column per metric (one row per conversation and judge); -> the metrics it lacks."""
+        metric_index = {m: j for j, m in enumerate(schema.metrics())}
+        present = [(metric_index[m], i, self.header[i]) for m, i in self.cols.metrics.items()]
+        missing = tuple(m for m in schema.metrics() if m not in self.cols.metrics)
+        for row, cells in rows:
+            owner = self.owner(cells, row)
+            if owner is None:
+                continue
+            cid, judge = owner
+            key = (judge.judge, cid, "")
+            if key in self.first_row:
+                who = f" by {judge.judge}" if self.cols.annotator is not None else ""
+                self.problems.add(
+                    "duplicate id",
+                    f"{where(self.path, row, self.header[self.cols.id])}: {cid}{who} already on row "
+                    f"{self.first_row[key]} (duplicate id); this row left out",
+                )
+                continue
+            self.first_row[key] = row
+            arr = np.full(len(schema.metrics()), np.nan)
+            for j, i, name in present:
+                cell = cells[i] if i < len(cells) else ""
+                fast = _FAST.get(cell)  # the common cells ("4", "", ...) without building a location
+                arr[j] = fast if fast is not None else parse_score(cell, where(self.path, row, name), self.problems)
+            judge.scores[cid] = arr
+            judge.rows[cid] = row
+            judge.runs[cid] = _cell(cells, self.cols.run)
+            judge.titles[cid] = _cell(cells, self.cols.title)
+        if missing:
+            self.problems.add(
+                "missing column",
+                f"{where(self.path, 1)}: no column for {', '.join(m.lower() for m in missing)}; counted as blank",
+            )
+        return missing
+
+
 def read_human_file(path: Path, problems: Problems) -> list[JudgeRatings]:
     """Read one annotation file: one JudgeRatings per judge in it. Raises AlignInputError if unusable."""
 
     path = Path(path)
     header, rows = read_table(path, problems)
-    cols = classify_columns(path, header, rows, problems)
-    judges: dict[str, JudgeRatings] = {}
-    first_row: dict[tuple[str, str, str], int] = {}  # (judge, conversation, metric or "") -> its row
-    metric_index = {m: j for j, m in enumerate(schema.metrics())}
-
-    def row_owner(cells: list[str], row: int) -> tuple[str, JudgeRatings] | None:
-        """(conversation id, judge) of a row; None (reported) when the id or the annotator cell is empty."""
-        cid = _cell(cells, cols.id)
-        if not cid:
-            problems.add("missing id", f"{where(path, row, header[cols.id])}: empty conversation_id; row left out")
-            return None
-        if cols.annotator is None:
-            name = path.stem
-        else:
-            name = _cell(cells, cols.annotator)
-            if not name:
-                col = header[cols.annotator]
-                problems.add("missing id", f"{where(path, row, col)}: empty annotator; row left out")
-                return None
-        if name not in judges:
-            judges[name] = JudgeRatings(judge=name, source=str(path))
-        return cid, judges[name]
-
-    if cols.metric_col is not None and cols.score_col is not None:  # fully long: one cell per row (both set)
-        for row, cells in rows:
-            owner = row_owner(cells, row)
-            if owner is None:
-                continue
-            cid, judge = owner
-            raw_metric = _cell(cells, cols.metric_col)
-            metric = schema.metric_by_key().get(norm_key(raw_metric))
-            if metric is None:
-                problems.add(
-                    "unknown metric",
-                    f"{where(path, row, header[cols.metric_col])}: {raw_metric!r} is not one of the 8 rubric metrics; row left out",
-                )
-                continue
-            key = (judge.judge, cid, metric)
-            if key in first_row:
-                problems.add(
-                    "duplicate id",
-                    f"{where(path, row, header[cols.id])}: {cid} / {metric} by {judge.judge} already on row "
-                    f"{first_row[key]}; this row left out",
-                )
-                continue
-            first_row[key] = row
-            value = parse_score(_cell(cells, cols.score_col), where(path, row, header[cols.score_col]), problems)
-            arr = judge.scores.get(cid)
-            if arr is None:
-                arr = judge.scores[cid] = np.full(len(schema.metrics()), np.nan)
-                judge.rows[cid] = row
-                judge.runs[cid] = _cell(cells, cols.run)
-                judge.titles[cid] = _cell(cells, cols.title)
-            arr[metric_index[metric]] = value
-        missing: tuple[str, ...] = ()
+    sheet = _Sheet(path, header, classify_columns(path, header, rows, problems), problems)
+    missing: tuple[str, ...] = ()
+    metric_col, score_col = sheet.cols.metric_col, sheet.cols.score_col
+    if metric_col is not None and score_col is not None:  # fully long: one cell per row
+        sheet.read_long(rows, metric_col, score_col)
     else:
-        present = [(metric_index[m], i, header[i]) for m, i in cols.metrics.items()]
-        missing = tuple(m for m in schema.metrics() if m not in cols.metrics)
-        for row, cells in rows:
-            owner = row_owner(cells, row)
-            if owner is None:
-                continue
-            cid, judge = owner
-            key = (judge.judge, cid, "")
-            if key in first_row:
-                who = f" by {judge.judge}" if cols.annotator is not None else ""
-                problems.add(
-                    "duplicate id",
-                    f"{where(path, row, header[cols.id])}: {cid}{who} already on row {first_row[key]} "
-                    "(duplicate id); this row left out",
-                )
-                continue
-            first_row[key] = row
-            arr = np.full(len(schema.metrics()), np.nan)
-            for j, i, name in present:
-                cell = cells[i] if i < len(cells) else ""
-                fast = _FAST.get(cell)  # the common cells ("4", "", ...) without building a location
-                arr[j] = fast if fast is not None else parse_score(cell, where(path, row, name), problems)
-            judge.scores[cid] = arr
-            judge.rows[cid] = row
-            judge.runs[cid] = _cell(cells, cols.run)
-            judge.titles[cid] = _cell(cells, cols.title)
-        if missing:
-            problems.add(
-                "missing column",
-                f"{where(path, 1)}: no column for {', '.join(m.lower() for m in missing)}; counted as blank",
-            )
-    for ratings in judges.values():
+        missing = sheet.read_wide(rows)
+    for ratings in sheet.judges.values():
         ratings.missing_metrics = missing
-    if not judges:
+    if not sheet.judges:
         raise AlignInputError(f"{path}: no usable rows; file skipped")
-    return list(judges.values())
+    return list(sheet.judges.values())
 
 
 def read_human_files(paths: list[Path], problems: Problems) -> list[JudgeRatings]:

@@ -156,73 +156,113 @@ def fit_checklist(res: Any, *, shrinkage: float, n_boot: int, seed: int, problem
     preds_u: dict[str, dict[str, float]] = {}
     preds_f: dict[str, dict[str, float]] = {}
     for k, metric in enumerate(schema.metrics()):
-        keys = sorted(
-            {
-                item_key(iid)
-                for c in ids_all
-                for iid, _ in rows[c].items.items()
-                if metric in rows[c].item_rubrics.get(iid, ())
-            }
+        fit = _fit_rubric(
+            res, k, metric, ids_all, index, shrinkage=shrinkage, n_boot=n_boot, seed=seed, problems=problems
         )
-        if not keys:
-            continue
-        ids = [c for c in ids_all if not np.isnan(res.human[index[c], k])]
-        if len(ids) < cal_stats.MIN_PAIRS:
-            problems.add(
-                "checklist fit",
-                f"checklist fit: {metric}: {len(ids)} paired conversations, fitting needs "
-                f"at least {cal_stats.MIN_PAIRS}",
-            )
-            continue
-        y = np.array([res.human[index[c], k] for c in ids])
-        x = features([rows[c].items for c in ids], keys)
-        groups, _unknown = tutorial_keys(res, ids)
-        n_tut = len(set(groups.tolist()))
-        if n_tut < 2:
-            problems.add("checklist fit", f"checklist fit: {metric}: one tutorial only; out of fold needs 2")
-            continue
-        uni = predict(x, np.ones(len(keys)))
-        fitted = out_of_fold(x, y, groups, shrinkage)
-        ok = ~np.isnan(uni) & ~np.isnan(fitted)
-        rf = RubricFit(
-            metric,
-            keys,
-            int(ok.sum()),
-            n_tut,
-            {kk: round(float(w), 4) for kk, w in zip(keys, fit_weights(x, y, shrinkage), strict=True)},
-        )
-        rf.comparison = cal_stats.compare(
-            y[ok],
-            {UNIFORM: uni[ok], FITTED: fitted[ok]},
-            n_boot=n_boot,
-            seed=zlib.crc32(f"{seed}/{metric}".encode()),
-            baseline=UNIFORM,
-        )
-        out.rubrics[metric] = rf
-        preds_u[metric] = {c: float(v) for c, v in zip(ids, uni, strict=True)}
-        preds_f[metric] = {c: float(v) for c, v in zip(ids, fitted, strict=True)}
+        if fit is not None:
+            out.rubrics[metric], preds_u[metric], preds_f[metric] = fit
     if out.rubrics:
-        overall = [
-            c
-            for c in ids_all
-            if all(c in preds_u[m] for m in out.rubrics)
-            and not np.isnan(res.human[index[c], : len(schema.metrics())]).any()
-        ]
-        if len(overall) >= cal_stats.MIN_PAIRS:
-            hum = np.array([np.nanmean(res.human[index[c], : len(schema.metrics())]) for c in overall])
-            u = np.array([np.mean([preds_u[m][c] for m in out.rubrics]) for c in overall])
-            f = np.array([np.mean([preds_f[m][c] for m in out.rubrics]) for c in overall])
-            ok = ~np.isnan(u) & ~np.isnan(f)
-            out.overall = cal_stats.compare(
-                hum[ok],
-                {UNIFORM: u[ok], FITTED: f[ok]},
-                n_boot=n_boot,
-                seed=zlib.crc32(f"{seed}/Overall".encode()),
-                baseline=UNIFORM,
-            )
+        out.overall = _overall_fit(res, list(out.rubrics), ids_all, index, preds_u, preds_f, n_boot=n_boot, seed=seed)
     else:
         out.why_no_file = "no rubric could be fitted"
     return out
+
+
+def _fit_rubric(
+    res: Any,
+    k: int,
+    metric: str,
+    ids_all: list[str],
+    index: dict[str, int],
+    *,
+    shrinkage: float,
+    n_boot: int,
+    seed: int,
+    problems: Problems,
+) -> tuple[RubricFit, dict[str, float], dict[str, float]] | None:
+    """One rubric: its items' weights fitted on all pairs, and the uniform vs fitted out-of-fold predictions
+    (conversation -> prediction) compared with the mean human rating; None (said in `problems`, except for a
+    rubric without items) when it cannot be fitted."""
+    rows = res.llm.rows
+    keys = sorted(
+        {
+            item_key(iid)
+            for c in ids_all
+            for iid, _ in rows[c].items.items()
+            if metric in rows[c].item_rubrics.get(iid, ())
+        }
+    )
+    if not keys:
+        return None
+    ids = [c for c in ids_all if not np.isnan(res.human[index[c], k])]
+    if len(ids) < cal_stats.MIN_PAIRS:
+        problems.add(
+            "checklist fit",
+            f"checklist fit: {metric}: {len(ids)} paired conversations, fitting needs at least {cal_stats.MIN_PAIRS}",
+        )
+        return None
+    y = np.array([res.human[index[c], k] for c in ids])
+    x = features([rows[c].items for c in ids], keys)
+    groups, _unknown = tutorial_keys(res, ids)
+    n_tut = len(set(groups.tolist()))
+    if n_tut < 2:
+        problems.add("checklist fit", f"checklist fit: {metric}: one tutorial only; out of fold needs 2")
+        return None
+    uni = predict(x, np.ones(len(keys)))
+    fitted = out_of_fold(x, y, groups, shrinkage)
+    ok = ~np.isnan(uni) & ~np.isnan(fitted)
+    rf = RubricFit(
+        metric,
+        keys,
+        int(ok.sum()),
+        n_tut,
+        {kk: round(float(w), 4) for kk, w in zip(keys, fit_weights(x, y, shrinkage), strict=True)},
+    )
+    rf.comparison = cal_stats.compare(
+        y[ok],
+        {UNIFORM: uni[ok], FITTED: fitted[ok]},
+        n_boot=n_boot,
+        seed=zlib.crc32(f"{seed}/{metric}".encode()),
+        baseline=UNIFORM,
+    )
+    return (
+        rf,
+        {c: float(v) for c, v in zip(ids, uni, strict=True)},
+        {c: float(v) for c, v in zip(ids, fitted, strict=True)},
+    )
+
+
+def _overall_fit(
+    res: Any,
+    rubrics: list[str],
+    ids_all: list[str],
+    index: dict[str, int],
+    preds_u: dict[str, dict[str, float]],
+    preds_f: dict[str, dict[str, float]],
+    *,
+    n_boot: int,
+    seed: int,
+) -> Any:
+    """The mean of the fitted rubrics, uniform vs fitted, against the people's mean rating (None with too few
+    conversations rated on every rubric)."""
+    overall = [
+        c
+        for c in ids_all
+        if all(c in preds_u[m] for m in rubrics) and not np.isnan(res.human[index[c], : len(schema.metrics())]).any()
+    ]
+    if len(overall) < cal_stats.MIN_PAIRS:
+        return None
+    hum = np.array([np.nanmean(res.human[index[c], : len(schema.metrics())]) for c in overall])
+    u = np.array([np.mean([preds_u[m][c] for m in rubrics]) for c in overall])
+    f = np.array([np.mean([preds_f[m][c] for m in rubrics]) for c in overall])
+    ok = ~np.isnan(u) & ~np.isnan(f)
+    return cal_stats.compare(
+        hum[ok],
+        {UNIFORM: u[ok], FITTED: f[ok]},
+        n_boot=n_boot,
+        seed=zlib.crc32(f"{seed}/Overall".encode()),
+        baseline=UNIFORM,
+    )
 
 
 def _cell(e: Any) -> str:

@@ -383,7 +383,7 @@ def align(
 def _print_outcome(outcome: Any, problems: Any, err: Any, out_dir: Path, t0: float) -> None:
     """What align found and wrote (the tables on stdout, problems on stderr); exit 1 when nothing could be
     computed or a named file contributed nothing. `t0`: when the work began (perf_counter)."""
-    from .core import render
+    from .writing import render
 
     res, unused = outcome.result, outcome.unused  # named files that gave nothing: exit 1
     unused_line = (

@@ -135,71 +135,97 @@ def calibrate(
     fitted = {}
     paired_ids: set[str] = set()
     for k, metric in enumerate(schema.metrics()):
-        where = f"calibration: {metric}"
         if metric in all_missing:
             problems.add(
                 "calibration",
-                f"{where}: no human sheet has a {metric.lower()} column; not calibrated "
+                f"calibration: {metric}: no human sheet has a {metric.lower()} column; not calibrated "
                 "(only rubrics the sheets rate can be)",
             )
             continue
-        ok = ~np.isnan(res.human[:, k]) & ~np.isnan(res.model[:, k])
-        ids = [c for c, o in zip(res.ids, ok, strict=True) if o]
-        if len(ids) < cal_stats.MIN_PAIRS:
-            problems.add(
-                "calibration",
-                f"{where}: {len(ids)} paired conversations, calibration needs at least "
-                f"{cal_stats.MIN_PAIRS}; only the raw correlation is reported (rate more "
-                "conversations to calibrate)",
-            )
+        rubric = _calibrate_rubric(res, k, metric, method, n_boot=n_boot, seed=seed, problems=problems)
+        if rubric is None:
             continue
-        y, raw = res.human[ok, k], res.model[ok, k]
-        groups, unknown = tutorial_keys(res, ids)
-        n_tut = len(set(groups))
-        ro = RubricOutcome(metric, ids, y, {RAW: raw}, n_tut, min(cal_stats.K_FOLDS, n_tut))
-        if unknown:
-            ro.notes.append(f"{unknown} conversations without a tutorial id or title, each its own fold group")
-        if n_tut < 2:
-            problems.add(
-                "calibration",
-                f"{where}: all {len(ids)} paired conversations belong to one tutorial; "
-                "out-of-fold calibration needs at least 2 tutorials",
-            )
-            continue
-        dists = [res.llm.rows[c].dist.get(metric) for c in ids]
-        has_dist = [d is not None and len(d) == 5 and sum(d) > 0 for d in dists]
-        dist = np.array(dists, dtype=float) if all(has_dist) else None
-        ro.predictions["isotonic"] = cal_stats.out_of_fold("isotonic", raw, None, y, groups)
-        if dist is not None:
-            ro.predictions["ridge"] = cal_stats.out_of_fold("ridge", raw, dist, y, groups)
-        else:
-            lacking = (
-                "no paired conversation has"
-                if not any(has_dist)
-                else (f"{len(ids) - sum(has_dist)} of {len(ids)} paired conversations lack")
-            )
-            ro.notes.append(f"ridge left out: {lacking} the judge's p(1..5)")
-            if method == "ridge":
-                problems.add(
-                    "calibration",
-                    f"{where}: {lacking} the judge's p(1..5) distribution (json scoring, or "
-                    "a CSV of scores); ridge is not possible, isotonic on the integer scores "
-                    "is (--calibration-method isotonic)",
-                )
-        ro.comparison = cal_stats.compare(
-            y, ro.predictions, n_boot=n_boot, seed=zlib.crc32(f"{seed}/{metric}".encode())
-        )
+        ro, fit = rubric
         out.rubrics[metric] = ro
-        if method == "isotonic" or dist is not None:
-            fitted[metric] = cal_stats.fit(method, raw, dist, y, groups)
-            paired_ids.update(ids)
+        if fit is not None:
+            fitted[metric] = fit
+            paired_ids.update(ro.ids)
     if not out.rubrics:
         out.why_no_file = "no rubric could be calibrated"
         return out
     if not fitted:
         out.why_no_file = f"no rubric could be fitted with {method}"
         return out
-    judges, counts = _judge_of(res, sorted(paired_ids))
+    out.file = _calibration_file(res, out, fitted, sorted(paired_ids), problems, human_paths)
+    return out
+
+
+def _calibrate_rubric(
+    res: Any, k: int, metric: str, method: str, *, n_boot: int, seed: int, problems: Problems
+) -> tuple[RubricOutcome, Any] | None:
+    """One rubric's out-of-fold comparison (raw vs each calibration) and its fit on all pairs (None where
+    `method` cannot be fitted); None, with the reason in `problems`, where the rubric cannot be calibrated."""
+    where = f"calibration: {metric}"
+    ok = ~np.isnan(res.human[:, k]) & ~np.isnan(res.model[:, k])
+    ids = [c for c, o in zip(res.ids, ok, strict=True) if o]
+    if len(ids) < cal_stats.MIN_PAIRS:
+        problems.add(
+            "calibration",
+            f"{where}: {len(ids)} paired conversations, calibration needs at least "
+            f"{cal_stats.MIN_PAIRS}; only the raw correlation is reported (rate more "
+            "conversations to calibrate)",
+        )
+        return None
+    y, raw = res.human[ok, k], res.model[ok, k]
+    groups, unknown = tutorial_keys(res, ids)
+    n_tut = len(set(groups))
+    ro = RubricOutcome(metric, ids, y, {RAW: raw}, n_tut, min(cal_stats.K_FOLDS, n_tut))
+    if unknown:
+        ro.notes.append(f"{unknown} conversations without a tutorial id or title, each its own fold group")
+    if n_tut < 2:
+        problems.add(
+            "calibration",
+            f"{where}: all {len(ids)} paired conversations belong to one tutorial; "
+            "out-of-fold calibration needs at least 2 tutorials",
+        )
+        return None
+    dists = [res.llm.rows[c].dist.get(metric) for c in ids]
+    has_dist = [d is not None and len(d) == 5 and sum(d) > 0 for d in dists]
+    dist = np.array(dists, dtype=float) if all(has_dist) else None
+    ro.predictions["isotonic"] = cal_stats.out_of_fold("isotonic", raw, None, y, groups)
+    if dist is not None:
+        ro.predictions["ridge"] = cal_stats.out_of_fold("ridge", raw, dist, y, groups)
+    else:
+        lacking = (
+            "no paired conversation has"
+            if not any(has_dist)
+            else (f"{len(ids) - sum(has_dist)} of {len(ids)} paired conversations lack")
+        )
+        ro.notes.append(f"ridge left out: {lacking} the judge's p(1..5)")
+        if method == "ridge":
+            problems.add(
+                "calibration",
+                f"{where}: {lacking} the judge's p(1..5) distribution (json scoring, or "
+                "a CSV of scores); ridge is not possible, isotonic on the integer scores "
+                "is (--calibration-method isotonic)",
+            )
+    ro.comparison = cal_stats.compare(y, ro.predictions, n_boot=n_boot, seed=zlib.crc32(f"{seed}/{metric}".encode()))
+    fit = cal_stats.fit(method, raw, dist, y, groups) if method == "isotonic" or dist is not None else None
+    return ro, fit
+
+
+def _calibration_file(
+    res: Any,
+    out: CalibrationOutcome,
+    fitted: dict[str, Any],
+    paired_ids: list[str],
+    problems: Problems,
+    human_paths: list[Path],
+) -> Calibration | None:
+    """calibration.json's content: the fits of one judge's scores with their out-of-fold figures; None (the
+    reason in `out.why_no_file` and `problems`) when the paired scores come from several judges."""
+    method = out.method
+    judges, counts = _judge_of(res, paired_ids)
     if len(judges) > 1:
         listed = ", ".join(
             f"{j[0] or '(unrecorded)'} {j[1]}{' prompt ' + j[2] if j[2] else ''} ({counts[j]})" for j in judges
@@ -209,7 +235,7 @@ def calibrate(
             "one judge: pass one judge's scores with --scores"
         )
         problems.add("calibration", f"calibration: {out.why_no_file}")
-        return out
+        return None
     judge, scoring, prompt, sha = judges[0]
     if not judge:
         problems.add(
@@ -218,7 +244,7 @@ def calibrate(
             "calibration.json is written but `evaluate --calibration` cannot apply it; "
             "calibrate on the scores.jsonl of `evaluate` to apply it",
         )
-    out.file = Calibration(
+    return Calibration(
         method=method,
         judge=judge,
         scoring=scoring,
@@ -239,7 +265,6 @@ def calibrate(
             if method in ro.predictions
         },
     )
-    return out
 
 
 def calibration_rows(oc: CalibrationOutcome) -> tuple[list[str], list[list]]:

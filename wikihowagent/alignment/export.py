@@ -312,6 +312,70 @@ nav ol{columns:2}.meta{color:#666;font-size:.9rem}
 """
 
 
+def _rubric_rows(rubrics: dict) -> list[str]:
+    """The guide's rubric table: each metric's role, question and levels 5 to 1."""
+    e = html.escape
+    parts: list[str] = []
+    for m in schema.metrics():
+        r = rubrics.get(m)  # a judge.Rubric, or None (the file has no rubric for m)
+        lv = "".join(f"<div><b>{k}</b> – {e(r.levels[k])}</div>" for k in ("5", "4", "3", "2", "1")) if r else ""
+        ref = " (with the tutorial as reference)" if r and r.reference == "tutorial" else ""
+        parts.append(
+            f"<tr><td><b>{m}</b><br><span class='meta'>column <code>{m.lower()}</code></span></td>"
+            f"<td>{e(r.role) if r else ''}{ref}</td><td>{e(r.question) if r else ''}</td><td>{lv}</td></tr>"
+        )
+    parts.append("</table>")
+    return parts
+
+
+def _tutorial_html(i: int, key: str, c0: Conversation) -> list[str]:
+    """Tutorial `i` of the guide: its title, summary and steps (`c0`: its first conversation, which carries it)."""
+    e = html.escape
+    parts: list[str] = []
+    parts.append(f"<h2 id='t{i}'>Tutorial {i}: {e(c0.title or key)}</h2>")
+    parts.append("<div class='tutorial'>")
+    if c0.tutorial_title:
+        parts.append(f"<h3>{e(c0.tutorial_title)}</h3>")
+    if c0.summary:
+        parts.append(f"<p>{e(c0.summary)}</p>")
+    if c0.steps:
+        parts.append("<ol>" + "".join(f"<li>{e(s)}</li>" for s in c0.steps) + "</ol>")
+    else:
+        parts.append("<p class='meta'>(tutorial text not available)</p>")
+    parts.append("</div>")
+    return parts
+
+
+def _conversation_html(i: int, j: int, c: Conversation, blind: bool, seed: int | None) -> list[str]:
+    """Conversation `i`.`j` of the guide: its id (a blind id when blind), its turns, where its scores go."""
+    e = html.escape
+    parts: list[str] = []
+    if blind:
+        parts.append(
+            f"<h3>Conversation {i}.{j} <span class='cid'>{e(blind_id(seed, c.run, c.conversation_id))}</span></h3>"
+        )
+    else:
+        parts.append(
+            f"<h3>Conversation {i}.{j} <span class='cid'>{e(c.conversation_id)}</span> "
+            f"<span class='meta'>run {e(c.run)}</span></h3>"
+        )
+    if not c.lines:
+        parts.append("<p class='meta'>(conversation text not available)</p>")
+    for line in c.lines:
+        who, _, text = line.partition(": ")
+        cls = who.lower() if who.lower() in ("teacher", "learner") else "teacher"
+        if cls == who.lower():
+            parts.append(f"<div class='turn {cls}'><b>{e(who)}:</b> {e(text)}</div>")
+        else:
+            parts.append(f"<div class='turn'>{e(line)}</div>")
+    parts.append(
+        "<p class='meta'>Scores go into the sheet row of this conversation_id: "
+        + ", ".join(m.lower() for m in schema.metrics())
+        + ".</p>"
+    )
+    return parts
+
+
 def companion_html(sel: Selection, rubrics: dict, sheet_name: str, blind: bool = False, seed: int | None = 0) -> str:
     """The annotation guide. `rubrics`: metric name -> `wikihowagent.evaluation.judge.Rubric` (see
     `load_rubrics`); a metric without one is listed by name only. Blind: tutorials and conversations in the
@@ -338,15 +402,7 @@ def companion_html(sel: Selection, rubrics: dict, sheet_name: str, blind: bool =
         "<h2 id='rubric'>Rubric</h2>",
         "<table><tr><th>Metric</th><th>Rates</th><th>Question</th><th>5 – 1</th></tr>",
     ]
-    for m in schema.metrics():
-        r = rubrics.get(m)  # a judge.Rubric, or None (the file has no rubric for m)
-        lv = "".join(f"<div><b>{k}</b> – {e(r.levels[k])}</div>" for k in ("5", "4", "3", "2", "1")) if r else ""
-        ref = " (with the tutorial as reference)" if r and r.reference == "tutorial" else ""
-        parts.append(
-            f"<tr><td><b>{m}</b><br><span class='meta'>column <code>{m.lower()}</code></span></td>"
-            f"<td>{e(r.role) if r else ''}{ref}</td><td>{e(r.question) if r else ''}</td><td>{lv}</td></tr>"
-        )
-    parts.append("</table>")
+    parts += _rubric_rows(rubrics)
     convs = blind_order(sel, seed) if blind else sel.conversations
     keys = list(dict.fromkeys(c.tutorial_key for c in convs)) if blind else [k for k, _, _ in sel.tutorials]
     parts.append("<nav><h2>Tutorials</h2><ol>")
@@ -358,43 +414,9 @@ def companion_html(sel: Selection, rubrics: dict, sheet_name: str, blind: bool =
     parts.append("</ol></nav>")
     for i, key in enumerate(keys, 1):
         cs = [c for c in convs if c.tutorial_key == key]
-        c0 = cs[0]
-        parts.append(f"<h2 id='t{i}'>Tutorial {i}: {e(c0.title or key)}</h2>")
-        parts.append("<div class='tutorial'>")
-        if c0.tutorial_title:
-            parts.append(f"<h3>{e(c0.tutorial_title)}</h3>")
-        if c0.summary:
-            parts.append(f"<p>{e(c0.summary)}</p>")
-        if c0.steps:
-            parts.append("<ol>" + "".join(f"<li>{e(s)}</li>" for s in c0.steps) + "</ol>")
-        else:
-            parts.append("<p class='meta'>(tutorial text not available)</p>")
-        parts.append("</div>")
+        parts += _tutorial_html(i, key, cs[0])
         for j, c in enumerate(cs, 1):
-            if blind:
-                parts.append(
-                    f"<h3>Conversation {i}.{j} <span class='cid'>{e(blind_id(seed, c.run, c.conversation_id))}"
-                    "</span></h3>"
-                )
-            else:
-                parts.append(
-                    f"<h3>Conversation {i}.{j} <span class='cid'>{e(c.conversation_id)}</span> "
-                    f"<span class='meta'>run {e(c.run)}</span></h3>"
-                )
-            if not c.lines:
-                parts.append("<p class='meta'>(conversation text not available)</p>")
-            for line in c.lines:
-                who, _, text = line.partition(": ")
-                cls = who.lower() if who.lower() in ("teacher", "learner") else "teacher"
-                if cls == who.lower():
-                    parts.append(f"<div class='turn {cls}'><b>{e(who)}:</b> {e(text)}</div>")
-                else:
-                    parts.append(f"<div class='turn'>{e(line)}</div>")
-            parts.append(
-                "<p class='meta'>Scores go into the sheet row of this conversation_id: "
-                + ", ".join(m.lower() for m in schema.metrics())
-                + ".</p>"
-            )
+            parts += _conversation_html(i, j, c, blind, seed)
     parts.append("</body></html>\n")
     return "\n".join(parts)
 

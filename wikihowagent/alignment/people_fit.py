@@ -81,9 +81,36 @@ def _mode_of(res: Any, ids: list[str]) -> tuple[str, str]:
     return modes.pop(), ""
 
 
+def _predictors(names: list[str], final: Any) -> list[EstimatePredictor]:
+    """The estimate's metrics with a weight above 0, as stored in people_estimate.json."""
+    return [
+        EstimatePredictor(name=m, better=better(m), mean=mu, sd=sd, weight=w)
+        for m, mu, sd, w in zip(names, final.mean, final.sd, final.weight, strict=True)
+        if w > 0
+    ] or [  # every weight shrunk to 0: the estimate is the people's mean; METEOR kept so a run is still checked
+        EstimatePredictor(name=names[0], better=better(names[0]), mean=final.mean[0], sd=final.sd[0], weight=0.0)
+    ]
+
+
+def _out_of_fold_figures(est_row: Compared) -> dict[str, float | None]:
+    """The estimate's out-of-fold figures against people, as stored in people_estimate.json."""
+    return {
+        "pooled_r": _num(est_row.pooled.value),
+        "within_r": _num(est_row.within.value),
+        "within_r_ci_low": _num(est_row.within.ci_low),
+        "within_r_ci_high": _num(est_row.within.ci_high),
+        "pair_share": _num(est_row.pairs.accuracy),
+        "pair_share_ci_low": _num(est_row.pairs.ci_low),
+        "pair_share_ci_high": _num(est_row.pairs.ci_high),
+        "pairs": float(est_row.pairs.pairs),
+    }
+
+
 def fit_people(
     res: Any, tutorials: list[str], n_boot: int, seed: int, human_paths: list[Path] | None = None
 ) -> PeopleFit:
+    """The people-calibrated estimate: a ridge of the cheap metrics fitted on the people's Overall, compared out
+    of fold (by tutorial) with METEOR alone and the judge's mean; `why_not` says why there is none."""
     ids = res.ids
     y = people_matrix(res.human)[:, -1] if len(ids) else np.empty(0)
     mode, why = _mode_of(res, ids)
@@ -128,30 +155,14 @@ def fit_people(
     result.estimate = PeopleEstimate(
         mode="paper" if mode == "paper" else "default",
         intercept=final.intercept,
-        predictors=[
-            EstimatePredictor(name=m, better=better(m), mean=mu, sd=sd, weight=w)
-            for m, mu, sd, w in zip(names, final.mean, final.sd, final.weight, strict=True)
-            if w > 0
-        ]
-        or [  # every weight shrunk to 0: the estimate is the people's mean; METEOR kept so a run is still checked
-            EstimatePredictor(name=names[0], better=better(names[0]), mean=final.mean[0], sd=final.sd[0], weight=0.0)
-        ],
+        predictors=_predictors(names, final),
         shrinkage=final.shrinkage,
         conversations=n,
         tutorials=k,
         residual_sd=float(np.sqrt(np.mean(resid**2))) if n else None,
         human_files=[str(p) for p in human_paths or []],
         score_sources=list(res.llm.sources),
-        out_of_fold={
-            "pooled_r": _num(est_row.pooled.value),
-            "within_r": _num(est_row.within.value),
-            "within_r_ci_low": _num(est_row.within.ci_low),
-            "within_r_ci_high": _num(est_row.within.ci_high),
-            "pair_share": _num(est_row.pairs.accuracy),
-            "pair_share_ci_low": _num(est_row.pairs.ci_low),
-            "pair_share_ci_high": _num(est_row.pairs.ci_high),
-            "pairs": float(est_row.pairs.pairs),
-        },
+        out_of_fold=_out_of_fold_figures(est_row),
     )
     return result
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -167,75 +168,65 @@ def _numeric_metrics(metrics: dict) -> dict[str, float]:
     return out
 
 
+# the score table's metadata columns a row of scores is made from, in order
+_META_COLUMNS = (
+    "conversation_id",
+    "run",
+    "teacher",
+    "learner",
+    "domain",
+    "persona",
+    "title",
+    "tutorial_id",
+    "where",
+    "evaluator",
+    "scoring",
+    "prompt",
+    "rubrics_sha256",
+    "record",
+    "mode",
+)
+
+
 def _table_rows(
     table: ScoreTable, problems: Problems, missing: list[int], unjudged: list[int] | None
 ) -> list[ScoreRow]:
     """Rows of the score table -> rows of the 8 rubric scores (checked against the 1-5 scale)."""
-    meta = table.meta
-    out = []
-    for (
-        cid,
-        run,
-        teacher,
-        learner,
-        domain,
-        persona,
-        title,
-        tut,
-        loc,
-        evaluator,
-        scoring,
-        prompt,
-        sha,
-        rec,
-        mode,
-    ), metrics in zip(
-        zip(
-            meta["conversation_id"],
-            meta["run"],
-            meta["teacher"],
-            meta["learner"],
-            meta["domain"],
-            meta["persona"],
-            meta["title"],
-            meta["tutorial_id"],
-            meta["where"],
-            meta["evaluator"],
-            meta["scoring"],
-            meta["prompt"],
-            meta["rubrics_sha256"],
-            meta["record"],
-            meta["mode"],
-            strict=True,
-        ),
-        table.iter_row_metrics(),
-        strict=True,
-    ):
-        out.append(
-            ScoreRow(
-                conversation_id=cid,
-                values=_metric_values(metrics, loc, problems, missing, unjudged),
-                run=run,
-                model=model_label(teacher, learner, run),
-                domain=domain,
-                persona=persona,
-                title=title,
-                tutorial_id=tut,
-                where=loc,
-                judge=evaluator,
-                scoring=scoring,
-                prompt=prompt,
-                rubrics_sha256=sha,
-                dist=dict(rec.judge.dist) if rec is not None and rec.judge else {},
-                automatic=_automatic(metrics),
-                metrics=_numeric_metrics(metrics),
-                mode=mode,
-                items={i.id: i.good for i in rec.judge.items} if rec is not None and rec.judge else {},
-                item_rubrics={i.id: tuple(i.rubrics) for i in rec.judge.items} if rec is not None and rec.judge else {},
-                checklist=rec.judge.checklist if rec is not None and rec.judge else "",
-            )
-        )
-    return out
+    columns = [table.meta[c] for c in _META_COLUMNS]
+    return [
+        _score_row(dict(zip(_META_COLUMNS, values, strict=True)), metrics, problems, missing, unjudged)
+        for values, metrics in zip(zip(*columns, strict=True), table.iter_row_metrics(), strict=True)
+    ]
+
+
+def _score_row(
+    m: dict[str, Any], metrics: Any, problems: Problems, missing: list[int], unjudged: list[int] | None
+) -> ScoreRow:
+    """One row of scores from its metadata (`m`, keyed by _META_COLUMNS) and its metric values."""
+    rec = m["record"]
+    judge = rec.judge if rec is not None and rec.judge else None
+    return ScoreRow(
+        conversation_id=m["conversation_id"],
+        values=_metric_values(metrics, m["where"], problems, missing, unjudged),
+        run=m["run"],
+        model=model_label(m["teacher"], m["learner"], m["run"]),
+        domain=m["domain"],
+        persona=m["persona"],
+        title=m["title"],
+        tutorial_id=m["tutorial_id"],
+        where=m["where"],
+        judge=m["evaluator"],
+        scoring=m["scoring"],
+        prompt=m["prompt"],
+        rubrics_sha256=m["rubrics_sha256"],
+        dist=dict(judge.dist) if judge else {},
+        automatic=_automatic(metrics),
+        metrics=_numeric_metrics(metrics),
+        mode=m["mode"],
+        items={i.id: i.good for i in judge.items} if judge else {},
+        item_rubrics={i.id: tuple(i.rubrics) for i in judge.items} if judge else {},
+        checklist=judge.checklist if judge else "",
+    )
 
 
 def _read_table(path: Path, problems: Problems, default_run: str = "") -> ScoreTable:

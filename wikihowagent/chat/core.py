@@ -257,6 +257,24 @@ def _cancel_tasks(loop: asyncio.AbstractEventLoop) -> None:
         loop.run_until_complete(asyncio.gather(*tasks, return_exceptions=True))
 
 
+def _run_session(session: ChatSession, console: Console) -> None:
+    """Run the session to its end; Ctrl-C ends it with what was said kept."""
+    # Not asyncio.run: its SIGINT handler only cancels the task, which cannot interrupt a blocking
+    # input(); with Python's default handler Ctrl-C raises KeyboardInterrupt at the prompt or mid-reply.
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(session.run())
+    except KeyboardInterrupt:  # at the prompt (or between two model turns)
+        session.quit = True
+        console.print("\ninterrupted: saving what was said", markup=False)
+    finally:
+        try:
+            _cancel_tasks(loop)
+            loop.run_until_complete(loop.shutdown_asyncgens())  # as asyncio.run: closes the HTTP sessions
+        finally:
+            loop.close()
+
+
 def run_chat(req: ChatRequest, console: Console, read: Callable[[str], str]) -> ChatSummary:
     """One chat session: choose the tutorial, run the graph with the person in `req.role`, save the record.
     Raises ChatError (one line) for anything that stops it before the conversation."""
@@ -288,20 +306,7 @@ def run_chat(req: ChatRequest, console: Console, read: Callable[[str], str]) -> 
     try:
         llm = make_chat_model(resolved, cfg.model, cfg.local, base_url=url)
         session = ChatSession(chosen, req.role, llm, prompts, options, cid, console, read=read)
-        # Not asyncio.run: its SIGINT handler only cancels the task, which cannot interrupt a blocking
-        # input(); with Python's default handler Ctrl-C raises KeyboardInterrupt at the prompt or mid-reply.
-        loop = asyncio.new_event_loop()
-        try:
-            loop.run_until_complete(session.run())
-        except KeyboardInterrupt:  # at the prompt (or between two model turns)
-            session.quit = True
-            console.print("\ninterrupted: saving what was said", markup=False)
-        finally:
-            try:
-                _cancel_tasks(loop)
-                loop.run_until_complete(loop.shutdown_asyncgens())  # as asyncio.run: closes the HTTP sessions
-            finally:
-                loop.close()
+        _run_session(session, console)
         state = session.state()
     except BackendError as exc:
         raise ChatError(str(exc)) from None

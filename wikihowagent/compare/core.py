@@ -587,6 +587,16 @@ class PairPasses:
         return plan_compare(self.runs, self.names, self.shard)
 
 
+def _check_checklist_options(req: CompareRequest, shard: tuple[int, int] | None, rubric_names: list[str]) -> None:
+    """--checklist / --checklist-weights: refused with the other judge (said first), else their files read and
+    checked before any model or server is contacted."""
+    judging_mode(req, shard, chosen_scoring(req, None))  # an option of the other judge: said first
+    try:
+        check_checklist_files(req.checklist, req.checklist_weights, rubric_names)
+    except ChecklistError as exc:
+        raise CompareError(str(exc)) from None
+
+
 def run_compare(
     req: CompareRequest, console: Any, progress_factory: Callable[[int], Any]
 ) -> tuple[CompareResult | None, PassStats, str]:
@@ -599,11 +609,7 @@ def run_compare(
     cfg = load_config(req.config)
     rubric_set = load_rubrics(req.rubrics)
     if req.checklist is not None or req.checklist_weights is not None:
-        judging_mode(req, shard, chosen_scoring(req, None))  # an option of the other judge: said first
-        try:  # every file the user named is read before any model or server is contacted
-            check_checklist_files(req.checklist, req.checklist_weights, list(rubric_set))
-        except ChecklistError as exc:
-            raise CompareError(str(exc)) from None
+        _check_checklist_options(req, shard, list(rubric_set))
     sources = resolve_inputs(list(req.runs), Path(cfg.runs_dir))
     names = rubric_names(req.metrics, rubric_set)
     runs = load_runs(sources, said.warn, req.max_tutorials)

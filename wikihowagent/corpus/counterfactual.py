@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import random
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -290,6 +290,75 @@ def check_steps(where: str, method_title: str, n: int) -> None:
         )
 
 
+def _name_mapping(texts: list[str], rng: random.Random, wn: Any, skip: Callable[[str, str], None]) -> dict[str, str]:
+    """The names transform: each object or tool name of the texts -> an invented word ({} and a skip note when
+    there is none)."""
+    lemmas = thing_lemmas(texts, wn)
+    if not lemmas:
+        skip("names", "no object or tool name to change")
+        return {}
+    return dict(zip(lemmas, invented_words(rng, len(lemmas), wn), strict=True))
+
+
+def _contradict_one(steps: list[str], mrng: random.Random, wn: Any, info: dict[str, Any]) -> None:
+    """The contradiction transform, in place: one step (of those with the most words that have an antonym)
+    gets them swapped, or is negated when no word has one; `info` records which and how."""
+    swapped = [contradict(s, wn) for s in steps]
+    best = max(k for _, k in swapped)
+    pick = mrng.choice([i for i, (_, k) in enumerate(swapped) if k == best])
+    if best:
+        steps[pick] = swapped[pick][0]
+        info["contradicted_step"], info["contradiction"] = pick + 1, f"{best} words swapped for antonyms"
+    else:
+        steps[pick] = negate(steps[pick])
+        info["contradicted_step"], info["contradiction"] = pick + 1, "negated (no word with an antonym)"
+
+
+def _reorder(steps: list[str], mrng: random.Random, info: dict[str, Any]) -> list[str]:
+    """The order transform: the steps shuffled (never left in order); `info["order"]` records the permutation."""
+    perm = list(range(len(steps)))
+    while perm == sorted(perm):
+        mrng.shuffle(perm)
+    info["order"] = [i + 1 for i in perm]  # the new step k is the original step order[k-1]
+    return [steps[i] for i in perm]
+
+
+def _method_title(title: str, opaque: list[str], k: int, mapping: dict[str, str], wn: Any) -> str:
+    """Method `k`'s new title: an opaque one (its "Part i of n:" prefix kept) with the title transform, else renamed."""
+    if opaque:
+        prefix = _METHOD_PREFIX.match(title)
+        return (prefix.group(0) if prefix else "") + f"The {opaque[1 + k]} Way"
+    return rename(title, mapping, wn, keep_first=False) if mapping else title
+
+
+def _new_article(
+    article: dict[str, Any],
+    title: str,
+    intro: str,
+    methods: list[dict[str, Any]],
+    counterfactual: dict[str, Any],
+    root: str,
+) -> dict[str, Any]:
+    """The transformed article in the corpus' layout, filed under `root`/<domain>/<title>/; `counterfactual`
+    records what was done."""
+    safe = folder_name(title, "untitled")
+    categories = list(article.get("categories", []))
+    domain = folder_name(categories[1], "Other") if len(categories) > 1 and isinstance(categories[1], str) else "Other"
+    return {
+        "title": title,
+        "path": f"{root}/{domain}/{safe}/{safe}.json",
+        "categories": categories,
+        "introduction": intro,
+        "methods": methods,
+        "qa": [],
+        "tips": [],
+        "warnings": [],
+        "references": [],
+        "things_youll_need": [],
+        "counterfactual": counterfactual,
+    }
+
+
 def transform_article(
     article: dict[str, Any],
     where: str,
@@ -319,13 +388,7 @@ def transform_article(
         )
 
     all_texts = [title, article.get("introduction", "")] + [s for m in methods for s in m["steps"]]
-    mapping: dict[str, str] = {}
-    if "names" in transforms:
-        lemmas = thing_lemmas(all_texts, wn)
-        if lemmas:
-            mapping = dict(zip(lemmas, invented_words(rng, len(lemmas), wn), strict=True))
-        else:
-            skip("names", "no object or tool name to change")
+    mapping = _name_mapping(all_texts, rng, wn, skip) if "names" in transforms else {}
     factor = rng.choice(FACTORS)
 
     def text_of(s: str) -> tuple[str, int]:
@@ -347,52 +410,20 @@ def transform_article(
         mrng = _rng(seed, title, m["title"])
         info: dict[str, Any] = {"title": m["title"]}
         if "contradiction" in transforms:
-            swapped = [contradict(s, wn) for s in steps]
-            best = max(k for _, k in swapped)
-            pick = mrng.choice([i for i, (_, k) in enumerate(swapped) if k == best])
-            if best:
-                steps[pick] = swapped[pick][0]
-                info["contradicted_step"], info["contradiction"] = pick + 1, f"{best} words swapped for antonyms"
-            else:
-                steps[pick] = negate(steps[pick])
-                info["contradicted_step"], info["contradiction"] = pick + 1, "negated (no word with an antonym)"
+            _contradict_one(steps, mrng, wn, info)
         if "order" in transforms:
-            perm = list(range(len(steps)))
-            while perm == sorted(perm):
-                mrng.shuffle(perm)
-            steps = [steps[i] for i in perm]
-            info["order"] = [i + 1 for i in perm]  # the new step k is the original step order[k-1]
-        if opaque:
-            prefix = _METHOD_PREFIX.match(m["title"])
-            method_title = (prefix.group(0) if prefix else "") + f"The {opaque[1 + len(new_methods)]} Way"
-        else:
-            method_title = rename(m["title"], mapping, wn, keep_first=False) if mapping else m["title"]
-        new_methods.append({"title": method_title, "steps": steps})
+            steps = _reorder(steps, mrng, info)
+        new_methods.append({"title": _method_title(m["title"], opaque, len(new_methods), mapping, wn), "steps": steps})
         record_methods.append(info)
     if "quantities" in transforms and not n_numbers:
         skip("quantities", "no quantity to change")
-    safe = folder_name(new_title, "untitled")
-    categories = list(article.get("categories", []))
-    domain = folder_name(categories[1], "Other") if len(categories) > 1 and isinstance(categories[1], str) else "Other"
-    out = {
-        "title": new_title,
-        "path": f"{root}/{domain}/{safe}/{safe}.json",
-        "categories": categories,
-        "introduction": intro,
-        "methods": new_methods,
-        "qa": [],
-        "tips": [],
-        "warnings": [],
-        "references": [],
-        "things_youll_need": [],
-        "counterfactual": {
-            "source": article.get("path") or where,
-            "seed": seed,
-            "transforms": list(transforms),
-            "names": mapping,
-            "quantity_factor": factor if "quantities" in transforms and n_numbers else None,
-            "methods": record_methods,
-            "not_applied": not_applied,
-        },
+    done = {
+        "source": article.get("path") or where,
+        "seed": seed,
+        "transforms": list(transforms),
+        "names": mapping,
+        "quantity_factor": factor if "quantities" in transforms and n_numbers else None,
+        "methods": record_methods,
+        "not_applied": not_applied,
     }
-    return Transformed(out, notes)
+    return Transformed(_new_article(article, new_title, intro, new_methods, done, root), notes)

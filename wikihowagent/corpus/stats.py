@@ -11,6 +11,7 @@ import csv
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from wikihowagent.corpus.core import (
     SKIP_NO_STEPS,
@@ -222,10 +223,29 @@ def markdown(stats: CorpusStats, source: str, report: LoadReport, sample: str = 
     return "\n".join(lines)
 
 
+def _radial_labels(ax: Any, wedges: Any, names: list[str], size: int) -> None:
+    """Each wedge's name written radially just outside the ring (flipped on the left half to read upright)."""
+    import math
+
+    for w, name in zip(wedges, names, strict=True):
+        mid = (w.theta1 + w.theta2) / 2
+        x, y = math.cos(math.radians(mid)), math.sin(math.radians(mid))
+        flip = 90 < mid % 360 < 270
+        ax.text(
+            1.02 * x,
+            1.02 * y,
+            name,
+            rotation=mid + 180 if flip else mid,
+            rotation_mode="anchor",
+            ha="right" if flip else "left",
+            va="center",
+            fontsize=size,
+        )
+
+
 def sunburst(stats: CorpusStats, path: Path, max_topic_labels: int = 150) -> None:
     """Fig. 2: inner ring domains (by their paper ID, named in the legend), outer ring their topics, sized by
     articles; topic names written radially outside the ring."""
-    import math
 
     import matplotlib
 
@@ -254,21 +274,7 @@ def sunburst(stats: CorpusStats, path: Path, max_topic_labels: int = 150) -> Non
         counterclock=False,
     )
     if len(outer) <= max_topic_labels:
-        size = 7 if len(outer) <= 40 else 5
-        for w, name in zip(wedges, outer_names, strict=True):
-            mid = (w.theta1 + w.theta2) / 2
-            x, y = math.cos(math.radians(mid)), math.sin(math.radians(mid))
-            flip = 90 < mid % 360 < 270
-            ax.text(
-                1.02 * x,
-                1.02 * y,
-                name,
-                rotation=mid + 180 if flip else mid,
-                rotation_mode="anchor",
-                ha="right" if flip else "left",
-                va="center",
-                fontsize=size,
-            )
+        _radial_labels(ax, wedges, outer_names, size=7 if len(outer) <= 40 else 5)
     ids = [str(stats.domain_ids.get(d, "-")) for d in domains]
     inner_wedges, _ = ax.pie(
         inner,
@@ -323,6 +329,28 @@ class StatsResult:
     stats: CorpusStats
     table: object  # a rich Table (per domain)
     written: list[Path]
+
+
+def _write_stats(
+    out: Path, stats: CorpusStats, source: str, report: LoadReport, sample_note: str, figures: bool
+) -> list[Path]:
+    """domains.csv, topics.csv, stats.md, problems.txt [, sunburst.png, steps_histogram.png] in `out`."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = [out / STATS_DOMAINS_CSV, out / STATS_TOPICS_CSV, out / STATS_MD, out / PROBLEMS_TXT]
+    write_csv(written[0], stats.domain_rows())
+    write_csv(written[1], stats.topic_rows())
+    written[2].write_text(markdown(stats, source, report, sample_note), encoding="utf-8")
+    problems = (
+        report.invalid
+        + report.duplicates
+        + [f"unmapped topic {t}: {n} articles (domain = categories[1])" for t, n in report.unmapped.most_common()]
+    )
+    written[3].write_text("".join(p + "\n" for p in problems), encoding="utf-8")
+    if figures:
+        written += [out / SUNBURST_PNG, out / STEPS_HISTOGRAM_PNG]
+        sunburst(stats, written[-2])
+        step_histogram(stats, written[-1])
+    return written
 
 
 def run_stats(
@@ -392,21 +420,7 @@ def run_stats(
         raise TutorialError(f"{source}: no articles to describe")
     if domains_file is not None:
         check_domains_file_used(domains_file, report)
-    out.mkdir(parents=True, exist_ok=True)
-    written = [out / STATS_DOMAINS_CSV, out / STATS_TOPICS_CSV, out / STATS_MD, out / PROBLEMS_TXT]
-    write_csv(written[0], stats.domain_rows())
-    write_csv(written[1], stats.topic_rows())
-    written[2].write_text(markdown(stats, str(source), report, sample_note), encoding="utf-8")
-    problems = (
-        report.invalid
-        + report.duplicates
-        + [f"unmapped topic {t}: {n} articles (domain = categories[1])" for t, n in report.unmapped.most_common()]
-    )
-    written[3].write_text("".join(p + "\n" for p in problems), encoding="utf-8")
-    if figures:
-        written += [out / SUNBURST_PNG, out / STEPS_HISTOGRAM_PNG]
-        sunburst(stats, written[-2])
-        step_histogram(stats, written[-1])
+    written = _write_stats(out, stats, str(source), report, sample_note, figures)
     if builder:
         written += write_graph(builder.graph, out)
     return StatsResult(stats, terminal_table(stats), written)

@@ -202,6 +202,60 @@ def _read_json(path: Path, what: str) -> Any:
         raise ChecklistError(f"{path}: malformed JSON (nested too deeply)") from None
 
 
+def _step_template(t: Any, w: str, where: str, rubric_names: list[str], seen: set[str]) -> StepTemplate:
+    """One step item template (`w` names it until its id is known); its id is added to `seen`."""
+    if not isinstance(t, dict):
+        raise ChecklistError(f"{w}: expected an object with id, text, polarity, rubrics")
+    tid = _id(t.get("id"), w)
+    w = f"{where}: step item {tid!r}"
+    _keys(t, TEMPLATE_KEYS, w)
+    if tid in seen:
+        raise ChecklistError(f"{w}: duplicate id")
+    seen.add(tid)
+    text = _text(t.get("text"), w, "text")
+    names = _PLACEHOLDER.findall(text)
+    bad = [n for n in names if n not in PLACEHOLDERS]
+    if bad:
+        raise ChecklistError(f"{w}: unknown placeholder {{{bad[0][:40]}}} in text (only {{headline}} and {{step}})")
+    if not names:
+        raise ChecklistError(f"{w}: text must name the step with {{headline}} or {{step}}")
+    rubs = t.get("rubrics")
+    if not isinstance(rubs, list) or not rubs or not all(isinstance(r, str) for r in rubs):
+        raise ChecklistError(f"{w}: rubrics must be a non-empty list of rubric names")
+    for r in rubs:
+        if r not in rubric_names:
+            raise ChecklistError(f"{w}: unknown rubric {r[:60]!r}; rubrics: {', '.join(rubric_names)}")
+    if len(set(rubs)) < len(rubs):
+        raise ChecklistError(f"{w}: a rubric is named twice in rubrics")
+    return StepTemplate(tid, text, _polarity(t.get("polarity"), w), tuple(rubs))
+
+
+def _rubric_items(lst: Any, w: str, rname: str, rubric_names: list[str]) -> tuple[RubricItem, ...]:
+    """One rubric's items (`w` names the rubric in messages), checked: a known rubric, RUBRIC_ITEMS items."""
+    lo, hi = RUBRIC_ITEMS
+    if rname not in rubric_names:
+        raise ChecklistError(f"{w}: unknown rubric; rubrics: {', '.join(rubric_names)}")
+    if not isinstance(lst, list) or not lo <= len(lst) <= hi:
+        n = len(lst) if isinstance(lst, list) else "no list of"
+        raise ChecklistError(f"{w}: needs {lo}-{hi} items, has {n}")
+    out: list[RubricItem] = []
+    ids: set[str] = set()
+    for i, it in enumerate(lst):
+        wi = f"{w} item {i + 1}"
+        if not isinstance(it, dict):
+            raise ChecklistError(f"{wi}: expected an object with id, text, polarity")
+        iid = _id(it.get("id"), wi)
+        _keys(it, ITEM_KEYS, wi)
+        if iid in ids:
+            raise ChecklistError(f"{wi}: duplicate id {iid!r}")
+        ids.add(iid)
+        tut = it.get("tutorial", False)
+        if not isinstance(tut, bool):
+            raise ChecklistError(f"{wi}: tutorial must be true or false")
+        out.append(RubricItem(iid, _text(it.get("text"), wi, "text"), _polarity(it.get("polarity"), wi), tut))
+    return tuple(out)
+
+
 def load_checklist(path: Path | None, rubric_names: list[str]) -> Checklist:
     """The checklist file (default wikihowagent/data/checklists.json), validated against the rubrics judged: an
     unknown rubric or key, a rubric without items, a duplicate id, a step template with a placeholder other than
@@ -234,59 +288,14 @@ def load_checklist(path: Path | None, rubric_names: list[str]) -> Checklist:
     templates: list[StepTemplate] = []
     seen: set[str] = set()
     for i, t in enumerate(steps_obj["items"]):
-        w = f"{where}: step_items.items[{i}]"
-        if not isinstance(t, dict):
-            raise ChecklistError(f"{w}: expected an object with id, text, polarity, rubrics")
-        tid = _id(t.get("id"), w)
-        w = f"{where}: step item {tid!r}"
-        _keys(t, TEMPLATE_KEYS, w)
-        if tid in seen:
-            raise ChecklistError(f"{w}: duplicate id")
-        seen.add(tid)
-        text = _text(t.get("text"), w, "text")
-        names = _PLACEHOLDER.findall(text)
-        bad = [n for n in names if n not in PLACEHOLDERS]
-        if bad:
-            raise ChecklistError(f"{w}: unknown placeholder {{{bad[0][:40]}}} in text (only {{headline}} and {{step}})")
-        if not names:
-            raise ChecklistError(f"{w}: text must name the step with {{headline}} or {{step}}")
-        rubs = t.get("rubrics")
-        if not isinstance(rubs, list) or not rubs or not all(isinstance(r, str) for r in rubs):
-            raise ChecklistError(f"{w}: rubrics must be a non-empty list of rubric names")
-        for r in rubs:
-            if r not in rubric_names:
-                raise ChecklistError(f"{w}: unknown rubric {r[:60]!r}; rubrics: {', '.join(rubric_names)}")
-        if len(set(rubs)) < len(rubs):
-            raise ChecklistError(f"{w}: a rubric is named twice in rubrics")
-        templates.append(StepTemplate(tid, text, _polarity(t.get("polarity"), w), tuple(rubs)))
+        templates.append(_step_template(t, f"{where}: step_items.items[{i}]", where, rubric_names, seen))
     rub_obj = data.get("rubric_items")
     if not isinstance(rub_obj, dict):
         raise ChecklistError(f"{where}: rubric_items must be an object keyed by rubric name")
     items: dict[str, tuple[RubricItem, ...]] = {}
     lo, hi = RUBRIC_ITEMS
     for rname, lst in rub_obj.items():
-        w = f"{where}: rubric_items {rname[:60]!r}"
-        if rname not in rubric_names:
-            raise ChecklistError(f"{w}: unknown rubric; rubrics: {', '.join(rubric_names)}")
-        if not isinstance(lst, list) or not lo <= len(lst) <= hi:
-            n = len(lst) if isinstance(lst, list) else "no list of"
-            raise ChecklistError(f"{w}: needs {lo}-{hi} items, has {n}")
-        out: list[RubricItem] = []
-        ids: set[str] = set()
-        for i, it in enumerate(lst):
-            wi = f"{w} item {i + 1}"
-            if not isinstance(it, dict):
-                raise ChecklistError(f"{wi}: expected an object with id, text, polarity")
-            iid = _id(it.get("id"), wi)
-            _keys(it, ITEM_KEYS, wi)
-            if iid in ids:
-                raise ChecklistError(f"{wi}: duplicate id {iid!r}")
-            ids.add(iid)
-            tut = it.get("tutorial", False)
-            if not isinstance(tut, bool):
-                raise ChecklistError(f"{wi}: tutorial must be true or false")
-            out.append(RubricItem(iid, _text(it.get("text"), wi, "text"), _polarity(it.get("polarity"), wi), tut))
-        items[rname] = tuple(out)
+        items[rname] = _rubric_items(lst, f"{where}: rubric_items {rname[:60]!r}", rname, rubric_names)
     missing = [r for r in rubric_names if r not in items]
     if missing:
         raise ChecklistError(f"{where}: rubric {missing[0]!r} has no items (each judged rubric needs {lo}-{hi})")

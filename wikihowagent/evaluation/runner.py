@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.backends import local_slots
-from wikihowagent.records import Conversation, JudgeProvenance, LikelihoodTest, Mode, ScoreRecord
+from wikihowagent.records import Conversation, JudgeProvenance, LikelihoodTest, Mode, PostTest, ScoreRecord
 from wikihowagent.runs import (
     POSTTESTS,
     RESCORED_DIR,
@@ -253,6 +253,46 @@ class JudgeCalls:
             await asyncio.gather(*self.pending, return_exceptions=True)
 
 
+def _posttests_due(
+    convs: list[Conversation],
+    stored: dict[str, PostTest],
+    spec: str,
+    version: str,
+    likelihood: bool,
+    own: dict[str, str],
+) -> tuple[list[Conversation], list[Conversation]]:
+    """-> (due a post-test, due only its likelihood post-test). A conversation without a post-test by this learner
+    in this wording gets the stored one (unless its call failed) or is due one, `own` noting its record's; with
+    `likelihood`, a post-test without its likelihood post-test gets the stored one or is due it."""
+    todo, lik = [], []
+    for c in convs:
+        if c.posttest is not None and c.posttest.taken_by(spec, version):
+            pass  # the record's own post-test by this learner in this wording
+        else:
+            own[c.conversation_id] = c.posttest.source if c.posttest is not None else ""
+            c.posttest = None
+            old = stored.get(c.conversation_id)
+            if old is not None and old.taken_by(spec, version) and not (old.post.error or "").startswith(CALL_FAILED):
+                c.posttest = old
+            else:
+                todo.append(c)
+                continue
+        if likelihood and c.posttest is not None and not c.posttest.likelihood_read:
+            kept = _stored_likelihood(stored.get(c.conversation_id), spec, version)
+            if kept is not None:
+                c.posttest = c.posttest.model_copy(update={"likelihood": kept})
+            else:
+                lik.append(c)
+    return todo, lik
+
+
+def _stored_likelihood(old: PostTest | None, spec: str, version: str) -> LikelihoodTest | None:
+    """The likelihood post-test of a stored post-test by this learner in this wording (None: none)."""
+    if old is None or not old.likelihood_read or not old.taken_by(spec, version):
+        return None
+    return old.likelihood
+
+
 class Evaluation:
     """Holds what is loaded once per process: the scorers and one judge per evaluator spec. Its judge calls run
     on `loop`, the command's judge session (`session.JudgeLoop`, closed by the command); without one, on a
@@ -444,37 +484,9 @@ class Evaluation:
         taker: LikelihoodTaker | None = None
         own: dict[str, str] = {}
 
-        def stored_likelihood(c: Conversation) -> LikelihoodTest | None:
-            old = stored.get(c.conversation_id)
-            if old is None or not old.likelihood_read or not old.taken_by(spec, prompt.version):
-                return None
-            return old.likelihood
-
         async def attach(convs: list[Conversation]) -> None:
             nonlocal tester, taker
-            todo, lik = [], []
-            for c in convs:
-                if c.posttest is not None and c.posttest.taken_by(spec, prompt.version):
-                    pass  # the record's own post-test by this learner in this wording
-                else:
-                    own[c.conversation_id] = c.posttest.source if c.posttest is not None else ""
-                    c.posttest = None
-                    old = stored.get(c.conversation_id)
-                    if (
-                        old is not None
-                        and old.taken_by(spec, prompt.version)
-                        and not (old.post.error or "").startswith(CALL_FAILED)
-                    ):
-                        c.posttest = old
-                    else:
-                        todo.append(c)
-                        continue
-                if self.opts.posttest_likelihood and c.posttest is not None and not c.posttest.likelihood_read:
-                    kept = stored_likelihood(c)
-                    if kept is not None:
-                        c.posttest = c.posttest.model_copy(update={"likelihood": kept})
-                    else:
-                        lik.append(c)
+            todo, lik = _posttests_due(convs, stored, spec, prompt.version, bool(self.opts.posttest_likelihood), own)
             if not todo and not lik:
                 return
             if tester is None:

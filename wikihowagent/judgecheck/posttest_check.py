@@ -94,22 +94,16 @@ def variants(
     return out
 
 
-async def take_posttests(
+def _reused_posttests(
     jobs: list[tuple[str, Conversation]],
-    tester: Any,
-    spec: str,
     path: Path,
-    progress: Callable[[int], None],
+    spec: str,
+    version: str,
     check: PostTestCheck,
-    likelihood: Any = None,
-    concurrency: int = 1,
-) -> dict[tuple[str, str], PostTest]:
-    """The post-test of every (variant, conversation): from the record or posttests.jsonl, else taken now, at
-    most `concurrency` at once (the learner's slots: unbounded, tests queue at the server and each latency_s
-    counts the wait); with `likelihood` (workflow/likelihood.LikelihoodTaker) each also gets its likelihood
-    post-test where it has none (or a failed one), appended as the test's new line."""
-
-    version = tester.prompt.version  # a post-test counts only by the same model in the same wording
+    progress: Callable[[int], None],
+) -> tuple[dict[tuple[str, str], PostTest], list[tuple[str, Conversation]]]:
+    """-> (the post-tests already taken: the record's own or a line of posttests.jsonl, the jobs still to take).
+    A post-test counts only by the same model in the same wording, and not when its call failed."""
     done = {
         k: v
         for k, v in read_posttest_variants(path).items()
@@ -129,6 +123,25 @@ async def take_posttests(
             progress(1)
         else:
             todo.append((variant, c))
+    return out, todo
+
+
+async def take_posttests(
+    jobs: list[tuple[str, Conversation]],
+    tester: Any,
+    spec: str,
+    path: Path,
+    progress: Callable[[int], None],
+    check: PostTestCheck,
+    likelihood: Any = None,
+    concurrency: int = 1,
+) -> dict[tuple[str, str], PostTest]:
+    """The post-test of every (variant, conversation): from the record or posttests.jsonl, else taken now, at
+    most `concurrency` at once (the learner's slots: unbounded, tests queue at the server and each latency_s
+    counts the wait); with `likelihood` (workflow/likelihood.LikelihoodTaker) each also gets its likelihood
+    post-test where it has none (or a failed one), appended as the test's new line."""
+
+    out, todo = _reused_posttests(jobs, path, spec, tester.prompt.version, check, progress)
     with JsonlAppender(path) as sink:
 
         async def add_likelihood(variant: str, c: Conversation, test: PostTest) -> PostTest:

@@ -1,0 +1,217 @@
+"""The file primitives under runs.py: directory locks, append-only fsynced JSONL (a torn last line cut before the
+next append), atomic replacement of a file, and the one-line errors of a bad line, a missing run or a full disk.
+runs.py decides which files these touch and re-exports them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from pydantic import BaseModel
+
+from wikihowagent.console import disk_full_message
+from wikihowagent.errors import WikihowagentError
+
+
+@contextlib.contextmanager
+def dir_lock(
+    directory: Path, blocking: bool = True, what: str = "another process", name: str = ".lock"
+) -> Iterator[None]:
+    """An exclusive POSIX flock on `directory/name` for the duration of the block (no-op without fcntl).
+
+    Non-blocking: raise RunError at once if someone else holds it.
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        yield
+        return
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / name, "a+") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+        except BlockingIOError:
+            raise RunError(f"{directory}: in use by {what} (wait for it to finish, or use another --out)") from None
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+class JsonlError(WikihowagentError, ValueError):
+    """A bad line in a JSONL file; the message is one line naming the file and line."""
+
+
+class RunError(WikihowagentError, RuntimeError):
+    """A missing or unreadable run; the message is one line."""
+
+
+class DiskFullError(RunError):
+    """A write failed for lack of space; the message names the file and the free space it needed."""
+
+
+def disk_full_error(path: Path, needed: int | None, exc: OSError) -> OSError | DiskFullError:
+    """`exc` as a one-line DiskFullError if it says the disk (or quota) is full, else `exc` itself."""
+    message = disk_full_message(path, needed, exc)
+    return exc if message is None else DiskFullError(message)
+
+
+def iter_jsonl(path: Path, on_error: Callable[[str], None] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, object) for each JSON object line; blank lines are skipped.
+
+    A bad line is reported as "path:LINE: problem" to `on_error` (and skipped) or raised as JsonlError.
+    A torn last line (no trailing newline, from a killed writer) is reported the same way.
+    """
+    path = Path(path)
+    with path.open("rb") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            if not raw.strip():
+                continue
+            problem = None
+            try:
+                obj = json.loads(raw)
+                if not isinstance(obj, dict):
+                    problem = f"expected a JSON object, got {type(obj).__name__}"
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                torn = not raw.endswith(b"\n")
+                problem = "incomplete last line (interrupted write)" if torn else f"malformed JSON ({exc})"
+            if problem is not None:
+                msg = f"{path}:{lineno}: {problem}"
+                if on_error is None:
+                    raise JsonlError(msg)
+                on_error(msg)
+                continue
+            yield lineno, obj
+
+
+def repair_torn_tail(path: Path) -> bool:
+    """Cut a trailing partial line left by a killed writer. Returns True if something was cut."""
+    path = Path(path)
+    if not path.exists() or path.stat().st_size == 0:
+        return False
+    with path.open("rb+") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return False
+        # Scan back for the last newline; everything after it is the torn line.
+        pos = size
+        chunk = 65536
+        keep = 0
+        while pos > 0:
+            start = max(0, pos - chunk)
+            fh.seek(start)
+            buf = fh.read(pos - start)
+            idx = buf.rfind(b"\n")
+            if idx >= 0:
+                keep = start + idx + 1
+                break
+            pos = start
+        fh.truncate(keep)
+        return True
+
+
+class JsonlAppender:
+    """Append records to a JSONL file, one whole line each, flushed and fsynced."""
+
+    def __init__(self, path: Path, fsync: bool = True):
+        self.path = Path(path)
+        self.fsync = fsync
+        self._fh: BinaryIO | None = None
+
+    def __enter__(self) -> JsonlAppender:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        repair_torn_tail(self.path)
+        self._fh = self.path.open("ab")
+        return self
+
+    def append(self, record: BaseModel | dict[str, Any]) -> None:
+        assert self._fh is not None, "use JsonlAppender as a context manager"
+        data = record.model_dump(mode="json") if isinstance(record, BaseModel) else record
+        line = json.dumps(data, ensure_ascii=False).encode("utf-8") + b"\n"
+        start = self._fh.tell()
+        try:
+            # One write call per record: a kill leaves a prefix of this line at worst, never a mix.
+            self._fh.write(line)
+            self._fh.flush()
+            if self.fsync:
+                os.fsync(self._fh.fileno())
+        except OSError as exc:
+            self._cut_back(start)
+            raise disk_full_error(self.path, len(line), exc) from None
+
+    def _cut_back(self, size: int) -> None:
+        """After a failed write (e.g. disk full): drop what is still buffered, cut the partial line off, and
+        reopen, so the file holds exactly the records appended before and later appends start clean."""
+        fh, self._fh = self._fh, None
+        assert fh is not None, "only called from append, with the file open"
+        try:
+            fh.close()  # flushing the rest may fail again: nothing of it is kept
+        except OSError:
+            pass
+        with contextlib.suppress(OSError):
+            os.truncate(self.path, size)
+        self._fh = self.path.open("ab")
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+def _replace_atomically(path: Path, payload: bytes) -> None:
+    """Write `payload` to a temp file, fsync, rename over `path`. On failure the temp file is removed and
+    `path` is untouched; a full disk raises DiskFullError. The temp name is unique per writer
+    (`NAME.XXXXXXXX.tmp`): processes replacing the same file at once (a Slurm array's tasks writing the
+    sweep's files) must not rename one another's temp file away."""
+    tmp: Path | None = None
+    try:
+        fd, name = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
+        tmp = Path(name)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        raise disk_full_error(path, len(payload), exc) from None
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Replace `path` with `text` (UTF-8) atomically, like `write_json_atomic`."""
+    _replace_atomically(Path(path), text.encode("utf-8"))
+
+
+def rewrite_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
+    """Atomically replace `path` with `records` (temp file + rename)."""
+    payload = b"".join(json.dumps(rec, ensure_ascii=False).encode("utf-8") + b"\n" for rec in records)
+    _replace_atomically(Path(path), payload)
+
+
+def write_json_atomic(path: Path, data: dict[str, Any], in_place_if_full: bool = False) -> None:
+    """Replace `path` atomically. With `in_place_if_full`, a disk too full for the temp file gets the new
+    content written compactly over the old file's own space instead, if it fits there (padded with spaces): a
+    final status update (e.g. "interrupted") then still lands when the disk has just filled up."""
+    path = Path(path)
+    payload = (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+    try:
+        _replace_atomically(path, payload)
+    except DiskFullError:
+        old = path.stat().st_size if in_place_if_full and path.exists() else -1
+        compact = (json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+        if len(compact) > old:
+            raise
+        with path.open("r+b") as fh:
+            fh.write(compact + b" " * (old - len(compact)))  # same size: no new block is needed
+            fh.flush()
+            os.fsync(fh.fileno())
