@@ -104,7 +104,10 @@ def test_all_default_metrics_on_fixture(scorers):
     res = s.score(list(src.conversations(on_error=lambda m: None)))
     for r in res:
         assert set(r.metrics) == set(M.DEFAULT_METRICS)
-        assert all(v is None or 0.0 <= v <= 1.0 + 1e-6 for v in r.metrics.values())
+        for name, v in r.metrics.items():  # each in its registry range (Words, a count, is no share)
+            low, high = M.value_range(name) or (0.0, 1.0)
+            assert v is None or low - 1e-6 <= v <= high + 1e-6, (name, v)
+        assert r.metrics["Words"] is not None and r.metrics["Words"] > 1  # conversation length, in words
 
 
 @pytest.mark.slow
