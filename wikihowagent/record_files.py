@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -27,6 +28,8 @@ from wikihowagent.records import (
     PostTest,
 )
 from wikihowagent.scoretable import ScoreTable
+
+FileModel = TypeVar("FileModel", bound=BaseModel)
 
 
 def read_records(path: Path) -> Iterator[tuple[int, ConversationRecord]]:
@@ -93,26 +96,35 @@ def calibration_text(cal: Calibration) -> str:
     return json.dumps(cal.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
 
 
-def read_calibration(path: Path) -> Calibration:
-    """A calibration file; RunError (one line naming the file) if it is missing or not one."""
+def read_kind_file(path: Path, model: type[FileModel], kind: str, missing: str, wrong: str) -> FileModel:
+    """A JSON file of one `kind` (a calibration, a people estimate) as `model`; RunError with one line naming
+    the file: `missing` when it is absent, `wrong` when it is not of that kind, else what is wrong in it."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise RunError(f"{path}: no such calibration file (write one with `wikihowagent align --calibrate`)") from None
+        raise RunError(f"{path}: {missing}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise RunError(f"{path}: malformed JSON ({exc})") from None
     except OSError as exc:
         raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if not isinstance(data, dict) or data.get("kind") != "wikihowagent-calibration":
-        raise RunError(
-            f'{path}: not a calibration file (no "kind": "wikihowagent-calibration"; '
-            "write one with `wikihowagent align --calibrate`)"
-        )
+    if not isinstance(data, dict) or data.get("kind") != kind:
+        raise RunError(f"{path}: {wrong}")
     try:
-        return Calibration.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         raise RunError(f"{path}: {validation_line(exc, quoted=True)}") from None
+
+
+def read_calibration(path: Path) -> Calibration:
+    """A calibration file; RunError (one line naming the file) if it is missing or not one."""
+    return read_kind_file(
+        path,
+        Calibration,
+        "wikihowagent-calibration",
+        "no such calibration file (write one with `wikihowagent align --calibrate`)",
+        'not a calibration file (no "kind": "wikihowagent-calibration"; write one with `wikihowagent align --calibrate`)',
+    )
 
 
 def people_estimate_text(est: PeopleEstimate) -> str:

@@ -632,24 +632,14 @@ def _paper_score_table(
 
 def read_people_estimate(path: Path) -> PeopleEstimate:
     """A people-estimate file; RunError (one line naming the file) if it is missing or not one."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise RunError(f"{path}: no such estimate file (`wikihowagent align` writes {PEOPLE_ESTIMATE_JSON})") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RunError(f"{path}: malformed JSON ({exc})") from None
-    except OSError as exc:
-        raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    if not isinstance(data, dict) or data.get("kind") != "wikihowagent-people-estimate":
-        raise RunError(
-            f'{path}: not a people-estimate file (no "kind": "wikihowagent-people-estimate"; `wikihowagent align` '
-            f"writes one as {PEOPLE_ESTIMATE_JSON})"
-        )
-    try:
-        return PeopleEstimate.model_validate(data)
-    except ValidationError as exc:
-        raise RunError(f"{path}: {validation_line(exc, quoted=True)}") from None
+    return record_files.read_kind_file(
+        path,
+        PeopleEstimate,
+        "wikihowagent-people-estimate",
+        f"no such estimate file (`wikihowagent align` writes {PEOPLE_ESTIMATE_JSON})",
+        'not a people-estimate file (no "kind": "wikihowagent-people-estimate"; `wikihowagent align` writes one as '
+        f"{PEOPLE_ESTIMATE_JSON})",
+    )
 
 
 # --------------------------------------------------------------------------- outputs other stages read back
