@@ -23,23 +23,11 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.harness import ROOT, Section, timed, write_section
+from wikihowagent.alignment import schema
 from wikihowagent.runs import RUN_INFO, SCORES
 
-METRICS = ("Clarity", "Truthfulness", "Engagement", "Coherence", "Depth", "Relevance", "Progress", "Naturalness")
-SHEET = (
-    "conversation_id",
-    "filename",
-    "title",
-    "clarity",
-    "engagement",
-    "coherence",
-    "depth",
-    "relevance",
-    "progress",
-    "naturalness",
-    "truthfulness",
-    "comment",
-)
+METRICS = schema.metrics()  # the rubrics, in the rubric file's order
+SHEET = ("conversation_id", "filename", "title", *schema.sheet_metrics(), "comment")  # the paper's published sheets
 RAW = (
     "Clarity: 4\nEngagement: 3\nCoherence: 5\nDepth: 3\nRelevance: 4\nProgress: 4\nNaturalness: 3\n"
     "The teacher explains each step clearly; the learner asks few questions. "
