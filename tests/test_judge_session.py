@@ -155,3 +155,34 @@ def test_judge_loop_close_waits_for_the_default_executor_and_is_idempotent():
     assert finished == [True]
     loop.close()  # a second close does nothing
     assert loop.loop.is_closed()
+
+
+@pytest.mark.parametrize("inside_anyio_timeout", [False, True])
+def test_ctrl_c_cancels_the_job_at_its_next_await_and_is_raised_by_run(inside_anyio_timeout):
+    """Ctrl-C during a judge job is never raised in the middle of a job's (or an HTTP client's) code, where an
+    anyio timeout scope turns it into "RuntimeError: Attempted to exit a cancel scope ...": the job is cancelled
+    at its next await and `run` raises KeyboardInterrupt (the commands' exit 130)."""
+    import signal
+    from contextlib import nullcontext
+
+    import anyio
+
+    seen: list[str] = []
+
+    async def job() -> None:
+        scope = anyio.fail_after(30) if inside_anyio_timeout else nullcontext()
+        try:
+            with scope:
+                signal.raise_signal(signal.SIGINT)
+                seen.append("went on to the next await")
+                await asyncio.sleep(5)
+                seen.append("not reached")
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+
+    with pytest.raises(KeyboardInterrupt), JudgeLoop() as loop:
+        loop.run(job())
+    assert seen == ["went on to the next await", "cancelled"]
+    assert loop.interrupted
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # Python's own handler back

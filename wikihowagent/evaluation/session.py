@@ -132,33 +132,31 @@ def cancel_leftover_tasks(loop: asyncio.AbstractEventLoop, rounds: int = 5) -> N
 
 class JudgeLoop:
     """One event loop for a command's judge calls (async HTTP clients of a judge model are bound to the loop
-    they were first used on). Closing it (the `with` block's end, also after an error or Ctrl-C) cancels and
-    awaits the tasks still running, so nothing is left to complain at exit."""
+    they were first used on), run by asyncio's own `Runner`: Ctrl-C cancels the running job at its next await,
+    as `asyncio.run` does, and `run` then raises KeyboardInterrupt — never raised from inside an HTTP client's
+    code, whose timeouts cannot unwind it. Closing it (the `with` block's end, also after an error or Ctrl-C)
+    cancels and awaits the tasks still running, so nothing is left to complain at exit."""
 
     def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
+        self.runner = asyncio.Runner()
+        self.loop = self.runner.get_loop()
         self.interrupted = False
         self.loop.set_exception_handler(self._unhandled)
 
     def _unhandled(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-        """asyncio's report of what no task awaited. Ctrl-C inside a task's step (ours, or an HTTP client's
-        writer) ends that task with KeyboardInterrupt while the interrupt goes up to the command, which says
-        "interrupted: ..." in one line: the task's "exception was never retrieved" traceback and the
-        leftovers of the cut requests ("Unclosed client session", "never awaited") are not printed after it."""
+        """asyncio's report of what no task awaited. After Ctrl-C (the command says "interrupted: ..." in one
+        line) the leftovers of the cut requests ("Unclosed client session", "never awaited", a task's
+        "exception was never retrieved") are not printed after it."""
         if self.interrupted or isinstance(context.get("exception"), KeyboardInterrupt):
             return
         loop.default_exception_handler(context)
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
-        task = self.loop.create_task(coro)
         try:
-            return self.loop.run_until_complete(task)
+            return self.runner.run(coro)
         except KeyboardInterrupt:
             self.interrupted = True
             raise
-        finally:
-            if task.done() and not task.cancelled():
-                task.exception()  # raised here if it failed: not "never retrieved" at exit
 
     def close(self) -> None:
         """Cancel and await the tasks still running, shut the async generators and the default executor (the
@@ -167,10 +165,8 @@ class JudgeLoop:
             return
         try:
             cancel_leftover_tasks(self.loop)
-            self.loop.run_until_complete(self.loop.shutdown_asyncgens())
-            self.loop.run_until_complete(self.loop.shutdown_default_executor())
         finally:
-            self.loop.close()
+            self.runner.close()
 
     def __enter__(self) -> JudgeLoop:
         return self
