@@ -108,6 +108,25 @@ def main(argv: list[str] | None = None) -> None:
         write_section(Section("align", "align", what + "; ".join(headline), "python -m benchmarks align", text))
 
 
+def _align_command(sheets: list[Path], runs: Path, out: Path, bootstrap: int, by: str | None) -> list[str]:
+    """`align` on the sheets and runs, as a fresh Python process runs it (no other command imported)."""
+    return [
+        sys.executable,
+        "-c",
+        "import sys, typer; from wikihowagent.alignment.command import align; "
+        "app = typer.Typer(); app.command()(align); app.command('noop')(lambda: None); app()",
+        "align",
+        *sum((["-H", str(s)] for s in sheets), []),
+        "--scores",
+        str(runs),
+        "--out",
+        str(out),
+        "--bootstrap",
+        str(bootstrap),
+        *(["--by", by] if by else []),
+    ]
+
+
 def bench_once(args, by: str | None) -> tuple[str, float, float]:
     with tempfile.TemporaryDirectory(prefix="bench_align_") as td:
         tmp = Path(td)
@@ -117,21 +136,7 @@ def bench_once(args, by: str | None) -> tuple[str, float, float]:
         size_mb = sum(p.stat().st_size for p in runs.rglob(SCORES)) / 1e6
 
         # 1. the command end to end in a fresh process (imports included)
-        cmd = [
-            sys.executable,
-            "-c",
-            "import sys, typer; from wikihowagent.alignment.command import align; "
-            "app = typer.Typer(); app.command()(align); app.command('noop')(lambda: None); app()",
-            "align",
-            *sum((["-H", str(s)] for s in sheets), []),
-            "--scores",
-            str(runs),
-            "--out",
-            str(tmp / "out_cli"),
-            "--bootstrap",
-            str(args.bootstrap),
-            *(["--by", by] if by else []),
-        ]
+        cmd = _align_command(sheets, runs, tmp / "out_cli", args.bootstrap, by)
         proc = timed(cmd, env={"PYTHONPATH": str(ROOT), "PATH": ""})  # exits on failure, with its stderr
         t_cli, child_rss = proc.seconds, proc.peak_mb
 

@@ -12,7 +12,9 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from benchmarks.harness import ROOT, Section, cli, timed, write_section
 
@@ -91,6 +93,20 @@ class Phases:
         return wrapper
 
 
+def _synthetic_sweep(make_run: Callable[..., Any], sweep: Path, runs: int, per_run: int) -> None:
+    """`runs` evaluated runs of `per_run` conversations each in `sweep`, each teacher a little better than the last."""
+    for r in range(runs):
+        make_run(
+            sweep,
+            f"T-model{r}_L-model{r}",
+            per_run,
+            teacher=f"model{r}",
+            seed=r,
+            tutorials=per_run,
+            bias=0.2 * r - 0.4,
+        )
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--n", type=int, default=10_000)
@@ -106,16 +122,7 @@ def main(argv: list[str] | None = None) -> None:
         tmp = Path(tmp_s)
         per_run = args.n // args.runs
         t0 = time.perf_counter()
-        for r in range(args.runs):
-            make_run(
-                tmp / "sweep",
-                f"T-model{r}_L-model{r}",
-                per_run,
-                teacher=f"model{r}",
-                seed=r,
-                tutorials=per_run,
-                bias=0.2 * r - 0.4,
-            )
+        _synthetic_sweep(make_run, tmp / "sweep", args.runs, per_run)
         t_data = time.perf_counter() - t0
         input_mb = sum(p.stat().st_size for p in (tmp / "sweep").rglob("*.jsonl")) / 1e6
         phases = Phases()

@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from benchmarks.harness import ROOT, Section, write_section
 
@@ -151,18 +152,14 @@ def tutorials(n: int, steps: int = 4):
     ]
 
 
-def run_in_process(n: int, concurrency: int, latency: float) -> dict[str, float]:
-    """The same graph and runner with an in-process model answering after `latency` (no HTTP, no server): the
-    client CPU per message that is not the transport's."""
+def in_process_model(latency: float) -> Any:
+    """A chat model in this process that answers every message after `latency` seconds and counts its calls
+    (`calls`), called directly as the replica pool's models are."""
     from typing import ClassVar
 
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AIMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
-
-    from wikihowagent.generation.core import RunStats, run_conversations
-    from wikihowagent.workflow.graph import WorkflowOptions
-    from wikihowagent.workflow.prompts import load_prompts
 
     class InProcess(BaseChatModel):
         direct_calls: ClassVar[bool] = True  # as the replica pool
@@ -182,7 +179,17 @@ def run_in_process(n: int, concurrency: int, latency: float) -> dict[str, float]
             msg = AIMessage(content="Step done. Next step please.", usage_metadata=usage)
             return ChatResult(generations=[ChatGeneration(message=msg, generation_info={"finish_reason": "stop"})])
 
-    model = InProcess()
+    return InProcess()
+
+
+def run_in_process(n: int, concurrency: int, latency: float) -> dict[str, float]:
+    """The same graph and runner with an in-process model answering after `latency` (no HTTP, no server): the
+    client CPU per message that is not the transport's."""
+    from wikihowagent.generation.core import RunStats, run_conversations
+    from wikihowagent.workflow.graph import WorkflowOptions
+    from wikihowagent.workflow.prompts import load_prompts
+
+    model = in_process_model(latency)
     stats = RunStats(total=n)
     with tempfile.TemporaryDirectory() as tmp:
         cpu0, t0 = time.process_time(), time.monotonic()
@@ -219,21 +226,26 @@ def run_in_process(n: int, concurrency: int, latency: float) -> dict[str, float]
     }
 
 
-def run_client(base_url: str, n: int, concurrency: int, pooled: bool) -> dict[str, float]:
+def client_model(base_url: str, pooled: bool) -> Any:
+    """`generate`'s chat client for the fake server: the replica pool's (`pooled`) or a plain one; no retries."""
     from wikihowagent.backends import make_chat_model, resolve_spec
     from wikihowagent.backends.replicas import make_pooled_chat_model
     from wikihowagent.config import load_config
+
+    cfg = load_config(None, {"model": {"max_retries": 0, "timeout_s": 120}})
+    if pooled:
+        return make_pooled_chat_model(
+            resolve_spec("openai:bench"), cfg.model, cfg.local, [base_url], pool_settings=cfg.replicas
+        )
+    return make_chat_model("openai:bench", cfg.model, cfg.local, base_url=base_url)
+
+
+def run_client(base_url: str, n: int, concurrency: int, pooled: bool) -> dict[str, float]:
     from wikihowagent.generation.core import RunStats, run_conversations
     from wikihowagent.workflow.graph import WorkflowOptions
     from wikihowagent.workflow.prompts import load_prompts
 
-    cfg = load_config(None, {"model": {"max_retries": 0, "timeout_s": 120}})
-    if pooled:
-        model = make_pooled_chat_model(
-            resolve_spec("openai:bench"), cfg.model, cfg.local, [base_url], pool_settings=cfg.replicas
-        )
-    else:
-        model = make_chat_model("openai:bench", cfg.model, cfg.local, base_url=base_url)
+    model = client_model(base_url, pooled)
     tuts = tutorials(n)
     stats = RunStats(total=n)
     finished: list[float] = []
@@ -330,6 +342,33 @@ def section(results: list[dict], latency: float) -> Section:
     return Section("scale", "generate (remote server)", headline, "python -m benchmarks scale", body)
 
 
+def run_variants(sizes: list[tuple[int, int]], latency: float, quick: bool) -> list[dict]:
+    """Every variant at every (concurrency, tutorials) size, each in a process of its own (`--only`); each result
+    printed as it comes."""
+    results = []
+    for conc, n in sizes:
+        for variant, flags in VARIANTS.items():
+            argv = [
+                sys.executable,
+                "-m",
+                "benchmarks",
+                "scale",
+                "--only",
+                str(conc),
+                "--latency",
+                str(latency),
+            ]
+            argv += flags
+            if variant == "after, no HTTP":  # CPU per message only: fewer tutorials do
+                argv += ["--tutorials", str(min(n, 300))]
+            argv += ["--quick"] * quick
+            out = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=ROOT).stdout
+            r = json.loads(out.strip().splitlines()[-1])
+            results.append(r | {"variant": variant, "load_1min": r.get("load_1min", os.getloadavg()[0])})
+            print(json.dumps(results[-1]), flush=True)
+    return results
+
+
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--serve")
@@ -370,26 +409,7 @@ def main(argv: list[str] | None = None) -> None:
         return
     results = [json.loads(Path(f).read_text().strip().splitlines()[-1]) for f in args.results or []]
     if not results:
-        for conc, n in sizes:
-            for variant, flags in VARIANTS.items():
-                argv = [
-                    sys.executable,
-                    "-m",
-                    "benchmarks",
-                    "scale",
-                    "--only",
-                    str(conc),
-                    "--latency",
-                    str(args.latency),
-                ]
-                argv += flags
-                if variant == "after, no HTTP":  # CPU per message only: fewer tutorials do
-                    argv += ["--tutorials", str(min(n, 300))]
-                argv += ["--quick"] * args.quick
-                out = subprocess.run(argv, capture_output=True, text=True, check=True, cwd=ROOT).stdout
-                r = json.loads(out.strip().splitlines()[-1])
-                results.append(r | {"variant": variant, "load_1min": r.get("load_1min", os.getloadavg()[0])})
-                print(json.dumps(results[-1]), flush=True)
+        results = run_variants(sizes, args.latency, args.quick)
     if args.write_md:
         write_section(section(results, args.latency))
 

@@ -342,17 +342,17 @@ def test_average_rule_ranks_runs_a_biased_judge_ties_and_from_judgments_needs_no
         "--verdict-rule",
         "average",
     ]
-    import wikihowagent.compare.core as compare_core
+    import wikihowagent.compare.judging as compare_judging
 
     reads: list[Path] = []
-    real_read = compare_core.read_pairwise
+    real_read = compare_judging.read_pairwise
 
     def counted(path, *a, **k):
         reads.append(Path(path))
         return real_read(path, *a, **k)
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(compare_core, "read_pairwise", counted)
+        mp.setattr(compare_judging, "read_pairwise", counted)
         res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     assert reads == [out / "pair-judgments.jsonl"]  # the kind, the reading and the analysis: one read
@@ -510,7 +510,7 @@ def test_compare_checklist_verdicts_position_free_ranked_and_resumable(tmp_path)
 
 
 def test_compare_judge_follows_options_then_the_judges_measured_default():
-    from wikihowagent.compare.core import CompareError, CompareRequest, chosen_scoring
+    from wikihowagent.compare.request import CompareError, CompareRequest, chosen_scoring
 
     def choose(default, **kw):
         return chosen_scoring(CompareRequest(runs=(Path("a"), Path("b")), **kw), default)

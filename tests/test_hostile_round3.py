@@ -428,7 +428,7 @@ def test_report_compare_with_a_non_utf8_table_is_a_problem_not_a_traceback(tmp_p
 @pytest.mark.parametrize("name", ["overall", "Overall", "OVERALL"])
 def test_a_custom_rubric_cannot_be_named_overall(tmp_path, name):
     from wikihowagent.alignment.schema import OVERALL as ALIGN_OVERALL
-    from wikihowagent.compare.core import OVERALL as COMPARE_OVERALL
+    from wikihowagent.compare.analysis import OVERALL as COMPARE_OVERALL
     from wikihowagent.evaluation.judge import (
         RESERVED_RUBRIC_NAMES,
         RubricError,

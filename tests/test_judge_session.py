@@ -13,7 +13,7 @@ import typer.main
 from typer.core import TyperOption
 
 from wikihowagent.cli import app
-from wikihowagent.compare.core import CompareError
+from wikihowagent.compare.request import CompareError
 from wikihowagent.evaluation.options import command_errors
 from wikihowagent.evaluation.runner import EvaluateError
 from wikihowagent.evaluation.session import JudgeEndpoints, JudgeLoop, locked_out, resumable

@@ -166,6 +166,41 @@ def _select_conversations(
     return chosen
 
 
+def _load_runs(run_paths: list[Path], problems: Problems) -> list[tuple[Conversation, float, ScoreRow]]:
+    """The scored conversations of the given runs; a directory of runs stands for every evaluated run in it."""
+    scored: list[tuple[Conversation, float, ScoreRow]] = []
+    expanded: list[Path] = []
+    for p in map(Path, run_paths):
+        inner = evaluated_runs(p) if p.is_dir() and scores_file(p) is None else []
+        expanded.extend(inner or [p])
+    for p in expanded:
+        scored.extend(load_scored(p, problems))
+    return scored
+
+
+def _conversation_selection(
+    scored: list[tuple[Conversation, float, ScoreRow]], problems: Problems, mode: str, n: int, seed: int | None
+) -> Selection:
+    """A selection of `n` conversations (a conversation mode), listed by tutorial, with each tutorial's mean
+    score over the conversations chosen of it."""
+    convs = [(c, score) for c, score, _ in scored]
+    rows = _select_conversations(scored, problems, mode, n, seed)
+    tut: dict[str, list[float]] = {}
+    score_of = {id(c): score for c, score in convs}
+    for c in rows:
+        tut.setdefault(c.tutorial_key, []).append(score_of[id(c)])
+    rows.sort(key=lambda c: (c.tutorial_key, c.run, c.conversation_id))
+    return Selection(
+        mode,
+        n,
+        seed if mode == "stratified" else None,
+        sorted((k, float(np.mean(v)), len(v)) for k, v in tut.items()),
+        rows,
+        sorted({c.run for c, _ in convs}),
+        len(convs),
+    )
+
+
 def select(
     run_paths: list[Path],
     problems: Problems,
@@ -182,30 +217,10 @@ def select(
             f"the number of {'conversations' if mode in CONVERSATION_MODES else 'tutorials'} "
             f"must be at least 1 (got {n})"
         )
-    scored: list[tuple[Conversation, float, ScoreRow]] = []
-    expanded: list[Path] = []
-    for p in map(Path, run_paths):  # a directory of runs stands for every evaluated run in it
-        inner = evaluated_runs(p) if p.is_dir() and scores_file(p) is None else []
-        expanded.extend(inner or [p])
-    for p in expanded:
-        scored.extend(load_scored(p, problems))
+    scored = _load_runs(run_paths, problems)
     convs = [(c, score) for c, score, _ in scored]
     if mode in CONVERSATION_MODES and scored:
-        rows = _select_conversations(scored, problems, mode, n, seed)
-        tut: dict[str, list[float]] = {}
-        score_of = {id(c): score for c, score in convs}
-        for c in rows:
-            tut.setdefault(c.tutorial_key, []).append(score_of[id(c)])
-        rows.sort(key=lambda c: (c.tutorial_key, c.run, c.conversation_id))
-        return Selection(
-            mode,
-            n,
-            seed if mode == "stratified" else None,
-            sorted((k, float(np.mean(v)), len(v)) for k, v in tut.items()),
-            rows,
-            sorted({c.run for c, _ in convs}),
-            len(convs),
-        )
+        return _conversation_selection(scored, problems, mode, n, seed)
     if not convs:
         if any("not judged: evaluated without a judge" in line for line in problems.lines()):
             raise AlignInputError(

@@ -207,7 +207,7 @@ def _print_outcome(res: Any, stats: Any, desc: str, console: Any, from_judgments
 def print_result(res: Any, desc: str, console: Any) -> None:
     from rich.table import Table
 
-    from .core import OVERALL
+    from .analysis import OVERALL
 
     if res.bradley_terry is not None and len(res.bradley_terry):
         t = Table(

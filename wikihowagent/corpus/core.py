@@ -16,7 +16,7 @@ import json
 import os
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -229,6 +229,38 @@ def _validate(where: str, art: Any) -> None:
                 raise TutorialError(f"{label} ('{method['title']}'): step {s_idx + 1} is not text")
 
 
+def _sort_methods(
+    where: str,
+    raw_methods: list[dict[str, Any]],
+    method_keys: list[tuple[str, str]],
+    seen_methods: dict[tuple[str, str], str],
+    clean: Callable[[str], str],
+    report: LoadReport,
+) -> tuple[list[tuple[int, str, list[str]]], list[tuple[int, str]]]:
+    """An article's methods sorted into usable (method index, title, cleaned steps) and skipped (method index,
+    reason); a method already seen in an earlier article is left out as a duplicate. Counts go to `report`."""
+    methods, skipped = [], []
+    for method_id, method in enumerate(raw_methods):
+        mkey = method_keys[method_id]
+        if mkey in seen_methods:
+            report.duplicates.append(
+                f"{where}: method {method_id + 1} ('{method['title']}') is the same as in "
+                f"{seen_methods[mkey]}; first kept"
+            )
+            continue
+        report.methods += 1
+        cleaned = [clean(s) for s in method["steps"]]
+        steps = [s for s in cleaned if s]
+        report.empty_steps += len(cleaned) - len(steps)
+        if len(steps) < MIN_STEPS:
+            reason = SKIP_NO_STEPS if not steps else SKIP_ONE_STEP
+            report.skipped[reason] += 1
+            skipped.append((method_id, reason))
+            continue
+        methods.append((method_id, method["title"].strip(), steps))
+    return methods, skipped
+
+
 def iter_articles(
     path: Path | None = None,
     *,
@@ -275,25 +307,7 @@ def iter_articles(
             if folder and not (table.topic_entry(folder) or table.domain_name(folder)):
                 folder = None
         place = table.place(art.get("categories", []), folder)
-        methods, skipped = [], []
-        for method_id, method in enumerate(art["methods"]):
-            mkey = method_keys[method_id]
-            if mkey in seen_methods:
-                report.duplicates.append(
-                    f"{where}: method {method_id + 1} ('{method['title']}') is the same as in "
-                    f"{seen_methods[mkey]}; first kept"
-                )
-                continue
-            report.methods += 1
-            cleaned = [clean(s) for s in method["steps"]]
-            steps = [s for s in cleaned if s]
-            report.empty_steps += len(cleaned) - len(steps)
-            if len(steps) < MIN_STEPS:
-                reason = SKIP_NO_STEPS if not steps else SKIP_ONE_STEP
-                report.skipped[reason] += 1
-                skipped.append((method_id, reason))
-                continue
-            methods.append((method_id, method["title"].strip(), steps))
+        methods, skipped = _sort_methods(where, art["methods"], method_keys, seen_methods, clean, report)
         for mkey in method_keys:  # after the article: two methods of one article never clash
             seen_methods.setdefault(mkey, where)
         report.articles += 1

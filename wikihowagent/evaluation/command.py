@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -29,6 +29,43 @@ from .options import (
     retry_failed_option,
     rubrics_option,
 )
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from .core import EvaluationSummary
+
+
+def _print_result(result: EvaluationSummary, console: Console, paper: bool) -> None:
+    """Print what `evaluate` produced: a shard's merge hint, or the summary, its tables and the files written;
+    exit 1 when the judge produced no rubric score at all."""
+    from .summary import print_by_domain, print_summary  # lazily, as summary (numpy): not for --help
+
+    if result.shard is not None:
+        k, n = result.shard
+        console.print(
+            f"shard {k}/{n} scored; once all {n} shards are: wikihowagent merge "
+            + " ".join(str(d) for d in result.merge_dirs),
+            highlight=False,
+            markup=False,
+        )
+        return
+    stdout = make_console(stderr=False)
+    print_summary(result.summary, stdout, title="Evaluation summary" + (" (--compat paper)" if paper else ""))
+    if result.domain_table is not None:
+        print_by_domain(result.domain_table, stdout)
+    if result.persona_table is not None:
+        print_by_domain(result.persona_table, stdout, key="persona")
+    for _, title, table in result.tables:
+        print_summary(table, stdout, title=title)
+    console.print("wrote " + ", ".join(str(p) for p in result.written), highlight=False, markup=False)
+    if result.judge_all_failed:
+        print_error(
+            f"the judge failed on every rubric it was asked in {', '.join(result.judge_all_failed)}: no rubric "
+            "score was produced (see the judge failures above; rerun to judge them again)",
+            console,
+        )
+        raise typer.Exit(1)
 
 
 def evaluate(
@@ -212,7 +249,6 @@ def evaluate(
 ) -> None:
     """Score conversations: computational metrics and the LLM rubric judge; summary table, CSV, Markdown, figures."""
     from .core import EvaluateRequest, run_evaluation  # lazily, as summary (numpy): not for --help
-    from .summary import print_by_domain, print_summary
 
     console = make_console()
     request = EvaluateRequest(
@@ -252,30 +288,4 @@ def evaluate(
     )
     with command_errors(console, "scores"):
         result = run_evaluation(request, console)
-    if result.shard is not None:
-        k, n = result.shard
-        console.print(
-            f"shard {k}/{n} scored; once all {n} shards are: wikihowagent merge "
-            + " ".join(str(d) for d in result.merge_dirs),
-            highlight=False,
-            markup=False,
-        )
-        return
-    stdout = make_console(stderr=False)
-    print_summary(
-        result.summary, stdout, title="Evaluation summary" + (" (--compat paper)" if request.mode == "paper" else "")
-    )
-    if result.domain_table is not None:
-        print_by_domain(result.domain_table, stdout)
-    if result.persona_table is not None:
-        print_by_domain(result.persona_table, stdout, key="persona")
-    for _, title, table in result.tables:
-        print_summary(table, stdout, title=title)
-    console.print("wrote " + ", ".join(str(p) for p in result.written), highlight=False, markup=False)
-    if result.judge_all_failed:
-        print_error(
-            f"the judge failed on every rubric it was asked in {', '.join(result.judge_all_failed)}: no rubric "
-            "score was produced (see the judge failures above; rerun to judge them again)",
-            console,
-        )
-        raise typer.Exit(1)
+    _print_result(result, console, paper=request.mode == "paper")

@@ -4,7 +4,7 @@ They parse, call the stage (core.py, imported lazily) and print."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -25,10 +25,47 @@ from wikihowagent.errors import WikihowagentError
 from wikihowagent.runs import CONVERSATIONS
 from wikihowagent.shards import merge_run
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from .core import GenerateSummary
+
 
 def _fail(message: str, code: int = 2) -> None:
     print_error(message)
     raise typer.Exit(code)
+
+
+def _print_summary(summary: GenerateSummary, console: Console) -> None:
+    """Print how the run ended (disk full, interrupted, or its counts) and exit with its code."""
+    from rich.text import Text
+
+    if summary.disk_full:  # the records written so far are whole; the same command resumes
+        print_error(summary.disk_full, console)
+        raise typer.Exit(summary.exit_code)
+    if summary.interrupted:
+        console.print("interrupted: finished conversations are saved; rerun the same command to resume")
+        raise typer.Exit(summary.exit_code)
+    stats, counts = summary.stats, summary.counts
+    for err in stats.errors[:10]:
+        print_labeled(console, "failed:", "red", err)
+    console.print(
+        Text.assemble(
+            (str(summary.run_dir / CONVERSATIONS), "bold"),
+            f": {counts['conversations']} conversations "
+            f"({counts['finished']} finished, {counts['max_interactions']} cut at {summary.max_interactions} messages, "
+            f"{counts['failed']} failed); this run: {stats.done} done, {stats.failed} failed, "
+            f"{stats.completion_tokens} tokens generated; turn checks: {counts['turn_retries']} replies retried, "
+            f"{counts['turn_warnings']} turns kept with a warning"
+            + (
+                f"; post-tests: {counts['posttests']} taken, {counts['posttest_failures']} without a step list"
+                if counts.get("posttests")
+                else ""
+            )
+            + (f"; llm manager: {counts['manager_fallbacks']} fallbacks to the rules" if summary.llm_manager else ""),
+        )
+    )
+    raise typer.Exit(summary.exit_code)
 
 
 def generate(
@@ -168,8 +205,6 @@ def generate(
     ] = None,
 ) -> None:
     """Simulate teacher-learner conversations over tutorials into a resumable run directory."""
-    from rich.text import Text
-
     from .core import GenerateRequest, run_generation  # lazily: `--help` loads no model code
 
     console = make_console()
@@ -211,32 +246,7 @@ def generate(
         summary = run_generation(request, console)
     except WikihowagentError as exc:  # GenerateError, or a config, backend or run error as it is
         _fail(str(exc))
-    if summary.disk_full:  # the records written so far are whole; the same command resumes
-        print_error(summary.disk_full, console)
-        raise typer.Exit(summary.exit_code)
-    if summary.interrupted:
-        console.print("interrupted: finished conversations are saved; rerun the same command to resume")
-        raise typer.Exit(summary.exit_code)
-    stats, counts = summary.stats, summary.counts
-    for err in stats.errors[:10]:
-        print_labeled(console, "failed:", "red", err)
-    console.print(
-        Text.assemble(
-            (str(summary.run_dir / CONVERSATIONS), "bold"),
-            f": {counts['conversations']} conversations "
-            f"({counts['finished']} finished, {counts['max_interactions']} cut at {summary.max_interactions} messages, "
-            f"{counts['failed']} failed); this run: {stats.done} done, {stats.failed} failed, "
-            f"{stats.completion_tokens} tokens generated; turn checks: {counts['turn_retries']} replies retried, "
-            f"{counts['turn_warnings']} turns kept with a warning"
-            + (
-                f"; post-tests: {counts['posttests']} taken, {counts['posttest_failures']} without a step list"
-                if counts.get("posttests")
-                else ""
-            )
-            + (f"; llm manager: {counts['manager_fallbacks']} fallbacks to the rules" if summary.llm_manager else ""),
-        )
-    )
-    raise typer.Exit(summary.exit_code)
+    _print_summary(summary, console)
 
 
 def merge(

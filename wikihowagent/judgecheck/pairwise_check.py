@@ -84,7 +84,7 @@ def pairwise_cells(
     rule: str | None = None,
     tie_band: float = 0.0,
 ) -> dict[tuple[str, str], list[dict[str, Any]]]:
-    """{(rubric, perturbation): verdict rows (compare.core.verdict_rows: run_a = the original, so verdict "A" =
+    """{(rubric, perturbation): verdict rows (compare.engine.verdict_rows: run_a = the original, so verdict "A" =
     the original preferred)} of every targeted cell, under one verdict rule."""
 
     out = {}

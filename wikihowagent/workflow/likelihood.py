@@ -170,66 +170,78 @@ class StepLikelihood:
         text, spans = forced_text(steps)
         t0 = time.perf_counter()
         if self.transport == "echo":
-            reply = await self._post(
-                "/v1/completions",
-                {
-                    "model": self.model,
-                    "prompt": context + text,
-                    "max_tokens": 1,
-                    "temperature": 0.0,
-                    "echo": True,
-                    "logprobs": 1,
-                },
-            )
-            try:
-                lp = reply["choices"][0]["logprobs"]
-                offsets, values, texts = lp["text_offset"], lp["token_logprobs"], lp["tokens"]
-            except (KeyError, IndexError, TypeError):
-                raise LikelihoodError(
-                    f"{self.root}/v1/completions: no echoed prompt log-probabilities in the reply "
-                    "(the server must support echo with logprobs, as vLLM does)"
-                ) from None
-            check_tokens(f"{self.root}/v1/completions", offsets, texts, values, context + text)
-            means, counts = per_step(offsets, texts, values, spans, len(context))
+            means, counts = await self._score_echo(context, text, spans)
         else:
-            reply = await self._post(
-                "/completion",
-                {
-                    "prompt": context,
-                    "grammar": gbnf_literal(text),
-                    "n_predict": len(text.encode()) + 8,
-                    "temperature": 0.0,
-                    "n_probs": 1,
-                    "post_sampling_probs": False,
-                    "cache_prompt": False,
-                },
-            )
-            probs = reply.get("completion_probabilities")
-            if not isinstance(probs, list) or reply.get("content") != text:
-                raise LikelihoodError(
-                    f"{self.root}/completion: the grammar did not force the text (got "
-                    f"{str(reply.get('content'))[:60]!r}); is it a llama.cpp server?"
-                )
-            offsets, texts, values, pos = [], [], [], 0
-            raw = b""
-            try:
-                for p in probs:  # a token's bytes can end inside a character: its text is what its bytes decode to
-                    got = bytes(p["bytes"]) if p.get("bytes") else str(p.get("token", "")).encode()
-                    tok = got.decode("utf-8", "ignore")
-                    raw += got
-                    offsets.append(pos)
-                    texts.append(tok)
-                    values.append(p.get("logprob"))
-                    pos += len(tok)
-            except (TypeError, ValueError, AttributeError):
-                raise LikelihoodError(f"{self.root}/completion: a token of the reply is not a token") from None
-            if raw != text.encode():
-                raise LikelihoodError(
-                    f"{self.root}/completion: the tokens ({raw[:40]!r}...) do not join back to the text sent "
-                    f"({text[:40]!r}...): no log-probabilities of the steps"
-                )
-            means, counts = per_step(offsets, texts, values, spans, 0)
+            means, counts = await self._score_grammar(context, text, spans)
         return StepLogprobs(means, counts, round(time.perf_counter() - t0, 3))
+
+    async def _score_echo(
+        self, context: str, text: str, spans: Sequence[tuple[int, int]]
+    ) -> tuple[list[float | None], list[int]]:
+        """The steps' log-probabilities from an echoed prompt (`/v1/completions`, echo with logprobs)."""
+        reply = await self._post(
+            "/v1/completions",
+            {
+                "model": self.model,
+                "prompt": context + text,
+                "max_tokens": 1,
+                "temperature": 0.0,
+                "echo": True,
+                "logprobs": 1,
+            },
+        )
+        try:
+            lp = reply["choices"][0]["logprobs"]
+            offsets, values, texts = lp["text_offset"], lp["token_logprobs"], lp["tokens"]
+        except (KeyError, IndexError, TypeError):
+            raise LikelihoodError(
+                f"{self.root}/v1/completions: no echoed prompt log-probabilities in the reply "
+                "(the server must support echo with logprobs, as vLLM does)"
+            ) from None
+        check_tokens(f"{self.root}/v1/completions", offsets, texts, values, context + text)
+        return per_step(offsets, texts, values, spans, len(context))
+
+    async def _score_grammar(
+        self, context: str, text: str, spans: Sequence[tuple[int, int]]
+    ) -> tuple[list[float | None], list[int]]:
+        """The steps' log-probabilities from the llama.cpp server made to generate exactly `text` (a grammar)."""
+        reply = await self._post(
+            "/completion",
+            {
+                "prompt": context,
+                "grammar": gbnf_literal(text),
+                "n_predict": len(text.encode()) + 8,
+                "temperature": 0.0,
+                "n_probs": 1,
+                "post_sampling_probs": False,
+                "cache_prompt": False,
+            },
+        )
+        probs = reply.get("completion_probabilities")
+        if not isinstance(probs, list) or reply.get("content") != text:
+            raise LikelihoodError(
+                f"{self.root}/completion: the grammar did not force the text (got "
+                f"{str(reply.get('content'))[:60]!r}); is it a llama.cpp server?"
+            )
+        offsets, texts, values, pos = [], [], [], 0
+        raw = b""
+        try:
+            for p in probs:  # a token's bytes can end inside a character: its text is what its bytes decode to
+                got = bytes(p["bytes"]) if p.get("bytes") else str(p.get("token", "")).encode()
+                tok = got.decode("utf-8", "ignore")
+                raw += got
+                offsets.append(pos)
+                texts.append(tok)
+                values.append(p.get("logprob"))
+                pos += len(tok)
+        except (TypeError, ValueError, AttributeError):
+            raise LikelihoodError(f"{self.root}/completion: a token of the reply is not a token") from None
+        if raw != text.encode():
+            raise LikelihoodError(
+                f"{self.root}/completion: the tokens ({raw[:40]!r}...) do not join back to the text sent "
+                f"({text[:40]!r}...): no log-probabilities of the steps"
+            )
+        return per_step(offsets, texts, values, spans, 0)
 
 
 def for_chat_model(model: Any, transport: str | None = None) -> StepLikelihood:
