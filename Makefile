@@ -68,7 +68,7 @@ demo_step = printf '\n$$ wikihowagent %s\n' '$(1)'; $(BIN)/wikihowagent $(1)
 
 demo: install
 	@set -e; t0=$$(date +%s); \
-	echo "Demo: a curious learner taught a bundled procedure and its invented twin by the embedded model, judged and reported (about 6-7 minutes on 2 cores)"; \
+	echo "Demo: a curious learner taught a bundled procedure and its invented twin by the embedded model, judged and reported (about 4 minutes on 2 idle cores)"; \
 	$(call demo_step,generate $(DEMO_ARGS) --out $(DEMO_OUT)/known); \
 	$(call demo_step,generate $(DEMO_ARGS) --tutorials $(DEMO_VALIDITY) --out $(DEMO_OUT)/invented); \
 	$(call demo_step,evaluate $(DEMO_OUT)/known $(DEMO_OUT)/invented --out $(DEMO_OUT)); \

@@ -141,13 +141,18 @@ def section(rows: list[dict]) -> Section:
         "prompt or mid-reply), sends SIGINT. `generate`: 2 bundled tutorials, concurrency 1; `evaluate`: the "
         "6-conversation fixture run with `--judge-rationale`. Code versions taken in turn on the same machine.\n\n"
         + table(columns, lines)
-        + (f"\n{labels[1]} − {labels[0]}, paired by repetition: " + "; ".join(paired) + ".\n" if paired else "")
+        + (
+            f"\n{labels[1]} − {labels[0]}, paired by repetition: " + "; ".join(paired) + ". What differs between the "
+            "two versions: History, below.\n"
+            if paired
+            else ""
+        )
     )
     return Section(
         "interrupt: Ctrl-C on the embedded model",
         "generate, evaluate",
         "Ctrl-C to exit: " + "; ".join(headline),
-        "python -m benchmarks interrupt --code now=. --reps 6",
+        "python -m benchmarks interrupt --code REV=CHECKOUT [--code REV2=.] --reps 6 --write-md",
         body,
     )
 
