@@ -1,6 +1,6 @@
 """The code's structure, measured the same way on any revision: lines per package and of the benchmark code,
-definitions over 80 / 60 lines, function bodies over 60 lines, modules over 800 lines, imports that run back up (a loop between the package's
-rooms: its top-level modules and its folders), and duplicated-code pairs.
+definitions over 80 / 60 lines, function bodies over 60 lines, modules over 800 lines, imports that run back up
+(a loop between the package's rooms: its top-level modules and its folders), and duplicated-code pairs.
 
     python -m benchmarks.structure                 # this checkout
     python -m benchmarks.structure --repo ../old   # another checkout (a git worktree of an older revision)
