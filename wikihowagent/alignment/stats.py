@@ -24,6 +24,7 @@ from itertools import combinations
 import numpy as np
 
 from wikihowagent.errors import Note
+from wikihowagent.stats.association import Estimate  # a coefficient: value, p, CI
 from wikihowagent.stats.paired import CHUNK_ELEMENTS  # resamples x cells held at once
 
 # The kinds of a correlation's notes that leave the correlation out (a Note's kind; other notes are informational).
@@ -35,17 +36,9 @@ MAX_TABLE_CELLS = 200_000  # distinct-x x distinct-y above which the bootstrap l
 
 
 @dataclass
-class Coefficient:
-    value: float = math.nan
-    p: float = math.nan
-    ci_low: float = math.nan
-    ci_high: float = math.nan
-
-
-@dataclass
 class CorrelationResult:
     n: int
-    coefs: dict[str, Coefficient] = field(default_factory=lambda: {c: Coefficient() for c in COEFFICIENTS})
+    coefs: dict[str, Estimate] = field(default_factory=lambda: {c: Estimate() for c in COEFFICIENTS})
     notes: list[str] = field(default_factory=list)
 
 

@@ -34,8 +34,10 @@ MATRIX_ITEMS = 150  # up to this many items the rank coefficients' resamples use
 LOOP_RESAMPLES = 300  # ... above it, the first this many resamples give their CIs, computed on the data
 
 
-@dataclass(frozen=True)
+@dataclass
 class Estimate:
+    """One correlation coefficient: its value, two-sided p and 95 % CI (NaN where not defined)."""
+
     value: float = math.nan
     p: float = math.nan
     ci_low: float = math.nan
