@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from wikihowagent.config import resource_path
-from wikihowagent.errors import WikihowagentError
+from wikihowagent.errors import WikihowagentError, validation_line
 from wikihowagent.runs import EMBEDDED_JUDGE_JSON
 
 MODE_NAME = re.compile(r"[a-z][a-z0-9+_-]{0,39}")  # a `--judge-scoring` mode ("checklist", "weighted+rationale")
@@ -106,9 +106,7 @@ def load_measured(path: Path | None = None) -> Measured:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise MeasuredError(f"{p}: not readable JSON ({exc})") from None
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first.get("loc", ()))
-        raise MeasuredError(f"{p}: {where}: {first.get('msg', 'invalid')}") from None
+        raise MeasuredError(f"{p}: {validation_line(exc)}") from None
 
 
 def write_measured(figures: Measured, path: Path | None = None) -> Path:

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from wikihowagent.config import resource_path
-from wikihowagent.errors import WikihowagentError
+from wikihowagent.errors import WikihowagentError, validation_line
 from wikihowagent.runs import (
     METRIC_ALIGNMENT_CSV,
     METRIC_SENSITIVITY_CSV,
@@ -120,9 +120,7 @@ def load_validity(path: Path | None = None) -> Validity:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ValidityError(f"{p}: cannot be read ({exc})") from None
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first.get("loc", ()))
-        raise ValidityError(f"{p}: {where}: {first.get('msg', 'invalid')}") from None
+        raise ValidityError(f"{p}: {validation_line(exc)}") from None
 
 
 # --------------------------------------------------------------------------- writing
