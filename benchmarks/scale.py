@@ -182,34 +182,46 @@ def in_process_model(latency: float) -> Any:
     return InProcess()
 
 
-def run_in_process(n: int, concurrency: int, latency: float) -> dict[str, float]:
-    """The same graph and runner with an in-process model answering after `latency` (no HTTP, no server): the
-    client CPU per message that is not the transport's."""
+def timed_conversations(
+    n: int, model: Any, spec: str, concurrency: int, on_done: Any = None
+) -> tuple[float, float, float]:
+    """`generate`'s runner over `n` tutorials with `model` as teacher and learner (named `spec`), into a
+    temporary run file, every conversation finished; -> (CPU seconds, wall seconds, monotonic time at the end)."""
     from wikihowagent.generation.core import RunStats, run_conversations
     from wikihowagent.workflow.graph import WorkflowOptions
     from wikihowagent.workflow.prompts import load_prompts
 
-    model = in_process_model(latency)
+    tuts = tutorials(n)
     stats = RunStats(total=n)
     with tempfile.TemporaryDirectory() as tmp:
         cpu0, t0 = time.process_time(), time.monotonic()
         asyncio.run(
             run_conversations(
-                tutorials(n),
+                tuts,
                 model,
                 model,
                 load_prompts(),
                 WorkflowOptions(),
                 Path(tmp) / "c.jsonl",
                 run_name="bench",
-                teacher="m",
-                learner="m",
+                teacher=spec,
+                learner=spec,
                 concurrency=concurrency,
+                on_done=on_done,
                 stats=stats,
             )
         )
-        cpu, wall = time.process_time() - cpu0, time.monotonic() - t0
+        t_end = time.monotonic()
+        cpu, wall = time.process_time() - cpu0, t_end - t0
     assert stats.failed == 0, stats.errors[:3]
+    return cpu, wall, t_end
+
+
+def run_in_process(n: int, concurrency: int, latency: float) -> dict[str, float]:
+    """The same graph and runner with an in-process model answering after `latency` (no HTTP, no server): the
+    client CPU per message that is not the transport's."""
+    model = in_process_model(latency)
+    cpu, wall, _ = timed_conversations(n, model, "m", concurrency)
     return {
         "tutorials": n,
         "concurrency": concurrency,
@@ -241,39 +253,14 @@ def client_model(base_url: str, pooled: bool) -> Any:
 
 
 def run_client(base_url: str, n: int, concurrency: int, pooled: bool) -> dict[str, float]:
-    from wikihowagent.generation.core import RunStats, run_conversations
-    from wikihowagent.workflow.graph import WorkflowOptions
-    from wikihowagent.workflow.prompts import load_prompts
-
     model = client_model(base_url, pooled)
-    tuts = tutorials(n)
-    stats = RunStats(total=n)
     finished: list[float] = []
 
     def on_done(_rec) -> None:
         finished.append(time.monotonic())
 
     server_events(base_url, reset=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        cpu0, t0 = time.process_time(), time.monotonic()
-        asyncio.run(
-            run_conversations(
-                tuts,
-                model,
-                model,
-                load_prompts(),
-                WorkflowOptions(),
-                Path(tmp) / "c.jsonl",
-                run_name="bench",
-                teacher="openai:bench",
-                learner="openai:bench",
-                concurrency=concurrency,
-                on_done=on_done,
-                stats=stats,
-            )
-        )
-        cpu, wall, t_end = time.process_time() - cpu0, time.monotonic() - t0, time.monotonic()
-    assert stats.failed == 0, stats.errors[:3]
+    cpu, wall, t_end = timed_conversations(n, model, "openai:bench", concurrency, on_done)
     events = server_events(base_url)
     requests = sum(1 for _, d in events if d == 1)
     first = min(t for t, d in events if d == 1)
