@@ -1,10 +1,16 @@
-"""Shared test helpers: small tutorials and scripted agents."""
+"""Shared test helpers: small tutorials, scripted agents, the one-line CLI error check and a copy of the
+fixture run."""
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
+from pathlib import Path
 
 from wikihowagent.records import Tutorial
+
+FIXTURE_RUN = Path(__file__).parent / "fixtures" / "evaluation" / "run_small"
 
 
 def make_tutorial(n_steps: int = 3, tid: str = "t1", title: str = "How to Test") -> Tutorial:
@@ -36,3 +42,24 @@ def learner_says(*replies: str):
         return queue.pop(0) if queue else "Got it, please go to the next step."
 
     return script
+
+
+def one_line_error(res, *needles: str) -> str:
+    """A CLI result that failed with exactly one `error:` line, no traceback, containing every needle; -> it."""
+    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
+    assert "Traceback" not in res.output
+    lines = [ln for ln in res.output.splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1, res.output
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    return lines[0]
+
+
+def run_copy(root: Path, dirname: str = "run", name: str | None = None) -> Path:
+    """A copy of the small fixture run under `root` (run.json's name set to `name` if given)."""
+    run = root / dirname
+    shutil.copytree(FIXTURE_RUN, run)
+    if name is not None:
+        info = json.loads((run / "run.json").read_text())
+        (run / "run.json").write_text(json.dumps({**info, "name": name}))
+    return run

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import networkx as nx
 import pytest
+from helpers import FIXTURE_RUN, one_line_error
 from typer.testing import CliRunner
 
 from wikihowagent.cli import app
@@ -18,17 +19,7 @@ from wikihowagent.cli import app
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "report"))
 from report_builders import make_run  # noqa: E402
 
-FIXTURE_RUN = Path(__file__).parent / "fixtures" / "evaluation" / "run_small"
 runner = CliRunner()
-
-
-def one_line_error(res, *needles: str) -> None:
-    assert res.exception is None or isinstance(res.exception, SystemExit), res.exception
-    assert "Traceback" not in res.output
-    lines = [ln for ln in res.output.splitlines() if ln.startswith("error:")]
-    assert len(lines) == 1, res.output
-    for n in needles:
-        assert n in lines[0], (n, lines[0])
 
 
 def article(title: str, categories: list[str]) -> dict:

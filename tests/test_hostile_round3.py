@@ -12,38 +12,19 @@ import tracemalloc
 from pathlib import Path
 
 import pytest
+from helpers import FIXTURE_RUN, one_line_error, run_copy
 from typer.testing import CliRunner
 
 from wikihowagent.cli import app
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "report"))
 
-FIXTURE_RUN = Path(__file__).parent / "fixtures" / "evaluation" / "run_small"
 DEAD_URL = "http://127.0.0.1:9/v1"  # nothing listens: a test that reached a judge would fail, not hang
 runner = CliRunner()
 
 
 def flat(res) -> str:
     return " ".join(res.output.split())
-
-
-def one_line_error(res, *needles: str) -> str:
-    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
-    assert "Traceback" not in res.output
-    lines = [ln for ln in res.output.splitlines() if ln.startswith("error:")]
-    assert len(lines) == 1, res.output
-    for n in needles:
-        assert n in lines[0], (n, lines[0])
-    return lines[0]
-
-
-def run_copy(root: Path, dirname: str = "run", name: str | None = None) -> Path:
-    run = root / dirname
-    shutil.copytree(FIXTURE_RUN, run)
-    if name is not None:
-        info = json.loads((run / "run.json").read_text())
-        (run / "run.json").write_text(json.dumps({**info, "name": name}))
-    return run
 
 
 def evaluate_args(*runs: Path, out: Path | None = None) -> list[str]:

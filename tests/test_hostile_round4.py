@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from fake_servers import FakeOpenAI
+from helpers import one_line_error, run_copy
 from typer.testing import CliRunner
 
 from wikihowagent.cli import app
@@ -22,7 +22,6 @@ from wikihowagent.evaluation.checklist import ChecklistError, load_checklist, re
 from wikihowagent.evaluation.judge import load_rubrics
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURE_RUN = Path(__file__).parent / "fixtures" / "evaluation" / "run_small"
 BUNDLED = resource_path("data", "checklists.json")
 DEAD_URL = "http://127.0.0.1:9/v1"  # nothing listens: a test that reached a judge would fail, not hang
 RUBRICS = list(load_rubrics())
@@ -31,22 +30,6 @@ runner = CliRunner()
 
 def flat(text: str) -> str:
     return " ".join(text.split())
-
-
-def one_line_error(res, *needles: str) -> str:
-    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
-    assert "Traceback" not in res.output
-    lines = [ln for ln in res.output.splitlines() if ln.startswith("error:")]
-    assert len(lines) == 1, res.output
-    for n in needles:
-        assert n in lines[0], (n, lines[0])
-    return lines[0]
-
-
-def run_copy(root: Path) -> Path:
-    run = root / "run"
-    shutil.copytree(FIXTURE_RUN, run)
-    return run
 
 
 def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:

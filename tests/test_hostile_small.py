@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
+from helpers import run_copy
 from typer.testing import CliRunner
 
 from wikihowagent.cli import app
-
-FIXTURES = Path(__file__).parent / "fixtures" / "evaluation"
 
 
 def flat(res) -> str:
     return " ".join(res.output.split())
 
 
-def run_copy(tmp_path) -> Path:
-    run = tmp_path / "run_small"
-    shutil.copytree(FIXTURES / "run_small", run)
-    return run
-
-
 def test_empty_shard_is_an_error_not_unsharded(tmp_path):
-    run = run_copy(tmp_path)
+    run = run_copy(tmp_path, "run_small")
     res = CliRunner().invoke(
         app, ["evaluate", str(run), "--shard", "", "--no-judge", "--no-figures", "--metrics", "BLEU"]
     )
@@ -78,7 +70,7 @@ def test_all_rubrics_failed_prints_the_first_failures(tmp_path, monkeypatch):
 
     from wikihowagent.testing import ScriptedChatModel
 
-    run = run_copy(tmp_path)
+    run = run_copy(tmp_path, "run_small")
     prose = evaluate_app(monkeypatch, lambda spec, *a, **k: ScriptedChatModel(script=lambda p: "Lovely.", prompts=[]))
     res = CliRunner().invoke(
         prose, ["evaluate", str(run), "--judge-scoring", "json", "--no-figures", "--metrics", "Clarity,Depth"]
