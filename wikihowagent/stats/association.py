@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .correlation import centred, group_codes
 from .paired import LEVEL, resamples
 
 COEFFICIENTS = ("pearson", "spearman", "kendall", "within", "partial")
@@ -120,14 +121,6 @@ def _wkendall(W: Any, sxy: Any, ex: Any, ey: Any) -> Any:
     return np.clip(tau, -1.0, 1.0)
 
 
-def _centred(a: Any, codes: Any, k: int) -> Any:
-    import numpy as np
-
-    sums = np.bincount(codes, weights=a, minlength=k)
-    counts = np.bincount(codes, minlength=k)
-    return a - (sums / np.maximum(counts, 1))[codes]
-
-
 def _constant(a: Any) -> bool:
     return bool(a.size == 0 or (a.max() - a.min()) <= 1e-12 * max(1.0, abs(float(a.max()))))
 
@@ -152,9 +145,7 @@ def associate(
     ok = np.isfinite(x) & np.isfinite(y)
     xs, ys = x[ok], y[ok]
     gs = [g for g, keep in zip(groups, ok, strict=True) if keep]
-    keys = sorted(set(gs))
-    codes = np.array([keys.index(g) for g in gs], dtype=int)
-    k = len(keys)
+    codes, k = group_codes(gs)
     res = Association(n=int(xs.size), groups=k)
     if xs.size < MIN_ITEMS:
         res.note = f"fewer than {MIN_ITEMS} conversations with both values (n={xs.size})"
@@ -173,7 +164,7 @@ def associate(
         "spearman": (float(sr.statistic), float(sr.pvalue)),
         "kendall": (float(kt.statistic), float(kt.pvalue)),
     }
-    xw, yw = _centred(xs, codes, k), _centred(ys, codes, k)
+    xw, yw = centred(xs, codes, k), centred(ys, codes, k)
     within = _pearson(xw, yw) if k < xs.size else math.nan
     point["within"] = (within, _t_p(within, xs.size - k - 1))
     zs = None

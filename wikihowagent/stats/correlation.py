@@ -42,7 +42,16 @@ def _r(x: Any, y: Any) -> float:  # numpy arrays (numpy is imported lazily)
     return float(np.corrcoef(x, y)[0, 1])
 
 
-def _centred(x: Any, codes: Any, k: int) -> Any:
+def group_codes(groups: Sequence[str]) -> tuple[Any, int]:
+    """Each item's group as an integer code (the groups in sorted order), and the number of groups."""
+    import numpy as np
+
+    keys = sorted(set(groups))
+    return np.array([keys.index(g) for g in groups], dtype=int), len(keys)
+
+
+def centred(x: Any, codes: Any, k: int) -> Any:
+    """x minus the mean of its item's group (`codes` from `group_codes`, `k` groups)."""
     import numpy as np
 
     sums = np.bincount(codes, weights=x, minlength=k)
@@ -54,10 +63,9 @@ def within_r(x: Any, y: Any, groups: Sequence[str]) -> float:
     """Pearson r of x and y, each centred on its group's mean."""
     import numpy as np
 
-    keys = sorted(set(groups))
-    codes = np.array([keys.index(g) for g in groups])
+    codes, k = group_codes(groups)
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    return _r(_centred(x, codes, len(keys)), _centred(y, codes, len(keys)))
+    return _r(centred(x, codes, k), centred(y, codes, k))
 
 
 def _mixed(x: Any, y: Any, groups: Any) -> tuple[float, tuple[float, float]]:
@@ -103,11 +111,9 @@ def grouped_r(
     xs = np.array([xi for _, xi, _ in kept])
     ys = np.array([yi for _, _, yi in kept])
     gs = [groups[i] for i in keep]
-    keys = sorted(set(gs))
-    codes = np.array([keys.index(g) for g in gs], dtype=int)
-    k = len(keys)
+    codes, k = group_codes(gs)
     pooled = _r(xs, ys)
-    within = _r(_centred(xs, codes, k), _centred(ys, codes, k)) if k else math.nan
+    within = _r(centred(xs, codes, k), centred(ys, codes, k)) if k else math.nan
     means = [(xs[codes == j].mean(), ys[codes == j].mean()) for j in range(k)]
     between = _r([m[0] for m in means], [m[1] for m in means]) if k >= 3 else math.nan
     rng = np.random.default_rng(seed)
@@ -119,7 +125,7 @@ def grouped_r(
         new_codes = np.concatenate([np.full(len(members[j]), i) for i, j in enumerate(pick)])
         bx, by = xs[idx], ys[idx]
         boot_p.append(_r(bx, by))
-        boot_w.append(_r(_centred(bx, new_codes, k), _centred(by, new_codes, k)))
+        boot_w.append(_r(centred(bx, new_codes, k), centred(by, new_codes, k)))
 
     def ci(vals: list[float]) -> tuple[float, float]:
         vals = [v for v in vals if v == v]
