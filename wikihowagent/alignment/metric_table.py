@@ -26,15 +26,14 @@ from wikihowagent.stats.association import Association, associate
 from wikihowagent.stats.pair_order import GAP, PairOrder, pair_order
 
 from . import schema
+from .stats import COEF_LABEL
 from .tables import stars
 
 JUDGE_SAME = "LLM judge (same rubric)"
 JUDGE_MEAN = "LLM judge (mean of rubrics)"
 LENGTH_LABEL = f"conversation length ({WORDS})"
 COEF_HEADS = (
-    ("pearson", "Pearson r"),
-    ("spearman", "Spearman ρ"),
-    ("kendall", "Kendall τ"),
+    *COEF_LABEL.items(),  # pearson, spearman, kendall: the labels of align's correlations
     ("within", "within-tutorial r"),
     ("partial", "partial r (length)"),
 )
