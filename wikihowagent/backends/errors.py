@@ -13,3 +13,8 @@ class BackendError(WikihowagentError, RuntimeError):
 
     def __init__(self, message: str) -> None:
         super().__init__(" ".join(str(message).split()))
+
+
+class ModelCacheError(BackendError):
+    """The embedded model's cache folder cannot be used as set (a file, not a folder; not writable): bad input
+    the user fixes by naming another folder, so the `model` commands exit 2 on it."""

@@ -20,13 +20,15 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
+import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from wikihowagent.runs import dir_lock
 
-from .errors import BackendError
+from .errors import BackendError, ModelCacheError
 
 MODEL_FILENAME = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 MODEL_NAME = "qwen2.5-coder-1.5b-instruct"  # the name `local:<name>` and the server's model alias use
@@ -47,22 +49,64 @@ _BUF = 8 * 1024 * 1024
 Progress = Callable[[int, int], None]  # (bytes done, bytes total)
 
 
-def models_dir(configured: str | None = None) -> Path:
-    """Where the assembled GGUF lives: `$WIKIHOWAGENT_MODELS`, `$WIKIHOWAGENT_HOME/models`, `configured` (the
-    config key `local.model_dir`), else platformdirs' user cache `wikihowagent/models`."""
+def _models_dir_from(configured: str | None) -> tuple[Path, str]:
+    """-> (the cache folder, the setting that named it), in the order of `models_dir`."""
     if models := os.environ.get(MODELS_ENV, "").strip():
-        return Path(os.path.expandvars(models)).expanduser()
+        return Path(os.path.expandvars(models)).expanduser(), MODELS_ENV
     if home := os.environ.get(HOME_ENV, "").strip():
-        return Path(os.path.expandvars(home)).expanduser() / "models"
+        return Path(os.path.expandvars(home)).expanduser() / "models", HOME_ENV
     if configured and configured.strip():
-        return Path(os.path.expandvars(configured.strip())).expanduser()
+        return Path(os.path.expandvars(configured.strip())).expanduser(), "local.model_dir"
     import platformdirs
 
-    return platformdirs.user_cache_path("wikihowagent", appauthor=False) / "models"
+    return platformdirs.user_cache_path("wikihowagent", appauthor=False) / "models", "the user cache path"
+
+
+def models_dir(configured: str | None = None) -> Path:
+    """Where the assembled GGUF lives: `$WIKIHOWAGENT_MODELS`, `$WIKIHOWAGENT_HOME/models`, `configured` (the
+    config key `local.model_dir`), else platformdirs' user cache `wikihowagent/models`.
+
+    ModelCacheError (one line naming the setting) when that path, or a folder above it, is a file."""
+    folder, source = _models_dir_from(configured)
+    for p in (folder, *folder.parents):
+        if p.is_dir():
+            break
+        if p.exists() or p.is_symlink():  # a file, or a link to nothing
+            what = "a file" if p.exists() else "a broken link"
+            where = f"{folder}, which is {what}" if p == folder else f"{folder}, inside {p}, which is {what}"
+            raise ModelCacheError(f"{source} names {where}, not a folder: set it to a folder for the embedded model")
+    return folder
 
 
 def model_path(configured: str | None = None) -> Path:
     return models_dir(configured) / MODEL_FILENAME
+
+
+def is_writable(folder: Path) -> bool:
+    """`folder` (or, while it does not exist, the nearest folder above it) lets this process add files."""
+    p = folder
+    while not p.exists() and p != p.parent:
+        p = p.parent
+    return os.access(p, os.W_OK | os.X_OK)
+
+
+def _not_writable(folder: Path, exc: OSError) -> ModelCacheError:
+    return ModelCacheError(
+        f"Cannot write to the model cache {folder}: {exc.strerror or exc} (set {MODELS_ENV} or local.model_dir "
+        "to a folder you can write)"
+    )
+
+
+@contextlib.contextmanager
+def _cache_lock(folder: Path) -> Iterator[None]:
+    """`dir_lock(folder)`, with a folder that cannot be made or written a one-line ModelCacheError (errors of the
+    block itself pass through unchanged)."""
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(dir_lock(folder))
+        except OSError as exc:
+            raise _not_writable(folder, exc) from None
+        yield
 
 
 def is_ready(path: Path) -> bool:
@@ -162,14 +206,7 @@ def ensure_local_model(
     dest = model_path(configured)
     if not force_verify and dest.is_file() and _stamp_ok(dest, MODEL_SHA256):
         return dest
-    try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise BackendError(
-            f"Cannot create the model cache {dest.parent}: {exc.strerror or exc} "
-            f"(set {MODELS_ENV} or local.model_dir to a writable folder)"
-        ) from None
-    with dir_lock(dest.parent):  # serialise assembly between processes
+    with _cache_lock(dest.parent):  # serialise assembly between processes
         if not force_verify and dest.is_file() and _stamp_ok(dest, MODEL_SHA256):
             return dest  # another process finished it while we waited
         if dest.is_file() and dest.stat().st_size == MODEL_SIZE:
@@ -227,20 +264,42 @@ def ensure_with_bar(*, configured: str | None = None, force_verify: bool = False
         )
 
 
-def remove_local_model(configured: str | None = None) -> list[Path]:
-    """Delete the assembled GGUF, its stamp and any partial file left by an interrupted assembly; -> the paths
-    removed (none when nothing was there). The chunk packages stay installed: `prepare` rebuilds it."""
+def _leftovers(dest: Path) -> tuple[list[Path], list[Path]]:
+    """-> (the files `remove` deletes: the GGUF, its stamp, the partial files of interrupted assemblies; the
+    paths named like a partial file that are not files, which no assembly writes and `remove` leaves)."""
+    partial = re.compile(re.escape(f".{dest.name}.partial") + r"\d+")
+    names = [dest, _stamp_path(dest), *sorted(p for p in dest.parent.iterdir() if partial.fullmatch(p.name))]
+    files: list[Path] = []
+    others: list[Path] = []
+    for p in names:
+        try:
+            mode = p.lstat().st_mode
+        except FileNotFoundError:
+            continue
+        (files if stat.S_ISREG(mode) or stat.S_ISLNK(mode) else others).append(p)  # a link itself, never its target
+    return files, others
+
+
+def remove_local_model(configured: str | None = None) -> tuple[list[Path], list[Path]]:
+    """Delete the assembled GGUF, its stamp and any partial file left by an interrupted assembly; -> (the paths
+    removed, the paths left: anything else under a partial file's name, e.g. a folder). Nothing to remove: no
+    lock is taken (nor made). The chunk packages stay installed: `prepare` rebuilds it."""
     dest = model_path(configured)
-    removed: list[Path] = []
     if not dest.parent.is_dir():
-        return removed
-    with dir_lock(dest.parent):
-        for p in [dest, _stamp_path(dest), *dest.parent.glob(f".{dest.name}.partial*")]:
+        return [], []
+    files, others = _leftovers(dest)
+    if not files:
+        return [], others
+    removed: list[Path] = []
+    with _cache_lock(dest.parent):
+        files, others = _leftovers(dest)
+        for p in files:
             try:
                 p.unlink()
             except FileNotFoundError:
                 continue
             except OSError as exc:
-                raise BackendError(f"Cannot remove {p}: {exc.strerror or exc}") from None
+                done = f" (removed {len(removed)} of {len(files)} files before)" if removed else ""
+                raise ModelCacheError(f"Cannot remove {p}: {exc.strerror or exc}{done}") from None
             removed.append(p)
-    return removed
+    return removed, others

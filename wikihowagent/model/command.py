@@ -4,12 +4,16 @@ core.py's (backends/model_files.py)."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from wikihowagent.console import INPUTS, HelpCommand, HelpGroup, make_console, print_error
+from wikihowagent.backends.errors import ModelCacheError
+from wikihowagent.console import INPUTS, HelpCommand, HelpGroup, make_console, print_error, print_labeled
 from wikihowagent.errors import WikihowagentError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 model_app = typer.Typer(
     help="The embedded model's weights (the `local` backend): assemble them into the user cache, say where, "
@@ -17,6 +21,14 @@ model_app = typer.Typer(
     no_args_is_help=True,
     cls=HelpGroup,
 )
+
+
+def _fail(exc: WikihowagentError, console: Console) -> NoReturn:
+    """One error line; exit 2 for a cache folder set wrong (a file, not writable: the user names another), else 1
+    (the embedded extra missing, chunk packages that do not match)."""
+    print_error(str(exc), console)
+    raise typer.Exit(2 if isinstance(exc, ModelCacheError) else 1)
+
 
 ConfigOpt = Annotated[
     Path | None,
@@ -41,8 +53,7 @@ def prepare(
     try:
         path = core.prepare(config, verify)
     except WikihowagentError as exc:
-        print_error(str(exc), console)
-        raise typer.Exit(1) from None
+        _fail(exc, console)
     typer.echo(f"model ready: {path}")
 
 
@@ -53,13 +64,18 @@ def path(config: ConfigOpt = None) -> None:
 
     console = make_console()
     try:
-        where, ready = core.where(config)
+        where, ready, writable = core.where(config)
     except WikihowagentError as exc:
-        print_error(str(exc), console)
-        raise typer.Exit(1) from None
+        _fail(exc, console)
     typer.echo(str(where))
     if not ready:
-        console.print("not prepared yet: wikihowagent model prepare", highlight=False, markup=False)
+        note = "not prepared yet: wikihowagent model prepare"
+        if not writable:
+            note = (
+                f"not prepared yet, and {where.parent} is not writable: set WIKIHOWAGENT_MODELS or local.model_dir "
+                "to a folder you can write, then: wikihowagent model prepare"
+            )
+        console.print(note, highlight=False, markup=False)
 
 
 @model_app.command("remove", cls=HelpCommand)
@@ -70,12 +86,12 @@ def remove(config: ConfigOpt = None) -> None:
 
     console = make_console()
     try:
-        folder, removed = core.remove(config)
+        folder, removed, left = core.remove(config)
     except WikihowagentError as exc:
-        print_error(str(exc), console)
-        raise typer.Exit(1) from None
-    if not removed:
-        typer.echo(f"nothing to remove: no model in {folder}")
-        return
+        _fail(exc, console)
     for p in removed:
         typer.echo(f"removed {p}")
+    for p in left:
+        print_labeled(console, "warning:", "yellow", f"left {p}: not a file this tool writes (remove it yourself)")
+    if not removed:
+        typer.echo(f"nothing to remove: no model in {folder}")

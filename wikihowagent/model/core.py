@@ -19,13 +19,14 @@ def prepare(config: Path | None, verify: bool = False) -> Path:
     return model_files.ensure_with_bar(configured=configured_dir(config), force_verify=verify)
 
 
-def where(config: Path | None) -> tuple[Path, bool]:
-    """-> (the GGUF's path, whether it is there and verified)."""
+def where(config: Path | None) -> tuple[Path, bool, bool]:
+    """-> (the GGUF's path, whether it is there and verified, whether its folder can take it)."""
     path = model_files.model_path(configured_dir(config))
-    return path, model_files.is_ready(path)
+    return path, model_files.is_ready(path), model_files.is_writable(path.parent)
 
 
-def remove(config: Path | None) -> tuple[Path, list[Path]]:
-    """Delete the GGUF, its stamp and partial files; -> (the cache folder, the paths removed)."""
+def remove(config: Path | None) -> tuple[Path, list[Path], list[Path]]:
+    """Delete the GGUF, its stamp and partial files; -> (the cache folder, the paths removed, the paths left:
+    a folder under a partial file's name, which no assembly writes)."""
     configured = configured_dir(config)
-    return model_files.models_dir(configured), model_files.remove_local_model(configured)
+    return (model_files.models_dir(configured), *model_files.remove_local_model(configured))
