@@ -67,6 +67,19 @@ def test_bundled_checklist_is_valid_and_every_rubric_has_two_to_five_items_with_
     assert cl.ident.startswith(cl.version + "@")
 
 
+# Each version of the bundled checklist and the first 12 hex of its content hash: every score records both, so
+# an edit of the file (even of its description) must come with a new version, and an old version never changes.
+BUNDLED_VERSIONS = {"1": "53198f1a733e", "2": "41ae84bc0375"}
+
+
+def test_the_bundled_checklist_changes_its_version_with_its_content():
+    cl = load_checklist(None, RUBRICS)
+    assert cl.version in BUNDLED_VERSIONS, f"new checklist version {cl.version}: add it with {cl.sha256[:12]}"
+    assert BUNDLED_VERSIONS[cl.version] == cl.sha256[:12], (
+        f"checklists.json changed but is still version {cl.version}: change its version (and the CHANGELOG)"
+    )
+
+
 @pytest.mark.parametrize(
     "mutate, expect",
     [
@@ -253,9 +266,10 @@ def test_evaluate_checklist_on_openai_compatible_server_records_every_item(tmp_p
     for p in prompts:  # the conversation first, the question last
         assert p.index("Conversation:") < p.index("Question:")
     recs = [json.loads(line) for line in (run / "scores.jsonl").read_text().splitlines()]
+    bundled = load_checklist(None, RUBRICS).ident
     for r in recs:
         j = r["judge"]
-        assert j["scoring"] == "checklist" and j["checklist"].startswith("1@") and j["reading"] == "logprobs"
+        assert j["scoring"] == "checklist" and j["checklist"] == bundled and j["reading"] == "logprobs"
         assert j["prompt"] == "checklist " + j["checklist"] and j["checklist_weights"] == "uniform"
         items = {i["id"]: i for i in j["items"]}
         taught = items["step:1:step-taught"]
@@ -366,7 +380,7 @@ def test_judge_check_with_checklist_scoring_resumes_and_names_the_mode(tmp_path)
         assert res.exit_code == 0 and len(srv.requests) == n, res.output
     recs = [json.loads(x) for x in (out / "judgments.jsonl").read_text().splitlines()]
     assert {r["judge_scoring"] for r in recs} == {"checklist"}
-    assert all(r["judge_prompt"].startswith("checklist 1@") for r in recs)
+    assert {r["judge_prompt"] for r in recs} == {"checklist " + load_checklist(None, RUBRICS).ident}
     assert (out / "summary.md").read_text().startswith("# judge-check: openai:fake-model (checklist")
 
 
