@@ -252,6 +252,130 @@ def test_a_sheet_whose_ids_match_no_scored_conversation_is_an_error(tmp_path):
     )
 
 
+NOISE = ("BLEU", "ROUGE-1", "ROUGE-2", "ROUGE-L", "Diversity", "Question Ratio", "Completion")
+
+
+def estimate_study(root: Path, signal: str, seed: int = 0, k: int = 8, runs: int = 3) -> tuple[Path, Path]:
+    """Runs scored by `evaluate --no-judge` (METEOR and Step Coverage each one independent part of quality, the
+    other cheap metrics noise) and one person's sheet whose Overall follows `signal`: "METEOR" (METEOR's part
+    only: the fit of every metric can only add noise), "both" (both parts: only the fit sees both) or "none"
+    (ratings unrelated to the conversations)."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for r in range(runs):
+        d = root / "runs" / f"run{r}"
+        d.mkdir(parents=True)
+        (d / "run.json").write_text(json.dumps({"name": f"run{r}", "teacher": f"m{r}", "learner": f"m{r}"}))
+        with open(d / "scores.jsonl", "w") as fh:
+            for t in range(k):
+                for j in range(2):
+                    cid = f"r{r}-t{t}-{j}"
+                    q = rng.normal(size=2)
+                    metrics = {m: round(float(rng.uniform(0.2, 0.8)), 4) for m in NOISE}
+                    metrics["METEOR"] = round(float(np.clip(0.3 + 0.06 * q[0], 0, 1)), 4)
+                    metrics["Step Coverage"] = round(float(np.clip(0.5 + 0.1 * q[1], 0, 1)), 4)
+                    truth = {"METEOR": q[0], "both": q.sum(), "none": rng.normal()}[signal]
+                    people = round(float(np.clip(3 + 0.8 * truth + 0.4 * rng.normal(), 1, 5)), 1)
+                    rec = {"conversation_id": cid, "run": f"run{r}", "tutorial_id": f"t{t}", "title": f"How to {t}"}
+                    rec |= {"teacher": f"m{r}", "learner": f"m{r}", "mode": "default", "metrics": metrics}
+                    fh.write(json.dumps(rec) + "\n")
+                    rows.append(
+                        {"conversation_id": cid, "filename": f"run{r}", "title": f"How to {t}", "clarity": people}
+                    )
+    sheet = write_sheet(root / "people.csv", rows, columns=("conversation_id", "filename", "title", "clarity"))
+    return root / "runs", sheet
+
+
+@pytest.fixture(scope="module")
+def aligned(tmp_path_factory):
+    """signal -> (align's output folder, its console output), each study aligned once for the tests below."""
+    done: dict[str, tuple[Path, str]] = {}
+
+    def run(signal: str) -> tuple[Path, str]:
+        if signal not in done:
+            root = tmp_path_factory.mktemp(f"study-{signal}")
+            runs, sheet = estimate_study(root, signal)
+            out = root / "out"
+            args = ["align", "-H", str(sheet), "--scores", str(runs), "--out", str(out), "--bootstrap", "200"]
+            res = CliRunner().invoke(make_app(), [*args, "--no-figures"])
+            assert res.exit_code == 0, res.output
+            done[signal] = out, res.output
+        return done[signal]
+
+    return run
+
+
+@pytest.mark.parametrize("signal", ["METEOR", "both"])
+def test_align_writes_the_fit_only_when_it_beats_meteor_alone(aligned, signal):
+    """The fit of every cheap metric is written when, out of fold, its within-tutorial r and its clear-pair share
+    are both at least METEOR alone's; else METEOR alone fitted the same way, said in one line."""
+    out, output = aligned(signal)
+    est = json.loads((out / "people_estimate.json").read_text())
+    rows = {r["score"]: r for r in read_csv(out / "people_estimate.csv")}
+    fit, base = rows["estimate (out of fold)"], rows["METEOR alone (out of fold)"]
+    beats = float(fit["within_r"]) >= float(base["within_r"]) and float(fit["pair_share"]) >= float(base["pair_share"])
+    md = (out / "people_estimate.md").read_text(encoding="utf-8")
+    assert "both at least METEOR alone's" in md  # the rule, stated
+    if signal == "METEOR":  # noise metrics only add noise: the fit does not beat METEOR alone
+        assert not beats and est["basis"] == "METEOR alone" and [p["name"] for p in est["predictors"]] == ["METEOR"]
+        assert est["out_of_fold"]["within_r"] == pytest.approx(float(base["within_r"]))
+        line = next(x for x in output.splitlines() if "did not beat METEOR alone" in x)
+        assert "people_estimate.json holds METEOR alone" in line and "did not beat METEOR alone" in md
+    else:  # Step Coverage carries what METEOR misses: the fit wins
+        assert beats and est["basis"] == "cheap metrics"
+        assert {"METEOR", "Step Coverage"} <= {p["name"] for p in est["predictors"]}
+        assert est["out_of_fold"]["within_r"] == pytest.approx(float(fit["within_r"]))
+        assert "did not beat" not in output + md
+
+
+def test_align_writes_no_estimate_when_nothing_tracks_people(aligned):
+    """Ratings unrelated to the conversations: no people_estimate.json; why, in people_estimate.md, in
+    problems.txt and in one line on the terminal (the comparison is still written)."""
+    out, output = aligned("none")
+    assert not (out / "people_estimate.json").exists()
+    md = (out / "people_estimate.md").read_text(encoding="utf-8")
+    assert "No people_estimate.json written: nothing here tracks the people" in md and "includes 0" in md
+    assert (out / "people_estimate.csv").is_file()
+    assert "nothing here tracks the people" in (out / "problems.txt").read_text(encoding="utf-8")
+    assert sum("nothing here tracks the people" in x for x in output.splitlines()) == 1
+
+
+def test_people_estimate_md_states_the_users_study_not_the_projects(aligned):
+    """people_estimate.md says what the user's study was (conversations, tutorials, raters, their agreement) and
+    carries no goal of this project nor the caveat of the paper's study."""
+    out, _ = aligned("METEOR")
+    md = (out / "people_estimate.md").read_text(encoding="utf-8")
+    assert "The study: 48 rated conversations of 8 tutorials" in md
+    assert "rated by 1 rater (people.csv)" in md and "agreement between raters not measurable" in md
+    assert "Goal" not in md and "0.55" not in md and "told to rate" not in md and "Caveat: one study" not in md
+
+
+def test_align_json_outputs_name_no_path_of_this_machine(tmp_path):
+    """calibration.json and people_estimate.json are made to be shared: each input is named (a run's score file
+    with its run folder) with the sha256 of its bytes, never by a path of this machine; and so in every JSON
+    file align writes."""
+    import hashlib
+
+    run, sheet, judge = write_study(tmp_path)
+    out = tmp_path / "out"
+    args = ["align", "-H", str(sheet), "--scores", str(judge), "--scores", str(run), "--out", str(out)]
+    res = CliRunner().invoke(make_app(), [*args, "--bootstrap", "200", "--calibrate", "--no-figures"])
+    assert res.exit_code == 0, res.output
+    written = sorted(p for p in out.rglob("*") if p.suffix in (".json", ".jsonl"))
+    assert {p.name for p in written} >= {"calibration.json", "people_estimate.json"}
+    for p in written:
+        text = p.read_text(encoding="utf-8")
+        assert str(tmp_path) not in text and str(tmp_path.resolve()) not in text, p.name
+    sha = {f: hashlib.sha256(f.read_bytes()).hexdigest() for f in (sheet, judge, run / "scores.jsonl")}
+    for name in ("calibration.json", "people_estimate.json"):
+        doc = json.loads((out / name).read_text())
+        assert doc["human_files"] == [{"name": "person.csv", "sha256": sha[sheet]}]
+        assert doc["score_sources"] == [
+            {"name": "judge.csv", "sha256": sha[judge]},
+            {"name": "run/scores.jsonl", "sha256": sha[run / "scores.jsonl"]},
+        ]
+
+
 # ------------------------------------------------------------------------------------------ evaluate --people-estimate
 
 
@@ -326,6 +450,75 @@ def test_an_estimate_file_that_is_not_one_is_refused(tmp_path):
     p.write_text(json.dumps({"kind": "something"}))
     with pytest.raises(apply_est.EstimateMismatch, match="not a people-estimate file"):
         apply_est.load(p)
+
+
+def _tampered(doc: dict, case: str) -> str:
+    """A valid estimate file's JSON (`_estimate`) tampered as `case` names."""
+    p0 = doc["predictors"][0]
+    if case == "huge weight":
+        p0["weight"] = 1e300
+    elif case == "tiny sd":
+        p0["sd"] = 1e-300
+    elif case == "weight as a string":
+        p0["weight"] = "1e3"
+    elif case == "weight as a boolean":
+        p0["weight"] = True
+    elif case == "a predictor twice":
+        doc["predictors"].append(dict(p0))
+    elif case == "more predictors than metrics":
+        doc["predictors"] = [dict(p0) for _ in range(40)]
+    elif case == "mean off the metric's range":
+        p0["mean"] = 7.0
+    elif case == "a direction the metric does not have":
+        p0["better"] = "lower"
+    elif case == "a count as a string":
+        doc["conversations"] = "70"
+    elif case == "a correlation above 1":
+        doc["out_of_fold"] = {"within_r": 3.0}
+    return json.dumps(doc)
+
+
+@pytest.mark.parametrize(
+    "case, field",
+    [
+        ("huge weight", "predictors.0"),
+        ("tiny sd", "predictors.0"),
+        ("weight as a string", "predictors.0.weight"),
+        ("weight as a boolean", "predictors.0.weight"),
+        ("a predictor twice", "predictors.2"),
+        ("more predictors than metrics", "predictors"),
+        ("mean off the metric's range", "predictors.0"),
+        ("a direction the metric does not have", "predictors.0"),
+        ("a count as a string", "conversations"),
+        ("a correlation above 1", "out_of_fold.within_r"),
+    ],
+)
+def test_a_tampered_estimate_file_is_refused_in_one_line_naming_the_field(tmp_path, case, field):
+    """Strict types, finite values within what the 1-5 scale and each metric's range make sensible, unique
+    predictors of known metrics: anything else is refused before any estimate is made, in one line."""
+    from wikihowagent.evaluation import people_estimate as apply_est
+
+    path = _estimate(tmp_path)
+    apply_est.load(path)  # the untampered file is fine
+    path.write_text(_tampered(json.loads(path.read_text()), case))
+    with pytest.raises(apply_est.EstimateMismatch) as exc:
+        apply_est.load(path)
+    msg = str(exc.value)
+    assert "\n" not in msg and msg.startswith(f"{path}: field '{field}'"), msg
+
+
+def test_an_estimate_file_with_a_bom_is_read_and_a_huge_one_is_not(tmp_path):
+    from wikihowagent.evaluation import people_estimate as apply_est
+
+    path = _estimate(tmp_path)
+    text = path.read_text()
+    path.write_text("\ufeff" + text, encoding="utf-8")  # as an editor on Windows saves it
+    assert [p.name for p in apply_est.load(path).predictors] == ["METEOR", "Echo Rate"]
+    from wikihowagent.runs import PEOPLE_ESTIMATE_MAX_BYTES
+
+    path.write_text(text[:-2] + " " * PEOPLE_ESTIMATE_MAX_BYTES + "}\n")  # valid JSON, too large to be one
+    with pytest.raises(apply_est.EstimateMismatch, match="bytes; a wikihowagent-people-estimate file is at most"):
+        apply_est.load(path)
 
 
 # ------------------------------------------------------------------------------------------ judge-check --metrics
@@ -433,6 +626,48 @@ def test_evaluate_people_estimate_end_to_end(tmp_path):
     )
     assert res.exit_code == 2
     assert "--metrics leaves out Step Coverage, Echo Rate" in res.output.replace("\n", " ")
+
+
+@pytest.mark.parametrize("weak", [True, False])
+def test_evaluate_people_estimate_shows_its_figures_and_a_prediction_interval(tmp_path, weak):
+    """Beside the estimate, the file's out-of-fold figures (and a warning when they are weak); its interval in
+    the summary is a prediction interval: the bootstrap CI widened by the estimate's residual spread."""
+    import shutil
+
+    from wikihowagent.cli import app
+    from wikihowagent.records import ESTIMATE_NAME, EstimatePredictor, PeopleEstimate
+    from wikihowagent.runs import people_estimate_text
+
+    run = tmp_path / "run_small"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "evaluation" / "run_small", run)
+    low, share_low = (-0.14, 0.49) if weak else (0.32, 0.73)
+    est = tmp_path / "est.json"
+    est.write_text(
+        people_estimate_text(
+            PeopleEstimate(
+                intercept=3.0,
+                predictors=[EstimatePredictor(name="Step Coverage", mean=0.5, sd=0.2, weight=0.01)],
+                conversations=70,
+                tutorials=10,
+                residual_sd=0.5,
+                residual_sd_between_runs=0.2,
+                out_of_fold={"within_r": 0.5, "within_r_ci_low": low, "within_r_ci_high": 0.6}
+                | {"pair_share": 0.8, "pair_share_ci_low": share_low, "pair_share_ci_high": 0.9, "pairs": 106.0},
+            )
+        )
+    )
+    args = ["evaluate", str(run), "--no-judge", "--metrics", "Step Coverage", "--people-estimate", str(est)]
+    res = CliRunner().invoke(app, [*args, "--no-figures"])
+    assert res.exit_code == 0, res.output
+    out = " ".join(res.output.split())
+    assert f"within-tutorial r +0.50 [{low:+.2f}, +0.60], clear pairs ordered as the people did 0.800" in out
+    assert ("warning: Estimated Overall (people): the within-tutorial r's CI reaches 0" in out) is weak
+    row = read_csv(run / "summary.csv")[0]
+    n = int(row[f"{ESTIMATE_NAME} n"])
+    lo, hi, mean = (float(row[f"{ESTIMATE_NAME} {k}"]) for k in ("ci_low", "ci_high", "mean"))
+    half = 1.959963984540054 * math.sqrt(0.2**2 + 0.5**2 / n)  # at least the estimate's own error of a mean
+    assert lo <= mean - half + 1e-3 and hi >= mean + half - 1e-3
+    assert "95 % prediction interval of the people's mean" in (run / "summary.md").read_text(encoding="utf-8")
 
 
 def test_the_alignment_section_escapes_metric_names(tmp_path):

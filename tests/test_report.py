@@ -354,3 +354,17 @@ def test_table2_arrows_are_green_for_the_better_and_red_for_the_worse():
     assert "<span class='arrow bad'>↓</span>" in _value_cell(row, "BLEU", {}, direction)
     assert "<span class='arrow good'>↓</span>" in _value_cell(row, "Echo Rate", {}, direction)
     assert "<span class='arrow '>≈</span>" in _value_cell(row, "Clarity", {}, direction)
+
+
+def test_the_site_data_names_no_path_of_this_machine(tmp_path):
+    """The site is made to be shared: a conversation's source in its data files is `<run>/<file>:line`, never a
+    path of the machine the report was made on."""
+    make_run(tmp_path / "runs", "T-qwen2_L-qwen2", 4, teacher="qwen2", tutorials=2)
+    site = build_report([tmp_path / "runs"], tmp_path / "site", cases=1).out
+    data = sorted((site / "data").glob("*.js"))
+    assert data
+    for p in data:
+        text = p.read_text(encoding="utf-8")
+        assert str(tmp_path) not in text and str(tmp_path.resolve()) not in text, p.name
+    where = {c["where"] for c in _chunk(site, 0).values()}
+    assert where == {f"T-qwen2_L-qwen2/conversations.jsonl:{i}" for i in range(1, 5)}

@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from wikihowagent.errors import validation_line
+from wikihowagent.errors import one_line, validation_line
 from wikihowagent.jsonlio import (
     JsonlError,
     RunError,
@@ -96,12 +96,26 @@ def calibration_text(cal: Calibration) -> str:
     return json.dumps(cal.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
 
 
-def read_kind_file(path: Path, model: type[FileModel], kind: str, missing: str, wrong: str) -> FileModel:
-    """A JSON file of one `kind` (a calibration, a people estimate) as `model`; RunError with one line naming
-    the file: `missing` when it is absent, `wrong` when it is not of that kind, else what is wrong in it."""
+def read_kind_file(
+    path: Path,
+    model: type[FileModel],
+    kind: str,
+    missing: str,
+    wrong: str,
+    *,
+    max_bytes: int | None = None,
+    check: Callable[[Any], FileModel] | None = None,
+) -> FileModel:
+    """A JSON file of one `kind` (a calibration, a people estimate) as `model` (UTF-8, a byte-order mark
+    allowed); RunError with one line naming the file: `missing` when it is absent, `wrong` when it is not of
+    that kind, a file larger than `max_bytes` unread, else what is wrong in it. `check` (default: `model`'s
+    validation) turns the parsed object into the model, raising ValueError naming the field."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        size = path.stat().st_size
+        if max_bytes is not None and size > max_bytes:
+            raise RunError(f"{path}: {size:,} bytes; a {kind} file is at most {max_bytes:,} bytes")
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
         raise RunError(f"{path}: {missing}") from None
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -111,9 +125,11 @@ def read_kind_file(path: Path, model: type[FileModel], kind: str, missing: str, 
     if not isinstance(data, dict) or data.get("kind") != kind:
         raise RunError(f"{path}: {wrong}")
     try:
-        return model.model_validate(data)
+        return (check or model.model_validate)(data)
     except ValidationError as exc:
         raise RunError(f"{path}: {validation_line(exc, quoted=True)}") from None
+    except ValueError as exc:
+        raise RunError(f"{path}: {one_line(exc)}") from None
 
 
 def read_calibration(path: Path) -> Calibration:

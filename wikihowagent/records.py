@@ -13,9 +13,9 @@ from __future__ import annotations
 import hashlib
 import math
 import uuid
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, field_validator, model_validator
 
 # Namespace for deterministic conversation ids: uuid5(namespace, run_name + tutorial_id). The paper used
 # uuid4; a deterministic uuid keeps the same shape and makes resumed runs reproducible.
@@ -454,6 +454,24 @@ class RubricCalibration(BaseModel):
         return None
 
 
+class SourceFile(BaseModel):
+    """An input file a shared output was made from (`calibration.json`, `people_estimate.json`): its name (a
+    run's score file: `<run folder>/scores.jsonl`) and the sha256 of its bytes, never a machine's path."""
+
+    name: str
+    sha256: str = ""  # "" = not recorded (a file written before the hash was)
+
+
+def _refs(value: Any) -> Any:
+    """Older files listed the inputs as paths: each read as its file name, without a hash."""
+    if not isinstance(value, list):
+        return value
+    return [{"name": v.replace("\\", "/").rsplit("/", 1)[-1]} if isinstance(v, str) else v for v in value]
+
+
+SourceFiles = Annotated[list[SourceFile], BeforeValidator(_refs)]
+
+
 class Calibration(BaseModel):
     """`align --calibrate`'s `calibration.json`: per rubric, a mapping fitted for ONE judge (spec and scoring
     mode) and ONE rubric file (its sha256, as in `JudgeProvenance`); `evaluate --calibration` refuses scores
@@ -467,12 +485,14 @@ class Calibration(BaseModel):
     prompt: str = ""  # the judge's --judge-prompt variant, as `judge_prompts.recorded_prompt` reads it
     rubrics_sha256: str = ""
     rubrics: dict[str, RubricCalibration] = Field(default_factory=dict)
-    human_files: list[str] = Field(default_factory=list)
-    score_sources: list[str] = Field(default_factory=list)
+    human_files: SourceFiles = Field(default_factory=list)
+    score_sources: SourceFiles = Field(default_factory=list)
     out_of_fold: dict[str, dict[str, float | None]] = Field(default_factory=dict)  # rubric -> raw/calibrated r, MAE
 
 
 ESTIMATE_NAME = "Estimated Overall (people)"  # the column `evaluate --people-estimate` adds
+MAX_WEIGHT = RUBRIC_SCALE[1] - RUBRIC_SCALE[0]  # an estimate's weight per sd of a metric: at most the scale's width
+ESTIMATE_BASES = ("cheap metrics", "METEOR alone")  # what `align` wrote: the fit, or its baseline (it did not beat)
 
 
 class EstimatePredictor(BaseModel):
@@ -493,8 +513,11 @@ class EstimatePredictor(BaseModel):
                 raise ValueError(f"{self.name}: {key} = {v:g} is not a finite number")
         if self.sd <= 0:
             raise ValueError(f"{self.name}: sd = {self.sd:g} must be positive")
-        if self.weight < 0:
-            raise ValueError(f"{self.name}: weight = {self.weight:g} must not be negative")
+        if not 0 <= self.weight <= MAX_WEIGHT:
+            raise ValueError(
+                f"{self.name}: weight = {self.weight:g} is outside 0 to {MAX_WEIGHT:g} (rating points per standard "
+                "deviation: no more than the width of the 1-5 scale)"
+            )
         return self
 
 
@@ -513,16 +536,18 @@ class PeopleEstimate(BaseModel):
     shrinkage: float = 0.0  # the ridge penalty chosen (on standardised metrics)
     conversations: int = 0
     tutorials: int = 0
+    basis: Literal["cheap metrics", "METEOR alone"] = "cheap metrics"  # METEOR alone: the fit did not beat it
     residual_sd: float | None = None  # of the out-of-fold predictions around the people's ratings
-    human_files: list[str] = Field(default_factory=list)
-    score_sources: list[str] = Field(default_factory=list)
+    residual_sd_between_runs: float | None = None  # of a run's mean residual beyond residual_sd / sqrt(n)
+    human_files: SourceFiles = Field(default_factory=list)
+    score_sources: SourceFiles = Field(default_factory=list)
     out_of_fold: dict[str, float | None] = Field(default_factory=dict)  # pooled_r, within_r, pair_share, ...
 
     @model_validator(mode="after")
     def _usable(self) -> PeopleEstimate:
         if not self.predictors:
             raise ValueError("no predictor")
-        if not math.isfinite(self.intercept) or not RUBRIC_SCALE[0] - 1 <= self.intercept <= RUBRIC_SCALE[1] + 1:
+        if not math.isfinite(self.intercept) or not RUBRIC_SCALE[0] <= self.intercept <= RUBRIC_SCALE[1]:
             raise ValueError(f"intercept = {self.intercept:g} is not on the rating scale")
         return self
 

@@ -12,6 +12,7 @@ the one score table every stage computes from (`read_score_table`: scores files,
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import os
 import re
@@ -33,6 +34,7 @@ from wikihowagent.records import (
     PeopleEstimate,
     PreTestRecord,
     ScoreRecord,
+    SourceFile,
     TestAnswer,
 )
 from wikihowagent.scoretable import ScoreTable
@@ -117,6 +119,7 @@ METRIC_ALIGNMENT_PNG = "metric_alignment.png"  # figures/: metrics x human rubri
 METRIC_ALIGNMENT_WITHIN_PNG = "metric_alignment_within.png"  # figures/: the same, within-tutorial r
 PEOPLE_ESTIMATE_JSON = "people_estimate.json"  # align: the people-calibrated estimate (`evaluate --people-estimate`)
 PEOPLE_ESTIMATE_MD = "people_estimate.md"
+PEOPLE_ESTIMATE_MAX_BYTES = 1_000_000  # a real one is a few kB: one line per metric and input file
 PEOPLE_ESTIMATE_CSV = "people_estimate.csv"  # its out-of-fold figures beside METEOR alone and the judge
 METRIC_SENSITIVITY_CSV = "metric_sensitivity.csv"  # judge-check --metrics: every metric against the perturbations
 METRIC_SENSITIVITY_MD = "metric_sensitivity.md"
@@ -630,8 +633,10 @@ def _paper_score_table(
     return ScoreTable.from_records(last.values(), run=run, source=str(path))
 
 
-def read_people_estimate(path: Path) -> PeopleEstimate:
-    """A people-estimate file; RunError (one line naming the file) if it is missing or not one."""
+def read_people_estimate(path: Path, check: Callable[[Any], PeopleEstimate] | None = None) -> PeopleEstimate:
+    """A people-estimate file (at most PEOPLE_ESTIMATE_MAX_BYTES); RunError (one line naming the file) if it is
+    missing or not one. `check`: the parsed object to the estimate, ValueError naming the field
+    (`evaluation.people_estimate.check_estimate`, which knows the metrics' ranges)."""
     return record_files.read_kind_file(
         path,
         PeopleEstimate,
@@ -639,7 +644,25 @@ def read_people_estimate(path: Path) -> PeopleEstimate:
         f"no such estimate file (`wikihowagent align` writes {PEOPLE_ESTIMATE_JSON})",
         'not a people-estimate file (no "kind": "wikihowagent-people-estimate"; `wikihowagent align` writes one as '
         f"{PEOPLE_ESTIMATE_JSON})",
+        max_bytes=PEOPLE_ESTIMATE_MAX_BYTES,
+        check=check,
     )
+
+
+def source_files(paths: Iterable[Path | str]) -> list[SourceFile]:
+    """The inputs a shared output names (`calibration.json`, `people_estimate.json`): each file's name (a run's
+    score file with its run folder: `<run>/scores.jsonl`) and the sha256 of its bytes; never a path of this
+    machine. A file that cannot be read is named without a hash."""
+    out = []
+    for p in map(Path, paths):
+        name = f"{p.parent.name}/{p.name}" if p.name in SCORE_FILES and p.parent.name else p.name
+        try:
+            with open(p, "rb") as fh:
+                digest = hashlib.file_digest(fh, "sha256").hexdigest()
+        except OSError:
+            digest = ""
+        out.append(SourceFile(name=name, sha256=digest))
+    return out
 
 
 # --------------------------------------------------------------------------- outputs other stages read back

@@ -136,7 +136,7 @@ def compute(
         if metric_table.metric_columns(res, ids):
             res.people_fit = people_fit.fit_people(res, tutorial_ids, n_boot, seed, human_paths)
             if res.people_fit.estimate is None:
-                problems.add("no estimate", f"{ESTIMATE_NAME} not fitted: {res.people_fit.why_not}")
+                problems.add("no estimate", f"{ESTIMATE_NAME} not written: {res.people_fit.why_not}")
     return res
 
 

@@ -31,6 +31,7 @@ from wikihowagent.runs import (
     PPI_CSV,
     PPI_MD,
     calibration_text,
+    source_files,
 )
 
 from . import calibration as cal_stats
@@ -251,8 +252,8 @@ def _calibration_file(
         prompt=prompt,
         rubrics_sha256=sha,
         rubrics=fitted,
-        human_files=[str(p) for p in human_paths],
-        score_sources=list(res.llm.sources),
+        human_files=source_files(human_paths),
+        score_sources=source_files(res.llm.sources),
         out_of_fold={
             m: {
                 "n": float(ro.compared.n),

@@ -7,10 +7,15 @@ Its figures are out of fold: folds of whole tutorials (GroupKFold), the penalty 
 training fold, so no conversation's prediction saw its own tutorial. They are set beside METEOR alone fitted
 the same way (the baseline to beat) and the LLM judge's mean of rubrics (as it is, unfitted) on the same
 conversations: pooled r, within-tutorial r (CIs resampling tutorials) and the share of the clear same-tutorial
-pairs ordered as people did (paired difference from METEOR alone on the same resamples). The file holds the
-model fitted on every rated conversation. Not fitted (one line in problems.txt, no file) when the scores lack
-the metrics, do not say which metric mode computed them, or cover fewer than MIN_CONVERSATIONS conversations
-of MIN_TUTORIALS tutorials.
+pairs ordered as people did (paired difference from METEOR alone on the same resamples).
+
+What is written (BEATS_RULE, TRACKS_RULE): the fit, when it beats METEOR alone out of fold; else METEOR alone,
+fitted the same way (one line says so); and neither when what would be written does not track the people
+(its within-tutorial r's CI reaches 0): no file, the reason in people_estimate.md and problems.txt. The file
+holds the model fitted on every rated conversation, its out-of-fold figures and residual spread (per
+conversation and between runs, for `evaluate`'s prediction intervals). Not fitted (one line in problems.txt,
+no file) when the scores lack the metrics, do not say which metric mode computed them, or cover fewer than
+MIN_CONVERSATIONS conversations of MIN_TUTORIALS tutorials.
 """
 
 from __future__ import annotations
@@ -23,9 +28,10 @@ from typing import Any
 import numpy as np
 
 from wikihowagent.evaluation.metrics import LIKELIHOOD_GAIN, METEOR, WORDS, better, metrics_of
+from wikihowagent.evaluation.people_estimate import spread_floor
 from wikihowagent.markdown import markdown_table
 from wikihowagent.records import ESTIMATE_NAME, EstimatePredictor, PeopleEstimate
-from wikihowagent.runs import PEOPLE_ESTIMATE_JSON, PEOPLE_ESTIMATE_MD
+from wikihowagent.runs import PEOPLE_ESTIMATE_JSON, PEOPLE_ESTIMATE_MD, source_files
 from wikihowagent.stats import people_estimate as pe
 from wikihowagent.stats.association import associate
 from wikihowagent.stats.pair_order import GAP, PairDifference, PairOrder, pair_order
@@ -35,9 +41,14 @@ from .metric_table import JUDGE_MEAN, metric_columns, people_matrix
 
 MIN_CONVERSATIONS = 20
 MIN_TUTORIALS = 4
-GOAL_WITHIN, GOAL_PAIRS = 0.55, 0.85  # what the estimate aims at out of fold on the development split
 ESTIMATE = "estimate (out of fold)"
 METEOR_ALONE = f"{METEOR} alone (out of fold)"
+BEATS_RULE = (
+    f"the fit beats {METEOR} alone when its out-of-fold within-tutorial r and its share of clear pairs ordered as "
+    f"the people did are both at least {METEOR} alone's (fitted the same way, on the same folds); otherwise "
+    f"{METEOR} alone is written"
+)
+TRACKS_RULE = "nothing is written unless the 95 % CI of its out-of-fold within-tutorial r lies above 0"
 
 
 def cheap_metrics(mode: str) -> list[str]:
@@ -54,6 +65,7 @@ class Compared:
     within: Any
     pairs: PairOrder
     vs_meteor: PairDifference | None = None
+    oof: Any = None  # the out-of-fold predictions (np.ndarray)
 
 
 @dataclass
@@ -61,13 +73,19 @@ class PeopleFit:
     estimate: PeopleEstimate | None = None
     why_not: str = ""
     compared: list[Compared] = field(default_factory=list)
+    basis_line: str = ""  # METEOR alone written: why, in one line
+    study: str = ""  # facts of the study it was fitted on: conversations, tutorials, raters, their agreement
 
-    @property
-    def goal_met(self) -> bool | None:
-        row = next((c for c in self.compared if c.name == ESTIMATE), None)
-        if row is None or not math.isfinite(row.within.value) or not math.isfinite(row.pairs.accuracy):
-            return None
-        return row.within.value >= GOAL_WITHIN and row.pairs.accuracy >= GOAL_PAIRS
+
+@dataclass
+class _Design:
+    mode: str
+    ids: list[str]  # the conversations with every one of them and a people's Overall
+    names: list[str]  # the cheap metrics used
+    X: np.ndarray  # ids x names (negated where lower is better)
+    y: np.ndarray
+    groups: list[str]  # tutorials
+    runs: list[str]
 
 
 def _mode_of(res: Any, ids: list[str]) -> tuple[str, str]:
@@ -106,63 +124,149 @@ def _out_of_fold_figures(est_row: Compared) -> dict[str, float | None]:
     }
 
 
-def fit_people(
-    res: Any, tutorials: list[str], n_boot: int, seed: int, human_paths: list[Path] | None = None
-) -> PeopleFit:
-    """The people-calibrated estimate: a ridge of the cheap metrics fitted on the people's Overall, compared out
-    of fold (by tutorial) with METEOR alone and the judge's mean; `why_not` says why there is none."""
+def _design(res: Any, tutorials: list[str]) -> _Design | str:
+    """The conversations and cheap metrics a fit can use (a metric with too little spread left out), or why
+    there are none to fit on."""
     ids = res.ids
     y = people_matrix(res.human)[:, -1] if len(ids) else np.empty(0)
     mode, why = _mode_of(res, ids)
     if not mode:
-        return PeopleFit(why_not=why)
+        return why
     columns = metric_columns(res, ids)
     names = [m for m in cheap_metrics(mode) if m in columns]
     if not names:
-        return PeopleFit(why_not=f"the scores hold none of the cheap metrics ({', '.join(cheap_metrics(mode))})")
+        return f"the scores hold none of the cheap metrics ({', '.join(cheap_metrics(mode))})"
     X = np.column_stack([-columns[m] if better(m) == "lower" else columns[m] for m in names])
     ok = np.isfinite(y) & np.all(np.isfinite(X), axis=1)
     groups = [t for t, k in zip(tutorials, ok, strict=True) if k]
     n, k = int(ok.sum()), len(set(groups))
     if n < MIN_CONVERSATIONS or k < MIN_TUTORIALS:
-        return PeopleFit(
-            why_not=f"{n} rated conversations of {k} tutorials have every one of {', '.join(names)}; the estimate "
+        return (
+            f"{n} rated conversations of {k} tutorials have every one of {', '.join(names)}; the estimate "
             f"needs at least {MIN_CONVERSATIONS} of {MIN_TUTORIALS}"
         )
-    X, yy = X[ok], y[ok]
-    final = pe.fit_chosen(X, yy, groups)
-    oof = pe.out_of_fold(X, yy, groups)
-    result = PeopleFit()
-    series: dict[str, np.ndarray] = {ESTIMATE: oof}
-    if METEOR in names:
-        series[METEOR_ALONE] = pe.out_of_fold(X[:, [names.index(METEOR)]], yy, groups)
-    judge = res.model[ok, : schema.n_metrics()]
+    spread = X[ok].std(axis=0)
+    keep = [j for j, m in enumerate(names) if spread[j] >= spread_floor(m, mode)]
+    if not keep:
+        return f"none of {', '.join(names)} varies over the {n} rated conversations"
+    used = [c for c, o in zip(ids, ok, strict=True) if o]
+    runs = [res.group_meta(c)["run"] for c in used]
+    return _Design(mode, used, [names[j] for j in keep], X[ok][:, keep], y[ok], groups, runs)
+
+
+def _compare(res: Any, d: _Design, n_boot: int, seed: int) -> dict[str, Compared]:
+    """Out of fold: the fit, METEOR alone fitted the same way, and the judge's mean as it is, against people."""
+    series: dict[str, np.ndarray] = {ESTIMATE: pe.out_of_fold(d.X, d.y, d.groups)}
+    if METEOR in d.names:
+        series[METEOR_ALONE] = pe.out_of_fold(d.X[:, [d.names.index(METEOR)]], d.y, d.groups)
+    where = {c: i for i, c in enumerate(res.ids)}
+    judge = res.model[[where[c] for c in d.ids], : schema.n_metrics()]
     if np.any(~np.isnan(judge)):
         with np.errstate(invalid="ignore"):
             jm = np.nanmean(judge, axis=1)
         if np.all(np.isfinite(jm)):
             series[JUDGE_MEAN] = jm
     orders, diffs = pair_order(
-        series, yy, groups, n_boot=n_boot, seed=seed, baseline=METEOR_ALONE if METEOR_ALONE in series else None
+        series, d.y, d.groups, n_boot=n_boot, seed=seed, baseline=METEOR_ALONE if METEOR_ALONE in series else None
     )
+    out = {}
     for name, pred in series.items():
-        a = associate(pred, yy, groups, n_boot=n_boot, seed=seed)
-        result.compared.append(
-            Compared(name, a.n, a.coefs["pearson"], a.coefs["within"], orders[name], diffs.get(name))
+        a = associate(pred, d.y, d.groups, n_boot=n_boot, seed=seed)
+        out[name] = Compared(name, a.n, a.coefs["pearson"], a.coefs["within"], orders[name], diffs.get(name), pred)
+    return out
+
+
+def _at_least(a: float, b: float) -> bool:
+    return not math.isfinite(b) or (math.isfinite(a) and a >= b)
+
+
+def beats(fit: Compared, baseline: Compared) -> bool:
+    """BEATS_RULE: the out-of-fold within-tutorial r and the clear-pair share both at least the baseline's."""
+    return _at_least(fit.within.value, baseline.within.value) and _at_least(fit.pairs.accuracy, baseline.pairs.accuracy)
+
+
+def tracks(row: Compared) -> bool:
+    """TRACKS_RULE: the 95 % CI of the out-of-fold within-tutorial r lies above 0."""
+    return math.isfinite(row.within.ci_low) and row.within.ci_low > 0
+
+
+def between_runs_sd(resid: np.ndarray, runs: list[str]) -> float | None:
+    """The sd of a run's mean residual beyond its conversations' own spread (method of moments over the runs:
+    the variance of the runs' mean residuals less the within-run variance over each run's size, at least 0);
+    None with fewer than 3 runs."""
+    by: dict[str, list[float]] = {}
+    for r, g in zip(resid, runs, strict=True):
+        by.setdefault(g, []).append(float(r))
+    if len(by) < 3:
+        return None
+    means = np.array([np.mean(v) for v in by.values()])
+    sizes = np.array([len(v) for v in by.values()])
+    within = sum(float(((np.array(v) - np.mean(v)) ** 2).sum()) for v in by.values()) / max(len(resid) - len(by), 1)
+    return math.sqrt(max(float(np.var(means, ddof=1) - np.mean(within / sizes)), 0.0))
+
+
+def study_facts(res: Any, d: _Design) -> str:
+    """The user's study in one sentence: conversations, tutorials, raters, their agreement."""
+    sheets = ", ".join(Path(j.source).name for j in res.judges)
+    every = res.groups[0].agreement.values() if res.groups else []  # the first group: all conversations
+    alphas = [a.alpha for a in every if math.isfinite(a.alpha)]
+    agree = (
+        f"their agreement, Krippendorff's α (ordinal) per rubric: {min(alphas):+.2f} to {max(alphas):+.2f} "
+        f"({len(alphas)} rubrics)"
+        if alphas
+        else "agreement between raters not measurable here (it needs two raters of the same conversations)"
+    )
+    return (
+        f"{len(d.y)} rated conversations of {len(set(d.groups))} tutorials with every metric used, rated by "
+        f"{len(res.judges)} rater{'s' if len(res.judges) != 1 else ''} ({sheets}); {agree}"
+    )
+
+
+def fit_people(
+    res: Any, tutorials: list[str], n_boot: int, seed: int, human_paths: list[Path] | None = None
+) -> PeopleFit:
+    """The people-calibrated estimate: a ridge of the cheap metrics fitted on the people's Overall, compared out
+    of fold (by tutorial) with METEOR alone and the judge's mean; METEOR alone written when the fit does not
+    beat it (BEATS_RULE), nothing when what would be written does not track people (TRACKS_RULE); `why_not`
+    says why there is no estimate."""
+    d = _design(res, tutorials)
+    if isinstance(d, str):
+        return PeopleFit(why_not=d)
+    rows = _compare(res, d, n_boot, seed)
+    result = PeopleFit(compared=list(rows.values()), study=study_facts(res, d))
+    use, cols = ESTIMATE, d.names
+    if METEOR_ALONE in rows and not beats(rows[ESTIMATE], rows[METEOR_ALONE]):
+        use, cols = METEOR_ALONE, [METEOR]
+        fit, base = rows[ESTIMATE], rows[METEOR_ALONE]
+        result.basis_line = (
+            f"The fit of {len(d.names)} metrics did not beat {METEOR} alone out of fold (within-tutorial r "
+            f"{_f(fit.within.value)} against {_f(base.within.value)}, clear pairs {_share(fit.pairs)} against "
+            f"{_share(base.pairs)}): {PEOPLE_ESTIMATE_JSON} holds {METEOR} alone, fitted the same way."
         )
-    est_row = result.compared[0]
-    resid = oof - yy
+    row = rows[use]
+    if not tracks(row):
+        ci = "includes 0" if math.isfinite(row.within.ci_low) else "could not be computed (no bootstrap)"
+        result.why_not = (
+            f"nothing here tracks the people: out of fold, {'METEOR alone' if use == METEOR_ALONE else 'the fit'}'s "
+            f"within-tutorial r is {_ci(row.within)} and its 95 % CI {ci}; an estimate that does not order "
+            "conversations as these people did would only look like their rating"
+        )
+        return result
+    final = pe.fit_chosen(d.X[:, [d.names.index(c) for c in cols]], d.y, d.groups)
+    resid = row.oof - d.y
     result.estimate = PeopleEstimate(
-        mode="paper" if mode == "paper" else "default",
+        mode="paper" if d.mode == "paper" else "default",
+        basis="cheap metrics" if use == ESTIMATE else "METEOR alone",
         intercept=final.intercept,
-        predictors=_predictors(names, final),
+        predictors=_predictors(cols, final),
         shrinkage=final.shrinkage,
-        conversations=n,
-        tutorials=k,
-        residual_sd=float(np.sqrt(np.mean(resid**2))) if n else None,
-        human_files=[str(p) for p in human_paths or []],
-        score_sources=list(res.llm.sources),
-        out_of_fold=_out_of_fold_figures(est_row),
+        conversations=len(d.y),
+        tutorials=len(set(d.groups)),
+        residual_sd=float(np.sqrt(np.mean(resid**2))),
+        residual_sd_between_runs=between_runs_sd(resid, d.runs),
+        human_files=source_files(human_paths or []),
+        score_sources=source_files(res.llm.sources),
+        out_of_fold=_out_of_fold_figures(row),
     )
     return result
 
@@ -205,52 +309,56 @@ def rows_csv(fit: PeopleFit) -> tuple[list[str], list[list[Any]]]:
     return cols, rows
 
 
-def markdown(fit: PeopleFit) -> str:
-    est = fit.estimate
-    if est is None:
-        return f"# {ESTIMATE_NAME}\n\nNot fitted: {fit.why_not}.\n"
+def _share(o: PairOrder) -> str:
+    return f"{o.accuracy:.3f}" if o.pairs and math.isfinite(o.accuracy) else "—"
+
+
+def _written(est: PeopleEstimate) -> str:
     weights = ", ".join(
         f"{p.name}{' (negated)' if p.better == 'lower' else ''} {p.weight:.3f}" for p in est.predictors if p.weight
     )
-    goal = fit.goal_met
-    goal_text = (
-        "not measurable here"
-        if goal is None
-        else ("met" if goal else "not met")
-        + f" (within-tutorial r ≥ {GOAL_WITHIN} and clear-pair share ≥ {GOAL_PAIRS} out of fold)"
+    spread = f"Out-of-fold residual sd: {est.residual_sd:.2f} points per conversation" + (
+        f", {est.residual_sd_between_runs:.2f} between runs" if est.residual_sd_between_runs is not None else ""
     )
-    body = [[c.name, str(c.n), _ci(c.pooled), _ci(c.within), _pairs(c.pairs), _diff(c.vs_meteor)] for c in fit.compared]
     return (
-        f"# {ESTIMATE_NAME}\n\n"
         f"The people's Overall rating predicted from {len(est.predictors)} cheap metric(s) of evaluate's "
         f"{est.mode} mode: a non-negative ridge on standardised metrics (penalty {est.shrinkage:g}, chosen by "
-        f"folds of whole tutorials), fitted on {est.conversations} rated conversations of {est.tutorials} "
-        f"tutorials. Intercept {est.intercept:.3f}; weights per standard deviation: {weights or 'none (all shrunk to 0)'}. "
-        f"Apply it to any run scored in {est.mode} mode: `wikihowagent evaluate RUN --people-estimate "
+        f"folds of whole tutorials). Intercept {est.intercept:.3f}; weights per standard deviation: "
+        f"{weights or 'none (all shrunk to 0)'}. {spread} (`evaluate --people-estimate` widens its intervals "
+        f"by them). Apply it to any run scored in {est.mode} mode: `wikihowagent evaluate RUN --people-estimate "
         f"{PEOPLE_ESTIMATE_JSON}`.\n\n"
-        "Out of fold (folds of whole tutorials; the penalty chosen again inside each training fold), beside "
+    )
+
+
+def markdown(fit: PeopleFit) -> str:
+    """people_estimate.md: facts of the user's study, what was written and why, the out-of-fold comparison."""
+    if not fit.compared:
+        return f"# {ESTIMATE_NAME}\n\nNot fitted: {fit.why_not}.\n"
+    head = f"# {ESTIMATE_NAME}\n\nThe study: {fit.study}.\n\n"
+    if fit.estimate is None:
+        head += f"No {PEOPLE_ESTIMATE_JSON} written: {fit.why_not}.\n\n"
+    else:
+        head += (f"{fit.basis_line}\n\n" if fit.basis_line else "") + _written(fit.estimate)
+    body = [[c.name, str(c.n), _ci(c.pooled), _ci(c.within), _pairs(c.pairs), _diff(c.vs_meteor)] for c in fit.compared]
+    return (
+        head + "Out of fold (folds of whole tutorials; the penalty chosen again inside each training fold), beside "
         "METEOR alone fitted the same way and the LLM judge as it is, on the same conversations. 95 % CIs "
-        f"resample tutorials; clear pairs: same-tutorial pairs whose people's means differ by ≥ {GAP:g}. "
-        f"Out-of-fold residual sd: {est.residual_sd:.2f} points.\n\n"
+        f"resample tutorials; clear pairs: same-tutorial pairs whose people's means differ by ≥ {GAP:g}.\n\n"
         + markdown_table(
             ["score", "n", "pooled r", "within-tutorial r", "clear pairs ordered", "pair share − METEOR alone"], body
         )
-        + f"\nGoal: {goal_text}.\n\n"
-        "Caveat: one study, two raters who were told to rate with the tutorial as the reference (what METEOR and "
-        "Step Coverage measure); fit it again on your own human study before trusting it elsewhere.\n"
+        + f"\nWhat is written: {BEATS_RULE}; {TRACKS_RULE}.\n"
     )
 
 
 def render(fit: PeopleFit, console: Any) -> None:
-    if fit.estimate is None:
+    """One line: what was written with its out-of-fold figures (and why METEOR alone)."""
+    if fit.estimate is None:  # why: a warning line of its own (problems.txt)
         return
-    row = next((c for c in fit.compared if c.name == ESTIMATE), None)
-    base = next((c for c in fit.compared if c.name == METEOR_ALONE), None)
-    if row is None:
-        return
+    row = next(c for c in fit.compared if c.name == (METEOR_ALONE if fit.basis_line else ESTIMATE))
     line = (
-        f"{ESTIMATE_NAME}: out of fold within-tutorial r {_ci(row.within)}, clear pairs {_pairs(row.pairs)}"
-        + (f"; {METEOR} alone {_f(base.within.value)}, {_pairs(base.pairs)}" if base else "")
-        + f" ({PEOPLE_ESTIMATE_MD}; apply with evaluate --people-estimate)"
+        (fit.basis_line + " " if fit.basis_line else "")
+        + f"{ESTIMATE_NAME}: out of fold within-tutorial r {_ci(row.within)}, clear pairs {_pairs(row.pairs)} "
+        f"({PEOPLE_ESTIMATE_MD}; apply with evaluate --people-estimate)"
     )
     console.print(line, highlight=False, markup=False, soft_wrap=True)

@@ -83,6 +83,7 @@ def write_outputs(res: AlignResult, out_dir: Path, human_paths: list[Path], *, f
             st.write_text(PEOPLE_ESTIMATE_MD, people_fit.markdown(res.people_fit))
             if res.people_fit.estimate is not None:
                 st.write_text(PEOPLE_ESTIMATE_JSON, people_estimate_text(res.people_fit.estimate))
+            if res.people_fit.compared:
                 cols, rows = people_fit.rows_csv(res.people_fit)
                 st.write_text(PEOPLE_ESTIMATE_CSV, csv_text(cols, rows))
         st.write_text(PROBLEMS_TXT, "\n".join(res.problems.lines()) + "\n" if len(res.problems) else "no problems\n")

@@ -8,7 +8,17 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from wikihowagent.console import CLUSTER, INPUTS, METRICS, MODELS, OUTPUT, STATISTICS, make_console, print_error
+from wikihowagent.console import (
+    CLUSTER,
+    INPUTS,
+    METRICS,
+    MODELS,
+    OUTPUT,
+    STATISTICS,
+    make_console,
+    print_error,
+    print_labeled,
+)
 from wikihowagent.stats import bootstrap_option, seed_option
 
 from .options import (
@@ -58,6 +68,11 @@ def _print_result(result: EvaluationSummary, console: Console, paper: bool) -> N
         print_by_domain(result.persona_table, stdout, key="persona")
     for _, title, table in result.tables:
         print_summary(table, stdout, title=title)
+    figures, warning = result.estimate_figures
+    if figures:
+        console.print(figures, highlight=False, markup=False, soft_wrap=True)
+    if warning:
+        print_labeled(console, "warning:", "yellow", warning)
     console.print("wrote " + ", ".join(str(p) for p in result.written), highlight=False, markup=False)
     if result.judge_all_failed:
         print_error(

@@ -110,6 +110,7 @@ class EvaluationSummary:
     shard: tuple[int, int] | None = None  # --shard K/N: scores of one shard, no summary (summary is None)
     merge_dirs: list[Path] = field(default_factory=list)  # where `wikihowagent merge` joins the shards
     judge_all_failed: list[str] = field(default_factory=list)  # inputs whose judge failed on every rubric asked
+    estimate_figures: tuple[str, str] = ("", "")  # --people-estimate: its out-of-fold figures, a warning if weak
 
 
 def run_evaluation(req: EvaluateRequest, console: Any) -> EvaluationSummary:
@@ -458,6 +459,7 @@ def _paper_tables(
     )
     result.tables = paper_tables(run_scores, setups, rubric_names, req.table_stats)
     for stem, _, summary in result.tables:
+        _estimate_intervals(summary, req)
         result.written += write_summary(summary, out_dir / stem)
 
 
@@ -608,6 +610,7 @@ def _summarize(
 ) -> EvaluationSummary:
     run_scores = _run_scores(results, calibration, req)
     summary = summarize(run_scores, rubric_names, baseline=base_name, stats=req.table_stats)
+    figures = _estimate_intervals(summary, req)
     if req.out is not None:
         out_dir = Path(req.out)
     elif len(results) == 1:
@@ -631,4 +634,25 @@ def _summarize(
         written.append(p)
     if req.figures:
         written += write_figures(summary, rubric_names, out_dir, domain_df)
-    return EvaluationSummary(summary=summary, domain_table=domain_df, persona_table=persona_df, written=written)
+    return EvaluationSummary(
+        summary=summary, domain_table=domain_df, persona_table=persona_df, written=written, estimate_figures=figures
+    )
+
+
+def _estimate_intervals(summary: Any, req: EvaluateRequest) -> tuple[str, str]:
+    """--people-estimate: its column's CIs widened into prediction intervals (`people_estimate.widen`) and the
+    file's out-of-fold figures (with a warning when weak) in the summary's legend -> (figures, warning)."""
+    if req.people_estimate is None:
+        return "", ""
+    est = people_estimate.load(req.people_estimate)
+    people_estimate.widen(summary, est)
+    line, warning = people_estimate.figures(est, req.people_estimate)
+    if summary.stats is not None and summary.stats.n_boot and est.residual_sd is not None:
+        line += (
+            f". Its [lo, hi]: a 95 % prediction interval of the people's mean, the bootstrap CI widened by the "
+            f"estimate's out-of-fold residual sd ({est.residual_sd:.2f} per conversation, over the square root of n"
+            + (f"; {est.residual_sd_between_runs:.2f} between runs" if est.residual_sd_between_runs is not None else "")
+            + ")"
+        )
+    summary.notes += [line + "."] + ([f"Warning: {warning}."] if warning else [])
+    return line, warning

@@ -144,6 +144,7 @@ class Summary:
     table: list[dict[str, Any]]  # one dict per run (+ "Overall"): display strings and raw numbers
     baseline: str | None = None
     stats: Any = None  # significance.TableStats: CIs and paired arrows; None = neither (the paper's raw arrows)
+    notes: list[str] = field(default_factory=list)  # more legend lines (e.g. the people estimate's intervals)
 
 
 def summarize(
@@ -349,7 +350,7 @@ def _legend(s: Summary) -> str:
             "difference; – = no shared tutorial. The CSV has the mean paired difference with its CI, p and "
             "the Holm-corrected p."
         )
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + s.notes) + "\n"
 
 
 # --------------------------------------------------------------------------------------------------

@@ -66,10 +66,19 @@ def _turn_extra(t: Turn) -> dict[str, Any]:
     }
 
 
+def shared_where(where: str) -> str:
+    """A record's source ("FILE:LINE", "FILE: total_conversations[i]", or a FILE) as the site shows it: the file
+    as `<folder>/<file>` (its run and file name), never a path of the machine the report was made on."""
+    cuts = [i for i, ch in enumerate(where) if ch == ":"] + [len(where)]
+    i = next((i for i in cuts if Path(where[:i]).is_file()), len(where))
+    p = Path(where[:i])
+    return f"{p.parent.name}/{p.name}{where[i:]}" if p.parent.name else f"{p.name}{where[i:]}"
+
+
 def _conversation_data(c: ReportConversation, metrics: list[str], others: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "run": c.run,
-        "where": c.where,
+        "where": shared_where(c.where),
         "tutorial_id": c.tutorial_id,
         "title": c.title,
         "method_title": c.method_title,
