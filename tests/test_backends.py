@@ -766,7 +766,7 @@ def test_local_cache_prompt_setting_goes_in_every_request_body(fake, monkeypatch
 def test_the_shipped_prompt_cache_config_keeps_one_slot_per_role_and_requests_sequential():
     from wikihowagent.config import load_config
 
-    cfg = load_config(Path(__file__).resolve().parent.parent / "wikihowagent" / "configs" / "local-prompt-cache.yaml")
+    cfg = load_config(Path(__file__).resolve().parent.parent / "configs" / "local-prompt-cache.yaml")
     assert (cfg.local.cache_prompt, cfg.local.n_parallel, cfg.concurrency) == (True, 2, 1)
     assert load_config().local.cache_prompt is False  # wikihowagent/configs/default.yaml leaves it off
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from fake_servers import FakeOpenAI
 from typer.testing import CliRunner
@@ -108,10 +109,9 @@ def test_sweep_bad_files_are_one_line_errors(tmp_path):
 
 
 def test_paper_sweep_file_lists_the_papers_runs():
-    from wikihowagent.config import resource_path
     from wikihowagent.sweep.core import load_sweep
 
-    sweep = load_sweep(resource_path("configs", "sweeps", "paper.yaml"))
+    sweep = load_sweep(Path(__file__).resolve().parent.parent / "configs" / "paper-sweep.yaml")
     homo = [c.teacher for c in sweep.cells if c.homogeneous]
     hetero = [(c.teacher, c.learner, c.evaluator) for c in sweep.cells if not c.homogeneous]
     assert sorted(homo) == sorted(["deepseek", "qwen2", "gemma", "olmo2", "openchat", "llama3", "phi4", "gpt-4"])

@@ -47,7 +47,6 @@ BUNDLED = [  # files the code reads at run time, as they must sit in the wheel
     "wikihowagent/configs/prompts-paper.yaml",
     "wikihowagent/configs/personas.yaml",
     "wikihowagent/configs/models.yaml",
-    "wikihowagent/configs/sweeps/paper.yaml",
     "wikihowagent/report/assets/report.css",
 ]
 
@@ -127,6 +126,9 @@ def test_the_distributions_hold_the_bundled_files_and_twine_accepts_them(dists):
     with tarfile.open(dists["sdist"]) as tf:
         members = {m.name.split("/", 1)[1] for m in tf.getmembers() if "/" in m.name}
     assert not [f for f in BUNDLED if f not in members]
+    examples = [p.relative_to(ROOT).as_posix() for p in sorted((ROOT / "configs").iterdir())]
+    examples.append("data/README.md")  # the top level's experiment files and data guide: the sdist only
+    assert not [f for f in examples if f not in members]
     assert "LICENSE" in members and "README.md" in members
     res = subprocess.run(
         [sys.executable, "-m", "twine", "check", "--strict", str(dists["wheel"]), str(dists["sdist"])],
@@ -206,7 +208,7 @@ def test_installed_package_runs_the_pipeline_outside_the_clone(dists, tmp_path, 
             "--teacher",
             "openai:fake-model",
             "--learner-persona",
-            "curious",  # configs/personas.yaml
+            "curious",  # wikihowagent/configs/personas.yaml
             "--base-url",
             srv.base_url,
             "--max-tutorials",

@@ -21,9 +21,7 @@ sweep_app = typer.Typer(
     no_args_is_help=True,
     cls=HelpGroup,
 )
-FileArg = Annotated[
-    Path, typer.Argument(help="Experiment file (YAML), e.g. wikihowagent/configs/sweeps/paper.yaml.", metavar="FILE")
-]
+FileArg = Annotated[Path, typer.Argument(help="Experiment file (YAML), e.g. configs/paper-sweep.yaml.", metavar="FILE")]
 ConfigOpt = Annotated[Path | None, typer.Option(help="YAML config (for runs_dir).")]
 PresetOpt = Annotated[
     str | None, typer.Option(help="'paper': the paper's settings for every task (overrides the file's preset:).")

@@ -69,7 +69,7 @@ class Grid(BaseModel):
 
 
 class SweepSpec(BaseModel):
-    """The experiment file (see wikihowagent/configs/sweeps/paper.yaml and docs/guides/sweep.md)."""
+    """The experiment file (an example: configs/paper-sweep.yaml; docs/guides/sweep.md)."""
 
     model_config = ConfigDict(extra="forbid")
 
