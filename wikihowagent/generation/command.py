@@ -86,12 +86,16 @@ def generate(
     ] = None,
     config: Annotated[
         Path | None,
-        typer.Option(rich_help_panel=INPUTS, help="YAML config overriding wikihowagent/configs/default.yaml."),
+        typer.Option(
+            rich_help_panel=INPUTS,
+            help="YAML config overriding wikihowagent/configs/default.yaml, e.g. configs/ollama.yaml.",
+        ),
     ] = None,
     tutorials: Annotated[
         Path | None,
         typer.Option(
-            rich_help_panel=INPUTS, help="Article directory tree, JSON or JSONL file (default: the bundled sample)."
+            rich_help_panel=INPUTS,
+            help="Article directory tree, JSON or JSONL file, e.g. data/wikihow (default: the bundled sample).",
         ),
     ] = None,
     out: Annotated[
