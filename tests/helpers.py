@@ -1,5 +1,5 @@
-"""Shared test helpers: small tutorials, scripted agents, the one-line CLI error check and a copy of the
-fixture run."""
+"""Shared test helpers: small tutorials, scripted agents, the one-line CLI error check, a copy of the fixture
+run and hostile JSON."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import json
 import re
 import shutil
 from pathlib import Path
+
+import pytest
 
 from wikihowagent.records import Tutorial
 
@@ -63,3 +65,22 @@ def run_copy(root: Path, dirname: str = "run", name: str | None = None) -> Path:
         info = json.loads((run / "run.json").read_text())
         (run / "run.json").write_text(json.dumps({**info, "name": name}))
     return run
+
+
+# JSON that the bounded reader (wikihowagent/jsonlio.py) refuses, as one line of a JSONL file or a whole JSON file,
+# with the reason it gives: Python's own json fails on each with a RecursionError or a ValueError.
+HOSTILE_JSON = [
+    pytest.param('{"a": ' * 1000 + "1" + "}" * 1000, "nested more than 100 levels deep", id="nested-1000-deep"),
+    pytest.param(
+        '{"conversation_id": "x", "metrics": {"BLEU": ' + "1" * 5000 + "}}",
+        "an integer 5000 digits long; at most 100 are read",
+        id="5000-digit-number",
+    ),
+]
+
+
+def append_line(path: Path, line: str) -> int:
+    """Append `line` to a JSONL file; -> its line number."""
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(line + "\n")
+    return len(path.read_text(encoding="utf-8").splitlines())

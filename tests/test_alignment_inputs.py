@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import html
 import json
 import math
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import HOSTILE_JSON, append_line
+from typer.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
 from builders import METRICS, make_run, sheet_rows, write_sheet  # noqa: E402
@@ -160,6 +163,29 @@ def test_scores_jsonl_last_wins_none_and_bad_lines(tmp_path):
     assert "scores.jsonl:3: malformed JSON" in text
     assert "scores.jsonl:4: Clarity: 9 is outside the 1-5 scale" in text
     assert "no LLM score (judge reply not parsed) for: Depth 1 conversations" in text
+
+
+@pytest.mark.parametrize(("line", "why"), HOSTILE_JSON)
+def test_a_hostile_scores_line_is_one_problem_and_every_other_line_is_used(tmp_path, line, why):
+    from wikihowagent.cli import app
+
+    tuts = [f"t{i}" for i in range(12)]
+    ids = make_run(tmp_path / "runs", "r", tuts, rng=np.random.default_rng(1))
+    llm = read_llm_scores([tmp_path / "runs" / "r"], Problems())
+    ratings = np.clip(np.stack([llm.rows[ids[t]].values for t in tuts]) + 1, 1, 5)
+    sheet = write_sheet(tmp_path / "judge.csv", sheet_rows([ids[t] for t in tuts], ratings))
+    scores = tmp_path / "runs" / "r" / "scores.jsonl"
+    lineno = append_line(scores, line)
+    out = tmp_path / "out"
+    args = ["align", "-H", str(sheet), "--scores", str(scores), "--out", str(out), "--bootstrap", "0", "--no-figures"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    problem = f"{scores}:{lineno}: malformed JSON ({why}); line skipped"
+    assert (out / "problems.txt").read_text().splitlines().count(problem) == 1
+    assert problem in res.output.replace("\n", "") and "Traceback" not in res.output
+    with open(out / "correlations.csv", newline="") as fh:
+        clarity = next(r for r in csv.DictReader(fh) if r["metric"] == "Clarity")
+    assert int(clarity["n"]) == 12 and float(clarity["pearson_r"]) > 0.9  # every good line is used
 
 
 def test_llm_scores_from_wide_csv_and_paper_run_file(tmp_path):

@@ -12,7 +12,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers import HOSTILE_JSON, append_line, one_line_error, run_copy
+from typer.testing import CliRunner
 
+from wikihowagent.cli import app
 from wikihowagent.evaluation import metrics as M
 from wikihowagent.evaluation.inputs import InputError, InputSource, resolve_inputs
 from wikihowagent.evaluation.judge import Judge, RubricError, check_value, load_rubrics, parse_scores, rubrics_sha256
@@ -726,6 +729,33 @@ def test_cli_end_to_end_with_fake_judge(tmp_path, monkeypatch):
     md = (out / "summary.md").read_text()
     assert "Clarity" in md and "3.00 ± 0.00" in md and "↑/↓" in md
     assert "conversations.jsonl:3: malformed JSON" in res.output
+
+
+@pytest.mark.parametrize(("line", "why"), HOSTILE_JSON)
+def test_a_hostile_json_line_is_one_warning_and_every_other_line_is_used(tmp_path, line, why):
+    run = run_copy(tmp_path)  # 6 records: 3 scorable, 1 failed, 2 bad
+    args = ["evaluate", str(run), "--no-judge", "--metrics", "Question Ratio", "--no-figures"]
+    lineno = append_line(run / "conversations.jsonl", line)
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert f"warning: {run / 'conversations.jsonl'}:{lineno}: malformed JSON ({why})" in res.output.splitlines()
+    assert "3 scored, 0 already scored, 1 failed conversations skipped, 3 unreadable records" in res.output
+    lineno = append_line(run / "scores.jsonl", line)
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert f"warning: {run / 'scores.jsonl'}:{lineno}: malformed JSON ({why})" in res.output.splitlines()
+    assert "0 scored, 3 already scored" in res.output  # the good score lines are kept
+
+
+@pytest.mark.parametrize(("text", "why"), HOSTILE_JSON)
+def test_a_hostile_people_estimate_file_is_refused_in_one_line(tmp_path, text, why):
+    est = tmp_path / "people_estimate.json"
+    est.write_text(text)
+    run = run_copy(tmp_path)
+    res = CliRunner().invoke(app, ["evaluate", str(run), "--no-judge", "--people-estimate", str(est)])
+    assert res.exit_code == 2
+    one_line_error(res, f"{est}: malformed JSON ({why})")
+    assert not (run / "scores.jsonl").exists()
 
 
 def test_cli_errors_are_one_line(tmp_path):

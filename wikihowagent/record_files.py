@@ -13,9 +13,11 @@ from pydantic import BaseModel, ValidationError
 
 from wikihowagent.errors import validation_line
 from wikihowagent.jsonlio import (
+    JsonInputError,
     JsonlError,
     RunError,
     iter_jsonl,
+    read_json_file,
     repair_torn_tail,
     rewrite_jsonl,
 )
@@ -101,11 +103,11 @@ def read_kind_file(path: Path, model: type[FileModel], kind: str, missing: str, 
     the file: `missing` when it is absent, `wrong` when it is not of that kind, else what is wrong in it."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json_file(path)
     except FileNotFoundError:
         raise RunError(f"{path}: {missing}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RunError(f"{path}: malformed JSON ({exc})") from None
+    except JsonInputError as exc:
+        raise RunError(f"{path}: {exc}") from None
     except OSError as exc:
         raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if not isinstance(data, dict) or data.get("kind") != kind:
