@@ -667,6 +667,18 @@ def test_summary_numbers(tmp_path):
     assert "| 30.00 ± 14.14 |" in markdown_table(heads, rows)
 
 
+def test_summary_md_escapes_a_metric_name_from_a_file(tmp_path):
+    from wikihowagent.evaluation.summary import write_summary
+
+    name = "<img src=x onerror=alert(1)>"
+    path = tmp_path / "a" / "scores.jsonl"
+    _write_scores(path, [{"conversation_id": "1", "metrics": {"BLEU": 0.2, name: 4}}])
+    s = summarize([load_run_scores("a", "T-x L-x", path)], [name])
+    write_summary(s, tmp_path / "out")
+    md = (tmp_path / "out" / "summary.md").read_text()
+    assert "<img" not in md and "| &lt;img src=x onerror=alert\\(1\\)&gt; |" in md and "| BLEU (%) |" in md
+
+
 def test_by_domain(tmp_path):
     from wikihowagent.evaluation.summary import by_domain
 
