@@ -149,6 +149,18 @@ def metric_alignment(res: Any, tutorials: list[str], n_boot: int, seed: int) -> 
     return out
 
 
+def uncompared(ma: MetricAlignment) -> list[str]:
+    """One line per human rubric (and Overall) that no metric could be compared with, and why (e.g. the people's
+    ratings are all equal): the table's notes say it per row, but when nothing else is computed no table is written."""
+    out = []
+    for target in ma.targets:
+        rows = ma.rows.get(target, [])
+        if rows and not any(math.isfinite(r.assoc.coefs["pearson"].value) for r in rows):
+            why = "; ".join(dict.fromkeys(r.assoc.note for r in rows if r.assoc.note)) or "no correlation"
+            out.append(f"{target}: {why} for any metric; left out of {METRIC_ALIGNMENT_MD}")
+    return out
+
+
 # --------------------------------------------------------------------------- output
 
 
