@@ -268,7 +268,7 @@ def read_scores_csv(path: Path, problems: Problems) -> list[ScoreRow]:
     models = {}
     if model_col is not None:
         id_col = next(i for i, k in enumerate(keys) if k in ("conversation_id", "conversationid", "conv_id"))
-        models = {c[id_col].strip(): c[model_col].strip() for _, c in rows if len(c) > max(id_col, model_col)}
+        models = {c[id_col]: c[model_col] for _, c in rows if len(c) > max(id_col, model_col)}
     j = judges[0]
     out = []
     for cid, arr in j.scores.items():
