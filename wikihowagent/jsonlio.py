@@ -85,7 +85,7 @@ _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 
 
-class JsonInputError(ValueError):
+class JsonInputError(WikihowagentError, ValueError):
     """JSON text that is not read. str(): the problem, to follow "FILE:" or "FILE:LINE:" ("malformed JSON (why,
     line and column)", "not UTF-8 text (why)", ...); `brief`: the problem without the position; `lineno`: the
     text's line a syntax error is on, else None."""
@@ -104,15 +104,15 @@ class JsonBoundError(JsonInputError):
     """JSON text beyond one of the module's bounds (too deep, an integer too long, a file too large)."""
 
 
-class _LongNumber(Exception):
-    pass
+class _LongNumber(WikihowagentError):
+    """An integer literal longer than MAX_INT_DIGITS, raised inside json's parse_int; str(): its digits."""
 
 
 def _int(literal: str) -> int:
     """json's parse_int: an integer literal of at most MAX_INT_DIGITS digits."""
     digits = len(literal) - literal.startswith("-")
     if digits > MAX_INT_DIGITS:
-        raise _LongNumber(digits)
+        raise _LongNumber(str(digits))
     return int(literal)
 
 
@@ -147,7 +147,7 @@ def parse_json(raw: bytes | str, object_pairs_hook: Callable[[list[tuple[str, An
     except RecursionError:
         raise _beyond(too_deep) from None
     except _LongNumber as exc:
-        raise _beyond(f"an integer {exc.args[0]} digits long; at most {MAX_INT_DIGITS} are read") from None
+        raise _beyond(f"an integer {exc} digits long; at most {MAX_INT_DIGITS} are read") from None
     if _too_deep(text):
         raise _beyond(too_deep)
     return obj
