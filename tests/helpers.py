@@ -1,5 +1,5 @@
 """Shared test helpers: small tutorials, scripted agents, the one-line CLI error check, a copy of the
-fixture run and the CLI run with file permissions that hold (also as root)."""
+fixture run, the CLI run with file permissions that hold (also as root) and hostile JSON."""
 
 from __future__ import annotations
 
@@ -110,3 +110,22 @@ def cli_with_permissions(*args: str, env: dict[str, str | None]) -> subprocess.C
             full[k] = v
     cmd = [*prefix, sys.executable, "-m", "wikihowagent", *args]
     return subprocess.run(cmd, capture_output=True, text=True, env=full, check=False, timeout=120)
+
+
+# JSON that the bounded reader (wikihowagent/jsonlio.py) refuses, as one line of a JSONL file or a whole JSON file,
+# with the reason it gives: Python's own json fails on each with a RecursionError or a ValueError.
+HOSTILE_JSON = [
+    pytest.param('{"a": ' * 1000 + "1" + "}" * 1000, "nested more than 100 levels deep", id="nested-1000-deep"),
+    pytest.param(
+        '{"conversation_id": "x", "metrics": {"BLEU": ' + "1" * 5000 + "}}",
+        "an integer 5000 digits long; at most 100 are read",
+        id="5000-digit-number",
+    ),
+]
+
+
+def append_line(path: Path, line: str) -> int:
+    """Append `line` to a JSONL file; -> its line number."""
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(line + "\n")
+    return len(path.read_text(encoding="utf-8").splitlines())

@@ -175,6 +175,26 @@ def test_align_nothing_computable_writes_nothing(tmp_path):
     assert not out.exists() and not list(tmp_path.glob(".out.tmp-*"))
 
 
+def test_all_equal_ratings_are_named_when_nothing_else_could_be_computed(tmp_path):
+    """Metrics only (`evaluate --no-judge`) against people who gave every conversation a 4: the warnings above
+    "nothing could be computed" say why."""
+    rng = np.random.default_rng(3)
+    tuts = [f"t{i}" for i in range(8)]
+    ids = make_run(tmp_path / "runs", "r", tuts, {t: {"METEOR": float(rng.random())} for t in tuts})
+    sheet = write_sheet(tmp_path / "j.csv", sheet_rows([ids[t] for t in tuts], np.full((8, 8), 4.0)))
+    out = tmp_path / "out"
+    result = CliRunner().invoke(
+        make_app(), ["align", "-H", str(sheet), "--scores", str(tmp_path / "runs" / "r"), "--out", str(out)]
+    )
+    assert result.exit_code == 1 and "nothing could be computed (see the warnings above)" in result.stderr
+    for target in ("Clarity", "Naturalness", "Overall"):
+        assert (
+            f"warning: {target}: the people's ratings are constant (all 4): no correlation for any metric; left out "
+            "of metric_alignment.md"
+        ) in result.stderr.splitlines()
+    assert not out.exists()
+
+
 def test_align_bad_option_values(study):
     tmp, runs, h1, _ = study
     result = CliRunner().invoke(make_app(), ["align", "-H", str(h1), "--by", "colour"])

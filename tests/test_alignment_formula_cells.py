@@ -8,6 +8,9 @@ import json
 import sys
 from pathlib import Path
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
 from builders import is_number as _is_number  # noqa: E402
 from builders import make_run
@@ -15,6 +18,7 @@ from builders import make_run
 from wikihowagent.alignment.core import compute  # noqa: E402
 from wikihowagent.alignment.export import export_sheet  # noqa: E402
 from wikihowagent.alignment.problems import Problems  # noqa: E402
+from wikihowagent.csvcells import neutralise  # noqa: E402
 
 DANGER = ("=", "+", "-", "@", "\t", "\r")
 HOSTILE = [
@@ -130,3 +134,43 @@ def test_align_tables_neutralise_text_keep_numbers_and_the_report_reads_them_bac
     site.mkdir()
     html_text = _copy_alignment(site, align_out, ReportProblems())
     assert "<td>=run</td>" in html_text and "<td>@run2</td>" in html_text and "&#x27;=run" not in html_text
+
+
+_NEUTRALISED_IDS = st.lists(
+    st.builds(
+        lambda quotes, start, rest: quotes + start + rest,
+        st.text(alphabet="'", max_size=2),
+        st.sampled_from(DANGER),
+        st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=8),
+    ).filter(lambda cid: neutralise(cid) != cid),  # "-1" is a number, written as it is
+    min_size=1,
+    max_size=4,
+    unique=True,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_NEUTRALISED_IDS)
+def test_a_neutralised_id_reads_back_exactly_from_every_csv_people_open(tmp_path_factory, ids):
+    """A sheet, its key file and the tables (leading tab, CR, apostrophe and all): the id as it was written."""
+    import pandas as pd
+
+    from wikihowagent.alignment.annotations import read_human_file
+    from wikihowagent.alignment.blind import key_csv, read_key
+    from wikihowagent.alignment.schema import sheet_columns
+    from wikihowagent.alignment.tables import csv_text
+    from wikihowagent.csvcells import people_csv, read_people_csv, read_people_frame
+
+    d = tmp_path_factory.mktemp("ids")
+    sheet = d / "alice.csv"
+    sheet.write_text(csv_text(sheet_columns(), [[cid, "run", "t", *["4"] * 8, "", "tut"] for cid in ids]), newline="")
+    problems = Problems()
+    [judge] = read_human_file(sheet, problems)
+    assert list(judge.scores) == ids and not list(problems)
+    key = d / "alice.key.csv"
+    key.write_text(key_csv([(f"b{i:010x}", cid, "=run", "tut", "t") for i, cid in enumerate(ids)]), newline="")
+    assert [cid for cid, _ in read_key(key, Problems()).values()] == ids
+    table = d / "paired_scores.csv"
+    people_csv(pd.DataFrame({"conversation_id": ids, "n": range(len(ids))}), table)
+    assert [row[0] for row in read_people_csv(table)[1:]] == ids
+    assert list(read_people_frame(table)["conversation_id"]) == ids

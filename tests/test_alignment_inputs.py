@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import html
 import json
 import math
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import HOSTILE_JSON, append_line
+from typer.testing import CliRunner
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
 from builders import METRICS, make_run, sheet_rows, write_sheet  # noqa: E402
@@ -137,6 +140,19 @@ def test_same_judge_name_in_two_files_is_disambiguated(tmp_path):
     assert [j.judge for j in judges] == ["judge", "judge#2"]
 
 
+@pytest.mark.parametrize("cell", ["inf", "-inf", "Infinity", "1e999"])  # as 0, 6, 99 and 1e9 are
+def test_a_rating_off_the_scale_is_reported_infinity_too(tmp_path, cell):
+    p = tmp_path / "j.csv"
+    p.write_text(HEADER + f"c1,run,t,{cell},4,3,2,1,2,3,4,\nc2,run,t,NaN,4,3,2,1,2,3,4,\n")
+    problems = Problems()
+    [j] = read_human_file(p, problems)
+    assert [(x.kind, x.message.split(": ")[:2]) for x in problems] == [
+        ("out of range", [f"{p}:2", "column 'clarity'"])
+    ]  # "NaN" is a blank, as pandas writes one
+    assert "is outside the 1-5 scale" in problems.items[0].message
+    assert math.isnan(j.scores["c1"][0]) and math.isnan(j.scores["c2"][0])
+
+
 def test_scores_jsonl_last_wins_none_and_bad_lines(tmp_path):
     ids = make_run(tmp_path, "r1", ["t1", "t2"], {"t1": {m: 4.0 for m in METRICS}, "t2": {m: 3.0 for m in METRICS}})
     with open(tmp_path / "r1" / "scores.jsonl", "a") as fh:
@@ -160,6 +176,29 @@ def test_scores_jsonl_last_wins_none_and_bad_lines(tmp_path):
     assert "scores.jsonl:3: malformed JSON" in text
     assert "scores.jsonl:4: Clarity: 9 is outside the 1-5 scale" in text
     assert "no LLM score (judge reply not parsed) for: Depth 1 conversations" in text
+
+
+@pytest.mark.parametrize(("line", "why"), HOSTILE_JSON)
+def test_a_hostile_scores_line_is_one_problem_and_every_other_line_is_used(tmp_path, line, why):
+    from wikihowagent.cli import app
+
+    tuts = [f"t{i}" for i in range(12)]
+    ids = make_run(tmp_path / "runs", "r", tuts, rng=np.random.default_rng(1))
+    llm = read_llm_scores([tmp_path / "runs" / "r"], Problems())
+    ratings = np.clip(np.stack([llm.rows[ids[t]].values for t in tuts]) + 1, 1, 5)
+    sheet = write_sheet(tmp_path / "judge.csv", sheet_rows([ids[t] for t in tuts], ratings))
+    scores = tmp_path / "runs" / "r" / "scores.jsonl"
+    lineno = append_line(scores, line)
+    out = tmp_path / "out"
+    args = ["align", "-H", str(sheet), "--scores", str(scores), "--out", str(out), "--bootstrap", "0", "--no-figures"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    problem = f"{scores}:{lineno}: malformed JSON ({why}); line skipped"
+    assert (out / "problems.txt").read_text().splitlines().count(problem) == 1
+    assert problem in res.output.replace("\n", "") and "Traceback" not in res.output
+    with open(out / "correlations.csv", newline="") as fh:
+        clarity = next(r for r in csv.DictReader(fh) if r["metric"] == "Clarity")
+    assert int(clarity["n"]) == 12 and float(clarity["pearson_r"]) > 0.9  # every good line is used
 
 
 def test_llm_scores_from_wide_csv_and_paper_run_file(tmp_path):
@@ -413,28 +452,30 @@ def test_paper_run_name_pattern_allows_an_empty_job(tmp_path):
     assert model_label(run="T-qwen_L-gemma_E-gpt_") == "qwen / gemma"
 
 
-def test_custom_rubric_names_are_ignored_with_one_warning(tmp_path):
+def test_a_custom_rubric_is_compared_as_a_metric_and_only_one_without_numbers_is_ignored(tmp_path):
     runs = tmp_path / "runs"
     extra = {
         "Helpfulness": 4.0,
-        "politeness": 5.0,
+        "politeness": None,
         "BLEU": 0.3,
         "Question Ratio": 0.5,
         "ROUGE-L": 0.2,
         "Embedding Cosine": 0.9,
         "clarity": 4.0,
+        "two\nlines": None,
     }
     make_run(runs, "r1", ["t1", "t2"], {t: {**{m: 3.0 for m in METRICS[1:]}, **extra} for t in ("t1", "t2")})
-    make_run(runs, "r2", ["t1"], {"t1": {**{m: 3.0 for m in METRICS}, "Helpfulness": 2.0}})
-    make_run(runs, "r3", ["t1"], {"t1": {m: 3.0 for m in METRICS}})
+    make_run(runs, "r2", ["t1"], {"t1": {**{m: 3.0 for m in METRICS}, "politeness": None}})
+    make_run(runs, "r3", ["t1"], {"t1": {**{m: 3.0 for m in METRICS}, "Helpfulness": 2.0}})
     problems = Problems()
     llm = read_llm_scores([runs], problems)
     assert llm.rows["r1-t1"].values[0] == 4.0  # "clarity" is Clarity in another case, not a custom rubric
+    assert llm.rows["r1-t1"].metrics["Helpfulness"] == 4.0  # compared with people in metric_alignment.md
     [line] = [p.message for p in problems if p.kind == "ignored metric"]
-    assert line.startswith("2 score files: rubric(s) other than the 8 paper rubrics ignored")
-    assert line.endswith(": Helpfulness, politeness")
-    assert "BLEU" not in line.split("ignored")[1] and "Question Ratio" not in line
-    assert sorted(llm.ignored_metrics) == ["Helpfulness", "politeness"]
+    assert line.startswith("2 score files: rubric(s) other than the 8 paper rubrics, with no number")
+    assert line.endswith(": politeness, two lines")  # one line, whatever the names hold
+    assert "Helpfulness" not in line and "BLEU" not in line.split("ignored")[1] and "Question Ratio" not in line
+    assert sorted(llm.ignored_metrics) == ["politeness", "two\nlines"]
     problems = Problems()
     read_llm_scores([runs / "r3"], problems)
     assert not [p for p in problems if p.kind == "ignored metric"]

@@ -12,7 +12,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from helpers import HOSTILE_JSON, append_line, one_line_error, run_copy
+from typer.testing import CliRunner
 
+from wikihowagent.cli import app
 from wikihowagent.evaluation import metrics as M
 from wikihowagent.evaluation.inputs import InputError, InputSource, resolve_inputs
 from wikihowagent.evaluation.judge import Judge, RubricError, check_value, load_rubrics, parse_scores, rubrics_sha256
@@ -664,6 +667,18 @@ def test_summary_numbers(tmp_path):
     assert "| 30.00 ± 14.14 |" in markdown_table(heads, rows)
 
 
+def test_summary_md_escapes_a_metric_name_from_a_file(tmp_path):
+    from wikihowagent.evaluation.summary import write_summary
+
+    name = "<img src=x onerror=alert(1)>"
+    path = tmp_path / "a" / "scores.jsonl"
+    _write_scores(path, [{"conversation_id": "1", "metrics": {"BLEU": 0.2, name: 4}}])
+    s = summarize([load_run_scores("a", "T-x L-x", path)], [name])
+    write_summary(s, tmp_path / "out")
+    md = (tmp_path / "out" / "summary.md").read_text()
+    assert "<img" not in md and "| &lt;img src=x onerror=alert\\(1\\)&gt; |" in md and "| BLEU (%) |" in md
+
+
 def test_by_domain(tmp_path):
     from wikihowagent.evaluation.summary import by_domain
 
@@ -726,6 +741,33 @@ def test_cli_end_to_end_with_fake_judge(tmp_path, monkeypatch):
     md = (out / "summary.md").read_text()
     assert "Clarity" in md and "3.00 ± 0.00" in md and "↑/↓" in md
     assert "conversations.jsonl:3: malformed JSON" in res.output
+
+
+@pytest.mark.parametrize(("line", "why"), HOSTILE_JSON)
+def test_a_hostile_json_line_is_one_warning_and_every_other_line_is_used(tmp_path, line, why):
+    run = run_copy(tmp_path)  # 6 records: 3 scorable, 1 failed, 2 bad
+    args = ["evaluate", str(run), "--no-judge", "--metrics", "Question Ratio", "--no-figures"]
+    lineno = append_line(run / "conversations.jsonl", line)
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert f"warning: {run / 'conversations.jsonl'}:{lineno}: malformed JSON ({why})" in res.output.splitlines()
+    assert "3 scored, 0 already scored, 1 failed conversations skipped, 3 unreadable records" in res.output
+    lineno = append_line(run / "scores.jsonl", line)
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert f"warning: {run / 'scores.jsonl'}:{lineno}: malformed JSON ({why})" in res.output.splitlines()
+    assert "0 scored, 3 already scored" in res.output  # the good score lines are kept
+
+
+@pytest.mark.parametrize(("text", "why"), HOSTILE_JSON)
+def test_a_hostile_people_estimate_file_is_refused_in_one_line(tmp_path, text, why):
+    est = tmp_path / "people_estimate.json"
+    est.write_text(text)
+    run = run_copy(tmp_path)
+    res = CliRunner().invoke(app, ["evaluate", str(run), "--no-judge", "--people-estimate", str(est)])
+    assert res.exit_code == 2
+    one_line_error(res, f"{est}: malformed JSON ({why})")
+    assert not (run / "scores.jsonl").exists()
 
 
 def test_cli_errors_are_one_line(tmp_path):

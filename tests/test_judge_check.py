@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from fake_servers import FakeOpenAI
+from helpers import HOSTILE_JSON, append_line, one_line_error
 from typer.testing import CliRunner
 
 from wikihowagent.evaluation.coverage import echo_rate, step_coverage
@@ -110,6 +111,39 @@ def test_perturbation_not_applicable_and_file_errors(tmp_path):
     bad.write_text(json.dumps({"x": {"kind": "terse", "targets": ["Wit"]}}))
     with pytest.raises(P.PerturbationError, match="targets Wit are not rubrics"):
         P.load_perturbations(bad, RUBRICS)
+
+
+@pytest.mark.parametrize(("line", "why"), HOSTILE_JSON)
+def test_a_hostile_conversation_line_is_one_warning_and_every_other_line_is_used(tmp_path, monkeypatch, line, why):
+    from wikihowagent.cli import app
+    from wikihowagent.judgecheck import metric_check
+
+    monkeypatch.setattr(metric_check, "check_metrics", lambda: ["METEOR", "Words"])  # no embedding model here
+    run = tmp_path / "run_small"
+    shutil.copytree(FIXTURES / "run_small", run)  # 3 scorable conversations
+    lineno = append_line(run / "conversations.jsonl", line)
+    out = tmp_path / "jc"
+    res = CliRunner().invoke(app, ["judge-check", "--metrics", "--no-figures", "--out", str(out), str(run)])
+    assert res.exit_code == 0, res.output
+    problem = f"warning: {run / 'conversations.jsonl'}:{lineno}: malformed JSON ({why})"
+    assert res.output.splitlines().count(problem) == 1
+    with open(out / "metric_sensitivity.csv", newline="") as fh:
+        terse = [r for r in csv.DictReader(fh) if r["perturbation"] == "terse"]
+    assert {int(r["n"]) + int(r["not_applicable"]) for r in terse} == {3}
+
+
+@pytest.mark.parametrize(("text", "why"), HOSTILE_JSON)
+def test_a_hostile_perturbation_file_is_refused_in_one_line(tmp_path, text, why):
+    from wikihowagent.cli import app
+
+    bad = tmp_path / "perturbations.json"
+    bad.write_text(text)
+    run = tmp_path / "run_small"
+    shutil.copytree(FIXTURES / "run_small", run)
+    args = ["judge-check", "--metrics", "--perturbations", str(bad), "--out", str(tmp_path / "jc"), str(run)]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 2
+    one_line_error(res, f"{bad}: malformed JSON ({why})")
 
 
 def test_win_and_bootstrap():

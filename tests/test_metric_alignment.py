@@ -686,3 +686,28 @@ def test_the_alignment_section_escapes_metric_names(tmp_path):
     html = _metric_alignment_html(d, Problems())
     assert "<script>" not in html and "&lt;script&gt;" in html
     assert "0.5 [0.4, 0.6]" in html  # within-tutorial r with its CI
+
+
+def test_metric_and_domain_names_from_a_scores_file_are_escaped_in_the_markdown(tmp_path):
+    """metric_alignment.md and correlations.md write outside names as cases.md does (`markdown_text`)."""
+    from builders import METRICS, make_run, sheet_rows
+
+    metric, domains = "<img src=x onerror=alert(1)>", ("<b>dom</b>", "Health<script>")
+    rng = np.random.default_rng(0)
+    tuts = [f"t{i}" for i in range(12)]
+    scores = {t: {**{m: float(rng.integers(1, 6)) for m in METRICS}, metric: float(rng.random())} for t in tuts}
+    ids = make_run(tmp_path / "runs", "r", tuts, scores)
+    path = tmp_path / "runs" / "r" / "scores.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps({**rec, "domain": domains[i % 2]}) + "\n" for i, rec in enumerate(lines)))
+    ratings = np.clip(np.array([[scores[t][m] for m in METRICS] for t in tuts]) + rng.integers(-1, 2, (12, 8)), 1, 5)
+    sheet = write_sheet(tmp_path / "judge.csv", sheet_rows([ids[t] for t in tuts], ratings))
+    out = tmp_path / "out"
+    args = ["align", "-H", str(sheet), "--scores", str(path), "--out", str(out), "--by", "domain"]
+    res = CliRunner().invoke(make_app(), [*args, "--bootstrap", "0", "--no-figures"])
+    assert res.exit_code == 0, res.output
+    table = (out / "metric_alignment.md").read_text(encoding="utf-8")
+    assert "<img" not in table and "| &lt;img src=x onerror=alert\\(1\\)&gt; |" in table
+    corr = (out / "correlations.md").read_text(encoding="utf-8")
+    assert "<b>" not in corr and "<script>" not in corr
+    assert "## domain: &lt;b&gt;dom&lt;/b&gt;" in corr and "## domain: Health&lt;script&gt;" in corr

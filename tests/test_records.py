@@ -6,8 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from wikihowagent import runs
+from wikihowagent import jsonlio, runs
 from wikihowagent.paper_format import parse_run_stem, to_conversation
 from wikihowagent.records import BEGIN_TEXT, FINISH_TEXT, Conversation, ConversationRecord, JudgeProvenance, ScoreRecord
 
@@ -118,3 +120,93 @@ def test_paper_run_stem():
         "job": "12",
     }
     assert parse_run_stem("my-run") is None
+
+
+# ---------------------------------------------------------------------------- the bounded JSON reader (jsonlio)
+
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(10**40), max_value=10**40)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(alphabet=st.characters(codec="utf-8") | st.sampled_from('[]{}"\\'), max_size=20)
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(st.text(max_size=5), kids, max_size=3),
+    max_leaves=12,
+)
+
+
+def _depth(v: object) -> int:
+    if isinstance(v, dict):
+        return 1 + max(map(_depth, v.values()), default=0)
+    if isinstance(v, list):
+        return 1 + max(map(_depth, v), default=0)
+    return 0
+
+
+def _nest(v: object, kinds: list[bool]) -> object:
+    for as_list in kinds:
+        v = [v] if as_list else {"k": v}
+    return v
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_VALUES, st.lists(st.booleans(), max_size=1500))
+def test_the_json_reader_reads_what_json_does_up_to_its_depth_and_refuses_the_rest(value, kinds):
+    nested = _nest(value, kinds)
+    text = "".join(json.JSONEncoder(check_circular=False).iterencode(nested))  # json.dumps recurses
+    if _depth(value) + len(kinds) <= jsonlio.MAX_DEPTH:
+        assert jsonlio.parse_json(text) == nested
+        assert jsonlio.parse_json(text.encode("utf-8")) == nested
+    else:
+        with pytest.raises(jsonlio.JsonBoundError, match=f"nested more than {jsonlio.MAX_DEPTH} levels deep"):
+            jsonlio.parse_json(text)
+
+
+@given(st.integers(min_value=1, max_value=6000), st.sampled_from(["{n}", "-{n}", "0.{n}", "{n}e5", "1e-{n}"]))
+def test_the_json_reader_refuses_an_integer_longer_than_its_bound_and_reads_any_float(digits, form):
+    literal = form.format(n="7" * digits)
+    text = f'{{"x": [{literal}]}}'
+    if literal.lstrip("-").isdigit() and digits > jsonlio.MAX_INT_DIGITS:
+        with pytest.raises(jsonlio.JsonBoundError, match=f"an integer {digits} digits long"):
+            jsonlio.parse_json(text)
+    else:
+        assert jsonlio.parse_json(text) == {"x": [int(literal) if literal.lstrip("-").isdigit() else float(literal)]}
+
+
+@given(st.binary(max_size=200) | st.text(max_size=200).map(lambda t: t.encode("utf-8", "surrogatepass")))
+def test_the_json_reader_answers_any_bytes_with_a_value_or_one_line(raw):
+    try:
+        jsonlio.parse_json(raw)
+    except jsonlio.JsonInputError as exc:
+        assert "\n" not in str(exc) and str(exc).startswith(("malformed JSON (", "not UTF-8 text ("))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from(["good", "deep", "digits", "broken", "blank"]), max_size=12))
+def test_a_jsonl_file_gives_every_good_line_and_one_problem_per_bad_line(tmp_path_factory, kinds):
+    lines = {
+        "good": '{"n": 1}',
+        "deep": "[" * 1500 + "]" * 1500,
+        "digits": '{"n": ' + "9" * 5000 + "}",
+        "broken": "{oops",
+        "blank": "",
+    }
+    path = tmp_path_factory.mktemp("jsonl") / "x.jsonl"
+    path.write_text("".join(lines[k] + "\n" for k in kinds))
+    problems: list[str] = []
+    got = list(jsonlio.iter_jsonl(path, on_error=problems.append))
+    assert [n for n, _ in got] == [i for i, k in enumerate(kinds, 1) if k == "good"]
+    bad = [i for i, k in enumerate(kinds, 1) if k in ("deep", "digits", "broken")]
+    assert [p.split(": ", 1)[0] for p in problems] == [f"{path}:{i}" for i in bad]
+
+
+def test_a_jsonl_line_over_the_size_bound_is_one_problem_and_not_read_whole(tmp_path, monkeypatch):
+    monkeypatch.setattr(jsonlio, "MAX_LINE_BYTES", 64)
+    path = tmp_path / "x.jsonl"
+    path.write_text('{"n": 1}\n{"s": "' + "x" * 1000 + '"}\n{"n": 3}\n' + '{"s": "' + "y" * 100)
+    problems: list[str] = []
+    assert [n for n, _ in jsonlio.iter_jsonl(path, on_error=problems.append)] == [1, 3]
+    assert problems == [f"{path}:2: {jsonlio.LONG_LINE}", f"{path}:4: {jsonlio.LONG_LINE}"]

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from helpers import HOSTILE_JSON, append_line, one_line_error
 from typer.testing import CliRunner
 
 from wikihowagent.cli import app
@@ -207,6 +208,30 @@ def test_cli_prints_problems_literally_and_fails_in_one_line(tmp_path):
     result = CliRunner().invoke(app, ["report", str(tmp_path / "nope"), "--out", str(tmp_path / "site")])
     assert result.exit_code == 1
     assert result.output.strip() == f"error: {tmp_path / 'nope'}: no such run directory"
+
+
+@pytest.mark.parametrize("name", ["conversations.jsonl", "scores.jsonl"])
+@pytest.mark.parametrize(("line", "why"), HOSTILE_JSON)
+def test_a_hostile_json_line_is_one_problem_and_every_other_line_is_used(tmp_path, name, line, why):
+    run = make_run(tmp_path / "runs", "r", 5)
+    lineno = append_line(run / name, line)
+    res = CliRunner().invoke(app, ["report", str(run), "--out", str(tmp_path / "site")])
+    assert res.exit_code == 0, res.output
+    problem = f"{run / name}:{lineno}: malformed JSON ({why})"
+    assert (tmp_path / "site" / "problems.txt").read_text() == problem + "\n"
+    assert f"warning: {problem}" in res.output.replace("\n", "") and "Traceback" not in res.output
+    rows = _index(tmp_path / "site")["rows"]
+    assert len(rows) == 5 and all(row[-1] for row in rows)  # every conversation, each with its scores
+
+
+@pytest.mark.parametrize(("text", "why"), HOSTILE_JSON)
+def test_a_hostile_calibration_file_is_refused_in_one_line(tmp_path, text, why):
+    run = make_run(tmp_path / "runs", "r", 3)
+    cal = tmp_path / "calibration.json"
+    cal.write_text(text)
+    res = CliRunner().invoke(app, ["report", str(run), "--out", str(tmp_path / "site"), "--calibration", str(cal)])
+    assert res.exit_code != 0 and not (tmp_path / "site").exists()  # report's code for any input it refuses
+    one_line_error(res, f"{cal}: malformed JSON ({why})")
 
 
 def test_persona_and_later_score_fields_are_shown_when_present(tmp_path, monkeypatch):

@@ -7,7 +7,9 @@ exactly a decimal number ("-0.16", "+3", "1e-05"), which a spreadsheet reads as 
 (OWASP's list of triggers aims at formulas and commands such as `=HYPERLINK(...)`, `-2+3+cmd|...`, `@SUM(...)`:
 "-2+3" is not a number, so it is neutralised). An apostrophe already in front of a trigger is doubled, so
 `unneutralise` gives back exactly the cell `neutralise` was given; every reader of these files (`align`'s
-tables, the report) undoes it.
+tables, the report) undoes it. Rows end in CRLF (as RFC 4180 and Excel write them), so a carriage return inside a
+cell is quoted, not read as the end of the row. A file people may have edited (a rating sheet, a key file) is read
+with `read_cell`: a neutralised cell exactly, blanks at its ends included, any other without them.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+CRLF = "\r\n"  # the line end of every CSV people open
 _NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
 
 
@@ -37,6 +40,13 @@ def unneutralise(cell: str) -> str:
     return cell[1:] if cell.startswith("'") and _formula_like(cell) else cell
 
 
+def read_cell(cell: str) -> str:
+    """A cell of a CSV people may have edited, as it was written: one `neutralise` changed is given back exactly
+    (a leading tab or blank is part of the id it holds); any other without the blanks around it (hand-typed)."""
+    exact = unneutralise(cell)
+    return exact if exact != cell else cell.strip()
+
+
 def people_cell(value: Any) -> Any:
     """A value for a people's CSV: text neutralised, anything else (numbers, None) as is."""
     return neutralise(value) if isinstance(value, str) else value
@@ -50,8 +60,8 @@ def people_frame(df: Any) -> Any:
 
 
 def people_csv(df: Any, path: Path, **to_csv: Any) -> Path:
-    """`df` written as a CSV people open (`people_frame`, no index; `to_csv` e.g. float_format)."""
-    people_frame(df).to_csv(path, index=False, **to_csv)
+    """`df` written as a CSV people open (`people_frame`, no index, CRLF; `to_csv` e.g. float_format)."""
+    people_frame(df).to_csv(path, index=False, **{"lineterminator": CRLF, **to_csv})
     return path
 
 

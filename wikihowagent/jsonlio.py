@@ -1,13 +1,27 @@
-"""The file primitives under runs.py: directory locks, append-only fsynced JSONL (a torn last line cut before the
-next append), atomic replacement of a file, and the one-line errors of a bad line, a missing run or a full disk.
-runs.py decides which files these touch and re-exports them.
+"""The file primitives under runs.py: directory locks, the one bounded reader of JSON and JSONL text, append-only
+fsynced JSONL (a torn last line cut before the next append), atomic replacement of a file, and the one-line errors
+of a bad line, a missing run or a full disk. runs.py decides which files these touch and re-exports them.
+
+Every JSON or JSONL file the tool reads goes through `parse_json` (`read_json_file` for a document, `iter_jsonl`
+for lines), bounded so that one hostile line is one problem, never a crash or an exhausted machine:
+- depth: at most MAX_DEPTH nested arrays and objects. Our records nest 6 deep at most (a score record's judge
+  provenance, the paper's records); Python's own parser fails with RecursionError near 1,000.
+- integer literals: at most MAX_INT_DIGITS digits. Our records hold counts, indexes and token numbers (a
+  few digits); Python refuses ints of more than 4,300 digits with a ValueError (unless that limit is lifted),
+  and converting a long one takes time quadratic in its length. A float literal of any length is read in linear
+  time (to its nearest float, or inf, which the readers of each field range-check), so it needs no bound.
+- a JSONL line: at most MAX_LINE_BYTES. A conversation record of the paper's study is 18-47 kB, a score record
+  1-10 kB; a longer line is skipped without being read into memory whole.
+- a JSON document: at most MAX_DOCUMENT_BYTES. The paper's run files (10 conversations each) are 130-270 kB.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
+import re
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -62,25 +76,129 @@ def disk_full_error(path: Path, needed: int | None, exc: OSError) -> OSError | D
     return exc if message is None else DiskFullError(message)
 
 
+MAX_DEPTH = 100  # nested arrays and objects (see the module's docstring for each bound)
+MAX_INT_DIGITS = 100  # digits of one integer literal
+MAX_LINE_BYTES = 8 * 2**20  # one JSONL line
+MAX_DOCUMENT_BYTES = 128 * 2**20  # one JSON document
+
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+
+
+class JsonInputError(WikihowagentError, ValueError):
+    """JSON text that is not read. str(): the problem, to follow "FILE:" or "FILE:LINE:" ("malformed JSON (why,
+    line and column)", "not UTF-8 text (why)", ...); `brief`: the problem without the position; `lineno`: the
+    text's line a syntax error is on, else None."""
+
+    def __init__(self, problem: str, lineno: int | None = None, brief: str | None = None) -> None:
+        super().__init__(problem)
+        self.lineno = lineno
+        self.brief = brief or problem
+
+    def located(self, path: Path | str) -> str:
+        """One line naming the file (and the line of a syntax error): "PATH:LINE: malformed JSON (why)"."""
+        return f"{path}:{self.lineno}: {self.brief}" if self.lineno else f"{path}: {self}"
+
+
+class JsonBoundError(JsonInputError):
+    """JSON text beyond one of the module's bounds (too deep, an integer too long, a file too large)."""
+
+
+class _LongNumber(WikihowagentError):
+    """An integer literal longer than MAX_INT_DIGITS, raised inside json's parse_int; str(): its digits."""
+
+
+def _int(literal: str) -> int:
+    """json's parse_int: an integer literal of at most MAX_INT_DIGITS digits."""
+    digits = len(literal) - literal.startswith("-")
+    if digits > MAX_INT_DIGITS:
+        raise _LongNumber(str(digits))
+    return int(literal)
+
+
+def _beyond(why: str) -> JsonBoundError:
+    return JsonBoundError(f"malformed JSON ({why})")
+
+
+def _too_deep(text: str) -> bool:
+    """More than MAX_DEPTH arrays and objects inside one another in `text` (valid JSON), counted outside strings."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return False
+    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
+    return max(itertools.accumulate(1 if c in "[{" else -1 for c in brackets), default=0) > MAX_DEPTH
+
+
+def parse_json(raw: bytes | str, object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None) -> Any:
+    """The one parser of JSON text from outside (files, lines, a model's reply): `json.loads` within the bounds of
+    the module's docstring. Bytes are UTF-8 (a leading BOM is skipped). JsonInputError (one line) if the text is
+    not UTF-8, not JSON, or beyond a bound; an error `object_pairs_hook` raises passes through."""
+    if isinstance(raw, bytes):
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise JsonInputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    else:
+        text = raw
+    too_deep = f"nested more than {MAX_DEPTH} levels deep"
+    try:
+        obj = json.loads(text, parse_int=_int, object_pairs_hook=object_pairs_hook)
+    except json.JSONDecodeError as exc:
+        raise JsonInputError(f"malformed JSON ({exc})", exc.lineno, f"malformed JSON ({exc.msg})") from None
+    except RecursionError:
+        raise _beyond(too_deep) from None
+    except _LongNumber as exc:
+        raise _beyond(f"an integer {exc} digits long; at most {MAX_INT_DIGITS} are read") from None
+    if _too_deep(text):
+        raise _beyond(too_deep)
+    return obj
+
+
+def read_json_file(path: Path, object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None) -> Any:
+    """The JSON document in `path` (`parse_json`); JsonInputError if it is larger than MAX_DOCUMENT_BYTES or not
+    one; OSError (FileNotFoundError, ...) as raised, for the caller to word."""
+    with Path(path).open("rb") as fh:
+        raw = fh.read(MAX_DOCUMENT_BYTES + 1)
+    if len(raw) > MAX_DOCUMENT_BYTES:
+        raise JsonBoundError(f"larger than {MAX_DOCUMENT_BYTES // 2**20} MiB; not read")
+    return parse_json(raw, object_pairs_hook)
+
+
+LONG_LINE = f"a line longer than {MAX_LINE_BYTES // 2**20} MiB; not read"
+
+
+def bounded_lines(fh: BinaryIO) -> Iterator[bytes | None]:
+    """The lines of `fh` (None for a line longer than MAX_LINE_BYTES, which is skipped, not read whole)."""
+    while raw := fh.readline(MAX_LINE_BYTES + 1):
+        if len(raw) <= MAX_LINE_BYTES or raw.endswith(b"\n"):
+            yield raw
+            continue
+        while (rest := fh.readline(2**20)) and not rest.endswith(b"\n"):
+            pass
+        yield None
+
+
 def iter_jsonl(path: Path, on_error: Callable[[str], None] | None = None) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, object) for each JSON object line; blank lines are skipped.
+    """Yield (line number, object) for each JSON object line (`parse_json`); blank lines are skipped.
 
     A bad line is reported as "path:LINE: problem" to `on_error` (and skipped) or raised as JsonlError.
     A torn last line (no trailing newline, from a killed writer) is reported the same way.
     """
     path = Path(path)
     with path.open("rb") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
+        for lineno, raw in enumerate(bounded_lines(fh), start=1):
+            if raw is not None and not raw.strip():
                 continue
             problem = None
-            try:
-                obj = json.loads(raw)
-                if not isinstance(obj, dict):
-                    problem = f"expected a JSON object, got {type(obj).__name__}"
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                torn = not raw.endswith(b"\n")
-                problem = "incomplete last line (interrupted write)" if torn else f"malformed JSON ({exc})"
+            if raw is None:
+                problem = LONG_LINE
+            else:
+                try:
+                    obj = parse_json(raw)
+                    if not isinstance(obj, dict):
+                        problem = f"expected a JSON object, got {type(obj).__name__}"
+                except JsonInputError as exc:
+                    torn = not raw.endswith(b"\n") and not isinstance(exc, JsonBoundError)
+                    problem = "incomplete last line (interrupted write)" if torn else str(exc)
             if problem is not None:
                 msg = f"{path}:{lineno}: {problem}"
                 if on_error is None:

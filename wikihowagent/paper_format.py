@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from wikihowagent.domains import record_domain
 from wikihowagent.errors import WikihowagentError, validation_line
+from wikihowagent.jsonlio import JsonInputError, read_json_file
 from wikihowagent.records import BEGIN_TEXT, FINISH_TEXT, Conversation, ScoreRecord, Turn, paper_tutorial_key, turn_line
 
 # The paper's run-file stem: T-<teacher>_L-<learner>_E-<evaluator>[_<job>].
@@ -52,11 +53,9 @@ def load_paper_file(path: Path) -> tuple[list[Any], str]:
     """The records of a paper run file (or a plain JSON list of records) and how to name item i
     (`"{path}: total_conversations[{i}]"` or `"{path}: [{i}]"`). ValueError (one line) if it is neither."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
-    except UnicodeDecodeError:
-        raise ValueError(f"{path}: not a UTF-8 text file") from None
+        data = read_json_file(Path(path))
+    except JsonInputError as exc:
+        raise ValueError(exc.located(path)) from None
     if isinstance(data, dict) and isinstance(data.get(PAPER_RECORDS_KEY), list):
         return data[PAPER_RECORDS_KEY], f"{path}: {PAPER_RECORDS_KEY}[{{i}}]"
     if isinstance(data, list):

@@ -13,9 +13,11 @@ from pydantic import BaseModel, ValidationError
 
 from wikihowagent.errors import one_line, validation_line
 from wikihowagent.jsonlio import (
+    JsonInputError,
     JsonlError,
     RunError,
     iter_jsonl,
+    read_json_file,
     repair_torn_tail,
     rewrite_jsonl,
 )
@@ -115,11 +117,11 @@ def read_kind_file(
         size = path.stat().st_size
         if max_bytes is not None and size > max_bytes:
             raise RunError(f"{path}: {size:,} bytes; a {kind} file is at most {max_bytes:,} bytes")
-        data = json.loads(path.read_text(encoding="utf-8-sig"))
+        data = read_json_file(path)
     except FileNotFoundError:
         raise RunError(f"{path}: {missing}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RunError(f"{path}: malformed JSON ({exc})") from None
+    except JsonInputError as exc:
+        raise RunError(f"{path}: {exc}") from None
     except OSError as exc:
         raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if not isinstance(data, dict) or data.get("kind") != kind:

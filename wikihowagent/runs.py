@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 import os
 import re
 import unicodedata
@@ -43,11 +42,13 @@ from wikihowagent.scoretable import ScoreTable
 # take them from here, the one module that knows run files.
 DiskFullError = jsonlio.DiskFullError
 JsonlAppender = jsonlio.JsonlAppender
+JsonInputError = jsonlio.JsonInputError
 JsonlError = jsonlio.JsonlError
 RunError = jsonlio.RunError
 dir_lock = jsonlio.dir_lock
 disk_full_error = jsonlio.disk_full_error
 iter_jsonl = jsonlio.iter_jsonl
+read_json_file = jsonlio.read_json_file
 repair_torn_tail = jsonlio.repair_torn_tail
 rewrite_jsonl = jsonlio.rewrite_jsonl
 write_json_atomic = jsonlio.write_json_atomic
@@ -223,13 +224,11 @@ class RunInfo(BaseModel):
 def read_run_info(run_dir: Path) -> RunInfo:
     path = Path(run_dir) / RUN_INFO
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = jsonlio.read_json_file(path)
     except FileNotFoundError:
         raise RunError(f"{run_dir}: not a run directory (no {RUN_INFO})") from None
-    except json.JSONDecodeError as exc:
-        raise RunError(f"{path}: malformed JSON ({exc})") from None
-    except UnicodeDecodeError as exc:
-        raise RunError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except jsonlio.JsonInputError as exc:
+        raise RunError(f"{path}: {exc}") from None
     except OSError as exc:
         raise RunError(f"{path}: cannot read ({exc.strerror})") from None
     if not isinstance(data, dict):
@@ -332,8 +331,10 @@ def is_paper_file(path: Path) -> bool:
     if not head.startswith((b"{", b"[")):
         raise ValueError(f"{path}: not a JSON or JSONL file of conversations")
     try:
-        obj = json.loads(head.split(b"\n", 1)[0])
-    except json.JSONDecodeError:
+        obj = jsonlio.parse_json(head.split(b"\n", 1)[0])
+    except jsonlio.JsonBoundError:
+        return False  # a first line beyond a bound: read as JSONL, whose reader reports that line
+    except jsonlio.JsonInputError:
         return True
     return not (isinstance(obj, dict) and PAPER_RECORDS_KEY not in obj)
 
@@ -712,11 +713,11 @@ def sweep_cell_dirs(sweep_dir: Path) -> list[Path]:
     or not. RunError (one line) if sweep.json is not a sweep file."""
     path = Path(sweep_dir) / SWEEP_INFO
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = jsonlio.read_json_file(path)
         cells = data.get("cells") or []
         if not isinstance(cells, list):
             raise TypeError(f"'cells' is a {type(cells).__name__}")
-    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError, TypeError) as exc:
+    except (jsonlio.JsonInputError, AttributeError, TypeError) as exc:
         raise RunError(f"{path}: not a sweep file ({exc})") from None
     except OSError as exc:
         raise RunError(f"{path}: cannot read ({exc.strerror or exc})") from None

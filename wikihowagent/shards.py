@@ -20,12 +20,14 @@ from wikihowagent.runs import (
     SCORE_SHARDS_DIR,
     SHARD_INFO,
     SHARDS_DIR,
+    JsonInputError,
     JsonlError,
     RunError,
     count_records,
     iter_jsonl,
     merge_pretests,
     now,
+    read_json_file,
     read_records,
     read_run_info,
     repair_torn_tail,
@@ -209,7 +211,10 @@ def merge_score_shards(directory: Path) -> dict[str, int]:
         raise RunError(f"{directory}: no score shards to merge (expected {directory}/{SCORE_SHARDS_DIR}/K-of-N/)")
 
     def info(d: Path) -> dict[str, Any]:
-        obj = json.loads((d / SHARD_INFO).read_text(encoding="utf-8"))
+        try:
+            obj = read_json_file(d / SHARD_INFO)
+        except JsonInputError as exc:
+            raise RunError(exc.located(d / SHARD_INFO)) from None
         return obj if isinstance(obj, dict) else {}
 
     try:

@@ -132,7 +132,8 @@ def classify_columns(path: Path, header: list[str], rows: list[tuple[int, list[s
 
 
 def _cell(cells: list[str], i: int | None) -> str:
-    return cells[i].strip() if i is not None and i < len(cells) else ""
+    """Cell `i` of a row of `read_table`, as written (`csvcells.read_cell`), or ""."""
+    return cells[i] if i is not None and i < len(cells) else ""
 
 
 @dataclass

@@ -31,7 +31,7 @@ def key_path(sheet: Path) -> Path:
 
 
 def key_csv(rows: list[tuple[str, str, str, str, str]]) -> str:
-    return csv_text(KEY_COLUMNS, rows, for_people=True)
+    return csv_text(KEY_COLUMNS, rows)
 
 
 def read_key(path: Path, problems: Problems) -> dict[str, tuple[str, str]]:
@@ -44,15 +44,15 @@ def read_key(path: Path, problems: Problems) -> dict[str, tuple[str, str]]:
     r = keys.index("run") if "run" in keys else None
     out: dict[str, tuple[str, str]] = {}
     for row, cells in rows:
-        bid = cells[b].strip() if len(cells) > b else ""
-        cid = cells[c].strip() if len(cells) > c else ""
+        bid = cells[b] if len(cells) > b else ""  # read_table's cells: as written (`csvcells.read_cell`)
+        cid = cells[c] if len(cells) > c else ""
         if not bid or not cid:
             problems.add("bad key", f"{where(path, row)}: empty blind_id or conversation_id; row left out")
             continue
         if bid in out:
             problems.add("bad key", f"{where(path, row)}: blind_id {bid} appears twice; the first row is used")
             continue
-        out[bid] = (cid, cells[r].strip() if r is not None and len(cells) > r else "")
+        out[bid] = (cid, cells[r] if r is not None and len(cells) > r else "")
     return out
 
 

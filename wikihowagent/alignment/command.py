@@ -334,7 +334,7 @@ def align(
 
     Per metric and for the per-conversation mean of the metrics: Pearson r, Spearman ρ, Kendall τ with p-values, stars (* p<0.05, ** p<0.01) and bootstrap 95 % CIs; human vs LLM means and stds; with two or more judges, their agreement (Krippendorff's α, quadratic Cohen's κ, Pearson).
 
-    Only the 8 paper rubrics are aligned (Clarity, Truthfulness, Engagement, Coherence, Depth, Relevance, Progress, Naturalness); other rubric names in the scores (from `evaluate --rubrics`) are ignored, with one warning line listing them.
+    Only the 8 paper rubrics are aligned (Clarity, Truthfulness, Engagement, Coherence, Depth, Relevance, Progress, Naturalness); another rubric in the scores (from `evaluate --rubrics`) is compared with people as a metric (below) where it has numbers, else ignored, with one warning line listing those.
 
     Every numeric metric in the scores (computational, Step Coverage, Echo Rate, post-test, registered) against each human rubric and the people's Overall: Pearson/Spearman/Kendall, the within-tutorial r, the partial r controlling for conversation length and the share of clearly ordered same-tutorial pairs, with CIs resampling tutorials, sorted by the within-tutorial r with conversation length as the baseline (metric_alignment.md/.csv, figures/metric_alignment*.png); `evaluate --no-judge` scores are enough, and a judge's scores of the same conversations in another --scores file are joined with them. From the cheap metrics, a people-calibrated estimate fitted out of fold by tutorial (people_estimate.md, people_estimate.json for `evaluate --people-estimate`).
 

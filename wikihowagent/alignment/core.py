@@ -133,6 +133,8 @@ def compute(
         tutorials, _ = estimates.tutorial_keys(res, ids)
         tutorial_ids = [str(t) for t in tutorials]
         res.metric_alignment = metric_table.metric_alignment(res, tutorial_ids, n_boot, seed)
+        for line in metric_table.uncompared(res.metric_alignment) if res.metric_alignment else []:
+            problems.add(UNDEFINED, line)
         if metric_table.metric_columns(res, ids):
             res.people_fit = people_fit.fit_people(res, tutorial_ids, n_boot, seed, human_paths)
             if res.people_fit.estimate is None:

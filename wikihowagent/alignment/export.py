@@ -274,7 +274,7 @@ def sheet_csv(sel: Selection, blind: bool = False, seed: int | None = 0) -> str:
         tid = c.tutorial_key if "|" not in c.tutorial_key else ""
         cid, run = (blind_id(seed, c.run, c.conversation_id), "") if blind else (c.conversation_id, c.run)
         rows.append([cid, run, _sheet_title(c), *([""] * len(schema.sheet_metrics())), "", tid])
-    return csv_text(schema.sheet_columns(), rows, for_people=True)
+    return csv_text(schema.sheet_columns(), rows)
 
 
 def key_file_csv(sel: Selection, seed: int | None) -> str:

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from wikihowagent.evaluation.metrics import WORDS, better
-from wikihowagent.markdown import markdown_table
+from wikihowagent.markdown import markdown_table, markdown_text
 from wikihowagent.runs import METRIC_ALIGNMENT_MD
 from wikihowagent.stats.association import Association, associate
 from wikihowagent.stats.pair_order import GAP, PairOrder, pair_order
@@ -50,9 +51,13 @@ class MetricRow:
 
     @property
     def label(self) -> str:
+        return self.shown(str)
+
+    def shown(self, text: Callable[[str], str]) -> str:
+        """The row's label, the metric's name written by `text` (`markdown_text` in metric_alignment.md)."""
         if self.baseline:
             return LENGTH_LABEL
-        return f"{self.metric} (↓, negated)" if self.better == "lower" else self.metric
+        return f"{text(self.metric)} (↓, negated)" if self.better == "lower" else text(self.metric)
 
     @property
     def within(self) -> float:
@@ -144,6 +149,18 @@ def metric_alignment(res: Any, tutorials: list[str], n_boot: int, seed: int) -> 
     return out
 
 
+def uncompared(ma: MetricAlignment) -> list[str]:
+    """One line per human rubric (and Overall) that no metric could be compared with, and why (e.g. the people's
+    ratings are all equal): the table's notes say it per row, but when nothing else is computed no table is written."""
+    out = []
+    for target in ma.targets:
+        rows = ma.rows.get(target, [])
+        if rows and not any(math.isfinite(r.assoc.coefs["pearson"].value) for r in rows):
+            why = "; ".join(dict.fromkeys(r.assoc.note for r in rows if r.assoc.note)) or "no correlation"
+            out.append(f"{target}: {why} for any metric; left out of {METRIC_ALIGNMENT_MD}")
+    return out
+
+
 # --------------------------------------------------------------------------- output
 
 
@@ -210,10 +227,10 @@ def markdown(ma: MetricAlignment) -> str:
         rows = ma.rows.get(target, [])
         if not rows:
             continue
-        out.append(f"\n## {target}\n\n")
+        out.append(f"\n## {markdown_text(target)}\n\n")
         body = [
             [
-                r.label,
+                r.shown(markdown_text),  # a metric's name comes from a scores file
                 str(r.assoc.n),
                 *(_cell(r.assoc.coefs[c]) for c, _ in COEF_HEADS),
                 _share(r.pairs),

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from wikihowagent.errors import WikihowagentError
+from wikihowagent.errors import WikihowagentError, one_line
 
 
 def where(path: str | Path, row: int | None = None, column: str | None = None) -> str:
@@ -41,7 +41,7 @@ class Problems:
     def add(self, kind: str, message: str, *, group: str = "", label: str = "", group_text: str = "") -> None:
         """One problem. With `group`, stderr shows one line per (kind, group) — `group_text` with the count
         `{n}` and the first problem's `{first}` label — while problems.txt keeps every line."""
-        self.items.append(Problem(kind, message, group, label, group_text))
+        self.items.append(Problem(kind, one_line(message), group, label, group_text))  # names from files: one line
 
     def __len__(self) -> int:
         return len(self.items)

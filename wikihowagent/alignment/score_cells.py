@@ -43,9 +43,9 @@ def parse_score(raw, loc: str, problems: Problems) -> float:
         except ValueError:
             problems.add("bad value", f"{loc}: {text[:40]!r} is not a number; cell left out")
             return math.nan
-    if not math.isfinite(value):
+    if math.isnan(value):  # a blank as pandas writes it ("NaN", a NaN in a score file)
         return math.nan
-    if not SCORE_MIN <= value <= SCORE_MAX:
+    if not SCORE_MIN <= value <= SCORE_MAX:  # infinity included
         hint = " (0 is the paper's placeholder for a missing score)" if value == 0 else ""
         problems.add("out of range", f"{loc}: {value:g} is outside the 1-5 scale{hint}; cell left out")
         return math.nan

@@ -84,7 +84,7 @@ class LLMScores:
     rows: dict[str, ScoreRow] = field(default_factory=dict)
     sources: list[str] = field(default_factory=list)
     by_source: dict[str, list[str]] = field(default_factory=dict)  # source -> ids it contributed
-    ignored_metrics: dict[str, list[str]] = field(default_factory=dict)  # custom rubric name -> sources
+    ignored_metrics: dict[str, list[str]] = field(default_factory=dict)  # unused custom rubric name -> sources
 
     @property
     def judges(self) -> list[str]:
@@ -268,7 +268,7 @@ def read_scores_csv(path: Path, problems: Problems) -> list[ScoreRow]:
     models = {}
     if model_col is not None:
         id_col = next(i for i, k in enumerate(keys) if k in ("conversation_id", "conversationid", "conv_id"))
-        models = {c[id_col].strip(): c[model_col].strip() for _, c in rows if len(c) > max(id_col, model_col)}
+        models = {c[id_col]: c[model_col] for _, c in rows if len(c) > max(id_col, model_col)}
     j = judges[0]
     out = []
     for cid, arr in j.scores.items():
@@ -330,8 +330,9 @@ def _score_files_of(p: Path) -> list[Path]:
 
 def read_llm_scores(paths: list[Path], problems: Problems) -> LLMScores:
     """All LLM scores; a conversation id found in two sources: the later source wins (reported). Only the 8
-    paper rubrics are read; other rubric names in scores.jsonl files (`evaluate --rubrics`) are ignored
-    with one warning line listing them."""
+    paper rubrics are read as the judge's rubrics; another rubric in scores.jsonl files (`evaluate --rubrics`)
+    is compared with people as a metric (metric_alignment.md) where it has a number, else ignored, with one
+    warning line listing those."""
     result = LLMScores()
     for path in resolve_score_paths(paths, problems):
         suffix = path.suffix.lower()
@@ -339,7 +340,7 @@ def read_llm_scores(paths: list[Path], problems: Problems) -> LLMScores:
             if suffix == ".jsonl":
                 others: set[str] = set()
                 rows = read_scores_jsonl(path, problems, default_run=run_name(path.parent), other_rubrics=others)
-                for name in others:
+                for name in others - {m for r in rows for m in r.metrics}:  # a number somewhere: a metric
                     result.ignored_metrics.setdefault(name, []).append(str(path))
             elif suffix in (".csv", ".tsv", ".txt"):
                 rows = read_scores_csv(path, problems)
@@ -382,8 +383,8 @@ def read_llm_scores(paths: list[Path], problems: Problems) -> LLMScores:
         where_ = files[0] if len(files) == 1 else f"{len(files)} score files"
         problems.add(
             "ignored metric",
-            f"{where_}: rubric(s) other than the 8 paper rubrics ignored (align compares "
-            f"only {', '.join(schema.metrics())}): {', '.join(names)}",
+            f"{where_}: rubric(s) other than the 8 paper rubrics, with no number to compare as a metric, "
+            f"ignored (align compares {', '.join(schema.metrics())} as rubrics): {', '.join(names)}",
         )
     return result
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wikihowagent.markdown import markdown_table
+from wikihowagent.markdown import markdown_table, markdown_text
 from wikihowagent.stats.pair_order import GAP
 
 from . import schema
@@ -227,7 +227,7 @@ def _coef_cell(v, with_ci: bool = True) -> str:
 def _group_section(res: AlignResult, g: GroupResult) -> list[str]:
     """One group's part of summary.md: human vs judge correlations, scores side by side, the people's agreement."""
     out: list[str] = []
-    title = "All conversations" if g.group == ALL else f"{res.by}: {g.group}"
+    title = "All conversations" if g.group == ALL else f"{res.by}: {markdown_text(g.group)}"  # a name from a file
     out.append(f"\n## {title}\n\n### Correlation human (mean of judges) vs LLM judge\n")
     rows = []
     for metric in schema.row_names():

@@ -10,7 +10,7 @@ import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from wikihowagent.csvcells import neutralise, unneutralise
+from wikihowagent.csvcells import CRLF, neutralise, read_cell
 
 from .problems import AlignInputError, Problems
 
@@ -96,7 +96,7 @@ def read_table(path: Path, problems: Problems | None = None) -> tuple[list[str],
         raise AlignInputError(f"{path}:{reader.line_num}: malformed CSV ({exc})") from None
     if delimiter == ";":
         rows = [(n, [c.replace(",", ".") if _DECIMAL_COMMA.match(c) else c for c in cells]) for n, cells in rows]
-    rows = [(n, [unneutralise(c) for c in cells]) for n, cells in rows]  # the ids `annotate export` wrote
+    rows = [(n, [read_cell(c) for c in cells]) for n, cells in rows]  # the ids `annotate export` wrote, exactly
     return header, rows
 
 
@@ -109,13 +109,12 @@ def fmt(value) -> str:
     return str(value)
 
 
-def csv_text(columns: Sequence[str], rows: Iterable[Sequence], for_people: bool = False) -> str:
+def csv_text(columns: Sequence[str], rows: Iterable[Sequence]) -> str:
     """CSV text; every file `align` and `annotate export` write is opened by people, so text cells and column
-    names are OWASP-neutralised (`wikihowagent.csvcells.neutralise`; numbers are written as numbers).
-    `for_people` (sheets handed to judges): CRLF line ends, so a carriage return inside a cell is quoted rather
-    than read as a row end."""
+    names are OWASP-neutralised (`wikihowagent.csvcells.neutralise`; numbers are written as numbers), and rows
+    end in CRLF, so a carriage return inside a cell is quoted rather than read as a row end."""
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\r\n" if for_people else "\n")
+    w = csv.writer(buf, lineterminator=CRLF)
     w.writerow([neutralise(c) for c in columns])
     for r in rows:
         w.writerow([neutralise(v) if isinstance(v, str) else fmt(v) for v in r])

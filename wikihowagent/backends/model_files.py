@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from wikihowagent.runs import dir_lock
+from wikihowagent.runs import dir_lock, read_json_file
 
 from .errors import BackendError, ModelCacheError
 
@@ -156,7 +156,7 @@ def _stat_key(path: Path) -> dict[str, int]:
 
 def _stamp_ok(path: Path, sha: str) -> bool:
     try:
-        stamp = json.loads(_stamp_path(path).read_text(encoding="utf-8"))
+        stamp = read_json_file(_stamp_path(path))
         return bool(stamp.get("sha256") == sha and stamp.get("stat") == _stat_key(path))
     except (OSError, ValueError, AttributeError):
         return False

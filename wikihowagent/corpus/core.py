@@ -12,7 +12,6 @@ path, articles in file order, methods in article order.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections import Counter
@@ -24,6 +23,7 @@ from typing import Any
 from wikihowagent.config import resource_path
 from wikihowagent.domains import DomainTable, default_table, domain_of, folder_of, norm
 from wikihowagent.errors import WikihowagentError
+from wikihowagent.jsonlio import LONG_LINE, JsonInputError, bounded_lines, parse_json, read_json_file
 from wikihowagent.records import Tutorial, make_tutorial_id
 
 __all__ = [
@@ -166,16 +166,19 @@ def _articles(path: Path) -> Iterator[tuple[str, str, str | None, Any]]:
             raise TutorialError(f"{path}: no *.json article files found")
     elif path.suffix == ".jsonl":
         with path.open("rb") as fh:
-            for lineno, raw in enumerate(fh, start=1):
-                if not raw.strip():
+            for lineno, raw in enumerate(bounded_lines(fh), start=1):
+                if raw is not None and not raw.strip():
                     continue
                 where = f"{path}:{lineno}"
+                if raw is None:
+                    yield where, f"{path.name}:{lineno}", None, TutorialError(f"{where}: {LONG_LINE}")
+                    continue
                 try:
-                    obj: Any = json.loads(raw.decode("utf-8"))
+                    obj: Any = parse_json(raw.decode("utf-8"))
                 except UnicodeDecodeError:
                     obj = TutorialError(f"{where}: not UTF-8 text")
-                except json.JSONDecodeError as exc:
-                    obj = TutorialError(f"{where}: malformed JSON ({exc.msg})")
+                except JsonInputError as exc:
+                    obj = TutorialError(f"{where}: {exc.brief}")
                 yield where, f"{path.name}:{lineno}", None, obj
     else:
         data = _read_json(path)
@@ -190,11 +193,9 @@ def _articles(path: Path) -> Iterator[tuple[str, str, str | None, Any]]:
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        return TutorialError(f"{path}: malformed JSON at line {exc.lineno} ({exc.msg})")
-    except UnicodeDecodeError:
-        return TutorialError(f"{path}: not UTF-8 text")
+        return read_json_file(path)
+    except JsonInputError as exc:
+        return TutorialError(exc.located(path))
     except OSError as exc:
         return TutorialError(f"{path}: cannot read ({exc.strerror})")
 

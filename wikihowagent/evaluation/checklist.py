@@ -40,6 +40,7 @@ from typing import Any
 
 from wikihowagent.config import resource_path
 from wikihowagent.errors import WikihowagentError
+from wikihowagent.jsonlio import JsonInputError, parse_json
 
 POLARITIES = ("yes-good", "yes-bad")
 PLACEHOLDERS = ("headline", "step")
@@ -193,13 +194,11 @@ def _read_json(path: Path, what: str) -> Any:
     except OSError as exc:
         raise ChecklistError(f"{path}: {what} cannot be read ({exc.strerror or exc})") from None
     try:
-        return json.loads(raw, object_pairs_hook=_no_duplicate_keys)
-    except json.JSONDecodeError as exc:
-        raise ChecklistError(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
+        return parse_json(raw, object_pairs_hook=_no_duplicate_keys)
+    except JsonInputError as exc:
+        raise ChecklistError(exc.located(path)) from None
     except ChecklistError as exc:
         raise ChecklistError(f"{path}: {exc}") from None
-    except RecursionError:
-        raise ChecklistError(f"{path}: malformed JSON (nested too deeply)") from None
 
 
 def _step_template(t: Any, w: str, where: str, rubric_names: list[str], seen: set[str]) -> StepTemplate:

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from wikihowagent.config import resource_path
 from wikihowagent.errors import WikihowagentError, kind_of
+from wikihowagent.jsonlio import JsonInputError, parse_json, read_json_file
 from wikihowagent.records import Conversation, turn_line
 
 from .metrics import reference_text
@@ -104,11 +105,11 @@ def rubrics_sha256(rubrics: dict[str, Rubric]) -> str:
 def read_keyed_json(path: Path, error: type[WikihowagentError], file_what: str, key_what: str) -> dict[str, Any]:
     """A judge data file (rubrics, judge prompts): a non-empty JSON object; else one `error` line naming the file."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json_file(path)
     except FileNotFoundError:
         raise error(f"{path}: {file_what} not found") from None
-    except json.JSONDecodeError as exc:
-        raise error(f"{path}:{exc.lineno}: malformed JSON ({exc.msg})") from None
+    except JsonInputError as exc:
+        raise error(exc.located(path)) from None
     if not isinstance(data, dict) or not data:
         raise error(f"{path}: expected a JSON object keyed by {key_what}")
     return data
@@ -325,8 +326,8 @@ def _json_objects(text: str) -> list[dict[str, Any]]:
                 depth -= 1
                 if depth == 0:
                     try:
-                        obj = json.loads(text[s : j + 1], object_pairs_hook=_keys_once)
-                    except json.JSONDecodeError:
+                        obj = parse_json(text[s : j + 1], object_pairs_hook=_keys_once)
+                    except JsonInputError:
                         obj = None
                     if isinstance(obj, dict):
                         out.append(obj)

@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from wikihowagent.csvcells import people_csv
-from wikihowagent.markdown import markdown_table
+from wikihowagent.markdown import markdown_table, markdown_text
 from wikihowagent.runs import (
     BY_DOMAIN_PNG,
     CALIBRATED_SCORES_CSV,
@@ -133,8 +134,9 @@ def _scale(metric: str) -> float:
     return 100.0 if metric in PERCENT_METRICS else 1.0
 
 
-def header(metric: str) -> str:
-    name = SHORT.get(metric, metric)
+def header(metric: str, text: Callable[[str], str] = str) -> str:
+    """A metric's column head ("BLEU (%)"); `text` writes its name (`markdown_text` in summary.md)."""
+    name = text(SHORT.get(metric, metric))
     return f"{name} (%)" if metric in PERCENT_METRICS else name
 
 
@@ -232,7 +234,7 @@ def _count(x: int | None) -> str:
 
 
 def display_rows(s: Summary) -> tuple[list[str], list[list[str]]]:
-    heads = ["Run", "n", "Failed"] + [header(m) for m in s.columns] + ["Judge parse failures (%)"]
+    heads = ["Run", "n", "Failed"] + [header(m, markdown_text) for m in s.columns] + ["Judge parse failures (%)"]
     rows = []
     for row in s.table:
         jf = row["judge_failure_pct"]

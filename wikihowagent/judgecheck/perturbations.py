@@ -9,7 +9,6 @@ texts stay, so Completion-style signals do not give the perturbation away.
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections.abc import Callable
@@ -19,6 +18,7 @@ from typing import Any
 
 from wikihowagent.config import resource_path
 from wikihowagent.errors import WikihowagentError
+from wikihowagent.jsonlio import JsonInputError, read_json_file
 from wikihowagent.records import Conversation, Turn, conversation_lines
 
 
@@ -221,11 +221,11 @@ def default_perturbations_path() -> Path:
 def load_perturbations(path: Path | None, rubric_names: list[str]) -> list[Perturbation]:
     path = Path(path) if path else default_perturbations_path()
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json_file(path)
     except FileNotFoundError:
         raise PerturbationError(f"{path}: perturbation file not found") from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise PerturbationError(f"{path}: malformed JSON ({exc})") from None
+    except JsonInputError as exc:
+        raise PerturbationError(f"{path}: {exc}") from None
     if not isinstance(data, dict) or not data:
         raise PerturbationError(f"{path}: expected a JSON object keyed by perturbation name")
     out = []

@@ -46,7 +46,7 @@ def write_cases(d: Path, convs: list[ReportConversation], chunk_of: dict[int, in
         best, worst = pick(convs, m, n)
         if not best:
             continue
-        md += [f"## {m}", ""]
+        md += [f"## {markdown_text(m)}", ""]
         body.append(f"<h2 id='{e(m)}'>{e(m)}</h2>")
         for label, chosen in (("best", best), ("worst", worst)):
             md += [f"### {label}", "", "| # | value | run | title | conversation |", "| --: | --: | :-- | :-- | :-- |"]

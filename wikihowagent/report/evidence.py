@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import csv
 import html
-import json
 import re
 import shlex
 from pathlib import Path
@@ -22,6 +21,7 @@ from wikihowagent.runs import (
     METRIC_ALIGNMENT_MD,
     PAIR_ORDER_CSV,
     SUMMARY_MD,
+    read_json_file,
 )
 
 from .measured import MeasuredError, load_measured
@@ -106,7 +106,7 @@ def judge_evidence(run: ReportRun) -> list[str]:
                 if line is not None:
                     found.append(line)
             elif p.name == CALIBRATION_JSON:
-                cal = json.loads(p.read_text(encoding="utf-8"))
+                cal = read_json_file(p)
                 oof = cal.get("out_of_fold") or {}
                 parts = [
                     f"{m} r {v.get('raw_r', float('nan')):+.2f} -> {v.get('calibrated_r', float('nan')):+.2f}"
@@ -118,7 +118,7 @@ def judge_evidence(run: ReportRun) -> list[str]:
                     f"({cal.get('scoring') or 'json'}); out of fold: " + ("; ".join(parts) or "–")
                 )
             elif p.name == CHECKLIST_WEIGHTS_JSON:
-                w = json.loads(p.read_text(encoding="utf-8"))
+                w = read_json_file(p)
                 found.append(
                     f"checklist weights ({rel}): fitted for judge {w.get('judge', '?')}, checklist "
                     f"{w.get('checklist', '?')}"

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from wikihowagent.config import resource_path
 from wikihowagent.errors import WikihowagentError, validation_line
-from wikihowagent.runs import EMBEDDED_JUDGE_JSON
+from wikihowagent.runs import EMBEDDED_JUDGE_JSON, JsonInputError, read_json_file
 
 MODE_NAME = re.compile(r"[a-z][a-z0-9+_-]{0,39}")  # a `--judge-scoring` mode ("checklist", "weighted+rationale")
 ROUNDING = 0.005  # a CI written to 2 decimals may miss its 3-decimal value by this much
@@ -99,11 +99,11 @@ def load_measured(path: Path | None = None) -> Measured:
     """The figures file (default wikihowagent/data/embedded_judge.json); MeasuredError naming the file and what is wrong."""
     p = Path(path) if path is not None else measured_path()
     try:
-        raw: Any = json.loads(p.read_text(encoding="utf-8"))
+        raw: Any = read_json_file(p)
         return Measured.model_validate(raw)
     except FileNotFoundError:
         raise MeasuredError(f"{p}: not found") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, JsonInputError) as exc:
         raise MeasuredError(f"{p}: not readable JSON ({exc})") from None
     except ValidationError as exc:
         raise MeasuredError(f"{p}: {validation_line(exc)}") from None

@@ -25,7 +25,9 @@ from wikihowagent.runs import (
     METRIC_ALIGNMENT_CSV,
     METRIC_SENSITIVITY_CSV,
     METRIC_VALIDITY_JSON,
+    JsonInputError,
     OutputReadError,
+    read_json_file,
     read_people_table,
 )
 
@@ -115,9 +117,9 @@ def load_validity(path: Path | None = None) -> Validity:
     """The bundled file (or `path`); ValidityError with one line when it cannot be used."""
     p = Path(path) if path is not None else resource_path("data", METRIC_VALIDITY_JSON)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        data = read_json_file(p)
         return Validity.model_validate(data)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, JsonInputError) as exc:
         raise ValidityError(f"{p}: cannot be read ({exc})") from None
     except ValidationError as exc:
         raise ValidityError(f"{p}: {validation_line(exc)}") from None

@@ -8,7 +8,6 @@ unparsable reply (counted per turn).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable
 
@@ -17,6 +16,7 @@ from langchain_core.messages import HumanMessage, SystemMessage
 from pydantic import BaseModel, ValidationError
 
 from wikihowagent.backends.calls import achat
+from wikihowagent.jsonlio import JsonInputError, parse_json
 from wikihowagent.records import Label
 
 NEXT_STEP = "next step"
@@ -48,8 +48,8 @@ def parse_classification(reply: str) -> str | None:
     match = re.search(r"\{.*?\}", reply, re.S)
     if match:
         try:
-            return Classification.model_validate(json.loads(match.group(0))).label
-        except (json.JSONDecodeError, ValidationError):
+            return Classification.model_validate(parse_json(match.group(0))).label
+        except (JsonInputError, ValidationError):
             return None
     bare = reply.strip().strip(".\"'` ").lower()
     return bare if bare in LABELS else None
