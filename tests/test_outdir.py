@@ -1,22 +1,35 @@
 """Output folders (wikihowagent/outdir.py): a folder replaced as a whole never loses a file its command did not
-write."""
+write, and every command that writes refuses an output path it cannot use in one line (exit 2)."""
 
 from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
 import pytest
+import typer
+from fake_servers import FakeOpenAI
+from helpers import FIXTURE_RUN, one_line_error, run_copy
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from typer.testing import CliRunner
 
 from wikihowagent import outdir
+from wikihowagent.cli import app
+from wikihowagent.console import HelpCommand
 from wikihowagent.errors import OutputDirError
 from wikihowagent.outdir import StagedDir, check_writable, write_files_atomically
 from wikihowagent.runs import OUTPUT_MANIFEST
+
+sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
+from builders import make_run, sheet_rows, write_sheet  # noqa: E402
 
 WRITES = {"result.txt": "new", "figs/a.png": "png"}
 
@@ -276,3 +289,168 @@ def test_several_files_all_or_nothing(tmp_path):
     assert a.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["a.csv"]
     assert write_files_atomically({a: "new\r\n", b: lambda p: p.write_bytes(b"png")}) == [a, b]
     assert a.read_bytes() == b"new\r\n" and b.read_bytes() == b"png"
+
+
+# ------------------------------------------------------------------------------------------------------
+# Every command that writes: --out at an existing file, or at a folder this user cannot write
+
+
+def _sweep_file(root: Path, out: Path, url: str) -> Path:
+    path = root / "grid.yaml"
+    path.write_text(
+        "name: grid\nmax_tutorials: 1\n"
+        f"out: {json.dumps(str(out))}\n"
+        f"models:\n  a: {{spec: 'openai:fake-model', base_url: '{url}'}}\n"
+        "grid:\n  teachers: [a]\n"
+    )
+    return path
+
+
+def _judge(url: str) -> list[str]:
+    return ["--evaluator", "openai:fake-model", "--base-url", url]
+
+
+# each command with inputs it can use (tests/fixtures/alignment/builders.py: runs with scores, a matching sheet;
+# the fake OpenAI-compatible server as every model), so that the output path is the one thing wrong
+COMMANDS = {
+    "evaluate": lambda r, out, url: ["evaluate", str(r / "run"), "--out", str(out), "--no-judge", "--no-figures"],
+    "align": lambda r, out, url: ["align", "-H", str(r / "sheet.csv"), "--scores", str(r), "--out", str(out)],
+    "report": lambda r, out, url: ["report", str(r / "run"), "--out", str(out)],
+    "judge-check": lambda r, out, url: ["judge-check", str(r / "run"), "--out", str(out), *_judge(url)],
+    "compare": lambda r, out, url: ["compare", str(r / "run"), str(r / "run2"), "--out", str(out), *_judge(url)],
+    "stats": lambda r, out, url: ["stats", "--out", str(out), "--no-figures"],
+    "annotate": lambda r, out, url: ["annotate", "export", str(r / "run"), "--out", str(out / "sheet.csv")],
+    "sweep slurm": lambda r, out, url: ["sweep", "slurm", str(_sweep_file(r, r / "sweep", url)), "--out", str(out)],
+    "sweep run": lambda r, out, url: ["sweep", "run", str(_sweep_file(r, out, url))],
+    "chat": lambda r, out, url: [
+        *("chat", "--model", "openai:fake-model", "--base-url", url, "--tutorial", "4f115a7f59dc20db"),
+        *("--out", str(out)),
+    ],
+}
+
+
+def _judge_logprobs(prompt: str):
+    """A judge for compare (a verdict A or B) and judge-check (a score 1-5) with log-probabilities."""
+    if "Conversation A:" in prompt:
+        return [("A", {"A": 0.6, "B": 0.3})]
+    return [("4", {"5": 0.3, "4": 0.5, "3": 0.1})]
+
+
+@pytest.fixture(scope="module")
+def server():
+    with FakeOpenAI(logprobs=_judge_logprobs) as srv:
+        yield srv
+
+
+def _inputs(root: Path) -> Path:
+    tutorials = [f"t{i}" for i in range(6)]
+    ids = make_run(root, "run", tutorials, teacher="qwen", learner="qwen")
+    make_run(root, "run2", tutorials, teacher="gemma", learner="gemma", rng=np.random.default_rng(1))
+    values = np.random.default_rng(2).integers(1, 6, (len(ids), 8)).astype(float)
+    write_sheet(root / "sheet.csv", sheet_rows(list(ids.values()), values, run="run"))
+    return root
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_out_at_an_existing_file_is_one_line(tmp_path, command, server):
+    root = _inputs(tmp_path / "in")
+    afile = tmp_path / "afile"
+    afile.write_text("the user's")
+    res = CliRunner().invoke(app, COMMANDS[command](root, afile, server.base_url), input="/quit\n")
+    assert res.exit_code == 2, res.output
+    one_line_error(res, str(afile), "not a directory")
+    assert afile.read_text() == "the user's"
+
+
+def _drop_write_permission() -> list[str] | None:
+    """The prefix that runs a command without the power to write into a folder it may not write (root
+    overrides permissions: its capabilities are dropped), [] for a user without it, None if neither works."""
+    if os.geteuid() != 0:
+        return []
+    capsh = shutil.which("capsh")
+    if capsh:
+        return [capsh, "--drop=cap_dac_override,cap_dac_read_search", "--", "-c"]
+    return None
+
+
+@pytest.fixture(scope="module")
+def unprivileged():
+    prefix = _drop_write_permission()
+    if prefix is None:
+        pytest.skip("running as root and capsh is missing: root writes into any folder, so there is nothing to test")
+    with tempfile.TemporaryDirectory() as tmp:
+        ro = Path(tmp) / "ro"
+        ro.mkdir(mode=0o555)
+        probe = subprocess.run([*prefix, f"touch {shlex.quote(str(ro / 'x'))}"] if prefix else ["touch", ro / "x"])
+        ro.chmod(0o755)
+        if probe.returncode == 0:
+            pytest.skip("the dropped capabilities still write into a read-only folder (a capsh without effect)")
+
+    def run(args: list[str], **kw) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "-m", "wikihowagent", *args]
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent), "COLUMNS": "200"}
+        full = [*prefix, "exec " + shlex.join(cmd)] if prefix else cmd
+        return subprocess.run(full, capture_output=True, text=True, env=env, timeout=300, **kw)
+
+    return run
+
+
+def assert_one_line(proc: subprocess.CompletedProcess, *needles: str) -> None:
+    assert "Traceback" not in proc.stderr, proc.stderr
+    lines = [ln for ln in (proc.stdout + proc.stderr).splitlines() if ln.startswith("error:")]
+    assert len(lines) == 1, proc.stderr
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+    assert proc.returncode == 2, proc.stderr
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_out_at_a_folder_the_user_cannot_write_is_one_line(tmp_path, command, unprivileged, server):
+    root = _inputs(tmp_path / "in")
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    (ro / "kept.txt").write_text("the user's")
+    ro.chmod(0o555)
+    try:
+        proc = unprivileged(COMMANDS[command](root, ro, server.base_url), input="/quit\n")
+    finally:
+        ro.chmod(0o755)
+    assert_one_line(proc, str(ro), "not writable (permission denied)")
+    assert sorted(p.name for p in ro.iterdir()) == ["kept.txt"]
+
+
+def test_a_folder_met_later_that_cannot_be_written_is_one_line(tmp_path, unprivileged):
+    """evaluate without --out writes into the run folder: read-only, it is one line and exit 2 (the net of every
+    command, console.HelpCommand), not a PermissionError traceback."""
+    run = run_copy(tmp_path, "run")
+    run.chmod(0o555)
+    try:
+        proc = unprivileged(["evaluate", str(run), "--no-judge", "--no-figures", "--metrics", "Completion"])
+    finally:
+        run.chmod(0o755)
+    assert_one_line(proc, str(run), "permission denied")
+    assert sorted(p.name for p in run.iterdir()) == sorted(p.name for p in FIXTURE_RUN.iterdir())
+
+
+def test_every_command_turns_an_unusable_path_into_one_line():
+    """console.HelpCommand: an OSError saying that a path cannot be used -> one line, exit 2; any other
+    (a full disk: cli.main's own line) passes through."""
+    t = typer.Typer()
+
+    @t.command(cls=HelpCommand)
+    def write(code: int) -> None:
+        raise OSError(code, os.strerror(code), "/some/out/file.csv")
+
+    @t.command(cls=HelpCommand)
+    def other() -> None:
+        raise OutputDirError("--out x: exists and is not a directory")
+
+    res = CliRunner().invoke(t, ["write", "13"])
+    assert res.exit_code == 2
+    assert one_line_error(res) == "error: /some/out/file.csv: permission denied"
+    res = CliRunner().invoke(t, ["write", "30"])
+    assert res.exit_code == 2 and "read-only file system" in one_line_error(res)
+    res = CliRunner().invoke(t, ["write", "28"])
+    assert isinstance(res.exception, OSError) and res.exception.errno == 28
+    res = CliRunner().invoke(t, ["other"])
+    assert res.exit_code == 2 and one_line_error(res) == "error: --out x: exists and is not a directory"
