@@ -20,6 +20,7 @@ from wikihowagent.alignment import core as report  # noqa: E402
 from wikihowagent.alignment.command import align, annotate_export  # noqa: E402
 from wikihowagent.alignment.problems import Problems  # noqa: E402
 from wikihowagent.alignment.sources import read_llm_scores  # noqa: E402
+from wikihowagent.runs import OUTPUT_MANIFEST  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -204,8 +205,9 @@ def test_align_bad_option_values(study):
 def test_outputs_complete_or_not_at_all(study, monkeypatch):
     tmp, runs, h1, h2 = study
     out = tmp / "out"
-    out.mkdir()
+    report.write_outputs(report.compute([h1, h2], [runs], n_boot=0), out, [h1, h2], figures=False)
     (out / "correlations.csv").write_text("previous results\n")
+    before = sorted(p.name for p in out.iterdir())
 
     def boom(*a, **k):
         raise RuntimeError("figure backend exploded")
@@ -215,7 +217,7 @@ def test_outputs_complete_or_not_at_all(study, monkeypatch):
     with pytest.raises(RuntimeError):
         report.write_outputs(res, out, [h1, h2])
     assert (out / "correlations.csv").read_text() == "previous results\n"
-    assert sorted(p.name for p in out.iterdir()) == ["correlations.csv"]
+    assert sorted(p.name for p in out.iterdir()) == before
     assert not [p for p in tmp.iterdir() if p.name.startswith(".out.tmp-")]
     monkeypatch.undo()
     # a later successful run replaces the directory as a whole: exactly the new set of files, none of the old
@@ -225,18 +227,17 @@ def test_outputs_complete_or_not_at_all(study, monkeypatch):
     assert (out / "agreement.csv").is_file() and (out / "figures" / "correlation_heatmap.png").is_file()
     res = report.compute([h1], [runs], n_boot=0)
     written = report.write_outputs(res, out, [h1], figures=False)
-    assert (
-        sorted(p.relative_to(out).as_posix() for p in out.rglob("*"))
-        == sorted(p.relative_to(out).as_posix() for p in written)
-        == [
-            "correlations.csv",
-            "correlations.md",
-            "descriptives.csv",
-            "pair_order.csv",
-            "paired_scores.csv",
-            "problems.txt",
-        ]
-    )
+    assert sorted(p.relative_to(out).as_posix() for p in out.rglob("*")) == sorted(
+        [OUTPUT_MANIFEST, *(p.relative_to(out).as_posix() for p in written)]
+    )  # and the manifest: what align wrote there
+    assert sorted(p.relative_to(out).as_posix() for p in written) == [
+        "correlations.csv",
+        "correlations.md",
+        "descriptives.csv",
+        "pair_order.csv",
+        "paired_scores.csv",
+        "problems.txt",
+    ]
     assert (out / "correlations.csv").read_text().startswith("by,group,metric,n,")
     assert sorted(p.name for p in tmp.iterdir() if p.name.startswith(".")) == []  # no staging/aside folders left
 
@@ -244,13 +245,14 @@ def test_outputs_complete_or_not_at_all(study, monkeypatch):
 def test_output_swap_is_all_or_nothing_and_spares_foreign_files(study, monkeypatch):
     import os
 
-    from wikihowagent.alignment.output import OutputDirError, StagedOutput
+    from wikihowagent.outdir import OutputDirError, StagedDir
 
     tmp, runs, h1, _ = study
     out = tmp / "out"
-    out.mkdir()
-    (out / "correlations.csv").write_text("old")
-    (out / "problems.txt").write_text("old")
+    with StagedDir(out, report.TOOL) as previous:
+        previous.write_text("correlations.csv", "old")
+        previous.write_text("problems.txt", "old")
+        previous.commit()
     # the second rename (new folder into place) fails: the old folder is put back, unchanged
     real_rename, calls = os.rename, []
 
@@ -260,24 +262,22 @@ def test_output_swap_is_all_or_nothing_and_spares_foreign_files(study, monkeypat
             raise OSError("disk gone")
         return real_rename(src, dst)
 
-    st = StagedOutput(out, owned=report.OUTPUT_FILES)
+    st = StagedDir(out, report.TOOL)
     st.write_text("correlations.csv", "new")
     monkeypatch.setattr(os, "rename", flaky_rename)
     with pytest.raises(OSError, match="disk gone"):
         with st:
             st.commit()
     monkeypatch.undo()
-    assert sorted(p.name for p in out.iterdir()) == ["correlations.csv", "problems.txt"]
+    assert sorted(p.name for p in out.iterdir()) == [OUTPUT_MANIFEST, "correlations.csv", "problems.txt"]
     assert (out / "correlations.csv").read_text() == "old"
     assert not [p for p in tmp.iterdir() if p.name.startswith(".out.tmp-")]
     # an --out holding somebody else's files is never replaced, and nothing is staged
     (out / "notes.txt").write_text("mine")
     (out / "figures").mkdir()
     (out / "figures" / "my_plot.png").write_bytes(b"x")
-    with pytest.raises(
-        OutputDirError, match=r"holds files this command did not write \(figures/my_plot.png, notes.txt\)"
-    ):
-        StagedOutput(out, owned=report.OUTPUT_FILES)
+    with pytest.raises(OutputDirError, match=r"holds files align did not write \(figures/my_plot.png, notes.txt\)"):
+        StagedDir(out, report.TOOL)
     assert not [p for p in tmp.iterdir() if p.name.startswith(".out.")]
     result = CliRunner().invoke(
         make_app(),
@@ -291,6 +291,38 @@ def test_output_swap_is_all_or_nothing_and_spares_foreign_files(study, monkeypat
         ["align", "-H", str(h1), "--scores", str(runs), "--out", str(runs), "--bootstrap", "0", "--no-figures"],
     )
     assert result.exit_code == 2 and sorted(p.name for p in runs.iterdir()) == ["r-gemma", "r-llama", "r-qwen"]
+
+
+def test_out_holding_an_input_is_refused_and_a_run_may_hold_its_own_alignment(study):
+    """A human sheet inside --out (even one named like an output, correlations.csv) is never replaced with the
+    folder: refused in one line, exit 2. --out inside a --scores run folder stays allowed (the guide's
+    `--scores runs/my-run --out runs/my-run/alignment`)."""
+    import shutil
+
+    tmp, runs, h1, _ = study
+    out = tmp / "out"
+    out.mkdir()
+    sheet = out / "correlations.csv"
+    shutil.copyfile(h1, sheet)
+    args = ["align", "--scores", str(runs), "--bootstrap", "0", "--no-figures"]
+    result = CliRunner().invoke(make_app(), [*args, "-H", str(sheet), "--out", str(out)])
+    assert result.exit_code == 2, result.output
+    assert f"error: --out {out}: holds the input {sheet};" in result.stderr
+    assert sheet.read_bytes() == h1.read_bytes() and sorted(p.name for p in out.iterdir()) == ["correlations.csv"]
+    inside = runs / "r-qwen" / "alignment"
+    result = CliRunner().invoke(
+        make_app(), ["align", "-H", str(h1), "--scores", str(runs / "r-qwen"), "--out", str(inside), "--bootstrap", "0"]
+    )
+    assert result.exit_code == 0, result.output
+    assert (inside / "correlations.csv").is_file() and (inside / OUTPUT_MANIFEST).is_file()
+    (inside / OUTPUT_MANIFEST).unlink()  # as a version that kept no manifest left it: not replaced
+    result = CliRunner().invoke(
+        make_app(), ["align", "-H", str(h1), "--scores", str(runs / "r-qwen"), "--out", str(inside), "--bootstrap", "0"]
+    )
+    assert result.exit_code == 2 and f"no {OUTPUT_MANIFEST} in it" in result.stderr
+    run = str(runs / "r-qwen")
+    result = CliRunner().invoke(make_app(), ["align", "-H", str(h1), "--scores", run, "--out", run, "--bootstrap", "0"])
+    assert result.exit_code == 2 and f"error: --out {run}: is the input {run};" in result.stderr
 
 
 def test_runs_dir_defaults_to_the_config(study, monkeypatch):

@@ -63,7 +63,7 @@ def test_report_out_dot_and_run_json_directory_are_one_line(tmp_path, monkeypatc
     empty.mkdir()
     monkeypatch.chdir(empty)
     res = runner.invoke(app, ["report", str(FIXTURE_RUN), "--out", "."])
-    assert res.exit_code == 1
+    assert res.exit_code == 2
     one_line_error(res, "--out .", "current directory")
     assert not any(empty.iterdir()) and not list(tmp_path.glob(".*"))
     run = make_run(tmp_path / "runs", "r", 2)

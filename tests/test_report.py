@@ -4,7 +4,9 @@ see test_report_browser.py)."""
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
 import sys
 from pathlib import Path
 
@@ -13,8 +15,10 @@ from helpers import HOSTILE_JSON, append_line, one_line_error
 from typer.testing import CliRunner
 
 from wikihowagent.cli import app
+from wikihowagent.outdir import OutputDirError
 from wikihowagent.report.core import ReportError, build_report
 from wikihowagent.report.sources import Problems, ReportInputError
+from wikihowagent.runs import OUTPUT_MANIFEST
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "report"))
 from report_builders import make_run  # noqa: E402
@@ -169,7 +173,7 @@ def test_out_dir_with_other_files_is_refused_and_a_previous_report_replaced(swee
     out = tmp_path / "mine"
     out.mkdir()
     (out / "notes.txt").write_text("keep me")
-    with pytest.raises(ReportError, match="not a wikihowagent report"):
+    with pytest.raises(OutputDirError, match=r"holds files report did not write \(notes.txt\)"):
         build_report([sweep], out)
     assert (out / "notes.txt").read_text() == "keep me"
     site = tmp_path / "site"
@@ -177,6 +181,73 @@ def test_out_dir_with_other_files_is_refused_and_a_previous_report_replaced(swee
     build_report([sweep / "T-gemma_L-gemma"], site)  # a rerun replaces the report as a whole
     assert _index(site)["runs"] == ["T-gemma_L-gemma"]
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temp dirs left
+
+
+def test_out_that_is_holds_or_lies_inside_an_input_is_refused_and_nothing_is_removed(tmp_path):
+    """A run copied into an old report folder, then reported into that folder: refused in one line (exit 2);
+    the run and the user's other files stay."""
+    run = make_run(tmp_path / "runs", "r", 3)
+    site = tmp_path / "site"
+    assert CliRunner().invoke(app, ["report", str(run), "--out", str(site)]).exit_code == 0
+    shutil.copytree(run, site / "inrun")
+    (site / "notes.txt").write_text("mine")
+    before = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*"))
+    for args, how in (
+        ([str(site / "inrun"), "--out", str(site)], "holds the input"),
+        ([str(run), "--out", str(run)], "is the input"),
+        ([str(tmp_path / "runs"), "--out", str(run / "site")], "lies inside the input"),
+        ([str(run), "--out", str(tmp_path / "link")], "is the input"),
+    ):
+        if args[-1].endswith("link"):
+            (tmp_path / "link").symlink_to(run)
+        res = CliRunner().invoke(app, ["report", *args])
+        assert res.exit_code == 2, res.output
+        one_line_error(res, f"--out {args[-1]}: {how}")
+        (tmp_path / "link").unlink(missing_ok=True)
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == before
+    assert (site / "notes.txt").read_text() == "mine" and (site / "inrun" / "run.json").is_file()
+    # and without the input inside it: still the user's notes.txt and run copy, which report did not write
+    res = CliRunner().invoke(app, ["report", str(run), "--out", str(site)])
+    assert res.exit_code == 2
+    one_line_error(res, f"--out {site} holds files report did not write (inrun/", "notes.txt")
+    assert (site / "notes.txt").read_text() == "mine" and (site / "inrun" / "run.json").is_file()
+
+
+def test_report_folder_without_a_manifest_is_refused(tmp_path):
+    """Only the manifest tells what a report wrote: a folder without one (a version that kept none, with the
+    report's marker and a notes.txt of the user's) is refused, not replaced, and said so."""
+    run = make_run(tmp_path / "runs", "r", 3)
+    site = tmp_path / "site"
+    build_report([run], site)
+    (site / OUTPUT_MANIFEST).unlink(missing_ok=True)  # as an older version left it
+    (site / "notes.txt").write_text("mine")
+    with pytest.raises(OutputDirError, match=f"holds files report did not write .*no {OUTPUT_MANIFEST} in it"):
+        build_report([run], site)
+    assert (site / "notes.txt").read_text() == "mine" and (site / "index.html").is_file()
+    shutil.rmtree(site)
+    res = build_report([run], site)
+    assert res.files == len([p for p in site.rglob("*") if p.is_file()]) - 1  # not counting the manifest
+    listed = json.loads((site / OUTPUT_MANIFEST).read_text())
+    assert listed["tool"] == "report" and "index.html" in listed["files"] and "figures" in listed["folders"]
+
+
+def test_rerun_spares_sibling_folders_it_did_not_make(tmp_path):
+    """Fresh temporary names beside --out (mkdtemp): a `.site.old` or `.site.tmp` folder of the user's, or a
+    stale one of an interrupted run, is never reused or removed."""
+    run = make_run(tmp_path / "runs", "r", 3)
+    out = tmp_path / "o"
+    site = out / "site"
+    build_report([run], site)
+    for name in (".site.old", ".site.tmp", ".site.old-x", ".site.abc"):
+        (out / name).mkdir()
+        (out / name / "thesis.tex").write_text("mine")
+    build_report([run], site)
+    build_report([run], site)
+    assert sorted(p.name for p in out.iterdir()) == [".site.abc", ".site.old", ".site.old-x", ".site.tmp", "site"]
+    assert all((out / n / "thesis.tex").read_text() == "mine" for n in (".site.old", ".site.tmp", ".site.old-x"))
+    mask = os.umask(0)
+    os.umask(mask)
+    assert site.stat().st_mode & 0o777 == 0o777 & ~mask  # a site to publish: not mkdtemp's 0700
 
 
 def test_fixture_run_without_scores_and_alignment_dir(tmp_path):

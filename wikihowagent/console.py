@@ -29,9 +29,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import typer
 from rich.console import Console, RenderableType
 from rich.text import Text
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
+
+from wikihowagent.errors import OutputDirError, os_error_line
 
 # What a console that cannot encode a character prints instead (a stdout or stderr in ASCII, Latin-1, a
 # Windows code page, ...): the table's signs and arrows as ASCII, anything else as its accent-free form
@@ -380,12 +383,28 @@ def rich_help(obj: TyperCommand | TyperGroup, ctx: Any, markup_mode: Any) -> Non
 
 
 class HelpCommand(TyperCommand):
-    """A Typer command whose `--help` keeps every option name whole (see the module's docstring)."""
+    """A Typer command whose `--help` keeps every option name whole (see the module's docstring), and which
+    turns an output path that cannot be used into one `error:` line and exit 2 (errors.py: an OutputDirError a
+    command did not catch, or an OSError such as a permission denied, a read-only file system or a file where a
+    folder is needed, met anywhere in the command)."""
 
     def format_help(self, ctx: Any, formatter: Any) -> None:
         if self.rich_markup_mode is None:
             return super().format_help(ctx, formatter)
         rich_help(self, ctx, self.rich_markup_mode)
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except OutputDirError as exc:
+            print_error(str(exc))
+            raise typer.Exit(2) from None
+        except OSError as exc:
+            line = os_error_line(exc)
+            if line is None:  # e.g. a full disk: cli.main's line
+                raise
+            print_error(line)
+            raise typer.Exit(2) from None
 
 
 class HelpGroup(TyperGroup):

@@ -91,6 +91,8 @@ SHARD_INFO = "shard.json"  # beside a score shard: its fingerprint
 # is named once by its loader (`config.resource_path`).
 FIGURES_DIR = "figures"
 PROBLEMS_TXT = "problems.txt"
+# in every folder a command replaces as a whole (align, report): what it wrote there (outdir.py)
+OUTPUT_MANIFEST = ".wikihowagent-manifest.json"
 SUMMARY_MD = "summary.md"  # evaluate, judge-check, compare
 # evaluate
 SUMMARY_CSV = "summary.csv"

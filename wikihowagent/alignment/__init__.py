@@ -7,7 +7,6 @@ Modules (all plain, importable; nothing heavy happens at import of this package)
 - `problems`     the problem log (one located line per thing left out) and the input errors
 - `tables`       reading CSV/TSV (delimiter sniffing, spreadsheet row numbers), CSV cells, stars
 - `score_cells`  one score cell -> a 1-5 number or NaN (reported)
-- `output`       all-or-nothing writing: a staged output directory, or several single files
 - `sources`      reading run directories, `scores.jsonl`, wide score CSVs and the paper's run files
 - `annotations`  reading and validating human annotation files (one per judge, or one long file)
 - `export`       selecting tutorials and writing the annotation sheet + its HTML companion

@@ -19,7 +19,6 @@ from wikihowagent.console import INPUTS, OUTPUT, SELECTION, STATISTICS, make_con
 from wikihowagent.runs import ALIGNMENT_DIR, ANNOTATION_SHEET
 from wikihowagent.stats import bootstrap_option, seed_option
 
-from .output import OutputDirError
 from .problems import AlignInputError, Problems
 
 RUNS_DIR_HELP = (
@@ -151,6 +150,8 @@ def annotate_export(
 
     Give each judge a copy; read the filled copies back with: wikihowagent align -H judge1.csv -H judge2.csv
     """
+    from wikihowagent.outdir import OutputDirError
+
     from .blind import key_path  # the stage's machinery (evaluation.judge, numpy): off --help
     from .export import CONVERSATION_MODES, default_run_paths, export_sheet
 
@@ -178,10 +179,10 @@ def annotate_export(
             force=force,
             blind=not unblind,
         )
-    except AlignInputError as exc:
+    except (AlignInputError, OutputDirError) as exc:
         problems.echo(limit=40)
         print_error(str(exc), console)
-        raise typer.Exit(1) from None
+        raise typer.Exit(2 if isinstance(exc, OutputDirError) else 1) from None
     problems.echo(limit=40)
     how = (
         f"{mode} {n}"
@@ -342,6 +343,8 @@ def align(
 
     Writes CSV, Markdown and PNG figures to --out, all or nothing: --out is replaced as a whole (a directory holding files align did not write is refused). What was left out (bad cells, unmatched ids, too few pairs) is listed on stderr and in problems.txt.
     """
+    from wikihowagent.outdir import OutputDirError
+
     from .core import AlignRequest, AlignUsageError, check_options, check_out_dir, run_alignment
 
     err = make_console()
@@ -349,7 +352,7 @@ def align(
         check_options(by, calibration_method)
         runs_dir = resolve_runs_dir(runs_dir, config)
         out_dir = out or runs_dir / ALIGNMENT_DIR
-        check_out_dir(out_dir)
+        check_out_dir(out_dir, inputs=[*human, *(key or ())], holders=scores or ())
     except AlignUsageError as exc:
         if exc.option:
             raise typer.BadParameter(str(exc), param_hint=exc.option) from None
@@ -376,7 +379,7 @@ def align(
     except OutputDirError as exc:  # the directory changed while computing
         problems.echo(limit=200, grouped=False)  # no problems.txt
         print_error(f"{exc}; no output written", err)
-        raise typer.Exit(1) from None
+        raise typer.Exit(2) from None
     _print_outcome(outcome, problems, err, out_dir, t0)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +23,7 @@ import numpy as np
 
 from wikihowagent.config import load_config
 from wikihowagent.errors import WikihowagentError, kind_of
+from wikihowagent.outdir import OutputDirError, check_replaceable
 from wikihowagent.records import ESTIMATE_NAME
 from wikihowagent.runs import (
     METRIC_ALIGNMENT_MD,
@@ -36,9 +38,8 @@ from .blind import unblind
 from .calibration import METHODS
 from .judges import compare_judges
 from .named import unused_inputs
-from .output import foreign_entries
 from .problems import AlignInputError, Problems
-from .result import ALL, BY_CHOICES, OUTPUT_FILES, AlignResult, GroupResult
+from .result import ALL, BY_CHOICES, TOOL, AlignResult, GroupResult
 from .sources import LLMScores, llm_matrix, read_llm_scores
 from .stats import (
     TOO_FEW,
@@ -345,18 +346,15 @@ def check_options(by: str | None, calibration_method: str) -> None:
         raise AlignUsageError(f"must be one of: {', '.join(METHODS)}", "--calibration-method")
 
 
-def check_out_dir(out_dir: Path) -> None:
-    """--out is a directory (or not there yet) holding only files align writes: it is replaced as a whole.
+def check_out_dir(out_dir: Path, inputs: Iterable[Path] = (), holders: Iterable[Path] = ()) -> None:
+    """--out can be replaced as a whole (outdir.check_replaceable: a writable directory, or not there yet, holding
+    only what align wrote; none of the `inputs` (human sheets, key files), neither holding nor inside one; it may
+    lie inside a --scores folder, the `holders`, but not be or hold one); AlignUsageError (one line) if not.
     Checked again when writing; here so that nothing is computed in vain."""
-    if out_dir.exists() and not out_dir.is_dir():
-        raise AlignUsageError(f"{out_dir} exists and is not a directory", "--out")
-    foreign = foreign_entries(out_dir, OUTPUT_FILES)
-    if foreign:
-        listed = ", ".join(foreign[:5]) + (", ..." if len(foreign) > 5 else "")
-        raise AlignUsageError(
-            f"--out {out_dir} holds files align did not write ({listed}); it would be "
-            "replaced as a whole: choose another directory or empty it"
-        )
+    try:
+        check_replaceable(out_dir, TOOL, inputs=inputs, holders=holders)
+    except OutputDirError as exc:
+        raise AlignUsageError(str(exc)) from None
 
 
 @dataclass

@@ -42,14 +42,6 @@ from .problems import Problems
 from .schema import OVERALL
 from .tables import csv_text
 
-CALIBRATION_FILES = (
-    CALIBRATION_CSV,
-    CALIBRATION_MD,
-    CALIBRATION_JSON,
-    CALIBRATION_PREDICTIONS_CSV,
-    f"{FIGURES_DIR}/{CALIBRATION_PNG}",
-)
-PPI_FILES = (PPI_CSV, PPI_MD, f"{FIGURES_DIR}/ppi_*.png")
 RAW = "raw"
 
 

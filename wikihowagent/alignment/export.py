@@ -29,6 +29,7 @@ import numpy as np
 
 from wikihowagent.evaluation.judge import RubricError, default_rubrics_path
 from wikihowagent.evaluation.judge import load_rubrics as load_validated
+from wikihowagent.outdir import check_writable, write_files_atomically
 from wikihowagent.records import Conversation, TutorialRef
 from wikihowagent.runs import (
     CONVERSATIONS,
@@ -42,7 +43,6 @@ from wikihowagent.runs import (
 
 from . import schema
 from .blind import blind_id, key_csv, key_path
-from .output import write_files_atomically
 from .problems import AlignInputError, Problems
 from .sources import ScoreRow, read_paper_run, read_scores_jsonl
 from .tables import csv_text
@@ -452,6 +452,7 @@ def export_sheet(
     """Select, then write `out` (CSV), `out` with suffix .html and, blind, the key file `<out stem>.key.csv`:
     all or none. The blind order and ids use `seed`."""
     out = Path(out)
+    check_writable(out, "--out", folder=False)
     companion = out.with_suffix(".html")
     key = key_path(out)
     if not force:

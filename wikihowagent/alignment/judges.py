@@ -29,8 +29,6 @@ from .sources import LLMScores, llm_matrix, read_llm_scores, resolve_score_paths
 from .stats import CorrelationResult, correlate
 from .tables import csv_text
 
-JUDGES_FILES = (JUDGES_CSV, JUDGES_MD)
-
 
 def judge_files(score_paths: list[Path]) -> dict[str, list[Path]]:
     """The panel judges' score files beside the given score files: judge directory name -> files."""

@@ -10,36 +10,12 @@ from typing import Any
 
 import numpy as np
 
-from wikihowagent.runs import (
-    AGREEMENT_CSV,
-    AGREEMENT_PAIRS_CSV,
-    AUTOMATIC_CSV,
-    CHECKLIST_FIT_CSV,
-    CHECKLIST_FIT_MD,
-    CHECKLIST_WEIGHTS_JSON,
-    CORRELATION_HEATMAP_PNG,
-    CORRELATIONS_CSV,
-    CORRELATIONS_MD,
-    DESCRIPTIVES_CSV,
-    FIGURES_DIR,
-    METRIC_ALIGNMENT_CSV,
-    METRIC_ALIGNMENT_MD,
-    METRIC_ALIGNMENT_PNG,
-    METRIC_ALIGNMENT_WITHIN_PNG,
-    PAIR_ORDER_CSV,
-    PAIRED_SCORES_CSV,
-    PEOPLE_ESTIMATE_CSV,
-    PEOPLE_ESTIMATE_JSON,
-    PEOPLE_ESTIMATE_MD,
-    PROBLEMS_TXT,
-    SCORE_DISTRIBUTIONS_PNG,
-)
 from wikihowagent.stats.pair_order import PairOrder
 
 from . import metric_table, people_fit
 from .annotations import JudgeRatings
-from .estimates import CALIBRATION_FILES, PPI_FILES, CalibrationOutcome, PPIOutcome
-from .judges import JUDGES_FILES, JudgesOutcome
+from .estimates import CalibrationOutcome, PPIOutcome
+from .judges import JudgesOutcome
 from .problems import Problems
 from .sources import LLMScores
 from .stats import (
@@ -54,33 +30,7 @@ BY_CHOICES = ("run", "model", "domain", "persona")
 ALL = "all"
 
 
-OUTPUT_FILES = (
-    CORRELATIONS_CSV,
-    AUTOMATIC_CSV,
-    CORRELATIONS_MD,
-    DESCRIPTIVES_CSV,
-    AGREEMENT_CSV,
-    AGREEMENT_PAIRS_CSV,
-    PAIRED_SCORES_CSV,
-    PAIR_ORDER_CSV,
-    METRIC_ALIGNMENT_CSV,
-    METRIC_ALIGNMENT_MD,
-    PEOPLE_ESTIMATE_JSON,
-    PEOPLE_ESTIMATE_MD,
-    PEOPLE_ESTIMATE_CSV,
-    PROBLEMS_TXT,
-    f"{FIGURES_DIR}/{SCORE_DISTRIBUTIONS_PNG}",
-    f"{FIGURES_DIR}/{METRIC_ALIGNMENT_PNG}",
-    f"{FIGURES_DIR}/{METRIC_ALIGNMENT_WITHIN_PNG}",
-    f"{FIGURES_DIR}/{CORRELATION_HEATMAP_PNG}",
-    *(f"figures/correlation_heatmap_by_{b}.png" for b in BY_CHOICES),
-    *CALIBRATION_FILES,
-    CHECKLIST_FIT_CSV,
-    CHECKLIST_FIT_MD,
-    CHECKLIST_WEIGHTS_JSON,  # --fit-checklist (checklist_fit.py)
-    *PPI_FILES,
-    *JUDGES_FILES,
-)
+TOOL = "align"  # as the manifest of --out names the command (outdir.StagedDir)
 
 
 @dataclass

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from wikihowagent.outdir import StagedDir
 from wikihowagent.runs import (
     AGREEMENT_CSV,
     AGREEMENT_PAIRS_CSV,
@@ -34,8 +35,7 @@ from wikihowagent.runs import (
 from . import checklist_fit, estimates, metric_table, people_fit, schema
 from . import figures as plots
 from .judges import render_judges, write_judges_outputs
-from .output import StagedOutput
-from .result import OUTPUT_FILES, AlignResult
+from .result import TOOL, AlignResult
 from .schema import OVERALL
 from .stats import (
     COEF_LABEL,
@@ -57,7 +57,7 @@ from .tables import csv_text
 
 def write_outputs(res: AlignResult, out_dir: Path, human_paths: list[Path], *, figures: bool = True) -> list[Path]:
     """Everything into `out_dir`, complete or not at all."""
-    with StagedOutput(out_dir, owned=OUTPUT_FILES) as st:
+    with StagedDir(out_dir, TOOL) as st:
         cols, rows = correlation_rows(res)
         st.write_text(CORRELATIONS_CSV, csv_text(cols, rows))
         cols, rows = descriptive_rows(res)
@@ -102,7 +102,7 @@ def write_outputs(res: AlignResult, out_dir: Path, human_paths: list[Path], *, f
         return st.commit()
 
 
-def write_figures(res: AlignResult, st: StagedOutput) -> None:
+def write_figures(res: AlignResult, st: StagedDir) -> None:
 
     g = res.groups[0]
     series = []

@@ -28,6 +28,7 @@ from wikihowagent.config import load_config
 from wikihowagent.corpus.core import default_tutorials_path, load_tutorials
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.generation.core import package_versions, to_record
+from wikihowagent.outdir import check_writable
 from wikihowagent.records import ConversationRecord, Tutorial, make_conversation_id
 from wikihowagent.runs import CONVERSATIONS, JsonlAppender, RunInfo, now, write_run_info
 from wikihowagent.workflow.graph import WorkflowOptions, build_graph, initial_state, recursion_limit
@@ -289,11 +290,12 @@ def run_chat(req: ChatRequest, console: Console, read: Callable[[str], str]) -> 
     if not items:
         raise ChatError(f"{source}: no tutorials with >= 2 steps")
     chosen = _choose(req, items, console, read)
+    run_dir = req.out or Path(cfg.runs_dir) / f"chat-{req.role}-{chosen.tutorial_id}"
+    check_writable(run_dir, "--out" if req.out else "the run folder")  # before the model is asked anything
     aliases = Path(cfg.models) if cfg.models else None
     resolved = resolve_spec(req.model, aliases)
     url = req.base_url if resolved.provider == "openai" else None
     check_backend(resolved, url)
-    run_dir = req.out or Path(cfg.runs_dir) / f"chat-{req.role}-{chosen.tutorial_id}"
     name = run_dir.name
     other = "learner" if req.role == "teacher" else "teacher"
     teacher, learner = ("human", req.model) if req.role == "teacher" else (req.model, "human")

@@ -35,6 +35,7 @@ from wikihowagent.evaluation.inputs import resolve_inputs
 from wikihowagent.evaluation.judge import load_rubrics
 from wikihowagent.evaluation.runner import EvalOptions, Evaluation
 from wikihowagent.evaluation.session import judge_endpoints
+from wikihowagent.outdir import check_writable
 from wikihowagent.records import Conversation, PairwiseRecord
 from wikihowagent.runs import COMPARE_DIR, PAIR_JUDGMENTS
 
@@ -72,6 +73,8 @@ def run_compare(
     said = Warnings(console)
     shard = check_request(req)
     cfg = load_config(req.config)
+    out = Path(req.out) if req.out is not None else Path(cfg.runs_dir) / COMPARE_DIR
+    check_writable(out, "--out" if req.out is not None else "compare's output folder")
     rubric_set = load_rubrics(req.rubrics)
     if req.checklist is not None or req.checklist_weights is not None:
         check_checklist_options(req, shard, list(rubric_set))
@@ -82,7 +85,6 @@ def run_compare(
     endpoints = judge_endpoints(cfg, req.base_url)  # as `evaluate`: the run's evaluator and endpoint, else --evaluator
     ev = Evaluation(opts, [], names, rubric_set, endpoints.make_llm, said.warn)
     spec = endpoints.resolve_one(ev, sources, _different_judges)
-    out = Path(req.out) if req.out is not None else Path(cfg.runs_dir) / COMPARE_DIR
     default = endpoints.preferred_scoring(spec)  # the judge's measured default (the embedded model: checklist)
     stored: list[PairwiseRecord] = []  # --from-judgments: this judge's judgments in OUT, read once
     if req.from_judgments:

@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
-import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 import networkx as nx
 
 from wikihowagent.corpus.core import CorpusArticle
 from wikihowagent.domains import ROOT_CATEGORIES, norm
+from wikihowagent.outdir import write_files_atomically
 
 ROOT = "root"
 # What XML 1.0 (GraphML) cannot hold: control characters but tab/LF/CR, surrogates, U+FFFE/U+FFFF.
@@ -64,29 +64,13 @@ class GraphBuilder:
 
 def write_graph(g: nx.DiGraph, out: Path, stem: str = "graph") -> list[Path]:
     """GraphML, JSON (networkx node-link), PNG overview and offline HTML; returns the paths written."""
-    paths = [out / f"{stem}.graphml", out / f"{stem}.json", out / f"{stem}.png", out / f"{stem}.html"]
-    writers = [
-        lambda p: nx.write_graphml(g, p),
-        lambda p: p.write_text(
-            json.dumps(nx.node_link_data(g, edges="edges"), ensure_ascii=False, indent=1), encoding="utf-8"
-        ),
-        lambda p: _png(g, p),
-        lambda p: p.write_text(_html(g), encoding="utf-8"),
-    ]
-    staged: list[Path] = []
-    try:  # all or nothing: each to a temp file beside its target, renamed into place once all are written
-        for path, write in zip(paths, writers, strict=True):
-            fd, name = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=path.suffix, dir=out)
-            os.close(fd)
-            staged.append(Path(name))
-            write(staged[-1])
-        for tmp, path in zip(staged, paths, strict=True):
-            os.replace(tmp, path)
-        staged = []
-    finally:
-        for tmp in staged:
-            tmp.unlink(missing_ok=True)
-    return paths
+    files: dict[Path, str | Callable[[Path], None]] = {  # all or nothing (outdir.write_files_atomically)
+        out / f"{stem}.graphml": lambda p: nx.write_graphml(g, p),
+        out / f"{stem}.json": json.dumps(nx.node_link_data(g, edges="edges"), ensure_ascii=False, indent=1),
+        out / f"{stem}.png": lambda p: _png(g, p),
+        out / f"{stem}.html": _html(g),
+    }
+    return write_files_atomically(files)
 
 
 def _png(g: nx.DiGraph, path: Path, max_nodes: int = 400) -> None:

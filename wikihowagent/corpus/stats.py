@@ -25,6 +25,7 @@ from wikihowagent.corpus.core import (
 from wikihowagent.corpus.sampling import Per, balanced_sample, check_domains_file_used
 from wikihowagent.domains import DomainTable, DomainTableError
 from wikihowagent.markdown import markdown_table
+from wikihowagent.outdir import check_writable
 from wikihowagent.records import make_tutorial_id
 from wikihowagent.runs import (
     PROBLEMS_TXT,
@@ -383,6 +384,7 @@ def run_stats(
             f"--out {out}: inside the corpus {source} (its .json files would be read as articles "
             "by every later command on it); choose a folder outside it"
         )
+    check_writable(out)  # a file or a folder this user cannot write: before the corpus is read
     try:
         table = DomainTable.read(domains_file)
     except DomainTableError as exc:

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from wikihowagent.config import Config, load_config
 from wikihowagent.console import print_labeled, progress_bar
 from wikihowagent.csvcells import people_csv
+from wikihowagent.outdir import check_writable
 from wikihowagent.presets import get_preset, preset_config
 from wikihowagent.runs import (
     BY_DOMAIN_CSV,
@@ -184,6 +185,8 @@ def _plan(req: EvaluateRequest, console: Any) -> EvaluationPlan:
     runs_dir = Path(cfg.runs_dir)
     shard = shard_option(req.shard, EvaluateError)
     req, sources, base_name, tables = _sources(req, runs_dir, console)
+    if req.out is not None:  # a file or a folder this user cannot write: one line, before any work
+        check_writable(Path(req.out))
     try:
         rubric_set = load_rubrics(req.rubrics)
     except RubricError:

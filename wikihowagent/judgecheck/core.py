@@ -42,6 +42,7 @@ from wikihowagent.evaluation.panel import judge_slug
 from wikihowagent.evaluation.runner import EvalOptions, EvaluateError, Evaluation, gather_cancelling, judge_concurrency
 from wikihowagent.evaluation.scoring import SCORING_MODES
 from wikihowagent.evaluation.session import JudgeLoop, judge_endpoints, locked_out, resumable
+from wikihowagent.outdir import check_writable
 from wikihowagent.records import Conversation, JudgmentRecord
 from wikihowagent.runs import (
     JUDGE_CHECK_LOCK,
@@ -159,7 +160,9 @@ class JudgeCheckRequest:
 
 
 def run_judge_check(req: JudgeCheckRequest, console: Any) -> None:
-    """Judge, resume, analyse and write; progress and results on `console`. Raises JudgeCheckError (one line)."""
+    """Judge, resume, analyse and write; progress and results on `console`. Raises JudgeCheckError or
+    outdir.OutputDirError (one line)."""
+    check_writable(Path(req.out))  # a file or a folder this user cannot write: before any work
     if req.posttest_tutorials and not req.posttest_learner:
         raise JudgeCheckError("--tutorials: give --posttest-learner (the tutorial sets split the post-test's validity)")
     if req.posttest_likelihood and not req.posttest_learner:

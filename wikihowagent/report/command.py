@@ -27,8 +27,8 @@ def report(
             "-o",
             rich_help_panel=OUTPUT,
             metavar="DIR",
-            help="Output directory (replaced as a whole; "
-            "a directory holding anything but a previous report is refused).",
+            help="Output directory (replaced as a whole; a directory holding anything but a previous report, "
+            "or being, holding or inside an input, is refused).",
         ),
     ],
     cases: Annotated[
@@ -83,6 +83,8 @@ def report(
     Open DIR/index.html in a browser (file://, no server, no network)."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    from wikihowagent.outdir import OutputDirError
+
     from .core import ReportError, build_report
     from .sources import Problems, ReportInputError, count_lines, expand
 
@@ -118,11 +120,11 @@ def report(
     except KeyboardInterrupt:
         err.print(f"interrupted: nothing written; {out} is as it was")
         raise typer.Exit(130) from None
-    except (ReportInputError, ReportError) as exc:
+    except (ReportInputError, ReportError, OutputDirError) as exc:
         for line in problems.lines[:20]:
             print_labeled(err, "warning:", "yellow", line)
         print_error(str(exc), err)
-        raise typer.Exit(1) from None
+        raise typer.Exit(2 if isinstance(exc, OutputDirError) else 1) from None
     for line in problems.lines[:20]:
         print_labeled(err, "warning:", "yellow", line)
     if len(problems.lines) > 20:

@@ -20,9 +20,6 @@ from __future__ import annotations
 import html
 import importlib
 import math
-import os
-import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
@@ -43,6 +40,7 @@ from wikihowagent.evaluation.summary import (
     write_figures,
 )
 from wikihowagent.evaluation.tables import paper_tables
+from wikihowagent.outdir import StagedDir, check_replaceable
 from wikihowagent.runs import (
     BY_DOMAIN_PNG,
     COMPUTATIONAL_PNG,
@@ -72,10 +70,12 @@ from .tables import _copy_alignment, _short_number, _summary_tables
 
 MARKER = ".wikihowagent-report"
 ASSETS = REPORT_ASSETS
+TOOL = "report"  # as the manifest of --out names the command (outdir.StagedDir)
 
 
 class ReportError(WikihowagentError, ValueError):
-    """The output cannot be written (e.g. the directory holds other files); one line."""
+    """An --alignment, --compare or --calibration input the report cannot use; one line. (An unusable --out is
+    an outdir.OutputDirError.)"""
 
 
 @dataclass
@@ -129,11 +129,11 @@ def build_report(
     calibration: Path | None = None,
     compare: Path | None = None,
 ) -> ReportResult:
-    """Read the runs and write the site to `out` (replaced as a whole; a directory that is not a previous
-    report and holds files is refused). Raises ReportInputError / ReportError with one-line messages."""
+    """Read the runs and write the site to `out`, replaced as a whole (outdir.StagedDir: a folder holding
+    anything the report did not write, or being, holding or inside an input, is refused). Raises
+    ReportInputError / ReportError / outdir.OutputDirError with one-line messages."""
     problems = problems or Problems()
     out = Path(out)
-    _check_out(out)
     if alignment is not None:
         _check_alignment(Path(alignment))
     if compare is not None:
@@ -141,16 +141,16 @@ def build_report(
             check_compare_dir(Path(compare))
         except CompareDirError as exc:
             raise ReportError(str(exc)) from None
+    given = [Path(p) for p in (*paths, alignment, calibration, compare) if p is not None]
+    check_replaceable(out, TOOL, inputs=given)  # before the runs are read
     cal = _load_calibration(calibration) if calibration is not None else None
     runs = load_inputs(paths, problems, on_record=on_record)
     if cal is not None and calibration is not None:  # cal is read from calibration
         _calibrate_runs(runs, cal, calibration, problems)
-    parent = out.resolve().parent
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=parent))
-    try:
+    # the runs as found below the given paths (a sweep's cells may be symlinks to elsewhere)
+    with StagedDir(out, TOOL, inputs=[*given, *(Path(r.path) for r in runs)]) as staged:
         n = _write_site(
-            tmp,
+            staged.tmp,
             runs,
             problems,
             cases,
@@ -158,11 +158,7 @@ def build_report(
             on_chunk,
             Path(compare) if compare else None,
         )
-        _swap_into_place(tmp, out)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-    files = [p for p in out.rglob("*") if p.is_file()]
+        files = staged.commit()
     return ReportResult(
         out=out,
         runs=len(runs),
@@ -202,35 +198,11 @@ def _calibrate_runs(runs: list[ReportRun], cal: Any, path: Path, problems: Probl
                     c.metrics[name] = round(by_id[c.conversation_id], 4)
 
 
-def _check_out(out: Path) -> None:
-    if not out.resolve().name or Path.cwd().is_relative_to(out.resolve()):  # it is replaced as a whole
-        raise ReportError(
-            f"--out {out}: the current directory (or one above it) cannot be the report directory; "
-            "name a new one, e.g. --out report"
-        )
-    if out.exists() and not out.is_dir():
-        raise ReportError(f"{out}: exists and is not a directory")
-    if out.is_dir() and any(out.iterdir()) and not (out / MARKER).exists():
-        raise ReportError(f"{out}: holds files that are not a wikihowagent report; choose another --out")
-
-
 def _check_alignment(path: Path) -> None:
     if not path.is_dir():
         raise ReportError(f"{path}: no such alignment directory (an `wikihowagent align --out` directory)")
     if not (path / CORRELATIONS_CSV).is_file() and not list((path / FIGURES_DIR).glob("*.png")):
         raise ReportError(f"{path}: no correlations.csv and no figures/*.png (not an `align` output)")
-
-
-def _swap_into_place(tmp: Path, out: Path) -> None:
-    old = None
-    if out.exists():
-        old = out.with_name(f".{out.name}.old")
-        if old.exists():
-            shutil.rmtree(old)
-        os.replace(out, old)
-    os.replace(tmp, out)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
 
 
 # ------------------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from wikihowagent.config import Config, ConfigError, load_config, read_yaml
 from wikihowagent.corpus.core import TutorialError, default_tutorials_path
 from wikihowagent.corpus.sampling import select_tutorials
 from wikihowagent.errors import WikihowagentError, validation_line
+from wikihowagent.outdir import check_writable
 from wikihowagent.paper_format import default_run_name
 from wikihowagent.presets import get_preset
 from wikihowagent.runs import (
@@ -275,7 +276,9 @@ def sweep_tutorials(sweep: Sweep, cfg: Config) -> list[Any]:
 
 
 def write_task_files(sweep: Sweep) -> Path:
-    """The sweep's aliases and config (what every task runs with) + sweep.json; returns the config path."""
+    """The sweep's aliases and config (what every task runs with) + sweep.json; returns the config path.
+    outdir.OutputDirError (one line) when the sweep's `out` cannot be written."""
+    check_writable(sweep.out, f"{sweep.path}: out")
     sweep.out.mkdir(parents=True, exist_ok=True)
     cfg: dict[str, Any] = read_yaml(Path(sweep.spec.config)) if sweep.spec.config else {}
     if sweep.spec.models:

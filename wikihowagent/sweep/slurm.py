@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.outdir import OutputDirError, check_writable
 from wikihowagent.runs import SWEEP_SBATCH
 
 from .core import Sweep, SweepError
@@ -109,6 +110,10 @@ def check_slurm(sweep: Sweep, out: Path) -> dict[str, str]:
     setup = opts.get("setup")
     if setup is not None and not isinstance(setup, str):
         raise SweepError(f"{sweep.path}: slurm.setup: expected shell commands as a string, got {setup!r}")
+    try:
+        check_writable(out)
+    except OutputDirError as exc:
+        raise SweepError(str(exc)) from None
     logs = str(out.resolve())
     bad = next((c for c in logs if ord(c) < 32 or ord(c) == 127 or c == "\\"), None)
     if bad is not None:
