@@ -29,12 +29,36 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import ROOT, Job, Results, Section, cli, mean_ci, run_jobs, table, timed, with_ci, write_section
+from benchmarks.harness import (
+    ROOT,
+    Job,
+    Results,
+    Section,
+    cli,
+    mean_ci,
+    run_jobs,
+    sync_pages,
+    table,
+    timed,
+    with_ci,
+    write_section,
+)
 
-HUMAN_STUDY = ROOT.parent / "shared" / "human-study" / "conversations"
+# the human study's run files: ../shared beside the clone, else $WIKIHOWAGENT_SHARED, else /work/shared
+HUMAN_STUDY = next(
+    (
+        d / "human-study" / "conversations"
+        for d in (ROOT.parent / "shared", Path(os.environ.get("WIKIHOWAGENT_SHARED", "/work/shared")))
+        if (d / "human-study" / "conversations").is_dir()
+    ),
+    ROOT.parent / "shared" / "human-study" / "conversations",
+)
 RESULTS = Path("/tmp/bench_evaluate_workers.jsonl")
 WORK = Path("/tmp/bench_evaluate_workers")
 VARIANTS = ("encoder", "old", "workers1", "default")
+TITLE = "evaluate: workers beside the encoder"
+LABEL = "evaluate_workers"  # the GPU-node plan's block on the cluster page (harness.measured_block)
+PAGES = ("docs/guides/sweep.md",)
 PAPER_CONVERSATIONS = 114_296  # 14,287 tutorials x 8 models
 GPU_NODE_CORES = 16
 
@@ -227,7 +251,7 @@ def gpu_plan(p: dict[str, Any], gpu_pieces_per_s: float, shards: int, workers: i
     )
 
 
-def markdown(rows: list[dict[str, Any]], old_label: str) -> tuple[str, str]:
+def markdown(rows: list[dict[str, Any]], old_label: str) -> tuple[str, str, str]:
     enc_rows = [r for r in rows if r.get("variant") == "encoder"]
     part = next(r for r in rows if r.get("variant") == "parts")
     rs = ratios(rows)
@@ -245,6 +269,7 @@ def markdown(rows: list[dict[str, Any]], old_label: str) -> tuple[str, str]:
     fwd = [r["forward_s"] for r in enc_rows]
     proc = [r["seconds"] for r in enc_rows]
     diffs = score_differences()
+    plan = gpu_plan(part, gpu_pieces_per_s=GPU_SLOTS_PER_S, shards=4, workers=4)
     worst = {k: v for k, v in diffs.items() if v}
     headline = (
         f"evaluate --no-judge on the human study: {mean_ci(rs['default'])[0]:.2f}× the encoder alone "
@@ -285,10 +310,10 @@ def markdown(rows: list[dict[str, Any]], old_label: str) -> tuple[str, str]:
             "**The plan for a GPU node** (`--device cuda`), from parts measured here (`parts`: one process, one "
             f"thread, the same {part['convs']} conversations):",
             "",
-            gpu_plan(part, gpu_pieces_per_s=GPU_SLOTS_PER_S, shards=4, workers=4),
+            plan,
         ]
     )
-    return headline, text
+    return headline, text, plan
 
 
 # All-MiniLM-L6-v2 is about 24 MFLOP per token slot (6 layers of 384 wide, 1536 feed-forward, 256-long attention);
@@ -319,11 +344,12 @@ def main(argv: list[str] | None = None) -> int:
     done = run_jobs(jobs(args.reps, files, args.old), results, minutes=args.minutes, lock=True)
     if not done:
         return 1
-    headline, text = markdown(results.rows(), f"`{args.old.name}`" if args.old else "old")
+    headline, text, plan = markdown(results.rows(), f"`{args.old.name}`" if args.old else "old")
     print(text)
     if args.write_md:
         reproduce = "python -m benchmarks evaluate_workers --old /tmp/base --reps 3 --write-md"
-        write_section(Section("evaluate: workers beside the encoder", "evaluate", headline, reproduce, text))
+        write_section(Section(TITLE, "evaluate", headline, reproduce, text))
+        sync_pages(LABEL, plan + f'\n\n(BENCHMARKS.md, "{TITLE}": `{reproduce}`.)', PAGES)
     return 0
 
 

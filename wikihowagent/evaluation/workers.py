@@ -17,6 +17,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import threading
 from collections.abc import Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -76,10 +77,12 @@ def _context(encoder: bool) -> Any:
     return multiprocessing.get_context("spawn")
 
 
-def _start(mode: str, metrics: list[str], batch_size: int, device: str) -> None:
-    """A worker's initializer: Ctrl-C ignored (the evaluate process handles it); its Scorers made and the encoder
-    loaded now, or the error that prevented it kept for the first job to raise (one line in the evaluate process)."""
+def _start(mode: str, metrics: list[str], batch_size: int, device: str, alive: Any) -> None:
+    """A worker's initializer: Ctrl-C ignored (the evaluate process handles it); exit when the evaluate process is
+    gone, even killed (`_exit_with`); its Scorers made and the encoder loaded now, or the error that prevented it
+    kept for the first job to raise (one line in the evaluate process)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_with, args=(alive,), daemon=True).start()
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # one core per worker: no tokenizer threads beside it
     from .metrics import Scorers
 
@@ -92,6 +95,16 @@ def _start(mode: str, metrics: list[str], batch_size: int, device: str) -> None:
         _WORKER["scorers"] = scorers
     except MetricError as exc:
         _WORKER["error"] = exc
+
+
+def _exit_with(alive: Any) -> None:
+    """Wait on the reading end of a pipe whose writing end only the evaluate process holds: when that process ends
+    (also by SIGKILL, which a worker waiting for its next conversation would never notice), end this one."""
+    try:
+        alive.recv_bytes()
+    except (EOFError, OSError):
+        pass
+    os._exit(0)
 
 
 def _ready() -> None:
@@ -123,6 +136,7 @@ class ScorerPool:
         self.workers = workers
         self._args = (mode, metrics, batch_size, device)
         self._pool: ProcessPoolExecutor | None = None
+        self._alive: Any = None  # the writing end of the workers' `_exit_with` pipe
         self._local: Any = None  # a Scorers in this process, for small chunks before the workers start
 
     def score(self, convs: list[Any]) -> list[Any]:
@@ -143,9 +157,10 @@ class ScorerPool:
         if self._pool is None:
             from .metrics import EMBEDDING_METRICS
 
-            encoder = bool(set(self._args[1]) & EMBEDDING_METRICS)
+            ctx = _context(encoder=bool(set(self._args[1]) & EMBEDDING_METRICS))
+            alive, self._alive = ctx.Pipe(duplex=False)  # this process keeps the writing end, the workers the other
             self._pool = ProcessPoolExecutor(
-                self.workers, mp_context=_context(encoder), initializer=_start, initargs=self._args
+                self.workers, mp_context=ctx, initializer=_start, initargs=(*self._args, alive)
             )
             self._wait([self._pool.submit(_ready) for _ in range(self.workers)])  # every worker started and ready
         return self._pool
@@ -170,3 +185,4 @@ class ScorerPool:
         if self._pool is not None:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
+            self._alive.close()
