@@ -158,7 +158,7 @@ def evaluate(
     workers: Annotated[
         str | None,
         typer.Option(
-            rich_help_panel=METRICS,
+            rich_help_panel=CLUSTER,
             metavar="N",
             help="Processes computing the metrics at once, each on one core with its own copy of the encoder (about 0.4 GB of memory each); 1 = in the evaluate process itself. Default: the cores available to it. The numbers are the same for any N.",
             show_default=False,
