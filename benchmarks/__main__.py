@@ -9,6 +9,7 @@ import sys
 BENCHMARKS: dict[str, str] = {
     "generate": "pipeline cost over the model: scripted model, embedded model vs its server alone",
     "evaluate": "computational metrics: ours vs the paper's way, identical numbers",
+    "evaluate_workers": "evaluate --no-judge on the human study against the encoder alone; the GPU-node plan",
     "align": "align at 10,000 conversations x 2 judges",
     "corpus": "stats and tutorials on a synthetic 20,000-article crawl: time, peak memory",
     "report": "report build time and size at 10,000 conversations; the browser's load time",

@@ -129,3 +129,42 @@ def append_line(path: Path, line: str) -> int:
     with path.open("a", encoding="utf-8") as fh:
         fh.write(line + "\n")
     return len(path.read_text(encoding="utf-8").splitlines())
+
+
+def synthetic_run(root: Path, n: int, seed: int = 0, repeat: int = 1) -> Path:
+    """A run directory `root/run` of `n` conversations over the bundled tutorials (real WikiHow steps), each teacher
+    turn a step plus a seeded shuffle of its words (`repeat` times: longer lessons), in the record layout of a
+    run's conversations.jsonl (lines); the metrics differ from one conversation to the next."""
+    import random
+
+    from wikihowagent.corpus.core import load_tutorials
+
+    tutorials = load_tutorials()
+    rng = random.Random(seed)
+    run = root / "run"
+    run.mkdir(parents=True)
+    (run / "run.json").write_text(json.dumps({"name": "run", "teacher": "local", "learner": "local"}))
+    with (run / "conversations.jsonl").open("w", encoding="utf-8") as fh:
+        for i in range(n):
+            t = tutorials[i % len(tutorials)]
+            lines = [f"Teacher: Let's begin: {t.method_title}. BEGIN", "Learner: Okay, I am ready."]
+            for step in t.steps:
+                words = step.split()
+                extra = []
+                for _ in range(repeat):
+                    rng.shuffle(words)
+                    extra += words[: rng.randint(3, 30)]
+                lines += [
+                    f"Teacher: {step} {' '.join(extra)}.",
+                    rng.choice(["Learner: Why?", "Learner: Next, please."]),
+                ]
+            lines += ["Teacher: We've reached the end of the tutorial. FINISHED", "Learner: Thank you!"]
+            record = {
+                "conversation_id": f"c{i}",
+                "tutorial_id": f"t{i % len(tutorials)}",
+                "title": f"How to {t.method_title}",
+                "tutorial": {"title": t.method_title, "steps": list(t.steps)},
+                "conversation": lines,
+            }
+            fh.write(json.dumps(record) + "\n")
+    return run

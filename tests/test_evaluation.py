@@ -213,15 +213,11 @@ def test_meteor_hand_computed_and_nltk_doc_example():
     assert M.meteor(["a", "car"], ["a", "tree"]) < 0.5
 
 
-def test_missing_wordnet_gives_the_fix(monkeypatch):
-    import nltk.corpus
-
-    class Missing:
-        def ensure_loaded(self):
-            raise LookupError("Resource wordnet not found")
+def test_missing_wordnet_gives_the_fix(monkeypatch, tmp_path):
+    import nltk.data
 
     M.load_wordnet.cache_clear()
-    monkeypatch.setattr(nltk.corpus, "wordnet", Missing())
+    monkeypatch.setattr(nltk.data, "path", [str(tmp_path)])  # no folder nltk searches holds WordNet
     try:
         with pytest.raises(M.MetricError, match="setup_nltk_data.sh"):
             M.Scorers("default", [M.METEOR])

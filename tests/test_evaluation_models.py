@@ -9,6 +9,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from helpers import synthetic_run
 
 from wikihowagent.evaluation import metrics as M
 from wikihowagent.evaluation.inputs import InputSource
@@ -87,14 +88,51 @@ def test_paper_bertscore_is_the_truncated_minilm_cosine(paper_scorers, sentence_
     assert any("truncated to 256" in n for n in res.notes)
 
 
-def test_batching_does_not_change_scores(scorers):
-    src = InputSource(path=FIX / "run_small", kind="run", name="run_small")
-    convs = list(src.conversations(on_error=lambda m: None))
-    together = scorers.score(convs)
-    alone = [scorers.score([c])[0] for c in convs]
-    for a, b in zip(together, alone, strict=True):
-        for k in a.metrics:
-            assert a.metrics[k] == pytest.approx(b.metrics[k], abs=1e-5)
+@pytest.mark.slow  # loads the encoder here and in two worker processes
+def test_a_conversations_similarity_does_not_depend_on_its_neighbours(scorers, tmp_path):
+    """Bit for bit: scored together, each alone, a subset in another order, with torch on another thread count, and
+    by worker processes (`--workers`): a chunk's padding and the thread count once changed the seventh digit."""
+    import torch
+
+    from wikihowagent.evaluation.workers import make_scorers
+
+    run = synthetic_run(tmp_path, 6, repeat=8)  # teacher texts of several chunks, of different lengths
+    convs = list(InputSource(path=run, kind="run", name="run").conversations(on_error=pytest.fail))
+    convs.append(conv([LONG], LONG + " Then bake it."))
+    together = [s.metrics for s in scorers.score(convs)]
+    alone = [scorers.score([c])[0].metrics for c in convs]
+    subset = [s.metrics for s in scorers.score(convs[5:0:-1])][::-1]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        other_threads = [s.metrics for s in M.Scorers("default", [M.BERTSCORE, M.EMBEDDING_COSINE]).score(convs)]
+    finally:
+        torch.set_num_threads(threads)
+    pool = make_scorers("default", [M.BERTSCORE, M.EMBEDDING_COSINE], 32, "cpu", workers=2)
+    try:
+        pooled = [s.metrics for s in pool.score(convs)]
+    finally:
+        pool.close()
+    assert together == alone == other_threads == pooled
+    assert subset == together[1:6]
+    assert torch.get_num_threads() == threads  # the encoder's one thread is not left behind
+
+
+@pytest.mark.slow  # loads the encoder
+def test_a_resumed_run_has_the_similarity_scores_of_an_uninterrupted_one(scorers, tmp_path):
+    from wikihowagent.evaluation.runner import EvalOptions, Evaluation
+
+    run = synthetic_run(tmp_path, 12, repeat=4)
+    src = InputSource(path=run, kind="run", name="run")
+    comp = [M.BERTSCORE, M.EMBEDDING_COSINE]
+    ev = Evaluation(EvalOptions(judge=False, metrics=comp), comp, [], None, None, warn=pytest.fail)
+    ev.scorers._minilm = scorers.minilm  # one model load for the module
+    whole = tmp_path / "whole.jsonl"
+    ev.run_source(src, whole)
+    part = tmp_path / "resumed.jsonl"
+    part.write_text("".join(whole.read_text().splitlines(keepends=True)[:5]))  # interrupted after 5 of 12
+    assert ev.run_source(src, part).scored == 7
+    assert part.read_text() == whole.read_text()
 
 
 def test_all_default_metrics_on_fixture(scorers):

@@ -156,7 +156,12 @@ def evaluate(
     ] = None,
     retries: Annotated[int, retries_option("Re-asks of the judge when a reply cannot be parsed.")] = 2,
     batch_size: Annotated[
-        int, typer.Option(rich_help_panel=METRICS, min=1, help="Texts per embedding forward pass.")
+        int,
+        typer.Option(
+            rich_help_panel=METRICS,
+            min=1,
+            help="Text chunks per embedding forward pass on a GPU (on the CPU each chunk is a pass of its own: the fastest there, measured).",
+        ),
     ] = 32,
     device: Annotated[
         Device,
@@ -165,6 +170,15 @@ def evaluate(
             help="Where the metric encoders (sentence embeddings, BERTScore, the post-test's step matching) run: auto = a CUDA or Apple MPS GPU when torch sees one, else the CPU; recorded in scores.jsonl (metrics_device).",
         ),
     ] = "auto",
+    workers: Annotated[
+        str | None,
+        typer.Option(
+            rich_help_panel=CLUSTER,
+            metavar="N",
+            help="Processes computing the metrics at once, each on one core with its own copy of the encoder (about 0.4 GB of memory each); 1 = in the evaluate process itself. Default: the cores available to it. The numbers are the same for any N.",
+            show_default=False,
+        ),
+    ] = None,
     no_figures: Annotated[
         bool, typer.Option("--no-figures", rich_help_panel=OUTPUT, help="Skip the PNG figures.")
     ] = False,
@@ -283,6 +297,7 @@ def evaluate(
         retries=retries,
         batch_size=batch_size,
         device=device,
+        workers=workers,
         figures=not no_figures,
         preset=preset,
         tables=tables,

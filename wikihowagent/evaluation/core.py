@@ -45,6 +45,7 @@ from .shards import scores_fingerprint, write_shard_info
 from .significance import TableStats
 from .summary import by_domain, load_run_scores, summarize, write_calibrated, write_figures, write_summary
 from .tables import expand_sweep_dirs, paper_tables
+from .workers import parse_workers
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,7 @@ class EvaluateRequest:
     retries: int = 2
     batch_size: int = 32
     device: str = "auto"  # --device: the metric encoders' torch device (metrics.DEVICES)
+    workers: str | None = None  # --workers N: processes computing the metrics (workers.py); None = the cores available
     figures: bool = True
     shard: str | None = None  # "K/N": score shard K of N only (shards.py)
     tables: bool = False  # the paper's Table 1 / Table 2 (automatic for a sweep directory)
@@ -206,6 +208,7 @@ def _plan(req: EvaluateRequest, console: Any) -> EvaluationPlan:
         people_estimate.check_request(est, req.people_estimate, req.mode, comp)
     opts = _options(req, cfg, comp, rub, shard)
     opts.device = _device(req.device, comp, console)
+    opts.workers = _workers(req.workers, comp)
     panel = list(dict.fromkeys(req.panel))
     _check_panel(panel, shard, opts.judge)
     return EvaluationPlan(
@@ -236,6 +239,16 @@ def _device(requested: str, comp: list[str], console: Any) -> str:
     if device != "cpu" and set(comp) & EMBEDDING_METRICS:
         console.print(f"metric encoders (sentence embeddings, BERTScore) on {device}", highlight=False, markup=False)
     return device
+
+
+def _workers(value: str | None, comp: list[str]) -> int:
+    """--workers checked (one line for anything but a whole number >= 1): the processes that compute the metrics;
+    none beside this process when no computational metric is asked (a judge-only pass)."""
+    try:
+        workers = parse_workers(value)
+    except ValueError as exc:
+        raise EvaluateError(str(exc)) from None
+    return workers if comp else 1
 
 
 def _options(
@@ -282,6 +295,16 @@ def _score_inputs(plan: EvaluationPlan, console: Any, loop: JudgeLoop) -> Scored
         make_learner=endpoints.learner_factory(plan.cfg) if plan.req.posttest_learner else None,
         loop=loop,
     )
+    with contextlib.closing(ev):  # the metrics' worker processes exit, also after a failure or Ctrl-C
+        return _score_with(plan, console, ev, endpoints, loop)
+
+
+def _score_with(
+    plan: EvaluationPlan, console: Any, ev: Evaluation, endpoints: JudgeEndpoints, loop: JudgeLoop
+) -> Scored:
+    """`_score_inputs` with the Evaluation `ev` made: each judge of a panel made, every input scored, the panel's
+    mean taken."""
+    rub, panel = plan.rubrics, plan.panel
     judges = [
         Evaluation(o, [], rub, plan.rubric_set, endpoints.make_llm, plan.warn, loop=loop) for o in plan.judge_opts
     ]

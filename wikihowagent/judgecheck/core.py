@@ -39,9 +39,9 @@ from wikihowagent.evaluation.inputs import resolve_inputs
 from wikihowagent.evaluation.judge import load_rubrics
 from wikihowagent.evaluation.metrics import resolve_device
 from wikihowagent.evaluation.panel import judge_slug
-from wikihowagent.evaluation.runner import EvalOptions, EvaluateError, Evaluation, gather_cancelling, judge_concurrency
+from wikihowagent.evaluation.runner import EvalOptions, EvaluateError, Evaluation, judge_concurrency
 from wikihowagent.evaluation.scoring import SCORING_MODES
-from wikihowagent.evaluation.session import JudgeLoop, judge_endpoints, locked_out, resumable
+from wikihowagent.evaluation.session import JudgeLoop, gather_cancelling, judge_endpoints, locked_out, resumable
 from wikihowagent.outdir import check_writable
 from wikihowagent.records import Conversation, JudgmentRecord
 from wikihowagent.runs import (

@@ -26,7 +26,7 @@ from wikihowagent.csvcells import people_csv
 from wikihowagent.evaluation.coverage import step_coverage
 from wikihowagent.evaluation.metrics import STEP_RECALL, Scorers
 from wikihowagent.evaluation.posttest import likelihood_gain_of
-from wikihowagent.evaluation.runner import gather_bounded
+from wikihowagent.evaluation.session import gather_bounded
 from wikihowagent.markdown import frame_table
 from wikihowagent.records import Conversation, PostTest
 from wikihowagent.runs import (
