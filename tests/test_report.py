@@ -356,6 +356,48 @@ def test_table2_arrows_are_green_for_the_better_and_red_for_the_worse():
     assert "<span class='arrow '>≈</span>" in _value_cell(row, "Clarity", {}, direction)
 
 
+PAPER_FILE = Path(__file__).parent / "fixtures" / "evaluation" / "T-llama3_L-llama3_E-llama3_123.json"
+
+
+def _evaluate_paper_file(tmp_path: Path) -> tuple[Path, Path]:
+    """The paper's run file (a copy) scored by `evaluate` into OUT/<its name>/ -> (the file, OUT)."""
+    paper = tmp_path / "released" / PAPER_FILE.name
+    paper.parent.mkdir()
+    paper.write_bytes(PAPER_FILE.read_bytes())
+    out = tmp_path / "scored"
+    args = ["evaluate", str(paper), "--no-judge", "--metrics", "Question Ratio,Completion,Diversity", "--out", str(out)]
+    result = CliRunner().invoke(app, [*args, "--no-figures"])
+    assert result.exit_code == 0, result.output
+    return paper, out
+
+
+def test_paper_run_file_scored_by_evaluate_is_shown_with_its_conversations(tmp_path):
+    """The scores `evaluate` writes for one of the paper's run files were shown without text ("no
+    conversations.jsonl"): the released dataset's report had no conversations to read. evaluate now names the
+    file in run.json beside the scores, and the report reads the conversations from it."""
+    paper, out = _evaluate_paper_file(tmp_path)
+    records = json.loads(paper.read_text())["total_conversations"]
+    problems = Problems()
+    res = build_report([out], tmp_path / "site", problems=problems)
+    assert problems.lines == []
+    chunk = _chunk(res.out, 0)
+    assert set(chunk) == {r["conversation_id"] for r in records}
+    for r in records:
+        conv = chunk[r["conversation_id"]]
+        assert [f"{t[0].capitalize()}: {t[1]}" for t in conv["turns"]] == [x.strip() for x in r["conversation"]]
+        assert conv["scored"] and dict(conv["metrics"])["Question Ratio"] is not None
+        assert conv["run"] == paper.stem and conv["teacher"] == "llama3"
+    # the file moved away: said in one line, the scores still shown
+    paper.unlink()
+    problems = Problems()
+    res = build_report([out], tmp_path / "site", problems=problems)
+    assert res.conversations == len(records)
+    assert (
+        f"{out / paper.stem}: its conversations file {paper} (run.json conversations_file) is missing"
+        in (problems.lines[0])
+    )
+
+
 def test_memory_does_not_grow_with_the_conversations_text(tmp_path):
     """A report of the paper's 114,296 conversations peaked at 7.75 GB of memory: every record was held,
     texts and all. The records are streamed now (each text spooled to disk, then written into its chunk one
