@@ -11,7 +11,6 @@ import argparse
 import os
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
 from benchmarks.harness import ROOT, Section, cli, timed, write_section
@@ -86,10 +85,14 @@ def measure(code: Path, runs: Path, site: Path) -> dict[str, float]:
     return {"seconds": p.seconds, "cpu_s": p.cpu_s, "peak_mb": p.peak_mb, **_site_figures(site), **browser_times(site)}
 
 
+def _mb(mb: float) -> str:
+    return f"{mb / 1e3:.2f} GB" if mb >= 1e3 else f"{mb:.1f} MB"
+
+
 def _row(what: str, r: dict[str, float]) -> str:
     return (
-        f"| {what} | {r['seconds']:.0f} s ({r['cpu_s']:.0f} s CPU) | {r['peak_mb'] / 1e3:.2f} GB | "
-        f"{r['site_mb'] / 1e3:.2f} GB in {r['files']:.0f} files (table data {r['index_mb']:.1f} MB, largest chunk "
+        f"| {what} | {r['seconds']:.0f} s ({r['cpu_s']:.0f} s CPU) | {_mb(r['peak_mb'])} | "
+        f"{_mb(r['site_mb'])} in {r['files']:.0f} files (table data {r['index_mb']:.1f} MB, largest chunk "
         f"{r['chunk_kb'] / 1e3:.1f} MB) | {r['table']:.2f} s | {r['conversation']:.2f} s | "
         f"{r['filter'] * 1000:.0f} / {r['sort'] * 1000:.0f} ms |"
     )
@@ -108,9 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
         data = args.data or tmp / "runs"
-        t0 = time.perf_counter()
         write_real_size(data, args.n, args.runs, texts)
-        t_data = time.perf_counter() - t0
         input_gb = sum(p.stat().st_size for p in data.rglob("*.jsonl")) / 1e9
         small = write_real_size(tmp / "small", 100, 1, texts)
         codes = ([("before", args.before)] if args.before else []) + [("this code", ROOT)]
@@ -127,8 +128,8 @@ def main(argv: list[str] | None = None) -> None:
         f"""`wikihowagent report` in a fresh process on {args.n:,} conversations in {args.runs} runs at their real size:
 records as `generate` writes them (structured turns and the paper's conversation lines) and scores as `evaluate`
 writes them (18 computational metrics, 8 rubrics, the judge's reply), the texts drawn, seeded, from the paper's
-human-study conversations under new ids (`benchmarks/report_data.py`; {input_gb:.1f} GB of JSONL, built in
-{t_data:.0f} s, not counted). One run each, on 2 shared cores (load average {load:.1f} at the end): wall time
+human-study conversations under new ids (`benchmarks/report_data.py`; {input_gb:.1f} GB of JSONL, built
+once, not counted). One run each, on 2 shared cores (load average {load:.1f} at the end): wall time
 depends on the other jobs, CPU time less so. Peak memory is the process's largest resident set (the kernel's).
 Browser times are medians of 3 page loads in Debian's Chromium via Playwright, from navigation start (the page's
 `performance.now()`): the table's first rows on screen, and a conversation page's turns (one chunk of 250
