@@ -1,7 +1,8 @@
-"""Benchmark `wikihowagent report`: build time and size for N synthetic conversations (default 10,000 in 5
-runs), and the time until Chromium shows the conversation table (Playwright, file://).
+"""Benchmark `wikihowagent report` at the paper's scale: build time, peak memory and site size for N real-size
+conversations (default the paper's 114,296 in 8 runs; `benchmarks/report_data.py` builds them), and the times
+until Chromium shows the conversation table and a conversation (Playwright, file://).
 
-    python -m benchmarks report [--n 10000] [--runs 5] [--write-md]   # rewrites "report" in BENCHMARKS.md
+    python -m benchmarks report [--n 114296] [--runs 8] [--data DIR] [--before MAIN_CHECKOUT] [--write-md]
 """
 
 from __future__ import annotations
@@ -9,14 +10,11 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from benchmarks.harness import ROOT, Section, cli, timed, write_section
+from benchmarks.report_data import study_dir, write_real_size
 
 
 def dir_size(d: Path) -> tuple[int, int]:
@@ -67,106 +65,95 @@ def browser_times(site: Path, repeats: int = 3) -> dict[str, float]:
     return {k: sorted(v)[len(v) // 2] for k, v in out.items()}  # median
 
 
-class Phases:
-    """Wall time of the build's phases (the report's own functions, wrapped)."""
-
-    def __init__(self) -> None:
-        import wikihowagent.report.core as core
-
-        self.t: dict[str, float] = {}
-        for name, label in (
-            ("load_inputs", "read"),
-            ("_write_chunks", "chunks"),
-            ("_write_index_data", "table data"),
-            ("_write_figures", "figures + tables"),
-        ):
-            setattr(core, name, self._timed(getattr(core, name), label))
-
-    def _timed(self, fn, label):
-        def wrapper(*a, **kw):
-            t0 = time.perf_counter()
-            try:
-                return fn(*a, **kw)
-            finally:
-                self.t[label] = self.t.get(label, 0.0) + time.perf_counter() - t0
-
-        return wrapper
+def _site_figures(site: Path) -> dict[str, float]:
+    files, size = dir_size(site)
+    chunks = list((site / "data").glob("conv-*.js"))
+    return {
+        "files": files,
+        "site_mb": size / 1e6,
+        "index_mb": (site / "data" / "index.js").stat().st_size / 1e6,
+        "chunk_kb": max(p.stat().st_size for p in chunks) / 1e3,
+    }
 
 
-def _synthetic_sweep(make_run: Callable[..., Any], sweep: Path, runs: int, per_run: int) -> None:
-    """`runs` evaluated runs of `per_run` conversations each in `sweep`, each teacher a little better than the last."""
-    for r in range(runs):
-        make_run(
-            sweep,
-            f"T-model{r}_L-model{r}",
-            per_run,
-            teacher=f"model{r}",
-            seed=r,
-            tutorials=per_run,
-            bias=0.2 * r - 0.4,
-        )
+def measure(code: Path, runs: Path, site: Path) -> dict[str, float]:
+    """`wikihowagent report` of `code` (a checkout) on `runs` in a fresh process: wall and CPU seconds, peak
+    memory (the kernel's), the site's size, and its times in Chromium."""
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    shutil.rmtree(site, ignore_errors=True)
+    p = timed(cli("report", str(runs), "--out", str(site)), cwd=code, env=env)
+    return {"seconds": p.seconds, "cpu_s": p.cpu_s, "peak_mb": p.peak_mb, **_site_figures(site), **browser_times(site)}
+
+
+def _mb(mb: float) -> str:
+    return f"{mb / 1e3:.2f} GB" if mb >= 1e3 else f"{mb:.1f} MB"
+
+
+def _row(what: str, r: dict[str, float]) -> str:
+    return (
+        f"| {what} | {r['seconds']:.0f} s ({r['cpu_s']:.0f} s CPU) | {_mb(r['peak_mb'])} | "
+        f"{_mb(r['site_mb'])} in {r['files']:.0f} files (table data {r['index_mb']:.1f} MB, largest chunk "
+        f"{r['chunk_kb'] / 1e3:.1f} MB) | {r['table']:.2f} s | {r['conversation']:.2f} s | "
+        f"{r['filter'] * 1000:.0f} / {r['sort'] * 1000:.0f} ms |"
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=10_000)
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--n", type=int, default=114_296, help="conversations (default: the paper's 14,287 x 8)")
+    ap.add_argument("--runs", type=int, default=8)
+    ap.add_argument("--texts", type=Path, help="the paper's run files to draw texts from (default: the human study)")
+    ap.add_argument("--data", type=Path, help="keep the generated runs here (reused when present)")
+    ap.add_argument("--before", type=Path, help="another checkout (e.g. main) measured the same way, first")
     ap.add_argument("--write-md", action="store_true")
     args = ap.parse_args(argv)
-    sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "report"))
-    from report_builders import make_run
-
-    from wikihowagent.report.core import build_report
-
+    texts = args.texts or study_dir(ROOT)
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
-        per_run = args.n // args.runs
-        t0 = time.perf_counter()
-        _synthetic_sweep(make_run, tmp / "sweep", args.runs, per_run)
-        t_data = time.perf_counter() - t0
-        input_mb = sum(p.stat().st_size for p in (tmp / "sweep").rglob("*.jsonl")) / 1e6
-        phases = Phases()
-        t0 = time.perf_counter()
-        res = build_report([tmp / "sweep"], tmp / "site")
-        t_build = time.perf_counter() - t0
-        split = ", ".join(f"{k} {v:.1f} s" for k, v in phases.t.items())
-        phases.t.clear()
-        t_cli = timed(cli("report", str(tmp / "sweep"), "--out", str(tmp / "site-cli"))).seconds
-        files, size = dir_size(res.out)
-        index_mb = (res.out / "data" / "index.js").stat().st_size / 1e6
-        chunk_kb = max(p.stat().st_size for p in (res.out / "data").glob("conv-*.js")) / 1e3
-        # a small report, for the ratio
-        make_run(tmp / "small", "T-small_L-small", 100, teacher="small")
-        small = build_report([tmp / "small" / "T-small_L-small"], tmp / "site-small")
-        tb = browser_times(res.out)
-        ts = browser_times(small.out)
+        data = args.data or tmp / "runs"
+        write_real_size(data, args.n, args.runs, texts)
+        input_gb = sum(p.stat().st_size for p in data.rglob("*.jsonl")) / 1e9
+        small = write_real_size(tmp / "small", 100, 1, texts)
+        codes = ([("before", args.before)] if args.before else []) + [("this code", ROOT)]
+        rows = []
+        for label, code in codes:
+            r = measure(code, data, tmp / "site")
+            rows.append(_row(f"{label}, {args.n:,} conversations", r))
+            if label == "this code":
+                after = r
+                rows.append(_row(f"{label}, 100 conversations", measure(code, small, tmp / "site")))
+            print(rows[-1], flush=True)
     load = os.getloadavg()[0]
-    body = f"""One run (load average {load:.1f} at the end); synthetic evaluated runs from `tests/fixtures/report/report_builders.py` (realistic
-records: 3-6 steps, clarifications, tokens, 18 metrics, judge replies; {input_mb:.0f} MB of JSONL, built in
-{t_data:.1f} s, not counted). Browser times are medians of 3 page loads in Debian's Chromium via Playwright:
-page times from navigation start (the page's `performance.now()`), filter and sort as the JavaScript time of
-one change event / one click on a column head over all rows (filter, sort, render the first 100), timed in
-the page.
+    body = (
+        f"""`wikihowagent report` in a fresh process on {args.n:,} conversations in {args.runs} runs at their real size:
+records as `generate` writes them (structured turns and the paper's conversation lines) and scores as `evaluate`
+writes them (18 computational metrics, 8 rubrics, the judge's reply), the texts drawn, seeded, from the paper's
+human-study conversations under new ids (`benchmarks/report_data.py`; {input_gb:.1f} GB of JSONL, built
+once, not counted). One run each, on 2 shared cores (load average {load:.1f} at the end): wall time
+depends on the other jobs, CPU time less so. Peak memory is the process's largest resident set (the kernel's).
+Browser times are medians of 3 page loads in Debian's Chromium via Playwright, from navigation start (the page's
+`performance.now()`): the table's first rows on screen, and a conversation page's turns (one chunk of 250
+conversations loaded); filter / sort = the JavaScript time of one change event / one click on a column head over
+all rows.
 
-| What | {args.n:,} conversations ({args.runs} runs) | 100 conversations | ratio |
-|---|---|---|---|
-| build, in-process | {t_build:.1f} s ({split}) | – | – |
-| `wikihowagent report` end to end (fresh process, imports included) | {t_cli:.1f} s | – | – |
-| site size | {size / 1e6:.1f} MB in {files} files (table data {index_mb:.1f} MB, largest conversation chunk {chunk_kb:.0f} kB) | {small.bytes / 1e6:.1f} MB | {size / small.bytes:.0f}x |
-| time until the table shows | {tb["table"]:.2f} s | {ts["table"]:.2f} s | {tb["table"] / ts["table"]:.1f}x |
-| filter by status (all rows) | {tb["filter"] * 1000:.1f} ms | {ts["filter"] * 1000:.1f} ms | {tb["filter"] / ts["filter"]:.1f}x |
-| sort by a metric (all rows) | {tb["sort"] * 1000:.1f} ms | {ts["sort"] * 1000:.1f} ms | {tb["sort"] / ts["sort"]:.1f}x |
-| open a conversation page (one {chunk_kb:.0f} kB chunk) | {tb["conversation"] * 1000:.0f} ms | {ts["conversation"] * 1000:.0f} ms | {tb["conversation"] / ts["conversation"]:.1f}x |
+| code, input | build | peak memory | site | table shows | a conversation shows | filter / sort |
+|---|---|---|---|---|---|---|
+"""
+        + "\n".join(rows)
+        + """
 
-The table renders 100 rows a page, so its cost grows with the rows filtered and sorted in JavaScript, not with
-the DOM; conversation text stays in chunks of 250 loaded on demand."""
+The report reads each run's scores, then streams its conversation records once: each record's text goes to a
+spool file beside the output and into its chunk at the end; only the table's fields stay in memory (compact
+columns), so memory grows with the scores and the table, not with the texts."""
+    )
     print(body)
     if args.write_md:
         headline = (
-            f"{args.n:,} conversations: built in {t_cli:.0f} s, the table shows {tb['table']:.2f} s after opening "
-            f"(100 conversations: {ts['table']:.2f} s)"
+            f"{args.n:,} real-size conversations: built in {after['seconds']:.0f} s at a peak of "
+            f"{after['peak_mb'] / 1e3:.2f} GB; the table shows {after['table']:.2f} s after opening, a conversation "
+            f"{after['conversation']:.2f} s"
         )
-        write_section(Section("report", "report", headline, "python -m benchmarks report", body))
+        write_section(Section("report", "report", headline, "python -m benchmarks report --before MAIN_CHECKOUT", body))
 
 
 if __name__ == "__main__":

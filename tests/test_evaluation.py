@@ -737,6 +737,19 @@ def test_cli_end_to_end_with_fake_judge(tmp_path, monkeypatch):
     md = (out / "summary.md").read_text()
     assert "Clarity" in md and "3.00 ± 0.00" in md and "↑/↓" in md
     assert "conversations.jsonl:3: malformed JSON" in res.output
+    # scores away from their conversations: run.json beside them names the conversations (what `report` shows)
+    own = json.loads((run / "run.json").read_text())
+    info = json.loads((out / "run_small" / "run.json").read_text())
+    assert info == {**own, "conversations_file": str((run / "conversations.jsonl").resolve()), **_unset(own, info)}
+    paper = json.loads((out / "T-llama3_L-llama3_E-llama3_123" / "run.json").read_text())
+    assert paper["conversations_file"] == str((FIX / "T-llama3_L-llama3_E-llama3_123.json").resolve())
+    assert (paper["name"], paper["teacher"], paper["learner"]) == ("T-llama3_L-llama3_E-llama3_123", "llama3", "llama3")
+    assert not (run / "run.json").read_text().count("conversations_file")  # the run's own run.json untouched
+
+
+def _unset(own: dict, info: dict) -> dict:
+    """The fields run.json gains when written from its typed reading (defaults of keys the file lacked)."""
+    return {k: v for k, v in info.items() if k not in own and k != "conversations_file"}
 
 
 @pytest.mark.parametrize(("line", "why"), HOSTILE_JSON)

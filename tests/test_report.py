@@ -464,3 +464,69 @@ def test_the_site_data_names_no_path_of_this_machine(tmp_path):
         assert str(tmp_path) not in text and str(tmp_path.resolve()) not in text, p.name
     where = {c["where"] for c in _chunk(site, 0).values()}
     assert where == {f"T-qwen2_L-qwen2/conversations.jsonl:{i}" for i in range(1, 5)}
+
+
+PAPER_FILE = Path(__file__).parent / "fixtures" / "evaluation" / "T-llama3_L-llama3_E-llama3_123.json"
+
+
+def _evaluate_paper_file(tmp_path: Path) -> tuple[Path, Path]:
+    """The paper's run file (a copy) scored by `evaluate` into OUT/<its name>/ -> (the file, OUT)."""
+    paper = tmp_path / "released" / PAPER_FILE.name
+    paper.parent.mkdir()
+    paper.write_bytes(PAPER_FILE.read_bytes())
+    out = tmp_path / "scored"
+    args = ["evaluate", str(paper), "--no-judge", "--metrics", "Question Ratio,Completion,Diversity", "--out", str(out)]
+    result = CliRunner().invoke(app, [*args, "--no-figures"])
+    assert result.exit_code == 0, result.output
+    return paper, out
+
+
+def test_paper_run_file_scored_by_evaluate_is_shown_with_its_conversations(tmp_path):
+    """The scores `evaluate` writes for one of the paper's run files were shown without text ("no
+    conversations.jsonl"): the released dataset's report had no conversations to read. evaluate now names the
+    file in run.json beside the scores, and the report reads the conversations from it."""
+    paper, out = _evaluate_paper_file(tmp_path)
+    records = json.loads(paper.read_text())["total_conversations"]
+    problems = Problems()
+    res = build_report([out], tmp_path / "site", problems=problems)
+    assert problems.lines == []
+    chunk = _chunk(res.out, 0)
+    assert set(chunk) == {r["conversation_id"] for r in records}
+    for r in records:
+        conv = chunk[r["conversation_id"]]
+        assert [f"{t[0].capitalize()}: {t[1]}" for t in conv["turns"]] == [x.strip() for x in r["conversation"]]
+        assert conv["scored"] and dict(conv["metrics"])["Question Ratio"] is not None
+        assert conv["run"] == paper.stem and conv["teacher"] == "llama3"
+    # the file moved away: said in one line, the scores still shown
+    paper.unlink()
+    problems = Problems()
+    res = build_report([out], tmp_path / "site", problems=problems)
+    assert res.conversations == len(records)
+    assert (
+        f"{out / paper.stem}: its conversations file {paper} (run.json conversations_file) is missing"
+        in (problems.lines[0])
+    )
+
+
+def test_memory_does_not_grow_with_the_conversations_text(tmp_path):
+    """A report of the paper's 114,296 conversations peaked at 7.75 GB of memory: every record was held,
+    texts and all. The records are streamed now (each text spooled to disk, then written into its chunk one
+    conversation at a time), so the Python heap's peak (tracemalloc) grows by a small share of the bytes of
+    conversations added, here from 100 to 400 long ones (about 100 kB each)."""
+    import tracemalloc
+
+    build_report([make_run(tmp_path / "warm", "T-w_L-w", 3, scores=False)], tmp_path / "site-warm")  # imports
+    sizes, peaks = [], []
+    for n in (100, 400):
+        root = tmp_path / f"runs-{n}"
+        make_run(root, "T-a_L-a", n // 2, teacher="a", tutorials=20, pad=600, scores=False)
+        make_run(root, "T-b_L-b", n // 2, teacher="b", tutorials=20, seed=1, pad=600, scores=False)
+        sizes.append(sum(p.stat().st_size for p in root.rglob("*.jsonl")))
+        tracemalloc.start()
+        try:
+            build_report([root], tmp_path / f"site-{n}")
+            peaks.append(tracemalloc.get_traced_memory()[1])
+        finally:
+            tracemalloc.stop()
+    growth = (peaks[1] - peaks[0]) / (sizes[1] - sizes[0])
+    assert growth < 0.1, f"the peak grew by {growth:.2f} bytes per byte of conversations ({peaks}, {sizes})"

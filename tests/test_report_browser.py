@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import sys
+import threading
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -184,3 +185,37 @@ def test_tables_fit_the_window_without_a_sideways_scroll(table_sites, browser, t
             assert ci.is_visible()
         assert not errors
         page.close()
+
+
+def test_paper_run_file_scored_by_evaluate_opens_its_conversations(browser, tmp_path):
+    """The report of the paper's released files, scored with `evaluate`: the table lists them and a
+    conversation page shows its turns (it said "the conversation text is missing")."""
+    from typer.testing import CliRunner
+
+    from wikihowagent.cli import app
+
+    paper = tmp_path / "T-llama3_L-llama3_E-llama3_123.json"
+    paper.write_bytes((Path(__file__).parent / "fixtures" / "evaluation" / paper.name).read_bytes())
+    args = ["evaluate", str(paper), "--no-judge", "--metrics", "Question Ratio,Completion", "--no-figures"]
+    results = []  # in a thread of its own: this one runs Playwright's event loop
+    worker = threading.Thread(
+        target=lambda: results.append(CliRunner().invoke(app, [*args, "--out", str(tmp_path / "scored")]))
+    )
+    worker.start()
+    worker.join()
+    assert results[0].exit_code == 0, results[0].output
+    site = build_report([tmp_path / "scored"], tmp_path / "report").out
+    records = {r["conversation_id"]: r for r in json.loads(paper.read_text())["total_conversations"]}
+    page = browser.new_page()
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto((site / "index.html").as_uri())
+    page.wait_for_selector("#conv-table tbody tr")
+    assert page.text_content("#count") == f"{len(records)} of {len(records)} conversations"
+    link = page.locator("#conv-table tbody tr >> nth=0").locator("a")
+    cid = unquote(link.get_attribute("href").split("/", 1)[1])
+    link.click()
+    page.wait_for_selector(".turn")
+    assert page.locator(".turn").count() == len(records[cid]["conversation"])
+    assert errors == []
+    page.close()

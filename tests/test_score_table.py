@@ -103,8 +103,13 @@ def test_report_evaluate_summary_and_align_agree_per_run(mixed, tmp_path):
     assert expected["W"]["scoring"] == "weighted" and expected["J"]["scoring"] == "json"
 
     # report: the same runs through its own loader -> the same numbers, exactly
-    runs = load_inputs(mixed, Problems())
-    got = {r.name: row for r, row in zip(runs, summarize(_run_scores(runs), list(RUBRICS)).table, strict=False)}
+    loaded = load_inputs(mixed, Problems())
+    runs = loaded.runs
+    got = {
+        r.name: row
+        for r, row in zip(runs, summarize(_run_scores(runs, loaded.store), list(RUBRICS)).table, strict=False)
+    }
+    loaded.store.close()
     for name, row in expected.items():
         for m in (*RUBRICS, "BLEU"):
             if m in row:

@@ -221,6 +221,9 @@ class RunInfo(BaseModel):
     counts: dict[str, Any] = Field(default_factory=dict)
     versions: dict[str, str] = Field(default_factory=dict)
     shards: list[str] | None = None  # set by `merge`
+    # `evaluate` on a file (one of the paper's run files, a JSONL of records): the directory of its scores names
+    # the file the conversations are in (absolute), so that `report` shows them; "" = this directory's own
+    conversations_file: str = Field(default="", exclude_if=lambda v: not v)
 
 
 def read_run_info(run_dir: Path) -> RunInfo:

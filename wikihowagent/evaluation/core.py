@@ -38,7 +38,16 @@ from .judge import JudgeBackendError, RubricError, load_rubrics
 from .metrics import EMBEDDING_METRICS, MetricError, resolve_device
 from .panel import combine as combine_panel
 from .panel import panel_spec
-from .runner import EvalOptions, Evaluation, SourceStats, count_input_records, scores_path, select_metrics
+from .runner import (
+    EvalOptions,
+    Evaluation,
+    SourceStats,
+    count_input_records,
+    scores_dir,
+    scores_path,
+    select_metrics,
+    write_source_info,
+)
 from .scoring import SCORING_MODES
 from .session import EvaluateError, JudgeEndpoints, JudgeLoop, judge_endpoints
 from .shards import scores_fingerprint, write_shard_info
@@ -525,6 +534,7 @@ def _score_all(
     results = []
     for src in plan.sources:
         out_path = scores_path(src, ev.opts, plan.runs_dir)
+        write_source_info(src, scores_dir(src, ev.opts.out, plan.runs_dir))
         stats = _score_one(console, ev, src, out_path, specs[src.name])
         _report(console, ev, src, stats, specs[src.name], out_path)
         if stats.judged and stats.judge_failures == stats.judged:

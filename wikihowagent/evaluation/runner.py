@@ -21,11 +21,16 @@ from wikihowagent.records import Conversation, JudgeProvenance, LikelihoodTest, 
 from wikihowagent.runs import (
     POSTTESTS,
     RESCORED_DIR,
+    RUN_INFO,
     SCORES,
     SCORES_PAPER,
     JsonlAppender,
+    RunError,
+    RunInfo,
     read_posttests,
+    read_run_info,
     read_scores,
+    write_run_info,
 )
 from wikihowagent.workflow.likelihood import LikelihoodError, LikelihoodTaker, for_chat_model
 from wikihowagent.workflow.posttest import CALL_FAILED, PostTester, post_tester
@@ -106,14 +111,49 @@ class SourceStats:
 FAILURE_NOTES = 3  # judge failures `evaluate` prints (all of them are in scores.jsonl)
 
 
+def scores_dir(src: InputSource, out: Path | None, runs_dir: Path) -> Path:
+    """The directory of an input's scores: OUT/<name>/ with --out, the run directory itself, else (a file)
+    <runs_dir>/rescored/<name>/."""
+    if out is not None:
+        return Path(out) / src.name
+    if src.kind == "run":
+        return src.path
+    return Path(runs_dir) / RESCORED_DIR / src.name
+
+
+def write_source_info(src: InputSource, directory: Path) -> None:
+    """When an input's scores go elsewhere than beside its conversations (a file: one of the paper's run files,
+    a JSONL of records; or a run directory with --out): run.json in the scores directory, naming the run, its
+    models and the file its conversations are in, so that the directory is a run `report` shows with its
+    conversations. A run.json of another kind there (a run directory's own) is left as it is."""
+    if Path(directory).resolve() == Path(src.path).resolve():
+        return
+    path = Path(directory) / RUN_INFO
+    if path.exists():
+        try:
+            if not read_run_info(directory).conversations_file:
+                return
+        except RunError:
+            return
+    where = str(Path(src.records_path).resolve())
+    if src.info is not None:  # a run directory's: as its own run.json says
+        info = src.info.model_copy(update={"conversations_file": where})
+    else:
+        info = RunInfo(
+            name=src.name,
+            teacher=src.teacher,
+            learner=src.learner,
+            evaluator=src.evaluator,
+            status="complete",
+            conversations_file=where,
+        )
+    Path(directory).mkdir(parents=True, exist_ok=True)
+    write_run_info(directory, info)
+
+
 def scores_path(src: InputSource, opts: EvalOptions, runs_dir: Path) -> Path:
     fname = SCORES_PAPER if opts.mode == "paper" else SCORES
-    if opts.out is not None:
-        path = Path(opts.out) / src.name / fname
-    elif src.kind == "run":
-        path = src.path / fname
-    else:
-        path = Path(runs_dir) / RESCORED_DIR / src.name / fname
+    path = scores_dir(src, opts.out, runs_dir) / fname
     if opts.shard is not None:
         path = shard_scores_path(path, opts.shard)
     if opts.panel_judge and opts.evaluator:

@@ -397,8 +397,9 @@ def by_domain(runs: list[RunScores], rubric_names: list[str], key: str = "domain
 def _conv_rubric_means(t: ScoreTable, rubric_cols: list[str]) -> list[float | None]:
     """Per row: the mean of its rubric scores (None without any)."""
     out = []
-    for i in range(len(t)):
-        vals = [v for v in (t.values.at[i, m] for m in rubric_cols) if not math.isnan(v)]
+    rows = t.values[rubric_cols].to_numpy(dtype=float).tolist() if rubric_cols else [[] for _ in range(len(t))]
+    for row in rows:  # one pass over a list of rows (`.at` per cell costs as much as the rest of the summary)
+        vals = [v for v in row if not math.isnan(v)]
         out.append(sum(vals) / len(vals) if vals else None)
     return out
 

@@ -1,172 +1,170 @@
 """The conversation browser's data files: data/index.js (one row per conversation) and data/conv-NNNN.js (the
-conversations, in chunks loaded on demand).
+conversations, in chunks loaded on demand), written from the ConversationStore one chunk at a time.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
-from wikihowagent.evaluation.summary import (
-    PERCENT_METRICS,
-)
-from wikihowagent.records import Turn
-from wikihowagent.runs import (
-    REPORT_INDEX_JS,
-)
+import numpy as np
 
-from .sources import ReportConversation, ReportRun
+from wikihowagent.evaluation.summary import PERCENT_METRICS
+from wikihowagent.runs import REPORT_INDEX_JS
 
-CHUNK = 250  # conversations per data/conv-NNNN.js
-STATUSES = ("finished", "cut", "failed", "unknown")
+from .sources import ReportRun
+from .store import CHUNK, STATUSES, ConversationStore, dumps
+
+
+class MetricValues:
+    """Each conversation's metrics in the report's metric order, from its run's score table: `row(i)` ->
+    (values, has) of conversation i; a value is NaN where null or absent, `has` False where the record has no
+    such metric. A calibrated column (`<rubric> (cal.)`) has only its finite values, rounded to 4 decimals."""
+
+    def __init__(self, runs: list[ReportRun], store: ConversationStore, metrics: list[str]) -> None:
+        self.store, self.metrics = store, metrics
+        self._values: list[np.ndarray] = []
+        self._has: list[np.ndarray] = []
+        for r in runs:
+            n = len(r.scores)
+            values = np.full((n, len(metrics)), np.nan)
+            has = np.zeros((n, len(metrics)), dtype=bool)
+            for j, m in enumerate(metrics):
+                if m not in r.scores.values:
+                    continue
+                col = r.scores.values[m].to_numpy(dtype=float)
+                if m in r.calibrated:
+                    has[:, j] = np.isfinite(col)
+                    values[:, j] = [
+                        round(v, 4) if ok else math.nan for v, ok in zip(col.tolist(), has[:, j], strict=True)
+                    ]
+                else:
+                    has[:, j] = r.scores.present[m].to_numpy(dtype=bool)
+                    values[:, j] = col
+            self._values.append(values)
+            self._has.append(has)
+
+    def row(self, i: int) -> tuple[list[float], list[bool]]:
+        s = self.store.score_row[i]
+        if s < 0:
+            return [math.nan] * len(self.metrics), [False] * len(self.metrics)
+        r = self.store.run[i]
+        return self._values[r][s].tolist(), self._has[r][s].tolist()
+
+    def value(self, i: int, m: int) -> float | None:
+        """Conversation i's value of metric number m; None if it has none."""
+        s = self.store.score_row[i]
+        if s < 0:
+            return None
+        v = float(self._values[self.store.run[i]][s, m])
+        return None if math.isnan(v) else v
 
 
 def _write_chunks(
     d: Path,
-    convs: list[ReportConversation],
-    chunk_of: dict[int, int],
-    metrics: list[str],
+    runs: list[ReportRun],
+    store: ConversationStore,
+    values: MetricValues,
     on_chunk: Callable[[], None] | None,
 ) -> int:
-    by_tutorial: dict[str, list[ReportConversation]] = {}
-    for c in convs:
-        if c.tutorial_id:
-            by_tutorial.setdefault(c.tutorial_id, []).append(c)
-    n_chunks = -(-len(convs) // CHUNK)
+    names = [dumps(r.name) for r in runs]
+    by_tutorial: dict[str, list[int]] = {}
+    for i, t in enumerate(store.tutorial):
+        if t:
+            by_tutorial.setdefault(t, []).append(i)
+    n_chunks = -(-len(store) // CHUNK)
     for k in range(n_chunks):
-        part = convs[k * CHUNK : (k + 1) * CHUNK]
-        data = {}
-        for c in part:
-            others = [
-                {"run": o.run, "id": o.conversation_id, "chunk": chunk_of[id(o)]}
-                for o in by_tutorial.get(c.tutorial_id, [])
-                if o is not c
-            ]
-            data[c.conversation_id] = _conversation_data(c, metrics, others)
-        (d / "data" / f"conv-{k:04d}.js").write_text(
-            f"reportChunk({k}, {json.dumps(data, ensure_ascii=False, separators=(',', ':'))});\n", encoding="utf-8"
-        )
+        # one entry per conversation id, written as it is made: an id twice in a chunk is the later
+        # conversation, in the earlier one's place
+        last = {store.ids[i]: i for i in range(k * CHUNK, min(len(store), (k + 1) * CHUNK))}
+        with (d / "data" / f"conv-{k:04d}.js").open("wb") as fh:
+            fh.write(b"reportChunk(%d, {" % k)
+            for n, (cid, i) in enumerate(last.items()):
+                others = [
+                    {"run": runs[store.run[o]].name, "id": store.ids[o], "chunk": store.chunk(o)}
+                    for o in by_tutorial.get(store.tutorial[i], [])
+                    if o != i
+                ]
+                entry = _entry(names[store.run[i]], store.parts(i), _metrics(values, i), dumps(others))
+                fh.write(b"".join((b"," if n else b"", dumps(cid), b":", entry)))
+            fh.write(b"});\n")
         if on_chunk:
             on_chunk()
     return n_chunks
 
 
-_TURN_FIELDS = {"role", "text", "step", "kind", "prompt_tokens", "completion_tokens", "latency_s"}
+def _metrics(values: MetricValues, i: int) -> bytes:
+    vals, has = values.row(i)
+    return dumps([[m, None if math.isnan(v) else v] for m, v, h in zip(values.metrics, vals, has, strict=True) if h])
 
 
-def _turn_extra(t: Turn) -> dict[str, Any]:
-    """A turn's other fields (e.g. the persona's intent, the manager's label, turn-check warnings), non-empty."""
-    return {
-        k: v
-        for k, v in t.model_dump(mode="json").items()
-        if k not in _TURN_FIELDS and v not in (None, "", [], {}, False)
-    }
-
-
-def shared_where(where: str) -> str:
-    """A record's source ("FILE:LINE", "FILE: total_conversations[i]", or a FILE) as the site shows it: the file
-    as `<folder>/<file>` (its run and file name), never a path of the machine the report was made on."""
-    cuts = [i for i, ch in enumerate(where) if ch == ":"] + [len(where)]
-    i = next((i for i in cuts if Path(where[:i]).is_file()), len(where))
-    p = Path(where[:i])
-    return f"{p.parent.name}/{p.name}{where[i:]}" if p.parent.name else f"{p.name}{where[i:]}"
-
-
-def _conversation_data(c: ReportConversation, metrics: list[str], others: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "run": c.run,
-        "where": shared_where(c.where),
-        "tutorial_id": c.tutorial_id,
-        "title": c.title,
-        "method_title": c.method_title,
-        "domain": c.domain,
-        "steps": c.steps,
-        "turns": [
-            [
-                t.role,
-                t.text,
-                t.step,
-                t.kind,
-                t.prompt_tokens,
-                t.completion_tokens,
-                round(t.latency_s, 3),
-                _turn_extra(t),
-            ]
-            for t in c.turns
-        ],
-        "status": c.status,
-        "error": c.error,
-        "warnings": c.warnings,
-        "teacher": c.teacher,
-        "learner": c.learner,
-        "persona": c.persona,
-        "extra": c.extra,
-        "missing": c.missing,
-        "scored": c.scored,
-        "metrics": [[m, c.metrics[m]] for m in metrics if m in c.metrics],
-        "judge_raw": c.judge_raw,
-        "judge_failures": c.judge_failures,
-        "notes": c.notes,
-        "score_extra": c.score_extra,
-        "others": others,
-        "checklist": c.checklist,
-        "checklist_reading": c.checklist_reading,
-        "posttest": c.posttest,
-        "posttest_matches": c.posttest_matches,
-    }
+def _entry(run: bytes, parts: tuple[bytes, bytes, bytes], metrics: bytes, others: bytes) -> bytes:
+    """One conversation's object in its chunk (the members in the order conversation.js has always read)."""
+    head, judge, tail = parts
+    return b"".join(
+        (
+            b'{"run":',
+            run,
+            b",",
+            head[1:-1],
+            b',"metrics":',
+            metrics,
+            b",",
+            judge[1:-1],
+            b',"others":',
+            others,
+            b",",
+            tail[1:-1],
+            b"}",
+        )
+    )
 
 
 def _write_index_data(
-    d: Path,
-    runs: list[ReportRun],
-    convs: list[ReportConversation],
-    chunk_of: dict[int, int],
-    metrics: list[str],
-    n_chunks: int,
+    d: Path, runs: list[ReportRun], store: ConversationStore, values: MetricValues, n_chunks: int
 ) -> None:
-
+    """data/index.js, written a row at a time."""
     run_names = [r.name for r in runs]
     models = sorted({r.model for r in runs})
-    model_of = {r.name: r.model for r in runs}
-    domains = sorted({c.domain or "(none)" for c in convs})
-    personas = sorted({c.persona for c in convs if c.persona})
-    ri, mi = {n: i for i, n in enumerate(run_names)}, {n: i for i, n in enumerate(models)}
+    mi = {n: i for i, n in enumerate(models)}
+    model_of = [mi[r.model] for r in runs]
+    domains = sorted({x or "(none)" for x in set(store.domain)})
+    personas = sorted({x for x in set(store.persona) if x})
     di, pi = {n: i for i, n in enumerate(domains)}, {n: i for i, n in enumerate(personas)}
-    rows = []
-    for c in convs:
-        vals = []
-        for m in metrics:
-            v = c.metrics.get(m)
-            vals.append(None if v is None or math.isnan(v) else round(v * (100.0 if m in PERCENT_METRICS else 1.0), 2))
-        rows.append(
-            [
-                c.conversation_id,
-                ri[c.run],
-                mi[model_of[c.run]],
-                di[c.domain or "(none)"],
-                pi.get(c.persona, -1),
-                STATUSES.index(c.status),
-                c.title or c.method_title,
-                chunk_of[id(c)],
-                c.tokens,
-                len(c.turns),
-                vals,
-            ]
-        )
-    data = {
+    head = {
         "runs": run_names,
         "models": models,
         "domains": domains,
         "personas": personas,
         "statuses": STATUSES,
-        "metrics": metrics,
-        "percent": [m in PERCENT_METRICS for m in metrics],
+        "metrics": values.metrics,
+        "percent": [m in PERCENT_METRICS for m in values.metrics],
         "chunks": n_chunks,
-        "rows": rows,
     }
-    (d / "data" / REPORT_INDEX_JS).write_text(
-        "window.REPORT_INDEX = " + json.dumps(data, ensure_ascii=False, separators=(",", ":")) + ";\n", encoding="utf-8"
-    )
+    scale = [100.0 if m in PERCENT_METRICS else 1.0 for m in values.metrics]
+
+    def rows() -> Iterator[bytes]:
+        for i, cid in enumerate(store.ids):
+            vals = [None if math.isnan(v) else round(v * x, 2) for v, x in zip(values.row(i)[0], scale, strict=True)]
+            yield dumps(
+                [
+                    cid,
+                    store.run[i],
+                    model_of[store.run[i]],
+                    di[store.domain[i] or "(none)"],
+                    pi.get(store.persona[i], -1),
+                    store.status[i],
+                    store.title[i],
+                    store.chunk(i),
+                    store.tokens[i],
+                    store.turns[i],
+                    vals,
+                ]
+            )
+
+    with (d / "data" / REPORT_INDEX_JS).open("wb") as fh:
+        fh.write(b"window.REPORT_INDEX = " + dumps(head)[:-1] + b',"rows":[')
+        for n, row in enumerate(rows()):
+            fh.write(b"," + row if n else row)
+        fh.write(b"]};\n")

@@ -3,6 +3,7 @@ as cases.md and cases.html, each conversation linked to its page in the report."
 
 from __future__ import annotations
 
+import heapq
 import html
 from pathlib import Path
 from typing import Any
@@ -12,18 +13,20 @@ from wikihowagent.markdown import markdown_text
 from wikihowagent.runs import CASES_HTML, CASES_MD
 
 from .page import page
-from .sources import ReportConversation
+from .store import ConversationStore
 
 EXCERPT_TURNS = 6
 
 
-def pick(
-    convs: list[ReportConversation], metric: str, n: int
-) -> tuple[list[ReportConversation], list[ReportConversation]]:
-    """(best n, worst n) by `metric`; ties by run then conversation id; conversations without a value are left out."""
-    have = [(v, c) for c in convs if (v := c.metrics.get(metric)) is not None]
-    best = [c for _, c in sorted(have, key=lambda vc: (-vc[0], vc[1].run, vc[1].conversation_id))[:n]]
-    worst = [c for _, c in sorted(have, key=lambda vc: (vc[0], vc[1].run, vc[1].conversation_id))[:n]]
+def pick(convs: ConversationStore, values: Any, runs: list[str], metric: str, n: int) -> tuple[list[int], list[int]]:
+    """(best n, worst n) conversations by `metric`; ties by run then conversation id; conversations without a
+    value are left out."""
+    j = values.metrics.index(metric)
+    have = [
+        (v, runs[convs.run[i]], convs.ids[i], i) for i in range(len(convs)) if (v := values.value(i, j)) is not None
+    ]
+    best = [x[3] for x in heapq.nsmallest(n, have, key=lambda x: (-x[0], x[1], x[2]))]
+    worst = [x[3] for x in heapq.nsmallest(n, have, key=lambda x: (x[0], x[1], x[2]))]
     return best, worst
 
 
@@ -31,21 +34,22 @@ def write_page(ctx: Any) -> str:
     """With --cases N: cases.md and cases.html; -> the overview's link (a report page, see report.core.PAGES)."""
     if not ctx.cases:
         return ""
-    write_cases(ctx.d, ctx.convs, ctx.chunk_of, ctx.metrics, ctx.cases)
+    write_cases(ctx.d, ctx.convs, ctx.values, [r.name for r in ctx.runs], ctx.cases)
     return f"<a href='{CASES_HTML}'>Case study</a>"
 
 
-def write_cases(d: Path, convs: list[ReportConversation], chunk_of: dict[int, int], metrics: list[str], n: int) -> None:
+def write_cases(d: Path, convs: ConversationStore, values: Any, runs: list[str], n: int) -> None:
     e = html.escape
     md = [f"# Case study: the best and worst {n} conversations per metric", ""]
     body = [
         "<nav><b>wikihowagent report</b> <a href='index.html'>‹ overview</a></nav><main>",
         f"<h1>Case study: the best and worst {n} conversations per metric</h1>",
     ]
-    for m in metrics:
-        best, worst = pick(convs, m, n)
+    for m in values.metrics:
+        best, worst = pick(convs, values, runs, m, n)
         if not best:
             continue
+        j = values.metrics.index(m)
         md += [f"## {markdown_text(m)}", ""]
         body.append(f"<h2 id='{e(m)}'>{e(m)}</h2>")
         for label, chosen in (("best", best), ("worst", worst)):
@@ -54,26 +58,28 @@ def write_cases(d: Path, convs: list[ReportConversation], chunk_of: dict[int, in
                 f"<h3>{label}</h3><table class='summary'><tr><th>#</th><th>value</th><th>run</th>"
                 "<th>title</th><th>excerpt</th></tr>"
             )
-            for i, c in enumerate(chosen, 1):
-                href = f"conversation.html#{chunk_of[id(c)]}/{c.conversation_id}"
-                md_href = f"conversation.html#{chunk_of[id(c)]}/{quote(c.conversation_id, safe='')}"
+            for k, i in enumerate(chosen, 1):
+                cid, run, value = convs.ids[i], runs[convs.run[i]], values.value(i, j)
+                title = convs.title[i] or cid
+                href = f"conversation.html#{convs.chunk(i)}/{cid}"
+                md_href = f"conversation.html#{convs.chunk(i)}/{quote(cid, safe='')}"
                 md.append(
-                    f"| {i} | {c.metrics[m]:.4f} | {markdown_text(c.run)} | "
-                    f"{markdown_text(c.title or c.method_title or c.conversation_id)} | "
-                    f"[{markdown_text(c.conversation_id)}]({md_href}) |"
+                    f"| {k} | {value:.4f} | {markdown_text(run)} | {markdown_text(title)} | "
+                    f"[{markdown_text(cid)}]({md_href}) |"
                 )
+                turns = convs.record(i)["turns"]
                 excerpt = "".join(
-                    f"<div class='turn {e(t.role)}'><b>{e(t.role.capitalize())}:</b> {e(t.text)}</div>"
-                    for t in c.turns[:EXCERPT_TURNS]
+                    f"<div class='turn {e(t[0])}'><b>{e(t[0].capitalize())}:</b> {e(t[1])}</div>"
+                    for t in turns[:EXCERPT_TURNS]
                 )
                 more = (
-                    f"<p class='meta'>… {len(c.turns) - EXCERPT_TURNS} more turns</p>"
-                    if len(c.turns) > EXCERPT_TURNS
+                    f"<p class='meta'>… {len(turns) - EXCERPT_TURNS} more turns</p>"
+                    if len(turns) > EXCERPT_TURNS
                     else ""
                 )
                 body.append(
-                    f"<tr><td>{i}</td><td class='num'>{c.metrics[m]:.4f}</td><td>{e(c.run)}</td>"
-                    f"<td><a href='{e(href)}'>{e(c.title or c.method_title or c.conversation_id)}</a></td>"
+                    f"<tr><td>{k}</td><td class='num'>{value:.4f}</td><td>{e(run)}</td>"
+                    f"<td><a href='{e(href)}'>{e(title)}</a></td>"
                     f"<td>{excerpt}{more}</td></tr>"
                 )
             md.append("")

@@ -12,7 +12,12 @@ Layout of the output directory (opens from file://, no server, no network):
     problems.txt         what is missing or was left out, one line each
 
 Data files are JavaScript (`window.REPORT_INDEX = ...`, `reportChunk(n, ...)`), not JSON: a page opened
-from file:// may load scripts but not fetch files.
+from file:// may load scripts but not fetch files (Chromium refuses fetch() and XMLHttpRequest of file:// URLs).
+
+Memory stays bounded whatever the number of conversations: each run's scores are read, then its records are
+streamed once (`sources.load_inputs`) into a `store.ConversationStore` (the table's columns in memory, each
+conversation's text in a spool file beside --out), and the chunks are written from it one conversation at a
+time.
 """
 
 from __future__ import annotations
@@ -22,9 +27,12 @@ import importlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.evaluation.calibrated import CalibrationMismatch, add_calibrated, calibrated_name, check, load
@@ -59,13 +67,14 @@ from wikihowagent.runs import (
     RUBRICS_PNG,
 )
 
-from .browser_data import CHUNK, STATUSES, _write_chunks, _write_index_data
+from .browser_data import MetricValues, _write_chunks, _write_index_data
 from .evidence import _browser_html, _conversation_html, _evidence_html, _metrics_trust_html
 from .figures import domain_bars, radar
 from .head_to_head import CompareDirError, check_compare_dir
 from .page import page
 from .reading import reading_html
-from .sources import Problems, ReportConversation, ReportRun, drop_out_of_range, load_inputs
+from .sources import Loaded, Problems, ReportRun, drop_out_of_range, load_inputs
+from .store import STATUSES, ConversationStore
 from .tables import _copy_alignment, _short_number, _summary_tables
 
 MARKER = ".wikihowagent-report"
@@ -100,8 +109,8 @@ class SiteContext:
 
     d: Path  # the site directory being written
     runs: list[ReportRun]
-    convs: list[ReportConversation]
-    chunk_of: dict[int, int]  # id(conversation) -> its data chunk (for links: conversation.html#chunk/id)
+    convs: ConversationStore  # every conversation: convs.chunk(i) is its data chunk (conversation.html#chunk/id)
+    values: MetricValues  # their metrics (values.value(i, metrics.index(m)))
     metrics: list[str]  # every metric, display order
     rubrics: list[str]
     problems: Problems
@@ -144,21 +153,27 @@ def build_report(
     given = [Path(p) for p in (*paths, alignment, calibration, compare) if p is not None]
     check_replaceable(out, TOOL, inputs=given)  # before the runs are read
     cal = _load_calibration(calibration) if calibration is not None else None
-    runs = load_inputs(paths, problems, on_record=on_record)
-    if cal is not None and calibration is not None:  # cal is read from calibration
-        _calibrate_runs(runs, cal, calibration, problems)
+    late = Problems()  # the calibrated columns' problems, said after every run's
+    calibrate = partial(_calibrate, cal=cal, path=calibration, problems=late) if calibration is not None else None
+    out.resolve().parent.mkdir(parents=True, exist_ok=True)
+    loaded = load_inputs(paths, problems, on_record=on_record, spool_dir=out.resolve().parent, calibrate=calibrate)
+    problems.lines += late.lines
+    runs = loaded.runs
     # the runs as found below the given paths (a sweep's cells may be symlinks to elsewhere)
-    with StagedDir(out, TOOL, inputs=[*given, *(Path(r.path) for r in runs)]) as staged:
-        n = _write_site(
-            staged.tmp,
-            runs,
-            problems,
-            cases,
-            Path(alignment) if alignment else None,
-            on_chunk,
-            Path(compare) if compare else None,
-        )
-        files = staged.commit()
+    try:
+        with StagedDir(out, TOOL, inputs=[*given, *(Path(r.path) for r in runs)]) as staged:
+            n = _write_site(
+                staged.tmp,
+                loaded,
+                problems,
+                cases,
+                Path(alignment) if alignment else None,
+                on_chunk,
+                Path(compare) if compare else None,
+            )
+            files = staged.commit()
+    finally:
+        loaded.store.close()
     return ReportResult(
         out=out,
         runs=len(runs),
@@ -177,25 +192,18 @@ def _load_calibration(path: Path) -> Any:
         raise ReportError(str(exc)) from None
 
 
-def _calibrate_runs(runs: list[ReportRun], cal: Any, path: Path, problems: Problems) -> None:
-    """--calibration: each run's score table gains the `<rubric> (cal.)` columns (refused, as by `evaluate`,
-    for scores of another judge or rubric file), range-checked as every stored score is."""
+def _calibrate(run: ReportRun, cal: Any, path: Path, problems: Problems) -> None:
+    """--calibration: the run's score table gains the `<rubric> (cal.)` columns (refused, as by `evaluate`, for
+    scores of another judge or rubric file), range-checked as every stored score is; the browser and the
+    conversation pages show their finite values."""
 
-    for r in runs:
-        try:
-            check(cal, path, r.scores, f"run {r.name}")
-        except CalibrationMismatch as exc:
-            raise ReportError(str(exc)) from None
-        r.scores = add_calibrated(r.scores, cal)
-        drop_out_of_range(r.scores, problems, [calibrated_name(m) for m in cal.rubrics])
-        ids = r.scores.meta["conversation_id"].tolist()
-        for name in (calibrated_name(m) for m in cal.rubrics):
-            if name not in r.scores.values:
-                continue
-            by_id = {cid: v for cid, v in zip(ids, r.scores.values[name].tolist(), strict=True) if math.isfinite(v)}
-            for c in r.conversations:  # the browser and the conversation pages
-                if c.conversation_id in by_id:
-                    c.metrics[name] = round(by_id[c.conversation_id], 4)
+    try:
+        check(cal, path, run.scores, f"run {run.name}")
+    except CalibrationMismatch as exc:
+        raise ReportError(str(exc)) from None
+    run.scores = add_calibrated(run.scores, cal)
+    drop_out_of_range(run.scores, problems, [calibrated_name(m) for m in cal.rubrics])
+    run.calibrated = [n for n in (calibrated_name(m) for m in cal.rubrics) if n in run.scores.values]
 
 
 def _check_alignment(path: Path) -> None:
@@ -210,10 +218,21 @@ def _check_alignment(path: Path) -> None:
 
 
 def _metric_order(runs: list[ReportRun]) -> tuple[list[str], list[str]]:
-    """(all metrics in display order, the rubric metrics among them)."""
+    """(all metrics in display order, the rubric metrics among them): those some conversation has (a calibrated
+    column where it has a finite value); a post-test metric without any value is left out."""
 
-    present = {k for r in runs for c in r.conversations for k in c.metrics}
-    empty = {m for m in POSTTEST_METRICS if all(c.metrics.get(m) is None for r in runs for c in r.conversations)}
+    present: set[str] = set()
+    valued: set[str] = set()
+    for r in runs:
+        t = r.scores
+        for m in t.values.columns:
+            col = t.values[m]
+            has = np.isfinite(col) if m in r.calibrated else t.present[m]
+            if has.any():
+                present.add(m)
+            if (has & col.notna()).any():
+                valued.add(m)
+    empty = {m for m in POSTTEST_METRICS if m not in valued}
     try:  # the bundled rubric file's order (Table 5), then any other rubric by name
         known = list(load_rubrics())
     except (RubricError, OSError):  # only the column order depends on it
@@ -222,25 +241,23 @@ def _metric_order(runs: list[ReportRun]) -> tuple[list[str], list[str]]:
     return order, [m for m in order if m not in PERCENT_METRICS]
 
 
-def _run_scores(runs: list[ReportRun]) -> list[Any]:
+def _count(store: ConversationStore, r: ReportRun, status: str) -> int:
+    code = STATUSES.index(status)
+    return sum(1 for i in r.rows if store.status[i] == code)
+
+
+def _run_scores(runs: list[ReportRun], store: ConversationStore) -> list[Any]:
     """The runs' rows of the score table, as `evaluate`'s summary reads them."""
 
     return [
-        RunScores(
-            name=r.name,
-            label=r.model,
-            path=r.path,
-            table=r.scores,
-            n_failed=sum(c.status == "failed" for c in r.conversations),
-        )
+        RunScores(name=r.name, label=r.model, path=r.path, table=r.scores, n_failed=_count(store, r, "failed"))
         for r in runs
     ]
 
 
-def _overview_rows(runs: list[ReportRun], rubrics: list[str]) -> list[dict[str, Any]]:
+def _overview_rows(runs: list[ReportRun], store: ConversationStore, rubrics: list[str]) -> list[dict[str, Any]]:
     rows = []
     for r in runs:
-        cs = r.conversations
         judged = sum(r.scores.judged(rubrics))
         failed = sum(r.scores.failure_counts())
         rows.append(
@@ -248,10 +265,10 @@ def _overview_rows(runs: list[ReportRun], rubrics: list[str]) -> list[dict[str, 
                 "run": r.name,
                 "model": r.model,
                 "persona": r.persona or "–",
-                "conversations": len(cs),
-                **{s: sum(c.status == s for c in cs) for s in STATUSES},
-                "tokens": sum(c.tokens for c in cs),
-                "scored": sum(c.scored for c in cs),
+                "conversations": len(r.rows),
+                **{s: _count(store, r, s) for s in STATUSES},
+                "tokens": sum(store.tokens[i] for i in r.rows),
+                "scored": sum(1 for i in r.rows if store.score_row[i] >= 0),
                 "evaluator": r.evaluator or "–",
                 "mode": r.mode or "–",
                 "scoring": r.scoring or "–",
@@ -267,13 +284,14 @@ def _overview_rows(runs: list[ReportRun], rubrics: list[str]) -> list[dict[str, 
 
 def _write_site(
     d: Path,
-    runs: list[ReportRun],
+    loaded: Loaded,
     problems: Problems,
     cases: int | None,
     alignment: Path | None,
     on_chunk: Callable[[], None] | None,
     compare: Path | None = None,
 ) -> int:
+    runs, store = loaded.runs, loaded.store
     (d / "assets").mkdir()
     (d / "data").mkdir()
     (d / FIGURES_DIR).mkdir()
@@ -282,35 +300,40 @@ def _write_site(
     for name in ASSETS:
         (d / "assets" / name).write_text(pkg.joinpath(name).read_text(encoding="utf-8"), encoding="utf-8")
     metrics, rubrics = _metric_order(runs)
-    convs = [c for r in runs for c in r.conversations]
-    chunk_of = {id(c): i // CHUNK for i, c in enumerate(convs)}
-    n_chunks = _write_chunks(d, convs, chunk_of, metrics, on_chunk)
-    _write_index_data(d, runs, convs, chunk_of, metrics, n_chunks)
-    figures, tables = _write_figures(d, runs, metrics, rubrics, problems)
+    values = MetricValues(runs, store, metrics)
+    n_chunks = _write_chunks(d, runs, store, values, on_chunk)
+    _write_index_data(d, runs, store, values, n_chunks)
+    figures, tables = _write_figures(d, runs, store, values, rubrics, problems)
     align_html = _copy_alignment(d, alignment, problems) if alignment else ""
-    ctx = SiteContext(d, runs, convs, chunk_of, metrics, rubrics, problems, cases=cases, compare=compare)
+    ctx = SiteContext(d, runs, store, values, metrics, rubrics, problems, cases=cases, compare=compare)
     links = [importlib.import_module(name, __package__).write_page(ctx) for name in PAGES]
-    index = _index_html(runs, metrics, rubrics, figures, tables, align_html, " ".join(x for x in links if x), problems)
+    overview = _overview_rows(runs, store, rubrics)
+    index = _index_html(runs, overview, metrics, figures, tables, align_html, " ".join(x for x in links if x), problems)
     (d / INDEX_HTML).write_text(index, encoding="utf-8")
     (d / CONVERSATION_HTML).write_text(_conversation_html(), encoding="utf-8")
     (d / PROBLEMS_TXT).write_text("".join(line + "\n" for line in problems.lines), encoding="utf-8")
-    return len(convs)
+    return len(store)
 
 
 def _write_figures(
-    d: Path, runs: list[ReportRun], metrics: list[str], rubrics: list[str], problems: Problems
+    d: Path,
+    runs: list[ReportRun],
+    store: ConversationStore,
+    values: MetricValues,
+    rubrics: list[str],
+    problems: Problems,
 ) -> tuple[list[tuple[str, str]], str]:
     """([(caption, relative path)] of the figures written, the HTML of Tables 1/2)."""
-    scored = [r for r in runs if any(c.scored for c in r.conversations)]
+    scored = [r for r in runs if any(store.score_row[i] >= 0 for i in r.rows)]
     if not scored:
         problems.add("no run has scores: no tables or figures (run `wikihowagent evaluate` on the runs)")
         return [], ""
-    rs = _run_scores(scored)
-    comp = [m for m in metrics if m in PERCENT_METRICS]
-    by_model: dict[str, list[ReportConversation]] = {}
+    rs = _run_scores(scored, store)
+    comp = [m for m in values.metrics if m in PERCENT_METRICS]
+    by_model: dict[str, list[int]] = {}  # model -> its scored conversations
     for r in scored:
-        by_model.setdefault(r.model, []).extend(c for c in r.conversations if c.scored)
-    out = _radar_figures(d, by_model, rubrics, comp)
+        by_model.setdefault(r.model, []).extend(i for i in r.rows if store.score_row[i] >= 0)
+    out = _radar_figures(d, by_model, values, rubrics, comp)
     for path in write_figures(summarize(rs, rubrics), rubrics, d, by_domain(rs, rubrics)):  # all runs' bars
         caption = {
             RUBRICS_PNG: "Rubric means ± std per run (Table 2)",
@@ -318,7 +341,8 @@ def _write_figures(
             BY_DOMAIN_PNG: "Per-domain heatmap (Fig. 5)",
         }.get(path.name, path.name)
         out.append((caption, f"figures/{path.name}"))
-    out += _domain_bar_figure(d, by_model, rubrics or comp, 1.0 if rubrics else 100.0, "1-5" if rubrics else "%")
+    bar_metrics, scale, unit = (rubrics, 1.0, "1-5") if rubrics else (comp, 100.0, "%")
+    out += _domain_bar_figure(d, by_model, store, values, bar_metrics, scale, unit)
     setups = {r.name: (r.teacher or r.model, r.learner or r.teacher or r.model) for r in scored}
     # as `evaluate --tables`: CIs over tutorials and paired arrows; the paper's raw arrows for paper-mode scores
     stats = TableStats(paired=not any("paper" in (r.mode or "") for r in scored))
@@ -326,17 +350,23 @@ def _write_figures(
     return out, _summary_tables([(title, t) for _, title, t in tables], {r.name: r.table for r in rs})
 
 
+def _present(values: MetricValues, convs: list[int], m: str) -> list[float]:
+    """The values of metric `m` the conversations `convs` have, in their order."""
+    j = values.metrics.index(m)
+    return [v for i in convs if (v := values.value(i, j)) is not None]
+
+
 def _radar_figures(
-    d: Path, by_model: dict[str, list[ReportConversation]], rubrics: list[str], comp: list[str]
+    d: Path, by_model: dict[str, list[int]], values: MetricValues, rubrics: list[str], comp: list[str]
 ) -> list[tuple[str, str]]:
     """The radars of the rubric means (1-5) and of the computational metrics (%) per model."""
 
     def means(ms: list[str], scale: float) -> dict[str, dict[str, float]]:
         res: dict[str, dict[str, float]] = {}
-        for model, cs in by_model.items():
+        for model, convs in by_model.items():
             res[model] = {}
             for m in ms:
-                vals = [v for c in cs if (v := c.metrics.get(m)) is not None]
+                vals = _present(values, convs, m)
                 res[model][m] = scale * sum(vals) / len(vals) if vals else math.nan
         return res
 
@@ -351,19 +381,26 @@ def _radar_figures(
 
 
 def _domain_bar_figure(
-    d: Path, by_model: dict[str, list[ReportConversation]], bar_metrics: list[str], scale: float, unit: str
+    d: Path,
+    by_model: dict[str, list[int]],
+    store: ConversationStore,
+    values: MetricValues,
+    bar_metrics: list[str],
+    scale: float,
+    unit: str,
 ) -> list[tuple[str, str]]:
     """The per-metric means per domain and model (Fig. 5), if any."""
-    values: dict[str, dict[str, dict[str, float]]] = {}
+    means: dict[str, dict[str, dict[str, float]]] = {}
     for m in bar_metrics:
-        values[m] = {}
-        for model, cs in by_model.items():
+        j = values.metrics.index(m)
+        means[m] = {}
+        for model, convs in by_model.items():
             per: dict[str, list[float]] = {}
-            for c in cs:
-                if (v := c.metrics.get(m)) is not None:
-                    per.setdefault(c.domain or "(none)", []).append(v)
-            values[m][model] = {k: scale * sum(v) / len(v) for k, v in per.items()}
-    if domain_bars(values, bar_metrics, d / FIGURES_DIR / DOMAIN_BARS_PNG, unit):
+            for i in convs:
+                if (v := values.value(i, j)) is not None:
+                    per.setdefault(store.domain[i] or "(none)", []).append(v)
+            means[m][model] = {k: scale * sum(v) / len(v) for k, v in per.items()}
+    if domain_bars(means, bar_metrics, d / FIGURES_DIR / DOMAIN_BARS_PNG, unit):
         return [("Per-metric means per domain and model (Fig. 5)", f"{FIGURES_DIR}/{DOMAIN_BARS_PNG}")]
     return []
 
@@ -394,15 +431,14 @@ PROBLEMS_SHOWN = 500  # lines of problems.txt on the page
 
 def _index_html(
     runs: list[ReportRun],
+    rows: list[dict[str, Any]],
     metrics: list[str],
-    rubrics: list[str],
     figures: list[tuple[str, str]],
     tables: str,
     align_html: str,
     cases_link: str,
     problems: Problems,
 ) -> str:
-    rows = _overview_rows(runs, rubrics)
     nav = (
         "<nav><b>wikihowagent report</b> <a href='#overview'>Overview</a> <a href='#figures'>Figures</a> "
         "<a href='#browser'>Conversations</a>"

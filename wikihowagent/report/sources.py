@@ -42,6 +42,8 @@ from wikihowagent.runs import (
 )
 from wikihowagent.scoretable import ScoreTable
 
+from .store import STATUSES, ConversationStore, parts
+
 # Fields shown as such; any other (later) field of a record is shown as it is.
 _KNOWN_SCORE_FIELDS = set(ScoreRecord.model_fields)
 _KNOWN_CONV_FIELDS = set(Conversation.model_fields) | {"persona"}
@@ -102,8 +104,9 @@ class ReportRun:
     scores_path: Path | None = None
     mode: str = ""  # evaluate mode(s) of the score records: default, paper
     scoring: str = ""  # judge scoring mode(s) of the score records: weighted, json, ...
-    conversations: list[ReportConversation] = field(default_factory=list)
+    rows: range = range(0)  # its conversations in the report's ConversationStore
     scores: ScoreTable = field(default_factory=ScoreTable.empty)  # this run's rows of the score table
+    calibrated: list[str] = field(default_factory=list)  # the `<rubric> (cal.)` columns `--calibration` added
 
 
 @dataclass
@@ -155,47 +158,69 @@ def expand(paths: list[Path], problems: Problems) -> list[Path]:
     return out
 
 
-def load_run(path: Path, problems: Problems, on_record: Callable[[], None] | None = None) -> ReportRun | None:
-    """One run directory (or one of the paper's run files) -> ReportRun, or None (reported) when it holds
-    nothing readable."""
+def load_run(
+    path: Path,
+    problems: Problems,
+    store: ConversationStore,
+    index: int,
+    on_record: Callable[[], None] | None = None,
+    calibrate: Callable[[ReportRun], None] | None = None,
+) -> ReportRun | None:
+    """One run directory (or one of the paper's run files) -> ReportRun, its conversations streamed into
+    `store` as run number `index` (each record read once, its text spooled, never all in memory); None
+    (reported) when it holds nothing readable. `calibrate(run)`: applied to the run's scores once read."""
     found = _paper_file(path, problems) if path.is_file() else _run_dir(path, problems)
     if found is None:
         return None
     run, records, score_file = found
-    by_id: dict[str, ReportConversation] = {}
+    later = Problems()  # the score file's problems: said after the records' (in the order a reader meets them)
+    scores = _read_scores(run, score_file, later) if score_file is not None else None
+    if calibrate is not None:
+        calibrate(run)
+    start = len(store)
+    at: dict[str, int] = {}  # conversation id -> its index in the store
     for where, obj in records:
         conv = _conversation(obj, run, where, problems)
         if conv is not None:
-            by_id[conv.conversation_id] = conv  # a rerun's later line replaces the earlier one
+            score_row = scores.attach(conv) if scores is not None else -1
+            at[conv.conversation_id] = store.put(at.get(conv.conversation_id), index, score_row, conv, parts(conv))
         if on_record:
             on_record()
     if score_file is None:
-        if by_id:
+        if at:
             problems.add(
                 f"{path}: no {SCORE_FILES[0]} (not evaluated: run `wikihowagent evaluate {path}`); "
                 "shown without metrics"
             )
     else:
-        run.scores_path = score_file
-        _attach_scores(run, by_id, score_file, problems)
-    if not by_id:
+        assert scores is not None  # read from score_file
+        for score_row, conv in scores.orphans(at):
+            at[conv.conversation_id] = store.put(None, index, score_row, conv, parts(conv))
+        scores.done(later)
+    problems.lines += later.lines
+    if not at:
         problems.add(f"{path}: nothing to show (no readable conversation or score record)")
         return None
-    run.conversations = list(by_id.values())
-    failed = sum(c.status == "failed" for c in run.conversations)
+    run.rows = range(start, len(store))
+    _run_labels(run, store, problems)
+    return run
+
+
+def _run_labels(run: ReportRun, store: ConversationStore, problems: Problems) -> None:
+    """The run's failed conversations said; its model and persona from the records when run.json has none."""
+    failed = sum(store.status[i] == STATUSES.index("failed") for i in run.rows)
     if failed:
         problems.add(
-            f"{path}: {failed} failed conversation(s) (run status {run.status or 'unknown'}); shown as failed, "
+            f"{run.path}: {failed} failed conversation(s) (run status {run.status or 'unknown'}); shown as failed, "
             "without scores (rerun `wikihowagent generate` to retry them)"
         )
     if not run.teacher:  # paper-style runs: take the model from the records
-        t = next((c.teacher for c in run.conversations if c.teacher), "")
-        lr = next((c.learner for c in run.conversations if c.learner), "")
+        t = next((store.teacher[i] for i in run.rows if store.teacher[i]), "")
+        lr = next((store.learner[i] for i in run.rows if store.learner[i]), "")
         run.model = _model_label(t, lr, run.name)
     if not run.persona:
-        personas = sorted({c.persona for c in run.conversations if c.persona})
+        personas = sorted({store.persona[i] for i in run.rows if store.persona[i]})
         run.persona = ", ".join(personas)
-    return run
 
 
 Found = tuple[ReportRun, Iterable[tuple[str, Any]], Path | None]  # the run, its ("where", record) items, its scores
@@ -203,12 +228,12 @@ Found = tuple[ReportRun, Iterable[tuple[str, Any]], Path | None]  # the run, its
 
 def _run_dir(path: Path, problems: Problems) -> Found:
     """A run directory: run.json, the records of conversations.jsonl, its score file."""
-    teacher = learner = evaluator = persona = status = ""
+    teacher = learner = evaluator = persona = status = elsewhere = ""
     name = path.name
     try:
         info = read_run_info(path)
         name, teacher, learner = info.name or path.name, info.teacher, info.learner or info.teacher
-        evaluator, status = info.evaluator or "", info.status
+        evaluator, status, elsewhere = info.evaluator or "", info.status, info.conversations_file
         persona = str((info.model_extra or {}).get("persona") or "")
     except RunError as exc:
         problems.add(str(exc))
@@ -226,9 +251,29 @@ def _run_dir(path: Path, problems: Problems) -> Found:
     records: Iterable[tuple[str, Any]] = ()
     if conv_file.is_file():
         records = conversation_items(path, on_error=problems.add, paper=False)
+    elif elsewhere:  # scores of a file (`evaluate` on one of the paper's run files): its conversations are there
+        records = _records_elsewhere(path, Path(elsewhere), problems)
     else:
         problems.add(f"{path}: no {CONVERSATIONS} (the conversation text is missing)")
     return run, records, scores_file(path)
+
+
+def _records_elsewhere(run_dir: Path, source: Path, problems: Problems) -> Iterator[tuple[str, Any]]:
+    """The records of the conversations file run.json names (`conversations_file`): one of the paper's run
+    files or a JSONL of records; missing or unreadable: said, and the run shown without text."""
+    if not source.is_file():
+        problems.add(
+            f"{run_dir}: its conversations file {source} (run.json conversations_file) is missing; shown without text"
+        )
+        return
+    try:
+        for where, obj in conversation_items(source, on_error=problems.add):
+            if isinstance(obj, dict):
+                yield where, obj
+            else:
+                problems.add(f"{where}: expected a JSON object; left out")
+    except (ValueError, OSError) as exc:
+        problems.add(str(exc) if isinstance(exc, ValueError) else f"{source}: cannot read ({exc.strerror or exc})")
 
 
 def _paper_file(path: Path, problems: Problems) -> Found | None:
@@ -267,32 +312,43 @@ def _item_step(item_id: str) -> int | None:
 
 def _later_fields(record: Any, known: set[str]) -> dict[str, Any]:
     """A typed record's fields the report does not know by name (e.g. added by a later change), non-empty."""
-    return {k: v for k, v in record.model_dump(mode="json").items() if k not in known and v not in (None, "", [], {})}
+    later = set(type(record).model_fields) - known
+    if not later:  # nothing to dump (a whole conversation's dump per record costs as much as reading it)
+        return {}
+    return {k: v for k, v in record.model_dump(mode="json", include=later).items() if v not in (None, "", [], {})}
 
 
-def _attach_scores(run: ReportRun, by_id: dict[str, ReportConversation], score_file: Path, problems: Problems) -> None:
-    # Post-tests that `evaluate --posttest-learner` took for records that had none are stored beside the scores.
-    for cid, test in read_posttests(score_file.parent / POSTTESTS).items():
-        if cid in by_id and by_id[cid].posttest is None:
-            by_id[cid].posttest = test.model_dump(mode="json")
+class _Scores:
+    """A run's score table, read before its records: each conversation record takes its row (`attach`), the
+    rows no record took are shown from their score records (`orphans`)."""
 
-    try:
-        table = read_score_table(score_file, run=run.name, on_error=problems.add)
-    except RunError as exc:
-        problems.add(f"{exc}; shown without metrics")
-        return
-    drop_out_of_range(table, problems)
-    orphans = 0
-    for cid, rec, metrics in zip(
-        table.meta["conversation_id"], table.meta["record"], table.iter_row_metrics(), strict=True
-    ):
-        conv = by_id.get(cid)
-        if conv is None:  # scored, but its conversation record is missing: shown from the score record
-            orphans += 1
-            conv = by_id[cid] = ReportConversation(
-                conversation_id=cid,
-                run=run.name,
-                where=str(score_file),
+    def __init__(self, run: ReportRun, score_file: Path, table: Any) -> None:
+        self.run, self.score_file, self.table = run, score_file, table
+        self.row_of = table.index_of()
+        self.records = table.meta["record"].tolist()
+        # Post-tests that `evaluate --posttest-learner` took for records that had none are stored beside the scores.
+        self.posttests = read_posttests(score_file.parent / POSTTESTS)
+        self.n_orphans = 0
+
+    def attach(self, conv: ReportConversation) -> int:
+        """The conversation's score row (-1: none), its judge's replies and notes set on it."""
+        if conv.posttest is None and conv.conversation_id in self.posttests:
+            conv.posttest = self.posttests[conv.conversation_id].model_dump(mode="json")
+        row = self.row_of.get(conv.conversation_id, -1)
+        if row >= 0:
+            _score_fields(conv, self.records[row])
+        return row
+
+    def orphans(self, seen: dict[str, int]) -> Iterator[tuple[int, ReportConversation]]:
+        """Scored, but its conversation record is missing: shown from the score record."""
+        for row, rec in enumerate(self.records):
+            if rec.conversation_id in seen:
+                continue
+            self.n_orphans += 1
+            conv = ReportConversation(
+                conversation_id=rec.conversation_id,
+                run=self.run.name,
+                where=str(self.score_file),
                 tutorial_id=rec.tutorial_id,
                 title=rec.title,
                 domain=rec.domain,
@@ -300,31 +356,54 @@ def _attach_scores(run: ReportRun, by_id: dict[str, ReportConversation], score_f
                 learner=rec.learner,
                 missing=["conversation record"],
             )
-        conv.scored = True
-        conv.metrics = metrics
-        judge = rec.judge
-        if judge is not None:
-            conv.judge_raw = dict(judge.raw)
-            conv.judge_failures = list(judge.failures)
-            conv.notes = list(rec.notes) + [f"judge: {n}" for n in judge.notes]
-            conv.checklist = [
-                [i.id, list(i.rubrics), i.question, i.polarity, i.p_yes, i.good, i.failure, _item_step(i.id)]
-                for i in judge.items
-            ]
-            conv.checklist_reading = judge.reading
-            if not run.evaluator and judge.evaluator:
-                run.evaluator = judge.evaluator
-        else:
-            conv.notes = list(rec.notes)
-        conv.score_extra = _later_fields(rec, _KNOWN_SCORE_FIELDS)
-        conv.posttest_matches = [tuple(m) for m in rec.posttest_matches or []]
+            _score_fields(conv, rec)
+            yield row, conv
+
+    def done(self, problems: Problems) -> None:
+        """The records were read: their typed score records are let go (the table keeps the numbers)."""
+        self.table.meta["record"] = None
+        self.records = []
+        if self.n_orphans:
+            problems.add(
+                f"{self.score_file}: {self.n_orphans} score record(s) without a conversation in {CONVERSATIONS} "
+                "(shown without text)"
+            )
+
+
+def _read_scores(run: ReportRun, score_file: Path, problems: Problems) -> _Scores:
+    run.scores_path = score_file
+    try:
+        table = read_score_table(score_file, run=run.name, on_error=problems.add)
+    except RunError as exc:
+        problems.add(f"{exc}; shown without metrics")
+        table = ScoreTable.empty()
+    drop_out_of_range(table, problems)
     run.scores = table
     run.mode = ", ".join(table.modes())
     run.scoring = ", ".join(table.scorings())
-    if orphans:
-        problems.add(
-            f"{score_file}: {orphans} score record(s) without a conversation in {CONVERSATIONS} (shown without text)"
-        )
+    if not run.evaluator:
+        run.evaluator = next((e for e in table.meta["evaluator"] if e), "")
+    return _Scores(run, score_file, table)
+
+
+def _score_fields(conv: ReportConversation, rec: ScoreRecord) -> None:
+    """What a conversation shows of its score record besides the numbers: the judge's replies, failures, notes
+    and checklist items, later fields, post-test matches."""
+    conv.scored = True
+    judge = rec.judge
+    if judge is not None:
+        conv.judge_raw = dict(judge.raw)
+        conv.judge_failures = list(judge.failures)
+        conv.notes = list(rec.notes) + [f"judge: {n}" for n in judge.notes]
+        conv.checklist = [
+            [i.id, list(i.rubrics), i.question, i.polarity, i.p_yes, i.good, i.failure, _item_step(i.id)]
+            for i in judge.items
+        ]
+        conv.checklist_reading = judge.reading
+    else:
+        conv.notes = list(rec.notes)
+    conv.score_extra = _later_fields(rec, _KNOWN_SCORE_FIELDS)
+    conv.posttest_matches = list(rec.posttest_matches or [])
 
 
 def drop_out_of_range(table: Any, problems: Problems, columns: list[str] | None = None) -> None:
@@ -365,7 +444,7 @@ def _conversation(obj: dict[str, Any], run: ReportRun, where: str, problems: Pro
     conv = rec.conversation
     if conv is None:
         return _partial(rec, run)
-    extra = _later_fields(conv, _KNOWN_CONV_FIELDS)
+    extra = _later_fields(conv, _KNOWN_CONV_FIELDS)  # {} unless a field is added to the type: the record's own
     extra.update({k: v for k, v in obj.items() if k not in _KNOWN_CONV_FIELDS and k not in extra})
     return ReportConversation(
         conversation_id=rec.conversation_id,
@@ -415,28 +494,50 @@ def _partial(rec: LenientRecord, run: ReportRun) -> ReportConversation:
     )
 
 
-def load_inputs(paths: list[Path], problems: Problems, on_record: Callable[[], None] | None = None) -> list[ReportRun]:
-    """Every named run (sweeps expanded). A named run directory that yields nothing is a ReportInputError;
-    a sweep cell that yields nothing is reported and skipped."""
+@dataclass
+class Loaded:
+    """What `load_inputs` read: the runs, and their conversations (spooled; `store.close()` when done)."""
+
+    runs: list[ReportRun]
+    store: ConversationStore
+
+
+def load_inputs(
+    paths: list[Path],
+    problems: Problems,
+    on_record: Callable[[], None] | None = None,
+    *,
+    spool_dir: Path | None = None,
+    calibrate: Callable[[ReportRun], None] | None = None,
+) -> Loaded:
+    """Every named run (sweeps expanded), each record read once and streamed into a ConversationStore whose
+    spool file is made in `spool_dir` (default: the system's temporary directory). A named run directory that
+    yields nothing is a ReportInputError; a sweep cell that yields nothing is reported and skipped.
+    `calibrate(run)`: applied to each run's scores once they are read."""
     named = {Path(p).resolve() for p in paths}
     runs: list[ReportRun] = []
-    for p in expand(paths, problems):
-        before = len(problems.lines)
-        run = load_run(p, problems, on_record)
-        if run is None:
-            if p.resolve() in named:
-                raise ReportInputError(problems.lines[-1] if len(problems.lines) > before else f"{p}: nothing to show")
-            continue
-        runs.append(run)
-    if not runs:
-        raise ReportInputError("nothing to show: no run with a readable conversation or score record")
+    store = ConversationStore(spool_dir)
+    try:
+        for p in expand(paths, problems):
+            before = len(problems.lines)
+            run = load_run(p, problems, store, len(runs), on_record, calibrate)
+            if run is None:
+                if p.resolve() in named:
+                    raise ReportInputError(
+                        problems.lines[-1] if len(problems.lines) > before else f"{p}: nothing to show"
+                    )
+                continue
+            runs.append(run)
+        if not runs:
+            raise ReportInputError("nothing to show: no run with a readable conversation or score record")
+    except BaseException:
+        store.close()
+        raise
     names = [r.name for r in runs]
     for r in runs:
         if names.count(r.name) > 1:  # two sweeps with the same cell name: keep them apart
             r.name = f"{r.path.parent.name}/{r.path.name}"
-            for c in r.conversations:
-                c.run = r.name
-    return runs
+    return Loaded(runs, store)
 
 
 def count_lines(paths: list[Path]) -> int:

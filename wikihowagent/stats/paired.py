@@ -40,7 +40,7 @@ def group_sums(values: Sequence[tuple[str, float | None]]) -> dict[str, tuple[fl
     """[(tutorial, value)] -> {tutorial: (sum, count)} over the values that are numbers."""
     out: dict[str, tuple[float, int]] = {}
     for g, v in values:
-        if _finite(v):
+        if v is not None and v == v:  # `_finite`, inline: this loop runs over every row of every table
             s, n = out.get(g, (0.0, 0))
             out[g] = (s + float(v), n + 1)
     return out
@@ -63,9 +63,11 @@ def bootstrap_mean_ci(
     counts = np.array([[r.get(g, (0.0, 0))[1] for g in groups] for r in runs], dtype=float)
     rng = np.random.default_rng(seed)
     parts = []
+    ones = bool((counts == 1).all())  # one conversation per tutorial and run (the paper's design): n per resample
     for idx in resamples(rng, len(groups), n_boot, width=len(runs)):
         with np.errstate(invalid="ignore", divide="ignore"):
-            means = sums[:, idx].sum(axis=2) / counts[:, idx].sum(axis=2)  # runs x resamples of this chunk
+            n = float(idx.shape[1]) if ones else counts[:, idx].sum(axis=2)
+            means = sums[:, idx].sum(axis=2) / n  # runs x resamples of this chunk
             parts.append(np.nanmean(means, axis=0) if len(runs) > 1 else means[0])
     stat = np.concatenate(parts)
     stat = stat[np.isfinite(stat)]
