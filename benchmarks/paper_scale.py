@@ -287,6 +287,17 @@ def combined(parts: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def files_digest(files: Sequence[Path]) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in files:
+        with open(f, "rb") as fh:
+            for block in iter(lambda fh=fh: fh.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
 def count_lines(path: Path) -> int:
     with open(path, "rb") as fh:
         return sum(1 for _ in fh)
@@ -384,6 +395,8 @@ class Work:
             p.unlink()
 
     def env(self, code: Path | None = None) -> dict[str, str]:
+        """The environment of a stage's process: `code` (default this checkout) first on the path; run it with
+        the current directory there too (`python -m` looks there first)."""
         return {**os.environ, "PYTHONPATH": str(code or ROOT), "COLUMNS": "120"}
 
     def child(self, what: str) -> list[str]:
@@ -439,7 +452,7 @@ def _merge_all(w: Work, code: Path | None) -> dict[str, Any]:
     parts, t0 = [], time.monotonic()
     for i, d in enumerate(w.run_dirs()):
         (d / "scores.jsonl").unlink(missing_ok=True)
-        parts.append(measured(cli("merge", str(d)), w.log("merge"), w.env(code)))
+        parts.append(measured(cli("merge", str(d)), w.log("merge"), w.env(code), cwd=code or ROOT))
         say_eta("merge" + (" (before)" if code else ""), i + 1, len(MODELS), t0)
     return combined(parts)
 
@@ -447,13 +460,9 @@ def _merge_all(w: Work, code: Path | None) -> dict[str, Any]:
 def stage_merge(w: Work) -> dict[str, Any]:
     """`merge` of each run's 50 score shards (400 in all), one process per run; with `--before`, the old code
     first, on the same shards, and its output compared with the new one's."""
-    import hashlib
 
     def digest() -> str:
-        h = hashlib.sha256()
-        for d in w.run_dirs():
-            h.update((d / "scores.jsonl").read_bytes())
-        return h.hexdigest()
+        return files_digest([d / "scores.jsonl" for d in w.run_dirs()])
 
     before = None
     if w.before is not None:
@@ -477,8 +486,14 @@ def _align_argv(w: Work) -> list[str]:
 def stage_align(w: Work) -> dict[str, Any]:
     """`align` of the two judges' sheets against all 114,296 score lines (the 70 rated among them) and the
     paper's judge scores of the 70; with `--before`, the old code first."""
-    before = measured(_align_argv(w), w.log("align"), w.env(w.before)) if w.before else None
-    got = measured(_align_argv(w), w.log("align"), w.env())
+
+    def digest() -> str:
+        return files_digest(sorted(p for p in (w.dir / "align").rglob("*") if p.is_file()))
+
+    before = None
+    if w.before is not None:
+        before = measured(_align_argv(w), w.log("align"), w.env(w.before), cwd=w.before) | {"sha256": digest()}
+    got = measured(_align_argv(w), w.log("align"), w.env()) | {"sha256": digest()}
     out = {**got, "bytes": disk_bytes(w.dir / "align")}
     return out | ({"before": before} if before else {})
 
@@ -521,111 +536,112 @@ def _within(ok: bool) -> str:
     return "within" if ok else "**over**"
 
 
+def _row(label: str, n: int, g: dict[str, Any], disk: str, limit: str, figure: str = "measured") -> list[str]:
+    return [label, f"{n:,}", _time(g["wall_s"]), _time(g["cpu_s"]), _mb(g["peak_mb"]), disk, limit, figure]
+
+
 def stage_rows(f: dict[str, dict[str, Any]]) -> list[list[str]]:
-    """The table's rows from the stages' figures: (stage, conversations, wall, CPU, peak memory, on disk, limit,
-    measured or projected)."""
+    """The stage table's rows: (stage, conversations, wall, CPU, peak memory, on disk, limit, measured or
+    projected)."""
     e, total = f["evaluate"], f["build"]["conversations"]
-    per = e["wall_s"] / e["conversations"]
-    one = e["peak_mb"]  # one evaluate process: what merge and align are held to
+    n, one = e["conversations"], e["peak_mb"]  # one evaluate process: what merge and align are held to
     m, a, r = f["merge"], f["align"], f["report"]
+    full = {"wall_s": e["wall_s"] / n * total, "cpu_s": e["cpu_s"] / n * total, "peak_mb": one}
     rows = [
-        [
-            "build (the benchmark's own)",
-            f"{total:,}",
-            _time(f["build"]["wall_s"]),
-            "",
-            _mb(f["build"]["peak_mb"]),
-            _bytes(f["build"]["bytes"]) + " of conversations",
-            "",
-            "measured",
-        ],
-        [
+        _row("build (the benchmark's own)", total, f["build"], _bytes(f["build"]["bytes"]) + " of conversations", ""),
+        _row(
             f"`evaluate --no-judge`, the sample in {e['processes']} shards",
-            f"{e['conversations']:,}",
-            _time(e["wall_s"]),
-            _time(e["cpu_s"]),
-            _mb(one) + " per process",
+            n,
+            e,
             _bytes(e["bytes"]),
-            "time ≤ 1.3 x the encoder alone (see `evaluate`)",
-            "measured",
-        ],
-        [
+            "time ≤ 1.3 x the encoder alone (the `evaluate` section)",
+        ),
+        _row(
             "`evaluate --no-judge`, all",
-            f"{total:,}",
-            _time(per * total),
-            _time(e["cpu_s"] / e["conversations"] * total),
-            _mb(one) + " per process",
-            _bytes(e["bytes"] / e["conversations"] * total),
+            total,
+            full,
+            _bytes(e["bytes"] / n * total),
             "≤ 1 h on one 16-core GPU node (the GPU plan)",
-            f"projected from the sample's {1 / per:.2f} conversations/s",
-        ],
+            f"projected: the sample's time per conversation x {total:,}; memory: measured, per process",
+        ),
     ]
-    for label, g in (
-        ("`merge`, before", m.get("before")),
-        ("`merge`", m),
-        ("`align`, before", a.get("before")),
-        ("`align`", a),
+    limit = f"memory ≤ one evaluate process ({_mb(one)})"
+    for label, g, disk in (
+        ("`merge`, the code before", m.get("before"), m["bytes"]),
+        ("`merge`, 8 runs x 50 shards", m, m["bytes"]),
+        ("`align`, the code before", a.get("before"), a["bytes"]),
+        ("`align`", a, a["bytes"]),
     ):
         if g:
-            out = m["bytes"] if label.startswith("`merge") else a["bytes"]
-            limit = f"memory ≤ one evaluate process ({_mb(one)}): {_within(g['peak_mb'] <= one)}"
-            rows.append(
-                [
-                    label,
-                    f"{total:,}",
-                    _time(g["wall_s"]),
-                    _time(g["cpu_s"]),
-                    _mb(g["peak_mb"]),
-                    _bytes(out),
-                    limit,
-                    "measured",
-                ]
-            )
+            rows.append(_row(label, total, g, _bytes(disk), f"{limit}: {_within(g['peak_mb'] <= one)}"))
     mem, secs = REPORT_LIMIT
-    limit = f"≤ {_mb(mem)}: {_within(r['peak_mb'] <= mem)}; ≤ {secs:.0f} s: {_within(r['wall_s'] <= secs)}"
-    rows.append(
-        [
-            "`report`",
-            f"{total:,}",
-            _time(r["wall_s"]),
-            _time(r["cpu_s"]),
-            _mb(r["peak_mb"]),
-            _bytes(r["bytes"]),
-            limit,
-            "measured",
-        ]
-    )
+    within = f"≤ {_mb(mem)}: {_within(r['peak_mb'] <= mem)}; ≤ {secs:.0f} s: {_within(r['wall_s'] <= secs)}"
+    rows.append(_row("`report`", total, r, f"{_bytes(r['bytes'])} ({r['files']:,} files)", within))
     return rows
 
 
+def where_rows(f: dict[str, dict[str, Any]]) -> list[list[str]]:
+    """What the full set takes where, from the measured figures (the evaluate figures projected)."""
+    e, m, a, r, total = f["evaluate"], f["merge"], f["align"], f["report"], f["build"]["conversations"]
+    cpu, tasks = e["cpu_s"] / e["conversations"], len(MODELS) * SHARDS
+    later = [f"{_time(g['wall_s'])}, {_mb(g['peak_mb'])}" for g in (m, a, r)]
+    return [
+        [
+            "this machine (2 shared cores)",
+            f"{_time(e['wall_s'] / e['conversations'] * total)} (CPU {_time(cpu * total)}), {_mb(e['peak_mb'])}",
+            *later,
+        ],
+        ["one GPU node (`--device cuda`)", "the GPU plan in the `evaluate` section", *later],
+        [
+            f"a Slurm cluster: {tasks} tasks (8 runs x {SHARDS} shards)",
+            f"per task {total // tasks:,} conversations, CPU {_time(cpu * total / tasks)}, {_mb(e['peak_mb'])}; "
+            f"in all CPU {_time(cpu * total)}",
+            f"8 tasks of {_time(m['wall_s'] / len(MODELS))}, or one",
+            *later[1:],
+        ],
+    ]
+
+
+def _slurm_line(sl: dict[str, Any]) -> str:
+    if not sl:
+        return ""
+    if sl.get("skipped"):
+        return f"Slurm rehearsal: not run ({sl['skipped']})."
+    k, n = sl["failed_task"], sl["shards"]
+    return (
+        f"Slurm rehearsal (a real single-node Slurm): {sl['conversations']} of the sample's conversations as an array "
+        f"of {n} `evaluate --no-judge --shard K/{n}` tasks; task {k} killed mid-shard on its first attempt "
+        f"({'it was' if sl['failed_once'] else 'it was **not**'}); `merge` then refused ({sl['refused_before']}); "
+        f"after `sbatch --array={k}` of the same script: {sl['merged']}; the merged scores equal one unsharded "
+        f"`evaluate`'s: **{'yes' if sl['identical'] else 'NO'}** (array {sl['array_s']:.0f} s, the resubmitted task "
+        f"{sl['resubmitted_s']:.0f} s, unsharded {sl['single_s']:.0f} s)."
+    )
+
+
 def statement(f: dict[str, dict[str, Any]]) -> str:
-    """The stage table with what it rests on: the block BENCHMARKS.md and the docs page show."""
+    """The stage table, what the full set takes where, and what they rest on: the block BENCHMARKS.md and the
+    docs page show."""
     from benchmarks.harness import table
 
     heads = ["stage", "conversations", "wall", "CPU", "peak memory", "on disk", "limit", "figure"]
-    e, sl = f["evaluate"], f.get("slurm") or {}
-    if sl.get("skipped"):
-        slurm = f"Slurm rehearsal: not run ({sl['skipped']})."
-    elif sl:
-        slurm = (
-            f"Slurm rehearsal (a real single-node Slurm): {sl['conversations']} of the sample's conversations as an "
-            f"array of {sl['shards']} `evaluate --no-judge --shard K/{sl['shards']}` tasks; task {sl['failed_task']} "
-            f"killed mid-shard on its first attempt ({'it was' if sl['failed_once'] else 'it was **not**'}), `merge` "
-            f"then refused ({sl['refused_before']}); after `sbatch --array={sl['failed_task']}` of the same script: "
-            f"{sl['merged']}; the merged scores equal one unsharded `evaluate`'s: **{'yes' if sl['identical'] else 'NO'}** "
-            f"(array {sl['array_s']:.0f} s, resubmitted task {sl['resubmitted_s']:.0f} s, unsharded {sl['single_s']:.0f} s)."
-        )
-    else:
-        slurm = ""
+    e = f["evaluate"]
     loads = ", ".join(f"{x:.1f}" for x in e.get("loads", []))
     notes = (
-        f"Measured figures are whole fresh processes (wall, CPU of the process and its children, peak memory = "
-        f"the larger of the kernel's peak RSS and the sampled PSS of the process tree). The full `evaluate` row is "
-        f"projected from the sample's wall time per conversation (machine load during its shards: {loads}; "
-        f"2 shared cores). Times add up over a stage's processes (one per shard, one `merge` per run); memory is "
-        f"the largest of them."
+        "Measured figures are whole fresh processes: wall, CPU of the process and its children, peak memory = "
+        "the larger of the kernel's peak RSS and the sampled PSS of the process tree. Times add up over a stage's "
+        "processes (one per shard, one `merge` per run); memory is the largest of them. The full `evaluate` row is "
+        f"projected from the sample's time per conversation (the machine's load during its shards: {loads}, on 2 "
+        "shared cores: its wall time is the machine's, its CPU time the work's)."
     )
-    return table(heads, stage_rows(f)) + "\n" + notes + ("\n\n" + slurm if slurm else "")
+    same = [
+        f"{name} before and after this change write the same files: {'yes' if g['before']['sha256'] == g['sha256'] else '**no**'}."
+        for name, g in (("`merge`", f["merge"]), ("`align`", f["align"]))
+        if g.get("before") and "sha256" in g
+    ]
+    notes += (" " + " ".join(same)) if same else ""
+    where = table(["where", "`evaluate --no-judge`", "`merge`", "`align`", "`report`"], where_rows(f)).rstrip()
+    parts = (table(heads, stage_rows(f)).rstrip(), notes, where, _slurm_line(f.get("slurm") or {}))
+    return "\n\n".join(x for x in parts if x)
 
 
 def section(f: dict[str, dict[str, Any]], w: Work) -> Section:
@@ -644,8 +660,8 @@ def section(f: dict[str, dict[str, Any]], w: Work) -> Section:
         f"the later stages get all {total:,}, each with the scores of the study conversation its text was copied "
         f"from, in 8 x {SHARDS} score shards as `evaluate --shard K/{SHARDS}` writes them. `align` reads the two "
         f"judges' sheets, every score line and the paper's judge scores of the 70; `report` gets the runs and "
-        f"`align`'s output. Commands, resuming and what each stage needs on a laptop, a GPU node and a cluster: "
-        f"[At the paper's scale](docs/guides/paper-scale.md).\n\n"
+        f"`align`'s output. Commands, resuming, and what each stage needs on a laptop, a GPU node and a cluster: "
+        f"the guide *At the paper's scale* (`docs/guides/paper-scale.md`), which shows the same figures.\n\n"
         f"<!-- measured: {LABEL} -->\n{statement(f)}\n<!-- /measured -->\n"
     )
     return Section(TITLE, "evaluate, merge, align, report", headline, "python -m benchmarks paper_scale", body)
@@ -699,7 +715,8 @@ def main(argv: list[str] | None = None) -> None:
         return write_sample(args.dir, args.study, args.tutorials, args.sample)
     if args.child == "scores":
         return copy_scores(args.dir, args.study, args.tutorials)
-    w = Work(args.dir.resolve(), args.study.resolve(), args.tutorials, args.sample, args.before)
+    before = args.before.resolve() if args.before else None
+    w = Work(args.dir.resolve(), args.study.resolve(), args.tutorials, args.sample, before)
     for stage in args.redo:
         for later in STAGES[STAGES.index(stage) :]:
             w.forget(later)

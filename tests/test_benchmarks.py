@@ -370,3 +370,14 @@ def test_the_slurm_rehearsal_script_fails_one_task_once_and_is_valid_bash(tmp_pa
     assert f'[ "$SLURM_ARRAY_TASK_ID" = "1" ] && [ ! -e {tmp_path / "mark"} ]' in text and "exit 1" in text
     assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0
     assert "exit 1" not in array_script(tmp_path / "run", 3, "/py", tmp_path / "logs", None)
+
+
+def test_the_paper_scale_guide_shows_the_figures_of_benchmarks_md():
+    """docs/guides/paper-scale.md quotes the stage table inside its measured block only, the same block as the
+    "paper scale" section of BENCHMARKS.md (both written by `python -m benchmarks paper_scale --write-md`)."""
+    from benchmarks import paper_scale
+
+    block = measured_block(paper_scale.LABEL)
+    found = [block.findall((REPO / rel).read_text(encoding="utf-8")) for rel in (*paper_scale.PAGES, "BENCHMARKS.md")]
+    assert [len(f) for f in found] == [1] * len(found), "run `python -m benchmarks paper_scale --write-md`"
+    assert len({f[0][1] for f in found}) == 1 and "| `merge`" in found[0][0][1]
