@@ -20,6 +20,8 @@ BENCHMARKS: dict[str, str] = {
     "judge_vs_people": "the embedded judge against the human study and judge-check",
     "metrics_vs_people": "every metric against people: README's and the home page's figures from the validity file",
     "lessons": "verbatim full lessons of a tutorial set (no model): the input of the perturbation checks",
+    "paper_scale": "the paper's 114,296 conversations through evaluate, merge, align, report: time, memory, disk",
+    "paper_scale_slurm": "a Slurm array of evaluate shards, one task killed once and resubmitted: merge = one run",
     "structure": "the code's size and shape: lines, long functions, big modules, upward imports, duplicates",
 }
 MAKE_BENCH = ("generate", "evaluate", "align", "corpus", "report", "personas", "manager", "scale")

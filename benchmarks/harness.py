@@ -1,5 +1,5 @@
 """What every benchmark needs, written once: the machine's one model lock, resumable jobs whose results are
-JSONL lines, fresh-process timing, numbers with their CIs, Markdown tables, and writing a benchmark's section
+JSONL lines, fresh-process timing (also of a process tree: worker processes' memory included), numbers with their CIs, Markdown tables, and writing a benchmark's section
 of BENCHMARKS.md with its headline in the table at the top.
 
 A benchmark (a module of this folder, registered in `benchmarks/__main__.py`) defines its jobs and what its
@@ -15,6 +15,7 @@ import platform
 import re
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -136,6 +137,73 @@ def timed(argv: Sequence[str], cwd: Path = ROOT, env: dict[str, str] | None = No
 def cli(*args: str) -> list[str]:
     """The command line of `wikihowagent ARGS` with this interpreter (the checkout first on PYTHONPATH)."""
     return [sys.executable, "-m", "wikihowagent", *args]
+
+
+def _pss_kb(pid: int) -> int:
+    """The proportional set size of a process (shared pages split among their users), 0 once it is gone."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", encoding="ascii") as fh:
+            return next((int(line.split()[1]) for line in fh if line.startswith("Pss:")), 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def _tree(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for tid in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{tid}/children", encoding="ascii") as fh:
+                    todo.extend(int(c) for c in fh.read().split())
+        except OSError:
+            continue
+    return out
+
+
+class TreePeak(threading.Thread):
+    """The largest summed PSS of a process and its descendants (worker processes included), sampled."""
+
+    def __init__(self, pid: int, every_s: float = 0.25) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.every_s, self.peak_kb = pid, every_s, 0
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.wait(self.every_s):
+            self.peak_kb = max(self.peak_kb, sum(_pss_kb(p) for p in _tree(self.pid)))
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join()
+
+
+def measured(
+    argv: Sequence[str], log: Path, env: dict[str, str] | None = None, cwd: Path = ROOT, check: bool = True
+) -> dict[str, Any]:
+    """Run one fresh process, its output appended to `log`: wall and CPU seconds (its waited-for children
+    included), peak memory in MB (the larger of the kernel's peak RSS of one process and the sampled PSS of
+    the whole process tree, worker processes included), exit code (`check`: a failure ends the benchmark
+    with the log's tail)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as fh:
+        fh.write(f"\n$ {' '.join(map(str, argv))}\n".encode())
+        fh.flush()
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(list(map(str, argv)), cwd=cwd, env=env, stdout=fh, stderr=subprocess.STDOUT)
+        sampler = TreePeak(proc.pid)
+        sampler.start()
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        sampler.stop()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    peak_mb = max(usage.ru_maxrss / 1024, sampler.peak_kb / 1024)
+    if check and proc.returncode:
+        tail = log.read_text(encoding="utf-8", errors="replace")[-800:]
+        raise SystemExit(f"{' '.join(map(str, argv[:4]))} ... failed ({proc.returncode}); {log}:\n{tail}")
+    cpu = usage.ru_utime + usage.ru_stime
+    return {"wall_s": wall, "cpu_s": cpu, "peak_mb": peak_mb, "returncode": proc.returncode}
 
 
 # --------------------------------------------------------------------------- numbers and tables

@@ -573,3 +573,37 @@ def test_align_checks_its_options_in_core_before_any_work(tmp_path):
     with pytest.raises(AlignUsageError) as err:
         check_out_dir(tmp_path / "out")
     assert err.value.option == "" and "holds files align did not write (mine.txt)" in str(err.value)
+
+
+def test_unrated_conversations_keep_their_rubric_scores_not_their_metrics(tmp_path, monkeypatch):
+    """At the paper's scale align reads 114,296 score lines for 70 rated conversations: the others' rows keep
+    what every row is read for (rubric scores, run, judge) and drop their metrics, and nothing align computes
+    changes (here with the PPI, which uses the unrated rows' scores)."""
+    from wikihowagent.alignment import core, estimates
+
+    rng = np.random.default_rng(3)
+    tuts = [f"t{i}" for i in range(40)]
+    scores = {
+        t: {**{m: float(rng.integers(1, 6)) for m in METRICS}, "BLEU": rng.random(), "METEOR": rng.random()}
+        for t in tuts
+    }
+    ids = make_run(tmp_path / "runs", "r1", tuts, scores, rng=rng)
+    rated = [ids[t] for t in tuts[:16]]
+    base = np.stack([[scores[t][m] for m in METRICS] for t in tuts[:16]])
+    sheet = write_sheet(
+        tmp_path / "j.csv", sheet_rows(rated, np.clip(base + rng.integers(-1, 2, base.shape), 1, 5), "r1")
+    )
+
+    def outcome():
+        res = compute([sheet], [tmp_path / "runs" / "r1"], n_boot=50, problems=Problems())
+        ppi = estimates.ppi_estimates(res, "model", Problems())
+        return res, (repr(res.groups), repr(res.metric_alignment), repr(ppi))
+
+    res, slim = outcome()
+    unrated = res.llm.rows[ids["t30"]]
+    assert unrated.metrics == {} and list(unrated.values) == [scores["t30"][m] for m in METRICS]
+    assert unrated.run == "r1" and unrated.judge == "judge"
+    assert res.llm.rows[rated[0]].metrics == {"BLEU": scores["t0"]["BLEU"], "METEOR": scores["t0"]["METEOR"]}
+    every = core.read_llm_scores
+    monkeypatch.setattr(core, "read_llm_scores", lambda paths, problems, keep=None: every(paths, problems))
+    assert outcome()[1] == slim  # every row whole: the same results

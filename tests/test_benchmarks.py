@@ -248,3 +248,136 @@ def test_the_metric_figures_have_one_source(tmp_path):
     assert sorted(p.relative_to(tmp_path).as_posix() for p in changed) == sorted(metrics_vs_people.PAGES)
     for rel in metrics_vs_people.PAGES:
         assert "**METEOR** +0.60 [+0.50, +0.70]" in (tmp_path / rel).read_text(encoding="utf-8")
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def _study(root: Path, tutorials: int = 3) -> Path:
+    """A human study in the paper's layout: 7 models' run files over the same `tutorials` tutorials."""
+    from benchmarks.paper_scale import MODELS
+
+    (root / "conversations").mkdir(parents=True)
+    for m, model in enumerate(MODELS[:7]):
+        records = [
+            {
+                "conversation_id": f"{model}-{t}",
+                "doc_id": 10 + t,
+                "method_id": 0,
+                "source_tutorial_path": f"./data/wikihow/Pets/Do {t}/Do {t}.json",
+                "title": f"How to Do {t}",
+                "categories": ["Categories", "Pets and Animals", "Dogs"],
+                "summary": "About it.",
+                "tutorial": {"title": f"Method 1 of 1:Doing {t}", "steps": [f"First {t}.", f"Then {t}."]},
+                "conversation": [
+                    f"Teacher: Let's begin: Method 1 of 1:Doing {t}. BEGIN",
+                    "Learner: Ready.",
+                    f"Teacher: First {t}, {model} says.",
+                    "Learner: Why first?",
+                    "Teacher: Because it comes first.",
+                    "Learner: Got it.",
+                    f"Teacher: Then {t}." + " More words." * m,
+                    "Learner: Next.",
+                    "Teacher: We've reached the end of the tutorial. Bye! FINISHED",
+                    "Learner: Thanks!",
+                ],
+                "evaluation": {},
+            }
+            for t in reversed(range(tutorials))
+        ]
+        path = root / "conversations" / f"T-{model}_L-{model}_E-{model}_1_corrected.json"
+        path.write_text(json.dumps({"total_conversations": records}), encoding="utf-8")
+    return root
+
+
+def test_paper_scale_builds_runs_as_generate_writes_them_with_the_study_inside(tmp_path):
+    """8 runs of copies: records `generate` could have written (typed, structured turns), every slot a tutorial
+    of its own except the study's slots, the study's conversations under their own ids in their model's run,
+    new ids unique; the sample is lines of the runs, the study's among them."""
+    from benchmarks import paper_scale as ps
+    from wikihowagent.records import ConversationRecord
+    from wikihowagent.runs import read_run_info
+
+    study, n = _study(tmp_path / "study"), 40
+    ps.build(tmp_path, study, n)
+    ps.write_sample(tmp_path, study, n, 30)
+    runs = sorted((tmp_path / "runs").iterdir())
+    assert [r.name for r in runs] == sorted(ps.run_name(m) for m in ps.MODELS)
+    records = {
+        r.name: [ConversationRecord.model_validate_json(x) for x in _lines(r / "conversations.jsonl")] for r in runs
+    }
+    assert all(
+        len(v) == n and read_run_info(r).status == "complete" for r, v in zip(runs, records.values(), strict=True)
+    )
+    every = [rec for recs in records.values() for rec in recs]
+    assert len({r.conversation_id for r in every}) == len(every)  # new ids, none twice
+    assert {r.conversation_id for r in every} >= {f"{m}-{t}" for m in ps.MODELS[:7] for t in range(3)}
+    gemma = records[ps.run_name("gemma")]
+    assert [r.teacher for r in gemma] == ["gemma"] * n and {r.tutorial_id for r in gemma} == {
+        r.tutorial_id for r in records[ps.run_name("gpt-4")]
+    }  # slot k teaches one tutorial in every run
+    assert len({r.tutorial.title for r in gemma}) == n  # no reference text twice within a run
+    kinds = {t.kind for r in gemma for t in r.turns}
+    assert kinds == {"begin", "model", "clarification", "finish"} and all(
+        r.conversation[0].startswith(f"Teacher: Let's begin: {r.tutorial.title}") for r in gemma
+    )
+    sample = (tmp_path / "sample" / "sample" / "conversations.jsonl").read_text().splitlines()
+    lines = {x for r in runs for x in (r / "conversations.jsonl").read_text().splitlines()}
+    assert len(sample) == 30 and set(sample) <= lines
+    assert {json.loads(x)["conversation_id"] for x in sample} >= {f"{m}-{t}" for m in ps.MODELS[:7] for t in range(3)}
+
+
+def test_paper_scale_writes_score_shards_as_evaluate_does_and_merge_takes_them(tmp_path):
+    """Each run's copied scores in 50 shards: shard K holds the blocks of 64 `evaluate --shard K/50` scores
+    (evaluation/shards.py's own filter), each conversation with the scores of the study conversation its text
+    copies; `merge` accepts them (fingerprints, the conversations file's state)."""
+    from benchmarks import paper_scale as ps
+    from wikihowagent.evaluation.shards import shard_filter
+    from wikihowagent.shards import merge_run
+
+    study, n = _study(tmp_path / "study"), 300
+    ps.build(tmp_path, study, n)
+    sample = tmp_path / "sample" / "sample"
+    sources = ps.load_sources(study)
+    sample.joinpath("score-shards", "0-of-4").mkdir(parents=True)
+    sample.joinpath("score-shards", "0-of-4", "shard.json").write_text(json.dumps({"fingerprint": {"mode": "default"}}))
+    with open(sample / "scores.jsonl", "w") as fh:
+        for m, recs in enumerate(sources):
+            for t, src in enumerate(recs):
+                line = {"conversation_id": src["conversation_id"], "run": "sample", "metrics": {"BLEU": m + t / 10}}
+                fh.write(json.dumps(line) + "\n")
+    ps.copy_scores(tmp_path, study, n)
+    plan = ps.Plan.make(n, 3)
+    for m, model in enumerate(ps.MODELS):
+        run = tmp_path / "runs" / ps.run_name(model)
+        ids = [json.loads(x)["conversation_id"] for x in _lines(run / "conversations.jsonl")]
+        for k in (0, 7, 49):
+            shard = [json.loads(x) for x in _lines(run / "score-shards" / f"{k}-of-50" / "scores.jsonl")]
+            assert [s["conversation_id"] for s in shard] == list(shard_filter(iter(ids), (k, 50), 64))
+        assert list(merge_run(run)) == [f"{run}: merged 50 score shards into {n} score records"]
+        merged = {json.loads(x)["conversation_id"]: json.loads(x) for x in _lines(run / "scores.jsonl")}
+        for k in (0, 150, 299):
+            sm, st = plan.source(m, k)
+            assert merged[ids[k]]["metrics"] == {"BLEU": sm + st / 10} and merged[ids[k]]["run"] == run.name
+
+
+def test_the_slurm_rehearsal_script_fails_one_task_once_and_is_valid_bash(tmp_path):
+    from benchmarks.paper_scale_slurm import array_script
+
+    text = array_script(tmp_path / "run", 3, "/py", tmp_path / "logs", (1, tmp_path / "mark"), "--no-judge")
+    assert "#SBATCH --array=0-2\n" in text and text.count("--shard $SLURM_ARRAY_TASK_ID/3 --no-judge") == 2
+    assert f'[ "$SLURM_ARRAY_TASK_ID" = "1" ] && [ ! -e {tmp_path / "mark"} ]' in text and "exit 1" in text
+    assert subprocess.run(["bash", "-n"], input=text, text=True).returncode == 0
+    assert "exit 1" not in array_script(tmp_path / "run", 3, "/py", tmp_path / "logs", None)
+
+
+def test_the_paper_scale_guide_shows_the_figures_of_benchmarks_md():
+    """docs/guides/paper-scale.md quotes the stage table inside its measured block only, the same block as the
+    "paper scale" section of BENCHMARKS.md (both written by `python -m benchmarks paper_scale --write-md`)."""
+    from benchmarks import paper_scale
+
+    block = measured_block(paper_scale.LABEL)
+    found = [block.findall((REPO / rel).read_text(encoding="utf-8")) for rel in (*paper_scale.PAGES, "BENCHMARKS.md")]
+    assert [len(f) for f in found] == [1] * len(found), "run `python -m benchmarks paper_scale --write-md`"
+    assert len({f[0][1] for f in found}) == 1 and "| `merge`" in found[0][0][1]

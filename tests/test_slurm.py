@@ -117,3 +117,51 @@ def test_sbatch_reads_the_quoted_directives(tmp_path, monkeypatch):
     assert (out / "logs" / f"{job}_0.out").is_file(), sorted(p.name for p in out.rglob("*"))
     assert record.read_text().splitlines() == ["-m", "wikihowagent", "sweep", "run", str(f.resolve()), "--task", "0"]
     assert not list(tmp_path.rglob("MARK"))
+
+
+def test_evaluate_array_task_failing_once_is_resubmitted_and_merges_to_one_run(tmp_path):
+    """The rehearsal of `python -m benchmarks paper_scale_slurm`, light: `evaluate --shard K/3` as an array on a
+    real Slurm, task 1 killed on its first attempt (exit 1): `merge` refuses, naming the missing shard; the
+    failed task alone resubmitted (`sbatch --array=1`), the merged scores equal one unsharded evaluation's."""
+    import sys
+
+    from benchmarks.paper_scale_slurm import array_script, make_runs, sbatch, scores_by_id
+    from wikihowagent.records import ConversationRecord, Turn, TutorialRef
+
+    source = tmp_path / "conversations.jsonl"
+    with open(source, "w", encoding="utf-8") as fh:
+        for i in range(150):  # 3 blocks of 64: one per shard
+            turns = [Turn(role="teacher", text=f"Do part {i} then part {i + 1}."), Turn(role="learner", text="Ok.")]
+            rec = ConversationRecord(
+                conversation_id=f"c{i:03d}",
+                tutorial_id=f"t{i:03d}",
+                tutorial=TutorialRef(title=f"Method {i}", steps=[f"Do part {i}.", f"Then part {i + 1}."]),
+                turns=turns,
+                conversation=[f"Teacher: {turns[0].text}", "Learner: Ok."],
+                finished=True,
+                stop_reason="finished",
+            )
+            fh.write(rec.model_dump_json() + "\n")
+    make_runs(source, tmp_path, 150)
+    metrics = ("--no-judge", "--no-figures", "--metrics", "BLEU,ROUGE-L,Diversity")
+    res = runner.invoke(app, ["evaluate", str(tmp_path / "single"), *metrics])
+    assert res.exit_code == 0, res.output
+    (tmp_path / "logs").mkdir()
+    script = tmp_path / "evaluate.sbatch"
+    fail = (1, tmp_path / "failed-once")
+    script.write_text(array_script(tmp_path / "array", 3, sys.executable, tmp_path / "logs", fail, *metrics))
+    with slurm_cluster.SlurmCluster(tmp_path / "slurm") as cluster:
+        cluster.wait(sbatch(cluster.env, script))
+        assert fail[1].exists()
+        res = runner.invoke(app, ["merge", str(tmp_path / "array")])
+        assert res.exit_code == 2 and "1 of 3 shards missing (1-of-3)" in flat(res), res.output
+        cluster.wait(sbatch(cluster.env, script, "--array=1"))
+    logs = "\n".join(p.read_text() for p in sorted((tmp_path / "logs").glob("*.out")))
+    assert "task 1: killed mid-shard" in logs
+    res = runner.invoke(app, ["merge", str(tmp_path / "array")])
+    assert res.exit_code == 0 and "merged 3 score shards into 150 score records" in flat(res), res.output + logs
+    merged, single = (
+        scores_by_id(tmp_path / "array" / "scores.jsonl"),
+        scores_by_id(tmp_path / "single" / "scores.jsonl"),
+    )
+    assert len(merged) == 150 and merged == single

@@ -23,7 +23,7 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -314,6 +314,69 @@ def rewrite_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
     """Atomically replace `path` with `records` (temp file + rename)."""
     payload = b"".join(json.dumps(rec, ensure_ascii=False).encode("utf-8") + b"\n" for rec in records)
     _replace_atomically(Path(path), payload)
+
+
+def merge_lines(path: Path, items: Iterable[tuple[str, bytes, int, Any]]) -> dict[str, Any]:
+    """Atomically replace `path` with one line per key of `items` ((key, line, rank, info), read once, in
+    order): the line of the highest rank, the later one on a tie, in the place where its key first came. ->
+    {key: the info given with the line kept}.
+
+    Holds the keys, never the lines, so its memory does not grow with the size of the records: the lines go to
+    a draft file beside `path` as they come, a line that replaces one already written to a second file, and
+    only when some key came twice does one more pass over the draft put the replacements in their places.
+    Each line is one JSON text ending in a newline. On failure `path` is untouched (a full disk: DiskFullError).
+    """
+    path = Path(path)
+    kept: dict[str, tuple[int, int, Any]] = {}  # key -> (place, rank, info) of the line kept
+    moved: dict[int, tuple[int, int]] = {}  # place -> (offset, length) of its replacement in the spare file
+    temps: list[Path] = []
+    try:
+        draft, spare = _temp_beside(path, temps), _temp_beside(path, temps)
+        with open(draft, "wb") as out, open(spare, "w+b") as extra:
+            for key, line, rank, info in items:
+                old = kept.get(key)
+                if old is None:
+                    kept[key] = (len(kept), rank, info)
+                    out.write(line)
+                elif rank >= old[1]:
+                    moved[old[0]] = (extra.tell(), len(line))
+                    extra.write(line)
+                    kept[key] = (old[0], rank, info)
+            if moved:
+                out.close()
+                draft = _put_in_place(draft, extra, moved, _temp_beside(path, temps))
+            else:
+                out.flush()
+                os.fsync(out.fileno())
+        os.replace(draft, path)
+    except OSError as exc:
+        raise disk_full_error(path, None, exc) from None
+    finally:
+        for tmp in temps:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+    return {key: info for key, (_, _, info) in kept.items()}
+
+
+def _temp_beside(path: Path, temps: list[Path]) -> Path:
+    fd, name = tempfile.mkstemp(prefix=f"{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    temps.append(Path(name))
+    return temps[-1]
+
+
+def _put_in_place(draft: Path, extra: BinaryIO, moved: dict[int, tuple[int, int]], final: Path) -> Path:
+    """`draft` with its lines at the places in `moved` replaced by theirs in `extra`, written to `final`."""
+    with open(draft, "rb") as src, open(final, "wb") as out:
+        for place, line in enumerate(src):
+            if place in moved:
+                offset, length = moved[place]
+                extra.seek(offset)
+                line = extra.read(length)
+            out.write(line)
+        out.flush()
+        os.fsync(out.fileno())
+    return final
 
 
 def write_json_atomic(path: Path, data: dict[str, Any], in_place_if_full: bool = False) -> None:

@@ -49,6 +49,7 @@ dir_lock = jsonlio.dir_lock
 disk_full_error = jsonlio.disk_full_error
 iter_jsonl = jsonlio.iter_jsonl
 read_json_file = jsonlio.read_json_file
+merge_lines = jsonlio.merge_lines
 repair_torn_tail = jsonlio.repair_torn_tail
 rewrite_jsonl = jsonlio.rewrite_jsonl
 write_json_atomic = jsonlio.write_json_atomic
@@ -288,20 +289,47 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+COUNT_KEYS = (
+    "conversations",
+    "finished",
+    "max_interactions",
+    "failed",
+    "turn_warnings",
+    "turn_retries",
+    "manager_fallbacks",
+    "learner_stopped",
+    "posttests",
+    "posttest_failures",
+)  # run.json's `counts`, in order
+
+
+def record_counts(r: ConversationRecord) -> tuple[int, ...]:
+    """One record's share of run.json's `counts` (COUNT_KEYS, in order)."""
+    return (
+        1,
+        int(r.stop_reason == "finished"),
+        int(r.stop_reason == "max_interactions"),
+        int(bool(r.error)),
+        sum(len(t.warnings) for t in r.turns),
+        sum(len(t.retried) for t in r.turns),
+        sum(t.manager_fallback for t in r.turns),
+        int(r.stop_reason == "learner_stopped"),
+        int(r.posttest is not None),
+        int(r.posttest is not None and bool(r.posttest.post.error)),
+    )
+
+
+def sum_counts(shares: Iterable[tuple[int, ...]]) -> dict[str, int]:
+    """run.json's `counts` from the records' shares (`record_counts`)."""
+    totals = [0] * len(COUNT_KEYS)
+    for share in shares:
+        totals = [a + b for a, b in zip(totals, share, strict=True)]
+    return dict(zip(COUNT_KEYS, totals, strict=True))
+
+
 def count_records(records: list[ConversationRecord]) -> dict[str, int]:
     """run.json's `counts` of a conversations file's records."""
-    return {
-        "conversations": len(records),
-        "finished": sum(1 for r in records if r.stop_reason == "finished"),
-        "max_interactions": sum(1 for r in records if r.stop_reason == "max_interactions"),
-        "failed": sum(1 for r in records if r.error),
-        "turn_warnings": sum(len(t.warnings) for r in records for t in r.turns),
-        "turn_retries": sum(len(t.retried) for r in records for t in r.turns),
-        "manager_fallbacks": sum(t.manager_fallback for r in records for t in r.turns),
-        "learner_stopped": sum(1 for r in records if r.stop_reason == "learner_stopped"),
-        "posttests": sum(1 for r in records if r.posttest is not None),
-        "posttest_failures": sum(1 for r in records if r.posttest is not None and r.posttest.post.error),
-    }
+    return sum_counts(record_counts(r) for r in records)
 
 
 # --------------------------------------------------------------------------- typed readers

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.records import ConversationRecord
 from wikihowagent.runs import (
     CONVERSATIONS,
     SCORE_FILES,
@@ -23,17 +22,17 @@ from wikihowagent.runs import (
     JsonInputError,
     JsonlError,
     RunError,
-    count_records,
     iter_jsonl,
+    merge_lines,
     merge_pretests,
     now,
     read_json_file,
     read_records,
     read_run_info,
+    record_counts,
     repair_torn_tail,
-    rewrite_jsonl,
-    rewrite_records,
     shard_dirs,
+    sum_counts,
     write_run_info,
 )
 
@@ -124,20 +123,10 @@ def merge_shards(run_dir: Path) -> dict[str, int]:
     except ShardError as exc:
         raise RunError(str(exc)) from None  # merge_shards: RunError, whatever went wrong
     sources = [run_dir / CONVERSATIONS] + [d / CONVERSATIONS for d in shards]
-    merged: dict[str, ConversationRecord] = {}
-    for src in sources:
-        if not src.exists():
-            continue
-        repair_torn_tail(src)
-        try:
-            for _, rec in read_records(src):
-                key = rec.tutorial_id
-                if key not in merged or not rec.error or merged[key].error:
-                    merged[key] = rec
-        except JsonlError as exc:
-            raise RunError(str(exc)) from None
-    records = list(merged.values())
-    rewrite_records(run_dir / CONVERSATIONS, records)
+    try:  # one record at a time: the merge holds the tutorial ids, never the records
+        shares = merge_lines(run_dir / CONVERSATIONS, _conversation_lines(sources))
+    except JsonlError as exc:
+        raise RunError(str(exc)) from None
     merge_pretests(run_dir, shards)
     info = read_run_info(shards[0])
     info = info.model_copy(
@@ -145,12 +134,25 @@ def merge_shards(run_dir: Path) -> dict[str, int]:
             "name": run_dir.name,
             "shards": [d.name for d in shards],
             "ended_at": now(),
-            "counts": count_records(records),
+            "counts": sum_counts(shares.values()),
             "status": "merged",
         }
     )
     write_run_info(run_dir, info)
     return {"shards": len(shards), **info.counts}
+
+
+def _conversation_lines(sources: list[Path]) -> Iterator[tuple[str, bytes, int, tuple[int, ...]]]:
+    """merge_lines' items of conversation files: one per record, keyed by tutorial, a successful record ranked
+    above a failed one (so it wins over it whichever came first; otherwise the later wins), with its share of
+    run.json's counts."""
+    for src in sources:
+        if not src.exists():
+            continue
+        repair_torn_tail(src)
+        for _, rec in read_records(src):
+            line = json.dumps(rec.model_dump(mode="json"), ensure_ascii=False).encode("utf-8") + b"\n"
+            yield rec.tutorial_id, line, 0 if rec.error else 1, record_counts(rec)
 
 
 def input_state(records: Path, jsonl: bool = True) -> dict[str, Any]:
@@ -226,13 +228,16 @@ def merge_score_shards(directory: Path) -> dict[str, int]:
         raise RunError(stale)
     names = sorted(n for n in SCORE_FILES if any((d / n).is_file() for d in shard_dirs))
     total = 0
-    for name in names:
-        merged: dict[str, dict[str, Any]] = {}
-        for src in [directory / name] + [d / name for d in shard_dirs]:  # shards' lines win over older ones
-            if src.exists():
-                for _, obj in iter_jsonl(src, on_error=lambda _m: None):
-                    if isinstance(obj.get("conversation_id"), str):
-                        merged[obj["conversation_id"]] = obj  # the last line per conversation wins
-        rewrite_jsonl(directory / name, list(merged.values()))
-        total += len(merged)
+    for name in names:  # shards' lines win over older ones; one line at a time, the ids held, never the records
+        sources = [directory / name] + [d / name for d in shard_dirs]
+        total += len(merge_lines(directory / name, _score_lines(sources)))
     return {"shards": n, "scores": total}
+
+
+def _score_lines(sources: list[Path]) -> Iterator[tuple[str, bytes, int, None]]:
+    """merge_lines' items of score files: one per line with a conversation id (the last one per id wins)."""
+    for src in sources:
+        if src.exists():
+            for _, obj in iter_jsonl(src, on_error=lambda _m: None):
+                if isinstance(obj.get("conversation_id"), str):
+                    yield obj["conversation_id"], json.dumps(obj, ensure_ascii=False).encode("utf-8") + b"\n", 0, None

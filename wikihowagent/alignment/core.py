@@ -168,8 +168,9 @@ def read_inputs(
         if runs_dir is None:
             runs_dir = Path(load_config().runs_dir)
         score_paths = default_score_paths(judges, runs_dir, problems)
+    rated = frozenset(cid for j in judges for cid in j.scores)
     try:
-        llm = read_llm_scores(score_paths, problems)
+        llm = read_llm_scores(score_paths, problems, keep=rated)
     except AlignInputError as exc:
         problems.add("unusable file", str(exc))
         llm = LLMScores()

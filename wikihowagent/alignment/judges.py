@@ -89,7 +89,7 @@ def compare_judges(res: Any, score_paths: list[Path], *, n_boot: int, seed: int)
     """The main judge (the panel mean, or the only judge) and each panel judge found beside the score files."""
     matrices: list[tuple[str, np.ndarray]] = [(_main_name(res.llm), res.model[:, : len(METRICS)])]
     for name, files in judge_files(score_paths).items():
-        llm = read_llm_scores(files, Problems())  # their problems are the main file's, already reported
+        llm = read_llm_scores(files, Problems(), frozenset(res.ids))  # their problems: the main file's, reported
         label = _main_name(llm) if any(r.judge for r in llm.rows.values()) else name
         matrices.append((label, llm_matrix(llm, res.ids)))
     out = JudgesOutcome(judges=[m for m, _ in matrices], n_humans=len(res.judges))

@@ -45,7 +45,7 @@ from .score_cells import parse_score
 from .tables import read_table
 
 
-@dataclass
+@dataclass(slots=True)  # one per score line: 114,296 of them at the paper's scale
 class ScoreRow:
     conversation_id: str
     values: np.ndarray  # 8 floats, NaN = missing
@@ -189,22 +189,33 @@ _META_COLUMNS = (
 
 
 def _table_rows(
-    table: ScoreTable, problems: Problems, missing: list[int], unjudged: list[int] | None
+    table: ScoreTable,
+    problems: Problems,
+    missing: list[int],
+    unjudged: list[int] | None,
+    keep: frozenset[str] | None = None,
 ) -> list[ScoreRow]:
-    """Rows of the score table -> rows of the 8 rubric scores (checked against the 1-5 scale)."""
+    """Rows of the score table -> rows of the 8 rubric scores (checked against the 1-5 scale); see
+    `read_llm_scores` for `keep`."""
     columns = [table.meta[c] for c in _META_COLUMNS]
     return [
-        _score_row(dict(zip(_META_COLUMNS, values, strict=True)), metrics, problems, missing, unjudged)
+        _score_row(dict(zip(_META_COLUMNS, values, strict=True)), metrics, problems, missing, unjudged, keep)
         for values, metrics in zip(zip(*columns, strict=True), table.iter_row_metrics(), strict=True)
     ]
 
 
 def _score_row(
-    m: dict[str, Any], metrics: Any, problems: Problems, missing: list[int], unjudged: list[int] | None
+    m: dict[str, Any],
+    metrics: Any,
+    problems: Problems,
+    missing: list[int],
+    unjudged: list[int] | None,
+    keep: frozenset[str] | None = None,
 ) -> ScoreRow:
-    """One row of scores from its metadata (`m`, keyed by _META_COLUMNS) and its metric values."""
+    """One row of scores from its metadata (`m`, keyed by _META_COLUMNS) and its metric values; a row `keep`
+    leaves out gets no metrics, distributions or checklist items (what only rated conversations are read for)."""
     rec = m["record"]
-    judge = rec.judge if rec is not None and rec.judge else None
+    judge = rec.judge if rec is not None and rec.judge and (keep is None or m["conversation_id"] in keep) else None
     return ScoreRow(
         conversation_id=m["conversation_id"],
         values=_metric_values(metrics, m["where"], problems, missing, unjudged),
@@ -221,7 +232,7 @@ def _score_row(
         rubrics_sha256=m["rubrics_sha256"],
         dist=dict(judge.dist) if judge else {},
         automatic=_automatic(metrics),
-        metrics=_numeric_metrics(metrics),
+        metrics=_numeric_metrics(metrics) if keep is None or m["conversation_id"] in keep else {},
         mode=m["mode"],
         items={i.id: i.good for i in judge.items} if judge else {},
         item_rubrics={i.id: tuple(i.rubrics) for i in judge.items} if judge else {},
@@ -242,14 +253,19 @@ def _read_table(path: Path, problems: Problems, default_run: str = "") -> ScoreT
 
 
 def read_scores_jsonl(
-    path: Path, problems: Problems, default_run: str = "", other_rubrics: set[str] | None = None
+    path: Path,
+    problems: Problems,
+    default_run: str = "",
+    other_rubrics: set[str] | None = None,
+    keep: frozenset[str] | None = None,
 ) -> list[ScoreRow]:
     """A scores file's rows of the score table -> rows of the 8 rubric scores. Metric names that are neither
-    those 8 nor computational metrics (custom rubrics) are added to `other_rubrics` when given."""
+    those 8 nor computational metrics (custom rubrics) are added to `other_rubrics` when given. `keep`: see
+    `read_llm_scores`."""
     table = _read_table(path, problems, default_run)
     missing = [0] * len(schema.metrics())
     unjudged = [0] * len(schema.metrics())
-    rows = _table_rows(table, problems, missing, unjudged)
+    rows = _table_rows(table, problems, missing, unjudged, keep)
     _report_missing(str(path), missing, problems, "judge reply not parsed")
     _report_missing(str(path), unjudged, problems, "not judged: evaluated without a judge, e.g. --no-judge")
     if other_rubrics is not None:
@@ -328,18 +344,21 @@ def _score_files_of(p: Path) -> list[Path]:
     return [f for r in runs if (f := scores_file(r)) is not None]  # evaluated runs: each has one
 
 
-def read_llm_scores(paths: list[Path], problems: Problems) -> LLMScores:
+def read_llm_scores(paths: list[Path], problems: Problems, keep: frozenset[str] | None = None) -> LLMScores:
     """All LLM scores; a conversation id found in two sources: the later source wins (reported). Only the 8
     paper rubrics are read as the judge's rubrics; another rubric in scores.jsonl files (`evaluate --rubrics`)
     is compared with people as a metric (metric_alignment.md) where it has a number, else ignored, with one
-    warning line listing those."""
+    warning line listing those. `keep` (the rated conversations' ids; None = every one): the rows of the others
+    hold what every row is read for (rubric scores, run, model, judge, where it came from, the automatic
+    metrics) but not their metrics, the judge's distributions or checklist items, which are only compared with
+    people: at the paper's scale the scores of 114,296 conversations are read for 70 rated."""
     result = LLMScores()
     for path in resolve_score_paths(paths, problems):
         suffix = path.suffix.lower()
         try:
             if suffix == ".jsonl":
                 others: set[str] = set()
-                rows = read_scores_jsonl(path, problems, default_run=run_name(path.parent), other_rubrics=others)
+                rows = read_scores_jsonl(path, problems, run_name(path.parent), others, keep)
                 for name in others - {m for r in rows for m in r.metrics}:  # a number somewhere: a metric
                     result.ignored_metrics.setdefault(name, []).append(str(path))
             elif suffix in (".csv", ".tsv", ".txt"):
