@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -210,3 +211,40 @@ def test_a_jsonl_line_over_the_size_bound_is_one_problem_and_not_read_whole(tmp_
     problems: list[str] = []
     assert [n for n, _ in jsonlio.iter_jsonl(path, on_error=problems.append)] == [1, 3]
     assert problems == [f"{path}:2: {jsonlio.LONG_LINE}", f"{path}:4: {jsonlio.LONG_LINE}"]
+
+
+def test_a_large_paper_run_file_is_read_one_record_at_a_time(tmp_path, monkeypatch):
+    """The paper's released run files hold 14,287 conversations each (a few hundred MB): beyond the bound on a
+    JSON document they were refused. A run file larger than that is now read one record at a time (memory holds
+    one), with the same records and the same names; malformed text further in is one line naming the file and
+    its line, after the records before it."""
+    from wikihowagent.paper_format import load_paper_file
+
+    records = [
+        {"conversation_id": f"c{i}", "title": 'How to é [x] \\ "q"', "n": [i, 123456, {"k": None}]} for i in range(5)
+    ]
+    paper = tmp_path / "T-a_L-a_E-a_1.json"
+    paper.write_text(
+        '\ufeff {\n "total_conversations" :\n ['
+        + ",\n".join(json.dumps(r, ensure_ascii=False) for r in records)
+        + "]\n}\n",
+        "utf-8",
+    )
+    plain = tmp_path / "list.json"
+    plain.write_text(json.dumps(records, indent=2))
+    whole = [(list(items), name) for items, name in map(load_paper_file, (paper, plain))]
+    monkeypatch.setattr(jsonlio, "STREAM_ABOVE", 0)
+    monkeypatch.setattr(jsonlio, "_READ", 7)  # blocks that cut records, strings and numbers anywhere
+    streamed = [(list(items), name) for items, name in map(load_paper_file, (paper, plain))]
+    assert streamed == whole and whole[0][0] == records
+    assert whole[0][1] == f"{paper}: total_conversations[{{i}}]" and whole[1][1] == f"{plain}: [{{i}}]"
+
+    paper.write_text('{"total_conversations": [\n' + json.dumps(records[0]) + ",\n" + '{"conversation_id": "c1",}\n]}')
+    items, _ = load_paper_file(paper)
+    got = []
+    with pytest.raises(ValueError, match=rf"^{re.escape(str(paper))}:3: malformed JSON \(Expecting property name"):
+        got.extend(items)
+    assert got == records[:1]
+    paper.write_text('{"total_conversations": [' + json.dumps(records[0]) + '], "more": 1}')
+    with pytest.raises(ValueError, match="malformed JSON .expected } after the list of records"):
+        list(load_paper_file(paper)[0])

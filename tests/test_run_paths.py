@@ -107,18 +107,15 @@ def test_report_and_evaluate_order_metrics_alike():
     from wikihowagent.evaluation.judge import load_rubrics
     from wikihowagent.evaluation.summary import metric_order
     from wikihowagent.report.core import _metric_order
-    from wikihowagent.report.sources import ReportConversation, ReportRun
+    from wikihowagent.report.sources import ReportRun
+    from wikihowagent.scoretable import ScoreTable
 
-    conv = ReportConversation(
-        conversation_id="c",
-        run="r",
-        where="f:1",
-        metrics={"Zeta": 3.0, "Clarity": 4.0, "BLEU": 0.1, "Step Recall": None, "Completion": 1.0, "Accuracy": 2.0},
-    )
-    run = ReportRun(name="r", path=Path("r"), model="m", conversations=[conv])
+    metrics = {"Zeta": 3.0, "Clarity": 4.0, "BLEU": 0.1, "Step Recall": None, "Completion": 1.0, "Accuracy": 2.0}
+    scores = ScoreTable.from_rows([({"conversation_id": "c", "run": "r"}, metrics)])
+    run = ReportRun(name="r", path=Path("r"), model="m", scores=scores)
     order, rubrics = _metric_order([run])
     known = list(load_rubrics())
-    assert order == metric_order(set(conv.metrics), known, {"Step Recall"})
+    assert order == metric_order(set(metrics), known, {"Step Recall"})
     assert order[:2] == ["BLEU", "Completion"] and order[-1] == "Zeta" and "Step Recall" not in order
     assert rubrics == [m for m in order if m not in ("BLEU", "Completion")]
     assert rubrics.index("Clarity") < rubrics.index("Zeta")

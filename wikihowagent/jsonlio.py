@@ -12,7 +12,9 @@ for lines), bounded so that one hostile line is one problem, never a crash or an
   time (to its nearest float, or inf, which the readers of each field range-check), so it needs no bound.
 - a JSONL line: at most MAX_LINE_BYTES. A conversation record of the paper's study is 18-47 kB, a score record
   1-10 kB; a longer line is skipped without being read into memory whole.
-- a JSON document: at most MAX_DOCUMENT_BYTES. The paper's run files (10 conversations each) are 130-270 kB.
+- a JSON document: at most MAX_DOCUMENT_BYTES. The human study's run files (10 conversations each) are 130-270
+  kB; the paper's released run files (14,287 conversations each) are a few hundred MB: a list of records that
+  large is read one record at a time (`iter_json_list`: each record within these bounds and MAX_LINE_BYTES).
 """
 
 from __future__ import annotations
@@ -161,6 +163,114 @@ def read_json_file(path: Path, object_pairs_hook: Callable[[list[tuple[str, Any]
     if len(raw) > MAX_DOCUMENT_BYTES:
         raise JsonBoundError(f"larger than {MAX_DOCUMENT_BYTES // 2**20} MiB; not read")
     return parse_json(raw, object_pairs_hook)
+
+
+STREAM_ABOVE = MAX_DOCUMENT_BYTES  # a larger document of records is read one record at a time (`iter_json_list`)
+_LIST_HEAD = re.compile(r'\s*(?:\{\s*"(?P<key>[^"\\]*)"\s*:\s*)?\[')
+_READ = 2**20
+
+
+def json_list_key(path: Path) -> str | None:
+    """How the JSON document in `path` opens: "" for a list (`[`), KEY for `{"KEY": [`, None otherwise."""
+    with Path(path).open("rb") as fh:
+        head = fh.read(2**16).decode("utf-8-sig", errors="replace")
+    m = _LIST_HEAD.match(head)
+    return None if m is None else m.group("key") or ""
+
+
+def iter_json_list(path: Path) -> Iterator[Any]:
+    """The elements of a JSON document `[...]` or `{"KEY": [...]}` (`json_list_key`), parsed one at a time, each
+    within the bounds of `parse_json` and at most MAX_LINE_BYTES: memory holds one element whatever the file's
+    size. Nothing may follow the list but the document's end. JsonInputError ("malformed JSON (why)", with its
+    line) when the text stops being such a document; the elements before it have been given."""
+    decoder = json.JSONDecoder(parse_int=_int)
+    text = _IncrementalText(Path(path))
+    if (m := _LIST_HEAD.match(text.fill(2**16))) is None:
+        raise text.error("malformed JSON (not a list of records, nor an object holding one)", 0)
+    closing = "}" if m.group("key") is not None else ""
+    pos, first = m.end(), True
+    try:
+        while True:
+            pos = text.skip_space(pos)
+            if text.buf.startswith("]", pos):
+                break
+            if not first:
+                if not text.buf.startswith(",", pos):
+                    raise text.error("malformed JSON (expected ',' or ']' between records)", pos)
+                pos = text.skip_space(pos + 1)
+            obj, pos = text.decode(decoder, pos)
+            first = False
+            yield obj
+        if text.rest(pos + 1).strip() != closing:
+            raise text.error(f"malformed JSON (expected {closing or 'the end'} after the list of records)", 0)
+    finally:
+        text.fh.close()
+
+
+class _IncrementalText:
+    """A UTF-8 file as text, read a block at a time: `buf` holds what is not consumed yet."""
+
+    def __init__(self, path: Path) -> None:
+        import codecs
+
+        self.fh = path.open("rb")
+        self.utf8 = codecs.getincrementaldecoder("utf-8-sig")()
+        self.buf, self.eof, self.line = "", False, 1  # `line`: the file's line buf[0] is on
+
+    def fill(self, want: int) -> str:
+        while len(self.buf) < want and not self.eof:
+            block = self.fh.read(_READ)
+            self.eof = not block
+            try:
+                self.buf += self.utf8.decode(block, final=self.eof)
+            except UnicodeDecodeError as exc:
+                raise self.error(f"not UTF-8 text ({exc.reason})", len(self.buf)) from None
+        return self.buf
+
+    def drop(self, pos: int) -> int:
+        """Forget buf[:pos] -> 0 (the new position of pos)."""
+        self.line += self.buf.count("\n", 0, pos)
+        self.buf = self.buf[pos:]
+        return 0
+
+    def skip_space(self, pos: int) -> int:
+        while True:
+            while pos < len(self.buf) and self.buf[pos] in " \t\r\n":
+                pos += 1
+            if pos < len(self.buf) or self.eof:
+                return pos
+            pos = self.drop(pos)
+            self.fill(_READ)
+
+    def decode(self, decoder: json.JSONDecoder, pos: int) -> tuple[Any, int]:
+        pos = self.drop(pos)
+        while True:
+            end = None
+            try:
+                obj, end = decoder.raw_decode(self.buf, pos)
+            except json.JSONDecodeError as exc:
+                if self.eof:
+                    raise self.error(f"malformed JSON ({exc.msg})", exc.pos) from None
+            except RecursionError:
+                raise self.error(f"malformed JSON (nested more than {MAX_DEPTH} levels deep)", pos) from None
+            except _LongNumber as exc:
+                raise self.error(f"malformed JSON (an integer {exc} digits long)", pos) from None
+            if end is not None and (end < len(self.buf) or self.eof):  # a number may go on in the next block
+                if _too_deep(self.buf[pos:end]):
+                    raise self.error(f"malformed JSON (nested more than {MAX_DEPTH} levels deep)", pos)
+                return obj, end
+            if len(self.buf) > MAX_LINE_BYTES:
+                raise self.error(f"malformed JSON (a record longer than {MAX_LINE_BYTES // 2**20} MiB)", pos)
+            self.fill(len(self.buf) + _READ)
+
+    def rest(self, pos: int) -> str:
+        self.drop(pos)
+        self.fill(MAX_LINE_BYTES)
+        return self.buf
+
+    def error(self, problem: str, pos: int) -> JsonInputError:
+        line = self.line + self.buf.count("\n", 0, pos)
+        return JsonInputError(f"{problem[:-1]}: line {line})", line, problem)
 
 
 LONG_LINE = f"a line longer than {MAX_LINE_BYTES // 2**20} MiB; not read"

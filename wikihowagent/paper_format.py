@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from wikihowagent import jsonlio
 from wikihowagent.domains import record_domain
 from wikihowagent.errors import WikihowagentError, validation_line
 from wikihowagent.jsonlio import JsonInputError, read_json_file
@@ -49,9 +51,14 @@ def parse_run_stem(stem: str) -> dict[str, str] | None:
     return {k: v or "" for k, v in m.groupdict().items()} if m else None
 
 
-def load_paper_file(path: Path) -> tuple[list[Any], str]:
+def load_paper_file(path: Path) -> tuple[Iterable[Any], str]:
     """The records of a paper run file (or a plain JSON list of records) and how to name item i
     (`"{path}: total_conversations[{i}]"` or `"{path}: [{i}]"`). ValueError (one line) if it is neither."""
+    if Path(path).stat().st_size > jsonlio.STREAM_ABOVE:  # the released files (14,287 conversations each)
+        key = jsonlio.json_list_key(Path(path))
+        if key in (PAPER_RECORDS_KEY, ""):
+            where = f"{PAPER_RECORDS_KEY}[{{i}}]" if key else "[{i}]"
+            return _located(path, jsonlio.iter_json_list(Path(path))), f"{path}: {where}"
     try:
         data = read_json_file(Path(path))
     except JsonInputError as exc:
@@ -61,6 +68,14 @@ def load_paper_file(path: Path) -> tuple[list[Any], str]:
     if isinstance(data, list):
         return data, f"{path}: [{{i}}]"
     raise ValueError(f'{path}: expected the paper\'s run file ({{"{PAPER_RECORDS_KEY}": [...]}}) or a list of records')
+
+
+def _located(path: Path, records: Iterator[Any]) -> Iterator[Any]:
+    """`records` read one at a time; malformed text met on the way is a ValueError naming the file and line."""
+    try:
+        yield from records
+    except JsonInputError as exc:
+        raise ValueError(exc.located(path)) from None
 
 
 def split_lines(lines: list[str]) -> list[Turn]:

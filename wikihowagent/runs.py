@@ -656,14 +656,17 @@ def _paper_score_table(
         raise RunError(f"{path}: not a paper run file (no '{PAPER_RECORDS_KEY}' list)")
     run = run or path.stem
     last: dict[str, tuple[str, ScoreRecord]] = {}
-    for i, obj in enumerate(records):
-        where = item.format(i=i)
-        try:
-            rec = paper_score_record(obj, run, lambda msg, w=where: bad_value(f"{w}: {msg}"))
-        except RecordError as exc:
-            report(f"{where}: {exc}; record skipped")
-            continue
-        last[rec.conversation_id] = (where, rec)
+    try:
+        for i, obj in enumerate(records):  # a large file: read one record at a time
+            where = item.format(i=i)
+            try:
+                rec = paper_score_record(obj, run, lambda msg, w=where: bad_value(f"{w}: {msg}"))
+            except RecordError as exc:
+                report(f"{where}: {exc}; record skipped")
+                continue
+            last[rec.conversation_id] = (where, rec)
+    except ValueError as exc:  # malformed text further in a large file
+        raise RunError(str(exc)) from None
     return ScoreTable.from_records(last.values(), run=run, source=str(path))
 
 

@@ -23,7 +23,7 @@ from typing import Any
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.evaluation.judge import RubricError, load_rubrics
 from wikihowagent.evaluation.metrics import value_range
-from wikihowagent.paper_format import LenientRecord, parse_run_stem, read_lenient
+from wikihowagent.paper_format import LenientRecord, load_paper_file, parse_run_stem, read_lenient
 from wikihowagent.records import Conversation, ScoreRecord, Turn
 from wikihowagent.runs import (
     CONVERSATIONS,
@@ -289,17 +289,20 @@ def _paper_file(path: Path, problems: Problems) -> Found | None:
         evaluator=stem.get("evaluator", ""),
     )
     try:
-        items = list(conversation_items(path, paper=True))
+        items, name = load_paper_file(path)  # a large file (the released ones): read as it is streamed
     except (ValueError, OSError) as exc:
         problems.add(str(exc) if isinstance(exc, ValueError) else f"{path}: cannot read ({exc.strerror or exc})")
         return None
 
     def records() -> Iterator[tuple[str, Any]]:
-        for where, obj in items:
-            if isinstance(obj, dict):
-                yield where, obj
-            else:
-                problems.add(f"{where}: expected a JSON object; left out")
+        try:
+            for i, obj in enumerate(items):
+                if isinstance(obj, dict):
+                    yield name.format(i=i), obj
+                else:
+                    problems.add(f"{name.format(i=i)}: expected a JSON object; left out")
+        except ValueError as exc:  # malformed text further in a large file: what came before is shown
+            problems.add(str(exc))
 
     return run, records(), path
 
