@@ -12,7 +12,7 @@ BENCHMARKS: dict[str, str] = {
     "evaluate_workers": "evaluate --no-judge on the human study against the encoder alone; the GPU-node plan",
     "align": "align at 10,000 conversations x 2 judges",
     "corpus": "stats and tutorials on a synthetic 20,000-article crawl: time, peak memory",
-    "report": "report build time and size at 10,000 conversations; the browser's load time",
+    "report": "report at the paper's scale (114,296 real-size conversations): peak memory, build time, size, browser",
     "personas": "the learner personas on the embedded model: question ratio, on-step clarifications",
     "manager": "rules vs llm manager on the embedded model",
     "scale": "generate's client CPU per message against a fake server at high concurrency",
