@@ -158,8 +158,13 @@ def parse_json(raw: bytes | str, object_pairs_hook: Callable[[list[tuple[str, An
 def read_json_file(path: Path, object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None) -> Any:
     """The JSON document in `path` (`parse_json`); JsonInputError if it is larger than MAX_DOCUMENT_BYTES or not
     one; OSError (FileNotFoundError, ...) as raised, for the caller to word."""
-    with Path(path).open("rb") as fh:
-        raw = fh.read(MAX_DOCUMENT_BYTES + 1)
+    chunks: list[bytes] = []
+    seen = 0
+    with Path(path).open("rb") as fh:  # in pieces: one read(MAX_DOCUMENT_BYTES) would allocate all of it at once
+        while seen <= MAX_DOCUMENT_BYTES and (piece := fh.read(2**16)):
+            chunks.append(piece)
+            seen += len(piece)
+    raw = b"".join(chunks)
     if len(raw) > MAX_DOCUMENT_BYTES:
         raise JsonBoundError(f"larger than {MAX_DOCUMENT_BYTES // 2**20} MiB; not read")
     return parse_json(raw, object_pairs_hook)

@@ -24,6 +24,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
 from .encoder import MetricError
+from .metrics import EMBEDDING_METRICS, Scorers
 
 # What the fork server imports once, so that each worker it forks starts with them loaded: the text metrics' modules,
 # and with an embedding metric the encoder's (its model classes are most of a worker's start: about 3 s of CPU each).
@@ -60,8 +61,6 @@ def parse_workers(value: str | None) -> int:
 def make_scorers(mode: str, metrics: Iterable[str], batch_size: int, device: str, workers: int) -> Any:
     """The scorers of `evaluate`: a `metrics.Scorers` in this process when `workers` is 1, else a `ScorerPool` of
     `workers` processes (each with its own Scorers). Both have `score(convs) -> list[ConvScores]` and `close()`."""
-    from .metrics import Scorers
-
     if workers <= 1:
         return Scorers(mode, metrics, batch_size=batch_size, device=device)
     return ScorerPool(mode, list(metrics), batch_size, device, workers)
@@ -84,8 +83,6 @@ def _start(mode: str, metrics: list[str], batch_size: int, device: str, alive: A
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_exit_with, args=(alive,), daemon=True).start()
     os.environ["TOKENIZERS_PARALLELISM"] = "false"  # one core per worker: no tokenizer threads beside it
-    from .metrics import Scorers
-
     try:
         scorers = Scorers(mode, metrics, batch_size=batch_size, device=device)
         if any(m.batch for m in scorers.selected):
@@ -142,8 +139,6 @@ class ScorerPool:
     def score(self, convs: list[Any]) -> list[Any]:
         if self._pool is None and len(convs) < self.MIN_PER_WORKER * self.workers:
             if self._local is None:
-                from .metrics import Scorers
-
                 mode, metrics, batch_size, device = self._args
                 self._local = Scorers(mode, metrics, batch_size=batch_size, device=device)
             return self._local.score(convs)
@@ -155,8 +150,6 @@ class ScorerPool:
 
     def _started(self) -> ProcessPoolExecutor:
         if self._pool is None:
-            from .metrics import EMBEDDING_METRICS
-
             ctx = _context(encoder=bool(set(self._args[1]) & EMBEDDING_METRICS))
             alive, self._alive = ctx.Pipe(duplex=False)  # this process keeps the writing end, the workers the other
             self._pool = ProcessPoolExecutor(
