@@ -136,6 +136,7 @@ OTHER_TOOLS_FLAGS = {
     "--source",  # python -m benchmarks paper_scale_slurm
     "--input",  # python -m benchmarks evaluate_workers
     "--old",
+    "--reps",
     "--results",
     "--cpus-per-task",  # sbatch (the cluster layouts in the sweep and paper-scale guides)
     "--gres",
