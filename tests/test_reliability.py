@@ -151,8 +151,8 @@ def test_second_evaluate_is_refused_before_any_model_is_loaded(tmp_path, monkeyp
     loaded = []
     monkeypatch.setattr(backends, "check_backend", lambda *a, **k: None)
     monkeypatch.setattr(backends, "make_chat_model", lambda *a, **k: loaded.append("judge"))
-    real_scorers = runner_mod.Scorers
-    monkeypatch.setattr(runner_mod, "Scorers", lambda *a, **k: loaded.append("scorers") or real_scorers(*a, **k))
+    real_scorers = runner_mod.make_scorers
+    monkeypatch.setattr(runner_mod, "make_scorers", lambda *a, **k: loaded.append("scorers") or real_scorers(*a, **k))
     runs = []
     for name in ("A", "B"):
         shutil.copytree(FIX / "evaluation" / "run_small", tmp_path / name)
