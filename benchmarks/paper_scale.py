@@ -18,8 +18,8 @@ later stages get all 114,296 with scores copied the way the texts are (each conv
 the study's conversation its text was copied from), split into 50 score shards per run exactly as
 `evaluate --shard K/50` writes them (400 shards). Every stage is resumable: its figures are kept in
 `DIR/done/STAGE.json` and a rerun skips it. The last stage runs a few evaluate shards as a Slurm array on a
-real single-node Slurm (`make install-slurm`; root): one task is killed mid-shard once and resubmitted, and the
-merged scores must equal an unsharded evaluation's.
+real single-node Slurm (`make install-slurm`; root): one task is killed before its shard is recorded, once,
+and resubmitted, and the merged scores must equal an unsharded evaluation's.
 """
 
 from __future__ import annotations
@@ -610,7 +610,7 @@ def _slurm_line(sl: dict[str, Any]) -> str:
     k, n = sl["failed_task"], sl["shards"]
     return (
         f"Slurm rehearsal (a real single-node Slurm): {sl['conversations']} of the sample's conversations as an array "
-        f"of {n} `evaluate --no-judge --shard K/{n}` tasks; task {k} killed mid-shard on its first attempt "
+        f"of {n} `evaluate --no-judge --shard K/{n}` tasks; task {k} killed before its shard was recorded, on its first attempt "
         f"({'it was' if sl['failed_once'] else 'it was **not**'}); `merge` then refused ({sl['refused_before']}); "
         f"after `sbatch --array={k}` of the same script: {sl['merged']}; the merged scores equal one unsharded "
         f"`evaluate`'s: **{'yes' if sl['identical'] else 'NO'}** (array {sl['array_s']:.0f} s, the resubmitted task "

@@ -1,7 +1,7 @@
 """The Slurm rehearsal of `paper_scale`: a few `evaluate` shards as an array job on a real single-node Slurm
-(`make install-slurm`; its daemons run as root). One task is killed mid-shard on its first attempt, as a node
-lost under it, and exits 1; `merge` must then refuse (a shard is missing); the failed task alone is
-resubmitted (`sbatch --array=K` of the same script), resumes its shard, and the merged scores must equal
+(`make install-slurm`; its daemons run as root). One task is killed on its first attempt (SIGKILL, as a node
+lost under it) after scoring and before its shard is recorded, and exits 1; `merge` must then refuse (a shard
+is missing); the failed task alone is resubmitted (`sbatch --array=K` of the same script), resumes its shard, and the merged scores must equal
 those of one unsharded `evaluate` of the same conversations.
 
     python -m benchmarks paper_scale_slurm [--source FILE] [--dir DIR] [--n 300] [--shards 3]
@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -27,30 +28,34 @@ from benchmarks.harness import ROOT, cli, measured
 
 def array_script(run: Path, shards: int, python: str, logs: Path, fail: tuple[int, Path] | None, *args: str) -> str:
     """An sbatch array of `evaluate RUN --shard K/N ARGS`, one task per shard. `fail` = (task, marker): that
-    task's first attempt (no marker yet) is killed once its shard has a line, and exits 1; its next attempt
-    resumes the shard."""
-    cmd = f"{python} -m wikihowagent evaluate {run} --shard $SLURM_ARRAY_TASK_ID/{shards} {' '.join(args)}"
+    task's first attempt (no marker yet) is killed (SIGKILL, as a node lost under it) once its shard's scores
+    are written and before the shard is recorded as done (its shard.json): the latest moment a task can be
+    lost, so the kill never races a task that finishes first. It exits 1; its next attempt resumes the shard."""
+    q = shlex.quote
+    tail = f"evaluate {q(str(run))} --shard $SLURM_ARRAY_TASK_ID/{shards} {' '.join(q(a) for a in args)}"
     lines = [
         "#!/bin/bash",
         f"#SBATCH --array=0-{shards - 1}",
         "#SBATCH --job-name=evaluate-shards",
-        f"#SBATCH --output={logs}/%A_%a.out",
-        f"cd {ROOT}",
+        f"#SBATCH --output={q(str(logs))}/%A_%a.out",
+        f"cd {q(str(ROOT))}",
     ]
     if fail is not None:
         task, mark = fail
-        part = f"{run}/score-shards/{task}-of-{shards}/scores.jsonl"
+        killed = (
+            "import os, signal, sys; import wikihowagent.evaluation.core as core; "
+            "core.write_shard_info = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL); "
+            "sys.argv[0] = 'wikihowagent'; from wikihowagent.cli import main; main()"
+        )
         lines += [
-            f'if [ "$SLURM_ARRAY_TASK_ID" = "{task}" ] && [ ! -e {mark} ]; then',
-            f"  touch {mark}",
-            f"  {cmd} & pid=$!",
-            f'  while kill -0 "$pid" 2>/dev/null && [ ! -s {part} ]; do sleep 0.1; done',
-            '  kill -KILL "$pid" 2>/dev/null; wait "$pid"',
-            '  echo "task $SLURM_ARRAY_TASK_ID: killed mid-shard (the rehearsed failure)" >&2',
+            f'if [ "$SLURM_ARRAY_TASK_ID" = "{int(task)}" ] && [ ! -e {q(str(mark))} ]; then',
+            f"  touch {q(str(mark))}",
+            f"  {q(python)} -c {q(killed)} {tail}",
+            '  echo "task $SLURM_ARRAY_TASK_ID: killed before its shard was recorded (the rehearsed failure)" >&2',
             "  exit 1",
             "fi",
         ]
-    return "\n".join([*lines, f"exec {cmd}", ""])
+    return "\n".join([*lines, f"exec {q(python)} -m wikihowagent {tail}", ""])
 
 
 def sbatch(env: dict[str, str], script: Path, *options: str) -> str:

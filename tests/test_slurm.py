@@ -157,7 +157,7 @@ def test_evaluate_array_task_failing_once_is_resubmitted_and_merges_to_one_run(t
         assert res.exit_code == 2 and "1 of 3 shards missing (1-of-3)" in flat(res), res.output
         cluster.wait(sbatch(cluster.env, script, "--array=1"))
     logs = "\n".join(p.read_text() for p in sorted((tmp_path / "logs").glob("*.out")))
-    assert "task 1: killed mid-shard" in logs
+    assert "task 1: killed before its shard was recorded" in logs
     res = runner.invoke(app, ["merge", str(tmp_path / "array")])
     assert res.exit_code == 0 and "merged 3 score shards into 150 score records" in flat(res), res.output + logs
     merged, single = (

@@ -15,6 +15,7 @@ typed records gain later (e.g. personas, score distributions) are shown as they 
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import Any
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.evaluation.judge import RubricError, load_rubrics
 from wikihowagent.evaluation.metrics import value_range
-from wikihowagent.paper_format import LenientRecord, load_paper_file, parse_run_stem, read_lenient
+from wikihowagent.paper_format import LenientRecord, parse_run_stem, read_lenient
 from wikihowagent.records import Conversation, ScoreRecord, Turn
 from wikihowagent.runs import (
     CONVERSATIONS,
@@ -288,19 +289,20 @@ def _paper_file(path: Path, problems: Problems) -> Found | None:
         learner=learner,
         evaluator=stem.get("evaluator", ""),
     )
+    items = conversation_items(path, paper=True)  # a large file (the released ones): read as it is streamed
     try:
-        items, name = load_paper_file(path)  # a large file (the released ones): read as it is streamed
+        first = next(items, None)  # opening the file: a file that cannot be read at all leaves the run out
     except (ValueError, OSError) as exc:
         problems.add(str(exc) if isinstance(exc, ValueError) else f"{path}: cannot read ({exc.strerror or exc})")
         return None
 
     def records() -> Iterator[tuple[str, Any]]:
         try:
-            for i, obj in enumerate(items):
+            for where, obj in itertools.chain([first] if first is not None else [], items):
                 if isinstance(obj, dict):
-                    yield name.format(i=i), obj
+                    yield where, obj
                 else:
-                    problems.add(f"{name.format(i=i)}: expected a JSON object; left out")
+                    problems.add(f"{where}: expected a JSON object; left out")
         except ValueError as exc:  # malformed text further in a large file: what came before is shown
             problems.add(str(exc))
 
