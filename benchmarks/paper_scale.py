@@ -31,7 +31,8 @@ import random
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -390,6 +391,24 @@ class Work:
         tmp.replace(p)
         return figures
 
+    @contextmanager
+    def running(self, stage: str) -> Iterator[None]:
+        """Hold the stage's lock: a second process running the same stage in this folder stops at once (two
+        processes may run different stages side by side)."""
+        from wikihowagent.runs import RunError, dir_lock
+
+        stack = ExitStack()
+        try:
+            stack.enter_context(
+                dir_lock(self.dir / "done", blocking=False, what=f"another run of stage {stage}", name=f".{stage}.lock")
+            )
+        except RunError:
+            raise SystemExit(
+                f"{self.dir}: another process is running stage {stage} (wait, or use another --dir)"
+            ) from None
+        with stack:
+            yield
+
     def forget(self, stage: str) -> None:
         for p in (self.dir / "done").glob(f"{stage}*.json"):
             p.unlink()
@@ -613,8 +632,18 @@ def _slurm_line(sl: dict[str, Any]) -> str:
         f"of {n} `evaluate --no-judge --shard K/{n}` tasks; task {k} killed mid-shard on its first attempt "
         f"({'it was' if sl['failed_once'] else 'it was **not**'}); `merge` then refused ({sl['refused_before']}); "
         f"after `sbatch --array={k}` of the same script: {sl['merged']}; the merged scores equal one unsharded "
-        f"`evaluate`'s: **{'yes' if sl['identical'] else 'NO'}** (array {sl['array_s']:.0f} s, the resubmitted task "
-        f"{sl['resubmitted_s']:.0f} s, unsharded {sl['single_s']:.0f} s)."
+        f"`evaluate`'s: **{'yes' if sl['identical'] else 'no'}**{_differ(sl.get('differences'))} (array "
+        f"{sl['array_s']:.0f} s, the resubmitted task {sl['resubmitted_s']:.0f} s, unsharded {sl['single_s']:.0f} s)."
+    )
+
+
+def _differ(d: dict[str, Any] | None) -> str:
+    if not d or not d["records"]:
+        return ""
+    return (
+        f": {d['records']} records differ, in {', '.join(d['metrics'])}, by at most {d['largest']:.1e} (the rest of "
+        "the block the killed task had begun, scored again in a smaller batch: the encoder's CPU kernels round "
+        "other batch shapes differently)"
     )
 
 
@@ -692,7 +721,8 @@ def run_stages(w: Work, only: Sequence[str]) -> dict[str, dict[str, Any]]:
             print(f"{stage}: done" if w.done(stage) else f"{stage}: skipped", flush=True)
             continue
         print(f"{stage}: running (log: {w.log(stage)})", flush=True)
-        figures = w.mark(stage, STAGE_FUNCS[stage](w))
+        with w.running(stage):
+            figures = w.mark(stage, STAGE_FUNCS[stage](w))
         print(f"{stage}: " + json.dumps({k: v for k, v in figures.items() if not isinstance(v, dict)}), flush=True)
     return {s: got for s in STAGES if (got := w.done(s)) is not None}
 

@@ -347,10 +347,9 @@ def _score_files_of(p: Path) -> list[Path]:
 def read_llm_scores(paths: list[Path], problems: Problems, keep: frozenset[str] | None = None) -> LLMScores:
     """All LLM scores; a conversation id found in two sources: the later source wins (reported). Only the 8
     paper rubrics are read; other rubric names in scores.jsonl files (`evaluate --rubrics`) are ignored
-    with one warning line listing them. `keep` (the rated conversations' ids; None = every one): the rows of
-    the others hold what every row is read for (rubric scores, run, model, judge, where it came from, the
-    automatic metrics) but not their metrics, the judge's distributions or checklist items, which are only
-    compared with people: at the paper's scale the scores of 114,296 conversations are read for 70 rated."""
+    with one warning line listing them. `keep` (the rated ids; None = all): the other rows hold their rubric
+    scores, run, model, judge and where, not their metrics, distributions or checklist items (only compared
+    with people): at the paper's scale 114,296 score lines are read for 70 rated conversations."""
     result = LLMScores()
     for path in resolve_score_paths(paths, problems):
         suffix = path.suffix.lower()
