@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import sys
 import time
@@ -540,7 +541,8 @@ REPORT_LIMIT = (1.5 * 1024, 150.0)  # MiB, s: the goal `report` is held against 
 
 
 def _mb(x: float) -> str:
-    return f"{x / 1024:.2f} GB" if x >= 1024 else f"{x:.0f} MB"
+    """Memory (MiB, as the kernel counts it) in MiB or GiB."""
+    return f"{x / 1024:.2f} GiB" if x >= 1024 else f"{x:.0f} MiB"
 
 
 def _bytes(x: float) -> str:
@@ -627,6 +629,7 @@ def _slurm_line(sl: dict[str, Any]) -> str:
     if sl.get("skipped"):
         return f"Slurm rehearsal: not run ({sl['skipped']})."
     k, n = sl["failed_task"], sl["shards"]
+    sl = {key: re.sub(r"/\S*/slurm/", "", v) if isinstance(v, str) else v for key, v in sl.items()}  # folder names
     return (
         f"Slurm rehearsal (a real single-node Slurm): {sl['conversations']} of the sample's conversations as an array "
         f"of {n} `evaluate --no-judge --shard K/{n}` tasks; task {k} killed mid-shard on its first attempt "
@@ -678,8 +681,8 @@ def section(f: dict[str, dict[str, Any]], w: Work) -> Section:
     total = f["build"]["conversations"]
     headline = (
         f"{total:,} conversations: merge {_time(m['wall_s'])} at {_mb(m['peak_mb'])}, align {_time(a['wall_s'])} "
-        f"at {_mb(a['peak_mb'])}, report {_time(r['wall_s'])} at {_mb(r['peak_mb'])}; evaluate projected "
-        f"{_time(e['wall_s'] / e['conversations'] * total)} on 2 cores"
+        f"at {_mb(a['peak_mb'])}, report {_time(r['wall_s'])} at {_mb(r['peak_mb'])}; evaluate --no-judge projected "
+        f"{_time(e['cpu_s'] / e['conversations'] * total)} of CPU"
     )
     body = (
         f"8 runs x {total // len(MODELS):,} conversations in the layout `generate` writes, texts copied (seeded) from "
