@@ -28,10 +28,12 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -390,6 +392,24 @@ class Work:
         tmp.replace(p)
         return figures
 
+    @contextmanager
+    def running(self, stage: str) -> Iterator[None]:
+        """Hold the stage's lock: a second process running the same stage in this folder stops at once (two
+        processes may run different stages side by side)."""
+        from wikihowagent.runs import RunError, dir_lock
+
+        stack = ExitStack()
+        try:
+            stack.enter_context(
+                dir_lock(self.dir / "done", blocking=False, what=f"another run of stage {stage}", name=f".{stage}.lock")
+            )
+        except RunError:
+            raise SystemExit(
+                f"{self.dir}: another process is running stage {stage} (wait, or use another --dir)"
+            ) from None
+        with stack:
+            yield
+
     def forget(self, stage: str) -> None:
         for p in (self.dir / "done").glob(f"{stage}*.json"):
             p.unlink()
@@ -521,7 +541,8 @@ REPORT_LIMIT = (1.5 * 1024, 150.0)  # MiB, s: the goal `report` is held against 
 
 
 def _mb(x: float) -> str:
-    return f"{x / 1024:.2f} GB" if x >= 1024 else f"{x:.0f} MB"
+    """Memory (MiB, as the kernel counts it) in MiB or GiB."""
+    return f"{x / 1024:.2f} GiB" if x >= 1024 else f"{x:.0f} MiB"
 
 
 def _bytes(x: float) -> str:
@@ -608,13 +629,23 @@ def _slurm_line(sl: dict[str, Any]) -> str:
     if sl.get("skipped"):
         return f"Slurm rehearsal: not run ({sl['skipped']})."
     k, n = sl["failed_task"], sl["shards"]
+    sl = {key: re.sub(r"/\S*/slurm/", "", v) if isinstance(v, str) else v for key, v in sl.items()}  # folder names
     return (
         f"Slurm rehearsal (a real single-node Slurm): {sl['conversations']} of the sample's conversations as an array "
         f"of {n} `evaluate --no-judge --shard K/{n}` tasks; task {k} killed before its shard was recorded, on its first attempt "
         f"({'it was' if sl['failed_once'] else 'it was **not**'}); `merge` then refused ({sl['refused_before']}); "
         f"after `sbatch --array={k}` of the same script: {sl['merged']}; the merged scores equal one unsharded "
-        f"`evaluate`'s: **{'yes' if sl['identical'] else 'NO'}** (array {sl['array_s']:.0f} s, the resubmitted task "
-        f"{sl['resubmitted_s']:.0f} s, unsharded {sl['single_s']:.0f} s)."
+        f"`evaluate`'s: **{'yes' if sl['identical'] else 'no'}**{_differ(sl.get('differences'))} (array "
+        f"{sl['array_s']:.0f} s, the resubmitted task {sl['resubmitted_s']:.0f} s, unsharded {sl['single_s']:.0f} s)."
+    )
+
+
+def _differ(d: dict[str, Any] | None) -> str:
+    if not d or not d["records"]:
+        return ""
+    return (
+        f": {d['records']} records differ, in {', '.join(d['metrics']) or 'fields other than metrics'}, "
+        f"by at most {d['largest']:.1e}"
     )
 
 
@@ -649,8 +680,8 @@ def section(f: dict[str, dict[str, Any]], w: Work) -> Section:
     total = f["build"]["conversations"]
     headline = (
         f"{total:,} conversations: merge {_time(m['wall_s'])} at {_mb(m['peak_mb'])}, align {_time(a['wall_s'])} "
-        f"at {_mb(a['peak_mb'])}, report {_time(r['wall_s'])} at {_mb(r['peak_mb'])}; evaluate projected "
-        f"{_time(e['wall_s'] / e['conversations'] * total)} on 2 cores"
+        f"at {_mb(a['peak_mb'])}, report {_time(r['wall_s'])} at {_mb(r['peak_mb'])}; evaluate --no-judge projected "
+        f"{_time(e['cpu_s'] / e['conversations'] * total)} of CPU"
     )
     body = (
         f"8 runs x {total // len(MODELS):,} conversations in the layout `generate` writes, texts copied (seeded) from "
@@ -692,7 +723,8 @@ def run_stages(w: Work, only: Sequence[str]) -> dict[str, dict[str, Any]]:
             print(f"{stage}: done" if w.done(stage) else f"{stage}: skipped", flush=True)
             continue
         print(f"{stage}: running (log: {w.log(stage)})", flush=True)
-        figures = w.mark(stage, STAGE_FUNCS[stage](w))
+        with w.running(stage):
+            figures = w.mark(stage, STAGE_FUNCS[stage](w))
         print(f"{stage}: " + json.dumps({k: v for k, v in figures.items() if not isinstance(v, dict)}), flush=True)
     return {s: got for s in STAGES if (got := w.done(s)) is not None}
 

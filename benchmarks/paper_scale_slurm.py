@@ -66,6 +66,21 @@ def sbatch(env: dict[str, str], script: Path, *options: str) -> str:
     return done.stdout.strip().split(";")[0]
 
 
+def differences(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """How two score files (by id) differ: records, the metrics that differ and the largest difference."""
+    ids = [k for k in b if a.get(k) != b[k]]
+    names, largest = set(), 0.0
+    for k in ids:
+        ma, mb = (a.get(k) or {}).get("metrics") or {}, b[k].get("metrics") or {}
+        for name in set(ma) | set(mb):
+            x, y = ma.get(name), mb.get(name)
+            if x != y:
+                names.add(name)
+                if isinstance(x, (int, float)) and isinstance(y, (int, float)):
+                    largest = max(largest, abs(x - y))
+    return {"records": len(ids), "metrics": sorted(names), "largest": largest}
+
+
 def scores_by_id(path: Path) -> dict[str, dict[str, Any]]:
     from wikihowagent.runs import iter_jsonl
 
@@ -119,8 +134,9 @@ def rehearse(
         "failed_task": task,
         "failed_once": mark.exists(),
         "refused_before": f"exit {refused.returncode}: {' '.join(refused.stderr.split())}",
-        "merged": f"exit {merged.returncode}: {' '.join(merged.stdout.split())}",
+        "merged": f"exit {merged.returncode}: {' '.join((merged.stdout + merged.stderr).split())}",
         "identical": merged.returncode == 0 and a == b and len(a) == n,
+        "differences": differences(a, b),
         "array_s": first,
         "resubmitted_s": again,
         "single_s": single["wall_s"],
