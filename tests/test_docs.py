@@ -146,12 +146,7 @@ OTHER_TOOLS_FLAGS = {
     "--code",  # python -m benchmarks interrupt
     "--repo",  # python -m benchmarks structure
     "--study",  # python -m benchmarks judge_vs_people
-    "--dir",  # python -m benchmarks paper_scale
-    "--redo",  # python -m benchmarks paper_scale
-    "--source",  # python -m benchmarks paper_scale_slurm
     "--array",
-    "--cpus-per-task",  # sbatch
-    "--mem",  # sbatch
     "--check-n",
     "--max-minutes",
     "--minutes",

@@ -45,7 +45,7 @@ def test_a_bad_workers_value_is_one_line(value):
 
 
 def test_the_workers_default_is_the_cores_available():
-    from wikihowagent.evaluation.workers import available_cores, parse_workers
+    from wikihowagent.processes import available_cores, parse_workers
 
     assert parse_workers(None) == available_cores() >= 1
     assert parse_workers("3") == 3 and parse_workers(" 1 ") == 1

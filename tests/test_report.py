@@ -530,3 +530,33 @@ def test_memory_does_not_grow_with_the_conversations_text(tmp_path):
             tracemalloc.stop()
     growth = (peaks[1] - peaks[0]) / (sizes[1] - sizes[0])
     assert growth < 0.1, f"the peak grew by {growth:.2f} bytes per byte of conversations ({peaks}, {sizes})"
+
+
+def _site_files(site: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(site)): p.read_bytes() for p in sorted(site.rglob("*")) if p.is_file()}
+
+
+def test_runs_read_in_worker_processes_give_the_same_site_problems_and_progress(tmp_path):
+    """`report --workers 2` reads the runs two at a time in processes of their own: the site, byte for byte, the
+    problems in their order and the records counted for the progress bar are those of one process; a named run
+    that yields nothing is still the error it is, and no spool file is left beside the output."""
+    sweep = tmp_path / "sweep"
+    make_run(sweep, "T-qwen2_L-qwen2", 40, teacher="qwen2", tutorials=10)
+    make_run(sweep, "T-gemma_L-gemma", 30, teacher="gemma", tutorials=10, seed=1, bias=-0.5)
+    make_run(sweep, "T-gemma_L-qwen2", 20, teacher="gemma", learner="qwen2", tutorials=10, seed=2, scores=False)
+    append_line(sweep / "T-gemma_L-gemma" / "conversations.jsonl", "{not json")
+    got = {}
+    for n in (1, 2):
+        problems, counted = Problems(), []
+        res = build_report(
+            [sweep], tmp_path / f"site{n}", problems=problems, on_record=lambda: counted.append(1), workers=n
+        )
+        got[n] = (_site_files(res.out), problems.lines, len(counted))
+    assert got[2][1] == got[1][1] and any("T-gemma_L-gemma" in line for line in got[1][1])
+    assert got[2][2] == got[1][2] == 90  # the records read (the line that is not JSON is a problem)
+    assert got[2][0] == got[1][0] and len(got[1][0]) > 5
+    assert not [p.name for p in tmp_path.iterdir() if p.name.startswith(".wikihowagent-report")]
+    empty = tmp_path / "empty_run"
+    empty.mkdir()
+    with pytest.raises(ReportInputError, match="empty_run"):
+        build_report([sweep, empty], tmp_path / "site3", workers=2)

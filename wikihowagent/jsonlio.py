@@ -20,7 +20,6 @@ for lines), bounded so that one hostile line is one problem, never a crash or an
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import os
 import re
@@ -83,8 +82,10 @@ MAX_INT_DIGITS = 100  # digits of one integer literal
 MAX_LINE_BYTES = 8 * 2**20  # one JSONL line
 MAX_DOCUMENT_BYTES = 128 * 2**20  # one JSON document
 
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
+_DIGITS_ONLY = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))  # every digit "0", the rest " "
+_ESCAPE = re.compile(rb"\\.", re.DOTALL)  # a backslash escape in a JSON string (\\, \", \n, \u...)
+_PARENS = bytes.maketrans(b"[]{}", b"()()")  # arrays and objects alike
+_NOT_STRUCTURE = bytes(i for i in range(256) if i not in b'[]{}"')  # all but brackets and quotes
 
 
 class JsonInputError(WikihowagentError, ValueError):
@@ -122,35 +123,43 @@ def _beyond(why: str) -> JsonBoundError:
     return JsonBoundError(f"malformed JSON ({why})")
 
 
-def _too_deep(text: str) -> bool:
-    """More than MAX_DEPTH arrays and objects inside one another in `text` (valid JSON), counted outside strings."""
-    if text.count("[") + text.count("{") <= MAX_DEPTH:
+def _too_deep(raw: bytes) -> bool:
+    """More than MAX_DEPTH arrays and objects inside one another in `raw` (valid JSON), counted outside strings:
+    escapes dropped, then everything but brackets and quotes (C-speed byte operations), then what lies between
+    quotes; the levels are then taken away innermost first."""
+    if raw.count(b"[") + raw.count(b"{") <= MAX_DEPTH:
         return False
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text))
-    return max(itertools.accumulate(1 if c in "[{" else -1 for c in brackets), default=0) > MAX_DEPTH
+    pairs = b"".join(_ESCAPE.sub(b"", raw).translate(None, _NOT_STRUCTURE).split(b'"')[::2]).translate(_PARENS)
+    for _ in range(MAX_DEPTH):  # each round takes away the innermost level
+        if not pairs:
+            return False
+        pairs = pairs.replace(b"()", b"")
+    return bool(pairs)
 
 
 def parse_json(raw: bytes | str, object_pairs_hook: Callable[[list[tuple[str, Any]]], Any] | None = None) -> Any:
     """The one parser of JSON text from outside (files, lines, a model's reply): `json.loads` within the bounds of
     the module's docstring. Bytes are UTF-8 (a leading BOM is skipped). JsonInputError (one line) if the text is
-    not UTF-8, not JSON, or beyond a bound; an error `object_pairs_hook` raises passes through."""
+    not UTF-8, not JSON, or beyond a bound; an error `object_pairs_hook` raises passes through. Integers are
+    checked one by one only in a text with a run of more than MAX_INT_DIGITS digits somewhere."""
     if isinstance(raw, bytes):
         try:
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
             raise JsonInputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     else:
-        text = raw
+        text, raw = raw, raw.encode("utf-8", "surrogatepass")
     too_deep = f"nested more than {MAX_DEPTH} levels deep"
+    long_digits = b"0" * (MAX_INT_DIGITS + 1) in raw.translate(_DIGITS_ONLY)
     try:
-        obj = json.loads(text, parse_int=_int, object_pairs_hook=object_pairs_hook)
+        obj = json.loads(text, parse_int=_int if long_digits else None, object_pairs_hook=object_pairs_hook)
     except json.JSONDecodeError as exc:
         raise JsonInputError(f"malformed JSON ({exc})", exc.lineno, f"malformed JSON ({exc.msg})") from None
     except RecursionError:
         raise _beyond(too_deep) from None
     except _LongNumber as exc:
         raise _beyond(f"an integer {exc} digits long; at most {MAX_INT_DIGITS} are read") from None
-    if _too_deep(text):
+    if _too_deep(raw):
         raise _beyond(too_deep)
     return obj
 
@@ -261,7 +270,7 @@ class _IncrementalText:
             except _LongNumber as exc:
                 raise self.error(f"malformed JSON (an integer {exc} digits long)", pos) from None
             if end is not None and (end < len(self.buf) or self.eof):  # a number may go on in the next block
-                if _too_deep(self.buf[pos:end]):
+                if _too_deep(self.buf[pos:end].encode("utf-8", "surrogatepass")):
                     raise self.error(f"malformed JSON (nested more than {MAX_DEPTH} levels deep)", pos)
                 return obj, end
             if len(self.buf) > MAX_LINE_BYTES:

@@ -19,6 +19,7 @@ from wikihowagent.console import print_labeled, progress_bar
 from wikihowagent.csvcells import people_csv
 from wikihowagent.outdir import check_writable
 from wikihowagent.presets import get_preset, preset_config
+from wikihowagent.processes import parse_workers
 from wikihowagent.runs import (
     BY_DOMAIN_CSV,
     BY_PERSONA_CSV,
@@ -54,7 +55,6 @@ from .shards import scores_fingerprint, write_shard_info
 from .significance import TableStats
 from .summary import by_domain, load_run_scores, summarize, write_calibrated, write_figures, write_summary
 from .tables import expand_sweep_dirs, paper_tables
-from .workers import parse_workers
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ it stops handing out conversations, lets each worker finish the one it holds, an
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import signal
 import threading
@@ -22,6 +21,8 @@ from collections.abc import Iterable
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
+
+from wikihowagent.processes import pool_context
 
 from .encoder import MetricError
 from .metrics import EMBEDDING_METRICS, Scorers
@@ -40,24 +41,6 @@ PRELOAD_ENCODER = [
 _WORKER: dict[str, Any] = {}  # in a worker process: its Scorers ("scorers") or why it could not make them ("error")
 
 
-def available_cores() -> int:
-    """The CPU cores this process may run on (its affinity: a Slurm allocation's, a container's), else all."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # no affinity on this platform (macOS, Windows)
-        return os.cpu_count() or 1
-
-
-def parse_workers(value: str | None) -> int:
-    """`--workers N`: a whole number >= 1; None (not given) = the cores available. ValueError (one line) else."""
-    if value is None:
-        return available_cores()
-    text = value.strip()
-    if not text.isdigit() or int(text) < 1:
-        raise ValueError(f"--workers: a whole number of processes, 1 or more, not {value!r}")
-    return int(text)
-
-
 def make_scorers(mode: str, metrics: Iterable[str], batch_size: int, device: str, workers: int) -> Any:
     """The scorers of `evaluate`: a `metrics.Scorers` in this process when `workers` is 1, else a `ScorerPool` of
     `workers` processes (each with its own Scorers). Both have `score(convs) -> list[ConvScores]` and `close()`."""
@@ -67,13 +50,9 @@ def make_scorers(mode: str, metrics: Iterable[str], batch_size: int, device: str
 
 
 def _context(encoder: bool) -> Any:
-    """A fork server where the platform has one (Linux, macOS), its modules preloaded (`PRELOAD`, and
-    `PRELOAD_ENCODER` when the `encoder` is used; a process's fork server is started once), else spawn."""
-    if "forkserver" in multiprocessing.get_all_start_methods():
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload([*PRELOAD, *(PRELOAD_ENCODER if encoder else []), "wikihowagent.evaluation.metrics"])
-        return ctx
-    return multiprocessing.get_context("spawn")
+    """The workers' pool context, its fork server preloaded with `PRELOAD` (and `PRELOAD_ENCODER` when the
+    `encoder` is used)."""
+    return pool_context([*PRELOAD, *(PRELOAD_ENCODER if encoder else []), "wikihowagent.evaluation.metrics"])
 
 
 def _start(mode: str, metrics: list[str], batch_size: int, device: str, alive: Any) -> None:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from wikihowagent.console import INPUTS, OUTPUT, make_console, print_error, print_labeled
+from wikihowagent.console import CLUSTER, INPUTS, OUTPUT, make_console, print_error, print_labeled
 from wikihowagent.runs import INDEX_HTML, PROBLEMS_TXT
 
 
@@ -77,6 +77,16 @@ def report(
             show_default=False,
         ),
     ] = None,
+    workers: Annotated[
+        str | None,
+        typer.Option(
+            rich_help_panel=CLUSTER,
+            metavar="N",
+            help="Runs read at once, each in a process of its own; 1 = in the report process itself. Default: the "
+            "cores available to it. The site is the same for any N.",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Write a static, offline HTML report of runs: overview, tables, figures, a conversation browser.
 
@@ -84,12 +94,18 @@ def report(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from wikihowagent.outdir import OutputDirError
+    from wikihowagent.processes import parse_workers
 
     from .core import ReportError, build_report
     from .sources import Problems, ReportInputError, count_lines, expand
 
     err = make_console()
     problems = Problems()
+    try:
+        processes = parse_workers(workers)
+    except ValueError as exc:
+        print_error(str(exc), err)
+        raise typer.Exit(2) from None
     try:
         total = count_lines(expand(runs, Problems()))
         with Progress(
@@ -116,6 +132,7 @@ def report(
                 on_chunk=on_chunk,
                 calibration=calibration,
                 compare=compare,
+                workers=processes,
             )
     except KeyboardInterrupt:
         err.print(f"interrupted: nothing written; {out} is as it was")

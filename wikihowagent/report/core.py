@@ -77,7 +77,6 @@ from .sources import Loaded, Problems, ReportRun, drop_out_of_range, load_inputs
 from .store import STATUSES, ConversationStore
 from .tables import _copy_alignment, _short_number, _summary_tables
 
-MARKER = ".wikihowagent-report"
 ASSETS = REPORT_ASSETS
 TOOL = "report"  # as the manifest of --out names the command (outdir.StagedDir)
 
@@ -137,10 +136,12 @@ def build_report(
     on_chunk: Callable[[], None] | None = None,
     calibration: Path | None = None,
     compare: Path | None = None,
+    workers: int = 1,
 ) -> ReportResult:
     """Read the runs and write the site to `out`, replaced as a whole (outdir.StagedDir: a folder holding
     anything the report did not write, or being, holding or inside an input, is refused). Raises
-    ReportInputError / ReportError / outdir.OutputDirError with one-line messages."""
+    ReportInputError / ReportError / outdir.OutputDirError with one-line messages. `workers`: runs read at once
+    (`sources.load_inputs`)."""
     problems = problems or Problems()
     out = Path(out)
     if alignment is not None:
@@ -156,7 +157,9 @@ def build_report(
     late = Problems()  # the calibrated columns' problems, said after every run's
     calibrate = partial(_calibrate, cal=cal, path=calibration, problems=late) if calibration is not None else None
     out.resolve().parent.mkdir(parents=True, exist_ok=True)
-    loaded = load_inputs(paths, problems, on_record=on_record, spool_dir=out.resolve().parent, calibrate=calibrate)
+    loaded = load_inputs(
+        paths, problems, on_record=on_record, spool_dir=out.resolve().parent, calibrate=calibrate, workers=workers
+    )
     problems.lines += late.lines
     runs = loaded.runs
     # the runs as found below the given paths (a sweep's cells may be symlinks to elsewhere)
@@ -295,7 +298,6 @@ def _write_site(
     (d / "assets").mkdir()
     (d / "data").mkdir()
     (d / FIGURES_DIR).mkdir()
-    (d / MARKER).write_text("written by `wikihowagent report`; this directory is replaced as a whole\n")
     pkg = resources.files("wikihowagent.report") / "assets"
     for name in ASSETS:
         (d / "assets" / name).write_text(pkg.joinpath(name).read_text(encoding="utf-8"), encoding="utf-8")

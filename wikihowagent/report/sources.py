@@ -16,7 +16,10 @@ typed records gain later (e.g. personas, score distributions) are shown as they 
 from __future__ import annotations
 
 import itertools
+import tempfile
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +28,7 @@ from wikihowagent.errors import WikihowagentError
 from wikihowagent.evaluation.judge import RubricError, load_rubrics
 from wikihowagent.evaluation.metrics import value_range
 from wikihowagent.paper_format import LenientRecord, parse_run_stem, read_lenient
+from wikihowagent.processes import pool_context
 from wikihowagent.records import Conversation, ScoreRecord, Turn
 from wikihowagent.runs import (
     CONVERSATIONS,
@@ -43,7 +47,7 @@ from wikihowagent.runs import (
 )
 from wikihowagent.scoretable import ScoreTable
 
-from .store import STATUSES, ConversationStore, parts
+from .store import STATUSES, ConversationStore, StoredRun, parts
 
 # Fields shown as such; any other (later) field of a record is shown as it is.
 _KNOWN_SCORE_FIELDS = set(ScoreRecord.model_fields)
@@ -165,19 +169,16 @@ def load_run(
     store: ConversationStore,
     index: int,
     on_record: Callable[[], None] | None = None,
-    calibrate: Callable[[ReportRun], None] | None = None,
 ) -> ReportRun | None:
     """One run directory (or one of the paper's run files) -> ReportRun, its conversations streamed into
     `store` as run number `index` (each record read once, its text spooled, never all in memory); None
-    (reported) when it holds nothing readable. `calibrate(run)`: applied to the run's scores once read."""
+    (reported) when it holds nothing readable."""
     found = _paper_file(path, problems) if path.is_file() else _run_dir(path, problems)
     if found is None:
         return None
     run, records, score_file = found
     later = Problems()  # the score file's problems: said after the records' (in the order a reader meets them)
     scores = _read_scores(run, score_file, later) if score_file is not None else None
-    if calibrate is not None:
-        calibrate(run)
     start = len(store)
     at: dict[str, int] = {}  # conversation id -> its index in the store
     for where, obj in records:
@@ -514,24 +515,32 @@ def load_inputs(
     *,
     spool_dir: Path | None = None,
     calibrate: Callable[[ReportRun], None] | None = None,
+    workers: int = 1,
 ) -> Loaded:
     """Every named run (sweeps expanded), each record read once and streamed into a ConversationStore whose
     spool file is made in `spool_dir` (default: the system's temporary directory). A named run directory that
     yields nothing is a ReportInputError; a sweep cell that yields nothing is reported and skipped.
-    `calibrate(run)`: applied to each run's scores once they are read."""
+    `calibrate(run)`: applied to each run's scores once they are read. `workers` > 1: that many runs are read
+    at once, each in a process of its own; the runs, their order and the problems said are the same."""
     named = {Path(p).resolve() for p in paths}
     runs: list[ReportRun] = []
     store = ConversationStore(spool_dir)
     try:
-        for p in expand(paths, problems):
-            before = len(problems.lines)
-            run = load_run(p, problems, store, len(runs), on_record, calibrate)
+        items = expand(paths, problems)
+        read = (
+            _read_apart(items, problems, store, runs, on_record, workers, spool_dir)
+            if workers > 1 and len(items) > 1
+            else ((p, load_run(p, problems, store, len(runs), on_record)) for p in items)
+        )
+        for p, run, before in _counted(read, problems):
             if run is None:
                 if p.resolve() in named:
                     raise ReportInputError(
                         problems.lines[-1] if len(problems.lines) > before else f"{p}: nothing to show"
                     )
                 continue
+            if calibrate is not None:
+                calibrate(run)
             runs.append(run)
         if not runs:
             raise ReportInputError("nothing to show: no run with a readable conversation or score record")
@@ -543,6 +552,95 @@ def load_inputs(
         if names.count(r.name) > 1:  # two sweeps with the same cell name: keep them apart
             r.name = f"{r.path.parent.name}/{r.path.name}"
     return Loaded(runs, store)
+
+
+def _counted(
+    read: Iterable[tuple[Path, ReportRun | None]], problems: Problems
+) -> Iterator[tuple[Path, ReportRun | None, int]]:
+    """Each (path, run) with the number of problems said before its own."""
+    before = len(problems.lines)
+    for p, run in read:
+        yield p, run, before
+        before = len(problems.lines)
+
+
+_READ = 0  # in a worker process of `_read_apart`: records read and not yet counted in the shared counter
+_COUNTER: Any = None  # ... the shared counter
+
+
+def _worker_start(counter: Any) -> None:
+    global _COUNTER
+    _COUNTER = counter
+
+
+def _one_more_record() -> None:
+    global _READ
+    _READ += 1
+    if _READ >= 64:
+        with _COUNTER.get_lock():
+            _COUNTER.value += _READ
+        _READ = 0
+
+
+def _read_alone(path: Path, spool: Path) -> tuple[ReportRun | None, list[str], StoredRun | None]:
+    """In a worker process: one run read into a store of its own (spooled to `spool`) -> the run, the problems
+    said, and the store to adopt."""
+    global _READ
+    problems = Problems()
+    store = ConversationStore(spool_file=spool)
+    try:
+        run = load_run(path, problems, store, 0, _one_more_record)
+        return run, problems.lines, store.export() if run is not None else None
+    finally:
+        store.close()
+        with _COUNTER.get_lock():
+            _COUNTER.value += _READ
+        _READ = 0
+
+
+def _read_apart(
+    items: list[Path],
+    problems: Problems,
+    store: ConversationStore,
+    runs: list[ReportRun],
+    on_record: Callable[[], None] | None,
+    workers: int,
+    spool_dir: Path | None,
+) -> Iterator[tuple[Path, ReportRun | None]]:
+    """The runs read `workers` at a time, each in a process of its own, and taken over in order: each one's
+    problems said, its conversations adopted by `store` as the next run."""
+    ctx = pool_context(["wikihowagent.report.sources"])
+    counter = ctx.Value("q", 0)
+    counted = 0
+    with tempfile.TemporaryDirectory(prefix=".wikihowagent-report-", dir=spool_dir, ignore_cleanup_errors=True) as tmp:
+        pool = ProcessPoolExecutor(
+            min(workers, len(items)), mp_context=ctx, initializer=_worker_start, initargs=(counter,)
+        )
+        try:
+            jobs = [pool.submit(_read_alone, p, Path(tmp) / f"{k}.spool") for k, p in enumerate(items)]
+            for p, job in zip(items, jobs, strict=True):
+                while True:
+                    try:
+                        run, lines, part = job.result(timeout=0.25)
+                        break
+                    except FuturesTimeout:
+                        pass
+                    finally:
+                        counted = _advance(on_record, counter.value, counted)
+                problems.lines += lines
+                if run is not None and part is not None:
+                    run.rows = store.adopt(part, len(runs))
+                yield p, run
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _advance(on_record: Callable[[], None] | None, now: int, counted: int) -> int:
+    """The progress callback called once for each record the workers read since the last call -> records counted."""
+    if on_record is not None:
+        for _ in range(now - counted):
+            on_record()
+    return now
 
 
 def count_lines(paths: list[Path]) -> int:

@@ -9,12 +9,16 @@ never all in memory at once.
 
 from __future__ import annotations
 
+import bisect
+import contextlib
+import functools
 import json
 import sys
 import tempfile
 from array import array
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -24,13 +28,33 @@ CHUNK = 250  # conversations per data/conv-NNNN.js
 STATUSES = ("finished", "cut", "failed", "unknown")
 
 
+@dataclass
+class StoredRun:
+    """What one process's ConversationStore holds (`export`), for the report's store to take over (`adopt`)."""
+
+    spool: Path
+    end: int
+    columns: tuple[Any, ...]
+    ids: list[str]
+    at: array[int]
+    sizes: array[int]
+
+
 class ConversationStore:
     """Every conversation of the report: conversation i's columns (`ids[i]`, `run[i]` — the index of its run in
     the report's runs —, `score_row[i]` — its row in its run's score table, -1 if not scored —, status, tokens,
     turns, tutorial, title, domain, persona, teacher, learner) and its spooled parts (`parts(i)`)."""
 
-    def __init__(self, spool_dir: Path | None = None) -> None:
-        self._spool = tempfile.TemporaryFile(prefix=".wikihowagent-report-", dir=spool_dir)  # noqa: SIM115 - close()
+    def __init__(self, spool_dir: Path | None = None, spool_file: Path | None = None) -> None:
+        """The spool: an unnamed temporary file in `spool_dir`, or the file `spool_file` (a store whose columns
+        another process's store takes over: `export`, then `adopt` there)."""
+        spool = (
+            open(spool_file, "w+b")  # noqa: SIM115 - close()
+            if spool_file is not None
+            else tempfile.TemporaryFile(prefix=".wikihowagent-report-", dir=spool_dir)  # noqa: SIM115 - close()
+        )
+        self._spools: list[BinaryIO] = [spool]  # the spool files, one address space: spool k from _bases[k] on
+        self._bases = [0]
         self._end = 0
         self.ids: list[str] = []
         self.run = array("i")
@@ -44,14 +68,54 @@ class ConversationStore:
         self.persona: list[str] = []
         self.teacher: list[str] = []
         self.learner: list[str] = []
-        self._at = array("q")  # where its parts start in the spool
+        self._at = array("q")  # where its parts start in the spools' address space
         self._sizes = array("i")  # the byte size of each part, three per conversation
 
     def __len__(self) -> int:
         return len(self.ids)
 
     def close(self) -> None:
-        self._spool.close()
+        for spool in self._spools:
+            spool.close()
+
+    def export(self) -> StoredRun:
+        """This store's columns and the name of its spool file (made with `spool_file`), for `adopt` in another
+        process; the store is closed."""
+        spool = self._spools[-1]
+        spool.flush()
+        self.close()
+        return StoredRun(
+            spool=Path(spool.name),
+            end=self._end,
+            columns=self._columns(),
+            ids=self.ids,
+            at=self._at,
+            sizes=self._sizes,
+        )
+
+    def adopt(self, part: StoredRun, run: int) -> range:
+        """Append the conversations another store exported, as run number `run` (their spool file is read from
+        here on, and removed once open) -> their indices."""
+        spool = open(part.spool, "r+b")  # noqa: SIM115 - close()
+        with contextlib.suppress(OSError):  # where an open file cannot be removed, the caller's folder goes later
+            part.spool.unlink()
+        start, base = len(self.ids), self._end
+        self._spools.append(spool)
+        self._bases.append(base)
+        self._end += part.end
+        self.ids += part.ids
+        self._at.extend(a + base for a in part.at)
+        self._sizes.extend(part.sizes)
+        n = len(part.ids)
+        intern = sys.intern
+        for col, got in zip(self._columns(), part.columns, strict=True):
+            if col is self.run:
+                col.extend(array("i", [run]) * n)
+            elif isinstance(col, array):
+                col.extend(got)
+            else:
+                col.extend(intern(v) for v in got)
+        return range(start, len(self.ids))
 
     def chunk(self, i: int) -> int:
         """The data chunk conversation i is in (`data/conv-NNNN.js`)."""
@@ -75,9 +139,10 @@ class ConversationStore:
             intern(c.learner),
         )
         columns = self._columns()
-        self._spool.seek(self._end)
+        spool = self._spools[-1]
+        spool.seek(self._end - self._bases[-1])
         for p in parts:
-            self._spool.write(p)
+            spool.write(p)
         if i is None:
             i = len(self.ids)
             self.ids.append(c.conversation_id)
@@ -112,8 +177,10 @@ class ConversationStore:
     def parts(self, i: int) -> tuple[bytes, bytes, bytes]:
         """Conversation i's spooled parts, as `put` was given them."""
         sizes = self._sizes[3 * i : 3 * i + 3]
-        self._spool.seek(self._at[i])
-        data = self._spool.read(sum(sizes))
+        at = self._at[i]
+        k = bisect.bisect_right(self._bases, at) - 1
+        self._spools[k].seek(at - self._bases[k])
+        data = self._spools[k].read(sum(sizes))
         a, b = sizes[0], sizes[0] + sizes[1]
         return data[:a], data[a:b], data[b:]
 
@@ -135,23 +202,33 @@ def dumps(value: Any) -> bytes:
 _TURN_FIELDS = {"role", "text", "step", "kind", "prompt_tokens", "completion_tokens", "latency_s"}
 _TURN_LATER = tuple(k for k in Turn.model_fields if k not in _TURN_FIELDS)
 _EMPTY: tuple[Any, ...] = (None, "", [], {}, False)
+_JSON_AS_IS = (str, bool, int, float, list)
+
+
+@functools.lru_cache(maxsize=256)
+def _is_file(path: str) -> bool:
+    """Whether `path` is a file; asked once per run file, not once per record."""
+    return Path(path).is_file()
 
 
 def shared_where(where: str) -> str:
     """A record's source ("FILE:LINE", "FILE: total_conversations[i]", or a FILE) as the site shows it: the file
     as `<folder>/<file>` (its run and file name), never a path of the machine the report was made on."""
     cuts = [i for i, ch in enumerate(where) if ch == ":"] + [len(where)]
-    i = next((i for i in cuts if Path(where[:i]).is_file()), len(where))
+    i = next((i for i in cuts if _is_file(where[:i])), len(where))
     p = Path(where[:i])
     return f"{p.parent.name}/{p.name}{where[i:]}" if p.parent.name else f"{p.name}{where[i:]}"
 
 
 def _turn_extra(t: Turn) -> dict[str, Any]:
-    """A turn's other fields (e.g. the persona's intent, the manager's label, turn-check warnings), non-empty."""
-    have = {k for k in _TURN_LATER if getattr(t, k) not in _EMPTY}
-    if not have:  # most turns: nothing to dump
-        return {}
-    return {k: v for k, v in t.model_dump(mode="json", include=have).items() if v not in _EMPTY}
+    """A turn's other fields (e.g. the persona's intent, the manager's label, turn-check warnings), non-empty.
+    Values JSON already holds as they are (strings, flags, lists of strings: all of today's) are taken as they are;
+    any other goes through the model's JSON dump."""
+    fields = t.__dict__
+    extra = {k: v for k in _TURN_LATER if (v := fields[k]) not in _EMPTY}
+    if all(type(v) in _JSON_AS_IS and (type(v) is not list or all(type(x) is str for x in v)) for v in extra.values()):
+        return extra
+    return {k: v for k, v in t.model_dump(mode="json", include=set(extra)).items() if v not in _EMPTY}
 
 
 def parts(c: Any) -> tuple[bytes, bytes, bytes]:
