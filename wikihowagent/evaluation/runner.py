@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wikihowagent.backends import local_slots
+from wikihowagent.backends import capabilities
 from wikihowagent.records import Conversation, JudgeProvenance, LikelihoodTest, Mode, PostTest, ScoreRecord
 from wikihowagent.runs import (
     POSTTESTS,
@@ -218,7 +218,7 @@ def judge_concurrency(opts: EvalOptions, llm: Any) -> int:
     of reusing the prompt cache); else the config's concurrency."""
     if opts.concurrency is not None:
         return opts.concurrency
-    return local_slots(llm) or opts.default_concurrency
+    return capabilities(llm).slots or opts.default_concurrency
 
 
 class JudgeCalls:

@@ -39,6 +39,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from wikihowagent.backends import capabilities
 from wikihowagent.backends.spec import JUDGE_SCORING_METADATA
 from wikihowagent.errors import Note, WikihowagentError, kind_of
 from wikihowagent.records import ChecklistItemScore, Conversation, turn_line
@@ -276,16 +277,6 @@ def backend_name(llm: Any) -> str:
     return type(llm).__name__
 
 
-def supports_logprobs(llm: Any) -> bool:
-    """OpenAI-compatible clients (the embedded llama.cpp server, vLLM, OpenAI) and Ollama's client return
-    token log-probabilities; other chat models say so with a `supports_logprobs` attribute."""
-    declared = getattr(llm, "supports_logprobs", None)
-    if isinstance(declared, bool):
-        return declared
-    fields = getattr(type(llm), "model_fields", {}) or {}
-    return "logprobs" in fields and "top_logprobs" in fields
-
-
 def preferred_mode(llm: Any) -> str | None:
     """The mode the chat model's provider measured best for its judge (its `metadata`; the embedded model:
     checklist), None where it names none or an unknown one."""
@@ -303,7 +294,7 @@ def default_mode(llm: Any, compat: str, holistic: bool = False) -> str:
     preferred = None if holistic else preferred_mode(llm)
     if preferred is not None:
         return preferred
-    return "weighted" if supports_logprobs(llm) else "json"
+    return "weighted" if capabilities(llm).logprobs else "json"
 
 
 def resolve_mode(requested: str | None, llm: Any, compat: str, holistic: bool = False) -> str:
@@ -313,7 +304,7 @@ def resolve_mode(requested: str | None, llm: Any, compat: str, holistic: bool = 
         raise ScoringError(f"--judge-scoring: unknown mode {requested!r}; valid: {', '.join(SCORING_MODES)}")
     if compat == "paper" and requested != "json":
         raise ScoringError("--compat paper keeps the paper's prompts and parsing: only --judge-scoring json applies")
-    if requested == "weighted" and not supports_logprobs(llm):
+    if requested == "weighted" and not capabilities(llm).logprobs:
         works = ", ".join(m for m in SCORING_MODES if m != "weighted")
         raise ScoringError(
             f"--judge-scoring weighted needs token log-probabilities, which backend "
@@ -569,7 +560,7 @@ class ChecklistScorer:
         self.retries = max(0, retries)
         self.sem = asyncio.Semaphore(max(1, concurrency))
         self.seed = seed if seed is not None else getattr(llm, "seed", None)
-        self.logprobs = supports_logprobs(llm)
+        self.logprobs = capabilities(llm).logprobs
         self.saw_logprobs = False  # a reply of this judge carried log-probabilities: every later one must too
         self.fallback_note: str | None = (
             None
