@@ -13,6 +13,7 @@ import pytest
 from fake_servers import FakeOpenAI
 from typer.testing import CliRunner
 
+from wikihowagent.backends import Capabilities
 from wikihowagent.evaluation.checklist import (
     ChecklistError,
     answer_word,
@@ -543,7 +544,7 @@ def test_a_refused_item_call_fails_that_item_only():
         status_code = 400
 
     class Stub:
-        supports_logprobs = False
+        capabilities = Capabilities(logprobs=False)
 
         def bind(self, **kw):
             return self

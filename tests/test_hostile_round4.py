@@ -16,6 +16,7 @@ from fake_servers import FakeOpenAI
 from helpers import one_line_error, run_copy
 from typer.testing import CliRunner
 
+from wikihowagent.backends import Capabilities
 from wikihowagent.cli import app
 from wikihowagent.config import resource_path
 from wikihowagent.evaluation.checklist import ChecklistError, load_checklist, read_answer
@@ -359,7 +360,7 @@ def test_a_reply_without_log_probabilities_among_replies_with_them_is_a_failure_
     from wikihowagent.records import Conversation, Turn
 
     class Stub:
-        supports_logprobs = True
+        capabilities = Capabilities(logprobs=True)
         calls = 0
 
         def bind(self, **kw):

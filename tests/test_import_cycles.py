@@ -490,7 +490,7 @@ LAZY_OWN_IMPORTS_LEFT: dict[str, int] = {
     "wikihowagent.runs": 4,
     "wikihowagent.stats": 2,  # the shared --bootstrap/--seed options: typer and the console's panel, for commands
     "wikihowagent.workflow.graph": 1,
-    "wikihowagent.workflow.likelihood": 2,
+    "wikihowagent.workflow.likelihood": 1,
 }
 COMMAND_MODULES = {"wikihowagent.cli", "wikihowagent.clidoc"}
 

@@ -12,6 +12,7 @@ import pytest
 from fake_servers import FakeOpenAI
 from typer.testing import CliRunner
 
+from wikihowagent.backends import Capabilities
 from wikihowagent.evaluation.judge import parse_scores
 from wikihowagent.evaluation.scoring import SCORE_TOKENS, text_score, weighted_score
 from wikihowagent.testing import ScriptedChatModel
@@ -398,7 +399,7 @@ def test_failure_kind_is_typed_not_read_from_the_reply_words(tmp_path):
 
 class _Llm:
     def __init__(self, logprobs: bool, metadata: dict | None = None):
-        self.supports_logprobs, self.metadata = logprobs, metadata
+        self.capabilities, self.metadata = Capabilities(logprobs=logprobs), metadata
 
 
 def test_default_mode_is_the_providers_measured_choice_unless_a_holistic_option_is_given():

@@ -161,10 +161,10 @@ def test_same_request_body_and_reply_as_chatopenai():
 
 
 def test_the_judges_weighted_scoring_reads_the_lean_clients_logprobs():
-    from wikihowagent.evaluation.scoring import supports_logprobs
+    from wikihowagent.backends import capabilities
 
     with FakeOpenAI() as srv:
-        assert supports_logprobs(model(srv.base_url))
+        assert capabilities(model(srv.base_url)).logprobs
 
 
 def test_server_errors_are_the_same_one_line_errors_as_through_the_sdk():

@@ -1,9 +1,10 @@
 """Chat-model backends: `local` (embedded llama.cpp), `ollama:<tag>`, `openai:<model>`, and aliases.
 
     from wikihowagent.backends import make_chat_model, BackendError, resolve_spec, check_backend, shutdown_local_servers
+    from wikihowagent.backends import capabilities   # what a provider or a chat model can do (Capabilities)
 
-Layout: errors.py (BackendError), spec.py (ResolvedSpec, the alias file), registry.py (provider name ->
-module; resolve/check/make dispatch), one module per provider (local.py + model_files.py, ollama.py,
+Layout: errors.py (BackendError), spec.py (ResolvedSpec, Capabilities, the alias file), registry.py (provider
+name -> module and capabilities; resolve/check/make dispatch; `capabilities`), one module per provider (local.py + model_files.py, ollama.py,
 openai_compat.py), __main__.py (`python -m wikihowagent.backends --prepare | --smoke`).
 
 Importing this package has no side effects: no server starts and no model file is touched until
@@ -16,8 +17,8 @@ import sys
 from pathlib import Path
 
 from .errors import BackendError
-from .registry import check_backend, is_embedded, make_chat_model, preferred_judge_scoring, resolve_spec
-from .spec import ResolvedSpec, load_aliases
+from .registry import capabilities, check_backend, is_embedded, make_chat_model, preferred_judge_scoring, resolve_spec
+from .spec import Capabilities, ResolvedSpec, load_aliases
 
 
 def normalize_ollama_host(value: str | None = None) -> str:
@@ -34,12 +35,6 @@ def shutdown_local_servers() -> None:
         mod.shutdown_local_servers()
 
 
-def local_slots(model: object) -> int | None:
-    """The slots of the embedded server `model` talks to (its `local.n_parallel`); None for other backends."""
-    mod = sys.modules.get(f"{__name__}.local")
-    return mod.serving_slots(model) if mod is not None else None
-
-
 def ensure_local_model() -> Path:
     """Assemble and verify the embedded model's GGUF (once); returns its path."""
     from .model_files import ensure_local_model as _ensure
@@ -49,12 +44,13 @@ def ensure_local_model() -> Path:
 
 __all__ = [
     "BackendError",
+    "Capabilities",
     "ResolvedSpec",
+    "capabilities",
     "check_backend",
     "ensure_local_model",
     "is_embedded",
     "load_aliases",
-    "local_slots",
     "make_chat_model",
     "normalize_ollama_host",
     "preferred_judge_scoring",

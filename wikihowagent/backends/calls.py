@@ -19,6 +19,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 
 from .private_api import private_api_ok
+from .registry import capabilities
 
 
 def _observed(model: BaseChatModel) -> bool:
@@ -64,24 +65,21 @@ async def achat(model: BaseChatModel, messages: list[BaseMessage]) -> AIMessage:
     return message
 
 
-REPLY_CAP_FIELDS = ("max_tokens", "num_predict")  # LangChain's reply caps: the OpenAI family (and the pool), Ollama
-
-
 def with_reply_cap(model: BaseChatModel, tokens: int) -> BaseChatModel:
     """`model` allowed replies of at least `tokens` tokens: a copy with its reply cap raised, never lowered.
 
     For a call whose answer has a known length (the post-test's N steps) and must not be cut by the
     conversation's reply cap (`--max-tokens`). A model with no cap field (a scripted test model), or whose cap
     is unset (no cap) or already large enough, is returned as it is; for a model whose unset cap means "its
-    parts' caps" (`reply_cap_inherited`, the replica pool) the copy's cap applies to every call. A copy, not
+    parts' caps" (`Capabilities.reply_cap_inherited`, the replica pool) the copy's cap applies to every call. A copy, not
     `bind`: a binding would hide the model's `direct_calls` path (achat) and Ollama takes no `max_tokens`
     argument."""
-    fields = type(model).model_fields
-    name = next((f for f in REPLY_CAP_FIELDS if f in fields), None)
+    caps = capabilities(model)
+    name = caps.reply_cap
     if name is None:
         return model
     current = getattr(model, name)
-    if current is None and not getattr(model, "reply_cap_inherited", False):
+    if current is None and not caps.reply_cap_inherited:
         return model
     if current is not None and current >= tokens:
         return model

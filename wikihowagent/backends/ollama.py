@@ -72,6 +72,11 @@ def _has(tags: Any, tag: str) -> bool:
     return False
 
 
+def judge_scoring(resolved: ResolvedSpec) -> str | None:
+    """No measured default `--judge-scoring` for these models: the backend's abilities decide."""
+    return None
+
+
 def check(resolved: ResolvedSpec, base_url: str | None, need: str) -> None:
     host, tag = _host(resolved, base_url), resolved.model
     try:

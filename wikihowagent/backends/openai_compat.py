@@ -70,6 +70,11 @@ def _missing_key(what: str) -> BackendError:
     )
 
 
+def judge_scoring(resolved: ResolvedSpec) -> str | None:
+    """No measured default `--judge-scoring` for these models: the backend's abilities decide."""
+    return None
+
+
 def check(resolved: ResolvedSpec, base_url: str | None, need: str) -> None:
     base = _base(resolved, base_url)
     env = key_env(base)

@@ -1,43 +1,101 @@
-"""The provider registry: model specs -> LangChain chat models.
+"""The provider registry: model specs -> LangChain chat models, and what each provider's models can do.
 
 A spec names a provider and a model (`local`, `local:<name>`, `ollama:<tag>`, `openai:<model>`) or is an
-alias from wikihowagent/configs/models.yaml (e.g. openchat -> ollama:openchat:7b). Each provider is one module exposing
+alias from wikihowagent/configs/models.yaml (e.g. openchat -> ollama:openchat:7b). Each provider is one module
+(`ProviderModule`) exposing
 
     resolve(given, rest, base_url, aliases) -> Target     what `provider:<rest>` means (no I/O)
     check(resolved, base_url, need) -> None                fail fast with one line (never starts a server)
     make(resolved, settings, local, base_url) -> BaseChatModel
-    judge_scoring(resolved) -> str | None                  optional: the judge's measured default --judge-scoring
+    judge_scoring(resolved) -> str | None                  the judge's measured default --judge-scoring (or None)
 
-Adding a provider = one module + one entry in PROVIDERS (imported lazily: importing this module loads no
-provider and no heavy library). Resolve a spec once and pass the ResolvedSpec on.
+and one entry in PROVIDERS: its module (imported lazily: importing this module loads no provider and no heavy
+library) and its `Capabilities` (log-probabilities, reply cap, likelihood post-test), declared there once and
+read through `capabilities(provider_or_chat_model)` only. Resolve a spec once and pass the ResolvedSpec on.
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
+from dataclasses import dataclass, replace
 from pathlib import Path
-from types import ModuleType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+from wikihowagent.registry import Registry
 
 from .errors import BackendError
-from .spec import ResolvedSpec, load_aliases, unknown_spec
+from .spec import REPLY_CAP_FIELDS, AliasFile, Capabilities, ResolvedSpec, Target, load_aliases, unknown_spec
 
 if TYPE_CHECKING:  # pragma: no cover
     from langchain_core.language_models import BaseChatModel
 
     from wikihowagent.config import LocalModelSettings, ModelSettings
 
-# provider name -> module (relative to this package)
-PROVIDERS: dict[str, str] = {
-    "local": ".local",
-    "ollama": ".ollama",
-    "openai": ".openai_compat",
-}
+
+class ProviderModule(Protocol):
+    """What a provider module defines (see the module docstring)."""
+
+    def resolve(self, given: str, rest: str, base_url: str | None, af: AliasFile) -> Target: ...
+
+    def check(self, resolved: ResolvedSpec, base_url: str | None, need: str) -> None: ...
+
+    def make(
+        self, resolved: ResolvedSpec, settings: ModelSettings, local: LocalModelSettings, base_url: str | None
+    ) -> BaseChatModel: ...
+
+    def judge_scoring(self, resolved: ResolvedSpec) -> str | None: ...
 
 
-def provider(name: str) -> ModuleType:
+@dataclass(frozen=True)
+class ProviderEntry:
+    module: str  # the provider module, relative to this package (imported on first use)
+    capabilities: Capabilities  # what the chat models it makes can do
+
+
+PROVIDERS: Registry[ProviderEntry] = Registry(
+    "provider",
+    {
+        "local": ProviderEntry(".local", Capabilities(logprobs=True, reply_cap="max_tokens", likelihood="grammar")),
+        "ollama": ProviderEntry(".ollama", Capabilities(logprobs=True, reply_cap="num_predict")),
+        "openai": ProviderEntry(
+            ".openai_compat", Capabilities(logprobs=True, reply_cap="max_tokens", likelihood="echo")
+        ),
+    },
+)
+
+_MADE_BY = "_wikihowagent_capabilities"  # the capabilities make_chat_model records on the chat model it makes
+
+
+def provider(name: str) -> ProviderModule:
     """The provider module for `name` (imported on first use)."""
-    return importlib.import_module(PROVIDERS[name], __package__)
+    return cast(ProviderModule, importlib.import_module(PROVIDERS.get(name).module, __package__))
+
+
+def capabilities(of: str | Any) -> Capabilities:
+    """What `of` can do, the one place that says it: a provider name -> its declared capabilities; a chat model ->
+    those of the provider that made it (make_chat_model records them on it), else those its class declares as a
+    `capabilities` attribute (the replica pool, a test model), else what LangChain's fields show (a model built
+    outside the registry); with the slots of the embedded llama.cpp server it talks to, where it talks to one
+    (then the likelihood post-test reads it by grammar)."""
+    if isinstance(of, str):
+        return PROVIDERS.get(of).capabilities
+    declared = getattr(of, _MADE_BY, None) or getattr(of, "capabilities", None)
+    caps = declared if isinstance(declared, Capabilities) else _shown_by_fields(of)
+    local = sys.modules.get(f"{__package__}.local")  # never started a server if the module was never imported
+    slots = local.serving_slots(of) if local is not None else None
+    return caps if slots is None else replace(caps, slots=slots, likelihood="grammar")
+
+
+def _shown_by_fields(model: Any) -> Capabilities:
+    """The capabilities of a LangChain chat model no provider declared: the OpenAI family's and Ollama's clients
+    have log-probability fields and a reply cap field; an OpenAI-compatible one has a base URL."""
+    fields = getattr(type(model), "model_fields", {}) or {}
+    return Capabilities(
+        logprobs="logprobs" in fields and "top_logprobs" in fields,
+        reply_cap=next((f for f in REPLY_CAP_FIELDS if f in fields), None),
+        likelihood="echo" if getattr(model, "openai_api_base", None) else None,
+    )
 
 
 def resolve_spec(spec: str, aliases_path: Path | None = None) -> ResolvedSpec:
@@ -65,11 +123,11 @@ def resolve_spec(spec: str, aliases_path: Path | None = None) -> ResolvedSpec:
     if name not in PROVIDERS:
         why = f"unknown provider '{name}'; did you mean ollama:{current}?" if colon else ""
         raise unknown_spec(given, af, why)
-    target = provider(name).resolve(given, rest.strip(), base_url, af)
-    canonical = f"{name}:{target.model}"
+    found = provider(name).resolve(given, rest.strip(), base_url, af)
+    canonical = f"{name}:{found.model}"
     display = canonical if given == canonical else f"{given} = {canonical}"
     return ResolvedSpec(
-        spec=given, provider=name, model=target.model, display=display, base_url=target.base_url, path=target.path
+        spec=given, provider=name, model=found.model, display=display, base_url=found.base_url, path=found.path
     )
 
 
@@ -91,16 +149,17 @@ def is_embedded(spec: str | ResolvedSpec, aliases_path: Path | None = None) -> b
         resolved = _resolved(spec, aliases_path)
     except BackendError:
         return False
-    return resolved.provider == "local" and bool(provider("local").embedded(resolved))
+    if resolved.provider != "local":
+        return False
+    return bool(importlib.import_module(PROVIDERS.get("local").module, __package__).embedded(resolved))
 
 
 def preferred_judge_scoring(spec: str | ResolvedSpec, aliases_path: Path | None = None) -> str | None:
     """The `--judge-scoring` mode `spec`'s provider measured best for this model as a judge (the embedded model:
-    checklist; the provider module's optional `judge_scoring`), None where it names none. No I/O: known before
+    checklist; the provider module's `judge_scoring`), None where it names none. No I/O: known before
     any model is made (its chat model carries the same in its metadata, spec.JUDGE_SCORING_METADATA)."""
     resolved = _resolved(spec, aliases_path)
-    declared = getattr(provider(resolved.provider), "judge_scoring", None)
-    mode = declared(resolved) if callable(declared) else None
+    mode = provider(resolved.provider).judge_scoring(resolved)
     return mode if isinstance(mode, str) else None
 
 
@@ -119,5 +178,6 @@ def make_chat_model(
     `base_url` overrides the Ollama host / OpenAI-compatible base URL of the spec.
     """
     resolved = _resolved(spec, aliases_path)
-    model: BaseChatModel = provider(resolved.provider).make(resolved, settings, local, base_url)
+    model = provider(resolved.provider).make(resolved, settings, local, base_url)
+    setattr(model, _MADE_BY, capabilities(resolved.provider))  # noqa: B010 - a pydantic model takes a private name
     return model

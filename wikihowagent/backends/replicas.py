@@ -34,6 +34,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 from wikihowagent.errors import WikihowagentError
 
+from . import openai_compat
+from .spec import Capabilities
+
 KEEPALIVE = 1024  # idle connections kept per client: no reconnects at any --concurrency up to this
 # HTTP clients per endpoint with the SDK transport: httpx's connection pool scans all its connections on every
 # request (CPU grows with --concurrency), so requests are spread over several clients, each with a small pool.
@@ -204,7 +207,7 @@ class PooledChatModel(BaseChatModel):
     max_resends: int = 1000  # bounded anyway by the pool's outage_wait_s
     direct_calls: ClassVar[bool] = True  # backends/calls.py may call _agenerate directly
     max_tokens: int | None = None  # None: each replica's own reply cap; set (calls.with_reply_cap): every call's
-    reply_cap_inherited: ClassVar[bool] = True
+    capabilities: ClassVar[Capabilities] = Capabilities(reply_cap="max_tokens", reply_cap_inherited=True)
 
     def _capped(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         return {"max_tokens": self.max_tokens, **kwargs} if self.max_tokens is not None else kwargs
@@ -312,7 +315,7 @@ def make_pooled_chat_model(
 ) -> BaseChatModel:
     """The hook where `generate` makes its chat clients: one client per endpoint behind a PooledChatModel
     (also for a single endpoint: it rides out short outages). The embedded model is returned as it is."""
-    from .registry import make_chat_model, provider
+    from .registry import make_chat_model
 
     if resolved.provider == "local":
         return make_chat_model(resolved, settings, local)
@@ -320,7 +323,7 @@ def make_pooled_chat_model(
 
     def client(u: str | None) -> BaseChatModel:
         if resolved.provider == "openai":
-            model: BaseChatModel = provider("openai").make(resolved, settings, local, u, keepalive=KEEPALIVE)
+            model: BaseChatModel = openai_compat.make(resolved, settings, local, u, keepalive=KEEPALIVE)
             return model
         return make_chat_model(resolved, settings, local, base_url=u)
 

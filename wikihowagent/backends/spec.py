@@ -13,6 +13,7 @@ Importing this module has no side effects.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -25,7 +26,23 @@ from .errors import BackendError
 # leaves the choice to the backend's abilities (weighted with log-probabilities, else json).
 JUDGE_SCORING_METADATA = "wikihowagent_judge_scoring"
 
-Provider = str  # a key of registry.PROVIDERS (an extension point: a new provider is a module and its entry there)
+Provider = str  # a name in registry.PROVIDERS (an extension point: a new provider is a module and its entry there)
+
+REPLY_CAP_FIELDS = ("max_tokens", "num_predict")  # LangChain's reply caps: the OpenAI family (and the pool), Ollama
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a provider's chat models can do, declared once in its registry entry (registry.PROVIDERS; a chat
+    model of another class declares its own as a `capabilities` attribute) and read through
+    `registry.capabilities(provider_or_chat_model)` only."""
+
+    logprobs: bool = False  # replies carry token log-probabilities (--judge-scoring weighted, checklist's P(yes))
+    reply_cap: str | None = None  # the field holding the reply cap (one of REPLY_CAP_FIELDS); None: no cap
+    reply_cap_inherited: bool = False  # an unset cap means "its parts' caps" (the replica pool), not "no cap"
+    likelihood: str | None = None  # how the likelihood post-test reads its server: "echo" or "grammar"; None: not
+    slots: int | None = None  # the slots of the embedded server the model talks to (known once it serves)
+
 
 # Used when the alias file is missing (the shipped wikihowagent/configs/models.yaml says the same).
 BUILTIN_ALIASES: dict[str, str] = {

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from wikihowagent.backends import capabilities
 from wikihowagent.errors import Note, kind_of
 from wikihowagent.evaluation.judge import (
     LOW_MASS,
@@ -43,7 +44,6 @@ from wikihowagent.evaluation.scoring import (
     digit_closed,
     invoke,
     reply_complete,
-    supports_logprobs,
     token_entries,
 )
 from wikihowagent.records import Conversation, JudgeProvenance, ScoreRecord, conversation_lines
@@ -173,7 +173,7 @@ class PairwiseJudge:
     ):
         self.llm = llm
         self.rubrics = {n: r for n, r in rubrics.items() if names is None or n in names}
-        has_logprobs = supports_logprobs(llm)
+        has_logprobs = capabilities(llm).logprobs
         auto = reading is None
         if reading is None:
             reading = "logprobs" if has_logprobs else "answer"

@@ -37,6 +37,7 @@ from .checklist import ChecklistError, check_checklist_files
 from .inputs import InputError, InputSource, resolve_inputs
 from .judge import JudgeBackendError, RubricError, load_rubrics
 from .metrics import EMBEDDING_METRICS, MetricError, resolve_device
+from .modes import SCORING_MODES, prompt_variant_modes
 from .panel import combine as combine_panel
 from .panel import panel_spec
 from .runner import (
@@ -49,7 +50,6 @@ from .runner import (
     select_metrics,
     write_source_info,
 )
-from .scoring import SCORING_MODES
 from .session import EvaluateError, JudgeEndpoints, JudgeLoop, judge_endpoints
 from .shards import scores_fingerprint, write_shard_info
 from .significance import TableStats
@@ -355,11 +355,12 @@ def _check_request(req: EvaluateRequest) -> None:
         raise EvaluateError(f"--compat: only 'paper' is supported, not {req.compat!r}")
     if req.judge_scoring is not None and req.judge_scoring not in SCORING_MODES:
         raise EvaluateError(f"--judge-scoring: unknown mode {req.judge_scoring!r}; valid: {', '.join(SCORING_MODES)}")
-    if req.judge_rationale and req.judge_scoring in ("json", "checklist"):
+    mode = SCORING_MODES.get(req.judge_scoring) if req.judge_scoring is not None else None
+    if req.judge_rationale and mode is not None and not mode.prompt_variants:
         raise EvaluateError(
-            f"--judge-rationale applies to --judge-scoring weighted or sampled, not {req.judge_scoring}"
+            f"--judge-rationale applies to --judge-scoring {prompt_variant_modes()}, not {req.judge_scoring}"
         )
-    if (req.checklist or req.checklist_weights) and req.judge_scoring not in (None, "checklist"):
+    if (req.checklist or req.checklist_weights) and mode is not None and not mode.checklist:
         raise EvaluateError("--checklist and --checklist-weights apply to --judge-scoring checklist")
     if req.by not in (None, "domain", "persona"):
         raise EvaluateError(f"--by: only 'domain' or 'persona' is supported, not {req.by!r}")

@@ -12,6 +12,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
+from .modes import modes_metavar
+
 Device = Literal["auto", "cpu", "cuda", "mps"]  # --device: metrics.DEVICES
 
 
@@ -69,9 +71,9 @@ def retry_failed_option(help: str) -> Any:
     return _cluster(help)
 
 
-def judge_scoring_option(help: str, metavar: str = "weighted|json|sampled|checklist") -> Any:
-    """`--judge-scoring MODE` (evaluation/scoring.py's modes; `compare` takes checklist or pairwise)."""
-    return _models(help, metavar=metavar)
+def judge_scoring_option(help: str, metavar: str | None = None) -> Any:
+    """`--judge-scoring MODE` (the modes of evaluation/modes.py; `compare` takes checklist or pairwise)."""
+    return _models(help, metavar=metavar or modes_metavar())
 
 
 def judge_prompt_option(help: str) -> Any:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wikihowagent.backends import local_slots
+from wikihowagent.backends import capabilities
 from wikihowagent.records import Conversation, JudgeProvenance, LikelihoodTest, Mode, PostTest, ScoreRecord
 from wikihowagent.runs import (
     POSTTESTS,
@@ -48,6 +48,7 @@ from .metrics import (
     STEP_RECALL,
     computational_metrics,
 )
+from .modes import SCORING_MODES, first_mode, prompt_variant_modes
 from .panel import judge_scores_path
 from .posttest import LEGACY_MATCHING, MATCHING
 from .scoring import ScoringError, make_scorer, resolve_mode
@@ -218,7 +219,7 @@ def judge_concurrency(opts: EvalOptions, llm: Any) -> int:
     of reusing the prompt cache); else the config's concurrency."""
     if opts.concurrency is not None:
         return opts.concurrency
-    return local_slots(llm) or opts.default_concurrency
+    return capabilities(llm).slots or opts.default_concurrency
 
 
 class JudgeCalls:
@@ -350,22 +351,25 @@ class Evaluation:
             try:
                 checklist_asked = bool(self.opts.checklist_path or self.opts.checklist_weights)
                 mode = resolve_mode(
-                    self.opts.scoring or ("checklist" if checklist_asked else None),
+                    self.opts.scoring or (first_mode("checklist") if checklist_asked else None),
                     llm,
                     self.opts.mode,
                     holistic=self.opts.rationale or self.opts.prompt is not None,
                 )
                 prompt = None
-                if mode not in ("json", "checklist"):
+                entry = SCORING_MODES.get(mode)
+                if entry.prompt_variants:
                     prompt = judge_prompt(self.opts.prompt)
                 elif self.opts.prompt is not None:
-                    raise ScoringError(f"--judge-prompt applies to --judge-scoring weighted or sampled, not {mode}")
+                    raise ScoringError(
+                        f"--judge-prompt applies to --judge-scoring {prompt_variant_modes()}, not {mode}"
+                    )
                 checklist, weights = (
                     checklist_for(spec, list(self.rubrics), self.opts.checklist_path, self.opts.checklist_weights)
-                    if mode == "checklist"
+                    if entry.checklist
                     else (None, None)
                 )
-                if mode != "checklist" and (self.opts.checklist_path or self.opts.checklist_weights):
+                if not entry.checklist and (self.opts.checklist_path or self.opts.checklist_weights):
                     raise ScoringError("--checklist and --checklist-weights apply to --judge-scoring checklist")
                 self._judges[spec] = make_scorer(
                     mode,

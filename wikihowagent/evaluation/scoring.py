@@ -27,7 +27,8 @@ OpenAI's prompt caching); the embedded server's judge calls turn its prompt cach
   call each, P(yes) read from the answer token's log-probabilities; a rubric's score = 1 + 4 x the weighted
   mean of its items' P(good) (evaluation/checklist.py). Works without log-probabilities (answer-only).
 
-Adding a mode = one scorer class (`Scorer` subclass, or the same interface) and one `SCORING_MODES` entry.
+Adding a mode = one scorer class (`Scorer` subclass, or the same interface) and one `SCORING_MODES` entry
+(evaluation/modes.py, where the modes' names and flags live).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from wikihowagent.backends import capabilities
 from wikihowagent.backends.spec import JUDGE_SCORING_METADATA
 from wikihowagent.errors import Note, WikihowagentError, kind_of
 from wikihowagent.records import ChecklistItemScore, Conversation, turn_line
@@ -68,6 +70,7 @@ from .judge import (
     tutorial_block,
 )
 from .judge_prompts import DEFAULT_PROMPT, LEGACY_PROMPT, JudgePrompt, load_prompts, render, shorten, shows_tutorial
+from .modes import SCORING_MODES, first_mode, modes_where, prompt_variant_modes
 
 DIGITS = (1, 2, 3, 4, 5)
 DIGIT_MASS_MIN = 0.5  # below this share of probability on "1".."5" the rubric is a failure
@@ -276,16 +279,6 @@ def backend_name(llm: Any) -> str:
     return type(llm).__name__
 
 
-def supports_logprobs(llm: Any) -> bool:
-    """OpenAI-compatible clients (the embedded llama.cpp server, vLLM, OpenAI) and Ollama's client return
-    token log-probabilities; other chat models say so with a `supports_logprobs` attribute."""
-    declared = getattr(llm, "supports_logprobs", None)
-    if isinstance(declared, bool):
-        return declared
-    fields = getattr(type(llm), "model_fields", {}) or {}
-    return "logprobs" in fields and "top_logprobs" in fields
-
-
 def preferred_mode(llm: Any) -> str | None:
     """The mode the chat model's provider measured best for its judge (its `metadata`; the embedded model:
     checklist), None where it names none or an unknown one."""
@@ -299,11 +292,11 @@ def default_mode(llm: Any, compat: str, holistic: bool = False) -> str:
     when `holistic`: an option of the 1-5 rating judges was given, --judge-rationale or --judge-prompt);
     else weighted where the backend returns log-probabilities, json where it does not."""
     if compat == "paper":
-        return "json"
+        return first_mode("paper")
     preferred = None if holistic else preferred_mode(llm)
     if preferred is not None:
         return preferred
-    return "weighted" if supports_logprobs(llm) else "json"
+    return first_mode("default_with_logprobs" if capabilities(llm).logprobs else "paper")
 
 
 def resolve_mode(requested: str | None, llm: Any, compat: str, holistic: bool = False) -> str:
@@ -311,12 +304,15 @@ def resolve_mode(requested: str | None, llm: Any, compat: str, holistic: bool = 
         return default_mode(llm, compat, holistic)
     if requested not in SCORING_MODES:
         raise ScoringError(f"--judge-scoring: unknown mode {requested!r}; valid: {', '.join(SCORING_MODES)}")
-    if compat == "paper" and requested != "json":
-        raise ScoringError("--compat paper keeps the paper's prompts and parsing: only --judge-scoring json applies")
-    if requested == "weighted" and not supports_logprobs(llm):
-        works = ", ".join(m for m in SCORING_MODES if m != "weighted")
+    mode = SCORING_MODES.get(requested)
+    if compat == "paper" and not mode.paper:
         raise ScoringError(
-            f"--judge-scoring weighted needs token log-probabilities, which backend "
+            f"--compat paper keeps the paper's prompts and parsing: only --judge-scoring {first_mode('paper')} applies"
+        )
+    if mode.needs_logprobs and not capabilities(llm).logprobs:
+        works = ", ".join(modes_where("needs_logprobs", False))
+        raise ScoringError(
+            f"--judge-scoring {requested} needs token log-probabilities, which backend "
             f"{backend_name(llm)} does not return; use one of: {works}"
         )
     return requested
@@ -526,9 +522,11 @@ class JsonScorer(Judge):
         prompt: JudgePrompt | None = None,
     ):
         if rationale:
-            raise ScoringError("--judge-rationale applies to --judge-scoring weighted or sampled, not json")
+            raise ScoringError(
+                f"--judge-rationale applies to --judge-scoring {prompt_variant_modes()}, not {self.name}"
+            )
         if prompt is not None:
-            raise ScoringError("--judge-prompt applies to --judge-scoring weighted or sampled, not json")
+            raise ScoringError(f"--judge-prompt applies to --judge-scoring {prompt_variant_modes()}, not {self.name}")
         super().__init__(llm, rubrics, names, mode=mode, retries=retries, concurrency=concurrency)
 
     @property
@@ -559,9 +557,11 @@ class ChecklistScorer:
         weights: Any = None,
     ):
         if rationale:
-            raise ScoringError("--judge-rationale applies to --judge-scoring weighted or sampled, not checklist")
+            raise ScoringError(
+                f"--judge-rationale applies to --judge-scoring {prompt_variant_modes()}, not {self.name}"
+            )
         if prompt is not None:
-            raise ScoringError("--judge-prompt applies to --judge-scoring weighted or sampled, not checklist")
+            raise ScoringError(f"--judge-prompt applies to --judge-scoring {prompt_variant_modes()}, not {self.name}")
         self.llm = llm
         self.rubrics = {n: r for n, r in rubrics.items() if names is None or n in names}
         self.checklist = checklist if checklist is not None else load_checklist(None, list(rubrics))
@@ -569,7 +569,7 @@ class ChecklistScorer:
         self.retries = max(0, retries)
         self.sem = asyncio.Semaphore(max(1, concurrency))
         self.seed = seed if seed is not None else getattr(llm, "seed", None)
-        self.logprobs = supports_logprobs(llm)
+        self.logprobs = capabilities(llm).logprobs
         self.saw_logprobs = False  # a reply of this judge carried log-probabilities: every later one must too
         self.fallback_note: str | None = (
             None
@@ -711,14 +711,6 @@ class ChecklistScorer:
         return res
 
 
-SCORING_MODES: dict[str, type] = {
-    "weighted": WeightedScorer,
-    "json": JsonScorer,
-    "sampled": SampledScorer,
-    "checklist": ChecklistScorer,
-}
-
-
 def make_scorer(
     mode: str,
     llm: Any,
@@ -736,10 +728,11 @@ def make_scorer(
     """`prompt` None = the default variant (weighted/sampled); json and checklist keep their own layouts
     (checklist: `checklist` a loaded checklist.Checklist, None = wikihowagent/data/checklists.json; `checklist_weights`
     a checklist.ChecklistWeights, None = uniform)."""
-    cls = SCORING_MODES[mode]
+    entry = SCORING_MODES.get(mode)
+    cls = entry.scorer if isinstance(entry.scorer, type) else globals()[entry.scorer]
     kw: dict[str, Any] = {"rationale": rationale, "retries": retries, "concurrency": concurrency, "prompt": prompt}
-    if cls is JsonScorer:
+    if entry.paper:
         kw["mode"] = compat
-    if cls is ChecklistScorer:
+    if entry.checklist:
         kw.update(checklist=checklist, weights=checklist_weights)
     return cls(llm, rubrics, names, **kw)

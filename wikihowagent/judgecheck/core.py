@@ -38,9 +38,9 @@ from wikihowagent.errors import WikihowagentError
 from wikihowagent.evaluation.inputs import resolve_inputs
 from wikihowagent.evaluation.judge import load_rubrics
 from wikihowagent.evaluation.metrics import resolve_device
+from wikihowagent.evaluation.modes import SCORING_MODES
 from wikihowagent.evaluation.panel import judge_slug
 from wikihowagent.evaluation.runner import EvalOptions, EvaluateError, Evaluation, judge_concurrency
-from wikihowagent.evaluation.scoring import SCORING_MODES
 from wikihowagent.evaluation.session import JudgeLoop, gather_cancelling, judge_endpoints, locked_out, resumable
 from wikihowagent.outdir import check_writable
 from wikihowagent.records import Conversation, JudgmentRecord

@@ -22,6 +22,7 @@ from wikihowagent.compare.pairwise import (
 )
 from wikihowagent.csvcells import people_csv
 from wikihowagent.evaluation.judge_prompts import DEFAULT_PROMPT
+from wikihowagent.evaluation.modes import SCORING_MODES, modes_where
 from wikihowagent.markdown import frame_table
 from wikihowagent.records import Conversation
 from wikihowagent.runs import (
@@ -205,7 +206,7 @@ class AbsoluteCells:
     """This evaluator's absolute judgments of the same conversations (`judge-check` without --pairwise into the
     same --out), beside its pairwise verdicts."""
 
-    mode: str  # the scoring mode found first of weighted, json, sampled
+    mode: str  # the scoring mode found first of the rating modes (weighted, json, sampled)
     records: dict[tuple[str, str], dict[str, Any]]
     table: Any  # sensitivity_table of the records
 
@@ -214,8 +215,8 @@ def absolute_cells(
     out_dir: Path, evaluator: str, conv_ids: set[str], perturbations: list[Perturbation], rubric_names: list[str]
 ) -> AbsoluteCells | None:
     """The absolute judge `judge-check` runs by default, in the first scoring mode OUT's judgments.jsonl holds."""
-    for scoring in ("weighted", "json", "sampled"):
-        prompt = "" if scoring == "json" else DEFAULT_PROMPT
+    for scoring in modes_where("checklist", False):
+        prompt = DEFAULT_PROMPT if SCORING_MODES.get(scoring).prompt_variants else ""
         found = read_judgments(out_dir / JUDGMENTS, evaluator, scoring, prompt)
         records = {k: v for k, v in found.items() if k[0] in conv_ids}
         if records:

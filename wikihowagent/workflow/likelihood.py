@@ -32,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from wikihowagent.backends import capabilities
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import LikelihoodTest, Turn
 
@@ -246,20 +247,18 @@ class StepLikelihood:
 
 def for_chat_model(model: Any, transport: str | None = None) -> StepLikelihood:
     """The reader for a LangChain chat model made by backends.make_chat_model: its server and model name; the
-    embedded llama.cpp server (`local`) reads by grammar, any other OpenAI-compatible server by echo."""
+    embedded llama.cpp server (`local`) reads by grammar, any other OpenAI-compatible server by echo (the
+    model's `Capabilities.likelihood`)."""
     base = str(getattr(model, "openai_api_base", "") or "")
     name = str(getattr(model, "model_name", "") or "")
-    if not base:
+    how = capabilities(model).likelihood
+    if not base or how is None:
         raise LikelihoodError(
             f"{type(model).__name__}: not an OpenAI-compatible model (no base URL): the "
             "likelihood post-test needs /v1/completions with echo, or a llama.cpp server"
         )
     root = base[:-3] if base.rstrip("/").endswith("/v1") else base
-    if transport is None:
-        from wikihowagent.backends import local_slots
-
-        transport = "grammar" if local_slots(model) is not None else "echo"
-    return StepLikelihood(root.rstrip("/"), name, transport)
+    return StepLikelihood(root.rstrip("/"), name, transport or how)
 
 
 def likelihood_gain(post: Sequence[float | None], pre: Sequence[float | None]) -> float | None:
