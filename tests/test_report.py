@@ -547,11 +547,13 @@ def test_runs_read_in_worker_processes_give_the_same_site_problems_and_progress(
     append_line(sweep / "T-gemma_L-gemma" / "conversations.jsonl", "{not json")
     got = {}
     for n in (1, 2):
-        problems, counted = Problems(), []
-        res = build_report(
-            [sweep], tmp_path / f"site{n}", problems=problems, on_record=lambda: counted.append(1), workers=n
-        )
-        got[n] = (_site_files(res.out), problems.lines, len(counted))
+        problems, counted = Problems(), [0]
+
+        def count(counted: list[int] = counted) -> None:
+            counted[0] += 1
+
+        res = build_report([sweep], tmp_path / f"site{n}", problems=problems, on_record=count, workers=n)
+        got[n] = (_site_files(res.out), problems.lines, counted[0])
     assert got[2][1] == got[1][1] and any("T-gemma_L-gemma" in line for line in got[1][1])
     assert got[2][2] == got[1][2] == 90  # the records read (the line that is not JSON is a problem)
     assert got[2][0] == got[1][0] and len(got[1][0]) > 5
