@@ -1,4 +1,6 @@
-"""Run directories and their files: the only module that knows their names and reads or writes them.
+"""Run directories and their files: their names, and the readers and writers the stages take for them (the typed
+readers of single files are in `record_files.py`, the bounded JSON reader and atomic writes in `jsonlio.py`;
+this module hands them out, so a stage reads and resolves runs through it).
 
 A run directory holds `run.json` (`RunInfo`: what was run, never a key), `conversations.jsonl` (one
 `ConversationRecord` per line), `pretests.jsonl` (the learner's pre-tests, `PretestCache`) and, once evaluated, `scores.jsonl` / `scores-paper.jsonl` (one `ScoreRecord`
