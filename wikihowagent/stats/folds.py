@@ -12,11 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
+from wikihowagent.errors import WikihowagentError
+
 FOLDS = 5
 MIN_GROUPS = 2  # GroupKFold needs at least 2 folds, so at least 2 groups
 
 
-class TooFewGroups(ValueError):
+class TooFewGroups(WikihowagentError, ValueError):
     """Out-of-fold predictions asked for items of fewer than MIN_GROUPS groups."""
 
 
