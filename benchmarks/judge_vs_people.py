@@ -84,11 +84,12 @@ def people_figures(study: Path, scores: list[Path]) -> list[Figure]:
 def check_figure(check_dir: Path, scoring: str, evaluator: str) -> Figure:
     """judge-check's accuracy over the targeted cells, its CI resampling conversations (judge-check's own)."""
     from wikihowagent.evaluation.judge import load_rubrics
-    from wikihowagent.judgecheck.accuracy import mean_accuracy_samples, percentile_ci
+    from wikihowagent.judgecheck.accuracy import mean_accuracy_samples
     from wikihowagent.judgecheck.analysis import cell_wins
     from wikihowagent.judgecheck.judgments import read_judgments
     from wikihowagent.judgecheck.perturbations import load_perturbations
     from wikihowagent.runs import JUDGMENTS
+    from wikihowagent.stats.bootstrap import percentile_ci
 
     rubrics = list(load_rubrics())
     wins = cell_wins(

@@ -100,7 +100,7 @@ def test_align_tables_neutralise_text_keep_numbers_and_the_report_reads_them_bac
     from wikihowagent.alignment.core import write_outputs
     from wikihowagent.csvcells import read_people_csv
     from wikihowagent.report.sources import Problems as ReportProblems
-    from wikihowagent.report.tables import _copy_alignment
+    from wikihowagent.report.tables import copy_alignment
 
     runs = hostile_runs(tmp_path / "runs")
     out = tmp_path / "sheet.csv"
@@ -132,7 +132,7 @@ def test_align_tables_neutralise_text_keep_numbers_and_the_report_reads_them_bac
 
     site = tmp_path / "site"
     site.mkdir()
-    html_text = _copy_alignment(site, align_out, ReportProblems())
+    html_text = copy_alignment(site, align_out, ReportProblems())
     assert "<td>=run</td>" in html_text and "<td>@run2</td>" in html_text and "&#x27;=run" not in html_text
 
 

@@ -46,3 +46,20 @@ def test_centring_by_hand_and_missing_values():
     res = grouped_r(x, y, g, n_boot=50, mixed=False)
     assert res.n == 6 and res.within == pytest.approx(-1.0) and res.pooled > 0.8
     assert math.isnan(res.mixed_slope)
+
+
+def test_weighted_pearson_is_the_r_of_the_data_repeated_by_its_weights():
+    from wikihowagent.stats.correlation import weighted_pearson
+
+    rng = np.random.default_rng(4)
+    x, y = rng.normal(size=9), rng.normal(size=9)
+    W = rng.integers(0, 4, size=(6, 9)).astype(float)
+    W[:, :2] = 1.0  # at least two distinct items in every row
+    want = [np.corrcoef(np.repeat(x, w.astype(int)), np.repeat(y, w.astype(int)))[0, 1] for w in W]
+    assert weighted_pearson(W, x, y) == pytest.approx(want, abs=1e-12)
+    # per-row values (resamples x items), as align's mid-ranks are
+    X = x + np.arange(6)[:, None]  # a shift per row does not change r
+    assert weighted_pearson(W, X, y) == pytest.approx(want, abs=1e-12)
+    constant = np.zeros((1, 9))
+    constant[0, 3] = 5.0  # one item only: its x is constant
+    assert np.isnan(weighted_pearson(constant, x, y)).all()

@@ -161,7 +161,7 @@ def test_the_bounds_themselves_are_accepted(tmp_path):
 def test_bootstrap_memory_does_not_grow_with_the_resamples(monkeypatch):
     """100,000 resamples of 50 tutorials x 2 runs: the resample matrix alone would be 40 MB (and its gathered
     sums 80 MB); drawn in chunks the peak stays a few MB, and the CI is the same as unchunked."""
-    from wikihowagent.stats import paired
+    from wikihowagent.stats import bootstrap, paired
 
     runs = [{f"t{g}": (float(g % 7 + r), 1 + g % 3) for g in range(50)} for r in range(2)]
     tracemalloc.start()
@@ -171,17 +171,17 @@ def test_bootstrap_memory_does_not_grow_with_the_resamples(monkeypatch):
     finally:
         tracemalloc.stop()
     assert peak < 25e6, peak
-    monkeypatch.setattr(paired, "CHUNK_ELEMENTS", 10**12)  # one chunk: the draws of one rng.integers call
+    monkeypatch.setattr(bootstrap, "CHUNK_ELEMENTS", 10**12)  # one chunk: the draws of one rng.integers call
     assert paired.bootstrap_mean_ci(runs, n_boot=100_000, seed=3) == ci
 
 
 def test_chunked_resamples_are_the_draws_of_one_call(monkeypatch):
     import numpy as np
 
-    from wikihowagent.stats import paired
+    from wikihowagent.stats import bootstrap
 
-    monkeypatch.setattr(paired, "CHUNK_ELEMENTS", 7)
-    got = np.concatenate(list(paired.resamples(np.random.default_rng(1), 3, 1001)))
+    monkeypatch.setattr(bootstrap, "CHUNK_ELEMENTS", 7)
+    got = np.concatenate(list(bootstrap.resamples(np.random.default_rng(1), 3, 1001)))
     assert (got == np.random.default_rng(1).integers(0, 3, size=(1001, 3))).all()
 
 

@@ -295,10 +295,9 @@ FLOORS: dict[str, int] = {
 }
 TOP_FLOOR = 6  # the command line: cli.py, clidoc.py (the CLI reference), __main__.py
 CLI_MODULES = {"wikihowagent.cli", "wikihowagent.clidoc", "wikihowagent.__main__"}
+
+
 # Uses of another package's private name still to be removed, each with the step that removes it.
-KNOWN_PRIVATE_USES: set[tuple[str, str, str]] = set()  # none left (evaluation.judge.tutorial_block is public)
-
-
 def _folder(module: str, pkg: Path = PKG) -> str:
     """The package folder a module lives in ("" for the package's top-level modules)."""
     parts = module.split(".")
@@ -330,8 +329,8 @@ def folder_loops(g: nx.DiGraph, pkg: Path = PKG) -> list[list[str]]:
 
 
 def private_uses(pkg: Path = PKG) -> set[tuple[str, str, str]]:
-    """(module, imported module, name) for each `_name` (not dunder) a module takes from another folder's module:
-    `from other.mod import _name` or `mod._name` on a module imported by name."""
+    """(module, imported module, name) for each `_name` (not dunder) a module takes from another module of the
+    package (of its own folder too): `from other.mod import _name` or `mod._name` on a module imported by name."""
     modules = {module_name(p, pkg): p for p in pkg.rglob("*.py")}
     out = set()
     for name, path in modules.items():
@@ -344,23 +343,14 @@ def private_uses(pkg: Path = PKG) -> set[tuple[str, str, str]]:
                 for a in node.names:
                     if f"{mod}.{a.name}" in modules:
                         aliases[a.asname or a.name] = f"{mod}.{a.name}"
-                    elif (
-                        mod in modules
-                        and a.name.startswith("_")
-                        and not a.name.startswith("__")
-                        and _folder(mod, pkg) != _folder(name, pkg)
-                    ):
+                    elif mod in modules and a.name.startswith("_") and not a.name.startswith("__") and mod != name:
                         out.add((name, mod, a.name))
             elif isinstance(node, ast.Import):
                 aliases.update({a.asname: a.name for a in node.names if a.asname and a.name in modules})
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases:
                 target = aliases[node.value.id]
-                if (
-                    node.attr.startswith("_")
-                    and not node.attr.startswith("__")
-                    and _folder(target, pkg) != _folder(name, pkg)
-                ):
+                if node.attr.startswith("_") and not node.attr.startswith("__") and target != name:
                     out.add((name, target, node.attr))
     return out
 
@@ -383,18 +373,16 @@ def test_no_loop_between_package_folders():
     assert not loops, "folder-level import loops: " + "; ".join(" -> ".join([*c, c[0]]) for c in loops)
 
 
-def test_no_package_uses_another_ones_private_names():
-    found = private_uses()
-    new = sorted(found - KNOWN_PRIVATE_USES)
-    assert not new, "private names used across packages (make them public or move the code): " + "; ".join(
-        f"{a} uses {b}.{n}" for a, b, n in new
+def test_no_module_uses_another_ones_private_names():
+    found = sorted(private_uses())
+    assert not found, "private names used by another module (make them public or move the code): " + "; ".join(
+        f"{a} uses {b}.{n}" for a, b, n in found
     )
-    gone = sorted(KNOWN_PRIVATE_USES - found)
-    assert not gone, f"fixed, take them out of KNOWN_PRIVATE_USES: {gone}"
 
 
 def test_the_floor_checks_find_what_they_look_for(tmp_path):
-    """An upward import, a loop between two folders and a private name taken across folders are all found."""
+    """An upward import, a loop between two folders and a private name taken by another module (of another folder
+    or of the same one) are all found."""
     pkg = tmp_path / "wikihowagent"
     for d in ("evaluation", "alignment"):
         (pkg / d).mkdir(parents=True)
@@ -408,6 +396,7 @@ def test_the_floor_checks_find_what_they_look_for(tmp_path):
         "from wikihowagent.evaluation import calibrated\nx = calibrated._y\n"
         "from wikihowagent.evaluation.calibrated import _z\n"
     )
+    (pkg / "alignment" / "sibling.py").write_text("from . import schema\nfrom .calibration import _w\ny = schema._v\n")
     g = import_graph(pkg)
     assert upward_imports(g, pkg) == [
         "wikihowagent.evaluation.calibrated (floor 3) -> wikihowagent.alignment.calibration (floor 4)"
@@ -418,6 +407,8 @@ def test_the_floor_checks_find_what_they_look_for(tmp_path):
     assert private_uses(pkg) == {
         ("wikihowagent.alignment.schema", "wikihowagent.evaluation.calibrated", "_y"),
         ("wikihowagent.alignment.schema", "wikihowagent.evaluation.calibrated", "_z"),
+        ("wikihowagent.alignment.sibling", "wikihowagent.alignment.calibration", "_w"),
+        ("wikihowagent.alignment.sibling", "wikihowagent.alignment.schema", "_v"),
     }
 
 

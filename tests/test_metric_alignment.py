@@ -17,7 +17,8 @@ from scipy import stats
 from typer.testing import CliRunner
 
 from wikihowagent.stats import people_estimate as pe
-from wikihowagent.stats.association import _wkendall, _wpearson, _wranks, associate
+from wikihowagent.stats.association import _wkendall, _wranks, associate
+from wikihowagent.stats.correlation import weighted_pearson
 
 sys.path.insert(0, str(Path(__file__).parent / "fixtures" / "alignment"))
 from builders import write_sheet  # noqa: E402
@@ -47,10 +48,10 @@ def test_weighted_resample_equals_the_resampled_data():
         W = np.bincount(pick, minlength=8).astype(float)[codes][None, :]
         idx = np.concatenate([np.flatnonzero(codes == j) for j in pick])
         xs, ys = x[idx], y[idx]
-        assert _wpearson(W, x, y)[0] == pytest.approx(stats.pearsonr(xs, ys).statistic)
+        assert weighted_pearson(W, x, y)[0] == pytest.approx(stats.pearsonr(xs, ys).statistic)
         lx, ex = (x[None, :] < x[:, None]).astype(float), (x[None, :] == x[:, None]).astype(float)
         ly, ey = (y[None, :] < y[:, None]).astype(float), (y[None, :] == y[:, None]).astype(float)
-        rho = _wpearson(W, _wranks(W, lx, ex), _wranks(W, ly, ey))[0]
+        rho = weighted_pearson(W, _wranks(W, lx, ex), _wranks(W, ly, ey))[0]
         assert rho == pytest.approx(stats.spearmanr(xs, ys).statistic)
         s = np.sign(x[None, :] - x[:, None]) * np.sign(y[None, :] - y[:, None])
         assert _wkendall(W, s, ex, ey)[0] == pytest.approx(stats.kendalltau(xs, ys).statistic)
@@ -567,10 +568,10 @@ def test_judge_check_metrics_runs_without_a_model(tmp_path, monkeypatch):
 
 
 def test_the_report_leads_with_the_metrics_that_tracked_people():
-    from wikihowagent.report.evidence import _metrics_trust_html
+    from wikihowagent.report.evidence import metrics_trust_html
     from wikihowagent.report.tables import _tracked_note
 
-    text = _metrics_trust_html()
+    text = metrics_trust_html()
     assert text.index("How far to trust the metrics") < text.index("METEOR") < text.index("Not clearly")
     assert "the baseline, conversation length" in text and "two raters" in text
     assert "people: r<sub>w</sub> +0.52" in _tracked_note("METEOR")

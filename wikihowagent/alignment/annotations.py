@@ -36,7 +36,7 @@ import numpy as np
 from . import schema
 from .problems import AlignInputError, Problems, where
 from .schema import ANNOTATOR_KEYS, ID_KEYS, KNOWN_META_KEYS, RUN_KEYS, norm_key
-from .score_cells import _FAST, parse_score
+from .score_cells import FAST_SCORES, parse_score
 from .tables import read_table
 
 
@@ -229,7 +229,7 @@ class _Sheet:
             arr = np.full(len(schema.metrics()), np.nan)
             for j, i, name in present:
                 cell = cells[i] if i < len(cells) else ""
-                fast = _FAST.get(cell)  # the common cells ("4", "", ...) without building a location
+                fast = FAST_SCORES.get(cell)  # the common cells ("4", "", ...) without building a location
                 arr[j] = fast if fast is not None else parse_score(cell, where(self.path, row, name), self.problems)
             judge.scores[cid] = arr
             judge.rows[cid] = row

@@ -25,8 +25,9 @@ import numpy as np
 
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import RIDGE_FEATURES, RubricCalibration
+from wikihowagent.stats import folds
+from wikihowagent.stats.bootstrap import percentile_ci, resamples
 from wikihowagent.stats.calibration import predict, ridge_features
-from wikihowagent.stats.paired import resamples
 
 METHODS = ("isotonic", "ridge")
 MIN_PAIRS = 20  # fewer paired conversations: no calibration (the out-of-fold figures would be noise)
@@ -83,21 +84,20 @@ def fit(
 def out_of_fold(
     method: str, expected: np.ndarray, dist: np.ndarray | None, y: np.ndarray, groups: np.ndarray, k: int = K_FOLDS
 ) -> np.ndarray:
-    """Each conversation's calibrated score from a mapping fitted without its tutorial (GroupKFold)."""
-    from sklearn.model_selection import GroupKFold
+    """Each conversation's calibrated score from a mapping fitted without its tutorial (GroupKFold); fewer
+    than 2 tutorials: CalibrationError."""
 
-    groups = np.asarray(groups)
-    n_groups = len(np.unique(groups))
-    if n_groups < 2:
+    def fit_predict(train: np.ndarray, test: np.ndarray) -> np.ndarray:
+        cal = fit(method, expected[train], None if dist is None else dist[train], y[train])
+        return predict(cal, expected[test], None if dist is None else dist[test])
+
+    try:
+        return folds.out_of_fold(fit_predict, np.asarray(groups), n_splits=k, on_too_few="raise")
+    except folds.TooFewGroups:
         raise CalibrationError(
             f"all {len(y)} paired conversations belong to one tutorial; out-of-fold "
             "calibration needs at least 2 tutorials"
-        )
-    oof = np.full(len(y), np.nan)
-    for train, test in GroupKFold(n_splits=min(k, n_groups)).split(expected, y, groups):
-        cal = fit(method, expected[train], None if dist is None else dist[train], y[train])
-        oof[test] = predict(cal, expected[test], None if dist is None else dist[test])
-    return oof
+        ) from None
 
 
 # --------------------------------------------------------------------------- agreement with the humans
@@ -139,11 +139,7 @@ class Comparison:
 
 
 def _ci(values: np.ndarray) -> tuple[float, float]:
-    ok = values[np.isfinite(values)]
-    if ok.size < 0.9 * values.size or ok.size == 0:  # mostly undefined (constant resamples): no honest CI
-        return float("nan"), float("nan")
-    lo, hi = np.percentile(ok, [2.5, 97.5])
-    return float(lo), float(hi)
+    return percentile_ci(values, min_count=0.9 * values.size)  # mostly undefined (constant resamples): no honest CI
 
 
 def compare(

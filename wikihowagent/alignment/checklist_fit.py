@@ -24,13 +24,13 @@ from __future__ import annotations
 import json
 import zlib
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from wikihowagent.evaluation.checklist import WEIGHTS_KIND, ChecklistWeights, item_key
 from wikihowagent.runs import CHECKLIST_FIT_CSV, CHECKLIST_FIT_MD, CHECKLIST_WEIGHTS_JSON
+from wikihowagent.stats import folds
 
 from . import calibration as cal_stats
 from . import schema
@@ -96,14 +96,14 @@ def fit_weights(x: np.ndarray, y: np.ndarray, shrinkage: float = DEFAULT_SHRINKA
 
 
 def out_of_fold(x: np.ndarray, y: np.ndarray, groups: np.ndarray, shrinkage: float) -> np.ndarray:
-    from sklearn.model_selection import GroupKFold
-
-    pred = np.full(len(y), np.nan)
-    k = min(cal_stats.K_FOLDS, len(set(groups.tolist())))
-    for train, test in GroupKFold(n_splits=k).split(x, y, groups):
-        w = fit_weights(x[train], y[train], shrinkage)
-        pred[test] = predict(x[test], w)
-    return pred
+    """Each conversation's prediction with weights fitted without its tutorial (GroupKFold); the caller checks
+    there are 2 tutorials (fewer: TooFewGroups)."""
+    return folds.out_of_fold(
+        lambda train, test: predict(x[test], fit_weights(x[train], y[train], shrinkage)),
+        groups,
+        n_splits=cal_stats.K_FOLDS,
+        on_too_few="raise",
+    )
 
 
 @dataclass
@@ -390,7 +390,3 @@ def render(fit: ChecklistFit, console: Any) -> None:
     console.print(t)
     if fit.why_no_file:
         console.print(f"no checklist weights file: {fit.why_no_file}", highlight=False, markup=False)
-
-
-def apply_path(out_dir: Path) -> Path:
-    return Path(out_dir) / CHECKLIST_WEIGHTS_JSON

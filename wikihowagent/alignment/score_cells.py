@@ -11,7 +11,7 @@ SCORE_MIN, SCORE_MAX = 1.0, 5.0
 BLANKS = frozenset({"", "na", "n/a", "nan", "none", "null", "-"})
 
 
-_FAST = {
+FAST_SCORES = {
     **{b: math.nan for b in BLANKS},
     **{str(i): float(i) for i in range(1, 6)},
     **{f"{i}.0": float(i) for i in range(1, 6)},
@@ -22,7 +22,7 @@ _FAST = {
 def parse_score(raw, loc: str, problems: Problems) -> float:
     """One rubric score cell -> float in [1, 5], or NaN for a blank / unusable cell (reported)."""
     if type(raw) is str:
-        fast = _FAST.get(raw)
+        fast = FAST_SCORES.get(raw)
         if fast is not None:
             return fast
     elif type(raw) is float and SCORE_MIN <= raw <= SCORE_MAX:

@@ -25,7 +25,8 @@ import numpy as np
 
 from wikihowagent.errors import Note
 from wikihowagent.stats.association import Estimate  # a coefficient: value, p, CI
-from wikihowagent.stats.paired import CHUNK_ELEMENTS  # resamples x cells held at once
+from wikihowagent.stats.bootstrap import CHUNK_ELEMENTS, percentile_ci  # CHUNK: resamples x cells held at once
+from wikihowagent.stats.correlation import weighted_pearson
 
 # The kinds of a correlation's notes that leave the correlation out (a Note's kind; other notes are informational).
 TOO_FEW, UNDEFINED = "too few", "undefined"
@@ -81,11 +82,10 @@ def correlate(x, y, *, n_boot: int = 2000, seed: int | np.random.SeedSequence | 
         bad = 0
         for name in COEFFICIENTS:
             vals = reps[name]
-            ok = vals[np.isfinite(vals)]
-            bad = max(bad, vals.size - ok.size)
-            if ok.size >= max(10, vals.size // 2):
-                lo, hi = np.percentile(ok, [2.5, 97.5])
-                res.coefs[name].ci_low, res.coefs[name].ci_high = float(lo), float(hi)
+            bad = max(bad, int((~np.isfinite(vals)).sum()))
+            lo, hi = percentile_ci(vals, min_count=max(10, vals.size // 2))
+            if math.isfinite(lo):
+                res.coefs[name].ci_low, res.coefs[name].ci_high = lo, hi
         if bad:
             res.notes.append(f"{bad} of {n_boot} bootstrap resamples had a constant side and were dropped")
     return res
@@ -129,36 +129,23 @@ def bootstrap(x: np.ndarray, y: np.ndarray, n_boot: int, rng: np.random.Generato
     return out
 
 
-def _weighted_pearson(W: np.ndarray, vx: np.ndarray, vy: np.ndarray, n: int) -> np.ndarray:
-    """Pearson r per resample: W (b, l, m) counts, vx (b, l) / (l,) values of x levels, vy likewise."""
-    rx = W.sum(axis=2)
-    ry = W.sum(axis=1)
-    vx = np.broadcast_to(vx, rx.shape)
-    vy = np.broadcast_to(vy, ry.shape)
-    sx = (rx * vx).sum(1)
-    sy = (ry * vy).sum(1)
-    sxx = (rx * vx * vx).sum(1)
-    syy = (ry * vy * vy).sum(1)
-    sxy = np.einsum("blm,bl,bm->b", W, vx, vy)
-    cov = sxy - sx * sy / n
-    varx = sxx - sx * sx / n
-    vary = syy - sy * sy / n
-    ok = ((rx > 0).sum(1) > 1) & ((ry > 0).sum(1) > 1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        r = cov / np.sqrt(varx * vary)
-    r = np.clip(r, -1.0, 1.0)
-    r[~ok] = np.nan
-    return r
+def _table_pearson(W: np.ndarray, vx: np.ndarray, vy: np.ndarray) -> np.ndarray:
+    """Pearson r per resample of a table: W (b, l, m) counts, vx (b, l) / (l,) values of the x levels, vy likewise;
+    the table's cells are the items of `weighted_pearson`."""
+    b, l, m = W.shape  # noqa: E741 - the table's l x m, as in the formula
+    x = np.repeat(np.broadcast_to(vx, (b, l)), m, axis=1)  # cell (a, c) has x value vx[a] ...
+    y = np.tile(np.broadcast_to(vy, (b, m)), (1, l))  # ... and y value vy[c]
+    return weighted_pearson(W.reshape(b, l * m), x, y)
 
 
 def _table_coefficients(W: np.ndarray, cx: np.ndarray, cy: np.ndarray, n: int):
     rx = W.sum(axis=2)  # (b, l) row totals
     ry = W.sum(axis=1)  # (b, m) column totals
-    r = _weighted_pearson(W, cx, cy, n)
+    r = _table_pearson(W, cx, cy)
     # Spearman: Pearson of mid-ranks (ties get the average rank, as scipy)
     rank_x = np.cumsum(rx, axis=1) - (rx - 1) / 2
     rank_y = np.cumsum(ry, axis=1) - (ry - 1) / 2
-    rho = _weighted_pearson(W, rank_x - (n + 1) / 2, rank_y - (n + 1) / 2, n)
+    rho = _table_pearson(W, rank_x - (n + 1) / 2, rank_y - (n + 1) / 2)
     # Kendall tau-b: S = sum over cells of W * (concordant - discordant cells strictly above-right/below-right)
     G = np.cumsum(W[:, ::-1, :], axis=1)[:, ::-1, :] - W  # sum over rows a' > a
     C = np.cumsum(G[:, :, ::-1], axis=2)[:, :, ::-1] - G  # ... and columns b' > b

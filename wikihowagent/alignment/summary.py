@@ -24,7 +24,7 @@ from .tables import stars
 def pair_order_rows(res: AlignResult) -> tuple[list[str], list[list]]:
     cols = ["metric", "pairs", "tutorials", "accuracy", "ci_low", "ci_high", "ties", "gap"]
     return cols, [
-        [m, o.pairs, o.groups, _f(o.accuracy), _f(o.ci_low), _f(o.ci_high), o.ties, GAP]
+        [m, o.pairs, o.groups, decimals(o.accuracy), decimals(o.ci_low), decimals(o.ci_high), o.ties, GAP]
         for m, o in res.pair_order.items()
     ]
 
@@ -44,7 +44,7 @@ def automatic_rows(res: AlignResult) -> tuple[list[str], list[list]]:
     return cols, rows
 
 
-def _f(v: float, nd: int = 3) -> str:
+def decimals(v: float, nd: int = 3) -> str:
     return "" if v is None or not math.isfinite(v) else f"{v:.{nd}f}"
 
 
@@ -215,7 +215,7 @@ def paired_rows(res: AlignResult) -> tuple[list[str], list[list]]:
     return cols, rows
 
 
-def _coef_cell(v, with_ci: bool = True) -> str:
+def coef_cell(v, with_ci: bool = True) -> str:
     if not math.isfinite(v.value):
         return "n/a"
     s = f"{v.value:.3f}{stars(v.p)}"
@@ -232,7 +232,7 @@ def _group_section(res: AlignResult, g: GroupResult) -> list[str]:
     rows = []
     for metric in schema.row_names():
         cr = g.correlations[metric]
-        rows.append([metric, str(cr.n), *(_coef_cell(cr.coefs[c]) for c in COEFFICIENTS), "; ".join(cr.notes)])
+        rows.append([metric, str(cr.n), *(coef_cell(cr.coefs[c]) for c in COEFFICIENTS), "; ".join(cr.notes)])
     out.append(markdown_table(["Metric", "n", *(COEF_LABEL[c] for c in COEFFICIENTS), "Note"], rows))
     out.append("\n### Scores: human vs LLM (same conversations)\n")
     rows = []
@@ -242,10 +242,10 @@ def _group_section(res: AlignResult, g: GroupResult) -> list[str]:
             [
                 metric,
                 str(d.n),
-                f"{_f(d.human_mean, 2)} ± {_f(d.human_std, 2)}",
-                f"{_f(d.llm_mean, 2)} ± {_f(d.llm_std, 2)}",
-                _f(d.diff_mean, 2),
-                _f(d.llm_higher * 100 if math.isfinite(d.llm_higher) else math.nan, 0),
+                f"{decimals(d.human_mean, 2)} ± {decimals(d.human_std, 2)}",
+                f"{decimals(d.llm_mean, 2)} ± {decimals(d.llm_std, 2)}",
+                decimals(d.diff_mean, 2),
+                decimals(d.llm_higher * 100 if math.isfinite(d.llm_higher) else math.nan, 0),
                 _p(d.wilcoxon_p),
             ]
         )
@@ -259,7 +259,16 @@ def _group_section(res: AlignResult, g: GroupResult) -> list[str]:
         rows = []
         for metric in schema.metrics():
             a = g.agreement[metric]
-            rows.append([metric, str(a.n_units), _f(a.alpha), _f(a.kappa_mean), _f(a.pearson_mean), "; ".join(a.notes)])
+            rows.append(
+                [
+                    metric,
+                    str(a.n_units),
+                    decimals(a.alpha),
+                    decimals(a.kappa_mean),
+                    decimals(a.pearson_mean),
+                    "; ".join(a.notes),
+                ]
+            )
         out.append(
             markdown_table(
                 ["Metric", "n (≥2 judges)", "Krippendorff α (ordinal)", "Cohen κ (quadratic)", "Pearson r", "Note"],
@@ -278,7 +287,7 @@ def _automatic_section(res: AlignResult) -> list[str]:
         "human rubric's mean; also in `automatic.csv`.\n"
     )
     rows = [
-        [name, rubric, str(cr.n), *(_coef_cell(cr.coefs[c]) for c in COEFFICIENTS), "; ".join(cr.notes)]
+        [name, rubric, str(cr.n), *(coef_cell(cr.coefs[c]) for c in COEFFICIENTS), "; ".join(cr.notes)]
         for (name, rubric), cr in res.automatic.items()
     ]
     out.append(markdown_table(["Metric", "Human rubric", "n", *(COEF_LABEL[c] for c in COEFFICIENTS), "Note"], rows))
@@ -296,7 +305,13 @@ def _pair_order_section(res: AlignResult) -> list[str]:
         "also in `pair_order.csv`.\n"
     )
     rows = [
-        [m, str(o.pairs), str(o.groups), f"{_f(o.accuracy)} [{_f(o.ci_low)}, {_f(o.ci_high)}]", str(o.ties)]
+        [
+            m,
+            str(o.pairs),
+            str(o.groups),
+            f"{decimals(o.accuracy)} [{decimals(o.ci_low)}, {decimals(o.ci_high)}]",
+            str(o.ties),
+        ]
         for m, o in res.pair_order.items()
     ]
     out.append(markdown_table(["Metric", "pairs", "tutorials", "ordered as the people did", "ties"], rows))

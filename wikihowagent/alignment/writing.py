@@ -42,11 +42,11 @@ from .stats import (
     COEFFICIENTS,
 )
 from .summary import (
-    _coef_cell,
-    _f,
     agreement_rows,
     automatic_rows,
+    coef_cell,
     correlation_rows,
+    decimals,
     descriptive_rows,
     markdown,
     pair_order_rows,
@@ -164,9 +164,9 @@ def render(res: AlignResult, console) -> None:
             cells = [
                 metric,
                 str(cr.n),
-                *(_coef_cell(cr.coefs[c], with_ci=False) for c in COEFFICIENTS),
-                _f(d.human_mean, 2),
-                _f(d.llm_mean, 2),
+                *(coef_cell(cr.coefs[c], with_ci=False) for c in COEFFICIENTS),
+                decimals(d.human_mean, 2),
+                decimals(d.llm_mean, 2),
             ]
             t.add_row(*([g.group] if multi else []), *cells, end_section=metric == OVERALL)
     console.print(t)
@@ -177,12 +177,12 @@ def render(res: AlignResult, console) -> None:
             a.add_column(name, justify="left" if name == "Metric" else "right")
         for metric in schema.metrics():
             ag = g.agreement[metric]
-            a.add_row(metric, str(ag.n_units), _f(ag.alpha), _f(ag.kappa_mean), _f(ag.pearson_mean))
+            a.add_row(metric, str(ag.n_units), decimals(ag.alpha), decimals(ag.kappa_mean), decimals(ag.pearson_mean))
         console.print(a)
     o = res.pair_order.get(OVERALL)
     if o is not None and o.pairs:
         console.print(
-            f"Head to head: the judge's Overall orders {_f(o.accuracy)} [{_f(o.ci_low)}, {_f(o.ci_high)}] of the "
+            f"Head to head: the judge's Overall orders {decimals(o.accuracy)} [{decimals(o.ci_low)}, {decimals(o.ci_high)}] of the "
             f"{o.pairs} pairs of one tutorial the people clearly ordered ({o.groups} tutorials; per rubric: "
             f"{PAIR_ORDER_CSV})",
             highlight=False,

@@ -362,7 +362,7 @@ def check(resolved: ResolvedSpec, base_url: str | None, need: str) -> None:
     from . import model_files
 
     p = model_files.model_path()
-    if p.is_file() and model_files._stamp_ok(p, model_files.MODEL_SHA256):
+    if p.is_file() and model_files.stamp_ok(p, model_files.MODEL_SHA256):
         return
     parts = model_files.chunk_files()  # BackendError naming the missing package
     size = sum(f.stat().st_size for f in parts)

@@ -111,7 +111,7 @@ def _cache_lock(folder: Path) -> Iterator[None]:
 
 def is_ready(path: Path) -> bool:
     """The GGUF at `path` is there and verified (its stamp matches the file): no hashing."""
-    return path.is_file() and _stamp_ok(path, MODEL_SHA256)
+    return path.is_file() and stamp_ok(path, MODEL_SHA256)
 
 
 def _stamp_path(path: Path) -> Path:
@@ -154,7 +154,7 @@ def _stat_key(path: Path) -> dict[str, int]:
     return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "inode": st.st_ino}
 
 
-def _stamp_ok(path: Path, sha: str) -> bool:
+def stamp_ok(path: Path, sha: str) -> bool:
     try:
         stamp = read_json_file(_stamp_path(path))
         return bool(stamp.get("sha256") == sha and stamp.get("stat") == _stat_key(path))
@@ -204,10 +204,10 @@ def ensure_local_model(
     package is missing or the assembled bytes do not match the pinned sha256.
     """
     dest = model_path(configured)
-    if not force_verify and dest.is_file() and _stamp_ok(dest, MODEL_SHA256):
+    if not force_verify and dest.is_file() and stamp_ok(dest, MODEL_SHA256):
         return dest
     with _cache_lock(dest.parent):  # serialise assembly between processes
-        if not force_verify and dest.is_file() and _stamp_ok(dest, MODEL_SHA256):
+        if not force_verify and dest.is_file() and stamp_ok(dest, MODEL_SHA256):
             return dest  # another process finished it while we waited
         if dest.is_file() and dest.stat().st_size == MODEL_SIZE:
             if sha256_file(dest, progress) == MODEL_SHA256:

@@ -557,19 +557,6 @@ def load_weights(path: Path) -> ChecklistWeights:
     return ChecklistWeights(judge=judge, checklist=checklist, weights=out, path=str(path))
 
 
-def write_weights(path: Path, w: ChecklistWeights, extra: dict[str, Any] | None = None) -> None:
-    obj = {
-        "kind": WEIGHTS_KIND,
-        "version": 1,
-        "judge": w.judge,
-        "checklist": w.checklist,
-        "weights": w.weights,
-        **(extra or {}),
-    }
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(obj, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
 def check_checklist_files(path: Path | None, weights_path: Path | None, rubric_names: list[str]) -> None:
     """The checklist and weights files a user named, read and checked before any model or server is contacted
     (a bad file is a one-line ChecklistError however the judge turns out); which judge and checklist a

@@ -65,12 +65,12 @@ def _is_schema_rejection(exc: BaseException) -> bool:
     return type(exc).__name__ in ("BadRequestError", "UnprocessableEntityError") or _status(exc) in (400, 422)
 
 
-def _one_line(exc: BaseException) -> str:
+def error_line(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}"
 
 
-def _is_request_error(exc: BaseException) -> bool:
+def is_request_error(exc: BaseException) -> bool:
     name = type(exc).__name__
     status = _status(exc)
     return (
@@ -502,20 +502,20 @@ class Judge:
                     return text, parsed if isinstance(parsed, dict) else None
                 except Exception as exc:  # noqa: BLE001 - e.g. the server rejects response_format
                     if _is_context_error(exc):  # this prompt is too long: not the schema's fault
-                        raise JudgeRequestError(_one_line(exc)[:200]) from exc
+                        raise JudgeRequestError(error_line(exc)[:200]) from exc
                     if not _is_schema_rejection(exc):  # timeout, connection error, 5xx: the schema is not at fault
-                        raise JudgeBackendError(f"evaluator call failed: {_one_line(exc)}") from exc
+                        raise JudgeBackendError(f"evaluator call failed: {error_line(exc)}") from exc
                     self._disable_structured(
-                        f"structured output refused ({_one_line(exc)[:120]}): replies parsed from text"
+                        f"structured output refused ({error_line(exc)[:120]}): replies parsed from text"
                     )
             try:
                 msg = await self.llm.ainvoke(prompt)
             except Exception as exc:  # noqa: BLE001
-                if _is_request_error(exc):
+                if is_request_error(exc):
                     raise JudgeRequestError(
                         f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
                     ) from exc
-                raise JudgeBackendError(f"evaluator call failed: {_one_line(exc)}") from exc
+                raise JudgeBackendError(f"evaluator call failed: {error_line(exc)}") from exc
             return _message_text(msg), None
 
     async def _judge_group(

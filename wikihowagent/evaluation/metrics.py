@@ -42,7 +42,7 @@ from .posttest import (  # noqa: F401
     POSTTEST_METRICS,
     STEP_RECALL,
 )
-from .rouge import _CachedStemmer, _rouge_stemmer, lcs_length, rouge_l, rouge_n, rouge_tokens  # noqa: F401  (re-exported)
+from .rouge import CachedStemmer, lcs_length, rouge_l, rouge_n, rouge_stemmer, rouge_tokens  # noqa: F401  (re-exported)
 
 # Metric names (keys of ScoreRecord.metrics).
 QUESTION = "Question Ratio"
@@ -316,10 +316,10 @@ def load_wordnet() -> _CachedWordNet:
 
 
 @lru_cache(maxsize=1)
-def _meteor_stemmer() -> _CachedStemmer:
+def _meteor_stemmer() -> CachedStemmer:
     from nltk.stem.porter import PorterStemmer
 
-    return _CachedStemmer(PorterStemmer())  # nltk's METEOR default
+    return CachedStemmer(PorterStemmer())  # nltk's METEOR default
 
 
 def meteor(ref_tokens: list[str], hyp_tokens: list[str]) -> float:

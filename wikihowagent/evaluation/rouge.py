@@ -11,7 +11,7 @@ from functools import lru_cache
 from typing import Any
 
 
-class _CachedStemmer:
+class CachedStemmer:
     """A Porter stemmer with a memo: same output as the wrapped stemmer, computed once per word."""
 
     def __init__(self, stemmer: Any):
@@ -28,16 +28,16 @@ class _CachedStemmer:
 
 
 @lru_cache(maxsize=1)
-def _rouge_stemmer() -> _CachedStemmer:
+def rouge_stemmer() -> CachedStemmer:
     from nltk.stem import porter
 
-    return _CachedStemmer(porter.PorterStemmer())  # what rouge-score's DefaultTokenizer uses
+    return CachedStemmer(porter.PorterStemmer())  # what rouge-score's DefaultTokenizer uses
 
 
 def rouge_tokens(text: str, stem: bool) -> list[str]:
     from rouge_score import tokenize
 
-    return tokenize.tokenize(text, _rouge_stemmer() if stem else None)
+    return tokenize.tokenize(text, rouge_stemmer() if stem else None)
 
 
 def _fmeasure(p: float, r: float) -> float:

@@ -63,9 +63,9 @@ from .judge import (
     JudgeRequestError,
     JudgeResult,
     Rubric,
-    _is_request_error,
-    _one_line,
+    error_line,
     failure_kind,
+    is_request_error,
     prompt_groups,
     tutorial_block,
 )
@@ -324,9 +324,9 @@ async def invoke(llm: Any, prompt: Any, **bind: Any) -> Any:
     try:
         return await llm.bind(**bind).ainvoke(prompt)
     except Exception as exc:  # noqa: BLE001
-        if _is_request_error(exc):
-            raise JudgeRequestError(_one_line(exc)[:200]) from exc
-        raise JudgeBackendError(f"evaluator call failed: {_one_line(exc)}") from exc
+        if is_request_error(exc):
+            raise JudgeRequestError(error_line(exc)[:200]) from exc
+        raise JudgeBackendError(f"evaluator call failed: {error_line(exc)}") from exc
 
 
 def reply_complete(msg: Any, max_tokens: int, n_tokens: int | None = None) -> bool:

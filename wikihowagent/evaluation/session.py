@@ -87,11 +87,6 @@ def judge_endpoints(cfg: Any, base_url: str | None) -> JudgeEndpoints:
     return JudgeEndpoints(chat_model_factory(cfg, base_url, aliases, urls), base_url, aliases, urls)
 
 
-def posttest_learner_factory(cfg: Any, base_url: str | None = None) -> Callable[[str], Any]:
-    """spec -> the post-test learner's chat model outside a judge session (bench scripts)."""
-    return judge_endpoints(cfg, base_url).learner_factory(cfg)
-
-
 def chat_model_factory(
     cfg: Any,
     base_url: str | None,

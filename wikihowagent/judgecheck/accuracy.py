@@ -9,6 +9,8 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from wikihowagent.stats import bootstrap as stats_bootstrap
+
 ORIGINAL, ORIGINAL_2 = "original", "original-2"  # the original, judged twice (rubric order reversed, seed + 1)
 BOOTSTRAP = 2000
 
@@ -39,15 +41,11 @@ def paired_wins(
 
 
 def bootstrap_ci(values: list[float], n_boot: int = BOOTSTRAP, seed: int = 0) -> tuple[float, float]:
+    """The 95 % percentile bootstrap CI of the mean of `values` (conversations resampled with replacement)."""
     import numpy as np
 
-    if not values:
-        return math.nan, math.nan
     arr = np.asarray(values, dtype=float)
-    rng = np.random.default_rng(seed)
-    means = arr[rng.integers(0, len(arr), size=(n_boot, len(arr)))].mean(axis=1)
-    lo, hi = np.percentile(means, [2.5, 97.5])
-    return float(lo), float(hi)
+    return stats_bootstrap.bootstrap_ci(lambda idx: arr[idx].mean(axis=1), len(arr), n_boot, seed)
 
 
 def mean_accuracy_samples(
@@ -78,13 +76,3 @@ def mean_accuracy_samples(
         means[mode] = float(np.nanmean(point)) if np.any(~np.isnan(point)) else math.nan
         samples[mode] = np.array([np.nanmean(row) if np.any(~np.isnan(row)) else np.nan for row in boot])
     return means, samples
-
-
-def percentile_ci(samples: Any) -> tuple[float, float]:
-    import numpy as np
-
-    ok = samples[~np.isnan(samples)]
-    if not len(ok):
-        return math.nan, math.nan
-    lo, hi = np.percentile(ok, [2.5, 97.5])
-    return float(lo), float(hi)

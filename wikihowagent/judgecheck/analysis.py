@@ -47,11 +47,11 @@ def sensitivity_table(
                     "rubric": rubric,
                     "perturbation": p.name,
                     "n": len(wins),
-                    "accuracy": _r(sum(wins) / len(wins)) if wins else None,
-                    "ci_low": _r(lo),
-                    "ci_high": _r(hi),
-                    "mean_original": _r(_mean(o_scores)),
-                    "mean_perturbed": _r(_mean(p_scores)),
+                    "accuracy": round4(sum(wins) / len(wins)) if wins else None,
+                    "ci_low": round4(lo),
+                    "ci_high": round4(hi),
+                    "mean_original": round4(mean_or_nan(o_scores)),
+                    "mean_perturbed": round4(mean_or_nan(p_scores)),
                     "ties": sum(w == 0.5 for w in wins),
                     "failed": failed,
                 }
@@ -122,28 +122,28 @@ def consistency_table(records: dict[tuple[str, str], dict[str, Any]], rubric_nam
             {
                 "rubric": rubric,
                 "n": len(pairs),
-                "alpha": _r(alpha),
-                "mean_abs_diff": _r(_mean([abs(a - b) for a, b in pairs])),
-                "mean": _r(_mean(scores)),
-                "sd_across_conversations": _r(_sd(scores)),
+                "alpha": round4(alpha),
+                "mean_abs_diff": round4(mean_or_nan([abs(a - b) for a, b in pairs])),
+                "mean": round4(mean_or_nan(scores)),
+                "sd_across_conversations": round4(_sd(scores)),
                 "distinct_scores": len({round(s, 4) for s in scores}),
             }
         )
     return pd.DataFrame(rows)
 
 
-def _mean(xs: list[float]) -> float:
+def mean_or_nan(xs: list[float]) -> float:
     return sum(xs) / len(xs) if xs else math.nan
 
 
 def _sd(xs: list[float]) -> float:
     if len(xs) < 2:
         return math.nan
-    m = _mean(xs)
+    m = mean_or_nan(xs)
     return math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1))
 
 
-def _r(x: float) -> float | None:
+def round4(x: float) -> float | None:
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else round(float(x), 4)
 
 
@@ -173,7 +173,7 @@ def markdown_summary(
 ) -> str:
 
     acc = [a for a in sens["accuracy"] if a is not None and not (isinstance(a, float) and math.isnan(a))]
-    mean_acc = _mean(acc)
+    mean_acc = mean_or_nan(acc)
     lines = [
         f"# judge-check: {judge_desc}",
         "",
@@ -221,4 +221,4 @@ def analyse(
     if figures and len(sens):
         written.append(heatmap(sens, rubric_names, perturbations, out_dir / SENSITIVITY_PNG, f"judge-check: {desc}"))
     acc = [a for a in sens["accuracy"] if a is not None and not (isinstance(a, float) and math.isnan(a))]
-    return CheckResult(sensitivity=sens, consistency=cons, written=written, mean_accuracy=_mean(acc))
+    return CheckResult(sensitivity=sens, consistency=cons, written=written, mean_accuracy=mean_or_nan(acc))

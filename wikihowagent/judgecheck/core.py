@@ -63,7 +63,6 @@ from .accuracy import (  # noqa: F401 (re-exported)
     bootstrap_ci,
     mean_accuracy_samples,
     paired_wins,
-    percentile_ci,
     win,
 )
 from .analysis import analyse

@@ -31,15 +31,10 @@ from wikihowagent.runs import (
     PAIRWISE_SENSITIVITY_PNG,
     PAIRWISE_SUMMARY_MD,
 )
+from wikihowagent.stats.bootstrap import percentile_ci
 
-from .accuracy import (
-    BOOTSTRAP,
-    ORIGINAL,
-    bootstrap_ci,
-    mean_accuracy_samples,
-    percentile_ci,
-)
-from .analysis import _mean, _r, cell_wins, heatmap, sensitivity_table
+from .accuracy import BOOTSTRAP, ORIGINAL, bootstrap_ci, mean_accuracy_samples
+from .analysis import cell_wins, heatmap, mean_or_nan, round4, sensitivity_table
 from .judgments import CheckStats, read_judgments
 from .perturbations import Perturbation, perturb
 
@@ -127,14 +122,14 @@ def pairwise_table(
             "rubric": rubric,
             "perturbation": pert,
             "n": len(sel),
-            "accuracy": _r(_mean(scores)),
-            "ci_low": _r(lo),
-            "ci_high": _r(hi),
-            "accuracy_averaged": _r(_mean(avg)),
-            "averaged_ci_low": _r(alo),
-            "averaged_ci_high": _r(ahi),
-            "position_consistency": _r(_mean([float(r["consistent"]) for r in sel])),
-            "mean_p_original": _r(_mean([r["p_a"] for r in sel])),
+            "accuracy": round4(mean_or_nan(scores)),
+            "ci_low": round4(lo),
+            "ci_high": round4(hi),
+            "accuracy_averaged": round4(mean_or_nan(avg)),
+            "averaged_ci_low": round4(alo),
+            "averaged_ci_high": round4(ahi),
+            "position_consistency": round4(mean_or_nan([float(r["consistent"]) for r in sel])),
+            "mean_p_original": round4(mean_or_nan([r["p_a"] for r in sel])),
             "ties": sum(x == 0.5 for x in scores),
             "ties_averaged": sum(x == 0.5 for x in avg),
             "failed": len(asked) - len(sel),
@@ -328,7 +323,7 @@ def analyse_pairwise(
     agree = pairwise_cells(records, perturbations, rubric_names, AGREE)
     averaged = pairwise_cells(records, perturbations, rubric_names, AVERAGE, tie_band)
     table = pairwise_table(records, agree, averaged, None if absolute is None else absolute.table)
-    res = PairwiseCheck(table, _mean([a for a in table["accuracy"] if _known(a)]), pooled_consistency(table))
+    res = PairwiseCheck(table, mean_or_nan([a for a in table["accuracy"] if _known(a)]), pooled_consistency(table))
     modes = mode_wins(agree, averaged, table, absolute, perturbations, rubric_names, tie_band)
     res.modes, res.recommendation = compare_modes(modes)
     if absolute is None:
@@ -337,7 +332,7 @@ def analyse_pairwise(
         )
     elif "absolute_accuracy" in table:  # on the cells judged pairwise
         cells = zip(table["absolute_accuracy"], table["n"], strict=True)
-        res.absolute_mean_accuracy = _mean([a for a, n in cells if n and _known(a)])
+        res.absolute_mean_accuracy = mean_or_nan([a for a, n in cells if n and _known(a)])
     p = out_dir / PAIRWISE_SUMMARY
     p.write_text(pairwise_summary(res, absolute, evaluator, reading, len(conv_ids), stats, tie_band), encoding="utf-8")
     res.written += [people_csv(table, out_dir / PAIRWISE_SENSITIVITY), p]

@@ -61,7 +61,7 @@ class MetricValues:
         return None if math.isnan(v) else v
 
 
-def _write_chunks(
+def write_chunks(
     d: Path,
     runs: list[ReportRun],
     store: ConversationStore,
@@ -121,7 +121,7 @@ def _entry(run: bytes, parts: tuple[bytes, bytes, bytes], metrics: bytes, others
     )
 
 
-def _write_index_data(
+def write_index_data(
     d: Path, runs: list[ReportRun], store: ConversationStore, values: MetricValues, n_chunks: int
 ) -> None:
     """data/index.js, written a row at a time."""

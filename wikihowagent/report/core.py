@@ -67,15 +67,15 @@ from wikihowagent.runs import (
     RUBRICS_PNG,
 )
 
-from .browser_data import MetricValues, _write_chunks, _write_index_data
-from .evidence import _browser_html, _conversation_html, _evidence_html, _metrics_trust_html
+from .browser_data import MetricValues, write_chunks, write_index_data
+from .evidence import browser_html, conversation_html, evidence_html, metrics_trust_html
 from .figures import domain_bars, radar
 from .head_to_head import CompareDirError, check_compare_dir
 from .page import page
 from .reading import reading_html
 from .sources import Loaded, Problems, ReportRun, drop_out_of_range, load_inputs
 from .store import STATUSES, ConversationStore
-from .tables import _copy_alignment, _short_number, _summary_tables
+from .tables import copy_alignment, short_number, summary_tables
 
 ASSETS = REPORT_ASSETS
 TOOL = "report"  # as the manifest of --out names the command (outdir.StagedDir)
@@ -122,7 +122,7 @@ class SiteContext:
 
     @staticmethod
     def short_number(x: str) -> str:
-        return _short_number(x)
+        return short_number(x)
 
 
 def build_report(
@@ -303,16 +303,16 @@ def _write_site(
         (d / "assets" / name).write_text(pkg.joinpath(name).read_text(encoding="utf-8"), encoding="utf-8")
     metrics, rubrics = _metric_order(runs)
     values = MetricValues(runs, store, metrics)
-    n_chunks = _write_chunks(d, runs, store, values, on_chunk)
-    _write_index_data(d, runs, store, values, n_chunks)
+    n_chunks = write_chunks(d, runs, store, values, on_chunk)
+    write_index_data(d, runs, store, values, n_chunks)
     figures, tables = _write_figures(d, runs, store, values, rubrics, problems)
-    align_html = _copy_alignment(d, alignment, problems) if alignment else ""
+    align_html = copy_alignment(d, alignment, problems) if alignment else ""
     ctx = SiteContext(d, runs, store, values, metrics, rubrics, problems, cases=cases, compare=compare)
     links = [importlib.import_module(name, __package__).write_page(ctx) for name in PAGES]
     overview = _overview_rows(runs, store, rubrics)
     index = _index_html(runs, overview, metrics, figures, tables, align_html, " ".join(x for x in links if x), problems)
     (d / INDEX_HTML).write_text(index, encoding="utf-8")
-    (d / CONVERSATION_HTML).write_text(_conversation_html(), encoding="utf-8")
+    (d / CONVERSATION_HTML).write_text(conversation_html(), encoding="utf-8")
     (d / PROBLEMS_TXT).write_text("".join(line + "\n" for line in problems.lines), encoding="utf-8")
     return len(store)
 
@@ -349,7 +349,7 @@ def _write_figures(
     # as `evaluate --tables`: CIs over tutorials and paired arrows; the paper's raw arrows for paper-mode scores
     stats = TableStats(paired=not any("paper" in (r.mode or "") for r in scored))
     tables = paper_tables(rs, setups, rubrics, stats)
-    return out, _summary_tables([(title, t) for _, title, t in tables], {r.name: r.table for r in rs})
+    return out, summary_tables([(title, t) for _, title, t in tables], {r.name: r.table for r in rs})
 
 
 def _present(values: MetricValues, convs: list[int], m: str) -> list[float]:
@@ -457,14 +457,14 @@ def _index_html(
         f"<p class='meta'>{len(runs)} run(s), {n} conversations, {len(metrics)} metrics.</p>",
         _runs_table(rows),
         reading_html(runs),
-        _metrics_trust_html(),
-        _evidence_html(runs),
+        metrics_trust_html(),
+        evidence_html(runs),
         f"<div id='summary-tables'>{tables}</div></section>",
         _figures_html(figures),
     ]
     if align_html:
         parts.append(align_html)
-    parts.append(_browser_html())
+    parts.append(browser_html())
     if problems.lines:
         parts.append(_problems_html(problems.lines))
     parts.append("</main>")

@@ -146,7 +146,7 @@ def _measured_html(runs: list[ReportRun]) -> list[str]:
     ]
 
 
-def _metrics_trust_html() -> str:
+def metrics_trust_html() -> str:
     """ "How far to trust the metrics": the metrics measured to track people first (their within-tutorial r
     and clear-pair share on the human study, and how often they prefer an original to a damaged copy), then
     those that did not, with the study's caveat (data/metric_validity.json)."""
@@ -178,7 +178,7 @@ def _metrics_trust_html() -> str:
     )
 
 
-def _evidence_html(runs: list[ReportRun]) -> str:
+def evidence_html(runs: list[ReportRun]) -> str:
     """The overview's "How far to trust the judge": per run its judge and scoring mode, and the evidence the
     run directory holds about that judge, or that none was measured and how to measure it."""
     e = html.escape
@@ -208,7 +208,7 @@ def _evidence_html(runs: list[ReportRun]) -> str:
     return "<h2 id='trust'>How far to trust the judge</h2><ul class='evidence'>" + "".join(items) + "</ul>"
 
 
-def _browser_html() -> str:
+def browser_html() -> str:
     return """<section id='browser'><h2>Conversations</h2>
 <form id='filters' onsubmit='return false'>
 <label>Run <select id='f-run'><option value=''>all</option></select></label>
@@ -230,7 +230,7 @@ def _browser_html() -> str:
 </section>"""
 
 
-def _conversation_html() -> str:
+def conversation_html() -> str:
     body = """<nav><b>wikihowagent report</b> <a href='index.html#browser'>‹ all conversations</a></nav>
 <main id='conversation'><p class='meta' id='loading'>Loading…</p></main>"""
     return page("Conversation", body, [f"assets/{CONVERSATION_JS}"])

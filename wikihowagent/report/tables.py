@@ -43,7 +43,7 @@ from .validity import ValidityError, load_validity
 RUNS_AS_COLUMNS = 8  # up to this many columns (runs + Overall): a column per run and a row per metric
 
 
-def _summary_tables(tables: list[tuple[str, Any]], run_tables: dict[str, Any]) -> str:
+def summary_tables(tables: list[tuple[str, Any]], run_tables: dict[str, Any]) -> str:
     """The paper's Table 1 (homogeneous runs) / Table 2 (heterogeneous, ↑/↓ against the teacher's homogeneous
     run) as `evaluate --tables` computes them, laid out to read at a glance: with few runs (the terminal's
     layout) a row per metric and a column per run, else a row per run; the metrics grouped by scale (% or
@@ -271,7 +271,7 @@ def _run_rows(
     return "\n".join(out)
 
 
-def _short_number(x: str) -> str:
+def short_number(x: str) -> str:
     """A CSV cell for the page: numbers with many digits rounded to 3 decimals."""
     try:
         v = float(x)
@@ -309,9 +309,9 @@ def _metric_alignment_html(alignment: Path, problems: Problems) -> str:
         return ""
 
     def cell(r: list[str], c: str, ci: tuple[str, str] | None) -> str:
-        v = _short_number(r[col[c]]) if col[c] < len(r) else ""
+        v = short_number(r[col[c]]) if col[c] < len(r) else ""
         if ci and all(x in col and col[x] < len(r) and r[col[x]] for x in ci):
-            v += f" [{_short_number(r[col[ci[0]]])}, {_short_number(r[col[ci[1]]])}]"
+            v += f" [{short_number(r[col[ci[0]]])}, {short_number(r[col[ci[1]]])}]"
         return v or "—"
 
     body = [["metric", *(h for _, h, _ in METRIC_COLUMNS)]]
@@ -326,7 +326,7 @@ def _metric_alignment_html(alignment: Path, problems: Problems) -> str:
     )
 
 
-def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
+def copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
 
     e = html.escape
     target = d / "alignment"
@@ -359,7 +359,7 @@ def _copy_alignment(d: Path, alignment: Path, problems: Problems) -> str:
                 problems.add(f"{alignment / name}: cannot read ({exc.detail}); left out")
                 continue
             if rows:
-                parts.append(f"<h3>{e(title)}</h3>" + csv_table(rows, _short_number))
+                parts.append(f"<h3>{e(title)}</h3>" + csv_table(rows, short_number))
     captions = {
         SCORE_DISTRIBUTIONS_PNG: "Human vs LLM score distributions per model (Figs. 6/8)",
         CORRELATION_HEATMAP_PNG: "Correlation heatmap (Fig. 7)",

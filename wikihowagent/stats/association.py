@@ -26,8 +26,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .correlation import centred, group_codes
-from .paired import LEVEL, resamples
+from .bootstrap import resamples
+from .correlation import centred, group_codes, weighted_pearson
+from .paired import LEVEL
 
 COEFFICIENTS = ("pearson", "spearman", "kendall", "within", "partial")
 MIN_ITEMS = 3
@@ -79,26 +80,6 @@ def _residual(a: Any, z: Any) -> Any:
     A = np.column_stack([np.ones_like(z), z])
     coef, *_ = np.linalg.lstsq(A, a, rcond=None)
     return a - A @ coef
-
-
-def _wpearson(W: Any, x: Any, y: Any) -> Any:
-    """Pearson r per row of W (resamples x items: weights) of x and y (items, or resamples x items)."""
-    import numpy as np
-
-    sw = W.sum(1)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mx = (W * x).sum(1) / sw
-        my = (W * y).sum(1) / sw
-        xc = x - mx[:, None]
-        yc = y - my[:, None]
-        cov = (W * xc * yc).sum(1)
-        vx = (W * xc * xc).sum(1)
-        vy = (W * yc * yc).sum(1)
-        r = cov / np.sqrt(vx * vy)
-    r[~(vx > 1e-12 * np.maximum(1.0, (W * x * x).sum(1))) | ~(vy > 1e-12 * np.maximum(1.0, (W * y * y).sum(1)))] = (
-        np.nan
-    )
-    return np.clip(r, -1.0, 1.0)
 
 
 def _wranks(W: Any, less: Any, equal: Any) -> Any:
@@ -227,10 +208,10 @@ def _cluster_cis(
     for idx in resamples(rng, k, n_boot, width=max(1, xs.size // max(k, 1)) * 8):
         counts = np.stack([np.bincount(row, minlength=k) for row in idx]).astype(float)  # resamples x groups
         W = counts[:, codes]  # resamples x items
-        out["pearson"].append(_wpearson(W, xs, ys))
-        out["within"].append(_wpearson(W, xw, yw))
+        out["pearson"].append(weighted_pearson(W, xs, ys))
+        out["within"].append(weighted_pearson(W, xw, yw))
         if small:
-            out["spearman"].append(_wpearson(W, _wranks(W, lx, ex), _wranks(W, ly, ey)))
+            out["spearman"].append(weighted_pearson(W, _wranks(W, lx, ex), _wranks(W, ly, ey)))
             out["kendall"].append(_wkendall(W, sxy, ex, ey))
         else:
             done = sum(len(r) for r in out["spearman"])
@@ -240,7 +221,7 @@ def _cluster_cis(
                 out["kendall"].append(tau)
         if zs is not None:
             rxy = out["pearson"][-1]
-            rxz, ryz = _wpearson(W, xs, zs), _wpearson(W, ys, zs)
+            rxz, ryz = weighted_pearson(W, xs, zs), weighted_pearson(W, ys, zs)
             with np.errstate(invalid="ignore", divide="ignore"):
                 out["partial"].append(np.clip((rxy - rxz * ryz) / np.sqrt((1 - rxz**2) * (1 - ryz**2)), -1, 1))
     q = [100 * (1 - LEVEL) / 2, 100 * (1 + LEVEL) / 2]

@@ -34,6 +34,28 @@ class GroupedR:
     mixed_ci: tuple[float, float]
 
 
+def weighted_pearson(W: Any, x: Any, y: Any) -> Any:
+    """Pearson r per row of W (resamples x items: weights, e.g. how often a bootstrap resample drew each item)
+    of x and y (items, or resamples x items): the r of the data with each item repeated its weight's times.
+    NaN where a side is constant (its weighted variance is 0 up to rounding)."""
+    import numpy as np
+
+    sw = W.sum(1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mx = (W * x).sum(1) / sw
+        my = (W * y).sum(1) / sw
+        xc = x - mx[:, None]
+        yc = y - my[:, None]
+        cov = (W * xc * yc).sum(1)
+        vx = (W * xc * xc).sum(1)
+        vy = (W * yc * yc).sum(1)
+        r = cov / np.sqrt(vx * vy)
+    r[~(vx > 1e-12 * np.maximum(1.0, (W * x * x).sum(1))) | ~(vy > 1e-12 * np.maximum(1.0, (W * y * y).sum(1)))] = (
+        np.nan
+    )
+    return np.clip(r, -1.0, 1.0)
+
+
 def _r(x: Any, y: Any) -> float:  # numpy arrays (numpy is imported lazily)
     import numpy as np
 

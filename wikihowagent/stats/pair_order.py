@@ -18,7 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .paired import LEVEL, resamples
+from .bootstrap import resamples
+from .paired import LEVEL
 
 GAP = 0.5  # points on the 1-5 scale: people "clearly" ordered two conversations
 EVEN = 1e-9  # a judge's two scores this close are a tie

@@ -11,29 +11,20 @@ bootstrap CI over the shared tutorials.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
+
+from .bootstrap import bootstrap_ci
 
 ALPHA = 0.05
 BOOTSTRAP = 1000  # default resamples (`--bootstrap N`)
 MAX_BOOTSTRAP = 100_000  # the most `--bootstrap N` takes (`stats.bootstrap_option`)
-CHUNK_ELEMENTS = 1_000_000  # resampled indices (resamples x tutorials) held at once: memory does not grow with N
 LEVEL = 0.95
 
 
 def _finite(x: float | None) -> TypeGuard[float]:
     return x is not None and not (isinstance(x, float) and math.isnan(x))
-
-
-def resamples(rng: Any, n: int, n_boot: int, width: int = 1) -> Iterator[Any]:
-    """The index arrays of `n_boot` bootstrap resamples of `n` items (one row per resample: n draws with
-    replacement), in chunks of at most CHUNK_ELEMENTS indices times `width` (what the caller expands one index
-    to, e.g. one value per run): memory does not grow with `n_boot`. The rows are the same draws as one
-    `rng.integers(0, n, size=(n_boot, n))`, so results do not depend on the chunk size."""
-    chunk = max(1, CHUNK_ELEMENTS // max(1, n * width))
-    for start in range(0, n_boot, chunk):
-        yield rng.integers(0, n, size=(min(chunk, n_boot - start), n))
 
 
 def group_sums(values: Sequence[tuple[str, float | None]]) -> dict[str, tuple[float, int]]:
@@ -61,20 +52,15 @@ def bootstrap_mean_ci(
         return math.nan, math.nan
     sums = np.array([[r.get(g, (0.0, 0))[0] for g in groups] for r in runs], dtype=float)
     counts = np.array([[r.get(g, (0.0, 0))[1] for g in groups] for r in runs], dtype=float)
-    rng = np.random.default_rng(seed)
-    parts = []
     ones = bool((counts == 1).all())  # one conversation per tutorial and run (the paper's design): n per resample
-    for idx in resamples(rng, len(groups), n_boot, width=len(runs)):
+
+    def mean_of_means(idx: Any) -> Any:
         with np.errstate(invalid="ignore", divide="ignore"):
             n = float(idx.shape[1]) if ones else counts[:, idx].sum(axis=2)
             means = sums[:, idx].sum(axis=2) / n  # runs x resamples of this chunk
-            parts.append(np.nanmean(means, axis=0) if len(runs) > 1 else means[0])
-    stat = np.concatenate(parts)
-    stat = stat[np.isfinite(stat)]
-    if stat.size == 0:
-        return math.nan, math.nan
-    lo, hi = np.percentile(stat, [50 * (1 - level), 100 - 50 * (1 - level)])
-    return float(lo), float(hi)
+            return np.nanmean(means, axis=0) if len(runs) > 1 else means[0]
+
+    return bootstrap_ci(mean_of_means, len(groups), n_boot, seed, alpha=1 - level, width=len(runs))
 
 
 @dataclass
@@ -111,9 +97,7 @@ def paired_compare(
     diff = float(d.mean())
     lo = hi = math.nan
     if n_boot > 0:
-        rng = np.random.default_rng(seed)
-        boots = np.concatenate([d[idx].mean(axis=1) for idx in resamples(rng, len(d), n_boot)])
-        lo, hi = (float(x) for x in np.percentile(boots, [50 * (1 - level), 100 - 50 * (1 - level)]))
+        lo, hi = bootstrap_ci(lambda idx: d[idx].mean(axis=1), len(d), n_boot, seed, alpha=1 - level)
     if len(d) < 2:
         p = math.nan
     elif np.allclose(d, 0.0, atol=1e-12):

@@ -17,8 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .folds import FOLDS, group_folds
+from .folds import out_of_fold as out_of_fold_by_group
+
 SHRINKAGE_GRID = (0.3, 1.0, 3.0, 10.0, 30.0, 100.0)  # in units of "conversations' worth" of squared weight
-FOLDS = 5
 
 
 @dataclass(frozen=True)
@@ -66,18 +68,6 @@ def apply(X: Any, intercept: float, mean: Sequence[float], sd: Sequence[float], 
     return np.where(missing, np.nan, out)
 
 
-def _folds(groups: Sequence[str], n_splits: int) -> list[tuple[Any, Any]]:
-    import numpy as np
-    from sklearn.model_selection import GroupKFold
-
-    k = len(set(groups))
-    splits = min(n_splits, k)
-    if splits < 2:
-        return []
-    idx = np.arange(len(groups))
-    return list(GroupKFold(n_splits=splits).split(idx, groups=list(groups)))
-
-
 def choose_shrinkage(X: Any, y: Any, groups: Sequence[str], grid: Sequence[float] = SHRINKAGE_GRID) -> float:
     """The penalty of `grid` with the least squared error out of fold (grouped folds); the largest of the grid
     (the most shrinkage) when there are too few groups to tell."""
@@ -85,13 +75,13 @@ def choose_shrinkage(X: Any, y: Any, groups: Sequence[str], grid: Sequence[float
 
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float)
-    folds = _folds(groups, FOLDS)
-    if not folds:
+    splits = group_folds(groups, FOLDS)
+    if not splits:
         return float(max(grid))
     best, best_err = float(max(grid)), math.inf
     for lam in grid:
         err = 0.0
-        for train, test in folds:
+        for train, test in splits:
             f = fit(X[train], y[train], lam * len(train) / 10.0)
             err += float(((predict(X[test], f) - y[test]) ** 2).sum())
         if err < best_err - 1e-12:
@@ -112,8 +102,8 @@ def out_of_fold(X: Any, y: Any, groups: Sequence[str], grid: Sequence[float] = S
 
     X = np.asarray(X, dtype=float)
     y = np.asarray(y, dtype=float)
-    out = np.full(len(y), np.nan)
-    for train, test in _folds(groups, FOLDS):
-        g = [groups[i] for i in train]
-        out[test] = predict(X[test], fit_chosen(X[train], y[train], g, grid))
-    return out
+
+    def fit_predict(train: Any, test: Any) -> Any:
+        return predict(X[test], fit_chosen(X[train], y[train], [groups[i] for i in train], grid))
+
+    return out_of_fold_by_group(fit_predict, groups, n_splits=FOLDS, on_too_few="nan")

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .paired import BOOTSTRAP, LEVEL, resamples
+from .bootstrap import resamples
+from .paired import BOOTSTRAP, LEVEL
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np

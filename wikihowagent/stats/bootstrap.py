@@ -1,0 +1,65 @@
+"""The percentile bootstrap shared by every CI of the package.
+
+- `resamples(rng, n, n_boot)`: the index arrays of the resamples (n draws with replacement each), in chunks
+  so that memory does not grow with the number of resamples; the chunks are the draws of one `rng.integers`.
+- `percentile_ci(values)`: the percentile CI of bootstrap replicates (the finite ones; numpy's linear
+  percentiles), NaN when too few are defined.
+- `bootstrap_ci(statistic, n, n_boot, seed)`: both, for a statistic computed from the resampled indices.
+
+numpy is imported inside the functions (the package's commands start without it).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from typing import Any
+
+CHUNK_ELEMENTS = 1_000_000  # resampled indices (resamples x items) held at once: memory does not grow with N
+ALPHA = 0.05  # a 95 % CI: alpha / 2 outside it on each side
+
+
+def resamples(rng: Any, n: int, n_boot: int, width: int = 1) -> Iterator[Any]:
+    """The index arrays of `n_boot` bootstrap resamples of `n` items (one row per resample: n draws with
+    replacement), in chunks of at most CHUNK_ELEMENTS indices times `width` (what the caller expands one index
+    to, e.g. one value per run): memory does not grow with `n_boot`. The rows are the same draws as one
+    `rng.integers(0, n, size=(n_boot, n))`, so results do not depend on the chunk size."""
+    chunk = max(1, CHUNK_ELEMENTS // max(1, n * width))
+    for start in range(0, n_boot, chunk):
+        yield rng.integers(0, n, size=(min(chunk, n_boot - start), n))
+
+
+def percentile_ci(values: Any, alpha: float = ALPHA, min_count: float = 1) -> tuple[float, float]:
+    """The (alpha/2, 1 - alpha/2) percentiles of the finite `values` (bootstrap replicates); (nan, nan) when
+    fewer than `min_count` (and at least 1) of them are finite. `alpha` = 1 - the CI's level: pass 0.05 for
+    the percentiles 2.5 and 97.5 exactly (1 - 0.95 is not 0.05 in floating point)."""
+    import numpy as np
+
+    values = np.asarray(values, dtype=float)
+    ok = values[np.isfinite(values)]
+    if ok.size == 0 or ok.size < min_count:
+        return math.nan, math.nan
+    lo, hi = np.percentile(ok, [50 * alpha, 100 - 50 * alpha])
+    return float(lo), float(hi)
+
+
+def bootstrap_ci(
+    statistic: Callable[[Any], Any],
+    n: int,
+    n_boot: int,
+    seed: int | list[int] = 0,
+    *,
+    alpha: float = ALPHA,
+    width: int = 1,
+) -> tuple[float, float]:
+    """The percentile bootstrap CI of `statistic` over `n` items: `statistic(idx)` gets a chunk of resamples
+    (an index array, one row per resample: `resamples`' rows from `numpy.random.default_rng(seed)`) and
+    returns the statistic of each row. (nan, nan) when there is nothing to resample, `n_boot` is 0 or no
+    resample gives a finite value."""
+    import numpy as np
+
+    if n <= 0 or n_boot <= 0:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    stat = np.concatenate([np.asarray(statistic(idx), dtype=float) for idx in resamples(rng, n, n_boot, width)])
+    return percentile_ci(stat, alpha)
