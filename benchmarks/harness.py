@@ -162,17 +162,37 @@ def _tree(pid: int) -> list[int]:
     return out
 
 
+def _cpu_s(pid: int) -> float | None:
+    """The CPU seconds (user + system) a process has used so far, its own only; None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class TreePeak(threading.Thread):
-    """The largest summed PSS of a process and its descendants (worker processes included), sampled."""
+    """The largest summed PSS of a process and its descendants (worker processes included), and the CPU they
+    used (each process's last sample, so a process that ends between samples loses at most `every_s`), sampled."""
 
     def __init__(self, pid: int, every_s: float = 0.25) -> None:
         super().__init__(daemon=True)
         self.pid, self.every_s, self.peak_kb = pid, every_s, 0
+        self._cpu: dict[int, float] = {}
         self._stop_event = threading.Event()
+
+    @property
+    def cpu_s(self) -> float:
+        return sum(self._cpu.values())
 
     def run(self) -> None:
         while not self._stop_event.wait(self.every_s):
-            self.peak_kb = max(self.peak_kb, sum(_pss_kb(p) for p in _tree(self.pid)))
+            tree = _tree(self.pid)
+            self.peak_kb = max(self.peak_kb, sum(_pss_kb(p) for p in tree))
+            for p in tree:
+                if (used := _cpu_s(p)) is not None:
+                    self._cpu[p] = used
 
     def stop(self) -> None:
         self._stop_event.set()
@@ -182,10 +202,10 @@ class TreePeak(threading.Thread):
 def measured(
     argv: Sequence[str], log: Path, env: dict[str, str] | None = None, cwd: Path = ROOT, check: bool = True
 ) -> dict[str, Any]:
-    """Run one fresh process, its output appended to `log`: wall and CPU seconds (its waited-for children
-    included), peak memory in MB (the larger of the kernel's peak RSS of one process and the sampled PSS of
-    the whole process tree, worker processes included), exit code (`check`: a failure ends the benchmark
-    with the log's tail)."""
+    """Run one fresh process, its output appended to `log`: wall and CPU seconds (the larger of the process's own
+    with its waited-for children and the sampled CPU of its process tree, worker processes included), peak
+    memory in MB (the larger of the kernel's peak RSS of one process and the sampled PSS of the whole process
+    tree), exit code (`check`: a failure ends the benchmark with the log's tail)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as fh:
         fh.write(f"\n$ {' '.join(map(str, argv))}\n".encode())
@@ -202,7 +222,7 @@ def measured(
     if check and proc.returncode:
         tail = log.read_text(encoding="utf-8", errors="replace")[-800:]
         raise SystemExit(f"{' '.join(map(str, argv[:4]))} ... failed ({proc.returncode}); {log}:\n{tail}")
-    cpu = usage.ru_utime + usage.ru_stime
+    cpu = max(usage.ru_utime + usage.ru_stime, sampler.cpu_s)
     return {"wall_s": wall, "cpu_s": cpu, "peak_mb": peak_mb, "returncode": proc.returncode}
 
 
