@@ -9,6 +9,7 @@ import asyncio
 import json
 import math
 import shutil
+import warnings
 from pathlib import Path
 
 import pytest
@@ -211,6 +212,22 @@ def test_meteor_hand_computed_and_nltk_doc_example():
     # WordNet synonyms count: "auto" ~ "car" (nltk matches synonyms after stemming, so use an unstemmed word)
     assert M.meteor(["a", "car"], ["a", "auto"]) == pytest.approx(1 - 0.5 / 8)
     assert M.meteor(["a", "car"], ["a", "tree"]) < 0.5
+
+
+def test_wordnet_read_as_plain_files_is_nltks_wordnet():
+    """The reader that reads WordNet's index and exception files as plain text holds what nltk's own reader
+    holds (lemmas, exceptions, lexicographer names, satellites), and looks words up the same."""
+    import nltk.data
+    from nltk.corpus.reader.wordnet import WordNetCorpusReader
+
+    ours = M.load_wordnet()._wn
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nltks = WordNetCorpusReader(nltk.data.find("corpora/wordnet"), None)
+    assert ours._lemma_pos_offset_map == nltks._lemma_pos_offset_map
+    assert ours._exception_map == nltks._exception_map and ours._lexnames == nltks._lexnames
+    assert ours.satellite_offsets == nltks.satellite_offsets
+    assert [s.name() for s in ours.synsets("ran")] == [s.name() for s in nltks.synsets("ran")]
 
 
 def test_missing_wordnet_gives_the_fix(monkeypatch, tmp_path):

@@ -11,6 +11,7 @@ that every text of the batch is embedded in one pass (deduplicated, sorted by le
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Sequence
@@ -291,15 +292,25 @@ def load_wordnet() -> _CachedWordNet:
     """English WordNet from the project's setup (never nltk.download). Raises MetricError with the fix.
 
     nltk's own loader also maps every synset to the numbering of the Open Multilingual WordNet, which only its
-    other languages read; this reader skips that (two thirds of the load time; the English synsets are the same)."""
+    other languages read; this reader skips that (two thirds of the load time; the English synsets are the same).
+    The files read once from start to end at load (the lemma indexes, the exception lists, the lexicographer
+    names) are read as plain text files when WordNet is a folder, not through nltk's seekable stream reader,
+    which reads them a line at a time in Python (most of the rest); the same lines, so the same WordNet."""
     import warnings
 
     import nltk.data
     from nltk.corpus.reader.wordnet import WordNetCorpusReader
+    from nltk.data import FileSystemPathPointer
 
     class EnglishWordNet(WordNetCorpusReader):
         def map_wn(self, version: str = "wordnet") -> None:
             return None  # the mapping to the multilingual WordNet's synsets: not used in English
+
+        def open(self, fileid: str) -> Any:
+            whole = fileid.startswith("index.") and fileid != "index.sense" or fileid.endswith(".exc")
+            if (whole or fileid == "lexnames") and isinstance(self._root, FileSystemPathPointer):
+                return open(os.path.join(self._root.path, fileid), encoding=self._encoding)  # noqa: SIM115
+            return super().open(fileid)
 
     try:
         try:
