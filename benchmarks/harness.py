@@ -134,6 +134,20 @@ def timed(argv: Sequence[str], cwd: Path = ROOT, env: dict[str, str] | None = No
     return Process(seconds, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, rc, stderr)
 
 
+def files_digest(files: Sequence[Path], root: Path | None = None) -> str:
+    """One sha256 over the files' bytes in the order given (with `root`: each file's name relative to it too)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in files:
+        if root is not None:
+            h.update(f.relative_to(root).as_posix().encode() + b"\0")
+        with open(f, "rb") as fh:
+            for block in iter(lambda fh=fh: fh.read(1 << 20), b""):
+                h.update(block)
+    return h.hexdigest()
+
+
 def cli(*args: str) -> list[str]:
     """The command line of `wikihowagent ARGS` with this interpreter (the checkout first on PYTHONPATH)."""
     return [sys.executable, "-m", "wikihowagent", *args]

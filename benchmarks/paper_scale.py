@@ -39,7 +39,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from benchmarks.harness import ROOT, Section, cli, measured, write_section
+from benchmarks.harness import ROOT, Section, cli, files_digest, measured, write_section
 
 MODELS = ("deepseek-llm", "qwen2", "gemma", "olmo2", "openchat", "llama3", "phi4", "gpt-4")  # the paper's 8
 TUTORIALS = 14_287
@@ -289,17 +289,6 @@ def combined(parts: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def files_digest(files: Sequence[Path]) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    for f in files:
-        with open(f, "rb") as fh:
-            for block in iter(lambda fh=fh: fh.read(1 << 20), b""):
-                h.update(block)
-    return h.hexdigest()
-
-
 def count_lines(path: Path) -> int:
     with open(path, "rb") as fh:
         return sum(1 for _ in fh)
@@ -507,12 +496,19 @@ def stage_align(w: Work) -> dict[str, Any]:
     """`align` of the two judges' sheets against all 114,296 score lines (the 70 rated among them) and the
     paper's judge scores of the 70; with `--before`, the old code first."""
 
+    from wikihowagent.runs import OUTPUT_MANIFEST
+
+    out_dir = w.dir / "align"
+
     def digest() -> str:
-        return files_digest(sorted(p for p in (w.dir / "align").rglob("*") if p.is_file()))
+        """The files align wrote, but the list of them an output folder carries (older code kept none)."""
+        return files_digest(sorted(p for p in out_dir.rglob("*") if p.is_file() and p.name != OUTPUT_MANIFEST))
 
     before = None
     if w.before is not None:
+        shutil.rmtree(out_dir, ignore_errors=True)  # each version writes a folder of its own
         before = measured(_align_argv(w), w.log("align"), w.env(w.before), cwd=w.before) | {"sha256": digest()}
+    shutil.rmtree(out_dir, ignore_errors=True)
     got = measured(_align_argv(w), w.log("align"), w.env()) | {"sha256": digest()}
     out = {**got, "bytes": disk_bytes(w.dir / "align")}
     return out | ({"before": before} if before else {})
@@ -527,6 +523,7 @@ def stage_slurm(w: Work) -> dict[str, Any]:
 
 def stage_report(w: Work) -> dict[str, Any]:
     site = w.dir / "site"
+    shutil.rmtree(site, ignore_errors=True)  # a site of an earlier run of the benchmark, perhaps by older code
     argv = cli("report", str(w.runs), "--alignment", str(w.dir / "align"), "--out", str(site))
     got = measured(argv, w.log("report"), w.env())
     return {**got, "bytes": disk_bytes(site), "files": sum(1 for f in site.rglob("*") if f.is_file())}
