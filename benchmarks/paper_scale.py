@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import ROOT, Section, cli, files_digest, measured, write_section
+from benchmarks.report import browser_times
 
 MODELS = ("deepseek-llm", "qwen2", "gemma", "olmo2", "openchat", "llama3", "phi4", "gpt-4")  # the paper's 8
 TUTORIALS = 14_287
@@ -486,31 +487,33 @@ def stage_merge(w: Work) -> dict[str, Any]:
     return out | ({"before": before} if before else {})
 
 
-def _align_argv(w: Work) -> list[str]:
+def _align_argv(w: Work, out: Path) -> list[str]:
     humans = [x for h in HUMANS for x in ("-H", str(w.study / h))]
     judge = ("--scores", str(w.study / "paper_llm_scores.csv"))
-    return cli("align", *humans, "--scores", str(w.runs), *judge, "--out", str(w.dir / "align"))
+    return cli("align", *humans, "--scores", str(w.runs), *judge, "--out", str(out))
+
+
+def _file_digests(out: Path) -> dict[str, str]:
+    """Each file an output folder holds (its name relative to it) -> sha256, but the list of them an output folder
+    carries (older code kept none)."""
+    from wikihowagent.runs import OUTPUT_MANIFEST
+
+    files = sorted(p for p in out.rglob("*") if p.is_file() and p.name != OUTPUT_MANIFEST)
+    return {p.relative_to(out).as_posix(): files_digest([p]) for p in files}
 
 
 def stage_align(w: Work) -> dict[str, Any]:
     """`align` of the two judges' sheets against all 114,296 score lines (the 70 rated among them) and the
-    paper's judge scores of the 70; with `--before`, the old code first."""
-
-    from wikihowagent.runs import OUTPUT_MANIFEST
-
-    out_dir = w.dir / "align"
-
-    def digest() -> str:
-        """The files align wrote, but the list of them an output folder carries (older code kept none)."""
-        return files_digest(sorted(p for p in out_dir.rglob("*") if p.is_file() and p.name != OUTPUT_MANIFEST))
-
-    before = None
+    paper's judge scores of the 70; with `--before`, the old code first, into a folder of its own."""
+    out_dir, before = w.dir / "align", None
     if w.before is not None:
-        shutil.rmtree(out_dir, ignore_errors=True)  # each version writes a folder of its own
-        before = measured(_align_argv(w), w.log("align"), w.env(w.before), cwd=w.before) | {"sha256": digest()}
+        old_dir = w.dir / "align-before"
+        shutil.rmtree(old_dir, ignore_errors=True)
+        before = measured(_align_argv(w, old_dir), w.log("align"), w.env(w.before), cwd=w.before)
+        before["files"] = _file_digests(old_dir)
     shutil.rmtree(out_dir, ignore_errors=True)
-    got = measured(_align_argv(w), w.log("align"), w.env()) | {"sha256": digest()}
-    out = {**got, "bytes": disk_bytes(w.dir / "align")}
+    got = measured(_align_argv(w, out_dir), w.log("align"), w.env()) | {"files": _file_digests(out_dir)}
+    out = {**got, "bytes": disk_bytes(out_dir)}
     return out | ({"before": before} if before else {})
 
 
@@ -526,7 +529,8 @@ def stage_report(w: Work) -> dict[str, Any]:
     shutil.rmtree(site, ignore_errors=True)  # a site of an earlier run of the benchmark, perhaps by older code
     argv = cli("report", str(w.runs), "--alignment", str(w.dir / "align"), "--out", str(site))
     got = measured(argv, w.log("report"), w.env())
-    return {**got, "bytes": disk_bytes(site), "files": sum(1 for f in site.rglob("*") if f.is_file())}
+    files = sum(1 for f in site.rglob("*") if f.is_file())
+    return {**got, "bytes": disk_bytes(site), "files": files, "browser": browser_times(site)}
 
 
 # --------------------------------------------------------------------------- BENCHMARKS.md and the docs page
@@ -535,6 +539,7 @@ TITLE = "paper scale: 114,296 conversations through every stage"
 LABEL = "paper_scale"  # the docs page's block of these figures
 PAGES = ("docs/guides/paper-scale.md",)
 REPORT_LIMIT = (1.5 * 1024, 150.0)  # MiB, s: the goal `report` is held against at this size
+BROWSER_LIMIT = (2.0, 1.0)  # s: the table, a conversation on screen in Chromium at this size
 
 
 def _mb(x: float) -> str:
@@ -556,6 +561,24 @@ def _within(ok: bool) -> str:
 
 def _row(label: str, n: int, g: dict[str, Any], disk: str, limit: str, figure: str = "measured") -> list[str]:
     return [label, f"{n:,}", _time(g["wall_s"]), _time(g["cpu_s"]), _mb(g["peak_mb"]), disk, limit, figure]
+
+
+def _same(name: str, g: dict[str, Any]) -> str:
+    """Whether the code before and this code wrote the same files (by sha256), and which differ."""
+    old, new = g["before"], g
+    if "files" in old and "files" in new:
+        differ = sorted(
+            k for k in old["files"].keys() | new["files"].keys() if old["files"].get(k) != new["files"].get(k)
+        )
+        if not differ:
+            return f"{name} before and after this change write the same files: yes."
+        shown = ", ".join(differ[:8]) + (f" and {len(differ) - 8} more" if len(differ) > 8 else "")
+        return (
+            f"{name} before and after this change write the same files: no; {len(differ)} of "
+            f"{len(new['files'] | old['files'])} differ ({shown}), the changes the CHANGELOG names."
+        )
+    agree = old.get("sha256") == new.get("sha256")
+    return f"{name} before and after this change write the same files: {'yes' if agree else '**no**'}."
 
 
 def stage_rows(f: dict[str, dict[str, Any]]) -> list[list[str]]:
@@ -595,6 +618,13 @@ def stage_rows(f: dict[str, dict[str, Any]]) -> list[list[str]]:
     mem, secs = REPORT_LIMIT
     within = f"≤ {_mb(mem)}: {_within(r['peak_mb'] <= mem)}; ≤ {secs:.0f} s: {_within(r['wall_s'] <= secs)}"
     rows.append(_row("`report`", total, r, f"{_bytes(r['bytes'])} ({r['files']:,} files)", within))
+    if b := r.get("browser"):
+        shows = f"the table on screen {b['table']:.2f} s, a conversation {b['conversation']:.2f} s"
+        ok = b["table"] <= BROWSER_LIMIT[0] and b["conversation"] <= BROWSER_LIMIT[1]
+        limit = f"≤ {BROWSER_LIMIT[0]:.0f} s, ≤ {BROWSER_LIMIT[1]:.0f} s: {_within(ok)}"
+        rows.append(
+            ["the report's site in Chromium (median of 3 loads)", f"{total:,}", shows, "", "", "", limit, "measured"]
+        )
     return rows
 
 
@@ -661,11 +691,7 @@ def statement(f: dict[str, dict[str, Any]]) -> str:
         f"projected from the sample's time per conversation (the machine's load during its shards: {loads}, on 2 "
         "shared cores: its wall time is the machine's, its CPU time the work's)."
     )
-    same = [
-        f"{name} before and after this change write the same files: {'yes' if g['before']['sha256'] == g['sha256'] else '**no**'}."
-        for name, g in (("`merge`", f["merge"]), ("`align`", f["align"]))
-        if g.get("before") and "sha256" in g
-    ]
+    same = [_same(name, g) for name, g in (("`merge`", f["merge"]), ("`align`", f["align"])) if g.get("before")]
     notes += (" " + " ".join(same)) if same else ""
     where = table(["where", "`evaluate --no-judge`", "`merge`", "`align`", "`report`"], where_rows(f)).rstrip()
     parts = (table(heads, stage_rows(f)).rstrip(), notes, where, _slurm_line(f.get("slurm") or {}))
