@@ -493,13 +493,16 @@ def _align_argv(w: Work, out: Path) -> list[str]:
     return cli("align", *humans, "--scores", str(w.runs), *judge, "--out", str(out))
 
 
-def _file_digests(out: Path) -> dict[str, str]:
-    """Each file an output folder holds (its name relative to it) -> sha256, but the list of them an output folder
-    carries (older code kept none)."""
+def _file_digests(out: Path) -> dict[str, list[str]]:
+    """Each file an output folder holds (its name relative to it) -> [sha256 of its bytes, sha256 with CRLF line
+    ends read as LF], but the list of them an output folder carries (older code kept none)."""
+    import hashlib
+
     from wikihowagent.runs import OUTPUT_MANIFEST
 
     files = sorted(p for p in out.rglob("*") if p.is_file() and p.name != OUTPUT_MANIFEST)
-    return {p.relative_to(out).as_posix(): files_digest([p]) for p in files}
+    lf = {p: hashlib.sha256(p.read_bytes().replace(b"\r\n", b"\n")).hexdigest() for p in files}
+    return {p.relative_to(out).as_posix(): [files_digest([p]), lf[p]] for p in files}
 
 
 def stage_align(w: Work) -> dict[str, Any]:
@@ -572,10 +575,14 @@ def _same(name: str, g: dict[str, Any]) -> str:
         )
         if not differ:
             return f"{name} before and after this change write the same files: yes."
-        shown = ", ".join(differ[:8]) + (f" and {len(differ) - 8} more" if len(differ) > 8 else "")
+        ends = [k for k in differ if (old["files"].get(k) or [0, 1])[1] == (new["files"].get(k) or [2, 3])[1]]
+        text = [k for k in differ if k not in ends]
         return (
-            f"{name} before and after this change write the same files: no; {len(differ)} of "
-            f"{len(new['files'] | old['files'])} differ ({shown}), the changes the CHANGELOG names."
+            f"{name} before and after this change write the same files: no, {len(differ)} of "
+            f"{len(new['files'] | old['files'])} differ"
+            + (f"; in their line ends only (CRLF now): {', '.join(ends)}" if ends else "")
+            + (f"; in their content: {', '.join(text)}" if text else "")
+            + " (the CHANGELOG says why)."
         )
     agree = old.get("sha256") == new.get("sha256")
     return f"{name} before and after this change write the same files: {'yes' if agree else '**no**'}."

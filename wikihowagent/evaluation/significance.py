@@ -133,15 +133,9 @@ def best_runs(
         sign = -1.0 if better.get(m) == "lower" else 1.0
         best = max(have, key=lambda r: sign * r[m][0])
         top[m] = best["run"]
+        means = {r["run"]: tutorial_means([tables[r["run"]]], m) for r in have}  # each run's once
         tests[m] = [
-            paired_compare(
-                tutorial_means([tables[best["run"]]], m),
-                tutorial_means([tables[r["run"]]], m),
-                n_boot=0,
-                seed=opts.seed,
-            )
-            for r in have
-            if r is not best
+            paired_compare(means[best["run"]], means[r["run"]], n_boot=0, seed=opts.seed) for r in have if r is not best
         ]
     holm([p for ps in tests.values() for p in ps])
     out = {}

@@ -649,6 +649,10 @@ def count_lines(paths: list[Path]) -> int:
     for p in paths:
         f = Path(p) / CONVERSATIONS
         if f.is_file():
+            last = b"\n"
             with f.open("rb") as fh:
-                total += sum(1 for _ in fh)
+                while block := fh.read(1 << 20):
+                    total += block.count(b"\n")
+                    last = block[-1:]
+            total += last != b"\n"  # a last line without its newline is a line too
     return total
