@@ -190,7 +190,7 @@ this size (zlib at 33 MB/s here), against the build's time goal; the chunks stay
             f"{after['peak_mb'] / 1e3:.2f} GB ({cores} workers; one: {one['seconds']:.0f} s); the table shows "
             f"{after['table']:.2f} s after opening, a conversation {after['conversation']:.2f} s"
         )
-        write_section(Section("report", "report", headline, "python -m benchmarks report --before MAIN_CHECKOUT", body))
+        write_section(Section("report", "report", headline, "python -m benchmarks report --data DIR", body))
 
 
 if __name__ == "__main__":
