@@ -218,8 +218,8 @@ def measured(
 ) -> dict[str, Any]:
     """Run one fresh process, its output appended to `log`: wall and CPU seconds (the larger of the process's own
     with its waited-for children and the sampled CPU of its process tree, worker processes included), peak
-    memory in MB (the larger of the kernel's peak RSS of one process and the sampled PSS of the whole process
-    tree), exit code (`check`: a failure ends the benchmark with the log's tail)."""
+    memory in MiB ("peak_mb": the larger of the kernel's peak RSS of one process and the sampled PSS of the whole
+    process tree), exit code (`check`: a failure ends the benchmark with the log's tail)."""
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as fh:
         fh.write(f"\n$ {' '.join(map(str, argv))}\n".encode())

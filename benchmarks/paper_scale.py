@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.harness import ROOT, Section, cli, files_digest, measured, write_section
-from benchmarks.report import browser_times
+from benchmarks.report import browser_times, dir_size
 
 MODELS = ("deepseek-llm", "qwen2", "gemma", "olmo2", "openchat", "llama3", "phi4", "gpt-4")  # the paper's 8
 TUTORIALS = 14_287
@@ -500,9 +500,12 @@ def _file_digests(out: Path) -> dict[str, list[str]]:
 
     from wikihowagent.runs import OUTPUT_MANIFEST
 
-    files = sorted(p for p in out.rglob("*") if p.is_file() and p.name != OUTPUT_MANIFEST)
-    lf = {p: hashlib.sha256(p.read_bytes().replace(b"\r\n", b"\n")).hexdigest() for p in files}
-    return {p.relative_to(out).as_posix(): [files_digest([p]), lf[p]] for p in files}
+    out_digests = {}
+    for p in sorted(p for p in out.rglob("*") if p.is_file() and p.name != OUTPUT_MANIFEST):
+        data = p.read_bytes()  # align's outputs are small: each read once for both digests
+        lf = data.replace(b"\r\n", b"\n")
+        out_digests[p.relative_to(out).as_posix()] = [hashlib.sha256(data).hexdigest(), hashlib.sha256(lf).hexdigest()]
+    return out_digests
 
 
 def stage_align(w: Work) -> dict[str, Any]:
@@ -532,8 +535,8 @@ def stage_report(w: Work) -> dict[str, Any]:
     shutil.rmtree(site, ignore_errors=True)  # a site of an earlier run of the benchmark, perhaps by older code
     argv = cli("report", str(w.runs), "--alignment", str(w.dir / "align"), "--out", str(site))
     got = measured(argv, w.log("report"), w.env())
-    files = sum(1 for f in site.rglob("*") if f.is_file())
-    return {**got, "bytes": disk_bytes(site), "files": files, "browser": browser_times(site)}
+    files, size = dir_size(site)
+    return {**got, "bytes": size, "files": files, "browser": browser_times(site)}
 
 
 # --------------------------------------------------------------------------- BENCHMARKS.md and the docs page
@@ -575,7 +578,8 @@ def _same(name: str, g: dict[str, Any]) -> str:
         )
         if not differ:
             return f"{name} before and after this change write the same files: yes."
-        ends = [k for k in differ if (old["files"].get(k) or [0, 1])[1] == (new["files"].get(k) or [2, 3])[1]]
+        both = old["files"].keys() & new["files"].keys()
+        ends = [k for k in differ if k in both and old["files"][k][1] == new["files"][k][1]]
         text = [k for k in differ if k not in ends]
         return (
             f"{name} before and after this change write the same files: no, {len(differ)} of "
