@@ -77,10 +77,10 @@ demo: install
 	  "$$(( $$(date +%s) - t0 ))" '$(DEMO_OUT)' '$(DEMO_OUT)' '$(DEMO_OUT)' '$(DEMO_OUT)'
 
 test: install browser docs
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n auto --dist loadfile
 
 test-fast: install browser docs
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -n auto --dist loadfile -m "not slow"
 
 # Static checks (rule set and why: docs/developer.md "Static checks"). Not in `test` yet: that comes after the
 # one-time `ruff format` of the tree. Each step runs even if the one before failed; the target fails if any did.

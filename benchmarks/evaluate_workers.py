@@ -282,6 +282,22 @@ def gpu_plan(p: dict[str, Any], main_s: float, gpu_slots_per_s: float, shards: i
     )
 
 
+def _table_rows(rows: list[dict[str, Any]], names: dict[str, str], secs: dict[str, list[float]]) -> list[list[Any]]:
+    """A row per variant measured: its runs, seconds and ratios to the encoder's forward passes and whole process."""
+    rs, whole = ratios(rows), ratios(rows, over="seconds")
+    return [
+        [
+            names[v],
+            len(rs[v]),
+            with_ci(*mean_ci(secs[v]), digits=1, unit=" s"),
+            with_ci(*mean_ci(rs[v])),
+            with_ci(*mean_ci(whole[v])),
+        ]
+        for v in names
+        if rs.get(v)
+    ]
+
+
 def markdown(rows: list[dict[str, Any]], old_label: str) -> tuple[str, str, str]:
     enc_rows = [r for r in rows if r.get("variant") == "encoder"]
     part = next(r for r in rows if r.get("variant") == "parts")
@@ -293,17 +309,7 @@ def markdown(rows: list[dict[str, Any]], old_label: str) -> tuple[str, str, str]
     }
     whole = ratios(rows, over="seconds")
     secs = {v: [r["seconds"] for r in rows if r.get("variant") == v] for v in names}
-    body_rows = [
-        [
-            names[v],
-            len(rs[v]),
-            with_ci(*mean_ci(secs[v]), digits=1, unit=" s"),
-            with_ci(*mean_ci(rs[v])),
-            with_ci(*mean_ci(whole[v])),
-        ]
-        for v in names
-        if rs.get(v)
-    ]
+    body_rows = _table_rows(rows, names, secs)
     main_s = sum(r["main_cpu_s"] / enc_rows[0]["convs"] for r in rows if r.get("variant") == "default")
     plan = gpu_plan(part, main_s / max(1, len(secs["default"])), GPU_SLOTS_PER_S, shards=4, workers=4)
     fwd = [r["forward_s"] for r in enc_rows]

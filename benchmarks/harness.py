@@ -251,6 +251,11 @@ def mean_ci(values: Sequence[float], seed: int = 0) -> tuple[float, float, float
     return sum(values) / len(values), low, high
 
 
+def within(met: bool) -> str:
+    """A figure against its goal, as the sections say it."""
+    return "within" if met else "**over**"
+
+
 def with_ci(mean: float, low: float, high: float, digits: int = 2, unit: str = "") -> str:
     return f"{mean:.{digits}f}{unit} [{low:.{digits}f}, {high:.{digits}f}]"
 

@@ -1,6 +1,8 @@
 """The code's structure, measured the same way on any revision: lines per package and of the benchmark code,
-definitions over 80 / 60 lines, function bodies over 60 lines, modules over 800 lines, imports that run back up
-(a loop between the package's rooms: its top-level modules and its folders), and duplicated-code pairs.
+definitions over 80 / 60 lines, function bodies over 60 lines, modules over 800 lines, the rooms (the package's
+top-level modules and its folders), their floors and the arrows between them, module import cycles, imports
+that run back up (a loop between rooms), the imports of evaluation/ from other rooms, module names that more
+than one folder has, and duplicated-code pairs.
 
     python -m benchmarks.structure                 # this checkout
     python -m benchmarks.structure --repo ../old   # another checkout (a git worktree of an older revision)
@@ -76,18 +78,61 @@ def room_of(module: str, pkg: Path) -> str:
     return ".".join(parts[1:]) or "__init__"
 
 
-def upward_arrows(repo: Path) -> list[tuple[str, str]]:
-    """The fewest room-to-room imports whose removal leaves no loop between rooms (each loop between rooms
-    means one import runs back up whatever order the rooms are stacked in)."""
+def module_graph(repo: Path) -> nx.DiGraph:
+    """The package's imports, module to module: the test suite's own reading (`tests/test_import_cycles`)."""
     sys.path.insert(0, str(ROOT / "tests"))
     from test_import_cycles import import_graph
 
+    return import_graph(repo / "wikihowagent")
+
+
+def room_graph(repo: Path) -> nx.DiGraph:
+    """The rooms (package folders and top-level modules, `room_of`) and the imports between them."""
     pkg = repo / "wikihowagent"
     rooms = nx.DiGraph()
-    for a, b in import_graph(pkg).edges:
+    modules = module_graph(repo)
+    rooms.add_nodes_from(r for r in (room_of(m, pkg) for m in modules.nodes) if r != "__init__")
+    for a, b in modules.edges:
         ra, rb = room_of(a, pkg), room_of(b, pkg)
         if ra != rb and "__init__" not in (ra, rb):
             rooms.add_edge(ra, rb)
+    return rooms
+
+
+def floors(rooms: nx.DiGraph) -> int:
+    """How many floors the rooms stack into: the longest chain of imports between rooms (loops counted as one
+    room, so that a loop does not make the chain endless)."""
+    return int(nx.dag_longest_path_length(nx.condensation(rooms))) + 1 if len(rooms) else 0
+
+
+def module_cycles(repo: Path) -> int:
+    """Import cycles between modules: groups of modules that import each other round a loop."""
+    return sum(1 for c in nx.strongly_connected_components(module_graph(repo)) if len(c) > 1)
+
+
+def imports_into(repo: Path, room: str) -> list[tuple[str, str]]:
+    """(importer, imported) module pairs where a module of another room imports a module of `room`."""
+    pkg = repo / "wikihowagent"
+    return sorted(
+        (a, b)
+        for a, b in module_graph(repo).edges
+        if room_of(b, pkg) == room and room_of(a, pkg) not in (room, "__init__")
+    )
+
+
+def colliding_names(repo: Path) -> list[tuple[str, int]]:
+    """Module file names (not __init__.py) that more than one folder of the package has, and how many."""
+    counts: dict[str, int] = {}
+    for p in (repo / "wikihowagent").rglob("*.py"):
+        if p.name != "__init__.py":
+            counts[p.name] = counts.get(p.name, 0) + 1
+    return sorted(((n, k) for n, k in counts.items() if k > 1), key=lambda t: (-t[1], t[0]))
+
+
+def upward_arrows(repo: Path) -> list[tuple[str, str]]:
+    """The fewest room-to-room imports whose removal leaves no loop between rooms (each loop between rooms
+    means one import runs back up whatever order the rooms are stacked in)."""
+    rooms = room_graph(repo)
     cut: list[tuple[str, str]] = []
     for scc in nx.strongly_connected_components(rooms):
         if len(scc) < 2:
@@ -139,8 +184,22 @@ def measure(repo: Path) -> str:
     rows += [f"  {name} (body {body})" for name, _, body in sorted(long_bodies, key=lambda t: -t[2])]
     mods = big_modules(repo)
     rows += ["", f"modules over 800 lines: {len(mods)}", *(f"  {n} {c}" for n, c in mods)]
+    rooms = room_graph(repo)
+    rows += [
+        "",
+        f"rooms: {len(rooms)} (folders and top-level modules), floors: {floors(rooms)}, "
+        f"arrows between rooms: {rooms.number_of_edges()}, module import cycles: {module_cycles(repo)}",
+    ]
     up = upward_arrows(repo)
-    rows += ["", f"imports that run back up (room loops): {len(up)}", *(f"  {a} -> {b}" for a, b in up)]
+    rows += [f"imports that run back up (room loops): {len(up)}", *(f"  {a} -> {b}" for a, b in up)]
+    into = imports_into(repo, "evaluation/")
+    rows += ["", f"imports of evaluation/ from other rooms: {len(into)} module pairs"]
+    by_room: dict[str, int] = {}
+    for a, _ in into:
+        by_room[room_of(a, repo / "wikihowagent")] = by_room.get(room_of(a, repo / "wikihowagent"), 0) + 1
+    rows += [f"  {r:24} {k}" for r, k in sorted(by_room.items(), key=lambda t: (-t[1], t[0]))]
+    same = colliding_names(repo)
+    rows += ["", f"module names in more than one folder: {len(same)}", *(f"  {n:24} x{k}" for n, k in same)]
     rows += ["", f"duplicated-code pairs: {duplicate_pairs(repo)}"]
     return "\n".join(rows) + "\n"
 

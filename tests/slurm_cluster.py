@@ -92,6 +92,7 @@ class SlurmCluster:
                     break
                 time.sleep(0.2)
         host = socket.gethostname()
+        ctld_port, slurmd_port = _free_ports(2)
         d = self.root
         (d / "state").mkdir(parents=True, exist_ok=True)
         (d / "spool").mkdir(parents=True, exist_ok=True)
@@ -100,6 +101,8 @@ class SlurmCluster:
                 [
                     "ClusterName=local",
                     f"SlurmctldHost={host}",
+                    f"SlurmctldPort={ctld_port}",  # ports of its own: a cluster stopped a moment ago may hold the
+                    f"SlurmdPort={slurmd_port}",  # default ones (6817, 6818) until its last job's processes end
                     "SlurmUser=root",
                     "SlurmdUser=root",
                     "AuthType=auth/munge",
@@ -183,3 +186,15 @@ class SlurmCluster:
 
     def scancel(self, job_task: str) -> None:
         subprocess.run(["scancel", job_task], check=True, env=self.env, timeout=30)
+
+
+def _free_ports(n: int) -> list[int]:
+    """`n` TCP ports no process listens on now (the kernel's pick for a socket bound to port 0)."""
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()

@@ -138,6 +138,7 @@ OTHER_TOOLS_FLAGS = {
     "--old",
     "--reps",
     "--results",
+    "--dist",  # pytest-xdist (docs/developer.md, Tests)
     "--cpus-per-task",  # sbatch (the cluster layouts in the sweep and paper-scale guides)
     "--gres",
     "--mem",

@@ -27,8 +27,30 @@ FIXTURE_RUN = Path(__file__).parent / "fixtures" / "evaluation" / "run_small"
 
 
 def _index(site: Path) -> dict:
+    """data/index.js, with "rows": each conversation's [id, run, model, domain, persona, status, title, chunk,
+    tokens, turns, metrics] from its columns and data/values.js (whose first page index.js also carries)."""
     text = (site / "data" / "index.js").read_text(encoding="utf-8")
-    return json.loads(text[len("window.REPORT_INDEX = ") :].rstrip().rstrip(";"))
+    idx = json.loads(text[len("window.REPORT_INDEX = ") :].rstrip().rstrip(";"))
+    text = (site / "data" / "values.js").read_text(encoding="utf-8")
+    assert text.startswith("reportValues(") and text.endswith(");\n")
+    values = json.loads(text[len("reportValues(") : -len(");\n")])
+    c = idx["columns"]
+    n = len(c["id"])
+    assert all(len(col) == n for col in c.values()) and all(len(col) == n for col in values)
+    keys = ("id", "run", "model", "domain", "persona", "status")
+    idx["rows"] = [
+        [
+            *(c[k][i] for k in keys),
+            idx["titles"][c["title"][i]],
+            i // idx["chunk_size"],
+            c["tokens"][i],
+            c["turns"][i],
+            [v[i] for v in values],
+        ]
+        for i in range(n)
+    ]
+    assert idx["first"] == [r[-1] for r in idx["rows"][: idx["page"]]]
+    return idx
 
 
 def _chunk(site: Path, k: int) -> dict:

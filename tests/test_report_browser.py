@@ -219,3 +219,36 @@ def test_paper_run_file_scored_by_evaluate_opens_its_conversations(browser, tmp_
     assert page.locator(".turn").count() == len(records[cid]["conversation"])
     assert errors == []
     page.close()
+
+
+def test_the_first_page_shows_its_metrics_before_every_conversations_metrics_are_read(site, browser, tmp_path):
+    """data/index.js carries the first page's metrics, so the table is whole before data/values.js (every
+    conversation's metrics, the larger file) is read; without that file a sort by a metric says so."""
+    site_dir, runs = site
+    copy = tmp_path / "report"
+    shutil.copytree(site_dir, copy)
+    (copy / "data" / "values.js").unlink()
+    scores = {
+        json.loads(x)["conversation_id"]: json.loads(x)
+        for f in runs.glob("*/scores.jsonl")
+        for x in f.read_text().splitlines()
+    }
+    page = browser.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto((copy / "index.html").as_uri())
+    page.wait_for_selector("#conv-table tbody tr")
+    heads = page.eval_on_selector_all("#conv-table thead th", "ths => ths.map(t => t.textContent)")
+    col = heads.index("BLEU %")
+    shown = 0
+    links = page.eval_on_selector_all("#conv-table tbody a", "as => as.map(a => a.href)")
+    for row, link in zip(_rows(page), links, strict=True):
+        cid = unquote(link.split("/")[-1])
+        if cid in scores and scores[cid]["metrics"].get("BLEU") is not None:
+            assert float(row[col]) == round(100 * scores[cid]["metrics"]["BLEU"], 2)
+            shown += 1
+    assert shown > 10
+    page.wait_for_function("document.getElementById('count').textContent.includes('could not be read')")
+    page.click(f"#conv-table thead th >> nth={col}")
+    assert "could not be read" in page.text_content("#count")
+    assert not errors

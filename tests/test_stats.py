@@ -6,9 +6,16 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from wikihowagent.stats.paired import Paired, bootstrap_mean_ci, group_sums, holm, paired_compare
 from wikihowagent.stats.ranking import Outcome, bradley_terry, fit_bt, win_rate
+
+
+def _sums(pairs):
+    """group_sums of [(tutorial, value)]."""
+    return group_sums([g for g, _ in pairs], [v for _, v in pairs])
 
 
 def _clustered(rng, n_tut=20, per=3, mean=3.0, tut_sd=0.5, noise=0.3):
@@ -25,7 +32,7 @@ def test_bootstrap_ci_over_tutorials_covers_the_true_mean_near_the_nominal_rate(
     hits = 0
     reps = 200
     for k in range(reps):
-        lo, hi = bootstrap_mean_ci([group_sums(_clustered(rng))], n_boot=400, seed=k)
+        lo, hi = bootstrap_mean_ci([_sums(_clustered(rng))], n_boot=400, seed=k)
         hits += lo <= 3.0 <= hi
     assert 0.85 <= hits / reps <= 0.99  # nominal 0.95 (percentile bootstrap, 20 clusters: a little under)
 
@@ -35,15 +42,15 @@ def test_bootstrap_ci_resamples_tutorials_not_conversations():
     would be far too narrow; resampling tutorials keeps the width of the tutorial spread."""
     rng = np.random.default_rng(2)
     vals = _clustered(rng, n_tut=10, per=30, tut_sd=1.0, noise=0.05)
-    lo, hi = bootstrap_mean_ci([group_sums(vals)], n_boot=2000)
-    clo, chi = bootstrap_mean_ci([group_sums([(f"c{i}", v) for i, (_, v) in enumerate(vals)])], n_boot=2000)
+    lo, hi = bootstrap_mean_ci([_sums(vals)], n_boot=2000)
+    clo, chi = bootstrap_mean_ci([_sums([(f"c{i}", v) for i, (_, v) in enumerate(vals)])], n_boot=2000)
     assert hi - lo > 4 * (chi - clo)  # sqrt(30 conversations per tutorial) = 5.5x narrower per conversation
-    assert bootstrap_mean_ci([group_sums(vals)], n_boot=0) == (pytest.approx(math.nan, nan_ok=True),) * 2
+    assert bootstrap_mean_ci([_sums(vals)], n_boot=0) == (pytest.approx(math.nan, nan_ok=True),) * 2
 
 
 def test_bootstrap_ci_of_several_runs_is_around_the_mean_of_run_means():
-    a = group_sums([(f"t{i}", 1.0 + 0.01 * i) for i in range(10)])
-    b = group_sums([(f"t{i}", 3.0 + 0.01 * i) for i in range(10)])
+    a = _sums([(f"t{i}", 1.0 + 0.01 * i) for i in range(10)])
+    b = _sums([(f"t{i}", 3.0 + 0.01 * i) for i in range(10)])
     lo, hi = bootstrap_mean_ci([a, b], n_boot=500)
     assert lo < 2.045 < hi and hi - lo < 0.1
 
@@ -172,3 +179,53 @@ def test_win_rate_counts_both_directions_and_ties():
     assert (w.n, w.wins, w.ties, w.losses) == (3, 1, 1, 1) and w.rate == pytest.approx(0.5)
     assert w.ci_low <= 0.5 <= w.ci_high
     assert win_rate(1, 2, outs).n == 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["a", "b", "c", "conversation:x"]),
+            st.one_of(st.none(), st.floats(allow_nan=True, allow_infinity=True, width=64)),
+        ),
+        max_size=30,
+    )
+)
+def test_group_sums_adds_each_groups_numbers_in_row_order(pairs):
+    """The sums and counts, and the groups' order, of a plain loop over the rows."""
+    expected: dict[str, tuple[float, int]] = {}
+    for g, v in pairs:
+        if v is not None and v == v:
+            s, n = expected.get(g, (0.0, 0))
+            expected[g] = (s + v, n + 1)
+    got = _sums(pairs)
+    assert list(got) == list(expected)
+    for g, (s, n) in expected.items():
+        assert got[g][1] == n and (got[g][0] == s or (math.isnan(s) and math.isnan(got[g][0])))
+
+
+@pytest.mark.parametrize("n_runs, per", [(1, 1), (1, 3), (3, 1), (8, 1), (5, 3)])
+def test_mean_of_run_means_ci_is_the_plain_gather_of_each_resample(n_runs, per):
+    """Every resample's run sums equal numpy's `sums[:, idx].sum(axis=2)` to the last bit (one run: pairwise;
+    several: added draw by draw), whichever way they are gathered."""
+    from wikihowagent.stats.bootstrap import percentile_ci, resamples
+
+    rng = np.random.default_rng(n_runs * 10 + per)
+    runs = []
+    for _ in range(n_runs):
+        runs.append(
+            {
+                f"t{g}": (float(rng.random() * per * 5), int(rng.integers(1, per + 1)))
+                for g in range(300)
+                if rng.random() < 0.9
+            }
+        )
+    groups = sorted({g for r in runs for g in r})
+    sums = np.array([[r.get(g, (0.0, 0))[0] for g in groups] for r in runs])
+    counts = np.array([[r.get(g, (0.0, 0))[1] for g in groups] for r in runs], dtype=float)
+    stat = []
+    for idx in resamples(np.random.default_rng(7), len(groups), 900, n_runs):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = sums[:, idx].sum(axis=2) / counts[:, idx].sum(axis=2)
+        stat.append(np.nanmean(means, axis=0))
+    assert bootstrap_mean_ci(runs, n_boot=900, seed=7) == percentile_ci(np.concatenate(stat), 1 - 0.95)

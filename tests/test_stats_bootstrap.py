@@ -39,6 +39,17 @@ def test_bootstrap_ci_is_the_draws_of_one_rng_call_whatever_the_chunks(monkeypat
     assert bootstrap_ci(lambda i: x[i].mean(axis=1), 37, 999, seed=5) == expected
     monkeypatch.setattr(bootstrap, "CHUNK_ELEMENTS", 100)  # 2 resamples per chunk
     assert bootstrap_ci(lambda i: x[i].mean(axis=1), 37, 999, seed=5) == expected
+    monkeypatch.setattr(bootstrap, "CACHE_ELEMENTS", 0)  # drawn chunk by chunk, none kept
+    assert bootstrap_ci(lambda i: x[i].mean(axis=1), 37, 999, seed=5) == expected
+
+
+def test_kept_draws_are_those_of_the_seed_asked_for():
+    """The kept resamples serve only the same seed, size and count: another one draws its own."""
+    x = np.random.default_rng(0).normal(size=50)
+    for seed, n, n_boot in [(1, 50, 300), (2, 50, 300), (2, 40, 300), (2, 40, 301), ([3, 4], 40, 301), (1, 50, 300)]:
+        idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+        expected = tuple(float(v) for v in np.percentile(x[:n][idx].mean(axis=1), [2.5, 97.5]))
+        assert bootstrap_ci(lambda i, n=n: x[:n][i].mean(axis=1), n, n_boot, seed=seed) == expected
 
 
 def test_nothing_to_resample_gives_no_ci():

@@ -158,6 +158,7 @@ CASES_MD, CASES_HTML = "cases.md", "cases.html"
 REPORT_CSS, REPORT_JS, CONVERSATION_JS = "report.css", "report.js", "conversation.js"
 REPORT_ASSETS = (REPORT_CSS, REPORT_JS, CONVERSATION_JS)  # bundled in wikihowagent/report/assets/
 REPORT_INDEX_JS = "index.js"  # data/index.js
+REPORT_VALUES_JS = "values.js"  # data/values.js
 RADAR_RUBRICS_PNG, RADAR_COMPUTATIONAL_PNG, DOMAIN_BARS_PNG = (
     "radar_rubrics.png",
     "radar_computational.png",

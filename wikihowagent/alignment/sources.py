@@ -354,21 +354,8 @@ def read_llm_scores(paths: list[Path], problems: Problems, keep: frozenset[str] 
     people: at the paper's scale the scores of 114,296 conversations are read for 70 rated."""
     result = LLMScores()
     for path in resolve_score_paths(paths, problems):
-        suffix = path.suffix.lower()
         try:
-            if suffix == ".jsonl":
-                others: set[str] = set()
-                rows = read_scores_jsonl(path, problems, run_name(path.parent), others, keep)
-                for name in others - {m for r in rows for m in r.metrics}:  # a number somewhere: a metric
-                    result.ignored_metrics.setdefault(name, []).append(str(path))
-            elif suffix in (".csv", ".tsv", ".txt"):
-                rows = read_scores_csv(path, problems)
-            elif suffix == ".json":
-                rows = read_paper_run(path, problems)
-            else:
-                raise AlignInputError(
-                    f"{path}: unknown score file type (expected scores.jsonl, .csv or a paper run .json)"
-                )
+            rows = _score_rows(path, problems, keep, result)
         except AlignInputError as exc:
             problems.add("unusable file", str(exc))
             continue
@@ -386,6 +373,29 @@ def read_llm_scores(paths: list[Path], problems: Problems, keep: frozenset[str] 
                     f"{prev.where}; this later score is used",
                 )
             result.rows[r.conversation_id] = r
+    _warn_mixed_or_ignored(result, problems)
+    return result
+
+
+def _score_rows(path: Path, problems: Problems, keep: frozenset[str] | None, result: LLMScores) -> list[ScoreRow]:
+    """One score file's rows, read by its type; a scores.jsonl's rubrics with no number go to
+    `result.ignored_metrics`."""
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        others: set[str] = set()
+        rows = read_scores_jsonl(path, problems, run_name(path.parent), others, keep)
+        for name in others - {m for r in rows for m in r.metrics}:  # a number somewhere: a metric
+            result.ignored_metrics.setdefault(name, []).append(str(path))
+        return rows
+    if suffix in (".csv", ".tsv", ".txt"):
+        return read_scores_csv(path, problems)
+    if suffix == ".json":
+        return read_paper_run(path, problems)
+    raise AlignInputError(f"{path}: unknown score file type (expected scores.jsonl, .csv or a paper run .json)")
+
+
+def _warn_mixed_or_ignored(result: LLMScores, problems: Problems) -> None:
+    """One problem line for scores of several judge configurations, one for rubrics ignored for want of a number."""
     if len(result.judges) > 1:
         counts = {j: sum(r.configuration == j for r in result.rows.values()) for j in result.judges}
         listed = "; ".join(f"{j}: {n} conversations" for j, n in counts.items())
@@ -405,7 +415,6 @@ def read_llm_scores(paths: list[Path], problems: Problems, keep: frozenset[str] 
             f"{where_}: rubric(s) other than the 8 paper rubrics, with no number to compare as a metric, "
             f"ignored (align compares {', '.join(schema.metrics())} as rubrics): {', '.join(names)}",
         )
-    return result
 
 
 def complementary(a: ScoreRow, b: ScoreRow) -> bool:

@@ -43,7 +43,6 @@ from .panel import panel_spec
 from .runner import (
     EvalOptions,
     Evaluation,
-    SourceStats,
     count_input_records,
     scores_dir,
     scores_path,
@@ -53,6 +52,7 @@ from .runner import (
 from .session import EvaluateError, JudgeEndpoints, JudgeLoop, judge_endpoints
 from .shards import scores_fingerprint, write_shard_info
 from .significance import TableStats
+from .source_stats import SourceStats
 from .summary import by_domain, load_run_scores, summarize, write_calibrated, write_figures, write_summary
 from .tables import expand_sweep_dirs, paper_tables
 

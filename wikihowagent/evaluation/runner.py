@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import math
 from collections.abc import Callable, Coroutine, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,7 @@ from .posttest import LEGACY_MATCHING, MATCHING
 from .scoring import ScoringError, make_scorer, resolve_mode
 from .session import EvaluateError, JudgeLoop, gather_bounded
 from .shards import shard_filter, shard_scores_path
+from .source_stats import SourceStats, count_judged, count_rejudged
 from .workers import make_scorers
 
 
@@ -84,32 +85,6 @@ class EvalOptions:
     posttest_likelihood: bool = False  # --posttest-likelihood: also the likelihood post-test of each conversation
     checklist_path: Path | None = None  # --checklist: the items file of --judge-scoring checklist (None = bundled)
     checklist_weights: Path | None = None  # --checklist-weights: fitted item weights (align --fit-checklist)
-
-
-@dataclass
-class SourceStats:
-    scored: int = 0
-    already: int = 0
-    failed: int = 0
-    invalid: int = 0
-    judge_failures: int = 0
-    judged: int = 0  # rubric scores asked of the judge in this pass
-    failure_kinds: dict[str, int] = field(default_factory=dict)  # "call" | "parse" | "low-mass" -> count
-    retried: int = 0  # conversations whose failed rubrics were judged again
-    rejudged_scoring: int = 0  # ... whose rubric scores came from another --judge-scoring mode
-    rejudged_prompt: int = 0  # ... or from another --judge-prompt variant
-    rejudged_evaluator: int = 0  # conversations whose rubric scores were by another evaluator
-    reweighted: int = 0  # checklist scores computed again from their stored items under other weights (no model)
-    rejudged_rubrics: int = 0  # ... or of rubrics the current rubric file does not define
-    posttests: int = 0  # post-tests taken in this pass (--posttest-learner)
-    posttest_failures: int = 0  # ... without a usable answer (not scored)
-    likelihoods: int = 0  # likelihood post-tests taken in this pass (--posttest-likelihood)
-    likelihood_failures: int = 0  # ... that the server could not give (not scored)
-    notes: list[str] = field(default_factory=list)
-    failure_notes: list[str] = field(default_factory=list)  # the first FAILURE_NOTES judge failures, "<id>: <note>"
-
-
-FAILURE_NOTES = 3  # judge failures `evaluate` prints (all of them are in scores.jsonl)
 
 
 def scores_dir(src: InputSource, out: Path | None, runs_dir: Path) -> Path:
@@ -601,7 +576,7 @@ class Evaluation:
         need_judge = [
             i for i, (_, _, stale, have) in enumerate(todo) if rubric_names and (stale or not rubric_names <= have)
         ]
-        _count_rejudged(stats, todo, rubric_names)
+        count_rejudged(stats, todo, rubric_names)
         to_judge = set(need_judge)
         for i in range(len(todo)):
             if i not in to_judge:
@@ -650,7 +625,7 @@ class Evaluation:
         rec.metrics.update(jr.scores)
         rec.judge = self._provenance(rec.judge or JudgeProvenance(), jr, spec or "", judge)
         sink.append(rec)
-        _count_judged(stats, conv, jr)
+        count_judged(stats, conv, jr)
         calls.advance(1)
 
     def _plan(
@@ -783,35 +758,3 @@ class Evaluation:
             if cs is not None
             else (old.metrics_device if old else ""),
         )
-
-
-def _count_judged(stats: SourceStats, conv: Conversation, jr: Any) -> None:
-    """A judged conversation in the source's statistics (scores, failures, the first failure notes, kinds)."""
-    stats.scored += 1
-    stats.judged += len(jr.scores)
-    stats.judge_failures += len(jr.failures)
-    failed = [n for n in jr.notes if not n.startswith(SHORTENED_NOTE)]  # a shortened prompt is no failure
-    for note in failed[: max(0, FAILURE_NOTES - len(stats.failure_notes))]:
-        stats.failure_notes.append(f"{conv.conversation_id}: {note}")
-    for kind in jr.kinds.values():
-        stats.failure_kinds[kind] = stats.failure_kinds.get(kind, 0) + 1
-
-
-def _count_rejudged(
-    stats: SourceStats,
-    todo: list[tuple[Conversation, ScoreRecord | None, str | None, set[str]]],
-    rubric_names: set[str],
-) -> None:
-    """Why the conversations of `todo` are judged again: another judge, rubric file, scoring mode or prompt
-    (stale), or a rubric that failed before (retried)."""
-    for _, old, stale, have in todo:
-        if stale == "evaluator":
-            stats.rejudged_evaluator += 1
-        elif stale == "rubrics":
-            stats.rejudged_rubrics += 1
-        elif stale == "scoring":
-            stats.rejudged_scoring += 1
-        elif stale == "prompt":
-            stats.rejudged_prompt += 1
-        elif old and set(old.judge_failures) & (rubric_names - have):
-            stats.retried += 1

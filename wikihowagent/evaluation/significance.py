@@ -38,14 +38,12 @@ def _groups(table: Any) -> list[str]:
 
 
 def run_sums(table: Any, metric: str) -> dict[str, tuple[float, int]]:
-    return group_sums(list(zip(_groups(table), table.column(metric), strict=True)))
+    return group_sums(_groups(table), table.column(metric))
 
 
 def values_ci(table: Any, values: list[float | None], opts: TableStats) -> tuple[float, float]:
     """CI of the mean of per-row `values` of `table` (e.g. each conversation's rubric mean)."""
-    return bootstrap_mean_ci(
-        [group_sums(list(zip(_groups(table), values, strict=True)))], n_boot=opts.n_boot, seed=opts.seed
-    )
+    return bootstrap_mean_ci([group_sums(_groups(table), values)], n_boot=opts.n_boot, seed=opts.seed)
 
 
 def cell_ci(tables: list[Any], metric: str, scale: float, opts: TableStats) -> tuple[float, float]:
@@ -56,6 +54,8 @@ def cell_ci(tables: list[Any], metric: str, scale: float, opts: TableStats) -> t
 
 def tutorial_means(tables: list[Any], metric: str) -> dict[str, float]:
     """{tutorial: mean over the runs of each run's mean on that tutorial} (tutorials with a value in any run)."""
+    if len(tables) == 1:  # one run: its means (a run's rows, one pass)
+        return {k: s / n for k, (s, n) in run_sums(tables[0], metric).items() if not k.startswith("conversation:")}
     per: dict[str, list[float]] = {}
     for t in tables:
         for tut, (s, n) in run_sums(t, metric).items():

@@ -121,12 +121,16 @@ def metric_order(present: set[str], rubric_names: list[str], empty: AbstractSet[
 
 
 def _stats(values: list[float]) -> tuple[float, float, int]:
-    vals = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    """(mean, sample sd, n) of the numbers among `values` (None and NaN left out), added in their order."""
+    import numpy as np
+
+    arr = np.array(values, dtype=float)  # None -> NaN
+    vals: list[float] = arr[~np.isnan(arr)].tolist()
     n = len(vals)
     if n == 0:
         return math.nan, math.nan, 0
     mean = sum(vals) / n
-    std = math.sqrt(sum((v - mean) ** 2 for v in vals) / (n - 1)) if n > 1 else math.nan
+    std = math.sqrt(sum([(v - mean) ** 2 for v in vals]) / (n - 1)) if n > 1 else math.nan
     return mean, std, n
 
 

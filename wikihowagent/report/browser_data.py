@@ -1,17 +1,19 @@
-"""The conversation browser's data files: data/index.js (one row per conversation) and data/conv-NNNN.js (the
-conversations, in chunks loaded on demand), written from the ConversationStore one chunk at a time.
+"""The conversation browser's data files, written from the ConversationStore: data/index.js (the table: a
+column per field, one entry per conversation), data/values.js (a column per metric, read after the table
+shows) and data/conv-NNNN.js (the conversations, in chunks loaded on demand, written one chunk at a time).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from wikihowagent.evaluation.summary import PERCENT_METRICS
-from wikihowagent.runs import REPORT_INDEX_JS
+from wikihowagent.runs import REPORT_INDEX_JS, REPORT_VALUES_JS
 
 from .sources import ReportRun
 from .store import CHUNK, STATUSES, ConversationStore, dumps
@@ -26,6 +28,7 @@ class MetricValues:
         self.store, self.metrics = store, metrics
         self._values: list[np.ndarray] = []
         self._has: list[np.ndarray] = []
+        self._matrix: np.ndarray | None = None
         for r in runs:
             n = len(r.scores)
             values = np.full((n, len(metrics)), np.nan)
@@ -51,6 +54,22 @@ class MetricValues:
             return [math.nan] * len(self.metrics), [False] * len(self.metrics)
         r = self.store.run[i]
         return self._values[r][s].tolist(), self._has[r][s].tolist()
+
+    def matrix(self) -> np.ndarray:
+        """Every conversation's metrics: conversations (the store's order) x metrics, NaN where it has none."""
+        if self._matrix is None:
+            store = self.store
+            self._matrix = np.full((len(store), len(self.metrics)), np.nan)
+            run, row = np.asarray(store.run, dtype=np.int64), np.asarray(store.score_row, dtype=np.int64)
+            for r, vals in enumerate(self._values):
+                at = np.flatnonzero((run == r) & (row >= 0))
+                self._matrix[at] = vals[row[at]]
+        return self._matrix
+
+    def present(self, convs: list[int], m: str) -> list[float]:
+        """The values of metric `m` the conversations `convs` have, in their order."""
+        col = self.matrix()[np.asarray(convs, dtype=np.int64), self.metrics.index(m)]
+        return col[~np.isnan(col)].tolist()
 
     def value(self, i: int, m: int) -> float | None:
         """Conversation i's value of metric number m; None if it has none."""
@@ -121,17 +140,22 @@ def _entry(run: bytes, parts: tuple[bytes, bytes, bytes], metrics: bytes, others
     )
 
 
+PAGE = 100  # the table's rows per page; the first page's metrics come with data/index.js
+
+
 def write_index_data(
     d: Path, runs: list[ReportRun], store: ConversationStore, values: MetricValues, n_chunks: int
 ) -> None:
-    """data/index.js, written a row at a time."""
+    """data/index.js (the table's columns, a column per field, and the first page's metrics) and data/values.js
+    (a column per metric: the larger part, read after the table is on screen), each written a column at a time."""
     run_names = [r.name for r in runs]
     models = sorted({r.model for r in runs})
     mi = {n: i for i, n in enumerate(models)}
     model_of = [mi[r.model] for r in runs]
     domains = sorted({x or "(none)" for x in set(store.domain)})
     personas = sorted({x for x in set(store.persona) if x})
-    di, pi = {n: i for i, n in enumerate(domains)}, {n: i for i, n in enumerate(personas)}
+    titles = sorted(set(store.title))
+    di, pi, ti = ({n: i for i, n in enumerate(xs)} for xs in (domains, personas, titles))
     head = {
         "runs": run_names,
         "models": models,
@@ -141,30 +165,46 @@ def write_index_data(
         "metrics": values.metrics,
         "percent": [m in PERCENT_METRICS for m in values.metrics],
         "chunks": n_chunks,
+        "chunk_size": CHUNK,  # conversation i is in chunk floor(i / chunk_size)
+        "page": PAGE,
+        "titles": titles,
     }
-    scale = [100.0 if m in PERCENT_METRICS else 1.0 for m in values.metrics]
-
-    def rows() -> Iterator[bytes]:
-        for i, cid in enumerate(store.ids):
-            vals = [None if math.isnan(v) else round(v * x, 2) for v, x in zip(values.row(i)[0], scale, strict=True)]
-            yield dumps(
-                [
-                    cid,
-                    store.run[i],
-                    model_of[store.run[i]],
-                    di[store.domain[i] or "(none)"],
-                    pi.get(store.persona[i], -1),
-                    store.status[i],
-                    store.title[i],
-                    store.chunk(i),
-                    store.tokens[i],
-                    store.turns[i],
-                    vals,
-                ]
-            )
-
+    columns: dict[str, Callable[[], list[Any]]] = {
+        "id": lambda: store.ids,
+        "run": lambda: list(store.run),
+        "model": lambda: [model_of[r] for r in store.run],
+        "domain": lambda: [di[x or "(none)"] for x in store.domain],
+        "persona": lambda: [pi.get(x, -1) for x in store.persona],
+        "status": lambda: list(store.status),
+        "title": lambda: [ti[x] for x in store.title],
+        "tokens": lambda: list(store.tokens),
+        "turns": lambda: list(store.turns),
+    }
+    table = _shown(values)  # conversations x metrics, as the table shows them
     with (d / "data" / REPORT_INDEX_JS).open("wb") as fh:
-        fh.write(b"window.REPORT_INDEX = " + dumps(head)[:-1] + b',"rows":[')
-        for n, row in enumerate(rows()):
-            fh.write(b"," + row if n else row)
-        fh.write(b"]};\n")
+        fh.write(b"window.REPORT_INDEX = " + dumps(head)[:-1] + b',"columns":{')
+        for n, (key, column) in enumerate(columns.items()):
+            fh.write(b"".join((b"," if n else b"", dumps(key), b":", dumps(column()))))
+        fh.write(b'},"first":' + dumps([_row(table, i) for i in range(min(PAGE, len(store)))]) + b"};\n")
+    with (d / "data" / REPORT_VALUES_JS).open("wb") as fh:
+        fh.write(b"reportValues([")
+        for j in range(len(values.metrics)):
+            fh.write(b"," + dumps(_column(table, j)) if j else dumps(_column(table, j)))
+        fh.write(b"]);\n")
+
+
+def _shown(values: MetricValues) -> np.ndarray:
+    """Every conversation's metrics (rows in the store's order; NaN: none), in the table's unit (% x 100)."""
+    return values.matrix() * np.array([100.0 if m in PERCENT_METRICS else 1.0 for m in values.metrics])
+
+
+def _rounded(xs: list[float]) -> list[float | None]:
+    return [None if math.isnan(v) else round(v, 2) for v in xs]
+
+
+def _row(table: np.ndarray, i: int) -> list[float | None]:
+    return _rounded(table[i].tolist())
+
+
+def _column(table: np.ndarray, j: int) -> list[float | None]:
+    return _rounded(table[:, j].tolist())

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import heapq
 import html
+import math
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -22,9 +23,8 @@ def pick(convs: ConversationStore, values: Any, runs: list[str], metric: str, n:
     """(best n, worst n) conversations by `metric`; ties by run then conversation id; conversations without a
     value are left out."""
     j = values.metrics.index(metric)
-    have = [
-        (v, runs[convs.run[i]], convs.ids[i], i) for i in range(len(convs)) if (v := values.value(i, j)) is not None
-    ]
+    column = values.matrix()[:, j].tolist()
+    have = [(v, runs[convs.run[i]], convs.ids[i], i) for i, v in enumerate(column) if not math.isnan(v)]
     best = [x[3] for x in heapq.nsmallest(n, have, key=lambda x: (-x[0], x[1], x[2]))]
     worst = [x[3] for x in heapq.nsmallest(n, have, key=lambda x: (x[0], x[1], x[2]))]
     return best, worst

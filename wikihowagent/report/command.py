@@ -3,13 +3,20 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from wikihowagent.console import CLUSTER, INPUTS, OUTPUT, make_console, print_error, print_labeled
 from wikihowagent.runs import INDEX_HTML, PROBLEMS_TXT
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from .core import ReportResult
+    from .sources import Problems
 
 
 def report(
@@ -107,7 +114,6 @@ def report(
         print_error(str(exc), err)
         raise typer.Exit(2) from None
     try:
-        total = count_lines(expand(runs, Problems()))
         with Progress(
             TextColumn("{task.description}", markup=False, style="bold"),
             BarColumn(),
@@ -116,8 +122,16 @@ def report(
             console=err,
             transient=True,
         ) as progress:
-            read = progress.add_task("read", total=total or None)
+            read = progress.add_task("read", total=None)
             write = progress.add_task("write", total=None, visible=False)
+
+            def count() -> None:  # the records to read, counted beside the reading: the bar's total comes later
+                try:
+                    progress.update(read, total=count_lines(expand(runs, Problems())) or None)
+                except Exception:  # noqa: BLE001 - the reading itself says what is wrong with the inputs
+                    return
+
+            threading.Thread(target=count, name="report-count", daemon=True).start()
 
             def on_chunk() -> None:
                 progress.update(write, advance=1, visible=True)
@@ -142,6 +156,11 @@ def report(
             print_labeled(err, "warning:", "yellow", line)
         print_error(str(exc), err)
         raise typer.Exit(2 if isinstance(exc, OutputDirError) else 1) from None
+    _print_result(result, problems, err)
+
+
+def _print_result(result: ReportResult, problems: Problems, err: Console) -> None:
+    """The first 20 problems as warnings, then the site's one-line summary on stdout."""
     for line in problems.lines[:20]:
         print_labeled(err, "warning:", "yellow", line)
     if len(problems.lines) > 20:

@@ -26,6 +26,7 @@ import html
 import importlib
 import math
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
 from importlib import resources
@@ -303,9 +304,14 @@ def _write_site(
         (d / "assets" / name).write_text(pkg.joinpath(name).read_text(encoding="utf-8"), encoding="utf-8")
     metrics, rubrics = _metric_order(runs)
     values = MetricValues(runs, store, metrics)
-    n_chunks = write_chunks(d, runs, store, values, on_chunk)
-    write_index_data(d, runs, store, values, n_chunks)
-    figures, tables = _write_figures(d, runs, store, values, rubrics, problems)
+    scored = [r for r in runs if any(store.score_row[i] >= 0 for i in r.rows)]
+    with ThreadPoolExecutor(1, thread_name_prefix="report-tables") as pool:
+        # Tables 1/2 beside the chunks and figures: their bootstrap is numpy, which lets the writing run
+        tables_html = pool.submit(_tables_html, scored, store, rubrics)
+        n_chunks = write_chunks(d, runs, store, values, on_chunk)
+        write_index_data(d, runs, store, values, n_chunks)
+        figures = _write_figures(d, scored, store, values, rubrics, problems)
+        tables = tables_html.result()
     align_html = copy_alignment(d, alignment, problems) if alignment else ""
     ctx = SiteContext(d, runs, store, values, metrics, rubrics, problems, cases=cases, compare=compare)
     links = [importlib.import_module(name, __package__).write_page(ctx) for name in PAGES]
@@ -319,17 +325,16 @@ def _write_site(
 
 def _write_figures(
     d: Path,
-    runs: list[ReportRun],
+    scored: list[ReportRun],
     store: ConversationStore,
     values: MetricValues,
     rubrics: list[str],
     problems: Problems,
-) -> tuple[list[tuple[str, str]], str]:
-    """([(caption, relative path)] of the figures written, the HTML of Tables 1/2)."""
-    scored = [r for r in runs if any(store.score_row[i] >= 0 for i in r.rows)]
+) -> list[tuple[str, str]]:
+    """[(caption, relative path)] of the figures written of the `scored` runs (those with scores)."""
     if not scored:
         problems.add("no run has scores: no tables or figures (run `wikihowagent evaluate` on the runs)")
-        return [], ""
+        return []
     rs = _run_scores(scored, store)
     comp = [m for m in values.metrics if m in PERCENT_METRICS]
     by_model: dict[str, list[int]] = {}  # model -> its scored conversations
@@ -345,17 +350,19 @@ def _write_figures(
         out.append((caption, f"figures/{path.name}"))
     bar_metrics, scale, unit = (rubrics, 1.0, "1-5") if rubrics else (comp, 100.0, "%")
     out += _domain_bar_figure(d, by_model, store, values, bar_metrics, scale, unit)
+    return out
+
+
+def _tables_html(scored: list[ReportRun], store: ConversationStore, rubrics: list[str]) -> str:
+    """The HTML of Tables 1/2 of the `scored` runs (those with scores), as `evaluate --tables` computes them: CIs
+    over tutorials and paired arrows; the paper's raw arrows for paper-mode scores."""
+    if not scored:
+        return ""
     setups = {r.name: (r.teacher or r.model, r.learner or r.teacher or r.model) for r in scored}
-    # as `evaluate --tables`: CIs over tutorials and paired arrows; the paper's raw arrows for paper-mode scores
     stats = TableStats(paired=not any("paper" in (r.mode or "") for r in scored))
+    rs = _run_scores(scored, store)
     tables = paper_tables(rs, setups, rubrics, stats)
-    return out, summary_tables([(title, t) for _, title, t in tables], {r.name: r.table for r in rs})
-
-
-def _present(values: MetricValues, convs: list[int], m: str) -> list[float]:
-    """The values of metric `m` the conversations `convs` have, in their order."""
-    j = values.metrics.index(m)
-    return [v for i in convs if (v := values.value(i, j)) is not None]
+    return summary_tables([(title, t) for _, title, t in tables], {r.name: r.table for r in rs})
 
 
 def _radar_figures(
@@ -368,7 +375,7 @@ def _radar_figures(
         for model, convs in by_model.items():
             res[model] = {}
             for m in ms:
-                vals = _present(values, convs, m)
+                vals = values.present(convs, m)
                 res[model][m] = scale * sum(vals) / len(vals) if vals else math.nan
         return res
 
@@ -398,8 +405,8 @@ def _domain_bar_figure(
         means[m] = {}
         for model, convs in by_model.items():
             per: dict[str, list[float]] = {}
-            for i in convs:
-                if (v := values.value(i, j)) is not None:
+            for i, v in zip(convs, values.matrix()[np.asarray(convs, dtype=np.int64), j].tolist(), strict=True):
+                if not math.isnan(v):
                     per.setdefault(store.domain[i] or "(none)", []).append(v)
             means[m][model] = {k: scale * sum(v) / len(v) for k, v in per.items()}
     if domain_bars(means, bar_metrics, d / FIGURES_DIR / DOMAIN_BARS_PNG, unit):

@@ -4,18 +4,24 @@
   so that memory does not grow with the number of resamples; the chunks are the draws of one `rng.integers`.
 - `percentile_ci(values)`: the percentile CI of bootstrap replicates (the finite ones; numpy's linear
   percentiles), NaN when too few are defined.
-- `bootstrap_ci(statistic, n, n_boot, seed)`: both, for a statistic computed from the resampled indices.
+- `bootstrap_ci(statistic, n, n_boot, seed)`: both, for a statistic computed from the resampled indices. The
+  last seed's resamples are kept (up to CACHE_ELEMENTS indices and CACHE_RESAMPLES resamples, so memory does not
+  grow with the resamples asked for): a table's cells resample the same tutorials with the same seed, so they
+  draw them once.
 
 numpy is imported inside the functions (the package's commands start without it).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Iterator
 from typing import Any
 
 CHUNK_ELEMENTS = 1_000_000  # resampled indices (resamples x items) held at once: memory does not grow with N
+CACHE_ELEMENTS = 16_000_000  # the most resampled indices kept for the next CI (128 MB: 1,000 x 16,000 items)
+CACHE_RESAMPLES = 2_000  # ... and of at most this many resamples: more (`--bootstrap N`) are drawn chunk by chunk
 ALPHA = 0.05  # a 95 % CI: alpha / 2 outside it on each side
 
 
@@ -24,9 +30,36 @@ def resamples(rng: Any, n: int, n_boot: int, width: int = 1) -> Iterator[Any]:
     replacement), in chunks of at most CHUNK_ELEMENTS indices times `width` (what the caller expands one index
     to, e.g. one value per run): memory does not grow with `n_boot`. The rows are the same draws as one
     `rng.integers(0, n, size=(n_boot, n))`, so results do not depend on the chunk size."""
-    chunk = max(1, CHUNK_ELEMENTS // max(1, n * width))
+    chunk = _chunk(n, width)
     for start in range(0, n_boot, chunk):
         yield rng.integers(0, n, size=(min(chunk, n_boot - start), n))
+
+
+def _chunk(n: int, width: int) -> int:
+    return max(1, CHUNK_ELEMENTS // max(1, n * width))
+
+
+@functools.lru_cache(maxsize=1)
+def _draws(seed: int | tuple[int, ...], n: int, n_boot: int) -> Any:
+    """All `n_boot` resamples of `n` items from `seed` at once (the rows `resamples` yields), read-only."""
+    import numpy as np
+
+    out = np.random.default_rng(list(seed) if isinstance(seed, tuple) else seed).integers(0, n, size=(n_boot, n))
+    out.setflags(write=False)
+    return out
+
+
+def _seeded(seed: int | list[int], n: int, n_boot: int, width: int) -> Iterator[Any]:
+    """`resamples` of `numpy.random.default_rng(seed)`, from the kept draws when they fit the cache's bounds."""
+    import numpy as np
+
+    if n * n_boot > CACHE_ELEMENTS or n_boot > CACHE_RESAMPLES:
+        yield from resamples(np.random.default_rng(seed), n, n_boot, width)
+        return
+    draws = _draws(tuple(seed) if isinstance(seed, list) else seed, n, n_boot)
+    chunk = _chunk(n, width)
+    for start in range(0, n_boot, chunk):
+        yield draws[start : start + chunk]
 
 
 def percentile_ci(values: Any, alpha: float = ALPHA, min_count: float = 1) -> tuple[float, float]:
@@ -60,6 +93,5 @@ def bootstrap_ci(
 
     if n <= 0 or n_boot <= 0:
         return math.nan, math.nan
-    rng = np.random.default_rng(seed)
-    stat = np.concatenate([np.asarray(statistic(idx), dtype=float) for idx in resamples(rng, n, n_boot, width)])
+    stat = np.concatenate([np.asarray(statistic(idx), dtype=float) for idx in _seeded(seed, n, n_boot, width)])
     return percentile_ci(stat, alpha)

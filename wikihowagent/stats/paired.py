@@ -27,14 +27,20 @@ def _finite(x: float | None) -> TypeGuard[float]:
     return x is not None and not (isinstance(x, float) and math.isnan(x))
 
 
-def group_sums(values: Sequence[tuple[str, float | None]]) -> dict[str, tuple[float, int]]:
-    """[(tutorial, value)] -> {tutorial: (sum, count)} over the values that are numbers."""
-    out: dict[str, tuple[float, int]] = {}
-    for g, v in values:
-        if v is not None and v == v:  # `_finite`, inline: this loop runs over every row of every table
-            s, n = out.get(g, (0.0, 0))
-            out[g] = (s + float(v), n + 1)
-    return out
+def group_sums(groups: Sequence[str], values: Sequence[float | None]) -> dict[str, tuple[float, int]]:
+    """Each row's group and value -> {group: (sum, count)} over the values that are numbers (None and NaN
+    left out), the groups in the order they first have one; each sum added in row order from 0.0."""
+    import numpy as np
+    import pandas as pd
+
+    vals = np.array([math.nan if v is None else v for v in values], dtype=float)
+    ok = ~np.isnan(vals)
+    codes, names = pd.factorize(np.asarray(groups, dtype=object)[ok], sort=False)
+    sums = np.zeros(len(names))
+    with np.errstate(over="ignore", invalid="ignore"):  # as Python's floats: inf, and inf - inf = nan
+        np.add.at(sums, codes, vals[ok])  # unbuffered, in row order: the sums a Python loop would add
+    counts = np.bincount(codes, minlength=len(names))
+    return dict(zip(names.tolist(), zip(sums.tolist(), counts.tolist(), strict=True), strict=True))
 
 
 def bootstrap_mean_ci(
@@ -50,14 +56,22 @@ def bootstrap_mean_ci(
     groups = sorted({g for r in runs for g in r})
     if not groups or n_boot <= 0:
         return math.nan, math.nan
-    sums = np.array([[r.get(g, (0.0, 0))[0] for g in groups] for r in runs], dtype=float)
-    counts = np.array([[r.get(g, (0.0, 0))[1] for g in groups] for r in runs], dtype=float)
+    cells = np.array([[r.get(g, (0.0, 0)) for g in groups] for r in runs], dtype=float)  # runs x groups x 2
+    sums, counts = cells[..., 0], cells[..., 1]
     ones = bool((counts == 1).all())  # one conversation per tutorial and run (the paper's design): n per resample
+    sums_t, counts_t = np.ascontiguousarray(sums.T), np.ascontiguousarray(counts.T)  # tutorials x runs
+
+    def total(a: Any, idx: Any) -> Any:
+        """runs x resamples: each run's sum over the chunk's resamples, or (one run) as `sums[:, idx].sum(axis=2)`
+        (pairwise); several runs' sums added draw by draw, as numpy adds that strided axis, with long loops."""
+        if a.shape[1] == 1:
+            return a[:, 0].take(idx).sum(axis=1)[None]
+        return a.take(idx.T, axis=0).sum(axis=0).T  # draws x resamples x runs, added along the draws
 
     def mean_of_means(idx: Any) -> Any:
         with np.errstate(invalid="ignore", divide="ignore"):
-            n = float(idx.shape[1]) if ones else counts[:, idx].sum(axis=2)
-            means = sums[:, idx].sum(axis=2) / n  # runs x resamples of this chunk
+            n = float(idx.shape[1]) if ones else total(counts_t, idx)
+            means = total(sums_t, idx) / n
             return np.nanmean(means, axis=0) if len(runs) > 1 else means[0]
 
     return bootstrap_ci(mean_of_means, len(groups), n_boot, seed, alpha=1 - level, width=len(runs))
@@ -90,10 +104,14 @@ def paired_compare(
     import numpy as np
     from scipy.stats import wilcoxon
 
-    shared = sorted(g for g in a if g in b and _finite(a[g]) and _finite(b[g]))
-    if not shared:
+    both = [g for g in a if g in b]
+    av = np.array([a[g] for g in both], dtype=float)  # None -> nan
+    bv = np.array([b[g] for g in both], dtype=float)
+    ok = ~(np.isnan(av) | np.isnan(bv))
+    order = sorted(np.flatnonzero(ok).tolist(), key=both.__getitem__)  # the shared tutorials, by name
+    if not order:
         return Paired(0, math.nan, math.nan, math.nan, math.nan)
-    d = np.array([a[g] - b[g] for g in shared], dtype=float)
+    d = av[order] - bv[order]
     diff = float(d.mean())
     lo = hi = math.nan
     if n_boot > 0:
@@ -104,7 +122,7 @@ def paired_compare(
         p = 1.0
     else:
         p = float(wilcoxon(d, zero_method="wilcox", alternative="two-sided").pvalue)
-    return Paired(len(shared), diff, lo, hi, p)
+    return Paired(len(order), diff, lo, hi, p)
 
 
 def holm(results: Sequence[Paired]) -> None:

@@ -6,15 +6,21 @@
   });
 })();
 
-// The conversation browser of index.html: filter, sort and page the rows of data/index.js.
+// The conversation browser of index.html: filter, sort and page the conversations of data/index.js (a column
+// per field; the first page's metrics). Every conversation's metrics (data/values.js, the larger file) are read
+// once the table is on screen; a sort or filter on a metric before then waits for them.
 (function () {
   "use strict";
   var D = window.REPORT_INDEX;
   if (!D) { return; }
-  var PAGE = 100;
-  var FIXED = [["Title", 6], ["Run", 1], ["Model", 2], ["Domain", 3], ["Persona", 4], ["Status", 5],
-               ["Turns", 9], ["Tokens", 8]];
-  var state = {sort: null, desc: false, page: 0, rows: D.rows};
+  var PAGE = D.page, C = D.columns, N = C.id.length, V = null, waiting = false, missing = false;
+  var FIXED = [["Title", "title"], ["Run", "run"], ["Model", "model"], ["Domain", "domain"],
+               ["Persona", "persona"], ["Status", "status"], ["Turns", "turns"], ["Tokens", "tokens"]];
+  var NAMES = {title: D.titles, run: D.runs, model: D.models, domain: D.domains, status: D.statuses};
+  var ALL = new Array(N);
+  for (var k = 0; k < N; k++) { ALL[k] = k; }
+  var state = {sort: null, desc: false, page: 0, rows: ALL};
+  var MISSING = "data/values.js could not be read: the metrics of the first page only";
   var $ = function (id) { return document.getElementById(id); };
   var hasPersona = D.personas.length > 0;
 
@@ -30,17 +36,20 @@
   if (!hasPersona) { $("l-persona").style.display = "none"; }
 
   var columns = FIXED.filter(function (c) { return hasPersona || c[0] !== "Persona"; })
-    .map(function (c) { return {name: c[0], idx: c[1], metric: -1}; })
-    .concat(D.metrics.map(function (m, i) { return {name: D.percent[i] ? m + " %" : m, idx: 10, metric: i}; }));
+    .map(function (c) { return {name: c[0], key: c[1], metric: -1}; })
+    .concat(D.metrics.map(function (m, i) { return {name: D.percent[i] ? m + " %" : m, key: "", metric: i}; }));
 
-  function value(row, col) {
-    var v = col.metric >= 0 ? row[10][col.metric] : row[col.idx];
-    if (col.idx === 1) { return D.runs[v]; }
-    if (col.idx === 2) { return D.models[v]; }
-    if (col.idx === 3) { return D.domains[v]; }
-    if (col.idx === 4) { return v < 0 ? "" : D.personas[v]; }
-    if (col.idx === 5) { return D.statuses[v]; }
-    return v;
+  // conversation i's metric m: null where it has none; undefined while data/values.js is read
+  function metric(i, m) {
+    if (V) { return V[m][i]; }
+    return i < D.first.length ? D.first[i][m] : undefined;
+  }
+
+  function value(i, col) {
+    if (col.metric >= 0) { return metric(i, col.metric); }
+    var v = C[col.key][i];
+    if (col.key === "persona") { return v < 0 ? "" : D.personas[v]; }
+    return NAMES[col.key] ? NAMES[col.key][v] : v;
   }
 
   var thead = $("conv-table").tHead;
@@ -61,19 +70,26 @@
 
   function apply() {
     var run = sel("f-run"), model = sel("f-model"), domain = sel("f-domain"), persona = sel("f-persona");
-    var status = sel("f-status"), metric = sel("f-metric"), lo = num("f-min"), hi = num("f-max");
+    var status = sel("f-status"), m = sel("f-metric"), lo = num("f-min"), hi = num("f-max");
     var text = $("f-text").value.trim().toLowerCase();
-    var rows = D.rows.filter(function (r) {
-      if (run !== null && r[1] !== run) { return false; }
-      if (model !== null && r[2] !== model) { return false; }
-      if (domain !== null && r[3] !== domain) { return false; }
-      if (persona !== null && r[4] !== persona) { return false; }
-      if (status !== null && r[5] !== status) { return false; }
-      if (metric !== null && (lo !== null || hi !== null)) {
-        var v = r[10][metric];
+    var byMetric = m !== null && (lo !== null || hi !== null);
+    if (!V && (byMetric || (state.sort !== null && columns[state.sort].metric >= 0))) {
+      waiting = !missing;
+      $("count").textContent = missing ? MISSING : "reading every conversation's metrics…";
+      return;
+    }
+    var rows = ALL.filter(function (i) {
+      if (run !== null && C.run[i] !== run) { return false; }
+      if (model !== null && C.model[i] !== model) { return false; }
+      if (domain !== null && C.domain[i] !== domain) { return false; }
+      if (persona !== null && C.persona[i] !== persona) { return false; }
+      if (status !== null && C.status[i] !== status) { return false; }
+      if (byMetric) {
+        var v = V[m][i];
         if (v === null || (lo !== null && v < lo) || (hi !== null && v > hi)) { return false; }
       }
-      if (text && (r[6] + " " + D.domains[r[3]] + " " + r[0]).toLowerCase().indexOf(text) < 0) { return false; }
+      if (text && (D.titles[C.title[i]] + " " + D.domains[C.domain[i]] + " " + C.id[i]).toLowerCase()
+                    .indexOf(text) < 0) { return false; }
       return true;
     });
     if (state.sort !== null) {
@@ -95,25 +111,25 @@
     var rows = state.rows, pages = Math.max(1, Math.ceil(rows.length / PAGE));
     state.page = Math.min(state.page, pages - 1);
     var start = state.page * PAGE, body = $("conv-table").tBodies[0], frag = document.createDocumentFragment();
-    rows.slice(start, start + PAGE).forEach(function (r) {
+    rows.slice(start, start + PAGE).forEach(function (i) {
       var tr = document.createElement("tr");
       columns.forEach(function (col) {
-        var td = document.createElement("td"), v = value(r, col);
-        if (col.idx === 6) {
+        var td = document.createElement("td"), v = value(i, col);
+        if (col.key === "title") {
           var a = document.createElement("a");
-          a.href = "conversation.html#" + r[7] + "/" + encodeURIComponent(r[0]);
-          a.textContent = v || r[0]; td.appendChild(a);
+          a.href = "conversation.html#" + Math.floor(i / D.chunk_size) + "/" + encodeURIComponent(C.id[i]);
+          a.textContent = v || C.id[i]; td.appendChild(a);
         } else {
-          td.textContent = (v === null || v === undefined) ? "–" : String(v);
-          if (col.metric >= 0 || col.idx === 8 || col.idx === 9) { td.className = "num"; }
-          if (col.idx === 5) { td.className = "status-" + v; }
+          td.textContent = v === undefined ? "…" : v === null ? "–" : String(v);
+          if (col.metric >= 0 || col.key === "tokens" || col.key === "turns") { td.className = "num"; }
+          if (col.key === "status") { td.className = "status-" + v; }
         }
         tr.appendChild(td);
       });
       frag.appendChild(tr);
     });
     body.textContent = ""; body.appendChild(frag);
-    $("count").textContent = rows.length + " of " + D.rows.length + " conversations";
+    $("count").textContent = rows.length + " of " + N + " conversations";
     $("page").textContent = "page " + (state.page + 1) + " of " + pages;
     $("prev").disabled = state.page === 0; $("next").disabled = state.page >= pages - 1;
   }
@@ -125,4 +141,17 @@
   $("prev").addEventListener("click", function () { state.page -= 1; render(); });
   $("next").addEventListener("click", function () { state.page += 1; render(); });
   apply();
+
+  window.reportValues = function (values) {
+    V = values; document.body.dataset.values = "read";
+    if (waiting) { waiting = false; apply(); } else { render(); }
+  };
+  requestAnimationFrame(function () {  // after the table is painted
+    setTimeout(function () {
+      var script = document.createElement("script");
+      script.src = "data/values.js";
+      script.onerror = function () { missing = true; waiting = false; $("count").textContent = MISSING; };
+      document.body.appendChild(script);
+    }, 0);
+  });
 })();
