@@ -298,6 +298,27 @@ def _table_rows(rows: list[dict[str, Any]], names: dict[str, str], secs: dict[st
     ]
 
 
+def _scores_sentence(worst: dict[str, float]) -> str:
+    """How the first repetition's scores compare: `--workers 1` against the default, old against new."""
+    return (
+        "Scores of the first repetition: "
+        + (
+            "identical between `--workers 1` and the default (every metric, bit for bit); "
+            if not any(k.startswith("workers1") for k in worst)
+            else "`--workers 1` vs default differ: "
+            + ", ".join(f"{k} {v:.1e}" for k, v in worst.items() if k.startswith("workers1"))
+            + "; "
+        )
+        + "old vs new: "
+        + (
+            ", ".join(f"{k.split(': ', 1)[1]} max |diff| {v:.1e}" for k, v in worst.items() if k.startswith("old"))
+            or "identical"
+        )
+        + " (every other metric identical; the embedding metrics now do not depend on the batch a chunk is "
+        "encoded in, see docs: Metrics, Semantic similarity)."
+    )
+
+
 def markdown(rows: list[dict[str, Any]], old_label: str) -> tuple[str, str, str]:
     enc_rows = [r for r in rows if r.get("variant") == "encoder"]
     part = next(r for r in rows if r.get("variant") == "parts")
@@ -346,21 +367,7 @@ def markdown(rows: list[dict[str, Any]], old_label: str) -> tuple[str, str, str]
                 with_ci(*mean_ci(whole["default"])) + "×" if whole.get("default") else "(not measured)",
             ),
             "",
-            "Scores of the first repetition: "
-            + (
-                "identical between `--workers 1` and the default (every metric, bit for bit); "
-                if not any(k.startswith("workers1") for k in worst)
-                else "`--workers 1` vs default differ: "
-                + ", ".join(f"{k} {v:.1e}" for k, v in worst.items() if k.startswith("workers1"))
-                + "; "
-            )
-            + "old vs new: "
-            + (
-                ", ".join(f"{k.split(': ', 1)[1]} max |diff| {v:.1e}" for k, v in worst.items() if k.startswith("old"))
-                or "identical"
-            )
-            + " (every other metric identical; the embedding metrics now do not depend on the batch a chunk is "
-            "encoded in, see docs: Metrics, Semantic similarity).",
+            _scores_sentence(worst),
             "",
             "**The plan for a GPU node** (`--device cuda`), from parts measured here (`parts`: one process, one "
             f"thread, the same {part['convs']} conversations):",

@@ -14,6 +14,7 @@ from wikihowagent.runs import INDEX_HTML, PROBLEMS_TXT
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.progress import Progress, TaskID
 
     from .core import ReportResult
     from .sources import Problems
@@ -104,7 +105,7 @@ def report(
     from wikihowagent.processes import parse_workers
 
     from .core import ReportError, build_report
-    from .sources import Problems, ReportInputError, count_lines, expand
+    from .sources import Problems, ReportInputError
 
     err = make_console()
     problems = Problems()
@@ -124,14 +125,7 @@ def report(
         ) as progress:
             read = progress.add_task("read", total=None)
             write = progress.add_task("write", total=None, visible=False)
-
-            def count() -> None:  # the records to read, counted beside the reading: the bar's total comes later
-                try:
-                    progress.update(read, total=count_lines(expand(runs, Problems())) or None)
-                except Exception:  # noqa: BLE001 - the reading itself says what is wrong with the inputs
-                    return
-
-            threading.Thread(target=count, name="report-count", daemon=True).start()
+            threading.Thread(target=_count, args=(runs, progress, read), name="report-count", daemon=True).start()
 
             def on_chunk() -> None:
                 progress.update(write, advance=1, visible=True)
@@ -157,6 +151,16 @@ def report(
         print_error(str(exc), err)
         raise typer.Exit(2 if isinstance(exc, OutputDirError) else 1) from None
     _print_result(result, problems, err)
+
+
+def _count(runs: list[Path], progress: Progress, task: TaskID) -> None:
+    """The records to read, counted beside the reading: the progress bar's total, a few seconds in."""
+    from .sources import Problems, count_lines, expand
+
+    try:
+        progress.update(task, total=count_lines(expand(runs, Problems())) or None)
+    except Exception:  # noqa: BLE001 - the reading itself says what is wrong with the inputs
+        return
 
 
 def _print_result(result: ReportResult, problems: Problems, err: Console) -> None:
