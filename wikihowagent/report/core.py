@@ -250,7 +250,7 @@ def _count(store: ConversationStore, r: ReportRun, status: str) -> int:
     return sum(1 for i in r.rows if store.status[i] == code)
 
 
-def _run_scores(runs: list[ReportRun], store: ConversationStore) -> list[Any]:
+def _run_scores(runs: list[ReportRun], store: ConversationStore) -> list[RunScores]:
     """The runs' rows of the score table, as `evaluate`'s summary reads them."""
 
     return [
@@ -307,10 +307,11 @@ def _write_site(
     scored = [r for r in runs if any(store.score_row[i] >= 0 for i in r.rows)]
     with ThreadPoolExecutor(1, thread_name_prefix="report-tables") as pool:
         # Tables 1/2 beside the chunks and figures: their bootstrap is numpy, which lets the writing run
-        tables_html = pool.submit(_tables_html, scored, store, rubrics)
+        rs = _run_scores(scored, store)
+        tables_html = pool.submit(_tables_html, scored, rs, rubrics)
         n_chunks = write_chunks(d, runs, store, values, on_chunk)
         write_index_data(d, runs, store, values, n_chunks)
-        figures = _write_figures(d, scored, store, values, rubrics, problems)
+        figures = _write_figures(d, scored, rs, store, values, rubrics, problems)
         tables = tables_html.result()
     align_html = copy_alignment(d, alignment, problems) if alignment else ""
     ctx = SiteContext(d, runs, store, values, metrics, rubrics, problems, cases=cases, compare=compare)
@@ -326,16 +327,17 @@ def _write_site(
 def _write_figures(
     d: Path,
     scored: list[ReportRun],
+    rs: list[RunScores],
     store: ConversationStore,
     values: MetricValues,
     rubrics: list[str],
     problems: Problems,
 ) -> list[tuple[str, str]]:
-    """[(caption, relative path)] of the figures written of the `scored` runs (those with scores)."""
+    """[(caption, relative path)] of the figures written of the `scored` runs (those with scores; `rs`: their
+    score tables)."""
     if not scored:
         problems.add("no run has scores: no tables or figures (run `wikihowagent evaluate` on the runs)")
         return []
-    rs = _run_scores(scored, store)
     comp = [m for m in values.metrics if m in PERCENT_METRICS]
     by_model: dict[str, list[int]] = {}  # model -> its scored conversations
     for r in scored:
@@ -353,14 +355,13 @@ def _write_figures(
     return out
 
 
-def _tables_html(scored: list[ReportRun], store: ConversationStore, rubrics: list[str]) -> str:
+def _tables_html(scored: list[ReportRun], rs: list[RunScores], rubrics: list[str]) -> str:
     """The HTML of Tables 1/2 of the `scored` runs (those with scores), as `evaluate --tables` computes them: CIs
     over tutorials and paired arrows; the paper's raw arrows for paper-mode scores."""
     if not scored:
         return ""
     setups = {r.name: (r.teacher or r.model, r.learner or r.teacher or r.model) for r in scored}
     stats = TableStats(paired=not any("paper" in (r.mode or "") for r in scored))
-    rs = _run_scores(scored, store)
     tables = paper_tables(rs, setups, rubrics, stats)
     return summary_tables([(title, t) for _, title, t in tables], {r.name: r.table for r in rs})
 
