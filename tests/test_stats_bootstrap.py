@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pytest
 
 from wikihowagent.stats import bootstrap
 from wikihowagent.stats.bootstrap import bootstrap_ci, percentile_ci
@@ -60,7 +61,7 @@ def test_nothing_to_resample_gives_no_ci():
 
 def test_the_callers_ci_is_the_shared_bootstrap_of_their_statistic():
     """judge-check's accuracy CI and the paired runs' difference CI are the shared bootstrap of a mean, with the
-    draws of numpy's default_rng(seed) in the same order."""
+    draws of numpy's default_rng(seed) in the same order (the difference's as counts: equal up to rounding)."""
     from wikihowagent.judgecheck.accuracy import bootstrap_ci as accuracy_ci
     from wikihowagent.stats.paired import paired_compare
 
@@ -75,7 +76,7 @@ def test_the_callers_ci_is_the_shared_bootstrap_of_their_statistic():
     idx = np.random.default_rng(4).integers(0, len(d), size=(800, len(d)))
     want = np.percentile(d[idx].mean(axis=1), [50 * (1 - 0.95), 100 - 50 * (1 - 0.95)])
     got = paired_compare(a, b, n_boot=800, seed=4)
-    assert (got.ci_low, got.ci_high) == tuple(want)
+    assert (got.ci_low, got.ci_high) == pytest.approx(tuple(want), rel=1e-12, abs=1e-12)
     assert got.ci_low < got.diff < got.ci_high
 
 
@@ -88,3 +89,43 @@ def test_align_correlation_cis_need_10_resamples_defined():
     assert r.ci_low < r.value < r.ci_high <= 1.0
     none = correlate([1, 2, 3, 4, 5], [2, 1, 4, 3, 5], n_boot=5, seed=1)  # 5 resamples: fewer than 10
     assert math.isnan(none.coefs["pearson"].ci_low) and math.isfinite(none.coefs["pearson"].value)
+
+
+def test_counts_are_the_resamples_of_bootstrap_ci_whatever_the_chunks(monkeypatch):
+    """`bootstrap_counts_ci` sees the resamples `bootstrap_ci` sees, as counts: kept whole, or counted chunk by
+    chunk when they are not kept; a sum over the drawn items is the same either way (up to rounding)."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=37)
+    seen: list[np.ndarray] = []
+    bootstrap_ci(lambda idx: seen.append(idx) or x[idx].sum(axis=1), 37, 300, seed=9)
+    want = np.concatenate([bootstrap.multiplicities(idx, 37) for idx in seen])
+    assert want.shape == (300, 37) and (want.sum(axis=1) == 37).all()
+    assert (want[0] == np.bincount(np.concatenate(seen)[0], minlength=37)).all()
+
+    def counted(drawn: np.ndarray) -> np.ndarray:
+        got.append(drawn)
+        return bootstrap.drawn_sums(drawn, x)
+
+    got: list[np.ndarray] = []
+    kept = bootstrap.bootstrap_counts_ci(counted, 37, 300, seed=9)
+    assert len(got) == 1 and (got[0] == want).all()
+    monkeypatch.setattr(bootstrap, "CHUNK_ELEMENTS", 100)
+    monkeypatch.setattr(bootstrap, "CACHE_ELEMENTS", 0)
+    got = []
+    chunked = bootstrap.bootstrap_counts_ci(counted, 37, 300, seed=9)
+    assert len(got) > 1 and (np.concatenate(got) == want).all()
+    assert chunked == pytest.approx(kept, rel=1e-12)
+    assert kept == pytest.approx(bootstrap_ci(lambda idx: x[idx].sum(axis=1), 37, 300, seed=9), rel=1e-12)
+
+
+def test_a_value_that_is_not_finite_counts_only_where_it_is_drawn():
+    """As in a gathered sum: a resample that does not draw the inf is finite, one that draws it is inf (a
+    matrix product alone would give 0 x inf = nan everywhere)."""
+    values = np.array([1.0, np.inf, 2.0, np.nan])
+    idx = np.array([[0, 0, 2, 2], [1, 0, 2, 0], [3, 0, 0, 0], [0, 2, 0, 2]])
+    drawn = bootstrap.multiplicities(idx, 4)
+    want = values[idx].sum(axis=1)
+    got = bootstrap.drawn_sums(drawn, values)
+    np.testing.assert_array_equal(got, want)
+    two = np.stack([values, values * 2], axis=1)
+    np.testing.assert_array_equal(bootstrap.drawn_sums(drawn, two), two[idx].sum(axis=1))

@@ -16,10 +16,20 @@ the pairing.
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
-from wikihowagent.stats.paired import ALPHA, BOOTSTRAP, Paired, bootstrap_mean_ci, group_sums, holm, paired_compare
+from wikihowagent.stats.paired import (
+    ALPHA,
+    BOOTSTRAP,
+    Groups,
+    Paired,
+    bootstrap_mean_ci,
+    group_sums,
+    holm,
+    paired_compare,
+)
 
 
 @dataclass(frozen=True)
@@ -31,14 +41,25 @@ class TableStats:
     paired: bool = True
 
 
-def _groups(table: Any) -> list[str]:
-    """Per row: its tutorial id (the bootstrap's cluster), else its own conversation id."""
+_GROUPS: dict[int, tuple[weakref.ref[Any], Groups]] = {}  # id(table) -> (the table, its rows' clusters)
+
+
+def _groups(table: Any) -> Groups:
+    """Per row: its tutorial id (the bootstrap's cluster), else its own conversation id; factorized once per
+    table (a table's cells and tests all group its rows the same way)."""
+    key = id(table)
+    hit = _GROUPS.get(key)
+    if hit is not None and hit[0]() is table:
+        return hit[1]
     ids = zip(table.meta["tutorial_id"].tolist(), table.meta["conversation_id"].tolist(), strict=True)
-    return [t or f"conversation:{c}" for t, c in ids]  # lists: a pandas column read an element at a time is slow
+    groups = Groups([t or f"conversation:{c}" for t, c in ids])  # lists: a pandas column read element-wise is slow
+    _GROUPS[key] = (weakref.ref(table, lambda _: _GROUPS.pop(key, None)), groups)
+    return groups
 
 
 def run_sums(table: Any, metric: str) -> dict[str, tuple[float, int]]:
-    return group_sums(_groups(table), table.column(metric))
+    values = table.values[metric].to_numpy(dtype=float) if metric in table.values else table.column(metric)
+    return group_sums(_groups(table), values)
 
 
 def values_ci(table: Any, values: list[float | None], opts: TableStats) -> tuple[float, float]:

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .bootstrap import resamples
+from .bootstrap import multiplicities, resamples
 from .correlation import centred, group_codes, weighted_pearson
 from .paired import LEVEL
 
@@ -206,7 +206,7 @@ def _cluster_cis(
     members = [np.flatnonzero(codes == j) for j in range(k)]
     out: dict[str, list[Any]] = {c: [] for c in COEFFICIENTS}
     for idx in resamples(rng, k, n_boot, width=max(1, xs.size // max(k, 1)) * 8):
-        counts = np.stack([np.bincount(row, minlength=k) for row in idx]).astype(float)  # resamples x groups
+        counts = multiplicities(idx, k)  # resamples x groups
         W = counts[:, codes]  # resamples x items
         out["pearson"].append(weighted_pearson(W, xs, ys))
         out["within"].append(weighted_pearson(W, xw, yw))

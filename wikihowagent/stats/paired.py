@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard
 
-from .bootstrap import bootstrap_ci
+from .bootstrap import bootstrap_counts_ci, drawn_sums
 
 ALPHA = 0.05
 BOOTSTRAP = 1000  # default resamples (`--bootstrap N`)
@@ -27,20 +27,41 @@ def _finite(x: float | None) -> TypeGuard[float]:
     return x is not None and not (isinstance(x, float) and math.isnan(x))
 
 
-def group_sums(groups: Sequence[str], values: Sequence[float | None]) -> dict[str, tuple[float, int]]:
+class Groups:
+    """Rows' groups, factorized once (`codes`: each row's group number; `names`: the groups in the order they
+    first appear), for the sums of several columns over the same rows."""
+
+    def __init__(self, groups: Sequence[str]) -> None:
+        import numpy as np
+        import pandas as pd
+
+        self.codes, self.names = pd.factorize(np.asarray(groups, dtype=object), sort=False)
+
+    def sums(self, values: Any) -> dict[str, tuple[float, int]]:
+        """Each row's value (None and NaN left out) -> {group: (sum, count)}, the groups in the order they first
+        have a number; each sum added in row order from 0.0."""
+        import numpy as np
+
+        vals = np.asarray(values, dtype=float)  # None -> nan
+        ok = ~np.isnan(vals)
+        codes, names = self.codes, self.names
+        if not ok.all():
+            codes = codes[ok]
+            seen, first = np.unique(codes, return_index=True)
+            order = seen[np.argsort(first, kind="stable")]  # the groups with a number, by their first one
+            renumber = np.zeros(len(names), dtype=np.intp)
+            renumber[order] = np.arange(len(order))
+            codes, names, vals = renumber[codes], names[order], vals[ok]
+        with np.errstate(over="ignore", invalid="ignore"):  # as Python's floats: inf, and inf - inf = nan
+            sums = np.bincount(codes, weights=vals, minlength=len(names))  # in row order: a Python loop's sums
+        counts = np.bincount(codes, minlength=len(names))
+        return dict(zip(names.tolist(), zip(sums.tolist(), counts.tolist(), strict=True), strict=True))
+
+
+def group_sums(groups: Sequence[str] | Groups, values: Any) -> dict[str, tuple[float, int]]:
     """Each row's group and value -> {group: (sum, count)} over the values that are numbers (None and NaN
     left out), the groups in the order they first have one; each sum added in row order from 0.0."""
-    import numpy as np
-    import pandas as pd
-
-    vals = np.array([math.nan if v is None else v for v in values], dtype=float)
-    ok = ~np.isnan(vals)
-    codes, names = pd.factorize(np.asarray(groups, dtype=object)[ok], sort=False)
-    sums = np.zeros(len(names))
-    with np.errstate(over="ignore", invalid="ignore"):  # as Python's floats: inf, and inf - inf = nan
-        np.add.at(sums, codes, vals[ok])  # unbuffered, in row order: the sums a Python loop would add
-    counts = np.bincount(codes, minlength=len(names))
-    return dict(zip(names.tolist(), zip(sums.tolist(), counts.tolist(), strict=True), strict=True))
+    return (groups if isinstance(groups, Groups) else Groups(groups)).sums(values)
 
 
 def bootstrap_mean_ci(
@@ -59,22 +80,17 @@ def bootstrap_mean_ci(
     cells = np.array([[r.get(g, (0.0, 0)) for g in groups] for r in runs], dtype=float)  # runs x groups x 2
     sums, counts = cells[..., 0], cells[..., 1]
     ones = bool((counts == 1).all())  # one conversation per tutorial and run (the paper's design): n per resample
-    sums_t, counts_t = np.ascontiguousarray(sums.T), np.ascontiguousarray(counts.T)  # tutorials x runs
+    k = len(runs)
+    columns = np.ascontiguousarray((sums if ones else np.concatenate([sums, counts])).T)  # tutorials x (2) runs
 
-    def total(a: Any, idx: Any) -> Any:
-        """runs x resamples: each run's sum over the chunk's resamples, or (one run) as `sums[:, idx].sum(axis=2)`
-        (pairwise); several runs' sums added draw by draw, as numpy adds that strided axis, with long loops."""
-        if a.shape[1] == 1:
-            return a[:, 0].take(idx).sum(axis=1)[None]
-        return a.take(idx.T, axis=0).sum(axis=0).T  # draws x resamples x runs, added along the draws
-
-    def mean_of_means(idx: Any) -> Any:
+    def mean_of_means(drawn: Any) -> Any:
+        """drawn: resamples x tutorials (how many times each is drawn) -> the statistic of each resample."""
+        totals = drawn_sums(drawn, columns)  # resamples x (2) runs: each run's sum (and count) over the resample
         with np.errstate(invalid="ignore", divide="ignore"):
-            n = float(idx.shape[1]) if ones else total(counts_t, idx)
-            means = total(sums_t, idx) / n
-            return np.nanmean(means, axis=0) if len(runs) > 1 else means[0]
+            means = totals / len(groups) if ones else totals[:, :k] / totals[:, k:]
+            return np.nanmean(means, axis=1) if k > 1 else means[:, 0]
 
-    return bootstrap_ci(mean_of_means, len(groups), n_boot, seed, alpha=1 - level, width=len(runs))
+    return bootstrap_counts_ci(mean_of_means, len(groups), n_boot, seed, alpha=1 - level, width=2 * k)
 
 
 @dataclass
@@ -115,7 +131,7 @@ def paired_compare(
     diff = float(d.mean())
     lo = hi = math.nan
     if n_boot > 0:
-        lo, hi = bootstrap_ci(lambda idx: d[idx].mean(axis=1), len(d), n_boot, seed, alpha=1 - level)
+        lo, hi = bootstrap_counts_ci(lambda drawn: drawn_sums(drawn, d) / len(d), len(d), n_boot, seed, alpha=1 - level)
     if len(d) < 2:
         p = math.nan
     elif np.allclose(d, 0.0, atol=1e-12):
