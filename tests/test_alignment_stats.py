@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from wikihowagent.alignment import stats as S
+from wikihowagent.alignment import agreement as S
 from wikihowagent.alignment.annotations import average_judges
 from wikihowagent.alignment.core import overall_scores
 from wikihowagent.alignment.csv_dialect import stars

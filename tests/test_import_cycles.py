@@ -366,7 +366,7 @@ def test_every_package_folder_has_a_floor():
 def test_no_module_imports_a_higher_floor():
     up = upward_imports(import_graph())
     assert not up, (
-        "imports up the floors (corpus/backends -> workflow -> generation -> evaluation -> "
+        "imports up the floors (corpus/backends -> workflow -> generation/metrics/judge -> scores/evaluation -> "
         "alignment/compare -> judge-check/report -> cli): " + "; ".join(up)
     )
 
