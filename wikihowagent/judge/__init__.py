@@ -3,4 +3,4 @@ prompts (`prompts`), the scoring modes and their registry (`modes`, `scoring`), 
 the judge session (`session`), panels of judges (`panel`), calibrated judge scores (`calibrated`), the judge
 and post-test command-line options (`options`) and the concurrency helpers (`gather`).
 
-Importing this package is cheap: heavy libraries are imported inside the functions that need them."""
+Importing this package is cheap: it imports none of its modules (numpy is loaded by `calibrated` only)."""
