@@ -106,7 +106,7 @@ def naive_paper(convs: list[Conversation]) -> list[dict[str, float]]:
     from rouge_score import rouge_scorer
     from sentence_transformers import SentenceTransformer, util
 
-    from wikihowagent.evaluation import metrics as M
+    from wikihowagent.metrics import computational as M
 
     out = []
     for c in convs:
@@ -130,7 +130,7 @@ def naive_paper(convs: list[Conversation]) -> list[dict[str, float]]:
 
 
 def ours(convs: list[Conversation], mode: str, chunk: int = 64) -> list[dict[str, float | None]]:
-    from wikihowagent.evaluation.metrics import Scorers
+    from wikihowagent.metrics.computational import Scorers
 
     scorers = Scorers(mode)
     out = []
@@ -142,7 +142,7 @@ def ours(convs: list[Conversation], mode: str, chunk: int = 64) -> list[dict[str
 def time_sets(sets: dict[str, list[Conversation]]) -> tuple[dict[tuple[str, str], float], float]:
     """Seconds of (a) the paper's way, (b) ours with its numbers and (c) ours' defaults on each set, and the
     largest difference between (a)'s and (b)'s numbers."""
-    import wikihowagent.evaluation.metrics as M
+    import wikihowagent.metrics.computational as M
 
     timing: dict[tuple[str, str], float] = {}
     worst = 0.0
@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
-    from wikihowagent.evaluation.metrics import MiniLM, load_wordnet
+    from wikihowagent.metrics.computational import MiniLM, load_wordnet
 
     sets = {
         "distinct": synth_conversations(args.n, distinct_refs=True),
@@ -250,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         convs
     )
     naive_paper(convs[:1])
-    import wikihowagent.evaluation.metrics as M
+    import wikihowagent.metrics.computational as M
 
     timing, worst = time_sets(sets)
     if worst > 1e-3:

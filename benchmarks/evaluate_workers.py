@@ -71,7 +71,7 @@ def study_files(folder: Path) -> list[Path]:
 
 
 def load_conversations(files: list[Path]) -> list[Any]:
-    from wikihowagent.evaluation.inputs import resolve_inputs
+    from wikihowagent.scores.inputs import resolve_inputs
 
     convs: list[Any] = []
     for src in resolve_inputs(files, WORK):
@@ -80,7 +80,7 @@ def load_conversations(files: list[Path]) -> list[Any]:
 
 
 def texts_of(convs: list[Any]) -> tuple[list[str], list[str]]:
-    from wikihowagent.evaluation import metrics as M
+    from wikihowagent.metrics import computational as M
 
     return [M.reference_text(c) for c in convs], [M.HYPOTHESIS["default"](c) for c in convs]
 
@@ -89,7 +89,7 @@ def encoder_alone(files: list[Path], out: Path) -> None:
     """The encoder as a program that only embeds: unique chunks, length-sorted batches of 32, torch's threads."""
     import torch
 
-    from wikihowagent.evaluation.metrics import MiniLM
+    from wikihowagent.metrics.computational import MiniLM
 
     convs = load_conversations(files)
     lm = MiniLM()
@@ -115,7 +115,7 @@ def parts(files: list[Path], out: Path) -> None:
     """CPU seconds per conversation (one thread) of each part of scoring, and the encoder's pieces per conversation."""
     import torch
 
-    from wikihowagent.evaluation import metrics as M
+    from wikihowagent.metrics import computational as M
 
     torch.set_num_threads(1)
     clock = time.thread_time

@@ -83,7 +83,7 @@ def people_figures(study: Path, scores: list[Path]) -> list[Figure]:
 
 def check_figure(check_dir: Path, scoring: str, evaluator: str) -> Figure:
     """judge-check's accuracy over the targeted cells, its CI resampling conversations (judge-check's own)."""
-    from wikihowagent.evaluation.judge import load_rubrics
+    from wikihowagent.judge.rubric_judge import load_rubrics
     from wikihowagent.judgecheck.accuracy import mean_accuracy_samples
     from wikihowagent.judgecheck.analysis import cell_wins
     from wikihowagent.judgecheck.judgments import read_judgments

@@ -46,7 +46,7 @@ MODELS = ("deepseek-llm", "qwen2", "gemma", "olmo2", "openchat", "llama3", "phi4
 TUTORIALS = 14_287
 SHARDS = 50  # score shards per run: 8 x 50 = 400, as an array of 400 tasks would write them
 SAMPLE_SHARDS = 4  # evaluate processes over the sample
-CHUNK = 64  # evaluate --shard's block (evaluation/shards.py)
+CHUNK = 64  # evaluate --shard's block (scores/shards.py)
 SEED = 2025
 HUMANS = ("judge_1.csv", "judge_2.csv")
 STUDY = ROOT.parent / "shared" / "human-study"
@@ -307,8 +307,8 @@ def copy_scores(work: Path, study: Path, tutorials: int) -> None:
     the blocks K, K+50, ...; `shard.json` with the sample's fingerprint for this run and the state of its
     conversations file), each conversation with the sample's scores of the study conversation its text was
     copied from."""
-    from wikihowagent.evaluation.shards import write_shard_info
     from wikihowagent.runs import SCORE_SHARDS_DIR, iter_jsonl
+    from wikihowagent.scores.shards import write_shard_info
     from wikihowagent.shards import input_state
 
     copies = Copies(study, tutorials)

@@ -50,7 +50,7 @@ def make_set(
     source: Path, out: Path, seed: int, transforms: list[str], strict: bool = False, force: bool = False, say=print
 ) -> list[Path]:
     """Transform every article of `source` into `out`; returns the files written. Raises ValiditySetError."""
-    from wikihowagent.evaluation.metrics import load_wordnet
+    from wikihowagent.metrics.computational import load_wordnet
 
     check_out(out)
     existing = sorted(out.rglob("*.json")) if out.exists() else []

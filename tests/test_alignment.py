@@ -408,7 +408,7 @@ def test_aligned_rubrics_are_the_shipped_rubric_file():
     column for each."""
     from wikihowagent.alignment.schema import METRICS as ours
     from wikihowagent.alignment.schema import SHEET_METRICS
-    from wikihowagent.evaluation.judge import load_rubrics
+    from wikihowagent.judge.rubric_judge import load_rubrics
 
     assert ours == tuple(load_rubrics())
     assert sorted(SHEET_METRICS) == sorted(m.lower() for m in load_rubrics())
@@ -430,7 +430,7 @@ def test_rubric_names_are_spelled_in_the_rubric_file_only():
     from wikihowagent/data/rubrics.json. The sheet layout is the file's `sheet_column`, which the judge never sees."""
     import ast
 
-    from wikihowagent.evaluation.judge import load_rubrics, rubrics_sha256
+    from wikihowagent.judge.rubric_judge import load_rubrics, rubrics_sha256
 
     names = {n.lower() for n in load_rubrics()}
     pkg = Path(__file__).resolve().parent.parent / "wikihowagent"

@@ -157,8 +157,8 @@ def test_a_neutralised_id_reads_back_exactly_from_every_csv_people_open(tmp_path
 
     from wikihowagent.alignment.annotations import read_human_file
     from wikihowagent.alignment.blind import key_csv, read_key
+    from wikihowagent.alignment.csv_dialect import csv_text
     from wikihowagent.alignment.schema import sheet_columns
-    from wikihowagent.alignment.tables import csv_text
     from wikihowagent.csvcells import people_csv, read_people_csv, read_people_frame
 
     d = tmp_path_factory.mktemp("ids")

@@ -437,8 +437,8 @@ def test_discover_runs_finds_paper_compat_and_rescored_scores(tmp_path):
 
 def test_paper_run_name_pattern_allows_an_empty_job(tmp_path):
     from wikihowagent.alignment.sources import model_label
-    from wikihowagent.evaluation.inputs import resolve_inputs
     from wikihowagent.paper_format import PAPER_RUN_RE
+    from wikihowagent.scores.inputs import resolve_inputs
 
     # evaluate and align read the run-file name through the same pattern (wikihowagent.paper_format)
     paper = tmp_path / "T-qwen_L-gemma_E-gpt_.json"

@@ -117,7 +117,7 @@ def test_the_only_scores_file_unreadable_is_an_error(study):
 
 
 def test_other_legacy_encodings_are_detected(tmp_path):
-    from wikihowagent.alignment.tables import decode_table
+    from wikihowagent.alignment.csv_dialect import decode_table
 
     text = "conversation_id,comment\nc1,Ѓ ђ Привет, это тест на кодировку файла\n"
     data = text.encode("cp1251")

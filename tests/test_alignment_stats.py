@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from wikihowagent.alignment import stats as S
+from wikihowagent.alignment import agreement as S
 from wikihowagent.alignment.annotations import average_judges
 from wikihowagent.alignment.core import overall_scores
-from wikihowagent.alignment.tables import stars
+from wikihowagent.alignment.csv_dialect import stars
 
 
 def _ratings(rng, n, halves=False):
@@ -177,7 +177,7 @@ def test_weighted_kappa_equals_sklearn_on_random_labels():
 
 
 def test_csv_cells_keep_tiny_p_values():
-    from wikihowagent.alignment.tables import fmt
+    from wikihowagent.alignment.csv_dialect import fmt
 
     assert float(fmt(1.234e-300)) == pytest.approx(1.234e-300)
     assert fmt(float("nan")) == "" and fmt(None) == "" and fmt(0.5) == "0.5" and fmt(3) == "3"

@@ -330,10 +330,10 @@ def test_paper_scale_builds_runs_as_generate_writes_them_with_the_study_inside(t
 
 def test_paper_scale_writes_score_shards_as_evaluate_does_and_merge_takes_them(tmp_path):
     """Each run's copied scores in 50 shards: shard K holds the blocks of 64 `evaluate --shard K/50` scores
-    (evaluation/shards.py's own filter), each conversation with the scores of the study conversation its text
+    (scores/shards.py's own filter), each conversation with the scores of the study conversation its text
     copies; `merge` accepts them (fingerprints, the conversations file's state)."""
     from benchmarks import paper_scale as ps
-    from wikihowagent.evaluation.shards import shard_filter
+    from wikihowagent.scores.shards import shard_filter
     from wikihowagent.shards import merge_run
 
     study, n = _study(tmp_path / "study"), 300

@@ -14,7 +14,7 @@ from fake_servers import FakeOpenAI
 from typer.testing import CliRunner
 
 from wikihowagent.backends import Capabilities
-from wikihowagent.evaluation.checklist import (
+from wikihowagent.judge.checklist import (
     ChecklistError,
     answer_word,
     chosen_steps,
@@ -25,7 +25,7 @@ from wikihowagent.evaluation.checklist import (
     read_answer,
     rubric_score,
 )
-from wikihowagent.evaluation.judge import load_rubrics
+from wikihowagent.judge.rubric_judge import load_rubrics
 
 FIXTURES = Path(__file__).parent / "fixtures" / "evaluation"
 RUBRICS = list(load_rubrics())
@@ -537,7 +537,7 @@ def test_a_refused_item_call_fails_that_item_only():
 
     from langchain_core.messages import AIMessage
 
-    from wikihowagent.evaluation.scoring import ChecklistScorer
+    from wikihowagent.judge.scoring import ChecklistScorer
     from wikihowagent.records import Conversation, Turn
 
     class BadRequestError(Exception):

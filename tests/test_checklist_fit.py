@@ -13,8 +13,8 @@ import pytest
 from typer.testing import CliRunner
 
 from wikihowagent.alignment.checklist_fit import fit_weights, out_of_fold, predict
-from wikihowagent.evaluation.checklist import load_checklist
-from wikihowagent.evaluation.judge import load_rubrics
+from wikihowagent.judge.checklist import load_checklist
+from wikihowagent.judge.rubric_judge import load_rubrics
 from wikihowagent.records import ChecklistItemScore, JudgeProvenance, ScoreRecord
 
 RUBRICS = list(load_rubrics())
@@ -231,7 +231,7 @@ def test_align_fit_checklist_writes_weights_that_evaluate_applies_or_refuses(tmp
     ],
 )
 def test_bad_weights_files_are_one_line_errors(tmp_path, mutate, expect):
-    from wikihowagent.evaluation.checklist import ChecklistError, load_weights
+    from wikihowagent.judge.checklist import ChecklistError, load_weights
 
     w = {
         "kind": "wikihowagent-checklist-weights",

@@ -438,7 +438,7 @@ def test_bad_input_one_line(tmp_path):
 
 def fake_checklist_judge():
     """Yes/no items: the more detail the teacher gives, the more likely the good answer (either polarity)."""
-    from wikihowagent.evaluation.checklist import load_checklist
+    from wikihowagent.judge.checklist import load_checklist
 
     cl = load_checklist(None, RUBRICS)
     bad = {it.text for items in cl.rubric_items.values() for it in items if it.polarity == "yes-bad"}

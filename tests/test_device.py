@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from wikihowagent.cli import app
-from wikihowagent.evaluation.metrics import MetricError, resolve_device
+from wikihowagent.metrics.computational import MetricError, resolve_device
 
 FIX = Path(__file__).parent / "fixtures" / "evaluation"
 

@@ -17,8 +17,8 @@ from helpers import one_line_error, synthetic_run
 from typer.testing import CliRunner
 
 from wikihowagent.cli import app
-from wikihowagent.evaluation import metrics as M
-from wikihowagent.evaluation.inputs import resolve_inputs
+from wikihowagent.metrics import computational as M
+from wikihowagent.scores.inputs import resolve_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT_METRICS = [m for m in M.DEFAULT_METRICS if m not in M.EMBEDDING_METRICS]  # no model loaded
@@ -54,7 +54,7 @@ def test_the_workers_default_is_the_cores_available():
 def test_worker_processes_score_as_one_process(tmp_path):
     """The pool starts for a chunk of at least two conversations per worker; its scores equal the in-process ones
     and come back in the chunk's order."""
-    from wikihowagent.evaluation.workers import ScorerPool, make_scorers
+    from wikihowagent.metrics.workers import ScorerPool, make_scorers
 
     run = synthetic_run(tmp_path, 9)
     convs = list(resolve_inputs([run], tmp_path)[0].conversations(on_error=pytest.fail))

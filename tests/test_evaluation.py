@@ -17,13 +17,13 @@ from helpers import HOSTILE_JSON, append_line, one_line_error, run_copy
 from typer.testing import CliRunner
 
 from wikihowagent.cli import app
-from wikihowagent.evaluation import metrics as M
-from wikihowagent.evaluation.inputs import InputError, InputSource, resolve_inputs
-from wikihowagent.evaluation.judge import Judge, RubricError, check_value, load_rubrics, parse_scores, rubrics_sha256
-from wikihowagent.evaluation.runner import EvalOptions, EvaluateError, Evaluation, select_metrics
-from wikihowagent.evaluation.summary import display_rows, load_run_scores, markdown_table, summarize
+from wikihowagent.judge.rubric_judge import Judge, RubricError, check_value, load_rubrics, parse_scores, rubrics_sha256
+from wikihowagent.metrics import computational as M
 from wikihowagent.paper_format import RecordError, to_conversation
 from wikihowagent.records import Conversation, Turn
+from wikihowagent.scores.inputs import InputError, InputSource, resolve_inputs
+from wikihowagent.scores.runner import EvalOptions, EvaluateError, Evaluation, select_metrics
+from wikihowagent.scores.summary import display_rows, load_run_scores, markdown_table, summarize
 from wikihowagent.testing import ScriptedChatModel
 
 FIX = Path(__file__).parent / "fixtures" / "evaluation"
@@ -384,7 +384,7 @@ def test_judge_request_refused_is_a_failure_not_an_abort():
 
 
 def test_judge_unreachable_stops_with_one_line():
-    from wikihowagent.evaluation.judge import JudgeBackendError
+    from wikihowagent.judge.rubric_judge import JudgeBackendError
 
     def script(p):
         raise ConnectionError("connection refused\nmore detail")
@@ -681,7 +681,7 @@ def test_summary_numbers(tmp_path):
 
 
 def test_summary_md_escapes_a_metric_name_from_a_file(tmp_path):
-    from wikihowagent.evaluation.summary import write_summary
+    from wikihowagent.scores.summary import write_summary
 
     name = "<img src=x onerror=alert(1)>"
     path = tmp_path / "a" / "scores.jsonl"
@@ -693,7 +693,7 @@ def test_summary_md_escapes_a_metric_name_from_a_file(tmp_path):
 
 
 def test_by_domain(tmp_path):
-    from wikihowagent.evaluation.summary import by_domain
+    from wikihowagent.scores.summary import by_domain
 
     a = tmp_path / "a.jsonl"
     _write_scores(
@@ -892,7 +892,7 @@ def _structured_model(fail):
     ],
 )
 def test_judge_transport_error_in_structured_mode_is_a_backend_error(make_exc):
-    from wikihowagent.evaluation.judge import JudgeBackendError
+    from wikihowagent.judge.rubric_judge import JudgeBackendError
 
     llm = _structured_model(make_exc)
     judge = Judge(llm, RUBRICS, retries=0, concurrency=2)
@@ -1033,7 +1033,7 @@ def test_slow_judge_call_does_not_hold_up_the_next_chunks(tmp_path):
 
 
 def test_unreachable_judge_mid_stream_stops_and_the_rerun_resumes(tmp_path):
-    from wikihowagent.evaluation.judge import JudgeBackendError
+    from wikihowagent.judge.rubric_judge import JudgeBackendError
 
     run = tmp_path / "run"
     shutil.copytree(FIX / "run_small", run)

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from helpers import synthetic_run
 
-from wikihowagent.evaluation import metrics as M
-from wikihowagent.evaluation.inputs import InputSource
+from wikihowagent.metrics import computational as M
 from wikihowagent.records import Conversation, Turn
+from wikihowagent.scores.inputs import InputSource
 
 FIX = Path(__file__).parent / "fixtures" / "evaluation"
 SHORT_REF = "Fill a container with salt.\nSqueeze a little tempera paint into the salt. Mix it well."
@@ -94,7 +94,7 @@ def test_a_conversations_similarity_does_not_depend_on_its_neighbours(scorers, t
     by worker processes (`--workers`): a chunk's padding and the thread count once changed the seventh digit."""
     import torch
 
-    from wikihowagent.evaluation.workers import make_scorers
+    from wikihowagent.metrics.workers import make_scorers
 
     run = synthetic_run(tmp_path, 6, repeat=8)  # teacher texts of several chunks, of different lengths
     convs = list(InputSource(path=run, kind="run", name="run").conversations(on_error=pytest.fail))
@@ -120,7 +120,7 @@ def test_a_conversations_similarity_does_not_depend_on_its_neighbours(scorers, t
 
 @pytest.mark.slow  # loads the encoder
 def test_a_resumed_run_has_the_similarity_scores_of_an_uninterrupted_one(scorers, tmp_path):
-    from wikihowagent.evaluation.runner import EvalOptions, Evaluation
+    from wikihowagent.scores.runner import EvalOptions, Evaluation
 
     run = synthetic_run(tmp_path, 12, repeat=4)
     src = InputSource(path=run, kind="run", name="run")
@@ -153,7 +153,7 @@ def test_one_judge_call_with_the_embedded_model():
     """A real reply of the embedded llama.cpp model, read by structured output or the text parser."""
     backends = pytest.importorskip("wikihowagent.backends")
     from wikihowagent.config import LocalModelSettings, ModelSettings
-    from wikihowagent.evaluation.judge import Judge, load_rubrics
+    from wikihowagent.judge.rubric_judge import Judge, load_rubrics
 
     rubrics = load_rubrics()
     try:

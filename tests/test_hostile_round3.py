@@ -67,7 +67,7 @@ def test_evaluate_names_a_file_or_directory_whose_name_is_dot_dot_safely(tmp_pat
     run = run_copy(tmp_path)
     (run / "run.json").write_text(json.dumps({**json.loads((run / "run.json").read_text()), "name": ""}))
     (run / "sub").mkdir()
-    from wikihowagent.evaluation.inputs import resolve_inputs
+    from wikihowagent.scores.inputs import resolve_inputs
 
     (src,) = resolve_inputs([run / "sub" / ".."], tmp_path)
     assert src.name == "run"
@@ -102,7 +102,7 @@ def test_one_name_rule_for_runs_and_sweeps():
 
 
 def test_a_panel_judge_spec_never_names_the_parent_folder(tmp_path):
-    from wikihowagent.evaluation.panel import judge_scores_path, judge_slug
+    from wikihowagent.judge.panel import judge_scores_path, judge_slug
 
     for spec in ("..", ".", "./..", "_.._"):
         assert judge_slug(spec) not in ("", ".", ".."), spec
@@ -272,7 +272,7 @@ def test_tampered_calibration_is_one_line_in_evaluate_and_report(tmp_path):
 def test_calibrated_columns_have_the_rubric_range_in_the_report():
     import pandas as pd
 
-    from wikihowagent.evaluation.metrics import value_range
+    from wikihowagent.metrics.computational import value_range
     from wikihowagent.report.sources import Problems, drop_out_of_range
     from wikihowagent.scoretable import ScoreTable
 
@@ -410,7 +410,7 @@ def test_report_compare_with_a_non_utf8_table_is_a_problem_not_a_traceback(tmp_p
 def test_a_custom_rubric_cannot_be_named_overall(tmp_path, name):
     from wikihowagent.alignment.schema import OVERALL as ALIGN_OVERALL
     from wikihowagent.compare.analysis import OVERALL as COMPARE_OVERALL
-    from wikihowagent.evaluation.judge import (
+    from wikihowagent.judge.rubric_judge import (
         RESERVED_RUBRIC_NAMES,
         RubricError,
         load_rubrics,
@@ -448,7 +448,7 @@ def test_an_empty_posttest_learner_is_refused(tmp_path, spec, command):
 
 
 def test_every_metric_range_comes_from_its_registry_entry():
-    from wikihowagent.evaluation import metrics as M
+    from wikihowagent.metrics import computational as M
 
     for name in (M.LEARNING_GAIN, M.DETAIL_GAIN, M.ORDER):
         assert M.value_range(name) == (-1.0, 1.0), name

@@ -19,8 +19,8 @@ from typer.testing import CliRunner
 from wikihowagent.backends import Capabilities
 from wikihowagent.cli import app
 from wikihowagent.config import resource_path
-from wikihowagent.evaluation.checklist import ChecklistError, load_checklist, read_answer
-from wikihowagent.evaluation.judge import load_rubrics
+from wikihowagent.judge.checklist import ChecklistError, load_checklist, read_answer
+from wikihowagent.judge.rubric_judge import load_rubrics
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = resource_path("data", "checklists.json")
@@ -182,7 +182,7 @@ def test_checklist_json_that_json_would_half_accept_is_refused(tmp_path, raw, ex
 def test_braces_quotes_and_format_fields_in_items_stay_literal_text(tmp_path):
     odd = "Does the teacher write \"{step}\", {0}, {__class__} or '%s' {{x}}?"
     p = _checklist(tmp_path, lambda d: d["rubric_items"]["Clarity"][0].__setitem__("text", odd))
-    from wikihowagent.evaluation.checklist import conversation_items
+    from wikihowagent.judge.checklist import conversation_items
 
     items, _ = conversation_items(load_checklist(p, RUBRICS), ["Use {0} and {headline}. Then %s."], RUBRICS)
     assert odd in [i.question for i in items]
@@ -320,7 +320,7 @@ def test_empty_top_logprobs_read_the_answer_tokens_own_probability_and_its_thres
 
 
 def test_the_weighted_judges_digits_refuse_the_same_impossible_log_probabilities():
-    from wikihowagent.evaluation.scoring import weighted_score
+    from wikihowagent.judge.scoring import weighted_score
 
     for lp in (float("nan"), 0.5, float("inf")):
         meta = {"content": [{"token": "4", "logprob": lp, "top_logprobs": [{"token": "4", "logprob": lp}]}]}
@@ -356,7 +356,7 @@ def test_a_reply_without_log_probabilities_among_replies_with_them_is_a_failure_
 
     from langchain_core.messages import AIMessage
 
-    from wikihowagent.evaluation.scoring import ChecklistScorer
+    from wikihowagent.judge.scoring import ChecklistScorer
     from wikihowagent.records import Conversation, Turn
 
     class Stub:
@@ -404,7 +404,7 @@ def test_a_server_sending_nan_in_its_json_is_a_call_failure_that_keeps_what_was_
 
 @pytest.fixture(scope="module")
 def wn():
-    from wikihowagent.evaluation.metrics import load_wordnet
+    from wikihowagent.metrics.computational import load_wordnet
 
     return load_wordnet()
 

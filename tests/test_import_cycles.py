@@ -222,7 +222,7 @@ FILE_NAME = re.compile(
     r"^[\w.*{}\-/]*\w\.(jsonl|json|csv|tsv|md|txt|png|yaml|yml|lock|sbatch|graphml|html|js|css|xlsx)$"
 )
 # Names fixed by something else than this project: the model files' own names.
-FOREIGN_NAMES = {"config.json"}  # a sentence-transformers model directory's config (evaluation/metrics.py)
+FOREIGN_NAMES = {"config.json"}  # a sentence-transformers model directory's config (metrics/computational.py)
 
 
 def _docstrings(tree: ast.AST) -> set[int]:
@@ -286,6 +286,9 @@ FLOORS: dict[str, int] = {
     "generation": 2,
     "chat": 2,
     "model": 2,
+    "metrics": 2,
+    "judge": 2,
+    "scores": 3,
     "evaluation": 3,
     "sweep": 3,
     "alignment": 4,
@@ -363,7 +366,7 @@ def test_every_package_folder_has_a_floor():
 def test_no_module_imports_a_higher_floor():
     up = upward_imports(import_graph())
     assert not up, (
-        "imports up the floors (corpus/backends -> workflow -> generation -> evaluation -> "
+        "imports up the floors (corpus/backends -> workflow -> generation/metrics/judge -> scores/evaluation -> "
         "alignment/compare -> judge-check/report -> cli): " + "; ".join(up)
     )
 
@@ -464,22 +467,21 @@ LAZY_OWN_IMPORTS_LEFT: dict[str, int] = {
     "wikihowagent.backends.spec": 1,
     "wikihowagent.chat.core": 1,
     "wikihowagent.corpus.core": 1,
-    "wikihowagent.corpus.stats": 1,
-    "wikihowagent.evaluation.checklist": 1,
+    "wikihowagent.corpus.corpus_stats": 1,
+    "wikihowagent.judge.checklist": 1,
     "wikihowagent.evaluation.core": 33,
     "wikihowagent.evaluation.endpoints": 1,
-    "wikihowagent.evaluation.judge": 1,
-    "wikihowagent.evaluation.judge_prompts": 1,
-    "wikihowagent.evaluation.options": 5,
-    "wikihowagent.evaluation.panel": 2,
-    "wikihowagent.evaluation.posttest": 1,
-    "wikihowagent.evaluation.runner": 12,
-    "wikihowagent.evaluation.scoring": 6,
-    "wikihowagent.evaluation.session": 7,
+    "wikihowagent.judge.rubric_judge": 1,
+    "wikihowagent.judge.prompts": 1,
+    "wikihowagent.judge.options": 5,
+    "wikihowagent.judge.panel": 2,
+    "wikihowagent.metrics.posttest": 1,
+    "wikihowagent.scores.runner": 12,
+    "wikihowagent.judge.scoring": 6,
+    "wikihowagent.judge.session": 7,
     "wikihowagent.generation.core": 1,
     "wikihowagent.presets": 1,
     "wikihowagent.runs": 4,
-    "wikihowagent.stats": 2,  # the shared --bootstrap/--seed options: typer and the console's panel, for commands
     "wikihowagent.workflow.graph": 1,
     "wikihowagent.workflow.likelihood": 1,
 }

@@ -14,9 +14,9 @@ from fake_servers import FakeOpenAI
 from helpers import HOSTILE_JSON, append_line, one_line_error
 from typer.testing import CliRunner
 
-from wikihowagent.evaluation.coverage import echo_rate, step_coverage
 from wikihowagent.judgecheck import perturbations as P
 from wikihowagent.judgecheck.core import bootstrap_ci, win
+from wikihowagent.metrics.coverage import echo_rate, step_coverage
 from wikihowagent.records import Conversation, Turn
 
 FIXTURES = Path(__file__).parent / "fixtures" / "evaluation"

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 sys.path.insert(0, str(Path(__file__).parent))
 from test_evaluation import FIX, RUBRIC_NAMES, evaluate_app  # noqa: E402
 
-from wikihowagent.evaluation import metrics as M  # noqa: E402
+from wikihowagent.metrics import computational as M  # noqa: E402
 from wikihowagent.runs import read_scores  # noqa: E402
 from wikihowagent.testing import ScriptedChatModel  # noqa: E402
 

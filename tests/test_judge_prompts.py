@@ -10,8 +10,7 @@ import pytest
 from fake_servers import FakeOpenAI
 from typer.testing import CliRunner
 
-from wikihowagent.evaluation.judge import load_rubrics
-from wikihowagent.evaluation.judge_prompts import (
+from wikihowagent.judge.prompts import (
     CUT_MARK,
     DEFAULT_PROMPT,
     LEGACY_PROMPT,
@@ -20,7 +19,8 @@ from wikihowagent.evaluation.judge_prompts import (
     load_prompts,
     shorten,
 )
-from wikihowagent.evaluation.scoring import rubric_prompt
+from wikihowagent.judge.rubric_judge import load_rubrics
+from wikihowagent.judge.scoring import rubric_prompt
 from wikihowagent.records import Conversation, Turn
 
 FIXTURES = Path(__file__).parent / "fixtures" / "evaluation"

@@ -13,8 +13,8 @@ from fake_servers import FakeOpenAI
 from typer.testing import CliRunner
 
 from wikihowagent.backends import Capabilities
-from wikihowagent.evaluation.judge import parse_scores
-from wikihowagent.evaluation.scoring import SCORE_TOKENS, text_score, weighted_score
+from wikihowagent.judge.rubric_judge import parse_scores
+from wikihowagent.judge.scoring import SCORE_TOKENS, text_score, weighted_score
 from wikihowagent.testing import ScriptedChatModel
 
 FIXTURES = Path(__file__).parent / "fixtures" / "evaluation"
@@ -404,7 +404,7 @@ class _Llm:
 
 def test_default_mode_is_the_providers_measured_choice_unless_a_holistic_option_is_given():
     from wikihowagent.backends.spec import JUDGE_SCORING_METADATA as KEY
-    from wikihowagent.evaluation.scoring import resolve_mode
+    from wikihowagent.judge.scoring import resolve_mode
 
     embedded = _Llm(True, {KEY: "checklist"})
     assert resolve_mode(None, embedded, "default") == "checklist"
@@ -425,7 +425,7 @@ def test_embedded_provider_declares_checklist(monkeypatch, tmp_path):
     from wikihowagent.backends.spec import JUDGE_SCORING_METADATA as KEY
     from wikihowagent.backends.spec import ResolvedSpec
     from wikihowagent.config import LocalModelSettings, ModelSettings
-    from wikihowagent.evaluation.scoring import preferred_mode
+    from wikihowagent.judge.scoring import preferred_mode
 
     monkeypatch.setattr(
         local,

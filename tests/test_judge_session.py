@@ -1,4 +1,4 @@
-"""The judge session (evaluation/session.py) and the shared judge options (evaluation/options.py) that
+"""The judge session (judge/session.py) and the shared judge options (judge/options.py) that
 `evaluate`, `compare` and `judge-check` use."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typer.core import TyperOption
 
 from wikihowagent.cli import app
 from wikihowagent.compare.request import CompareError
-from wikihowagent.evaluation.options import command_errors
-from wikihowagent.evaluation.runner import EvaluateError
-from wikihowagent.evaluation.session import JudgeEndpoints, JudgeLoop, locked_out, resumable
+from wikihowagent.judge.options import command_errors
+from wikihowagent.judge.session import JudgeEndpoints, JudgeLoop, locked_out, resumable
 from wikihowagent.runs import RunError
+from wikihowagent.scores.runner import EvaluateError
 
 
 class _Ev:

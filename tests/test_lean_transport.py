@@ -236,7 +236,7 @@ def test_retries_follow_the_sdk_rules():
 
 
 def test_context_overflow_is_a_400_the_judge_recognises():
-    from wikihowagent.evaluation.judge import _is_context_error, is_request_error
+    from wikihowagent.judge.rubric_judge import _is_context_error, is_request_error
 
     text = "This model's maximum context length is 8192 tokens; your prompt is too long (context_length_exceeded)"
     srv, url, _ = _status_server([(400, {"error": {"message": text, "code": "context_length_exceeded"}}, {})])

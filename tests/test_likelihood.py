@@ -155,7 +155,7 @@ def test_posttest_likelihood_needs_a_learner(tmp_path):
 
 
 def test_likelihood_gain_is_a_registered_metric_read_from_the_record():
-    from wikihowagent.evaluation import metrics as M
+    from wikihowagent.metrics import computational as M
     from wikihowagent.records import Conversation, LikelihoodTest, PostTest, TestAnswer, Turn
 
     conv = Conversation.from_turns(

@@ -414,7 +414,7 @@ def _estimate(tmp_path: Path) -> Path:
 
 
 def test_the_estimate_is_added_and_refused_in_one_line(tmp_path):
-    from wikihowagent.evaluation import people_estimate as apply_est
+    from wikihowagent.metrics import people_estimate as apply_est
     from wikihowagent.records import ESTIMATE_NAME
 
     path = _estimate(tmp_path)
@@ -442,7 +442,7 @@ def test_the_estimate_is_added_and_refused_in_one_line(tmp_path):
 
 
 def test_an_estimate_file_that_is_not_one_is_refused(tmp_path):
-    from wikihowagent.evaluation import people_estimate as apply_est
+    from wikihowagent.metrics import people_estimate as apply_est
 
     p = tmp_path / "x.json"
     p.write_text(json.dumps({"kind": "wikihowagent-people-estimate", "intercept": 3.0, "predictors": []}))
@@ -497,7 +497,7 @@ def _tampered(doc: dict, case: str) -> str:
 def test_a_tampered_estimate_file_is_refused_in_one_line_naming_the_field(tmp_path, case, field):
     """Strict types, finite values within what the 1-5 scale and each metric's range make sensible, unique
     predictors of known metrics: anything else is refused before any estimate is made, in one line."""
-    from wikihowagent.evaluation import people_estimate as apply_est
+    from wikihowagent.metrics import people_estimate as apply_est
 
     path = _estimate(tmp_path)
     apply_est.load(path)  # the untampered file is fine
@@ -509,7 +509,7 @@ def test_a_tampered_estimate_file_is_refused_in_one_line_naming_the_field(tmp_pa
 
 
 def test_an_estimate_file_with_a_bom_is_read_and_a_huge_one_is_not(tmp_path):
-    from wikihowagent.evaluation import people_estimate as apply_est
+    from wikihowagent.metrics import people_estimate as apply_est
 
     path = _estimate(tmp_path)
     text = path.read_text()

@@ -6,9 +6,9 @@ from typing import get_args
 
 import pytest
 
-from wikihowagent.evaluation import metrics as M
-from wikihowagent.evaluation.summary import header
+from wikihowagent.metrics import computational as M
 from wikihowagent.records import Conversation, Turn
+from wikihowagent.scores.summary import header
 
 
 def conv() -> Conversation:

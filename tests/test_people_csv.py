@@ -15,7 +15,7 @@ from builders import FORMULA_START as DANGER  # noqa: E402
 from builders import is_number as _number
 
 from wikihowagent.csvcells import neutralise, people_frame, read_people_csv, unneutralise  # noqa: E402
-from wikihowagent.evaluation.summary import load_run_scores, summarize, write_summary  # noqa: E402
+from wikihowagent.scores.summary import load_run_scores, summarize, write_summary  # noqa: E402
 
 
 def test_numbers_are_not_formulas_and_everything_round_trips():

@@ -12,7 +12,7 @@ from fake_servers import FakeOpenAI, scripted_reply
 from typer.testing import CliRunner
 
 from wikihowagent.cli import app
-from wikihowagent.evaluation.judge import load_rubrics
+from wikihowagent.judge.rubric_judge import load_rubrics
 from wikihowagent.runs import CONVERSATIONS, RUN_INFO, SCORES, read_conversations, read_run_info, read_scores
 
 RUBRICS = list(load_rubrics())

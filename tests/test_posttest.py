@@ -13,9 +13,9 @@ from helpers import learner_says, make_tutorial, teacher_script
 from typer.testing import CliRunner
 
 from wikihowagent.cli import app
-from wikihowagent.evaluation import metrics as M
-from wikihowagent.evaluation import posttest as P
 from wikihowagent.generation.core import to_record
+from wikihowagent.metrics import computational as M
+from wikihowagent.metrics import posttest as P
 from wikihowagent.records import Conversation, PostTest, TestAnswer, Turn
 from wikihowagent.runs import POSTTESTS, PRETESTS, PretestCache, iter_jsonl, read_posttests, read_scores
 from wikihowagent.testing import ScriptedChatModel
@@ -670,7 +670,7 @@ def test_judge_check_posttest_validity(tmp_path):
 
 
 def test_validity_table_reports_abstentions():
-    from wikihowagent.evaluation.judge import load_rubrics
+    from wikihowagent.judge.rubric_judge import load_rubrics
     from wikihowagent.judgecheck.perturbations import load_perturbations
     from wikihowagent.judgecheck.posttest_check import abstained_shares, validity_table
 
@@ -709,7 +709,7 @@ def test_coverage_tells_a_skip_steps_copy_that_removed_teaching_from_one_that_di
     """A teacher that states every step in the turn tagged with it loses half its Step Coverage in the
     skip_steps copy; one that states them all in its first turn (as the embedded 1.5B teacher tends to) loses
     none, so that pair cannot test the post-test, and the validity table says so."""
-    from wikihowagent.evaluation.judge import load_rubrics
+    from wikihowagent.judge.rubric_judge import load_rubrics
     from wikihowagent.judgecheck.perturbations import load_perturbations
     from wikihowagent.judgecheck.posttest_check import PostTestCheck, coverages, validity_table, variants
 

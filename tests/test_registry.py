@@ -12,9 +12,9 @@ from wikihowagent.backends.calls import with_reply_cap
 from wikihowagent.backends.registry import PROVIDERS, ProviderEntry
 from wikihowagent.backends.spec import JUDGE_SCORING_METADATA, Target
 from wikihowagent.config import LocalModelSettings, ModelSettings
-from wikihowagent.evaluation.modes import SCORING_MODES, ScoringMode
-from wikihowagent.evaluation.options import judge_scoring_option
-from wikihowagent.evaluation.scoring import SampledScorer, ScoringError, make_scorer, resolve_mode
+from wikihowagent.judge.modes import SCORING_MODES, ScoringMode
+from wikihowagent.judge.options import judge_scoring_option
+from wikihowagent.judge.scoring import SampledScorer, ScoringError, make_scorer, resolve_mode
 from wikihowagent.registry import Registry, RegistryError
 from wikihowagent.testing import ScriptedChatModel
 from wikihowagent.workflow.likelihood import LikelihoodError, for_chat_model

@@ -145,7 +145,7 @@ def test_evaluate_prints_bad_lines_and_run_names_literally(tmp_path):
 
 def test_second_evaluate_is_refused_before_any_model_is_loaded(tmp_path, monkeypatch):
     import wikihowagent.backends as backends
-    import wikihowagent.evaluation.runner as runner_mod
+    import wikihowagent.scores.runner as runner_mod
     from wikihowagent.runs import dir_lock
 
     loaded = []
@@ -178,7 +178,7 @@ def test_second_evaluate_is_refused_before_any_model_is_loaded(tmp_path, monkeyp
 def judge_or_teach(prompt: str) -> str:
     from fake_servers import scripted_reply
 
-    from wikihowagent.evaluation.judge import load_rubrics
+    from wikihowagent.judge.rubric_judge import load_rubrics
 
     if "Evaluate the following" in prompt:
         return json.dumps({name: 4 for name in load_rubrics()})
@@ -334,9 +334,9 @@ def test_a_judge_failure_leaves_no_task_running_when_the_loop_closes(tmp_path):
     the server when its reference group fails; closing must cancel and await it."""
     import asyncio
 
-    from wikihowagent.evaluation.inputs import resolve_inputs
-    from wikihowagent.evaluation.judge import JudgeBackendError, load_rubrics
-    from wikihowagent.evaluation.runner import EvalOptions, Evaluation
+    from wikihowagent.judge.rubric_judge import JudgeBackendError, load_rubrics
+    from wikihowagent.scores.inputs import resolve_inputs
+    from wikihowagent.scores.runner import EvalOptions, Evaluation
     from wikihowagent.testing import ScriptedChatModel
 
     class HalfBroken(ScriptedChatModel):

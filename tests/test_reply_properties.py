@@ -1,6 +1,6 @@
 """Property-based tests (hypothesis) of how model replies are read: the post-test's step lists
 (workflow/posttest.py `parse_steps`, and stored answers read back, records.TestAnswer) and the judge's scores
-(evaluation/scoring.py `text_score` / `weighted_score`, evaluation/judge.py `parse_scores`).
+(judge/scoring.py `text_score` / `weighted_score`, judge/rubric_judge.py `parse_scores`).
 
 The rule for both: a reply counts only when it is unambiguously a step list / a score; anything else is a
 failure with a reason, never an exception and never a number from outside the scale."""
@@ -13,8 +13,8 @@ import math
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from wikihowagent.evaluation.judge import parse_scores
-from wikihowagent.evaluation.scoring import text_score, weighted_score
+from wikihowagent.judge.rubric_judge import parse_scores
+from wikihowagent.judge.scoring import text_score, weighted_score
 from wikihowagent.records import MAX_TEST_STEPS, TestAnswer
 from wikihowagent.workflow.posttest import _INVISIBLE, _WORD, MAX_STEPS, parse_steps
 
@@ -219,7 +219,7 @@ _LOGPROB = st.one_of(
 def test_read_answer_is_a_probability_or_a_reason(reply, top, chosen, complete):
     """Whatever the reply and its log-probabilities: P(yes) in [0, 1] with a yes/no mass at or above the
     threshold, or a reason (never both, never NaN, never an exception)."""
-    from wikihowagent.evaluation.checklist import MASS_MIN, answer_word, read_answer
+    from wikihowagent.judge.checklist import MASS_MIN, answer_word, read_answer
 
     entry = {"token": chosen, "logprob": top.get(chosen, -1.0), "top_logprobs": [
         {"token": t, "logprob": lp} for t, lp in top.items()

@@ -457,7 +457,7 @@ def test_table1_marks_the_best_run_only_where_significant_and_many_runs_become_r
 
 def test_table2_arrows_are_green_for_the_better_and_red_for_the_worse():
     """↓ on Echo Rate (lower is better) is an improvement; ↓ on BLEU is not."""
-    from wikihowagent.evaluation.metrics import better
+    from wikihowagent.metrics.computational import better
     from wikihowagent.report.tables import _value_cell
 
     row = {

@@ -88,8 +88,8 @@ def test_runs_below_and_evaluated_runs(tmp_path):
 
 def test_the_stages_expand_a_sweep_alike(tmp_path):
     """`evaluate` (its tables) and `report` take the same cells of a sweep, each wording the missing one."""
-    from wikihowagent.evaluation.tables import expand_sweep_dirs
     from wikihowagent.report.sources import Problems, expand
+    from wikihowagent.scores.paper_tables import expand_sweep_dirs
 
     sweep = _sweep(tmp_path / "sw", ["a", "b", "c"])
     _run(sweep / "a")
@@ -103,11 +103,11 @@ def test_the_stages_expand_a_sweep_alike(tmp_path):
 
 
 def test_report_and_evaluate_order_metrics_alike():
-    """One metric order (`evaluation.summary.metric_order`): the report's is evaluate's."""
-    from wikihowagent.evaluation.judge import load_rubrics
-    from wikihowagent.evaluation.summary import metric_order
+    """One metric order (`scores.summary.metric_order`): the report's is evaluate's."""
+    from wikihowagent.judge.rubric_judge import load_rubrics
     from wikihowagent.report.core import _metric_order
     from wikihowagent.report.sources import ReportRun
+    from wikihowagent.scores.summary import metric_order
     from wikihowagent.scoretable import ScoreTable
 
     metrics = {"Zeta": 3.0, "Clarity": 4.0, "BLEU": 0.1, "Step Recall": None, "Completion": 1.0, "Accuracy": 2.0}

@@ -20,10 +20,10 @@ from report_builders import RUBRICS, make_run  # noqa: E402
 
 from wikihowagent.alignment.core import compute  # noqa: E402
 from wikihowagent.alignment.problems import Problems as AlignProblems  # noqa: E402
-from wikihowagent.evaluation.summary import cell, load_run_scores, summarize  # noqa: E402
 from wikihowagent.report.core import _run_scores, build_report  # noqa: E402
 from wikihowagent.report.sources import Problems, load_inputs  # noqa: E402
 from wikihowagent.runs import read_score_table  # noqa: E402
+from wikihowagent.scores.summary import cell, load_run_scores, summarize  # noqa: E402
 from wikihowagent.scoretable import ScoreTable  # noqa: E402
 
 PAPER = "T-llama_L-llama_E-gpt_9"

@@ -82,7 +82,7 @@ def test_the_callers_ci_is_the_shared_bootstrap_of_their_statistic():
 
 def test_align_correlation_cis_need_10_resamples_defined():
     """align's correlation CIs go through `percentile_ci`: at least half the resamples, and 10, defined."""
-    from wikihowagent.alignment.stats import correlate
+    from wikihowagent.alignment.agreement import correlate
 
     res = correlate([1, 2, 3, 4, 5, 1, 2, 3, 4, 5], [1, 2, 2, 4, 5, 2, 2, 3, 5, 4], n_boot=400, seed=1)
     r = res.coefs["pearson"]

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from wikihowagent.evaluation.significance import TableStats
-from wikihowagent.evaluation.summary import by_domain, load_run_scores, summarize, write_summary
-from wikihowagent.evaluation.tables import paper_tables
+from wikihowagent.scores.paper_tables import paper_tables
+from wikihowagent.scores.significance import TableStats
+from wikihowagent.scores.summary import by_domain, load_run_scores, summarize, write_summary
 
 METRICS = ("BLEU", "Clarity", "Depth", "Engagement")
 RUBRICS = ["Clarity", "Depth", "Engagement"]
@@ -181,8 +181,8 @@ def _three(tmp_path, shifts: dict[str, dict[str, float]], n_tut: int = 20, seed:
 def test_best_run_is_named_only_where_a_paired_test_beats_every_other_run(tmp_path):
     """The report marks the best run per metric only where the difference is significant: Holm
     across the table's tests; "lower" metrics (Echo Rate) pick the lowest mean."""
-    from wikihowagent.evaluation.metrics import better
-    from wikihowagent.evaluation.significance import best_runs
+    from wikihowagent.metrics.computational import better
+    from wikihowagent.scores.significance import best_runs
 
     runs = _three(tmp_path, {"b": {"Clarity": 1.0}, "c": {"Echo Rate": -1.0}})
     s = summarize(runs, RUBRICS, stats=TableStats(n_boot=0))
@@ -213,7 +213,7 @@ def test_best_run_is_named_only_where_a_paired_test_beats_every_other_run(tmp_pa
 
 def test_a_best_run_must_beat_every_other_run_not_only_the_worst(tmp_path):
     """b and c both far above a on Clarity but not different from each other: no best run."""
-    from wikihowagent.evaluation.significance import best_runs
+    from wikihowagent.scores.significance import best_runs
 
     runs = _three(tmp_path, {"b": {"Clarity": 1.0}, "c": {"Clarity": 1.0}})
     s = summarize(runs, RUBRICS, stats=TableStats(n_boot=0))

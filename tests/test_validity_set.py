@@ -10,7 +10,7 @@ import pytest
 
 from wikihowagent.corpus import counterfactual as CF
 from wikihowagent.corpus.core import load_tutorials
-from wikihowagent.evaluation.metrics import load_wordnet
+from wikihowagent.metrics.computational import load_wordnet
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -260,7 +260,7 @@ def test_judge_check_splits_the_posttest_validity_by_tutorial_set(tmp_path):
 
 
 def test_off_topic_donor_is_of_the_same_set():
-    from wikihowagent.evaluation.judge import load_rubrics
+    from wikihowagent.judge.rubric_judge import load_rubrics
     from wikihowagent.judgecheck.perturbations import load_perturbations
     from wikihowagent.judgecheck.posttest_check import PostTestCheck, variants
     from wikihowagent.records import Conversation, Turn

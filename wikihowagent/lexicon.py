@@ -1,6 +1,6 @@
-"""WordNet word helpers shared by the post-test's Detail Recall (evaluation/posttest.py) and the counterfactual
+"""WordNet word helpers shared by the post-test's Detail Recall (metrics/posttest.py) and the counterfactual
 validity set (corpus/counterfactual.py): a word's noun base form, and whether it names a physical thing.
-`wn`: the WordNet corpus reader (evaluation.metrics.load_wordnet())."""
+`wn`: the WordNet corpus reader (metrics.computational.load_wordnet())."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 the start method of a pool (a fork server that has imported the heavy modules once, never a fork of a process
 whose threads have started: a progress bar's, torch's).
 
-`evaluate --workers N` scores conversations in N processes (`evaluation.workers`); `report --workers N` reads N
+`evaluate --workers N` scores conversations in N processes (`metrics.workers`); `report --workers N` reads N
 runs at once (`report.sources.load_inputs`).
 """
 

@@ -275,7 +275,7 @@ class Conversation(ConversationRecord):
 
 
 class ChecklistItemScore(BaseModel):
-    """One checklist item asked of one conversation (`--judge-scoring checklist`, evaluation/checklist.py)."""
+    """One checklist item asked of one conversation (`--judge-scoring checklist`, judge/checklist.py)."""
 
     id: str  # "rubric:<Rubric>:<item id>" | "step:<1-based step>:<template id>"
     rubrics: list[str] = Field(default_factory=list)  # the rubrics it informs
@@ -331,7 +331,7 @@ class ScoreRecord(BaseModel):
     # The post-test's matched steps: [tutorial step, recalled step, similarity] (0-based); None = no post-test scored.
     posttest_matches: list[tuple[int, int, float]] | None = None
     posttest_source: str = ""  # PostTest.source of the post-test scored; "" = older lines (the record's own)
-    posttest_matching: str = ""  # evaluation/posttest.py MATCHING rule of those metrics; "" = LEGACY_MATCHING
+    posttest_matching: str = ""  # metrics/posttest.py MATCHING rule of those metrics; "" = LEGACY_MATCHING
     # The torch device the metric encoders computed this line's embedding metrics on (cpu, cuda, mps; `--device`);
     # "" (and left out of the line) = none computed, or a line written before the device was recorded.
     metrics_device: str = Field(default="", exclude_if=lambda v: not v)

@@ -1,5 +1,5 @@
 """Run directories and their files: their names, and the readers and writers the stages take for them (the typed
-readers of single files are in `record_files.py`, the bounded JSON reader and atomic writes in `jsonlio.py`;
+readers of single files are in `records_io.py`, the bounded JSON reader and atomic writes in `jsonlio.py`;
 this module hands them out, so a stage reads and resolves runs through it).
 
 A run directory holds `run.json` (`RunInfo`: what was run, never a key), `conversations.jsonl` (one
@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from wikihowagent import jsonlio, record_files
+from wikihowagent import jsonlio, records_io
 from wikihowagent.csvcells import read_people_csv, read_people_frame
 from wikihowagent.errors import validation_line
 from wikihowagent.records import (
@@ -40,7 +40,7 @@ from wikihowagent.records import (
 )
 from wikihowagent.scoretable import ScoreTable
 
-# The file primitives (jsonlio.py) and the typed readers of one file (record_files.py), re-exported: stages
+# The file primitives (jsonlio.py) and the typed readers of one file (records_io.py), re-exported: stages
 # take them from here, the one module that knows run files.
 DiskFullError = jsonlio.DiskFullError
 JsonlAppender = jsonlio.JsonlAppender
@@ -56,15 +56,15 @@ repair_torn_tail = jsonlio.repair_torn_tail
 rewrite_jsonl = jsonlio.rewrite_jsonl
 write_json_atomic = jsonlio.write_json_atomic
 write_text_atomic = jsonlio.write_text_atomic
-calibration_text = record_files.calibration_text
-people_estimate_text = record_files.people_estimate_text
-read_calibration = record_files.read_calibration
-read_judgment_table = record_files.read_judgment_table
-read_pairwise = record_files.read_pairwise
-read_posttest_variants = record_files.read_posttest_variants
-read_posttests = record_files.read_posttests
-read_records = record_files.read_records
-rewrite_records = record_files.rewrite_records
+calibration_text = records_io.calibration_text
+people_estimate_text = records_io.people_estimate_text
+read_calibration = records_io.read_calibration
+read_judgment_table = records_io.read_judgment_table
+read_pairwise = records_io.read_pairwise
+read_posttest_variants = records_io.read_posttest_variants
+read_posttests = records_io.read_posttests
+read_records = records_io.read_records
+rewrite_records = records_io.rewrite_records
 
 RUN_INFO = "run.json"
 CONVERSATIONS = "conversations.jsonl"
@@ -676,8 +676,8 @@ def _paper_score_table(
 def read_people_estimate(path: Path, check: Callable[[Any], PeopleEstimate] | None = None) -> PeopleEstimate:
     """A people-estimate file (at most PEOPLE_ESTIMATE_MAX_BYTES); RunError (one line naming the file) if it is
     missing or not one. `check`: the parsed object to the estimate, ValueError naming the field
-    (`evaluation.people_estimate.check_estimate`, which knows the metrics' ranges)."""
-    return record_files.read_kind_file(
+    (`metrics.people_estimate.check_estimate`, which knows the metrics' ranges)."""
+    return records_io.read_kind_file(
         path,
         PeopleEstimate,
         "wikihowagent-people-estimate",

@@ -1,7 +1,7 @@
 """Shards (`--shard K/N` of `generate` and `evaluate`): parse K/N, check that a set of shard directories is
 complete (every K in 0..N-1, one N) and homogeneous (one fingerprint), and merge them (`wikihowagent merge`):
 a run's conversation shards (`<run>/shards/K-of-N/`) and its score shards (`<dir>/score-shards/K-of-N/`, see
-`wikihowagent.evaluation.shards` for how `evaluate --shard` writes them)."""
+`wikihowagent.scores.shards` for how `evaluate --shard` writes them)."""
 
 from __future__ import annotations
 

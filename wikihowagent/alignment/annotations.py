@@ -34,10 +34,10 @@ from pathlib import Path
 import numpy as np
 
 from . import schema
+from .csv_dialect import read_table
 from .problems import AlignInputError, Problems, where
 from .schema import ANNOTATOR_KEYS, ID_KEYS, KNOWN_META_KEYS, RUN_KEYS, norm_key
 from .score_cells import FAST_SCORES, parse_score
-from .tables import read_table
 
 
 @dataclass

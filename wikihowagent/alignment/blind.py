@@ -15,9 +15,9 @@ from pathlib import Path
 
 from wikihowagent.runs import KEY_SUFFIX
 
+from .csv_dialect import csv_text, read_table
 from .problems import AlignInputError, Problems, where
 from .schema import norm_key
-from .tables import csv_text, read_table
 
 KEY_COLUMNS = ("blind_id", "conversation_id", "run", "tutorial_id", "title")
 

@@ -28,15 +28,15 @@ from typing import Any
 
 import numpy as np
 
-from wikihowagent.evaluation.checklist import WEIGHTS_KIND, ChecklistWeights, item_key
+from wikihowagent.judge.checklist import WEIGHTS_KIND, ChecklistWeights, item_key
 from wikihowagent.runs import CHECKLIST_FIT_CSV, CHECKLIST_FIT_MD, CHECKLIST_WEIGHTS_JSON
 from wikihowagent.stats import folds
 
 from . import calibration as cal_stats
 from . import schema
+from .csv_dialect import csv_text
 from .estimates import tutorial_keys
 from .problems import Problems
-from .tables import csv_text
 
 DEFAULT_SHRINKAGE = 1.0
 UNIFORM, FITTED = "uniform", "fitted"

@@ -15,9 +15,18 @@ from typing import Annotated, Any
 
 import typer
 
-from wikihowagent.console import INPUTS, OUTPUT, SELECTION, STATISTICS, make_console, print_error, print_labeled
+from wikihowagent.console import (
+    INPUTS,
+    OUTPUT,
+    SELECTION,
+    STATISTICS,
+    bootstrap_option,
+    make_console,
+    print_error,
+    print_labeled,
+    seed_option,
+)
 from wikihowagent.runs import ALIGNMENT_DIR, ANNOTATION_SHEET
-from wikihowagent.stats import bootstrap_option, seed_option
 
 from .problems import AlignInputError, Problems
 
@@ -152,7 +161,7 @@ def annotate_export(
     """
     from wikihowagent.outdir import OutputDirError
 
-    from .blind import key_path  # the stage's machinery (evaluation.judge, numpy): off --help
+    from .blind import key_path  # the stage's machinery (judge.rubric_judge, numpy): off --help
     from .export import CONVERSATION_MODES, default_run_paths, export_sheet
 
     modes = [(m, n) for m, n in (("top", top), ("bottom", bottom), ("random", random_n)) if n is not None]

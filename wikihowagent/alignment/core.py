@@ -33,6 +33,14 @@ from wikihowagent.runs import (
 from wikihowagent.stats.pair_order import PairOrder, pair_order
 
 from . import checklist_fit, estimates, metric_table, people_fit, schema
+from .agreement import (
+    TOO_FEW,
+    UNDEFINED,
+    CorrelationResult,
+    agreement,
+    correlate,
+    describe,
+)
 from .annotations import JudgeRatings, average_judges, human_matrix, read_human_files
 from .blind import unblind
 from .calibration import METHODS
@@ -41,14 +49,6 @@ from .named import unused_inputs
 from .problems import AlignInputError, Problems
 from .result import ALL, BY_CHOICES, TOOL, AlignResult, GroupResult
 from .sources import LLMScores, llm_matrix, read_llm_scores
-from .stats import (
-    TOO_FEW,
-    UNDEFINED,
-    CorrelationResult,
-    agreement,
-    correlate,
-    describe,
-)
 from .writing import write_outputs
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from wikihowagent.evaluation.judge_prompts import recorded_prompt
+from wikihowagent.judge.prompts import recorded_prompt
 from wikihowagent.markdown import markdown_table
 from wikihowagent.records import Calibration
 from wikihowagent.runs import (
@@ -37,10 +37,10 @@ from wikihowagent.runs import (
 from . import calibration as cal_stats
 from . import ppi as ppi_stats
 from . import schema
+from .csv_dialect import csv_text
 from .figures import calibration_curves, ppi_intervals
 from .problems import Problems
 from .schema import OVERALL
-from .tables import csv_text
 
 RAW = "raw"
 

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from wikihowagent.evaluation.judge import RubricError, default_rubrics_path
-from wikihowagent.evaluation.judge import load_rubrics as load_validated
+from wikihowagent.judge.rubric_judge import RubricError, default_rubrics_path
+from wikihowagent.judge.rubric_judge import load_rubrics as load_validated
 from wikihowagent.outdir import check_writable, write_files_atomically
 from wikihowagent.records import Conversation, TutorialRef
 from wikihowagent.runs import (
@@ -43,9 +43,9 @@ from wikihowagent.runs import (
 
 from . import schema
 from .blind import blind_id, key_csv, key_path
+from .csv_dialect import csv_text
 from .problems import AlignInputError, Problems
 from .sources import ScoreRow, read_paper_run, read_scores_jsonl
-from .tables import csv_text
 
 
 @dataclass
@@ -293,7 +293,7 @@ def key_file_csv(sel: Selection, seed: int | None) -> str:
 
 
 def load_rubrics(path: Path | None, problems: Problems) -> dict:
-    """The rubric file, validated by `evaluate`'s loader (`wikihowagent.evaluation.judge.load_rubrics`):
+    """The rubric file, validated by `evaluate`'s loader (`wikihowagent.judge.rubric_judge.load_rubrics`):
     metric name -> Rubric. An invalid or missing file is an AlignInputError (its one-line message); a
     paper metric without a rubric in the file is reported, and the guide then shows its name only."""
 
@@ -392,7 +392,7 @@ def _conversation_html(i: int, j: int, c: Conversation, blind: bool, seed: int |
 
 
 def companion_html(sel: Selection, rubrics: dict, sheet_name: str, blind: bool = False, seed: int | None = 0) -> str:
-    """The annotation guide. `rubrics`: metric name -> `wikihowagent.evaluation.judge.Rubric` (see
+    """The annotation guide. `rubrics`: metric name -> `wikihowagent.judge.rubric_judge.Rubric` (see
     `load_rubrics`); a metric without one is listed by name only. Blind: tutorials and conversations in the
     sheet's seeded random order, blind ids, no run name or count of runs."""
     e = html.escape

@@ -23,11 +23,11 @@ import numpy as np
 from wikihowagent.markdown import markdown_table
 from wikihowagent.runs import JUDGES_CSV, JUDGES_DIR, JUDGES_MD
 
+from .agreement import CorrelationResult, correlate
+from .csv_dialect import csv_text
 from .problems import Problems
 from .schema import METRICS
 from .sources import LLMScores, llm_matrix, read_llm_scores, resolve_score_paths
-from .stats import CorrelationResult, correlate
-from .tables import csv_text
 
 
 def judge_files(score_paths: list[Path]) -> dict[str, list[Path]]:

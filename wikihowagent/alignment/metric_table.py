@@ -20,15 +20,15 @@ from typing import Any
 
 import numpy as np
 
-from wikihowagent.evaluation.metrics import WORDS, better
 from wikihowagent.markdown import markdown_table, markdown_text
+from wikihowagent.metrics.computational import WORDS, better
 from wikihowagent.runs import METRIC_ALIGNMENT_MD
 from wikihowagent.stats.association import Association, associate
 from wikihowagent.stats.pair_order import GAP, PairOrder, pair_order
 
 from . import schema
-from .stats import COEF_LABEL
-from .tables import stars
+from .agreement import COEF_LABEL
+from .csv_dialect import stars
 
 JUDGE_SAME = "LLM judge (same rubric)"
 JUDGE_MEAN = "LLM judge (mean of rubrics)"

@@ -13,16 +13,16 @@ import numpy as np
 from wikihowagent.stats.pair_order import PairOrder
 
 from . import metric_table, people_fit
+from .agreement import (
+    Agreement,
+    CorrelationResult,
+    Descriptives,
+)
 from .annotations import JudgeRatings
 from .estimates import CalibrationOutcome, PPIOutcome
 from .judges import JudgesOutcome
 from .problems import Problems
 from .sources import LLMScores
-from .stats import (
-    Agreement,
-    CorrelationResult,
-    Descriptives,
-)
 
 BY_CHOICES = ("run", "model", "domain", "persona")
 

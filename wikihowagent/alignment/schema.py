@@ -11,7 +11,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from wikihowagent.evaluation.judge import load_rubrics
+from wikihowagent.judge.rubric_judge import load_rubrics
 
 OVERALL = "Overall"  # per-conversation mean of the metrics (see `report.overall_scores`)
 

@@ -21,8 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from wikihowagent.evaluation.judge_prompts import recorded_prompt
-from wikihowagent.evaluation.metrics import COMPUTATIONAL_NAMES, POSTTEST_METRICS
+from wikihowagent.judge.modes import first_mode
+from wikihowagent.judge.prompts import recorded_prompt
+from wikihowagent.metrics.computational import COMPUTATIONAL_NAMES, POSTTEST_METRICS
 from wikihowagent.paper_format import parse_run_stem
 from wikihowagent.records import CAL_SUFFIX
 from wikihowagent.runs import (
@@ -39,10 +40,10 @@ from wikihowagent.scoretable import ScoreTable
 
 from . import schema
 from .annotations import read_human_file
+from .csv_dialect import read_table
 from .problems import AlignInputError, Problems, where
 from .schema import KNOWN_META_KEYS, norm_key
 from .score_cells import parse_score
-from .tables import read_table
 
 
 @dataclass(slots=True)  # one per score line: 114,296 of them at the paper's scale
@@ -76,7 +77,7 @@ class ScoreRow:
         if not self.judge:
             return ""
         prompt = recorded_prompt(self, self.scoring)
-        return f"{self.judge} ({self.scoring or 'json'}" + (f", prompt {prompt})" if prompt else ")")
+        return f"{self.judge} ({self.scoring or first_mode('paper')}" + (f", prompt {prompt})" if prompt else ")")
 
 
 @dataclass

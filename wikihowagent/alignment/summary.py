@@ -13,12 +13,12 @@ from wikihowagent.markdown import markdown_table, markdown_text
 from wikihowagent.stats.pair_order import GAP
 
 from . import schema
-from .result import ALL, AlignResult, GroupResult
-from .stats import (
+from .agreement import (
     COEF_LABEL,
     COEFFICIENTS,
 )
-from .tables import stars
+from .csv_dialect import stars
+from .result import ALL, AlignResult, GroupResult
 
 
 def pair_order_rows(res: AlignResult) -> tuple[list[str], list[list]]:

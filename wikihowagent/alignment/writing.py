@@ -1,5 +1,5 @@
-"""align's outputs: every file of the output directory written all or nothing (tables, summary.md, figures), and the
-summary printed in the terminal.
+"""align's outputs: what goes in the output directory (tables, summary.md, figures), written all or nothing through
+`outdir.StagedDir` (the one writer of output folders), and the summary printed in the terminal.
 """
 
 from __future__ import annotations
@@ -34,13 +34,14 @@ from wikihowagent.runs import (
 
 from . import checklist_fit, estimates, metric_table, people_fit, schema
 from . import figures as plots
-from .judges import render_judges, write_judges_outputs
-from .result import TOOL, AlignResult
-from .schema import OVERALL
-from .stats import (
+from .agreement import (
     COEF_LABEL,
     COEFFICIENTS,
 )
+from .csv_dialect import csv_text
+from .judges import render_judges, write_judges_outputs
+from .result import TOOL, AlignResult
+from .schema import OVERALL
 from .summary import (
     agreement_rows,
     automatic_rows,
@@ -52,7 +53,6 @@ from .summary import (
     pair_order_rows,
     paired_rows,
 )
-from .tables import csv_text
 
 
 def write_outputs(res: AlignResult, out_dir: Path, human_paths: list[Path], *, figures: bool = True) -> list[Path]:

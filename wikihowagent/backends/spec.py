@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from .errors import BackendError
 
 # The key of a chat model's `metadata` naming the `--judge-scoring` mode its provider measured best for its
-# judge, the default where none is asked for (evaluation/scoring.default_mode); a provider without one
+# judge, the default where none is asked for (judge/scoring.default_mode); a provider without one
 # leaves the choice to the backend's abilities (weighted with log-probabilities, else json).
 JUDGE_SCORING_METADATA = "wikihowagent_judge_scoring"
 

@@ -8,8 +8,18 @@ from typing import Annotated, Any
 
 import typer
 
-from wikihowagent.console import CLUSTER, INPUTS, MODELS, OUTPUT, make_console, print_error, progress_bar
-from wikihowagent.evaluation.options import (
+from wikihowagent.console import (
+    CLUSTER,
+    INPUTS,
+    MODELS,
+    OUTPUT,
+    bootstrap_option,
+    make_console,
+    print_error,
+    progress_bar,
+    seed_option,
+)
+from wikihowagent.judge.options import (
     base_url_option,
     checklist_option,
     checklist_weights_option,
@@ -24,7 +34,6 @@ from wikihowagent.evaluation.options import (
     tie_band_option,
 )
 from wikihowagent.markdown import number_cell
-from wikihowagent.stats import bootstrap_option, seed_option
 
 
 def compare(

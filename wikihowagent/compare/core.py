@@ -31,13 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.config import load_config
-from wikihowagent.evaluation.inputs import resolve_inputs
-from wikihowagent.evaluation.judge import load_rubrics
-from wikihowagent.evaluation.runner import EvalOptions, Evaluation
-from wikihowagent.evaluation.session import judge_endpoints
+from wikihowagent.judge.rubric_judge import load_rubrics
+from wikihowagent.judge.session import judge_endpoints
 from wikihowagent.outdir import check_writable
 from wikihowagent.records import Conversation, PairwiseRecord
 from wikihowagent.runs import COMPARE_DIR, PAIR_JUDGMENTS
+from wikihowagent.scores.inputs import resolve_inputs
+from wikihowagent.scores.runner import EvalOptions, Evaluation
 
 from .analysis import CompareResult, analyse
 from .engine import PassStats, judgment_files, merge_pair_judgments, read_pair_judgments, reading_note

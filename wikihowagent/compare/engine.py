@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wikihowagent.evaluation.session import gather_cancelling
+from wikihowagent.judge.gather import gather_cancelling
 from wikihowagent.records import Conversation, PairwiseRecord
 from wikihowagent.runs import JsonlAppender, read_pairwise
 

@@ -11,14 +11,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from wikihowagent.evaluation.checklist import ChecklistError, checklist_for
-from wikihowagent.evaluation.judge import JudgeBackendError
-from wikihowagent.evaluation.runner import EvalOptions, judge_concurrency
-from wikihowagent.evaluation.scoring import make_scorer
-from wikihowagent.evaluation.session import JudgeLoop, locked_out, resumable
+from wikihowagent.judge.checklist import ChecklistError, checklist_for
+from wikihowagent.judge.modes import first_mode
+from wikihowagent.judge.rubric_judge import JudgeBackendError
+from wikihowagent.judge.scoring import make_scorer
+from wikihowagent.judge.session import JudgeLoop, locked_out, resumable
 from wikihowagent.records import Conversation, PairwiseRecord
 from wikihowagent.runs import CHECKLIST_SCORES, PAIR_JUDGMENTS, JsonlAppender, read_pairwise, read_scores
 from wikihowagent.runs import SCORES as SCORES_JSONL
+from wikihowagent.scores.runner import EvalOptions, judge_concurrency
 
 from .engine import (
     PairJob,
@@ -118,7 +119,7 @@ def _checklist_scorer(p: PairPasses) -> tuple[Any, Any]:
     except ChecklistError as exc:
         raise CompareError(str(exc)) from None
     scorer = make_scorer(
-        "checklist",
+        first_mode("checklist"),
         llm,
         p.rubric_set,
         p.names,

@@ -29,7 +29,7 @@ from typing import Any
 
 from wikihowagent.backends import capabilities
 from wikihowagent.errors import Note, kind_of
-from wikihowagent.evaluation.judge import (
+from wikihowagent.judge.rubric_judge import (
     LOW_MASS,
     ROLE_TEXT,
     JudgeBackendError,
@@ -37,7 +37,7 @@ from wikihowagent.evaluation.judge import (
     Rubric,
     tutorial_block,
 )
-from wikihowagent.evaluation.scoring import (
+from wikihowagent.judge.scoring import (
     TOP_LOGPROBS,
     backend_name,
     cache_kwargs,

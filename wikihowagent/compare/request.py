@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.evaluation.checklist import ChecklistError, check_checklist_files
+from wikihowagent.judge.checklist import ChecklistError, check_checklist_files
 from wikihowagent.shards import parse_shard
 
 from .pairwise import AVERAGE, DEFAULT_TIE_BAND, SCORES, check_tie_band, verdict_rule

@@ -159,7 +159,7 @@ def stats(
         default_tutorials_path,
         print_load_warnings,
     )
-    from wikihowagent.corpus.stats import run_stats
+    from wikihowagent.corpus.corpus_stats import run_stats
 
     console = make_console()
     source = tutorials or default_tutorials_path()

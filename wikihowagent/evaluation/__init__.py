@@ -1,5 +1,4 @@
-"""`wikihowagent evaluate`: computational metrics, the rubric judge, summaries and figures.
-
-Importing this package is cheap: torch, sentence-transformers, bert-score, nltk, pandas and matplotlib are
-imported inside the functions that need them. The metric definitions are in docs/methodology/metrics.md.
+"""`wikihowagent evaluate`: the stage that scores runs (`command`: its options; `core`: the work). The judge
+is in `wikihowagent.judge`, the metrics in `wikihowagent.metrics`, the scoring engine and the summaries in
+`wikihowagent.scores`. The metric definitions are in docs/methodology/metrics.md.
 """

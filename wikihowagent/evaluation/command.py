@@ -15,13 +15,13 @@ from wikihowagent.console import (
     MODELS,
     OUTPUT,
     STATISTICS,
+    bootstrap_option,
     make_console,
     print_error,
     print_labeled,
+    seed_option,
 )
-from wikihowagent.stats import bootstrap_option, seed_option
-
-from .options import (
+from wikihowagent.judge.options import (
     Device,
     base_url_option,
     checklist_option,
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 def _print_result(result: EvaluationSummary, console: Console, paper: bool) -> None:
     """Print what `evaluate` produced: a shard's merge hint, or the summary, its tables and the files written;
     exit 1 when the judge produced no rubric score at all."""
-    from .summary import print_by_domain, print_summary  # lazily, as summary (numpy): not for --help
+    from wikihowagent.scores.summary import print_by_domain, print_summary  # lazily, as summary (numpy): not for --help
 
     if result.shard is not None:
         k, n = result.shard

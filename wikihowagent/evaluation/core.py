@@ -17,6 +17,15 @@ from typing import Any, Literal
 from wikihowagent.config import Config, load_config
 from wikihowagent.console import print_labeled, progress_bar
 from wikihowagent.csvcells import people_csv
+from wikihowagent.judge import calibrated
+from wikihowagent.judge.checklist import ChecklistError, check_checklist_files
+from wikihowagent.judge.modes import SCORING_MODES, prompt_variant_modes
+from wikihowagent.judge.panel import combine as combine_panel
+from wikihowagent.judge.panel import panel_spec
+from wikihowagent.judge.rubric_judge import JudgeBackendError, RubricError, load_rubrics
+from wikihowagent.judge.session import EvaluateError, JudgeEndpoints, JudgeLoop, judge_endpoints
+from wikihowagent.metrics import people_estimate
+from wikihowagent.metrics.computational import EMBEDDING_METRICS, MetricError, resolve_device
 from wikihowagent.outdir import check_writable
 from wikihowagent.presets import get_preset, preset_config
 from wikihowagent.processes import parse_workers
@@ -29,18 +38,9 @@ from wikihowagent.runs import (
     RunError,
     dir_lock,
 )
-from wikihowagent.shards import input_state, shard_option
-from wikihowagent.workflow.posttest import prompt_option
-
-from . import calibrated, people_estimate
-from .checklist import ChecklistError, check_checklist_files
-from .inputs import InputError, InputSource, resolve_inputs
-from .judge import JudgeBackendError, RubricError, load_rubrics
-from .metrics import EMBEDDING_METRICS, MetricError, resolve_device
-from .modes import SCORING_MODES, prompt_variant_modes
-from .panel import combine as combine_panel
-from .panel import panel_spec
-from .runner import (
+from wikihowagent.scores.inputs import InputError, InputSource, resolve_inputs
+from wikihowagent.scores.paper_tables import expand_sweep_dirs, paper_tables
+from wikihowagent.scores.runner import (
     EvalOptions,
     Evaluation,
     count_input_records,
@@ -49,12 +49,19 @@ from .runner import (
     select_metrics,
     write_source_info,
 )
-from .session import EvaluateError, JudgeEndpoints, JudgeLoop, judge_endpoints
-from .shards import scores_fingerprint, write_shard_info
-from .significance import TableStats
-from .source_stats import SourceStats
-from .summary import by_domain, load_run_scores, summarize, write_calibrated, write_figures, write_summary
-from .tables import expand_sweep_dirs, paper_tables
+from wikihowagent.scores.shards import scores_fingerprint, write_shard_info
+from wikihowagent.scores.significance import TableStats
+from wikihowagent.scores.source_stats import SourceStats
+from wikihowagent.scores.summary import (
+    by_domain,
+    load_run_scores,
+    summarize,
+    write_calibrated,
+    write_figures,
+    write_summary,
+)
+from wikihowagent.shards import input_state, shard_option
+from wikihowagent.workflow.posttest import prompt_option
 
 
 @dataclass(frozen=True)

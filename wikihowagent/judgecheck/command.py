@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from wikihowagent.console import INPUTS, METRICS, MODELS, OUTPUT, POSTTEST, make_console
-from wikihowagent.evaluation.options import (
+from wikihowagent.judge.options import (
     Device,
     base_url_option,
     command_errors,

@@ -35,13 +35,12 @@ from wikihowagent.console import progress_bar
 from wikihowagent.corpus.core import LoadReport, TutorialError, load_tutorials
 from wikihowagent.corpus.counterfactual import ValiditySetError, check_steps
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.evaluation.inputs import resolve_inputs
-from wikihowagent.evaluation.judge import load_rubrics
-from wikihowagent.evaluation.metrics import resolve_device
-from wikihowagent.evaluation.modes import SCORING_MODES
-from wikihowagent.evaluation.panel import judge_slug
-from wikihowagent.evaluation.runner import EvalOptions, EvaluateError, Evaluation, judge_concurrency
-from wikihowagent.evaluation.session import JudgeLoop, gather_cancelling, judge_endpoints, locked_out, resumable
+from wikihowagent.judge.gather import gather_cancelling
+from wikihowagent.judge.modes import SCORING_MODES
+from wikihowagent.judge.panel import judge_slug
+from wikihowagent.judge.rubric_judge import load_rubrics
+from wikihowagent.judge.session import JudgeLoop, judge_endpoints, locked_out, resumable
+from wikihowagent.metrics.computational import resolve_device
 from wikihowagent.outdir import check_writable
 from wikihowagent.records import Conversation, JudgmentRecord
 from wikihowagent.runs import (
@@ -52,6 +51,8 @@ from wikihowagent.runs import (
     JsonlAppender,
     read_judgment_table,
 )
+from wikihowagent.scores.inputs import resolve_inputs
+from wikihowagent.scores.runner import EvalOptions, EvaluateError, Evaluation, judge_concurrency
 from wikihowagent.workflow.likelihood import LikelihoodError, LikelihoodTaker, for_chat_model
 from wikihowagent.workflow.posttest import post_tester, prompt_option
 

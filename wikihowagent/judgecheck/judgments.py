@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wikihowagent.evaluation.judge_prompts import recorded_prompt
+from wikihowagent.judge.prompts import recorded_prompt
 from wikihowagent.records import Conversation
 from wikihowagent.runs import (
     read_judgment_table,

@@ -21,8 +21,8 @@ from wikihowagent.compare.pairwise import (
     winner_score,
 )
 from wikihowagent.csvcells import people_csv
-from wikihowagent.evaluation.judge_prompts import DEFAULT_PROMPT
-from wikihowagent.evaluation.modes import SCORING_MODES, modes_where
+from wikihowagent.judge.modes import SCORING_MODES, modes_where
+from wikihowagent.judge.prompts import DEFAULT_PROMPT
 from wikihowagent.markdown import frame_table
 from wikihowagent.records import Conversation
 from wikihowagent.runs import (

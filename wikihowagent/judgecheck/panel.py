@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from wikihowagent.evaluation.panel import judge_slug, panel_spec
+from wikihowagent.judge.panel import judge_slug, panel_spec
 from wikihowagent.records import JudgmentRecord
 from wikihowagent.runs import JUDGMENTS, PANEL_DIR, read_judgment_table, rewrite_records
 

@@ -3,7 +3,7 @@
 A conversation whose teacher skipped half the steps (`skip_steps`) or taught another tutorial (`off_topic`)
 must leave the learner recalling fewer of the tutorial's steps than the original. For each conversation the
 learner model takes the post-test on the original (the record's own post-test is reused when the same model
-took it) and on each perturbed copy; Step Recall (evaluation/posttest.py) is compared pairwise: accuracy =
+took it) and on each perturbed copy; Step Recall (metrics/posttest.py) is compared pairwise: accuracy =
 share of pairs where the original's recall is higher (ties count half), with a bootstrap 95 % CI over
 conversations, beside the rubric judge's accuracy on the same perturbation when judgments.jsonl has it.
 Post-tests are appended to `<out>/posttests.jsonl` as they finish (a rerun resumes).
@@ -23,11 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.csvcells import people_csv
-from wikihowagent.evaluation.coverage import step_coverage
-from wikihowagent.evaluation.metrics import STEP_RECALL, Scorers
-from wikihowagent.evaluation.posttest import likelihood_gain_of
-from wikihowagent.evaluation.session import gather_bounded
+from wikihowagent.judge.gather import gather_bounded
 from wikihowagent.markdown import frame_table
+from wikihowagent.metrics.computational import STEP_RECALL, Scorers
+from wikihowagent.metrics.coverage import step_coverage
+from wikihowagent.metrics.posttest import likelihood_gain_of
 from wikihowagent.records import Conversation, PostTest
 from wikihowagent.runs import (
     POSTTEST_LIKELIHOOD_CSV,
@@ -216,7 +216,7 @@ def abstained_shares(tests: dict[tuple[str, str], PostTest]) -> dict[tuple[str, 
 
 
 def coverages(jobs: list[tuple[str, Conversation]]) -> dict[tuple[str, str], float]:
-    """Step Coverage (evaluation/coverage.py: the share of the tutorial's steps whose headline a teacher turn
+    """Step Coverage (metrics/coverage.py: the share of the tutorial's steps whose headline a teacher turn
     states) of every (variant, conversation) post-tested: did the perturbed copy remove teaching? A skip_steps
     copy whose coverage is not below the original's removed no step the teacher had stated (a teacher that
     stated the steps in other turns than the ones tagged with them), so its pair cannot test the post-test."""

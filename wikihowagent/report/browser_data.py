@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from wikihowagent.evaluation.summary import PERCENT_METRICS
 from wikihowagent.runs import REPORT_INDEX_JS, REPORT_VALUES_JS
+from wikihowagent.scores.summary import PERCENT_METRICS
 
 from .sources import ReportRun
 from .store import CHUNK, STATUSES, ConversationStore, dumps

@@ -36,19 +36,8 @@ from typing import Any
 import numpy as np
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.evaluation.calibrated import CalibrationMismatch, add_calibrated, calibrated_name, check, load
-from wikihowagent.evaluation.judge import RubricError, load_rubrics
-from wikihowagent.evaluation.significance import TableStats
-from wikihowagent.evaluation.summary import (
-    PERCENT_METRICS,
-    POSTTEST_METRICS,
-    RunScores,
-    by_domain,
-    metric_order,
-    summarize,
-    write_figures,
-)
-from wikihowagent.evaluation.tables import paper_tables
+from wikihowagent.judge.calibrated import CalibrationMismatch, add_calibrated, calibrated_name, check, load
+from wikihowagent.judge.rubric_judge import RubricError, load_rubrics
 from wikihowagent.outdir import StagedDir, check_replaceable
 from wikihowagent.runs import (
     BY_DOMAIN_PNG,
@@ -66,6 +55,17 @@ from wikihowagent.runs import (
     REPORT_INDEX_JS,
     REPORT_JS,
     RUBRICS_PNG,
+)
+from wikihowagent.scores.paper_tables import paper_tables
+from wikihowagent.scores.significance import TableStats
+from wikihowagent.scores.summary import (
+    PERCENT_METRICS,
+    POSTTEST_METRICS,
+    RunScores,
+    by_domain,
+    metric_order,
+    summarize,
+    write_figures,
 )
 
 from .browser_data import MetricValues, write_chunks, write_index_data

@@ -11,7 +11,8 @@ import shlex
 from pathlib import Path
 
 from wikihowagent.backends import is_embedded
-from wikihowagent.evaluation.metrics import WORDS
+from wikihowagent.judge.modes import first_mode
+from wikihowagent.metrics.computational import WORDS
 from wikihowagent.runs import (
     CALIBRATION_JSON,
     CHECKLIST_WEIGHTS_JSON,
@@ -115,7 +116,7 @@ def judge_evidence(run: ReportRun) -> list[str]:
                 ]
                 found.append(
                     f"calibration ({rel}): {cal.get('method', '?')} for judge {cal.get('judge') or '?'} "
-                    f"({cal.get('scoring') or 'json'}); out of fold: " + ("; ".join(parts) or "–")
+                    f"({cal.get('scoring') or first_mode('paper')}); out of fold: " + ("; ".join(parts) or "–")
                 )
             elif p.name == CHECKLIST_WEIGHTS_JSON:
                 w = read_json_file(p)

@@ -1,6 +1,6 @@
 """The report's figures (matplotlib, PNG): radar charts of the metric means per model (the paper's
 Figs. 3-4) and per-metric domain bars (Fig. 5). The Table-style bar charts and the run x domain heatmap
-are `wikihowagent.evaluation.summary.write_figures`'s, reused as they are."""
+are `wikihowagent.scores.summary.write_figures`'s, reused as they are."""
 
 from __future__ import annotations
 

@@ -19,8 +19,8 @@ import math
 from typing import Any
 
 from wikihowagent.backends import is_embedded
-from wikihowagent.evaluation.metrics import QUESTION
-from wikihowagent.evaluation.posttest import LEARNING_GAIN, STEP_RECALL
+from wikihowagent.metrics.computational import QUESTION
+from wikihowagent.metrics.posttest import LEARNING_GAIN, STEP_RECALL
 
 from .measured import MeasuredError, load_measured
 from .sources import ReportRun

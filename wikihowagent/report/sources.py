@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.evaluation.judge import RubricError, load_rubrics
-from wikihowagent.evaluation.metrics import value_range
+from wikihowagent.judge.rubric_judge import RubricError, load_rubrics
+from wikihowagent.metrics.computational import value_range
 from wikihowagent.paper_format import LenientRecord, parse_run_stem, read_lenient
 from wikihowagent.processes import pool_context
 from wikihowagent.records import Conversation, ScoreRecord, Turn

@@ -10,13 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from wikihowagent.evaluation.metrics import COMPUTATIONAL_NAMES, better
-from wikihowagent.evaluation.significance import best_runs
-from wikihowagent.evaluation.summary import (
-    PERCENT_METRICS,
-    SHORT,
-    cell,
-)
+from wikihowagent.metrics.computational import COMPUTATIONAL_NAMES, better
 from wikihowagent.records import ESTIMATE_NAME
 from wikihowagent.runs import (
     CALIBRATION_CSV,
@@ -34,6 +28,12 @@ from wikihowagent.runs import (
     SCORE_DISTRIBUTIONS_PNG,
     OutputReadError,
     read_people_rows,
+)
+from wikihowagent.scores.significance import best_runs
+from wikihowagent.scores.summary import (
+    PERCENT_METRICS,
+    SHORT,
+    cell,
 )
 
 from .head_to_head import csv_table

@@ -9,7 +9,7 @@ generic steps before the lesson and ~3 after a 10-message lesson, and Learning G
 BENCHMARKS.md "post-test"). The pre-test is taken once
 per (learner model, tutorial) and cached in the run (`runs.PretestCache`), so resumes and shards do not
 repeat it. Answers are parsed into steps here (`parse_steps`); a reply that is not a step list (empty, one
-line of prose, hundreds of lines) is recorded with an `error` and never scored (evaluation/posttest.py).
+line of prose, hundreds of lines) is recorded with an `error` and never scored (metrics/posttest.py).
 """
 
 from __future__ import annotations
@@ -337,6 +337,6 @@ def post_tester(model: BaseChatModel, learner: str, directory: Path, prompt: Tes
     """The post-tester of `learner` (its spec, recorded with each answer) with `model`, in the wording `prompt`,
     its pre-tests cached in `directory`'s pretests.jsonl (`runs.PretestCache`, closed at the block's end). The
     one way `generate`, `evaluate --posttest-learner` and `judge-check --posttest-learner` make one; the latter two
-    take `model` from `evaluation.session.JudgeEndpoints.learner_factory`."""
+    take `model` from `judge.session.JudgeEndpoints.learner_factory`."""
     with PretestCache(directory) as cache:
         yield PostTester(model, learner, cache, prompt)

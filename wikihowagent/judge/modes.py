@@ -1,8 +1,8 @@
 """The `--judge-scoring` modes of `evaluate` and `judge-check`: one registry entry each, the only place a mode's
-name is spelled. An entry names its scorer (a class of evaluation/scoring.py, read when a judge is made, so this
+name is spelled. An entry names its scorer (a class of judge/scoring.py, read when a judge is made, so this
 module stays light enough for `--help`) and says what applies to it; every check of a mode reads these flags.
 
-Adding a mode = its scorer class (evaluation/scoring.py, the `Scorer` interface) + one entry in SCORING_MODES.
+Adding a mode = its scorer class (judge/scoring.py, the `Scorer` interface) + one entry in SCORING_MODES.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from wikihowagent.registry import Registry
 
 @dataclass(frozen=True)
 class ScoringMode:
-    scorer: str | type  # the scorer: a class name of evaluation/scoring.py, or a class (a mode registered elsewhere)
+    scorer: str | type  # the scorer: a class name of judge/scoring.py, or a class (a mode registered elsewhere)
     needs_logprobs: bool = False  # refused for a backend whose replies carry no token log-probabilities
     prompt_variants: bool = False  # a 1-5 rating read from a prompt variant: --judge-prompt / --judge-rationale apply
     paper: bool = False  # the paper's structured-output judge: --compat paper's only mode; a record naming none
@@ -38,6 +38,12 @@ SCORING_MODES: Registry[ScoringMode] = Registry(
 def first_mode(flag: str) -> str:
     """The first registered mode whose `flag` (a ScoringMode field) is set."""
     return next(name for name, mode in SCORING_MODES.items() if getattr(mode, flag))
+
+
+def mode_of(scorer: str) -> str:
+    """The name of the registered mode whose scorer is the class named `scorer` (how a scorer class knows its
+    mode's name without spelling it)."""
+    return next(name for name, mode in SCORING_MODES.items() if mode.scorer == scorer)
 
 
 def modes_where(flag: str, value: bool = True) -> list[str]:

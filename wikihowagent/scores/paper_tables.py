@@ -8,9 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.metrics.computational import PERCENT_METRICS
 from wikihowagent.runs import resolve_runs
 
-from .metrics import PERCENT_METRICS
 from .significance import TableStats, qualify
 from .summary import RunScores, Summary, summarize
 

@@ -1,6 +1,6 @@
 """How the rubric judge turns a model's reply into a score: the `--judge-scoring` modes (a registry).
 
-- `json`: the structured-output judge of `judge.py` (two prompts per conversation, integer scores).
+- `json`: the structured-output judge of `rubric_judge.py` (two prompts per conversation, integer scores).
 - `weighted`: one request per rubric whose answer is one score token; the score is sum k * p(k) over the
   digit tokens 1..5 at that position (token log-probabilities), renormalised over the digits (G-Eval).
   Tokens such as " 4" count as 4. If the digits hold less than `DIGIT_MASS_MIN` of the probability at
@@ -18,17 +18,17 @@ numbers into digits (Qwen's, Llama 3's) write "10" as "1", "0": the judge genera
 enough to see the token after the digit (the embedded model answers "4" then its end-of-text token), and a
 reply cut off by the token limit right after the digit is a failure, never a guess.
 
-Prompts (a `--judge-prompt` variant of wikihowagent/data/judge_prompts.json, see judge_prompts.py) put what the calls
+Prompts (a `--judge-prompt` variant of wikihowagent/data/judge_prompts.json, see prompts.py) put what the calls
 share first (instructions, conversation, the tutorial where every rubric sees it) and the rubric last, so
 the calls for one conversation share one prefix the server can cache (llama.cpp's prompt cache, vLLM's prefix cache,
 OpenAI's prompt caching); the embedded server's judge calls turn its prompt cache on.
 
 - `checklist`: narrow yes/no items (wikihowagent/data/checklists.json: steps of the tutorial, questions per rubric), one
   call each, P(yes) read from the answer token's log-probabilities; a rubric's score = 1 + 4 x the weighted
-  mean of its items' P(good) (evaluation/checklist.py). Works without log-probabilities (answer-only).
+  mean of its items' P(good) (judge/checklist.py). Works without log-probabilities (answer-only).
 
 Adding a mode = one scorer class (`Scorer` subclass, or the same interface) and one `SCORING_MODES` entry
-(evaluation/modes.py, where the modes' names and flags live).
+(judge/modes.py, where the modes' names and flags live).
 """
 
 from __future__ import annotations
@@ -55,7 +55,9 @@ from .checklist import (
     read_answer,
     rubric_score,
 )
-from .judge import (
+from .modes import SCORING_MODES, first_mode, mode_of, modes_where, prompt_variant_modes
+from .prompts import DEFAULT_PROMPT, LEGACY_PROMPT, JudgePrompt, load_prompts, render, shorten, shows_tutorial
+from .rubric_judge import (
     LOW_MASS,
     ROLE_TEXT,
     Judge,
@@ -69,8 +71,6 @@ from .judge import (
     prompt_groups,
     tutorial_block,
 )
-from .judge_prompts import DEFAULT_PROMPT, LEGACY_PROMPT, JudgePrompt, load_prompts, render, shorten, shows_tutorial
-from .modes import SCORING_MODES, first_mode, modes_where, prompt_variant_modes
 
 DIGITS = (1, 2, 3, 4, 5)
 DIGIT_MASS_MIN = 0.5  # below this share of probability on "1".."5" the rubric is a failure
@@ -352,7 +352,7 @@ def cache_kwargs(llm: Any) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------------
-# Scorers (same interface as judge.Judge: .names, .judge(conv, names, variant), .fallback_note)
+# Scorers (same interface as rubric_judge.Judge: .names, .judge(conv, names, variant), .fallback_note)
 # --------------------------------------------------------------------------------------------------
 
 
@@ -439,7 +439,7 @@ class Scorer(ABC):
 
 
 class WeightedScorer(Scorer):
-    name = "weighted"
+    name = mode_of("WeightedScorer")
 
     async def score(
         self, conv: Conversation, rubric: Rubric, variant: int
@@ -476,7 +476,7 @@ class WeightedScorer(Scorer):
 
 
 class SampledScorer(Scorer):
-    name = "sampled"
+    name = mode_of("SampledScorer")
 
     async def score(
         self, conv: Conversation, rubric: Rubric, variant: int
@@ -502,11 +502,11 @@ class SampledScorer(Scorer):
 
 
 class JsonScorer(Judge):
-    """Today's structured-output judge (`judge.Judge`), unchanged; --compat paper replays the paper's prompts."""
+    """Today's structured-output judge (`rubric_judge.Judge`), unchanged; --compat paper replays the paper's prompts."""
 
-    name = "json"
+    name = mode_of("JsonScorer")
 
-    prompt_name = ""  # its own two-prompt layout (judge.build_prompt), not a prompt variant
+    prompt_name = ""  # its own two-prompt layout (rubric_judge.build_prompt), not a prompt variant
 
     def __init__(
         self,
@@ -531,15 +531,15 @@ class JsonScorer(Judge):
 
     @property
     def label(self) -> str:
-        return "json"
+        return self.name
 
 
 class ChecklistScorer:
-    """`--judge-scoring checklist` (evaluation/checklist.py): narrow yes/no items, one call each, P(yes) from
+    """`--judge-scoring checklist` (judge/checklist.py): narrow yes/no items, one call each, P(yes) from
     the answer token's log-probabilities (the answer itself where the backend gives none). The items of one
     conversation run one after another with the conversation as the shared prefix and the item last."""
 
-    name = "checklist"
+    name = mode_of("ChecklistScorer")
     uses_prompt_variants = False
 
     def __init__(
@@ -577,7 +577,7 @@ class ChecklistScorer:
             else (f"checklist answers read from the reply only: {backend_name(llm)} returns no log-probabilities")
         )
 
-    label = "checklist"
+    label = name
 
     @property
     def names(self) -> list[str]:

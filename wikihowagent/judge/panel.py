@@ -21,6 +21,8 @@ from pathlib import Path
 from wikihowagent.records import JudgeProvenance, ScoreRecord
 from wikihowagent.runs import JUDGES_DIR, read_scores, rewrite_records
 
+from .modes import first_mode
+
 PANEL_PREFIX = "panel:"
 
 
@@ -76,7 +78,7 @@ def panel_record(
             spread[r] = round(math.sqrt(max(0.0, sum(p * (k + 1 - mean) ** 2 for k, p in enumerate(mix)))), 4)
         if len(vals) < len(asked):
             notes.append(f"{r}: {len(asked) - len(vals)} of {len(asked)} judges failed; mean of the others")
-    scorings = sorted({(rec.judge.scoring or "json") for rec in judged.values() if rec.judge})
+    scorings = sorted({(rec.judge.scoring or first_mode("paper")) for rec in judged.values() if rec.judge})
     judge = JudgeProvenance(
         evaluator=panel_spec(specs),
         rubrics_sha256=rubrics_hash,

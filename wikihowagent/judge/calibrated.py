@@ -18,7 +18,7 @@ from wikihowagent.records import CAL_SUFFIX, Calibration
 from wikihowagent.runs import RunError, read_calibration
 from wikihowagent.stats.calibration import predict
 
-from .judge_prompts import recorded_prompt
+from .prompts import recorded_prompt
 
 if TYPE_CHECKING:  # pragma: no cover
     from wikihowagent.scoretable import ScoreTable

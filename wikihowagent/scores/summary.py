@@ -11,21 +11,9 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.csvcells import people_csv
+from wikihowagent.judge.calibrated import calibrated_name
 from wikihowagent.markdown import markdown_table, markdown_text
-from wikihowagent.runs import (
-    BY_DOMAIN_PNG,
-    CALIBRATED_SCORES_CSV,
-    COMPUTATIONAL_PNG,
-    FIGURES_DIR,
-    RUBRICS_PNG,
-    SUMMARY_CSV,
-    SUMMARY_MD,
-    read_score_table,
-)
-from wikihowagent.scoretable import ScoreTable
-
-from .calibrated import calibrated_name
-from .metrics import (
+from wikihowagent.metrics.computational import (
     BERTSCORE,
     BLEU,
     COMPLETION,
@@ -42,6 +30,18 @@ from .metrics import (
     ROUGEL,
     STEP_COVERAGE,
 )
+from wikihowagent.runs import (
+    BY_DOMAIN_PNG,
+    CALIBRATED_SCORES_CSV,
+    COMPUTATIONAL_PNG,
+    FIGURES_DIR,
+    RUBRICS_PNG,
+    SUMMARY_CSV,
+    SUMMARY_MD,
+    read_score_table,
+)
+from wikihowagent.scoretable import ScoreTable
+
 from .significance import TableStats, cell_ci, qualify, values_ci
 
 # Column order: the paper's Table 1 order first, then ours.

@@ -23,7 +23,7 @@ from wikihowagent.records import ESTIMATE_NAME, RUBRIC_SCALE, EstimatePredictor,
 from wikihowagent.runs import RunError, read_people_estimate
 from wikihowagent.stats.people_estimate import apply
 
-from .metrics import metrics_of
+from .computational import metrics_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from wikihowagent.scoretable import ScoreTable

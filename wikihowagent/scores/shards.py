@@ -19,9 +19,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.judge.rubric_judge import default_rubrics_path
 from wikihowagent.runs import SCORE_SHARDS_DIR, SHARD_INFO, write_json_atomic
-
-from .judge import default_rubrics_path
 
 
 def shard_filter(stream: Iterator[Any], shard: tuple[int, int] | None, chunk: int) -> Iterator[Any]:

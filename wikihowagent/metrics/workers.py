@@ -1,6 +1,6 @@
 """`evaluate --workers N`: the computational metrics of a chunk of conversations computed by N processes at once.
 
-Each worker process holds its own `metrics.Scorers`, made once when it starts: the encoder (on one CPU thread),
+Each worker process holds its own `computational.Scorers`, made once when it starts: the encoder (on one CPU thread),
 WordNet, and each tutorial's prepared reference (tokens, WordNet look-ups, encodings), kept for the conversations
 that follow. A chunk's conversations are handed out one at a time, longest first, and their scores come back in
 the chunk's order, so scores.jsonl, shards and a resume are as with one process. A conversation's metrics are
@@ -24,8 +24,8 @@ from typing import Any
 
 from wikihowagent.processes import pool_context
 
+from .computational import EMBEDDING_METRICS, Scorers
 from .encoder import MetricError
-from .metrics import EMBEDDING_METRICS, Scorers
 
 # What the fork server imports once, so that each worker it forks starts with them loaded: the text metrics' modules,
 # and with an embedding metric the encoder's (its model classes are most of a worker's start: about 3 s of CPU each).
@@ -42,7 +42,7 @@ _WORKER: dict[str, Any] = {}  # in a worker process: its Scorers ("scorers") or 
 
 
 def make_scorers(mode: str, metrics: Iterable[str], batch_size: int, device: str, workers: int) -> Any:
-    """The scorers of `evaluate`: a `metrics.Scorers` in this process when `workers` is 1, else a `ScorerPool` of
+    """The scorers of `evaluate`: a `computational.Scorers` in this process when `workers` is 1, else a `ScorerPool` of
     `workers` processes (each with its own Scorers). Both have `score(convs) -> list[ConvScores]` and `close()`."""
     if workers <= 1:
         return Scorers(mode, metrics, batch_size=batch_size, device=device)
@@ -52,7 +52,7 @@ def make_scorers(mode: str, metrics: Iterable[str], batch_size: int, device: str
 def _context(encoder: bool) -> Any:
     """The workers' pool context, its fork server preloaded with `PRELOAD` (and `PRELOAD_ENCODER` when the
     `encoder` is used)."""
-    return pool_context([*PRELOAD, *(PRELOAD_ENCODER if encoder else []), "wikihowagent.evaluation.metrics"])
+    return pool_context([*PRELOAD, *(PRELOAD_ENCODER if encoder else []), "wikihowagent.metrics.computational"])
 
 
 def _start(mode: str, metrics: list[str], batch_size: int, device: str, alive: Any) -> None:

@@ -19,9 +19,8 @@ from typing import Any, Literal
 from wikihowagent.config import resource_path
 from wikihowagent.errors import WikihowagentError, kind_of
 from wikihowagent.jsonlio import JsonInputError, parse_json, read_json_file
+from wikihowagent.metrics.computational import reference_text
 from wikihowagent.records import Conversation, turn_line
-
-from .metrics import reference_text
 
 ROLES = ("teacher", "learner", "conversation")
 REFERENCES = ("no", "tutorial")

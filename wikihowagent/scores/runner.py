@@ -17,6 +17,24 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.backends import capabilities
+from wikihowagent.judge.checklist import ChecklistError, checklist_for, rubric_score
+from wikihowagent.judge.gather import gather_bounded
+from wikihowagent.judge.modes import SCORING_MODES, first_mode, prompt_variant_modes
+from wikihowagent.judge.panel import judge_scores_path
+from wikihowagent.judge.prompts import SHORTENED_NOTE, PromptError, recorded_prompt
+from wikihowagent.judge.prompts import get_prompt as judge_prompt
+from wikihowagent.judge.rubric_judge import rubrics_sha256
+from wikihowagent.judge.scoring import ScoringError, make_scorer, resolve_mode
+from wikihowagent.judge.session import EvaluateError, JudgeLoop
+from wikihowagent.metrics.computational import (
+    COMPUTATIONAL_NAMES,
+    LIKELIHOOD_GAIN,
+    POSTTEST_METRICS,
+    STEP_RECALL,
+    computational_metrics,
+)
+from wikihowagent.metrics.posttest import LEGACY_MATCHING, MATCHING
+from wikihowagent.metrics.workers import make_scorers
 from wikihowagent.records import Conversation, JudgeProvenance, LikelihoodTest, Mode, PostTest, ScoreRecord
 from wikihowagent.runs import (
     POSTTESTS,
@@ -36,26 +54,9 @@ from wikihowagent.workflow.likelihood import LikelihoodError, LikelihoodTaker, f
 from wikihowagent.workflow.posttest import CALL_FAILED, PostTester, post_tester
 from wikihowagent.workflow.posttest import get_prompt as test_prompt
 
-from .checklist import ChecklistError, checklist_for, rubric_score
 from .inputs import InputSource
-from .judge import rubrics_sha256
-from .judge_prompts import SHORTENED_NOTE, PromptError, recorded_prompt
-from .judge_prompts import get_prompt as judge_prompt
-from .metrics import (
-    COMPUTATIONAL_NAMES,
-    LIKELIHOOD_GAIN,
-    POSTTEST_METRICS,
-    STEP_RECALL,
-    computational_metrics,
-)
-from .modes import SCORING_MODES, first_mode, prompt_variant_modes
-from .panel import judge_scores_path
-from .posttest import LEGACY_MATCHING, MATCHING
-from .scoring import ScoringError, make_scorer, resolve_mode
-from .session import EvaluateError, JudgeLoop, gather_bounded
 from .shards import shard_filter, shard_scores_path
 from .source_stats import SourceStats, count_judged, count_rejudged
-from .workers import make_scorers
 
 
 @dataclass
@@ -410,7 +411,7 @@ class Evaluation:
         if old_hash and self.rubrics_hash and old_hash != self.rubrics_hash:
             return "rubrics"  # the same rubric names, other definitions
         label = self.scoring_label(spec)
-        if label and ((old.judge.scoring if old.judge else "") or "json") != label:
+        if label and ((old.judge.scoring if old.judge else "") or first_mode("paper")) != label:
             return "scoring"  # lines written before --judge-scoring existed were json-scored
         prompt = self.prompt_name(spec)
         if prompt is not None and recorded_prompt(old.judge, label) != prompt:

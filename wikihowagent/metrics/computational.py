@@ -55,12 +55,12 @@ ROUGE = "ROUGE"  # paper mode: ROUGE-1 F
 ROUGE1, ROUGE2, ROUGEL = "ROUGE-1", "ROUGE-2", "ROUGE-L"
 BERTSCORE = "BERTScore"
 EMBEDDING_COSINE = "Embedding Cosine"
-STEP_COVERAGE = "Step Coverage"  # evaluation/coverage.py
+STEP_COVERAGE = "Step Coverage"  # metrics/coverage.py
 ECHO_RATE = "Echo Rate"
 WORDS = (
     "Words"  # conversation length: the trivial baseline every metric is compared with (align, judge-check --metrics)
 )
-# The learner's post-test (evaluation/posttest.py): default mode only, None where no post-test was taken.
+# The learner's post-test (metrics/posttest.py): default mode only, None where no post-test was taken.
 
 
 WORDNET_HINT = (
@@ -498,7 +498,7 @@ def value_range(name: str, rubric_names: Iterable[str] = ()) -> tuple[float, flo
 class ConvScores:
     metrics: dict[str, float | None] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
-    posttest_matches: list[tuple[int, int, float]] | None = None  # evaluation/posttest.py, for the report
+    posttest_matches: list[tuple[int, int, float]] | None = None  # metrics/posttest.py, for the report
     device: str = ""  # where the encoder computed this conversation's embedding metrics; "" = none computed
 
 

@@ -27,7 +27,8 @@ from wikihowagent.config import resource_path
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.records import Conversation, turn_line
 
-from .judge import read_keyed_json, tutorial_block
+from .modes import first_mode
+from .rubric_judge import read_keyed_json, tutorial_block
 
 TUTORIAL_CHOICES = ("all", "reference", "none")
 ORDERS = ("tutorial-first", "conversation-first")
@@ -185,4 +186,5 @@ def recorded_prompt(prov: Any, scoring: str) -> str:
     """The prompt variant a scores line (its JudgeProvenance, or None) was judged with: lines written before
     --judge-prompt existed were judged with the tutorial-first layout (weighted/sampled) or json's own ("")."""
     name = getattr(prov, "prompt", "") or ""
-    return name or ("" if (scoring or "json") == "json" else LEGACY_PROMPT)
+    paper = first_mode("paper")  # a line naming no mode was judged by the paper's mode
+    return name or ("" if (scoring or paper) == paper else LEGACY_PROMPT)

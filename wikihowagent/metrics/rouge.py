@@ -1,6 +1,6 @@
 """ROUGE's tokens (rouge-score's tokenizer with a cached Porter stemmer), ROUGE-N and ROUGE-L (exact LCS).
 
-Shared by the overlap metrics (`metrics.py`) and Step Coverage / Echo Rate (`coverage.py`).
+Shared by the overlap metrics (`computational.py`) and Step Coverage / Echo Rate (`coverage.py`).
 """
 
 from __future__ import annotations

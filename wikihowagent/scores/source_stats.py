@@ -6,9 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from wikihowagent.judge.prompts import SHORTENED_NOTE
 from wikihowagent.records import Conversation, ScoreRecord
-
-from .judge_prompts import SHORTENED_NOTE
 
 FAILURE_NOTES = 3  # judge failures `evaluate` prints (all of them are in scores.jsonl)
 

@@ -14,7 +14,7 @@ with the OPENAI_API_KEY exported for other work, when the run was generated agai
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +25,7 @@ from wikihowagent.backends import BackendError
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.runs import RunError, dir_lock
 
-from .judge import JudgeBackendError
+from .rubric_judge import JudgeBackendError
 
 
 class EvaluateError(WikihowagentError, RuntimeError):
@@ -272,34 +272,3 @@ def judge_base_urls(
         urls.setdefault(spec, url)
         first.setdefault(spec, str(src.path))
     return urls
-
-
-async def gather_cancelling(coros: Iterable[Any]) -> None:
-    """Run the coroutines concurrently; the first failure (or a cancellation) cancels and awaits the rest,
-    so no task is left running."""
-    tasks = [asyncio.ensure_future(c) for c in coros]
-    try:
-        await asyncio.gather(*tasks)
-    finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-
-async def gather_bounded(coros: Iterable[Awaitable[None]], limit: int) -> None:
-    """Run the coroutines concurrently, at most `limit` at a time (a model's slots: unbounded, every call would
-    queue at the server and each call's latency_s would count the wait)."""
-    gate = asyncio.Semaphore(limit)
-
-    async def gated(job: Awaitable[None]) -> None:
-        started = False
-        try:
-            async with gate:
-                started = True
-                await job
-        finally:
-            close = getattr(job, "close", None)
-            if not started and close is not None:  # cancelled (Ctrl-C, an error) before its turn: never run
-                close()
-
-    await asyncio.gather(*(gated(c) for c in coros))

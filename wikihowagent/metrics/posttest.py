@@ -112,7 +112,7 @@ def _tokens(text: str) -> list[str]:
 
 def details(text: str, wn: Any) -> set[str]:
     """The text's details: numbers with the word after them ("3 minutes", "350 degrees"), and things.
-    `wn`: WordNet (metrics.load_wordnet())."""
+    `wn`: WordNet (computational.load_wordnet())."""
     toks = _tokens(text)
     out: set[str] = set()
     for i, t in enumerate(toks):
@@ -156,7 +156,7 @@ def posttest_scores(
 ) -> tuple[dict[str, float | None], list[str], list[tuple[int, int, float]] | None]:
     """The post-test metrics of one conversation -> (metrics, notes, matched pairs (tutorial step, recalled
     step, similarity) or None). `similarity(a, b)` is the cosine matrix of two lists of texts; `wordnet`
-    (metrics.load_wordnet()) is needed for Detail Recall."""
+    (computational.load_wordnet()) is needed for Detail Recall."""
     out: dict[str, float | None] = {m: None for m in MATCHED_METRICS if m in want}
     test = conv.posttest
     if test is None:
