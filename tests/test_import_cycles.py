@@ -470,7 +470,7 @@ LAZY_OWN_IMPORTS_LEFT: dict[str, int] = {
     "wikihowagent.evaluation.endpoints": 1,
     "wikihowagent.evaluation.judge": 1,
     "wikihowagent.evaluation.judge_prompts": 1,
-    "wikihowagent.evaluation.options": 5,
+    "wikihowagent.evaluation.options": 2,
     "wikihowagent.evaluation.panel": 2,
     "wikihowagent.evaluation.posttest": 1,
     "wikihowagent.evaluation.runner": 12,
@@ -479,7 +479,6 @@ LAZY_OWN_IMPORTS_LEFT: dict[str, int] = {
     "wikihowagent.generation.core": 1,
     "wikihowagent.presets": 1,
     "wikihowagent.runs": 4,
-    "wikihowagent.stats": 2,  # the shared --bootstrap/--seed options: typer and the console's panel, for commands
     "wikihowagent.workflow.graph": 1,
     "wikihowagent.workflow.likelihood": 1,
 }
