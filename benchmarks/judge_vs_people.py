@@ -43,10 +43,11 @@ def study_files(study: Path) -> list[Path]:
 def judge_job(run_file: Path, out: Path, scoring: str) -> dict:
     from wikihowagent.console import make_console
     from wikihowagent.evaluation.core import EvaluateRequest, run_evaluation
+    from wikihowagent.evaluation.runner import ScoringRequest
 
+    scoring_request = ScoringRequest(evaluator="local", judge_scoring=scoring, out=out, concurrency=1)
     req = EvaluateRequest(
-        runs=(run_file,), evaluator="local", metrics="rubric", judge_scoring=scoring, out=out, figures=False,
-        concurrency=1, bootstrap=0,
+        runs=(run_file,), scoring=scoring_request, metrics="rubric", figures=False, bootstrap=0,
     )  # fmt: skip
     run_evaluation(req, make_console())
     return {"done": True}

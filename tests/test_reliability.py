@@ -336,7 +336,7 @@ def test_a_judge_failure_leaves_no_task_running_when_the_loop_closes(tmp_path):
 
     from wikihowagent.evaluation.inputs import resolve_inputs
     from wikihowagent.evaluation.judge import JudgeBackendError, load_rubrics
-    from wikihowagent.evaluation.runner import EvalOptions, Evaluation
+    from wikihowagent.evaluation.runner import EvalOptions, Evaluation, ScoringRequest
     from wikihowagent.testing import ScriptedChatModel
 
     class HalfBroken(ScriptedChatModel):
@@ -348,7 +348,7 @@ def test_a_judge_failure_leaves_no_task_running_when_the_loop_closes(tmp_path):
 
     rubrics = load_rubrics()
     [src] = resolve_inputs([FIX / "evaluation" / "run_small"], tmp_path)
-    opts = EvalOptions(judge=True, evaluator="x", chunk=4, retries=0, concurrency=4)
+    opts = EvalOptions(judge=True, chunk=4, asked=ScoringRequest(evaluator="x", retries=0, concurrency=4))
     ev = Evaluation(
         opts, [], list(rubrics), rubrics, lambda spec: HalfBroken(script=str, prompts=[]), warn=lambda m: None
     )

@@ -33,7 +33,7 @@ from typing import Any
 from wikihowagent.config import load_config
 from wikihowagent.evaluation.inputs import resolve_inputs
 from wikihowagent.evaluation.judge import load_rubrics
-from wikihowagent.evaluation.runner import EvalOptions, Evaluation
+from wikihowagent.evaluation.runner import EvalOptions, Evaluation, ScoringRequest
 from wikihowagent.evaluation.session import judge_endpoints
 from wikihowagent.outdir import check_writable
 from wikihowagent.records import Conversation, PairwiseRecord
@@ -125,14 +125,10 @@ def run_compare(
 
 def _eval_options(req: CompareRequest, default_concurrency: int) -> EvalOptions:
     """The judge's options, as `evaluate` takes them: the evaluator, its server, concurrency and retries."""
-    return EvalOptions(
-        judge=True,
-        evaluator=req.evaluator,
-        base_url=req.base_url,
-        concurrency=req.concurrency,
-        default_concurrency=default_concurrency,
-        retries=req.retries,
+    asked = ScoringRequest(
+        evaluator=req.evaluator, base_url=req.base_url, concurrency=req.concurrency, retries=req.retries
     )
+    return EvalOptions(asked=asked, judge=True, default_concurrency=default_concurrency)
 
 
 def _analyse_out(

@@ -309,43 +309,48 @@ def evaluate(
 ) -> None:
     """Score conversations: computational metrics and the LLM rubric judge; summary table, CSV, Markdown, figures."""
     from .core import EvaluateRequest, run_evaluation  # lazily, as summary (numpy): not for --help
+    from .runner import ScoringRequest
 
     console = make_console()
+    judges = tuple(dict.fromkeys(evaluator or ()))  # a panel when more than one
+    scoring = ScoringRequest(
+        evaluator=judges[0] if len(judges) == 1 else None,
+        base_url=base_url,
+        rubrics=rubrics,
+        out=out,
+        concurrency=concurrency,
+        retries=retries,
+        batch_size=batch_size,
+        judge_scoring=judge_scoring,
+        judge_rationale=judge_rationale,
+        judge_prompt=judge_prompt,
+        retry_failed=retry_failed,
+        posttest_learner=posttest_learner,
+        posttest_prompt=posttest_prompt,
+        posttest_likelihood=posttest_likelihood,
+        checklist=checklist,
+        checklist_weights=checklist_weights,
+    )
     request = EvaluateRequest(
         runs=tuple(runs or ()),
-        evaluator=evaluator[0] if evaluator and len(set(evaluator)) == 1 else None,
-        panel=tuple(dict.fromkeys(evaluator)) if evaluator and len(set(evaluator)) > 1 else (),
+        scoring=scoring,
+        panel=judges if len(judges) > 1 else (),
         metrics=metrics,
         judge=not no_judge,
         compat=compat,
         baseline=baseline,
         by=by,
-        out=out,
-        rubrics=rubrics,
         config=config,
-        base_url=base_url,
-        concurrency=concurrency,
-        retries=retries,
-        batch_size=batch_size,
         device=device,
         workers=workers,
         figures=not no_figures,
         preset=preset,
         tables=tables,
         shard=shard,
-        judge_scoring=judge_scoring,
-        judge_rationale=judge_rationale,
-        judge_prompt=judge_prompt,
-        retry_failed=retry_failed,
         calibration=calibration,
         people_estimate=people_estimate,
         bootstrap=bootstrap,
         seed=seed,
-        posttest_learner=posttest_learner,
-        posttest_prompt=posttest_prompt,
-        posttest_likelihood=posttest_likelihood,
-        checklist=checklist,
-        checklist_weights=checklist_weights,
     )
     with command_errors(console, "scores"):
         result = run_evaluation(request, console)

@@ -40,7 +40,7 @@ from wikihowagent.evaluation.judge import load_rubrics
 from wikihowagent.evaluation.metrics import resolve_device
 from wikihowagent.evaluation.modes import SCORING_MODES
 from wikihowagent.evaluation.panel import judge_slug
-from wikihowagent.evaluation.runner import EvalOptions, EvaluateError, Evaluation, judge_concurrency
+from wikihowagent.evaluation.runner import EvalOptions, EvaluateError, Evaluation, ScoringRequest, judge_concurrency
 from wikihowagent.evaluation.session import JudgeLoop, gather_cancelling, judge_endpoints, locked_out, resumable
 from wikihowagent.outdir import check_writable
 from wikihowagent.records import Conversation, JudgmentRecord
@@ -305,16 +305,17 @@ def _judge_check(console: Any, req: JudgeCheckRequest, evaluator: str | None) ->
     if req.posttest_learner:
         _posttest_validity(console, req, inputs, endpoints.learner_factory(inputs.cfg))
         return
-    opts = EvalOptions(
-        judge=True,
+    asked = ScoringRequest(
         evaluator=evaluator,
         base_url=req.base_url,
         concurrency=req.concurrency,
-        default_concurrency=inputs.cfg.concurrency,
         retries=req.retries,
-        scoring=req.judge_scoring,
-        rationale=req.judge_rationale,
-        prompt=req.judge_prompt,
+        judge_scoring=req.judge_scoring,
+        judge_rationale=req.judge_rationale,
+        judge_prompt=req.judge_prompt,
+    )
+    opts = EvalOptions(
+        asked=asked, judge=True, default_concurrency=inputs.cfg.concurrency
     )  # as `evaluate`: the run's evaluator and endpoint, else --evaluator
 
     def warn(msg: str) -> None:
@@ -474,7 +475,7 @@ def _posttest_validity(
         highlight=False,
         markup=False,
     )
-    opts = EvalOptions(concurrency=req.concurrency, default_concurrency=inputs.cfg.concurrency)
+    opts = EvalOptions(asked=ScoringRequest(concurrency=req.concurrency), default_concurrency=inputs.cfg.concurrency)
     tests = _take_posttests(
         console, jobs, make_learner, spec, out, inputs.test_prompt, check, req.posttest_likelihood, opts
     )
