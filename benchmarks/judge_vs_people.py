@@ -55,11 +55,12 @@ def judge_job(run_file: Path, out: Path, scoring: str) -> dict:
 
 def check_job(study: Path, out: Path, scoring: str, n: int) -> dict:
     from wikihowagent.console import make_console
+    from wikihowagent.evaluation.runner import ScoringRequest
     from wikihowagent.judgecheck.core import JudgeCheckRequest, run_judge_check
 
     req = JudgeCheckRequest(
-        runs=tuple(study_files(study)), out=out, evaluators=("local",), judge_scoring=scoring, max_conversations=n,
-        figures=False, concurrency=1,
+        runs=tuple(study_files(study)), out=out, evaluators=("local",), max_conversations=n, figures=False,
+        scoring=ScoringRequest(judge_scoring=scoring, concurrency=1),
     )  # fmt: skip
     run_judge_check(req, make_console())
     return {"done": True}

@@ -151,19 +151,19 @@ def compare(
 ) -> None:
     """Judge runs head to head: for every tutorial two runs share, which conversation teaches better, per
     rubric, asked in both orders; win rates, position consistency and (3+ runs) a Bradley–Terry ranking."""
+    from wikihowagent.evaluation.runner import ScoringRequest
+
     from .core import CompareRequest, run_compare
 
     console = make_console()
+    scoring = ScoringRequest(evaluator=evaluator, base_url=base_url, concurrency=concurrency, retries=retries)
     req = CompareRequest(
         runs=tuple(runs),
         out=out,
-        evaluator=evaluator,
+        scoring=scoring,
         rubrics=rubrics,
         metrics=metrics,
         config=config,
-        base_url=base_url,
-        concurrency=concurrency,
-        retries=retries,
         shard=shard,
         bootstrap=bootstrap,
         seed=seed,

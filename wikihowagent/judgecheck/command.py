@@ -161,33 +161,38 @@ def judge_check(
 ) -> None:
     """Meta-evaluate the rubric judge without human labels: perturbed conversations that should score lower
     (sensitivity) and the originals judged twice (self-consistency)."""
+    from wikihowagent.evaluation.runner import ScoringRequest
+
     from .core import JudgeCheckRequest, run_judge_check
 
     console = make_console()
+    scoring = ScoringRequest(
+        base_url=base_url,
+        concurrency=concurrency,
+        retries=retries,
+        judge_scoring=judge_scoring,
+        judge_rationale=judge_rationale,
+        judge_prompt=judge_prompt,
+        posttest_learner=posttest_learner,
+        posttest_prompt=posttest_prompt,
+        posttest_likelihood=posttest_likelihood,
+    )
     req = JudgeCheckRequest(
-        tuple(runs),
-        out,
-        tuple(evaluator or ()),
-        judge_scoring,
-        judge_rationale,
-        judge_prompt,
-        perturbations,
-        rubrics,
-        max_conversations,
-        config,
-        base_url,
-        concurrency,
-        retries,
-        not no_figures,
-        pairwise,
-        pairwise_reading,
-        tie_band,
-        posttest_learner,
-        posttest_prompt,
-        tuple(tutorials or ()),
-        posttest_likelihood,
-        device,
-        metrics,
+        runs=tuple(runs),
+        out=out,
+        evaluators=tuple(evaluator or ()),
+        scoring=scoring,
+        perturbations=perturbations,
+        rubrics=rubrics,
+        max_conversations=max_conversations,
+        config=config,
+        figures=not no_figures,
+        pairwise=pairwise,
+        pairwise_reading=pairwise_reading,
+        tie_band=tie_band,
+        posttest_tutorials=tuple(tutorials or ()),
+        device=device,
+        metrics=metrics,
     )
     with command_errors(console, "judgments"):
         run_judge_check(req, console)
