@@ -43,7 +43,7 @@ def study_files(study: Path) -> list[Path]:
 def judge_job(run_file: Path, out: Path, scoring: str) -> dict:
     from wikihowagent.console import make_console
     from wikihowagent.evaluation.core import EvaluateRequest, run_evaluation
-    from wikihowagent.evaluation.runner import ScoringRequest
+    from wikihowagent.evaluation.request import ScoringRequest
 
     scoring_request = ScoringRequest(evaluator="local", judge_scoring=scoring, out=out, concurrency=1)
     req = EvaluateRequest(
@@ -55,7 +55,7 @@ def judge_job(run_file: Path, out: Path, scoring: str) -> dict:
 
 def check_job(study: Path, out: Path, scoring: str, n: int) -> dict:
     from wikihowagent.console import make_console
-    from wikihowagent.evaluation.runner import ScoringRequest
+    from wikihowagent.evaluation.request import ScoringRequest
     from wikihowagent.judgecheck.core import JudgeCheckRequest, run_judge_check
 
     req = JudgeCheckRequest(

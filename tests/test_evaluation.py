@@ -20,7 +20,8 @@ from wikihowagent.cli import app
 from wikihowagent.evaluation import metrics as M
 from wikihowagent.evaluation.inputs import InputError, InputSource, resolve_inputs
 from wikihowagent.evaluation.judge import Judge, RubricError, check_value, load_rubrics, parse_scores, rubrics_sha256
-from wikihowagent.evaluation.runner import EvalOptions, EvaluateError, Evaluation, ScoringRequest, select_metrics
+from wikihowagent.evaluation.request import ScoringRequest
+from wikihowagent.evaluation.runner import EvalOptions, EvaluateError, Evaluation, select_metrics
 from wikihowagent.evaluation.summary import display_rows, load_run_scores, markdown_table, summarize
 from wikihowagent.paper_format import RecordError, to_conversation
 from wikihowagent.records import Conversation, Turn

@@ -12,7 +12,8 @@ from fake_servers import FakeOpenAI
 from typer.testing import CliRunner
 
 from wikihowagent.backends import local
-from wikihowagent.evaluation.runner import EvalOptions, ScoringRequest, judge_concurrency
+from wikihowagent.evaluation.request import ScoringRequest
+from wikihowagent.evaluation.runner import EvalOptions, judge_concurrency
 
 FIXTURES = Path(__file__).parent / "fixtures" / "evaluation"
 

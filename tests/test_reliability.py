@@ -336,7 +336,8 @@ def test_a_judge_failure_leaves_no_task_running_when_the_loop_closes(tmp_path):
 
     from wikihowagent.evaluation.inputs import resolve_inputs
     from wikihowagent.evaluation.judge import JudgeBackendError, load_rubrics
-    from wikihowagent.evaluation.runner import EvalOptions, Evaluation, ScoringRequest
+    from wikihowagent.evaluation.request import ScoringRequest
+    from wikihowagent.evaluation.runner import EvalOptions, Evaluation
     from wikihowagent.testing import ScriptedChatModel
 
     class HalfBroken(ScriptedChatModel):

@@ -27,6 +27,7 @@ from wikihowagent.cli_options import (
 )
 from wikihowagent.console import CLUSTER, INPUTS, MODELS, OUTPUT, make_console, print_error, progress_bar
 from wikihowagent.evaluation.options import command_errors
+from wikihowagent.evaluation.request import ScoringRequest
 from wikihowagent.markdown import number_cell
 
 Runs = Annotated[
@@ -151,8 +152,6 @@ def compare(
 ) -> None:
     """Judge runs head to head: for every tutorial two runs share, which conversation teaches better, per
     rubric, asked in both orders; win rates, position consistency and (3+ runs) a Bradley–Terry ranking."""
-    from wikihowagent.evaluation.runner import ScoringRequest
-
     from .core import CompareRequest, run_compare
 
     console = make_console()

@@ -11,7 +11,7 @@ from typing import Any
 
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.evaluation.checklist import ChecklistError, check_checklist_files
-from wikihowagent.evaluation.runner import ScoringRequest
+from wikihowagent.evaluation.request import ScoringRequest
 from wikihowagent.shards import parse_shard
 
 from .pairwise import AVERAGE, DEFAULT_TIE_BAND, SCORES, check_tie_band, verdict_rule

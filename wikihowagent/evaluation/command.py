@@ -41,6 +41,7 @@ from wikihowagent.console import (
 
 from .modes import modes_metavar
 from .options import command_errors
+from .request import ScoringRequest
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -309,32 +310,29 @@ def evaluate(
 ) -> None:
     """Score conversations: computational metrics and the LLM rubric judge; summary table, CSV, Markdown, figures."""
     from .core import EvaluateRequest, run_evaluation  # lazily, as summary (numpy): not for --help
-    from .runner import ScoringRequest
 
     console = make_console()
-    judges = tuple(dict.fromkeys(evaluator or ()))  # a panel when more than one
-    scoring = ScoringRequest(
-        evaluator=judges[0] if len(judges) == 1 else None,
-        base_url=base_url,
-        rubrics=rubrics,
-        out=out,
-        concurrency=concurrency,
-        retries=retries,
-        batch_size=batch_size,
-        judge_scoring=judge_scoring,
-        judge_rationale=judge_rationale,
-        judge_prompt=judge_prompt,
-        retry_failed=retry_failed,
-        posttest_learner=posttest_learner,
-        posttest_prompt=posttest_prompt,
-        posttest_likelihood=posttest_likelihood,
-        checklist=checklist,
-        checklist_weights=checklist_weights,
-    )
     request = EvaluateRequest(
         runs=tuple(runs or ()),
-        scoring=scoring,
-        panel=judges if len(judges) > 1 else (),
+        scoring=ScoringRequest(
+            evaluator=evaluator[0] if evaluator and len(set(evaluator)) == 1 else None,
+            base_url=base_url,
+            rubrics=rubrics,
+            out=out,
+            concurrency=concurrency,
+            retries=retries,
+            batch_size=batch_size,
+            judge_scoring=judge_scoring,
+            judge_rationale=judge_rationale,
+            judge_prompt=judge_prompt,
+            retry_failed=retry_failed,
+            posttest_learner=posttest_learner,
+            posttest_prompt=posttest_prompt,
+            posttest_likelihood=posttest_likelihood,
+            checklist=checklist,
+            checklist_weights=checklist_weights,
+        ),
+        panel=tuple(dict.fromkeys(evaluator)) if evaluator and len(set(evaluator)) > 1 else (),
         metrics=metrics,
         judge=not no_judge,
         compat=compat,

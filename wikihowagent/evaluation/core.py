@@ -40,10 +40,10 @@ from .metrics import EMBEDDING_METRICS, MetricError, resolve_device
 from .modes import SCORING_MODES, prompt_variant_modes
 from .panel import combine as combine_panel
 from .panel import panel_spec
+from .request import ScoringRequest
 from .runner import (
     EvalOptions,
     Evaluation,
-    ScoringRequest,
     count_input_records,
     scores_dir,
     scores_path,

@@ -51,34 +51,12 @@ from .metrics import (
 from .modes import SCORING_MODES, first_mode, prompt_variant_modes
 from .panel import judge_scores_path
 from .posttest import LEGACY_MATCHING, MATCHING
+from .request import ScoringRequest
 from .scoring import ScoringError, make_scorer, resolve_mode
 from .session import EvaluateError, JudgeLoop, gather_bounded
 from .shards import shard_filter, shard_scores_path
 from .source_stats import SourceStats, count_judged, count_rejudged
 from .workers import make_scorers
-
-
-@dataclass(frozen=True)
-class ScoringRequest:
-    """The scoring options `evaluate` was given, as given: the EvaluateRequest holds them and every Evaluation
-    reads them (EvalOptions.asked), never copied."""
-
-    evaluator: str | None = None  # --evaluator (each judge of a panel: core.EvaluationPlan.judge_opts)
-    base_url: str | None = None
-    rubrics: Path | None = None
-    out: Path | None = None
-    concurrency: int | None = None  # conversations at the judge at once (--concurrency); None = judge_concurrency()
-    retries: int = 2
-    batch_size: int = 32  # texts per forward pass
-    judge_scoring: str | None = None  # None = scoring.default_mode (the provider's, else by logprobs)
-    judge_rationale: bool = False
-    judge_prompt: str | None = None  # a variant of wikihowagent/data/judge_prompts.json; None = the default
-    retry_failed: bool = True  # judge rubrics that failed in an earlier pass again
-    posttest_learner: str | None = None  # take the post-test of conversations without one with this model
-    posttest_prompt: str | None = None  # workflow/posttest.py PROMPTS; None = the default
-    posttest_likelihood: bool = False  # also the likelihood post-test of each conversation (workflow/likelihood.py)
-    checklist: Path | None = None  # the items file of --judge-scoring checklist (None = bundled)
-    checklist_weights: Path | None = None  # fitted item weights (align --fit-checklist)
 
 
 @dataclass

@@ -28,6 +28,7 @@ from wikihowagent.cli_options import (
 from wikihowagent.console import INPUTS, METRICS, MODELS, OUTPUT, POSTTEST, make_console
 from wikihowagent.evaluation.modes import modes_metavar
 from wikihowagent.evaluation.options import command_errors
+from wikihowagent.evaluation.request import ScoringRequest
 
 Runs = Annotated[
     list[Path],
@@ -161,8 +162,6 @@ def judge_check(
 ) -> None:
     """Meta-evaluate the rubric judge without human labels: perturbed conversations that should score lower
     (sensitivity) and the originals judged twice (self-consistency)."""
-    from wikihowagent.evaluation.runner import ScoringRequest
-
     from .core import JudgeCheckRequest, run_judge_check
 
     console = make_console()

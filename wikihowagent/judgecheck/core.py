@@ -40,7 +40,8 @@ from wikihowagent.evaluation.judge import load_rubrics
 from wikihowagent.evaluation.metrics import resolve_device
 from wikihowagent.evaluation.modes import SCORING_MODES
 from wikihowagent.evaluation.panel import judge_slug
-from wikihowagent.evaluation.runner import EvalOptions, EvaluateError, Evaluation, ScoringRequest, judge_concurrency
+from wikihowagent.evaluation.request import ScoringRequest
+from wikihowagent.evaluation.runner import EvalOptions, EvaluateError, Evaluation, judge_concurrency
 from wikihowagent.evaluation.session import JudgeLoop, gather_cancelling, judge_endpoints, locked_out, resumable
 from wikihowagent.outdir import check_writable
 from wikihowagent.records import Conversation, JudgmentRecord
