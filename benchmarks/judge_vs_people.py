@@ -43,10 +43,11 @@ def study_files(study: Path) -> list[Path]:
 def judge_job(run_file: Path, out: Path, scoring: str) -> dict:
     from wikihowagent.console import make_console
     from wikihowagent.evaluation.core import EvaluateRequest, run_evaluation
+    from wikihowagent.judge.request import ScoringRequest
 
+    scoring_request = ScoringRequest(evaluator="local", judge_scoring=scoring, out=out, concurrency=1)
     req = EvaluateRequest(
-        runs=(run_file,), evaluator="local", metrics="rubric", judge_scoring=scoring, out=out, figures=False,
-        concurrency=1, bootstrap=0,
+        runs=(run_file,), scoring=scoring_request, metrics="rubric", figures=False, bootstrap=0,
     )  # fmt: skip
     run_evaluation(req, make_console())
     return {"done": True}
@@ -54,11 +55,12 @@ def judge_job(run_file: Path, out: Path, scoring: str) -> dict:
 
 def check_job(study: Path, out: Path, scoring: str, n: int) -> dict:
     from wikihowagent.console import make_console
+    from wikihowagent.judge.request import ScoringRequest
     from wikihowagent.judgecheck.core import JudgeCheckRequest, run_judge_check
 
     req = JudgeCheckRequest(
-        runs=tuple(study_files(study)), out=out, evaluators=("local",), judge_scoring=scoring, max_conversations=n,
-        figures=False, concurrency=1,
+        runs=tuple(study_files(study)), out=out, evaluators=("local",), max_conversations=n, figures=False,
+        scoring=ScoringRequest(judge_scoring=scoring, concurrency=1),
     )  # fmt: skip
     run_judge_check(req, make_console())
     return {"done": True}

@@ -17,6 +17,7 @@ from helpers import HOSTILE_JSON, append_line, one_line_error, run_copy
 from typer.testing import CliRunner
 
 from wikihowagent.cli import app
+from wikihowagent.judge.request import ScoringRequest
 from wikihowagent.judge.rubric_judge import Judge, RubricError, check_value, load_rubrics, parse_scores, rubrics_sha256
 from wikihowagent.metrics import computational as M
 from wikihowagent.paper_format import RecordError, to_conversation
@@ -533,7 +534,7 @@ def test_select_metrics():
 def _evaluation(mode="default", judge_script=None, metrics=None):
     comp = metrics if metrics is not None else (NO_EMBED if mode == "default" else NO_EMBED_PAPER)
     rub = RUBRIC_NAMES if judge_script else []
-    opts = EvalOptions(mode=mode, judge=bool(judge_script), chunk=2, retries=0)
+    opts = EvalOptions(mode=mode, judge=bool(judge_script), chunk=2, asked=ScoringRequest(retries=0))
     make = (lambda spec: ScriptedChatModel(script=judge_script, prompts=[])) if judge_script else None
     return Evaluation(opts, comp, rub, RUBRICS if judge_script else None, make, warn=lambda m: None)
 
@@ -593,7 +594,7 @@ def test_one_judge_serves_several_runs_in_one_process(tmp_path):
         made.append(spec)
         return ScriptedChatModel(script=lambda p: json.dumps({n: 2 for n in RUBRIC_NAMES}), prompts=[], delay_s=0.01)
 
-    opts = EvalOptions(judge=True, chunk=2, retries=0, concurrency=1)
+    opts = EvalOptions(judge=True, chunk=2, asked=ScoringRequest(retries=0, concurrency=1))
     ev = Evaluation(opts, [M.QUESTION], RUBRIC_NAMES, RUBRICS, make, warn=lambda m: None)
     try:
         for name in ("a", "b"):
@@ -945,7 +946,7 @@ def test_rescoring_with_another_judge_rejudges_and_reuses_metrics(tmp_path):
     make = _judges_by_spec({"A": 5, "B": 2}, made)
 
     def evaluation(spec, rubrics=RUBRICS):
-        opts = EvalOptions(judge=True, evaluator=spec, chunk=2, retries=0)
+        opts = EvalOptions(judge=True, chunk=2, asked=ScoringRequest(evaluator=spec, retries=0))
         return Evaluation(opts, NO_EMBED, list(rubrics), rubrics, make, warn=lambda m: None)
 
     ev = evaluation("A")
@@ -977,7 +978,7 @@ def test_rescoring_with_another_judge_rejudges_and_reuses_metrics(tmp_path):
     assert set(rec.judge.raw) == {"conversation"} and rec.judge.failures == []
     assert evaluation("B", other).run_source(src, out).already == 3
     # a --metrics subset of the same rubric file reuses the scores
-    opts = EvalOptions(judge=True, evaluator="B", chunk=2, retries=0)
+    opts = EvalOptions(judge=True, chunk=2, asked=ScoringRequest(evaluator="B", retries=0))
     assert Evaluation(opts, [], ["Patience"], other, make, warn=lambda m: None).run_source(src, out).already == 3
 
 
@@ -1019,7 +1020,7 @@ def test_slow_judge_call_does_not_hold_up_the_next_chunks(tmp_path):
     shutil.copytree(FIX / "run_small", run)
     src = resolve_inputs([run], tmp_path)[0]
     out = run / "scores.jsonl"
-    opts = EvalOptions(judge=True, evaluator="slow", chunk=1, retries=0, concurrency=4)
+    opts = EvalOptions(judge=True, chunk=1, asked=ScoringRequest(evaluator="slow", retries=0, concurrency=4))
     make = lambda spec: SlowOnSalt(script=lambda p: json.dumps({n: 3 for n in RUBRIC_NAMES}), prompts=[])  # noqa: E731
     ev = Evaluation(opts, [M.QUESTION], RUBRIC_NAMES, RUBRICS, make, warn=lambda m: None)
     progress: list[int] = []
@@ -1046,7 +1047,7 @@ def test_unreachable_judge_mid_stream_stops_and_the_rerun_resumes(tmp_path):
             raise ConnectionError("connection refused")
         return json.dumps({n: 4 for n in RUBRIC_NAMES})
 
-    opts = EvalOptions(judge=True, evaluator="x", chunk=1, retries=0)
+    opts = EvalOptions(judge=True, chunk=1, asked=ScoringRequest(evaluator="x", retries=0))
     ev = Evaluation(
         opts,
         [M.QUESTION],
@@ -1099,7 +1100,7 @@ def test_same_rubric_names_with_other_definitions_are_rejudged(tmp_path):
     edited = {**RUBRICS, "Clarity": replace(RUBRICS["Clarity"], question=RUBRICS["Clarity"].question + " Be strict.")}
 
     def evaluation(rubrics):
-        opts = EvalOptions(judge=True, evaluator="A", chunk=2, retries=0)
+        opts = EvalOptions(judge=True, chunk=2, asked=ScoringRequest(evaluator="A", retries=0))
         return Evaluation(opts, NO_EMBED, list(rubrics), rubrics, make, warn=lambda m: None)
 
     assert evaluation(RUBRICS).run_source(src, out).scored == 3

@@ -12,6 +12,7 @@ from fake_servers import FakeOpenAI
 from typer.testing import CliRunner
 
 from wikihowagent.backends import local
+from wikihowagent.judge.request import ScoringRequest
 from wikihowagent.scores.runner import EvalOptions, judge_concurrency
 
 FIXTURES = Path(__file__).parent / "fixtures" / "evaluation"
@@ -84,4 +85,4 @@ def test_concurrency_flag_and_other_judges_keep_their_concurrency(tmp_path, monk
     assert judge_concurrency(EvalOptions(default_concurrency=5), Model()) == 5  # not an embedded server
     _embedded(monkeypatch, Model.openai_api_base, slots=2)
     assert judge_concurrency(EvalOptions(default_concurrency=5), Model()) == 2
-    assert judge_concurrency(EvalOptions(concurrency=4, default_concurrency=5), Model()) == 4
+    assert judge_concurrency(EvalOptions(default_concurrency=5, asked=ScoringRequest(concurrency=4)), Model()) == 4

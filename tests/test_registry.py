@@ -11,9 +11,9 @@ from wikihowagent.backends import Capabilities, capabilities, make_chat_model, p
 from wikihowagent.backends.calls import with_reply_cap
 from wikihowagent.backends.registry import PROVIDERS, ProviderEntry
 from wikihowagent.backends.spec import JUDGE_SCORING_METADATA, Target
+from wikihowagent.cli_options import judge_scoring_option
 from wikihowagent.config import LocalModelSettings, ModelSettings
-from wikihowagent.judge.modes import SCORING_MODES, ScoringMode
-from wikihowagent.judge.options import judge_scoring_option
+from wikihowagent.judge.modes import SCORING_MODES, ScoringMode, modes_metavar
 from wikihowagent.judge.scoring import SampledScorer, ScoringError, make_scorer, resolve_mode
 from wikihowagent.registry import Registry, RegistryError
 from wikihowagent.testing import ScriptedChatModel
@@ -83,7 +83,7 @@ def test_a_toy_provider_is_resolved_made_and_its_capabilities_read(toy_provider_
 
 
 def test_a_toy_scoring_mode_is_a_choice_the_default_and_a_scorer(toy_provider_and_mode):
-    assert judge_scoring_option("h").metavar == "weighted|json|sampled|checklist|toy"
+    assert judge_scoring_option("h", modes_metavar()).metavar == "weighted|json|sampled|checklist|toy"
     model = make_chat_model("toy:m1", ModelSettings(), LocalModelSettings())
     assert resolve_mode(None, model, "default") == "toy"  # the provider's measured default
     assert resolve_mode("toy", model, "default") == "toy"

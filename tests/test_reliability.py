@@ -334,6 +334,7 @@ def test_a_judge_failure_leaves_no_task_running_when_the_loop_closes(tmp_path):
     the server when its reference group fails; closing must cancel and await it."""
     import asyncio
 
+    from wikihowagent.judge.request import ScoringRequest
     from wikihowagent.judge.rubric_judge import JudgeBackendError, load_rubrics
     from wikihowagent.scores.inputs import resolve_inputs
     from wikihowagent.scores.runner import EvalOptions, Evaluation
@@ -348,7 +349,7 @@ def test_a_judge_failure_leaves_no_task_running_when_the_loop_closes(tmp_path):
 
     rubrics = load_rubrics()
     [src] = resolve_inputs([FIX / "evaluation" / "run_small"], tmp_path)
-    opts = EvalOptions(judge=True, evaluator="x", chunk=4, retries=0, concurrency=4)
+    opts = EvalOptions(judge=True, chunk=4, asked=ScoringRequest(evaluator="x", retries=0, concurrency=4))
     ev = Evaluation(
         opts, [], list(rubrics), rubrics, lambda spec: HalfBroken(script=str, prompts=[]), warn=lambda m: None
     )

@@ -35,7 +35,6 @@ from rich.text import Text
 from typer.core import TyperArgument, TyperCommand, TyperGroup, TyperOption
 
 from wikihowagent.errors import OutputDirError, os_error_line
-from wikihowagent.stats.paired import MAX_BOOTSTRAP
 
 # What a console that cannot encode a character prints instead (a stdout or stderr in ASCII, Latin-1, a
 # Windows code page, ...): the table's signs and arrows as ASCII, anything else as its accent-free form
@@ -236,20 +235,6 @@ STATISTICS = "Statistics"
 OUTPUT = "Output"
 CLUSTER = "Cluster, resume and speed"
 PANELS = (INPUTS, SELECTION, METRICS, MODELS, CONVERSATION, POSTTEST, STATISTICS, OUTPUT, CLUSTER)
-
-
-# The bootstrap's command-line options, declared once with their bounds for `evaluate`, `compare` and `align`:
-# `--bootstrap N` takes 0 (no CIs) to `stats.paired.MAX_BOOTSTRAP` resamples and `--seed S` (numpy's generators
-# take no negative seed) S >= 0; a value outside is refused by the parser in one line, before any work. Each
-# command gives its own help text and default.
-def bootstrap_option(help: str) -> Any:
-    """`--bootstrap N`: resamples for a bootstrap CI, 0 to MAX_BOOTSTRAP (in `--help`'s Statistics panel)."""
-    return typer.Option(min=0, max=MAX_BOOTSTRAP, metavar="N", help=help, rich_help_panel=STATISTICS)
-
-
-def seed_option(help: str) -> Any:
-    """`--seed S` of a bootstrap: S >= 0 (in `--help`'s Statistics panel)."""
-    return typer.Option(min=0, metavar="S", help=help, rich_help_panel=STATISTICS)
 
 
 NAME_COLUMN_MAX = 30  # wider names print on a line of their own, their help indented under them

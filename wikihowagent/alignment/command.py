@@ -15,17 +15,8 @@ from typing import Annotated, Any
 
 import typer
 
-from wikihowagent.console import (
-    INPUTS,
-    OUTPUT,
-    SELECTION,
-    STATISTICS,
-    bootstrap_option,
-    make_console,
-    print_error,
-    print_labeled,
-    seed_option,
-)
+from wikihowagent.cli_options import bootstrap_option, seed_option
+from wikihowagent.console import INPUTS, OUTPUT, SELECTION, STATISTICS, make_console, print_error, print_labeled
 from wikihowagent.runs import ALIGNMENT_DIR, ANNOTATION_SHEET
 
 from .problems import AlignInputError, Problems
@@ -53,103 +44,114 @@ def resolve_runs_dir(runs_dir: Path | None, config: Path | None) -> Path:
     return runs_dir if runs_dir is not None else Path(cfg.runs_dir)
 
 
+RunDirs = Annotated[
+    list[Path] | None,
+    typer.Argument(
+        metavar="[RUN_DIR]...",
+        help="Evaluated run directories (or the paper's run .json files, or a "
+        "directory of runs). Default: every evaluated run under --runs-dir.",
+        show_default=False,
+    ),
+]
+Top = Annotated[
+    int | None,
+    typer.Option(
+        "--top",
+        rich_help_panel=SELECTION,
+        metavar="N",
+        help="The N tutorials with the highest mean LLM rubric score (the paper: 25). Default mode.",
+    ),
+]
+Bottom = Annotated[
+    int | None,
+    typer.Option(
+        "--bottom", rich_help_panel=SELECTION, metavar="N", help="The N tutorials with the lowest mean score."
+    ),
+]
+RandomN = Annotated[
+    int | None,
+    typer.Option("--random", rich_help_panel=SELECTION, metavar="N", help="N tutorials drawn at random (see --seed)."),
+]
+Select = Annotated[
+    tuple[str, int],
+    typer.Option(
+        "--select",
+        rich_help_panel=SELECTION,
+        metavar="uncertain|stratified N",
+        help="N conversations per run instead of whole tutorials: 'stratified' = drawn at random "
+        "(the random subset prediction-powered estimates need: align --ppi), 'uncertain' = "
+        "those whose judge's p(1..5) has the highest entropy (labels where calibration learns "
+        "most: align --calibrate; not valid for --ppi).",
+        show_default=False,
+    ),
+]
+SheetSeed = Annotated[
+    int,
+    typer.Option(
+        rich_help_panel=STATISTICS, help="Seed for --random, --select stratified and the blind order and ids."
+    ),
+]
+SheetOut = Annotated[
+    Path,
+    typer.Option(
+        "--out",
+        "-o",
+        rich_help_panel=OUTPUT,
+        metavar="CSV",
+        help="The annotation sheet (CSV); its companion page is written "
+        "beside it with the suffix .html, and (blind) the key file "
+        "<stem>.key.csv.",
+    ),
+]
+InAllRuns = Annotated[
+    bool,
+    typer.Option(
+        "--in-all-runs",
+        rich_help_panel=INPUTS,
+        help="Only tutorials with a scored conversation in every given run.",
+    ),
+]
+SheetRunsDir = Annotated[
+    Path | None,
+    typer.Option(
+        rich_help_panel=INPUTS, help=RUNS_DIR_HELP + " Searched when no RUN_DIR is given.", show_default=False
+    ),
+]
+Config = Annotated[Path | None, typer.Option(rich_help_panel=INPUTS, help=CONFIG_HELP, show_default=False)]
+Rubrics = Annotated[
+    Path | None,
+    typer.Option(
+        rich_help_panel=INPUTS,
+        help="Rubric file, validated as by `evaluate --rubrics` (default: the bundled wikihowagent/data/rubrics.json).",
+        show_default=False,
+    ),
+]
+Force = Annotated[bool, typer.Option("--force", rich_help_panel=OUTPUT, help="Overwrite an existing sheet.")]
+Unblind = Annotated[
+    bool,
+    typer.Option(
+        "--unblind",
+        rich_help_panel=OUTPUT,
+        help="The old layout: real conversation ids, the run name in "
+        "the filename column and the companion, selection order; no key file.",
+    ),
+]
+
+
 def annotate_export(
-    run_dirs: Annotated[
-        list[Path] | None,
-        typer.Argument(
-            metavar="[RUN_DIR]...",
-            help="Evaluated run directories (or the paper's run .json files, or a "
-            "directory of runs). Default: every evaluated run under --runs-dir.",
-            show_default=False,
-        ),
-    ] = None,
-    top: Annotated[
-        int | None,
-        typer.Option(
-            "--top",
-            rich_help_panel=SELECTION,
-            metavar="N",
-            help="The N tutorials with the highest mean LLM rubric score (the paper: 25). Default mode.",
-        ),
-    ] = None,
-    bottom: Annotated[
-        int | None,
-        typer.Option(
-            "--bottom", rich_help_panel=SELECTION, metavar="N", help="The N tutorials with the lowest mean score."
-        ),
-    ] = None,
-    random_n: Annotated[
-        int | None,
-        typer.Option(
-            "--random", rich_help_panel=SELECTION, metavar="N", help="N tutorials drawn at random (see --seed)."
-        ),
-    ] = None,
-    select_: Annotated[
-        tuple[str, int],
-        typer.Option(
-            "--select",
-            rich_help_panel=SELECTION,
-            metavar="uncertain|stratified N",
-            help="N conversations per run instead of whole tutorials: 'stratified' = drawn at random "
-            "(the random subset prediction-powered estimates need: align --ppi), 'uncertain' = "
-            "those whose judge's p(1..5) has the highest entropy (labels where calibration learns "
-            "most: align --calibrate; not valid for --ppi).",
-            show_default=False,
-        ),
-    ] = ("", 0),
-    seed: Annotated[
-        int,
-        typer.Option(
-            rich_help_panel=STATISTICS, help="Seed for --random, --select stratified and the blind order and ids."
-        ),
-    ] = 0,
-    out: Annotated[
-        Path,
-        typer.Option(
-            "--out",
-            "-o",
-            rich_help_panel=OUTPUT,
-            metavar="CSV",
-            help="The annotation sheet (CSV); its companion page is written "
-            "beside it with the suffix .html, and (blind) the key file "
-            "<stem>.key.csv.",
-        ),
-    ] = Path(ANNOTATION_SHEET),
-    in_all_runs: Annotated[
-        bool,
-        typer.Option(
-            "--in-all-runs",
-            rich_help_panel=INPUTS,
-            help="Only tutorials with a scored conversation in every given run.",
-        ),
-    ] = False,
-    runs_dir: Annotated[
-        Path | None,
-        typer.Option(
-            rich_help_panel=INPUTS, help=RUNS_DIR_HELP + " Searched when no RUN_DIR is given.", show_default=False
-        ),
-    ] = None,
-    config: Annotated[Path | None, typer.Option(rich_help_panel=INPUTS, help=CONFIG_HELP, show_default=False)] = None,
-    rubrics: Annotated[
-        Path | None,
-        typer.Option(
-            rich_help_panel=INPUTS,
-            help="Rubric file, validated as by `evaluate --rubrics` (default: the bundled wikihowagent/data/rubrics.json).",
-            show_default=False,
-        ),
-    ] = None,
-    force: Annotated[
-        bool, typer.Option("--force", rich_help_panel=OUTPUT, help="Overwrite an existing sheet.")
-    ] = False,
-    unblind: Annotated[
-        bool,
-        typer.Option(
-            "--unblind",
-            rich_help_panel=OUTPUT,
-            help="The old layout: real conversation ids, the run name in "
-            "the filename column and the companion, selection order; no key file.",
-        ),
-    ] = False,
+    run_dirs: RunDirs = None,
+    top: Top = None,
+    bottom: Bottom = None,
+    random_n: RandomN = None,
+    select_: Select = ("", 0),
+    seed: SheetSeed = 0,
+    out: SheetOut = Path(ANNOTATION_SHEET),
+    in_all_runs: InAllRuns = False,
+    runs_dir: SheetRunsDir = None,
+    config: Config = None,
+    rubrics: Rubrics = None,
+    force: Force = False,
+    unblind: Unblind = False,
 ) -> None:
     """Select tutorials for human annotation; write an annotation sheet (CSV) and an HTML guide.
 
@@ -213,132 +215,146 @@ def annotate_export(
     )
 
 
+Human = Annotated[
+    list[Path],
+    typer.Option(
+        "--human",
+        "-H",
+        rich_help_panel=INPUTS,
+        metavar="FILE",
+        help="A human annotation file: one per judge (conversation_id + metric columns, "
+        "any case), or one file with an annotator column. Repeatable.",
+    ),
+]
+Scores = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--scores",
+        "-s",
+        rich_help_panel=INPUTS,
+        metavar="PATH",
+        help="LLM judge scores: a run directory, a directory of runs, a scores(-paper).jsonl, a "
+        "wide CSV (the annotation layout) or a paper run .json. Repeatable. "
+        "Default: the runs under --runs-dir named in the sheets' filename column.",
+        show_default=False,
+    ),
+]
+Out = Annotated[
+    Path | None,
+    typer.Option(
+        "--out",
+        "-o",
+        rich_help_panel=OUTPUT,
+        metavar="DIR",
+        help="Output directory (default: RUNS_DIR/alignment). "
+        "It is replaced as a whole; a directory holding files align did not "
+        "write is refused.",
+        show_default=False,
+    ),
+]
+By = Annotated[
+    str | None,
+    typer.Option(
+        "--by",
+        rich_help_panel=STATISTICS,
+        metavar="run|model|domain|persona",
+        help="Also per group: run, model, domain or learner persona.",
+        show_default=False,
+    ),
+]
+Bootstrap = Annotated[int, bootstrap_option("Bootstrap resamples for the 95 % CIs (0 = none).")]
+Seed = Annotated[int, seed_option("Bootstrap seed.")]
+RunsDir = Annotated[
+    Path | None,
+    typer.Option(
+        rich_help_panel=INPUTS, help=RUNS_DIR_HELP + " Gives the default --scores and --out.", show_default=False
+    ),
+]
+Figures = Annotated[bool, typer.Option("--figures/--no-figures", rich_help_panel=OUTPUT, help="Write the PNG figures.")]
+Key = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--key",
+        rich_help_panel=INPUTS,
+        metavar="FILE",
+        help="Key file of a blind sheet "
+        "(SHEET.key.csv from `annotate export`). Default: the key file "
+        "beside each human file that knows its ids.",
+        show_default=False,
+    ),
+]
+Calibrate = Annotated[
+    bool,
+    typer.Option(
+        "--calibrate",
+        rich_help_panel=STATISTICS,
+        help="Calibrate the judge on the human ratings per rubric "
+        "(isotonic on its score; ridge on its p(1..5) when stored), out of fold "
+        "by tutorial: raw vs calibrated r, ρ, MAE with CIs (calibration.md/.csv) "
+        "and calibration.json for `evaluate --calibration`.",
+    ),
+]
+CalibrationMethod = Annotated[
+    str,
+    typer.Option(
+        "--calibration-method",
+        rich_help_panel=STATISTICS,
+        metavar="isotonic|ridge",
+        help="The mapping written to calibration.json (ridge needs the weighted judge's distributions).",
+    ),
+]
+Ppi = Annotated[
+    bool,
+    typer.Option(
+        "--ppi",
+        rich_help_panel=STATISTICS,
+        help="Prediction-powered mean of the human rating per model (or --by "
+        "group) and rubric, from the rated conversations and the judge's scores of "
+        "all the others, beside the human-only and judge-only means (ppi.md/.csv, "
+        "figures/ppi_*.png). Needs a random rated subset.",
+    ),
+]
+FitChecklist = Annotated[
+    bool,
+    typer.Option(
+        "--fit-checklist",
+        rich_help_panel=STATISTICS,
+        help="Fit non-negative checklist item weights per "
+        "rubric on the human ratings (scores of `evaluate --judge-scoring "
+        "checklist`), shrunk toward uniform, out of fold by tutorial: uniform "
+        "vs fitted r with CIs (checklist_fit.md/.csv) and checklist_weights.json "
+        "for `evaluate --checklist-weights`.",
+    ),
+]
+ChecklistShrinkage = Annotated[
+    float,
+    typer.Option(
+        "--checklist-shrinkage",
+        min=0.0,
+        rich_help_panel=STATISTICS,
+        help="With --fit-checklist: "
+        "how strongly the weights are pulled toward uniform (0 = none; "
+        "1 = strong, the default).",
+    ),
+]
+
+
 def align(
-    human: Annotated[
-        list[Path],
-        typer.Option(
-            "--human",
-            "-H",
-            rich_help_panel=INPUTS,
-            metavar="FILE",
-            help="A human annotation file: one per judge (conversation_id + metric columns, "
-            "any case), or one file with an annotator column. Repeatable.",
-        ),
-    ],
-    scores: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--scores",
-            "-s",
-            rich_help_panel=INPUTS,
-            metavar="PATH",
-            help="LLM judge scores: a run directory, a directory of runs, a scores(-paper).jsonl, a "
-            "wide CSV (the annotation layout) or a paper run .json. Repeatable. "
-            "Default: the runs under --runs-dir named in the sheets' filename column.",
-            show_default=False,
-        ),
-    ] = None,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            "-o",
-            rich_help_panel=OUTPUT,
-            metavar="DIR",
-            help="Output directory (default: RUNS_DIR/alignment). "
-            "It is replaced as a whole; a directory holding files align did not "
-            "write is refused.",
-            show_default=False,
-        ),
-    ] = None,
-    by: Annotated[
-        str | None,
-        typer.Option(
-            "--by",
-            rich_help_panel=STATISTICS,
-            metavar="run|model|domain|persona",
-            help="Also per group: run, model, domain or learner persona.",
-            show_default=False,
-        ),
-    ] = None,
-    bootstrap: Annotated[int, bootstrap_option("Bootstrap resamples for the 95 % CIs (0 = none).")] = 2000,
-    seed: Annotated[int, seed_option("Bootstrap seed.")] = 0,
-    runs_dir: Annotated[
-        Path | None,
-        typer.Option(
-            rich_help_panel=INPUTS, help=RUNS_DIR_HELP + " Gives the default --scores and --out.", show_default=False
-        ),
-    ] = None,
-    config: Annotated[Path | None, typer.Option(rich_help_panel=INPUTS, help=CONFIG_HELP, show_default=False)] = None,
-    figures: Annotated[
-        bool, typer.Option("--figures/--no-figures", rich_help_panel=OUTPUT, help="Write the PNG figures.")
-    ] = True,
-    key: Annotated[
-        list[Path] | None,
-        typer.Option(
-            "--key",
-            rich_help_panel=INPUTS,
-            metavar="FILE",
-            help="Key file of a blind sheet "
-            "(SHEET.key.csv from `annotate export`). Default: the key file "
-            "beside each human file that knows its ids.",
-            show_default=False,
-        ),
-    ] = None,
-    calibrate: Annotated[
-        bool,
-        typer.Option(
-            "--calibrate",
-            rich_help_panel=STATISTICS,
-            help="Calibrate the judge on the human ratings per rubric "
-            "(isotonic on its score; ridge on its p(1..5) when stored), out of fold "
-            "by tutorial: raw vs calibrated r, ρ, MAE with CIs (calibration.md/.csv) "
-            "and calibration.json for `evaluate --calibration`.",
-        ),
-    ] = False,
-    calibration_method: Annotated[
-        str,
-        typer.Option(
-            "--calibration-method",
-            rich_help_panel=STATISTICS,
-            metavar="isotonic|ridge",
-            help="The mapping written to calibration.json (ridge needs the weighted judge's distributions).",
-        ),
-    ] = "isotonic",
-    ppi: Annotated[
-        bool,
-        typer.Option(
-            "--ppi",
-            rich_help_panel=STATISTICS,
-            help="Prediction-powered mean of the human rating per model (or --by "
-            "group) and rubric, from the rated conversations and the judge's scores of "
-            "all the others, beside the human-only and judge-only means (ppi.md/.csv, "
-            "figures/ppi_*.png). Needs a random rated subset.",
-        ),
-    ] = False,
-    fit_checklist: Annotated[
-        bool,
-        typer.Option(
-            "--fit-checklist",
-            rich_help_panel=STATISTICS,
-            help="Fit non-negative checklist item weights per "
-            "rubric on the human ratings (scores of `evaluate --judge-scoring "
-            "checklist`), shrunk toward uniform, out of fold by tutorial: uniform "
-            "vs fitted r with CIs (checklist_fit.md/.csv) and checklist_weights.json "
-            "for `evaluate --checklist-weights`.",
-        ),
-    ] = False,
-    checklist_shrinkage: Annotated[
-        float,
-        typer.Option(
-            "--checklist-shrinkage",
-            min=0.0,
-            rich_help_panel=STATISTICS,
-            help="With --fit-checklist: "
-            "how strongly the weights are pulled toward uniform (0 = none; "
-            "1 = strong, the default).",
-        ),
-    ] = 1.0,
+    human: Human,
+    scores: Scores = None,
+    out: Out = None,
+    by: By = None,
+    bootstrap: Bootstrap = 2000,
+    seed: Seed = 0,
+    runs_dir: RunsDir = None,
+    config: Config = None,
+    figures: Figures = True,
+    key: Key = None,
+    calibrate: Calibrate = False,
+    calibration_method: CalibrationMethod = "isotonic",
+    ppi: Ppi = False,
+    fit_checklist: FitChecklist = False,
+    checklist_shrinkage: ChecklistShrinkage = 1.0,
 ) -> None:
     """Measure how well the LLM judge agrees with human judges (paper §3.2, §5.3).
 

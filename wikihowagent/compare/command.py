@@ -8,157 +8,161 @@ from typing import Annotated, Any
 
 import typer
 
-from wikihowagent.console import (
-    CLUSTER,
-    INPUTS,
-    MODELS,
-    OUTPUT,
+from wikihowagent.cli_options import (
+    Config,
+    InputRubrics,
+    JudgeBaseUrl,
+    NoHeatmap,
     bootstrap_option,
-    make_console,
-    print_error,
-    progress_bar,
-    seed_option,
-)
-from wikihowagent.judge.options import (
-    base_url_option,
     checklist_option,
     checklist_weights_option,
-    command_errors,
     concurrency_option,
     evaluator_option,
     judge_scoring_option,
     pairwise_reading_option,
     retries_option,
     retry_failed_option,
-    rubrics_option,
+    seed_option,
     tie_band_option,
 )
+from wikihowagent.console import CLUSTER, INPUTS, MODELS, OUTPUT, make_console, print_error, progress_bar
+from wikihowagent.judge.options import command_errors
+from wikihowagent.judge.request import ScoringRequest
 from wikihowagent.markdown import number_cell
+
+Runs = Annotated[
+    list[Path],
+    typer.Argument(
+        help="Two or more run directories (or JSONL of records) that taught the same tutorials.",
+        show_default=False,
+        metavar="RUN",
+    ),
+]
+Out = Annotated[
+    Path | None,
+    typer.Option(
+        rich_help_panel=OUTPUT,
+        help="Output directory (default: <runs_dir>/compare): pair-judgments.jsonl, pairwise.csv, win_rates.csv, position.csv, bradley_terry.csv, summary.md, head_to_head.png.",
+    ),
+]
+Evaluator = Annotated[
+    str | None, evaluator_option("Judge model spec (default: the runs' evaluator, which must be the same for all).")
+]
+Metrics = Annotated[
+    str | None,
+    typer.Option(
+        rich_help_panel=INPUTS,
+        metavar="LIST",
+        help="Comma-separated rubric names to compare on (default: every rubric).",
+    ),
+]
+MaxTutorials = Annotated[
+    int | None, typer.Option(rich_help_panel=INPUTS, min=1, help="Only the first N tutorials (sorted by id).")
+]
+PairwiseReading = Annotated[
+    str | None,
+    pairwise_reading_option(
+        "How a verdict is read: P(A) from the A/B token log-probabilities (default where the backend returns them) or the letter only."
+    ),
+]
+Bootstrap = Annotated[int, bootstrap_option("Bootstrap resamples (of tutorials) for the CIs.")]
+Seed = Annotated[int, seed_option("Seed of the bootstrap.")]
+Shard = Annotated[
+    str | None,
+    typer.Option(
+        rich_help_panel=CLUSTER,
+        metavar="K/N",
+        help="Judge only every N-th tutorial from K (0-based) into pair-judgments-K-of-N.jsonl; a run without --shard then analyses every shard's judgments.",
+    ),
+]
+Concurrency = Annotated[int | None, concurrency_option("Judge passes in flight (default: the config's concurrency).")]
+Retries = Annotated[int, retries_option("Re-asks of the judge when a reply is not one letter.")]
+RetryFailed = Annotated[bool, retry_failed_option("Ask again the verdicts that failed in an earlier pass.")]
+VerdictRule = Annotated[
+    str | None,
+    typer.Option(
+        rich_help_panel=MODELS,
+        metavar="agree|average|scores",
+        help="How the two orders make one verdict (scores: the checklist judge's, automatic with --judge-scoring checklist): agree (default: a preference only when both orders prefer the same conversation) or average (P(A better) averaged over the orders, (p_ab + 1 - p_ba) / 2, outside 0.5 ± --tie-band; cancels a constant position bias). Written into pairwise.csv and summary.md.",
+    ),
+]
+TieBand = Annotated[float, tie_band_option("With --verdict-rule average: |P(A better) - 0.5| up to this is a tie.")]
+JudgeScoring = Annotated[
+    str | None,
+    judge_scoring_option(
+        "'checklist': no pairwise prompt; each conversation is judged alone by the checklist judge (yes/no items, see `evaluate --judge-scoring checklist`) and each rubric's verdict comes from the two conversations' own scores (verdict rule `scores`; position consistency 1 by construction). 'pairwise': the pairwise judge, both orders. Default: the judge's measured default (the embedded model: checklist; other models: pairwise), unless an option of one of them is given (--checklist, --checklist-weights, --score-tie-band: checklist; --pairwise-reading, --tie-band, --verdict-rule agree|average: pairwise).",
+        metavar="checklist|pairwise",
+    ),
+]
+Checklist = Annotated[
+    Path | None,
+    checklist_option(
+        "The checklist judge's items file (default: wikihowagent/data/checklists.json); selects checklist verdicts."
+    ),
+]
+ChecklistWeights = Annotated[
+    Path | None,
+    checklist_weights_option(
+        "The checklist judge's item weights, from `align --fit-checklist` (default: uniform); selects checklist verdicts."
+    ),
+]
+ScoreTieBand = Annotated[
+    float,
+    typer.Option(
+        rich_help_panel=MODELS,
+        min=0.0,
+        max=4.0,
+        help="Checklist verdicts: a difference of the two conversations' rubric scores up to this many points is a tie; selects checklist verdicts.",
+    ),
+]
+FromJudgments = Annotated[
+    bool,
+    typer.Option(
+        "--from-judgments",
+        rich_help_panel=INPUTS,
+        help="Judge nothing: analyse the pair judgments already in --out (e.g. under another --verdict-rule); no model is loaded.",
+    ),
+]
 
 
 def compare(
-    runs: Annotated[
-        list[Path],
-        typer.Argument(
-            help="Two or more run directories (or JSONL of records) that taught the same tutorials.",
-            show_default=False,
-            metavar="RUN",
-        ),
-    ],
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            rich_help_panel=OUTPUT,
-            help="Output directory (default: <runs_dir>/compare): pair-judgments.jsonl, pairwise.csv, win_rates.csv, position.csv, bradley_terry.csv, summary.md, head_to_head.png.",
-        ),
-    ] = None,
-    evaluator: Annotated[
-        str | None, evaluator_option("Judge model spec (default: the runs' evaluator, which must be the same for all).")
-    ] = None,
-    metrics: Annotated[
-        str | None,
-        typer.Option(
-            rich_help_panel=INPUTS,
-            metavar="LIST",
-            help="Comma-separated rubric names to compare on (default: every rubric).",
-        ),
-    ] = None,
-    rubrics: Annotated[Path | None, rubrics_option(INPUTS)] = None,
-    max_tutorials: Annotated[
-        int | None, typer.Option(rich_help_panel=INPUTS, min=1, help="Only the first N tutorials (sorted by id).")
-    ] = None,
-    pairwise_reading: Annotated[
-        str | None,
-        pairwise_reading_option(
-            "How a verdict is read: P(A) from the A/B token log-probabilities (default where the backend returns them) or the letter only."
-        ),
-    ] = None,
-    bootstrap: Annotated[int, bootstrap_option("Bootstrap resamples (of tutorials) for the CIs.")] = 1000,
-    seed: Annotated[int, seed_option("Seed of the bootstrap.")] = 0,
-    shard: Annotated[
-        str | None,
-        typer.Option(
-            rich_help_panel=CLUSTER,
-            metavar="K/N",
-            help="Judge only every N-th tutorial from K (0-based) into pair-judgments-K-of-N.jsonl; a run without --shard then analyses every shard's judgments.",
-        ),
-    ] = None,
-    config: Annotated[
-        Path | None,
-        typer.Option(rich_help_panel=INPUTS, help="YAML config overriding wikihowagent/configs/default.yaml."),
-    ] = None,
-    base_url: Annotated[
-        str | None, base_url_option("Ollama host / OpenAI-compatible base URL for the evaluator.")
-    ] = None,
-    concurrency: Annotated[
-        int | None, concurrency_option("Judge passes in flight (default: the config's concurrency).")
-    ] = None,
-    retries: Annotated[int, retries_option("Re-asks of the judge when a reply is not one letter.")] = 2,
-    retry_failed: Annotated[bool, retry_failed_option("Ask again the verdicts that failed in an earlier pass.")] = True,
-    no_figures: Annotated[bool, typer.Option("--no-figures", rich_help_panel=OUTPUT, help="Skip the heatmap.")] = False,
-    verdict_rule: Annotated[
-        str | None,
-        typer.Option(
-            rich_help_panel=MODELS,
-            metavar="agree|average|scores",
-            help="How the two orders make one verdict (scores: the checklist judge's, automatic with --judge-scoring checklist): agree (default: a preference only when both orders prefer the same conversation) or average (P(A better) averaged over the orders, (p_ab + 1 - p_ba) / 2, outside 0.5 ± --tie-band; cancels a constant position bias). Written into pairwise.csv and summary.md.",
-        ),
-    ] = None,
-    tie_band: Annotated[
-        float, tie_band_option("With --verdict-rule average: |P(A better) - 0.5| up to this is a tie.")
-    ] = 0.0,
-    judge_scoring: Annotated[
-        str | None,
-        judge_scoring_option(
-            "'checklist': no pairwise prompt; each conversation is judged alone by the checklist judge (yes/no items, see `evaluate --judge-scoring checklist`) and each rubric's verdict comes from the two conversations' own scores (verdict rule `scores`; position consistency 1 by construction). 'pairwise': the pairwise judge, both orders. Default: the judge's measured default (the embedded model: checklist; other models: pairwise), unless an option of one of them is given (--checklist, --checklist-weights, --score-tie-band: checklist; --pairwise-reading, --tie-band, --verdict-rule agree|average: pairwise).",
-            metavar="checklist|pairwise",
-        ),
-    ] = None,
-    checklist: Annotated[
-        Path | None,
-        checklist_option(
-            "The checklist judge's items file (default: wikihowagent/data/checklists.json); selects checklist verdicts."
-        ),
-    ] = None,
-    checklist_weights: Annotated[
-        Path | None,
-        checklist_weights_option(
-            "The checklist judge's item weights, from `align --fit-checklist` (default: uniform); selects checklist verdicts."
-        ),
-    ] = None,
-    score_tie_band: Annotated[
-        float,
-        typer.Option(
-            rich_help_panel=MODELS,
-            min=0.0,
-            max=4.0,
-            help="Checklist verdicts: a difference of the two conversations' rubric scores up to this many points is a tie; selects checklist verdicts.",
-        ),
-    ] = 0.0,
-    from_judgments: Annotated[
-        bool,
-        typer.Option(
-            "--from-judgments",
-            rich_help_panel=INPUTS,
-            help="Judge nothing: analyse the pair judgments already in --out (e.g. under another --verdict-rule); no model is loaded.",
-        ),
-    ] = False,
+    runs: Runs,
+    out: Out = None,
+    evaluator: Evaluator = None,
+    metrics: Metrics = None,
+    rubrics: InputRubrics = None,
+    max_tutorials: MaxTutorials = None,
+    pairwise_reading: PairwiseReading = None,
+    bootstrap: Bootstrap = 1000,
+    seed: Seed = 0,
+    shard: Shard = None,
+    config: Config = None,
+    base_url: JudgeBaseUrl = None,
+    concurrency: Concurrency = None,
+    retries: Retries = 2,
+    retry_failed: RetryFailed = True,
+    no_figures: NoHeatmap = False,
+    verdict_rule: VerdictRule = None,
+    tie_band: TieBand = 0.0,
+    judge_scoring: JudgeScoring = None,
+    checklist: Checklist = None,
+    checklist_weights: ChecklistWeights = None,
+    score_tie_band: ScoreTieBand = 0.0,
+    from_judgments: FromJudgments = False,
 ) -> None:
     """Judge runs head to head: for every tutorial two runs share, which conversation teaches better, per
     rubric, asked in both orders; win rates, position consistency and (3+ runs) a Bradley–Terry ranking."""
     from .core import CompareRequest, run_compare
 
     console = make_console()
+    scoring = ScoringRequest(evaluator=evaluator, base_url=base_url, concurrency=concurrency, retries=retries)
     req = CompareRequest(
         runs=tuple(runs),
         out=out,
-        evaluator=evaluator,
+        scoring=scoring,
         rubrics=rubrics,
         metrics=metrics,
         config=config,
-        base_url=base_url,
-        concurrency=concurrency,
-        retries=retries,
         shard=shard,
         bootstrap=bootstrap,
         seed=seed,

@@ -82,7 +82,9 @@ def run_compare(
     names = rubric_names(req.metrics, rubric_set)
     runs = load_runs(sources, said.warn, req.max_tutorials)
     opts = _eval_options(req, cfg.concurrency)
-    endpoints = judge_endpoints(cfg, req.base_url)  # as `evaluate`: the run's evaluator and endpoint, else --evaluator
+    endpoints = judge_endpoints(
+        cfg, req.scoring.base_url
+    )  # as `evaluate`: the run's evaluator and endpoint, else --evaluator
     ev = Evaluation(opts, [], names, rubric_set, endpoints.make_llm, said.warn)
     spec = endpoints.resolve_one(ev, sources, _different_judges)
     default = endpoints.preferred_scoring(spec)  # the judge's measured default (the embedded model: checklist)
@@ -125,14 +127,7 @@ def run_compare(
 
 def _eval_options(req: CompareRequest, default_concurrency: int) -> EvalOptions:
     """The judge's options, as `evaluate` takes them: the evaluator, its server, concurrency and retries."""
-    return EvalOptions(
-        judge=True,
-        evaluator=req.evaluator,
-        base_url=req.base_url,
-        concurrency=req.concurrency,
-        default_concurrency=default_concurrency,
-        retries=req.retries,
-    )
+    return EvalOptions(asked=req.scoring, judge=True, default_concurrency=default_concurrency)
 
 
 def _analyse_out(

@@ -123,7 +123,7 @@ def _checklist_scorer(p: PairPasses) -> tuple[Any, Any]:
         llm,
         p.rubric_set,
         p.names,
-        retries=p.req.retries,
+        retries=p.req.scoring.retries,
         concurrency=judge_concurrency(p.opts, llm),
         checklist=checklist,
         checklist_weights=weights,
@@ -151,7 +151,7 @@ def judge_pairs(p: PairPasses) -> str:
             p.rubric_set,
             p.names,
             reading=p.req.reading,
-            retries=p.req.retries,
+            retries=p.req.scoring.retries,
             concurrency=judge_concurrency(p.opts, llm),
         )
     except ValueError as exc:

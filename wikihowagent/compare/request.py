@@ -5,12 +5,13 @@ pairwise or the checklist judge) and that judge's verdict rule and tie band (`ju
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.judge.checklist import ChecklistError, check_checklist_files
+from wikihowagent.judge.request import ScoringRequest
 from wikihowagent.shards import parse_shard
 
 from .pairwise import AVERAGE, DEFAULT_TIE_BAND, SCORES, check_tie_band, verdict_rule
@@ -24,13 +25,10 @@ class CompareError(WikihowagentError, ValueError):
 class CompareRequest:
     runs: tuple[Path, ...]
     out: Path | None = None  # default <runs_dir>/compare
-    evaluator: str | None = None
+    scoring: ScoringRequest = field(default_factory=ScoringRequest)  # the judge, its server, concurrency, retries
     rubrics: Path | None = None
     metrics: str | None = None  # comma-separated rubric names; None = every rubric
     config: Path | None = None
-    base_url: str | None = None
-    concurrency: int | None = None
-    retries: int = 2
     shard: str | None = None
     bootstrap: int = 1000
     seed: int = 0

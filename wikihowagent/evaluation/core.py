@@ -22,6 +22,7 @@ from wikihowagent.judge.checklist import ChecklistError, check_checklist_files
 from wikihowagent.judge.modes import SCORING_MODES, prompt_variant_modes
 from wikihowagent.judge.panel import combine as combine_panel
 from wikihowagent.judge.panel import panel_spec
+from wikihowagent.judge.request import ScoringRequest
 from wikihowagent.judge.rubric_judge import JudgeBackendError, RubricError, load_rubrics
 from wikihowagent.judge.session import EvaluateError, JudgeEndpoints, JudgeLoop, judge_endpoints
 from wikihowagent.metrics import people_estimate
@@ -69,39 +70,20 @@ class EvaluateRequest:
     """What `wikihowagent evaluate` was asked to do."""
 
     runs: tuple[Path, ...] = ()  # run directories / files; () = the latest run
-    evaluator: str | None = None
+    scoring: ScoringRequest = field(default_factory=ScoringRequest)  # the judge's, post-test's and output options
     panel: tuple[str, ...] = ()  # --evaluator given several times: each judges into judges/<judge>/, the mean is kept
     metrics: str | None = None  # "BLEU,METEOR,Clarity", "computational", "rubric"; None = all
     judge: bool = True  # False = --no-judge
     compat: str | None = None  # "paper"
     baseline: Path | None = None
     by: str | None = None  # "domain" | "persona"
-    out: Path | None = None
-    rubrics: Path | None = None
     config: Path | None = None
-    base_url: str | None = None
-    concurrency: int | None = None  # None = runner.judge_concurrency (embedded judge: its slots; else the config's)
-    retries: int = 2
-    batch_size: int = 32
     device: str = "auto"  # --device: the metric encoders' torch device (metrics.DEVICES)
     workers: str | None = None  # --workers N: processes computing the metrics (workers.py); None = the cores available
     figures: bool = True
     shard: str | None = None  # "K/N": score shard K of N only (shards.py)
     tables: bool = False  # the paper's Table 1 / Table 2 (automatic for a sweep directory)
     preset: str | None = None  # presets.py: a config layer, and --compat
-    judge_scoring: str | None = None  # scoring.py: "weighted" | "json" | "sampled" | "checklist"; None = by backend
-    judge_rationale: bool = False
-    judge_prompt: str | None = (
-        None  # judge_prompts.py: a variant of wikihowagent/data/judge_prompts.json; None = the default
-    )
-    checklist: Path | None = (
-        None  # --checklist: items file of --judge-scoring checklist; None = wikihowagent/data/checklists.json
-    )
-    checklist_weights: Path | None = None  # --checklist-weights: `align --fit-checklist`'s weights file
-    retry_failed: bool = True  # rubrics that failed in an earlier pass are judged again
-    posttest_learner: str | None = None  # take the post-test of conversations without one with this model
-    posttest_prompt: str | None = None  # --posttest-prompt: workflow/posttest.py PROMPTS; None = the default
-    posttest_likelihood: bool = False  # --posttest-likelihood: also the likelihood post-test (workflow/likelihood.py)
     calibration: Path | None = None  # `align --calibrate`'s calibration.json: adds "<rubric> (cal.)" columns
     people_estimate: Path | None = None  # `align`'s people_estimate.json: adds "Estimated Overall (people)"
     bootstrap: int = 1000  # resamples (of tutorials) for the tables' CIs; 0 = no CIs
@@ -180,7 +162,9 @@ class EvaluationPlan:
     @property
     def judge_opts(self) -> list[EvalOptions]:
         """Each panel judge's options: it judges into judges/<judge>/ beside the scores file."""
-        return [replace(self.opts, evaluator=spec, panel_judge=True) for spec in self.panel]
+        return [
+            replace(self.opts, asked=replace(self.opts.asked, evaluator=spec), panel_judge=True) for spec in self.panel
+        ]
 
 
 @dataclass
@@ -203,19 +187,19 @@ def _plan(req: EvaluateRequest, console: Any) -> EvaluationPlan:
     runs_dir = Path(cfg.runs_dir)
     shard = shard_option(req.shard, EvaluateError)
     req, sources, base_name, tables = _sources(req, runs_dir, console)
-    if req.out is not None:  # a file or a folder this user cannot write: one line, before any work
-        check_writable(Path(req.out))
+    if req.scoring.out is not None:  # a file or a folder this user cannot write: one line, before any work
+        check_writable(Path(req.scoring.out))
     try:
-        rubric_set = load_rubrics(req.rubrics)
+        rubric_set = load_rubrics(req.scoring.rubrics)
     except RubricError:
-        if req.judge or req.rubrics is not None:
+        if req.judge or req.scoring.rubrics is not None:
             raise
         rubric_set = None  # --no-judge needs no rubric file
     rubric_names = list(rubric_set or [])
     comp, rub = select_metrics(req.metrics, req.mode, rubric_names)
     if rubric_set is not None:  # every file the user named is read before any model or server is contacted
         try:
-            check_checklist_files(req.checklist, req.checklist_weights, rubric_names)
+            check_checklist_files(req.scoring.checklist, req.scoring.checklist_weights, rubric_names)
         except ChecklistError as exc:
             raise EvaluateError(str(exc)) from None
     calibration = _load_calibration(req)
@@ -270,29 +254,15 @@ def _workers(value: str | None, comp: list[str]) -> int:
 def _options(
     req: EvaluateRequest, cfg: Config, comp: list[str], rub: list[str], shard: tuple[int, int] | None
 ) -> EvalOptions:
-    """The scoring options of the request; the judge is on when a rubric is asked and --no-judge is not given."""
+    """The scoring options of the request, as asked, and what the stage settled: the metrics, the mode, the shard;
+    the judge is on when a rubric is asked and --no-judge is not given."""
     return EvalOptions(
+        asked=req.scoring,
         mode=req.mode,
         metrics=comp + rub,
         judge=bool(rub) and req.judge,
-        evaluator=req.evaluator,
-        base_url=req.base_url,
-        rubrics_path=req.rubrics,
-        out=req.out,
-        concurrency=req.concurrency,
         default_concurrency=cfg.concurrency,
-        retries=req.retries,
-        batch_size=req.batch_size,
         shard=shard,
-        scoring=req.judge_scoring,
-        rationale=req.judge_rationale,
-        retry_failed=req.retry_failed,
-        prompt=req.judge_prompt,
-        posttest_learner=req.posttest_learner,
-        posttest_prompt=req.posttest_prompt,
-        posttest_likelihood=req.posttest_likelihood,
-        checklist_path=req.checklist,
-        checklist_weights=req.checklist_weights,
     )
 
 
@@ -300,7 +270,7 @@ def _score_inputs(plan: EvaluationPlan, console: Any, loop: JudgeLoop) -> Scored
     """Every input scored on `loop` (the one judge session): the metrics and, without a panel, the judge's
     rubric scores; with a panel, each judge's into its own file, then their mean."""
     opts, comp, rub, panel = plan.opts, plan.computational, plan.rubrics, plan.panel
-    endpoints = judge_endpoints(plan.cfg, plan.req.base_url)
+    endpoints = judge_endpoints(plan.cfg, plan.req.scoring.base_url)
     ev = Evaluation(
         opts,
         comp,
@@ -308,7 +278,7 @@ def _score_inputs(plan: EvaluationPlan, console: Any, loop: JudgeLoop) -> Scored
         plan.rubric_set,
         endpoints.make_llm if opts.judge and not panel else None,
         plan.warn,
-        make_learner=endpoints.learner_factory(plan.cfg) if plan.req.posttest_learner else None,
+        make_learner=endpoints.learner_factory(plan.cfg) if plan.req.scoring.posttest_learner else None,
         loop=loop,
     )
     with contextlib.closing(ev):  # the metrics' worker processes exit, also after a failure or Ctrl-C
@@ -358,23 +328,24 @@ def _prepare(
 
 def _check_request(req: EvaluateRequest) -> None:
     """Options that cannot work (together), refused in one line before any work."""
+    asked = req.scoring
     if req.compat not in (None, "paper"):
         raise EvaluateError(f"--compat: only 'paper' is supported, not {req.compat!r}")
-    if req.judge_scoring is not None and req.judge_scoring not in SCORING_MODES:
-        raise EvaluateError(f"--judge-scoring: unknown mode {req.judge_scoring!r}; valid: {', '.join(SCORING_MODES)}")
-    mode = SCORING_MODES.get(req.judge_scoring) if req.judge_scoring is not None else None
-    if req.judge_rationale and mode is not None and not mode.prompt_variants:
+    if asked.judge_scoring is not None and asked.judge_scoring not in SCORING_MODES:
+        raise EvaluateError(f"--judge-scoring: unknown mode {asked.judge_scoring!r}; valid: {', '.join(SCORING_MODES)}")
+    mode = SCORING_MODES.get(asked.judge_scoring) if asked.judge_scoring is not None else None
+    if asked.judge_rationale and mode is not None and not mode.prompt_variants:
         raise EvaluateError(
-            f"--judge-rationale applies to --judge-scoring {prompt_variant_modes()}, not {req.judge_scoring}"
+            f"--judge-rationale applies to --judge-scoring {prompt_variant_modes()}, not {asked.judge_scoring}"
         )
-    if (req.checklist or req.checklist_weights) and mode is not None and not mode.checklist:
+    if (asked.checklist or asked.checklist_weights) and mode is not None and not mode.checklist:
         raise EvaluateError("--checklist and --checklist-weights apply to --judge-scoring checklist")
     if req.by not in (None, "domain", "persona"):
         raise EvaluateError(f"--by: only 'domain' or 'persona' is supported, not {req.by!r}")
-    if req.posttest_learner and req.mode == "paper":
+    if asked.posttest_learner and req.mode == "paper":
         raise EvaluateError("--posttest-learner: the post-test is not part of the paper's metrics (--compat paper)")
-    prompt_option(req.posttest_prompt, req.posttest_learner)  # a bad --posttest-prompt: one line, before any work
-    if req.posttest_likelihood and not req.posttest_learner:
+    prompt_option(asked.posttest_prompt, asked.posttest_learner)  # a bad --posttest-prompt: one line, before any work
+    if asked.posttest_likelihood and not asked.posttest_learner:
         raise EvaluateError(
             "--posttest-likelihood: give --posttest-learner (the model whose log-probabilities are read)"
         )
@@ -391,8 +362,8 @@ def _sources(
     )
     if from_sweep and not paths:
         raise EvaluateError(f"{req.runs[0]}: no cell of this sweep has conversations yet (wikihowagent sweep run FILE)")
-    if from_sweep and req.out is None and len(req.runs) == 1:  # a sweep's tables go into the sweep directory
-        req = replace(req, out=Path(req.runs[0]))
+    if from_sweep and req.scoring.out is None and len(req.runs) == 1:  # a sweep's tables go into the sweep directory
+        req = replace(req, scoring=replace(req.scoring, out=Path(req.runs[0])))
     tables = req.tables or from_sweep
     baseline = req.baseline
     if baseline is not None and all(Path(p).resolve() != Path(baseline).resolve() for p in paths):
@@ -437,7 +408,7 @@ def _shard_summary(
         write_shard_info(
             p,
             shard,
-            scores_fingerprint(opts.mode, opts.metrics or [], specs[src.name], opts.rubrics_path, src.path),
+            scores_fingerprint(opts.mode, opts.metrics or [], specs[src.name], opts.asked.rubrics, src.path),
             states.get(src.name),
         )
     return EvaluationSummary(
@@ -496,8 +467,8 @@ def _paper_tables(
     run_scores = _run_scores(results, calibration, req)
     setups = {src.name: (src.teacher, src.learner or src.teacher) for src, _ in results}
     out_dir = (
-        Path(req.out)
-        if req.out is not None
+        Path(req.scoring.out)
+        if req.scoring.out is not None
         else (results[0][1].parent if len(results) == 1 else runs_dir / SUMMARY_DIR)
     )
     result.tables = paper_tables(run_scores, setups, rubric_names, req.table_stats)
@@ -542,7 +513,7 @@ def _score_all(
     results = []
     for src in plan.sources:
         out_path = scores_path(src, ev.opts, plan.runs_dir)
-        write_source_info(src, scores_dir(src, ev.opts.out, plan.runs_dir))
+        write_source_info(src, scores_dir(src, ev.opts.asked.out, plan.runs_dir))
         stats = _score_one(console, ev, src, out_path, specs[src.name])
         _report(console, ev, src, stats, specs[src.name], out_path)
         if stats.judged and stats.judge_failures == stats.judged:
@@ -608,14 +579,14 @@ def _report(
         _report_judge(console, ev, src, stats, spec, out_path)
     if stats.posttests:
         console.print(
-            f"{src.name}: post-tests taken ({ev.opts.posttest_learner}): {stats.posttests}, "
+            f"{src.name}: post-tests taken ({ev.opts.asked.posttest_learner}): {stats.posttests}, "
             f"{stats.posttest_failures} without a step list",
             highlight=False,
             markup=False,
         )
     if stats.likelihoods:
         console.print(
-            f"{src.name}: likelihood post-tests taken ({ev.opts.posttest_learner}): {stats.likelihoods}, "
+            f"{src.name}: likelihood post-tests taken ({ev.opts.asked.posttest_learner}): {stats.likelihoods}, "
             f"{stats.likelihood_failures} could not be read",
             highlight=False,
             markup=False,
@@ -655,8 +626,8 @@ def _summarize(
     run_scores = _run_scores(results, calibration, req)
     summary = summarize(run_scores, rubric_names, baseline=base_name, stats=req.table_stats)
     figures = _estimate_intervals(summary, req)
-    if req.out is not None:
-        out_dir = Path(req.out)
+    if req.scoring.out is not None:
+        out_dir = Path(req.scoring.out)
     elif len(results) == 1:
         out_dir = results[0][1].parent
     else:

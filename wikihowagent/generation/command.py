@@ -68,145 +68,165 @@ def _print_summary(summary: GenerateSummary, console: Console) -> None:
     raise typer.Exit(summary.exit_code)
 
 
+Teacher = Annotated[
+    str,
+    typer.Option(
+        rich_help_panel=MODELS,
+        help="Teacher model spec: local, an alias (openchat, qwen2, ...), ollama:<tag>, openai:<model>.",
+    ),
+]
+Learner = Annotated[
+    str | None,
+    typer.Option(rich_help_panel=MODELS, help="Learner model spec (default: the teacher's: homogeneous setup)."),
+]
+Evaluator = Annotated[
+    str | None,
+    typer.Option(rich_help_panel=MODELS, help="Evaluator spec recorded for `evaluate` (default: the teacher's)."),
+]
+Config = Annotated[
+    Path | None,
+    typer.Option(
+        rich_help_panel=INPUTS,
+        help="YAML config overriding wikihowagent/configs/default.yaml, e.g. configs/ollama.yaml.",
+    ),
+]
+Tutorials = Annotated[
+    Path | None,
+    typer.Option(
+        rich_help_panel=INPUTS,
+        help="Article directory tree, JSON or JSONL file, e.g. data/wikihow (default: the bundled sample).",
+    ),
+]
+Out = Annotated[
+    Path | None,
+    typer.Option(
+        rich_help_panel=OUTPUT, help="Run directory (default: <runs_dir>/T-<teacher>_L-<learner>_E-<evaluator>)."
+    ),
+]
+MaxTutorials = Annotated[
+    int | None,
+    typer.Option(rich_help_panel=SELECTION, min=1, help="Use the first N tutorials (deterministic order)."),
+]
+Concurrency = Annotated[int | None, typer.Option(rich_help_panel=CLUSTER, min=1, help="Conversations in flight.")]
+MaxInteractions = Annotated[
+    int | None,
+    typer.Option(rich_help_panel=CONVERSATION, min=2, help="Cut a conversation after M messages (paper: 40)."),
+]
+History = Annotated[
+    int | None,
+    typer.Option(
+        rich_help_panel=CONVERSATION, min=0, help="Show agents the last N messages (0 = the paper's prompts)."
+    ),
+]
+BaseUrl = Annotated[
+    list[str] | None,
+    typer.Option(
+        rich_help_panel=MODELS,
+        help="OpenAI-compatible server URL for openai: specs (e.g. vLLM); repeat for replicas of the model (least-busy routing).",
+    ),
+]
+Temperature = Annotated[
+    float | None, typer.Option(rich_help_panel=MODELS, min=0.0, help="Sampling temperature (default 0).")
+]
+Seed = Annotated[int | None, typer.Option(rich_help_panel=MODELS, help="Sampling seed.")]
+MaxTokens = Annotated[int | None, typer.Option(rich_help_panel=MODELS, min=1, help="Max new tokens per reply.")]
+Timeout = Annotated[float | None, typer.Option(rich_help_panel=MODELS, help="Request timeout in seconds.")]
+Retries = Annotated[int | None, typer.Option(rich_help_panel=MODELS, min=0, help="Retries with backoff per request.")]
+RetryFailed = Annotated[bool, typer.Option(rich_help_panel=CLUSTER, help="On resume, run failed conversations again.")]
+SkipInvalid = Annotated[
+    bool, typer.Option(rich_help_panel=INPUTS, help="Skip (and list) bad articles instead of stopping.")
+]
+LearnerPersona = Annotated[
+    list[str] | None,
+    typer.Option(
+        rich_help_panel=CONVERSATION,
+        help="Learner persona from wikihowagent/configs/personas.yaml: paper (default), curious, novice, passive, skeptical, distracted, expert. Repeat to mix personas (round-robin over the tutorials).",
+    ),
+]
+MaxClarifications = Annotated[
+    int | None,
+    typer.Option(
+        rich_help_panel=CONVERSATION,
+        min=0,
+        help="Learner questions answered per step before moving on (default 2).",
+    ),
+]
+Manager = Annotated[
+    str | None,
+    typer.Option(
+        rich_help_panel=CONVERSATION,
+        help="Who classifies learner messages: rules (Algorithm 1, default) or llm (a model: question / understood / off-topic / wants-to-stop, rules on a parse failure).",
+    ),
+]
+ManagerModel = Annotated[
+    str | None,
+    typer.Option(rich_help_panel=CONVERSATION, help="Model spec of --manager llm (default: the teacher's)."),
+]
+Shard = Annotated[
+    str | None,
+    typer.Option(
+        rich_help_panel=CLUSTER,
+        help="K/N: run only every N-th tutorial starting at K (0-based; cluster array jobs) into <run>/shards/K-of-N; join them with `wikihowagent merge`.",
+    ),
+]
+Posttest = Annotated[
+    bool | None,
+    typer.Option(
+        "--posttest/--no-posttest",
+        rich_help_panel=POSTTEST,
+        help="After each conversation, the learner model writes the method's steps from memory (post-test; plus one cached pre-test per tutorial). Default: on (off with --preset paper).",
+    ),
+]
+PosttestPrompt = Annotated[
+    str | None,
+    typer.Option(
+        rich_help_panel=POSTTEST,
+        metavar="NAME",
+        help='Wording of the post-/pre-test: v2 (default) or v3 (the learner may answer "not taught" / "don\'t know" per step); docs: Guides > Post-test.',
+    ),
+]
+Preset = Annotated[
+    str | None,
+    typer.Option(
+        rich_help_panel=MODELS,
+        help="'paper': the paper's prompts verbatim and decoding (max tokens 4096, temperature 0), under --config and flags.",
+    ),
+]
+
+
 def generate(
-    teacher: Annotated[
-        str,
-        typer.Option(
-            rich_help_panel=MODELS,
-            help="Teacher model spec: local, an alias (openchat, qwen2, ...), ollama:<tag>, openai:<model>.",
-        ),
-    ] = "local",
-    learner: Annotated[
-        str | None,
-        typer.Option(rich_help_panel=MODELS, help="Learner model spec (default: the teacher's: homogeneous setup)."),
-    ] = None,
-    evaluator: Annotated[
-        str | None,
-        typer.Option(rich_help_panel=MODELS, help="Evaluator spec recorded for `evaluate` (default: the teacher's)."),
-    ] = None,
-    config: Annotated[
-        Path | None,
-        typer.Option(
-            rich_help_panel=INPUTS,
-            help="YAML config overriding wikihowagent/configs/default.yaml, e.g. configs/ollama.yaml.",
-        ),
-    ] = None,
-    tutorials: Annotated[
-        Path | None,
-        typer.Option(
-            rich_help_panel=INPUTS,
-            help="Article directory tree, JSON or JSONL file, e.g. data/wikihow (default: the bundled sample).",
-        ),
-    ] = None,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            rich_help_panel=OUTPUT, help="Run directory (default: <runs_dir>/T-<teacher>_L-<learner>_E-<evaluator>)."
-        ),
-    ] = None,
-    max_tutorials: Annotated[
-        int | None,
-        typer.Option(rich_help_panel=SELECTION, min=1, help="Use the first N tutorials (deterministic order)."),
-    ] = None,
+    teacher: Teacher = "local",
+    learner: Learner = None,
+    evaluator: Evaluator = None,
+    config: Config = None,
+    tutorials: Tutorials = None,
+    out: Out = None,
+    max_tutorials: MaxTutorials = None,
     domain: DomainOpt = None,
     topic: TopicOpt = None,
     domains: DomainsFileOpt = None,
     sample: SampleOpt = None,
     per: PerOpt = "domain",
     sample_seed: SampleSeedOpt = 0,
-    concurrency: Annotated[
-        int | None, typer.Option(rich_help_panel=CLUSTER, min=1, help="Conversations in flight.")
-    ] = None,
-    max_interactions: Annotated[
-        int | None,
-        typer.Option(rich_help_panel=CONVERSATION, min=2, help="Cut a conversation after M messages (paper: 40)."),
-    ] = None,
-    history: Annotated[
-        int | None,
-        typer.Option(
-            rich_help_panel=CONVERSATION, min=0, help="Show agents the last N messages (0 = the paper's prompts)."
-        ),
-    ] = None,
-    base_url: Annotated[
-        list[str] | None,
-        typer.Option(
-            rich_help_panel=MODELS,
-            help="OpenAI-compatible server URL for openai: specs (e.g. vLLM); repeat for replicas of the model (least-busy routing).",
-        ),
-    ] = None,
-    temperature: Annotated[
-        float | None, typer.Option(rich_help_panel=MODELS, min=0.0, help="Sampling temperature (default 0).")
-    ] = None,
-    seed: Annotated[int | None, typer.Option(rich_help_panel=MODELS, help="Sampling seed.")] = None,
-    max_tokens: Annotated[
-        int | None, typer.Option(rich_help_panel=MODELS, min=1, help="Max new tokens per reply.")
-    ] = None,
-    timeout: Annotated[float | None, typer.Option(rich_help_panel=MODELS, help="Request timeout in seconds.")] = None,
-    retries: Annotated[
-        int | None, typer.Option(rich_help_panel=MODELS, min=0, help="Retries with backoff per request.")
-    ] = None,
-    retry_failed: Annotated[
-        bool, typer.Option(rich_help_panel=CLUSTER, help="On resume, run failed conversations again.")
-    ] = True,
-    skip_invalid: Annotated[
-        bool, typer.Option(rich_help_panel=INPUTS, help="Skip (and list) bad articles instead of stopping.")
-    ] = False,
-    learner_persona: Annotated[
-        list[str] | None,
-        typer.Option(
-            rich_help_panel=CONVERSATION,
-            help="Learner persona from wikihowagent/configs/personas.yaml: paper (default), curious, novice, passive, skeptical, distracted, expert. Repeat to mix personas (round-robin over the tutorials).",
-        ),
-    ] = None,
-    max_clarifications: Annotated[
-        int | None,
-        typer.Option(
-            rich_help_panel=CONVERSATION,
-            min=0,
-            help="Learner questions answered per step before moving on (default 2).",
-        ),
-    ] = None,
-    manager: Annotated[
-        str | None,
-        typer.Option(
-            rich_help_panel=CONVERSATION,
-            help="Who classifies learner messages: rules (Algorithm 1, default) or llm (a model: question / understood / off-topic / wants-to-stop, rules on a parse failure).",
-        ),
-    ] = None,
-    manager_model: Annotated[
-        str | None,
-        typer.Option(rich_help_panel=CONVERSATION, help="Model spec of --manager llm (default: the teacher's)."),
-    ] = None,
-    shard: Annotated[
-        str | None,
-        typer.Option(
-            rich_help_panel=CLUSTER,
-            help="K/N: run only every N-th tutorial starting at K (0-based; cluster array jobs) into <run>/shards/K-of-N; join them with `wikihowagent merge`.",
-        ),
-    ] = None,
-    posttest: Annotated[
-        bool | None,
-        typer.Option(
-            "--posttest/--no-posttest",
-            rich_help_panel=POSTTEST,
-            help="After each conversation, the learner model writes the method's steps from memory (post-test; plus one cached pre-test per tutorial). Default: on (off with --preset paper).",
-        ),
-    ] = None,
-    posttest_prompt: Annotated[
-        str | None,
-        typer.Option(
-            rich_help_panel=POSTTEST,
-            metavar="NAME",
-            help='Wording of the post-/pre-test: v2 (default) or v3 (the learner may answer "not taught" / "don\'t know" per step); docs: Guides > Post-test.',
-        ),
-    ] = None,
-    preset: Annotated[
-        str | None,
-        typer.Option(
-            rich_help_panel=MODELS,
-            help="'paper': the paper's prompts verbatim and decoding (max tokens 4096, temperature 0), under --config and flags.",
-        ),
-    ] = None,
+    concurrency: Concurrency = None,
+    max_interactions: MaxInteractions = None,
+    history: History = None,
+    base_url: BaseUrl = None,
+    temperature: Temperature = None,
+    seed: Seed = None,
+    max_tokens: MaxTokens = None,
+    timeout: Timeout = None,
+    retries: Retries = None,
+    retry_failed: RetryFailed = True,
+    skip_invalid: SkipInvalid = False,
+    learner_persona: LearnerPersona = None,
+    max_clarifications: MaxClarifications = None,
+    manager: Manager = None,
+    manager_model: ManagerModel = None,
+    shard: Shard = None,
+    posttest: Posttest = None,
+    posttest_prompt: PosttestPrompt = None,
+    preset: Preset = None,
 ) -> None:
     """Simulate teacher-learner conversations over tutorials into a resumable run directory."""
     from .core import GenerateRequest, run_generation  # lazily: `--help` loads no model code

@@ -15,7 +15,7 @@ analysis reads that file:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,7 @@ from wikihowagent.errors import WikihowagentError
 from wikihowagent.judge.gather import gather_cancelling
 from wikihowagent.judge.modes import SCORING_MODES
 from wikihowagent.judge.panel import judge_slug
+from wikihowagent.judge.request import ScoringRequest
 from wikihowagent.judge.rubric_judge import load_rubrics
 from wikihowagent.judge.session import JudgeLoop, judge_endpoints, locked_out, resumable
 from wikihowagent.metrics.computational import resolve_device
@@ -137,25 +138,20 @@ class JudgeCheckRequest:
     runs: tuple[Path, ...]
     out: Path
     evaluators: tuple[str, ...] = ()  # () = as `evaluate`; several = a panel
-    judge_scoring: str | None = None
-    judge_rationale: bool = False
-    judge_prompt: str | None = None
+    # the judge's options as `evaluate` takes them (its server, concurrency, retries, --judge-scoring, ...); with
+    # posttest_learner set: instead of judging, the post-test's validity with this learner (posttest_prompt: its
+    # wording; posttest_likelihood: also the likelihood post-test)
+    scoring: ScoringRequest = field(default_factory=ScoringRequest)
     perturbations: Path | None = None
     rubrics: Path | None = None
     max_conversations: int | None = None
     config: Path | None = None
-    base_url: str | None = None
-    concurrency: int | None = None
-    retries: int = 2
     figures: bool = True
     pairwise: bool = False
     pairwise_reading: str | None = None
     tie_band: float = 0.0  # --pairwise: the `average` verdict rule's tie band
-    posttest_learner: str | None = None  # instead of judging: the post-test's validity with this learner
-    posttest_prompt: str | None = None  # ... in this wording (workflow/posttest.py PROMPTS); None = the default
-    posttest_tutorials: tuple[Path, ...] = ()  # ... split by these tutorial sets (e.g. the validity set)
-    posttest_likelihood: bool = False  # ... and the likelihood post-test (workflow/likelihood.py)
-    device: str = "auto"  # ... Step Recall's encoder on this torch device (evaluation.metrics.resolve_device)
+    posttest_tutorials: tuple[Path, ...] = ()  # the post-test's validity split by these tutorial sets
+    device: str = "auto"  # ... Step Recall's encoder on this torch device (metrics.computational.resolve_device)
     metrics: bool = False  # instead of judging: every computational metric against the perturbations (no model)
 
 
@@ -163,17 +159,18 @@ def run_judge_check(req: JudgeCheckRequest, console: Any) -> None:
     """Judge, resume, analyse and write; progress and results on `console`. Raises JudgeCheckError or
     outdir.OutputDirError (one line)."""
     check_writable(Path(req.out))  # a file or a folder this user cannot write: before any work
-    if req.posttest_tutorials and not req.posttest_learner:
+    learner = req.scoring.posttest_learner
+    if req.posttest_tutorials and not learner:
         raise JudgeCheckError("--tutorials: give --posttest-learner (the tutorial sets split the post-test's validity)")
-    if req.posttest_likelihood and not req.posttest_learner:
+    if req.scoring.posttest_likelihood and not learner:
         raise JudgeCheckError(
             "--posttest-likelihood: give --posttest-learner (the model whose log-probabilities are read)"
         )
-    if req.device != "auto" or req.posttest_learner or req.metrics:  # an absent --device: one line, before any work
+    if req.device != "auto" or learner or req.metrics:  # an absent --device: one line, before any work
         req = replace(req, device=resolve_device(req.device))
     specs = list(dict.fromkeys(req.evaluators))
     if req.metrics:
-        if specs or req.pairwise or req.posttest_learner:
+        if specs or req.pairwise or req.scoring.posttest_learner:
             raise JudgeCheckError(
                 "--metrics checks the computational metrics and asks no model: give it without --evaluator, "
                 "--pairwise or --posttest-learner"
@@ -191,7 +188,7 @@ def run_judge_check(req: JudgeCheckRequest, console: Any) -> None:
             req.device,
         )
         return
-    if len(specs) > 1 and req.posttest_learner:
+    if len(specs) > 1 and req.scoring.posttest_learner:
         raise JudgeCheckError(
             "--posttest-learner measures the post-test's validity and asks no judge: give it without a panel of "
             "--evaluator (the post-test's table shows the judge-check accuracy already in --out)"
@@ -215,7 +212,7 @@ def _judge_panel(console: Any, req: JudgeCheckRequest, specs: list[str]) -> None
             evaluators=(spec,),
             pairwise_reading=None,
             tie_band=0.0,
-            posttest_prompt=None,
+            scoring=replace(req.scoring, posttest_prompt=None),
         )
         _judge_check(console, member, spec)
     rubric_set = load_rubrics(req.rubrics)
@@ -258,7 +255,7 @@ class CheckInputs:
     cfg: Any  # the Config
     rubric_set: dict[str, Any]
     perts: list[Perturbation]
-    sources: list[Any]  # evaluation.inputs sources
+    sources: list[Any]  # scores.inputs sources
     convs: list[Conversation]  # at most --max-conversations, at least 2
     test_prompt: Any  # the post-test's TestPrompt
     tutorial_sets: dict[str, list[Any]]  # --tutorials: {set name: its tutorials}
@@ -266,9 +263,14 @@ class CheckInputs:
 
 def read_inputs(console: Any, req: JudgeCheckRequest) -> CheckInputs:
     """The options checked and the inputs read, each bad one a one-line error before any judging."""
-    if req.judge_scoring is not None and req.judge_scoring not in SCORING_MODES:
-        raise JudgeCheckError(f"--judge-scoring: unknown mode {req.judge_scoring!r}; valid: {', '.join(SCORING_MODES)}")
-    test_prompt = prompt_option(req.posttest_prompt, req.posttest_learner)  # a bad --posttest-prompt: one line, first
+    asked = req.scoring
+    if asked.judge_scoring is not None and asked.judge_scoring not in SCORING_MODES:
+        raise JudgeCheckError(
+            f"--judge-scoring: unknown mode {asked.judge_scoring!r}; valid: {', '.join(SCORING_MODES)}"
+        )
+    test_prompt = prompt_option(
+        asked.posttest_prompt, asked.posttest_learner
+    )  # a bad --posttest-prompt: one line, first
     tutorial_sets = load_tutorial_sets(req.posttest_tutorials, console)  # a bad --tutorials set: one line, first
     cfg = load_config(req.config)
     rubric_set = load_rubrics(req.rubrics)
@@ -302,20 +304,12 @@ def _judge_check(console: Any, req: JudgeCheckRequest, evaluator: str | None) ->
     """One judge (`evaluator`, None = as `evaluate`): absolute (default), --pairwise, or the post-test's validity
     (--posttest-learner)."""
     inputs = read_inputs(console, req)
-    endpoints = judge_endpoints(inputs.cfg, req.base_url)  # as `evaluate`: the run's evaluator and endpoint
-    if req.posttest_learner:
+    endpoints = judge_endpoints(inputs.cfg, req.scoring.base_url)  # as `evaluate`: the run's evaluator and endpoint
+    if req.scoring.posttest_learner:
         _posttest_validity(console, req, inputs, endpoints.learner_factory(inputs.cfg))
         return
     opts = EvalOptions(
-        judge=True,
-        evaluator=evaluator,
-        base_url=req.base_url,
-        concurrency=req.concurrency,
-        default_concurrency=inputs.cfg.concurrency,
-        retries=req.retries,
-        scoring=req.judge_scoring,
-        rationale=req.judge_rationale,
-        prompt=req.judge_prompt,
+        asked=replace(req.scoring, evaluator=evaluator), judge=True, default_concurrency=inputs.cfg.concurrency
     )  # as `evaluate`: the run's evaluator and endpoint, else --evaluator
 
     def warn(msg: str) -> None:
@@ -382,7 +376,7 @@ def _pairwise(console: Any, req: JudgeCheckRequest, inputs: CheckInputs, spec: s
             rubric_set,
             list(rubric_set),
             reading=req.pairwise_reading,
-            retries=req.retries,
+            retries=req.scoring.retries,
             concurrency=concurrency,
         )
     except ValueError as exc:
@@ -460,7 +454,7 @@ def _posttest_validity(
 ) -> None:
     """judge-check --posttest-learner: post-tests on originals and skip_steps / off_topic copies (per tutorial
     set with --tutorials)."""
-    convs, perts, out, spec = inputs.convs, inputs.perts, Path(req.out), str(req.posttest_learner)
+    convs, perts, out, spec = inputs.convs, inputs.perts, Path(req.out), str(req.scoring.posttest_learner)
     check = posttest_check.PostTestCheck()
     sets = _tutorial_sets_taught(convs, inputs.tutorial_sets)
     jobs = posttest_check.variants(convs, perts, check, sets)
@@ -475,16 +469,16 @@ def _posttest_validity(
         highlight=False,
         markup=False,
     )
-    opts = EvalOptions(concurrency=req.concurrency, default_concurrency=inputs.cfg.concurrency)
+    opts = EvalOptions(asked=req.scoring, default_concurrency=inputs.cfg.concurrency)
     tests = _take_posttests(
-        console, jobs, make_learner, spec, out, inputs.test_prompt, check, req.posttest_likelihood, opts
+        console, jobs, make_learner, spec, out, inputs.test_prompt, check, req.scoring.posttest_likelihood, opts
     )
     recalls = posttest_check.step_recalls(convs, tests, check, req.device)
     per_test = {"abstained": posttest_check.abstained_shares(tests), "coverage": posttest_check.coverages(jobs)}
     table = posttest_check.validity_table(recalls, perts, posttest_check.judge_accuracy(out), per_test)
     by_set = posttest_check.validity_by_set(recalls, perts, sets, per_test) if sets else None
     lik_table = lik_by_set = None
-    if req.posttest_likelihood:
+    if req.scoring.posttest_likelihood:
         gains = posttest_check.likelihood_gains(convs, tests)
         coverage = {"coverage": per_test["coverage"]}  # the same copies: did they remove teaching?
         lik_table = posttest_check.validity_table(gains, perts, None, coverage)
@@ -501,7 +495,7 @@ def _posttest_validity(
         lik_by_set,
     )
     _print_validity(console, table, by_set, lik_table if lik_by_set is None else lik_by_set, lik_by_set is not None)
-    if req.posttest_likelihood:
+    if req.scoring.posttest_likelihood:
         console.print(
             f"likelihood post-tests: {check.likelihoods} taken, {check.likelihood_failed} could not be read",
             highlight=False,

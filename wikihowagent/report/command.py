@@ -20,81 +20,90 @@ if TYPE_CHECKING:
     from .sources import Problems
 
 
+Runs = Annotated[
+    list[Path],
+    typer.Argument(
+        metavar="RUN_OR_SWEEP...",
+        help="Run directories, or directories of runs (a sweep: every sub-directory is one run).",
+    ),
+]
+Out = Annotated[
+    Path,
+    typer.Option(
+        "--out",
+        "-o",
+        rich_help_panel=OUTPUT,
+        metavar="DIR",
+        help="Output directory (replaced as a whole; a directory holding anything but a previous report, "
+        "or being, holding or inside an input, is refused).",
+    ),
+]
+Cases = Annotated[
+    int | None,
+    typer.Option(
+        "--cases",
+        rich_help_panel=OUTPUT,
+        metavar="N",
+        min=1,
+        help="Also write cases.md/.html: the best and worst N conversations per metric (Table 6 style).",
+        show_default=False,
+    ),
+]
+Alignment = Annotated[
+    Path | None,
+    typer.Option(
+        "--alignment",
+        rich_help_panel=INPUTS,
+        metavar="DIR",
+        help="An `align --out` directory: add its correlations and figures (Figs. 6-8).",
+        show_default=False,
+    ),
+]
+Calibration = Annotated[
+    Path | None,
+    typer.Option(
+        "--calibration",
+        rich_help_panel=INPUTS,
+        metavar="FILE",
+        help="A calibration.json "
+        "of `align --calibrate`: add '<rubric> (cal.)' columns to "
+        "the tables and the browser (refused for scores of another "
+        "judge or rubric file).",
+        show_default=False,
+    ),
+]
+Compare = Annotated[
+    Path | None,
+    typer.Option(
+        "--compare",
+        rich_help_panel=INPUTS,
+        metavar="DIR",
+        help="A `compare --out` directory: "
+        "add a 'Head to head' page (Bradley–Terry, win rates, position "
+        "consistency, verdicts).",
+        show_default=False,
+    ),
+]
+Workers = Annotated[
+    str | None,
+    typer.Option(
+        rich_help_panel=CLUSTER,
+        metavar="N",
+        help="Runs read at once, each in a process of its own; 1 = in the report process itself. Default: the "
+        "cores available to it. The site is the same for any N.",
+        show_default=False,
+    ),
+]
+
+
 def report(
-    runs: Annotated[
-        list[Path],
-        typer.Argument(
-            metavar="RUN_OR_SWEEP...",
-            help="Run directories, or directories of runs (a sweep: every sub-directory is one run).",
-        ),
-    ],
-    out: Annotated[
-        Path,
-        typer.Option(
-            "--out",
-            "-o",
-            rich_help_panel=OUTPUT,
-            metavar="DIR",
-            help="Output directory (replaced as a whole; a directory holding anything but a previous report, "
-            "or being, holding or inside an input, is refused).",
-        ),
-    ],
-    cases: Annotated[
-        int | None,
-        typer.Option(
-            "--cases",
-            rich_help_panel=OUTPUT,
-            metavar="N",
-            min=1,
-            help="Also write cases.md/.html: the best and worst N conversations per metric (Table 6 style).",
-            show_default=False,
-        ),
-    ] = None,
-    alignment: Annotated[
-        Path | None,
-        typer.Option(
-            "--alignment",
-            rich_help_panel=INPUTS,
-            metavar="DIR",
-            help="An `align --out` directory: add its correlations and figures (Figs. 6-8).",
-            show_default=False,
-        ),
-    ] = None,
-    calibration: Annotated[
-        Path | None,
-        typer.Option(
-            "--calibration",
-            rich_help_panel=INPUTS,
-            metavar="FILE",
-            help="A calibration.json "
-            "of `align --calibrate`: add '<rubric> (cal.)' columns to "
-            "the tables and the browser (refused for scores of another "
-            "judge or rubric file).",
-            show_default=False,
-        ),
-    ] = None,
-    compare: Annotated[
-        Path | None,
-        typer.Option(
-            "--compare",
-            rich_help_panel=INPUTS,
-            metavar="DIR",
-            help="A `compare --out` directory: "
-            "add a 'Head to head' page (Bradley–Terry, win rates, position "
-            "consistency, verdicts).",
-            show_default=False,
-        ),
-    ] = None,
-    workers: Annotated[
-        str | None,
-        typer.Option(
-            rich_help_panel=CLUSTER,
-            metavar="N",
-            help="Runs read at once, each in a process of its own; 1 = in the report process itself. Default: the "
-            "cores available to it. The site is the same for any N.",
-            show_default=False,
-        ),
-    ] = None,
+    runs: Runs,
+    out: Out,
+    cases: Cases = None,
+    alignment: Alignment = None,
+    calibration: Calibration = None,
+    compare: Compare = None,
+    workers: Workers = None,
 ) -> None:
     """Write a static, offline HTML report of runs: overview, tables, figures, a conversation browser.
 

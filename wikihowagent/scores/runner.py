@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import math
 from collections.abc import Callable, Coroutine, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ from wikihowagent.judge.modes import SCORING_MODES, first_mode, prompt_variant_m
 from wikihowagent.judge.panel import judge_scores_path
 from wikihowagent.judge.prompts import SHORTENED_NOTE, PromptError, recorded_prompt
 from wikihowagent.judge.prompts import get_prompt as judge_prompt
+from wikihowagent.judge.request import ScoringRequest
 from wikihowagent.judge.rubric_judge import rubrics_sha256
 from wikihowagent.judge.scoring import ScoringError, make_scorer, resolve_mode
 from wikihowagent.judge.session import EvaluateError, JudgeLoop
@@ -61,31 +62,18 @@ from .source_stats import SourceStats, count_judged, count_rejudged
 
 @dataclass
 class EvalOptions:
+    """How an Evaluation scores: the scoring options as asked, and what the stage settled from the request."""
+
+    asked: ScoringRequest = field(default_factory=ScoringRequest)
     mode: Mode = "default"
     metrics: list[str] | None = None  # computational + rubric names; None = all
     judge: bool = True
-    evaluator: str | None = None
-    base_url: str | None = None
-    rubrics_path: Path | None = None
-    out: Path | None = None
-    concurrency: int | None = None  # conversations at the judge at once (--concurrency); None = judge_concurrency()
     default_concurrency: int = 2  # the config's concurrency: the default for judges other than the embedded one
-    retries: int = 2
-    batch_size: int = 32  # texts per forward pass
     device: str = "cpu"  # the metric encoders' torch device, resolved (metrics.resolve_device)
     workers: int = 1  # processes computing the metrics (--workers; workers.py): 1 = in this process
-    scoring: str | None = None  # --judge-scoring: None = scoring.default_mode (the provider's, else by logprobs)
-    rationale: bool = False  # --judge-rationale
-    prompt: str | None = None  # --judge-prompt: a variant of wikihowagent/data/judge_prompts.json; None = the default
-    retry_failed: bool = True  # judge rubrics that failed in an earlier pass again
     chunk: int = 64  # conversations per scoring chunk (memory is flat in the number of conversations)
     shard: tuple[int, int] | None = None  # (K, N): only the conversations of shard K (see shards.py)
     panel_judge: bool = False  # one judge of a panel: its scores go to <scores dir>/judges/<judge>/ (panel.py)
-    posttest_learner: str | None = None  # --posttest-learner: take the post-test of conversations without one
-    posttest_prompt: str | None = None  # --posttest-prompt (workflow/posttest.py PROMPTS); None = the default
-    posttest_likelihood: bool = False  # --posttest-likelihood: also the likelihood post-test of each conversation
-    checklist_path: Path | None = None  # --checklist: the items file of --judge-scoring checklist (None = bundled)
-    checklist_weights: Path | None = None  # --checklist-weights: fitted item weights (align --fit-checklist)
 
 
 def scores_dir(src: InputSource, out: Path | None, runs_dir: Path) -> Path:
@@ -130,11 +118,11 @@ def write_source_info(src: InputSource, directory: Path) -> None:
 
 def scores_path(src: InputSource, opts: EvalOptions, runs_dir: Path) -> Path:
     fname = SCORES_PAPER if opts.mode == "paper" else SCORES
-    path = scores_dir(src, opts.out, runs_dir) / fname
+    path = scores_dir(src, opts.asked.out, runs_dir) / fname
     if opts.shard is not None:
         path = shard_scores_path(path, opts.shard)
-    if opts.panel_judge and opts.evaluator:
-        path = judge_scores_path(path, opts.evaluator)
+    if opts.panel_judge and opts.asked.evaluator:
+        path = judge_scores_path(path, opts.asked.evaluator)
     return path
 
 
@@ -193,8 +181,8 @@ def judge_concurrency(opts: EvalOptions, llm: Any) -> int:
     --concurrency if given; for the embedded model, its server's slots (one conversation per slot: two
     conversations on one slot interleave their rubric calls, and each call then re-reads its whole prefix instead
     of reusing the prompt cache); else the config's concurrency."""
-    if opts.concurrency is not None:
-        return opts.concurrency
+    if opts.asked.concurrency is not None:
+        return opts.asked.concurrency
     return capabilities(llm).slots or opts.default_concurrency
 
 
@@ -304,7 +292,7 @@ class Evaluation:
         self.rubrics = rubrics
         self.make_llm = make_llm
         self.warn = warn
-        self.scorers = make_scorers(opts.mode, comp, opts.batch_size, opts.device, opts.workers) if comp else None
+        self.scorers = make_scorers(opts.mode, comp, opts.asked.batch_size, opts.device, opts.workers) if comp else None
         self.rubrics_hash = rubrics_sha256(rubrics) if rubrics is not None else ""
         self._judges: dict[str, Any] = {}
         self.loop = loop
@@ -313,7 +301,7 @@ class Evaluation:
     def evaluator_spec(self, src: InputSource) -> str | None:
         if not self.rubric_names:
             return None
-        spec = self.opts.evaluator or src.evaluator or src.teacher
+        spec = self.opts.asked.evaluator or src.evaluator or src.teacher
         if not spec:
             raise EvaluateError(f"{src.path}: no evaluator known for this input: pass --evaluator SPEC or --no-judge")
         return spec
@@ -325,27 +313,29 @@ class Evaluation:
             assert self.make_llm is not None and self.rubrics is not None
             llm = self.make_llm(spec)
             try:
-                checklist_asked = bool(self.opts.checklist_path or self.opts.checklist_weights)
+                checklist_asked = bool(self.opts.asked.checklist or self.opts.asked.checklist_weights)
                 mode = resolve_mode(
-                    self.opts.scoring or (first_mode("checklist") if checklist_asked else None),
+                    self.opts.asked.judge_scoring or (first_mode("checklist") if checklist_asked else None),
                     llm,
                     self.opts.mode,
-                    holistic=self.opts.rationale or self.opts.prompt is not None,
+                    holistic=self.opts.asked.judge_rationale or self.opts.asked.judge_prompt is not None,
                 )
                 prompt = None
                 entry = SCORING_MODES.get(mode)
                 if entry.prompt_variants:
-                    prompt = judge_prompt(self.opts.prompt)
-                elif self.opts.prompt is not None:
+                    prompt = judge_prompt(self.opts.asked.judge_prompt)
+                elif self.opts.asked.judge_prompt is not None:
                     raise ScoringError(
                         f"--judge-prompt applies to --judge-scoring {prompt_variant_modes()}, not {mode}"
                     )
                 checklist, weights = (
-                    checklist_for(spec, list(self.rubrics), self.opts.checklist_path, self.opts.checklist_weights)
+                    checklist_for(
+                        spec, list(self.rubrics), self.opts.asked.checklist, self.opts.asked.checklist_weights
+                    )
                     if entry.checklist
                     else (None, None)
                 )
-                if not entry.checklist and (self.opts.checklist_path or self.opts.checklist_weights):
+                if not entry.checklist and (self.opts.asked.checklist or self.opts.asked.checklist_weights):
                     raise ScoringError("--checklist and --checklist-weights apply to --judge-scoring checklist")
                 self._judges[spec] = make_scorer(
                     mode,
@@ -353,8 +343,8 @@ class Evaluation:
                     self.rubrics,
                     self.rubric_names,
                     compat=self.opts.mode,
-                    rationale=self.opts.rationale,
-                    retries=self.opts.retries,
+                    rationale=self.opts.asked.judge_rationale,
+                    retries=self.opts.asked.retries,
                     concurrency=judge_concurrency(self.opts, llm),
                     prompt=prompt,
                     checklist=checklist,
@@ -445,8 +435,8 @@ class Evaluation:
 
     def learner(self) -> Any:
         if self._learner is None:
-            assert self.make_learner is not None and self.opts.posttest_learner
-            self._learner = self.make_learner(self.opts.posttest_learner)
+            assert self.make_learner is not None and self.opts.asked.posttest_learner
+            self._learner = self.make_learner(self.opts.asked.posttest_learner)
         return self._learner
 
     async def _run_source(
@@ -455,7 +445,7 @@ class Evaluation:
         stats = SourceStats()
         with contextlib.ExitStack() as files:
             add_posttests, own = (
-                self._posttests(out_path.parent, files, stats) if self.opts.posttest_learner else (None, {})
+                self._posttests(out_path.parent, files, stats) if self.opts.asked.posttest_learner else (None, {})
             )
             return await self._score_source(src, out_path, progress, stats, add_posttests, own)
 
@@ -470,8 +460,8 @@ class Evaluation:
         none): what older score lines were computed from. The learner's model is made when the first test is
         due."""
         stored = read_posttests(directory / POSTTESTS)
-        spec = self.opts.posttest_learner or ""
-        prompt = test_prompt(self.opts.posttest_prompt)
+        spec = self.opts.asked.posttest_learner or ""
+        prompt = test_prompt(self.opts.asked.posttest_prompt)
         sink = files.enter_context(JsonlAppender(directory / POSTTESTS))
         tester: PostTester | None = None
         taker: LikelihoodTaker | None = None
@@ -479,12 +469,14 @@ class Evaluation:
 
         async def attach(convs: list[Conversation]) -> None:
             nonlocal tester, taker
-            todo, lik = _posttests_due(convs, stored, spec, prompt.version, bool(self.opts.posttest_likelihood), own)
+            todo, lik = _posttests_due(
+                convs, stored, spec, prompt.version, bool(self.opts.asked.posttest_likelihood), own
+            )
             if not todo and not lik:
                 return
             if tester is None:
                 tester = files.enter_context(post_tester(self.learner(), spec, directory, prompt))
-            if self.opts.posttest_likelihood and taker is None:
+            if self.opts.asked.posttest_likelihood and taker is None:
                 try:
                     taker = LikelihoodTaker(for_chat_model(self.learner()))
                 except LikelihoodError as exc:
@@ -502,7 +494,7 @@ class Evaluation:
                 c.posttest = await tester.run(c.tutorial_key, c.title, c.tutorial_title, c.turns, len(c.steps))
                 stats.posttests += 1
                 stats.posttest_failures += c.posttest.post.error is not None
-                if self.opts.posttest_likelihood:
+                if self.opts.asked.posttest_likelihood:
                     await add(c)
                 else:
                     sink.append({"conversation_id": c.conversation_id, "posttest": c.posttest.model_dump(mode="json")})
@@ -677,7 +669,7 @@ class Evaluation:
                 and c.posttest.likelihood_read
             ):  # a likelihood post-test taken since that line was written
                 have.discard(LIKELIHOOD_GAIN)
-            if old and self.opts.retry_failed and not stale:  # failed rubrics count as not judged yet
+            if old and self.opts.asked.retry_failed and not stale:  # failed rubrics count as not judged yet
                 have -= set(old.judge_failures) & rubric_names
             if stale is None and comp_names | rubric_names <= have:
                 if reweighed:  # new rubric scores from the stored items: a new line

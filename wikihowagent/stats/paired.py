@@ -19,7 +19,7 @@ from .bootstrap import bootstrap_counts_ci, drawn_sums
 
 ALPHA = 0.05
 BOOTSTRAP = 1000  # default resamples (`--bootstrap N`)
-MAX_BOOTSTRAP = 100_000  # the most `--bootstrap N` takes (`stats.bootstrap_option`)
+MAX_BOOTSTRAP = 100_000  # the most `--bootstrap N` takes (`cli_options.bootstrap_option`)
 LEVEL = 0.95
 
 
