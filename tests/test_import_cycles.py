@@ -397,19 +397,19 @@ def test_the_floor_checks_find_what_they_look_for(tmp_path):
     (pkg / "alignment" / "calibration.py").write_text("def predict(): ...\n")
     (pkg / "alignment" / "schema.py").write_text(
         "from wikihowagent.evaluation import calibrated\nx = calibrated._y\n"
-        "from wikihowagent.judge.calibrated import _z\n"
+        "from wikihowagent.evaluation.calibrated import _z\n"
     )
     (pkg / "alignment" / "sibling.py").write_text("from . import schema\nfrom .calibration import _w\ny = schema._v\n")
     g = import_graph(pkg)
     assert upward_imports(g, pkg) == [
-        "wikihowagent.judge.calibrated (floor 3) -> wikihowagent.alignment.calibration (floor 4)"
+        "wikihowagent.evaluation.calibrated (floor 3) -> wikihowagent.alignment.calibration (floor 4)"
     ]
     assert folder_loops(g, pkg) == [["alignment", "evaluation"]] or folder_loops(g, pkg) == [
         ["evaluation", "alignment"]
     ]
     assert private_uses(pkg) == {
-        ("wikihowagent.alignment.schema", "wikihowagent.judge.calibrated", "_y"),
-        ("wikihowagent.alignment.schema", "wikihowagent.judge.calibrated", "_z"),
+        ("wikihowagent.alignment.schema", "wikihowagent.evaluation.calibrated", "_y"),
+        ("wikihowagent.alignment.schema", "wikihowagent.evaluation.calibrated", "_z"),
         ("wikihowagent.alignment.sibling", "wikihowagent.alignment.calibration", "_w"),
         ("wikihowagent.alignment.sibling", "wikihowagent.alignment.schema", "_v"),
     }
