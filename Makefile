@@ -18,7 +18,7 @@ install: $(STAMP)
 # setuptools prints an "Editable installation ... Please be careful with folders in your working directory"
 # banner on every `pip install -e` (pip >= 25 relays it from the build backend even with -q): information
 # about nothing the user did. This filter drops only warnings whose message starts with it; any other
-# warning and every error of the build still print (tests/test_packaging.py checks the filter).
+# warning and every error of the build still print (tests/project/test_packaging.py checks the filter).
 QUIET_EDITABLE := PYTHONWARNINGS="ignore:Editable installation.:UserWarning"
 
 # One shell: each step says what it installs, the last line how long it took. The packages: CPU torch
@@ -49,7 +49,7 @@ $(STAMP): requirements.txt requirements-model.txt requirements-dev.txt constrain
 browser:
 	bash scripts/setup_browser.sh
 
-# Debian's single-node Slurm + munge for tests/test_slurm.py (a real sbatch; needs root and apt-get).
+# Debian's single-node Slurm + munge for tests/sweep/test_slurm.py (a real sbatch; needs root and apt-get).
 install-slurm:
 	command -v slurmctld >/dev/null && command -v munged >/dev/null || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge; }
@@ -93,7 +93,7 @@ lint: install
 
 # The benchmarks that need only this repository (and the embedded model), each rewriting its section of
 # BENCHMARKS.md; the others are run by hand (`python -m benchmarks` lists them all; docs/benchmarks/index.md says
-# what each needs; tests/test_benchmarks.py checks that every benchmark is in one place or the other).
+# what each needs; tests/project/test_benchmarks.py checks that every benchmark is in one place or the other).
 bench: install
 	$(BIN)/python -m benchmarks generate --write-md
 	$(BIN)/python -m benchmarks evaluate --write-md

@@ -149,7 +149,7 @@ The sites of `--workers 1` and the default are {same}. Goal at 114,296 conversat
 The report reads each run in a worker process (`--workers`, default the cores available): its scores, then its
 conversation records once, each record's text to a spool file of its own beside the output; the report process
 adopts the runs in order and writes each chunk from the spools at the end. Only the table's fields stay in memory
-(compact columns), so memory grows with the scores and the table, not with the texts (tests/test_report.py
+(compact columns), so memory grows with the scores and the table, not with the texts (tests/report/test_report.py
 measures it: tracemalloc's peak grows by under 0.1 byte per byte of conversations added).
 
 Compressed chunks were measured (2026-12-07, revision 4c44023) and not taken: from `file://` Chromium refuses

@@ -7,7 +7,7 @@ than one folder has, and duplicated-code pairs.
     python -m benchmarks.structure                 # this checkout
     python -m benchmarks.structure --repo ../old   # another checkout (a git worktree of an older revision)
 
-The import graph is the test suite's own (`tests/test_import_cycles.import_graph`); duplicated-code pairs
+The import graph is the test suite's own (`tests/project/test_import_cycles.import_graph`); duplicated-code pairs
 come from the `duplicates` command where it is installed (else "not measured"). No model, a few seconds.
 """
 
@@ -79,8 +79,8 @@ def room_of(module: str, pkg: Path) -> str:
 
 
 def module_graph(repo: Path) -> nx.DiGraph:
-    """The package's imports, module to module: the test suite's own reading (`tests/test_import_cycles`)."""
-    sys.path.insert(0, str(ROOT / "tests"))
+    """The package's imports, module to module: the test suite's own reading (`tests/project/test_import_cycles`)."""
+    sys.path.insert(0, str(ROOT / "tests" / "project"))
     from test_import_cycles import import_graph
 
     return import_graph(repo / "wikihowagent")

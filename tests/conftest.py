@@ -8,6 +8,12 @@ import pytest
 
 # tests/helpers.py is imported as a plain module.
 sys.path.insert(0, str(Path(__file__).parent))
+# Tests live in one folder per part of the package (tests/judge/, tests/report/, ...) and import helpers from
+# one another by module name (`from test_compare import make_run`): every such folder is on sys.path, so the
+# import works from any folder and when one file runs alone (test file names are unique across the folders).
+for _folder in sorted(Path(__file__).parent.iterdir()):
+    if _folder.is_dir() and any(_folder.glob("test_*.py")):
+        sys.path.insert(1, str(_folder))
 
 # The files whose `slow` tests drive the embedded model (llama.cpp on every core).
 EMBEDDED_MODEL = {

@@ -2,7 +2,7 @@
 
 A missing site is built once (`mkdocs build --strict`, this checkout's code first on the path); a site that
 exists is used as it is, so a command or option changed without rebuilding the docs fails
-tests/test_docs.py. `make test` builds the site first (`make docs`)."""
+tests/project/test_docs.py. `make test` builds the site first (`make docs`)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ class LocalServer(ThreadingHTTPServer):
     """The tests' threaded HTTP server on 127.0.0.1. A client that hangs up before its reply is written (a run
     cancelled or finished while a request was in flight) is normal, not an error: ThreadingHTTPServer would
     print that BrokenPipeError's traceback to whatever `sys.stderr` is when the late handler thread gets to
-    it, which can be a later test's captured output (a `--help` line 105 characters wide, tests/test_cli_help).
+    it, which can be a later test's captured output (a `--help` line 105 characters wide, tests/core/test_cli_help).
     Other handler errors are still printed; every one is kept in `errors`."""
 
     def __init__(self, *args, **kwargs):

@@ -1,5 +1,7 @@
 """Shared test helpers: small tutorials, scripted agents, the one-line CLI error check, a copy of the
-fixture run, the CLI run with file permissions that hold (also as root) and hostile JSON."""
+fixture run, the CLI run with file permissions that hold (also as root), hostile JSON, and what the hostile-input
+tests of several stages share (an unreachable judge URL, evaluate's and compare's arguments, the CLI in a
+subprocess, a JSONL file read back whole)."""
 
 from __future__ import annotations
 
@@ -168,3 +170,51 @@ def synthetic_run(root: Path, n: int, seed: int = 0, repeat: int = 1) -> Path:
             }
             fh.write(json.dumps(record) + "\n")
     return run
+
+
+DEAD_URL = "http://127.0.0.1:9/v1"  # nothing listens: a test that reached a judge would fail, not hang
+
+
+def flat(res) -> str:
+    return " ".join(res.output.split())
+
+
+def evaluate_args(*runs: Path, out: Path | None = None) -> list[str]:
+    return ["evaluate", *map(str, runs), "--no-judge", "--metrics", "Completion", "--no-figures"] + (
+        ["--out", str(out)] if out is not None else []
+    )
+
+
+def _compare_args(tmp_path: Path, *extra: str) -> list[str]:
+    from test_compare import make_run
+
+    a, b = make_run(tmp_path, "a", range(2)), make_run(tmp_path, "b", range(2))
+    return [
+        "compare",
+        str(a),
+        str(b),
+        "--out",
+        str(tmp_path / "cmp"),
+        "--evaluator",
+        "openai:fake-model",
+        "--base-url",
+        DEAD_URL,
+        "--from-judgments",
+        *extra,
+    ]
+
+
+def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess:
+    """`python -m wikihowagent ARGS` in a subprocess (its own stdout encoding, its own signals)."""
+    full = {**os.environ, **(env or {})}
+    full["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return subprocess.run(
+        [sys.executable, "-m", "wikihowagent", *args], capture_output=True, env=full, timeout=timeout, check=False
+    )
+
+
+def _jsonl(path: Path) -> list[dict]:
+    """Every line of a JSONL file parsed (a torn line fails the test); [] for no file."""
+    if not path.exists():
+        return []
+    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]

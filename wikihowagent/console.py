@@ -13,7 +13,7 @@ hand: its names and metavar never wrap or shorten; the help text gets the rest o
 names are wider than NAME_COLUMN_MAX, the lines under them (as man pages do). The usage, the command's
 help text and every piece of an option's help (default, range, required) are Typer's own
 (typer.rich_utils); options are grouped by their `rich_help_panel=` into the PANELS below, in that order.
-tests/test_cli_help.py checks every command's help at 80 columns and piped.
+tests/core/test_cli_help.py checks every command's help at 80 columns and piped.
 """
 
 from __future__ import annotations

@@ -245,7 +245,7 @@ class ServerClient:
 def _transport(cls: Any, owner: ServerClient) -> Any:
     """An httpx transport whose httpcore pool connects through a backend that hands each socket to `owner`
     (httpx takes no network backend: its pool, `_pool`, is replaced; httpx is pinned in constraints.txt and
-    tests/test_backends.py checks that a request in flight is hung up)."""
+    tests/backends/test_backends.py checks that a request in flight is hung up)."""
     transport = cls()
     if cls is httpx.HTTPTransport:
         sync = _SyncTracked(httpcore.SyncBackend(), owner)
