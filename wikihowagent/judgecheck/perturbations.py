@@ -20,6 +20,7 @@ from wikihowagent.config import resource_path
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.jsonlio import JsonInputError, read_json_file
 from wikihowagent.records import Conversation, Turn, conversation_lines
+from wikihowagent.registry import Registry
 
 
 class PerturbationError(WikihowagentError, ValueError):
@@ -202,15 +203,18 @@ def repeat(conv: Conversation, others: list[Conversation], params: dict[str, Any
     return _map_teacher(conv, lambda _i, _t: sentence)
 
 
-KINDS: dict[str, Callable[[Conversation, list[Conversation], dict[str, Any]], Conversation | None]] = {
-    "skip_steps": skip_steps,
-    "wrong_facts": wrong_facts,
-    "off_topic": off_topic,
-    "terse": terse,
-    "passive_learner": passive_learner,
-    "shuffled": shuffled,
-    "repeat": repeat,
-}
+KINDS: Registry[Callable[[Conversation, list[Conversation], dict[str, Any]], Conversation | None]] = Registry(
+    "perturbation kind",
+    {
+        "skip_steps": skip_steps,
+        "wrong_facts": wrong_facts,
+        "off_topic": off_topic,
+        "terse": terse,
+        "passive_learner": passive_learner,
+        "shuffled": shuffled,
+        "repeat": repeat,
+    },
+)
 
 
 def default_perturbations_path() -> Path:
