@@ -238,7 +238,7 @@ def load_perturbations(path: Path | None, rubric_names: list[str]) -> list[Pertu
         if not isinstance(v, dict):
             raise PerturbationError(f"{where}: expected an object with kind, description, targets")
         kind = v.get("kind", name)
-        if kind not in KINDS:
+        if not isinstance(kind, str) or kind not in KINDS:
             raise PerturbationError(f"{where}: unknown kind {kind!r}; valid: {', '.join(KINDS)}")
         targets = v.get("targets")
         if not isinstance(targets, list) or not targets or not all(isinstance(t, str) for t in targets):
