@@ -123,7 +123,7 @@ def parts(files: list[Path], out: Path) -> None:
     t0 = clock()
     M.load_wordnet()
     wordnet_s = clock() - t0
-    text = M.Scorers("default", [m for m in M.DEFAULT_METRICS if m not in M.EMBEDDING_METRICS])
+    text = M.Scorers("default", [m for m in M.computational_metrics("default") if m not in M.embedding_metrics()])
     t0 = clock()
     text.score(convs)
     text_s = clock() - t0

@@ -3,6 +3,7 @@
     MODES: Registry[Mode] = Registry("scoring mode", {"a": Mode(...), "b": Mode(...)})
     MODES.add("c", Mode(...))                  # or as a decorator: @MODES.register("c")
     MODES.get("c")                             # RegistryError "unknown scoring mode 'x'; known: a, b, c"
+    MODES["c"]                                 # the same as get
     list(MODES)                                # the names, in registration order
 
 A registry holds what its module registers, nothing more: creating one does no I/O and imports nothing.
@@ -28,6 +29,7 @@ class Registry(Generic[T]):
     def __init__(self, kind: str, entries: Mapping[str, T] | None = None) -> None:
         self.kind = kind
         self._entries: dict[str, T] = {}
+        self.changes = 0  # adds and removes so far: what is derived from the entries can be cached against it
         for name, entry in (entries or {}).items():
             self.add(name, entry)
 
@@ -36,6 +38,7 @@ class Registry(Generic[T]):
         if name in self._entries:
             raise RegistryError(f"{self.kind} {name!r} is registered already")
         self._entries[name] = entry
+        self.changes += 1
         return entry
 
     def register(self, name: str) -> Callable[[T], T]:
@@ -45,6 +48,7 @@ class Registry(Generic[T]):
     def remove(self, name: str) -> T:
         """Take `name` out again (e.g. an entry a test added); returns its entry."""
         self.get(name)
+        self.changes += 1
         return self._entries.pop(name)
 
     def get(self, name: str) -> T:
@@ -53,6 +57,9 @@ class Registry(Generic[T]):
             return self._entries[name]
         except KeyError:
             raise RegistryError(f"unknown {self.kind} {name!r}; known: {', '.join(self._entries)}") from None
+
+    def __getitem__(self, name: str) -> T:
+        return self.get(name)
 
     def names(self) -> list[str]:
         return list(self._entries)

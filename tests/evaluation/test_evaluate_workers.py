@@ -21,7 +21,7 @@ from wikihowagent.metrics import computational as M
 from wikihowagent.scores.inputs import resolve_inputs
 
 ROOT = Path(__file__).resolve().parents[2]
-TEXT_METRICS = [m for m in M.DEFAULT_METRICS if m not in M.EMBEDDING_METRICS]  # no model loaded
+TEXT_METRICS = [m for m in M.computational_metrics("default") if m not in M.embedding_metrics()]  # no model loaded
 runner = CliRunner()
 
 

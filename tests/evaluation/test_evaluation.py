@@ -22,6 +22,7 @@ from wikihowagent.judge.rubric_judge import Judge, RubricError, check_value, loa
 from wikihowagent.metrics import computational as M
 from wikihowagent.paper_format import RecordError, to_conversation
 from wikihowagent.records import Conversation, Turn
+from wikihowagent.registry import Registry
 from wikihowagent.scores.inputs import InputError, InputSource, resolve_inputs
 from wikihowagent.scores.runner import EvalOptions, EvaluateError, Evaluation, select_metrics
 from wikihowagent.scores.summary import display_rows, load_run_scores, markdown_table, summarize
@@ -30,8 +31,8 @@ from wikihowagent.testing import ScriptedChatModel
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "evaluation"
 RUBRICS = load_rubrics()
 RUBRIC_NAMES = list(RUBRICS)
-NO_EMBED = [m for m in M.DEFAULT_METRICS if m not in M.EMBEDDING_METRICS]
-NO_EMBED_PAPER = [m for m in M.PAPER_METRICS if m != M.BERTSCORE]
+NO_EMBED = [m for m in M.computational_metrics("default") if m not in M.embedding_metrics()]
+NO_EMBED_PAPER = [m for m in M.computational_metrics("paper") if m != M.BERTSCORE]
 
 
 def conv_of(msgs: list[tuple[str, str, str]], steps=("Step one.",), title="T", finished=None) -> Conversation:
@@ -523,7 +524,7 @@ def test_record_problems():
 def test_select_metrics():
     comp, rub = select_metrics("bleu, Clarity,rouge-l", "default", RUBRIC_NAMES)
     assert comp == [M.BLEU, M.ROUGEL] and rub == ["Clarity"]
-    assert select_metrics("computational", "paper", RUBRIC_NAMES) == (M.PAPER_METRICS, [])
+    assert select_metrics("computational", "paper", RUBRIC_NAMES) == (M.computational_metrics("paper"), [])
     with pytest.raises(EvaluateError, match="unknown metric 'ROUGE-L' in paper mode"):
         select_metrics("ROUGE-L", "paper", RUBRIC_NAMES)
 
@@ -737,7 +738,9 @@ def test_cli_end_to_end_with_fake_judge(tmp_path, monkeypatch):
         "--baseline",
         str(run),
     ]
-    monkeypatch.setattr(M, "REGISTRY", tuple(m for m in M.REGISTRY if not m.batch))  # no model load in the fast suite
+    monkeypatch.setattr(
+        M, "REGISTRY", Registry("metric", {k: m for k, m in M.REGISTRY.items() if not m.batch})
+    )  # no model load in the fast suite
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     assert seen == ["local", "llama3"]  # homogeneous: each run's own teacher/evaluator

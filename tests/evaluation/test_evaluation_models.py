@@ -141,7 +141,7 @@ def test_all_default_metrics_on_fixture(scorers):
     src = InputSource(path=FIX / "run_small", kind="run", name="run_small")
     res = s.score(list(src.conversations(on_error=lambda m: None)))
     for r in res:
-        assert set(r.metrics) == set(M.DEFAULT_METRICS)
+        assert set(r.metrics) == set(M.computational_metrics("default"))
         for name, v in r.metrics.items():  # each in its registry range (Words, a count, is no share)
             low, high = M.value_range(name) or (0.0, 1.0)
             assert v is None or low - 1e-6 <= v <= high + 1e-6, (name, v)

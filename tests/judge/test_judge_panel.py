@@ -15,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from test_evaluation import FIX, RUBRIC_NAMES, evaluate_app  # noqa: E402
 
 from wikihowagent.metrics import computational as M  # noqa: E402
+from wikihowagent.registry import Registry
 from wikihowagent.runs import read_scores  # noqa: E402
 from wikihowagent.testing import ScriptedChatModel  # noqa: E402
 
@@ -32,7 +33,9 @@ def panel_app(monkeypatch):
 
         return ScriptedChatModel(script=script, prompts=[])
 
-    monkeypatch.setattr(M, "REGISTRY", tuple(m for m in M.REGISTRY if not m.batch))  # no model load
+    monkeypatch.setattr(
+        M, "REGISTRY", Registry("metric", {k: m for k, m in M.REGISTRY.items() if not m.batch})
+    )  # no model load
     return evaluate_app(monkeypatch, fake_make), calls
 
 
@@ -246,7 +249,9 @@ def test_the_input_scorer_and_every_panel_judge_share_one_event_loop(tmp_path, m
 
         return ScriptedChatModel(script=script, prompts=[])
 
-    monkeypatch.setattr(M, "REGISTRY", tuple(m for m in M.REGISTRY if not m.batch))  # no model load
+    monkeypatch.setattr(
+        M, "REGISTRY", Registry("metric", {k: m for k, m in M.REGISTRY.items() if not m.batch})
+    )  # no model load
     app = evaluate_app(monkeypatch, fake_make)
     run = tmp_path / "run_small"
     shutil.copytree(FIX / "run_small", run)

@@ -367,7 +367,7 @@ def test_scores_only_directory_is_a_run_shown_without_text(tmp_path):
 
 
 def test_a_new_report_page_is_a_module_and_its_entry(sweep, tmp_path, monkeypatch):
-    """The developer guide's extension points: a report page = a module with write_page(ctx) + its name in report.core.PAGES."""
+    """The developer guide's extension points: a report page = a module with write_page(ctx) + its entry in report.core.PAGES."""
     import sys
 
     from wikihowagent.report import core
@@ -379,11 +379,14 @@ def test_a_new_report_page_is_a_module_and_its_entry(sweep, tmp_path, monkeypatc
         "    return \"<a href='extra.html'>Extra</a>\"\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path / "mods"))
-    monkeypatch.setattr(core, "PAGES", (*core.PAGES, "extra_page"))
-    site = build_report([sweep], tmp_path / "site").out
+    core.PAGES.add("extra", core.module_page("extra_page"))
+    try:
+        site = build_report([sweep], tmp_path / "site").out
+    finally:
+        core.PAGES.remove("extra")
+        sys.modules.pop("extra_page", None)
     assert (site / "extra.html").read_text() == "60 conversations, 2 runs"
     assert "<a href='extra.html'>Extra</a>" in (site / "index.html").read_text()
-    sys.modules.pop("extra_page", None)
 
 
 def _table1(html: str) -> str:

@@ -355,7 +355,9 @@ def test_abstentions_score_as_not_recalled_never_as_invented():
 
 
 def test_posttest_metrics_are_default_mode_only():
-    assert set(M.POSTTEST_METRICS) <= set(M.DEFAULT_METRICS) and not set(M.POSTTEST_METRICS) & set(M.PAPER_METRICS)
+    assert set(M.POSTTEST_METRICS) <= set(M.computational_metrics("default")) and not set(M.POSTTEST_METRICS) & set(
+        M.computational_metrics("paper")
+    )
 
 
 # ------------------------------------------------------------------------------- evaluate on a paper file

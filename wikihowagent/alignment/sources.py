@@ -23,7 +23,7 @@ import numpy as np
 
 from wikihowagent.judge.modes import first_mode
 from wikihowagent.judge.prompts import recorded_prompt
-from wikihowagent.metrics.computational import COMPUTATIONAL_NAMES, POSTTEST_METRICS
+from wikihowagent.metrics.computational import POSTTEST_METRICS, computational_names
 from wikihowagent.paper_format import parse_run_stem
 from wikihowagent.records import CAL_SUFFIX
 from wikihowagent.runs import (
@@ -95,7 +95,7 @@ class LLMScores:
 
 def _computational_metric_names() -> frozenset[str]:
     """The `evaluate` metrics that are not rubric scores (they share ScoreRecord.metrics with the rubrics)."""
-    return COMPUTATIONAL_NAMES
+    return computational_names()
 
 
 def is_other_rubric(name: str, computational: frozenset[str]) -> bool:

@@ -47,6 +47,7 @@ from wikihowagent.judge.scoring import (
     token_entries,
 )
 from wikihowagent.records import Conversation, JudgeProvenance, ScoreRecord, conversation_lines
+from wikihowagent.registry import Registry
 
 READINGS = ("logprobs", "answer")
 LETTERS = ("A", "B")
@@ -424,34 +425,36 @@ class VerdictRule:
         return self.text.format(band=f"{tie_band:g}")
 
 
-VERDICT_RULES: dict[str, VerdictRule] = {
-    AGREE: VerdictRule(
-        AGREE, _agree, "Verdict rule `agree`: a preference counts only when both orders agree; otherwise a tie."
-    ),
-    AVERAGE: VerdictRule(
-        AVERAGE,
-        _average,
-        "Verdict rule `average`: P(A better) averaged over the two orders, "
-        "(p_ab + 1 − p_ba) / 2 (a constant position bias cancels); a preference "
-        "when it is outside 0.5 ± {band}, else a tie.",
-    ),
-    SCORES: VerdictRule(
-        SCORES,
-        _scores,
-        "Verdict rule `scores` (checklist judge): each conversation judged alone "
-        "by the checklist; per rubric the one with the higher checklist score wins, "
-        "a difference of at most {band} points (1-5 scale) is a tie. No conversation "
-        "is shown beside another, so the two orders agree by construction.",
-    ),
-}
+VERDICT_RULES: Registry[VerdictRule] = Registry(
+    "verdict rule",
+    {
+        AGREE: VerdictRule(
+            AGREE, _agree, "Verdict rule `agree`: a preference counts only when both orders agree; otherwise a tie."
+        ),
+        AVERAGE: VerdictRule(
+            AVERAGE,
+            _average,
+            "Verdict rule `average`: P(A better) averaged over the two orders, "
+            "(p_ab + 1 − p_ba) / 2 (a constant position bias cancels); a preference "
+            "when it is outside 0.5 ± {band}, else a tie.",
+        ),
+        SCORES: VerdictRule(
+            SCORES,
+            _scores,
+            "Verdict rule `scores` (checklist judge): each conversation judged alone "
+            "by the checklist; per rubric the one with the higher checklist score wins, "
+            "a difference of at most {band} points (1-5 scale) is a tie. No conversation "
+            "is shown beside another, so the two orders agree by construction.",
+        ),
+    },
+)
 
 
 def verdict_rule(name: str | None) -> VerdictRule:
     """The registered rule (None = the default); ValueError naming the valid ones."""
-    rule = VERDICT_RULES.get(name or DEFAULT_RULE)
-    if rule is None:
+    if (name or DEFAULT_RULE) not in VERDICT_RULES:
         raise ValueError(f"unknown verdict rule {name!r}; valid: {', '.join(VERDICT_RULES)}")
-    return rule
+    return VERDICT_RULES[name or DEFAULT_RULE]
 
 
 def check_tie_band(tie_band: float) -> float:

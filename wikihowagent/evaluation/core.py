@@ -26,7 +26,7 @@ from wikihowagent.judge.request import ScoringRequest
 from wikihowagent.judge.rubric_judge import JudgeBackendError, RubricError, load_rubrics
 from wikihowagent.judge.session import EvaluateError, JudgeEndpoints, JudgeLoop, judge_endpoints
 from wikihowagent.metrics import people_estimate
-from wikihowagent.metrics.computational import EMBEDDING_METRICS, MetricError, resolve_device
+from wikihowagent.metrics.computational import MetricError, embedding_metrics, resolve_device
 from wikihowagent.outdir import check_writable
 from wikihowagent.presets import get_preset, preset_config
 from wikihowagent.processes import parse_workers
@@ -233,10 +233,10 @@ def _plan(req: EvaluateRequest, console: Any) -> EvaluationPlan:
 def _device(requested: str, comp: list[str], console: Any) -> str:
     """The metric encoders' device: `requested` resolved (an absent cuda/mps is a one-line error, also when no
     embedding metric is asked); "cpu" without resolving `auto` (no torch import) when none is."""
-    if requested == "auto" and not set(comp) & EMBEDDING_METRICS:
+    if requested == "auto" and not set(comp) & embedding_metrics():
         return "cpu"
     device = resolve_device(requested)
-    if device != "cpu" and set(comp) & EMBEDDING_METRICS:
+    if device != "cpu" and set(comp) & embedding_metrics():
         console.print(f"metric encoders (sentence embeddings, BERTScore) on {device}", highlight=False, markup=False)
     return device
 

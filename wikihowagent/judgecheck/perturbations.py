@@ -20,6 +20,7 @@ from wikihowagent.config import resource_path
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.jsonlio import JsonInputError, read_json_file
 from wikihowagent.records import Conversation, Turn, conversation_lines
+from wikihowagent.registry import Registry
 
 
 class PerturbationError(WikihowagentError, ValueError):
@@ -202,15 +203,18 @@ def repeat(conv: Conversation, others: list[Conversation], params: dict[str, Any
     return _map_teacher(conv, lambda _i, _t: sentence)
 
 
-KINDS: dict[str, Callable[[Conversation, list[Conversation], dict[str, Any]], Conversation | None]] = {
-    "skip_steps": skip_steps,
-    "wrong_facts": wrong_facts,
-    "off_topic": off_topic,
-    "terse": terse,
-    "passive_learner": passive_learner,
-    "shuffled": shuffled,
-    "repeat": repeat,
-}
+KINDS: Registry[Callable[[Conversation, list[Conversation], dict[str, Any]], Conversation | None]] = Registry(
+    "perturbation kind",
+    {
+        "skip_steps": skip_steps,
+        "wrong_facts": wrong_facts,
+        "off_topic": off_topic,
+        "terse": terse,
+        "passive_learner": passive_learner,
+        "shuffled": shuffled,
+        "repeat": repeat,
+    },
+)
 
 
 def default_perturbations_path() -> Path:
@@ -234,7 +238,7 @@ def load_perturbations(path: Path | None, rubric_names: list[str]) -> list[Pertu
         if not isinstance(v, dict):
             raise PerturbationError(f"{where}: expected an object with kind, description, targets")
         kind = v.get("kind", name)
-        if kind not in KINDS:
+        if not isinstance(kind, str) or kind not in KINDS:
             raise PerturbationError(f"{where}: unknown kind {kind!r}; valid: {', '.join(KINDS)}")
         targets = v.get("targets")
         if not isinstance(targets, list) or not targets or not all(isinstance(t, str) for t in targets):

@@ -20,6 +20,7 @@ from functools import lru_cache
 from typing import Any, Literal, get_args
 
 from wikihowagent.records import CAL_SUFFIX, ESTIMATE_NAME, RUBRIC_SCALE, Conversation
+from wikihowagent.registry import Registry
 
 from . import coverage, posttest
 from .encoder import (  # noqa: F401  (re-exported: the metrics' public names)
@@ -394,7 +395,20 @@ class Metric:
             )
 
 
-REGISTRY: tuple[Metric, ...] = (
+def key(mode: str, name: str) -> str:
+    """A metric's name in `REGISTRY`: "mode:name" (the two modes share names: BLEU, METEOR, ...)."""
+    return f"{mode}:{name}"
+
+
+def register(metric: Metric) -> Metric:
+    """Add `metric` to `REGISTRY` (after the metrics of its mode): `evaluate` scores it, the tables and the report
+    show it. Take it out again with `REGISTRY.remove(key(metric.mode, metric.name))`."""
+    return REGISTRY.add(key(metric.mode, metric.name), metric)
+
+
+# Every computational metric of every mode, in scoring order; a new one is one `Metric` line here (or `register`).
+REGISTRY: Registry[Metric] = Registry("metric")
+for _metric in (
     # default: the correct definitions
     Metric(QUESTION, "default", lambda x: question_ratio(x.conv)),
     Metric(COMPLETION, "default", lambda x: completion(x.conv)),
@@ -446,7 +460,8 @@ REGISTRY: tuple[Metric, ...] = (
         ROUGE, "paper", lambda x: round(rouge_n(rouge_tokens(x.ref, stem=False), rouge_tokens(x.hyp, stem=False), 1), 4)
     ),
     Metric(BERTSCORE, "paper", batch="embed_paper", low=-1.0),
-)
+):
+    register(_metric)
 # What each mode compares the reference (the tutorial) with.
 HYPOTHESIS: dict[str, Callable[[Conversation], str]] = {
     "default": lambda c: "\n".join(teacher_messages(c)),
@@ -454,34 +469,65 @@ HYPOTHESIS: dict[str, Callable[[Conversation], str]] = {
 }
 
 
+# What follows reads the registry when called, so a metric registered at run time is everywhere.
+
+
+def all_metrics() -> list[Metric]:
+    """Every registered metric of both modes, in registration order."""
+    return [m for _, m in REGISTRY.items()]
+
+
 def metrics_of(mode: str) -> list[Metric]:
-    return [m for m in REGISTRY if m.mode == mode]
+    return [m for m in all_metrics() if m.mode == mode]
 
 
 def computational_metrics(mode: str) -> list[str]:
     return [m.name for m in metrics_of(mode)]
 
 
-DEFAULT_METRICS = computational_metrics("default")
-PAPER_METRICS = computational_metrics("paper")
-EMBEDDING_METRICS = frozenset(m.name for m in REGISTRY if m.batch)  # the post-test's included (step matching)
-# Every computational metric name of either mode: the other keys of a score record are rubric scores.
-COMPUTATIONAL_NAMES = frozenset(m.name for m in REGISTRY)
-PERCENT_METRICS = frozenset(m.name for m in REGISTRY if m.scale == "fraction")
+_names_memo: tuple[Registry[Metric], int, dict[str, frozenset[str]]] | None = None
+
+
+def _names(what: str, keep: Callable[[Metric], bool]) -> frozenset[str]:
+    """The names of the registered metrics `keep` accepts, remembered until the registry changes."""
+    global _names_memo
+    if _names_memo is None or _names_memo[0] is not REGISTRY or _names_memo[1] != REGISTRY.changes:
+        _names_memo = (REGISTRY, REGISTRY.changes, {})
+    memo = _names_memo[2]
+    if what not in memo:
+        memo[what] = frozenset(m.name for m in all_metrics() if keep(m))
+    return memo[what]
+
+
+def embedding_metrics() -> frozenset[str]:
+    """The metrics computed by a batch pass (the encoder's): the post-test's included (step matching)."""
+    return _names("embedding", lambda m: m.batch is not None)
+
+
+def computational_names() -> frozenset[str]:
+    """Every computational metric name of either mode: the other keys of a score record are rubric scores."""
+    return _names("all", lambda m: True)
+
+
+def percent_metrics() -> frozenset[str]:
+    """The metrics whose values are fractions, shown as percentages."""
+    return _names("percent", lambda m: m.scale == "fraction")
+
+
 RUBRIC_RANGE = RUBRIC_SCALE  # a rubric score: a digit 1..5, or a mean of them (weighted, sampled)
 
 
 def better(name: str) -> Literal["higher", "lower"]:
     """Which way metric `name` is better: the registry's `better` (Echo Rate and Extraneous: lower); a rubric
     score (and its calibrated column) or any other name: higher."""
-    return next((m.better for m in REGISTRY if m.name == name), "higher")
+    return next((m.better for m in all_metrics() if m.name == name), "higher")
 
 
 def value_range(name: str, rubric_names: Iterable[str] = ()) -> tuple[float, float] | None:
     """The values metric `name` can take, from its registry entry: a computational metric's [low, high], a
     rubric's 1..5, as is a calibrated rubric's (`Clarity (cal.)`) and the people-calibrated estimate; None if the name is none of these (e.g. a
     column of a paper run file this project does not compute)."""
-    entries = [m for m in REGISTRY if m.name == name]
+    entries = [m for m in all_metrics() if m.name == name]
     if entries:
         return (min(m.low for m in entries), max(m.high for m in entries))
     if name == ESTIMATE_NAME:  # `evaluate --people-estimate`: a predicted rating

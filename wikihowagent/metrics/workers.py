@@ -24,7 +24,7 @@ from typing import Any
 
 from wikihowagent.processes import pool_context
 
-from .computational import EMBEDDING_METRICS, Scorers
+from .computational import Scorers, embedding_metrics
 from .encoder import MetricError
 
 # What the fork server imports once, so that each worker it forks starts with them loaded: the text metrics' modules,
@@ -129,7 +129,7 @@ class ScorerPool:
 
     def _started(self) -> ProcessPoolExecutor:
         if self._pool is None:
-            ctx = _context(encoder=bool(set(self._args[1]) & EMBEDDING_METRICS))
+            ctx = _context(encoder=bool(set(self._args[1]) & embedding_metrics()))
             alive, self._alive = ctx.Pipe(duplex=False)  # this process keeps the writing end, the workers the other
             self._pool = ProcessPoolExecutor(
                 self.workers, mp_context=ctx, initializer=_start, initargs=(*self._args, alive)

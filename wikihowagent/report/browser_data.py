@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from wikihowagent.metrics.computational import percent_metrics
 from wikihowagent.runs import REPORT_INDEX_JS, REPORT_VALUES_JS
-from wikihowagent.scores.summary import PERCENT_METRICS
 
 from .sources import ReportRun
 from .store import CHUNK, STATUSES, ConversationStore, dumps
@@ -163,7 +163,7 @@ def write_index_data(
         "personas": personas,
         "statuses": STATUSES,
         "metrics": values.metrics,
-        "percent": [m in PERCENT_METRICS for m in values.metrics],
+        "percent": [m in percent_metrics() for m in values.metrics],
         "chunks": n_chunks,
         "chunk_size": CHUNK,  # conversation i is in chunk floor(i / chunk_size)
         "page": PAGE,
@@ -195,7 +195,7 @@ def write_index_data(
 
 def _shown(values: MetricValues) -> np.ndarray:
     """Every conversation's metrics (rows in the store's order; NaN: none), in the table's unit (% x 100)."""
-    return values.matrix() * np.array([100.0 if m in PERCENT_METRICS else 1.0 for m in values.metrics])
+    return values.matrix() * np.array([100.0 if m in percent_metrics() else 1.0 for m in values.metrics])
 
 
 def _rounded(xs: list[float]) -> list[float | None]:

@@ -38,7 +38,9 @@ import numpy as np
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.judge.calibrated import CalibrationMismatch, add_calibrated, calibrated_name, check, load
 from wikihowagent.judge.rubric_judge import RubricError, load_rubrics
+from wikihowagent.metrics.computational import percent_metrics
 from wikihowagent.outdir import StagedDir, check_replaceable
+from wikihowagent.registry import Registry
 from wikihowagent.runs import (
     BY_DOMAIN_PNG,
     COMPUTATIONAL_PNG,
@@ -59,7 +61,6 @@ from wikihowagent.runs import (
 from wikihowagent.scores.paper_tables import paper_tables
 from wikihowagent.scores.significance import TableStats
 from wikihowagent.scores.summary import (
-    PERCENT_METRICS,
     POSTTEST_METRICS,
     RunScores,
     by_domain,
@@ -97,10 +98,21 @@ class ReportResult:
     problems: list[str] = field(default_factory=list)
 
 
-# The report's extra pages: modules of this package, each with `write_page(ctx: SiteContext) -> str` (writes its
-# page(s) into ctx.d when its input was given, returns the overview's link to it, "" = no page). A new page is
-# a module and its entry here.
-PAGES: tuple[str, ...] = (".cases", ".head_to_head")
+# A report page writer: `write_page(ctx: SiteContext) -> str` writes its page(s) into ctx.d when its input was
+# given and returns the overview's link to it ("" = no page).
+PageWriter = Callable[["SiteContext"], str]
+
+
+def module_page(module: str) -> PageWriter:
+    """The `write_page` of a module of this package, imported when the site is written."""
+    return lambda ctx: importlib.import_module(module, __package__).write_page(ctx)
+
+
+# The report's extra pages, by name (`<name>.html`, `SiteContext.page_path`), in the overview's order. A new page
+# is a module with `write_page` and its entry here (or `PAGES.add(name, writer)` at run time).
+PAGES: Registry[PageWriter] = Registry(
+    "report page", {"cases": module_page(".cases"), "head_to_head": module_page(".head_to_head")}
+)
 
 
 @dataclass
@@ -242,7 +254,7 @@ def _metric_order(runs: list[ReportRun]) -> tuple[list[str], list[str]]:
     except (RubricError, OSError):  # only the column order depends on it
         known = []
     order = metric_order(present, known, empty)
-    return order, [m for m in order if m not in PERCENT_METRICS]
+    return order, [m for m in order if m not in percent_metrics()]
 
 
 def _count(store: ConversationStore, r: ReportRun, status: str) -> int:
@@ -315,7 +327,7 @@ def _write_site(
         tables = tables_html.result()
     align_html = copy_alignment(d, alignment, problems) if alignment else ""
     ctx = SiteContext(d, runs, store, values, metrics, rubrics, problems, cases=cases, compare=compare)
-    links = [importlib.import_module(name, __package__).write_page(ctx) for name in PAGES]
+    links = [write_page(ctx) for _, write_page in PAGES.items()]
     overview = _overview_rows(runs, store, rubrics)
     index = _index_html(runs, overview, metrics, figures, tables, align_html, " ".join(x for x in links if x), problems)
     (d / INDEX_HTML).write_text(index, encoding="utf-8")
@@ -338,7 +350,7 @@ def _write_figures(
     if not scored:
         problems.add("no run has scores: no tables or figures (run `wikihowagent evaluate` on the runs)")
         return []
-    comp = [m for m in values.metrics if m in PERCENT_METRICS]
+    comp = [m for m in values.metrics if m in percent_metrics()]
     by_model: dict[str, list[int]] = {}  # model -> its scored conversations
     for r in scored:
         by_model.setdefault(r.model, []).extend(i for i in r.rows if store.score_row[i] >= 0)

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from wikihowagent.metrics.computational import COMPUTATIONAL_NAMES, better
+from wikihowagent.metrics.computational import better, computational_names, percent_metrics
 from wikihowagent.records import ESTIMATE_NAME
 from wikihowagent.runs import (
     CALIBRATION_CSV,
@@ -31,7 +31,6 @@ from wikihowagent.runs import (
 )
 from wikihowagent.scores.significance import best_runs
 from wikihowagent.scores.summary import (
-    PERCENT_METRICS,
     SHORT,
     cell,
 )
@@ -54,26 +53,23 @@ def summary_tables(tables: list[tuple[str, Any]], run_tables: dict[str, Any]) ->
 
     e = html.escape
     parts = []
+    percent, computational = percent_metrics(), computational_names()
     for title, summary in tables:
         parts.append(f"<h3>{e(title)}</h3>")
         groups = [
             (name, scale, ms)
             for name, scale, ms in (
-                ("Computational metrics", "%", [m for m in summary.columns if m in PERCENT_METRICS]),
+                ("Computational metrics", "%", [m for m in summary.columns if m in percent]),
                 (
                     "Other computational metrics",
                     "as stored (words, nats)",
-                    [m for m in summary.columns if m in COMPUTATIONAL_NAMES and m not in PERCENT_METRICS],
+                    [m for m in summary.columns if m in computational and m not in percent],
                 ),
                 ("Predicted from metrics", "1–5", [m for m in summary.columns if m == ESTIMATE_NAME]),
                 (
                     "Rubric scores (LLM judge)",
                     "1–5",
-                    [
-                        m
-                        for m in summary.columns
-                        if m not in PERCENT_METRICS and m not in COMPUTATIONAL_NAMES and m != ESTIMATE_NAME
-                    ],
+                    [m for m in summary.columns if m not in percent and m not in computational and m != ESTIMATE_NAME],
                 ),
             )
             if ms

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from wikihowagent.metrics.computational import PERCENT_METRICS
+from wikihowagent.metrics.computational import percent_metrics
 from wikihowagent.runs import resolve_runs
 
 from .significance import TableStats, qualify
@@ -50,7 +50,7 @@ def paper_tables(
         by_teacher = {setups[r.name][0]: (row, r) for r, row in zip(homo, t1.table, strict=False)} if t1 else {}
         overall1 = next((row for row in t1.table if row["run"] == "Overall"), None) if t1 else None
         opts = t2.stats if t2.stats is not None else _raw()
-        scales = {m: 100.0 if m in PERCENT_METRICS else 1.0 for m in t2.columns}
+        scales = {m: 100.0 if m in percent_metrics() else 1.0 for m in t2.columns}
         for row, r in zip(t2.table, [*hetero, None], strict=False):
             if r is None:  # Overall: the table's runs against Table 1's runs
                 base, tables, base_tables = overall1, [x.table for x in hetero], [x.table for x in homo]

@@ -28,11 +28,11 @@ from wikihowagent.judge.rubric_judge import rubrics_sha256
 from wikihowagent.judge.scoring import ScoringError, make_scorer, resolve_mode
 from wikihowagent.judge.session import EvaluateError, JudgeLoop
 from wikihowagent.metrics.computational import (
-    COMPUTATIONAL_NAMES,
     LIKELIHOOD_GAIN,
     POSTTEST_METRICS,
     STEP_RECALL,
     computational_metrics,
+    computational_names,
 )
 from wikihowagent.metrics.posttest import LEGACY_MATCHING, MATCHING
 from wikihowagent.metrics.workers import make_scorers
@@ -390,7 +390,7 @@ class Evaluation:
         """Why the rubric scores of an earlier line cannot be reused ("evaluator" / "rubrics"), else None."""
         if not old or not self.rubric_names:
             return None
-        keys = set(old.metrics) - COMPUTATIONAL_NAMES
+        keys = set(old.metrics) - computational_names()
         if not keys:
             return None  # nothing judged yet (e.g. a --no-judge pass): nothing to compare
         if old.evaluator != (spec or ""):
@@ -717,7 +717,8 @@ class Evaluation:
         judge = old.judge.model_copy(deep=True) if old and old.judge else None
         notes = list(old.notes) if old else []
         if stale:  # another judge or rubric file: none of its rubric scores is kept (the computed metrics are)
-            metrics = {k: v for k, v in metrics.items() if k in COMPUTATIONAL_NAMES}
+            names = computational_names()
+            metrics = {k: v for k, v in metrics.items() if k in names}
             judge = None
         if cs is not None:
             metrics.update(

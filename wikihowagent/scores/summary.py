@@ -21,7 +21,6 @@ from wikihowagent.metrics.computational import (
     ECHO_RATE,
     EMBEDDING_COSINE,
     METEOR,
-    PERCENT_METRICS,
     POSTTEST_METRICS,
     QUESTION,
     ROUGE,
@@ -29,6 +28,7 @@ from wikihowagent.metrics.computational import (
     ROUGE2,
     ROUGEL,
     STEP_COVERAGE,
+    percent_metrics,
 )
 from wikihowagent.runs import (
     BY_DOMAIN_PNG,
@@ -135,13 +135,13 @@ def _stats(values: list[float]) -> tuple[float, float, int]:
 
 
 def _scale(metric: str) -> float:
-    return 100.0 if metric in PERCENT_METRICS else 1.0
+    return 100.0 if metric in percent_metrics() else 1.0
 
 
 def header(metric: str, text: Callable[[str], str] = str) -> str:
     """A metric's column head ("BLEU (%)"); `text` writes its name (`markdown_text` in summary.md)."""
     name = text(SHORT.get(metric, metric))
-    return f"{name} (%)" if metric in PERCENT_METRICS else name
+    return f"{name} (%)" if metric in percent_metrics() else name
 
 
 @dataclass
@@ -485,7 +485,7 @@ def write_figures(s: Summary, rubric_names: list[str], out_dir: Path, domain_df:
     fig_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     rub = [m for m in s.columns if m in rubric_names]
-    comp = [m for m in s.columns if m in PERCENT_METRICS]
+    comp = [m for m in s.columns if m in percent_metrics()]
     if rub:  # Figures 3/4
         paths.append(_bars(plt, s, rub, "score (1-5), mean ± std", fig_dir / RUBRICS_PNG, (0, 5.5)))
     if comp:

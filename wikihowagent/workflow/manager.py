@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 from wikihowagent.backends.calls import achat
 from wikihowagent.jsonlio import JsonInputError, parse_json
 from wikihowagent.records import Label
+from wikihowagent.registry import Registry
 
 NEXT_STEP = "next step"
 LABELS: tuple[str, ...] = ("question", "understood", "off-topic", "wants-to-stop")
@@ -87,7 +88,10 @@ class LLMManager:
 
 Manager = RulesManager | LLMManager
 # name -> factory(model for the llm manager, or None). Adding a manager = one entry.
-MANAGERS: dict[str, Callable[[BaseChatModel | None], Manager]] = {
-    "rules": lambda _model: RulesManager(),
-    "llm": lambda model: LLMManager(model),
-}
+MANAGERS: Registry[Callable[[BaseChatModel | None], Manager]] = Registry(
+    "manager",
+    {
+        "rules": lambda _model: RulesManager(),
+        "llm": lambda model: LLMManager(model),
+    },
+)
