@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from wikihowagent.runs import REPORT_INDEX_JS, REPORT_VALUES_JS
+from wikihowagent.layout import REPORT_INDEX_JS, REPORT_VALUES_JS
 from wikihowagent.scores.summary import PERCENT_METRICS
 
 from .sources import ReportRun
