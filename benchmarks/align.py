@@ -24,7 +24,7 @@ import numpy as np
 
 from benchmarks.harness import ROOT, Section, timed, write_section
 from wikihowagent.alignment import schema
-from wikihowagent.runs import RUN_INFO, SCORES
+from wikihowagent.layout import RUN_INFO, SCORES
 
 METRICS = schema.metrics()  # the rubrics, in the rubric file's order
 SHEET = ("conversation_id", "filename", "title", *schema.sheet_metrics(), "comment")  # the paper's published sheets

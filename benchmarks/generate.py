@@ -22,7 +22,7 @@ from wikihowagent.config import load_config
 from wikihowagent.corpus.core import load_tutorials
 from wikihowagent.generation.core import run_conversations
 from wikihowagent.records import Tutorial
-from wikihowagent.runs import read_records
+from wikihowagent.records_io import read_records
 from wikihowagent.testing import ScriptedChatModel
 from wikihowagent.workflow.graph import WorkflowOptions
 from wikihowagent.workflow.prompts import load_prompts

@@ -24,8 +24,8 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.jsonlio import JsonlAppender, iter_jsonl
 from wikihowagent.markdown import markdown_table
-from wikihowagent.runs import JsonlAppender, iter_jsonl
 from wikihowagent.stats.paired import bootstrap_mean_ci
 
 ROOT = Path(__file__).resolve().parent.parent

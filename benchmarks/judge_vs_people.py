@@ -90,7 +90,7 @@ def check_figure(check_dir: Path, scoring: str, evaluator: str) -> Figure:
     from wikihowagent.judgecheck.analysis import cell_wins
     from wikihowagent.judgecheck.judgments import read_judgments
     from wikihowagent.judgecheck.perturbations import load_perturbations
-    from wikihowagent.runs import JUDGMENTS
+    from wikihowagent.layout import JUDGMENTS
     from wikihowagent.stats.bootstrap import percentile_ci
 
     rubrics = list(load_rubrics())

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from wikihowagent.corpus.core import default_tutorials_path, load_tutorials
 from wikihowagent.generation.core import now, to_record
+from wikihowagent.jsonlio import JsonlAppender
 from wikihowagent.records import Turn
-from wikihowagent.runs import JsonlAppender
 from wikihowagent.workflow.graph import WorkflowOptions
 
 

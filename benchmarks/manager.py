@@ -23,7 +23,8 @@ from benchmarks.personas import ORDER, measure, persona_run
 
 def learner_messages(out: Path) -> list[dict]:
     """(step text, teacher text, learner text, intent) of every learner turn a manager classified."""
-    from wikihowagent.runs import CONVERSATIONS, read_records
+    from wikihowagent.layout import CONVERSATIONS
+    from wikihowagent.records_io import read_records
 
     items = []
     for persona in ORDER:
@@ -115,7 +116,8 @@ def main(argv: list[str] | None = None) -> None:
             )
     if (llm_run / "scores.jsonl").exists():
         rows = [("rules", measure(rules_run)), ("llm", measure(llm_run))]
-        from wikihowagent.runs import CONVERSATIONS, read_records
+        from wikihowagent.layout import CONVERSATIONS
+        from wikihowagent.records_io import read_records
 
         fb = sum(t.manager_fallback for _, rec in read_records(llm_run / CONVERSATIONS) for t in rec.turns)
         parts.append(

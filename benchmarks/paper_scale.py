@@ -307,7 +307,8 @@ def copy_scores(work: Path, study: Path, tutorials: int) -> None:
     the blocks K, K+50, ...; `shard.json` with the sample's fingerprint for this run and the state of its
     conversations file), each conversation with the sample's scores of the study conversation its text was
     copied from."""
-    from wikihowagent.runs import SCORE_SHARDS_DIR, iter_jsonl
+    from wikihowagent.jsonlio import iter_jsonl
+    from wikihowagent.layout import SCORE_SHARDS_DIR
     from wikihowagent.scores.shards import write_shard_info
     from wikihowagent.shards import input_state
 
@@ -386,7 +387,7 @@ class Work:
     def running(self, stage: str) -> Iterator[None]:
         """Hold the stage's lock: a second process running the same stage in this folder stops at once (two
         processes may run different stages side by side)."""
-        from wikihowagent.runs import RunError, dir_lock
+        from wikihowagent.jsonlio import RunError, dir_lock
 
         stack = ExitStack()
         try:
@@ -426,7 +427,7 @@ def stage_evaluate(w: Work) -> dict[str, Any]:
     """The sample in SAMPLE_SHARDS `evaluate --no-judge --shard K/N` processes (each its own figures, kept as
     it ends; a shard cut short is scored again from nothing, so each figure is one whole process), then
     `merge`."""
-    from wikihowagent.runs import SCORE_SHARDS_DIR
+    from wikihowagent.layout import SCORE_SHARDS_DIR
 
     if w.done("evaluate-0") is None:
         measured(w.child("sample"), w.log("evaluate"), w.env())
@@ -452,7 +453,7 @@ def stage_evaluate(w: Work) -> dict[str, Any]:
 
 
 def stage_scores(w: Work) -> dict[str, Any]:
-    from wikihowagent.runs import SCORE_SHARDS_DIR
+    from wikihowagent.layout import SCORE_SHARDS_DIR
 
     got = measured(w.child("scores"), w.log("scores"), w.env())
     return {**got, "bytes": disk_bytes(*(d / SCORE_SHARDS_DIR for d in w.run_dirs())), "shards": SHARDS}
@@ -498,7 +499,7 @@ def _file_digests(out: Path) -> dict[str, list[str]]:
     ends read as LF], but the list of them an output folder carries (older code kept none)."""
     import hashlib
 
-    from wikihowagent.runs import OUTPUT_MANIFEST
+    from wikihowagent.layout import OUTPUT_MANIFEST
 
     out_digests = {}
     for p in sorted(p for p in out.rglob("*") if p.is_file() and p.name != OUTPUT_MANIFEST):

@@ -82,7 +82,7 @@ def differences(a: dict[str, dict[str, Any]], b: dict[str, dict[str, Any]]) -> d
 
 
 def scores_by_id(path: Path) -> dict[str, dict[str, Any]]:
-    from wikihowagent.runs import iter_jsonl
+    from wikihowagent.jsonlio import iter_jsonl
 
     return {o["conversation_id"]: o for _, o in iter_jsonl(path)} if path.exists() else {}
 

@@ -75,7 +75,9 @@ def on_step(answer: str, steps: list[str], step: int) -> bool:
 
 
 def measure(run: Path) -> dict[str, float]:
-    from wikihowagent.runs import CONVERSATIONS, SCORES, iter_scores, read_records
+    from wikihowagent.layout import CONVERSATIONS, SCORES
+    from wikihowagent.records_io import read_records
+    from wikihowagent.runs import iter_scores
 
     records = [rec for _, rec in read_records(run / CONVERSATIONS)]
     scores = [rec for _, rec in iter_scores(run / SCORES)]

@@ -1,6 +1,7 @@
-"""The file primitives under runs.py: directory locks, the one bounded reader of JSON and JSONL text, append-only
-fsynced JSONL (a torn last line cut before the next append), atomic replacement of a file, and the one-line errors
-of a bad line, a missing run or a full disk. runs.py decides which files these touch and re-exports them.
+"""The file primitives under runs.py and the stages: directory locks, the one bounded reader of JSON and JSONL
+text, append-only fsynced JSONL (a torn last line cut before the next append), atomic replacement of a file, and
+the one-line errors of a bad line, a missing run or a full disk. runs.py and the stages import them from here;
+the files' names are in layout.py.
 
 Every JSON or JSONL file the tool reads goes through `parse_json` (`read_json_file` for a document, `iter_jsonl`
 for lines), bounded so that one hostile line is one problem, never a crash or an exhausted machine:

@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
 from wikihowagent.errors import OutputDirError, os_error_line
-from wikihowagent.runs import OUTPUT_MANIFEST
+from wikihowagent.layout import OUTPUT_MANIFEST
 
 MANIFEST_FORMAT = 1
 MANIFEST_MAX_BYTES = 16 * 1024 * 1024  # a report of a million conversations lists about 100 kB

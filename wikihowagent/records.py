@@ -5,7 +5,8 @@ One record format everyone reads: `generate` writes `ConversationRecord`s (one J
 same record plus the run it belongs to and where it was read; the paper's released records are turned
 into the same type once, at the edge: `wikihowagent.paper_format`). `evaluate` writes `ScoreRecord`s to
 `scores.jsonl` (the judge's provenance in `ScoreRecord.judge`); `align` reads those. Reading and writing
-the files: `wikihowagent.runs`.
+the files: `wikihowagent.runs` (with `wikihowagent.jsonlio` and `wikihowagent.records_io`); their names:
+`wikihowagent.layout`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """Typed readers of one file whose path runs.py has chosen: conversation records, post-tests, judge-check's
-judgments, a calibration, and pairwise judgments. runs.py re-exports them; stages take them from there.
+judgments, a calibration, and pairwise judgments. Stages import them from here; the files' names are in
+layout.py.
 """
 
 from __future__ import annotations

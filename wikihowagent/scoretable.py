@@ -1,9 +1,9 @@
 """The score table: every stage that reads scores reads this one typed table.
 
 One row per scored conversation of a run (or, for `judge-check`, per judged variant of a conversation):
-typed metadata, the metric values and the judge's provenance. `wikihowagent.runs` builds it — the only
-module that reads `scores.jsonl`, `scores-paper.jsonl`, the paper's run files (their `evaluation` scores)
-and `judge-check`'s `judgments.jsonl` — and `evaluate` (summary, Tables 1/2, `--by`), `report`, `align`
+typed metadata, the metric values and the judge's provenance. `wikihowagent.runs.read_score_table` builds it
+from `scores.jsonl`, `scores-paper.jsonl` and the paper's run files (their `evaluation` scores),
+`wikihowagent.records_io.read_judgment_table` from `judge-check`'s `judgments.jsonl` — and `evaluate` (summary, Tables 1/2, `--by`), `report`, `align`
 and `judge-check` compute from it. A later line for the same conversation replaces an earlier one (a
 resumed or re-judged evaluation), in the earlier one's place.
 

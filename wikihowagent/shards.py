@@ -13,28 +13,18 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.runs import (
-    CONVERSATIONS,
-    SCORE_FILES,
-    SCORE_SHARDS_DIR,
-    SHARD_INFO,
-    SHARDS_DIR,
+from wikihowagent.jsonlio import (
     JsonInputError,
     JsonlError,
     RunError,
     iter_jsonl,
     merge_lines,
-    merge_pretests,
-    now,
     read_json_file,
-    read_records,
-    read_run_info,
-    record_counts,
     repair_torn_tail,
-    shard_dirs,
-    sum_counts,
-    write_run_info,
 )
+from wikihowagent.layout import CONVERSATIONS, SCORE_FILES, SCORE_SHARDS_DIR, SHARD_INFO, SHARDS_DIR
+from wikihowagent.records_io import read_records
+from wikihowagent.runs import merge_pretests, now, read_run_info, record_counts, shard_dirs, sum_counts, write_run_info
 
 SHARD_DIR_RE = re.compile(r"^(\d+)-of-(\d+)$")
 

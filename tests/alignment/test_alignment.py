@@ -20,7 +20,7 @@ from wikihowagent.alignment import core as report  # noqa: E402
 from wikihowagent.alignment.command import align, annotate_export  # noqa: E402
 from wikihowagent.alignment.problems import Problems  # noqa: E402
 from wikihowagent.alignment.sources import read_llm_scores  # noqa: E402
-from wikihowagent.runs import OUTPUT_MANIFEST  # noqa: E402
+from wikihowagent.layout import OUTPUT_MANIFEST  # noqa: E402
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

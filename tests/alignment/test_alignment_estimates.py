@@ -292,7 +292,7 @@ def test_evaluate_and_report_with_calibration(tmp_path):
         "Clarity (cal.)",
     ]
     # the calibrated score is the isotonic map of the stored score, close to the simulated truth
-    from wikihowagent.runs import read_calibration
+    from wikihowagent.records_io import read_calibration
     from wikihowagent.stats.calibration import predict
 
     cal = read_calibration(cal_file)

@@ -545,7 +545,7 @@ def test_a_score_directory_without_scores_loses_only_itself(tmp_path):
     assert unusable == [f"{pending}: no scores.jsonl or scores-paper.jsonl in it (nor in any run directory inside)"]
     lines = unused_inputs([], [tmp_path / "runs" / "good", pending], [], llm, problems)
     assert lines == unusable  # only the empty directory is named as contributing nothing
-    from wikihowagent.runs import JUDGES_DIR
+    from wikihowagent.layout import JUDGES_DIR
 
     member = tmp_path / "runs" / "good" / JUDGES_DIR / "judge-a" / "scores.jsonl"
     member.parent.mkdir(parents=True)

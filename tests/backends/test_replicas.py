@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from wikihowagent.backends.replicas import Replica, ReplicaPool
 from wikihowagent.cli import app
-from wikihowagent.runs import iter_jsonl
+from wikihowagent.jsonlio import iter_jsonl
 
 runner = CliRunner()
 

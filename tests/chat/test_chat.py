@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from wikihowagent.chat.core import LEARNER_NEXT
 from wikihowagent.cli import app
-from wikihowagent.runs import iter_jsonl
+from wikihowagent.jsonlio import iter_jsonl
 
 TUTORIAL = "4f115a7f59dc20db"  # bundled: How to Jump Start a Car, method 2 (4 steps)
 

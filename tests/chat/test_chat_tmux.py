@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from fake_servers import FakeOpenAI, scripted_reply
 
-from wikihowagent.runs import iter_jsonl
+from wikihowagent.jsonlio import iter_jsonl
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("tmux") is None, reason="tmux not installed (.ci/run installs it)")

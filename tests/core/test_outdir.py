@@ -25,8 +25,8 @@ from wikihowagent import outdir
 from wikihowagent.cli import app
 from wikihowagent.console import HelpCommand
 from wikihowagent.errors import OutputDirError
+from wikihowagent.layout import OUTPUT_MANIFEST
 from wikihowagent.outdir import StagedDir, check_writable, write_files_atomically
-from wikihowagent.runs import OUTPUT_MANIFEST
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "alignment"))
 from builders import make_run, sheet_rows, write_sheet  # noqa: E402

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from wikihowagent import jsonlio, runs
+from wikihowagent import jsonlio, layout, runs
 from wikihowagent.paper_format import parse_run_stem, to_conversation
 from wikihowagent.records import BEGIN_TEXT, FINISH_TEXT, Conversation, ConversationRecord, JudgeProvenance, ScoreRecord
 
@@ -18,7 +18,7 @@ FIX = Path(__file__).resolve().parents[1] / "fixtures" / "evaluation"
 
 
 def test_legacy_score_lines_read_into_the_judge_provenance(tmp_path):
-    path = tmp_path / runs.SCORES
+    path = tmp_path / layout.SCORES
     legacy = {
         "conversation_id": "c1",
         "evaluator": "ollama:llama3",
@@ -51,7 +51,7 @@ def test_legacy_score_lines_read_into_the_judge_provenance(tmp_path):
 
 
 def test_read_scores_reports_lines_that_are_not_score_records(tmp_path):
-    path = tmp_path / runs.SCORES
+    path = tmp_path / layout.SCORES
     path.write_text(
         '{"conversation_id": "a", "metrics": {"BLEU": 0.5}}\n{"metrics": {}}\n'
         '{"conversation_id": "b", "metrics": {"BLEU": "high"}}\n{"conversation_id": "a", "metrics": {"BLEU": 0.7}}\n'
@@ -65,16 +65,16 @@ def test_read_scores_reports_lines_that_are_not_score_records(tmp_path):
 def test_run_info_round_trip_keeps_unknown_keys(tmp_path):
     info = runs.RunInfo(name="r", teacher="local", learner="local", fingerprint={"teacher": "local"})
     runs.write_run_info(tmp_path, info)
-    data = json.loads((tmp_path / runs.RUN_INFO).read_text())
+    data = json.loads((tmp_path / layout.RUN_INFO).read_text())
     assert "resumed_at" not in data and "shards" not in data  # only written when they happen
     data["sweep"] = {"point": 3}  # a key a later version (or another tool) adds
-    (tmp_path / runs.RUN_INFO).write_text(json.dumps(data))
+    (tmp_path / layout.RUN_INFO).write_text(json.dumps(data))
     back = runs.read_run_info(tmp_path)
     assert back.name == "r" and back.model_extra == {"sweep": {"point": 3}}
     runs.write_run_info(tmp_path, back)
-    assert json.loads((tmp_path / runs.RUN_INFO).read_text())["sweep"] == {"point": 3}
-    (tmp_path / runs.RUN_INFO).write_text('{"name": ["not", "a", "string"]}')
-    with pytest.raises(runs.RunError, match=r"run\.json: field 'name'"):
+    assert json.loads((tmp_path / layout.RUN_INFO).read_text())["sweep"] == {"point": 3}
+    (tmp_path / layout.RUN_INFO).write_text('{"name": ["not", "a", "string"]}')
+    with pytest.raises(jsonlio.RunError, match=r"run\.json: field 'name'"):
         runs.read_run_info(tmp_path)
 
 

@@ -9,17 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from wikihowagent.runs import (
-    CONVERSATIONS,
-    RUN_INFO,
-    SCORES,
-    SWEEP_INFO,
-    RunError,
-    RunPath,
-    evaluated_runs,
-    resolve_runs,
-    runs_below,
-)
+from wikihowagent.jsonlio import RunError
+from wikihowagent.layout import CONVERSATIONS, RUN_INFO, SCORES, SWEEP_INFO
+from wikihowagent.runs import RunPath, evaluated_runs, resolve_runs, runs_below
 
 
 def _run(d: Path, conversations: bool = True, scores: bool = False) -> Path:

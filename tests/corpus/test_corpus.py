@@ -468,7 +468,7 @@ def test_domain_table_normalises_names():
 def test_generate_runs_a_balanced_sample_and_resumes_it(tmp_path):
     from fake_servers import FakeOpenAI
 
-    from wikihowagent.runs import iter_jsonl
+    from wikihowagent.jsonlio import iter_jsonl
 
     out = tmp_path / "run"
     args = [

@@ -16,8 +16,9 @@ from typer.testing import CliRunner
 
 from wikihowagent.cli import app
 from wikihowagent.evaluation import core as eval_core
+from wikihowagent.jsonlio import iter_jsonl, merge_lines
 from wikihowagent.records import ConversationRecord, Turn, TutorialRef
-from wikihowagent.runs import RunInfo, count_records, iter_jsonl, merge_lines, write_run_info
+from wikihowagent.runs import RunInfo, count_records, write_run_info
 from wikihowagent.scores import runner as eval_runner
 from wikihowagent.shards import merge_score_shards, merge_shards
 

@@ -1077,7 +1077,7 @@ def test_unreachable_judge_mid_stream_stops_and_the_rerun_resumes(tmp_path):
 def test_second_evaluate_on_the_same_scores_file_is_refused(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    from wikihowagent.runs import dir_lock
+    from wikihowagent.jsonlio import dir_lock
 
     app = evaluate_app(monkeypatch, lambda *a, **k: None)
     run = tmp_path / "run_small"

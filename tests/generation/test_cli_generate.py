@@ -9,7 +9,7 @@ from fake_servers import FakeOpenAI
 from typer.testing import CliRunner
 
 from wikihowagent.cli import app
-from wikihowagent.runs import iter_jsonl
+from wikihowagent.jsonlio import iter_jsonl
 
 runner = CliRunner()
 SECRET = "sk-test-SECRET-never-written-0123456789"
@@ -176,7 +176,7 @@ def test_base_url_applies_to_openai_roles_only(tmp_path):
 
 
 def test_second_generate_on_the_same_run_dir_is_refused(tmp_path):
-    from wikihowagent.runs import dir_lock
+    from wikihowagent.jsonlio import dir_lock
 
     out = tmp_path / "run"
     with FakeOpenAI() as srv, dir_lock(out):  # as if another generate held the directory

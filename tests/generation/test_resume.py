@@ -16,7 +16,7 @@ import pytest
 from helpers import make_tutorial, teacher_script
 
 from wikihowagent.generation.core import prepare_run_dir, run_conversations
-from wikihowagent.runs import RunError, iter_jsonl
+from wikihowagent.jsonlio import RunError, iter_jsonl
 from wikihowagent.testing import ScriptedChatModel
 from wikihowagent.workflow.graph import WorkflowOptions
 from wikihowagent.workflow.prompts import load_prompts

@@ -184,7 +184,7 @@ def test_judge_check_panel(tmp_path):
 
 def test_evaluate_refuses_a_calibration_for_another_judge_before_any_call(tmp_path, panel_app):
     from wikihowagent.records import Calibration, RubricCalibration
-    from wikihowagent.runs import calibration_text
+    from wikihowagent.records_io import calibration_text
 
     app, calls = panel_app
     run = tmp_path / "run_small"

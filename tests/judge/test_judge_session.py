@@ -14,9 +14,9 @@ from typer.core import TyperOption
 
 from wikihowagent.cli import app
 from wikihowagent.compare.request import CompareError
+from wikihowagent.jsonlio import RunError
 from wikihowagent.judge.options import command_errors
 from wikihowagent.judge.session import JudgeEndpoints, JudgeLoop, locked_out, resumable
-from wikihowagent.runs import RunError
 from wikihowagent.scores.runner import EvaluateError
 
 

@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from wikihowagent.cli import app
 from wikihowagent.judge.rubric_judge import load_rubrics
-from wikihowagent.runs import CONVERSATIONS, RUN_INFO, SCORES, read_conversations, read_run_info, read_scores
+from wikihowagent.layout import CONVERSATIONS, RUN_INFO, SCORES
+from wikihowagent.runs import read_conversations, read_run_info, read_scores
 
 RUBRICS = list(load_rubrics())
 

@@ -146,7 +146,7 @@ def test_evaluate_prints_bad_lines_and_run_names_literally(tmp_path):
 def test_second_evaluate_is_refused_before_any_model_is_loaded(tmp_path, monkeypatch):
     import wikihowagent.backends as backends
     import wikihowagent.scores.runner as runner_mod
-    from wikihowagent.runs import dir_lock
+    from wikihowagent.jsonlio import dir_lock
 
     loaded = []
     monkeypatch.setattr(backends, "check_backend", lambda *a, **k: None)
@@ -430,7 +430,7 @@ def test_writers_replacing_one_file_at_once_do_not_collide(tmp_path):
     writer's rename found its temp file already renamed away by another (FileNotFoundError, CI)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from wikihowagent.runs import write_json_atomic, write_text_atomic
+    from wikihowagent.jsonlio import write_json_atomic, write_text_atomic
 
     target = tmp_path / "sweep.json"
 
@@ -448,7 +448,7 @@ def test_writers_replacing_one_file_at_once_do_not_collide(tmp_path):
 
 
 def test_disk_full_leaves_no_temp_file_and_the_old_file_intact(tmp_path, monkeypatch):
-    from wikihowagent.runs import DiskFullError, write_json_atomic
+    from wikihowagent.jsonlio import DiskFullError, write_json_atomic
 
     target = tmp_path / "run.json"
     write_json_atomic(target, {"status": "running"})

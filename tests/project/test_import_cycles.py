@@ -237,11 +237,11 @@ def _docstrings(tree: ast.AST) -> set[int]:
 
 
 def file_name_literals(pkg: Path = PKG) -> list[str]:
-    """'module:line: literal' for every file-name string outside runs.py, except package data named by its
+    """'module:line: literal' for every file-name string outside layout.py, except package data named by its
     loader (`resource_path(..., "rubrics.json")`) and FOREIGN_NAMES. f-string pieces count."""
     out = []
     for path in sorted(pkg.rglob("*.py")):
-        if path == pkg / "runs.py":
+        if path == pkg / "layout.py":
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
         skip = _docstrings(tree)
@@ -263,8 +263,8 @@ def file_name_literals(pkg: Path = PKG) -> list[str]:
     return out
 
 
-def test_file_names_are_spelled_in_runs_py_only(tmp_path):
-    assert not file_name_literals(), "file names outside runs.py (add a constant there): " + "; ".join(
+def test_file_names_are_spelled_in_layout_py_only(tmp_path):
+    assert not file_name_literals(), "file names outside layout.py (add a constant there): " + "; ".join(
         file_name_literals()
     )
     (tmp_path / "wikihowagent").mkdir()
@@ -276,7 +276,7 @@ def test_file_names_are_spelled_in_runs_py_only(tmp_path):
 
 # --------------------------------------------------------------------------- floors
 # The pipeline's floors, lowest first: a module imports only modules on its own floor or below. Floor 0 is the
-# ground every stage stands on: the package's top-level modules (records, runs, scoretable, paper_format,
+# ground every stage stands on: the package's top-level modules (records, layout, runs, scoretable, paper_format,
 # config, shards, ...), the corpus, the backends and the shared statistics.
 FLOORS: dict[str, int] = {
     "corpus": 0,

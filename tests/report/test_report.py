@@ -15,10 +15,10 @@ from helpers import HOSTILE_JSON, append_line, one_line_error
 from typer.testing import CliRunner
 
 from wikihowagent.cli import app
+from wikihowagent.layout import OUTPUT_MANIFEST
 from wikihowagent.outdir import OutputDirError
 from wikihowagent.report.core import ReportError, build_report
 from wikihowagent.report.sources import Problems, ReportInputError
-from wikihowagent.runs import OUTPUT_MANIFEST
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "report"))
 from report_builders import make_run  # noqa: E402

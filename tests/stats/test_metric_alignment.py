@@ -399,7 +399,7 @@ def _table(tmp_path: Path, name: str, mode: str = "default", metrics: dict | Non
 
 def _estimate(tmp_path: Path) -> Path:
     from wikihowagent.records import EstimatePredictor, PeopleEstimate
-    from wikihowagent.runs import people_estimate_text
+    from wikihowagent.records_io import people_estimate_text
 
     est = PeopleEstimate(
         intercept=3.0,
@@ -599,7 +599,7 @@ def test_evaluate_people_estimate_end_to_end(tmp_path):
 
     from wikihowagent.cli import app
     from wikihowagent.records import ESTIMATE_NAME, EstimatePredictor, PeopleEstimate
-    from wikihowagent.runs import people_estimate_text
+    from wikihowagent.records_io import people_estimate_text
 
     run = tmp_path / "run_small"
     shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "evaluation" / "run_small", run)
@@ -637,7 +637,7 @@ def test_evaluate_people_estimate_shows_its_figures_and_a_prediction_interval(tm
 
     from wikihowagent.cli import app
     from wikihowagent.records import ESTIMATE_NAME, EstimatePredictor, PeopleEstimate
-    from wikihowagent.runs import people_estimate_text
+    from wikihowagent.records_io import people_estimate_text
 
     run = tmp_path / "run_small"
     shutil.copytree(Path(__file__).resolve().parents[1] / "fixtures" / "evaluation" / "run_small", run)

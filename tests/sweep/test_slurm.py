@@ -14,7 +14,7 @@ from fake_servers import FakeOpenAI, scripted_reply
 from typer.testing import CliRunner
 
 from wikihowagent.cli import app
-from wikihowagent.runs import iter_jsonl
+from wikihowagent.jsonlio import iter_jsonl
 
 pytestmark = pytest.mark.skipif(slurm_cluster.available() is not None, reason=str(slurm_cluster.available()))
 runner = CliRunner()

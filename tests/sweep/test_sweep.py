@@ -9,7 +9,7 @@ from fake_servers import FakeOpenAI
 from typer.testing import CliRunner
 
 from wikihowagent.cli import app
-from wikihowagent.runs import iter_jsonl
+from wikihowagent.jsonlio import iter_jsonl
 
 runner = CliRunner()
 

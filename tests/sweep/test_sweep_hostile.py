@@ -238,7 +238,8 @@ def test_piped_plan_status_and_slurm_print_paths_whole(tmp_path, monkeypatch, sh
 
 
 def test_sweep_cells_read_from_sweep_json_must_be_folder_names(tmp_path):
-    from wikihowagent.runs import RunError, sweep_cell_dirs
+    from wikihowagent.jsonlio import RunError
+    from wikihowagent.runs import sweep_cell_dirs
 
     (tmp_path / "sweep.json").write_text(json.dumps({"cells": [{"run": "T-a_L-a_E-a"}, {"run": "../../victim"}]}))
     with pytest.raises(RunError, match=r"sweep.json: cells\[1\]: run '../../victim' contains '/'"):

@@ -91,7 +91,8 @@ def test_judge_check_takes_the_likelihood_posttest_and_resumes(tmp_path):
     from typer.testing import CliRunner
 
     from wikihowagent.cli import app
-    from wikihowagent.runs import POSTTESTS, read_posttest_variants
+    from wikihowagent.layout import POSTTESTS
+    from wikihowagent.records_io import read_posttest_variants
 
     runner = CliRunner()
     with FakeOpenAI(reply=chat, text_logprob=seen_model) as srv:
@@ -217,7 +218,8 @@ def test_evaluate_takes_the_likelihood_posttest_beside_each_posttest_and_resumes
     from typer.testing import CliRunner
 
     from wikihowagent.cli import app
-    from wikihowagent.runs import POSTTESTS, read_posttests
+    from wikihowagent.layout import POSTTESTS
+    from wikihowagent.records_io import read_posttests
 
     runner = CliRunner()
     runs = {"own": tmp_path / "own", "none": tmp_path / "none"}

@@ -14,10 +14,13 @@ from typer.testing import CliRunner
 
 from wikihowagent.cli import app
 from wikihowagent.generation.core import to_record
+from wikihowagent.jsonlio import iter_jsonl
+from wikihowagent.layout import POSTTESTS, PRETESTS
 from wikihowagent.metrics import computational as M
 from wikihowagent.metrics import posttest as P
 from wikihowagent.records import Conversation, PostTest, TestAnswer, Turn
-from wikihowagent.runs import POSTTESTS, PRETESTS, PretestCache, iter_jsonl, read_posttests, read_scores
+from wikihowagent.records_io import read_posttests
+from wikihowagent.runs import PretestCache, read_scores
 from wikihowagent.testing import ScriptedChatModel
 from wikihowagent.workflow.graph import WorkflowOptions, build_graph, initial_state, recursion_limit
 from wikihowagent.workflow.posttest import MAX_STEPS, PostTester, parse_steps

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from wikihowagent.cli import app
 from wikihowagent.generation.core import to_record
-from wikihowagent.runs import iter_jsonl
+from wikihowagent.jsonlio import iter_jsonl
 from wikihowagent.testing import ScriptedChatModel
 from wikihowagent.workflow.checks import ECHO, EMPTY, WRONG_ROLE, check_turn
 from wikihowagent.workflow.graph import WorkflowOptions, build_graph, initial_state, recursion_limit

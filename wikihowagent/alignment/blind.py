@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from wikihowagent.runs import KEY_SUFFIX
+from wikihowagent.layout import KEY_SUFFIX
 
 from .csv_dialect import csv_text, read_table
 from .problems import AlignInputError, Problems, where

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from wikihowagent.judge.checklist import WEIGHTS_KIND, ChecklistWeights, item_key
-from wikihowagent.runs import CHECKLIST_FIT_CSV, CHECKLIST_FIT_MD, CHECKLIST_WEIGHTS_JSON
+from wikihowagent.layout import CHECKLIST_FIT_CSV, CHECKLIST_FIT_MD, CHECKLIST_WEIGHTS_JSON
 from wikihowagent.stats import folds
 
 from . import calibration as cal_stats

@@ -17,7 +17,7 @@ import typer
 
 from wikihowagent.cli_options import bootstrap_option, seed_option
 from wikihowagent.console import INPUTS, OUTPUT, SELECTION, STATISTICS, make_console, print_error, print_labeled
-from wikihowagent.runs import ALIGNMENT_DIR, ANNOTATION_SHEET
+from wikihowagent.layout import ALIGNMENT_DIR, ANNOTATION_SHEET
 
 from .problems import AlignInputError, Problems
 

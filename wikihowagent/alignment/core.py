@@ -23,13 +23,10 @@ import numpy as np
 
 from wikihowagent.config import load_config
 from wikihowagent.errors import WikihowagentError, kind_of
+from wikihowagent.layout import METRIC_ALIGNMENT_MD
 from wikihowagent.outdir import OutputDirError, check_replaceable
 from wikihowagent.records import ESTIMATE_NAME
-from wikihowagent.runs import (
-    METRIC_ALIGNMENT_MD,
-    evaluated_runs,
-    run_name,
-)
+from wikihowagent.runs import evaluated_runs, run_name
 from wikihowagent.stats.pair_order import PairOrder, pair_order
 
 from . import checklist_fit, estimates, metric_table, people_fit, schema

@@ -19,9 +19,7 @@ from typing import Any
 import numpy as np
 
 from wikihowagent.judge.prompts import recorded_prompt
-from wikihowagent.markdown import markdown_table
-from wikihowagent.records import Calibration
-from wikihowagent.runs import (
+from wikihowagent.layout import (
     CALIBRATION_CSV,
     CALIBRATION_JSON,
     CALIBRATION_MD,
@@ -30,9 +28,11 @@ from wikihowagent.runs import (
     FIGURES_DIR,
     PPI_CSV,
     PPI_MD,
-    calibration_text,
-    source_files,
 )
+from wikihowagent.markdown import markdown_table
+from wikihowagent.records import Calibration
+from wikihowagent.records_io import calibration_text
+from wikihowagent.runs import source_files
 
 from . import calibration as cal_stats
 from . import ppi as ppi_stats

@@ -29,17 +29,10 @@ import numpy as np
 
 from wikihowagent.judge.rubric_judge import RubricError, default_rubrics_path
 from wikihowagent.judge.rubric_judge import load_rubrics as load_validated
+from wikihowagent.layout import CONVERSATIONS, RESCORED_DIR, SCORE_FILES
 from wikihowagent.outdir import check_writable, write_files_atomically
 from wikihowagent.records import Conversation, TutorialRef
-from wikihowagent.runs import (
-    CONVERSATIONS,
-    RESCORED_DIR,
-    SCORE_FILES,
-    evaluated_runs,
-    read_conversations,
-    run_name,
-    scores_file,
-)
+from wikihowagent.runs import evaluated_runs, read_conversations, run_name, scores_file
 
 from . import schema
 from .blind import blind_id, key_csv, key_path

@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from wikihowagent.layout import JUDGES_CSV, JUDGES_DIR, JUDGES_MD
 from wikihowagent.markdown import markdown_table
-from wikihowagent.runs import JUDGES_CSV, JUDGES_DIR, JUDGES_MD
 
 from .agreement import CorrelationResult, correlate
 from .csv_dialect import csv_text

@@ -20,9 +20,9 @@ from typing import Any
 
 import numpy as np
 
+from wikihowagent.layout import METRIC_ALIGNMENT_MD
 from wikihowagent.markdown import markdown_table, markdown_text
 from wikihowagent.metrics.computational import WORDS, better
-from wikihowagent.runs import METRIC_ALIGNMENT_MD
 from wikihowagent.stats.association import Association, associate
 from wikihowagent.stats.pair_order import GAP, PairOrder, pair_order
 

@@ -27,11 +27,12 @@ from typing import Any
 
 import numpy as np
 
+from wikihowagent.layout import PEOPLE_ESTIMATE_JSON, PEOPLE_ESTIMATE_MD
 from wikihowagent.markdown import markdown_table
 from wikihowagent.metrics.computational import LIKELIHOOD_GAIN, METEOR, WORDS, better, metrics_of
 from wikihowagent.metrics.people_estimate import spread_floor
 from wikihowagent.records import ESTIMATE_NAME, EstimatePredictor, PeopleEstimate
-from wikihowagent.runs import PEOPLE_ESTIMATE_JSON, PEOPLE_ESTIMATE_MD, source_files
+from wikihowagent.runs import source_files
 from wikihowagent.stats import people_estimate as pe
 from wikihowagent.stats.association import associate
 from wikihowagent.stats.pair_order import GAP, PairDifference, PairOrder, pair_order

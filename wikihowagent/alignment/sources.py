@@ -21,21 +21,14 @@ from typing import Any
 
 import numpy as np
 
+from wikihowagent.jsonlio import RunError
 from wikihowagent.judge.modes import first_mode
 from wikihowagent.judge.prompts import recorded_prompt
+from wikihowagent.layout import CONVERSATIONS, SCORE_FILES
 from wikihowagent.metrics.computational import POSTTEST_METRICS, computational_names
 from wikihowagent.paper_format import parse_run_stem
 from wikihowagent.records import CAL_SUFFIX
-from wikihowagent.runs import (
-    CONVERSATIONS,
-    SCORE_FILES,
-    RunError,
-    evaluated_runs,
-    read_score_table,
-    resolve_runs,
-    run_name,
-    scores_file,
-)
+from wikihowagent.runs import evaluated_runs, read_score_table, resolve_runs, run_name, scores_file
 from wikihowagent.scoretable import ScoreTable
 
 from . import schema

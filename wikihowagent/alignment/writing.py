@@ -8,8 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from wikihowagent.outdir import StagedDir
-from wikihowagent.runs import (
+from wikihowagent.layout import (
     AGREEMENT_CSV,
     AGREEMENT_PAIRS_CSV,
     AUTOMATIC_CSV,
@@ -29,8 +28,9 @@ from wikihowagent.runs import (
     PEOPLE_ESTIMATE_MD,
     PROBLEMS_TXT,
     SCORE_DISTRIBUTIONS_PNG,
-    people_estimate_text,
 )
+from wikihowagent.outdir import StagedDir
+from wikihowagent.records_io import people_estimate_text
 
 from . import checklist_fit, estimates, metric_table, people_fit, schema
 from . import figures as plots

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from wikihowagent.runs import dir_lock, read_json_file
+from wikihowagent.jsonlio import dir_lock, read_json_file
 
 from .errors import BackendError, ModelCacheError
 

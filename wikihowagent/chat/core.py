@@ -28,9 +28,11 @@ from wikihowagent.config import load_config
 from wikihowagent.corpus.core import default_tutorials_path, load_tutorials
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.generation.core import package_versions, to_record
+from wikihowagent.jsonlio import JsonlAppender
+from wikihowagent.layout import CONVERSATIONS
 from wikihowagent.outdir import check_writable
 from wikihowagent.records import ConversationRecord, Tutorial, make_conversation_id
-from wikihowagent.runs import CONVERSATIONS, JsonlAppender, RunInfo, now, write_run_info
+from wikihowagent.runs import RunInfo, now, write_run_info
 from wikihowagent.workflow.graph import WorkflowOptions, build_graph, initial_state, recursion_limit
 from wikihowagent.workflow.prompts import PromptTemplates, load_prompts
 

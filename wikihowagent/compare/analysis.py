@@ -10,9 +10,7 @@ from typing import Any
 
 from wikihowagent.csvcells import people_csv
 from wikihowagent.figures import annotated_heatmap
-from wikihowagent.markdown import frame_table
-from wikihowagent.records import PairwiseRecord
-from wikihowagent.runs import (
+from wikihowagent.layout import (
     BRADLEY_TERRY_CSV,
     HEAD_TO_HEAD_PNG,
     OVERALL,
@@ -21,6 +19,8 @@ from wikihowagent.runs import (
     SUMMARY_MD,
     WIN_RATES_CSV,
 )
+from wikihowagent.markdown import frame_table
+from wikihowagent.records import PairwiseRecord
 from wikihowagent.stats.ranking import Outcome, bradley_terry, win_rate
 
 from .engine import verdict_rows

@@ -33,9 +33,9 @@ from typing import Any
 from wikihowagent.config import load_config
 from wikihowagent.judge.rubric_judge import load_rubrics
 from wikihowagent.judge.session import judge_endpoints
+from wikihowagent.layout import COMPARE_DIR, PAIR_JUDGMENTS
 from wikihowagent.outdir import check_writable
 from wikihowagent.records import Conversation, PairwiseRecord
-from wikihowagent.runs import COMPARE_DIR, PAIR_JUDGMENTS
 from wikihowagent.scores.inputs import resolve_inputs
 from wikihowagent.scores.runner import EvalOptions, Evaluation
 

@@ -1,7 +1,7 @@
 """The pairwise engine `compare` and `judge-check --pairwise` share: a pass (PairJob: one tutorial, two
 conversations in one order, the rubrics still to ask), the passes a judgments file does not answer yet
 (`pending`), judging them into a resumable JSONL of PairwiseRecords (`run_pair_jobs`), reading one judge's
-records back (`read_pair_judgments`, through `runs.read_pairwise`), the verdict of both orders per rubric
+records back (`read_pair_judgments`, through `records_io.read_pairwise`), the verdict of both orders per rubric
 (`verdict_rows`) and the line that says how a verdict was read (`reading_note`). The judge itself (prompt,
 strict A/B reading, verdict rules) is pairwise.py's."""
 
@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.jsonlio import JsonlAppender
 from wikihowagent.judge.gather import gather_cancelling
 from wikihowagent.records import Conversation, PairwiseRecord
-from wikihowagent.runs import JsonlAppender, read_pairwise
+from wikihowagent.records_io import read_pairwise
 
 from .pairwise import CHECKLIST_READING, DEFAULT_TIE_BAND, verdict, verdict_rule
 
@@ -65,7 +66,7 @@ def read_pair_judgments(
 ) -> dict[tuple[str, ...], PairwiseRecord]:
     """{key: record} of this judge (evaluator + reading) in these files (`merge_pair_judgments`). A stored value
     that is not a probability is reported to `on_bad_value` (default `on_error`) and read as a failure
-    (`runs.read_pairwise`)."""
+    (`records_io.read_pairwise`)."""
     return merge_pair_judgments(
         (rec for path in paths for rec in read_pairwise(path, on_error, on_bad_value)), evaluator, reading
     )

@@ -11,14 +11,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.jsonlio import JsonlAppender
 from wikihowagent.judge.checklist import ChecklistError, checklist_for
 from wikihowagent.judge.modes import first_mode
 from wikihowagent.judge.rubric_judge import JudgeBackendError
 from wikihowagent.judge.scoring import make_scorer
 from wikihowagent.judge.session import JudgeLoop, locked_out, resumable
+from wikihowagent.layout import CHECKLIST_SCORES, PAIR_JUDGMENTS
+from wikihowagent.layout import SCORES as SCORES_JSONL
 from wikihowagent.records import Conversation, PairwiseRecord
-from wikihowagent.runs import CHECKLIST_SCORES, PAIR_JUDGMENTS, JsonlAppender, read_pairwise, read_scores
-from wikihowagent.runs import SCORES as SCORES_JSONL
+from wikihowagent.records_io import read_pairwise
+from wikihowagent.runs import read_scores
 from wikihowagent.scores.runner import EvalOptions, judge_concurrency
 
 from .engine import (

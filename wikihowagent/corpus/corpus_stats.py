@@ -24,10 +24,7 @@ from wikihowagent.corpus.core import (
 )
 from wikihowagent.corpus.sampling import Per, balanced_sample, check_domains_file_used
 from wikihowagent.domains import DomainTable, DomainTableError
-from wikihowagent.markdown import markdown_table
-from wikihowagent.outdir import check_writable
-from wikihowagent.records import make_tutorial_id
-from wikihowagent.runs import (
+from wikihowagent.layout import (
     PROBLEMS_TXT,
     STATS_DOMAINS_CSV,
     STATS_MD,
@@ -35,6 +32,9 @@ from wikihowagent.runs import (
     STEPS_HISTOGRAM_PNG,
     SUNBURST_PNG,
 )
+from wikihowagent.markdown import markdown_table
+from wikihowagent.outdir import check_writable
+from wikihowagent.records import make_tutorial_id
 
 COLUMNS = [
     "id",

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from wikihowagent.config import Config, load_config
 from wikihowagent.console import print_labeled, progress_bar
 from wikihowagent.csvcells import people_csv
+from wikihowagent.jsonlio import DiskFullError, RunError, dir_lock
 from wikihowagent.judge import calibrated
 from wikihowagent.judge.checklist import ChecklistError, check_checklist_files
 from wikihowagent.judge.modes import SCORING_MODES, prompt_variant_modes
@@ -25,20 +26,12 @@ from wikihowagent.judge.panel import panel_spec
 from wikihowagent.judge.request import ScoringRequest
 from wikihowagent.judge.rubric_judge import JudgeBackendError, RubricError, load_rubrics
 from wikihowagent.judge.session import EvaluateError, JudgeEndpoints, JudgeLoop, judge_endpoints
+from wikihowagent.layout import BY_DOMAIN_CSV, BY_PERSONA_CSV, SCORE_SHARDS_DIR, SUMMARY_DIR
 from wikihowagent.metrics import people_estimate
 from wikihowagent.metrics.computational import MetricError, embedding_metrics, resolve_device
 from wikihowagent.outdir import check_writable
 from wikihowagent.presets import get_preset, preset_config
 from wikihowagent.processes import parse_workers
-from wikihowagent.runs import (
-    BY_DOMAIN_CSV,
-    BY_PERSONA_CSV,
-    SCORE_SHARDS_DIR,
-    SUMMARY_DIR,
-    DiskFullError,
-    RunError,
-    dir_lock,
-)
 from wikihowagent.scores.inputs import InputError, InputSource, resolve_inputs
 from wikihowagent.scores.paper_tables import expand_sweep_dirs, paper_tables
 from wikihowagent.scores.runner import (

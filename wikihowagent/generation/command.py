@@ -22,7 +22,7 @@ from wikihowagent.console import (
 )
 from wikihowagent.corpus.command import DomainOpt, DomainsFileOpt, PerOpt, SampleOpt, SampleSeedOpt, TopicOpt
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.runs import CONVERSATIONS
+from wikihowagent.layout import CONVERSATIONS
 from wikihowagent.shards import merge_run
 
 if TYPE_CHECKING:

@@ -35,27 +35,13 @@ from wikihowagent.corpus.core import (
 )
 from wikihowagent.corpus.sampling import Per, select_tutorials
 from wikihowagent.errors import WikihowagentError
+from wikihowagent.jsonlio import DiskFullError, JsonlAppender, JsonlError, RunError, dir_lock, repair_torn_tail
+from wikihowagent.layout import CONVERSATIONS, RUN_INFO
 from wikihowagent.paper_format import default_run_name
 from wikihowagent.presets import preset_config
 from wikihowagent.records import ConversationRecord, Tutorial, TutorialRef, conversation_lines, make_conversation_id
-from wikihowagent.runs import (
-    CONVERSATIONS,
-    RUN_INFO,
-    DiskFullError,
-    JsonlAppender,
-    JsonlError,
-    RunError,
-    RunInfo,
-    count_records,
-    dir_lock,
-    now,
-    read_records,
-    read_run_info,
-    repair_torn_tail,
-    rewrite_records,
-    shard_dir,
-    write_run_info,
-)
+from wikihowagent.records_io import read_records, rewrite_records
+from wikihowagent.runs import RunInfo, count_records, now, read_run_info, shard_dir, write_run_info
 from wikihowagent.shards import shard_option
 from wikihowagent.workflow.graph import WorkflowOptions, build_graph, initial_state, recursion_limit
 from wikihowagent.workflow.manager import MANAGERS, Manager

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from wikihowagent.errors import WikihowagentError
+from wikihowagent.jsonlio import RunError
 from wikihowagent.records import CAL_SUFFIX, Calibration
-from wikihowagent.runs import RunError, read_calibration
+from wikihowagent.records_io import read_calibration
 from wikihowagent.stats.calibration import predict
 
 from .prompts import recorded_prompt

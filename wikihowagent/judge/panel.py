@@ -18,8 +18,10 @@ import math
 import re
 from pathlib import Path
 
+from wikihowagent.layout import JUDGES_DIR
 from wikihowagent.records import JudgeProvenance, ScoreRecord
-from wikihowagent.runs import JUDGES_DIR, read_scores, rewrite_records
+from wikihowagent.records_io import rewrite_records
+from wikihowagent.runs import read_scores
 
 from .modes import first_mode
 

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from wikihowagent import backends  # called as backends.<name>: the seam where tests put a fake backend
 from wikihowagent.backends import BackendError
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.runs import RunError, dir_lock
+from wikihowagent.jsonlio import RunError, dir_lock
 
 from .rubric_judge import JudgeBackendError
 

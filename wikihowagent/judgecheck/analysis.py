@@ -10,14 +10,8 @@ from typing import Any
 
 from wikihowagent.csvcells import people_csv
 from wikihowagent.figures import annotated_heatmap
+from wikihowagent.layout import CONSISTENCY_CSV, JUDGMENTS, SENSITIVITY_CSV, SENSITIVITY_PNG, SUMMARY_MD
 from wikihowagent.markdown import frame_table
-from wikihowagent.runs import (
-    CONSISTENCY_CSV,
-    JUDGMENTS,
-    SENSITIVITY_CSV,
-    SENSITIVITY_PNG,
-    SUMMARY_MD,
-)
 
 from .accuracy import (
     ORIGINAL,

@@ -35,23 +35,18 @@ from wikihowagent.console import progress_bar
 from wikihowagent.corpus.core import LoadReport, TutorialError, load_tutorials
 from wikihowagent.corpus.counterfactual import ValiditySetError, check_steps
 from wikihowagent.errors import WikihowagentError
+from wikihowagent.jsonlio import JsonlAppender
 from wikihowagent.judge.gather import gather_cancelling
 from wikihowagent.judge.modes import SCORING_MODES
 from wikihowagent.judge.panel import judge_slug
 from wikihowagent.judge.request import ScoringRequest
 from wikihowagent.judge.rubric_judge import load_rubrics
 from wikihowagent.judge.session import JudgeLoop, judge_endpoints, locked_out, resumable
+from wikihowagent.layout import JUDGE_CHECK_LOCK, JUDGMENTS, PAIR_JUDGMENTS, POSTTESTS
 from wikihowagent.metrics.computational import resolve_device
 from wikihowagent.outdir import check_writable
 from wikihowagent.records import Conversation, JudgmentRecord
-from wikihowagent.runs import (
-    JUDGE_CHECK_LOCK,
-    JUDGMENTS,
-    PAIR_JUDGMENTS,
-    POSTTESTS,
-    JsonlAppender,
-    read_judgment_table,
-)
+from wikihowagent.records_io import read_judgment_table
 from wikihowagent.scores.inputs import resolve_inputs
 from wikihowagent.scores.runner import EvalOptions, EvaluateError, Evaluation, judge_concurrency
 from wikihowagent.workflow.likelihood import LikelihoodError, LikelihoodTaker, for_chat_model

@@ -11,9 +11,7 @@ from typing import Any
 
 from wikihowagent.judge.prompts import recorded_prompt
 from wikihowagent.records import Conversation
-from wikihowagent.runs import (
-    read_judgment_table,
-)
+from wikihowagent.records_io import read_judgment_table
 
 from .accuracy import (
     ORIGINAL,
@@ -66,7 +64,7 @@ def plan(
 def read_judgments(path: Path, evaluator: str, scoring: str, prompt: str = "") -> dict[tuple[str, str], dict[str, Any]]:
     """{(conversation_id, variant): {"scores", "judge_failures"}} of this judge (evaluator + scoring mode + prompt
     variant; lines without a prompt were judged with the tutorial-first layout, or json's own), from the
-    judgments' rows of the score table (`wikihowagent.runs.read_judgment_table`); later lines win."""
+    judgments' rows of the score table (`wikihowagent.records_io.read_judgment_table`); later lines win."""
 
     t = read_judgment_table(path)
     meta = t.meta

@@ -19,10 +19,10 @@ from typing import Any
 from wikihowagent.console import progress_bar
 from wikihowagent.csvcells import people_csv
 from wikihowagent.figures import annotated_heatmap
+from wikihowagent.layout import METRIC_SENSITIVITY_CSV, METRIC_SENSITIVITY_MD, METRIC_SENSITIVITY_PNG
 from wikihowagent.markdown import markdown_table
 from wikihowagent.metrics.computational import LIKELIHOOD_GAIN, Scorers, better, metrics_of
 from wikihowagent.records import Conversation
-from wikihowagent.runs import METRIC_SENSITIVITY_CSV, METRIC_SENSITIVITY_MD, METRIC_SENSITIVITY_PNG
 
 from .accuracy import ORIGINAL, bootstrap_ci, win
 from .perturbations import Perturbation, perturb

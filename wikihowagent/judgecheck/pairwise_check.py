@@ -23,14 +23,9 @@ from wikihowagent.compare.pairwise import (
 from wikihowagent.csvcells import people_csv
 from wikihowagent.judge.modes import SCORING_MODES, modes_where
 from wikihowagent.judge.prompts import DEFAULT_PROMPT
+from wikihowagent.layout import JUDGMENTS, PAIRWISE_SENSITIVITY_CSV, PAIRWISE_SENSITIVITY_PNG, PAIRWISE_SUMMARY_MD
 from wikihowagent.markdown import frame_table
 from wikihowagent.records import Conversation
-from wikihowagent.runs import (
-    JUDGMENTS,
-    PAIRWISE_SENSITIVITY_CSV,
-    PAIRWISE_SENSITIVITY_PNG,
-    PAIRWISE_SUMMARY_MD,
-)
 from wikihowagent.stats.bootstrap import percentile_ci
 
 from .accuracy import BOOTSTRAP, ORIGINAL, bootstrap_ci, mean_accuracy_samples

@@ -7,8 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from wikihowagent.judge.panel import judge_slug, panel_spec
+from wikihowagent.layout import JUDGMENTS, PANEL_DIR
 from wikihowagent.records import JudgmentRecord
-from wikihowagent.runs import JUDGMENTS, PANEL_DIR, read_judgment_table, rewrite_records
+from wikihowagent.records_io import read_judgment_table, rewrite_records
 
 
 def combine_judgments(out: Path, specs: list[str]) -> tuple[str, str, set[str], int]:

@@ -23,23 +23,23 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.csvcells import people_csv
+from wikihowagent.jsonlio import JsonlAppender
 from wikihowagent.judge.gather import gather_bounded
-from wikihowagent.markdown import frame_table
-from wikihowagent.metrics.computational import STEP_RECALL, Scorers
-from wikihowagent.metrics.coverage import step_coverage
-from wikihowagent.metrics.posttest import likelihood_gain_of
-from wikihowagent.records import Conversation, PostTest
-from wikihowagent.runs import (
+from wikihowagent.layout import (
     POSTTEST_LIKELIHOOD_CSV,
     POSTTEST_LIKELIHOOD_SETS_CSV,
     POSTTEST_VALIDITY_CSV,
     POSTTEST_VALIDITY_MD,
     POSTTEST_VALIDITY_SETS_CSV,
     SENSITIVITY_CSV,
-    JsonlAppender,
-    read_people_table,
-    read_posttest_variants,
 )
+from wikihowagent.markdown import frame_table
+from wikihowagent.metrics.computational import STEP_RECALL, Scorers
+from wikihowagent.metrics.coverage import step_coverage
+from wikihowagent.metrics.posttest import likelihood_gain_of
+from wikihowagent.records import Conversation, PostTest
+from wikihowagent.records_io import read_posttest_variants
+from wikihowagent.runs import read_people_table
 from wikihowagent.workflow.posttest import CALL_FAILED
 
 from .accuracy import ORIGINAL, bootstrap_ci, paired_wins

@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from wikihowagent.errors import WikihowagentError
+from wikihowagent.jsonlio import RunError
 from wikihowagent.records import ESTIMATE_NAME, RUBRIC_SCALE, EstimatePredictor, PeopleEstimate
-from wikihowagent.runs import RunError, read_people_estimate
+from wikihowagent.runs import read_people_estimate
 from wikihowagent.stats.people_estimate import apply
 
 from .computational import metrics_of

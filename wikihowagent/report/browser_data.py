@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
+from wikihowagent.layout import REPORT_INDEX_JS, REPORT_VALUES_JS
 from wikihowagent.metrics.computational import percent_metrics
-from wikihowagent.runs import REPORT_INDEX_JS, REPORT_VALUES_JS
 
 from .sources import ReportRun
 from .store import CHUNK, STATUSES, ConversationStore, dumps

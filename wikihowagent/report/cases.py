@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from wikihowagent.layout import CASES_HTML, CASES_MD
 from wikihowagent.markdown import markdown_text
-from wikihowagent.runs import CASES_HTML, CASES_MD
 
 from .page import page
 from .store import ConversationStore

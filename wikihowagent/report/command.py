@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from wikihowagent.console import CLUSTER, INPUTS, OUTPUT, make_console, print_error, print_labeled
-from wikihowagent.runs import INDEX_HTML, PROBLEMS_TXT
+from wikihowagent.layout import INDEX_HTML, PROBLEMS_TXT
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -38,10 +38,7 @@ import numpy as np
 from wikihowagent.errors import WikihowagentError
 from wikihowagent.judge.calibrated import CalibrationMismatch, add_calibrated, calibrated_name, check, load
 from wikihowagent.judge.rubric_judge import RubricError, load_rubrics
-from wikihowagent.metrics.computational import percent_metrics
-from wikihowagent.outdir import StagedDir, check_replaceable
-from wikihowagent.registry import Registry
-from wikihowagent.runs import (
+from wikihowagent.layout import (
     BY_DOMAIN_PNG,
     COMPUTATIONAL_PNG,
     CONVERSATION_HTML,
@@ -58,6 +55,9 @@ from wikihowagent.runs import (
     REPORT_JS,
     RUBRICS_PNG,
 )
+from wikihowagent.metrics.computational import percent_metrics
+from wikihowagent.outdir import StagedDir, check_replaceable
+from wikihowagent.registry import Registry
 from wikihowagent.scores.paper_tables import paper_tables
 from wikihowagent.scores.significance import TableStats
 from wikihowagent.scores.summary import (

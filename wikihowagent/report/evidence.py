@@ -11,9 +11,9 @@ import shlex
 from pathlib import Path
 
 from wikihowagent.backends import is_embedded
+from wikihowagent.jsonlio import read_json_file
 from wikihowagent.judge.modes import first_mode
-from wikihowagent.metrics.computational import WORDS
-from wikihowagent.runs import (
+from wikihowagent.layout import (
     CALIBRATION_JSON,
     CHECKLIST_WEIGHTS_JSON,
     CONVERSATION_JS,
@@ -22,8 +22,8 @@ from wikihowagent.runs import (
     METRIC_ALIGNMENT_MD,
     PAIR_ORDER_CSV,
     SUMMARY_MD,
-    read_json_file,
 )
+from wikihowagent.metrics.computational import WORDS
 
 from .measured import MeasuredError, load_measured
 from .page import page

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.errors import WikihowagentError
-from wikihowagent.runs import (
+from wikihowagent.layout import (
     BRADLEY_TERRY_CSV,
     FIGURES_DIR,
     HEAD_TO_HEAD_HTML,
@@ -19,10 +19,8 @@ from wikihowagent.runs import (
     POSITION_CSV,
     SUMMARY_MD,
     WIN_RATES_CSV,
-    OutputReadError,
-    read_output_lines,
-    read_people_rows,
 )
+from wikihowagent.runs import OutputReadError, read_output_lines, read_people_rows
 
 from .page import page
 

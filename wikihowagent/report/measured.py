@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from wikihowagent.config import resource_path
 from wikihowagent.errors import WikihowagentError, validation_line
-from wikihowagent.runs import EMBEDDED_JUDGE_JSON, JsonInputError, read_json_file
+from wikihowagent.jsonlio import JsonInputError, read_json_file
+from wikihowagent.layout import EMBEDDED_JUDGE_JSON
 
 MODE_NAME = re.compile(r"[a-z][a-z0-9+_-]{0,39}")  # a `--judge-scoring` mode ("checklist", "weighted+rationale")
 ROUNDING = 0.005  # a CI written to 2 decimals may miss its 3-decimal value by this much

@@ -25,26 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.errors import WikihowagentError
+from wikihowagent.jsonlio import RunError
 from wikihowagent.judge.rubric_judge import RubricError, load_rubrics
+from wikihowagent.layout import CONVERSATIONS, FIGURES_DIR, POSTTESTS, RUN_INFO, SCORE_FILES
 from wikihowagent.metrics.computational import value_range
 from wikihowagent.paper_format import LenientRecord, parse_run_stem, read_lenient
 from wikihowagent.processes import pool_context
 from wikihowagent.records import Conversation, ScoreRecord, Turn
-from wikihowagent.runs import (
-    CONVERSATIONS,
-    FIGURES_DIR,
-    POSTTESTS,
-    RUN_INFO,
-    SCORE_FILES,
-    RunError,
-    conversation_items,
-    read_posttests,
-    read_run_info,
-    read_score_table,
-    resolve_runs,
-    runs_below,
-    scores_file,
-)
+from wikihowagent.records_io import read_posttests
+from wikihowagent.runs import conversation_items, read_run_info, read_score_table, resolve_runs, runs_below, scores_file
 from wikihowagent.scoretable import ScoreTable
 
 from .store import STATUSES, ConversationStore, StoredRun, parts

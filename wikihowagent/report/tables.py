@@ -10,9 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from wikihowagent.metrics.computational import better, computational_names, percent_metrics
-from wikihowagent.records import ESTIMATE_NAME
-from wikihowagent.runs import (
+from wikihowagent.layout import (
     CALIBRATION_CSV,
     CALIBRATION_PNG,
     CORRELATION_HEATMAP_PNG,
@@ -26,9 +24,10 @@ from wikihowagent.runs import (
     PEOPLE_ESTIMATE_CSV,
     PPI_CSV,
     SCORE_DISTRIBUTIONS_PNG,
-    OutputReadError,
-    read_people_rows,
 )
+from wikihowagent.metrics.computational import better, computational_names, percent_metrics
+from wikihowagent.records import ESTIMATE_NAME
+from wikihowagent.runs import OutputReadError, read_people_rows
 from wikihowagent.scores.significance import best_runs
 from wikihowagent.scores.summary import (
     SHORT,

@@ -21,15 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from wikihowagent.config import resource_path
 from wikihowagent.errors import WikihowagentError, validation_line
-from wikihowagent.runs import (
-    METRIC_ALIGNMENT_CSV,
-    METRIC_SENSITIVITY_CSV,
-    METRIC_VALIDITY_JSON,
-    JsonInputError,
-    OutputReadError,
-    read_json_file,
-    read_people_table,
-)
+from wikihowagent.jsonlio import JsonInputError, read_json_file
+from wikihowagent.layout import METRIC_ALIGNMENT_CSV, METRIC_SENSITIVITY_CSV, METRIC_VALIDITY_JSON
+from wikihowagent.runs import OutputReadError, read_people_table
 
 ROUNDING = 0.005
 TRACKS = 0.0  # a metric "tracked people" when its within-tutorial r's CI lies above this

@@ -12,14 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from wikihowagent.errors import WikihowagentError
+from wikihowagent.jsonlio import RunError
+from wikihowagent.layout import CONVERSATIONS, RUN_INFO
 from wikihowagent.paper_format import parse_run_stem
 from wikihowagent.records import Conversation
 from wikihowagent.runs import (
-    CONVERSATIONS,
     NAME_RULE,
-    RUN_INFO,
     ReadCounts,
-    RunError,
     RunInfo,
     conversations_file,
     is_paper_file,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from wikihowagent.backends import capabilities
+from wikihowagent.jsonlio import JsonlAppender, RunError
 from wikihowagent.judge.checklist import ChecklistError, checklist_for, rubric_score
 from wikihowagent.judge.gather import gather_bounded
 from wikihowagent.judge.modes import SCORING_MODES, first_mode, prompt_variant_modes
@@ -27,6 +28,7 @@ from wikihowagent.judge.request import ScoringRequest
 from wikihowagent.judge.rubric_judge import rubrics_sha256
 from wikihowagent.judge.scoring import ScoringError, make_scorer, resolve_mode
 from wikihowagent.judge.session import EvaluateError, JudgeLoop
+from wikihowagent.layout import POSTTESTS, RESCORED_DIR, RUN_INFO, SCORES, SCORES_PAPER
 from wikihowagent.metrics.computational import (
     LIKELIHOOD_GAIN,
     POSTTEST_METRICS,
@@ -37,20 +39,8 @@ from wikihowagent.metrics.computational import (
 from wikihowagent.metrics.posttest import LEGACY_MATCHING, MATCHING
 from wikihowagent.metrics.workers import make_scorers
 from wikihowagent.records import Conversation, JudgeProvenance, LikelihoodTest, Mode, PostTest, ScoreRecord
-from wikihowagent.runs import (
-    POSTTESTS,
-    RESCORED_DIR,
-    RUN_INFO,
-    SCORES,
-    SCORES_PAPER,
-    JsonlAppender,
-    RunError,
-    RunInfo,
-    read_posttests,
-    read_run_info,
-    read_scores,
-    write_run_info,
-)
+from wikihowagent.records_io import read_posttests
+from wikihowagent.runs import RunInfo, read_run_info, read_scores, write_run_info
 from wikihowagent.workflow.likelihood import LikelihoodError, LikelihoodTaker, for_chat_model
 from wikihowagent.workflow.posttest import CALL_FAILED, PostTester, post_tester
 from wikihowagent.workflow.posttest import get_prompt as test_prompt

@@ -19,8 +19,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.jsonlio import write_json_atomic
 from wikihowagent.judge.rubric_judge import default_rubrics_path
-from wikihowagent.runs import SCORE_SHARDS_DIR, SHARD_INFO, write_json_atomic
+from wikihowagent.layout import SCORE_SHARDS_DIR, SHARD_INFO
 
 
 def shard_filter(stream: Iterator[Any], shard: tuple[int, int] | None, chunk: int) -> Iterator[Any]:

@@ -12,6 +12,15 @@ from typing import Any
 
 from wikihowagent.csvcells import people_csv
 from wikihowagent.judge.calibrated import calibrated_name
+from wikihowagent.layout import (
+    BY_DOMAIN_PNG,
+    CALIBRATED_SCORES_CSV,
+    COMPUTATIONAL_PNG,
+    FIGURES_DIR,
+    RUBRICS_PNG,
+    SUMMARY_CSV,
+    SUMMARY_MD,
+)
 from wikihowagent.markdown import markdown_table, markdown_text
 from wikihowagent.metrics.computational import (
     BERTSCORE,
@@ -30,16 +39,7 @@ from wikihowagent.metrics.computational import (
     STEP_COVERAGE,
     percent_metrics,
 )
-from wikihowagent.runs import (
-    BY_DOMAIN_PNG,
-    CALIBRATED_SCORES_CSV,
-    COMPUTATIONAL_PNG,
-    FIGURES_DIR,
-    RUBRICS_PNG,
-    SUMMARY_CSV,
-    SUMMARY_MD,
-    read_score_table,
-)
+from wikihowagent.runs import read_score_table
 from wikihowagent.scoretable import ScoreTable
 
 from .significance import TableStats, cell_ci, qualify, values_ci

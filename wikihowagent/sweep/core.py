@@ -24,26 +24,12 @@ from wikihowagent.config import Config, ConfigError, load_config, read_yaml
 from wikihowagent.corpus.core import TutorialError, default_tutorials_path
 from wikihowagent.corpus.sampling import select_tutorials
 from wikihowagent.errors import WikihowagentError, validation_line
+from wikihowagent.jsonlio import RunError, dir_lock, iter_jsonl, write_json_atomic, write_text_atomic
+from wikihowagent.layout import CONVERSATIONS, MERGE_LOCK, RUN_INFO, SHARDS_DIR, SWEEP_CONFIG, SWEEP_INFO, SWEEP_MODELS
 from wikihowagent.outdir import check_writable
 from wikihowagent.paper_format import default_run_name
 from wikihowagent.presets import get_preset
-from wikihowagent.runs import (
-    CONVERSATIONS,
-    MERGE_LOCK,
-    RUN_INFO,
-    SHARDS_DIR,
-    SWEEP_CONFIG,
-    SWEEP_INFO,
-    SWEEP_MODELS,
-    RunError,
-    dir_lock,
-    iter_jsonl,
-    name_problem,
-    read_run_info,
-    shard_dir,
-    write_json_atomic,
-    write_text_atomic,
-)
+from wikihowagent.runs import name_problem, read_run_info, shard_dir
 from wikihowagent.shards import merge_shards
 
 from . import MAX_CELLS

@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from wikihowagent.layout import SWEEP_SBATCH
 from wikihowagent.outdir import OutputDirError, check_writable
-from wikihowagent.runs import SWEEP_SBATCH
 
 from .core import Sweep, SweepError
 
