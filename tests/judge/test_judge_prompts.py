@@ -10,7 +10,7 @@ import pytest
 from fake_servers import FakeOpenAI
 from typer.testing import CliRunner
 
-from wikihowagent.judge.prompts import (
+from wikihowagent.judge.prompt_variants import (
     CUT_MARK,
     DEFAULT_PROMPT,
     LEGACY_PROMPT,

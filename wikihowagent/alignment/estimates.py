@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from wikihowagent.judge.prompts import recorded_prompt
+from wikihowagent.judge.prompt_variants import recorded_prompt
 from wikihowagent.layout import (
     CALIBRATION_CSV,
     CALIBRATION_JSON,

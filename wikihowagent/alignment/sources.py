@@ -23,7 +23,7 @@ import numpy as np
 
 from wikihowagent.jsonlio import RunError
 from wikihowagent.judge.modes import first_mode
-from wikihowagent.judge.prompts import recorded_prompt
+from wikihowagent.judge.prompt_variants import recorded_prompt
 from wikihowagent.layout import CONVERSATIONS, SCORE_FILES
 from wikihowagent.metrics.computational import POSTTEST_METRICS, computational_names
 from wikihowagent.paper_format import parse_run_stem

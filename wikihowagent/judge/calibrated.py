@@ -19,7 +19,7 @@ from wikihowagent.records import CAL_SUFFIX, Calibration
 from wikihowagent.records_io import read_calibration
 from wikihowagent.stats.calibration import predict
 
-from .prompts import recorded_prompt
+from .prompt_variants import recorded_prompt
 
 if TYPE_CHECKING:  # pragma: no cover
     from wikihowagent.scoretable import ScoreTable

@@ -56,7 +56,7 @@ from .checklist import (
     rubric_score,
 )
 from .modes import SCORING_MODES, first_mode, mode_of, modes_where, prompt_variant_modes
-from .prompts import DEFAULT_PROMPT, LEGACY_PROMPT, JudgePrompt, load_prompts, render, shorten, shows_tutorial
+from .prompt_variants import DEFAULT_PROMPT, LEGACY_PROMPT, JudgePrompt, load_prompts, render, shorten, shows_tutorial
 from .rubric_judge import (
     LOW_MASS,
     ROLE_TEXT,

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from wikihowagent.judge.prompts import recorded_prompt
+from wikihowagent.judge.prompt_variants import recorded_prompt
 from wikihowagent.records import Conversation
 from wikihowagent.records_io import read_judgment_table
 

@@ -22,7 +22,7 @@ from wikihowagent.compare.pairwise import (
 )
 from wikihowagent.csvcells import people_csv
 from wikihowagent.judge.modes import SCORING_MODES, modes_where
-from wikihowagent.judge.prompts import DEFAULT_PROMPT
+from wikihowagent.judge.prompt_variants import DEFAULT_PROMPT
 from wikihowagent.layout import JUDGMENTS, PAIRWISE_SENSITIVITY_CSV, PAIRWISE_SENSITIVITY_PNG, PAIRWISE_SUMMARY_MD
 from wikihowagent.markdown import frame_table
 from wikihowagent.records import Conversation

@@ -22,8 +22,8 @@ from wikihowagent.judge.checklist import ChecklistError, checklist_for, rubric_s
 from wikihowagent.judge.gather import gather_bounded
 from wikihowagent.judge.modes import SCORING_MODES, first_mode, prompt_variant_modes
 from wikihowagent.judge.panel import judge_scores_path
-from wikihowagent.judge.prompts import SHORTENED_NOTE, PromptError, recorded_prompt
-from wikihowagent.judge.prompts import get_prompt as judge_prompt
+from wikihowagent.judge.prompt_variants import SHORTENED_NOTE, PromptError, recorded_prompt
+from wikihowagent.judge.prompt_variants import get_prompt as judge_prompt
 from wikihowagent.judge.request import ScoringRequest
 from wikihowagent.judge.rubric_judge import rubrics_sha256
 from wikihowagent.judge.scoring import ScoringError, make_scorer, resolve_mode

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from wikihowagent.judge.prompts import SHORTENED_NOTE
+from wikihowagent.judge.prompt_variants import SHORTENED_NOTE
 from wikihowagent.records import Conversation, ScoreRecord
 
 FAILURE_NOTES = 3  # judge failures `evaluate` prints (all of them are in scores.jsonl)
