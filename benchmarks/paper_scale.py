@@ -41,6 +41,7 @@ from typing import Any
 
 from benchmarks.harness import ROOT, Section, cli, files_digest, measured, within, write_section
 from benchmarks.report import browser_times, dir_size
+from wikihowagent.layout import OUTPUT_MANIFEST, SCORE_SHARDS_DIR
 
 MODELS = ("deepseek-llm", "qwen2", "gemma", "olmo2", "openchat", "llama3", "phi4", "gpt-4")  # the paper's 8
 TUTORIALS = 14_287
@@ -308,7 +309,6 @@ def copy_scores(work: Path, study: Path, tutorials: int) -> None:
     conversations file), each conversation with the sample's scores of the study conversation its text was
     copied from."""
     from wikihowagent.jsonlio import iter_jsonl
-    from wikihowagent.layout import SCORE_SHARDS_DIR
     from wikihowagent.scores.shards import write_shard_info
     from wikihowagent.shards import input_state
 
@@ -427,7 +427,6 @@ def stage_evaluate(w: Work) -> dict[str, Any]:
     """The sample in SAMPLE_SHARDS `evaluate --no-judge --shard K/N` processes (each its own figures, kept as
     it ends; a shard cut short is scored again from nothing, so each figure is one whole process), then
     `merge`."""
-    from wikihowagent.layout import SCORE_SHARDS_DIR
 
     if w.done("evaluate-0") is None:
         measured(w.child("sample"), w.log("evaluate"), w.env())
@@ -453,7 +452,6 @@ def stage_evaluate(w: Work) -> dict[str, Any]:
 
 
 def stage_scores(w: Work) -> dict[str, Any]:
-    from wikihowagent.layout import SCORE_SHARDS_DIR
 
     got = measured(w.child("scores"), w.log("scores"), w.env())
     return {**got, "bytes": disk_bytes(*(d / SCORE_SHARDS_DIR for d in w.run_dirs())), "shards": SHARDS}
@@ -498,8 +496,6 @@ def _file_digests(out: Path) -> dict[str, list[str]]:
     """Each file an output folder holds (its name relative to it) -> [sha256 of its bytes, sha256 with CRLF line
     ends read as LF], but the list of them an output folder carries (older code kept none)."""
     import hashlib
-
-    from wikihowagent.layout import OUTPUT_MANIFEST
 
     out_digests = {}
     for p in sorted(p for p in out.rglob("*") if p.is_file() and p.name != OUTPUT_MANIFEST):
