@@ -157,8 +157,19 @@ def test_judge_loop_close_waits_for_the_default_executor_and_is_idempotent():
     assert loop.loop.is_closed()
 
 
+@pytest.fixture
+def python_ctrl_c():
+    """Python's own SIGINT handler (KeyboardInterrupt), whatever an earlier test in this process left installed
+    (a worker that ignores Ctrl-C, a terminal test's handler); restored afterwards."""
+    import signal
+
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, old)
+
+
 @pytest.mark.parametrize("inside_anyio_timeout", [False, True])
-def test_ctrl_c_cancels_the_job_at_its_next_await_and_is_raised_by_run(inside_anyio_timeout):
+def test_ctrl_c_cancels_the_job_at_its_next_await_and_is_raised_by_run(inside_anyio_timeout, python_ctrl_c):
     """Ctrl-C during a judge job is never raised in the middle of a job's (or an HTTP client's) code, where an
     anyio timeout scope turns it into "RuntimeError: Attempted to exit a cancel scope ...": the job is cancelled
     at its next await and `run` raises KeyboardInterrupt (the commands' exit 130)."""
