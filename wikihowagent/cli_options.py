@@ -13,12 +13,15 @@ N >= 1, `--tie-band B` 0 <= B <= 0.499."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import typer
 
-from wikihowagent.console import CLUSTER, INPUTS, MODELS, OUTPUT, POSTTEST, STATISTICS
+from wikihowagent.console import CLUSTER, INPUTS, MODELS, OUTPUT, POSTTEST, STATISTICS, print_error, print_labeled
+from wikihowagent.errors import WikihowagentError
 from wikihowagent.stats.paired import MAX_BOOTSTRAP
 
 Device = Literal["auto", "cpu", "cuda", "mps"]  # --device: metrics.DEVICES
@@ -125,3 +128,20 @@ InputRubrics = Annotated[Path | None, rubrics_option(INPUTS)]
 JudgeBaseUrl = Annotated[str | None, base_url_option("Ollama host / OpenAI-compatible base URL for the evaluator.")]
 JudgeRetries = Annotated[int, retries_option("Re-asks of the judge when a reply cannot be parsed.")]
 NoHeatmap = Annotated[bool, typer.Option("--no-figures", rich_help_panel=OUTPUT, help="Skip the heatmap.")]
+
+
+@contextmanager
+def command_errors(console: Any, kept: str) -> Iterator[None]:
+    """Exit 2 with one `error:` line on a WikihowagentError (the stage's own, or a config, input, rubric or backend
+    error as it is), exit 130 on Ctrl-C saying that `kept` (e.g. "scores") written so far are kept: the exit codes
+    of `evaluate`, `compare` and `judge-check`."""
+    try:
+        yield
+    except WikihowagentError as exc:
+        print_error(str(exc), console)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        print_labeled(
+            console, "interrupted:", "yellow", f"{kept} written so far are kept; rerun the same command to resume"
+        )
+        raise typer.Exit(130) from None

@@ -1,4 +1,4 @@
-"""The judge session (judge/session.py) and the shared judge options (judge/options.py) that
+"""The judge session (judge/session.py) and the shared judge options (cli_options.py) that
 `evaluate`, `compare` and `judge-check` use."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import typer.main
 from typer.core import TyperOption
 
 from wikihowagent.cli import app
+from wikihowagent.cli_options import command_errors
 from wikihowagent.compare.request import CompareError
 from wikihowagent.jsonlio import RunError
-from wikihowagent.judge.options import command_errors
 from wikihowagent.judge.session import JudgeEndpoints, JudgeLoop, locked_out, resumable
 from wikihowagent.scores.runner import EvaluateError
 

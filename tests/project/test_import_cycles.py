@@ -473,7 +473,6 @@ LAZY_OWN_IMPORTS_LEFT: dict[str, int] = {
     "wikihowagent.evaluation.endpoints": 1,
     "wikihowagent.judge.rubric_judge": 1,
     "wikihowagent.judge.prompt_variants": 1,
-    "wikihowagent.judge.options": 2,
     "wikihowagent.judge.panel": 2,
     "wikihowagent.metrics.posttest": 1,
     "wikihowagent.scores.runner": 12,

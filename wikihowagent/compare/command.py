@@ -16,6 +16,7 @@ from wikihowagent.cli_options import (
     bootstrap_option,
     checklist_option,
     checklist_weights_option,
+    command_errors,
     concurrency_option,
     evaluator_option,
     judge_scoring_option,
@@ -26,7 +27,6 @@ from wikihowagent.cli_options import (
     tie_band_option,
 )
 from wikihowagent.console import CLUSTER, INPUTS, MODELS, OUTPUT, make_console, print_error, progress_bar
-from wikihowagent.judge.options import command_errors
 from wikihowagent.judge.request import ScoringRequest
 from wikihowagent.markdown import number_cell
 

@@ -16,6 +16,7 @@ from wikihowagent.cli_options import (
     bootstrap_option,
     checklist_option,
     checklist_weights_option,
+    command_errors,
     concurrency_option,
     evaluator_option,
     judge_prompt_option,
@@ -39,7 +40,6 @@ from wikihowagent.console import (
     print_labeled,
 )
 from wikihowagent.judge.modes import modes_metavar
-from wikihowagent.judge.options import command_errors
 from wikihowagent.judge.request import ScoringRequest
 
 if TYPE_CHECKING:

@@ -14,6 +14,7 @@ from wikihowagent.cli_options import (
     JudgeBaseUrl,
     JudgeRetries,
     NoHeatmap,
+    command_errors,
     concurrency_option,
     evaluator_option,
     judge_prompt_option,
@@ -27,7 +28,6 @@ from wikihowagent.cli_options import (
 )
 from wikihowagent.console import INPUTS, METRICS, MODELS, OUTPUT, POSTTEST, make_console
 from wikihowagent.judge.modes import modes_metavar
-from wikihowagent.judge.options import command_errors
 from wikihowagent.judge.request import ScoringRequest
 
 Runs = Annotated[

@@ -44,12 +44,27 @@ def _chunk(n: int, width: int) -> int:
     return max(1, CHUNK_ELEMENTS // max(1, n * width))
 
 
+def _kept(n: int, n_boot: int) -> bool:
+    """Whether the resamples of `n` items are within the cache's bounds (then kept for the next CI)."""
+    return n * n_boot <= CACHE_ELEMENTS and n_boot <= CACHE_RESAMPLES
+
+
+def _key(seed: int | list[int]) -> int | tuple[int, ...]:
+    """`seed` as a cache key (a list of ints as a tuple)."""
+    return tuple(seed) if isinstance(seed, list) else seed
+
+
+def _rng(key: int | tuple[int, ...]) -> Any:
+    """numpy's default generator of a seed given as its cache key."""
+    import numpy as np
+
+    return np.random.default_rng(list(key) if isinstance(key, tuple) else key)
+
+
 @functools.lru_cache(maxsize=1)
 def _draws(seed: int | tuple[int, ...], n: int, n_boot: int) -> Any:
     """All `n_boot` resamples of `n` items from `seed` at once (the rows `resamples` yields), read-only."""
-    import numpy as np
-
-    out = np.random.default_rng(list(seed) if isinstance(seed, tuple) else seed).integers(0, n, size=(n_boot, n))
+    out = _rng(seed).integers(0, n, size=(n_boot, n))
     out.setflags(write=False)
     return out
 
@@ -90,7 +105,7 @@ def _counts(seed: int | tuple[int, ...], n: int, n_boot: int) -> Any:
 
     out = np.empty((n_boot, n))
     start = 0
-    for idx in resamples(np.random.default_rng(list(seed) if isinstance(seed, tuple) else seed), n, n_boot):
+    for idx in resamples(_rng(seed), n, n_boot):
         out[start : start + len(idx)] = multiplicities(idx, n)
         start += len(idx)
     out.setflags(write=False)
@@ -101,10 +116,10 @@ def _seeded(seed: int | list[int], n: int, n_boot: int, width: int) -> Iterator[
     """`resamples` of `numpy.random.default_rng(seed)`, from the kept draws when they fit the cache's bounds."""
     import numpy as np
 
-    if n * n_boot > CACHE_ELEMENTS or n_boot > CACHE_RESAMPLES:
+    if not _kept(n, n_boot):
         yield from resamples(np.random.default_rng(seed), n, n_boot, width)
         return
-    draws = _draws(tuple(seed) if isinstance(seed, list) else seed, n, n_boot)
+    draws = _draws(_key(seed), n, n_boot)
     chunk = _chunk(n, width)
     for start in range(0, n_boot, chunk):
         yield draws[start : start + chunk]
@@ -162,10 +177,9 @@ def bootstrap_counts_ci(
     if n <= 0 or n_boot <= 0:
         return math.nan, math.nan
     chunks: Iterable[Any]
-    if n * n_boot > CACHE_ELEMENTS or n_boot > CACHE_RESAMPLES:
-        rng = np.random.default_rng(seed)
-        chunks = (multiplicities(idx, n) for idx in resamples(rng, n, n_boot, width))
+    if _kept(n, n_boot):
+        chunks = [_counts(_key(seed), n, n_boot)]
     else:
-        chunks = [_counts(tuple(seed) if isinstance(seed, list) else seed, n, n_boot)]
+        chunks = (multiplicities(idx, n) for idx in resamples(np.random.default_rng(seed), n, n_boot, width))
     stat = np.concatenate([np.asarray(statistic(c), dtype=float) for c in chunks])
     return percentile_ci(stat, alpha)
